@@ -16,6 +16,7 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt",
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%dist_src_root", config.dist_src_root))
+config.substitutions.append(("%dist_obj_root", config.dist_obj_root))
 config.substitutions.append(("%fixtures",
                              os.path.join(config.dist_src_root, "test", "fixtures")))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])

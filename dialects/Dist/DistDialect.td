@@ -1,0 +1,33 @@
+//===- DistDialect.td - The distribution dialect -----------*- tablegen -*-===//
+//
+// Part of DistOpt.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_DIALECT_TD
+#define DIST_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Dist_Dialect : Dialect {
+  let name = "dist";
+  let cppNamespace = "::distopt::dist";
+  let summary = "How a DNN program is spread over many devices";
+  let description = [{
+    The `dist` dialect says where and in what order the work of a `graph`
+    program runs: the cluster it runs on (devices of possibly different kinds,
+    grouped by node, rack and site, joined by links of different speed),
+    device groups (meshes), pipeline stage regions, point-to-point transfers,
+    collectives and micro-batch split/merge.
+
+    Unlike upstream MLIR's `shard` dialect, which describes a single SPMD
+    program over one homogeneous grid, `dist` describes MPMD pipelines over
+    heterogeneous device groups: every stage names its own group, and groups
+    may be of different sizes and device kinds. See docs/design.md.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Dist_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Dist_Dialect, mnemonic, traits>;
+
+#endif // DIST_DIALECT_TD

@@ -1,0 +1,260 @@
+//===- DistOps.cpp - Operations of the distribution dialect ----*- C++ -*-===//
+//
+// Part of DistOpt. Verifiers and builders of `dist` operations.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Dist/DistOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+using namespace distopt::dist;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// A collective's group: non-empty, non-negative, each device once.
+static LogicalResult verifyGroup(Operation *op, ArrayRef<int64_t> group) {
+  if (group.empty())
+    return op->emitOpError("needs a non-empty device group");
+  llvm::DenseSet<int64_t> seen;
+  for (int64_t device : group) {
+    if (device < 0)
+      return op->emitOpError("group device numbers must be non-negative, got ")
+             << device;
+    if (!seen.insert(device).second)
+      return op->emitOpError("group lists device ") << device << " twice";
+  }
+  return success();
+}
+
+static LogicalResult verifyAxis(Operation *op, StringRef what, int64_t axis,
+                                int64_t rank) {
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError() << what << " " << axis
+                             << " is out of range for a rank-" << rank
+                             << " tensor";
+  return success();
+}
+
+/// Checks that `result` equals `input` except along `axis`, where
+/// `resultDim(inputDim)` gives the expected size. Dynamic sizes match anything.
+static LogicalResult
+verifyResizedAlong(Operation *op, RankedTensorType input,
+                   RankedTensorType result, int64_t axis,
+                   function_ref<int64_t(int64_t)> resultDim) {
+  if (input.getElementType() != result.getElementType())
+    return op->emitOpError("result element type ")
+           << result.getElementType() << " differs from input element type "
+           << input.getElementType();
+  if (input.getRank() != result.getRank())
+    return op->emitOpError("result rank ")
+           << result.getRank() << " differs from input rank "
+           << input.getRank();
+  for (int64_t i = 0, e = input.getRank(); i < e; ++i) {
+    int64_t in = input.getDimSize(i), out = result.getDimSize(i);
+    if (ShapedType::isDynamic(in) || ShapedType::isDynamic(out))
+      continue;
+    int64_t expected = i == axis ? resultDim(in) : in;
+    if (out != expected)
+      return op->emitOpError("result dimension ")
+             << i << " should be " << expected << ", got " << out;
+  }
+  return success();
+}
+
+static LogicalResult verifyDivisible(Operation *op, RankedTensorType type,
+                                     int64_t axis, int64_t parts) {
+  int64_t size = type.getDimSize(axis);
+  if (!ShapedType::isDynamic(size) && size % parts != 0)
+    return op->emitOpError("dimension ")
+           << axis << " of size " << size << " does not split into " << parts
+           << " equal parts";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// StageOp
+//===----------------------------------------------------------------------===//
+
+void StageOp::build(OpBuilder &builder, OperationState &state,
+                    TypeRange results, int64_t index, MeshAttr mesh,
+                    ValueRange inputs) {
+  state.addTypes(results);
+  state.addOperands(inputs);
+  state.addAttribute(getIndexAttrName(state.name),
+                     builder.getI64IntegerAttr(index));
+  state.addAttribute(getMeshAttrName(state.name), mesh);
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  for (Value input : inputs)
+    block->addArgument(input.getType(), input.getLoc());
+  body->push_back(block);
+  StageOp::ensureTerminator(*body, builder, state.location);
+}
+
+LogicalResult StageOp::verify() {
+  if (getIndexAttr().getInt() < 0)
+    return emitOpError("stage index must be non-negative, got ")
+           << getIndexAttr().getInt();
+  Block &block = getBody().front();
+  if (block.getNumArguments() != static_cast<unsigned>(getInputs().size()))
+    return emitOpError("body has ")
+           << block.getNumArguments() << " arguments but the stage has "
+           << getInputs().size() << " inputs";
+  for (auto [i, arg, input] :
+       llvm::enumerate(block.getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError("body argument ")
+             << i << " has type " << arg.getType() << " but input " << i
+             << " has type " << input.getType();
+  auto yield = cast<YieldOp>(block.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().size()
+           << " values whose types differ from the stage's result types";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Point-to-point
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyPeerAndTag(Operation *op, int64_t peer,
+                                      int64_t tag) {
+  if (peer < 0)
+    return op->emitOpError("peer device number must be non-negative, got ")
+           << peer;
+  if (tag < 0)
+    return op->emitOpError("tag must be non-negative, got ") << tag;
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyPeerAndTag(getOperation(), getPeerAttr().getInt(),
+                          getTagAttr().getInt());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyPeerAndTag(getOperation(), getPeerAttr().getInt(),
+                          getTagAttr().getInt());
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verify() {
+  return verifyGroup(getOperation(), getGroup());
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(verifyGroup(getOperation(), getGroup())))
+    return failure();
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (failed(verifyAxis(getOperation(), "axis", getAxis(), input.getRank())))
+    return failure();
+  int64_t n = getGroup().size();
+  return verifyResizedAlong(getOperation(), input,
+                            cast<RankedTensorType>(getResult().getType()),
+                            getAxis(), [n](int64_t d) { return d * n; });
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyGroup(getOperation(), getGroup())))
+    return failure();
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (failed(verifyAxis(getOperation(), "axis", getAxis(), input.getRank())))
+    return failure();
+  int64_t n = getGroup().size();
+  if (failed(verifyDivisible(getOperation(), input, getAxis(), n)))
+    return failure();
+  return verifyResizedAlong(getOperation(), input,
+                            cast<RankedTensorType>(getResult().getType()),
+                            getAxis(), [n](int64_t d) { return d / n; });
+}
+
+LogicalResult AllToAllOp::verify() {
+  if (failed(verifyGroup(getOperation(), getGroup())))
+    return failure();
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  int64_t split = getSplitAxis(), concat = getConcatAxis();
+  if (failed(verifyAxis(getOperation(), "split axis", split, input.getRank())) ||
+      failed(verifyAxis(getOperation(), "concat axis", concat,
+                        input.getRank())))
+    return failure();
+  int64_t n = getGroup().size();
+  if (failed(verifyDivisible(getOperation(), input, split, n)))
+    return failure();
+  if (split == concat)
+    return verifyResizedAlong(getOperation(), input, result, split,
+                              [](int64_t d) { return d; });
+  // Shrinks along the split axis, grows along the concat axis.
+  SmallVector<int64_t> expected(input.getShape());
+  if (!ShapedType::isDynamic(expected[split]))
+    expected[split] /= n;
+  if (!ShapedType::isDynamic(expected[concat]))
+    expected[concat] *= n;
+  auto expectedType = RankedTensorType::get(expected, input.getElementType());
+  return verifyResizedAlong(getOperation(), expectedType, result, split,
+                            [](int64_t d) { return d; });
+}
+
+LogicalResult BroadcastOp::verify() {
+  if (failed(verifyGroup(getOperation(), getGroup())))
+    return failure();
+  int64_t root = getRootAttr().getInt();
+  if (!llvm::is_contained(getGroup(), root))
+    return emitOpError("root device ")
+           << root << " is not a member of the group";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Micro-batching
+//===----------------------------------------------------------------------===//
+
+/// The whole batch `whole` must be `parts` equal micro-batches along `axis`.
+/// `mergeResult` says which side is the op's result, so that messages speak
+/// of the result.
+static LogicalResult verifyMicrobatches(Operation *op, RankedTensorType whole,
+                                        TypeRange parts, int64_t axis,
+                                        bool mergeResult) {
+  if (parts.empty())
+    return op->emitOpError("needs at least one micro-batch");
+  if (failed(verifyAxis(op, "axis", axis, whole.getRank())))
+    return failure();
+  Type first = parts.front();
+  for (Type part : parts)
+    if (part != first)
+      return op->emitOpError("micro-batches must all have the same type, got ")
+             << first << " and " << part;
+  int64_t n = parts.size();
+  auto part = cast<RankedTensorType>(first);
+  if (mergeResult)
+    return verifyResizedAlong(op, part, whole, axis,
+                              [n](int64_t d) { return d * n; });
+  if (failed(verifyDivisible(op, whole, axis, n)))
+    return failure();
+  return verifyResizedAlong(op, whole, part, axis,
+                            [n](int64_t d) { return d / n; });
+}
+
+LogicalResult MicrobatchSplitOp::verify() {
+  return verifyMicrobatches(getOperation(),
+                            cast<RankedTensorType>(getInput().getType()),
+                            getMicrobatches().getTypes(), getAxis(),
+                            /*mergeResult=*/false);
+}
+
+LogicalResult MicrobatchMergeOp::verify() {
+  return verifyMicrobatches(getOperation(),
+                            cast<RankedTensorType>(getResult().getType()),
+                            getMicrobatches().getTypes(), getAxis(),
+                            /*mergeResult=*/true);
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Dist/DistOps.cpp.inc"

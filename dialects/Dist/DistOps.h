@@ -1,0 +1,21 @@
+//===- DistOps.h - Operations of the distribution dialect -------*- C++ -*-===//
+//
+// Part of DistOpt.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIALECTS_DIST_DISTOPS_H
+#define DIALECTS_DIST_DISTOPS_H
+
+#include "dialects/Dist/DistDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "dialects/Dist/DistOps.h.inc"
+
+#endif // DIALECTS_DIST_DISTOPS_H

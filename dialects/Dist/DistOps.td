@@ -1,0 +1,261 @@
+//===- DistOps.td - Operations of the distribution dialect --*- tablegen -*-===//
+#ifndef DIST_OPS_TD
+#define DIST_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "DistDialect.td"
+include "DistAttrs.td"
+include "DistEnums.td"
+
+//===----------------------------------------------------------------------===//
+// Pipeline stages
+//===----------------------------------------------------------------------===//
+
+def Dist_StageOp : Dist_Op<"stage", [
+    SingleBlockImplicitTerminator<"YieldOp">,
+    IsolatedFromAbove]> {
+  let summary = "A pipeline stage: the ops one device group runs";
+  let description = [{
+    A region of the program assigned to pipeline stage `index`, run by the
+    devices of `mesh`. The stage is isolated from above: values it needs come
+    in as `inputs` (block arguments of the same types) and values later
+    stages need leave through `dist.yield`. Crossing a stage boundary is where
+    the partitioner later puts `dist.send`/`dist.recv`.
+
+    Example:
+    ```mlir
+    %y = dist.stage 0 on #dist.mesh<shape = [2], devices = [0, 1]>
+        (%x) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
+    ^bb0(%a: tensor<4x16xf32>):
+      %r = graph.unary relu %a : tensor<4x16xf32>
+      dist.yield %r : tensor<4x16xf32>
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$index, Dist_MeshAttr:$mesh,
+                       Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $index `on` $mesh `(` $inputs `)` attr-dict-with-keyword
+    `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::mlir::TypeRange":$results,
+      "int64_t":$index, "MeshAttr":$mesh, "::mlir::ValueRange":$inputs)>];
+}
+
+def Dist_YieldOp : Dist_Op<"yield", [Pure, Terminator,
+    HasParent<"StageOp">, ReturnLike]> {
+  let summary = "Ends a pipeline stage and names the values it produces";
+  let description = [{
+    Terminates a `dist.stage` body; its operands become the stage's results
+    and must match their types.
+
+    Example:
+    ```mlir
+    dist.yield %r : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ /* nothing to yield */ }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// Point-to-point transfers
+//===----------------------------------------------------------------------===//
+
+def Dist_SendOp : Dist_Op<"send"> {
+  let summary = "Sends a tensor to another device";
+  let description = [{
+    Sends `value` to device `peer` (a cluster device number). `tag` pairs the
+    send with the `dist.recv` of the same tag on the peer; tags of one
+    (sender, receiver) pair must be issued in the same order on both sides.
+
+    Example:
+    ```mlir
+    dist.send %act to 4 tag 7 : tensor<1x2048x4096xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value, I64Attr:$peer, I64Attr:$tag);
+  let assemblyFormat = "$value `to` $peer `tag` $tag attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Dist_RecvOp : Dist_Op<"recv"> {
+  let summary = "Receives a tensor from another device";
+  let description = [{
+    Receives the tensor that device `peer` sends with the same `tag`.
+
+    Example:
+    ```mlir
+    %act = dist.recv from 3 tag 7 : tensor<1x2048x4096xbf16>
+    ```
+  }];
+  let arguments = (ins I64Attr:$peer, I64Attr:$tag);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "`from` $peer `tag` $tag attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, traits>;
+
+def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Combines a tensor across a device group";
+  let description = [{
+    Every device of `group` contributes `input`; every device gets the
+    element-wise combination (`kind`). Used for data-parallel gradients and
+    row-parallel tensor-parallel outputs.
+
+    Example:
+    ```mlir
+    %g = dist.all_reduce %grad sum over [0, 1, 2, 3] : tensor<1024x1024xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_ReductionKindAttr:$kind,
+                       DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input $kind `over` $group attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
+  let summary = "Concatenates the shards of a device group on every device";
+  let description = [{
+    Every device of `group` contributes a shard; every device gets the shards
+    concatenated along `axis` in group order, so the result's `axis` is the
+    group size times the input's.
+
+    Example:
+    ```mlir
+    %w = dist.all_gather %shard axis 0 over [0, 1] : tensor<512x1024xf32> -> tensor<1024x1024xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis `over` $group attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
+  let summary = "Combines a tensor across a group and leaves each device a shard";
+  let description = [{
+    The element-wise combination (`kind`) of every device's `input`, split
+    along `axis` into group-size shards; device i of `group` gets shard i.
+    Used by ZeRO to shard gradients.
+
+    Example:
+    ```mlir
+    %s = dist.reduce_scatter %g sum axis 0 over [0, 1] : tensor<1024x8xf32> -> tensor<512x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_ReductionKindAttr:$kind,
+                       I64Attr:$axis, DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input $kind `axis` $axis `over` $group attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
+  let summary = "Exchanges shards between every pair of a device group";
+  let description = [{
+    Splits `input` along `split_axis` into group-size pieces, sends piece j to
+    device j of `group`, and concatenates the received pieces along
+    `concat_axis` (mixture-of-experts dispatch, sequence/head resharding).
+
+    Example:
+    ```mlir
+    %t = dist.all_to_all %x split 0 concat 1 over [0, 1] : tensor<4x8xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$split_axis,
+                       I64Attr:$concat_axis, DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `split` $split_axis `concat` $concat_axis `over` $group attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Copies one device's tensor to every device of a group";
+  let description = [{
+    Every device of `group` gets `root`'s `input`; `root` must belong to the
+    group.
+
+    Example:
+    ```mlir
+    %w = dist.broadcast %w0 root 0 over [0, 1, 2, 3] : tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$root,
+                       DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `root` $root `over` $group attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Micro-batching
+//===----------------------------------------------------------------------===//
+
+def Dist_MicrobatchSplitOp : Dist_Op<"microbatch_split", [Pure]> {
+  let summary = "Splits a batch into equal micro-batches";
+  let description = [{
+    Splits `input` along `axis` (the sample dimension) into as many equal
+    micro-batches as the op has results.
+
+    Example:
+    ```mlir
+    %m:4 = dist.microbatch_split %x axis 0 : tensor<8x128xf32> -> tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
+  let results = (outs Variadic<AnyRankedTensor>:$microbatches);
+  let assemblyFormat = [{
+    $input `axis` $axis attr-dict `:` type($input) `->` type($microbatches)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_MicrobatchMergeOp : Dist_Op<"microbatch_merge", [Pure]> {
+  let summary = "Joins micro-batches back into a batch";
+  let description = [{
+    Concatenates equally shaped micro-batches along `axis`.
+
+    Example:
+    ```mlir
+    %y = dist.microbatch_merge %a, %b axis 0 : tensor<2x10xf32>, tensor<2x10xf32> -> tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$microbatches, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $microbatches `axis` $axis attr-dict `:` type($microbatches) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // DIST_OPS_TD

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every DistOpt test suite: unit tests (gtest, via CTest), the lit
+# regression tests, the ONNX backend-test import sweep and the numerical
+# suites. Installs missing packages and builds first. Ends with one summary
+# line: "N passed, N failed, N skipped".
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DIST_BUILD_DIR:-$root/build}
+results=$build/test-results
+cd "$root"
+
+"$root/scripts/install-deps.sh" || { echo "error: installing packages failed"; exit 1; }
+"$root/scripts/build.sh" "$build" all || { echo "error: the build failed"; exit 1; }
+rm -rf "$results" && mkdir -p "$results"
+
+status=0
+echo "== unit tests (gtest)"
+ctest --test-dir "$build" -L unit --output-on-failure -j2 \
+  --output-junit "$results/unit.xml" || status=1
+
+echo "== lit regression tests"
+/usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$results/lit.xml" \
+  "$build/test" || status=1
+
+if [ -x "$root/test/sweep/run_sweep.py" ] || [ -f "$root/test/sweep/run_sweep.py" ]; then
+  echo "== ONNX backend test-data import sweep"
+  python3 "$root/test/sweep/run_sweep.py" --dist-opt "$build/bin/dist-opt" \
+    --junit "$results/sweep.xml" || status=1
+fi
+
+python3 "$root/scripts/summarize_tests.py" "$results"/*.xml || status=1
+exit $status

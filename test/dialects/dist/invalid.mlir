@@ -1,0 +1,295 @@
+// RUN: dist-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{device kind needs a non-empty name}}
+module attributes {x = #dist.device_kind<"", memory = 1, bandwidth = 1.0, flops = {f32 = 1.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' needs a positive memory size, got 0}}
+module attributes {x = #dist.device_kind<"a", memory = 0, bandwidth = 1.0, flops = {f32 = 1.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' needs a positive memory bandwidth}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 0.0, flops = {f32 = 1.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' needs peak FLOP/s for at least one element type}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' peak FLOP/s for 'f32' must be a positive float}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {f32 = 3}>} {}
+
+// -----
+
+// expected-error @+1 {{link level 'node' must span at least one device, got 0}}
+module attributes {x = #dist.link<"node", span = 0, bandwidth = 1.0, latency = 0.0>} {}
+
+// -----
+
+// expected-error @+1 {{link level 'node' needs a positive bandwidth}}
+module attributes {x = #dist.link<"node", span = 8, bandwidth = -1.0, latency = 0.0>} {}
+
+// -----
+
+// expected-error @+1 {{link level 'node' cannot have a negative latency}}
+module attributes {x = #dist.link<"node", span = 8, bandwidth = 1.0, latency = -1.0>} {}
+
+// -----
+
+// expected-error @+1 {{device group cannot start at a negative device number, got -1}}
+module attributes {x = #dist.device_group<first = -1, count = 2, kind = "a">} {}
+
+// -----
+
+// expected-error @+1 {{device group needs at least one device, got 0}}
+module attributes {x = #dist.device_group<first = 0, count = 0, kind = "a">} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' names device kind 'a' twice}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {f32 = 1.0 : f64}>, #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {f32 = 1.0 : f64}>], groups = [#dist.device_group<first = 0, count = 1, kind = "a">], links = []>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' has no devices}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {f32 = 1.0 : f64}>], groups = [], links = []>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' device groups must number devices consecutively: expected a group starting at 2, got 3}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {f32 = 1.0 : f64}>], groups = [#dist.device_group<first = 0, count = 2, kind = "a">, #dist.device_group<first = 3, count = 1, kind = "a">], links = []>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' device group uses unknown device kind 'b'}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {f32 = 1.0 : f64}>], groups = [#dist.device_group<first = 0, count = 2, kind = "b">], links = []>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' link level 'rack' must span a multiple of the devices of level 'node'}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {f32 = 1.0 : f64}>], groups = [#dist.device_group<first = 0, count = 2, kind = "a">], links = [#dist.link<"node", span = 4, bandwidth = 1.0, latency = 0.0>, #dist.link<"rack", span = 6, bandwidth = 1.0, latency = 0.0>]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh needs at least one axis}}
+module attributes {x = #dist.mesh<shape = [], devices = []>} {}
+
+// -----
+
+// expected-error @+1 {{mesh axes must have at least one device, got 0}}
+module attributes {x = #dist.mesh<shape = [0], devices = []>} {}
+
+// -----
+
+// expected-error @+1 {{mesh of shape with 4 positions lists 3 devices}}
+module attributes {x = #dist.mesh<shape = [2, 2], devices = [0, 1, 2]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh device numbers must be non-negative, got -2}}
+module attributes {x = #dist.mesh<shape = [2], devices = [0, -2]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh lists device 1 twice}}
+module attributes {x = #dist.mesh<shape = [2], devices = [1, 1]>} {}
+
+// -----
+
+func.func @stage_index(%x: tensor<2xf32>) {
+  // expected-error @+1 {{stage index must be non-negative, got -1}}
+  %0 = dist.stage -1 on #dist.mesh<shape = [1], devices = [0]> (%x) : (tensor<2xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2xf32>):
+    dist.yield %a : tensor<2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @stage_args(%x: tensor<2xf32>) {
+  // expected-error @+1 {{body has 0 arguments but the stage has 1 inputs}}
+  %0 = dist.stage 0 on #dist.mesh<shape = [1], devices = [0]> (%x) : (tensor<2xf32>) -> tensor<2xf32> {
+    %c = "test.make"() : () -> tensor<2xf32>
+    dist.yield %c : tensor<2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @stage_arg_type(%x: tensor<2xf32>) {
+  // expected-error @+1 {{body argument 0 has type 'tensor<3xf32>' but input 0 has type 'tensor<2xf32>'}}
+  %0 = dist.stage 0 on #dist.mesh<shape = [1], devices = [0]> (%x) : (tensor<2xf32>) -> tensor<3xf32> {
+  ^bb0(%a: tensor<3xf32>):
+    dist.yield %a : tensor<3xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @stage_yield(%x: tensor<2xf32>) {
+  // expected-error @+1 {{yields 1 values whose types differ from the stage's result types}}
+  %0 = dist.stage 0 on #dist.mesh<shape = [1], devices = [0]> (%x) : (tensor<2xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<2xf32>):
+    dist.yield %a : tensor<2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @send_peer(%x: tensor<2xf32>) {
+  // expected-error @+1 {{peer device number must be non-negative, got -1}}
+  dist.send %x to -1 tag 0 : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @recv_tag() {
+  // expected-error @+1 {{tag must be non-negative, got -3}}
+  %0 = dist.recv from 1 tag -3 : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @group_empty(%x: tensor<2xf32>) {
+  // expected-error @+1 {{needs a non-empty device group}}
+  %0 = dist.all_reduce %x sum over [] : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @group_negative(%x: tensor<2xf32>) {
+  // expected-error @+1 {{group device numbers must be non-negative, got -1}}
+  %0 = dist.all_reduce %x max over [0, -1] : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @group_twice(%x: tensor<2xf32>) {
+  // expected-error @+1 {{group lists device 3 twice}}
+  %0 = dist.all_reduce %x sum over [3, 3] : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%x: tensor<2xf32>) {
+  // expected-error @+1 {{axis 1 is out of range for a rank-1 tensor}}
+  %0 = dist.all_gather %x axis 1 over [0, 1] : tensor<2xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_size(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{result dimension 0 should be 4, got 2}}
+  %0 = dist.all_gather %x axis 0 over [0, 1] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elt(%x: tensor<2xf32>) {
+  // expected-error @+1 {{result element type 'f16' differs from input element type 'f32'}}
+  %0 = dist.all_gather %x axis 0 over [0, 1] : tensor<2xf32> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @gather_rank(%x: tensor<2xf32>) {
+  // expected-error @+1 {{result rank 2 differs from input rank 1}}
+  %0 = dist.all_gather %x axis 0 over [0, 1] : tensor<2xf32> -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_divisible(%x: tensor<5xf32>) {
+  // expected-error @+1 {{dimension 0 of size 5 does not split into 2 equal parts}}
+  %0 = dist.reduce_scatter %x sum axis 0 over [0, 1] : tensor<5xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @a2a_split_axis(%x: tensor<4x4xf32>) {
+  // expected-error @+1 {{split axis 2 is out of range for a rank-2 tensor}}
+  %0 = dist.all_to_all %x split 2 concat 0 over [0, 1] : tensor<4x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @a2a_shape(%x: tensor<4x4xf32>) {
+  // expected-error @+1 {{result dimension 1 should be 8, got 4}}
+  %0 = dist.all_to_all %x split 0 concat 1 over [0, 1] : tensor<4x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @bcast_root(%x: tensor<2xf32>) {
+  // expected-error @+1 {{root device 5 is not a member of the group}}
+  %0 = dist.broadcast %x root 5 over [0, 1] : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @split_none(%x: tensor<4xf32>) {
+  // expected-error @+1 {{needs at least one micro-batch}}
+  "dist.microbatch_split"(%x) {axis = 0 : i64} : (tensor<4xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @split_types(%x: tensor<4xf32>) {
+  // expected-error @+1 {{micro-batches must all have the same type, got 'tensor<2xf32>' and 'tensor<2xf16>'}}
+  %0:2 = dist.microbatch_split %x axis 0 : tensor<4xf32> -> tensor<2xf32>, tensor<2xf16>
+  return
+}
+
+// -----
+
+func.func @split_divisible(%x: tensor<5xf32>) {
+  // expected-error @+1 {{dimension 0 of size 5 does not split into 2 equal parts}}
+  %0:2 = dist.microbatch_split %x axis 0 : tensor<5xf32> -> tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @merge_shape(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{result dimension 1 should be 3, got 4}}
+  %0 = dist.microbatch_merge %a, %a axis 0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @merge_none() {
+  // expected-error @+1 {{needs at least one micro-batch}}
+  %0 = "dist.microbatch_merge"() {axis = 0 : i64} : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @merge_axis(%a: tensor<2xf32>) {
+  // expected-error @+1 {{axis 3 is out of range for a rank-1 tensor}}
+  %0 = dist.microbatch_merge %a, %a axis 3 : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>
+  return
+}

@@ -1,0 +1,69 @@
+// RUN: dist-opt %s | FileCheck %s
+// RUN: dist-opt %s | dist-opt | FileCheck %s
+// RUN: dist-opt -mlir-print-op-generic %s | dist-opt | FileCheck %s
+
+// CHECK: module attributes {dist.cluster = #dist.cluster<"mixed", kinds = [#dist.device_kind<"a100", memory = 85899345920, bandwidth = 2.{{0+}}e+12, flops = {bf16 = 3.120000e+14 : f64}>, #dist.device_kind<"v100"
+// CHECK-SAME: groups = [#dist.device_group<first = 0, count = 8, kind = "a100">, #dist.device_group<first = 8, count = 8, kind = "v100">]
+// CHECK-SAME: links = [#dist.link<"node", span = 8, bandwidth = 3.{{0+}}e+11, latency = 2.{{0+}}e-06>, #dist.link<"cluster", span = 16
+module attributes {dist.cluster = #dist.cluster<"mixed",
+    kinds = [#dist.device_kind<"a100", memory = 85899345920, bandwidth = 2.0e+12,
+                               flops = {bf16 = 3.12e+14 : f64}>,
+             #dist.device_kind<"v100", memory = 34359738368, bandwidth = 9.0e+11,
+                               flops = {f16 = 1.25e+14 : f64}>],
+    groups = [#dist.device_group<first = 0, count = 8, kind = "a100">,
+              #dist.device_group<first = 8, count = 8, kind = "v100">],
+    links = [#dist.link<"node", span = 8, bandwidth = 3.0e+11, latency = 2.0e-06>,
+             #dist.link<"cluster", span = 16, bandwidth = 2.5e+10, latency = 5.0e-06>]>} {
+
+// CHECK-LABEL: func.func @stages
+func.func @stages(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // CHECK: %[[S0:.*]] = dist.stage 0 on #dist.mesh<shape = [2], devices = [0, 1]> (%{{.*}}) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // CHECK: ^bb0(%[[A:.*]]: tensor<4x16xf32>):
+  // CHECK:   dist.yield %[[A]] : tensor<4x16xf32>
+  %0 = dist.stage 0 on #dist.mesh<shape = [2], devices = [0, 1]> (%x) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a: tensor<4x16xf32>):
+    dist.yield %a : tensor<4x16xf32>
+  }
+  // CHECK: dist.stage 1 on #dist.mesh<shape = [1, 2], devices = [8, 9]> (%[[S0]])
+  %1 = dist.stage 1 on #dist.mesh<shape = [1, 2], devices = [8, 9]> (%0) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a: tensor<4x16xf32>):
+    dist.yield %a : tensor<4x16xf32>
+  }
+  return %1 : tensor<4x16xf32>
+}
+
+// CHECK-LABEL: func.func @p2p
+func.func @p2p(%x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
+  // CHECK: dist.send %{{.*}} to 4 tag 7 : tensor<2x8xbf16>
+  dist.send %x to 4 tag 7 : tensor<2x8xbf16>
+  // CHECK: %[[R:.*]] = dist.recv from 3 tag 7 : tensor<2x8xbf16>
+  %r = dist.recv from 3 tag 7 : tensor<2x8xbf16>
+  return %r : tensor<2x8xbf16>
+}
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%g: tensor<8x4xf32>) {
+  // CHECK: dist.all_reduce %{{.*}} sum over [0, 1, 2, 3] : tensor<8x4xf32>
+  %0 = dist.all_reduce %g sum over [0, 1, 2, 3] : tensor<8x4xf32>
+  // CHECK: dist.all_gather %{{.*}} axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<16x4xf32>
+  %1 = dist.all_gather %g axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<16x4xf32>
+  // CHECK: dist.reduce_scatter %{{.*}} mean axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<4x4xf32>
+  %2 = dist.reduce_scatter %g mean axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<4x4xf32>
+  // CHECK: dist.all_to_all %{{.*}} split 0 concat 1 over [0, 1] : tensor<8x4xf32> -> tensor<4x8xf32>
+  %3 = dist.all_to_all %g split 0 concat 1 over [0, 1] : tensor<8x4xf32> -> tensor<4x8xf32>
+  // CHECK: dist.all_to_all %{{.*}} split 1 concat 1 over [0, 1] : tensor<8x4xf32> -> tensor<8x4xf32>
+  %4 = dist.all_to_all %g split 1 concat 1 over [0, 1] : tensor<8x4xf32> -> tensor<8x4xf32>
+  // CHECK: dist.broadcast %{{.*}} root 2 over [0, 2] : tensor<8x4xf32>
+  %5 = dist.broadcast %g root 2 over [0, 2] : tensor<8x4xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @microbatches
+func.func @microbatches(%x: tensor<8x3xf32>) -> tensor<8x3xf32> {
+  // CHECK: %[[M:.*]]:4 = dist.microbatch_split %{{.*}} axis 0 : tensor<8x3xf32> -> tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+  %m:4 = dist.microbatch_split %x axis 0 : tensor<8x3xf32> -> tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+  // CHECK: dist.microbatch_merge %[[M]]#0, %[[M]]#1, %[[M]]#2, %[[M]]#3 axis 0
+  %y = dist.microbatch_merge %m#0, %m#1, %m#2, %m#3 axis 0 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32> -> tensor<8x3xf32>
+  return %y : tensor<8x3xf32>
+}
+}
