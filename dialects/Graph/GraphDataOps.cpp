@@ -1,0 +1,282 @@
+//===- GraphDataOps.cpp - Data movement ops of the graph dialect -*- C++ -*-===//
+//
+// Part of DistOpt. Verifiers of reshape, flatten, transpose, split, slice,
+// concat, expand, pad, trilu, gather and embedding.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
+
+using namespace mlir;
+using namespace distopt::graph;
+
+static LogicalResult verifySameElementType(Operation *op, Type input,
+                                           Type result) {
+  if (input == result)
+    return success();
+  return op->emitOpError("result element type ")
+         << result << " differs from the operand's " << input;
+}
+
+/// Normalizes `axis` for `rank` or reports it as out of range.
+static FailureOr<int64_t> checkedAxis(Operation *op, StringRef name,
+                                      int64_t axis, int64_t rank) {
+  if (auto a = normalizeAxis(axis, rank))
+    return *a;
+  return op->emitOpError("'") << name << "' " << axis
+                              << " is out of range for rank " << rank;
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  if (in.hasStaticShape() && out.hasStaticShape() &&
+      in.getNumElements() != out.getNumElements())
+    return emitOpError("element count changes from ")
+           << in.getNumElements() << " to " << out.getNumElements();
+  return success();
+}
+
+LogicalResult FlattenOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  int64_t rank = in.getRank();
+  // Flatten allows axis == rank (everything goes to the first dimension).
+  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  if (axis < 0 || axis > rank)
+    return emitOpError("'axis' ") << getAxis() << " is out of range for rank "
+                                  << rank;
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  auto product = [](ArrayRef<int64_t> dims) {
+    int64_t p = 1;
+    for (int64_t d : dims) {
+      if (ShapedType::isDynamic(d))
+        return ShapedType::kDynamic;
+      p *= d;
+    }
+    return p;
+  };
+  SmallVector<int64_t> expected = {product(in.getShape().take_front(axis)),
+                                   product(in.getShape().drop_front(axis))};
+  return verifyResultShape(*this, expected, out.getShape());
+}
+
+LogicalResult TransposeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  ArrayRef<int64_t> perm = getPerm();
+  if ((int64_t)perm.size() != in.getRank())
+    return emitOpError("'perm' has ") << perm.size()
+                                      << " entries but the operand has rank "
+                                      << in.getRank();
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen[p])
+      return emitOpError("'perm' is not a permutation of [0, ")
+             << in.getRank() << ")";
+    seen[p] = true;
+    expected.push_back(in.getDimSize(p));
+  }
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, expected, out.getShape());
+}
+
+LogicalResult SplitOp::verify() {
+  auto in = getInput().getType();
+  auto axis = checkedAxis(*this, "axis", getAxis(), in.getRank());
+  if (failed(axis))
+    return failure();
+  if (getResults().empty())
+    return emitOpError("needs at least one result");
+  int64_t total = 0;
+  bool dynamic = false;
+  for (Value r : getResults()) {
+    auto rt = cast<RankedTensorType>(r.getType());
+    if (rt.getRank() != in.getRank())
+      return emitOpError("every result must have the operand's rank ")
+             << in.getRank();
+    if (failed(verifySameElementType(*this, in.getElementType(),
+                                     rt.getElementType())))
+      return failure();
+    for (int64_t i = 0; i < in.getRank(); ++i)
+      if (i != *axis && !dimsCompatible(in.getDimSize(i), rt.getDimSize(i)))
+        return emitOpError("result shape ")
+               << shapeToString(rt.getShape())
+               << " differs from the operand outside the split axis";
+    if (rt.isDynamicDim(*axis))
+      dynamic = true;
+    else
+      total += rt.getDimSize(*axis);
+  }
+  if (!dynamic && !in.isDynamicDim(*axis) && total != in.getDimSize(*axis))
+    return emitOpError("result sizes along axis ")
+           << *axis << " add up to " << total << ", not "
+           << in.getDimSize(*axis);
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  ArrayRef<int64_t> starts = getStarts(), ends = getEnds(), axes = getAxes(),
+                    steps = getSteps();
+  if (starts.size() != ends.size() || starts.size() != axes.size() ||
+      starts.size() != steps.size())
+    return emitOpError("'starts', 'ends', 'axes' and 'steps' must have the "
+                       "same length");
+  SmallVector<int64_t> expected(in.getShape());
+  SmallVector<bool> seen(in.getRank(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto axis = checkedAxis(*this, "axes", axes[i], in.getRank());
+    if (failed(axis))
+      return failure();
+    if (seen[*axis])
+      return emitOpError("axis ") << *axis << " is listed twice";
+    seen[*axis] = true;
+    if (steps[i] == 0)
+      return emitOpError("'steps' must not contain 0");
+    int64_t dim = in.getDimSize(*axis);
+    if (ShapedType::isDynamic(dim)) {
+      expected[*axis] = ShapedType::kDynamic;
+      continue;
+    }
+    // ONNX clamping: starts/ends to [0, dim] for positive steps and to
+    // [-1, dim-1] for negative ones, after adding dim to negatives.
+    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0)
+        v += dim;
+      return std::min(std::max(v, lo), hi);
+    };
+    int64_t s, e;
+    if (steps[i] > 0) {
+      s = clamp(starts[i], 0, dim);
+      e = clamp(ends[i], 0, dim);
+      expected[*axis] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+    } else {
+      s = clamp(starts[i], -1, dim - 1);
+      e = clamp(ends[i], -1, dim - 1);
+      expected[*axis] = s > e ? (s - e - steps[i] - 1) / -steps[i] : 0;
+    }
+  }
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, expected, out.getShape());
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  auto out = getResult().getType();
+  auto axis = checkedAxis(*this, "axis", getAxis(), out.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> expected;
+  for (Value v : getInputs()) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != out.getRank())
+      return emitOpError("every input must have rank ") << out.getRank();
+    if (failed(verifySameElementType(*this, t.getElementType(),
+                                     out.getElementType())))
+      return failure();
+    if (expected.empty()) {
+      expected.assign(t.getShape().begin(), t.getShape().end());
+      continue;
+    }
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      if (i == *axis) {
+        expected[i] = ShapedType::isDynamic(expected[i]) || t.isDynamicDim(i)
+                          ? ShapedType::kDynamic
+                          : expected[i] + t.getDimSize(i);
+      } else if (!dimsCompatible(expected[i], t.getDimSize(i))) {
+        return emitOpError("inputs differ in dimension ")
+               << i << ", which is not the concatenation axis";
+      }
+    }
+  }
+  return verifyResultShape(*this, expected, out.getShape());
+}
+
+LogicalResult ExpandOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  auto shape = broadcastShapes(in.getShape(), out.getShape());
+  if (!shape || !shapesCompatible(*shape, out.getShape()))
+    return emitOpError("operand shape ")
+           << shapeToString(in.getShape()) << " does not broadcast to "
+           << shapeToString(out.getShape());
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  ArrayRef<int64_t> pads = getPads();
+  if ((int64_t)pads.size() != 2 * in.getRank())
+    return emitOpError("'pads' needs ") << 2 * in.getRank()
+                                        << " entries (begins then ends), got "
+                                        << pads.size();
+  SmallVector<int64_t> expected(in.getShape());
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    if (in.isDynamicDim(i))
+      continue;
+    expected[i] += pads[i] + pads[i + in.getRank()];
+    if (expected[i] < 0)
+      return emitOpError("'pads' crop dimension ") << i << " below zero";
+  }
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, expected, out.getShape());
+}
+
+LogicalResult TriluOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() < 2)
+    return emitOpError("operand must have rank >= 2, got ") << in.getRank();
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, in.getShape(), out.getShape());
+}
+
+LogicalResult GatherOp::verify() {
+  auto data = getData().getType(), indices = getIndices().getType(),
+       out = getResult().getType();
+  if (!indices.getElementType().isInteger(32) &&
+      !indices.getElementType().isInteger(64))
+    return emitOpError("indices must be i32 or i64, got ")
+           << indices.getElementType();
+  auto axis = checkedAxis(*this, "axis", getAxis(), data.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> expected(data.getShape().take_front(*axis));
+  llvm::append_range(expected, indices.getShape());
+  llvm::append_range(expected, data.getShape().drop_front(*axis + 1));
+  if (failed(verifySameElementType(*this, data.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, expected, out.getShape());
+}
+
+LogicalResult EmbeddingOp::verify() {
+  auto table = getTable().getType(), indices = getIndices().getType(),
+       out = getResult().getType();
+  if (table.getRank() != 2)
+    return emitOpError("table must be 2-D, got rank ") << table.getRank();
+  if (!indices.getElementType().isInteger(32) &&
+      !indices.getElementType().isInteger(64))
+    return emitOpError("indices must be i32 or i64, got ")
+           << indices.getElementType();
+  SmallVector<int64_t> expected(indices.getShape());
+  expected.push_back(table.getDimSize(1));
+  if (failed(verifySameElementType(*this, table.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, expected, out.getShape());
+}

@@ -1,0 +1,242 @@
+//===- GraphDataOps.td - Data movement ops -----------------*- tablegen -*-===//
+//
+// Part of DistOpt. Ops that move or select data without arithmetic:
+// reshape, transpose, split, slice, concat, expand, pad, trilu, gather,
+// embedding, flatten. Shape operands of ONNX are folded into attributes or
+// into the result type by the importer.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_GRAPH_DATA_OPS_TD
+#define DIST_GRAPH_DATA_OPS_TD
+
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
+  let summary = "reinterprets a tensor with the result's shape";
+  let description = [{
+    Same elements in row-major order, new shape (the result type). Element
+    types match and, where both shapes are static, element counts match.
+
+    Example:
+
+    ```mlir
+    %y = graph.reshape %x : (tensor<2x8x768xf32>) -> tensor<2x8x12x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_FlattenOp : Graph_Op<"flatten", [Pure]> {
+  let summary = "collapses dimensions before and after `axis` into a matrix";
+  let description = [{
+    The result is 2-D: the product of the dimensions before `axis`, and the
+    product of those from `axis` on.
+
+    Example:
+
+    ```mlir
+    %y = graph.flatten %x {axis = 1 : i64}
+        : (tensor<1x512x7x7xf32>) -> tensor<1x25088xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure]> {
+  let summary = "permutes dimensions";
+  let description = [{
+    `result.shape[i] = input.shape[perm[i]]`; `perm` is a permutation of
+    `[0, rank)`.
+
+    Example:
+
+    ```mlir
+    %y = graph.transpose %x {perm = array<i64: 0, 2, 1, 3>}
+        : (tensor<2x8x12x64xf32>) -> tensor<2x12x8x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_SplitOp : Graph_Op<"split", [Pure]> {
+  let summary = "splits a tensor into pieces along `axis`";
+  let description = [{
+    The results are consecutive pieces along `axis`; their sizes along
+    `axis` add up to the input's, all other dimensions match.
+
+    Example:
+
+    ```mlir
+    %q, %k, %v = graph.split %qkv {axis = 2 : i64}
+        : (tensor<2x8x2304xf32>)
+        -> (tensor<2x8x768xf32>, tensor<2x8x768xf32>, tensor<2x8x768xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+  let summary = "static strided slice along the listed axes";
+  let description = [{
+    For each listed axis, takes `starts[i]`, `starts[i] + steps[i]`, ...
+    up to (excluding) `ends[i]`, with ONNX clamping rules. The importer
+    normalizes negative and out-of-range starts/ends, so `0 <= starts <=
+    ends <= dim` for positive steps. Unlisted axes are kept whole.
+
+    Example:
+
+    ```mlir
+    %y = graph.slice %x {axes = array<i64: 2>, starts = array<i64: 0>,
+                         ends = array<i64: 768>, steps = array<i64: 1>}
+        : (tensor<2x8x2304xf32>) -> tensor<2x8x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
+  let summary = "joins tensors along `axis`";
+  let description = [{
+    All inputs have the same rank and element type and agree on every
+    dimension except `axis`, whose sizes add up in the result.
+
+    Example:
+
+    ```mlir
+    %y = graph.concat %a, %b {axis = 1 : i64}
+        : (tensor<1x64x56x56xf32>, tensor<1x32x56x56xf32>)
+        -> tensor<1x96x56x56xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_ExpandOp : Graph_Op<"expand", [Pure]> {
+  let summary = "broadcasts a tensor to the result's shape";
+  let description = [{
+    numpy broadcasting of `input` against the result shape; the result shape
+    is the broadcast of both (ONNX Expand).
+
+    Example:
+
+    ```mlir
+    %y = graph.expand %x : (tensor<1x1x8x8xi1>) -> tensor<2x12x8x8xi1>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_PadOp : Graph_Op<"pad", [Pure]> {
+  let summary = "pads every dimension at both ends";
+  let description = [{
+    `pads` holds all begins, then all ends: `[b0, ..., b(r-1), e0, ..., e(r-1)]` (ONNX
+    order); negative pads crop. `mode` chooses what fills the border;
+    `value` is used by `constant` mode.
+
+    Example:
+
+    ```mlir
+    %y = graph.pad constant %x {pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>}
+        : (tensor<1x3x224x224xf32>) -> tensor<1x3x226x226xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$pads,
+                       Graph_PadMode:$mode,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $mode $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_TriluOp : Graph_Op<"trilu", [Pure]> {
+  let summary = "keeps the upper or lower triangle of the last two dims";
+  let description = [{
+    Zeroes the elements below (`upper = true`) or above (`upper = false`)
+    the `k`-th diagonal of every matrix in the last two dimensions; used for
+    causal masks.
+
+    Example:
+
+    ```mlir
+    %y = graph.trilu %x {upper = false, k = 0 : i64}
+        : (tensor<8x8xf32>) -> tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$upper,
+                       DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
+  let summary = "selects slices along `axis` by integer indices";
+  let description = [{
+    ONNX Gather: `result.shape = data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`.
+
+    Example:
+
+    ```mlir
+    %y = graph.gather %x, %i {axis = 1 : i64}
+        : (tensor<2x8x768xf32>, tensor<i64>) -> tensor<2x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure]> {
+  let summary = "looks rows of a weight table up by token id";
+  let description = [{
+    A gather on axis 0 of a 2-D table (usually a `graph.weight`):
+    `result.shape = indices.shape + [table.shape[1]]`. Kept apart from
+    `graph.gather` because its cost (a lookup, sparse gradient) and its
+    sharding (vocabulary-parallel) differ.
+
+    Example:
+
+    ```mlir
+    %e = graph.embedding %wte, %ids
+        : (tensor<50257x768xf32>, tensor<2x8xi64>) -> tensor<2x8x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$table, AnyRankedTensor:$indices);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // DIST_GRAPH_DATA_OPS_TD

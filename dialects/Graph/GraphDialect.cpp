@@ -1,0 +1,123 @@
+//===- GraphDialect.cpp - The graph dialect ---------------------*- C++ -*-===//
+//
+// Part of DistOpt. Registers the graph dialect and implements the data ops
+// (weight, constant, opaque) and matmul.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Graph/GraphDialect.h"
+#include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace distopt::graph;
+
+#include "dialects/Graph/GraphDialect.cpp.inc"
+#include "dialects/Graph/GraphEnums.cpp.inc"
+
+void GraphDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Graph/GraphOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Graph/GraphOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// WeightOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  if (getSymName().empty())
+    return emitOpError("needs a non-empty name");
+  bool hasOffset = getOffset().has_value(), hasSize = getSize().has_value();
+  if (!getFile()) {
+    if (hasOffset || hasSize)
+      return emitOpError("has 'offset' or 'size' but no 'file'; add the file "
+                         "that holds the bytes or drop both");
+    return success();
+  }
+  if (getFile()->empty())
+    return emitOpError("'file' must not be empty");
+  if (!hasOffset || !hasSize)
+    return emitOpError("with a 'file' needs both 'offset' and 'size'");
+  if (*getOffset() < 0 || *getSize() < 0)
+    return emitOpError("'offset' and 'size' must be non-negative");
+  auto type = getResult().getType();
+  Type elem = type.getElementType();
+  if (type.hasStaticShape() && elem.isIntOrFloat() &&
+      elem.getIntOrFloatBitWidth() % 8 == 0) {
+    int64_t expected = type.getNumElements() * (elem.getIntOrFloatBitWidth() / 8);
+    if (expected != *getSize())
+      return emitOpError("'size' is ")
+             << *getSize() << " bytes but " << type << " needs " << expected;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, ValueRange,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto *props = properties.as<Properties *>();
+  Attribute value = props ? props->value : Attribute();
+  if (!value && attributes)
+    value = attributes.get("value");
+  auto elements = llvm::dyn_cast_if_present<ElementsAttr>(value);
+  if (!elements || !llvm::isa<RankedTensorType>(elements.getType()))
+    return emitOptionalError(location,
+                             "'graph.constant' needs a ranked tensor value");
+  inferredReturnTypes.push_back(elements.getType());
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// OpaqueOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult OpaqueOp::verify() {
+  if (getOpType().empty())
+    return emitOpError("needs a non-empty ONNX 'op_type'");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  auto lhs = getLhs().getType(), rhs = getRhs().getType();
+  auto result = getResult().getType();
+  if (lhs.getElementType() != rhs.getElementType() ||
+      lhs.getElementType() != result.getElementType())
+    return emitOpError("operand and result element types must match, got ")
+           << lhs.getElementType() << ", " << rhs.getElementType() << " -> "
+           << result.getElementType();
+  std::string error;
+  auto expected = inferMatmulShape(lhs.getShape(), rhs.getShape(),
+                                   getTransposeLhs(), getTransposeRhs(), error);
+  if (!expected)
+    return emitOpError(error);
+  if (failed(verifyResultShape(*this, *expected, result.getShape())))
+    return failure();
+  if (Value bias = getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    auto b = broadcastShapes(biasType.getShape(), result.getShape());
+    if (!b || !shapesCompatible(*b, result.getShape()))
+      return emitOpError("bias shape ")
+             << shapeToString(biasType.getShape())
+             << " does not broadcast to the result shape "
+             << shapeToString(result.getShape());
+  }
+  return success();
+}

@@ -1,0 +1,61 @@
+//===- GraphShapeUtils.h - Shape math of the graph dialect ------*- C++ -*-===//
+//
+// Part of DistOpt. Shape rules shared by the graph-dialect verifiers and the
+// ONNX importer: numpy broadcasting, axis normalization, matmul, convolution
+// and pooling output sizes. Dynamic dimensions are ShapedType::kDynamic and
+// are compatible with anything.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_DIALECTS_GRAPH_GRAPHSHAPEUTILS_H
+#define DIST_DIALECTS_GRAPH_GRAPHSHAPEUTILS_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <string>
+
+namespace distopt {
+namespace graph {
+
+/// The numpy broadcast of `a` and `b`, or nullopt when a pair of static
+/// dimensions differ and neither is 1.
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// `axis` in [-rank, rank) mapped to [0, rank); nullopt when out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+/// True when two dimensions can be equal (equal, or one is dynamic).
+bool dimsCompatible(int64_t a, int64_t b);
+
+/// True when both shapes have the same rank and compatible dimensions.
+bool shapesCompatible(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// Prints a shape as "2x?x768" ("scalar" for rank 0).
+std::string shapeToString(llvm::ArrayRef<int64_t> shape);
+
+/// Result shape of numpy matmul with optional transposes of the last two
+/// dimensions. On failure returns nullopt and sets `error`.
+std::optional<llvm::SmallVector<int64_t>>
+inferMatmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
+                 bool transposeLhs, bool transposeRhs, std::string &error);
+
+/// Output size of a window along one dimension:
+/// floor_or_ceil((in + padBegin + padEnd - dilation*(kernel-1) - 1) / stride)
+/// + 1. Dynamic when `in` is dynamic.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode);
+
+/// Emits "<what> shape A does not match expected B" on `op` unless the
+/// shapes are compatible.
+mlir::LogicalResult verifyResultShape(mlir::Operation *op,
+                                      llvm::ArrayRef<int64_t> expected,
+                                      llvm::ArrayRef<int64_t> actual);
+
+} // namespace graph
+} // namespace distopt
+
+#endif // DIST_DIALECTS_GRAPH_GRAPHSHAPEUTILS_H
