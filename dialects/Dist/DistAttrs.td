@@ -17,6 +17,13 @@ def Dist_F64Parameter : APFloatParameter<"a 64-bit float"> {
   let printer = [{ $_printer << $_self.convertToDouble() }];
 }
 
+/// A bracketed, possibly empty list `[a, b, ...]`; attributes print in full
+/// (`#dist.link<...>`) and parse in either form.
+class Dist_ListParameter<string elt> : ArrayRefParameter<elt> {
+  let parser = "::distopt::dist::parseBracketList<" # elt # ">($_parser)";
+  let printer = "::distopt::dist::printBracketList($_printer, $_self)";
+}
+
 class Dist_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Dist_Dialect, name, traits> {
   let mnemonic = attrMnemonic;
@@ -109,12 +116,12 @@ def Dist_ClusterAttr : Dist_Attr<"Cluster", "cluster"> {
     ```
   }];
   let parameters = (ins StringRefParameter<"cluster name">:$name,
-      ArrayRefParameter<"DeviceKindAttr">:$kinds,
-      ArrayRefParameter<"DeviceGroupAttr">:$groups,
-      ArrayRefParameter<"LinkAttr">:$links);
+      Dist_ListParameter<"DeviceKindAttr">:$kinds,
+      Dist_ListParameter<"DeviceGroupAttr">:$groups,
+      Dist_ListParameter<"LinkAttr">:$links);
   let assemblyFormat = [{
-    `<` $name `,` `kinds` `=` `[` $kinds `]` `,` `groups` `=` `[` $groups `]`
-    `,` `links` `=` `[` $links `]` `>`
+    `<` $name `,` `kinds` `=` $kinds `,` `groups` `=` $groups
+    `,` `links` `=` $links `>`
   }];
   let extraClassDeclaration = [{
     /// Total number of devices.
@@ -137,10 +144,10 @@ def Dist_MeshAttr : Dist_Attr<"Mesh", "mesh"> {
     #dist.mesh<shape = [2, 4], devices = [0, 1, 2, 3, 4, 5, 6, 7]>
     ```
   }];
-  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
-                        ArrayRefParameter<"int64_t">:$devices);
+  let parameters = (ins Dist_ListParameter<"int64_t">:$shape,
+                        Dist_ListParameter<"int64_t">:$devices);
   let assemblyFormat = [{
-    `<` `shape` `=` `[` $shape `]` `,` `devices` `=` `[` $devices `]` `>`
+    `<` `shape` `=` $shape `,` `devices` `=` $devices `>`
   }];
   let genVerifyDecl = 1;
 }

@@ -40,7 +40,7 @@ def Dist_StageOp : Dist_Op<"stage", [
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $index `on` $mesh `(` $inputs `)` attr-dict-with-keyword
+    $index `on` qualified($mesh) `(` $inputs `)` attr-dict-with-keyword
     `:` functional-type($inputs, $results) $body
   }];
   let hasVerifier = 1;

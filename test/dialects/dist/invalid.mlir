@@ -114,7 +114,7 @@ func.func @stage_index(%x: tensor<2xf32>) {
 func.func @stage_args(%x: tensor<2xf32>) {
   // expected-error @+1 {{body has 0 arguments but the stage has 1 inputs}}
   %0 = dist.stage 0 on #dist.mesh<shape = [1], devices = [0]> (%x) : (tensor<2xf32>) -> tensor<2xf32> {
-    %c = "test.make"() : () -> tensor<2xf32>
+    %c = dist.recv from 1 tag 0 : tensor<2xf32>
     dist.yield %c : tensor<2xf32>
   }
   return

@@ -17,14 +17,14 @@ module attributes {dist.cluster = #dist.cluster<"mixed",
 
 // CHECK-LABEL: func.func @stages
 func.func @stages(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
-  // CHECK: %[[S0:.*]] = dist.stage 0 on #dist.mesh<shape = [2], devices = [0, 1]> (%{{.*}}) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // CHECK: %[[S0:.*]] = dist.stage 0 on #dist.mesh<shape = [2], devices = [0, 1]>(%{{.*}}) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
   // CHECK: ^bb0(%[[A:.*]]: tensor<4x16xf32>):
   // CHECK:   dist.yield %[[A]] : tensor<4x16xf32>
   %0 = dist.stage 0 on #dist.mesh<shape = [2], devices = [0, 1]> (%x) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
   ^bb0(%a: tensor<4x16xf32>):
     dist.yield %a : tensor<4x16xf32>
   }
-  // CHECK: dist.stage 1 on #dist.mesh<shape = [1, 2], devices = [8, 9]> (%[[S0]])
+  // CHECK: dist.stage 1 on #dist.mesh<shape = [1, 2], devices = [8, 9]>(%[[S0]])
   %1 = dist.stage 1 on #dist.mesh<shape = [1, 2], devices = [8, 9]> (%0) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
   ^bb0(%a: tensor<4x16xf32>):
     dist.yield %a : tensor<4x16xf32>
