@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""Runs dist-opt's ONNX importer over many models and classifies each run.
+
+Two modes:
+
+  run_sweep.py [--dist-opt PATH] [--root DIR]      (sweep, default)
+      Imports every `model.onnx` of Debian's libonnx-testdata (1072 files;
+      the folder comes from `dpkg -L libonnx-testdata`, or --root). Each run
+      is one of
+        imported     exit 0, output re-parses with dist-opt, no `error:`
+        clean error  non-zero exit with an `error:` diagnostic line
+        FAILURE      crash/signal, timeout, non-zero exit without `error:`,
+                     a fatal-error/stack-dump banner, or exit 0 with output
+                     that is not a valid module
+      Prints the counts, the failures, the clean errors grouped by message,
+      the ONNX op types that went `graph.opaque`, and exits 1 iff there is
+      any FAILURE.
+
+  run_sweep.py --fixtures [DIR]                      (real networks)
+      Imports the real-network fixtures (test/fixtures/*.onnx;
+      `--dist-weights=ignore` for graph-only ones). Each must import, and no
+      `graph.opaque` op may be on the compute path, i.e. have a
+      floating-point result (integer/bool-valued opaque ops only compute
+      shapes or masks; they are listed but allowed). Exits 1 otherwise.
+
+Standard library only; works with any python3 >= 3.7.
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+FIXTURES = os.path.join(SRC, "test", "fixtures")
+REAL_FIXTURES = ["resnet50", "vgg16", "mobilenetv2", "gpt2", "bert", "llama"]
+
+ERROR_LINE = re.compile(r"(^|[\s:])error: ", re.M)
+# Banners of an abort, an llvm::report_fatal_error or a crash handler: never a
+# clean error, whatever the exit code.
+CRASH_MARKERS = ("LLVM ERROR:", "Stack dump:", "PLEASE submit a bug report",
+                 "Assertion `", "Segmentation fault", "terminate called",
+                 "UNREACHABLE executed")
+OPAQUE = re.compile(r'graph\.opaque\s+"([^"]*)"')
+DOMAIN = re.compile(r'\bdomain\s*=\s*"([^"]*)"')
+FLOAT_ELEM = re.compile(r"^(f16|bf16|f32|f64|f8\w*|tf32|complex<.*>)$")
+
+
+def find_dist_opt(explicit):
+    if explicit:
+        return explicit
+    candidates = [os.environ.get("DIST_OPT", "")]
+    candidates += sorted(glob.glob(os.path.join(SRC, "build*", "bin",
+                                                "dist-opt")),
+                         key=lambda p: -os.path.getmtime(p))
+    candidates.append(shutil.which("dist-opt") or "")
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return c
+    sys.exit("run_sweep.py: error: no dist-opt found; build it "
+             "(scripts/build.sh build dist-opt) or pass --dist-opt PATH")
+
+
+def testdata_models(root):
+    if root:
+        files = glob.glob(os.path.join(root, "**", "model.onnx"),
+                          recursive=True)
+    else:
+        try:
+            listing = subprocess.run(["dpkg", "-L", "libonnx-testdata"],
+                                     check=True, capture_output=True,
+                                     text=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            sys.exit("run_sweep.py: error: libonnx-testdata is not installed;"
+                     " run `apt-get install -y libonnx-testdata` or pass "
+                     "--root DIR")
+        files = [l for l in listing.split() if l.endswith("/model.onnx")]
+    return sorted(files)
+
+
+def result_types(op_text):
+    """Element types of the results in an op's `: (...) -> ...` suffix."""
+    arrow = op_text.rfind("->")
+    if arrow < 0:
+        return []
+    elems = []
+    for t in re.findall(r"tensor<([^<>]*(?:<[^<>]*>)?[^<>]*)>",
+                        op_text[arrow:]):
+        elems.append(t.split("x")[-1].strip())
+    return elems
+
+
+def opaque_ops(ir):
+    """(op_type, domain, is_float) for each graph.opaque in printed IR."""
+    ops = []
+    for line in ir.splitlines():
+        m = OPAQUE.search(line)
+        if not m:
+            continue
+        d = DOMAIN.search(line)
+        domain = d.group(1) if d else ""
+        is_float = any(FLOAT_ELEM.match(e) for e in result_types(line))
+        ops.append((m.group(1), domain, is_float))
+    return ops
+
+
+def run_one(dist_opt, path, extra, timeout, roundtrip):
+    """Imports one model; returns a dict with 'status' and details."""
+    start = time.time()
+    cmd = [dist_opt, path] + extra
+    rec = {"path": path, "cmd": " ".join(cmd), "opaque": []}
+    try:
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        rec.update(status="FAILURE", why="timeout after %gs" % timeout)
+        return rec
+    out = p.stdout.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    rec["seconds"] = time.time() - start
+    rec["stderr"] = err
+    crash = next((m for m in CRASH_MARKERS if m in err), None)
+    if p.returncode < 0:
+        rec.update(status="FAILURE", why="killed by signal %d" % -p.returncode)
+    elif crash:
+        rec.update(status="FAILURE", why="crash banner %r (exit %d)"
+                   % (crash, p.returncode))
+    elif p.returncode != 0:
+        m = ERROR_LINE.search(err)
+        if m:
+            line = err[m.start():].lstrip(" :\n").splitlines()[0]
+            rec.update(status="clean error", why=line)
+        else:
+            rec.update(status="FAILURE", why="exit %d without an `error:` "
+                       "line" % p.returncode)
+    elif ERROR_LINE.search(err):
+        rec.update(status="FAILURE", why="exit 0 but printed an error")
+    elif "func.func" not in out or "module" not in out:
+        rec.update(status="FAILURE", why="exit 0 but the output has no "
+                   "module/func.func")
+    else:
+        rec["status"] = "imported"
+        rec["opaque"] = opaque_ops(out)
+        if roundtrip:
+            why = reparse(dist_opt, out, timeout)
+            if why:
+                rec.update(status="FAILURE", why=why)
+    return rec
+
+
+def reparse(dist_opt, ir, timeout):
+    """Feeds printed IR back to dist-opt; returns why it failed, or None."""
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(ir)
+        name = f.name
+    try:
+        p = subprocess.run([dist_opt, name, "-o", os.devnull],
+                           capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "printed IR does not re-parse: timeout"
+    finally:
+        os.unlink(name)
+    if p.returncode != 0:
+        err = p.stderr.decode("utf-8", "replace").strip().splitlines()
+        first = next((l for l in err if ERROR_LINE.search(l)),
+                     err[0] if err else "exit %d" % p.returncode)
+        return "printed IR does not re-parse: %s" % first
+    return None
+
+
+def run_all(dist_opt, jobs, extra_for, paths, timeout, roundtrip):
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_one, dist_opt, p, extra_for(p), timeout,
+                               roundtrip) for p in paths]
+        for f in futures:
+            results.append(f.result())
+    return results
+
+
+def short(path):
+    for base in ("/usr/share/libonnx-testdata/data/", SRC + os.sep):
+        if path.startswith(base):
+            return path[len(base):]
+    return path
+
+
+def report_failures(failures):
+    for r in failures:
+        print("FAILURE %s: %s" % (short(r["path"]), r["why"]))
+        print("  command: %s" % r["cmd"])
+        for line in r.get("stderr", "").strip().splitlines()[-6:]:
+            print("  | " + line)
+
+
+def sweep(args, dist_opt):
+    paths = testdata_models(args.root)
+    if args.filter:
+        paths = [p for p in paths if re.search(args.filter, p)]
+    if args.limit:
+        paths = paths[:args.limit]
+    if not paths:
+        sys.exit("run_sweep.py: error: no model.onnx files found")
+    extra = ["--dist-weights=ignore"] if args.weights == "ignore" else []
+    start = time.time()
+    results = run_all(dist_opt, args.jobs, lambda p: extra, paths,
+                      args.timeout, not args.no_roundtrip)
+    took = time.time() - start
+    counts = collections.Counter(r["status"] for r in results)
+    failures = [r for r in results if r["status"] == "FAILURE"]
+    errors = collections.Counter(re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "_",
+                                        r["why"].split("error: ", 1)[-1])
+                                 for r in results
+                                 if r["status"] == "clean error")
+    opaque = collections.defaultdict(set)
+    for r in results:
+        for op, domain, _ in r["opaque"]:
+            opaque[(domain + "::" if domain else "") + op].add(r["path"])
+
+    print("dist-opt import sweep over libonnx-testdata: %d models, %.1fs, "
+          "%d jobs (%s)" % (len(results), took, args.jobs, dist_opt))
+    print("  imported:    %d" % counts["imported"])
+    print("  clean error: %d" % counts["clean error"])
+    print("  FAILURE:     %d" % counts["FAILURE"])
+    if errors:
+        print("\nclean errors by message (quoted names and numbers as _):")
+        for msg, n in errors.most_common(args.top):
+            print("  %5d  %s" % (n, msg[:150]))
+    if opaque:
+        print("\nop types imported as graph.opaque (models using each):")
+        for op in sorted(opaque, key=lambda o: (-len(opaque[o]), o)):
+            print("  %5d  %s" % (len(opaque[op]), op))
+    if failures:
+        print("\nfailures:")
+        report_failures(failures)
+    if args.list:
+        print("\nper model:")
+        for r in results:
+            print("  %-12s %s  %s" % (r["status"], short(r["path"]),
+                                      r.get("why", "")))
+    print("\n%d passed, %d failed" % (len(results) - len(failures),
+                                     len(failures)))
+    return 1 if failures else 0
+
+
+def fixtures(args, dist_opt):
+    folder = args.fixtures
+    names = args.only or REAL_FIXTURES
+    paths = [os.path.join(folder, n + ".onnx") for n in names]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        sys.exit("run_sweep.py: error: missing fixtures %s; regenerate with "
+                 "test/fixtures/make_fixtures.py" % ", ".join(missing))
+
+    def extra_for(path):
+        with open(path, "rb") as f:
+            graph_only = b"distopt.graph_only" in f.read()
+        return ["--dist-weights=ignore"] if graph_only else []
+
+    results = run_all(dist_opt, args.jobs, extra_for, paths, args.timeout,
+                      not args.no_roundtrip)
+    bad = 0
+    for r in results:
+        name = short(r["path"])
+        if r["status"] != "imported":
+            bad += 1
+            print("FAIL %s: %s: %s" % (name, r["status"], r["why"]))
+            for line in r.get("stderr", "").strip().splitlines()[-6:]:
+                print("  | " + line)
+            continue
+        compute = collections.Counter(op for op, _, f in r["opaque"] if f)
+        shape = collections.Counter(op for op, _, f in r["opaque"] if not f)
+        status = "FAIL" if compute else "ok  "
+        bad += bool(compute)
+        print("%s %s: imported in %.2fs; opaque on compute path: %s; "
+              "opaque shape/mask ops: %s" % (
+                  status, name, r["seconds"],
+                  dict(compute) if compute else "none",
+                  dict(shape) if shape else "none"))
+    print("\n%d passed, %d failed" % (len(results) - bad, bad))
+    return 1 if bad else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n", 2)[2])
+    parser.add_argument("--dist-opt", help="dist-opt binary (default: "
+                        "$DIST_OPT, newest build*/bin/dist-opt, PATH)")
+    parser.add_argument("--fixtures", nargs="?", const=FIXTURES,
+                        help="check the real-network fixtures in this folder "
+                        "(default test/fixtures) instead of sweeping")
+    parser.add_argument("--only", nargs="*", choices=REAL_FIXTURES,
+                        help="with --fixtures: only these")
+    parser.add_argument("--root", help="sweep model.onnx files under this "
+                        "folder instead of libonnx-testdata's")
+    parser.add_argument("--filter", help="only paths matching this regex")
+    parser.add_argument("--limit", type=int, help="only the first N models")
+    parser.add_argument("--weights", choices=["reference", "ignore"],
+                        default="reference", help="sweep weight mode: "
+                        "reference (default; testdata weights are inline) "
+                        "or ignore (--dist-weights=ignore)")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds per model (default 30)")
+    parser.add_argument("--no-roundtrip", action="store_true",
+                        help="skip re-parsing the printed IR")
+    parser.add_argument("--top", type=int, default=25,
+                        help="how many clean-error messages to show")
+    parser.add_argument("--list", action="store_true",
+                        help="also print every model's status")
+    args = parser.parse_args()
+    dist_opt = find_dist_opt(args.dist_opt)
+    if args.fixtures:
+        return fixtures(args, dist_opt)
+    return sweep(args, dist_opt)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
