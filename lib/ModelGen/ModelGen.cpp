@@ -1,0 +1,289 @@
+//===- ModelGen.cpp - Options, dispatch, shape inference, I/O ---*- C++ -*-===//
+//
+// Part of DistOpt. Family defaults and validation, the model envelope
+// (opset 17, graph-only metadata), ONNX shape inference and checker calls
+// (they throw, so this library is built with exceptions and catches them
+// here), and protobuf file I/O.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Families.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <exception>
+
+using namespace distopt::modelgen;
+using llvm::StringRef;
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<DType> distopt::modelgen::parseDType(StringRef text) {
+  if (text == "f32")
+    return DType::F32;
+  if (text == "f16")
+    return DType::F16;
+  if (text == "bf16")
+    return DType::BF16;
+  return makeError("unknown dtype '" + text + "'; use f32, f16 or bf16");
+}
+
+StringRef distopt::modelgen::dtypeName(DType type) {
+  switch (type) {
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    break;
+  }
+  return "f32";
+}
+
+unsigned distopt::modelgen::dtypeBytes(DType type) {
+  return type == DType::F32 ? 4 : 2;
+}
+
+int distopt::modelgen::dtypeOnnx(DType type) {
+  switch (type) {
+  case DType::F16:
+    return onnx::TensorProto::FLOAT16;
+  case DType::BF16:
+    return onnx::TensorProto::BFLOAT16;
+  case DType::F32:
+    break;
+  }
+  return onnx::TensorProto::FLOAT;
+}
+
+llvm::ArrayRef<StringRef> distopt::modelgen::knownFamilies() {
+  static const StringRef families[] = {"gpt", "bert",   "llama",
+                                       "mlp", "resnet", "vgg16"};
+  return families;
+}
+
+llvm::ArrayRef<StringRef> distopt::modelgen::familyOptionNames(StringRef f) {
+  static const StringRef gpt[] = {"layers", "hidden", "heads", "seq", "vocab"};
+  static const StringRef llama[] = {"layers", "hidden",     "heads", "kv-heads",
+                                    "seq",    "ffn-hidden", "vocab"};
+  static const StringRef mlp[] = {"layers", "hidden", "input", "classes"};
+  static const StringRef resnet[] = {"depth", "image", "classes"};
+  static const StringRef vgg[] = {"image", "classes"};
+  if (f == "gpt" || f == "bert")
+    return gpt;
+  if (f == "llama")
+    return llama;
+  if (f == "mlp")
+    return mlp;
+  if (f == "resnet")
+    return resnet;
+  if (f == "vgg16")
+    return vgg;
+  return {};
+}
+
+llvm::Expected<ModelOptions> distopt::modelgen::defaultOptions(StringRef f) {
+  ModelOptions o;
+  o.family = f.str();
+  if (f == "gpt") { // GPT-2 small (124M).
+    o.layers = 12, o.hidden = 768, o.heads = 12, o.seq = 1024;
+    o.vocab = 50257;
+  } else if (f == "bert") { // BERT-base (110M).
+    o.layers = 12, o.hidden = 768, o.heads = 12, o.seq = 512;
+    o.vocab = 30522;
+  } else if (f == "llama") { // LLaMA-2-7B; kv-heads and ffn-hidden derived.
+    o.layers = 32, o.hidden = 4096, o.heads = 32, o.seq = 4096;
+    o.vocab = 32000;
+  } else if (f == "mlp") {
+    o.layers = 2, o.hidden = 1024, o.input = 784, o.classes = 10;
+  } else if (f == "resnet") {
+    o.depth = 50, o.image = 224, o.classes = 1000;
+  } else if (f == "vgg16") {
+    o.image = 224, o.classes = 1000;
+  } else {
+    std::string known;
+    for (StringRef k : knownFamilies())
+      known += (known.empty() ? "" : ", ") + k.str();
+    return makeError("unknown model family '" + f + "'; known families: " +
+                     known);
+  }
+  return o;
+}
+
+/// LLaMA's defaults for options left at 0: kv-heads = heads (plain MHA),
+/// ffn-hidden = 8h/3 rounded up to a multiple of 256 (11008 for h = 4096).
+static ModelOptions resolve(ModelOptions o) {
+  if (o.family == "llama") {
+    if (o.kvHeads == 0)
+      o.kvHeads = o.heads;
+    if (o.ffnHidden == 0)
+      o.ffnHidden = (8 * o.hidden / 3 + 255) / 256 * 256;
+  }
+  return o;
+}
+
+llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
+  ModelOptions o = resolve(given);
+  if (familyOptionNames(o.family).empty())
+    return defaultOptions(o.family).takeError();
+  // Bounds keep every count and byte offset far from int64 overflow and the
+  // node count sane; they are orders of magnitude above any real model.
+  const std::pair<StringRef, int64_t> sizes[] = {
+      {"layers", o.layers},       {"hidden", o.hidden},
+      {"heads", o.heads},         {"kv-heads", o.kvHeads},
+      {"seq", o.seq},             {"vocab", o.vocab},
+      {"ffn-hidden", o.ffnHidden}, {"input", o.input},
+      {"classes", o.classes},     {"depth", o.depth},
+      {"image", o.image}};
+  for (StringRef name : familyOptionNames(o.family)) {
+    for (const auto &[option, value] : sizes) {
+      if (option != name)
+        continue;
+      int64_t limit = option == "layers" ? 10000 : (int64_t(1) << 24);
+      if (value <= 0)
+        return makeError("--" + option + " must be positive (got " +
+                         llvm::Twine(value) + ")");
+      if (value > limit)
+        return makeError("--" + option + " " + llvm::Twine(value) +
+                         " is too large (at most " + llvm::Twine(limit) + ")");
+    }
+  }
+  if (o.microBatch < 0 || o.microBatch > (int64_t(1) << 24))
+    return makeError("--micro-batch must be between 1 and 2^24, or omitted "
+                     "for a symbolic batch (got " +
+                     llvm::Twine(o.microBatch) + ")");
+  if (o.family == "gpt" || o.family == "bert" || o.family == "llama") {
+    if (o.hidden % o.heads != 0)
+      return makeError("--heads " + llvm::Twine(o.heads) +
+                       " does not divide --hidden " + llvm::Twine(o.hidden) +
+                       "; pick heads so that hidden / heads is an integer");
+  }
+  if (o.family == "llama") {
+    if (o.heads % o.kvHeads != 0)
+      return makeError("--kv-heads " + llvm::Twine(o.kvHeads) +
+                       " does not divide --heads " + llvm::Twine(o.heads) +
+                       "; grouped-query attention needs heads = k * kv-heads");
+    if ((o.hidden / o.heads) % 2 != 0)
+      return makeError("head dimension hidden/heads = " +
+                       llvm::Twine(o.hidden / o.heads) +
+                       " is odd; rotary embedding needs an even head size");
+  }
+  if (o.family == "resnet" && o.depth != 18 && o.depth != 34 &&
+      o.depth != 50 && o.depth != 101 && o.depth != 152)
+    return makeError("--depth " + llvm::Twine(o.depth) +
+                     " is not a ResNet depth; use 18, 34, 50, 101 or 152");
+  if ((o.family == "resnet" || o.family == "vgg16") && o.image % 32 != 0)
+    return makeError("--image " + llvm::Twine(o.image) +
+                     " must be a multiple of 32 (five stride-2 stages)");
+  return llvm::Error::success();
+}
+
+llvm::Expected<GeneratedModel>
+distopt::modelgen::generateModel(const ModelOptions &given, bool inferShapes) {
+  if (llvm::Error err = validateOptions(given))
+    return std::move(err);
+  ModelOptions o = resolve(given);
+
+  GeneratedModel result;
+  onnx::ModelProto &model = result.model;
+  model.set_ir_version(8);
+  model.set_producer_name("dist-modelgen");
+  model.set_producer_version("0.1");
+  model.set_domain("distopt");
+  onnx::OperatorSetIdProto *opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  onnx::GraphProto *graph = model.mutable_graph();
+  graph->set_name(o.family);
+
+  GraphBuilder b(*graph, o);
+  using Builder = void (*)(GraphBuilder &);
+  Builder build = llvm::StringSwitch<Builder>(o.family)
+                      .Case("gpt", buildGpt)
+                      .Case("bert", buildBert)
+                      .Case("llama", buildLlama)
+                      .Case("mlp", buildMlp)
+                      .Case("resnet", buildResNet)
+                      .Default(buildVgg16);
+  build(b);
+
+  auto meta = [&](const char *key, const std::string &value) {
+    onnx::StringStringEntryProto *entry = model.add_metadata_props();
+    entry->set_key(key);
+    entry->set_value(value);
+  };
+  meta("distopt.graph_only", "true");
+  meta("distopt.family", o.family);
+  meta("distopt.parameters", std::to_string(b.parameters()));
+  meta("distopt.dtype", dtypeName(o.dtype).str());
+  result.parameters = b.parameters();
+  result.buffers = b.buffers();
+  result.weightBytes = b.weightBytes();
+
+  if (inferShapes)
+    if (llvm::Error err = inferModelShapes(model))
+      return std::move(err);
+  return std::move(result);
+}
+
+llvm::Error distopt::modelgen::inferModelShapes(onnx::ModelProto &model) {
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type_val=*/true,
+                                        /*strict_mode_val=*/1);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception &e) {
+    return makeError("ONNX shape inference failed on graph '" +
+                     model.graph().name() + "': " + e.what() +
+                     " (this is a dist-modelgen bug; please report it with "
+                     "the command line)");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error distopt::modelgen::checkModelFile(StringRef path) {
+  try {
+    onnx::checker::check_model(path.str());
+  } catch (const std::exception &e) {
+    return makeError("ONNX checker rejected '" + path + "': " + e.what());
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error distopt::modelgen::writeModel(const onnx::ModelProto &model,
+                                          StringRef path) {
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    return makeError("cannot serialize the model for '" + path +
+                     "' (protobuf refused it; is it over 2 GiB?)");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return makeError("cannot open '" + path + "' for writing: " +
+                     ec.message());
+  os << bytes;
+  os.close();
+  if (os.has_error())
+    return makeError("cannot write '" + path + "': " + os.error().message());
+  return llvm::Error::success();
+}
+
+llvm::Expected<onnx::ModelProto> distopt::modelgen::readModel(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer)
+    return makeError("cannot read '" + path + "': " +
+                     buffer.getError().message());
+  onnx::ModelProto model;
+  if (!model.ParseFromArray((*buffer)->getBufferStart(),
+                            static_cast<int>((*buffer)->getBufferSize())))
+    return makeError("'" + path + "' is not a binary ONNX model (protobuf "
+                     "parse failed); pass a .onnx file");
+  return std::move(model);
+}
