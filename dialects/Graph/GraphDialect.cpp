@@ -45,16 +45,17 @@ LogicalResult WeightOp::verify() {
     return emitOpError("'file' must not be empty");
   if (!hasOffset || !hasSize)
     return emitOpError("with a 'file' needs both 'offset' and 'size'");
-  if (*getOffset() < 0 || *getSize() < 0)
+  int64_t offset = getOffsetAttr().getInt(), size = getSizeAttr().getInt();
+  if (offset < 0 || size < 0)
     return emitOpError("'offset' and 'size' must be non-negative");
   auto type = getResult().getType();
   Type elem = type.getElementType();
   if (type.hasStaticShape() && elem.isIntOrFloat() &&
       elem.getIntOrFloatBitWidth() % 8 == 0) {
     int64_t expected = type.getNumElements() * (elem.getIntOrFloatBitWidth() / 8);
-    if (expected != *getSize())
+    if (expected != size)
       return emitOpError("'size' is ")
-             << *getSize() << " bytes but " << type << " needs " << expected;
+             << size << " bytes but " << type << " needs " << expected;
   }
   return success();
 }
