@@ -130,11 +130,16 @@ checkExternal(const onnx::TensorProto &t, uint64_t elements,
 llvm::Expected<ModelSummary>
 distopt::modelgen::summarizeModel(const onnx::ModelProto &model) {
   ModelSummary s;
+  uint64_t declared = 0;
   for (const onnx::StringStringEntryProto &e : model.metadata_props()) {
     if (e.key() == "distopt.graph_only")
       s.graphOnly = e.value() == "true";
     else if (e.key() == "distopt.family")
       s.family = e.value();
+    else if (e.key() == "distopt.parameters" &&
+             llvm::StringRef(e.value()).getAsInteger(10, declared))
+      return makeError("metadata distopt.parameters = '" + e.value() +
+                       "' is not a number");
   }
   const onnx::GraphProto &g = model.graph();
 
@@ -177,6 +182,12 @@ distopt::modelgen::summarizeModel(const onnx::ModelProto &model) {
                        s.weightsLocation + "'");
     s.weightBytes = std::max(s.weightBytes, end);
   }
+
+  if (declared && declared != s.parameters)
+    return makeError("metadata distopt.parameters = " + llvm::Twine(declared) +
+                     " but the initializers hold " +
+                     llvm::Twine(s.parameters) +
+                     " parameters; the file was edited or truncated");
 
   for (const onnx::ValueInfoProto &in : g.input()) {
     defined.insert(in.name());

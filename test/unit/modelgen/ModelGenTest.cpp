@@ -265,6 +265,11 @@ TEST(ModelGen, VerifierRejectsBrokenModels) {
   EXPECT_NE(errorText(unordered).find("before it is defined"),
             std::string::npos);
 
+  onnx::ModelProto dropped = fresh();
+  dropped.mutable_graph()->mutable_initializer()->RemoveLast();
+  EXPECT_NE(errorText(dropped).find("metadata distopt.parameters = 1863690"),
+            std::string::npos);
+
   onnx::ModelProto noOutput = fresh();
   noOutput.mutable_graph()->mutable_output(0)->set_name("nowhere");
   EXPECT_NE(errorText(noOutput).find("'nowhere' is produced by no node"),
