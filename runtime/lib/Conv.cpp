@@ -1,0 +1,334 @@
+//===- Conv.cpp - 2-D convolution and pooling on oneDNN --------*- C++ -*-===//
+//
+// NCHW activations and OIHW weights in plain layouts, so generated programs
+// never see oneDNN's blocked formats. The backward of max pooling recomputes
+// the forward's workspace (argmax) instead of carrying an opaque buffer
+// through the ABI.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+#include "cpu/CpuState.h"
+#include "cpu/Loops.h"
+
+using namespace distrt;
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::prop_kind;
+
+namespace {
+
+int64_t outSize(int64_t in, int64_t k, int64_t stride, int64_t pb, int64_t pe,
+                int64_t dil) {
+  int64_t eff = (k - 1) * dil + 1;
+  return (in + pb + pe - eff) / stride + 1;
+}
+
+struct ConvGeom {
+  memory::dims src, wei, dst, bias, strides, dil, padL, padR;
+  int64_t groups;
+};
+
+distrt_status checkConv(Checker &c, const distrt_conv2d_attr *attr,
+                        const distrt_tensor *x, const distrt_tensor *w,
+                        const distrt_tensor *y, ConvGeom &g) {
+  DISTRT_TRY(c.pointer("attr", attr));
+  DISTRT_TRY(c.tensor("x", x, DISTRT_F32));
+  DISTRT_TRY(c.tensor("w", w, DISTRT_F32));
+  DISTRT_TRY(c.tensor("y", y, DISTRT_F32));
+  if (x->rank != 4 || w->rank != 4)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "x ", shapeString(*x),
+                  " and w ", shapeString(*w),
+                  " must both be rank 4 (NCHW, OIHW)");
+  g.groups = attr->groups;
+  for (int i = 0; i < 2; ++i)
+    if (attr->stride[i] < 1 || attr->dilation[i] < 1 ||
+        attr->pad_begin[i] < 0 || attr->pad_end[i] < 0)
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
+                    "stride and dilation must be >= 1 and padding >= 0");
+  if (g.groups < 1 || x->dims[1] % g.groups || w->dims[0] % g.groups)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "groups = ", g.groups,
+                  " must be >= 1 and divide input channels ", x->dims[1],
+                  " and output channels ", w->dims[0]);
+  if (w->dims[1] * g.groups != x->dims[1])
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "w ", shapeString(*w),
+                  " expects ", w->dims[1] * g.groups,
+                  " input channels but x ", shapeString(*x), " has ",
+                  x->dims[1]);
+  int64_t oh = outSize(x->dims[2], w->dims[2], attr->stride[0],
+                       attr->pad_begin[0], attr->pad_end[0],
+                       attr->dilation[0]);
+  int64_t ow = outSize(x->dims[3], w->dims[3], attr->stride[1],
+                       attr->pad_begin[1], attr->pad_end[1],
+                       attr->dilation[1]);
+  if (oh < 1 || ow < 1)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "kernel ", shapeString(*w),
+                  " does not fit input ", shapeString(*x),
+                  " with this padding and dilation");
+  DISTRT_TRY(c.shape("y", y, {x->dims[0], w->dims[0], oh, ow}));
+  g.src = memory::dims(x->dims, x->dims + 4);
+  g.dst = {x->dims[0], w->dims[0], oh, ow};
+  if (g.groups == 1)
+    g.wei = memory::dims(w->dims, w->dims + 4);
+  else
+    g.wei = {g.groups, w->dims[0] / g.groups, w->dims[1], w->dims[2],
+             w->dims[3]};
+  g.bias = {w->dims[0]};
+  g.strides = {attr->stride[0], attr->stride[1]};
+  g.dil = {attr->dilation[0] - 1, attr->dilation[1] - 1};
+  g.padL = {attr->pad_begin[0], attr->pad_begin[1]};
+  g.padR = {attr->pad_end[0], attr->pad_end[1]};
+  return DISTRT_OK;
+}
+
+dnnl::convolution_forward::primitive_desc
+convFwdPd(cpu::CpuState &st, const ConvGeom &g, bool bias) {
+  memory::desc s = cpu::plainDesc(g.src), w = cpu::plainDesc(g.wei),
+               d = cpu::plainDesc(g.dst);
+  if (bias) {
+    dnnl::convolution_forward::desc desc(
+        prop_kind::forward_training, algorithm::convolution_direct, s, w,
+        cpu::plainDesc(g.bias), d, g.strides, g.dil, g.padL, g.padR);
+    return dnnl::convolution_forward::primitive_desc(desc, st.engine);
+  }
+  dnnl::convolution_forward::desc desc(prop_kind::forward_training,
+                                       algorithm::convolution_direct, s, w, d,
+                                       g.strides, g.dil, g.padL, g.padR);
+  return dnnl::convolution_forward::primitive_desc(desc, st.engine);
+}
+
+} // namespace
+
+extern "C" distrt_status distrt_conv2d(distrt_context *ctx,
+                                       const distrt_tensor *x,
+                                       const distrt_tensor *w,
+                                       const distrt_tensor *bias,
+                                       const distrt_tensor *y,
+                                       const distrt_conv2d_attr *attr) {
+  const char *fn = "distrt_conv2d";
+  Checker c(ctx, fn);
+  DISTRT_TRY(c.context());
+  ConvGeom g;
+  DISTRT_TRY(checkConv(c, attr, x, w, y, g));
+  DISTRT_TRY(c.optTensor("bias", bias, DISTRT_F32));
+  if (bias)
+    DISTRT_TRY(c.shape("bias", bias, {w->dims[0]}));
+  DISTRT_CPU_ONLY(ctx, c);
+  return guardCall(ctx, fn, [&] {
+    cpu::CpuState &st = cpu::state(ctx);
+    auto pd = convFwdPd(st, g, bias);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, cpu::mem(st, cpu::plainDesc(g.src), x->data)},
+        {DNNL_ARG_WEIGHTS, cpu::mem(st, cpu::plainDesc(g.wei), w->data)},
+        {DNNL_ARG_DST, cpu::mem(st, cpu::plainDesc(g.dst), y->data)}};
+    if (bias)
+      args[DNNL_ARG_BIAS] = cpu::mem(st, cpu::plainDesc(g.bias), bias->data);
+    dnnl::convolution_forward(pd).execute(st.stream, args);
+    st.stream.wait();
+    return DISTRT_OK;
+  });
+}
+
+extern "C" distrt_status distrt_conv2d_bwd_data(distrt_context *ctx,
+                                                const distrt_tensor *dy,
+                                                const distrt_tensor *w,
+                                                const distrt_tensor *dx,
+                                                const distrt_conv2d_attr *attr) {
+  const char *fn = "distrt_conv2d_bwd_data";
+  Checker c(ctx, fn);
+  DISTRT_TRY(c.context());
+  ConvGeom g;
+  DISTRT_TRY(checkConv(c, attr, dx, w, dy, g));
+  DISTRT_CPU_ONLY(ctx, c);
+  return guardCall(ctx, fn, [&] {
+    cpu::CpuState &st = cpu::state(ctx);
+    auto fpd = convFwdPd(st, g, false);
+    memory::desc s = cpu::plainDesc(g.src), wd = cpu::plainDesc(g.wei),
+                 d = cpu::plainDesc(g.dst);
+    dnnl::convolution_backward_data::desc desc(
+        algorithm::convolution_direct, s, wd, d, g.strides, g.dil, g.padL,
+        g.padR);
+    dnnl::convolution_backward_data::primitive_desc pd(desc, st.engine, fpd);
+    dnnl::convolution_backward_data(pd).execute(
+        st.stream, {{DNNL_ARG_DIFF_DST, cpu::mem(st, d, dy->data)},
+                    {DNNL_ARG_WEIGHTS, cpu::mem(st, wd, w->data)},
+                    {DNNL_ARG_DIFF_SRC, cpu::mem(st, s, dx->data)}});
+    st.stream.wait();
+    return DISTRT_OK;
+  });
+}
+
+extern "C" distrt_status
+distrt_conv2d_bwd_weight(distrt_context *ctx, const distrt_tensor *x,
+                         const distrt_tensor *dy, const distrt_tensor *dw,
+                         const distrt_tensor *dbias,
+                         const distrt_conv2d_attr *attr, int32_t accumulate) {
+  const char *fn = "distrt_conv2d_bwd_weight";
+  Checker c(ctx, fn);
+  DISTRT_TRY(c.context());
+  ConvGeom g;
+  DISTRT_TRY(checkConv(c, attr, x, dw, dy, g));
+  DISTRT_TRY(c.optTensor("dbias", dbias, DISTRT_F32));
+  if (dbias)
+    DISTRT_TRY(c.shape("dbias", dbias, {dw->dims[0]}));
+  DISTRT_CPU_ONLY(ctx, c);
+  return guardCall(ctx, fn, [&] {
+    cpu::CpuState &st = cpu::state(ctx);
+    auto fpd = convFwdPd(st, g, dbias);
+    memory::desc s = cpu::plainDesc(g.src), wd = cpu::plainDesc(g.wei),
+                 d = cpu::plainDesc(g.dst), bd = cpu::plainDesc(g.bias);
+    int64_t wn = distrt_numel(dw), bn = g.bias[0];
+    // With accumulate the result lands in scratch and is added afterwards.
+    std::vector<float> scratch(accumulate ? wn + bn : 0);
+    void *wOut = accumulate ? scratch.data() : dw->data;
+    void *bOut = dbias ? (accumulate ? scratch.data() + wn : dbias->data)
+                       : nullptr;
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
+        {DNNL_ARG_DIFF_DST, cpu::mem(st, d, dy->data)},
+        {DNNL_ARG_DIFF_WEIGHTS, cpu::mem(st, wd, wOut)}};
+    if (dbias) {
+      dnnl::convolution_backward_weights::desc desc(
+          algorithm::convolution_direct, s, wd, bd, d, g.strides, g.dil,
+          g.padL, g.padR);
+      dnnl::convolution_backward_weights::primitive_desc pd(desc, st.engine,
+                                                            fpd);
+      args[DNNL_ARG_DIFF_BIAS] = cpu::mem(st, bd, bOut);
+      dnnl::convolution_backward_weights(pd).execute(st.stream, args);
+    } else {
+      dnnl::convolution_backward_weights::desc desc(
+          algorithm::convolution_direct, s, wd, d, g.strides, g.dil, g.padL,
+          g.padR);
+      dnnl::convolution_backward_weights::primitive_desc pd(desc, st.engine,
+                                                            fpd);
+      dnnl::convolution_backward_weights(pd).execute(st.stream, args);
+    }
+    st.stream.wait();
+    if (accumulate) {
+      float *pw = cpu::f32(dw);
+      for (int64_t i = 0; i < wn; ++i)
+        pw[i] += scratch[i];
+      if (dbias)
+        for (int64_t i = 0; i < bn; ++i)
+          cpu::f32(dbias)[i] += scratch[wn + i];
+    }
+    return DISTRT_OK;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+distrt_status checkPool(Checker &c, const distrt_pool2d_attr *attr,
+                        const distrt_tensor *x, const distrt_tensor *y) {
+  DISTRT_TRY(c.pointer("attr", attr));
+  DISTRT_TRY(c.tensor("x", x, DISTRT_F32));
+  DISTRT_TRY(c.tensor("y", y, DISTRT_F32));
+  if (attr->kind < DISTRT_POOL_MAX || attr->kind > DISTRT_POOL_AVG_EXCLUDE_PAD)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "unknown pool kind ",
+                  int(attr->kind));
+  if (x->rank != 4)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "x ", shapeString(*x),
+                  " must be NCHW (rank 4)");
+  for (int i = 0; i < 2; ++i)
+    if (attr->kernel[i] < 1 || attr->stride[i] < 1 || attr->pad_begin[i] < 0 ||
+        attr->pad_end[i] < 0 || attr->pad_begin[i] >= attr->kernel[i] ||
+        attr->pad_end[i] >= attr->kernel[i])
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
+                    "kernel and stride must be >= 1, padding in "
+                    "[0, kernel)");
+  int64_t oh = outSize(x->dims[2], attr->kernel[0], attr->stride[0],
+                       attr->pad_begin[0], attr->pad_end[0], 1);
+  int64_t ow = outSize(x->dims[3], attr->kernel[1], attr->stride[1],
+                       attr->pad_begin[1], attr->pad_end[1], 1);
+  if (oh < 1 || ow < 1)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "the pooling window does not "
+                                               "fit input ",
+                  shapeString(*x));
+  return c.shape("y", y, {x->dims[0], x->dims[1], oh, ow});
+}
+
+algorithm poolAlg(distrt_pool_kind k) {
+  return k == DISTRT_POOL_MAX               ? algorithm::pooling_max
+         : k == DISTRT_POOL_AVG_INCLUDE_PAD ? algorithm::pooling_avg_include_padding
+                                            : algorithm::pooling_avg_exclude_padding;
+}
+
+dnnl::pooling_forward::primitive_desc poolFwdPd(cpu::CpuState &st,
+                                                const distrt_pool2d_attr *a,
+                                                const memory::desc &s,
+                                                const memory::desc &d) {
+  dnnl::pooling_forward::desc desc(
+      prop_kind::forward_training, poolAlg(a->kind), s, d,
+      {a->stride[0], a->stride[1]}, {a->kernel[0], a->kernel[1]},
+      {a->pad_begin[0], a->pad_begin[1]}, {a->pad_end[0], a->pad_end[1]});
+  return dnnl::pooling_forward::primitive_desc(desc, st.engine);
+}
+
+} // namespace
+
+extern "C" distrt_status distrt_pool2d(distrt_context *ctx,
+                                       const distrt_tensor *x,
+                                       const distrt_tensor *y,
+                                       const distrt_pool2d_attr *attr) {
+  const char *fn = "distrt_pool2d";
+  Checker c(ctx, fn);
+  DISTRT_TRY(c.context());
+  DISTRT_TRY(checkPool(c, attr, x, y));
+  DISTRT_CPU_ONLY(ctx, c);
+  return guardCall(ctx, fn, [&] {
+    cpu::CpuState &st = cpu::state(ctx);
+    memory::desc s = cpu::plainDesc(*x), d = cpu::plainDesc(*y);
+    auto pd = poolFwdPd(st, attr, s, d);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
+        {DNNL_ARG_DST, cpu::mem(st, d, y->data)}};
+    if (attr->kind == DISTRT_POOL_MAX)
+      args[DNNL_ARG_WORKSPACE] = memory(pd.workspace_desc(), st.engine);
+    dnnl::pooling_forward(pd).execute(st.stream, args);
+    st.stream.wait();
+    return DISTRT_OK;
+  });
+}
+
+extern "C" distrt_status distrt_pool2d_bwd(distrt_context *ctx,
+                                           const distrt_tensor *x,
+                                           const distrt_tensor *dy,
+                                           const distrt_tensor *dx,
+                                           const distrt_pool2d_attr *attr) {
+  const char *fn = "distrt_pool2d_bwd";
+  Checker c(ctx, fn);
+  DISTRT_TRY(c.context());
+  DISTRT_TRY(checkPool(c, attr, x, dy));
+  DISTRT_TRY(c.tensor("dx", dx, DISTRT_F32));
+  DISTRT_TRY(c.same("x", x, "dx", dx));
+  DISTRT_CPU_ONLY(ctx, c);
+  return guardCall(ctx, fn, [&] {
+    cpu::CpuState &st = cpu::state(ctx);
+    memory::desc s = cpu::plainDesc(*x), d = cpu::plainDesc(*dy);
+    auto fpd = poolFwdPd(st, attr, s, d);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_DIFF_DST, cpu::mem(st, d, dy->data)},
+        {DNNL_ARG_DIFF_SRC, cpu::mem(st, s, dx->data)}};
+    if (attr->kind == DISTRT_POOL_MAX) {
+      memory ws(fpd.workspace_desc(), st.engine);
+      memory ytmp(d, st.engine);
+      dnnl::pooling_forward(fpd).execute(
+          st.stream, {{DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
+                      {DNNL_ARG_DST, ytmp},
+                      {DNNL_ARG_WORKSPACE, ws}});
+      args[DNNL_ARG_WORKSPACE] = ws;
+    }
+    dnnl::pooling_backward::desc desc(
+        poolAlg(attr->kind), s, d, {attr->stride[0], attr->stride[1]},
+        {attr->kernel[0], attr->kernel[1]},
+        {attr->pad_begin[0], attr->pad_begin[1]},
+        {attr->pad_end[0], attr->pad_end[1]});
+    dnnl::pooling_backward::primitive_desc pd(desc, st.engine, fpd);
+    dnnl::pooling_backward(pd).execute(st.stream, args);
+    st.stream.wait();
+    return DISTRT_OK;
+  });
+}

@@ -1,0 +1,279 @@
+//===- Matmul.cpp - Batched matmul forward and backward --------*- C++ -*-===//
+//
+// One internal gemm (oneDNN matmul on CPU, cuBLAS on CUDA) expresses the
+// forward and both gradients by swapping operands and transposes, so the
+// transposed, batched and shared-weight cases all meet one tested path.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+#include "cpu/CpuState.h"
+#ifdef DISTRT_HAVE_CUDA
+#include "cuda/CudaApi.h"
+#endif
+
+using namespace distrt;
+using dnnl::memory;
+
+namespace {
+
+struct MatmulShape {
+  int64_t batchA = 1, batchB = 1, batch = 1, m = 0, n = 0, k = 0;
+  std::vector<int64_t> batchDims;
+};
+
+int64_t product(const std::vector<int64_t> &v) {
+  int64_t p = 1;
+  for (int64_t x : v)
+    p *= x;
+  return p;
+}
+
+/// Derives M, N, K and the batch from A and B (names for messages).
+distrt_status matmulShape(Checker &c, const char *an, const distrt_tensor *a,
+                          const char *bn, const distrt_tensor *b, bool ta,
+                          bool tb, MatmulShape &s) {
+  DISTRT_TRY(c.minRank(an, a, 2));
+  DISTRT_TRY(c.minRank(bn, b, 2));
+  int ra = a->rank, rb = b->rank;
+  s.m = ta ? a->dims[ra - 1] : a->dims[ra - 2];
+  s.k = ta ? a->dims[ra - 2] : a->dims[ra - 1];
+  int64_t kb = tb ? b->dims[rb - 1] : b->dims[rb - 2];
+  s.n = tb ? b->dims[rb - 2] : b->dims[rb - 1];
+  if (kb != s.k)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "contraction sizes differ: '",
+                  an, "' ", shapeString(*a), (ta ? " (transposed)" : ""),
+                  " has K=", s.k, " but '", bn, "' ", shapeString(*b),
+                  (tb ? " (transposed)" : ""), " has K=", kb,
+                  "; check trans_a/trans_b");
+  std::vector<int64_t> ba(a->dims, a->dims + ra - 2),
+      bb(b->dims, b->dims + rb - 2);
+  if (!ba.empty() && !bb.empty() && ba != bb)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "batch dims differ: '", an,
+                  "' has ", shapeString(ba), ", '", bn, "' has ",
+                  shapeString(bb),
+                  "; make them equal or pass one operand as a rank-2 matrix");
+  s.batchDims = ba.empty() ? bb : ba;
+  s.batchA = product(ba);
+  s.batchB = product(bb);
+  s.batch = product(s.batchDims);
+  return DISTRT_OK;
+}
+
+std::vector<int64_t> outDims(const MatmulShape &s, int64_t rows,
+                             int64_t cols) {
+  std::vector<int64_t> d = s.batchDims;
+  d.push_back(rows);
+  d.push_back(cols);
+  return d;
+}
+
+/// C[b] = alpha op(A[b]) op(B[b]) + beta C[b] + bias on oneDNN. A batch of 1
+/// broadcasts over the other operand's batch.
+void cpuGemm(distrt_context *ctx, int64_t batchA, int64_t batchB, int64_t m,
+             int64_t n, int64_t k, const float *a, bool ta, const float *b,
+             bool tb, float *c, float alpha, float beta, const float *bias) {
+  cpu::CpuState &st = cpu::state(ctx);
+  int64_t batch = batchA > batchB ? batchA : batchB;
+  memory::desc aMd({batchA, m, k}, memory::data_type::f32,
+                   ta ? memory::dims{m * k, 1, m} : memory::dims{m * k, k, 1});
+  memory::desc bMd({batchB, k, n}, memory::data_type::f32,
+                   tb ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
+  memory::desc cMd({batch, m, n}, memory::data_type::f32,
+                   memory::dims{m * n, n, 1});
+  memory::desc biasMd({1, 1, n}, memory::data_type::f32,
+                      memory::dims{n, n, 1});
+  std::string key = cpu::dimsKey({batchA, batchB, m, n, k, ta, tb, !!bias}) +
+                    std::to_string(alpha) + "," + std::to_string(beta);
+  dnnl::primitive &prim = st.primitive("matmul:" + key, [&] {
+    dnnl::primitive_attr attr;
+    if (alpha != 1.0f)
+      attr.set_output_scales(0, {alpha});
+    dnnl::post_ops ops;
+    if (beta != 0.0f)
+      ops.append_sum(beta);
+    if (bias)
+      ops.append_binary(dnnl::algorithm::binary_add, biasMd);
+    attr.set_post_ops(ops);
+    dnnl::matmul::desc d(aMd, bMd, cMd);
+    return dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, st.engine));
+  });
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, cpu::mem(st, aMd, a)},
+      {DNNL_ARG_WEIGHTS, cpu::mem(st, bMd, b)},
+      {DNNL_ARG_DST, cpu::mem(st, cMd, c)}};
+  if (bias)
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(beta != 0.0f ? 1 : 0) |
+         DNNL_ARG_SRC_1] = cpu::mem(st, biasMd, bias);
+  prim.execute(st.stream, args);
+  st.stream.wait();
+}
+
+distrt_status gemm(distrt_context *ctx, int64_t batchA, int64_t batchB,
+                   int64_t m, int64_t n, int64_t k, const float *a, bool ta,
+                   const float *b, bool tb, float *c, float alpha, float beta,
+                   const float *bias) {
+#ifdef DISTRT_HAVE_CUDA
+  if (ctx->isCuda())
+    return cuda::gemm(ctx, batchA > batchB ? batchA : batchB, m, n, k, a, ta,
+                      batchA == 1 ? 0 : m * k, b, tb, batchB == 1 ? 0 : k * n,
+                      c, alpha, beta, bias);
+#endif
+  if (m == 0 || n == 0)
+    return DISTRT_OK;
+  cpuGemm(ctx, batchA, batchB, m, n, k, a, ta, b, tb, c, alpha, beta, bias);
+  return DISTRT_OK;
+}
+
+/// sum_b op(X[b]) op(Y[b]) into one [m, n] output (gradient of an operand
+/// that was broadcast over the batch).
+distrt_status gemmSumBatches(distrt_context *ctx, int64_t batch, int64_t m,
+                             int64_t n, int64_t k, const float *x, bool tx,
+                             int64_t strideX, const float *y, bool ty,
+                             int64_t strideY, float *out, float alpha,
+                             float beta) {
+  for (int64_t i = 0; i < batch; ++i)
+    DISTRT_TRY(gemm(ctx, 1, 1, m, n, k, x + i * strideX, tx, y + i * strideY,
+                    ty, out, alpha, i == 0 ? beta : 1.0f, nullptr));
+  return DISTRT_OK;
+}
+
+distrt_status checkAttr(Checker &c, const distrt_matmul_attr *attr) {
+  return c.pointer("attr", attr);
+}
+
+} // namespace
+
+extern "C" distrt_status distrt_matmul(distrt_context *ctx,
+                                       const distrt_tensor *a,
+                                       const distrt_tensor *b,
+                                       const distrt_tensor *bias,
+                                       const distrt_tensor *c,
+                                       const distrt_matmul_attr *attr) {
+  const char *fn = "distrt_matmul";
+  Checker ck(ctx, fn);
+  DISTRT_TRY(ck.context());
+  DISTRT_TRY(checkAttr(ck, attr));
+  DISTRT_TRY(ck.tensor("a", a, DISTRT_F32));
+  DISTRT_TRY(ck.tensor("b", b, DISTRT_F32));
+  DISTRT_TRY(ck.tensor("c", c, DISTRT_F32));
+  DISTRT_TRY(ck.optTensor("bias", bias, DISTRT_F32));
+  MatmulShape s;
+  DISTRT_TRY(matmulShape(ck, "a", a, "b", b, attr->trans_a, attr->trans_b, s));
+  DISTRT_TRY(ck.shape("c", c, outDims(s, s.m, s.n)));
+  if (bias)
+    DISTRT_TRY(ck.shape("bias", bias, {s.n}));
+  return guardCall(ctx, fn, [&] {
+    return gemm(ctx, s.batchA, s.batchB, s.m, s.n, s.k, cpu::f32(a),
+                attr->trans_a, cpu::f32(b), attr->trans_b, cpu::f32(c),
+                attr->alpha, attr->beta, bias ? cpu::f32(bias) : nullptr);
+  });
+}
+
+extern "C" distrt_status distrt_matmul_bwd_data(distrt_context *ctx,
+                                                const distrt_tensor *dc,
+                                                const distrt_tensor *b,
+                                                const distrt_tensor *da,
+                                                const distrt_matmul_attr *attr) {
+  const char *fn = "distrt_matmul_bwd_data";
+  Checker ck(ctx, fn);
+  DISTRT_TRY(ck.context());
+  DISTRT_TRY(checkAttr(ck, attr));
+  DISTRT_TRY(ck.tensor("dc", dc, DISTRT_F32));
+  DISTRT_TRY(ck.tensor("b", b, DISTRT_F32));
+  DISTRT_TRY(ck.tensor("da", da, DISTRT_F32));
+  MatmulShape s;
+  bool ta = attr->trans_a, tb = attr->trans_b;
+  DISTRT_TRY(matmulShape(ck, "da", da, "b", b, ta, tb, s));
+  DISTRT_TRY(ck.shape("dc", dc, outDims(s, s.m, s.n)));
+  float alpha = attr->alpha;
+  const float *pdc = cpu::f32(dc), *pb = cpu::f32(b);
+  float *pda = cpu::f32(da);
+  return guardCall(ctx, fn, [&]() -> distrt_status {
+    if (s.batchA == 1 && s.batch > 1) {
+      // A was shared by every batch: its gradient sums over the batch.
+      if (!ta)
+        return gemmSumBatches(ctx, s.batch, s.m, s.k, s.n, pdc, false,
+                              s.m * s.n, pb, !tb, s.k * s.n, pda, alpha, 0.f);
+      return gemmSumBatches(ctx, s.batch, s.k, s.m, s.n, pb, tb, s.k * s.n,
+                            pdc, true, s.m * s.n, pda, alpha, 0.f);
+    }
+    if (!ta) // dA = dC op(B)^T
+      return gemm(ctx, s.batch, s.batchB, s.m, s.k, s.n, pdc, false, pb, !tb,
+                  pda, alpha, 0.f, nullptr);
+    // dA (stored [K, M]) = op(B) dC^T
+    return gemm(ctx, s.batchB, s.batch, s.k, s.m, s.n, pb, tb, pdc, true, pda,
+                alpha, 0.f, nullptr);
+  });
+}
+
+extern "C" distrt_status
+distrt_matmul_bwd_weight(distrt_context *ctx, const distrt_tensor *a,
+                         const distrt_tensor *dc, const distrt_tensor *db,
+                         const distrt_matmul_attr *attr, int32_t accumulate) {
+  const char *fn = "distrt_matmul_bwd_weight";
+  Checker ck(ctx, fn);
+  DISTRT_TRY(ck.context());
+  DISTRT_TRY(checkAttr(ck, attr));
+  DISTRT_TRY(ck.tensor("a", a, DISTRT_F32));
+  DISTRT_TRY(ck.tensor("dc", dc, DISTRT_F32));
+  DISTRT_TRY(ck.tensor("db", db, DISTRT_F32));
+  MatmulShape s;
+  bool ta = attr->trans_a, tb = attr->trans_b;
+  DISTRT_TRY(matmulShape(ck, "a", a, "db", db, ta, tb, s));
+  DISTRT_TRY(ck.shape("dc", dc, outDims(s, s.m, s.n)));
+  float alpha = attr->alpha, beta = accumulate ? 1.0f : 0.0f;
+  const float *pa = cpu::f32(a), *pdc = cpu::f32(dc);
+  float *pdb = cpu::f32(db);
+  return guardCall(ctx, fn, [&]() -> distrt_status {
+    if (s.batchB == 1 && s.batch > 1) {
+      // B was shared by every batch: its gradient sums over the batch. With
+      // A untransposed the batch folds into the contraction (one gemm).
+      int64_t rows = s.batch * s.m;
+      if (!ta && !tb)
+        return gemm(ctx, 1, 1, s.k, s.n, rows, pa, true, pdc, false, pdb,
+                    alpha, beta, nullptr);
+      if (!ta && tb)
+        return gemm(ctx, 1, 1, s.n, s.k, rows, pdc, true, pa, false, pdb,
+                    alpha, beta, nullptr);
+      if (!tb)
+        return gemmSumBatches(ctx, s.batch, s.k, s.n, s.m, pa, !ta, s.m * s.k,
+                              pdc, false, s.m * s.n, pdb, alpha, beta);
+      return gemmSumBatches(ctx, s.batch, s.n, s.k, s.m, pdc, true, s.m * s.n,
+                            pa, ta, s.m * s.k, pdb, alpha, beta);
+    }
+    if (!tb) // dB = op(A)^T dC
+      return gemm(ctx, s.batchA, s.batch, s.k, s.n, s.m, pa, !ta, pdc, false,
+                  pdb, alpha, beta, nullptr);
+    // dB (stored [N, K]) = dC^T op(A)
+    return gemm(ctx, s.batch, s.batchA, s.n, s.k, s.m, pdc, true, pa, ta, pdb,
+                alpha, beta, nullptr);
+  });
+}
+
+extern "C" distrt_status distrt_matmul_bwd_bias(distrt_context *ctx,
+                                                const distrt_tensor *dc,
+                                                const distrt_tensor *dbias,
+                                                int32_t accumulate) {
+  const char *fn = "distrt_matmul_bwd_bias";
+  Checker ck(ctx, fn);
+  DISTRT_TRY(ck.context());
+  DISTRT_TRY(ck.tensor("dc", dc, DISTRT_F32));
+  DISTRT_TRY(ck.tensor("dbias", dbias, DISTRT_F32));
+  DISTRT_TRY(ck.minRank("dc", dc, 1));
+  int64_t n = dc->dims[dc->rank - 1];
+  DISTRT_TRY(ck.shape("dbias", dbias, {n}));
+  int64_t rows = n ? distrt_numel(dc) / n : 0;
+  // dbias = 1^T dC: a [1, rows] x [rows, n] gemm against a ones vector.
+  return guardCall(ctx, fn, [&]() -> distrt_status {
+    void *ones = nullptr;
+    DISTRT_TRY(distrt_alloc(ctx, sizeof(float) * (rows ? rows : 1), &ones));
+    distrt_tensor onesT = distrt_make_tensor(ones, DISTRT_F32, 1, &rows);
+    distrt_status st = distrt_fill(ctx, &onesT, 1.0f);
+    if (st == DISTRT_OK)
+      st = gemm(ctx, 1, 1, 1, n, rows, static_cast<float *>(ones), false,
+                cpu::f32(dc), false, cpu::f32(dbias), 1.0f,
+                accumulate ? 1.0f : 0.0f, nullptr);
+    distrt_free(ctx, ones);
+    return st;
+  });
+}
