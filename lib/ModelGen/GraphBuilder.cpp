@@ -111,9 +111,9 @@ GraphBuilder::nodeN(llvm::StringRef opType, llvm::ArrayRef<std::string> inputs,
   return outs;
 }
 
-std::string GraphBuilder::node(llvm::StringRef opType,
-                               llvm::ArrayRef<std::string> inputs,
-                               std::initializer_list<onnx::AttributeProto> attrs) {
+std::string
+GraphBuilder::node(llvm::StringRef opType, llvm::ArrayRef<std::string> inputs,
+                   std::initializer_list<onnx::AttributeProto> attrs) {
   return nodeN(opType, inputs, 1, attrs).front();
 }
 
@@ -218,8 +218,7 @@ std::string GraphBuilder::constF32(llvm::ArrayRef<float> values,
 static void setType(onnx::ValueInfoProto *info, llvm::StringRef name,
                     int elemType, llvm::ArrayRef<Dim> dims) {
   info->set_name(name.str());
-  onnx::TypeProto_Tensor *tensor =
-      info->mutable_type()->mutable_tensor_type();
+  onnx::TypeProto_Tensor *tensor = info->mutable_type()->mutable_tensor_type();
   tensor->set_elem_type(elemType);
   onnx::TensorShapeProto *shape = tensor->mutable_shape();
   for (const Dim &d : dims) {

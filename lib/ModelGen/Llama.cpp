@@ -20,7 +20,8 @@ static std::string rmsNorm(GraphBuilder &b, const std::string &x,
   std::string sq = b.node("Pow", {x, b.constScalar(2.0)});
   std::string mean = b.node("ReduceMean", {sq},
                             {attrInts("axes", {-1}), attrInt("keepdims", 1)});
-  std::string rms = b.node("Sqrt", {b.node("Add", {mean, b.constScalar(1e-5)})});
+  std::string rms =
+      b.node("Sqrt", {b.node("Add", {mean, b.constScalar(1e-5)})});
   std::string y = b.node("Div", {x, rms});
   return b.node("Mul", {b.weight((name + ".weight").str(), {width}), y});
 }
@@ -35,8 +36,8 @@ static std::string rotary(GraphBuilder &b, const std::string &x,
       b.node("Slice", {x, b.constI64({0}), b.constI64({half}), axes});
   std::string x2 =
       b.node("Slice", {x, b.constI64({half}), b.constI64({headDim}), axes});
-  std::string rot = b.node("Concat", {b.node("Neg", {x2}), x1},
-                           {attrInt("axis", -1)});
+  std::string rot =
+      b.node("Concat", {b.node("Neg", {x2}), x1}, {attrInt("axis", -1)});
   return b.node("Add", {b.node("Mul", {x, cos}), b.node("Mul", {rot, sin})});
 }
 
@@ -45,8 +46,7 @@ static std::string repeatKv(GraphBuilder &b, const std::string &x,
                             int64_t kvHeads, int64_t rep, int64_t headDim) {
   std::string u = b.node("Unsqueeze", {x, b.constI64({2})});
   std::string e = b.node("Expand", {u, b.constI64({1, 1, rep, 1, 1})});
-  return b.node("Reshape",
-                {e, b.constI64({0, kvHeads * rep, -1, headDim})});
+  return b.node("Reshape", {e, b.constI64({0, kvHeads * rep, -1, headDim})});
 }
 
 void distopt::modelgen::buildLlama(GraphBuilder &b) {
@@ -71,8 +71,7 @@ void distopt::modelgen::buildLlama(GraphBuilder &b) {
   pos = b.node("Unsqueeze", {pos, b.constI64({1})});
   std::string freqs =
       b.node("Mul", {pos, b.constF32(invFreq, {1, headDim / 2})});
-  std::string emb =
-      b.node("Concat", {freqs, freqs}, {attrInt("axis", -1)});
+  std::string emb = b.node("Concat", {freqs, freqs}, {attrInt("axis", -1)});
   std::string cos = b.node("Cos", {emb}), sin = b.node("Sin", {emb});
   if (o.dtype != DType::F32) {
     cos = b.node("Cast", {cos}, {attrInt("to", b.elemType())});

@@ -111,8 +111,8 @@ llvm::Expected<ModelOptions> distopt::modelgen::defaultOptions(StringRef f) {
     std::string known;
     for (StringRef k : knownFamilies())
       known += (known.empty() ? "" : ", ") + k.str();
-    return makeError("unknown model family '" + f + "'; known families: " +
-                     known);
+    return makeError("unknown model family '" + f +
+                     "'; known families: " + known);
   }
   return o;
 }
@@ -136,12 +136,10 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
   // Bounds keep every count and byte offset far from int64 overflow and the
   // node count sane; they are orders of magnitude above any real model.
   const std::pair<StringRef, int64_t> sizes[] = {
-      {"layers", o.layers},       {"hidden", o.hidden},
-      {"heads", o.heads},         {"kv-heads", o.kvHeads},
-      {"seq", o.seq},             {"vocab", o.vocab},
-      {"ffn-hidden", o.ffnHidden}, {"input", o.input},
-      {"classes", o.classes},     {"depth", o.depth},
-      {"image", o.image}};
+      {"layers", o.layers},        {"hidden", o.hidden}, {"heads", o.heads},
+      {"kv-heads", o.kvHeads},     {"seq", o.seq},       {"vocab", o.vocab},
+      {"ffn-hidden", o.ffnHidden}, {"input", o.input},   {"classes", o.classes},
+      {"depth", o.depth},          {"image", o.image}};
   for (StringRef name : familyOptionNames(o.family)) {
     for (const auto &[option, value] : sizes) {
       if (option != name)
@@ -171,12 +169,12 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
                        " does not divide --heads " + llvm::Twine(o.heads) +
                        "; grouped-query attention needs heads = k * kv-heads");
     if ((o.hidden / o.heads) % 2 != 0)
-      return makeError("head dimension hidden/heads = " +
-                       llvm::Twine(o.hidden / o.heads) +
-                       " is odd; rotary embedding needs an even head size");
+      return makeError(
+          "head dimension hidden/heads = " + llvm::Twine(o.hidden / o.heads) +
+          " is odd; rotary embedding needs an even head size");
   }
-  if (o.family == "resnet" && o.depth != 18 && o.depth != 34 &&
-      o.depth != 50 && o.depth != 101 && o.depth != 152)
+  if (o.family == "resnet" && o.depth != 18 && o.depth != 34 && o.depth != 50 &&
+      o.depth != 101 && o.depth != 152)
     return makeError("--depth " + llvm::Twine(o.depth) +
                      " is not a ResNet depth; use 18, 34, 50, 101 or 152");
   if ((o.family == "resnet" || o.family == "vgg16") && o.image % 32 != 0)
@@ -266,8 +264,7 @@ llvm::Error distopt::modelgen::writeModel(const onnx::ModelProto &model,
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return makeError("cannot open '" + path + "' for writing: " +
-                     ec.message());
+    return makeError("cannot open '" + path + "' for writing: " + ec.message());
   os << bytes;
   os.close();
   if (os.has_error())
@@ -278,12 +275,13 @@ llvm::Error distopt::modelgen::writeModel(const onnx::ModelProto &model,
 llvm::Expected<onnx::ModelProto> distopt::modelgen::readModel(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!buffer)
-    return makeError("cannot read '" + path + "': " +
-                     buffer.getError().message());
+    return makeError("cannot read '" + path +
+                     "': " + buffer.getError().message());
   onnx::ModelProto model;
   if (!model.ParseFromArray((*buffer)->getBufferStart(),
                             static_cast<int>((*buffer)->getBufferSize())))
-    return makeError("'" + path + "' is not a binary ONNX model (protobuf "
+    return makeError("'" + path +
+                     "' is not a binary ONNX model (protobuf "
                      "parse failed); pass a .onnx file");
   return std::move(model);
 }

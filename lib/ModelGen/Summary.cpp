@@ -72,7 +72,7 @@ static std::string describe(const onnx::ValueInfoProto &info) {
   for (int i = 0; i < tensor.shape().dim_size(); ++i) {
     const onnx::TensorShapeProto_Dimension &d = tensor.shape().dim(i);
     text += i ? "," : "";
-    text += d.has_dim_param() ? d.dim_param()
+    text += d.has_dim_param()   ? d.dim_param()
             : d.has_dim_value() ? std::to_string(d.dim_value())
                                 : "?";
   }
@@ -81,8 +81,8 @@ static std::string describe(const onnx::ValueInfoProto &info) {
 
 static bool hasInlineData(const onnx::TensorProto &t) {
   return !t.raw_data().empty() || t.float_data_size() || t.int32_data_size() ||
-         t.int64_data_size() || t.double_data_size() ||
-         t.uint64_data_size() || t.string_data_size();
+         t.int64_data_size() || t.double_data_size() || t.uint64_data_size() ||
+         t.string_data_size();
 }
 
 /// Checks one graph-only initializer and returns its (offset, length).
@@ -121,9 +121,9 @@ checkExternal(const onnx::TensorProto &t, uint64_t elements,
   if (bytes == 0)
     return fail("data type " + llvm::Twine(t.data_type()) + " is unsupported");
   if (length != elements * bytes)
-    return fail("length " + llvm::Twine(length) + " != " +
-                llvm::Twine(elements) + " elements x " + llvm::Twine(bytes) +
-                " bytes");
+    return fail("length " + llvm::Twine(length) +
+                " != " + llvm::Twine(elements) + " elements x " +
+                llvm::Twine(bytes) + " bytes");
   return std::make_pair(offset, length);
 }
 
@@ -185,8 +185,7 @@ distopt::modelgen::summarizeModel(const onnx::ModelProto &model) {
 
   if (declared && declared != s.parameters)
     return makeError("metadata distopt.parameters = " + llvm::Twine(declared) +
-                     " but the initializers hold " +
-                     llvm::Twine(s.parameters) +
+                     " but the initializers hold " + llvm::Twine(s.parameters) +
                      " parameters; the file was edited or truncated");
 
   for (const onnx::ValueInfoProto &in : g.input()) {

@@ -85,8 +85,8 @@ void distopt::modelgen::buildGpt(GraphBuilder &b) {
   std::string wte = b.weight("wte.weight", {o.vocab, h});
   std::string wpe = b.weight("wpe.weight", {s, h});
   std::string x = b.node("Gather", {wte, "input_ids"}, {attrInt("axis", 0)});
-  std::string pos = b.node("Gather", {wpe, attention::positions(b, s)},
-                           {attrInt("axis", 0)});
+  std::string pos =
+      b.node("Gather", {wpe, attention::positions(b, s)}, {attrInt("axis", 0)});
   x = b.node("Add", {x, pos});
   std::string mask = attention::causalMask(b, s);
 
@@ -94,8 +94,8 @@ void distopt::modelgen::buildGpt(GraphBuilder &b) {
     b.setScope("transformer.h." + std::to_string(i));
     std::string a = b.layerNorm(x, "ln_1", h, 1e-5f);
     std::string qkv = b.linear(a, "attn.c_attn", h, 3 * h);
-    std::vector<std::string> parts =
-        b.nodeN("Split", {qkv, b.constI64({h, h, h})}, 3, {attrInt("axis", -1)});
+    std::vector<std::string> parts = b.nodeN(
+        "Split", {qkv, b.constI64({h, h, h})}, 3, {attrInt("axis", -1)});
     std::string q = attention::splitHeads(b, parts[0], o.heads, headDim);
     std::string kT = attention::splitHeads(b, parts[1], o.heads, headDim,
                                            /*transposed=*/true);
@@ -130,16 +130,15 @@ void distopt::modelgen::buildBert(GraphBuilder &b) {
   std::string types = b.weight("token_type_embeddings.weight", {2, h});
   std::string x = b.node("Gather", {words, "input_ids"}, {attrInt("axis", 0)});
   x = b.node("Add", {x, b.node("Gather", {types, "token_type_ids"},
-                                  {attrInt("axis", 0)})});
-  x = b.node("Add", {x, b.node("Gather",
-                                  {posTable, attention::positions(b, s)},
-                                  {attrInt("axis", 0)})});
+                               {attrInt("axis", 0)})});
+  x = b.node("Add", {x, b.node("Gather", {posTable, attention::positions(b, s)},
+                               {attrInt("axis", 0)})});
   x = b.layerNorm(x, "LayerNorm", h, eps);
 
   // (1 - mask) * lowest, broadcast over heads and query positions.
   b.setScope("extended_attention_mask");
-  std::string m = b.node("Cast", {"attention_mask"},
-                         {attrInt("to", b.elemType())});
+  std::string m =
+      b.node("Cast", {"attention_mask"}, {attrInt("to", b.elemType())});
   m = b.node("Sub", {b.constScalar(1.0), m});
   m = b.node("Mul", {m, b.constLowest()});
   std::string additive = b.node("Unsqueeze", {m, b.constI64({1, 2})});
@@ -165,8 +164,8 @@ void distopt::modelgen::buildBert(GraphBuilder &b) {
 
   // Pooler: tanh(W x[:, 0] + b).
   b.setScope("pooler");
-  std::string first = b.node("Gather", {x, b.constI64({0}, true)},
-                             {attrInt("axis", 1)});
+  std::string first =
+      b.node("Gather", {x, b.constI64({0}, true)}, {attrInt("axis", 1)});
   std::string pooled = b.node("Tanh", {b.linear(first, "dense", h, h)});
   b.rename(pooled, "pooler_output");
   b.output("pooler_output", b.elemType(), {b.batch(), h});

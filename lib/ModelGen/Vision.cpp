@@ -40,12 +40,11 @@ namespace {
 struct ResNetEmitter {
   GraphBuilder &b;
 
-  std::string conv(const std::string &x, const std::string &name,
-                   int64_t cin, int64_t cout, int64_t k, int64_t stride,
-                   bool bias = false) {
+  std::string conv(const std::string &x, const std::string &name, int64_t cin,
+                   int64_t cout, int64_t k, int64_t stride, bool bias = false) {
     int64_t pad = k / 2;
-    std::vector<std::string> ins = {x,
-                                    b.weight(name + ".weight", {cout, cin, k, k})};
+    std::vector<std::string> ins = {
+        x, b.weight(name + ".weight", {cout, cin, k, k})};
     if (bias)
       ins.push_back(b.weight(name + ".bias", {cout}));
     return b.node("Conv", ins,
@@ -77,7 +76,8 @@ struct ResNetEmitter {
       y = relu(bn(conv(y, "conv2", planes, planes, 3, stride), "bn2", planes));
       y = bn(conv(y, "conv3", planes, outplanes, 1, 1), "bn3", outplanes);
     } else {
-      y = relu(bn(conv(x, "conv1", inplanes, planes, 3, stride), "bn1", planes));
+      y = relu(
+          bn(conv(x, "conv1", inplanes, planes, 3, stride), "bn1", planes));
       y = bn(conv(y, "conv2", planes, planes, 3, 1), "bn2", planes);
     }
     std::string identity = x;
@@ -121,8 +121,7 @@ void distopt::modelgen::buildResNet(GraphBuilder &b) {
   for (int64_t stage = 0; stage < 4; ++stage) {
     int64_t planes = 64 << stage;
     for (int64_t i = 0; i < counts[stage]; ++i) {
-      b.setScope("layer" + std::to_string(stage + 1) + "." +
-                 std::to_string(i));
+      b.setScope("layer" + std::to_string(stage + 1) + "." + std::to_string(i));
       int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
       x = e.block(x, bottleneck, inplanes, planes, stride);
     }
@@ -140,15 +139,16 @@ void distopt::modelgen::buildVgg16(GraphBuilder &b) {
   ResNetEmitter e{b};
   // torchvision cfg "D"; 0 is a max-pool. Layer indices count every module
   // (conv, relu, pool) so weight names match torchvision's state_dict.
-  const int64_t cfg[] = {64,  64,  0,   128, 128, 0,   256, 256, 256,
-                         0,   512, 512, 512, 0,   512, 512, 512, 0};
+  const int64_t cfg[] = {64, 64,  0,   128, 128, 0,   256, 256, 256,
+                         0,  512, 512, 512, 0,   512, 512, 512, 0};
   std::string x = "input";
   int64_t channels = 3, index = 0;
   b.setScope("features");
   for (int64_t width : cfg) {
     if (width == 0) {
-      x = b.node("MaxPool", {x},
-                 {attrInts("kernel_shape", {2, 2}), attrInts("strides", {2, 2})});
+      x = b.node(
+          "MaxPool", {x},
+          {attrInts("kernel_shape", {2, 2}), attrInts("strides", {2, 2})});
       ++index;
       continue;
     }

@@ -15,9 +15,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
@@ -28,10 +28,12 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("dist-modelgen options");
 
 static cl::opt<std::string>
-    familyArg(cl::Positional, cl::desc("<family: gpt|bert|llama|mlp|resnet|vgg16>"),
+    familyArg(cl::Positional,
+              cl::desc("<family: gpt|bert|llama|mlp|resnet|vgg16>"),
               cl::cat(category));
 static cl::opt<std::string> outputArg("o", cl::desc("Output .onnx file"),
-                                      cl::value_desc("file"), cl::cat(category));
+                                      cl::value_desc("file"),
+                                      cl::cat(category));
 static cl::opt<std::string>
     summaryArg("summary",
                cl::desc("Verify the graph-only convention of an ONNX file and "
@@ -142,7 +144,8 @@ int main(int argc, char **argv) {
   options->dtype = *dtype;
   if (outputArg.empty())
     return fail("no output file; pass -o <file>.onnx");
-  options->weightsLocation = (llvm::sys::path::stem(outputArg) + ".weights").str();
+  options->weightsLocation =
+      (llvm::sys::path::stem(outputArg) + ".weights").str();
 
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<GeneratedModel> model =

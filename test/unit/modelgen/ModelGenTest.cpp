@@ -88,7 +88,7 @@ TEST(ModelGen, GptMatchesMegatronFormula) {
 }
 
 TEST(ModelGen, PublishedCounts) {
-  EXPECT_EQ(generate(options("bert")).parameters, 109482240u); // bert-base
+  EXPECT_EQ(generate(options("bert")).parameters, 109482240u);   // bert-base
   EXPECT_EQ(generate(options("llama")).parameters, 6738415616u); // Llama-2-7B
   EXPECT_EQ(generate(options("resnet")).parameters, 25557032u);  // ResNet-50
   EXPECT_EQ(generate(options("vgg16")).parameters, 138357544u);  // VGG-16
