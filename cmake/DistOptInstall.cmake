@@ -6,9 +6,13 @@ include(GNUInstallDirs)
 
 get_property(dist_libs GLOBAL PROPERTY DIST_LIBS)
 add_library(DistOpt SHARED ${PROJECT_SOURCE_DIR}/cmake/empty.cpp)
-if(dist_libs)
-  target_link_libraries(DistOpt PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,${dist_libs}>")
-endif()
+# Every object of every component goes in, so that clients see the whole
+# public API; linking the archives as well brings their external dependencies
+# (ONNX, protobuf, oneDNN) without duplicating symbols.
+foreach(lib ${dist_libs})
+  target_sources(DistOpt PRIVATE $<TARGET_OBJECTS:${lib}>)
+endforeach()
+target_link_libraries(DistOpt PRIVATE ${dist_libs})
 target_link_libraries(DistOpt PUBLIC MLIR LLVM)
 target_include_directories(DistOpt INTERFACE
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)

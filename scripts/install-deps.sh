@@ -7,7 +7,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev libgloo-dev libopenmpi-dev openmpi-bin
+  libdnnl-dev ocl-icd-opencl-dev opencl-headers libgloo-dev libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do
