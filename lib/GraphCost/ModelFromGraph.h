@@ -1,0 +1,48 @@
+//===- ModelFromGraph.h - Cost-level model from graph IR --------*- C++ -*-===//
+//
+// Part of DistOpt. Turns a function of graph-dialect ops into the layered
+// cost description (cost::ModelDesc) that the cost model, the planner and the
+// simulator work on.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
+#define DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
+
+#include "lib/Cost/ModelDesc.h"
+
+#include "llvm/Support/LogicalResult.h"
+#include <optional>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace distopt {
+
+struct GraphModelOptions {
+  /// Element type the model trains or runs in (mixed precision runs an f32
+  /// graph in bf16). Unset: each op's own element type.
+  std::optional<cluster::DType> computeType;
+};
+
+/// Builds the cost description of `func`.
+///
+/// Layers are the stretches of the program between *cut points*: places in
+/// program order where exactly one activation tensor is live (the tensor a
+/// pipeline stage boundary would send). A stretch without a matmul,
+/// convolution or embedding joins the one before it, so a layer is some
+/// compute-heavy work and what follows it; in a transformer that is half a
+/// block (attention, then MLP), in a plain CNN a convolution with its
+/// activation and pooling, and a residual block is never cut in two.
+///
+/// Costs are per sample: the leading dimension of the first argument is the
+/// sample dimension, and ops that depend on the arguments are divided by it.
+/// Weight operands (through casts and transposes) make an op's parameters;
+/// a weight used again later (tied embeddings) counts once. Emits an error
+/// on `func` and fails when it has no sample dimension to divide by.
+llvm::FailureOr<cost::ModelDesc> buildModelDesc(mlir::func::FuncOp func,
+                                          const GraphModelOptions &options);
+
+} // namespace distopt
+
+#endif // DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
