@@ -1,0 +1,246 @@
+//===- MegatronTable1.cpp - Cost model and simulator benchmarks -*- C++ -*-===//
+//
+// dist-bench-sim prints three things:
+//  1. Megatron-LM (Narayanan et al., SC'21) Table 1 on dgx-a100-80gb:
+//     predicted TFLOP/s per GPU next to the published figure, from the one
+//     set of device constants in lib/Cluster/Presets.cpp.
+//  2. The simulated bubble of GPipe, 1F1B, interleaved 1F1B and ZB-H1 on a
+//     uniform synthetic pipeline next to the analytic formulas.
+//  3. Google Benchmark timings of simulating the 1T-parameter GPT on 3072
+//     GPUs (and the other large rows).
+// Exit status 1 if a Table 1 row is off by more than 10% or a bubble by
+// more than 1%.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Cluster/Cluster.h"
+#include "lib/Cost/CostModel.h"
+#include "lib/Schedule/Plan.h"
+#include "lib/Schedule/Schedule.h"
+#include "lib/Sim/Simulator.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+
+using namespace llvm;
+using namespace distopt;
+
+namespace {
+struct Row {
+  double paramsB;
+  unsigned heads, hidden, layers, t, p, d, gpus, batch;
+  double published;
+};
+// Narayanan et al., SC'21, Table 1 (see /work/shared/brief/REFERENCES.md).
+const Row kRows[] = {
+    {1.7, 24, 2304, 24, 1, 1, 32, 32, 512, 137},
+    {3.6, 32, 3072, 30, 2, 1, 32, 64, 512, 138},
+    {7.5, 32, 4096, 36, 4, 1, 32, 128, 512, 142},
+    {18.4, 48, 6144, 40, 8, 1, 32, 256, 1024, 135},
+    {39.1, 64, 8192, 48, 8, 2, 32, 512, 1536, 138},
+    {76.1, 80, 10240, 60, 8, 4, 32, 1024, 1792, 140},
+    {145.6, 96, 12288, 80, 8, 8, 24, 1536, 2304, 148},
+    {310.1, 128, 16384, 96, 8, 16, 15, 1920, 2160, 155},
+    {529.6, 128, 20480, 105, 8, 35, 9, 2520, 2520, 163},
+    {1008.0, 160, 25600, 128, 8, 64, 6, 3072, 3072, 163},
+};
+
+cost::GptConfig gptOf(const Row &r) {
+  cost::GptConfig g;
+  g.layers = r.layers;
+  g.hidden = r.hidden;
+  g.heads = r.heads;
+  g.seqLen = 2048;
+  g.vocab = 51200;
+  return g;
+}
+
+/// Megatron's setup: interleaved schedule (the most chunks of at most 3 that
+/// divide the layers per stage), micro-batch 1, full recomputation, blocks
+/// split evenly with the embedding on the first and the head on the last
+/// stage.
+schedule::Plan planOf(const Row &r) {
+  schedule::Plan p;
+  p.dp = r.d;
+  p.tp = r.t;
+  p.pp = r.p;
+  p.mbs = 1;
+  p.recompute = cost::Recompute::Full;
+  p.schedule = schedule::ScheduleKind::OneFOneB;
+  if (r.p > 1) {
+    unsigned perStage = r.layers / r.p;
+    for (unsigned v : {2u, 3u})
+      if (perStage % v == 0 && p.chunks == 1)
+        p.chunks = v;
+    if (p.chunks > 1)
+      p.schedule = schedule::ScheduleKind::Interleaved;
+  }
+  unsigned V = p.pp * p.chunks;
+  for (unsigned i = 1; i < V; ++i)
+    p.cuts.push_back(1 + i * (r.layers / V));
+  return p;
+}
+
+Expected<sim::PlanSimulation> runRow(const Row &r, bool record) {
+  Expected<cluster::Cluster> c = cluster::getPreset("dgx-a100-80gb", r.gpus / 8);
+  if (!c)
+    return c.takeError();
+  cost::ModelDesc model = cost::buildGpt(gptOf(r));
+  cost::CostModel cm;
+  sim::SimOptions opts;
+  opts.recordEvents = record;
+  return sim::simulatePlan(model, *c, planOf(r), r.batch, cm, opts);
+}
+
+bool megatronTable() {
+  outs() << "Megatron-LM Table 1 on dgx-a100-80gb (mbs=1, full recompute, "
+            "interleaved where pp>1)\n";
+  outs() << formatv("{0,8} {1,6} {2,4} {3,4} {4,4} {5,6} {6,6} {7,10} {8,10} "
+                    "{9,7} {10,8} {11,7}\n",
+                    "params", "hidden", "t", "p", "d", "chunks", "batch",
+                    "published", "predicted", "error", "bubble", "mem GB");
+  bool ok = true;
+  double sumAbs = 0;
+  for (const Row &r : kRows) {
+    Expected<sim::PlanSimulation> ps = runRow(r, false);
+    if (!ps) {
+      errs() << "row " << r.paramsB << "B: " << toString(ps.takeError())
+             << "\n";
+      ok = false;
+      continue;
+    }
+    double flops = cost::gptFlopsPerIteration(gptOf(r), r.batch, true);
+    double predicted = flops / ps->result.iterationTime / r.gpus / 1e12;
+    double err = (predicted - r.published) / r.published;
+    sumAbs += std::fabs(err);
+    ok &= std::fabs(err) <= 0.10;
+    double mem = 0;
+    for (double b : ps->result.peakMemoryBytes)
+      mem = std::max(mem, b);
+    outs() << formatv("{0,7:F1}B {1,6} {2,4} {3,4} {4,4} {5,6} {6,6} {7,10:F0} "
+                      "{8,10:F1} {9,6:F1}% {10,7:F1}% {11,7:F1}\n",
+                      r.paramsB, r.hidden, r.t, r.p, r.d, ps->plan.chunks,
+                      r.batch, r.published, predicted, err * 100,
+                      ps->result.bubbleFraction * 100, mem / 1e9);
+  }
+  outs() << formatv("mean |error| {0:F1}%\n\n", sumAbs / std::size(kRows) * 100);
+  return ok;
+}
+
+/// Uniform synthetic pipeline: every stage F = 1, B = 1, W = 1 (or B+W = 2
+/// unsplit), no communication, no optimizer.
+schedule::PipelineCosts uniformCosts(unsigned pp, unsigned chunks, unsigned m) {
+  schedule::PipelineCosts c;
+  c.pp = pp;
+  c.chunks = chunks;
+  c.microbatches = m;
+  c.globalBatch = m;
+  c.stages.resize(pp * chunks);
+  for (unsigned vs = 0; vs < pp * chunks; ++vs) {
+    schedule::StageCost &st = c.stages[vs];
+    st.device = vs % pp;
+    st.chunk = vs / pp;
+    st.fwd = 1.0 / chunks;
+    st.bwdInput = 1.0 / chunks;
+    st.bwdWeight = 1.0 / chunks;
+    st.activationBytes = 1;
+  }
+  c.devices.resize(pp);
+  return c;
+}
+
+bool bubbleTable() {
+  outs() << "Pipeline bubble on a uniform synthetic model (T_F = T_B = T_W, "
+            "no communication)\n";
+  outs() << formatv("{0,-12} {1,4} {2,6} {3,5} {4,12} {5,12} {6,8}\n",
+                    "schedule", "p", "chunks", "m", "simulated", "analytic",
+                    "diff");
+  bool ok = true;
+  struct Case {
+    schedule::ScheduleKind kind;
+    unsigned p, v, m;
+  };
+  using K = schedule::ScheduleKind;
+  const Case cases[] = {{K::GPipe, 4, 1, 8},        {K::GPipe, 8, 1, 32},
+                        {K::OneFOneB, 4, 1, 8},     {K::OneFOneB, 8, 1, 64},
+                        {K::Interleaved, 4, 2, 8},  {K::Interleaved, 8, 4, 64},
+                        {K::ZBH1, 4, 1, 8},         {K::ZBH1, 8, 1, 64}};
+  for (const Case &cs : cases) {
+    auto s = schedule::generateSchedule(cs.kind, cs.p, cs.v, cs.m);
+    if (!s) {
+      errs() << toString(s.takeError()) << "\n";
+      ok = false;
+      continue;
+    }
+    auto res = sim::simulate(*s, uniformCosts(cs.p, cs.v, cs.m),
+                             sim::SimOptions{false});
+    if (!res) {
+      errs() << toString(res.takeError()) << "\n";
+      ok = false;
+      continue;
+    }
+    // Bubble time over ideal time (T_F + T_B + T_W = 3 per micro-batch).
+    double p = cs.p, m = cs.m, v = cs.v;
+    double ideal = 3 * m;
+    double bubble = res->iterationTime - ideal;
+    double analytic = cs.kind == K::ZBH1 ? (p - 1) * (1 + 1 - 1)
+                      : cs.kind == K::Interleaved ? (p - 1) * 3 / v
+                                                  : (p - 1) * 3;
+    double simFrac = bubble / ideal, anaFrac = analytic / ideal;
+    ok &= std::fabs(simFrac - anaFrac) <= 0.01;
+    outs() << formatv("{0,-12} {1,4} {2,6} {3,5} {4,11:F2}% {5,11:F2}% "
+                      "{6,7:F2}%\n",
+                      schedule::scheduleName(cs.kind), cs.p, cs.v, cs.m,
+                      simFrac * 100, anaFrac * 100,
+                      (simFrac - anaFrac) * 100);
+  }
+  outs() << "(bubble / ideal time; analytic: (p-1)/m for GPipe and 1F1B, "
+            "(p-1)/(v m) interleaved, (p-1)(T_F+T_B-T_W)/(m(T_F+T_B+T_W)) "
+            "ZB-H1)\n\n";
+  return ok;
+}
+
+void BM_SimulateRow(benchmark::State &state) {
+  const Row &r = kRows[state.range(0)];
+  cost::ModelDesc model = cost::buildGpt(gptOf(r));
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", r.gpus / 8));
+  cost::CostModel cm;
+  schedule::Plan plan = planOf(r);
+  cantFail(schedule::finalizePlan(plan, model, c, r.batch, cm));
+  schedule::Schedule s = cantFail(schedule::generateSchedule(
+      plan.schedule, plan.pp, plan.chunks, plan.numMicrobatches,
+      {plan.dp > 1, plan.zero}));
+  schedule::PipelineCosts costs =
+      schedule::buildPipelineCosts(plan, model, c, cm, s.weightVersions);
+  for (auto _ : state) {
+    auto res = sim::simulate(s, costs, sim::SimOptions{false});
+    benchmark::DoNotOptimize(res->iterationTime);
+  }
+  state.SetLabel(formatv("{0}B on {1} GPUs", r.paramsB, r.gpus).str());
+}
+BENCHMARK(BM_SimulateRow)->Arg(9)->Arg(8)->Arg(7)->Unit(benchmark::kMillisecond);
+
+/// End to end for the 1T row: cost model, partition check, schedule,
+/// costs and simulation.
+void BM_PlanAndSimulate1T(benchmark::State &state) {
+  for (auto _ : state) {
+    auto ps = runRow(kRows[9], false);
+    benchmark::DoNotOptimize(ps->result.iterationTime);
+  }
+}
+BENCHMARK(BM_PlanAndSimulate1T)->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool ok = megatronTable();
+  ok &= bubbleTable();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,204 @@
+//===- Cluster.cpp - Devices, nodes and link levels -------------*- C++ -*-===//
+//
+// Queries on a Cluster and its validation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Cluster/Cluster.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace distopt::cluster {
+
+unsigned dtypeBytes(DType t) {
+  switch (t) {
+  case DType::F32:
+  case DType::TF32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::F8:
+  case DType::I8:
+    return 1;
+  case DType::I64:
+    return 8;
+  }
+  return 4;
+}
+
+StringRef dtypeName(DType t) {
+  static const char *names[] = {"fp32", "tf32", "fp16", "bf16",
+                                "fp8",  "int8", "int32", "int64"};
+  return names[static_cast<unsigned>(t)];
+}
+
+bool parseDType(StringRef s, DType &out) {
+  auto v = StringSwitch<int>(s.lower())
+               .Cases({"fp32", "f32", "float32", "float"}, 0)
+               .Case("tf32", 1)
+               .Cases({"fp16", "f16", "float16", "half"}, 2)
+               .Cases({"bf16", "bfloat16"}, 3)
+               .Cases({"fp8", "f8", "float8"}, 4)
+               .Cases({"int8", "i8"}, 5)
+               .Cases({"int32", "i32"}, 6)
+               .Cases({"int64", "i64"}, 7)
+               .Default(-1);
+  if (v < 0)
+    return false;
+  out = static_cast<DType>(v);
+  return true;
+}
+
+StringRef opClassName(OpClass c) {
+  static const char *names[] = {"matmul",    "conv",      "elementwise",
+                                "norm",      "softmax",   "embedding",
+                                "reduction", "data_movement", "loss",
+                                "other"};
+  return names[static_cast<unsigned>(c)];
+}
+
+bool parseOpClass(StringRef s, OpClass &out) {
+  for (unsigned i = 0; i < kNumOpClasses; ++i) {
+    if (s == opClassName(static_cast<OpClass>(i))) {
+      out = static_cast<OpClass>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+double DeviceSpec::peak(DType t) const {
+  double p = peakFlops[static_cast<unsigned>(t)];
+  if (p > 0)
+    return p;
+  return peakFlops[static_cast<unsigned>(DType::F32)];
+}
+
+unsigned Cluster::numDevices() const {
+  unsigned n = 0;
+  for (const NodeGroup &g : groups)
+    n += g.devicesPerNode * g.nodes;
+  return n;
+}
+
+unsigned Cluster::numNodes() const {
+  unsigned n = 0;
+  for (const NodeGroup &g : groups)
+    n += g.nodes;
+  return n;
+}
+
+/// Finds the group of \p rank and the node index within the whole cluster.
+static std::pair<const NodeGroup *, unsigned> locate(const Cluster &c,
+                                                     unsigned rank) {
+  unsigned nodeBase = 0;
+  for (const NodeGroup &g : c.groups) {
+    unsigned span = g.devicesPerNode * g.nodes;
+    if (rank < span)
+      return {&g, nodeBase + rank / g.devicesPerNode};
+    rank -= span;
+    nodeBase += g.nodes;
+  }
+  // Out-of-range ranks map to the last device; callers validate ranks.
+  return {&c.groups.back(), nodeBase ? nodeBase - 1 : 0};
+}
+
+unsigned Cluster::nodeOf(unsigned rank) const {
+  return locate(*this, rank).second;
+}
+
+const NodeGroup &Cluster::groupOf(unsigned rank) const {
+  return *locate(*this, rank).first;
+}
+
+const DeviceSpec &Cluster::deviceOf(unsigned rank) const {
+  return devices[groupOf(rank).deviceIndex];
+}
+
+LinkLevel Cluster::levelBetween(unsigned a, unsigned b) const {
+  return nodeOf(a) == nodeOf(b) ? LinkLevel::IntraNode : LinkLevel::Network;
+}
+
+const LinkSpec &Cluster::link(LinkLevel level, unsigned rank) const {
+  if (level == LinkLevel::IntraNode)
+    return groupOf(rank).intraNode;
+  return network;
+}
+
+std::string Cluster::levelName(LinkLevel level) const {
+  if (level == LinkLevel::Network)
+    return network.name.empty() ? "network" : network.name;
+  if (!groups.empty() && !groups.front().intraNode.name.empty())
+    return groups.front().intraNode.name;
+  return "intra_node";
+}
+
+static Error checkLink(const LinkSpec &l, StringRef where, StringRef what) {
+  if (!(l.bandwidth > 0))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0}: {1} link '{2}' has bandwidth {3}; give a positive "
+                "bandwidth_GBps",
+                where, what, l.name, l.bandwidth));
+  if (l.latency < 0)
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0}: {1} link '{2}' has a negative latency; give latency_us "
+                ">= 0",
+                where, what, l.name));
+  if (!(l.collectiveEfficiency > 0 && l.collectiveEfficiency <= 1))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0}: {1} link '{2}' collective_efficiency {3} is outside "
+                "(0, 1]",
+                where, what, l.name, l.collectiveEfficiency));
+  return Error::success();
+}
+
+Error validateCluster(const Cluster &c, StringRef where) {
+  auto fail = [&](const Twine &msg) {
+    return createStringError(inconvertibleErrorCode(),
+                             (where + ": " + msg).str());
+  };
+  if (c.devices.empty())
+    return fail("cluster '" + c.name + "' has no devices; add a 'devices' map");
+  if (c.groups.empty())
+    return fail("cluster '" + c.name + "' has no nodes; add a 'nodes' list");
+  for (const DeviceSpec &d : c.devices) {
+    if (!(d.peak(DType::F32) > 0))
+      return fail("device '" + d.name +
+                  "' has no fp32 peak; give peak_tflops.fp32 > 0");
+    if (!(d.memoryBytes > 0))
+      return fail("device '" + d.name + "' has no memory; give memory_GB > 0");
+    if (!(d.memoryBandwidth > 0))
+      return fail("device '" + d.name +
+                  "' has no memory bandwidth; give memory_bandwidth_GBps > 0");
+    for (double e : d.efficiency)
+      if (!(e > 0 && e <= 1))
+        return fail("device '" + d.name +
+                    "' has an efficiency outside (0, 1]; fix 'efficiency'");
+    if (!(d.memoryEfficiency > 0 && d.memoryEfficiency <= 1))
+      return fail("device '" + d.name +
+                  "' memory_efficiency is outside (0, 1]");
+  }
+  for (const NodeGroup &g : c.groups) {
+    if (g.deviceIndex >= c.devices.size())
+      return fail("a node group names an unknown device");
+    if (g.devicesPerNode == 0 || g.nodes == 0)
+      return fail("a node group of '" + c.devices[g.deviceIndex].name +
+                  "' has zero devices_per_node or count; both must be >= 1");
+    if (Error e = checkLink(g.intraNode, where, "intra-node"))
+      return e;
+  }
+  if (c.numNodes() > 1)
+    if (Error e = checkLink(c.network, where, "network"))
+      return e;
+  return Error::success();
+}
+
+} // namespace distopt::cluster

@@ -1,0 +1,144 @@
+//===- Cluster.h - Devices, nodes and link levels ---------------*- C++ -*-===//
+//
+// A cluster is a list of node groups (each: a device type, devices per node,
+// node count, intra-node link) joined by one network level. Devices are
+// numbered node-major: all devices of node 0, then node 1, ... in the order the
+// node groups are listed. Clusters come from YAML files or from presets
+// ("dgx-a100-80gb:4" = four DGX A100 nodes). No MLIR dependency.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_CLUSTER_CLUSTER_H
+#define DISTOPT_LIB_CLUSTER_CLUSTER_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace distopt::cluster {
+
+/// Element types the cost model knows a peak rate for.
+enum class DType { F32, TF32, F16, BF16, F8, I8, I32, I64 };
+constexpr unsigned kNumDTypes = 8;
+
+/// Bytes per element of \p t.
+unsigned dtypeBytes(DType t);
+llvm::StringRef dtypeName(DType t);
+/// Parses "fp32", "f32", "bf16", ...; returns false if unknown.
+bool parseDType(llvm::StringRef s, DType &out);
+
+/// Operation classes with their own achievable efficiency per device.
+enum class OpClass {
+  MatMul,
+  Conv,
+  Elementwise,
+  Norm,
+  Softmax,
+  Embedding,
+  Reduction,
+  DataMovement,
+  Loss,
+  Other
+};
+constexpr unsigned kNumOpClasses = 10;
+llvm::StringRef opClassName(OpClass c);
+bool parseOpClass(llvm::StringRef s, OpClass &out);
+
+/// One kind of accelerator or CPU.
+struct DeviceSpec {
+  std::string name;
+  /// Peak FLOP/s per dtype; 0 means "not supported" (falls back to F32).
+  std::array<double, kNumDTypes> peakFlops{};
+  double memoryBytes = 0;
+  /// Main-memory bandwidth, bytes/s.
+  double memoryBandwidth = 0;
+  /// Achievable fraction of peak FLOP/s per op class (compute-bound ops).
+  std::array<double, kNumOpClasses> efficiency{};
+  /// Achievable fraction of memory bandwidth (memory-bound ops).
+  double memoryEfficiency = 0.8;
+  /// Fixed cost per kernel launch, seconds.
+  double launchOverhead = 0;
+  /// FLOPs of one kernel at which a compute-bound op reaches half of its
+  /// achievable efficiency (small kernels do not fill the device).
+  double halfEfficiencyFlops = 0;
+
+  /// Peak for \p t, falling back to F32 when the device lacks it.
+  double peak(DType t) const;
+};
+
+/// A point-to-point / collective link level.
+struct LinkSpec {
+  std::string name;
+  /// Per-device bandwidth in each direction, bytes/s.
+  double bandwidth = 0;
+  /// Per-message latency, seconds.
+  double latency = 0;
+  /// Fraction of `bandwidth` that collectives reach as NCCL bus bandwidth.
+  double collectiveEfficiency = 1.0;
+};
+
+/// Nodes of one kind.
+struct NodeGroup {
+  unsigned deviceIndex = 0; ///< into Cluster::devices
+  unsigned devicesPerNode = 1;
+  unsigned nodes = 1;
+  LinkSpec intraNode;
+};
+
+/// Link levels, innermost first.
+enum class LinkLevel : unsigned { IntraNode = 0, Network = 1 };
+constexpr unsigned kNumLinkLevels = 2;
+
+struct Cluster {
+  std::string name;
+  std::string description;
+  std::vector<DeviceSpec> devices;
+  std::vector<NodeGroup> groups;
+  LinkSpec network;
+
+  unsigned numDevices() const;
+  unsigned numNodes() const;
+  /// Node index and group of global device \p rank.
+  unsigned nodeOf(unsigned rank) const;
+  const NodeGroup &groupOf(unsigned rank) const;
+  const DeviceSpec &deviceOf(unsigned rank) const;
+  /// Link between two ranks (intra-node if they share a node).
+  LinkLevel levelBetween(unsigned a, unsigned b) const;
+  const LinkSpec &link(LinkLevel level, unsigned rank) const;
+  /// Name of a level for reports ("nvlink", "infiniband", ...).
+  std::string levelName(LinkLevel level) const;
+  bool isHomogeneous() const { return devices.size() == 1; }
+};
+
+/// Checks the internal consistency of \p c (positive rates, known device
+/// indices); \p where prefixes messages.
+llvm::Error validateCluster(const Cluster &c, llvm::StringRef where);
+
+/// Parses a cluster from YAML text. \p fileName is used in messages, which
+/// have the form "file:line:col: field 'x': problem; fix".
+llvm::Expected<Cluster> parseClusterYAML(llvm::StringRef text,
+                                         llvm::StringRef fileName);
+llvm::Expected<Cluster> loadClusterFile(llvm::StringRef path);
+/// Writes \p c in the YAML format parseClusterYAML reads.
+void writeClusterYAML(const Cluster &c, llvm::raw_ostream &os);
+
+/// Names of the built-in presets.
+std::vector<std::string> presetNames();
+/// Builds preset \p name with \p nodes nodes (0 = the preset's default).
+llvm::Expected<Cluster> getPreset(llvm::StringRef name, unsigned nodes = 0);
+/// Resolves "PRESET", "PRESET:NODES" or a path to a YAML file.
+llvm::Expected<Cluster> resolveCluster(llvm::StringRef spec);
+/// One line per preset: name, devices, summary (for --list-clusters).
+void listClusters(llvm::raw_ostream &os);
+
+} // namespace distopt::cluster
+
+#endif // DISTOPT_LIB_CLUSTER_CLUSTER_H

@@ -1,0 +1,391 @@
+//===- ClusterYAML.cpp - Reading and writing cluster YAML -------*- C++ -*-===//
+//
+// The YAML is walked node by node (not through yaml::IO) so that every error
+// names the file, line, column and field. The format is documented in
+// docs/cost-model.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Cluster/Cluster.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+
+using namespace llvm;
+
+namespace distopt::cluster {
+
+namespace {
+
+/// Walks a YAML document and produces located errors.
+class Reader {
+public:
+  Reader(SourceMgr &sm, StringRef file) : sm(sm), file(file) {}
+
+  Error error(yaml::Node *n, StringRef field, const Twine &msg) {
+    auto [line, col] = sm.getLineAndColumn(n->getSourceRange().Start);
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0}:{1}:{2}: field '{3}': {4}", file, line, col, field,
+                msg.str())
+            .str());
+  }
+
+  Expected<std::string> str(yaml::Node *n, StringRef field) {
+    auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
+    if (!s)
+      return error(n, field, "expected a string");
+    SmallString<64> buf;
+    return s->getValue(buf).str();
+  }
+
+  Expected<double> number(yaml::Node *n, StringRef field, bool positive) {
+    Expected<std::string> s = str(n, field);
+    if (!s)
+      return error(n, field, "expected a number");
+    double v;
+    if (StringRef(*s).getAsDouble(v))
+      return error(n, field, "'" + *s + "' is not a number");
+    if (positive ? !(v > 0) : v < 0)
+      return error(n, field,
+                   "'" + *s + "' must be " +
+                       (positive ? "greater than 0" : "at least 0"));
+    return v;
+  }
+
+  Expected<unsigned> count(yaml::Node *n, StringRef field) {
+    Expected<double> v = number(n, field, /*positive=*/true);
+    if (!v)
+      return v.takeError();
+    if (*v != static_cast<double>(static_cast<unsigned>(*v)))
+      return error(n, field, "expected a whole number");
+    return static_cast<unsigned>(*v);
+  }
+
+  /// Calls \p fn(key, value) for each entry of mapping \p n; rejects keys
+  /// not in \p known and missing \p required keys.
+  Error mapping(yaml::Node *n, StringRef field, ArrayRef<StringRef> known,
+                ArrayRef<StringRef> required,
+                function_ref<Error(StringRef, yaml::Node *)> fn) {
+    auto *m = dyn_cast_or_null<yaml::MappingNode>(n);
+    if (!m)
+      return error(n, field, "expected a mapping");
+    StringSet<> seen;
+    for (yaml::KeyValueNode &kv : *m) {
+      Expected<std::string> key = str(kv.getKey(), field);
+      if (!key)
+        return key.takeError();
+      if (!is_contained(known, StringRef(*key))) {
+        std::string list;
+        for (StringRef k : known)
+          list += (list.empty() ? "" : ", ") + k.str();
+        return error(kv.getKey(), *key,
+                     "unknown field in '" + field + "'; expected one of: " +
+                         list);
+      }
+      if (!seen.insert(*key).second)
+        return error(kv.getKey(), *key, "given twice");
+      if (Error e = fn(*key, kv.getValue()))
+        return e;
+    }
+    for (StringRef r : required)
+      if (!seen.contains(r))
+        return error(n, r, "missing in '" + field + "'; add it");
+    return Error::success();
+  }
+
+private:
+  SourceMgr &sm;
+  StringRef file;
+};
+
+} // namespace
+
+static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field) {
+  LinkSpec l;
+  Error e = r.mapping(
+      n, field,
+      {"name", "bandwidth_GBps", "latency_us", "collective_efficiency"},
+      {"bandwidth_GBps"}, [&](StringRef key, yaml::Node *v) -> Error {
+        if (key == "name") {
+          auto s = r.str(v, key);
+          if (!s)
+            return s.takeError();
+          l.name = *s;
+          return Error::success();
+        }
+        auto x = r.number(v, key, key != "latency_us");
+        if (!x)
+          return x.takeError();
+        if (key == "bandwidth_GBps")
+          l.bandwidth = *x * 1e9;
+        else if (key == "latency_us")
+          l.latency = *x * 1e-6;
+        else if (*x > 1)
+          return r.error(v, key, "must be at most 1");
+        else
+          l.collectiveEfficiency = *x;
+        return Error::success();
+      });
+  if (e)
+    return std::move(e);
+  return l;
+}
+
+/// Efficiencies used when a device file does not give one.
+static std::array<double, kNumOpClasses> defaultEfficiencies() {
+  std::array<double, kNumOpClasses> e;
+  e.fill(0.5);
+  e[static_cast<unsigned>(OpClass::MatMul)] = 0.75;
+  e[static_cast<unsigned>(OpClass::Conv)] = 0.6;
+  return e;
+}
+
+static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
+  DeviceSpec d;
+  d.efficiency = defaultEfficiencies();
+  Error e = r.mapping(
+      n, "devices",
+      {"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps",
+       "memory_efficiency", "launch_overhead_us", "half_efficiency_gflops",
+       "efficiency"},
+      {"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps"},
+      [&](StringRef key, yaml::Node *v) -> Error {
+        if (key == "name") {
+          auto s = r.str(v, key);
+          if (!s)
+            return s.takeError();
+          d.name = *s;
+          return Error::success();
+        }
+        if (key == "peak_tflops")
+          return r.mapping(v, key, {"fp32", "tf32", "fp16", "bf16", "fp8",
+                                    "int8", "int32", "int64"},
+                           {"fp32"}, [&](StringRef k, yaml::Node *x) -> Error {
+                             DType t;
+                             parseDType(k, t);
+                             auto val = r.number(x, k, true);
+                             if (!val)
+                               return val.takeError();
+                             d.peakFlops[static_cast<unsigned>(t)] =
+                                 *val * 1e12;
+                             return Error::success();
+                           });
+        if (key == "efficiency") {
+          std::vector<StringRef> names;
+          for (unsigned i = 0; i < kNumOpClasses; ++i)
+            names.push_back(opClassName(static_cast<OpClass>(i)));
+          return r.mapping(v, key, names, {},
+                           [&](StringRef k, yaml::Node *x) -> Error {
+                             OpClass c;
+                             parseOpClass(k, c);
+                             auto val = r.number(x, k, true);
+                             if (!val)
+                               return val.takeError();
+                             if (*val > 1)
+                               return r.error(x, k, "must be at most 1");
+                             d.efficiency[static_cast<unsigned>(c)] = *val;
+                             return Error::success();
+                           });
+        }
+        auto x = r.number(v, key, key != "launch_overhead_us" &&
+                                      key != "half_efficiency_gflops");
+        if (!x)
+          return x.takeError();
+        if (key == "memory_GB")
+          d.memoryBytes = *x * 1e9;
+        else if (key == "memory_bandwidth_GBps")
+          d.memoryBandwidth = *x * 1e9;
+        else if (key == "memory_efficiency") {
+          if (*x > 1)
+            return r.error(v, key, "must be at most 1");
+          d.memoryEfficiency = *x;
+        } else if (key == "launch_overhead_us")
+          d.launchOverhead = *x * 1e-6;
+        else
+          d.halfEfficiencyFlops = *x * 1e9;
+        return Error::success();
+      });
+  if (e)
+    return std::move(e);
+  return d;
+}
+
+Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
+  SourceMgr sm;
+  std::string diag;
+  sm.setDiagHandler(
+      [](const SMDiagnostic &d, void *ctx) {
+        auto *out = static_cast<std::string *>(ctx);
+        if (out->empty())
+          *out = formatv("{0}:{1}:{2}: {3}", d.getFilename(), d.getLineNo(),
+                         d.getColumnNo() + 1, d.getMessage())
+                     .str();
+      },
+      &diag);
+  sm.AddNewSourceBuffer(MemoryBuffer::getMemBuffer(text, fileName), SMLoc());
+  yaml::Stream stream(text, sm, /*ShowColors=*/false);
+  Reader r(sm, fileName);
+  Cluster c;
+  auto docIt = stream.begin();
+  if (docIt == stream.end() || !docIt->getRoot())
+    return createStringError(inconvertibleErrorCode(),
+                             fileName + ": empty cluster file; expected a "
+                                        "mapping with name, devices, nodes");
+  yaml::Node *root = docIt->getRoot();
+  std::vector<std::pair<std::string, yaml::Node *>> pendingNodes;
+  Error e = r.mapping(
+      root, "cluster", {"name", "description", "devices", "nodes", "network"},
+      {"name", "devices", "nodes"},
+      [&](StringRef key, yaml::Node *v) -> Error {
+        if (key == "name" || key == "description") {
+          auto s = r.str(v, key);
+          if (!s)
+            return s.takeError();
+          (key == "name" ? c.name : c.description) = *s;
+          return Error::success();
+        }
+        if (key == "network") {
+          auto l = readLink(r, v, key);
+          if (!l)
+            return l.takeError();
+          c.network = *l;
+          return Error::success();
+        }
+        auto *seq = dyn_cast<yaml::SequenceNode>(v);
+        if (!seq)
+          return r.error(v, key, "expected a list");
+        for (yaml::Node &item : *seq) {
+          if (key == "devices") {
+            auto d = readDevice(r, &item);
+            if (!d)
+              return d.takeError();
+            c.devices.push_back(*d);
+          } else {
+            pendingNodes.push_back({"", &item});
+          }
+        }
+        return Error::success();
+      });
+  if (!diag.empty()) {
+    consumeError(std::move(e));
+    return createStringError(inconvertibleErrorCode(),
+                             diag + "; fix the YAML syntax");
+  }
+  if (e)
+    return std::move(e);
+  // Node groups refer to devices by name, so read them after all devices.
+  for (auto &[unused, item] : pendingNodes) {
+    NodeGroup g;
+    Error ge = r.mapping(
+        item, "nodes", {"device", "count", "devices_per_node", "intra_node"},
+        {"device", "devices_per_node", "intra_node"},
+        [&](StringRef key, yaml::Node *v) -> Error {
+          if (key == "device") {
+            auto s = r.str(v, key);
+            if (!s)
+              return s.takeError();
+            for (unsigned i = 0; i < c.devices.size(); ++i)
+              if (c.devices[i].name == *s) {
+                g.deviceIndex = i;
+                return Error::success();
+              }
+            return r.error(v, key,
+                           "unknown device '" + *s +
+                               "'; define it under 'devices'");
+          }
+          if (key == "intra_node") {
+            auto l = readLink(r, v, key);
+            if (!l)
+              return l.takeError();
+            g.intraNode = *l;
+            return Error::success();
+          }
+          auto x = r.count(v, key);
+          if (!x)
+            return x.takeError();
+          (key == "count" ? g.nodes : g.devicesPerNode) = *x;
+          return Error::success();
+        });
+    if (ge)
+      return std::move(ge);
+    c.groups.push_back(g);
+  }
+  if (c.numNodes() > 1 && c.network.bandwidth == 0)
+    return r.error(root, "network",
+                   "the cluster has several nodes but no 'network' link; add "
+                   "network: {bandwidth_GBps: ..., latency_us: ...}");
+  if (Error ve = validateCluster(c, fileName))
+    return std::move(ve);
+  return c;
+}
+
+Expected<Cluster> loadClusterFile(StringRef path) {
+  auto buf = MemoryBuffer::getFile(path);
+  if (!buf)
+    return createStringError(buf.getError(),
+                             "cannot read cluster file '" + path +
+                                 "': " + buf.getError().message() +
+                                 "; give a preset name (see --list-clusters) "
+                                 "or an existing YAML file");
+  return parseClusterYAML((*buf)->getBuffer(), path);
+}
+
+static void writeLink(const LinkSpec &l, raw_ostream &os) {
+  os << formatv("{name: {0}, bandwidth_GBps: {1}, latency_us: {2}, "
+                "collective_efficiency: {3}}",
+                l.name.empty() ? "link" : l.name, l.bandwidth / 1e9,
+                l.latency * 1e6, l.collectiveEfficiency);
+}
+
+void writeClusterYAML(const Cluster &c, raw_ostream &os) {
+  os << "name: " << c.name << "\n";
+  if (!c.description.empty())
+    os << "description: \"" << c.description << "\"\n";
+  os << "devices:\n";
+  for (const DeviceSpec &d : c.devices) {
+    os << "  - name: " << d.name << "\n    peak_tflops: {";
+    bool first = true;
+    for (unsigned i = 0; i < kNumDTypes; ++i) {
+      if (d.peakFlops[i] <= 0)
+        continue;
+      os << (first ? "" : ", ") << dtypeName(static_cast<DType>(i)) << ": "
+         << d.peakFlops[i] / 1e12;
+      first = false;
+    }
+    os << "}\n";
+    os << formatv("    memory_GB: {0}\n    memory_bandwidth_GBps: {1}\n"
+                  "    memory_efficiency: {2}\n    launch_overhead_us: {3}\n"
+                  "    half_efficiency_gflops: {4}\n    efficiency: {",
+                  d.memoryBytes / 1e9, d.memoryBandwidth / 1e9,
+                  d.memoryEfficiency, d.launchOverhead * 1e6,
+                  d.halfEfficiencyFlops / 1e9);
+    for (unsigned i = 0; i < kNumOpClasses; ++i)
+      os << (i ? ", " : "") << opClassName(static_cast<OpClass>(i)) << ": "
+         << d.efficiency[i];
+    os << "}\n";
+  }
+  os << "nodes:\n";
+  for (const NodeGroup &g : c.groups) {
+    os << "  - device: " << c.devices[g.deviceIndex].name
+       << "\n    count: " << g.nodes
+       << "\n    devices_per_node: " << g.devicesPerNode
+       << "\n    intra_node: ";
+    writeLink(g.intraNode, os);
+    os << "\n";
+  }
+  if (c.network.bandwidth > 0) {
+    os << "network: ";
+    writeLink(c.network, os);
+    os << "\n";
+  }
+}
+
+} // namespace distopt::cluster

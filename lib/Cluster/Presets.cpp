@@ -1,0 +1,265 @@
+//===- Presets.cpp - Built-in clusters --------------------------*- C++ -*-===//
+//
+// Real hardware with its public figures (see docs/cost-model.md for the
+// sources). Achievable efficiencies are one set of constants per device,
+// calibrated once against Megatron-LM Table 1 for the A100 and carried over
+// to the other NVIDIA GPUs; they are never fitted per workload.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Cluster/Cluster.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace distopt::cluster {
+
+namespace {
+struct PeakList {
+  double fp32, tf32, fp16, bf16, fp8, int8;
+};
+} // namespace
+
+static DeviceSpec makeDevice(StringRef name, PeakList tflops, double memGB,
+                             double bwGBps, double matmulEff, double convEff,
+                             double otherEff, double memEff, double launchUs,
+                             double halfGflops) {
+  DeviceSpec d;
+  d.name = name.str();
+  auto set = [&](DType t, double v) {
+    d.peakFlops[static_cast<unsigned>(t)] = v * 1e12;
+  };
+  set(DType::F32, tflops.fp32);
+  set(DType::TF32, tflops.tf32);
+  set(DType::F16, tflops.fp16);
+  set(DType::BF16, tflops.bf16);
+  set(DType::F8, tflops.fp8);
+  set(DType::I8, tflops.int8);
+  d.memoryBytes = memGB * 1e9;
+  d.memoryBandwidth = bwGBps * 1e9;
+  d.efficiency.fill(otherEff);
+  d.efficiency[static_cast<unsigned>(OpClass::MatMul)] = matmulEff;
+  d.efficiency[static_cast<unsigned>(OpClass::Conv)] = convEff;
+  d.memoryEfficiency = memEff;
+  d.launchOverhead = launchUs * 1e-6;
+  d.halfEfficiencyFlops = halfGflops * 1e9;
+  return d;
+}
+
+static LinkSpec makeLink(StringRef name, double GBps, double latUs,
+                         double collEff) {
+  LinkSpec l;
+  l.name = name.str();
+  l.bandwidth = GBps * 1e9;
+  l.latency = latUs * 1e-6;
+  l.collectiveEfficiency = collEff;
+  return l;
+}
+
+// NVIDIA data-center GPUs share one calibration (matmul efficiency, size
+// roll-off, memory efficiency, launch cost); only the public peaks differ.
+static constexpr double kGpuMatmulEff = 0.80, kGpuConvEff = 0.65,
+                        kGpuOtherEff = 0.5, kGpuMemEff = 0.80,
+                        kGpuLaunchUs = 4.0, kGpuHalfGflops = 3.0;
+
+static DeviceSpec a100() {
+  return makeDevice("a100-80gb", {19.5, 156, 312, 312, 0, 624}, 80, 2039,
+                    kGpuMatmulEff, kGpuConvEff, kGpuOtherEff, kGpuMemEff,
+                    kGpuLaunchUs, kGpuHalfGflops);
+}
+static DeviceSpec h100() {
+  return makeDevice("h100-sxm", {67, 494.7, 989, 989, 1979, 1979}, 80, 3350,
+                    kGpuMatmulEff, kGpuConvEff, kGpuOtherEff, kGpuMemEff,
+                    kGpuLaunchUs, kGpuHalfGflops);
+}
+static DeviceSpec h200() {
+  return makeDevice("h200-sxm", {67, 494.7, 989, 989, 1979, 1979}, 141, 4800,
+                    kGpuMatmulEff, kGpuConvEff, kGpuOtherEff, kGpuMemEff,
+                    kGpuLaunchUs, kGpuHalfGflops);
+}
+static DeviceSpec v100(StringRef name, double memGB) {
+  return makeDevice(name, {15.7, 0, 125, 0, 0, 0}, memGB, 900, kGpuMatmulEff,
+                    kGpuConvEff, kGpuOtherEff, kGpuMemEff, kGpuLaunchUs,
+                    kGpuHalfGflops);
+}
+
+static Cluster homogeneous(StringRef name, StringRef description,
+                           DeviceSpec dev, unsigned perNode, unsigned nodes,
+                           LinkSpec intra, LinkSpec network) {
+  Cluster c;
+  c.name = name.str();
+  c.description = description.str();
+  c.devices.push_back(std::move(dev));
+  NodeGroup g;
+  g.deviceIndex = 0;
+  g.devicesPerNode = perNode;
+  g.nodes = nodes;
+  g.intraNode = std::move(intra);
+  c.groups.push_back(g);
+  c.network = std::move(network);
+  return c;
+}
+
+namespace {
+struct Preset {
+  const char *name;
+  unsigned defaultNodes;
+  Cluster (*build)(unsigned nodes);
+};
+} // namespace
+
+static const Preset kPresets[] = {
+    {"dgx-a100-80gb", 1,
+     [](unsigned n) {
+       // NVLink3 600 GB/s bidirectional; nccl busbw ~230 GB/s of 300 GB/s.
+       // One 200 Gb/s HDR NIC per GPU.
+       return homogeneous("dgx-a100-80gb",
+                          "DGX A100 80GB nodes: 8 GPUs on NVSwitch, 8x HDR "
+                          "InfiniBand per node",
+                          a100(), 8, n, makeLink("nvlink", 300, 3, 0.77),
+                          makeLink("infiniband", 25, 5, 0.9));
+     }},
+    {"dgx-h100", 1,
+     [](unsigned n) {
+       return homogeneous("dgx-h100",
+                          "DGX H100 nodes: 8 GPUs on NVSwitch (NVLink4), 8x "
+                          "NDR 400 Gb/s per node",
+                          h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
+                          makeLink("infiniband", 50, 5, 0.9));
+     }},
+    {"dgx-h200", 1,
+     [](unsigned n) {
+       // NVLS reductions reach ~475 GB/s busbw, above the 450 GB/s link.
+       return homogeneous("dgx-h200",
+                          "DGX H200 nodes: 8 GPUs on NVSwitch (NVLink4, NVLS), "
+                          "8x NDR 400 Gb/s per node",
+                          h200(), 8, n, makeLink("nvlink", 450, 3, 1.0),
+                          makeLink("infiniband", 50, 5, 0.9));
+     }},
+    {"dgx-v100", 1,
+     [](unsigned n) {
+       // DGX-1: NVLink2 hybrid cube mesh, 4x 100 Gb/s EDR per node.
+       return homogeneous("dgx-v100",
+                          "DGX-1 V100 32GB nodes: 8 GPUs on NVLink2, 4x EDR "
+                          "InfiniBand per node",
+                          v100("v100-sxm2-32gb", 32), 8, n,
+                          makeLink("nvlink", 150, 4, 0.8),
+                          makeLink("infiniband", 6.25, 6, 0.9));
+     }},
+    {"pcie-v100x4", 4,
+     [](unsigned n) {
+       // PipeDream cluster A: 4 V100 PCIe per server, 10 Gb/s Ethernet
+       // shared by the four GPUs of a server.
+       return homogeneous("pcie-v100x4",
+                          "servers of 4 V100 16GB on PCIe 3.0, 10 Gb/s "
+                          "Ethernet between servers",
+                          v100("v100-pcie-16gb", 16), 4, n,
+                          makeLink("pcie", 12, 8, 0.8),
+                          makeLink("ethernet", 1.25 / 4, 30, 0.9));
+     }},
+    {"mixed-a100-v100", 2,
+     [](unsigned n) {
+       // First half of the nodes DGX A100, second half DGX-1 V100; the
+       // network is the slower of the two (EDR, 4 NICs per 8 GPUs).
+       Cluster c;
+       c.name = "mixed-a100-v100";
+       c.description = "mixed generations: DGX A100 and DGX-1 V100 nodes on "
+                       "one EDR InfiniBand fabric";
+       c.devices = {a100(), v100("v100-sxm2-32gb", 32)};
+       unsigned aNodes = (n + 1) / 2, vNodes = n - aNodes;
+       NodeGroup ga{0, 8, aNodes, makeLink("nvlink", 300, 3, 0.77)};
+       c.groups.push_back(ga);
+       if (vNodes) {
+         NodeGroup gv{1, 8, vNodes, makeLink("nvlink", 150, 4, 0.8)};
+         c.groups.push_back(gv);
+       }
+       c.network = makeLink("infiniband", 6.25, 6, 0.9);
+       return c;
+     }},
+    {"cpu-xeon-2s", 1,
+     [](unsigned n) {
+       // Two-socket Xeon (Ice Lake, 2x32 cores, AVX-512, 2 FMA units at
+       // ~2 GHz): each socket is one device; UPI between sockets.
+       DeviceSpec cpu = makeDevice("xeon-32c-socket",
+                                   {2.0, 0, 0, 4.0, 0, 8.0}, 256, 200, 0.7,
+                                   0.5, 0.4, 0.7, 10.0, 0.5);
+       return homogeneous("cpu-xeon-2s",
+                          "two-socket 64-core x86 servers (one device per "
+                          "socket), 25 Gb/s Ethernet",
+                          std::move(cpu), 2, n, makeLink("upi", 40, 1, 0.8),
+                          makeLink("ethernet", 3.125 / 2, 20, 0.9));
+     }},
+    {"arm-board-ethernet", 4,
+     [](unsigned n) {
+       // Raspberry-Pi-4-class board: 4x Cortex-A72 at 1.5 GHz with NEON.
+       DeviceSpec arm = makeDevice("cortex-a72x4", {0.048, 0, 0.048, 0, 0, 0},
+                                   4, 12.8, 0.6, 0.4, 0.4, 0.5, 5.0, 0.05);
+       return homogeneous("arm-board-ethernet",
+                          "4-core ARM boards (4 GB) on 1 Gb/s Ethernet",
+                          std::move(arm), 1, n, makeLink("memory", 10, 1, 1),
+                          makeLink("ethernet", 0.125, 100, 0.9));
+     }},
+    {"arm-board-wifi", 4,
+     [](unsigned n) {
+       DeviceSpec arm = makeDevice("cortex-a72x4", {0.048, 0, 0.048, 0, 0, 0},
+                                   4, 12.8, 0.6, 0.4, 0.4, 0.5, 5.0, 0.05);
+       // 802.11ac in practice: ~100 Mb/s shared, a few ms per message.
+       return homogeneous("arm-board-wifi",
+                          "4-core ARM boards (4 GB) on shared Wi-Fi",
+                          std::move(arm), 1, n, makeLink("memory", 10, 1, 1),
+                          makeLink("wifi", 0.0125, 3000, 0.7));
+     }},
+};
+
+std::vector<std::string> presetNames() {
+  std::vector<std::string> names;
+  for (const Preset &p : kPresets)
+    names.push_back(p.name);
+  return names;
+}
+
+Expected<Cluster> getPreset(StringRef name, unsigned nodes) {
+  for (const Preset &p : kPresets) {
+    if (name != p.name)
+      continue;
+    Cluster c = p.build(nodes ? nodes : p.defaultNodes);
+    if (Error e = validateCluster(c, "preset " + name.str()))
+      return std::move(e);
+    return c;
+  }
+  std::string list;
+  for (const Preset &p : kPresets)
+    list += (list.empty() ? "" : ", ") + std::string(p.name);
+  return createStringError(inconvertibleErrorCode(),
+                           "unknown cluster preset '" + name +
+                               "'; known presets: " + list);
+}
+
+Expected<Cluster> resolveCluster(StringRef spec) {
+  if (spec.ends_with(".yaml") || spec.ends_with(".yml") ||
+      spec.contains('/'))
+    return loadClusterFile(spec);
+  auto [name, count] = spec.split(':');
+  unsigned nodes = 0;
+  if (!count.empty() && (count.getAsInteger(10, nodes) || nodes == 0))
+    return createStringError(inconvertibleErrorCode(),
+                             "cluster '" + spec + "': node count '" + count +
+                                 "' is not a positive integer; write "
+                                 "PRESET:NODES, e.g. dgx-a100-80gb:4");
+  return getPreset(name, nodes);
+}
+
+void listClusters(raw_ostream &os) {
+  for (const Preset &p : kPresets) {
+    Cluster c = p.build(p.defaultNodes);
+    const DeviceSpec &d = c.devices.front();
+    os << formatv("{0,-20} {1,3} nodes x {2} {3,-16} {4}\n", p.name,
+                  c.numNodes(), c.groups.front().devicesPerNode, d.name,
+                  c.description);
+  }
+}
+
+} // namespace distopt::cluster

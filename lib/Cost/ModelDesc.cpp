@@ -1,0 +1,388 @@
+//===- ModelDesc.cpp - Op builders and the GPT model ------------*- C++ -*-===//
+//
+// Analytic per-sample costs from shapes. Backward rules: a linear layer's
+// input gradient and weight gradient each cost one forward's FLOPs; an
+// activation-activation matmul has two input gradients; elementwise, norm and
+// softmax backward read the output gradient plus what the forward saved.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Cost/ModelDesc.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace llvm;
+
+namespace distopt::cost {
+
+PhaseCost &PhaseCost::operator+=(const PhaseCost &o) {
+  flops += o.flops;
+  bytesRead += o.bytesRead;
+  bytesWritten += o.bytesWritten;
+  return *this;
+}
+
+PhaseCost PhaseCost::scaled(double k) const {
+  return {flops * k, bytesRead * k, bytesWritten * k};
+}
+
+const PhaseCost &OpDesc::phase(Phase p) const {
+  switch (p) {
+  case Phase::Forward:
+    return fwd;
+  case Phase::BackwardInput:
+    return bwdInput;
+  case Phase::BackwardWeight:
+    return bwdWeight;
+  }
+  return fwd;
+}
+
+double OpDesc::paramBytes() const {
+  return params * cluster::dtypeBytes(dtype);
+}
+
+PhaseCost LayerDesc::total(Phase p) const {
+  PhaseCost c;
+  for (const OpDesc &op : ops)
+    c += op.phase(p);
+  return c;
+}
+
+double LayerDesc::params() const {
+  double n = 0;
+  for (const OpDesc &op : ops)
+    if (!op.tiedParams)
+      n += op.params;
+  return n;
+}
+
+double ModelDesc::paramCount() const {
+  double n = 0;
+  for (const LayerDesc &l : layers)
+    n += l.params();
+  return n;
+}
+
+double ModelDesc::trainingFlopsPerSample() const {
+  double f = 0;
+  for (const LayerDesc &l : layers)
+    f += l.total(Phase::Forward).flops + l.total(Phase::BackwardInput).flops +
+         l.total(Phase::BackwardWeight).flops;
+  return f;
+}
+
+double ModelDesc::forwardFlopsPerSample(unsigned begin, unsigned end) const {
+  double f = 0;
+  for (unsigned i = begin; i < end && i < layers.size(); ++i)
+    f += layers[i].total(Phase::Forward).flops;
+  return f;
+}
+
+static std::string fmtNum(double v) { return formatv("{0}", v).str(); }
+
+OpDesc matmulOp(StringRef name, DType dt, double batch, double m, double n,
+                double k, bool weightIsParam, bool bias) {
+  double e = cluster::dtypeBytes(dt);
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::MatMul;
+  op.dtype = dt;
+  op.signature = "matmul:" + dtypeName(dt).str() + ":b=" + fmtNum(batch) +
+                 ",m=" + fmtNum(m) + ",n=" + fmtNum(n) + ",k=" + fmtNum(k) +
+                 (weightIsParam ? ",w" : "");
+  double f = 2 * batch * m * n * k;
+  double x = batch * m * k * e, y = batch * m * n * e;
+  double w = (weightIsParam ? 1 : batch) * k * n * e;
+  op.fwd = {f, x + w, y};
+  if (weightIsParam) {
+    op.bwdInput = {f, y + w, x};
+    op.bwdWeight = {f, y + x, w};
+    op.params = k * n + (bias ? n : 0);
+    op.savedBytes = x;
+  } else {
+    // dX = dY W^T and dW = X^T dY are both activation gradients.
+    op.bwdInput = {2 * f, 2 * y + x + w, x + w};
+    op.savedBytes = x + w;
+  }
+  return op;
+}
+
+OpDesc convOp(StringRef name, DType dt, double c, double h, double w,
+              double k, double r, double s, double stride, double pad,
+              double groups, bool bias) {
+  double e = cluster::dtypeBytes(dt);
+  double p = std::floor((h + 2 * pad - r) / stride) + 1;
+  double q = std::floor((w + 2 * pad - s) / stride) + 1;
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Conv;
+  op.dtype = dt;
+  op.signature = formatv("conv:{0}:c={1},h={2},w={3},k={4},r={5},s={6},"
+                         "stride={7},pad={8},g={9}",
+                         dtypeName(dt), c, h, w, k, r, s, stride, pad, groups)
+                     .str();
+  double f = 2 * k * p * q * (c / groups) * r * s;
+  double x = c * h * w * e, y = k * p * q * e;
+  double wt = k * (c / groups) * r * s * e;
+  op.fwd = {f, x + wt, y};
+  op.bwdInput = {f, y + wt, x};
+  op.bwdWeight = {f, y + x, wt};
+  op.params = k * (c / groups) * r * s + (bias ? k : 0);
+  op.savedBytes = x;
+  return op;
+}
+
+OpDesc elementwiseOp(StringRef name, DType dt, double elements,
+                     unsigned inputs, double flopsPerElement) {
+  double e = cluster::dtypeBytes(dt);
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Elementwise;
+  op.dtype = dt;
+  op.signature = formatv("elementwise:{0}:n={1},in={2},f={3}", dtypeName(dt),
+                         elements, inputs, flopsPerElement)
+                     .str();
+  op.fwd = {elements * flopsPerElement, inputs * elements * e, elements * e};
+  // Read the output gradient and the saved input; write input gradients.
+  op.bwdInput = {2 * elements * flopsPerElement, 2 * elements * e,
+                 inputs * elements * e};
+  op.savedBytes = elements * e;
+  return op;
+}
+
+OpDesc normOp(StringRef name, DType dt, double rows, double cols) {
+  double e = cluster::dtypeBytes(dt);
+  double n = rows * cols;
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Norm;
+  op.dtype = dt;
+  op.signature = formatv("norm:{0}:rows={1},cols={2}", dtypeName(dt), rows,
+                         cols)
+                     .str();
+  op.fwd = {8 * n, n * e + 2 * cols * e, n * e};
+  op.bwdInput = {10 * n, 2 * n * e + 2 * cols * e, n * e};
+  op.bwdWeight = {2 * n, 2 * n * e, 2 * cols * e};
+  op.params = 2 * cols;
+  op.savedBytes = n * e;
+  return op;
+}
+
+OpDesc softmaxOp(StringRef name, DType dt, double rows, double cols) {
+  double e = cluster::dtypeBytes(dt);
+  double n = rows * cols;
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Softmax;
+  op.dtype = dt;
+  op.signature = formatv("softmax:{0}:rows={1},cols={2}", dtypeName(dt), rows,
+                         cols)
+                     .str();
+  op.fwd = {5 * n, n * e, n * e};
+  op.bwdInput = {4 * n, 2 * n * e, n * e};
+  op.savedBytes = n * e;
+  return op;
+}
+
+OpDesc embeddingOp(StringRef name, DType dt, double tokens, double rows,
+                   double cols) {
+  double e = cluster::dtypeBytes(dt);
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Embedding;
+  op.dtype = dt;
+  op.signature = formatv("embedding:{0}:tokens={1},rows={2},cols={3}",
+                         dtypeName(dt), tokens, rows, cols)
+                     .str();
+  op.fwd = {0, tokens * cols * e + tokens * 8, tokens * cols * e};
+  // Scatter-add of the output gradient into the table gradient.
+  op.bwdWeight = {tokens * cols, 2 * tokens * cols * e, tokens * cols * e};
+  op.params = rows * cols;
+  op.savedBytes = tokens * 8;
+  return op;
+}
+
+OpDesc reductionOp(StringRef name, DType dt, double inElements,
+                   double outElements) {
+  double e = cluster::dtypeBytes(dt);
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Reduction;
+  op.dtype = dt;
+  op.signature = formatv("reduction:{0}:in={1},out={2}", dtypeName(dt),
+                         inElements, outElements)
+                     .str();
+  op.fwd = {inElements, inElements * e, outElements * e};
+  op.bwdInput = {inElements, outElements * e, inElements * e};
+  return op;
+}
+
+OpDesc dataMovementOp(StringRef name, DType dt, double elements) {
+  double e = cluster::dtypeBytes(dt);
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::DataMovement;
+  op.dtype = dt;
+  op.signature =
+      formatv("data_movement:{0}:n={1}", dtypeName(dt), elements).str();
+  op.fwd = {0, elements * e, elements * e};
+  op.bwdInput = {0, elements * e, elements * e};
+  return op;
+}
+
+OpDesc lossOp(StringRef name, DType dt, double rows, double classes) {
+  double e = cluster::dtypeBytes(dt);
+  double n = rows * classes;
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Loss;
+  op.dtype = dt;
+  op.signature =
+      formatv("loss:{0}:rows={1},classes={2}", dtypeName(dt), rows, classes)
+          .str();
+  op.fwd = {6 * n, n * e + rows * 8, rows * 4 + n * e};
+  op.bwdInput = {2 * n, n * e + rows * 8, n * e};
+  op.savedBytes = n * e;
+  return op;
+}
+
+OpDesc otherOp(StringRef name, DType dt, PhaseCost fwd) {
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Other;
+  op.dtype = dt;
+  op.signature = formatv("other:{0}:{1}:f={2},r={3},w={4}", dtypeName(dt),
+                         name, fwd.flops, fwd.bytesRead, fwd.bytesWritten)
+                     .str();
+  op.fwd = fwd;
+  op.bwdInput = fwd.scaled(2);
+  op.savedBytes = fwd.bytesRead;
+  return op;
+}
+
+LayerDesc gptBlock(const GptConfig &cfg, unsigned index) {
+  const double s = cfg.seqLen, h = cfg.hidden, a = cfg.heads;
+  const double f = cfg.ffnMult * h;
+  const DType dt = cfg.dtype;
+  const double e = cluster::dtypeBytes(dt);
+  const double sh = s * h * e; // one hidden-state tensor, bytes
+  LayerDesc l;
+  l.name = formatv("block{0}", index).str();
+  l.boundaryBytes = sh;
+
+  auto replicated = [](OpDesc op, double saved) {
+    op.tp = TpMode::Replicated;
+    op.savedBytes = 0;
+    op.savedReplicatedBytes = saved;
+    return op;
+  };
+  // Korthikanti et al. Sec. 4.1: LN inputs 2sh each, QKV and FC1 inputs 2sh
+  // (replicated under TP), Q and K 4sh, V 2sh, projection input 2sh, GeLU
+  // input 8sh, FC2 input 8sh, two dropout masks sh each; softmax output
+  // 2as^2, its dropout mask as^2 and dropout output 2as^2.
+  l.ops.push_back(replicated(normOp("ln1", dt, s, h), sh));
+  OpDesc qkv = matmulOp("qkv", dt, 1, s, 3 * h, h, true, true);
+  qkv.savedReplicatedBytes = sh;
+  qkv.savedBytes = 2 * sh; // Q and K, kept for the scores' backward
+  qkv.tpAllReduceBwdBytes = sh;
+  l.ops.push_back(qkv);
+  OpDesc scores = matmulOp("scores", dt, a, s, s, h / a, false);
+  scores.savedBytes = 0; // counted on qkv
+  scores.selective = true;
+  l.ops.push_back(scores);
+  OpDesc sm = softmaxOp("softmax", dt, a * s, s);
+  sm.selective = true;
+  l.ops.push_back(sm);
+  OpDesc drop = elementwiseOp("attn_dropout", dt, a * s * s, 1, 2);
+  drop.savedBytes = a * s * s * (1 + e); // mask + output
+  drop.selective = true;
+  l.ops.push_back(drop);
+  OpDesc ctx = matmulOp("context", dt, a, s, h / a, s, false);
+  ctx.savedBytes = sh; // V; the probabilities are counted on the dropout
+  l.ops.push_back(ctx);
+  OpDesc proj = matmulOp("proj", dt, 1, s, h, h, true, true);
+  proj.tpAllReduceFwdBytes = sh;
+  l.ops.push_back(proj);
+  l.ops.push_back(
+      replicated(elementwiseOp("dropout_residual1", dt, s * h, 2, 3), s * h));
+  l.ops.push_back(replicated(normOp("ln2", dt, s, h), sh));
+  OpDesc fc1 = matmulOp("fc1", dt, 1, s, f, h, true, true);
+  fc1.savedBytes = 0;
+  fc1.savedReplicatedBytes = sh;
+  fc1.tpAllReduceBwdBytes = sh;
+  l.ops.push_back(fc1);
+  l.ops.push_back(elementwiseOp("gelu", dt, s * f, 1, 8));
+  OpDesc fc2 = matmulOp("fc2", dt, 1, s, h, f, true, true);
+  fc2.tpAllReduceFwdBytes = sh;
+  l.ops.push_back(fc2);
+  l.ops.push_back(
+      replicated(elementwiseOp("dropout_residual2", dt, s * h, 2, 3), s * h));
+  return l;
+}
+
+ModelDesc buildGpt(const GptConfig &cfg) {
+  const double s = cfg.seqLen, h = cfg.hidden, v = cfg.vocab;
+  const DType dt = cfg.dtype;
+  const double sh = s * h * cluster::dtypeBytes(dt);
+  ModelDesc m;
+  m.name = formatv("gpt-l{0}-h{1}", cfg.layers, h).str();
+  m.sampleUnit = "sequence";
+
+  LayerDesc emb;
+  emb.name = "embedding";
+  emb.boundaryBytes = sh;
+  emb.checkpoint = false;
+  OpDesc word = embeddingOp("word_embedding", dt, s, v, h);
+  word.tpAllReduceFwdBytes = sh; // vocab-parallel lookup
+  emb.ops.push_back(word);
+  OpDesc pos = embeddingOp("position_embedding", dt, s, s, h);
+  pos.tp = TpMode::Replicated;
+  emb.ops.push_back(pos);
+  OpDesc drop = elementwiseOp("embedding_dropout", dt, s * h, 2, 2);
+  drop.tp = TpMode::Replicated;
+  drop.savedBytes = 0;
+  drop.savedReplicatedBytes = s * h;
+  emb.ops.push_back(drop);
+  m.layers.push_back(std::move(emb));
+
+  for (unsigned i = 0; i < cfg.layers; ++i)
+    m.layers.push_back(gptBlock(cfg, i));
+
+  LayerDesc head;
+  head.name = "head";
+  head.boundaryBytes = 4; // the loss
+  head.checkpoint = false;
+  OpDesc ln = normOp("final_ln", dt, s, h);
+  ln.tp = TpMode::Replicated;
+  ln.savedBytes = 0;
+  ln.savedReplicatedBytes = sh;
+  head.ops.push_back(ln);
+  OpDesc logits = matmulOp("logits", dt, 1, s, v, h, true);
+  logits.tiedParams = true; // shares the word embedding
+  logits.tpAllReduceBwdBytes = sh;
+  logits.savedBytes = 0;
+  logits.savedReplicatedBytes = sh;
+  head.ops.push_back(logits);
+  head.ops.push_back(lossOp("cross_entropy", dt, s, v));
+  m.layers.push_back(std::move(head));
+  return m;
+}
+
+double gptParamCount(const GptConfig &cfg) {
+  double l = cfg.layers, h = cfg.hidden;
+  return 12 * l * h * h *
+         (1 + 13 / (12 * h) + (cfg.vocab + cfg.seqLen) / (12 * l * h));
+}
+
+double gptFlopsPerIteration(const GptConfig &cfg, double globalBatch,
+                            bool fullRecompute) {
+  double l = cfg.layers, h = cfg.hidden, s = cfg.seqLen;
+  double blocks = 24 * globalBatch * s * l * h * h * (1 + s / (6 * h));
+  double logits = 2 * globalBatch * s * h * cfg.vocab;
+  return (fullRecompute ? 4 : 3) * blocks + 3 * logits;
+}
+
+} // namespace distopt::cost

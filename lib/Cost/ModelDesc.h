@@ -1,0 +1,168 @@
+//===- ModelDesc.h - Cost-level description of a model ----------*- C++ -*-===//
+//
+// What the cost model, the planner and the simulator know about a network:
+// an ordered list of layers, each a list of ops with FLOPs and bytes for the
+// forward, backward-input-grad and backward-weight-grad phases separately,
+// parameters, activations saved for backward, and the size of the tensor
+// that crosses a layer boundary. Costs are given per sample (one element of
+// the batch dimension) so they scale with the micro-batch size. The graph-IR
+// adapter produces this structure; the builders below produce it from shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_COST_MODELDESC_H
+#define DISTOPT_LIB_COST_MODELDESC_H
+
+#include "lib/Cluster/Cluster.h"
+
+#include <string>
+#include <vector>
+
+namespace distopt::cost {
+
+using cluster::DType;
+using cluster::OpClass;
+
+/// FLOPs and memory traffic of one phase of one op.
+struct PhaseCost {
+  double flops = 0;
+  double bytesRead = 0;
+  double bytesWritten = 0;
+
+  double bytes() const { return bytesRead + bytesWritten; }
+  PhaseCost &operator+=(const PhaseCost &o);
+  PhaseCost scaled(double k) const;
+};
+
+enum class Phase { Forward, BackwardInput, BackwardWeight };
+
+/// How an op divides under Megatron-style tensor parallelism of degree t.
+enum class TpMode {
+  Replicated, ///< every TP rank does the whole op (norms, dropout)
+  Split       ///< FLOPs, bytes, params and saved bytes divide by t
+};
+
+struct OpDesc {
+  std::string name;
+  /// Op class, dtype and per-sample shape: the profile-database key.
+  std::string signature;
+  OpClass cls = OpClass::Other;
+  DType dtype = DType::F32;
+  PhaseCost fwd, bwdInput, bwdWeight;
+  /// True: costs are per sample and scale with the micro-batch size.
+  bool perSample = true;
+  /// Trainable parameters (never per sample).
+  double params = 0;
+  /// Parameters shared with an earlier op (tied embeddings): they take memory
+  /// on this op's stage but do not add to the model's parameter count.
+  bool tiedParams = false;
+  /// Activation bytes saved for backward (per sample): the part divided by
+  /// TP, and the part every TP rank keeps whole.
+  double savedBytes = 0;
+  double savedReplicatedBytes = 0;
+  /// Under selective recomputation the op's saved bytes are dropped and its
+  /// forward is re-run during backward (attention core, Korthikanti et al.).
+  bool selective = false;
+  TpMode tp = TpMode::Split;
+  /// Bytes all-reduced over the TP group after the forward / backward-input
+  /// phase, per sample (Megatron's g and f operators).
+  double tpAllReduceFwdBytes = 0;
+  double tpAllReduceBwdBytes = 0;
+  /// Kernel launches per phase.
+  unsigned kernels = 1;
+
+  const PhaseCost &phase(Phase p) const;
+  double paramBytes() const;
+};
+
+struct LayerDesc {
+  std::string name;
+  std::vector<OpDesc> ops;
+  /// Bytes per sample of the tensor leaving this layer (sent between
+  /// pipeline stages; kept as the checkpoint under full recomputation).
+  double boundaryBytes = 0;
+  /// Under full recomputation the layer keeps only its input and re-runs
+  /// its forward during backward (Megatron checkpoints transformer blocks,
+  /// not the embedding or the head).
+  bool checkpoint = true;
+
+  PhaseCost total(Phase p) const;
+  double params() const;
+};
+
+struct ModelDesc {
+  std::string name;
+  std::vector<LayerDesc> layers;
+  /// Name of the sample dimension ("sequence", "image").
+  std::string sampleUnit = "sample";
+
+  /// Parameter count without tied copies.
+  double paramCount() const;
+  /// Forward + both backward phases, per sample, without recomputation.
+  double trainingFlopsPerSample() const;
+  /// Forward FLOPs of layers [begin, end) per sample.
+  double forwardFlopsPerSample(unsigned begin, unsigned end) const;
+};
+
+//===----------------------------------------------------------------------===//
+// Op builders. Each returns per-sample costs with an analytic backward.
+//===----------------------------------------------------------------------===//
+
+/// Y[batch, m, n] = X[batch, m, k] * W[k, n] (+ bias). With \p weightIsParam
+/// W is a parameter shared across the batch (a linear layer); otherwise it is
+/// an activation and both operand gradients are input gradients.
+OpDesc matmulOp(llvm::StringRef name, DType dt, double batch, double m,
+                double n, double k, bool weightIsParam, bool bias = false);
+/// 2-D convolution of one image: C x H x W input, K filters of R x S.
+OpDesc convOp(llvm::StringRef name, DType dt, double c, double h, double w,
+              double k, double r, double s, double stride = 1, double pad = 0,
+              double groups = 1, bool bias = true);
+/// Elementwise op over \p elements with \p inputs operands.
+OpDesc elementwiseOp(llvm::StringRef name, DType dt, double elements,
+                     unsigned inputs = 1, double flopsPerElement = 1);
+/// Layer/RMS norm over \p rows rows of \p cols (scale and bias params).
+OpDesc normOp(llvm::StringRef name, DType dt, double rows, double cols);
+OpDesc softmaxOp(llvm::StringRef name, DType dt, double rows, double cols);
+/// Table lookup of \p tokens rows of a \p rows x \p cols table.
+OpDesc embeddingOp(llvm::StringRef name, DType dt, double tokens, double rows,
+                   double cols);
+OpDesc reductionOp(llvm::StringRef name, DType dt, double inElements,
+                   double outElements);
+/// Copy-like ops: transpose, concat, slice, gather, pad.
+OpDesc dataMovementOp(llvm::StringRef name, DType dt, double elements);
+/// Softmax cross-entropy over \p rows rows of \p classes logits.
+OpDesc lossOp(llvm::StringRef name, DType dt, double rows, double classes);
+/// Any other op given by its forward cost (backward assumed 2x).
+OpDesc otherOp(llvm::StringRef name, DType dt, PhaseCost fwd);
+
+//===----------------------------------------------------------------------===//
+// GPT (Megatron-LM style) builder.
+//===----------------------------------------------------------------------===//
+
+struct GptConfig {
+  unsigned layers = 24;
+  double hidden = 2304;
+  double heads = 24;
+  double seqLen = 2048;
+  double vocab = 51200;
+  /// FFN width as a multiple of hidden.
+  double ffnMult = 4;
+  DType dtype = DType::BF16;
+};
+
+/// One transformer block: LN, QKV, attention core, projection, dropout,
+/// LN, MLP. Saved bytes follow Korthikanti et al. (34sh + 5as^2 per sample).
+LayerDesc gptBlock(const GptConfig &cfg, unsigned index);
+/// Embedding layer, cfg.layers blocks, and the head (final norm, logits with
+/// tied embedding weights, loss): cfg.layers + 2 layers.
+ModelDesc buildGpt(const GptConfig &cfg);
+/// Megatron's analytic counts, for tests and the benchmark:
+/// P = 12lh^2(1 + 13/(12h) + (V+s)/(12lh)),
+/// F = 96Bslh^2(1 + s/(6h) + V/(16lh)) with full recomputation.
+double gptParamCount(const GptConfig &cfg);
+double gptFlopsPerIteration(const GptConfig &cfg, double globalBatch,
+                            bool fullRecompute);
+
+} // namespace distopt::cost
+
+#endif // DISTOPT_LIB_COST_MODELDESC_H

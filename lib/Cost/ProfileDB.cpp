@@ -1,0 +1,133 @@
+//===- ProfileDB.cpp - Measured op times ------------------------*- C++ -*-===//
+
+#include "lib/Cost/ProfileDB.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace distopt::cost {
+
+std::string ProfileDB::key(StringRef device, StringRef signature, unsigned mbs,
+                           unsigned tp) {
+  return formatv("{0}|{1}|{2}|{3}", device, signature, mbs, tp).str();
+}
+
+void ProfileDB::add(StringRef device, StringRef signature, unsigned mbs,
+                    unsigned tp, Entry e) {
+  entries[key(device, signature, mbs, tp)] =
+      Stored{device.str(), signature.str(), mbs, tp, e};
+}
+
+std::optional<double> ProfileDB::lookup(StringRef device, StringRef signature,
+                                        unsigned mbs, unsigned tp,
+                                        Phase phase) const {
+  auto it = entries.find(key(device, signature, mbs, tp));
+  if (it == entries.end())
+    return std::nullopt;
+  const Entry &e = it->second.e;
+  double v = phase == Phase::Forward         ? e.fwd
+             : phase == Phase::BackwardInput ? e.bwdInput
+                                             : e.bwdWeight;
+  if (v < 0)
+    return std::nullopt;
+  return v;
+}
+
+Expected<ProfileDB> ProfileDB::parse(StringRef text, StringRef fileName) {
+  auto fail = [&](const Twine &msg) {
+    return createStringError(inconvertibleErrorCode(),
+                             (fileName + ": " + msg).str());
+  };
+  Expected<json::Value> root = json::parse(text);
+  if (!root)
+    return fail("invalid JSON (" + toString(root.takeError()) +
+                "); write {\"version\": 1, \"entries\": [...]}");
+  const json::Object *obj = root->getAsObject();
+  if (!obj)
+    return fail("the top level must be an object with 'version' and "
+                "'entries'");
+  std::optional<int64_t> version = obj->getInteger("version");
+  if (!version || *version != 1)
+    return fail("'version' must be 1");
+  const json::Array *list = obj->getArray("entries");
+  if (!list)
+    return fail("missing 'entries' array");
+  ProfileDB db;
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::string where = formatv("entries[{0}]", i).str();
+    const json::Object *entry = (*list)[i].getAsObject();
+    if (!entry)
+      return fail(where + " is not an object");
+    std::optional<StringRef> device = entry->getString("device");
+    std::optional<StringRef> sig = entry->getString("signature");
+    if (!device || !sig)
+      return fail(where + ": 'device' and 'signature' must be strings");
+    std::optional<int64_t> mbs = entry->getInteger("micro_batch");
+    std::optional<int64_t> tp = entry->getInteger("tp");
+    if (!mbs || *mbs < 1)
+      return fail(where + ": 'micro_batch' must be an integer >= 1");
+    if (tp && *tp < 1)
+      return fail(where + ": 'tp' must be an integer >= 1");
+    Entry e;
+    bool any = false;
+    for (auto [name, slot] :
+         {std::pair<StringRef, double *>{"fwd_s", &e.fwd},
+          {"bwd_input_s", &e.bwdInput},
+          {"bwd_weight_s", &e.bwdWeight}}) {
+      if (const json::Value *v = entry->get(name)) {
+        std::optional<double> d = v->getAsNumber();
+        if (!d || *d < 0)
+          return fail(where + ": '" + name +
+                      "' must be a non-negative number of seconds");
+        *slot = *d;
+        any = true;
+      }
+    }
+    if (!any)
+      return fail(where + ": give at least one of fwd_s, bwd_input_s, "
+                          "bwd_weight_s");
+    db.add(*device, *sig, *mbs, tp ? *tp : 1, e);
+  }
+  return db;
+}
+
+Expected<ProfileDB> ProfileDB::load(StringRef path) {
+  auto buf = MemoryBuffer::getFile(path);
+  if (!buf)
+    return createStringError(buf.getError(),
+                             "cannot read profile database '" + path +
+                                 "': " + buf.getError().message());
+  return parse((*buf)->getBuffer(), path);
+}
+
+void ProfileDB::write(raw_ostream &os) const {
+  std::vector<const Stored *> sorted;
+  for (const auto &kv : entries)
+    sorted.push_back(&kv.second);
+  llvm::sort(sorted, [](const Stored *a, const Stored *b) {
+    return std::tie(a->device, a->signature, a->mbs, a->tp) <
+           std::tie(b->device, b->signature, b->mbs, b->tp);
+  });
+  json::Array list;
+  for (const Stored *s : sorted) {
+    json::Object o{{"device", s->device},
+                   {"signature", s->signature},
+                   {"micro_batch", s->mbs},
+                   {"tp", s->tp}};
+    if (s->e.fwd >= 0)
+      o["fwd_s"] = s->e.fwd;
+    if (s->e.bwdInput >= 0)
+      o["bwd_input_s"] = s->e.bwdInput;
+    if (s->e.bwdWeight >= 0)
+      o["bwd_weight_s"] = s->e.bwdWeight;
+    list.push_back(std::move(o));
+  }
+  os << formatv("{0:2}", json::Value(json::Object{
+                             {"version", 1}, {"entries", std::move(list)}}));
+}
+
+} // namespace distopt::cost

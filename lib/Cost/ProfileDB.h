@@ -1,0 +1,65 @@
+//===- ProfileDB.h - Measured op times --------------------------*- C++ -*-===//
+//
+// A JSON database of measured op times keyed by (device, op signature,
+// micro-batch size, TP degree). Entries override the analytic roofline.
+// Format (docs/cost-model.md):
+//   {"version": 1, "entries": [{"device": "a100-80gb",
+//     "signature": "matmul:bf16:b=1,m=2048,n=6912,k=2304,w",
+//     "micro_batch": 1, "tp": 1, "fwd_s": 1.2e-4,
+//     "bwd_input_s": 1.3e-4, "bwd_weight_s": 1.2e-4}]}
+// A missing phase falls back to the analytic time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_COST_PROFILEDB_H
+#define DISTOPT_LIB_COST_PROFILEDB_H
+
+#include "lib/Cost/ModelDesc.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace distopt::cost {
+
+class ProfileDB {
+public:
+  /// Seconds per phase; a negative value means "not measured".
+  struct Entry {
+    double fwd = -1;
+    double bwdInput = -1;
+    double bwdWeight = -1;
+  };
+
+  static llvm::Expected<ProfileDB> parse(llvm::StringRef json,
+                                         llvm::StringRef fileName);
+  static llvm::Expected<ProfileDB> load(llvm::StringRef path);
+
+  void add(llvm::StringRef device, llvm::StringRef signature, unsigned mbs,
+           unsigned tp, Entry e);
+  /// Measured time of \p phase, if any.
+  std::optional<double> lookup(llvm::StringRef device,
+                               llvm::StringRef signature, unsigned mbs,
+                               unsigned tp, Phase phase) const;
+  size_t size() const { return entries.size(); }
+  void write(llvm::raw_ostream &os) const;
+
+private:
+  struct Stored {
+    std::string device, signature;
+    unsigned mbs, tp;
+    Entry e;
+  };
+  static std::string key(llvm::StringRef device, llvm::StringRef signature,
+                         unsigned mbs, unsigned tp);
+  llvm::StringMap<Stored> entries;
+};
+
+} // namespace distopt::cost
+
+#endif // DISTOPT_LIB_COST_PROFILEDB_H

@@ -1,0 +1,434 @@
+//===- Plan.cpp - Parallel plans and per-stage costs ------------*- C++ -*-===//
+
+#include "lib/Schedule/Plan.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+using namespace llvm;
+using namespace distopt::cost;
+using distopt::cluster::Cluster;
+using distopt::cluster::LinkLevel;
+
+namespace distopt::schedule {
+
+static const char *kScheduleNames[] = {"gpipe", "1f1b",      "interleaved",
+                                       "zb-h1", "pipedream", "pipedream-2bw"};
+
+StringRef scheduleName(ScheduleKind k) {
+  return kScheduleNames[static_cast<unsigned>(k)];
+}
+
+bool parseScheduleKind(StringRef s, ScheduleKind &out) {
+  std::string l = s.lower();
+  if (l == "dapple" || l == "pipedream-flush")
+    l = "1f1b";
+  if (l == "zbh1")
+    l = "zb-h1";
+  if (l == "2bw")
+    l = "pipedream-2bw";
+  for (unsigned i = 0; i < std::size(kScheduleNames); ++i)
+    if (l == kScheduleNames[i]) {
+      out = static_cast<ScheduleKind>(i);
+      return true;
+    }
+  return false;
+}
+
+bool isAsync(ScheduleKind k) {
+  return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW;
+}
+
+std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
+                                                unsigned numLayers) const {
+  unsigned b = vs == 0 ? 0 : cuts[vs - 1];
+  unsigned e = vs + 1 >= numVirtualStages() ? numLayers : cuts[vs];
+  return {b, e};
+}
+
+std::string Plan::str() const {
+  std::string s = formatv("dp={0},tp={1},pp={2},mbs={3},schedule={4},"
+                          "chunks={5},recompute={6},zero={7}",
+                          dp, tp, pp, mbs, scheduleName(schedule), chunks,
+                          recomputeName(recompute), zero)
+                      .str();
+  if (!scatterGather)
+    s += ",sg=0";
+  if (!cuts.empty()) {
+    s += ",stages=";
+    for (unsigned i = 0; i < cuts.size(); ++i)
+      s += (i ? "/" : "") + std::to_string(cuts[i]);
+  }
+  return s;
+}
+
+static Error planError(StringRef spec, const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(),
+                           ("plan '" + spec + "': " + msg).str());
+}
+
+Expected<Plan> parsePlan(StringRef spec) {
+  Plan p;
+  SmallVector<StringRef> items;
+  spec.split(items, ',', -1, /*KeepEmpty=*/false);
+  std::set<std::string> seen;
+  for (StringRef item : items) {
+    auto [key, value] = item.trim().split('=');
+    key = key.trim();
+    value = value.trim();
+    if (value.empty())
+      return planError(spec, "'" + item + "' has no value; write key=value");
+    if (!seen.insert(key.str()).second)
+      return planError(spec, "'" + key + "' is given twice");
+    auto number = [&](unsigned &out, unsigned min) -> Error {
+      if (value.getAsInteger(10, out) || out < min)
+        return planError(spec, "'" + key + "=" + value +
+                                   "' must be an integer >= " +
+                                   Twine(min));
+      return Error::success();
+    };
+    Error e = Error::success();
+    if (key == "dp")
+      e = number(p.dp, 1);
+    else if (key == "tp")
+      e = number(p.tp, 1);
+    else if (key == "pp")
+      e = number(p.pp, 1);
+    else if (key == "mbs")
+      e = number(p.mbs, 1);
+    else if (key == "chunks")
+      e = number(p.chunks, 1);
+    else if (key == "zero") {
+      e = number(p.zero, 0);
+      if (!e && p.zero > 3)
+        return planError(spec, "zero must be 0, 1, 2 or 3");
+    } else if (key == "sg") {
+      unsigned v = 1;
+      e = number(v, 0);
+      p.scatterGather = v != 0;
+    } else if (key == "schedule") {
+      if (!parseScheduleKind(value, p.schedule))
+        return planError(spec, "unknown schedule '" + value +
+                                   "'; use gpipe, 1f1b, interleaved, zb-h1, "
+                                   "pipedream or pipedream-2bw");
+    } else if (key == "recompute") {
+      if (value == "none" || value == "0")
+        p.recompute = Recompute::None;
+      else if (value == "selective")
+        p.recompute = Recompute::Selective;
+      else if (value == "full" || value == "1")
+        p.recompute = Recompute::Full;
+      else
+        return planError(spec, "unknown recompute '" + value +
+                                   "'; use none, selective or full");
+    } else if (key == "stages") {
+      SmallVector<StringRef> cuts;
+      value.split(cuts, '/');
+      for (StringRef c : cuts) {
+        unsigned v;
+        if (c.trim().getAsInteger(10, v))
+          return planError(spec, "stage boundary '" + c +
+                                     "' is not a layer index; write "
+                                     "stages=L1/L2/...");
+        p.cuts.push_back(v);
+      }
+    } else {
+      e = planError(spec, "unknown key '" + key +
+                              "'; known: dp, tp, pp, mbs, schedule, chunks, "
+                              "recompute, zero, sg, stages");
+    }
+    if (e)
+      return std::move(e);
+  }
+  return p;
+}
+
+std::vector<unsigned> balancedCuts(const std::vector<double> &cost,
+                                   const std::vector<double> &scale) {
+  unsigned n = cost.size(), parts = scale.size();
+  if (parts <= 1 || n == 0)
+    return {};
+  std::vector<double> prefix(n + 1, 0);
+  for (unsigned i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + cost[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[j][i]: min over partitions of layers [0, i) into j+1 parts of the
+  // largest part; every part keeps at least one layer.
+  std::vector<std::vector<double>> best(parts, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<unsigned>> from(parts,
+                                          std::vector<unsigned>(n + 1, 0));
+  for (unsigned i = 1; i <= n; ++i)
+    best[0][i] = prefix[i] * scale[0];
+  for (unsigned j = 1; j < parts; ++j)
+    for (unsigned i = j + 1; i <= n; ++i)
+      for (unsigned k = j; k < i; ++k) {
+        double v = std::max(best[j - 1][k], (prefix[i] - prefix[k]) * scale[j]);
+        if (v < best[j][i]) {
+          best[j][i] = v;
+          from[j][i] = k;
+        }
+      }
+  std::vector<unsigned> cuts(parts - 1);
+  unsigned i = n;
+  for (unsigned j = parts - 1; j >= 1; --j) {
+    i = from[j][i];
+    cuts[j - 1] = i;
+  }
+  return cuts;
+}
+
+unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t) {
+  return t + plan.tp * (d + plan.dp * s);
+}
+
+/// Shape of the group \p ranks (the first rank's node counts as "one node").
+static GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
+  GroupShape g;
+  g.size = ranks.size();
+  unsigned node = c.nodeOf(ranks.front());
+  g.perNode = 0;
+  for (unsigned r : ranks)
+    g.perNode += c.nodeOf(r) == node;
+  g.intra = c.link(LinkLevel::IntraNode, ranks.front());
+  g.inter = c.network;
+  if (g.inter.bandwidth <= 0)
+    g.inter = g.intra;
+  return g;
+}
+
+static GroupShape tpShape(const Plan &p, const Cluster &c, unsigned s) {
+  std::vector<unsigned> ranks;
+  for (unsigned t = 0; t < p.tp; ++t)
+    ranks.push_back(globalRank(p, s, 0, t));
+  return shapeOf(c, ranks);
+}
+
+static GroupShape dpShape(const Plan &p, const Cluster &c, unsigned s) {
+  std::vector<unsigned> ranks;
+  for (unsigned d = 0; d < p.dp; ++d)
+    ranks.push_back(globalRank(p, s, d, 0));
+  return shapeOf(c, ranks);
+}
+
+/// Distinct device types in stage group \p s.
+static std::vector<unsigned> stageDeviceTypes(const Plan &p, const Cluster &c,
+                                              unsigned s) {
+  std::set<unsigned> types;
+  for (unsigned d = 0; d < p.dp; ++d)
+    types.insert(c.groupOf(globalRank(p, s, d, 0)).deviceIndex);
+  return {types.begin(), types.end()};
+}
+
+Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
+                   unsigned globalBatch, const CostModel &cm) {
+  std::string spec = p.str();
+  unsigned numLayers = model.layers.size();
+  if (p.numDevices() != c.numDevices())
+    return planError(spec, formatv("dp*tp*pp = {0}*{1}*{2} = {3} devices, but "
+                                   "cluster '{4}' has {5}; choose degrees "
+                                   "whose product is {5}",
+                                   p.dp, p.tp, p.pp, p.numDevices(), c.name,
+                                   c.numDevices()));
+  if (globalBatch == 0 || globalBatch % (p.dp * p.mbs) != 0)
+    return planError(spec, formatv("global batch {0} is not divisible by "
+                                   "dp*mbs = {1}; change the batch, dp or mbs",
+                                   globalBatch, p.dp * p.mbs));
+  p.globalBatch = globalBatch;
+  p.numMicrobatches = globalBatch / (p.dp * p.mbs);
+  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
+    return planError(spec, "chunks > 1 needs schedule=interleaved");
+  if (p.schedule == ScheduleKind::Interleaved) {
+    if (p.chunks < 2)
+      return planError(spec, "schedule=interleaved needs chunks >= 2");
+    if (p.numMicrobatches % p.pp != 0)
+      return planError(spec, formatv("interleaved 1F1B needs the number of "
+                                     "micro-batches ({0}) to be a multiple of "
+                                     "pp ({1}); change the batch or mbs",
+                                     p.numMicrobatches, p.pp));
+  }
+  if (p.numVirtualStages() > numLayers)
+    return planError(spec, formatv("pp*chunks = {0} stages but the model has "
+                                   "only {1} layers",
+                                   p.numVirtualStages(), numLayers));
+  if (!p.cuts.empty()) {
+    if (p.cuts.size() + 1 != p.numVirtualStages())
+      return planError(spec, formatv("'stages' lists {0} boundaries; pp*chunks "
+                                     "= {1} stages need {2}",
+                                     p.cuts.size(), p.numVirtualStages(),
+                                     p.numVirtualStages() - 1));
+    unsigned prev = 0;
+    for (unsigned cut : p.cuts) {
+      if (cut <= prev || cut >= numLayers)
+        return planError(spec, formatv("stage boundary {0} must be greater "
+                                       "than {1} and less than {2} (the layer "
+                                       "count); every stage needs a layer",
+                                       cut, prev, numLayers));
+      prev = cut;
+    }
+    return Error::success();
+  }
+  // Balance by F+B+W time on each stage's device; slower devices get a
+  // proportionally larger scale so they receive fewer layers.
+  std::vector<double> layerCost(numLayers), scale(p.numVirtualStages());
+  std::vector<double> totalByType(c.devices.size(), 0);
+  std::vector<std::vector<double>> costByType(c.devices.size());
+  GroupShape tpg = tpShape(p, c, 0);
+  for (unsigned ty = 0; ty < c.devices.size(); ++ty) {
+    for (unsigned l = 0; l < numLayers; ++l) {
+      RangeTimes t = cm.rangeTimes(model, l, l + 1, c.devices[ty], tpg, p.mbs,
+                                   p.recompute);
+      costByType[ty].push_back(t.fwd + t.bwdInput + t.bwdWeight);
+      totalByType[ty] += costByType[ty].back();
+    }
+  }
+  unsigned ref = c.groupOf(0).deviceIndex;
+  layerCost = costByType[ref];
+  for (unsigned vs = 0; vs < p.numVirtualStages(); ++vs) {
+    double worst = 0;
+    for (unsigned ty : stageDeviceTypes(p, c, vs % p.pp))
+      worst = std::max(worst, totalByType[ty] / totalByType[ref]);
+    scale[vs] = worst;
+  }
+  p.cuts = balancedCuts(layerCost, scale);
+  return Error::success();
+}
+
+PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
+                                 const Cluster &c, const CostModel &cm,
+                                 const std::vector<unsigned> &weightVersions,
+                                 const MemoryConfig &memoryBase) {
+  PipelineCosts pc;
+  pc.pp = p.pp;
+  pc.chunks = p.chunks;
+  pc.microbatches = p.numMicrobatches;
+  pc.mbs = p.mbs;
+  pc.globalBatch = p.globalBatch;
+  pc.levelNames = {c.levelName(LinkLevel::IntraNode),
+                   c.levelName(LinkLevel::Network)};
+  unsigned numLayers = model.layers.size();
+  unsigned V = p.numVirtualStages();
+  MemoryConfig mem = memoryBase;
+  mem.dp = p.dp;
+  mem.tp = p.tp;
+  mem.zero = p.zero;
+  mem.recompute = p.recompute;
+  double elem = mem.mixedPrecision ? 2 : 4;
+
+  pc.stages.resize(V);
+  for (unsigned vs = 0; vs < V; ++vs) {
+    StageCost &st = pc.stages[vs];
+    st.device = vs % p.pp;
+    st.chunk = vs / p.pp;
+    std::tie(st.layerBegin, st.layerEnd) = p.stageLayers(vs, numLayers);
+    GroupShape tpg = tpShape(p, c, st.device);
+    RangeTimes worst;
+    for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
+      RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
+                                   c.devices[ty], tpg, p.mbs, p.recompute);
+      if (t.fwd + t.bwdInput + t.bwdWeight >=
+          worst.fwd + worst.bwdInput + worst.bwdWeight)
+        worst = t;
+    }
+    st.fwd = worst.fwd;
+    st.bwdInput = worst.bwdInput;
+    st.bwdWeight = worst.bwdWeight;
+    st.recompute = worst.recompute;
+    st.flops = worst.flops;
+    st.modelFlops = worst.modelFlops;
+    LinkLevel tpLevel =
+        tpg.nodes() > 1 ? LinkLevel::Network : LinkLevel::IntraNode;
+    st.mbBytes[static_cast<unsigned>(tpLevel)] += worst.tpBytes;
+    st.params = paramsPerDevice(model, st.layerBegin, st.layerEnd, p.tp);
+    st.activationBytes =
+        activationBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
+    st.stashBytes =
+        weightGradStashBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
+
+    // Boundary messages; with scatter/gather each TP rank sends 1/tp and the
+    // receiver all-gathers over its TP group.
+    auto message = [&](unsigned layer, unsigned from, unsigned to,
+                       double &time, double &bytes, LinkLevel &level) {
+      double full = model.layers[layer].boundaryBytes * p.mbs;
+      bool sg = p.scatterGather && p.tp > 1;
+      bytes = sg ? full / p.tp : full;
+      unsigned a = globalRank(p, from, 0, 0), b = globalRank(p, to, 0, 0);
+      level = c.levelBetween(a, b);
+      time = CostModel::p2pTime(bytes, c.link(level, a));
+      if (sg)
+        time += CostModel::collective(Collective::AllGather, full,
+                                      tpShape(p, c, to))
+                    .time;
+    };
+    if (vs + 1 < V)
+      message(st.layerEnd - 1, st.device, (vs + 1) % p.pp, st.sendNextTime,
+              st.sendNextBytes, st.nextLevel);
+    if (vs > 0)
+      message(st.layerBegin - 1, st.device, (vs - 1) % p.pp, st.sendPrevTime,
+              st.sendPrevBytes, st.prevLevel);
+
+    GroupShape dpg = dpShape(p, c, st.device);
+    double gradBytes = st.params * elem;
+    CommCost sync;
+    if (p.zero == 0) {
+      sync = CostModel::collective(Collective::AllReduce, gradBytes, dpg);
+    } else {
+      CommCost rs =
+          CostModel::collective(Collective::ReduceScatter, gradBytes, dpg);
+      CommCost ag =
+          CostModel::collective(Collective::AllGather, gradBytes, dpg);
+      sync.time = rs.time + ag.time;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        sync.bytes[l] = rs.bytes[l] + ag.bytes[l];
+    }
+    st.gradSyncTime = sync.time;
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      st.gradSyncBytes[l] = sync.bytes[l];
+    if (p.zero >= 3) {
+      // Weights are gathered before each forward and each backward.
+      CommCost g =
+          CostModel::collective(Collective::AllGather, gradBytes, dpg);
+      st.fwd += g.time;
+      st.bwdInput += g.time;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        st.mbBytes[l] += 2 * g.bytes[l];
+    }
+  }
+
+  pc.devices.resize(p.pp);
+  for (unsigned r = 0; r < p.pp; ++r) {
+    DeviceCost &dc = pc.devices[r];
+    unsigned rank0 = globalRank(p, r, 0, 0);
+    const cluster::DeviceSpec &dev = c.deviceOf(rank0);
+    dc.deviceName = dev.name;
+    dc.memoryCapacity = dev.memoryBytes;
+    for (unsigned ty : stageDeviceTypes(p, c, r))
+      dc.memoryCapacity = std::min(dc.memoryCapacity, c.devices[ty].memoryBytes);
+    dc.devicesInGroup = p.tp * p.dp;
+    double params = 0, work = 0;
+    for (unsigned ch = 0; ch < p.chunks; ++ch) {
+      const StageCost &st = pc.stage(r, ch);
+      params += st.params;
+      work = std::max(work, backwardWorkingBytes(model, st.layerBegin,
+                                                 st.layerEnd, p.mbs, mem));
+    }
+    MemoryConfig m = mem;
+    m.weightVersions = r < weightVersions.size() ? weightVersions[r] : 1;
+    dc.staticMemory = staticMemory(params, m);
+    dc.workingBytes = work;
+    // The update streams weights, grads and optimizer state once.
+    double touched = mem.optimizer == Optimizer::Adam ? 28
+                     : mem.optimizer == Optimizer::SGDMomentum ? 20
+                                                               : 12;
+    double shard = p.zero >= 1 ? params / p.dp : params;
+    PhaseCost upd{shard * 10, shard * touched * 0.5, shard * touched * 0.5};
+    dc.optimizerTime =
+        cm.computeTime(upd, OpClass::Elementwise, cluster::DType::F32, dev, 1);
+  }
+  return pc;
+}
+
+} // namespace distopt::schedule

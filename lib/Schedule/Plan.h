@@ -1,0 +1,144 @@
+//===- Plan.h - Parallel plans and per-stage costs --------------*- C++ -*-===//
+//
+// A plan fixes the data-, tensor- and pipeline-parallel degrees, the
+// micro-batch size, the pipeline schedule, recomputation and ZeRO stage, and
+// (optionally) the layer ranges of the pipeline stages. Ranks are numbered
+// tp fastest, then dp, then pp: rank = t + tp * (d + dp * s).
+//
+// PipelineCosts turns a plan into the numbers the schedule verifier and the
+// simulator need: per virtual stage the F/B/W times and activation bytes,
+// per pipeline rank the static memory, p2p links and DP collectives. Because
+// the TP and DP replicas of a stage behave alike, everything is per pipeline
+// rank (a stage group), not per GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_SCHEDULE_PLAN_H
+#define DISTOPT_LIB_SCHEDULE_PLAN_H
+
+#include "lib/Cluster/Cluster.h"
+#include "lib/Cost/CostModel.h"
+#include "lib/Cost/ModelDesc.h"
+
+#include <string>
+#include <vector>
+
+namespace distopt::schedule {
+
+enum class ScheduleKind {
+  GPipe,
+  OneFOneB, ///< 1F1B with early backward (DAPPLE, PipeDream-Flush)
+  Interleaved,
+  ZBH1,
+  PipeDream,   ///< asynchronous 1F1B with weight stashing
+  PipeDream2BW ///< asynchronous, double-buffered weights
+};
+llvm::StringRef scheduleName(ScheduleKind k);
+bool parseScheduleKind(llvm::StringRef s, ScheduleKind &out);
+/// True for schedules without a pipeline flush.
+bool isAsync(ScheduleKind k);
+
+struct Plan {
+  unsigned dp = 1, tp = 1, pp = 1, mbs = 1;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  unsigned chunks = 1;
+  cost::Recompute recompute = cost::Recompute::None;
+  unsigned zero = 0;
+  /// Megatron's scatter/gather: each TP rank sends 1/tp of the boundary.
+  bool scatterGather = true;
+  /// First layer of virtual stages 1..pp*chunks-1 (empty: balance by cost).
+  std::vector<unsigned> cuts;
+  /// Filled by finalizePlan.
+  unsigned globalBatch = 0;
+  unsigned numMicrobatches = 0;
+
+  unsigned numVirtualStages() const { return pp * chunks; }
+  unsigned numDevices() const { return dp * tp * pp; }
+  /// Layer range [begin, end) of virtual stage \p vs (after finalizePlan).
+  std::pair<unsigned, unsigned> stageLayers(unsigned vs, unsigned numLayers) const;
+  /// "dp=..,tp=..,..." in the form parsePlan reads.
+  std::string str() const;
+};
+
+/// Parses "dp=24,tp=8,pp=8,mbs=1,schedule=interleaved,chunks=2,
+/// recompute=full,zero=0[,sg=1][,stages=13/26/39]" (missing keys keep
+/// their defaults; `stages` lists the first layer of each stage after the
+/// first).
+llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
+
+/// Checks \p plan against the model and cluster, derives the number of
+/// micro-batches from \p globalBatch, and partitions the layers (balanced by
+/// cost) when no cuts are given.
+llvm::Error finalizePlan(Plan &plan, const cost::ModelDesc &model,
+                         const cluster::Cluster &cluster, unsigned globalBatch,
+                         const cost::CostModel &cm);
+
+/// Balanced contiguous partition of \p layerCost into \p parts ranges; part
+/// i's cost is scaled by \p partScale[i] (slower devices get less work).
+/// Returns the first layer of parts 1..parts-1.
+std::vector<unsigned> balancedCuts(const std::vector<double> &layerCost,
+                                   const std::vector<double> &partScale);
+
+/// Global rank of (stage s, data-parallel replica d, tensor rank t).
+unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t);
+
+/// Per-micro-batch costs of one virtual stage on one device of its group.
+struct StageCost {
+  unsigned device = 0; ///< pipeline rank
+  unsigned chunk = 0;
+  unsigned layerBegin = 0, layerEnd = 0;
+  double fwd = 0, bwdInput = 0, bwdWeight = 0, recompute = 0;
+  double flops = 0, modelFlops = 0;
+  /// Activations kept from F to B, and from B to W (split backward).
+  double activationBytes = 0, stashBytes = 0;
+  /// Time and bytes (per device) of the activation message to the next
+  /// virtual stage and of the gradient message to the previous one.
+  double sendNextTime = 0, sendNextBytes = 0;
+  double sendPrevTime = 0, sendPrevBytes = 0;
+  cluster::LinkLevel nextLevel = cluster::LinkLevel::IntraNode;
+  cluster::LinkLevel prevLevel = cluster::LinkLevel::IntraNode;
+  /// DP gradient synchronisation of this chunk's parameters.
+  double gradSyncTime = 0;
+  double gradSyncBytes[cluster::kNumLinkLevels] = {0, 0};
+  /// Bytes sent per device per micro-batch by TP all-reduces (and ZeRO-3
+  /// weight gathers), per link level.
+  double mbBytes[cluster::kNumLinkLevels] = {0, 0};
+  double params = 0; ///< per device
+};
+
+/// Per pipeline rank.
+struct DeviceCost {
+  std::string deviceName;
+  double memoryCapacity = 0;
+  cost::MemoryBreakdown staticMemory;
+  double workingBytes = 0;
+  double optimizerTime = 0;
+  unsigned devicesInGroup = 1; ///< tp * dp devices that behave alike
+};
+
+struct PipelineCosts {
+  unsigned pp = 1, chunks = 1, microbatches = 1, mbs = 1;
+  unsigned globalBatch = 0;
+  std::vector<StageCost> stages; ///< virtual stages in pipeline order
+  std::vector<DeviceCost> devices;
+  std::vector<std::string> levelNames{"intra_node", "network"};
+
+  unsigned numVirtualStages() const { return stages.size(); }
+  const StageCost &stage(unsigned device, unsigned chunk) const {
+    return stages[chunk * pp + device];
+  }
+};
+
+/// Costs of \p plan (finalized) for \p model on \p cluster. \p weightVersions
+/// per pipeline rank comes from the schedule (asynchronous schedules stash
+/// weights); pass {} for one version everywhere.
+PipelineCosts buildPipelineCosts(const Plan &plan,
+                                 const cost::ModelDesc &model,
+                                 const cluster::Cluster &cluster,
+                                 const cost::CostModel &cm,
+                                 const std::vector<unsigned> &weightVersions,
+                                 const cost::MemoryConfig &memoryBase = {});
+
+} // namespace distopt::schedule
+
+#endif // DISTOPT_LIB_SCHEDULE_PLAN_H

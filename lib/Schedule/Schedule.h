@@ -1,0 +1,102 @@
+//===- Schedule.h - Pipeline schedules as data ------------------*- C++ -*-===//
+//
+// A schedule is, for each pipeline rank, an ordered list of actions: forward
+// F(mb, chunk), backward B (input and weight grad together) or its halves
+// BackwardInput / BackwardWeight, sends and receives of activations and
+// gradients, DP collectives and the optimizer step. The simulator and the
+// runtime executor consume the same lists. Virtual stage of (rank r, chunk c)
+// is c * pp + r; activations flow from virtual stage v to v + 1.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_SCHEDULE_SCHEDULE_H
+#define DISTOPT_LIB_SCHEDULE_SCHEDULE_H
+
+#include "lib/Schedule/Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace distopt::schedule {
+
+enum class ActionKind {
+  Forward,
+  Backward,       ///< input and weight gradient together
+  BackwardInput,  ///< "B" of the zero-bubble papers
+  BackwardWeight, ///< "W"
+  SendActivation, ///< to the next virtual stage
+  RecvActivation, ///< from the previous virtual stage
+  SendGrad,       ///< to the previous virtual stage
+  RecvGrad,       ///< from the next virtual stage
+  AllReduce,      ///< DP gradient sync of one chunk
+  ReduceScatter,  ///< ZeRO gradient sync of one chunk
+  AllGather,      ///< ZeRO parameter gather of one chunk
+  OptimizerStep
+};
+llvm::StringRef actionName(ActionKind k);
+bool isCompute(ActionKind k);
+bool isCollective(ActionKind k);
+
+struct Action {
+  ActionKind kind;
+  int mb = -1;    ///< micro-batch, -1 for per-iteration actions
+  int chunk = 0;  ///< local chunk; for collectives the chunk synced
+  int peer = -1;  ///< pipeline rank for sends and receives
+
+  bool operator==(const Action &o) const {
+    return kind == o.kind && mb == o.mb && chunk == o.chunk && peer == o.peer;
+  }
+  /// "F3.0", "B1.1", "sendA3.0>2", "AR.0", "OPT".
+  std::string str() const;
+};
+
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  unsigned pp = 1, chunks = 1, microbatches = 1;
+  /// Weight versions each rank keeps (asynchronous schedules stash).
+  std::vector<unsigned> weightVersions;
+  std::vector<std::vector<Action>> devices;
+
+  unsigned numVirtualStages() const { return pp * chunks; }
+  unsigned stageOf(unsigned device, int chunk) const {
+    return chunk * pp + device;
+  }
+  void print(llvm::raw_ostream &os) const;
+};
+
+struct ScheduleOptions {
+  /// Emit DP gradient collectives (dp > 1).
+  bool dataParallel = false;
+  /// ZeRO stage: >= 1 syncs by reduce-scatter and re-gathers parameters.
+  unsigned zero = 0;
+};
+
+/// Builds the action lists of \p kind for \p pp ranks, \p chunks chunks per
+/// rank and \p microbatches micro-batches; errors for impossible shapes.
+llvm::Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
+                                          unsigned chunks,
+                                          unsigned microbatches,
+                                          const ScheduleOptions &opts = {});
+
+/// Most micro-batches whose activations a rank holds at once (F done, B not).
+std::vector<unsigned> maxInFlight(const Schedule &s);
+
+/// Peak bytes per rank when the action lists run in order: static memory,
+/// activations in flight, W stashes, the backward working set.
+std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &costs);
+
+/// Checks that every compute action appears exactly once, dependencies are
+/// met in each list, each send has its receive, the lists cannot deadlock
+/// (sends are eager, receives block), and, when \p costs is given, memory
+/// stays within each device's capacity (or \p memoryLimit if > 0).
+llvm::Error verifySchedule(const Schedule &s,
+                           const PipelineCosts *costs = nullptr,
+                           double memoryLimit = 0);
+
+} // namespace distopt::schedule
+
+#endif // DISTOPT_LIB_SCHEDULE_SCHEDULE_H

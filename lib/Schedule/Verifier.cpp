@@ -1,0 +1,272 @@
+//===- Verifier.cpp - Checking schedules ------------------------*- C++ -*-===//
+//
+// Four checks, each with its own error: completeness (every F, B, W exactly
+// once), per-list dependencies (F before B before W, receive before use, send
+// after produce, right peers), deadlock freedom (execute the lists with eager
+// sends and blocking receives), and memory (the in-order walk of each list).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Schedule/Schedule.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace distopt::schedule {
+
+std::vector<unsigned> maxInFlight(const Schedule &s) {
+  std::vector<unsigned> out(s.devices.size(), 0);
+  for (unsigned r = 0; r < s.devices.size(); ++r) {
+    int cur = 0;
+    for (const Action &a : s.devices[r]) {
+      if (a.kind == ActionKind::Forward)
+        out[r] = std::max<unsigned>(out[r], ++cur);
+      else if (a.kind == ActionKind::Backward ||
+               a.kind == ActionKind::BackwardInput)
+        --cur;
+    }
+  }
+  return out;
+}
+
+std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &c) {
+  std::vector<double> out(s.devices.size(), 0);
+  for (unsigned r = 0; r < s.devices.size() && r < c.devices.size(); ++r) {
+    double cur = 0, peak = 0;
+    const double work = c.devices[r].workingBytes;
+    for (const Action &a : s.devices[r]) {
+      if (a.chunk < 0 || static_cast<unsigned>(a.chunk) >= c.chunks)
+        continue;
+      const StageCost &st = c.stage(r, a.chunk);
+      switch (a.kind) {
+      case ActionKind::Forward:
+        cur += st.activationBytes;
+        peak = std::max(peak, cur);
+        break;
+      case ActionKind::Backward:
+        peak = std::max(peak, cur + work);
+        cur -= st.activationBytes;
+        break;
+      case ActionKind::BackwardInput:
+        peak = std::max(peak, cur + work);
+        cur += st.stashBytes - st.activationBytes;
+        break;
+      case ActionKind::BackwardWeight:
+        cur -= st.stashBytes;
+        break;
+      default:
+        break;
+      }
+    }
+    out[r] = c.devices[r].staticMemory.staticBytes() + peak;
+  }
+  return out;
+}
+
+static Error fail(unsigned r, size_t idx, const Action &a, const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(),
+                           formatv("schedule rank {0}, action {1} ({2}): ", r,
+                                   idx, a.str())
+                                   .str() +
+                               msg.str());
+}
+
+/// Index of (mb, chunk) in flat per-rank tables.
+static size_t slot(const Schedule &s, int mb, int chunk) {
+  return static_cast<size_t>(chunk) * s.microbatches + mb;
+}
+
+static Error checkLists(const Schedule &s) {
+  const unsigned V = s.numVirtualStages(), pp = s.pp;
+  const size_t n = static_cast<size_t>(s.chunks) * s.microbatches;
+  if (s.devices.size() != pp)
+    return createStringError(inconvertibleErrorCode(),
+                             formatv("schedule has {0} rank lists for pp={1}",
+                                     s.devices.size(), pp));
+  for (unsigned r = 0; r < pp; ++r) {
+    // Counts and positions of compute actions and receives per (mb, chunk).
+    std::vector<unsigned> nF(n), nB(n), nBI(n), nW(n), nRA(n), nRG(n);
+    const auto &list = s.devices[r];
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Action &a = list[i];
+      if (isCollective(a.kind) || a.kind == ActionKind::OptimizerStep) {
+        if (a.chunk < 0 || static_cast<unsigned>(a.chunk) >= s.chunks)
+          return fail(r, i, a, "chunk out of range");
+        continue;
+      }
+      if (a.mb < 0 || static_cast<unsigned>(a.mb) >= s.microbatches ||
+          a.chunk < 0 || static_cast<unsigned>(a.chunk) >= s.chunks)
+        return fail(r, i, a,
+                    formatv("micro-batch or chunk out of range (micro-batches "
+                            "{0}, chunks {1})",
+                            s.microbatches, s.chunks));
+      size_t k = slot(s, a.mb, a.chunk);
+      unsigned vs = s.stageOf(r, a.chunk);
+      int prev = vs > 0 ? static_cast<int>((vs - 1) % pp) : -1;
+      int next = vs + 1 < V ? static_cast<int>((vs + 1) % pp) : -1;
+      bool prevRemote = prev >= 0 && prev != static_cast<int>(r);
+      bool nextRemote = next >= 0 && next != static_cast<int>(r);
+      auto localDone = [&](ActionKind kind, int chunk) {
+        for (size_t j = 0; j < i; ++j)
+          if (list[j].kind == kind && list[j].mb == a.mb &&
+              list[j].chunk == chunk)
+            return true;
+        return false;
+      };
+      switch (a.kind) {
+      case ActionKind::Forward:
+        if (nF[k]++)
+          return fail(r, i, a, "forward appears twice");
+        if (prevRemote && !nRA[k])
+          return fail(r, i, a,
+                      formatv("input activation not received; put recvA{0}.{1}"
+                              ">{2} before it",
+                              a.mb, a.chunk, prev));
+        if (prev == static_cast<int>(r) && !localDone(ActionKind::Forward,
+                                                      a.chunk - 1))
+          return fail(r, i, a, "runs before the forward of the previous "
+                               "chunk on this rank");
+        break;
+      case ActionKind::Backward:
+      case ActionKind::BackwardInput:
+        if ((a.kind == ActionKind::Backward ? nB[k] : nBI[k])++)
+          return fail(r, i, a, "backward appears twice");
+        if (!nF[k])
+          return fail(r, i, a, "backward before its forward");
+        if (nextRemote && !nRG[k])
+          return fail(r, i, a,
+                      formatv("output gradient not received; put recvG{0}.{1}"
+                              ">{2} before it",
+                              a.mb, a.chunk, next));
+        if (next == static_cast<int>(r) &&
+            !localDone(ActionKind::Backward, a.chunk + 1) &&
+            !localDone(ActionKind::BackwardInput, a.chunk + 1))
+          return fail(r, i, a, "runs before the backward of the next chunk "
+                               "on this rank");
+        break;
+      case ActionKind::BackwardWeight:
+        if (nW[k]++)
+          return fail(r, i, a, "weight gradient appears twice");
+        if (!nBI[k])
+          return fail(r, i, a, "weight gradient before its input gradient");
+        break;
+      case ActionKind::RecvActivation:
+        if (!prevRemote || a.peer != prev)
+          return fail(r, i, a, formatv("activation must come from rank {0}",
+                                       prev));
+        ++nRA[k];
+        break;
+      case ActionKind::RecvGrad:
+        if (!nextRemote || a.peer != next)
+          return fail(r, i, a, formatv("gradient must come from rank {0}",
+                                       next));
+        ++nRG[k];
+        break;
+      case ActionKind::SendActivation:
+        if (!nextRemote || a.peer != next)
+          return fail(r, i, a, formatv("activation must go to rank {0}", next));
+        if (!nF[k])
+          return fail(r, i, a, "sends an activation before its forward");
+        break;
+      case ActionKind::SendGrad:
+        if (!prevRemote || a.peer != prev)
+          return fail(r, i, a, formatv("gradient must go to rank {0}", prev));
+        if (!nB[k] && !nBI[k])
+          return fail(r, i, a, "sends a gradient before its backward");
+        break;
+      default:
+        break;
+      }
+    }
+    for (unsigned c = 0; c < s.chunks; ++c)
+      for (unsigned mb = 0; mb < s.microbatches; ++mb) {
+        size_t k = slot(s, mb, c);
+        bool split = nBI[k] == 1 && nW[k] == 1 && nB[k] == 0;
+        bool whole = nB[k] == 1 && nBI[k] == 0 && nW[k] == 0;
+        if (nF[k] != 1 || !(split || whole))
+          return createStringError(
+              inconvertibleErrorCode(),
+              formatv("schedule rank {0}: micro-batch {1} chunk {2} needs one "
+                      "F and either one B or one BI and one W (has F={3}, "
+                      "B={4}, BI={5}, W={6})",
+                      r, mb, c, nF[k], nB[k], nBI[k], nW[k]));
+      }
+  }
+  return Error::success();
+}
+
+/// Executes the lists with eager sends and blocking receives.
+static Error checkDeadlock(const Schedule &s) {
+  const unsigned pp = s.pp;
+  const size_t n = static_cast<size_t>(s.numVirtualStages()) * s.microbatches;
+  // Messages delivered into virtual stage v for micro-batch mb.
+  std::vector<char> actSent(n, 0), gradSent(n, 0);
+  std::vector<size_t> pos(pp, 0);
+  auto key = [&](unsigned vs, int mb) {
+    return static_cast<size_t>(vs) * s.microbatches + mb;
+  };
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (unsigned r = 0; r < pp; ++r) {
+      const auto &list = s.devices[r];
+      while (pos[r] < list.size()) {
+        const Action &a = list[pos[r]];
+        unsigned vs = s.stageOf(r, a.chunk);
+        if (a.kind == ActionKind::RecvActivation && !actSent[key(vs, a.mb)])
+          break;
+        if (a.kind == ActionKind::RecvGrad && !gradSent[key(vs, a.mb)])
+          break;
+        if (a.kind == ActionKind::SendActivation)
+          actSent[key(vs + 1, a.mb)] = 1;
+        if (a.kind == ActionKind::SendGrad)
+          gradSent[key(vs - 1, a.mb)] = 1;
+        ++pos[r];
+        progress = true;
+      }
+    }
+  }
+  std::string blocked;
+  for (unsigned r = 0; r < pp; ++r)
+    if (pos[r] < s.devices[r].size())
+      blocked += formatv("{0}rank {1} waits at action {2} ({3})",
+                         blocked.empty() ? "" : "; ", r, pos[r],
+                         s.devices[r][pos[r]].str())
+                     .str();
+  if (!blocked.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "schedule deadlocks: " + blocked +
+                                 "; each receive needs a matching send that "
+                                 "is not itself behind a receive");
+  return Error::success();
+}
+
+Error verifySchedule(const Schedule &s, const PipelineCosts *costs,
+                     double memoryLimit) {
+  if (Error e = checkLists(s))
+    return e;
+  if (Error e = checkDeadlock(s))
+    return e;
+  if (!costs)
+    return Error::success();
+  std::vector<double> peak = peakMemory(s, *costs);
+  for (unsigned r = 0; r < peak.size(); ++r) {
+    double limit =
+        memoryLimit > 0 ? memoryLimit : costs->devices[r].memoryCapacity;
+    if (peak[r] > limit)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("schedule rank {0} ({1}) needs {2:F2} GB at its peak but "
+                  "has {3:F2} GB; use recomputation, a smaller micro-batch, "
+                  "ZeRO, more pipeline stages or a schedule with fewer "
+                  "micro-batches in flight",
+                  r, costs->devices[r].deviceName, peak[r] / 1e9,
+                  limit / 1e9));
+  }
+  return Error::success();
+}
+
+} // namespace distopt::schedule

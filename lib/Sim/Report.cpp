@@ -1,0 +1,246 @@
+//===- Report.cpp - Report JSON, Chrome trace and SVG timeline --*- C++ -*-===//
+
+#include "lib/Sim/Report.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace llvm;
+using namespace distopt::schedule;
+
+namespace distopt::sim {
+
+json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
+                       const PipelineCosts &costs, const SimResult &res) {
+  json::Array stages;
+  for (unsigned vs = 0; vs < costs.stages.size(); ++vs) {
+    const StageCost &st = costs.stages[vs];
+    json::Array devices;
+    for (unsigned d = 0; d < plan.dp; ++d)
+      for (unsigned t = 0; t < plan.tp; ++t)
+        devices.push_back(globalRank(plan, st.device, d, t));
+    json::Object o{{"stage", vs},
+                   {"pipeline_rank", st.device},
+                   {"chunk", st.chunk},
+                   {"devices", std::move(devices)},
+                   {"layers", json::Array{st.layerBegin, st.layerEnd}}};
+    if (st.layerEnd > st.layerBegin && st.layerEnd <= model.layers.size())
+      o["layer_names"] = json::Array{model.layers[st.layerBegin].name,
+                                     model.layers[st.layerEnd - 1].name};
+    stages.push_back(std::move(o));
+  }
+  json::Object planObj{{"dp", plan.dp},
+                       {"tp", plan.tp},
+                       {"pp", plan.pp},
+                       {"mbs", plan.mbs},
+                       {"num_microbatches", plan.numMicrobatches},
+                       {"global_batch", plan.globalBatch},
+                       {"schedule", scheduleName(plan.schedule)},
+                       {"chunks", plan.chunks},
+                       {"recompute", cost::recomputeName(plan.recompute)},
+                       {"zero", plan.zero},
+                       {"spec", plan.str()},
+                       {"stages", std::move(stages)}};
+  // Peak memory per global device: every device of a stage group alike.
+  std::vector<double> perDevice(plan.numDevices(), 0);
+  for (unsigned s = 0; s < plan.pp && s < res.peakMemoryBytes.size(); ++s)
+    for (unsigned d = 0; d < plan.dp; ++d)
+      for (unsigned t = 0; t < plan.tp; ++t)
+        perDevice[globalRank(plan, s, d, t)] = res.peakMemoryBytes[s];
+  json::Array peak;
+  for (double b : perDevice)
+    peak.push_back(b);
+  json::Object links;
+  for (unsigned l = 0; l < res.bytesPerLevel.size(); ++l)
+    links[l < res.levelNames.size() ? res.levelNames[l]
+                                    : formatv("level{0}", l).str()] =
+        res.bytesPerLevel[l];
+  json::Array inFlight;
+  for (unsigned n : res.inFlight)
+    inFlight.push_back(n);
+  json::Object estimate{
+      {"iteration_time_s", res.iterationTime},
+      {"samples_per_s", res.samplesPerSecond},
+      {"tflops_per_device", res.tflopsPerDevice},
+      {"model_tflops_per_device", res.modelTflopsPerDevice},
+      {"bubble_fraction", res.bubbleFraction},
+      {"peak_memory_bytes", std::move(peak)},
+      {"max_peak_memory_bytes",
+       res.peakMemoryBytes.empty()
+           ? 0.0
+           : *std::max_element(res.peakMemoryBytes.begin(),
+                               res.peakMemoryBytes.end())},
+      {"in_flight_microbatches", std::move(inFlight)},
+      {"bytes_per_link_level", std::move(links)},
+      {"steady_state", res.steadyState}};
+  return json::Object{{"model", model.name},
+                      {"plan", std::move(planObj)},
+                      {"estimate", std::move(estimate)}};
+}
+
+void writeReport(const Plan &plan, const cost::ModelDesc &model,
+                 const PipelineCosts &costs, const SimResult &result,
+                 raw_ostream &os) {
+  os << formatv("{0:2}", reportJSON(plan, model, costs, result)) << "\n";
+}
+
+static StringRef category(ActionKind k) {
+  switch (k) {
+  case ActionKind::Forward:
+    return "forward";
+  case ActionKind::Backward:
+  case ActionKind::BackwardInput:
+    return "backward";
+  case ActionKind::BackwardWeight:
+    return "weight-grad";
+  case ActionKind::OptimizerStep:
+    return "optimizer";
+  case ActionKind::SendActivation:
+  case ActionKind::SendGrad:
+  case ActionKind::RecvActivation:
+  case ActionKind::RecvGrad:
+    return "p2p";
+  default:
+    return "collective";
+  }
+}
+
+void writeChromeTrace(const SimResult &res, raw_ostream &os) {
+  json::Array events;
+  unsigned ranks = 0;
+  for (const Event &e : res.events)
+    ranks = std::max(ranks, e.device + 1);
+  for (unsigned r = 0; r < ranks; ++r) {
+    events.push_back(json::Object{
+        {"name", "process_name"},
+        {"ph", "M"},
+        {"pid", r},
+        {"args", json::Object{{"name", formatv("stage group {0}", r).str()}}}});
+    for (unsigned q = 0; q < 4; ++q)
+      events.push_back(json::Object{
+          {"name", "thread_name"},
+          {"ph", "M"},
+          {"pid", r},
+          {"tid", q},
+          {"args",
+           json::Object{{"name", streamName(static_cast<Stream>(q))}}}});
+  }
+  for (const Event &e : res.events) {
+    json::Object args{{"chunk", e.action.chunk}};
+    if (e.action.mb >= 0)
+      args["microbatch"] = e.action.mb;
+    if (e.action.peer >= 0)
+      args["peer"] = e.action.peer;
+    events.push_back(json::Object{{"name", e.action.str()},
+                                  {"cat", category(e.action.kind)},
+                                  {"ph", "X"},
+                                  {"pid", e.device},
+                                  {"tid", static_cast<unsigned>(e.stream)},
+                                  {"ts", e.start * 1e6},
+                                  {"dur", (e.end - e.start) * 1e6},
+                                  {"args", std::move(args)}});
+  }
+  os << formatv("{0}", json::Value(json::Object{
+                           {"traceEvents", std::move(events)},
+                           {"displayTimeUnit", "ms"}}))
+     << "\n";
+}
+
+/// Fill colour: hue by kind, lightness cycling over 6 micro-batches.
+static std::string colour(const Action &a) {
+  int hue;
+  switch (a.kind) {
+  case ActionKind::Forward:
+    hue = 210;
+    break;
+  case ActionKind::Backward:
+  case ActionKind::BackwardInput:
+    hue = 130;
+    break;
+  case ActionKind::BackwardWeight:
+    hue = 35;
+    break;
+  case ActionKind::OptimizerStep:
+    return "#555555";
+  default:
+    hue = 285;
+    break;
+  }
+  int light = 38 + 8 * (a.mb < 0 ? 0 : a.mb % 6);
+  return formatv("hsl({0},65%,{1}%)", hue, light).str();
+}
+
+void writeSvgTimeline(const SimResult &res, unsigned numRanks,
+                      raw_ostream &os, unsigned width) {
+  const double left = 90, right = 20, top = 30, laneH = 26, commH = 7,
+               gap = 6;
+  double T = 0;
+  for (const Event &e : res.events)
+    T = std::max(T, e.end);
+  if (T <= 0)
+    T = 1;
+  double plotW = width - left - right;
+  double height = top + numRanks * (laneH + commH + gap) + 50;
+  auto x = [&](double t) { return left + t / T * plotW; };
+  os << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" "
+                "height=\"{1}\" font-family=\"sans-serif\" font-size=\"11\">\n",
+                width, height);
+  os << formatv("<text x=\"{0}\" y=\"18\">iteration {1:F3} s, bubble "
+                "{2:F1}%, {3:F1} TFLOP/s per device</text>\n",
+                left, res.iterationTime, res.bubbleFraction * 100,
+                res.tflopsPerDevice);
+  for (unsigned r = 0; r < numRanks; ++r) {
+    double y = top + r * (laneH + commH + gap);
+    os << formatv("<text x=\"4\" y=\"{0}\">rank {1}</text>\n",
+                  y + laneH * 0.7, r);
+    // The idle background shows the bubble.
+    os << formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
+                  "fill=\"#eeeeee\"/>\n",
+                  left, y, plotW, laneH);
+  }
+  for (const Event &e : res.events) {
+    if (e.device >= numRanks || e.end <= e.start)
+      continue;
+    double y = top + e.device * (laneH + commH + gap);
+    bool comm = e.stream != Stream::Compute;
+    double w = std::max(0.5, x(e.end) - x(e.start));
+    os << formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
+                  "height=\"{3}\" fill=\"{4}\"><title>{5} {6:F3}-{7:F3} "
+                  "ms</title></rect>\n",
+                  x(e.start), comm ? y + laneH + 1 : y, w,
+                  comm ? commH - 1 : laneH, colour(e.action), e.action.str(),
+                  e.start * 1e3, e.end * 1e3);
+    if (!comm && w > 22 && e.action.mb >= 0)
+      os << formatv("<text x=\"{0:F1}\" y=\"{1}\" fill=\"white\" "
+                    "font-size=\"9\">{2}</text>\n",
+                    x(e.start) + 2, y + laneH * 0.65, e.action.str());
+  }
+  // Time axis and legend.
+  double axisY = top + numRanks * (laneH + commH + gap) + 12;
+  for (unsigned i = 0; i <= 10; ++i) {
+    double t = T * i / 10;
+    os << formatv("<line x1=\"{0:F1}\" y1=\"{1}\" x2=\"{0:F1}\" y2=\"{2}\" "
+                  "stroke=\"#999\"/><text x=\"{0:F1}\" y=\"{3}\" "
+                  "text-anchor=\"middle\">{4:F1} ms</text>\n",
+                  x(t), axisY - 4, axisY, axisY + 10, t * 1e3);
+  }
+  double ly = axisY + 24, lx = left;
+  for (auto [name, fill] :
+       {std::pair<const char *, const char *>{"forward", "hsl(210,65%,45%)"},
+        {"backward (input grad)", "hsl(130,65%,45%)"},
+        {"weight grad", "hsl(35,65%,45%)"},
+        {"communication", "hsl(285,65%,45%)"},
+        {"optimizer", "#555555"},
+        {"idle (bubble)", "#eeeeee"}}) {
+    os << formatv("<rect x=\"{0}\" y=\"{1}\" width=\"12\" height=\"12\" "
+                  "fill=\"{2}\" stroke=\"#999\"/><text x=\"{3}\" "
+                  "y=\"{4}\">{5}</text>\n",
+                  lx, ly - 10, fill, lx + 16, ly, name);
+    lx += 40 + 7 * std::string(name).size();
+  }
+  os << "</svg>\n";
+}
+
+} // namespace distopt::sim

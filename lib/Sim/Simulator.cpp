@@ -1,0 +1,424 @@
+//===- Simulator.cpp - Discrete-event simulation of a schedule --*- C++ -*-===//
+//
+// Events are action completions, processed in time order. When an action
+// completes, the heads of the affected queues are re-examined at that time;
+// a ready compute action starts at once (the compute stream is free), a
+// ready send or collective joins its egress link's FIFO. Receives sit in the
+// compute stream as zero-length waits, as blocking receives would.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Sim/Simulator.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <deque>
+#include <queue>
+
+using namespace llvm;
+using namespace distopt::schedule;
+
+namespace distopt::sim {
+
+StringRef streamName(Stream s) {
+  switch (s) {
+  case Stream::Compute:
+    return "compute";
+  case Stream::SendNext:
+    return "send-next";
+  case Stream::SendPrev:
+    return "send-prev";
+  case Stream::Collective:
+    return "collective";
+  }
+  return "compute";
+}
+
+namespace {
+
+constexpr unsigned kNumQueues = 4;
+
+struct Pending {
+  unsigned rank, queue, index;
+  double duration;
+};
+
+struct Link {
+  double freeAt = 0;
+  bool busy = false;
+  std::deque<Pending> waiting;
+};
+
+struct Rank {
+  /// Indices into the rank's action list, per queue.
+  std::vector<unsigned> queue[kNumQueues];
+  unsigned head[kNumQueues] = {0, 0, 0, 0};
+  bool computeBusy = false;
+  unsigned computeDone = 0, collectivesDone = 0;
+  /// For each action: compute-queue items and collectives listed before it.
+  std::vector<unsigned> computeBefore, collectivesBefore;
+  Link links[cluster::kNumLinkLevels];
+  double busy = 0;
+  std::vector<double> backwardEnds;
+};
+
+struct QueuedEvent {
+  double time;
+  unsigned long seq;
+  unsigned rank, queue, index;
+  bool operator>(const QueuedEvent &o) const {
+    return time != o.time ? time > o.time : seq > o.seq;
+  }
+};
+
+class Engine {
+public:
+  Engine(const Schedule &s, const PipelineCosts &c, const SimOptions &o)
+      : s(s), c(c), opts(o), V(s.numVirtualStages()), m(s.microbatches) {
+    size_t n = static_cast<size_t>(V) * m;
+    fEnd.assign(n, -1);
+    bEnd.assign(n, -1);
+    actArrival.assign(n, -1);
+    gradArrival.assign(n, -1);
+    bytes.assign(cluster::kNumLinkLevels, 0);
+    ranks.resize(s.pp);
+    for (unsigned r = 0; r < s.pp; ++r) {
+      Rank &rk = ranks[r];
+      const auto &list = s.devices[r];
+      rk.computeBefore.resize(list.size());
+      rk.collectivesBefore.resize(list.size());
+      for (unsigned i = 0; i < list.size(); ++i) {
+        rk.computeBefore[i] = rk.queue[0].size();
+        rk.collectivesBefore[i] = rk.queue[3].size();
+        rk.queue[queueOf(list[i].kind)].push_back(i);
+      }
+    }
+  }
+
+  Expected<SimResult> run();
+
+private:
+  static unsigned queueOf(ActionKind k) {
+    switch (k) {
+    case ActionKind::SendActivation:
+      return 1;
+    case ActionKind::SendGrad:
+      return 2;
+    case ActionKind::AllReduce:
+    case ActionKind::ReduceScatter:
+    case ActionKind::AllGather:
+      return 3;
+    default:
+      return 0; // compute and blocking receives
+    }
+  }
+  size_t key(unsigned vs, int mb) const {
+    return static_cast<size_t>(vs) * m + mb;
+  }
+  const StageCost &stageOf(unsigned r, const Action &a) const {
+    return c.stage(r, a.chunk);
+  }
+  double computeDuration(unsigned r, const Action &a) const;
+  unsigned linkOf(unsigned r, const Action &a) const;
+  void push(double t, unsigned r, unsigned q, unsigned idx) {
+    events.push({t, seq++, r, q, idx});
+  }
+  void advance(unsigned r);
+  void startOnLink(unsigned r, unsigned q, unsigned idx);
+  void record(unsigned r, unsigned q, unsigned idx, double start,
+              double end) {
+    if (opts.recordEvents)
+      result.events.push_back({r, static_cast<Stream>(q), s.devices[r][idx],
+                               start, end});
+  }
+
+  const Schedule &s;
+  const PipelineCosts &c;
+  const SimOptions &opts;
+  const unsigned V, m;
+  std::vector<double> fEnd, bEnd, actArrival, gradArrival, bytes;
+  std::vector<Rank> ranks;
+  std::priority_queue<QueuedEvent, std::vector<QueuedEvent>,
+                      std::greater<QueuedEvent>>
+      events;
+  unsigned long seq = 0;
+  double now = 0;
+  SimResult result;
+};
+
+} // namespace
+
+double Engine::computeDuration(unsigned r, const Action &a) const {
+  switch (a.kind) {
+  case ActionKind::Forward:
+    return stageOf(r, a).fwd;
+  case ActionKind::Backward:
+    return stageOf(r, a).bwdInput + stageOf(r, a).bwdWeight;
+  case ActionKind::BackwardInput:
+    return stageOf(r, a).bwdInput;
+  case ActionKind::BackwardWeight:
+    return stageOf(r, a).bwdWeight;
+  case ActionKind::OptimizerStep:
+    return c.devices[r].optimizerTime;
+  case ActionKind::SendActivation:
+    return stageOf(r, a).sendNextTime;
+  case ActionKind::SendGrad:
+    return stageOf(r, a).sendPrevTime;
+  case ActionKind::AllReduce:
+    return stageOf(r, a).gradSyncTime;
+  case ActionKind::ReduceScatter:
+  case ActionKind::AllGather:
+    return stageOf(r, a).gradSyncTime / 2;
+  default:
+    return 0;
+  }
+}
+
+unsigned Engine::linkOf(unsigned r, const Action &a) const {
+  const StageCost &st = stageOf(r, a);
+  switch (a.kind) {
+  case ActionKind::SendActivation:
+    return static_cast<unsigned>(st.nextLevel);
+  case ActionKind::SendGrad:
+    return static_cast<unsigned>(st.prevLevel);
+  default:
+    return st.gradSyncBytes[1] > 0 ? 1 : 0;
+  }
+}
+
+void Engine::startOnLink(unsigned r, unsigned q, unsigned idx) {
+  const Action &a = s.devices[r][idx];
+  Link &link = ranks[r].links[linkOf(r, a)];
+  double d = computeDuration(r, a);
+  if (link.busy) {
+    link.waiting.push_back({r, q, idx, d});
+    return;
+  }
+  link.busy = true;
+  link.freeAt = now + d;
+  record(r, q, idx, now, now + d);
+  push(now + d, r, q, idx);
+}
+
+void Engine::advance(unsigned r) {
+  Rank &rk = ranks[r];
+  const auto &list = s.devices[r];
+  // Compute stream (with blocking receives).
+  while (!rk.computeBusy && rk.head[0] < rk.queue[0].size()) {
+    unsigned idx = rk.queue[0][rk.head[0]];
+    const Action &a = list[idx];
+    unsigned vs = s.stageOf(r, a.chunk);
+    if (a.kind == ActionKind::RecvActivation) {
+      if (actArrival[key(vs, a.mb)] < 0)
+        break;
+      ++rk.head[0];
+      ++rk.computeDone;
+      continue;
+    }
+    if (a.kind == ActionKind::RecvGrad) {
+      if (gradArrival[key(vs, a.mb)] < 0)
+        break;
+      ++rk.head[0];
+      ++rk.computeDone;
+      continue;
+    }
+    if (a.kind == ActionKind::Forward && vs > 0 && (vs - 1) % s.pp == r &&
+        fEnd[key(vs - 1, a.mb)] < 0)
+      break;
+    if ((a.kind == ActionKind::Backward ||
+         a.kind == ActionKind::BackwardInput) &&
+        vs + 1 < V && (vs + 1) % s.pp == r && bEnd[key(vs + 1, a.mb)] < 0)
+      break;
+    if (a.kind == ActionKind::OptimizerStep &&
+        rk.collectivesDone < rk.collectivesBefore[idx])
+      break;
+    double d = computeDuration(r, a);
+    rk.computeBusy = true;
+    rk.busy += d;
+    record(r, 0, idx, now, now + d);
+    push(now + d, r, 0, idx);
+  }
+  // Sends: ready once their data is produced.
+  for (unsigned q = 1; q <= 2; ++q) {
+    while (rk.head[q] < rk.queue[q].size()) {
+      unsigned idx = rk.queue[q][rk.head[q]];
+      const Action &a = list[idx];
+      unsigned vs = s.stageOf(r, a.chunk);
+      double ready = q == 1 ? fEnd[key(vs, a.mb)] : bEnd[key(vs, a.mb)];
+      if (ready < 0)
+        break;
+      ++rk.head[q];
+      startOnLink(r, q, idx);
+    }
+  }
+  // Collectives: ready once every compute action listed before is done.
+  while (rk.head[3] < rk.queue[3].size()) {
+    unsigned idx = rk.queue[3][rk.head[3]];
+    if (rk.computeDone < rk.computeBefore[idx])
+      break;
+    ++rk.head[3];
+    startOnLink(r, 3, idx);
+  }
+}
+
+Expected<SimResult> Engine::run() {
+  for (unsigned r = 0; r < s.pp; ++r)
+    advance(r);
+  while (!events.empty()) {
+    QueuedEvent e = events.top();
+    events.pop();
+    now = e.time;
+    Rank &rk = ranks[e.rank];
+    const Action &a = s.devices[e.rank][e.index];
+    unsigned vs = s.stageOf(e.rank, a.chunk);
+    const DeviceCost &dc = c.devices[e.rank];
+    if (e.queue == 0) {
+      rk.computeBusy = false;
+      ++rk.head[0];
+      ++rk.computeDone;
+      if (a.kind == ActionKind::Forward)
+        fEnd[key(vs, a.mb)] = now;
+      if (a.kind == ActionKind::Backward ||
+          a.kind == ActionKind::BackwardInput) {
+        bEnd[key(vs, a.mb)] = now;
+        if (e.rank == 0)
+          rk.backwardEnds.push_back(now);
+      }
+      advance(e.rank);
+      continue;
+    }
+    // A link action finished: deliver, account bytes, start the next one.
+    const StageCost &st = stageOf(e.rank, a);
+    unsigned level = linkOf(e.rank, a);
+    unsigned peer = e.rank;
+    if (a.kind == ActionKind::SendActivation) {
+      actArrival[key(vs + 1, a.mb)] = now;
+      bytes[level] += st.sendNextBytes * dc.devicesInGroup;
+      peer = a.peer;
+    } else if (a.kind == ActionKind::SendGrad) {
+      gradArrival[key(vs - 1, a.mb)] = now;
+      bytes[level] += st.sendPrevBytes * dc.devicesInGroup;
+      peer = a.peer;
+    } else {
+      ++rk.collectivesDone;
+      double share = a.kind == ActionKind::AllReduce ? 1.0 : 0.5;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        bytes[l] += st.gradSyncBytes[l] * share * dc.devicesInGroup;
+    }
+    Link &link = rk.links[level];
+    link.busy = false;
+    if (!link.waiting.empty()) {
+      Pending p = link.waiting.front();
+      link.waiting.pop_front();
+      link.busy = true;
+      link.freeAt = now + p.duration;
+      record(p.rank, p.queue, p.index, now, now + p.duration);
+      push(now + p.duration, p.rank, p.queue, p.index);
+    }
+    advance(e.rank);
+    if (peer != e.rank)
+      advance(peer);
+  }
+  // Everything must have run.
+  for (unsigned r = 0; r < s.pp; ++r)
+    for (unsigned q = 0; q < kNumQueues; ++q)
+      if (ranks[r].head[q] < ranks[r].queue[q].size())
+        return createStringError(
+            inconvertibleErrorCode(),
+            formatv("simulation stalled: rank {0} waits at {1}; verify the "
+                    "schedule (verifySchedule) to find the missing send",
+                    r, s.devices[r][ranks[r].queue[q][ranks[r].head[q]]].str())
+                .str());
+
+  SimResult &res = result;
+  double makespan = now;
+  res.iterationTime = makespan;
+  const auto &ends = ranks[0].backwardEnds;
+  if (isAsync(s.kind) && m >= 4 && ends.size() == m) {
+    unsigned from = m / 2;
+    double interval = (ends[m - 1] - ends[from]) / (m - 1 - from);
+    res.iterationTime = interval * m;
+    res.steadyState = true;
+  }
+  double T = res.iterationTime;
+  double flops = 0, modelFlops = 0, bubble = 0;
+  for (unsigned r = 0; r < s.pp; ++r) {
+    double f = 0, mf = 0;
+    for (unsigned ch = 0; ch < s.chunks; ++ch) {
+      const StageCost &st = c.stage(r, ch);
+      f += st.flops * m;
+      mf += st.modelFlops * m;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        bytes[l] += st.mbBytes[l] * m * c.devices[r].devicesInGroup;
+    }
+    flops += f / T;
+    modelFlops += mf / T;
+    res.busyTime.push_back(ranks[r].busy);
+    double busyInIteration =
+        res.steadyState ? std::min(T, ranks[r].busy) : ranks[r].busy;
+    bubble += T > 0 ? 1 - busyInIteration / T : 0;
+  }
+  res.tflopsPerDevice = flops / s.pp / 1e12;
+  res.modelTflopsPerDevice = modelFlops / s.pp / 1e12;
+  res.bubbleFraction = bubble / s.pp;
+  res.samplesPerSecond = T > 0 ? c.globalBatch / T : 0;
+  res.peakMemoryBytes = peakMemory(s, c);
+  res.inFlight = maxInFlight(s);
+  res.bytesPerLevel = bytes;
+  res.levelNames = c.levelNames;
+  return std::move(res);
+}
+
+Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
+                             const SimOptions &opts) {
+  if (costs.pp != s.pp || costs.chunks != s.chunks ||
+      costs.microbatches != s.microbatches ||
+      costs.devices.size() != s.pp)
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("simulate: schedule (pp={0}, chunks={1}, micro-batches={2}) "
+                "and costs (pp={3}, chunks={4}, micro-batches={5}) disagree; "
+                "build both from the same plan",
+                s.pp, s.chunks, s.microbatches, costs.pp, costs.chunks,
+                costs.microbatches)
+            .str());
+  Engine e(s, costs, opts);
+  return e.run();
+}
+
+Expected<PlanSimulation> simulatePlan(const cost::ModelDesc &model,
+                                      const cluster::Cluster &cluster,
+                                      const Plan &plan, unsigned globalBatch,
+                                      const cost::CostModel &cm,
+                                      const SimOptions &opts,
+                                      const cost::MemoryConfig &memory) {
+  PlanSimulation ps;
+  ps.plan = plan;
+  if (Error e = finalizePlan(ps.plan, model, cluster, globalBatch, cm))
+    return std::move(e);
+  ScheduleOptions so;
+  so.dataParallel = ps.plan.dp > 1;
+  so.zero = ps.plan.zero;
+  Expected<Schedule> s =
+      generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
+                       ps.plan.numMicrobatches, so);
+  if (!s)
+    return s.takeError();
+  ps.schedule = std::move(*s);
+  ps.costs = buildPipelineCosts(ps.plan, model, cluster, cm,
+                                ps.schedule.weightVersions, memory);
+  if (Error e = verifySchedule(ps.schedule))
+    return std::move(e);
+  Expected<SimResult> r = simulate(ps.schedule, ps.costs, opts);
+  if (!r)
+    return r.takeError();
+  ps.result = std::move(*r);
+  if (Error e = verifySchedule(ps.schedule, &ps.costs)) {
+    ps.result.fitsMemory = false;
+    ps.result.memoryProblem = toString(std::move(e));
+  }
+  return std::move(ps);
+}
+
+} // namespace distopt::sim

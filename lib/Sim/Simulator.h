@@ -1,0 +1,84 @@
+//===- Simulator.h - Discrete-event simulation of a schedule ----*- C++ -*-===//
+//
+// Runs a Schedule's action lists against PipelineCosts. Each pipeline rank (a
+// stage group of tp*dp devices that behave alike) has a compute stream, two
+// send queues (towards the next and the previous stage) and a collective
+// queue; sends and collectives contend for the rank's egress link of their
+// level, first come first served in simulated time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_SIM_SIMULATOR_H
+#define DISTOPT_LIB_SIM_SIMULATOR_H
+
+#include "lib/Schedule/Plan.h"
+#include "lib/Schedule/Schedule.h"
+
+#include <vector>
+
+namespace distopt::sim {
+
+enum class Stream { Compute, SendNext, SendPrev, Collective };
+llvm::StringRef streamName(Stream s);
+
+struct Event {
+  unsigned device;
+  Stream stream;
+  schedule::Action action;
+  double start, end;
+};
+
+struct SimOptions {
+  /// Keep every event (for traces and timelines).
+  bool recordEvents = true;
+};
+
+struct SimResult {
+  double iterationTime = 0;
+  double samplesPerSecond = 0;
+  /// Executed FLOP/s per device, counting recomputation (Megatron's figure).
+  double tflopsPerDevice = 0;
+  /// Model FLOP/s per device, without recomputation.
+  double modelTflopsPerDevice = 0;
+  /// Mean over ranks of idle compute time / iteration time.
+  double bubbleFraction = 0;
+  std::vector<double> busyTime;        ///< compute busy seconds per rank
+  std::vector<double> peakMemoryBytes; ///< per rank (each device of it)
+  std::vector<unsigned> inFlight;      ///< max micro-batches in flight
+  /// Bytes per iteration over all devices, per link level.
+  std::vector<double> bytesPerLevel;
+  std::vector<std::string> levelNames;
+  std::vector<Event> events;
+  /// Whether every rank's peak fits its device memory (simulatePlan).
+  bool fitsMemory = true;
+  std::string memoryProblem;
+  /// Asynchronous schedules: iteration time is micro-batches x the steady
+  /// interval between backward completions on rank 0.
+  bool steadyState = false;
+};
+
+/// Simulates \p s with \p costs; errors if the lists cannot complete.
+llvm::Expected<SimResult> simulate(const schedule::Schedule &s,
+                                   const schedule::PipelineCosts &costs,
+                                   const SimOptions &opts = {});
+
+/// Everything simulatePlan derives from a plan.
+struct PlanSimulation {
+  schedule::Plan plan;
+  schedule::Schedule schedule;
+  schedule::PipelineCosts costs;
+  SimResult result;
+};
+
+/// The whole path the CLI takes: finalize \p plan for \p model, \p cluster
+/// and \p globalBatch, generate and verify its schedule, build the costs and
+/// simulate. Memory overflow does not fail; it sets result.fitsMemory.
+llvm::Expected<PlanSimulation>
+simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
+             const schedule::Plan &plan, unsigned globalBatch,
+             const cost::CostModel &cm, const SimOptions &opts = {},
+             const cost::MemoryConfig &memory = {});
+
+} // namespace distopt::sim
+
+#endif // DISTOPT_LIB_SIM_SIMULATOR_H
