@@ -276,9 +276,8 @@ extern "C" distrt_status distrt_binary(distrt_context *ctx,
     algorithm alg;
     if (dimsOf(*a) == out && oneDnnBinary(op, alg)) {
       cpu::CpuState &st = cpu::state(ctx);
-      memory::dims od(out.begin(), out.end());
-      if (od.empty())
-        od = {1};
+      memory::dims od = out.empty() ? memory::dims{1}
+                                    : memory::dims(out.begin(), out.end());
       memory::dims bd = alignedDims(*b, od.size());
       memory::desc aMd = cpu::plainDesc(od), bMd = cpu::plainDesc(bd);
       dnnl::primitive &prim = st.primitive(

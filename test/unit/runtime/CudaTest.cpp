@@ -1,0 +1,256 @@
+//===- CudaTest.cpp - CUDA backend against the CPU backend -----*- C++ -*-===//
+//
+// Every CUDA kernel runs on the same inputs as its CPU twin (which the other
+// tests hold against naive references and finite differences) and must
+// agree. Without a device every test skips and says so.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include <memory>
+
+using namespace distrt_test;
+
+namespace {
+
+class CudaTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (distrt_cuda_device_count() == 0)
+      GTEST_SKIP() << "no CUDA device (built "
+#ifdef DISTRT_TEST_HAVE_CUDA
+                      "with"
+#else
+                      "without"
+#endif
+                      " the CUDA backend)";
+    ASSERT_EQ(distrt_context_create(DISTRT_BACKEND_CPU, 0, &cpu), DISTRT_OK);
+    ASSERT_EQ(distrt_context_create(DISTRT_BACKEND_CUDA, 0, &gpu), DISTRT_OK)
+        << distrt_last_error(nullptr);
+  }
+  void TearDown() override {
+    for (void *p : allocs)
+      distrt_free(gpu, p);
+    distrt_context_destroy(gpu);
+    distrt_context_destroy(cpu);
+  }
+
+  /// Device copy of a host tensor (same dims and dtype).
+  distrt_tensor up(const distrt_tensor *h) {
+    distrt_tensor d = *h;
+    size_t bytes = distrt_numel(h) * distrt_dtype_size(h->dtype);
+    EXPECT_EQ(distrt_alloc(gpu, bytes, &d.data), DISTRT_OK);
+    allocs.push_back(d.data);
+    EXPECT_EQ(distrt_copy(gpu, d.data, h->data, bytes,
+                          DISTRT_COPY_HOST_TO_DEVICE),
+              DISTRT_OK);
+    return d;
+  }
+  std::vector<float> down(const distrt_tensor &d) {
+    std::vector<float> v(distrt_numel(&d));
+    EXPECT_EQ(distrt_synchronize(gpu), DISTRT_OK) << distrt_last_error(gpu);
+    EXPECT_EQ(distrt_copy(gpu, v.data(), d.data, v.size() * sizeof(float),
+                          DISTRT_COPY_DEVICE_TO_HOST),
+              DISTRT_OK);
+    return v;
+  }
+
+  distrt_context *cpu = nullptr, *gpu = nullptr;
+  std::vector<void *> allocs;
+};
+
+#define GPU_OK(expr) ASSERT_EQ((expr), DISTRT_OK) << distrt_last_error(gpu)
+#define CPU_OK(expr) ASSERT_EQ((expr), DISTRT_OK) << distrt_last_error(cpu)
+
+} // namespace
+
+TEST_F(CudaTest, MatmulForwardAndGradients) {
+  Tensor a({2, 6, 5}), b({7, 5}), bias({7}), c({2, 6, 7}), da({2, 6, 5}),
+      db({7, 5});
+  randomize(a, 1);
+  randomize(b, 2);
+  randomize(bias, 3);
+  distrt_matmul_attr attr{0, 1, 1.0f, 0.0f};
+  distrt_tensor ga = up(a.d()), gb = up(b.d()), gbias = up(bias.d()),
+                gc = up(c.d()), gda = up(da.d()), gdb = up(db.d());
+  CPU_OK(distrt_matmul(cpu, a.d(), b.d(), bias.d(), c.d(), &attr));
+  GPU_OK(distrt_matmul(gpu, &ga, &gb, &gbias, &gc, &attr));
+  expectClose(down(gc), c.v, 1e-4f, "cuda matmul");
+  CPU_OK(distrt_matmul_bwd_data(cpu, c.d(), b.d(), da.d(), &attr));
+  GPU_OK(distrt_matmul_bwd_data(gpu, &gc, &gb, &gda, &attr));
+  expectClose(down(gda), da.v, 1e-4f, "cuda matmul dA");
+  CPU_OK(distrt_matmul_bwd_weight(cpu, a.d(), c.d(), db.d(), &attr, 0));
+  GPU_OK(distrt_matmul_bwd_weight(gpu, &ga, &gc, &gdb, &attr, 0));
+  expectClose(down(gdb), db.v, 1e-4f, "cuda matmul dB");
+  CPU_OK(distrt_matmul_bwd_bias(cpu, c.d(), bias.d(), 0));
+  GPU_OK(distrt_matmul_bwd_bias(gpu, &gc, &gbias, 0));
+  expectClose(down(gbias), bias.v, 1e-4f, "cuda matmul dbias");
+}
+
+TEST_F(CudaTest, UnaryBinaryReduceTranspose) {
+  Tensor x({3, 4}, 0.0f), y({3, 4}), dx({3, 4}), b({4});
+  randomize(x, 4, 0.5f, 2.0f);
+  randomize(b, 5, 0.5f, 2.0f);
+  distrt_tensor gx = up(x.d()), gy = up(y.d()), gdx = up(dx.d()),
+                gb = up(b.d());
+  for (int op = 0; op < DISTRT_UNARY_COUNT_; ++op) {
+    CPU_OK(distrt_unary(cpu, distrt_unary_op(op), x.d(), y.d()));
+    GPU_OK(distrt_unary(gpu, distrt_unary_op(op), &gx, &gy));
+    expectClose(down(gy), y.v, 1e-5f, "cuda unary");
+    CPU_OK(distrt_unary_bwd(cpu, distrt_unary_op(op), x.d(), x.d(), dx.d()));
+    GPU_OK(distrt_unary_bwd(gpu, distrt_unary_op(op), &gx, &gx, &gdx));
+    expectClose(down(gdx), dx.v, 1e-5f, "cuda unary bwd");
+  }
+  Tensor db({4});
+  distrt_tensor gdb = up(db.d());
+  for (int op = 0; op < DISTRT_BINARY_COUNT_; ++op) {
+    CPU_OK(distrt_binary(cpu, distrt_binary_op(op), x.d(), b.d(), y.d()));
+    GPU_OK(distrt_binary(gpu, distrt_binary_op(op), &gx, &gb, &gy));
+    expectClose(down(gy), y.v, 1e-5f, "cuda binary");
+    CPU_OK(distrt_binary_bwd(cpu, distrt_binary_op(op), x.d(), b.d(), x.d(),
+                             dx.d(), db.d()));
+    GPU_OK(distrt_binary_bwd(gpu, distrt_binary_op(op), &gx, &gb, &gx, &gdx,
+                             &gdb));
+    expectClose(down(gdx), dx.v, 1e-5f, "cuda binary da");
+    expectClose(down(gdb), db.v, 1e-4f, "cuda binary db");
+  }
+  Tensor r({3, 1});
+  distrt_tensor gr = up(r.d());
+  for (int op = 0; op <= DISTRT_REDUCE_MIN; ++op) {
+    CPU_OK(distrt_reduce(cpu, distrt_reduce_op(op), x.d(), r.d()));
+    GPU_OK(distrt_reduce(gpu, distrt_reduce_op(op), &gx, &gr));
+    expectClose(down(gr), r.v, 1e-5f, "cuda reduce");
+    CPU_OK(distrt_reduce_bwd(cpu, distrt_reduce_op(op), x.d(), r.d(), r.d(),
+                             dx.d()));
+    GPU_OK(distrt_reduce_bwd(gpu, distrt_reduce_op(op), &gx, &gr, &gr, &gdx));
+    expectClose(down(gdx), dx.v, 1e-5f, "cuda reduce bwd");
+  }
+  Tensor t({4, 3});
+  distrt_tensor gt = up(t.d());
+  int32_t perm[] = {1, 0};
+  CPU_OK(distrt_transpose(cpu, x.d(), t.d(), perm));
+  GPU_OK(distrt_transpose(gpu, &gx, &gt, perm));
+  expectClose(down(gt), t.v, 0.0f, "cuda transpose");
+}
+
+TEST_F(CudaTest, FusedChain) {
+  Tensor x({5, 300}), s({300}), o({5, 300});
+  randomize(x, 6);
+  randomize(s, 7);
+  distrt_fused_instr prog[] = {
+      {DISTRT_FUSED_BINARY, DISTRT_BINARY_MUL, 2, 0, 1, 0, 0.0f},
+      {DISTRT_FUSED_UNARY, DISTRT_UNARY_SILU, 3, 2, 0, 0, 0.0f}};
+  uint8_t regs[] = {3};
+  const distrt_tensor *ins[] = {x.d(), s.d()};
+  const distrt_tensor *outs[] = {o.d()};
+  distrt_fused_program p{2, prog, 2, ins, 1, outs, regs};
+  CPU_OK(distrt_fused_elementwise(cpu, &p));
+  distrt_tensor gx = up(x.d()), gs = up(s.d()), go = up(o.d());
+  const distrt_tensor *gins[] = {&gx, &gs};
+  const distrt_tensor *gouts[] = {&go};
+  distrt_fused_program gp{2, prog, 2, gins, 1, gouts, regs};
+  GPU_OK(distrt_fused_elementwise(gpu, &gp));
+  expectClose(down(go), o.v, 1e-5f, "cuda fused");
+}
+
+TEST_F(CudaTest, SoftmaxNormsAndLosses) {
+  Tensor x({4, 33}), y({4, 33}), dx({4, 33}), g({33}), bsh({33}), m({4}),
+      v({4}), dg({33}), dbs({33});
+  randomize(x, 8);
+  randomize(g, 9);
+  randomize(bsh, 10);
+  distrt_tensor gx = up(x.d()), gy = up(y.d()), gdx = up(dx.d()),
+                gg = up(g.d()), gbs = up(bsh.d()), gm = up(m.d()),
+                gv = up(v.d()), gdg = up(dg.d()), gdbs = up(dbs.d());
+  for (int axis : {-1, 0})
+    for (int log = 0; log <= 1; ++log) {
+      CPU_OK(distrt_softmax(cpu, x.d(), y.d(), axis, log));
+      GPU_OK(distrt_softmax(gpu, &gx, &gy, axis, log));
+      expectClose(down(gy), y.v, 1e-5f, "cuda softmax");
+      CPU_OK(distrt_softmax_bwd(cpu, y.d(), x.d(), dx.d(), axis, log));
+      GPU_OK(distrt_softmax_bwd(gpu, &gy, &gx, &gdx, axis, log));
+      expectClose(down(gdx), dx.v, 1e-4f, "cuda softmax bwd");
+    }
+  CPU_OK(distrt_layernorm_fwd(cpu, x.d(), g.d(), bsh.d(), y.d(), m.d(), v.d(),
+                              1e-5f));
+  GPU_OK(distrt_layernorm_fwd(gpu, &gx, &gg, &gbs, &gy, &gm, &gv, 1e-5f));
+  expectClose(down(gy), y.v, 1e-4f, "cuda layernorm");
+  CPU_OK(distrt_layernorm_bwd_data(cpu, x.d(), y.d(), g.d(), m.d(), v.d(),
+                                   dx.d(), 1e-5f));
+  GPU_OK(distrt_layernorm_bwd_data(gpu, &gx, &gy, &gg, &gm, &gv, &gdx, 1e-5f));
+  expectClose(down(gdx), dx.v, 1e-3f, "cuda layernorm dx");
+  CPU_OK(distrt_layernorm_bwd_weight(cpu, x.d(), y.d(), m.d(), v.d(), dg.d(),
+                                     dbs.d(), 1e-5f, 0));
+  GPU_OK(distrt_layernorm_bwd_weight(gpu, &gx, &gy, &gm, &gv, &gdg, &gdbs,
+                                     1e-5f, 0));
+  expectClose(down(gdg), dg.v, 1e-3f, "cuda layernorm dscale");
+  expectClose(down(gdbs), dbs.v, 1e-3f, "cuda layernorm dshift");
+  CPU_OK(distrt_rmsnorm_fwd(cpu, x.d(), g.d(), y.d(), 1e-6f));
+  GPU_OK(distrt_rmsnorm_fwd(gpu, &gx, &gg, &gy, 1e-6f));
+  expectClose(down(gy), y.v, 1e-4f, "cuda rmsnorm");
+  CPU_OK(distrt_rmsnorm_bwd_data(cpu, x.d(), y.d(), g.d(), dx.d(), 1e-6f));
+  GPU_OK(distrt_rmsnorm_bwd_data(gpu, &gx, &gy, &gg, &gdx, 1e-6f));
+  expectClose(down(gdx), dx.v, 1e-3f, "cuda rmsnorm dx");
+  CPU_OK(distrt_rmsnorm_bwd_weight(cpu, x.d(), y.d(), dg.d(), 1e-6f, 0));
+  GPU_OK(distrt_rmsnorm_bwd_weight(gpu, &gx, &gy, &gdg, 1e-6f, 0));
+  expectClose(down(gdg), dg.v, 1e-3f, "cuda rmsnorm dscale");
+
+  Index labels({4}, {3, -100, 32, 0});
+  Tensor loss({1}), dloss({1}, 1.0f);
+  distrt_tensor gl = up(labels.d()), gloss = up(loss.d()),
+                gdloss = up(dloss.d());
+  CPU_OK(distrt_softmax_cross_entropy(cpu, x.d(), labels.d(), loss.d(), -100));
+  GPU_OK(distrt_softmax_cross_entropy(gpu, &gx, &gl, &gloss, -100));
+  expectClose(down(gloss), loss.v, 1e-5f, "cuda cross entropy");
+  CPU_OK(distrt_softmax_cross_entropy_bwd(cpu, x.d(), labels.d(), dloss.d(),
+                                          dx.d(), -100));
+  GPU_OK(distrt_softmax_cross_entropy_bwd(gpu, &gx, &gl, &gdloss, &gdx, -100));
+  expectClose(down(gdx), dx.v, 1e-5f, "cuda cross entropy bwd");
+  CPU_OK(distrt_mse_loss(cpu, x.d(), y.d(), loss.d()));
+  GPU_OK(distrt_mse_loss(gpu, &gx, &gy, &gloss));
+  expectClose(down(gloss), loss.v, 1e-4f, "cuda mse");
+}
+
+TEST_F(CudaTest, TrainingKernelsMatchCpu) {
+  Tensor p({257}), g({257}), m({257}), v({257}), y({257});
+  randomize(p, 11);
+  randomize(g, 12);
+  distrt_tensor gp = up(p.d()), gg = up(g.d()), gm = up(m.d()),
+                gv = up(v.d()), gy = up(y.d());
+  distrt_adam_attr a{0.01f, 0.9f, 0.999f, 1e-8f, 0.1f};
+  for (int64_t step = 1; step <= 3; ++step) {
+    CPU_OK(distrt_adamw_step(cpu, p.d(), g.d(), m.d(), v.d(), &a, step));
+    GPU_OK(distrt_adamw_step(gpu, &gp, &gg, &gm, &gv, &a, step));
+  }
+  expectClose(down(gp), p.v, 1e-5f, "cuda adamw");
+  distrt_sgd_attr s{0.1f, 0.9f, 0.0f, 0.01f, 1};
+  for (int64_t step = 1; step <= 3; ++step) {
+    CPU_OK(distrt_sgd_step(cpu, p.d(), g.d(), m.d(), &s, step));
+    GPU_OK(distrt_sgd_step(gpu, &gp, &gg, &gm, &s, step));
+  }
+  expectClose(down(gp), p.v, 1e-5f, "cuda sgd");
+  CPU_OK(distrt_dropout(cpu, g.d(), y.d(), nullptr, 0.3f, 99, 1000));
+  GPU_OK(distrt_dropout(gpu, &gg, &gy, nullptr, 0.3f, 99, 1000));
+  expectClose(down(gy), y.v, 0.0f, "cuda dropout mask equals the CPU mask");
+  Tensor table({10, 4}), e({2, 4}), dt({10, 4});
+  randomize(table, 13);
+  Index idx({2}, {7, 7});
+  distrt_tensor gt = up(table.d()), gi = up(idx.d()), ge = up(e.d()),
+                gdt = up(dt.d());
+  CPU_OK(distrt_embedding(cpu, table.d(), idx.d(), e.d()));
+  GPU_OK(distrt_embedding(gpu, &gt, &gi, &ge));
+  expectClose(down(ge), e.v, 0.0f, "cuda embedding");
+  CPU_OK(distrt_embedding_bwd(cpu, idx.d(), e.d(), dt.d(), 0));
+  GPU_OK(distrt_embedding_bwd(gpu, &gi, &ge, &gdt, 0));
+  expectClose(down(gdt), dt.v, 1e-6f, "cuda embedding bwd");
+}
+
+TEST_F(CudaTest, UnsupportedOpsSayWhatToDo) {
+  Tensor x({1, 1, 4, 4}), w({1, 1, 3, 3}), y({1, 1, 2, 2});
+  distrt_tensor gx = up(x.d()), gw = up(w.d()), gy = up(y.d());
+  distrt_conv2d_attr a{{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
+  EXPECT_EQ(distrt_conv2d(gpu, &gx, &gw, nullptr, &gy, &a),
+            DISTRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(distrt_last_error(gpu)).find("CPU context"),
+            std::string::npos);
+}
