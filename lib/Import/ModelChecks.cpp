@@ -1,0 +1,200 @@
+//===- ModelChecks.cpp - Structural checks of an ONNX model -----*- C++ -*-===//
+//
+// Part of DistOpt. Implements ModelChecks.h.
+//
+//===----------------------------------------------------------------------===//
+#include "ModelChecks.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <onnx/onnx_pb.h>
+
+using namespace llvm;
+
+namespace distopt {
+namespace import {
+
+static Error error(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message.str());
+}
+
+static bool isDefaultDomain(StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+Expected<int64_t> checkOpsets(const onnx::ModelProto &model) {
+  int64_t opset = -1;
+  for (const auto &imp : model.opset_import())
+    if (isDefaultDomain(imp.domain()))
+      opset = imp.version();
+  if (opset < 0)
+    return error("the model imports no default-domain (ai.onnx) opset; "
+                 "re-export it with an opset between " +
+                 Twine(kMinOpset) + " and " + Twine(kMaxOpset));
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return error("opset " + Twine(opset) +
+                 " is not supported (supported: default-domain opsets " +
+                 Twine(kMinOpset) + ".." + Twine(kMaxOpset) +
+                 "); re-export the model with opset_version=" +
+                 Twine(kMaxOpset) + " or convert it with "
+                 "onnx.version_converter");
+  for (const auto &node : model.graph().node()) {
+    StringRef domain = node.domain();
+    if (isDefaultDomain(domain) || domain == "ai.onnx.ml")
+      continue;
+    return error("node '" + node.name() + "': op '" + node.op_type() +
+                 "' is in domain '" + domain +
+                 "', which the importer does not know (supported: ai.onnx, "
+                 "ai.onnx.ml); replace the node with standard ONNX ops");
+  }
+  return opset;
+}
+
+Error checkDefinitions(const onnx::GraphProto &graph) {
+  StringSet<> defined;
+  for (const auto &v : graph.input())
+    defined.insert(v.name());
+  for (const auto &t : graph.initializer())
+    defined.insert(t.name());
+  StringMap<int> producer;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &out : graph.node(i).output())
+      if (!out.empty())
+        producer[out] = i;
+  auto nodeName = [&](int i) {
+    const auto &n = graph.node(i);
+    return n.name().empty() ? "#" + std::to_string(i) + " (" + n.op_type() + ")"
+                            : n.name();
+  };
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto &node = graph.node(i);
+    for (const std::string &in : node.input()) {
+      if (in.empty() || defined.contains(in))
+        continue;
+      auto it = producer.find(in);
+      if (it == producer.end())
+        return error("value '" + in + "' used by node '" + nodeName(i) +
+                     "' is not defined (not a graph input, initializer or "
+                     "node output); fix the exporter or the model");
+      // Defined later: a cycle if the producer depends on this node.
+      SmallVector<int> work = {it->second};
+      DenseSet<int> seen;
+      bool cycle = false;
+      while (!work.empty() && !cycle) {
+        int n = work.pop_back_val();
+        if (n == i) {
+          cycle = true;
+          break;
+        }
+        if (!seen.insert(n).second)
+          continue;
+        for (const std::string &dep : graph.node(n).input()) {
+          auto p = producer.find(dep);
+          if (p != producer.end() && !defined.contains(dep))
+            work.push_back(p->second);
+        }
+      }
+      if (cycle)
+        return error("the graph has a cycle: node '" + nodeName(i) +
+                     "' uses value '" + in + "', which node '" +
+                     nodeName(it->second) +
+                     "' computes from node '" + nodeName(i) +
+                     "''s own result; ONNX graphs must be acyclic");
+      return error("value '" + in + "' is used by node '" + nodeName(i) +
+                   "' before it is defined by node '" + nodeName(it->second) +
+                   "' (ONNX requires nodes in topological order); re-save the "
+                   "model with its nodes sorted");
+    }
+    for (const std::string &out : node.output())
+      if (!out.empty())
+        defined.insert(out);
+  }
+  return Error::success();
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+Error pinInputShapes(onnx::GraphProto &graph, const ONNXImportOptions &options,
+                     std::vector<std::string> &remarks) {
+  StringSet<> initializers;
+  for (const auto &t : graph.initializer())
+    initializers.insert(t.name());
+  StringSet<> seen;
+  std::string names;
+  for (auto &input : *graph.mutable_input()) {
+    if (initializers.contains(input.name()))
+      continue;
+    seen.insert(input.name());
+    names += (names.empty() ? "" : ", ") + input.name();
+    if (!input.type().has_tensor_type())
+      return error("graph input '" + input.name() +
+                   "' is not a tensor; only tensor inputs are supported");
+    auto *tensor = input.mutable_type()->mutable_tensor_type();
+    auto pinned = options.inputShapes.find(input.name());
+    if (pinned != options.inputShapes.end()) {
+      ArrayRef<int64_t> shape = pinned->second;
+      auto *dims = tensor->mutable_shape();
+      if (tensor->has_shape() && dims->dim_size() != int(shape.size()))
+        return error("--input-shape=" + input.name() + ":" +
+                     shapeString(shape) + " has rank " + Twine(shape.size()) +
+                     " but input '" + input.name() + "' has rank " +
+                     Twine(dims->dim_size()));
+      for (int d = 0; d < dims->dim_size(); ++d)
+        if (dims->dim(d).has_dim_value() &&
+            dims->dim(d).dim_value() != shape[d])
+          return error("--input-shape=" + input.name() + ":" +
+                       shapeString(shape) + " sets dim " + Twine(d) + " to " +
+                       Twine(shape[d]) + " but the model fixes it to " +
+                       Twine(dims->dim(d).dim_value()));
+      dims->clear_dim();
+      for (int64_t v : shape)
+        dims->add_dim()->set_dim_value(v);
+      continue;
+    }
+    if (!tensor->has_shape())
+      return error("graph input '" + input.name() +
+                   "' has no shape; pass --input-shape=" + input.name() +
+                   ":D0xD1x...");
+    auto *dims = tensor->mutable_shape();
+    for (int d = 0; d < dims->dim_size(); ++d) {
+      auto *dim = dims->mutable_dim(d);
+      if (dim->has_dim_value())
+        continue;
+      std::string param = dim->has_dim_param() ? dim->dim_param() : "?";
+      if (d == 0) {
+        remarks.push_back(
+            formatv("input '{0}': dynamic leading dimension '{1}' set to {2}; "
+                    "pin it with --input-shape={0}:...",
+                    input.name(), param, options.defaultBatch)
+                .str());
+        dim->set_dim_value(options.defaultBatch);
+        continue;
+      }
+      SmallVector<int64_t> example;
+      for (int k = 0; k < dims->dim_size(); ++k)
+        example.push_back(dims->dim(k).has_dim_value()
+                              ? dims->dim(k).dim_value()
+                              : (k == 0 ? options.defaultBatch : 128));
+      return error("input '" + input.name() + "' dim " + Twine(d) + " ('" +
+                   param +
+                   "') is unknown and is not the leading (batch) dimension; "
+                   "pin it with --input-shape=" +
+                   input.name() + ":" + shapeString(example));
+    }
+  }
+  for (const auto &entry : options.inputShapes)
+    if (!seen.contains(entry.getKey()))
+      return error("--input-shape names '" + entry.getKey() +
+                   "', which is not a graph input (inputs: " + names + ")");
+  return Error::success();
+}
+
+} // namespace import
+} // namespace distopt

@@ -1,0 +1,47 @@
+//===- ModelChecks.h - Structural checks of an ONNX model -------*- C++ -*-===//
+//
+// Part of DistOpt. Checks that run before shape inference: supported opsets
+// and domains, definition-before-use (topological order, cycles), and the
+// pinning of graph input shapes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_LIB_IMPORT_MODELCHECKS_H
+#define DIST_LIB_IMPORT_MODELCHECKS_H
+
+#include "dist/ImportONNX.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace onnx {
+class ModelProto;
+class GraphProto;
+} // namespace onnx
+
+namespace distopt {
+namespace import {
+
+/// Lowest and highest supported default-domain opset.
+constexpr int64_t kMinOpset = 7, kMaxOpset = 17;
+
+/// Checks the opset imports and node domains; returns the default-domain
+/// opset.
+llvm::Expected<int64_t> checkOpsets(const onnx::ModelProto &model);
+
+/// Checks that every node input is defined (graph input, initializer or an
+/// earlier node's output); tells cycles from mere misordering.
+llvm::Error checkDefinitions(const onnx::GraphProto &graph);
+
+/// Pins the shapes of graph inputs: `--input-shape` entries first, then a
+/// dynamic leading dimension to `defaultBatch` (reported in `remarks`). Any
+/// other dynamic dimension is an error naming the input.
+llvm::Error pinInputShapes(onnx::GraphProto &graph,
+                           const ONNXImportOptions &options,
+                           std::vector<std::string> &remarks);
+
+} // namespace import
+} // namespace distopt
+
+#endif // DIST_LIB_IMPORT_MODELCHECKS_H

@@ -1,0 +1,240 @@
+//===- ONNXImporter.cpp - The ONNX importer driver --------------*- C++ -*-===//
+//
+// Part of DistOpt. importONNXFile/importONNXBuffer: scan the file (mmap, no
+// weight copies), check the model, pin input shapes, alternate ONNX shape
+// inference and shape-subgraph folding to a fixed point, translate nodes by
+// family, fuse exporter patterns, and report what went opaque.
+//
+//===----------------------------------------------------------------------===//
+#include "dist/ImportONNX.h"
+
+#include "Fusion.h"
+#include "ModelChecks.h"
+#include "ModelScanner.h"
+#include "ShapeInference.h"
+#include "SmallTensor.h"
+#include "Translator.h"
+#include "Weights.h"
+
+#include "dialects/Graph/GraphDialect.h"
+#include "dialects/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace distopt::import;
+
+namespace {
+/// Everything one import needs.
+struct Import {
+  StringRef bytes;
+  std::string name;    // for diagnostics
+  std::string baseDir; // for external data
+  MLIRContext *context;
+  distopt::ONNXImportOptions options;
+  Location fileLoc;
+
+  /// An error at the file's location (printed as "FILE:0:0: error: ...").
+  InFlightDiagnostic error() { return emitError(fileLoc); }
+  OwningOpRef<ModuleOp> run();
+  LogicalResult translate(onnx::ModelProto &model, int64_t opset,
+                          const ScannedModel &scan, ModuleOp module);
+};
+} // namespace
+
+/// Erases ops without uses and without side effects (unused constants,
+/// weights and shape leftovers), innermost first.
+static void eraseDeadOps(func::FuncOp func) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(func.getBody().front()))) {
+      if (op.use_empty() && !op.hasTrait<OpTrait::IsTerminator>() &&
+          isMemoryEffectFree(&op)) {
+        op.erase();
+        changed = true;
+      }
+    }
+  }
+}
+
+LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
+                                const ScannedModel &scan, ModuleOp module) {
+  const onnx::GraphProto &graph = model.graph();
+  OpBuilder builder(context);
+  builder.setInsertionPointToEnd(module.getBody());
+  Translator t(builder, name, opset, graph);
+
+  // Function arguments: graph inputs that are not initializers.
+  llvm::StringSet<> initNames;
+  for (const auto &init : graph.initializer())
+    initNames.insert(init.name());
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (const auto &input : graph.input()) {
+    if (initNames.contains(input.name()))
+      continue;
+    RankedTensorType type = t.convertType(input.type());
+    if (!type)
+      return error() << "graph input '" << input.name()
+                     << "' has no static tensor type after pinning; pass "
+                        "--input-shape="
+                     << input.name() << ":D0xD1x...", failure();
+    argTypes.push_back(type);
+    argNames.push_back(input.name());
+  }
+  auto func = func::FuncOp::create(builder, 
+      fileLoc, options.funcName, builder.getFunctionType(argTypes, {}));
+  Block *body = func.addEntryBlock();
+  for (unsigned i = 0; i < argNames.size(); ++i) {
+    func.setArgAttr(i, "graph.name", builder.getStringAttr(argNames[i]));
+    t.define(argNames[i], body->getArgument(i));
+  }
+  builder.setInsertionPointToStart(body);
+
+  WeightSource source{bytes,
+                      llvm::sys::path::filename(name).str(),
+                      baseDir,
+                      &scan,
+                      options.weights};
+  if (failed(defineInitializers(t, graph, source, fileLoc)))
+    return failure();
+
+  TranslateTable table;
+  registerMathTranslations(table);
+  registerNNTranslations(table);
+  registerDataTranslations(table);
+  for (const onnx::NodeProto &node : graph.node()) {
+    auto it = table.find(node.op_type());
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    LogicalResult result = defaultDomain && it != table.end()
+                               ? it->second(t, node)
+                               : t.emitOpaque(node);
+    if (failed(result))
+      return failure();
+  }
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const auto &output : graph.output()) {
+    Value v = t.lookup(output.name());
+    if (!v)
+      return error() << "graph output '" << output.name()
+                     << "' is not computed by any node", failure();
+    results.push_back(v);
+    resultTypes.push_back(v.getType());
+  }
+  builder.setInsertionPointToEnd(body);
+  func::ReturnOp::create(builder, fileLoc, results);
+  func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  for (int i = 0; i < graph.output_size(); ++i)
+    func.setResultAttr(i, "graph.name",
+                       builder.getStringAttr(graph.output(i).name()));
+
+  if (failed(verify(module)))
+    return failure();
+  if (failed(fuseExporterPatterns(func)))
+    return error() << "pattern fusion did not converge", failure();
+  eraseDeadOps(func);
+
+  if (!t.opaqueCounts.empty()) {
+    auto diag = emitRemark(fileLoc) << "op types kept as graph.opaque: ";
+    bool first = true;
+    for (auto &[op, count] : t.opaqueCounts) {
+      diag << (first ? "" : ", ") << op << " x" << count;
+      first = false;
+    }
+  }
+  return verify(module);
+}
+
+OwningOpRef<ModuleOp> Import::run() {
+  context->loadDialect<distopt::graph::GraphDialect, func::FuncDialect>();
+  llvm::Expected<ScannedModel> scan = scanModel(bytes, /*stripThreshold=*/1);
+  if (!scan) {
+    error() << "not a parsable ONNX model: " << llvm::toString(scan.takeError());
+    return nullptr;
+  }
+  onnx::ModelProto model;
+  if (!model.ParseFromString(scan->stripped)) {
+    error() << "not a parsable ONNX model: protobuf parse failed (the file is "
+               "corrupt or not ONNX)";
+    return nullptr;
+  }
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    error() << "not an ONNX model: no ir_version or graph";
+    return nullptr;
+  }
+  llvm::Expected<int64_t> opset = checkOpsets(model);
+  if (!opset) {
+    error() << llvm::toString(opset.takeError());
+    return nullptr;
+  }
+  onnx::GraphProto &graph = *model.mutable_graph();
+  for (const auto &prop : model.metadata_props())
+    if (prop.key() == "distopt.graph_only" && prop.value() == "true" &&
+        options.weights != distopt::WeightPolicy::Ignore) {
+      emitRemark(fileLoc) << "graph-only model (distopt.graph_only = true); "
+                             "weights are imported without data";
+      options.weights = distopt::WeightPolicy::Ignore;
+    }
+  if (llvm::Error e = checkDefinitions(graph)) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
+  }
+  std::vector<std::string> remarks;
+  if (llvm::Error e = pinInputShapes(graph, options, remarks)) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
+  }
+  for (const std::string &r : remarks)
+    emitRemark(fileLoc) << r;
+
+  WeightSource source{bytes, "", baseDir, &*scan, options.weights};
+  restoreSmallPayloads(graph, source);
+  // Inference makes Shape outputs static; folding turns them into
+  // constants; the next inference then sees static reshape targets.
+  for (int round = 0; round < 16; ++round) {
+    if (llvm::Error e = inferShapes(model)) {
+      error() << llvm::toString(std::move(e));
+      return nullptr;
+    }
+    if (foldConstants(graph, *opset) == 0)
+      break;
+  }
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  if (failed(translate(model, *opset, *scan, *module)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp>
+distopt::importONNXBuffer(StringRef bytes, StringRef bufferName,
+                          StringRef baseDir, MLIRContext *context,
+                          const ONNXImportOptions &options) {
+  Import import{bytes,   bufferName.str(), baseDir.str(),
+                context, options,          FileLineColLoc::get(context, bufferName, 0, 0)};
+  return import.run();
+}
+
+OwningOpRef<ModuleOp> distopt::importONNXFile(StringRef path,
+                                              MLIRContext *context,
+                                              const ONNXImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(context, path, 0, 0))
+        << "cannot open '" << path << "': " << buffer.getError().message();
+    return nullptr;
+  }
+  StringRef dir = llvm::sys::path::parent_path(path);
+  return importONNXBuffer((*buffer)->getBuffer(), path,
+                          dir.empty() ? StringRef(".") : dir, context, options);
+}

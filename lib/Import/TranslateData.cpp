@@ -1,0 +1,298 @@
+//===- TranslateData.cpp - Data movement and constants ----------*- C++ -*-===//
+//
+// Part of DistOpt. ONNX Reshape/Squeeze/Unsqueeze/Flatten, Transpose,
+// Split, Slice, Concat, Expand, Pad, Trilu, Gather and the constant makers
+// to the graph dialect. Shape operands must be constants by now (shape
+// subgraphs are folded before translation); otherwise the node is opaque.
+//
+//===----------------------------------------------------------------------===//
+#include "Translator.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace distopt::graph;
+using onnx::NodeProto;
+
+namespace distopt {
+namespace import {
+
+/// Reshape, Squeeze and Unsqueeze only change the shape, which shape
+/// inference has already worked out.
+static LogicalResult translateReshape(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  if (x.getType() == type)
+    return t.setResult(node, x);
+  return t.setResult(node, ReshapeOp::create(t.builder, t.loc(node), type, x));
+}
+
+static LogicalResult translateFlatten(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  return t.setResult(node, FlattenOp::create(t.builder, 
+                               t.loc(node), type, x,
+                               t.builder.getI64IntegerAttr(
+                                   Translator::attrInt(node, "axis", 1))));
+}
+
+static LogicalResult translateTranspose(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<int64_t> perm;
+  if (auto p = Translator::attrInts(node, "perm"))
+    perm = *p;
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  return t.setResult(node, TransposeOp::create(t.builder, 
+                               t.loc(node), type, x,
+                               t.builder.getDenseI64ArrayAttr(perm)));
+}
+
+static LogicalResult translateSplit(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  if (!x)
+    return failure();
+  SmallVector<Type> types;
+  for (int i = 0; i < node.output_size(); ++i) {
+    RankedTensorType type = t.resultType(node, i);
+    if (!type)
+      return failure();
+    types.push_back(type);
+  }
+  auto op = SplitOp::create(t.builder, 
+      t.loc(node), types, x,
+      t.builder.getI64IntegerAttr(Translator::attrInt(node, "axis", 0)));
+  for (int i = 0; i < node.output_size(); ++i)
+    t.define(node.output(i), op.getResult(i));
+  return success();
+}
+
+static LogicalResult translateSlice(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (t.opset < 10) {
+    starts = Translator::attrInts(node, "starts").value_or(SmallVector<int64_t>{});
+    ends = Translator::attrInts(node, "ends").value_or(SmallVector<int64_t>{});
+    axes = Translator::attrInts(node, "axes").value_or(SmallVector<int64_t>{});
+  } else {
+    const SmallTensor *s = t.constantInput(node, 1), *e = t.constantInput(node, 2);
+    if (!s || !e)
+      return t.emitOpaque(node);
+    starts.assign(s->ints.begin(), s->ints.end());
+    ends.assign(e->ints.begin(), e->ints.end());
+    for (int i : {3, 4}) {
+      if (!Translator::hasInput(node, i))
+        continue;
+      const SmallTensor *c = t.constantInput(node, i);
+      if (!c)
+        return t.emitOpaque(node);
+      (i == 3 ? axes : steps).assign(c->ints.begin(), c->ints.end());
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  OpBuilder &b = t.builder;
+  return t.setResult(node, SliceOp::create(b, 
+                               t.loc(node), type, x,
+                               b.getDenseI64ArrayAttr(starts),
+                               b.getDenseI64ArrayAttr(ends),
+                               b.getDenseI64ArrayAttr(axes),
+                               b.getDenseI64ArrayAttr(steps)));
+}
+
+static LogicalResult translateConcat(Translator &t, const NodeProto &node) {
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node.input_size(); ++i) {
+    Value v = t.operand(node, i);
+    if (!v)
+      return failure();
+    inputs.push_back(v);
+  }
+  RankedTensorType type = t.resultType(node, 0);
+  if (!type)
+    return failure();
+  return t.setResult(node, ConcatOp::create(t.builder, 
+                               t.loc(node), type, inputs,
+                               t.builder.getI64IntegerAttr(
+                                   Translator::attrInt(node, "axis", 0))));
+}
+
+static LogicalResult translateExpand(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  if (x.getType() == type)
+    return t.setResult(node, x);
+  return t.setResult(node, ExpandOp::create(t.builder, t.loc(node), type, x));
+}
+
+static LogicalResult translatePad(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  SmallVector<int64_t> pads;
+  double value = Translator::attrFloat(node, "value", 0.0);
+  if (t.opset < 11) {
+    pads = Translator::attrInts(node, "pads").value_or(SmallVector<int64_t>{});
+  } else {
+    const SmallTensor *p = t.constantInput(node, 1);
+    if (!p || Translator::hasInput(node, 3))
+      return t.emitOpaque(node);
+    pads.assign(p->ints.begin(), p->ints.end());
+    if (Translator::hasInput(node, 2)) {
+      const SmallTensor *v = t.constantInput(node, 2);
+      if (!v || v->numElements() != 1)
+        return t.emitOpaque(node);
+      value = v->getDouble(0);
+    }
+  }
+  std::string mode = Translator::attrString(node, "mode", "constant");
+  PadMode padMode = mode == "reflect" ? PadMode::Reflect
+                    : mode == "edge"  ? PadMode::Edge
+                    : mode == "wrap"  ? PadMode::Wrap
+                                      : PadMode::Constant;
+  OpBuilder &b = t.builder;
+  return t.setResult(node, PadOp::create(b, t.loc(node), type, x,
+                                           b.getDenseI64ArrayAttr(pads),
+                                           PadModeAttr::get(b.getContext(), padMode),
+                                           b.getF64FloatAttr(value)));
+}
+
+static LogicalResult translateTrilu(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  int64_t k = 0;
+  if (Translator::hasInput(node, 1)) {
+    const SmallTensor *c = t.constantInput(node, 1);
+    if (!c || c->numElements() != 1)
+      return t.emitOpaque(node);
+    k = c->getInt(0);
+  }
+  OpBuilder &b = t.builder;
+  return t.setResult(
+      node, TriluOp::create(b, t.loc(node), type, x,
+                              b.getBoolAttr(Translator::attrInt(node, "upper", 1)),
+                              b.getI64IntegerAttr(k)));
+}
+
+/// A Gather on axis 0 of a 2-D weight is an embedding lookup.
+static LogicalResult translateGather(Translator &t, const NodeProto &node) {
+  Value data = t.operand(node, 0), indices = t.operand(node, 1);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!data || !indices || !type)
+    return failure();
+  int64_t axis = Translator::attrInt(node, "axis", 0);
+  auto dataType = cast<RankedTensorType>(data.getType());
+  if (axis == 0 && dataType.getRank() == 2 && data.getDefiningOp<WeightOp>())
+    return t.setResult(node, EmbeddingOp::create(t.builder, t.loc(node), type,
+                                                           data, indices));
+  return t.setResult(node, GatherOp::create(t.builder, 
+                               t.loc(node), type, data, indices,
+                               t.builder.getI64IntegerAttr(axis)));
+}
+
+/// A Constant node that constant folding did not claim: small ones become
+/// `graph.constant`, large ones `graph.weight` without a file (their bytes
+/// are inside a node attribute, which the scanner does not index).
+static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
+  const onnx::AttributeProto *value = Translator::attr(node, "value");
+  SmallTensor small;
+  OpBuilder &b = t.builder;
+  if (value) {
+    if (auto s = readSmallTensor(value->t())) {
+      t.defineConstant(node.output(0), std::move(*s));
+      return success();
+    }
+    RankedTensorType type = t.resultType(node, 0);
+    if (!type)
+      return failure();
+    mlir::emitWarning(t.loc(node))
+        << "large Constant node '" << node.name()
+        << "' is referenced without its data (its bytes are inside the "
+           "node, not an initializer)";
+    return t.setResult(node, WeightOp::create(b, t.loc(node), type,
+                                                b.getStringAttr(node.output(0)),
+                                                StringAttr(), IntegerAttr(),
+                                                IntegerAttr()));
+  }
+  if (const auto *a = Translator::attr(node, "value_int")) {
+    small.dtype = onnx::TensorProto::INT64;
+    small.ints = {a->i()};
+  } else if (const auto *a = Translator::attr(node, "value_ints")) {
+    small.dtype = onnx::TensorProto::INT64;
+    small.shape = {a->ints_size()};
+    small.ints.assign(a->ints().begin(), a->ints().end());
+  } else if (const auto *a = Translator::attr(node, "value_float")) {
+    small.dtype = onnx::TensorProto::FLOAT;
+    small.floats = {a->f()};
+  } else if (const auto *a = Translator::attr(node, "value_floats")) {
+    small.dtype = onnx::TensorProto::FLOAT;
+    small.shape = {a->floats_size()};
+    small.floats.assign(a->floats().begin(), a->floats().end());
+  } else {
+    return t.emitOpaque(node);
+  }
+  t.defineConstant(node.output(0), std::move(small));
+  return success();
+}
+
+/// ConstantOfShape with a large result: a scalar broadcast to the shape.
+static LogicalResult translateConstantOfShape(Translator &t,
+                                              const NodeProto &node) {
+  RankedTensorType type = t.resultType(node, 0);
+  if (!type)
+    return failure();
+  SmallTensor scalar;
+  scalar.dtype = onnx::TensorProto::FLOAT;
+  scalar.floats = {0.0};
+  if (const auto *a = Translator::attr(node, "value")) {
+    auto v = readSmallTensor(a->t());
+    if (!v || v->numElements() != 1)
+      return t.emitOpaque(node);
+    scalar = *v;
+    scalar.shape.clear();
+  }
+  std::string name = node.output(0) + ".value";
+  t.defineConstant(name, scalar);
+  Value v = t.lookup(name);
+  return t.setResult(node, ExpandOp::create(t.builder, t.loc(node), type, v));
+}
+
+void registerDataTranslations(TranslateTable &table) {
+  table["Reshape"] = translateReshape;
+  table["Squeeze"] = translateReshape;
+  table["Unsqueeze"] = translateReshape;
+  table["Flatten"] = translateFlatten;
+  table["Transpose"] = translateTranspose;
+  table["Split"] = translateSplit;
+  table["Slice"] = translateSlice;
+  table["Concat"] = translateConcat;
+  table["Expand"] = translateExpand;
+  table["Pad"] = translatePad;
+  table["Trilu"] = translateTrilu;
+  table["Gather"] = translateGather;
+  table["Constant"] = translateConstant;
+  table["ConstantOfShape"] = translateConstantOfShape;
+}
+
+} // namespace import
+} // namespace distopt

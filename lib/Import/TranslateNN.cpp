@@ -1,0 +1,279 @@
+//===- TranslateNN.cpp - Convolution, pooling, norms, reductions -*- C++ -*-===//
+//
+// Part of DistOpt. ONNX Conv, pooling, BatchNormalization,
+// LayerNormalization, Dropout, Reduce*, ArgMax/ArgMin and
+// SoftmaxCrossEntropyLoss to the graph dialect.
+//
+//===----------------------------------------------------------------------===//
+#include "Translator.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace distopt::graph;
+using onnx::NodeProto;
+
+namespace distopt {
+namespace import {
+
+/// Strides, pads (begins then ends) and dilations of a window op, with
+/// auto_pad resolved against the input's spatial sizes.
+struct Window {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+};
+
+static std::optional<Window> resolveWindow(const NodeProto &node,
+                                           ArrayRef<int64_t> spatial,
+                                           ArrayRef<int64_t> kernel) {
+  size_t n = spatial.size();
+  Window w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  w.strides = Translator::attrInts(node, "strides")
+                  .value_or(SmallVector<int64_t>(n, 1));
+  w.dilations = Translator::attrInts(node, "dilations")
+                    .value_or(SmallVector<int64_t>(n, 1));
+  w.pads = Translator::attrInts(node, "pads")
+               .value_or(SmallVector<int64_t>(2 * n, 0));
+  if (w.strides.size() != n || w.dilations.size() != n ||
+      w.pads.size() != 2 * n || w.kernel.size() != n)
+    return std::nullopt;
+  std::string autoPad = Translator::attrString(node, "auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    w.pads.assign(2 * n, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t out = (spatial[i] + w.strides[i] - 1) / w.strides[i];
+      int64_t total = std::max<int64_t>(
+          (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 -
+              spatial[i],
+          0);
+      int64_t small = total / 2, large = total - small;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
+      w.pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  }
+  return w;
+}
+
+static LogicalResult translateConv(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0), w = t.operand(node, 1);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !w || !type)
+    return failure();
+  Value bias;
+  if (Translator::hasInput(node, 2) && !(bias = t.operand(node, 2)))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto wt = cast<RankedTensorType>(w.getType());
+  if (xt.getRank() < 3 || wt.getRank() != xt.getRank())
+    return t.emitOpaque(node);
+  auto window = resolveWindow(node, xt.getShape().drop_front(2),
+                              wt.getShape().drop_front(2));
+  if (!window)
+    return t.emitOpaque(node);
+  OpBuilder &b = t.builder;
+  return t.setResult(
+      node, ConvOp::create(b, t.loc(node), type, x, w, bias,
+                             b.getDenseI64ArrayAttr(window->strides),
+                             b.getDenseI64ArrayAttr(window->pads),
+                             b.getDenseI64ArrayAttr(window->dilations),
+                             b.getI64IntegerAttr(
+                                 Translator::attrInt(node, "group", 1))));
+}
+
+static LogicalResult translatePool(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  StringRef op = node.op_type();
+  PoolKind kind = op.contains("Max")   ? PoolKind::Max
+                  : op.contains("Avg") || op.contains("Average")
+                      ? PoolKind::Avg
+                      : PoolKind::L2;
+  // MaxPool's optional Indices output and Lp pooling with p != 2 are not
+  // modelled.
+  if ((node.output_size() > 1 && !node.output(1).empty()) ||
+      (kind == PoolKind::L2 && Translator::attrInt(node, "p", 2) != 2))
+    return t.emitOpaque(node);
+  auto xt = cast<RankedTensorType>(x.getType());
+  OpBuilder &b = t.builder;
+  if (op.starts_with("Global"))
+    return t.setResult(node, PoolOp::create(b, 
+                                 t.loc(node), type, PoolKindAttr::get(b.getContext(), kind), x, b.getUnitAttr(),
+                                 b.getDenseI64ArrayAttr({}),
+                                 b.getDenseI64ArrayAttr({}),
+                                 b.getDenseI64ArrayAttr({}),
+                                 b.getDenseI64ArrayAttr({}), UnitAttr(),
+                                 UnitAttr()));
+  auto kernel = Translator::attrInts(node, "kernel_shape");
+  if (!kernel || xt.getRank() < 3)
+    return t.emitOpaque(node);
+  auto window = resolveWindow(node, xt.getShape().drop_front(2), *kernel);
+  if (!window)
+    return t.emitOpaque(node);
+  bool ceil = Translator::attrInt(node, "ceil_mode", 0);
+  bool includePad = Translator::attrInt(node, "count_include_pad", 0);
+  return t.setResult(
+      node, PoolOp::create(b, t.loc(node), type, PoolKindAttr::get(b.getContext(), kind), x, UnitAttr(),
+                             b.getDenseI64ArrayAttr(window->kernel),
+                             b.getDenseI64ArrayAttr(window->strides),
+                             b.getDenseI64ArrayAttr(window->pads),
+                             b.getDenseI64ArrayAttr(window->dilations),
+                             ceil ? b.getUnitAttr() : UnitAttr(),
+                             includePad ? b.getUnitAttr() : UnitAttr()));
+}
+
+static LogicalResult translateBatchNorm(Translator &t, const NodeProto &node) {
+  // Training mode (running statistics as outputs) stays opaque.
+  if (node.output_size() > 1 || Translator::attrInt(node, "training_mode", 0))
+    return t.emitOpaque(node);
+  SmallVector<Value> in;
+  for (int i = 0; i < 5; ++i) {
+    Value v = t.operand(node, i);
+    if (!v)
+      return failure();
+    in.push_back(v);
+  }
+  RankedTensorType type = t.resultType(node, 0);
+  if (!type)
+    return failure();
+  OpBuilder &b = t.builder;
+  return t.setResult(
+      node, BatchNormOp::create(b, 
+                t.loc(node), type, in[0], in[1], in[2], in[3], in[4],
+                b.getF64FloatAttr(Translator::attrFloat(node, "epsilon", 1e-5)),
+                b.getF64FloatAttr(
+                    Translator::attrFloat(node, "momentum", 0.9))));
+}
+
+static LogicalResult translateLayerNorm(Translator &t, const NodeProto &node) {
+  // Mean and InvStdDev outputs (training) are not modelled.
+  for (int i = 1; i < node.output_size(); ++i)
+    if (!node.output(i).empty())
+      return t.emitOpaque(node);
+  Value x = t.operand(node, 0), scale = t.operand(node, 1);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !scale || !type)
+    return failure();
+  Value bias;
+  if (Translator::hasInput(node, 2) && !(bias = t.operand(node, 2)))
+    return failure();
+  OpBuilder &b = t.builder;
+  return t.setResult(
+      node, LayerNormOp::create(b, 
+                t.loc(node), type, x, scale, bias,
+                b.getI64IntegerAttr(Translator::attrInt(node, "axis", -1)),
+                b.getF64FloatAttr(
+                    Translator::attrFloat(node, "epsilon", 1e-5))));
+}
+
+static LogicalResult translateDropout(Translator &t, const NodeProto &node) {
+  if (node.output_size() > 1 && !node.output(1).empty())
+    return t.emitOpaque(node); // the mask is used
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  double ratio = Translator::attrFloat(node, "ratio", 0.5);
+  if (t.opset >= 12 && Translator::hasInput(node, 1)) {
+    const SmallTensor *r = t.constantInput(node, 1);
+    if (!r || r->numElements() != 1)
+      return t.emitOpaque(node);
+    ratio = r->getDouble(0);
+  }
+  if (t.opset >= 12 && !Translator::hasInput(node, 1))
+    ratio = 0.5;
+  OpBuilder &b = t.builder;
+  return t.setResult(node, DropoutOp::create(b, t.loc(node), type, x,
+                                               b.getF64FloatAttr(ratio)));
+}
+
+static std::optional<ReduceKind> reduceKind(StringRef op) {
+  return llvm::StringSwitch<std::optional<ReduceKind>>(op)
+      .Case("ReduceSum", ReduceKind::Sum)
+      .Case("ReduceMean", ReduceKind::Mean)
+      .Case("ReduceMax", ReduceKind::Max)
+      .Case("ReduceMin", ReduceKind::Min)
+      .Case("ReduceProd", ReduceKind::Prod)
+      .Case("ReduceL1", ReduceKind::L1)
+      .Case("ReduceL2", ReduceKind::L2)
+      .Case("ReduceSumSquare", ReduceKind::SumSquare)
+      .Case("ReduceLogSum", ReduceKind::LogSum)
+      .Case("ReduceLogSumExp", ReduceKind::LogSumExp)
+      .Case("ArgMax", ReduceKind::ArgMax)
+      .Case("ArgMin", ReduceKind::ArgMin)
+      .Default(std::nullopt);
+}
+
+static LogicalResult translateReduce(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  ReduceKind kind = *reduceKind(node.op_type());
+  bool isArg = kind == ReduceKind::ArgMax || kind == ReduceKind::ArgMin;
+  SmallVector<int64_t> axes;
+  if (isArg) {
+    if (Translator::attrInt(node, "select_last_index", 0))
+      return t.emitOpaque(node);
+    axes.push_back(Translator::attrInt(node, "axis", 0));
+  } else if (Translator::hasInput(node, 1)) {
+    // Opset 13 (ReduceSum) / 18 (the rest) moved axes to an input.
+    const SmallTensor *a = t.constantInput(node, 1);
+    if (!a)
+      return t.emitOpaque(node);
+    axes.assign(a->ints.begin(), a->ints.end());
+  } else if (auto a = Translator::attrInts(node, "axes")) {
+    axes = *a;
+  }
+  if (axes.empty() && !isArg &&
+      Translator::attrInt(node, "noop_with_empty_axes", 0))
+    return t.setResult(node, x);
+  OpBuilder &b = t.builder;
+  return t.setResult(
+      node, ReduceOp::create(b, 
+                t.loc(node), type, ReduceKindAttr::get(b.getContext(), kind), x,
+                b.getDenseI64ArrayAttr(axes),
+                b.getBoolAttr(Translator::attrInt(node, "keepdims", 1))));
+}
+
+static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
+  // Class weights and the log-prob output are not modelled.
+  if (Translator::hasInput(node, 2) ||
+      (node.output_size() > 1 && !node.output(1).empty()))
+    return t.emitOpaque(node);
+  Value logits = t.operand(node, 0), labels = t.operand(node, 1);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!logits || !labels || !type)
+    return failure();
+  std::string reduction = Translator::attrString(node, "reduction", "mean");
+  LossReduction r = reduction == "none"  ? LossReduction::None
+                    : reduction == "sum" ? LossReduction::Sum
+                                         : LossReduction::Mean;
+  OpBuilder &b = t.builder;
+  IntegerAttr ignore;
+  if (Translator::attr(node, "ignore_index"))
+    ignore = b.getI64IntegerAttr(Translator::attrInt(node, "ignore_index", 0));
+  return t.setResult(node, SoftmaxCrossEntropyOp::create(b, 
+                               t.loc(node), type, LossReductionAttr::get(b.getContext(), r), logits, labels, ignore));
+}
+
+void registerNNTranslations(TranslateTable &table) {
+  table["Conv"] = translateConv;
+  for (StringRef op : {"MaxPool", "AveragePool", "LpPool", "GlobalMaxPool",
+                       "GlobalAveragePool", "GlobalLpPool"})
+    table[op] = translatePool;
+  table["BatchNormalization"] = translateBatchNorm;
+  table["LayerNormalization"] = translateLayerNorm;
+  table["Dropout"] = translateDropout;
+  for (StringRef op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+        "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+        "ReduceLogSumExp", "ArgMax", "ArgMin"})
+    table[op] = translateReduce;
+  table["SoftmaxCrossEntropyLoss"] = translateSCE;
+}
+
+} // namespace import
+} // namespace distopt

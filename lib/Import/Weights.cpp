@@ -1,0 +1,199 @@
+//===- Weights.cpp - Initializers to weight references ----------*- C++ -*-===//
+//
+// Part of DistOpt. Implements Weights.h. External data follows onnx.proto:
+// data_location = EXTERNAL with external_data keys "location", "offset" and
+// "length" (offset/length in bytes, as decimal strings).
+//
+//===----------------------------------------------------------------------===//
+#include "Weights.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using onnx::TensorProto;
+
+namespace distopt {
+namespace import {
+
+/// Bytes per element of `dtype`, or 0 for types without a fixed size.
+static int64_t elementBytes(int32_t dtype) {
+  switch (dtype) {
+  case TensorProto::BOOL:
+  case TensorProto::INT8:
+  case TensorProto::UINT8:
+    return 1;
+  case TensorProto::INT16:
+  case TensorProto::UINT16:
+  case TensorProto::FLOAT16:
+  case TensorProto::BFLOAT16:
+    return 2;
+  case TensorProto::INT32:
+  case TensorProto::UINT32:
+  case TensorProto::FLOAT:
+    return 4;
+  case TensorProto::INT64:
+  case TensorProto::UINT64:
+  case TensorProto::DOUBLE:
+  case TensorProto::COMPLEX64:
+    return 8;
+  case TensorProto::COMPLEX128:
+    return 16;
+  default:
+    return 0;
+  }
+}
+
+static int64_t numElements(const TensorProto &t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims())
+    n *= d;
+  return n;
+}
+
+std::string checkExternalLocation(StringRef location) {
+  if (location.empty())
+    return "the external data location is empty";
+  if (llvm::sys::path::is_absolute(location) ||
+      llvm::sys::path::is_absolute(location, llvm::sys::path::Style::windows))
+    return "external data location '" + location.str() +
+           "' is an absolute path; locations must be relative to the "
+           "model's folder";
+  for (auto it = llvm::sys::path::begin(location),
+            end = llvm::sys::path::end(location);
+       it != end; ++it)
+    if (*it == "..")
+      return "external data location '" + location.str() +
+             "' escapes the model's folder ('..'); keep weight files next to "
+             "the model";
+  return "";
+}
+
+void restoreSmallPayloads(onnx::GraphProto &graph, const WeightSource &source) {
+  for (const auto &[index, ref] : source.scan->payloads) {
+    TensorProto *t = graph.mutable_initializer(index);
+    if (numElements(*t) > kMaxInlineElements)
+      continue;
+    // float_data/double_data payloads have the raw_data layout.
+    t->clear_float_data();
+    t->clear_double_data();
+    t->set_raw_data(source.bytes.substr(ref.offset, ref.size).str());
+  }
+}
+
+/// Attributes of one weight reference.
+struct Reference {
+  std::string file;
+  int64_t offset = 0, size = 0;
+};
+
+/// Resolves the external data of `t`; returns failure after an error.
+static FailureOr<std::optional<Reference>>
+resolveExternal(const TensorProto &t, const WeightSource &source,
+                Location loc, int64_t expectedBytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &kv : t.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset" || kv.key() == "length") {
+      long long v;
+      if (StringRef(kv.value()).getAsInteger(10, v) || v < 0)
+        return emitError(loc) << "initializer '" << t.name()
+                              << "': external data " << kv.key() << " '"
+                              << kv.value() << "' is not a byte count",
+               failure();
+      (kv.key() == "offset" ? offset : length) = v;
+    }
+  }
+  std::string problem = checkExternalLocation(location);
+  if (!problem.empty())
+    return emitError(loc) << "initializer '" << t.name() << "': " << problem,
+           failure();
+  if (length < 0)
+    length = expectedBytes;
+  if (source.policy == WeightPolicy::Ignore)
+    return std::optional<Reference>();
+  SmallString<256> path(source.baseDir);
+  llvm::sys::path::append(path, location);
+  uint64_t fileSize;
+  if (llvm::sys::fs::file_size(path, fileSize))
+    return emitError(loc) << "initializer '" << t.name()
+                          << "': external data file '" << path
+                          << "' does not exist; put it next to the model, or "
+                             "import without weight data using "
+                             "--dist-weights=ignore",
+           failure();
+  if (length < 0 || uint64_t(offset) + uint64_t(length) > fileSize)
+    return emitError(loc) << "initializer '" << t.name() << "' needs bytes "
+                          << offset << ".." << offset + length << " of '"
+                          << path << "', which has only " << fileSize
+                          << " bytes; the weight file is truncated or belongs "
+                             "to another model (or use --dist-weights=ignore)",
+           failure();
+  return std::optional<Reference>(Reference{location, offset, length});
+}
+
+LogicalResult defineInitializers(Translator &t, const onnx::GraphProto &graph,
+                                 const WeightSource &source, Location loc) {
+  OpBuilder &b = t.builder;
+  unsigned varintWeights = 0;
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    const TensorProto &init = graph.initializer(i);
+    // Integer tensors (shapes, indices) and scalars are data of the
+    // computation; every other float tensor is a trainable weight, however
+    // small (a bias counts for parameters and gradients).
+    if (auto small = readSmallTensor(init)) {
+      if (!small->isFloat() || small->numElements() == 1) {
+        t.defineConstant(init.name(), std::move(*small));
+        continue;
+      }
+    }
+    Type elem = t.elementType(init.data_type());
+    if (!elem)
+      return emitError(loc) << "initializer '" << init.name()
+                            << "' has unsupported data type "
+                            << init.data_type()
+                            << "; only numeric tensors are supported";
+    SmallVector<int64_t> dims(init.dims().begin(), init.dims().end());
+    auto type = RankedTensorType::get(dims, elem);
+    int64_t bytes = numElements(init) * elementBytes(init.data_type());
+    std::optional<Reference> ref;
+    if (init.data_location() == TensorProto::EXTERNAL) {
+      auto r = resolveExternal(init, source, loc, bytes);
+      if (failed(r))
+        return failure();
+      ref = *r;
+    } else if (auto it = source.scan->payloads.find(i);
+               it != source.scan->payloads.end()) {
+      if (int64_t(it->second.size) != bytes)
+        return emitError(loc) << "initializer '" << init.name() << "' holds "
+                              << it->second.size << " bytes but its type "
+                              << type << " needs " << bytes
+                              << "; the model is corrupt";
+      if (source.policy == WeightPolicy::Reference)
+        ref = Reference{source.modelFile, int64_t(it->second.offset),
+                        int64_t(it->second.size)};
+    } else if (numElements(init) > 0) {
+      ++varintWeights; // int32_data/int64_data: varints, no byte range
+    }
+    Location wloc = NameLoc::get(b.getStringAttr(init.name()), loc);
+    Value w = graph::WeightOp::create(b, 
+        wloc, type, b.getStringAttr(init.name()),
+        ref ? b.getStringAttr(ref->file) : StringAttr(),
+        ref ? b.getI64IntegerAttr(ref->offset) : IntegerAttr(),
+        ref ? b.getI64IntegerAttr(ref->size) : IntegerAttr());
+    t.define(init.name(), w);
+  }
+  if (varintWeights && source.policy == WeightPolicy::Reference)
+    emitWarning(loc) << varintWeights
+                     << " initializer(s) store their data as varints "
+                        "(int32_data/int64_data), which has no byte range to "
+                        "reference; they are imported without data";
+  return success();
+}
+
+} // namespace import
+} // namespace distopt
