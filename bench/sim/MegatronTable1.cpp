@@ -70,6 +70,10 @@ schedule::Plan planOf(const Row &r) {
   p.pp = r.p;
   p.mbs = 1;
   p.recompute = cost::Recompute::Full;
+  // Megatron-LM (2021) blocked on its p2p transfers and all-reduced fp32
+  // gradients after the whole backward pass.
+  p.overlapP2P = false;
+  p.overlapGradSync = false;
   p.schedule = schedule::ScheduleKind::OneFOneB;
   if (r.p > 1) {
     unsigned perStage = r.layers / r.p;
@@ -85,6 +89,12 @@ schedule::Plan planOf(const Row &r) {
   return p;
 }
 
+cost::MemoryConfig megatronMemory() {
+  cost::MemoryConfig m;
+  m.gradSyncBytes = 4;
+  return m;
+}
+
 Expected<sim::PlanSimulation> runRow(const Row &r, bool record) {
   Expected<cluster::Cluster> c = cluster::getPreset("dgx-a100-80gb", r.gpus / 8);
   if (!c)
@@ -93,7 +103,8 @@ Expected<sim::PlanSimulation> runRow(const Row &r, bool record) {
   cost::CostModel cm;
   sim::SimOptions opts;
   opts.recordEvents = record;
-  return sim::simulatePlan(model, *c, planOf(r), r.batch, cm, opts);
+  return sim::simulatePlan(model, *c, planOf(r), r.batch, cm, opts,
+                           megatronMemory());
 }
 
 bool megatronTable() {
@@ -213,9 +224,9 @@ void BM_SimulateRow(benchmark::State &state) {
   cantFail(schedule::finalizePlan(plan, model, c, r.batch, cm));
   schedule::Schedule s = cantFail(schedule::generateSchedule(
       plan.schedule, plan.pp, plan.chunks, plan.numMicrobatches,
-      {plan.dp > 1, plan.zero}));
-  schedule::PipelineCosts costs =
-      schedule::buildPipelineCosts(plan, model, c, cm, s.weightVersions);
+      {plan.dp > 1, plan.zero, plan.overlapGradSync}));
+  schedule::PipelineCosts costs = schedule::buildPipelineCosts(
+      plan, model, c, cm, s.weightVersions, megatronMemory());
   for (auto _ : state) {
     auto res = sim::simulate(s, costs, sim::SimOptions{false});
     benchmark::DoNotOptimize(res->iterationTime);
@@ -239,6 +250,7 @@ BENCHMARK(BM_PlanAndSimulate1T)->Unit(benchmark::kMillisecond);
 int main(int argc, char **argv) {
   bool ok = megatronTable();
   ok &= bubbleTable();
+  outs().flush();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

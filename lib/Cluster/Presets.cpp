@@ -61,9 +61,9 @@ static LinkSpec makeLink(StringRef name, double GBps, double latUs,
 
 // NVIDIA data-center GPUs share one calibration (matmul efficiency, size
 // roll-off, memory efficiency, launch cost); only the public peaks differ.
-static constexpr double kGpuMatmulEff = 0.80, kGpuConvEff = 0.65,
+static constexpr double kGpuMatmulEff = 0.70, kGpuConvEff = 0.60,
                         kGpuOtherEff = 0.5, kGpuMemEff = 0.80,
-                        kGpuLaunchUs = 4.0, kGpuHalfGflops = 3.0;
+                        kGpuLaunchUs = 4.0, kGpuHalfGflops = 0.5;
 
 static DeviceSpec a100() {
   return makeDevice("a100-80gb", {19.5, 156, 312, 312, 0, 624}, 80, 2039,

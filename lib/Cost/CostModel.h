@@ -106,6 +106,9 @@ struct MemoryConfig {
   Recompute recompute = Recompute::None;
   /// Weight copies kept for asynchronous schedules (1 = none extra).
   unsigned weightVersions = 1;
+  /// Bytes per gradient element in the DP sync (0: the gradient dtype;
+  /// Megatron-LM all-reduces fp32 main gradients, 4).
+  double gradSyncBytes = 0;
 };
 
 struct MemoryBreakdown {

@@ -213,9 +213,13 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
       out.push_back({ActionKind::OptimizerStep, a.mb, a.chunk, -1});
       continue;
     }
-    if (--gradsLeft[a.chunk] == 0 && opts.dataParallel)
+    if (--gradsLeft[a.chunk] == 0 && opts.dataParallel &&
+        opts.overlapGradSync)
       out.push_back({syncKind, -1, a.chunk, -1});
   }
+  if (!async && opts.dataParallel && !opts.overlapGradSync)
+    for (unsigned c = 0; c < s.chunks; ++c)
+      out.push_back({syncKind, -1, static_cast<int>(c), -1});
   if (!async) {
     out.push_back({ActionKind::OptimizerStep, -1, 0, -1});
     if (opts.dataParallel && opts.zero >= 1)
@@ -238,6 +242,8 @@ Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
   };
   if (pp == 0 || m == 0 || chunks == 0)
     return fail("pp, chunks and micro-batches must all be >= 1");
+  if (pp > 32767 || chunks > 127)
+    return fail("at most 32767 pipeline ranks and 127 chunks per rank");
   if (kind == ScheduleKind::Interleaved) {
     if (m % pp != 0)
       return fail("interleaved needs micro-batches to be a multiple of pp");

@@ -58,6 +58,10 @@ std::string Plan::str() const {
                       .str();
   if (!scatterGather)
     s += ",sg=0";
+  if (!overlapP2P)
+    s += ",p2p_overlap=0";
+  if (!overlapGradSync)
+    s += ",grad_overlap=0";
   if (!cuts.empty()) {
     s += ",stages=";
     for (unsigned i = 0; i < cuts.size(); ++i)
@@ -110,6 +114,10 @@ Expected<Plan> parsePlan(StringRef spec) {
       unsigned v = 1;
       e = number(v, 0);
       p.scatterGather = v != 0;
+    } else if (key == "p2p_overlap" || key == "grad_overlap") {
+      unsigned v = 1;
+      e = number(v, 0);
+      (key == "p2p_overlap" ? p.overlapP2P : p.overlapGradSync) = v != 0;
     } else if (key == "schedule") {
       if (!parseScheduleKind(value, p.schedule))
         return planError(spec, "unknown schedule '" + value +
@@ -139,7 +147,8 @@ Expected<Plan> parsePlan(StringRef spec) {
     } else {
       e = planError(spec, "unknown key '" + key +
                               "'; known: dp, tp, pp, mbs, schedule, chunks, "
-                              "recompute, zero, sg, stages");
+                              "recompute, zero, sg, p2p_overlap, grad_overlap, "
+                              "stages");
     }
     if (e)
       return std::move(e);
@@ -307,6 +316,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   pc.microbatches = p.numMicrobatches;
   pc.mbs = p.mbs;
   pc.globalBatch = p.globalBatch;
+  pc.overlapP2P = p.overlapP2P;
   pc.levelNames = {c.levelName(LinkLevel::IntraNode),
                    c.levelName(LinkLevel::Network)};
   unsigned numLayers = model.layers.size();
@@ -317,6 +327,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   mem.zero = p.zero;
   mem.recompute = p.recompute;
   double elem = mem.mixedPrecision ? 2 : 4;
+  double syncElem = mem.gradSyncBytes > 0 ? mem.gradSyncBytes : elem;
 
   pc.stages.resize(V);
   for (unsigned vs = 0; vs < V; ++vs) {
@@ -371,7 +382,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
               st.sendPrevBytes, st.prevLevel);
 
     GroupShape dpg = dpShape(p, c, st.device);
-    double gradBytes = st.params * elem;
+    double gradBytes = st.params * syncElem;
     CommCost sync;
     if (p.zero == 0) {
       sync = CostModel::collective(Collective::AllReduce, gradBytes, dpg);
@@ -389,8 +400,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       st.gradSyncBytes[l] = sync.bytes[l];
     if (p.zero >= 3) {
       // Weights are gathered before each forward and each backward.
-      CommCost g =
-          CostModel::collective(Collective::AllGather, gradBytes, dpg);
+      CommCost g = CostModel::collective(Collective::AllGather,
+                                         st.params * elem, dpg);
       st.fwd += g.time;
       st.bwdInput += g.time;
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)

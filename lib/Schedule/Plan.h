@@ -46,6 +46,12 @@ struct Plan {
   unsigned zero = 0;
   /// Megatron's scatter/gather: each TP rank sends 1/tp of the boundary.
   bool scatterGather = true;
+  /// Sends overlap compute (false: they block the compute stream, as the
+  /// blocking p2p of Megatron-LM 2021 did).
+  bool overlapP2P = true;
+  /// DP gradient sync of a chunk starts when its gradients are ready (false:
+  /// after the whole backward, before the optimizer step).
+  bool overlapGradSync = true;
   /// First layer of virtual stages 1..pp*chunks-1 (empty: balance by cost).
   std::vector<unsigned> cuts;
   /// Filled by finalizePlan.
@@ -122,6 +128,7 @@ struct PipelineCosts {
   std::vector<StageCost> stages; ///< virtual stages in pipeline order
   std::vector<DeviceCost> devices;
   std::vector<std::string> levelNames{"intra_node", "network"};
+  bool overlapP2P = true;
 
   unsigned numVirtualStages() const { return stages.size(); }
   const StageCost &stage(unsigned device, unsigned chunk) const {

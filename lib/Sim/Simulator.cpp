@@ -50,14 +50,18 @@ struct Link {
   std::deque<Pending> waiting;
 };
 
+/// An action in a queue: its index in the rank's list and, for collectives,
+/// how many compute-queue items precede it in the list; for an optimizer
+/// step, how many collectives do.
+struct Slot {
+  unsigned index, before;
+};
+
 struct Rank {
-  /// Indices into the rank's action list, per queue.
-  std::vector<unsigned> queue[kNumQueues];
+  std::vector<Slot> queue[kNumQueues];
   unsigned head[kNumQueues] = {0, 0, 0, 0};
   bool computeBusy = false;
   unsigned computeDone = 0, collectivesDone = 0;
-  /// For each action: compute-queue items and collectives listed before it.
-  std::vector<unsigned> computeBefore, collectivesBefore;
   Link links[cluster::kNumLinkLevels];
   double busy = 0;
   std::vector<double> backwardEnds;
@@ -86,12 +90,12 @@ public:
     for (unsigned r = 0; r < s.pp; ++r) {
       Rank &rk = ranks[r];
       const auto &list = s.devices[r];
-      rk.computeBefore.resize(list.size());
-      rk.collectivesBefore.resize(list.size());
       for (unsigned i = 0; i < list.size(); ++i) {
-        rk.computeBefore[i] = rk.queue[0].size();
-        rk.collectivesBefore[i] = rk.queue[3].size();
-        rk.queue[queueOf(list[i].kind)].push_back(i);
+        unsigned q = queueOf(list[i].kind);
+        if (!c.overlapP2P && (q == 1 || q == 2))
+          q = 0; // blocking sends occupy the compute stream
+        unsigned before = q == 3 ? rk.queue[0].size() : rk.queue[3].size();
+        rk.queue[q].push_back({i, before});
       }
     }
   }
@@ -113,8 +117,9 @@ private:
       return 0; // compute and blocking receives
     }
   }
+  // Micro-batch major: events close in time touch neighbouring slots.
   size_t key(unsigned vs, int mb) const {
-    return static_cast<size_t>(vs) * m + mb;
+    return static_cast<size_t>(mb) * V + vs;
   }
   const StageCost &stageOf(unsigned r, const Action &a) const {
     return c.stage(r, a.chunk);
@@ -125,6 +130,19 @@ private:
     events.push({t, seq++, r, q, idx});
   }
   void advance(unsigned r);
+  /// A send completed now: the data is at the peer.
+  void deliver(unsigned r, const Action &a) {
+    unsigned vs = s.stageOf(r, a.chunk);
+    const StageCost &st = stageOf(r, a);
+    double groups = c.devices[r].devicesInGroup;
+    if (a.kind == ActionKind::SendActivation) {
+      actArrival[key(vs + 1, a.mb)] = now;
+      bytes[static_cast<unsigned>(st.nextLevel)] += st.sendNextBytes * groups;
+    } else {
+      gradArrival[key(vs - 1, a.mb)] = now;
+      bytes[static_cast<unsigned>(st.prevLevel)] += st.sendPrevBytes * groups;
+    }
+  }
   void startOnLink(unsigned r, unsigned q, unsigned idx);
   void record(unsigned r, unsigned q, unsigned idx, double start,
               double end) {
@@ -206,7 +224,8 @@ void Engine::advance(unsigned r) {
   const auto &list = s.devices[r];
   // Compute stream (with blocking receives).
   while (!rk.computeBusy && rk.head[0] < rk.queue[0].size()) {
-    unsigned idx = rk.queue[0][rk.head[0]];
+    const Slot &slot = rk.queue[0][rk.head[0]];
+    unsigned idx = slot.index;
     const Action &a = list[idx];
     unsigned vs = s.stageOf(r, a.chunk);
     if (a.kind == ActionKind::RecvActivation) {
@@ -231,18 +250,19 @@ void Engine::advance(unsigned r) {
         vs + 1 < V && (vs + 1) % s.pp == r && bEnd[key(vs + 1, a.mb)] < 0)
       break;
     if (a.kind == ActionKind::OptimizerStep &&
-        rk.collectivesDone < rk.collectivesBefore[idx])
+        rk.collectivesDone < slot.before)
       break;
     double d = computeDuration(r, a);
     rk.computeBusy = true;
-    rk.busy += d;
+    if (isCompute(a.kind))
+      rk.busy += d;
     record(r, 0, idx, now, now + d);
     push(now + d, r, 0, idx);
   }
   // Sends: ready once their data is produced.
   for (unsigned q = 1; q <= 2; ++q) {
     while (rk.head[q] < rk.queue[q].size()) {
-      unsigned idx = rk.queue[q][rk.head[q]];
+      unsigned idx = rk.queue[q][rk.head[q]].index;
       const Action &a = list[idx];
       unsigned vs = s.stageOf(r, a.chunk);
       double ready = q == 1 ? fEnd[key(vs, a.mb)] : bEnd[key(vs, a.mb)];
@@ -254,8 +274,9 @@ void Engine::advance(unsigned r) {
   }
   // Collectives: ready once every compute action listed before is done.
   while (rk.head[3] < rk.queue[3].size()) {
-    unsigned idx = rk.queue[3][rk.head[3]];
-    if (rk.computeDone < rk.computeBefore[idx])
+    const Slot &slot = rk.queue[3][rk.head[3]];
+    unsigned idx = slot.index;
+    if (rk.computeDone < slot.before)
       break;
     ++rk.head[3];
     startOnLink(r, 3, idx);
@@ -285,6 +306,11 @@ Expected<SimResult> Engine::run() {
         if (e.rank == 0)
           rk.backwardEnds.push_back(now);
       }
+      if (a.kind == ActionKind::SendActivation ||
+          a.kind == ActionKind::SendGrad) {
+        deliver(e.rank, a);
+        advance(a.peer);
+      }
       advance(e.rank);
       continue;
     }
@@ -292,13 +318,9 @@ Expected<SimResult> Engine::run() {
     const StageCost &st = stageOf(e.rank, a);
     unsigned level = linkOf(e.rank, a);
     unsigned peer = e.rank;
-    if (a.kind == ActionKind::SendActivation) {
-      actArrival[key(vs + 1, a.mb)] = now;
-      bytes[level] += st.sendNextBytes * dc.devicesInGroup;
-      peer = a.peer;
-    } else if (a.kind == ActionKind::SendGrad) {
-      gradArrival[key(vs - 1, a.mb)] = now;
-      bytes[level] += st.sendPrevBytes * dc.devicesInGroup;
+    if (a.kind == ActionKind::SendActivation ||
+        a.kind == ActionKind::SendGrad) {
+      deliver(e.rank, a);
       peer = a.peer;
     } else {
       ++rk.collectivesDone;
@@ -328,7 +350,7 @@ Expected<SimResult> Engine::run() {
             inconvertibleErrorCode(),
             formatv("simulation stalled: rank {0} waits at {1}; verify the "
                     "schedule (verifySchedule) to find the missing send",
-                    r, s.devices[r][ranks[r].queue[q][ranks[r].head[q]]].str())
+                    r, s.devices[r][ranks[r].queue[q][ranks[r].head[q]].index].str())
                 .str());
 
   SimResult &res = result;
@@ -400,6 +422,7 @@ Expected<PlanSimulation> simulatePlan(const cost::ModelDesc &model,
   ScheduleOptions so;
   so.dataParallel = ps.plan.dp > 1;
   so.zero = ps.plan.zero;
+  so.overlapGradSync = ps.plan.overlapGradSync;
   Expected<Schedule> s =
       generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
                        ps.plan.numMicrobatches, so);
