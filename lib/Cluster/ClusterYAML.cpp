@@ -16,7 +16,7 @@
 #include "llvm/Support/YAMLParser.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <functional>
+#include <cstdio>
 
 using namespace llvm;
 
@@ -30,12 +30,31 @@ public:
   Reader(SourceMgr &sm, StringRef file) : sm(sm), file(file) {}
 
   Error error(yaml::Node *n, StringRef field, const Twine &msg) {
+    if (!n) // a syntax error left no node; the diagnostic handler has it
+      return createStringError(inconvertibleErrorCode(),
+                               formatv("{0}: field '{1}': {2}", file, field,
+                                       msg.str())
+                                   .str());
     auto [line, col] = sm.getLineAndColumn(n->getSourceRange().Start);
     return createStringError(
         inconvertibleErrorCode(),
         formatv("{0}:{1}:{2}: field '{3}': {4}", file, line, col, field,
                 msg.str())
             .str());
+  }
+
+  /// An error at a position saved with where().
+  Error errorAt(std::pair<unsigned, unsigned> pos, StringRef field,
+                const Twine &msg) {
+    return createStringError(inconvertibleErrorCode(),
+                             formatv("{0}:{1}:{2}: field '{3}': {4}", file,
+                                     pos.first, pos.second, field, msg.str())
+                                 .str());
+  }
+  std::pair<unsigned, unsigned> where(yaml::Node *n) {
+    if (!n)
+      return {0, 0};
+    return sm.getLineAndColumn(n->getSourceRange().Start);
   }
 
   Expected<std::string> str(yaml::Node *n, StringRef field) {
@@ -218,6 +237,49 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
   return d;
 }
 
+namespace {
+/// A node group read before all devices are known: the YAML stream is read
+/// once, so it keeps the device name and its position for the error.
+struct PendingGroup {
+  NodeGroup group;
+  std::string device;
+  std::pair<unsigned, unsigned> pos;
+};
+} // namespace
+
+static Expected<PendingGroup> readGroup(Reader &r, yaml::Node *item) {
+  PendingGroup pg;
+  pg.pos = r.where(item);
+  Error e = r.mapping(
+      item, "nodes", {"device", "count", "devices_per_node", "intra_node"},
+      {"device", "devices_per_node", "intra_node"},
+      [&](StringRef key, yaml::Node *v) -> Error {
+        if (key == "device") {
+          auto s = r.str(v, key);
+          if (!s)
+            return s.takeError();
+          pg.device = *s;
+          pg.pos = r.where(v);
+          return Error::success();
+        }
+        if (key == "intra_node") {
+          auto l = readLink(r, v, key);
+          if (!l)
+            return l.takeError();
+          pg.group.intraNode = *l;
+          return Error::success();
+        }
+        auto x = r.count(v, key);
+        if (!x)
+          return x.takeError();
+        (key == "count" ? pg.group.nodes : pg.group.devicesPerNode) = *x;
+        return Error::success();
+      });
+  if (e)
+    return std::move(e);
+  return pg;
+}
+
 Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
   SourceMgr sm;
   std::string diag;
@@ -230,17 +292,19 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
                      .str();
       },
       &diag);
-  sm.AddNewSourceBuffer(MemoryBuffer::getMemBuffer(text, fileName), SMLoc());
-  yaml::Stream stream(text, sm, /*ShowColors=*/false);
+  yaml::Stream stream(MemoryBufferRef(text, fileName), sm,
+                      /*ShowColors=*/false);
   Reader r(sm, fileName);
   Cluster c;
   auto docIt = stream.begin();
-  if (docIt == stream.end() || !docIt->getRoot())
+  if (docIt == stream.end() || !docIt->getRoot() ||
+      isa<yaml::NullNode>(docIt->getRoot()))
     return createStringError(inconvertibleErrorCode(),
                              fileName + ": empty cluster file; expected a "
                                         "mapping with name, devices, nodes");
   yaml::Node *root = docIt->getRoot();
-  std::vector<std::pair<std::string, yaml::Node *>> pendingNodes;
+  std::pair<unsigned, unsigned> rootPos = r.where(root);
+  std::vector<PendingGroup> pending;
   Error e = r.mapping(
       root, "cluster", {"name", "description", "devices", "nodes", "network"},
       {"name", "devices", "nodes"},
@@ -259,7 +323,7 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
           c.network = *l;
           return Error::success();
         }
-        auto *seq = dyn_cast<yaml::SequenceNode>(v);
+        auto *seq = dyn_cast_or_null<yaml::SequenceNode>(v);
         if (!seq)
           return r.error(v, key, "expected a list");
         for (yaml::Node &item : *seq) {
@@ -269,7 +333,10 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
               return d.takeError();
             c.devices.push_back(*d);
           } else {
-            pendingNodes.push_back({"", &item});
+            auto g = readGroup(r, &item);
+            if (!g)
+              return g.takeError();
+            pending.push_back(*g);
           }
         }
         return Error::success();
@@ -281,47 +348,21 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
   }
   if (e)
     return std::move(e);
-  // Node groups refer to devices by name, so read them after all devices.
-  for (auto &[unused, item] : pendingNodes) {
-    NodeGroup g;
-    Error ge = r.mapping(
-        item, "nodes", {"device", "count", "devices_per_node", "intra_node"},
-        {"device", "devices_per_node", "intra_node"},
-        [&](StringRef key, yaml::Node *v) -> Error {
-          if (key == "device") {
-            auto s = r.str(v, key);
-            if (!s)
-              return s.takeError();
-            for (unsigned i = 0; i < c.devices.size(); ++i)
-              if (c.devices[i].name == *s) {
-                g.deviceIndex = i;
-                return Error::success();
-              }
-            return r.error(v, key,
-                           "unknown device '" + *s +
-                               "'; define it under 'devices'");
-          }
-          if (key == "intra_node") {
-            auto l = readLink(r, v, key);
-            if (!l)
-              return l.takeError();
-            g.intraNode = *l;
-            return Error::success();
-          }
-          auto x = r.count(v, key);
-          if (!x)
-            return x.takeError();
-          (key == "count" ? g.nodes : g.devicesPerNode) = *x;
-          return Error::success();
-        });
-    if (ge)
-      return std::move(ge);
-    c.groups.push_back(g);
+  for (PendingGroup &pg : pending) {
+    auto it = llvm::find_if(c.devices, [&](const DeviceSpec &d) {
+      return d.name == pg.device;
+    });
+    if (it == c.devices.end())
+      return r.errorAt(pg.pos, "device",
+                       "unknown device '" + pg.device +
+                           "'; define it under 'devices'");
+    pg.group.deviceIndex = it - c.devices.begin();
+    c.groups.push_back(pg.group);
   }
   if (c.numNodes() > 1 && c.network.bandwidth == 0)
-    return r.error(root, "network",
-                   "the cluster has several nodes but no 'network' link; add "
-                   "network: {bandwidth_GBps: ..., latency_us: ...}");
+    return r.errorAt(rootPos, "network",
+                     "the cluster has several nodes but no 'network' link; "
+                     "add network: {bandwidth_GBps: ..., latency_us: ...}");
   if (Error ve = validateCluster(c, fileName))
     return std::move(ve);
   return c;
@@ -338,11 +379,18 @@ Expected<Cluster> loadClusterFile(StringRef path) {
   return parseClusterYAML((*buf)->getBuffer(), path);
 }
 
+/// Shortest exact-enough decimal form of \p v.
+static std::string num(double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.10g", v);
+  return buf;
+}
+
 static void writeLink(const LinkSpec &l, raw_ostream &os) {
-  os << formatv("{name: {0}, bandwidth_GBps: {1}, latency_us: {2}, "
-                "collective_efficiency: {3}}",
-                l.name.empty() ? "link" : l.name, l.bandwidth / 1e9,
-                l.latency * 1e6, l.collectiveEfficiency);
+  os << "{name: " << (l.name.empty() ? "link" : l.name)
+     << ", bandwidth_GBps: " << num(l.bandwidth / 1e9)
+     << ", latency_us: " << num(l.latency * 1e6)
+     << ", collective_efficiency: " << num(l.collectiveEfficiency) << "}";
 }
 
 void writeClusterYAML(const Cluster &c, raw_ostream &os) {
@@ -357,19 +405,19 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
       if (d.peakFlops[i] <= 0)
         continue;
       os << (first ? "" : ", ") << dtypeName(static_cast<DType>(i)) << ": "
-         << d.peakFlops[i] / 1e12;
+         << num(d.peakFlops[i] / 1e12);
       first = false;
     }
     os << "}\n";
-    os << formatv("    memory_GB: {0}\n    memory_bandwidth_GBps: {1}\n"
-                  "    memory_efficiency: {2}\n    launch_overhead_us: {3}\n"
-                  "    half_efficiency_gflops: {4}\n    efficiency: {",
-                  d.memoryBytes / 1e9, d.memoryBandwidth / 1e9,
-                  d.memoryEfficiency, d.launchOverhead * 1e6,
-                  d.halfEfficiencyFlops / 1e9);
+    os << "    memory_GB: " << num(d.memoryBytes / 1e9)
+       << "\n    memory_bandwidth_GBps: " << num(d.memoryBandwidth / 1e9)
+       << "\n    memory_efficiency: " << num(d.memoryEfficiency)
+       << "\n    launch_overhead_us: " << num(d.launchOverhead * 1e6)
+       << "\n    half_efficiency_gflops: " << num(d.halfEfficiencyFlops / 1e9)
+       << "\n    efficiency: {";
     for (unsigned i = 0; i < kNumOpClasses; ++i)
       os << (i ? ", " : "") << opClassName(static_cast<OpClass>(i)) << ": "
-         << d.efficiency[i];
+         << num(d.efficiency[i]);
     os << "}\n";
   }
   os << "nodes:\n";

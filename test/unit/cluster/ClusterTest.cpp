@@ -1,0 +1,214 @@
+//===- ClusterTest.cpp - Presets, YAML and PRESET:NODES ---------*- C++ -*-===//
+
+#include "lib/Cluster/Cluster.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+using namespace distopt::cluster;
+using llvm::Expected;
+
+namespace {
+
+template <typename T> std::string errorOf(Expected<T> v) {
+  EXPECT_FALSE(static_cast<bool>(v));
+  return v ? std::string() : llvm::toString(v.takeError());
+}
+
+TEST(Cluster, EveryPresetValidates) {
+  std::vector<std::string> names = presetNames();
+  for (const char *required :
+       {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-v100", "pcie-v100x4",
+        "mixed-a100-v100", "cpu-xeon-2s", "arm-board-ethernet",
+        "arm-board-wifi"})
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end())
+        << required;
+  for (const std::string &n : names) {
+    Expected<Cluster> c = getPreset(n, 3);
+    ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+    EXPECT_EQ(c->numNodes(), 3u) << n;
+    EXPECT_FALSE(static_cast<bool>(validateCluster(*c, n))) << n;
+  }
+}
+
+TEST(Cluster, PresetFiguresMatchVendorData) {
+  Cluster a = llvm::cantFail(getPreset("dgx-a100-80gb", 4));
+  EXPECT_EQ(a.numDevices(), 32u);
+  EXPECT_DOUBLE_EQ(a.devices[0].peak(DType::BF16), 312e12);
+  EXPECT_DOUBLE_EQ(a.devices[0].memoryBytes, 80e9);
+  // fp8 is not an A100 dtype: falls back to fp32.
+  EXPECT_DOUBLE_EQ(a.devices[0].peak(DType::F8), 19.5e12);
+  Cluster h = llvm::cantFail(getPreset("dgx-h200"));
+  EXPECT_DOUBLE_EQ(h.devices[0].memoryBytes, 141e9);
+  EXPECT_DOUBLE_EQ(h.devices[0].memoryBandwidth, 4.8e12);
+}
+
+TEST(Cluster, RankLayoutIsNodeMajor) {
+  Cluster c = llvm::cantFail(getPreset("dgx-a100-80gb", 2));
+  EXPECT_EQ(c.nodeOf(7), 0u);
+  EXPECT_EQ(c.nodeOf(8), 1u);
+  EXPECT_EQ(c.levelBetween(0, 7), LinkLevel::IntraNode);
+  EXPECT_EQ(c.levelBetween(7, 8), LinkLevel::Network);
+  EXPECT_EQ(c.levelName(LinkLevel::IntraNode), "nvlink");
+  EXPECT_EQ(c.levelName(LinkLevel::Network), "infiniband");
+}
+
+TEST(Cluster, MixedPresetHasTwoDeviceTypes) {
+  Cluster c = llvm::cantFail(getPreset("mixed-a100-v100", 2));
+  ASSERT_EQ(c.devices.size(), 2u);
+  EXPECT_EQ(c.deviceOf(0).name, "a100-80gb");
+  EXPECT_EQ(c.deviceOf(8).name, "v100-sxm2-32gb");
+  EXPECT_FALSE(c.isHomogeneous());
+}
+
+TEST(Cluster, ResolvePresetColonNodes) {
+  Cluster c = llvm::cantFail(resolveCluster("dgx-h100:2"));
+  EXPECT_EQ(c.numDevices(), 16u);
+  EXPECT_NE(errorOf(resolveCluster("dgx-h100:0")).find("PRESET:NODES"),
+            std::string::npos);
+  EXPECT_NE(errorOf(resolveCluster("dgx-h100:two")).find("not a positive"),
+            std::string::npos);
+  std::string unknown = errorOf(resolveCluster("dgx-a900"));
+  EXPECT_NE(unknown.find("unknown cluster preset 'dgx-a900'"),
+            std::string::npos);
+  EXPECT_NE(unknown.find("dgx-h200"), std::string::npos);
+  EXPECT_NE(errorOf(resolveCluster("/nonexistent/c.yaml"))
+                .find("cannot read cluster file"),
+            std::string::npos);
+}
+
+TEST(Cluster, ListingNamesEveryPreset) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  listClusters(os);
+  for (const std::string &n : presetNames())
+    EXPECT_NE(out.find(n), std::string::npos) << n;
+}
+
+TEST(ClusterYAML, RoundTripsEveryPreset) {
+  for (const std::string &n : presetNames()) {
+    Cluster c = llvm::cantFail(getPreset(n, 2));
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    writeClusterYAML(c, os);
+    Expected<Cluster> back = parseClusterYAML(text, n + ".yaml");
+    ASSERT_TRUE(static_cast<bool>(back))
+        << n << ": " << llvm::toString(back.takeError()) << "\n"
+        << text;
+    EXPECT_EQ(back->numDevices(), c.numDevices());
+    ASSERT_EQ(back->devices.size(), c.devices.size());
+    for (unsigned i = 0; i < c.devices.size(); ++i) {
+      EXPECT_NEAR(back->devices[i].peak(DType::BF16),
+                  c.devices[i].peak(DType::BF16), 1e3);
+      EXPECT_NEAR(back->devices[i].memoryBandwidth,
+                  c.devices[i].memoryBandwidth, 1e3);
+      EXPECT_DOUBLE_EQ(back->devices[i].efficiency[0],
+                       c.devices[i].efficiency[0]);
+    }
+    EXPECT_NEAR(back->network.latency, c.network.latency, 1e-12);
+  }
+}
+
+const char *kGood = R"(name: lab
+devices:
+  - name: gpu
+    peak_tflops: {fp32: 10, bf16: 100}
+    memory_GB: 16
+    memory_bandwidth_GBps: 900
+    efficiency: {matmul: 0.6}
+nodes:
+  - device: gpu
+    count: 2
+    devices_per_node: 4
+    intra_node: {name: pcie, bandwidth_GBps: 12, latency_us: 5}
+network: {name: eth, bandwidth_GBps: 1.25, latency_us: 30}
+)";
+
+TEST(ClusterYAML, ParsesUnitsAndDefaults) {
+  Cluster c = llvm::cantFail(parseClusterYAML(kGood, "lab.yaml"));
+  EXPECT_EQ(c.numDevices(), 8u);
+  EXPECT_DOUBLE_EQ(c.devices[0].peak(DType::BF16), 100e12);
+  EXPECT_DOUBLE_EQ(c.devices[0].memoryBytes, 16e9);
+  EXPECT_DOUBLE_EQ(c.devices[0].efficiency[0], 0.6);
+  EXPECT_DOUBLE_EQ(c.groups[0].intraNode.latency, 5e-6);
+  EXPECT_DOUBLE_EQ(c.network.bandwidth, 1.25e9);
+  EXPECT_DOUBLE_EQ(c.network.collectiveEfficiency, 1.0);
+}
+
+/// Replaces the first \p from in kGood by \p to and returns the error.
+std::string badYaml(const std::string &from, const std::string &to) {
+  std::string text = kGood;
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  return errorOf(parseClusterYAML(text, "lab.yaml"));
+}
+
+TEST(ClusterYAML, ErrorsNameFileLineAndField) {
+  std::string e = badYaml("memory_GB: 16", "memory_gb: 16");
+  EXPECT_NE(e.find("lab.yaml:5:5: field 'memory_gb': unknown field"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("memory_GB"), std::string::npos) << e;
+
+  e = badYaml("memory_bandwidth_GBps: 900", "memory_bandwidth_GBps: fast");
+  EXPECT_NE(e.find("lab.yaml:6:"), std::string::npos) << e;
+  EXPECT_NE(e.find("'fast' is not a number"), std::string::npos) << e;
+
+  e = badYaml("memory_GB: 16", "memory_GB: -1");
+  EXPECT_NE(e.find("must be greater than 0"), std::string::npos) << e;
+
+  e = badYaml("efficiency: {matmul: 0.6}", "efficiency: {matmul: 1.6}");
+  EXPECT_NE(e.find("field 'matmul': must be at most 1"), std::string::npos)
+      << e;
+
+  e = badYaml("efficiency: {matmul: 0.6}", "efficiency: {gemm: 0.6}");
+  EXPECT_NE(e.find("field 'gemm': unknown field"), std::string::npos) << e;
+
+  e = badYaml("  - device: gpu", "  - device: tpu");
+  EXPECT_NE(e.find("lab.yaml:9:13:"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown device 'tpu'"), std::string::npos) << e;
+
+  e = badYaml("    count: 2\n", "    count: 2.5\n");
+  EXPECT_NE(e.find("field 'count': expected a whole number"),
+            std::string::npos)
+      << e;
+
+  e = badYaml("    memory_GB: 16\n", "");
+  EXPECT_NE(e.find("field 'memory_GB': missing"), std::string::npos) << e;
+
+  e = badYaml("network: {name: eth, bandwidth_GBps: 1.25, latency_us: 30}\n",
+              "");
+  EXPECT_NE(e.find("no 'network' link"), std::string::npos) << e;
+
+  e = badYaml("name: lab", "name: \"lab");
+  EXPECT_NE(e.find("lab.yaml:"), std::string::npos) << e;
+  EXPECT_NE(e.find("fix the YAML syntax"), std::string::npos) << e;
+
+  EXPECT_NE(errorOf(parseClusterYAML("", "empty.yaml")).find("empty"),
+            std::string::npos);
+}
+
+} // namespace
+
+namespace {
+TEST(ClusterYAML, MalformedInputNeverCrashes) {
+  // Truncations and mangled copies of a good file must all give an error
+  // or a cluster, never a crash.
+  std::string good = kGood;
+  for (size_t cut = 0; cut < good.size(); cut += 7) {
+    Expected<Cluster> c = parseClusterYAML(good.substr(0, cut), "cut.yaml");
+    if (!c) {
+      EXPECT_FALSE(llvm::toString(c.takeError()).empty());
+    }
+  }
+  for (const char *bad : {"devices:", "devices: [1, 2]", "nodes: {a: 1}",
+                          "name: [", "- a\n- b", "name: x\ndevices:\n  -\n"}) {
+    Expected<Cluster> c = parseClusterYAML(bad, "bad.yaml");
+    ASSERT_FALSE(static_cast<bool>(c)) << bad;
+    EXPECT_NE(llvm::toString(c.takeError()).find("bad.yaml"),
+              std::string::npos);
+  }
+}
+} // namespace
