@@ -145,14 +145,16 @@ Error pinInputShapes(onnx::GraphProto &graph, const ONNXImportOptions &options,
         return error("--input-shape=" + input.name() + ":" +
                      shapeString(shape) + " has rank " + Twine(shape.size()) +
                      " but input '" + input.name() + "' has rank " +
-                     Twine(dims->dim_size()));
+                     Twine(dims->dim_size()) + "; give " +
+                     Twine(dims->dim_size()) + " dimensions");
       for (int d = 0; d < dims->dim_size(); ++d)
         if (dims->dim(d).has_dim_value() &&
             dims->dim(d).dim_value() != shape[d])
           return error("--input-shape=" + input.name() + ":" +
                        shapeString(shape) + " sets dim " + Twine(d) + " to " +
                        Twine(shape[d]) + " but the model fixes it to " +
-                       Twine(dims->dim(d).dim_value()));
+                       Twine(dims->dim(d).dim_value()) +
+                       "; only dimensions the model leaves open can change");
       dims->clear_dim();
       for (int64_t v : shape)
         dims->add_dim()->set_dim_value(v);

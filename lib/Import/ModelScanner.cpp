@@ -224,7 +224,7 @@ Expected<ScannedModel> scanModel(StringRef bytes, uint64_t stripThreshold) {
     return std::move(e);
   if (!sawGraph)
     return createStringError(inconvertibleErrorCode(),
-                             "not an ONNX model: the file holds no graph");
+                             "the file holds no ONNX graph");
   return std::move(model);
 }
 

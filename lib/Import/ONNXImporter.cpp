@@ -158,17 +158,21 @@ OwningOpRef<ModuleOp> Import::run() {
   context->loadDialect<distopt::graph::GraphDialect, func::FuncDialect>();
   llvm::Expected<ScannedModel> scan = scanModel(bytes, /*stripThreshold=*/1);
   if (!scan) {
-    error() << "not a parsable ONNX model: " << llvm::toString(scan.takeError());
+    error() << "not a parsable ONNX model (" << llvm::toString(scan.takeError())
+            << "); check that the file is a complete ONNX ModelProto "
+               "(re-export or re-download it)";
     return nullptr;
   }
   onnx::ModelProto model;
   if (!model.ParseFromString(scan->stripped)) {
-    error() << "not a parsable ONNX model: protobuf parse failed (the file is "
-               "corrupt or not ONNX)";
+    error() << "not a parsable ONNX model (protobuf parse failed); check that "
+               "the file is a complete ONNX ModelProto (re-export or "
+               "re-download it)";
     return nullptr;
   }
   if (!model.has_graph() || model.ir_version() <= 0) {
-    error() << "not an ONNX model: no ir_version or graph";
+    error() << "not an ONNX model (no ir_version or graph); check that the "
+               "file is an ONNX ModelProto";
     return nullptr;
   }
   llvm::Expected<int64_t> opset = checkOpsets(model);

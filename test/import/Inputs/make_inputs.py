@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Builds the small ONNX models of the importer's lit tests.
+
+Run with Debian's python3-onnx (1.12):  /usr/bin/python3 make_inputs.py
+Every model is tiny; the .onnx files are committed next to this script.
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def weight(name, *shape, seed=0):
+    rng = np.random.default_rng(seed + len(name))
+    return numpy_helper.from_array(
+        rng.standard_normal(shape).astype(np.float32), name)
+
+
+def const(name, values, dtype=np.int64):
+    return helper.make_node(
+        "Constant", [], [name], name=name,
+        value=numpy_helper.from_array(np.array(values, dtype=dtype), name))
+
+
+def save(model_name, nodes, inputs, outputs, inits=(), opset=13, meta=None):
+    graph = helper.make_graph(nodes, model_name, inputs, outputs,
+                              initializer=list(inits))
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)],
+        producer_name="make_inputs.py")
+    model.ir_version = 8
+    for key, value in (meta or {}).items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, os.path.join(HERE, model_name + ".onnx"))
+
+
+def vinfo(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+# Convolutional network ops: Conv (SAME_UPPER and explicit pads), BN, pools,
+# Flatten, Gemm with transB, Clip with constant bounds, LeakyRelu.
+save("cnn", [
+    helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1",
+                     kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+    helper.make_node("BatchNormalization", ["c1", "s", "bb", "m", "v"], ["bn"],
+                     name="bn1", epsilon=1e-3),
+    const("lo", 0.0, np.float32), const("hi", 6.0, np.float32),
+    helper.make_node("Clip", ["bn", "lo", "hi"], ["r1"], name="relu6"),
+    helper.make_node("Conv", ["r1", "dw"], ["c2"], name="depthwise",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=4),
+    helper.make_node("MaxPool", ["c2"], ["p1"], name="maxpool",
+                     kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node("AveragePool", ["p1"], ["p2"], name="avgpool",
+                     kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                     count_include_pad=1),
+    helper.make_node("LeakyRelu", ["p2"], ["l1"], name="leaky", alpha=0.2),
+    helper.make_node("GlobalAveragePool", ["l1"], ["g"], name="gap"),
+    helper.make_node("Flatten", ["g"], ["f"], name="flatten", axis=1),
+    helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], name="fc",
+                     transB=1, alpha=0.5),
+], [vinfo("x", F, ["N", 3, 16, 16])], [vinfo("y", F, ["N", 10])], [
+    weight("w1", 4, 3, 3, 3), weight("b1", 4), weight("s", 4),
+    weight("bb", 4), weight("m", 4), weight("v", 4), weight("dw", 4, 1, 3, 3),
+    weight("fc", 10, 4), weight("fcb", 10)])
+
+# Transformer-style data movement with shapes computed at run time:
+# Shape -> Gather -> Unsqueeze -> Concat -> Reshape, Split, Transpose,
+# MatMul, Softmax, Trilu mask, Where, Expand, Slice, Pad, Cast, Reduce.
+save("attention", [
+    helper.make_node("Gather", ["wte", "ids"], ["emb"], name="embed"),
+    helper.make_node("MatMul", ["emb", "wqkv"], ["qkv"], name="qkv_proj"),
+    helper.make_node("Split", ["qkv"], ["q", "k", "v"], name="split_qkv",
+                     axis=2),
+    helper.make_node("Shape", ["q"], ["q_shape"], name="shape_q"),
+    const("zero", 0), const("one", 1),
+    helper.make_node("Gather", ["q_shape", "zero"], ["batch"], name="g_b"),
+    helper.make_node("Gather", ["q_shape", "one"], ["seq"], name="g_s"),
+    const("ax0", [0]),
+    helper.make_node("Unsqueeze", ["batch", "ax0"], ["ub"], name="u_b"),
+    helper.make_node("Unsqueeze", ["seq", "ax0"], ["us"], name="u_s"),
+    const("heads", [2, 8]),
+    helper.make_node("Concat", ["ub", "us", "heads"], ["hshape"], name="cat",
+                     axis=0),
+    helper.make_node("Reshape", ["q", "hshape"], ["q4"], name="reshape_q"),
+    helper.make_node("Reshape", ["k", "hshape"], ["k4"], name="reshape_k"),
+    helper.make_node("Transpose", ["q4"], ["qt"], name="tq", perm=[0, 2, 1, 3]),
+    helper.make_node("Transpose", ["k4"], ["kt"], name="tk", perm=[0, 2, 3, 1]),
+    helper.make_node("MatMul", ["qt", "kt"], ["scores"], name="qk"),
+    helper.make_node("ConstantOfShape", ["sq"], ["ones"], name="ones",
+                     value=numpy_helper.from_array(np.array([1.0], np.float32))),
+    helper.make_node("Trilu", ["ones"], ["tri"], name="causal", upper=0),
+    helper.make_node("Cast", ["tri"], ["mask"], name="to_bool",
+                     to=TensorProto.BOOL),
+    const("ninf", -1e4, np.float32),
+    helper.make_node("Where", ["mask", "scores", "ninf"], ["masked"],
+                     name="apply_mask"),
+    helper.make_node("Softmax", ["masked"], ["probs"], name="softmax", axis=-1),
+    helper.make_node("ReduceMean", ["probs"], ["red"], name="mean", axes=[-1],
+                     keepdims=1),
+    helper.make_node("Expand", ["red", "eshape"], ["exp"], name="expand"),
+    const("s_start", [0]), const("s_end", [4]), const("s_axes", [3]),
+    helper.make_node("Slice", ["exp", "s_start", "s_end", "s_axes"], ["sl"],
+                     name="slice"),
+    const("pads", [0, 0, 0, 1, 0, 0, 0, 1]),
+    helper.make_node("Pad", ["sl", "pads"], ["y"], name="pad"),
+], [vinfo("ids", I64, ["batch", 4])], [vinfo("y", F, None)], [
+    weight("wte", 32, 16), weight("wqkv", 16, 48),
+    numpy_helper.from_array(np.array([4, 4], np.int64), "sq"),
+    numpy_helper.from_array(np.array([1, 2, 4, 4], np.int64), "eshape")],
+    opset=14)
+
+# Opset-13 exporter spellings of LayerNorm, RMSNorm, GELU (erf) and
+# GELU (tanh).
+def scalar(name, value):
+    return const(name, value, np.float32)
+
+save("patterns", [
+    # LayerNorm
+    helper.make_node("ReduceMean", ["x"], ["mu"], name="ln_mean", axes=[-1]),
+    helper.make_node("Sub", ["x", "mu"], ["d"], name="ln_sub"),
+    scalar("two", 2.0),
+    helper.make_node("Pow", ["d", "two"], ["d2"], name="ln_pow"),
+    helper.make_node("ReduceMean", ["d2"], ["var"], name="ln_var", axes=[-1]),
+    scalar("eps", 1e-5),
+    helper.make_node("Add", ["var", "eps"], ["ve"], name="ln_add_eps"),
+    helper.make_node("Sqrt", ["ve"], ["sd"], name="ln_sqrt"),
+    helper.make_node("Div", ["d", "sd"], ["n"], name="ln_div"),
+    helper.make_node("Mul", ["n", "ln_g"], ["ng"], name="ln_scale"),
+    helper.make_node("Add", ["ng", "ln_b"], ["ln"], name="ln_bias"),
+    # GELU, erf form: (x * (1 + erf(x / sqrt 2))) * 0.5
+    scalar("sqrt2", 1.4142135381698608), scalar("one", 1.0),
+    scalar("half", 0.5),
+    helper.make_node("Div", ["ln", "sqrt2"], ["gd"], name="gelu_div"),
+    helper.make_node("Erf", ["gd"], ["ge"], name="gelu_erf"),
+    helper.make_node("Add", ["ge", "one"], ["ga"], name="gelu_add"),
+    helper.make_node("Mul", ["ln", "ga"], ["gm"], name="gelu_mul"),
+    helper.make_node("Mul", ["gm", "half"], ["gelu"], name="gelu_half"),
+    # GELU, tanh form: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+    scalar("three", 3.0), scalar("c", 0.044715), scalar("k", 0.7978845608),
+    helper.make_node("Pow", ["gelu", "three"], ["t3"], name="tg_pow"),
+    helper.make_node("Mul", ["c", "t3"], ["tc"], name="tg_mul_c"),
+    helper.make_node("Add", ["gelu", "tc"], ["ts"], name="tg_add"),
+    helper.make_node("Mul", ["ts", "k"], ["tk"], name="tg_mul_k"),
+    helper.make_node("Tanh", ["tk"], ["tt"], name="tg_tanh"),
+    helper.make_node("Add", ["tt", "one"], ["t1"], name="tg_one"),
+    helper.make_node("Mul", ["gelu", "half"], ["th"], name="tg_half"),
+    helper.make_node("Mul", ["th", "t1"], ["tgelu"], name="tg_out"),
+    # RMSNorm: x * (1 / sqrt(mean(x^2) + eps)) * g
+    helper.make_node("Pow", ["tgelu", "two"], ["r2"], name="rms_pow"),
+    helper.make_node("ReduceMean", ["r2"], ["rm"], name="rms_mean", axes=[-1]),
+    scalar("reps", 1e-6),
+    helper.make_node("Add", ["rm", "reps"], ["re"], name="rms_eps"),
+    helper.make_node("Sqrt", ["re"], ["rs"], name="rms_sqrt"),
+    helper.make_node("Div", ["one", "rs"], ["rr"], name="rms_recip"),
+    helper.make_node("Mul", ["tgelu", "rr"], ["rn"], name="rms_norm"),
+    helper.make_node("Mul", ["rms_g", "rn"], ["y"], name="rms_scale"),
+], [vinfo("x", F, [2, 4, 8])], [vinfo("y", F, [2, 4, 8])],
+    [weight("ln_g", 8), weight("ln_b", 8), weight("rms_g", 8)])
+
+# Ops the dialect does not model stay opaque with their attributes.
+save("opaque", [
+    helper.make_node("Hardmax", ["x"], ["h"], name="hardmax", axis=1),
+    helper.make_node("CumSum", ["h", "axis"], ["c"], name="cumsum",
+                     exclusive=1),
+    helper.make_node("Hardmax", ["c"], ["y"], name="hardmax2", axis=0),
+], [vinfo("x", F, [3, 5])], [vinfo("y", F, [3, 5])],
+    [numpy_helper.from_array(np.array(1, np.int64), "axis")])
+
+# A loss: SoftmaxCrossEntropyLoss with ignore_index.
+save("loss", [
+    helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "labels"], ["loss"],
+                     name="sce", reduction="mean", ignore_index=-100),
+], [vinfo("logits", F, ["N", 7]), vinfo("labels", I64, ["N"])],
+    [vinfo("loss", F, [])])
+
+# A reshape whose target is a graph input: not foldable, so its result
+# shape cannot be inferred.
+save("reshape_dynamic", [
+    helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape"),
+], [vinfo("x", F, [2, 6]), vinfo("shape", I64, [2])], [vinfo("y", F, None)])
+
+# Graph-only convention of dist-modelgen: EXTERNAL data in a missing file.
+graph_only_w = onnx.TensorProto()
+graph_only_w.name = "w"
+graph_only_w.data_type = F
+graph_only_w.dims.extend([8, 4])
+graph_only_w.data_location = TensorProto.EXTERNAL
+for key, value in (("location", "graph_only.weights"), ("offset", "0"),
+                   ("length", "128")):
+    entry = graph_only_w.external_data.add()
+    entry.key, entry.value = key, value
+save("graph_only", [
+    helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+], [vinfo("x", F, ["batch", 8])], [vinfo("y", F, ["batch", 4])],
+    [graph_only_w], meta={"distopt.graph_only": "true"})
+
+# Opset 18 is refused (ReduceMean takes axes as an input there).
+save("opset18", [
+    helper.make_node("Relu", ["x"], ["y"], name="relu"),
+], [vinfo("x", F, [2])], [vinfo("y", F, [2])], opset=18)
