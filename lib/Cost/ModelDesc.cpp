@@ -12,6 +12,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace llvm;
 
@@ -81,7 +82,22 @@ double ModelDesc::forwardFlopsPerSample(unsigned begin, unsigned end) const {
   return f;
 }
 
-static std::string fmtNum(double v) { return formatv("{0}", v).str(); }
+/// "kind:dtype:k1=v1,k2=v2": numbers in their shortest exact form, so the
+/// profile database can be written by hand.
+static std::string sig(StringRef kind, DType dt,
+                       std::initializer_list<std::pair<const char *, double>>
+                           fields,
+                       StringRef suffix = "") {
+  std::string out = (kind + ":" + dtypeName(dt) + ":").str();
+  bool first = true;
+  for (auto [name, v] : fields) {
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%.10g", v);
+    out += (first ? "" : ",") + std::string(name) + "=" + buf;
+    first = false;
+  }
+  return out + suffix.str();
+}
 
 OpDesc matmulOp(StringRef name, DType dt, double batch, double m, double n,
                 double k, bool weightIsParam, bool bias) {
@@ -90,9 +106,8 @@ OpDesc matmulOp(StringRef name, DType dt, double batch, double m, double n,
   op.name = name.str();
   op.cls = OpClass::MatMul;
   op.dtype = dt;
-  op.signature = "matmul:" + dtypeName(dt).str() + ":b=" + fmtNum(batch) +
-                 ",m=" + fmtNum(m) + ",n=" + fmtNum(n) + ",k=" + fmtNum(k) +
-                 (weightIsParam ? ",w" : "");
+  op.signature = sig("matmul", dt, {{"b", batch}, {"m", m}, {"n", n}, {"k", k}},
+                     weightIsParam ? ",w" : "");
   double f = 2 * batch * m * n * k;
   double x = batch * m * k * e, y = batch * m * n * e;
   double w = (weightIsParam ? 1 : batch) * k * n * e;
@@ -120,10 +135,9 @@ OpDesc convOp(StringRef name, DType dt, double c, double h, double w,
   op.name = name.str();
   op.cls = OpClass::Conv;
   op.dtype = dt;
-  op.signature = formatv("conv:{0}:c={1},h={2},w={3},k={4},r={5},s={6},"
-                         "stride={7},pad={8},g={9}",
-                         dtypeName(dt), c, h, w, k, r, s, stride, pad, groups)
-                     .str();
+  op.signature = sig("conv", dt,
+                     {{"c", c}, {"h", h}, {"w", w}, {"k", k}, {"r", r},
+                      {"s", s}, {"stride", stride}, {"pad", pad}, {"g", groups}});
   double f = 2 * k * p * q * (c / groups) * r * s;
   double x = c * h * w * e, y = k * p * q * e;
   double wt = k * (c / groups) * r * s * e;
@@ -142,9 +156,9 @@ OpDesc elementwiseOp(StringRef name, DType dt, double elements,
   op.name = name.str();
   op.cls = OpClass::Elementwise;
   op.dtype = dt;
-  op.signature = formatv("elementwise:{0}:n={1},in={2},f={3}", dtypeName(dt),
-                         elements, inputs, flopsPerElement)
-                     .str();
+  op.signature = sig("elementwise", dt,
+                     {{"n", elements}, {"in", double(inputs)},
+                      {"f", flopsPerElement}});
   op.fwd = {elements * flopsPerElement, inputs * elements * e, elements * e};
   // Read the output gradient and the saved input; write input gradients.
   op.bwdInput = {2 * elements * flopsPerElement, 2 * elements * e,
@@ -160,9 +174,7 @@ OpDesc normOp(StringRef name, DType dt, double rows, double cols) {
   op.name = name.str();
   op.cls = OpClass::Norm;
   op.dtype = dt;
-  op.signature = formatv("norm:{0}:rows={1},cols={2}", dtypeName(dt), rows,
-                         cols)
-                     .str();
+  op.signature = sig("norm", dt, {{"rows", rows}, {"cols", cols}});
   op.fwd = {8 * n, n * e + 2 * cols * e, n * e};
   op.bwdInput = {10 * n, 2 * n * e + 2 * cols * e, n * e};
   op.bwdWeight = {2 * n, 2 * n * e, 2 * cols * e};
@@ -178,9 +190,7 @@ OpDesc softmaxOp(StringRef name, DType dt, double rows, double cols) {
   op.name = name.str();
   op.cls = OpClass::Softmax;
   op.dtype = dt;
-  op.signature = formatv("softmax:{0}:rows={1},cols={2}", dtypeName(dt), rows,
-                         cols)
-                     .str();
+  op.signature = sig("softmax", dt, {{"rows", rows}, {"cols", cols}});
   op.fwd = {5 * n, n * e, n * e};
   op.bwdInput = {4 * n, 2 * n * e, n * e};
   op.savedBytes = n * e;
@@ -194,9 +204,8 @@ OpDesc embeddingOp(StringRef name, DType dt, double tokens, double rows,
   op.name = name.str();
   op.cls = OpClass::Embedding;
   op.dtype = dt;
-  op.signature = formatv("embedding:{0}:tokens={1},rows={2},cols={3}",
-                         dtypeName(dt), tokens, rows, cols)
-                     .str();
+  op.signature = sig("embedding", dt,
+                     {{"tokens", tokens}, {"rows", rows}, {"cols", cols}});
   op.fwd = {0, tokens * cols * e + tokens * 8, tokens * cols * e};
   // Scatter-add of the output gradient into the table gradient.
   op.bwdWeight = {tokens * cols, 2 * tokens * cols * e, tokens * cols * e};
@@ -212,9 +221,8 @@ OpDesc reductionOp(StringRef name, DType dt, double inElements,
   op.name = name.str();
   op.cls = OpClass::Reduction;
   op.dtype = dt;
-  op.signature = formatv("reduction:{0}:in={1},out={2}", dtypeName(dt),
-                         inElements, outElements)
-                     .str();
+  op.signature =
+      sig("reduction", dt, {{"in", inElements}, {"out", outElements}});
   op.fwd = {inElements, inElements * e, outElements * e};
   op.bwdInput = {inElements, outElements * e, inElements * e};
   return op;
@@ -226,8 +234,7 @@ OpDesc dataMovementOp(StringRef name, DType dt, double elements) {
   op.name = name.str();
   op.cls = OpClass::DataMovement;
   op.dtype = dt;
-  op.signature =
-      formatv("data_movement:{0}:n={1}", dtypeName(dt), elements).str();
+  op.signature = sig("data_movement", dt, {{"n", elements}});
   op.fwd = {0, elements * e, elements * e};
   op.bwdInput = {0, elements * e, elements * e};
   return op;
@@ -240,9 +247,7 @@ OpDesc lossOp(StringRef name, DType dt, double rows, double classes) {
   op.name = name.str();
   op.cls = OpClass::Loss;
   op.dtype = dt;
-  op.signature =
-      formatv("loss:{0}:rows={1},classes={2}", dtypeName(dt), rows, classes)
-          .str();
+  op.signature = sig("loss", dt, {{"rows", rows}, {"classes", classes}});
   op.fwd = {6 * n, n * e + rows * 8, rows * 4 + n * e};
   op.bwdInput = {2 * n, n * e + rows * 8, n * e};
   op.savedBytes = n * e;
@@ -254,9 +259,11 @@ OpDesc otherOp(StringRef name, DType dt, PhaseCost fwd) {
   op.name = name.str();
   op.cls = OpClass::Other;
   op.dtype = dt;
-  op.signature = formatv("other:{0}:{1}:f={2},r={3},w={4}", dtypeName(dt),
-                         name, fwd.flops, fwd.bytesRead, fwd.bytesWritten)
-                     .str();
+  op.signature = sig("other", dt,
+                     {{"f", fwd.flops},
+                      {"r", fwd.bytesRead},
+                      {"w", fwd.bytesWritten}},
+                     (":" + name).str());
   op.fwd = fwd;
   op.bwdInput = fwd.scaled(2);
   op.savedBytes = fwd.bytesRead;
@@ -328,7 +335,7 @@ ModelDesc buildGpt(const GptConfig &cfg) {
   const DType dt = cfg.dtype;
   const double sh = s * h * cluster::dtypeBytes(dt);
   ModelDesc m;
-  m.name = formatv("gpt-l{0}-h{1}", cfg.layers, h).str();
+  m.name = formatv("gpt-l{0}-h{1}", cfg.layers, static_cast<unsigned>(h)).str();
   m.sampleUnit = "sequence";
 
   LayerDesc emb;

@@ -1,0 +1,257 @@
+//===- CostModelTest.cpp - Roofline, collectives, memory, profiles -*- C++ -*-//
+
+#include "lib/Cost/CostModel.h"
+#include "lib/Cost/ProfileDB.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+using namespace distopt::cost;
+using namespace distopt::cluster;
+
+namespace {
+
+/// 100 TFLOP/s bf16, 1 TB/s, matmul efficiency 0.5, everything else 1.
+DeviceSpec testDevice() {
+  DeviceSpec d;
+  d.name = "test";
+  d.peakFlops[static_cast<unsigned>(DType::F32)] = 10e12;
+  d.peakFlops[static_cast<unsigned>(DType::BF16)] = 100e12;
+  d.memoryBytes = 16e9;
+  d.memoryBandwidth = 1e12;
+  d.memoryEfficiency = 1;
+  d.efficiency.fill(1);
+  d.efficiency[static_cast<unsigned>(OpClass::MatMul)] = 0.5;
+  return d;
+}
+
+LinkSpec link(double GBps, double latUs, double eff = 1) {
+  LinkSpec l;
+  l.name = "l";
+  l.bandwidth = GBps * 1e9;
+  l.latency = latUs * 1e-6;
+  l.collectiveEfficiency = eff;
+  return l;
+}
+
+TEST(Roofline, ComputeAndMemoryBound) {
+  CostModel cm;
+  DeviceSpec d = testDevice();
+  // 1 TFLOP at 50 TFLOP/s achievable = 20 ms; 1 GB = 1 ms: compute bound.
+  EXPECT_NEAR(cm.computeTime({1e12, 5e8, 5e8}, OpClass::MatMul, DType::BF16, d),
+              0.02, 1e-12);
+  // 1 GFLOP elementwise, 4 GB: memory bound, 4 ms.
+  EXPECT_NEAR(cm.computeTime({1e9, 2e9, 2e9}, OpClass::Elementwise,
+                             DType::BF16, d),
+              0.004, 1e-12);
+  // fp8 is missing: falls back to the fp32 peak (10 TFLOP/s).
+  EXPECT_NEAR(cm.computeTime({1e12, 0, 0}, OpClass::Norm, DType::F8, d), 0.1,
+              1e-12);
+  // Launch overhead per kernel; the roll-off halves efficiency at the knee.
+  d.launchOverhead = 5e-6;
+  EXPECT_NEAR(cm.computeTime({0, 1e6, 0}, OpClass::Other, DType::BF16, d, 3),
+              1e-6 + 15e-6, 1e-15);
+  d.launchOverhead = 0;
+  d.halfEfficiencyFlops = 1e12;
+  EXPECT_NEAR(cm.computeTime({1e12, 0, 0}, OpClass::MatMul, DType::BF16, d),
+              0.04, 1e-12);
+  EXPECT_DOUBLE_EQ(cm.computeTime({}, OpClass::MatMul, DType::BF16, d), 0);
+}
+
+TEST(Roofline, OpTimeScalesWithBatchAndTensorParallelism) {
+  CostModel cm;
+  DeviceSpec d = testDevice();
+  OpDesc op = matmulOp("fc", DType::BF16, 1, 4096, 4096, 4096, true);
+  double one = cm.opTime(op, Phase::Forward, d, 1, 1);
+  EXPECT_NEAR(cm.opTime(op, Phase::Forward, d, 1, 4), 4 * one, 1e-12);
+  EXPECT_NEAR(cm.opTime(op, Phase::Forward, d, 4, 4), one, 1e-12);
+  op.tp = TpMode::Replicated;
+  EXPECT_NEAR(cm.opTime(op, Phase::Forward, d, 4, 1), one, 1e-12);
+}
+
+TEST(Collectives, RingAndTreeFormulas) {
+  LinkSpec l = link(100, 10, 0.8);
+  double S = 1e9, busBw = 80e9;
+  // Ring all-reduce: 2(n-1) alpha + 2 (n-1)/n S / busbw.
+  EXPECT_NEAR(CostModel::flatCollectiveTime(Collective::AllReduce, S, 8, l,
+                                            CollectiveAlgo::Ring),
+              14 * 10e-6 + 2 * 7.0 / 8 * S / busBw, 1e-12);
+  // Reduce-scatter and all-gather move (n-1)/n of the buffer.
+  EXPECT_NEAR(CostModel::flatCollectiveTime(Collective::ReduceScatter, S, 8,
+                                            l, CollectiveAlgo::Auto),
+              7 * 10e-6 + 7.0 / 8 * S / busBw, 1e-12);
+  // Tree: 2 log2(n) latencies; wins for small messages only.
+  EXPECT_NEAR(CostModel::flatCollectiveTime(Collective::AllReduce, 1e3, 64, l,
+                                            CollectiveAlgo::Tree),
+              12 * 10e-6 + 2 * 1e3 / busBw, 1e-12);
+  EXPECT_LT(CostModel::flatCollectiveTime(Collective::AllReduce, 1e3, 64, l,
+                                          CollectiveAlgo::Auto),
+            CostModel::flatCollectiveTime(Collective::AllReduce, 1e3, 64, l,
+                                          CollectiveAlgo::Ring));
+  EXPECT_DOUBLE_EQ(CostModel::flatCollectiveTime(Collective::AllReduce, S, 1,
+                                                 l, CollectiveAlgo::Auto),
+                   0);
+}
+
+TEST(Collectives, HierarchicalAcrossNodes) {
+  GroupShape g;
+  g.size = 16;
+  g.perNode = 8;
+  g.intra = link(300, 0);
+  g.inter = link(25, 0);
+  double S = 8e9;
+  CommCost h = CostModel::collective(Collective::AllReduce, S, g,
+                                     CollectiveAlgo::Hierarchical);
+  // RS and AG over 8 on NVLink, AR over 2 nodes on 1/8 of the data.
+  double expect = 2 * (7.0 / 8 * S / 300e9) + 2 * 0.5 * (S / 8) / 25e9;
+  EXPECT_NEAR(h.time, expect, 1e-9);
+  EXPECT_NEAR(h.bytes[1], 2 * 0.5 * S / 8, 1);
+  EXPECT_NEAR(h.bytes[0], 2 * 7.0 / 8 * S, 1);
+  CommCost flat =
+      CostModel::collective(Collective::AllReduce, S, g, CollectiveAlgo::Ring);
+  EXPECT_NEAR(flat.time, 2 * 15.0 / 16 * S / 25e9, 1e-9);
+  CommCost best = CostModel::collective(Collective::AllReduce, S, g);
+  EXPECT_DOUBLE_EQ(best.time, std::min(h.time, flat.time));
+  // One rank per node: a flat ring on the network.
+  g.perNode = 1;
+  CommCost net = CostModel::collective(Collective::AllGather, S, g);
+  EXPECT_NEAR(net.time, 15.0 / 16 * S / 25e9, 1e-9);
+  EXPECT_DOUBLE_EQ(net.bytes[0], 0);
+  EXPECT_DOUBLE_EQ(CostModel::p2pTime(1e9, link(10, 5)), 5e-6 + 0.1);
+  EXPECT_DOUBLE_EQ(CostModel::p2pTime(0, link(10, 5)), 0);
+}
+
+TEST(Memory, MixedPrecisionAdamAndZero) {
+  MemoryConfig cfg;
+  cfg.dp = 8;
+  double P = 1e9;
+  EXPECT_DOUBLE_EQ(staticMemory(P, cfg).staticBytes(), 16 * P);
+  cfg.zero = 1;
+  EXPECT_DOUBLE_EQ(staticMemory(P, cfg).staticBytes(), (4 + 12.0 / 8) * P);
+  cfg.zero = 2;
+  EXPECT_DOUBLE_EQ(staticMemory(P, cfg).staticBytes(), (2 + 14.0 / 8) * P);
+  cfg.zero = 3;
+  EXPECT_DOUBLE_EQ(staticMemory(P, cfg).staticBytes(), 16.0 / 8 * P);
+  cfg.zero = 0;
+  cfg.mixedPrecision = false;
+  EXPECT_DOUBLE_EQ(staticMemory(P, cfg).staticBytes(), 16 * P); // 4+4+8
+  cfg.optimizer = Optimizer::SGD;
+  EXPECT_DOUBLE_EQ(staticMemory(P, cfg).staticBytes(), 8 * P);
+  cfg.mixedPrecision = true;
+  cfg.optimizer = Optimizer::Adam;
+  cfg.weightVersions = 3; // PipeDream stashes two extra copies
+  EXPECT_DOUBLE_EQ(staticMemory(P, cfg).weightStash, 4 * P);
+}
+
+TEST(Memory, TensorParallelSplitsParameters) {
+  GptConfig g;
+  g.layers = 2;
+  g.hidden = 512;
+  g.heads = 8;
+  g.seqLen = 64;
+  g.vocab = 1000;
+  ModelDesc m = buildGpt(g);
+  double h = g.hidden;
+  // One block: 12h^2 + 9h split across TP, 4h (the two norms) replicated.
+  EXPECT_NEAR(paramsPerDevice(m, 1, 2, 4), (12 * h * h + 9 * h) / 4 + 4 * h,
+              1e-6);
+  // The tied logits weight takes memory on the head's stage.
+  EXPECT_GT(paramsPerDevice(m, 3, 4, 1), g.vocab * h);
+}
+
+TEST(RangeTimes, RecomputationAndTensorParallelComm) {
+  CostModel cm;
+  DeviceSpec d = testDevice();
+  GptConfig g;
+  g.layers = 2;
+  g.hidden = 1024;
+  g.heads = 16;
+  g.seqLen = 512;
+  g.vocab = 1000;
+  ModelDesc m = buildGpt(g);
+  GroupShape one;
+  RangeTimes none = cm.rangeTimes(m, 1, 3, d, one, 2, Recompute::None);
+  RangeTimes full = cm.rangeTimes(m, 1, 3, d, one, 2, Recompute::Full);
+  RangeTimes sel = cm.rangeTimes(m, 1, 3, d, one, 2, Recompute::Selective);
+  EXPECT_DOUBLE_EQ(none.recompute, 0);
+  EXPECT_NEAR(full.recompute, none.fwd, 1e-12);
+  EXPECT_NEAR(full.bwdInput, none.bwdInput + none.fwd, 1e-12);
+  EXPECT_GT(sel.recompute, 0);
+  EXPECT_LT(sel.recompute, full.recompute);
+  EXPECT_NEAR(full.flops - full.modelFlops, none.modelFlops / 3, 
+              1e-3 * none.modelFlops);
+  // The head is not checkpointed: no recomputation there.
+  RangeTimes head = cm.rangeTimes(m, 3, 4, d, one, 2, Recompute::Full);
+  EXPECT_DOUBLE_EQ(head.recompute, 0);
+  // TP=4: four all-reduces of s*b*h*2 bytes per layer (two forward, two
+  // backward), each sending 2(n-1)/n of the buffer.
+  GroupShape tp;
+  tp.size = 4;
+  tp.perNode = 4;
+  tp.intra = link(100, 0);
+  RangeTimes t = cm.rangeTimes(m, 1, 2, d, tp, 1, Recompute::None);
+  double buf = g.seqLen * g.hidden * 2;
+  EXPECT_NEAR(t.tpBytes, 4 * 2 * 0.75 * buf, 1);
+}
+
+TEST(ProfileDB, OverridesAnalyticTimes) {
+  const char *json = R"({"version": 1, "entries": [
+    {"device": "test", "signature": "matmul:bf16:b=1,m=8,n=8,k=8,w",
+     "micro_batch": 2, "tp": 1, "fwd_s": 0.5, "bwd_weight_s": 0.25}]})";
+  ProfileDB db = llvm::cantFail(ProfileDB::parse(json, "p.json"));
+  EXPECT_EQ(db.size(), 1u);
+  CostModel cm(&db);
+  DeviceSpec d = testDevice();
+  OpDesc op = matmulOp("fc", DType::BF16, 1, 8, 8, 8, true);
+  EXPECT_DOUBLE_EQ(cm.opTime(op, Phase::Forward, d, 1, 2), 0.5);
+  EXPECT_DOUBLE_EQ(cm.opTime(op, Phase::BackwardWeight, d, 1, 2), 0.25);
+  // Missing phase, batch or TP degree: analytic.
+  CostModel analytic;
+  EXPECT_DOUBLE_EQ(cm.opTime(op, Phase::BackwardInput, d, 1, 2),
+                   analytic.opTime(op, Phase::BackwardInput, d, 1, 2));
+  EXPECT_DOUBLE_EQ(cm.opTime(op, Phase::Forward, d, 1, 1),
+                   analytic.opTime(op, Phase::Forward, d, 1, 1));
+  // Written and read back unchanged.
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  db.write(os);
+  ProfileDB back = llvm::cantFail(ProfileDB::parse(out, "back.json"));
+  std::optional<double> f = back.lookup("test", op.signature, 2, 1,
+                                       Phase::Forward);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(*f, 0.5);
+}
+
+TEST(ProfileDB, ErrorsSayWhatAndWhere) {
+  auto err = [](const char *text) {
+    auto db = ProfileDB::parse(text, "p.json");
+    EXPECT_FALSE(static_cast<bool>(db)) << text;
+    return db ? std::string() : llvm::toString(db.takeError());
+  };
+  EXPECT_NE(err("{").find("p.json: invalid JSON"), std::string::npos);
+  EXPECT_NE(err("[]").find("top level"), std::string::npos);
+  EXPECT_NE(err(R"({"version": 2, "entries": []})").find("'version'"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"version": 1})").find("'entries'"), std::string::npos);
+  EXPECT_NE(err(R"({"version": 1, "entries": [{"device": "x"}]})")
+                .find("entries[0]"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"version": 1, "entries": [{"device": "x",
+      "signature": "s", "micro_batch": 1}]})")
+                .find("at least one of"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"version": 1, "entries": [{"device": "x",
+      "signature": "s", "micro_batch": 0, "fwd_s": 1}]})")
+                .find("micro_batch"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"version": 1, "entries": [{"device": "x",
+      "signature": "s", "micro_batch": 1, "fwd_s": -1}]})")
+                .find("'fwd_s' must be"),
+            std::string::npos);
+  EXPECT_NE(llvm::toString(ProfileDB::load("/nonexistent.json").takeError())
+                .find("cannot read profile database"),
+            std::string::npos);
+}
+
+} // namespace
