@@ -9,6 +9,9 @@
 #include "Internal.h"
 #include "cpu/CpuState.h"
 #include "cpu/Loops.h"
+#ifdef DISTRT_HAVE_CUDA
+#include "cuda/CudaApi.h"
+#endif
 
 using namespace distrt;
 using dnnl::algorithm;
@@ -80,6 +83,29 @@ distrt_status checkConv(Checker &c, const distrt_conv2d_attr *attr,
   return DISTRT_OK;
 }
 
+#ifdef DISTRT_HAVE_CUDA
+cuda::ConvShape convShape(const ConvGeom &g, const distrt_conv2d_attr *a) {
+  cuda::ConvShape s;
+  s.n = g.src[0];
+  s.c = g.src[1];
+  s.h = g.src[2];
+  s.w = g.src[3];
+  s.o = g.dst[1];
+  s.kh = g.wei[g.wei.size() - 2];
+  s.kw = g.wei[g.wei.size() - 1];
+  s.oh = g.dst[2];
+  s.ow = g.dst[3];
+  for (int i = 0; i < 2; ++i) {
+    s.stride[i] = a->stride[i];
+    s.padBegin[i] = a->pad_begin[i];
+    s.padEnd[i] = a->pad_end[i];
+    s.dilation[i] = a->dilation[i];
+  }
+  s.groups = static_cast<int32_t>(g.groups);
+  return s;
+}
+#endif
+
 dnnl::convolution_forward::primitive_desc
 convFwdPd(cpu::CpuState &st, const ConvGeom &g, bool bias) {
   memory::desc s = cpu::plainDesc(g.src), w = cpu::plainDesc(g.wei),
@@ -112,7 +138,10 @@ extern "C" distrt_status distrt_conv2d(distrt_context *ctx,
   DISTRT_TRY(c.optTensor("bias", bias, DISTRT_F32));
   if (bias)
     DISTRT_TRY(c.shape("bias", bias, {w->dims[0]}));
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, cuda::convFwd(ctx, convShape(g, attr), cpu::f32(x),
+                                       cpu::f32(w),
+                                       bias ? cpu::f32(bias) : nullptr,
+                                       cpu::f32(y)));
   return guardCall(ctx, fn, [&] {
     cpu::CpuState &st = cpu::state(ctx);
     auto pd = convFwdPd(st, g, bias);
@@ -138,7 +167,8 @@ extern "C" distrt_status distrt_conv2d_bwd_data(distrt_context *ctx,
   DISTRT_TRY(c.context());
   ConvGeom g;
   DISTRT_TRY(checkConv(c, attr, dx, w, dy, g));
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, cuda::convBwdData(ctx, convShape(g, attr), cpu::f32(dy),
+                                           cpu::f32(w), cpu::f32(dx)));
   return guardCall(ctx, fn, [&] {
     cpu::CpuState &st = cpu::state(ctx);
     auto fpd = convFwdPd(st, g, false);
@@ -170,7 +200,10 @@ distrt_conv2d_bwd_weight(distrt_context *ctx, const distrt_tensor *x,
   DISTRT_TRY(c.optTensor("dbias", dbias, DISTRT_F32));
   if (dbias)
     DISTRT_TRY(c.shape("dbias", dbias, {dw->dims[0]}));
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, cuda::convBwdWeight(
+                              ctx, convShape(g, attr), cpu::f32(x), cpu::f32(dy),
+                              cpu::f32(dw), dbias ? cpu::f32(dbias) : nullptr,
+                              accumulate));
   return guardCall(ctx, fn, [&] {
     cpu::CpuState &st = cpu::state(ctx);
     auto fpd = convFwdPd(st, g, dbias);
@@ -250,6 +283,27 @@ distrt_status checkPool(Checker &c, const distrt_pool2d_attr *attr,
   return c.shape("y", y, {x->dims[0], x->dims[1], oh, ow});
 }
 
+#ifdef DISTRT_HAVE_CUDA
+cuda::PoolShape poolShape(const distrt_tensor *x, const distrt_tensor *y,
+                          const distrt_pool2d_attr *a) {
+  cuda::PoolShape s;
+  s.n = x->dims[0];
+  s.c = x->dims[1];
+  s.h = x->dims[2];
+  s.w = x->dims[3];
+  s.oh = y->dims[2];
+  s.ow = y->dims[3];
+  s.kind = a->kind;
+  for (int i = 0; i < 2; ++i) {
+    s.kernel[i] = a->kernel[i];
+    s.stride[i] = a->stride[i];
+    s.padBegin[i] = a->pad_begin[i];
+    s.padEnd[i] = a->pad_end[i];
+  }
+  return s;
+}
+#endif
+
 algorithm poolAlg(distrt_pool_kind k) {
   return k == DISTRT_POOL_MAX               ? algorithm::pooling_max
          : k == DISTRT_POOL_AVG_INCLUDE_PAD ? algorithm::pooling_avg_include_padding
@@ -277,7 +331,8 @@ extern "C" distrt_status distrt_pool2d(distrt_context *ctx,
   Checker c(ctx, fn);
   DISTRT_TRY(c.context());
   DISTRT_TRY(checkPool(c, attr, x, y));
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, cuda::pool(ctx, poolShape(x, y, attr), cpu::f32(x),
+                                   cpu::f32(y), nullptr, nullptr));
   return guardCall(ctx, fn, [&] {
     cpu::CpuState &st = cpu::state(ctx);
     memory::desc s = cpu::plainDesc(*x), d = cpu::plainDesc(*y);
@@ -304,7 +359,8 @@ extern "C" distrt_status distrt_pool2d_bwd(distrt_context *ctx,
   DISTRT_TRY(checkPool(c, attr, x, dy));
   DISTRT_TRY(c.tensor("dx", dx, DISTRT_F32));
   DISTRT_TRY(c.same("x", x, "dx", dx));
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, cuda::pool(ctx, poolShape(x, dy, attr), cpu::f32(x),
+                                   nullptr, cpu::f32(dy), cpu::f32(dx)));
   return guardCall(ctx, fn, [&] {
     cpu::CpuState &st = cpu::state(ctx);
     memory::desc s = cpu::plainDesc(*x), d = cpu::plainDesc(*dy);

@@ -135,6 +135,14 @@ private:
                         "op on a CPU context (docs/runtime-abi.md lists "     \
                         "backend coverage)");
 
+/// Dispatches to the cuDNN-backed CUDA implementation when cuDNN was found,
+/// else fails on CUDA contexts like DISTRT_CPU_ONLY.
+#ifdef DISTRT_HAVE_CUDNN
+#define DISTRT_ON_CUDNN(ctx, check, expr) DISTRT_ON_CUDA(ctx, expr)
+#else
+#define DISTRT_ON_CUDNN(ctx, check, expr) DISTRT_CPU_ONLY(ctx, check)
+#endif
+
 /// Runs `body`, turning any C++ exception (oneDNN, bad_alloc) into a status:
 /// nothing is thrown across the ABI.
 template <typename F>

@@ -61,6 +61,29 @@ bnForwardPd(cpu::CpuState &st, const memory::desc &md, float eps,
   return dnnl::batch_normalization_forward::primitive_desc(d, st.engine);
 }
 
+#ifdef DISTRT_HAVE_CUDA
+cuda::BatchNormArgs bnArgs(const distrt_tensor *x, const distrt_tensor *scale,
+                           const distrt_tensor *shift, const distrt_tensor *y,
+                           const distrt_tensor *mean, const distrt_tensor *var,
+                           float eps, bool training) {
+  ChannelGeom g = channelGeom(x);
+  auto p = [](const distrt_tensor *t) { return t ? cpu::f32(t) : nullptr; };
+  cuda::BatchNormArgs a{};
+  a.n = g.n;
+  a.c = g.c;
+  a.s = g.s;
+  a.x = cpu::f32(x);
+  a.scale = p(scale);
+  a.shift = p(shift);
+  a.y = p(y);
+  a.mean = p(mean);
+  a.var = p(var);
+  a.eps = eps;
+  a.training = training;
+  return a;
+}
+#endif
+
 const normalization_flags kScaleShift =
     normalization_flags::use_scale | normalization_flags::use_shift;
 
@@ -91,7 +114,14 @@ extern "C" distrt_status distrt_batchnorm_fwd_training(
   if (!running_mean != !running_var)
     return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
                   "pass both running_mean and running_var, or neither");
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, [&] {
+    cuda::BatchNormArgs a =
+        bnArgs(x, scale, shift, y, save_mean, save_var, epsilon, true);
+    a.runningMean = running_mean ? cpu::f32(running_mean) : nullptr;
+    a.runningVar = running_var ? cpu::f32(running_var) : nullptr;
+    a.momentum = momentum;
+    return cuda::batchNorm(ctx, a);
+  }());
   return guardCall(ctx, fn, [&] {
     cpu::CpuState &st = cpu::state(ctx);
     memory::desc md = cpu::plainDesc(*x);
@@ -137,7 +167,8 @@ extern "C" distrt_status distrt_batchnorm_fwd_inference(
   DISTRT_TRY(c.pointer("var", var));
   DISTRT_TRY(c.tensor("y", y, DISTRT_F32));
   DISTRT_TRY(c.same("x", x, "y", y));
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, cuda::batchNorm(ctx, bnArgs(x, scale, shift, y, mean,
+                                                      var, epsilon, false)));
   return guardCall(ctx, fn, [&] {
     cpu::CpuState &st = cpu::state(ctx);
     memory::desc md = cpu::plainDesc(*x);
@@ -174,7 +205,10 @@ extern "C" distrt_status distrt_batchnorm_bwd_data(
   DISTRT_TRY(c.tensor("dx", dx, DISTRT_F32));
   DISTRT_TRY(c.same("x", x, "dy", dy));
   DISTRT_TRY(c.same("x", x, "dx", dx));
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, cuda::batchNormBwdData(
+                              ctx, bnArgs(x, scale, nullptr, nullptr, save_mean,
+                                          save_var, epsilon, true),
+                              cpu::f32(dy), cpu::f32(dx)));
   return guardCall(ctx, fn, [&] {
     cpu::CpuState &st = cpu::state(ctx);
     memory::desc md = cpu::plainDesc(*x);
@@ -221,7 +255,12 @@ extern "C" distrt_status distrt_batchnorm_bwd_weight(
   DISTRT_TRY(c.pointer("dscale", dscale));
   DISTRT_TRY(c.tensor("dy", dy, DISTRT_F32));
   DISTRT_TRY(c.same("x", x, "dy", dy));
-  DISTRT_CPU_ONLY(ctx, c);
+  DISTRT_ON_CUDNN(ctx, c, cuda::batchNormBwdWeight(
+                              ctx, bnArgs(x, nullptr, nullptr, nullptr,
+                                          save_mean, save_var, epsilon, true),
+                              cpu::f32(dy), cpu::f32(dscale),
+                              dshift ? cpu::f32(dshift) : nullptr,
+                              accumulate));
   ChannelGeom g = channelGeom(x);
   const float *px = cpu::f32(x), *pdy = cpu::f32(dy);
   const float *m = cpu::f32(save_mean), *v = cpu::f32(save_var);

@@ -122,6 +122,44 @@ distrt_status unscaleCheck(distrt_context *ctx, void *grad,
                            distrt_dtype dtype, float invScale,
                            int32_t *foundInf, int64_t n);
 
+/// cuDNN-backed ops (DISTRT_HAVE_CUDNN): convolution, pooling, batch norm.
+struct ConvShape {
+  int64_t n, c, h, w, o, kh, kw, oh, ow;
+  int32_t stride[2], padBegin[2], padEnd[2], dilation[2], groups;
+};
+struct PoolShape {
+  int64_t n, c, h, w, oh, ow;
+  distrt_pool_kind kind;
+  int32_t kernel[2], stride[2], padBegin[2], padEnd[2];
+};
+/// x [N, C, S] with S the flattened spatial size. In training `mean`/`var`
+/// are outputs (biased batch variance); otherwise inputs.
+struct BatchNormArgs {
+  int64_t n, c, s;
+  const float *x, *scale, *shift;
+  float *y, *mean, *var, *runningMean, *runningVar;
+  float eps, momentum;
+  bool training;
+};
+
+distrt_status convFwd(distrt_context *ctx, const ConvShape &s, const float *x,
+                      const float *w, const float *bias, float *y);
+distrt_status convBwdData(distrt_context *ctx, const ConvShape &s,
+                          const float *dy, const float *w, float *dx);
+distrt_status convBwdWeight(distrt_context *ctx, const ConvShape &s,
+                            const float *x, const float *dy, float *dw,
+                            float *dbias, bool accumulate);
+/// Forward when dy is null, else dx from x and dy (y unused).
+distrt_status pool(distrt_context *ctx, const PoolShape &s, const float *x,
+                   float *y, const float *dy, float *dx);
+distrt_status batchNorm(distrt_context *ctx, const BatchNormArgs &a);
+distrt_status batchNormBwdData(distrt_context *ctx, const BatchNormArgs &a,
+                               const float *dy, float *dx);
+distrt_status batchNormBwdWeight(distrt_context *ctx, const BatchNormArgs &a,
+                                 const float *dy, float *dscale,
+                                 float *dshift, bool accumulate);
+void destroyDnn(CudaState &st);
+
 } // namespace cuda
 } // namespace distrt
 

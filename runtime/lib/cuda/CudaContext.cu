@@ -52,6 +52,9 @@ void destroyState(distrt_context *ctx) {
   cudaSetDevice(st->device);
   if (st->blas)
     cublasDestroy(st->blas);
+#ifdef DISTRT_HAVE_CUDNN
+  destroyDnn(*st);
+#endif
   if (st->ownsStream && st->stream)
     cudaStreamDestroy(st->stream);
   delete st;

@@ -24,6 +24,7 @@ struct CudaState {
   cudaStream_t stream = nullptr;
   bool ownsStream = false;
   cublasHandle_t blas = nullptr;
+  void *dnn = nullptr; ///< cudnnHandle_t, created on first use
 };
 
 inline CudaState &state(distrt_context *ctx) { return *ctx->cuda; }

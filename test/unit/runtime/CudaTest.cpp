@@ -245,10 +245,80 @@ TEST_F(CudaTest, TrainingKernelsMatchCpu) {
   expectClose(down(gdt), dt.v, 1e-6f, "cuda embedding bwd");
 }
 
-TEST_F(CudaTest, UnsupportedOpsSayWhatToDo) {
-  Tensor x({1, 1, 4, 4}), w({1, 1, 3, 3}), y({1, 1, 2, 2});
+TEST_F(CudaTest, ConvPoolBatchNormOnCudnn) {
+#ifndef DISTRT_TEST_HAVE_CUDNN
+  GTEST_SKIP() << "built without cuDNN";
+#endif
+  Tensor x({2, 4, 6, 6}), w({6, 2, 3, 3}), bias({6}), y({2, 6, 3, 3}),
+      dx({2, 4, 6, 6}), dw({6, 2, 3, 3}), db({6});
+  randomize(x, 21);
+  randomize(w, 22);
+  randomize(bias, 23);
+  distrt_conv2d_attr a{{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2};
+  distrt_tensor gx = up(x.d()), gw = up(w.d()), gbias = up(bias.d()),
+                gy = up(y.d()), gdx = up(dx.d()), gdw = up(dw.d()),
+                gdb = up(db.d());
+  CPU_OK(distrt_conv2d(cpu, x.d(), w.d(), bias.d(), y.d(), &a));
+  GPU_OK(distrt_conv2d(gpu, &gx, &gw, &gbias, &gy, &a));
+  expectClose(down(gy), y.v, 1e-4f, "cuda conv");
+  CPU_OK(distrt_conv2d_bwd_data(cpu, y.d(), w.d(), dx.d(), &a));
+  GPU_OK(distrt_conv2d_bwd_data(gpu, &gy, &gw, &gdx, &a));
+  expectClose(down(gdx), dx.v, 1e-4f, "cuda conv dx");
+  CPU_OK(distrt_conv2d_bwd_weight(cpu, x.d(), y.d(), dw.d(), db.d(), &a, 0));
+  GPU_OK(distrt_conv2d_bwd_weight(gpu, &gx, &gy, &gdw, &gdb, &a, 0));
+  expectClose(down(gdw), dw.v, 1e-4f, "cuda conv dw");
+  expectClose(down(gdb), db.v, 1e-4f, "cuda conv dbias");
+
+  for (int kind = DISTRT_POOL_MAX; kind <= DISTRT_POOL_AVG_EXCLUDE_PAD;
+       ++kind) {
+    distrt_pool2d_attr p{distrt_pool_kind(kind), {3, 3}, {2, 2}, {1, 1},
+                         {1, 1}};
+    Tensor py({2, 4, 3, 3});
+    distrt_tensor gpy = up(py.d());
+    CPU_OK(distrt_pool2d(cpu, x.d(), py.d(), &p));
+    GPU_OK(distrt_pool2d(gpu, &gx, &gpy, &p));
+    expectClose(down(gpy), py.v, 1e-5f, "cuda pool");
+    CPU_OK(distrt_pool2d_bwd(cpu, x.d(), py.d(), dx.d(), &p));
+    GPU_OK(distrt_pool2d_bwd(gpu, &gx, &gpy, &gdx, &p));
+    expectClose(down(gdx), dx.v, 1e-5f, "cuda pool bwd");
+  }
+
+  Tensor g({4}), b({4}), m({4}), v({4}), rm({4}), rv({4}, 1.0f), bn({2, 4, 6, 6}),
+      dg({4}), dsh({4});
+  randomize(g, 24);
+  randomize(b, 25);
+  distrt_tensor gg = up(g.d()), gb = up(b.d()), gm = up(m.d()), gv = up(v.d()),
+                grm = up(rm.d()), grv = up(rv.d()), gbn = up(bn.d()),
+                gdg = up(dg.d()), gdsh = up(dsh.d());
+  CPU_OK(distrt_batchnorm_fwd_training(cpu, x.d(), g.d(), b.d(), bn.d(), m.d(),
+                                       v.d(), rm.d(), rv.d(), 1e-5f, 0.1f));
+  GPU_OK(distrt_batchnorm_fwd_training(gpu, &gx, &gg, &gb, &gbn, &gm, &gv,
+                                       &grm, &grv, 1e-5f, 0.1f));
+  expectClose(down(gbn), bn.v, 1e-4f, "cuda batchnorm");
+  expectClose(down(gm), m.v, 1e-5f, "cuda batchnorm mean");
+  expectClose(down(gv), v.v, 1e-4f, "cuda batchnorm var");
+  expectClose(down(grv), rv.v, 1e-4f, "cuda batchnorm running var");
+  CPU_OK(distrt_batchnorm_fwd_inference(cpu, x.d(), g.d(), b.d(), rm.d(),
+                                        rv.d(), bn.d(), 1e-5f));
+  GPU_OK(distrt_batchnorm_fwd_inference(gpu, &gx, &gg, &gb, &grm, &grv, &gbn,
+                                        1e-5f));
+  expectClose(down(gbn), bn.v, 1e-4f, "cuda batchnorm inference");
+  CPU_OK(distrt_batchnorm_bwd_data(cpu, x.d(), x.d(), g.d(), m.d(), v.d(),
+                                   dx.d(), 1e-5f));
+  GPU_OK(distrt_batchnorm_bwd_data(gpu, &gx, &gx, &gg, &gm, &gv, &gdx, 1e-5f));
+  expectClose(down(gdx), dx.v, 1e-3f, "cuda batchnorm dx");
+  CPU_OK(distrt_batchnorm_bwd_weight(cpu, x.d(), x.d(), m.d(), v.d(), dg.d(),
+                                     dsh.d(), 1e-5f, 0));
+  GPU_OK(distrt_batchnorm_bwd_weight(gpu, &gx, &gx, &gm, &gv, &gdg, &gdsh,
+                                     1e-5f, 0));
+  expectClose(down(gdg), dg.v, 1e-3f, "cuda batchnorm dscale");
+  expectClose(down(gdsh), dsh.v, 1e-3f, "cuda batchnorm dshift");
+}
+
+TEST_F(CudaTest, AsymmetricPaddingSaysWhatToDo) {
+  Tensor x({1, 1, 4, 4}), w({1, 1, 3, 3}), y({1, 1, 3, 3});
   distrt_tensor gx = up(x.d()), gw = up(w.d()), gy = up(y.d());
-  distrt_conv2d_attr a{{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
+  distrt_conv2d_attr a{{1, 1}, {0, 0}, {1, 1}, {1, 1}, 1};
   EXPECT_EQ(distrt_conv2d(gpu, &gx, &gw, nullptr, &gy, &a),
             DISTRT_ERROR_UNSUPPORTED);
   EXPECT_NE(std::string(distrt_last_error(gpu)).find("CPU context"),
