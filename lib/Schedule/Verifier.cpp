@@ -124,7 +124,7 @@ static Error checkLists(const Schedule &s) {
           return fail(r, i, a,
                       formatv("input activation not received; put recvA{0}.{1}"
                               ">{2} before it",
-                              a.mb, a.chunk, prev));
+                              a.mb, static_cast<int>(a.chunk), prev));
         if (prev == static_cast<int>(r) && !localDone(ActionKind::Forward,
                                                       a.chunk - 1))
           return fail(r, i, a, "runs before the forward of the previous "
@@ -140,7 +140,7 @@ static Error checkLists(const Schedule &s) {
           return fail(r, i, a,
                       formatv("output gradient not received; put recvG{0}.{1}"
                               ">{2} before it",
-                              a.mb, a.chunk, next));
+                              a.mb, static_cast<int>(a.chunk), next));
         if (next == static_cast<int>(r) &&
             !localDone(ActionKind::Backward, a.chunk + 1) &&
             !localDone(ActionKind::BackwardInput, a.chunk + 1))

@@ -1,0 +1,179 @@
+//===- PlanTest.cpp - Plan parsing, checks and partitioning -----*- C++ -*-===//
+
+#include "lib/Schedule/Plan.h"
+
+#include "gtest/gtest.h"
+
+using namespace distopt;
+using namespace distopt::schedule;
+
+namespace {
+
+std::string planError(llvm::StringRef spec) {
+  auto p = parsePlan(spec);
+  EXPECT_FALSE(static_cast<bool>(p)) << spec.str();
+  return p ? std::string() : llvm::toString(p.takeError());
+}
+
+TEST(Plan, ParsesTheIssueExample) {
+  Plan p = llvm::cantFail(parsePlan("dp=24,tp=8,pp=8,mbs=1,schedule="
+                                    "interleaved,chunks=2,recompute=full,"
+                                    "zero=0"));
+  EXPECT_EQ(p.dp, 24u);
+  EXPECT_EQ(p.tp, 8u);
+  EXPECT_EQ(p.pp, 8u);
+  EXPECT_EQ(p.schedule, ScheduleKind::Interleaved);
+  EXPECT_EQ(p.chunks, 2u);
+  EXPECT_EQ(p.recompute, cost::Recompute::Full);
+  EXPECT_EQ(p.numDevices(), 1536u);
+  // str() round-trips.
+  Plan q = llvm::cantFail(parsePlan(p.str()));
+  EXPECT_EQ(q.str(), p.str());
+  Plan r = llvm::cantFail(
+      parsePlan("pp=2,schedule=dapple,stages=5,sg=0,p2p_overlap=0"));
+  EXPECT_EQ(r.schedule, ScheduleKind::OneFOneB);
+  EXPECT_EQ(r.cuts, std::vector<unsigned>{5});
+  EXPECT_FALSE(r.scatterGather);
+  EXPECT_FALSE(r.overlapP2P);
+  EXPECT_EQ(llvm::cantFail(parsePlan("schedule=zbh1")).schedule,
+            ScheduleKind::ZBH1);
+  EXPECT_EQ(llvm::cantFail(parsePlan("schedule=2bw")).schedule,
+            ScheduleKind::PipeDream2BW);
+}
+
+TEST(Plan, ParseErrors) {
+  EXPECT_NE(planError("dp=0").find("'dp=0' must be an integer >= 1"),
+            std::string::npos);
+  EXPECT_NE(planError("dp=x").find("must be an integer"), std::string::npos);
+  EXPECT_NE(planError("dq=2").find("unknown key 'dq'"), std::string::npos);
+  EXPECT_NE(planError("dp=2,dp=4").find("given twice"), std::string::npos);
+  EXPECT_NE(planError("dp").find("has no value"), std::string::npos);
+  EXPECT_NE(planError("schedule=wavy").find("unknown schedule 'wavy'"),
+            std::string::npos);
+  EXPECT_NE(planError("recompute=some").find("unknown recompute"),
+            std::string::npos);
+  EXPECT_NE(planError("zero=4").find("zero must be"), std::string::npos);
+  EXPECT_NE(planError("stages=3/x").find("not a layer index"),
+            std::string::npos);
+}
+
+cost::ModelDesc smallModel(unsigned layers = 8) {
+  cost::GptConfig g;
+  g.layers = layers;
+  g.hidden = 512;
+  g.heads = 8;
+  g.seqLen = 256;
+  g.vocab = 1000;
+  return cost::buildGpt(g);
+}
+
+std::string finalizeError(const char *spec, unsigned batch,
+                          const char *clusterSpec = "dgx-a100-80gb:1") {
+  Plan p = llvm::cantFail(parsePlan(spec));
+  cluster::Cluster c = llvm::cantFail(cluster::resolveCluster(clusterSpec));
+  cost::CostModel cm;
+  llvm::Error e = finalizePlan(p, smallModel(), c, batch, cm);
+  EXPECT_TRUE(static_cast<bool>(e)) << spec;
+  return llvm::toString(std::move(e));
+}
+
+TEST(Plan, FinalizeChecks) {
+  EXPECT_NE(finalizeError("dp=4,tp=1,pp=1", 8).find("= 4 devices, but "
+                                                   "cluster 'dgx-a100-80gb' "
+                                                   "has 8"),
+            std::string::npos);
+  EXPECT_NE(finalizeError("dp=8", 12).find("not divisible by dp*mbs = 8"),
+            std::string::npos);
+  EXPECT_NE(finalizeError("dp=4,pp=2,chunks=2", 8).find("needs "
+                                                        "schedule=interleaved"),
+            std::string::npos);
+  EXPECT_NE(finalizeError("dp=4,pp=2,schedule=interleaved", 8)
+                .find("chunks >= 2"),
+            std::string::npos);
+  EXPECT_NE(finalizeError("dp=2,pp=4,schedule=interleaved,chunks=2", 6)
+                .find("multiple of pp"),
+            std::string::npos);
+  EXPECT_NE(finalizeError("dp=1,pp=8,schedule=interleaved,chunks=2", 8)
+                .find("only 10 layers"),
+            std::string::npos);
+  EXPECT_NE(finalizeError("dp=4,pp=2,stages=3/5", 8).find("lists 2 boundaries"),
+            std::string::npos);
+  EXPECT_NE(finalizeError("dp=2,pp=4,stages=3/3/5", 8).find("greater than 3"),
+            std::string::npos);
+  EXPECT_NE(finalizeError("dp=2,pp=4,stages=3/5/10", 8).find("less than 10"),
+            std::string::npos);
+}
+
+TEST(Plan, FinalizeDerivesMicrobatchesAndBalancedStages) {
+  Plan p = llvm::cantFail(parsePlan("dp=2,tp=2,pp=2,mbs=2"));
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb"));
+  cost::CostModel cm;
+  cost::ModelDesc m = smallModel();
+  ASSERT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 64, cm)));
+  EXPECT_EQ(p.numMicrobatches, 16u);
+  ASSERT_EQ(p.cuts.size(), 1u);
+  // Embedding + 8 blocks + head: the split is near the middle.
+  EXPECT_GE(p.cuts[0], 4u);
+  EXPECT_LE(p.cuts[0], 6u);
+  EXPECT_EQ(p.stageLayers(0, 10), std::make_pair(0u, p.cuts[0]));
+  EXPECT_EQ(p.stageLayers(1, 10), std::make_pair(p.cuts[0], 10u));
+  EXPECT_EQ(globalRank(p, 1, 1, 1), 7u);
+}
+
+TEST(Plan, BalancedCutsMinimiseTheLargestStage) {
+  EXPECT_EQ(balancedCuts({1, 1, 1, 1, 1, 1}, {1, 1, 1}),
+            (std::vector<unsigned>{2, 4}));
+  EXPECT_EQ(balancedCuts({5, 1, 1, 1, 1, 1}, {1, 1}),
+            (std::vector<unsigned>{1}));
+  // A stage twice as slow gets half the layers.
+  EXPECT_EQ(balancedCuts({1, 1, 1, 1, 1, 1}, {2, 1}),
+            (std::vector<unsigned>{2}));
+  EXPECT_TRUE(balancedCuts({1, 2}, {1}).empty());
+}
+
+TEST(Plan, HeterogeneousClusterGivesSlowDevicesLessWork) {
+  // pp=2 on mixed A100 (node 0) + V100 (node 1): stage 1 runs on V100s.
+  Plan p = llvm::cantFail(parsePlan("dp=8,pp=2"));
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("mixed-a100-v100", 2));
+  cost::CostModel cm;
+  cost::ModelDesc m = smallModel(16);
+  ASSERT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 64, cm)));
+  EXPECT_GT(p.cuts[0], 18u / 2 + 1);
+}
+
+TEST(PipelineCosts, StagesLinksAndMemory) {
+  Plan p = llvm::cantFail(parsePlan("dp=2,tp=4,pp=2,recompute=full"));
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 2));
+  cost::CostModel cm;
+  cost::ModelDesc m = smallModel();
+  ASSERT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 16, cm)));
+  PipelineCosts pc = buildPipelineCosts(p, m, c, cm, {});
+  ASSERT_EQ(pc.stages.size(), 2u);
+  // Stage 0 is node 0, stage 1 node 1: the boundary crosses InfiniBand,
+  // and with scatter/gather each TP rank sends a quarter.
+  EXPECT_EQ(pc.stages[0].nextLevel, cluster::LinkLevel::Network);
+  EXPECT_DOUBLE_EQ(pc.stages[0].sendNextBytes, 256.0 * 512 * 2 / 4);
+  EXPECT_GT(pc.stages[0].sendNextTime, 0);
+  EXPECT_DOUBLE_EQ(pc.stages[1].sendNextTime, 0);
+  EXPECT_GT(pc.stages[1].sendPrevTime, 0);
+  // TP all-reduces stay on NVLink; DP sync crosses nodes? dp ranks 0 and 4
+  // share node 0, so the sync is intra-node.
+  EXPECT_GT(pc.stages[0].mbBytes[0], 0);
+  EXPECT_DOUBLE_EQ(pc.stages[0].mbBytes[1], 0);
+  EXPECT_GT(pc.stages[0].gradSyncTime, 0);
+  EXPECT_DOUBLE_EQ(pc.stages[0].gradSyncBytes[1], 0);
+  EXPECT_EQ(pc.levelNames[1], "infiniband");
+  EXPECT_EQ(pc.devices[0].devicesInGroup, 8u);
+  EXPECT_GT(pc.devices[0].staticMemory.staticBytes(), 0);
+  EXPECT_GT(pc.devices[0].optimizerTime, 0);
+  // Full recompute keeps the layer input only.
+  double perLayer = 256.0 * 512 * 2;
+  unsigned blocks = pc.stages[0].layerEnd - 1; // embedding is not a block
+  EXPECT_GT(pc.stages[0].activationBytes, blocks * perLayer);
+  // Weight versions add stashed copies.
+  PipelineCosts two = buildPipelineCosts(p, m, c, cm, {2, 2});
+  EXPECT_NEAR(two.devices[0].staticMemory.weightStash,
+              two.devices[0].staticMemory.weights, 1e-6);
+}
+
+} // namespace
