@@ -92,6 +92,37 @@ distrt_status adamCommon(const char *fn, distrt_context *ctx,
   return DISTRT_OK;
 }
 
+distrt_status dropoutCommon(const char *fn, const char *xName,
+                            const char *yName, distrt_context *ctx,
+                            const distrt_tensor *x, const distrt_tensor *y,
+                            const distrt_tensor *mask, float p, uint64_t seed,
+                            uint64_t offset) {
+  Checker c(ctx, fn);
+  DISTRT_TRY(c.context());
+  DISTRT_TRY(c.tensor(xName, x, DISTRT_F32));
+  DISTRT_TRY(c.tensor(yName, y, DISTRT_F32));
+  DISTRT_TRY(c.same(xName, x, yName, y));
+  DISTRT_TRY(c.optTensor("mask", mask, DISTRT_U8));
+  if (mask)
+    DISTRT_TRY(c.same(xName, x, "mask", mask));
+  if (!(p >= 0.0f && p < 1.0f))
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "p is ", p,
+                  "; the drop probability must be in [0, 1)");
+  int64_t n = distrt_numel(x);
+  const float *px = cpu::f32(x);
+  float *py = cpu::f32(y);
+  uint8_t *pm = mask ? static_cast<uint8_t *>(mask->data) : nullptr;
+  DISTRT_ON_CUDA(ctx, cuda::dropout(ctx, px, py, pm, n, p, seed, offset));
+  float keepScale = 1.0f / (1.0f - p);
+  cpu::parallelFor(n, [&](int64_t i) {
+    bool keep = dropoutUniform(seed, offset + i) >= p;
+    py[i] = keep ? px[i] * keepScale : 0.0f;
+    if (pm)
+      pm[i] = keep;
+  });
+  return DISTRT_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -155,38 +186,16 @@ distrt_status distrt_adamw_step(distrt_context *ctx, const distrt_tensor *param,
 distrt_status distrt_dropout(distrt_context *ctx, const distrt_tensor *x,
                              const distrt_tensor *y, const distrt_tensor *mask,
                              float p, uint64_t seed, uint64_t offset) {
-  const char *fn = "distrt_dropout";
-  Checker c(ctx, fn);
-  DISTRT_TRY(c.context());
-  DISTRT_TRY(c.tensor("x", x, DISTRT_F32));
-  DISTRT_TRY(c.tensor("y", y, DISTRT_F32));
-  DISTRT_TRY(c.same("x", x, "y", y));
-  DISTRT_TRY(c.optTensor("mask", mask, DISTRT_U8));
-  if (mask)
-    DISTRT_TRY(c.same("x", x, "mask", mask));
-  if (!(p >= 0.0f && p < 1.0f))
-    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "p is ", p,
-                  "; the drop probability must be in [0, 1)");
-  int64_t n = distrt_numel(x);
-  const float *px = cpu::f32(x);
-  float *py = cpu::f32(y);
-  uint8_t *pm = mask ? static_cast<uint8_t *>(mask->data) : nullptr;
-  DISTRT_ON_CUDA(ctx, cuda::dropout(ctx, px, py, pm, n, p, seed, offset));
-  float keepScale = 1.0f / (1.0f - p);
-  cpu::parallelFor(n, [&](int64_t i) {
-    bool keep = dropoutUniform(seed, offset + i) >= p;
-    py[i] = keep ? px[i] * keepScale : 0.0f;
-    if (pm)
-      pm[i] = keep;
-  });
-  return DISTRT_OK;
+  return dropoutCommon("distrt_dropout", "x", "y", ctx, x, y, mask, p, seed,
+                       offset);
 }
 
 distrt_status distrt_dropout_bwd(distrt_context *ctx, const distrt_tensor *dy,
                                  const distrt_tensor *dx, float p,
                                  uint64_t seed, uint64_t offset) {
   // The mask is a pure function of (seed, offset + i): regenerate it.
-  return distrt_dropout(ctx, dy, dx, nullptr, p, seed, offset);
+  return dropoutCommon("distrt_dropout_bwd", "dy", "dx", ctx, dy, dx, nullptr,
+                       p, seed, offset);
 }
 
 distrt_status distrt_fill(distrt_context *ctx, const distrt_tensor *x,
