@@ -136,3 +136,35 @@ TEST_F(RuntimeTest, MlpTrainingStepsReduceTheLoss) {
   EXPECT_GT(first, 1.0f);
   EXPECT_LT(loss[0], 0.2f * first) << "first loss " << first;
 }
+
+TEST_F(RuntimeTest, EmptyAndScalarTensors) {
+  // K = 0: C = beta * C + bias.
+  Tensor a({2, 0}), b({0, 3}), c({2, 3}, 2.0f), bias({3}, 1.0f);
+  distrt_matmul_attr attr{0, 0, 1.0f, 0.5f};
+  ASSERT_OK(distrt_matmul(ctx, a.d(), b.d(), bias.d(), c.d(), &attr));
+  for (float v : c.v)
+    EXPECT_FLOAT_EQ(v, 2.0f);
+  // M = 0 and zero-row reductions.
+  Tensor e({0, 3}), ey({0, 3}), db({3}, 7.0f);
+  ASSERT_OK(distrt_unary(ctx, DISTRT_UNARY_EXP, e.d(), ey.d()));
+  ASSERT_OK(distrt_softmax(ctx, e.d(), ey.d(), -1, 0));
+  ASSERT_OK(distrt_matmul_bwd_bias(ctx, e.d(), db.d(), 0));
+  for (float v : db.v)
+    EXPECT_EQ(v, 0.0f);
+  Tensor r({1, 3});
+  ASSERT_OK(distrt_reduce(ctx, DISTRT_REDUCE_SUM, e.d(), r.d()));
+  for (float v : r.v)
+    EXPECT_EQ(v, 0.0f);
+  // Rank-0 operands broadcast like NumPy scalars.
+  Tensor s({}, 3.0f), t({2, 2}, 2.0f), st({2, 2});
+  ASSERT_OK(distrt_binary(ctx, DISTRT_BINARY_MUL, t.d(), s.d(), st.d()));
+  for (float v : st.v)
+    EXPECT_EQ(v, 6.0f);
+  ASSERT_OK(distrt_binary(ctx, DISTRT_BINARY_SUB, s.d(), t.d(), st.d()));
+  for (float v : st.v)
+    EXPECT_EQ(v, 1.0f);
+  Tensor ds({});
+  ASSERT_OK(distrt_binary_bwd(ctx, DISTRT_BINARY_MUL, t.d(), s.d(), t.d(),
+                              nullptr, ds.d()));
+  EXPECT_EQ(ds[0], 16.0f); // sum(dy * a) = 4 * 2 * 2
+}
