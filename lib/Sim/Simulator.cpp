@@ -343,15 +343,21 @@ Expected<SimResult> Engine::run() {
       advance(peer);
   }
   // Everything must have run.
+  std::string stalled;
   for (unsigned r = 0; r < s.pp; ++r)
     for (unsigned q = 0; q < kNumQueues; ++q)
       if (ranks[r].head[q] < ranks[r].queue[q].size())
-        return createStringError(
-            inconvertibleErrorCode(),
-            formatv("simulation stalled: rank {0} waits at {1}; verify the "
-                    "schedule (verifySchedule) to find the missing send",
-                    r, s.devices[r][ranks[r].queue[q][ranks[r].head[q]].index].str())
-                .str());
+        stalled += formatv("{0}rank {1} waits at {2}",
+                           stalled.empty() ? "" : "; ", r,
+                           s.devices[r][ranks[r].queue[q][ranks[r].head[q]]
+                                            .index]
+                               .str())
+                       .str();
+  if (!stalled.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "simulation stalled: " + stalled +
+                                 "; verify the schedule (verifySchedule) to "
+                                 "find the missing send");
 
   SimResult &res = result;
   double makespan = now;

@@ -1,0 +1,256 @@
+//===- SimulatorTest.cpp - Simulator results computable by hand -*- C++ -*-===//
+
+#include "SimTestUtil.h"
+
+#include "lib/Sim/Simulator.h"
+
+#include "gtest/gtest.h"
+
+using namespace distopt;
+using namespace distopt::schedule;
+using namespace distopt::sim;
+using distopt::sim::test::uniform;
+
+namespace {
+
+Schedule gen(ScheduleKind k, unsigned pp, unsigned chunks, unsigned m,
+             ScheduleOptions o = {}) {
+  return llvm::cantFail(generateSchedule(k, pp, chunks, m, o));
+}
+
+SimResult run(const Schedule &s, const PipelineCosts &c) {
+  auto r = simulate(s, c);
+  EXPECT_TRUE(static_cast<bool>(r));
+  return r ? std::move(*r) : SimResult();
+}
+
+const Event *find(const SimResult &r, unsigned dev, ActionKind k, int mb) {
+  for (const Event &e : r.events)
+    if (e.device == dev && e.action.kind == k && e.action.mb == mb)
+      return &e;
+  return nullptr;
+}
+
+TEST(Simulator, SingleStageIsTheSumOfItsPasses) {
+  SimResult r = run(gen(ScheduleKind::GPipe, 1, 1, 2),
+                    uniform(1, 1, 2, 1, 1.5, 0.5));
+  EXPECT_DOUBLE_EQ(r.iterationTime, 6);
+  EXPECT_DOUBLE_EQ(r.bubbleFraction, 0);
+  EXPECT_DOUBLE_EQ(r.samplesPerSecond, 2.0 / 6);
+}
+
+TEST(Simulator, TwoStagesWithTransfers) {
+  // r0 F[0,1] send[1,1.5]; r1 F[1.5,2.5] B[2.5,4.5] send[4.5,5]; r0 B[5,7].
+  SimResult r = run(gen(ScheduleKind::GPipe, 2, 1, 1),
+                    uniform(2, 1, 1, 1, 1.5, 0.5, 0.5));
+  EXPECT_DOUBLE_EQ(r.iterationTime, 7);
+  const Event *b0 = find(r, 0, ActionKind::Backward, 0);
+  ASSERT_NE(b0, nullptr);
+  EXPECT_DOUBLE_EQ(b0->start, 5);
+  const Event *send = find(r, 1, ActionKind::SendGrad, 0);
+  ASSERT_NE(send, nullptr);
+  EXPECT_EQ(send->stream, Stream::SendPrev);
+  EXPECT_DOUBLE_EQ(send->start, 4.5);
+  EXPECT_NEAR(r.bubbleFraction, 4.0 / 7, 1e-12);
+  EXPECT_EQ(r.busyTime, (std::vector<double>{3, 3}));
+}
+
+TEST(Simulator, OneFOneBMatchesTheClosedForm) {
+  for (unsigned p : {2u, 4u})
+    for (unsigned m : {4u, 8u}) {
+      SimResult r = run(gen(ScheduleKind::OneFOneB, p, 1, m),
+                        uniform(p, 1, m, 1, 1.5, 0.5));
+      EXPECT_DOUBLE_EQ(r.iterationTime, (m + p - 1) * 3.0);
+      EXPECT_NEAR(r.bubbleFraction, (p - 1.0) / (m + p - 1), 1e-12);
+    }
+  // Interleaved: (1/v) of the bubble.
+  SimResult r = run(gen(ScheduleKind::Interleaved, 4, 2, 8),
+                    uniform(4, 2, 8, 0.5, 0.75, 0.25));
+  EXPECT_DOUBLE_EQ(r.iterationTime, 8 * 3 + 3 * 3 / 2.0);
+}
+
+TEST(Simulator, LinkContentionSerialisesSends) {
+  // Two activations ready at 0.1 and 0.2 share rank 0's network link.
+  SimResult r = run(gen(ScheduleKind::GPipe, 2, 1, 2),
+                    uniform(2, 1, 2, 0.1, 0.1, 0, 1));
+  const Event *s0 = find(r, 0, ActionKind::SendActivation, 0);
+  const Event *s1 = find(r, 0, ActionKind::SendActivation, 1);
+  ASSERT_TRUE(s0 && s1);
+  EXPECT_DOUBLE_EQ(s0->start, 0.1);
+  EXPECT_DOUBLE_EQ(s1->start, 1.1);
+  EXPECT_DOUBLE_EQ(find(r, 1, ActionKind::Forward, 1)->start, 2.1);
+}
+
+TEST(Simulator, BlockingSendsOccupyTheComputeStream) {
+  PipelineCosts c = uniform(2, 1, 2, 1, 1, 0, 0.5);
+  SimResult overlap = run(gen(ScheduleKind::GPipe, 2, 1, 2), c);
+  EXPECT_DOUBLE_EQ(find(overlap, 0, ActionKind::Forward, 1)->start, 1);
+  EXPECT_DOUBLE_EQ(find(overlap, 1, ActionKind::Forward, 1)->start, 2.5);
+  c.overlapP2P = false;
+  SimResult block = run(gen(ScheduleKind::GPipe, 2, 1, 2), c);
+  EXPECT_DOUBLE_EQ(find(block, 0, ActionKind::Forward, 1)->start, 1.5);
+  EXPECT_EQ(find(block, 0, ActionKind::SendActivation, 0)->stream,
+            Stream::Compute);
+  EXPECT_DOUBLE_EQ(find(block, 1, ActionKind::Forward, 1)->start, 3);
+  // Sends are not compute: the busy time is unchanged.
+  EXPECT_EQ(block.busyTime, overlap.busyTime);
+}
+
+TEST(Simulator, GradientSyncAndOptimizer) {
+  PipelineCosts c = uniform(1, 1, 2, 1, 1.5, 0.5);
+  c.stages[0].gradSyncTime = 3;
+  c.stages[0].gradSyncBytes[1] = 10;
+  c.devices[0].optimizerTime = 1;
+  c.devices[0].devicesInGroup = 4;
+  SimResult r = run(gen(ScheduleKind::GPipe, 1, 1, 2, {true, 0, true}), c);
+  EXPECT_DOUBLE_EQ(r.iterationTime, 6 + 3 + 1);
+  EXPECT_DOUBLE_EQ(find(r, 0, ActionKind::OptimizerStep, -1)->start, 9);
+  EXPECT_DOUBLE_EQ(r.bytesPerLevel[1], 40);
+  // ZeRO: reduce-scatter before the step, all-gather after it.
+  SimResult z = run(gen(ScheduleKind::GPipe, 1, 1, 2, {true, 1, true}), c);
+  EXPECT_DOUBLE_EQ(z.iterationTime, 6 + 1.5 + 1 + 1.5);
+  EXPECT_DOUBLE_EQ(z.bytesPerLevel[1], 40);
+}
+
+TEST(Simulator, OverlappedSyncHidesBehindOtherChunks) {
+  // Interleaved on one rank: chunk 1 finishes its backward first, and its
+  // sync runs while chunk 0's backward computes.
+  PipelineCosts c = uniform(1, 2, 2, 1, 1, 0);
+  for (auto &st : c.stages)
+    st.gradSyncTime = 1;
+  SimResult early =
+      run(gen(ScheduleKind::Interleaved, 1, 2, 2, {true, 0, true}), c);
+  SimResult late =
+      run(gen(ScheduleKind::Interleaved, 1, 2, 2, {true, 0, false}), c);
+  EXPECT_DOUBLE_EQ(early.iterationTime, 8 + 1);
+  EXPECT_DOUBLE_EQ(late.iterationTime, 8 + 2);
+}
+
+TEST(Simulator, ByteAccountingPerLevel) {
+  PipelineCosts c = uniform(2, 1, 3, 1, 1, 0, 0.1);
+  for (auto &st : c.stages) {
+    st.sendNextBytes = st.sendPrevBytes = 100;
+    st.mbBytes[0] = 7;
+  }
+  for (auto &d : c.devices)
+    d.devicesInGroup = 4;
+  SimResult r = run(gen(ScheduleKind::OneFOneB, 2, 1, 3), c);
+  EXPECT_DOUBLE_EQ(r.bytesPerLevel[1], 3 * 2 * 100 * 4);
+  EXPECT_DOUBLE_EQ(r.bytesPerLevel[0], 2 * 3 * 7 * 4);
+}
+
+TEST(Simulator, FlopRatesCountRecomputation) {
+  PipelineCosts c = uniform(1, 1, 2, 1, 1.5, 0.5);
+  c.stages[0].flops = 4e12;      // with recomputation
+  c.stages[0].modelFlops = 3e12; // without
+  SimResult r = run(gen(ScheduleKind::GPipe, 1, 1, 2), c);
+  EXPECT_NEAR(r.tflopsPerDevice, 8.0 / 6, 1e-12);
+  EXPECT_NEAR(r.modelTflopsPerDevice, 6.0 / 6, 1e-12);
+}
+
+TEST(Simulator, AsynchronousSchedulesReportTheSteadyState) {
+  unsigned p = 4, m = 16;
+  PipelineCosts c = uniform(p, 1, m, 1, 1.5, 0.5);
+  SimResult flush = run(gen(ScheduleKind::OneFOneB, p, 1, m), c);
+  SimResult async = run(gen(ScheduleKind::PipeDream2BW, p, 1, m), c);
+  EXPECT_FALSE(flush.steadyState);
+  EXPECT_TRUE(async.steadyState);
+  EXPECT_DOUBLE_EQ(flush.iterationTime, (m + p - 1) * 3.0);
+  EXPECT_NEAR(async.iterationTime, m * 3.0, 1e-9);
+  EXPECT_NEAR(async.bubbleFraction, 0, 1e-9);
+  SimResult pd = run(gen(ScheduleKind::PipeDream, p, 1, m), c);
+  EXPECT_NEAR(pd.iterationTime, m * 3.0, 1e-9);
+}
+
+TEST(Simulator, ZeroBubbleBeatsOneFOneB) {
+  unsigned p = 4, m = 8;
+  PipelineCosts c = uniform(p, 1, m, 1, 1, 1);
+  double zb = run(gen(ScheduleKind::ZBH1, p, 1, m), c).iterationTime;
+  double ofob = run(gen(ScheduleKind::OneFOneB, p, 1, m), c).iterationTime;
+  EXPECT_DOUBLE_EQ(ofob, 3.0 * (m + p - 1));
+  EXPECT_DOUBLE_EQ(zb, 3.0 * m + (p - 1) * (1 + 1 - 1));
+}
+
+TEST(Simulator, Errors) {
+  Schedule s = gen(ScheduleKind::GPipe, 2, 1, 2);
+  auto bad = simulate(s, uniform(3, 1, 2, 1, 1, 1));
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("disagree"),
+            std::string::npos);
+  // A receive whose send was removed stalls the simulation.
+  auto &l = s.devices[0];
+  for (auto it = l.begin(); it != l.end(); ++it)
+    if (it->kind == ActionKind::SendActivation) {
+      l.erase(it);
+      break;
+    }
+  auto stalled = simulate(s, uniform(2, 1, 2, 1, 1, 1));
+  ASSERT_FALSE(static_cast<bool>(stalled));
+  EXPECT_NE(llvm::toString(stalled.takeError()).find("rank 1 waits at "
+                                                      "recvA0.0>0"),
+            std::string::npos);
+}
+
+cost::ModelDesc gpt(unsigned layers) {
+  cost::GptConfig g;
+  g.layers = layers;
+  g.hidden = 1024;
+  g.heads = 16;
+  g.seqLen = 1024;
+  g.vocab = 32000;
+  return cost::buildGpt(g);
+}
+
+TEST(SimulatePlan, EndToEndOnOneDgxNode) {
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb"));
+  cost::CostModel cm;
+  cost::ModelDesc m = gpt(8);
+  double times[6];
+  double peaks[6];
+  unsigned i = 0;
+  for (const char *spec :
+       {"dp=2,tp=2,pp=2,schedule=gpipe", "dp=2,tp=2,pp=2,schedule=1f1b",
+        "dp=2,tp=2,pp=2,schedule=interleaved,chunks=2",
+        "dp=2,tp=2,pp=2,schedule=zb-h1", "dp=2,tp=2,pp=2,schedule=pipedream",
+        "dp=2,tp=2,pp=2,schedule=pipedream-2bw"}) {
+    auto ps = simulatePlan(m, c, llvm::cantFail(parsePlan(spec)), 32, cm);
+    ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+    const SimResult &r = ps->result;
+    EXPECT_GT(r.iterationTime, 0) << spec;
+    EXPECT_GT(r.tflopsPerDevice, 10) << spec;
+    EXPECT_LT(r.tflopsPerDevice, 312) << spec;
+    EXPECT_LE(r.modelTflopsPerDevice, r.tflopsPerDevice) << spec;
+    EXPECT_NEAR(r.samplesPerSecond * r.iterationTime, 32, 1e-6) << spec;
+    EXPECT_TRUE(r.fitsMemory) << spec << r.memoryProblem;
+    EXPECT_EQ(ps->plan.numMicrobatches, 16u);
+    EXPECT_GT(r.bytesPerLevel[0], 0) << spec;
+    times[i] = r.iterationTime;
+    peaks[i] = r.peakMemoryBytes[0];
+    ++i;
+  }
+  // GPipe keeps every micro-batch: most memory; 1F1B and GPipe take the
+  // same time; interleaving and ZB-H1 shrink the bubble.
+  EXPECT_GT(peaks[0], peaks[1]);
+  EXPECT_NEAR(times[0], times[1], 0.02 * times[1]);
+  EXPECT_LT(times[2], times[1]);
+  EXPECT_LT(times[3], times[1]);
+  // PipeDream's stashed weights cost memory on rank 0.
+  EXPECT_GT(peaks[4], peaks[1]);
+}
+
+TEST(SimulatePlan, MemoryOverflowIsReportedNotFatal) {
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-v100"));
+  cost::CostModel cm;
+  auto ps = simulatePlan(gpt(24), c,
+                         llvm::cantFail(parsePlan("dp=8,mbs=16")), 128, cm);
+  ASSERT_TRUE(static_cast<bool>(ps));
+  EXPECT_FALSE(ps->result.fitsMemory);
+  EXPECT_NE(ps->result.memoryProblem.find("GB at its peak"),
+            std::string::npos);
+  auto bad = simulatePlan(gpt(4), c, llvm::cantFail(parsePlan("dp=3")), 12,
+                          cm);
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("has 8"), std::string::npos);
+}
+
+} // namespace
