@@ -49,6 +49,7 @@ ERROR_LINE = re.compile(r"(^|[\s:])error: ", re.M)
 CRASH_MARKERS = ("LLVM ERROR:", "Stack dump:", "PLEASE submit a bug report",
                  "Assertion `", "Segmentation fault", "terminate called",
                  "UNREACHABLE executed")
+VERIFIER_ERROR = re.compile(r"error: '[\w.]+' op ")
 OPAQUE = re.compile(r'graph\.opaque\s+"([^"]*)"')
 DOMAIN = re.compile(r'\bdomain\s*=\s*"([^"]*)"')
 FLOAT_ELEM = re.compile(r"^(f16|bf16|f32|f64|f8\w*|tf32|complex<.*>)$")
@@ -149,19 +150,18 @@ def run_one(dist_opt, path, extra, timeout, roundtrip):
         rec["status"] = "imported"
         rec["opaque"] = opaque_ops(out)
         if roundtrip:
-            why = reparse(dist_opt, out, timeout)
-            if why:
-                rec.update(status="FAILURE", why=why)
+            rec["ir"] = out
     return rec
 
 
-def reparse(dist_opt, ir, timeout):
+def reparse(dist_opt, ir, timeout, flags=()):
     """Feeds printed IR back to dist-opt; returns why it failed, or None."""
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
         f.write(ir)
         name = f.name
     try:
-        p = subprocess.run([dist_opt, name, "-o", os.devnull],
+        p = subprocess.run([dist_opt, name] + list(flags) +
+                           ["-o", os.devnull],
                            capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "printed IR does not re-parse: timeout"
@@ -175,13 +175,38 @@ def reparse(dist_opt, ir, timeout):
     return None
 
 
+SPLIT = "// -----"
+CHUNK = 64
+
+
+def reparse_chunk(dist_opt, recs, timeout):
+    """Re-parses many printed modules in one `--split-input-file` run (one
+    process start instead of len(recs)); on any error, each one alone to
+    find which."""
+    if len(recs) > 1:
+        text = ("\n%s\n" % SPLIT).join(r["ir"] for r in recs)
+        if reparse(dist_opt, text, timeout * len(recs),
+                   ["--split-input-file"]) is None:
+            return
+    for r in recs:
+        why = reparse(dist_opt, r["ir"], timeout)
+        if why:
+            r.update(status="FAILURE", why=why)
+
+
 def run_all(dist_opt, jobs, extra_for, paths, timeout, roundtrip):
-    results = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(run_one, dist_opt, p, extra_for(p), timeout,
                                roundtrip) for p in paths]
-        for f in futures:
-            results.append(f.result())
+        results = [f.result() for f in futures]
+        if roundtrip:
+            done = [r for r in results if "ir" in r]
+            chunks = [done[i:i + CHUNK] for i in range(0, len(done), CHUNK)]
+            for f in [pool.submit(reparse_chunk, dist_opt, c, timeout)
+                      for c in chunks]:
+                f.result()
+            for r in done:
+                del r["ir"]
     return results
 
 
@@ -233,6 +258,15 @@ def sweep(args, dist_opt):
         print("\nclean errors by message (quoted names and numbers as _):")
         for msg, n in errors.most_common(args.top):
             print("  %5d  %s" % (n, msg[:150]))
+    # An importer that builds IR its own verifier rejects has a bug even
+    # when it exits cleanly: list those apart (they do not fail the sweep).
+    verifier = [r for r in results if r["status"] == "clean error" and
+                VERIFIER_ERROR.search(r["why"])]
+    if verifier:
+        print("\nclean errors raised by the IR verifier, not the importer "
+              "(likely importer bugs):")
+        for r in verifier:
+            print("  %s: %s" % (short(r["path"]), r["why"][:160]))
     if opaque:
         print("\nop types imported as graph.opaque (models using each):")
         for op in sorted(opaque, key=lambda o: (-len(opaque[o]), o)):

@@ -45,6 +45,9 @@ elif kind == "opaque":
 elif kind == "error":
     sys.stderr.write(path + ":0:0: error: unsupported opset 99; supported 1..23\n")
     sys.exit(1)
+elif kind == "verifier":
+    sys.stderr.write(path + ":0:0: error: 'graph.flatten' op 'axis' 9 is out of range for rank 2\n")
+    sys.exit(1)
 elif kind == "silent":
     sys.exit(3)
 elif kind == "abort":
@@ -65,6 +68,7 @@ elif kind == "error0":
 '''
 
 EXPECT = {"good": "imported", "opaque": "imported", "error": "clean error",
+          "verifier": "clean error",
           "silent": "FAILURE", "abort": "FAILURE", "fatal": "FAILURE",
           "hang": "FAILURE", "garbage": "FAILURE", "broken": "FAILURE",
           "error0": "FAILURE"}
@@ -96,7 +100,10 @@ def main():
             (p.returncode == 1, "exit code 1 with failures (got %d)"
              % p.returncode),
             ("  imported:    2" in out, "2 imported"),
-            ("  clean error: 1" in out, "1 clean error"),
+            ("  clean error: 2" in out, "2 clean errors"),
+            ("IR verifier, not the importer" in out and
+             "verifier/model.onnx: error: 'graph.flatten'" in out,
+             "verifier-raised errors listed apart"),
             ("  FAILURE:     7" in out, "7 failures"),
             ("com.x::FancyOp" in out, "opaque op with its domain listed"),
             ("Shape" in out, "opaque Shape listed"),
