@@ -70,6 +70,12 @@ Error checkDefinitions(const onnx::GraphProto &graph) {
   };
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto &node = graph.node(i);
+    // ONNX shape inference divides by the output count of some ops (Split):
+    // refuse output-less nodes before it runs.
+    if (llvm::all_of(node.output(),
+                     [](const std::string &o) { return o.empty(); }))
+      return error("node '" + nodeName(i) + "' (" + node.op_type() +
+                   ") has no outputs; remove it or name its outputs");
     for (const std::string &in : node.input()) {
       if (in.empty() || defined.contains(in))
         continue;
