@@ -18,7 +18,9 @@ Two modes:
 
   run_sweep.py --fixtures [DIR]                      (real networks)
       Imports the real-network fixtures (test/fixtures/*.onnx;
-      `--dist-weights=ignore` for graph-only ones). Each must import, and no
+      `--dist-weights=ignore` for graph-only ones). Each must import, once
+      as is and once with the batch pinned to 4 by --input-shape (then every
+      function result must have leading dim 4), and no
       `graph.opaque` op may be on the compute path, i.e. have a
       floating-point result (integer/bool-valued opaque ops only compute
       shapes or masks; they are listed but allowed). Exits 1 otherwise.
@@ -42,6 +44,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(SRC, "test", "fixtures")
 REAL_FIXTURES = ["resnet50", "vgg16", "mobilenetv2", "gpt2", "bert", "llama"]
+# Graph inputs of each real-network fixture with the batch dim left out; the
+# --fixtures check imports each once more with the batch pinned to this.
+PINNED_BATCH = 4
+FIXTURE_INPUTS = {
+    "resnet50": {"input": "3x224x224"},
+    "vgg16": {"input": "3x224x224"},
+    "mobilenetv2": {"input": "3x224x224"},
+    "gpt2": {"input_ids": "32"},
+    "bert": {"input_ids": "32", "attention_mask": "32"},
+    "llama": {"input_ids": "32"},
+}
+FUNC_RESULTS = re.compile(r"func\.func @\w+\(.*\)\s*->\s*(.*)\{\s*$", re.M)
 
 ERROR_LINE = re.compile(r"(^|[\s:])error: ", re.M)
 # Banners of an abort, an llvm::report_fatal_error or a crash handler: never a
@@ -301,6 +315,17 @@ def fixtures(args, dist_opt):
     results = run_all(dist_opt, args.jobs, extra_for, paths, args.timeout,
                       not args.no_roundtrip)
     bad = 0
+    # The same fixtures with the batch pinned: every result must carry it.
+    for name, path in zip(names, paths):
+        flags = extra_for(path) + [
+            "--input-shape=%s:%dx%s" % (i, PINNED_BATCH, dims)
+            for i, dims in sorted(FIXTURE_INPUTS[name].items())]
+        why = pinned_batch_problem(dist_opt, path, flags, args.timeout)
+        bad += bool(why)
+        print("%s %s: with %s: %s" % ("FAIL" if why else "ok  ", short(path),
+                                      " ".join(flags[-2:]),
+                                      why or "every result has batch %d"
+                                      % PINNED_BATCH))
     for r in results:
         name = short(r["path"])
         if r["status"] != "imported":
@@ -318,8 +343,31 @@ def fixtures(args, dist_opt):
                   status, name, r["seconds"],
                   dict(compute) if compute else "none",
                   dict(shape) if shape else "none"))
-    print("\n%d passed, %d failed" % (len(results) - bad, bad))
+    print("\n%d passed, %d failed" % (2 * len(results) - bad, bad))
     return 1 if bad else 0
+
+
+def pinned_batch_problem(dist_opt, path, flags, timeout):
+    """Imports with pinned input shapes; returns what is wrong, or None."""
+    try:
+        p = subprocess.run([dist_opt, path] + flags, capture_output=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    err = p.stderr.decode("utf-8", "replace")
+    if p.returncode != 0:
+        line = next((l for l in err.splitlines() if ERROR_LINE.search(l)),
+                    "exit %d" % p.returncode)
+        return line.strip()
+    m = FUNC_RESULTS.search(p.stdout.decode("utf-8", "replace"))
+    if not m:
+        return "no func.func signature in the output"
+    shapes = re.findall(r"tensor<([^>]*)>", m.group(1))
+    wrong = [t for t in shapes if not t.startswith("%dx" % PINNED_BATCH)]
+    if not shapes or wrong:
+        return "results %s do not all have leading dim %d" % (
+            shapes, PINNED_BATCH)
+    return None
 
 
 def main():
