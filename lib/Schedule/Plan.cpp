@@ -45,8 +45,9 @@ bool isAsync(ScheduleKind k) {
 
 std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
                                                 unsigned numLayers) const {
-  unsigned b = vs == 0 ? 0 : cuts[vs - 1];
-  unsigned e = vs + 1 >= numVirtualStages() ? numLayers : cuts[vs];
+  // Before finalizePlan (no cuts) every stage spans the whole model.
+  unsigned b = vs == 0 || vs > cuts.size() ? 0 : cuts[vs - 1];
+  unsigned e = vs >= cuts.size() ? numLayers : cuts[vs];
   return {b, e};
 }
 
