@@ -315,17 +315,6 @@ def fixtures(args, dist_opt):
     results = run_all(dist_opt, args.jobs, extra_for, paths, args.timeout,
                       not args.no_roundtrip)
     bad = 0
-    # The same fixtures with the batch pinned: every result must carry it.
-    for name, path in zip(names, paths):
-        flags = extra_for(path) + [
-            "--input-shape=%s:%dx%s" % (i, PINNED_BATCH, dims)
-            for i, dims in sorted(FIXTURE_INPUTS[name].items())]
-        why = pinned_batch_problem(dist_opt, path, flags, args.timeout)
-        bad += bool(why)
-        print("%s %s: with %s: %s" % ("FAIL" if why else "ok  ", short(path),
-                                      " ".join(flags[-2:]),
-                                      why or "every result has batch %d"
-                                      % PINNED_BATCH))
     for r in results:
         name = short(r["path"])
         if r["status"] != "imported":
@@ -343,6 +332,17 @@ def fixtures(args, dist_opt):
                   status, name, r["seconds"],
                   dict(compute) if compute else "none",
                   dict(shape) if shape else "none"))
+    # The same fixtures with the batch pinned: every result must carry it.
+    for name, path in zip(names, paths):
+        flags = extra_for(path) + [
+            "--input-shape=%s:%dx%s" % (i, PINNED_BATCH, dims)
+            for i, dims in sorted(FIXTURE_INPUTS[name].items())]
+        why = pinned_batch_problem(dist_opt, path, flags, args.timeout)
+        bad += bool(why)
+        print("%s %s: with %s: %s" % ("FAIL" if why else "ok  ", short(path),
+                                      " ".join(flags[-2:]),
+                                      why or "every result has batch %d"
+                                      % PINNED_BATCH))
     print("\n%d passed, %d failed" % (2 * len(results) - bad, bad))
     return 1 if bad else 0
 
