@@ -6,6 +6,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace llvm;
 using namespace distopt::schedule;
@@ -148,6 +149,31 @@ void writeChromeTrace(const SimResult &res, raw_ostream &os) {
      << "\n";
 }
 
+/// "#rrggbb" for hue \p h (degrees), saturation \p s and lightness \p l
+/// (0-1): SVG 1.1 renderers do not all take hsl().
+static std::string hsl(double h, double s, double l) {
+  double c = (1 - std::fabs(2 * l - 1)) * s;
+  double hp = h / 60, x = c * (1 - std::fabs(std::fmod(hp, 2) - 1));
+  double r = 0, g = 0, b = 0;
+  if (hp < 1)
+    r = c, g = x;
+  else if (hp < 2)
+    r = x, g = c;
+  else if (hp < 3)
+    g = c, b = x;
+  else if (hp < 4)
+    g = x, b = c;
+  else if (hp < 5)
+    r = x, b = c;
+  else
+    r = c, b = x;
+  double m = l - c / 2;
+  auto byte = [&](double v) {
+    return static_cast<unsigned>(std::lround((v + m) * 255));
+  };
+  return formatv("#{0:x-2}{1:x-2}{2:x-2}", byte(r), byte(g), byte(b)).str();
+}
+
 /// Fill colour: hue by kind, lightness cycling over 6 micro-batches.
 static std::string colour(const Action &a) {
   int hue;
@@ -169,7 +195,7 @@ static std::string colour(const Action &a) {
     break;
   }
   int light = 38 + 8 * (a.mb < 0 ? 0 : a.mb % 6);
-  return formatv("hsl({0},65%,{1}%)", hue, light).str();
+  return hsl(hue, 0.65, light / 100.0);
 }
 
 void writeSvgTimeline(const SimResult &res, unsigned numRanks,
@@ -228,10 +254,10 @@ void writeSvgTimeline(const SimResult &res, unsigned numRanks,
   }
   double ly = axisY + 24, lx = left;
   for (auto [name, fill] :
-       {std::pair<const char *, const char *>{"forward", "hsl(210,65%,45%)"},
-        {"backward (input grad)", "hsl(130,65%,45%)"},
-        {"weight grad", "hsl(35,65%,45%)"},
-        {"communication", "hsl(285,65%,45%)"},
+       {std::pair<const char *, std::string>{"forward", hsl(210, 0.65, 0.45)},
+        {"backward (input grad)", hsl(130, 0.65, 0.45)},
+        {"weight grad", hsl(35, 0.65, 0.45)},
+        {"communication", hsl(285, 0.65, 0.45)},
         {"optimizer", "#555555"},
         {"idle (bubble)", "#eeeeee"}}) {
     os << formatv("<rect x=\"{0}\" y=\"{1}\" width=\"12\" height=\"12\" "

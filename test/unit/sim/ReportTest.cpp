@@ -99,8 +99,8 @@ TEST(Report, SvgTimelineHasALanePerRank) {
   EXPECT_NE(svg.find("rank 0"), std::string::npos);
   EXPECT_NE(svg.find("rank 1"), std::string::npos);
   EXPECT_NE(svg.find("idle (bubble)"), std::string::npos);
-  EXPECT_NE(svg.find("hsl(210"), std::string::npos); // forward
-  EXPECT_NE(svg.find("hsl(130"), std::string::npos); // backward
+  EXPECT_NE(svg.find("fill=\"#2261a0\""), std::string::npos); // forward mb 0
+  EXPECT_NE(svg.find("fill=\"#22a037\""), std::string::npos); // backward mb 0
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
 }
 
