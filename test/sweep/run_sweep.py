@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -224,6 +225,21 @@ def run_all(dist_opt, jobs, extra_for, paths, timeout, roundtrip):
     return results
 
 
+def write_junit(path, suite, cases):
+    """Writes JUnit XML: `cases` is a list of (name, failure or None, text)."""
+    if not path:
+        return
+    root = ET.Element("testsuite", name=suite, tests=str(len(cases)),
+                      failures=str(sum(1 for _, f, _ in cases if f)))
+    for name, failure, text in cases:
+        case = ET.SubElement(root, "testcase", classname=suite, name=name)
+        if failure:
+            ET.SubElement(case, "failure", message=failure).text = text
+        elif text:
+            ET.SubElement(case, "system-out").text = text
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
 def short(path):
     for base in ("/usr/share/libonnx-testdata/data/", SRC + os.sep):
         if path.startswith(base):
@@ -293,6 +309,12 @@ def sweep(args, dist_opt):
         for r in results:
             print("  %-12s %s  %s" % (r["status"], short(r["path"]),
                                       r.get("why", "")))
+    write_junit(args.junit, "sweep", [
+        (short(r["path"]),
+         r["why"] if r["status"] == "FAILURE" else None,
+         "%s: %s\n%s" % (r["status"], r.get("why", ""),
+                         r.get("stderr", "")[-2000:]))
+        for r in results])
     print("\n%d passed, %d failed" % (len(results) - len(failures),
                                      len(failures)))
     return 1 if failures else 0
@@ -315,10 +337,13 @@ def fixtures(args, dist_opt):
     results = run_all(dist_opt, args.jobs, extra_for, paths, args.timeout,
                       not args.no_roundtrip)
     bad = 0
+    cases = []
     for r in results:
         name = short(r["path"])
         if r["status"] != "imported":
             bad += 1
+            cases.append((name + " import", "%s: %s" % (r["status"], r["why"]),
+                          r.get("stderr", "")[-2000:]))
             print("FAIL %s: %s: %s" % (name, r["status"], r["why"]))
             for line in r.get("stderr", "").strip().splitlines()[-6:]:
                 print("  | " + line)
@@ -327,11 +352,12 @@ def fixtures(args, dist_opt):
         shape = collections.Counter(op for op, _, f in r["opaque"] if not f)
         status = "FAIL" if compute else "ok  "
         bad += bool(compute)
-        print("%s %s: imported in %.2fs; opaque on compute path: %s; "
-              "opaque shape/mask ops: %s" % (
-                  status, name, r["seconds"],
-                  dict(compute) if compute else "none",
-                  dict(shape) if shape else "none"))
+        line = ("imported in %.2fs; opaque on compute path: %s; "
+                "opaque shape/mask ops: %s" % (
+                    r["seconds"], dict(compute) if compute else "none",
+                    dict(shape) if shape else "none"))
+        cases.append((name + " import", line if compute else None, line))
+        print("%s %s: %s" % (status, name, line))
     # The same fixtures with the batch pinned: every result must carry it.
     for name, path in zip(names, paths):
         flags = extra_for(path) + [
@@ -339,10 +365,12 @@ def fixtures(args, dist_opt):
             for i, dims in sorted(FIXTURE_INPUTS[name].items())]
         why = pinned_batch_problem(dist_opt, path, flags, args.timeout)
         bad += bool(why)
+        cases.append((short(path) + " pinned batch", why, " ".join(flags)))
         print("%s %s: with %s: %s" % ("FAIL" if why else "ok  ", short(path),
                                       " ".join(flags[-2:]),
                                       why or "every result has batch %d"
                                       % PINNED_BATCH))
+    write_junit(args.junit, "fixtures", cases)
     print("\n%d passed, %d failed" % (2 * len(results) - bad, bad))
     return 1 if bad else 0
 
@@ -397,6 +425,9 @@ def main():
                         help="skip re-parsing the printed IR")
     parser.add_argument("--top", type=int, default=25,
                         help="how many clean-error messages to show")
+    parser.add_argument("--junit", metavar="FILE",
+                        help="also write the results as JUnit XML (one "
+                        "testcase per model or fixture check)")
     parser.add_argument("--list", action="store_true",
                         help="also print every model's status")
     args = parser.parse_args()

@@ -5,7 +5,7 @@ The fake reads the model folder's name and behaves accordingly (imports,
 errors cleanly, crashes, hangs, ...), so every class the sweep knows is
 exercised without building anything. Exits 0 iff all checks pass.
 
-  python3 test/sweep/selftest.py
+  python3 test/sweep/selftest.py [--junit FILE]
 """
 
 import os
@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -79,7 +80,12 @@ EXPECT = {"good": "imported", "opaque": "imported", "error": "clean error",
 
 
 def main():
-    failures = 0
+    junit_out = None
+    if len(sys.argv) == 3 and sys.argv[1] == "--junit":
+        junit_out = sys.argv[2]
+    elif len(sys.argv) != 1:
+        sys.exit("usage: selftest.py [--junit FILE]")
+    results = []  # (name, ok)
     with tempfile.TemporaryDirectory() as tmp:
         fake = os.path.join(tmp, "fake-dist-opt")
         with open(fake, "w") as f:
@@ -88,18 +94,26 @@ def main():
         for kind in EXPECT:
             os.makedirs(os.path.join(tmp, "models", kind))
             open(os.path.join(tmp, "models", kind, "model.onnx"), "w").close()
+        junit = os.path.join(tmp, "sweep.xml")
         p = subprocess.run([sys.executable, os.path.join(HERE, "run_sweep.py"),
                             "--dist-opt", fake, "--root",
                             os.path.join(tmp, "models"), "--timeout", "3",
-                            "--list"], capture_output=True, text=True)
+                            "--list", "--junit", junit],
+                           capture_output=True, text=True)
         out = p.stdout
+        try:
+            cases = list(ET.parse(junit).getroot().iter("testcase"))
+        except (OSError, ET.ParseError):
+            cases = []
+        junit_failed = sorted(
+            os.path.basename(os.path.dirname(c.get("name"))) for c in cases
+            if c.find("failure") is not None)
         for kind, status in EXPECT.items():
             line = next((l for l in out.splitlines()
                          if l.strip().startswith(status) and
                          "/%s/model.onnx" % kind in l), None)
-            if line is None:
-                print("FAIL: %s should be classified %r" % (kind, status))
-                failures += 1
+            results.append(("%s is classified %r" % (kind, status),
+                            line is not None))
         checks = [
             (p.returncode == 1, "exit code 1 with failures (got %d)"
              % p.returncode),
@@ -109,25 +123,23 @@ def main():
              "verifier/model.onnx: error: 'graph.flatten'" in out,
              "verifier-raised errors listed apart"),
             ("  FAILURE:     7" in out, "7 failures"),
+            (len(cases) == len(EXPECT) and junit_failed == sorted(
+                k for k, v in EXPECT.items() if v == "FAILURE"),
+             "JUnit XML with one testcase per model, failures marked "
+             "(got %s)" % junit_failed),
             ("com.x::FancyOp" in out, "opaque op with its domain listed"),
             ("Shape" in out, "opaque Shape listed"),
             ("unsupported opset _; supported _.._" in out,
              "clean errors grouped with numbers masked"),
         ]
-        for ok, what in checks:
-            if not ok:
-                print("FAIL: expected " + what)
-                failures += 1
         # Only clean results: exit 0.
         p2 = subprocess.run([sys.executable,
                              os.path.join(HERE, "run_sweep.py"), "--dist-opt",
                              fake, "--root", os.path.join(tmp, "models"),
                              "--filter", "/(good|error|opaque)/"],
                             capture_output=True, text=True)
-        if p2.returncode != 0:
-            print("FAIL: a sweep without failures must exit 0, got %d"
-                  % p2.returncode)
-            failures += 1
+        checks.append((p2.returncode == 0, "a sweep without failures exits 0"
+                       " (got %d)" % p2.returncode))
         # --fixtures: float opaque ops fail, graph-only gets the ignore flag.
         fix = os.path.join(tmp, "fixtures")
         os.makedirs(fix)
@@ -161,16 +173,25 @@ def main():
              "bert whose results ignore the pinned batch fails"),
             ("4 passed, 2 failed" in p3.stdout, "fixture totals"),
         ]
-        for ok, what in fixture_checks:
-            if not ok:
-                print("FAIL: expected " + what)
-                failures += 1
-        checks += fixture_checks
+        results += [(what, ok) for ok, what in checks + fixture_checks]
+        failures = [what for what, ok in results if not ok]
+        for what in failures:
+            print("FAIL: " + what)
         if failures:
             print(out)
             print(p3.stdout, p3.stderr)
-    total = len(EXPECT) + len(checks) + 1
-    print("%d passed, %d failed" % (total - failures, failures))
+    if junit_out:
+        root = ET.Element("testsuite", name="sweep-selftest",
+                          tests=str(len(results)), failures=str(len(failures)))
+        for what, ok in results:
+            case = ET.SubElement(root, "testcase", classname="sweep-selftest",
+                                 name=what)
+            if not ok:
+                ET.SubElement(case, "failure", message=what)
+        ET.ElementTree(root).write(junit_out, encoding="utf-8",
+                                   xml_declaration=True)
+    print("%d passed, %d failed" % (len(results) - len(failures),
+                                    len(failures)))
     return 1 if failures else 0
 
 
