@@ -24,7 +24,10 @@ enum WireType : uint32_t {
   Fixed32 = 5
 };
 constexpr uint32_t kModelGraph = 7;
+constexpr uint32_t kGraphNode = 1;
 constexpr uint32_t kGraphInitializer = 5;
+constexpr uint32_t kNodeAttribute = 5;
+constexpr uint32_t kAttributeTensor = 5;
 constexpr uint32_t kTensorFloatData = 4;
 constexpr uint32_t kTensorRawData = 9;
 constexpr uint32_t kTensorDoubleData = 10;
@@ -173,6 +176,45 @@ static Expected<std::string> stripTensor(StringRef bytes, uint64_t base,
   return out;
 }
 
+/// Strips the large tensor of a NodeProto's attributes (Constant's value).
+static Expected<std::string> stripNode(StringRef bytes, uint64_t base,
+                                       std::optional<TensorDataRef> &ref) {
+  std::string out;
+  Error e = forEachField(
+      bytes, base,
+      [&](uint32_t field, uint32_t wireType, StringRef record,
+          StringRef payload, uint64_t payloadOffset) -> Error {
+        if (field != kNodeAttribute || wireType != Length ||
+            payload.size() <= kNodeTensorStripBytes) {
+          appendRecord(out, record);
+          return Error::success();
+        }
+        std::string attr;
+        Error inner = forEachField(
+            payload, payloadOffset,
+            [&](uint32_t f, uint32_t w, StringRef rec, StringRef pay,
+                uint64_t payOffset) -> Error {
+              if (f != kAttributeTensor || w != Length) {
+                appendRecord(attr, rec);
+                return Error::success();
+              }
+              Expected<std::string> tensor =
+                  stripTensor(pay, payOffset, kNodeTensorStripBytes + 1, ref);
+              if (!tensor)
+                return tensor.takeError();
+              appendLengthField(attr, f, *tensor);
+              return Error::success();
+            });
+        if (inner)
+          return inner;
+        appendLengthField(out, field, attr);
+        return Error::success();
+      });
+  if (e)
+    return std::move(e);
+  return out;
+}
+
 static Expected<std::string> stripGraph(StringRef bytes, uint64_t base,
                                         uint64_t threshold,
                                         ScannedModel &model) {
@@ -181,6 +223,17 @@ static Expected<std::string> stripGraph(StringRef bytes, uint64_t base,
       bytes, base,
       [&](uint32_t field, uint32_t wireType, StringRef record,
           StringRef payload, uint64_t payloadOffset) -> Error {
+        if (field == kGraphNode && wireType == Length) {
+          std::optional<TensorDataRef> ref;
+          Expected<std::string> node = stripNode(payload, payloadOffset, ref);
+          if (!node)
+            return node.takeError();
+          if (ref)
+            model.nodePayloads[model.numNodes] = *ref;
+          ++model.numNodes;
+          appendLengthField(out, field, *node);
+          return Error::success();
+        }
         if (field != kGraphInitializer || wireType != Length) {
           appendRecord(out, record);
           return Error::success();

@@ -34,6 +34,11 @@ struct ScannedModel {
   llvm::DenseMap<unsigned, TensorDataRef> payloads;
   /// Number of top-level graph initializers seen.
   unsigned numInitializers = 0;
+  /// Top-level node index -> payload of its large tensor attribute (the
+  /// `value` of a large Constant node).
+  llvm::DenseMap<unsigned, TensorDataRef> nodePayloads;
+  /// Number of top-level nodes seen.
+  unsigned numNodes = 0;
 };
 
 /// A cursor over protobuf wire format. All reads are bounds-checked; a read
@@ -62,8 +67,13 @@ private:
   size_t pos = 0;
 };
 
-/// Scans `bytes` (a serialized ModelProto). Payloads of at least
-/// `stripThreshold` bytes are recorded and stripped. Errors say whether the
+/// Node attribute tensors are stripped only above this many bytes, so every
+/// tensor of at most 64 elements stays inline.
+constexpr uint64_t kNodeTensorStripBytes = 512;
+
+/// Scans `bytes` (a serialized ModelProto). Initializer payloads of at least
+/// `stripThreshold` bytes, and node attribute tensors of more than
+/// kNodeTensorStripBytes, are recorded and stripped. Errors say whether the
 /// file is truncated or not protobuf at all, and at which byte.
 llvm::Expected<ScannedModel> scanModel(llvm::StringRef bytes,
                                        uint64_t stripThreshold = 1024);

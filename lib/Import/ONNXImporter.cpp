@@ -110,7 +110,13 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
   registerMathTranslations(table);
   registerNNTranslations(table);
   registerDataTranslations(table);
-  for (const onnx::NodeProto &node : graph.node()) {
+  t.modelFile = source.modelFile;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    t.nodeData.reset();
+    if (options.weights == distopt::WeightPolicy::Reference)
+      if (auto it = scan.nodePayloads.find(i); it != scan.nodePayloads.end())
+        t.nodeData = it->second;
     auto it = table.find(node.op_type());
     bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
     LogicalResult result = defaultDomain && it != table.end()

@@ -211,8 +211,8 @@ static LogicalResult translateGather(Translator &t, const NodeProto &node) {
 }
 
 /// A Constant node that constant folding did not claim: small ones become
-/// `graph.constant`, large ones `graph.weight` without a file (their bytes
-/// are inside a node attribute, which the scanner does not index).
+/// `graph.constant`, large ones a `graph.weight` referencing the tensor's
+/// bytes inside the model file.
 static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
   const onnx::AttributeProto *value = Translator::attr(node, "value");
   SmallTensor small;
@@ -225,14 +225,16 @@ static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
     RankedTensorType type = t.resultType(node, 0);
     if (!type)
       return failure();
-    mlir::emitWarning(t.loc(node))
-        << "large Constant node '" << node.name()
-        << "' is referenced without its data (its bytes are inside the "
-           "node, not an initializer)";
+    StringAttr file;
+    IntegerAttr offset, size;
+    if (t.nodeData) {
+      file = b.getStringAttr(t.modelFile);
+      offset = b.getI64IntegerAttr(t.nodeData->offset);
+      size = b.getI64IntegerAttr(t.nodeData->size);
+    }
     return t.setResult(node, WeightOp::create(b, t.loc(node), type,
-                                                b.getStringAttr(node.output(0)),
-                                                StringAttr(), IntegerAttr(),
-                                                IntegerAttr()));
+                                              b.getStringAttr(node.output(0)),
+                                              file, offset, size));
   }
   if (const auto *a = Translator::attr(node, "value_int")) {
     small.dtype = onnx::TensorProto::INT64;

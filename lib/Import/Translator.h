@@ -8,6 +8,7 @@
 #ifndef DIST_LIB_IMPORT_TRANSLATOR_H
 #define DIST_LIB_IMPORT_TRANSLATOR_H
 
+#include "ModelScanner.h"
 #include "SmallTensor.h"
 
 #include "mlir/IR/Builders.h"
@@ -88,6 +89,12 @@ public:
     define(node.output(0), value);
     return mlir::success();
   }
+  /// Where the bytes of the current node's large tensor attribute lie in
+  /// `modelFile` (set by the driver per node; unset under
+  /// --dist-weights=ignore).
+  std::optional<TensorDataRef> nodeData;
+  std::string modelFile;
+
   /// Op types that went opaque, with counts, in first-seen order.
   llvm::MapVector<llvm::StringRef, unsigned> opaqueCounts;
 
