@@ -205,3 +205,9 @@ save("graph_only", [
 save("opset18", [
     helper.make_node("Relu", ["x"], ["y"], name="relu"),
 ], [vinfo("x", F, [2])], [vinfo("y", F, [2])], opset=18)
+
+# A node without outputs (ONNX's Split inference would divide by zero).
+save("no_outputs", [
+    helper.make_node("Split", ["x"], [], name="split_nothing", axis=0),
+    helper.make_node("Relu", ["x"], ["y"], name="relu"),
+], [vinfo("x", F, [4])], [vinfo("y", F, [4])])
