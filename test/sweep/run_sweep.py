@@ -23,7 +23,8 @@ Two modes:
       function result must have leading dim 4), and no
       `graph.opaque` op may be on the compute path, i.e. have a
       floating-point result (integer/bool-valued opaque ops only compute
-      shapes or masks; they are listed but allowed). Exits 1 otherwise.
+      shapes or masks; they are listed but allowed), except the known
+      importer gaps in KNOWN_OPAQUE, which are listed. Exits 1 otherwise.
 
 Standard library only; works with any python3 >= 3.7.
 """
@@ -44,12 +45,21 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(SRC, "test", "fixtures")
-REAL_FIXTURES = ["resnet50", "vgg16", "mobilenetv2", "gpt2", "bert", "llama"]
+REAL_FIXTURES = ["resnet50", "resnet50_train", "vgg16", "mobilenetv2", "gpt2",
+                 "bert", "llama"]
+# Known importer gaps: op types allowed on a fixture's compute path until the
+# importer models them. Anything else opaque there fails; when a listed one
+# is no longer opaque the check says so, and the entry should go.
+KNOWN_OPAQUE = {
+    # BatchNormalization with training_mode=1 (3 results).
+    "resnet50_train": {"BatchNormalization"},
+}
 # Graph inputs of each real-network fixture with the batch dim left out; the
 # --fixtures check imports each once more with the batch pinned to this.
 PINNED_BATCH = 4
 FIXTURE_INPUTS = {
     "resnet50": {"input": "3x224x224"},
+    "resnet50_train": {"input": "3x224x224"},
     "vgg16": {"input": "3x224x224"},
     "mobilenetv2": {"input": "3x224x224"},
     "gpt2": {"input_ids": "32"},
@@ -348,7 +358,12 @@ def fixtures(args, dist_opt):
             for line in r.get("stderr", "").strip().splitlines()[-6:]:
                 print("  | " + line)
             continue
-        compute = collections.Counter(op for op, _, f in r["opaque"] if f)
+        stem = os.path.basename(r["path"])[:-len(".onnx")]
+        known = KNOWN_OPAQUE.get(stem, set())
+        compute = collections.Counter(op for op, _, f in r["opaque"]
+                                      if f and op not in known)
+        gaps = collections.Counter(op for op, _, f in r["opaque"]
+                                   if f and op in known)
         shape = collections.Counter(op for op, _, f in r["opaque"] if not f)
         status = "FAIL" if compute else "ok  "
         bad += bool(compute)
@@ -356,6 +371,12 @@ def fixtures(args, dist_opt):
                 "opaque shape/mask ops: %s" % (
                     r["seconds"], dict(compute) if compute else "none",
                     dict(shape) if shape else "none"))
+        if gaps:
+            line += "; known importer gaps (allowed): %s" % dict(gaps)
+        fixed = sorted(known - set(gaps))
+        if fixed:
+            line += ("; %s no longer opaque: drop from KNOWN_OPAQUE"
+                     % ", ".join(fixed))
         cases.append((name + " import", line if compute else None, line))
         print("%s %s: %s" % (status, name, line))
     # The same fixtures with the batch pinned: every result must carry it.

@@ -25,7 +25,8 @@ stem = os.path.basename(path)[:-len(".onnx")]
 if stem != "model" and path.endswith(".onnx"):
     # --fixtures mode: gpt2 imports, bert has a float opaque op, llama is
     # graph-only and imports only with --dist-weights=ignore.
-    kind = {"gpt2": "good", "bert": "opaque", "llama": "good"}[stem]
+    kind = {"gpt2": "good", "bert": "opaque", "llama": "good",
+            "resnet50_train": "bn"}[stem]
     if stem == "llama" and "--dist-weights=ignore" not in sys.argv:
         sys.stderr.write(path + ": error: llama.weights not found\n")
         sys.exit(1)
@@ -47,6 +48,9 @@ elif kind == "opaque":
     print(ok.replace('BODY', '    %s = graph.opaque "Shape"(%arg0) : (tensor<2xf32>) -> tensor<1xi64>\n'
                 '    %0 = graph.opaque "FancyOp"(%arg0) {domain = "com.x", attrs = {a = "b"}} '
                 ': (tensor<2xf32>) -> tensor<2xf32>\n'))
+elif kind == "bn":
+    print(ok.replace('BODY', '    %0:3 = graph.opaque "BatchNormalization"(%arg0) '
+                     ': (tensor<2xf32>) -> (tensor<2xf32>, tensor<1xf32>, tensor<1xf32>)\n'))
 elif kind == "error":
     sys.stderr.write(path + ":0:0: error: unsupported opset 99; supported 1..23\n")
     sys.exit(1)
@@ -144,13 +148,15 @@ def main():
         fix = os.path.join(tmp, "fixtures")
         os.makedirs(fix)
         for stem, data in (("gpt2", b""), ("bert", b""),
-                           ("llama", b"distopt.graph_only")):
+                           ("llama", b"distopt.graph_only"),
+                           ("resnet50_train", b"")):
             with open(os.path.join(fix, stem + ".onnx"), "wb") as f:
                 f.write(data)
         p3 = subprocess.run([sys.executable,
                              os.path.join(HERE, "run_sweep.py"), "--dist-opt",
                              fake, "--fixtures", fix, "--only", "gpt2",
-                             "bert", "llama"], capture_output=True, text=True)
+                             "bert", "llama", "resnet50_train"],
+                            capture_output=True, text=True)
         fixture_checks = [
             (p3.returncode == 1, "--fixtures exits 1 when bert fails"),
             (any(l.startswith("ok ") and "gpt2.onnx: imported" in l
@@ -171,7 +177,12 @@ def main():
                  "do not all have leading dim 4" in l
                  for l in p3.stdout.splitlines()),
              "bert whose results ignore the pinned batch fails"),
-            ("4 passed, 2 failed" in p3.stdout, "fixture totals"),
+            (any(l.startswith("ok ") and "resnet50_train.onnx: imported" in l
+                 and "known importer gaps (allowed): "
+                 "{'BatchNormalization': 1}" in l
+                 for l in p3.stdout.splitlines()),
+             "a KNOWN_OPAQUE op is allowed and listed"),
+            ("6 passed, 2 failed" in p3.stdout, "fixture totals"),
         ]
         results += [(what, ok) for ok, what in checks + fixture_checks]
         failures = [what for what, ok in results if not ok]
