@@ -14,8 +14,12 @@ foreach(lib ${dist_libs})
 endforeach()
 target_link_libraries(DistOpt PRIVATE ${dist_libs})
 target_link_libraries(DistOpt PUBLIC MLIR LLVM)
+# MLIR's and LLVM's imported targets carry no include directories; a client
+# of the public headers needs them.
 target_include_directories(DistOpt INTERFACE
-  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+  $<INSTALL_INTERFACE:${MLIR_INCLUDE_DIRS}>
+  $<INSTALL_INTERFACE:${LLVM_INCLUDE_DIRS}>)
 set_target_properties(DistOpt PROPERTIES VERSION ${PROJECT_VERSION})
 
 install(TARGETS DistOpt EXPORT DistOptTargets
