@@ -13,12 +13,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/sim/MegatronRows.h"
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/CostModel.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Schedule/Schedule.h"
 #include "lib/Sim/Simulator.h"
-#include "bench/sim/MegatronRows.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -63,7 +63,8 @@ bool megatronTable() {
                       r.batch, r.published, predicted, err * 100,
                       ps->result.bubbleFraction * 100, mem / 1e9);
   }
-  outs() << formatv("mean |error| {0:F1}%\n\n", sumAbs / std::size(kRows) * 100);
+  outs() << formatv("mean |error| {0:F1}%\n\n",
+                    sumAbs / std::size(kRows) * 100);
   return ok;
 }
 
@@ -101,10 +102,10 @@ bool bubbleTable() {
     unsigned p, v, m;
   };
   using K = schedule::ScheduleKind;
-  const Case cases[] = {{K::GPipe, 4, 1, 8},        {K::GPipe, 8, 1, 32},
-                        {K::OneFOneB, 4, 1, 8},     {K::OneFOneB, 8, 1, 64},
-                        {K::Interleaved, 4, 2, 8},  {K::Interleaved, 8, 4, 64},
-                        {K::ZBH1, 4, 1, 8},         {K::ZBH1, 8, 1, 64}};
+  const Case cases[] = {{K::GPipe, 4, 1, 8},       {K::GPipe, 8, 1, 32},
+                        {K::OneFOneB, 4, 1, 8},    {K::OneFOneB, 8, 1, 64},
+                        {K::Interleaved, 4, 2, 8}, {K::Interleaved, 8, 4, 64},
+                        {K::ZBH1, 4, 1, 8},        {K::ZBH1, 8, 1, 64}};
   for (const Case &cs : cases) {
     auto s = schedule::generateSchedule(cs.kind, cs.p, cs.v, cs.m);
     if (!s) {
@@ -123,7 +124,7 @@ bool bubbleTable() {
     double p = cs.p, m = cs.m, v = cs.v;
     double ideal = 3 * m;
     double bubble = res->iterationTime - ideal;
-    double analytic = cs.kind == K::ZBH1 ? (p - 1) * (1 + 1 - 1)
+    double analytic = cs.kind == K::ZBH1          ? (p - 1) * (1 + 1 - 1)
                       : cs.kind == K::Interleaved ? (p - 1) * 3 / v
                                                   : (p - 1) * 3;
     double simFrac = bubble / ideal, anaFrac = analytic / ideal;
@@ -131,8 +132,7 @@ bool bubbleTable() {
     outs() << formatv("{0,-12} {1,4} {2,6} {3,5} {4,11:F2}% {5,11:F2}% "
                       "{6,7:F2}%\n",
                       schedule::scheduleName(cs.kind), cs.p, cs.v, cs.m,
-                      simFrac * 100, anaFrac * 100,
-                      (simFrac - anaFrac) * 100);
+                      simFrac * 100, anaFrac * 100, (simFrac - anaFrac) * 100);
   }
   outs() << "(bubble / ideal time; analytic: (p-1)/m for GPipe and 1F1B, "
             "(p-1)/(v m) interleaved, (p-1)(T_F+T_B-T_W)/(m(T_F+T_B+T_W)) "
@@ -143,7 +143,8 @@ bool bubbleTable() {
 void BM_SimulateRow(benchmark::State &state) {
   const Row &r = kRows[state.range(0)];
   cost::ModelDesc model = cost::buildGpt(gptOf(r));
-  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", r.gpus / 8));
+  cluster::Cluster c =
+      cantFail(cluster::getPreset("dgx-a100-80gb", r.gpus / 8));
   cost::CostModel cm;
   schedule::Plan plan = planOf(r);
   cantFail(schedule::finalizePlan(plan, model, c, r.batch, cm));
@@ -158,7 +159,11 @@ void BM_SimulateRow(benchmark::State &state) {
   }
   state.SetLabel(formatv("{0}B on {1} GPUs", r.paramsB, r.gpus).str());
 }
-BENCHMARK(BM_SimulateRow)->Arg(9)->Arg(8)->Arg(7)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateRow)
+    ->Arg(9)
+    ->Arg(8)
+    ->Arg(7)
+    ->Unit(benchmark::kMillisecond);
 
 /// End to end for the 1T row: cost model, partition check, schedule,
 /// costs and simulation.

@@ -32,7 +32,7 @@ unsigned dtypeBytes(DType t) {
 }
 
 StringRef dtypeName(DType t) {
-  static const char *names[] = {"fp32", "tf32", "fp16", "bf16",
+  static const char *names[] = {"fp32", "tf32", "fp16",  "bf16",
                                 "fp8",  "int8", "int32", "int64"};
   return names[static_cast<unsigned>(t)];
 }
@@ -55,10 +55,9 @@ bool parseDType(StringRef s, DType &out) {
 }
 
 StringRef opClassName(OpClass c) {
-  static const char *names[] = {"matmul",    "conv",      "elementwise",
-                                "norm",      "softmax",   "embedding",
-                                "reduction", "data_movement", "loss",
-                                "other"};
+  static const char *names[] = {
+      "matmul",    "conv",      "elementwise",   "norm", "softmax",
+      "embedding", "reduction", "data_movement", "loss", "other"};
   return names[static_cast<unsigned>(c)];
 }
 

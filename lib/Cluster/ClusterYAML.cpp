@@ -31,16 +31,14 @@ public:
 
   Error error(yaml::Node *n, StringRef field, const Twine &msg) {
     if (!n) // a syntax error left no node; the diagnostic handler has it
-      return createStringError(inconvertibleErrorCode(),
-                               formatv("{0}: field '{1}': {2}", file, field,
-                                       msg.str())
-                                   .str());
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("{0}: field '{1}': {2}", file, field, msg.str()).str());
     auto [line, col] = sm.getLineAndColumn(n->getSourceRange().Start);
-    return createStringError(
-        inconvertibleErrorCode(),
-        formatv("{0}:{1}:{2}: field '{3}': {4}", file, line, col, field,
-                msg.str())
-            .str());
+    return createStringError(inconvertibleErrorCode(),
+                             formatv("{0}:{1}:{2}: field '{3}': {4}", file,
+                                     line, col, field, msg.str())
+                                 .str());
   }
 
   /// An error at a position saved with where().
@@ -106,8 +104,8 @@ public:
         for (StringRef k : known)
           list += (list.empty() ? "" : ", ") + k.str();
         return error(kv.getKey(), *key,
-                     "unknown field in '" + field + "'; expected one of: " +
-                         list);
+                     "unknown field in '" + field +
+                         "'; expected one of: " + list);
       }
       if (!seen.insert(*key).second)
         return error(kv.getKey(), *key, "given twice");
@@ -185,18 +183,18 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
           return Error::success();
         }
         if (key == "peak_tflops")
-          return r.mapping(v, key, {"fp32", "tf32", "fp16", "bf16", "fp8",
-                                    "int8", "int32", "int64"},
-                           {"fp32"}, [&](StringRef k, yaml::Node *x) -> Error {
-                             DType t;
-                             parseDType(k, t);
-                             auto val = r.number(x, k, true);
-                             if (!val)
-                               return val.takeError();
-                             d.peakFlops[static_cast<unsigned>(t)] =
-                                 *val * 1e12;
-                             return Error::success();
-                           });
+          return r.mapping(
+              v, key,
+              {"fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int32", "int64"},
+              {"fp32"}, [&](StringRef k, yaml::Node *x) -> Error {
+                DType t;
+                parseDType(k, t);
+                auto val = r.number(x, k, true);
+                if (!val)
+                  return val.takeError();
+                d.peakFlops[static_cast<unsigned>(t)] = *val * 1e12;
+                return Error::success();
+              });
         if (key == "efficiency") {
           std::vector<StringRef> names;
           for (unsigned i = 0; i < kNumOpClasses; ++i)
@@ -214,8 +212,9 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
                              return Error::success();
                            });
         }
-        auto x = r.number(v, key, key != "launch_overhead_us" &&
-                                      key != "half_efficiency_gflops");
+        auto x = r.number(v, key,
+                          key != "launch_overhead_us" &&
+                              key != "half_efficiency_gflops");
         if (!x)
           return x.takeError();
         if (key == "memory_GB")
@@ -307,8 +306,7 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
   std::vector<PendingGroup> pending;
   Error e = r.mapping(
       root, "cluster", {"name", "description", "devices", "nodes", "network"},
-      {"name", "devices", "nodes"},
-      [&](StringRef key, yaml::Node *v) -> Error {
+      {"name", "devices", "nodes"}, [&](StringRef key, yaml::Node *v) -> Error {
         if (key == "name" || key == "description") {
           auto s = r.str(v, key);
           if (!s)
@@ -349,9 +347,8 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
   if (e)
     return std::move(e);
   for (PendingGroup &pg : pending) {
-    auto it = llvm::find_if(c.devices, [&](const DeviceSpec &d) {
-      return d.name == pg.device;
-    });
+    auto it = llvm::find_if(
+        c.devices, [&](const DeviceSpec &d) { return d.name == pg.device; });
     if (it == c.devices.end())
       return r.errorAt(pg.pos, "device",
                        "unknown device '" + pg.device +

@@ -183,9 +183,8 @@ static const Preset kPresets[] = {
      [](unsigned n) {
        // Two-socket Xeon (Ice Lake, 2x32 cores, AVX-512, 2 FMA units at
        // ~2 GHz): each socket is one device; UPI between sockets.
-       DeviceSpec cpu = makeDevice("xeon-32c-socket",
-                                   {2.0, 0, 0, 4.0, 0, 8.0}, 256, 200, 0.7,
-                                   0.5, 0.4, 0.7, 10.0, 0.5);
+       DeviceSpec cpu = makeDevice("xeon-32c-socket", {2.0, 0, 0, 4.0, 0, 8.0},
+                                   256, 200, 0.7, 0.5, 0.4, 0.7, 10.0, 0.5);
        return homogeneous("cpu-xeon-2s",
                           "two-socket 64-core x86 servers (one device per "
                           "socket), 25 Gb/s Ethernet",
@@ -239,8 +238,7 @@ Expected<Cluster> getPreset(StringRef name, unsigned nodes) {
 }
 
 Expected<Cluster> resolveCluster(StringRef spec) {
-  if (spec.ends_with(".yaml") || spec.ends_with(".yml") ||
-      spec.contains('/'))
+  if (spec.ends_with(".yaml") || spec.ends_with(".yml") || spec.contains('/'))
     return loadClusterFile(spec);
   auto [name, count] = spec.split(':');
   unsigned nodes = 0;

@@ -52,8 +52,7 @@ double CostModel::computeTime(const PhaseCost &cost, OpClass cls, DType dt,
   if (dev.halfEfficiencyFlops > 0 && perKernel > 0)
     eff *= perKernel / (perKernel + dev.halfEfficiencyFlops);
   double tCompute = cost.flops > 0 ? cost.flops / (dev.peak(dt) * eff) : 0;
-  double tMemory =
-      cost.bytes() / (dev.memoryBandwidth * dev.memoryEfficiency);
+  double tMemory = cost.bytes() / (dev.memoryBandwidth * dev.memoryEfficiency);
   return std::max(tCompute, tMemory) + kernels * dev.launchOverhead;
 }
 
@@ -83,8 +82,8 @@ double CostModel::flatCollectiveTime(Collective kind, double bytes, unsigned n,
   double busBw = link.bandwidth * link.collectiveEfficiency;
   double frac = static_cast<double>(n - 1) / n;
   bool allReduce = kind == Collective::AllReduce;
-  double ring = (allReduce ? 2 : 1) * ((n - 1) * link.latency +
-                                       frac * bytes / busBw);
+  double ring =
+      (allReduce ? 2 : 1) * ((n - 1) * link.latency + frac * bytes / busBw);
   if (!allReduce || algo == CollectiveAlgo::Ring)
     return ring;
   // Double binary tree: log-depth latency, the whole buffer up and down.
@@ -122,10 +121,10 @@ CommCost CostModel::collective(Collective kind, double bytes,
   }
   // Flat ring over all members: the inter-node hops set the pace.
   CommCost flat;
-  flat.time = flatCollectiveTime(kind, bytes, g.size, g.inter,
-                                 algo == CollectiveAlgo::Tree
-                                     ? CollectiveAlgo::Tree
-                                     : CollectiveAlgo::Ring);
+  flat.time =
+      flatCollectiveTime(kind, bytes, g.size, g.inter,
+                         algo == CollectiveAlgo::Tree ? CollectiveAlgo::Tree
+                                                      : CollectiveAlgo::Ring);
   flat.bytes[inter] = ringBytes(kind, bytes, g.size) / g.perNode;
   flat.bytes[intra] = ringBytes(kind, bytes, g.size) - flat.bytes[inter];
   // Hierarchical: intra-node reduce-scatter / all-gather around an
@@ -135,10 +134,10 @@ CommCost CostModel::collective(Collective kind, double bytes,
   auto rs = Collective::ReduceScatter, ag = Collective::AllGather;
   switch (kind) {
   case Collective::AllReduce:
-    hier.time = flatCollectiveTime(rs, bytes, g.perNode, g.intra, algo) +
-                flatCollectiveTime(kind, shard, nodes, g.inter,
-                                   CollectiveAlgo::Auto) +
-                flatCollectiveTime(ag, bytes, g.perNode, g.intra, algo);
+    hier.time =
+        flatCollectiveTime(rs, bytes, g.perNode, g.intra, algo) +
+        flatCollectiveTime(kind, shard, nodes, g.inter, CollectiveAlgo::Auto) +
+        flatCollectiveTime(ag, bytes, g.perNode, g.intra, algo);
     hier.bytes[intra] = 2 * ringBytes(rs, bytes, g.perNode);
     hier.bytes[inter] = ringBytes(kind, shard, nodes);
     break;
@@ -183,8 +182,8 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
       r.bwdWeight += bw;
       double scale = (op.perSample ? mbs : 1.0) /
                      (op.tp == TpMode::Split ? static_cast<double>(tp) : 1.0);
-      double opFlops = (op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops) *
-                       scale;
+      double opFlops =
+          (op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops) * scale;
       r.modelFlops += opFlops;
       r.flops += opFlops;
       double sent = arF.bytes[0] + arF.bytes[1] + arB.bytes[0] + arB.bytes[1];

@@ -28,11 +28,13 @@ llvm::StringRef collectiveName(Collective c);
 
 /// Where the members of a communication group sit.
 struct GroupShape {
-  unsigned size = 1;          ///< ranks in the group
-  unsigned perNode = 1;       ///< ranks of the group on one node
-  cluster::LinkSpec intra;    ///< link between members on one node
-  cluster::LinkSpec inter;    ///< link between nodes
-  unsigned nodes() const { return perNode ? (size + perNode - 1) / perNode : 1; }
+  unsigned size = 1;       ///< ranks in the group
+  unsigned perNode = 1;    ///< ranks of the group on one node
+  cluster::LinkSpec intra; ///< link between members on one node
+  cluster::LinkSpec inter; ///< link between nodes
+  unsigned nodes() const {
+    return perNode ? (size + perNode - 1) / perNode : 1;
+  }
 };
 
 /// Time and per-level traffic of one collective on one device.
@@ -44,13 +46,13 @@ struct CommCost {
 
 /// Per-micro-batch times of a range of layers on one device.
 struct RangeTimes {
-  double fwd = 0;       ///< forward incl. TP all-reduces
-  double bwdInput = 0;  ///< input-grad incl. recomputation and TP comm
-  double bwdWeight = 0; ///< weight-grad
-  double recompute = 0; ///< the part of bwdInput that re-runs forward
-  double flops = 0;     ///< executed FLOPs per micro-batch (with recompute)
-  double modelFlops = 0;///< FLOPs without recomputation
-  double tpBytes = 0;   ///< TP all-reduce bytes sent per micro-batch
+  double fwd = 0;        ///< forward incl. TP all-reduces
+  double bwdInput = 0;   ///< input-grad incl. recomputation and TP comm
+  double bwdWeight = 0;  ///< weight-grad
+  double recompute = 0;  ///< the part of bwdInput that re-runs forward
+  double flops = 0;      ///< executed FLOPs per micro-batch (with recompute)
+  double modelFlops = 0; ///< FLOPs without recomputation
+  double tpBytes = 0;    ///< TP all-reduce bytes sent per micro-batch
 };
 
 class CostModel {
@@ -116,7 +118,9 @@ struct MemoryBreakdown {
   double grads = 0;
   double optimizer = 0;
   double weightStash = 0; ///< extra weight versions
-  double staticBytes() const { return weights + grads + optimizer + weightStash; }
+  double staticBytes() const {
+    return weights + grads + optimizer + weightStash;
+  }
 };
 
 /// Parameters of layers [begin, end) held by one TP rank (tied copies too).

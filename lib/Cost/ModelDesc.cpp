@@ -84,10 +84,10 @@ double ModelDesc::forwardFlopsPerSample(unsigned begin, unsigned end) const {
 
 /// "kind:dtype:k1=v1,k2=v2": numbers in their shortest exact form, so the
 /// profile database can be written by hand.
-static std::string sig(StringRef kind, DType dt,
-                       std::initializer_list<std::pair<const char *, double>>
-                           fields,
-                       StringRef suffix = "") {
+static std::string
+sig(StringRef kind, DType dt,
+    std::initializer_list<std::pair<const char *, double>> fields,
+    StringRef suffix = "") {
   std::string out = (kind + ":" + dtypeName(dt) + ":").str();
   bool first = true;
   for (auto [name, v] : fields) {
@@ -125,9 +125,9 @@ OpDesc matmulOp(StringRef name, DType dt, double batch, double m, double n,
   return op;
 }
 
-OpDesc convOp(StringRef name, DType dt, double c, double h, double w,
-              double k, double r, double s, double stride, double pad,
-              double groups, bool bias) {
+OpDesc convOp(StringRef name, DType dt, double c, double h, double w, double k,
+              double r, double s, double stride, double pad, double groups,
+              bool bias) {
   double e = cluster::dtypeBytes(dt);
   double p = std::floor((h + 2 * pad - r) / stride) + 1;
   double q = std::floor((w + 2 * pad - s) / stride) + 1;
@@ -136,8 +136,15 @@ OpDesc convOp(StringRef name, DType dt, double c, double h, double w,
   op.cls = OpClass::Conv;
   op.dtype = dt;
   op.signature = sig("conv", dt,
-                     {{"c", c}, {"h", h}, {"w", w}, {"k", k}, {"r", r},
-                      {"s", s}, {"stride", stride}, {"pad", pad}, {"g", groups}});
+                     {{"c", c},
+                      {"h", h},
+                      {"w", w},
+                      {"k", k},
+                      {"r", r},
+                      {"s", s},
+                      {"stride", stride},
+                      {"pad", pad},
+                      {"g", groups}});
   double f = 2 * k * p * q * (c / groups) * r * s;
   double x = c * h * w * e, y = k * p * q * e;
   double wt = k * (c / groups) * r * s * e;
@@ -149,16 +156,16 @@ OpDesc convOp(StringRef name, DType dt, double c, double h, double w,
   return op;
 }
 
-OpDesc elementwiseOp(StringRef name, DType dt, double elements,
-                     unsigned inputs, double flopsPerElement) {
+OpDesc elementwiseOp(StringRef name, DType dt, double elements, unsigned inputs,
+                     double flopsPerElement) {
   double e = cluster::dtypeBytes(dt);
   OpDesc op;
   op.name = name.str();
   op.cls = OpClass::Elementwise;
   op.dtype = dt;
-  op.signature = sig("elementwise", dt,
-                     {{"n", elements}, {"in", double(inputs)},
-                      {"f", flopsPerElement}});
+  op.signature =
+      sig("elementwise", dt,
+          {{"n", elements}, {"in", double(inputs)}, {"f", flopsPerElement}});
   op.fwd = {elements * flopsPerElement, inputs * elements * e, elements * e};
   // Read the output gradient and the saved input; write input gradients.
   op.bwdInput = {2 * elements * flopsPerElement, 2 * elements * e,
@@ -259,11 +266,10 @@ OpDesc otherOp(StringRef name, DType dt, PhaseCost fwd) {
   op.name = name.str();
   op.cls = OpClass::Other;
   op.dtype = dt;
-  op.signature = sig("other", dt,
-                     {{"f", fwd.flops},
-                      {"r", fwd.bytesRead},
-                      {"w", fwd.bytesWritten}},
-                     (":" + name).str());
+  op.signature =
+      sig("other", dt,
+          {{"f", fwd.flops}, {"r", fwd.bytesRead}, {"w", fwd.bytesWritten}},
+          (":" + name).str());
   op.fwd = fwd;
   op.bwdInput = fwd.scaled(2);
   op.savedBytes = fwd.bytesRead;

@@ -74,10 +74,9 @@ Expected<ProfileDB> ProfileDB::parse(StringRef text, StringRef fileName) {
       return fail(where + ": 'tp' must be an integer >= 1");
     Entry e;
     bool any = false;
-    for (auto [name, slot] :
-         {std::pair<StringRef, double *>{"fwd_s", &e.fwd},
-          {"bwd_input_s", &e.bwdInput},
-          {"bwd_weight_s", &e.bwdWeight}}) {
+    for (auto [name, slot] : {std::pair<StringRef, double *>{"fwd_s", &e.fwd},
+                              {"bwd_input_s", &e.bwdInput},
+                              {"bwd_weight_s", &e.bwdWeight}}) {
       if (const json::Value *v = entry->get(name)) {
         std::optional<double> d = v->getAsNumber();
         if (!d || *d < 0)

@@ -19,9 +19,8 @@ using namespace llvm;
 namespace distopt::schedule {
 
 StringRef actionName(ActionKind k) {
-  static const char *names[] = {"F",     "B",     "BI",    "W",
-                                "sendA", "recvA", "sendG", "recvG",
-                                "AR",    "RS",    "AG",    "OPT"};
+  static const char *names[] = {"F",     "B",     "BI", "W",  "sendA", "recvA",
+                                "sendG", "recvG", "AR", "RS", "AG",    "OPT"};
   return names[static_cast<unsigned>(k)];
 }
 
@@ -84,8 +83,7 @@ static std::vector<Action> interleaved(unsigned r, unsigned pp, unsigned v,
   unsigned total = m * v;
   auto fwdAt = [&](unsigned k) {
     unsigned group = k / (pp * v), within = k % (pp * v);
-    return compute(ActionKind::Forward, group * pp + within % pp,
-                   within / pp);
+    return compute(ActionKind::Forward, group * pp + within % pp, within / pp);
   };
   auto bwdAt = [&](unsigned k) {
     unsigned group = k / (pp * v), within = k % (pp * v);
@@ -142,7 +140,7 @@ static std::vector<std::vector<Action>> zbH1(unsigned pp, unsigned m,
         k = ActionKind::Forward;
       else
         continue;
-      unsigned mb = k == ActionKind::Forward        ? nextF[r]++
+      unsigned mb = k == ActionKind::Forward         ? nextF[r]++
                     : k == ActionKind::BackwardInput ? nextB[r]++
                                                      : nextW[r]++;
       out[r].push_back(compute(k, mb));
@@ -205,8 +203,8 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
       out.push_back(a);
       break;
     }
-    bool gradDone = a.kind == ActionKind::Backward ||
-                    a.kind == ActionKind::BackwardWeight;
+    bool gradDone =
+        a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardWeight;
     if (!gradDone)
       continue;
     if (async) {
@@ -216,8 +214,7 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
       out.push_back({ActionKind::OptimizerStep, a.mb, a.chunk, -1});
       continue;
     }
-    if (--gradsLeft[a.chunk] == 0 && opts.dataParallel &&
-        opts.overlapGradSync)
+    if (--gradsLeft[a.chunk] == 0 && opts.dataParallel && opts.overlapGradSync)
       out.push_back({syncKind, -1, a.chunk, -1});
   }
   if (!async && opts.dataParallel && !opts.overlapGradSync)

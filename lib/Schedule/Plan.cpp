@@ -92,8 +92,7 @@ Expected<Plan> parsePlan(StringRef spec) {
     auto number = [&](unsigned &out, unsigned min) -> Error {
       if (value.getAsInteger(10, out) || out < min)
         return planError(spec, "'" + key + "=" + value +
-                                   "' must be an integer >= " +
-                                   Twine(min));
+                                   "' must be an integer >= " + Twine(min));
       return Error::success();
     };
     Error e = Error::success();
@@ -196,7 +195,8 @@ unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t) {
 }
 
 /// Shape of the group \p ranks (the first rank's node counts as "one node").
-static GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
+static GroupShape shapeOf(const Cluster &c,
+                          const std::vector<unsigned> &ranks) {
   GroupShape g;
   g.size = ranks.size();
   unsigned node = c.nodeOf(ranks.front());
@@ -362,8 +362,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
 
     // Boundary messages; with scatter/gather each TP rank sends 1/tp and the
     // receiver all-gathers over its TP group.
-    auto message = [&](unsigned layer, unsigned from, unsigned to,
-                       double &time, double &bytes, LinkLevel &level) {
+    auto message = [&](unsigned layer, unsigned from, unsigned to, double &time,
+                       double &bytes, LinkLevel &level) {
       double full = model.layers[layer].boundaryBytes * p.mbs;
       bool sg = p.scatterGather && p.tp > 1;
       bytes = sg ? full / p.tp : full;
@@ -401,8 +401,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       st.gradSyncBytes[l] = sync.bytes[l];
     if (p.zero >= 3) {
       // Weights are gathered before each forward and each backward.
-      CommCost g = CostModel::collective(Collective::AllGather,
-                                         st.params * elem, dpg);
+      CommCost g =
+          CostModel::collective(Collective::AllGather, st.params * elem, dpg);
       st.fwd += g.time;
       st.bwdInput += g.time;
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
@@ -418,7 +418,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     dc.deviceName = dev.name;
     dc.memoryCapacity = dev.memoryBytes;
     for (unsigned ty : stageDeviceTypes(p, c, r))
-      dc.memoryCapacity = std::min(dc.memoryCapacity, c.devices[ty].memoryBytes);
+      dc.memoryCapacity =
+          std::min(dc.memoryCapacity, c.devices[ty].memoryBytes);
     dc.devicesInGroup = p.tp * p.dp;
     double params = 0, work = 0;
     for (unsigned ch = 0; ch < p.chunks; ++ch) {
@@ -432,7 +433,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     dc.staticMemory = staticMemory(params, m);
     dc.workingBytes = work;
     // The update streams weights, grads and optimizer state once.
-    double touched = mem.optimizer == Optimizer::Adam ? 28
+    double touched = mem.optimizer == Optimizer::Adam          ? 28
                      : mem.optimizer == Optimizer::SGDMomentum ? 20
                                                                : 12;
     double shard = p.zero >= 1 ? params / p.dp : params;

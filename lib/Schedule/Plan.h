@@ -61,7 +61,8 @@ struct Plan {
   unsigned numVirtualStages() const { return pp * chunks; }
   unsigned numDevices() const { return dp * tp * pp; }
   /// Layer range [begin, end) of virtual stage \p vs (after finalizePlan).
-  std::pair<unsigned, unsigned> stageLayers(unsigned vs, unsigned numLayers) const;
+  std::pair<unsigned, unsigned> stageLayers(unsigned vs,
+                                            unsigned numLayers) const;
   /// "dp=..,tp=..,..." in the form parsePlan reads.
   std::string str() const;
 };
@@ -139,8 +140,7 @@ struct PipelineCosts {
 /// Costs of \p plan (finalized) for \p model on \p cluster. \p weightVersions
 /// per pipeline rank comes from the schedule (asynchronous schedules stash
 /// weights); pass {} for one version everywhere.
-PipelineCosts buildPipelineCosts(const Plan &plan,
-                                 const cost::ModelDesc &model,
+PipelineCosts buildPipelineCosts(const Plan &plan, const cost::ModelDesc &model,
                                  const cluster::Cluster &cluster,
                                  const cost::CostModel &cm,
                                  const std::vector<unsigned> &weightVersions,

@@ -67,11 +67,10 @@ std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &c) {
 }
 
 static Error fail(unsigned r, size_t idx, const Action &a, const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           formatv("schedule rank {0}, action {1} ({2}): ", r,
-                                   idx, a.str())
-                                   .str() +
-                               msg.str());
+  return createStringError(
+      inconvertibleErrorCode(),
+      formatv("schedule rank {0}, action {1} ({2}): ", r, idx, a.str()).str() +
+          msg.str());
 }
 
 /// Index of (mb, chunk) in flat per-rank tables.
@@ -125,10 +124,11 @@ static Error checkLists(const Schedule &s) {
                       formatv("input activation not received; put recvA{0}.{1}"
                               ">{2} before it",
                               a.mb, static_cast<int>(a.chunk), prev));
-        if (prev == static_cast<int>(r) && !localDone(ActionKind::Forward,
-                                                      a.chunk - 1))
-          return fail(r, i, a, "runs before the forward of the previous "
-                               "chunk on this rank");
+        if (prev == static_cast<int>(r) &&
+            !localDone(ActionKind::Forward, a.chunk - 1))
+          return fail(r, i, a,
+                      "runs before the forward of the previous "
+                      "chunk on this rank");
         break;
       case ActionKind::Backward:
       case ActionKind::BackwardInput:
@@ -144,8 +144,9 @@ static Error checkLists(const Schedule &s) {
         if (next == static_cast<int>(r) &&
             !localDone(ActionKind::Backward, a.chunk + 1) &&
             !localDone(ActionKind::BackwardInput, a.chunk + 1))
-          return fail(r, i, a, "runs before the backward of the next chunk "
-                               "on this rank");
+          return fail(r, i, a,
+                      "runs before the backward of the next chunk "
+                      "on this rank");
         break;
       case ActionKind::BackwardWeight:
         if (nW[k]++)
@@ -155,14 +156,14 @@ static Error checkLists(const Schedule &s) {
         break;
       case ActionKind::RecvActivation:
         if (!prevRemote || a.peer != prev)
-          return fail(r, i, a, formatv("activation must come from rank {0}",
-                                       prev));
+          return fail(r, i, a,
+                      formatv("activation must come from rank {0}", prev));
         ++nRA[k];
         break;
       case ActionKind::RecvGrad:
         if (!nextRemote || a.peer != next)
-          return fail(r, i, a, formatv("gradient must come from rank {0}",
-                                       next));
+          return fail(r, i, a,
+                      formatv("gradient must come from rank {0}", next));
         ++nRG[k];
         break;
       case ActionKind::SendActivation:
@@ -263,8 +264,7 @@ Error verifySchedule(const Schedule &s, const PipelineCosts *costs,
                   "has {3:F2} GB; use recomputation, a smaller micro-batch, "
                   "ZeRO, more pipeline stages or a schedule with fewer "
                   "micro-batches in flight",
-                  r, costs->devices[r].deviceName, peak[r] / 1e9,
-                  limit / 1e9));
+                  r, costs->devices[r].deviceName, peak[r] / 1e9, limit / 1e9));
   }
   return Error::success();
 }

@@ -61,21 +61,20 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
   json::Array inFlight;
   for (unsigned n : res.inFlight)
     inFlight.push_back(n);
-  json::Object estimate{
-      {"iteration_time_s", res.iterationTime},
-      {"samples_per_s", res.samplesPerSecond},
-      {"tflops_per_device", res.tflopsPerDevice},
-      {"model_tflops_per_device", res.modelTflopsPerDevice},
-      {"bubble_fraction", res.bubbleFraction},
-      {"peak_memory_bytes", std::move(peak)},
-      {"max_peak_memory_bytes",
-       res.peakMemoryBytes.empty()
-           ? 0.0
-           : *std::max_element(res.peakMemoryBytes.begin(),
-                               res.peakMemoryBytes.end())},
-      {"in_flight_microbatches", std::move(inFlight)},
-      {"bytes_per_link_level", std::move(links)},
-      {"steady_state", res.steadyState}};
+  json::Object estimate{{"iteration_time_s", res.iterationTime},
+                        {"samples_per_s", res.samplesPerSecond},
+                        {"tflops_per_device", res.tflopsPerDevice},
+                        {"model_tflops_per_device", res.modelTflopsPerDevice},
+                        {"bubble_fraction", res.bubbleFraction},
+                        {"peak_memory_bytes", std::move(peak)},
+                        {"max_peak_memory_bytes",
+                         res.peakMemoryBytes.empty()
+                             ? 0.0
+                             : *std::max_element(res.peakMemoryBytes.begin(),
+                                                 res.peakMemoryBytes.end())},
+                        {"in_flight_microbatches", std::move(inFlight)},
+                        {"bytes_per_link_level", std::move(links)},
+                        {"steady_state", res.steadyState}};
   return json::Object{{"model", model.name},
                       {"plan", std::move(planObj)},
                       {"estimate", std::move(estimate)}};
@@ -143,9 +142,9 @@ void writeChromeTrace(const SimResult &res, raw_ostream &os) {
                                   {"dur", (e.end - e.start) * 1e6},
                                   {"args", std::move(args)}});
   }
-  os << formatv("{0}", json::Value(json::Object{
-                           {"traceEvents", std::move(events)},
-                           {"displayTimeUnit", "ms"}}))
+  os << formatv("{0}",
+                json::Value(json::Object{{"traceEvents", std::move(events)},
+                                         {"displayTimeUnit", "ms"}}))
      << "\n";
 }
 
@@ -198,10 +197,9 @@ static std::string colour(const Action &a) {
   return hsl(hue, 0.65, light / 100.0);
 }
 
-void writeSvgTimeline(const SimResult &res, unsigned numRanks,
-                      raw_ostream &os, unsigned width) {
-  const double left = 90, right = 20, top = 30, laneH = 26, commH = 7,
-               gap = 6;
+void writeSvgTimeline(const SimResult &res, unsigned numRanks, raw_ostream &os,
+                      unsigned width) {
+  const double left = 90, right = 20, top = 30, laneH = 26, commH = 7, gap = 6;
   double T = 0;
   for (const Event &e : res.events)
     T = std::max(T, e.end);
@@ -219,8 +217,8 @@ void writeSvgTimeline(const SimResult &res, unsigned numRanks,
                 res.tflopsPerDevice);
   for (unsigned r = 0; r < numRanks; ++r) {
     double y = top + r * (laneH + commH + gap);
-    os << formatv("<text x=\"4\" y=\"{0}\">rank {1}</text>\n",
-                  y + laneH * 0.7, r);
+    os << formatv("<text x=\"4\" y=\"{0}\">rank {1}</text>\n", y + laneH * 0.7,
+                  r);
     // The idle background shows the bubble.
     os << formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
                   "fill=\"#eeeeee\"/>\n",

@@ -144,11 +144,10 @@ private:
     }
   }
   void startOnLink(unsigned r, unsigned q, unsigned idx);
-  void record(unsigned r, unsigned q, unsigned idx, double start,
-              double end) {
+  void record(unsigned r, unsigned q, unsigned idx, double start, double end) {
     if (opts.recordEvents)
-      result.events.push_back({r, static_cast<Stream>(q), s.devices[r][idx],
-                               start, end});
+      result.events.push_back(
+          {r, static_cast<Stream>(q), s.devices[r][idx], start, end});
   }
 
   const Schedule &s;
@@ -249,8 +248,7 @@ void Engine::advance(unsigned r) {
          a.kind == ActionKind::BackwardInput) &&
         vs + 1 < V && (vs + 1) % s.pp == r && bEnd[key(vs + 1, a.mb)] < 0)
       break;
-    if (a.kind == ActionKind::OptimizerStep &&
-        rk.collectivesDone < slot.before)
+    if (a.kind == ActionKind::OptimizerStep && rk.collectivesDone < slot.before)
       break;
     double d = computeDuration(r, a);
     rk.computeBusy = true;
@@ -347,12 +345,11 @@ Expected<SimResult> Engine::run() {
   for (unsigned r = 0; r < s.pp; ++r)
     for (unsigned q = 0; q < kNumQueues; ++q)
       if (ranks[r].head[q] < ranks[r].queue[q].size())
-        stalled += formatv("{0}rank {1} waits at {2}",
-                           stalled.empty() ? "" : "; ", r,
-                           s.devices[r][ranks[r].queue[q][ranks[r].head[q]]
-                                            .index]
-                               .str())
-                       .str();
+        stalled +=
+            formatv(
+                "{0}rank {1} waits at {2}", stalled.empty() ? "" : "; ", r,
+                s.devices[r][ranks[r].queue[q][ranks[r].head[q]].index].str())
+                .str();
   if (!stalled.empty())
     return createStringError(inconvertibleErrorCode(),
                              "simulation stalled: " + stalled +
@@ -401,8 +398,7 @@ Expected<SimResult> Engine::run() {
 Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
                              const SimOptions &opts) {
   if (costs.pp != s.pp || costs.chunks != s.chunks ||
-      costs.microbatches != s.microbatches ||
-      costs.devices.size() != s.pp)
+      costs.microbatches != s.microbatches || costs.devices.size() != s.pp)
     return createStringError(
         inconvertibleErrorCode(),
         formatv("simulate: schedule (pp={0}, chunks={1}, micro-batches={2}) "
@@ -415,12 +411,10 @@ Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
   return e.run();
 }
 
-Expected<PlanSimulation> simulatePlan(const cost::ModelDesc &model,
-                                      const cluster::Cluster &cluster,
-                                      const Plan &plan, unsigned globalBatch,
-                                      const cost::CostModel &cm,
-                                      const SimOptions &opts,
-                                      const cost::MemoryConfig &memory) {
+Expected<PlanSimulation>
+simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
+             const Plan &plan, unsigned globalBatch, const cost::CostModel &cm,
+             const SimOptions &opts, const cost::MemoryConfig &memory) {
   PlanSimulation ps;
   ps.plan = plan;
   if (Error e = finalizePlan(ps.plan, model, cluster, globalBatch, cm))

@@ -171,8 +171,7 @@ TEST(ClusterYAML, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("unknown device 'tpu'"), std::string::npos) << e;
 
   e = badYaml("    count: 2\n", "    count: 2.5\n");
-  EXPECT_NE(e.find("field 'count': expected a whole number"),
-            std::string::npos)
+  EXPECT_NE(e.find("field 'count': expected a whole number"), std::string::npos)
       << e;
 
   e = badYaml("    memory_GB: 16\n", "");

@@ -42,9 +42,9 @@ TEST(Roofline, ComputeAndMemoryBound) {
   EXPECT_NEAR(cm.computeTime({1e12, 5e8, 5e8}, OpClass::MatMul, DType::BF16, d),
               0.02, 1e-12);
   // 1 GFLOP elementwise, 4 GB: memory bound, 4 ms.
-  EXPECT_NEAR(cm.computeTime({1e9, 2e9, 2e9}, OpClass::Elementwise,
-                             DType::BF16, d),
-              0.004, 1e-12);
+  EXPECT_NEAR(
+      cm.computeTime({1e9, 2e9, 2e9}, OpClass::Elementwise, DType::BF16, d),
+      0.004, 1e-12);
   // fp8 is missing: falls back to the fp32 peak (10 TFLOP/s).
   EXPECT_NEAR(cm.computeTime({1e12, 0, 0}, OpClass::Norm, DType::F8, d), 0.1,
               1e-12);
@@ -78,8 +78,8 @@ TEST(Collectives, RingAndTreeFormulas) {
                                             CollectiveAlgo::Ring),
               14 * 10e-6 + 2 * 7.0 / 8 * S / busBw, 1e-12);
   // Reduce-scatter and all-gather move (n-1)/n of the buffer.
-  EXPECT_NEAR(CostModel::flatCollectiveTime(Collective::ReduceScatter, S, 8,
-                                            l, CollectiveAlgo::Auto),
+  EXPECT_NEAR(CostModel::flatCollectiveTime(Collective::ReduceScatter, S, 8, l,
+                                            CollectiveAlgo::Auto),
               7 * 10e-6 + 7.0 / 8 * S / busBw, 1e-12);
   // Tree: 2 log2(n) latencies; wins for small messages only.
   EXPECT_NEAR(CostModel::flatCollectiveTime(Collective::AllReduce, 1e3, 64, l,
@@ -89,8 +89,8 @@ TEST(Collectives, RingAndTreeFormulas) {
                                           CollectiveAlgo::Auto),
             CostModel::flatCollectiveTime(Collective::AllReduce, 1e3, 64, l,
                                           CollectiveAlgo::Ring));
-  EXPECT_DOUBLE_EQ(CostModel::flatCollectiveTime(Collective::AllReduce, S, 1,
-                                                 l, CollectiveAlgo::Auto),
+  EXPECT_DOUBLE_EQ(CostModel::flatCollectiveTime(Collective::AllReduce, S, 1, l,
+                                                 CollectiveAlgo::Auto),
                    0);
 }
 
@@ -179,7 +179,7 @@ TEST(RangeTimes, RecomputationAndTensorParallelComm) {
   EXPECT_NEAR(full.bwdInput, none.bwdInput + none.fwd, 1e-12);
   EXPECT_GT(sel.recompute, 0);
   EXPECT_LT(sel.recompute, full.recompute);
-  EXPECT_NEAR(full.flops - full.modelFlops, none.modelFlops / 3, 
+  EXPECT_NEAR(full.flops - full.modelFlops, none.modelFlops / 3,
               1e-3 * none.modelFlops);
   // The head is not checkpointed: no recomputation there.
   RangeTimes head = cm.rangeTimes(m, 3, 4, d, one, 2, Recompute::Full);
@@ -217,8 +217,8 @@ TEST(ProfileDB, OverridesAnalyticTimes) {
   llvm::raw_string_ostream os(out);
   db.write(os);
   ProfileDB back = llvm::cantFail(ProfileDB::parse(out, "back.json"));
-  std::optional<double> f = back.lookup("test", op.signature, 2, 1,
-                                       Phase::Forward);
+  std::optional<double> f =
+      back.lookup("test", op.signature, 2, 1, Phase::Forward);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(*f, 0.5);
 }
@@ -234,9 +234,9 @@ TEST(ProfileDB, ErrorsSayWhatAndWhere) {
   EXPECT_NE(err(R"({"version": 2, "entries": []})").find("'version'"),
             std::string::npos);
   EXPECT_NE(err(R"({"version": 1})").find("'entries'"), std::string::npos);
-  EXPECT_NE(err(R"({"version": 1, "entries": [{"device": "x"}]})")
-                .find("entries[0]"),
-            std::string::npos);
+  EXPECT_NE(
+      err(R"({"version": 1, "entries": [{"device": "x"}]})").find("entries[0]"),
+      std::string::npos);
   EXPECT_NE(err(R"({"version": 1, "entries": [{"device": "x",
       "signature": "s", "micro_batch": 1}]})")
                 .find("at least one of"),

@@ -1,7 +1,7 @@
 //===- ModelDescTest.cpp - FLOP, parameter and activation formulas -*- C++ -*-//
 
-#include "lib/Cost/CostModel.h"
 #include "lib/Cost/ModelDesc.h"
+#include "lib/Cost/CostModel.h"
 
 #include "gtest/gtest.h"
 
@@ -119,8 +119,8 @@ TEST(Gpt, ActivationBytesMatchKorthikanti) {
                   1e-6 * none)
           << "t=" << t;
       cfg.recompute = Recompute::Selective;
-      EXPECT_NEAR(activationBytes(m, 1, 2, b, cfg),
-                  s * b * h * (10 + 24.0 / t), 1e-6 * none);
+      EXPECT_NEAR(activationBytes(m, 1, 2, b, cfg), s * b * h * (10 + 24.0 / t),
+                  1e-6 * none);
       cfg.recompute = Recompute::Full;
       EXPECT_NEAR(activationBytes(m, 1, 2, b, cfg), 2 * s * b * h, 1e-6);
     }

@@ -78,18 +78,20 @@ std::string finalizeError(const char *spec, unsigned batch,
 }
 
 TEST(Plan, FinalizeChecks) {
-  EXPECT_NE(finalizeError("dp=4,tp=1,pp=1", 8).find("= 4 devices, but "
-                                                   "cluster 'dgx-a100-80gb' "
-                                                   "has 8"),
+  EXPECT_NE(finalizeError("dp=4,tp=1,pp=1", 8)
+                .find("= 4 devices, but "
+                      "cluster 'dgx-a100-80gb' "
+                      "has 8"),
             std::string::npos);
   EXPECT_NE(finalizeError("dp=8", 12).find("not divisible by dp*mbs = 8"),
             std::string::npos);
-  EXPECT_NE(finalizeError("dp=4,pp=2,chunks=2", 8).find("needs "
-                                                        "schedule=interleaved"),
+  EXPECT_NE(finalizeError("dp=4,pp=2,chunks=2", 8)
+                .find("needs "
+                      "schedule=interleaved"),
             std::string::npos);
-  EXPECT_NE(finalizeError("dp=4,pp=2,schedule=interleaved", 8)
-                .find("chunks >= 2"),
-            std::string::npos);
+  EXPECT_NE(
+      finalizeError("dp=4,pp=2,schedule=interleaved", 8).find("chunks >= 2"),
+      std::string::npos);
   EXPECT_NE(finalizeError("dp=2,pp=4,schedule=interleaved,chunks=2", 6)
                 .find("multiple of pp"),
             std::string::npos);

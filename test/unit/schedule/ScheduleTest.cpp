@@ -73,8 +73,8 @@ TEST(Generators, InterleavedFollowsMegatron) {
   // Virtual stage 1 (rank 1, chunk 0) sends to virtual stage 2 (rank 0).
   bool found = false;
   for (const Action &a : s.devices[1])
-    found |= a.kind == ActionKind::SendActivation && a.chunk == 0 &&
-             a.peer == 0;
+    found |=
+        a.kind == ActionKind::SendActivation && a.chunk == 0 && a.peer == 0;
   EXPECT_TRUE(found);
 }
 
@@ -138,11 +138,10 @@ TEST(Generators, CollectivesAndZero) {
 }
 
 TEST(Generators, RejectImpossibleShapes) {
-  for (auto [k, pp, v, m] :
-       {std::tuple{ScheduleKind::Interleaved, 4u, 2u, 6u},
-        std::tuple{ScheduleKind::OneFOneB, 4u, 2u, 8u},
-        std::tuple{ScheduleKind::GPipe, 0u, 1u, 8u},
-        std::tuple{ScheduleKind::GPipe, 2u, 1u, 0u}}) {
+  for (auto [k, pp, v, m] : {std::tuple{ScheduleKind::Interleaved, 4u, 2u, 6u},
+                             std::tuple{ScheduleKind::OneFOneB, 4u, 2u, 8u},
+                             std::tuple{ScheduleKind::GPipe, 0u, 1u, 8u},
+                             std::tuple{ScheduleKind::GPipe, 2u, 1u, 0u}}) {
     auto s = generateSchedule(k, pp, v, m);
     ASSERT_FALSE(static_cast<bool>(s));
     EXPECT_NE(llvm::toString(s.takeError()).find("schedule"),
@@ -262,8 +261,9 @@ TEST(Verifier, MemoryLimit) {
   // GPipe holds all 8 micro-batches: 2 + 8 GB.
   EXPECT_EQ(peakMemory(s, c)[0], 10e9);
   EXPECT_FALSE(static_cast<bool>(verifySchedule(s, &c)));
-  EXPECT_NE(verifyError(s, &c, 9e9).find("rank 0 (gpu) needs 10.00 GB at its "
-                                         "peak but has 9.00 GB"),
+  EXPECT_NE(verifyError(s, &c, 9e9)
+                .find("rank 0 (gpu) needs 10.00 GB at its "
+                      "peak but has 9.00 GB"),
             std::string::npos);
   // 1F1B holds at most pp: fits in 9 GB.
   Schedule f = gen(ScheduleKind::OneFOneB, 2, 1, 8);

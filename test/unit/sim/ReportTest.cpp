@@ -72,8 +72,7 @@ TEST(Report, ChromeTraceLoads) {
   writeChromeTrace(ps.result, os);
   llvm::Expected<llvm::json::Value> v = llvm::json::parse(text);
   ASSERT_TRUE(static_cast<bool>(v)) << llvm::toString(v.takeError());
-  const llvm::json::Array *events =
-      v->getAsObject()->getArray("traceEvents");
+  const llvm::json::Array *events = v->getAsObject()->getArray("traceEvents");
   ASSERT_TRUE(events);
   unsigned complete = 0, names = 0;
   for (const llvm::json::Value &e : *events) {

@@ -9,9 +9,9 @@ namespace distopt::sim::test {
 
 /// Every virtual stage: F, BI and W seconds; sends take \p send seconds on
 /// the network; no optimizer, no DP sync.
-inline schedule::PipelineCosts uniform(unsigned pp, unsigned chunks,
-                                       unsigned m, double f, double bi,
-                                       double bw, double send = 0) {
+inline schedule::PipelineCosts uniform(unsigned pp, unsigned chunks, unsigned m,
+                                       double f, double bi, double bw,
+                                       double send = 0) {
   schedule::PipelineCosts c;
   c.pp = pp;
   c.chunks = chunks;

@@ -32,8 +32,8 @@ const Event *find(const SimResult &r, unsigned dev, ActionKind k, int mb) {
 }
 
 TEST(Simulator, SingleStageIsTheSumOfItsPasses) {
-  SimResult r = run(gen(ScheduleKind::GPipe, 1, 1, 2),
-                    uniform(1, 1, 2, 1, 1.5, 0.5));
+  SimResult r =
+      run(gen(ScheduleKind::GPipe, 1, 1, 2), uniform(1, 1, 2, 1, 1.5, 0.5));
   EXPECT_DOUBLE_EQ(r.iterationTime, 6);
   EXPECT_DOUBLE_EQ(r.bubbleFraction, 0);
   EXPECT_DOUBLE_EQ(r.samplesPerSecond, 2.0 / 6);
@@ -71,8 +71,8 @@ TEST(Simulator, OneFOneBMatchesTheClosedForm) {
 
 TEST(Simulator, LinkContentionSerialisesSends) {
   // Two activations ready at 0.1 and 0.2 share rank 0's network link.
-  SimResult r = run(gen(ScheduleKind::GPipe, 2, 1, 2),
-                    uniform(2, 1, 2, 0.1, 0.1, 0, 1));
+  SimResult r =
+      run(gen(ScheduleKind::GPipe, 2, 1, 2), uniform(2, 1, 2, 0.1, 0.1, 0, 1));
   const Event *s0 = find(r, 0, ActionKind::SendActivation, 0);
   const Event *s1 = find(r, 0, ActionKind::SendActivation, 1);
   ASSERT_TRUE(s0 && s1);
@@ -186,8 +186,9 @@ TEST(Simulator, Errors) {
     }
   auto stalled = simulate(s, uniform(2, 1, 2, 1, 1, 1));
   ASSERT_FALSE(static_cast<bool>(stalled));
-  EXPECT_NE(llvm::toString(stalled.takeError()).find("rank 1 waits at "
-                                                      "recvA0.0>0"),
+  EXPECT_NE(llvm::toString(stalled.takeError())
+                .find("rank 1 waits at "
+                      "recvA0.0>0"),
             std::string::npos);
 }
 
@@ -241,14 +242,12 @@ TEST(SimulatePlan, EndToEndOnOneDgxNode) {
 TEST(SimulatePlan, MemoryOverflowIsReportedNotFatal) {
   cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-v100"));
   cost::CostModel cm;
-  auto ps = simulatePlan(gpt(24), c,
-                         llvm::cantFail(parsePlan("dp=8,mbs=16")), 128, cm);
+  auto ps = simulatePlan(gpt(24), c, llvm::cantFail(parsePlan("dp=8,mbs=16")),
+                         128, cm);
   ASSERT_TRUE(static_cast<bool>(ps));
   EXPECT_FALSE(ps->result.fitsMemory);
-  EXPECT_NE(ps->result.memoryProblem.find("GB at its peak"),
-            std::string::npos);
-  auto bad = simulatePlan(gpt(4), c, llvm::cantFail(parsePlan("dp=3")), 12,
-                          cm);
+  EXPECT_NE(ps->result.memoryProblem.find("GB at its peak"), std::string::npos);
+  auto bad = simulatePlan(gpt(4), c, llvm::cantFail(parsePlan("dp=3")), 12, cm);
   ASSERT_FALSE(static_cast<bool>(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("has 8"), std::string::npos);
 }
