@@ -5,6 +5,7 @@
 //   RMSNorm:   y = x * 1/sqrt(mean(x^2) + eps) * g   (or x / sqrt(...) * g)
 //   GELU:      0.5 * x * (1 + erf(x / sqrt(2)))
 //   GELU-tanh: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+//   SiLU:      x * sigmoid(x)
 //
 //===----------------------------------------------------------------------===//
 #include "Fusion.h"
@@ -323,6 +324,31 @@ struct GeluPattern : OpRewritePattern<BinaryOp> {
   }
 };
 
+/// SiLU (swish): x * sigmoid(x), either order.
+struct SiluPattern : OpRewritePattern<BinaryOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BinaryOp mul,
+                                PatternRewriter &rewriter) const override {
+    if (mul.getKind() != BinaryKind::Mul)
+      return failure();
+    Value x;
+    bool matched = eitherOrder(mul, [&](Value a, Value s) {
+      auto sigmoid = unary(s, UnaryKind::Sigmoid);
+      if (!sigmoid || sigmoid.getInput() != a || a.getType() != mul.getType())
+        return false;
+      x = a;
+      return true;
+    });
+    if (!matched)
+      return failure();
+    rewriter.replaceOpWithNewOp<UnaryOp>(
+        mul, mul.getType(), UnaryKindAttr::get(rewriter.getContext(),
+                                               UnaryKind::Silu),
+        x, FloatAttr(), FloatAttr());
+    return success();
+  }
+};
+
 /// Puts a `+ beta` after an already-fused layer_norm into the op.
 struct LayerNormBias : OpRewritePattern<BinaryOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -351,7 +377,8 @@ LogicalResult fuseExporterPatterns(Operation *root) {
   RewritePatternSet patterns(root->getContext());
   // LayerNorm is RMSNorm of (x - mean(x)): try it first.
   patterns.add<LayerNormPattern>(root->getContext(), /*benefit=*/2);
-  patterns.add<RMSNormPattern, GeluPattern, LayerNormBias>(root->getContext());
+  patterns.add<RMSNormPattern, GeluPattern, SiluPattern, LayerNormBias>(
+      root->getContext());
   GreedyRewriteConfig config;
   config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
   return applyPatternsGreedily(root, std::move(patterns), config);

@@ -1,8 +1,9 @@
 //===- Fusion.h - Recognise exporter patterns -------------------*- C++ -*-===//
 //
-// Part of DistOpt. Exporters at opset < 17 spell LayerNorm, RMSNorm and GELU
-// as chains of elementwise ops; these patterns fold the chains back into
-// `graph.layer_norm`, `graph.rms_norm` and `graph.unary gelu/gelu_tanh`.
+// Part of DistOpt. Exporters at opset < 17 spell LayerNorm, RMSNorm, GELU
+// and SiLU as chains of elementwise ops; these patterns fold the chains back
+// into `graph.layer_norm`, `graph.rms_norm` and `graph.unary
+// gelu/gelu_tanh/silu`.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DIST_LIB_IMPORT_FUSION_H

@@ -22,9 +22,11 @@ llvm::Error distopt::import::inferShapes(onnx::ModelProto &model) {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        options);
   } catch (const std::exception &e) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   std::string("ONNX shape inference failed: ") +
-                                       e.what());
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        std::string("ONNX shape inference failed: ") + e.what() +
+            "; the model's declared shapes or attributes contradict its "
+            "ops: fix the model (or its --input-shape pins)");
   } catch (...) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "ONNX shape inference failed with an "

@@ -160,7 +160,10 @@ save("patterns", [
     helper.make_node("Sqrt", ["re"], ["rs"], name="rms_sqrt"),
     helper.make_node("Div", ["one", "rs"], ["rr"], name="rms_recip"),
     helper.make_node("Mul", ["tgelu", "rr"], ["rn"], name="rms_norm"),
-    helper.make_node("Mul", ["rms_g", "rn"], ["y"], name="rms_scale"),
+    helper.make_node("Mul", ["rms_g", "rn"], ["rms"], name="rms_scale"),
+    # SiLU: x * sigmoid(x)
+    helper.make_node("Sigmoid", ["rms"], ["sg"], name="silu_sigmoid"),
+    helper.make_node("Mul", ["sg", "rms"], ["y"], name="silu_mul"),
 ], [vinfo("x", F, [2, 4, 8])], [vinfo("y", F, [2, 4, 8])],
     [weight("ln_g", 8), weight("ln_b", 8), weight("rms_g", 8)])
 
@@ -211,3 +214,23 @@ save("no_outputs", [
     helper.make_node("Split", ["x"], [], name="split_nothing", axis=0),
     helper.make_node("Relu", ["x"], ["y"], name="relu"),
 ], [vinfo("x", F, [4])], [vinfo("y", F, [4])])
+
+# Opset 9: attributes where later opsets take inputs (Unsqueeze/Squeeze
+# axes, Slice starts/ends, Clip bounds, Pad pads), Softmax on the last axis
+# of a 2-D input, Dropout with a ratio attribute.
+save("legacy", [
+    helper.make_node("Unsqueeze", ["x"], ["u"], name="unsqueeze", axes=[0]),
+    helper.make_node("Slice", ["u"], ["s"], name="slice", starts=[1],
+                     ends=[5], axes=[2]),
+    helper.make_node("Squeeze", ["s"], ["q"], name="squeeze", axes=[0]),
+    helper.make_node("Clip", ["q"], ["c"], name="clip", min=-1.0, max=1.0),
+    helper.make_node("Pad", ["c"], ["p"], name="pad", pads=[0, 1, 0, 1],
+                     value=0.5),
+    helper.make_node("Dropout", ["p"], ["d"], name="dropout", ratio=0.25),
+    helper.make_node("Softmax", ["d"], ["y"], name="softmax", axis=1),
+], [vinfo("x", F, [3, 6])], [vinfo("y", F, [3, 6])], opset=9)
+
+# A declared output shape that contradicts the ops.
+save("shape_conflict", [
+    helper.make_node("Relu", ["x"], ["y"], name="relu"),
+], [vinfo("x", F, [2, 3])], [vinfo("y", F, [3, 3])])
