@@ -253,6 +253,15 @@ Error verifySchedule(const Schedule &s, const PipelineCosts *costs,
     return e;
   if (!costs)
     return Error::success();
+  if (costs->pp != s.pp || costs->chunks != s.chunks ||
+      costs->stages.size() != s.numVirtualStages() ||
+      costs->devices.size() != s.pp)
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("schedule (pp={0}, chunks={1}) and costs (pp={2}, chunks={3}, "
+                "{4} stages) disagree; build both from the same plan",
+                s.pp, s.chunks, costs->pp, costs->chunks,
+                costs->stages.size()));
   std::vector<double> peak = peakMemory(s, *costs);
   for (unsigned r = 0; r < peak.size(); ++r) {
     double limit =

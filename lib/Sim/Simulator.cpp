@@ -398,7 +398,8 @@ Expected<SimResult> Engine::run() {
 Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
                              const SimOptions &opts) {
   if (costs.pp != s.pp || costs.chunks != s.chunks ||
-      costs.microbatches != s.microbatches || costs.devices.size() != s.pp)
+      costs.microbatches != s.microbatches || costs.devices.size() != s.pp ||
+      costs.stages.size() != s.numVirtualStages() || s.devices.size() != s.pp)
     return createStringError(
         inconvertibleErrorCode(),
         formatv("simulate: schedule (pp={0}, chunks={1}, micro-batches={2}) "

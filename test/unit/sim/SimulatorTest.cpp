@@ -6,6 +6,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+
 using namespace distopt;
 using namespace distopt::schedule;
 using namespace distopt::sim;
@@ -250,6 +252,67 @@ TEST(SimulatePlan, MemoryOverflowIsReportedNotFatal) {
   auto bad = simulatePlan(gpt(4), c, llvm::cantFail(parsePlan("dp=3")), 12, cm);
   ASSERT_FALSE(static_cast<bool>(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("has 8"), std::string::npos);
+}
+
+} // namespace
+
+namespace {
+
+TEST(SimulatePlan, HeterogeneousStagesRunAtTheirDevice) {
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("mixed-a100-v100", 2));
+  cost::CostModel cm;
+  auto ps =
+      simulatePlan(gpt(16), c, llvm::cantFail(parsePlan("dp=8,pp=2")), 64, cm);
+  ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+  // Rank 1 is the V100 node: fewer layers, its memory capacity.
+  const auto &st = ps->costs.stages;
+  EXPECT_LT(st[1].layerEnd - st[1].layerBegin,
+            st[0].layerEnd - st[0].layerBegin);
+  EXPECT_EQ(ps->costs.devices[1].deviceName, "v100-sxm2-32gb");
+  EXPECT_DOUBLE_EQ(ps->costs.devices[1].memoryCapacity, 32e9);
+  // Balanced: the per-micro-batch work differs by less than a layer.
+  double t0 = st[0].fwd + st[0].bwdInput + st[0].bwdWeight;
+  double t1 = st[1].fwd + st[1].bwdInput + st[1].bwdWeight;
+  EXPECT_LT(std::fabs(t0 - t1), 0.5 * std::max(t0, t1));
+}
+
+TEST(SimulatePlan, EdgeBoardsAreNetworkBound) {
+  // A four-layer fp32 MLP pipelined over four ARM boards.
+  cost::ModelDesc m;
+  m.name = "mlp";
+  for (unsigned i = 0; i < 4; ++i) {
+    cost::LayerDesc l;
+    l.name = "fc" + std::to_string(i);
+    l.ops.push_back(
+        cost::matmulOp("fc", cluster::DType::F32, 1, 1, 1024, 1024, true));
+    l.boundaryBytes = 1024 * 4;
+    m.layers.push_back(l);
+  }
+  cost::CostModel cm;
+  for (const char *preset : {"arm-board-ethernet:4", "arm-board-wifi:4"}) {
+    cluster::Cluster c = llvm::cantFail(cluster::resolveCluster(preset));
+    auto ps = simulatePlan(m, c, llvm::cantFail(parsePlan("pp=4")), 32, cm);
+    ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+    const SimResult &r = ps->result;
+    EXPECT_EQ(r.levelNames[1],
+              std::string(preset).find("wifi") != std::string::npos
+                  ? "wifi"
+                  : "ethernet");
+    // 32 micro-batches x 3 boundaries x 2 directions x 4 KB.
+    EXPECT_DOUBLE_EQ(r.bytesPerLevel[1], 32 * 3 * 2 * 4096.0);
+    EXPECT_GT(r.iterationTime, 32 * ps->costs.stages[0].sendNextTime);
+    EXPECT_TRUE(r.fitsMemory);
+  }
+}
+
+TEST(Simulator, CostsMustMatchTheSchedule) {
+  Schedule s = gen(ScheduleKind::OneFOneB, 2, 1, 2);
+  PipelineCosts c = uniform(2, 1, 2, 1, 1, 1);
+  c.stages.pop_back();
+  EXPECT_FALSE(static_cast<bool>(simulate(s, c)));
+  llvm::Error e = verifySchedule(s, &c);
+  ASSERT_TRUE(static_cast<bool>(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("disagree"), std::string::npos);
 }
 
 } // namespace
