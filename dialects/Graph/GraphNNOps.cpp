@@ -171,6 +171,21 @@ LogicalResult BatchNormOp::verify() {
                          "channel count ")
              << channels;
   }
+  if (!getRunningStats().empty()) {
+    if (!getTraining())
+      return emitOpError("running statistics results need 'training'");
+    if (getRunningStats().size() != 2)
+      return emitOpError("yields the running mean and variance: 2 "
+                         "statistics results, got ")
+             << getRunningStats().size();
+    for (Value v : getRunningStats()) {
+      auto t = cast<RankedTensorType>(v.getType());
+      if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), channels))
+        return emitOpError("running statistics must be 1-D of the channel "
+                           "count ")
+               << channels;
+    }
+  }
   return verifySameType(*this, in, getResult().getType());
 }
 

@@ -146,10 +146,16 @@ def Graph_RMSNormOp : Graph_Op<"rms_norm", [Pure]> {
 }
 
 def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
-  let summary = "batch normalization with running statistics (inference form)";
+  let summary = "batch normalization (inference, or training with statistics)";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` per channel (dimension
     1). `scale`, `bias`, `mean` and `var` are 1-D of the channel count.
+
+    Without `training` the given running statistics normalize (inference
+    form). With `training` the batch's own statistics normalize and the op
+    may also yield the updated running mean and variance
+    (`running = momentum * running + (1 - momentum) * batch`) as two more
+    1-D results, as ONNX BatchNormalization with `training_mode = 1` does.
 
     Example:
 
@@ -157,14 +163,20 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
     %y = graph.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f64}
         : (tensor<1x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>,
            tensor<64xf32>, tensor<64xf32>) -> tensor<1x64x56x56xf32>
+    %t, %rm, %rv = graph.batch_norm %x, %s, %b, %m, %v {training}
+        : (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>,
+           tensor<64xf32>, tensor<64xf32>)
+        -> (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>)
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale,
                        AnyRankedTensor:$bias, AnyRankedTensor:$mean,
                        AnyRankedTensor:$variance,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
-                       DefaultValuedAttr<F64Attr, "0.9">:$momentum);
-  let results = (outs AnyRankedTensor:$result);
+                       DefaultValuedAttr<F64Attr, "0.9">:$momentum,
+                       UnitAttr:$training);
+  let results = (outs AnyRankedTensor:$result,
+                      Variadic<AnyRankedTensor>:$running_stats);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:`
     functional-type(operands, results)

@@ -125,8 +125,14 @@ static LogicalResult translatePool(Translator &t, const NodeProto &node) {
 }
 
 static LogicalResult translateBatchNorm(Translator &t, const NodeProto &node) {
-  // Training mode (running statistics as outputs) stays opaque.
-  if (node.output_size() > 1 || Translator::attrInt(node, "training_mode", 0))
+  // Opset < 14 training outputs (saved mean/variance) are not modelled.
+  if (node.output_size() > 3)
+    return t.emitOpaque(node);
+  bool training = Translator::attrInt(node, "training_mode", 0) != 0;
+  int numOutputs = node.output_size();
+  while (numOutputs > 1 && node.output(numOutputs - 1).empty())
+    --numOutputs;
+  if (numOutputs == 2 || (numOutputs > 1 && !training))
     return t.emitOpaque(node);
   SmallVector<Value> in;
   for (int i = 0; i < 5; ++i) {
@@ -135,16 +141,25 @@ static LogicalResult translateBatchNorm(Translator &t, const NodeProto &node) {
       return failure();
     in.push_back(v);
   }
+  SmallVector<Type> statsTypes;
   RankedTensorType type = t.resultType(node, 0);
   if (!type)
     return failure();
+  for (int i = 1; i < numOutputs; ++i) {
+    RankedTensorType st = t.resultType(node, i);
+    if (!st)
+      return failure();
+    statsTypes.push_back(st);
+  }
   OpBuilder &b = t.builder;
-  return t.setResult(
-      node, BatchNormOp::create(b, 
-                t.loc(node), type, in[0], in[1], in[2], in[3], in[4],
-                b.getF64FloatAttr(Translator::attrFloat(node, "epsilon", 1e-5)),
-                b.getF64FloatAttr(
-                    Translator::attrFloat(node, "momentum", 0.9))));
+  auto op = BatchNormOp::create(
+      b, t.loc(node), type, statsTypes, in[0], in[1], in[2], in[3], in[4],
+      b.getF64FloatAttr(Translator::attrFloat(node, "epsilon", 1e-5)),
+      b.getF64FloatAttr(Translator::attrFloat(node, "momentum", 0.9)),
+      training ? b.getUnitAttr() : UnitAttr());
+  for (int i = 0; i < numOutputs; ++i)
+    t.define(node.output(i), op->getResult(i));
+  return success();
 }
 
 static LogicalResult translateLayerNorm(Translator &t, const NodeProto &node) {

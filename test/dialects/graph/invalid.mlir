@@ -704,3 +704,27 @@ func.func @case87(%a: tensor<4x3xf32>, %l: tensor<4xi64>) {
   %0 = graph.softmax_cross_entropy none %a, %l : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @bn_stats0(%a: tensor<1x4x2xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{running statistics results need 'training'}}
+  %0:3 = graph.batch_norm %a, %s, %s, %s, %s : (tensor<1x4x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4x2xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @bn_stats1(%a: tensor<1x4x2xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{yields the running mean and variance: 2 statistics results, got 1}}
+  %0:2 = graph.batch_norm %a, %s, %s, %s, %s {training} : (tensor<1x4x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4x2xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @bn_stats2(%a: tensor<1x4x2xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{running statistics must be 1-D of the channel count 4}}
+  %0:3 = graph.batch_norm %a, %s, %s, %s, %s {training} : (tensor<1x4x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4x2xf32>, tensor<4xf32>, tensor<3xf32>)
+  return
+}

@@ -107,6 +107,8 @@ func.func @nn(%img: tensor<1x3x224x224xf32>, %w: tensor<64x3x7x7xf32>, %b: tenso
   %4 = graph.pool avg %3 {global} : (tensor<1x64x28x28xf32>) -> tensor<1x64x1x1xf32>
   // CHECK: graph.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64}
   %5 = graph.batch_norm %2, %b, %b, %b, %b {epsilon = 1.0e-3 : f64} : (tensor<1x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<1x64x56x56xf32>
+  // CHECK: %{{.*}}, %{{.*}}:2 = graph.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {training} : (tensor<1x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<1x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>)
+  %t, %rm, %rv = graph.batch_norm %2, %b, %b, %b, %b {training} : (tensor<1x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<1x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>)
   // CHECK: graph.softmax %{{.*}} {axis = 1 : i64, log} : (tensor<2x8x768xf32>) -> tensor<2x8x768xf32>
   %6 = graph.softmax %x {axis = 1 : i64, log} : (tensor<2x8x768xf32>) -> tensor<2x8x768xf32>
   // CHECK: graph.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<2x8x768xf32>
