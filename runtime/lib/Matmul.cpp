@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
+#include "ScalarOps.h"
 #include "cpu/CpuState.h"
 #ifdef DISTRT_HAVE_CUDA
 #include "cuda/CudaApi.h"
@@ -108,32 +109,87 @@ void cpuGemm(distrt_context *ctx, int64_t batchA, int64_t batchB, int64_t m,
   st.stream.wait();
 }
 
-distrt_status gemm(distrt_context *ctx, int64_t batchA, int64_t batchB,
-                   int64_t m, int64_t n, int64_t k, const float *a, bool ta,
-                   const float *b, bool tb, float *c, float alpha, float beta,
-                   const float *bias) {
+const void *at(const void *p, int64_t elems, distrt_dtype dt) {
+  return static_cast<const char *>(p) + elems * distrt_dtype_size(dt);
+}
+
+/// `n` elements of dtype `dt` as f32 (a copy unless already f32).
+std::vector<float> toF32(const void *p, int64_t n, distrt_dtype dt) {
+  std::vector<float> out(n);
+  const uint16_t *h = static_cast<const uint16_t *>(p);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = dt == DISTRT_BF16 ? bf16ToFloat(h[i]) : halfToFloat(h[i]);
+  return out;
+}
+
+/// All operands share dtype `dt`; accumulation is f32 everywhere. oneDNN
+/// 2.x has no f16/bf16 matmul on CPUs without AVX-512 BF16/FP16, so the CPU
+/// backend widens half-precision operands to f32 and rounds the result back
+/// (the CUDA backend runs them natively with f32 accumulation).
+distrt_status gemm(distrt_context *ctx, distrt_dtype dt, int64_t batchA,
+                   int64_t batchB, int64_t m, int64_t n, int64_t k,
+                   const void *a, bool ta, const void *b, bool tb, void *c,
+                   float alpha, float beta, const void *bias) {
 #ifdef DISTRT_HAVE_CUDA
   if (ctx->isCuda())
-    return cuda::gemm(ctx, batchA > batchB ? batchA : batchB, m, n, k, a, ta,
-                      batchA == 1 ? 0 : m * k, b, tb, batchB == 1 ? 0 : k * n,
-                      c, alpha, beta, bias);
+    return cuda::gemm(ctx, dt, batchA > batchB ? batchA : batchB, m, n, k, a,
+                      ta, batchA == 1 ? 0 : m * k, b, tb,
+                      batchB == 1 ? 0 : k * n, c, alpha, beta, bias);
 #endif
   if (m == 0 || n == 0)
     return DISTRT_OK;
-  cpuGemm(ctx, batchA, batchB, m, n, k, a, ta, b, tb, c, alpha, beta, bias);
+  if (dt == DISTRT_F32) {
+    cpuGemm(ctx, batchA, batchB, m, n, k, static_cast<const float *>(a), ta,
+            static_cast<const float *>(b), tb, static_cast<float *>(c), alpha,
+            beta, static_cast<const float *>(bias));
+    return DISTRT_OK;
+  }
+  int64_t batch = batchA > batchB ? batchA : batchB;
+  std::vector<float> fa = toF32(a, batchA * m * k, dt),
+                     fb = toF32(b, batchB * k * n, dt),
+                     fc = beta != 0.0f ? toF32(c, batch * m * n, dt)
+                                       : std::vector<float>(batch * m * n),
+                     fbias = bias ? toF32(bias, n, dt) : std::vector<float>();
+  cpuGemm(ctx, batchA, batchB, m, n, k, fa.data(), ta, fb.data(), tb,
+          fc.data(), alpha, beta, bias ? fbias.data() : nullptr);
+  uint16_t *hc = static_cast<uint16_t *>(c);
+  for (size_t i = 0; i < fc.size(); ++i)
+    hc[i] = dt == DISTRT_BF16 ? floatToBf16(fc[i]) : floatToHalf(fc[i]);
   return DISTRT_OK;
 }
 
 /// sum_b op(X[b]) op(Y[b]) into one [m, n] output (gradient of an operand
 /// that was broadcast over the batch).
-distrt_status gemmSumBatches(distrt_context *ctx, int64_t batch, int64_t m,
-                             int64_t n, int64_t k, const float *x, bool tx,
-                             int64_t strideX, const float *y, bool ty,
-                             int64_t strideY, float *out, float alpha,
-                             float beta) {
+distrt_status gemmSumBatches(distrt_context *ctx, distrt_dtype dt,
+                             int64_t batch, int64_t m, int64_t n, int64_t k,
+                             const void *x, bool tx, int64_t strideX,
+                             const void *y, bool ty, int64_t strideY,
+                             void *out, float alpha, float beta) {
   for (int64_t i = 0; i < batch; ++i)
-    DISTRT_TRY(gemm(ctx, 1, 1, m, n, k, x + i * strideX, tx, y + i * strideY,
-                    ty, out, alpha, i == 0 ? beta : 1.0f, nullptr));
+    DISTRT_TRY(gemm(ctx, dt, 1, 1, m, n, k, at(x, i * strideX, dt), tx,
+                    at(y, i * strideY, dt), ty, out, alpha,
+                    i == 0 ? beta : 1.0f, nullptr));
+  return DISTRT_OK;
+}
+
+/// a, b and c (or their gradients) must share one float dtype.
+distrt_status checkDtypes(Checker &c, const char *an, const distrt_tensor *a,
+                          const char *bn, const distrt_tensor *b,
+                          const char *cn, const distrt_tensor *cc,
+                          const char *biasName, const distrt_tensor *bias) {
+  DISTRT_TRY(c.floatTensor(an, a));
+  DISTRT_TRY(c.floatTensor(bn, b));
+  DISTRT_TRY(c.floatTensor(cn, cc));
+  if (bias)
+    DISTRT_TRY(c.floatTensor(biasName, bias));
+  if (b->dtype != a->dtype || cc->dtype != a->dtype ||
+      (bias && bias->dtype != a->dtype))
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "operands have dtypes ",
+                  dtypeName(a->dtype), ", ", dtypeName(b->dtype), ", ",
+                  dtypeName(cc->dtype),
+                  (bias ? std::string(", ") + dtypeName(bias->dtype) : ""),
+                  "; matmul takes one dtype (f32, f16 or bf16) for all of "
+                  "them (cast with distrt_cast)");
   return DISTRT_OK;
 }
 
@@ -153,19 +209,16 @@ extern "C" distrt_status distrt_matmul(distrt_context *ctx,
   Checker ck(ctx, fn);
   DISTRT_TRY(ck.context());
   DISTRT_TRY(checkAttr(ck, attr));
-  DISTRT_TRY(ck.tensor("a", a, DISTRT_F32));
-  DISTRT_TRY(ck.tensor("b", b, DISTRT_F32));
-  DISTRT_TRY(ck.tensor("c", c, DISTRT_F32));
-  DISTRT_TRY(ck.optTensor("bias", bias, DISTRT_F32));
+  DISTRT_TRY(checkDtypes(ck, "a", a, "b", b, "c", c, "bias", bias));
   MatmulShape s;
   DISTRT_TRY(matmulShape(ck, "a", a, "b", b, attr->trans_a, attr->trans_b, s));
   DISTRT_TRY(ck.shape("c", c, outDims(s, s.m, s.n)));
   if (bias)
     DISTRT_TRY(ck.shape("bias", bias, {s.n}));
   return guardCall(ctx, fn, [&] {
-    return gemm(ctx, s.batchA, s.batchB, s.m, s.n, s.k, cpu::f32(a),
-                attr->trans_a, cpu::f32(b), attr->trans_b, cpu::f32(c),
-                attr->alpha, attr->beta, bias ? cpu::f32(bias) : nullptr);
+    return gemm(ctx, a->dtype, s.batchA, s.batchB, s.m, s.n, s.k, a->data,
+                attr->trans_a, b->data, attr->trans_b, c->data, attr->alpha,
+                attr->beta, bias ? bias->data : nullptr);
   });
 }
 
@@ -178,30 +231,29 @@ extern "C" distrt_status distrt_matmul_bwd_data(distrt_context *ctx,
   Checker ck(ctx, fn);
   DISTRT_TRY(ck.context());
   DISTRT_TRY(checkAttr(ck, attr));
-  DISTRT_TRY(ck.tensor("dc", dc, DISTRT_F32));
-  DISTRT_TRY(ck.tensor("b", b, DISTRT_F32));
-  DISTRT_TRY(ck.tensor("da", da, DISTRT_F32));
+  DISTRT_TRY(checkDtypes(ck, "dc", dc, "b", b, "da", da, "", nullptr));
   MatmulShape s;
   bool ta = attr->trans_a, tb = attr->trans_b;
   DISTRT_TRY(matmulShape(ck, "da", da, "b", b, ta, tb, s));
   DISTRT_TRY(ck.shape("dc", dc, outDims(s, s.m, s.n)));
   float alpha = attr->alpha;
-  const float *pdc = cpu::f32(dc), *pb = cpu::f32(b);
-  float *pda = cpu::f32(da);
+  const void *pdc = dc->data, *pb = b->data;
+  void *pda = da->data;
+  distrt_dtype dt = dc->dtype;
   return guardCall(ctx, fn, [&]() -> distrt_status {
     if (s.batchA == 1 && s.batch > 1) {
       // A was shared by every batch: its gradient sums over the batch.
       if (!ta)
-        return gemmSumBatches(ctx, s.batch, s.m, s.k, s.n, pdc, false,
+        return gemmSumBatches(ctx, dt, s.batch, s.m, s.k, s.n, pdc, false,
                               s.m * s.n, pb, !tb, s.k * s.n, pda, alpha, 0.f);
-      return gemmSumBatches(ctx, s.batch, s.k, s.m, s.n, pb, tb, s.k * s.n,
+      return gemmSumBatches(ctx, dt, s.batch, s.k, s.m, s.n, pb, tb, s.k * s.n,
                             pdc, true, s.m * s.n, pda, alpha, 0.f);
     }
     if (!ta) // dA = dC op(B)^T
-      return gemm(ctx, s.batch, s.batchB, s.m, s.k, s.n, pdc, false, pb, !tb,
+      return gemm(ctx, dt, s.batch, s.batchB, s.m, s.k, s.n, pdc, false, pb, !tb,
                   pda, alpha, 0.f, nullptr);
     // dA (stored [K, M]) = op(B) dC^T
-    return gemm(ctx, s.batchB, s.batch, s.k, s.m, s.n, pb, tb, pdc, true, pda,
+    return gemm(ctx, dt, s.batchB, s.batch, s.k, s.m, s.n, pb, tb, pdc, true, pda,
                 alpha, 0.f, nullptr);
   });
 }
@@ -214,38 +266,37 @@ distrt_matmul_bwd_weight(distrt_context *ctx, const distrt_tensor *a,
   Checker ck(ctx, fn);
   DISTRT_TRY(ck.context());
   DISTRT_TRY(checkAttr(ck, attr));
-  DISTRT_TRY(ck.tensor("a", a, DISTRT_F32));
-  DISTRT_TRY(ck.tensor("dc", dc, DISTRT_F32));
-  DISTRT_TRY(ck.tensor("db", db, DISTRT_F32));
+  DISTRT_TRY(checkDtypes(ck, "a", a, "dc", dc, "db", db, "", nullptr));
   MatmulShape s;
   bool ta = attr->trans_a, tb = attr->trans_b;
   DISTRT_TRY(matmulShape(ck, "a", a, "db", db, ta, tb, s));
   DISTRT_TRY(ck.shape("dc", dc, outDims(s, s.m, s.n)));
   float alpha = attr->alpha, beta = accumulate ? 1.0f : 0.0f;
-  const float *pa = cpu::f32(a), *pdc = cpu::f32(dc);
-  float *pdb = cpu::f32(db);
+  const void *pa = a->data, *pdc = dc->data;
+  void *pdb = db->data;
+  distrt_dtype dt = a->dtype;
   return guardCall(ctx, fn, [&]() -> distrt_status {
     if (s.batchB == 1 && s.batch > 1) {
       // B was shared by every batch: its gradient sums over the batch. With
       // A untransposed the batch folds into the contraction (one gemm).
       int64_t rows = s.batch * s.m;
       if (!ta && !tb)
-        return gemm(ctx, 1, 1, s.k, s.n, rows, pa, true, pdc, false, pdb,
+        return gemm(ctx, dt, 1, 1, s.k, s.n, rows, pa, true, pdc, false, pdb,
                     alpha, beta, nullptr);
       if (!ta && tb)
-        return gemm(ctx, 1, 1, s.n, s.k, rows, pdc, true, pa, false, pdb,
+        return gemm(ctx, dt, 1, 1, s.n, s.k, rows, pdc, true, pa, false, pdb,
                     alpha, beta, nullptr);
       if (!tb)
-        return gemmSumBatches(ctx, s.batch, s.k, s.n, s.m, pa, !ta, s.m * s.k,
+        return gemmSumBatches(ctx, dt, s.batch, s.k, s.n, s.m, pa, !ta, s.m * s.k,
                               pdc, false, s.m * s.n, pdb, alpha, beta);
-      return gemmSumBatches(ctx, s.batch, s.n, s.k, s.m, pdc, true, s.m * s.n,
+      return gemmSumBatches(ctx, dt, s.batch, s.n, s.k, s.m, pdc, true, s.m * s.n,
                             pa, ta, s.m * s.k, pdb, alpha, beta);
     }
     if (!tb) // dB = op(A)^T dC
-      return gemm(ctx, s.batchA, s.batch, s.k, s.n, s.m, pa, !ta, pdc, false,
+      return gemm(ctx, dt, s.batchA, s.batch, s.k, s.n, s.m, pa, !ta, pdc, false,
                   pdb, alpha, beta, nullptr);
     // dB (stored [N, K]) = dC^T op(A)
-    return gemm(ctx, s.batch, s.batchA, s.n, s.k, s.m, pdc, true, pa, ta, pdb,
+    return gemm(ctx, dt, s.batch, s.batchA, s.n, s.k, s.m, pdc, true, pa, ta, pdb,
                 alpha, beta, nullptr);
   });
 }
@@ -270,8 +321,8 @@ extern "C" distrt_status distrt_matmul_bwd_bias(distrt_context *ctx,
     distrt_tensor onesT = distrt_make_tensor(ones, DISTRT_F32, 1, &rows);
     distrt_status st = distrt_fill(ctx, &onesT, 1.0f);
     if (st == DISTRT_OK)
-      st = gemm(ctx, 1, 1, 1, n, rows, static_cast<float *>(ones), false,
-                cpu::f32(dc), false, cpu::f32(dbias), 1.0f,
+      st = gemm(ctx, DISTRT_F32, 1, 1, 1, n, rows, ones, false, dc->data,
+                false, dbias->data, 1.0f,
                 accumulate ? 1.0f : 0.0f, nullptr);
     distrt_free(ctx, ones);
     return st;

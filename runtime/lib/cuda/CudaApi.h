@@ -31,11 +31,13 @@ distrt_status release(distrt_context *ctx, void *ptr);
 distrt_status copy(distrt_context *ctx, void *dst, const void *src,
                    size_t bytes, distrt_copy_kind kind);
 
-/// C[b] = alpha op(A[b]) op(B[b]) + bias + beta C[b], row-major.
-distrt_status gemm(distrt_context *ctx, int64_t batch, int64_t m, int64_t n,
-                   int64_t k, const float *a, bool transA, int64_t strideA,
-                   const float *b, bool transB, int64_t strideB, float *c,
-                   float alpha, float beta, const float *bias);
+/// C[b] = alpha op(A[b]) op(B[b]) + bias + beta C[b], row-major; every
+/// operand of dtype `dt` (f32, f16, bf16), f32 accumulation.
+distrt_status gemm(distrt_context *ctx, distrt_dtype dt, int64_t batch,
+                   int64_t m, int64_t n, int64_t k, const void *a,
+                   bool transA, int64_t strideA, const void *b, bool transB,
+                   int64_t strideB, void *c, float alpha, float beta,
+                   const void *bias);
 
 distrt_status unary(distrt_context *ctx, int op, const float *x, float *y,
                     int64_t n);

@@ -114,15 +114,18 @@ distrt_status copy(distrt_context *ctx, void *dst, const void *src,
 // GEMM
 //===----------------------------------------------------------------------===//
 
-__global__ void addBiasKernel(float *c, const float *bias, int64_t rows,
-                              int64_t n) {
-  DISTRT_GRID_LOOP(i, rows * n) { c[i] += bias[i % n]; }
+__global__ void addBiasKernel(void *c, const void *bias, distrt_dtype dt,
+                              int64_t rows, int64_t n) {
+  DISTRT_GRID_LOOP(i, rows * n) {
+    storeAs(c, dt, i, loadAs(c, dt, i) + loadAs(bias, dt, i % n));
+  }
 }
 
-distrt_status gemm(distrt_context *ctx, int64_t batch, int64_t m, int64_t n,
-                   int64_t k, const float *a, bool transA, int64_t strideA,
-                   const float *b, bool transB, int64_t strideB, float *c,
-                   float alpha, float beta, const float *bias) {
+distrt_status gemm(distrt_context *ctx, distrt_dtype dt, int64_t batch,
+                   int64_t m, int64_t n, int64_t k, const void *a,
+                   bool transA, int64_t strideA, const void *b, bool transB,
+                   int64_t strideB, void *c, float alpha, float beta,
+                   const void *bias) {
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX || batch > INT_MAX)
     return setError(ctx, DISTRT_ERROR_UNSUPPORTED,
                     "distrt_matmul: a dimension exceeds cuBLAS's 32-bit "
@@ -131,20 +134,25 @@ distrt_status gemm(distrt_context *ctx, int64_t batch, int64_t m, int64_t n,
   CudaState &st = state(ctx);
   if (m == 0 || n == 0)
     return DISTRT_OK;
+  cudaDataType_t type = dt == DISTRT_F16    ? CUDA_R_16F
+                        : dt == DISTRT_BF16 ? CUDA_R_16BF
+                                            : CUDA_R_32F;
   // Row-major C = A B is column-major C^T = B^T A^T: swap the operands.
+  // f32 keeps full-precision FMA (no TF32); halves accumulate in f32.
   int lda = transA ? int(m) : int(k), ldb = transB ? int(k) : int(n);
-  cublasStatus_t s = cublasSgemmStridedBatched(
+  cublasStatus_t s = cublasGemmStridedBatchedEx(
       st.blas, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
       transA ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k), &alpha, b,
-      ldb, strideB, a, lda, strideA, &beta, c, int(n), m * n, int(batch));
+      type, ldb, strideB, a, type, lda, strideA, &beta, c, type, int(n),
+      m * n, int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (s != CUBLAS_STATUS_SUCCESS)
     return setError(ctx, DISTRT_ERROR_BACKEND,
-                    concat("distrt_matmul: cublasSgemmStridedBatched failed "
+                    concat("distrt_matmul: cublasGemmStridedBatchedEx failed "
                            "with status ",
                            int(s), " for M=", m, " N=", n, " K=", k));
   if (bias) {
     addBiasKernel<<<gridFor(batch * m * n), kThreads, 0, st.stream>>>(
-        c, bias, batch * m, n);
+        c, bias, dt, batch * m, n);
     DISTRT_CUDA_LAUNCHED(ctx);
   }
   return DISTRT_OK;

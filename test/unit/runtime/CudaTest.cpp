@@ -324,3 +324,35 @@ TEST_F(CudaTest, AsymmetricPaddingSaysWhatToDo) {
   EXPECT_NE(std::string(distrt_last_error(gpu)).find("CPU context"),
             std::string::npos);
 }
+
+TEST_F(CudaTest, HalfPrecisionMatmulMatchesCpu) {
+  for (distrt_dtype dt : {DISTRT_BF16, DISTRT_F16}) {
+    Tensor a({3, 16, 24}), b({24, 8});
+    randomize(a, 31);
+    randomize(b, 32);
+    int64_t an = a.n(), bn = b.n(), cn = 3 * 16 * 8;
+    std::vector<uint16_t> ha(an), hb(bn), hc(cn), gc(cn);
+    distrt_tensor ta = *a.d(), tb = *b.d();
+    ta.dtype = tb.dtype = dt;
+    ta.data = ha.data();
+    tb.data = hb.data();
+    CPU_OK(distrt_cast(cpu, a.d(), &ta));
+    CPU_OK(distrt_cast(cpu, b.d(), &tb));
+    int64_t cd[] = {3, 16, 8};
+    distrt_tensor tc = distrt_make_tensor(hc.data(), dt, 3, cd);
+    distrt_matmul_attr attr{0, 0, 1.0f, 0.0f};
+    CPU_OK(distrt_matmul(cpu, &ta, &tb, nullptr, &tc, &attr));
+    distrt_tensor ga = up(&ta), gb = up(&tb), gct = up(&tc);
+    GPU_OK(distrt_matmul(gpu, &ga, &gb, nullptr, &gct, &attr));
+    GPU_OK(distrt_synchronize(gpu));
+    GPU_OK(distrt_copy(gpu, gc.data(), gct.data, cn * 2,
+                       DISTRT_COPY_DEVICE_TO_HOST));
+    Tensor cpuF({cn}), gpuF({cn});
+    distrt_tensor hcT = distrt_make_tensor(hc.data(), dt, 1, &cn),
+                  gcT = distrt_make_tensor(gc.data(), dt, 1, &cn);
+    CPU_OK(distrt_cast(cpu, &hcT, cpuF.d()));
+    CPU_OK(distrt_cast(cpu, &gcT, gpuF.d()));
+    expectClose(gpuF.v, cpuF.v, dt == DISTRT_BF16 ? 1.0f / 64 : 1.0f / 512,
+                "cuda half matmul");
+  }
+}

@@ -135,3 +135,64 @@ TEST_F(RuntimeTest, MatmulRejectsWrongOutputShape) {
   EXPECT_NE(std::string(err()).find("expected [4, 3]"), std::string::npos)
       << err();
 }
+
+namespace {
+
+/// Rounds an f32 tensor to `dt` in place and returns the half bits.
+std::vector<uint16_t> toHalf(distrt_context *ctx, Tensor &t, distrt_dtype dt) {
+  std::vector<uint16_t> h(t.n());
+  distrt_tensor ht = *t.d();
+  ht.data = h.data();
+  ht.dtype = dt;
+  EXPECT_EQ(distrt_cast(ctx, t.d(), &ht), DISTRT_OK);
+  EXPECT_EQ(distrt_cast(ctx, &ht, t.d()), DISTRT_OK); // t = rounded values
+  return h;
+}
+
+} // namespace
+
+TEST_F(RuntimeTest, HalfPrecisionMatmulAccumulatesInF32) {
+  for (distrt_dtype dt : {DISTRT_BF16, DISTRT_F16}) {
+    Tensor a({2, 4, 6}), b({6, 5}), bias({5}), c({2, 4, 5});
+    randomize(a, 301);
+    randomize(b, 302);
+    randomize(bias, 303);
+    std::vector<uint16_t> ha = toHalf(ctx, a, dt), hb = toHalf(ctx, b, dt),
+                          hbias = toHalf(ctx, bias, dt), hc(c.n());
+    distrt_matmul_attr attr{0, 0, 1.0f, 0.0f};
+    ASSERT_OK(distrt_matmul(ctx, a.d(), b.d(), bias.d(), c.d(), &attr));
+    distrt_tensor ta = *a.d(), tb = *b.d(), tbias = *bias.d(), tc = *c.d();
+    ta.data = ha.data();
+    tb.data = hb.data();
+    tbias.data = hbias.data();
+    tc.data = hc.data();
+    ta.dtype = tb.dtype = tbias.dtype = tc.dtype = dt;
+    ASSERT_OK(distrt_matmul(ctx, &ta, &tb, &tbias, &tc, &attr));
+    Tensor back(c.dims);
+    ASSERT_OK(distrt_cast(ctx, &tc, back.d()));
+    // Same rounded inputs, f32 accumulation: only the output rounding differs.
+    float ulp = dt == DISTRT_BF16 ? 1.0f / 128 : 1.0f / 1024;
+    expectClose(back.v, c.v, ulp, "half matmul");
+    // The weight gradient runs through the same path.
+    std::vector<uint16_t> hdb(b.n());
+    distrt_tensor tdb = tb;
+    tdb.data = hdb.data();
+    ASSERT_OK(distrt_matmul_bwd_weight(ctx, &ta, &tc, &tdb, &attr, 0));
+    Tensor db(b.dims), dbHalf(b.dims);
+    ASSERT_OK(distrt_matmul_bwd_weight(ctx, a.d(), back.d(), db.d(), &attr, 0));
+    ASSERT_OK(distrt_cast(ctx, &tdb, dbHalf.d()));
+    expectClose(dbHalf.v, db.v, 2 * ulp, "half matmul dB");
+  }
+}
+
+TEST_F(RuntimeTest, MatmulRejectsMixedDtypes) {
+  Tensor a({2, 3}), b({3, 2}), c({2, 2});
+  std::vector<uint16_t> hb(6);
+  distrt_tensor tb = *b.d();
+  tb.data = hb.data();
+  tb.dtype = DISTRT_BF16;
+  distrt_matmul_attr attr{0, 0, 1.0f, 0.0f};
+  EXPECT_EQ(distrt_matmul(ctx, a.d(), &tb, nullptr, c.d(), &attr),
+            DISTRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(err()).find("one dtype"), std::string::npos) << err();
+}
