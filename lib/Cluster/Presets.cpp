@@ -251,13 +251,21 @@ Expected<Cluster> resolveCluster(StringRef spec) {
 }
 
 void listClusters(raw_ostream &os) {
+  os << formatv("{0,-20} {1,-14} {2,-28} {3}\n", "preset", "default size",
+                "devices", "description");
   for (const Preset &p : kPresets) {
     Cluster c = p.build(p.defaultNodes);
-    const DeviceSpec &d = c.devices.front();
-    os << formatv("{0,-20} {1,3} nodes x {2} {3,-16} {4}\n", p.name,
-                  c.numNodes(), c.groups.front().devicesPerNode, d.name,
+    std::string devices;
+    for (const DeviceSpec &d : c.devices)
+      devices += (devices.empty() ? "" : " + ") + d.name;
+    std::string size =
+        formatv("{0} x {1}", c.numNodes(), c.groups.front().devicesPerNode)
+            .str();
+    os << formatv("{0,-20} {1,-14} {2,-28} {3}\n", p.name, size, devices,
                   c.description);
   }
+  os << "Use PRESET:NODES for another node count, or a YAML file "
+        "(docs/cost-model.md).\n";
 }
 
 } // namespace distopt::cluster

@@ -210,14 +210,14 @@ static GroupShape shapeOf(const Cluster &c,
   return g;
 }
 
-static GroupShape tpShape(const Plan &p, const Cluster &c, unsigned s) {
+GroupShape tensorGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned t = 0; t < p.tp; ++t)
     ranks.push_back(globalRank(p, s, 0, t));
   return shapeOf(c, ranks);
 }
 
-static GroupShape dpShape(const Plan &p, const Cluster &c, unsigned s) {
+GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned d = 0; d < p.dp; ++d)
     ranks.push_back(globalRank(p, s, d, 0));
@@ -286,7 +286,7 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
   std::vector<double> layerCost(numLayers), scale(p.numVirtualStages());
   std::vector<double> totalByType(c.devices.size(), 0);
   std::vector<std::vector<double>> costByType(c.devices.size());
-  GroupShape tpg = tpShape(p, c, 0);
+  GroupShape tpg = tensorGroup(p, c, 0);
   for (unsigned ty = 0; ty < c.devices.size(); ++ty) {
     for (unsigned l = 0; l < numLayers; ++l) {
       RangeTimes t = cm.rangeTimes(model, l, l + 1, c.devices[ty], tpg, p.mbs,
@@ -336,7 +336,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     st.device = vs % p.pp;
     st.chunk = vs / p.pp;
     std::tie(st.layerBegin, st.layerEnd) = p.stageLayers(vs, numLayers);
-    GroupShape tpg = tpShape(p, c, st.device);
+    GroupShape tpg = tensorGroup(p, c, st.device);
     RangeTimes worst;
     for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
       RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
@@ -372,7 +372,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       time = CostModel::p2pTime(bytes, c.link(level, a));
       if (sg)
         time += CostModel::collective(Collective::AllGather, full,
-                                      tpShape(p, c, to))
+                                      tensorGroup(p, c, to))
                     .time;
     };
     if (vs + 1 < V)
@@ -382,7 +382,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       message(st.layerBegin - 1, st.device, (vs - 1) % p.pp, st.sendPrevTime,
               st.sendPrevBytes, st.prevLevel);
 
-    GroupShape dpg = dpShape(p, c, st.device);
+    GroupShape dpg = dataGroup(p, c, st.device);
     double gradBytes = st.params * syncElem;
     CommCost sync;
     if (p.zero == 0) {

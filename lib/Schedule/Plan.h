@@ -88,6 +88,12 @@ std::vector<unsigned> balancedCuts(const std::vector<double> &layerCost,
 
 /// Global rank of (stage s, data-parallel replica d, tensor rank t).
 unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t);
+/// Where the TP group (replica 0) and the DP group (tensor rank 0) of
+/// pipeline stage \p s sit on \p cluster, for collective costs.
+cost::GroupShape tensorGroup(const Plan &plan, const cluster::Cluster &c,
+                             unsigned s);
+cost::GroupShape dataGroup(const Plan &plan, const cluster::Cluster &c,
+                           unsigned s);
 
 /// Per-micro-batch costs of one virtual stage on one device of its group.
 struct StageCost {

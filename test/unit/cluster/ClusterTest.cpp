@@ -211,3 +211,13 @@ TEST(ClusterYAML, MalformedInputNeverCrashes) {
   }
 }
 } // namespace
+
+namespace {
+TEST(Cluster, ListingShowsMixedDevices) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  listClusters(os);
+  EXPECT_NE(out.find("a100-80gb + v100-sxm2-32gb"), std::string::npos) << out;
+  EXPECT_NE(out.find("PRESET:NODES"), std::string::npos);
+}
+} // namespace

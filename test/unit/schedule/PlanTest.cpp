@@ -179,3 +179,22 @@ TEST(PipelineCosts, StagesLinksAndMemory) {
 }
 
 } // namespace
+
+namespace {
+TEST(Plan, GroupShapesFollowTheRankLayout) {
+  Plan p = llvm::cantFail(parsePlan("dp=4,tp=4,pp=2"));
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 4));
+  // Stage 0 spans ranks 0-15: TP groups of 4 inside a node; the DP group
+  // {0, 4, 8, 12} has two ranks on each of two nodes.
+  cost::GroupShape tp = tensorGroup(p, c, 0);
+  EXPECT_EQ(tp.size, 4u);
+  EXPECT_EQ(tp.perNode, 4u);
+  EXPECT_EQ(tp.nodes(), 1u);
+  EXPECT_EQ(tp.intra.name, "nvlink");
+  cost::GroupShape dp = dataGroup(p, c, 1);
+  EXPECT_EQ(dp.size, 4u);
+  EXPECT_EQ(dp.perNode, 2u);
+  EXPECT_EQ(dp.nodes(), 2u);
+  EXPECT_EQ(dp.inter.name, "infiniband");
+}
+} // namespace
