@@ -143,8 +143,9 @@ distrt_status distrt_copy(distrt_context *ctx, void *dst, const void *src,
 
 /** C = alpha * op(A) op(B) + bias + beta * C.
  *  A: [batch..., M, K] ([batch..., K, M] when trans_a), B: [batch..., K, N]
- *  ([batch..., N, K] when trans_b) or rank 2 (shared by every batch),
- *  C: [batch..., M, N], bias: [N] or NULL. */
+ *  ([batch..., N, K] when trans_b); either operand may instead be rank 2
+ *  (shared by every batch). C: [batch..., M, N], bias: [N] or NULL.
+ *  All operands share one dtype: F32, F16 or BF16 (f32 accumulation). */
 typedef struct distrt_matmul_attr {
   int32_t trans_a;
   int32_t trans_b;
@@ -156,7 +157,8 @@ distrt_status distrt_matmul(distrt_context *ctx, const distrt_tensor *a,
                             const distrt_tensor *b, const distrt_tensor *bias,
                             const distrt_tensor *c,
                             const distrt_matmul_attr *attr);
-/** dA = alpha * dC op(B)^T (shaped like A, honouring trans_a). */
+/** dA = alpha * dC op(B)^T (shaped like A, honouring trans_a; summed over
+ *  the batch when A is rank 2 and B is batched). */
 distrt_status distrt_matmul_bwd_data(distrt_context *ctx,
                                      const distrt_tensor *dc,
                                      const distrt_tensor *b,
