@@ -10,10 +10,10 @@ std::vector<float> refMatmul(const std::vector<float> &a,
                              const std::vector<float> &b,
                              const std::vector<float> *bias,
                              std::vector<float> c, int64_t batch,
-                             bool sharedB, int64_t m, int64_t n, int64_t k,
+                             bool sharedA, bool sharedB, int64_t m, int64_t n, int64_t k,
                              bool ta, bool tb, float alpha, float beta) {
   for (int64_t bi = 0; bi < batch; ++bi) {
-    const float *pa = a.data() + bi * m * k;
+    const float *pa = a.data() + (sharedA ? 0 : bi * m * k);
     const float *pb = b.data() + (sharedB ? 0 : bi * k * n);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
@@ -30,7 +30,7 @@ std::vector<float> refMatmul(const std::vector<float> &a,
 
 struct Case {
   int64_t batch;
-  bool sharedB, ta, tb;
+  bool sharedB, ta, tb, sharedA = false;
 };
 
 class MatmulTest : public RuntimeTest,
@@ -38,7 +38,7 @@ class MatmulTest : public RuntimeTest,
 
 std::vector<int64_t> aDims(const Case &p, int64_t m, int64_t k) {
   std::vector<int64_t> d;
-  if (p.batch > 1)
+  if (p.batch > 1 && !p.sharedA)
     d.push_back(p.batch);
   d.push_back(p.ta ? k : m);
   d.push_back(p.ta ? m : k);
@@ -72,7 +72,7 @@ TEST_P(MatmulTest, ForwardMatchesReference) {
   randomize(c, 3);
   randomize(bias, 4);
   std::vector<float> want = refMatmul(a.v, b.v, &bias.v, c.v, p.batch,
-                                      p.sharedB, m, n, k, p.ta, p.tb, 0.5f,
+                                      p.sharedA, p.sharedB, m, n, k, p.ta, p.tb, 0.5f,
                                       0.25f);
   distrt_matmul_attr attr{p.ta, p.tb, 0.5f, 0.25f};
   ASSERT_OK(distrt_matmul(ctx, a.d(), b.d(), bias.d(), c.d(), &attr));
@@ -114,7 +114,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{1, false, false, true}, Case{1, false, true, true},
                       Case{3, false, false, false}, Case{3, false, true, true},
                       Case{3, true, false, false}, Case{3, true, false, true},
-                      Case{3, true, true, false}, Case{3, true, true, true}));
+                      Case{3, true, true, false}, Case{3, true, true, true},
+                      Case{3, false, false, false, true},
+                      Case{3, false, true, true, true}));
 
 TEST_F(RuntimeTest, MatmulRejectsMismatchedK) {
   Tensor a({4, 5}), b({6, 3}), c({4, 3});
