@@ -99,6 +99,11 @@ std::vector<unsigned> maxInFlight(const Schedule &s);
 /// activations in flight, W stashes, the backward working set.
 std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &costs);
 
+/// Errors for the first rank whose \p peak bytes exceed its device memory
+/// (or \p memoryLimit if > 0).
+llvm::Error checkMemory(const std::vector<double> &peak,
+                        const PipelineCosts &costs, double memoryLimit = 0);
+
 /// Checks that every compute action appears exactly once, dependencies are
 /// met in each list, each send has its receive, the lists cannot deadlock
 /// (sends are eager, receives block), and, when \p costs is given, memory

@@ -245,6 +245,23 @@ static Error checkDeadlock(const Schedule &s) {
   return Error::success();
 }
 
+Error checkMemory(const std::vector<double> &peak, const PipelineCosts &costs,
+                  double memoryLimit) {
+  for (unsigned r = 0; r < peak.size() && r < costs.devices.size(); ++r) {
+    double limit =
+        memoryLimit > 0 ? memoryLimit : costs.devices[r].memoryCapacity;
+    if (peak[r] > limit)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("schedule rank {0} ({1}) needs {2:F2} GB at its peak but "
+                  "has {3:F2} GB; use recomputation, a smaller micro-batch, "
+                  "ZeRO, more pipeline stages or a schedule with fewer "
+                  "micro-batches in flight",
+                  r, costs.devices[r].deviceName, peak[r] / 1e9, limit / 1e9));
+  }
+  return Error::success();
+}
+
 Error verifySchedule(const Schedule &s, const PipelineCosts *costs,
                      double memoryLimit) {
   if (Error e = checkLists(s))
@@ -262,20 +279,7 @@ Error verifySchedule(const Schedule &s, const PipelineCosts *costs,
                 "{4} stages) disagree; build both from the same plan",
                 s.pp, s.chunks, costs->pp, costs->chunks,
                 costs->stages.size()));
-  std::vector<double> peak = peakMemory(s, *costs);
-  for (unsigned r = 0; r < peak.size(); ++r) {
-    double limit =
-        memoryLimit > 0 ? memoryLimit : costs->devices[r].memoryCapacity;
-    if (peak[r] > limit)
-      return createStringError(
-          inconvertibleErrorCode(),
-          formatv("schedule rank {0} ({1}) needs {2:F2} GB at its peak but "
-                  "has {3:F2} GB; use recomputation, a smaller micro-batch, "
-                  "ZeRO, more pipeline stages or a schedule with fewer "
-                  "micro-batches in flight",
-                  r, costs->devices[r].deviceName, peak[r] / 1e9, limit / 1e9));
-  }
-  return Error::success();
+  return checkMemory(peakMemory(s, *costs), *costs, memoryLimit);
 }
 
 } // namespace distopt::schedule

@@ -438,7 +438,7 @@ simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
   if (!r)
     return r.takeError();
   ps.result = std::move(*r);
-  if (Error e = verifySchedule(ps.schedule, &ps.costs)) {
+  if (Error e = checkMemory(ps.result.peakMemoryBytes, ps.costs)) {
     ps.result.fitsMemory = false;
     ps.result.memoryProblem = toString(std::move(e));
   }
