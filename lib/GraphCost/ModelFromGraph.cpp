@@ -461,7 +461,7 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
   bool heavy = false;
   auto isHeavy = [](const OpDesc &d) {
     return d.cls == OpClass::MatMul || d.cls == OpClass::Conv ||
-           d.cls == OpClass::Embedding || d.params > 0;
+           d.cls == OpClass::Embedding;
   };
   auto finish = [&](size_t end, double boundary) {
     current.boundaryBytes = boundary;

@@ -7,11 +7,14 @@
 //===----------------------------------------------------------------------===//
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
+#include "lib/Cluster/Cluster.h"
+#include "lib/Driver/PlanDriver.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -46,6 +49,69 @@ struct ImportCLOptions {
                "--input-shape does not pin"),
       cl::init(1), cl::cat(category)};
 };
+
+/// Options of the planner, cost model and simulator.
+struct PlanCLOptions {
+  cl::OptionCategory category{"Planning options"};
+  cl::opt<bool> listClusters{"list-clusters",
+                             cl::desc("List the built-in cluster presets"),
+                             cl::cat(category)};
+  cl::opt<std::string> cluster{
+      "dist-cluster",
+      cl::desc("The machines: PRESET[:NODES] (see --list-clusters) or a "
+               "cluster YAML file"),
+      cl::value_desc("dgx-a100-80gb:4"), cl::cat(category)};
+  cl::opt<std::string> plan{
+      "dist-plan",
+      cl::desc("A hand-written plan: dp=..,tp=..,pp=..,mbs=..,schedule="
+               "gpipe|1f1b|interleaved|zb-h1|pipedream|2bw,chunks=..,"
+               "recompute=none|selective|full,zero=0..3[,stages=A/B/..]"),
+      cl::cat(category)};
+  cl::opt<unsigned> batch{"dist-batch",
+                          cl::desc("Global batch in samples per iteration"),
+                          cl::init(0), cl::cat(category)};
+  cl::opt<bool> simulate{
+      "dist-simulate",
+      cl::desc("Simulate the plan and print its predicted cost"),
+      cl::cat(category)};
+  cl::opt<std::string> report{
+      "dist-report", cl::desc("Write the plan and its estimate as JSON"),
+      cl::value_desc("report.json"), cl::cat(category)};
+  cl::opt<std::string> trace{
+      "dist-trace", cl::desc("Write a Chrome/Perfetto trace of the schedule"),
+      cl::value_desc("trace.json"), cl::cat(category)};
+  cl::opt<std::string> timeline{
+      "dist-timeline", cl::desc("Draw the schedule as an SVG timeline"),
+      cl::value_desc("timeline.svg"), cl::cat(category)};
+  cl::opt<std::string> dtype{
+      "dist-dtype",
+      cl::desc("Compute element type the plan assumes (default bf16: mixed "
+               "precision)"),
+      cl::init("bf16"), cl::cat(category)};
+  cl::opt<std::string> profile{
+      "dist-profile",
+      cl::desc("Profile database (JSON) of measured op times"),
+      cl::cat(category)};
+  cl::opt<bool> printModel{
+      "dist-print-model",
+      cl::desc("Print the layers, parameters and FLOPs the planner sees"),
+      cl::cat(category)};
+
+  distopt::PlanDriverOptions get() const {
+    distopt::PlanDriverOptions o;
+    o.cluster = cluster;
+    o.plan = plan;
+    o.batch = batch;
+    o.simulate = simulate;
+    o.report = report;
+    o.trace = trace;
+    o.timeline = timeline;
+    o.dtype = dtype;
+    o.profile = profile;
+    o.printModel = printModel;
+    return o;
+  }
+};
 } // namespace
 
 /// Turns the command line into importer options; reports malformed values.
@@ -79,24 +145,19 @@ static bool buildImportOptions(const ImportCLOptions &cl,
   return true;
 }
 
-/// Imports `path` (or, for "-", the bytes read from stdin), runs the
-/// configured pipeline and prints the module.
-static LogicalResult runOnONNX(StringRef path, const MemoryBuffer *stdinBytes,
-                               StringRef outputFilename,
-                               const distopt::ONNXImportOptions &options,
-                               const MlirOptMainConfig &config,
-                               DialectRegistry &registry) {
+/// Loads the module (ONNX import or MLIR parse), runs the configured
+/// pipeline, then the planning steps, and prints the module. With planning
+/// options the summary goes to stdout and the IR only to `-o FILE`.
+static LogicalResult
+runPipeline(llvm::function_ref<OwningOpRef<ModuleOp>(MLIRContext &)> load,
+            StringRef outputFilename, const distopt::PlanDriverOptions &plan,
+            const MlirOptMainConfig &config, DialectRegistry &registry) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
 
-  // External data is resolved relative to the model's folder; for stdin
-  // that is the working directory.
-  OwningOpRef<ModuleOp> module =
-      stdinBytes ? distopt::importONNXBuffer(stdinBytes->getBuffer(),
-                                             "<stdin>", ".", &context, options)
-                 : distopt::importONNXFile(path, &context, options);
+  OwningOpRef<ModuleOp> module = load(context);
   if (!module)
     return failure();
 
@@ -105,6 +166,10 @@ static LogicalResult runOnONNX(StringRef path, const MemoryBuffer *stdinBytes,
   if (failed(applyPassManagerCLOptions(pm)) ||
       failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
     return failure();
+  if (plan.any() && failed(distopt::runPlanDriver(*module, plan, outs())))
+    return failure();
+  if (plan.any() && outputFilename == "-")
+    return success();
 
   std::string errorMessage;
   std::unique_ptr<ToolOutputFile> output =
@@ -127,10 +192,16 @@ int main(int argc, char **argv) {
   distopt::registerAllDialects(registry);
 
   ImportCLOptions importOptions;
+  PlanCLOptions planOptions;
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv, "DistOpt: plan and optimize distributed DNN programs\n",
       registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  if (planOptions.listClusters) {
+    distopt::cluster::listClusters(outs());
+    return 0;
+  }
+  distopt::PlanDriverOptions plan = planOptions.get();
 
   std::string errorMessage;
   std::unique_ptr<MemoryBuffer> file =
@@ -145,12 +216,27 @@ int main(int argc, char **argv) {
     if (!buildImportOptions(importOptions, options))
       return 1;
     // A file is imported from its path (the importer maps it itself); only
-    // stdin input is kept in memory.
+    // stdin input is kept in memory. External data of stdin input is looked
+    // up in the working directory.
     if (inputFilename != "-")
       file.reset();
-    return asMainReturnCode(runOnONNX(inputFilename, file.get(),
-                                      outputFilename, options, config,
-                                      registry));
+    auto import = [&](MLIRContext &context) {
+      return file ? distopt::importONNXBuffer(file->getBuffer(), "<stdin>",
+                                              ".", &context, options)
+                  : distopt::importONNXFile(inputFilename, &context, options);
+    };
+    return asMainReturnCode(
+        runPipeline(import, outputFilename, plan, config, registry));
+  }
+
+  if (plan.any()) {
+    auto parse = [&](MLIRContext &context) {
+      auto sourceMgr = std::make_shared<SourceMgr>();
+      sourceMgr->AddNewSourceBuffer(std::move(file), SMLoc());
+      return parseSourceFile<ModuleOp>(*sourceMgr, &context);
+    };
+    return asMainReturnCode(
+        runPipeline(parse, outputFilename, plan, config, registry));
   }
 
   std::unique_ptr<ToolOutputFile> output =
