@@ -229,6 +229,21 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
   return out;
 }
 
+std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
+                                       unsigned rank) {
+  unsigned t = rank % plan.tp, d = (rank / plan.tp) % plan.dp;
+  unsigned stage = rank / (plan.tp * plan.dp);
+  if (stage >= s.devices.size() || stage >= plan.pp)
+    return {};
+  std::vector<RankAction> out;
+  out.reserve(s.devices[stage].size());
+  for (const Action &a : s.devices[stage])
+    out.push_back({a, a.peer >= 0
+                          ? static_cast<int32_t>(globalRank(plan, a.peer, d, t))
+                          : -1});
+  return out;
+}
+
 Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
                                     unsigned chunks, unsigned m,
                                     const ScheduleOptions &opts) {

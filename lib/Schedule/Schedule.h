@@ -92,6 +92,20 @@ llvm::Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
                                           unsigned microbatches,
                                           const ScheduleOptions &opts = {});
 
+/// An action of one global rank; peerRank is the global rank a send or
+/// receive talks to (-1 otherwise).
+struct RankAction {
+  Action action;
+  int32_t peerRank = -1;
+};
+
+/// The action list of global rank \p rank under \p plan (ranks are
+/// t + tp * (d + dp * s)): its stage's list, each send/receive peer turned
+/// into the global rank of the same (d, t) in the peer stage. This is what
+/// a per-device program executes. Empty for a rank outside the plan.
+std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
+                                       unsigned rank);
+
 /// Most micro-batches whose activations a rank holds at once (F done, B not).
 std::vector<unsigned> maxInFlight(const Schedule &s);
 

@@ -285,3 +285,21 @@ TEST(Schedule, PrintsOneLinePerRank) {
 }
 
 } // namespace
+
+namespace {
+TEST(Schedule, ActionsForAGlobalRank) {
+  Plan p = llvm::cantFail(parsePlan("dp=2,tp=2,pp=2"));
+  Schedule s = gen(ScheduleKind::OneFOneB, 2, 1, 2);
+  // Rank 6 = (stage 1, d 1, t 0): receives from rank 2 = (stage 0, d 1, t 0).
+  std::vector<RankAction> l = actionsForRank(s, p, 6);
+  ASSERT_EQ(l.size(), s.devices[1].size());
+  EXPECT_EQ(l[0].action.kind, ActionKind::RecvActivation);
+  EXPECT_EQ(l[0].peerRank, 2);
+  EXPECT_EQ(l[1].action.kind, ActionKind::Forward);
+  EXPECT_EQ(l[1].peerRank, -1);
+  std::vector<RankAction> r3 = actionsForRank(s, p, 3);
+  EXPECT_EQ(r3[1].action.kind, ActionKind::SendActivation);
+  EXPECT_EQ(r3[1].peerRank, 7);
+  EXPECT_TRUE(actionsForRank(s, p, 8).empty());
+}
+} // namespace
