@@ -27,9 +27,15 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
                    {"chunk", st.chunk},
                    {"devices", std::move(devices)},
                    {"layers", json::Array{st.layerBegin, st.layerEnd}}};
-    if (st.layerEnd > st.layerBegin && st.layerEnd <= model.layers.size())
-      o["layer_names"] = json::Array{model.layers[st.layerBegin].name,
-                                     model.layers[st.layerEnd - 1].name};
+    if (st.layerEnd > st.layerBegin && st.layerEnd <= model.layers.size()) {
+      const cost::LayerDesc &first = model.layers[st.layerBegin];
+      const cost::LayerDesc &last = model.layers[st.layerEnd - 1];
+      o["layer_names"] = json::Array{first.name, last.name};
+      // The ops the stage runs, first and last in program order.
+      if (!first.ops.empty() && !last.ops.empty())
+        o["op_range"] =
+            json::Array{first.ops.front().name, last.ops.back().name};
+    }
     stages.push_back(std::move(o));
   }
   json::Object planObj{{"dp", plan.dp},

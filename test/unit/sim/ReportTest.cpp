@@ -32,9 +32,13 @@ TEST(Report, JsonHasThePlanAndTheEstimate) {
   cost::GptConfig g;
   std::string text;
   llvm::raw_string_ostream os(text);
-  cost::ModelDesc model;
-  model.name = "m";
-  model.layers.resize(10);
+  cost::GptConfig g8;
+  g8.layers = 8;
+  g8.hidden = 1024;
+  g8.heads = 16;
+  g8.seqLen = 512;
+  g8.vocab = 32000;
+  cost::ModelDesc model = cost::buildGpt(g8);
   writeReport(ps.plan, model, ps.costs, ps.result, os);
   llvm::Expected<llvm::json::Value> v = llvm::json::parse(text);
   ASSERT_TRUE(static_cast<bool>(v)) << llvm::toString(v.takeError());
@@ -54,6 +58,10 @@ TEST(Report, JsonHasThePlanAndTheEstimate) {
   EXPECT_EQ(s1->getInteger("pipeline_rank"), 1);
   EXPECT_EQ(s1->getArray("devices")->size(), 8u);
   EXPECT_EQ((*s1->getArray("devices"))[0].getAsInteger(), 8);
+  const llvm::json::Array *ops = s1->getArray("op_range");
+  ASSERT_TRUE(ops);
+  EXPECT_EQ((*ops)[0].getAsString(), "ln1");
+  EXPECT_EQ((*ops)[1].getAsString(), "dropout_residual2");
   EXPECT_EQ(est->getNumber("iteration_time_s"), ps.result.iterationTime);
   for (const char *k : {"samples_per_s", "tflops_per_device",
                         "model_tflops_per_device", "bubble_fraction"})
