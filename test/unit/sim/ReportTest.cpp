@@ -29,7 +29,6 @@ PlanSimulation simulated() {
 
 TEST(Report, JsonHasThePlanAndTheEstimate) {
   PlanSimulation ps = simulated();
-  cost::GptConfig g;
   std::string text;
   llvm::raw_string_ostream os(text);
   cost::GptConfig g8;
