@@ -194,6 +194,12 @@ Error validateCluster(const Cluster &c, StringRef where) {
     if (Error e = checkLink(g.intraNode, where, "intra-node"))
       return e;
   }
+  uint64_t total = 0;
+  for (const NodeGroup &g : c.groups)
+    total += static_cast<uint64_t>(g.devicesPerNode) * g.nodes;
+  if (total > 10000000)
+    return fail("cluster '" + c.name + "' has " + Twine(total) +
+                " devices; at most 10 million are supported");
   if (c.numNodes() > 1)
     if (Error e = checkLink(c.network, where, "network"))
       return e;

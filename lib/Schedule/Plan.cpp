@@ -90,9 +90,10 @@ Expected<Plan> parsePlan(StringRef spec) {
     if (!seen.insert(key.str()).second)
       return planError(spec, "'" + key + "' is given twice");
     auto number = [&](unsigned &out, unsigned min) -> Error {
-      if (value.getAsInteger(10, out) || out < min)
+      if (value.getAsInteger(10, out) || out < min || out > 1000000)
         return planError(spec, "'" + key + "=" + value +
-                                   "' must be an integer >= " + Twine(min));
+                                   "' must be an integer >= " + Twine(min) +
+                                   " (and at most 1000000)");
       return Error::success();
     };
     Error e = Error::success();

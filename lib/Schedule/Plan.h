@@ -20,6 +20,7 @@
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ModelDesc.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,7 @@ struct Plan {
   unsigned numMicrobatches = 0;
 
   unsigned numVirtualStages() const { return pp * chunks; }
-  unsigned numDevices() const { return dp * tp * pp; }
+  uint64_t numDevices() const { return static_cast<uint64_t>(dp) * tp * pp; }
   /// Layer range [begin, end) of virtual stage \p vs (after finalizePlan).
   std::pair<unsigned, unsigned> stageLayers(unsigned vs,
                                             unsigned numLayers) const;

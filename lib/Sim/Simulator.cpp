@@ -377,8 +377,9 @@ Expected<SimResult> Engine::run() {
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
         bytes[l] += st.mbBytes[l] * m * c.devices[r].devicesInGroup;
     }
-    flops += f / T;
-    modelFlops += mf / T;
+    // A plan with no work has no rate (not an infinite one).
+    flops += T > 0 ? f / T : 0;
+    modelFlops += T > 0 ? mf / T : 0;
     res.busyTime.push_back(ranks[r].busy);
     double busyInIteration =
         res.steadyState ? std::min(T, ranks[r].busy) : ranks[r].busy;

@@ -45,6 +45,8 @@ TEST(Plan, ParseErrors) {
   EXPECT_NE(planError("dp=0").find("'dp=0' must be an integer >= 1"),
             std::string::npos);
   EXPECT_NE(planError("dp=x").find("must be an integer"), std::string::npos);
+  EXPECT_NE(planError("tp=4294967297").find("at most 1000000"),
+            std::string::npos);
   EXPECT_NE(planError("dq=2").find("unknown key 'dq'"), std::string::npos);
   EXPECT_NE(planError("dp=2,dp=4").find("given twice"), std::string::npos);
   EXPECT_NE(planError("dp").find("has no value"), std::string::npos);
