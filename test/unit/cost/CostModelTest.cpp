@@ -255,3 +255,36 @@ TEST(ProfileDB, ErrorsSayWhatAndWhere) {
 }
 
 } // namespace
+
+namespace {
+/// nccl-tests bus bandwidth of an all-reduce: S * 2(n-1)/n / time.
+double busBandwidth(const GroupShape &g, double S) {
+  double t = CostModel::collective(Collective::AllReduce, S, g).time;
+  return S * 2 * (g.size - 1) / g.size / t;
+}
+
+TEST(Collectives, ReproducePublishedNcclBusBandwidth) {
+  Cluster a = llvm::cantFail(getPreset("dgx-a100-80gb", 3));
+  GroupShape node;
+  node.size = node.perNode = 8;
+  node.intra = a.groups[0].intraNode;
+  node.inter = a.network;
+  // One DGX A100: ~230 GB/s.
+  EXPECT_NEAR(busBandwidth(node, 1e9) / 1e9, 230, 5);
+  // Three DGX A100 nodes with 4 HDR NICs each (12.5 GB/s per GPU):
+  // nccl-tests measured ~85-96 GB/s.
+  GroupShape three = node;
+  three.size = 24;
+  three.inter.bandwidth = 12.5e9;
+  double bw = busBandwidth(three, 1e9) / 1e9;
+  EXPECT_GE(bw, 85);
+  EXPECT_LE(bw, 96);
+  // One H100 node, ring: ~365-370 GB/s; H200 with NVLS: ~450-475.
+  Cluster h = llvm::cantFail(getPreset("dgx-h100"));
+  node.intra = h.groups[0].intraNode;
+  EXPECT_NEAR(busBandwidth(node, 1e9) / 1e9, 369, 5);
+  Cluster h2 = llvm::cantFail(getPreset("dgx-h200"));
+  node.intra = h2.groups[0].intraNode;
+  EXPECT_NEAR(busBandwidth(node, 1e9) / 1e9, 450, 25);
+}
+} // namespace
