@@ -45,7 +45,6 @@ struct Pending {
 };
 
 struct Link {
-  double freeAt = 0;
   bool busy = false;
   std::deque<Pending> waiting;
 };
@@ -213,7 +212,6 @@ void Engine::startOnLink(unsigned r, unsigned q, unsigned idx) {
     return;
   }
   link.busy = true;
-  link.freeAt = now + d;
   record(r, q, idx, now, now + d);
   push(now + d, r, q, idx);
 }
@@ -332,7 +330,6 @@ Expected<SimResult> Engine::run() {
       Pending p = link.waiting.front();
       link.waiting.pop_front();
       link.busy = true;
-      link.freeAt = now + p.duration;
       record(p.rank, p.queue, p.index, now, now + p.duration);
       push(now + p.duration, p.rank, p.queue, p.index);
     }
