@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 
-#include <chrono>
+#include <ctime>
 #include <cmath>
 
 using namespace distopt;
@@ -38,16 +38,15 @@ TEST(MegatronTable1, OneTrillionSimulatesQuickly) {
   const Row &r = kRows[9];
   auto ps = runRow(r, false);
   ASSERT_TRUE(static_cast<bool>(ps));
-  auto start = std::chrono::steady_clock::now();
+  // Process CPU time: other jobs on a shared CI machine do not count.
+  std::clock_t start = std::clock();
   auto res = sim::simulate(ps->schedule, ps->costs, sim::SimOptions{false});
-  double ms = std::chrono::duration<double, std::milli>(
-                  std::chrono::steady_clock::now() - start)
-                  .count();
+  double ms = 1000.0 * (std::clock() - start) / CLOCKS_PER_SEC;
   ASSERT_TRUE(static_cast<bool>(res));
   EXPECT_EQ(ps->schedule.devices.size(), 64u);
   EXPECT_EQ(ps->plan.numMicrobatches, 512u);
-  // 50 ms is the target on an idle core; allow for a loaded CI machine.
-  EXPECT_LT(ms, 250) << "1T simulation took " << ms << " ms";
+  // 50 ms is the target; allow for slower CI machines.
+  EXPECT_LT(ms, 150) << "1T simulation took " << ms << " ms";
 }
 
 } // namespace
