@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on the bundled example: import a GPT-2 (124M) graph and show
-# what DistOpt sees in it.
+# The main job on the bundled example: import a GPT-2 (124M) graph, show what
+# DistOpt sees in it, then predict what a plan for one DGX A100 node costs and
+# draw its timeline.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -10,10 +11,19 @@ out=$build/example
 mkdir -p "$out"
 
 echo "== Importing $model (graph only: shapes, no weight bytes)"
-"$bin/dist-opt" "$model" --dist-weights=ignore --input-shape=input_ids:8x1024 \
+"$bin/dist-opt" "$model" --dist-weights=ignore --input-shape=input_ids:1x1024 \
   -o "$out/gpt2.mlir"
 echo "   wrote $out/gpt2.mlir ($(wc -l <"$out/gpt2.mlir") lines); its start:"
-sed -n '1,12p' "$out/gpt2.mlir"
+sed -n '1,10p' "$out/gpt2.mlir"
 echo "   ..."
-echo "== Operations in the imported graph"
-"$bin/dist-opt" "$out/gpt2.mlir" --print-op-stats -o /dev/null 2>&1 | sed -n '1,40p'
+
+echo
+echo "== Predicting a plan on one DGX A100 node (8 GPUs), global batch 64"
+"$bin/dist-opt" "$out/gpt2.mlir" --dist-cluster=dgx-a100-80gb:1 \
+  --dist-plan="dp=2,tp=2,pp=2,mbs=4,schedule=1f1b" --dist-batch=64 \
+  --dist-simulate --dist-report="$out/report.json" \
+  --dist-trace="$out/trace.json" --dist-timeline="$out/timeline.svg"
+echo
+echo "   report:   $out/report.json"
+echo "   trace:    $out/trace.json (open in https://ui.perfetto.dev)"
+echo "   timeline: $out/timeline.svg (open in a browser)"

@@ -22,11 +22,27 @@ echo "== lit regression tests"
 /usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$results/lit.xml" \
   "$build/test" || status=1
 
-if [ -x "$root/test/sweep/run_sweep.py" ] || [ -f "$root/test/sweep/run_sweep.py" ]; then
-  echo "== ONNX backend test-data import sweep"
-  python3 "$root/test/sweep/run_sweep.py" --dist-opt "$build/bin/dist-opt" \
-    --junit "$results/sweep.xml" || status=1
+echo "== Python test environment (.venv from requirements-test.txt)"
+venv=$root/.venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv" || { echo "error: cannot create $venv (install python3-venv)"; exit 1; }
 fi
+"$venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-test.txt" ||
+  { echo "error: pip could not install requirements-test.txt"; exit 1; }
+
+echo "== sweep harness self-test"
+python3 "$root/test/sweep/selftest.py" --junit "$results/sweep-selftest.xml" || status=1
+
+echo "== fixtures: checker, onnxruntime, graph-only convention, bad-file defects"
+"$venv/bin/python" "$root/test/fixtures/check_fixtures.py" --junit "$results/fixtures.xml" || status=1
+
+echo "== real networks import with no opaque ops in their compute path"
+python3 "$root/test/sweep/run_sweep.py" --dist-opt "$build/bin/dist-opt" --fixtures \
+  --junit "$results/fixtures-import.xml" || status=1
+
+echo "== ONNX backend test-data import sweep (libonnx-testdata)"
+python3 "$root/test/sweep/run_sweep.py" --dist-opt "$build/bin/dist-opt" \
+  --junit "$results/sweep.xml" || status=1
 
 python3 "$root/scripts/summarize_tests.py" "$results"/*.xml || status=1
 exit $status
