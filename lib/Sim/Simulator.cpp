@@ -66,12 +66,18 @@ struct Rank {
   std::vector<double> backwardEnds;
 };
 
+/// 16 bytes; ties in time break by (rank, queue, index), so runs are
+/// deterministic without a sequence number.
 struct QueuedEvent {
   double time;
-  unsigned long seq;
-  unsigned rank, queue, index;
+  uint32_t rankQueue; ///< rank << 2 | queue
+  uint32_t index;
+  unsigned rank() const { return rankQueue >> 2; }
+  unsigned queue() const { return rankQueue & 3; }
   bool operator>(const QueuedEvent &o) const {
-    return time != o.time ? time > o.time : seq > o.seq;
+    if (time != o.time)
+      return time > o.time;
+    return rankQueue != o.rankQueue ? rankQueue > o.rankQueue : index > o.index;
   }
 };
 
@@ -126,7 +132,7 @@ private:
   double computeDuration(unsigned r, const Action &a) const;
   unsigned linkOf(unsigned r, const Action &a) const;
   void push(double t, unsigned r, unsigned q, unsigned idx) {
-    events.push({t, seq++, r, q, idx});
+    events.push({t, r << 2 | q, idx});
   }
   void advance(unsigned r);
   /// A send completed now: the data is at the peer.
@@ -158,7 +164,6 @@ private:
   std::priority_queue<QueuedEvent, std::vector<QueuedEvent>,
                       std::greater<QueuedEvent>>
       events;
-  unsigned long seq = 0;
   double now = 0;
   SimResult result;
 };
@@ -283,9 +288,12 @@ Expected<SimResult> Engine::run() {
   for (unsigned r = 0; r < s.pp; ++r)
     advance(r);
   while (!events.empty()) {
-    QueuedEvent e = events.top();
+    QueuedEvent top = events.top();
     events.pop();
-    now = e.time;
+    struct {
+      unsigned rank, queue, index;
+    } e{top.rank(), top.queue(), top.index};
+    now = top.time;
     Rank &rk = ranks[e.rank];
     const Action &a = s.devices[e.rank][e.index];
     unsigned vs = s.stageOf(e.rank, a.chunk);
