@@ -1,0 +1,169 @@
+//===- Bounds.cpp - Stage partitioning and iteration lower bounds -*- C++ -*-=//
+//
+// Part of DistOpt. The two exact pieces of the plan search: the dynamic
+// program that splits layers into pipeline stages, and the lower bound on a
+// plan's simulated iteration time that lets the search stop early.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Search/Search.h"
+
+#include <algorithm>
+#include <limits>
+
+using namespace llvm;
+using namespace distopt;
+using namespace distopt::schedule;
+
+namespace distopt::search {
+
+std::vector<unsigned>
+partitionLayers(unsigned n, unsigned stages,
+                function_ref<double(unsigned, unsigned, unsigned)> cost,
+                function_ref<double(unsigned, unsigned, unsigned)> lower,
+                double *bestOut) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (stages == 0 || stages > n) {
+    if (bestOut)
+      *bestOut = inf;
+    return {};
+  }
+  // best[j][i]: smallest achievable largest stage cost when stages 0..j hold
+  // layers [0, i); every stage keeps at least one layer. Scanning the last
+  // stage's first layer k downwards, the stage only grows, so the scan stops
+  // once its lower bound reaches the best value found for (j, i).
+  std::vector<std::vector<double>> best(stages,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<unsigned>> from(stages,
+                                          std::vector<unsigned>(n + 1, 0));
+  for (unsigned i = 1; i + stages - 1 <= n; ++i)
+    best[0][i] = cost(0, 0, i);
+  for (unsigned j = 1; j < stages; ++j) {
+    // Stages j+1.. need at least one layer each.
+    unsigned iMax = n - (stages - 1 - j);
+    for (unsigned i = j + 1; i <= iMax; ++i) {
+      double &b = best[j][i];
+      for (unsigned k = i - 1; k >= j; --k) {
+        if (lower(j, k, i) >= b)
+          break;
+        if (best[j - 1][k] < b) {
+          double v = std::max(best[j - 1][k], cost(j, k, i));
+          if (v < b) {
+            b = v;
+            from[j][i] = k;
+          }
+        }
+        if (k == j)
+          break;
+      }
+    }
+  }
+  double total = best[stages - 1][n];
+  if (bestOut)
+    *bestOut = total;
+  if (total == inf)
+    return {};
+  std::vector<unsigned> cuts(stages - 1);
+  unsigned i = n;
+  for (unsigned j = stages - 1; j >= 1; --j) {
+    i = from[j][i];
+    cuts[j - 1] = i;
+  }
+  return cuts;
+}
+
+double iterationLowerBound(const PipelineCosts &c, ScheduleKind kind,
+                           bool overlapGradSync, unsigned zero) {
+  const unsigned pp = c.pp, chunks = c.chunks;
+  const double m = c.microbatches;
+  const bool split = kind == ScheduleKind::ZBH1;
+  if (isAsync(kind)) {
+    // Steady state: every rank does one micro-batch's work per interval.
+    double worst = 0;
+    for (unsigned r = 0; r < pp; ++r) {
+      double w = 0;
+      for (unsigned ch = 0; ch < chunks; ++ch) {
+        const StageCost &st = c.stage(r, ch);
+        w += st.fwd + st.bwdInput + st.bwdWeight;
+      }
+      worst = std::max(worst, m * w);
+    }
+    return worst;
+  }
+  // What rank r must still do after its last backward: the gradient sync of
+  // (at least) the chunk that backward belongs to, then the optimizer step.
+  auto post = [&](unsigned r) {
+    double minSync = std::numeric_limits<double>::infinity(), allSync = 0;
+    for (unsigned ch = 0; ch < chunks; ++ch) {
+      // ZeRO: only the reduce-scatter half comes before the step.
+      double s = c.stage(r, ch).gradSyncTime / (zero >= 1 ? 2 : 1);
+      minSync = std::min(minSync, s);
+      allSync += s;
+    }
+    double opt = r < c.devices.size() ? c.devices[r].optimizerTime : 0;
+    return (overlapGradSync ? minSync : allSync) + opt;
+  };
+  double lb = 0, start = 0, endDelay = 0;
+  for (unsigned r = 0; r < pp; ++r) {
+    double work = 0, compute = 0, chunk0 = 0, beforeLastB = 0;
+    for (unsigned ch = 0; ch < chunks; ++ch) {
+      const StageCost &st = c.stage(r, ch);
+      double w = m * (st.fwd + st.bwdInput + st.bwdWeight);
+      compute += w;
+      // Blocking sends occupy the compute stream.
+      if (!c.overlapP2P)
+        w += m * (st.sendNextTime + st.sendPrevTime);
+      work += w;
+      if (ch == 0) {
+        chunk0 = m * (st.fwd + st.bwdInput + st.bwdWeight);
+        beforeLastB = m * (st.fwd + st.bwdInput);
+      }
+    }
+    // Nothing on rank r starts before the first micro-batch has passed the
+    // earlier stages (chunk 0).
+    lb = std::max(lb, start + work + post(r));
+    // After rank r's last chunk-0 backward, its gradient still passes
+    // ranks r-1..0, and rank 0 syncs and steps.
+    double beforeChain = chunks == 1 && !split ? compute
+                         : split               ? beforeLastB
+                                               : chunk0;
+    lb = std::max(lb, start + beforeChain + endDelay + post(0));
+    const StageCost &st = c.stage(r, 0);
+    start += st.fwd + st.sendNextTime;
+    endDelay += st.bwdInput + (r + 1 < pp ? c.stage(r + 1, 0).sendPrevTime : 0);
+  }
+  return lb;
+}
+
+Breakdown breakdownOf(const sim::PlanSimulation &ps) {
+  Breakdown b;
+  const PipelineCosts &c = ps.costs;
+  const sim::SimResult &res = ps.result;
+  double m = c.microbatches;
+  unsigned worst = 0;
+  for (unsigned r = 0; r < res.busyTime.size(); ++r)
+    if (res.busyTime[r] > res.busyTime[worst])
+      worst = r;
+  b.compute = res.busyTime.empty() ? 0 : res.busyTime[worst];
+  for (unsigned r = 0; r < c.pp; ++r) {
+    double p2p = 0, sync = 0;
+    for (unsigned ch = 0; ch < c.chunks; ++ch) {
+      const StageCost &st = c.stage(r, ch);
+      p2p += m * (st.sendNextTime + st.sendPrevTime);
+      sync += st.gradSyncTime;
+    }
+    b.p2p = std::max(b.p2p, p2p);
+    b.dpSync = std::max(b.dpSync, sync);
+  }
+  b.bubble = res.bubbleFraction * res.iterationTime;
+  for (unsigned r = 0; r < res.peakMemoryBytes.size(); ++r) {
+    double cap = r < c.devices.size() ? c.devices[r].memoryCapacity : 0;
+    if (res.peakMemoryBytes[r] >= b.peakMemory) {
+      b.peakMemory = res.peakMemoryBytes[r];
+      b.memoryCapacity = cap;
+    }
+  }
+  return b;
+}
+
+} // namespace distopt::search

@@ -1,0 +1,160 @@
+//===- Constraints.cpp - Parse --dist-search constraints --------*- C++ -*-===//
+//
+// Part of DistOpt. "tp<=8,schedule=1f1b|interleaved,recompute=any" limits
+// the space the plan search explores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Search/Search.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace llvm;
+using namespace distopt;
+using namespace distopt::search;
+
+bool IntRange::allows(unsigned v) const {
+  if (v < min || v > max)
+    return false;
+  return only.empty() || llvm::is_contained(only, v);
+}
+
+bool IntRange::empty() const {
+  if (min > max)
+    return true;
+  if (only.empty())
+    return false;
+  return llvm::none_of(only, [&](unsigned v) { return v >= min && v <= max; });
+}
+
+static Error constraintError(StringRef spec, const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(),
+                           ("--dist-search='" + spec + "': " + msg).str());
+}
+
+/// Splits "key<=value" into key, operator and value.
+static bool splitItem(StringRef item, StringRef &key, StringRef &op,
+                      StringRef &value) {
+  size_t pos = item.find_first_of("<>=");
+  if (pos == StringRef::npos || pos == 0)
+    return false;
+  key = item.take_front(pos).trim();
+  StringRef rest = item.drop_front(pos);
+  op = rest.starts_with("<=") || rest.starts_with(">=") ? rest.take_front(2)
+                                                         : rest.take_front(1);
+  value = rest.drop_front(op.size()).trim();
+  return !value.empty();
+}
+
+Expected<Constraints> distopt::search::parseConstraints(StringRef spec) {
+  Constraints c;
+  SmallVector<StringRef> items;
+  spec.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef raw : items) {
+    StringRef item = raw.trim();
+    if (item.empty() || item == "1" || item == "true")
+      continue; // a bare --dist-search
+    StringRef key, op, value;
+    if (!splitItem(item, key, op, value))
+      return constraintError(spec, "'" + item +
+                                       "' is not KEY=VALUE, KEY<=N or "
+                                       "KEY>=N; e.g. tp<=8,schedule=1f1b");
+    std::string k = key.lower();
+    if (k == "schedule" || k == "recompute") {
+      if (op != "=")
+        return constraintError(spec, "'" + item + "': " + k +
+                                         " takes '=' with values joined "
+                                         "by '|'");
+      if (value == "any")
+        continue;
+      SmallVector<StringRef> vals;
+      value.split(vals, '|');
+      for (StringRef v : vals) {
+        v = v.trim();
+        if (k == "schedule") {
+          schedule::ScheduleKind kind;
+          if (!schedule::parseScheduleKind(v, kind))
+            return constraintError(spec, "unknown schedule '" + v +
+                                             "'; use gpipe, 1f1b, "
+                                             "interleaved, zb-h1, pipedream, "
+                                             "pipedream-2bw or any");
+          c.schedules.push_back(kind);
+        } else if (v == "none") {
+          c.recompute.push_back(cost::Recompute::None);
+        } else if (v == "selective") {
+          c.recompute.push_back(cost::Recompute::Selective);
+        } else if (v == "full") {
+          c.recompute.push_back(cost::Recompute::Full);
+        } else {
+          return constraintError(spec, "unknown recompute '" + v +
+                                           "'; use none, selective, full or "
+                                           "any");
+        }
+      }
+      continue;
+    }
+    IntRange *r = k == "dp"       ? &c.dp
+                  : k == "tp"     ? &c.tp
+                  : k == "pp"     ? &c.pp
+                  : k == "mbs"    ? &c.mbs
+                  : k == "chunks" ? &c.chunks
+                  : k == "zero"   ? &c.zero
+                                  : nullptr;
+    if (!r)
+      return constraintError(spec, "unknown key '" + key +
+                                       "'; known: dp, tp, pp, mbs, chunks, "
+                                       "zero, schedule, recompute");
+    if (value == "any")
+      continue;
+    SmallVector<StringRef> vals;
+    value.split(vals, '|');
+    if (vals.size() > 1 && op != "=")
+      return constraintError(spec, "'" + item +
+                                       "': a list of values needs '='");
+    std::vector<unsigned> nums;
+    for (StringRef v : vals) {
+      unsigned n;
+      if (v.trim().getAsInteger(10, n))
+        return constraintError(spec, "'" + item + "': '" + v +
+                                         "' is not a non-negative integer");
+      nums.push_back(n);
+    }
+    unsigned n = nums.front();
+    if (op == "=") {
+      if (!r->only.empty()) {
+        // Two lists for one key: keep their intersection.
+        std::vector<unsigned> both;
+        for (unsigned v : nums)
+          if (llvm::is_contained(r->only, v))
+            both.push_back(v);
+        nums = both;
+        if (nums.empty())
+          return constraintError(spec, "constraints on " + k +
+                                           " are contradictory: the lists "
+                                           "share no value");
+      }
+      r->only = nums;
+    } else if (op == "<=") {
+      r->max = std::min(r->max, n);
+    } else if (op == "<") {
+      if (n == 0)
+        return constraintError(spec, "'" + item + "' leaves no value");
+      r->max = std::min(r->max, n - 1);
+    } else if (op == ">=") {
+      r->min = std::max(r->min, n);
+    } else if (op == ">") {
+      r->min = std::max(r->min, n + 1);
+    }
+    if (r->empty())
+      return constraintError(
+          spec, formatv("constraints on {0} are contradictory: no value is "
+                        "both >= {1} and <= {2}{3}; relax one of them",
+                        k, r->min, r->max,
+                        r->only.empty() ? "" : " and in the listed values")
+                    .str());
+  }
+  return c;
+}

@@ -1,0 +1,226 @@
+//===- Explain.cpp - Search report, explanation and summary ----*- C++ -*-===//
+//
+// Part of DistOpt. The JSON report of a search (the chosen plan's `plan` and
+// `estimate` as for a simulated plan, plus `search` and `alternatives`), the
+// --dist-explain table and the printed summary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Search/SearchImpl.h"
+#include "lib/Sim/Report.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace llvm;
+using namespace distopt;
+using namespace distopt::search;
+using distopt::search::detail::humanBytes;
+
+static json::Value candidateJSON(const Candidate &c,
+                                 const cost::ModelDesc &model,
+                                 const SearchResult &r) {
+  json::Value v = sim::reportJSON(c.sim.plan, model, c.sim.costs, c.sim.result);
+  json::Object *o = v.getAsObject();
+  o->erase("model");
+  if (r.mode == Mode::Infer) {
+    if (json::Object *est = o->getObject("estimate")) {
+      est->erase("iteration_time_s");
+      est->erase("tflops_per_device");
+      est->erase("model_tflops_per_device");
+      est->erase("steady_state");
+      est->erase("in_flight_microbatches");
+      est->erase("bytes_per_link_level");
+      (*est)["latency_s"] = c.latency;
+      (*est)["stream_samples_per_s"] = c.streamThroughput;
+    }
+    if (json::Object *plan = o->getObject("plan")) {
+      plan->erase("recompute");
+      plan->erase("zero");
+      plan->erase("chunks");
+      (*plan)["schedule"] = "forward-stream";
+    }
+  }
+  json::Array devices;
+  for (const schedule::DeviceCost &d : c.sim.costs.devices)
+    devices.push_back(d.deviceName);
+  if (json::Object *plan = o->getObject("plan"))
+    (*plan)["stage_device_kinds"] = std::move(devices);
+  const Breakdown &b = c.breakdown;
+  (*o)["breakdown"] = json::Object{{"compute_s", b.compute},
+                                   {"p2p_s", b.p2p},
+                                   {"dp_sync_s", b.dpSync},
+                                   {"bubble_s", b.bubble},
+                                   {"lower_bound_s", c.lowerBound}};
+  return v;
+}
+
+json::Value search::searchReportJSON(const SearchResult &r,
+                                     const cost::ModelDesc &model) {
+  json::Value v = candidateJSON(r.best, model, r);
+  json::Object *o = v.getAsObject();
+  (*o)["model"] = model.name;
+  (*o)["mode"] = r.mode == Mode::Train ? "train" : "infer";
+  if (r.mode == Mode::Infer)
+    (*o)["objective"] =
+        r.objective == InferObjective::Latency ? "latency" : "throughput";
+  const SearchStats &s = r.stats;
+  (*o)["search"] = json::Object{{"time_s", s.seconds},
+                                {"candidates", int64_t(s.candidates)},
+                                {"simulated", int64_t(s.simulated)},
+                                {"partitions", int64_t(s.partitions)},
+                                {"pruned_memory", int64_t(s.memoryPruned)},
+                                {"pruned_bound", int64_t(s.boundPruned)},
+                                {"dominated", int64_t(s.dominated)},
+                                {"exact", s.exact}};
+  json::Array alts;
+  for (const Candidate &c : r.alternatives)
+    alts.push_back(candidateJSON(c, model, r));
+  (*o)["alternatives"] = std::move(alts);
+  return v;
+}
+
+/// Short plan label for the table.
+static std::string label(const Candidate &c, Mode mode) {
+  const schedule::Plan &p = c.sim.plan;
+  std::string s = formatv("dp={0} tp={1} pp={2} mbs={3}", p.dp, p.tp, p.pp,
+                          p.mbs)
+                      .str();
+  if (mode == Mode::Infer)
+    return s;
+  if (p.pp > 1)
+    s += " " + schedule::scheduleName(p.schedule).str();
+  if (p.chunks > 1)
+    s += formatv("x{0}", p.chunks).str();
+  if (p.recompute != cost::Recompute::None)
+    s += " rc=" + cost::recomputeName(p.recompute).str();
+  if (p.zero)
+    s += formatv(" z{0}", p.zero).str();
+  return s;
+}
+
+static double timeOf(const Candidate &c) { return c.sim.result.iterationTime; }
+
+/// Why the winner beats \p other, from the largest differences.
+static std::string reason(const Candidate &w, const Candidate &o,
+                          Mode mode) {
+  double dt = timeOf(o) - timeOf(w);
+  std::string s = formatv("{0:F1}% faster than {1}",
+                          100 * dt / std::max(timeOf(o), 1e-30),
+                          label(o, mode))
+                      .str();
+  struct Part {
+    const char *what;
+    double delta;
+  };
+  const Breakdown &a = w.breakdown, &b = o.breakdown;
+  Part parts[] = {{"compute on the busiest device", b.compute - a.compute},
+                  {"pipeline bubble and exposed communication",
+                   b.bubble - a.bubble},
+                  {"data-parallel gradient sync", b.dpSync - a.dpSync},
+                  {"stage-boundary transfers", b.p2p - a.p2p}};
+  std::sort(std::begin(parts), std::end(parts),
+            [](const Part &x, const Part &y) {
+              return std::fabs(x.delta) > std::fabs(y.delta);
+            });
+  s += ": ";
+  unsigned shown = 0;
+  for (const Part &p : parts) {
+    if (shown == 2 || std::fabs(p.delta) < 1e-12)
+      break;
+    s += formatv("{0}{1} {2} ms {3}", shown ? ", " : "", p.what,
+                 formatv("{0:F2}", std::fabs(p.delta) * 1e3).str(),
+                 p.delta > 0 ? "less" : "more")
+             .str();
+    ++shown;
+  }
+  if (!shown)
+    s += "the same cost split";
+  return s;
+}
+
+void search::printExplain(const SearchResult &r, raw_ostream &os) {
+  bool infer = r.mode == Mode::Infer;
+  os << "explain: the best plans (per iteration, on the busiest device)\n";
+  os << formatv("  {0,-4} {1,-42} {2,11} {3,11} {4,10} {5,10} {6,10} {7,10} "
+                "{8,21}\n",
+                "rank", "plan", infer ? "latency s" : "iter s",
+                infer ? "stream/s" : "samples/s", "compute", "comm",
+                "dp-sync", "bubble", "memory/device");
+  std::vector<const Candidate *> rows{&r.best};
+  for (const Candidate &c : r.alternatives)
+    rows.push_back(&c);
+  for (auto [i, c] : llvm::enumerate(rows)) {
+    const Breakdown &b = c->breakdown;
+    double peak = 0, cap = 0;
+    for (unsigned s = 0; s < c->sim.result.peakMemoryBytes.size(); ++s)
+      if (c->sim.result.peakMemoryBytes[s] >= peak) {
+        peak = c->sim.result.peakMemoryBytes[s];
+        cap = s < c->sim.costs.devices.size()
+                  ? c->sim.costs.devices[s].memoryCapacity
+                  : 0;
+      }
+    os << formatv("  {0,-4} {1,-42} {2,11:F5} {3,11:F1} {4,10} {5,10} {6,10} "
+                  "{7,10} {8,21}\n",
+                  i + 1, label(*c, r.mode), timeOf(*c),
+                  infer ? c->streamThroughput : c->sim.result.samplesPerSecond,
+                  formatv("{0:F2}ms", b.compute * 1e3).str(),
+                  formatv("{0:F2}ms", b.p2p * 1e3).str(),
+                  formatv("{0:F2}ms", b.dpSync * 1e3).str(),
+                  formatv("{0:F1}%", 100 * c->sim.result.bubbleFraction).str(),
+                  (humanBytes(peak) + " / " + humanBytes(cap)));
+  }
+  const schedule::PipelineCosts &pc = r.best.sim.costs;
+  os << "  stages of the winner:";
+  for (const schedule::StageCost &st : pc.stages)
+    os << formatv(" [{0}: layers {1}-{2} on {3}]", st.device, st.layerBegin,
+                  st.layerEnd - 1,
+                  st.device < pc.devices.size()
+                      ? pc.devices[st.device].deviceName
+                      : std::string("?"));
+  os << "\n";
+  if (r.alternatives.empty()) {
+    os << "  why: it is the only plan that fits\n";
+  } else {
+    os << "  why: " << reason(r.best, r.alternatives.front(), r.mode) << "\n";
+  }
+  const SearchStats &s = r.stats;
+  os << formatv("  search: {0} candidates weighed, {1} dominated, {2} over "
+                "memory, {3} cut by the lower bound, {4} partitions, {5} "
+                "simulated, {6}, {7:F3} s\n",
+                s.candidates, s.dominated, s.memoryPruned, s.boundPruned,
+                s.partitions, s.simulated,
+                s.exact ? "exact (bound-proven)"
+                        : "bounded (simulation limit reached)",
+                s.seconds);
+}
+
+void search::printSearchSummary(const SearchResult &r,
+                                const cluster::Cluster &c, raw_ostream &os) {
+  const Candidate &b = r.best;
+  const schedule::Plan &p = b.sim.plan;
+  os << "search: chose " << p.str() << " on " << c.name << " ("
+     << c.numDevices() << " devices)";
+  os << formatv(" from {0} candidates in {1:F3} s\n", r.stats.candidates,
+                r.stats.seconds);
+  if (r.mode == Mode::Infer) {
+    os << formatv("  latency          {0:F5} s per batch of {1}\n", b.latency,
+                  p.globalBatch);
+    os << formatv("  stream           {0:F2} samples/s\n", b.streamThroughput);
+  } else {
+    os << formatv("  iteration time   {0:F4} s\n", b.sim.result.iterationTime);
+    os << formatv("  throughput       {0:F2} samples/s\n",
+                  b.sim.result.samplesPerSecond);
+    os << formatv("  TFLOP/s/device   {0:F1}\n", b.sim.result.tflopsPerDevice);
+    os << formatv("  bubble           {0:F1}%\n",
+                  100 * b.sim.result.bubbleFraction);
+  }
+  for (unsigned s = 0; s < b.sim.result.peakMemoryBytes.size(); ++s)
+    os << "  stage " << s << " peak memory "
+       << humanBytes(b.sim.result.peakMemoryBytes[s]) << " ("
+       << (s < b.sim.costs.devices.size() ? b.sim.costs.devices[s].deviceName
+                                          : std::string("?"))
+       << ")\n";
+}

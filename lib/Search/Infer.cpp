@@ -1,0 +1,212 @@
+//===- Infer.cpp - Plan search for inference --------------------*- C++ -*-===//
+//
+// Part of DistOpt. Forward-only plans (EdgePipe-style): the global batch is
+// split into micro-batches that stream through pp stages; each stage group
+// is tp devices, replicated dp times. Exact over the same layout space as
+// training: every (dp, tp, pp, mbs) is partitioned by the dynamic program
+// (slowest stage incl. its boundary transfer) and evaluated in closed form:
+//
+//   stage time  t_j = F_j(mbs) + send_j
+//   latency     = sum_j t_j + (m - 1) max_j t_j   (one global batch)
+//   throughput  = dp * mbs / max_j t_j            (a stream of batches)
+//
+// Memory per device: weights (no gradients or optimizer state) plus two
+// micro-batches' largest activation (one computing, one arriving).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Search/SearchImpl.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <numeric>
+
+using namespace llvm;
+using namespace distopt;
+using namespace distopt::schedule;
+
+namespace distopt::search::detail {
+
+Expected<SearchResult> searchInference(const cost::ModelDesc &model,
+                                       const cluster::Cluster &c,
+                                       const cost::CostModel &cm,
+                                       const SearchOptions &o) {
+  auto t0 = std::chrono::steady_clock::now();
+  const Constraints &k = o.constraints;
+  const unsigned n = model.layers.size(), N = c.numDevices();
+  Tables t(model, c, cm, o.memory);
+  unsigned perNode = 0;
+  for (const cluster::NodeGroup &g : c.groups)
+    perNode = std::gcd(perNode, g.devicesPerNode);
+  double elem = o.memory.mixedPrecision ? 2 : 4;
+  SearchStats stats;
+  std::vector<Candidate> all;
+  double minNeeded = std::numeric_limits<double>::infinity();
+  bool anyLayout = false;
+  for (unsigned tp = 1; tp <= perNode; ++tp) {
+    if (perNode % tp || N % tp || !k.tp.allows(tp))
+      continue;
+    for (unsigned pp = 1; pp <= std::min(n, N / tp); ++pp) {
+      if ((N / tp) % pp || !k.pp.allows(pp))
+        continue;
+      unsigned dp = N / (tp * pp);
+      if (!k.dp.allows(dp) || o.globalBatch % dp)
+        continue;
+      unsigned perReplica = o.globalBatch / dp;
+      for (unsigned mbs = 1; mbs <= perReplica; ++mbs) {
+        if (perReplica % mbs || !k.mbs.allows(mbs))
+          continue;
+        anyLayout = true;
+        ++stats.candidates;
+        unsigned m = perReplica / mbs;
+        Plan p = o.planDefaults;
+        p.dp = dp;
+        p.tp = tp;
+        p.pp = pp;
+        p.mbs = mbs;
+        p.schedule = ScheduleKind::GPipe;
+        p.globalBatch = o.globalBatch;
+        p.numMicrobatches = m;
+        const Tables::Memory &mem = t.memory(tp, cost::Recompute::None);
+        std::vector<const Tables::Times *> tm(pp);
+        std::vector<double> limit(pp);
+        std::vector<cluster::LinkSpec> link(pp);
+        for (unsigned r = 0; r < pp; ++r) {
+          double worst = -1;
+          limit[r] = std::numeric_limits<double>::infinity();
+          for (unsigned d = 0; d < dp; ++d) {
+            unsigned ty = c.groupOf(globalRank(p, r, d, 0)).deviceIndex;
+            const Tables::Times &tt =
+                t.times(ty, tp, mbs, cost::Recompute::None);
+            if (tt.fwd[n] > worst) {
+              worst = tt.fwd[n];
+              tm[r] = &tt;
+            }
+            limit[r] = std::min(limit[r], o.memoryLimit > 0
+                                              ? o.memoryLimit
+                                              : c.devices[ty].memoryBytes);
+          }
+          unsigned a = globalRank(p, r, 0, 0);
+          link[r] = c.link(c.levelBetween(a, globalRank(p, (r + 1) % pp, 0, 0)),
+                           a);
+        }
+        auto bytesOf = [&](unsigned j, unsigned b, unsigned e) {
+          double act = 0;
+          for (unsigned l = b; l < e; ++l)
+            act = std::max(act, mem.act[l + 1] - mem.act[l]);
+          return (mem.params[e] - mem.params[b]) * elem + 2 * mbs * act;
+        };
+        auto stageTime = [&](unsigned j, unsigned b, unsigned e) {
+          double v = tm[j]->fwd[e] - tm[j]->fwd[b];
+          if (e < n)
+            v += t.message(e - 1, mbs, tp, p.scatterGather, link[j],
+                           tensorGroup(p, c, j + 1));
+          return v;
+        };
+        auto cost = [&](unsigned j, unsigned b, unsigned e) {
+          if (bytesOf(j, b, e) > limit[j])
+            return std::numeric_limits<double>::infinity();
+          return stageTime(j, b, e);
+        };
+        auto lower = [&](unsigned j, unsigned b, unsigned e) {
+          return tm[j]->fwd[e] - tm[j]->fwd[b];
+        };
+        ++stats.partitions;
+        double slowest = 0;
+        p.cuts = pp > 1 ? partitionLayers(n, pp, cost, lower, &slowest)
+                        : std::vector<unsigned>{};
+        if (pp == 1)
+          slowest = cost(0, 0, n);
+        if (slowest == std::numeric_limits<double>::infinity()) {
+          ++stats.memoryPruned;
+          // Smallest memory this layout would need with an even split.
+          double need = 0;
+          for (unsigned j = 0; j < pp; ++j) {
+            auto [b, e] = p.stageLayers(j, n);
+            if (pp > 1 && p.cuts.empty()) {
+              b = j * n / pp;
+              e = (j + 1) * n / pp;
+            }
+            need = std::max(need, bytesOf(j, b, e));
+          }
+          minNeeded = std::min(minNeeded, need);
+          continue;
+        }
+        Candidate cand;
+        double sum = 0, peak = 0;
+        cand.sim.result.peakMemoryBytes.assign(pp, 0);
+        for (unsigned j = 0; j < pp; ++j) {
+          auto [b, e] = p.stageLayers(j, n);
+          double tj = stageTime(j, b, e);
+          sum += tj;
+          peak = std::max(peak, tj);
+          cand.sim.result.peakMemoryBytes[j] = bytesOf(j, b, e);
+        }
+        cand.latency = sum + (m - 1) * peak;
+        cand.streamThroughput = dp * mbs / peak;
+        cand.lowerBound = o.objective == InferObjective::Latency
+                              ? cand.latency
+                              : 1 / cand.streamThroughput;
+        cand.sim.plan = std::move(p);
+        cand.sim.result.iterationTime = cand.latency;
+        cand.sim.result.samplesPerSecond =
+            o.objective == InferObjective::Latency
+                ? o.globalBatch / cand.latency
+                : cand.streamThroughput;
+        cand.sim.result.bubbleFraction = pp > 1 ? 1 - sum / (pp * peak) : 0;
+        cand.breakdown.compute = peak;
+        cand.breakdown.bubble = cand.sim.result.bubbleFraction * peak;
+        all.push_back(std::move(cand));
+      }
+    }
+  }
+  if (all.empty()) {
+    if (!anyLayout)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "no inference plan satisfies the constraints on cluster '" +
+              c.name + "' (" + Twine(N) +
+              " devices): dp*tp*pp must equal the device count, tp must "
+              "divide the devices per node, pp must not exceed the " +
+              Twine(n) + " layers and dp must divide the batch " +
+              Twine(o.globalBatch) + "; relax --dist-search or the batch");
+    double limit = o.memoryLimit;
+    for (const cluster::DeviceSpec &d : c.devices)
+      limit = std::max(limit, o.memoryLimit > 0 ? o.memoryLimit
+                                                : d.memoryBytes);
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("no inference plan fits in memory: the model needs at least "
+                "{0} per device on {1} devices, but a device has {2}; use "
+                "devices with at least {0} (--dist-memory-limit) or about "
+                "{3} devices",
+                humanBytes(minNeeded), N, humanBytes(limit),
+                std::max<unsigned>(N + 1, std::ceil(N * minNeeded / limit)))
+            .str());
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Candidate &a, const Candidate &b) {
+                     return a.lowerBound < b.lowerBound;
+                   });
+  SearchResult res;
+  res.mode = Mode::Infer;
+  res.objective = o.objective;
+  for (unsigned i = 0; i < all.size() && i <= o.alternatives; ++i) {
+    Candidate &cd = all[i];
+    cd.sim.costs = buildPipelineCosts(cd.sim.plan, model, c, cm, {}, o.memory);
+    if (i == 0)
+      res.best = std::move(cd);
+    else
+      res.alternatives.push_back(std::move(cd));
+  }
+  stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  res.stats = stats;
+  return res;
+}
+
+} // namespace distopt::search::detail

@@ -1,0 +1,177 @@
+//===- Search.h - Automatic plan search -------------------------*- C++ -*-===//
+//
+// Part of DistOpt. Given a model (cost::ModelDesc), a cluster and a goal,
+// finds the plan (data, tensor and pipeline degrees, micro-batch size,
+// schedule, chunks, recomputation, ZeRO stage and stage boundaries) with the
+// highest simulated throughput. The main path is exact with respect to the
+// simulator, up to the documented candidate space:
+//
+//  1. enumerate every (dp, tp, pp, mbs, schedule, chunks, recompute, zero)
+//     that fits the topology (tp divides the devices of a node) and the
+//     constraints;
+//  2. partition the layers of each candidate by dynamic programming over
+//     layer ranges (minimise the slowest stage including its boundary
+//     traffic; slower device kinds get fewer layers; memory-aware when the
+//     time-optimal partition does not fit);
+//  3. prune by a memory estimate and compute a proven lower bound on the
+//     simulated iteration time;
+//  4. simulate candidates in order of their lower bound and stop when the
+//     next bound cannot beat the incumbents (branch and bound).
+//
+// See docs/search.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_SEARCH_SEARCH_H
+#define DISTOPT_LIB_SEARCH_SEARCH_H
+
+#include "lib/Cluster/Cluster.h"
+#include "lib/Cost/CostModel.h"
+#include "lib/Cost/ModelDesc.h"
+#include "lib/Schedule/Plan.h"
+#include "lib/Sim/Simulator.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <climits>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace distopt::search {
+
+enum class Mode { Train, Infer };
+/// What inference minimises: the time of one global batch, or the time per
+/// sample of an endless stream of batches.
+enum class InferObjective { Latency, Throughput };
+
+/// Allowed values of one integer plan field.
+struct IntRange {
+  unsigned min = 1, max = UINT_MAX;
+  /// Non-empty: only these values (within [min, max]).
+  std::vector<unsigned> only;
+  bool allows(unsigned v) const;
+  bool empty() const;
+};
+
+/// The space the user lets the search explore (`--dist-search=...`).
+struct Constraints {
+  IntRange dp, tp, pp, mbs, chunks;
+  IntRange zero{0, 3, {}};
+  /// Empty: every synchronous schedule (asynchronous ones with allowAsync).
+  std::vector<schedule::ScheduleKind> schedules;
+  /// Empty: none, selective and full.
+  std::vector<cost::Recompute> recompute;
+};
+
+/// Parses "tp<=8,pp>=2,mbs=1|2|4,schedule=1f1b|interleaved,recompute=any,
+/// zero=0|1,chunks<=4" (also "dp=4", "tp<4", "tp>1"). An empty string
+/// allows everything. Errors name the item and say what is accepted;
+/// bounds that leave no value are reported as contradictory.
+llvm::Expected<Constraints> parseConstraints(llvm::StringRef spec);
+
+struct SearchOptions {
+  unsigned globalBatch = 0;
+  Mode mode = Mode::Train;
+  InferObjective objective = InferObjective::Throughput;
+  /// Per-device memory limit in bytes (0: each device's capacity).
+  double memoryLimit = 0;
+  Constraints constraints;
+  /// Also consider PipeDream and PipeDream-2BW (asynchronous weight updates).
+  bool allowAsync = false;
+  /// How many runner-up plans to report.
+  unsigned alternatives = 3;
+  /// Upper limit on simulations; when reached the result says the search
+  /// was bounded rather than exact.
+  unsigned maxSimulations = 48;
+  /// Flags copied into every candidate (overlap, scatter/gather).
+  schedule::Plan planDefaults;
+  cost::MemoryConfig memory;
+  /// Called now and then with the fraction done and candidates so far.
+  std::function<void(double, unsigned long)> progress;
+};
+
+/// Where the time of a plan goes, per iteration, on its slowest rank.
+struct Breakdown {
+  double compute = 0;   ///< busy compute time (incl. TP collectives)
+  double p2p = 0;       ///< stage-boundary transfers
+  double dpSync = 0;    ///< data-parallel gradient synchronisation
+  double bubble = 0;    ///< idle time (mean over ranks)
+  double peakMemory = 0, memoryCapacity = 0; ///< worst rank
+};
+
+/// One evaluated plan.
+struct Candidate {
+  sim::PlanSimulation sim;
+  /// Lower bound the search ordered it by.
+  double lowerBound = 0;
+  Breakdown breakdown;
+  /// Inference: seconds for one global batch and samples/s for a stream.
+  double latency = 0, streamThroughput = 0;
+};
+
+struct SearchStats {
+  unsigned long candidates = 0;   ///< plans weighed (enumerated)
+  unsigned long dominated = 0;    ///< skipped: a cheaper variant fits
+  unsigned long memoryPruned = 0; ///< no partition fits memory
+  unsigned long boundPruned = 0;  ///< lower bound >= incumbents
+  unsigned long partitions = 0;   ///< DP partitions computed
+  unsigned simulated = 0;
+  bool exact = true; ///< false when maxSimulations stopped the search
+  double seconds = 0;
+};
+
+struct SearchResult {
+  Candidate best;
+  std::vector<Candidate> alternatives;
+  SearchStats stats;
+  Mode mode = Mode::Train;
+  InferObjective objective = InferObjective::Throughput;
+};
+
+/// Searches the best plan. Errors (each saying what would fit) when the
+/// cluster has no devices, the batch cannot be divided, the constraints
+/// admit no plan, or no plan fits memory.
+llvm::Expected<SearchResult> searchPlan(const cost::ModelDesc &model,
+                                        const cluster::Cluster &cluster,
+                                        const cost::CostModel &cm,
+                                        const SearchOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Building blocks (exposed for tests)
+//===----------------------------------------------------------------------===//
+
+/// Contiguous partition of n layers into `stageCost.size()`-independent
+/// stages: `cost(j, b, e)` is stage j's cost for layers [b, e) (infinite when
+/// it does not fit); `lower(j, b, e)` a cheap lower bound of it that grows
+/// as b falls. Minimises the largest stage cost; returns the first layer of
+/// stages 1..stages-1, or an empty vector with *best = inf if none fits.
+std::vector<unsigned>
+partitionLayers(unsigned numLayers, unsigned stages,
+                llvm::function_ref<double(unsigned, unsigned, unsigned)> cost,
+                llvm::function_ref<double(unsigned, unsigned, unsigned)> lower,
+                double *best = nullptr);
+
+/// Proven lower bound on the simulated iteration time of \p costs under
+/// \p kind with ZeRO stage \p zero (see docs/search.md for the argument).
+double iterationLowerBound(const schedule::PipelineCosts &costs,
+                           schedule::ScheduleKind kind, bool overlapGradSync,
+                           unsigned zero);
+
+/// Breakdown of a simulated plan.
+Breakdown breakdownOf(const sim::PlanSimulation &ps);
+
+/// {"plan", "estimate", "search", "alternatives"} for the report file.
+llvm::json::Value searchReportJSON(const SearchResult &r,
+                                   const cost::ModelDesc &model);
+/// The --dist-explain table and the reason the winner wins.
+void printExplain(const SearchResult &r, llvm::raw_ostream &os);
+/// One-paragraph summary of the chosen plan and the search.
+void printSearchSummary(const SearchResult &r, const cluster::Cluster &c,
+                        llvm::raw_ostream &os);
+
+} // namespace distopt::search
+
+#endif // DISTOPT_LIB_SEARCH_SEARCH_H

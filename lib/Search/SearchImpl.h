@@ -1,0 +1,76 @@
+//===- SearchImpl.h - Shared pieces of the plan search ----------*- C++ -*-===//
+//
+// Part of DistOpt. Per-layer time and memory tables (prefix sums, cached by
+// device kind, TP degree, micro-batch size and recomputation) used by the
+// training and the inference search. Internal to lib/Search.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_SEARCH_SEARCHIMPL_H
+#define DISTOPT_LIB_SEARCH_SEARCHIMPL_H
+
+#include "lib/Search/Search.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace distopt::search::detail {
+
+std::string humanBytes(double bytes);
+
+/// Held activations of pipeline rank \p r, in units of one chunk's
+/// activations for one micro-batch.
+double inFlight(schedule::ScheduleKind kind, unsigned r, unsigned pp,
+                unsigned chunks, unsigned m);
+
+class Tables {
+public:
+  /// Prefix sums over layers: work = F + B + W, fwd = F (one micro-batch).
+  struct Times {
+    std::vector<double> work, fwd;
+  };
+  /// Per device: params prefix, saved activations per sample prefix, and
+  /// the backward working set per sample of each layer.
+  struct Memory {
+    std::vector<double> params, act, work;
+  };
+
+  Tables(const cost::ModelDesc &model, const cluster::Cluster &c,
+         const cost::CostModel &cm, const cost::MemoryConfig &mem);
+
+  const Times &times(unsigned type, unsigned tp, unsigned mbs,
+                     cost::Recompute rec);
+  const Memory &memory(unsigned tp, cost::Recompute rec);
+  /// A TP group of \p tp devices of kind \p type inside one node.
+  cost::GroupShape tpShape(unsigned type, unsigned tp) const;
+  /// Time of the boundary message after \p layer (as buildPipelineCosts
+  /// computes it).
+  double message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
+                 const cluster::LinkSpec &link,
+                 const cost::GroupShape &receiver) const;
+  /// Estimated peak bytes per pipeline rank of a plan with its costs.
+  std::vector<double> memoryEstimate(const schedule::Plan &p,
+                                     const schedule::PipelineCosts &c) const;
+
+private:
+  const cost::ModelDesc &model;
+  const cluster::Cluster &c;
+  const cost::CostModel &cm;
+  cost::MemoryConfig mem;
+  unsigned n;
+  std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, Times>
+      timeCache;
+  std::map<std::pair<unsigned, unsigned>, Memory> memCache;
+};
+
+/// The inference search (forward only; latency or stream throughput).
+llvm::Expected<SearchResult> searchInference(const cost::ModelDesc &model,
+                                             const cluster::Cluster &c,
+                                             const cost::CostModel &cm,
+                                             const SearchOptions &o);
+
+} // namespace distopt::search::detail
+
+#endif // DISTOPT_LIB_SEARCH_SEARCHIMPL_H
