@@ -10,7 +10,6 @@
 
 #include "gtest/gtest.h"
 
-#include <ctime>
 #include <cmath>
 
 using namespace distopt;
@@ -34,19 +33,18 @@ TEST(MegatronTable1, EveryRowWithinTenPercent) {
   }
 }
 
-TEST(MegatronTable1, OneTrillionSimulatesQuickly) {
+// Speed is measured by bench/sim (docs/benchmarks.md), never by a timed unit
+// test; this checks that the 1T case simulates to completion with the
+// expected shape.
+TEST(MegatronTable1, OneTrillionSimulates) {
   const Row &r = kRows[9];
   auto ps = runRow(r, false);
   ASSERT_TRUE(static_cast<bool>(ps));
-  // Process CPU time: other jobs on a shared CI machine do not count.
-  std::clock_t start = std::clock();
   auto res = sim::simulate(ps->schedule, ps->costs, sim::SimOptions{false});
-  double ms = 1000.0 * (std::clock() - start) / CLOCKS_PER_SEC;
   ASSERT_TRUE(static_cast<bool>(res));
   EXPECT_EQ(ps->schedule.devices.size(), 64u);
   EXPECT_EQ(ps->plan.numMicrobatches, 512u);
-  // 50 ms is the target; allow for slower CI machines.
-  EXPECT_LT(ms, 150) << "1T simulation took " << ms << " ms";
+  EXPECT_GT(res->iterationTime, 0);
 }
 
 } // namespace
