@@ -17,8 +17,14 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/Graph/GraphEnums.h.inc"
+#include "dialects/Graph/GraphInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/Graph/GraphOps.h.inc"
+
+namespace distopt::graph {
+/// Attaches FlopCountOpInterface to the forward ops (GraphTrainOps.cpp).
+void registerFlopCountModels(mlir::MLIRContext *context);
+} // namespace distopt::graph
 
 #endif // DIST_DIALECTS_GRAPH_GRAPHOPS_H

@@ -128,5 +128,6 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure]> {
 include "dialects/Graph/GraphElementwiseOps.td"
 include "dialects/Graph/GraphDataOps.td"
 include "dialects/Graph/GraphNNOps.td"
+include "dialects/Graph/GraphTrainOps.td"
 
 #endif // DIST_GRAPH_OPS_TD
