@@ -43,9 +43,11 @@ LogicalResult FlattenOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   int64_t rank = in.getRank();
   // Flatten allows axis == rank (everything goes to the first dimension).
-  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  // I64Attr getters return uint64_t: read the signed value.
+  int64_t given = static_cast<int64_t>(getAxis());
+  int64_t axis = given < 0 ? given + rank : given;
   if (axis < 0 || axis > rank)
-    return emitOpError("'axis' ") << getAxis() << " is out of range for rank "
+    return emitOpError("'axis' ") << given << " is out of range for rank "
                                   << rank;
   if (failed(verifySameElementType(*this, in.getElementType(),
                                    out.getElementType())))

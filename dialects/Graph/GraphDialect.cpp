@@ -90,7 +90,22 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 LogicalResult OpaqueOp::verify() {
   if (getOpType().empty())
     return emitOpError("needs a non-empty ONNX 'op_type'");
-  return success();
+  auto check = [&](std::optional<ArrayRef<int64_t>> indices, size_t count,
+                   StringRef name) -> LogicalResult {
+    if (!indices)
+      return success();
+    if (indices->size() != count)
+      return emitOpError("'") << name << "' has " << indices->size()
+                              << " entries for " << count << " values";
+    for (size_t i = 0; i < indices->size(); ++i)
+      if ((*indices)[i] < 0 || (i > 0 && (*indices)[i] <= (*indices)[i - 1]))
+        return emitOpError("'") << name
+                                << "' must be increasing and non-negative";
+    return success();
+  };
+  if (failed(check(getInputIndices(), getInputs().size(), "input_indices")))
+    return failure();
+  return check(getOutputIndices(), getOutputs().size(), "output_indices");
 }
 
 //===----------------------------------------------------------------------===//

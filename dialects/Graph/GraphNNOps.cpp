@@ -52,7 +52,7 @@ LogicalResult ConvOp::verify() {
   if (failed(verifyWindow(*this, spatial, getStrides(), getPads(),
                           getDilations())))
     return failure();
-  int64_t group = getGroup();
+  int64_t group = static_cast<int64_t>(getGroup());
   if (group <= 0)
     return emitOpError("'group' must be positive");
   int64_t channels = in.getDimSize(1), filters = w.getDimSize(0);
@@ -114,8 +114,9 @@ LogicalResult PoolOp::verify() {
 
 LogicalResult SoftmaxOp::verify() {
   auto in = getInput().getType();
-  if (!normalizeAxis(getAxis(), in.getRank()))
-    return emitOpError("'axis' ") << getAxis() << " is out of range for rank "
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (!normalizeAxis(axis, in.getRank()))
+    return emitOpError("'axis' ") << axis << " is out of range for rank "
                                   << in.getRank();
   return verifySameType(*this, in, getResult().getType());
 }

@@ -72,6 +72,9 @@ def Graph_OpaqueOp : Graph_Op<"opaque"> {
     still be planned: the ONNX `op_type`, its `domain` (empty for the default
     domain), its attributes as a dictionary and its inferred result types.
     Passes treat it conservatively (unknown cost, not shardable).
+    When the ONNX node leaves optional inputs or outputs out in the middle
+    (an empty name), `input_indices` / `output_indices` give the ONNX
+    position of each operand / result.
 
     Example:
 
@@ -83,6 +86,8 @@ def Graph_OpaqueOp : Graph_Op<"opaque"> {
   }];
   let arguments = (ins StrAttr:$op_type, DefaultValuedStrAttr<StrAttr, "">:$domain,
                        DefaultValuedAttr<DictionaryAttr, "{}">:$attrs,
+                       OptionalAttr<DenseI64ArrayAttr>:$input_indices,
+                       OptionalAttr<DenseI64ArrayAttr>:$output_indices,
                        Variadic<AnyType>:$inputs);
   let results = (outs Variadic<AnyType>:$outputs);
   let assemblyFormat = [{

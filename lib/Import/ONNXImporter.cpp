@@ -81,6 +81,12 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
     if (initNames.contains(input.name()))
       continue;
     RankedTensorType type = t.convertType(input.type());
+    int32_t elem = input.type().tensor_type().elem_type();
+    if (!type && !t.elementType(elem))
+      return error() << "graph input '" << input.name()
+                     << "' has ONNX element type " << elem
+                     << ", which the importer does not support (numeric "
+                        "and bool tensors only)", failure();
     if (!type)
       return error() << "graph input '" << input.name()
                      << "' has no static tensor type after pinning; pass "
@@ -119,7 +125,9 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
         t.nodeData = it->second;
     auto it = table.find(node.op_type());
     bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-    LogicalResult result = defaultDomain && it != table.end()
+    // Translations produce output 0; a node that omits it stays opaque.
+    bool hasMainOutput = node.output_size() > 0 && !node.output(0).empty();
+    LogicalResult result = defaultDomain && hasMainOutput && it != table.end()
                                ? it->second(t, node)
                                : t.emitOpaque(node);
     if (failed(result))

@@ -244,6 +244,7 @@ DictionaryAttr Translator::attrDictionary(const NodeProto &node) {
 
 LogicalResult Translator::emitOpaque(const NodeProto &node) {
   SmallVector<Value> inputs;
+  SmallVector<int64_t> inputPositions;
   for (int i = 0; i < node.input_size(); ++i) {
     if (node.input(i).empty())
       continue;
@@ -251,22 +252,32 @@ LogicalResult Translator::emitOpaque(const NodeProto &node) {
     if (!v)
       return failure();
     inputs.push_back(v);
+    inputPositions.push_back(i);
   }
-  int numOutputs = node.output_size();
-  while (numOutputs > 0 && node.output(numOutputs - 1).empty())
-    --numOutputs;
+  // Unnamed (omitted optional) outputs get no result; output_indices then
+  // records the ONNX position of each result.
   SmallVector<Type> resultTypes;
-  for (int i = 0; i < numOutputs; ++i) {
+  SmallVector<int64_t> positions;
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty())
+      continue;
     RankedTensorType t = resultType(node, i);
     if (!t)
       return failure();
     resultTypes.push_back(t);
+    positions.push_back(i);
   }
-  auto op = graph::OpaqueOp::create(builder, 
-      loc(node), resultTypes, builder.getStringAttr(node.op_type()),
-      builder.getStringAttr(node.domain()), attrDictionary(node), inputs);
-  for (int i = 0; i < numOutputs; ++i)
-    define(node.output(i), op.getResult(i));
+  // Positions are only recorded when some are skipped.
+  auto indices = [&](ArrayRef<int64_t> p) {
+    bool dense = p.empty() || p.back() == int64_t(p.size()) - 1;
+    return dense ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(p);
+  };
+  auto op = graph::OpaqueOp::create(
+      builder, loc(node), resultTypes, builder.getStringAttr(node.op_type()),
+      builder.getStringAttr(node.domain()), attrDictionary(node),
+      indices(inputPositions), indices(positions), inputs);
+  for (size_t i = 0; i < positions.size(); ++i)
+    define(node.output(positions[i]), op.getResult(i));
   // Keys must outlive the proto's strings; intern them in the context.
   ++opaqueCounts[builder.getStringAttr(node.op_type()).getValue()];
   return success();

@@ -728,3 +728,51 @@ func.func @bn_stats2(%a: tensor<1x4x2xf32>, %s: tensor<4xf32>) {
   %0:3 = graph.batch_norm %a, %s, %s, %s, %s {training} : (tensor<1x4x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4x2xf32>, tensor<4xf32>, tensor<3xf32>)
   return
 }
+
+// -----
+
+func.func @flatten_negative(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'axis' -3 is out of range for rank 2}}
+  %0 = graph.flatten %a {axis = -3 : i64} : (tensor<2x3xf32>) -> tensor<1x6xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_negative(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'axis' -3 is out of range for rank 2}}
+  %0 = graph.softmax %a {axis = -3 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @opaque_indices0(%a: tensor<2xf32>) {
+  // expected-error @+1 {{'input_indices' has 2 entries for 1 values}}
+  %0 = graph.opaque "Foo"(%a) {input_indices = array<i64: 0, 1>} : (tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @opaque_indices1(%a: tensor<2xf32>) {
+  // expected-error @+1 {{'input_indices' must be increasing and non-negative}}
+  %0 = graph.opaque "Foo"(%a, %a) {input_indices = array<i64: 1, 1>} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @opaque_indices2(%a: tensor<2xf32>) {
+  // expected-error @+1 {{'output_indices' has 0 entries for 1 values}}
+  %0 = graph.opaque "Foo"(%a) {output_indices = array<i64>} : (tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @opaque_indices3(%a: tensor<2xf32>) {
+  // expected-error @+1 {{'output_indices' must be increasing and non-negative}}
+  %0 = graph.opaque "Foo"(%a) {output_indices = array<i64: -1>} : (tensor<2xf32>) -> tensor<2xf32>
+  return
+}

@@ -17,6 +17,8 @@ func.func @data() -> (tensor<4x8xf32>, tensor<8xf32>, tensor<2xi64>) {
 func.func @opaque(%a: tensor<1x100x4xf32>, %b: tensor<1x1x100xf32>) -> tensor<10x3xi64> {
   // CHECK: graph.opaque "NonMaxSuppression"(%{{.*}}, %{{.*}}) {attrs = {center_point_box = 0 : i64}, domain = "ai.onnx"} : (tensor<1x100x4xf32>, tensor<1x1x100xf32>) -> tensor<10x3xi64>
   %0 = graph.opaque "NonMaxSuppression"(%a, %b) {attrs = {center_point_box = 0 : i64}, domain = "ai.onnx"} : (tensor<1x100x4xf32>, tensor<1x1x100xf32>) -> tensor<10x3xi64>
+  // CHECK: graph.opaque "GRU"(%{{.*}}) {input_indices = array<i64: 0>, output_indices = array<i64: 1>} : (tensor<1x100x4xf32>) -> tensor<10x3xi64>
+  %1 = graph.opaque "GRU"(%a) {input_indices = array<i64: 0>, output_indices = array<i64: 1>} : (tensor<1x100x4xf32>) -> tensor<10x3xi64>
   return %0 : tensor<10x3xi64>
 }
 
@@ -68,6 +70,8 @@ func.func @movement(%x: tensor<2x8x2304xf32>, %ids: tensor<2x8xi64>, %t: tensor<
   %0 = graph.reshape %x : (tensor<2x8x2304xf32>) -> tensor<2x8x3x768xf32>
   // CHECK: graph.flatten %{{.*}} {axis = 2 : i64} : (tensor<2x8x2304xf32>) -> tensor<16x2304xf32>
   %1 = graph.flatten %x {axis = 2 : i64} : (tensor<2x8x2304xf32>) -> tensor<16x2304xf32>
+  // CHECK: graph.flatten %{{.*}} {axis = -1 : i64} : (tensor<2x8x2304xf32>) -> tensor<16x2304xf32>
+  %f = graph.flatten %x {axis = -1 : i64} : (tensor<2x8x2304xf32>) -> tensor<16x2304xf32>
   // CHECK: graph.transpose %{{.*}} {perm = array<i64: 1, 0, 2>} : (tensor<2x8x2304xf32>) -> tensor<8x2x2304xf32>
   %2 = graph.transpose %x {perm = array<i64: 1, 0, 2>} : (tensor<2x8x2304xf32>) -> tensor<8x2x2304xf32>
   // CHECK: %{{.*}}:3 = graph.split %{{.*}} {axis = -1 : i64}

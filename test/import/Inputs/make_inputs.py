@@ -234,3 +234,13 @@ save("legacy", [
 save("shape_conflict", [
     helper.make_node("Relu", ["x"], ["y"], name="relu"),
 ], [vinfo("x", F, [2, 3])], [vinfo("y", F, [3, 3])])
+
+# Omitted optional inputs and outputs in the middle: Resize without roi,
+# MaxPool with only its Indices output.
+save("opaque_positions", [
+    const("scales", [1.0, 1.0, 2.0, 2.0], np.float32),
+    helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize",
+                     mode="nearest"),
+    helper.make_node("MaxPool", ["r"], ["", "y"], name="pool_indices",
+                     kernel_shape=[2, 2], strides=[2, 2]),
+], [vinfo("x", F, [1, 2, 4, 4])], [vinfo("y", I64, [1, 2, 4, 4])])
