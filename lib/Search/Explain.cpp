@@ -68,6 +68,7 @@ json::Value search::searchReportJSON(const SearchResult &r,
         r.objective == InferObjective::Latency ? "latency" : "throughput";
   const SearchStats &s = r.stats;
   (*o)["search"] = json::Object{{"time_s", s.seconds},
+                                {"cpu_time_s", s.cpuSeconds},
                                 {"candidates", int64_t(s.candidates)},
                                 {"simulated", int64_t(s.simulated)},
                                 {"partitions", int64_t(s.partitions)},
@@ -189,12 +190,12 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
   const SearchStats &s = r.stats;
   os << formatv("  search: {0} candidates weighed, {1} dominated, {2} over "
                 "memory, {3} cut by the lower bound, {4} partitions, {5} "
-                "simulated, {6}, {7:F3} s\n",
+                "simulated, {6}, {7:F3} s ({8:F3} s CPU)\n",
                 s.candidates, s.dominated, s.memoryPruned, s.boundPruned,
                 s.partitions, s.simulated,
                 s.exact ? "exact (bound-proven)"
                         : "bounded (simulation limit reached)",
-                s.seconds);
+                s.seconds, s.cpuSeconds);
 }
 
 void search::printSearchSummary(const SearchResult &r,

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <limits>
 #include <numeric>
 
@@ -35,6 +36,7 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
                                        const cost::CostModel &cm,
                                        const SearchOptions &o) {
   auto t0 = std::chrono::steady_clock::now();
+  std::clock_t c0 = std::clock();
   const Constraints &k = o.constraints;
   const unsigned n = model.layers.size(), N = c.numDevices();
   Tables t(model, c, cm, o.memory);
@@ -205,6 +207,7 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
+  stats.cpuSeconds = double(std::clock() - c0) / CLOCKS_PER_SEC;
   res.stats = stats;
   return res;
 }

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <limits>
 #include <numeric>
 #include <queue>
@@ -83,6 +84,7 @@ const Tables::Memory &Tables::memory(unsigned tp, Recompute rec) {
   Memory m;
   m.params.assign(n + 1, 0);
   m.act.assign(n + 1, 0);
+  m.stash.assign(n + 1, 0);
   m.work.assign(n, 0);
   cost::MemoryConfig cfg = mem;
   cfg.tp = tp;
@@ -90,9 +92,26 @@ const Tables::Memory &Tables::memory(unsigned tp, Recompute rec) {
   for (unsigned l = 0; l < n; ++l) {
     m.params[l + 1] = m.params[l] + cost::paramsPerDevice(model, l, l + 1, tp);
     m.act[l + 1] = m.act[l] + cost::activationBytes(model, l, l + 1, 1, cfg);
+    m.stash[l + 1] =
+        m.stash[l] + cost::weightGradStashBytes(model, l, l + 1, 1, cfg);
     m.work[l] = cost::backwardWorkingBytes(model, l, l + 1, 1, cfg);
   }
+  m.maxWork.push_back(m.work);
+  for (unsigned k = 1; (1u << k) <= n; ++k) {
+    const std::vector<double> &prev = m.maxWork.back();
+    std::vector<double> row(n - (1u << k) + 1);
+    for (unsigned i = 0; i < row.size(); ++i)
+      row[i] = std::max(prev[i], prev[i + (1u << (k - 1))]);
+    m.maxWork.push_back(std::move(row));
+  }
   return memCache.emplace(key, std::move(m)).first->second;
+}
+
+double Tables::Memory::workMax(unsigned b, unsigned e) const {
+  if (e <= b)
+    return 0;
+  unsigned k = 31 - __builtin_clz(e - b);
+  return std::max(maxWork[k][b], maxWork[k][e - (1u << k)]);
 }
 
 double Tables::message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
@@ -124,23 +143,29 @@ double inFlight(ScheduleKind kind, unsigned r, unsigned pp, unsigned chunks,
   }
 }
 
-std::vector<double> Tables::memoryEstimate(const Plan &p,
-                                           const PipelineCosts &costs) const {
-  std::vector<double> out(p.pp, 0);
-  for (unsigned r = 0; r < p.pp; ++r) {
-    double act = 0, stash = 0;
-    for (unsigned ch = 0; ch < p.chunks; ++ch) {
-      act += costs.stage(r, ch).activationBytes;
-      stash = std::max(stash, costs.stage(r, ch).stashBytes);
-    }
-    act /= p.chunks;
-    double k = inFlight(p.schedule, r, p.pp, p.chunks, p.numMicrobatches);
-    double held = p.schedule == ScheduleKind::ZBH1 ? k * std::max(act, stash)
-                                                   : k * act;
-    out[r] = costs.devices[r].staticMemory.staticBytes() + held +
-             costs.devices[r].workingBytes;
+double Tables::memoryEstimate(const Plan &p, unsigned r,
+                              unsigned weightVersions) {
+  const Memory &m = memory(p.tp, p.recompute);
+  cost::MemoryConfig cfg = mem;
+  cfg.dp = p.dp;
+  cfg.tp = p.tp;
+  cfg.zero = p.zero;
+  cfg.recompute = p.recompute;
+  cfg.weightVersions = weightVersions;
+  double params = 0, act = 0, stash = 0, work = 0;
+  for (unsigned ch = 0; ch < p.chunks; ++ch) {
+    auto [b, e] = p.stageLayers(ch * p.pp + r, n);
+    params += m.params[e] - m.params[b];
+    act += m.act[e] - m.act[b];
+    stash = std::max(stash, m.stash[e] - m.stash[b]);
+    work = std::max(work, m.workMax(b, e));
   }
-  return out;
+  act /= p.chunks;
+  double k = inFlight(p.schedule, r, p.pp, p.chunks, p.numMicrobatches);
+  double held = p.schedule == ScheduleKind::ZBH1 ? k * std::max(act, stash)
+                                                 : k * act;
+  return cost::staticMemory(params, cfg).staticBytes() +
+         p.mbs * (held + work);
 }
 
 } // namespace distopt::search::detail
@@ -380,34 +405,51 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
     if (it != cutCache.end())
       return it->second;
   }
-  ++stats.partitions;
   Plan shape;
   shape.tp = x.tp;
   shape.pp = x.pp;
   shape.dp = x.dp;
-  // Per virtual stage: the slowest device kind of its stage group, the link
-  // to the next stage group and the receiving TP group.
-  std::vector<const Tables::Times *> tm(V);
-  std::vector<cluster::LinkSpec> link(V);
-  std::vector<cost::GroupShape> recvNext(V), recvPrev(V);
-  std::vector<double> limit(V);
-  for (unsigned j = 0; j < V; ++j) {
-    unsigned r = j % x.pp;
+  // Per pipeline rank: the slowest device kind of its stage group, its
+  // memory limit, and the boundary message times to the next rank and from
+  // the previous one per layer (shared between ranks with equal links).
+  std::vector<const Tables::Times *> tm(x.pp);
+  std::vector<double> limit(x.pp);
+  std::vector<const std::vector<double> *> outMsg(x.pp), inMsg(x.pp);
+  std::map<std::tuple<unsigned, unsigned, unsigned>, std::vector<double>>
+      msgCache;
+  bool sg = o.planDefaults.scatterGather;
+  std::vector<unsigned> type(x.pp);
+  for (unsigned r = 0; r < x.pp; ++r) {
     double worst = -1;
-    limit[j] = std::numeric_limits<double>::infinity();
+    limit[r] = std::numeric_limits<double>::infinity();
     for (unsigned ty : stageTypes(shape, r)) {
       const Tables::Times &tt = t.times(ty, x.tp, x.mbs, x.rec);
       if (tt.work[n] > worst) {
         worst = tt.work[n];
-        tm[j] = &tt;
+        tm[r] = &tt;
+        type[r] = ty;
       }
-      limit[j] = std::min(limit[j], limitOf(ty));
+      limit[r] = std::min(limit[r], limitOf(ty));
     }
-    unsigned a = globalRank(shape, r, 0, 0);
-    unsigned b = globalRank(shape, (j + 1) % x.pp, 0, 0);
-    link[j] = c.link(c.levelBetween(a, b), a);
-    recvNext[j] = tensorGroup(shape, c, (j + 1) % x.pp);
-    recvPrev[j] = tensorGroup(shape, c, r);
+  }
+  auto messages = [&](unsigned from, unsigned to) {
+    unsigned a = globalRank(shape, from, 0, 0), b = globalRank(shape, to, 0, 0);
+    cluster::LinkLevel level = c.levelBetween(a, b);
+    auto k = std::make_tuple(static_cast<unsigned>(level), type[from],
+                             type[to]);
+    auto it = msgCache.find(k);
+    if (it != msgCache.end())
+      return &it->second;
+    std::vector<double> v(n, 0);
+    cluster::LinkSpec link = c.link(level, a);
+    cost::GroupShape recv = tensorGroup(shape, c, to);
+    for (unsigned l = 0; l + 1 < n; ++l)
+      v[l] = t.message(l, x.mbs, x.tp, sg, link, recv);
+    return &msgCache.emplace(k, std::move(v)).first->second;
+  };
+  for (unsigned r = 0; r < x.pp; ++r) {
+    outMsg[r] = messages(r, (r + 1) % x.pp);
+    inMsg[r] = messages(r, (r + x.pp - 1) % x.pp);
   }
   const Tables::Memory &mem = t.memory(x.tp, x.rec);
   cost::MemoryConfig cfg = o.memory;
@@ -415,32 +457,53 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
   cfg.tp = x.tp;
   cfg.zero = x.zero;
   cfg.recompute = x.rec;
-  bool sg = o.planDefaults.scatterGather;
+  double perParam = cost::staticMemory(1, cfg).staticBytes();
+  std::vector<double> held(x.pp);
+  for (unsigned r = 0; r < x.pp; ++r) {
+    held[r] = inFlight(x.kind, r, x.pp, x.chunks, x.m) * x.mbs;
+    if (x.kind == ScheduleKind::Interleaved)
+      held[r] /= x.chunks;
+  }
+  // Chunks of one rank share its memory.
+  auto fitsMemory = [&](unsigned j, unsigned b, unsigned e) {
+    unsigned r = j % x.pp;
+    double bytes = perParam * (mem.params[e] - mem.params[b]) +
+                   held[r] * (mem.act[e] - mem.act[b]) +
+                   x.mbs * mem.workMax(b, e);
+    return bytes <= limit[r] / x.chunks;
+  };
+  if (memoryAware) {
+    // Memory only shrinks with a stage's range, so stretching each stage as
+    // far as it fits decides whether any partition fits (exchange argument).
+    unsigned b = 0, j = 0;
+    while (b < n && j < V) {
+      unsigned e = b;
+      while (e < n && fitsMemory(j, b, e + 1))
+        ++e;
+      if (e == b)
+        return {};
+      b = e;
+      ++j;
+    }
+    if (b < n)
+      return {};
+  }
+  ++stats.partitions;
   auto lower = [&](unsigned j, unsigned b, unsigned e) {
-    return tm[j]->work[e] - tm[j]->work[b];
+    const Tables::Times &tt = *tm[j % x.pp];
+    return tt.work[e] - tt.work[b];
   };
   auto cost = [&](unsigned j, unsigned b, unsigned e) {
-    double v = tm[j]->work[e] - tm[j]->work[b];
+    unsigned r = j % x.pp;
+    const Tables::Times &tt = *tm[r];
+    double v = tt.work[e] - tt.work[b];
     // Boundary traffic: activation out, gradient in, both per micro-batch.
     if (e < n)
-      v += t.message(e - 1, x.mbs, x.tp, sg, link[j], recvNext[j]);
+      v += (*outMsg[r])[e - 1];
     if (b > 0)
-      v += t.message(b - 1, x.mbs, x.tp, sg, link[j], recvPrev[j]);
-    if (memoryAware) {
-      unsigned r = j % x.pp;
-      double k = inFlight(x.kind, r, x.pp, x.chunks, x.m);
-      if (x.kind == ScheduleKind::Interleaved)
-        k /= x.chunks;
-      double work = 0;
-      for (unsigned l = b; l < e; ++l)
-        work = std::max(work, mem.work[l]);
-      double bytes =
-          cost::staticMemory(mem.params[e] - mem.params[b], cfg).staticBytes() +
-          k * x.mbs * (mem.act[e] - mem.act[b]) + work * x.mbs;
-      // Chunks of one rank share its memory.
-      if (bytes > limit[j] / x.chunks)
-        return std::numeric_limits<double>::infinity();
-    }
+      v += (*inMsg[r])[b - 1];
+    if (memoryAware && !fitsMemory(j, b, e))
+      return std::numeric_limits<double>::infinity();
     return v;
   };
   std::vector<unsigned> cuts = partitionLayers(n, V, cost, lower);
@@ -473,46 +536,43 @@ bool Searcher::expand(const Light &x, Expanded &out) {
     versions[r] = x.kind == ScheduleKind::PipeDream      ? std::min(x.pp - r, x.m)
                   : x.kind == ScheduleKind::PipeDream2BW ? 2
                                                          : 1;
-  auto fits = [&](const PipelineCosts &costs, double &worst) {
-    std::vector<double> est = t.memoryEstimate(p, costs);
+  auto fits = [&](double &worst) {
     bool ok = true;
     worst = 0;
     for (unsigned r = 0; r < x.pp; ++r) {
       double lim = std::numeric_limits<double>::infinity();
       for (unsigned ty : stageTypes(p, r))
         lim = std::min(lim, limitOf(ty));
-      ok &= est[r] <= lim;
-      worst = std::max(worst, est[r]);
+      double est = t.memoryEstimate(p, r, versions[r]);
+      ok &= est <= lim;
+      worst = std::max(worst, est);
     }
     return ok;
   };
   p.cuts = partition(x, false);
   if (x.pp * x.chunks > 1 && p.cuts.empty())
     return false;
-  PipelineCosts costs = buildPipelineCosts(p, model, c, cm, versions, o.memory);
   double worst = 0;
-  if (!fits(costs, worst)) {
+  if (!fits(worst)) {
     std::vector<unsigned> cuts = partition(x, true);
     bool ok = false;
-    if (!cuts.empty() || x.pp * x.chunks == 1) {
+    if (!cuts.empty()) {
       p.cuts = cuts;
-      costs = buildPipelineCosts(p, model, c, cm, versions, o.memory);
       double w2 = 0;
-      ok = fits(costs, w2);
+      ok = fits(w2);
       worst = std::min(worst, w2);
     }
     if (!ok) {
       ++stats.memoryPruned;
-      if (worst < minNeeded || minNeededIsBound) {
-        if (minNeededIsBound || worst < minNeeded) {
-          minNeeded = worst;
-          minNeededIsBound = false;
-          minNeededPlan = p.str();
-        }
+      if (minNeededIsBound || worst < minNeeded) {
+        minNeeded = worst;
+        minNeededIsBound = false;
+        minNeededPlan = p.str();
       }
       return false;
     }
   }
+  PipelineCosts costs = buildPipelineCosts(p, model, c, cm, versions, o.memory);
   fitting[group].push_back({x.zero, static_cast<unsigned>(x.rec)});
   out.plan = std::move(p);
   out.lb =
@@ -572,6 +632,7 @@ Error Searcher::noPlanError() const {
 
 Expected<SearchResult> Searcher::run() {
   auto t0 = std::chrono::steady_clock::now();
+  std::clock_t c0 = std::clock();
   enumerate();
   if (cands.empty())
     return noPlanError();
@@ -666,6 +727,7 @@ Expected<SearchResult> Searcher::run() {
   stats.seconds = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - t0)
                       .count();
+  stats.cpuSeconds = double(std::clock() - c0) / CLOCKS_PER_SEC;
   res.stats = stats;
   if (o.progress)
     o.progress(1.0, stats.candidates);

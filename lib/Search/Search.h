@@ -120,7 +120,8 @@ struct SearchStats {
   unsigned long partitions = 0;   ///< DP partitions computed
   unsigned simulated = 0;
   bool exact = true; ///< false when maxSimulations stopped the search
-  double seconds = 0;
+  double seconds = 0;    ///< wall clock
+  double cpuSeconds = 0; ///< processor time of the (single) search thread
 };
 
 struct SearchResult {

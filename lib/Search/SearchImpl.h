@@ -34,7 +34,11 @@ public:
   /// Per device: params prefix, saved activations per sample prefix, and
   /// the backward working set per sample of each layer.
   struct Memory {
-    std::vector<double> params, act, work;
+    std::vector<double> params, act, stash, work;
+    /// Sparse table over `work`: maxWork[k][i] = max of work[i, i + 2^k).
+    std::vector<std::vector<double>> maxWork;
+    /// Largest working set per sample over layers [b, e), O(1).
+    double workMax(unsigned b, unsigned e) const;
   };
 
   Tables(const cost::ModelDesc &model, const cluster::Cluster &c,
@@ -50,9 +54,11 @@ public:
   double message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
                  const cluster::LinkSpec &link,
                  const cost::GroupShape &receiver) const;
-  /// Estimated peak bytes per pipeline rank of a plan with its costs.
-  std::vector<double> memoryEstimate(const schedule::Plan &p,
-                                     const schedule::PipelineCosts &c) const;
+  /// Estimated peak bytes of pipeline rank \p r of \p p (cuts set): static
+  /// state, the activations its schedule holds at once, the backward
+  /// working set.
+  double memoryEstimate(const schedule::Plan &p, unsigned r,
+                        unsigned weightVersions);
 
 private:
   const cost::ModelDesc &model;
