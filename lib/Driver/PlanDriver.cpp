@@ -11,17 +11,25 @@
 #include "lib/Driver/ClusterAttr.h"
 #include "lib/GraphCost/ModelFromGraph.h"
 #include "lib/Schedule/Plan.h"
+#include "lib/Search/Search.h"
 #include "lib/Sim/Report.h"
 #include "lib/Sim/Simulator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <chrono>
+
 using namespace mlir;
 using namespace distopt;
+using llvm::Expected;
+using llvm::createStringError;
+using llvm::inconvertibleErrorCode;
+using llvm::toString;
 
 /// The function to plan: `main`, else the only function with a body.
 static func::FuncOp findEntry(ModuleOp module) {
@@ -105,16 +113,21 @@ static void printSummary(const sim::PlanSimulation &sim,
        << r.memoryProblem << "\n";
 }
 
-/// Records cluster and plan on the module for later passes and tools.
+/// Records cluster and plan on the module for later passes and tools, and
+/// each op's virtual pipeline stage (`dist.stage`) on the planned function.
 static void annotate(ModuleOp module, const cluster::Cluster &cluster,
-                     const sim::PlanSimulation *sim) {
+                     const schedule::Plan *plan,
+                     const schedule::PipelineCosts *costs,
+                     const std::vector<std::vector<Operation *>> *layerOps,
+                     StringRef mode = "train") {
   MLIRContext *ctx = module.getContext();
   ctx->getOrLoadDialect<dist::DistDialect>();
   Builder b(ctx);
   module->setAttr("dist.cluster", toClusterAttr(ctx, cluster));
-  if (!sim)
+  if (!plan || !costs)
     return;
-  const schedule::Plan &p = sim->plan;
+  const schedule::Plan &p = *plan;
+  bool infer = mode == "infer";
   SmallVector<NamedAttribute> fields = {
       b.getNamedAttr("dp", b.getI64IntegerAttr(p.dp)),
       b.getNamedAttr("tp", b.getI64IntegerAttr(p.tp)),
@@ -122,18 +135,174 @@ static void annotate(ModuleOp module, const cluster::Cluster &cluster,
       b.getNamedAttr("mbs", b.getI64IntegerAttr(p.mbs)),
       b.getNamedAttr("num_microbatches",
                      b.getI64IntegerAttr(p.numMicrobatches)),
-      b.getNamedAttr("schedule", b.getStringAttr(scheduleName(p.schedule))),
+      b.getNamedAttr("schedule",
+                     b.getStringAttr(infer ? StringRef("forward-stream")
+                                           : scheduleName(p.schedule))),
       b.getNamedAttr("chunks", b.getI64IntegerAttr(p.chunks)),
       b.getNamedAttr("recompute",
                      b.getStringAttr(cost::recomputeName(p.recompute))),
       b.getNamedAttr("zero", b.getI64IntegerAttr(p.zero)),
       b.getNamedAttr("global_batch", b.getI64IntegerAttr(p.globalBatch))};
   SmallVector<int64_t> firstLayers;
-  for (const schedule::StageCost &s : sim->costs.stages)
+  for (const schedule::StageCost &s : costs->stages)
     firstLayers.push_back(s.layerBegin);
   fields.push_back(
       b.getNamedAttr("stage_first_layers", b.getDenseI64ArrayAttr(firstLayers)));
+  // Training plans carry no mode field (the format --dist-plan has always
+  // written); inference plans say so.
+  if (infer)
+    fields.push_back(b.getNamedAttr("mode", b.getStringAttr(mode)));
   module->setAttr("dist.plan", b.getDictionaryAttr(fields));
+  // Which device kind runs each pipeline rank (mixed clusters).
+  SmallVector<Attribute> kinds;
+  for (const schedule::DeviceCost &d : costs->devices)
+    kinds.push_back(b.getStringAttr(d.deviceName));
+  module->setAttr("dist.stage_device_kinds", b.getArrayAttr(kinds));
+  if (!layerOps)
+    return;
+  for (auto [vs, st] : llvm::enumerate(costs->stages))
+    for (unsigned l = st.layerBegin; l < st.layerEnd && l < layerOps->size();
+         ++l)
+      for (Operation *op : (*layerOps)[l])
+        op->setAttr("dist.stage", b.getI64IntegerAttr(vs));
+}
+
+Expected<double> distopt::parseByteSize(StringRef text) {
+  StringRef t = text.trim();
+  size_t i = 0;
+  while (i < t.size() && (llvm::isDigit(t[i]) || t[i] == '.' || t[i] == 'e' ||
+                          t[i] == 'E' || t[i] == '+' || t[i] == '-'))
+    ++i;
+  // "1e9" has no unit; "80GB" stops at 'G'. An 'e' followed by a letter
+  // other than a digit belongs to no unit we know, so it fails below.
+  double value;
+  if (i == 0 || t.take_front(i).getAsDouble(value) || value <= 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "bad --dist-memory-limit='" + text +
+                                 "': expected a positive size such as 80GB, "
+                                 "40GiB or 512MB");
+  std::string unit = t.drop_front(i).trim().lower();
+  const std::pair<const char *, double> units[] = {
+      {"", 1},         {"b", 1},          {"kb", 1e3},       {"mb", 1e6},
+      {"gb", 1e9},     {"tb", 1e12},      {"kib", 1024.0},   {"mib", 1 << 20},
+      {"gib", 1 << 30}, {"tib", 1099511627776.0}, {"k", 1e3}, {"m", 1e6},
+      {"g", 1e9},      {"t", 1e12}};
+  for (auto [name, scale] : units)
+    if (unit == name)
+      return value * scale;
+  return createStringError(inconvertibleErrorCode(),
+                           "bad --dist-memory-limit='" + text +
+                               "': unknown unit '" + unit +
+                               "'; use B, KB, MB, GB, TB, KiB, MiB, GiB or "
+                               "TiB");
+}
+
+/// The --dist-search path: search, print, explain, report, annotate.
+static LogicalResult
+runSearch(ModuleOp module, const cost::ModelDesc &model,
+          const std::vector<std::vector<Operation *>> &layerOps,
+          const cluster::Cluster &cluster, const cost::CostModel &cm,
+          const PlanDriverOptions &options, llvm::raw_ostream &os) {
+  search::SearchOptions so;
+  so.globalBatch = options.batch;
+  so.allowAsync = options.allowAsync;
+  so.alternatives = options.alternatives;
+  if (options.mode == "infer")
+    so.mode = search::Mode::Infer;
+  else if (options.mode != "train")
+    return module.emitError("unknown --dist-mode='")
+           << options.mode << "': expected train or infer";
+  if (options.objective == "latency")
+    so.objective = search::InferObjective::Latency;
+  else if (options.objective != "throughput")
+    return module.emitError("unknown --dist-objective='")
+           << options.objective << "': expected throughput or latency";
+  if (!options.memoryLimit.empty()) {
+    Expected<double> limit = parseByteSize(options.memoryLimit);
+    if (!limit)
+      return module.emitError(toString(limit.takeError()));
+    so.memoryLimit = *limit;
+  }
+  Expected<search::Constraints> constraints =
+      search::parseConstraints(options.searchConstraints);
+  if (!constraints)
+    return module.emitError(toString(constraints.takeError()));
+  so.constraints = std::move(*constraints);
+
+  // Progress: a terminal sees a live line; a log sees one line per second
+  // once the search has run for a second.
+  auto start = std::chrono::steady_clock::now();
+  bool tty = llvm::errs().is_displayed();
+  bool always = options.progress == "always";
+  bool shown = false;
+  double last = -1;
+  if (options.progress != "never" && options.progress != "auto" && !always)
+    return module.emitError("unknown --dist-progress='")
+           << options.progress << "': expected auto, always or never";
+  if (options.progress != "never")
+    so.progress = [&](double fraction, unsigned long candidates) {
+      double t = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+      if (!always && !tty && t < 1.0)
+        return;
+      if (!always && t - last < (tty ? 0.1 : 1.0) && fraction < 1.0)
+        return;
+      last = t;
+      shown = true;
+      llvm::errs() << (tty ? "\r" : "")
+                   << llvm::formatv("search: {0,3:F0}% of the ordered "
+                                    "candidates, {1} weighed, {2:F1} s",
+                                    100 * fraction, candidates, t)
+                   << (tty ? "" : "\n");
+    };
+  Expected<search::SearchResult> result =
+      search::searchPlan(model, cluster, cm, so);
+  if (shown && tty)
+    llvm::errs() << "\n";
+  if (!result)
+    return module.emitError(toString(result.takeError()));
+
+  search::printSearchSummary(*result, cluster, os);
+  if (options.explain)
+    search::printExplain(*result, os);
+  const search::Candidate &best = result->best;
+  annotate(module, cluster, &best.sim.plan, &best.sim.costs, &layerOps,
+           options.mode);
+  if (!options.report.empty() &&
+      failed(writeFile(module, options.report, "report",
+                       [&](llvm::raw_ostream &out) {
+                         out << llvm::formatv(
+                                    "{0:2}",
+                                    search::searchReportJSON(*result, model))
+                             << "\n";
+                       })))
+    return failure();
+  if (options.trace.empty() && options.timeline.empty())
+    return success();
+  if (so.mode == search::Mode::Infer)
+    return module.emitError("--dist-trace and --dist-timeline draw training "
+                            "schedules; drop them with --dist-mode=infer");
+  // Simulate the winner once more, keeping its events.
+  sim::SimOptions simOptions;
+  Expected<sim::PlanSimulation> sim =
+      sim::simulatePlan(model, cluster, best.sim.plan, options.batch, cm,
+                        simOptions, so.memory);
+  if (!sim)
+    return module.emitError(toString(sim.takeError()));
+  if (!options.trace.empty() &&
+      failed(writeFile(module, options.trace, "trace",
+                       [&](llvm::raw_ostream &out) {
+                         sim::writeChromeTrace(sim->result, out);
+                       })))
+    return failure();
+  if (!options.timeline.empty() &&
+      failed(writeFile(module, options.timeline, "timeline",
+                       [&](llvm::raw_ostream &out) {
+                         sim::writeSvgTimeline(sim->result, sim->plan.pp, out);
+                       })))
+    return failure();
+  return success();
 }
 
 LogicalResult distopt::runPlanDriver(ModuleOp module,
@@ -153,6 +322,8 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
              << options.dtype << "': expected f32, tf32, f16, bf16 or f8";
     modelOptions.computeType = dt;
   }
+  std::vector<std::vector<Operation *>> layerOps;
+  modelOptions.layerOps = &layerOps;
   FailureOr<cost::ModelDesc> model = buildModelDesc(entry, modelOptions);
   if (failed(model))
     return failure();
@@ -161,7 +332,13 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
 
   bool wantsPlan = options.simulate || !options.report.empty() ||
                    !options.trace.empty() || !options.timeline.empty() ||
-                   !options.plan.empty();
+                   !options.plan.empty() || options.search || options.explain;
+  if (options.search && !options.plan.empty())
+    return module.emitError("give either --dist-plan (simulate that plan) or "
+                            "--dist-search (find one), not both");
+  if (options.explain && !options.search)
+    return module.emitError("--dist-explain explains a search; add "
+                            "--dist-search");
   if (options.cluster.empty()) {
     if (wantsPlan)
       return module.emitError("planning needs a cluster: pass "
@@ -175,21 +352,12 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
   if (!cluster)
     return module.emitError(llvm::toString(cluster.takeError()));
   if (!wantsPlan) {
-    annotate(module, *cluster, nullptr);
+    annotate(module, *cluster, nullptr, nullptr, nullptr);
     return success();
   }
-  if (options.plan.empty())
-    return module.emitError("--dist-simulate needs a plan: pass "
-                            "--dist-plan=\"dp=..,tp=..,pp=..,mbs=..,"
-                            "schedule=..\"");
-  if (options.batch == 0)
-    return module.emitError("--dist-simulate needs the global batch in "
+  if (options.search && options.batch == 0)
+    return module.emitError("--dist-search needs the global batch in "
                             "samples: pass --dist-batch=N");
-  llvm::Expected<schedule::Plan> plan = schedule::parsePlan(options.plan);
-  if (!plan)
-    return module.emitError("bad --dist-plan: ")
-           << llvm::toString(plan.takeError());
-
   std::optional<cost::ProfileDB> profile;
   if (!options.profile.empty()) {
     llvm::Expected<cost::ProfileDB> db = cost::ProfileDB::load(options.profile);
@@ -198,6 +366,23 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
     profile = std::move(*db);
   }
   cost::CostModel cm(profile ? &*profile : nullptr);
+  if (options.search)
+    return runSearch(module, *model, layerOps, *cluster, cm, options, os);
+  if (options.mode != "train")
+    return module.emitError("--dist-mode=") << options.mode
+           << " works with --dist-search; --dist-plan simulates training";
+  if (options.plan.empty())
+    return module.emitError("--dist-simulate needs a plan: pass "
+                            "--dist-plan=\"dp=..,tp=..,pp=..,mbs=..,"
+                            "schedule=..\" (or --dist-search to find one)");
+  if (options.batch == 0)
+    return module.emitError("--dist-simulate needs the global batch in "
+                            "samples: pass --dist-batch=N");
+  llvm::Expected<schedule::Plan> plan = schedule::parsePlan(options.plan);
+  if (!plan)
+    return module.emitError("bad --dist-plan: ")
+           << llvm::toString(plan.takeError());
+
   sim::SimOptions simOptions;
   simOptions.recordEvents = !options.trace.empty() || !options.timeline.empty();
   llvm::Expected<sim::PlanSimulation> sim = sim::simulatePlan(
@@ -206,7 +391,7 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
     return module.emitError(llvm::toString(sim.takeError()));
 
   printSummary(*sim, *cluster, os);
-  annotate(module, *cluster, &*sim);
+  annotate(module, *cluster, &sim->plan, &sim->costs, &layerOps);
 
   if (!options.report.empty() &&
       failed(writeFile(module, options.report, "report",

@@ -12,6 +12,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm/Support/Error.h"
+
 #include <string>
 
 namespace distopt {
@@ -32,18 +34,42 @@ struct PlanDriverOptions {
   std::string profile;
   /// Print the layered cost description the planner sees.
   bool printModel = false;
+  /// Search the plan (--dist-search[=CONSTRAINTS]).
+  bool search = false;
+  std::string searchConstraints;
+  /// "train" or "infer"; for inference, "throughput" or "latency".
+  std::string mode = "train";
+  std::string objective = "throughput";
+  /// Per-device memory limit such as "80GB" or "40GiB" (empty: the device's).
+  std::string memoryLimit;
+  /// Let the search pick PipeDream / PipeDream-2BW (asynchronous updates).
+  bool allowAsync = false;
+  /// Print the table of the best plans and why the winner wins.
+  bool explain = false;
+  /// Runner-up plans in the report and the table.
+  unsigned alternatives = 3;
+  /// Progress line on stderr: "auto" (a terminal, or after 1 s), "always",
+  /// "never".
+  std::string progress = "auto";
 
   bool any() const {
     return !cluster.empty() || !plan.empty() || simulate || printModel ||
-           !report.empty() || !trace.empty() || !timeline.empty();
+           !report.empty() || !trace.empty() || !timeline.empty() || search ||
+           explain;
   }
 };
 
 /// Runs the planning steps `options` ask for on `module`, printing a readable
-/// summary to `os`. Errors are emitted as diagnostics on the module.
+/// summary to `os`. Errors are emitted as diagnostics on the module. The
+/// chosen or given plan is recorded on the module (`dist.cluster`,
+/// `dist.plan`) and on every op of the planned function that belongs to a
+/// pipeline stage (`dist.stage`, the virtual stage index).
 mlir::LogicalResult runPlanDriver(mlir::ModuleOp module,
                                   const PlanDriverOptions &options,
                                   llvm::raw_ostream &os);
+
+/// Parses a byte size: "80GB", "40GiB", "512MB", "1e9" (bytes).
+llvm::Expected<double> parseByteSize(llvm::StringRef text);
 
 } // namespace distopt
 

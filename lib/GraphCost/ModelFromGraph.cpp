@@ -458,6 +458,8 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
   ModelDesc model;
   model.name = func.getSymName().str();
   LayerDesc current;
+  std::vector<std::vector<Operation *>> opsOf;
+  std::vector<Operation *> currentOps;
   bool heavy = false;
   auto isHeavy = [](const OpDesc &d) {
     return d.cls == OpClass::MatMul || d.cls == OpClass::Conv ||
@@ -472,14 +474,19 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       for (OpDesc &d : current.ops)
         prev.ops.push_back(std::move(d));
       prev.boundaryBytes = boundary;
+      opsOf.back().insert(opsOf.back().end(), currentOps.begin(),
+                          currentOps.end());
     } else {
       model.layers.push_back(std::move(current));
+      opsOf.push_back(std::move(currentOps));
     }
     current = LayerDesc();
+    currentOps.clear();
     heavy = false;
     (void)end;
   };
   for (size_t i = 0; i < items.size(); ++i) {
+    currentOps.push_back(items[i].op);
     if (items[i].desc) {
       heavy |= isHeavy(*items[i].desc);
       current.ops.push_back(*items[i].desc);
@@ -496,8 +503,12 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       next.ops.insert(next.ops.begin(), model.layers.front().ops.begin(),
                       model.layers.front().ops.end());
       model.layers.erase(model.layers.begin());
+      opsOf[1].insert(opsOf[1].begin(), opsOf[0].begin(), opsOf[0].end());
+      opsOf.erase(opsOf.begin());
     }
   }
+  if (options.layerOps)
+    *options.layerOps = std::move(opsOf);
   for (auto [i, layer] : llvm::enumerate(model.layers)) {
     layer.name = llvm::formatv("layer{0}", i).str();
     if (!layer.ops.empty())

@@ -12,10 +12,14 @@
 
 #include "llvm/Support/LogicalResult.h"
 #include <optional>
+#include <vector>
 
-namespace mlir::func {
+namespace mlir {
+class Operation;
+namespace func {
 class FuncOp;
-} // namespace mlir::func
+} // namespace func
+} // namespace mlir
 
 namespace distopt {
 
@@ -23,6 +27,10 @@ struct GraphModelOptions {
   /// Element type the model trains or runs in (mixed precision runs an f32
   /// graph in bf16). Unset: each op's own element type.
   std::optional<cluster::DType> computeType;
+  /// When set, receives the sample-dependent ops of each layer in program
+  /// order (ops that only compute weights belong to no layer), so a plan's
+  /// stages can be written back onto the IR.
+  std::vector<std::vector<mlir::Operation *>> *layerOps = nullptr;
 };
 
 /// Builds the cost description of `func`.

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <limits>
 #include <numeric>
@@ -630,6 +631,20 @@ Error Searcher::noPlanError() const {
                                       : ", or allow recompute=full"));
 }
 
+/// Orders plans by iteration time; equal times (within rounding) prefer the
+/// simpler plan: fewer stages, less TP, fewer chunks, less recomputation
+/// and sharding, fewer micro-batches.
+static bool better(const Candidate &a, const Candidate &b) {
+  double ta = a.sim.result.iterationTime, tb = b.sim.result.iterationTime;
+  if (std::fabs(ta - tb) > 1e-9 * std::max(ta, tb))
+    return ta < tb;
+  const Plan &p = a.sim.plan, &q = b.sim.plan;
+  return std::make_tuple(p.pp, p.tp, p.chunks, static_cast<unsigned>(p.recompute),
+                         p.zero, p.numMicrobatches) <
+         std::make_tuple(q.pp, q.tp, q.chunks, static_cast<unsigned>(q.recompute),
+                         q.zero, q.numMicrobatches);
+}
+
 Expected<SearchResult> Searcher::run() {
   auto t0 = std::chrono::steady_clock::now();
   std::clock_t c0 = std::clock();
@@ -692,11 +707,7 @@ Expected<SearchResult> Searcher::run() {
       cand.lowerBound = e.lb;
       cand.sim = std::move(*ps);
       cand.breakdown = breakdownOf(cand.sim);
-      auto pos = std::upper_bound(
-          top.begin(), top.end(), cand.sim.result.iterationTime,
-          [](double v, const Candidate &x) {
-            return v < x.sim.result.iterationTime;
-          });
+      auto pos = std::upper_bound(top.begin(), top.end(), cand, better);
       top.insert(pos, std::move(cand));
       if (top.size() > K)
         top.pop_back();

@@ -96,6 +96,46 @@ struct PlanCLOptions {
       "dist-print-model",
       cl::desc("Print the layers, parameters and FLOPs the planner sees"),
       cl::cat(category)};
+  cl::opt<std::string> search{
+      "dist-search", cl::ValueOptional,
+      cl::desc("Search the best plan; optional constraints such as "
+               "\"tp<=8,pp>=2,mbs=1|2,schedule=1f1b|interleaved,"
+               "recompute=any,zero<=1\""),
+      cl::value_desc("constraints"), cl::cat(category)};
+  cl::opt<std::string> mode{
+      "dist-mode",
+      cl::desc("What the plan is for: train (default) or infer (forward "
+               "only)"),
+      cl::init("train"), cl::cat(category)};
+  cl::opt<std::string> objective{
+      "dist-objective",
+      cl::desc("Inference goal: throughput (a stream of batches, default) "
+               "or latency (one global batch)"),
+      cl::init("throughput"), cl::cat(category)};
+  cl::opt<std::string> memoryLimit{
+      "dist-memory-limit",
+      cl::desc("Per-device memory limit for the search, e.g. 80GB or 40GiB "
+               "(default: each device's memory)"),
+      cl::cat(category)};
+  cl::opt<bool> allowAsync{
+      "dist-allow-async",
+      cl::desc("Let the search choose PipeDream / PipeDream-2BW "
+               "(asynchronous weight updates)"),
+      cl::cat(category)};
+  cl::opt<bool> explain{
+      "dist-explain",
+      cl::desc("Print compute, communication, bubble and memory of the best "
+               "plans and why the winner wins"),
+      cl::cat(category)};
+  cl::opt<unsigned> alternatives{
+      "dist-alternatives",
+      cl::desc("Runner-up plans to report (default 3)"), cl::init(3),
+      cl::cat(category)};
+  cl::opt<std::string> progress{
+      "dist-progress",
+      cl::desc("Search progress on stderr: auto (on a terminal, or after "
+               "1 s), always, never"),
+      cl::init("auto"), cl::cat(category)};
 
   distopt::PlanDriverOptions get() const {
     distopt::PlanDriverOptions o;
@@ -109,6 +149,15 @@ struct PlanCLOptions {
     o.dtype = dtype;
     o.profile = profile;
     o.printModel = printModel;
+    o.search = search.getNumOccurrences() > 0;
+    o.searchConstraints = search;
+    o.mode = mode;
+    o.objective = objective;
+    o.memoryLimit = memoryLimit;
+    o.allowAsync = allowAsync;
+    o.explain = explain;
+    o.alternatives = alternatives;
+    o.progress = progress;
     return o;
   }
 };
