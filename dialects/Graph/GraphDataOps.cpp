@@ -1,4 +1,5 @@
-//===- GraphDataOps.cpp - Data movement ops of the graph dialect -*- C++ -*-===//
+//===- GraphDataOps.cpp - Data movement ops of the graph dialect -*- C++
+//-*-===//
 //
 // Part of DistOpt. Verifiers of reshape, flatten, transpose, split, slice,
 // concat, expand, pad, trilu, gather and embedding.
@@ -23,8 +24,8 @@ static FailureOr<int64_t> checkedAxis(Operation *op, StringRef name,
                                       int64_t axis, int64_t rank) {
   if (auto a = normalizeAxis(axis, rank))
     return *a;
-  return op->emitOpError("'") << name << "' " << axis
-                              << " is out of range for rank " << rank;
+  return op->emitOpError("'")
+         << name << "' " << axis << " is out of range for rank " << rank;
 }
 
 LogicalResult ReshapeOp::verify() {
@@ -47,8 +48,8 @@ LogicalResult FlattenOp::verify() {
   int64_t given = static_cast<int64_t>(getAxis());
   int64_t axis = given < 0 ? given + rank : given;
   if (axis < 0 || axis > rank)
-    return emitOpError("'axis' ") << given << " is out of range for rank "
-                                  << rank;
+    return emitOpError("'axis' ")
+           << given << " is out of range for rank " << rank;
   if (failed(verifySameElementType(*this, in.getElementType(),
                                    out.getElementType())))
     return failure();
@@ -70,9 +71,9 @@ LogicalResult TransposeOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   ArrayRef<int64_t> perm = getPerm();
   if ((int64_t)perm.size() != in.getRank())
-    return emitOpError("'perm' has ") << perm.size()
-                                      << " entries but the operand has rank "
-                                      << in.getRank();
+    return emitOpError("'perm' has ")
+           << perm.size() << " entries but the operand has rank "
+           << in.getRank();
   SmallVector<bool> seen(perm.size(), false);
   SmallVector<int64_t> expected;
   for (int64_t p : perm) {
@@ -220,9 +221,9 @@ LogicalResult PadOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   ArrayRef<int64_t> pads = getPads();
   if ((int64_t)pads.size() != 2 * in.getRank())
-    return emitOpError("'pads' needs ") << 2 * in.getRank()
-                                        << " entries (begins then ends), got "
-                                        << pads.size();
+    return emitOpError("'pads' needs ")
+           << 2 * in.getRank() << " entries (begins then ends), got "
+           << pads.size();
   SmallVector<int64_t> expected(in.getShape());
   for (int64_t i = 0; i < in.getRank(); ++i) {
     if (in.isDynamicDim(i))

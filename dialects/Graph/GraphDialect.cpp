@@ -53,7 +53,8 @@ LogicalResult WeightOp::verify() {
   Type elem = type.getElementType();
   if (type.hasStaticShape() && elem.isIntOrFloat() &&
       elem.getIntOrFloatBitWidth() % 8 == 0) {
-    int64_t expected = type.getNumElements() * (elem.getIntOrFloatBitWidth() / 8);
+    int64_t expected =
+        type.getNumElements() * (elem.getIntOrFloatBitWidth() / 8);
     if (expected != size)
       return emitOpError("'size' is ")
              << size << " bytes but " << type << " needs " << expected;
@@ -65,10 +66,11 @@ LogicalResult WeightOp::verify() {
 // ConstantOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConstantOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> location, ValueRange,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                             ValueRange, DictionaryAttr attributes,
+                             OpaqueProperties properties, RegionRange,
+                             SmallVectorImpl<Type> &inferredReturnTypes) {
   auto *props = properties.as<Properties *>();
   Attribute value = props ? props->value : Attribute();
   if (!value && attributes)
@@ -99,8 +101,8 @@ LogicalResult OpaqueOp::verify() {
                               << " entries for " << count << " values";
     for (size_t i = 0; i < indices->size(); ++i)
       if ((*indices)[i] < 0 || (i > 0 && (*indices)[i] <= (*indices)[i - 1]))
-        return emitOpError("'") << name
-                                << "' must be increasing and non-negative";
+        return emitOpError("'")
+               << name << "' must be increasing and non-negative";
     return success();
   };
   if (failed(check(getInputIndices(), getInputs().size(), "input_indices")))

@@ -45,9 +45,8 @@ LogicalResult ConvOp::verify() {
     return emitOpError("input must be N x C x spatial..., got rank ")
            << in.getRank();
   if (w.getRank() != in.getRank())
-    return emitOpError("weight rank ") << w.getRank()
-                                       << " differs from input rank "
-                                       << in.getRank();
+    return emitOpError("weight rank ")
+           << w.getRank() << " differs from input rank " << in.getRank();
   int64_t spatial = in.getRank() - 2;
   if (failed(verifyWindow(*this, spatial, getStrides(), getPads(),
                           getDilations())))
@@ -59,12 +58,11 @@ LogicalResult ConvOp::verify() {
   if (!ShapedType::isDynamic(channels) && !w.isDynamicDim(1) &&
       channels != w.getDimSize(1) * group)
     return emitOpError("input has ")
-           << channels << " channels but weight expects "
-           << w.getDimSize(1) << " x group " << group;
+           << channels << " channels but weight expects " << w.getDimSize(1)
+           << " x group " << group;
   if (!ShapedType::isDynamic(filters) && filters % group != 0)
-    return emitOpError("filter count ") << filters
-                                        << " is not divisible by group "
-                                        << group;
+    return emitOpError("filter count ")
+           << filters << " is not divisible by group " << group;
   if (Value bias = getBias()) {
     auto b = cast<RankedTensorType>(bias.getType());
     if (b.getRank() != 1 || !dimsCompatible(b.getDimSize(0), filters))
@@ -103,9 +101,8 @@ LogicalResult PoolOp::verify() {
       return failure();
     for (int64_t i = 0; i < spatial; ++i)
       expected.push_back(windowOutputSize(
-          in.getDimSize(i + 2), getKernel()[i], getStrides()[i],
-          getPads()[i], getPads()[i + spatial], getDilations()[i],
-          getCeilMode()));
+          in.getDimSize(i + 2), getKernel()[i], getStrides()[i], getPads()[i],
+          getPads()[i + spatial], getDilations()[i], getCeilMode()));
   }
   if (in.getElementType() != out.getElementType())
     return emitOpError("result element type differs from the input's");
@@ -116,8 +113,8 @@ LogicalResult SoftmaxOp::verify() {
   auto in = getInput().getType();
   int64_t axis = static_cast<int64_t>(getAxis());
   if (!normalizeAxis(axis, in.getRank()))
-    return emitOpError("'axis' ") << axis << " is out of range for rank "
-                                  << in.getRank();
+    return emitOpError("'axis' ")
+           << axis << " is out of range for rank " << in.getRank();
   return verifySameType(*this, in, getResult().getType());
 }
 
@@ -128,8 +125,8 @@ static LogicalResult verifyNorm(Operation *op, RankedTensorType in,
                                 double epsilon, Value scale, Value bias) {
   auto a = normalizeAxis(axis, in.getRank());
   if (!a)
-    return op->emitOpError("'axis' ") << axis << " is out of range for rank "
-                                      << in.getRank();
+    return op->emitOpError("'axis' ")
+           << axis << " is out of range for rank " << in.getRank();
   if (epsilon < 0)
     return op->emitOpError("'epsilon' must be non-negative");
   ArrayRef<int64_t> normalized = in.getShape().drop_front(*a);
@@ -196,19 +193,19 @@ LogicalResult ReduceOp::verify() {
   for (int64_t axis : getAxes()) {
     auto a = normalizeAxis(axis, in.getRank());
     if (!a)
-      return emitOpError("axis ") << axis << " is out of range for rank "
-                                  << in.getRank();
+      return emitOpError("axis ")
+             << axis << " is out of range for rank " << in.getRank();
     if (reduced[*a])
       return emitOpError("axis ") << axis << " is listed twice";
     reduced[*a] = true;
   }
-  bool isArg = getKind() == ReduceKind::ArgMax ||
-               getKind() == ReduceKind::ArgMin;
+  bool isArg =
+      getKind() == ReduceKind::ArgMax || getKind() == ReduceKind::ArgMin;
   if (isArg && getAxes().size() != 1)
-    return emitOpError("'") << stringifyReduceKind(getKind())
-                            << "' needs exactly one axis";
-  Type expectedElem = isArg ? Type(IntegerType::get(getContext(), 64))
-                            : in.getElementType();
+    return emitOpError("'")
+           << stringifyReduceKind(getKind()) << "' needs exactly one axis";
+  Type expectedElem =
+      isArg ? Type(IntegerType::get(getContext(), 64)) : in.getElementType();
   if (out.getElementType() != expectedElem)
     return emitOpError("result element type ")
            << out.getElementType() << " should be " << expectedElem;

@@ -23,8 +23,8 @@ static LogicalResult verifySameType(Operation *op, RankedTensorType input,
 LogicalResult UnaryOp::verify() {
   if (getKind() == UnaryKind::IsNaN || getKind() == UnaryKind::IsInf) {
     if (!getResult().getType().getElementType().isInteger(1))
-      return emitOpError("'") << stringifyUnaryKind(getKind())
-                              << "' must yield i1 elements";
+      return emitOpError("'")
+             << stringifyUnaryKind(getKind()) << "' must yield i1 elements";
     return verifyResultShape(*this, getInput().getType().getShape(),
                              getResult().getType().getShape());
   }
@@ -32,11 +32,11 @@ LogicalResult UnaryOp::verify() {
 }
 
 LogicalResult ClipOp::verify() {
-  if (getMin() && getMax() && getMin()->convertToDouble() >
-                                  getMax()->convertToDouble())
-    return emitOpError("'min' ") << getMin()->convertToDouble()
-                                 << " is greater than 'max' "
-                                 << getMax()->convertToDouble();
+  if (getMin() && getMax() &&
+      getMin()->convertToDouble() > getMax()->convertToDouble())
+    return emitOpError("'min' ")
+           << getMin()->convertToDouble() << " is greater than 'max' "
+           << getMax()->convertToDouble();
   return verifySameType(*this, getInput().getType(), getResult().getType());
 }
 
@@ -66,8 +66,8 @@ LogicalResult BinaryOp::verify() {
     return emitOpError("operand element types differ: ")
            << lhs.getElementType() << " vs " << rhs.getElementType();
   if (isLogical(kind) && !lhs.getElementType().isInteger(1))
-    return emitOpError("'") << stringifyBinaryKind(kind)
-                            << "' needs i1 operands";
+    return emitOpError("'")
+           << stringifyBinaryKind(kind) << "' needs i1 operands";
   Type expectedElem = isComparison(kind) || isLogical(kind)
                           ? Type(IntegerType::get(getContext(), 1))
                           : lhs.getElementType();

@@ -73,11 +73,9 @@ std::string shapeToString(ArrayRef<int64_t> shape) {
   return s;
 }
 
-std::optional<SmallVector<int64_t>> inferMatmulShape(ArrayRef<int64_t> lhs,
-                                                     ArrayRef<int64_t> rhs,
-                                                     bool transposeLhs,
-                                                     bool transposeRhs,
-                                                     std::string &error) {
+std::optional<SmallVector<int64_t>>
+inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
+                 bool transposeLhs, bool transposeRhs, std::string &error) {
   if (lhs.empty() || rhs.empty()) {
     error = "operands must have rank >= 1";
     return std::nullopt;

@@ -10,7 +10,6 @@
 
 #include "dialects/Graph/GraphShapeUtils.h"
 
-
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -101,7 +100,7 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
     return std::nullopt;
   bool isCompare = isOneOf(op, {"Equal", "Less", "Greater", "LessOrEqual",
                                 "GreaterOrEqual", "And", "Or", "Not"});
-  int32_t dtype = isCompare ? TensorProto::BOOL
+  int32_t dtype = isCompare       ? TensorProto::BOOL
                   : op == "Where" ? in[1]->dtype
                                   : in[0]->dtype;
   bool isFloat = in.back()->isFloat() || in[0]->isFloat();
@@ -184,8 +183,7 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
   // Integer results computed in double lose nothing for the magnitudes of
   // shape arithmetic, but Add/Sub/Mul on int64 are redone exactly.
   if (!out.isFloat() && !isCompare && !isFloat &&
-      (op == "Add" || op == "Sub" || op == "Mul" || op == "Max" ||
-       op == "Min"))
+      (op == "Add" || op == "Sub" || op == "Mul" || op == "Max" || op == "Min"))
     for (int64_t i = 0; i < out.numElements(); ++i) {
       int64_t a = iarg(0, i), b = iarg(1, i);
       out.ints[i] = op == "Add"   ? a + b
@@ -479,7 +477,8 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
            delta = in[2]->getDouble(0);
     if (delta == 0)
       return std::nullopt;
-    int64_t n = std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
+    int64_t n =
+        std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
     if (n > kMaxInlineElements)
       return std::nullopt;
     return build(in[0]->dtype, {n},
@@ -487,7 +486,8 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
   }
   if (op == "ConstantOfShape" || op == "Expand") {
     SmallVector<int64_t> shape;
-    const SmallTensor *shapeTensor = op == "Expand" ? (in.size() > 1 ? in[1] : nullptr) : in[0];
+    const SmallTensor *shapeTensor =
+        op == "Expand" ? (in.size() > 1 ? in[1] : nullptr) : in[0];
     if (!shapeTensor)
       return std::nullopt;
     shape.assign(shapeTensor->ints.begin(), shapeTensor->ints.end());

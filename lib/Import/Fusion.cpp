@@ -69,8 +69,7 @@ Value meanOverLastAxis(Value v) {
 
 /// For a commutative op, calls `fn(a, b)` with both operand orders until it
 /// returns true.
-template <typename Fn>
-bool eitherOrder(BinaryOp op, Fn fn) {
+template <typename Fn> bool eitherOrder(BinaryOp op, Fn fn) {
   return fn(op.getLhs(), op.getRhs()) || fn(op.getRhs(), op.getLhs());
 }
 
@@ -113,8 +112,8 @@ LogicalResult replaceWithNorm(PatternRewriter &rewriter, Operation *root,
     if (v && cast<RankedTensorType>(v.getType()).getRank() > 1)
       return failure();
   auto op = NormOp::create(rewriter, root->getLoc(), type, x, scale, bias,
-                                    rewriter.getI64IntegerAttr(-1),
-                                    rewriter.getF64FloatAttr(eps));
+                           rewriter.getI64IntegerAttr(-1),
+                           rewriter.getF64FloatAttr(eps));
   if (failed(mlir::verify(op.getOperation()))) {
     rewriter.eraseOp(op);
     return failure();
@@ -154,8 +153,8 @@ struct LayerNormPattern : OpRewritePattern<BinaryOp> {
     if (mul->hasOneUse())
       if (auto add = dyn_cast<BinaryOp>(*mul->getUsers().begin()))
         if (add.getKind() == BinaryKind::Add) {
-          Value beta = add.getLhs() == mul.getResult() ? add.getRhs()
-                                                       : add.getLhs();
+          Value beta =
+              add.getLhs() == mul.getResult() ? add.getRhs() : add.getLhs();
           if (add.getType() == mul.getType() &&
               succeeded(replaceWithNorm<LayerNormOp>(rewriter, add, x, gamma,
                                                      beta, eps)))
@@ -183,7 +182,8 @@ struct RMSNormPattern : OpRewritePattern<BinaryOp> {
         // x * (1 / s) or x * reciprocal(s), either order.
         return eitherOrder(m, [&](Value a, Value r) {
           Value root;
-          if (auto d = binary(r, BinaryKind::Div); d && isScalar(d.getLhs(), 1.0))
+          if (auto d = binary(r, BinaryKind::Div);
+              d && isScalar(d.getLhs(), 1.0))
             root = d.getRhs();
           else if (auto rec = unary(r, UnaryKind::Reciprocal))
             root = rec.getInput();
@@ -315,8 +315,9 @@ struct GeluPattern : OpRewritePattern<BinaryOp> {
           continue;
         if (x.getType() != mul.getType())
           return failure();
-        rewriter.replaceOpWithNewOp<UnaryOp>(mul, mul.getType(), UnaryKindAttr::get(rewriter.getContext(), kind), x,
-                                             FloatAttr(), FloatAttr());
+        rewriter.replaceOpWithNewOp<UnaryOp>(
+            mul, mul.getType(), UnaryKindAttr::get(rewriter.getContext(), kind),
+            x, FloatAttr(), FloatAttr());
         return success();
       }
     }
@@ -342,9 +343,9 @@ struct SiluPattern : OpRewritePattern<BinaryOp> {
     if (!matched)
       return failure();
     rewriter.replaceOpWithNewOp<UnaryOp>(
-        mul, mul.getType(), UnaryKindAttr::get(rewriter.getContext(),
-                                               UnaryKind::Silu),
-        x, FloatAttr(), FloatAttr());
+        mul, mul.getType(),
+        UnaryKindAttr::get(rewriter.getContext(), UnaryKind::Silu), x,
+        FloatAttr(), FloatAttr());
     return success();
   }
 };

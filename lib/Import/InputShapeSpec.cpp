@@ -1,4 +1,5 @@
-//===- InputShapeSpec.cpp - --input-shape parsing and file sniffing -*- C++ -*-===//
+//===- InputShapeSpec.cpp - --input-shape parsing and file sniffing -*- C++
+//-*-===//
 //
 // Part of DistOpt. Helpers of the public importer API that need no IR:
 // parsing "NAME:D0xD1x..." and telling ONNX files from MLIR text.
@@ -59,9 +60,10 @@ bool distopt::looksLikeONNX(StringRef path, StringRef bytes) {
   // A serialized ModelProto starts with a field tag; ir_version (field 1,
   // varint) comes first in every exporter's output. MLIR text starts with
   // printable characters, MLIR bytecode with "ML\xefR".
-  if (bytes.empty() || bytes.starts_with("ML\xef" "R"))
+  if (bytes.empty() || bytes.starts_with("ML\xef"
+                                         "R"))
     return false;
   unsigned char first = bytes[0];
-  return first == 0x08 || (first < 0x20 && first != '\n' && first != '\r' &&
-                           first != '\t');
+  return first == 0x08 ||
+         (first < 0x20 && first != '\n' && first != '\r' && first != '\t');
 }

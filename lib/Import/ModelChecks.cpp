@@ -34,12 +34,13 @@ Expected<int64_t> checkOpsets(const onnx::ModelProto &model) {
                  "re-export it with an opset between " +
                  Twine(kMinOpset) + " and " + Twine(kMaxOpset));
   if (opset < kMinOpset || opset > kMaxOpset)
-    return error("opset " + Twine(opset) +
-                 " is not supported (supported: default-domain opsets " +
-                 Twine(kMinOpset) + ".." + Twine(kMaxOpset) +
-                 "); re-export the model with opset_version=" +
-                 Twine(kMaxOpset) + " or convert it with "
-                 "onnx.version_converter");
+    return error(
+        "opset " + Twine(opset) +
+        " is not supported (supported: default-domain opsets " +
+        Twine(kMinOpset) + ".." + Twine(kMaxOpset) +
+        "); re-export the model with opset_version=" + Twine(kMaxOpset) +
+        " or convert it with "
+        "onnx.version_converter");
   for (const auto &node : model.graph().node()) {
     StringRef domain = node.domain();
     if (isDefaultDomain(domain) || domain == "ai.onnx.ml")
@@ -105,8 +106,8 @@ Error checkDefinitions(const onnx::GraphProto &graph) {
       if (cycle)
         return error("the graph has a cycle: node '" + nodeName(i) +
                      "' uses value '" + in + "', which node '" +
-                     nodeName(it->second) +
-                     "' computes from node '" + nodeName(i) +
+                     nodeName(it->second) + "' computes from node '" +
+                     nodeName(i) +
                      "''s own result; ONNX graphs must be acyclic");
       return error("value '" + in + "' is used by node '" + nodeName(i) +
                    "' before it is defined by node '" + nodeName(it->second) +

@@ -1,4 +1,5 @@
-//===- ModelScanner.cpp - Protobuf wire-format scan of ONNX models -*- C++ -*-===//
+//===- ModelScanner.cpp - Protobuf wire-format scan of ONNX models -*- C++
+//-*-===//
 //
 // Part of DistOpt. Implements ModelScanner.h. Field numbers are those of
 // onnx.proto (ModelProto.graph = 7, GraphProto.initializer = 5,
@@ -156,21 +157,21 @@ static Expected<std::string> stripTensor(StringRef bytes, uint64_t base,
                                          std::optional<TensorDataRef> &ref) {
   std::string out;
   out.reserve(std::min<size_t>(bytes.size(), 256));
-  Error e = forEachField(
-      bytes, base,
-      [&](uint32_t field, uint32_t wireType, StringRef record,
-          StringRef payload, uint64_t payloadOffset) -> Error {
-        bool isPayload =
-            wireType == Length &&
-            (field == kTensorRawData || field == kTensorFloatData ||
-             field == kTensorDoubleData);
-        if (isPayload && payload.size() >= threshold) {
-          ref = TensorDataRef{payloadOffset, payload.size()};
-          return Error::success();
-        }
-        appendRecord(out, record);
-        return Error::success();
-      });
+  Error e =
+      forEachField(bytes, base,
+                   [&](uint32_t field, uint32_t wireType, StringRef record,
+                       StringRef payload, uint64_t payloadOffset) -> Error {
+                     bool isPayload =
+                         wireType == Length && (field == kTensorRawData ||
+                                                field == kTensorFloatData ||
+                                                field == kTensorDoubleData);
+                     if (isPayload && payload.size() >= threshold) {
+                       ref = TensorDataRef{payloadOffset, payload.size()};
+                       return Error::success();
+                     }
+                     appendRecord(out, record);
+                     return Error::success();
+                   });
   if (e)
     return std::move(e);
   return out;
@@ -180,36 +181,36 @@ static Expected<std::string> stripTensor(StringRef bytes, uint64_t base,
 static Expected<std::string> stripNode(StringRef bytes, uint64_t base,
                                        std::optional<TensorDataRef> &ref) {
   std::string out;
-  Error e = forEachField(
-      bytes, base,
-      [&](uint32_t field, uint32_t wireType, StringRef record,
-          StringRef payload, uint64_t payloadOffset) -> Error {
-        if (field != kNodeAttribute || wireType != Length ||
-            payload.size() <= kNodeTensorStripBytes) {
-          appendRecord(out, record);
-          return Error::success();
-        }
-        std::string attr;
-        Error inner = forEachField(
-            payload, payloadOffset,
-            [&](uint32_t f, uint32_t w, StringRef rec, StringRef pay,
-                uint64_t payOffset) -> Error {
-              if (f != kAttributeTensor || w != Length) {
-                appendRecord(attr, rec);
-                return Error::success();
-              }
-              Expected<std::string> tensor =
-                  stripTensor(pay, payOffset, kNodeTensorStripBytes + 1, ref);
-              if (!tensor)
-                return tensor.takeError();
-              appendLengthField(attr, f, *tensor);
-              return Error::success();
-            });
-        if (inner)
-          return inner;
-        appendLengthField(out, field, attr);
-        return Error::success();
-      });
+  Error e =
+      forEachField(bytes, base,
+                   [&](uint32_t field, uint32_t wireType, StringRef record,
+                       StringRef payload, uint64_t payloadOffset) -> Error {
+                     if (field != kNodeAttribute || wireType != Length ||
+                         payload.size() <= kNodeTensorStripBytes) {
+                       appendRecord(out, record);
+                       return Error::success();
+                     }
+                     std::string attr;
+                     Error inner = forEachField(
+                         payload, payloadOffset,
+                         [&](uint32_t f, uint32_t w, StringRef rec,
+                             StringRef pay, uint64_t payOffset) -> Error {
+                           if (f != kAttributeTensor || w != Length) {
+                             appendRecord(attr, rec);
+                             return Error::success();
+                           }
+                           Expected<std::string> tensor = stripTensor(
+                               pay, payOffset, kNodeTensorStripBytes + 1, ref);
+                           if (!tensor)
+                             return tensor.takeError();
+                           appendLengthField(attr, f, *tensor);
+                           return Error::success();
+                         });
+                     if (inner)
+                       return inner;
+                     appendLengthField(out, field, attr);
+                     return Error::success();
+                   });
   if (e)
     return std::move(e);
   return out;
@@ -219,36 +220,37 @@ static Expected<std::string> stripGraph(StringRef bytes, uint64_t base,
                                         uint64_t threshold,
                                         ScannedModel &model) {
   std::string out;
-  Error e = forEachField(
-      bytes, base,
-      [&](uint32_t field, uint32_t wireType, StringRef record,
-          StringRef payload, uint64_t payloadOffset) -> Error {
-        if (field == kGraphNode && wireType == Length) {
-          std::optional<TensorDataRef> ref;
-          Expected<std::string> node = stripNode(payload, payloadOffset, ref);
-          if (!node)
-            return node.takeError();
-          if (ref)
-            model.nodePayloads[model.numNodes] = *ref;
-          ++model.numNodes;
-          appendLengthField(out, field, *node);
-          return Error::success();
-        }
-        if (field != kGraphInitializer || wireType != Length) {
-          appendRecord(out, record);
-          return Error::success();
-        }
-        std::optional<TensorDataRef> ref;
-        Expected<std::string> tensor =
-            stripTensor(payload, payloadOffset, threshold, ref);
-        if (!tensor)
-          return tensor.takeError();
-        if (ref)
-          model.payloads[model.numInitializers] = *ref;
-        ++model.numInitializers;
-        appendLengthField(out, field, *tensor);
-        return Error::success();
-      });
+  Error e =
+      forEachField(bytes, base,
+                   [&](uint32_t field, uint32_t wireType, StringRef record,
+                       StringRef payload, uint64_t payloadOffset) -> Error {
+                     if (field == kGraphNode && wireType == Length) {
+                       std::optional<TensorDataRef> ref;
+                       Expected<std::string> node =
+                           stripNode(payload, payloadOffset, ref);
+                       if (!node)
+                         return node.takeError();
+                       if (ref)
+                         model.nodePayloads[model.numNodes] = *ref;
+                       ++model.numNodes;
+                       appendLengthField(out, field, *node);
+                       return Error::success();
+                     }
+                     if (field != kGraphInitializer || wireType != Length) {
+                       appendRecord(out, record);
+                       return Error::success();
+                     }
+                     std::optional<TensorDataRef> ref;
+                     Expected<std::string> tensor =
+                         stripTensor(payload, payloadOffset, threshold, ref);
+                     if (!tensor)
+                       return tensor.takeError();
+                     if (ref)
+                       model.payloads[model.numInitializers] = *ref;
+                     ++model.numInitializers;
+                     appendLengthField(out, field, *tensor);
+                     return Error::success();
+                   });
   if (e)
     return std::move(e);
   return out;
@@ -257,22 +259,22 @@ static Expected<std::string> stripGraph(StringRef bytes, uint64_t base,
 Expected<ScannedModel> scanModel(StringRef bytes, uint64_t stripThreshold) {
   ScannedModel model;
   bool sawGraph = false;
-  Error e = forEachField(
-      bytes, 0,
-      [&](uint32_t field, uint32_t wireType, StringRef record,
-          StringRef payload, uint64_t payloadOffset) -> Error {
-        if (field != kModelGraph || wireType != Length) {
-          appendRecord(model.stripped, record);
-          return Error::success();
-        }
-        sawGraph = true;
-        Expected<std::string> graph =
-            stripGraph(payload, payloadOffset, stripThreshold, model);
-        if (!graph)
-          return graph.takeError();
-        appendLengthField(model.stripped, field, *graph);
-        return Error::success();
-      });
+  Error e =
+      forEachField(bytes, 0,
+                   [&](uint32_t field, uint32_t wireType, StringRef record,
+                       StringRef payload, uint64_t payloadOffset) -> Error {
+                     if (field != kModelGraph || wireType != Length) {
+                       appendRecord(model.stripped, record);
+                       return Error::success();
+                     }
+                     sawGraph = true;
+                     Expected<std::string> graph = stripGraph(
+                         payload, payloadOffset, stripThreshold, model);
+                     if (!graph)
+                       return graph.takeError();
+                     appendLengthField(model.stripped, field, *graph);
+                     return Error::success();
+                   });
   if (e)
     return std::move(e);
   if (!sawGraph)

@@ -1,4 +1,5 @@
-//===- ModelScanner.h - Protobuf wire-format scan of ONNX models -*- C++ -*-===//
+//===- ModelScanner.h - Protobuf wire-format scan of ONNX models -*- C++
+//-*-===//
 //
 // Part of DistOpt. Reads a serialized ModelProto without parsing weight
 // payloads: large initializer data (raw_data, packed float_data/double_data)

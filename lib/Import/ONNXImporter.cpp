@@ -86,17 +86,19 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
       return error() << "graph input '" << input.name()
                      << "' has ONNX element type " << elem
                      << ", which the importer does not support (numeric "
-                        "and bool tensors only)", failure();
+                        "and bool tensors only)",
+             failure();
     if (!type)
       return error() << "graph input '" << input.name()
                      << "' has no static tensor type after pinning; pass "
                         "--input-shape="
-                     << input.name() << ":D0xD1x...", failure();
+                     << input.name() << ":D0xD1x...",
+             failure();
     argTypes.push_back(type);
     argNames.push_back(input.name());
   }
-  auto func = func::FuncOp::create(builder, 
-      fileLoc, options.funcName, builder.getFunctionType(argTypes, {}));
+  auto func = func::FuncOp::create(builder, fileLoc, options.funcName,
+                                   builder.getFunctionType(argTypes, {}));
   Block *body = func.addEntryBlock();
   for (unsigned i = 0; i < argNames.size(); ++i) {
     func.setArgAttr(i, "graph.name", builder.getStringAttr(argNames[i]));
@@ -104,11 +106,8 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
   }
   builder.setInsertionPointToStart(body);
 
-  WeightSource source{bytes,
-                      llvm::sys::path::filename(name).str(),
-                      baseDir,
-                      &scan,
-                      options.weights};
+  WeightSource source{bytes, llvm::sys::path::filename(name).str(), baseDir,
+                      &scan, options.weights};
   if (failed(defineInitializers(t, graph, source, fileLoc)))
     return failure();
 
@@ -140,7 +139,8 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
     Value v = t.lookup(output.name());
     if (!v)
       return error() << "graph output '" << output.name()
-                     << "' is not computed by any node", failure();
+                     << "' is not computed by any node",
+             failure();
     results.push_back(v);
     resultTypes.push_back(v.getType());
   }
@@ -237,14 +237,15 @@ OwningOpRef<ModuleOp>
 distopt::importONNXBuffer(StringRef bytes, StringRef bufferName,
                           StringRef baseDir, MLIRContext *context,
                           const ONNXImportOptions &options) {
-  Import import{bytes,   bufferName.str(), baseDir.str(),
-                context, options,          FileLineColLoc::get(context, bufferName, 0, 0)};
+  Import import{bytes,         bufferName.str(),
+                baseDir.str(), context,
+                options,       FileLineColLoc::get(context, bufferName, 0, 0)};
   return import.run();
 }
 
-OwningOpRef<ModuleOp> distopt::importONNXFile(StringRef path,
-                                              MLIRContext *context,
-                                              const ONNXImportOptions &options) {
+OwningOpRef<ModuleOp>
+distopt::importONNXFile(StringRef path, MLIRContext *context,
+                        const ONNXImportOptions &options) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {

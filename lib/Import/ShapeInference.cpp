@@ -1,4 +1,5 @@
-//===- ShapeInference.cpp - ONNX shape inference, exception-safe -*- C++ -*-===//
+//===- ShapeInference.cpp - ONNX shape inference, exception-safe -*- C++
+//-*-===//
 //
 // Part of DistOpt. Built with -fexceptions (see CMakeLists.txt): ONNX shape
 // inference reports errors by throwing.
@@ -19,8 +20,8 @@ llvm::Error distopt::import::inferShapes(onnx::ModelProto &model) {
     // names the value it cannot type, which is a better message.
     options.error_mode = 0;
     options.enable_data_propagation = true;
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       options);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception &e) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -52,7 +52,8 @@ bool isFoldableType(int32_t dtype) {
 
 /// Copies `n` little-endian values of type T out of `raw`.
 template <typename T>
-static bool readRaw(const std::string &raw, int64_t n, SmallVectorImpl<T> &out) {
+static bool readRaw(const std::string &raw, int64_t n,
+                    SmallVectorImpl<T> &out) {
   if (int64_t(raw.size()) != n * int64_t(sizeof(T)))
     return false;
   out.resize(n);
@@ -94,7 +95,8 @@ std::optional<SmallTensor> readSmallTensor(const TensorProto &tensor) {
       ok = readRaw(raw, n, out.floats);
     } else {
       ok = tensor.double_data_size() == n;
-      out.floats.assign(tensor.double_data().begin(), tensor.double_data().end());
+      out.floats.assign(tensor.double_data().begin(),
+                        tensor.double_data().end());
     }
     break;
   case TensorProto::INT64:

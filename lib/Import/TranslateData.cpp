@@ -34,10 +34,10 @@ static LogicalResult translateFlatten(Translator &t, const NodeProto &node) {
   RankedTensorType type = t.resultType(node, 0);
   if (!x || !type)
     return failure();
-  return t.setResult(node, FlattenOp::create(t.builder, 
-                               t.loc(node), type, x,
-                               t.builder.getI64IntegerAttr(
-                                   Translator::attrInt(node, "axis", 1))));
+  return t.setResult(
+      node, FlattenOp::create(t.builder, t.loc(node), type, x,
+                              t.builder.getI64IntegerAttr(
+                                  Translator::attrInt(node, "axis", 1))));
 }
 
 static LogicalResult translateTranspose(Translator &t, const NodeProto &node) {
@@ -52,9 +52,9 @@ static LogicalResult translateTranspose(Translator &t, const NodeProto &node) {
   else
     for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
-  return t.setResult(node, TransposeOp::create(t.builder, 
-                               t.loc(node), type, x,
-                               t.builder.getDenseI64ArrayAttr(perm)));
+  return t.setResult(node,
+                     TransposeOp::create(t.builder, t.loc(node), type, x,
+                                         t.builder.getDenseI64ArrayAttr(perm)));
 }
 
 static LogicalResult translateSplit(Translator &t, const NodeProto &node) {
@@ -68,8 +68,8 @@ static LogicalResult translateSplit(Translator &t, const NodeProto &node) {
       return failure();
     types.push_back(type);
   }
-  auto op = SplitOp::create(t.builder, 
-      t.loc(node), types, x,
+  auto op = SplitOp::create(
+      t.builder, t.loc(node), types, x,
       t.builder.getI64IntegerAttr(Translator::attrInt(node, "axis", 0)));
   for (int i = 0; i < node.output_size(); ++i)
     t.define(node.output(i), op.getResult(i));
@@ -83,11 +83,13 @@ static LogicalResult translateSlice(Translator &t, const NodeProto &node) {
     return failure();
   SmallVector<int64_t> starts, ends, axes, steps;
   if (t.opset < 10) {
-    starts = Translator::attrInts(node, "starts").value_or(SmallVector<int64_t>{});
+    starts =
+        Translator::attrInts(node, "starts").value_or(SmallVector<int64_t>{});
     ends = Translator::attrInts(node, "ends").value_or(SmallVector<int64_t>{});
     axes = Translator::attrInts(node, "axes").value_or(SmallVector<int64_t>{});
   } else {
-    const SmallTensor *s = t.constantInput(node, 1), *e = t.constantInput(node, 2);
+    const SmallTensor *s = t.constantInput(node, 1),
+                      *e = t.constantInput(node, 2);
     if (!s || !e)
       return t.emitOpaque(node);
     starts.assign(s->ints.begin(), s->ints.end());
@@ -107,12 +109,11 @@ static LogicalResult translateSlice(Translator &t, const NodeProto &node) {
   if (steps.empty())
     steps.assign(starts.size(), 1);
   OpBuilder &b = t.builder;
-  return t.setResult(node, SliceOp::create(b, 
-                               t.loc(node), type, x,
-                               b.getDenseI64ArrayAttr(starts),
-                               b.getDenseI64ArrayAttr(ends),
-                               b.getDenseI64ArrayAttr(axes),
-                               b.getDenseI64ArrayAttr(steps)));
+  return t.setResult(node, SliceOp::create(b, t.loc(node), type, x,
+                                           b.getDenseI64ArrayAttr(starts),
+                                           b.getDenseI64ArrayAttr(ends),
+                                           b.getDenseI64ArrayAttr(axes),
+                                           b.getDenseI64ArrayAttr(steps)));
 }
 
 static LogicalResult translateConcat(Translator &t, const NodeProto &node) {
@@ -126,10 +127,10 @@ static LogicalResult translateConcat(Translator &t, const NodeProto &node) {
   RankedTensorType type = t.resultType(node, 0);
   if (!type)
     return failure();
-  return t.setResult(node, ConcatOp::create(t.builder, 
-                               t.loc(node), type, inputs,
-                               t.builder.getI64IntegerAttr(
-                                   Translator::attrInt(node, "axis", 0))));
+  return t.setResult(
+      node, ConcatOp::create(t.builder, t.loc(node), type, inputs,
+                             t.builder.getI64IntegerAttr(
+                                 Translator::attrInt(node, "axis", 0))));
 }
 
 static LogicalResult translateExpand(Translator &t, const NodeProto &node) {
@@ -169,10 +170,10 @@ static LogicalResult translatePad(Translator &t, const NodeProto &node) {
                     : mode == "wrap"  ? PadMode::Wrap
                                       : PadMode::Constant;
   OpBuilder &b = t.builder;
-  return t.setResult(node, PadOp::create(b, t.loc(node), type, x,
-                                           b.getDenseI64ArrayAttr(pads),
-                                           PadModeAttr::get(b.getContext(), padMode),
-                                           b.getF64FloatAttr(value)));
+  return t.setResult(
+      node, PadOp::create(b, t.loc(node), type, x, b.getDenseI64ArrayAttr(pads),
+                          PadModeAttr::get(b.getContext(), padMode),
+                          b.getF64FloatAttr(value)));
 }
 
 static LogicalResult translateTrilu(Translator &t, const NodeProto &node) {
@@ -189,9 +190,10 @@ static LogicalResult translateTrilu(Translator &t, const NodeProto &node) {
   }
   OpBuilder &b = t.builder;
   return t.setResult(
-      node, TriluOp::create(b, t.loc(node), type, x,
-                              b.getBoolAttr(Translator::attrInt(node, "upper", 1)),
-                              b.getI64IntegerAttr(k)));
+      node,
+      TriluOp::create(b, t.loc(node), type, x,
+                      b.getBoolAttr(Translator::attrInt(node, "upper", 1)),
+                      b.getI64IntegerAttr(k)));
 }
 
 /// A Gather on axis 0 of a 2-D weight is an embedding lookup.
@@ -203,11 +205,11 @@ static LogicalResult translateGather(Translator &t, const NodeProto &node) {
   int64_t axis = Translator::attrInt(node, "axis", 0);
   auto dataType = cast<RankedTensorType>(data.getType());
   if (axis == 0 && dataType.getRank() == 2 && data.getDefiningOp<WeightOp>())
-    return t.setResult(node, EmbeddingOp::create(t.builder, t.loc(node), type,
-                                                           data, indices));
-  return t.setResult(node, GatherOp::create(t.builder, 
-                               t.loc(node), type, data, indices,
-                               t.builder.getI64IntegerAttr(axis)));
+    return t.setResult(
+        node, EmbeddingOp::create(t.builder, t.loc(node), type, data, indices));
+  return t.setResult(node, GatherOp::create(t.builder, t.loc(node), type, data,
+                                            indices,
+                                            t.builder.getI64IntegerAttr(axis)));
 }
 
 /// A Constant node that constant folding did not claim: small ones become

@@ -85,11 +85,14 @@ static LogicalResult translateUnary(Translator &t, const NodeProto &node) {
     alpha = b.getF64FloatAttr(Translator::attrFloat(node, "alpha", 0.2));
     beta = b.getF64FloatAttr(Translator::attrFloat(node, "beta", 0.5));
   }
-  if (kind == UnaryKind::IsInf && (Translator::attrInt(node, "detect_negative", 1) != 1 ||
-                                   Translator::attrInt(node, "detect_positive", 1) != 1))
+  if (kind == UnaryKind::IsInf &&
+      (Translator::attrInt(node, "detect_negative", 1) != 1 ||
+       Translator::attrInt(node, "detect_positive", 1) != 1))
     return t.emitOpaque(node);
-  return t.setResult(node, UnaryOp::create(b, t.loc(node), type, UnaryKindAttr::get(b.getContext(), kind), x,
-                                             alpha, beta));
+  return t.setResult(node,
+                     UnaryOp::create(b, t.loc(node), type,
+                                     UnaryKindAttr::get(b.getContext(), kind),
+                                     x, alpha, beta));
 }
 
 static LogicalResult translateIdentity(Translator &t, const NodeProto &node) {
@@ -183,23 +186,23 @@ static LogicalResult translateMatMul(Translator &t, const NodeProto &node) {
     return failure();
   OpBuilder &builder = t.builder;
   if (node.op_type() == "MatMul")
-    return t.setResult(node, MatmulOp::create(builder, 
-                                 t.loc(node), type, a, b, Value(),
-                                 builder.getBoolAttr(false),
-                                 builder.getBoolAttr(false),
-                                 builder.getF64FloatAttr(1.0),
-                                 builder.getF64FloatAttr(1.0)));
+    return t.setResult(
+        node, MatmulOp::create(
+                  builder, t.loc(node), type, a, b, Value(),
+                  builder.getBoolAttr(false), builder.getBoolAttr(false),
+                  builder.getF64FloatAttr(1.0), builder.getF64FloatAttr(1.0)));
   Value c;
   if (Translator::hasInput(node, 2) && !(c = t.operand(node, 2)))
     return failure();
   double beta = Translator::attrFloat(node, "beta", 1.0);
   return t.setResult(
-      node, MatmulOp::create(builder, 
-                t.loc(node), type, a, b, c,
-                builder.getBoolAttr(Translator::attrInt(node, "transA", 0)),
-                builder.getBoolAttr(Translator::attrInt(node, "transB", 0)),
-                builder.getF64FloatAttr(Translator::attrFloat(node, "alpha", 1.0)),
-                builder.getF64FloatAttr(beta)));
+      node,
+      MatmulOp::create(
+          builder, t.loc(node), type, a, b, c,
+          builder.getBoolAttr(Translator::attrInt(node, "transA", 0)),
+          builder.getBoolAttr(Translator::attrInt(node, "transB", 0)),
+          builder.getF64FloatAttr(Translator::attrFloat(node, "alpha", 1.0)),
+          builder.getF64FloatAttr(beta)));
 }
 
 static LogicalResult translateSoftmax(Translator &t, const NodeProto &node) {
@@ -217,25 +220,24 @@ static LogicalResult translateSoftmax(Translator &t, const NodeProto &node) {
       return t.emitOpaque(node);
   }
   OpBuilder &b = t.builder;
-  auto op = SoftmaxOp::create(b, t.loc(node), type, x,
-                                b.getI64IntegerAttr(axis),
-                                node.op_type() == "LogSoftmax"
-                                    ? b.getUnitAttr()
-                                    : UnitAttr());
+  auto op = SoftmaxOp::create(
+      b, t.loc(node), type, x, b.getI64IntegerAttr(axis),
+      node.op_type() == "LogSoftmax" ? b.getUnitAttr() : UnitAttr());
   return t.setResult(node, op);
 }
 
 void registerMathTranslations(TranslateTable &table) {
   for (StringRef op :
-       {"Relu", "Erf", "Tanh", "Sigmoid", "Exp", "Log", "Sqrt", "Neg", "Abs",
-        "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Not", "Sign",
-        "Softplus", "Softsign", "HardSigmoid", "HardSwish", "LeakyRelu",
-        "Elu", "IsNaN", "IsInf"})
+       {"Relu",      "Erf",       "Tanh",     "Sigmoid",  "Exp",
+        "Log",       "Sqrt",      "Neg",      "Abs",      "Reciprocal",
+        "Floor",     "Ceil",      "Round",    "Sin",      "Cos",
+        "Not",       "Sign",      "Softplus", "Softsign", "HardSigmoid",
+        "HardSwish", "LeakyRelu", "Elu",      "IsNaN",    "IsInf"})
     table[op] = translateUnary;
   for (StringRef op :
-       {"Add", "Sum", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod",
-        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And",
-        "Or", "Xor", "PRelu", "BitShift"})
+       {"Add", "Sum", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal",
+        "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
+        "PRelu", "BitShift"})
     table[op] = translateBinary;
   table["Identity"] = translateIdentity;
   table["Where"] = translateWhere;

@@ -1,4 +1,5 @@
-//===- TranslateNN.cpp - Convolution, pooling, norms, reductions -*- C++ -*-===//
+//===- TranslateNN.cpp - Convolution, pooling, norms, reductions -*- C++
+//-*-===//
 //
 // Part of DistOpt. ONNX Conv, pooling, BatchNormalization,
 // LayerNormalization, Dropout, Reduce*, ArgMax/ArgMin and
@@ -43,10 +44,10 @@ static std::optional<Window> resolveWindow(const NodeProto &node,
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (size_t i = 0; i < n; ++i) {
       int64_t out = (spatial[i] + w.strides[i] - 1) / w.strides[i];
-      int64_t total = std::max<int64_t>(
-          (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 -
-              spatial[i],
-          0);
+      int64_t total = std::max<int64_t>((out - 1) * w.strides[i] +
+                                            (w.kernel[i] - 1) * w.dilations[i] +
+                                            1 - spatial[i],
+                                        0);
       int64_t small = total / 2, large = total - small;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
       w.pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
@@ -73,12 +74,12 @@ static LogicalResult translateConv(Translator &t, const NodeProto &node) {
     return t.emitOpaque(node);
   OpBuilder &b = t.builder;
   return t.setResult(
-      node, ConvOp::create(b, t.loc(node), type, x, w, bias,
-                             b.getDenseI64ArrayAttr(window->strides),
-                             b.getDenseI64ArrayAttr(window->pads),
-                             b.getDenseI64ArrayAttr(window->dilations),
-                             b.getI64IntegerAttr(
-                                 Translator::attrInt(node, "group", 1))));
+      node, ConvOp::create(
+                b, t.loc(node), type, x, w, bias,
+                b.getDenseI64ArrayAttr(window->strides),
+                b.getDenseI64ArrayAttr(window->pads),
+                b.getDenseI64ArrayAttr(window->dilations),
+                b.getI64IntegerAttr(Translator::attrInt(node, "group", 1))));
 }
 
 static LogicalResult translatePool(Translator &t, const NodeProto &node) {
@@ -87,10 +88,9 @@ static LogicalResult translatePool(Translator &t, const NodeProto &node) {
   if (!x || !type)
     return failure();
   StringRef op = node.op_type();
-  PoolKind kind = op.contains("Max")   ? PoolKind::Max
-                  : op.contains("Avg") || op.contains("Average")
-                      ? PoolKind::Avg
-                      : PoolKind::L2;
+  PoolKind kind = op.contains("Max")                             ? PoolKind::Max
+                  : op.contains("Avg") || op.contains("Average") ? PoolKind::Avg
+                                                                 : PoolKind::L2;
   // MaxPool's optional Indices output and Lp pooling with p != 2 are not
   // modelled.
   if ((node.output_size() > 1 && !node.output(1).empty()) ||
@@ -99,13 +99,12 @@ static LogicalResult translatePool(Translator &t, const NodeProto &node) {
   auto xt = cast<RankedTensorType>(x.getType());
   OpBuilder &b = t.builder;
   if (op.starts_with("Global"))
-    return t.setResult(node, PoolOp::create(b, 
-                                 t.loc(node), type, PoolKindAttr::get(b.getContext(), kind), x, b.getUnitAttr(),
-                                 b.getDenseI64ArrayAttr({}),
-                                 b.getDenseI64ArrayAttr({}),
-                                 b.getDenseI64ArrayAttr({}),
-                                 b.getDenseI64ArrayAttr({}), UnitAttr(),
-                                 UnitAttr()));
+    return t.setResult(
+        node, PoolOp::create(
+                  b, t.loc(node), type, PoolKindAttr::get(b.getContext(), kind),
+                  x, b.getUnitAttr(), b.getDenseI64ArrayAttr({}),
+                  b.getDenseI64ArrayAttr({}), b.getDenseI64ArrayAttr({}),
+                  b.getDenseI64ArrayAttr({}), UnitAttr(), UnitAttr()));
   auto kernel = Translator::attrInts(node, "kernel_shape");
   if (!kernel || xt.getRank() < 3)
     return t.emitOpaque(node);
@@ -115,13 +114,14 @@ static LogicalResult translatePool(Translator &t, const NodeProto &node) {
   bool ceil = Translator::attrInt(node, "ceil_mode", 0);
   bool includePad = Translator::attrInt(node, "count_include_pad", 0);
   return t.setResult(
-      node, PoolOp::create(b, t.loc(node), type, PoolKindAttr::get(b.getContext(), kind), x, UnitAttr(),
-                             b.getDenseI64ArrayAttr(window->kernel),
-                             b.getDenseI64ArrayAttr(window->strides),
-                             b.getDenseI64ArrayAttr(window->pads),
-                             b.getDenseI64ArrayAttr(window->dilations),
-                             ceil ? b.getUnitAttr() : UnitAttr(),
-                             includePad ? b.getUnitAttr() : UnitAttr()));
+      node, PoolOp::create(b, t.loc(node), type,
+                           PoolKindAttr::get(b.getContext(), kind), x,
+                           UnitAttr(), b.getDenseI64ArrayAttr(window->kernel),
+                           b.getDenseI64ArrayAttr(window->strides),
+                           b.getDenseI64ArrayAttr(window->pads),
+                           b.getDenseI64ArrayAttr(window->dilations),
+                           ceil ? b.getUnitAttr() : UnitAttr(),
+                           includePad ? b.getUnitAttr() : UnitAttr()));
 }
 
 static LogicalResult translateBatchNorm(Translator &t, const NodeProto &node) {
@@ -176,11 +176,11 @@ static LogicalResult translateLayerNorm(Translator &t, const NodeProto &node) {
     return failure();
   OpBuilder &b = t.builder;
   return t.setResult(
-      node, LayerNormOp::create(b, 
-                t.loc(node), type, x, scale, bias,
-                b.getI64IntegerAttr(Translator::attrInt(node, "axis", -1)),
-                b.getF64FloatAttr(
-                    Translator::attrFloat(node, "epsilon", 1e-5))));
+      node,
+      LayerNormOp::create(
+          b, t.loc(node), type, x, scale, bias,
+          b.getI64IntegerAttr(Translator::attrInt(node, "axis", -1)),
+          b.getF64FloatAttr(Translator::attrFloat(node, "epsilon", 1e-5))));
 }
 
 static LogicalResult translateDropout(Translator &t, const NodeProto &node) {
@@ -201,7 +201,7 @@ static LogicalResult translateDropout(Translator &t, const NodeProto &node) {
     ratio = 0.5;
   OpBuilder &b = t.builder;
   return t.setResult(node, DropoutOp::create(b, t.loc(node), type, x,
-                                               b.getF64FloatAttr(ratio)));
+                                             b.getF64FloatAttr(ratio)));
 }
 
 static std::optional<ReduceKind> reduceKind(StringRef op) {
@@ -247,9 +247,9 @@ static LogicalResult translateReduce(Translator &t, const NodeProto &node) {
     return t.setResult(node, x);
   OpBuilder &b = t.builder;
   return t.setResult(
-      node, ReduceOp::create(b, 
-                t.loc(node), type, ReduceKindAttr::get(b.getContext(), kind), x,
-                b.getDenseI64ArrayAttr(axes),
+      node, ReduceOp::create(
+                b, t.loc(node), type, ReduceKindAttr::get(b.getContext(), kind),
+                x, b.getDenseI64ArrayAttr(axes),
                 b.getBoolAttr(Translator::attrInt(node, "keepdims", 1))));
 }
 
@@ -270,8 +270,10 @@ static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
   IntegerAttr ignore;
   if (Translator::attr(node, "ignore_index"))
     ignore = b.getI64IntegerAttr(Translator::attrInt(node, "ignore_index", 0));
-  return t.setResult(node, SoftmaxCrossEntropyOp::create(b, 
-                               t.loc(node), type, LossReductionAttr::get(b.getContext(), r), logits, labels, ignore));
+  return t.setResult(node, SoftmaxCrossEntropyOp::create(
+                               b, t.loc(node), type,
+                               LossReductionAttr::get(b.getContext(), r),
+                               logits, labels, ignore));
 }
 
 void registerNNTranslations(TranslateTable &table) {
@@ -282,10 +284,9 @@ void registerNNTranslations(TranslateTable &table) {
   table["BatchNormalization"] = translateBatchNorm;
   table["LayerNormalization"] = translateLayerNorm;
   table["Dropout"] = translateDropout;
-  for (StringRef op :
-       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-        "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
-        "ReduceLogSumExp", "ArgMax", "ArgMin"})
+  for (StringRef op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                       "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                       "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin"})
     table[op] = translateReduce;
   table["SoftmaxCrossEntropyLoss"] = translateSCE;
 }

@@ -36,7 +36,8 @@ Value Translator::lookup(StringRef name) {
     return nullptr;
   SmallVector<int64_t> shape(c->second.shape);
   auto type = RankedTensorType::get(shape, elementType(c->second.dtype));
-  Value v = graph::ConstantOp::create(builder, 
+  Value v = graph::ConstantOp::create(
+      builder,
       NameLoc::get(builder.getStringAttr(name),
                    FileLineColLoc::get(builder.getContext(), fileName, 0, 0)),
       toElementsAttr(c->second, type));
@@ -135,19 +136,20 @@ RankedTensorType Translator::resultType(const NodeProto &node, int index) {
   }
   if (RankedTensorType t = inferredType(node.output(index)))
     return t;
-  emitError(node) << "cannot infer a static shape for '" << node.output(index)
-                  << "' (output " << index << " of node '" << node.name()
-                  << "', op " << node.op_type()
-                  << "); pin the graph inputs with --input-shape=NAME:D0xD1x...";
+  emitError(node)
+      << "cannot infer a static shape for '" << node.output(index)
+      << "' (output " << index << " of node '" << node.name() << "', op "
+      << node.op_type()
+      << "); pin the graph inputs with --input-shape=NAME:D0xD1x...";
   return nullptr;
 }
 
 Location Translator::loc(const NodeProto &node) {
   MLIRContext *ctx = builder.getContext();
-  std::string name = node.name().empty()
-                         ? node.op_type() + ":" +
-                               (node.output_size() ? node.output(0) : "")
-                         : node.name();
+  std::string name =
+      node.name().empty()
+          ? node.op_type() + ":" + (node.output_size() ? node.output(0) : "")
+          : node.name();
   return NameLoc::get(StringAttr::get(ctx, name),
                       FileLineColLoc::get(ctx, fileName, 0, 0));
 }

@@ -36,8 +36,8 @@ void registerDataTranslations(TranslateTable &table);
 
 class Translator {
 public:
-  Translator(mlir::OpBuilder &builder, llvm::StringRef fileName,
-             int64_t opset, const onnx::GraphProto &graph);
+  Translator(mlir::OpBuilder &builder, llvm::StringRef fileName, int64_t opset,
+             const onnx::GraphProto &graph);
 
   mlir::OpBuilder &builder;
   int64_t opset;

@@ -91,8 +91,8 @@ struct Reference {
 
 /// Resolves the external data of `t`; returns failure after an error.
 static FailureOr<std::optional<Reference>>
-resolveExternal(const TensorProto &t, const WeightSource &source,
-                Location loc, int64_t expectedBytes) {
+resolveExternal(const TensorProto &t, const WeightSource &source, Location loc,
+                int64_t expectedBytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &kv : t.external_data()) {
@@ -101,9 +101,9 @@ resolveExternal(const TensorProto &t, const WeightSource &source,
     else if (kv.key() == "offset" || kv.key() == "length") {
       long long v;
       if (StringRef(kv.value()).getAsInteger(10, v) || v < 0)
-        return emitError(loc) << "initializer '" << t.name()
-                              << "': external data " << kv.key() << " '"
-                              << kv.value() << "' is not a byte count",
+        return emitError(loc)
+                   << "initializer '" << t.name() << "': external data "
+                   << kv.key() << " '" << kv.value() << "' is not a byte count",
                failure();
       (kv.key() == "offset" ? offset : length) = v;
     }
@@ -153,10 +153,9 @@ LogicalResult defineInitializers(Translator &t, const onnx::GraphProto &graph,
     }
     Type elem = t.elementType(init.data_type());
     if (!elem)
-      return emitError(loc) << "initializer '" << init.name()
-                            << "' has unsupported data type "
-                            << init.data_type()
-                            << "; only numeric tensors are supported";
+      return emitError(loc)
+             << "initializer '" << init.name() << "' has unsupported data type "
+             << init.data_type() << "; only numeric tensors are supported";
     SmallVector<int64_t> dims(init.dims().begin(), init.dims().end());
     auto type = RankedTensorType::get(dims, elem);
     int64_t bytes = numElements(init) * elementBytes(init.data_type());
@@ -169,10 +168,10 @@ LogicalResult defineInitializers(Translator &t, const onnx::GraphProto &graph,
     } else if (auto it = source.scan->payloads.find(i);
                it != source.scan->payloads.end()) {
       if (int64_t(it->second.size) != bytes)
-        return emitError(loc) << "initializer '" << init.name() << "' holds "
-                              << it->second.size << " bytes but its type "
-                              << type << " needs " << bytes
-                              << "; the model is corrupt";
+        return emitError(loc)
+               << "initializer '" << init.name() << "' holds "
+               << it->second.size << " bytes but its type " << type << " needs "
+               << bytes << "; the model is corrupt";
       if (source.policy == WeightPolicy::Reference)
         ref = Reference{source.modelFile, int64_t(it->second.offset),
                         int64_t(it->second.size)};
@@ -180,8 +179,8 @@ LogicalResult defineInitializers(Translator &t, const onnx::GraphProto &graph,
       ++varintWeights; // int32_data/int64_data: varints, no byte range
     }
     Location wloc = NameLoc::get(b.getStringAttr(init.name()), loc);
-    Value w = graph::WeightOp::create(b, 
-        wloc, type, b.getStringAttr(init.name()),
+    Value w = graph::WeightOp::create(
+        b, wloc, type, b.getStringAttr(init.name()),
         ref ? b.getStringAttr(ref->file) : StringAttr(),
         ref ? b.getI64IntegerAttr(ref->offset) : IntegerAttr(),
         ref ? b.getI64IntegerAttr(ref->size) : IntegerAttr());

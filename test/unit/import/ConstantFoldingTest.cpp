@@ -60,8 +60,9 @@ TEST(ConstantFolding, ShapeGatherUnsqueezeConcat) {
   addNode(g, "Shape", {"x"}, "s");
   addNode(g, "Gather", {"s", "zero"}, "b");
   addNode(g, "Unsqueeze", {"b", "axes"}, "ub");
-  addNode(g, "Concat", {"ub", "tail"}, "shape")->add_attribute()->set_name(
-      "axis");
+  addNode(g, "Concat", {"ub", "tail"}, "shape")
+      ->add_attribute()
+      ->set_name("axis");
   addNode(g, "Mul", {"b", "b"}, "b2");
   EXPECT_EQ(foldConstants(g, 13), 5u);
   auto shape = folded(g, "shape");

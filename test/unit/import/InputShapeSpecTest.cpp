@@ -1,4 +1,5 @@
-//===- InputShapeSpecTest.cpp - --input-shape parsing and sniffing -*- C++ -*-===//
+//===- InputShapeSpecTest.cpp - --input-shape parsing and sniffing -*- C++
+//-*-===//
 //
 // Part of DistOpt.
 //
@@ -29,8 +30,8 @@ TEST(InputShapeSpec, NameMayContainColons) {
 }
 
 TEST(InputShapeSpec, RejectsMalformedSpecs) {
-  for (const char *spec : {"x", ":2x3", "x:", "x:2x", "x:2xa", "x:0", "x:-1",
-                           "x:2xx3"}) {
+  for (const char *spec :
+       {"x", ":2x3", "x:", "x:2x", "x:2xa", "x:0", "x:-1", "x:2xx3"}) {
     ONNXImportOptions options;
     std::string error;
     EXPECT_FALSE(parseInputShapeSpec(spec, options, error)) << spec;

@@ -19,8 +19,7 @@ TEST(Broadcast, NumpyRules) {
   EXPECT_EQ(*broadcastShapes({2, 1, 4}, {3, 1}),
             (SmallVector<int64_t>{2, 3, 4}));
   EXPECT_EQ(*broadcastShapes({}, {5}), (SmallVector<int64_t>{5}));
-  EXPECT_EQ(*broadcastShapes({kDyn, 4}, {3, 4}),
-            (SmallVector<int64_t>{3, 4}));
+  EXPECT_EQ(*broadcastShapes({kDyn, 4}, {3, 4}), (SmallVector<int64_t>{3, 4}));
   EXPECT_FALSE(broadcastShapes({2, 3}, {4}));
 }
 

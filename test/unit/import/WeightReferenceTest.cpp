@@ -1,4 +1,5 @@
-//===- WeightReferenceTest.cpp - graph.weight points at the bytes -*- C++ -*-===//
+//===- WeightReferenceTest.cpp - graph.weight points at the bytes -*- C++
+//-*-===//
 //
 // Part of DistOpt. Imports a model built here and checks that every
 // graph.weight's (file, offset, size) selects exactly the bytes of its
