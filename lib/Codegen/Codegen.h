@@ -1,0 +1,75 @@
+//===- Codegen.h - C++ / CUDA C++ code generation from graph IR -*- C++ -*-===//
+//
+// Part of DistOpt. Turns `func.func`s of graph-dialect ops into the source of
+// a program that calls the kernel runtime (runtime/include/distrt/distrt.h)
+// plus generated loops for what the runtime lacks, and builds it into an
+// executable with the host compiler or nvcc. docs/codegen.md has the design.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_LIB_CODEGEN_CODEGEN_H
+#define DIST_LIB_CODEGEN_CODEGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace distopt::codegen {
+
+enum class Target { CPU, CUDA };
+
+struct CodegenOptions {
+  Target target = Target::CPU;
+};
+
+/// One model of a program: its `main` function and where it came from.
+struct ModelUnit {
+  std::string name;      ///< selects it at run time (`--model NAME`)
+  std::string source;    ///< the file it was compiled from
+  std::string modelDir;  ///< weight files are relative to this folder
+  mlir::ModuleOp module; ///< holds `func.func @main`
+};
+
+/// Emits the whole program (one `run` per model and `main`). Failures are
+/// reported as diagnostics on the offending op. With `skipped`, a model that
+/// cannot be lowered is left out (its name recorded) instead of failing the
+/// program; it still fails when no model is left.
+mlir::LogicalResult emitProgram(llvm::ArrayRef<ModelUnit> models,
+                                const CodegenOptions &options,
+                                llvm::raw_ostream &os,
+                                std::vector<std::string> *skipped = nullptr);
+
+/// Emits one model: namespace `ns` with its specs and `run`.
+mlir::LogicalResult emitModel(const ModelUnit &model, llvm::StringRef ns,
+                              const CodegenOptions &options,
+                              llvm::raw_ostream &os);
+
+/// Where the runtime library and headers are, and how to compile.
+struct Toolchain {
+  std::string cxx = "c++";      ///< host compiler (DIST_CXX overrides)
+  std::string nvcc = "nvcc";    ///< CUDA compiler (DIST_NVCC overrides)
+  std::string includeDir;       ///< holds distrt/distrt.h
+  std::string library;          ///< libDistRuntime.a
+  std::vector<std::string> libs; ///< what the runtime links against
+  std::vector<std::string> cudaArchs = {"80", "90"};
+  std::string optLevel = "-O2";
+};
+
+/// The toolchain dist-compile was built with (build tree), or the install
+/// tree next to the executable at `argv0`; DIST_RUNTIME_DIR overrides.
+llvm::Expected<Toolchain> findToolchain(const char *argv0);
+
+/// Compiles `sourcePath` into the executable `output`. `compileOnly` stops
+/// after the object file (CI check of the CUDA path without linking).
+llvm::Error buildExecutable(const Toolchain &tc, const CodegenOptions &options,
+                            llvm::StringRef sourcePath, llvm::StringRef output,
+                            bool compileOnly, bool verbose);
+
+} // namespace distopt::codegen
+
+#endif // DIST_LIB_CODEGEN_CODEGEN_H

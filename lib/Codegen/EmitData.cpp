@@ -1,0 +1,388 @@
+//===- EmitData.cpp - Weights, constants and data movement ------*- C++ -*-===//
+//
+// Part of DistOpt. graph.weight (loaded from its file at run time, or
+// initialized by the graph-only rule), graph.constant (a static array in the
+// program), views that share their operand's buffer (reshape, flatten,
+// inference dropout) and generated gather-style loops for data movement of
+// any element type: transpose, slice, split, concat, expand, pad, trilu and
+// gather. Every loop computes one output element from constant strides.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Codegen/FunctionEmitter.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace distopt::codegen;
+using namespace distopt::graph;
+
+bool distopt::codegen::isAliasOp(Operation *op) {
+  return isa<ReshapeOp, FlattenOp, DropoutOp>(op);
+}
+
+bool distopt::codegen::isDataOp(Operation *op) {
+  return isAliasOp(op) ||
+         isa<WeightOp, ConstantOp, TransposeOp, SliceOp, SplitOp, ConcatOp,
+             ExpandOp, PadOp, TriluOp, GatherOp, EmbeddingOp>(op);
+}
+
+/// `s` as a C string literal body.
+static std::string cstr(llvm::StringRef s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n')
+      out += "\\n";
+    else if ((unsigned char)c < 32)
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+static std::string intLiteral(const APInt &v, Type t) {
+  if (t.isInteger(1))
+    return v.isZero() ? "0" : "1";
+  auto it = cast<IntegerType>(t);
+  if (it.isUnsigned())
+    return std::to_string(v.getZExtValue()) + "ull";
+  int64_t x = v.getSExtValue();
+  if (x == INT64_MIN)
+    return "(-9223372036854775807ll - 1)";
+  return std::to_string(x) + "ll";
+}
+
+static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
+  Value r = op.getResult();
+  auto type = FunctionEmitter::typeOf(r);
+  int64_t bytes = type.getNumElements() *
+                  (int64_t)FunctionEmitter::byteSize(type.getElementType());
+  e.allocate(r);
+  if (auto file = op.getFile()) {
+    if (op.getSize() && (int64_t)*op.getSize() != bytes)
+      return op.emitError() << "graph.weight '" << op.getSymName() << "' of type "
+                            << type << " needs " << bytes << " bytes but refers to "
+                            << *op.getSize() << "; re-import the model";
+    e.os << "  if (P.loadWeight(\"" << cstr(op.getSymName()) << "\", \""
+         << cstr(*file) << "\", " << (op.getOffset() ? *op.getOffset() : 0)
+         << ", " << bytes << ", " << e.name(r) << ")) return 1;\n";
+    return success();
+  }
+  e.os << "  { static const int64_t dims[] = {";
+  for (int64_t d : type.getShape())
+    e.os << d << ", ";
+  e.os << "0}; if (P.initWeight(\"" << cstr(op.getSymName()) << "\", "
+       << FunctionEmitter::dgType(type.getElementType()) << ", dims, "
+       << type.getRank() << ", " << e.name(r) << ")) return 1; }\n";
+  return success();
+}
+
+static LogicalResult emitConstant(FunctionEmitter &e, ConstantOp op) {
+  Value r = op.getResult();
+  auto type = FunctionEmitter::typeOf(r);
+  Type et = type.getElementType();
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!dense)
+    return op.emitError()
+           << "graph.constant: only dense element values have a lowering (got "
+           << op.getValue() << "); store large tensors as graph.weight";
+  e.allocate(r);
+  auto valueAt = [&](auto it) -> std::string {
+    if (isa<FloatType>(et))
+      return FunctionEmitter::literal((*it).convertToDouble(), et);
+    return "";
+  };
+  (void)valueAt;
+  std::vector<std::string> values;
+  if (isa<FloatType>(et)) {
+    for (APFloat v : dense.getValues<APFloat>()) {
+      values.push_back(FunctionEmitter::literal(v.convertToDouble(), et));
+      if (dense.isSplat())
+        break;
+    }
+  } else {
+    for (APInt v : dense.getValues<APInt>()) {
+      values.push_back(intLiteral(v, et));
+      if (dense.isSplat())
+        break;
+    }
+  }
+  std::string ct = FunctionEmitter::cType(et);
+  if (dense.isSplat()) {
+    std::string out = e.name(r);
+    e.openLoop(type.getNumElements());
+    e.os << "    " << out << "[i] = (" << ct << ")" << values[0] << ";\n";
+    e.closeLoop();
+    return success();
+  }
+  std::string g = e.prefix + "_" + e.name(r);
+  e.globals << "static const " << ct << " " << g << "[] = {";
+  for (size_t i = 0; i < values.size(); ++i)
+    e.globals << (i ? (i % 16 ? ", " : ",\n    ") : "") << values[i];
+  e.globals << "};\n";
+  e.os << "  if (P.upload(" << e.name(r) << ", " << g << ", sizeof(" << g
+       << "))) return 1;\n";
+  return success();
+}
+
+/// out[i] = in[<offset expression of i>], for any element type.
+static void emitGather(FunctionEmitter &e, Value out, Value in,
+                       const std::string &offset,
+                       const std::string &prelude = "") {
+  std::string o = e.name(out), src = e.name(in);
+  e.openLoop(FunctionEmitter::numel(out));
+  e.os << prelude << "    " << o << "[i] = " << src << "[" << offset << "];\n";
+  e.closeLoop();
+}
+
+static LogicalResult emitTranspose(FunctionEmitter &e, TransposeOp op) {
+  Value in = op.getInput(), out = op.getResult();
+  auto outShape = FunctionEmitter::typeOf(out).getShape();
+  auto inStrides =
+      FunctionEmitter::stridesOf(FunctionEmitter::typeOf(in).getShape());
+  e.allocate(out);
+  std::string off;
+  for (unsigned k = 0; k < outShape.size(); ++k) {
+    if (outShape[k] == 1)
+      continue;
+    off += (off.empty() ? "" : " + ") + FunctionEmitter::coord(outShape, k, "i") +
+           " * " + std::to_string(inStrides[op.getPerm()[k]]);
+  }
+  emitGather(e, out, in, off.empty() ? "0" : off);
+  return success();
+}
+
+/// out = in[start_d + c_d * step_d] along every dimension.
+static void emitStrided(FunctionEmitter &e, Value out, Value in,
+                        ArrayRef<int64_t> starts, ArrayRef<int64_t> steps) {
+  auto outShape = FunctionEmitter::typeOf(out).getShape();
+  auto inStrides =
+      FunctionEmitter::stridesOf(FunctionEmitter::typeOf(in).getShape());
+  std::string off;
+  for (unsigned d = 0; d < outShape.size(); ++d) {
+    std::string c = outShape[d] == 1 ? "0" : FunctionEmitter::coord(outShape, d, "i");
+    std::string term = "(" + std::to_string(starts[d]) + " + " + c + " * " +
+                       std::to_string(steps[d]) + ") * " +
+                       std::to_string(inStrides[d]);
+    off += (off.empty() ? "" : " + ") + term;
+  }
+  emitGather(e, out, in, off.empty() ? "0" : off);
+}
+
+static LogicalResult emitSlice(FunctionEmitter &e, SliceOp op) {
+  Value in = op.getInput(), out = op.getResult();
+  auto inShape = FunctionEmitter::typeOf(in).getShape();
+  int64_t rank = inShape.size();
+  SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+  for (auto [k, axis] : llvm::enumerate(op.getAxes())) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    int64_t dim = inShape[a];
+    int64_t step = op.getSteps().empty() ? 1 : op.getSteps()[k];
+    int64_t s = op.getStarts()[k];
+    if (s < 0)
+      s += dim;
+    s = step > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
+    starts[a] = s;
+    steps[a] = step;
+  }
+  e.allocate(out);
+  emitStrided(e, out, in, starts, steps);
+  return success();
+}
+
+static LogicalResult emitSplit(FunctionEmitter &e, SplitOp op) {
+  Value in = op.getInput();
+  int64_t rank = FunctionEmitter::typeOf(in).getRank();
+  int64_t axis = op.getAxisAttr().getInt();
+  if (axis < 0)
+    axis += rank;
+  int64_t offset = 0;
+  for (Value r : op.getResults()) {
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+    starts[axis] = offset;
+    e.allocate(r);
+    emitStrided(e, r, in, starts, steps);
+    offset += FunctionEmitter::typeOf(r).getShape()[axis];
+  }
+  return success();
+}
+
+static LogicalResult emitConcat(FunctionEmitter &e, ConcatOp op) {
+  Value out = op.getResult();
+  auto outShape = FunctionEmitter::typeOf(out).getShape();
+  auto outStrides = FunctionEmitter::stridesOf(outShape);
+  int64_t axis = op.getAxisAttr().getInt();
+  if (axis < 0)
+    axis += outShape.size();
+  e.allocate(out);
+  int64_t offset = 0;
+  for (Value in : op.getInputs()) {
+    auto inShape = FunctionEmitter::typeOf(in).getShape();
+    std::string off;
+    for (unsigned d = 0; d < inShape.size(); ++d) {
+      std::string c = inShape[d] == 1 ? "0" : FunctionEmitter::coord(inShape, d, "i");
+      if ((int64_t)d == axis)
+        c = "(" + c + " + " + std::to_string(offset) + ")";
+      off += (off.empty() ? "" : " + ") + c + " * " + std::to_string(outStrides[d]);
+    }
+    if (FunctionEmitter::numel(in) > 0) {
+      std::string o = e.name(out), src = e.name(in);
+      e.openLoop(FunctionEmitter::numel(in));
+      e.os << "    " << o << "[" << (off.empty() ? "0" : off) << "] = " << src
+           << "[i];\n";
+      e.closeLoop();
+    }
+    offset += inShape[axis];
+  }
+  return success();
+}
+
+static LogicalResult emitPad(FunctionEmitter &e, PadOp op) {
+  Value in = op.getInput(), out = op.getResult();
+  auto inShape = FunctionEmitter::typeOf(in).getShape();
+  auto outShape = FunctionEmitter::typeOf(out).getShape();
+  auto inStrides = FunctionEmitter::stridesOf(inShape);
+  unsigned rank = inShape.size();
+  e.allocate(out);
+  std::string prelude = "    bool inside = true; int64_t off = 0;\n";
+  for (unsigned d = 0; d < rank; ++d) {
+    std::string c = "(" + FunctionEmitter::coord(outShape, d, "i") + " - " +
+                    std::to_string(op.getPads()[d]) + ")";
+    std::string D = std::to_string(inShape[d]);
+    std::string v = "c" + std::to_string(d);
+    prelude += "    int64_t " + v + " = " + c + ";\n";
+    switch (op.getMode()) {
+    case PadMode::Constant:
+      prelude += "    inside = inside && " + v + " >= 0 && " + v + " < " + D + ";\n";
+      break;
+    case PadMode::Edge:
+      prelude += "    " + v + " = " + v + " < 0 ? 0 : (" + v + " >= " + D +
+                 " ? " + D + " - 1 : " + v + ");\n";
+      break;
+    case PadMode::Reflect:
+      prelude += "    " + v + " = " + v + " < 0 ? -" + v + " : (" + v + " >= " +
+                 D + " ? 2 * (" + D + " - 1) - " + v + " : " + v + ");\n";
+      break;
+    case PadMode::Wrap:
+      prelude += "    " + v + " = ((" + v + " % " + D + ") + " + D + ") % " + D + ";\n";
+      break;
+    }
+    prelude += "    off += " + v + " * " + std::to_string(inStrides[d]) + ";\n";
+  }
+  Type et = FunctionEmitter::typeOf(out).getElementType();
+  std::string value = isa<FloatType>(et)
+                          ? FunctionEmitter::literal(op.getValue().convertToDouble(), et)
+                          : "(" + FunctionEmitter::cType(et) + ")" +
+                                std::to_string((int64_t)op.getValue().convertToDouble());
+  std::string o = e.name(out), src = e.name(in);
+  e.openLoop(FunctionEmitter::numel(out));
+  e.os << prelude << "    " << o << "[i] = inside ? " << src << "[off] : "
+       << value << ";\n";
+  e.closeLoop();
+  return success();
+}
+
+static LogicalResult emitTrilu(FunctionEmitter &e, TriluOp op) {
+  Value in = op.getInput(), out = op.getResult();
+  auto shape = FunctionEmitter::typeOf(out).getShape();
+  unsigned rank = shape.size();
+  e.allocate(out);
+  std::string r = FunctionEmitter::coord(shape, rank - 2, "i");
+  std::string c = FunctionEmitter::coord(shape, rank - 1, "i");
+  int64_t k = op.getKAttr().getInt();
+  std::string keep = "(" + c + " - " + r + (op.getUpper() ? " >= " : " <= ") +
+                     std::to_string(k) + "ll)";
+  std::string o = e.name(out), src = e.name(in);
+  e.openLoop(FunctionEmitter::numel(out));
+  e.os << "    " << o << "[i] = " << keep << " ? " << src << "[i] : ("
+       << FunctionEmitter::cType(out) << ")0;\n";
+  e.closeLoop();
+  return success();
+}
+
+static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
+                                  Value indices, int64_t axis) {
+  Value out = op->getResult(0);
+  auto dShape = FunctionEmitter::typeOf(data).getShape();
+  auto iShape = FunctionEmitter::typeOf(indices).getShape();
+  auto oShape = FunctionEmitter::typeOf(out).getShape();
+  auto dStrides = FunctionEmitter::stridesOf(dShape);
+  auto iStrides = FunctionEmitter::stridesOf(iShape);
+  if (axis < 0)
+    axis += dShape.size();
+  unsigned q = iShape.size();
+  e.allocate(out);
+  std::string idxOff, outer;
+  for (unsigned j = 0; j < q; ++j)
+    idxOff += (idxOff.empty() ? "" : " + ") +
+              FunctionEmitter::coord(oShape, axis + j, "i") + " * " +
+              std::to_string(iStrides[j]);
+  for (unsigned d = 0; d < dShape.size(); ++d) {
+    if ((int64_t)d == axis)
+      continue;
+    unsigned od = (int64_t)d < axis ? d : d + q - 1;
+    outer += " + " + FunctionEmitter::coord(oShape, od, "i") + " * " +
+             std::to_string(dStrides[d]);
+  }
+  std::string o = e.name(out), src = e.name(data), idx = e.name(indices);
+  std::string D = std::to_string(dShape[axis]);
+  e.openLoop(FunctionEmitter::numel(out));
+  e.os << "    int64_t k = (int64_t)" << idx << "[" << (idxOff.empty() ? "0" : idxOff)
+       << "];\n    if (k < 0) k += " << D << ";\n    " << o
+       << "[i] = (k < 0 || k >= " << D << ") ? (" << FunctionEmitter::cType(out)
+       << ")0 : " << src << "[k * " << dStrides[axis] << outer << "];\n";
+  e.closeLoop();
+  return success();
+}
+
+LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
+  if (failed(e.checkTypes(op)))
+    return failure();
+  if (isAliasOp(op)) {
+    e.alias(op->getResult(0), op->getOperand(0));
+    return success();
+  }
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<WeightOp>([&](auto o) { return emitWeight(e, o); })
+      .Case<ConstantOp>([&](auto o) { return emitConstant(e, o); })
+      .Case<TransposeOp>([&](auto o) { return emitTranspose(e, o); })
+      .Case<SliceOp>([&](auto o) { return emitSlice(e, o); })
+      .Case<SplitOp>([&](auto o) { return emitSplit(e, o); })
+      .Case<ConcatOp>([&](auto o) { return emitConcat(e, o); })
+      .Case<ExpandOp>([&](ExpandOp o) {
+        e.allocate(o.getResult());
+        emitGather(e, o.getResult(), o.getInput(),
+                   FunctionEmitter::broadcastOffset(
+                       FunctionEmitter::typeOf(o.getResult()).getShape(),
+                       FunctionEmitter::typeOf(o.getInput()).getShape(), "i"));
+        return success();
+      })
+      .Case<PadOp>([&](auto o) { return emitPad(e, o); })
+      .Case<TriluOp>([&](auto o) { return emitTrilu(e, o); })
+      .Case<GatherOp>([&](GatherOp o) {
+        return emitGatherOp(e, o, o.getData(), o.getIndices(),
+                            o.getAxisAttr().getInt());
+      })
+      .Case<EmbeddingOp>([&](EmbeddingOp o) -> LogicalResult {
+        Type it = FunctionEmitter::typeOf(o.getIndices()).getElementType();
+        bool rt = FunctionEmitter::typeOf(o.getTable()).getElementType().isF32() &&
+                  (it.isInteger(32) || it.isInteger(64)) &&
+                  FunctionEmitter::typeOf(o.getTable()).getRank() == 2;
+        if (!rt)
+          return emitGatherOp(e, o, o.getTable(), o.getIndices(), 0);
+        e.allocate(o.getResult());
+        e.os << "  { distrt_tensor t = " << e.desc(o.getTable())
+             << ", x = " << e.desc(o.getIndices())
+             << ", y = " << e.desc(o.getResult()) << ";\n  ";
+        e.call("distrt_embedding(P.ctx, &t, &x, &y)", o);
+        e.os << "  }\n";
+        return success();
+      })
+      .Default([&](Operation *) {
+        return op->emitError() << op->getName() << " has no lowering";
+      });
+}

@@ -1,0 +1,414 @@
+//===- EmitNN.cpp - Matmul, convolution, pooling, norms, losses -*- C++ -*-===//
+//
+// Part of DistOpt. The compute-heavy ops become calls into the kernel
+// runtime (oneDNN on CPU, cuBLAS/cuDNN on CUDA). Where graph semantics are
+// wider than the ABI, the emitter adapts: rank-1 matmul operands gain a unit
+// dimension, batch dimensions that broadcast are expanded into a temporary,
+// a bias that is not a per-column vector (or is scaled by beta) is added by
+// a generated loop, 1-D convolution and pooling run as 2-D with height 1,
+// and norms over several trailing dimensions run over their product.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Codegen/FunctionEmitter.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace distopt::codegen;
+using namespace distopt::graph;
+
+bool distopt::codegen::isNNOp(Operation *op) {
+  return isa<MatmulOp, ConvOp, PoolOp, SoftmaxOp, LayerNormOp, RMSNormOp,
+             BatchNormOp, SoftmaxCrossEntropyOp, ReduceOp>(op);
+}
+
+static std::string dimsStr(ArrayRef<int64_t> dims) {
+  std::string s = "{";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "}";
+}
+
+static int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+static LogicalResult requireF32(Operation *op) {
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
+    Type et = cast<RankedTensorType>(t).getElementType();
+    if (!et.isF32() && !isa<IntegerType>(et))
+      return op->emitError() << op->getName() << ": element type " << et
+                             << " has no lowering (the runtime computes in f32)";
+  }
+  return success();
+}
+
+namespace {
+/// A temporary buffer that lives for one op.
+struct Temp {
+  std::string name;
+};
+} // namespace
+
+static unsigned tempCounter = 0;
+
+/// Allocates a temporary of `n` floats; the caller releases it.
+static Temp allocTemp(FunctionEmitter &e, int64_t n, llvm::StringRef ct = "float",
+                      size_t elemBytes = 4) {
+  Temp t{"tmp" + std::to_string(tempCounter++)};
+  e.os << "  " << ct << " *" << t.name << " = (" << ct << " *)P.alloc("
+       << n * (int64_t)elemBytes << ");\n  if (!" << t.name << ") return 1;\n";
+  return t;
+}
+
+/// Copies `v` broadcast to `shape` into a fresh temporary.
+static Temp expandInto(FunctionEmitter &e, Value v, ArrayRef<int64_t> shape) {
+  Temp t = allocTemp(e, product(shape));
+  std::string src = e.name(v);
+  e.openLoop(product(shape));
+  e.os << "    " << t.name << "[i] = " << src << "["
+       << FunctionEmitter::broadcastOffset(shape, FunctionEmitter::typeOf(v).getShape(),
+                                           "i")
+       << "];\n";
+  e.closeLoop();
+  return t;
+}
+
+static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op) {
+  for (Value v : op->getOperands())
+    if (!FunctionEmitter::typeOf(v).getElementType().isF32())
+      return op.emitError() << "graph.matmul: element type "
+                            << FunctionEmitter::typeOf(v).getElementType()
+                            << " has no lowering (f32 only)";
+  Value out = op.getResult();
+  SmallVector<int64_t> a(FunctionEmitter::typeOf(op.getLhs()).getShape());
+  SmallVector<int64_t> b(FunctionEmitter::typeOf(op.getRhs()).getShape());
+  if (a.size() == 1)
+    a.insert(a.begin(), 1);
+  if (b.size() == 1)
+    b.push_back(1);
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  int64_t M = ta ? a[a.size() - 1] : a[a.size() - 2];
+  int64_t N = tb ? b[b.size() - 2] : b[b.size() - 1];
+  // Broadcast batch shape.
+  size_t batchRank = std::max(a.size(), b.size()) - 2;
+  SmallVector<int64_t> batch(batchRank, 1);
+  for (size_t k = 0; k < batchRank; ++k) {
+    auto dimOf = [&](ArrayRef<int64_t> s) -> int64_t {
+      int64_t idx = (int64_t)k - (int64_t)(batchRank - (s.size() - 2));
+      return idx < 0 ? 1 : s[idx];
+    };
+    batch[k] = std::max(dimOf(a), dimOf(b));
+  }
+  e.allocate(out);
+  SmallVector<Temp> temps;
+  auto operand = [&](Value v, SmallVector<int64_t> shape) -> std::string {
+    if (shape.size() == 2 || ArrayRef<int64_t>(shape).drop_back(2) == ArrayRef<int64_t>(batch))
+      return e.desc(v, shape);
+    SmallVector<int64_t> full(batch);
+    full.push_back(shape[shape.size() - 2]);
+    full.push_back(shape[shape.size() - 1]);
+    // Broadcast against the operand's own (unit-extended) shape.
+    Temp t = allocTemp(e, product(full));
+    std::string src = e.name(v);
+    e.openLoop(product(full));
+    e.os << "    " << t.name << "[i] = " << src << "["
+         << FunctionEmitter::broadcastOffset(full, shape, "i") << "];\n";
+    e.closeLoop();
+    temps.push_back(t);
+    return "dg::T(" + t.name + ", DISTRT_F32, " + dimsStr(full) + ")";
+  };
+  std::string da = operand(op.getLhs(), a), db = operand(op.getRhs(), b);
+  SmallVector<int64_t> cDims(batch);
+  cDims.push_back(M);
+  cDims.push_back(N);
+  std::string bias = "nullptr";
+  bool biasLoop = false;
+  double beta = op.getBeta().convertToDouble();
+  if (Value bv = op.getBias()) {
+    auto bs = FunctionEmitter::typeOf(bv).getShape();
+    bool perColumn = !bs.empty() && bs.back() == N && product(bs) == N;
+    if (perColumn && beta == 1.0)
+      bias = "&bias";
+    else
+      biasLoop = true;
+  }
+  e.os << "  { distrt_tensor a = " << da << ", b = " << db
+       << ", c = " << e.desc(out, cDims);
+  if (bias != "nullptr")
+    e.os << ", bias = " << e.desc(op.getBias(), {N});
+  e.os << ";\n    distrt_matmul_attr at = {" << ta << ", " << tb << ", "
+       << FunctionEmitter::literal(op.getAlpha().convertToDouble(),
+                                   Float32Type::get(op.getContext()))
+       << ", 0.0f};\n  ";
+  e.call("distrt_matmul(P.ctx, &a, &b, " + bias + ", &c, &at)", op);
+  e.os << "  }\n";
+  for (Temp &t : temps)
+    e.os << "  P.release(" << t.name << ");\n";
+  if (biasLoop) {
+    std::string o = e.name(out), bn = e.name(op.getBias());
+    e.openLoop(FunctionEmitter::numel(out));
+    e.os << "    " << o << "[i] += "
+         << FunctionEmitter::literal(beta, Float32Type::get(op.getContext()))
+         << " * " << bn << "["
+         << FunctionEmitter::broadcastOffset(
+                FunctionEmitter::typeOf(out).getShape(),
+                FunctionEmitter::typeOf(op.getBias()).getShape(), "i")
+         << "];\n";
+    e.closeLoop();
+  }
+  return success();
+}
+
+/// Spatial attributes as 2-D (a 1-D op gets a unit height).
+struct Spatial2D {
+  int64_t stride[2] = {1, 1}, padBegin[2] = {0, 0}, padEnd[2] = {0, 0},
+          dilation[2] = {1, 1}, kernel[2] = {1, 1};
+};
+
+static std::string as4D(FunctionEmitter &e, Value v) {
+  auto s = FunctionEmitter::typeOf(v).getShape();
+  if (s.size() == 4)
+    return e.desc(v);
+  return e.desc(v, {s[0], s[1], 1, s[2]});
+}
+
+static LogicalResult emitConv(FunctionEmitter &e, ConvOp op) {
+  if (failed(requireF32(op)))
+    return failure();
+  unsigned rank = FunctionEmitter::typeOf(op.getInput()).getRank();
+  if (rank != 3 && rank != 4)
+    return op.emitError() << "graph.conv: " << rank - 2
+                          << "-D convolution has no lowering (1-D and 2-D only)";
+  Spatial2D s;
+  unsigned n = rank - 2, off = 2 - n;
+  for (unsigned k = 0; k < n; ++k) {
+    s.stride[off + k] = op.getStrides().empty() ? 1 : op.getStrides()[k];
+    s.dilation[off + k] = op.getDilations().empty() ? 1 : op.getDilations()[k];
+    s.padBegin[off + k] = op.getPads().empty() ? 0 : op.getPads()[k];
+    s.padEnd[off + k] = op.getPads().empty() ? 0 : op.getPads()[n + k];
+  }
+  e.allocate(op.getResult());
+  e.os << "  { distrt_tensor x = " << as4D(e, op.getInput())
+       << ", w = " << as4D(e, op.getWeight())
+       << ", y = " << as4D(e, op.getResult());
+  if (op.getBias())
+    e.os << ", bias = " << e.desc(op.getBias());
+  e.os << ";\n    distrt_conv2d_attr at = {{" << s.stride[0] << ", " << s.stride[1]
+       << "}, {" << s.padBegin[0] << ", " << s.padBegin[1] << "}, {"
+       << s.padEnd[0] << ", " << s.padEnd[1] << "}, {" << s.dilation[0] << ", "
+       << s.dilation[1] << "}, " << op.getGroup() << "};\n  ";
+  e.call(std::string("distrt_conv2d(P.ctx, &x, &w, ") +
+             (op.getBias() ? "&bias" : "nullptr") + ", &y, &at)",
+         op);
+  e.os << "  }\n";
+  return success();
+}
+
+static LogicalResult emitPool(FunctionEmitter &e, PoolOp op) {
+  if (failed(requireF32(op)))
+    return failure();
+  auto in = FunctionEmitter::typeOf(op.getInput()).getShape();
+  auto out = FunctionEmitter::typeOf(op.getResult()).getShape();
+  unsigned rank = in.size();
+  if (rank != 3 && rank != 4)
+    return op.emitError() << "graph.pool: " << rank - 2
+                          << "-D pooling has no lowering (1-D and 2-D only)";
+  if (op.getKind() == PoolKind::L2)
+    return op.emitError() << "graph.pool l2 has no lowering (max and avg only)";
+  for (int64_t d : op.getDilations())
+    if (d != 1)
+      return op.emitError() << "graph.pool: dilation " << d
+                            << " has no lowering (dilation 1 only)";
+  Spatial2D s;
+  unsigned n = rank - 2, off = 2 - n;
+  for (unsigned k = 0; k < n; ++k) {
+    int64_t D = in[2 + k];
+    if (op.getGlobal()) {
+      s.kernel[off + k] = D;
+      continue;
+    }
+    s.kernel[off + k] = op.getKernel()[k];
+    s.stride[off + k] = op.getStrides().empty() ? 1 : op.getStrides()[k];
+    s.padBegin[off + k] = op.getPads().empty() ? 0 : op.getPads()[k];
+    int64_t pe = op.getPads().empty() ? 0 : op.getPads()[n + k];
+    // ceil_mode: extend the end padding so the runtime's floor formula
+    // yields the op's output size.
+    int64_t need = (out[2 + k] - 1) * s.stride[off + k] + s.kernel[off + k] - D -
+                   s.padBegin[off + k];
+    s.padEnd[off + k] = std::max(pe, need);
+  }
+  const char *kind = op.getKind() == PoolKind::Max ? "DISTRT_POOL_MAX"
+                     : op.getCountIncludePad()     ? "DISTRT_POOL_AVG_INCLUDE_PAD"
+                                                   : "DISTRT_POOL_AVG_EXCLUDE_PAD";
+  e.allocate(op.getResult());
+  e.os << "  { distrt_tensor x = " << as4D(e, op.getInput())
+       << ", y = " << as4D(e, op.getResult()) << ";\n    distrt_pool2d_attr at = {"
+       << kind << ", {" << s.kernel[0] << ", " << s.kernel[1] << "}, {"
+       << s.stride[0] << ", " << s.stride[1] << "}, {" << s.padBegin[0] << ", "
+       << s.padBegin[1] << "}, {" << s.padEnd[0] << ", " << s.padEnd[1]
+       << "}};\n  ";
+  e.call("distrt_pool2d(P.ctx, &x, &y, &at)", op);
+  e.os << "  }\n";
+  return success();
+}
+
+/// Descriptor of a norm parameter over the trailing `D` elements of shape
+/// `trailing` (expanded into a temporary when it broadcasts).
+static std::string normParam(FunctionEmitter &e, Value p, ArrayRef<int64_t> trailing,
+                             SmallVector<Temp> &temps) {
+  int64_t D = product(trailing);
+  if (FunctionEmitter::numel(p) == D)
+    return e.desc(p, {D});
+  Temp t = expandInto(e, p, trailing);
+  temps.push_back(t);
+  return "dg::T(" + t.name + ", DISTRT_F32, {" + std::to_string(D) + "})";
+}
+
+template <typename NormOp>
+static LogicalResult emitNorm(FunctionEmitter &e, NormOp op, bool rms) {
+  if (failed(requireF32(op)))
+    return failure();
+  auto shape = FunctionEmitter::typeOf(op.getInput()).getShape();
+  int64_t axis = op.getAxisAttr().getInt();
+  if (axis < 0)
+    axis += shape.size();
+  int64_t rows = product(shape.take_front(axis));
+  auto trailing = shape.drop_front(axis);
+  int64_t D = product(trailing);
+  SmallVector<Temp> temps;
+  e.allocate(op.getResult());
+  std::string scale = normParam(e, op.getScale(), trailing, temps);
+  std::string shift;
+  if (op.getBias() && !rms)
+    shift = normParam(e, op.getBias(), trailing, temps);
+  std::string eps = FunctionEmitter::literal(op.getEpsilon().convertToDouble(),
+                                             Float32Type::get(op.getContext()));
+  e.os << "  { distrt_tensor x = " << e.desc(op.getInput(), {rows, D})
+       << ", y = " << e.desc(op.getResult(), {rows, D}) << ", s = " << scale;
+  if (!shift.empty())
+    e.os << ", b = " << shift;
+  e.os << ";\n  ";
+  if (rms)
+    e.call("distrt_rmsnorm_fwd(P.ctx, &x, &s, &y, " + eps + ")", op);
+  else
+    e.call(std::string("distrt_layernorm_fwd(P.ctx, &x, &s, ") +
+               (shift.empty() ? "nullptr" : "&b") + ", &y, nullptr, nullptr, " +
+               eps + ")",
+           op);
+  e.os << "  }\n";
+  for (Temp &t : temps)
+    e.os << "  P.release(" << t.name << ");\n";
+  if (rms && op.getBias()) {
+    std::string o = e.name(op.getResult()), bn = e.name(op.getBias());
+    e.openLoop(FunctionEmitter::numel(op.getResult()));
+    e.os << "    " << o << "[i] += " << bn << "["
+         << FunctionEmitter::broadcastOffset(
+                shape, FunctionEmitter::typeOf(op.getBias()).getShape(), "i")
+         << "];\n";
+    e.closeLoop();
+  }
+  return success();
+}
+
+static LogicalResult emitBatchNorm(FunctionEmitter &e, BatchNormOp op) {
+  if (failed(requireF32(op)))
+    return failure();
+  std::string eps = FunctionEmitter::literal(op.getEpsilon().convertToDouble(),
+                                             Float32Type::get(op.getContext()));
+  e.allocate(op.getResult());
+  e.os << "  { distrt_tensor x = " << e.desc(op.getInput())
+       << ", y = " << e.desc(op.getResult()) << ", s = " << e.desc(op.getScale())
+       << ", b = " << e.desc(op.getBias()) << ", m = " << e.desc(op.getMean())
+       << ", v = " << e.desc(op.getVariance()) << ";\n  ";
+  if (!op.getTraining()) {
+    e.call("distrt_batchnorm_fwd_inference(P.ctx, &x, &s, &b, &m, &v, &y, " + eps +
+               ")",
+           op);
+    e.os << "  }\n";
+    return success();
+  }
+  int64_t C = FunctionEmitter::numel(op.getScale());
+  Temp sm = allocTemp(e, C), sv = allocTemp(e, C);
+  e.os << "  distrt_tensor sm = dg::T(" << sm.name << ", DISTRT_F32, {" << C
+       << "}), sv = dg::T(" << sv.name << ", DISTRT_F32, {" << C << "});\n";
+  std::string running = "nullptr, nullptr";
+  if (op.getRunningStats().size() == 2) {
+    Value rm = op.getRunningStats()[0], rv = op.getRunningStats()[1];
+    e.allocate(rm);
+    e.allocate(rv);
+    e.os << "  if (P.copy(" << e.name(rm) << ", " << e.name(op.getMean()) << ", "
+         << C * 4 << ") || P.copy(" << e.name(rv) << ", "
+         << e.name(op.getVariance()) << ", " << C * 4 << ")) return 1;\n"
+         << "  distrt_tensor rm = " << e.desc(rm) << ", rv = " << e.desc(rv)
+         << ";\n";
+    running = "&rm, &rv";
+  }
+  // graph: running = momentum * running + (1 - momentum) * batch; the ABI
+  // takes PyTorch's momentum, the weight of the batch statistics.
+  e.os << "  ";
+  e.call("distrt_batchnorm_fwd_training(P.ctx, &x, &s, &b, &y, &sm, &sv, " +
+             running + ", " + eps + ", " +
+             FunctionEmitter::literal(1.0 - op.getMomentum().convertToDouble(),
+                                      Float32Type::get(op.getContext())) +
+             ")",
+         op);
+  e.os << "  P.release(" << sm.name << ");\n  P.release(" << sv.name
+       << ");\n  }\n";
+  return success();
+}
+
+static LogicalResult emitCrossEntropy(FunctionEmitter &e, SoftmaxCrossEntropyOp op) {
+  auto logits = FunctionEmitter::typeOf(op.getLogits());
+  auto labels = FunctionEmitter::typeOf(op.getLabels());
+  if (op.getReduction() != LossReduction::Mean || logits.getRank() != 2 ||
+      labels.getRank() != 1 || !logits.getElementType().isF32())
+    return op.emitError()
+           << "graph.softmax_cross_entropy has a lowering only for mean "
+              "reduction of f32 [N, C] logits and [N] labels";
+  e.allocate(op.getResult());
+  std::string ignore = op.getIgnoreIndexAttr()
+                           ? std::to_string(op.getIgnoreIndexAttr().getInt()) + "ll"
+                           : "INT64_MIN";
+  e.os << "  { distrt_tensor x = " << e.desc(op.getLogits())
+       << ", l = " << e.desc(op.getLabels())
+       << ", y = " << e.desc(op.getResult(), {}) << ";\n  ";
+  e.call("distrt_softmax_cross_entropy(P.ctx, &x, &l, &y, " + ignore + ")", op);
+  e.os << "  }\n";
+  return success();
+}
+
+LogicalResult distopt::codegen::emitNNOp(FunctionEmitter &e, Operation *op) {
+  if (failed(e.checkTypes(op)))
+    return failure();
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<MatmulOp>([&](auto o) { return emitMatmul(e, o); })
+      .Case<ConvOp>([&](auto o) { return emitConv(e, o); })
+      .Case<PoolOp>([&](auto o) { return emitPool(e, o); })
+      .Case<SoftmaxOp>([&](SoftmaxOp o) -> LogicalResult {
+        if (failed(requireF32(o)))
+          return failure();
+        e.allocate(o.getResult());
+        e.os << "  { distrt_tensor x = " << e.desc(o.getInput())
+             << ", y = " << e.desc(o.getResult()) << ";\n  ";
+        e.call("distrt_softmax(P.ctx, &x, &y, " +
+                   std::to_string(o.getAxisAttr().getInt()) + ", " +
+                   (o.getLog() ? "1" : "0") + ")",
+               o);
+        e.os << "  }\n";
+        return success();
+      })
+      .Case<LayerNormOp>([&](auto o) { return emitNorm(e, o, false); })
+      .Case<RMSNormOp>([&](auto o) { return emitNorm(e, o, true); })
+      .Case<BatchNormOp>([&](auto o) { return emitBatchNorm(e, o); })
+      .Case<SoftmaxCrossEntropyOp>([&](auto o) { return emitCrossEntropy(e, o); })
+      .Case<ReduceOp>([&](auto o) { return emitReduce(e, o); })
+      .Default([&](Operation *) {
+        return op->emitError() << op->getName() << " has no lowering";
+      });
+}

@@ -1,0 +1,191 @@
+//===- Emitter.cpp - Program and model emission -----------------*- C++ -*-===//
+//
+// Part of DistOpt. Walks a model's `main` function in order and hands each op
+// to its family's emitter; writes the model's input/output specs and the
+// program's `main`, which parses the command line (distrt_gen.h).
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Codegen/Codegen.h"
+#include "lib/Codegen/FunctionEmitter.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace distopt::codegen;
+
+static std::string escape(llvm::StringRef s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += ((unsigned char)c < 32) ? ' ' : c;
+  }
+  return out;
+}
+
+/// The function to compile: `main`, or the module's only function.
+static func::FuncOp findMain(ModuleOp module) {
+  func::FuncOp main, only;
+  unsigned count = 0;
+  module.walk([&](func::FuncOp f) {
+    ++count;
+    only = f;
+    if (f.getSymName() == "main")
+      main = f;
+  });
+  return main ? main : (count == 1 ? only : func::FuncOp());
+}
+
+static std::string spec(Value v, llvm::StringRef name) {
+  auto t = FunctionEmitter::typeOf(v);
+  std::string s = "{\"" + escape(name) + "\", " +
+                  FunctionEmitter::dgType(t.getElementType()) + ", " +
+                  std::to_string(t.getRank()) + ", {";
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    s += (i ? ", " : "") + std::to_string(t.getShape()[i]);
+  return s + "}}";
+}
+
+LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
+                                          llvm::StringRef ns,
+                                          const CodegenOptions &options,
+                                          llvm::raw_ostream &out) {
+  ModuleOp module = model.module;
+  func::FuncOp func = findMain(module);
+  if (!func)
+    return module.emitError()
+           << "dist-compile: no function to compile in '" << model.source
+           << "'; expected func.func @main (or a single function)";
+  if (func.getBody().getBlocks().size() != 1)
+    return func.emitError() << "dist-compile: @" << func.getSymName()
+                            << " must have a single block";
+  Block &body = func.getBody().front();
+  std::string bodyText, globalText;
+  llvm::raw_string_ostream bodyOS(bodyText), globalOS(globalText);
+  FunctionEmitter e(bodyOS, globalOS, options, ns.str());
+  computeFusion(body, e.fused);
+  e.computeLifetimes(body);
+
+  // Input and output names (ONNX names when imported, else argN/outN).
+  SmallVector<std::string> inNames, outNames;
+  for (BlockArgument arg : body.getArguments()) {
+    auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "graph.name");
+    inNames.push_back(n ? n.str() : "arg" + std::to_string(arg.getArgNumber()));
+    if (!isa<RankedTensorType>(arg.getType()) ||
+        !FunctionEmitter::typeOf(arg).hasStaticShape() ||
+        FunctionEmitter::cType(arg).empty())
+      return func.emitError() << "dist-compile: input '" << inNames.back()
+                              << "' has type " << arg.getType()
+                              << "; inputs must be statically shaped tensors of "
+                                 "f32, f64, i1 or integers (pin shapes with "
+                                 "--input-shape=NAME:D0xD1...)";
+    e.allocate(arg);
+    bodyOS << "  if (P.upload(" << e.name(arg) << ", P.inputs["
+           << arg.getArgNumber() << "].data.data(), P.inputs["
+           << arg.getArgNumber() << "].data.size())) return 1;\n";
+  }
+  unsigned position = 0;
+  SmallVector<Value> results;
+  for (Operation &op : body) {
+    if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
+      for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+        auto n = func.getResultAttrOfType<StringAttr>(k, "graph.name");
+        outNames.push_back(n ? n.str() : "out" + std::to_string(k));
+        if (!isa<RankedTensorType>(v.getType()) ||
+            !FunctionEmitter::typeOf(v).hasStaticShape() ||
+            FunctionEmitter::cType(v).empty())
+          return ret.emitError() << "dist-compile: output '" << outNames.back()
+                                 << "' has unsupported type " << v.getType();
+        results.push_back(v);
+        bodyOS << "  if (P.download(P.outputs[" << k << "].data.data(), "
+               << e.name(v) << ", P.outputs[" << k << "].data.size())) return 1;\n";
+      }
+      ++position;
+      continue;
+    }
+    bodyOS << "  // " << FunctionEmitter::where(&op) << "\n";
+    LogicalResult r = failure();
+    if (auto opaque = dyn_cast<distopt::graph::OpaqueOp>(&op)) {
+      return opaque.emitError()
+             << "dist-compile: graph.opaque '" << opaque.getOpType()
+             << "' (ONNX op " << opaque.getOpType()
+             << ") has no lowering; the importer kept it opaque, so no kernel "
+                "exists for it";
+    } else if (isElementwise(&op)) {
+      r = emitElementwise(e, &op);
+    } else if (isDataOp(&op)) {
+      r = emitDataOp(e, &op);
+    } else if (isNNOp(&op)) {
+      r = emitNNOp(e, &op);
+    } else {
+      return op.emitError() << "dist-compile: op '" << op.getName()
+                            << "' has no lowering to the runtime";
+    }
+    if (failed(r))
+      return failure();
+    e.releaseAfter(position++);
+  }
+
+  out << "namespace " << ns << " {\n" << globalText;
+  if (!inNames.empty()) {
+    out << "static const dg::TensorSpec inputs[] = {\n";
+    for (auto [k, arg] : llvm::enumerate(body.getArguments()))
+      out << "    " << spec(arg, inNames[k]) << ",\n";
+    out << "};\n";
+  }
+  if (!outNames.empty()) {
+    out << "static const dg::TensorSpec outputs[] = {\n";
+    for (auto [k, v] : llvm::enumerate(results))
+      out << "    " << spec(v, outNames[k]) << ",\n";
+    out << "};\n";
+  }
+  out << "static int run(dg::Program &P) {\n"
+      << bodyText << "  P.releaseAll();\n  return 0;\n}\n";
+  out << "static const dg::Model model = {\"" << escape(model.name) << "\", \""
+      << escape(model.source) << "\", \"" << escape(model.modelDir) << "\", "
+      << inNames.size() << ", " << (inNames.empty() ? "nullptr" : "inputs")
+      << ", " << outNames.size() << ", "
+      << (outNames.empty() ? "nullptr" : "outputs") << ", run};\n";
+  out << "} // namespace " << ns << "\n\n";
+  return success();
+}
+
+LogicalResult distopt::codegen::emitProgram(llvm::ArrayRef<ModelUnit> models,
+                                            const CodegenOptions &options,
+                                            llvm::raw_ostream &os,
+                                            std::vector<std::string> *skipped) {
+  bool cuda = options.target == Target::CUDA;
+  os << "// Generated by dist-compile (" << (cuda ? "CUDA C++" : "C++")
+     << "); do not edit. Models:";
+  for (const ModelUnit &m : models)
+    os << " " << m.name;
+  os << "\n#include <distrt/distrt.h>\n#include <distrt/distrt_gen.h>\n\n";
+  std::string text;
+  llvm::raw_string_ostream body(text);
+  std::vector<std::string> emitted;
+  for (auto [k, m] : llvm::enumerate(models)) {
+    std::string one;
+    llvm::raw_string_ostream oneOS(one);
+    std::string ns = "m" + std::to_string(k);
+    if (failed(emitModel(m, ns, options, oneOS))) {
+      if (!skipped)
+        return failure();
+      skipped->push_back(m.name);
+      continue;
+    }
+    body << one;
+    emitted.push_back(ns);
+  }
+  if (emitted.empty())
+    return failure();
+  os << text << "static const dg::Model models[] = {";
+  for (size_t k = 0; k < emitted.size(); ++k)
+    os << (k ? ", " : "") << emitted[k] << "::model";
+  os << "};\n\nint main(int argc, char **argv) {\n  return dg::runMain(argc, "
+        "argv, models, "
+     << emitted.size() << ", " << (cuda ? "true" : "false") << ");\n}\n";
+  return success();
+}

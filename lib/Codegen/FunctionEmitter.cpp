@@ -1,0 +1,295 @@
+//===- FunctionEmitter.cpp - Values, buffers, types, index math -*- C++ -*-===//
+//
+// Part of DistOpt. The bookkeeping every per-family emitter uses.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Codegen/FunctionEmitter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+using namespace distopt::codegen;
+
+std::string FunctionEmitter::name(Value v) {
+  auto it = names.find(v);
+  if (it != names.end())
+    return it->second;
+  return "/*unnamed value*/nullptr";
+}
+
+void FunctionEmitter::allocate(Value v) {
+  std::string n = "v" + std::to_string(counter++);
+  names[v] = n;
+  rootOf[v] = v;
+  size_t bytes = (size_t)numel(v) * byteSize(typeOf(v).getElementType());
+  os << "  " << cType(v) << " *" << n << " = (" << cType(v) << " *)P.alloc("
+     << bytes << ");\n  if (!" << n << ") return 1;\n";
+}
+
+void FunctionEmitter::alias(Value v, Value of) {
+  names[v] = names.lookup(of);
+  rootOf[v] = rootOf.lookup(of) ? rootOf.lookup(of) : of;
+  // A reshape changes nothing but the type: cast the pointer if the element
+  // type differs (it never does for the ops that alias).
+}
+
+void FunctionEmitter::call(llvm::StringRef expr, Operation *op) {
+  os << "  if (P.check(" << expr << ", \"" << where(op) << "\")) return 1;\n";
+}
+
+unsigned FunctionEmitter::positionOf(Operation *op) {
+  return positions.lookup(op);
+}
+
+void FunctionEmitter::computeLifetimes(Block &body) {
+  unsigned pos = 0;
+  llvm::SmallVector<Operation *> order;
+  for (Operation &op : body)
+    order.push_back(&op);
+  for (Operation *op : order)
+    positions[op] = pos++;
+  // A fused op is evaluated where its (transitive) root is.
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Operation *op = *it;
+    if (fused.contains(op)) {
+      Operation *user = *op->getResult(0).getUsers().begin();
+      positions[op] = positions[user];
+    }
+  }
+  // Buffer classes: aliasing ops share their operand's buffer.
+  llvm::DenseMap<Value, Value> root;
+  auto rootFor = [&](Value v) {
+    auto it = root.find(v);
+    return it == root.end() ? v : it->second;
+  };
+  for (Operation *op : order)
+    if (isAliasOp(op))
+      root[op->getResult(0)] = rootFor(op->getOperand(0));
+  llvm::DenseMap<Value, unsigned> lastUse;
+  llvm::DenseSet<Value> keep;
+  auto use = [&](Value v, unsigned at) {
+    Value r = rootFor(v);
+    auto it = lastUse.find(r);
+    if (it == lastUse.end() || it->second < at)
+      lastUse[r] = at;
+  };
+  for (Operation *op : order) {
+    for (Value v : op->getOperands()) {
+      if (op->hasTrait<OpTrait::IsTerminator>())
+        keep.insert(rootFor(v));
+      use(v, positions[op]);
+    }
+  }
+  for (auto &[r, at] : lastUse)
+    if (!keep.contains(r))
+      frees[at].push_back(r);
+  // Deterministic output: free in order of definition.
+  for (auto &[at, list] : frees)
+    llvm::sort(list, [&](Value a, Value b) {
+      auto key = [&](Value v) -> unsigned {
+        if (auto arg = llvm::dyn_cast<BlockArgument>(v))
+          return arg.getArgNumber();
+        return 1000000 + positions[v.getDefiningOp()];
+      };
+      return key(a) < key(b);
+    });
+}
+
+void FunctionEmitter::releaseAfter(unsigned position) {
+  auto it = frees.find(position);
+  if (it == frees.end())
+    return;
+  for (Value v : it->second)
+    if (names.count(v))
+      os << "  P.release(" << names[v] << ");\n";
+}
+
+std::string FunctionEmitter::cType(Type t) {
+  if (t.isF32())
+    return "float";
+  if (t.isF64())
+    return "double";
+  if (auto it = llvm::dyn_cast<IntegerType>(t)) {
+    unsigned w = it.getWidth();
+    if (w == 1)
+      return "bool";
+    if (w != 8 && w != 16 && w != 32 && w != 64)
+      return "";
+    return (it.isUnsigned() ? "uint" : "int") + std::to_string(w) + "_t";
+  }
+  return "";
+}
+
+std::string FunctionEmitter::dgType(Type t) {
+  if (t.isF32())
+    return "dg::F32";
+  if (t.isF64())
+    return "dg::F64";
+  if (auto it = llvm::dyn_cast<IntegerType>(t)) {
+    unsigned w = it.getWidth();
+    if (w == 1)
+      return "dg::BOOL";
+    if (w != 8 && w != 16 && w != 32 && w != 64)
+      return "";
+    return std::string(it.isUnsigned() ? "dg::U" : "dg::I") + std::to_string(w);
+  }
+  return "";
+}
+
+std::string FunctionEmitter::rtType(Type t) {
+  if (t.isF32())
+    return "DISTRT_F32";
+  if (t.isF16())
+    return "DISTRT_F16";
+  if (t.isBF16())
+    return "DISTRT_BF16";
+  if (t.isSignlessInteger(32) || t.isSignedInteger(32))
+    return "DISTRT_I32";
+  if (t.isSignlessInteger(64) || t.isSignedInteger(64))
+    return "DISTRT_I64";
+  if (t.isUnsignedInteger(8) || t.isInteger(1))
+    return "DISTRT_U8";
+  return "";
+}
+
+size_t FunctionEmitter::byteSize(Type t) {
+  if (auto it = llvm::dyn_cast<IntegerType>(t))
+    return it.getWidth() == 1 ? 1 : it.getWidth() / 8;
+  if (auto ft = llvm::dyn_cast<FloatType>(t))
+    return ft.getWidth() / 8;
+  return 0;
+}
+
+std::string FunctionEmitter::desc(Value v) {
+  return desc(v, typeOf(v).getShape());
+}
+
+std::string FunctionEmitter::desc(Value v, llvm::ArrayRef<int64_t> dims) {
+  std::string s = "dg::T(" + name(v) + ", " +
+                  rtType(typeOf(v).getElementType()) + ", {";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "})";
+}
+
+std::string FunctionEmitter::where(Operation *op) {
+  std::string s = op->getName().getStringRef().str();
+  if (auto loc = llvm::dyn_cast<FileLineColLoc>(op->getLoc())) {
+    s += " at " + loc.getFilename().str() + ":" +
+         std::to_string(loc.getLine()) + ":" + std::to_string(loc.getColumn());
+  } else if (auto nl = llvm::dyn_cast<NameLoc>(op->getLoc())) {
+    s += " (node '" + nl.getName().str() + "')";
+  } else if (auto fl = llvm::dyn_cast<FusedLoc>(op->getLoc())) {
+    for (Location l : fl.getLocations())
+      if (auto nl = llvm::dyn_cast<NameLoc>(l)) {
+        s += " (node '" + nl.getName().str() + "')";
+        break;
+      }
+  }
+  // The string goes into a C string literal.
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += (c == '\n' ? ' ' : c);
+  }
+  return out;
+}
+
+LogicalResult FunctionEmitter::checkTypes(Operation *op) {
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
+    auto rt = llvm::dyn_cast<RankedTensorType>(t);
+    if (!rt)
+      return op->emitError() << op->getName()
+                             << " has a non-tensor operand or result " << t
+                             << "; dist-compile lowers ranked tensors only";
+    if (!rt.hasStaticShape())
+      return op->emitError()
+             << op->getName() << ": dynamic shape " << t
+             << " has no lowering; pin the shapes (--input-shape=NAME:D0xD1...)";
+    if (cType(rt.getElementType()).empty())
+      return op->emitError()
+             << op->getName() << ": element type " << rt.getElementType()
+             << " has no lowering (supported: f32, f64, i1, i8-i64, ui8-ui64)";
+    if (rt.getRank() > 8)
+      return op->emitError() << op->getName() << ": rank " << rt.getRank()
+                             << " above 8 has no lowering";
+  }
+  return success();
+}
+
+llvm::SmallVector<int64_t> FunctionEmitter::stridesOf(ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> s(shape.size(), 1);
+  for (int i = (int)shape.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+std::string FunctionEmitter::coord(ArrayRef<int64_t> shape, unsigned dim,
+                                   llvm::StringRef idx) {
+  auto st = stridesOf(shape);
+  std::string e = idx.str();
+  if (st[dim] != 1)
+    e = "(" + e + " / " + std::to_string(st[dim]) + ")";
+  if (dim != 0)
+    e = "(" + e + " % " + std::to_string(shape[dim]) + ")";
+  return e;
+}
+
+std::string FunctionEmitter::broadcastOffset(ArrayRef<int64_t> out,
+                                             ArrayRef<int64_t> in,
+                                             llvm::StringRef idx) {
+  if (out == in)
+    return idx.str();
+  int64_t n = 1;
+  for (int64_t d : in)
+    n *= d;
+  if (n == 1)
+    return "0";
+  auto inStrides = stridesOf(in);
+  unsigned lead = out.size() - in.size();
+  std::string e;
+  for (unsigned k = 0; k < in.size(); ++k) {
+    if (in[k] == 1)
+      continue;
+    std::string c = coord(out, lead + k, idx);
+    if (!e.empty())
+      e += " + ";
+    e += inStrides[k] == 1 ? c : c + " * " + std::to_string(inStrides[k]);
+  }
+  return e.empty() ? "0" : "(" + e + ")";
+}
+
+void FunctionEmitter::openLoop(int64_t n, llvm::StringRef idx) {
+  os << "  if (dg::parallelFor(P, " << n << ", [=] DG_HD (int64_t " << idx
+     << ") {\n";
+}
+
+void FunctionEmitter::closeLoop() { os << "  })) return 1;\n"; }
+
+std::string FunctionEmitter::literal(double v, Type t) {
+  bool f32 = t.isF32();
+  if (std::isnan(v))
+    return f32 ? "NAN" : "(double)NAN";
+  if (std::isinf(v))
+    return std::string(v < 0 ? "-" : "") + (f32 ? "INFINITY" : "(double)INFINITY");
+  if (llvm::isa<FloatType>(t)) {
+    char buf[64];
+    snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+    std::string s = buf;
+    if (s.find_first_of(".en") == std::string::npos)
+      s += ".0";
+    return f32 ? s + "f" : s;
+  }
+  if (t.isInteger(1))
+    return v != 0 ? "true" : "false";
+  char buf[64];
+  snprintf(buf, sizeof buf, "(%s)%.0f", cType(t).c_str(), v);
+  return buf;
+}

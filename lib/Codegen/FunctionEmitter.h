@@ -1,0 +1,132 @@
+//===- FunctionEmitter.h - Emits one graph function as C++ ------*- C++ -*-===//
+//
+// Part of DistOpt. The state shared by the per-family emitters: how each SSA
+// value is named in the generated code, which buffer holds it, when the
+// buffer may be freed, and helpers for the index arithmetic of generated
+// loops (shapes are static, so every stride is a constant in the output).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_LIB_CODEGEN_FUNCTIONEMITTER_H
+#define DIST_LIB_CODEGEN_FUNCTIONEMITTER_H
+
+#include "lib/Codegen/Codegen.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace distopt::codegen {
+
+/// Emits the body of one model's `run` function.
+class FunctionEmitter {
+public:
+  FunctionEmitter(llvm::raw_ostream &os, llvm::raw_ostream &globals,
+                  const CodegenOptions &options, std::string prefix)
+      : os(os), globals(globals), options(options), prefix(std::move(prefix)) {}
+
+  llvm::raw_ostream &os;      ///< the body of `run`
+  llvm::raw_ostream &globals; ///< namespace-scope definitions (constants)
+  const CodegenOptions &options;
+  std::string prefix; ///< unique prefix for globals of this model
+
+  /// Elementwise ops emitted inside their (single) user's kernel.
+  llvm::DenseSet<mlir::Operation *> fused;
+
+  //===--- Values and buffers ---------------------------------------------===//
+
+  /// The C++ expression (a typed pointer variable) holding `v`.
+  std::string name(mlir::Value v);
+  /// Allocates a fresh buffer for `v` (an op result) and names it.
+  void allocate(mlir::Value v);
+  /// `v` shares `of`'s buffer (reshape, flatten, inference dropout).
+  void alias(mlir::Value v, mlir::Value of);
+  /// Emits `if (<cond>) return 1;` bookkeeping for a runtime call.
+  void call(llvm::StringRef expr, mlir::Operation *op);
+  /// Frees buffers whose last use is the op at `position`.
+  void releaseAfter(unsigned position);
+  /// Computes buffer lifetimes (needs `fused` and the op order).
+  void computeLifetimes(mlir::Block &body);
+  /// Where `op` is emitted (its root's position for fused ops).
+  unsigned positionOf(mlir::Operation *op);
+
+  //===--- Types ----------------------------------------------------------===//
+
+  static mlir::RankedTensorType typeOf(mlir::Value v) {
+    return llvm::cast<mlir::RankedTensorType>(v.getType());
+  }
+  static int64_t numel(mlir::Value v) { return typeOf(v).getNumElements(); }
+  /// C++ scalar type of an element type ("" when unsupported).
+  static std::string cType(mlir::Type t);
+  static std::string cType(mlir::Value v) {
+    return cType(typeOf(v).getElementType());
+  }
+  /// dg::DType enumerator ("" when unsupported).
+  static std::string dgType(mlir::Type t);
+  /// distrt_dtype enumerator for runtime calls ("" when the ABI lacks it).
+  static std::string rtType(mlir::Type t);
+  static size_t byteSize(mlir::Type t);
+
+  /// `dg::T(ptr, DTYPE, {dims})` for `v`, optionally with other dims.
+  std::string desc(mlir::Value v);
+  std::string desc(mlir::Value v, llvm::ArrayRef<int64_t> dims);
+  /// "graph.matmul at file:line:col", used in runtime error messages.
+  static std::string where(mlir::Operation *op);
+
+  /// Fails unless every operand and result has a loop-supported type.
+  mlir::LogicalResult checkTypes(mlir::Operation *op);
+
+  //===--- Index arithmetic -----------------------------------------------===//
+
+  static llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+  /// Expression for coordinate `dim` of linear index `idx` in `shape`.
+  static std::string coord(llvm::ArrayRef<int64_t> shape, unsigned dim,
+                           llvm::StringRef idx);
+  /// Linear offset into a tensor of shape `in` (NumPy-broadcast to `out`)
+  /// for linear index `idx` of `out`.
+  static std::string broadcastOffset(llvm::ArrayRef<int64_t> out,
+                                     llvm::ArrayRef<int64_t> in,
+                                     llvm::StringRef idx);
+  /// Opens `if (dg::parallelFor(P, n, [=] DG_HD (int64_t i) {`.
+  void openLoop(int64_t n, llvm::StringRef idx = "i");
+  void closeLoop();
+
+  /// A float literal of type `t` for value `v`.
+  static std::string literal(double v, mlir::Type t);
+
+private:
+  llvm::DenseMap<mlir::Value, std::string> names;
+  llvm::DenseMap<mlir::Value, mlir::Value> rootOf;
+  llvm::DenseMap<mlir::Operation *, unsigned> positions;
+  /// Buffers to free after the op at each position.
+  llvm::DenseMap<unsigned, llvm::SmallVector<mlir::Value>> frees;
+  unsigned counter = 0;
+};
+
+//===--- Per-family emitters (one file each) ------------------------------===//
+
+/// Ops of each family; return failure (with a diagnostic on the op) when
+/// the op cannot be lowered, `std::nullopt`-like `false` when not theirs.
+bool isElementwise(mlir::Operation *op);
+mlir::LogicalResult emitElementwise(FunctionEmitter &e, mlir::Operation *op);
+bool isDataOp(mlir::Operation *op);
+/// Ops whose result shares the operand's buffer (reshape, flatten, ...).
+bool isAliasOp(mlir::Operation *op);
+mlir::LogicalResult emitDataOp(FunctionEmitter &e, mlir::Operation *op);
+bool isNNOp(mlir::Operation *op);
+mlir::LogicalResult emitNNOp(FunctionEmitter &e, mlir::Operation *op);
+/// Reductions are generated loops (EmitReduce.cpp).
+mlir::LogicalResult emitReduce(FunctionEmitter &e, mlir::Operation *op);
+
+/// Marks elementwise ops that are evaluated inside their user's loop:
+/// single use, the user elementwise with the same result shape (Fusion.cpp).
+void computeFusion(mlir::Block &body, llvm::DenseSet<mlir::Operation *> &fused);
+
+} // namespace distopt::codegen
+
+#endif // DIST_LIB_CODEGEN_FUNCTIONEMITTER_H

@@ -1,0 +1,162 @@
+//===- Toolchain.cpp - Compiling generated programs -------------*- C++ -*-===//
+//
+// Part of DistOpt. Finds the runtime (headers, libDistRuntime.a and what it
+// links against, from the `distrt-link.txt` recipe the runtime's CMake writes
+// next to the build's or the install's bin/) and runs the host compiler or
+// nvcc on a generated program.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Codegen/Codegen.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace llvm;
+using namespace distopt::codegen;
+
+static Error makeError(const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(), msg);
+}
+
+Expected<Toolchain> distopt::codegen::findToolchain(const char *argv0) {
+  std::string recipe;
+  if (const char *env = getenv("DIST_RUNTIME_LINK")) {
+    recipe = env;
+  } else {
+    std::string exe = sys::fs::getMainExecutable(argv0, (void *)&findToolchain);
+    SmallString<256> p(sys::path::parent_path(sys::path::parent_path(exe)));
+    sys::path::append(p, "lib", "distrt-link.txt");
+    recipe = std::string(p);
+  }
+  auto buf = MemoryBuffer::getFile(recipe);
+  if (!buf)
+    return makeError("cannot read the runtime link recipe '" + recipe + "' (" +
+                     buf.getError().message() +
+                     "); build the DistRuntime target (it writes the file) or "
+                     "set DIST_RUNTIME_LINK to its path");
+  Toolchain tc;
+  SmallVector<StringRef> lines;
+  (*buf)->getBuffer().split(lines, '\n', -1, false);
+  bool cuda = false;
+  for (StringRef line : lines) {
+    auto [key, value] = line.split('=');
+    if (key == "include")
+      tc.includeDir = value.str();
+    else if (key == "library")
+      tc.library = value.str();
+    else if (key == "link")
+      tc.libs.push_back(value.str());
+    else if (key == "cuda")
+      cuda = value == "1";
+    else if (key == "nvcc" && !value.empty())
+      tc.nvcc = value.str();
+  }
+  if (tc.includeDir.empty() || tc.library.empty())
+    return makeError("runtime link recipe '" + recipe +
+                     "' lacks include= or library=; rebuild DistRuntime");
+  if (!cuda)
+    tc.nvcc.clear();
+  if (const char *cxx = getenv("DIST_CXX"))
+    tc.cxx = cxx;
+  if (const char *nvcc = getenv("DIST_NVCC"))
+    tc.nvcc = nvcc;
+  if (const char *opt = getenv("DIST_OPT_LEVEL"))
+    tc.optLevel = opt;
+  return tc;
+}
+
+Error distopt::codegen::buildExecutable(const Toolchain &tc,
+                                        const CodegenOptions &options,
+                                        StringRef sourcePath, StringRef output,
+                                        bool compileOnly, bool verbose) {
+  bool cuda = options.target == Target::CUDA;
+  std::string compiler = cuda ? tc.nvcc : tc.cxx;
+  if (compiler.empty())
+    return makeError("--target=cuda needs a runtime built with the CUDA "
+                     "backend (nvcc found at configure time); this runtime is "
+                     "CPU-only. Reconfigure with nvcc on PATH and "
+                     "-DDIST_ENABLE_CUDA=ON");
+  auto prog = sys::findProgramByName(compiler);
+  if (!prog)
+    return makeError("cannot find the compiler '" + compiler +
+                     "'; set " + (cuda ? "DIST_NVCC" : "DIST_CXX") +
+                     " to its path");
+  // nvcc applies `-x cu` to every later file, the library too: compile the
+  // CUDA source to an object first, then link that.
+  if (cuda && !compileOnly) {
+    SmallString<128> obj;
+    if (auto ec = sys::fs::createTemporaryFile("dist-compile", "o", obj))
+      return makeError("cannot create a temporary object file: " + ec.message());
+    if (Error e = buildExecutable(tc, options, sourcePath, obj, true, verbose))
+      return e;
+    std::vector<std::string> link = {*prog, std::string(obj)};
+    for (const std::string &arch : tc.cudaArchs)
+      link.push_back("-gencode=arch=compute_" + arch + ",code=[sm_" + arch +
+                     ",compute_" + arch + "]");
+    link.push_back(tc.library);
+    for (const std::string &l : tc.libs) {
+      if (StringRef(l).starts_with("-Wl,"))
+        link.push_back("-Xlinker=" + l.substr(4));
+      else if (l == "-fopenmp")
+        link.push_back("-lgomp");
+      else
+        link.push_back(l);
+    }
+    link.insert(link.end(), {"-o", output.str()});
+    if (verbose) {
+      for (const std::string &a : link)
+        errs() << a << " ";
+      errs() << "\n";
+    }
+    SmallVector<StringRef> refs(link.begin(), link.end());
+    std::string errMsg;
+    int rc = sys::ExecuteAndWait(*prog, refs, std::nullopt, {}, 0, 0, &errMsg);
+    sys::fs::remove(obj);
+    if (rc != 0)
+      return makeError("linking the generated CUDA program with " + compiler +
+                       " failed (exit " + Twine(rc) + "); rerun with -v to "
+                       "see the command");
+    return Error::success();
+  }
+  std::vector<std::string> args = {*prog, "-std=c++17", tc.optLevel,
+                                   "-I" + tc.includeDir};
+  if (cuda) {
+    args.insert(args.end(), {"--extended-lambda", "-x", "cu", "-w"});
+    for (const std::string &arch : tc.cudaArchs)
+      args.push_back("-gencode=arch=compute_" + arch + ",code=[sm_" + arch +
+                     ",compute_" + arch + "]");
+    args.push_back("-Xcompiler=-fopenmp");
+  } else {
+    args.insert(args.end(), {"-fopenmp", "-w"});
+  }
+  args.push_back(sourcePath.str());
+  if (compileOnly) {
+    args.insert(args.end(), {"-c", "-o", output.str()});
+  } else {
+    args.push_back(tc.library);
+    args.insert(args.end(), tc.libs.begin(), tc.libs.end());
+    args.insert(args.end(), {"-o", output.str()});
+  }
+  if (verbose) {
+    for (const std::string &a : args)
+      errs() << a << " ";
+    errs() << "\n";
+  }
+  SmallVector<StringRef> refs(args.begin(), args.end());
+  std::string errMsg;
+  int rc = sys::ExecuteAndWait(*prog, refs, std::nullopt, {}, 0, 0, &errMsg);
+  if (rc != 0)
+    return makeError("compiling the generated program '" + sourcePath +
+                     "' with " + compiler + " failed (exit " + Twine(rc) +
+                     (errMsg.empty() ? "" : ", " + errMsg) +
+                     "); rerun with -v to see the command, --emit-source to "
+                     "keep the source");
+  return Error::success();
+}

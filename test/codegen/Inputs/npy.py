@@ -1,0 +1,85 @@
+"""Minimal .npy writer/reader for lit tests (no numpy needed).
+
+    npy.py write FILE f4|i8 1x8 v0 v1 ...   (fewer values repeat cyclically)
+    npy.py print FILE                         prints dtype, shape and values
+"""
+import ast
+import struct
+import sys
+
+FMT = {"f4": ("<f4", "f"), "f8": ("<f8", "d"), "i8": ("<i8", "q"),
+       "i4": ("<i4", "i"), "b1": ("|b1", "?")}
+
+
+def write(path, dt, shape, values):
+    descr, code = FMT[dt]
+    dims = [int(d) for d in shape.split("x")] if shape else []
+    n = 1
+    for d in dims:
+        n *= d
+    vals = [float(v) if code in "fd" else int(v) for v in values] or [0]
+    data = [vals[i % len(vals)] for i in range(n)]
+    shp = "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shp)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)))
+        f.write(header.encode())
+        f.write(struct.pack("<%d%s" % (n, code), *data))
+
+
+def show(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    hlen = struct.unpack("<H", raw[8:10])[0]
+    header = ast.literal_eval(raw[10:10 + hlen].decode())
+    code = {v[0]: v[1] for v in FMT.values()}[header["descr"]]
+    n = 1
+    for d in header["shape"]:
+        n *= d
+    vals = struct.unpack("<%d%s" % (n, code), raw[10 + hlen:])
+    print("dtype", header["descr"], "shape", list(header["shape"]))
+    print(" ".join(("%.6g" % v) if code in "fd" else str(int(v)) for v in vals))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "write":
+        write(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    elif sys.argv[1] == "print":
+        show(sys.argv[2])
+
+
+def read(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    hlen = struct.unpack("<H", raw[8:10])[0]
+    header = ast.literal_eval(raw[10:10 + hlen].decode())
+    code = {v[0]: v[1] for v in FMT.values()}[header["descr"]]
+    n = 1
+    for d in header["shape"]:
+        n *= d
+    return list(header["shape"]), list(struct.unpack("<%d%s" % (n, code), raw[10 + hlen:]))
+
+
+def check_mlp(weights, xpath, ypath):
+    """relu(x @ w1 + b1) @ w2 in plain Python against the program's y."""
+    with open(weights, "rb") as f:
+        raw = f.read()
+    w1 = struct.unpack("<128f", raw[0:512])
+    b1 = struct.unpack("<16f", raw[512:576])
+    w2 = struct.unpack("<64f", raw[576:832])
+    (rows, _), x = read(xpath)
+    _, y = read(ypath)
+    worst = 0.0
+    for r in range(rows):
+        h = [max(0.0, sum(x[r * 8 + k] * w1[k * 16 + j] for k in range(8)) + b1[j])
+             for j in range(16)]
+        for j in range(4):
+            want = sum(h[k] * w2[k * 4 + j] for k in range(16))
+            worst = max(worst, abs(want - y[r * 4 + j]) / (1e-6 + abs(want)))
+    print("max relative error %.2e" % worst)
+    sys.exit(0 if worst < 1e-4 else 1)
+
+
+if __name__ == "__main__" and sys.argv[1] == "check-mlp":
+    check_mlp(*sys.argv[2:5])

@@ -1,0 +1,297 @@
+//===- dist-compile.cpp - ONNX / graph IR to an executable ------*- C++ -*-===//
+//
+// Part of DistOpt. One step from a model to a program:
+//
+//   dist-compile model.onnx --target=cpu -o model.bin
+//   ./model.bin input_ids=ids.npy -o outdir      # writes outdir/logits.npy
+//
+// Imports each model (ONNX, or graph-dialect .mlir), emits C++ (or CUDA
+// C++) that calls the kernel runtime, and compiles it with the host
+// compiler (or nvcc) against the runtime. Several models may go into one
+// program (`--model NAME` picks one at run time). docs/codegen.md.
+//
+//===----------------------------------------------------------------------===//
+#include "dist/ImportONNX.h"
+#include "dist/InitAll.h"
+#include "lib/Codegen/Codegen.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+#include <set>
+
+using namespace mlir;
+using namespace llvm;
+using namespace distopt;
+
+static cl::OptionCategory category("dist-compile options");
+static cl::list<std::string>
+    inputs(cl::Positional, cl::OneOrMore,
+           cl::desc("<model.onnx|model.mlir|NAME=model.onnx>..."),
+           cl::cat(category));
+static cl::opt<std::string> output("o", cl::desc("Executable to write"),
+                                   cl::value_desc("model.bin"),
+                                   cl::init("model.bin"), cl::cat(category));
+static cl::opt<std::string> target("target",
+                                   cl::desc("cpu (default) or cuda"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    emitSource("emit-source",
+               cl::desc("Also write the generated source to this file"),
+               cl::value_desc("model.cpp"), cl::cat(category));
+static cl::opt<bool>
+    sourceOnly("source-only",
+               cl::desc("Write the generated source (to -o) and stop"),
+               cl::cat(category));
+static cl::opt<bool> compileOnly(
+    "compile-only",
+    cl::desc("Compile to an object file (-o) without linking (CI check of "
+             "the CUDA path)"),
+    cl::cat(category));
+static cl::opt<bool> skipUnsupported(
+    "skip-unsupported",
+    cl::desc("Leave out models that cannot be imported or lowered (each is "
+             "reported as 'skipped NAME: reason') instead of failing"),
+    cl::cat(category));
+static cl::list<std::string>
+    inputShapes("input-shape",
+                cl::desc("Pin a graph input's shape: NAME:D0xD1... (repeatable)"),
+                cl::cat(category));
+static cl::opt<int64_t>
+    defaultBatch("default-batch",
+                 cl::desc("Size of a dynamic leading dimension not pinned"),
+                 cl::init(1), cl::cat(category));
+static cl::opt<std::string> weights(
+    "dist-weights",
+    cl::desc("'reference' (default: weights loaded from their file at run "
+             "time) or 'ignore' (weights initialized by the graph-only rule)"),
+    cl::init("reference"), cl::cat(category));
+static cl::opt<bool> verbose("v", cl::desc("Print the compiler command"),
+                             cl::cat(category));
+
+namespace {
+struct Input {
+  std::string name, path;
+};
+} // namespace
+
+static bool isIdentifier(StringRef s) {
+  if (s.empty())
+    return false;
+  for (char c : s)
+    if (!isAlnum(c) && c != '_' && c != '-' && c != '.')
+      return false;
+  return true;
+}
+
+/// Imports one model: ONNX by extension or magic, otherwise .mlir text.
+static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
+                                  SourceMgr &sm,
+                                  const ONNXImportOptions &options) {
+  auto buf = MemoryBuffer::getFile(in.path);
+  if (!buf) {
+    WithColor::error() << "cannot read '" << in.path
+                       << "': " << buf.getError().message() << "\n";
+    return nullptr;
+  }
+  if (looksLikeONNX(in.path, (*buf)->getBuffer()))
+    return importONNXFile(in.path, &ctx, options);
+  // One source manager per file: parseSourceFile reads its main buffer.
+  (void)sm;
+  return parseSourceFile<ModuleOp>(in.path, &ctx);
+}
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "dist-compile: build an executable from ONNX models or graph IR\n");
+
+  codegen::CodegenOptions options;
+  if (target == "cuda") {
+    options.target = codegen::Target::CUDA;
+  } else if (target != "cpu") {
+    WithColor::error() << "unknown --target='" << target
+                       << "'; use cpu or cuda\n";
+    return 2;
+  }
+  ONNXImportOptions importOptions;
+  importOptions.defaultBatch = defaultBatch;
+  if (weights == "ignore") {
+    importOptions.weights = WeightPolicy::Ignore;
+  } else if (weights != "reference") {
+    WithColor::error() << "unknown --dist-weights='" << weights
+                       << "'; use reference or ignore\n";
+    return 2;
+  }
+  for (const std::string &spec : inputShapes) {
+    std::string err;
+    if (!parseInputShapeSpec(spec, importOptions, err)) {
+      WithColor::error() << err << "\n";
+      return 2;
+    }
+  }
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  SourceMgr sm;
+  // Print every diagnostic with its location; remember the last error so a
+  // skipped model can be reported with its reason on one line.
+  std::string lastError;
+  ctx.getDiagEngine().registerHandler([&](Diagnostic &d) {
+    std::string loc;
+    raw_string_ostream los(loc);
+    if (auto fl = d.getLocation()->findInstanceOf<FileLineColLoc>())
+      los << fl.getFilename().getValue() << ":" << fl.getLine() << ":"
+          << fl.getColumn();
+    else
+      d.getLocation().print(los);
+    const char *sev = d.getSeverity() == DiagnosticSeverity::Error ? "error"
+                      : d.getSeverity() == DiagnosticSeverity::Warning
+                          ? "warning"
+                          : d.getSeverity() == DiagnosticSeverity::Remark
+                                ? "remark"
+                                : "note";
+    if (d.getSeverity() == DiagnosticSeverity::Error)
+      lastError = d.str();
+    if (d.getSeverity() != DiagnosticSeverity::Remark || verbose)
+      errs() << loc << ": " << sev << ": " << d.str() << "\n";
+    return success();
+  });
+
+  std::vector<Input> models;
+  std::set<std::string> used;
+  for (const std::string &arg : inputs) {
+    Input in{"", arg};
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos && isIdentifier(arg.substr(0, eq)) &&
+        !sys::fs::exists(arg)) {
+      in.name = arg.substr(0, eq);
+      in.path = arg.substr(eq + 1);
+    } else {
+      in.name = sys::path::stem(arg).str();
+    }
+    std::string base = in.name;
+    for (int k = 2; used.count(in.name); ++k)
+      in.name = base + "_" + std::to_string(k);
+    used.insert(in.name);
+    models.push_back(in);
+  }
+
+  std::vector<OwningOpRef<ModuleOp>> modules;
+  std::vector<codegen::ModelUnit> units;
+  std::vector<std::string> skipped;
+  for (const Input &in : models) {
+    OwningOpRef<ModuleOp> m = load(in, ctx, sm, importOptions);
+    if (!m) {
+      if (!skipUnsupported) {
+        WithColor::error() << "cannot import '" << in.path << "'\n";
+        return 1;
+      }
+      errs() << "skipped " << in.name << ": import failed: " << lastError
+             << "\n";
+      continue;
+    }
+    SmallString<256> abs(in.path);
+    sys::fs::make_absolute(abs);
+    units.push_back({in.name, in.path,
+                     sys::path::parent_path(abs).str(), m.get()});
+    modules.push_back(std::move(m));
+  }
+  if (units.empty()) {
+    WithColor::error() << "no model could be imported\n";
+    return 1;
+  }
+
+  // Lower the models one by one first so each skip gets its own reason.
+  std::vector<std::pair<std::string, std::string>> skipReasons;
+  if (skipUnsupported) {
+    std::vector<codegen::ModelUnit> kept;
+    for (const codegen::ModelUnit &u : units) {
+      std::string scratch;
+      raw_string_ostream sos(scratch);
+      lastError.clear();
+      if (succeeded(codegen::emitModel(u, "probe", options, sos)))
+        kept.push_back(u);
+      else
+        skipReasons.push_back({u.name, lastError});
+    }
+    units = kept;
+    if (units.empty()) {
+      for (const auto &[name, reason] : skipReasons)
+        errs() << "skipped " << name << ": " << reason << "\n";
+      WithColor::error() << "no model could be lowered\n";
+      return 1;
+    }
+  }
+  std::string source;
+  raw_string_ostream os(source);
+  if (failed(codegen::emitProgram(units, options, os,
+                                  skipUnsupported ? &skipped : nullptr))) {
+    WithColor::error() << "code generation failed"
+                       << (skipUnsupported ? ": no model could be lowered" : "")
+                       << "\n";
+    return 1;
+  }
+  for (const auto &[name, reason] : skipReasons)
+    errs() << "skipped " << name << ": " << reason << "\n";
+
+  auto writeFile = [&](StringRef path) -> bool {
+    std::error_code ec;
+    raw_fd_ostream f(path, ec);
+    if (ec) {
+      WithColor::error() << "cannot write '" << path << "': " << ec.message()
+                         << "\n";
+      return false;
+    }
+    f << source;
+    return true;
+  };
+  if (sourceOnly)
+    return writeFile(output) ? 0 : 1;
+  if (!emitSource.empty() && !writeFile(emitSource))
+    return 1;
+
+  auto tc = codegen::findToolchain(argv[0]);
+  if (!tc) {
+    WithColor::error() << toString(tc.takeError()) << "\n";
+    return 1;
+  }
+  SmallString<128> tmp;
+  std::string srcPath = emitSource;
+  if (srcPath.empty()) {
+    if (auto ec = sys::fs::createTemporaryFile(
+            "dist-compile",
+            options.target == codegen::Target::CUDA ? "cu" : "cpp", tmp)) {
+      WithColor::error() << "cannot create a temporary file: " << ec.message()
+                         << "\n";
+      return 1;
+    }
+    srcPath = std::string(tmp);
+    if (!writeFile(srcPath))
+      return 1;
+  }
+  Error err = codegen::buildExecutable(*tc, options, srcPath, output,
+                                       compileOnly, verbose);
+  if (emitSource.empty())
+    sys::fs::remove(srcPath);
+  if (err) {
+    WithColor::error() << toString(std::move(err)) << "\n";
+    return 1;
+  }
+  return 0;
+}
