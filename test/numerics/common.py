@@ -1,0 +1,105 @@
+"""Shared helpers of the numerical suites: finding the tools, compiling
+models with dist-compile, running the generated programs, JUnit output.
+
+Results are (name, status, message) with status one of "passed", "failed",
+"skipped"; every suite ends with one "N passed, N failed, N skipped" line.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+
+def tool(build, name):
+    path = os.path.join(build, "bin", name)
+    if not os.path.exists(path):
+        sys.exit(f"error: {path} not found; build it with "
+                 f"`scripts/build.sh {build} {name} DistRuntime`")
+    return path
+
+
+def sanitize(name):
+    """Output file stem the generated program uses for an output name."""
+    s = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    return s or "_"
+
+
+def compile_models(build, models, out, extra=(), env=None, timeout=900):
+    """dist-compile NAME=PATH... --skip-unsupported -o out.
+
+    Returns (ok, skipped: {name: reason}, seconds, log)."""
+    cmd = [tool(build, "dist-compile"), "--skip-unsupported", "-o", out]
+    cmd += list(extra)
+    cmd += [f"{n}={p}" for n, p in models]
+    t0 = time.time()
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=e)
+    skipped = {}
+    for line in p.stderr.splitlines():
+        m = re.match(r"skipped (\S+): (.*)", line)
+        if m:
+            skipped[m.group(1)] = m.group(2)
+    return p.returncode == 0, skipped, time.time() - t0, p.stderr
+
+
+def run_program(binary, model, inputs, outdir, timeout=300, extra=()):
+    """Runs `binary --model model NAME=FILE... -o outdir`."""
+    os.makedirs(outdir, exist_ok=True)
+    args = [binary, "--model", model, "-o", outdir] + list(extra)
+    for name, arr in inputs:
+        path = os.path.join(outdir, "in_" + sanitize(name) + ".npy")
+        np.save(path, np.ascontiguousarray(arr))
+        args.append(f"{name}={path}")
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def compare(name, got, want, rtol, atol):
+    """None when equal within tolerance, else a message."""
+    if got.shape != want.shape:
+        return f"{name}: shape {got.shape} != expected {want.shape}"
+    if want.dtype.kind in "biu" or want.dtype == bool:
+        if got.dtype != want.dtype and not (got.dtype.kind in "biu"):
+            return f"{name}: dtype {got.dtype} != expected {want.dtype}"
+        if not np.array_equal(got.astype(want.dtype), want):
+            bad = np.argwhere(got.astype(want.dtype) != want)
+            return f"{name}: {len(bad)} elements differ, first at {bad[0].tolist()}"
+        return None
+    g = got.astype(np.float64)
+    w = want.astype(np.float64)
+    nan_ok = np.array_equal(np.isnan(g), np.isnan(w))
+    close = np.isclose(g, w, rtol=rtol, atol=atol) | (np.isnan(g) & np.isnan(w))
+    if nan_ok and close.all():
+        return None
+    err = np.abs(g - w)
+    err[np.isnan(err)] = np.inf
+    k = int(np.argmax(err))
+    return (f"{name}: max abs error {err.flat[k]:.3g} at flat index {k} "
+            f"(got {g.flat[k]:.7g}, want {w.flat[k]:.7g}; rtol {rtol}, atol {atol})")
+
+
+def finish(suite, results, junit, seconds):
+    passed = sum(1 for r in results if r[1] == "passed")
+    failed = sum(1 for r in results if r[1] == "failed")
+    skipped = sum(1 for r in results if r[1] == "skipped")
+    if junit:
+        ts = ET.Element("testsuite", name=suite, tests=str(len(results)),
+                        failures=str(failed), skipped=str(skipped),
+                        time=f"{seconds:.2f}")
+        for name, status, msg in results:
+            tc = ET.SubElement(ts, "testcase", classname=suite, name=name)
+            if status == "failed":
+                ET.SubElement(tc, "failure", message=msg[:500]).text = msg
+            elif status == "skipped":
+                ET.SubElement(tc, "skipped", message=msg[:500])
+        os.makedirs(os.path.dirname(os.path.abspath(junit)), exist_ok=True)
+        ET.ElementTree(ts).write(junit, encoding="utf-8", xml_declaration=True)
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed else 0

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Whole networks through one generated CPU executable vs onnxruntime.
+
+GPT-2, BERT and Llama fixtures (test/fixtures, real exported weights read at
+run time from the ONNX file / llama.weights) and a small ResNet built here
+(conv + batch norm + relu, two basic blocks with a strided 1x1 shortcut,
+max pooling, global average pooling, Gemm; seeded random weights) are
+compiled into one program (--default-batch 2) and run on seeded random
+inputs; every output must match onnxruntime within rtol 1e-3 / atol 1e-4.
+
+    .venv/bin/python test/numerics/run_networks.py --build build --junit out.xml
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(ROOT, "test", "fixtures")
+BATCH = 2
+
+
+def small_resnet(path, seed=0):
+    """A ResNet-style CNN for 3x32x32 images, 10 classes."""
+    rng = np.random.default_rng(seed)
+    inits, nodes = [], []
+
+    def w(name, shape, scale=None):
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
+        s = scale if scale is not None else 1.0 / np.sqrt(fan_in)
+        inits.append(numpy_helper.from_array(
+            (rng.standard_normal(shape) * s).astype(np.float32), name))
+        return name
+
+    def conv_bn(x, name, cin, cout, k, stride, relu=True):
+        pads = [k // 2] * 4
+        nodes.append(helper.make_node("Conv", [x, w(name + ".w", [cout, cin, k, k])],
+                                      [name + ".c"], strides=[stride] * 2, pads=pads))
+        for p, lo, hi in (("s", 0.5, 1.5), ("b", -0.2, 0.2), ("m", -0.1, 0.1),
+                          ("v", 0.5, 1.5)):
+            inits.append(numpy_helper.from_array(
+                rng.uniform(lo, hi, cout).astype(np.float32), f"{name}.bn.{p}"))
+        nodes.append(helper.make_node(
+            "BatchNormalization", [name + ".c"] + [f"{name}.bn.{p}" for p in "sbmv"],
+            [name + ".n"], epsilon=1e-5))
+        if not relu:
+            return name + ".n"
+        nodes.append(helper.make_node("Relu", [name + ".n"], [name + ".r"]))
+        return name + ".r"
+
+    def block(x, name, cin, cout, stride):
+        y = conv_bn(x, name + ".a", cin, cout, 3, stride)
+        y = conv_bn(y, name + ".b", cout, cout, 3, 1, relu=False)
+        if stride != 1 or cin != cout:
+            x = conv_bn(x, name + ".d", cin, cout, 1, stride, relu=False)
+        nodes.append(helper.make_node("Add", [x, y], [name + ".sum"]))
+        nodes.append(helper.make_node("Relu", [name + ".sum"], [name + ".out"]))
+        return name + ".out"
+
+    x = conv_bn("image", "stem", 3, 16, 3, 1)
+    nodes.append(helper.make_node("MaxPool", [x], ["pool"], kernel_shape=[3, 3],
+                                  strides=[2, 2], pads=[1, 1, 1, 1]))
+    x = block("pool", "l1", 16, 16, 1)
+    x = block(x, "l2", 16, 32, 2)
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"]))
+    nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], axis=1))
+    nodes.append(helper.make_node("Gemm", ["flat", w("fc.w", [10, 32]), w("fc.b", [10])],
+                                  ["logits"], transB=1))
+    graph = helper.make_graph(
+        nodes, "small_resnet",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 32, 32])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def inputs_for(path, rng):
+    model = onnx.load(path, load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    feeds = []
+    for i in model.graph.input:
+        if i.name in inits:
+            continue
+        tt = i.type.tensor_type
+        shape = [d.dim_value if d.dim_value else BATCH for d in tt.shape.dim]
+        if tt.elem_type == TensorProto.INT64:
+            if "mask" in i.name:
+                arr = np.ones(shape, np.int64)
+                arr[:, -5:] = 0  # some padding positions
+            else:
+                arr = rng.integers(0, 512, shape).astype(np.int64)
+        else:
+            arr = rng.standard_normal(shape).astype(np.float32)
+        feeds.append((i.name, arr))
+    return feeds, [o.name for o in model.graph.output]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--junit")
+    ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--atol", type=float, default=1e-4)
+    args = ap.parse_args()
+    t0 = time.time()
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return common.finish("numerics.networks",
+                             [("networks", "skipped", "onnxruntime not installed")],
+                             args.junit, 0)
+    work = tempfile.mkdtemp(prefix="dist-networks-")
+    resnet = os.path.join(work, "small_resnet.onnx")
+    small_resnet(resnet)
+    nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
+            ("bert", os.path.join(FIXTURES, "bert.onnx")),
+            ("llama", os.path.join(FIXTURES, "llama.onnx")),
+            ("small_resnet", resnet)]
+    exe = os.path.join(work, "nets.bin")
+    ok, skipped, secs, log = common.compile_models(
+        args.build, nets, exe, extra=["--default-batch", str(BATCH)])
+    print(f"compiled {len(nets)} networks into one program in {secs:.1f} s")
+    results = []
+    rng = np.random.default_rng(1)
+    for name, path in nets:
+        if name in skipped or not ok:
+            msg = skipped.get(name, log[-1500:])
+            results.append((name, "failed", "did not compile: " + msg))
+            continue
+        feeds, out_names = inputs_for(path, rng)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        want = sess.run(out_names, dict(feeds))
+        outdir = os.path.join(work, name)
+        t1 = time.time()
+        rc, text = common.run_program(exe, name, feeds, outdir)
+        run_s = time.time() - t1
+        if rc != 0:
+            results.append((name, "failed", text.strip()[-1500:]))
+            continue
+        errors = []
+        for oname, w in zip(out_names, want):
+            got = np.load(os.path.join(outdir, common.sanitize(oname) + ".npy"))
+            msg = common.compare(oname, got, w, args.rtol, args.atol)
+            if msg:
+                errors.append(msg)
+            else:
+                err = np.max(np.abs(got.astype(np.float64) - w)) if w.size else 0
+                print(f"  {name}.{oname}: {list(w.shape)} max abs diff {err:.2e}")
+        results.append((name, "failed" if errors else "passed", "; ".join(errors)))
+        print(f"{'ok  ' if not errors else 'FAIL'} {name} ({run_s:.2f} s){': ' + '; '.join(errors) if errors else ''}")
+    shutil.rmtree(work, ignore_errors=True)
+    return common.finish("numerics.networks", results, args.junit, time.time() - t0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
