@@ -645,6 +645,11 @@ static bool better(const Candidate &a, const Candidate &b) {
                          q.zero, q.numMicrobatches);
 }
 
+static bool sameLayout(const Plan &a, const Plan &b) {
+  return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp &&
+         a.schedule == b.schedule && a.chunks == b.chunks;
+}
+
 Expected<SearchResult> Searcher::run() {
   auto t0 = std::chrono::steady_clock::now();
   std::clock_t c0 = std::clock();
@@ -707,6 +712,17 @@ Expected<SearchResult> Searcher::run() {
       cand.lowerBound = e.lb;
       cand.sim = std::move(*ps);
       cand.breakdown = breakdownOf(cand.sim);
+      // Alternatives are distinct layouts: keep the best plan of each
+      // (dp, tp, pp, schedule, chunks); mbs, recompute and ZeRO variants of
+      // one layout are not worth a row of their own.
+      auto same = llvm::find_if(top, [&](const Candidate &t) {
+        return sameLayout(t.sim.plan, cand.sim.plan);
+      });
+      if (same != top.end()) {
+        if (!better(cand, *same))
+          continue;
+        top.erase(same);
+      }
       auto pos = std::upper_bound(top.begin(), top.end(), cand, better);
       top.insert(pos, std::move(cand));
       if (top.size() > K)
