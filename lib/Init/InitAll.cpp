@@ -7,6 +7,7 @@
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Graph/GraphDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,4 +23,5 @@ void distopt::registerAllPasses() {
   // The generic clean-ups (canonicalize, cse, symbol-dce, ...) are useful on
   // graph IR too; DistOpt's own passes register below as they are added.
   mlir::registerTransformsPasses();
+  distopt::registerDistPasses();
 }

@@ -1,0 +1,41 @@
+//===- GradBuilder.h - Reverse-mode differentiation of graph IR -*- C++ -*-===//
+//
+// Part of DistOpt. The reverse sweep behind `--dist-autodiff`: given a block
+// of graph ops and the gradient of its loss, emits the backward ops at the
+// builder's insertion point. Every emitted op carries `graph.phase`
+// ("backward_input" or "backward_weight"): a gradient of a value that does
+// not depend on the function's arguments (a weight, or a cast/transpose of
+// weights) is weight-gradient work, everything else input-gradient work.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_PASSES_AUTODIFF_GRADBUILDER_H
+#define DIST_PASSES_AUTODIFF_GRADBUILDER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace distopt::autodiff {
+
+/// Name of the discardable phase attribute on training-program ops.
+inline constexpr llvm::StringLiteral kPhaseAttr = "graph.phase";
+
+/// Builds the backward graph of the ops in `body` (in program order), from
+/// `seed`, the gradient of `loss`. On success `grads` maps every float
+/// value on a path from a `graph.weight` to `loss` to its gradient.
+/// Non-differentiable ops on such a path make it fail with an error naming
+/// the op. The builder's insertion point must be after every op of `body`.
+llvm::LogicalResult buildBackward(mlir::OpBuilder &builder,
+                                  llvm::ArrayRef<mlir::Operation *> body,
+                                  mlir::Value loss, mlir::Value seed,
+                                  llvm::DenseMap<mlir::Value, mlir::Value> &grads);
+
+/// Sums `grad` over broadcast dimensions so it gets `target`'s shape
+/// (reduce sum with kept dimensions, then a reshape). Exposed for tests.
+mlir::Value sumToShape(mlir::OpBuilder &builder, mlir::Location loc,
+                       mlir::Value grad, mlir::RankedTensorType target);
+
+} // namespace distopt::autodiff
+
+#endif // DIST_PASSES_AUTODIFF_GRADBUILDER_H

@@ -1,0 +1,50 @@
+//===- TrainStep.h - Pieces of the training program -------------*- C++ -*-===//
+//
+// Part of DistOpt. Steps of `--dist-autodiff` before and after the reverse
+// sweep: adding a loss, making dropout and batch norm trainable, mixed
+// precision, and the optimizer update with its state.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_PASSES_AUTODIFF_TRAINSTEP_H
+#define DIST_PASSES_AUTODIFF_TRAINSTEP_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <string>
+
+namespace distopt::autodiff {
+
+/// Result attribute naming the buffer a training-function result writes.
+inline constexpr llvm::StringLiteral kUpdateAttr = "graph.update";
+/// Result attribute naming a plain output (the loss).
+inline constexpr llvm::StringLiteral kOutputAttr = "graph.output";
+
+/// Replaces the results of `func` by a scalar loss. `spec` is
+/// `softmax-cross-entropy:NAME` (the first result holds logits with the
+/// classes in the last dimension; a new i64 argument NAME holds the class
+/// labels, the logits' shape without its last dimension) or `mse:NAME` (a
+/// new argument NAME of the first result's type; mean squared error over
+/// all elements). An empty spec keeps the function's only scalar float
+/// result. Returns the loss value or fails with an error on `func`.
+mlir::FailureOr<mlir::Value> addLoss(mlir::func::FuncOp func,
+                                     llvm::StringRef spec);
+
+/// Rewrites training `graph.dropout` into a `graph.dropout_mask` multiply
+/// (seeds from `seed` on, in program order) and inference-form
+/// `graph.batch_norm` into the training form. For every batch norm whose
+/// running statistics come from `graph.weight` ops, appends (weight name,
+/// new value) to `runningStats`.
+void makeTrainable(
+    mlir::func::FuncOp func, int64_t seed,
+    llvm::SmallVectorImpl<std::pair<std::string, mlir::Value>> &runningStats);
+
+/// Computes `func` in `lowType` (bf16/f16): casts after every f32 argument,
+/// weight and constant, retypes f32 results of the other ops, and casts the
+/// returned values back to f32. Fails when an op rejects the new types.
+mlir::LogicalResult lowerPrecision(mlir::func::FuncOp func,
+                                   mlir::Type lowType);
+
+} // namespace distopt::autodiff
+
+#endif // DIST_PASSES_AUTODIFF_TRAINSTEP_H
