@@ -18,12 +18,18 @@ sed -n '1,10p' "$out/gpt2.mlir"
 echo "   ..."
 
 echo
-echo "== Predicting a plan on one DGX A100 node (8 GPUs), global batch 64"
+echo "== Searching for the best training plan on one DGX A100 node (8 GPUs), global batch 64"
+"$bin/dist-opt" "$out/gpt2.mlir" --dist-cluster=dgx-a100-80gb:1 --dist-batch=64 \
+  --dist-search --dist-explain --dist-report="$out/search.json"
+
+echo
+echo "== Predicting a hand-written 4-stage pipeline plan for comparison (1F1B, 16 micro-batches)"
 "$bin/dist-opt" "$out/gpt2.mlir" --dist-cluster=dgx-a100-80gb:1 \
-  --dist-plan="dp=2,tp=2,pp=2,mbs=4,schedule=1f1b" --dist-batch=64 \
+  --dist-plan="dp=2,tp=1,pp=4,mbs=2,schedule=1f1b" --dist-batch=64 \
   --dist-simulate --dist-report="$out/report.json" \
   --dist-trace="$out/trace.json" --dist-timeline="$out/timeline.svg"
 echo
-echo "   report:   $out/report.json"
-echo "   trace:    $out/trace.json (open in https://ui.perfetto.dev)"
-echo "   timeline: $out/timeline.svg (open in a browser)"
+echo "   search report: $out/search.json"
+echo "   plan report:   $out/report.json"
+echo "   trace:         $out/trace.json (open in https://ui.perfetto.dev)"
+echo "   timeline:      $out/timeline.svg (open in a browser: one lane per stage, the bubble in grey)"
