@@ -245,8 +245,9 @@ void AutodiffPass::runOnOperation() {
       return signalPassFailure();
     }
 
+  // The clone keeps the forward name until the loss is added, so errors
+  // name the function the user wrote.
   auto train = cast<func::FuncOp>(forward->clone());
-  train.setSymName(trainName);
   module.getBody()->getOperations().insertAfter(forward->getIterator(), train);
 
   SmallVector<std::pair<std::string, Value>> runningStats;
@@ -261,6 +262,7 @@ void AutodiffPass::runOnOperation() {
   FailureOr<Value> loss = addLoss(train, this->loss);
   if (failed(loss))
     return signalPassFailure();
+  train.setSymName(trainName);
 
   Block &body = train.getBody().front();
   SmallVector<Operation *> forwardOps;

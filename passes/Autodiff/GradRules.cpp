@@ -365,12 +365,14 @@ static Value sliceAlong(OpBuilder &b, Location loc, Value dy, int64_t axis,
       b.getDenseI64ArrayAttr({1}));
 }
 
-static LogicalResult dataGrad(GradEmitter &e, Operation *op,
-                              ArrayRef<Value> dys) {
+/// Gradients of views and data movement; nullopt for other ops.
+static std::optional<LogicalResult> dataGrad(GradEmitter &e, Operation *op,
+                                             ArrayRef<Value> dys) {
   OpBuilder &b = e.b;
   Location loc = op->getLoc();
   Value dy = dys.empty() ? Value() : dys[0];
-  return TypeSwitch<Operation *, LogicalResult>(op)
+  using Result = std::optional<LogicalResult>;
+  return TypeSwitch<Operation *, Result>(op)
       .Case<g::ReshapeOp, g::FlattenOp>([&](Operation *) {
         e.give(op->getOperand(0), [&] {
           return reshape(b, loc, dy, tensorOf(op->getOperand(0)).getShape());
@@ -423,7 +425,7 @@ static LogicalResult dataGrad(GradEmitter &e, Operation *op,
         });
         return success();
       })
-      .Case<g::PadOp>([&](g::PadOp p) -> LogicalResult {
+      .Case<g::PadOp>([&](g::PadOp p) -> Result {
         if (p.getMode() != g::PadMode::Constant ||
             llvm::any_of(p.getPads(), [](int64_t v) { return v < 0; }))
           return p.emitOpError("autodiff supports constant padding with "
@@ -466,7 +468,7 @@ static LogicalResult dataGrad(GradEmitter &e, Operation *op,
         });
         return success();
       })
-      .Default([&](Operation *) { return failure(); });
+      .Default([&](Operation *) { return std::nullopt; });
 }
 
 LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
@@ -486,11 +488,12 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
            << "') is opaque and not differentiable, but it lies on the path "
               "from the weights to the loss; teach the importer this op or "
               "keep it off that path";
-  if (succeeded(dataGrad(e, op, dys)))
-    return success();
+  if (std::optional<LogicalResult> r = dataGrad(e, op, dys))
+    return *r;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<g::MatmulOp>([&](g::MatmulOp m) { return matmulGrad(e, m, dy); })
       .Case<g::ConvOp>([&](g::ConvOp c) { return convGrad(e, c, dy); })
+      .Case<g::ReduceOp>([&](g::ReduceOp r) { return reduceGrad(e, r, dy); })
       .Case<g::UnaryOp>([&](g::UnaryOp u) -> LogicalResult {
         if (u.getKind() == g::UnaryKind::Not ||
             u.getKind() == g::UnaryKind::IsNaN ||

@@ -1,0 +1,82 @@
+// RUN: dist-opt %s --split-input-file --verify-diagnostics --dist-autodiff
+// RUN: not dist-opt %s --split-input-file --dist-autodiff="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: not dist-opt %s --split-input-file --dist-autodiff="mixed-precision=fp8" 2>&1 | FileCheck %s --check-prefix=MP
+// RUN: not dist-opt %s --split-input-file --dist-autodiff="accumulation-steps=0" 2>&1 | FileCheck %s --check-prefix=ACC
+// RUN: not dist-opt %s --split-input-file --dist-autodiff="func=fwd" 2>&1 | FileCheck %s --check-prefix=FUNC
+// RUN: not dist-opt %s --split-input-file --dist-autodiff="loss=hinge:y" 2>&1 | FileCheck %s --check-prefix=LOSS
+
+// OPT: dist-autodiff: unknown optimizer 'lamb'; use sgd, momentum, adam or adamw
+// MP: dist-autodiff: unknown mixed-precision 'fp8'; use none, bf16 or fp16
+// ACC: dist-autodiff: accumulation-steps must be at least 1, got 0
+// FUNC: dist-autodiff: no function '@fwd' with a body to differentiate; name it with func=
+// LOSS: bad loss 'hinge:y': expected softmax-cross-entropy:LABEL_INPUT or mse:TARGET_INPUT
+
+// An opaque op between the weights and the loss is named.
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  %y = graph.binary mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'graph.opaque' op (ONNX 'Hardmax') is opaque and not differentiable, but it lies on the path from the weights to the loss}}
+  %h = graph.opaque "Hardmax"(%y) : (tensor<4xf32>) -> tensor<4xf32>
+  %l = graph.reduce sum %h {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// An opaque op off that path (on the input only) is fine.
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  %h = graph.opaque "Hardmax"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %y = graph.binary mul %h, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = graph.reduce sum %y {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  %y = graph.binary mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{reduction 'max' has no gradient rule (sum, mean and sum_square do)}}
+  %l = graph.reduce max %y {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  %y = graph.binary mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'mod' is not differentiable}}
+  %m = graph.binary mod %y, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = graph.reduce sum %m {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'main' returns no scalar loss; add one with the option loss=softmax-cross-entropy:LABEL_INPUT or mse:TARGET_INPUT}}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  %y = graph.binary mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  // expected-error @+1 {{the loss does not depend on any float graph.weight: nothing to train}}
+  %l = graph.reduce sum %x {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xf32>, %p: tensor<f32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  // expected-error @+1 {{autodiff does not differentiate 'pow' with respect to its exponent}}
+  %y = graph.binary pow %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = graph.reduce sum %y {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
