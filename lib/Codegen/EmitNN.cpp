@@ -41,7 +41,7 @@ static int64_t product(ArrayRef<int64_t> dims) {
 static LogicalResult requireF32(Operation *op) {
   for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
     Type et = cast<RankedTensorType>(t).getElementType();
-    if (!et.isF32() && !isa<IntegerType>(et))
+    if (!et.isF32())
       return op->emitError() << op->getName() << ": element type " << et
                              << " has no lowering (the runtime computes in f32)";
   }
@@ -322,6 +322,9 @@ static LogicalResult emitBatchNorm(FunctionEmitter &e, BatchNormOp op) {
   std::string eps = FunctionEmitter::literal(op.getEpsilon().convertToDouble(),
                                              Float32Type::get(op.getContext()));
   e.allocate(op.getResult());
+  // Results are declared at function scope, before the call's block.
+  for (Value r : op.getRunningStats())
+    e.allocate(r);
   e.os << "  { distrt_tensor x = " << e.desc(op.getInput())
        << ", y = " << e.desc(op.getResult()) << ", s = " << e.desc(op.getScale())
        << ", b = " << e.desc(op.getBias()) << ", m = " << e.desc(op.getMean())
@@ -337,27 +340,26 @@ static LogicalResult emitBatchNorm(FunctionEmitter &e, BatchNormOp op) {
   Temp sm = allocTemp(e, C), sv = allocTemp(e, C);
   e.os << "  distrt_tensor sm = dg::T(" << sm.name << ", DISTRT_F32, {" << C
        << "}), sv = dg::T(" << sv.name << ", DISTRT_F32, {" << C << "});\n";
-  std::string running = "nullptr, nullptr";
+  e.os << "  ";
+  e.call("distrt_batchnorm_fwd_training(P.ctx, &x, &s, &b, &y, &sm, &sv, "
+         "nullptr, nullptr, " + eps + ", 0.0f)",
+         op);
+  // Running statistics as ONNX defines them: running = momentum * running +
+  // (1 - momentum) * batch, with the batch's biased variance (the ABI's own
+  // update follows PyTorch: unbiased variance, momentum on the batch side).
   if (op.getRunningStats().size() == 2) {
     Value rm = op.getRunningStats()[0], rv = op.getRunningStats()[1];
-    e.allocate(rm);
-    e.allocate(rv);
-    e.os << "  if (P.copy(" << e.name(rm) << ", " << e.name(op.getMean()) << ", "
-         << C * 4 << ") || P.copy(" << e.name(rv) << ", "
-         << e.name(op.getVariance()) << ", " << C * 4 << ")) return 1;\n"
-         << "  distrt_tensor rm = " << e.desc(rm) << ", rv = " << e.desc(rv)
-         << ";\n";
-    running = "&rm, &rv";
+    std::string mom = FunctionEmitter::literal(op.getMomentum().convertToDouble(),
+                                               Float32Type::get(op.getContext()));
+    std::string rmN = e.name(rm), rvN = e.name(rv), m = e.name(op.getMean()),
+                v = e.name(op.getVariance());
+    e.openLoop(C);
+    e.os << "    " << rmN << "[i] = " << mom << " * " << m << "[i] + (1.0f - "
+         << mom << ") * " << sm.name << "[i];\n    " << rvN << "[i] = " << mom
+         << " * " << v << "[i] + (1.0f - " << mom << ") * " << sv.name
+         << "[i];\n";
+    e.closeLoop();
   }
-  // graph: running = momentum * running + (1 - momentum) * batch; the ABI
-  // takes PyTorch's momentum, the weight of the batch statistics.
-  e.os << "  ";
-  e.call("distrt_batchnorm_fwd_training(P.ctx, &x, &s, &b, &y, &sm, &sv, " +
-             running + ", " + eps + ", " +
-             FunctionEmitter::literal(1.0 - op.getMomentum().convertToDouble(),
-                                      Float32Type::get(op.getContext())) +
-             ")",
-         op);
   e.os << "  P.release(" << sm.name << ");\n  P.release(" << sv.name
        << ");\n  }\n";
   return success();

@@ -622,6 +622,10 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     bool same = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
     for (int d = 0; same && d < want.rank; ++d)
       same = got.spec.dims[d] == want.dims[d];
+    // A one-element array stands for a scalar input (rank 0) and back.
+    if (!same && got.spec.dtype == want.dtype && got.spec.numel() == 1 &&
+        want.numel() == 1 && (got.spec.rank == 0 || want.rank == 0))
+      same = true;
     if (!same) {
       std::string dims;
       for (int d = 0; d < want.rank; ++d)
