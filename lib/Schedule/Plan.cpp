@@ -63,6 +63,8 @@ std::string Plan::str() const {
     s += ",p2p_overlap=0";
   if (!overlapGradSync)
     s += ",grad_overlap=0";
+  if (unevenBatch)
+    s += ",uneven=1";
   if (!cuts.empty()) {
     s += ",stages=";
     for (unsigned i = 0; i < cuts.size(); ++i)
@@ -115,6 +117,10 @@ Expected<Plan> parsePlan(StringRef spec) {
       unsigned v = 1;
       e = number(v, 0);
       p.scatterGather = v != 0;
+    } else if (key == "uneven") {
+      unsigned v = 0;
+      e = number(v, 0);
+      p.unevenBatch = v != 0;
     } else if (key == "p2p_overlap" || key == "grad_overlap") {
       unsigned v = 1;
       e = number(v, 0);
@@ -148,7 +154,7 @@ Expected<Plan> parsePlan(StringRef spec) {
     } else {
       e = planError(spec, "unknown key '" + key +
                               "'; known: dp, tp, pp, mbs, schedule, chunks, "
-                              "recompute, zero, sg, p2p_overlap, grad_overlap, "
+                              "recompute, zero, sg, p2p_overlap, grad_overlap, uneven, "
                               "stages");
     }
     if (e)
@@ -223,6 +229,54 @@ GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
   for (unsigned d = 0; d < p.dp; ++d)
     ranks.push_back(globalRank(p, s, d, 0));
   return shapeOf(c, ranks);
+}
+
+std::vector<unsigned> replicaMicrobatches(const Plan &p, const Cluster &c,
+                                          unsigned s,
+                                          const std::vector<double> &mbTime) {
+  std::vector<unsigned> type(p.dp);
+  bool mixed = false;
+  for (unsigned d = 0; d < p.dp; ++d) {
+    type[d] = c.groupOf(globalRank(p, s, d, 0)).deviceIndex;
+    mixed |= type[d] != type[0];
+  }
+  std::vector<unsigned> out(p.dp, p.numMicrobatches);
+  if (!p.unevenBatch || !mixed)
+    return out;
+  // Water-filling: the smallest finishing time T at which the replicas can
+  // do all dp * m micro-batches (replica d does floor(T / t_d) of them) is
+  // one of the values k * t_d; take candidates in increasing order.
+  unsigned long total = static_cast<unsigned long>(p.dp) * p.numMicrobatches;
+  auto capacity = [&](double T) {
+    unsigned long n = 0;
+    for (unsigned d = 0; d < p.dp; ++d)
+      n += static_cast<unsigned long>(T / mbTime[type[d]] * (1 + 1e-12));
+    return n;
+  };
+  double lo = 0, hi = 0;
+  for (unsigned d = 0; d < p.dp; ++d)
+    hi = std::max(hi, mbTime[type[d]] * p.numMicrobatches);
+  for (unsigned it = 0; it < 100 && hi - lo > 1e-12 * hi; ++it) {
+    double mid = (lo + hi) / 2;
+    (capacity(mid) >= total ? hi : lo) = mid;
+  }
+  unsigned long left = total;
+  for (unsigned d = 0; d < p.dp; ++d) {
+    unsigned long k = std::min<unsigned long>(
+        left, static_cast<unsigned long>(hi / mbTime[type[d]] * (1 + 1e-12)));
+    out[d] = static_cast<unsigned>(k);
+    left -= k;
+  }
+  // Rounding leftovers go to the replicas that finish first.
+  while (left > 0) {
+    unsigned best = 0;
+    for (unsigned d = 1; d < p.dp; ++d)
+      if ((out[d] + 1) * mbTime[type[d]] < (out[best] + 1) * mbTime[type[best]])
+        best = d;
+    ++out[best];
+    --left;
+  }
+  return out;
 }
 
 /// Distinct device types in stage group \p s.
@@ -350,6 +404,31 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     st.bwdInput = worst.bwdInput;
     st.bwdWeight = worst.bwdWeight;
     st.recompute = worst.recompute;
+    if (p.unevenBatch && stageDeviceTypes(p, c, st.device).size() > 1) {
+      // Replicas of several kinds split the micro-batches by speed; the
+      // stage group then behaves like one that does numMicrobatches of the
+      // slowest replica's (shorter) total time.
+      std::vector<double> mbTime(c.devices.size(), 0);
+      for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
+        RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
+                                     c.devices[ty], tpg, p.mbs, p.recompute);
+        mbTime[ty] = t.fwd + t.bwdInput + t.bwdWeight;
+      }
+      std::vector<unsigned> share =
+          replicaMicrobatches(p, c, st.device, mbTime);
+      double slowest = 0;
+      for (unsigned d = 0; d < p.dp; ++d)
+        slowest = std::max(
+            slowest,
+            share[d] * mbTime[c.groupOf(globalRank(p, st.device, d, 0))
+                                  .deviceIndex]);
+      double full = worst.fwd + worst.bwdInput + worst.bwdWeight;
+      double k = full > 0 ? slowest / (p.numMicrobatches * full) : 1;
+      st.fwd *= k;
+      st.bwdInput *= k;
+      st.bwdWeight *= k;
+      st.recompute *= k;
+    }
     st.flops = worst.flops;
     st.modelFlops = worst.modelFlops;
     LinkLevel tpLevel =

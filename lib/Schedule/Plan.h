@@ -53,6 +53,10 @@ struct Plan {
   /// DP gradient sync of a chunk starts when its gradients are ready (false:
   /// after the whole backward, before the optimizer step).
   bool overlapGradSync = true;
+  /// Data-parallel replicas of different device kinds get micro-batch
+  /// counts in proportion to their speed (HetPipe/Metis); false: every
+  /// replica does the same share and waits for the slowest.
+  bool unevenBatch = false;
   /// First layer of virtual stages 1..pp*chunks-1 (empty: balance by cost).
   std::vector<unsigned> cuts;
   /// Filled by finalizePlan.
@@ -86,6 +90,17 @@ llvm::Error finalizePlan(Plan &plan, const cost::ModelDesc &model,
 /// Returns the first layer of parts 1..parts-1.
 std::vector<unsigned> balancedCuts(const std::vector<double> &layerCost,
                                    const std::vector<double> &partScale);
+
+/// Micro-batches per data-parallel replica of pipeline stage \p s when
+/// plan.unevenBatch splits numMicrobatches * dp of them by speed:
+/// \p perSampleTime[ty] is the time of one micro-batch on device kind ty;
+/// the split minimises the slowest replica's total (water-filling). Returns
+/// one count per replica d; all equal to numMicrobatches without
+/// unevenBatch or with one device kind.
+std::vector<unsigned> replicaMicrobatches(const Plan &plan,
+                                          const cluster::Cluster &c,
+                                          unsigned s,
+                                          const std::vector<double> &mbTime);
 
 /// Global rank of (stage s, data-parallel replica d, tensor rank t).
 unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t);
