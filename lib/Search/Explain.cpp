@@ -48,6 +48,19 @@ static json::Value candidateJSON(const Candidate &c,
     devices.push_back(d.deviceName);
   if (json::Object *plan = o->getObject("plan"))
     (*plan)["stage_device_kinds"] = std::move(devices);
+  bool uneven = false;
+  json::Array shares;
+  for (const std::vector<unsigned> &rank : c.replicaMicrobatches) {
+    json::Array a;
+    for (unsigned k : rank) {
+      a.push_back(k);
+      uneven |= k != rank.front();
+    }
+    shares.push_back(std::move(a));
+  }
+  if (uneven)
+    if (json::Object *plan = o->getObject("plan"))
+      (*plan)["replica_microbatches"] = std::move(shares);
   const Breakdown &b = c.breakdown;
   (*o)["breakdown"] = json::Object{{"compute_s", b.compute},
                                    {"p2p_s", b.p2p},
@@ -182,6 +195,16 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
                       ? pc.devices[st.device].deviceName
                       : std::string("?"));
   os << "\n";
+  for (auto [rank, shares] : llvm::enumerate(r.best.replicaMicrobatches)) {
+    if (shares.empty() ||
+        llvm::all_of(shares, [&](unsigned k) { return k == shares.front(); }))
+      continue;
+    os << "  batch split of rank " << rank
+       << " (micro-batches per data-parallel replica):";
+    for (unsigned k : shares)
+      os << " " << k;
+    os << "\n";
+  }
   if (r.alternatives.empty()) {
     os << "  why: it is the only plan that fits\n";
   } else {

@@ -73,6 +73,7 @@ private:
   std::vector<unsigned> stageTypes(const Plan &p, unsigned s) const;
   std::vector<unsigned> partition(const Light &x, bool memoryAware);
   bool expand(const Light &x, Expanded &out);
+  std::vector<std::vector<unsigned>> replicaShares(const Plan &p);
   Error noPlanError() const;
 
   const cost::ModelDesc &model;
@@ -366,6 +367,21 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
   return cuts;
 }
 
+std::vector<std::vector<unsigned>> Searcher::replicaShares(const Plan &p) {
+  std::vector<std::vector<unsigned>> out;
+  for (unsigned r = 0; r < p.pp; ++r) {
+    std::vector<double> mbTime(c.devices.size(), 0);
+    for (unsigned ty = 0; ty < c.devices.size(); ++ty)
+      for (unsigned ch = 0; ch < p.chunks; ++ch) {
+        auto [b, e] = p.stageLayers(ch * p.pp + r, n);
+        const Tables::Times &tt = t.times(ty, p.tp, p.mbs, p.recompute);
+        mbTime[ty] += tt.work[e] - tt.work[b];
+      }
+    out.push_back(replicaMicrobatches(p, c, r, mbTime));
+  }
+  return out;
+}
+
 bool Searcher::expand(const Light &x, Expanded &out) {
   auto group = std::make_tuple(x.tp, x.pp, x.dp, x.mbs,
                                static_cast<unsigned>(x.kind) * 100 + x.chunks);
@@ -375,6 +391,8 @@ bool Searcher::expand(const Light &x, Expanded &out) {
       return false;
     }
   Plan p = o.planDefaults;
+  if (c.devices.size() > 1)
+    p.unevenBatch = true;
   p.dp = x.dp;
   p.tp = x.tp;
   p.pp = x.pp;
@@ -565,6 +583,7 @@ Expected<SearchResult> Searcher::run() {
       cand.lowerBound = e.lb;
       cand.sim = std::move(*ps);
       cand.breakdown = breakdownOf(cand.sim);
+      cand.replicaMicrobatches = replicaShares(cand.sim.plan);
       // Alternatives are distinct layouts: keep the best plan of each
       // (dp, tp, pp, schedule, chunks); mbs, recompute and ZeRO variants of
       // one layout are not worth a row of their own.

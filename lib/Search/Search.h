@@ -86,7 +86,9 @@ struct SearchOptions {
   /// Upper limit on simulations; when reached the result says the search
   /// was bounded rather than exact.
   unsigned maxSimulations = 48;
-  /// Flags copied into every candidate (overlap, scatter/gather).
+  /// Flags copied into every candidate (overlap, scatter/gather). On a
+  /// cluster with several device kinds the search sets unevenBatch (faster
+  /// replicas take more micro-batches; never slower than an even split).
   schedule::Plan planDefaults;
   cost::MemoryConfig memory;
   /// Called now and then with the fraction done and candidates so far.
@@ -110,6 +112,9 @@ struct Candidate {
   Breakdown breakdown;
   /// Inference: seconds for one global batch and samples/s for a stream.
   double latency = 0, streamThroughput = 0;
+  /// Per pipeline rank, micro-batches of each data-parallel replica (uneven
+  /// when replicas of different device kinds split the batch by speed).
+  std::vector<std::vector<unsigned>> replicaMicrobatches;
 };
 
 struct SearchStats {

@@ -324,3 +324,54 @@ TEST(Search, InferenceLatencyAndThroughput) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(UnevenBatch, ReplicasSplitBySpeed) {
+  cluster::Cluster c = cantFail(cluster::getPreset("mixed-a100-v100", 2));
+  schedule::Plan p = cantFail(schedule::parsePlan("dp=16,tp=1,pp=1,uneven=1"));
+  p.numMicrobatches = 8;
+  // Kind 0 twice as fast as kind 1: 128 micro-batches split 2:1 per replica.
+  std::vector<unsigned> share =
+      schedule::replicaMicrobatches(p, c, 0, {1.0, 2.0});
+  ASSERT_EQ(share.size(), 16u);
+  unsigned total = 0;
+  for (unsigned k : share)
+    total += k;
+  EXPECT_EQ(total, 128u);
+  EXPECT_GE(share.front(), 10u);
+  EXPECT_LE(share.back(), 6u);
+  // The slowest replica finishes no later than with an even split.
+  double worst = 0;
+  for (unsigned d = 0; d < 16; ++d)
+    worst = std::max(worst, share[d] * (d < 8 ? 1.0 : 2.0));
+  EXPECT_LE(worst, 8 * 2.0);
+  EXPECT_NEAR(worst, 11, 1.0);
+  p.unevenBatch = false;
+  for (unsigned k : schedule::replicaMicrobatches(p, c, 0, {1.0, 2.0}))
+    EXPECT_EQ(k, 8u);
+}
+
+TEST(UnevenBatch, NeverSlowerInSimulation) {
+  cluster::Cluster c = cantFail(cluster::getPreset("mixed-a100-v100", 2));
+  cost::GptConfig g;
+  g.layers = 4;
+  g.hidden = 1024;
+  g.heads = 16;
+  g.seqLen = 512;
+  g.dtype = cluster::DType::F16;
+  cost::ModelDesc m = cost::buildGpt(g);
+  cost::CostModel cm;
+  sim::SimOptions so;
+  so.recordEvents = false;
+  auto even = cantFail(sim::simulatePlan(
+      m, c, cantFail(schedule::parsePlan("dp=16,tp=1,pp=1,mbs=1")), 128, cm,
+      so));
+  auto uneven = cantFail(sim::simulatePlan(
+      m, c, cantFail(schedule::parsePlan("dp=16,tp=1,pp=1,mbs=1,uneven=1")),
+      128, cm, so));
+  EXPECT_LT(uneven.result.iterationTime, even.result.iterationTime);
+  EXPECT_NE(uneven.plan.str().find("uneven=1"), std::string::npos);
+}
+
+} // namespace
