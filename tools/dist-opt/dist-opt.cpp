@@ -65,7 +65,7 @@ struct PlanCLOptions {
       "dist-plan",
       cl::desc("A hand-written plan: dp=..,tp=..,pp=..,mbs=..,schedule="
                "gpipe|1f1b|interleaved|zb-h1|pipedream|2bw,chunks=..,"
-               "recompute=none|selective|full,zero=0..3[,stages=A/B/..]"),
+               "recompute=none|selective|full,zero=0..3[,stages=A/B/..][,uneven=1]"),
       cl::cat(category)};
   cl::opt<unsigned> batch{"dist-batch",
                           cl::desc("Global batch in samples per iteration"),
