@@ -50,10 +50,9 @@ REAL_FIXTURES = ["resnet50", "resnet50_train", "vgg16", "mobilenetv2", "gpt2",
 # Known importer gaps: op types allowed on a fixture's compute path until the
 # importer models them. Anything else opaque there fails; when a listed one
 # is no longer opaque the check says so, and the entry should go.
-KNOWN_OPAQUE = {
-    # BatchNormalization with training_mode=1 (3 results).
-    "resnet50_train": {"BatchNormalization"},
-}
+# Importer gaps accepted per fixture (none left: training-mode
+# BatchNormalization is modelled now).
+KNOWN_OPAQUE = {}
 # Graph inputs of each real-network fixture with the batch dim left out; the
 # --fixtures check imports each once more with the batch pinned to this.
 PINNED_BATCH = 4
@@ -439,6 +438,10 @@ def main():
                         default="reference", help="sweep weight mode: "
                         "reference (default; testdata weights are inline) "
                         "or ignore (--dist-weights=ignore)")
+    parser.add_argument("--allow-opaque", action="append", default=[],
+                        metavar="STEM:OP",
+                        help="accept op type OP kept opaque in fixture STEM "
+                             "(a known importer gap; repeatable)")
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="seconds per model (default 30)")
@@ -452,6 +455,11 @@ def main():
     parser.add_argument("--list", action="store_true",
                         help="also print every model's status")
     args = parser.parse_args()
+    for entry in args.allow_opaque:
+        stem, _, op = entry.partition(":")
+        if not stem or not op:
+            parser.error("--allow-opaque takes STEM:OP, got %r" % entry)
+        KNOWN_OPAQUE.setdefault(stem, set()).add(op)
     dist_opt = find_dist_opt(args.dist_opt)
     if args.fixtures:
         return fixtures(args, dist_opt)
