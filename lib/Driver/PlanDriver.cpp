@@ -217,6 +217,10 @@ runSearch(ModuleOp module, const cost::ModelDesc &model,
   else if (options.objective != "throughput")
     return module.emitError("unknown --dist-objective='")
            << options.objective << "': expected throughput or latency";
+  if (so.mode == search::Mode::Infer &&
+      (!options.trace.empty() || !options.timeline.empty()))
+    return module.emitError("--dist-trace and --dist-timeline draw training "
+                            "schedules; drop them with --dist-mode=infer");
   if (!options.memoryLimit.empty()) {
     Expected<double> limit = parseByteSize(options.memoryLimit);
     if (!limit)
@@ -280,9 +284,6 @@ runSearch(ModuleOp module, const cost::ModelDesc &model,
     return failure();
   if (options.trace.empty() && options.timeline.empty())
     return success();
-  if (so.mode == search::Mode::Infer)
-    return module.emitError("--dist-trace and --dist-timeline draw training "
-                            "schedules; drop them with --dist-mode=infer");
   // Simulate the winner once more, keeping its events.
   sim::SimOptions simOptions;
   Expected<sim::PlanSimulation> sim =

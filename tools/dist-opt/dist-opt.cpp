@@ -215,8 +215,13 @@ runPipeline(llvm::function_ref<OwningOpRef<ModuleOp>(MLIRContext &)> load,
   if (failed(applyPassManagerCLOptions(pm)) ||
       failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
     return failure();
-  if (plan.any() && failed(distopt::runPlanDriver(*module, plan, outs())))
-    return failure();
+  if (plan.any()) {
+    // Planning errors are reported on the module; printing the whole module
+    // under each of them would bury the message.
+    context.printOpOnDiagnostic(false);
+    if (failed(distopt::runPlanDriver(*module, plan, outs())))
+      return failure();
+  }
   if (plan.any() && outputFilename == "-")
     return success();
 
