@@ -1,0 +1,539 @@
+//===- Interpreter.cpp - Reference interpreter for graph IR tests -*- C++ -*-===//
+//
+// Part of DistOpt. Loops over multi-indices, in double precision; clarity
+// over speed (tests run it on tensors of a few dozen elements).
+//
+//===----------------------------------------------------------------------===//
+#include "Interpreter.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace distopt::testing;
+namespace g = distopt::graph;
+
+int64_t Tensor::size() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+static Tensor zeros(Type type) {
+  Tensor t;
+  { auto s_ = cast<RankedTensorType>(type).getShape(); t.shape.assign(s_.begin(), s_.end()); }
+  t.data.assign(t.size(), 0.0);
+  return t;
+}
+
+static std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
+    idx[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return idx;
+}
+
+static int64_t ravel(const std::vector<int64_t> &idx,
+                     const std::vector<int64_t> &shape) {
+  int64_t i = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    i = i * shape[d] + idx[d];
+  return i;
+}
+
+/// Element of `t` at the (right-aligned, broadcast) index `out`.
+static double at(const Tensor &t, const std::vector<int64_t> &out) {
+  size_t lead = out.size() - t.shape.size();
+  int64_t i = 0;
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    i = i * t.shape[d] + (t.shape[d] == 1 ? 0 : out[d + lead]);
+  return t.data[i];
+}
+
+template <typename F>
+static Tensor map(Type type, F f) {
+  Tensor r = zeros(type);
+  for (int64_t i = 0; i < r.size(); ++i)
+    r.data[i] = f(unravel(i, r.shape));
+  return r;
+}
+
+static double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+static const double kC = std::sqrt(2.0 / M_PI);
+
+static double unaryFn(g::UnaryKind k, double x, double alpha) {
+  using K = g::UnaryKind;
+  switch (k) {
+  case K::Relu: return x > 0 ? x : 0;
+  case K::Gelu: return gelu(x);
+  case K::GeluTanh: return 0.5 * x * (1 + std::tanh(kC * (x + 0.044715 * x * x * x)));
+  case K::Tanh: return std::tanh(x);
+  case K::Sigmoid: return 1 / (1 + std::exp(-x));
+  case K::Silu: return x / (1 + std::exp(-x));
+  case K::Exp: return std::exp(x);
+  case K::Log: return std::log(x);
+  case K::Neg: return -x;
+  case K::Sqrt: return std::sqrt(x);
+  case K::Identity: return x;
+  case K::LeakyRelu: return x > 0 ? x : alpha * x;
+  default: return NAN;
+  }
+}
+
+static double unaryDeriv(g::UnaryKind k, double x, double alpha) {
+  using K = g::UnaryKind;
+  switch (k) {
+  case K::Relu: return x > 0 ? 1 : 0;
+  case K::Gelu: return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                       x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
+  case K::GeluTanh: {
+    double u = kC * (x + 0.044715 * x * x * x), t = std::tanh(u);
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kC * (1 + 3 * 0.044715 * x * x);
+  }
+  case K::Tanh: return 1 - std::tanh(x) * std::tanh(x);
+  case K::Sigmoid: { double s = 1 / (1 + std::exp(-x)); return s * (1 - s); }
+  case K::Silu: { double s = 1 / (1 + std::exp(-x)); return s * (1 + x * (1 - s)); }
+  case K::Exp: return std::exp(x);
+  case K::Log: return 1 / x;
+  case K::Neg: return -1;
+  case K::Sqrt: return 0.5 / std::sqrt(x);
+  case K::Identity: return 1;
+  case K::LeakyRelu: return x > 0 ? 1 : alpha;
+  default: return NAN;
+  }
+}
+
+static double binaryFn(g::BinaryKind k, double a, double b) {
+  using K = g::BinaryKind;
+  switch (k) {
+  case K::Add: return a + b;
+  case K::Sub: return a - b;
+  case K::Mul: return a * b;
+  case K::Div: return a / b;
+  case K::Pow: return std::pow(a, b);
+  case K::Max: return std::max(a, b);
+  case K::Min: return std::min(a, b);
+  case K::Less: return a < b;
+  case K::Greater: return a > b;
+  case K::LessEqual: return a <= b;
+  case K::GreaterEqual: return a >= b;
+  case K::Equal: return a == b;
+  default: return NAN;
+  }
+}
+
+/// (outer, n, inner) view of `shape` around `axis`.
+static void around(const std::vector<int64_t> &shape, int64_t axis,
+                   int64_t &outer, int64_t &n, int64_t &inner) {
+  outer = inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  n = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+}
+
+/// Rows x cols view of a normalization: layer/rms over [axis, rank), batch
+/// per channel. `groupOf(i)` is the statistics group of flat element i,
+/// `paramOf(i)` the parameter element it uses.
+struct NormView {
+  int64_t groups = 0, count = 0;
+  std::vector<int64_t> group, param;
+};
+
+static NormView normView(const Tensor &x, llvm::StringRef kind, int64_t axis,
+                         int64_t paramSize) {
+  NormView v;
+  v.group.resize(x.size());
+  v.param.resize(x.size());
+  int64_t rank = x.shape.size();
+  if (kind == "batch") {
+    int64_t outer, n, inner;
+    around(x.shape, 1, outer, n, inner);
+    v.groups = n;
+    v.count = outer * inner;
+    for (int64_t i = 0; i < x.size(); ++i)
+      v.group[i] = v.param[i] = (i / inner) % n;
+    return v;
+  }
+  if (axis < 0)
+    axis += rank;
+  int64_t cols = 1;
+  for (int64_t d = axis; d < rank; ++d)
+    cols *= x.shape[d];
+  v.groups = x.size() / cols;
+  v.count = cols;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    v.group[i] = i / cols;
+    v.param[i] = (i % cols) % paramSize;
+  }
+  return v;
+}
+
+/// Per-group mean (0 for rms) and 1/sqrt(var + eps).
+static void stats(const Tensor &x, const NormView &v, bool rms, double eps,
+                  std::vector<double> &mean, std::vector<double> &rstd) {
+  mean.assign(v.groups, 0.0);
+  rstd.assign(v.groups, 0.0);
+  if (!rms)
+    for (int64_t i = 0; i < x.size(); ++i)
+      mean[v.group[i]] += x.data[i] / v.count;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    double d = x.data[i] - mean[v.group[i]];
+    rstd[v.group[i]] += d * d / v.count;
+  }
+  for (double &r : rstd)
+    r = 1 / std::sqrt(r + eps);
+}
+
+namespace {
+struct Runner {
+  llvm::DenseMap<Value, Tensor> values;
+  const llvm::StringMap<Tensor> &weights;
+  std::string &error;
+
+  const Tensor &get(Value v) { return values[v]; }
+  bool run(Operation *op);
+};
+} // namespace
+
+bool Runner::run(Operation *op) {
+  Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
+  auto set = [&](Tensor t, unsigned i = 0) { values[op->getResult(i)] = std::move(t); };
+  auto norm = [&](Value xv, llvm::StringRef kind, int64_t axis, double eps,
+                  Value scale, Value bias) {
+    const Tensor &x = get(xv), &s = get(scale);
+    NormView v = normView(x, kind, axis, s.size());
+    std::vector<double> mean, rstd;
+    stats(x, v, kind == "rms", eps, mean, rstd);
+    Tensor y = x;
+    for (int64_t i = 0; i < x.size(); ++i) {
+      int64_t gi = v.group[i], p = v.param[i];
+      y.data[i] = (x.data[i] - mean[gi]) * rstd[gi] * s.data[p] +
+                  (bias ? get(bias).data[p] : 0.0);
+    }
+    return y;
+  };
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<g::WeightOp>([&](g::WeightOp w) {
+        auto it = weights.find(w.getSymName());
+        if (it == weights.end()) {
+          error = ("no value for weight " + w.getSymName()).str();
+          return false;
+        }
+        set(it->second);
+        return true;
+      })
+      .Case<g::StateOp>([&](g::StateOp s) {
+        auto it = weights.find(s.getSymName());
+        Tensor t = zeros(rt);
+        if (it != weights.end())
+          t = it->second;
+        else
+          t.data.assign(t.size(), s.getInit().convertToDouble());
+        set(t);
+        return true;
+      })
+      .Case<g::ConstantOp>([&](g::ConstantOp c) {
+        Tensor t = zeros(rt);
+        auto dense = cast<DenseElementsAttr>(c.getValue());
+        int64_t i = 0;
+        if (isa<FloatType>(dense.getElementType()))
+          for (APFloat f : dense.getValues<APFloat>())
+            t.data[i++] = f.convertToDouble();
+        else
+          for (APInt v : dense.getValues<APInt>())
+            t.data[i++] = v.getBitWidth() == 1 ? v.getZExtValue() : v.getSExtValue();
+        set(t);
+        return true;
+      })
+      .Case<g::MatmulOp>([&](g::MatmulOp m) {
+        const Tensor &a = get(m.getLhs()), &b = get(m.getRhs());
+        bool tl = m.getTransposeLhs(), tr = m.getTransposeRhs();
+        int64_t ra = a.shape.size(), rb = b.shape.size();
+        int64_t k = tl ? a.shape[ra - 2] : a.shape[ra - 1];
+        Tensor y = map(rt, [&](const std::vector<int64_t> &o) {
+          size_t r = o.size();
+          std::vector<int64_t> ia(o.begin(), o.end() - 2), ib = ia;
+          ia.resize(r), ib.resize(r);
+          double sum = 0;
+          for (int64_t kk = 0; kk < k; ++kk) {
+            ia[r - 2] = tl ? kk : o[r - 2];
+            ia[r - 1] = tl ? o[r - 2] : kk;
+            ib[r - 2] = tr ? o[r - 1] : kk;
+            ib[r - 1] = tr ? kk : o[r - 1];
+            sum += at(a, ia) * at(b, ib);
+          }
+          (void)ra, (void)rb;
+          return sum;
+        });
+        double alpha = m.getAlpha().convertToDouble(),
+               beta = m.getBeta().convertToDouble();
+        for (int64_t i = 0; i < y.size(); ++i) {
+          y.data[i] *= alpha;
+          if (m.getBias())
+            y.data[i] += beta * at(get(m.getBias()), unravel(i, y.shape));
+        }
+        set(y);
+        return true;
+      })
+      .Case<g::BinaryOp>([&](g::BinaryOp b) {
+        const Tensor &l = get(b.getLhs()), &r = get(b.getRhs());
+        set(map(rt, [&](const std::vector<int64_t> &o) {
+          return binaryFn(b.getKind(), at(l, o), at(r, o));
+        }));
+        return true;
+      })
+      .Case<g::UnaryOp>([&](g::UnaryOp u) {
+        const Tensor &x = get(u.getInput());
+        double alpha = u.getAlpha() ? u.getAlpha()->convertToDouble() : 0.01;
+        Tensor y = x;
+        for (double &v : y.data)
+          v = unaryFn(u.getKind(), v, alpha);
+        set(y);
+        return true;
+      })
+      .Case<g::UnaryGradOp>([&](g::UnaryGradOp u) {
+        const Tensor &x = get(u.getInput()), &dy = get(u.getGrad());
+        double alpha = u.getAlpha() ? u.getAlpha()->convertToDouble() : 0.01;
+        Tensor r = x;
+        for (int64_t i = 0; i < x.size(); ++i)
+          r.data[i] = dy.data[i] * unaryDeriv(u.getKind(), x.data[i], alpha);
+        set(r);
+        return true;
+      })
+      .Case<g::WhereOp>([&](g::WhereOp w) {
+        const Tensor &c = get(w.getCondition()), &l = get(w.getLhs()),
+                     &r = get(w.getRhs());
+        set(map(rt, [&](const std::vector<int64_t> &o) {
+          return at(c, o) != 0 ? at(l, o) : at(r, o);
+        }));
+        return true;
+      })
+      .Case<g::CastOp, g::ReshapeOp, g::FlattenOp>([&](Operation *o) {
+        Tensor t = get(o->getOperand(0));
+        t.shape = zeros(rt).shape;
+        set(t);
+        return true;
+      })
+      .Case<g::ExpandOp>([&](g::ExpandOp e) {
+        const Tensor &x = get(e.getInput());
+        set(map(rt, [&](const std::vector<int64_t> &o) { return at(x, o); }));
+        return true;
+      })
+      .Case<g::TransposeOp>([&](g::TransposeOp t) {
+        const Tensor &x = get(t.getInput());
+        auto perm = t.getPerm();
+        set(map(rt, [&](const std::vector<int64_t> &o) {
+          std::vector<int64_t> in(o.size());
+          for (size_t i = 0; i < o.size(); ++i)
+            in[perm[i]] = o[i];
+          return x.data[ravel(in, x.shape)];
+        }));
+        return true;
+      })
+      .Case<g::TriluOp>([&](g::TriluOp t) {
+        const Tensor &x = get(t.getInput());
+        int64_t k = t.getK();
+        set(map(rt, [&](const std::vector<int64_t> &o) {
+          int64_t i = o[o.size() - 2], j = o[o.size() - 1];
+          bool keep = t.getUpper() ? j >= i + k : j <= i + k;
+          return keep ? x.data[ravel(o, x.shape)] : 0.0;
+        }));
+        return true;
+      })
+      .Case<g::ReduceOp>([&](g::ReduceOp r) {
+        const Tensor &x = get(r.getInput());
+        int64_t rank = x.shape.size();
+        std::vector<bool> reduced(rank, r.getAxes().empty());
+        for (int64_t a : r.getAxes())
+          reduced[a < 0 ? a + rank : a] = true;
+        Tensor y = zeros(rt);
+        int64_t count = 1;
+        for (int64_t d = 0; d < rank; ++d)
+          if (reduced[d])
+            count *= x.shape[d];
+        for (int64_t i = 0; i < x.size(); ++i) {
+          std::vector<int64_t> idx = unravel(i, x.shape), out;
+          for (int64_t d = 0; d < rank; ++d)
+            if (!reduced[d])
+              out.push_back(idx[d]);
+            else if (r.getKeepdims())
+              out.push_back(0);
+          double v = x.data[i];
+          if (r.getKind() == g::ReduceKind::SumSquare)
+            v *= v;
+          else if (r.getKind() == g::ReduceKind::Mean)
+            v /= count;
+          y.data[ravel(out, y.shape)] += v;
+        }
+        set(y);
+        return true;
+      })
+      .Case<g::SoftmaxOp, g::SoftmaxGradOp>([&](Operation *o) {
+        bool grad = isa<g::SoftmaxGradOp>(o);
+        const Tensor &x = get(o->getOperand(0));
+        int64_t axis = o->getAttrOfType<IntegerAttr>("axis").getInt();
+        bool log = o->hasAttr("log");
+        if (axis < 0)
+          axis += x.shape.size();
+        int64_t outer, n, inner;
+        around(x.shape, axis, outer, n, inner);
+        Tensor y = x;
+        for (int64_t a = 0; a < outer; ++a)
+          for (int64_t c = 0; c < inner; ++c) {
+            auto idx = [&](int64_t k) { return (a * n + k) * inner + c; };
+            if (grad) {
+              const Tensor &dy = get(o->getOperand(1));
+              double s = 0;
+              for (int64_t k = 0; k < n; ++k)
+                s += log ? dy.data[idx(k)] : dy.data[idx(k)] * x.data[idx(k)];
+              for (int64_t k = 0; k < n; ++k)
+                y.data[idx(k)] = log ? dy.data[idx(k)] - std::exp(x.data[idx(k)]) * s
+                                     : x.data[idx(k)] * (dy.data[idx(k)] - s);
+              continue;
+            }
+            double mx = -INFINITY, s = 0;
+            for (int64_t k = 0; k < n; ++k)
+              mx = std::max(mx, x.data[idx(k)]);
+            for (int64_t k = 0; k < n; ++k)
+              s += std::exp(x.data[idx(k)] - mx);
+            for (int64_t k = 0; k < n; ++k)
+              y.data[idx(k)] = log ? x.data[idx(k)] - mx - std::log(s)
+                                   : std::exp(x.data[idx(k)] - mx) / s;
+          }
+        set(y);
+        return true;
+      })
+      .Case<g::LayerNormOp>([&](g::LayerNormOp n) {
+        set(norm(n.getInput(), "layer", n.getAxis(),
+                 n.getEpsilon().convertToDouble(), n.getScale(), n.getBias()));
+        return true;
+      })
+      .Case<g::RMSNormOp>([&](g::RMSNormOp n) {
+        set(norm(n.getInput(), "rms", n.getAxis(),
+                 n.getEpsilon().convertToDouble(), n.getScale(), n.getBias()));
+        return true;
+      })
+      .Case<g::NormGradOp, g::NormGradParamsOp>([&](Operation *o) {
+        auto kind = o->getAttrOfType<StringAttr>("kind").getValue();
+        auto axisAttr = o->getAttrOfType<IntegerAttr>("axis");
+        auto epsAttr = o->getAttrOfType<FloatAttr>("epsilon");
+        int64_t axis = axisAttr ? axisAttr.getInt() : -1;
+        double eps = epsAttr ? epsAttr.getValueAsDouble() : 1e-5;
+        bool params = isa<g::NormGradParamsOp>(o);
+        const Tensor &x = get(o->getOperand(0));
+        const Tensor &dy = get(o->getOperand(params ? 1 : 2));
+        int64_t paramSize = params ? zeros(rt).size()
+                                   : get(o->getOperand(1)).size();
+        NormView v = normView(x, kind, axis, paramSize);
+        std::vector<double> mean, rstd;
+        bool rms = kind == "rms";
+        stats(x, v, rms, eps, mean, rstd);
+        auto xhat = [&](int64_t i) {
+          return (x.data[i] - mean[v.group[i]]) * rstd[v.group[i]];
+        };
+        if (params) {
+          Tensor ds = zeros(rt), db = zeros(rt);
+          for (int64_t i = 0; i < x.size(); ++i) {
+            ds.data[v.param[i]] += dy.data[i] * xhat(i);
+            db.data[v.param[i]] += dy.data[i];
+          }
+          set(ds, 0);
+          if (o->getNumResults() == 2)
+            set(db, 1);
+          return true;
+        }
+        const Tensor &s = get(o->getOperand(1));
+        std::vector<double> mg(v.groups, 0.0), mgx(v.groups, 0.0);
+        for (int64_t i = 0; i < x.size(); ++i) {
+          double gs = dy.data[i] * s.data[v.param[i]];
+          mg[v.group[i]] += gs / v.count;
+          mgx[v.group[i]] += gs * xhat(i) / v.count;
+        }
+        Tensor dx = x;
+        for (int64_t i = 0; i < x.size(); ++i) {
+          int64_t gi = v.group[i];
+          double gs = dy.data[i] * s.data[v.param[i]];
+          dx.data[i] = rstd[gi] * (gs - (rms ? 0 : mg[gi]) - xhat(i) * mgx[gi]);
+        }
+        set(dx);
+        return true;
+      })
+      .Case<g::SoftmaxCrossEntropyOp, g::SoftmaxCrossEntropyGradOp>(
+          [&](Operation *o) {
+            bool grad = isa<g::SoftmaxCrossEntropyGradOp>(o);
+            const Tensor &x = get(o->getOperand(0)), &labels = get(o->getOperand(1));
+            int64_t rows = x.shape[0], classes = x.shape[1];
+            Tensor dx = x;
+            double loss = 0, scale = grad ? get(o->getOperand(2)).data[0] : 0;
+            for (int64_t r = 0; r < rows; ++r) {
+              double mx = -INFINITY, s = 0;
+              for (int64_t c = 0; c < classes; ++c)
+                mx = std::max(mx, x.data[r * classes + c]);
+              for (int64_t c = 0; c < classes; ++c)
+                s += std::exp(x.data[r * classes + c] - mx);
+              int64_t label = (int64_t)labels.data[r];
+              loss -= (x.data[r * classes + label] - mx - std::log(s)) / rows;
+              for (int64_t c = 0; c < classes; ++c)
+                dx.data[r * classes + c] =
+                    (std::exp(x.data[r * classes + c] - mx) / s -
+                     (c == label)) * scale / rows;
+            }
+            if (grad) {
+              set(dx);
+            } else {
+              Tensor l = zeros(rt);
+              l.data[0] = loss;
+              set(l);
+            }
+            return true;
+          })
+      .Case<g::SgdUpdateOp>([&](g::SgdUpdateOp s) {
+        if (s.getMomentumBuf()) {
+          error = "the interpreter runs plain SGD only";
+          return false;
+        }
+        const Tensor &w = get(s.getParam()), &gr = get(s.getGrad());
+        Tensor y = w;
+        double lr = s.getLr().convertToDouble(),
+               wd = s.getWeightDecay().convertToDouble();
+        for (int64_t i = 0; i < w.size(); ++i)
+          y.data[i] = w.data[i] - lr * (gr.data[i] + wd * w.data[i]);
+        set(y);
+        return true;
+      })
+      .Default([&](Operation *o) {
+        error = "the test interpreter cannot run " +
+                o->getName().getStringRef().str();
+        return false;
+      });
+}
+
+bool distopt::testing::interpret(func::FuncOp func,
+                                 const std::vector<Tensor> &args,
+                                 const llvm::StringMap<Tensor> &weights,
+                                 std::vector<Tensor> &results,
+                                 std::string &error) {
+  Runner runner{llvm::DenseMap<Value, Tensor>(), weights, error};
+  for (auto [arg, value] : llvm::zip(func.getArguments(), args))
+    runner.values[arg] = value;
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      results.clear();
+      for (Value v : ret.getOperands())
+        results.push_back(runner.get(v));
+      return true;
+    }
+    if (!runner.run(&op))
+      return false;
+  }
+  return false;
+}
