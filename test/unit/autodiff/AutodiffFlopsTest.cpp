@@ -103,6 +103,14 @@ Flops explicitBackward(ModuleOp module, unsigned &weightGradOps) {
         isa<g::SoftmaxCrossEntropyGradOp>(op))
       return;
     weightGradOps += phase.getValue() == "backward_weight";
+    // Separability: input-gradient work never waits for weight gradients.
+    if (phase.getValue() == "backward_input")
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (auto p = def->getAttrOfType<StringAttr>("graph.phase"))
+            EXPECT_NE(p.getValue(), "backward_weight")
+                << op->getName().getStringRef().str()
+                << " (backward_input) reads a backward_weight result";
     auto counted = dyn_cast<g::FlopCountOpInterface>(op);
     ASSERT_TRUE(counted) << "backward op without a FLOP count: "
                          << op->getName().getStringRef().str();
