@@ -393,11 +393,25 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       } else if (isa<g::EmbeddingOp>(op)) {
         desc->tpAllReduceFwdBytes = outBytes; // vocabulary-parallel lookup
         desc->tp = TpMode::Split;
-      } else if (anySplit && !isa<g::LayerNormOp, g::RMSNormOp,
-                                  g::BatchNormOp>(op)) {
-        desc->tp = TpMode::Split;
-        for (Value r : op.getResults())
-          split.insert(r);
+      } else if (anySplit && !isa<g::LayerNormOp, g::RMSNormOp>(op)) {
+        // A full-size activation meeting a split one (a residual add after a
+        // column-parallel convolution) must gather the split operand first.
+        // Batch norm is per channel, so a channel split passes through it.
+        double fullBytes = 0;
+        for (Value v : op.getOperands())
+          if (sampleDependent.contains(v) && !split.contains(v) &&
+              !side.contains(v))
+            fullBytes += bytesOf(v.getType());
+        if (fullBytes > 0 && !isa<g::BatchNormOp>(op)) {
+          desc->tp = TpMode::Replicated;
+          desc->tpAllReduceFwdBytes = outBytes;
+          desc->savedReplicatedBytes = desc->savedBytes;
+          desc->savedBytes = 0;
+        } else {
+          desc->tp = TpMode::Split;
+          for (Value r : op.getResults())
+            split.insert(r);
+        }
       } else {
         desc->tp = TpMode::Replicated;
         desc->savedReplicatedBytes = desc->savedBytes;
