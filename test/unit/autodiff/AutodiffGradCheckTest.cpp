@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "Interpreter.h"
 
+#include "dialects/Graph/GraphOps.h"
 #include "dist/InitAll.h"
 #include "passes/Passes.h"
 
@@ -22,6 +23,7 @@
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::testing;
+namespace graph = distopt::graph;
 
 namespace {
 
@@ -67,15 +69,24 @@ void gradCheck(llvm::StringRef source, std::vector<double> labels) {
       args.push_back(random(t, rng));
     }
   }
+  // Every buffer gets a random value; the ones an SGD update writes are
+  // the weights whose gradients are checked (not, e.g., running stats).
   llvm::StringMap<Tensor> weights;
-  std::vector<std::string> names;
+  std::vector<std::pair<std::string, unsigned>> checkedWeights;
+  Operation *ret = train.getBody().front().getTerminator();
   for (unsigned i = 0; i < train.getNumResults(); ++i)
     if (auto u = train.getResultAttrOfType<StringAttr>(i, "graph.update"))
       if (u.getValue() != "step") {
-        names.push_back(u.getValue().str());
         weights[u.getValue()] =
             random(cast<RankedTensorType>(train.getResultTypes()[i]), rng, 0.5);
+        if (ret->getOperand(i).getDefiningOp<graph::SgdUpdateOp>())
+          checkedWeights.push_back({u.getValue().str(), i});
       }
+  // Variances must be positive.
+  for (auto &entry : weights)
+    if (entry.getKey().ends_with("var"))
+      for (double &v : entry.getValue().data)
+        v = std::fabs(v) + 0.5;
 
   std::vector<Tensor> out;
   std::string error;
@@ -88,8 +99,8 @@ void gradCheck(llvm::StringRef source, std::vector<double> labels) {
   };
   const double eps = 1e-6;
   unsigned checked = 0;
-  for (auto [index, name] : llvm::enumerate(names)) {
-    const Tensor &w = weights[name], &updated = out[index + 1];
+  for (auto &[name, index] : checkedWeights) {
+    const Tensor &w = weights[name], &updated = out[index];
     for (int64_t i = 0; i < w.size(); ++i) {
       double analytic = w.data[i] - updated.data[i]; // lr = 1
       llvm::StringMap<Tensor> plus = weights, minus = weights;
@@ -155,6 +166,31 @@ func.func @main(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 }
 )mlir",
             {1, 0, 2, 3, 3, 1});
+}
+
+TEST(AutodiffGradCheck, ConvNet) {
+  gradCheck(R"mlir(
+func.func @main(%img: tensor<2x2x5x5xf32>) -> tensor<2x3xf32> {
+  %w = graph.weight "conv.w" : tensor<4x2x3x3xf32>
+  %b = graph.weight "conv.b" : tensor<4xf32>
+  %s = graph.weight "bn.scale" : tensor<4xf32>
+  %t = graph.weight "bn.bias" : tensor<4xf32>
+  %m = graph.weight "bn.mean" : tensor<4xf32>
+  %v = graph.weight "bn.var" : tensor<4xf32>
+  %w2 = graph.weight "conv2.w" : tensor<4x2x2x2xf32>
+  %fc = graph.weight "fc.w" : tensor<3x4xf32>
+  %c = graph.conv %img, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x2x5x5xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<2x4x5x5xf32>
+  %n = graph.batch_norm %c, %s, %t, %m, %v : (tensor<2x4x5x5xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x5x5xf32>
+  %r = graph.unary tanh %n : (tensor<2x4x5x5xf32>) -> tensor<2x4x5x5xf32>
+  %p = graph.pool max %r {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x4x5x5xf32>) -> tensor<2x4x3x3xf32>
+  %c2 = graph.conv %p, %w2 {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<2x4x3x3xf32>, tensor<4x2x2x2xf32>) -> tensor<2x4x2x2xf32>
+  %g = graph.pool avg %c2 {global} : (tensor<2x4x2x2xf32>) -> tensor<2x4x1x1xf32>
+  %f = graph.flatten %g {axis = 1 : i64} : (tensor<2x4x1x1xf32>) -> tensor<2x4xf32>
+  %y = graph.matmul %f, %fc {transpose_rhs = true} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+)mlir",
+            {2, 0});
 }
 
 } // namespace
