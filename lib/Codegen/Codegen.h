@@ -33,6 +33,9 @@ struct ModelUnit {
   std::string source;    ///< the file it was compiled from
   std::string modelDir;  ///< weight files are relative to this folder
   mlir::ModuleOp module; ///< holds `func.func @main`
+  /// The function to compile (a training step from dist-autodiff is
+  /// `train_step`); empty: `main`, or the module's only function.
+  std::string funcName;
 };
 
 /// Emits the whole program (one `run` per model and `main`). Failures are

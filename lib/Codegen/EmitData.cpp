@@ -61,23 +61,32 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
   auto type = FunctionEmitter::typeOf(r);
   int64_t bytes = type.getNumElements() *
                   (int64_t)FunctionEmitter::byteSize(type.getElementType());
-  e.allocate(r);
+  if (op.getFile() && op.getSize() && (int64_t)*op.getSize() != bytes)
+    return op.emitError() << "graph.weight '" << op.getSymName() << "' of type "
+                          << type << " needs " << bytes << " bytes but refers to "
+                          << *op.getSize() << "; re-import the model";
+  // A training step keeps weights across calls: load them on first use.
+  bool fresh = false;
+  if (e.training) {
+    e.bindPersistent(r, cstr(op.getSymName()), fresh);
+    e.os << "  if (fresh_" << e.name(r) << ") {\n";
+  } else {
+    e.allocate(r);
+  }
   if (auto file = op.getFile()) {
-    if (op.getSize() && (int64_t)*op.getSize() != bytes)
-      return op.emitError() << "graph.weight '" << op.getSymName() << "' of type "
-                            << type << " needs " << bytes << " bytes but refers to "
-                            << *op.getSize() << "; re-import the model";
     e.os << "  if (P.loadWeight(\"" << cstr(op.getSymName()) << "\", \""
          << cstr(*file) << "\", " << (op.getOffset() ? *op.getOffset() : 0)
          << ", " << bytes << ", " << e.name(r) << ")) return 1;\n";
-    return success();
+  } else {
+    e.os << "  { static const int64_t dims[] = {";
+    for (int64_t d : type.getShape())
+      e.os << d << ", ";
+    e.os << "0}; if (P.initWeight(\"" << cstr(op.getSymName()) << "\", "
+         << FunctionEmitter::dgType(type.getElementType()) << ", dims, "
+         << type.getRank() << ", " << e.name(r) << ")) return 1; }\n";
   }
-  e.os << "  { static const int64_t dims[] = {";
-  for (int64_t d : type.getShape())
-    e.os << d << ", ";
-  e.os << "0}; if (P.initWeight(\"" << cstr(op.getSymName()) << "\", "
-       << FunctionEmitter::dgType(type.getElementType()) << ", dims, "
-       << type.getRank() << ", " << e.name(r) << ")) return 1; }\n";
+  if (fresh)
+    e.os << "  }\n";
   return success();
 }
 

@@ -21,7 +21,7 @@ using namespace distopt::codegen;
 using namespace distopt::graph;
 
 bool distopt::codegen::isElementwise(Operation *op) {
-  return isa<UnaryOp, BinaryOp, WhereOp, CastOp, ClipOp>(op);
+  return isa<UnaryOp, BinaryOp, WhereOp, CastOp, ClipOp, UnaryGradOp>(op);
 }
 
 namespace {
@@ -73,6 +73,23 @@ public:
         llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
             .Case<UnaryOp>([&](UnaryOp u) { return unary(u, in[0], it); })
             .Case<BinaryOp>([&](BinaryOp b) { return binary(b, in[0], in[1], it); })
+            .Case<UnaryGradOp>([&](UnaryGradOp g) -> FailureOr<std::string> {
+              UnaryKind k = g.getKind();
+              if (k == UnaryKind::Not || k == UnaryKind::IsNaN ||
+                  k == UnaryKind::IsInf)
+                return failure();
+              double alpha = g.getAlpha() ? g.getAlpha()->convertToDouble()
+                             : k == UnaryKind::LeakyRelu ? 0.01
+                             : k == UnaryKind::HardSigmoid ? 0.2
+                                                           : 1.0;
+              double beta = g.getBeta() ? g.getBeta()->convertToDouble() : 0.5;
+              return "(" + in[1] + " * dg::dUnary<" + FunctionEmitter::cType(it) +
+                     ">(" + std::to_string((int)k) + ", " + in[0] + ", " +
+                     FunctionEmitter::literal(alpha, Float64Type::get(g.getContext())) +
+                     ", " +
+                     FunctionEmitter::literal(beta, Float64Type::get(g.getContext())) +
+                     "))";
+            })
             .Case<WhereOp>([&](WhereOp) {
               return "(" + in[0] + " ? " + in[1] + " : " + in[2] + ")";
             })

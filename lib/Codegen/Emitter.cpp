@@ -27,13 +27,15 @@ static std::string escape(llvm::StringRef s) {
 }
 
 /// The function to compile: `main`, or the module's only function.
-static func::FuncOp findMain(ModuleOp module) {
+static func::FuncOp findMain(ModuleOp module, llvm::StringRef want) {
   func::FuncOp main, only;
   unsigned count = 0;
+  if (want.empty())
+    want = "main";
   module.walk([&](func::FuncOp f) {
     ++count;
     only = f;
-    if (f.getSymName() == "main")
+    if (f.getSymName() == want)
       main = f;
   });
   return main ? main : (count == 1 ? only : func::FuncOp());
@@ -54,11 +56,13 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
                                           const CodegenOptions &options,
                                           llvm::raw_ostream &out) {
   ModuleOp module = model.module;
-  func::FuncOp func = findMain(module);
-  if (!func)
+  func::FuncOp func = findMain(module, model.funcName);
+  if (!func || (!model.funcName.empty() && func.getSymName() != model.funcName))
     return module.emitError()
            << "dist-compile: no function to compile in '" << model.source
-           << "'; expected func.func @main (or a single function)";
+           << "'; expected func.func @"
+           << (model.funcName.empty() ? "main (or a single function)"
+                                      : model.funcName);
   if (func.getBody().getBlocks().size() != 1)
     return func.emitError() << "dist-compile: @" << func.getSymName()
                             << " must have a single block";
@@ -66,6 +70,9 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
   std::string bodyText, globalText;
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globalText);
   FunctionEmitter e(bodyOS, globalOS, options, ns.str());
+  for (unsigned k = 0; k < func.getNumResults(); ++k)
+    if (func.getResultAttr(k, "graph.update"))
+      e.training = true;
   computeFusion(body, e.fused);
   e.computeLifetimes(body);
 
@@ -92,7 +99,26 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+        // Training: write updated weights and state back to their buffers.
+        if (auto upd = func.getResultAttrOfType<StringAttr>(k, "graph.update")) {
+          auto t = FunctionEmitter::typeOf(v);
+          std::string dims = "{";
+          for (int64_t d : t.getShape())
+            dims += std::to_string(d) + ", ";
+          bodyOS << "  { static const int64_t dims[] = " << dims
+                 << "0}; bool fresh = false;\n    void *dst = P.persistentBuffer(\""
+                 << escape(upd.getValue()) << "\", "
+                 << FunctionEmitter::dgType(t.getElementType()) << ", "
+                 << t.getRank() << ", dims, fresh);\n    if (!dst || P.copy(dst, "
+                 << e.name(v) << ", "
+                 << t.getNumElements() * FunctionEmitter::byteSize(t.getElementType())
+                 << ")) return 1; }\n";
+          continue;
+        }
         auto n = func.getResultAttrOfType<StringAttr>(k, "graph.name");
+        if (!n)
+          n = func.getResultAttrOfType<StringAttr>(k, "graph.output");
+        unsigned slot = outNames.size();
         outNames.push_back(n ? n.str() : "out" + std::to_string(k));
         if (!isa<RankedTensorType>(v.getType()) ||
             !FunctionEmitter::typeOf(v).hasStaticShape() ||
@@ -100,8 +126,9 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
           return ret.emitError() << "dist-compile: output '" << outNames.back()
                                  << "' has unsupported type " << v.getType();
         results.push_back(v);
-        bodyOS << "  if (P.download(P.outputs[" << k << "].data.data(), "
-               << e.name(v) << ", P.outputs[" << k << "].data.size())) return 1;\n";
+        bodyOS << "  if (P.download(P.outputs[" << slot << "].data.data(), "
+               << e.name(v) << ", P.outputs[" << slot
+               << "].data.size())) return 1;\n";
       }
       ++position;
       continue;
@@ -120,6 +147,8 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
       r = emitDataOp(e, &op);
     } else if (isNNOp(&op)) {
       r = emitNNOp(e, &op);
+    } else if (isTrainOp(&op)) {
+      r = emitTrainOp(e, &op);
     } else {
       return op.emitError() << "dist-compile: op '" << op.getName()
                             << "' has no lowering to the runtime";

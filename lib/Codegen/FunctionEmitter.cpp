@@ -23,6 +23,24 @@ std::string FunctionEmitter::name(Value v) {
   return "/*unnamed value*/nullptr";
 }
 
+void FunctionEmitter::bindPersistent(Value v, llvm::StringRef bufferName,
+                                     bool &freshVar) {
+  std::string n = "v" + std::to_string(counter++);
+  names[v] = n;
+  rootOf[v] = v;
+  auto t = typeOf(v);
+  std::string dims = "{";
+  for (int64_t d : t.getShape())
+    dims += std::to_string(d) + ", ";
+  dims += "0}";
+  os << "  bool fresh_" << n << " = false;\n  " << cType(v) << " *" << n
+     << ";\n  { static const int64_t dims[] = " << dims << ";\n    " << n << " = ("
+     << cType(v) << " *)P.persistentBuffer(\"" << bufferName << "\", "
+     << dgType(t.getElementType()) << ", " << t.getRank() << ", dims, fresh_"
+     << n << "); }\n  if (!" << n << ") return 1;\n";
+  freshVar = true;
+}
+
 void FunctionEmitter::allocate(Value v) {
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;
@@ -86,9 +104,16 @@ void FunctionEmitter::computeLifetimes(Block &body) {
       use(v, positions[op]);
     }
   }
-  for (auto &[r, at] : lastUse)
+  for (auto &[r, at] : lastUse) {
+    Operation *def = r.getDefiningOp();
+    // Persistent buffers of a training step are never freed per call.
+    if (training && def &&
+        (def->getName().getStringRef() == "graph.weight" ||
+         def->getName().getStringRef() == "graph.state"))
+      continue;
     if (!keep.contains(r))
       frees[at].push_back(r);
+  }
   // Deterministic output: free in order of definition.
   for (auto &[at, list] : frees)
     llvm::sort(list, [&](Value a, Value b) {

@@ -35,6 +35,10 @@ public:
   const CodegenOptions &options;
   std::string prefix; ///< unique prefix for globals of this model
 
+  /// A training step: weights and `graph.state` live in persistent buffers
+  /// across calls; results marked `graph.update` are written back to them.
+  bool training = false;
+
   /// Elementwise ops emitted inside their (single) user's kernel.
   llvm::DenseSet<mlir::Operation *> fused;
 
@@ -44,6 +48,9 @@ public:
   std::string name(mlir::Value v);
   /// Allocates a fresh buffer for `v` (an op result) and names it.
   void allocate(mlir::Value v);
+  /// Names `v` after the persistent buffer `bufferName` (created on first
+  /// use; the generated bool `fresh_<name>` says so).
+  void bindPersistent(mlir::Value v, llvm::StringRef bufferName, bool &fresh);
   /// `v` shares `of`'s buffer (reshape, flatten, inference dropout).
   void alias(mlir::Value v, mlir::Value of);
   /// Emits `if (<cond>) return 1;` bookkeeping for a runtime call.
@@ -120,6 +127,9 @@ bool isAliasOp(mlir::Operation *op);
 mlir::LogicalResult emitDataOp(FunctionEmitter &e, mlir::Operation *op);
 bool isNNOp(mlir::Operation *op);
 mlir::LogicalResult emitNNOp(FunctionEmitter &e, mlir::Operation *op);
+/// Training ops: state, optimizer updates, gradients (EmitTrain.cpp).
+bool isTrainOp(mlir::Operation *op);
+mlir::LogicalResult emitTrainOp(FunctionEmitter &e, mlir::Operation *op);
 /// Reductions are generated loops (EmitReduce.cpp).
 mlir::LogicalResult emitReduce(FunctionEmitter &e, mlir::Operation *op);
 

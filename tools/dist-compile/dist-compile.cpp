@@ -19,6 +19,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -77,6 +79,17 @@ static cl::opt<std::string> weights(
     cl::desc("'reference' (default: weights loaded from their file at run "
              "time) or 'ignore' (weights initialized by the graph-only rule)"),
     cl::init("reference"), cl::cat(category));
+static cl::opt<std::string> train(
+    "train",
+    cl::desc("Compile a training step: run dist-autodiff with these options "
+             "(e.g. \"loss=mse:target optimizer=adam lr=0.01\") and build "
+             "@train_step; the program then takes --steps N"),
+    cl::value_desc("autodiff options"), cl::cat(category));
+static cl::opt<std::string> entry(
+    "entry",
+    cl::desc("Function to compile (default: main, or train_step with "
+             "--train)"),
+    cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print the compiler command"),
                              cl::cat(category));
 
@@ -146,6 +159,7 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   registerAllDialects(registry);
+  registerAllPasses();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   SourceMgr sm;
@@ -206,10 +220,32 @@ int main(int argc, char **argv) {
              << "\n";
       continue;
     }
+    if (!train.empty()) {
+      PassManager pm(&ctx);
+      std::string pipeline = "dist-autodiff{" + train + "}";
+      if (failed(parsePassPipeline(pipeline, pm, errs()))) {
+        WithColor::error() << "bad --train options '" << train << "'\n";
+        return 2;
+      }
+      if (verbose)
+        errs() << "running " << pipeline << "\n";
+      if (failed(pm.run(*m))) {
+        if (!skipUnsupported) {
+          WithColor::error() << "dist-autodiff failed on '" << in.path << "'\n";
+          return 1;
+        }
+        errs() << "skipped " << in.name << ": autodiff failed: " << lastError
+               << "\n";
+        continue;
+      }
+    }
     SmallString<256> abs(in.path);
     sys::fs::make_absolute(abs);
+    std::string fn = !entry.empty() ? entry.getValue()
+                     : !train.empty() ? std::string("train_step")
+                                      : std::string();
     units.push_back({in.name, in.path,
-                     sys::path::parent_path(abs).str(), m.get()});
+                     sys::path::parent_path(abs).str(), m.get(), fn});
     modules.push_back(std::move(m));
   }
   if (units.empty()) {

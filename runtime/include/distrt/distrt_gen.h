@@ -250,6 +250,76 @@ struct Program {
   std::vector<void *> live;  ///< every allocation not yet freed
   Error err;
 
+  /// Buffers that outlive one call of a training step: weights (loaded on
+  /// first use) and optimizer state (filled with its init on first use);
+  /// results marked `graph.update` are copied into them after each step.
+  struct Persistent {
+    std::string name;
+    DType dtype;
+    int rank;
+    int64_t dims[8];
+    void *ptr;
+  };
+  std::vector<Persistent> persistent;
+
+  /// The persistent buffer `name`, created on first use (`fresh` set).
+  void *persistentBuffer(const char *name, DType dt, int rank,
+                         const int64_t *dims, bool &fresh) {
+    fresh = false;
+    for (Persistent &b : persistent)
+      if (b.name == name)
+        return b.ptr;
+    Persistent b;
+    b.name = name;
+    b.dtype = dt;
+    b.rank = rank;
+    size_t bytes = dtypeInfo(dt).size;
+    for (int i = 0; i < rank; ++i) {
+      b.dims[i] = dims[i];
+      bytes *= (size_t)dims[i];
+    }
+    if (distrt_alloc(ctx, bytes ? bytes : 1, &b.ptr) != DISTRT_OK) {
+      fail(err, "out of memory allocating persistent buffer '%s' (%zu bytes)",
+           name, bytes);
+      return nullptr;
+    }
+    fresh = true;
+    persistent.push_back(b);
+    return b.ptr;
+  }
+  /// Writes every persistent buffer as DIR/<name>.npy.
+  int saveState(const std::string &dir) {
+    for (Persistent &b : persistent) {
+      TensorSpec spec;
+      spec.name = b.name.c_str();
+      spec.dtype = b.dtype;
+      spec.rank = b.rank;
+      for (int i = 0; i < b.rank; ++i)
+        spec.dims[i] = b.dims[i];
+      std::vector<char> host(spec.bytes());
+      if (download(host.data(), b.ptr, host.size()) ||
+          writeNpy(dir + "/" + sanitizeName(b.name) + ".npy", spec, host.data(),
+                   err))
+        return 1;
+    }
+    return 0;
+  }
+  void releasePersistent() {
+    for (Persistent &b : persistent)
+      distrt_free(ctx, b.ptr);
+    persistent.clear();
+  }
+  static std::string sanitizeName(const std::string &name) {
+    std::string s(name);
+    for (char &c : s)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+            (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+        c = '_';
+    return s.empty() ? std::string("_") : s;
+  }
+  /// Fills a buffer of `n` elements of type T with `value`.
+  template <typename T> int fillValue(T *dst, int64_t n, T value);
+
   void *alloc(size_t bytes) {
     void *p = nullptr;
     if (distrt_alloc(ctx, bytes ? bytes : 1, &p) != DISTRT_OK) {
@@ -299,7 +369,7 @@ struct Program {
   }
   /// Copies between two buffers of the backend.
   int copy(void *dst, const void *src, size_t bytes) {
-    if (!bytes)
+    if (!bytes || dst == src)
       return 0;
     if (!device) {
       memcpy(dst, src, bytes);
@@ -424,6 +494,10 @@ template <typename F> inline int parallelFor(Program &, int64_t n, F f) {
 }
 #endif
 
+template <typename T> int Program::fillValue(T *dst, int64_t n, T value) {
+  return parallelFor(*this, n, [=] DG_HD(int64_t i) { dst[i] = value; });
+}
+
 //===----------------------------------------------------------------------===//
 // Scalar functions used by generated kernels (host and device)
 //===----------------------------------------------------------------------===//
@@ -471,6 +545,45 @@ template <typename T> DG_HD inline bool isInf(T x) {
   return x == (T)INFINITY || x == (T)-INFINITY;
 }
 
+/// Derivative factor f'(x) of graph.unary kind `k` (the UnaryKind values of
+/// the graph dialect; docs of graph.unary_grad): unary_grad = dy * dUnary.
+template <typename T>
+DG_HD inline T dUnary(int k, T xv, double alpha, double beta) {
+  double x = xv;
+  const double kPi = 3.14159265358979323846;
+  switch (k) {
+  case 0: return (T)(x > 0 ? 1 : 0);                                // relu
+  case 1: return (T)(0.5 * (1 + erf(x / 1.4142135623730951)) +      // gelu
+                     x * exp(-0.5 * x * x) / sqrt(2 * kPi));
+  case 2: {                                                         // gelu_tanh
+    double c = 0.7978845608028654, u = c * (x + 0.044715 * x * x * x);
+    double t = tanh(u);
+    return (T)(0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x));
+  }
+  case 3: return (T)(2 / sqrt(kPi) * exp(-x * x));                  // erf
+  case 4: { double t = tanh(x); return (T)(1 - t * t); }            // tanh
+  case 5: { double s = 1 / (1 + exp(-x)); return (T)(s * (1 - s)); } // sigmoid
+  case 6: { double s = 1 / (1 + exp(-x)); return (T)(s * (1 + x * (1 - s))); }
+  case 7: return (T)exp(x);
+  case 8: return (T)(1 / x);
+  case 9: return (T)(0.5 / sqrt(x));
+  case 10: return (T)(-0.5 * pow(x, -1.5));
+  case 11: return (T)-1;
+  case 12: return (T)((x > 0) - (x < 0));
+  case 13: return (T)(-1 / (x * x));
+  case 17: return (T)cos(x);
+  case 18: return (T)-sin(x);
+  case 21: return (T)(1 / (1 + exp(-x)));                           // softplus
+  case 22: { double d = 1 + fabs(x); return (T)(1 / (d * d)); }     // softsign
+  case 23: { double y = alpha * x + beta; return (T)(y > 0 && y < 1 ? alpha : 0); }
+  case 24: return (T)(x < -3 ? 0 : (x > 3 ? 1 : x / 3 + 0.5));     // hard_swish
+  case 25: return (T)(x > 0 ? 1 : alpha);                           // leaky_relu
+  case 26: return (T)(x > 0 ? 1 : alpha * exp(x));                  // elu
+  case 27: return (T)1;                                             // identity
+  default: return (T)0; // sign, floor, ceil, round
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // The model table and main()
 //===----------------------------------------------------------------------===//
@@ -511,7 +624,8 @@ inline void printSpecs(const Model &m) {
 inline int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
-          "[--output-dir DIR] [--repeat N] [NAME=]INPUT.npy...\n"
+          "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
+          "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
           argv0);
@@ -522,8 +636,9 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
                    bool cuda) {
   std::string modelName, weightsDir, outDir = ".";
   std::vector<std::string> args;
-  bool list = false;
+  bool list = false, printSteps = false;
   int repeat = 1;
+  std::string saveDir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &dst) {
@@ -548,6 +663,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       if (!value(r))
         return 2;
       repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
+    } else if (a == "--steps") {
+      std::string r;
+      if (!value(r))
+        return 2;
+      repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
+      printSteps = true;
+    } else if (a == "--save-state") {
+      if (!value(saveDir))
+        return 2;
     } else if (a == "--list") {
       list = true;
     } else if (a == "--help" || a == "-h") {
@@ -672,11 +796,24 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     P.outputs[k].data.resize(model->outputs[k].bytes());
   }
   int rc = 0;
-  for (int r = 0; r < repeat && !rc; ++r)
+  for (int r = 0; r < repeat && !rc; ++r) {
     rc = model->run(P);
+    if (rc || !printSteps)
+      continue;
+    // Training: one line per step with every scalar f32 output (the loss).
+    printf("step %d", r + 1);
+    for (int k = 0; k < model->numOutputs; ++k)
+      if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
+        printf(" %s %.9g", model->outputs[k].name,
+               (double)*(const float *)P.outputs[k].data.data());
+    printf("\n");
+  }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
+  if (!rc && !saveDir.empty() && P.saveState(saveDir))
+    rc = 1;
   P.releaseAll();
+  P.releasePersistent();
   distrt_context_destroy(P.ctx);
   if (rc) {
     fprintf(stderr, "error: model %s: %s\n", model->name, P.err.message.c_str());

@@ -1,0 +1,255 @@
+//===- EmitTrain.cpp - Training-step ops ------------------------*- C++ -*-===//
+//
+// Part of DistOpt. Lowers the ops dist-autodiff adds (GraphTrainOps.td):
+// persistent optimizer state, optimizer updates as generated loops (new
+// parameter and moments computed in double from the old ones, the step
+// counter read from its scalar buffer), and gradients through the runtime's
+// backward kernels (softmax, cross-entropy, layer/RMS norm, embedding).
+// graph.unary_grad is elementwise and fuses with its neighbours
+// (EmitElementwise.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Codegen/FunctionEmitter.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace distopt::codegen;
+using namespace distopt::graph;
+
+bool distopt::codegen::isTrainOp(Operation *op) {
+  return isa<StateOp, SgdUpdateOp, AdamUpdateOp, SoftmaxGradOp,
+             SoftmaxCrossEntropyGradOp, NormGradOp, NormGradParamsOp,
+             ScatterAddOp>(op);
+}
+
+static std::string lit(double v, Operation *op) {
+  return FunctionEmitter::literal(v, Float64Type::get(op->getContext()));
+}
+
+static LogicalResult emitState(FunctionEmitter &e, StateOp op) {
+  if (!e.training)
+    return op.emitError() << "graph.state '" << op.getSymName()
+                          << "' outside a training step (no graph.update "
+                             "result) has no lowering";
+  bool fresh;
+  Value r = op.getResult();
+  e.bindPersistent(r, op.getSymName(), fresh);
+  std::string ct = FunctionEmitter::cType(r);
+  e.os << "  if (fresh_" << e.name(r) << " && P.fillValue<" << ct << ">("
+       << e.name(r) << ", " << FunctionEmitter::numel(r) << ", (" << ct << ")"
+       << lit(op.getInit().convertToDouble(), op) << ")) return 1;\n";
+  return success();
+}
+
+static LogicalResult emitSgd(FunctionEmitter &e, SgdUpdateOp op) {
+  Value p = op.getParam();
+  int64_t n = FunctionEmitter::numel(p);
+  for (Value r : op.getResults())
+    e.allocate(r);
+  std::string np = e.name(op.getResults()[0]);
+  Value buf = op.getMomentumBuf();
+  std::string nb = buf ? e.name(op.getResults()[1]) : "";
+  std::string P = e.name(p), G = e.name(op.getGrad()), S = e.name(op.getStep());
+  std::string B = buf ? e.name(buf) : "", K = op.getSkip() ? e.name(op.getSkip()) : "";
+  e.openLoop(n);
+  e.os << "    double g = (double)" << G << "[i] + "
+       << lit(op.getWeightDecay().convertToDouble(), op) << " * (double)" << P
+       << "[i];\n";
+  if (buf) {
+    double mom = op.getMomentum().convertToDouble();
+    e.os << "    double b = " << S << "[0] == 1 ? g : " << lit(mom, op)
+         << " * (double)" << B << "[i] + "
+         << lit(1.0 - op.getDampening().convertToDouble(), op) << " * g;\n";
+    e.os << "    g = " << (op.getNesterov() ? "g + " + lit(mom, op) + " * b" : "b")
+         << ";\n    " << nb << "[i] = (float)b;\n";
+  }
+  e.os << "    " << np << "[i] = (float)((double)" << P << "[i] - "
+       << lit(op.getLr().convertToDouble(), op) << " * g);\n";
+  if (!K.empty()) {
+    e.os << "    if (" << K << "[0]) { " << np << "[i] = " << P << "[i];";
+    if (buf)
+      e.os << " " << nb << "[i] = " << B << "[i];";
+    e.os << " }\n";
+  }
+  e.closeLoop();
+  return success();
+}
+
+static LogicalResult emitAdam(FunctionEmitter &e, AdamUpdateOp op) {
+  int64_t n = FunctionEmitter::numel(op.getParam());
+  e.allocate(op.getNewParam());
+  e.allocate(op.getNewExpAvg());
+  e.allocate(op.getNewExpAvgSq());
+  std::string P = e.name(op.getParam()), G = e.name(op.getGrad()),
+              M = e.name(op.getExpAvg()), V = e.name(op.getExpAvgSq()),
+              S = e.name(op.getStep()), NP = e.name(op.getNewParam()),
+              NM = e.name(op.getNewExpAvg()), NV = e.name(op.getNewExpAvgSq());
+  double lr = op.getLr().convertToDouble(), wd = op.getWeightDecay().convertToDouble();
+  double b1 = op.getBeta1().convertToDouble(), b2 = op.getBeta2().convertToDouble();
+  e.openLoop(n);
+  e.os << "    double t = " << S << "[0], p = " << P << "[i], g = " << G << "[i];\n";
+  if (op.getDecoupled())
+    e.os << "    p *= 1.0 - " << lit(lr * wd, op) << ";\n";
+  else
+    e.os << "    g += " << lit(wd, op) << " * p;\n";
+  e.os << "    double m = " << lit(b1, op) << " * (double)" << M << "[i] + "
+       << lit(1 - b1, op) << " * g;\n    double v = " << lit(b2, op)
+       << " * (double)" << V << "[i] + " << lit(1 - b2, op) << " * g * g;\n"
+       << "    double mh = m / (1.0 - pow(" << lit(b1, op)
+       << ", t)), vh = v / (1.0 - pow(" << lit(b2, op) << ", t));\n"
+       << "    " << NP << "[i] = (float)(p - " << lit(lr, op)
+       << " * mh / (sqrt(vh) + " << lit(op.getEpsilon().convertToDouble(), op)
+       << "));\n    " << NM << "[i] = (float)m;\n    " << NV
+       << "[i] = (float)v;\n";
+  if (op.getSkip())
+    e.os << "    if (" << e.name(op.getSkip()) << "[0]) { " << NP << "[i] = " << P
+         << "[i]; " << NM << "[i] = " << M << "[i]; " << NV << "[i] = " << V
+         << "[i]; }\n";
+  e.closeLoop();
+  return success();
+}
+
+static int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// Layer/RMS norm gradients through the runtime over [rows, D].
+static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
+                                  Value scale, Value dy, StringRef kind,
+                                  int64_t axis, double eps, ValueRange results,
+                                  bool params) {
+  if (kind != "layer" && kind != "rms")
+    return op->emitError() << op->getName() << " kind '" << kind
+                           << "' has no lowering (layer and rms only)";
+  auto shape = FunctionEmitter::typeOf(x).getShape();
+  if (axis < 0)
+    axis += shape.size();
+  int64_t rows = product(shape.take_front(axis)), D = product(shape.drop_front(axis));
+  for (Value r : results)
+    e.allocate(r);
+  std::string epsS = FunctionEmitter::literal(eps, Float32Type::get(op->getContext()));
+  std::string w = FunctionEmitter::where(op);
+  e.os << "  { distrt_tensor x = " << e.desc(x, {rows, D}) << ", dy = "
+       << e.desc(dy, {rows, D}) << ";\n";
+  if (scale)
+    e.os << "    distrt_tensor s = " << e.desc(scale, {D}) << ";\n";
+  if (kind == "rms") {
+    if (params)
+      e.os << "    distrt_tensor ds = " << e.desc(results[0], {D})
+           << ";\n    if (P.check(distrt_rmsnorm_bwd_weight(P.ctx, &x, &dy, &ds, "
+           << epsS << ", 0), \"" << w << "\")) return 1;\n  }\n";
+    else
+      e.os << "    distrt_tensor dx = " << e.desc(results[0], {rows, D})
+           << ";\n    if (P.check(distrt_rmsnorm_bwd_data(P.ctx, &x, &dy, &s, &dx, "
+           << epsS << "), \"" << w << "\")) return 1;\n  }\n";
+    return success();
+  }
+  // Layer norm: recompute the statistics with a forward pass.
+  e.os << "    float *mean = (float *)P.alloc(" << rows * 4
+       << "), *var = (float *)P.alloc(" << rows * 4
+       << "), *ytmp = (float *)P.alloc(" << rows * D * 4
+       << ");\n    if (!mean || !var || !ytmp) return 1;\n"
+       << "    distrt_tensor m = dg::T(mean, DISTRT_F32, {" << rows
+       << "}), v = dg::T(var, DISTRT_F32, {" << rows
+       << "}), yt = dg::T(ytmp, DISTRT_F32, {" << rows << ", " << D << "});\n"
+       << "    if (P.check(distrt_layernorm_fwd(P.ctx, &x, nullptr, nullptr, &yt, "
+          "&m, &v, "
+       << epsS << "), \"" << w << "\")) return 1;\n";
+  if (params) {
+    e.os << "    distrt_tensor ds = " << e.desc(results[0], {D});
+    if (results.size() > 1)
+      e.os << ", db = " << e.desc(results[1], {D});
+    e.os << ";\n    if (P.check(distrt_layernorm_bwd_weight(P.ctx, &x, &dy, &m, &v, "
+            "&ds, "
+         << (results.size() > 1 ? "&db" : "nullptr") << ", " << epsS
+         << ", 0), \"" << w << "\")) return 1;\n";
+  } else {
+    e.os << "    distrt_tensor dx = " << e.desc(results[0], {rows, D})
+         << ";\n    if (P.check(distrt_layernorm_bwd_data(P.ctx, &x, &dy, "
+         << (scale ? "&s" : "nullptr") << ", &m, &v, &dx, " << epsS << "), \""
+         << w << "\")) return 1;\n";
+  }
+  e.os << "    P.release(mean); P.release(var); P.release(ytmp);\n  }\n";
+  return success();
+}
+
+static LogicalResult emitScatterAdd(FunctionEmitter &e, ScatterAddOp op) {
+  auto table = FunctionEmitter::typeOf(op.getResult());
+  Type it = FunctionEmitter::typeOf(op.getIndices()).getElementType();
+  if (op.getAxisAttr().getInt() != 0 || table.getRank() != 2 ||
+      !table.getElementType().isF32() || !(it.isInteger(32) || it.isInteger(64)))
+    return op.emitError() << "graph.scatter_add has a lowering only for axis 0 "
+                             "of an f32 [V, D] table with i32/i64 indices";
+  int64_t n = FunctionEmitter::numel(op.getIndices()), D = table.getShape()[1];
+  e.allocate(op.getResult());
+  e.os << "  { distrt_tensor t = " << e.desc(op.getResult()) << ", ix = "
+       << e.desc(op.getIndices(), {n}) << ", dy = " << e.desc(op.getGrad(), {n, D})
+       << ";\n  ";
+  e.call("distrt_fill(P.ctx, &t, 0.0f)", op);
+  e.os << "  ";
+  e.call("distrt_embedding_bwd(P.ctx, &ix, &dy, &t, 1)", op);
+  e.os << "  }\n";
+  return success();
+}
+
+LogicalResult distopt::codegen::emitTrainOp(FunctionEmitter &e, Operation *op) {
+  if (failed(e.checkTypes(op)))
+    return failure();
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<StateOp>([&](auto o) { return emitState(e, o); })
+      .Case<SgdUpdateOp>([&](auto o) { return emitSgd(e, o); })
+      .Case<AdamUpdateOp>([&](auto o) { return emitAdam(e, o); })
+      .Case<SoftmaxGradOp>([&](SoftmaxGradOp o) {
+        e.allocate(o.getResult());
+        e.os << "  { distrt_tensor y = " << e.desc(o.getOutput())
+             << ", dy = " << e.desc(o.getGrad()) << ", dx = "
+             << e.desc(o.getResult()) << ";\n  ";
+        e.call("distrt_softmax_bwd(P.ctx, &y, &dy, &dx, " +
+                   std::to_string(o.getAxisAttr().getInt()) + ", " +
+                   (o.getLog() ? "1" : "0") + ")",
+               o);
+        e.os << "  }\n";
+        return success();
+      })
+      .Case<SoftmaxCrossEntropyGradOp>([&](SoftmaxCrossEntropyGradOp o) -> LogicalResult {
+        auto logits = FunctionEmitter::typeOf(o.getLogits());
+        if (o.getReduction() != LossReduction::Mean || logits.getRank() != 2)
+          return o.emitError() << "graph.softmax_cross_entropy_grad has a "
+                                  "lowering only for mean reduction of [N, C] "
+                                  "logits";
+        e.allocate(o.getResult());
+        std::string ignore = o.getIgnoreIndexAttr()
+                                 ? std::to_string(o.getIgnoreIndexAttr().getInt()) + "ll"
+                                 : "INT64_MIN";
+        e.os << "  { distrt_tensor x = " << e.desc(o.getLogits()) << ", l = "
+             << e.desc(o.getLabels()) << ", g = " << e.desc(o.getGrad(), {})
+             << ", dx = " << e.desc(o.getResult()) << ";\n  ";
+        e.call("distrt_softmax_cross_entropy_bwd(P.ctx, &x, &l, &g, &dx, " +
+                   ignore + ")",
+               o);
+        e.os << "  }\n";
+        return success();
+      })
+      .Case<NormGradOp>([&](NormGradOp o) {
+        return emitNormGrad(e, o, o.getInput(), o.getScale(), o.getGrad(),
+                            o.getKind(), o.getAxisAttr().getInt(),
+                            o.getEpsilon().convertToDouble(),
+                            o->getResults(), false);
+      })
+      .Case<NormGradParamsOp>([&](NormGradParamsOp o) {
+        return emitNormGrad(e, o, o.getInput(), Value(), o.getGrad(),
+                            o.getKind(), o.getAxisAttr().getInt(),
+                            o.getEpsilon().convertToDouble(), o.getResults(),
+                            true);
+      })
+      .Case<ScatterAddOp>([&](auto o) { return emitScatterAdd(e, o); })
+      .Default([&](Operation *) {
+        return op->emitError() << op->getName() << " has no lowering";
+      });
+}
