@@ -39,17 +39,17 @@ static LogicalResult verifySameTensor(Operation *op, Value a, Value b,
   auto at = tensorOf(a), bt = tensorOf(b);
   if (at.getElementType() != bt.getElementType() ||
       !shapesCompatible(at.getShape(), bt.getShape()))
-    return op->emitOpError() << "'" << aName << "' (" << at << ") and '"
-                             << bName << "' (" << bt
-                             << ") must have the same type";
+    return op->emitOpError()
+           << "'" << aName << "' (" << at << ") and '" << bName << "' (" << bt
+           << ") must have the same type";
   return success();
 }
 
 static LogicalResult verifyFloat(Operation *op, Value v, StringRef name) {
   if (!isa<FloatType>(tensorOf(v).getElementType()))
-    return op->emitOpError() << "'" << name
-                             << "' must have a float element type, got "
-                             << tensorOf(v).getElementType();
+    return op->emitOpError()
+           << "'" << name << "' must have a float element type, got "
+           << tensorOf(v).getElementType();
   return success();
 }
 
@@ -59,9 +59,9 @@ static LogicalResult verifyScalar(Operation *op, Value v, StringRef name,
   bool ok = t.getRank() == 0 && (isI1 ? t.getElementType().isInteger(1)
                                       : t.getElementType().isF32());
   if (!ok)
-    return op->emitOpError() << "'" << name << "' must be a "
-                             << (isI1 ? "tensor<i1>" : "tensor<f32>")
-                             << " scalar, got " << t;
+    return op->emitOpError()
+           << "'" << name << "' must be a "
+           << (isI1 ? "tensor<i1>" : "tensor<f32>") << " scalar, got " << t;
   return success();
 }
 
@@ -107,10 +107,9 @@ static LogicalResult verifyConvWindow(Operation *op, RankedTensorType x,
     return op->emitOpError("element types must match");
   SmallVector<int64_t> expected = {x.getDimSize(0), w.getDimSize(0)};
   for (int64_t i = 0; i < spatial; ++i)
-    expected.push_back(windowOutputSize(x.getDimSize(i + 2),
-                                        w.getDimSize(i + 2), strides[i],
-                                        pads[i], pads[i + spatial],
-                                        dilations[i], false));
+    expected.push_back(
+        windowOutputSize(x.getDimSize(i + 2), w.getDimSize(i + 2), strides[i],
+                         pads[i], pads[i + spatial], dilations[i], false));
   if (!shapesCompatible(expected, dy.getShape()))
     return op->emitOpError("gradient shape ")
            << shapeToString(dy.getShape())
@@ -161,8 +160,8 @@ LogicalResult UnaryGradOp::verify() {
   case UnaryKind::Not:
   case UnaryKind::IsNaN:
   case UnaryKind::IsInf:
-    return emitOpError("'") << stringifyUnaryKind(getKind())
-                            << "' has no gradient";
+    return emitOpError("'")
+           << stringifyUnaryKind(getKind()) << "' has no gradient";
   default:
     break;
   }
@@ -180,8 +179,7 @@ LogicalResult SoftmaxGradOp::verify() {
     return emitOpError("'axis' ") << getAxis() << " is out of range for rank "
                                   << tensorOf(getOutput()).getRank();
   if (failed(verifyFloat(*this, getOutput(), "output")) ||
-      failed(
-          verifySameTensor(*this, getOutput(), getGrad(), "output", "grad")))
+      failed(verifySameTensor(*this, getOutput(), getGrad(), "output", "grad")))
     return failure();
   return verifySameTensor(*this, getGrad(), getResult(), "grad", "result");
 }
@@ -209,12 +207,11 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
   if (none ? !shapesCompatible(grad.getShape(), labels.getShape())
            : grad.getRank() != 0)
     return emitOpError("'grad' must have the loss's shape ")
-           << (none ? shapeToString(labels.getShape()) : "scalar")
-           << ", got " << shapeToString(grad.getShape());
+           << (none ? shapeToString(labels.getShape()) : "scalar") << ", got "
+           << shapeToString(grad.getShape());
   if (failed(verifyFloat(*this, getLogits(), "logits")))
     return failure();
-  return verifySameTensor(*this, getLogits(), getResult(), "logits",
-                          "result");
+  return verifySameTensor(*this, getLogits(), getResult(), "logits", "result");
 }
 double SoftmaxCrossEntropyGradOp::getFlopCount() {
   return 2 * elementsOf(getResult().getType());
@@ -245,8 +242,8 @@ static LogicalResult verifyNormKind(Operation *op, RankedTensorType x,
            << kind << "\"";
   auto a = normalizeAxis(axis, x.getRank());
   if (!a)
-    return op->emitOpError("'axis' ") << axis << " is out of range for rank "
-                                      << x.getRank();
+    return op->emitOpError("'axis' ")
+           << axis << " is out of range for rank " << x.getRank();
   llvm::append_range(paramShape, x.getShape().drop_front(*a));
   return success();
 }
@@ -302,18 +299,18 @@ double NormGradParamsOp::getFlopCount() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ConvGradInputOp::verify() {
-  return verifyConvWindow(*this, getResult().getType(),
-                          getWeight().getType(), getGrad().getType(),
-                          getStrides(), getPads(), getDilations(), getGroup());
+  return verifyConvWindow(*this, getResult().getType(), getWeight().getType(),
+                          getGrad().getType(), getStrides(), getPads(),
+                          getDilations(), getGroup());
 }
 double ConvGradInputOp::getFlopCount() {
   return convFlops(getWeight().getType(), getGrad().getType());
 }
 
 LogicalResult ConvGradWeightOp::verify() {
-  return verifyConvWindow(*this, getInput().getType(),
-                          getResult().getType(), getGrad().getType(),
-                          getStrides(), getPads(), getDilations(), getGroup());
+  return verifyConvWindow(*this, getInput().getType(), getResult().getType(),
+                          getGrad().getType(), getStrides(), getPads(),
+                          getDilations(), getGroup());
 }
 double ConvGradWeightOp::getFlopCount() {
   return convFlops(getResult().getType(), getGrad().getType());
@@ -354,9 +351,7 @@ LogicalResult PoolGradOp::verify() {
     return emitOpError("gradient element type differs from the input's");
   return verifySameTensor(*this, getInput(), getResult(), "input", "result");
 }
-double PoolGradOp::getFlopCount() {
-  return elementsOf(getInput().getType());
-}
+double PoolGradOp::getFlopCount() { return elementsOf(getInput().getType()); }
 
 LogicalResult ScatterAddOp::verify() {
   auto indices = getIndices().getType(), grad = getGrad().getType(),
@@ -367,8 +362,8 @@ LogicalResult ScatterAddOp::verify() {
            << indices.getElementType();
   auto axis = normalizeAxis(getAxis(), out.getRank());
   if (!axis)
-    return emitOpError("'axis' ") << getAxis() << " is out of range for rank "
-                                  << out.getRank();
+    return emitOpError("'axis' ")
+           << getAxis() << " is out of range for rank " << out.getRank();
   SmallVector<int64_t> expected(out.getShape().take_front(*axis));
   llvm::append_range(expected, indices.getShape());
   llvm::append_range(expected, out.getShape().drop_front(*axis + 1));
@@ -455,9 +450,8 @@ LogicalResult SgdUpdateOp::verify() {
     return failure();
   bool hasBuf = static_cast<bool>(getMomentumBuf());
   if (getMomentum().convertToDouble() != 0 && !hasBuf)
-    return emitOpError("momentum ")
-           << getMomentum().convertToDouble()
-           << " needs a momentum_buf operand";
+    return emitOpError("momentum ") << getMomentum().convertToDouble()
+                                    << " needs a momentum_buf operand";
   if (getNesterov() && !hasBuf)
     return emitOpError("nesterov needs momentum and a momentum_buf operand");
   if (getResults().size() != (hasBuf ? 2u : 1u))
@@ -533,8 +527,7 @@ static double forwardFlops(PoolOp op) {
 static double forwardFlops(BatchNormOp op) {
   return 8 * elementsOf(op.getResult().getType());
 }
-template <typename OpT>
-static double normFlops(OpT op) {
+template <typename OpT> static double normFlops(OpT op) {
   return 8 * elementsOf(op.getResult().getType());
 }
 static double forwardFlops(LayerNormOp op) { return normFlops(op); }

@@ -129,7 +129,8 @@ void AutodiffPass::emitUpdate(OpBuilder &b, Location loc,
                          : f32Const(scale);
     SmallVector<Type> types;
     for (Value gr : grads)
-      types.push_back(cast<RankedTensorType>(gr.getType()).clone(b.getF32Type()));
+      types.push_back(
+          cast<RankedTensorType>(gr.getType()).clone(b.getF32Type()));
     types.push_back(RankedTensorType::get({}, b.getI1Type()));
     SmallVector<Value> operands = {scaleValue};
     llvm::append_range(operands, grads);
@@ -178,8 +179,8 @@ void AutodiffPass::emitUpdate(OpBuilder &b, Location loc,
         b.getNamedAttr("lr", b.getF64FloatAttr(lr)),
         b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecay)),
         b.getNamedAttr("operandSegmentSizes",
-                       b.getDenseI32ArrayAttr({1, 1, 1, withMomentum ? 1 : 0,
-                                               skip ? 1 : 0}))};
+                       b.getDenseI32ArrayAttr(
+                           {1, 1, 1, withMomentum ? 1 : 0, skip ? 1 : 0}))};
     if (withMomentum) {
       attrs.push_back(b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)));
       if (nesterov)
@@ -214,14 +215,13 @@ void AutodiffPass::finish(func::FuncOp func, ArrayRef<Output> outputs,
   for (const Output &o : outputs) {
     values.push_back(o.value);
     types.push_back(o.value.getType());
-    attrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-        o.update.empty() ? kOutputAttr : kUpdateAttr,
-        b.getStringAttr(o.update.empty() ? "loss" : o.update))));
+    attrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(o.update.empty() ? kOutputAttr : kUpdateAttr,
+                       b.getStringAttr(o.update.empty() ? "loss" : o.update))));
   }
   func::ReturnOp::create(b, ret->getLoc(), values);
   ret->erase();
-  func.setFunctionType(
-      b.getFunctionType(func.getArgumentTypes(), types));
+  func.setFunctionType(b.getFunctionType(func.getArgumentTypes(), types));
   func.setAllResultAttrs(attrs);
   func->setAttr("graph.train", configAttr(b, role));
 }
@@ -254,8 +254,8 @@ void AutodiffPass::runOnOperation() {
   makeTrainable(train, seed, runningStats);
   if (mixedPrecision != "none") {
     OpBuilder b(train);
-    Type low = mixedPrecision == "bf16" ? Type(b.getBF16Type())
-                                        : Type(b.getF16Type());
+    Type low =
+        mixedPrecision == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
     if (failed(lowerPrecision(train, low)))
       return signalPassFailure();
   }
@@ -312,9 +312,8 @@ void AutodiffPass::runOnOperation() {
     auto [it, inserted] =
         byName.insert({w.getSymName(), {w.getSymName().str(), w, grad}});
     if (!inserted)
-      it->second.grad = g::BinaryOp::create(b, loc, grad.getType(),
-                                            g::BinaryKind::Add,
-                                            it->second.grad, grad);
+      it->second.grad = g::BinaryOp::create(
+          b, loc, grad.getType(), g::BinaryKind::Add, it->second.grad, grad);
   }
   SmallVector<WeightGrad> weights;
   for (auto &entry : byName)
@@ -343,8 +342,8 @@ void AutodiffPass::runOnOperation() {
     Value acc = state(b, loc, w.name + ".grad_acc", type);
     acc.getDefiningOp()->setAttr(kPhaseAttr,
                                  b.getStringAttr("backward_weight"));
-    auto add = g::BinaryOp::create(b, loc, type, g::BinaryKind::Add, acc,
-                                   w.grad);
+    auto add =
+        g::BinaryOp::create(b, loc, type, g::BinaryKind::Add, acc, w.grad);
     add->setAttr(kPhaseAttr, b.getStringAttr("backward_weight"));
     outputs.push_back({add, w.name + ".grad_acc"});
   }
@@ -354,8 +353,8 @@ void AutodiffPass::runOnOperation() {
   // Apply: read weights and accumulators, update, reset accumulators.
   OpBuilder mb(module.getContext());
   mb.setInsertionPointAfter(train);
-  auto apply = func::FuncOp::create(mb, loc, "train_apply",
-                                    mb.getFunctionType({}, {}));
+  auto apply =
+      func::FuncOp::create(mb, loc, "train_apply", mb.getFunctionType({}, {}));
   OpBuilder ab(apply.getContext());
   ab.setInsertionPointToStart(apply.addEntryBlock());
   func::ReturnOp::create(ab, loc);
@@ -373,7 +372,8 @@ void AutodiffPass::runOnOperation() {
   for (WeightGrad &w : applied) {
     auto t = cast<RankedTensorType>(w.param.getType());
     auto zero = g::ConstantOp::create(
-        ab, loc, t, DenseElementsAttr::get(t, ab.getFloatAttr(t.getElementType(), 0.0)));
+        ab, loc, t,
+        DenseElementsAttr::get(t, ab.getFloatAttr(t.getElementType(), 0.0)));
     zero->setAttr(kPhaseAttr, ab.getStringAttr("optimizer"));
     applyOutputs.push_back({zero, w.name + ".grad_acc"});
   }

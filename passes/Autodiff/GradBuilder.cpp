@@ -1,4 +1,5 @@
-//===- GradBuilder.cpp - Reverse-mode differentiation of graph IR -*- C++ -*-===//
+//===- GradBuilder.cpp - Reverse-mode differentiation of graph IR -*- C++
+//-*-===//
 //
 // Part of DistOpt. The reverse sweep and its helpers; the per-op rules live
 // in GradRules.cpp.
@@ -54,10 +55,10 @@ Value distopt::autodiff::sumToShape(OpBuilder &b, Location loc, Value grad,
   return v;
 }
 
-LogicalResult
-distopt::autodiff::buildBackward(OpBuilder &builder, ArrayRef<Operation *> body,
-                                 Value loss, Value seed,
-                                 DenseMap<Value, Value> &grads) {
+LogicalResult distopt::autodiff::buildBackward(OpBuilder &builder,
+                                               ArrayRef<Operation *> body,
+                                               Value loss, Value seed,
+                                               DenseMap<Value, Value> &grads) {
   // Values computed from the function's arguments (activations); the rest
   // is weight-only.
   DenseSet<Value> fromInput, needsGrad;
@@ -65,10 +66,9 @@ distopt::autodiff::buildBackward(OpBuilder &builder, ArrayRef<Operation *> body,
     bool dependent = llvm::any_of(op->getOperands(), [&](Value v) {
       return isa<BlockArgument>(v) || fromInput.contains(v);
     });
-    bool active =
-        isa<g::WeightOp>(op) || llvm::any_of(op->getOperands(), [&](Value v) {
-          return needsGrad.contains(v);
-        });
+    bool active = isa<g::WeightOp>(op) ||
+                  llvm::any_of(op->getOperands(),
+                               [&](Value v) { return needsGrad.contains(v); });
     for (Value r : op->getResults()) {
       if (dependent)
         fromInput.insert(r);
@@ -100,8 +100,7 @@ distopt::autodiff::buildBackward(OpBuilder &builder, ArrayRef<Operation *> body,
   };
   grads[loss] = seed;
 
-  GradEmitter emitter{builder,
-                      [&](Value v) { return needsGrad.contains(v); },
+  GradEmitter emitter{builder, [&](Value v) { return needsGrad.contains(v); },
                       [&](Value v) { listener.phase = phaseFor(v); },
                       accumulate};
   LogicalResult result = success();

@@ -26,10 +26,10 @@ inline constexpr llvm::StringLiteral kPhaseAttr = "graph.phase";
 /// value on a path from a `graph.weight` to `loss` to its gradient.
 /// Non-differentiable ops on such a path make it fail with an error naming
 /// the op. The builder's insertion point must be after every op of `body`.
-llvm::LogicalResult buildBackward(mlir::OpBuilder &builder,
-                                  llvm::ArrayRef<mlir::Operation *> body,
-                                  mlir::Value loss, mlir::Value seed,
-                                  llvm::DenseMap<mlir::Value, mlir::Value> &grads);
+llvm::LogicalResult
+buildBackward(mlir::OpBuilder &builder, llvm::ArrayRef<mlir::Operation *> body,
+              mlir::Value loss, mlir::Value seed,
+              llvm::DenseMap<mlir::Value, mlir::Value> &grads);
 
 /// Sums `grad` over broadcast dimensions so it gets `target`'s shape
 /// (reduce sum with kept dimensions, then a reshape). Exposed for tests.

@@ -54,8 +54,7 @@ static bool isComparison(g::BinaryKind k) {
 static Value binary(OpBuilder &b, Location loc, g::BinaryKind kind, Value lhs,
                     Value rhs) {
   auto l = tensorOf(lhs), r = tensorOf(rhs);
-  SmallVector<int64_t> shape =
-      *g::broadcastShapes(l.getShape(), r.getShape());
+  SmallVector<int64_t> shape = *g::broadcastShapes(l.getShape(), r.getShape());
   Type elt = isComparison(kind) ? b.getI1Type() : l.getElementType();
   return g::BinaryOp::create(b, loc, RankedTensorType::get(shape, elt), kind,
                              lhs, rhs);
@@ -68,8 +67,8 @@ static Value unary(OpBuilder &b, Location loc, g::UnaryKind kind, Value x) {
 
 static Value where(OpBuilder &b, Location loc, Value cond, Value lhs,
                    Value rhs) {
-  auto shape = *g::broadcastShapes(tensorOf(cond).getShape(),
-                                   tensorOf(lhs).getShape());
+  auto shape =
+      *g::broadcastShapes(tensorOf(cond).getShape(), tensorOf(lhs).getShape());
   shape = *g::broadcastShapes(shape, tensorOf(rhs).getShape());
   return g::WhereOp::create(
       b, loc, RankedTensorType::get(shape, tensorOf(lhs).getElementType()),
@@ -91,7 +90,8 @@ static Value broadcastBack(OpBuilder &b, Location loc, Value dy,
   for (int64_t a : axes)
     kept[a] = 1;
   Value v = reshape(b, loc, dy, kept);
-  auto full = RankedTensorType::get(x.getShape(), tensorOf(dy).getElementType());
+  auto full =
+      RankedTensorType::get(x.getShape(), tensorOf(dy).getElementType());
   return g::ExpandOp::create(b, loc, full, v);
 }
 
@@ -163,21 +163,22 @@ static LogicalResult convGrad(GradEmitter &e, g::ConvOp op, Value dy) {
   Location loc = op.getLoc();
   auto attrs = inherentAttrs(op);
   e.give(op.getInput(), [&]() -> Value {
-    return g::ConvGradInputOp::create(b, loc, TypeRange{op.getInput().getType()},
+    return g::ConvGradInputOp::create(b, loc,
+                                      TypeRange{op.getInput().getType()},
                                       ValueRange{dy, op.getWeight()}, attrs);
   });
   e.give(op.getWeight(), [&]() -> Value {
-    return g::ConvGradWeightOp::create(
-        b, loc, TypeRange{op.getWeight().getType()},
-        ValueRange{op.getInput(), dy}, attrs);
+    return g::ConvGradWeightOp::create(b, loc,
+                                       TypeRange{op.getWeight().getType()},
+                                       ValueRange{op.getInput(), dy}, attrs);
   });
   if (Value bias = op.getBias())
     e.give(bias, [&]() -> Value {
       SmallVector<int64_t> axes = {0};
       for (int64_t i = 2; i < tensorOf(dy).getRank(); ++i)
         axes.push_back(i);
-      return g::ReduceOp::create(b, loc, bias.getType(), g::ReduceKind::Sum,
-                                 dy, axes, false);
+      return g::ReduceOp::create(b, loc, bias.getType(), g::ReduceKind::Sum, dy,
+                                 axes, false);
     });
   return success();
 }
@@ -212,8 +213,8 @@ static LogicalResult normGrad(GradEmitter &e, Operation *op, StringRef kind,
   if (bias)
     types.push_back(pt);
   e.setPhaseFor(wantScale ? scale : bias);
-  auto params = g::NormGradParamsOp::create(b, loc, types, ValueRange{x, dy},
-                                            attrs);
+  auto params =
+      g::NormGradParamsOp::create(b, loc, types, ValueRange{x, dy}, attrs);
   auto toParam = [&](Value grad, Value param) -> Value {
     auto t = tensorOf(param);
     if (t.getNumElements() == pt.getNumElements())
@@ -324,7 +325,8 @@ static LogicalResult reduceGrad(GradEmitter &e, g::ReduceOp op, Value dy) {
     Value d = broadcastBack(b, loc, dy, xt, axes);
     Type elt = xt.getElementType();
     if (op.getKind() == g::ReduceKind::Mean)
-      return binary(b, loc, g::BinaryKind::Mul, d, scalar(b, loc, elt, 1 / count));
+      return binary(b, loc, g::BinaryKind::Mul, d,
+                    scalar(b, loc, elt, 1 / count));
     if (op.getKind() == g::ReduceKind::SumSquare)
       return binary(b, loc, g::BinaryKind::Mul,
                     binary(b, loc, g::BinaryKind::Mul, d, op.getInput()),
@@ -359,10 +361,10 @@ static Value sliceAlong(OpBuilder &b, Location loc, Value dy, int64_t axis,
                         int64_t begin, RankedTensorType type) {
   int64_t size = type.getDimSize(axis);
   return g::SliceOp::create(
-      b, loc, RankedTensorType::get(type.getShape(), tensorOf(dy).getElementType()),
-      dy, b.getDenseI64ArrayAttr({begin}),
-      b.getDenseI64ArrayAttr({begin + size}), b.getDenseI64ArrayAttr({axis}),
-      b.getDenseI64ArrayAttr({1}));
+      b, loc,
+      RankedTensorType::get(type.getShape(), tensorOf(dy).getElementType()), dy,
+      b.getDenseI64ArrayAttr({begin}), b.getDenseI64ArrayAttr({begin + size}),
+      b.getDenseI64ArrayAttr({axis}), b.getDenseI64ArrayAttr({1}));
 }
 
 /// Gradients of views and data movement; nullopt for other ops.
@@ -417,8 +419,8 @@ static std::optional<LogicalResult> dataGrad(GradEmitter &e, Operation *op,
             auto t = tensorOf(r);
             parts.push_back(g::ConstantOp::create(
                 b, loc, t,
-                DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(),
-                                                         0.0))));
+                DenseElementsAttr::get(
+                    t, b.getFloatAttr(t.getElementType(), 0.0))));
           }
           return g::ConcatOp::create(b, loc, s.getInput().getType(), parts,
                                      s.getAxisAttr());
@@ -581,7 +583,8 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
           return p.emitOpError("'l2' pooling has no gradient rule");
         e.give(p.getInput(), [&]() -> Value {
           SmallVector<NamedAttribute> attrs = inherentAttrs(p);
-          return g::PoolGradOp::create(b, loc, TypeRange{p.getInput().getType()},
+          return g::PoolGradOp::create(b, loc,
+                                       TypeRange{p.getInput().getType()},
                                        ValueRange{p.getInput(), dy}, attrs);
         });
         return success();

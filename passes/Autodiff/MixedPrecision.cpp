@@ -44,7 +44,8 @@ LogicalResult distopt::autodiff::lowerPrecision(func::FuncOp func, Type low) {
     if (isa<func::ReturnOp>(op)) {
       b.setInsertionPoint(op);
       for (OpOperand &operand : op->getOpOperands()) {
-        Type want = func.getFunctionType().getResult(operand.getOperandNumber());
+        Type want =
+            func.getFunctionType().getResult(operand.getOperandNumber());
         if (operand.get().getType() != want)
           operand.set(g::CastOp::create(b, op->getLoc(), want, operand.get()));
       }

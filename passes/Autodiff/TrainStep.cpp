@@ -18,8 +18,7 @@ static bool isScalarFloat(Type t) {
   return r && r.getRank() == 0 && isa<FloatType>(r.getElementType());
 }
 
-FailureOr<Value> distopt::autodiff::addLoss(func::FuncOp func,
-                                            StringRef spec) {
+FailureOr<Value> distopt::autodiff::addLoss(func::FuncOp func, StringRef spec) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (spec.empty()) {
@@ -55,15 +54,14 @@ FailureOr<Value> distopt::autodiff::addLoss(func::FuncOp func,
                << name << "' is already an input of '" << func.getSymName()
                << "'; choose another name";
   if (ret.getNumOperands() == 0)
-    return func.emitError("'") << func.getSymName()
-                               << "' returns nothing to put a loss on";
+    return func.emitError("'")
+           << func.getSymName() << "' returns nothing to put a loss on";
   Value pred = ret.getOperand(0);
   auto pt = dyn_cast<RankedTensorType>(pred.getType());
   if (!pt || !isa<FloatType>(pt.getElementType()) || !pt.hasStaticShape() ||
       (kind == "softmax-cross-entropy" && pt.getRank() < 2))
     return func.emitError("the first result of '")
-           << func.getSymName() << "' is " << pred.getType()
-           << "; a " << kind
+           << func.getSymName() << "' is " << pred.getType() << "; a " << kind
            << " loss needs a static float tensor"
            << (kind == "mse" ? "" : " of rank >= 2 (classes last)");
 
@@ -76,8 +74,7 @@ FailureOr<Value> distopt::autodiff::addLoss(func::FuncOp func,
   if (kind == "mse") {
     argType = pt;
   } else {
-    argType = RankedTensorType::get(pt.getShape().drop_back(),
-                                    b.getI64Type());
+    argType = RankedTensorType::get(pt.getShape().drop_back(), b.getI64Type());
   }
   unsigned index = func.getNumArguments();
   if (failed(func.insertArgument(index, argType,
@@ -101,9 +98,9 @@ FailureOr<Value> distopt::autodiff::addLoss(func::FuncOp func,
       labels = g::ReshapeOp::create(
           b, loc, RankedTensorType::get({rows}, b.getI64Type()), target);
     }
-    loss = g::SoftmaxCrossEntropyOp::create(
-        b, loc, scalarType, g::LossReduction::Mean, logits, labels,
-        IntegerAttr());
+    loss = g::SoftmaxCrossEntropyOp::create(b, loc, scalarType,
+                                            g::LossReduction::Mean, logits,
+                                            labels, IntegerAttr());
   }
   ret->setOperands(loss);
   return loss;
@@ -121,9 +118,9 @@ void distopt::autodiff::makeTrainable(
       if (drop.getRatio().convertToDouble() == 0)
         continue;
       b.setInsertionPoint(drop);
-      Value mask = g::DropoutMaskOp::create(
-          b, drop.getLoc(), drop.getType(), drop.getRatioAttr(),
-          b.getI64IntegerAttr(seed++));
+      Value mask = g::DropoutMaskOp::create(b, drop.getLoc(), drop.getType(),
+                                            drop.getRatioAttr(),
+                                            b.getI64IntegerAttr(seed++));
       Value y = g::BinaryOp::create(b, drop.getLoc(), drop.getType(),
                                     g::BinaryKind::Mul, drop.getInput(), mask);
       drop.getResult().replaceAllUsesWith(y);

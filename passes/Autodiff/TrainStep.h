@@ -42,8 +42,7 @@ void makeTrainable(
 /// Computes `func` in `lowType` (bf16/f16): casts after every f32 argument,
 /// weight and constant, retypes f32 results of the other ops, and casts the
 /// returned values back to f32. Fails when an op rejects the new types.
-mlir::LogicalResult lowerPrecision(mlir::func::FuncOp func,
-                                   mlir::Type lowType);
+mlir::LogicalResult lowerPrecision(mlir::func::FuncOp func, mlir::Type lowType);
 
 } // namespace distopt::autodiff
 

@@ -1,4 +1,5 @@
-//===- AutodiffFlopsTest.cpp - Explicit vs analytic backward FLOPs -*- C++ -*-===//
+//===- AutodiffFlopsTest.cpp - Explicit vs analytic backward FLOPs -*- C++
+//-*-===//
 //
 // Part of DistOpt. Runs --dist-autodiff on small GPT, BERT and ResNet graphs
 // (generated in memory by the dist-modelgen library) and checks that the
@@ -60,8 +61,7 @@ Flops analytic(ModuleOp module) {
   OwningOpRef<func::FuncOp> main = cast<func::FuncOp>(original->clone());
   Operation *ret = main->getBody().front().getTerminator();
   ret->setOperands(ret->getOperand(0));
-  main->setType(FunctionType::get(main->getContext(),
-                                  main->getArgumentTypes(),
+  main->setType(FunctionType::get(main->getContext(), main->getArgumentTypes(),
                                   ret->getOperandTypes()));
   for (Operation &op :
        llvm::make_early_inc_range(llvm::reverse(main->getBody().front())))

@@ -1,4 +1,5 @@
-//===- AutodiffGradCheckTest.cpp - Backward IR vs finite differences -*- C++ -*-===//
+//===- AutodiffGradCheckTest.cpp - Backward IR vs finite differences -*- C++
+//-*-===//
 //
 // Part of DistOpt. Runs --dist-autodiff (plain SGD, lr = 1, so every new
 // weight is `w - dL/dw`) on small graphs, evaluates @train_step with the
@@ -30,7 +31,10 @@ namespace {
 Tensor random(RankedTensorType type, std::mt19937 &rng, double scale = 1.0) {
   std::uniform_real_distribution<double> dist(-scale, scale);
   Tensor t;
-  { auto s_ = type.getShape(); t.shape.assign(s_.begin(), s_.end()); }
+  {
+    auto s_ = type.getShape();
+    t.shape.assign(s_.begin(), s_.end());
+  }
   t.data.resize(t.size());
   for (double &v : t.data)
     v = dist(rng);
@@ -61,7 +65,10 @@ void gradCheck(llvm::StringRef source, std::vector<double> labels) {
     auto t = cast<RankedTensorType>(a.getType());
     if (t.getElementType().isInteger(64)) {
       Tensor l;
-      { auto s_ = t.getShape(); l.shape.assign(s_.begin(), s_.end()); }
+      {
+        auto s_ = t.getShape();
+        l.shape.assign(s_.begin(), s_.end());
+      }
       l.data = labels;
       ASSERT_EQ(l.size(), (int64_t)labels.size());
       args.push_back(l);

@@ -1,10 +1,12 @@
-//===- Interpreter.cpp - Reference interpreter for graph IR tests -*- C++ -*-===//
+//===- Interpreter.cpp - Reference interpreter for graph IR tests -*- C++
+//-*-===//
 //
 // Part of DistOpt. Loops over multi-indices, in double precision; clarity
 // over speed (tests run it on tensors of a few dozen elements).
 //
 //===----------------------------------------------------------------------===//
 #include "Interpreter.h"
+#include "InterpreterMath.h"
 
 #include "dialects/Graph/GraphOps.h"
 
@@ -26,12 +28,16 @@ int64_t Tensor::size() const {
 
 static Tensor zeros(Type type) {
   Tensor t;
-  { auto s_ = cast<RankedTensorType>(type).getShape(); t.shape.assign(s_.begin(), s_.end()); }
+  {
+    auto s_ = cast<RankedTensorType>(type).getShape();
+    t.shape.assign(s_.begin(), s_.end());
+  }
   t.data.assign(t.size(), 0.0);
   return t;
 }
 
-static std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t> &shape) {
+static std::vector<int64_t> unravel(int64_t i,
+                                    const std::vector<int64_t> &shape) {
   std::vector<int64_t> idx(shape.size());
   for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
     idx[d] = i % shape[d];
@@ -57,76 +63,11 @@ static double at(const Tensor &t, const std::vector<int64_t> &out) {
   return t.data[i];
 }
 
-template <typename F>
-static Tensor map(Type type, F f) {
+template <typename F> static Tensor map(Type type, F f) {
   Tensor r = zeros(type);
   for (int64_t i = 0; i < r.size(); ++i)
     r.data[i] = f(unravel(i, r.shape));
   return r;
-}
-
-static double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
-static const double kC = std::sqrt(2.0 / M_PI);
-
-static double unaryFn(g::UnaryKind k, double x, double alpha) {
-  using K = g::UnaryKind;
-  switch (k) {
-  case K::Relu: return x > 0 ? x : 0;
-  case K::Gelu: return gelu(x);
-  case K::GeluTanh: return 0.5 * x * (1 + std::tanh(kC * (x + 0.044715 * x * x * x)));
-  case K::Tanh: return std::tanh(x);
-  case K::Sigmoid: return 1 / (1 + std::exp(-x));
-  case K::Silu: return x / (1 + std::exp(-x));
-  case K::Exp: return std::exp(x);
-  case K::Log: return std::log(x);
-  case K::Neg: return -x;
-  case K::Sqrt: return std::sqrt(x);
-  case K::Identity: return x;
-  case K::LeakyRelu: return x > 0 ? x : alpha * x;
-  default: return NAN;
-  }
-}
-
-static double unaryDeriv(g::UnaryKind k, double x, double alpha) {
-  using K = g::UnaryKind;
-  switch (k) {
-  case K::Relu: return x > 0 ? 1 : 0;
-  case K::Gelu: return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
-                       x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
-  case K::GeluTanh: {
-    double u = kC * (x + 0.044715 * x * x * x), t = std::tanh(u);
-    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kC * (1 + 3 * 0.044715 * x * x);
-  }
-  case K::Tanh: return 1 - std::tanh(x) * std::tanh(x);
-  case K::Sigmoid: { double s = 1 / (1 + std::exp(-x)); return s * (1 - s); }
-  case K::Silu: { double s = 1 / (1 + std::exp(-x)); return s * (1 + x * (1 - s)); }
-  case K::Exp: return std::exp(x);
-  case K::Log: return 1 / x;
-  case K::Neg: return -1;
-  case K::Sqrt: return 0.5 / std::sqrt(x);
-  case K::Identity: return 1;
-  case K::LeakyRelu: return x > 0 ? 1 : alpha;
-  default: return NAN;
-  }
-}
-
-static double binaryFn(g::BinaryKind k, double a, double b) {
-  using K = g::BinaryKind;
-  switch (k) {
-  case K::Add: return a + b;
-  case K::Sub: return a - b;
-  case K::Mul: return a * b;
-  case K::Div: return a / b;
-  case K::Pow: return std::pow(a, b);
-  case K::Max: return std::max(a, b);
-  case K::Min: return std::min(a, b);
-  case K::Less: return a < b;
-  case K::Greater: return a > b;
-  case K::LessEqual: return a <= b;
-  case K::GreaterEqual: return a >= b;
-  case K::Equal: return a == b;
-  default: return NAN;
-  }
 }
 
 /// (outer, n, inner) view of `shape` around `axis`.
@@ -231,7 +172,9 @@ struct Runner {
 
 bool Runner::run(Operation *op) {
   Type rt = op->getNumResults() ? op->getResult(0).getType() : Type();
-  auto set = [&](Tensor t, unsigned i = 0) { values[op->getResult(i)] = std::move(t); };
+  auto set = [&](Tensor t, unsigned i = 0) {
+    values[op->getResult(i)] = std::move(t);
+  };
   auto norm = [&](Value xv, llvm::StringRef kind, int64_t axis, double eps,
                   Value scale, Value bias) {
     const Tensor &x = get(xv), &s = get(scale);
@@ -275,7 +218,8 @@ bool Runner::run(Operation *op) {
             t.data[i++] = f.convertToDouble();
         else
           for (APInt v : dense.getValues<APInt>())
-            t.data[i++] = v.getBitWidth() == 1 ? v.getZExtValue() : v.getSExtValue();
+            t.data[i++] =
+                v.getBitWidth() == 1 ? v.getZExtValue() : v.getSExtValue();
         set(t);
         return true;
       })
@@ -312,7 +256,7 @@ bool Runner::run(Operation *op) {
       .Case<g::BinaryOp>([&](g::BinaryOp b) {
         const Tensor &l = get(b.getLhs()), &r = get(b.getRhs());
         set(map(rt, [&](const std::vector<int64_t> &o) {
-          return binaryFn(b.getKind(), at(l, o), at(r, o));
+          return binaryValue(b.getKind(), at(l, o), at(r, o));
         }));
         return true;
       })
@@ -321,7 +265,7 @@ bool Runner::run(Operation *op) {
         double alpha = u.getAlpha() ? u.getAlpha()->convertToDouble() : 0.01;
         Tensor y = x;
         for (double &v : y.data)
-          v = unaryFn(u.getKind(), v, alpha);
+          v = unaryValue(u.getKind(), v, alpha);
         set(y);
         return true;
       })
@@ -330,7 +274,8 @@ bool Runner::run(Operation *op) {
         double alpha = u.getAlpha() ? u.getAlpha()->convertToDouble() : 0.01;
         Tensor r = x;
         for (int64_t i = 0; i < x.size(); ++i)
-          r.data[i] = dy.data[i] * unaryDeriv(u.getKind(), x.data[i], alpha);
+          r.data[i] =
+              dy.data[i] * unaryDerivative(u.getKind(), x.data[i], alpha);
         set(r);
         return true;
       })
@@ -421,8 +366,9 @@ bool Runner::run(Operation *op) {
               for (int64_t k = 0; k < n; ++k)
                 s += log ? dy.data[idx(k)] : dy.data[idx(k)] * x.data[idx(k)];
               for (int64_t k = 0; k < n; ++k)
-                y.data[idx(k)] = log ? dy.data[idx(k)] - std::exp(x.data[idx(k)]) * s
-                                     : x.data[idx(k)] * (dy.data[idx(k)] - s);
+                y.data[idx(k)] =
+                    log ? dy.data[idx(k)] - std::exp(x.data[idx(k)]) * s
+                        : x.data[idx(k)] * (dy.data[idx(k)] - s);
               continue;
             }
             double mx = -INFINITY, s = 0;
@@ -456,8 +402,8 @@ bool Runner::run(Operation *op) {
         bool params = isa<g::NormGradParamsOp>(o);
         const Tensor &x = get(o->getOperand(0));
         const Tensor &dy = get(o->getOperand(params ? 1 : 2));
-        int64_t paramSize = params ? zeros(rt).size()
-                                   : get(o->getOperand(1)).size();
+        int64_t paramSize =
+            params ? zeros(rt).size() : get(o->getOperand(1)).size();
         NormView v = normView(x, kind, axis, paramSize);
         std::vector<double> mean, rstd;
         bool rms = kind == "rms";
@@ -502,11 +448,14 @@ bool Runner::run(Operation *op) {
             // x: N x C x H x W, w: M x C/g x KH x KW, y: N x M x P x Q.
             Tensor x, w, y;
             if (isa<g::ConvOp>(o)) {
-              x = get(o->getOperand(0)), w = get(o->getOperand(1)), y = zeros(rt);
+              x = get(o->getOperand(0)), w = get(o->getOperand(1)),
+              y = zeros(rt);
             } else if (isa<g::ConvGradInputOp>(o)) {
-              y = get(o->getOperand(0)), w = get(o->getOperand(1)), x = zeros(rt);
+              y = get(o->getOperand(0)), w = get(o->getOperand(1)),
+              x = zeros(rt);
             } else {
-              x = get(o->getOperand(0)), y = get(o->getOperand(1)), w = zeros(rt);
+              x = get(o->getOperand(0)), y = get(o->getOperand(1)),
+              w = zeros(rt);
             }
             if (x.shape.size() != 4) {
               error = "the interpreter runs 2-D convolutions only";
@@ -514,8 +463,9 @@ bool Runner::run(Operation *op) {
             }
             int64_t cg = w.shape[1], mg = w.shape[0] / group;
             window2d(x.shape, y.shape, w.shape[2], w.shape[3], strides, pads,
-                     dil, [&](int64_t n, int64_t m, int64_t oh, int64_t ow,
-                              int64_t a, int64_t b, int64_t ih, int64_t iw) {
+                     dil,
+                     [&](int64_t n, int64_t m, int64_t oh, int64_t ow,
+                         int64_t a, int64_t b, int64_t ih, int64_t iw) {
                        int64_t gi = m / mg;
                        for (int64_t c = 0; c < cg; ++c) {
                          int64_t xi = at4(x.shape, n, gi * cg + c, ih, iw);
@@ -531,7 +481,9 @@ bool Runner::run(Operation *op) {
                      });
             if (auto conv = dyn_cast<g::ConvOp>(o); conv && conv.getBias())
               for (int64_t i = 0; i < y.size(); ++i)
-                y.data[i] += get(conv.getBias()).data[(i / (y.shape[2] * y.shape[3])) % y.shape[1]];
+                y.data[i] +=
+                    get(conv.getBias())
+                        .data[(i / (y.shape[2] * y.shape[3])) % y.shape[1]];
             set(isa<g::ConvOp>(o) ? y : isa<g::ConvGradInputOp>(o) ? x : w);
             return true;
           })
@@ -602,7 +554,8 @@ bool Runner::run(Operation *op) {
       .Case<g::SoftmaxCrossEntropyOp, g::SoftmaxCrossEntropyGradOp>(
           [&](Operation *o) {
             bool grad = isa<g::SoftmaxCrossEntropyGradOp>(o);
-            const Tensor &x = get(o->getOperand(0)), &labels = get(o->getOperand(1));
+            const Tensor &x = get(o->getOperand(0)),
+                         &labels = get(o->getOperand(1));
             int64_t rows = x.shape[0], classes = x.shape[1];
             Tensor dx = x;
             double loss = 0, scale = grad ? get(o->getOperand(2)).data[0] : 0;
@@ -617,7 +570,8 @@ bool Runner::run(Operation *op) {
               for (int64_t c = 0; c < classes; ++c)
                 dx.data[r * classes + c] =
                     (std::exp(x.data[r * classes + c] - mx) / s -
-                     (c == label)) * scale / rows;
+                     (c == label)) *
+                    scale / rows;
             }
             if (grad) {
               set(dx);
