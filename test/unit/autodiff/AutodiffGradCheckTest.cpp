@@ -43,7 +43,8 @@ Tensor random(RankedTensorType type, std::mt19937 &rng, double scale = 1.0) {
 
 /// Checks every weight gradient of `source`'s training step, with `labels`
 /// as the class labels of the added softmax cross-entropy loss.
-void gradCheck(llvm::StringRef source, std::vector<double> labels) {
+void gradCheck(llvm::StringRef source, std::vector<double> labels,
+               llvm::StringRef mixedPrecision = "none", double lossScale = 0) {
   DialectRegistry registry;
   registerAllDialects(registry);
   MLIRContext ctx(registry);
@@ -54,6 +55,9 @@ void gradCheck(llvm::StringRef source, std::vector<double> labels) {
   AutodiffPassOptions opts;
   opts.loss = "softmax-cross-entropy:labels";
   opts.lr = 1.0;
+  opts.mixedPrecision = mixedPrecision.str();
+  opts.lossScale = lossScale;
+  opts.dynamicLossScale = false;
   pm.addPass(createAutodiffPass(opts));
   ASSERT_TRUE(succeeded(pm.run(*module)));
   auto train = module->lookupSymbol<func::FuncOp>("train_step");
@@ -143,6 +147,27 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<3x5xf32> {
 }
 )mlir",
             {0, 3, 4});
+}
+
+// The interpreter computes casts exactly, so a mixed-precision program must
+// give the f32 gradients: this checks the casts and the loss scaling
+// (seed times the scale, graph.unscale before the update) are consistent.
+TEST(AutodiffGradCheck, MixedPrecisionWithLossScale) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x6xf32>
+  %g = graph.weight "ln.g" : tensor<6xf32>
+  %w2 = graph.weight "w2" : tensor<5x6xf32>
+  %c = graph.constant dense<2.0> : tensor<f32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x6xf32>) -> tensor<3x6xf32>
+  %s = graph.binary mul %h, %c : (tensor<3x6xf32>, tensor<f32>) -> tensor<3x6xf32>
+  %a = graph.unary silu %s : (tensor<3x6xf32>) -> tensor<3x6xf32>
+  %n = graph.rms_norm %a, %g {axis = -1 : i64} : (tensor<3x6xf32>, tensor<6xf32>) -> tensor<3x6xf32>
+  %y = graph.matmul %n, %w2 {transpose_rhs = true} : (tensor<3x6xf32>, tensor<5x6xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+)mlir",
+            {4, 1, 0}, "fp16", 1024.0);
 }
 
 TEST(AutodiffGradCheck, CausalAttentionBlock) {

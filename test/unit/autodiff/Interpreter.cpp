@@ -582,6 +582,22 @@ bool Runner::run(Operation *op) {
             }
             return true;
           })
+      .Case<g::UnscaleOp>([&](g::UnscaleOp u) {
+        double scale = get(u.getScale()).data[0];
+        bool inf = false;
+        for (auto [i, grad] : llvm::enumerate(u.getGrads())) {
+          Tensor t = get(grad);
+          for (double &v : t.data) {
+            v /= scale;
+            inf |= !std::isfinite(v);
+          }
+          set(t, i);
+        }
+        Tensor flag = zeros(u.getResults().back().getType());
+        flag.data[0] = inf;
+        set(flag, u.getGrads().size());
+        return true;
+      })
       .Case<g::SgdUpdateOp>([&](g::SgdUpdateOp s) {
         if (s.getMomentumBuf()) {
           error = "the interpreter runs plain SGD only";
@@ -591,7 +607,8 @@ bool Runner::run(Operation *op) {
         Tensor y = w;
         double lr = s.getLr().convertToDouble(),
                wd = s.getWeightDecay().convertToDouble();
-        for (int64_t i = 0; i < w.size(); ++i)
+        bool skip = s.getSkip() && get(s.getSkip()).data[0] != 0;
+        for (int64_t i = 0; i < w.size() && !skip; ++i)
           y.data[i] = w.data[i] - lr * (gr.data[i] + wd * w.data[i]);
         set(y);
         return true;
