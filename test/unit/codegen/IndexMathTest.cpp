@@ -122,7 +122,8 @@ TEST(IndexMath, Literals) {
   mlir::MLIRContext ctx;
   mlir::Builder b(&ctx);
   EXPECT_EQ(FunctionEmitter::literal(1.0, b.getF32Type()), "1.0f");
-  EXPECT_EQ(FunctionEmitter::literal(0.1, b.getF32Type()), "0.100000001f");
+  EXPECT_EQ(FunctionEmitter::literal(0.1, b.getF32Type()), "0.1f");
+  EXPECT_EQ(FunctionEmitter::literal((double)0.1f, b.getF32Type()), "0.100000001f");
   EXPECT_EQ(FunctionEmitter::literal(0.1, b.getF64Type()), "0.10000000000000001");
   EXPECT_EQ(FunctionEmitter::literal(-INFINITY, b.getF32Type()), "-INFINITY");
   EXPECT_EQ(FunctionEmitter::literal(NAN, b.getF32Type()), "NAN");
