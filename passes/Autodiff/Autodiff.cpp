@@ -236,6 +236,20 @@ void AutodiffPass::runOnOperation() {
         << funcName << "' with a body to differentiate; name it with func=";
     return signalPassFailure();
   }
+  // Gradient shapes come from the forward types: they must all be known.
+  WalkResult dynamicShapes = forward.walk([&](Operation *op) {
+    for (Type t :
+         llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+      if (auto r = dyn_cast<RankedTensorType>(t); r && !r.hasStaticShape()) {
+        op->emitOpError("has the dynamic type ")
+            << t << "; dist-autodiff needs static shapes: pin the inputs "
+            << "with --input-shape=NAME:D0xD1... (or --default-batch)";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (dynamicShapes.wasInterrupted())
+    return signalPassFailure();
   int64_t k = accumulationSteps;
   StringRef trainName = k == 1 ? "train_step" : "train_microbatch";
   for (StringRef name : {trainName, StringRef("train_apply")})

@@ -80,3 +80,13 @@ func.func @main(%x: tensor<4xf32>, %p: tensor<f32>) -> tensor<f32> {
   %l = graph.reduce sum %y {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+func.func @main(%x: tensor<?x4xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  // expected-error @+1 {{'graph.binary' op has the dynamic type 'tensor<?x4xf32>'; dist-autodiff needs static shapes: pin the inputs with --input-shape=NAME:D0xD1... (or --default-batch)}}
+  %y = graph.binary mul %x, %w : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  %l = graph.reduce sum %y {keepdims = false} : (tensor<?x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
