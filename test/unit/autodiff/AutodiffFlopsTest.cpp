@@ -31,6 +31,7 @@ namespace {
 struct Flops {
   double contraction = 0; ///< matmul and convolution work
   double other = 0;
+  double contractionBytes = 0; ///< bytes read + written by contractions
   double total() const { return contraction + other; }
 };
 
@@ -46,6 +47,19 @@ OwningOpRef<ModuleOp> generate(MLIRContext &ctx, ModelOptions opts) {
   ONNXImportOptions io;
   io.weights = WeightPolicy::Ignore;
   return importONNXBuffer(bytes, opts.family, "", &ctx, io);
+}
+
+double bytesOf(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return t.getNumElements() * t.getElementTypeBitWidth() / 8.0;
+}
+
+/// Bytes a contraction reads and writes (operands and result).
+double trafficOf(Operation *op) {
+  double b = 0;
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+    b += bytesOf(t);
+  return b;
 }
 
 bool isContraction(Operation *op) {
@@ -75,6 +89,9 @@ Flops analytic(ModuleOp module) {
   for (const cost::LayerDesc &layer : desc->layers)
     for (const cost::OpDesc &op : layer.ops) {
       double bwd = (op.bwdInput.flops + op.bwdWeight.flops) * samples;
+      if (op.cls == OpClass::MatMul || op.cls == OpClass::Conv)
+        f.contractionBytes +=
+            (op.bwdInput.bytes() + op.bwdWeight.bytes()) * samples;
       (op.cls == OpClass::MatMul || op.cls == OpClass::Conv ? f.contraction
                                                             : f.other) += bwd;
     }
@@ -83,11 +100,15 @@ Flops analytic(ModuleOp module) {
 
 /// Input gradients the analytic model counts but autodiff never builds:
 /// those of contractions reading a function argument (the model input).
-double skippedInputGrads(ModuleOp module) {
+/// Their traffic: read the output gradient and the weight, write dX.
+double skippedInputGrads(ModuleOp module, double &bytes) {
   double f = 0;
+  bytes = 0;
   module.lookupSymbol<func::FuncOp>("main").walk([&](Operation *op) {
-    if (isContraction(op) && isa<BlockArgument>(op->getOperand(0)))
+    if (isContraction(op) && isa<BlockArgument>(op->getOperand(0))) {
       f += cast<g::FlopCountOpInterface>(op).getFlopCount();
+      bytes += trafficOf(op);
+    }
   });
   return f;
 }
@@ -115,6 +136,8 @@ Flops explicitBackward(ModuleOp module, unsigned &weightGradOps) {
     ASSERT_TRUE(counted) << "backward op without a FLOP count: "
                          << op->getName().getStringRef().str();
     (isContraction(op) ? f.contraction : f.other) += counted.getFlopCount();
+    if (isContraction(op))
+      f.contractionBytes += trafficOf(op);
   });
   return f;
 }
@@ -127,7 +150,8 @@ void check(ModelOptions opts, double otherTolerance) {
   OwningOpRef<ModuleOp> module = generate(ctx, opts);
   ASSERT_TRUE(module);
   Flops want = analytic(*module);
-  double skipped = skippedInputGrads(*module);
+  double skippedBytes = 0;
+  double skipped = skippedInputGrads(*module, skippedBytes);
 
   PassManager pm(&ctx);
   AutodiffPassOptions ao;
@@ -143,6 +167,19 @@ void check(ModelOptions opts, double otherTolerance) {
               1e-9 * want.contraction)
       << opts.family << ": explicit " << got.contraction << " + skipped "
       << skipped << " vs analytic " << want.contraction;
+  // Their memory traffic too (operands and results of each backward op).
+  // The analytic conv builder is per image and ModelFromGraph scales it by
+  // the batch, so it charges each conv's weight read (dX) and weight write
+  // (dW) once per image; the explicit ops move the weight once per batch.
+  double perImageWeights = 0;
+  module->lookupSymbol<func::FuncOp>("main").walk([&](g::ConvOp conv) {
+    double images = conv.getInput().getType().getDimSize(0);
+    perImageWeights += 2 * (images - 1) * bytesOf(conv.getWeight().getType());
+  });
+  EXPECT_NEAR(got.contractionBytes + skippedBytes + perImageWeights,
+              want.contractionBytes, 1e-9 * want.contractionBytes)
+      << opts.family << ": explicit " << got.contractionBytes << " + skipped "
+      << skippedBytes << " vs analytic " << want.contractionBytes << " bytes";
   // Elementwise/norm/softmax/data ops: the analytic rules charge every
   // elementwise backward 2 FLOPs per element where e.g. an addition's
   // gradient is a copy; the totals stay close.
