@@ -67,7 +67,16 @@ void gradCheck(llvm::StringRef source, std::vector<double> labels,
   std::vector<Tensor> args;
   for (BlockArgument a : train.getArguments()) {
     auto t = cast<RankedTensorType>(a.getType());
-    if (t.getElementType().isInteger(64)) {
+    auto name =
+        train.getArgAttrOfType<StringAttr>(a.getArgNumber(), "graph.name");
+    if (t.getElementType().isInteger(64) && name && name.getValue() == "ids") {
+      Tensor ids;
+      auto s = t.getShape();
+      ids.shape.assign(s.begin(), s.end());
+      for (int64_t i = 0; i < ids.size(); ++i)
+        ids.data.push_back((i * 3) % 5); // repeated ids: gradients add up
+      args.push_back(ids);
+    } else if (t.getElementType().isInteger(64)) {
       Tensor l;
       {
         auto s_ = t.getShape();
@@ -168,6 +177,26 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<3x5xf32> {
 }
 )mlir",
             {4, 1, 0}, "fp16", 1024.0);
+}
+
+// Token embedding with repeated ids (scatter_add must add), a learned
+// position table, and an output projection tied to the token table by name
+// (a second graph.weight "wte"): the two gradients of one weight add up.
+TEST(AutodiffGradCheck, TiedEmbeddings) {
+  gradCheck(R"mlir(
+func.func @main(%ids: tensor<2x3xi64> {graph.name = "ids"}) -> tensor<2x3x5xf32> {
+  %wte = graph.weight "wte" : tensor<5x4xf32>
+  %wpe = graph.weight "wpe" : tensor<3x4xf32>
+  %g = graph.weight "ln.g" : tensor<4xf32>
+  %e = graph.embedding %wte, %ids : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  %h = graph.binary add %e, %wpe : (tensor<2x3x4xf32>, tensor<3x4xf32>) -> tensor<2x3x4xf32>
+  %n = graph.layer_norm %h, %g {axis = -1 : i64} : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  %head = graph.weight "wte" : tensor<5x4xf32>
+  %y = graph.matmul %n, %head {transpose_rhs = true} : (tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+  return %y : tensor<2x3x5xf32>
+}
+)mlir",
+            {1, 4, 0, 2, 2, 3});
 }
 
 TEST(AutodiffGradCheck, CausalAttentionBlock) {

@@ -582,6 +582,30 @@ bool Runner::run(Operation *op) {
             }
             return true;
           })
+      .Case<g::EmbeddingOp>([&](g::EmbeddingOp em) {
+        const Tensor &table = get(em.getTable()), &ids = get(em.getIndices());
+        int64_t cols = table.shape[1];
+        Tensor y = zeros(rt);
+        for (int64_t i = 0; i < ids.size(); ++i)
+          for (int64_t c = 0; c < cols; ++c)
+            y.data[i * cols + c] = table.data[(int64_t)ids.data[i] * cols + c];
+        set(y);
+        return true;
+      })
+      .Case<g::ScatterAddOp>([&](g::ScatterAddOp sc) {
+        if (sc.getAxis() != 0) {
+          error = "the interpreter runs scatter_add along axis 0 only";
+          return false;
+        }
+        const Tensor &ids = get(sc.getIndices()), &dy = get(sc.getGrad());
+        Tensor r = zeros(rt);
+        int64_t row = r.size() / r.shape[0];
+        for (int64_t i = 0; i < ids.size(); ++i)
+          for (int64_t c = 0; c < row; ++c)
+            r.data[(int64_t)ids.data[i] * row + c] += dy.data[i * row + c];
+        set(r);
+        return true;
+      })
       .Case<g::UnscaleOp>([&](g::UnscaleOp u) {
         double scale = get(u.getScale()).data[0];
         bool inf = false;
