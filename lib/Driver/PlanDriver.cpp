@@ -60,6 +60,25 @@ writeFile(ModuleOp module, StringRef path, StringRef what,
   return success();
 }
 
+/// Writes the Chrome trace and the SVG timeline `options` ask for.
+static LogicalResult writeTraceAndTimeline(ModuleOp module,
+                                           const PlanDriverOptions &options,
+                                           const sim::PlanSimulation &sim) {
+  if (!options.trace.empty() &&
+      failed(writeFile(module, options.trace, "trace",
+                       [&](llvm::raw_ostream &out) {
+                         sim::writeChromeTrace(sim.result, out);
+                       })))
+    return failure();
+  if (!options.timeline.empty() &&
+      failed(writeFile(module, options.timeline, "timeline",
+                       [&](llvm::raw_ostream &out) {
+                         sim::writeSvgTimeline(sim.result, sim.plan.pp, out);
+                       })))
+    return failure();
+  return success();
+}
+
 static std::string humanBytes(double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   unsigned u = 0;
@@ -291,19 +310,7 @@ runSearch(ModuleOp module, const cost::ModelDesc &model,
                         simOptions, so.memory);
   if (!sim)
     return module.emitError(toString(sim.takeError()));
-  if (!options.trace.empty() &&
-      failed(writeFile(module, options.trace, "trace",
-                       [&](llvm::raw_ostream &out) {
-                         sim::writeChromeTrace(sim->result, out);
-                       })))
-    return failure();
-  if (!options.timeline.empty() &&
-      failed(writeFile(module, options.timeline, "timeline",
-                       [&](llvm::raw_ostream &out) {
-                         sim::writeSvgTimeline(sim->result, sim->plan.pp, out);
-                       })))
-    return failure();
-  return success();
+  return writeTraceAndTimeline(module, options, *sim);
 }
 
 LogicalResult distopt::runPlanDriver(ModuleOp module,
@@ -401,17 +408,5 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
                                           sim->result, out);
                        })))
     return failure();
-  if (!options.trace.empty() &&
-      failed(writeFile(module, options.trace, "trace",
-                       [&](llvm::raw_ostream &out) {
-                         sim::writeChromeTrace(sim->result, out);
-                       })))
-    return failure();
-  if (!options.timeline.empty() &&
-      failed(writeFile(module, options.timeline, "timeline",
-                       [&](llvm::raw_ostream &out) {
-                         sim::writeSvgTimeline(sim->result, sim->plan.pp, out);
-                       })))
-    return failure();
-  return success();
+  return writeTraceAndTimeline(module, options, *sim);
 }
