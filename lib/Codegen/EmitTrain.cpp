@@ -22,7 +22,102 @@ using namespace distopt::graph;
 bool distopt::codegen::isTrainOp(Operation *op) {
   return isa<StateOp, SgdUpdateOp, AdamUpdateOp, SoftmaxGradOp,
              SoftmaxCrossEntropyGradOp, NormGradOp, NormGradParamsOp,
-             ScatterAddOp>(op);
+             ScatterAddOp, ConvGradInputOp, ConvGradWeightOp, PoolGradOp>(op);
+}
+
+/// `v` as a 4-D descriptor (a 1-D op's tensors gain a unit height).
+static std::string as4D(FunctionEmitter &e, Value v) {
+  auto s = FunctionEmitter::typeOf(v).getShape();
+  if (s.size() == 4)
+    return e.desc(v);
+  return e.desc(v, {s[0], s[1], 1, s[2]});
+}
+
+/// distrt_conv2d_attr initializer for a conv gradient op.
+template <typename ConvGrad>
+static FailureOr<std::string> convAttr(ConvGrad op, unsigned rank) {
+  if (rank != 3 && rank != 4)
+    return op.emitError() << op->getName() << ": " << rank - 2
+                          << "-D convolution has no lowering (1-D and 2-D only)";
+  int64_t st[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0}, dl[2] = {1, 1};
+  unsigned n = rank - 2, off = 2 - n;
+  for (unsigned k = 0; k < n; ++k) {
+    st[off + k] = op.getStrides().empty() ? 1 : op.getStrides()[k];
+    dl[off + k] = op.getDilations().empty() ? 1 : op.getDilations()[k];
+    pb[off + k] = op.getPads().empty() ? 0 : op.getPads()[k];
+    pe[off + k] = op.getPads().empty() ? 0 : op.getPads()[n + k];
+  }
+  return "{{" + std::to_string(st[0]) + ", " + std::to_string(st[1]) + "}, {" +
+         std::to_string(pb[0]) + ", " + std::to_string(pb[1]) + "}, {" +
+         std::to_string(pe[0]) + ", " + std::to_string(pe[1]) + "}, {" +
+         std::to_string(dl[0]) + ", " + std::to_string(dl[1]) + "}, " +
+         std::to_string(op.getGroup()) + "}";
+}
+
+static LogicalResult emitConvGradInput(FunctionEmitter &e, ConvGradInputOp op) {
+  auto at = convAttr(op, FunctionEmitter::typeOf(op.getResult()).getRank());
+  if (failed(at))
+    return failure();
+  e.allocate(op.getResult());
+  e.os << "  { distrt_tensor dy = " << as4D(e, op.getGrad()) << ", w = "
+       << as4D(e, op.getWeight()) << ", dx = " << as4D(e, op.getResult())
+       << ";\n    distrt_conv2d_attr at = " << *at << ";\n  ";
+  e.call("distrt_conv2d_bwd_data(P.ctx, &dy, &w, &dx, &at)", op);
+  e.os << "  }\n";
+  return success();
+}
+
+static LogicalResult emitConvGradWeight(FunctionEmitter &e, ConvGradWeightOp op) {
+  auto at = convAttr(op, FunctionEmitter::typeOf(op.getInput()).getRank());
+  if (failed(at))
+    return failure();
+  e.allocate(op.getResult());
+  e.os << "  { distrt_tensor x = " << as4D(e, op.getInput()) << ", dy = "
+       << as4D(e, op.getGrad()) << ", dw = " << as4D(e, op.getResult())
+       << ";\n    distrt_conv2d_attr at = " << *at << ";\n  ";
+  e.call("distrt_conv2d_bwd_weight(P.ctx, &x, &dy, &dw, nullptr, &at, 0)", op);
+  e.os << "  }\n";
+  return success();
+}
+
+static LogicalResult emitPoolGrad(FunctionEmitter &e, PoolGradOp op) {
+  auto in = FunctionEmitter::typeOf(op.getInput()).getShape();
+  auto out = FunctionEmitter::typeOf(op.getGrad()).getShape();
+  unsigned rank = in.size();
+  if ((rank != 3 && rank != 4) || op.getKind() == PoolKind::L2)
+    return op.emitError() << "graph.pool_grad has a lowering only for 1-D/2-D "
+                             "max and avg pooling";
+  for (int64_t d : op.getDilations())
+    if (d != 1)
+      return op.emitError() << "graph.pool_grad: dilation " << d
+                            << " has no lowering (dilation 1 only)";
+  int64_t kr[2] = {1, 1}, st[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0};
+  unsigned n = rank - 2, off = 2 - n;
+  for (unsigned k = 0; k < n; ++k) {
+    int64_t D = in[2 + k];
+    if (op.getGlobal()) {
+      kr[off + k] = D;
+      continue;
+    }
+    kr[off + k] = op.getKernel()[k];
+    st[off + k] = op.getStrides().empty() ? 1 : op.getStrides()[k];
+    pb[off + k] = op.getPads().empty() ? 0 : op.getPads()[k];
+    int64_t p = op.getPads().empty() ? 0 : op.getPads()[n + k];
+    int64_t need = (out[2 + k] - 1) * st[off + k] + kr[off + k] - D - pb[off + k];
+    pe[off + k] = std::max(p, need);
+  }
+  const char *kind = op.getKind() == PoolKind::Max ? "DISTRT_POOL_MAX"
+                     : op.getCountIncludePad()     ? "DISTRT_POOL_AVG_INCLUDE_PAD"
+                                                   : "DISTRT_POOL_AVG_EXCLUDE_PAD";
+  e.allocate(op.getResult());
+  e.os << "  { distrt_tensor x = " << as4D(e, op.getInput()) << ", dy = "
+       << as4D(e, op.getGrad()) << ", dx = " << as4D(e, op.getResult())
+       << ";\n    distrt_pool2d_attr at = {" << kind << ", {" << kr[0] << ", "
+       << kr[1] << "}, {" << st[0] << ", " << st[1] << "}, {" << pb[0] << ", "
+       << pb[1] << "}, {" << pe[0] << ", " << pe[1] << "}};\n  ";
+  e.call("distrt_pool2d_bwd(P.ctx, &x, &dy, &dx, &at)", op);
+  e.os << "  }\n";
+  return success();
 }
 
 static std::string lit(double v, Operation *op) {
@@ -119,14 +214,66 @@ static int64_t product(ArrayRef<int64_t> dims) {
   return n;
 }
 
+/// Batch norm gradients (training form: statistics of the batch, recomputed
+/// by a forward pass into temporaries).
+static LogicalResult emitBatchNormGrad(FunctionEmitter &e, Operation *op,
+                                       Value x, Value scale, Value dy,
+                                       double eps, ValueRange results,
+                                       bool params) {
+  auto shape = FunctionEmitter::typeOf(x).getShape();
+  if (shape.size() < 2 || shape.size() > 5)
+    return op->emitError() << op->getName()
+                           << " kind 'batch' needs an input of rank 2 to 5";
+  int64_t C = shape[1], n = FunctionEmitter::numel(x);
+  for (Value r : results)
+    e.allocate(r);
+  std::string epsS = FunctionEmitter::literal(eps, Float32Type::get(op->getContext()));
+  std::string w = FunctionEmitter::where(op);
+  e.os << "  { float *sm = (float *)P.alloc(" << C * 4 << "), *sv = (float *)P.alloc("
+       << C * 4 << "), *one = (float *)P.alloc(" << C * 4
+       << "), *zero = (float *)P.alloc(" << C * 4 << "), *yt = (float *)P.alloc("
+       << n * 4 << ");\n    if (!sm || !sv || !one || !zero || !yt) return 1;\n"
+       << "    if (P.fillValue<float>(one, " << C << ", 1.0f) || P.fillValue<float>(zero, "
+       << C << ", 0.0f)) return 1;\n"
+       << "    distrt_tensor x = " << e.desc(x) << ", dy = " << e.desc(dy)
+       << ", m = dg::T(sm, DISTRT_F32, {" << C << "}), v = dg::T(sv, DISTRT_F32, {"
+       << C << "}), o = dg::T(one, DISTRT_F32, {" << C
+       << "}), z = dg::T(zero, DISTRT_F32, {" << C << "}), y = dg::T(yt, DISTRT_F32, "
+       << "{";
+  for (size_t k = 0; k < shape.size(); ++k)
+    e.os << (k ? ", " : "") << shape[k];
+  e.os << "});\n    if (P.check(distrt_batchnorm_fwd_training(P.ctx, &x, &o, &z, &y, "
+          "&m, &v, nullptr, nullptr, "
+       << epsS << ", 0.0f), \"" << w << "\")) return 1;\n";
+  if (params) {
+    e.os << "    distrt_tensor ds = " << e.desc(results[0], {C});
+    if (results.size() > 1)
+      e.os << ", db = " << e.desc(results[1], {C});
+    e.os << ";\n    if (P.check(distrt_batchnorm_bwd_weight(P.ctx, &x, &dy, &m, &v, "
+            "&ds, "
+         << (results.size() > 1 ? "&db" : "nullptr") << ", " << epsS
+         << ", 0), \"" << w << "\")) return 1;\n";
+  } else {
+    e.os << "    distrt_tensor s = " << e.desc(scale, {C}) << ", dx = "
+         << e.desc(results[0]) << ";\n    if (P.check(distrt_batchnorm_bwd_data(P.ctx, "
+         << "&x, &dy, &s, &m, &v, &dx, " << epsS << "), \"" << w
+         << "\")) return 1;\n";
+  }
+  e.os << "    P.release(sm); P.release(sv); P.release(one); P.release(zero); "
+          "P.release(yt);\n  }\n";
+  return success();
+}
+
 /// Layer/RMS norm gradients through the runtime over [rows, D].
 static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
                                   Value scale, Value dy, StringRef kind,
                                   int64_t axis, double eps, ValueRange results,
                                   bool params) {
+  if (kind == "batch")
+    return emitBatchNormGrad(e, op, x, scale, dy, eps, results, params);
   if (kind != "layer" && kind != "rms")
     return op->emitError() << op->getName() << " kind '" << kind
-                           << "' has no lowering (layer and rms only)";
+                           << "' has no lowering (layer, rms and batch only)";
   auto shape = FunctionEmitter::typeOf(x).getShape();
   if (axis < 0)
     axis += shape.size();
@@ -249,6 +396,9 @@ LogicalResult distopt::codegen::emitTrainOp(FunctionEmitter &e, Operation *op) {
                             true);
       })
       .Case<ScatterAddOp>([&](auto o) { return emitScatterAdd(e, o); })
+      .Case<ConvGradInputOp>([&](auto o) { return emitConvGradInput(e, o); })
+      .Case<ConvGradWeightOp>([&](auto o) { return emitConvGradWeight(e, o); })
+      .Case<PoolGradOp>([&](auto o) { return emitPoolGrad(e, o); })
       .Default([&](Operation *) {
         return op->emitError() << op->getName() << " has no lowering";
       });
