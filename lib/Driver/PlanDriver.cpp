@@ -31,6 +31,14 @@ using llvm::createStringError;
 using llvm::inconvertibleErrorCode;
 using llvm::toString;
 
+/// The ops of the planned function the plan is written back onto.
+struct PlannedOps {
+  /// Sample-dependent ops of each cost-model layer.
+  std::vector<std::vector<Operation *>> layers;
+  /// Tensor-parallel role of each costed op.
+  llvm::DenseMap<Operation *, TensorParallelRole> roles;
+};
+
 /// The function to plan: `main`, else the only function with a body.
 static func::FuncOp findEntry(ModuleOp module) {
   if (auto main = module.lookupSymbol<func::FuncOp>("main"))
@@ -134,10 +142,12 @@ static void printSummary(const sim::PlanSimulation &sim,
 
 /// Records cluster and plan on the module for later passes and tools, and
 /// each op's virtual pipeline stage (`dist.stage`) on the planned function.
+/// With tensor parallelism each costed op also gets its role
+/// (`dist.tp = "column" | "row" | "split" | "replicated"`).
 static void annotate(ModuleOp module, const cluster::Cluster &cluster,
                      const schedule::Plan *plan,
                      const schedule::PipelineCosts *costs,
-                     const std::vector<std::vector<Operation *>> *layerOps,
+                     const PlannedOps *plannedOps,
                      StringRef mode = "train") {
   MLIRContext *ctx = module.getContext();
   ctx->getOrLoadDialect<dist::DistDialect>();
@@ -177,13 +187,17 @@ static void annotate(ModuleOp module, const cluster::Cluster &cluster,
   for (const schedule::DeviceCost &d : costs->devices)
     kinds.push_back(b.getStringAttr(d.deviceName));
   module->setAttr("dist.stage_device_kinds", b.getArrayAttr(kinds));
-  if (!layerOps)
+  if (!plannedOps)
     return;
+  const auto &layerOps = plannedOps->layers;
   for (auto [vs, st] : llvm::enumerate(costs->stages))
-    for (unsigned l = st.layerBegin; l < st.layerEnd && l < layerOps->size();
+    for (unsigned l = st.layerBegin; l < st.layerEnd && l < layerOps.size();
          ++l)
-      for (Operation *op : (*layerOps)[l])
+      for (Operation *op : layerOps[l])
         op->setAttr("dist.stage", b.getI64IntegerAttr(vs));
+  if (p.tp > 1)
+    for (auto &[op, role] : plannedOps->roles)
+      op->setAttr("dist.tp", b.getStringAttr(tensorParallelRoleName(role)));
 }
 
 Expected<double> distopt::parseByteSize(StringRef text) {
@@ -219,7 +233,7 @@ Expected<double> distopt::parseByteSize(StringRef text) {
 /// The --dist-search path: search, print, explain, report, annotate.
 static LogicalResult
 runSearch(ModuleOp module, const cost::ModelDesc &model,
-          const std::vector<std::vector<Operation *>> &layerOps,
+          const PlannedOps &plannedOps,
           const cluster::Cluster &cluster, const cost::CostModel &cm,
           const PlanDriverOptions &options, llvm::raw_ostream &os) {
   search::SearchOptions so;
@@ -290,7 +304,7 @@ runSearch(ModuleOp module, const cost::ModelDesc &model,
   if (options.explain)
     search::printExplain(*result, os);
   const search::Candidate &best = result->best;
-  annotate(module, cluster, &best.sim.plan, &best.sim.costs, &layerOps,
+  annotate(module, cluster, &best.sim.plan, &best.sim.costs, &plannedOps,
            options.mode);
   if (!options.report.empty() &&
       failed(writeFile(module, options.report, "report",
@@ -330,8 +344,9 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
              << options.dtype << "': expected f32, tf32, f16, bf16 or f8";
     modelOptions.computeType = dt;
   }
-  std::vector<std::vector<Operation *>> layerOps;
-  modelOptions.layerOps = &layerOps;
+  PlannedOps plannedOps;
+  modelOptions.layerOps = &plannedOps.layers;
+  modelOptions.tpRoles = &plannedOps.roles;
   FailureOr<cost::ModelDesc> model = buildModelDesc(entry, modelOptions);
   if (failed(model))
     return failure();
@@ -375,7 +390,7 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
   }
   cost::CostModel cm(profile ? &*profile : nullptr);
   if (options.search)
-    return runSearch(module, *model, layerOps, *cluster, cm, options, os);
+    return runSearch(module, *model, plannedOps, *cluster, cm, options, os);
   if (options.mode != "train")
     return module.emitError("--dist-mode=") << options.mode
            << " works with --dist-search; --dist-plan simulates training";
@@ -399,7 +414,7 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
     return module.emitError(llvm::toString(sim.takeError()));
 
   printSummary(*sim, *cluster, os);
-  annotate(module, *cluster, &sim->plan, &sim->costs, &layerOps);
+  annotate(module, *cluster, &sim->plan, &sim->costs, &plannedOps);
 
   if (!options.report.empty() &&
       failed(writeFile(module, options.report, "report",

@@ -381,7 +381,12 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       for (Value v : op.getOperands())
         if (sampleDependent.contains(v))
           inBytes += bytesOf(v.getType());
+      auto record = [&](TensorParallelRole role) {
+        if (options.tpRoles)
+          (*options.tpRoles)[&op] = role;
+      };
       if (isa<g::MatmulOp, g::ConvOp>(op) && weighted) {
+        record(anySplit ? TensorParallelRole::Row : TensorParallelRole::Column);
         if (anySplit) {
           desc->tpAllReduceFwdBytes = outBytes;
         } else {
@@ -391,7 +396,8 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
         }
         desc->tp = TpMode::Split;
       } else if (isa<g::EmbeddingOp>(op)) {
-        desc->tpAllReduceFwdBytes = outBytes; // vocabulary-parallel lookup
+        record(TensorParallelRole::Row); // vocabulary-parallel lookup
+        desc->tpAllReduceFwdBytes = outBytes;
         desc->tp = TpMode::Split;
       } else if (anySplit && !isa<g::LayerNormOp, g::RMSNormOp>(op)) {
         // A full-size activation meeting a split one (a residual add after a
@@ -403,16 +409,19 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
               !side.contains(v))
             fullBytes += bytesOf(v.getType());
         if (fullBytes > 0 && !isa<g::BatchNormOp>(op)) {
+          record(TensorParallelRole::Replicated);
           desc->tp = TpMode::Replicated;
           desc->tpAllReduceFwdBytes = outBytes;
           desc->savedReplicatedBytes = desc->savedBytes;
           desc->savedBytes = 0;
         } else {
+          record(TensorParallelRole::Split);
           desc->tp = TpMode::Split;
           for (Value r : op.getResults())
             split.insert(r);
         }
       } else {
+        record(TensorParallelRole::Replicated);
         desc->tp = TpMode::Replicated;
         desc->savedReplicatedBytes = desc->savedBytes;
         desc->savedBytes = 0;
@@ -435,6 +444,14 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       desc->tpAllReduceFwdBytes *= k;
       desc->tpAllReduceBwdBytes *= k;
       desc->perSample = true;
+    } else if (llvm::any_of(op.getOperands(),
+                            [&](Value v) { return split.contains(v); })) {
+      // Views (reshape, flatten) cost nothing but keep a split activation
+      // split.
+      for (Value r : op.getResults())
+        split.insert(r);
+      if (options.tpRoles)
+        (*options.tpRoles)[&op] = TensorParallelRole::Split;
     }
     for (Value r : op.getResults())
       defIndex[r] = items.size();
@@ -533,6 +550,20 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
 }
 
 namespace distopt {
+StringRef tensorParallelRoleName(TensorParallelRole role) {
+  switch (role) {
+  case TensorParallelRole::Column:
+    return "column";
+  case TensorParallelRole::Row:
+    return "row";
+  case TensorParallelRole::Split:
+    return "split";
+  case TensorParallelRole::Replicated:
+    return "replicated";
+  }
+  return "replicated";
+}
+
 FailureOr<ModelDesc> buildModelDesc(func::FuncOp func,
                                     const GraphModelOptions &options) {
   return GraphModelBuilder(func, options).build();

@@ -10,6 +10,7 @@
 
 #include "lib/Cost/ModelDesc.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/LogicalResult.h"
 #include <optional>
 #include <vector>
@@ -23,6 +24,15 @@ class FuncOp;
 
 namespace distopt {
 
+/// How an op splits under Megatron-style tensor parallelism.
+enum class TensorParallelRole {
+  Column,    ///< weighted op with split output; all-reduce of the input grad
+  Row,       ///< weighted op reading a split input; all-reduce of the output
+  Split,     ///< works on split activations, no communication
+  Replicated ///< every tensor-parallel rank runs it whole
+};
+llvm::StringRef tensorParallelRoleName(TensorParallelRole role);
+
 struct GraphModelOptions {
   /// Element type the model trains or runs in (mixed precision runs an f32
   /// graph in bf16). Unset: each op's own element type.
@@ -31,6 +41,9 @@ struct GraphModelOptions {
   /// order (ops that only compute weights belong to no layer), so a plan's
   /// stages can be written back onto the IR.
   std::vector<std::vector<mlir::Operation *>> *layerOps = nullptr;
+  /// When set, receives the tensor-parallel role of every costed op, so a
+  /// plan's shardings can be written back onto the IR.
+  llvm::DenseMap<mlir::Operation *, TensorParallelRole> *tpRoles = nullptr;
 };
 
 /// Builds the cost description of `func`.
