@@ -51,25 +51,21 @@ static std::string spec(Value v, llvm::StringRef name) {
   return s + "}}";
 }
 
-LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
-                                          llvm::StringRef ns,
-                                          const CodegenOptions &options,
-                                          llvm::raw_ostream &out) {
-  ModuleOp module = model.module;
-  func::FuncOp func = findMain(module, model.funcName);
-  if (!func || (!model.funcName.empty() && func.getSymName() != model.funcName))
-    return module.emitError()
-           << "dist-compile: no function to compile in '" << model.source
-           << "'; expected func.func @"
-           << (model.funcName.empty() ? "main (or a single function)"
-                                      : model.funcName);
+/// Emits the body of `func` (inputs uploaded, ops, outputs downloaded,
+/// updates written back) and collects its input/output names and values.
+static LogicalResult emitBody(const ModelUnit &model, func::FuncOp func,
+                              llvm::StringRef prefix,
+                              const CodegenOptions &options,
+                              std::string &bodyText, std::string &globalText,
+                              SmallVector<std::string> &inNames,
+                              SmallVector<std::string> &outNames,
+                              SmallVector<Value> &results) {
   if (func.getBody().getBlocks().size() != 1)
     return func.emitError() << "dist-compile: @" << func.getSymName()
                             << " must have a single block";
   Block &body = func.getBody().front();
-  std::string bodyText, globalText;
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globalText);
-  FunctionEmitter e(bodyOS, globalOS, options, ns.str());
+  FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
   for (unsigned k = 0; k < func.getNumResults(); ++k)
     if (func.getResultAttr(k, "graph.update"))
       e.training = true;
@@ -77,7 +73,6 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
   e.computeLifetimes(body);
 
   // Input and output names (ONNX names when imported, else argN/outN).
-  SmallVector<std::string> inNames, outNames;
   for (BlockArgument arg : body.getArguments()) {
     auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "graph.name");
     inNames.push_back(n ? n.str() : "arg" + std::to_string(arg.getArgNumber()));
@@ -95,7 +90,6 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
            << arg.getArgNumber() << "].data.size())) return 1;\n";
   }
   unsigned position = 0;
-  SmallVector<Value> results;
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
@@ -158,7 +152,51 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
     e.releaseAfter(position++);
   }
 
-  out << "namespace " << ns << " {\n" << globalText;
+  return success();
+}
+
+LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
+                                          llvm::StringRef ns,
+                                          const CodegenOptions &options,
+                                          llvm::raw_ostream &out) {
+  ModuleOp module = model.module;
+  func::FuncOp func = findMain(module, model.funcName);
+  if (!func || (!model.funcName.empty() && func.getSymName() != model.funcName))
+    return module.emitError()
+           << "dist-compile: no function to compile in '" << model.source
+           << "'; expected func.func @"
+           << (model.funcName.empty() ? "main (or a single function)"
+                                      : model.funcName);
+  std::string bodyText, globalText;
+  SmallVector<std::string> inNames, outNames;
+  SmallVector<Value> results;
+  if (failed(emitBody(model, func, ns, options, bodyText, globalText, inNames,
+                      outNames, results)))
+    return failure();
+  Block &body = func.getBody().front();
+  // Gradient accumulation: @train_microbatch runs k times per step, then
+  // @train_apply (no inputs) updates the weights.
+  std::string applyText, applyGlobals;
+  int64_t accumulation = 1;
+  if (auto cfg = func->getAttrOfType<DictionaryAttr>("graph.train"))
+    if (auto k = cfg.getAs<IntegerAttr>("accumulation_steps"))
+      accumulation = k.getInt();
+  if (func.getSymName() == "train_microbatch") {
+    auto apply = module.lookupSymbol<func::FuncOp>("train_apply");
+    if (!apply)
+      return func.emitError() << "dist-compile: @train_microbatch without "
+                                 "@train_apply; rerun dist-autodiff";
+    SmallVector<std::string> ain, aout;
+    SmallVector<Value> ares;
+    if (failed(emitBody(model, apply, (ns + "a").str(), options, applyText,
+                        applyGlobals, ain, aout, ares)))
+      return failure();
+    if (!ain.empty() || !aout.empty())
+      return apply.emitError() << "dist-compile: @train_apply must take no "
+                                  "inputs and return only graph.update results";
+  }
+
+  out << "namespace " << ns << " {\n" << globalText << applyGlobals;
   if (!inNames.empty()) {
     out << "static const dg::TensorSpec inputs[] = {\n";
     for (auto [k, arg] : llvm::enumerate(body.getArguments()))
@@ -173,11 +211,16 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
   }
   out << "static int run(dg::Program &P) {\n"
       << bodyText << "  P.releaseAll();\n  return 0;\n}\n";
+  if (!applyText.empty())
+    out << "static int apply(dg::Program &P) {\n"
+        << applyText << "  P.releaseAll();\n  return 0;\n}\n";
   out << "static const dg::Model model = {\"" << escape(model.name) << "\", \""
       << escape(model.source) << "\", \"" << escape(model.modelDir) << "\", "
       << inNames.size() << ", " << (inNames.empty() ? "nullptr" : "inputs")
       << ", " << outNames.size() << ", "
-      << (outNames.empty() ? "nullptr" : "outputs") << ", run};\n";
+      << (outNames.empty() ? "nullptr" : "outputs") << ", run, "
+      << (applyText.empty() ? "nullptr" : "apply") << ", "
+      << (applyText.empty() ? 1 : accumulation) << "};\n";
   out << "} // namespace " << ns << "\n\n";
   return success();
 }

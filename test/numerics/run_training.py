@@ -10,7 +10,8 @@ every step and saves the final weights and optimizer state
 the same loss curve and end weights within 1e-4 relative.
 
 Cases: the MLP fixture (x[4,8] -> 16 relu -> 4, MSE loss) with SGD,
-SGD + momentum and Adam. A 2-layer GPT and a small ResNet need gradient
+SGD + momentum, Adam, and SGD with gradient accumulation over 2
+micro-batches. A 2-layer GPT and a small ResNet need gradient
 lowerings that are not done yet (docs/codegen.md, "Not yet done").
 
     .venv/bin/python test/numerics/run_training.py --build build --junit out.xml
@@ -40,6 +41,10 @@ CASES = {
                  dict(kind="sgd", lr=0.05, momentum=0.9)),
     "adam": ("optimizer=adam lr=0.01", dict(kind="adam", lr=0.01, b1=0.9,
                                             b2=0.999, eps=1e-8)),
+    # Two micro-batches (the same batch twice) per step: @train_microbatch
+    # twice, then @train_apply; the averaged gradient equals plain SGD's.
+    "sgd_accumulate2": ("optimizer=sgd lr=0.1 accumulation-steps=2",
+                        dict(kind="sgd", lr=0.1, momentum=0.0)),
 }
 
 

@@ -241,9 +241,9 @@ int main(int argc, char **argv) {
     }
     SmallString<256> abs(in.path);
     sys::fs::make_absolute(abs);
-    std::string fn = !entry.empty() ? entry.getValue()
-                     : !train.empty() ? std::string("train_step")
-                                      : std::string();
+    std::string fn = entry.getValue();
+    if (fn.empty() && !train.empty())
+      fn = m->lookupSymbol("train_step") ? "train_step" : "train_microbatch";
     units.push_back({in.name, in.path,
                      sys::path::parent_path(abs).str(), m.get(), fn});
     modules.push_back(std::move(m));

@@ -597,6 +597,10 @@ struct Model {
   int numOutputs;
   const TensorSpec *outputs;
   int (*run)(Program &);
+  /// Gradient accumulation: `run` (a micro-batch) runs `accumulation`
+  /// times per step, then `apply` (the optimizer); nullptr / 1 otherwise.
+  int (*apply)(Program &);
+  int accumulation;
 };
 
 inline std::string sanitize(const char *name) {
@@ -797,15 +801,24 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   int rc = 0;
   for (int r = 0; r < repeat && !rc; ++r) {
-    rc = model->run(P);
+    std::vector<double> sums(model->numOutputs, 0.0);
+    for (int k = 0; k < model->accumulation && !rc; ++k) {
+      rc = model->run(P);
+      for (int o = 0; o < model->numOutputs && !rc; ++o)
+        if (P.outputs[o].spec.numel() == 1 && P.outputs[o].spec.dtype == F32)
+          sums[o] += *(const float *)P.outputs[o].data.data();
+    }
+    if (!rc && model->apply)
+      rc = model->apply(P);
     if (rc || !printSteps)
       continue;
-    // Training: one line per step with every scalar f32 output (the loss).
+    // Training: one line per step with every scalar f32 output (the loss;
+    // the mean over the micro-batches of a step).
     printf("step %d", r + 1);
     for (int k = 0; k < model->numOutputs; ++k)
       if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
         printf(" %s %.9g", model->outputs[k].name,
-               (double)*(const float *)P.outputs[k].data.data());
+               sums[k] / model->accumulation);
     printf("\n");
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
