@@ -54,10 +54,10 @@ mlir::LogicalResult emitModel(const ModelUnit &model, llvm::StringRef ns,
 
 /// Where the runtime library and headers are, and how to compile.
 struct Toolchain {
-  std::string cxx = "c++";      ///< host compiler (DIST_CXX overrides)
-  std::string nvcc = "nvcc";    ///< CUDA compiler (DIST_NVCC overrides)
-  std::string includeDir;       ///< holds distrt/distrt.h
-  std::string library;          ///< libDistRuntime.a
+  std::string cxx = "c++";       ///< host compiler (DIST_CXX overrides)
+  std::string nvcc = "nvcc";     ///< CUDA compiler (DIST_NVCC overrides)
+  std::string includeDir;        ///< holds distrt/distrt.h
+  std::string library;           ///< libDistRuntime.a
   std::vector<std::string> libs; ///< what the runtime links against
   std::vector<std::string> cudaArchs = {"80", "90"};
   std::string optLevel = "-O2";

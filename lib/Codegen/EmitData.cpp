@@ -63,8 +63,9 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
                   (int64_t)FunctionEmitter::byteSize(type.getElementType());
   if (op.getFile() && op.getSize() && (int64_t)*op.getSize() != bytes)
     return op.emitError() << "graph.weight '" << op.getSymName() << "' of type "
-                          << type << " needs " << bytes << " bytes but refers to "
-                          << *op.getSize() << "; re-import the model";
+                          << type << " needs " << bytes
+                          << " bytes but refers to " << *op.getSize()
+                          << "; re-import the model";
   // A training step keeps weights across calls: load them on first use.
   bool fresh = false;
   if (e.training) {
@@ -158,8 +159,9 @@ static LogicalResult emitTranspose(FunctionEmitter &e, TransposeOp op) {
   for (unsigned k = 0; k < outShape.size(); ++k) {
     if (outShape[k] == 1)
       continue;
-    off += (off.empty() ? "" : " + ") + FunctionEmitter::coord(outShape, k, "i") +
-           " * " + std::to_string(inStrides[op.getPerm()[k]]);
+    off += (off.empty() ? "" : " + ") +
+           FunctionEmitter::coord(outShape, k, "i") + " * " +
+           std::to_string(inStrides[op.getPerm()[k]]);
   }
   emitGather(e, out, in, off.empty() ? "0" : off);
   return success();
@@ -173,7 +175,8 @@ static void emitStrided(FunctionEmitter &e, Value out, Value in,
       FunctionEmitter::stridesOf(FunctionEmitter::typeOf(in).getShape());
   std::string off;
   for (unsigned d = 0; d < outShape.size(); ++d) {
-    std::string c = outShape[d] == 1 ? "0" : FunctionEmitter::coord(outShape, d, "i");
+    std::string c =
+        outShape[d] == 1 ? "0" : FunctionEmitter::coord(outShape, d, "i");
     std::string term = "(" + std::to_string(starts[d]) + " + " + c + " * " +
                        std::to_string(steps[d]) + ") * " +
                        std::to_string(inStrides[d]);
@@ -194,7 +197,8 @@ static LogicalResult emitSlice(FunctionEmitter &e, SliceOp op) {
     int64_t s = op.getStarts()[k];
     if (s < 0)
       s += dim;
-    s = step > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
+    s = step > 0 ? std::clamp<int64_t>(s, 0, dim)
+                 : std::clamp<int64_t>(s, 0, dim - 1);
     starts[a] = s;
     steps[a] = step;
   }
@@ -233,10 +237,12 @@ static LogicalResult emitConcat(FunctionEmitter &e, ConcatOp op) {
     auto inShape = FunctionEmitter::typeOf(in).getShape();
     std::string off;
     for (unsigned d = 0; d < inShape.size(); ++d) {
-      std::string c = inShape[d] == 1 ? "0" : FunctionEmitter::coord(inShape, d, "i");
+      std::string c =
+          inShape[d] == 1 ? "0" : FunctionEmitter::coord(inShape, d, "i");
       if ((int64_t)d == axis)
         c = "(" + c + " + " + std::to_string(offset) + ")";
-      off += (off.empty() ? "" : " + ") + c + " * " + std::to_string(outStrides[d]);
+      off += (off.empty() ? "" : " + ") + c + " * " +
+             std::to_string(outStrides[d]);
     }
     if (FunctionEmitter::numel(in) > 0) {
       std::string o = e.name(out), src = e.name(in);
@@ -266,31 +272,35 @@ static LogicalResult emitPad(FunctionEmitter &e, PadOp op) {
     prelude += "    int64_t " + v + " = " + c + ";\n";
     switch (op.getMode()) {
     case PadMode::Constant:
-      prelude += "    inside = inside && " + v + " >= 0 && " + v + " < " + D + ";\n";
+      prelude +=
+          "    inside = inside && " + v + " >= 0 && " + v + " < " + D + ";\n";
       break;
     case PadMode::Edge:
       prelude += "    " + v + " = " + v + " < 0 ? 0 : (" + v + " >= " + D +
                  " ? " + D + " - 1 : " + v + ");\n";
       break;
     case PadMode::Reflect:
-      prelude += "    " + v + " = " + v + " < 0 ? -" + v + " : (" + v + " >= " +
-                 D + " ? 2 * (" + D + " - 1) - " + v + " : " + v + ");\n";
+      prelude += "    " + v + " = " + v + " < 0 ? -" + v + " : (" + v +
+                 " >= " + D + " ? 2 * (" + D + " - 1) - " + v + " : " + v +
+                 ");\n";
       break;
     case PadMode::Wrap:
-      prelude += "    " + v + " = ((" + v + " % " + D + ") + " + D + ") % " + D + ";\n";
+      prelude += "    " + v + " = ((" + v + " % " + D + ") + " + D + ") % " +
+                 D + ";\n";
       break;
     }
     prelude += "    off += " + v + " * " + std::to_string(inStrides[d]) + ";\n";
   }
   Type et = FunctionEmitter::typeOf(out).getElementType();
-  std::string value = isa<FloatType>(et)
-                          ? FunctionEmitter::literal(op.getValue().convertToDouble(), et)
-                          : "(" + FunctionEmitter::cType(et) + ")" +
-                                std::to_string((int64_t)op.getValue().convertToDouble());
+  std::string value =
+      isa<FloatType>(et)
+          ? FunctionEmitter::literal(op.getValue().convertToDouble(), et)
+          : "(" + FunctionEmitter::cType(et) + ")" +
+                std::to_string((int64_t)op.getValue().convertToDouble());
   std::string o = e.name(out), src = e.name(in);
   e.openLoop(FunctionEmitter::numel(out));
-  e.os << prelude << "    " << o << "[i] = inside ? " << src << "[off] : "
-       << value << ";\n";
+  e.os << prelude << "    " << o << "[i] = inside ? " << src
+       << "[off] : " << value << ";\n";
   e.closeLoop();
   return success();
 }
@@ -340,10 +350,11 @@ static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
   std::string o = e.name(out), src = e.name(data), idx = e.name(indices);
   std::string D = std::to_string(dShape[axis]);
   e.openLoop(FunctionEmitter::numel(out));
-  e.os << "    int64_t k = (int64_t)" << idx << "[" << (idxOff.empty() ? "0" : idxOff)
-       << "];\n    if (k < 0) k += " << D << ";\n    " << o
-       << "[i] = (k < 0 || k >= " << D << ") ? (" << FunctionEmitter::cType(out)
-       << ")0 : " << src << "[k * " << dStrides[axis] << outer << "];\n";
+  e.os << "    int64_t k = (int64_t)" << idx << "["
+       << (idxOff.empty() ? "0" : idxOff) << "];\n    if (k < 0) k += " << D
+       << ";\n    " << o << "[i] = (k < 0 || k >= " << D << ") ? ("
+       << FunctionEmitter::cType(out) << ")0 : " << src << "[k * "
+       << dStrides[axis] << outer << "];\n";
   e.closeLoop();
   return success();
 }
@@ -378,9 +389,10 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
       })
       .Case<EmbeddingOp>([&](EmbeddingOp o) -> LogicalResult {
         Type it = FunctionEmitter::typeOf(o.getIndices()).getElementType();
-        bool rt = FunctionEmitter::typeOf(o.getTable()).getElementType().isF32() &&
-                  (it.isInteger(32) || it.isInteger(64)) &&
-                  FunctionEmitter::typeOf(o.getTable()).getRank() == 2;
+        bool rt =
+            FunctionEmitter::typeOf(o.getTable()).getElementType().isF32() &&
+            (it.isInteger(32) || it.isInteger(64)) &&
+            FunctionEmitter::typeOf(o.getTable()).getRank() == 2;
         if (!rt)
           return emitGatherOp(e, o, o.getTable(), o.getIndices(), 0);
         e.allocate(o.getResult());

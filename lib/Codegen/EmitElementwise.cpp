@@ -72,22 +72,26 @@ public:
     FailureOr<std::string> expr =
         llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
             .Case<UnaryOp>([&](UnaryOp u) { return unary(u, in[0], it); })
-            .Case<BinaryOp>([&](BinaryOp b) { return binary(b, in[0], in[1], it); })
+            .Case<BinaryOp>(
+                [&](BinaryOp b) { return binary(b, in[0], in[1], it); })
             .Case<UnaryGradOp>([&](UnaryGradOp g) -> FailureOr<std::string> {
               UnaryKind k = g.getKind();
               if (k == UnaryKind::Not || k == UnaryKind::IsNaN ||
                   k == UnaryKind::IsInf)
                 return failure();
               double alpha = g.getAlpha() ? g.getAlpha()->convertToDouble()
-                             : k == UnaryKind::LeakyRelu ? 0.01
+                             : k == UnaryKind::LeakyRelu   ? 0.01
                              : k == UnaryKind::HardSigmoid ? 0.2
                                                            : 1.0;
               double beta = g.getBeta() ? g.getBeta()->convertToDouble() : 0.5;
-              return "(" + in[1] + " * dg::dUnary<" + FunctionEmitter::cType(it) +
-                     ">(" + std::to_string((int)k) + ", " + in[0] + ", " +
-                     FunctionEmitter::literal(alpha, Float64Type::get(g.getContext())) +
+              return "(" + in[1] + " * dg::dUnary<" +
+                     FunctionEmitter::cType(it) + ">(" +
+                     std::to_string((int)k) + ", " + in[0] + ", " +
+                     FunctionEmitter::literal(
+                         alpha, Float64Type::get(g.getContext())) +
                      ", " +
-                     FunctionEmitter::literal(beta, Float64Type::get(g.getContext())) +
+                     FunctionEmitter::literal(
+                         beta, Float64Type::get(g.getContext())) +
                      "))";
             })
             .Case<WhereOp>([&](WhereOp) {

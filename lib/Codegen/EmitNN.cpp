@@ -39,11 +39,13 @@ static int64_t product(ArrayRef<int64_t> dims) {
 }
 
 static LogicalResult requireF32(Operation *op) {
-  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
+  for (Type t :
+       llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
     Type et = cast<RankedTensorType>(t).getElementType();
     if (!et.isF32())
-      return op->emitError() << op->getName() << ": element type " << et
-                             << " has no lowering (the runtime computes in f32)";
+      return op->emitError()
+             << op->getName() << ": element type " << et
+             << " has no lowering (the runtime computes in f32)";
   }
   return success();
 }
@@ -58,8 +60,8 @@ struct Temp {
 static unsigned tempCounter = 0;
 
 /// Allocates a temporary of `n` floats; the caller releases it.
-static Temp allocTemp(FunctionEmitter &e, int64_t n, llvm::StringRef ct = "float",
-                      size_t elemBytes = 4) {
+static Temp allocTemp(FunctionEmitter &e, int64_t n,
+                      llvm::StringRef ct = "float", size_t elemBytes = 4) {
   Temp t{"tmp" + std::to_string(tempCounter++)};
   e.os << "  " << ct << " *" << t.name << " = (" << ct << " *)P.alloc("
        << n * (int64_t)elemBytes << ");\n  if (!" << t.name << ") return 1;\n";
@@ -72,8 +74,8 @@ static Temp expandInto(FunctionEmitter &e, Value v, ArrayRef<int64_t> shape) {
   std::string src = e.name(v);
   e.openLoop(product(shape));
   e.os << "    " << t.name << "[i] = " << src << "["
-       << FunctionEmitter::broadcastOffset(shape, FunctionEmitter::typeOf(v).getShape(),
-                                           "i")
+       << FunctionEmitter::broadcastOffset(
+              shape, FunctionEmitter::typeOf(v).getShape(), "i")
        << "];\n";
   e.closeLoop();
   return t;
@@ -108,7 +110,8 @@ static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op) {
   e.allocate(out);
   SmallVector<Temp> temps;
   auto operand = [&](Value v, SmallVector<int64_t> shape) -> std::string {
-    if (shape.size() == 2 || ArrayRef<int64_t>(shape).drop_back(2) == ArrayRef<int64_t>(batch))
+    if (shape.size() == 2 ||
+        ArrayRef<int64_t>(shape).drop_back(2) == ArrayRef<int64_t>(batch))
       return e.desc(v, shape);
     SmallVector<int64_t> full(batch);
     full.push_back(shape[shape.size() - 2]);
@@ -183,8 +186,9 @@ static LogicalResult emitConv(FunctionEmitter &e, ConvOp op) {
     return failure();
   unsigned rank = FunctionEmitter::typeOf(op.getInput()).getRank();
   if (rank != 3 && rank != 4)
-    return op.emitError() << "graph.conv: " << rank - 2
-                          << "-D convolution has no lowering (1-D and 2-D only)";
+    return op.emitError()
+           << "graph.conv: " << rank - 2
+           << "-D convolution has no lowering (1-D and 2-D only)";
   Spatial2D s;
   unsigned n = rank - 2, off = 2 - n;
   for (unsigned k = 0; k < n; ++k) {
@@ -199,10 +203,11 @@ static LogicalResult emitConv(FunctionEmitter &e, ConvOp op) {
        << ", y = " << as4D(e, op.getResult());
   if (op.getBias())
     e.os << ", bias = " << e.desc(op.getBias());
-  e.os << ";\n    distrt_conv2d_attr at = {{" << s.stride[0] << ", " << s.stride[1]
-       << "}, {" << s.padBegin[0] << ", " << s.padBegin[1] << "}, {"
-       << s.padEnd[0] << ", " << s.padEnd[1] << "}, {" << s.dilation[0] << ", "
-       << s.dilation[1] << "}, " << op.getGroup() << "};\n  ";
+  e.os << ";\n    distrt_conv2d_attr at = {{" << s.stride[0] << ", "
+       << s.stride[1] << "}, {" << s.padBegin[0] << ", " << s.padBegin[1]
+       << "}, {" << s.padEnd[0] << ", " << s.padEnd[1] << "}, {"
+       << s.dilation[0] << ", " << s.dilation[1] << "}, " << op.getGroup()
+       << "};\n  ";
   e.call(std::string("distrt_conv2d(P.ctx, &x, &w, ") +
              (op.getBias() ? "&bias" : "nullptr") + ", &y, &at)",
          op);
@@ -239,20 +244,20 @@ static LogicalResult emitPool(FunctionEmitter &e, PoolOp op) {
     int64_t pe = op.getPads().empty() ? 0 : op.getPads()[n + k];
     // ceil_mode: extend the end padding so the runtime's floor formula
     // yields the op's output size.
-    int64_t need = (out[2 + k] - 1) * s.stride[off + k] + s.kernel[off + k] - D -
-                   s.padBegin[off + k];
+    int64_t need = (out[2 + k] - 1) * s.stride[off + k] + s.kernel[off + k] -
+                   D - s.padBegin[off + k];
     s.padEnd[off + k] = std::max(pe, need);
   }
   const char *kind = op.getKind() == PoolKind::Max ? "DISTRT_POOL_MAX"
-                     : op.getCountIncludePad()     ? "DISTRT_POOL_AVG_INCLUDE_PAD"
-                                                   : "DISTRT_POOL_AVG_EXCLUDE_PAD";
+                     : op.getCountIncludePad() ? "DISTRT_POOL_AVG_INCLUDE_PAD"
+                                               : "DISTRT_POOL_AVG_EXCLUDE_PAD";
   e.allocate(op.getResult());
   e.os << "  { distrt_tensor x = " << as4D(e, op.getInput())
-       << ", y = " << as4D(e, op.getResult()) << ";\n    distrt_pool2d_attr at = {"
-       << kind << ", {" << s.kernel[0] << ", " << s.kernel[1] << "}, {"
-       << s.stride[0] << ", " << s.stride[1] << "}, {" << s.padBegin[0] << ", "
-       << s.padBegin[1] << "}, {" << s.padEnd[0] << ", " << s.padEnd[1]
-       << "}};\n  ";
+       << ", y = " << as4D(e, op.getResult())
+       << ";\n    distrt_pool2d_attr at = {" << kind << ", {" << s.kernel[0]
+       << ", " << s.kernel[1] << "}, {" << s.stride[0] << ", " << s.stride[1]
+       << "}, {" << s.padBegin[0] << ", " << s.padBegin[1] << "}, {"
+       << s.padEnd[0] << ", " << s.padEnd[1] << "}};\n  ";
   e.call("distrt_pool2d(P.ctx, &x, &y, &at)", op);
   e.os << "  }\n";
   return success();
@@ -260,7 +265,8 @@ static LogicalResult emitPool(FunctionEmitter &e, PoolOp op) {
 
 /// Descriptor of a norm parameter over the trailing `D` elements of shape
 /// `trailing` (expanded into a temporary when it broadcasts).
-static std::string normParam(FunctionEmitter &e, Value p, ArrayRef<int64_t> trailing,
+static std::string normParam(FunctionEmitter &e, Value p,
+                             ArrayRef<int64_t> trailing,
                              SmallVector<Temp> &temps) {
   int64_t D = product(trailing);
   if (FunctionEmitter::numel(p) == D)
@@ -326,12 +332,13 @@ static LogicalResult emitBatchNorm(FunctionEmitter &e, BatchNormOp op) {
   for (Value r : op.getRunningStats())
     e.allocate(r);
   e.os << "  { distrt_tensor x = " << e.desc(op.getInput())
-       << ", y = " << e.desc(op.getResult()) << ", s = " << e.desc(op.getScale())
-       << ", b = " << e.desc(op.getBias()) << ", m = " << e.desc(op.getMean())
+       << ", y = " << e.desc(op.getResult())
+       << ", s = " << e.desc(op.getScale()) << ", b = " << e.desc(op.getBias())
+       << ", m = " << e.desc(op.getMean())
        << ", v = " << e.desc(op.getVariance()) << ";\n  ";
   if (!op.getTraining()) {
-    e.call("distrt_batchnorm_fwd_inference(P.ctx, &x, &s, &b, &m, &v, &y, " + eps +
-               ")",
+    e.call("distrt_batchnorm_fwd_inference(P.ctx, &x, &s, &b, &m, &v, &y, " +
+               eps + ")",
            op);
     e.os << "  }\n";
     return success();
@@ -342,15 +349,16 @@ static LogicalResult emitBatchNorm(FunctionEmitter &e, BatchNormOp op) {
        << "}), sv = dg::T(" << sv.name << ", DISTRT_F32, {" << C << "});\n";
   e.os << "  ";
   e.call("distrt_batchnorm_fwd_training(P.ctx, &x, &s, &b, &y, &sm, &sv, "
-         "nullptr, nullptr, " + eps + ", 0.0f)",
+         "nullptr, nullptr, " +
+             eps + ", 0.0f)",
          op);
   // Running statistics as ONNX defines them: running = momentum * running +
   // (1 - momentum) * batch, with the batch's biased variance (the ABI's own
   // update follows PyTorch: unbiased variance, momentum on the batch side).
   if (op.getRunningStats().size() == 2) {
     Value rm = op.getRunningStats()[0], rv = op.getRunningStats()[1];
-    std::string mom = FunctionEmitter::literal(op.getMomentum().convertToDouble(),
-                                               Float32Type::get(op.getContext()));
+    std::string mom = FunctionEmitter::literal(
+        op.getMomentum().convertToDouble(), Float32Type::get(op.getContext()));
     std::string rmN = e.name(rm), rvN = e.name(rv), m = e.name(op.getMean()),
                 v = e.name(op.getVariance());
     e.openLoop(C);
@@ -365,7 +373,8 @@ static LogicalResult emitBatchNorm(FunctionEmitter &e, BatchNormOp op) {
   return success();
 }
 
-static LogicalResult emitCrossEntropy(FunctionEmitter &e, SoftmaxCrossEntropyOp op) {
+static LogicalResult emitCrossEntropy(FunctionEmitter &e,
+                                      SoftmaxCrossEntropyOp op) {
   auto logits = FunctionEmitter::typeOf(op.getLogits());
   auto labels = FunctionEmitter::typeOf(op.getLabels());
   if (op.getReduction() != LossReduction::Mean || logits.getRank() != 2 ||
@@ -374,9 +383,10 @@ static LogicalResult emitCrossEntropy(FunctionEmitter &e, SoftmaxCrossEntropyOp 
            << "graph.softmax_cross_entropy has a lowering only for mean "
               "reduction of f32 [N, C] logits and [N] labels";
   e.allocate(op.getResult());
-  std::string ignore = op.getIgnoreIndexAttr()
-                           ? std::to_string(op.getIgnoreIndexAttr().getInt()) + "ll"
-                           : "INT64_MIN";
+  std::string ignore =
+      op.getIgnoreIndexAttr()
+          ? std::to_string(op.getIgnoreIndexAttr().getInt()) + "ll"
+          : "INT64_MIN";
   e.os << "  { distrt_tensor x = " << e.desc(op.getLogits())
        << ", l = " << e.desc(op.getLabels())
        << ", y = " << e.desc(op.getResult(), {}) << ";\n  ";
@@ -408,7 +418,8 @@ LogicalResult distopt::codegen::emitNNOp(FunctionEmitter &e, Operation *op) {
       .Case<LayerNormOp>([&](auto o) { return emitNorm(e, o, false); })
       .Case<RMSNormOp>([&](auto o) { return emitNorm(e, o, true); })
       .Case<BatchNormOp>([&](auto o) { return emitBatchNorm(e, o); })
-      .Case<SoftmaxCrossEntropyOp>([&](auto o) { return emitCrossEntropy(e, o); })
+      .Case<SoftmaxCrossEntropyOp>(
+          [&](auto o) { return emitCrossEntropy(e, o); })
       .Case<ReduceOp>([&](auto o) { return emitReduce(e, o); })
       .Default([&](Operation *) {
         return op->emitError() << op->getName() << " has no lowering";

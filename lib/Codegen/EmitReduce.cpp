@@ -108,7 +108,8 @@ LogicalResult distopt::codegen::emitReduce(FunctionEmitter &e, Operation *o) {
   case ReduceKind::ArgMax:
   case ReduceKind::ArgMin: {
     if (redAxes.size() != 1)
-      return op.emitError() << "graph.reduce arg_max/arg_min needs exactly one axis";
+      return op.emitError()
+             << "graph.reduce arg_max/arg_min needs exactly one axis";
     const char *cmp = op.getKind() == ReduceKind::ArgMax ? ">" : "<";
     e.allocate(op.getResult());
     std::string out = e.name(op.getResult()), src = e.name(op.getInput());
@@ -117,8 +118,8 @@ LogicalResult distopt::codegen::emitReduce(FunctionEmitter &e, Operation *o) {
          << base << ";\n    " << ct << " best = x[base]; int64_t at = 0;\n"
          << "    for (int64_t r = 1; r < " << R << "; ++r) {\n      " << ct
          << " v = " << x << ";\n      if (v " << cmp
-         << " best) { best = v; at = r; }\n    }\n    " << out
-         << "[o] = (" << outT << ")at;\n";
+         << " best) { best = v; at = r; }\n    }\n    " << out << "[o] = ("
+         << outT << ")at;\n";
     e.closeLoop();
     return success();
   }
@@ -126,8 +127,8 @@ LogicalResult distopt::codegen::emitReduce(FunctionEmitter &e, Operation *o) {
   e.allocate(op.getResult());
   std::string out = e.name(op.getResult()), src = e.name(op.getInput());
   e.openLoop(FunctionEmitter::numel(op.getResult()), "o");
-  e.os << "    const " << ct << " *x = " << src << ";\n    int64_t base = 0" << base
-       << ";\n";
+  e.os << "    const " << ct << " *x = " << src << ";\n    int64_t base = 0"
+       << base << ";\n";
   if (op.getKind() == ReduceKind::LogSumExp)
     e.os << "    double m = -INFINITY;\n    for (int64_t r = 0; r < " << R
          << "; ++r) { double v = " << x << "; m = v > m ? v : m; }\n"

@@ -37,8 +37,9 @@ static std::string as4D(FunctionEmitter &e, Value v) {
 template <typename ConvGrad>
 static FailureOr<std::string> convAttr(ConvGrad op, unsigned rank) {
   if (rank != 3 && rank != 4)
-    return op.emitError() << op->getName() << ": " << rank - 2
-                          << "-D convolution has no lowering (1-D and 2-D only)";
+    return op.emitError()
+           << op->getName() << ": " << rank - 2
+           << "-D convolution has no lowering (1-D and 2-D only)";
   int64_t st[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0}, dl[2] = {1, 1};
   unsigned n = rank - 2, off = 2 - n;
   for (unsigned k = 0; k < n; ++k) {
@@ -59,21 +60,24 @@ static LogicalResult emitConvGradInput(FunctionEmitter &e, ConvGradInputOp op) {
   if (failed(at))
     return failure();
   e.allocate(op.getResult());
-  e.os << "  { distrt_tensor dy = " << as4D(e, op.getGrad()) << ", w = "
-       << as4D(e, op.getWeight()) << ", dx = " << as4D(e, op.getResult())
+  e.os << "  { distrt_tensor dy = " << as4D(e, op.getGrad())
+       << ", w = " << as4D(e, op.getWeight())
+       << ", dx = " << as4D(e, op.getResult())
        << ";\n    distrt_conv2d_attr at = " << *at << ";\n  ";
   e.call("distrt_conv2d_bwd_data(P.ctx, &dy, &w, &dx, &at)", op);
   e.os << "  }\n";
   return success();
 }
 
-static LogicalResult emitConvGradWeight(FunctionEmitter &e, ConvGradWeightOp op) {
+static LogicalResult emitConvGradWeight(FunctionEmitter &e,
+                                        ConvGradWeightOp op) {
   auto at = convAttr(op, FunctionEmitter::typeOf(op.getInput()).getRank());
   if (failed(at))
     return failure();
   e.allocate(op.getResult());
-  e.os << "  { distrt_tensor x = " << as4D(e, op.getInput()) << ", dy = "
-       << as4D(e, op.getGrad()) << ", dw = " << as4D(e, op.getResult())
+  e.os << "  { distrt_tensor x = " << as4D(e, op.getInput())
+       << ", dy = " << as4D(e, op.getGrad())
+       << ", dw = " << as4D(e, op.getResult())
        << ";\n    distrt_conv2d_attr at = " << *at << ";\n  ";
   e.call("distrt_conv2d_bwd_weight(P.ctx, &x, &dy, &dw, nullptr, &at, 0)", op);
   e.os << "  }\n";
@@ -103,15 +107,17 @@ static LogicalResult emitPoolGrad(FunctionEmitter &e, PoolGradOp op) {
     st[off + k] = op.getStrides().empty() ? 1 : op.getStrides()[k];
     pb[off + k] = op.getPads().empty() ? 0 : op.getPads()[k];
     int64_t p = op.getPads().empty() ? 0 : op.getPads()[n + k];
-    int64_t need = (out[2 + k] - 1) * st[off + k] + kr[off + k] - D - pb[off + k];
+    int64_t need =
+        (out[2 + k] - 1) * st[off + k] + kr[off + k] - D - pb[off + k];
     pe[off + k] = std::max(p, need);
   }
   const char *kind = op.getKind() == PoolKind::Max ? "DISTRT_POOL_MAX"
-                     : op.getCountIncludePad()     ? "DISTRT_POOL_AVG_INCLUDE_PAD"
-                                                   : "DISTRT_POOL_AVG_EXCLUDE_PAD";
+                     : op.getCountIncludePad() ? "DISTRT_POOL_AVG_INCLUDE_PAD"
+                                               : "DISTRT_POOL_AVG_EXCLUDE_PAD";
   e.allocate(op.getResult());
-  e.os << "  { distrt_tensor x = " << as4D(e, op.getInput()) << ", dy = "
-       << as4D(e, op.getGrad()) << ", dx = " << as4D(e, op.getResult())
+  e.os << "  { distrt_tensor x = " << as4D(e, op.getInput())
+       << ", dy = " << as4D(e, op.getGrad())
+       << ", dx = " << as4D(e, op.getResult())
        << ";\n    distrt_pool2d_attr at = {" << kind << ", {" << kr[0] << ", "
        << kr[1] << "}, {" << st[0] << ", " << st[1] << "}, {" << pb[0] << ", "
        << pb[1] << "}, {" << pe[0] << ", " << pe[1] << "}};\n  ";
@@ -148,7 +154,8 @@ static LogicalResult emitSgd(FunctionEmitter &e, SgdUpdateOp op) {
   Value buf = op.getMomentumBuf();
   std::string nb = buf ? e.name(op.getResults()[1]) : "";
   std::string P = e.name(p), G = e.name(op.getGrad()), S = e.name(op.getStep());
-  std::string B = buf ? e.name(buf) : "", K = op.getSkip() ? e.name(op.getSkip()) : "";
+  std::string B = buf ? e.name(buf) : "",
+              K = op.getSkip() ? e.name(op.getSkip()) : "";
   e.openLoop(n);
   e.os << "    double g = (double)" << G << "[i] + "
        << lit(op.getWeightDecay().convertToDouble(), op) << " * (double)" << P
@@ -158,7 +165,8 @@ static LogicalResult emitSgd(FunctionEmitter &e, SgdUpdateOp op) {
     e.os << "    double b = " << S << "[0] == 1 ? g : " << lit(mom, op)
          << " * (double)" << B << "[i] + "
          << lit(1.0 - op.getDampening().convertToDouble(), op) << " * g;\n";
-    e.os << "    g = " << (op.getNesterov() ? "g + " + lit(mom, op) + " * b" : "b")
+    e.os << "    g = "
+         << (op.getNesterov() ? "g + " + lit(mom, op) + " * b" : "b")
          << ";\n    " << nb << "[i] = (float)b;\n";
   }
   e.os << "    " << np << "[i] = (float)((double)" << P << "[i] - "
@@ -182,10 +190,13 @@ static LogicalResult emitAdam(FunctionEmitter &e, AdamUpdateOp op) {
               M = e.name(op.getExpAvg()), V = e.name(op.getExpAvgSq()),
               S = e.name(op.getStep()), NP = e.name(op.getNewParam()),
               NM = e.name(op.getNewExpAvg()), NV = e.name(op.getNewExpAvgSq());
-  double lr = op.getLr().convertToDouble(), wd = op.getWeightDecay().convertToDouble();
-  double b1 = op.getBeta1().convertToDouble(), b2 = op.getBeta2().convertToDouble();
+  double lr = op.getLr().convertToDouble(),
+         wd = op.getWeightDecay().convertToDouble();
+  double b1 = op.getBeta1().convertToDouble(),
+         b2 = op.getBeta2().convertToDouble();
   e.openLoop(n);
-  e.os << "    double t = " << S << "[0], p = " << P << "[i], g = " << G << "[i];\n";
+  e.os << "    double t = " << S << "[0], p = " << P << "[i], g = " << G
+       << "[i];\n";
   if (op.getDecoupled())
     e.os << "    p *= 1.0 - " << lit(lr * wd, op) << ";\n";
   else
@@ -200,9 +211,9 @@ static LogicalResult emitAdam(FunctionEmitter &e, AdamUpdateOp op) {
        << "));\n    " << NM << "[i] = (float)m;\n    " << NV
        << "[i] = (float)v;\n";
   if (op.getSkip())
-    e.os << "    if (" << e.name(op.getSkip()) << "[0]) { " << NP << "[i] = " << P
-         << "[i]; " << NM << "[i] = " << M << "[i]; " << NV << "[i] = " << V
-         << "[i]; }\n";
+    e.os << "    if (" << e.name(op.getSkip()) << "[0]) { " << NP
+         << "[i] = " << P << "[i]; " << NM << "[i] = " << M << "[i]; " << NV
+         << "[i] = " << V << "[i]; }\n";
   e.closeLoop();
   return success();
 }
@@ -227,35 +238,42 @@ static LogicalResult emitBatchNormGrad(FunctionEmitter &e, Operation *op,
   int64_t C = shape[1], n = FunctionEmitter::numel(x);
   for (Value r : results)
     e.allocate(r);
-  std::string epsS = FunctionEmitter::literal(eps, Float32Type::get(op->getContext()));
+  std::string epsS =
+      FunctionEmitter::literal(eps, Float32Type::get(op->getContext()));
   std::string w = FunctionEmitter::where(op);
-  e.os << "  { float *sm = (float *)P.alloc(" << C * 4 << "), *sv = (float *)P.alloc("
-       << C * 4 << "), *one = (float *)P.alloc(" << C * 4
-       << "), *zero = (float *)P.alloc(" << C * 4 << "), *yt = (float *)P.alloc("
-       << n * 4 << ");\n    if (!sm || !sv || !one || !zero || !yt) return 1;\n"
-       << "    if (P.fillValue<float>(one, " << C << ", 1.0f) || P.fillValue<float>(zero, "
-       << C << ", 0.0f)) return 1;\n"
+  e.os << "  { float *sm = (float *)P.alloc(" << C * 4
+       << "), *sv = (float *)P.alloc(" << C * 4 << "), *one = (float *)P.alloc("
+       << C * 4 << "), *zero = (float *)P.alloc(" << C * 4
+       << "), *yt = (float *)P.alloc(" << n * 4
+       << ");\n    if (!sm || !sv || !one || !zero || !yt) return 1;\n"
+       << "    if (P.fillValue<float>(one, " << C
+       << ", 1.0f) || P.fillValue<float>(zero, " << C << ", 0.0f)) return 1;\n"
        << "    distrt_tensor x = " << e.desc(x) << ", dy = " << e.desc(dy)
-       << ", m = dg::T(sm, DISTRT_F32, {" << C << "}), v = dg::T(sv, DISTRT_F32, {"
-       << C << "}), o = dg::T(one, DISTRT_F32, {" << C
-       << "}), z = dg::T(zero, DISTRT_F32, {" << C << "}), y = dg::T(yt, DISTRT_F32, "
+       << ", m = dg::T(sm, DISTRT_F32, {" << C
+       << "}), v = dg::T(sv, DISTRT_F32, {" << C
+       << "}), o = dg::T(one, DISTRT_F32, {" << C
+       << "}), z = dg::T(zero, DISTRT_F32, {" << C
+       << "}), y = dg::T(yt, DISTRT_F32, "
        << "{";
   for (size_t k = 0; k < shape.size(); ++k)
     e.os << (k ? ", " : "") << shape[k];
-  e.os << "});\n    if (P.check(distrt_batchnorm_fwd_training(P.ctx, &x, &o, &z, &y, "
+  e.os << "});\n    if (P.check(distrt_batchnorm_fwd_training(P.ctx, &x, &o, "
+          "&z, &y, "
           "&m, &v, nullptr, nullptr, "
        << epsS << ", 0.0f), \"" << w << "\")) return 1;\n";
   if (params) {
     e.os << "    distrt_tensor ds = " << e.desc(results[0], {C});
     if (results.size() > 1)
       e.os << ", db = " << e.desc(results[1], {C});
-    e.os << ";\n    if (P.check(distrt_batchnorm_bwd_weight(P.ctx, &x, &dy, &m, &v, "
+    e.os << ";\n    if (P.check(distrt_batchnorm_bwd_weight(P.ctx, &x, &dy, "
+            "&m, &v, "
             "&ds, "
          << (results.size() > 1 ? "&db" : "nullptr") << ", " << epsS
          << ", 0), \"" << w << "\")) return 1;\n";
   } else {
-    e.os << "    distrt_tensor s = " << e.desc(scale, {C}) << ", dx = "
-         << e.desc(results[0]) << ";\n    if (P.check(distrt_batchnorm_bwd_data(P.ctx, "
+    e.os << "    distrt_tensor s = " << e.desc(scale, {C})
+         << ", dx = " << e.desc(results[0])
+         << ";\n    if (P.check(distrt_batchnorm_bwd_data(P.ctx, "
          << "&x, &dy, &s, &m, &v, &dx, " << epsS << "), \"" << w
          << "\")) return 1;\n";
   }
@@ -277,23 +295,27 @@ static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
   auto shape = FunctionEmitter::typeOf(x).getShape();
   if (axis < 0)
     axis += shape.size();
-  int64_t rows = product(shape.take_front(axis)), D = product(shape.drop_front(axis));
+  int64_t rows = product(shape.take_front(axis)),
+          D = product(shape.drop_front(axis));
   for (Value r : results)
     e.allocate(r);
-  std::string epsS = FunctionEmitter::literal(eps, Float32Type::get(op->getContext()));
+  std::string epsS =
+      FunctionEmitter::literal(eps, Float32Type::get(op->getContext()));
   std::string w = FunctionEmitter::where(op);
-  e.os << "  { distrt_tensor x = " << e.desc(x, {rows, D}) << ", dy = "
-       << e.desc(dy, {rows, D}) << ";\n";
+  e.os << "  { distrt_tensor x = " << e.desc(x, {rows, D})
+       << ", dy = " << e.desc(dy, {rows, D}) << ";\n";
   if (scale)
     e.os << "    distrt_tensor s = " << e.desc(scale, {D}) << ";\n";
   if (kind == "rms") {
     if (params)
       e.os << "    distrt_tensor ds = " << e.desc(results[0], {D})
-           << ";\n    if (P.check(distrt_rmsnorm_bwd_weight(P.ctx, &x, &dy, &ds, "
+           << ";\n    if (P.check(distrt_rmsnorm_bwd_weight(P.ctx, &x, &dy, "
+              "&ds, "
            << epsS << ", 0), \"" << w << "\")) return 1;\n  }\n";
     else
       e.os << "    distrt_tensor dx = " << e.desc(results[0], {rows, D})
-           << ";\n    if (P.check(distrt_rmsnorm_bwd_data(P.ctx, &x, &dy, &s, &dx, "
+           << ";\n    if (P.check(distrt_rmsnorm_bwd_data(P.ctx, &x, &dy, &s, "
+              "&dx, "
            << epsS << "), \"" << w << "\")) return 1;\n  }\n";
     return success();
   }
@@ -305,14 +327,16 @@ static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
        << "    distrt_tensor m = dg::T(mean, DISTRT_F32, {" << rows
        << "}), v = dg::T(var, DISTRT_F32, {" << rows
        << "}), yt = dg::T(ytmp, DISTRT_F32, {" << rows << ", " << D << "});\n"
-       << "    if (P.check(distrt_layernorm_fwd(P.ctx, &x, nullptr, nullptr, &yt, "
+       << "    if (P.check(distrt_layernorm_fwd(P.ctx, &x, nullptr, nullptr, "
+          "&yt, "
           "&m, &v, "
        << epsS << "), \"" << w << "\")) return 1;\n";
   if (params) {
     e.os << "    distrt_tensor ds = " << e.desc(results[0], {D});
     if (results.size() > 1)
       e.os << ", db = " << e.desc(results[1], {D});
-    e.os << ";\n    if (P.check(distrt_layernorm_bwd_weight(P.ctx, &x, &dy, &m, &v, "
+    e.os << ";\n    if (P.check(distrt_layernorm_bwd_weight(P.ctx, &x, &dy, "
+            "&m, &v, "
             "&ds, "
          << (results.size() > 1 ? "&db" : "nullptr") << ", " << epsS
          << ", 0), \"" << w << "\")) return 1;\n";
@@ -330,14 +354,15 @@ static LogicalResult emitScatterAdd(FunctionEmitter &e, ScatterAddOp op) {
   auto table = FunctionEmitter::typeOf(op.getResult());
   Type it = FunctionEmitter::typeOf(op.getIndices()).getElementType();
   if (op.getAxisAttr().getInt() != 0 || table.getRank() != 2 ||
-      !table.getElementType().isF32() || !(it.isInteger(32) || it.isInteger(64)))
+      !table.getElementType().isF32() ||
+      !(it.isInteger(32) || it.isInteger(64)))
     return op.emitError() << "graph.scatter_add has a lowering only for axis 0 "
                              "of an f32 [V, D] table with i32/i64 indices";
   int64_t n = FunctionEmitter::numel(op.getIndices()), D = table.getShape()[1];
   e.allocate(op.getResult());
-  e.os << "  { distrt_tensor t = " << e.desc(op.getResult()) << ", ix = "
-       << e.desc(op.getIndices(), {n}) << ", dy = " << e.desc(op.getGrad(), {n, D})
-       << ";\n  ";
+  e.os << "  { distrt_tensor t = " << e.desc(op.getResult())
+       << ", ix = " << e.desc(op.getIndices(), {n})
+       << ", dy = " << e.desc(op.getGrad(), {n, D}) << ";\n  ";
   e.call("distrt_fill(P.ctx, &t, 0.0f)", op);
   e.os << "  ";
   e.call("distrt_embedding_bwd(P.ctx, &ix, &dy, &t, 1)", op);
@@ -355,8 +380,8 @@ LogicalResult distopt::codegen::emitTrainOp(FunctionEmitter &e, Operation *op) {
       .Case<SoftmaxGradOp>([&](SoftmaxGradOp o) {
         e.allocate(o.getResult());
         e.os << "  { distrt_tensor y = " << e.desc(o.getOutput())
-             << ", dy = " << e.desc(o.getGrad()) << ", dx = "
-             << e.desc(o.getResult()) << ";\n  ";
+             << ", dy = " << e.desc(o.getGrad())
+             << ", dx = " << e.desc(o.getResult()) << ";\n  ";
         e.call("distrt_softmax_bwd(P.ctx, &y, &dy, &dx, " +
                    std::to_string(o.getAxisAttr().getInt()) + ", " +
                    (o.getLog() ? "1" : "0") + ")",
@@ -364,30 +389,35 @@ LogicalResult distopt::codegen::emitTrainOp(FunctionEmitter &e, Operation *op) {
         e.os << "  }\n";
         return success();
       })
-      .Case<SoftmaxCrossEntropyGradOp>([&](SoftmaxCrossEntropyGradOp o) -> LogicalResult {
-        auto logits = FunctionEmitter::typeOf(o.getLogits());
-        if (o.getReduction() != LossReduction::Mean || logits.getRank() != 2)
-          return o.emitError() << "graph.softmax_cross_entropy_grad has a "
-                                  "lowering only for mean reduction of [N, C] "
-                                  "logits";
-        e.allocate(o.getResult());
-        std::string ignore = o.getIgnoreIndexAttr()
-                                 ? std::to_string(o.getIgnoreIndexAttr().getInt()) + "ll"
-                                 : "INT64_MIN";
-        e.os << "  { distrt_tensor x = " << e.desc(o.getLogits()) << ", l = "
-             << e.desc(o.getLabels()) << ", g = " << e.desc(o.getGrad(), {})
-             << ", dx = " << e.desc(o.getResult()) << ";\n  ";
-        e.call("distrt_softmax_cross_entropy_bwd(P.ctx, &x, &l, &g, &dx, " +
-                   ignore + ")",
-               o);
-        e.os << "  }\n";
-        return success();
-      })
+      .Case<SoftmaxCrossEntropyGradOp>(
+          [&](SoftmaxCrossEntropyGradOp o) -> LogicalResult {
+            auto logits = FunctionEmitter::typeOf(o.getLogits());
+            if (o.getReduction() != LossReduction::Mean ||
+                logits.getRank() != 2)
+              return o.emitError()
+                     << "graph.softmax_cross_entropy_grad has a "
+                        "lowering only for mean reduction of [N, C] "
+                        "logits";
+            e.allocate(o.getResult());
+            std::string ignore =
+                o.getIgnoreIndexAttr()
+                    ? std::to_string(o.getIgnoreIndexAttr().getInt()) + "ll"
+                    : "INT64_MIN";
+            e.os << "  { distrt_tensor x = " << e.desc(o.getLogits())
+                 << ", l = " << e.desc(o.getLabels())
+                 << ", g = " << e.desc(o.getGrad(), {})
+                 << ", dx = " << e.desc(o.getResult()) << ";\n  ";
+            e.call("distrt_softmax_cross_entropy_bwd(P.ctx, &x, &l, &g, &dx, " +
+                       ignore + ")",
+                   o);
+            e.os << "  }\n";
+            return success();
+          })
       .Case<NormGradOp>([&](NormGradOp o) {
         return emitNormGrad(e, o, o.getInput(), o.getScale(), o.getGrad(),
                             o.getKind(), o.getAxisAttr().getInt(),
-                            o.getEpsilon().convertToDouble(),
-                            o->getResults(), false);
+                            o.getEpsilon().convertToDouble(), o->getResults(),
+                            false);
       })
       .Case<NormGradParamsOp>([&](NormGradParamsOp o) {
         return emitNormGrad(e, o, o.getInput(), Value(), o.getGrad(),

@@ -53,13 +53,11 @@ static std::string spec(Value v, llvm::StringRef name) {
 
 /// Emits the body of `func` (inputs uploaded, ops, outputs downloaded,
 /// updates written back) and collects its input/output names and values.
-static LogicalResult emitBody(const ModelUnit &model, func::FuncOp func,
-                              llvm::StringRef prefix,
-                              const CodegenOptions &options,
-                              std::string &bodyText, std::string &globalText,
-                              SmallVector<std::string> &inNames,
-                              SmallVector<std::string> &outNames,
-                              SmallVector<Value> &results) {
+static LogicalResult
+emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
+         const CodegenOptions &options, std::string &bodyText,
+         std::string &globalText, SmallVector<std::string> &inNames,
+         SmallVector<std::string> &outNames, SmallVector<Value> &results) {
   if (func.getBody().getBlocks().size() != 1)
     return func.emitError() << "dist-compile: @" << func.getSymName()
                             << " must have a single block";
@@ -74,16 +72,18 @@ static LogicalResult emitBody(const ModelUnit &model, func::FuncOp func,
 
   // Input and output names (ONNX names when imported, else argN/outN).
   for (BlockArgument arg : body.getArguments()) {
-    auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "graph.name");
+    auto n =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "graph.name");
     inNames.push_back(n ? n.str() : "arg" + std::to_string(arg.getArgNumber()));
     if (!isa<RankedTensorType>(arg.getType()) ||
         !FunctionEmitter::typeOf(arg).hasStaticShape() ||
         FunctionEmitter::cType(arg).empty())
-      return func.emitError() << "dist-compile: input '" << inNames.back()
-                              << "' has type " << arg.getType()
-                              << "; inputs must be statically shaped tensors of "
-                                 "f32, f64, i1 or integers (pin shapes with "
-                                 "--input-shape=NAME:D0xD1...)";
+      return func.emitError()
+             << "dist-compile: input '" << inNames.back() << "' has type "
+             << arg.getType()
+             << "; inputs must be statically shaped tensors of "
+                "f32, f64, i1 or integers (pin shapes with "
+                "--input-shape=NAME:D0xD1...)";
     e.allocate(arg);
     bodyOS << "  if (P.upload(" << e.name(arg) << ", P.inputs["
            << arg.getArgNumber() << "].data.data(), P.inputs["
@@ -94,18 +94,22 @@ static LogicalResult emitBody(const ModelUnit &model, func::FuncOp func,
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
         // Training: write updated weights and state back to their buffers.
-        if (auto upd = func.getResultAttrOfType<StringAttr>(k, "graph.update")) {
+        if (auto upd =
+                func.getResultAttrOfType<StringAttr>(k, "graph.update")) {
           auto t = FunctionEmitter::typeOf(v);
           std::string dims = "{";
           for (int64_t d : t.getShape())
             dims += std::to_string(d) + ", ";
           bodyOS << "  { static const int64_t dims[] = " << dims
-                 << "0}; bool fresh = false;\n    void *dst = P.persistentBuffer(\""
+                 << "0}; bool fresh = false;\n    void *dst = "
+                    "P.persistentBuffer(\""
                  << escape(upd.getValue()) << "\", "
                  << FunctionEmitter::dgType(t.getElementType()) << ", "
-                 << t.getRank() << ", dims, fresh);\n    if (!dst || P.copy(dst, "
-                 << e.name(v) << ", "
-                 << t.getNumElements() * FunctionEmitter::byteSize(t.getElementType())
+                 << t.getRank()
+                 << ", dims, fresh);\n    if (!dst || P.copy(dst, " << e.name(v)
+                 << ", "
+                 << t.getNumElements() *
+                        FunctionEmitter::byteSize(t.getElementType())
                  << ")) return 1; }\n";
           continue;
         }

@@ -34,8 +34,8 @@ void FunctionEmitter::bindPersistent(Value v, llvm::StringRef bufferName,
     dims += std::to_string(d) + ", ";
   dims += "0}";
   os << "  bool fresh_" << n << " = false;\n  " << cType(v) << " *" << n
-     << ";\n  { static const int64_t dims[] = " << dims << ";\n    " << n << " = ("
-     << cType(v) << " *)P.persistentBuffer(\"" << bufferName << "\", "
+     << ";\n  { static const int64_t dims[] = " << dims << ";\n    " << n
+     << " = (" << cType(v) << " *)P.persistentBuffer(\"" << bufferName << "\", "
      << dgType(t.getElementType()) << ", " << t.getRank() << ", dims, fresh_"
      << n << "); }\n  if (!" << n << ") return 1;\n";
   freshVar = true;
@@ -196,8 +196,8 @@ std::string FunctionEmitter::desc(Value v) {
 }
 
 std::string FunctionEmitter::desc(Value v, llvm::ArrayRef<int64_t> dims) {
-  std::string s = "dg::T(" + name(v) + ", " +
-                  rtType(typeOf(v).getElementType()) + ", {";
+  std::string s =
+      "dg::T(" + name(v) + ", " + rtType(typeOf(v).getElementType()) + ", {";
   for (size_t i = 0; i < dims.size(); ++i)
     s += (i ? ", " : "") + std::to_string(dims[i]);
   return s + "})";
@@ -228,16 +228,17 @@ std::string FunctionEmitter::where(Operation *op) {
 }
 
 LogicalResult FunctionEmitter::checkTypes(Operation *op) {
-  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
+  for (Type t :
+       llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
     auto rt = llvm::dyn_cast<RankedTensorType>(t);
     if (!rt)
-      return op->emitError() << op->getName()
-                             << " has a non-tensor operand or result " << t
-                             << "; dist-compile lowers ranked tensors only";
-    if (!rt.hasStaticShape())
       return op->emitError()
-             << op->getName() << ": dynamic shape " << t
-             << " has no lowering; pin the shapes (--input-shape=NAME:D0xD1...)";
+             << op->getName() << " has a non-tensor operand or result " << t
+             << "; dist-compile lowers ranked tensors only";
+    if (!rt.hasStaticShape())
+      return op->emitError() << op->getName() << ": dynamic shape " << t
+                             << " has no lowering; pin the shapes "
+                                "(--input-shape=NAME:D0xD1...)";
     if (cType(rt.getElementType()).empty())
       return op->emitError()
              << op->getName() << ": element type " << rt.getElementType()
@@ -303,7 +304,8 @@ std::string FunctionEmitter::literal(double v, Type t) {
   if (std::isnan(v))
     return f32 ? "NAN" : "(double)NAN";
   if (std::isinf(v))
-    return std::string(v < 0 ? "-" : "") + (f32 ? "INFINITY" : "(double)INFINITY");
+    return std::string(v < 0 ? "-" : "") +
+           (f32 ? "INFINITY" : "(double)INFINITY");
   if (llvm::isa<FloatType>(t)) {
     char buf[64];
     snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);

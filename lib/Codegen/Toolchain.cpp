@@ -85,15 +85,15 @@ Error distopt::codegen::buildExecutable(const Toolchain &tc,
                      "-DDIST_ENABLE_CUDA=ON");
   auto prog = sys::findProgramByName(compiler);
   if (!prog)
-    return makeError("cannot find the compiler '" + compiler +
-                     "'; set " + (cuda ? "DIST_NVCC" : "DIST_CXX") +
-                     " to its path");
+    return makeError("cannot find the compiler '" + compiler + "'; set " +
+                     (cuda ? "DIST_NVCC" : "DIST_CXX") + " to its path");
   // nvcc applies `-x cu` to every later file, the library too: compile the
   // CUDA source to an object first, then link that.
   if (cuda && !compileOnly) {
     SmallString<128> obj;
     if (auto ec = sys::fs::createTemporaryFile("dist-compile", "o", obj))
-      return makeError("cannot create a temporary object file: " + ec.message());
+      return makeError("cannot create a temporary object file: " +
+                       ec.message());
     if (Error e = buildExecutable(tc, options, sourcePath, obj, true, verbose))
       return e;
     std::vector<std::string> link = {*prog, std::string(obj)};
@@ -121,7 +121,8 @@ Error distopt::codegen::buildExecutable(const Toolchain &tc,
     sys::fs::remove(obj);
     if (rc != 0)
       return makeError("linking the generated CUDA program with " + compiler +
-                       " failed (exit " + Twine(rc) + "); rerun with -v to "
+                       " failed (exit " + Twine(rc) +
+                       "); rerun with -v to "
                        "see the command");
     return Error::success();
   }

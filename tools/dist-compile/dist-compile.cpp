@@ -45,8 +45,7 @@ static cl::list<std::string>
 static cl::opt<std::string> output("o", cl::desc("Executable to write"),
                                    cl::value_desc("model.bin"),
                                    cl::init("model.bin"), cl::cat(category));
-static cl::opt<std::string> target("target",
-                                   cl::desc("cpu (default) or cuda"),
+static cl::opt<std::string> target("target", cl::desc("cpu (default) or cuda"),
                                    cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string>
     emitSource("emit-source",
@@ -66,10 +65,10 @@ static cl::opt<bool> skipUnsupported(
     cl::desc("Leave out models that cannot be imported or lowered (each is "
              "reported as 'skipped NAME: reason') instead of failing"),
     cl::cat(category));
-static cl::list<std::string>
-    inputShapes("input-shape",
-                cl::desc("Pin a graph input's shape: NAME:D0xD1... (repeatable)"),
-                cl::cat(category));
+static cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("Pin a graph input's shape: NAME:D0xD1... (repeatable)"),
+    cl::cat(category));
 static cl::opt<int64_t>
     defaultBatch("default-batch",
                  cl::desc("Size of a dynamic leading dimension not pinned"),
@@ -85,11 +84,11 @@ static cl::opt<std::string> train(
              "(e.g. \"loss=mse:target optimizer=adam lr=0.01\") and build "
              "@train_step; the program then takes --steps N"),
     cl::value_desc("autodiff options"), cl::cat(category));
-static cl::opt<std::string> entry(
-    "entry",
-    cl::desc("Function to compile (default: main, or train_step with "
-             "--train)"),
-    cl::cat(category));
+static cl::opt<std::string>
+    entry("entry",
+          cl::desc("Function to compile (default: main, or train_step with "
+                   "--train)"),
+          cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print the compiler command"),
                              cl::cat(category));
 
@@ -177,9 +176,8 @@ int main(int argc, char **argv) {
     const char *sev = d.getSeverity() == DiagnosticSeverity::Error ? "error"
                       : d.getSeverity() == DiagnosticSeverity::Warning
                           ? "warning"
-                          : d.getSeverity() == DiagnosticSeverity::Remark
-                                ? "remark"
-                                : "note";
+                      : d.getSeverity() == DiagnosticSeverity::Remark ? "remark"
+                                                                      : "note";
     if (d.getSeverity() == DiagnosticSeverity::Error)
       lastError = d.str();
     if (d.getSeverity() != DiagnosticSeverity::Remark || verbose)
@@ -244,8 +242,8 @@ int main(int argc, char **argv) {
     std::string fn = entry.getValue();
     if (fn.empty() && !train.empty())
       fn = m->lookupSymbol("train_step") ? "train_step" : "train_microbatch";
-    units.push_back({in.name, in.path,
-                     sys::path::parent_path(abs).str(), m.get(), fn});
+    units.push_back(
+        {in.name, in.path, sys::path::parent_path(abs).str(), m.get(), fn});
     modules.push_back(std::move(m));
   }
   if (units.empty()) {

@@ -1,4 +1,5 @@
-//===- distrt_gen.h - Support code for programs dist-compile emits -*- C++ -*-===//
+//===- distrt_gen.h - Support code for programs dist-compile emits -*- C++
+//-*-===//
 //
 // Header-only glue shared by every program that dist-compile generates, for
 // both targets (compiled by the host C++ compiler for --target=cpu, by nvcc
@@ -200,7 +201,8 @@ inline int readNpy(const std::string &path, HostTensor &out, Error &err) {
     }
   }
   out.data.resize(out.spec.bytes());
-  size_t got = out.data.empty() ? 0 : fread(out.data.data(), 1, out.data.size(), f);
+  size_t got =
+      out.data.empty() ? 0 : fread(out.data.data(), 1, out.data.size(), f);
   fclose(f);
   if (got != out.data.size())
     return fail(err, "'%s': expected %zu data bytes, file holds %zu",
@@ -212,7 +214,8 @@ inline int writeNpy(const std::string &path, const TensorSpec &spec,
                     const void *data, Error &err) {
   std::string shape = "(";
   for (int i = 0; i < spec.rank; ++i)
-    shape += std::to_string(spec.dims[i]) + (spec.rank == 1 ? "," : (i + 1 < spec.rank ? ", " : ""));
+    shape += std::to_string(spec.dims[i]) +
+             (spec.rank == 1 ? "," : (i + 1 < spec.rank ? ", " : ""));
   shape += ")";
   std::string header = std::string("{'descr': '") + dtypeInfo(spec.dtype).npy +
                        "', 'fortran_order': False, 'shape': " + shape + ", }";
@@ -223,7 +226,14 @@ inline int writeNpy(const std::string &path, const TensorSpec &spec,
   if (!f)
     return fail(err, "cannot write output file '%s': %s", path.c_str(),
                 strerror(errno));
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  unsigned char pre[10] = {0x93,
+                           'N',
+                           'U',
+                           'M',
+                           'P',
+                           'Y',
+                           1,
+                           0,
                            (unsigned char)(header.size() & 0xff),
                            (unsigned char)(header.size() >> 8)};
   bool ok = fwrite(pre, 1, 10, f) == 10 &&
@@ -241,13 +251,13 @@ inline int writeNpy(const std::string &path, const TensorSpec &spec,
 
 struct Program {
   distrt_context *ctx = nullptr;
-  bool device = false;       ///< buffers live in CUDA device memory
-  void *stream = nullptr;    ///< CUDA stream shared with the runtime
-  std::string weightsDir;    ///< overrides the model's folder when set
-  std::string modelDir;      ///< folder the weight references are relative to
+  bool device = false;    ///< buffers live in CUDA device memory
+  void *stream = nullptr; ///< CUDA stream shared with the runtime
+  std::string weightsDir; ///< overrides the model's folder when set
+  std::string modelDir;   ///< folder the weight references are relative to
   std::vector<HostTensor> inputs;
   std::vector<HostTensor> outputs;
-  std::vector<void *> live;  ///< every allocation not yet freed
+  std::vector<void *> live; ///< every allocation not yet freed
   Error err;
 
   /// Buffers that outlive one call of a training step: weights (loaded on
@@ -352,8 +362,10 @@ struct Program {
       memcpy(dst, src, bytes);
       return 0;
     }
-    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_HOST_TO_DEVICE) != DISTRT_OK)
-      return fail(err, "host-to-device copy failed: %s", distrt_last_error(ctx));
+    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_HOST_TO_DEVICE) !=
+        DISTRT_OK)
+      return fail(err, "host-to-device copy failed: %s",
+                  distrt_last_error(ctx));
     return 0;
   }
   int download(void *dst, const void *src, size_t bytes) {
@@ -363,8 +375,10 @@ struct Program {
       memcpy(dst, src, bytes);
       return 0;
     }
-    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_DEVICE_TO_HOST) != DISTRT_OK)
-      return fail(err, "device-to-host copy failed: %s", distrt_last_error(ctx));
+    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_DEVICE_TO_HOST) !=
+        DISTRT_OK)
+      return fail(err, "device-to-host copy failed: %s",
+                  distrt_last_error(ctx));
     return 0;
   }
   /// Copies between two buffers of the backend.
@@ -375,7 +389,8 @@ struct Program {
       memcpy(dst, src, bytes);
       return 0;
     }
-    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_DEVICE_TO_DEVICE) != DISTRT_OK)
+    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_DEVICE_TO_DEVICE) !=
+        DISTRT_OK)
       return fail(err, "device copy failed: %s", distrt_last_error(ctx));
     return 0;
   }
@@ -401,8 +416,9 @@ struct Program {
                   name, path.c_str(), strerror(errno), (long long)size,
                   (long long)offset, file);
     std::vector<char> buf((size_t)size);
-    bool ok = fseek(f, (long)offset, SEEK_SET) == 0 &&
-              (size == 0 || fread(buf.data(), 1, (size_t)size, f) == (size_t)size);
+    bool ok =
+        fseek(f, (long)offset, SEEK_SET) == 0 &&
+        (size == 0 || fread(buf.data(), 1, (size_t)size, f) == (size_t)size);
     fclose(f);
     if (!ok)
       return fail(err,
@@ -464,8 +480,7 @@ inline distrt_tensor T(void *data, distrt_dtype dtype,
 }
 
 #ifdef __CUDACC__
-template <typename F>
-__global__ void parallelForKernel(int64_t n, F f) {
+template <typename F> __global__ void parallelForKernel(int64_t n, F f) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     f(i);
@@ -507,7 +522,8 @@ template <typename T> DG_HD inline T gelu(T x) {
 }
 template <typename T> DG_HD inline T geluTanh(T x) {
   double d = x;
-  return (T)(0.5 * d * (1.0 + tanh(0.7978845608028654 * (d + 0.044715 * d * d * d))));
+  return (T)(0.5 * d *
+             (1.0 + tanh(0.7978845608028654 * (d + 0.044715 * d * d * d))));
 }
 template <typename T> DG_HD inline T sigmoid(T x) {
   return (T)(1.0 / (1.0 + exp(-(double)x)));
@@ -552,35 +568,69 @@ DG_HD inline T dUnary(int k, T xv, double alpha, double beta) {
   double x = xv;
   const double kPi = 3.14159265358979323846;
   switch (k) {
-  case 0: return (T)(x > 0 ? 1 : 0);                                // relu
-  case 1: return (T)(0.5 * (1 + erf(x / 1.4142135623730951)) +      // gelu
-                     x * exp(-0.5 * x * x) / sqrt(2 * kPi));
-  case 2: {                                                         // gelu_tanh
+  case 0:
+    return (T)(x > 0 ? 1 : 0); // relu
+  case 1:
+    return (T)(0.5 * (1 + erf(x / 1.4142135623730951)) + // gelu
+               x * exp(-0.5 * x * x) / sqrt(2 * kPi));
+  case 2: { // gelu_tanh
     double c = 0.7978845608028654, u = c * (x + 0.044715 * x * x * x);
     double t = tanh(u);
-    return (T)(0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x));
+    return (T)(0.5 * (1 + t) +
+               0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x));
   }
-  case 3: return (T)(2 / sqrt(kPi) * exp(-x * x));                  // erf
-  case 4: { double t = tanh(x); return (T)(1 - t * t); }            // tanh
-  case 5: { double s = 1 / (1 + exp(-x)); return (T)(s * (1 - s)); } // sigmoid
-  case 6: { double s = 1 / (1 + exp(-x)); return (T)(s * (1 + x * (1 - s))); }
-  case 7: return (T)exp(x);
-  case 8: return (T)(1 / x);
-  case 9: return (T)(0.5 / sqrt(x));
-  case 10: return (T)(-0.5 * pow(x, -1.5));
-  case 11: return (T)-1;
-  case 12: return (T)((x > 0) - (x < 0));
-  case 13: return (T)(-1 / (x * x));
-  case 17: return (T)cos(x);
-  case 18: return (T)-sin(x);
-  case 21: return (T)(1 / (1 + exp(-x)));                           // softplus
-  case 22: { double d = 1 + fabs(x); return (T)(1 / (d * d)); }     // softsign
-  case 23: { double y = alpha * x + beta; return (T)(y > 0 && y < 1 ? alpha : 0); }
-  case 24: return (T)(x < -3 ? 0 : (x > 3 ? 1 : x / 3 + 0.5));     // hard_swish
-  case 25: return (T)(x > 0 ? 1 : alpha);                           // leaky_relu
-  case 26: return (T)(x > 0 ? 1 : alpha * exp(x));                  // elu
-  case 27: return (T)1;                                             // identity
-  default: return (T)0; // sign, floor, ceil, round
+  case 3:
+    return (T)(2 / sqrt(kPi) * exp(-x * x)); // erf
+  case 4: {
+    double t = tanh(x);
+    return (T)(1 - t * t);
+  } // tanh
+  case 5: {
+    double s = 1 / (1 + exp(-x));
+    return (T)(s * (1 - s));
+  } // sigmoid
+  case 6: {
+    double s = 1 / (1 + exp(-x));
+    return (T)(s * (1 + x * (1 - s)));
+  }
+  case 7:
+    return (T)exp(x);
+  case 8:
+    return (T)(1 / x);
+  case 9:
+    return (T)(0.5 / sqrt(x));
+  case 10:
+    return (T)(-0.5 * pow(x, -1.5));
+  case 11:
+    return (T)-1;
+  case 12:
+    return (T)((x > 0) - (x < 0));
+  case 13:
+    return (T)(-1 / (x * x));
+  case 17:
+    return (T)cos(x);
+  case 18:
+    return (T)-sin(x);
+  case 21:
+    return (T)(1 / (1 + exp(-x))); // softplus
+  case 22: {
+    double d = 1 + fabs(x);
+    return (T)(1 / (d * d));
+  } // softsign
+  case 23: {
+    double y = alpha * x + beta;
+    return (T)(y > 0 && y < 1 ? alpha : 0);
+  }
+  case 24:
+    return (T)(x < -3 ? 0 : (x > 3 ? 1 : x / 3 + 0.5)); // hard_swish
+  case 25:
+    return (T)(x > 0 ? 1 : alpha); // leaky_relu
+  case 26:
+    return (T)(x > 0 ? 1 : alpha * exp(x)); // elu
+  case 27:
+    return (T)1; // identity
+  default:
+    return (T)0; // sign, floor, ceil, round
   }
 }
 
@@ -692,14 +742,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       printSpecs(models[m]);
     return 0;
   }
-  const Model *model = numModels == 1 && modelName.empty() ? &models[0] : nullptr;
+  const Model *model =
+      numModels == 1 && modelName.empty() ? &models[0] : nullptr;
   for (int m = 0; m < numModels && !model; ++m)
     if (modelName == models[m].name)
       model = &models[m];
   if (!model) {
-    fprintf(stderr, "error: %s; this program holds:", modelName.empty()
-                        ? "several models: choose one with --model NAME"
-                        : ("no model named '" + modelName + "'").c_str());
+    fprintf(stderr, "error: %s; this program holds:",
+            modelName.empty() ? "several models: choose one with --model NAME"
+                              : ("no model named '" + modelName + "'").c_str());
     for (int m = 0; m < numModels; ++m)
       fprintf(stderr, " %s", models[m].name);
     fprintf(stderr, "\n");
@@ -733,7 +784,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         ++next;
       idx = next;
       if (idx >= model->numInputs) {
-        fprintf(stderr, "error: model %s takes %d inputs; '%s' is one too many\n",
+        fprintf(stderr,
+                "error: model %s takes %d inputs; '%s' is one too many\n",
                 model->name, model->numInputs, a.c_str());
         return 2;
       }
@@ -772,7 +824,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   for (int k = 0; k < model->numInputs; ++k)
     if (!given[k]) {
-      fprintf(stderr, "error: input '%s' (%s %s) was not given; pass %s=FILE.npy\n",
+      fprintf(stderr,
+              "error: input '%s' (%s %s) was not given; pass %s=FILE.npy\n",
               model->inputs[k].name, dtypeInfo(model->inputs[k].dtype).name,
               shapeStr(model->inputs[k].dims, model->inputs[k].rank).c_str(),
               model->inputs[k].name);
@@ -829,7 +882,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   P.releasePersistent();
   distrt_context_destroy(P.ctx);
   if (rc) {
-    fprintf(stderr, "error: model %s: %s\n", model->name, P.err.message.c_str());
+    fprintf(stderr, "error: model %s: %s\n", model->name,
+            P.err.message.c_str());
     return 1;
   }
   for (int k = 0; k < model->numOutputs; ++k) {

@@ -75,7 +75,8 @@ int64_t eval(const std::string &expr, int64_t i) {
 /// output element `i`.
 int64_t reference(llvm::ArrayRef<int64_t> out, llvm::ArrayRef<int64_t> in,
                   int64_t i) {
-  auto os = FunctionEmitter::stridesOf(out), is = FunctionEmitter::stridesOf(in);
+  auto os = FunctionEmitter::stridesOf(out),
+       is = FunctionEmitter::stridesOf(in);
   int64_t off = 0;
   size_t lead = out.size() - in.size();
   for (size_t k = 0; k < in.size(); ++k) {
@@ -95,8 +96,9 @@ TEST(IndexMath, Strides) {
 TEST(IndexMath, BroadcastOffsetsMatchNumPy) {
   struct Case {
     llvm::SmallVector<int64_t> out, in;
-  } cases[] = {{{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},       {{2, 3, 4}, {3, 1}},
-               {{2, 3, 4}, {2, 1, 4}}, {{2, 3, 4}, {1, 1, 1}}, {{2, 3, 4}, {}},
+  } cases[] = {{{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},
+               {{2, 3, 4}, {3, 1}},    {{2, 3, 4}, {2, 1, 4}},
+               {{2, 3, 4}, {1, 1, 1}}, {{2, 3, 4}, {}},
                {{5, 1, 7}, {5, 1, 1}}, {{4, 2, 3, 5}, {2, 1, 5}}};
   for (const Case &c : cases) {
     std::string expr = FunctionEmitter::broadcastOffset(c.out, c.in, "i");
@@ -123,8 +125,10 @@ TEST(IndexMath, Literals) {
   mlir::Builder b(&ctx);
   EXPECT_EQ(FunctionEmitter::literal(1.0, b.getF32Type()), "1.0f");
   EXPECT_EQ(FunctionEmitter::literal(0.1, b.getF32Type()), "0.1f");
-  EXPECT_EQ(FunctionEmitter::literal((double)0.1f, b.getF32Type()), "0.100000001f");
-  EXPECT_EQ(FunctionEmitter::literal(0.1, b.getF64Type()), "0.10000000000000001");
+  EXPECT_EQ(FunctionEmitter::literal((double)0.1f, b.getF32Type()),
+            "0.100000001f");
+  EXPECT_EQ(FunctionEmitter::literal(0.1, b.getF64Type()),
+            "0.10000000000000001");
   EXPECT_EQ(FunctionEmitter::literal(-INFINITY, b.getF32Type()), "-INFINITY");
   EXPECT_EQ(FunctionEmitter::literal(NAN, b.getF32Type()), "NAN");
   EXPECT_EQ(FunctionEmitter::literal(1e30, b.getF32Type()), "1e+30f");
