@@ -1,0 +1,95 @@
+//===- distrt/gen/Common.h - Types, specs and errors ------------*- C++ -*-===//
+//
+// Part of the support code of programs dist-compile generates
+// (distrt_gen.h includes every piece; docs/codegen.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTRT_GEN_COMMON_H
+#define DISTRT_GEN_COMMON_H
+
+#include "distrt/distrt.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#define DG_HD __host__ __device__
+#else
+#define DG_HD
+#endif
+
+namespace dg {
+
+/// Element types of generated programs; `npy` is the NumPy descr.
+enum DType { F32, F64, F16, I8, I16, I32, I64, U8, U16, U32, U64, BOOL };
+
+struct DTypeInfo {
+  const char *name;
+  const char *npy;
+  size_t size;
+};
+
+inline DTypeInfo dtypeInfo(DType t) {
+  static const DTypeInfo infos[] = {
+      {"float32", "<f4", 4}, {"float64", "<f8", 8}, {"float16", "<f2", 2},
+      {"int8", "|i1", 1},    {"int16", "<i2", 2},   {"int32", "<i4", 4},
+      {"int64", "<i8", 8},   {"uint8", "|u1", 1},   {"uint16", "<u2", 2},
+      {"uint32", "<u4", 4},  {"uint64", "<u8", 8},  {"bool", "|b1", 1}};
+  return infos[t];
+}
+
+/// A graph input or output of a model: name, element type and shape.
+struct TensorSpec {
+  const char *name;
+  DType dtype;
+  int rank;
+  int64_t dims[8];
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i)
+      n *= dims[i];
+    return n;
+  }
+  size_t bytes() const { return (size_t)numel() * dtypeInfo(dtype).size; }
+};
+
+inline std::string shapeStr(const int64_t *dims, int rank) {
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// Thrown nowhere: failures are recorded here and unwound by return codes.
+struct Error {
+  std::string message;
+};
+
+inline int fail(Error &err, const char *fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  err.message = buf;
+  return 1;
+}
+
+/// Host bytes with their spec (inputs read from .npy, outputs to write).
+struct HostTensor {
+  TensorSpec spec;
+  std::vector<char> data;
+};
+
+} // namespace dg
+
+#endif // DISTRT_GEN_COMMON_H

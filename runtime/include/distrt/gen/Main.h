@@ -1,0 +1,278 @@
+//===- distrt/gen/Main.h - Model table and main() ---------------*- C++ -*-===//
+//
+// Part of the support code of programs dist-compile generates
+// (distrt_gen.h includes every piece; docs/codegen.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTRT_GEN_MAIN_H
+#define DISTRT_GEN_MAIN_H
+
+#include "distrt/gen/Program.h"
+
+namespace dg {
+
+//===----------------------------------------------------------------------===//
+// The model table and main()
+//===----------------------------------------------------------------------===//
+
+struct Model {
+  const char *name;
+  const char *source;   ///< the file it was compiled from
+  const char *modelDir; ///< weight files are relative to this folder
+  int numInputs;
+  const TensorSpec *inputs;
+  int numOutputs;
+  const TensorSpec *outputs;
+  int (*run)(Program &);
+  /// Gradient accumulation: `run` (a micro-batch) runs `accumulation`
+  /// times per step, then `apply` (the optimizer); nullptr / 1 otherwise.
+  int (*apply)(Program &);
+  int accumulation;
+};
+
+inline std::string sanitize(const char *name) {
+  std::string s(name);
+  for (char &c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      c = '_';
+  return s.empty() ? std::string("_") : s;
+}
+
+inline void printSpecs(const Model &m) {
+  printf("model %s (from %s)\n", m.name, m.source);
+  for (int i = 0; i < m.numInputs; ++i)
+    printf("  input  %s: %s %s\n", m.inputs[i].name,
+           dtypeInfo(m.inputs[i].dtype).name,
+           shapeStr(m.inputs[i].dims, m.inputs[i].rank).c_str());
+  for (int i = 0; i < m.numOutputs; ++i)
+    printf("  output %s: %s %s -> %s.npy\n", m.outputs[i].name,
+           dtypeInfo(m.outputs[i].dtype).name,
+           shapeStr(m.outputs[i].dims, m.outputs[i].rank).c_str(),
+           sanitize(m.outputs[i].name).c_str());
+}
+
+inline int usage(const char *argv0) {
+  fprintf(stderr,
+          "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
+          "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
+          "[NAME=]INPUT.npy...\n"
+          "Inputs are .npy files, by name (NAME=FILE) or in order; each "
+          "output is written as OUTPUT_DIR/<name>.npy.\n",
+          argv0);
+  return 2;
+}
+
+inline int runMain(int argc, char **argv, const Model *models, int numModels,
+                   bool cuda) {
+  std::string modelName, weightsDir, outDir = ".";
+  std::vector<std::string> args;
+  bool list = false, printSteps = false;
+  int repeat = 1;
+  std::string saveDir;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string &dst) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "error: %s needs a value\n", a.c_str());
+        return false;
+      }
+      dst = argv[++i];
+      return true;
+    };
+    if (a == "--model") {
+      if (!value(modelName))
+        return 2;
+    } else if (a == "--weights-dir") {
+      if (!value(weightsDir))
+        return 2;
+    } else if (a == "--output-dir" || a == "-o") {
+      if (!value(outDir))
+        return 2;
+    } else if (a == "--repeat") {
+      std::string r;
+      if (!value(r))
+        return 2;
+      repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
+    } else if (a == "--steps") {
+      std::string r;
+      if (!value(r))
+        return 2;
+      repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
+      printSteps = true;
+    } else if (a == "--save-state") {
+      if (!value(saveDir))
+        return 2;
+    } else if (a == "--list") {
+      list = true;
+    } else if (a == "--help" || a == "-h") {
+      return usage(argv[0]);
+    } else if (a.size() > 1 && a[0] == '-') {
+      fprintf(stderr, "error: unknown option '%s'\n", a.c_str());
+      return usage(argv[0]);
+    } else {
+      args.push_back(a);
+    }
+  }
+  if (list) {
+    for (int m = 0; m < numModels; ++m)
+      printSpecs(models[m]);
+    return 0;
+  }
+  const Model *model =
+      numModels == 1 && modelName.empty() ? &models[0] : nullptr;
+  for (int m = 0; m < numModels && !model; ++m)
+    if (modelName == models[m].name)
+      model = &models[m];
+  if (!model) {
+    fprintf(stderr, "error: %s; this program holds:",
+            modelName.empty() ? "several models: choose one with --model NAME"
+                              : ("no model named '" + modelName + "'").c_str());
+    for (int m = 0; m < numModels; ++m)
+      fprintf(stderr, " %s", models[m].name);
+    fprintf(stderr, "\n");
+    return 2;
+  }
+  Program P;
+  P.device = cuda;
+  P.weightsDir = weightsDir;
+  P.modelDir = model->modelDir;
+  P.inputs.resize(model->numInputs);
+  std::vector<bool> given(model->numInputs, false);
+  int next = 0;
+  for (const std::string &a : args) {
+    size_t eq = a.find('=');
+    int idx = -1;
+    std::string file = a;
+    if (eq != std::string::npos) {
+      std::string name = a.substr(0, eq);
+      for (int k = 0; k < model->numInputs; ++k)
+        if (name == model->inputs[k].name)
+          idx = k;
+      if (idx < 0) {
+        fprintf(stderr, "error: model %s has no input named '%s'\n",
+                model->name, name.c_str());
+        printSpecs(*model);
+        return 2;
+      }
+      file = a.substr(eq + 1);
+    } else {
+      while (next < model->numInputs && given[next])
+        ++next;
+      idx = next;
+      if (idx >= model->numInputs) {
+        fprintf(stderr,
+                "error: model %s takes %d inputs; '%s' is one too many\n",
+                model->name, model->numInputs, a.c_str());
+        return 2;
+      }
+    }
+    given[idx] = true;
+    if (readNpy(file, P.inputs[idx], P.err)) {
+      fprintf(stderr, "error: input '%s': %s\n", model->inputs[idx].name,
+              P.err.message.c_str());
+      return 1;
+    }
+    const TensorSpec &want = model->inputs[idx];
+    HostTensor &got = P.inputs[idx];
+    got.spec.name = want.name;
+    bool same = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
+    for (int d = 0; same && d < want.rank; ++d)
+      same = got.spec.dims[d] == want.dims[d];
+    // A one-element array stands for a scalar input (rank 0) and back.
+    if (!same && got.spec.dtype == want.dtype && got.spec.numel() == 1 &&
+        want.numel() == 1 && (got.spec.rank == 0 || want.rank == 0))
+      same = true;
+    if (!same) {
+      std::string dims;
+      for (int d = 0; d < want.rank; ++d)
+        dims += (d ? "x" : "") + std::to_string(want.dims[d]);
+      fprintf(stderr,
+              "error: input '%s' from '%s': expected %s %s, got %s %s. The "
+              "program was compiled for fixed shapes; recompile with "
+              "dist-compile --input-shape=%s:%s... to change them\n",
+              want.name, file.c_str(), dtypeInfo(want.dtype).name,
+              shapeStr(want.dims, want.rank).c_str(),
+              dtypeInfo(got.spec.dtype).name,
+              shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name,
+              "D0xD1");
+      return 1;
+    }
+  }
+  for (int k = 0; k < model->numInputs; ++k)
+    if (!given[k]) {
+      fprintf(stderr,
+              "error: input '%s' (%s %s) was not given; pass %s=FILE.npy\n",
+              model->inputs[k].name, dtypeInfo(model->inputs[k].dtype).name,
+              shapeStr(model->inputs[k].dims, model->inputs[k].rank).c_str(),
+              model->inputs[k].name);
+      return 2;
+    }
+  distrt_status st = distrt_context_create(
+      cuda ? DISTRT_BACKEND_CUDA : DISTRT_BACKEND_CPU, 0, &P.ctx);
+  if (st != DISTRT_OK) {
+    fprintf(stderr, "error: cannot create the %s runtime context: %s\n",
+            cuda ? "CUDA" : "CPU", distrt_last_error(nullptr));
+    return st == DISTRT_ERROR_NO_DEVICE ? 3 : 1;
+  }
+#ifdef __CUDACC__
+  cudaStream_t stream;
+  if (cudaStreamCreate(&stream) != cudaSuccess ||
+      distrt_context_set_stream(P.ctx, stream) != DISTRT_OK) {
+    fprintf(stderr, "error: cannot create a CUDA stream for the program\n");
+    return 1;
+  }
+  P.stream = stream;
+#endif
+  P.outputs.resize(model->numOutputs);
+  for (int k = 0; k < model->numOutputs; ++k) {
+    P.outputs[k].spec = model->outputs[k];
+    P.outputs[k].data.resize(model->outputs[k].bytes());
+  }
+  int rc = 0;
+  for (int r = 0; r < repeat && !rc; ++r) {
+    std::vector<double> sums(model->numOutputs, 0.0);
+    for (int k = 0; k < model->accumulation && !rc; ++k) {
+      rc = model->run(P);
+      for (int o = 0; o < model->numOutputs && !rc; ++o)
+        if (P.outputs[o].spec.numel() == 1 && P.outputs[o].spec.dtype == F32)
+          sums[o] += *(const float *)P.outputs[o].data.data();
+    }
+    if (!rc && model->apply)
+      rc = model->apply(P);
+    if (rc || !printSteps)
+      continue;
+    // Training: one line per step with every scalar f32 output (the loss;
+    // the mean over the micro-batches of a step).
+    printf("step %d", r + 1);
+    for (int k = 0; k < model->numOutputs; ++k)
+      if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
+        printf(" %s %.9g", model->outputs[k].name,
+               sums[k] / model->accumulation);
+    printf("\n");
+  }
+  if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
+    rc = 1;
+  if (!rc && !saveDir.empty() && P.saveState(saveDir))
+    rc = 1;
+  P.releaseAll();
+  P.releasePersistent();
+  distrt_context_destroy(P.ctx);
+  if (rc) {
+    fprintf(stderr, "error: model %s: %s\n", model->name,
+            P.err.message.c_str());
+    return 1;
+  }
+  for (int k = 0; k < model->numOutputs; ++k) {
+    std::string path = outDir + "/" + sanitize(model->outputs[k].name) + ".npy";
+    if (writeNpy(path, P.outputs[k].spec, P.outputs[k].data.data(), P.err)) {
+      fprintf(stderr, "error: %s\n", P.err.message.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+} // namespace dg
+
+#endif // DISTRT_GEN_MAIN_H

@@ -1,0 +1,162 @@
+//===- distrt/gen/Npy.h - .npy input and output -----------------*- C++ -*-===//
+//
+// Part of the support code of programs dist-compile generates
+// (distrt_gen.h includes every piece; docs/codegen.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTRT_GEN_NPY_H
+#define DISTRT_GEN_NPY_H
+
+#include "distrt/gen/Common.h"
+
+namespace dg {
+
+//===----------------------------------------------------------------------===//
+// .npy files (format 1.0/2.0, little-endian, C order)
+//===----------------------------------------------------------------------===//
+
+inline bool parseNpyDescr(const std::string &d, DType &out) {
+  static const struct {
+    const char *descr;
+    DType t;
+  } table[] = {{"<f4", F32}, {"<f8", F64}, {"<f2", F16}, {"|i1", I8},
+               {"<i2", I16}, {"<i4", I32}, {"<i8", I64}, {"|u1", U8},
+               {"<u2", U16}, {"<u4", U32}, {"<u8", U64}, {"|b1", BOOL},
+               {"i1", I8},   {"u1", U8},   {"b1", BOOL}};
+  for (auto &e : table)
+    if (d == e.descr) {
+      out = e.t;
+      return true;
+    }
+  return false;
+}
+
+/// Reads `path` into `out`; on failure fills `err` and returns 1.
+inline int readNpy(const std::string &path, HostTensor &out, Error &err) {
+  FILE *f = fopen(path.c_str(), "rb");
+  if (!f)
+    return fail(err, "cannot open input file '%s': %s", path.c_str(),
+                strerror(errno));
+  char magic[8];
+  if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "\x93NUMPY", 6) != 0) {
+    fclose(f);
+    return fail(err,
+                "'%s' is not a .npy file (no \\x93NUMPY magic); write inputs "
+                "with numpy.save",
+                path.c_str());
+  }
+  uint32_t hlen = 0;
+  if (magic[6] == 1) {
+    unsigned char l[2];
+    if (fread(l, 1, 2, f) != 2) {
+      fclose(f);
+      return fail(err, "'%s': truncated .npy header", path.c_str());
+    }
+    hlen = l[0] | (l[1] << 8);
+  } else {
+    unsigned char l[4];
+    if (fread(l, 1, 4, f) != 4) {
+      fclose(f);
+      return fail(err, "'%s': truncated .npy header", path.c_str());
+    }
+    hlen = l[0] | (l[1] << 8) | (l[2] << 16) | ((uint32_t)l[3] << 24);
+  }
+  std::string header(hlen, '\0');
+  if (fread(&header[0], 1, hlen, f) != hlen) {
+    fclose(f);
+    return fail(err, "'%s': truncated .npy header", path.c_str());
+  }
+  auto field = [&](const char *key) -> std::string {
+    size_t p = header.find(std::string("'") + key + "'");
+    if (p == std::string::npos)
+      return "";
+    p = header.find(':', p);
+    return p == std::string::npos ? "" : header.substr(p + 1);
+  };
+  std::string descr = field("descr");
+  size_t q1 = descr.find('\''), q2 = descr.find('\'', q1 + 1);
+  DType dt;
+  if (q1 == std::string::npos || q2 == std::string::npos ||
+      !parseNpyDescr(descr.substr(q1 + 1, q2 - q1 - 1), dt)) {
+    fclose(f);
+    return fail(err, "'%s': unsupported .npy dtype in header %s", path.c_str(),
+                header.c_str());
+  }
+  std::string fo = field("fortran_order");
+  if (fo.find("True") < fo.find(',')) {
+    fclose(f);
+    return fail(err,
+                "'%s': Fortran-ordered arrays are not supported; save "
+                "numpy.ascontiguousarray(x)",
+                path.c_str());
+  }
+  std::string shape = field("shape");
+  size_t lp = shape.find('('), rp = shape.find(')');
+  out.spec.rank = 0;
+  out.spec.dtype = dt;
+  out.spec.name = "";
+  if (lp != std::string::npos && rp != std::string::npos) {
+    std::string inner = shape.substr(lp + 1, rp - lp - 1);
+    const char *s = inner.c_str();
+    while (*s) {
+      while (*s == ' ' || *s == ',')
+        ++s;
+      if (!*s)
+        break;
+      if (out.spec.rank == 8) {
+        fclose(f);
+        return fail(err, "'%s': rank above 8 is not supported", path.c_str());
+      }
+      char *end;
+      out.spec.dims[out.spec.rank++] = strtoll(s, &end, 10);
+      s = end;
+    }
+  }
+  out.data.resize(out.spec.bytes());
+  size_t got =
+      out.data.empty() ? 0 : fread(out.data.data(), 1, out.data.size(), f);
+  fclose(f);
+  if (got != out.data.size())
+    return fail(err, "'%s': expected %zu data bytes, file holds %zu",
+                path.c_str(), out.data.size(), got);
+  return 0;
+}
+
+inline int writeNpy(const std::string &path, const TensorSpec &spec,
+                    const void *data, Error &err) {
+  std::string shape = "(";
+  for (int i = 0; i < spec.rank; ++i)
+    shape += std::to_string(spec.dims[i]) +
+             (spec.rank == 1 ? "," : (i + 1 < spec.rank ? ", " : ""));
+  shape += ")";
+  std::string header = std::string("{'descr': '") + dtypeInfo(spec.dtype).npy +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  FILE *f = fopen(path.c_str(), "wb");
+  if (!f)
+    return fail(err, "cannot write output file '%s': %s", path.c_str(),
+                strerror(errno));
+  unsigned char pre[10] = {0x93,
+                           'N',
+                           'U',
+                           'M',
+                           'P',
+                           'Y',
+                           1,
+                           0,
+                           (unsigned char)(header.size() & 0xff),
+                           (unsigned char)(header.size() >> 8)};
+  bool ok = fwrite(pre, 1, 10, f) == 10 &&
+            fwrite(header.data(), 1, header.size(), f) == header.size() &&
+            fwrite(data, 1, spec.bytes(), f) == spec.bytes();
+  ok = (fclose(f) == 0) && ok;
+  if (!ok)
+    return fail(err, "short write to '%s'", path.c_str());
+  return 0;
+}
+
+} // namespace dg
+
+#endif // DISTRT_GEN_NPY_H

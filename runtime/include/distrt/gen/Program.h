@@ -1,0 +1,284 @@
+//===- distrt/gen/Program.h - Run state, buffers, weights, loops -*- C++ -*-===//
+//
+// Part of the support code of programs dist-compile generates
+// (distrt_gen.h includes every piece; docs/codegen.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTRT_GEN_PROGRAM_H
+#define DISTRT_GEN_PROGRAM_H
+
+#include "distrt/gen/Npy.h"
+
+namespace dg {
+
+//===----------------------------------------------------------------------===//
+// Execution state of one model run
+//===----------------------------------------------------------------------===//
+
+struct Program {
+  distrt_context *ctx = nullptr;
+  bool device = false;    ///< buffers live in CUDA device memory
+  void *stream = nullptr; ///< CUDA stream shared with the runtime
+  std::string weightsDir; ///< overrides the model's folder when set
+  std::string modelDir;   ///< folder the weight references are relative to
+  std::vector<HostTensor> inputs;
+  std::vector<HostTensor> outputs;
+  std::vector<void *> live; ///< every allocation not yet freed
+  Error err;
+
+  /// Buffers that outlive one call of a training step: weights (loaded on
+  /// first use) and optimizer state (filled with its init on first use);
+  /// results marked `graph.update` are copied into them after each step.
+  struct Persistent {
+    std::string name;
+    DType dtype;
+    int rank;
+    int64_t dims[8];
+    void *ptr;
+  };
+  std::vector<Persistent> persistent;
+
+  /// The persistent buffer `name`, created on first use (`fresh` set).
+  void *persistentBuffer(const char *name, DType dt, int rank,
+                         const int64_t *dims, bool &fresh) {
+    fresh = false;
+    for (Persistent &b : persistent)
+      if (b.name == name)
+        return b.ptr;
+    Persistent b;
+    b.name = name;
+    b.dtype = dt;
+    b.rank = rank;
+    size_t bytes = dtypeInfo(dt).size;
+    for (int i = 0; i < rank; ++i) {
+      b.dims[i] = dims[i];
+      bytes *= (size_t)dims[i];
+    }
+    if (distrt_alloc(ctx, bytes ? bytes : 1, &b.ptr) != DISTRT_OK) {
+      fail(err, "out of memory allocating persistent buffer '%s' (%zu bytes)",
+           name, bytes);
+      return nullptr;
+    }
+    fresh = true;
+    persistent.push_back(b);
+    return b.ptr;
+  }
+  /// Writes every persistent buffer as DIR/<name>.npy.
+  int saveState(const std::string &dir) {
+    for (Persistent &b : persistent) {
+      TensorSpec spec;
+      spec.name = b.name.c_str();
+      spec.dtype = b.dtype;
+      spec.rank = b.rank;
+      for (int i = 0; i < b.rank; ++i)
+        spec.dims[i] = b.dims[i];
+      std::vector<char> host(spec.bytes());
+      if (download(host.data(), b.ptr, host.size()) ||
+          writeNpy(dir + "/" + sanitizeName(b.name) + ".npy", spec, host.data(),
+                   err))
+        return 1;
+    }
+    return 0;
+  }
+  void releasePersistent() {
+    for (Persistent &b : persistent)
+      distrt_free(ctx, b.ptr);
+    persistent.clear();
+  }
+  static std::string sanitizeName(const std::string &name) {
+    std::string s(name);
+    for (char &c : s)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+            (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+        c = '_';
+    return s.empty() ? std::string("_") : s;
+  }
+  /// Fills a buffer of `n` elements of type T with `value`.
+  template <typename T> int fillValue(T *dst, int64_t n, T value);
+
+  void *alloc(size_t bytes) {
+    void *p = nullptr;
+    if (distrt_alloc(ctx, bytes ? bytes : 1, &p) != DISTRT_OK) {
+      fail(err, "out of memory allocating %zu bytes: %s", bytes,
+           distrt_last_error(ctx));
+      return nullptr;
+    }
+    live.push_back(p);
+    return p;
+  }
+  void release(void *p) {
+    for (size_t i = 0; i < live.size(); ++i)
+      if (live[i] == p) {
+        distrt_free(ctx, p);
+        live[i] = live.back();
+        live.pop_back();
+        return;
+      }
+  }
+  void releaseAll() {
+    for (void *p : live)
+      distrt_free(ctx, p);
+    live.clear();
+  }
+  /// Copies host bytes into a buffer of the backend.
+  int upload(void *dst, const void *src, size_t bytes) {
+    if (!bytes)
+      return 0;
+    if (!device) {
+      memcpy(dst, src, bytes);
+      return 0;
+    }
+    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_HOST_TO_DEVICE) !=
+        DISTRT_OK)
+      return fail(err, "host-to-device copy failed: %s",
+                  distrt_last_error(ctx));
+    return 0;
+  }
+  int download(void *dst, const void *src, size_t bytes) {
+    if (!bytes)
+      return 0;
+    if (!device) {
+      memcpy(dst, src, bytes);
+      return 0;
+    }
+    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_DEVICE_TO_HOST) !=
+        DISTRT_OK)
+      return fail(err, "device-to-host copy failed: %s",
+                  distrt_last_error(ctx));
+    return 0;
+  }
+  /// Copies between two buffers of the backend.
+  int copy(void *dst, const void *src, size_t bytes) {
+    if (!bytes || dst == src)
+      return 0;
+    if (!device) {
+      memcpy(dst, src, bytes);
+      return 0;
+    }
+    if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_DEVICE_TO_DEVICE) !=
+        DISTRT_OK)
+      return fail(err, "device copy failed: %s", distrt_last_error(ctx));
+    return 0;
+  }
+  /// Checks a runtime call; `what` names the op and its location.
+  int check(distrt_status s, const char *what) {
+    if (s == DISTRT_OK)
+      return 0;
+    return fail(err, "%s failed (%s): %s", what, distrt_status_string(s),
+                distrt_last_error(ctx));
+  }
+  /// Reads `size` bytes of weight `name` from `file` (relative to the
+  /// model's folder, or to --weights-dir) at `offset` into `dst`.
+  int loadWeight(const char *name, const char *file, int64_t offset,
+                 int64_t size, void *dst) {
+    std::string dir = weightsDir.empty() ? modelDir : weightsDir;
+    std::string path = (dir.empty() ? std::string() : dir + "/") + file;
+    FILE *f = fopen(path.c_str(), "rb");
+    if (!f)
+      return fail(err,
+                  "weight '%s': cannot open weights file '%s' (%s); it must "
+                  "hold %lld bytes at offset %lld. Put the file there or pass "
+                  "--weights-dir DIR naming the folder that holds '%s'",
+                  name, path.c_str(), strerror(errno), (long long)size,
+                  (long long)offset, file);
+    std::vector<char> buf((size_t)size);
+    bool ok =
+        fseek(f, (long)offset, SEEK_SET) == 0 &&
+        (size == 0 || fread(buf.data(), 1, (size_t)size, f) == (size_t)size);
+    fclose(f);
+    if (!ok)
+      return fail(err,
+                  "weight '%s': weights file '%s' is too short: %lld bytes "
+                  "needed at offset %lld; is it the file the model was "
+                  "exported with?",
+                  name, path.c_str(), (long long)size, (long long)offset);
+    return upload(dst, buf.data(), (size_t)size);
+  }
+  /// Initializes a weight that has no data (graph-only model) by the rule
+  /// in docs/codegen.md: float tensors of rank >= 2 uniform in
+  /// [-1/sqrt(fan_in), 1/sqrt(fan_in)] from a hash of (name, index); rank <= 1
+  /// floats 1 for scale-like names, else 0; integer tensors 0.
+  int initWeight(const char *name, DType dt, const int64_t *dims, int rank,
+                 void *dst) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i)
+      n *= dims[i];
+    std::vector<char> buf((size_t)n * dtypeInfo(dt).size, 0);
+    uint64_t seed = 1469598103934665603ull;
+    for (const char *c = name; *c; ++c)
+      seed = (seed ^ (unsigned char)*c) * 1099511628211ull;
+    std::string nm(name);
+    auto ends = [&](const char *s) {
+      size_t l = strlen(s);
+      return nm.size() >= l && nm.compare(nm.size() - l, l, s) == 0;
+    };
+    bool scaleLike = ends("weight") || ends("scale") || ends("gamma") ||
+                     ends("var") || ends("running_var");
+    for (int64_t i = 0; i < n; ++i) {
+      double v;
+      if (rank >= 2) {
+        uint64_t z = seed + (uint64_t)i * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        double u = (double)(z >> 11) * (1.0 / 9007199254740992.0);
+        double bound = 1.0 / std::sqrt((double)(n / dims[0]));
+        v = (2 * u - 1) * bound;
+      } else {
+        v = scaleLike ? 1.0 : 0.0;
+      }
+      if (dt == F32)
+        ((float *)buf.data())[i] = (float)v;
+      else if (dt == F64)
+        ((double *)buf.data())[i] = v;
+    }
+    return upload(dst, buf.data(), buf.size());
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Tensor descriptors and loops
+//===----------------------------------------------------------------------===//
+
+inline distrt_tensor T(void *data, distrt_dtype dtype,
+                       std::initializer_list<int64_t> dims) {
+  return distrt_make_tensor(data, dtype, (int32_t)dims.size(), dims.begin());
+}
+
+#ifdef __CUDACC__
+template <typename F> __global__ void parallelForKernel(int64_t n, F f) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    f(i);
+}
+/// Runs f(i) for i in [0, n) on the GPU (the runtime's stream).
+template <typename F> inline int parallelFor(Program &P, int64_t n, F f) {
+  if (n <= 0)
+    return 0;
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 65535)
+    blocks = 65535;
+  parallelForKernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)P.stream>>>(n, f);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return fail(P.err, "generated kernel launch failed: %s",
+                cudaGetErrorString(e));
+  return 0;
+}
+#else
+/// Runs f(i) for i in [0, n) on the CPU (OpenMP threads above 32K items).
+template <typename F> inline int parallelFor(Program &, int64_t n, F f) {
+#pragma omp parallel for if (n > 32768) schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    f(i);
+  return 0;
+}
+#endif
+
+template <typename T> int Program::fillValue(T *dst, int64_t n, T value) {
+  return parallelFor(*this, n, [=] DG_HD(int64_t i) { dst[i] = value; });
+}
+
+} // namespace dg
+
+#endif // DISTRT_GEN_PROGRAM_H
