@@ -50,5 +50,17 @@ echo "== ONNX backend test-data import sweep (libonnx-testdata)"
 python3 "$root/test/sweep/run_sweep.py" --dist-opt "$build/bin/dist-opt" \
   --junit "$results/sweep.xml" || status=1
 
+echo "== generated programs vs ONNX backend node tests (libonnx-testdata)"
+"$venv/bin/python" "$root/test/numerics/run_node_tests.py" --build "$build" \
+  --junit "$results/numerics-nodes.xml" || status=1
+
+echo "== whole networks vs onnxruntime (GPT-2, BERT, LLaMA, ResNet)"
+"$venv/bin/python" "$root/test/numerics/run_networks.py" --build "$build" \
+  --junit "$results/numerics-networks.xml" || status=1
+
+echo "== training: MLP, GPT-2, ResNet vs NumPy / finite differences"
+"$venv/bin/python" "$root/test/numerics/run_training.py" --build "$build" \
+  --junit "$results/numerics-training.xml" || status=1
+
 python3 "$root/scripts/summarize_tests.py" "$results"/*.xml || status=1
 exit $status
