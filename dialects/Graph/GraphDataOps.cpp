@@ -2,7 +2,7 @@
 //-*-===//
 //
 // Part of DistOpt. Verifiers of reshape, flatten, transpose, split, slice,
-// concat, expand, pad, trilu, gather and embedding.
+// concat, expand, pad, trilu, gather, embedding and iota.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/GraphOps.h"
@@ -282,4 +282,36 @@ LogicalResult EmbeddingOp::verify() {
                                    out.getElementType())))
     return failure();
   return verifyResultShape(*this, expected, out.getShape());
+}
+
+/// Checks that `attr` (named `name`) is an integer attribute for an integer
+/// element type and a float attribute for a float one.
+static LogicalResult verifyIotaAttr(Operation *op, StringRef name,
+                                    Attribute attr, Type elementType) {
+  bool isInt = isa<IntegerType>(elementType);
+  if (isInt ? isa<IntegerAttr>(attr) : isa<FloatAttr>(attr))
+    return success();
+  return op->emitOpError("'")
+         << name << "' must be " << (isInt ? "an integer" : "a float")
+         << " attribute for result element type " << elementType << ", got "
+         << attr;
+}
+
+LogicalResult IotaOp::verify() {
+  auto out = getResult().getType();
+  if (out.getRank() != 1 || !out.hasStaticShape())
+    return emitOpError("result must be a static 1-D tensor, got ") << out;
+  Type et = out.getElementType();
+  if (!isa<IntegerType, FloatType>(et))
+    return emitOpError("result element type must be integer or float, got ")
+           << et;
+  if (failed(verifyIotaAttr(*this, "start", getStart(), et)) ||
+      failed(verifyIotaAttr(*this, "delta", getDelta(), et)))
+    return failure();
+  bool zero = isa<IntegerAttr>(getDelta())
+                  ? cast<IntegerAttr>(getDelta()).getValue().isZero()
+                  : cast<FloatAttr>(getDelta()).getValue().isZero();
+  if (zero)
+    return emitOpError("'delta' must be nonzero");
+  return success();
 }

@@ -2,8 +2,8 @@
 //
 // Part of DistOpt. Ops that move or select data without arithmetic:
 // reshape, transpose, split, slice, concat, expand, pad, trilu, gather,
-// embedding, flatten. Shape operands of ONNX are folded into attributes or
-// into the result type by the importer.
+// embedding, flatten, iota. Shape operands of ONNX are folded into
+// attributes or into the result type by the importer.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DIST_GRAPH_DATA_OPS_TD
@@ -236,6 +236,30 @@ def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure]> {
   let assemblyFormat = [{
     $table `,` $indices attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
+}
+
+def Graph_IotaOp : Graph_Op<"iota", [Pure]> {
+  let summary = "an arithmetic sequence `start + i * delta` (ONNX Range)";
+  let description = [{
+    A 1-D tensor whose element `i` is `start + i * delta`; its length is
+    the result type's only dimension. The importer emits it for an ONNX
+    `Range` whose `start`, `limit` and `delta` fold to constants but whose
+    result is too long to inline as a `graph.constant` (e.g. position ids),
+    so that no large constant ever appears as IR text. It depends on no
+    operand: it has no gradient and costs no FLOPs. `start` and `delta` are
+    integer attributes for an integer result and float attributes for a
+    float result; `delta` is nonzero.
+
+    Example:
+
+    ```mlir
+    %pos = graph.iota {start = 0 : i64, delta = 1 : i64} : tensor<1024xi64>
+    ```
+  }];
+  let arguments = (ins AnyAttr:$start, AnyAttr:$delta);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

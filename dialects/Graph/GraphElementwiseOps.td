@@ -59,15 +59,21 @@ def Graph_BinaryOp : Graph_Op<"binary", [Pure]> {
     type of `lhs`. Operand element types must match, except for `pow`, whose
     exponent may have another type.
 
+    `mod` follows Python (the result takes the sign of the divisor); with
+    the `fmod` unit attribute (ONNX `Mod` with `fmod = 1`, allowed only on
+    `mod`) it follows C `fmod` / integer `%` (the sign of the dividend).
+
     Example:
 
     ```mlir
+    %r = graph.binary mod %a, %b {fmod}
+        : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
     %y = graph.binary add %a, %b
         : (tensor<2x8x768xf32>, tensor<768xf32>) -> tensor<2x8x768xf32>
     ```
   }];
   let arguments = (ins Graph_BinaryKind:$kind, AnyRankedTensor:$lhs,
-                       AnyRankedTensor:$rhs);
+                       AnyRankedTensor:$rhs, UnitAttr:$fmod);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)

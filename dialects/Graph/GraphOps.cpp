@@ -62,6 +62,9 @@ LogicalResult BinaryOp::verify() {
   auto lhs = getLhs().getType(), rhs = getRhs().getType();
   auto result = getResult().getType();
   BinaryKind kind = getKind();
+  if (getFmod() && kind != BinaryKind::Mod)
+    return emitOpError("'fmod' applies only to kind 'mod', not '")
+           << stringifyBinaryKind(kind) << "'";
   if (kind != BinaryKind::Pow && lhs.getElementType() != rhs.getElementType())
     return emitOpError("operand element types differ: ")
            << lhs.getElementType() << " vs " << rhs.getElementType();

@@ -568,5 +568,5 @@ void distopt::graph::registerFlopCountModels(MLIRContext *ctx) {
       ctx);
   attachAll<NoFlops, WeightOp, ConstantOp, StateOp, ReshapeOp, FlattenOp,
             TransposeOp, SplitOp, SliceOp, ConcatOp, ExpandOp, PadOp, TriluOp,
-            GatherOp, EmbeddingOp>(ctx);
+            GatherOp, EmbeddingOp, IotaOp>(ctx);
 }

@@ -25,7 +25,7 @@ bool distopt::codegen::isAliasOp(Operation *op) {
 bool distopt::codegen::isDataOp(Operation *op) {
   return isAliasOp(op) ||
          isa<WeightOp, ConstantOp, TransposeOp, SliceOp, SplitOp, ConcatOp,
-             ExpandOp, PadOp, TriluOp, GatherOp, EmbeddingOp>(op);
+             ExpandOp, PadOp, TriluOp, GatherOp, EmbeddingOp, IotaOp>(op);
 }
 
 /// `s` as a C string literal body.
@@ -136,6 +136,34 @@ static LogicalResult emitConstant(FunctionEmitter &e, ConstantOp op) {
   e.globals << "};\n";
   e.os << "  if (P.upload(" << e.name(r) << ", " << g << ", sizeof(" << g
        << "))) return 1;\n";
+  return success();
+}
+
+/// out[i] = start + i * delta, computed in int64 or double, then cast.
+static LogicalResult emitIota(FunctionEmitter &e, IotaOp op) {
+  Value r = op.getResult();
+  auto type = FunctionEmitter::typeOf(r);
+  Type et = type.getElementType();
+  std::string start, delta;
+  if (auto s = dyn_cast<IntegerAttr>(op.getStart())) {
+    start = intLiteral(s.getValue(), et);
+    delta = intLiteral(cast<IntegerAttr>(op.getDelta()).getValue(), et);
+    start = "(int64_t)" + start;
+    delta = "(int64_t)" + delta;
+  } else {
+    Type f64 = Float64Type::get(op.getContext());
+    start = FunctionEmitter::literal(
+        cast<FloatAttr>(op.getStart()).getValueAsDouble(), f64);
+    delta = FunctionEmitter::literal(
+        cast<FloatAttr>(op.getDelta()).getValueAsDouble(), f64);
+  }
+  std::string idx = isa<IntegerType>(et) ? "(int64_t)i" : "(double)i";
+  e.allocate(r);
+  std::string out = e.name(r);
+  e.openLoop(type.getNumElements());
+  e.os << "    " << out << "[i] = (" << FunctionEmitter::cType(et) << ")("
+       << start << " + " << idx << " * " << delta << ");\n";
+  e.closeLoop();
   return success();
 }
 
@@ -369,6 +397,7 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<WeightOp>([&](auto o) { return emitWeight(e, o); })
       .Case<ConstantOp>([&](auto o) { return emitConstant(e, o); })
+      .Case<IotaOp>([&](auto o) { return emitIota(e, o); })
       .Case<TransposeOp>([&](auto o) { return emitTranspose(e, o); })
       .Case<SliceOp>([&](auto o) { return emitSlice(e, o); })
       .Case<SplitOp>([&](auto o) { return emitSplit(e, o); })

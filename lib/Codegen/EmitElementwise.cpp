@@ -234,8 +234,12 @@ private:
     case BinaryKind::Min:
       return "dg::minOf<" + ct + ">(" + x + ", " + y + ")";
     case BinaryKind::Mod:
-      return isa<FloatType>(t) ? fn("fmod", t) + "(" + x + ", " + y + ")"
-                               : "dg::fmodPy<" + ct + ">(" + x + ", " + y + ")";
+      if (isa<FloatType>(t))
+        return fn("fmod", t) + "(" + x + ", " + y + ")";
+      // fmod: C's `%` (sign of the dividend); otherwise Python's.
+      if (b.getFmod())
+        return "(" + x + " % " + y + ")";
+      return "dg::fmodPy<" + ct + ">(" + x + ", " + y + ")";
     case BinaryKind::Equal:
       return "(" + x + " == " + y + ")";
     case BinaryKind::Less:

@@ -298,7 +298,7 @@ std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
       .Case<g::ReshapeOp, g::FlattenOp>(
           [](Operation *) { return std::optional<OpDesc>(); })
       .Case<g::TransposeOp, g::SplitOp, g::SliceOp, g::ConcatOp, g::ExpandOp,
-            g::PadOp, g::TriluOp, g::GatherOp>([&](Operation *o) {
+            g::PadOp, g::TriluOp, g::GatherOp, g::IotaOp>([&](Operation *o) {
         double elements = 0;
         for (Value r : o->getResults())
           elements += numElements(r.getType());

@@ -1,14 +1,17 @@
 //===- TranslateData.cpp - Data movement and constants ----------*- C++ -*-===//
 //
 // Part of DistOpt. ONNX Reshape/Squeeze/Unsqueeze/Flatten, Transpose,
-// Split, Slice, Concat, Expand, Pad, Trilu, Gather and the constant makers
-// to the graph dialect. Shape operands must be constants by now (shape
+// Split, Slice, Concat, Expand, Pad, Trilu, Gather, Range and the constant
+// makers to the graph dialect. Shape operands must be constants by now (shape
 // subgraphs are folded before translation); otherwise the node is opaque.
 //
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
 
 #include "dialects/Graph/GraphOps.h"
+
+#include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace distopt::graph;
@@ -281,6 +284,46 @@ static LogicalResult translateConstantOfShape(Translator &t,
   return t.setResult(node, ExpandOp::create(t.builder, t.loc(node), type, v));
 }
 
+/// A Range whose start, limit and delta folded to constants but whose result
+/// is too long to inline becomes `graph.iota`; anything else stays opaque.
+static LogicalResult translateRange(Translator &t, const NodeProto &node) {
+  const SmallTensor *start = t.constantInput(node, 0),
+                    *limit = t.constantInput(node, 1),
+                    *delta = t.constantInput(node, 2);
+  if (!start || !limit || !delta || start->numElements() != 1 ||
+      limit->numElements() != 1 || delta->numElements() != 1)
+    return t.emitOpaque(node);
+  Type et = t.elementType(start->dtype);
+  if (!et || !isa<IntegerType, FloatType>(et))
+    return t.emitOpaque(node);
+  Attribute startAttr, deltaAttr;
+  int64_t n = 0;
+  if (isa<IntegerType>(et)) {
+    int64_t s = start->getInt(0), l = limit->getInt(0), d = delta->getInt(0);
+    if (d == 0)
+      return t.emitError(node) << "Range with delta 0 never ends; fix the "
+                                  "model's delta input";
+    // ceil((l - s) / d) in integers, clamped at 0.
+    int64_t span = l - s;
+    n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0)
+              : (span < 0 ? (span + d + 1) / d : 0);
+    startAttr = t.builder.getIntegerAttr(et, s);
+    deltaAttr = t.builder.getIntegerAttr(et, d);
+  } else {
+    double s = start->getDouble(0), l = limit->getDouble(0),
+           d = delta->getDouble(0);
+    if (d == 0)
+      return t.emitError(node) << "Range with delta 0 never ends; fix the "
+                                  "model's delta input";
+    n = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
+    startAttr = t.builder.getFloatAttr(et, s);
+    deltaAttr = t.builder.getFloatAttr(et, d);
+  }
+  auto type = RankedTensorType::get({n}, et);
+  return t.setResult(node, IotaOp::create(t.builder, t.loc(node), type,
+                                          startAttr, deltaAttr));
+}
+
 void registerDataTranslations(TranslateTable &table) {
   table["Reshape"] = translateReshape;
   table["Squeeze"] = translateReshape;
@@ -296,6 +339,7 @@ void registerDataTranslations(TranslateTable &table) {
   table["Gather"] = translateGather;
   table["Constant"] = translateConstant;
   table["ConstantOfShape"] = translateConstantOfShape;
+  table["Range"] = translateRange;
 }
 
 } // namespace import

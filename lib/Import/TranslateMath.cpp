@@ -130,7 +130,11 @@ static LogicalResult translateBinary(Translator &t, const NodeProto &node) {
         return t.emitOpaque(node);
       stepType = RankedTensorType::get(*shape, type.getElementType());
     }
-    acc = BinaryOp::create(t.builder, t.loc(node), stepType, kind, acc, rhs);
+    // ONNX Mod with fmod = 1 takes the dividend's sign (C fmod / %).
+    bool fmod = kind == BinaryKind::Mod &&
+                Translator::attrInt(node, "fmod", 0) != 0;
+    acc = BinaryOp::create(t.builder, t.loc(node), stepType, kind, acc, rhs,
+                           fmod);
   }
   return t.setResult(node, acc);
 }

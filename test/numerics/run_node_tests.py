@@ -35,11 +35,7 @@ DATA = "/usr/share/libonnx-testdata/data/node"
 # Tests that fail for a documented reason outside code generation. Each is
 # reported as skipped with the reason while it fails, and as a failure
 # ("unexpected pass") once it passes, so the list cannot go stale.
-KNOWN_GAPS = {
-    "test_mod_int64_fmod":
-        "known gap: graph.binary mod has no fmod flag (the importer drops ONNX "
-        "Mod's fmod=1), so integer Mod is lowered with Python (fmod=0) semantics",
-}
+KNOWN_GAPS = {}
 
 
 def load_pb(path):

@@ -776,3 +776,59 @@ func.func @opaque_indices3(%a: tensor<2xf32>) {
   %0 = graph.opaque "Foo"(%a) {output_indices = array<i64: -1>} : (tensor<2xf32>) -> tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @iota_rank() {
+  // expected-error @+1 {{result must be a static 1-D tensor, got 'tensor<2x4xi64>'}}
+  %0 = graph.iota {start = 0 : i64, delta = 1 : i64} : tensor<2x4xi64>
+  return
+}
+
+// -----
+
+func.func @iota_dynamic() {
+  // expected-error @+1 {{result must be a static 1-D tensor, got 'tensor<?xi64>'}}
+  %0 = graph.iota {start = 0 : i64, delta = 1 : i64} : tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @iota_element() {
+  // expected-error @+1 {{result element type must be integer or float, got 'complex<f32>'}}
+  %0 = graph.iota {start = 0 : i64, delta = 1 : i64} : tensor<4xcomplex<f32>>
+  return
+}
+
+// -----
+
+func.func @iota_start_kind() {
+  // expected-error @+1 {{'start' must be an integer attribute for result element type 'i64', got 5.000000e-01 : f32}}
+  %0 = graph.iota {start = 0.5 : f32, delta = 1 : i64} : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @iota_delta_kind() {
+  // expected-error @+1 {{'delta' must be a float attribute for result element type 'f32', got 1 : i64}}
+  %0 = graph.iota {start = 0.0 : f32, delta = 1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @iota_delta_zero() {
+  // expected-error @+1 {{'delta' must be nonzero}}
+  %0 = graph.iota {start = 0 : i64, delta = 0 : i64} : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @fmod_kind(%a: tensor<4xi64>) {
+  // expected-error @+1 {{'fmod' applies only to kind 'mod', not 'add'}}
+  %0 = graph.binary add %a, %a {fmod} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return
+}

@@ -138,3 +138,14 @@ func.func @dynamic(%x: tensor<?x8xf32>, %y: tensor<8xf32>) -> tensor<?x8xf32> {
   %0 = graph.binary mul %x, %y : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
+
+// CHECK-LABEL: func.func @iota_and_fmod
+func.func @iota_and_fmod(%a: tensor<6xi64>, %b: tensor<6xi64>) -> (tensor<1024xi64>, tensor<8xf32>, tensor<6xi64>) {
+  // CHECK: graph.iota {delta = 1 : i64, start = 0 : i64} : tensor<1024xi64>
+  %0 = graph.iota {start = 0 : i64, delta = 1 : i64} : tensor<1024xi64>
+  // CHECK: graph.iota {delta = -2.500000e-01 : f32, start = 1.000000e+00 : f32} : tensor<8xf32>
+  %1 = graph.iota {start = 1.0 : f32, delta = -0.25 : f32} : tensor<8xf32>
+  // CHECK: graph.binary mod %{{.*}}, %{{.*}} {fmod} : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %2 = graph.binary mod %a, %b {fmod} : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
+  return %0, %1, %2 : tensor<1024xi64>, tensor<8xf32>, tensor<6xi64>
+}

@@ -244,3 +244,29 @@ save("opaque_positions", [
     helper.make_node("MaxPool", ["r"], ["", "y"], name="pool_indices",
                      kernel_shape=[2, 2], strides=[2, 2]),
 ], [vinfo("x", F, [1, 2, 4, 4])], [vinfo("y", I64, [1, 2, 4, 4])])
+
+# Range with constant inputs: a long one (position ids) becomes graph.iota,
+# a short one folds to graph.constant; Mod with fmod = 1 keeps the flag.
+save("range", [
+    helper.make_node("Shape", ["ids"], ["shape"], name="shape"),
+    const("one", 1),
+    const("zero", 0),
+    helper.make_node("Gather", ["shape", "one"], ["len"], name="len"),
+    helper.make_node("Range", ["zero", "len", "one"], ["pos"], name="pos"),
+    helper.make_node("Add", ["ids", "pos"], ["sum"], name="add"),
+    const("fs", 0.5, np.float32),
+    const("fl", 40.0, np.float32),
+    helper.make_node("Range", ["fs", "fl", "fs"], ["posf"], name="posf"),
+    const("s10", 10),
+    const("s1", 1),
+    const("sm3", -3),
+    helper.make_node("Range", ["s10", "s1", "sm3"], ["small"], name="small"),
+    const("s1000", 1000),
+    const("sm7", -7),
+    helper.make_node("Range", ["s1000", "zero", "sm7"], ["down"], name="down"),
+    helper.make_node("Mod", ["idb", "small"], ["r"], name="rem", fmod=1),
+    helper.make_node("Mod", ["idb", "small"], ["rp"], name="rem_py"),
+], [vinfo("ids", I64, [2, 100]), vinfo("idb", I64, [2, 3])],
+   [vinfo("sum", I64, [2, 100]), vinfo("posf", F, [79]),
+    vinfo("r", I64, [2, 3]), vinfo("rp", I64, [2, 3]),
+    vinfo("down", I64, [143])])
