@@ -43,12 +43,10 @@ public:
       if (failed(expr))
         return failure();
       reg = "t" + std::to_string(counter++);
-      body += "    const " + FunctionEmitter::cType(v) + " " + reg + " = " +
-              *expr + ";\n";
+      body += "    const " + regType(v) + " " + reg + " = " + *expr + ";\n";
     } else {
       reg = "t" + std::to_string(counter++);
-      body += "    const " + FunctionEmitter::cType(v) + " " + reg + " = " +
-              e.name(v) + "[" +
+      body += "    const " + regType(v) + " " + reg + " = " + e.name(v) + "[" +
               FunctionEmitter::broadcastOffset(
                   outShape, FunctionEmitter::typeOf(v).getShape(), "i") +
               "];\n";
@@ -66,8 +64,10 @@ public:
         return failure();
       in.push_back(*r);
     }
-    Type et = FunctionEmitter::typeOf(op->getResult(0)).getElementType();
-    Type it = FunctionEmitter::typeOf(op->getOperand(0)).getElementType();
+    Type stored = FunctionEmitter::typeOf(op->getResult(0)).getElementType();
+    Type et = FunctionEmitter::computeType(stored);
+    Type it = FunctionEmitter::computeType(
+        FunctionEmitter::typeOf(op->getOperand(0)).getElementType());
     std::string rt = FunctionEmitter::cType(et);
     FailureOr<std::string> expr =
         llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
@@ -119,12 +119,23 @@ public:
             });
     if (failed(expr))
       return failure();
+    // A 16-bit result is rounded to its type even when it stays in a
+    // register (fused), as if stored.
+    if (stored != et)
+      return "(" + rt + ")(" + FunctionEmitter::cType(stored) + ")(" + *expr +
+             ")";
     return "(" + rt + ")(" + *expr + ")";
   }
 
   std::string body;
 
 private:
+  /// Registers hold the compute type (float for f16/bf16).
+  static std::string regType(Value v) {
+    return FunctionEmitter::cType(FunctionEmitter::computeType(
+        FunctionEmitter::typeOf(v).getElementType()));
+  }
+
   /// C math function `name` for element type `t` (expf vs exp).
   static std::string fn(llvm::StringRef name, Type t) {
     return t.isF32() ? (name + "f").str() : name.str();

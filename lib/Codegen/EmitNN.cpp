@@ -82,12 +82,16 @@ static Temp expandInto(FunctionEmitter &e, Value v, ArrayRef<int64_t> shape) {
 }
 
 static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op) {
-  for (Value v : op->getOperands())
-    if (!FunctionEmitter::typeOf(v).getElementType().isF32())
-      return op.emitError() << "graph.matmul: element type "
-                            << FunctionEmitter::typeOf(v).getElementType()
-                            << " has no lowering (f32 only)";
   Value out = op.getResult();
+  Type et = FunctionEmitter::typeOf(out).getElementType();
+  for (Value v : op->getOperands()) {
+    Type t = FunctionEmitter::typeOf(v).getElementType();
+    if (!(t.isF32() || t.isF16() || t.isBF16()) || t != et)
+      return op.emitError() << "graph.matmul: element type " << t
+                            << " has no lowering (f32, f16 or bf16, the "
+                               "same for every operand and the result)";
+  }
+  std::string ct = FunctionEmitter::cType(et);
   SmallVector<int64_t> a(FunctionEmitter::typeOf(op.getLhs()).getShape());
   SmallVector<int64_t> b(FunctionEmitter::typeOf(op.getRhs()).getShape());
   if (a.size() == 1)
@@ -117,14 +121,15 @@ static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op) {
     full.push_back(shape[shape.size() - 2]);
     full.push_back(shape[shape.size() - 1]);
     // Broadcast against the operand's own (unit-extended) shape.
-    Temp t = allocTemp(e, product(full));
+    Temp t = allocTemp(e, product(full), ct, FunctionEmitter::byteSize(et));
     std::string src = e.name(v);
     e.openLoop(product(full));
     e.os << "    " << t.name << "[i] = " << src << "["
          << FunctionEmitter::broadcastOffset(full, shape, "i") << "];\n";
     e.closeLoop();
     temps.push_back(t);
-    return "dg::T(" + t.name + ", DISTRT_F32, " + dimsStr(full) + ")";
+    return "dg::T(" + t.name + ", " + FunctionEmitter::rtType(et) + ", " +
+           dimsStr(full) + ")";
   };
   std::string da = operand(op.getLhs(), a), db = operand(op.getRhs(), b);
   SmallVector<int64_t> cDims(batch);
@@ -136,7 +141,7 @@ static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op) {
   if (Value bv = op.getBias()) {
     auto bs = FunctionEmitter::typeOf(bv).getShape();
     bool perColumn = !bs.empty() && bs.back() == N && product(bs) == N;
-    if (perColumn && beta == 1.0)
+    if (perColumn && beta == 1.0 && et.isF32())
       bias = "&bias";
     else
       biasLoop = true;
@@ -156,9 +161,9 @@ static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op) {
   if (biasLoop) {
     std::string o = e.name(out), bn = e.name(op.getBias());
     e.openLoop(FunctionEmitter::numel(out));
-    e.os << "    " << o << "[i] += "
+    e.os << "    " << o << "[i] = (float)" << o << "[i] + "
          << FunctionEmitter::literal(beta, Float32Type::get(op.getContext()))
-         << " * " << bn << "["
+         << " * (float)" << bn << "["
          << FunctionEmitter::broadcastOffset(
                 FunctionEmitter::typeOf(out).getShape(),
                 FunctionEmitter::typeOf(op.getBias()).getShape(), "i")

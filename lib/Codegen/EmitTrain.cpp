@@ -20,7 +20,8 @@ using namespace distopt::codegen;
 using namespace distopt::graph;
 
 bool distopt::codegen::isTrainOp(Operation *op) {
-  return isa<StateOp, SgdUpdateOp, AdamUpdateOp, SoftmaxGradOp,
+  return isa<StateOp, SgdUpdateOp, AdamUpdateOp, UnscaleOp, LossScaleUpdateOp,
+             SoftmaxGradOp,
              SoftmaxCrossEntropyGradOp, NormGradOp, NormGradParamsOp,
              ScatterAddOp, ConvGradInputOp, ConvGradWeightOp, PoolGradOp>(op);
 }
@@ -218,6 +219,51 @@ static LogicalResult emitAdam(FunctionEmitter &e, AdamUpdateOp op) {
   return success();
 }
 
+/// graph.unscale: `r = (float)g * (1 / scale)` per gradient; the flag is
+/// cleared by a one-element loop, then set by any loop that meets a
+/// non-finite result (every writer stores the same `true`; the test is
+/// false for inf and NaN alike, on the host and under nvcc).
+static LogicalResult emitUnscale(FunctionEmitter &e, UnscaleOp op) {
+  for (Value r : op.getResults())
+    e.allocate(r);
+  std::string S = e.name(op.getScale());
+  std::string F = e.name(op.getResults().back());
+  e.openLoop(1);
+  e.os << "    " << F << "[0] = false;\n";
+  e.closeLoop();
+  for (auto [g, r] : llvm::zip(op.getGrads(), op.getResults())) {
+    e.openLoop(FunctionEmitter::numel(g));
+    e.os << "    const float r = (float)" << e.name(g)
+         << "[i] * (1.0f / (float)" << S << "[0]);\n    " << e.name(r)
+         << "[i] = r;\n    if (!(fabsf(r) <= 3.40282347e+38f)) " << F << "[0] = true;\n";
+    e.closeLoop();
+  }
+  return success();
+}
+
+/// graph.loss_scale_update: the GradScaler rule on one element.
+static LogicalResult emitLossScaleUpdate(FunctionEmitter &e,
+                                         LossScaleUpdateOp op) {
+  e.allocate(op.getNewScale());
+  e.allocate(op.getNewGoodSteps());
+  std::string S = e.name(op.getScale()), G = e.name(op.getGoodSteps()),
+              F = e.name(op.getFoundInf()), NS = e.name(op.getNewScale()),
+              NG = e.name(op.getNewGoodSteps());
+  Type f32 = Float32Type::get(op.getContext());
+  e.openLoop(1);
+  e.os << "    const float s = (float)" << S << "[0], g = (float)" << G
+       << "[0] + 1.0f;\n    if (" << F << "[0]) { " << NS << "[0] = s * "
+       << FunctionEmitter::literal(op.getBackoffFactor().convertToDouble(), f32)
+       << "; " << NG << "[0] = 0.0f; }\n    else if (g >= "
+       << FunctionEmitter::literal((double)op.getGrowthInterval(), f32)
+       << ") { " << NS << "[0] = s * "
+       << FunctionEmitter::literal(op.getGrowthFactor().convertToDouble(), f32)
+       << "; " << NG << "[0] = 0.0f; }\n    else { " << NS << "[0] = s; " << NG
+       << "[0] = g; }\n";
+  e.closeLoop();
+  return success();
+}
+
 static int64_t product(ArrayRef<int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims)
@@ -377,6 +423,9 @@ LogicalResult distopt::codegen::emitTrainOp(FunctionEmitter &e, Operation *op) {
       .Case<StateOp>([&](auto o) { return emitState(e, o); })
       .Case<SgdUpdateOp>([&](auto o) { return emitSgd(e, o); })
       .Case<AdamUpdateOp>([&](auto o) { return emitAdam(e, o); })
+      .Case<UnscaleOp>([&](auto o) { return emitUnscale(e, o); })
+      .Case<LossScaleUpdateOp>(
+          [&](auto o) { return emitLossScaleUpdate(e, o); })
       .Case<SoftmaxGradOp>([&](SoftmaxGradOp o) {
         e.allocate(o.getResult());
         e.os << "  { distrt_tensor y = " << e.desc(o.getOutput())

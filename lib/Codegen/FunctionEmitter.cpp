@@ -138,6 +138,10 @@ void FunctionEmitter::releaseAfter(unsigned position) {
 std::string FunctionEmitter::cType(Type t) {
   if (t.isF32())
     return "float";
+  if (t.isF16())
+    return "dg::f16";
+  if (t.isBF16())
+    return "dg::bf16";
   if (t.isF64())
     return "double";
   if (auto it = llvm::dyn_cast<IntegerType>(t)) {
@@ -154,6 +158,8 @@ std::string FunctionEmitter::cType(Type t) {
 std::string FunctionEmitter::dgType(Type t) {
   if (t.isF32())
     return "dg::F32";
+  if (t.isF16())
+    return "dg::F16";
   if (t.isF64())
     return "dg::F64";
   if (auto it = llvm::dyn_cast<IntegerType>(t)) {
@@ -242,7 +248,7 @@ LogicalResult FunctionEmitter::checkTypes(Operation *op) {
     if (cType(rt.getElementType()).empty())
       return op->emitError()
              << op->getName() << ": element type " << rt.getElementType()
-             << " has no lowering (supported: f32, f64, i1, i8-i64, ui8-ui64)";
+             << " has no lowering (supported: f32, f64, f16, bf16, i1, i8-i64, ui8-ui64)";
     if (rt.getRank() > 8)
       return op->emitError() << op->getName() << ": rank " << rt.getRank()
                              << " above 8 has no lowering";

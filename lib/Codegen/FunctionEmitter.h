@@ -73,6 +73,13 @@ public:
   static std::string cType(mlir::Value v) {
     return cType(typeOf(v).getElementType());
   }
+  /// The type generated loops compute in: f32 for the 16-bit floats (stored
+  /// as dg::f16 / dg::bf16), `t` otherwise.
+  static mlir::Type computeType(mlir::Type t) {
+    if (t.isF16() || t.isBF16())
+      return mlir::Float32Type::get(t.getContext());
+    return t;
+  }
   /// dg::DType enumerator ("" when unsupported).
   static std::string dgType(mlir::Type t);
   /// distrt_dtype enumerator for runtime calls ("" when the ABI lacks it).

@@ -1,16 +1,16 @@
 // RUN: split-file %s %t
 // RUN: not dist-compile --source-only -o %t/out.cpp %t/opaque.mlir 2>&1 | FileCheck %s --check-prefix=OPAQUE
 // RUN: not dist-compile --source-only -o %t/out.cpp %t/dynamic.mlir 2>&1 | FileCheck %s --check-prefix=DYN
-// RUN: not dist-compile --source-only -o %t/out.cpp %t/f16.mlir 2>&1 | FileCheck %s --check-prefix=F16
+// RUN: not dist-compile --source-only -o %t/out.cpp %t/f8.mlir 2>&1 | FileCheck %s --check-prefix=F8
 // RUN: not dist-compile --source-only -o %t/out.cpp %t/conv3d.mlir 2>&1 | FileCheck %s --check-prefix=CONV3D
-// RUN: not dist-compile --target=tpu -o %t/out.bin %t/f16.mlir 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not dist-compile --target=tpu -o %t/out.bin %t/f8.mlir 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: dist-compile --skip-unsupported --source-only -o %t/out.cpp ok=%t/ok.mlir bad=%t/opaque.mlir 2>&1 | FileCheck %s --check-prefix=SKIP
 // RUN: FileCheck %s --check-prefix=KEPT < %t/out.cpp
 
 // OPAQUE: error: dist-compile: graph.opaque 'NonMaxSuppression' (ONNX op NonMaxSuppression) has no lowering
 // DYN: dynamic.mlir:1:1: error: dist-compile: input 'arg0' has type 'tensor<?x4xf32>'; inputs must be statically shaped
 // DYN-SAME: (pin shapes with --input-shape=NAME:D0xD1...)
-// F16: f16.mlir:2:8: error: graph.cast: element type 'f16' has no lowering (supported: f32, f64, i1, i8-i64, ui8-ui64)
+// F8: f8.mlir:2:8: error: graph.cast: element type 'f8E4M3FN' has no lowering (supported: f32, f64, f16, bf16, i1, i8-i64, ui8-ui64)
 // CONV3D: error: graph.conv: 3-D convolution has no lowering (1-D and 2-D only)
 // TARGET: unknown --target='tpu'; use cpu or cuda
 // SKIP: skipped bad: dist-compile: graph.opaque 'NonMaxSuppression'
@@ -27,10 +27,10 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %0 = graph.unary relu %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
   return %0 : tensor<?x4xf32>
 }
-//--- f16.mlir
+//--- f8.mlir
 func.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
-  %0 = graph.cast %x : (tensor<2x4xf32>) -> tensor<2x4xf16>
-  %1 = graph.cast %0 : (tensor<2x4xf16>) -> tensor<2x4xf32>
+  %0 = graph.cast %x : (tensor<2x4xf32>) -> tensor<2x4xf8E4M3FN>
+  %1 = graph.cast %0 : (tensor<2x4xf8E4M3FN>) -> tensor<2x4xf32>
   return %1 : tensor<2x4xf32>
 }
 //--- conv3d.mlir

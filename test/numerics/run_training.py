@@ -11,7 +11,9 @@ the same loss curve and end weights within 1e-4 relative.
 
 Cases: the MLP fixture (x[4,8] -> 16 relu -> 4, MSE loss) with SGD,
 SGD + momentum, Adam, and SGD with gradient accumulation over 2
-micro-batches. A 2-layer GPT and a small ResNet need gradient
+micro-batches; SGD with bf16 and fp16 mixed precision (looser tolerance,
+see MIXED) and fp16 with an overflowing loss scale (skipped steps, scale
+backoff). A 2-layer GPT and a small ResNet need gradient
 lowerings that are not done yet (docs/codegen.md, "Not yet done").
 
     .venv/bin/python test/numerics/run_training.py --build build --junit out.xml
@@ -83,6 +85,90 @@ def mlp_reference(x, t, opt):
                 vh = s["v"] / (1 - opt["b2"] ** step)
                 w[k] = w[k] - opt["lr"] * mh / (np.sqrt(vh) + opt["eps"])
     return np.array(losses), w
+
+
+# Mixed precision (SGD lr=0.1, f32 master weights, 16-bit forward and
+# backward): the curve must follow the float64 reference within a tolerance
+# set by the 16-bit format's unit roundoff u (bf16 2^-9, fp16 2^-12). Each
+# step rounds x, the weights, activations and gradients once each (products
+# accumulate in f32), so the loss, a square of outputs of two chained
+# matmuls, carries a relative error of a few tens of u; the master weights
+# are f32, so the error does not compound across 20 steps. 64u: bf16 0.125,
+# fp16 0.0156, both far above the fp32 cases' 1e-4, both far below the
+# loss's 20-step change (~60%).
+# fp16 starts at loss scale 1024 (dynamic): the default 65536 overflows on
+# the first steps of this batch (loss ~80), which the overflow case checks.
+MIXED = {"bf16": 64 * 2.0 ** -9, "fp16": 64 * 2.0 ** -12}
+MIXED_FLAGS = {"bf16": "mixed-precision=bf16",
+               "fp16": "mixed-precision=fp16 loss-scale=1024"}
+# Dynamic loss scaling: 2^20 overflows fp16 (max 65504) in the backward, so
+# the first steps must be skipped (loss unchanged) and the scale halved on
+# each (growth interval 2000 not reached): final scale = 2^20 * 0.5^skips.
+HUGE_SCALE = 2.0 ** 20
+
+
+def mixed_precision_checks(compiler, work, x, t):
+    results = []
+    want, _ = mlp_reference(x, t, dict(kind="sgd", lr=0.1, momentum=0.0))
+
+    def train(case, flags):
+        exe = os.path.join(work, case + ".bin")
+        p = subprocess.run([compiler, MLP, "--input-shape=x:4x8",
+                            f"--train=loss=mse:target optimizer=sgd lr=0.1 {flags}",
+                            "-o", exe], capture_output=True, text=True)
+        if p.returncode != 0:
+            return None, None, "dist-compile: " + p.stderr[-1500:]
+        outdir = os.path.join(work, case)
+        rc, text = common.run_program(exe, "mlp_external", [("x", x), ("target", t)],
+                                      outdir, extra=["--steps", str(STEPS),
+                                                     "--save-state", outdir])
+        if rc != 0:
+            return None, None, text[-1500:]
+        got = np.array([float(m.group(1)) for m in
+                        re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
+        if len(got) != STEPS:
+            return None, None, f"expected {STEPS} loss lines, got {len(got)}"
+        return got, outdir, None
+
+    for mp, tol in MIXED.items():
+        case = f"mlp_sgd_{mp}"
+        got, _, err = train(case, MIXED_FLAGS[mp])
+        if err is None:
+            rel = np.max(np.abs(got - want) / np.abs(want))
+            if rel > tol:
+                err = f"loss curve: max relative error {rel:.2e} > {tol:.2e}"
+            elif not got[-1] < 0.7 * got[0]:
+                err = f"loss does not fall: {got[0]:.5f} -> {got[-1]:.5f}"
+            print(f"{'ok  ' if not err else 'FAIL'} {case}: loss {got[0]:.5f} -> "
+                  f"{got[-1]:.5f}, curve max rel err {rel:.1e} (tolerance {tol:.1e})"
+                  + (f"; {err}" if err else ""))
+        else:
+            print(f"FAIL {case}: {err}")
+        results.append((case, "failed" if err else "passed", err or ""))
+
+    case = "mlp_sgd_fp16_overflow"
+    got, outdir, err = train(case, f"mixed-precision=fp16 loss-scale={int(HUGE_SCALE)}")
+    if err is None:
+        skips = 0
+        while skips + 1 < STEPS and got[skips + 1] == got[0]:
+            skips += 1
+        scale = float(np.load(os.path.join(outdir, "loss_scale.npy")).reshape(-1)[0])
+        rel = np.max(np.abs(got[skips:] - want[:STEPS - skips]) / np.abs(want[:STEPS - skips]))
+        if skips == 0:
+            err = "no step was skipped with a loss scale that overflows fp16"
+        elif scale != HUGE_SCALE * 0.5 ** skips:
+            err = f"loss scale {scale:g} after {skips} skipped steps"
+        elif rel > MIXED["fp16"]:
+            err = (f"after {skips} skipped steps the curve leaves the reference "
+                   f"(max rel err {rel:.2e})")
+        print(f"{'ok  ' if not err else 'FAIL'} {case}: {skips} steps skipped, loss "
+              f"scale 2^20 -> {scale:g}, then loss {got[skips]:.5f} -> {got[-1]:.5f} "
+              f"(max rel err {rel:.1e} vs the reference shifted by {skips})"
+              + (f"; {err}" if err else ""))
+    else:
+        print(f"FAIL {case}: {err}")
+    results.append((case, "failed" if err else "passed", err or ""))
+    return results
 
 
 GPT2 = os.path.join(ROOT, "test", "fixtures", "gpt2.onnx")
@@ -269,6 +355,7 @@ def main():
               f"{np.max(np.abs(got - want) / np.abs(want)) if len(got) == STEPS else float('nan'):.1e}, "
               f"weights max rel err {worst:.1e}" + ("; " + "; ".join(errors) if errors else ""))
         results.append((case, status, "; ".join(errors)))
+    results += mixed_precision_checks(compiler, work, x, t)
     results += gpt2_checks(compiler, work)
     results += resnet_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)

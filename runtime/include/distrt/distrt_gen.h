@@ -16,6 +16,7 @@
 #define DISTRT_DISTRT_GEN_H
 
 #include "distrt/gen/Common.h"
+#include "distrt/gen/Half.h"
 #include "distrt/gen/Npy.h"
 #include "distrt/gen/Program.h"
 #include "distrt/gen/Scalar.h"
