@@ -38,11 +38,11 @@ static int64_t product(ArrayRef<int64_t> dims) {
   return n;
 }
 
-static LogicalResult requireF32(Operation *op) {
+static LogicalResult requireF32(FunctionEmitter &e, Operation *op) {
   for (Type t :
        llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
     Type et = cast<RankedTensorType>(t).getElementType();
-    if (!et.isF32())
+    if (!e.isF32Like(et))
       return op->emitError()
              << op->getName() << ": element type " << et
              << " has no lowering (the runtime computes in f32)";
@@ -187,7 +187,7 @@ static std::string as4D(FunctionEmitter &e, Value v) {
 }
 
 static LogicalResult emitConv(FunctionEmitter &e, ConvOp op) {
-  if (failed(requireF32(op)))
+  if (failed(requireF32(e, op)))
     return failure();
   unsigned rank = FunctionEmitter::typeOf(op.getInput()).getRank();
   if (rank != 3 && rank != 4)
@@ -221,7 +221,7 @@ static LogicalResult emitConv(FunctionEmitter &e, ConvOp op) {
 }
 
 static LogicalResult emitPool(FunctionEmitter &e, PoolOp op) {
-  if (failed(requireF32(op)))
+  if (failed(requireF32(e, op)))
     return failure();
   auto in = FunctionEmitter::typeOf(op.getInput()).getShape();
   auto out = FunctionEmitter::typeOf(op.getResult()).getShape();
@@ -283,7 +283,7 @@ static std::string normParam(FunctionEmitter &e, Value p,
 
 template <typename NormOp>
 static LogicalResult emitNorm(FunctionEmitter &e, NormOp op, bool rms) {
-  if (failed(requireF32(op)))
+  if (failed(requireF32(e, op)))
     return failure();
   auto shape = FunctionEmitter::typeOf(op.getInput()).getShape();
   int64_t axis = op.getAxisAttr().getInt();
@@ -328,7 +328,7 @@ static LogicalResult emitNorm(FunctionEmitter &e, NormOp op, bool rms) {
 }
 
 static LogicalResult emitBatchNorm(FunctionEmitter &e, BatchNormOp op) {
-  if (failed(requireF32(op)))
+  if (failed(requireF32(e, op)))
     return failure();
   std::string eps = FunctionEmitter::literal(op.getEpsilon().convertToDouble(),
                                              Float32Type::get(op.getContext()));
@@ -383,7 +383,7 @@ static LogicalResult emitCrossEntropy(FunctionEmitter &e,
   auto logits = FunctionEmitter::typeOf(op.getLogits());
   auto labels = FunctionEmitter::typeOf(op.getLabels());
   if (op.getReduction() != LossReduction::Mean || logits.getRank() != 2 ||
-      labels.getRank() != 1 || !logits.getElementType().isF32())
+      labels.getRank() != 1 || !e.isF32Like(logits.getElementType()))
     return op.emitError()
            << "graph.softmax_cross_entropy has a lowering only for mean "
               "reduction of f32 [N, C] logits and [N] labels";
@@ -408,7 +408,7 @@ LogicalResult distopt::codegen::emitNNOp(FunctionEmitter &e, Operation *op) {
       .Case<ConvOp>([&](auto o) { return emitConv(e, o); })
       .Case<PoolOp>([&](auto o) { return emitPool(e, o); })
       .Case<SoftmaxOp>([&](SoftmaxOp o) -> LogicalResult {
-        if (failed(requireF32(o)))
+        if (failed(requireF32(e, o)))
           return failure();
         e.allocate(o.getResult());
         e.os << "  { distrt_tensor x = " << e.desc(o.getInput())

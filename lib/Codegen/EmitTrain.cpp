@@ -400,7 +400,7 @@ static LogicalResult emitScatterAdd(FunctionEmitter &e, ScatterAddOp op) {
   auto table = FunctionEmitter::typeOf(op.getResult());
   Type it = FunctionEmitter::typeOf(op.getIndices()).getElementType();
   if (op.getAxisAttr().getInt() != 0 || table.getRank() != 2 ||
-      !table.getElementType().isF32() ||
+      !e.isF32Like(table.getElementType()) ||
       !(it.isInteger(32) || it.isInteger(64)))
     return op.emitError() << "graph.scatter_add has a lowering only for axis 0 "
                              "of an f32 [V, D] table with i32/i64 indices";

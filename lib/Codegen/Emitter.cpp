@@ -143,10 +143,14 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
       r = emitElementwise(e, &op);
     } else if (isDataOp(&op)) {
       r = emitDataOp(e, &op);
+    } else if (isa<distopt::graph::MatmulOp, distopt::graph::ReduceOp>(&op)) {
+      r = emitNNOp(e, &op); // f16/bf16 natively (runtime / generated loop)
     } else if (isNNOp(&op)) {
-      r = emitNNOp(e, &op);
-    } else if (isTrainOp(&op)) {
+      r = e.emitWidened(&op, [&] { return emitNNOp(e, &op); });
+    } else if (isa<distopt::graph::StateOp>(&op)) {
       r = emitTrainOp(e, &op);
+    } else if (isTrainOp(&op)) {
+      r = e.emitWidened(&op, [&] { return emitTrainOp(e, &op); });
     } else {
       return op.emitError() << "dist-compile: op '" << op.getName()
                             << "' has no lowering to the runtime";

@@ -17,6 +17,9 @@ using namespace mlir;
 using namespace distopt::codegen;
 
 std::string FunctionEmitter::name(Value v) {
+  auto w = wide.find(v);
+  if (w != wide.end())
+    return w->second;
   auto it = names.find(v);
   if (it != names.end())
     return it->second;
@@ -48,6 +51,54 @@ void FunctionEmitter::allocate(Value v) {
   size_t bytes = (size_t)numel(v) * byteSize(typeOf(v).getElementType());
   os << "  " << cType(v) << " *" << n << " = (" << cType(v) << " *)P.alloc("
      << bytes << ");\n  if (!" << n << ") return 1;\n";
+  Type et = typeOf(v).getElementType();
+  if (widening && (et.isF16() || et.isBF16())) {
+    std::string w = "w" + std::to_string(counter++);
+    os << "  float *" << w << " = (float *)P.alloc(" << numel(v) * 4
+       << ");\n  if (!" << w << ") return 1;\n";
+    wide[v] = w;
+  }
+}
+
+LogicalResult
+FunctionEmitter::emitWidened(Operation *op,
+                             llvm::function_ref<LogicalResult()> emit) {
+  auto low = [](Type t) {
+    Type et = llvm::cast<RankedTensorType>(t).getElementType();
+    return et.isF16() || et.isBF16();
+  };
+  if (llvm::none_of(op->getOperandTypes(), low) &&
+      llvm::none_of(op->getResultTypes(), low))
+    return emit();
+  widening = true;
+  for (Value v : op->getOperands()) {
+    if (!low(v.getType()) || wide.count(v))
+      continue;
+    std::string w = "w" + std::to_string(counter++), src = name(v);
+    os << "  float *" << w << " = (float *)P.alloc(" << numel(v) * 4
+       << ");\n  if (!" << w << ") return 1;\n";
+    openLoop(numel(v));
+    os << "    " << w << "[i] = (float)" << src << "[i];\n";
+    closeLoop();
+    wide[v] = w;
+  }
+  LogicalResult r = emit();
+  widening = false;
+  llvm::SmallVector<std::pair<Value, std::string>> copies(wide.begin(),
+                                                          wide.end());
+  wide.clear();
+  if (failed(r))
+    return failure();
+  for (Value v : op->getResults())
+    for (auto &[c, w] : copies)
+      if (c == v) {
+        openLoop(numel(v));
+        os << "    " << name(v) << "[i] = " << w << "[i];\n";
+        closeLoop();
+      }
+  for (auto &[c, w] : copies)
+    os << "  P.release(" << w << ");\n";
+  return success();
 }
 
 void FunctionEmitter::alias(Value v, Value of) {
@@ -202,8 +253,10 @@ std::string FunctionEmitter::desc(Value v) {
 }
 
 std::string FunctionEmitter::desc(Value v, llvm::ArrayRef<int64_t> dims) {
-  std::string s =
-      "dg::T(" + name(v) + ", " + rtType(typeOf(v).getElementType()) + ", {";
+  std::string s = "dg::T(" + name(v) + ", " +
+                  (wide.count(v) ? std::string("DISTRT_F32")
+                                 : rtType(typeOf(v).getElementType())) +
+                  ", {";
   for (size_t i = 0; i < dims.size(); ++i)
     s += (i ? ", " : "") + std::to_string(dims[i]);
   return s + "})";

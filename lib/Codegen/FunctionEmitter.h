@@ -16,6 +16,7 @@
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -38,6 +39,22 @@ public:
   /// A training step: weights and `graph.state` live in persistent buffers
   /// across calls; results marked `graph.update` are written back to them.
   bool training = false;
+
+  /// While a runtime kernel that computes in f32 only is emitted for an op
+  /// with f16/bf16 tensors: those tensors' f32 copies (name() and desc()
+  /// give them), see emitWidened.
+  bool widening = false;
+  llvm::DenseMap<mlir::Value, std::string> wide;
+  /// Emits `emit` (one op's runtime call) between f32 copies of the op's
+  /// f16/bf16 operands and results: operands are widened before the call,
+  /// results rounded into their 16-bit buffers after it.
+  mlir::LogicalResult
+  emitWidened(mlir::Operation *op,
+              llvm::function_ref<mlir::LogicalResult()> emit);
+  /// f32, or f16/bf16 while widening (the kernel sees f32 copies).
+  bool isF32Like(mlir::Type t) const {
+    return t.isF32() || (widening && (t.isF16() || t.isBF16()));
+  }
 
   /// Elementwise ops emitted inside their (single) user's kernel.
   llvm::DenseSet<mlir::Operation *> fused;
