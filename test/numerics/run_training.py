@@ -13,7 +13,8 @@ Cases: the MLP fixture (x[4,8] -> 16 relu -> 4, MSE loss) with SGD,
 SGD + momentum, Adam, and SGD with gradient accumulation over 2
 micro-batches; SGD with bf16 and fp16 mixed precision (looser tolerance,
 see MIXED) and fp16 with an overflowing loss scale (skipped steps, scale
-backoff). A 2-layer GPT and a small ResNet need gradient
+backoff); the 2-layer GPT-2 with Adam in bf16 and fp16 against its fp32
+program's curve. A 2-layer GPT and a small ResNet need gradient
 lowerings that are not done yet (docs/codegen.md, "Not yet done").
 
     .venv/bin/python test/numerics/run_training.py --build build --junit out.xml
@@ -179,6 +180,46 @@ def gpt2_checks(compiler, work):
     feeds = [("input_ids", rng.integers(0, 512, (1, 32)).astype(np.int64)),
              ("labels", rng.integers(0, 512, (1, 32)).astype(np.int64))]
     return network_checks(compiler, work, "gpt2", GPT2, feeds, [], None, rng)
+
+
+def gpt2_mixed_checks(compiler, work):
+    """GPT-2 (2 layers) Adam lr 1e-3 for 20 steps in fp32, bf16 and fp16
+    (dynamic loss scale 65536): each 16-bit curve must follow the fp32
+    program's within the MIXED tolerance and fall monotonically."""
+    rng = np.random.default_rng(3)
+    feeds = [("input_ids", rng.integers(0, 512, (1, 32)).astype(np.int64)),
+             ("labels", rng.integers(0, 512, (1, 32)).astype(np.int64))]
+    curves, results = {}, []
+    for mp in ("none", "bf16", "fp16"):
+        exe = os.path.join(work, f"gpt2_{mp}.bin")
+        p = subprocess.run([compiler, GPT2, "--train=loss=softmax-cross-entropy:labels "
+                            f"optimizer=adam lr=0.001 mixed-precision={mp}", "-o", exe],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            curves[mp] = "dist-compile: " + p.stderr[-1500:]
+            continue
+        rc, text = common.run_program(exe, "gpt2", feeds, os.path.join(work, f"gpt2_{mp}"),
+                                      extra=["--steps", str(STEPS)])
+        curve = np.array([float(m.group(1)) for m in
+                          re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
+        curves[mp] = curve if rc == 0 and len(curve) == STEPS else text[-1500:]
+    for mp in ("bf16", "fp16"):
+        case, got, ref = f"gpt2_adam_{mp}", curves.get(mp), curves.get("none")
+        if isinstance(ref, str) or isinstance(got, str):
+            err = got if isinstance(got, str) else "fp32 run: " + ref
+            print(f"FAIL {case}: {err}")
+        else:
+            rel = np.max(np.abs(got - ref) / np.abs(ref))
+            err = None
+            if rel > MIXED[mp]:
+                err = f"max relative error {rel:.2e} vs fp32 > {MIXED[mp]:.2e}"
+            elif not all(b < a for a, b in zip(got, got[1:])):
+                err = "loss not monotone"
+            print(f"{'ok  ' if not err else 'FAIL'} {case}: loss {got[0]:.4f} -> {got[-1]:.4f}, "
+                  f"max rel err vs fp32 {rel:.1e} (tolerance {MIXED[mp]:.1e})"
+                  + (f"; {err}" if err else ""))
+        results.append((case, "failed" if err else "passed", err or ""))
+    return results
 
 
 def resnet_checks(compiler, work):
@@ -357,6 +398,7 @@ def main():
         results.append((case, status, "; ".join(errors)))
     results += mixed_precision_checks(compiler, work, x, t)
     results += gpt2_checks(compiler, work)
+    results += gpt2_mixed_checks(compiler, work)
     results += resnet_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)
     return common.finish("numerics.training", results, args.junit, time.time() - t0)
