@@ -20,7 +20,8 @@ using namespace distopt::codegen;
 using namespace distopt::graph;
 
 bool distopt::codegen::isTrainOp(Operation *op) {
-  return isa<StateOp, SgdUpdateOp, AdamUpdateOp, UnscaleOp, LossScaleUpdateOp,
+  return isa<StateOp, DropoutMaskOp, SgdUpdateOp, AdamUpdateOp, UnscaleOp,
+             LossScaleUpdateOp,
              SoftmaxGradOp,
              SoftmaxCrossEntropyGradOp, NormGradOp, NormGradParamsOp,
              ScatterAddOp, ConvGradInputOp, ConvGradWeightOp, PoolGradOp>(op);
@@ -264,6 +265,36 @@ static LogicalResult emitLossScaleUpdate(FunctionEmitter &e,
   return success();
 }
 
+/// graph.dropout_mask: element i of call c (a persistent i64 counter of this
+/// op, advanced after each call) keeps with dg::dropoutUniform(seed,
+/// c * n + i) >= ratio, so forward and backward share the mask of a call
+/// and every call draws a fresh one.
+static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
+  Value r = op.getResult();
+  int64_t n = FunctionEmitter::numel(r);
+  double ratio = op.getRatio().convertToDouble();
+  Type f32 = Float32Type::get(op.getContext());
+  std::string c = "dmc" + std::to_string(e.positionOf(op));
+  e.os << "  int64_t *" << c << ";\n  { static const int64_t dims[] = {0}; "
+       << "bool fresh = false;\n    " << c
+       << " = (int64_t *)P.persistentBuffer(\"dropout_mask." << e.positionOf(op)
+       << ".calls\", dg::I64, 0, dims, fresh);\n    if (!" << c
+       << " || (fresh && P.fillValue<int64_t>(" << c
+       << ", 1, (int64_t)0))) return 1; }\n";
+  e.allocate(r);
+  e.openLoop(n);
+  e.os << "    const float u = dg::dropoutUniform(" << op.getSeed() << "ull, "
+       << "(uint64_t)" << c << "[0] * " << n << "ull + (uint64_t)i);\n    "
+       << e.name(r) << "[i] = u >= " << FunctionEmitter::literal(ratio, f32)
+       << " ? " << FunctionEmitter::literal(1.0 / (1.0 - ratio), f32)
+       << " : 0.0f;\n";
+  e.closeLoop();
+  e.openLoop(1);
+  e.os << "    " << c << "[0] += 1;\n";
+  e.closeLoop();
+  return success();
+}
+
 static int64_t product(ArrayRef<int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims)
@@ -421,6 +452,7 @@ LogicalResult distopt::codegen::emitTrainOp(FunctionEmitter &e, Operation *op) {
     return failure();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<StateOp>([&](auto o) { return emitState(e, o); })
+      .Case<DropoutMaskOp>([&](auto o) { return emitDropoutMask(e, o); })
       .Case<SgdUpdateOp>([&](auto o) { return emitSgd(e, o); })
       .Case<AdamUpdateOp>([&](auto o) { return emitAdam(e, o); })
       .Case<UnscaleOp>([&](auto o) { return emitUnscale(e, o); })

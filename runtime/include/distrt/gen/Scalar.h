@@ -15,6 +15,16 @@ namespace dg {
 // Scalar functions used by generated kernels (host and device)
 //===----------------------------------------------------------------------===//
 
+/// Counter-based uniform in [0, 1): splitmix64 of (seed, index), the same
+/// stream as distrt_dropout (runtime/lib/ScalarOps.h).
+DG_HD inline float dropoutUniform(uint64_t seed, uint64_t index) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z = z ^ (z >> 31);
+  return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
 template <typename T> DG_HD inline T gelu(T x) {
   return (T)(0.5 * (double)x * (1.0 + erf((double)x * 0.70710678118654752)));
 }
