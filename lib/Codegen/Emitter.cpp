@@ -77,13 +77,15 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
     inNames.push_back(n ? n.str() : "arg" + std::to_string(arg.getArgNumber()));
     if (!isa<RankedTensorType>(arg.getType()) ||
         !FunctionEmitter::typeOf(arg).hasStaticShape() ||
-        FunctionEmitter::cType(arg).empty())
+        FunctionEmitter::cType(arg).empty() ||
+        FunctionEmitter::dgType(FunctionEmitter::typeOf(arg).getElementType())
+            .empty())
       return func.emitError()
              << "dist-compile: input '" << inNames.back() << "' has type "
              << arg.getType()
-             << "; inputs must be statically shaped tensors of "
-                "f32, f64, i1 or integers (pin shapes with "
-                "--input-shape=NAME:D0xD1...)";
+             << "; inputs must be statically shaped tensors of f32, f64, "
+                "f16, i1 or integers, which .npy files carry (pin shapes "
+                "with --input-shape=NAME:D0xD1...)";
     e.allocate(arg);
     bodyOS << "  if (P.upload(" << e.name(arg) << ", P.inputs["
            << arg.getArgNumber() << "].data.data(), P.inputs["
@@ -120,9 +122,14 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
         outNames.push_back(n ? n.str() : "out" + std::to_string(k));
         if (!isa<RankedTensorType>(v.getType()) ||
             !FunctionEmitter::typeOf(v).hasStaticShape() ||
-            FunctionEmitter::cType(v).empty())
-          return ret.emitError() << "dist-compile: output '" << outNames.back()
-                                 << "' has unsupported type " << v.getType();
+            FunctionEmitter::cType(v).empty() ||
+            FunctionEmitter::dgType(FunctionEmitter::typeOf(v).getElementType())
+                .empty())
+          return ret.emitError()
+                 << "dist-compile: output '" << outNames.back()
+                 << "' has unsupported type " << v.getType()
+                 << "; outputs are written as .npy files of f32, f64, f16, "
+                    "i1 or integers";
         results.push_back(v);
         bodyOS << "  if (P.download(P.outputs[" << slot << "].data.data(), "
                << e.name(v) << ", P.outputs[" << slot

@@ -135,5 +135,9 @@ TEST(IndexMath, Literals) {
   EXPECT_EQ(FunctionEmitter::literal(1, b.getI1Type()), "true");
   EXPECT_EQ(FunctionEmitter::cType(b.getIntegerType(64)), "int64_t");
   EXPECT_EQ(FunctionEmitter::cType(b.getIntegerType(8, false)), "uint8_t");
-  EXPECT_EQ(FunctionEmitter::cType(b.getF16Type()), "");
+  // 16-bit floats are stored as the generated-code types of distrt_gen.h;
+  // types without a storage type have none.
+  EXPECT_EQ(FunctionEmitter::cType(b.getF16Type()), "dg::f16");
+  EXPECT_EQ(FunctionEmitter::cType(b.getBF16Type()), "dg::bf16");
+  EXPECT_EQ(FunctionEmitter::cType(b.getType<mlir::Float8E4M3FNType>()), "");
 }
