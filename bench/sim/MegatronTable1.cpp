@@ -71,23 +71,8 @@ bool megatronTable() {
 /// Uniform synthetic pipeline: every stage F = 1, B = 1, W = 1 (or B+W = 2
 /// unsplit), no communication, no optimizer.
 schedule::PipelineCosts uniformCosts(unsigned pp, unsigned chunks, unsigned m) {
-  schedule::PipelineCosts c;
-  c.pp = pp;
-  c.chunks = chunks;
-  c.microbatches = m;
-  c.globalBatch = m;
-  c.stages.resize(pp * chunks);
-  for (unsigned vs = 0; vs < pp * chunks; ++vs) {
-    schedule::StageCost &st = c.stages[vs];
-    st.device = vs % pp;
-    st.chunk = vs / pp;
-    st.fwd = 1.0 / chunks;
-    st.bwdInput = 1.0 / chunks;
-    st.bwdWeight = 1.0 / chunks;
-    st.activationBytes = 1;
-  }
-  c.devices.resize(pp);
-  return c;
+  return schedule::uniformPipelineCosts(pp, chunks, m, 1.0 / chunks,
+                                        1.0 / chunks, 1.0 / chunks);
 }
 
 bool bubbleTable() {

@@ -525,3 +525,33 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
 }
 
 } // namespace distopt::schedule
+
+distopt::schedule::PipelineCosts
+distopt::schedule::uniformPipelineCosts(unsigned pp,
+                                                      unsigned chunks,
+                                                      unsigned microbatches,
+                                                      double f, double bi,
+                                                      double bw, double send) {
+  PipelineCosts c;
+  c.pp = pp;
+  c.chunks = chunks;
+  c.microbatches = microbatches;
+  c.globalBatch = microbatches;
+  c.stages.resize(pp * chunks);
+  for (unsigned vs = 0; vs < pp * chunks; ++vs) {
+    StageCost &st = c.stages[vs];
+    st.device = vs % pp;
+    st.chunk = vs / pp;
+    st.fwd = f;
+    st.bwdInput = bi;
+    st.bwdWeight = bw;
+    st.activationBytes = 1;
+    st.nextLevel = st.prevLevel = cluster::LinkLevel::Network;
+    if (vs + 1 < pp * chunks)
+      st.sendNextTime = send;
+    if (vs > 0)
+      st.sendPrevTime = send;
+  }
+  c.devices.resize(pp);
+  return c;
+}

@@ -168,6 +168,15 @@ PipelineCosts buildPipelineCosts(const Plan &plan, const cost::ModelDesc &model,
                                  const std::vector<unsigned> &weightVersions,
                                  const cost::MemoryConfig &memoryBase = {});
 
+/// Synthetic costs: every virtual stage of a pp x chunks pipeline takes \p f,
+/// \p bi and \p bw seconds for F, B and W of a micro-batch, holds one byte
+/// of activations, and sends to its neighbours over the network in \p send
+/// seconds; no optimizer, no DP sync. The uniform model the analytic bubble
+/// formulas describe (tests and the bubble benchmark).
+PipelineCosts uniformPipelineCosts(unsigned pp, unsigned chunks,
+                                   unsigned microbatches, double f, double bi,
+                                   double bw, double send = 0);
+
 } // namespace distopt::schedule
 
 #endif // DISTOPT_LIB_SCHEDULE_PLAN_H

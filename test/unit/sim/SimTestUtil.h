@@ -12,28 +12,7 @@ namespace distopt::sim::test {
 inline schedule::PipelineCosts uniform(unsigned pp, unsigned chunks, unsigned m,
                                        double f, double bi, double bw,
                                        double send = 0) {
-  schedule::PipelineCosts c;
-  c.pp = pp;
-  c.chunks = chunks;
-  c.microbatches = m;
-  c.globalBatch = m;
-  c.stages.resize(pp * chunks);
-  for (unsigned vs = 0; vs < pp * chunks; ++vs) {
-    schedule::StageCost &st = c.stages[vs];
-    st.device = vs % pp;
-    st.chunk = vs / pp;
-    st.fwd = f;
-    st.bwdInput = bi;
-    st.bwdWeight = bw;
-    st.activationBytes = 1;
-    st.nextLevel = st.prevLevel = cluster::LinkLevel::Network;
-    if (vs + 1 < pp * chunks)
-      st.sendNextTime = send;
-    if (vs > 0)
-      st.sendPrevTime = send;
-  }
-  c.devices.resize(pp);
-  return c;
+  return schedule::uniformPipelineCosts(pp, chunks, m, f, bi, bw, send);
 }
 
 } // namespace distopt::sim::test
