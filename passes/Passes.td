@@ -81,4 +81,47 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Partitioning
+//===----------------------------------------------------------------------===//
+
+def OutlineStagesPass : Pass<"dist-outline-stages", "mlir::ModuleOp"> {
+  let summary = "wraps the planned pipeline stages into dist.stage regions";
+  let description = [{
+    Writes the plan's pipeline stages into the IR. On every function whose
+    ops the planner annotated with `dist.stage = <virtual stage>`, the pass
+    builds one `dist.stage` region per virtual stage of the module's
+    `dist.plan` (pp * chunks of them, in stage order, empty ones included)
+    and moves each op into the region of its stage:
+
+    - values one stage computes and a later one reads become results of
+      the first (`dist.yield`) and inputs of the second; function arguments
+      enter as inputs; the function returns the last stage's results;
+    - an op without `dist.stage` goes to the first stage that uses it,
+      except cheap, pure, sample-independent ops (constants, `graph.weight`
+      and `graph.state` reads, `graph.iota`, and ops of at most one FLOP per
+      result element whose operands are all such ops), which are cloned
+      into every stage that uses them; unused ops go to the last stage;
+    - virtual stage v runs on pipeline rank s = v % pp, as the mesh
+      `[dp, tp]` (size-1 axes kept) of the devices t + tp * (d + dp * s), so
+      interleaved chunks v and v + pp are separate regions on one mesh.
+
+    `dist.tp` stays on the moved ops; `dist.stage` is dropped from them (the
+    region's index replaces it). Functions without annotations and already
+    outlined functions are left alone, so the pass is idempotent. When a
+    value would flow from a later stage to an earlier one, a stage index is
+    out of range, or `dist.plan` is missing, the pass reports the op and
+    fails without changing the IR. docs/partition.md has an example.
+
+    Example:
+
+    ```
+    dist-opt model.onnx --dist-cluster=dgx-a100-80gb:1 \
+      --dist-plan="dp=2,pp=4,schedule=1f1b" --dist-batch=8 -o planned.mlir
+    dist-opt planned.mlir --dist-outline-stages
+    ```
+  }];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
 #endif // DIST_PASSES_TD
