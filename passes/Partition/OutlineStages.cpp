@@ -89,8 +89,7 @@ static void rewrite(const Job &job) {
     auto mesh = dist::MeshAttr::get(ctx, shape, job.grid.devices(s));
     Location loc =
         stageOps[s].empty() ? func.getLoc() : stageOps[s].front()->getLoc();
-    auto stage =
-        dist::StageOp::create(b, loc, resultTypes, s, mesh, inputs);
+    auto stage = dist::StageOp::create(b, loc, resultTypes, s, mesh, inputs);
 
     Block &stageBody = stage.getBody().front();
     IRMapping map;

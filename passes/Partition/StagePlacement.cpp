@@ -1,4 +1,4 @@
-//===- StagePlacement.cpp - Which pipeline stage each op goes to -*- C++ -*-===//
+//===- StagePlacement.cpp - The pipeline stage of each op -------*- C++ -*-===//
 //
 // Part of DistOpt. Reads the plan's degrees, places unannotated ops with
 // their users, decides which ops are cloned, and checks that no value flows
@@ -152,10 +152,9 @@ static FailureOr<int64_t> annotatedStage(Operation *op, Attribute raw,
   int64_t v = attr.getInt(), n = grid.numVirtualStages();
   if (v < 0 || v >= n)
     return op->emitOpError("'dist.stage' = ")
-           << v << " is out of range: 'dist.plan' has pp * chunks = "
-           << grid.pp << " * " << grid.chunks << " = " << n
-           << " virtual stages (0.." << n - 1
-           << "); re-run the planner or fix the annotation";
+           << v << " is out of range: 'dist.plan' has pp * chunks = " << grid.pp
+           << " * " << grid.chunks << " = " << n << " virtual stages (0.."
+           << n - 1 << "); re-run the planner or fix the annotation";
   return v;
 }
 
