@@ -81,7 +81,9 @@ static LogicalResult writeTraceAndTimeline(ModuleOp module,
   if (!options.timeline.empty() &&
       failed(writeFile(module, options.timeline, "timeline",
                        [&](llvm::raw_ostream &out) {
-                         sim::writeSvgTimeline(sim.result, sim.plan.pp, out);
+                         sim::writeSvgTimeline(sim.result,
+                                               sim.schedule.devices.size(),
+                                               out);
                        })))
     return failure();
   return success();
@@ -118,20 +120,37 @@ static void printSummary(const sim::PlanSimulation &sim,
                          const cluster::Cluster &cluster,
                          llvm::raw_ostream &os) {
   const sim::SimResult &r = sim.result;
-  os << "plan: " << sim.plan.str() << " on " << cluster.name << " ("
-     << cluster.numDevices() << " devices), global batch "
-     << sim.plan.globalBatch << " = " << sim.plan.numMicrobatches
-     << " micro-batches of " << sim.plan.mbs << " per replica\n";
+  const schedule::Plan &p = sim.plan;
+  os << "plan: " << p.str() << " on " << cluster.name << " ("
+     << cluster.numDevices() << " devices), global batch " << p.globalBatch
+     << " = " << p.numMicrobatches << " micro-batches of " << p.mbs
+     << (p.replicated() ? " (round-robin over each stage's replicas)\n"
+                        : " per replica\n");
+  if (p.replicated()) {
+    os << "  replicas         ";
+    for (unsigned s = 0; s < p.pp; ++s)
+      os << (s ? "/" : "") << p.replicas[s];
+    os << " (stage " << (p.pp > 1 ? "0.." + std::to_string(p.pp - 1) : "0")
+       << ")\n";
+  }
   os << llvm::formatv("  iteration time   {0:F4} s\n", r.iterationTime);
   os << llvm::formatv("  throughput       {0:F2} samples/s\n",
                       r.samplesPerSecond);
   os << llvm::formatv("  TFLOP/s/device   {0:F1} (model {1:F1})\n",
                       r.tflopsPerDevice, r.modelTflopsPerDevice);
   os << llvm::formatv("  bubble           {0:F1}%\n", 100 * r.bubbleFraction);
-  for (auto [i, peak] : llvm::enumerate(r.peakMemoryBytes))
-    os << "  stage " << i << " peak memory " << humanBytes(peak) << " of "
+  for (auto [i, peak] : llvm::enumerate(r.peakMemoryBytes)) {
+    if (p.replicated()) {
+      unsigned st = sim.costs.stageOfList(i);
+      os << "  stage " << st << " replica " << i - p.firstSlot(st) << " (slot "
+         << i << ", " << sim.schedule.microbatchesOf(i) << " micro-batches)";
+    } else {
+      os << "  stage " << i;
+    }
+    os << " peak memory " << humanBytes(peak) << " of "
        << humanBytes(sim.costs.devices[i].memoryCapacity) << " ("
        << sim.costs.devices[i].deviceName << ")\n";
+  }
   for (auto [i, bytes] : llvm::enumerate(r.bytesPerLevel))
     os << "  traffic on " << r.levelNames[i] << ": " << humanBytes(bytes)
        << " per iteration\n";
@@ -181,12 +200,26 @@ static void annotate(ModuleOp module, const cluster::Cluster &cluster,
   // written); inference plans say so.
   if (infer)
     fields.push_back(b.getNamedAttr("mode", b.getStringAttr(mode)));
+  // Replicated stages: replicas per stage (ranks t + tp * slot, slots
+  // stage-major; micro-batch m on replica m mod r_s).
+  if (p.replicated()) {
+    SmallVector<int64_t> reps(p.replicas.begin(), p.replicas.end());
+    fields.push_back(
+        b.getNamedAttr("replicas", b.getDenseI64ArrayAttr(reps)));
+  }
   module->setAttr("dist.plan", b.getDictionaryAttr(fields));
   // Which device kind runs each pipeline rank (mixed clusters).
-  SmallVector<Attribute> kinds;
-  for (const schedule::DeviceCost &d : costs->devices)
-    kinds.push_back(b.getStringAttr(d.deviceName));
+  // (Replicated plans: per stage its first slot's kind, and every slot's
+  // kind in dist.slot_device_kinds.)
+  SmallVector<Attribute> kinds, slotKinds;
+  for (auto [l, d] : llvm::enumerate(costs->devices)) {
+    slotKinds.push_back(b.getStringAttr(d.deviceName));
+    if (!p.replicated() || l == p.firstSlot(costs->stageOfList(l)))
+      kinds.push_back(b.getStringAttr(d.deviceName));
+  }
   module->setAttr("dist.stage_device_kinds", b.getArrayAttr(kinds));
+  if (p.replicated())
+    module->setAttr("dist.slot_device_kinds", b.getArrayAttr(slotKinds));
   if (!plannedOps)
     return;
   const auto &layerOps = plannedOps->layers;

@@ -171,16 +171,19 @@ static std::vector<Action> gpipe(unsigned m) {
 static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
                                             const std::vector<Action> &order,
                                             const ScheduleOptions &opts) {
-  const unsigned V = s.numVirtualStages(), pp = s.pp;
+  const unsigned V = s.numVirtualStages();
   const bool async = s.kind == ScheduleKind::PipeDream;
-  std::vector<unsigned> gradsLeft(s.chunks, s.microbatches);
+  std::vector<unsigned> gradsLeft(s.chunks, s.microbatchesOf(r));
   std::vector<Action> out;
   ActionKind syncKind =
       opts.zero >= 1 ? ActionKind::ReduceScatter : ActionKind::AllReduce;
+  const bool dataParallel = s.replicated()
+                                ? s.replicas[s.stageOfList(r)] > 1
+                                : opts.dataParallel;
   for (const Action &a : order) {
     unsigned vs = s.stageOf(r, a.chunk);
-    int prev = vs > 0 ? static_cast<int>((vs - 1) % pp) : -1;
-    int next = vs + 1 < V ? static_cast<int>((vs + 1) % pp) : -1;
+    int prev = vs > 0 ? static_cast<int>(s.listOf(vs - 1, a.mb)) : -1;
+    int next = vs + 1 < V ? static_cast<int>(s.listOf(vs + 1, a.mb)) : -1;
     bool prevRemote = prev >= 0 && prev != static_cast<int>(r);
     bool nextRemote = next >= 0 && next != static_cast<int>(r);
     switch (a.kind) {
@@ -209,20 +212,20 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
       continue;
     if (async) {
       // PipeDream updates after every micro-batch's backward.
-      if (opts.dataParallel)
+      if (dataParallel)
         out.push_back({ActionKind::AllReduce, a.mb, a.chunk, -1});
       out.push_back({ActionKind::OptimizerStep, a.mb, a.chunk, -1});
       continue;
     }
-    if (--gradsLeft[a.chunk] == 0 && opts.dataParallel && opts.overlapGradSync)
+    if (--gradsLeft[a.chunk] == 0 && dataParallel && opts.overlapGradSync)
       out.push_back({syncKind, -1, a.chunk, -1});
   }
-  if (!async && opts.dataParallel && !opts.overlapGradSync)
+  if (!async && dataParallel && !opts.overlapGradSync)
     for (unsigned c = 0; c < s.chunks; ++c)
       out.push_back({syncKind, -1, static_cast<int>(c), -1});
   if (!async) {
     out.push_back({ActionKind::OptimizerStep, -1, 0, -1});
-    if (opts.dataParallel && opts.zero >= 1)
+    if (dataParallel && opts.zero >= 1)
       for (unsigned c = 0; c < s.chunks; ++c)
         out.push_back({ActionKind::AllGather, -1, static_cast<int>(c), -1});
   }
@@ -231,6 +234,17 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
 
 std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
                                        unsigned rank) {
+  if (s.replicated()) {
+    unsigned t = rank % plan.tp, slot = rank / plan.tp;
+    if (slot >= s.devices.size())
+      return {};
+    std::vector<RankAction> out;
+    out.reserve(s.devices[slot].size());
+    for (const Action &a : s.devices[slot])
+      out.push_back(
+          {a, a.peer >= 0 ? static_cast<int32_t>(t + plan.tp * a.peer) : -1});
+    return out;
+  }
   unsigned t = rank % plan.tp, d = (rank / plan.tp) % plan.dp;
   unsigned stage = rank / (plan.tp * plan.dp);
   if (stage >= s.devices.size() || stage >= plan.pp)
@@ -242,6 +256,99 @@ std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
                           ? static_cast<int32_t>(globalRank(plan, a.peer, d, t))
                           : -1});
   return out;
+}
+
+/// Compute order of slot \p list of a replicated schedule. Every compute
+/// action gets a global key; each list runs its actions in key order, and
+/// every dependency (F at s before F at s+1, B at s+1 before B at s, F
+/// before B at the last stage) goes to a strictly larger key (GPipe: ties
+/// between stages break by stage), so the action with the least key not yet
+/// run is always at the head of its list with its inputs sent: the lists
+/// cannot deadlock. 1F1B keys: F(s, m) = 2m + a_s and B(s, m) = 2m + b_s
+/// with a_s = sum_{s'<s} r_s' and b_s = 2 * sum r - a_s - 1. Without
+/// replication that is exactly 1F1B's pp - s warm-up; with it a slot of
+/// stage s keeps about sum_{s'>=s} r_s' / r_s micro-batches in flight,
+/// PipeDream's NOAM (ceil(workers / input-stage replicas) at the input).
+static std::vector<Action> replicatedOrder(const Schedule &s, unsigned list) {
+  const unsigned st = s.listStage[list], r = s.replicas[st];
+  const unsigned k = list - s.firstList[st], m = s.microbatches;
+  const uint64_t total = s.firstList[s.pp], a = s.firstList[st];
+  const uint64_t b = 2 * total - a - 1;
+  const bool gpipe = s.kind == ScheduleKind::GPipe;
+  std::vector<std::pair<uint64_t, Action>> keyed;
+  for (unsigned mb = k; mb < m; mb += r) {
+    keyed.push_back({gpipe ? mb : 2 * uint64_t(mb) + a,
+                     compute(ActionKind::Forward, mb)});
+    keyed.push_back({gpipe ? uint64_t(m) + mb : 2 * uint64_t(mb) + b,
+                     compute(ActionKind::Backward, mb)});
+  }
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto &x, const auto &y) { return x.first < y.first; });
+  std::vector<Action> out;
+  for (const auto &kv : keyed)
+    out.push_back(kv.second);
+  return out;
+}
+
+static Expected<Schedule> generateReplicated(ScheduleKind kind, unsigned pp,
+                                             unsigned chunks, unsigned m,
+                                             const ScheduleOptions &opts) {
+  const std::vector<unsigned> &rep = opts.replicas;
+  std::string shape;
+  for (unsigned r : rep)
+    shape += (shape.empty() ? "" : "/") + std::to_string(r);
+  auto fail = [&](const Twine &msg) {
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("schedule {0} (replicas={1}, micro-batches={2}): ",
+                scheduleName(kind), shape, m)
+                .str() +
+            msg.str());
+  };
+  if (rep.size() != pp)
+    return fail(formatv("{0} replica counts for pp={1}; give one per stage",
+                        rep.size(), pp)
+                    .str());
+  if (chunks != 1)
+    return fail("replicated stages need chunks=1");
+  if (kind == ScheduleKind::Interleaved || kind == ScheduleKind::ZBH1)
+    return fail("replicated stages run gpipe, 1f1b, pipedream or "
+                "pipedream-2bw");
+  Schedule s;
+  s.kind = kind;
+  s.pp = pp;
+  s.chunks = 1;
+  s.microbatches = m;
+  s.replicas = rep;
+  s.firstList.push_back(0);
+  for (unsigned st = 0; st < pp; ++st) {
+    if (rep[st] == 0 || rep[st] > m)
+      return fail(formatv("stage {0} has {1} replicas; each needs at least "
+                          "one of the {2} micro-batches",
+                          st, rep[st], m)
+                      .str());
+    if (isAsync(kind) && m % rep[st] != 0)
+      return fail(formatv("stage {0}: {1} micro-batches do not split evenly "
+                          "over its {2} replicas, but {3} syncs the replicas "
+                          "after every micro-batch; use a multiple of {2}",
+                          st, m, rep[st], scheduleName(kind))
+                      .str());
+    s.firstList.push_back(s.firstList.back() + rep[st]);
+    s.listStage.insert(s.listStage.end(), rep[st], st);
+  }
+  if (s.firstList.back() > 32767)
+    return fail("at most 32767 slots");
+  unsigned lists = s.firstList.back();
+  s.devices.resize(lists);
+  s.weightVersions.assign(lists, 1);
+  for (unsigned l = 0; l < lists; ++l) {
+    s.devices[l] = addCommunication(s, l, replicatedOrder(s, l), opts);
+    if (kind == ScheduleKind::PipeDream2BW)
+      s.weightVersions[l] = 2;
+  }
+  if (kind == ScheduleKind::PipeDream)
+    s.weightVersions = maxInFlight(s); // one per in-flight micro-batch
+  return s;
 }
 
 Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
@@ -259,6 +366,8 @@ Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
     return fail("pp, chunks and micro-batches must all be >= 1");
   if (pp > 32767 || chunks > 127)
     return fail("at most 32767 pipeline ranks and 127 chunks per rank");
+  if (!opts.replicas.empty())
+    return generateReplicated(kind, pp, chunks, m, opts);
   if (kind == ScheduleKind::Interleaved) {
     if (m % pp != 0)
       return fail("interleaved needs micro-batches to be a multiple of pp");

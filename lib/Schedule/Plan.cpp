@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <set>
 
 using namespace llvm;
@@ -51,6 +52,24 @@ std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
   return {b, e};
 }
 
+unsigned Plan::firstSlot(unsigned s) const {
+  if (replicas.empty())
+    return dp * s;
+  unsigned slot = 0;
+  for (unsigned i = 0; i < s && i < replicas.size(); ++i)
+    slot += replicas[i];
+  return slot;
+}
+
+uint64_t Plan::numSlots() const {
+  if (replicas.empty())
+    return static_cast<uint64_t>(dp) * pp;
+  uint64_t n = 0;
+  for (unsigned r : replicas)
+    n += r;
+  return n;
+}
+
 std::string Plan::str() const {
   std::string s = formatv("dp={0},tp={1},pp={2},mbs={3},schedule={4},"
                           "chunks={5},recompute={6},zero={7}",
@@ -69,6 +88,11 @@ std::string Plan::str() const {
     s += ",stages=";
     for (unsigned i = 0; i < cuts.size(); ++i)
       s += (i ? "/" : "") + std::to_string(cuts[i]);
+  }
+  if (!replicas.empty()) {
+    s += ",replicas=";
+    for (unsigned i = 0; i < replicas.size(); ++i)
+      s += (i ? "/" : "") + std::to_string(replicas[i]);
   }
   return s;
 }
@@ -151,14 +175,43 @@ Expected<Plan> parsePlan(StringRef spec) {
                                      "stages=L1/L2/...");
         p.cuts.push_back(v);
       }
+    } else if (key == "replicas") {
+      SmallVector<StringRef> counts;
+      value.split(counts, '/');
+      for (StringRef c : counts) {
+        unsigned v;
+        if (c.trim().getAsInteger(10, v) || v == 0 || v > 32767)
+          return planError(spec, "replica count '" + c +
+                                     "' must be an integer from 1 to 32767; "
+                                     "write replicas=R0/R1/... (one count "
+                                     "per pipeline stage)");
+        p.replicas.push_back(v);
+      }
     } else {
       e = planError(spec, "unknown key '" + key +
                               "'; known: dp, tp, pp, mbs, schedule, chunks, "
                               "recompute, zero, sg, p2p_overlap, grad_overlap, uneven, "
-                              "stages");
+                              "stages, replicas");
     }
     if (e)
       return std::move(e);
+  }
+  if (!p.replicas.empty()) {
+    if (!seen.count("pp"))
+      p.pp = p.replicas.size();
+    if (p.replicas.size() != p.pp)
+      return planError(spec, formatv("'replicas' lists {0} counts but pp={1}; "
+                                     "give one replica count per pipeline "
+                                     "stage",
+                                     p.replicas.size(), p.pp)
+                                 .str());
+    if (p.dp != 1)
+      return planError(spec, "dp and replicas both given; replicas sets the "
+                             "data-parallel degree of each stage, so drop dp "
+                             "(or write dp=1)");
+    if (p.chunks != 1)
+      return planError(spec, "replicas needs chunks=1: a replicated stage "
+                             "cannot also be an interleaved chunk");
   }
   return p;
 }
@@ -198,7 +251,7 @@ std::vector<unsigned> balancedCuts(const std::vector<double> &cost,
 }
 
 unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t) {
-  return t + plan.tp * (d + plan.dp * s);
+  return t + plan.tp * (d + plan.firstSlot(s));
 }
 
 /// Shape of the group \p ranks (the first rank's node counts as "one node").
@@ -226,7 +279,7 @@ GroupShape tensorGroup(const Plan &p, const Cluster &c, unsigned s) {
 
 GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
-  for (unsigned d = 0; d < p.dp; ++d)
+  for (unsigned d = 0; d < p.replicasOf(s); ++d)
     ranks.push_back(globalRank(p, s, d, 0));
   return shapeOf(c, ranks);
 }
@@ -234,6 +287,14 @@ GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
 std::vector<unsigned> replicaMicrobatches(const Plan &p, const Cluster &c,
                                           unsigned s,
                                           const std::vector<double> &mbTime) {
+  if (p.replicated()) {
+    // Round-robin: replica k of stage s runs micro-batches m = k (mod r_s).
+    unsigned r = p.replicasOf(s);
+    std::vector<unsigned> out(r, 0);
+    for (unsigned k = 0; k < r; ++k)
+      out[k] = p.numMicrobatches / r + (k < p.numMicrobatches % r ? 1 : 0);
+    return out;
+  }
   std::vector<unsigned> type(p.dp);
   bool mixed = false;
   for (unsigned d = 0; d < p.dp; ++d) {
@@ -279,20 +340,53 @@ std::vector<unsigned> replicaMicrobatches(const Plan &p, const Cluster &c,
   return out;
 }
 
-/// Distinct device types in stage group \p s.
-static std::vector<unsigned> stageDeviceTypes(const Plan &p, const Cluster &c,
-                                              unsigned s) {
+std::vector<unsigned> stageDeviceTypes(const Plan &p, const Cluster &c,
+                                       unsigned s) {
   std::set<unsigned> types;
-  for (unsigned d = 0; d < p.dp; ++d)
+  for (unsigned d = 0; d < p.replicasOf(s); ++d)
     types.insert(c.groupOf(globalRank(p, s, d, 0)).deviceIndex);
   return {types.begin(), types.end()};
+}
+
+/// The checks only replicated plans need.
+static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
+  std::string sum;
+  for (unsigned r : p.replicas)
+    sum += (sum.empty() ? "" : "+") + std::to_string(r);
+  if (p.replicas.size() != p.pp)
+    return planError(spec, formatv("'replicas' lists {0} counts but pp={1}; "
+                                   "give one per pipeline stage",
+                                   p.replicas.size(), p.pp));
+  if (p.numDevices() != c.numDevices())
+    return planError(spec, formatv("tp*sum(replicas) = {0}*({1}) = {2} "
+                                   "devices, but cluster '{3}' has {4}; "
+                                   "choose replica counts that add up to {5}",
+                                   p.tp, sum, p.numDevices(), c.name,
+                                   c.numDevices(), c.numDevices() / p.tp));
+  if (p.dp != 1 || p.chunks != 1)
+    return planError(spec, "replicas needs dp=1 and chunks=1");
+  if (p.schedule == ScheduleKind::Interleaved ||
+      p.schedule == ScheduleKind::ZBH1)
+    return planError(spec, "replicas works with schedule gpipe, 1f1b, "
+                           "pipedream or pipedream-2bw, not " +
+                               scheduleName(p.schedule));
+  if (p.zero != 0)
+    return planError(spec, "ZeRO over per-stage replicas is not modelled; "
+                           "use zero=0 with replicas");
+  if (p.unevenBatch)
+    return planError(spec, "uneven=1 does not apply to replicas (micro-batches "
+                           "go round-robin); drop uneven");
+  return Error::success();
 }
 
 Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                    unsigned globalBatch, const CostModel &cm) {
   std::string spec = p.str();
   unsigned numLayers = model.layers.size();
-  if (p.numDevices() != c.numDevices())
+  if (p.replicated()) {
+    if (Error e = checkReplicas(p, spec, c))
+      return e;
+  } else if (p.numDevices() != c.numDevices())
     return planError(spec, formatv("dp*tp*pp = {0}*{1}*{2} = {3} devices, but "
                                    "cluster '{4}' has {5}; choose degrees "
                                    "whose product is {5}",
@@ -304,6 +398,14 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                                    globalBatch, p.dp * p.mbs));
   p.globalBatch = globalBatch;
   p.numMicrobatches = globalBatch / (p.dp * p.mbs);
+  for (unsigned s = 0; s < p.replicas.size(); ++s)
+    if (p.replicas[s] > p.numMicrobatches)
+      return planError(spec, formatv("stage {0} has {1} replicas but there "
+                                     "are only {2} micro-batches (batch {3} / "
+                                     "mbs {4}); every replica needs one: "
+                                     "raise the batch or lower mbs",
+                                     s, p.replicas[s], p.numMicrobatches,
+                                     globalBatch, p.mbs));
   if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
     return planError(spec, "chunks > 1 needs schedule=interleaved");
   if (p.schedule == ScheduleKind::Interleaved) {
@@ -357,201 +459,11 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
     for (unsigned ty : stageDeviceTypes(p, c, vs % p.pp))
       worst = std::max(worst, totalByType[ty] / totalByType[ref]);
     scale[vs] = worst;
+    if (p.replicated()) // r_s replicas share a stage's micro-batches
+      scale[vs] /= p.replicasOf(vs % p.pp);
   }
   p.cuts = balancedCuts(layerCost, scale);
   return Error::success();
 }
 
-PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
-                                 const Cluster &c, const CostModel &cm,
-                                 const std::vector<unsigned> &weightVersions,
-                                 const MemoryConfig &memoryBase) {
-  PipelineCosts pc;
-  pc.pp = p.pp;
-  pc.chunks = p.chunks;
-  pc.microbatches = p.numMicrobatches;
-  pc.mbs = p.mbs;
-  pc.globalBatch = p.globalBatch;
-  pc.overlapP2P = p.overlapP2P;
-  pc.levelNames = {c.levelName(LinkLevel::IntraNode),
-                   c.levelName(LinkLevel::Network)};
-  unsigned numLayers = model.layers.size();
-  unsigned V = p.numVirtualStages();
-  MemoryConfig mem = memoryBase;
-  mem.dp = p.dp;
-  mem.tp = p.tp;
-  mem.zero = p.zero;
-  mem.recompute = p.recompute;
-  double elem = mem.mixedPrecision ? 2 : 4;
-  double syncElem = mem.gradSyncBytes > 0 ? mem.gradSyncBytes : elem;
-
-  pc.stages.resize(V);
-  for (unsigned vs = 0; vs < V; ++vs) {
-    StageCost &st = pc.stages[vs];
-    st.device = vs % p.pp;
-    st.chunk = vs / p.pp;
-    std::tie(st.layerBegin, st.layerEnd) = p.stageLayers(vs, numLayers);
-    GroupShape tpg = tensorGroup(p, c, st.device);
-    RangeTimes worst;
-    for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
-      RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
-                                   c.devices[ty], tpg, p.mbs, p.recompute);
-      if (t.fwd + t.bwdInput + t.bwdWeight >=
-          worst.fwd + worst.bwdInput + worst.bwdWeight)
-        worst = t;
-    }
-    st.fwd = worst.fwd;
-    st.bwdInput = worst.bwdInput;
-    st.bwdWeight = worst.bwdWeight;
-    st.recompute = worst.recompute;
-    if (p.unevenBatch && stageDeviceTypes(p, c, st.device).size() > 1) {
-      // Replicas of several kinds split the micro-batches by speed; the
-      // stage group then behaves like one that does numMicrobatches of the
-      // slowest replica's (shorter) total time.
-      std::vector<double> mbTime(c.devices.size(), 0);
-      for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
-        RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
-                                     c.devices[ty], tpg, p.mbs, p.recompute);
-        mbTime[ty] = t.fwd + t.bwdInput + t.bwdWeight;
-      }
-      std::vector<unsigned> share =
-          replicaMicrobatches(p, c, st.device, mbTime);
-      double slowest = 0;
-      for (unsigned d = 0; d < p.dp; ++d)
-        slowest = std::max(
-            slowest,
-            share[d] * mbTime[c.groupOf(globalRank(p, st.device, d, 0))
-                                  .deviceIndex]);
-      double full = worst.fwd + worst.bwdInput + worst.bwdWeight;
-      double k = full > 0 ? slowest / (p.numMicrobatches * full) : 1;
-      st.fwd *= k;
-      st.bwdInput *= k;
-      st.bwdWeight *= k;
-      st.recompute *= k;
-    }
-    st.flops = worst.flops;
-    st.modelFlops = worst.modelFlops;
-    LinkLevel tpLevel =
-        tpg.nodes() > 1 ? LinkLevel::Network : LinkLevel::IntraNode;
-    st.mbBytes[static_cast<unsigned>(tpLevel)] += worst.tpBytes;
-    st.params = paramsPerDevice(model, st.layerBegin, st.layerEnd, p.tp);
-    st.activationBytes =
-        activationBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
-    st.stashBytes =
-        weightGradStashBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
-
-    // Boundary messages; with scatter/gather each TP rank sends 1/tp and the
-    // receiver all-gathers over its TP group.
-    auto message = [&](unsigned layer, unsigned from, unsigned to, double &time,
-                       double &bytes, LinkLevel &level) {
-      double full = model.layers[layer].boundaryBytes * p.mbs;
-      bool sg = p.scatterGather && p.tp > 1;
-      bytes = sg ? full / p.tp : full;
-      unsigned a = globalRank(p, from, 0, 0), b = globalRank(p, to, 0, 0);
-      level = c.levelBetween(a, b);
-      time = CostModel::p2pTime(bytes, c.link(level, a));
-      if (sg)
-        time += CostModel::collective(Collective::AllGather, full,
-                                      tensorGroup(p, c, to))
-                    .time;
-    };
-    if (vs + 1 < V)
-      message(st.layerEnd - 1, st.device, (vs + 1) % p.pp, st.sendNextTime,
-              st.sendNextBytes, st.nextLevel);
-    if (vs > 0)
-      message(st.layerBegin - 1, st.device, (vs - 1) % p.pp, st.sendPrevTime,
-              st.sendPrevBytes, st.prevLevel);
-
-    GroupShape dpg = dataGroup(p, c, st.device);
-    double gradBytes = st.params * syncElem;
-    CommCost sync;
-    if (p.zero == 0) {
-      sync = CostModel::collective(Collective::AllReduce, gradBytes, dpg);
-    } else {
-      CommCost rs =
-          CostModel::collective(Collective::ReduceScatter, gradBytes, dpg);
-      CommCost ag =
-          CostModel::collective(Collective::AllGather, gradBytes, dpg);
-      sync.time = rs.time + ag.time;
-      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        sync.bytes[l] = rs.bytes[l] + ag.bytes[l];
-    }
-    st.gradSyncTime = sync.time;
-    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-      st.gradSyncBytes[l] = sync.bytes[l];
-    if (p.zero >= 3) {
-      // Weights are gathered before each forward and each backward.
-      CommCost g =
-          CostModel::collective(Collective::AllGather, st.params * elem, dpg);
-      st.fwd += g.time;
-      st.bwdInput += g.time;
-      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        st.mbBytes[l] += 2 * g.bytes[l];
-    }
-  }
-
-  pc.devices.resize(p.pp);
-  for (unsigned r = 0; r < p.pp; ++r) {
-    DeviceCost &dc = pc.devices[r];
-    unsigned rank0 = globalRank(p, r, 0, 0);
-    const cluster::DeviceSpec &dev = c.deviceOf(rank0);
-    dc.deviceName = dev.name;
-    dc.memoryCapacity = dev.memoryBytes;
-    for (unsigned ty : stageDeviceTypes(p, c, r))
-      dc.memoryCapacity =
-          std::min(dc.memoryCapacity, c.devices[ty].memoryBytes);
-    dc.devicesInGroup = p.tp * p.dp;
-    double params = 0, work = 0;
-    for (unsigned ch = 0; ch < p.chunks; ++ch) {
-      const StageCost &st = pc.stage(r, ch);
-      params += st.params;
-      work = std::max(work, backwardWorkingBytes(model, st.layerBegin,
-                                                 st.layerEnd, p.mbs, mem));
-    }
-    MemoryConfig m = mem;
-    m.weightVersions = r < weightVersions.size() ? weightVersions[r] : 1;
-    dc.staticMemory = staticMemory(params, m);
-    dc.workingBytes = work;
-    // The update streams weights, grads and optimizer state once.
-    double touched = mem.optimizer == Optimizer::Adam          ? 28
-                     : mem.optimizer == Optimizer::SGDMomentum ? 20
-                                                               : 12;
-    double shard = p.zero >= 1 ? params / p.dp : params;
-    PhaseCost upd{shard * 10, shard * touched * 0.5, shard * touched * 0.5};
-    dc.optimizerTime =
-        cm.computeTime(upd, OpClass::Elementwise, cluster::DType::F32, dev, 1);
-  }
-  return pc;
-}
-
 } // namespace distopt::schedule
-
-distopt::schedule::PipelineCosts
-distopt::schedule::uniformPipelineCosts(unsigned pp,
-                                                      unsigned chunks,
-                                                      unsigned microbatches,
-                                                      double f, double bi,
-                                                      double bw, double send) {
-  PipelineCosts c;
-  c.pp = pp;
-  c.chunks = chunks;
-  c.microbatches = microbatches;
-  c.globalBatch = microbatches;
-  c.stages.resize(pp * chunks);
-  for (unsigned vs = 0; vs < pp * chunks; ++vs) {
-    StageCost &st = c.stages[vs];
-    st.device = vs % pp;
-    st.chunk = vs / pp;
-    st.fwd = f;
-    st.bwdInput = bi;
-    st.bwdWeight = bw;
-    st.activationBytes = 1;
-    st.nextLevel = st.prevLevel = cluster::LinkLevel::Network;
-    if (vs + 1 < pp * chunks)
-      st.sendNextTime = send;
-    if (vs > 0)
-      st.sendPrevTime = send;
-  }
-  c.devices.resize(pp);
-  return c;
-}

@@ -5,6 +5,13 @@
 // (optionally) the layer ranges of the pipeline stages. Ranks are numbered
 // tp fastest, then dp, then pp: rank = t + tp * (d + dp * s).
 //
+// PipeDream-style per-stage replication ("15-1"): `replicas` gives stage s
+// its own data-parallel degree r_s (then dp must be 1). The r_s replicas of
+// stage s are its *slots*, numbered stage-major: slot(s, k) = sum_{s'<s}
+// r_s' + k, rank = t + tp * slot(s, k) (the same numbering as above when
+// every r_s = dp). All globalBatch / mbs micro-batches pass every stage;
+// global micro-batch m runs on replica m mod r_s of stage s (round-robin).
+//
 // PipelineCosts turns a plan into the numbers the schedule verifier and the
 // simulator need: per virtual stage the F/B/W times and activation bytes,
 // per pipeline rank the static memory, p2p links and DP collectives. Because
@@ -59,12 +66,26 @@ struct Plan {
   bool unevenBatch = false;
   /// First layer of virtual stages 1..pp*chunks-1 (empty: balance by cost).
   std::vector<unsigned> cuts;
+  /// Replicas (data-parallel degree) per pipeline stage; empty: dp for
+  /// every stage. Needs dp = 1 and chunks = 1.
+  std::vector<unsigned> replicas;
   /// Filled by finalizePlan.
   unsigned globalBatch = 0;
   unsigned numMicrobatches = 0;
 
   unsigned numVirtualStages() const { return pp * chunks; }
-  uint64_t numDevices() const { return static_cast<uint64_t>(dp) * tp * pp; }
+  uint64_t numDevices() const {
+    return static_cast<uint64_t>(tp) * numSlots();
+  }
+  bool replicated() const { return !replicas.empty(); }
+  /// Data-parallel replicas of pipeline stage \p s.
+  unsigned replicasOf(unsigned s) const {
+    return replicas.empty() ? dp : s < replicas.size() ? replicas[s] : 0;
+  }
+  /// Slot of replica 0 of stage \p s (slots are stage-major).
+  unsigned firstSlot(unsigned s) const;
+  /// Stage replicas over all stages: dp * pp, or the sum of `replicas`.
+  uint64_t numSlots() const;
   /// Layer range [begin, end) of virtual stage \p vs (after finalizePlan).
   std::pair<unsigned, unsigned> stageLayers(unsigned vs,
                                             unsigned numLayers) const;
@@ -73,9 +94,10 @@ struct Plan {
 };
 
 /// Parses "dp=24,tp=8,pp=8,mbs=1,schedule=interleaved,chunks=2,
-/// recompute=full,zero=0[,sg=1][,stages=13/26/39]" (missing keys keep
-/// their defaults; `stages` lists the first layer of each stage after the
-/// first).
+/// recompute=full,zero=0[,sg=1][,stages=13/26/39][,replicas=15/1]" (missing
+/// keys keep their defaults; `stages` lists the first layer of each stage
+/// after the first; `replicas` one replica count per stage, and sets pp when
+/// pp is not given).
 llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
 
 /// Checks \p plan against the model and cluster, derives the number of
@@ -102,7 +124,13 @@ std::vector<unsigned> replicaMicrobatches(const Plan &plan,
                                           unsigned s,
                                           const std::vector<double> &mbTime);
 
-/// Global rank of (stage s, data-parallel replica d, tensor rank t).
+/// Distinct device kinds (cluster device indices) among the replicas of
+/// pipeline stage \p s.
+std::vector<unsigned> stageDeviceTypes(const Plan &plan,
+                                       const cluster::Cluster &c, unsigned s);
+
+/// Global rank of (stage s, data-parallel replica d, tensor rank t):
+/// t + tp * (firstSlot(s) + d).
 unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t);
 /// Where the TP group (replica 0) and the DP group (tensor rank 0) of
 /// pipeline stage \p s sit on \p cluster, for collective costs.
@@ -143,19 +171,29 @@ struct DeviceCost {
   double workingBytes = 0;
   double optimizerTime = 0;
   unsigned devicesInGroup = 1; ///< tp * dp devices that behave alike
+  /// Compute time of this list relative to its stage's StageCost (a slot
+  /// on a faster device kind than its stage's slowest one has < 1).
+  double computeScale = 1;
 };
 
 struct PipelineCosts {
   unsigned pp = 1, chunks = 1, microbatches = 1, mbs = 1;
   unsigned globalBatch = 0;
   std::vector<StageCost> stages; ///< virtual stages in pipeline order
+  /// One per action list: per pipeline rank, or per slot when replicated.
   std::vector<DeviceCost> devices;
+  /// Replicated plans: the pipeline stage of each slot (empty: list r is
+  /// pipeline rank r).
+  std::vector<unsigned> slotStage;
   std::vector<std::string> levelNames{"intra_node", "network"};
   bool overlapP2P = true;
 
   unsigned numVirtualStages() const { return stages.size(); }
-  const StageCost &stage(unsigned device, unsigned chunk) const {
-    return stages[chunk * pp + device];
+  unsigned stageOfList(unsigned list) const {
+    return slotStage.empty() ? list : slotStage[list];
+  }
+  const StageCost &stage(unsigned list, unsigned chunk) const {
+    return stages[chunk * pp + stageOfList(list)];
   }
 };
 

@@ -7,6 +7,11 @@
 // runtime executor consume the same lists. Virtual stage of (rank r, chunk c)
 // is c * pp + r; activations flow from virtual stage v to v + 1.
 //
+// A replicated schedule (Plan::replicas) has one list per slot instead: the
+// r_s slots of stage s are lists firstList[s] .. firstList[s] + r_s - 1, and
+// slot k of stage s runs the micro-batches m = k (mod r_s). Send and receive
+// peers are then list (slot) indices.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef DISTOPT_LIB_SCHEDULE_SCHEDULE_H
@@ -64,13 +69,35 @@ struct Action {
 struct Schedule {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   unsigned pp = 1, chunks = 1, microbatches = 1;
-  /// Weight versions each rank keeps (asynchronous schedules stash).
+  /// Weight versions each list keeps (asynchronous schedules stash).
   std::vector<unsigned> weightVersions;
+  /// One action list per pipeline rank, or per slot when replicated.
   std::vector<std::vector<Action>> devices;
+  /// Replicas per pipeline stage (empty: one list per stage).
+  std::vector<unsigned> replicas;
+  /// Replicated: first list of each stage (pp + 1 entries) and the stage of
+  /// each list.
+  std::vector<unsigned> firstList, listStage;
 
   unsigned numVirtualStages() const { return pp * chunks; }
-  unsigned stageOf(unsigned device, int chunk) const {
-    return chunk * pp + device;
+  bool replicated() const { return !replicas.empty(); }
+  unsigned stageOfList(unsigned list) const {
+    return listStage.empty() ? list : listStage[list];
+  }
+  unsigned stageOf(unsigned list, int chunk) const {
+    return chunk * pp + stageOfList(list);
+  }
+  /// The list that runs virtual stage \p vs for micro-batch \p mb.
+  unsigned listOf(unsigned vs, int mb) const {
+    unsigned r = vs % pp;
+    return replicas.empty() ? r : firstList[r] + mb % replicas[r];
+  }
+  /// Micro-batches list \p list runs (of each of its chunks).
+  unsigned microbatchesOf(unsigned list) const {
+    if (replicas.empty())
+      return microbatches;
+    unsigned s = listStage[list], r = replicas[s], k = list - firstList[s];
+    return microbatches / r + (k < microbatches % r ? 1 : 0);
   }
   void print(llvm::raw_ostream &os) const;
 };
@@ -83,6 +110,11 @@ struct ScheduleOptions {
   /// Sync each chunk as soon as its gradients are complete (false: all
   /// syncs after the last backward).
   bool overlapGradSync = true;
+  /// Replicas per pipeline stage (Plan::replicas): one list per slot, DP
+  /// collectives among the replicas of each stage with more than one
+  /// (dataParallel is then ignored). Needs chunks = 1 and gpipe, 1f1b,
+  /// pipedream or pipedream-2bw.
+  std::vector<unsigned> replicas;
 };
 
 /// Builds the action lists of \p kind for \p pp ranks, \p chunks chunks per
@@ -101,8 +133,10 @@ struct RankAction {
 
 /// The action list of global rank \p rank under \p plan (ranks are
 /// t + tp * (d + dp * s)): its stage's list, each send/receive peer turned
-/// into the global rank of the same (d, t) in the peer stage. This is what
-/// a per-device program executes. Empty for a rank outside the plan.
+/// into the global rank of the same (d, t) in the peer stage. Replicated
+/// plans: rank t + tp * slot runs the list of its slot, and a peer slot q
+/// becomes rank t + tp * q. This is what a per-device program executes.
+/// Empty for a rank outside the plan.
 std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
                                        unsigned rank);
 

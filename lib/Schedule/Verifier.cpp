@@ -9,6 +9,7 @@
 
 #include "lib/Schedule/Schedule.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -78,14 +79,56 @@ static size_t slot(const Schedule &s, int mb, int chunk) {
   return static_cast<size_t>(chunk) * s.microbatches + mb;
 }
 
+/// The list count and, for replicated schedules, the slot tables.
+static Error checkShape(const Schedule &s) {
+  auto err = [](const Twine &msg) {
+    return createStringError(inconvertibleErrorCode(), msg.str());
+  };
+  if (!s.replicated()) {
+    if (s.devices.size() != s.pp)
+      return err(formatv("schedule has {0} rank lists for pp={1}",
+                         s.devices.size(), s.pp));
+    return Error::success();
+  }
+  if (s.replicas.size() != s.pp || s.firstList.size() != s.pp + 1 ||
+      s.chunks != 1)
+    return err(formatv("replicated schedule needs one replica count and one "
+                       "first list per stage and chunks=1 (pp={0}, {1} "
+                       "counts, {2} first lists, chunks={3})",
+                       s.pp, s.replicas.size(), s.firstList.size(), s.chunks));
+  unsigned lists = 0;
+  for (unsigned st = 0; st < s.pp; ++st) {
+    if (s.firstList[st] != lists || s.replicas[st] == 0)
+      return err(formatv("replicated schedule: stage {0} must start at list "
+                         "{1} with at least one replica",
+                         st, lists));
+    lists += s.replicas[st];
+  }
+  if (s.firstList[s.pp] != lists || s.devices.size() != lists ||
+      s.listStage.size() != lists)
+    return err(formatv("replicated schedule has {0} lists for {1} slots",
+                       s.devices.size(), lists));
+  for (unsigned l = 0; l < lists; ++l)
+    if (s.listStage[l] >= s.pp || l < s.firstList[s.listStage[l]] ||
+        l >= s.firstList[s.listStage[l] + 1])
+      return err(formatv("replicated schedule: list {0} is given the wrong "
+                         "stage",
+                         l));
+  return Error::success();
+}
+
+/// Whether list \p r runs micro-batch \p mb (replicas: round-robin).
+static bool owns(const Schedule &s, unsigned r, int mb) {
+  return !s.replicated() ||
+         s.listOf(s.stageOfList(r), mb) == r;
+}
+
 static Error checkLists(const Schedule &s) {
-  const unsigned V = s.numVirtualStages(), pp = s.pp;
+  const unsigned V = s.numVirtualStages();
   const size_t n = static_cast<size_t>(s.chunks) * s.microbatches;
-  if (s.devices.size() != pp)
-    return createStringError(inconvertibleErrorCode(),
-                             formatv("schedule has {0} rank lists for pp={1}",
-                                     s.devices.size(), pp));
-  for (unsigned r = 0; r < pp; ++r) {
+  if (Error e = checkShape(s))
+    return e;
+  for (unsigned r = 0; r < s.devices.size(); ++r) {
     // Counts and positions of compute actions and receives per (mb, chunk).
     std::vector<unsigned> nF(n), nB(n), nBI(n), nW(n), nRA(n), nRG(n);
     const auto &list = s.devices[r];
@@ -104,8 +147,13 @@ static Error checkLists(const Schedule &s) {
                             s.microbatches, s.chunks));
       size_t k = slot(s, a.mb, a.chunk);
       unsigned vs = s.stageOf(r, a.chunk);
-      int prev = vs > 0 ? static_cast<int>((vs - 1) % pp) : -1;
-      int next = vs + 1 < V ? static_cast<int>((vs + 1) % pp) : -1;
+      if (!owns(s, r, a.mb))
+        return fail(r, i, a,
+                    formatv("micro-batch {0} belongs to list {1} of stage {2} "
+                            "(round-robin over its replicas)",
+                            a.mb, s.listOf(vs, a.mb), s.stageOfList(r)));
+      int prev = vs > 0 ? static_cast<int>(s.listOf(vs - 1, a.mb)) : -1;
+      int next = vs + 1 < V ? static_cast<int>(s.listOf(vs + 1, a.mb)) : -1;
       bool prevRemote = prev >= 0 && prev != static_cast<int>(r);
       bool nextRemote = next >= 0 && next != static_cast<int>(r);
       auto localDone = [&](ActionKind kind, int chunk) {
@@ -184,6 +232,8 @@ static Error checkLists(const Schedule &s) {
     }
     for (unsigned c = 0; c < s.chunks; ++c)
       for (unsigned mb = 0; mb < s.microbatches; ++mb) {
+        if (!owns(s, r, mb))
+          continue;
         size_t k = slot(s, mb, c);
         bool split = nBI[k] == 1 && nW[k] == 1 && nB[k] == 0;
         bool whole = nB[k] == 1 && nBI[k] == 0 && nW[k] == 0;
@@ -196,12 +246,29 @@ static Error checkLists(const Schedule &s) {
                       r, mb, c, nF[k], nB[k], nBI[k], nW[k]));
       }
   }
+  // A collective among a stage's replicas needs every replica to call it
+  // equally often.
+  for (unsigned st = 0; st < s.pp && s.replicated(); ++st) {
+    auto count = [&](unsigned l) {
+      return llvm::count_if(s.devices[l],
+                            [](const Action &a) { return isCollective(a.kind); });
+    };
+    unsigned first = s.firstList[st];
+    for (unsigned l = first + 1; l < s.firstList[st + 1]; ++l)
+      if (count(l) != count(first))
+        return createStringError(
+            inconvertibleErrorCode(),
+            formatv("schedule stage {0}: list {1} has {2} collectives but "
+                    "list {3} has {4}; the replicas of a stage must sync "
+                    "equally often (give every replica as many micro-batches)",
+                    st, l, count(l), first, count(first)));
+  }
   return Error::success();
 }
 
 /// Executes the lists with eager sends and blocking receives.
 static Error checkDeadlock(const Schedule &s) {
-  const unsigned pp = s.pp;
+  const unsigned pp = s.devices.size();
   const size_t n = static_cast<size_t>(s.numVirtualStages()) * s.microbatches;
   // Messages delivered into virtual stage v for micro-batch mb.
   std::vector<char> actSent(n, 0), gradSent(n, 0);
@@ -272,7 +339,8 @@ Error verifySchedule(const Schedule &s, const PipelineCosts *costs,
     return Error::success();
   if (costs->pp != s.pp || costs->chunks != s.chunks ||
       costs->stages.size() != s.numVirtualStages() ||
-      costs->devices.size() != s.pp)
+      costs->devices.size() != s.devices.size() ||
+      costs->slotStage != s.listStage)
     return createStringError(
         inconvertibleErrorCode(),
         formatv("schedule (pp={0}, chunks={1}) and costs (pp={2}, chunks={3}, "

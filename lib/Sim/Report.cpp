@@ -19,12 +19,13 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
   for (unsigned vs = 0; vs < costs.stages.size(); ++vs) {
     const StageCost &st = costs.stages[vs];
     json::Array devices;
-    for (unsigned d = 0; d < plan.dp; ++d)
+    for (unsigned d = 0; d < plan.replicasOf(st.device); ++d)
       for (unsigned t = 0; t < plan.tp; ++t)
         devices.push_back(globalRank(plan, st.device, d, t));
     json::Object o{{"stage", vs},
                    {"pipeline_rank", st.device},
                    {"chunk", st.chunk},
+                   {"replicas", plan.replicasOf(st.device)},
                    {"devices", std::move(devices)},
                    {"layers", json::Array{st.layerBegin, st.layerEnd}}};
     if (st.layerEnd > st.layerBegin && st.layerEnd <= model.layers.size()) {
@@ -52,10 +53,36 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
                        {"stages", std::move(stages)}};
   // Peak memory per global device: every device of a stage group alike.
   std::vector<double> perDevice(plan.numDevices(), 0);
-  for (unsigned s = 0; s < plan.pp && s < res.peakMemoryBytes.size(); ++s)
+  for (unsigned s = 0; s < plan.pp && !plan.replicated() &&
+                       s < res.peakMemoryBytes.size();
+       ++s)
     for (unsigned d = 0; d < plan.dp; ++d)
       for (unsigned t = 0; t < plan.tp; ++t)
         perDevice[globalRank(plan, s, d, t)] = res.peakMemoryBytes[s];
+  // Replicated plans: one list per slot, rank t + tp * slot.
+  json::Array slots;
+  for (unsigned l = 0; plan.replicated() && l < res.peakMemoryBytes.size();
+       ++l) {
+    for (unsigned t = 0; t < plan.tp; ++t)
+      if (t + plan.tp * l < perDevice.size())
+        perDevice[t + plan.tp * l] = res.peakMemoryBytes[l];
+    unsigned st = costs.stageOfList(l);
+    slots.push_back(json::Object{
+        {"slot", l},
+        {"stage", st},
+        {"replica", l - plan.firstSlot(st)},
+        {"device", l < costs.devices.size() ? costs.devices[l].deviceName : ""},
+        {"microbatches",
+         l < res.listMicrobatches.size() ? res.listMicrobatches[l] : 0u},
+        {"peak_memory_bytes", res.peakMemoryBytes[l]}});
+  }
+  if (plan.replicated()) {
+    json::Array reps;
+    for (unsigned r : plan.replicas)
+      reps.push_back(r);
+    planObj["replicas"] = std::move(reps);
+    planObj["slots"] = std::move(slots);
+  }
   json::Array peak;
   for (double b : perDevice)
     peak.push_back(b);

@@ -91,8 +91,8 @@ public:
     actArrival.assign(n, -1);
     gradArrival.assign(n, -1);
     bytes.assign(cluster::kNumLinkLevels, 0);
-    ranks.resize(s.pp);
-    for (unsigned r = 0; r < s.pp; ++r) {
+    ranks.resize(s.devices.size());
+    for (unsigned r = 0; r < s.devices.size(); ++r) {
       Rank &rk = ranks[r];
       const auto &list = s.devices[r];
       for (unsigned i = 0; i < list.size(); ++i) {
@@ -171,15 +171,16 @@ private:
 } // namespace
 
 double Engine::computeDuration(unsigned r, const Action &a) const {
+  const double scale = c.devices[r].computeScale;
   switch (a.kind) {
   case ActionKind::Forward:
-    return stageOf(r, a).fwd;
+    return stageOf(r, a).fwd * scale;
   case ActionKind::Backward:
-    return stageOf(r, a).bwdInput + stageOf(r, a).bwdWeight;
+    return (stageOf(r, a).bwdInput + stageOf(r, a).bwdWeight) * scale;
   case ActionKind::BackwardInput:
-    return stageOf(r, a).bwdInput;
+    return stageOf(r, a).bwdInput * scale;
   case ActionKind::BackwardWeight:
-    return stageOf(r, a).bwdWeight;
+    return stageOf(r, a).bwdWeight * scale;
   case ActionKind::OptimizerStep:
     return c.devices[r].optimizerTime;
   case ActionKind::SendActivation:
@@ -244,12 +245,13 @@ void Engine::advance(unsigned r) {
       ++rk.computeDone;
       continue;
     }
-    if (a.kind == ActionKind::Forward && vs > 0 && (vs - 1) % s.pp == r &&
+    if (a.kind == ActionKind::Forward && vs > 0 && s.listOf(vs - 1, a.mb) == r &&
         fEnd[key(vs - 1, a.mb)] < 0)
       break;
     if ((a.kind == ActionKind::Backward ||
          a.kind == ActionKind::BackwardInput) &&
-        vs + 1 < V && (vs + 1) % s.pp == r && bEnd[key(vs + 1, a.mb)] < 0)
+        vs + 1 < V && s.listOf(vs + 1, a.mb) == r &&
+        bEnd[key(vs + 1, a.mb)] < 0)
       break;
     if (a.kind == ActionKind::OptimizerStep && rk.collectivesDone < slot.before)
       break;
@@ -285,7 +287,7 @@ void Engine::advance(unsigned r) {
 }
 
 Expected<SimResult> Engine::run() {
-  for (unsigned r = 0; r < s.pp; ++r)
+  for (unsigned r = 0; r < s.devices.size(); ++r)
     advance(r);
   while (!events.empty()) {
     QueuedEvent top = events.top();
@@ -307,7 +309,7 @@ Expected<SimResult> Engine::run() {
       if (a.kind == ActionKind::Backward ||
           a.kind == ActionKind::BackwardInput) {
         bEnd[key(vs, a.mb)] = now;
-        if (e.rank == 0)
+        if (s.stageOfList(e.rank) == 0) // rank 0, or a replica of stage 0
           rk.backwardEnds.push_back(now);
       }
       if (a.kind == ActionKind::SendActivation ||
@@ -347,7 +349,7 @@ Expected<SimResult> Engine::run() {
   }
   // Everything must have run.
   std::string stalled;
-  for (unsigned r = 0; r < s.pp; ++r)
+  for (unsigned r = 0; r < s.devices.size(); ++r)
     for (unsigned q = 0; q < kNumQueues; ++q)
       if (ranks[r].head[q] < ranks[r].queue[q].size())
         stalled +=
@@ -364,35 +366,54 @@ Expected<SimResult> Engine::run() {
   SimResult &res = result;
   double makespan = now;
   res.iterationTime = makespan;
-  const auto &ends = ranks[0].backwardEnds;
-  if (isAsync(s.kind) && m >= 4 && ends.size() == m) {
-    unsigned from = m / 2;
-    double interval = (ends[m - 1] - ends[from]) / (m - 1 - from);
-    res.iterationTime = interval * m;
-    res.steadyState = true;
+  // Replicated stage 0: each replica paces its own share of the
+  // micro-batches; the iteration ends with the slowest replica.
+  if (isAsync(s.kind)) {
+    double T = 0;
+    bool steady = true;
+    for (unsigned r = 0; r < s.devices.size() && s.stageOfList(r) == 0; ++r) {
+      const auto &ends = ranks[r].backwardEnds;
+      unsigned mr = s.microbatchesOf(r);
+      steady &= mr >= 4 && ends.size() == mr;
+      if (!steady)
+        break;
+      unsigned from = mr / 2;
+      double interval = (ends[mr - 1] - ends[from]) / (mr - 1 - from);
+      T = std::max(T, interval * mr);
+    }
+    if (steady) {
+      res.iterationTime = T;
+      res.steadyState = true;
+    }
   }
   double T = res.iterationTime;
-  double flops = 0, modelFlops = 0, bubble = 0;
-  for (unsigned r = 0; r < s.pp; ++r) {
+  // Means over devices; every device of a list behaves alike (without
+  // replication all lists have equally many, so these are list means).
+  double flops = 0, modelFlops = 0, bubble = 0, devices = 0;
+  for (unsigned r = 0; r < s.devices.size(); ++r) {
     double f = 0, mf = 0;
+    const double mr = s.microbatchesOf(r);
+    const double w = s.replicated() ? c.devices[r].devicesInGroup : 1;
     for (unsigned ch = 0; ch < s.chunks; ++ch) {
       const StageCost &st = c.stage(r, ch);
-      f += st.flops * m;
-      mf += st.modelFlops * m;
+      f += st.flops * mr;
+      mf += st.modelFlops * mr;
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        bytes[l] += st.mbBytes[l] * m * c.devices[r].devicesInGroup;
+        bytes[l] += st.mbBytes[l] * mr * c.devices[r].devicesInGroup;
     }
     // A plan with no work has no rate (not an infinite one).
-    flops += T > 0 ? f / T : 0;
-    modelFlops += T > 0 ? mf / T : 0;
+    flops += T > 0 ? w * f / T : 0;
+    modelFlops += T > 0 ? w * mf / T : 0;
     res.busyTime.push_back(ranks[r].busy);
+    res.listMicrobatches.push_back(s.microbatchesOf(r));
     double busyInIteration =
         res.steadyState ? std::min(T, ranks[r].busy) : ranks[r].busy;
-    bubble += T > 0 ? 1 - busyInIteration / T : 0;
+    bubble += T > 0 ? w * (1 - busyInIteration / T) : 0;
+    devices += w;
   }
-  res.tflopsPerDevice = flops / s.pp / 1e12;
-  res.modelTflopsPerDevice = modelFlops / s.pp / 1e12;
-  res.bubbleFraction = bubble / s.pp;
+  res.tflopsPerDevice = flops / devices / 1e12;
+  res.modelTflopsPerDevice = modelFlops / devices / 1e12;
+  res.bubbleFraction = bubble / devices;
   res.samplesPerSecond = T > 0 ? c.globalBatch / T : 0;
   res.peakMemoryBytes = peakMemory(s, c);
   res.inFlight = maxInFlight(s);
@@ -404,8 +425,11 @@ Expected<SimResult> Engine::run() {
 Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
                              const SimOptions &opts) {
   if (costs.pp != s.pp || costs.chunks != s.chunks ||
-      costs.microbatches != s.microbatches || costs.devices.size() != s.pp ||
-      costs.stages.size() != s.numVirtualStages() || s.devices.size() != s.pp)
+      costs.microbatches != s.microbatches ||
+      costs.devices.size() != s.devices.size() ||
+      costs.slotStage != s.listStage ||
+      costs.stages.size() != s.numVirtualStages() ||
+      (!s.replicated() && s.devices.size() != s.pp))
     return createStringError(
         inconvertibleErrorCode(),
         formatv("simulate: schedule (pp={0}, chunks={1}, micro-batches={2}) "
@@ -430,6 +454,7 @@ simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
   so.dataParallel = ps.plan.dp > 1;
   so.zero = ps.plan.zero;
   so.overlapGradSync = ps.plan.overlapGradSync;
+  so.replicas = ps.plan.replicas;
   Expected<Schedule> s =
       generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
                        ps.plan.numMicrobatches, so);

@@ -1,7 +1,8 @@
 //===- Simulator.h - Discrete-event simulation of a schedule ----*- C++ -*-===//
 //
-// Runs a Schedule's action lists against PipelineCosts. Each pipeline rank (a
-// stage group of tp*dp devices that behave alike) has a compute stream, two
+// Runs a Schedule's action lists against PipelineCosts. Each action list (a
+// pipeline rank: a stage group of tp*dp devices that behave alike, or one
+// slot of tp devices of a replicated stage) has a compute stream, two
 // send queues (towards the next and the previous stage) and a collective
 // queue; sends and collectives contend for the rank's egress link of their
 // level, first come first served in simulated time.
@@ -42,9 +43,12 @@ struct SimResult {
   double modelTflopsPerDevice = 0;
   /// Mean over ranks of idle compute time / iteration time.
   double bubbleFraction = 0;
-  std::vector<double> busyTime;        ///< compute busy seconds per rank
-  std::vector<double> peakMemoryBytes; ///< per rank (each device of it)
+  std::vector<double> busyTime;        ///< compute busy seconds per list
+  std::vector<double> peakMemoryBytes; ///< per list (each device of it)
   std::vector<unsigned> inFlight;      ///< max micro-batches in flight
+  /// Micro-batches each list runs (all of them, or a slot's round-robin
+  /// share).
+  std::vector<unsigned> listMicrobatches;
   /// Bytes per iteration over all devices, per link level.
   std::vector<double> bytesPerLevel;
   std::vector<std::string> levelNames;

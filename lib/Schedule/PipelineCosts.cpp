@@ -1,0 +1,248 @@
+//===- PipelineCosts.cpp - Per-stage and per-list costs of a plan -*- C++ -*-===//
+//
+// buildPipelineCosts turns a finalized plan into StageCost per virtual stage
+// and DeviceCost per action list (pipeline rank, or slot of a replicated
+// plan); uniformPipelineCosts is the synthetic uniform model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Schedule/Plan.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <numeric>
+
+using namespace llvm;
+using namespace distopt::cost;
+using distopt::cluster::Cluster;
+using distopt::cluster::LinkLevel;
+
+namespace distopt::schedule {
+
+PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
+                                 const Cluster &c, const CostModel &cm,
+                                 const std::vector<unsigned> &weightVersions,
+                                 const MemoryConfig &memoryBase) {
+  PipelineCosts pc;
+  pc.pp = p.pp;
+  pc.chunks = p.chunks;
+  pc.microbatches = p.numMicrobatches;
+  pc.mbs = p.mbs;
+  pc.globalBatch = p.globalBatch;
+  pc.overlapP2P = p.overlapP2P;
+  pc.levelNames = {c.levelName(LinkLevel::IntraNode),
+                   c.levelName(LinkLevel::Network)};
+  unsigned numLayers = model.layers.size();
+  unsigned V = p.numVirtualStages();
+  MemoryConfig mem = memoryBase;
+  mem.dp = p.dp;
+  mem.tp = p.tp;
+  mem.zero = p.zero;
+  mem.recompute = p.recompute;
+  double elem = mem.mixedPrecision ? 2 : 4;
+  double syncElem = mem.gradSyncBytes > 0 ? mem.gradSyncBytes : elem;
+
+  pc.stages.resize(V);
+  for (unsigned vs = 0; vs < V; ++vs) {
+    StageCost &st = pc.stages[vs];
+    st.device = vs % p.pp;
+    st.chunk = vs / p.pp;
+    std::tie(st.layerBegin, st.layerEnd) = p.stageLayers(vs, numLayers);
+    GroupShape tpg = tensorGroup(p, c, st.device);
+    RangeTimes worst;
+    for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
+      RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
+                                   c.devices[ty], tpg, p.mbs, p.recompute);
+      if (t.fwd + t.bwdInput + t.bwdWeight >=
+          worst.fwd + worst.bwdInput + worst.bwdWeight)
+        worst = t;
+    }
+    st.fwd = worst.fwd;
+    st.bwdInput = worst.bwdInput;
+    st.bwdWeight = worst.bwdWeight;
+    st.recompute = worst.recompute;
+    if (p.unevenBatch && stageDeviceTypes(p, c, st.device).size() > 1) {
+      // Replicas of several kinds split the micro-batches by speed; the
+      // stage group then behaves like one that does numMicrobatches of the
+      // slowest replica's (shorter) total time.
+      std::vector<double> mbTime(c.devices.size(), 0);
+      for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
+        RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
+                                     c.devices[ty], tpg, p.mbs, p.recompute);
+        mbTime[ty] = t.fwd + t.bwdInput + t.bwdWeight;
+      }
+      std::vector<unsigned> share =
+          replicaMicrobatches(p, c, st.device, mbTime);
+      double slowest = 0;
+      for (unsigned d = 0; d < p.dp; ++d)
+        slowest = std::max(
+            slowest,
+            share[d] * mbTime[c.groupOf(globalRank(p, st.device, d, 0))
+                                  .deviceIndex]);
+      double full = worst.fwd + worst.bwdInput + worst.bwdWeight;
+      double k = full > 0 ? slowest / (p.numMicrobatches * full) : 1;
+      st.fwd *= k;
+      st.bwdInput *= k;
+      st.bwdWeight *= k;
+      st.recompute *= k;
+    }
+    st.flops = worst.flops;
+    st.modelFlops = worst.modelFlops;
+    LinkLevel tpLevel =
+        tpg.nodes() > 1 ? LinkLevel::Network : LinkLevel::IntraNode;
+    st.mbBytes[static_cast<unsigned>(tpLevel)] += worst.tpBytes;
+    st.params = paramsPerDevice(model, st.layerBegin, st.layerEnd, p.tp);
+    st.activationBytes =
+        activationBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
+    st.stashBytes =
+        weightGradStashBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
+
+    // Boundary messages; with scatter/gather each TP rank sends 1/tp and the
+    // receiver all-gathers over its TP group.
+    auto message = [&](unsigned layer, unsigned from, unsigned to, double &time,
+                       double &bytes, LinkLevel &level) {
+      double full = model.layers[layer].boundaryBytes * p.mbs;
+      bool sg = p.scatterGather && p.tp > 1;
+      bytes = sg ? full / p.tp : full;
+      unsigned a = globalRank(p, from, 0, 0), b = globalRank(p, to, 0, 0);
+      level = c.levelBetween(a, b);
+      time = CostModel::p2pTime(bytes, c.link(level, a));
+      // Replicated stages: replica k talks to replica k' of the neighbour
+      // when some micro-batch m has m = k (mod r_from) and m = k' (mod
+      // r_to); the stage's message costs what its slowest such pair does.
+      unsigned rf = p.replicasOf(from), rt = p.replicasOf(to);
+      unsigned g = std::gcd(rf, rt);
+      for (unsigned k = 0; p.replicated() && k < rf; ++k)
+        for (unsigned k2 = k % g; k2 < rt; k2 += g) {
+          unsigned a2 = globalRank(p, from, k, 0),
+                   b2 = globalRank(p, to, k2, 0);
+          LinkLevel l2 = c.levelBetween(a2, b2);
+          double t2 = CostModel::p2pTime(bytes, c.link(l2, a2));
+          if (t2 > time) {
+            time = t2;
+            level = l2;
+          }
+        }
+      if (sg)
+        time += CostModel::collective(Collective::AllGather, full,
+                                      tensorGroup(p, c, to))
+                    .time;
+    };
+    if (vs + 1 < V)
+      message(st.layerEnd - 1, st.device, (vs + 1) % p.pp, st.sendNextTime,
+              st.sendNextBytes, st.nextLevel);
+    if (vs > 0)
+      message(st.layerBegin - 1, st.device, (vs - 1) % p.pp, st.sendPrevTime,
+              st.sendPrevBytes, st.prevLevel);
+
+    GroupShape dpg = dataGroup(p, c, st.device);
+    double gradBytes = st.params * syncElem;
+    CommCost sync;
+    if (p.zero == 0) {
+      sync = CostModel::collective(Collective::AllReduce, gradBytes, dpg);
+    } else {
+      CommCost rs =
+          CostModel::collective(Collective::ReduceScatter, gradBytes, dpg);
+      CommCost ag =
+          CostModel::collective(Collective::AllGather, gradBytes, dpg);
+      sync.time = rs.time + ag.time;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        sync.bytes[l] = rs.bytes[l] + ag.bytes[l];
+    }
+    st.gradSyncTime = sync.time;
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      st.gradSyncBytes[l] = sync.bytes[l];
+    if (p.zero >= 3) {
+      // Weights are gathered before each forward and each backward.
+      CommCost g =
+          CostModel::collective(Collective::AllGather, st.params * elem, dpg);
+      st.fwd += g.time;
+      st.bwdInput += g.time;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        st.mbBytes[l] += 2 * g.bytes[l];
+    }
+  }
+
+  // One action list per pipeline rank, or per slot of a replicated plan.
+  const unsigned lists = p.replicated() ? p.numSlots() : p.pp;
+  pc.devices.resize(lists);
+  for (unsigned r = 0; r < p.pp && p.replicated(); ++r)
+    pc.slotStage.insert(pc.slotStage.end(), p.replicasOf(r), r);
+  for (unsigned l = 0; l < lists; ++l) {
+    DeviceCost &dc = pc.devices[l];
+    unsigned r = pc.stageOfList(l);
+    unsigned rank0 = p.replicated() ? p.tp * l : globalRank(p, r, 0, 0);
+    const cluster::DeviceSpec &dev = c.deviceOf(rank0);
+    dc.deviceName = dev.name;
+    dc.memoryCapacity = dev.memoryBytes;
+    if (!p.replicated())
+      for (unsigned ty : stageDeviceTypes(p, c, r))
+        dc.memoryCapacity =
+            std::min(dc.memoryCapacity, c.devices[ty].memoryBytes);
+    dc.devicesInGroup = p.replicated() ? p.tp : p.tp * p.dp;
+    double params = 0, work = 0;
+    for (unsigned ch = 0; ch < p.chunks; ++ch) {
+      const StageCost &st = pc.stage(l, ch);
+      params += st.params;
+      work = std::max(work, backwardWorkingBytes(model, st.layerBegin,
+                                                 st.layerEnd, p.mbs, mem));
+    }
+    if (p.replicated()) {
+      // The stage's times are those of its slowest slot; this slot runs at
+      // its own device kind's speed.
+      const StageCost &st = pc.stage(l, 0);
+      RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd, dev,
+                                   tensorGroup(p, c, r), p.mbs, p.recompute);
+      double mine = t.fwd + t.bwdInput + t.bwdWeight;
+      double stage = st.fwd + st.bwdInput + st.bwdWeight;
+      if (stage > 0 && mine < stage)
+        dc.computeScale = mine / stage;
+    }
+    MemoryConfig m = mem;
+    m.weightVersions = l < weightVersions.size() ? weightVersions[l] : 1;
+    dc.staticMemory = staticMemory(params, m);
+    dc.workingBytes = work;
+    // The update streams weights, grads and optimizer state once.
+    double touched = mem.optimizer == Optimizer::Adam          ? 28
+                     : mem.optimizer == Optimizer::SGDMomentum ? 20
+                                                               : 12;
+    double shard = p.zero >= 1 ? params / p.dp : params;
+    PhaseCost upd{shard * 10, shard * touched * 0.5, shard * touched * 0.5};
+    dc.optimizerTime =
+        cm.computeTime(upd, OpClass::Elementwise, cluster::DType::F32, dev, 1);
+  }
+  return pc;
+}
+
+} // namespace distopt::schedule
+
+distopt::schedule::PipelineCosts
+distopt::schedule::uniformPipelineCosts(unsigned pp,
+                                                      unsigned chunks,
+                                                      unsigned microbatches,
+                                                      double f, double bi,
+                                                      double bw, double send) {
+  PipelineCosts c;
+  c.pp = pp;
+  c.chunks = chunks;
+  c.microbatches = microbatches;
+  c.globalBatch = microbatches;
+  c.stages.resize(pp * chunks);
+  for (unsigned vs = 0; vs < pp * chunks; ++vs) {
+    StageCost &st = c.stages[vs];
+    st.device = vs % pp;
+    st.chunk = vs / pp;
+    st.fwd = f;
+    st.bwdInput = bi;
+    st.bwdWeight = bw;
+    st.activationBytes = 1;
+    st.nextLevel = st.prevLevel = cluster::LinkLevel::Network;
+    if (vs + 1 < pp * chunks)
+      st.sendNextTime = send;
+    if (vs > 0)
+      st.sendPrevTime = send;
+  }
+  c.devices.resize(pp);
+  return c;
+}

@@ -1,0 +1,198 @@
+//===- ReplicatedSimTest.cpp - Simulating per-stage replicas ----*- C++ -*-===//
+
+#include "SimTestUtil.h"
+
+#include "lib/Sim/Report.h"
+#include "lib/Sim/Simulator.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+using namespace distopt;
+using namespace distopt::schedule;
+using namespace distopt::sim;
+
+namespace {
+
+/// Uniform costs for a replicated pipeline: every slot of stage s takes
+/// \p f[s] and \p b[s] per micro-batch, sends are free.
+PipelineCosts replicatedUniform(const std::vector<unsigned> &reps, unsigned m,
+                                const std::vector<double> &f,
+                                const std::vector<double> &b) {
+  PipelineCosts c = test::uniform(reps.size(), 1, m, 1, 1, 0);
+  for (unsigned s = 0; s < reps.size(); ++s) {
+    c.stages[s].fwd = f[s];
+    c.stages[s].bwdInput = b[s];
+    c.slotStage.insert(c.slotStage.end(), reps[s], s);
+  }
+  c.devices.resize(c.slotStage.size());
+  return c;
+}
+
+Schedule genRep(ScheduleKind k, const std::vector<unsigned> &reps,
+                unsigned m) {
+  ScheduleOptions o;
+  o.replicas = reps;
+  return llvm::cantFail(generateSchedule(k, reps.size(), 1, m, o));
+}
+
+double simTime(const Schedule &s, const PipelineCosts &c) {
+  auto r = simulate(s, c);
+  EXPECT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  return r ? r->iterationTime : -1;
+}
+
+TEST(ReplicatedSim, EqualReplicasAreIndependentPipelines) {
+  // r replicas of every stage, m micro-batches in all: each replica chain is
+  // a plain 1F1B pipeline of m / r micro-batches, (m / r + pp - 1) (F + B).
+  for (unsigned r : {1u, 2u, 3u}) {
+    unsigned m = 12;
+    Schedule s = genRep(ScheduleKind::OneFOneB, {r, r, r}, m);
+    PipelineCosts c = replicatedUniform({r, r, r}, m, {1, 1, 1}, {2, 2, 2});
+    EXPECT_DOUBLE_EQ(simTime(s, c), (m / r + 3 - 1) * 3.0) << r;
+  }
+}
+
+TEST(ReplicatedSim, FifteenOneSteadyStateMatchesTheAnalyticThroughput) {
+  // Stage 0 is 15x stage 1 and has 15 replicas: each stage finishes one
+  // micro-batch per 3 s in the steady state, so an iteration of m
+  // micro-batches takes 3 m (PipeDream's balanced "15-1").
+  unsigned m = 150;
+  Schedule s = genRep(ScheduleKind::PipeDream, {15, 1}, m);
+  PipelineCosts c = replicatedUniform({15, 1}, m, {15, 1}, {30, 2});
+  auto r = simulate(s, c);
+  ASSERT_TRUE(static_cast<bool>(r));
+  EXPECT_TRUE(r->steadyState);
+  EXPECT_NEAR(r->iterationTime, 3.0 * m, 0.01 * 3.0 * m);
+  // Without the replicas stage 0 alone needs 45 s per micro-batch.
+  Schedule one = llvm::cantFail(
+      generateSchedule(ScheduleKind::PipeDream, 2, 1, m));
+  PipelineCosts c1 = test::uniform(2, 1, m, 1, 1, 0);
+  c1.stages[0].fwd = 15;
+  c1.stages[0].bwdInput = 30;
+  c1.stages[1].fwd = 1;
+  c1.stages[1].bwdInput = 2;
+  EXPECT_NEAR(simTime(one, c1), 45.0 * m, 0.01 * 45.0 * m);
+  // Synchronous 1F1B: the same rate plus one fill and drain; GPipe too.
+  for (ScheduleKind k : {ScheduleKind::OneFOneB, ScheduleKind::GPipe}) {
+    double t = simTime(genRep(k, {15, 1}, m), c);
+    EXPECT_GE(t, 3.0 * m) << scheduleName(k).str();
+    EXPECT_LE(t, 3.0 * m + 2 * 48) << scheduleName(k).str();
+  }
+}
+
+TEST(ReplicatedSim, UnevenSharesWaitForTheBusiestReplica) {
+  // 7 micro-batches over 2 replicas of a lone stage: 4 and 3 of them.
+  Schedule s = genRep(ScheduleKind::OneFOneB, {2}, 7);
+  PipelineCosts c = replicatedUniform({2}, 7, {1}, {1});
+  auto r = simulate(s, c);
+  ASSERT_TRUE(static_cast<bool>(r));
+  EXPECT_DOUBLE_EQ(r->iterationTime, 8);
+  EXPECT_EQ(r->listMicrobatches, (std::vector<unsigned>{4, 3}));
+  EXPECT_DOUBLE_EQ(r->busyTime[1], 6);
+}
+
+cost::ModelDesc gpt(unsigned layers) {
+  cost::GptConfig g;
+  g.layers = layers;
+  g.hidden = 1024;
+  g.heads = 16;
+  g.seqLen = 1024;
+  g.vocab = 32000;
+  return cost::buildGpt(g);
+}
+
+TEST(ReplicatedSimulatePlan, ReplicasEqualToDpMatchTheDpPlan) {
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 2));
+  cost::CostModel cm;
+  cost::ModelDesc m = gpt(8);
+  for (const char *kind : {"gpipe", "1f1b", "pipedream", "pipedream-2bw"}) {
+    std::string k = kind;
+    auto dp = simulatePlan(
+        m, c, llvm::cantFail(parsePlan("dp=4,tp=2,pp=2,schedule=" + k)), 64,
+        cm);
+    auto rep = simulatePlan(
+        m, c, llvm::cantFail(parsePlan("tp=2,replicas=4/4,schedule=" + k)),
+        64, cm);
+    ASSERT_TRUE(static_cast<bool>(dp)) << llvm::toString(dp.takeError());
+    ASSERT_TRUE(static_cast<bool>(rep)) << llvm::toString(rep.takeError());
+    EXPECT_EQ(dp->plan.cuts, rep->plan.cuts) << k;
+    EXPECT_NEAR(rep->result.iterationTime, dp->result.iterationTime,
+                1e-9 * dp->result.iterationTime)
+        << k;
+    EXPECT_NEAR(rep->result.tflopsPerDevice, dp->result.tflopsPerDevice,
+                1e-6 * dp->result.tflopsPerDevice)
+        << k;
+    EXPECT_NEAR(rep->result.bytesPerLevel[1], dp->result.bytesPerLevel[1],
+                1e-6 * (1 + dp->result.bytesPerLevel[1]))
+        << k;
+    // Slot 4 (stage 1, replica 0) peaks like pipeline rank 1.
+    EXPECT_DOUBLE_EQ(rep->result.peakMemoryBytes[4],
+                     dp->result.peakMemoryBytes[1])
+        << k;
+  }
+}
+
+TEST(ReplicatedSimulatePlan, SlotsOnMixedDevicesAndTheReport) {
+  // Two nodes: 8 A100 then 8 V100. Stage 0 has 12 replicas (8 A100 + 4
+  // V100), stage 1 the other 4 V100.
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("mixed-a100-v100", 2));
+  cost::CostModel cm;
+  auto ps = simulatePlan(gpt(8), c,
+                         llvm::cantFail(parsePlan("replicas=12/4,schedule=1f1b")),
+                         96, cm);
+  ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+  const PipelineCosts &pc = ps->costs;
+  ASSERT_EQ(pc.devices.size(), 16u);
+  EXPECT_EQ(pc.devices[0].deviceName, c.deviceOf(0).name);
+  EXPECT_EQ(pc.devices[11].deviceName, c.deviceOf(11).name);
+  EXPECT_NE(pc.devices[0].deviceName, pc.devices[11].deviceName);
+  // The A100 slots of stage 0 run faster than the stage's (V100) times.
+  EXPECT_LT(pc.devices[0].computeScale, 1.0);
+  EXPECT_DOUBLE_EQ(pc.devices[11].computeScale, 1.0);
+  EXPECT_EQ(pc.devices[0].devicesInGroup, 1u);
+  // Stage 0 (12 replicas) gets more layers than stage 1 (4).
+  EXPECT_GT(pc.stages[0].layerEnd - pc.stages[0].layerBegin,
+            pc.stages[1].layerEnd - pc.stages[1].layerBegin);
+  // Its gradient all-reduce spans both nodes.
+  EXPECT_GT(pc.stages[0].gradSyncBytes[1], 0);
+  EXPECT_EQ(ps->result.peakMemoryBytes.size(), 16u);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeReport(ps->plan, gpt(8), pc, ps->result, os);
+  EXPECT_NE(text.find("\"replicas\": [\n      12,\n      4\n    ]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"slots\": ["), std::string::npos);
+  EXPECT_NE(text.find("\"microbatches\": 8"), std::string::npos);
+  EXPECT_NE(text.find("\"microbatches\": 24"), std::string::npos);
+}
+
+TEST(ReplicatedSimulatePlan, FinalizeErrors) {
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb"));
+  cost::CostModel cm;
+  auto err = [&](const char *spec, unsigned batch) {
+    auto ps = simulatePlan(gpt(4), c, llvm::cantFail(parsePlan(spec)), batch,
+                           cm);
+    EXPECT_FALSE(static_cast<bool>(ps)) << spec;
+    return ps ? std::string() : llvm::toString(ps.takeError());
+  };
+  EXPECT_NE(err("replicas=3/1", 16).find("tp*sum(replicas) = 1*(3+1) = 4 "
+                                         "devices, but cluster "
+                                         "'dgx-a100-80gb' has 8"),
+            std::string::npos);
+  EXPECT_NE(err("replicas=6/2,schedule=interleaved", 16)
+                .find("not interleaved"),
+            std::string::npos);
+  EXPECT_NE(err("replicas=6/2,zero=1", 16).find("ZeRO over per-stage"),
+            std::string::npos);
+  EXPECT_NE(err("replicas=6/2", 4).find("stage 0 has 6 replicas but there "
+                                        "are only 4 micro-batches"),
+            std::string::npos);
+  EXPECT_NE(err("replicas=6/2,schedule=pipedream", 16)
+                .find("do not split evenly"),
+            std::string::npos);
+}
+
+} // namespace
