@@ -10,6 +10,8 @@
 
 #include "dialects/Graph/GraphShapeUtils.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -532,9 +534,17 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
 unsigned foldConstants(onnx::GraphProto &graph, int64_t opset) {
   ShapeMap shapes = collectStaticShapes(graph);
   StringMap<SmallTensor> consts;
+  // Float initializers are the model's weights. A float result computed from
+  // one (Identity, Cast, arithmetic) stays an op, so that training updates
+  // the one weight every use reads: exporters deduplicate equal initializers
+  // behind Identity nodes, and folding those into literals would untie them.
+  StringSet<> weights;
   for (const auto &init : graph.initializer())
-    if (auto t = readSmallTensor(init))
+    if (auto t = readSmallTensor(init)) {
+      if (t->isFloat())
+        weights.insert(init.name());
       consts[init.name()] = std::move(*t);
+    }
   unsigned folded = 0;
   for (NodeProto &node : *graph.mutable_node()) {
     if (!node.domain().empty() && node.domain() != "ai.onnx")
@@ -555,6 +565,11 @@ unsigned foldConstants(onnx::GraphProto &graph, int64_t opset) {
     }
     std::optional<SmallTensor> value = evaluate(node, in, shapes, opset);
     if (!value || value->numElements() > kMaxInlineElements)
+      continue;
+    if (value->isFloat() &&
+        llvm::any_of(node.input(), [&](const std::string &name) {
+          return weights.contains(name);
+        }))
       continue;
     std::string output = node.output(0), name = node.name();
     node.Clear();

@@ -270,3 +270,15 @@ save("range", [
    [vinfo("sum", I64, [2, 100]), vinfo("posf", F, [79]),
     vinfo("r", I64, [2, 3]), vinfo("rp", I64, [2, 3]),
     vinfo("down", I64, [143])])
+
+# Weights shared behind Identity (how torch.onnx deduplicates equal
+# initializers, e.g. GPT-2's zero biases and unit norm scales): every use
+# must read the one weight, not a folded copy, or training unties them.
+save("shared_weight", [
+    helper.make_node("Identity", ["b"], ["b_alias"], name="alias"),
+    helper.make_node("Add", ["x", "b"], ["h"], name="first"),
+    helper.make_node("Add", ["h", "b_alias"], ["y"], name="second"),
+    helper.make_node("Cast", ["b"], ["b_cast"], name="cast", to=F),
+    helper.make_node("Mul", ["y", "b_cast"], ["z"], name="third"),
+], [vinfo("x", F, [2, 4])], [vinfo("z", F, [2, 4])],
+   [numpy_helper.from_array(np.zeros(4, np.float32), "b")])
