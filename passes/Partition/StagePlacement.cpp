@@ -65,6 +65,18 @@ FailureOr<StageGrid> partition::readStageGrid(ModuleOp module,
       failed(read("pp", grid.pp, true)) ||
       failed(read("chunks", grid.chunks, false)))
     return failure();
+  // Bounds keep the device lists small and the products below free of
+  // overflow; real plans are far inside them.
+  constexpr int64_t kMaxMesh = int64_t(1) << 24, kMaxStages = int64_t(1) << 20;
+  if (grid.dp > kMaxMesh || grid.tp > kMaxMesh || grid.pp > kMaxStages ||
+      grid.chunks > kMaxStages || grid.dp * grid.tp > kMaxMesh ||
+      grid.pp * grid.chunks > kMaxStages)
+    return module.emitError("'dist.plan' degrees dp = ")
+           << grid.dp << ", tp = " << grid.tp << ", pp = " << grid.pp
+           << ", chunks = " << grid.chunks
+           << " are too large to outline: a stage mesh holds at most "
+           << kMaxMesh << " devices and a pipeline at most " << kMaxStages
+           << " virtual stages";
   if (auto cluster = module->getAttrOfType<dist::ClusterAttr>("dist.cluster")) {
     int64_t need = grid.dp * grid.tp * grid.pp;
     if (need > cluster.getNumDevices())

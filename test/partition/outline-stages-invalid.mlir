@@ -99,6 +99,16 @@ module attributes {dist.plan = {dp = 0 : i64, tp = 1 : i64, pp = 1 : i64}} {
 
 // -----
 
+// expected-error @+1 {{'dist.plan' degrees dp = 65536, tp = 1024, pp = 1, chunks = 1 are too large to outline: a stage mesh holds at most 16777216 devices and a pipeline at most 1048576 virtual stages}}
+module attributes {dist.plan = {dp = 65536 : i64, tp = 1024 : i64, pp = 1 : i64}} {
+  func.func @huge(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
 // expected-error @+1 {{'dist.plan' needs dp * tp * pp = 2 * 1 * 2 = 4 devices but 'dist.cluster' has 2; plan for this cluster again}}
 module attributes {dist.cluster = #dist.cluster<"pair", kinds = [#dist.device_kind<"gpu", memory = 1024, bandwidth = 1.0e+9, flops = {f32 = 1.0e+12 : f64}>], groups = [#dist.device_group<first = 0, count = 2, kind = "gpu">], links = [#dist.link<"node", span = 2, bandwidth = 1.0e+9, latency = 1.0e-6>]>,
                    dist.plan = {dp = 2 : i64, tp = 1 : i64, pp = 2 : i64}} {
