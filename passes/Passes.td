@@ -104,7 +104,9 @@ def OutlineStagesPass : Pass<"dist-outline-stages", "mlir::ModuleOp"> {
       into every stage that uses them; unused ops go to the last stage;
     - virtual stage v runs on pipeline rank s = v % pp, as the mesh
       `[dp, tp]` (size-1 axes kept) of the devices t + tp * (d + dp * s), so
-      interleaved chunks v and v + pp are separate regions on one mesh.
+      interleaved chunks v and v + pp are separate regions on one mesh;
+      with per-stage `replicas` (PipeDream) the mesh is `[r_s, tp]` on the
+      devices t + tp * (r_0 + ... + r_{s-1} + d).
 
     `dist.tp` stays on the moved ops; `dist.stage` is dropped from them (the
     region's index replaces it). Functions without annotations and already

@@ -85,7 +85,8 @@ static void rewrite(const Job &job) {
     SmallVector<Type> resultTypes;
     for (Value value : yields[s])
       resultTypes.push_back(value.getType());
-    SmallVector<int64_t> shape = {job.grid.dp, job.grid.tp};
+    SmallVector<int64_t> shape = {job.grid.replicasOf(job.grid.pipelineRank(s)),
+                                  job.grid.tp};
     auto mesh = dist::MeshAttr::get(ctx, shape, job.grid.devices(s));
     Location loc =
         stageOps[s].empty() ? func.getLoc() : stageOps[s].front()->getLoc();

@@ -18,14 +18,49 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::partition;
 
+int64_t StageGrid::firstSlot(int64_t s) const {
+  if (replicas.empty())
+    return dp * s;
+  int64_t slot = 0;
+  for (int64_t r = 0; r < s; ++r)
+    slot += replicas[r];
+  return slot;
+}
+
 SmallVector<int64_t> StageGrid::devices(int64_t v) const {
-  int64_t s = pipelineRank(v);
+  int64_t s = pipelineRank(v), first = firstSlot(s), n = replicasOf(s);
   SmallVector<int64_t> ids;
-  ids.reserve(dp * tp);
-  for (int64_t d = 0; d < dp; ++d)
+  ids.reserve(n * tp);
+  for (int64_t d = 0; d < n; ++d)
     for (int64_t t = 0; t < tp; ++t)
-      ids.push_back(t + tp * (d + dp * s));
+      ids.push_back(t + tp * (first + d));
   return ids;
+}
+
+/// Reads `replicas` of \p plan into \p grid: one count of at least 1 per
+/// pipeline stage, only with dp = 1 and chunks = 1.
+static LogicalResult readReplicas(ModuleOp module, DictionaryAttr plan,
+                                  StageGrid &grid) {
+  Attribute field = plan.get("replicas");
+  if (!field)
+    return success();
+  auto counts = dyn_cast<DenseI64ArrayAttr>(field);
+  if (!counts || static_cast<int64_t>(counts.size()) != grid.pp)
+    return module.emitError("'dist.plan' field 'replicas' must be an i64 "
+                            "array with one replica count per pipeline stage "
+                            "(pp = ")
+           << grid.pp << "), got " << field;
+  if (grid.dp != 1 || grid.chunks != 1)
+    return module.emitError("'dist.plan' has 'replicas' together with dp = ")
+           << grid.dp << " and chunks = " << grid.chunks
+           << "; per-stage replicas need dp = 1 and chunks = 1";
+  for (int64_t r : counts.asArrayRef())
+    if (r < 1)
+      return module.emitError("'dist.plan' replica counts must be at least "
+                              "1, got ")
+             << r;
+  grid.replicas.assign(counts.asArrayRef().begin(), counts.asArrayRef().end());
+  return success();
 }
 
 FailureOr<StageGrid> partition::readStageGrid(ModuleOp module,
@@ -68,21 +103,27 @@ FailureOr<StageGrid> partition::readStageGrid(ModuleOp module,
   // Bounds keep the device lists small and the products below free of
   // overflow; real plans are far inside them.
   constexpr int64_t kMaxMesh = int64_t(1) << 24, kMaxStages = int64_t(1) << 20;
-  if (grid.dp > kMaxMesh || grid.tp > kMaxMesh || grid.pp > kMaxStages ||
-      grid.chunks > kMaxStages || grid.dp * grid.tp > kMaxMesh ||
+  int64_t widest = grid.dp;
+  if (failed(readReplicas(module, plan, grid)))
+    return failure();
+  for (int64_t r : grid.replicas)
+    widest = std::max(widest, r);
+  if (widest > kMaxMesh || grid.tp > kMaxMesh || grid.pp > kMaxStages ||
+      grid.chunks > kMaxStages || widest * grid.tp > kMaxMesh ||
       grid.pp * grid.chunks > kMaxStages)
-    return module.emitError("'dist.plan' degrees dp = ")
-           << grid.dp << ", tp = " << grid.tp << ", pp = " << grid.pp
-           << ", chunks = " << grid.chunks
-           << " are too large to outline: a stage mesh holds at most "
-           << kMaxMesh << " devices and a pipeline at most " << kMaxStages
+    return module.emitError("'dist.plan' is too large to outline: ")
+           << widest << " data-parallel replicas, tp = " << grid.tp
+           << ", pp = " << grid.pp << ", chunks = " << grid.chunks
+           << "; a stage mesh holds at most " << kMaxMesh
+           << " devices and a pipeline at most " << kMaxStages
            << " virtual stages";
   if (auto cluster = module->getAttrOfType<dist::ClusterAttr>("dist.cluster")) {
-    int64_t need = grid.dp * grid.tp * grid.pp;
+    int64_t need = grid.numDevices();
     if (need > cluster.getNumDevices())
-      return module.emitError("'dist.plan' needs dp * tp * pp = ")
-             << grid.dp << " * " << grid.tp << " * " << grid.pp << " = " << need
-             << " devices but 'dist.cluster' has " << cluster.getNumDevices()
+      return module.emitError("'dist.plan' needs ")
+             << need << " devices (tp * "
+             << (grid.replicas.empty() ? "dp * pp" : "sum(replicas)")
+             << ") but 'dist.cluster' has " << cluster.getNumDevices()
              << "; plan for this cluster again";
   }
   return grid;

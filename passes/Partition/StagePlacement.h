@@ -27,16 +27,29 @@ inline constexpr llvm::StringLiteral kPlanAttr = "dist.plan";
 /// The parallel degrees of `dist.plan` that fix stages and meshes.
 struct StageGrid {
   int64_t dp = 1, tp = 1, pp = 1, chunks = 1;
+  /// PipeDream-style replicas per pipeline stage (`replicas`, with dp = 1
+  /// and chunks = 1); empty: dp replicas for every stage.
+  llvm::SmallVector<int64_t> replicas;
 
   int64_t numVirtualStages() const { return pp * chunks; }
   /// Pipeline rank (device group) that runs virtual stage \p v.
   int64_t pipelineRank(int64_t v) const { return v % pp; }
-  /// Cluster device numbers of virtual stage \p v as a row-major [dp, tp]
-  /// mesh: rank = t + tp * (d + dp * s) with s = v % pp.
+  /// Data-parallel replicas of pipeline rank \p s.
+  int64_t replicasOf(int64_t s) const {
+    return replicas.empty() ? dp : replicas[s];
+  }
+  /// Slot of replica 0 of pipeline rank \p s (slots are stage-major).
+  int64_t firstSlot(int64_t s) const;
+  /// Devices the plan needs: tp times the replicas of all stages.
+  int64_t numDevices() const { return tp * firstSlot(pp); }
+  /// Cluster device numbers of virtual stage \p v as a row-major
+  /// [replicas, tp] mesh: rank = t + tp * (firstSlot(s) + d) with
+  /// s = v % pp, which is t + tp * (d + dp * s) without `replicas`.
   llvm::SmallVector<int64_t> devices(int64_t v) const;
 };
 
-/// Reads dp, tp, pp and chunks (default 1) from the module's `dist.plan`;
+/// Reads dp, tp, pp, chunks (default 1) and replicas (optional) from the
+/// module's `dist.plan`;
 /// \p func names the function that needs them in the diagnostics.
 mlir::FailureOr<StageGrid> readStageGrid(mlir::ModuleOp module,
                                          mlir::func::FuncOp func);

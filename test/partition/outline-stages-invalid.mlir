@@ -99,7 +99,7 @@ module attributes {dist.plan = {dp = 0 : i64, tp = 1 : i64, pp = 1 : i64}} {
 
 // -----
 
-// expected-error @+1 {{'dist.plan' degrees dp = 65536, tp = 1024, pp = 1, chunks = 1 are too large to outline: a stage mesh holds at most 16777216 devices and a pipeline at most 1048576 virtual stages}}
+// expected-error @+1 {{'dist.plan' is too large to outline: 65536 data-parallel replicas, tp = 1024, pp = 1, chunks = 1; a stage mesh holds at most 16777216 devices and a pipeline at most 1048576 virtual stages}}
 module attributes {dist.plan = {dp = 65536 : i64, tp = 1024 : i64, pp = 1 : i64}} {
   func.func @huge(%x: tensor<4xf32>) -> tensor<4xf32> {
     %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
@@ -109,7 +109,7 @@ module attributes {dist.plan = {dp = 65536 : i64, tp = 1024 : i64, pp = 1 : i64}
 
 // -----
 
-// expected-error @+1 {{'dist.plan' needs dp * tp * pp = 2 * 1 * 2 = 4 devices but 'dist.cluster' has 2; plan for this cluster again}}
+// expected-error @+1 {{'dist.plan' needs 4 devices (tp * dp * pp) but 'dist.cluster' has 2; plan for this cluster again}}
 module attributes {dist.cluster = #dist.cluster<"pair", kinds = [#dist.device_kind<"gpu", memory = 1024, bandwidth = 1.0e+9, flops = {f32 = 1.0e+12 : f64}>], groups = [#dist.device_group<first = 0, count = 2, kind = "gpu">], links = [#dist.link<"node", span = 2, bandwidth = 1.0e+9, latency = 1.0e-6>]>,
                    dist.plan = {dp = 2 : i64, tp = 1 : i64, pp = 2 : i64}} {
   func.func @too_few_devices(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -142,5 +142,47 @@ module attributes {dist.plan = {dp = 1 : i64, tp = 1 : i64, pp = 1 : i64}} {
     }
     %b = graph.unary tanh %s {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
     return %b : tensor<4xf32>
+  }
+}
+
+// -----
+
+// Per-stage replicas: device counts per stage checked against the cluster.
+// expected-error @+1 {{'dist.plan' needs 5 devices (tp * sum(replicas)) but 'dist.cluster' has 2; plan for this cluster again}}
+module attributes {dist.cluster = #dist.cluster<"pair", kinds = [#dist.device_kind<"gpu", memory = 1024, bandwidth = 1.0e+9, flops = {f32 = 1.0e+12 : f64}>], groups = [#dist.device_group<first = 0, count = 2, kind = "gpu">], links = [#dist.link<"node", span = 2, bandwidth = 1.0e+9, latency = 1.0e-6>]>,
+                   dist.plan = {dp = 1 : i64, tp = 1 : i64, pp = 2 : i64, replicas = array<i64: 4, 1>}} {
+  func.func @replicas_too_many(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'dist.plan' field 'replicas' must be an i64 array with one replica count per pipeline stage (pp = 2), got array<i64: 3>}}
+module attributes {dist.plan = {dp = 1 : i64, tp = 1 : i64, pp = 2 : i64, replicas = array<i64: 3>}} {
+  func.func @replicas_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'dist.plan' has 'replicas' together with dp = 2 and chunks = 1; per-stage replicas need dp = 1 and chunks = 1}}
+module attributes {dist.plan = {dp = 2 : i64, tp = 1 : i64, pp = 2 : i64, replicas = array<i64: 3, 1>}} {
+  func.func @replicas_and_dp(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'dist.plan' replica counts must be at least 1, got 0}}
+module attributes {dist.plan = {dp = 1 : i64, tp = 1 : i64, pp = 2 : i64, replicas = array<i64: 3, 0>}} {
+  func.func @replicas_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %a : tensor<4xf32>
   }
 }

@@ -144,3 +144,19 @@ module {
     return %a : tensor<4xf32>
   }
 }
+
+// -----
+
+// PipeDream-style per-stage replicas ("replicas=3/1", tp=2): stage s has
+// its own data-parallel degree r_s; ranks are t + tp * slot with slots
+// numbered stage-major, so stage 0 holds slots 0..2 and stage 1 slot 3.
+// CHECK-LABEL: func.func @replicas
+// CHECK: dist.stage 0 on #dist.mesh<shape = [3, 2], devices = [0, 1, 2, 3, 4, 5]>
+// CHECK: dist.stage 1 on #dist.mesh<shape = [1, 2], devices = [6, 7]>
+module attributes {dist.plan = {dp = 1 : i64, tp = 2 : i64, pp = 2 : i64, chunks = 1 : i64, replicas = array<i64: 3, 1>, schedule = "1f1b"}} {
+  func.func @replicas(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %b = graph.unary tanh %a {dist.stage = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %b : tensor<4xf32>
+  }
+}
