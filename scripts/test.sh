@@ -58,7 +58,7 @@ echo "== whole networks vs onnxruntime (GPT-2, BERT, LLaMA, ResNet)"
 "$venv/bin/python" "$root/test/numerics/run_networks.py" --build "$build" \
   --junit "$results/numerics-networks.xml" || status=1
 
-echo "== training: MLP, GPT-2, ResNet vs NumPy / finite differences"
+echo "== training: MLP, GPT-2, ResNet vs NumPy, PyTorch and finite differences"
 "$venv/bin/python" "$root/test/numerics/run_training.py" --build "$build" \
   --junit "$results/numerics-training.xml" || status=1
 

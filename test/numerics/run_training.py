@@ -14,8 +14,14 @@ SGD + momentum, Adam, and SGD with gradient accumulation over 2
 micro-batches; SGD with bf16 and fp16 mixed precision (looser tolerance,
 see MIXED) and fp16 with an overflowing loss scale (skipped steps, scale
 backoff); the 2-layer GPT-2 with Adam in bf16 and fp16 against its fp32
-program's curve. A 2-layer GPT and a small ResNet need gradient
-lowerings that are not done yet (docs/codegen.md, "Not yet done").
+program's curve.
+
+The 2-layer GPT-2 fixture and a small ResNet (training-mode batch norm)
+train 20 steps with SGD and with Adam against PyTorch: torch_reference.py
+runs the same ONNX graph, weights and batch in float64 with torch.autograd
+and torch.optim (under Debian's python3-torch), and the loss curve and end
+weights must agree within 1e-4 relative. They also keep their onnxruntime
+loss check and finite-difference gradient checks.
 
     .venv/bin/python test/numerics/run_training.py --build build --junit out.xml
 """
@@ -209,15 +215,24 @@ def gpt2_mixed_checks(compiler, work):
             err = got if isinstance(got, str) else "fp32 run: " + ref
             print(f"FAIL {case}: {err}")
         else:
-            rel = np.max(np.abs(got - ref) / np.abs(ref))
+            # A step whose scaled fp16 gradients overflow is skipped (the
+            # loss repeats) and the scale halves: GPT-2's LayerNorm bias,
+            # one weight behind twelve uses, overflows at 65536 on step 1.
+            # The rest of the curve then follows fp32's, shifted by the skips.
+            skips = 0
+            while skips + 1 < STEPS and got[skips + 1] == got[0]:
+                skips += 1
+            rel = np.max(np.abs(got[skips:] - ref[:STEPS - skips]) / np.abs(ref[:STEPS - skips]))
             err = None
             if rel > MIXED[mp]:
                 err = f"max relative error {rel:.2e} vs fp32 > {MIXED[mp]:.2e}"
-            elif not all(b < a for a, b in zip(got, got[1:])):
+            elif not all(b < a for a, b in zip(got[skips:], got[skips + 1:])):
                 err = "loss not monotone"
+            elif skips > 3:
+                err = f"{skips} steps skipped for overflow"
             print(f"{'ok  ' if not err else 'FAIL'} {case}: loss {got[0]:.4f} -> {got[-1]:.4f}, "
-                  f"max rel err vs fp32 {rel:.1e} (tolerance {MIXED[mp]:.1e})"
-                  + (f"; {err}" if err else ""))
+                  f"{skips} overflowed steps skipped, max rel err vs fp32 {rel:.1e} "
+                  f"(tolerance {MIXED[mp]:.1e})" + (f"; {err}" if err else ""))
         results.append((case, "failed" if err else "passed", err or ""))
     return results
 
@@ -240,8 +255,7 @@ def resnet_checks(compiler, work):
 
 def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
                    ort_loss=True, eps=1e-2):
-    """The 2-layer GPT-2 fixture: a NumPy loss-curve reference of the whole
-    network is not written yet; instead (1) the step-1 loss must equal the
+    """Checks independent of PyTorch: (1) the step-1 loss must equal the
     cross-entropy of onnxruntime's logits, (2) the gradient the compiled
     backward computes (one SGD step with lr=1: g = w0 - w1) must match
     central finite differences of the compiled loss along g and along a
@@ -342,6 +356,132 @@ def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
     return results
 
 
+# The PyTorch reference runs under Debian's Python (python3-torch); the test
+# venv has no torch.
+TORCH_PYTHON = os.environ.get("DIST_TORCH_PYTHON", "/usr/bin/python3")
+TORCH_REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                               "torch_reference.py")
+# Optimizer flags of dist-compile --train and the same optimizer for
+# torch.optim, per optimizer; {lr} is the model's SGD rate (TORCH_SGD_LR).
+TORCH_CASES = {"sgd": ("optimizer=sgd lr={lr}", ["--optimizer", "sgd", "--lr", "{lr}"]),
+               "adam": ("optimizer=adam lr=0.001", ["--optimizer", "adam", "--lr", "0.001"])}
+# SGD rates at which the 20-step trajectory does not amplify round-off.
+# GPT-2: from lr 0.01 up the shared LayerNorm/bias vector (one weight behind
+# twelve uses, gradient norm ~4) sits at the edge of stability, and any
+# perturbation, f32 round-off included, grows ~4x per step. The ResNet's
+# ReLUs and max pool make the loss non-smooth: at lr 0.01 a pre-activation
+# crosses zero within round-off at step 19 and the float32 and float64 runs
+# take different branches (0.005, 0.02 and 0.05 stay within 2e-7).
+TORCH_SGD_LR = {"gpt2": 0.005, "small_resnet": 0.05}
+# An element whose gradient never exceeded this fraction of the largest
+# gradient in the float64 reference has no signal: its gradient is zero in
+# exact arithmetic (GPT-2's key biases: softmax is invariant to adding the
+# same q.b_k to every score of a row). f32 round-off gives it a gradient of
+# ~1e-9 that Adam, which normalizes by the gradient's own magnitude, turns
+# into steps of up to lr; such elements are left out of the end-weight
+# comparison and counted.
+NO_SIGNAL = 1e-10
+
+
+def torch_checks(compiler, work, name, model_path, feeds, extra, exclude, rtol):
+    """20 steps of SGD and of Adam through the compiled program against
+    torch_reference.py (float64 autograd + torch.optim on the same ONNX
+    graph, weights and batch). Every step's loss must be within rtol of the
+    reference's; each trained tensor's end value within rtol in the 2-norm,
+    |w - w_ref| / |w_ref|, over its elements with gradient signal. The
+    largest single-element error (relative to the tensor's largest element)
+    is printed too: Adam scales each element's step by that element's own
+    gradient history, so an element whose gradient hovers near zero turns
+    f32 round-off into a step of up to lr. On the small ResNet that is one
+    element of 9216 in l2.b.w at ~2e-4, the element where PyTorch's own
+    float32 run also strays most from its float64 run (1.3e-5; PyTorch's CPU
+    batch norm accumulates in double, oneDNN's in float)."""
+    results = []
+    probe = subprocess.run([TORCH_PYTHON, "-c", "import torch, onnx"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        msg = (f"{TORCH_PYTHON} cannot import torch and onnx (install python3-torch "
+               "and python3-onnx; scripts/install-deps.sh does): " + probe.stderr[-300:])
+        return [(f"{name}_{opt}_vs_pytorch", "failed", msg) for opt in TORCH_CASES]
+    stem = os.path.splitext(os.path.basename(model_path))[0]
+    feed_dir = os.path.join(work, f"{name}_torch_feeds")
+    os.makedirs(feed_dir, exist_ok=True)
+    feed_args = []
+    for fname, arr in feeds:
+        path = os.path.join(feed_dir, fname + ".npy")
+        np.save(path, arr)
+        feed_args += (["--labels", path] if fname == "labels"
+                      else ["--feed", f"{fname}={path}"])
+    model = __import__("onnx").load(model_path, load_external_data=False)
+    frozen = [i.name for i in model.graph.initializer if exclude and re.search(exclude, i.name)]
+    for opt, (flags, torch_args) in TORCH_CASES.items():
+        case = f"{name}_{opt}_vs_pytorch"
+        flags = flags.format(lr=TORCH_SGD_LR[name])
+        torch_args = [a.format(lr=TORCH_SGD_LR[name]) for a in torch_args]
+        exe = os.path.join(work, f"{name}_{opt}_torch.bin")
+        p = subprocess.run([compiler, model_path,
+                            f"--train=loss=softmax-cross-entropy:labels {flags}", "-o", exe]
+                           + extra, capture_output=True, text=True)
+        if p.returncode != 0:
+            results.append((case, "failed", "dist-compile: " + p.stderr[-1500:]))
+            print(f"FAIL {case}: dist-compile failed")
+            continue
+        outdir = os.path.join(work, f"{name}_{opt}_torch")
+        rc, text = common.run_program(exe, stem, feeds, outdir,
+                                      extra=["--steps", str(STEPS), "--save-state", outdir])
+        ref_path = os.path.join(work, f"{name}_{opt}_ref.npz")
+        ref = subprocess.run([TORCH_PYTHON, TORCH_REFERENCE, "--model", model_path,
+                              "--steps", str(STEPS), "--out", ref_path,
+                              "--exclude", ",".join(frozen)] + feed_args + torch_args,
+                             capture_output=True, text=True)
+        errors = []
+        if rc != 0:
+            errors.append("program: " + text[-1000:])
+        if ref.returncode != 0:
+            errors.append("torch_reference.py: " + ref.stderr[-1000:])
+        if errors:
+            results.append((case, "failed", "; ".join(errors)))
+            print(f"FAIL {case}: " + "; ".join(errors))
+            continue
+        want = np.load(ref_path)
+        got = np.array([float(m.group(1)) for m in
+                        re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
+        curve = float("nan")
+        if len(got) != STEPS:
+            errors.append(f"expected {STEPS} loss lines, got {len(got)}")
+        else:
+            curve = np.max(np.abs(got - want["losses"]) / np.abs(want["losses"]))
+            if curve > rtol:
+                errors.append(f"loss curve: max relative error {curve:.2e}")
+        params = [k for k in want.files if k != "losses" and not k.startswith("gradmax/")]
+        scale = max(float(np.max(want["gradmax/" + k])) for k in params)
+        worst, worst_name, worst_elem, no_signal = 0.0, "", 0.0, 0
+        for k in params:
+            path = os.path.join(outdir, common.sanitize(k) + ".npy")
+            if not os.path.exists(path):
+                errors.append(f"the program saved no end value of {k}")
+                continue
+            w = np.load(path).astype(np.float64).reshape(want[k].shape)
+            signal = want["gradmax/" + k] > NO_SIGNAL * scale
+            no_signal += int(np.sum(~signal))
+            if not signal.any():
+                continue
+            diff, ref_k = (w - want[k])[signal], want[k][signal]
+            rel = np.linalg.norm(diff) / np.linalg.norm(ref_k)
+            worst_elem = max(worst_elem, np.max(np.abs(diff)) / np.max(np.abs(ref_k)))
+            if rel > worst:
+                worst, worst_name = rel, k
+        if worst > rtol:
+            errors.append(f"end weights: relative error {worst:.2e} ({worst_name})")
+        print(f"{'ok  ' if not errors else 'FAIL'} {case}: loss {want['losses'][0]:.5f} -> "
+              f"{want['losses'][-1]:.5f}, curve max rel err {curve:.1e}, end weights rel err "
+              f"{worst:.1e} (largest element {worst_elem:.1e}) over {len(params)} tensors "
+              f"({no_signal} elements without gradient signal left out)"
+              + ("; " + "; ".join(errors) if errors else ""))
+        results.append((case, "failed" if errors else "passed", "; ".join(errors)))
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -397,6 +537,21 @@ def main():
               f"weights max rel err {worst:.1e}" + ("; " + "; ".join(errors) if errors else ""))
         results.append((case, status, "; ".join(errors)))
     results += mixed_precision_checks(compiler, work, x, t)
+    rng = np.random.default_rng(3)
+    results += torch_checks(
+        compiler, work, "gpt2", GPT2,
+        [("input_ids", rng.integers(0, 512, (1, 32)).astype(np.int64)),
+         ("labels", rng.integers(0, 512, (1, 32)).astype(np.int64))], [], None, args.rtol)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import run_networks
+    resnet = os.path.join(work, "small_resnet.onnx")
+    run_networks.small_resnet(resnet)
+    rng = np.random.default_rng(4)
+    results += torch_checks(
+        compiler, work, "small_resnet", resnet,
+        [("image", rng.standard_normal((4, 3, 32, 32)).astype(np.float32)),
+         ("labels", rng.integers(0, 10, (4,)).astype(np.int64))],
+        ["--default-batch=4"], r"\.bn\.[mv]$", args.rtol)
     results += gpt2_checks(compiler, work)
     results += gpt2_mixed_checks(compiler, work)
     results += resnet_checks(compiler, work)

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""PyTorch training reference for an ONNX model: float64 autograd.
+
+Runs the ONNX graph node by node with PyTorch operators (float tensors in
+float64), adds a loss, and trains every float initializer for --steps
+steps with torch.optim.SGD or torch.optim.Adam on one fixed batch. Prints
+nothing; writes an .npz with `losses` (one per step, computed before that
+step's update), the final value of every trained initializer under its
+ONNX name, and under `gradmax/NAME` the largest |gradient| each element saw. The initializers are the leaf tensors, so an initializer used by
+several nodes (the exporter's deduplicated zero biases behind Identity) is
+one parameter, as in the compiled program.
+
+This is the independent reference of test/numerics/run_training.py: the
+forward semantics come from the ONNX operator definitions, the gradients
+from torch.autograd and the updates from torch.optim, none of it shared
+with DistOpt. It needs Debian's python3-torch (run it with /usr/bin/python3;
+the test venv has no torch), python3-onnx and python3-numpy.
+
+    /usr/bin/python3 torch_reference.py --model gpt2.onnx \\
+        --feed input_ids=ids.npy --labels labels.npy \\
+        --optimizer adam --lr 1e-3 --steps 20 --out ref.npz
+
+Batch normalization runs in training form (batch statistics), as
+dist-autodiff converts it. Only the operators the training fixtures use
+are implemented; any other fails with its name.
+"""
+import argparse
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+# The float type every float tensor is computed in (--dtype).
+FLOAT = torch.float64
+
+ONNX_TO_TORCH = {
+    onnx.TensorProto.FLOAT: None,
+    onnx.TensorProto.DOUBLE: None,
+    onnx.TensorProto.FLOAT16: None,
+    onnx.TensorProto.INT64: torch.int64,
+    onnx.TensorProto.INT32: torch.int64,
+    onnx.TensorProto.BOOL: torch.bool,
+}
+
+
+def to_tensor(array):
+    t = torch.from_numpy(np.array(array))
+    return t.to(FLOAT) if t.is_floating_point() else t
+
+
+def ints(t):
+    return [int(v) for v in t.reshape(-1).tolist()]
+
+
+def attr(node, name, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def conv_pads(pads, rank):
+    """ONNX [b0, b1, ..., e0, e1, ...] as F.pad's last-dim-first pairs."""
+    out = []
+    for i in reversed(range(rank)):
+        out += [pads[i], pads[i + rank]]
+    return out
+
+
+def run_node(node, x, training):
+    op = node.op_type
+    a = lambda k: attr(node, k)  # noqa: E731
+    if op in ("Identity", "Dropout"):
+        return [x[0]]
+    if op == "Constant":
+        return [to_tensor(numpy_helper.to_array(a("value")))]
+    if op == "ConstantOfShape":
+        v = a("value")
+        fill = numpy_helper.to_array(v) if v is not None else np.zeros(1, np.float32)
+        return [torch.full(ints(x[0]), fill.item(), dtype=to_tensor(fill).dtype)]
+    if op == "Shape":
+        return [torch.tensor(list(x[0].shape), dtype=torch.int64)]
+    if op == "Cast":
+        return [x[0].to(ONNX_TO_TORCH[a("to")] or FLOAT)]
+    if op == "Gather":
+        axis = a("axis") or 0
+        idx = x[1]
+        idx = torch.where(idx < 0, idx + x[0].shape[axis], idx)
+        return [torch.index_select(x[0], axis, idx.reshape(-1))
+                .reshape(x[0].shape[:axis] + idx.shape + x[0].shape[axis + 1:])]
+    if op == "Unsqueeze":
+        out = x[0]
+        rank = out.dim() + len(ints(x[1]))
+        for ax in sorted(v % rank for v in ints(x[1])):
+            out = out.unsqueeze(ax)
+        return [out]
+    if op == "Squeeze":
+        axes = ints(x[1]) if len(x) > 1 else [i for i, d in enumerate(x[0].shape) if d == 1]
+        out = x[0]
+        for ax in sorted((v % x[0].dim() for v in axes), reverse=True):
+            out = out.squeeze(ax)
+        return [out]
+    if op == "Concat":
+        return [torch.cat(x, dim=a("axis"))]
+    if op == "Reshape":
+        shape = ints(x[1])
+        shape = [x[0].shape[i] if d == 0 else d for i, d in enumerate(shape)]
+        return [x[0].reshape(shape)]
+    if op == "Flatten":
+        axis = a("axis") if a("axis") is not None else 1
+        return [x[0].reshape(int(np.prod(x[0].shape[:axis])), -1)]
+    if op == "Transpose":
+        perm = a("perm") or list(reversed(range(x[0].dim())))
+        return [x[0].permute(*perm)]
+    if op == "Slice":
+        starts, ends = ints(x[1]), ints(x[2])
+        axes = ints(x[3]) if len(x) > 3 else list(range(len(starts)))
+        steps = ints(x[4]) if len(x) > 4 else [1] * len(starts)
+        out = x[0]
+        for s, e, ax, st in zip(starts, ends, axes, steps):
+            if st != 1:
+                raise NotImplementedError("Slice with steps")
+            n = out.shape[ax]
+            s = max(0, min(n, s + n if s < 0 else s))
+            e = max(0, min(n, e + n if e < 0 else e))
+            out = out.narrow(ax, s, max(0, e - s))
+        return [out]
+    if op == "Split":
+        sizes = ints(x[1]) if len(x) > 1 else None
+        axis = a("axis") or 0
+        if sizes is None:
+            sizes = [x[0].shape[axis] // len(node.output)] * len(node.output)
+        return list(torch.split(x[0], sizes, dim=axis))
+    if op == "Range":
+        return [torch.arange(x[0].item(), x[1].item(), x[2].item(), dtype=x[0].dtype)]
+    if op == "Where":
+        return [torch.where(x[0], x[1], x[2])]
+    binary = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div,
+              "Pow": torch.pow}
+    if op in binary:
+        if op == "Div" and not x[0].is_floating_point():
+            return [torch.div(x[0], x[1], rounding_mode="trunc")]
+        return [binary[op](x[0], x[1])]
+    unary = {"Tanh": torch.tanh, "Relu": torch.relu, "Sqrt": torch.sqrt,
+             "Exp": torch.exp, "Neg": torch.neg, "Sigmoid": torch.sigmoid,
+             "Erf": torch.erf}
+    if op in unary:
+        return [unary[op](x[0])]
+    if op == "MatMul":
+        return [torch.matmul(x[0], x[1])]
+    if op == "Gemm":
+        m0 = x[0].t() if a("transA") else x[0]
+        m1 = x[1].t() if a("transB") else x[1]
+        y = (a("alpha") if a("alpha") is not None else 1.0) * (m0 @ m1)
+        if len(x) > 2:
+            y = y + (a("beta") if a("beta") is not None else 1.0) * x[2]
+        return [y]
+    if op == "Softmax":
+        return [torch.softmax(x[0], dim=a("axis") if a("axis") is not None else -1)]
+    if op == "LayerNormalization":
+        axis = a("axis") if a("axis") is not None else -1
+        axis %= x[0].dim()
+        eps = a("epsilon") if a("epsilon") is not None else 1e-5
+        return [F.layer_norm(x[0], x[0].shape[axis:], x[1],
+                             x[2] if len(x) > 2 else None, eps)]
+    if op == "BatchNormalization":
+        eps = a("epsilon") if a("epsilon") is not None else 1e-5
+        # Training form: normalise with the batch mean and biased variance.
+        # Running statistics are inputs here and never affect the loss.
+        return [F.batch_norm(x[0], x[3].detach().clone(), x[4].detach().clone(),
+                             x[1], x[2], training=training, eps=eps)]
+    if op == "Conv":
+        rank = x[0].dim() - 2
+        pads = a("pads") or [0] * (2 * rank)
+        y = F.pad(x[0], conv_pads(pads, rank)) if any(pads) else x[0]
+        conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[rank]
+        return [conv(y, x[1], x[2] if len(x) > 2 else None,
+                     stride=a("strides") or 1, dilation=a("dilations") or 1,
+                     groups=a("group") or 1)]
+    if op == "MaxPool":
+        rank = x[0].dim() - 2
+        pads = a("pads") or [0] * (2 * rank)
+        y = F.pad(x[0], conv_pads(pads, rank), value=-float("inf")) if any(pads) else x[0]
+        pool = {1: F.max_pool1d, 2: F.max_pool2d}[rank]
+        return [pool(y, a("kernel_shape"), stride=a("strides") or 1,
+                     dilation=a("dilations") or 1)]
+    if op == "GlobalAveragePool":
+        return [x[0].mean(dim=tuple(range(2, x[0].dim())), keepdim=True)]
+    raise NotImplementedError(f"ONNX operator {op} has no PyTorch mapping in "
+                              "torch_reference.py; add one")
+
+
+class OnnxModule:
+    def __init__(self, path, batch_norm_training=True):
+        self.model = onnx.load(path)
+        self.training = batch_norm_training
+        self.params = {}
+        self.consts = {}
+        for init in self.model.graph.initializer:
+            t = to_tensor(numpy_helper.to_array(init))
+            if t.is_floating_point():
+                self.params[init.name] = t.clone().requires_grad_(True)
+            else:
+                self.consts[init.name] = t
+
+    def __call__(self, feeds):
+        env = dict(self.consts)
+        env.update(self.params)
+        env.update(feeds)
+        for node in self.model.graph.node:
+            ins = [env[n] for n in node.input if n]
+            outs = run_node(node, ins, self.training)
+            env.update(zip(node.output, outs))
+        return [env[o.name] for o in self.model.graph.output]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--feed", action="append", default=[],
+                    help="NAME=FILE.npy, a graph input")
+    ap.add_argument("--labels", required=True,
+                    help=".npy of class indices; the loss is the mean softmax "
+                         "cross entropy of the first output over its last axis")
+    ap.add_argument("--optimizer", choices=["sgd", "adam"], required=True)
+    ap.add_argument("--lr", type=float, required=True)
+    ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--exclude", default="",
+                    help="comma-separated initializers that are not trained "
+                         "(batch-norm running statistics)")
+    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                    help="float32 measures PyTorch's own round-off against the "
+                         "float64 run")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    global FLOAT
+    FLOAT = getattr(torch, args.dtype)
+    torch.set_default_dtype(FLOAT)
+
+    net = OnnxModule(args.model)
+    for name in filter(None, args.exclude.split(",")):
+        p = net.params.pop(name)
+        net.consts[name] = p.detach()
+    feeds = {}
+    for f in args.feed:
+        name, path = f.split("=", 1)
+        feeds[name] = to_tensor(np.load(path))
+    labels = torch.from_numpy(np.load(args.labels).astype(np.int64)).reshape(-1)
+    params = list(net.params.values())
+    if args.optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=args.lr, momentum=args.momentum)
+    else:
+        opt = torch.optim.Adam(params, lr=args.lr)
+    losses = []
+    gradmax = {name: torch.zeros_like(p) for name, p in net.params.items()}
+    for _ in range(args.steps):
+        opt.zero_grad()
+        logits = net(feeds)[0]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
+        loss.backward()
+        # A parameter no path reaches has no gradient; torch.optim skips it,
+        # as the compiled program leaves it unchanged.
+        for name, p in net.params.items():
+            if p.grad is not None:
+                gradmax[name] = torch.maximum(gradmax[name], p.grad.abs())
+        opt.step()
+        losses.append(loss.item())
+    out = {"losses": np.array(losses)}
+    out.update({name: p.detach().numpy() for name, p in net.params.items()})
+    # Largest |gradient| each element saw: elements whose gradient is zero in
+    # exact arithmetic (a key bias under softmax's shift invariance, a bias
+    # before batch norm) have float64 round-off here, and the caller can
+    # tell them apart from elements with a signal.
+    out.update({"gradmax/" + name: g.numpy() for name, g in gradmax.items()})
+    np.savez(args.out, **out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
