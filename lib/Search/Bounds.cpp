@@ -72,8 +72,73 @@ partitionLayers(unsigned n, unsigned stages,
   return cuts;
 }
 
+/// Replicated stages (one list per slot, chunks = 1). List l of stage s runs
+/// n_l of the m micro-batches (round-robin), one after another on its
+/// compute stream at its own speed (computeScale), none before the first
+/// micro-batch has passed stages 0..s-1 (each at its fastest slot), and
+/// syncs and steps after its last backward. Asynchronous schedules: the
+/// simulator measures, on each stage-0 slot, the spacing of backward ends
+/// over the second half of its share and scales it to n_l; that span holds
+/// every later backward and all but the in-flight forwards.
+static double replicatedLowerBound(const PipelineCosts &c, ScheduleKind kind) {
+  const unsigned lists = c.slotStage.size();
+  std::vector<unsigned> reps(c.pp, 0), first(c.pp, lists);
+  for (unsigned l = 0; l < lists; ++l) {
+    unsigned s = c.slotStage[l];
+    ++reps[s];
+    first[s] = std::min(first[s], l);
+  }
+  auto share = [&](unsigned l) {
+    unsigned s = c.slotStage[l], k = l - first[s];
+    return c.microbatches / reps[s] + (k < c.microbatches % reps[s] ? 1 : 0);
+  };
+  double lb = 0;
+  bool steady = isAsync(kind);
+  for (unsigned l = 0; l < first[0] + reps[0]; ++l)
+    steady &= share(l) >= 4;
+  if (steady) {
+    // A stage-0 slot holds at most ceil(lists / r_0) micro-batches in
+    // flight (the replicated generator's keys), so after the backward of
+    // its share's middle micro-batch it still runs every later backward and
+    // all but that many forwards.
+    unsigned cap = (lists + reps[0] - 1) / reps[0];
+    for (unsigned l = 0; l < first[0] + reps[0]; ++l) {
+      const StageCost &st = c.stage(l, 0);
+      double nl = share(l), from = share(l) / 2;
+      double fwds = std::max(0.0, nl - from - cap);
+      lb = std::max(lb, c.devices[l].computeScale *
+                            (nl * (st.bwdInput + st.bwdWeight) +
+                             nl * fwds / (nl - 1 - from) * st.fwd));
+    }
+    return lb;
+  }
+  std::vector<double> start(c.pp, 0);
+  for (unsigned s = 1; s < c.pp; ++s) {
+    double fastest = std::numeric_limits<double>::infinity();
+    for (unsigned l = first[s - 1]; l < first[s - 1] + reps[s - 1]; ++l)
+      fastest = std::min(fastest, c.devices[l].computeScale);
+    const StageCost &prev = c.stages[s - 1];
+    start[s] = start[s - 1] + prev.fwd * fastest + prev.sendNextTime;
+  }
+  for (unsigned l = 0; l < lists; ++l) {
+    const StageCost &st = c.stage(l, 0);
+    double w = (st.fwd + st.bwdInput + st.bwdWeight) * c.devices[l].computeScale;
+    if (!c.overlapP2P)
+      w += st.sendNextTime + st.sendPrevTime;
+    // (Asynchronous, not steady: the makespan, with a sync per micro-batch.)
+    double sync = reps[c.slotStage[l]] <= 1 ? 0
+                  : isAsync(kind)          ? share(l) * st.gradSyncTime
+                                           : st.gradSyncTime;
+    lb = std::max(lb, start[c.slotStage[l]] + share(l) * w + sync +
+                          c.devices[l].optimizerTime);
+  }
+  return lb;
+}
+
 double iterationLowerBound(const PipelineCosts &c, ScheduleKind kind,
                            bool overlapGradSync, unsigned zero) {
+  if (!c.slotStage.empty())
+    return replicatedLowerBound(c, kind);
   const unsigned pp = c.pp, chunks = c.chunks;
   const double m = c.microbatches;
   const bool split = kind == ScheduleKind::ZBH1;
@@ -145,11 +210,15 @@ Breakdown breakdownOf(const sim::PlanSimulation &ps) {
     if (res.busyTime[r] > res.busyTime[worst])
       worst = r;
   b.compute = res.busyTime.empty() ? 0 : res.busyTime[worst];
-  for (unsigned r = 0; r < c.pp; ++r) {
+  // Per action list (pipeline rank, or slot of a replicated stage).
+  for (unsigned r = 0; r < c.devices.size(); ++r) {
     double p2p = 0, sync = 0;
+    double mr = ps.schedule.devices.size() == c.devices.size()
+                    ? ps.schedule.microbatchesOf(r)
+                    : m;
     for (unsigned ch = 0; ch < c.chunks; ++ch) {
       const StageCost &st = c.stage(r, ch);
-      p2p += m * (st.sendNextTime + st.sendPrevTime);
+      p2p += mr * (st.sendNextTime + st.sendPrevTime);
       sync += st.gradSyncTime;
     }
     b.p2p = std::max(b.p2p, p2p);

@@ -63,6 +63,15 @@ Expected<Constraints> distopt::search::parseConstraints(StringRef spec) {
                                        "' is not KEY=VALUE, KEY<=N or "
                                        "KEY>=N; e.g. tp<=8,schedule=1f1b");
     std::string k = key.lower();
+    if (k == "replicas") {
+      if (op != "=" || (value != "uniform" && value != "any"))
+        return constraintError(spec, "'" + item +
+                                         "': use replicas=uniform (every "
+                                         "stage gets the same data-parallel "
+                                         "degree) or replicas=any");
+      c.uniformReplicas = value == "uniform";
+      continue;
+    }
     if (k == "schedule" || k == "recompute") {
       if (op != "=")
         return constraintError(spec, "'" + item + "': " + k +
@@ -106,7 +115,7 @@ Expected<Constraints> distopt::search::parseConstraints(StringRef spec) {
     if (!r)
       return constraintError(spec, "unknown key '" + key +
                                        "'; known: dp, tp, pp, mbs, chunks, "
-                                       "zero, schedule, recompute");
+                                       "zero, schedule, recompute, replicas");
     if (value == "any")
       continue;
     SmallVector<StringRef> vals;

@@ -104,6 +104,12 @@ static std::string label(const Candidate &c, Mode mode) {
                       .str();
   if (mode == Mode::Infer)
     return s;
+  if (p.replicated()) {
+    s = "replicas=";
+    for (unsigned i = 0; i < p.replicas.size(); ++i)
+      s += (i ? "/" : "") + std::to_string(p.replicas[i]);
+    s += formatv(" tp={0} pp={1} mbs={2}", p.tp, p.pp, p.mbs).str();
+  }
   if (p.pp > 1)
     s += " " + schedule::scheduleName(p.schedule).str();
   if (p.chunks > 1)
@@ -188,14 +194,29 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
   }
   const schedule::PipelineCosts &pc = r.best.sim.costs;
   os << "  stages of the winner:";
-  for (const schedule::StageCost &st : pc.stages)
-    os << formatv(" [{0}: layers {1}-{2} on {3}]", st.device, st.layerBegin,
+  const schedule::Plan &wp = r.best.sim.plan;
+  for (const schedule::StageCost &st : pc.stages) {
+    // Replicated plans: the stage's replicas and its first slot's device.
+    unsigned list = wp.replicated() ? wp.firstSlot(st.device) : st.device;
+    os << formatv(" [{0}: layers {1}-{2}{3} on {4}]", st.device, st.layerBegin,
                   st.layerEnd - 1,
-                  st.device < pc.devices.size()
-                      ? pc.devices[st.device].deviceName
-                      : std::string("?"));
+                  wp.replicated()
+                      ? formatv(" x{0} replicas", wp.replicasOf(st.device))
+                            .str()
+                      : std::string(),
+                  list < pc.devices.size() ? pc.devices[list].deviceName
+                                           : std::string("?"));
+  }
   os << "\n";
+  if (wp.replicated()) {
+    os << "  replicas per stage:";
+    for (unsigned rep : wp.replicas)
+      os << " " << rep;
+    os << " (micro-batch m runs on replica m mod r of each stage)\n";
+  }
   for (auto [rank, shares] : llvm::enumerate(r.best.replicaMicrobatches)) {
+    if (wp.replicated())
+      break; // round-robin, described above
     if (shares.empty() ||
         llvm::all_of(shares, [&](unsigned k) { return k == shares.front(); }))
       continue;
@@ -212,13 +233,14 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
   }
   const SearchStats &s = r.stats;
   os << formatv("  search: {0} candidates weighed, {1} dominated, {2} over "
-                "memory, {3} cut by the lower bound, {4} partitions, {5} "
+                "memory, {3} cut by the lower bound, {4} partitions, {9} "
+                "with per-stage replicas, {5} "
                 "simulated, {6}, {7:F3} s ({8:F3} s CPU)\n",
                 s.candidates, s.dominated, s.memoryPruned, s.boundPruned,
                 s.partitions, s.simulated,
                 s.exact ? "exact (bound-proven)"
                         : "bounded (simulation limit reached)",
-                s.seconds, s.cpuSeconds);
+                s.seconds, s.cpuSeconds, s.replicated);
 }
 
 void search::printSearchSummary(const SearchResult &r,
@@ -242,7 +264,7 @@ void search::printSearchSummary(const SearchResult &r,
                   100 * b.sim.result.bubbleFraction);
   }
   for (unsigned s = 0; s < b.sim.result.peakMemoryBytes.size(); ++s)
-    os << "  stage " << s << " peak memory "
+    os << (p.replicated() ? "  slot " : "  stage ") << s << " peak memory "
        << humanBytes(b.sim.result.peakMemoryBytes[s]) << " ("
        << (s < b.sim.costs.devices.size() ? b.sim.costs.devices[s].deviceName
                                           : std::string("?"))

@@ -510,14 +510,15 @@ static bool better(const Candidate &a, const Candidate &b) {
   if (std::fabs(ta - tb) > 1e-9 * std::max(ta, tb))
     return ta < tb;
   const Plan &p = a.sim.plan, &q = b.sim.plan;
-  return std::make_tuple(p.pp, p.tp, p.chunks, static_cast<unsigned>(p.recompute),
+  return std::make_tuple(p.replicated(), p.pp, p.tp, p.chunks, static_cast<unsigned>(p.recompute),
                          p.zero, p.numMicrobatches) <
-         std::make_tuple(q.pp, q.tp, q.chunks, static_cast<unsigned>(q.recompute),
+         std::make_tuple(q.replicated(), q.pp, q.tp, q.chunks, static_cast<unsigned>(q.recompute),
                          q.zero, q.numMicrobatches);
 }
 
 static bool sameLayout(const Plan &a, const Plan &b) {
   return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp &&
+         a.replicas == b.replicas &&
          a.schedule == b.schedule && a.chunks == b.chunks;
 }
 
@@ -525,7 +526,9 @@ Expected<SearchResult> Searcher::run() {
   auto t0 = std::chrono::steady_clock::now();
   std::clock_t c0 = std::clock();
   enumerate();
-  if (cands.empty())
+  std::vector<ReplicatedCandidate> replicated;
+  replicatedCandidates(model, c, cm, o, t, stats, replicated);
+  if (cands.empty() && replicated.empty())
     return noPlanError();
   std::stable_sort(cands.begin(), cands.end(),
                    [](const Light &a, const Light &b) {
@@ -542,6 +545,9 @@ Expected<SearchResult> Searcher::run() {
                            : std::numeric_limits<double>::infinity();
   };
   std::priority_queue<Expanded, std::vector<Expanded>, std::greater<>> heap;
+  // Per-stage replica layouts come fully expanded, with their bounds.
+  for (ReplicatedCandidate &rc : replicated)
+    heap.push({rc.lowerBound, std::move(rc.plan)});
   size_t next = 0;
   unsigned long steps = 0;
   while (true) {
@@ -571,7 +577,10 @@ Expected<SearchResult> Searcher::run() {
       bool fits = true;
       for (unsigned r = 0; r < ps->result.peakMemoryBytes.size(); ++r) {
         double lim = std::numeric_limits<double>::infinity();
-        for (unsigned ty : stageTypes(ps->plan, r))
+        if (ps->plan.replicated()) // one list per slot of tp devices
+          lim = limitOf(c.groupOf(r * ps->plan.tp).deviceIndex);
+        for (unsigned ty : ps->plan.replicated() ? std::vector<unsigned>{}
+                                                 : stageTypes(ps->plan, r))
           lim = std::min(lim, limitOf(ty));
         fits &= ps->result.peakMemoryBytes[r] <= lim;
       }

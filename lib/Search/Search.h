@@ -18,6 +18,11 @@
 //  4. simulate candidates in order of their lower bound and stop when the
 //     next bound cannot beat the incumbents (branch and bound).
 //
+// On small clusters (tp = 1, chunks = 1) it also weighs PipeDream-style
+// layouts whose stages have different replica counts: a dynamic program
+// over (layer prefix, devices used) picks each stage's layers and replicas
+// (lib/Search/Replicated.cpp).
+//
 // See docs/search.md.
 //
 //===----------------------------------------------------------------------===//
@@ -64,10 +69,14 @@ struct Constraints {
   std::vector<schedule::ScheduleKind> schedules;
   /// Empty: none, selective and full.
   std::vector<cost::Recompute> recompute;
+  /// Only layouts whose stages all have the same data-parallel degree (no
+  /// PipeDream-style per-stage replicas; `replicas=uniform`).
+  bool uniformReplicas = false;
 };
 
 /// Parses "tp<=8,pp>=2,mbs=1|2|4,schedule=1f1b|interleaved,recompute=any,
-/// zero=0|1,chunks<=4" (also "dp=4", "tp<4", "tp>1"). An empty string
+/// zero=0|1,chunks<=4,replicas=uniform" (also "dp=4", "tp<4", "tp>1"). An
+/// empty string
 /// allows everything. Errors name the item and say what is accepted;
 /// bounds that leave no value are reported as contradictory.
 llvm::Expected<Constraints> parseConstraints(llvm::StringRef spec);
@@ -123,6 +132,7 @@ struct SearchStats {
   unsigned long memoryPruned = 0; ///< no partition fits memory
   unsigned long boundPruned = 0;  ///< lower bound >= incumbents
   unsigned long partitions = 0;   ///< DP partitions computed
+  unsigned long replicated = 0;   ///< per-stage-replica layouts weighed
   unsigned simulated = 0;
   bool exact = true; ///< false when maxSimulations stopped the search
   double seconds = 0;    ///< wall clock

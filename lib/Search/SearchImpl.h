@@ -71,6 +71,38 @@ private:
   std::map<std::pair<unsigned, unsigned>, Memory> memCache;
 };
 
+/// Per-stage replica layouts (Replicated.cpp) are weighed on clusters of
+/// at most this many devices, when devices * layers is at most
+/// kMaxReplicatedWork, with at most kMaxReplicatedStages stages: the
+/// dynamic program is O(stages * layers^2 * devices^2) per micro-batch size
+/// and recomputation, and these limits keep it within milliseconds.
+constexpr unsigned kMaxReplicatedDevices = 32;
+constexpr unsigned kMaxReplicatedWork = 1024;
+constexpr unsigned kMaxReplicatedStages = 8;
+/// How many of the layouts the dynamic program finds (over micro-batch
+/// sizes, recomputation and stage counts) are costed and simulated, best
+/// objective first.
+constexpr unsigned kReplicatedLayouts = 8;
+
+/// Whether the search weighs per-stage replica layouts on \p c.
+bool replicatedLayoutsApply(const cluster::Cluster &c, unsigned numLayers,
+                            const Constraints &k);
+
+/// A plan with per-stage replicas and its proven lower bound.
+struct ReplicatedCandidate {
+  schedule::Plan plan;
+  double lowerBound;
+};
+
+/// PipeDream's planner: for each micro-batch size, recomputation and stage
+/// count, the layers and replicas of every stage by dynamic programming;
+/// each layout that fits memory becomes one candidate per allowed
+/// gpipe/1f1b/pipedream/pipedream-2bw schedule. Counts into \p stats.
+void replicatedCandidates(const cost::ModelDesc &model,
+                          const cluster::Cluster &c, const cost::CostModel &cm,
+                          const SearchOptions &o, Tables &t, SearchStats &stats,
+                          std::vector<ReplicatedCandidate> &out);
+
 /// The inference search (forward only; latency or stream throughput).
 llvm::Expected<SearchResult> searchInference(const cost::ModelDesc &model,
                                              const cluster::Cluster &c,

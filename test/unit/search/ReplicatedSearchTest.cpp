@@ -1,0 +1,137 @@
+//===- ReplicatedSearchTest.cpp - Per-stage replicas in the search -*- C++ -*-//
+//
+// The lower bound of replicated layouts never exceeds their simulated time,
+// and the search finds a hand-known "3-1" optimum.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Search/Search.h"
+
+#include <gtest/gtest.h>
+
+using namespace distopt;
+using namespace distopt::search;
+using llvm::cantFail;
+
+namespace {
+
+cost::ModelDesc smallGpt(unsigned layers, double hidden) {
+  cost::GptConfig g;
+  g.layers = layers;
+  g.hidden = hidden;
+  g.heads = 16;
+  g.seqLen = 1024;
+  g.vocab = 32000;
+  return cost::buildGpt(g);
+}
+
+cost::LayerDesc layer(const char *name, double gflops, double params) {
+  cost::OpDesc op;
+  op.name = name;
+  op.signature = name;
+  op.cls = cluster::OpClass::MatMul;
+  op.dtype = cluster::DType::F16;
+  op.fwd = {gflops * 1e9, 1e6, 1e6};
+  op.bwdInput = op.fwd;
+  op.bwdWeight = op.fwd;
+  op.params = params;
+  op.savedBytes = 1e5;
+  op.tp = cost::TpMode::Replicated;
+  cost::LayerDesc l;
+  l.name = name;
+  l.ops.push_back(op);
+  l.boundaryBytes = 1e4;
+  return l;
+}
+
+/// VGG in miniature: a compute-heavy layer with few parameters, then one
+/// with a third of the compute and many parameters.
+cost::ModelDesc threeToOne() {
+  cost::ModelDesc m;
+  m.name = "three-to-one";
+  m.layers.push_back(layer("conv", 30, 1e5));
+  m.layers.push_back(layer("fc", 10, 1e8));
+  return m;
+}
+
+TEST(ReplicatedLowerBound, NeverAboveSimulation) {
+  cost::ModelDesc model = smallGpt(8, 1024);
+  cost::CostModel cm;
+  struct Case {
+    const char *cluster, *spec;
+    unsigned batch;
+  };
+  const Case cases[] = {
+      {"dgx-a100-80gb:2", "replicas=12/4,schedule=1f1b", 48},
+      {"dgx-a100-80gb:2", "replicas=3/5/8,schedule=gpipe", 40},
+      {"dgx-a100-80gb:2", "replicas=1/7/8,schedule=1f1b,mbs=2", 32},
+      {"dgx-a100-80gb:2", "replicas=8/4/4,schedule=pipedream", 64},
+      {"dgx-a100-80gb:2", "replicas=2/2/4/8,schedule=pipedream-2bw", 64},
+      {"dgx-a100-80gb:1", "replicas=6/2,schedule=pipedream", 6},
+      {"dgx-a100-80gb:2", "replicas=10/6,schedule=1f1b,p2p_overlap=0", 60},
+      {"mixed-a100-v100:2", "replicas=12/4,schedule=1f1b", 96},
+      {"mixed-a100-v100:2", "replicas=4/12,schedule=pipedream", 96},
+      {"pcie-v100x4:1", "replicas=3/1,schedule=1f1b,recompute=full", 24}};
+  for (const Case &cs : cases) {
+    cluster::Cluster c = cantFail(cluster::resolveCluster(cs.cluster));
+    schedule::Plan p = cantFail(schedule::parsePlan(cs.spec));
+    sim::SimOptions so;
+    so.recordEvents = false;
+    auto ps = sim::simulatePlan(model, c, p, cs.batch, cm, so);
+    ASSERT_TRUE(static_cast<bool>(ps)) << cs.spec << ": "
+                                       << llvm::toString(ps.takeError());
+    double lb = iterationLowerBound(ps->costs, ps->plan.schedule,
+                                    ps->plan.overlapGradSync, 0);
+    EXPECT_LE(lb, ps->result.iterationTime * (1 + 1e-9)) << cs.spec;
+    EXPECT_GT(lb, 0) << cs.spec;
+    // The synchronous bound is tight enough to prune with.
+    if (!schedule::isAsync(ps->plan.schedule)) {
+      EXPECT_GT(lb, 0.5 * ps->result.iterationTime) << cs.spec << " (loose)";
+    }
+  }
+}
+
+TEST(ReplicatedSearch, FindsThreeToOne) {
+  // Four V100 on PCIe: data parallelism all-reduces fc's 100M parameters
+  // over PCIe, two plain stages leave conv's stage 3x busier; three conv
+  // replicas and one fc device balance with no fc all-reduce.
+  cost::ModelDesc m = threeToOne();
+  cluster::Cluster c = cantFail(cluster::resolveCluster("pcie-v100x4:1"));
+  cost::CostModel cm;
+  SearchOptions o;
+  o.globalBatch = 48;
+  o.constraints = cantFail(parseConstraints("mbs=1,recompute=none"));
+  SearchResult r = cantFail(searchPlan(m, c, cm, o));
+  const schedule::Plan &p = r.best.sim.plan;
+  EXPECT_EQ(p.replicas, (std::vector<unsigned>{3, 1})) << p.str();
+  EXPECT_EQ(p.cuts, (std::vector<unsigned>{1}));
+  EXPECT_TRUE(r.stats.exact);
+  EXPECT_GT(r.stats.replicated, 0u);
+  // It beats every uniform layout the search weighed.
+  o.constraints = cantFail(parseConstraints("mbs=1,recompute=none,"
+                                            "replicas=uniform"));
+  SearchResult u = cantFail(searchPlan(m, c, cm, o));
+  EXPECT_FALSE(u.best.sim.plan.replicated());
+  EXPECT_EQ(u.stats.replicated, 0u);
+  EXPECT_LT(r.best.sim.result.iterationTime,
+            u.best.sim.result.iterationTime);
+}
+
+TEST(ReplicatedSearch, ConstraintErrorsAndLargeClusters) {
+  auto e = parseConstraints("replicas=2");
+  ASSERT_FALSE(static_cast<bool>(e));
+  EXPECT_NE(llvm::toString(e.takeError()).find("use replicas=uniform"),
+            std::string::npos);
+  EXPECT_TRUE(cantFail(parseConstraints("replicas=uniform")).uniformReplicas);
+  EXPECT_FALSE(cantFail(parseConstraints("replicas=any")).uniformReplicas);
+  // Large clusters keep the uniform search only (its time limits).
+  cost::ModelDesc m = smallGpt(8, 1024);
+  cluster::Cluster big = cantFail(cluster::resolveCluster("dgx-a100-80gb:8"));
+  cost::CostModel cm;
+  SearchOptions o;
+  o.globalBatch = 128;
+  SearchResult r = cantFail(searchPlan(m, big, cm, o));
+  EXPECT_EQ(r.stats.replicated, 0u);
+}
+
+} // namespace
