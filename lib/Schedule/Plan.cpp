@@ -254,9 +254,7 @@ unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t) {
   return t + plan.tp * (d + plan.firstSlot(s));
 }
 
-/// Shape of the group \p ranks (the first rank's node counts as "one node").
-static GroupShape shapeOf(const Cluster &c,
-                          const std::vector<unsigned> &ranks) {
+GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
   GroupShape g;
   g.size = ranks.size();
   unsigned node = c.nodeOf(ranks.front());

@@ -132,6 +132,10 @@ std::vector<unsigned> stageDeviceTypes(const Plan &plan,
 /// Global rank of (stage s, data-parallel replica d, tensor rank t):
 /// t + tp * (firstSlot(s) + d).
 unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t);
+/// Shape of the group of global \p ranks on \p c, for collective costs
+/// (the first rank's node counts as "one node").
+cost::GroupShape shapeOf(const cluster::Cluster &c,
+                         const std::vector<unsigned> &ranks);
 /// Where the TP group (replica 0) and the DP group (tensor rank 0) of
 /// pipeline stage \p s sit on \p cluster, for collective costs.
 cost::GroupShape tensorGroup(const Plan &plan, const cluster::Cluster &c,
