@@ -43,14 +43,21 @@ static json::Value candidateJSON(const Candidate &c,
       (*plan)["schedule"] = "forward-stream";
     }
   }
+  // Per pipeline rank (replicated plans: its first slot; plan.slots[] has
+  // every slot's kind).
   json::Array devices;
-  for (const schedule::DeviceCost &d : c.sim.costs.devices)
-    devices.push_back(d.deviceName);
+  const schedule::Plan &p = c.sim.plan;
+  for (auto [l, d] : llvm::enumerate(c.sim.costs.devices))
+    if (!p.replicated() || l == p.firstSlot(c.sim.costs.stageOfList(l)))
+      devices.push_back(d.deviceName);
   if (json::Object *plan = o->getObject("plan"))
     (*plan)["stage_device_kinds"] = std::move(devices);
-  bool uneven = false;
+  bool uneven = false; // (round-robin shares of replicated plans are in
+                       // plan.slots[])
   json::Array shares;
-  for (const std::vector<unsigned> &rank : c.replicaMicrobatches) {
+  for (const std::vector<unsigned> &rank :
+       p.replicated() ? std::vector<std::vector<unsigned>>{}
+                      : c.replicaMicrobatches) {
     json::Array a;
     for (unsigned k : rank) {
       a.push_back(k);
@@ -88,6 +95,7 @@ json::Value search::searchReportJSON(const SearchResult &r,
                                 {"pruned_memory", int64_t(s.memoryPruned)},
                                 {"pruned_bound", int64_t(s.boundPruned)},
                                 {"dominated", int64_t(s.dominated)},
+                                {"replicated", int64_t(s.replicated)},
                                 {"exact", s.exact}};
   json::Array alts;
   for (const Candidate &c : r.alternatives)

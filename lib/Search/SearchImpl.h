@@ -77,7 +77,7 @@ private:
 /// dynamic program is O(stages * layers^2 * devices^2) per micro-batch size
 /// and recomputation, and these limits keep it within milliseconds.
 constexpr unsigned kMaxReplicatedDevices = 32;
-constexpr unsigned kMaxReplicatedWork = 1024;
+constexpr unsigned kMaxReplicatedWork = 512;
 constexpr unsigned kMaxReplicatedStages = 8;
 /// How many of the layouts the dynamic program finds (over micro-batch
 /// sizes, recomputation and stage counts) are costed and simulated, best
