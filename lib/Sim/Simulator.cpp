@@ -4,7 +4,9 @@
 // completes, the heads of the affected queues are re-examined at that time;
 // a ready compute action starts at once (the compute stream is free), a
 // ready send or collective joins its egress link's FIFO. Receives sit in the
-// compute stream as zero-length waits, as blocking receives would.
+// compute stream as zero-length waits, as blocking receives would. The
+// replicas of a replicated stage start each collective together, when the
+// last of them is ready.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +66,9 @@ struct Rank {
   Link links[cluster::kNumLinkLevels];
   double busy = 0;
   std::vector<double> backwardEnds;
+  /// Replicated stages: this list's next collective is ready and waits for
+  /// the stage's other replicas.
+  bool collectiveWaiting = false;
 };
 
 /// 16 bytes; ties in time break by (rank, queue, index), so runs are
@@ -275,12 +280,29 @@ void Engine::advance(unsigned r) {
       startOnLink(r, q, idx);
     }
   }
-  // Collectives: ready once every compute action listed before is done.
+  // Collectives: ready once every compute action listed before is done;
+  // among the replicas of a replicated stage, once all of them are ready.
   while (rk.head[3] < rk.queue[3].size()) {
     const Slot &slot = rk.queue[3][rk.head[3]];
     unsigned idx = slot.index;
     if (rk.computeDone < slot.before)
       break;
+    if (s.replicated() && s.replicas[s.stageOfList(r)] > 1) {
+      rk.collectiveWaiting = true;
+      unsigned st = s.stageOfList(r);
+      unsigned first = s.firstList[st], last = s.firstList[st + 1];
+      for (unsigned q = first; q < last; ++q)
+        if (!ranks[q].collectiveWaiting)
+          return;
+      for (unsigned q = first; q < last; ++q) {
+        Rank &sib = ranks[q];
+        sib.collectiveWaiting = false;
+        unsigned sidx = sib.queue[3][sib.head[3]].index;
+        ++sib.head[3];
+        startOnLink(q, 3, sidx);
+      }
+      continue;
+    }
     ++rk.head[3];
     startOnLink(r, 3, idx);
   }

@@ -93,6 +93,46 @@ TEST(ReplicatedSim, UnevenSharesWaitForTheBusiestReplica) {
   EXPECT_DOUBLE_EQ(r->busyTime[1], 6);
 }
 
+TEST(ReplicatedSim, LockstepCollectivesNeverStall) {
+  // The replicas of a stage start each all-reduce together; with a sync
+  // and an optimizer step after every micro-batch (PipeDream) that couples
+  // the replicas, and no shape may stall.
+  std::vector<std::vector<unsigned>> shapes = {
+      {2, 1}, {1, 2}, {3, 1}, {15, 1}, {2, 3, 1}, {4, 2, 2, 1}, {3, 2, 3}};
+  for (ScheduleKind k :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::PipeDream,
+        ScheduleKind::PipeDream2BW})
+    for (const auto &reps : shapes)
+      for (unsigned m : {30u, 60u, 31u}) {
+        ScheduleOptions o;
+        o.replicas = reps;
+        auto s = generateSchedule(k, reps.size(), 1, m, o);
+        if (!s) { // uneven asynchronous shares are refused
+          llvm::consumeError(s.takeError());
+          continue;
+        }
+        std::vector<double> f(reps.size()), b(reps.size());
+        for (unsigned i = 0; i < reps.size(); ++i) {
+          f[i] = 1 + i % 2;
+          b[i] = 2 + (i * 7) % 3;
+        }
+        PipelineCosts c = replicatedUniform(reps, m, f, b);
+        for (StageCost &st : c.stages) {
+          st.gradSyncTime = 0.5;
+          st.gradSyncBytes[1] = 1;
+          st.sendNextTime = st.sendPrevTime = 0.25;
+        }
+        for (unsigned l = 0; l < c.devices.size(); ++l) {
+          c.devices[l].optimizerTime = 0.1;
+          c.devices[l].computeScale = l % 3 ? 1.0 : 0.5; // mixed speeds
+        }
+        auto r = simulate(*s, c);
+        EXPECT_TRUE(static_cast<bool>(r))
+            << scheduleName(k).str() << " m=" << m << " stages "
+            << reps.size() << ": " << llvm::toString(r.takeError());
+      }
+}
+
 cost::ModelDesc gpt(unsigned layers) {
   cost::GptConfig g;
   g.layers = layers;
