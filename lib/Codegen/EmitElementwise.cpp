@@ -245,11 +245,15 @@ private:
     case BinaryKind::Min:
       return "dg::minOf<" + ct + ">(" + x + ", " + y + ")";
     case BinaryKind::Mod:
-      if (isa<FloatType>(t))
-        return fn("fmod", t) + "(" + x + ", " + y + ")";
-      // fmod: C's `%` (sign of the dividend); otherwise Python's.
+      // fmod: C's fmod / `%` (sign of the dividend); otherwise Python's
+      // (sign of the divisor), as the op documents for every type.
       if (b.getFmod())
-        return "(" + x + " % " + y + ")";
+        return isa<FloatType>(t) ? fn("fmod", t) + "(" + x + ", " + y + ")"
+                                 : "(" + x + " % " + y + ")";
+      if (isa<FloatType>(t)) {
+        std::string w = t.isF64() ? "(double)" : "(float)";
+        return "dg::fmodPy(" + w + x + ", " + w + y + ")";
+      }
       return "dg::fmodPy<" + ct + ">(" + x + ", " + y + ")";
     case BinaryKind::Equal:
       return "(" + x + " == " + y + ")";

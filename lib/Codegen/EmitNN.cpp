@@ -220,6 +220,45 @@ static LogicalResult emitConv(FunctionEmitter &e, ConvOp op) {
   return success();
 }
 
+/// graph.pool l2 (1-D/2-D, any stride, padding, dilation): a generated
+/// loop over the outputs, y = sqrt(sum of x^2 over the window positions
+/// inside the input), accumulated in double. The runtime has no Lp pool.
+static LogicalResult emitL2Pool(FunctionEmitter &e, PoolOp op) {
+  auto in = FunctionEmitter::typeOf(op.getInput()).getShape();
+  auto out = FunctionEmitter::typeOf(op.getResult()).getShape();
+  unsigned n = in.size() - 2, off = 2 - n;
+  int64_t H[2] = {1, 1}, O[2] = {1, 1}, k[2] = {1, 1}, st[2] = {1, 1},
+          pb[2] = {0, 0}, dl[2] = {1, 1};
+  for (unsigned d = 0; d < n; ++d) {
+    H[off + d] = in[2 + d];
+    O[off + d] = out[2 + d];
+    k[off + d] = op.getGlobal() ? in[2 + d] : op.getKernel()[d];
+    if (op.getGlobal())
+      continue;
+    st[off + d] = op.getStrides().empty() ? 1 : op.getStrides()[d];
+    pb[off + d] = op.getPads().empty() ? 0 : op.getPads()[d];
+    dl[off + d] = op.getDilations().empty() ? 1 : op.getDilations()[d];
+  }
+  std::string ct = FunctionEmitter::cType(op.getResult());
+  e.allocate(op.getResult());
+  e.openLoop(FunctionEmitter::numel(op.getResult()));
+  e.os << "    const int64_t ow = i % " << O[1] << ", oh = (i / " << O[1]
+       << ") % " << O[0] << ", nc = i / " << O[0] * O[1] << ";\n"
+       << "    double s = 0;\n    for (int64_t a = 0; a < " << k[0]
+       << "; ++a) {\n      const int64_t ih = oh * " << st[0] << " - " << pb[0]
+       << " + a * " << dl[0] << ";\n      if (ih < 0 || ih >= " << H[0]
+       << ") continue;\n      for (int64_t b = 0; b < " << k[1]
+       << "; ++b) {\n        const int64_t iw = ow * " << st[1] << " - "
+       << pb[1] << " + b * " << dl[1]
+       << ";\n        if (iw < 0 || iw >= " << H[1]
+       << ") continue;\n        const double v = (double)"
+       << e.name(op.getInput()) << "[(nc * " << H[0] << " + ih) * " << H[1]
+       << " + iw];\n        s += v * v;\n      }\n    }\n    "
+       << e.name(op.getResult()) << "[i] = (" << ct << ")sqrt(s);\n";
+  e.closeLoop();
+  return success();
+}
+
 static LogicalResult emitPool(FunctionEmitter &e, PoolOp op) {
   if (failed(requireF32(e, op)))
     return failure();
@@ -230,7 +269,7 @@ static LogicalResult emitPool(FunctionEmitter &e, PoolOp op) {
     return op.emitError() << "graph.pool: " << rank - 2
                           << "-D pooling has no lowering (1-D and 2-D only)";
   if (op.getKind() == PoolKind::L2)
-    return op.emitError() << "graph.pool l2 has no lowering (max and avg only)";
+    return emitL2Pool(e, op);
   for (int64_t d : op.getDilations())
     if (d != 1)
       return op.emitError() << "graph.pool: dilation " << d

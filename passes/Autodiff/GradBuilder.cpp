@@ -10,6 +10,8 @@
 
 #include "dialects/Graph/GraphOps.h"
 
+#include "dialects/Graph/GraphShapeUtils.h"
+
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -27,6 +29,105 @@ struct PhaseListener : public OpBuilder::Listener {
   }
 };
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Graph-op builders shared by the rules
+//===----------------------------------------------------------------------===//
+
+RankedTensorType distopt::autodiff::tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+SmallVector<NamedAttribute> distopt::autodiff::inherentAttrs(Operation *op) {
+  SmallVector<NamedAttribute> attrs;
+  for (NamedAttribute a : op->getAttrs())
+    if (!a.getName().getValue().contains('.'))
+      attrs.push_back(a);
+  return attrs;
+}
+
+Value distopt::autodiff::scalar(OpBuilder &b, Location loc, Type elt,
+                                double v) {
+  auto type = RankedTensorType::get({}, elt);
+  return g::ConstantOp::create(
+      b, loc, type, DenseElementsAttr::get(type, b.getFloatAttr(elt, v)));
+}
+
+static bool isComparison(g::BinaryKind k) {
+  return k == g::BinaryKind::Less || k == g::BinaryKind::Greater ||
+         k == g::BinaryKind::GreaterEqual || k == g::BinaryKind::LessEqual ||
+         k == g::BinaryKind::Equal || k == g::BinaryKind::Or ||
+         k == g::BinaryKind::And;
+}
+
+Value distopt::autodiff::binary(OpBuilder &b, Location loc, g::BinaryKind kind,
+                                Value lhs, Value rhs) {
+  auto l = tensorOf(lhs), r = tensorOf(rhs);
+  SmallVector<int64_t> shape = *g::broadcastShapes(l.getShape(), r.getShape());
+  Type elt = isComparison(kind) ? b.getI1Type() : l.getElementType();
+  return g::BinaryOp::create(b, loc, RankedTensorType::get(shape, elt), kind,
+                             lhs, rhs);
+}
+
+Value distopt::autodiff::unary(OpBuilder &b, Location loc, g::UnaryKind kind,
+                               Value x) {
+  return g::UnaryOp::create(b, loc, x.getType(), kind, x, FloatAttr(),
+                            FloatAttr());
+}
+
+Value distopt::autodiff::where(OpBuilder &b, Location loc, Value cond,
+                               Value lhs, Value rhs) {
+  auto shape =
+      *g::broadcastShapes(tensorOf(cond).getShape(), tensorOf(lhs).getShape());
+  shape = *g::broadcastShapes(shape, tensorOf(rhs).getShape());
+  return g::WhereOp::create(
+      b, loc, RankedTensorType::get(shape, tensorOf(lhs).getElementType()),
+      cond, lhs, rhs);
+}
+
+Value distopt::autodiff::reshape(OpBuilder &b, Location loc, Value v,
+                                 ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, tensorOf(v).getElementType());
+  if (type == v.getType())
+    return v;
+  return g::ReshapeOp::create(b, loc, type, v);
+}
+
+Value distopt::autodiff::broadcastBack(OpBuilder &b, Location loc, Value dy,
+                                       RankedTensorType x,
+                                       ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> kept(x.getShape());
+  for (int64_t a : axes)
+    kept[a] = 1;
+  Value v = reshape(b, loc, dy, kept);
+  auto full =
+      RankedTensorType::get(x.getShape(), tensorOf(dy).getElementType());
+  return g::ExpandOp::create(b, loc, full, v);
+}
+
+Value distopt::autodiff::matmul(OpBuilder &b, Location loc, Value lhs,
+                                Value rhs, bool tl, bool tr, double alpha) {
+  std::string error;
+  auto shape = g::inferMatmulShape(tensorOf(lhs).getShape(),
+                                   tensorOf(rhs).getShape(), tl, tr, error);
+  auto type = RankedTensorType::get(*shape, tensorOf(lhs).getElementType());
+  SmallVector<NamedAttribute> attrs;
+  if (tl)
+    attrs.push_back(b.getNamedAttr("transpose_lhs", b.getBoolAttr(true)));
+  if (tr)
+    attrs.push_back(b.getNamedAttr("transpose_rhs", b.getBoolAttr(true)));
+  if (alpha != 1.0)
+    attrs.push_back(b.getNamedAttr("alpha", b.getF64FloatAttr(alpha)));
+  return g::MatmulOp::create(b, loc, TypeRange{type}, ValueRange{lhs, rhs},
+                             attrs);
+}
+
+Value distopt::autodiff::castTo(OpBuilder &b, Location loc, Value v, Type elt) {
+  auto t = tensorOf(v);
+  if (t.getElementType() == elt)
+    return v;
+  return g::CastOp::create(b, loc, t.clone(elt), v);
+}
 
 Value distopt::autodiff::sumToShape(OpBuilder &b, Location loc, Value grad,
                                     RankedTensorType target) {

@@ -11,6 +11,8 @@
 #ifndef DIST_PASSES_AUTODIFF_GRADBUILDER_H
 #define DIST_PASSES_AUTODIFF_GRADBUILDER_H
 
+#include "dialects/Graph/GraphOps.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -35,6 +37,42 @@ buildBackward(mlir::OpBuilder &builder, llvm::ArrayRef<mlir::Operation *> body,
 /// (reduce sum with kept dimensions, then a reshape). Exposed for tests.
 mlir::Value sumToShape(mlir::OpBuilder &builder, mlir::Location loc,
                        mlir::Value grad, mlir::RankedTensorType target);
+
+//===----------------------------------------------------------------------===//
+// Graph-op builders shared by the gradient rules (GradRules*.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The ranked tensor type of `v`.
+mlir::RankedTensorType tensorOf(mlir::Value v);
+/// The op's inherent attributes (no discardable `graph.*` ones), to copy
+/// onto a gradient op with the same attribute names.
+llvm::SmallVector<mlir::NamedAttribute> inherentAttrs(mlir::Operation *op);
+/// A rank-0 `graph.constant` of element type `elt`.
+mlir::Value scalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Type elt,
+                   double v);
+/// `graph.binary kind` with the broadcast result shape (i1 for
+/// comparisons and logical kinds).
+mlir::Value binary(mlir::OpBuilder &b, mlir::Location loc,
+                   graph::BinaryKind kind, mlir::Value lhs, mlir::Value rhs);
+mlir::Value unary(mlir::OpBuilder &b, mlir::Location loc, graph::UnaryKind kind,
+                  mlir::Value x);
+/// `graph.where` with the broadcast result shape.
+mlir::Value where(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
+                  mlir::Value lhs, mlir::Value rhs);
+/// `graph.reshape`, or `v` itself when it already has `shape`.
+mlir::Value reshape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                    llvm::ArrayRef<int64_t> shape);
+/// `dy` broadcast back to `x`'s shape after a reduction over `axes`.
+mlir::Value broadcastBack(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value dy, mlir::RankedTensorType x,
+                          llvm::ArrayRef<int64_t> axes);
+/// `graph.matmul` with transposes and `alpha`.
+mlir::Value matmul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
+                   mlir::Value rhs, bool transposeLhs, bool transposeRhs,
+                   double alpha);
+/// `graph.cast` of `v` to element type `elt` (or `v` when it has it).
+mlir::Value castTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                   mlir::Type elt);
 
 } // namespace distopt::autodiff
 

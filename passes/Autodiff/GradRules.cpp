@@ -21,130 +21,62 @@ using namespace distopt::autodiff;
 namespace g = distopt::graph;
 
 //===----------------------------------------------------------------------===//
-// Small builders
-//===----------------------------------------------------------------------===//
-
-static RankedTensorType tensorOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-/// The op's inherent attributes (no discardable `graph.*` ones), to copy
-/// onto a gradient op with the same attribute names.
-static SmallVector<NamedAttribute> inherentAttrs(Operation *op) {
-  SmallVector<NamedAttribute> attrs;
-  for (NamedAttribute a : op->getAttrs())
-    if (!a.getName().getValue().contains('.'))
-      attrs.push_back(a);
-  return attrs;
-}
-
-static Value scalar(OpBuilder &b, Location loc, Type elt, double v) {
-  auto type = RankedTensorType::get({}, elt);
-  return g::ConstantOp::create(
-      b, loc, type, DenseElementsAttr::get(type, b.getFloatAttr(elt, v)));
-}
-
-static bool isComparison(g::BinaryKind k) {
-  return k == g::BinaryKind::Less || k == g::BinaryKind::Greater ||
-         k == g::BinaryKind::GreaterEqual || k == g::BinaryKind::LessEqual ||
-         k == g::BinaryKind::Equal || k == g::BinaryKind::Or ||
-         k == g::BinaryKind::And;
-}
-
-static Value binary(OpBuilder &b, Location loc, g::BinaryKind kind, Value lhs,
-                    Value rhs) {
-  auto l = tensorOf(lhs), r = tensorOf(rhs);
-  SmallVector<int64_t> shape = *g::broadcastShapes(l.getShape(), r.getShape());
-  Type elt = isComparison(kind) ? b.getI1Type() : l.getElementType();
-  return g::BinaryOp::create(b, loc, RankedTensorType::get(shape, elt), kind,
-                             lhs, rhs);
-}
-
-static Value unary(OpBuilder &b, Location loc, g::UnaryKind kind, Value x) {
-  return g::UnaryOp::create(b, loc, x.getType(), kind, x, FloatAttr(),
-                            FloatAttr());
-}
-
-static Value where(OpBuilder &b, Location loc, Value cond, Value lhs,
-                   Value rhs) {
-  auto shape =
-      *g::broadcastShapes(tensorOf(cond).getShape(), tensorOf(lhs).getShape());
-  shape = *g::broadcastShapes(shape, tensorOf(rhs).getShape());
-  return g::WhereOp::create(
-      b, loc, RankedTensorType::get(shape, tensorOf(lhs).getElementType()),
-      cond, lhs, rhs);
-}
-
-static Value reshape(OpBuilder &b, Location loc, Value v,
-                     ArrayRef<int64_t> shape) {
-  auto type = RankedTensorType::get(shape, tensorOf(v).getElementType());
-  if (type == v.getType())
-    return v;
-  return g::ReshapeOp::create(b, loc, type, v);
-}
-
-/// `dy` broadcast back to `x`'s shape after a reduction over `axes`.
-static Value broadcastBack(OpBuilder &b, Location loc, Value dy,
-                           RankedTensorType x, ArrayRef<int64_t> axes) {
-  SmallVector<int64_t> kept(x.getShape());
-  for (int64_t a : axes)
-    kept[a] = 1;
-  Value v = reshape(b, loc, dy, kept);
-  auto full =
-      RankedTensorType::get(x.getShape(), tensorOf(dy).getElementType());
-  return g::ExpandOp::create(b, loc, full, v);
-}
-
-static Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tl,
-                    bool tr, double alpha) {
-  std::string error;
-  auto shape = g::inferMatmulShape(tensorOf(lhs).getShape(),
-                                   tensorOf(rhs).getShape(), tl, tr, error);
-  auto type = RankedTensorType::get(*shape, tensorOf(lhs).getElementType());
-  SmallVector<NamedAttribute> attrs;
-  if (tl)
-    attrs.push_back(b.getNamedAttr("transpose_lhs", b.getBoolAttr(true)));
-  if (tr)
-    attrs.push_back(b.getNamedAttr("transpose_rhs", b.getBoolAttr(true)));
-  if (alpha != 1.0)
-    attrs.push_back(b.getNamedAttr("alpha", b.getF64FloatAttr(alpha)));
-  return g::MatmulOp::create(b, loc, TypeRange{type}, ValueRange{lhs, rhs},
-                             attrs);
-}
-
-//===----------------------------------------------------------------------===//
 // Rules
 //===----------------------------------------------------------------------===//
+
+/// Matrix form of a rank-1 matmul operand (numpy: a vector lhs is a row,
+/// a vector rhs a column).
+static SmallVector<int64_t> matrixShape(RankedTensorType t, bool isLhs) {
+  SmallVector<int64_t> s(t.getShape());
+  if (s.size() == 1)
+    s.insert(isLhs ? s.begin() : s.end(), 1);
+  return s;
+}
 
 static LogicalResult matmulGrad(GradEmitter &e, g::MatmulOp op, Value dy) {
   OpBuilder &b = e.b;
   Location loc = op.getLoc();
-  Value a = op.getLhs(), w = op.getRhs();
-  auto at = tensorOf(a), wt = tensorOf(w);
-  if (at.getRank() < 2 || wt.getRank() < 2)
-    return op.emitOpError("autodiff supports matmul operands of rank >= 2; "
-                          "reshape the rank-1 operand to a matrix first");
+  Value a0 = op.getLhs(), w0 = op.getRhs();
+  auto a0t = tensorOf(a0), w0t = tensorOf(w0);
+  // A rank-1 operand is differentiated in its matrix form: the operand and
+  // dy are reshaped (rank-1 operands are never transposed), and the
+  // gradient is reshaped back.
+  SmallVector<int64_t> aShape = matrixShape(a0t, true),
+                       wShape = matrixShape(w0t, false);
+  auto at = RankedTensorType::get(aShape, a0t.getElementType());
+  auto wt = RankedTensorType::get(wShape, w0t.getElementType());
+  SmallVector<int64_t> dyShape(tensorOf(dy).getShape());
+  if (a0t.getRank() == 1)
+    dyShape.insert(dyShape.end() - (w0t.getRank() == 1 ? 0 : 1), 1);
+  if (w0t.getRank() == 1)
+    dyShape.push_back(1);
+  auto asMatrix = [&](Value v, ArrayRef<int64_t> shape) {
+    return reshape(b, loc, v, shape);
+  };
   bool tl = op.getTransposeLhs(), tr = op.getTransposeRhs();
   double alpha = op.getAlpha().convertToDouble();
-  e.give(a, [&]() -> Value {
-    Value d = tl ? matmul(b, loc, w, dy, tr, true, alpha)
-                 : matmul(b, loc, dy, w, false, !tr, alpha);
-    return sumToShape(b, loc, d, at);
+  e.give(a0, [&]() -> Value {
+    Value w = asMatrix(w0, wShape), dy2 = asMatrix(dy, dyShape);
+    Value d = tl ? matmul(b, loc, w, dy2, tr, true, alpha)
+                 : matmul(b, loc, dy2, w, false, !tr, alpha);
+    return reshape(b, loc, sumToShape(b, loc, d, at), a0t.getShape());
   });
-  e.give(w, [&]() -> Value {
+  e.give(w0, [&]() -> Value {
+    Value a = asMatrix(a0, aShape), dy2 = asMatrix(dy, dyShape);
     // A linear layer (2-D right operand, batched left operand): fold the
     // batch into the rows so the weight gradient is one 2-D product.
     if (wt.getRank() == 2 && at.getRank() > 2 && !tl) {
-      int64_t k = at.getShape().back(), n = tensorOf(dy).getShape().back();
+      int64_t k = at.getShape().back(), n = dyShape.back();
       int64_t rows = tensorOf(dy).getNumElements() / n;
       Value a2 = reshape(b, loc, a, {rows, k});
-      Value dy2 = reshape(b, loc, dy, {rows, n});
-      return tr ? matmul(b, loc, dy2, a2, true, false, alpha)
-                : matmul(b, loc, a2, dy2, true, false, alpha);
+      Value d2 = reshape(b, loc, dy2, {rows, n});
+      Value d = tr ? matmul(b, loc, d2, a2, true, false, alpha)
+                   : matmul(b, loc, a2, d2, true, false, alpha);
+      return reshape(b, loc, d, w0t.getShape());
     }
-    Value d = tr ? matmul(b, loc, dy, a, true, tl, alpha)
-                 : matmul(b, loc, a, dy, !tl, false, alpha);
-    return sumToShape(b, loc, d, wt);
+    Value d = tr ? matmul(b, loc, dy2, a, true, tl, alpha)
+                 : matmul(b, loc, a, dy2, !tl, false, alpha);
+    return reshape(b, loc, sumToShape(b, loc, d, wt), w0t.getShape());
   });
   if (Value bias = op.getBias())
     e.give(bias, [&]() -> Value {
@@ -258,19 +190,58 @@ static LogicalResult binaryGrad(GradEmitter &e, g::BinaryOp op, Value dy) {
     });
     return success();
   case K::Pow: {
-    if (e.wants(rhs))
-      return op.emitOpError("autodiff does not differentiate 'pow' with "
-                            "respect to its exponent; make the exponent a "
-                            "constant");
+    // d(a^b)/da = b a^(b-1); d(a^b)/db = a^b log(a) for a > 0 and 0
+    // elsewhere (PyTorch gives NaN for a < 0, where a real a^b exists only
+    // for integer b and has no derivative in b, and 0 for a = 0, b >= 0).
     e.give(lhs, [&] {
       Value one = scalar(b, loc, rt.getElementType(), 1.0);
       Value p = binary(b, loc, K::Pow, lhs, binary(b, loc, K::Sub, rhs, one));
-      Value r = rhs;
-      if (rt.getElementType() != lt.getElementType())
-        r = g::CastOp::create(
-            b, loc, RankedTensorType::get(rt.getShape(), lt.getElementType()),
-            rhs);
+      Value r = castTo(b, loc, rhs, lt.getElementType());
       return sumToShape(b, loc, mul(mul(dy, r), p), lt);
+    });
+    e.give(rhs, [&] {
+      Type elt = lt.getElementType();
+      Value zero = scalar(b, loc, elt, 0.0);
+      Value positive = binary(b, loc, K::Greater, lhs, zero);
+      Value safe = where(b, loc, positive, lhs, scalar(b, loc, elt, 1.0));
+      Value d =
+          mul(mul(dy, op.getResult()), unary(b, loc, g::UnaryKind::Log, safe));
+      d = where(b, loc, positive, d, zero);
+      return sumToShape(b, loc, castTo(b, loc, d, rt.getElementType()), rt);
+    });
+    return success();
+  }
+  case K::PRelu: {
+    // y = x < 0 ? slope * x : x (ONNX PRelu).
+    Value zero = scalar(b, loc, lt.getElementType(), 0.0);
+    e.give(lhs, [&] {
+      Value neg = binary(b, loc, K::Less, lhs, zero);
+      return sumToShape(b, loc, where(b, loc, neg, mul(dy, rhs), dy), lt);
+    });
+    e.give(rhs, [&] {
+      Value neg = binary(b, loc, K::Less, lhs, zero);
+      return sumToShape(b, loc, where(b, loc, neg, mul(dy, lhs), zero), rt);
+    });
+    return success();
+  }
+  case K::Mod: {
+    // a mod b = a - q b with q = floor(a / b) (Python) or trunc(a / b)
+    // (fmod): da = dy, db = -q dy (PyTorch remainder / fmod).
+    if (!isa<FloatType>(lt.getElementType()))
+      break;
+    e.give(lhs, [&] { return sumToShape(b, loc, dy, lt); });
+    e.give(rhs, [&] {
+      Value q = binary(b, loc, K::Div, lhs, rhs);
+      if (op.getFmod()) {
+        Value neg = binary(b, loc, K::Less, q,
+                           scalar(b, loc, lt.getElementType(), 0.0));
+        q = where(b, loc, neg, unary(b, loc, g::UnaryKind::Ceil, q),
+                  unary(b, loc, g::UnaryKind::Floor, q));
+      } else {
+        q = unary(b, loc, g::UnaryKind::Floor, q);
+      }
+      return sumToShape(b, loc, unary(b, loc, g::UnaryKind::Neg, mul(dy, q)),
+                        rt);
     });
     return success();
   }
@@ -290,17 +261,86 @@ static LogicalResult binaryGrad(GradEmitter &e, g::BinaryOp op, Value dy) {
     return success();
   }
   default:
-    return op.emitOpError("'")
-           << g::stringifyBinaryKind(op.getKind())
-           << "' is not differentiable: autodiff cannot pass a gradient "
-              "through it to the weights; keep it off the path from the "
-              "weights to the loss";
+    break;
   }
+  return op.emitOpError("'")
+         << g::stringifyBinaryKind(op.getKind())
+         << "' is not differentiable: autodiff cannot pass a gradient "
+            "through it to the weights; keep it off the path from the "
+            "weights to the loss";
+}
+
+/// Gradient of a reduction of `x` to `y` over `axes`. max/min share the
+/// gradient evenly among tied extreme positions (PyTorch's amax/amin);
+/// prod divides the product of the nonzero elements by the element where
+/// no element is zero, and otherwise routes it to the single zero (two or
+/// more zeros: 0), so zeros never cause a division by zero.
+static Value reduceInputGrad(OpBuilder &b, Location loc, g::ReduceOp op,
+                             Value dy, ArrayRef<int64_t> axes, double count) {
+  using K = g::BinaryKind;
+  Value x = op.getInput();
+  auto xt = tensorOf(x);
+  Type elt = xt.getElementType();
+  SmallVector<int64_t> keptShape(xt.getShape());
+  for (int64_t a : axes)
+    keptShape[a] = 1;
+  auto keptType = RankedTensorType::get(keptShape, elt);
+  auto kept = [&](Value v) { return reshape(b, loc, v, keptShape); };
+  auto sumKept = [&](Value v) -> Value {
+    return g::ReduceOp::create(b, loc, keptType, g::ReduceKind::Sum, v, axes,
+                               true);
+  };
+  auto mul = [&](Value l, Value r) { return binary(b, loc, K::Mul, l, r); };
+  auto div = [&](Value l, Value r) { return binary(b, loc, K::Div, l, r); };
+  Value zero = scalar(b, loc, elt, 0.0), one = scalar(b, loc, elt, 1.0);
+  Value d = broadcastBack(b, loc, dy, xt, axes);
+  switch (op.getKind()) {
+  case g::ReduceKind::Sum:
+    return d;
+  case g::ReduceKind::Mean:
+    return mul(d, scalar(b, loc, elt, 1 / count));
+  case g::ReduceKind::SumSquare:
+    return mul(mul(d, x), scalar(b, loc, elt, 2.0));
+  case g::ReduceKind::Max:
+  case g::ReduceKind::Min: {
+    Value hit = binary(b, loc, K::Equal, x, kept(op.getResult()));
+    Value mask = where(b, loc, hit, one, zero);
+    return mul(d, div(mask, sumKept(mask)));
+  }
+  case g::ReduceKind::Prod: {
+    Value isZero = binary(b, loc, K::Equal, x, zero);
+    Value nonzero = where(b, loc, isZero, one, x);
+    Value prodNonzero = g::ReduceOp::create(
+        b, loc, keptType, g::ReduceKind::Prod, nonzero, axes, true);
+    Value zeros = sumKept(where(b, loc, isZero, one, zero));
+    Value others = where(b, loc, binary(b, loc, K::Equal, zeros, zero),
+                         div(prodNonzero, nonzero),
+                         where(b, loc, binary(b, loc, K::Equal, zeros, one),
+                               where(b, loc, isZero, prodNonzero, zero), zero));
+    return mul(d, others);
+  }
+  case g::ReduceKind::L1:
+    return mul(d, unary(b, loc, g::UnaryKind::Sign, x));
+  case g::ReduceKind::L2: {
+    // x / ||x||, 0 where the norm is 0 (PyTorch's masked norm backward).
+    Value y = kept(op.getResult());
+    Value isZero = binary(b, loc, K::Equal, y, zero);
+    Value safe = where(b, loc, isZero, one, y);
+    return where(b, loc, isZero, zero, mul(d, div(x, safe)));
+  }
+  case g::ReduceKind::LogSum:
+    return div(d, sumKept(x));
+  case g::ReduceKind::LogSumExp:
+    return mul(d, unary(b, loc, g::UnaryKind::Exp,
+                        binary(b, loc, K::Sub, x, kept(op.getResult()))));
+  case g::ReduceKind::ArgMax:
+  case g::ReduceKind::ArgMin:
+    break;
+  }
+  return Value();
 }
 
 static LogicalResult reduceGrad(GradEmitter &e, g::ReduceOp op, Value dy) {
-  OpBuilder &b = e.b;
-  Location loc = op.getLoc();
   auto xt = tensorOf(op.getInput());
   SmallVector<int64_t> axes;
   for (int64_t a : op.getAxes())
@@ -311,47 +351,123 @@ static LogicalResult reduceGrad(GradEmitter &e, g::ReduceOp op, Value dy) {
   double count = 1;
   for (int64_t a : axes)
     count *= xt.getDimSize(a);
-  switch (op.getKind()) {
-  case g::ReduceKind::Sum:
-  case g::ReduceKind::Mean:
-  case g::ReduceKind::SumSquare:
-    break;
-  default:
+  if (op.getKind() == g::ReduceKind::ArgMax ||
+      op.getKind() == g::ReduceKind::ArgMin)
     return op.emitOpError("reduction '")
            << g::stringifyReduceKind(op.getKind())
-           << "' has no gradient rule (sum, mean and sum_square do)";
-  }
+           << "' yields indices and has no gradient; keep it off the path "
+              "from the weights to the loss";
   e.give(op.getInput(), [&]() -> Value {
-    Value d = broadcastBack(b, loc, dy, xt, axes);
-    Type elt = xt.getElementType();
-    if (op.getKind() == g::ReduceKind::Mean)
-      return binary(b, loc, g::BinaryKind::Mul, d,
-                    scalar(b, loc, elt, 1 / count));
-    if (op.getKind() == g::ReduceKind::SumSquare)
-      return binary(b, loc, g::BinaryKind::Mul,
-                    binary(b, loc, g::BinaryKind::Mul, d, op.getInput()),
-                    scalar(b, loc, elt, 2.0));
-    return d;
+    return reduceInputGrad(e.b, op.getLoc(), op, dy, axes, count);
   });
   return success();
 }
 
+/// Gradient of a strided slice: along each sliced axis, dy is spread back
+/// to the positions it was read from. A negative step is a positive one
+/// over reversed dy; a step s > 1 interleaves s - 1 zeros after each
+/// element (reshape to [.., n, 1, ..], pad to [.., n, s, ..], reshape to
+/// [.., n*s, ..]); one constant pad (or a trim of the interleaved tail)
+/// then places the result at its start.
 static LogicalResult sliceGrad(GradEmitter &e, g::SliceOp op, Value dy) {
   auto xt = tensorOf(op.getInput());
-  if (llvm::any_of(op.getSteps(), [](int64_t s) { return s != 1; }))
-    return op.emitOpError("autodiff supports slices with step 1 only");
   int64_t rank = xt.getRank();
-  SmallVector<int64_t> pads(2 * rank, 0);
-  for (auto [i, axis] : llvm::enumerate(op.getAxes())) {
-    int64_t ax = *g::normalizeAxis(axis, rank), dim = xt.getDimSize(ax);
-    int64_t start = op.getStarts()[i];
-    start = std::clamp<int64_t>(start < 0 ? start + dim : start, 0, dim);
-    pads[ax] = start;
-    pads[rank + ax] = dim - start - tensorOf(dy).getDimSize(ax);
-  }
   e.give(op.getInput(), [&]() -> Value {
-    return g::PadOp::create(e.b, op.getLoc(), xt, dy, pads,
-                            g::PadMode::Constant, llvm::APFloat(0.0));
+    OpBuilder &b = e.b;
+    Location loc = op.getLoc();
+    Type elt = xt.getElementType();
+    if (tensorOf(dy).getNumElements() == 0)
+      return g::ConstantOp::create(
+          b, loc, xt, DenseElementsAttr::get(xt, b.getFloatAttr(elt, 0.0)));
+    SmallVector<int64_t> pads(2 * rank, 0);
+    Value d = dy;
+    for (auto [i, axis] : llvm::enumerate(op.getAxes())) {
+      int64_t ax = *g::normalizeAxis(axis, rank), dim = xt.getDimSize(ax);
+      int64_t step = op.getSteps()[i], start = op.getStarts()[i];
+      int64_t n = tensorOf(d).getDimSize(ax);
+      if (start < 0)
+        start += dim;
+      start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
+                       : std::clamp<int64_t>(start, 0, dim - 1);
+      SmallVector<int64_t> shape(tensorOf(d).getShape());
+      if (step < 0) {
+        // Reversed dy: element k of the slice read x[start + k*step].
+        d = g::SliceOp::create(
+            b, loc, tensorOf(d), d, b.getDenseI64ArrayAttr({n - 1}),
+            b.getDenseI64ArrayAttr({-n - 1}), b.getDenseI64ArrayAttr({ax}),
+            b.getDenseI64ArrayAttr({-1}));
+        start += (n - 1) * step;
+        step = -step;
+      }
+      if (step > 1) {
+        SmallVector<int64_t> split(shape);
+        split.insert(split.begin() + ax + 1, 1);
+        d = reshape(b, loc, d, split);
+        SmallVector<int64_t> spread(split), gap(2 * (rank + 1), 0);
+        spread[ax + 1] = step;
+        gap[rank + 1 + ax + 1] = step - 1;
+        d = g::PadOp::create(b, loc, RankedTensorType::get(spread, elt), d, gap,
+                             g::PadMode::Constant, llvm::APFloat(0.0));
+        shape[ax] = n * step;
+        d = reshape(b, loc, d, shape);
+      }
+      int64_t length = shape[ax], tail = dim - start - length;
+      if (tail < 0) {
+        // The interleaved zeros after the last element run past the end.
+        SmallVector<int64_t> trimmed(shape);
+        trimmed[ax] = length + tail;
+        d = g::SliceOp::create(b, loc, RankedTensorType::get(trimmed, elt), d,
+                               b.getDenseI64ArrayAttr({0}),
+                               b.getDenseI64ArrayAttr({length + tail}),
+                               b.getDenseI64ArrayAttr({ax}),
+                               b.getDenseI64ArrayAttr({1}));
+        tail = 0;
+      }
+      pads[ax] = start;
+      pads[rank + ax] = tail;
+    }
+    if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+      return d;
+    return g::PadOp::create(b, loc, xt, d, pads, g::PadMode::Constant,
+                            llvm::APFloat(0.0));
+  });
+  return success();
+}
+
+/// L2 pooling, y = sqrt(sum over the window of x^2): dx = x * (sum over
+/// the windows holding x of dy / y), 0 where y = 0. The window sum is an
+/// average pool gradient over all kernel positions (padding included)
+/// times the kernel size.
+static LogicalResult l2PoolGrad(GradEmitter &e, g::PoolOp p, Value dy) {
+  OpBuilder &b = e.b;
+  Location loc = p.getLoc();
+  Value x = p.getInput(), y = p.getResult();
+  auto xt = tensorOf(x);
+  Type elt = xt.getElementType();
+  double window = 1;
+  if (p.getGlobal())
+    for (int64_t d : xt.getShape().drop_front(2))
+      window *= d;
+  else
+    for (int64_t k : p.getKernel())
+      window *= k;
+  e.give(x, [&]() -> Value {
+    Value zero = scalar(b, loc, elt, 0.0);
+    Value isZero = binary(b, loc, g::BinaryKind::Equal, y, zero);
+    Value safe = where(b, loc, isZero, scalar(b, loc, elt, 1.0), y);
+    Value gy = where(b, loc, isZero, zero,
+                     binary(b, loc, g::BinaryKind::Div, dy, safe));
+    gy = binary(b, loc, g::BinaryKind::Mul, gy, scalar(b, loc, elt, window));
+    SmallVector<NamedAttribute> attrs;
+    for (NamedAttribute a : inherentAttrs(p))
+      if (a.getName() != "kind" && a.getName() != "count_include_pad")
+        attrs.push_back(a);
+    attrs.push_back(b.getNamedAttr(
+        "kind", g::PoolKindAttr::get(b.getContext(), g::PoolKind::Avg)));
+    attrs.push_back(b.getNamedAttr("count_include_pad", b.getUnitAttr()));
+    Value sum =
+        g::PoolGradOp::create(b, loc, TypeRange{xt}, ValueRange{x, gy}, attrs);
+    return binary(b, loc, g::BinaryKind::Mul, sum, x);
   });
   return success();
 }
@@ -428,23 +544,40 @@ static std::optional<LogicalResult> dataGrad(GradEmitter &e, Operation *op,
         return success();
       })
       .Case<g::PadOp>([&](g::PadOp p) -> Result {
-        if (p.getMode() != g::PadMode::Constant ||
-            llvm::any_of(p.getPads(), [](int64_t v) { return v < 0; }))
-          return p.emitOpError("autodiff supports constant padding with "
-                               "non-negative pads only");
+        if (p.getMode() != g::PadMode::Constant)
+          return p.emitOpError("autodiff supports constant padding only ('")
+                 << g::stringifyPadMode(p.getMode())
+                 << "' padding has no gradient rule); pad with a constant or "
+                    "keep it off the path from the weights to the loss";
+        // dx: dy without the added border (a slice) and with zeros where
+        // negative pads cropped x (a pad).
         auto xt = tensorOf(p.getInput());
-        SmallVector<int64_t> starts, ends, axes, steps;
-        for (int64_t i = 0; i < xt.getRank(); ++i) {
-          starts.push_back(p.getPads()[i]);
-          ends.push_back(p.getPads()[i] + xt.getDimSize(i));
-          axes.push_back(i);
-          steps.push_back(1);
-        }
+        int64_t rank = xt.getRank();
+        ArrayRef<int64_t> pads = p.getPads();
         e.give(p.getInput(), [&]() -> Value {
-          return g::SliceOp::create(
-              b, loc, xt, dy, b.getDenseI64ArrayAttr(starts),
-              b.getDenseI64ArrayAttr(ends), b.getDenseI64ArrayAttr(axes),
-              b.getDenseI64ArrayAttr(steps));
+          Value d = dy;
+          SmallVector<int64_t> starts, ends, axes, steps, shape, back(2 * rank);
+          for (int64_t i = 0; i < rank; ++i) {
+            int64_t lo = std::max<int64_t>(pads[i], 0),
+                    hi = std::max<int64_t>(pads[rank + i], 0);
+            int64_t len = tensorOf(dy).getDimSize(i) - lo - hi;
+            starts.push_back(lo);
+            ends.push_back(lo + len);
+            axes.push_back(i);
+            steps.push_back(1);
+            shape.push_back(len);
+            back[i] = std::max<int64_t>(-pads[i], 0);
+            back[rank + i] = std::max<int64_t>(-pads[rank + i], 0);
+          }
+          if (ArrayRef<int64_t>(shape) != tensorOf(dy).getShape())
+            d = g::SliceOp::create(
+                b, loc, RankedTensorType::get(shape, xt.getElementType()), d,
+                b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
+                b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+          if (llvm::any_of(back, [](int64_t v) { return v != 0; }))
+            d = g::PadOp::create(b, loc, xt, d, back, g::PadMode::Constant,
+                                 llvm::APFloat(0.0));
+          return d;
         });
         return success();
       })
@@ -580,7 +713,7 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
       })
       .Case<g::PoolOp>([&](g::PoolOp p) -> LogicalResult {
         if (p.getKind() == g::PoolKind::L2)
-          return p.emitOpError("'l2' pooling has no gradient rule");
+          return l2PoolGrad(e, p, dy);
         e.give(p.getInput(), [&]() -> Value {
           SmallVector<NamedAttribute> attrs = inherentAttrs(p);
           return g::PoolGradOp::create(b, loc,

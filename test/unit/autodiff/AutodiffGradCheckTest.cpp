@@ -255,3 +255,163 @@ func.func @main(%img: tensor<2x2x5x5xf32>) -> tensor<2x3xf32> {
 }
 
 } // namespace
+
+// Every reduction kind with a gradient rule: max/min (ties share the
+// gradient: "tied" reduces a weight broadcast along the reduced axis),
+// l1, l2, log_sum, log_sum_exp.
+TEST(AutodiffGradCheck, Reductions) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x6xf32>
+  %w2 = graph.weight "w2" : tensor<14x5xf32>
+  %t = graph.weight "tied" : tensor<3x1xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x6xf32>) -> tensor<3x6xf32>
+  %r = graph.reshape %h : (tensor<3x6xf32>) -> tensor<3x2x3xf32>
+  %mx = graph.reduce max %r {axes = array<i64: 2>, keepdims = false} : (tensor<3x2x3xf32>) -> tensor<3x2xf32>
+  %mn = graph.reduce min %r {axes = array<i64: -1>, keepdims = false} : (tensor<3x2x3xf32>) -> tensor<3x2xf32>
+  %l1 = graph.reduce l1 %r {axes = array<i64: 2>, keepdims = false} : (tensor<3x2x3xf32>) -> tensor<3x2xf32>
+  %l2 = graph.reduce l2 %r {axes = array<i64: 2>, keepdims = false} : (tensor<3x2x3xf32>) -> tensor<3x2xf32>
+  %e = graph.unary exp %r : (tensor<3x2x3xf32>) -> tensor<3x2x3xf32>
+  %ls = graph.reduce log_sum %e {axes = array<i64: 2>, keepdims = false} : (tensor<3x2x3xf32>) -> tensor<3x2xf32>
+  %lse = graph.reduce log_sum_exp %r {axes = array<i64: 1, 2>} : (tensor<3x2x3xf32>) -> tensor<3x1x1xf32>
+  %lse2 = graph.reshape %lse : (tensor<3x1x1xf32>) -> tensor<3x1xf32>
+  %te = graph.expand %t : (tensor<3x1xf32>) -> tensor<3x4xf32>
+  %tm = graph.reduce max %te {axes = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<3x1xf32>
+  %c = graph.concat %mx, %mn, %l1, %l2, %ls, %lse2, %tm {axis = 1 : i64} : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x1xf32>, tensor<3x1xf32>) -> tensor<3x12xf32>
+  %c2 = graph.concat %c, %lse2, %tm {axis = 1 : i64} : (tensor<3x12xf32>, tensor<3x1xf32>, tensor<3x1xf32>) -> tensor<3x14xf32>
+  %y = graph.matmul %c2, %w2 : (tensor<3x14xf32>, tensor<14x5xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+)mlir",
+            {0, 3, 4});
+}
+
+// prod with no zero, one zero and two zeros per group (a constant mask
+// zeroes some inputs); the product is a polynomial, so finite differences
+// are exact at zeros too.
+TEST(AutodiffGradCheck, ProdWithZeros) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x6xf32>
+  %w2 = graph.weight "w2" : tensor<2x5xf32>
+  %z = graph.constant dense<[[[1.0, 1.0, 1.0], [1.0, 0.0, 1.0]], [[0.0, 0.0, 1.0], [1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0], [0.0, 1.0, 1.0]]]> : tensor<3x2x3xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x6xf32>) -> tensor<3x6xf32>
+  %r = graph.reshape %h : (tensor<3x6xf32>) -> tensor<3x2x3xf32>
+  %two = graph.constant dense<2.0> : tensor<f32>
+  %s = graph.binary mul %r, %two : (tensor<3x2x3xf32>, tensor<f32>) -> tensor<3x2x3xf32>
+  %m = graph.binary mul %s, %z : (tensor<3x2x3xf32>, tensor<3x2x3xf32>) -> tensor<3x2x3xf32>
+  %p = graph.reduce prod %m {axes = array<i64: 2>} : (tensor<3x2x3xf32>) -> tensor<3x2x1xf32>
+  %p2 = graph.reshape %p : (tensor<3x2x1xf32>) -> tensor<3x2xf32>
+  %y = graph.matmul %p2, %w2 : (tensor<3x2xf32>, tensor<2x5xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+)mlir",
+            {1, 2, 4});
+}
+
+// pow with respect to both operands (a positive base from exp, a weight
+// exponent broadcast over rows), prelu with a learned slope, and Python
+// and C remainders with respect to both operands.
+TEST(AutodiffGradCheck, PowPreluMod) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x6xf32>
+  %e = graph.weight "exponent" : tensor<6xf32>
+  %a = graph.weight "slope" : tensor<6xf32>
+  %d = graph.weight "divisor" : tensor<6xf32>
+  %w2 = graph.weight "w2" : tensor<6x5xf32>
+  %two = graph.constant dense<2.0> : tensor<f32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x6xf32>) -> tensor<3x6xf32>
+  %b = graph.unary exp %h : (tensor<3x6xf32>) -> tensor<3x6xf32>
+  %p = graph.binary pow %b, %e : (tensor<3x6xf32>, tensor<6xf32>) -> tensor<3x6xf32>
+  %q = graph.binary prelu %h, %a : (tensor<3x6xf32>, tensor<6xf32>) -> tensor<3x6xf32>
+  %dd = graph.binary add %d, %two : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  %h3 = graph.binary mul %h, %two : (tensor<3x6xf32>, tensor<f32>) -> tensor<3x6xf32>
+  %m = graph.binary mod %h3, %dd : (tensor<3x6xf32>, tensor<6xf32>) -> tensor<3x6xf32>
+  %f = graph.binary mod %h3, %dd {fmod} : (tensor<3x6xf32>, tensor<6xf32>) -> tensor<3x6xf32>
+  %s1 = graph.binary add %p, %q : (tensor<3x6xf32>, tensor<3x6xf32>) -> tensor<3x6xf32>
+  %s2 = graph.binary add %m, %f : (tensor<3x6xf32>, tensor<3x6xf32>) -> tensor<3x6xf32>
+  %s = graph.binary add %s1, %s2 : (tensor<3x6xf32>, tensor<3x6xf32>) -> tensor<3x6xf32>
+  %y = graph.matmul %s, %w2 : (tensor<3x6xf32>, tensor<6x5xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+)mlir",
+            {2, 0, 1});
+}
+
+// Strided slices: step 3 (the interleaved tail is trimmed), step -2
+// (reversed), and two axes at once with steps 2 and -3.
+TEST(AutodiffGradCheck, StridedSlices) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<4x4xf32>) -> tensor<4x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x8xf32>
+  %w2 = graph.weight "w2" : tensor<7x5xf32>
+  %h = graph.matmul %x, %w1 : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s1 = graph.slice %h {axes = array<i64: 1>, starts = array<i64: 1>, ends = array<i64: 8>, steps = array<i64: 3>} : (tensor<4x8xf32>) -> tensor<4x3xf32>
+  %s2 = graph.slice %h {axes = array<i64: -1>, starts = array<i64: 6>, ends = array<i64: -10>, steps = array<i64: -2>} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  %s3 = graph.slice %h {axes = array<i64: 0, 1>, starts = array<i64: 0, 7>, ends = array<i64: 4, 0>, steps = array<i64: 2, -3>} : (tensor<4x8xf32>) -> tensor<2x3xf32>
+  %c = graph.concat %s1, %s2 {axis = 1 : i64} : (tensor<4x3xf32>, tensor<4x4xf32>) -> tensor<4x7xf32>
+  %y0 = graph.matmul %c, %w2 : (tensor<4x7xf32>, tensor<7x5xf32>) -> tensor<4x5xf32>
+  %t = graph.reduce sum %s3 {keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  %y = graph.binary mul %y0, %t : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
+}
+)mlir",
+            {1, 4, 0, 2});
+}
+
+// L2 pooling, windowed (asymmetric padding, overlapping windows) and
+// global.
+TEST(AutodiffGradCheck, L2Pool) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<1x2x4x4xf32>) -> tensor<8x5xf32> {
+  %w = graph.weight "w" : tensor<1x2x4x4xf32>
+  %w2 = graph.weight "w2" : tensor<4x5xf32>
+  %h = graph.binary mul %x, %w : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = graph.pool l2 %h {kernel = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %g = graph.pool l2 %h {global} : (tensor<1x2x4x4xf32>) -> tensor<1x2x1x1xf32>
+  %s = graph.binary add %p, %g : (tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %r = graph.reshape %s : (tensor<1x2x4x4xf32>) -> tensor<8x4xf32>
+  %y = graph.matmul %r, %w2 : (tensor<8x4xf32>, tensor<4x5xf32>) -> tensor<8x5xf32>
+  return %y : tensor<8x5xf32>
+}
+)mlir",
+            {0, 1, 2, 3, 4, 0, 1, 2});
+}
+
+// Rank-1 matmul operands: vector x matrix, matrix x vector, and
+// vector . vector (a scalar), all with weights on both sides.
+TEST(AutodiffGradCheck, RankOneMatmul) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x6xf32>
+  %v = graph.weight "v" : tensor<6xf32>
+  %u = graph.weight "u" : tensor<3xf32>
+  %w2 = graph.weight "w2" : tensor<3x5xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x6xf32>) -> tensor<3x6xf32>
+  %hv = graph.matmul %h, %v : (tensor<3x6xf32>, tensor<6xf32>) -> tensor<3xf32>
+  %uw = graph.matmul %u, %w2 : (tensor<3xf32>, tensor<3x5xf32>) -> tensor<5xf32>
+  %d = graph.matmul %hv, %u : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+  %o = graph.reshape %hv : (tensor<3xf32>) -> tensor<3x1xf32>
+  %y0 = graph.binary mul %o, %uw : (tensor<3x1xf32>, tensor<5xf32>) -> tensor<3x5xf32>
+  %y = graph.binary add %y0, %d : (tensor<3x5xf32>, tensor<f32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+)mlir",
+            {4, 0, 2});
+}
+
+// Constant padding that pads some ends and crops others.
+TEST(AutodiffGradCheck, PadAndCrop) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<4x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x8xf32>
+  %w2 = graph.weight "w2" : tensor<7x5xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
+  %p = graph.pad constant %h {pads = array<i64: 1, -2, 0, 1>, value = 0.5 : f64} : (tensor<3x8xf32>) -> tensor<4x7xf32>
+  %y = graph.matmul %p, %w2 : (tensor<4x7xf32>, tensor<7x5xf32>) -> tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
+}
+)mlir",
+            {1, 4, 0, 2});
+}

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Interpreter.h"
+#include "InterpreterData.h"
 #include "InterpreterMath.h"
 
 #include "dialects/Graph/GraphOps.h"
@@ -224,11 +225,26 @@ bool Runner::run(Operation *op) {
         return true;
       })
       .Case<g::MatmulOp>([&](g::MatmulOp m) {
-        const Tensor &a = get(m.getLhs()), &b = get(m.getRhs());
+        // A rank-1 lhs is a row, a rank-1 rhs a column (numpy); the result
+        // drops those unit dimensions again.
+        Tensor a = get(m.getLhs()), b = get(m.getRhs());
+        Type mt = rt;
+        if (a.shape.size() == 1 || b.shape.size() == 1) {
+          std::vector<int64_t> shape = zeros(rt).shape;
+          if (a.shape.size() == 1) {
+            a.shape.insert(a.shape.begin(), 1);
+            shape.insert(shape.end() - (b.shape.size() == 1 ? 0 : 1), 1);
+          }
+          if (b.shape.size() == 1) {
+            b.shape.push_back(1);
+            shape.push_back(1);
+          }
+          mt = RankedTensorType::get(shape, Float64Type::get(m.getContext()));
+        }
         bool tl = m.getTransposeLhs(), tr = m.getTransposeRhs();
         int64_t ra = a.shape.size(), rb = b.shape.size();
         int64_t k = tl ? a.shape[ra - 2] : a.shape[ra - 1];
-        Tensor y = map(rt, [&](const std::vector<int64_t> &o) {
+        Tensor y = map(mt, [&](const std::vector<int64_t> &o) {
           size_t r = o.size();
           std::vector<int64_t> ia(o.begin(), o.end() - 2), ib = ia;
           ia.resize(r), ib.resize(r);
@@ -250,13 +266,17 @@ bool Runner::run(Operation *op) {
           if (m.getBias())
             y.data[i] += beta * at(get(m.getBias()), unravel(i, y.shape));
         }
+        y.shape = zeros(rt).shape;
         set(y);
         return true;
       })
       .Case<g::BinaryOp>([&](g::BinaryOp b) {
         const Tensor &l = get(b.getLhs()), &r = get(b.getRhs());
         set(map(rt, [&](const std::vector<int64_t> &o) {
-          return binaryValue(b.getKind(), at(l, o), at(r, o));
+          double x = at(l, o), y = at(r, o);
+          if (b.getKind() == g::BinaryKind::Mod)
+            return b.getFmod() ? std::fmod(x, y) : x - std::floor(x / y) * y;
+          return binaryValue(b.getKind(), x, y);
         }));
         return true;
       })
@@ -320,29 +340,25 @@ bool Runner::run(Operation *op) {
         return true;
       })
       .Case<g::ReduceOp>([&](g::ReduceOp r) {
-        const Tensor &x = get(r.getInput());
-        int64_t rank = x.shape.size();
-        std::vector<bool> reduced(rank, r.getAxes().empty());
-        for (int64_t a : r.getAxes())
-          reduced[a < 0 ? a + rank : a] = true;
-        Tensor y = zeros(rt);
-        int64_t count = 1;
-        for (int64_t d = 0; d < rank; ++d)
-          if (reduced[d])
-            count *= x.shape[d];
-        for (int64_t i = 0; i < x.size(); ++i) {
-          std::vector<int64_t> idx = unravel(i, x.shape), out;
-          for (int64_t d = 0; d < rank; ++d)
-            if (!reduced[d])
-              out.push_back(idx[d]);
-            else if (r.getKeepdims())
-              out.push_back(0);
-          double v = x.data[i];
-          if (r.getKind() == g::ReduceKind::SumSquare)
-            v *= v;
-          else if (r.getKind() == g::ReduceKind::Mean)
-            v /= count;
-          y.data[ravel(out, y.shape)] += v;
+        set(reduceValue(r, get(r.getInput())));
+        return true;
+      })
+      .Case<g::SliceOp>([&](g::SliceOp sl) {
+        set(sliceValue(sl, get(sl.getInput())));
+        return true;
+      })
+      .Case<g::ConcatOp>([&](g::ConcatOp c) {
+        std::vector<Tensor> inputs;
+        for (Value in : c.getInputs())
+          inputs.push_back(get(in));
+        set(concatValue(c, inputs));
+        return true;
+      })
+      .Case<g::PadOp>([&](g::PadOp p) {
+        Tensor y;
+        if (!padValue(p, get(p.getInput()), y)) {
+          error = "the interpreter runs constant graph.pad only";
+          return false;
         }
         set(y);
         return true;
@@ -490,8 +506,12 @@ bool Runner::run(Operation *op) {
       .Case<g::PoolOp, g::PoolGradOp>([&](Operation *o) {
         bool grad = isa<g::PoolGradOp>(o);
         const Tensor &x = get(o->getOperand(grad ? 0 : 0));
-        bool isMax = o->getAttrOfType<g::PoolKindAttr>("kind").getValue() ==
-                     g::PoolKind::Max;
+        g::PoolKind kind = o->getAttrOfType<g::PoolKindAttr>("kind").getValue();
+        bool isMax = kind == g::PoolKind::Max, isL2 = kind == g::PoolKind::L2;
+        if (grad && isL2) {
+          error = "graph.pool_grad has no l2 form";
+          return false;
+        }
         bool global = o->hasAttr("global");
         bool includePad = o->hasAttr("count_include_pad");
         Tensor y = grad ? get(o->getOperand(1)) : zeros(rt);
@@ -530,12 +550,17 @@ bool Runner::run(Operation *op) {
                        dx.data[xi] += y.data[yi];
                      if (!grad)
                        y.data[yi] = best[yi];
+                   } else if (isL2) {
+                     y.data[yi] += x.data[xi] * x.data[xi];
                    } else if (grad) {
                      dx.data[xi] += y.data[yi] / div;
                    } else {
                      y.data[yi] += x.data[xi] / div;
                    }
                  });
+        if (isL2)
+          for (double &v : y.data)
+            v = std::sqrt(v);
         set(grad ? dx : y);
         return true;
       })

@@ -44,6 +44,14 @@ double distopt::testing::unaryValue(g::UnaryKind k, double x, double alpha) {
     return x;
   case K::LeakyRelu:
     return x > 0 ? x : alpha * x;
+  case K::Abs:
+    return std::fabs(x);
+  case K::Sign:
+    return x > 0 ? 1 : x < 0 ? -1 : 0;
+  case K::Floor:
+    return std::floor(x);
+  case K::Ceil:
+    return std::ceil(x);
   default:
     return NAN;
   }
@@ -117,6 +125,8 @@ double distopt::testing::binaryValue(g::BinaryKind k, double a, double b) {
     return a >= b;
   case K::Equal:
     return a == b;
+  case K::PRelu:
+    return a < 0 ? b * a : a;
   default:
     return NAN;
   }
