@@ -147,6 +147,16 @@ LogicalResult DropoutMaskOp::verify() {
   double r = getRatio().convertToDouble();
   if (!(r >= 0 && r < 1))
     return emitOpError("'ratio' must be in [0, 1), got ") << r;
+  for (auto [v, what] :
+       {std::pair(getStep(), "step"), std::pair(getMicrobatch(), "microbatch")})
+    if (v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      if (t.getRank() != 0 || !t.getElementType().isF32())
+        return emitOpError("'") << what << "' must be a tensor<f32> counter, "
+                                << "got " << t;
+    }
+  if (getMicrobatch() && !getStep())
+    return emitOpError("a 'microbatch' index needs a 'step' counter");
   return verifyFloat(*this, getResult(), "result");
 }
 double DropoutMaskOp::getFlopCount() { return 0; }

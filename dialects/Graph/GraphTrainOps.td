@@ -45,27 +45,42 @@ def Graph_StateOp : Graph_Op<"state", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_DropoutMaskOp : Graph_TrainOp<"dropout_mask"> {
+def Graph_DropoutMaskOp : Graph_TrainOp<"dropout_mask",
+    [AttrSizedOperandSegments]> {
   let summary = "a random inverted-dropout mask";
   let description = [{
     Each element is independently `0` with probability `ratio` and
-    `1 / (1 - ratio)` otherwise. `seed` names the random stream: the
-    lowering draws from a counter-based generator keyed by `(seed, step,
-    element index)`, so the forward multiply and its gradient use the same
-    mask. The autodiff pass rewrites a training `graph.dropout %x` into
-    `graph.binary mul %x, (graph.dropout_mask)`. Not `Pure`: it draws random
-    numbers.
+    `1 / (1 - ratio)` otherwise. `seed` names the random stream (the
+    autodiff pass gives each dropout op its own seed). The lowering draws
+    element `i` from a counter-based generator keyed by `(seed, step,
+    microbatch, i)`, where `step` is the optimizer's step counter (the
+    training state `"step"`, which a skipped fp16 step does not advance)
+    and `microbatch` the index of the micro-batch within the step (0 when
+    absent). So the forward multiply and its gradient use the same mask,
+    every step and micro-batch draws a new one, a retried (skipped) step
+    draws the same one, and a run resumed from saved state reproduces the
+    masks of an uninterrupted run. Without `step` the mask is keyed by a
+    per-op call counter instead. The autodiff pass rewrites a training
+    `graph.dropout %x` into `graph.binary mul %x, (graph.dropout_mask)`.
+    Not `Pure`: it draws random numbers.
 
     Example:
 
     ```mlir
-    %m = graph.dropout_mask {ratio = 1.0e-01 : f64, seed = 3 : i64}
-        : tensor<2x8x768xf32>
+    %s = graph.state "step" {init = 0.0 : f64} : tensor<f32>
+    %m = graph.dropout_mask step(%s : tensor<f32>)
+        {ratio = 1.0e-01 : f64, seed = 3 : i64} : tensor<2x8x768xf32>
     ```
   }];
-  let arguments = (ins F64Attr:$ratio, DefaultValuedAttr<I64Attr, "0">:$seed);
+  let arguments = (ins Optional<AnyRankedTensor>:$step,
+                       Optional<AnyRankedTensor>:$microbatch, F64Attr:$ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
   let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = "attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    (`step` `(` $step^ `:` type($step) `)`)?
+    (`microbatch` `(` $microbatch^ `:` type($microbatch) `)`)?
+    attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 

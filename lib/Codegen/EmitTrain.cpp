@@ -21,10 +21,9 @@ using namespace distopt::graph;
 
 bool distopt::codegen::isTrainOp(Operation *op) {
   return isa<StateOp, DropoutMaskOp, SgdUpdateOp, AdamUpdateOp, UnscaleOp,
-             LossScaleUpdateOp,
-             SoftmaxGradOp,
-             SoftmaxCrossEntropyGradOp, NormGradOp, NormGradParamsOp,
-             ScatterAddOp, ConvGradInputOp, ConvGradWeightOp, PoolGradOp>(op);
+             LossScaleUpdateOp, SoftmaxGradOp, SoftmaxCrossEntropyGradOp,
+             NormGradOp, NormGradParamsOp, ScatterAddOp, ConvGradInputOp,
+             ConvGradWeightOp, PoolGradOp>(op);
 }
 
 /// `v` as a 4-D descriptor (a 1-D op's tensors gain a unit height).
@@ -236,7 +235,8 @@ static LogicalResult emitUnscale(FunctionEmitter &e, UnscaleOp op) {
     e.openLoop(FunctionEmitter::numel(g));
     e.os << "    const float r = (float)" << e.name(g)
          << "[i] * (1.0f / (float)" << S << "[0]);\n    " << e.name(r)
-         << "[i] = r;\n    if (!(fabsf(r) <= 3.40282347e+38f)) " << F << "[0] = true;\n";
+         << "[i] = r;\n    if (!(fabsf(r) <= 3.40282347e+38f)) " << F
+         << "[0] = true;\n";
     e.closeLoop();
   }
   return success();
@@ -265,15 +265,32 @@ static LogicalResult emitLossScaleUpdate(FunctionEmitter &e,
   return success();
 }
 
-/// graph.dropout_mask: element i of call c (a persistent i64 counter of this
-/// op, advanced after each call) keeps with dg::dropoutUniform(seed,
-/// c * n + i) >= ratio, so forward and backward share the mask of a call
-/// and every call draws a fresh one.
+/// graph.dropout_mask: element i keeps (value 1/(1-ratio), else 0) when
+/// dg::dropoutUniform(stream, i) >= ratio. With a `step` operand the stream
+/// is dg::dropoutStream(seed, step, microbatch), read from the training
+/// state, so masks follow the optimizer step (a resumed run draws the same
+/// ones); without it, the stream index is c * n + i for call c of a
+/// persistent i64 counter of this op, advanced after each call.
 static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
   Value r = op.getResult();
   int64_t n = FunctionEmitter::numel(r);
   double ratio = op.getRatio().convertToDouble();
   Type f32 = Float32Type::get(op.getContext());
+  std::string keep = "u >= " + FunctionEmitter::literal(ratio, f32) + " ? " +
+                     FunctionEmitter::literal(1.0 / (1.0 - ratio), f32) +
+                     " : 0.0f";
+  if (Value step = op.getStep()) {
+    std::string mb = op.getMicrobatch()
+                         ? "(uint64_t)" + e.name(op.getMicrobatch()) + "[0]"
+                         : std::string("0ull");
+    e.allocate(r);
+    e.openLoop(n);
+    e.os << "    const float u = dg::dropoutUniform(dg::dropoutStream("
+         << op.getSeed() << "ull, (uint64_t)" << e.name(step) << "[0], " << mb
+         << "), (uint64_t)i);\n    " << e.name(r) << "[i] = " << keep << ";\n";
+    e.closeLoop();
+    return success();
+  }
   std::string c = "dmc" + std::to_string(e.positionOf(op));
   e.os << "  int64_t *" << c << ";\n  { static const int64_t dims[] = {0}; "
        << "bool fresh = false;\n    " << c
@@ -285,9 +302,7 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
   e.openLoop(n);
   e.os << "    const float u = dg::dropoutUniform(" << op.getSeed() << "ull, "
        << "(uint64_t)" << c << "[0] * " << n << "ull + (uint64_t)i);\n    "
-       << e.name(r) << "[i] = u >= " << FunctionEmitter::literal(ratio, f32)
-       << " ? " << FunctionEmitter::literal(1.0 / (1.0 - ratio), f32)
-       << " : 0.0f;\n";
+       << e.name(r) << "[i] = " << keep << ";\n";
   e.closeLoop();
   e.openLoop(1);
   e.os << "    " << c << "[0] += 1;\n";

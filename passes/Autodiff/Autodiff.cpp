@@ -277,6 +277,8 @@ void AutodiffPass::runOnOperation() {
   if (failed(loss))
     return signalPassFailure();
   train.setSymName(trainName);
+  // After lowerPrecision: the counters stay f32.
+  Value microbatch = keyDropoutMasks(train, k > 1);
 
   Block &body = train.getBody().front();
   SmallVector<Operation *> forwardOps;
@@ -362,6 +364,17 @@ void AutodiffPass::runOnOperation() {
     outputs.push_back({add, w.name + ".grad_acc"});
   }
   statOutputs(b, outputs);
+  if (microbatch) {
+    auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+    Value one = g::ConstantOp::create(
+        b, loc, f32Scalar,
+        DenseElementsAttr::get(f32Scalar, b.getF32FloatAttr(1.0)));
+    auto next = g::BinaryOp::create(b, loc, f32Scalar, g::BinaryKind::Add,
+                                    microbatch, one);
+    one.getDefiningOp()->setAttr(kPhaseAttr, b.getStringAttr("forward"));
+    next->setAttr(kPhaseAttr, b.getStringAttr("forward"));
+    outputs.push_back({next, kMicrobatchState.str()});
+  }
   finish(train, outputs, "microbatch");
 
   // Apply: read weights and accumulators, update, reset accumulators.
@@ -390,6 +403,14 @@ void AutodiffPass::runOnOperation() {
         DenseElementsAttr::get(t, ab.getFloatAttr(t.getElementType(), 0.0)));
     zero->setAttr(kPhaseAttr, ab.getStringAttr("optimizer"));
     applyOutputs.push_back({zero, w.name + ".grad_acc"});
+  }
+  if (microbatch) {
+    auto f32Scalar = RankedTensorType::get({}, ab.getF32Type());
+    auto zero = g::ConstantOp::create(
+        ab, loc, f32Scalar,
+        DenseElementsAttr::get(f32Scalar, ab.getF32FloatAttr(0.0)));
+    zero->setAttr(kPhaseAttr, ab.getStringAttr("optimizer"));
+    applyOutputs.push_back({zero, kMicrobatchState.str()});
   }
   finish(apply, applyOutputs, "apply");
 }

@@ -118,9 +118,10 @@ void distopt::autodiff::makeTrainable(
       if (drop.getRatio().convertToDouble() == 0)
         continue;
       b.setInsertionPoint(drop);
-      Value mask = g::DropoutMaskOp::create(b, drop.getLoc(), drop.getType(),
-                                            drop.getRatioAttr(),
-                                            b.getI64IntegerAttr(seed++));
+      Value mask = g::DropoutMaskOp::create(
+          b, drop.getLoc(), drop.getType(), /*step=*/Value(),
+          /*microbatch=*/Value(), drop.getRatioAttr(),
+          b.getI64IntegerAttr(seed++));
       Value y = g::BinaryOp::create(b, drop.getLoc(), drop.getType(),
                                     g::BinaryKind::Mul, drop.getInput(), mask);
       drop.getResult().replaceAllUsesWith(y);
@@ -154,4 +155,32 @@ void distopt::autodiff::makeTrainable(
       if (auto w = source.getDefiningOp<g::WeightOp>())
         runningStats.push_back({w.getSymName().str(), stat});
   }
+}
+
+Value distopt::autodiff::keyDropoutMasks(func::FuncOp func,
+                                         bool withMicrobatch) {
+  SmallVector<g::DropoutMaskOp> masks;
+  func.walk([&](g::DropoutMaskOp m) { masks.push_back(m); });
+  if (masks.empty())
+    return Value();
+  Block &body = func.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  Location loc = func.getLoc();
+  auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+  auto state = [&](StringRef name) -> Value {
+    return g::StateOp::create(b, loc, f32Scalar, b.getStringAttr(name),
+                              b.getF64FloatAttr(0.0));
+  };
+  Value step = state("step");
+  Value microbatch = withMicrobatch ? state(kMicrobatchState) : Value();
+  for (g::DropoutMaskOp m : masks) {
+    b.setInsertionPoint(m);
+    auto keyed =
+        g::DropoutMaskOp::create(b, m.getLoc(), m.getType(), step, microbatch,
+                                 m.getRatioAttr(), m.getSeedAttr());
+    keyed->setDiscardableAttrs(m->getDiscardableAttrDictionary());
+    m.getResult().replaceAllUsesWith(keyed.getResult());
+    m.erase();
+  }
+  return microbatch;
 }

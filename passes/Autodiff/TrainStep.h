@@ -39,6 +39,17 @@ void makeTrainable(
     mlir::func::FuncOp func, int64_t seed,
     llvm::SmallVectorImpl<std::pair<std::string, mlir::Value>> &runningStats);
 
+/// Name of the micro-batch index state of a gradient-accumulation program.
+inline constexpr llvm::StringLiteral kMicrobatchState = "microbatch";
+
+/// Keys every `graph.dropout_mask` of `func` by the optimizer step (the
+/// f32 state "step", read at the start of `func`) and, with
+/// `withMicrobatch`, by the micro-batch index (the f32 state
+/// "microbatch"). Returns the micro-batch index value (null when `func`
+/// has no mask or `withMicrobatch` is false); the caller returns it plus
+/// one as the next index and resets it in the apply step.
+mlir::Value keyDropoutMasks(mlir::func::FuncOp func, bool withMicrobatch);
+
 /// Computes `func` in `lowType` (bf16/f16): casts after every f32 argument,
 /// weight and constant, retypes f32 results of the other ops, and casts the
 /// returned values back to f32. Fails when an op rejects the new types.

@@ -32,6 +32,30 @@ func.func @mask_int() -> tensor<2xi32> {
 
 // -----
 
+func.func @mask_step_type(%s: tensor<1xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'step' must be a tensor<f32> counter, got 'tensor<1xf32>'}}
+  %0 = graph.dropout_mask step(%s : tensor<1xf32>) {ratio = 0.5 : f64} : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @mask_microbatch_type(%s: tensor<f32>, %m: tensor<i64>) -> tensor<2xf32> {
+  // expected-error @+1 {{'microbatch' must be a tensor<f32> counter, got 'tensor<i64>'}}
+  %0 = graph.dropout_mask step(%s : tensor<f32>) microbatch(%m : tensor<i64>) {ratio = 0.5 : f64} : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @mask_microbatch_without_step(%m: tensor<f32>) -> tensor<2xf32> {
+  // expected-error @+1 {{a 'microbatch' index needs a 'step' counter}}
+  %0 = graph.dropout_mask microbatch(%m : tensor<f32>) {ratio = 0.5 : f64} : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
 func.func @unary_not(%x: tensor<2xf32>) -> tensor<2xf32> {
   // expected-error @+1 {{'not' has no gradient}}
   %0 = graph.unary_grad not %x, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>

@@ -56,6 +56,14 @@ func.func @update(%w: tensor<4x8xf32>, %g: tensor<4x8xf32>, %ids: tensor<2x3xi64
   %t = graph.state "step" : tensor<f32>
   // CHECK: graph.dropout_mask {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<4x8xf32>
   %mask = graph.dropout_mask {ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>
+  // CHECK: %[[STEP:.*]] = graph.state "step" : tensor<f32>
+  // CHECK: %[[MB:.*]] = graph.state "microbatch" : tensor<f32>
+  // CHECK: graph.dropout_mask step(%[[STEP]] : tensor<f32>) {ratio = 2.500000e-01 : f64, seed = 3 : i64} : tensor<4x8xf32>
+  // CHECK: graph.dropout_mask step(%[[STEP]] : tensor<f32>) microbatch(%[[MB]] : tensor<f32>) {ratio = 2.500000e-01 : f64} : tensor<4x8xf16>
+  %ks = graph.state "step" : tensor<f32>
+  %kmb = graph.state "microbatch" : tensor<f32>
+  %mask1 = graph.dropout_mask step(%ks : tensor<f32>) {ratio = 0.25 : f64, seed = 3 : i64} : tensor<4x8xf32>
+  %mask2 = graph.dropout_mask step(%ks : tensor<f32>) microbatch(%kmb : tensor<f32>) {ratio = 0.25 : f64} : tensor<4x8xf16>
   // CHECK: graph.scatter_add
   %e = graph.scatter_add %ids, %de {axis = 0 : i64} : (tensor<2x3xi64>, tensor<2x3x8xf32>) -> tensor<4x8xf32>
   // CHECK: graph.unscale {{.*}} -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i1>)

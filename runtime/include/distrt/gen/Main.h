@@ -56,6 +56,7 @@ inline int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
           "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
+          "[--load-state DIR] "
           "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
@@ -69,7 +70,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::vector<std::string> args;
   bool list = false, printSteps = false;
   int repeat = 1;
-  std::string saveDir;
+  std::string saveDir, loadDir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &dst) {
@@ -102,6 +103,9 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       printSteps = true;
     } else if (a == "--save-state") {
       if (!value(saveDir))
+        return 2;
+    } else if (a == "--load-state") {
+      if (!value(loadDir))
         return 2;
     } else if (a == "--list") {
       list = true;
@@ -137,6 +141,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   P.device = cuda;
   P.weightsDir = weightsDir;
   P.modelDir = model->modelDir;
+  P.stateDir = loadDir;
   P.inputs.resize(model->numInputs);
   std::vector<bool> given(model->numInputs, false);
   int next = 0;

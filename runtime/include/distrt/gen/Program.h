@@ -1,4 +1,5 @@
-//===- distrt/gen/Program.h - Run state, buffers, weights, loops -*- C++ -*-===//
+//===- distrt/gen/Program.h - Run state, buffers, weights, loops -*- C++
+//-*-===//
 //
 // Part of the support code of programs dist-compile generates
 // (distrt_gen.h includes every piece; docs/codegen.md).
@@ -21,6 +22,9 @@ struct Program {
   void *stream = nullptr; ///< CUDA stream shared with the runtime
   std::string weightsDir; ///< overrides the model's folder when set
   std::string modelDir;   ///< folder the weight references are relative to
+  /// When set (--load-state), every persistent buffer starts from
+  /// DIR/<name>.npy as --save-state wrote it instead of its weights or init.
+  std::string stateDir;
   std::vector<HostTensor> inputs;
   std::vector<HostTensor> outputs;
   std::vector<void *> live; ///< every allocation not yet freed
@@ -61,7 +65,32 @@ struct Program {
     }
     fresh = true;
     persistent.push_back(b);
+    if (!stateDir.empty() && loadState(persistent.back()))
+      return nullptr;
+    fresh = stateDir.empty();
     return b.ptr;
+  }
+  /// Fills `b` from stateDir (a resumed run); the file must have the
+  /// buffer's type and shape.
+  int loadState(const Persistent &b) {
+    std::string path = stateDir + "/" + sanitizeName(b.name) + ".npy";
+    HostTensor t;
+    if (readNpy(path, t, err))
+      return fail(err,
+                  "--load-state: state '%s' cannot be read from '%s' (%s); "
+                  "pass the folder --save-state wrote for this program",
+                  b.name.c_str(), path.c_str(), err.message.c_str());
+    bool same = t.spec.dtype == b.dtype && t.spec.rank == b.rank;
+    for (int i = 0; same && i < b.rank; ++i)
+      same = t.spec.dims[i] == b.dims[i];
+    if (!same)
+      return fail(err,
+                  "--load-state: '%s' holds %s %s but state '%s' is %s %s; "
+                  "it was saved by another program",
+                  path.c_str(), dtypeInfo(t.spec.dtype).name,
+                  shapeStr(t.spec.dims, t.spec.rank).c_str(), b.name.c_str(),
+                  dtypeInfo(b.dtype).name, shapeStr(b.dims, b.rank).c_str());
+    return upload(b.ptr, t.data.data(), t.data.size());
   }
   /// Writes every persistent buffer as DIR/<name>.npy.
   int saveState(const std::string &dir) {

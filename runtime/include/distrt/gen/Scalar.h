@@ -25,6 +25,23 @@ DG_HD inline float dropoutUniform(uint64_t seed, uint64_t index) {
   return (float)(z >> 40) * (1.0f / 16777216.0f);
 }
 
+/// splitmix64's finalizer: a bijective 64-bit mix.
+DG_HD inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// The dropout stream seed of (seed, optimizer step, micro-batch): element
+/// i of that mask is dropoutUniform(dropoutStream(...), i). Mixing each
+/// key into the previous one keeps the streams of different steps and
+/// micro-batches apart for any tensor size.
+DG_HD inline uint64_t dropoutStream(uint64_t seed, uint64_t step,
+                                    uint64_t microbatch) {
+  return mix64(mix64(mix64(seed) ^ (step + 0x632be59bd9b4e019ull)) ^
+               (microbatch + 0x8cb92ba72f3d8dd7ull));
+}
+
 template <typename T> DG_HD inline T gelu(T x) {
   return (T)(0.5 * (double)x * (1.0 + erf((double)x * 0.70710678118654752)));
 }
