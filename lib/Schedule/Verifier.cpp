@@ -276,6 +276,22 @@ static Error checkDeadlock(const Schedule &s) {
   auto key = [&](unsigned vs, int mb) {
     return static_cast<size_t>(vs) * s.microbatches + mb;
   };
+  // Replicated stages: a collective is a rendezvous of the stage's
+  // replicas (each blocks until all have called their c-th one).
+  std::vector<unsigned> collDone(pp, 0);
+  auto rendezvous = [&](unsigned r) {
+    if (!s.replicated())
+      return true;
+    unsigned st = s.stageOfList(r), c = collDone[r];
+    for (unsigned q = s.firstList[st]; q < s.firstList[st + 1]; ++q) {
+      bool past = collDone[q] > c;
+      bool here = collDone[q] == c && pos[q] < s.devices[q].size() &&
+                  isCollective(s.devices[q][pos[q]].kind);
+      if (!past && !here)
+        return false;
+    }
+    return true;
+  };
   bool progress = true;
   while (progress) {
     progress = false;
@@ -288,6 +304,11 @@ static Error checkDeadlock(const Schedule &s) {
           break;
         if (a.kind == ActionKind::RecvGrad && !gradSent[key(vs, a.mb)])
           break;
+        if (isCollective(a.kind)) {
+          if (!rendezvous(r))
+            break;
+          ++collDone[r];
+        }
         if (a.kind == ActionKind::SendActivation)
           actSent[key(vs + 1, a.mb)] = 1;
         if (a.kind == ActionKind::SendGrad)
@@ -308,7 +329,9 @@ static Error checkDeadlock(const Schedule &s) {
     return createStringError(inconvertibleErrorCode(),
                              "schedule deadlocks: " + blocked +
                                  "; each receive needs a matching send that "
-                                 "is not itself behind a receive");
+                                 "is not itself behind a receive (and each "
+                                 "collective of a replicated stage all of "
+                                 "its replicas)");
   return Error::success();
 }
 

@@ -207,6 +207,22 @@ TEST(ReplicatedVerifier, CatchesWrongSlotsPeersAndDeadlocks) {
   });
   l0.insert(g + 2, send); // after recvG and B
   EXPECT_NE(err(dead).find("deadlocks"), std::string::npos);
+  // A collective is a rendezvous of the stage's replicas: slot 0 syncing
+  // before its first forward waits for slot 1's sync, which follows slot
+  // 1's backwards, which need slot 0's activations.
+  Schedule early = good;
+  auto &e0 = early.devices[0];
+  auto ar = std::find_if(e0.begin(), e0.end(), [](const Action &a) {
+    return a.kind == ActionKind::AllReduce;
+  });
+  ASSERT_TRUE(ar != e0.end());
+  Action sync0 = *ar;
+  e0.erase(ar);
+  e0.insert(e0.begin(), sync0);
+  std::string msg = err(early);
+  EXPECT_NE(msg.find("deadlocks: rank 0 waits at action 0 (AR.0)"),
+            std::string::npos)
+      << msg;
   // Replicas of a stage must sync equally often.
   Schedule sync = good;
   sync.devices[1].push_back({ActionKind::AllReduce, -1, 0, -1});
