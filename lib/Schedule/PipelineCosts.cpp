@@ -164,6 +164,45 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     }
   }
 
+  // Replicated plans: each slot's own messages, over the links to the peer
+  // slots that handle its micro-batches.
+  for (unsigned s = 0; s < p.pp && p.replicated(); ++s) {
+    const StageCost &st = pc.stages[s];
+    auto pairTime = [&](unsigned layer, unsigned k, unsigned to, unsigned k2,
+                        double &time, double &bytes, LinkLevel &level) {
+      double full = model.layers[layer].boundaryBytes * p.mbs;
+      bool sg = p.scatterGather && p.tp > 1;
+      bytes = sg ? full / p.tp : full;
+      unsigned a = globalRank(p, s, k, 0), b = globalRank(p, to, k2, 0);
+      LinkLevel l = c.levelBetween(a, b);
+      double t = CostModel::p2pTime(bytes, c.link(l, a));
+      if (sg)
+        t += CostModel::collective(Collective::AllGather, full,
+                                   tensorGroup(p, c, to))
+                 .time;
+      if (t >= time) {
+        time = t;
+        level = l;
+      }
+    };
+    for (unsigned k = 0; k < p.replicasOf(s); ++k) {
+      Boundary bd;
+      if (s + 1 < p.pp) {
+        unsigned g = std::gcd(p.replicasOf(s), p.replicasOf(s + 1));
+        for (unsigned k2 = k % g; k2 < p.replicasOf(s + 1); k2 += g)
+          pairTime(st.layerEnd - 1, k, s + 1, k2, bd.nextTime, bd.nextBytes,
+                   bd.nextLevel);
+      }
+      if (s > 0) {
+        unsigned g = std::gcd(p.replicasOf(s), p.replicasOf(s - 1));
+        for (unsigned k2 = k % g; k2 < p.replicasOf(s - 1); k2 += g)
+          pairTime(st.layerBegin - 1, k, s - 1, k2, bd.prevTime, bd.prevBytes,
+                   bd.prevLevel);
+      }
+      pc.slotSends.push_back(bd);
+    }
+  }
+
   // One action list per pipeline rank, or per slot of a replicated plan.
   const unsigned lists = p.replicated() ? p.numSlots() : p.pp;
   pc.devices.resize(lists);

@@ -167,6 +167,13 @@ struct StageCost {
   double params = 0; ///< per device
 };
 
+/// The boundary messages of one action list, per micro-batch and device.
+struct Boundary {
+  double nextTime = 0, nextBytes = 0, prevTime = 0, prevBytes = 0;
+  cluster::LinkLevel nextLevel = cluster::LinkLevel::IntraNode;
+  cluster::LinkLevel prevLevel = cluster::LinkLevel::IntraNode;
+};
+
 /// Per pipeline rank.
 struct DeviceCost {
   std::string deviceName;
@@ -189,6 +196,10 @@ struct PipelineCosts {
   /// Replicated plans: the pipeline stage of each slot (empty: list r is
   /// pipeline rank r).
   std::vector<unsigned> slotStage;
+  /// Replicated plans: each slot's boundary messages, the slowest over the
+  /// peer slots it talks to (StageCost's send fields are then the stage's
+  /// slowest pair). Empty: the stage's.
+  std::vector<Boundary> slotSends;
   std::vector<std::string> levelNames{"intra_node", "network"};
   bool overlapP2P = true;
 
@@ -198,6 +209,13 @@ struct PipelineCosts {
   }
   const StageCost &stage(unsigned list, unsigned chunk) const {
     return stages[chunk * pp + stageOfList(list)];
+  }
+  Boundary boundary(unsigned list, unsigned chunk) const {
+    if (!slotSends.empty())
+      return slotSends[list];
+    const StageCost &st = stage(list, chunk);
+    return {st.sendNextTime, st.sendNextBytes, st.sendPrevTime,
+            st.sendPrevBytes, st.nextLevel,      st.prevLevel};
   }
 };
 

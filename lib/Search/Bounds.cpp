@@ -115,16 +115,19 @@ static double replicatedLowerBound(const PipelineCosts &c, ScheduleKind kind) {
   std::vector<double> start(c.pp, 0);
   for (unsigned s = 1; s < c.pp; ++s) {
     double fastest = std::numeric_limits<double>::infinity();
-    for (unsigned l = first[s - 1]; l < first[s - 1] + reps[s - 1]; ++l)
+    double send = std::numeric_limits<double>::infinity();
+    for (unsigned l = first[s - 1]; l < first[s - 1] + reps[s - 1]; ++l) {
       fastest = std::min(fastest, c.devices[l].computeScale);
+      send = std::min(send, c.boundary(l, 0).nextTime);
+    }
     const StageCost &prev = c.stages[s - 1];
-    start[s] = start[s - 1] + prev.fwd * fastest + prev.sendNextTime;
+    start[s] = start[s - 1] + prev.fwd * fastest + send;
   }
   for (unsigned l = 0; l < lists; ++l) {
     const StageCost &st = c.stage(l, 0);
     double w = (st.fwd + st.bwdInput + st.bwdWeight) * c.devices[l].computeScale;
     if (!c.overlapP2P)
-      w += st.sendNextTime + st.sendPrevTime;
+      w += c.boundary(l, 0).nextTime + c.boundary(l, 0).prevTime;
     // (Asynchronous, not steady: the makespan, with a sync per micro-batch.)
     double sync = reps[c.slotStage[l]] <= 1 ? 0
                   : isAsync(kind)          ? share(l) * st.gradSyncTime
@@ -218,7 +221,8 @@ Breakdown breakdownOf(const sim::PlanSimulation &ps) {
                     : m;
     for (unsigned ch = 0; ch < c.chunks; ++ch) {
       const StageCost &st = c.stage(r, ch);
-      p2p += mr * (st.sendNextTime + st.sendPrevTime);
+      Boundary bd = c.boundary(r, ch);
+      p2p += mr * (bd.nextTime + bd.prevTime);
       sync += st.gradSyncTime;
     }
     b.p2p = std::max(b.p2p, p2p);

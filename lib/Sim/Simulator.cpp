@@ -143,14 +143,14 @@ private:
   /// A send completed now: the data is at the peer.
   void deliver(unsigned r, const Action &a) {
     unsigned vs = s.stageOf(r, a.chunk);
-    const StageCost &st = stageOf(r, a);
+    const Boundary bd = c.boundary(r, a.chunk);
     double groups = c.devices[r].devicesInGroup;
     if (a.kind == ActionKind::SendActivation) {
       actArrival[key(vs + 1, a.mb)] = now;
-      bytes[static_cast<unsigned>(st.nextLevel)] += st.sendNextBytes * groups;
+      bytes[static_cast<unsigned>(bd.nextLevel)] += bd.nextBytes * groups;
     } else {
       gradArrival[key(vs - 1, a.mb)] = now;
-      bytes[static_cast<unsigned>(st.prevLevel)] += st.sendPrevBytes * groups;
+      bytes[static_cast<unsigned>(bd.prevLevel)] += bd.prevBytes * groups;
     }
   }
   void startOnLink(unsigned r, unsigned q, unsigned idx);
@@ -189,9 +189,9 @@ double Engine::computeDuration(unsigned r, const Action &a) const {
   case ActionKind::OptimizerStep:
     return c.devices[r].optimizerTime;
   case ActionKind::SendActivation:
-    return stageOf(r, a).sendNextTime;
+    return c.boundary(r, a.chunk).nextTime;
   case ActionKind::SendGrad:
-    return stageOf(r, a).sendPrevTime;
+    return c.boundary(r, a.chunk).prevTime;
   case ActionKind::AllReduce:
     return stageOf(r, a).gradSyncTime;
   case ActionKind::ReduceScatter:
@@ -206,9 +206,9 @@ unsigned Engine::linkOf(unsigned r, const Action &a) const {
   const StageCost &st = stageOf(r, a);
   switch (a.kind) {
   case ActionKind::SendActivation:
-    return static_cast<unsigned>(st.nextLevel);
+    return static_cast<unsigned>(c.boundary(r, a.chunk).nextLevel);
   case ActionKind::SendGrad:
-    return static_cast<unsigned>(st.prevLevel);
+    return static_cast<unsigned>(c.boundary(r, a.chunk).prevLevel);
   default:
     return st.gradSyncBytes[1] > 0 ? 1 : 0;
   }

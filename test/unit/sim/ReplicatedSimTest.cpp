@@ -209,6 +209,35 @@ TEST(ReplicatedSimulatePlan, SlotsOnMixedDevicesAndTheReport) {
   EXPECT_NE(text.find("\"microbatches\": 24"), std::string::npos);
 }
 
+TEST(ReplicatedSimulatePlan, EachSlotSendsOverItsOwnLinks) {
+  // Two servers of four: stage 0 on ranks 0-5, stage 1 on ranks 6-7 (the
+  // second server). Slot k of stage 0 talks to stage-1 replica k mod 2:
+  // slots 0-3 over Ethernet, slots 4-5 over PCIe.
+  cluster::Cluster c = llvm::cantFail(cluster::resolveCluster("pcie-v100x4:2"));
+  cost::CostModel cm;
+  auto ps = simulatePlan(gpt(8), c,
+                         llvm::cantFail(parsePlan("replicas=6/2,schedule=1f1b")),
+                         48, cm);
+  ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+  const PipelineCosts &pc = ps->costs;
+  ASSERT_EQ(pc.slotSends.size(), 8u);
+  EXPECT_EQ(pc.boundary(0, 0).nextLevel, cluster::LinkLevel::Network);
+  EXPECT_EQ(pc.boundary(4, 0).nextLevel, cluster::LinkLevel::IntraNode);
+  EXPECT_LT(pc.boundary(4, 0).nextTime, pc.boundary(0, 0).nextTime);
+  // The stage's own fields keep its slowest pair.
+  EXPECT_EQ(pc.stages[0].nextLevel, cluster::LinkLevel::Network);
+  EXPECT_DOUBLE_EQ(pc.stages[0].sendNextTime, pc.boundary(0, 0).nextTime);
+  // Stage-1 replica 0 (rank 6) hears from slots 0, 2, 4: its gradients go
+  // back over the slowest of those, the network.
+  EXPECT_EQ(pc.boundary(6, 0).prevLevel, cluster::LinkLevel::Network);
+  // The simulated send events take each slot's own time.
+  for (const Event &e : ps->result.events)
+    if (e.action.kind == ActionKind::SendActivation) {
+      EXPECT_NEAR(e.end - e.start, pc.boundary(e.device, 0).nextTime,
+                  1e-9 * pc.boundary(0, 0).nextTime);
+    }
+}
+
 TEST(ReplicatedSimulatePlan, FinalizeErrors) {
   cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb"));
   cost::CostModel cm;
