@@ -49,7 +49,11 @@ std::string Action::str() const {
 
 void Schedule::print(raw_ostream &os) const {
   for (unsigned r = 0; r < devices.size(); ++r) {
-    os << "rank " << r << ":";
+    if (replicated())
+      os << "slot " << r << " (stage " << stageOfList(r) << " replica "
+         << r - firstList[stageOfList(r)] << "):";
+    else
+      os << "rank " << r << ":";
     for (const Action &a : devices[r])
       os << " " << a.str();
     os << "\n";

@@ -2,6 +2,8 @@
 
 #include "lib/Schedule/Schedule.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include "gtest/gtest.h"
 
 using namespace distopt;
@@ -114,6 +116,11 @@ TEST(ReplicatedSchedule, FifteenOneRoundRobin) {
   EXPECT_EQ(ar(0), 1);
   EXPECT_EQ(ar(15), 0);
   EXPECT_FALSE(static_cast<bool>(verifySchedule(s)));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  s.print(os);
+  EXPECT_NE(text.find("slot 15 (stage 1 replica 0): recvA0.0>0 F0.0"),
+            std::string::npos);
 }
 
 TEST(ReplicatedSchedule, EveryShapeVerifiesWithoutDeadlock) {
