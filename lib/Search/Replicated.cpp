@@ -42,8 +42,9 @@ bool replicatedLayoutsApply(const cluster::Cluster &c, unsigned numLayers,
 namespace {
 
 /// One layout the dynamic program found: its objective (the slowest
-/// stage's time per iteration plus the fill), micro-batch size, recomputation, the first
-/// layer of stages 1.. and the replicas of each stage.
+/// stage's time per iteration plus the fill), micro-batch size,
+/// recomputation, the first layer of stages 1.. and the replicas of each
+/// stage.
 struct Layout {
   double objective = 0;
   unsigned mbs = 1;
