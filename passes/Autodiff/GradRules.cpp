@@ -472,6 +472,118 @@ static LogicalResult l2PoolGrad(GradEmitter &e, g::PoolOp p, Value dy) {
   return success();
 }
 
+/// `v[begin:end]` along `axis`.
+static Value sliceAxis(OpBuilder &b, Location loc, Value v, int64_t axis,
+                       int64_t begin, int64_t end) {
+  SmallVector<int64_t> shape(tensorOf(v).getShape());
+  shape[axis] = end - begin;
+  return g::SliceOp::create(
+      b, loc, RankedTensorType::get(shape, tensorOf(v).getElementType()), v,
+      b.getDenseI64ArrayAttr({begin}), b.getDenseI64ArrayAttr({end}),
+      b.getDenseI64ArrayAttr({axis}), b.getDenseI64ArrayAttr({1}));
+}
+
+/// `v` reversed along `axis` (a step -1 slice through index 0).
+static Value reverseAxis(OpBuilder &b, Location loc, Value v, int64_t axis) {
+  int64_t n = tensorOf(v).getDimSize(axis);
+  return g::SliceOp::create(
+      b, loc, v.getType(), v, b.getDenseI64ArrayAttr({n - 1}),
+      b.getDenseI64ArrayAttr({-n - 1}), b.getDenseI64ArrayAttr({axis}),
+      b.getDenseI64ArrayAttr({-1}));
+}
+
+/// `v` summed along `axis`, kept as a size-1 dimension.
+static Value sumAxis(OpBuilder &b, Location loc, Value v, int64_t axis) {
+  auto t = tensorOf(v);
+  SmallVector<int64_t> shape(t.getShape());
+  shape[axis] = 1;
+  return g::ReduceOp::create(
+      b, loc, RankedTensorType::get(shape, t.getElementType()),
+      g::ReduceKind::Sum, v, ArrayRef<int64_t>{axis}, true);
+}
+
+/// `v` with `before` and `after` zeros along `axis`.
+static Value zeroPadAxis(OpBuilder &b, Location loc, Value v, int64_t axis,
+                         int64_t before, int64_t after) {
+  auto t = tensorOf(v);
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> pads(2 * rank, 0), shape(t.getShape());
+  pads[axis] = before;
+  pads[rank + axis] = after;
+  shape[axis] += before + after;
+  return g::PadOp::create(b, loc,
+                          RankedTensorType::get(shape, t.getElementType()), v,
+                          pads, g::PadMode::Constant, llvm::APFloat(0.0));
+}
+
+/// Gradient of edge / reflect / wrap padding. Such a pad is a 1-D pad per
+/// axis, so its gradient folds one axis at a time: the centre of dy, plus
+/// each border added back where it was read from (edge: its sum onto the
+/// first/last element; reflect: reversed, onto x[1..b] / x[n-1-e..n-2];
+/// wrap: onto the last b / first e elements).
+static std::optional<LogicalResult> borderPadGrad(GradEmitter &e, g::PadOp p,
+                                                  Value dy) {
+  auto xt = tensorOf(p.getInput());
+  int64_t rank = xt.getRank();
+  ArrayRef<int64_t> pads = p.getPads();
+  g::PadMode mode = p.getMode();
+  for (int64_t a = 0; a < rank; ++a) {
+    // Edge pads may be any length; reflect reads x[1..n-1], wrap x[0..n).
+    int64_t n = xt.getDimSize(a), limit = INT64_MAX;
+    if (mode == g::PadMode::Reflect)
+      limit = n - 1;
+    else if (mode == g::PadMode::Wrap)
+      limit = n;
+    for (int64_t pad : {pads[a], pads[rank + a]})
+      if (pad < 0 || pad > limit)
+        return p.emitOpError("autodiff supports '")
+               << g::stringifyPadMode(mode)
+               << "' padding with non-negative pads"
+               << (limit == INT64_MAX ? std::string()
+                                      : " up to " + std::to_string(limit))
+               << " only (axis " << a << " pads " << pad
+               << "); pad in steps or keep it off the path from the weights "
+                  "to the loss";
+  }
+  e.give(p.getInput(), [&]() -> Value {
+    OpBuilder &b = e.b;
+    Location loc = p.getLoc();
+    Value d = dy;
+    for (int64_t a = 0; a < rank; ++a) {
+      int64_t n = xt.getDimSize(a), lo = pads[a], hi = pads[rank + a];
+      if (lo == 0 && hi == 0)
+        continue;
+      Value acc = sliceAxis(b, loc, d, a, lo, lo + n);
+      auto add = [&](Value part, int64_t before) {
+        int64_t len = tensorOf(part).getDimSize(a);
+        acc = binary(b, loc, g::BinaryKind::Add, acc,
+                     zeroPadAxis(b, loc, part, a, before, n - before - len));
+      };
+      if (lo > 0) {
+        Value left = sliceAxis(b, loc, d, a, 0, lo);
+        if (mode == g::PadMode::Edge)
+          add(sumAxis(b, loc, left, a), 0);
+        else if (mode == g::PadMode::Reflect)
+          add(reverseAxis(b, loc, left, a), 1);
+        else
+          add(left, n - lo);
+      }
+      if (hi > 0) {
+        Value right = sliceAxis(b, loc, d, a, lo + n, lo + n + hi);
+        if (mode == g::PadMode::Edge)
+          add(sumAxis(b, loc, right, a), n - 1);
+        else if (mode == g::PadMode::Reflect)
+          add(reverseAxis(b, loc, right, a), n - 1 - hi);
+        else
+          add(right, 0);
+      }
+      d = acc;
+    }
+    return d;
+  });
+  return success();
+}
+
 /// Slice of `dy` along `axis` from `begin`, of `type`'s shape.
 static Value sliceAlong(OpBuilder &b, Location loc, Value dy, int64_t axis,
                         int64_t begin, RankedTensorType type) {
@@ -545,10 +657,7 @@ static std::optional<LogicalResult> dataGrad(GradEmitter &e, Operation *op,
       })
       .Case<g::PadOp>([&](g::PadOp p) -> Result {
         if (p.getMode() != g::PadMode::Constant)
-          return p.emitOpError("autodiff supports constant padding only ('")
-                 << g::stringifyPadMode(p.getMode())
-                 << "' padding has no gradient rule); pad with a constant or "
-                    "keep it off the path from the weights to the loss";
+          return borderPadGrad(e, p, dy);
         // dx: dy without the added border (a slice) and with zeros where
         // negative pads cropped x (a pad).
         auto xt = tensorOf(p.getInput());

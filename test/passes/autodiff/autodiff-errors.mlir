@@ -34,13 +34,25 @@ func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
 
 // -----
 
-// Reflect padding has no gradient rule.
+// Reflect padding longer than the axis minus one has no gradient rule.
 func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
   %w = graph.weight "w" : tensor<4xf32>
   %y = graph.binary mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  // expected-error @+1 {{autodiff supports constant padding only}}
-  %p = graph.pad reflect %y {pads = array<i64: 1, 1>} : (tensor<4xf32>) -> tensor<6xf32>
-  %l = graph.reduce sum %p {keepdims = false} : (tensor<6xf32>) -> tensor<f32>
+  // expected-error @+1 {{autodiff supports 'reflect' padding with non-negative pads up to 3 only (axis 0 pads 4); pad in steps or keep it off the path from the weights to the loss}}
+  %p = graph.pad reflect %y {pads = array<i64: 1, 4>} : (tensor<4xf32>) -> tensor<9xf32>
+  %l = graph.reduce sum %p {keepdims = false} : (tensor<9xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Edge padding that crops has no gradient rule.
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<4xf32>
+  %y = graph.binary mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{autodiff supports 'edge' padding with non-negative pads only (axis 0 pads -1)}}
+  %p = graph.pad edge %y {pads = array<i64: 2, -1>} : (tensor<4xf32>) -> tensor<5xf32>
+  %l = graph.reduce sum %p {keepdims = false} : (tensor<5xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 

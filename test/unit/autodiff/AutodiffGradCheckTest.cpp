@@ -415,3 +415,28 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<4x5xf32> {
 )mlir",
             {1, 4, 0, 2});
 }
+
+// Edge, reflect and wrap padding: each folds its border back into the
+// input; reflect and edge on two axes at once, wrap up to the full axis.
+TEST(AutodiffGradCheck, BorderPads) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<5x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x8xf32>
+  %w2 = graph.weight "w2" : tensor<11x5xf32>
+  %w3 = graph.weight "w3" : tensor<13x5xf32>
+  %w4 = graph.weight "w4" : tensor<10x5xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
+  %r = graph.pad reflect %h {pads = array<i64: 1, 2, 1, 1>} : (tensor<3x8xf32>) -> tensor<5x11xf32>
+  %e = graph.pad edge %h {pads = array<i64: 2, 4, 0, 1>} : (tensor<3x8xf32>) -> tensor<5x13xf32>
+  %h5 = graph.slice %h {axes = array<i64: 1>, starts = array<i64: 0>, ends = array<i64: 5>, steps = array<i64: 1>} : (tensor<3x8xf32>) -> tensor<3x5xf32>
+  %wr = graph.pad wrap %h5 {pads = array<i64: 1, 5, 1, 0>} : (tensor<3x5xf32>) -> tensor<5x10xf32>
+  %y1 = graph.matmul %r, %w2 : (tensor<5x11xf32>, tensor<11x5xf32>) -> tensor<5x5xf32>
+  %y2 = graph.matmul %e, %w3 : (tensor<5x13xf32>, tensor<13x5xf32>) -> tensor<5x5xf32>
+  %y3 = graph.matmul %wr, %w4 : (tensor<5x10xf32>, tensor<10x5xf32>) -> tensor<5x5xf32>
+  %s = graph.binary add %y1, %y2 : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+  %y = graph.binary add %s, %y3 : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+  return %y : tensor<5x5xf32>
+}
+)mlir",
+            {1, 4, 0, 2, 3});
+}

@@ -157,20 +157,37 @@ Tensor distopt::testing::concatValue(g::ConcatOp op,
   return y;
 }
 
-bool distopt::testing::padValue(g::PadOp op, const Tensor &x, Tensor &y) {
-  if (op.getMode() != g::PadMode::Constant)
-    return false;
+/// The source index of output index `j` (already shifted by the begin
+/// pad) along a dimension of size `n`; -1 for a constant border.
+static int64_t padSource(g::PadMode mode, int64_t j, int64_t n) {
+  switch (mode) {
+  case g::PadMode::Constant:
+    return j >= 0 && j < n ? j : -1;
+  case g::PadMode::Edge:
+    return std::clamp<int64_t>(j, 0, n - 1);
+  case g::PadMode::Reflect:
+    // Mirror about the first and last element (NumPy's "reflect").
+    while (j < 0 || j >= n)
+      j = j < 0 ? -j : 2 * (n - 1) - j;
+    return j;
+  case g::PadMode::Wrap:
+    return ((j % n) + n) % n;
+  }
+  return -1;
+}
+
+Tensor distopt::testing::padValue(g::PadOp op, const Tensor &x) {
   int64_t rank = x.shape.size();
-  y = zerosOf(cast<RankedTensorType>(op.getType()).getShape());
+  Tensor y = zerosOf(cast<RankedTensorType>(op.getType()).getShape());
   double value = op.getValue().convertToDouble();
   for (int64_t i = 0; i < y.size(); ++i) {
     std::vector<int64_t> idx = unravelIndex(i, y.shape);
     bool inside = true;
     for (int64_t d = 0; d < rank; ++d) {
-      idx[d] -= op.getPads()[d];
-      inside &= idx[d] >= 0 && idx[d] < x.shape[d];
+      idx[d] = padSource(op.getMode(), idx[d] - op.getPads()[d], x.shape[d]);
+      inside &= idx[d] >= 0;
     }
     y.data[i] = inside ? x.data[ravelIndex(idx, x.shape)] : value;
   }
-  return true;
+  return y;
 }

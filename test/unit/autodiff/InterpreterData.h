@@ -19,9 +19,8 @@ Tensor reduceValue(graph::ReduceOp op, const Tensor &x);
 Tensor sliceValue(graph::SliceOp op, const Tensor &x);
 /// The inputs joined along the op's axis.
 Tensor concatValue(graph::ConcatOp op, const std::vector<Tensor> &inputs);
-/// `x` padded with the op's constant (negative pads crop); false for the
-/// other modes.
-bool padValue(graph::PadOp op, const Tensor &x, Tensor &y);
+/// `x` padded in the op's mode (negative pads crop).
+Tensor padValue(graph::PadOp op, const Tensor &x);
 
 } // namespace distopt::testing
 
