@@ -14,6 +14,7 @@
 #include "lib/Search/Search.h"
 #include "lib/Sim/Report.h"
 #include "lib/Sim/Simulator.h"
+#include "passes/Partition/OutlineStages.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -339,6 +340,9 @@ runSearch(ModuleOp module, const cost::ModelDesc &model,
   const search::Candidate &best = result->best;
   annotate(module, cluster, &best.sim.plan, &best.sim.costs, &plannedOps,
            options.mode);
+  // Outlining erases the annotated ops; nothing below reads plannedOps.
+  if (options.stageRegions && failed(outlineStages(module)))
+    return failure();
   if (!options.report.empty() &&
       failed(writeFile(module, options.report, "report",
                        [&](llvm::raw_ostream &out) {
@@ -395,6 +399,9 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
   if (options.explain && !options.search)
     return module.emitError("--dist-explain explains a search; add "
                             "--dist-search");
+  if (options.stageRegions && !options.search && options.plan.empty())
+    return module.emitError("--dist-stage-regions writes the stages of a "
+                            "plan: add --dist-plan=... or --dist-search");
   if (options.cluster.empty()) {
     if (wantsPlan)
       return module.emitError("planning needs a cluster: pass "
@@ -448,6 +455,8 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
 
   printSummary(*sim, *cluster, os);
   annotate(module, *cluster, &sim->plan, &sim->costs, &plannedOps);
+  if (options.stageRegions && failed(outlineStages(module)))
+    return failure();
 
   if (!options.report.empty() &&
       failed(writeFile(module, options.report, "report",

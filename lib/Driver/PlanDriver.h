@@ -51,11 +51,14 @@ struct PlanDriverOptions {
   /// Progress line on stderr: "auto" (a terminal, or after 1 s), "always",
   /// "never".
   std::string progress = "auto";
+  /// Also wrap each virtual stage's ops in a `dist.stage` region on its
+  /// devices (passes/Partition, docs/partition.md).
+  bool stageRegions = false;
 
   bool any() const {
     return !cluster.empty() || !plan.empty() || simulate || printModel ||
            !report.empty() || !trace.empty() || !timeline.empty() || search ||
-           explain;
+           explain || stageRegions;
   }
 };
 

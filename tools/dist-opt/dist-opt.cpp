@@ -136,6 +136,12 @@ struct PlanCLOptions {
       cl::desc("Search progress on stderr: auto (on a terminal, or after "
                "1 s), always, never"),
       cl::init("auto"), cl::cat(category)};
+  cl::opt<bool> stageRegions{
+      "dist-stage-regions",
+      cl::desc("Write the chosen plan's pipeline stages as dist.stage regions "
+               "on their devices (as --dist-outline-stages does), not only as "
+               "per-op dist.stage annotations"),
+      cl::cat(category)};
 
   distopt::PlanDriverOptions get() const {
     distopt::PlanDriverOptions o;
@@ -158,6 +164,7 @@ struct PlanCLOptions {
     o.explain = explain;
     o.alternatives = alternatives;
     o.progress = progress;
+    o.stageRegions = stageRegions;
     return o;
   }
 };
