@@ -292,7 +292,8 @@ static Value reduceInputGrad(OpBuilder &b, Location loc, g::ReduceOp op,
   };
   auto mul = [&](Value l, Value r) { return binary(b, loc, K::Mul, l, r); };
   auto div = [&](Value l, Value r) { return binary(b, loc, K::Div, l, r); };
-  Value zero = scalar(b, loc, elt, 0.0), one = scalar(b, loc, elt, 1.0);
+  auto zero = [&] { return scalar(b, loc, elt, 0.0); };
+  auto one = [&] { return scalar(b, loc, elt, 1.0); };
   Value d = broadcastBack(b, loc, dy, xt, axes);
   switch (op.getKind()) {
   case g::ReduceKind::Sum:
@@ -304,19 +305,20 @@ static Value reduceInputGrad(OpBuilder &b, Location loc, g::ReduceOp op,
   case g::ReduceKind::Max:
   case g::ReduceKind::Min: {
     Value hit = binary(b, loc, K::Equal, x, kept(op.getResult()));
-    Value mask = where(b, loc, hit, one, zero);
+    Value mask = where(b, loc, hit, one(), zero());
     return mul(d, div(mask, sumKept(mask)));
   }
   case g::ReduceKind::Prod: {
-    Value isZero = binary(b, loc, K::Equal, x, zero);
-    Value nonzero = where(b, loc, isZero, one, x);
+    Value z = zero(), o = one();
+    Value isZero = binary(b, loc, K::Equal, x, z);
+    Value nonzero = where(b, loc, isZero, o, x);
     Value prodNonzero = g::ReduceOp::create(
         b, loc, keptType, g::ReduceKind::Prod, nonzero, axes, true);
-    Value zeros = sumKept(where(b, loc, isZero, one, zero));
-    Value others = where(b, loc, binary(b, loc, K::Equal, zeros, zero),
+    Value zeros = sumKept(where(b, loc, isZero, o, z));
+    Value others = where(b, loc, binary(b, loc, K::Equal, zeros, z),
                          div(prodNonzero, nonzero),
-                         where(b, loc, binary(b, loc, K::Equal, zeros, one),
-                               where(b, loc, isZero, prodNonzero, zero), zero));
+                         where(b, loc, binary(b, loc, K::Equal, zeros, o),
+                               where(b, loc, isZero, prodNonzero, z), z));
     return mul(d, others);
   }
   case g::ReduceKind::L1:
@@ -324,9 +326,10 @@ static Value reduceInputGrad(OpBuilder &b, Location loc, g::ReduceOp op,
   case g::ReduceKind::L2: {
     // x / ||x||, 0 where the norm is 0 (PyTorch's masked norm backward).
     Value y = kept(op.getResult());
-    Value isZero = binary(b, loc, K::Equal, y, zero);
-    Value safe = where(b, loc, isZero, one, y);
-    return where(b, loc, isZero, zero, mul(d, div(x, safe)));
+    Value z = zero();
+    Value isZero = binary(b, loc, K::Equal, y, z);
+    Value safe = where(b, loc, isZero, one(), y);
+    return where(b, loc, isZero, z, mul(d, div(x, safe)));
   }
   case g::ReduceKind::LogSum:
     return div(d, sumKept(x));
