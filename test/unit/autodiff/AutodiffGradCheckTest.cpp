@@ -440,3 +440,26 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<5x5xf32> {
 )mlir",
             {1, 4, 0, 2, 3});
 }
+
+// The new rules under fp16 with a static loss scale: their constants and
+// comparisons take the low type, and the unscaled gradients must equal the
+// f32 ones (the interpreter evaluates every type in double).
+TEST(AutodiffGradCheck, NewRulesMixedPrecision) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x5xf32> {
+  %w1 = graph.weight "w1" : tensor<4x6xf32>
+  %e = graph.weight "exponent" : tensor<3xf32>
+  %w2 = graph.weight "w2" : tensor<2x5xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x6xf32>) -> tensor<3x6xf32>
+  %r = graph.reshape %h : (tensor<3x6xf32>) -> tensor<3x2x3xf32>
+  %b = graph.unary exp %r : (tensor<3x2x3xf32>) -> tensor<3x2x3xf32>
+  %p = graph.binary pow %b, %e : (tensor<3x2x3xf32>, tensor<3xf32>) -> tensor<3x2x3xf32>
+  %m = graph.reduce max %p {axes = array<i64: 2>, keepdims = false} : (tensor<3x2x3xf32>) -> tensor<3x2xf32>
+  %n = graph.reduce l2 %r {axes = array<i64: 2>, keepdims = false} : (tensor<3x2x3xf32>) -> tensor<3x2xf32>
+  %s = graph.binary add %m, %n : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %y = graph.matmul %s, %w2 : (tensor<3x2xf32>, tensor<2x5xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+)mlir",
+            {4, 1, 0}, "fp16", 1024.0);
+}
