@@ -6,6 +6,7 @@
 // convention is documented in docs/autodiff.md.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/Autodiff/AutodiffOptions.h"
 #include "passes/Autodiff/GradBuilder.h"
 #include "passes/Autodiff/TrainStep.h"
 #include "passes/Passes.h"
@@ -23,6 +24,23 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::autodiff;
 namespace g = distopt::graph;
+
+static llvm::cl::OptionCategory autodiffCategory("dist-autodiff options");
+
+llvm::cl::OptionCategory &distopt::autodiff::autodiffOptionCategory() {
+  return autodiffCategory;
+}
+
+/// The loss for a forward-only model, for tools whose pipeline the user
+/// does not spell out (dist-compile --train): the pass option `loss=` wins
+/// when set, and the two must agree when both are.
+static llvm::cl::opt<std::string> distLoss(
+    "dist-loss",
+    llvm::cl::desc("Loss that --dist-autodiff (dist-compile --train) adds to "
+                   "a forward-only model when its loss= option is empty: "
+                   "softmax-cross-entropy:LABEL_INPUT or mse:TARGET_INPUT"),
+    llvm::cl::value_desc("kind:input"), llvm::cl::init(""),
+    llvm::cl::cat(autodiffCategory));
 
 namespace {
 /// Stamps created ops with a fixed phase.
@@ -67,6 +85,8 @@ private:
 
   double scale = 1.0;
   bool dynamic = false;
+  /// The loss to add: `loss=`, else `--dist-loss` (empty: none).
+  std::string lossSpec;
 };
 } // namespace
 
@@ -87,6 +107,17 @@ LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
                Twine(accumulationSteps.getValue()));
   if (!(lr >= 0) || !(lossScale >= 0))
     return bad("lr and loss-scale must be non-negative");
+  if (!loss.empty() && !distLoss.empty() && loss != distLoss)
+    return bad("the pass option loss=" + loss + " and --dist-loss=" +
+               distLoss +
+               " name different losses; give the loss once (or the same "
+               "value in both)");
+  lossSpec = loss.empty() ? distLoss.getValue() : loss.getValue();
+  if (!lossSpec.empty())
+    if (std::string error = lossSpecError(lossSpec); !error.empty())
+      return bad(error + " (given by " +
+                 (loss.empty() ? "--dist-loss" : "the pass option loss=") +
+                 ")");
   scale = lossScale > 0 ? lossScale.getValue()
                         : (mixedPrecision == "fp16" ? 65536.0 : 1.0);
   dynamic = mixedPrecision == "fp16" && dynamicLossScale;
@@ -273,7 +304,7 @@ void AutodiffPass::runOnOperation() {
     if (failed(lowerPrecision(train, low)))
       return signalPassFailure();
   }
-  FailureOr<Value> loss = addLoss(train, this->loss);
+  FailureOr<Value> loss = addLoss(train, lossSpec);
   if (failed(loss))
     return signalPassFailure();
   train.setSymName(trainName);

@@ -18,6 +18,15 @@ static bool isScalarFloat(Type t) {
   return r && r.getRank() == 0 && isa<FloatType>(r.getElementType());
 }
 
+std::string distopt::autodiff::lossSpecError(StringRef spec) {
+  auto [kind, name] = spec.split(':');
+  if (!name.empty() && (kind == "softmax-cross-entropy" || kind == "mse"))
+    return "";
+  return ("bad loss '" + spec +
+          "': expected softmax-cross-entropy:LABEL_INPUT or mse:TARGET_INPUT")
+      .str();
+}
+
 FailureOr<Value> distopt::autodiff::addLoss(func::FuncOp func, StringRef spec) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -37,16 +46,14 @@ FailureOr<Value> distopt::autodiff::addLoss(func::FuncOp func, StringRef spec) {
       return func.emitError("'")
              << func.getSymName()
              << "' returns no scalar loss; add one with the option "
-                "loss=softmax-cross-entropy:LABEL_INPUT or mse:TARGET_INPUT";
+                "loss=softmax-cross-entropy:LABEL_INPUT or mse:TARGET_INPUT "
+                "(or --dist-loss=...)";
     ret->setOperands(loss);
     return loss;
   }
+  if (std::string error = autodiff::lossSpecError(spec); !error.empty())
+    return func.emitError(error);
   auto [kind, name] = spec.split(':');
-  if (name.empty() || (kind != "softmax-cross-entropy" && kind != "mse"))
-    return func.emitError("bad loss '")
-           << spec
-           << "': expected softmax-cross-entropy:LABEL_INPUT or "
-              "mse:TARGET_INPUT";
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     if (auto n = func.getArgAttrOfType<StringAttr>(i, "graph.name"))
       if (n.getValue() == name)

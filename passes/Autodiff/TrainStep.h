@@ -20,6 +20,11 @@ inline constexpr llvm::StringLiteral kUpdateAttr = "graph.update";
 /// Result attribute naming a plain output (the loss).
 inline constexpr llvm::StringLiteral kOutputAttr = "graph.output";
 
+/// Checks the form of a loss spec (`softmax-cross-entropy:NAME` or
+/// `mse:NAME`, NAME not empty). Returns the error text for a bad one and an
+/// empty string for a well-formed one.
+std::string lossSpecError(llvm::StringRef spec);
+
 /// Replaces the results of `func` by a scalar loss. `spec` is
 /// `softmax-cross-entropy:NAME` (the first result holds logits with the
 /// classes in the last dimension; a new i64 argument NAME holds the class
