@@ -526,4 +526,7 @@ int32_t distrt_loss_scaler_update(distrt_loss_scaler *scaler,
 } /* extern "C" */
 #endif
 
+/* Communicators and collectives (data-parallel training). */
+#include "distrt/distrt_comm.h"
+
 #endif /* DISTRT_DISTRT_H */

@@ -1,0 +1,73 @@
+/*===- distrt_comm.h - DistOpt runtime communication C ABI ----------*- C -*-===//
+ *
+ * Collectives between the processes of one training job (docs/distributed.md,
+ * docs/runtime-abi.md). Included by distrt.h; same conventions: every call
+ * returns a distrt_status and never throws; on failure distrt_last_error on
+ * the communicator's context (or, for a NULL communicator, on NULL) says
+ * what went wrong, where and what to do.
+ *
+ * Backends, chosen by the context a communicator is created on:
+ *  - CPU context: MPI (Open MPI). Sum and mean are reduced to rank 0 in rank
+ *    order and broadcast, so every rank holds bit-identical results.
+ *  - CUDA context: NCCL on the context's stream; the ncclUniqueId is
+ *    bootstrapped over MPI (a world of one needs no MPI).
+ * The world comes from the launcher's environment (mpirun, srun, torchrun
+ * variables). Without a launcher the world is this process alone: rank 0 of
+ * 1, every collective a local copy, MPI never initialised.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef DISTRT_DISTRT_COMM_H
+#define DISTRT_DISTRT_COMM_H
+
+#ifndef DISTRT_DISTRT_H
+#error "include distrt/distrt.h, which includes this header"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque: the world's rank and size, the MPI/NCCL handles, the context. */
+typedef struct distrt_comm distrt_comm;
+
+/** The place of this process in the job, read from the launcher's
+ *  environment (Open MPI OMPI_COMM_WORLD_*, PMI_*, SLURM_PROCID/NTASKS/
+ *  LOCALID, torchrun RANK/WORLD_SIZE/LOCAL_RANK, in that order). Without
+ *  any of them: rank 0, size 1, local rank 0. Any pointer may be NULL.
+ *  Fails on malformed values (rank outside [0, size), size < 1). */
+distrt_status distrt_comm_env(int32_t *rank, int32_t *size,
+                              int32_t *local_rank);
+
+/** Joins the world of this process (distrt_comm_env): initialises MPI on
+ *  first use when the world has more than one rank, and NCCL on a CUDA
+ *  context. Every rank of the world must call it. */
+distrt_status distrt_comm_create(distrt_context *ctx, distrt_comm **out);
+/** Releases the communicator (MPI itself is finalised at process exit). */
+distrt_status distrt_comm_destroy(distrt_comm *comm);
+distrt_status distrt_comm_rank(const distrt_comm *comm, int32_t *rank);
+distrt_status distrt_comm_size(const distrt_comm *comm, int32_t *size);
+/** Which backend carries the collectives: "local" (a world of one), "mpi"
+ *  or "nccl"; "" for NULL. */
+const char *distrt_comm_backend(const distrt_comm *comm);
+
+/** output = op over every rank's input (SUM, MEAN, MAX, MIN). `output` may
+ *  be NULL or describe the same memory as `input` (in place); otherwise it
+ *  must have input's dtype and element count and not overlap it. Every rank
+ *  must pass the same dtype, element count and op: the call checks this
+ *  (DISTRT_ERROR_SHAPE_MISMATCH naming both ranks' values) before moving
+ *  data. Mean is for floating dtypes. CPU: F32, I32, I64; CUDA: also F16,
+ *  BF16. */
+distrt_status distrt_all_reduce(distrt_comm *comm, const distrt_tensor *input,
+                                 const distrt_tensor *output,
+                                 distrt_reduce_op op);
+/** Copies `root`'s tensor into every rank's `tensor` (same checks). */
+distrt_status distrt_broadcast(distrt_comm *comm, const distrt_tensor *tensor,
+                               int32_t root);
+/** Returns on every rank once every rank has called it. */
+distrt_status distrt_barrier(distrt_comm *comm);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DISTRT_DISTRT_COMM_H */

@@ -1,0 +1,505 @@
+//===- Comm.cpp - Communicators and collectives (MPI, NCCL) ----*- C++ -*-===//
+//
+// The distrt_comm ABI (distrt_comm.h). A world of one needs nothing: its
+// collectives are local copies. Larger worlds use MPI on CPU contexts and
+// NCCL (bootstrapped over MPI) on CUDA contexts. Sum and mean on MPI reduce
+// to rank 0 and broadcast, so every rank ends with the same bits: data-
+// parallel replicas then apply identical optimizer updates and never drift.
+//
+//===----------------------------------------------------------------------===//
+#include "CommInternal.h"
+
+#ifdef DISTRT_HAVE_MPI
+// The C API only: the deprecated C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+using namespace distrt;
+
+namespace {
+
+/// Parses a non-negative decimal environment variable; -1 when unset,
+/// -2 when malformed.
+int64_t envInt(const char *name) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return -1;
+  char *end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (*end || x < 0)
+    return -2;
+  return x;
+}
+
+struct EnvWorld {
+  const char *rankVar, *sizeVar, *localVar;
+};
+
+/// Launcher conventions, most specific first.
+const EnvWorld kLaunchers[] = {
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+     "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"RANK", "WORLD_SIZE", "LOCAL_RANK"},
+};
+
+size_t elementSize(distrt_dtype dt) { return distrt_dtype_size(dt); }
+
+#ifdef DISTRT_HAVE_MPI
+void finalizeMpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+MPI_Comm &mpiOf(const distrt_comm *comm) {
+  return *static_cast<MPI_Comm *>(comm->mpi);
+}
+
+std::string mpiMessage(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, len);
+}
+
+distrt_status mpiFail(distrt_comm *comm, const char *fn, const char *call,
+                      int code) {
+  return setError(comm ? comm->ctx : nullptr, DISTRT_ERROR_BACKEND,
+                  concat(fn, ": ", call, " failed on rank ",
+                         comm ? comm->rank : 0, ": ", mpiMessage(code),
+                         "; is every rank running the same program?"));
+}
+
+#define DISTRT_MPI_TRY(comm, fn, call)                                        \
+  do {                                                                        \
+    int mpiCode_ = (call);                                                    \
+    if (mpiCode_ != MPI_SUCCESS)                                              \
+      return mpiFail((comm), (fn), #call, mpiCode_);                          \
+  } while (0)
+
+distrt_status mpiType(distrt_comm *comm, const char *fn, distrt_dtype dt,
+                      MPI_Datatype &out) {
+  switch (dt) {
+  case DISTRT_F32:
+    out = MPI_FLOAT;
+    return DISTRT_OK;
+  case DISTRT_I32:
+    out = MPI_INT32_T;
+    return DISTRT_OK;
+  case DISTRT_I64:
+    out = MPI_INT64_T;
+    return DISTRT_OK;
+  case DISTRT_U8:
+    out = MPI_UINT8_T;
+    return DISTRT_OK;
+  default:
+    return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                    concat(fn, ": dtype ", dtypeName(dt),
+                           " is not carried by the MPI backend; cast to f32 "
+                           "first (distrt_cast)"));
+  }
+}
+
+/// Runs `body(offset, count)` over [0, n) in chunks MPI's int counts hold.
+template <typename F> distrt_status chunked(size_t n, F body) {
+  const size_t kChunk = size_t(1) << 30;
+  for (size_t off = 0; off < n; off += kChunk) {
+    size_t cnt = n - off < kChunk ? n - off : kChunk;
+    DISTRT_TRY(body(off, (int)cnt));
+  }
+  return DISTRT_OK;
+}
+#endif
+
+const char *opName(distrt_reduce_op op) {
+  switch (op) {
+  case DISTRT_REDUCE_SUM:
+    return "sum";
+  case DISTRT_REDUCE_MEAN:
+    return "mean";
+  case DISTRT_REDUCE_MAX:
+    return "max";
+  case DISTRT_REDUCE_MIN:
+    return "min";
+  }
+  return "?";
+}
+
+/// Every rank must pass the same collective: gathers (kind, dtype, count,
+/// op-or-root) from all ranks and names the first rank that differs.
+distrt_status checkAgreement(distrt_comm *comm, const char *fn,
+                             int64_t kind, const distrt_tensor &t,
+                             int64_t extra) {
+#ifdef DISTRT_HAVE_MPI
+  if (!comm->mpi || !comm->checkArgs)
+    return DISTRT_OK;
+  int64_t mine[4] = {kind, (int64_t)t.dtype, distrt_numel(&t), extra};
+  std::vector<int64_t> all(4 * (size_t)comm->size);
+  DISTRT_MPI_TRY(comm, fn,
+                 MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4,
+                               MPI_INT64_T, mpiOf(comm)));
+  for (int32_t r = 0; r < comm->size; ++r) {
+    const int64_t *o = &all[4 * (size_t)r];
+    if (o[0] == mine[0] && o[1] == mine[1] && o[2] == mine[2] &&
+        o[3] == mine[3])
+      continue;
+    if (o[0] != mine[0])
+      return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                      concat(fn, ": rank ", comm->rank,
+                             " is in this collective while rank ", r,
+                             " is in another; every rank must issue the "
+                             "same collectives in the same order"));
+    return setError(
+        comm->ctx, DISTRT_ERROR_SHAPE_MISMATCH,
+        concat(fn, ": mismatched arguments across ranks: rank ", comm->rank,
+               " passes ", dtypeName(t.dtype), " x ", mine[2],
+               " elements (", kind == 0 ? "op " : "root ",
+               kind == 0 ? opName((distrt_reduce_op)mine[3])
+                         : std::to_string(mine[3]).c_str(),
+               ") but rank ", r, " passes ", dtypeName((distrt_dtype)o[1]),
+               " x ", o[2], " elements (", kind == 0 ? "op " : "root ",
+               kind == 0 ? opName((distrt_reduce_op)o[3])
+                         : std::to_string(o[3]).c_str(),
+               "); every rank must pass the same dtype, size and ",
+               kind == 0 ? "op" : "root"));
+  }
+#else
+  (void)comm, (void)fn, (void)kind, (void)t, (void)extra;
+#endif
+  return DISTRT_OK;
+}
+
+distrt_status checkComm(const distrt_comm *comm, const char *fn) {
+  if (!comm)
+    return setError(nullptr, DISTRT_ERROR_INVALID_ARGUMENT,
+                    concat(fn, ": communicator is NULL; create one with "
+                               "distrt_comm_create()"));
+  return DISTRT_OK;
+}
+
+/// Copies `bytes` between two buffers of the communicator's context.
+distrt_status localCopy(distrt_comm *comm, void *dst, const void *src,
+                        size_t bytes) {
+  if (dst == src || !bytes)
+    return DISTRT_OK;
+  if (comm->ctx->isCuda())
+    return distrt_copy(comm->ctx, dst, src, bytes,
+                       DISTRT_COPY_DEVICE_TO_DEVICE);
+  std::memcpy(dst, src, bytes);
+  return DISTRT_OK;
+}
+
+} // namespace
+
+extern "C" distrt_status distrt_comm_env(int32_t *rank, int32_t *size,
+                                         int32_t *localRank) {
+  const char *fn = "distrt_comm_env";
+  int64_t r = 0, s = 1, l = 0;
+  for (const EnvWorld &w : kLaunchers) {
+    int64_t er = envInt(w.rankVar), es = envInt(w.sizeVar);
+    if (er == -1 && es == -1)
+      continue;
+    if (er < 0 || es < 1 || er >= es)
+      return setError(nullptr, DISTRT_ERROR_INVALID_ARGUMENT,
+                      concat(fn, ": the launcher's environment is malformed: ",
+                             w.rankVar, "='",
+                             std::getenv(w.rankVar) ? std::getenv(w.rankVar)
+                                                    : "",
+                             "', ", w.sizeVar, "='",
+                             std::getenv(w.sizeVar) ? std::getenv(w.sizeVar)
+                                                    : "",
+                             "'; expected 0 <= rank < size"));
+    r = er;
+    s = es;
+    int64_t el = envInt(w.localVar);
+    l = el >= 0 ? el : er;
+    break;
+  }
+  if (rank)
+    *rank = (int32_t)r;
+  if (size)
+    *size = (int32_t)s;
+  if (localRank)
+    *localRank = (int32_t)l;
+  return DISTRT_OK;
+}
+
+extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
+                                            distrt_comm **out) {
+  const char *fn = "distrt_comm_create";
+  Checker c(ctx, fn);
+  DISTRT_TRY(c.context());
+  DISTRT_TRY(c.pointer("out", out));
+  *out = nullptr;
+  int32_t rank = 0, size = 1;
+  DISTRT_TRY(distrt_comm_env(&rank, &size, nullptr));
+  distrt_comm *comm = new (std::nothrow) distrt_comm;
+  if (!comm)
+    return c.fail(DISTRT_ERROR_OUT_OF_MEMORY, "cannot allocate a communicator");
+  comm->ctx = ctx;
+  comm->rank = rank;
+  comm->size = size;
+  const char *check = std::getenv("DISTRT_COMM_CHECK");
+  comm->checkArgs = !(check && std::strcmp(check, "0") == 0);
+  if (size == 1) {
+    *out = comm;
+    return DISTRT_OK;
+  }
+#ifdef DISTRT_HAVE_MPI
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    int code = MPI_Init(nullptr, nullptr);
+    if (code != MPI_SUCCESS) {
+      delete comm;
+      return c.fail(DISTRT_ERROR_BACKEND, "MPI_Init failed: ",
+                    mpiMessage(code),
+                    "; launch the program with mpirun (Open MPI)");
+    }
+    std::atexit(finalizeMpi);
+  }
+  int mpiRank = 0, mpiSize = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &mpiRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &mpiSize);
+  if (mpiRank != rank || mpiSize != size) {
+    delete comm;
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "the launcher's environment "
+                  "says rank ", rank, " of ", size, " but MPI says rank ",
+                  mpiRank, " of ", mpiSize,
+                  "; launch with mpirun so both agree");
+  }
+  comm->mpi = new (std::nothrow) MPI_Comm;
+  if (!comm->mpi || MPI_Comm_dup(MPI_COMM_WORLD, &mpiOf(comm)) != MPI_SUCCESS) {
+    delete static_cast<MPI_Comm *>(comm->mpi);
+    delete comm;
+    return c.fail(DISTRT_ERROR_BACKEND, "MPI_Comm_dup failed");
+  }
+  MPI_Comm_set_errhandler(mpiOf(comm), MPI_ERRORS_RETURN);
+  comm->backend = "mpi";
+  if (ctx->isCuda()) {
+#ifdef DISTRT_HAVE_NCCL
+    char id[cuda::kNcclIdBytes] = {};
+    distrt_status st = DISTRT_OK;
+    if (rank == 0)
+      st = cuda::ncclMakeId(ctx, id);
+    // Every rank joins the broadcast so a failing rank 0 cannot hang the
+    // others; they learn of the failure from the flag that travels with it.
+    int ok = st == DISTRT_OK;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, mpiOf(comm));
+    if (ok)
+      MPI_Bcast(id, cuda::kNcclIdBytes, MPI_BYTE, 0, mpiOf(comm));
+    if (ok)
+      st = cuda::ncclInit(comm, id);
+    else if (rank != 0)
+      st = c.fail(DISTRT_ERROR_BACKEND,
+                  "rank 0 could not create the NCCL id; see its error");
+    if (st != DISTRT_OK) {
+      distrt_comm_destroy(comm);
+      return st;
+    }
+    comm->backend = "nccl";
+#else
+    distrt_comm_destroy(comm);
+    return c.fail(DISTRT_ERROR_UNSUPPORTED,
+                  "a CUDA context with ", size,
+                  " ranks needs NCCL, and this runtime was built without it; "
+                  "install NCCL (nccl.h, libnccl.so) and rebuild");
+#endif
+  }
+  *out = comm;
+  return DISTRT_OK;
+#else
+  delete comm;
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "the launcher started ", size,
+                " ranks but this runtime was built without MPI; install "
+                "libopenmpi-dev (scripts/install-deps.sh) and rebuild");
+#endif
+}
+
+extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
+  if (!comm)
+    return DISTRT_OK;
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    cuda::ncclRelease(comm);
+#endif
+#ifdef DISTRT_HAVE_MPI
+  if (comm->mpi) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Comm_free(&mpiOf(comm));
+    delete static_cast<MPI_Comm *>(comm->mpi);
+  }
+#endif
+  delete comm;
+  return DISTRT_OK;
+}
+
+extern "C" distrt_status distrt_comm_rank(const distrt_comm *comm,
+                                          int32_t *rank) {
+  DISTRT_TRY(checkComm(comm, "distrt_comm_rank"));
+  if (!rank)
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    "distrt_comm_rank: argument 'rank' is NULL");
+  *rank = comm->rank;
+  return DISTRT_OK;
+}
+
+extern "C" distrt_status distrt_comm_size(const distrt_comm *comm,
+                                          int32_t *size) {
+  DISTRT_TRY(checkComm(comm, "distrt_comm_size"));
+  if (!size)
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    "distrt_comm_size: argument 'size' is NULL");
+  *size = comm->size;
+  return DISTRT_OK;
+}
+
+extern "C" const char *distrt_comm_backend(const distrt_comm *comm) {
+  return comm ? comm->backend : "";
+}
+
+extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
+                                           const distrt_tensor *input,
+                                           const distrt_tensor *output,
+                                           distrt_reduce_op op) {
+  const char *fn = "distrt_all_reduce";
+  DISTRT_TRY(checkComm(comm, fn));
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("input", input));
+  DISTRT_TRY(c.tensor("input", input, input->dtype));
+  if (output) {
+    DISTRT_TRY(c.tensor("output", output, output->dtype));
+    if (output->dtype != input->dtype ||
+        distrt_numel(output) != distrt_numel(input))
+      return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "output is ",
+                    dtypeName(output->dtype), " ", shapeString(*output),
+                    " but input is ", dtypeName(input->dtype), " ",
+                    shapeString(*input),
+                    "; the output needs the input's dtype and element count");
+  }
+  if (op < DISTRT_REDUCE_SUM || op > DISTRT_REDUCE_MIN)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "op ", (int)op,
+                  " is not a distrt_reduce_op (SUM, MEAN, MAX, MIN)");
+  bool isFloat = input->dtype == DISTRT_F32 || input->dtype == DISTRT_F16 ||
+                 input->dtype == DISTRT_BF16;
+  if (op == DISTRT_REDUCE_MEAN && !isFloat)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "mean of ",
+                  dtypeName(input->dtype),
+                  " values; use sum and divide, or a floating dtype");
+  size_t n = (size_t)distrt_numel(input);
+  size_t bytes = n * elementSize(input->dtype);
+  void *out = output ? output->data : input->data;
+  const void *in = input->data;
+  if (out != in && n && (char *)out < (const char *)in + bytes &&
+      (const char *)in < (char *)out + bytes)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
+                  "output overlaps input without being the same buffer; "
+                  "pass the same tensor (in place) or disjoint memory");
+  DISTRT_TRY(checkAgreement(comm, fn, 0, *input, op));
+  if (comm->size == 1)
+    return localCopy(comm, out, in, bytes);
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return cuda::ncclAllReduce(comm, in, out, n, input->dtype, op);
+#endif
+#ifdef DISTRT_HAVE_MPI
+  MPI_Datatype type;
+  DISTRT_TRY(mpiType(comm, fn, input->dtype, type));
+  MPI_Comm mc = mpiOf(comm);
+  char *o = static_cast<char *>(out);
+  const char *i = static_cast<const char *>(in);
+  size_t esz = elementSize(input->dtype);
+  if (op == DISTRT_REDUCE_MAX || op == DISTRT_REDUCE_MIN)
+    return chunked(n, [&](size_t off, int cnt) {
+      DISTRT_MPI_TRY(comm, fn,
+                     MPI_Allreduce(out == in ? MPI_IN_PLACE : i + off * esz,
+                                   o + off * esz, cnt, type,
+                                   op == DISTRT_REDUCE_MAX ? MPI_MAX : MPI_MIN,
+                                   mc));
+      return DISTRT_OK;
+    });
+  // Sum and mean: reduce to rank 0, which divides, then broadcast: every
+  // rank gets the root's bits.
+  return chunked(n, [&](size_t off, int cnt) {
+    if (comm->rank == 0) {
+      if (out != in)
+        std::memcpy(o + off * esz, i + off * esz, (size_t)cnt * esz);
+      DISTRT_MPI_TRY(comm, fn,
+                     MPI_Reduce(MPI_IN_PLACE, o + off * esz, cnt, type, MPI_SUM,
+                                0, mc));
+      if (op == DISTRT_REDUCE_MEAN) {
+        float *f = reinterpret_cast<float *>(o + off * esz);
+        float inv = (float)comm->size;
+        for (int k = 0; k < cnt; ++k)
+          f[k] /= inv;
+      }
+    } else {
+      DISTRT_MPI_TRY(comm, fn,
+                     MPI_Reduce(i + off * esz, nullptr, cnt, type, MPI_SUM, 0,
+                                mc));
+    }
+    DISTRT_MPI_TRY(comm, fn, MPI_Bcast(o + off * esz, cnt, type, 0, mc));
+    return DISTRT_OK;
+  });
+#else
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
+#endif
+}
+
+extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
+                                          const distrt_tensor *tensor,
+                                          int32_t root) {
+  const char *fn = "distrt_broadcast";
+  DISTRT_TRY(checkComm(comm, fn));
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("tensor", tensor));
+  DISTRT_TRY(c.tensor("tensor", tensor, tensor->dtype));
+  if (root < 0 || root >= comm->size)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "root ", root,
+                  " is not a rank of this world of ", comm->size);
+  DISTRT_TRY(checkAgreement(comm, fn, 1, *tensor, root));
+  if (comm->size == 1)
+    return DISTRT_OK;
+  size_t n = (size_t)distrt_numel(tensor);
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return cuda::ncclBcast(comm, tensor->data, n, tensor->dtype, root);
+#endif
+#ifdef DISTRT_HAVE_MPI
+  MPI_Datatype type;
+  DISTRT_TRY(mpiType(comm, fn, tensor->dtype, type));
+  size_t esz = elementSize(tensor->dtype);
+  char *p = static_cast<char *>(tensor->data);
+  return chunked(n, [&](size_t off, int cnt) {
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Bcast(p + off * esz, cnt, type, root, mpiOf(comm)));
+    return DISTRT_OK;
+  });
+#else
+  (void)n;
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
+#endif
+}
+
+extern "C" distrt_status distrt_barrier(distrt_comm *comm) {
+  const char *fn = "distrt_barrier";
+  DISTRT_TRY(checkComm(comm, fn));
+#ifdef DISTRT_HAVE_MPI
+  if (comm->mpi)
+    DISTRT_MPI_TRY(comm, fn, MPI_Barrier(mpiOf(comm)));
+#endif
+  return DISTRT_OK;
+}

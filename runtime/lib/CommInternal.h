@@ -1,0 +1,50 @@
+//===- CommInternal.h - Communicator state shared by backends --*- C++ -*-===//
+//
+// The communicator behind the opaque distrt_comm, and the NCCL entry points
+// Comm.cpp calls on CUDA contexts (cuda/CudaComm.cu; only compiled when
+// NCCL was found). No MPI or NCCL header is included: handles are opaque.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTRT_LIB_COMMINTERNAL_H
+#define DISTRT_LIB_COMMINTERNAL_H
+
+#include "Internal.h"
+
+#include <string>
+
+struct distrt_comm {
+  distrt_context *ctx = nullptr;
+  int32_t rank = 0;
+  int32_t size = 1;
+  /// "local" (a world of one), "mpi" or "nccl".
+  const char *backend = "local";
+  /// A heap MPI_Comm (a duplicate of MPI_COMM_WORLD) when MPI is in use.
+  void *mpi = nullptr;
+  /// The ncclComm_t of a CUDA context with more than one rank.
+  void *nccl = nullptr;
+  /// Cross-rank check of every collective's arguments (DISTRT_COMM_CHECK=0
+  /// turns it off).
+  bool checkArgs = true;
+};
+
+namespace distrt {
+namespace cuda {
+
+/// Bytes of an ncclUniqueId (NCCL_UNIQUE_ID_BYTES).
+constexpr int kNcclIdBytes = 128;
+
+/// Rank 0 of a world: a fresh ncclUniqueId into `id`.
+distrt_status ncclMakeId(distrt_context *ctx, char *id);
+/// Creates comm->nccl for comm->rank of comm->size on the context's device.
+distrt_status ncclInit(distrt_comm *comm, const char *id);
+void ncclRelease(distrt_comm *comm);
+/// On the context's stream; `n` elements of `dtype`.
+distrt_status ncclAllReduce(distrt_comm *comm, const void *in, void *out,
+                            size_t n, distrt_dtype dtype, distrt_reduce_op op);
+distrt_status ncclBcast(distrt_comm *comm, void *buf, size_t n,
+                        distrt_dtype dtype, int32_t root);
+
+} // namespace cuda
+} // namespace distrt
+
+#endif // DISTRT_LIB_COMMINTERNAL_H

@@ -1,0 +1,133 @@
+//===- CudaComm.cu - NCCL collectives of the CUDA backend ------*- C++ -*-===//
+//
+// NCCL communicators on the context's device and collectives on its stream
+// (Comm.cpp bootstraps the ncclUniqueId over MPI). Compiled only when CMake
+// found NCCL (DISTRT_HAVE_NCCL).
+//
+//===----------------------------------------------------------------------===//
+#ifdef DISTRT_HAVE_NCCL
+#include "CommInternal.h"
+#include "cuda/CudaState.h"
+
+#include <nccl.h>
+
+#include <cstring>
+
+static_assert(NCCL_UNIQUE_ID_BYTES == distrt::cuda::kNcclIdBytes,
+              "ncclUniqueId size changed; update kNcclIdBytes");
+
+namespace distrt {
+namespace cuda {
+
+static distrt_status ncclFail(distrt_comm *comm, const char *fn,
+                              const char *call, ncclResult_t r) {
+  return setError(comm ? comm->ctx : nullptr, DISTRT_ERROR_BACKEND,
+                  concat(fn, ": ", call, " failed on rank ",
+                         comm ? comm->rank : 0, ": ", ncclGetErrorString(r),
+                         " (", ncclGetLastError(nullptr),
+                         "); set NCCL_DEBUG=WARN for details"));
+}
+
+#define DISTRT_NCCL_TRY(comm, fn, call)                                       \
+  do {                                                                        \
+    ncclResult_t ncclRes_ = (call);                                           \
+    if (ncclRes_ != ncclSuccess)                                              \
+      return ncclFail((comm), (fn), #call, ncclRes_);                         \
+  } while (0)
+
+static ncclComm_t handle(const distrt_comm *comm) {
+  return static_cast<ncclComm_t>(comm->nccl);
+}
+
+static bool ncclTypeOf(distrt_dtype dt, ncclDataType_t &out) {
+  switch (dt) {
+  case DISTRT_F32:
+    out = ncclFloat32;
+    return true;
+  case DISTRT_F16:
+    out = ncclFloat16;
+    return true;
+  case DISTRT_BF16:
+    out = ncclBfloat16;
+    return true;
+  case DISTRT_I32:
+    out = ncclInt32;
+    return true;
+  case DISTRT_I64:
+    out = ncclInt64;
+    return true;
+  case DISTRT_U8:
+    out = ncclUint8;
+    return true;
+  }
+  return false;
+}
+
+distrt_status ncclMakeId(distrt_context *ctx, char *id) {
+  ncclUniqueId uid;
+  ncclResult_t r = ncclGetUniqueId(&uid);
+  if (r != ncclSuccess)
+    return setError(ctx, DISTRT_ERROR_BACKEND,
+                    concat("distrt_comm_create: ncclGetUniqueId failed: ",
+                           ncclGetErrorString(r)));
+  std::memcpy(id, uid.internal, NCCL_UNIQUE_ID_BYTES);
+  return DISTRT_OK;
+}
+
+distrt_status ncclInit(distrt_comm *comm, const char *id) {
+  const char *fn = "distrt_comm_create";
+  distrt_context *ctx = comm->ctx;
+  DISTRT_CUDA_ENTER(ctx);
+  ncclUniqueId uid;
+  std::memcpy(uid.internal, id, NCCL_UNIQUE_ID_BYTES);
+  ncclComm_t nc = nullptr;
+  DISTRT_NCCL_TRY(comm, fn, ncclCommInitRank(&nc, comm->size, uid, comm->rank));
+  comm->nccl = nc;
+  return DISTRT_OK;
+}
+
+void ncclRelease(distrt_comm *comm) {
+  if (comm->nccl)
+    ncclCommDestroy(handle(comm));
+  comm->nccl = nullptr;
+}
+
+distrt_status ncclAllReduce(distrt_comm *comm, const void *in, void *out,
+                            size_t n, distrt_dtype dtype, distrt_reduce_op op) {
+  const char *fn = "distrt_all_reduce";
+  distrt_context *ctx = comm->ctx;
+  ncclDataType_t type;
+  if (!ncclTypeOf(dtype, type))
+    return setError(ctx, DISTRT_ERROR_UNSUPPORTED,
+                    concat(fn, ": dtype ", dtypeName(dtype),
+                           " is not carried by NCCL"));
+  ncclRedOp_t red = op == DISTRT_REDUCE_SUM    ? ncclSum
+                    : op == DISTRT_REDUCE_MEAN ? ncclAvg
+                    : op == DISTRT_REDUCE_MAX  ? ncclMax
+                                               : ncclMin;
+  DISTRT_CUDA_ENTER(ctx);
+  DISTRT_NCCL_TRY(comm, fn,
+                  ncclAllReduce(in, out, n, type, red, handle(comm),
+                                state(ctx).stream));
+  return DISTRT_OK;
+}
+
+distrt_status ncclBcast(distrt_comm *comm, void *buf, size_t n,
+                        distrt_dtype dtype, int32_t root) {
+  const char *fn = "distrt_broadcast";
+  distrt_context *ctx = comm->ctx;
+  ncclDataType_t type;
+  if (!ncclTypeOf(dtype, type))
+    return setError(ctx, DISTRT_ERROR_UNSUPPORTED,
+                    concat(fn, ": dtype ", dtypeName(dtype),
+                           " is not carried by NCCL"));
+  DISTRT_CUDA_ENTER(ctx);
+  DISTRT_NCCL_TRY(comm, fn,
+                  ncclBroadcast(buf, buf, n, type, root, handle(comm),
+                                state(ctx).stream));
+  return DISTRT_OK;
+}
+
+} // namespace cuda
+} // namespace distrt
+#endif // DISTRT_HAVE_NCCL

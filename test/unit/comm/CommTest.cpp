@@ -1,0 +1,191 @@
+//===- CommTest.cpp - Communicator ABI on CPU contexts ----------*- C++ -*-===//
+//
+// Runs in any world: alone (rank 0 of 1, no MPI) or under
+// `mpirun -np N`. Expected values are written in terms of the world size,
+// so the same assertions check the local path and the MPI path.
+//
+//===----------------------------------------------------------------------===//
+#include "distrt/distrt.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+class CommTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(distrt_context_create(DISTRT_BACKEND_CPU, 0, &ctx), DISTRT_OK);
+    ASSERT_EQ(distrt_comm_create(ctx, &comm), DISTRT_OK)
+        << distrt_last_error(ctx);
+    ASSERT_EQ(distrt_comm_rank(comm, &rank), DISTRT_OK);
+    ASSERT_EQ(distrt_comm_size(comm, &size), DISTRT_OK);
+  }
+  void TearDown() override {
+    EXPECT_EQ(distrt_comm_destroy(comm), DISTRT_OK);
+    distrt_context_destroy(ctx);
+  }
+  distrt_tensor f32(std::vector<float> &v) {
+    int64_t n = (int64_t)v.size();
+    return distrt_make_tensor(v.data(), DISTRT_F32, 1, &n);
+  }
+  std::string error() const { return distrt_last_error(ctx); }
+
+  distrt_context *ctx = nullptr;
+  distrt_comm *comm = nullptr;
+  int32_t rank = -1, size = 0;
+};
+
+TEST_F(CommTest, WorldMatchesTheLauncherEnvironment) {
+  int32_t r = -1, s = 0, local = -1;
+  ASSERT_EQ(distrt_comm_env(&r, &s, &local), DISTRT_OK);
+  EXPECT_EQ(r, rank);
+  EXPECT_EQ(s, size);
+  EXPECT_GE(local, 0);
+  EXPECT_STREQ(distrt_comm_backend(comm), size == 1 ? "local" : "mpi");
+}
+
+TEST_F(CommTest, AllReduceSumAndMeanInPlace) {
+  // Rank r contributes (r + 1) * (i + 1).
+  std::vector<float> v(37);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = float((rank + 1) * (i + 1));
+  std::vector<float> m = v;
+  distrt_tensor t = f32(v), tm = f32(m);
+  ASSERT_EQ(distrt_all_reduce(comm, &t, nullptr, DISTRT_REDUCE_SUM), DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_all_reduce(comm, &tm, &tm, DISTRT_REDUCE_MEAN), DISTRT_OK)
+      << error();
+  float ranks = float(size * (size + 1) / 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(v[i], ranks * float(i + 1)) << "element " << i;
+    EXPECT_FLOAT_EQ(m[i], ranks * float(i + 1) / float(size)) << "element " << i;
+  }
+}
+
+TEST_F(CommTest, AllReduceOutOfPlaceMaxMinLeavesInput) {
+  std::vector<float> in = {float(rank), -float(rank), 5.f};
+  std::vector<float> mx(3), mn(3);
+  distrt_tensor ti = f32(in), tx = f32(mx), tn = f32(mn);
+  ASSERT_EQ(distrt_all_reduce(comm, &ti, &tx, DISTRT_REDUCE_MAX), DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_all_reduce(comm, &ti, &tn, DISTRT_REDUCE_MIN), DISTRT_OK)
+      << error();
+  EXPECT_EQ(mx, (std::vector<float>{float(size - 1), 0.f, 5.f}));
+  EXPECT_EQ(mn, (std::vector<float>{0.f, -float(size - 1), 5.f}));
+  EXPECT_EQ(in, (std::vector<float>{float(rank), -float(rank), 5.f}));
+}
+
+TEST_F(CommTest, AllReduceIntegers) {
+  std::vector<int64_t> v = {rank, 1, int64_t(1) << 40};
+  int64_t n = 3;
+  distrt_tensor t = distrt_make_tensor(v.data(), DISTRT_I64, 1, &n);
+  ASSERT_EQ(distrt_all_reduce(comm, &t, nullptr, DISTRT_REDUCE_SUM), DISTRT_OK)
+      << error();
+  EXPECT_EQ(v[0], int64_t(size) * (size - 1) / 2);
+  EXPECT_EQ(v[1], size);
+  EXPECT_EQ(v[2], int64_t(size) << 40);
+  std::vector<int32_t> w = {rank * 3};
+  int64_t one = 1;
+  distrt_tensor tw = distrt_make_tensor(w.data(), DISTRT_I32, 1, &one);
+  ASSERT_EQ(distrt_all_reduce(comm, &tw, nullptr, DISTRT_REDUCE_MAX), DISTRT_OK);
+  EXPECT_EQ(w[0], (size - 1) * 3);
+}
+
+TEST_F(CommTest, MeanIsBitIdenticalOnEveryRank) {
+  // Values whose sum rounds: every rank must still hold the same bits.
+  std::vector<float> v(1000);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = std::sin(float(i) * 0.37f + float(rank) * 1.3f) * 1e-3f + 0.1f;
+  distrt_tensor t = f32(v);
+  ASSERT_EQ(distrt_all_reduce(comm, &t, nullptr, DISTRT_REDUCE_MEAN),
+            DISTRT_OK);
+  std::vector<float> hi = v, lo = v;
+  distrt_tensor th = f32(hi), tl = f32(lo);
+  ASSERT_EQ(distrt_all_reduce(comm, &th, nullptr, DISTRT_REDUCE_MAX), DISTRT_OK);
+  ASSERT_EQ(distrt_all_reduce(comm, &tl, nullptr, DISTRT_REDUCE_MIN), DISTRT_OK);
+  EXPECT_EQ(0, std::memcmp(hi.data(), lo.data(), hi.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(hi.data(), v.data(), hi.size() * sizeof(float)));
+}
+
+TEST_F(CommTest, BroadcastFromTheLastRank) {
+  std::vector<float> v = {float(rank), float(rank) * 2};
+  distrt_tensor t = f32(v);
+  ASSERT_EQ(distrt_broadcast(comm, &t, size - 1), DISTRT_OK) << error();
+  EXPECT_EQ(v, (std::vector<float>{float(size - 1), float(size - 1) * 2}));
+  EXPECT_EQ(distrt_barrier(comm), DISTRT_OK);
+}
+
+TEST_F(CommTest, LocalArgumentErrorsNameTheProblem) {
+  std::vector<float> a(4), b(3);
+  distrt_tensor ta = f32(a), tb = f32(b);
+  EXPECT_EQ(distrt_all_reduce(comm, &ta, &tb, DISTRT_REDUCE_SUM),
+            DISTRT_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(error().find("input's dtype and element count"), std::string::npos)
+      << error();
+  std::vector<int32_t> ints(4);
+  int64_t n = 4;
+  distrt_tensor ti = distrt_make_tensor(ints.data(), DISTRT_I32, 1, &n);
+  EXPECT_EQ(distrt_all_reduce(comm, &ti, nullptr, DISTRT_REDUCE_MEAN),
+            DISTRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(error().find("mean of i32"), std::string::npos) << error();
+  distrt_tensor overlap = distrt_make_tensor(a.data() + 1, DISTRT_F32, 1, &n);
+  EXPECT_EQ(distrt_all_reduce(comm, &ta, &overlap, DISTRT_REDUCE_SUM),
+            DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("overlaps"), std::string::npos) << error();
+  EXPECT_EQ(distrt_broadcast(comm, &ta, size), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("is not a rank"), std::string::npos) << error();
+  EXPECT_EQ(distrt_all_reduce(comm, &ta, nullptr, (distrt_reduce_op)9),
+            DISTRT_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(CommNullTest, NullCommunicatorIsAnError) {
+  std::vector<float> a(2);
+  int64_t n = 2;
+  distrt_tensor t = distrt_make_tensor(a.data(), DISTRT_F32, 1, &n);
+  EXPECT_EQ(distrt_all_reduce(nullptr, &t, nullptr, DISTRT_REDUCE_SUM),
+            DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(distrt_last_error(nullptr)).find("distrt_comm_create"),
+            std::string::npos);
+  int32_t r;
+  EXPECT_EQ(distrt_comm_rank(nullptr, &r), DISTRT_ERROR_INVALID_ARGUMENT);
+  distrt_comm *c = nullptr;
+  EXPECT_EQ(distrt_comm_create(nullptr, &c), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(distrt_comm_destroy(nullptr), DISTRT_OK);
+}
+
+TEST_F(CommTest, MismatchedSizesAcrossRanksAreReportedOnEveryRank) {
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  // Rank 0 passes 4 elements, the others 5: nobody moves data, all fail.
+  std::vector<float> v(rank == 0 ? 4 : 5, 1.f);
+  distrt_tensor t = f32(v);
+  EXPECT_EQ(distrt_all_reduce(comm, &t, nullptr, DISTRT_REDUCE_SUM),
+            DISTRT_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(error().find("mismatched arguments across ranks"),
+            std::string::npos)
+      << error();
+  EXPECT_EQ(v[0], 1.f);
+  // The communicator still works afterwards.
+  std::vector<float> w = {1.f};
+  distrt_tensor tw = f32(w);
+  ASSERT_EQ(distrt_all_reduce(comm, &tw, nullptr, DISTRT_REDUCE_SUM), DISTRT_OK);
+  EXPECT_EQ(w[0], float(size));
+}
+
+TEST_F(CommTest, HalfPrecisionIsRejectedByMpi) {
+  if (size == 1)
+    GTEST_SKIP() << "a world of one copies any dtype";
+  std::vector<uint16_t> h(2);
+  int64_t n = 2;
+  distrt_tensor t = distrt_make_tensor(h.data(), DISTRT_F16, 1, &n);
+  EXPECT_EQ(distrt_all_reduce(comm, &t, nullptr, DISTRT_REDUCE_SUM),
+            DISTRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(error().find("cast to f32"), std::string::npos) << error();
+}
+
+} // namespace
