@@ -108,8 +108,7 @@ LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
   if (!(lr >= 0) || !(lossScale >= 0))
     return bad("lr and loss-scale must be non-negative");
   if (!loss.empty() && !distLoss.empty() && loss != distLoss)
-    return bad("the pass option loss=" + loss + " and --dist-loss=" +
-               distLoss +
+    return bad("the pass option loss=" + loss + " and --dist-loss=" + distLoss +
                " name different losses; give the loss once (or the same "
                "value in both)");
   lossSpec = loss.empty() ? distLoss.getValue() : loss.getValue();

@@ -1,4 +1,4 @@
-//===- AutodiffOptions.h - Command-line options of dist-autodiff -*- C++ -*-===//
+//===- AutodiffOptions.h - Global options of dist-autodiff ------*- C++ -*-===//
 //
 // Part of DistOpt. Global command-line options that the dist-autodiff pass
 // reads besides its pass options (today `--dist-loss`). They register

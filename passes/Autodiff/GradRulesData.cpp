@@ -8,8 +8,8 @@
 // GradRules.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Autodiff/GradRulesInternal.h"
 #include "passes/Autodiff/GradBuilder.h"
+#include "passes/Autodiff/GradRulesInternal.h"
 
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
@@ -229,9 +229,9 @@ static Value sliceAlong(OpBuilder &b, Location loc, Value dy, int64_t axis,
       b.getDenseI64ArrayAttr({axis}), b.getDenseI64ArrayAttr({1}));
 }
 
-std::optional<LogicalResult>
-distopt::autodiff::dataGrad(GradEmitter &e, Operation *op,
-                            ArrayRef<Value> dys) {
+std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
+                                                         Operation *op,
+                                                         ArrayRef<Value> dys) {
   OpBuilder &b = e.b;
   Location loc = op->getLoc();
   Value dy = dys.empty() ? Value() : dys[0];

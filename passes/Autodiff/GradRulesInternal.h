@@ -32,8 +32,8 @@ mlir::LogicalResult poolGrad(GradEmitter &e, graph::PoolOp op, mlir::Value dy);
 /// transpose, slice, concat, split, pad, trilu, gather and embedding.
 /// `dys` holds one gradient per result (null where a result has none).
 /// Returns std::nullopt when `op` is not one of these ops.
-std::optional<mlir::LogicalResult>
-dataGrad(GradEmitter &e, mlir::Operation *op, llvm::ArrayRef<mlir::Value> dys);
+std::optional<mlir::LogicalResult> dataGrad(GradEmitter &e, mlir::Operation *op,
+                                            llvm::ArrayRef<mlir::Value> dys);
 
 } // namespace distopt::autodiff
 

@@ -6,8 +6,8 @@
 // gradient of dy / y). Dispatched from emitGradient in GradRules.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Autodiff/GradRulesInternal.h"
 #include "passes/Autodiff/GradBuilder.h"
+#include "passes/Autodiff/GradRulesInternal.h"
 
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
@@ -94,7 +94,8 @@ static Value reduceInputGrad(OpBuilder &b, Location loc, g::ReduceOp op,
   return Value();
 }
 
-LogicalResult distopt::autodiff::reduceGrad(GradEmitter &e, g::ReduceOp op, Value dy) {
+LogicalResult distopt::autodiff::reduceGrad(GradEmitter &e, g::ReduceOp op,
+                                            Value dy) {
   auto xt = tensorOf(op.getInput());
   SmallVector<int64_t> axes;
   for (int64_t a : op.getAxes())
