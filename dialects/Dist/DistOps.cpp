@@ -146,7 +146,38 @@ LogicalResult RecvOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllReduceOp::verify() {
+  if (isWorld())
+    return success();
   return verifyGroup(getOperation(), getGroup());
+}
+
+/// `world` (every rank: an empty group) or `[d0, d1, ...]`.
+ParseResult distopt::dist::parseWorldGroup(OpAsmParser &parser,
+                                           DenseI64ArrayAttr &group) {
+  if (succeeded(parser.parseOptionalKeyword("world"))) {
+    group = DenseI64ArrayAttr::get(parser.getContext(), {});
+    return success();
+  }
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr = DenseI64ArrayAttr::parse(parser, Type());
+  group = llvm::dyn_cast_or_null<DenseI64ArrayAttr>(attr);
+  if (!group)
+    return failure();
+  if (group.empty())
+    return parser.emitError(loc, "an empty device group is written `world` "
+                                 "(every rank of the job)");
+  return success();
+}
+
+void distopt::dist::printWorldGroup(OpAsmPrinter &printer, Operation *,
+                                    DenseI64ArrayAttr group) {
+  if (group.empty()) {
+    printer << "world";
+    return;
+  }
+  printer << '[';
+  llvm::interleaveComma(group.asArrayRef(), printer);
+  printer << ']';
 }
 
 LogicalResult AllGatherOp::verify() {

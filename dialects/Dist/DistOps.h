@@ -15,6 +15,15 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace distopt::dist {
+/// Custom assembly of collective groups: `world` (every rank, an empty
+/// group) or `[d0, d1, ...]`.
+mlir::ParseResult parseWorldGroup(mlir::OpAsmParser &parser,
+                                  mlir::DenseI64ArrayAttr &group);
+void printWorldGroup(mlir::OpAsmPrinter &printer, mlir::Operation *op,
+                     mlir::DenseI64ArrayAttr group);
+} // namespace distopt::dist
+
 #define GET_OP_CLASSES
 #include "dialects/Dist/DistOps.h.inc"
 

@@ -118,16 +118,27 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
     element-wise combination (`kind`). Used for data-parallel gradients and
     row-parallel tensor-parallel outputs.
 
+    `over world` (stored as an empty `group`) means every rank of the job,
+    however many the launcher starts: the form `--dist-data-parallel` emits,
+    since a data-parallel program is compiled once for any world size. An
+    explicit group must list distinct non-negative device numbers; `over []`
+    is rejected (write `over world`).
+
     Example:
     ```mlir
     %g = dist.all_reduce %grad sum over [0, 1, 2, 3] : tensor<1024x1024xf32>
+    %m = dist.all_reduce %grad mean over world : tensor<1024x1024xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, Dist_ReductionKindAttr:$kind,
                        DenseI64ArrayAttr:$group);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input $kind `over` $group attr-dict `:` type($input)
+    $input $kind `over` custom<WorldGroup>($group) attr-dict `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    /// True when the group is every rank of the job (`over world`).
+    bool isWorld() { return getGroup().empty(); }
   }];
   let hasVerifier = 1;
 }

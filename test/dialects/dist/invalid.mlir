@@ -161,8 +161,24 @@ func.func @recv_tag() {
 // -----
 
 func.func @group_empty(%x: tensor<2xf32>) {
-  // expected-error @+1 {{needs a non-empty device group}}
+  // expected-error @+1 {{an empty device group is written `world` (every rank of the job)}}
   %0 = dist.all_reduce %x sum over [] : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @group_empty_generic(%x: tensor<2xf32>) {
+  // expected-error @+1 {{needs a non-empty device group}}
+  %0 = "dist.all_gather"(%x) {axis = 0 : i64, group = array<i64>} : (tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @world_only_for_all_reduce(%x: tensor<2xf32>) {
+  // expected-error @+1 {{expected '['}}
+  %0 = dist.all_gather %x axis 0 over world : tensor<2xf32> -> tensor<2xf32>
   return
 }
 
