@@ -28,18 +28,19 @@ int64_t Tensor::size() const {
   return n;
 }
 
-static Tensor zeros(Type type) {
+Tensor distopt::testing::zerosOf(ArrayRef<int64_t> shape) {
   Tensor t;
-  {
-    auto s_ = cast<RankedTensorType>(type).getShape();
-    t.shape.assign(s_.begin(), s_.end());
-  }
+  t.shape.assign(shape.begin(), shape.end());
   t.data.assign(t.size(), 0.0);
   return t;
 }
 
-static std::vector<int64_t> unravel(int64_t i,
-                                    const std::vector<int64_t> &shape) {
+Tensor distopt::testing::zerosOf(Type type) {
+  return zerosOf(cast<RankedTensorType>(type).getShape());
+}
+
+std::vector<int64_t>
+distopt::testing::unravelIndex(int64_t i, const std::vector<int64_t> &shape) {
   std::vector<int64_t> idx(shape.size());
   for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
     idx[d] = i % shape[d];
@@ -48,8 +49,8 @@ static std::vector<int64_t> unravel(int64_t i,
   return idx;
 }
 
-static int64_t ravel(const std::vector<int64_t> &idx,
-                     const std::vector<int64_t> &shape) {
+int64_t distopt::testing::ravelIndex(const std::vector<int64_t> &idx,
+                                     const std::vector<int64_t> &shape) {
   int64_t i = 0;
   for (size_t d = 0; d < shape.size(); ++d)
     i = i * shape[d] + idx[d];
@@ -66,9 +67,9 @@ static double at(const Tensor &t, const std::vector<int64_t> &out) {
 }
 
 template <typename F> static Tensor map(Type type, F f) {
-  Tensor r = zeros(type);
+  Tensor r = zerosOf(type);
   for (int64_t i = 0; i < r.size(); ++i)
-    r.data[i] = f(unravel(i, r.shape));
+    r.data[i] = f(unravelIndex(i, r.shape));
   return r;
 }
 
@@ -178,7 +179,7 @@ bool Runner::run(Operation *op) {
       })
       .Case<g::StateOp>([&](g::StateOp s) {
         auto it = weights.find(s.getSymName());
-        Tensor t = zeros(rt);
+        Tensor t = zerosOf(rt);
         if (it != weights.end())
           t = it->second;
         else
@@ -187,7 +188,7 @@ bool Runner::run(Operation *op) {
         return true;
       })
       .Case<g::ConstantOp>([&](g::ConstantOp c) {
-        Tensor t = zeros(rt);
+        Tensor t = zerosOf(rt);
         auto dense = cast<DenseElementsAttr>(c.getValue());
         int64_t i = 0;
         if (isa<FloatType>(dense.getElementType()))
@@ -206,7 +207,7 @@ bool Runner::run(Operation *op) {
         Tensor a = get(m.getLhs()), b = get(m.getRhs());
         Type mt = rt;
         if (a.shape.size() == 1 || b.shape.size() == 1) {
-          std::vector<int64_t> shape = zeros(rt).shape;
+          std::vector<int64_t> shape = zerosOf(rt).shape;
           if (a.shape.size() == 1) {
             a.shape.insert(a.shape.begin(), 1);
             shape.insert(shape.end() - (b.shape.size() == 1 ? 0 : 1), 1);
@@ -240,9 +241,9 @@ bool Runner::run(Operation *op) {
         for (int64_t i = 0; i < y.size(); ++i) {
           y.data[i] *= alpha;
           if (m.getBias())
-            y.data[i] += beta * at(get(m.getBias()), unravel(i, y.shape));
+            y.data[i] += beta * at(get(m.getBias()), unravelIndex(i, y.shape));
         }
-        y.shape = zeros(rt).shape;
+        y.shape = zerosOf(rt).shape;
         set(y);
         return true;
       })
@@ -285,7 +286,7 @@ bool Runner::run(Operation *op) {
       })
       .Case<g::CastOp, g::ReshapeOp, g::FlattenOp>([&](Operation *o) {
         Tensor t = get(o->getOperand(0));
-        t.shape = zeros(rt).shape;
+        t.shape = zerosOf(rt).shape;
         set(t);
         return true;
       })
@@ -301,7 +302,7 @@ bool Runner::run(Operation *op) {
           std::vector<int64_t> in(o.size());
           for (size_t i = 0; i < o.size(); ++i)
             in[perm[i]] = o[i];
-          return x.data[ravel(in, x.shape)];
+          return x.data[ravelIndex(in, x.shape)];
         }));
         return true;
       })
@@ -311,7 +312,7 @@ bool Runner::run(Operation *op) {
         set(map(rt, [&](const std::vector<int64_t> &o) {
           int64_t i = o[o.size() - 2], j = o[o.size() - 1];
           bool keep = t.getUpper() ? j >= i + k : j <= i + k;
-          return keep ? x.data[ravel(o, x.shape)] : 0.0;
+          return keep ? x.data[ravelIndex(o, x.shape)] : 0.0;
         }));
         return true;
       })
@@ -390,7 +391,7 @@ bool Runner::run(Operation *op) {
         const Tensor &x = get(o->getOperand(0));
         const Tensor &dy = get(o->getOperand(params ? 1 : 2));
         int64_t paramSize =
-            params ? zeros(rt).size() : get(o->getOperand(1)).size();
+            params ? zerosOf(rt).size() : get(o->getOperand(1)).size();
         NormView v = normView(x, kind, axis, paramSize);
         std::vector<double> mean, rstd;
         bool rms = kind == "rms";
@@ -399,7 +400,7 @@ bool Runner::run(Operation *op) {
           return (x.data[i] - mean[v.group[i]]) * rstd[v.group[i]];
         };
         if (params) {
-          Tensor ds = zeros(rt), db = zeros(rt);
+          Tensor ds = zerosOf(rt), db = zerosOf(rt);
           for (int64_t i = 0; i < x.size(); ++i) {
             ds.data[v.param[i]] += dy.data[i] * xhat(i);
             db.data[v.param[i]] += dy.data[i];
@@ -483,7 +484,7 @@ bool Runner::run(Operation *op) {
             if (grad) {
               set(dx);
             } else {
-              Tensor l = zeros(rt);
+              Tensor l = zerosOf(rt);
               l.data[0] = loss;
               set(l);
             }
@@ -492,7 +493,7 @@ bool Runner::run(Operation *op) {
       .Case<g::EmbeddingOp>([&](g::EmbeddingOp em) {
         const Tensor &table = get(em.getTable()), &ids = get(em.getIndices());
         int64_t cols = table.shape[1];
-        Tensor y = zeros(rt);
+        Tensor y = zerosOf(rt);
         for (int64_t i = 0; i < ids.size(); ++i)
           for (int64_t c = 0; c < cols; ++c)
             y.data[i * cols + c] = table.data[(int64_t)ids.data[i] * cols + c];
@@ -505,7 +506,7 @@ bool Runner::run(Operation *op) {
           return false;
         }
         const Tensor &ids = get(sc.getIndices()), &dy = get(sc.getGrad());
-        Tensor r = zeros(rt);
+        Tensor r = zerosOf(rt);
         int64_t row = r.size() / r.shape[0];
         for (int64_t i = 0; i < ids.size(); ++i)
           for (int64_t c = 0; c < row; ++c)
@@ -524,7 +525,7 @@ bool Runner::run(Operation *op) {
           }
           set(t, i);
         }
-        Tensor flag = zeros(u.getResults().back().getType());
+        Tensor flag = zerosOf(u.getResults().back().getType());
         flag.data[0] = inf;
         set(flag, u.getGrads().size());
         return true;

@@ -24,6 +24,14 @@ struct Tensor {
   int64_t size() const;
 };
 
+/// A zero tensor of `shape`, or of the shape of ranked tensor type `type`.
+Tensor zerosOf(llvm::ArrayRef<int64_t> shape);
+Tensor zerosOf(mlir::Type type);
+/// The multi-index of row-major flat index `i` in `shape`, and back.
+std::vector<int64_t> unravelIndex(int64_t i, const std::vector<int64_t> &shape);
+int64_t ravelIndex(const std::vector<int64_t> &idx,
+                   const std::vector<int64_t> &shape);
+
 /// Runs `func` on `args`; `weights` supplies every `graph.weight` and
 /// `graph.state` by name (a missing state reads its `init`). Returns the
 /// results, or fails with `error` naming an op it cannot run.

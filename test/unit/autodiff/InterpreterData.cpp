@@ -14,31 +14,6 @@ using namespace mlir;
 using namespace distopt::testing;
 namespace g = distopt::graph;
 
-static Tensor zerosOf(ArrayRef<int64_t> shape) {
-  Tensor t;
-  t.shape.assign(shape.begin(), shape.end());
-  t.data.assign(t.size(), 0.0);
-  return t;
-}
-
-static std::vector<int64_t> unravelIndex(int64_t i,
-                                         const std::vector<int64_t> &shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
-    idx[d] = i % shape[d];
-    i /= shape[d];
-  }
-  return idx;
-}
-
-static int64_t ravelIndex(const std::vector<int64_t> &idx,
-                          const std::vector<int64_t> &shape) {
-  int64_t i = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    i = i * shape[d] + idx[d];
-  return i;
-}
-
 Tensor distopt::testing::reduceValue(g::ReduceOp op, const Tensor &x) {
   int64_t rank = x.shape.size();
   std::vector<bool> reduced(rank, op.getAxes().empty());

@@ -15,14 +15,6 @@ using namespace mlir;
 using namespace distopt::testing;
 namespace g = distopt::graph;
 
-static Tensor zerosLike(Type type) {
-  Tensor t;
-  auto s = cast<RankedTensorType>(type).getShape();
-  t.shape.assign(s.begin(), s.end());
-  t.data.assign(t.size(), 0.0);
-  return t;
-}
-
 /// Visits every (output, kernel) pair of a 2-D convolution or pooling window
 /// whose input position is inside the input: f(n, m, oh, ow, kh, kw, ih, iw).
 template <typename F>
@@ -60,11 +52,11 @@ bool distopt::testing::convValue(Operation *o, const Tensor &first,
   // x: N x C x H x W, w: M x C/g x KH x KW, y: N x M x P x Q.
   Tensor x, w, y;
   if (isa<g::ConvOp>(o)) {
-    x = first, w = second, y = zerosLike(rt);
+    x = first, w = second, y = zerosOf(rt);
   } else if (isa<g::ConvGradInputOp>(o)) {
-    y = first, w = second, x = zerosLike(rt);
+    y = first, w = second, x = zerosOf(rt);
   } else {
-    x = first, y = second, w = zerosLike(rt);
+    x = first, y = second, w = zerosOf(rt);
   }
   if (x.shape.size() != 4) {
     error = "the interpreter runs 2-D convolutions only";
@@ -106,8 +98,8 @@ bool distopt::testing::poolValue(Operation *o, const Tensor &x,
   }
   bool global = o->hasAttr("global");
   bool includePad = o->hasAttr("count_include_pad");
-  Tensor y = grad ? *dy : zerosLike(o->getResult(0).getType());
-  Tensor dx = zerosLike(o->getOperand(0).getType());
+  Tensor y = grad ? *dy : zerosOf(o->getResult(0).getType());
+  Tensor dx = zerosOf(o->getOperand(0).getType());
   std::vector<int64_t> kernel = {x.shape[2], x.shape[3]}, one = {1, 1},
                        zero = {0, 0, 0, 0};
   ArrayRef<int64_t> k = kernel, st = one, pd = zero, dl = one;
