@@ -82,6 +82,49 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Distribution
+//===----------------------------------------------------------------------===//
+
+def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
+  let summary = "averages gradients and the loss over every rank of the job";
+  let description = [{
+    Makes the training functions dist-autodiff built (`@train_step`, or
+    `@train_microbatch` and `@train_apply` with gradient accumulation) data
+    parallel. Every rank runs the same program on its own rows of the
+    global batch:
+
+    - the gradient operand of every `graph.sgd_update` / `graph.adam_update`
+      becomes `dist.all_reduce mean over world` of it, inserted right before
+      the update (in `@train_apply` with accumulation, so ranks exchange the
+      accumulated gradient once per step);
+    - a mixed-precision overflow flag (the updates' `skip`) is reduced with
+      `max` right after it is computed, so every rank skips the same steps;
+    - every scalar floating result marked `graph.output` (the loss) of
+      `@train_step` / `@train_microbatch` is averaged, so every rank
+      returns the global loss;
+    - their inputs of rank >= 1 get `dist.batch_shard`: dim 0 is the
+      per-rank batch (dist-compile's programs split the file given, which
+      holds world-size times that many rows).
+
+    `over world` is the group of every rank however many are launched, so
+    one compiled program serves any world size. Mean of per-rank means
+    equals the single-process mean over the whole batch when ranks hold
+    equally many rows (losses that average over the batch). Functions
+    already marked `dist.data_parallel` are left alone (idempotent); a
+    module without a `graph.train` function is an error.
+
+    Example:
+
+    ```
+    dist-opt mlp.onnx --input-shape=x:2x8 \
+      --dist-autodiff="loss=mse:target optimizer=adam" --dist-data-parallel
+    ```
+  }];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "distopt::graph::GraphDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Partitioning
 //===----------------------------------------------------------------------===//
 
