@@ -185,7 +185,11 @@ def gpt2_checks(compiler, work):
     rng = np.random.default_rng(3)
     feeds = [("input_ids", rng.integers(0, 512, (1, 32)).astype(np.int64)),
              ("labels", rng.integers(0, 512, (1, 32)).astype(np.int64))]
-    return network_checks(compiler, work, "gpt2", GPT2, feeds, [], None, rng)
+    # eps 3e-3: the shared LayerNorm bias (twelve uses) curves the loss
+    # enough that eps 1e-2 costs ~1.5% of truncation error along the
+    # gradient; at 3e-3 f32 round-off of the loss (~4e-7 / 6e-3) still
+    # stays far below the 2% tolerance.
+    return network_checks(compiler, work, "gpt2", GPT2, feeds, [], None, rng, eps=3e-3)
 
 
 def gpt2_mixed_checks(compiler, work):
