@@ -158,6 +158,8 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
       r = emitTrainOp(e, &op);
     } else if (isTrainOp(&op)) {
       r = e.emitWidened(&op, [&] { return emitTrainOp(e, &op); });
+    } else if (isCommOp(&op)) {
+      r = emitCommOp(e, &op);
     } else {
       return op.emitError() << "dist-compile: op '" << op.getName()
                             << "' has no lowering to the runtime";
@@ -211,7 +213,20 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
                                   "inputs and return only graph.update results";
   }
 
+  // Data parallelism: inputs marked `dist.batch_shard` (by
+  // --dist-data-parallel) hold every rank's rows; each rank keeps its own.
+  bool collectives = hasCollectives(func) ||
+                     (!applyText.empty() &&
+                      hasCollectives(module.lookupSymbol("train_apply")));
+  std::string shards;
+  for (BlockArgument arg : body.getArguments())
+    shards += std::string(shards.empty() ? "" : ", ") +
+              (func.getArgAttr(arg.getArgNumber(), "dist.batch_shard") ? "1"
+                                                                        : "0");
+
   out << "namespace " << ns << " {\n" << globalText << applyGlobals;
+  if (collectives && !inNames.empty())
+    out << "static const int shards[] = {" << shards << "};\n";
   if (!inNames.empty()) {
     out << "static const dg::TensorSpec inputs[] = {\n";
     for (auto [k, arg] : llvm::enumerate(body.getArguments()))
@@ -235,7 +250,9 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
       << ", " << outNames.size() << ", "
       << (outNames.empty() ? "nullptr" : "outputs") << ", run, "
       << (applyText.empty() ? "nullptr" : "apply") << ", "
-      << (applyText.empty() ? 1 : accumulation) << "};\n";
+      << (applyText.empty() ? 1 : accumulation) << ", "
+      << (collectives ? "true" : "false") << ", "
+      << (collectives && !inNames.empty() ? "shards" : "nullptr") << "};\n";
   out << "} // namespace " << ns << "\n\n";
   return success();
 }

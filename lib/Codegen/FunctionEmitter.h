@@ -156,6 +156,10 @@ bool isTrainOp(mlir::Operation *op);
 mlir::LogicalResult emitTrainOp(FunctionEmitter &e, mlir::Operation *op);
 /// Reductions are generated loops (EmitReduce.cpp).
 mlir::LogicalResult emitReduce(FunctionEmitter &e, mlir::Operation *op);
+/// `dist` collectives (EmitComm.cpp).
+bool isCommOp(mlir::Operation *op);
+bool hasCollectives(mlir::Operation *root);
+mlir::LogicalResult emitCommOp(FunctionEmitter &e, mlir::Operation *op);
 
 /// Marks elementwise ops that are evaluated inside their user's loop:
 /// single use, the user elementwise with the same result shape (Fusion.cpp).

@@ -84,6 +84,13 @@ static cl::opt<std::string> train(
              "(e.g. \"loss=mse:target optimizer=adam lr=0.01\") and build "
              "@train_step; the program then takes --steps N"),
     cl::value_desc("autodiff options"), cl::cat(category));
+static cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("With --train: run dist-data-parallel after dist-autodiff. The "
+             "program averages gradients and the loss over the ranks mpirun "
+             "starts; --input-shape gives the per-rank batch and each input "
+             "file holds every rank's rows (docs/distributed.md)"),
+    cl::cat(category));
 static cl::opt<std::string>
     entry("entry",
           cl::desc("Function to compile (default: main, or train_step with "
@@ -156,6 +163,12 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (dataParallel && train.empty()) {
+    WithColor::error() << "--data-parallel needs --train: it averages the "
+                          "gradients of a training step over the ranks\n";
+    return 2;
+  }
+
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllPasses();
@@ -221,6 +234,8 @@ int main(int argc, char **argv) {
     if (!train.empty()) {
       PassManager pm(&ctx);
       std::string pipeline = "dist-autodiff{" + train + "}";
+      if (dataParallel)
+        pipeline += ",dist-data-parallel";
       if (failed(parsePassPipeline(pipeline, pm, errs()))) {
         WithColor::error() << "bad --train options '" << train << "'\n";
         return 2;

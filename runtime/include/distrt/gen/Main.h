@@ -28,7 +28,26 @@ struct Model {
   /// times per step, then `apply` (the optimizer); nullptr / 1 otherwise.
   int (*apply)(Program &);
   int accumulation;
+  /// The model holds collectives: main joins the launcher's world
+  /// (distrt_comm_create), shards inputs, and only rank 0 prints and saves.
+  bool collectives;
+  /// Per input: 1 when its dim 0 is the batch split across ranks (the file
+  /// holds world-size times the compiled rows; rank r keeps block r).
+  const int *shards;
 };
+
+/// Keeps rank `rank`'s block of `world` equal blocks along dim 0 of `t`,
+/// which must hold `world` times `perRank` rows.
+inline int takeShard(HostTensor &t, int rank, int world) {
+  if (world == 1)
+    return 0;
+  size_t block = t.data.size() / (size_t)world;
+  std::vector<char> mine(t.data.begin() + (size_t)rank * block,
+                         t.data.begin() + (size_t)(rank + 1) * block);
+  t.data.swap(mine);
+  t.spec.dims[0] /= world;
+  return 0;
+}
 
 inline std::string sanitize(const char *name) {
   std::string s(name);
@@ -57,6 +76,7 @@ inline int usage(const char *argv0) {
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
           "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
           "[--load-state DIR] "
+          "(--save-state DIR/{rank}: every data-parallel rank saves) "
           "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
@@ -139,6 +159,17 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   Program P;
   P.device = cuda;
+  int32_t rank = 0, world = 1, localRank = 0;
+  if (model->collectives &&
+      distrt_comm_env(&rank, &world, &localRank) != DISTRT_OK) {
+    fprintf(stderr, "error: %s\n", distrt_last_error(nullptr));
+    return 2;
+  }
+  P.rank = rank;
+  P.worldSize = world;
+  // Every rank reports its own errors; name the rank when there are several.
+  std::string who =
+      world > 1 ? "rank " + std::to_string(rank) + ": " : std::string();
   P.weightsDir = weightsDir;
   P.modelDir = model->modelDir;
   P.stateDir = loadDir;
@@ -181,9 +212,32 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     const TensorSpec &want = model->inputs[idx];
     HostTensor &got = P.inputs[idx];
     got.spec.name = want.name;
+    // Data parallelism: the file holds every rank's rows, world times the
+    // compiled per-rank batch along dim 0.
+    bool sharded = model->shards && model->shards[idx] && want.rank > 0;
+    int64_t rows = sharded ? want.dims[0] * world : want.rank ? want.dims[0] : 0;
     bool same = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
     for (int d = 0; same && d < want.rank; ++d)
-      same = got.spec.dims[d] == want.dims[d];
+      same = got.spec.dims[d] == (d == 0 ? rows : want.dims[d]);
+    if (!same && sharded) {
+      TensorSpec all = want;
+      all.dims[0] = rows;
+      fprintf(stderr,
+              "error: %sinput '%s' from '%s': expected %s %s (%d rank(s) x "
+              "the compiled per-rank batch %s, split along dim 0), got %s "
+              "%s. Give every rank the whole batch, or recompile with "
+              "dist-compile --input-shape=%s:... for another per-rank batch\n",
+              who.c_str(), want.name, file.c_str(), dtypeInfo(want.dtype).name,
+              shapeStr(all.dims, all.rank).c_str(), world,
+              shapeStr(want.dims, want.rank).c_str(),
+              dtypeInfo(got.spec.dtype).name,
+              shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name);
+      return 1;
+    }
+    if (sharded) {
+      takeShard(got, rank, world);
+      continue;
+    }
     // A one-element array stands for a scalar input (rank 0) and back.
     if (!same && got.spec.dtype == want.dtype && got.spec.numel() == 1 &&
         want.numel() == 1 && (got.spec.rank == 0 || want.rank == 0))
@@ -213,8 +267,12 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
               model->inputs[k].name);
       return 2;
     }
+  // One GPU per rank of a node: the node-local rank picks the device.
+  int device = 0;
+  if (cuda && model->collectives && distrt_cuda_device_count() > 0)
+    device = localRank % distrt_cuda_device_count();
   distrt_status st = distrt_context_create(
-      cuda ? DISTRT_BACKEND_CUDA : DISTRT_BACKEND_CPU, 0, &P.ctx);
+      cuda ? DISTRT_BACKEND_CUDA : DISTRT_BACKEND_CPU, device, &P.ctx);
   if (st != DISTRT_OK) {
     fprintf(stderr, "error: cannot create the %s runtime context: %s\n",
             cuda ? "CUDA" : "CPU", distrt_last_error(nullptr));
@@ -229,6 +287,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   P.stream = stream;
 #endif
+  if (model->collectives && distrt_comm_create(P.ctx, &P.comm) != DISTRT_OK) {
+    fprintf(stderr, "error: %scannot join the job's communicator: %s\n",
+            who.c_str(), distrt_last_error(P.ctx));
+    distrt_context_destroy(P.ctx);
+    return 1;
+  }
+  bool root = P.rank == 0;
   P.outputs.resize(model->numOutputs);
   for (int k = 0; k < model->numOutputs; ++k) {
     P.outputs[k].spec = model->outputs[k];
@@ -245,7 +310,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     }
     if (!rc && model->apply)
       rc = model->apply(P);
-    if (rc || !printSteps)
+    if (rc || !printSteps || !root)
       continue;
     // Training: one line per step with every scalar f32 output (the loss;
     // the mean over the micro-batches of a step).
@@ -258,17 +323,24 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
-  if (!rc && !saveDir.empty() && P.saveState(saveDir))
+  // Data-parallel ranks hold the same weights and outputs: rank 0 writes,
+  // unless the folder names each rank ({rank} in it): then every rank does.
+  size_t at = saveDir.find("{rank}");
+  bool perRank = at != std::string::npos;
+  if (perRank)
+    saveDir.replace(at, 6, std::to_string(P.rank));
+  if (!rc && (root || perRank) && !saveDir.empty() && P.saveState(saveDir))
     rc = 1;
   P.releaseAll();
   P.releasePersistent();
+  distrt_comm_destroy(P.comm);
   distrt_context_destroy(P.ctx);
   if (rc) {
-    fprintf(stderr, "error: model %s: %s\n", model->name,
+    fprintf(stderr, "error: %smodel %s: %s\n", who.c_str(), model->name,
             P.err.message.c_str());
     return 1;
   }
-  for (int k = 0; k < model->numOutputs; ++k) {
+  for (int k = 0; k < model->numOutputs && root; ++k) {
     std::string path = outDir + "/" + sanitize(model->outputs[k].name) + ".npy";
     if (writeNpy(path, P.outputs[k].spec, P.outputs[k].data.data(), P.err)) {
       fprintf(stderr, "error: %s\n", P.err.message.c_str());

@@ -29,6 +29,23 @@ struct Program {
   std::vector<HostTensor> outputs;
   std::vector<void *> live; ///< every allocation not yet freed
   Error err;
+  /// The world communicator: created by main when the model holds
+  /// collectives (data parallelism), else null.
+  distrt_comm *comm = nullptr;
+  int rank = 0;      ///< this process's rank in the job
+  int worldSize = 1; ///< ranks in the job
+
+  /// A collective over the explicit group [0, n): fails unless the job runs
+  /// exactly n ranks.
+  int requireWorld(int n, const char *where) {
+    if (n == worldSize)
+      return 0;
+    return fail(err,
+                "%s: its group lists ranks 0..%d but the job runs %d rank(s); "
+                "launch with mpirun -np %d or compile the collective `over "
+                "world`",
+                where, n - 1, worldSize, n);
+  }
 
   /// Buffers that outlive one call of a training step: weights (loaded on
   /// first use) and optimizer state (filled with its init on first use);
