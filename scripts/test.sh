@@ -62,5 +62,9 @@ echo "== training: MLP, GPT-2, ResNet vs NumPy, PyTorch and finite differences"
 "$venv/bin/python" "$root/test/numerics/run_training.py" --build "$build" \
   --junit "$results/numerics-training.xml" || status=1
 
+echo "== data-parallel training: mpirun -np 2 vs one process (MLP, GPT-2)"
+"$venv/bin/python" "$root/test/numerics/run_distributed.py" --build "$build" \
+  --junit "$results/numerics-distributed.xml" || status=1
+
 python3 "$root/scripts/summarize_tests.py" "$results"/*.xml || status=1
 exit $status
