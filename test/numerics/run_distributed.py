@@ -16,9 +16,12 @@ tensor's largest magnitude is compared against 1e-5 of that magnitude), and
 the two ranks must end with bit-identical weights (every rank saves with
 --save-state DIR/{rank}).
 
-Cases: the MLP fixture (x[4,8], target[4,4]; 2 rows per rank) with SGD and
-with Adam for 20 steps; the 2-layer GPT-2 fixture (2 sequences of 32
-tokens; 1 per rank) with Adam for 5 steps.
+Cases: the MLP fixture (x[4,8], target[4,4]; 2 rows per rank) with SGD,
+with Adam, with SGD accumulating 2 micro-batches per step, for 20 steps,
+and with Adam in fp16 (within run_training.py's fp16 tolerance; from an
+overflowing loss scale: steps skipped, ranks bit-identical, no comparison
+with one process, whose whole-batch gradients overflow at other scales); the 2-layer
+GPT-2 fixture (2 sequences of 32 tokens; 1 per rank) with Adam for 5 steps.
 
 Needs mpirun (Open MPI: `openmpi-bin`, installed by scripts/install-deps.sh);
 without it every case fails saying so.
@@ -59,10 +62,11 @@ def curve_of(text):
                      re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
 
 
-def compare_rel(name, got, want):
+def compare_rel(name, got, want, rtol=RTOL):
     """common.compare with atol scaled to the reference tensor's magnitude."""
+    got, want = np.atleast_1d(got), np.atleast_1d(want)
     scale = float(np.max(np.abs(want))) if want.size else 0.0
-    return common.compare(name, got, want, RTOL, RTOL * max(scale, 1e-30))
+    return common.compare(name, got, want, rtol, rtol * max(scale, 1e-30))
 
 
 # GPT-2's attention key bias (the middle third of c_attn.bias) has a zero
@@ -85,7 +89,7 @@ def signal_mask(base, want):
 
 
 def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
-             steps):
+             steps, rtol=RTOL, overflow=False):
     """Returns a list of failure messages (empty: passed)."""
     mpirun = mpirun_command()
     if not mpirun:
@@ -127,9 +131,19 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
     if len(c1) != steps or len(c2) != steps:
         return [f"expected {steps} loss lines from each run (rank 0 only under "
                 f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
-    msg = common.compare("loss curve", c2, c1, RTOL, 0.0)
-    if msg:
-        errors.append(msg)
+    if overflow:
+        # Each rank's fp16 gradient is a mean over its own rows, so it
+        # overflows at other scales than the whole batch's: no value
+        # comparison with one process, only that steps were skipped and the
+        # ranks (or-ed overflow flags) stayed identical.
+        counter = np.load(os.path.join(d, "state_dp0", "step.npy"))
+        if not float(counter) < steps:
+            errors.append(f"no step was skipped (step counter {float(counter)}); "
+                          "the loss scale did not overflow")
+    else:
+        msg = common.compare("loss curve", c2, c1, rtol, 0.0)
+        if msg:
+            errors.append(msg)
     files = sorted(glob.glob(os.path.join(s_one, "*.npy")))
     excluded = 0
     if not files:
@@ -139,11 +153,13 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
         want = np.load(f)
         ranks = [np.load(os.path.join(d, f"state_dp{r}", base)) for r in range(RANKS)]
         keep = signal_mask(base, want)
-        if keep is not None:
+        if overflow:
+            msg = None
+        elif keep is not None:
             excluded += int((~keep).sum())
-            msg = compare_rel(base, ranks[0][keep], want[keep])
+            msg = compare_rel(base, ranks[0][keep], want[keep], rtol)
         else:
-            msg = compare_rel(base, ranks[0], want)
+            msg = compare_rel(base, ranks[0], want, rtol)
         if msg:
             errors.append(msg)
         for r in range(1, RANKS):
@@ -170,6 +186,24 @@ def cases():
     return [
         ("mlp_sgd_np2", dict(mlp, train="loss=mse:target optimizer=sgd lr=0.1")),
         ("mlp_adam_np2", dict(mlp, train="loss=mse:target optimizer=adam lr=0.01")),
+        # Accumulation: @train_microbatch twice per step (its loss averaged
+        # over ranks each time), then @train_apply reduces the accumulated
+        # gradients once.
+        ("mlp_sgd_accumulate2_np2",
+         dict(mlp, train="loss=mse:target optimizer=sgd lr=0.1 accumulation-steps=2")),
+        # fp16 (dynamic loss scale from 1024, no overflow): half-precision
+        # rounding depends on the rows per matmul, so the values follow the
+        # single process within run_training.py's fp16 tolerance.
+        ("mlp_adam_fp16_np2",
+         dict(mlp, train="loss=mse:target optimizer=adam lr=0.01 "
+                         "mixed-precision=fp16 loss-scale=1024",
+              rtol=64 * 2.0 ** -12)),
+        # fp16 from an overflowing scale (2^20): the overflow flag is or-ed
+        # over the ranks, so they skip the same steps and back off together.
+        ("mlp_adam_fp16_overflow_np2",
+         dict(mlp, train="loss=mse:target optimizer=adam lr=0.01 "
+                         "mixed-precision=fp16 loss-scale=1048576",
+              overflow=True)),
         ("gpt2_adam_np2", dict(gpt, train="loss=softmax-cross-entropy:labels "
                                           "optimizer=adam lr=0.001")),
     ]
