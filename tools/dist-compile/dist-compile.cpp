@@ -14,6 +14,7 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
+#include "passes/Autodiff/AutodiffOptions.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -133,7 +134,8 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions(
+      {&category, &distopt::autodiff::autodiffOptionCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-compile: build an executable from ONNX models or graph IR\n");
