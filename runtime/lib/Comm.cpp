@@ -503,3 +503,156 @@ extern "C" distrt_status distrt_barrier(distrt_comm *comm) {
 #endif
   return DISTRT_OK;
 }
+
+//===----------------------------------------------------------------------===//
+// Point-to-point
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The largest tag distrt_send/recv accept (MPI guarantees at least 32767).
+constexpr int32_t kMaxTag = 32767;
+
+/// Checks what distrt_send and distrt_recv share: communicator, tensor,
+/// peer, tag.
+distrt_status checkPeer(distrt_comm *comm, const char *fn,
+                        const distrt_tensor *t, int32_t peer, int32_t tag) {
+  DISTRT_TRY(checkComm(comm, fn));
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("tensor", t));
+  DISTRT_TRY(c.tensor("tensor", t, t->dtype));
+  if (peer < 0 || peer >= comm->size)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "peer ", peer,
+                  " is not a rank of this world of ", comm->size,
+                  " (ranks 0..", comm->size - 1,
+                  "); launch more ranks with mpirun -np N or fix the peer");
+  if (peer == comm->rank)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "peer ", peer,
+                  " is this rank itself; a value that stays on its rank "
+                  "needs no transfer (copy it instead)");
+  if (tag < 0 || tag > kMaxTag)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "tag ", tag,
+                  " is outside [0, ", kMaxTag, "]");
+  return DISTRT_OK;
+}
+
+#ifdef DISTRT_HAVE_MPI
+/// Sends/receives `bytes` raw bytes over MPI in chunks of int counts.
+distrt_status mpiBytes(distrt_comm *comm, const char *fn, bool send, void *p,
+                       size_t bytes, int32_t peer, int32_t tag) {
+  char *b = static_cast<char *>(p);
+  return chunked(bytes, [&](size_t off, int cnt) {
+    if (send)
+      DISTRT_MPI_TRY(comm, fn,
+                     MPI_Send(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm)));
+    else
+      DISTRT_MPI_TRY(comm, fn,
+                     MPI_Recv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
+                              MPI_STATUS_IGNORE));
+    return DISTRT_OK;
+  });
+}
+#endif
+
+} // namespace
+
+extern "C" distrt_status distrt_send(distrt_comm *comm,
+                                     const distrt_tensor *tensor, int32_t peer,
+                                     int32_t tag) {
+  const char *fn = "distrt_send";
+  DISTRT_TRY(checkPeer(comm, fn, tensor, peer, tag));
+#ifdef DISTRT_HAVE_MPI
+  if (!comm->mpi)
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    concat(fn, ": this communicator has no MPI"));
+  // The header lets the receiver check dtype and size before it touches
+  // its buffer.
+  int64_t header[2] = {(int64_t)tensor->dtype, distrt_numel(tensor)};
+  DISTRT_MPI_TRY(comm, fn,
+                 MPI_Send(header, 2, MPI_INT64_T, peer, tag, mpiOf(comm)));
+  size_t bytes = (size_t)header[1] * elementSize(tensor->dtype);
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return bytes ? cuda::ncclSendBytes(comm, tensor->data, bytes, peer)
+                 : DISTRT_OK;
+#endif
+  return mpiBytes(comm, fn, true, tensor->data, bytes, peer, tag);
+#else
+  return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": no MPI in this runtime"));
+#endif
+}
+
+extern "C" distrt_status distrt_recv(distrt_comm *comm,
+                                     const distrt_tensor *tensor, int32_t peer,
+                                     int32_t tag) {
+  const char *fn = "distrt_recv";
+  DISTRT_TRY(checkPeer(comm, fn, tensor, peer, tag));
+#ifdef DISTRT_HAVE_MPI
+  if (!comm->mpi)
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    concat(fn, ": this communicator has no MPI"));
+  MPI_Status status;
+  int count = 0;
+  DISTRT_MPI_TRY(comm, fn, MPI_Probe(peer, tag, mpiOf(comm), &status));
+  DISTRT_MPI_TRY(comm, fn, MPI_Get_count(&status, MPI_BYTE, &count));
+  if (count != 2 * (int)sizeof(int64_t)) {
+    // Not a distrt_send header: drain it and report.
+    std::vector<char> junk((size_t)count);
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Recv(junk.data(), count, MPI_BYTE, peer, tag,
+                            mpiOf(comm), MPI_STATUS_IGNORE));
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    concat(fn, ": rank ", comm->rank, " got a ", count,
+                           "-byte message from rank ", peer, " with tag ",
+                           tag, " that distrt_send did not send; pair every "
+                           "distrt_recv with a distrt_send"));
+  }
+  int64_t header[2] = {0, 0};
+  DISTRT_MPI_TRY(comm, fn,
+                 MPI_Recv(header, 2, MPI_INT64_T, peer, tag, mpiOf(comm),
+                          MPI_STATUS_IGNORE));
+  distrt_dtype sentType = (distrt_dtype)header[0];
+  int64_t sentCount = header[1];
+  size_t sentBytes = (size_t)sentCount * distrt_dtype_size(sentType);
+  if (sentType != tensor->dtype || sentCount != distrt_numel(tensor)) {
+    // Drain the payload into scratch memory so the sender completes and
+    // nothing is written past the receiving tensor.
+    if (sentBytes) {
+#ifdef DISTRT_HAVE_NCCL
+      if (comm->nccl) {
+        void *scratch = nullptr;
+        if (distrt_alloc(comm->ctx, sentBytes, &scratch) == DISTRT_OK) {
+          cuda::ncclRecvBytes(comm, scratch, sentBytes, peer);
+          distrt_synchronize(comm->ctx);
+          distrt_free(comm->ctx, scratch);
+        }
+      } else
+#endif
+      {
+        std::vector<char> scratch(sentBytes);
+        DISTRT_TRY(mpiBytes(comm, fn, false, scratch.data(), sentBytes, peer,
+                            tag));
+      }
+    }
+    return setError(comm->ctx, DISTRT_ERROR_SHAPE_MISMATCH,
+                    concat(fn, ": rank ", comm->rank, " receives ",
+                           dtypeName(tensor->dtype), " x ",
+                           distrt_numel(tensor), " elements from rank ", peer,
+                           " (tag ", tag, ") but rank ", peer, " sent ",
+                           dtypeName(sentType), " x ", sentCount,
+                           " elements; both sides must agree on the dtype "
+                           "and size of every message"));
+  }
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return sentBytes
+               ? cuda::ncclRecvBytes(comm, tensor->data, sentBytes, peer)
+               : DISTRT_OK;
+#endif
+  return mpiBytes(comm, fn, false, tensor->data, sentBytes, peer, tag);
+#else
+  return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": no MPI in this runtime"));
+#endif
+}

@@ -43,6 +43,11 @@ distrt_status ncclAllReduce(distrt_comm *comm, const void *in, void *out,
                             size_t n, distrt_dtype dtype, distrt_reduce_op op);
 distrt_status ncclBcast(distrt_comm *comm, void *buf, size_t n,
                         distrt_dtype dtype, int32_t root);
+/// Point-to-point: `bytes` bytes as ncclUint8 on the context's stream.
+distrt_status ncclSendBytes(distrt_comm *comm, const void *buf, size_t bytes,
+                            int32_t peer);
+distrt_status ncclRecvBytes(distrt_comm *comm, void *buf, size_t bytes,
+                            int32_t peer);
 
 } // namespace cuda
 } // namespace distrt

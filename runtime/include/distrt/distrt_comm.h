@@ -66,6 +66,22 @@ distrt_status distrt_broadcast(distrt_comm *comm, const distrt_tensor *tensor,
 /** Returns on every rank once every rank has called it. */
 distrt_status distrt_barrier(distrt_comm *comm);
 
+/** Point-to-point (pipeline stages): sends `tensor` to rank `peer`, which
+ *  must call distrt_recv with this rank as its peer and the same `tag`
+ *  (0 <= tag < 2^15). Messages of one (sender, receiver, tag) arrive in the
+ *  order they were sent. Any dtype. Fails on a peer outside [0, size) or
+ *  equal to this rank. MPI (CPU): a blocking send of a small header (dtype,
+ *  element count) and the bytes; NCCL (CUDA): the header over MPI, the bytes
+ *  with ncclSend on the context's stream. */
+distrt_status distrt_send(distrt_comm *comm, const distrt_tensor *tensor,
+                          int32_t peer, int32_t tag);
+/** Receives into `tensor` what rank `peer` sent with `tag`. When the sent
+ *  dtype or element count differs from `tensor`'s, the message is drained
+ *  into scratch memory (never written past `tensor`) and the call fails with
+ *  DISTRT_ERROR_SHAPE_MISMATCH naming both sides. */
+distrt_status distrt_recv(distrt_comm *comm, const distrt_tensor *tensor,
+                          int32_t peer, int32_t tag);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -128,6 +128,26 @@ distrt_status ncclBcast(distrt_comm *comm, void *buf, size_t n,
   return DISTRT_OK;
 }
 
+distrt_status ncclSendBytes(distrt_comm *comm, const void *buf, size_t bytes,
+                            int32_t peer) {
+  distrt_context *ctx = comm->ctx;
+  DISTRT_CUDA_ENTER(ctx);
+  DISTRT_NCCL_TRY(comm, "distrt_send",
+                  ncclSend(buf, bytes, ncclUint8, peer, handle(comm),
+                           state(ctx).stream));
+  return DISTRT_OK;
+}
+
+distrt_status ncclRecvBytes(distrt_comm *comm, void *buf, size_t bytes,
+                            int32_t peer) {
+  distrt_context *ctx = comm->ctx;
+  DISTRT_CUDA_ENTER(ctx);
+  DISTRT_NCCL_TRY(comm, "distrt_recv",
+                  ncclRecv(buf, bytes, ncclUint8, peer, handle(comm),
+                           state(ctx).stream));
+  return DISTRT_OK;
+}
+
 } // namespace cuda
 } // namespace distrt
 #endif // DISTRT_HAVE_NCCL

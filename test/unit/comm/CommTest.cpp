@@ -188,4 +188,95 @@ TEST_F(CommTest, HalfPrecisionIsRejectedByMpi) {
   EXPECT_NE(error().find("cast to f32"), std::string::npos) << error();
 }
 
+TEST_F(CommTest, SendRecvBetweenRanks) {
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  // Rank 0 sends floats (tag 5) and i64 (tag 6) to rank 1, which answers
+  // with f16 bits (tag 5: tags are per direction). Other ranks idle.
+  std::vector<float> f(37);
+  std::vector<int64_t> l(3);
+  std::vector<uint16_t> h(4);
+  int64_t nl = 3, nh = 4;
+  distrt_tensor tf = f32(f);
+  distrt_tensor tl = distrt_make_tensor(l.data(), DISTRT_I64, 1, &nl);
+  distrt_tensor th = distrt_make_tensor(h.data(), DISTRT_F16, 1, &nh);
+  if (rank == 0) {
+    for (size_t i = 0; i < f.size(); ++i)
+      f[i] = 0.5f * float(i) - 3.f;
+    l = {1, -2, int64_t(1) << 40};
+    ASSERT_EQ(distrt_send(comm, &tf, 1, 5), DISTRT_OK) << error();
+    ASSERT_EQ(distrt_send(comm, &tl, 1, 6), DISTRT_OK) << error();
+    ASSERT_EQ(distrt_recv(comm, &th, 1, 5), DISTRT_OK) << error();
+    EXPECT_EQ(h, (std::vector<uint16_t>{0x3c00, 0x4000, 0xbc00, 0x7bff}));
+  } else if (rank == 1) {
+    ASSERT_EQ(distrt_recv(comm, &tf, 0, 5), DISTRT_OK) << error();
+    ASSERT_EQ(distrt_recv(comm, &tl, 0, 6), DISTRT_OK) << error();
+    for (size_t i = 0; i < f.size(); ++i)
+      EXPECT_EQ(f[i], 0.5f * float(i) - 3.f) << i;
+    EXPECT_EQ(l, (std::vector<int64_t>{1, -2, int64_t(1) << 40}));
+    h = {0x3c00, 0x4000, 0xbc00, 0x7bff};
+    ASSERT_EQ(distrt_send(comm, &th, 0, 5), DISTRT_OK) << error();
+  }
+}
+
+TEST_F(CommTest, SendRecvArgumentErrors) {
+  std::vector<float> v(2, 1.f);
+  distrt_tensor t = f32(v);
+  EXPECT_EQ(distrt_send(comm, &t, size, 0), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("distrt_send: peer " + std::to_string(size) +
+                         " is not a rank of this world of " +
+                         std::to_string(size)),
+            std::string::npos)
+      << error();
+  EXPECT_EQ(distrt_recv(comm, &t, -1, 0), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("peer -1 is not a rank"), std::string::npos)
+      << error();
+  EXPECT_EQ(distrt_send(comm, &t, rank, 0), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("is this rank itself"), std::string::npos) << error();
+  EXPECT_EQ(distrt_recv(comm, &t, rank, 0), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("distrt_recv: peer"), std::string::npos) << error();
+  if (size > 1) {
+    EXPECT_EQ(distrt_send(comm, &t, (rank + 1) % size, -3),
+              DISTRT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(error().find("tag -3 is outside"), std::string::npos) << error();
+  }
+  EXPECT_EQ(distrt_send(nullptr, &t, 0, 0), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(v, (std::vector<float>{1.f, 1.f}));
+}
+
+TEST_F(CommTest, RecvOfAnotherSizeNamesBothSidesAndWritesNothing) {
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  if (rank == 0) {
+    std::vector<float> five = {1, 2, 3, 4, 5}, four = {6, 7, 8, 9};
+    distrt_tensor t5 = f32(five), t4 = f32(four);
+    ASSERT_EQ(distrt_send(comm, &t5, 1, 9), DISTRT_OK) << error();
+    // The channel still works after the receiver refused a message.
+    ASSERT_EQ(distrt_send(comm, &t4, 1, 9), DISTRT_OK) << error();
+    std::vector<int32_t> i = {42};
+    int64_t one = 1;
+    distrt_tensor ti = distrt_make_tensor(i.data(), DISTRT_I32, 1, &one);
+    ASSERT_EQ(distrt_send(comm, &ti, 1, 9), DISTRT_OK) << error();
+  } else if (rank == 1) {
+    // The tensor covers the first 4 of 8 floats: nothing may be written.
+    std::vector<float> buf(8, -1.f);
+    int64_t four = 4;
+    distrt_tensor t = distrt_make_tensor(buf.data(), DISTRT_F32, 1, &four);
+    EXPECT_EQ(distrt_recv(comm, &t, 0, 9), DISTRT_ERROR_SHAPE_MISMATCH);
+    EXPECT_NE(error().find("distrt_recv: rank 1 receives f32 x 4 elements "
+                           "from rank 0 (tag 9) but rank 0 sent f32 x 5 "
+                           "elements"),
+              std::string::npos)
+        << error();
+    EXPECT_EQ(buf, std::vector<float>(8, -1.f));
+    ASSERT_EQ(distrt_recv(comm, &t, 0, 9), DISTRT_OK) << error();
+    EXPECT_EQ(buf, (std::vector<float>{6, 7, 8, 9, -1, -1, -1, -1}));
+    // Same byte count, other dtype: refused as well.
+    EXPECT_EQ(distrt_recv(comm, &t, 0, 9), DISTRT_ERROR_SHAPE_MISMATCH);
+    EXPECT_NE(error().find("rank 0 sent i32 x 1 elements"), std::string::npos)
+        << error();
+    EXPECT_EQ(buf[0], 6.f);
+  }
+}
+
 } // namespace
