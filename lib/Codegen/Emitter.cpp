@@ -51,6 +51,36 @@ static std::string spec(Value v, llvm::StringRef name) {
   return s + "}}";
 }
 
+LogicalResult distopt::codegen::emitOp(FunctionEmitter &e, Operation *op) {
+  e.os << "  // " << FunctionEmitter::where(op) << "\n";
+  LogicalResult r = failure();
+  if (auto opaque = dyn_cast<distopt::graph::OpaqueOp>(op)) {
+    return opaque.emitError()
+           << "dist-compile: graph.opaque '" << opaque.getOpType()
+           << "' (ONNX op " << opaque.getOpType()
+           << ") has no lowering; the importer kept it opaque, so no kernel "
+              "exists for it";
+  } else if (isElementwise(op)) {
+    r = emitElementwise(e, op);
+  } else if (isDataOp(op)) {
+    r = emitDataOp(e, op);
+  } else if (isa<distopt::graph::MatmulOp, distopt::graph::ReduceOp>(op)) {
+    r = emitNNOp(e, op); // f16/bf16 natively (runtime / generated loop)
+  } else if (isNNOp(op)) {
+    r = e.emitWidened(op, [&] { return emitNNOp(e, op); });
+  } else if (isa<distopt::graph::StateOp>(op)) {
+    r = emitTrainOp(e, op);
+  } else if (isTrainOp(op)) {
+    r = e.emitWidened(op, [&] { return emitTrainOp(e, op); });
+  } else if (isCommOp(op)) {
+    r = emitCommOp(e, op);
+  } else {
+    return op->emitError() << "dist-compile: op '" << op->getName()
+                           << "' has no lowering to the runtime";
+  }
+  return r;
+}
+
 /// Emits the body of `func` (inputs uploaded, ops, outputs downloaded,
 /// updates written back) and collects its input/output names and values.
 static LogicalResult
@@ -138,33 +168,7 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
       ++position;
       continue;
     }
-    bodyOS << "  // " << FunctionEmitter::where(&op) << "\n";
-    LogicalResult r = failure();
-    if (auto opaque = dyn_cast<distopt::graph::OpaqueOp>(&op)) {
-      return opaque.emitError()
-             << "dist-compile: graph.opaque '" << opaque.getOpType()
-             << "' (ONNX op " << opaque.getOpType()
-             << ") has no lowering; the importer kept it opaque, so no kernel "
-                "exists for it";
-    } else if (isElementwise(&op)) {
-      r = emitElementwise(e, &op);
-    } else if (isDataOp(&op)) {
-      r = emitDataOp(e, &op);
-    } else if (isa<distopt::graph::MatmulOp, distopt::graph::ReduceOp>(&op)) {
-      r = emitNNOp(e, &op); // f16/bf16 natively (runtime / generated loop)
-    } else if (isNNOp(&op)) {
-      r = e.emitWidened(&op, [&] { return emitNNOp(e, &op); });
-    } else if (isa<distopt::graph::StateOp>(&op)) {
-      r = emitTrainOp(e, &op);
-    } else if (isTrainOp(&op)) {
-      r = e.emitWidened(&op, [&] { return emitTrainOp(e, &op); });
-    } else if (isCommOp(&op)) {
-      r = emitCommOp(e, &op);
-    } else {
-      return op.emitError() << "dist-compile: op '" << op.getName()
-                            << "' has no lowering to the runtime";
-    }
-    if (failed(r))
+    if (failed(emitOp(e, &op)))
       return failure();
     e.releaseAfter(position++);
   }
@@ -184,6 +188,8 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
            << "'; expected func.func @"
            << (model.funcName.empty() ? "main (or a single function)"
                                       : model.funcName);
+  if (isPipelined(func))
+    return emitPipelineModel(model, func, ns, options, out);
   std::string bodyText, globalText;
   SmallVector<std::string> inNames, outNames;
   SmallVector<Value> results;
@@ -252,7 +258,8 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
       << (applyText.empty() ? "nullptr" : "apply") << ", "
       << (applyText.empty() ? 1 : accumulation) << ", "
       << (collectives ? "true" : "false") << ", "
-      << (collectives && !inNames.empty() ? "shards" : "nullptr") << "};\n";
+      << (collectives && !inNames.empty() ? "shards" : "nullptr")
+      << ", 0, 0};\n";
   out << "} // namespace " << ns << "\n\n";
   return success();
 }

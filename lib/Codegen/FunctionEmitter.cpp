@@ -44,6 +44,14 @@ void FunctionEmitter::bindPersistent(Value v, llvm::StringRef bufferName,
   freshVar = true;
 }
 
+void FunctionEmitter::bindInput(Value v, llvm::StringRef expr) {
+  std::string n = "v" + std::to_string(counter++);
+  names[v] = n;
+  rootOf[v] = v;
+  os << "  " << cType(v) << " *" << n << " = (" << cType(v) << " *)" << expr
+     << ";\n";
+}
+
 void FunctionEmitter::allocate(Value v) {
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;

@@ -68,6 +68,9 @@ public:
   /// Names `v` after the persistent buffer `bufferName` (created on first
   /// use; the generated bool `fresh_<name>` says so).
   void bindPersistent(mlir::Value v, llvm::StringRef bufferName, bool &fresh);
+  /// Names `v` (a block argument) after a pointer the caller owns, read from
+  /// the C++ expression `expr`.
+  void bindInput(mlir::Value v, llvm::StringRef expr);
   /// `v` shares `of`'s buffer (reshape, flatten, inference dropout).
   void alias(mlir::Value v, mlir::Value of);
   /// Emits `if (<cond>) return 1;` bookkeeping for a runtime call.
@@ -160,6 +163,20 @@ mlir::LogicalResult emitReduce(FunctionEmitter &e, mlir::Operation *op);
 bool isCommOp(mlir::Operation *op);
 bool hasCollectives(mlir::Operation *root);
 mlir::LogicalResult emitCommOp(FunctionEmitter &e, mlir::Operation *op);
+
+/// Emits one op of a function or stage body through its family's emitter
+/// (Emitter.cpp); a diagnostic on the op when it has no lowering.
+mlir::LogicalResult emitOp(FunctionEmitter &e, mlir::Operation *op);
+
+/// Whether `func`'s body holds `dist.stage` regions (EmitPipeline.cpp).
+bool isPipelined(mlir::Operation *func);
+/// Emits a pipeline model: namespace `ns` with one function per stage and a
+/// `run` that executes this rank's stages per micro-batch, receiving and
+/// sending the values that cross stage boundaries (EmitPipeline.cpp).
+mlir::LogicalResult emitPipelineModel(const ModelUnit &model,
+                                      mlir::Operation *func, llvm::StringRef ns,
+                                      const CodegenOptions &options,
+                                      llvm::raw_ostream &os);
 
 /// Marks elementwise ops that are evaluated inside their user's loop:
 /// single use, the user elementwise with the same result shape (Fusion.cpp).

@@ -34,6 +34,11 @@ struct Model {
   /// Per input: 1 when its dim 0 is the batch split across ranks (the file
   /// holds world-size times the compiled rows; rank r keeps block r).
   const int *shards;
+  /// Pipeline programs (dist.stage regions): the ranks the job must run
+  /// (one per stage), and the rank that computes, prints and writes the
+  /// outputs (the last stage's). 0, 0 otherwise.
+  int pipelineRanks;
+  int outputRank;
 };
 
 /// Keeps rank `rank`'s block of `world` equal blocks along dim 0 of `t`,
@@ -77,6 +82,8 @@ inline int usage(const char *argv0) {
           "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
           "[--load-state DIR] "
           "(--save-state DIR/{rank}: every data-parallel rank saves) "
+          "[--microbatches M] (pipeline programs: inputs hold M x the "
+          "compiled batch) "
           "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
@@ -90,6 +97,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::vector<std::string> args;
   bool list = false, printSteps = false;
   int repeat = 1;
+  long long microbatches = 1;
   std::string saveDir, loadDir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -121,6 +129,17 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         return 2;
       repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
       printSteps = true;
+    } else if (a == "--microbatches") {
+      std::string r;
+      if (!value(r))
+        return 2;
+      char *end = nullptr;
+      microbatches = strtoll(r.c_str(), &end, 10);
+      if (*end || microbatches < 1) {
+        fprintf(stderr, "error: --microbatches needs a positive count, got "
+                        "'%s'\n", r.c_str());
+        return 2;
+      }
     } else if (a == "--save-state") {
       if (!value(saveDir))
         return 2;
@@ -170,6 +189,25 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   // Every rank reports its own errors; name the rank when there are several.
   std::string who =
       world > 1 ? "rank " + std::to_string(rank) + ": " : std::string();
+  bool pipeline = model->pipelineRanks > 0;
+  if (microbatches > 1 && !pipeline) {
+    fprintf(stderr,
+            "error: --microbatches streams micro-batches through pipeline "
+            "stages; model %s has no dist.stage regions (compile the output "
+            "of dist-opt --dist-plan=pp=N --dist-stage-regions)\n",
+            model->name);
+    return 2;
+  }
+  if (pipeline && world != model->pipelineRanks) {
+    fprintf(stderr,
+            "error: %smodel %s is a pipeline of %d stage(s), one per rank "
+            "(ranks 0..%d), but the job runs %d rank(s); launch it with "
+            "mpirun -np %d\n",
+            who.c_str(), model->name, model->pipelineRanks,
+            model->pipelineRanks - 1, world, model->pipelineRanks);
+    return 1;
+  }
+  P.microbatches = microbatches;
   P.weightsDir = weightsDir;
   P.modelDir = model->modelDir;
   P.stateDir = loadDir;
@@ -238,6 +276,29 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       takeShard(got, rank, world);
       continue;
     }
+    // Pipelines: the file holds every micro-batch's rows.
+    if (pipeline && microbatches > 1) {
+      TensorSpec all = want;
+      all.dims[0] *= microbatches;
+      bool ok = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
+      for (int d = 0; ok && d < want.rank; ++d)
+        ok = got.spec.dims[d] == all.dims[d];
+      if (!ok) {
+        fprintf(stderr,
+                "error: %sinput '%s' from '%s': expected %s %s (%lld "
+                "micro-batch(es) x the compiled batch %s along dim 0), got "
+                "%s %s. Give --microbatches times the compiled rows, or "
+                "recompile with dist-compile --input-shape=%s:...\n",
+                who.c_str(), want.name, file.c_str(),
+                dtypeInfo(want.dtype).name,
+                shapeStr(all.dims, all.rank).c_str(), microbatches,
+                shapeStr(want.dims, want.rank).c_str(),
+                dtypeInfo(got.spec.dtype).name,
+                shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name);
+        return 1;
+      }
+      continue;
+    }
     // A one-element array stands for a scalar input (rank 0) and back.
     if (!same && got.spec.dtype == want.dtype && got.spec.numel() == 1 &&
         want.numel() == 1 && (got.spec.rank == 0 || want.rank == 0))
@@ -293,11 +354,14 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     distrt_context_destroy(P.ctx);
     return 1;
   }
-  bool root = P.rank == 0;
+  // Pipelines: the last stage's rank holds the outputs.
+  bool root = P.rank == (pipeline ? model->outputRank : 0);
   P.outputs.resize(model->numOutputs);
   for (int k = 0; k < model->numOutputs; ++k) {
     P.outputs[k].spec = model->outputs[k];
-    P.outputs[k].data.resize(model->outputs[k].bytes());
+    if (pipeline)
+      P.outputs[k].spec.dims[0] *= microbatches;
+    P.outputs[k].data.resize(P.outputs[k].spec.bytes());
   }
   int rc = 0;
   for (int r = 0; r < repeat && !rc; ++r) {
