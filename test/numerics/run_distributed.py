@@ -23,6 +23,15 @@ overflowing loss scale: steps skipped, ranks bit-identical, no comparison
 with one process, whose whole-batch gradients overflow at other scales); the 2-layer
 GPT-2 fixture (2 sequences of 32 tokens; 1 per rank) with Adam for 5 steps.
 
+Pipeline-parallel forward cases (run_pipeline_case): the planner's pp=2
+stages (dist-opt --dist-plan=pp=2 --dist-stage-regions) compiled into one
+program and run by `mpirun -np 2 --microbatches M`: GPT-2 (2 micro-batches
+of 1 sequence) and run_networks.py's small ResNet (4 micro-batches of 2
+images). The logits must be bit-identical to one process compiled for one
+micro-batch and run on each micro-batch's rows, and within 1e-6 relative of
+one process compiled for the whole batch (a kernel may block a larger batch
+differently, so that comparison is not bit for bit).
+
 Needs mpirun (Open MPI: `openmpi-bin`, installed by scripts/install-deps.sh);
 without it every case fails saying so.
 
@@ -172,6 +181,101 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
     return errors
 
 
+def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
+                      microbatches, weights_dir):
+    """Pipeline-parallel forward: the planner's pp=2 stages (dist-opt
+    --dist-plan=pp=2 --dist-stage-regions, compiled for `batch` rows) under
+    `mpirun -np 2 --microbatches M` on M x batch rows, vs one process
+    compiled for `batch` rows run on each micro-batch's rows (bit for bit:
+    the same kernels on the same rows) and vs one process compiled for the
+    whole M x batch rows (within 1e-6 relative: a kernel may block a larger
+    batch differently). Returns a list of failure messages."""
+    mpirun = mpirun_command()
+    if not mpirun:
+        return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
+                "installs it)"]
+    opt = os.path.join(os.path.dirname(compiler), "dist-opt")
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    rows = feeds[0][1].shape[1:]
+    shape_of = lambda b: input_name + ":" + "x".join(str(v) for v in (b,) + rows)
+    staged = os.path.join(d, "staged.mlir")
+    p = subprocess.run([opt, model, "--input-shape=" + shape_of(batch),
+                        "--dist-cluster=cpu-xeon-2s:1", "--dist-plan=pp=2",
+                        f"--dist-batch={batch * microbatches}",
+                        "--dist-stage-regions", "-o", staged],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return ["dist-opt --dist-plan=pp=2 --dist-stage-regions failed: " +
+                p.stderr[-1500:]]
+    text = open(staged).read()
+    if text.count("dist.stage ") != 2:
+        return [f"expected 2 dist.stage regions, got {text.count('dist.stage ')}"]
+    pp, one, whole = (os.path.join(d, n) for n in ("pp.bin", "one.bin", "whole.bin"))
+    for cmd in ([compiler, staged, "-o", pp],
+                [compiler, model, "--input-shape=" + shape_of(batch), "-o", one],
+                [compiler, model, "--input-shape=" + shape_of(batch * microbatches),
+                 "-o", whole]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            return [f"{' '.join(cmd[1:2])} failed to compile: {p.stderr[-1500:]}"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+    full = feeds[0][1]
+    path = os.path.join(d, "in.npy")
+    np.save(path, np.ascontiguousarray(full))
+    outs = {k: os.path.join(d, k) for k in ("pp", "one", "whole")}
+    for o in outs.values():
+        os.makedirs(o, exist_ok=True)
+    p = subprocess.run(mpirun + [pp, f"{input_name}={path}", "--microbatches",
+                                 str(microbatches), "--weights-dir", weights_dir,
+                                 "-o", outs["pp"]],
+                       capture_output=True, text=True, timeout=600, env=env)
+    if p.returncode != 0:
+        return ["mpirun -np %d (pipeline) failed: %s" %
+                (RANKS, (p.stdout + p.stderr)[-1500:])]
+    p = subprocess.run([whole, f"{input_name}={path}", "-o", outs["whole"]],
+                       capture_output=True, text=True, timeout=600, env=env)
+    if p.returncode != 0:
+        return ["single-process run failed: " + (p.stdout + p.stderr)[-1500:]]
+    names = sorted(os.listdir(outs["whole"]))
+    if not names or sorted(os.listdir(outs["pp"])) != names:
+        return [f"outputs differ: pipeline wrote {sorted(os.listdir(outs['pp']))}, "
+                f"one process {names}"]
+    per_mb = {n: [] for n in names}
+    for m in range(microbatches):
+        mp = os.path.join(d, f"in{m}.npy")
+        np.save(mp, np.ascontiguousarray(full[m * batch:(m + 1) * batch]))
+        om = os.path.join(d, f"one{m}")
+        os.makedirs(om, exist_ok=True)
+        p = subprocess.run([one, f"{input_name}={mp}", "-o", om],
+                           capture_output=True, text=True, timeout=600, env=env)
+        if p.returncode != 0:
+            return ["single-process micro-batch run failed: " +
+                    (p.stdout + p.stderr)[-1500:]]
+        for n in names:
+            per_mb[n].append(np.load(os.path.join(om, n)))
+    errors = []
+    for n in names:
+        got = np.load(os.path.join(outs["pp"], n))
+        same = np.concatenate(per_mb[n])
+        if got.shape != same.shape or got.tobytes() != same.tobytes():
+            diff = (float(np.max(np.abs(got.astype(np.float64) - same)))
+                    if got.shape == same.shape else float("nan"))
+            errors.append(f"{n}: pipeline output {got.shape} is not bit-identical "
+                          f"to the per-micro-batch single-process outputs "
+                          f"{same.shape} (max abs difference {diff:.3g})")
+        want = np.load(os.path.join(outs["whole"], n))
+        msg = compare_rel(n + " vs the whole batch in one process", got, want, 1e-6)
+        if msg:
+            errors.append(msg)
+        else:
+            print(f"  {name}: {n} {list(got.shape)}: bit-identical to one process "
+                  f"per micro-batch; vs one process on all {batch * microbatches} "
+                  f"rows max abs difference "
+                  f"{float(np.max(np.abs(got.astype(np.float64) - want))):.3g}")
+    return errors
+
+
 def cases():
     rng = np.random.default_rng(11)
     x = rng.standard_normal((4, 8)).astype(np.float32)
@@ -206,7 +310,23 @@ def cases():
               overflow=True)),
         ("gpt2_adam_np2", dict(gpt, train="loss=softmax-cross-entropy:labels "
                                           "optimizer=adam lr=0.001")),
+        ("gpt2_forward_pp2_mb2",
+         dict(pipeline=True, model=GPT2, input_name="input_ids", batch=1,
+              microbatches=2, weights_dir=os.path.dirname(GPT2),
+              feeds=[("input_ids", rng.integers(0, 512, (2, 32)).astype(np.int64))])),
+        ("small_resnet_forward_pp2_mb4", "resnet"),
     ]
+
+
+def resnet_case(work):
+    """run_networks.py's small ResNet (conv, batch norm, pooling, Gemm):
+    4 micro-batches of 2 images through two stages."""
+    import run_networks
+    path = os.path.join(work, "small_resnet.onnx")
+    run_networks.small_resnet(path)
+    images = np.random.default_rng(5).standard_normal((8, 3, 32, 32)).astype(np.float32)
+    return dict(pipeline=True, model=path, input_name="image", batch=2,
+                microbatches=4, weights_dir=work, feeds=[("image", images)])
 
 
 def main():
@@ -224,7 +344,12 @@ def main():
         if a.k and a.k not in name:
             continue
         t = time.time()
-        errors = run_case(compiler, work, name, **c)
+        if c == "resnet":
+            c = resnet_case(work)
+        if c.pop("pipeline", False):
+            errors = run_pipeline_case(compiler, work, name, **c)
+        else:
+            errors = run_case(compiler, work, name, **c)
         status = "failed" if errors else "passed"
         results.append((name, status, "\n".join(errors)))
         print(f"{status.upper()}: {name} ({time.time() - t:.1f}s)")
