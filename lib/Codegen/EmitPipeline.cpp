@@ -1,4 +1,4 @@
-//===- EmitPipeline.cpp - dist.stage regions to a per-rank program -*- C++ -*-===//
+//===- EmitPipeline.cpp - dist.stage regions to one program ---*- C++ -*-===//
 //
 // Part of DistOpt. Compiles a function whose body is `dist.stage` regions
 // (passes/Partition, --dist-stage-regions) into ONE program every rank of
@@ -84,8 +84,9 @@ int64_t bytesOf(RankedTensorType t) {
          (int64_t)FunctionEmitter::byteSize(t.getElementType());
 }
 
-/// Emits `static int stage<v>(dg::Program &P, void *const *in, void **out)`.
-LogicalResult emitStage(dist::StageOp stage, llvm::StringRef prefix,
+/// Emits `static int <fnName>(dg::Program &P, void *const *in, void **out)`.
+LogicalResult emitStage(dist::StageOp stage, const std::string &fnName,
+                        llvm::StringRef prefix,
                         const CodegenOptions &options, std::string &text,
                         std::string &globals) {
   Block &body = stage.getBody().front();
@@ -122,7 +123,7 @@ LogicalResult emitStage(dist::StageOp stage, llvm::StringRef prefix,
       return failure();
     e.releaseAfter(position++);
   }
-  text += "static int stage" + std::to_string(stage.getIndex()) +
+  text += "static int " + fnName +
           "(dg::Program &P, void *const *in, void **out) {\n  (void)in;\n  "
           "(void)out;\n" +
           bodyText + "  return 0;\n}\n";
@@ -279,11 +280,16 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
 
   // The stage functions.
   std::string stageText, globals;
-  for (dist::StageOp stage : stages)
-    if (failed(emitStage(stage, (ns + "s" + std::to_string(stage.getIndex()))
-                                    .str(),
-                         options, stageText, globals)))
+  // Named by position (the outline pass numbers stages in order, so this
+  // is the stage index; a hand-written module may repeat an index).
+  llvm::DenseMap<Operation *, std::string> fnOf;
+  for (auto [k, stage] : llvm::enumerate(stages)) {
+    fnOf[stage] = "stage" + std::to_string(k);
+    std::string prefix = (ns + "s" + std::to_string(k)).str();
+    if (failed(emitStage(stage, fnOf[stage], prefix, options, stageText,
+                         globals)))
       return failure();
+  }
 
   // The driver.
   std::string run;
@@ -328,7 +334,7 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
          << from.getIndex() << " (rank " << deviceOf[from]
          << ")\")) return 1; }\n";
     }
-    os << "      if (stage" << idx << "(P, in, out)) return 1;\n";
+    os << "      if (" << fnOf[stage] << "(P, in, out)) return 1;\n";
     // Sends, in (consumer stage, result) order; outputs on this rank.
     for (dist::StageOp to : stages) {
       if (to == stage)
