@@ -42,26 +42,6 @@ namespace {
 /// Tags distrt_send/recv accept: [0, 32767].
 constexpr int64_t kMaxTag = 32767;
 
-std::string escapeStr(llvm::StringRef s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += ((unsigned char)c < 32) ? ' ' : c;
-  }
-  return out;
-}
-
-std::string specOf(Value v, llvm::StringRef name) {
-  auto t = FunctionEmitter::typeOf(v);
-  std::string s = "{\"" + escapeStr(name) + "\", " +
-                  FunctionEmitter::dgType(t.getElementType()) + ", " +
-                  std::to_string(t.getRank()) + ", {";
-  for (int64_t i = 0; i < t.getRank(); ++i)
-    s += (i ? ", " : "") + std::to_string(t.getShape()[i]);
-  return s + "}}";
-}
-
 /// A descriptor of `ptr` holding a value of type `t` for distrt_send/recv:
 /// its runtime dtype, or its bytes as u8 when the ABI has no such dtype
 /// (f64, i8, i16...).
@@ -361,26 +341,13 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
   os << "    P.releaseAll();\n  }\n  return 0;\n}\n";
 
   out << "namespace " << ns << " {\n" << globals << stageText;
-  if (!inNames.empty()) {
-    out << "static const dg::TensorSpec inputs[] = {\n";
-    for (auto [k, arg] : llvm::enumerate(body.getArguments()))
-      out << "    " << specOf(arg, inNames[k]) << ",\n";
-    out << "};\n";
-  }
-  if (!outNames.empty()) {
-    out << "static const dg::TensorSpec outputs[] = {\n";
-    for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-      out << "    " << specOf(v, outNames[k]) << ",\n";
-    out << "};\n";
-  }
   out << run;
-  out << "static const dg::Model model = {\"" << escapeStr(model.name)
-      << "\", \"" << escapeStr(model.source) << "\", \""
-      << escapeStr(model.modelDir) << "\", " << inNames.size() << ", "
-      << (inNames.empty() ? "nullptr" : "inputs") << ", " << outNames.size()
-      << ", " << (outNames.empty() ? "nullptr" : "outputs")
-      << ", run, nullptr, 1, true, nullptr, " << world << ", " << outputRank
-      << "};\n";
+  ModelTableFields fields;
+  fields.collectives = true;
+  fields.world = world;
+  fields.outputRank = outputRank;
+  emitModelTable(out, model, body.getArguments(), inNames, ret.getOperands(),
+                 outNames, fields);
   out << "} // namespace " << ns << "\n\n";
   return success();
 }

@@ -51,6 +51,35 @@ static std::string spec(Value v, llvm::StringRef name) {
   return s + "}}";
 }
 
+void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
+                                      const ModelUnit &model,
+                                      ValueRange inputs,
+                                      llvm::ArrayRef<std::string> inNames,
+                                      ValueRange outputs,
+                                      llvm::ArrayRef<std::string> outNames,
+                                      const ModelTableFields &f) {
+  if (!inNames.empty()) {
+    out << "static const dg::TensorSpec inputs[] = {\n";
+    for (auto [k, v] : llvm::enumerate(inputs))
+      out << "    " << spec(v, inNames[k]) << ",\n";
+    out << "};\n";
+  }
+  if (!outNames.empty()) {
+    out << "static const dg::TensorSpec outputs[] = {\n";
+    for (auto [k, v] : llvm::enumerate(outputs))
+      out << "    " << spec(v, outNames[k]) << ",\n";
+    out << "};\n";
+  }
+  out << "static const dg::Model model = {\"" << escape(model.name) << "\", \""
+      << escape(model.source) << "\", \"" << escape(model.modelDir) << "\", "
+      << inNames.size() << ", " << (inNames.empty() ? "nullptr" : "inputs")
+      << ", " << outNames.size() << ", "
+      << (outNames.empty() ? "nullptr" : "outputs") << ", " << f.run << ", "
+      << f.apply << ", " << f.accumulation << ", "
+      << (f.collectives ? "true" : "false") << ", " << f.shards << ", "
+      << f.world << ", " << f.outputRank << "};\n";
+}
+
 LogicalResult distopt::codegen::emitOp(FunctionEmitter &e, Operation *op) {
   e.os << "  // " << FunctionEmitter::where(op) << "\n";
   LogicalResult r = failure();
@@ -233,33 +262,21 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
   out << "namespace " << ns << " {\n" << globalText << applyGlobals;
   if (collectives && !inNames.empty())
     out << "static const int shards[] = {" << shards << "};\n";
-  if (!inNames.empty()) {
-    out << "static const dg::TensorSpec inputs[] = {\n";
-    for (auto [k, arg] : llvm::enumerate(body.getArguments()))
-      out << "    " << spec(arg, inNames[k]) << ",\n";
-    out << "};\n";
-  }
-  if (!outNames.empty()) {
-    out << "static const dg::TensorSpec outputs[] = {\n";
-    for (auto [k, v] : llvm::enumerate(results))
-      out << "    " << spec(v, outNames[k]) << ",\n";
-    out << "};\n";
-  }
   out << "static int run(dg::Program &P) {\n"
       << bodyText << "  P.releaseAll();\n  return 0;\n}\n";
   if (!applyText.empty())
     out << "static int apply(dg::Program &P) {\n"
         << applyText << "  P.releaseAll();\n  return 0;\n}\n";
-  out << "static const dg::Model model = {\"" << escape(model.name) << "\", \""
-      << escape(model.source) << "\", \"" << escape(model.modelDir) << "\", "
-      << inNames.size() << ", " << (inNames.empty() ? "nullptr" : "inputs")
-      << ", " << outNames.size() << ", "
-      << (outNames.empty() ? "nullptr" : "outputs") << ", run, "
-      << (applyText.empty() ? "nullptr" : "apply") << ", "
-      << (applyText.empty() ? 1 : accumulation) << ", "
-      << (collectives ? "true" : "false") << ", "
-      << (collectives && !inNames.empty() ? "shards" : "nullptr")
-      << ", 0, 0};\n";
+  ModelTableFields fields;
+  if (!applyText.empty()) {
+    fields.apply = "apply";
+    fields.accumulation = accumulation;
+  }
+  fields.collectives = collectives;
+  if (collectives && !inNames.empty())
+    fields.shards = "shards";
+  emitModelTable(out, model, body.getArguments(), inNames, results, outNames,
+                 fields);
   out << "} // namespace " << ns << "\n\n";
   return success();
 }

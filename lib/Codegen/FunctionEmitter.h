@@ -168,6 +168,30 @@ mlir::LogicalResult emitCommOp(FunctionEmitter &e, mlir::Operation *op);
 /// (Emitter.cpp); a diagnostic on the op when it has no lowering.
 mlir::LogicalResult emitOp(FunctionEmitter &e, mlir::Operation *op);
 
+/// The run-time fields of a model's `dg::Model` table (distrt/gen/Program.h)
+/// besides its name, files and tensor specs.
+struct ModelTableFields {
+  /// Names of the generated step functions ("nullptr" for none).
+  std::string run = "run", apply = "nullptr";
+  int64_t accumulation = 1;
+  bool collectives = false;
+  /// Name of the per-input batch-shard flag array, or "nullptr".
+  std::string shards = "nullptr";
+  /// Pipeline programs: ranks the stages need and the rank with the outputs
+  /// (0, 0 otherwise).
+  unsigned world = 0, outputRank = 0;
+};
+
+/// Writes the `inputs[]` and `outputs[]` tensor specs of `inputs` /
+/// `outputs` (named `inNames` / `outNames`) and the `model` table of
+/// `model` with `fields` (Emitter.cpp); shared by single-device, data-parallel
+/// and pipeline programs.
+void emitModelTable(llvm::raw_ostream &out, const ModelUnit &model,
+                    mlir::ValueRange inputs, llvm::ArrayRef<std::string> inNames,
+                    mlir::ValueRange outputs,
+                    llvm::ArrayRef<std::string> outNames,
+                    const ModelTableFields &fields);
+
 /// Whether `func`'s body holds `dist.stage` regions (EmitPipeline.cpp).
 bool isPipelined(mlir::Operation *func);
 /// Emits a pipeline model: namespace `ns` with one function per stage and a
