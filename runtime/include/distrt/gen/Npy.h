@@ -9,6 +9,8 @@
 
 #include "distrt/gen/Common.h"
 
+#include <sys/stat.h>
+
 namespace dg {
 
 //===----------------------------------------------------------------------===//
@@ -122,6 +124,19 @@ inline int readNpy(const std::string &path, HostTensor &out, Error &err) {
   return 0;
 }
 
+/// Creates the directories above `path` that do not exist yet (mkdir -p of
+/// its parent), so `-o out/` and `--save-state ckpt/` need no prior mkdir.
+inline int makeParentDirs(const std::string &path, Error &err) {
+  for (size_t i = path.find('/', 1); i != std::string::npos;
+       i = path.find('/', i + 1)) {
+    std::string dir = path.substr(0, i);
+    if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+      return fail(err, "cannot create directory '%s': %s", dir.c_str(),
+                  strerror(errno));
+  }
+  return 0;
+}
+
 inline int writeNpy(const std::string &path, const TensorSpec &spec,
                     const void *data, Error &err) {
   std::string shape = "(";
@@ -134,6 +149,8 @@ inline int writeNpy(const std::string &path, const TensorSpec &spec,
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
+  if (makeParentDirs(path, err))
+    return 1;
   FILE *f = fopen(path.c_str(), "wb");
   if (!f)
     return fail(err, "cannot write output file '%s': %s", path.c_str(),
