@@ -14,26 +14,6 @@ namespace distopt::bench {
 
 namespace {
 
-std::string planLabel(const schedule::Plan &p) {
-  std::string s =
-      formatv("dp={0} tp={1} pp={2} mbs={3}", p.dp, p.tp, p.pp, p.mbs).str();
-  if (p.replicated()) {
-    s = "replicas=";
-    for (unsigned i = 0; i < p.replicas.size(); ++i)
-      s += (i ? "-" : "") + std::to_string(p.replicas[i]);
-    s += formatv(" pp={0} mbs={1}", p.pp, p.mbs).str();
-  }
-  if (p.pp > 1)
-    s += " " + schedule::scheduleName(p.schedule).str();
-  if (p.chunks > 1)
-    s += formatv("x{0}", p.chunks).str();
-  if (p.recompute != cost::Recompute::None)
-    s += " rc=" + cost::recomputeName(p.recompute).str();
-  if (p.zero)
-    s += formatv(" z{0}", p.zero).str();
-  return s;
-}
-
 std::string stageSplit(const search::Candidate &c) {
   std::string s;
   const schedule::PipelineCosts &pc = c.sim.costs;
@@ -152,14 +132,15 @@ bool pipedreamTable() {
       std::string syncPlan = "-";
       if (sync) {
         ts = sync->best.sim.result.iterationTime;
-        syncPlan = planLabel(sync->best.sim.plan);
+        syncPlan = search::planLabel(sync->best.sim.plan);
         ok &= dp == 0 || ts <= dp * (1 + 1e-9);
       } else {
         consumeError(sync.takeError());
       }
       outs() << formatv("{0,-10} {1,-15} {2,6} {3,-46} {4,10:F4} {5,10:F4} "
                         "{6,7:F2}x {7,7:F3}   sync: {8} {9:F4} s {10:F2}x\n",
-                        s.name, cs, batch, planLabel(r->best.sim.plan), dp, t,
+                        s.name, cs, batch,
+                        search::planLabel(r->best.sim.plan), dp, t,
                         dp > 0 ? dp / t : 0.0, r->stats.cpuSeconds, syncPlan,
                         ts, ts > 0 && dp > 0 ? dp / ts : 0.0);
     }
@@ -208,7 +189,7 @@ bool mixedTable() {
     }
     best[which] = r->best.sim.result.samplesPerSecond;
     outs() << formatv("{0,-22} {1,-46} {2,10:F4} {3,10:F1} {4,7:F3}  {5}\n",
-                      label, planLabel(r->best.sim.plan),
+                      label, search::planLabel(r->best.sim.plan),
                       r->best.sim.result.iterationTime,
                       r->best.sim.result.samplesPerSecond, r->stats.cpuSeconds,
                       stageSplit(r->best));
@@ -262,7 +243,7 @@ bool speedTable() {
                       "{7,-44} {8}\n",
                       cs.name, cs.gpus, cs.batch, r->stats.cpuSeconds, cs.target,
                       r->stats.candidates, r->stats.simulated,
-                      planLabel(r->best.sim.plan), fast ? "yes" : "NO");
+                      search::planLabel(r->best.sim.plan), fast ? "yes" : "NO");
   }
   outs() << "(CPU s: processor time of the single search thread, which is "
             "what the targets mean on a shared machine; the report also "

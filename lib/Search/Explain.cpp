@@ -104,13 +104,12 @@ json::Value search::searchReportJSON(const SearchResult &r,
   return v;
 }
 
-/// Short plan label for the table.
-static std::string label(const Candidate &c, Mode mode) {
-  const schedule::Plan &p = c.sim.plan;
+std::string distopt::search::planLabel(const schedule::Plan &p,
+                                      bool training) {
   std::string s = formatv("dp={0} tp={1} pp={2} mbs={3}", p.dp, p.tp, p.pp,
                           p.mbs)
                       .str();
-  if (mode == Mode::Infer)
+  if (!training)
     return s;
   if (p.replicated()) {
     s = "replicas=";
@@ -127,6 +126,11 @@ static std::string label(const Candidate &c, Mode mode) {
   if (p.zero)
     s += formatv(" z{0}", p.zero).str();
   return s;
+}
+
+/// Short plan label for the table.
+static std::string label(const Candidate &c, Mode mode) {
+  return planLabel(c.sim.plan, mode != Mode::Infer);
 }
 
 static double timeOf(const Candidate &c) { return c.sim.result.iterationTime; }

@@ -182,6 +182,9 @@ Breakdown breakdownOf(const sim::PlanSimulation &ps);
 /// {"plan", "estimate", "search", "alternatives"} for the report file.
 llvm::json::Value searchReportJSON(const SearchResult &r,
                                    const cost::ModelDesc &model);
+/// Short one-line label of a plan ("replicas=8/4/4 tp=1 pp=3 mbs=4 gpipe",
+/// "dp=8 tp=1 pp=2 mbs=32 2bw"); inference plans show only the degrees.
+std::string planLabel(const schedule::Plan &p, bool training = true);
 /// The --dist-explain table and the reason the winner wins.
 void printExplain(const SearchResult &r, llvm::raw_ostream &os);
 /// One-paragraph summary of the chosen plan and the search.

@@ -63,6 +63,16 @@ static bool ncclTypeOf(distrt_dtype dt, ncclDataType_t &out) {
   return false;
 }
 
+/// ncclTypeOf, or DISTRT_ERROR_UNSUPPORTED naming `fn` and the dtype.
+static distrt_status ncclType(distrt_context *ctx, const char *fn,
+                              distrt_dtype dt, ncclDataType_t &out) {
+  if (ncclTypeOf(dt, out))
+    return DISTRT_OK;
+  return setError(ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": dtype ", dtypeName(dt),
+                         " is not carried by NCCL"));
+}
+
 distrt_status ncclMakeId(distrt_context *ctx, char *id) {
   ncclUniqueId uid;
   ncclResult_t r = ncclGetUniqueId(&uid);
@@ -97,10 +107,7 @@ distrt_status ncclAllReduce(distrt_comm *comm, const void *in, void *out,
   const char *fn = "distrt_all_reduce";
   distrt_context *ctx = comm->ctx;
   ncclDataType_t type;
-  if (!ncclTypeOf(dtype, type))
-    return setError(ctx, DISTRT_ERROR_UNSUPPORTED,
-                    concat(fn, ": dtype ", dtypeName(dtype),
-                           " is not carried by NCCL"));
+  DISTRT_TRY(ncclType(ctx, fn, dtype, type));
   ncclRedOp_t red = op == DISTRT_REDUCE_SUM    ? ncclSum
                     : op == DISTRT_REDUCE_MEAN ? ncclAvg
                     : op == DISTRT_REDUCE_MAX  ? ncclMax
@@ -117,10 +124,7 @@ distrt_status ncclBcast(distrt_comm *comm, void *buf, size_t n,
   const char *fn = "distrt_broadcast";
   distrt_context *ctx = comm->ctx;
   ncclDataType_t type;
-  if (!ncclTypeOf(dtype, type))
-    return setError(ctx, DISTRT_ERROR_UNSUPPORTED,
-                    concat(fn, ": dtype ", dtypeName(dtype),
-                           " is not carried by NCCL"));
+  DISTRT_TRY(ncclType(ctx, fn, dtype, type));
   DISTRT_CUDA_ENTER(ctx);
   DISTRT_NCCL_TRY(comm, fn,
                   ncclBroadcast(buf, buf, n, type, root, handle(comm),
