@@ -5,25 +5,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SearchTestUtil.h"
+
 #include "lib/Search/Search.h"
 
 #include <gtest/gtest.h>
 
 using namespace distopt;
 using namespace distopt::search;
+using distopt::search::test::smallGpt;
 using llvm::cantFail;
 
 namespace {
-
-cost::ModelDesc smallGpt(unsigned layers, double hidden) {
-  cost::GptConfig g;
-  g.layers = layers;
-  g.hidden = hidden;
-  g.heads = 16;
-  g.seqLen = 1024;
-  g.vocab = 32000;
-  return cost::buildGpt(g);
-}
 
 cost::LayerDesc layer(const char *name, double gflops, double params) {
   cost::OpDesc op;

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SearchTestUtil.h"
+
 #include "lib/Search/Search.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -18,6 +20,7 @@
 
 using namespace distopt;
 using namespace distopt::search;
+using distopt::search::test::smallGpt;
 using schedule::ScheduleKind;
 
 namespace {
@@ -135,16 +138,6 @@ TEST(Constraints, Errors) {
   EXPECT_NE(msg("tp").find("KEY=VALUE"), std::string::npos);
   EXPECT_NE(msg("tp<=x").find("not a non-negative integer"),
             std::string::npos);
-}
-
-cost::ModelDesc smallGpt(unsigned layers, double hidden) {
-  cost::GptConfig g;
-  g.layers = layers;
-  g.hidden = hidden;
-  g.heads = 16;
-  g.seqLen = 1024;
-  g.vocab = 32000;
-  return cost::buildGpt(g);
 }
 
 /// The lower bound never exceeds the simulated time, for every schedule.

@@ -12,6 +12,7 @@
 using namespace distopt;
 using namespace distopt::schedule;
 using namespace distopt::sim;
+using distopt::sim::test::gpt;
 
 namespace {
 
@@ -131,16 +132,6 @@ TEST(ReplicatedSim, LockstepCollectivesNeverStall) {
             << scheduleName(k).str() << " m=" << m << " stages "
             << reps.size() << ": " << llvm::toString(r.takeError());
       }
-}
-
-cost::ModelDesc gpt(unsigned layers) {
-  cost::GptConfig g;
-  g.layers = layers;
-  g.hidden = 1024;
-  g.heads = 16;
-  g.seqLen = 1024;
-  g.vocab = 32000;
-  return cost::buildGpt(g);
 }
 
 TEST(ReplicatedSimulatePlan, ReplicasEqualToDpMatchTheDpPlan) {

@@ -11,6 +11,7 @@
 using namespace distopt;
 using namespace distopt::schedule;
 using namespace distopt::sim;
+using distopt::sim::test::gpt;
 using distopt::sim::test::uniform;
 
 namespace {
@@ -192,16 +193,6 @@ TEST(Simulator, Errors) {
                 .find("rank 1 waits at "
                       "recvA0.0>0"),
             std::string::npos);
-}
-
-cost::ModelDesc gpt(unsigned layers) {
-  cost::GptConfig g;
-  g.layers = layers;
-  g.hidden = 1024;
-  g.heads = 16;
-  g.seqLen = 1024;
-  g.vocab = 32000;
-  return cost::buildGpt(g);
 }
 
 TEST(SimulatePlan, EndToEndOnOneDgxNode) {

@@ -54,15 +54,6 @@ inline int takeShard(HostTensor &t, int rank, int world) {
   return 0;
 }
 
-inline std::string sanitize(const char *name) {
-  std::string s(name);
-  for (char &c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
-      c = '_';
-  return s.empty() ? std::string("_") : s;
-}
-
 inline void printSpecs(const Model &m) {
   printf("model %s (from %s)\n", m.name, m.source);
   for (int i = 0; i < m.numInputs; ++i)
@@ -73,7 +64,7 @@ inline void printSpecs(const Model &m) {
     printf("  output %s: %s %s -> %s.npy\n", m.outputs[i].name,
            dtypeInfo(m.outputs[i].dtype).name,
            shapeStr(m.outputs[i].dims, m.outputs[i].rank).c_str(),
-           sanitize(m.outputs[i].name).c_str());
+           sanitizeName(m.outputs[i].name).c_str());
 }
 
 inline int usage(const char *argv0) {
@@ -405,7 +396,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     return 1;
   }
   for (int k = 0; k < model->numOutputs && root; ++k) {
-    std::string path = outDir + "/" + sanitize(model->outputs[k].name) + ".npy";
+    std::string path =
+        outDir + "/" + sanitizeName(model->outputs[k].name) + ".npy";
     if (writeNpy(path, P.outputs[k].spec, P.outputs[k].data.data(), P.err)) {
       fprintf(stderr, "error: %s\n", P.err.message.c_str());
       return 1;

@@ -12,6 +12,17 @@
 
 namespace dg {
 
+/// The file stem of a tensor name: every character outside
+/// [A-Za-z0-9_.-] becomes '_' (outputs and saved state, docs/codegen.md).
+inline std::string sanitizeName(const std::string &name) {
+  std::string s(name);
+  for (char &c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      c = '_';
+  return s.empty() ? std::string("_") : s;
+}
+
 //===----------------------------------------------------------------------===//
 // Execution state of one model run
 //===----------------------------------------------------------------------===//
@@ -151,14 +162,6 @@ struct Program {
     for (Persistent &b : persistent)
       distrt_free(ctx, b.ptr);
     persistent.clear();
-  }
-  static std::string sanitizeName(const std::string &name) {
-    std::string s(name);
-    for (char &c : s)
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-            (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
-        c = '_';
-    return s.empty() ? std::string("_") : s;
   }
   /// Fills a buffer of `n` elements of type T with `value`.
   template <typename T> int fillValue(T *dst, int64_t n, T value);
