@@ -28,7 +28,8 @@ def write(path, dt, shape, values):
         f.write(struct.pack("<%d%s" % (n, code), *data))
 
 
-def show(path):
+def load(path):
+    """(descr, shape, flat values) of an .npy file."""
     with open(path, "rb") as f:
         raw = f.read()
     hlen = struct.unpack("<H", raw[8:10])[0]
@@ -38,27 +39,19 @@ def show(path):
     for d in header["shape"]:
         n *= d
     vals = struct.unpack("<%d%s" % (n, code), raw[10 + hlen:])
-    print("dtype", header["descr"], "shape", list(header["shape"]))
-    print(" ".join(("%.6g" % v) if code in "fd" else str(int(v)) for v in vals))
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "write":
-        write(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
-    elif sys.argv[1] == "print":
-        show(sys.argv[2])
+    return header["descr"], list(header["shape"]), list(vals)
 
 
 def read(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    hlen = struct.unpack("<H", raw[8:10])[0]
-    header = ast.literal_eval(raw[10:10 + hlen].decode())
-    code = {v[0]: v[1] for v in FMT.values()}[header["descr"]]
-    n = 1
-    for d in header["shape"]:
-        n *= d
-    return list(header["shape"]), list(struct.unpack("<%d%s" % (n, code), raw[10 + hlen:]))
+    _, shape, vals = load(path)
+    return shape, vals
+
+
+def show(path):
+    descr, shape, vals = load(path)
+    code = {v[0]: v[1] for v in FMT.values()}[descr]
+    print("dtype", descr, "shape", shape)
+    print(" ".join(("%.6g" % v) if code in "fd" else str(int(v)) for v in vals))
 
 
 def check_mlp(weights, xpath, ypath):
@@ -81,5 +74,10 @@ def check_mlp(weights, xpath, ypath):
     sys.exit(0 if worst < 1e-4 else 1)
 
 
-if __name__ == "__main__" and sys.argv[1] == "check-mlp":
-    check_mlp(*sys.argv[2:5])
+if __name__ == "__main__":
+    if sys.argv[1] == "write":
+        write(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    elif sys.argv[1] == "print":
+        show(sys.argv[2])
+    elif sys.argv[1] == "check-mlp":
+        check_mlp(*sys.argv[2:5])
