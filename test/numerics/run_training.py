@@ -57,6 +57,26 @@ CASES = {
 }
 
 
+def train_program(compiler, model, train, feeds, stem, outdir, extra=(), save=True):
+    """Compiles `model` with --train="TRAIN" (and `extra` flags), runs STEPS
+    steps on `feeds` and, with `save`, saves the end state in `outdir`.
+    Returns (the STEPS losses, None) or (None, what went wrong)."""
+    exe = outdir + ".bin"
+    p = subprocess.run([compiler, model, f"--train={train}", "-o", exe] + list(extra),
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, "dist-compile: " + p.stderr[-1500:]
+    run_extra = ["--steps", str(STEPS)] + (["--save-state", outdir] if save else [])
+    rc, text = common.run_program(exe, stem, feeds, outdir, extra=run_extra)
+    if rc != 0:
+        return None, text[-1500:]
+    curve = np.array([float(m.group(1)) for m in
+                      re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
+    if len(curve) != STEPS:
+        return None, f"expected {STEPS} loss lines, got {len(curve)}"
+    return curve, None
+
+
 def mlp_reference(x, t, opt):
     raw = np.fromfile(WEIGHTS, dtype="<f4")
     w = {"w1": raw[0:128].reshape(8, 16).astype(np.float64),
@@ -119,23 +139,11 @@ def mixed_precision_checks(compiler, work, x, t):
     want, _ = mlp_reference(x, t, dict(kind="sgd", lr=0.1, momentum=0.0))
 
     def train(case, flags):
-        exe = os.path.join(work, case + ".bin")
-        p = subprocess.run([compiler, MLP, "--input-shape=x:4x8",
-                            f"--train=loss=mse:target optimizer=sgd lr=0.1 {flags}",
-                            "-o", exe], capture_output=True, text=True)
-        if p.returncode != 0:
-            return None, None, "dist-compile: " + p.stderr[-1500:]
         outdir = os.path.join(work, case)
-        rc, text = common.run_program(exe, "mlp_external", [("x", x), ("target", t)],
-                                      outdir, extra=["--steps", str(STEPS),
-                                                     "--save-state", outdir])
-        if rc != 0:
-            return None, None, text[-1500:]
-        got = np.array([float(m.group(1)) for m in
-                        re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
-        if len(got) != STEPS:
-            return None, None, f"expected {STEPS} loss lines, got {len(got)}"
-        return got, outdir, None
+        got, err = train_program(compiler, MLP, f"loss=mse:target optimizer=sgd lr=0.1 {flags}",
+                                 [("x", x), ("target", t)], "mlp_external", outdir,
+                                 ["--input-shape=x:4x8"])
+        return got, outdir, err
 
     for mp, tol in MIXED.items():
         case = f"mlp_sgd_{mp}"
@@ -201,18 +209,11 @@ def gpt2_mixed_checks(compiler, work):
              ("labels", rng.integers(0, 512, (1, 32)).astype(np.int64))]
     curves, results = {}, []
     for mp in ("none", "bf16", "fp16"):
-        exe = os.path.join(work, f"gpt2_{mp}.bin")
-        p = subprocess.run([compiler, GPT2, "--train=loss=softmax-cross-entropy:labels "
-                            f"optimizer=adam lr=0.001 mixed-precision={mp}", "-o", exe],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            curves[mp] = "dist-compile: " + p.stderr[-1500:]
-            continue
-        rc, text = common.run_program(exe, "gpt2", feeds, os.path.join(work, f"gpt2_{mp}"),
-                                      extra=["--steps", str(STEPS)])
-        curve = np.array([float(m.group(1)) for m in
-                          re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
-        curves[mp] = curve if rc == 0 and len(curve) == STEPS else text[-1500:]
+        curve, err = train_program(
+            compiler, GPT2, "loss=softmax-cross-entropy:labels optimizer=adam lr=0.001 "
+            f"mixed-precision={mp}", feeds, "gpt2", os.path.join(work, f"gpt2_{mp}"),
+            save=False)
+        curves[mp] = curve if err is None else err
     for mp in ("bf16", "fp16"):
         case, got, ref = f"gpt2_adam_{mp}", curves.get(mp), curves.get("none")
         if isinstance(ref, str) or isinstance(got, str):
@@ -344,16 +345,14 @@ def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
         print(f"{'ok  ' if ok else 'FAIL'} {name} gradient along {label} direction: "
               f"backward {analytic:.6f}, central difference {numeric:.6f} (rel {rel:.1e})")
     # (3) Adam lowers the loss over 20 steps.
-    exe2 = os.path.join(work, f"{name}_adam.bin")
-    p = subprocess.run([compiler, GPT2, "--train=loss=softmax-cross-entropy:labels "
-                        "optimizer=adam lr=0.001", "-o", exe2] + extra,
-                       capture_output=True, text=True)
-    rc, text = common.run_program(exe2, stem, feeds, os.path.join(work, f"{name}_adam"),
-                                  extra=["--steps", str(STEPS)])
-    curve = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss (\S+)", text, re.M)]
-    ok = rc == 0 and len(curve) == STEPS and all(b < a for a, b in zip(curve, curve[1:]))
+    curve, err = train_program(compiler, GPT2,
+                               "loss=softmax-cross-entropy:labels optimizer=adam lr=0.001",
+                               feeds, stem, os.path.join(work, f"{name}_adam"), extra,
+                               save=False)
+    curve = [] if curve is None else list(curve)
+    ok = err is None and all(b < a for a, b in zip(curve, curve[1:]))
     results.append((f"{name}_adam_20_steps", "passed" if ok else "failed",
-                    f"loss {curve[:1]} -> {curve[-1:]}" if curve else text[-800:]))
+                    f"loss {curve[:1]} -> {curve[-1:]}" if curve else err[-800:]))
     print(f"{'ok  ' if ok else 'FAIL'} {name} Adam 20 steps: loss "
           f"{curve[0] if curve else float('nan'):.4f} -> {curve[-1] if curve else float('nan'):.4f} "
           "(monotone)")
@@ -422,25 +421,18 @@ def torch_checks(compiler, work, name, model_path, feeds, extra, exclude, rtol):
         case = f"{name}_{opt}_vs_pytorch"
         flags = flags.format(lr=TORCH_SGD_LR[name])
         torch_args = [a.format(lr=TORCH_SGD_LR[name]) for a in torch_args]
-        exe = os.path.join(work, f"{name}_{opt}_torch.bin")
-        p = subprocess.run([compiler, model_path,
-                            f"--train=loss=softmax-cross-entropy:labels {flags}", "-o", exe]
-                           + extra, capture_output=True, text=True)
-        if p.returncode != 0:
-            results.append((case, "failed", "dist-compile: " + p.stderr[-1500:]))
-            print(f"FAIL {case}: dist-compile failed")
-            continue
         outdir = os.path.join(work, f"{name}_{opt}_torch")
-        rc, text = common.run_program(exe, stem, feeds, outdir,
-                                      extra=["--steps", str(STEPS), "--save-state", outdir])
+        got, err = train_program(compiler, model_path,
+                                 f"loss=softmax-cross-entropy:labels {flags}", feeds, stem,
+                                 outdir, extra)
         ref_path = os.path.join(work, f"{name}_{opt}_ref.npz")
         ref = subprocess.run([TORCH_PYTHON, TORCH_REFERENCE, "--model", model_path,
                               "--steps", str(STEPS), "--out", ref_path,
                               "--exclude", ",".join(frozen)] + feed_args + torch_args,
                              capture_output=True, text=True)
         errors = []
-        if rc != 0:
-            errors.append("program: " + text[-1000:])
+        if err is not None:
+            errors.append("program: " + err[-1000:])
         if ref.returncode != 0:
             errors.append("torch_reference.py: " + ref.stderr[-1000:])
         if errors:
@@ -448,15 +440,9 @@ def torch_checks(compiler, work, name, model_path, feeds, extra, exclude, rtol):
             print(f"FAIL {case}: " + "; ".join(errors))
             continue
         want = np.load(ref_path)
-        got = np.array([float(m.group(1)) for m in
-                        re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
-        curve = float("nan")
-        if len(got) != STEPS:
-            errors.append(f"expected {STEPS} loss lines, got {len(got)}")
-        else:
-            curve = np.max(np.abs(got - want["losses"]) / np.abs(want["losses"]))
-            if curve > rtol:
-                errors.append(f"loss curve: max relative error {curve:.2e}")
+        curve = np.max(np.abs(got - want["losses"]) / np.abs(want["losses"]))
+        if curve > rtol:
+            errors.append(f"loss curve: max relative error {curve:.2e}")
         params = [k for k in want.files if k != "losses" and not k.startswith("gradmax/")]
         scale = max(float(np.max(want["gradmax/" + k])) for k in params)
         worst, worst_name, worst_elem, no_signal = 0.0, "", 0.0, 0
@@ -502,31 +488,18 @@ def main():
     compiler = common.tool(args.build, "dist-compile")
     for name, (flags, opt) in CASES.items():
         case = f"mlp_{name}"
-        exe = os.path.join(work, case + ".bin")
-        p = subprocess.run([compiler, MLP, "--input-shape=x:4x8",
-                            f"--train=loss=mse:target {flags}", "-o", exe],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            results.append((case, "failed", "dist-compile: " + p.stderr[-1500:]))
-            continue
         outdir = os.path.join(work, case)
-        rc, text = common.run_program(exe, "mlp_external",
-                                      [("x", x), ("target", t)], outdir,
-                                      extra=["--steps", str(STEPS),
-                                             "--save-state", outdir])
-        if rc != 0:
-            results.append((case, "failed", text[-1500:]))
+        got, err = train_program(compiler, MLP, f"loss=mse:target {flags}",
+                                 [("x", x), ("target", t)], "mlp_external", outdir,
+                                 ["--input-shape=x:4x8"])
+        if err is not None:
+            results.append((case, "failed", err))
             continue
-        got = np.array([float(m.group(1)) for m in
-                        re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
         want, wref = mlp_reference(x, t, opt)
         errors = []
-        if len(got) != STEPS:
-            errors.append(f"expected {STEPS} loss lines, got {len(got)}")
-        else:
-            rel = np.max(np.abs(got - want) / np.abs(want))
-            if rel > args.rtol:
-                errors.append(f"loss curve: max relative error {rel:.2e}")
+        curve = np.max(np.abs(got - want) / np.abs(want))
+        if curve > args.rtol:
+            errors.append(f"loss curve: max relative error {curve:.2e}")
         worst = 0.0
         for k, ref in wref.items():
             w = np.load(os.path.join(outdir, k + ".npy")).astype(np.float64)
@@ -536,8 +509,7 @@ def main():
             errors.append(f"end weights: max relative error {worst:.2e}")
         status = "failed" if errors else "passed"
         print(f"{'ok  ' if not errors else 'FAIL'} {case}: loss {want[0]:.5f} -> "
-              f"{want[-1]:.5f}, curve max rel err "
-              f"{np.max(np.abs(got - want) / np.abs(want)) if len(got) == STEPS else float('nan'):.1e}, "
+              f"{want[-1]:.5f}, curve max rel err {curve:.1e}, "
               f"weights max rel err {worst:.1e}" + ("; " + "; ".join(errors) if errors else ""))
         results.append((case, status, "; ".join(errors)))
     results += mixed_precision_checks(compiler, work, x, t)
