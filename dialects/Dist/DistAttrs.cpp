@@ -314,6 +314,7 @@ cluster::Cluster ClusterAttr::toCluster() const {
   for (DeviceKindAttr kind : getKinds()) {
     cluster::DeviceSpec dev;
     dev.name = kind.getName().str();
+    dev.efficiency = cluster::defaultEfficiencies();
     dev.memoryBytes = static_cast<double>(kind.getMemory());
     dev.memoryBandwidth = kind.getBandwidth().convertToDouble();
     for (NamedAttribute entry : kind.getFlops()) {

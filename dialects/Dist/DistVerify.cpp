@@ -19,6 +19,8 @@ using Cluster = DistDialect::ClusterAttrHelper;
 using Plan = DistDialect::PlanAttrHelper;
 using Layer = DistDialect::LayerAttrHelper;
 using VirtualStage = DistDialect::VirtualStageAttrHelper;
+using ActionList = DistDialect::ActionListAttrHelper;
+using TrainPhase = DistDialect::TrainPhaseAttrHelper;
 using Tp = DistDialect::TpAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
@@ -79,6 +81,38 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                << stage << " but the module's plan has "
                << plan.getNumVirtualStages() << " virtual stages (pp = "
                << plan.getPp() << ", chunks = " << plan.getChunks() << ")";
+    return success();
+  }
+  if (name == ActionList::getNameStr()) {
+    if (!isa<func::FuncOp>(op))
+      return op->emitOpError("'dist.action_list' marks the program of one "
+                             "action list, a func.func (dist-partition "
+                             "writes it)");
+    if (failed(verifyIndex(op, attr, "action list index")))
+      return failure();
+    int64_t list = cast<IntegerAttr>(attr.getValue()).getInt();
+    if (PlanAttr plan = enclosingPlan(op)) {
+      schedule::RankLayout layout = plan.getLayout();
+      int64_t lists = layout.replicated()
+                          ? static_cast<int64_t>(layout.numSlots())
+                          : layout.pp;
+      if (list >= lists)
+        return op->emitOpError("'dist.action_list' is ")
+               << list << " but the module's plan has " << lists
+               << " action lists";
+    }
+    return success();
+  }
+  if (name == TrainPhase::getNameStr()) {
+    auto phase = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !phase ||
+        !llvm::is_contained({"forward", "backward_input", "backward_weight"},
+                            phase.getValue()))
+      return op->emitOpError("'dist.train_phase' marks the function of one "
+                             "stage's forward, backward_input or "
+                             "backward_weight work (dist-partition writes "
+                             "it), got ")
+             << attr.getValue();
     return success();
   }
   if (name == Tp::getNameStr()) {

@@ -71,6 +71,14 @@ bool parseOpClass(StringRef s, OpClass &out) {
   return false;
 }
 
+std::array<double, kNumOpClasses> defaultEfficiencies() {
+  std::array<double, kNumOpClasses> e;
+  e.fill(0.5);
+  e[static_cast<unsigned>(OpClass::MatMul)] = 0.75;
+  e[static_cast<unsigned>(OpClass::Conv)] = 0.6;
+  return e;
+}
+
 double DeviceSpec::peak(DType t) const {
   double p = peakFlops[static_cast<unsigned>(t)];
   if (p > 0)

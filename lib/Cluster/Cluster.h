@@ -52,6 +52,10 @@ constexpr unsigned kNumOpClasses = 10;
 llvm::StringRef opClassName(OpClass c);
 bool parseOpClass(llvm::StringRef s, OpClass &out);
 
+/// The achievable fractions of peak a device description that gives none
+/// gets: matmul 0.75, convolution 0.6, every other op class 0.5.
+std::array<double, kNumOpClasses> defaultEfficiencies();
+
 /// One kind of accelerator or CPU.
 struct DeviceSpec {
   std::string name;

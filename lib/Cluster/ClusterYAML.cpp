@@ -157,14 +157,6 @@ static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field) {
 }
 
 /// Efficiencies used when a device file does not give one.
-static std::array<double, kNumOpClasses> defaultEfficiencies() {
-  std::array<double, kNumOpClasses> e;
-  e.fill(0.5);
-  e[static_cast<unsigned>(OpClass::MatMul)] = 0.75;
-  e[static_cast<unsigned>(OpClass::Conv)] = 0.6;
-  return e;
-}
-
 static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
   DeviceSpec d;
   d.efficiency = defaultEfficiencies();

@@ -33,9 +33,12 @@ FailureOr<func::FuncOp> planning::plannedFunction(ModuleOp module,
   func::FuncOp found;
   auto stageAttr =
       dist::DistDialect::VirtualStageAttrHelper(module.getContext());
+  auto listAttr = dist::DistDialect::ActionListAttrHelper(module.getContext());
   for (auto f : module.getOps<func::FuncOp>()) {
-    // Stage functions are parts of the planned function, not candidates.
-    if (f.isExternal() || stageAttr.isAttrPresent(f))
+    // Stage functions and per-list programs are parts of the planned
+    // function, not candidates.
+    if (f.isExternal() || stageAttr.isAttrPresent(f) ||
+        listAttr.isAttrPresent(f))
       continue;
     if (found)
       return emitError(module.getLoc())

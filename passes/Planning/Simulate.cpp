@@ -125,8 +125,13 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
       return failure();
     cost::CostModel cm = machine->costModel();
     search::SearchOptions so;
+    // A training plan is simulated with its materialized schedule; the
+    // forward stream of its stages (an inference program) predicts nothing
+    // about training, and inference is estimated in closed form.
+    const schedule::Schedule *lists =
+        *given && !(*given)->forwardOnly ? &**given : nullptr;
     llvm::Expected<search::Candidate> cand = search::evaluatePlan(
-        *model, machine->cluster, cm, plan, so, *given ? &**given : nullptr);
+        *model, machine->cluster, cm, plan, so, lists);
     if (!cand)
       return emitError(module.getLoc()) << llvm::toString(cand.takeError());
 

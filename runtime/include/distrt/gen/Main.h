@@ -73,8 +73,6 @@ inline int usage(const char *argv0) {
           "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
           "[--load-state DIR] "
           "(--save-state DIR/{rank}: every data-parallel rank saves) "
-          "[--microbatches M] (pipeline programs: inputs hold M x the "
-          "compiled batch) "
           "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
@@ -88,7 +86,6 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::vector<std::string> args;
   bool list = false, printSteps = false;
   int repeat = 1;
-  long long microbatches = 1;
   std::string saveDir, loadDir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -120,17 +117,6 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         return 2;
       repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
       printSteps = true;
-    } else if (a == "--microbatches") {
-      std::string r;
-      if (!value(r))
-        return 2;
-      char *end = nullptr;
-      microbatches = strtoll(r.c_str(), &end, 10);
-      if (*end || microbatches < 1) {
-        fprintf(stderr, "error: --microbatches needs a positive count, got "
-                        "'%s'\n", r.c_str());
-        return 2;
-      }
     } else if (a == "--save-state") {
       if (!value(saveDir))
         return 2;
@@ -181,27 +167,32 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::string who =
       world > 1 ? "rank " + std::to_string(rank) + ": " : std::string();
   bool pipeline = model->pipelineRanks > 0;
-  if (microbatches > 1 && !pipeline) {
-    fprintf(stderr,
-            "error: --microbatches streams micro-batches through pipeline "
-            "stages; model %s has no dist.stage regions (compile the output "
-            "of dist-opt --dist-plan=pp=N --dist-stage-regions)\n",
-            model->name);
-    return 2;
-  }
   if (pipeline && world != model->pipelineRanks) {
     fprintf(stderr,
-            "error: %smodel %s is a pipeline of %d stage(s), one per rank "
-            "(ranks 0..%d), but the job runs %d rank(s); launch it with "
-            "mpirun -np %d\n",
+            "error: %smodel %s is planned for %d rank(s) (ranks 0..%d), but "
+            "the job runs %d rank(s); launch it with mpirun -np %d\n",
             who.c_str(), model->name, model->pipelineRanks,
             model->pipelineRanks - 1, world, model->pipelineRanks);
     return 1;
   }
-  P.microbatches = microbatches;
+  // Pipeline ranks own different stages' weights and state: each saves and
+  // loads its own folder.
+  for (const std::string *dir : {&saveDir, &loadDir})
+    if (pipeline && world > 1 && !dir->empty() &&
+        dir->find("{rank}") == std::string::npos) {
+      fprintf(stderr,
+              "error: %s%s '%s': the ranks of a pipeline hold different "
+              "stages' weights and state; name one folder per rank with "
+              "{rank} in it, e.g. '%s/{rank}'\n",
+              who.c_str(), dir == &saveDir ? "--save-state" : "--load-state",
+              dir->c_str(), dir->c_str());
+      return 2;
+    }
   P.weightsDir = weightsDir;
   P.modelDir = model->modelDir;
   P.stateDir = loadDir;
+  if (size_t at = P.stateDir.find("{rank}"); at != std::string::npos)
+    P.stateDir.replace(at, 6, std::to_string(rank));
   P.inputs.resize(model->numInputs);
   std::vector<bool> given(model->numInputs, false);
   int next = 0;
@@ -267,29 +258,6 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       takeShard(got, rank, world);
       continue;
     }
-    // Pipelines: the file holds every micro-batch's rows.
-    if (pipeline && microbatches > 1) {
-      TensorSpec all = want;
-      all.dims[0] *= microbatches;
-      bool ok = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
-      for (int d = 0; ok && d < want.rank; ++d)
-        ok = got.spec.dims[d] == all.dims[d];
-      if (!ok) {
-        fprintf(stderr,
-                "error: %sinput '%s' from '%s': expected %s %s (%lld "
-                "micro-batch(es) x the compiled batch %s along dim 0), got "
-                "%s %s. Give --microbatches times the compiled rows, or "
-                "recompile with dist-compile --input-shape=%s:...\n",
-                who.c_str(), want.name, file.c_str(),
-                dtypeInfo(want.dtype).name,
-                shapeStr(all.dims, all.rank).c_str(), microbatches,
-                shapeStr(want.dims, want.rank).c_str(),
-                dtypeInfo(got.spec.dtype).name,
-                shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name);
-        return 1;
-      }
-      continue;
-    }
     // A one-element array stands for a scalar input (rank 0) and back.
     if (!same && got.spec.dtype == want.dtype && got.spec.numel() == 1 &&
         want.numel() == 1 && (got.spec.rank == 0 || want.rank == 0))
@@ -350,8 +318,6 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   P.outputs.resize(model->numOutputs);
   for (int k = 0; k < model->numOutputs; ++k) {
     P.outputs[k].spec = model->outputs[k];
-    if (pipeline)
-      P.outputs[k].spec.dims[0] *= microbatches;
     P.outputs[k].data.resize(P.outputs[k].spec.bytes());
   }
   int rc = 0;
@@ -386,6 +352,12 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     saveDir.replace(at, 6, std::to_string(P.rank));
   if (!rc && (root || perRank) && !saveDir.empty() && P.saveState(saveDir))
     rc = 1;
+  if (rc && P.comm && world > 1) {
+    // Peers may be waiting on this rank: end the whole job.
+    fprintf(stderr, "error: %smodel %s: %s; ending the job's other ranks\n",
+            who.c_str(), model->name, P.err.message.c_str());
+    distrt_comm_abort(P.comm, 1);
+  }
   P.releaseAll();
   P.releasePersistent();
   distrt_comm_destroy(P.comm);
