@@ -80,6 +80,13 @@ static DeviceSpec h200() {
                     kGpuMatmulEff, kGpuConvEff, kGpuOtherEff, kGpuMemEff,
                     kGpuLaunchUs, kGpuHalfGflops);
 }
+/// HGX B200 (1000 W): dense 2250 TF bf16, 4500 TF fp8, 180 GB HBM3e at
+/// 8 TB/s (NVIDIA HGX B200 datasheet).
+static DeviceSpec b200() {
+  return makeDevice("b200", {80, 1100, 2250, 2250, 4500, 4500}, 180, 8000,
+                    kGpuMatmulEff, kGpuConvEff, kGpuOtherEff, kGpuMemEff,
+                    kGpuLaunchUs, kGpuHalfGflops);
+}
 static DeviceSpec v100(StringRef name, double memGB) {
   return makeDevice(name, {15.7, 0, 125, 0, 0, 0}, memGB, 900, kGpuMatmulEff,
                     kGpuConvEff, kGpuOtherEff, kGpuMemEff, kGpuLaunchUs,
@@ -130,6 +137,32 @@ static const Preset kPresets[] = {
                           h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
                           makeLink("infiniband", 50, 5, 0.9));
      }},
+    {"dgx-h100-roce", 1,
+     [](unsigned n) {
+       // The same nodes on 400 Gb/s RoCE v2 (one NIC per GPU). Meta trained
+       // Llama 3 on both a RoCE and an InfiniBand 400 Gb/s fabric and tuned
+       // them to the same performance (Llama 3 paper, Sec. 3.3), so the
+       // figures are the InfiniBand ones.
+       return homogeneous("dgx-h100-roce",
+                          "DGX H100 nodes: 8 GPUs on NVSwitch (NVLink4), 8x "
+                          "400 Gb/s RoCE per node",
+                          h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
+                          makeLink("roce", 50, 5, 0.9));
+     }},
+    {"h100-roce-pods", 384,
+     [](unsigned n) {
+       // Meta's Llama 3 cluster (Llama 3 paper, Sec. 3.3.1): H100 servers
+       // on 400 Gb/s RoCE in a three-layer Clos; 3072 GPUs (384 servers)
+       // per pod with full bisection, 1:7 oversubscription between pods.
+       Cluster c = homogeneous("h100-roce-pods",
+                               "H100 servers on 400 Gb/s RoCE, pods of 384 "
+                               "nodes, 1:7 oversubscribed between pods",
+                               h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
+                               makeLink("roce", 50, 5, 0.9));
+       c.nodesPerRack = 384;
+       c.rackOversubscription = 7;
+       return c;
+     }},
     {"dgx-h200", 1,
      [](unsigned n) {
        // NVLS reductions reach ~475 GB/s busbw, above the 450 GB/s link.
@@ -137,6 +170,17 @@ static const Preset kPresets[] = {
                           "DGX H200 nodes: 8 GPUs on NVSwitch (NVLink4, NVLS), "
                           "8x NDR 400 Gb/s per node",
                           h200(), 8, n, makeLink("nvlink", 450, 3, 1.0),
+                          makeLink("infiniband", 50, 5, 0.9));
+     }},
+    {"dgx-b200", 1,
+     [](unsigned n) {
+       // NVLink5: 1.8 TB/s bidirectional per GPU. The collective efficiency
+       // is the H100 ring figure carried over (no published B200 nccl-tests
+       // figure is used). 8x 400 Gb/s ConnectX-7 per node.
+       return homogeneous("dgx-b200",
+                          "DGX B200 nodes: 8 GPUs on NVSwitch (NVLink5), 8x "
+                          "400 Gb/s InfiniBand per node",
+                          b200(), 8, n, makeLink("nvlink", 900, 3, 0.82),
                           makeLink("infiniband", 50, 5, 0.9));
      }},
     {"dgx-v100", 1,
