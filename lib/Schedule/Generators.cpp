@@ -249,16 +249,18 @@ std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
           {a, a.peer >= 0 ? static_cast<int32_t>(t + plan.tp * a.peer) : -1});
     return out;
   }
-  unsigned t = rank % plan.tp, d = (rank / plan.tp) % plan.dp;
-  unsigned stage = rank / (plan.tp * plan.dp);
+  unsigned t = rank % plan.tp, c = (rank / plan.tp) % plan.cp;
+  unsigned d = (rank / (plan.tp * plan.cp)) % plan.dp;
+  unsigned stage = rank / (plan.tp * plan.cp * plan.dp);
   if (stage >= s.devices.size() || stage >= plan.pp)
     return {};
   std::vector<RankAction> out;
   out.reserve(s.devices[stage].size());
   for (const Action &a : s.devices[stage])
-    out.push_back({a, a.peer >= 0
-                          ? static_cast<int32_t>(globalRank(plan, a.peer, d, t))
-                          : -1});
+    out.push_back(
+        {a, a.peer >= 0
+                ? static_cast<int32_t>(globalRank(plan, a.peer, d, t, c))
+                : -1});
   return out;
 }
 

@@ -76,6 +76,14 @@ std::string Plan::str() const {
                           dp, tp, pp, mbs, scheduleName(schedule), chunks,
                           recomputeName(recompute), zero)
                       .str();
+  if (cp != 1)
+    s += formatv(",cp={0}", cp).str();
+  if (ep != 1)
+    s += formatv(",ep={0}", ep).str();
+  if (sp)
+    s += ",sp=1";
+  if (expertImbalance != 1)
+    s += formatv(",expert_imbalance={0}", expertImbalance).str();
   if (!scatterGather)
     s += ",sg=0";
   if (!overlapP2P)
@@ -131,6 +139,21 @@ Expected<Plan> parsePlan(StringRef spec) {
       e = number(p.pp, 1);
     else if (key == "mbs")
       e = number(p.mbs, 1);
+    else if (key == "cp")
+      e = number(p.cp, 1);
+    else if (key == "ep")
+      e = number(p.ep, 1);
+    else if (key == "sp") {
+      unsigned v = 0;
+      e = number(v, 0);
+      p.sp = v != 0;
+    } else if (key == "expert_imbalance") {
+      if (value.getAsDouble(p.expertImbalance) || !(p.expertImbalance >= 1) ||
+          p.expertImbalance > 1000)
+        return planError(spec, "'expert_imbalance=" + value +
+                                   "' must be a number >= 1 (the busiest "
+                                   "expert rank's tokens over the mean)");
+    }
     else if (key == "chunks")
       e = number(p.chunks, 1);
     else if (key == "zero") {
@@ -189,9 +212,10 @@ Expected<Plan> parsePlan(StringRef spec) {
       }
     } else {
       e = planError(spec, "unknown key '" + key +
-                              "'; known: dp, tp, pp, mbs, schedule, chunks, "
-                              "recompute, zero, sg, p2p_overlap, grad_overlap, uneven, "
-                              "stages, replicas");
+                              "'; known: dp, tp, pp, cp, ep, sp, mbs, "
+                              "schedule, chunks, recompute, zero, sg, "
+                              "p2p_overlap, grad_overlap, uneven, "
+                              "expert_imbalance, stages, replicas");
     }
     if (e)
       return std::move(e);
@@ -212,7 +236,17 @@ Expected<Plan> parsePlan(StringRef spec) {
     if (p.chunks != 1)
       return planError(spec, "replicas needs chunks=1: a replicated stage "
                              "cannot also be an interleaved chunk");
+    if (p.cp != 1 || p.ep != 1)
+      return planError(spec, "replicas needs cp=1 and ep=1: context and "
+                             "expert parallelism over uneven replica groups "
+                             "are not modelled");
   }
+  if (p.dp % p.ep != 0)
+    return planError(spec, formatv("ep={0} must divide dp={1}: the expert-"
+                                   "parallel group is ep of the data-parallel "
+                                   "replicas",
+                                   p.ep, p.dp)
+                               .str());
   return p;
 }
 
@@ -250,8 +284,9 @@ std::vector<unsigned> balancedCuts(const std::vector<double> &cost,
   return cuts;
 }
 
-unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t) {
-  return t + plan.tp * (d + plan.firstSlot(s));
+unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t,
+                    unsigned c) {
+  return t + plan.tp * (c + plan.cp * (d + plan.firstSlot(s)));
 }
 
 GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
@@ -265,6 +300,12 @@ GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
   g.inter = c.network;
   if (g.inter.bandwidth <= 0)
     g.inter = g.intra;
+  // A group spanning racks crosses the oversubscribed uplinks.
+  for (unsigned r : ranks)
+    if (c.rackOf(r) != c.rackOf(ranks.front())) {
+      g.inter.bandwidth /= c.rackOversubscription;
+      break;
+    }
   return g;
 }
 
@@ -275,11 +316,59 @@ GroupShape tensorGroup(const Plan &p, const Cluster &c, unsigned s) {
   return shapeOf(c, ranks);
 }
 
+GroupShape contextGroup(const Plan &p, const Cluster &c, unsigned s) {
+  std::vector<unsigned> ranks;
+  for (unsigned k = 0; k < p.cp; ++k)
+    ranks.push_back(globalRank(p, s, 0, 0, k));
+  return shapeOf(c, ranks);
+}
+
 GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned d = 0; d < p.replicasOf(s); ++d)
+    for (unsigned k = 0; k < p.cp; ++k)
+      ranks.push_back(globalRank(p, s, d, 0, k));
+  return shapeOf(c, ranks);
+}
+
+GroupShape expertGroup(const Plan &p, const Cluster &c, unsigned s) {
+  std::vector<unsigned> ranks;
+  for (unsigned d = 0; d < p.ep; ++d)
     ranks.push_back(globalRank(p, s, d, 0));
   return shapeOf(c, ranks);
+}
+
+GroupShape expertDataGroup(const Plan &p, const Cluster &c, unsigned s) {
+  std::vector<unsigned> ranks;
+  for (unsigned d = 0; d < p.replicasOf(s); d += p.ep)
+    for (unsigned k = 0; k < p.cp; ++k)
+      ranks.push_back(globalRank(p, s, d, 0, k));
+  return shapeOf(c, ranks);
+}
+
+ExecConfig execConfig(const Plan &p, const Cluster &c, unsigned s) {
+  ExecConfig x;
+  x.tp = tensorGroup(p, c, s);
+  x.cp = contextGroup(p, c, s);
+  x.ep = expertGroup(p, c, s);
+  x.sp = p.sp && p.tp > 1;
+  x.mbs = p.mbs;
+  x.recompute = p.recompute;
+  x.expertImbalance = p.expertImbalance;
+  return x;
+}
+
+MemoryConfig memoryConfig(const Plan &p, const MemoryConfig &base) {
+  MemoryConfig m = base;
+  m.dp = p.dp;
+  m.tp = p.tp;
+  m.cp = p.cp;
+  m.ep = p.ep;
+  m.sp = p.sp && p.tp > 1;
+  m.zero = p.zero;
+  m.recompute = p.recompute;
+  m.expertImbalance = p.expertImbalance;
+  return m;
 }
 
 std::vector<unsigned> replicaMicrobatches(const Plan &p, const Cluster &c,
@@ -385,11 +474,32 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
     if (Error e = checkReplicas(p, spec, c))
       return e;
   } else if (p.numDevices() != c.numDevices())
-    return planError(spec, formatv("dp*tp*pp = {0}*{1}*{2} = {3} devices, but "
-                                   "cluster '{4}' has {5}; choose degrees "
-                                   "whose product is {5}",
-                                   p.dp, p.tp, p.pp, p.numDevices(), c.name,
-                                   c.numDevices()));
+    return planError(
+        spec, p.cp == 1
+                  ? formatv("dp*tp*pp = {0}*{1}*{2} = {3} devices, but "
+                            "cluster '{4}' has {5}; choose degrees whose "
+                            "product is {5}",
+                            p.dp, p.tp, p.pp, p.numDevices(), c.name,
+                            c.numDevices())
+                        .str()
+                  : formatv("dp*tp*cp*pp = {0}*{1}*{6}*{2} = {3} devices, but "
+                            "cluster '{4}' has {5}; choose degrees whose "
+                            "product is {5}",
+                            p.dp, p.tp, p.pp, p.numDevices(), c.name,
+                            c.numDevices(), p.cp)
+                        .str());
+  if (p.ep > 1) {
+    bool experts = false;
+    for (const LayerDesc &l : model.layers)
+      for (const OpDesc &op : l.ops)
+        experts |= op.expert;
+    if (!experts)
+      return planError(spec, formatv("ep={0} but model '{1}' has no expert "
+                                     "(mixture-of-experts) ops; use ep=1",
+                                     p.ep, model.name));
+    if (p.dp % p.ep != 0)
+      return planError(spec, formatv("ep={0} must divide dp={1}", p.ep, p.dp));
+  }
   if (globalBatch == 0 || globalBatch % (p.dp * p.mbs) != 0)
     return planError(spec, formatv("global batch {0} is not divisible by "
                                    "dp*mbs = {1}; change the batch, dp or mbs",
@@ -441,11 +551,10 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
   std::vector<double> layerCost(numLayers), scale(p.numVirtualStages());
   std::vector<double> totalByType(c.devices.size(), 0);
   std::vector<std::vector<double>> costByType(c.devices.size());
-  GroupShape tpg = tensorGroup(p, c, 0);
+  ExecConfig x = execConfig(p, c, 0);
   for (unsigned ty = 0; ty < c.devices.size(); ++ty) {
     for (unsigned l = 0; l < numLayers; ++l) {
-      RangeTimes t = cm.rangeTimes(model, l, l + 1, c.devices[ty], tpg, p.mbs,
-                                   p.recompute);
+      RangeTimes t = cm.rangeTimes(model, l, l + 1, c.devices[ty], x);
       costByType[ty].push_back(t.fwd + t.bwdInput + t.bwdWeight);
       totalByType[ty] += costByType[ty].back();
     }

@@ -1,9 +1,13 @@
 //===- Plan.h - Parallel plans and per-stage costs --------------*- C++ -*-===//
 //
-// A plan fixes the data-, tensor- and pipeline-parallel degrees, the
-// micro-batch size, the pipeline schedule, recomputation and ZeRO stage, and
-// (optionally) the layer ranges of the pipeline stages. Ranks are numbered
-// tp fastest, then dp, then pp: rank = t + tp * (d + dp * s).
+// A plan fixes the data-, tensor-, context-, expert- and pipeline-parallel
+// degrees, sequence parallelism, the micro-batch size, the pipeline
+// schedule, recomputation and ZeRO stage, and (optionally) the layer ranges
+// of the pipeline stages. Ranks are numbered tp fastest, then cp, then dp,
+// then pp: rank = t + tp * (c + cp * (d + dp * s)) (Megatron's order). The
+// expert-parallel group is ep consecutive data-parallel replicas (ep
+// divides dp); expert weights are replicated over the dp * cp / ep ranks
+// that hold the same experts.
 //
 // PipeDream-style per-stage replication ("15-1"): `replicas` gives stage s
 // its own data-parallel degree r_s (then dp must be 1). The r_s replicas of
@@ -48,6 +52,17 @@ bool isAsync(ScheduleKind k);
 
 struct Plan {
   unsigned dp = 1, tp = 1, pp = 1, mbs = 1;
+  /// Context parallelism: each sequence split over cp ranks (ring
+  /// attention); every cp rank holds the same weights.
+  unsigned cp = 1;
+  /// Expert parallelism: the routed experts split over ep of the dp
+  /// replicas, tokens exchanged by all-to-all (needs ep | dp).
+  unsigned ep = 1;
+  /// Megatron sequence parallelism over each TP group.
+  bool sp = false;
+  /// Tokens the busiest expert rank gets over the mean (load imbalance of
+  /// the router, >= 1; 1 = perfectly balanced, as the NeMo benchmarks force).
+  double expertImbalance = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   unsigned chunks = 1;
   cost::Recompute recompute = cost::Recompute::None;
@@ -75,7 +90,7 @@ struct Plan {
 
   unsigned numVirtualStages() const { return pp * chunks; }
   uint64_t numDevices() const {
-    return static_cast<uint64_t>(tp) * numSlots();
+    return static_cast<uint64_t>(tp) * cp * numSlots();
   }
   bool replicated() const { return !replicas.empty(); }
   /// Data-parallel replicas of pipeline stage \p s.
@@ -94,7 +109,8 @@ struct Plan {
 };
 
 /// Parses "dp=24,tp=8,pp=8,mbs=1,schedule=interleaved,chunks=2,
-/// recompute=full,zero=0[,sg=1][,stages=13/26/39][,replicas=15/1]" (missing
+/// recompute=full,zero=0[,sg=1][,sp=1][,cp=2][,ep=8][,expert_imbalance=1.1]
+/// [,stages=13/26/39][,replicas=15/1]" (missing
 /// keys keep their defaults; `stages` lists the first layer of each stage
 /// after the first; `replicas` one replica count per stage, and sets pp when
 /// pp is not given).
@@ -129,19 +145,37 @@ std::vector<unsigned> replicaMicrobatches(const Plan &plan,
 std::vector<unsigned> stageDeviceTypes(const Plan &plan,
                                        const cluster::Cluster &c, unsigned s);
 
-/// Global rank of (stage s, data-parallel replica d, tensor rank t):
-/// t + tp * (firstSlot(s) + d).
-unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t);
+/// Global rank of (stage s, data-parallel replica d, tensor rank t, context
+/// rank c): t + tp * (c + cp * (firstSlot(s) + d)).
+unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t,
+                    unsigned c = 0);
 /// Shape of the group of global \p ranks on \p c, for collective costs
 /// (the first rank's node counts as "one node").
 cost::GroupShape shapeOf(const cluster::Cluster &c,
                          const std::vector<unsigned> &ranks);
-/// Where the TP group (replica 0) and the DP group (tensor rank 0) of
-/// pipeline stage \p s sit on \p cluster, for collective costs.
+/// Where the groups of pipeline stage \p s sit on \p cluster, for
+/// collective costs: TP (replica 0), CP (tensor rank 0), the gradient group
+/// of the dense weights (every (d, c) of tensor rank 0: dp * cp ranks), the
+/// EP group (ep consecutive replicas) and the gradient group of the expert
+/// weights (every ep-th replica, every c: dp * cp / ep ranks).
 cost::GroupShape tensorGroup(const Plan &plan, const cluster::Cluster &c,
                              unsigned s);
+cost::GroupShape contextGroup(const Plan &plan, const cluster::Cluster &c,
+                              unsigned s);
 cost::GroupShape dataGroup(const Plan &plan, const cluster::Cluster &c,
                            unsigned s);
+cost::GroupShape expertGroup(const Plan &plan, const cluster::Cluster &c,
+                             unsigned s);
+cost::GroupShape expertDataGroup(const Plan &plan, const cluster::Cluster &c,
+                                 unsigned s);
+/// How pipeline stage \p s runs its ops under \p plan (groups, sequence
+/// parallelism, micro-batch, recomputation, expert imbalance).
+cost::ExecConfig execConfig(const Plan &plan, const cluster::Cluster &c,
+                            unsigned s);
+/// The memory settings of \p plan on top of \p base (dp, tp, cp, ep, sp,
+/// ZeRO, recomputation, expert imbalance).
+cost::MemoryConfig memoryConfig(const Plan &plan,
+                                const cost::MemoryConfig &base);
 
 /// Per-micro-batch costs of one virtual stage on one device of its group.
 struct StageCost {
@@ -150,6 +184,9 @@ struct StageCost {
   unsigned layerBegin = 0, layerEnd = 0;
   double fwd = 0, bwdInput = 0, bwdWeight = 0, recompute = 0;
   double flops = 0, modelFlops = 0;
+  /// Communication inside fwd and bwdInput (TP, EP, exposed CP ring), which
+  /// DualPipe's overlapped forward-backward pairs hide behind compute.
+  double fwdComm = 0, bwdComm = 0;
   /// Activations kept from F to B, and from B to W (split backward).
   double activationBytes = 0, stashBytes = 0;
   /// Time and bytes (per device) of the activation message to the next
@@ -164,7 +201,8 @@ struct StageCost {
   /// Bytes sent per device per micro-batch by TP all-reduces (and ZeRO-3
   /// weight gathers), per link level.
   double mbBytes[cluster::kNumLinkLevels] = {0, 0};
-  double params = 0; ///< per device
+  double params = 0; ///< per device (dense + experts)
+  double expertParams = 0; ///< of which routed experts
 };
 
 /// The boundary messages of one action list, per micro-batch and device.
@@ -181,7 +219,7 @@ struct DeviceCost {
   cost::MemoryBreakdown staticMemory;
   double workingBytes = 0;
   double optimizerTime = 0;
-  unsigned devicesInGroup = 1; ///< tp * dp devices that behave alike
+  unsigned devicesInGroup = 1; ///< tp * cp * dp devices that behave alike
   /// Compute time of this list relative to its stage's StageCost (a slot
   /// on a faster device kind than its stage's slowest one has < 1).
   double computeScale = 1;
@@ -202,6 +240,8 @@ struct PipelineCosts {
   std::vector<Boundary> slotSends;
   std::vector<std::string> levelNames{"intra_node", "network"};
   bool overlapP2P = true;
+  /// Matmul precision the costs assume ("fp8"; empty: the model's dtypes).
+  std::string matmulPrecision;
 
   unsigned numVirtualStages() const { return stages.size(); }
   unsigned stageOfList(unsigned list) const {
