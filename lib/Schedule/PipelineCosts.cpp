@@ -29,6 +29,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   pc.chunks = p.chunks;
   pc.microbatches = p.numMicrobatches;
   pc.mbs = p.mbs;
+  pc.vShape = isVShape(p.schedule);
   pc.globalBatch = p.globalBatch;
   pc.overlapP2P = p.overlapP2P;
   pc.levelNames = {c.levelName(LinkLevel::IntraNode),
@@ -44,7 +45,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   pc.stages.resize(V);
   for (unsigned vs = 0; vs < V; ++vs) {
     StageCost &st = pc.stages[vs];
-    st.device = vs % p.pp;
+    st.device = p.rankOf(vs);
     st.chunk = vs / p.pp;
     std::tie(st.layerBegin, st.layerEnd) = p.stageLayers(vs, numLayers);
     ExecConfig x = execConfig(p, c, st.device);
@@ -134,10 +135,10 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                     .time;
     };
     if (vs + 1 < V)
-      message(st.layerEnd - 1, st.device, (vs + 1) % p.pp, st.sendNextTime,
+      message(st.layerEnd - 1, st.device, p.rankOf(vs + 1), st.sendNextTime,
               st.sendNextBytes, st.nextLevel);
     if (vs > 0)
-      message(st.layerBegin - 1, st.device, (vs - 1) % p.pp, st.sendPrevTime,
+      message(st.layerBegin - 1, st.device, p.rankOf(vs - 1), st.sendPrevTime,
               st.sendPrevBytes, st.prevLevel);
 
     // Gradient sync: the dense weights over the dp * cp ranks that hold
@@ -273,21 +274,19 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
 
 } // namespace distopt::schedule
 
-distopt::schedule::PipelineCosts
-distopt::schedule::uniformPipelineCosts(unsigned pp,
-                                                      unsigned chunks,
-                                                      unsigned microbatches,
-                                                      double f, double bi,
-                                                      double bw, double send) {
+distopt::schedule::PipelineCosts distopt::schedule::uniformPipelineCosts(
+    unsigned pp, unsigned chunks, unsigned microbatches, double f, double bi,
+    double bw, double send, bool vShape) {
   PipelineCosts c;
   c.pp = pp;
   c.chunks = chunks;
   c.microbatches = microbatches;
   c.globalBatch = microbatches;
+  c.vShape = vShape;
   c.stages.resize(pp * chunks);
   for (unsigned vs = 0; vs < pp * chunks; ++vs) {
     StageCost &st = c.stages[vs];
-    st.device = vs % pp;
+    st.device = rankOfStage(vShape, pp, vs);
     st.chunk = vs / pp;
     st.fwd = f;
     st.bwdInput = bi;

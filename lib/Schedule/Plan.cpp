@@ -17,8 +17,9 @@ using distopt::cluster::LinkLevel;
 
 namespace distopt::schedule {
 
-static const char *kScheduleNames[] = {"gpipe", "1f1b",      "interleaved",
-                                       "zb-h1", "pipedream", "pipedream-2bw"};
+static const char *kScheduleNames[] = {
+    "gpipe", "1f1b",  "interleaved", "zb-h1",  "pipedream", "pipedream-2bw",
+    "zb-h2", "zb-v",  "v-half",      "v-min", "dualpipe-v"};
 
 StringRef scheduleName(ScheduleKind k) {
   return kScheduleNames[static_cast<unsigned>(k)];
@@ -28,8 +29,18 @@ bool parseScheduleKind(StringRef s, ScheduleKind &out) {
   std::string l = s.lower();
   if (l == "dapple" || l == "pipedream-flush")
     l = "1f1b";
-  if (l == "zbh1")
+  if (l == "zbh1" || l == "zb1p")
     l = "zb-h1";
+  if (l == "zbh2" || l == "zb2p")
+    l = "zb-h2";
+  if (l == "zbv" || l == "v-zb")
+    l = "zb-v";
+  if (l == "vhalf")
+    l = "v-half";
+  if (l == "vmin")
+    l = "v-min";
+  if (l == "dualpipev")
+    l = "dualpipe-v";
   if (l == "2bw")
     l = "pipedream-2bw";
   for (unsigned i = 0; i < std::size(kScheduleNames); ++i)
@@ -40,8 +51,25 @@ bool parseScheduleKind(StringRef s, ScheduleKind &out) {
   return false;
 }
 
+StringRef scheduleNameList() {
+  return "gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, v-half, v-min, "
+         "dualpipe-v, pipedream or pipedream-2bw";
+}
+
 bool isAsync(ScheduleKind k) {
   return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW;
+}
+
+bool splitsBackward(ScheduleKind k) {
+  return k == ScheduleKind::ZBH1 || k == ScheduleKind::ZBH2 || isVShape(k);
+}
+
+bool isPostValidated(ScheduleKind k) {
+  return k == ScheduleKind::ZBH2 || isVShape(k);
+}
+
+bool supportsReplicas(ScheduleKind k) {
+  return k == ScheduleKind::GPipe || k == ScheduleKind::OneFOneB || isAsync(k);
 }
 
 std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
@@ -174,9 +202,8 @@ Expected<Plan> parsePlan(StringRef spec) {
       (key == "p2p_overlap" ? p.overlapP2P : p.overlapGradSync) = v != 0;
     } else if (key == "schedule") {
       if (!parseScheduleKind(value, p.schedule))
-        return planError(spec, "unknown schedule '" + value +
-                                   "'; use gpipe, 1f1b, interleaved, zb-h1, "
-                                   "pipedream or pipedream-2bw");
+        return planError(spec, "unknown schedule '" + value + "'; use " +
+                                   scheduleNameList());
     } else if (key == "recompute") {
       if (value == "none" || value == "0")
         p.recompute = Recompute::None;
@@ -220,6 +247,9 @@ Expected<Plan> parsePlan(StringRef spec) {
     if (e)
       return std::move(e);
   }
+  // V-shaped schedules run two chunks per rank.
+  if (isVShape(p.schedule) && !seen.count("chunks"))
+    p.chunks = 2;
   if (!p.replicas.empty()) {
     if (!seen.count("pp"))
       p.pp = p.replicas.size();
@@ -452,8 +482,7 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
                                    c.numDevices(), c.numDevices() / p.tp));
   if (p.dp != 1 || p.chunks != 1)
     return planError(spec, "replicas needs dp=1 and chunks=1");
-  if (p.schedule == ScheduleKind::Interleaved ||
-      p.schedule == ScheduleKind::ZBH1)
+  if (!supportsReplicas(p.schedule))
     return planError(spec, "replicas works with schedule gpipe, 1f1b, "
                            "pipedream or pipedream-2bw, not " +
                                scheduleName(p.schedule));
@@ -514,8 +543,21 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                                      "raise the batch or lower mbs",
                                      s, p.replicas[s], p.numMicrobatches,
                                      globalBatch, p.mbs));
-  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
-    return planError(spec, "chunks > 1 needs schedule=interleaved");
+  if (isVShape(p.schedule)) {
+    if (p.chunks != 2)
+      return planError(spec, scheduleName(p.schedule) +
+                                 " runs two chunks per rank (a V); write "
+                                 "chunks=2");
+    if (p.schedule == ScheduleKind::DualPipeV &&
+        p.numMicrobatches < 2 * p.pp)
+      return planError(spec, formatv("dualpipe-v needs at least 2*pp = {0} "
+                                     "micro-batches, has {1}; raise the "
+                                     "batch or lower mbs",
+                                     2 * p.pp, p.numMicrobatches));
+  } else if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved) {
+    return planError(spec, "chunks > 1 needs schedule=interleaved (or a "
+                           "V-shaped schedule with chunks=2)");
+  }
   if (p.schedule == ScheduleKind::Interleaved) {
     if (p.chunks < 2)
       return planError(spec, "schedule=interleaved needs chunks >= 2");
@@ -563,11 +605,11 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
   layerCost = costByType[ref];
   for (unsigned vs = 0; vs < p.numVirtualStages(); ++vs) {
     double worst = 0;
-    for (unsigned ty : stageDeviceTypes(p, c, vs % p.pp))
+    for (unsigned ty : stageDeviceTypes(p, c, p.rankOf(vs)))
       worst = std::max(worst, totalByType[ty] / totalByType[ref]);
     scale[vs] = worst;
     if (p.replicated()) // r_s replicas share a stage's micro-batches
-      scale[vs] /= p.replicasOf(vs % p.pp);
+      scale[vs] /= p.replicasOf(p.rankOf(vs));
   }
   p.cuts = balancedCuts(layerCost, scale);
   return Error::success();

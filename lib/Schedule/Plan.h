@@ -42,13 +42,48 @@ enum class ScheduleKind {
   OneFOneB, ///< 1F1B with early backward (DAPPLE, PipeDream-Flush)
   Interleaved,
   ZBH1,
-  PipeDream,   ///< asynchronous 1F1B with weight stashing
-  PipeDream2BW ///< asynchronous, double-buffered weights
+  PipeDream,    ///< asynchronous 1F1B with weight stashing
+  PipeDream2BW, ///< asynchronous, double-buffered weights
+  ZBH2,         ///< zero bubble at 2p-1 micro-batches (Qi et al.)
+  ZBV,          ///< V-shaped zero bubble at 1F1B's memory (Qi et al.)
+  VHalf,        ///< V-shaped, half of 1F1B's activations (Qi et al. 2024)
+  VMin,         ///< V-shaped, a third of 1F1B's activations
+  DualPipeV     ///< DeepSeek's DualPipe cut in half (V-shaped)
 };
 llvm::StringRef scheduleName(ScheduleKind k);
 bool parseScheduleKind(llvm::StringRef s, ScheduleKind &out);
+/// The accepted schedule names, for messages.
+llvm::StringRef scheduleNameList();
 /// True for schedules without a pipeline flush.
 bool isAsync(ScheduleKind k);
+/// Two chunks per rank with the second folded back: rank r runs virtual
+/// stages r and 2 pp - 1 - r (the "V"), so the loss sits on rank 0.
+inline bool isVShape(ScheduleKind k) {
+  return k == ScheduleKind::ZBV || k == ScheduleKind::VHalf ||
+         k == ScheduleKind::VMin || k == ScheduleKind::DualPipeV;
+}
+/// The schedules that split the backward into input- and weight-gradient
+/// passes (BI and W).
+bool splitsBackward(ScheduleKind k);
+/// Schedules that assume the optimizer step is validated after the fact
+/// (Qi et al., "optimizer post-validation"): no cross-stage sync ends the
+/// iteration, so consecutive iterations overlap and an iteration takes the
+/// longest rank's span (first compute start to last action end), not the
+/// makespan.
+bool isPostValidated(ScheduleKind k);
+/// The schedules that run per-stage replicas (Plan::replicas).
+bool supportsReplicas(ScheduleKind k);
+
+/// Virtual stage that pipeline rank \p r runs as chunk \p ch: ch * pp + r,
+/// or for V-shaped schedules r (chunk 0) and 2 pp - 1 - r (chunk 1).
+inline unsigned virtualStageOf(bool vShape, unsigned pp, unsigned r,
+                               unsigned ch) {
+  return vShape && ch == 1 ? 2 * pp - 1 - r : ch * pp + r;
+}
+/// Pipeline rank of virtual stage \p vs (the inverse).
+inline unsigned rankOfStage(bool vShape, unsigned pp, unsigned vs) {
+  return vShape && vs >= pp ? 2 * pp - 1 - vs : vs % pp;
+}
 
 struct Plan {
   unsigned dp = 1, tp = 1, pp = 1, mbs = 1;
@@ -89,6 +124,14 @@ struct Plan {
   unsigned numMicrobatches = 0;
 
   unsigned numVirtualStages() const { return pp * chunks; }
+  /// Pipeline rank of virtual stage \p vs, and the virtual stage of (rank,
+  /// chunk) (V-shaped schedules fold the second chunk back).
+  unsigned rankOf(unsigned vs) const {
+    return rankOfStage(isVShape(schedule), pp, vs);
+  }
+  unsigned virtualStage(unsigned r, unsigned ch) const {
+    return virtualStageOf(isVShape(schedule), pp, r, ch);
+  }
   uint64_t numDevices() const {
     return static_cast<uint64_t>(tp) * cp * numSlots();
   }
@@ -227,6 +270,8 @@ struct DeviceCost {
 
 struct PipelineCosts {
   unsigned pp = 1, chunks = 1, microbatches = 1, mbs = 1;
+  /// Chunk 1 of rank r is virtual stage 2 pp - 1 - r (V-shaped schedules).
+  bool vShape = false;
   unsigned globalBatch = 0;
   std::vector<StageCost> stages; ///< virtual stages in pipeline order
   /// One per action list: per pipeline rank, or per slot when replicated.
@@ -248,7 +293,7 @@ struct PipelineCosts {
     return slotStage.empty() ? list : slotStage[list];
   }
   const StageCost &stage(unsigned list, unsigned chunk) const {
-    return stages[chunk * pp + stageOfList(list)];
+    return stages[virtualStageOf(vShape, pp, stageOfList(list), chunk)];
   }
   Boundary boundary(unsigned list, unsigned chunk) const {
     if (!slotSends.empty())
@@ -275,7 +320,8 @@ PipelineCosts buildPipelineCosts(const Plan &plan, const cost::ModelDesc &model,
 /// formulas describe (tests and the bubble benchmark).
 PipelineCosts uniformPipelineCosts(unsigned pp, unsigned chunks,
                                    unsigned microbatches, double f, double bi,
-                                   double bw, double send = 0);
+                                   double bw, double send = 0,
+                                   bool vShape = false);
 
 } // namespace distopt::schedule
 

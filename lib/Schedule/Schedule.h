@@ -47,6 +47,12 @@ llvm::StringRef actionName(ActionKind k);
 bool isCompute(ActionKind k);
 bool isCollective(ActionKind k);
 
+/// Peer value of a Forward that runs overlapped with the backward after it
+/// (DualPipe's F&B pair: both inputs are received before it, both outputs
+/// sent after the backward, and each hides its communication behind the
+/// other's compute).
+constexpr int kOverlappedWithNext = -2;
+
 /// Eight bytes, so that the lists of a 3072-GPU plan stay in cache.
 struct Action {
   ActionKind kind = ActionKind::Forward;
@@ -62,8 +68,12 @@ struct Action {
   bool operator==(const Action &o) const {
     return kind == o.kind && mb == o.mb && chunk == o.chunk && peer == o.peer;
   }
-  /// "F3.0", "B1.1", "sendA3.0>2", "AR.0", "OPT".
+  /// "F3.0", "B1.1", "sendA3.0>2", "AR.0", "OPT"; "F3.0&" for a forward
+  /// overlapped with the next backward.
   std::string str() const;
+  bool overlappedWithNext() const {
+    return kind == ActionKind::Forward && peer == kOverlappedWithNext;
+  }
 };
 
 struct Schedule {
@@ -85,11 +95,11 @@ struct Schedule {
     return listStage.empty() ? list : listStage[list];
   }
   unsigned stageOf(unsigned list, int chunk) const {
-    return chunk * pp + stageOfList(list);
+    return virtualStageOf(isVShape(kind), pp, stageOfList(list), chunk);
   }
   /// The list that runs virtual stage \p vs for micro-batch \p mb.
   unsigned listOf(unsigned vs, int mb) const {
-    unsigned r = vs % pp;
+    unsigned r = rankOfStage(isVShape(kind), pp, vs);
     return replicas.empty() ? r : firstList[r] + mb % replicas[r];
   }
   /// Micro-batches list \p list runs (of each of its chunks).
