@@ -222,12 +222,9 @@ void BM_SimulateRow(benchmark::State &state) {
   cost::CostModel cm;
   schedule::Plan plan = planOf(r);
   cantFail(schedule::finalizePlan(plan, model, c, r.batch, cm));
-  schedule::ScheduleOptions so;
-  so.dataParallel = plan.dp > 1;
-  so.zero = plan.zero;
-  so.overlapGradSync = plan.overlapGradSync;
   schedule::Schedule s = cantFail(schedule::generateSchedule(
-      plan.schedule, plan.pp, plan.chunks, plan.numMicrobatches, so));
+      plan.schedule, plan.pp, plan.chunks, plan.numMicrobatches,
+      schedule::scheduleOptions(plan)));
   schedule::PipelineCosts costs = schedule::buildPipelineCosts(
       plan, model, c, cm, s.weightVersions, megatronMemory());
   for (auto _ : state) {

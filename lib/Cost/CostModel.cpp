@@ -43,7 +43,8 @@ StringRef collectiveName(Collective c) {
 }
 
 double CostModel::roofline(const PhaseCost &cost, double peak, double eff,
-                           const DeviceSpec &dev, unsigned kernels) const {
+                           const DeviceSpec &dev, unsigned kernels,
+                           unsigned launches) const {
   if (cost.flops <= 0 && cost.bytes() <= 0)
     return 0;
   double perKernel = cost.flops / std::max(1u, kernels);
@@ -52,13 +53,13 @@ double CostModel::roofline(const PhaseCost &cost, double peak, double eff,
     eff *= perKernel / (perKernel + dev.halfEfficiencyFlops);
   double tCompute = cost.flops > 0 ? cost.flops / (peak * eff) : 0;
   double tMemory = cost.bytes() / (dev.memoryBandwidth * dev.memoryEfficiency);
-  return std::max(tCompute, tMemory) + kernels * dev.launchOverhead;
+  return std::max(tCompute, tMemory) + launches * dev.launchOverhead;
 }
 
 double CostModel::computeTime(const PhaseCost &cost, OpClass cls, DType dt,
                               const DeviceSpec &dev, unsigned kernels) const {
   return roofline(cost, dev.peak(dt), dev.efficiency[static_cast<unsigned>(cls)],
-                  dev, kernels);
+                  dev, kernels, kernels);
 }
 
 double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
@@ -85,15 +86,27 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
             profile->lookup(dev.name, op.signature, x.mbs, tp, phase))
       return *t * imbalance;
   PhaseCost c = op.phase(phase).scaled(shareOf(op, x));
+  // Routed experts run as one grouped GEMM over the rank's experts (E /
+  // ep of them, each on its own tokens); ring attention as c - 1 block
+  // steps plus the local one. Both make smaller kernels, not more work.
+  unsigned kernels = op.kernels, launches = op.kernels;
+  if (op.expert) {
+    kernels = std::max(1u, op.kernels / std::max(1u, x.ep.size));
+    launches = 1;
+  }
+  if (op.cpKvBytes > 0 && x.cp.size > 1) {
+    kernels *= x.cp.size;
+    launches *= x.cp.size;
+  }
   double t;
+  double eff = dev.efficiency[static_cast<unsigned>(op.cls)];
+  double peak = dev.peak(op.dtype);
   if (lowered) {
-    double eff = dev.efficiency[static_cast<unsigned>(OpClass::MatMul)];
+    peak = dev.peak(*matmulDType);
     if (*matmulDType == DType::F8 && dev.fp8MatmulEfficiency > 0)
       eff = dev.fp8MatmulEfficiency;
-    t = roofline(c, dev.peak(*matmulDType), eff, dev, op.kernels);
-  } else {
-    t = computeTime(c, op.cls, op.dtype, dev, op.kernels);
   }
+  t = roofline(c, peak, eff, dev, kernels, launches);
   return t * imbalance;
 }
 
@@ -246,6 +259,10 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
       CommCost arB = tpComm(op.tpAllReduceBwdBytes);
       double tpSent = sent(arF) + sent(arB);
       double commF = arF.time, commB = arB.time;
+      // The part another micro-batch's compute can hide (expert
+      // all-to-alls and the exposed ring); TP collectives sit on the
+      // layer's own critical path.
+      double hideF = 0, hideB = 0;
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
         r.linkBytes[l] += arF.bytes[l] + arB.bytes[l];
       // Expert all-to-all (dispatch or combine), once in each direction.
@@ -254,6 +271,8 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
                                   op.epAllToAllBytes * shareOf(op, x), x.ep);
         commF += a2a.time;
         commB += a2a.time;
+        hideF += a2a.time;
+        hideB += a2a.time;
         for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
           r.linkBytes[l] += 2 * a2a.bytes[l];
       }
@@ -265,13 +284,15 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
         double ringB = (cp - 1) * p2pTime(2 * block, cpLink);
         commF += std::max(0.0, ringF - f);
         commB += std::max(0.0, ringB - bi);
+        hideF += std::max(0.0, ringF - f);
+        hideB += std::max(0.0, ringB - bi);
         r.linkBytes[levelOf(x.cp)] += 3 * (cp - 1) * block;
       }
       r.fwd += f + commF;
       r.bwdInput += bi + commB;
       r.bwdWeight += bw;
-      r.fwdComm += commF;
-      r.bwdComm += commB;
+      r.fwdComm += hideF;
+      r.bwdComm += hideB;
       double scale = shareOf(op, x);
       double opFlops =
           (op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops) * scale;
@@ -282,7 +303,7 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
       if (again) {
         double fc = full ? commF : 0;
         r.recompute += f + fc;
-        r.bwdComm += fc;
+        r.bwdComm += full ? hideF : 0;
         r.flops += op.fwd.flops * scale;
         if (full) {
           tpSent += sent(arF);

@@ -70,9 +70,11 @@ struct RangeTimes {
   double flops = 0;      ///< executed FLOPs per micro-batch (with recompute)
   double modelFlops = 0; ///< FLOPs without recomputation
   double tpBytes = 0;    ///< TP collective bytes sent per micro-batch
-  /// Communication time inside fwd / bwdInput (TP collectives, expert
-  /// all-to-alls, the exposed part of ring attention), for schedules that
-  /// overlap it with another micro-batch's compute (DualPipe).
+  /// Communication time inside fwd / bwdInput that another micro-batch's
+  /// compute can hide (expert all-to-alls, the exposed part of ring
+  /// attention), for schedules that overlap micro-batches (DualPipe's F&B
+  /// pairs). TP collectives are on the layer's own critical path and are
+  /// not counted here.
   double fwdComm = 0, bwdComm = 0;
   /// All collective bytes this device sends per micro-batch, per link level
   /// (TP, EP and CP groups may sit on different levels).
@@ -137,8 +139,11 @@ public:
                         const ExecConfig &x) const;
 
 private:
+  /// \p kernels set the small-kernel roll-off (FLOPs per kernel),
+  /// \p launches the launch overhead.
   double roofline(const PhaseCost &cost, double peak, double eff,
-                  const cluster::DeviceSpec &dev, unsigned kernels) const;
+                  const cluster::DeviceSpec &dev, unsigned kernels,
+                  unsigned launches) const;
 
   const ProfileDB *profile;
   std::optional<DType> matmulDType;

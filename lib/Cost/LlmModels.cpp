@@ -57,6 +57,9 @@ static void addFfn(LayerDesc &l, StringRef prefix, const LlmConfig &cfg,
   for (OpDesc *op : {&w1, &act, &w2}) {
     op->expert = expert;
     op->params *= copies;
+    // One GEMM per expert (grouped): each gets 1/E of the tokens.
+    if (expert)
+      op->kernels = static_cast<unsigned>(copies);
   }
   l.ops.push_back(w1);
   l.ops.push_back(act);

@@ -352,6 +352,7 @@ LayerDesc gptBlock(const GptConfig &cfg, unsigned index) {
     l.ops.push_back(drop);
     OpDesc ctx = matmulOp("context", dt, a, s, h / a, s, false);
     ctx.savedBytes = sh; // V; the probabilities are counted on the dropout
+    ctx.cpKvBytes = 2 * sh; // K and V for ring attention
     l.ops.push_back(ctx);
   }
   OpDesc proj = matmulOp("proj", dt, 1, s, h, h, true, true);

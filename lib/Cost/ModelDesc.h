@@ -81,7 +81,8 @@ struct OpDesc {
   /// Attention: bytes per sample of K and V over the whole sequence, which
   /// ring attention passes around the context-parallel group.
   double cpKvBytes = 0;
-  /// Kernel launches per phase.
+  /// Kernel launches per phase (routed experts: the number of experts, one
+  /// GEMM each, run as one grouped launch; see CostModel::opTime).
   unsigned kernels = 1;
 
   const PhaseCost &phase(Phase p) const;

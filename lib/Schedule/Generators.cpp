@@ -324,6 +324,15 @@ static Expected<Schedule> generateReplicated(ScheduleKind kind, unsigned pp,
   return s;
 }
 
+ScheduleOptions scheduleOptions(const Plan &p) {
+  ScheduleOptions so;
+  so.dataParallel = p.dp * p.cp > 1;
+  so.zero = p.zero;
+  so.overlapGradSync = p.overlapGradSync;
+  so.replicas = p.replicas;
+  return so;
+}
+
 Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
                                     unsigned chunks, unsigned m,
                                     const ScheduleOptions &opts) {

@@ -170,8 +170,6 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                                           params.expert * elem, edpg);
       st.fwd += g.time + ge.time;
       st.bwdInput += g.time + ge.time;
-      st.fwdComm += g.time + ge.time;
-      st.bwdComm += g.time + ge.time;
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
         st.mbBytes[l] += 2 * (g.bytes[l] + ge.bytes[l]);
     }

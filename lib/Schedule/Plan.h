@@ -227,8 +227,9 @@ struct StageCost {
   unsigned layerBegin = 0, layerEnd = 0;
   double fwd = 0, bwdInput = 0, bwdWeight = 0, recompute = 0;
   double flops = 0, modelFlops = 0;
-  /// Communication inside fwd and bwdInput (TP, EP, exposed CP ring), which
-  /// DualPipe's overlapped forward-backward pairs hide behind compute.
+  /// Communication inside fwd and bwdInput that DualPipe's overlapped
+  /// forward-backward pairs hide behind compute (expert all-to-alls, the
+  /// exposed CP ring).
   double fwdComm = 0, bwdComm = 0;
   /// Activations kept from F to B, and from B to W (split backward).
   double activationBytes = 0, stashBytes = 0;

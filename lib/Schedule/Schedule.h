@@ -127,6 +127,11 @@ struct ScheduleOptions {
   std::vector<unsigned> replicas;
 };
 
+/// The schedule options \p plan asks for: DP collectives when its weights
+/// are replicated (dp * cp > 1), its ZeRO stage, gradient-sync overlap and
+/// per-stage replicas.
+ScheduleOptions scheduleOptions(const Plan &plan);
+
 /// Builds the action lists of \p kind for \p pp ranks, \p chunks chunks per
 /// rank and \p microbatches micro-batches; errors for impossible shapes.
 llvm::Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,

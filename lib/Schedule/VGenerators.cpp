@@ -30,9 +30,11 @@ Orders zeroBubbleOrder(unsigned pp, unsigned m, bool h2) {
   std::vector<unsigned> nextF(pp, 0), nextB(pp, 0), nextW(pp, 0);
   // ZB-H1 keeps 1F1B's in-flight count and forces a W once more than pp
   // are pending (which reproduces the analytic ZB-H1 bubble); ZB-H2 fills
-  // the warm-up with forwards up to 2 (pp - r) - 1 in flight and runs a W
-  // only when nothing else is ready (the parallelogram of Qi et al.).
-  const unsigned wLag = h2 ? never : pp;
+  // the warm-up with forwards up to 2 (pp - r) - 1 in flight (the
+  // parallelogram of Qi et al.) and forces a W once more than 2 pp are
+  // pending: that bounds the weight-gradient stashes and still gives the
+  // exact (p-1)(T_F + T_B - 2 T_W) (smaller lags do not).
+  const unsigned wLag = h2 ? 2 * pp : pp;
   auto cap = [&](unsigned r) { return h2 ? 2 * (pp - r) - 1 : pp - r; };
   unsigned remaining = 3 * pp * m;
   for (unsigned t = 0; remaining > 0; ++t) {

@@ -28,7 +28,7 @@ inline Action compute(ActionKind k, int mb, int chunk = 0) {
 /// rank runs a BI whose gradient has arrived, else a forward while fewer
 /// than \p cap(r) micro-batches are in flight, else a deferred W (forced
 /// before the next forward once more than \p wLag are pending).
-/// ZB-H1: cap pp - r, wLag pp. ZB-H2: cap 2 (pp - r) - 1, no forced W.
+/// ZB-H1: cap pp - r, wLag pp. ZB-H2: cap 2 (pp - r) - 1, wLag 2 pp.
 Orders zeroBubbleOrder(unsigned pp, unsigned m, bool h2);
 
 /// ZB-V: rank r runs chunk 0 (virtual stage r) and chunk 1 (stage

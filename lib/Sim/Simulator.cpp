@@ -512,11 +512,7 @@ simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
   ps.plan = plan;
   if (Error e = finalizePlan(ps.plan, model, cluster, globalBatch, cm))
     return std::move(e);
-  ScheduleOptions so;
-  so.dataParallel = ps.plan.dp > 1;
-  so.zero = ps.plan.zero;
-  so.overlapGradSync = ps.plan.overlapGradSync;
-  so.replicas = ps.plan.replicas;
+  ScheduleOptions so = scheduleOptions(ps.plan);
   Expected<Schedule> s =
       generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
                        ps.plan.numMicrobatches, so);

@@ -236,6 +236,26 @@ TEST(ExpertParallel, AllToAllAndLoadImbalance) {
     if (op.expert)
       expertFwd += cm.opTime(op, Phase::Forward, d, 1, 1);
   EXPECT_NEAR(skew.fwd - ep.fwd, 0.2 * expertFwd, 1e-9);
+  // One grouped GEMM over the rank's experts: with EP each of its fewer
+  // experts gets more tokens, so below the small-kernel knee the same work
+  // runs faster and pays one launch.
+  d.halfEfficiencyFlops = 1e12;
+  d.launchOverhead = 1e-5;
+  const OpDesc *up = nullptr;
+  for (const OpDesc &op : m.layers[1].ops)
+    if (op.name == "expert_up")
+      up = &op;
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->kernels, 8u);
+  ExecConfig one;
+  ExecConfig eight;
+  eight.ep = group(8, 100);
+  double t1 = cm.opTime(*up, Phase::Forward, d, one);
+  double t8 = cm.opTime(*up, Phase::Forward, d, eight);
+  EXPECT_LT(t8, t1);
+  double flops = up->fwd.flops;
+  double eff1 = 0.5 * (flops / 8) / (flops / 8 + 1e12);
+  EXPECT_NEAR(t1, flops / (1000e12 * eff1) + 1e-5, 1e-9);
   MemoryConfig mem;
   mem.dp = 8;
   mem.ep = 8;
