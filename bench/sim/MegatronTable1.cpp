@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/sim/MegatronRows.h"
+#include "bench/sim/PublishedTable.h"
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/CostModel.h"
 #include "lib/Schedule/Plan.h"
@@ -257,9 +258,11 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i)
     if (StringRef(argv[i]) == "--held-out") {
       heldOutTable();
+      publishedHeldOut();
       return 0;
     }
   bool ok = megatronTable();
+  publishedTable(true);
   ok &= bubbleTable();
   outs().flush();
   benchmark::Initialize(&argc, argv);

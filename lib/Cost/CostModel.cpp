@@ -75,7 +75,7 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
                          const ExecConfig &x) const {
   unsigned tp = std::max(1u, x.tp.size);
   bool lowered = op.cls == OpClass::MatMul && matmulDType &&
-                 *matmulDType != op.dtype;
+                 *matmulDType != op.dtype && !op.keepsPrecision;
   // A measurement holds for the op as profiled: its dtype, TP split, no
   // sequence split beyond it.
   bool asProfiled = !lowered && x.cp.size <= 1 &&
@@ -107,6 +107,19 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
       eff = dev.fp8MatmulEfficiency;
   }
   t = roofline(c, peak, eff, dev, kernels, launches);
+  // Transformer Engine quantizes a linear layer's bf16 activation operand
+  // (the input forward, the output gradient backward) in its own kernel:
+  // it reads it and writes an fp8 copy in each of the two layouts the
+  // GEMMs need. Weights are cast once per step, the weight gradient reuses
+  // both copies.
+  if (lowered && op.params > 0 && phase != Phase::BackwardWeight) {
+    double act =
+        op.phase(phase).bytesRead - op.params * cluster::dtypeBytes(op.dtype);
+    if (act > 0)
+      t += 2 * act * shareOf(op, x) /
+               (dev.memoryBandwidth * dev.memoryEfficiency) +
+           launches * dev.launchOverhead;
+  }
   return t * imbalance;
 }
 
@@ -191,9 +204,23 @@ CommCost CostModel::collective(Collective kind, double bytes,
     hier.bytes[intra] = 2 * ringBytes(rs, bytes, g.perNode);
     hier.bytes[inter] = ringBytes(kind, shard, nodes);
     break;
+  case Collective::AllToAll: {
+    // No reduction to shrink it: each rank's (n - perNode) / n off-node
+    // share crosses its own NIC while the on-node share crosses NVLink.
+    double onNode = bytes * (g.perNode - 1) / g.size;
+    double offNode = bytes * (g.size - g.perNode) / g.size;
+    double t1 = (g.perNode - 1) * g.intra.latency +
+                onNode / (g.intra.bandwidth * g.intra.collectiveEfficiency);
+    double t2 = (nodes - 1) * g.inter.latency +
+                offNode / (g.inter.bandwidth * g.inter.collectiveEfficiency);
+    hier.time = std::max(t1, t2);
+    hier.bytes[intra] = onNode;
+    hier.bytes[inter] = offNode;
+    // Every rank talks to every other: there is no flat ring to prefer.
+    return hier;
+  }
   case Collective::ReduceScatter:
   case Collective::AllGather:
-  case Collective::AllToAll:
     hier.time = flatCollectiveTime(kind, bytes, g.perNode, g.intra, algo) +
                 flatCollectiveTime(kind, shard, nodes, g.inter, algo);
     hier.bytes[intra] = ringBytes(kind, bytes, g.perNode);
@@ -259,6 +286,10 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
       CommCost arB = tpComm(op.tpAllReduceBwdBytes);
       double tpSent = sent(arF) + sent(arB);
       double commF = arF.time, commB = arB.time;
+      if (x.tpOverlap && op.cls == OpClass::MatMul) {
+        commF = std::max(0.0, commF - f);
+        commB = std::max(0.0, commB - bi);
+      }
       // The part another micro-batch's compute can hide (expert
       // all-to-alls and the exposed ring); TP collectives sit on the
       // layer's own critical path.

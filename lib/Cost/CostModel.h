@@ -59,6 +59,11 @@ struct ExecConfig {
   /// Tokens routed to the busiest expert rank over the mean (>= 1): the
   /// expert ops of every rank wait for it.
   double expertImbalance = 1;
+  /// TP communication overlapped with the GEMM next to it (Transformer
+  /// Engine's userbuffers: the all-gather / reduce-scatter of a projection
+  /// runs in chunks under the projection's own GEMM), so only what the
+  /// GEMM cannot cover shows.
+  bool tpOverlap = false;
 };
 
 /// Per-micro-batch times of a range of layers on one device.
@@ -87,7 +92,8 @@ public:
 
   /// Runs every matmul in \p dt (`--dist-dtype=fp8`: FP8 GEMMs, BF16
   /// elsewhere): matmuls are costed at \p dt's peak, fp8 ones at the
-  /// device's fp8 matmul efficiency; every other op keeps its own dtype.
+  /// device's fp8 matmul efficiency; every other op (and the matmuls marked
+  /// keepsPrecision: LM head, router) keeps its own dtype.
   void setMatmulPrecision(DType dt) { matmulDType = dt; }
   std::optional<DType> matmulPrecision() const { return matmulDType; }
 

@@ -163,6 +163,7 @@ LayerDesc llmBlock(const LlmConfig &cfg, unsigned index) {
     const double E = cfg.experts, k = cfg.topK;
     // The router is replicated over TP; its scores stay for the backward.
     OpDesc router = tpReplicated(matmulOp("router", dt, 1, s, E, h, true), sh);
+    router.keepsPrecision = true;
     OpDesc gate = tpReplicated(
         elementwiseOp("router_topk", cluster::DType::F32, s * E, 1, 8),
         s * E * 4);
@@ -315,6 +316,101 @@ LlmConfig deepseekV3() {
   c.qLoraRank = 1536, c.kvLoraRank = 512;
   c.qkNopeDim = 128, c.qkRopeDim = 64, c.vHeadDim = 128;
   return c;
+}
+
+/// NeMo's GPT-3 configurations (GeLU MLP of 4h, MHA, vocabulary 50257
+/// padded to 51200, sequence 2048).
+static LlmConfig gpt3(StringRef name, unsigned layers, double hidden,
+                      double heads) {
+  LlmConfig c;
+  c.name = name.str();
+  c.layers = layers, c.hidden = hidden, c.heads = heads, c.kvHeads = heads;
+  c.ffnHidden = 4 * hidden, c.gatedFfn = false;
+  c.seqLen = 2048, c.vocab = 51200;
+  return c;
+}
+LlmConfig gpt3_5b() { return gpt3("gpt3-5b", 24, 4096, 32); }
+LlmConfig gpt3_20b() { return gpt3("gpt3-20b", 44, 6144, 48); }
+LlmConfig gpt3_175b() { return gpt3("gpt3-175b", 96, 12288, 96); }
+
+/// Nemotron (NeMo's NemotronConfig): squared-ReLU MLP, vocabulary 256000,
+/// sequence 4096.
+static LlmConfig nemotron(StringRef name, unsigned layers, double hidden,
+                          double ffn, double heads, double kvHeads) {
+  LlmConfig c;
+  c.name = name.str();
+  c.layers = layers, c.hidden = hidden, c.heads = heads, c.kvHeads = kvHeads;
+  c.ffnHidden = ffn, c.gatedFfn = false;
+  c.seqLen = 4096, c.vocab = 256000;
+  return c;
+}
+LlmConfig nemotron3_8b() {
+  return nemotron("nemotron3-8b", 32, 4096, 16384, 32, 32);
+}
+LlmConfig nemotron3_22b() {
+  return nemotron("nemotron3-22b", 40, 6144, 24576, 48, 48);
+}
+LlmConfig nemotron4_15b() {
+  return nemotron("nemotron4-15b", 32, 6144, 24576, 48, 8);
+}
+LlmConfig nemotron4_340b() {
+  return nemotron("nemotron4-340b", 96, 18432, 73728, 96, 8);
+}
+
+/// Qwen3 MoE (model cards): every block has 128 routed experts, top 8, no
+/// shared expert; head width 128.
+LlmConfig qwen3_30b_a3b() {
+  LlmConfig c;
+  c.name = "qwen3-30b-a3b";
+  c.layers = 48, c.hidden = 2048, c.heads = 32, c.kvHeads = 4;
+  c.headDim = 128, c.ffnHidden = 6144, c.seqLen = 4096, c.vocab = 151936;
+  c.experts = 128, c.topK = 8, c.expertFfn = 768;
+  return c;
+}
+LlmConfig qwen3_235b_a22b() {
+  LlmConfig c = qwen3_30b_a3b();
+  c.name = "qwen3-235b-a22b";
+  c.layers = 94, c.hidden = 4096, c.heads = 64, c.kvHeads = 4;
+  c.ffnHidden = 12288, c.expertFfn = 1536;
+  return c;
+}
+
+/// Grok-1 (xAI's released checkpoint): 8 experts of width 32768, top 2,
+/// every block.
+LlmConfig grok1_314b() {
+  LlmConfig c;
+  c.name = "grok1-314b";
+  c.layers = 64, c.hidden = 6144, c.heads = 48, c.kvHeads = 8;
+  c.ffnHidden = 32768, c.seqLen = 8192, c.vocab = 131072;
+  c.experts = 8, c.topK = 2, c.expertFfn = 32768;
+  return c;
+}
+
+std::optional<LlmConfig> llmPreset(StringRef name) {
+  using Maker = LlmConfig (*)();
+  static const std::pair<const char *, Maker> kPresets[] = {
+      {"gpt3-5b", gpt3_5b},
+      {"gpt3-20b", gpt3_20b},
+      {"gpt3-175b", gpt3_175b},
+      {"llama2-7b", llama2_7b},
+      {"llama2-13b", llama2_13b},
+      {"llama2-70b", llama2_70b},
+      {"llama3-8b", llama3_8b},
+      {"llama3-70b", llama3_70b},
+      {"llama3.1-405b", llama3_405b},
+      {"nemotron3-8b", nemotron3_8b},
+      {"nemotron3-22b", nemotron3_22b},
+      {"nemotron4-15b", nemotron4_15b},
+      {"nemotron4-340b", nemotron4_340b},
+      {"mixtral-8x7b", mixtral8x7b},
+      {"grok1-314b", grok1_314b},
+      {"qwen3-30b-a3b", qwen3_30b_a3b},
+      {"qwen3-235b-a22b", qwen3_235b_a22b},
+      {"deepseek-v3", deepseekV3}};
+  for (const auto &[n, make] : kPresets)
+    if (name == n)
+      return make();
+  return std::nullopt;
 }
 
 } // namespace distopt::cost

@@ -14,6 +14,9 @@
 
 #include "lib/Cost/ModelDesc.h"
 
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
 #include <string>
 
 namespace distopt::cost {
@@ -86,6 +89,19 @@ LlmConfig llama3_405b();
 LlmConfig mixtral8x7b();
 /// DeepSeek-V3 (671B total, 37B active; without multi-token prediction).
 LlmConfig deepseekV3();
+LlmConfig gpt3_5b();
+LlmConfig gpt3_20b();
+LlmConfig gpt3_175b();
+LlmConfig nemotron3_8b();
+LlmConfig nemotron3_22b();
+LlmConfig nemotron4_15b();
+LlmConfig nemotron4_340b();
+LlmConfig qwen3_30b_a3b();
+LlmConfig qwen3_235b_a22b();
+LlmConfig grok1_314b();
+/// The configuration named \p name ("llama3-70b", "deepseek-v3", ...: the
+/// `name` of each preset above); nullopt if there is none.
+std::optional<LlmConfig> llmPreset(llvm::StringRef name);
 
 } // namespace distopt::cost
 

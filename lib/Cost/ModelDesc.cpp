@@ -425,6 +425,7 @@ LayerDesc lmHeadLayer(OpDesc norm, StringRef logitsName, DType dt, double s,
   head.ops.push_back(std::move(norm));
   OpDesc logits = matmulOp(logitsName, dt, 1, s, v, h, true);
   logits.tiedParams = tied;
+  logits.keepsPrecision = true;
   logits.tpAllReduceBwdBytes = sh;
   logits.savedBytes = 0;
   logits.savedReplicatedBytes = sh;

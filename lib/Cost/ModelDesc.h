@@ -84,6 +84,10 @@ struct OpDesc {
   /// Kernel launches per phase (routed experts: the number of experts, one
   /// GEMM each, run as one grouped launch; see CostModel::opTime).
   unsigned kernels = 1;
+  /// Stays at its dtype under a lower matmul precision (Transformer Engine
+  /// runs FP8 in the blocks' linear layers only: the LM head and the MoE
+  /// router stay BF16).
+  bool keepsPrecision = false;
 
   const PhaseCost &phase(Phase p) const;
   double paramBytes() const;

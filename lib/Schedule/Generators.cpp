@@ -196,7 +196,7 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
       out.push_back({syncKind, -1, static_cast<int>(c), -1});
   if (!async) {
     out.push_back({ActionKind::OptimizerStep, -1, 0, -1});
-    if (dataParallel && opts.zero >= 1)
+    if (dataParallel && opts.zero >= 1 && !opts.overlapParamGather)
       for (unsigned c = 0; c < s.chunks; ++c)
         out.push_back({ActionKind::AllGather, -1, static_cast<int>(c), -1});
   }
@@ -329,6 +329,7 @@ ScheduleOptions scheduleOptions(const Plan &p) {
   so.dataParallel = p.dp * p.cp > 1;
   so.zero = p.zero;
   so.overlapGradSync = p.overlapGradSync;
+  so.overlapParamGather = p.overlapParamGather;
   so.replicas = p.replicas;
   return so;
 }

@@ -163,13 +163,16 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
       st.gradSyncBytes[l] = dense.bytes[l] + experts.bytes[l];
     if (p.zero >= 3) {
-      // Weights are gathered before each forward and each backward.
+      // Weights are gathered before each forward and each backward, layer
+      // by layer, prefetched under the previous layer's compute (FSDP,
+      // Megatron-FSDP): only a gather longer than the compute shows.
       CommCost g = CostModel::collective(Collective::AllGather,
                                          params.dense * elem, dpg);
       CommCost ge = CostModel::collective(Collective::AllGather,
                                           params.expert * elem, edpg);
-      st.fwd += g.time + ge.time;
-      st.bwdInput += g.time + ge.time;
+      double gather = g.time + ge.time;
+      st.fwd += std::max(0.0, gather - st.fwd);
+      st.bwdInput += std::max(0.0, gather - st.bwdInput - st.bwdWeight);
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
         st.mbBytes[l] += 2 * (g.bytes[l] + ge.bytes[l]);
     }

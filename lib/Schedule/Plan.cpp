@@ -110,6 +110,8 @@ std::string Plan::str() const {
     s += formatv(",ep={0}", ep).str();
   if (sp)
     s += ",sp=1";
+  if (tpOverlap)
+    s += ",tp_overlap=1";
   if (expertImbalance != 1)
     s += formatv(",expert_imbalance={0}", expertImbalance).str();
   if (!scatterGather)
@@ -118,6 +120,8 @@ std::string Plan::str() const {
     s += ",p2p_overlap=0";
   if (!overlapGradSync)
     s += ",grad_overlap=0";
+  if (overlapParamGather)
+    s += ",ag_overlap=1";
   if (unevenBatch)
     s += ",uneven=1";
   if (!cuts.empty()) {
@@ -171,18 +175,17 @@ Expected<Plan> parsePlan(StringRef spec) {
       e = number(p.cp, 1);
     else if (key == "ep")
       e = number(p.ep, 1);
-    else if (key == "sp") {
+    else if (key == "sp" || key == "tp_overlap") {
       unsigned v = 0;
       e = number(v, 0);
-      p.sp = v != 0;
+      (key == "sp" ? p.sp : p.tpOverlap) = v != 0;
     } else if (key == "expert_imbalance") {
       if (value.getAsDouble(p.expertImbalance) || !(p.expertImbalance >= 1) ||
           p.expertImbalance > 1000)
         return planError(spec, "'expert_imbalance=" + value +
                                    "' must be a number >= 1 (the busiest "
                                    "expert rank's tokens over the mean)");
-    }
-    else if (key == "chunks")
+    } else if (key == "chunks")
       e = number(p.chunks, 1);
     else if (key == "zero") {
       e = number(p.zero, 0);
@@ -196,10 +199,13 @@ Expected<Plan> parsePlan(StringRef spec) {
       unsigned v = 0;
       e = number(v, 0);
       p.unevenBatch = v != 0;
-    } else if (key == "p2p_overlap" || key == "grad_overlap") {
+    } else if (key == "p2p_overlap" || key == "grad_overlap" ||
+               key == "ag_overlap") {
       unsigned v = 1;
       e = number(v, 0);
-      (key == "p2p_overlap" ? p.overlapP2P : p.overlapGradSync) = v != 0;
+      (key == "p2p_overlap"    ? p.overlapP2P
+       : key == "grad_overlap" ? p.overlapGradSync
+                               : p.overlapParamGather) = v != 0;
     } else if (key == "schedule") {
       if (!parseScheduleKind(value, p.schedule))
         return planError(spec, "unknown schedule '" + value + "'; use " +
@@ -238,11 +244,12 @@ Expected<Plan> parsePlan(StringRef spec) {
         p.replicas.push_back(v);
       }
     } else {
-      e = planError(spec, "unknown key '" + key +
-                              "'; known: dp, tp, pp, cp, ep, sp, mbs, "
-                              "schedule, chunks, recompute, zero, sg, "
-                              "p2p_overlap, grad_overlap, uneven, "
-                              "expert_imbalance, stages, replicas");
+      e = planError(spec,
+                    "unknown key '" + key +
+                        "'; known: dp, tp, pp, cp, ep, sp, tp_overlap, mbs, "
+                        "schedule, chunks, recompute, zero, sg, "
+                        "p2p_overlap, grad_overlap, ag_overlap, uneven, "
+                        "expert_imbalance, stages, replicas");
     }
     if (e)
       return std::move(e);
@@ -382,6 +389,7 @@ ExecConfig execConfig(const Plan &p, const Cluster &c, unsigned s) {
   x.cp = contextGroup(p, c, s);
   x.ep = expertGroup(p, c, s);
   x.sp = p.sp && p.tp > 1;
+  x.tpOverlap = p.tpOverlap && p.tp > 1;
   x.mbs = p.mbs;
   x.recompute = p.recompute;
   x.expertImbalance = p.expertImbalance;

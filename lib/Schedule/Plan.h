@@ -95,6 +95,9 @@ struct Plan {
   unsigned ep = 1;
   /// Megatron sequence parallelism over each TP group.
   bool sp = false;
+  /// TP collectives overlapped with their projections' GEMMs (Transformer
+  /// Engine's tp_comm_overlap; see cost::ExecConfig::tpOverlap).
+  bool tpOverlap = false;
   /// Tokens the busiest expert rank gets over the mean (load imbalance of
   /// the router, >= 1; 1 = perfectly balanced, as the NeMo benchmarks force).
   double expertImbalance = 1;
@@ -110,6 +113,10 @@ struct Plan {
   /// DP gradient sync of a chunk starts when its gradients are ready (false:
   /// after the whole backward, before the optimizer step).
   bool overlapGradSync = true;
+  /// With ZeRO >= 1: the updated parameters' all-gather overlaps the next
+  /// iteration's forward passes (Megatron's overlap_param_gather) instead
+  /// of ending the iteration.
+  bool overlapParamGather = false;
   /// Data-parallel replicas of different device kinds get micro-batch
   /// counts in proportion to their speed (HetPipe/Metis); false: every
   /// replica does the same share and waits for the slowest.

@@ -120,6 +120,10 @@ struct ScheduleOptions {
   /// Sync each chunk as soon as its gradients are complete (false: all
   /// syncs after the last backward).
   bool overlapGradSync = true;
+  /// ZeRO's parameter all-gather runs under the next iteration's forward
+  /// passes (Megatron's overlap_param_gather): no AllGather ends the
+  /// steady-state iteration.
+  bool overlapParamGather = false;
   /// Replicas per pipeline stage (Plan::replicas): one list per slot, DP
   /// collectives among the replicas of each stage with more than one
   /// (dataParallel is then ignored). Needs chunks = 1 and gpipe, 1f1b,

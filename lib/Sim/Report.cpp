@@ -53,6 +53,8 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
                        {"cp", plan.cp},
                        {"ep", plan.ep},
                        {"sp", plan.sp && plan.tp > 1},
+                       {"tp_overlap", plan.tpOverlap && plan.tp > 1},
+                       {"ag_overlap", plan.overlapParamGather && plan.zero > 0},
                        {"expert_imbalance", plan.expertImbalance},
                        {"matmul_dtype", costs.matmulPrecision.empty()
                                             ? std::string("model")

@@ -76,18 +76,22 @@ TEST(FusedAttention, GptBlockDropsTheSquaredTerm) {
 
 TEST(LlmModels, PublishedParameterCounts) {
   // Model cards: LLaMA-3 8.03B / 70.6B / 405.9B, Mixtral 46.7B (12.9B
-  // active), DeepSeek-V3 671B (37B active) without its MTP module.
+  // active), DeepSeek-V3 671B (37B active) without its MTP module, Qwen3
+  // 30.5B (3.3B active) and 235B (22B active), Nemotron-4 340B, GPT-3
+  // 175B.
   struct Case {
     LlmConfig cfg;
     double total, active;
-  } cases[] = {{llama3_8b(), 8.03e9, 8.03e9},
-               {llama3_70b(), 70.6e9, 70.6e9},
-               {llama3_405b(), 405.9e9, 405.9e9},
-               {llama2_7b(), 6.74e9, 6.74e9},
-               {mixtral8x7b(), 46.7e9, 12.9e9},
-               {deepseekV3(), 671e9, 37e9}};
+  } cases[] = {
+      {llama3_8b(), 8.03e9, 8.03e9},     {llama3_70b(), 70.6e9, 70.6e9},
+      {llama3_405b(), 405.9e9, 405.9e9}, {llama2_7b(), 6.74e9, 6.74e9},
+      {mixtral8x7b(), 46.7e9, 12.9e9},   {deepseekV3(), 671e9, 37e9},
+      {qwen3_30b_a3b(), 30.5e9, 3.3e9},  {qwen3_235b_a22b(), 235e9, 22e9},
+      {nemotron4_340b(), 341e9, 341e9},  {gpt3_175b(), 175e9, 175e9},
+      {grok1_314b(), 314e9, 86e9}};
   for (const Case &c : cases) {
     EXPECT_NEAR(llmParamCount(c.cfg), c.total, 0.01 * c.total) << c.cfg.name;
+    EXPECT_EQ(llmPreset(c.cfg.name)->name, c.cfg.name);
     EXPECT_NEAR(llmParamCount(c.cfg, true), c.active, 0.02 * c.active)
         << c.cfg.name;
     // The analytic count is what the built model holds.
@@ -139,11 +143,25 @@ TEST(Fp8, MatmulsRunAtTheFp8PeakAndItsEfficiency) {
   CostModel bf16, fp8;
   fp8.setMatmulPrecision(DType::F8);
   double t16 = bf16.opTime(mm, Phase::Forward, d, 1, 1);
+  // Transformer Engine's cast of the bf16 activation operand: read once,
+  // written in two fp8 layouts (the weight is cast once per step).
+  double act = 8192.0 * 8192 * 2;
+  double cast =
+      2 * act / (d.memoryBandwidth * d.memoryEfficiency) + d.launchOverhead;
   // Same efficiency: twice the peak, half the time.
-  EXPECT_NEAR(fp8.opTime(mm, Phase::Forward, d, 1, 1), t16 / 2, 1e-12);
+  EXPECT_NEAR(fp8.opTime(mm, Phase::Forward, d, 1, 1), t16 / 2 + cast, 1e-12);
   // The device's own fp8 efficiency (0.35 of 2000 vs 0.5 of 1000).
   d.fp8MatmulEfficiency = 0.35;
-  EXPECT_NEAR(fp8.opTime(mm, Phase::Forward, d, 1, 1), t16 * 0.5 / 0.7, 1e-12);
+  EXPECT_NEAR(fp8.opTime(mm, Phase::Forward, d, 1, 1), t16 * 0.5 / 0.7 + cast,
+              1e-12);
+  // The weight gradient reuses both casts.
+  EXPECT_NEAR(fp8.opTime(mm, Phase::BackwardWeight, d, 1, 1),
+              bf16.opTime(mm, Phase::BackwardWeight, d, 1, 1) * 0.5 / 0.7,
+              1e-12);
+  // The LM head (and the router) stay bf16.
+  OpDesc head = matmulOp("lm_head", DType::BF16, 1, 8192, 8192, 8192, true);
+  head.keepsPrecision = true;
+  EXPECT_DOUBLE_EQ(fp8.opTime(head, Phase::Forward, d, 1, 1), t16);
   // Everything else stays in its own dtype.
   EXPECT_DOUBLE_EQ(fp8.opTime(norm, Phase::Forward, d, 1, 1),
                    bf16.opTime(norm, Phase::Forward, d, 1, 1));

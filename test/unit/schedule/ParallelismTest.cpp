@@ -50,6 +50,21 @@ TEST(ParallelPlan, ParsesAndPrintsSpCpEp) {
   // Defaults print nothing new.
   EXPECT_EQ(llvm::cantFail(parsePlan("dp=2")).str().find("cp="),
             std::string::npos);
+  // Megatron's communication overlaps.
+  Plan o =
+      llvm::cantFail(parsePlan("dp=2,tp=2,zero=1,tp_overlap=1,ag_overlap=1"));
+  EXPECT_TRUE(o.tpOverlap);
+  EXPECT_TRUE(o.overlapParamGather);
+  EXPECT_EQ(llvm::cantFail(parsePlan(o.str())).str(), o.str());
+  EXPECT_NE(o.str().find("tp_overlap=1"), std::string::npos);
+  EXPECT_NE(o.str().find("ag_overlap=1"), std::string::npos);
+  // The parameter all-gather no longer ends the iteration.
+  ScheduleOptions so = scheduleOptions(o);
+  Schedule s = llvm::cantFail(generateSchedule(o.schedule, 1, 1, 4, so));
+  EXPECT_EQ(s.devices[0].back().kind, ActionKind::OptimizerStep);
+  so.overlapParamGather = false;
+  Schedule t = llvm::cantFail(generateSchedule(o.schedule, 1, 1, 4, so));
+  EXPECT_EQ(t.devices[0].back().kind, ActionKind::AllGather);
 }
 
 TEST(ParallelPlan, Errors) {
