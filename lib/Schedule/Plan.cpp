@@ -56,6 +56,12 @@ StringRef scheduleNameList() {
          "dualpipe-v, pipedream or pipedream-2bw";
 }
 
+StringRef modeName(Mode m) { return m == Mode::Infer ? "infer" : "train"; }
+
+StringRef objectiveName(InferObjective o) {
+  return o == InferObjective::Latency ? "latency" : "throughput";
+}
+
 bool isAsync(ScheduleKind k) {
   return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW;
 }
@@ -78,24 +84,6 @@ std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
   unsigned b = vs == 0 || vs > cuts.size() ? 0 : cuts[vs - 1];
   unsigned e = vs >= cuts.size() ? numLayers : cuts[vs];
   return {b, e};
-}
-
-unsigned Plan::firstSlot(unsigned s) const {
-  if (replicas.empty())
-    return dp * s;
-  unsigned slot = 0;
-  for (unsigned i = 0; i < s && i < replicas.size(); ++i)
-    slot += replicas[i];
-  return slot;
-}
-
-uint64_t Plan::numSlots() const {
-  if (replicas.empty())
-    return static_cast<uint64_t>(dp) * pp;
-  uint64_t n = 0;
-  for (unsigned r : replicas)
-    n += r;
-  return n;
 }
 
 std::string Plan::str() const {
@@ -254,8 +242,9 @@ Expected<Plan> parsePlan(StringRef spec) {
     if (e)
       return std::move(e);
   }
-  // V-shaped schedules run two chunks per rank.
-  if (isVShape(p.schedule) && !seen.count("chunks"))
+  // V-shaped schedules run two chunks per rank, the second folded back.
+  p.setSchedule(p.schedule);
+  if (p.vShape && !seen.count("chunks"))
     p.chunks = 2;
   if (!p.replicas.empty()) {
     if (!seen.count("pp"))
@@ -321,11 +310,6 @@ std::vector<unsigned> balancedCuts(const std::vector<double> &cost,
   return cuts;
 }
 
-unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t,
-                    unsigned c) {
-  return t + plan.tp * (c + plan.cp * (d + plan.firstSlot(s)));
-}
-
 GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
   GroupShape g;
   g.size = ranks.size();
@@ -349,14 +333,14 @@ GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
 GroupShape tensorGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned t = 0; t < p.tp; ++t)
-    ranks.push_back(globalRank(p, s, 0, t));
+    ranks.push_back(p.globalRank(s, 0, t));
   return shapeOf(c, ranks);
 }
 
 GroupShape contextGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned k = 0; k < p.cp; ++k)
-    ranks.push_back(globalRank(p, s, 0, 0, k));
+    ranks.push_back(p.globalRank(s, 0, 0, k));
   return shapeOf(c, ranks);
 }
 
@@ -364,14 +348,14 @@ GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned d = 0; d < p.replicasOf(s); ++d)
     for (unsigned k = 0; k < p.cp; ++k)
-      ranks.push_back(globalRank(p, s, d, 0, k));
+      ranks.push_back(p.globalRank(s, d, 0, k));
   return shapeOf(c, ranks);
 }
 
 GroupShape expertGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned d = 0; d < p.ep; ++d)
-    ranks.push_back(globalRank(p, s, d, 0));
+    ranks.push_back(p.globalRank(s, d, 0));
   return shapeOf(c, ranks);
 }
 
@@ -379,7 +363,7 @@ GroupShape expertDataGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned d = 0; d < p.replicasOf(s); d += p.ep)
     for (unsigned k = 0; k < p.cp; ++k)
-      ranks.push_back(globalRank(p, s, d, 0, k));
+      ranks.push_back(p.globalRank(s, d, 0, k));
   return shapeOf(c, ranks);
 }
 
@@ -423,7 +407,7 @@ std::vector<unsigned> replicaMicrobatches(const Plan &p, const Cluster &c,
   std::vector<unsigned> type(p.dp);
   bool mixed = false;
   for (unsigned d = 0; d < p.dp; ++d) {
-    type[d] = c.groupOf(globalRank(p, s, d, 0)).deviceIndex;
+    type[d] = c.groupOf(p.globalRank(s, d, 0)).deviceIndex;
     mixed |= type[d] != type[0];
   }
   std::vector<unsigned> out(p.dp, p.numMicrobatches);
@@ -469,7 +453,7 @@ std::vector<unsigned> stageDeviceTypes(const Plan &p, const Cluster &c,
                                        unsigned s) {
   std::set<unsigned> types;
   for (unsigned d = 0; d < p.replicasOf(s); ++d)
-    types.insert(c.groupOf(globalRank(p, s, d, 0)).deviceIndex);
+    types.insert(c.groupOf(p.globalRank(s, d, 0)).deviceIndex);
   return {types.begin(), types.end()};
 }
 
@@ -505,6 +489,7 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
 
 Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                    unsigned globalBatch, const CostModel &cm) {
+  p.setSchedule(p.schedule);
   std::string spec = p.str();
   unsigned numLayers = model.layers.size();
   if (p.replicated()) {

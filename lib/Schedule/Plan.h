@@ -30,6 +30,7 @@
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ModelDesc.h"
+#include "lib/Schedule/RankLayout.h"
 
 #include <cstdint>
 #include <string>
@@ -74,22 +75,18 @@ bool isPostValidated(ScheduleKind k);
 /// The schedules that run per-stage replicas (Plan::replicas).
 bool supportsReplicas(ScheduleKind k);
 
-/// Virtual stage that pipeline rank \p r runs as chunk \p ch: ch * pp + r,
-/// or for V-shaped schedules r (chunk 0) and 2 pp - 1 - r (chunk 1).
-inline unsigned virtualStageOf(bool vShape, unsigned pp, unsigned r,
-                               unsigned ch) {
-  return vShape && ch == 1 ? 2 * pp - 1 - r : ch * pp + r;
-}
-/// Pipeline rank of virtual stage \p vs (the inverse).
-inline unsigned rankOfStage(bool vShape, unsigned pp, unsigned vs) {
-  return vShape && vs >= pp ? 2 * pp - 1 - vs : vs % pp;
-}
+/// What a plan is for: training steps, or a forward-only stream.
+enum class Mode { Train, Infer };
+llvm::StringRef modeName(Mode m);
+/// What inference minimises: the time of one global batch, or the time per
+/// sample of an endless stream of batches.
+enum class InferObjective { Latency, Throughput };
+llvm::StringRef objectiveName(InferObjective o);
 
-struct Plan {
-  unsigned dp = 1, tp = 1, pp = 1, mbs = 1;
-  /// Context parallelism: each sequence split over cp ranks (ring
-  /// attention); every cp rank holds the same weights.
-  unsigned cp = 1;
+/// A plan: its rank layout (dp, tp, pp, cp, chunks, replicas, V shape) and
+/// how each stage runs.
+struct Plan : RankLayout {
+  unsigned mbs = 1;
   /// Expert parallelism: the routed experts split over ep of the dp
   /// replicas, tokens exchanged by all-to-all (needs ep | dp).
   unsigned ep = 1;
@@ -102,7 +99,6 @@ struct Plan {
   /// the router, >= 1; 1 = perfectly balanced, as the NeMo benchmarks force).
   double expertImbalance = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
-  unsigned chunks = 1;
   cost::Recompute recompute = cost::Recompute::None;
   unsigned zero = 0;
   /// Megatron's scatter/gather: each TP rank sends 1/tp of the boundary.
@@ -123,34 +119,22 @@ struct Plan {
   bool unevenBatch = false;
   /// First layer of virtual stages 1..pp*chunks-1 (empty: balance by cost).
   std::vector<unsigned> cuts;
-  /// Replicas (data-parallel degree) per pipeline stage; empty: dp for
-  /// every stage. Needs dp = 1 and chunks = 1.
-  std::vector<unsigned> replicas;
   /// Filled by finalizePlan.
   unsigned globalBatch = 0;
   unsigned numMicrobatches = 0;
+  /// What the plan is for, what inference minimises, and the element type
+  /// the costs assume (mixed precision runs f32 graphs in bf16).
+  Mode mode = Mode::Train;
+  InferObjective objective = InferObjective::Throughput;
+  cluster::DType dtype = cluster::DType::BF16;
 
-  unsigned numVirtualStages() const { return pp * chunks; }
-  /// Pipeline rank of virtual stage \p vs, and the virtual stage of (rank,
-  /// chunk) (V-shaped schedules fold the second chunk back).
-  unsigned rankOf(unsigned vs) const {
-    return rankOfStage(isVShape(schedule), pp, vs);
+  /// Pipeline rank of virtual stage \p vs (RankLayout::pipelineStage).
+  unsigned rankOf(unsigned vs) const { return pipelineStage(vs); }
+  /// Sets the schedule and the V-shaped layout it runs.
+  void setSchedule(ScheduleKind k) {
+    schedule = k;
+    vShape = isVShape(k);
   }
-  unsigned virtualStage(unsigned r, unsigned ch) const {
-    return virtualStageOf(isVShape(schedule), pp, r, ch);
-  }
-  uint64_t numDevices() const {
-    return static_cast<uint64_t>(tp) * cp * numSlots();
-  }
-  bool replicated() const { return !replicas.empty(); }
-  /// Data-parallel replicas of pipeline stage \p s.
-  unsigned replicasOf(unsigned s) const {
-    return replicas.empty() ? dp : s < replicas.size() ? replicas[s] : 0;
-  }
-  /// Slot of replica 0 of stage \p s (slots are stage-major).
-  unsigned firstSlot(unsigned s) const;
-  /// Stage replicas over all stages: dp * pp, or the sum of `replicas`.
-  uint64_t numSlots() const;
   /// Layer range [begin, end) of virtual stage \p vs (after finalizePlan).
   std::pair<unsigned, unsigned> stageLayers(unsigned vs,
                                             unsigned numLayers) const;
@@ -195,10 +179,6 @@ std::vector<unsigned> replicaMicrobatches(const Plan &plan,
 std::vector<unsigned> stageDeviceTypes(const Plan &plan,
                                        const cluster::Cluster &c, unsigned s);
 
-/// Global rank of (stage s, data-parallel replica d, tensor rank t, context
-/// rank c): t + tp * (c + cp * (firstSlot(s) + d)).
-unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t,
-                    unsigned c = 0);
 /// Shape of the group of global \p ranks on \p c, for collective costs
 /// (the first rank's node counts as "one node").
 cost::GroupShape shapeOf(const cluster::Cluster &c,

@@ -255,7 +255,7 @@ void replicatedCandidates(const cost::ModelDesc &model,
       p.tp = 1;
       p.pp = stages;
       p.mbs = l.mbs;
-      p.schedule = kind;
+      p.setSchedule(kind);
       p.chunks = 1;
       p.recompute = l.rec;
       p.zero = 0;

@@ -53,7 +53,7 @@ struct Light {
     p.ep = ep;
     p.sp = sp;
     p.mbs = mbs;
-    p.schedule = kind;
+    p.setSchedule(kind);
     p.chunks = chunks;
     p.recompute = rec;
     p.zero = zero;
@@ -147,7 +147,6 @@ private:
   std::vector<unsigned> partition(const Light &x, bool memoryAware);
   StageMemoryCheck memoryCheck(const Light &x);
   bool expand(const Light &x, Expanded &out);
-  std::vector<std::vector<unsigned>> replicaShares(const Plan &p);
   Error noPlanError() const;
 
   const cost::ModelDesc &model;
@@ -182,7 +181,7 @@ std::vector<unsigned> Searcher::stageTypes(const Plan &p, unsigned s) const {
     return {0};
   std::vector<unsigned> types;
   for (unsigned d = 0; d < p.dp; ++d) {
-    unsigned ty = c.groupOf(globalRank(p, s, d, 0)).deviceIndex;
+    unsigned ty = c.groupOf(p.globalRank(s, d, 0)).deviceIndex;
     if (!llvm::is_contained(types, ty))
       types.push_back(ty);
   }
@@ -447,7 +446,7 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
   auto messages = [&](unsigned from, unsigned to) -> const std::vector<double> * {
     if (from == to)
       return &none;
-    unsigned a = globalRank(shape, from, 0, 0), b = globalRank(shape, to, 0, 0);
+    unsigned a = shape.globalRank(from, 0, 0), b = shape.globalRank(to, 0, 0);
     cluster::LinkLevel level = c.levelBetween(a, b);
     cluster::LinkSpec link = c.linkBetween(a, b);
     auto k = std::make_tuple(static_cast<unsigned>(level) +
@@ -520,7 +519,9 @@ StageMemoryCheck Searcher::memoryCheck(const Light &x) {
   return k;
 }
 
-std::vector<std::vector<unsigned>> Searcher::replicaShares(const Plan &p) {
+std::vector<std::vector<unsigned>>
+distopt::search::detail::replicaShares(Tables &t, const Plan &p, const cluster::Cluster &c,
+                      unsigned n) {
   std::vector<std::vector<unsigned>> out;
   for (unsigned r = 0; r < p.pp; ++r) {
     std::vector<double> mbTime(c.devices.size(), 0);
@@ -772,7 +773,7 @@ Expected<SearchResult> Searcher::run() {
       cand.lowerBound = e.lb;
       cand.sim = std::move(*ps);
       cand.breakdown = breakdownOf(cand.sim);
-      cand.replicaMicrobatches = replicaShares(cand.sim.plan);
+      cand.replicaMicrobatches = replicaShares(t, cand.sim.plan, c, n);
       // Alternatives are distinct layouts: keep the best plan of each
       // (dp, tp, pp, schedule, chunks); mbs, recompute and ZeRO variants of
       // one layout are not worth a row of their own.

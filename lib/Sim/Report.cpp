@@ -22,7 +22,7 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
     for (unsigned d = 0; d < plan.replicasOf(st.device); ++d)
       for (unsigned k = 0; k < plan.cp; ++k)
         for (unsigned t = 0; t < plan.tp; ++t)
-          devices.push_back(globalRank(plan, st.device, d, t, k));
+          devices.push_back(plan.globalRank(st.device, d, t, k));
     json::Object o{{"stage", vs},
                    {"pipeline_rank", st.device},
                    {"chunk", st.chunk},
@@ -69,7 +69,7 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
     for (unsigned d = 0; d < plan.dp; ++d)
       for (unsigned k = 0; k < plan.cp; ++k)
         for (unsigned t = 0; t < plan.tp; ++t)
-          perDevice[globalRank(plan, s, d, t, k)] = res.peakMemoryBytes[s];
+          perDevice[plan.globalRank(s, d, t, k)] = res.peakMemoryBytes[s];
   // Replicated plans: one list per slot, rank t + tp * slot.
   json::Array slots;
   for (unsigned l = 0; plan.replicated() && l < res.peakMemoryBytes.size();

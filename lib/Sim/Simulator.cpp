@@ -504,21 +504,45 @@ Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
   return e.run();
 }
 
+ScheduleOptions scheduleOptions(const Plan &plan) {
+  return schedule::scheduleOptions(plan);
+}
+
 Expected<PlanSimulation>
 simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
              const Plan &plan, unsigned globalBatch, const cost::CostModel &cm,
-             const SimOptions &opts, const cost::MemoryConfig &memory) {
+             const SimOptions &opts, const cost::MemoryConfig &memory,
+             const Schedule *given) {
   PlanSimulation ps;
   ps.plan = plan;
   if (Error e = finalizePlan(ps.plan, model, cluster, globalBatch, cm))
     return std::move(e);
-  ScheduleOptions so = scheduleOptions(ps.plan);
-  Expected<Schedule> s =
-      generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
-                       ps.plan.numMicrobatches, so);
-  if (!s)
-    return s.takeError();
-  ps.schedule = std::move(*s);
+  if (given) {
+    const Plan &p = ps.plan;
+    if (given->kind != p.schedule || given->pp != p.pp ||
+        given->chunks != p.chunks ||
+        given->microbatches != p.numMicrobatches ||
+        given->replicas != p.replicas)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("the schedule is {0} for pp={1}, chunks={2}, {3} "
+                  "micro-batches but the plan has {4}, pp={5}, chunks={6}, "
+                  "{7} micro-batches; materialize the schedule of this plan "
+                  "again",
+                  scheduleName(given->kind), given->pp, given->chunks,
+                  given->microbatches, scheduleName(p.schedule), p.pp,
+                  p.chunks, p.numMicrobatches)
+              .str());
+    ps.schedule = *given;
+  } else {
+    Expected<Schedule> s =
+        generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
+                         ps.plan.numMicrobatches,
+                         schedule::scheduleOptions(ps.plan));
+    if (!s)
+      return s.takeError();
+    ps.schedule = std::move(*s);
+  }
   ps.costs = buildPipelineCosts(ps.plan, model, cluster, cm,
                                 ps.schedule.weightVersions, memory);
   if (Error e = verifySchedule(ps.schedule))

@@ -96,10 +96,10 @@ TEST(ParallelPlan, Errors) {
 
 TEST(ParallelPlan, RankLayoutIsTpCpDpPp) {
   Plan p = llvm::cantFail(parsePlan("dp=4,tp=2,cp=2,ep=2,pp=2"));
-  EXPECT_EQ(globalRank(p, 0, 0, 1, 0), 1u);
-  EXPECT_EQ(globalRank(p, 0, 0, 0, 1), 2u);
-  EXPECT_EQ(globalRank(p, 0, 1, 0, 0), 4u);
-  EXPECT_EQ(globalRank(p, 1, 0, 0, 0), 16u);
+  EXPECT_EQ(p.globalRank(0, 0, 1, 0), 1u);
+  EXPECT_EQ(p.globalRank(0, 0, 0, 1), 2u);
+  EXPECT_EQ(p.globalRank(0, 1, 0, 0), 4u);
+  EXPECT_EQ(p.globalRank(1, 0, 0, 0), 16u);
   cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-h100", 4));
   cost::GroupShape cpg = contextGroup(p, c, 0);
   EXPECT_EQ(cpg.size, 2u);
