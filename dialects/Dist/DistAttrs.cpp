@@ -385,12 +385,12 @@ LogicalResult PlanAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t dp, int64_t tp,
     int64_t pp, int64_t mbs, int64_t microbatches, int64_t globalBatch,
     schedule::ScheduleKind kind, int64_t chunks, int64_t cp, int64_t ep,
-    bool sp, bool tpOverlap, APFloat expertImbalance,
-    cost::Recompute recompute, int64_t zero, ArrayRef<int64_t> stages,
-    ArrayRef<int64_t> replicas, schedule::Mode mode,
-    schedule::InferObjective objective, cluster::DType dtype,
-    bool scatterGather, bool overlapP2P, bool overlapGradSync,
-    bool unevenBatch, bool overlapParamGather) {
+    bool sp, bool tpOverlap, APFloat expertImbalance, cost::Recompute recompute,
+    int64_t zero, ArrayRef<int64_t> stages, ArrayRef<int64_t> replicas,
+    schedule::Mode mode, schedule::InferObjective objective,
+    cluster::DType dtype, bool fusedAttention, bool scatterGather,
+    bool overlapP2P, bool overlapGradSync, bool unevenBatch,
+    bool overlapParamGather) {
   // Degrees stay within what the cost core and the runtime count in 32 bits.
   constexpr int64_t kMax = 1 << 24;
   for (auto [name, value] :
@@ -469,8 +469,8 @@ PlanAttr PlanAttr::get(MLIRContext *ctx, const schedule::Plan &p) {
                        p.globalBatch, p.schedule, p.chunks, p.cp, p.ep, p.sp,
                        p.tpOverlap, APFloat(p.expertImbalance), p.recompute,
                        p.zero, stages, replicas, p.mode, p.objective, p.dtype,
-                       p.scatterGather, p.overlapP2P, p.overlapGradSync,
-                       p.unevenBatch, p.overlapParamGather);
+                       p.fusedAttention, p.scatterGather, p.overlapP2P,
+                       p.overlapGradSync, p.unevenBatch, p.overlapParamGather);
 }
 
 schedule::Plan PlanAttr::toPlan() const {
@@ -500,6 +500,7 @@ schedule::Plan PlanAttr::toPlan() const {
   p.mode = getMode();
   p.objective = getObjective();
   p.dtype = getDtype();
+  p.fusedAttention = getFusedAttention();
   return p;
 }
 

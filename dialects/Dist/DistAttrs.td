@@ -266,7 +266,9 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
     - `mode`: `train` (default) or `infer` (forward only), and for
       inference the `objective` it minimises: `throughput` (a stream of
       batches, default) or `latency` (one global batch); `dtype` the compute
-      element type the costs assume (default `bf16`);
+      element type the costs assume (default `bf16`; `fp8`: fp8 matmuls,
+      bf16 elsewhere); `fused_attention` (default false): the costs take
+      attention as one fused kernel (FlashAttention);
     - the flags `scatter_gather`, `overlap_p2p`, `overlap_grad_sync`
       (default true), `uneven_batch` and `overlap_param_gather` (ZeRO's
       parameter all-gather under the next forward; default false), as in
@@ -307,6 +309,7 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
                              "::distopt::schedule::InferObjective::Throughput">:$objective,
       Dist_CoreEnumParameter<"::distopt::cluster::DType", "DType",
                              "::distopt::cluster::DType::BF16">:$dtype,
+      Dist_BoolParameter<"false">:$fused_attention,
       Dist_BoolParameter<"true">:$scatter_gather,
       Dist_BoolParameter<"true">:$overlap_p2p,
       Dist_BoolParameter<"true">:$overlap_grad_sync,

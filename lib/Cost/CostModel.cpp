@@ -78,8 +78,9 @@ double CostModel::roofline(const PhaseCost &cost, double peak, double eff,
   if (cost.flops <= 0 && cost.bytes() <= 0)
     return 0;
   double perKernel = cost.flops / std::max(1u, kernels);
-  // Small kernels leave SMs idle: efficiency rolls off below the knee.
-  if (dev.halfEfficiencyFlops > 0 && perKernel > 0)
+  // Small kernels leave SMs idle: efficiency rolls off below the knee (an
+  // op of no kernel of its own runs inside its neighbour's).
+  if (kernels > 0 && dev.halfEfficiencyFlops > 0 && perKernel > 0)
     eff *= perKernel / (perKernel + dev.halfEfficiencyFlops);
   double tCompute = cost.flops > 0 ? cost.flops / (peak * eff) : 0;
   double tMemory = cost.bytes() / (dev.memoryBandwidth * dev.memoryEfficiency);

@@ -82,7 +82,9 @@ struct OpDesc {
   /// ring attention passes around the context-parallel group.
   double cpKvBytes = 0;
   /// Kernel launches per phase (routed experts: the number of experts, one
-  /// GEMM each, run as one grouped launch; see CostModel::opTime).
+  /// GEMM each, run as one grouped launch; see CostModel::opTime). 0: the
+  /// op runs inside a neighbouring kernel (a fused epilogue): no launch, no
+  /// small-kernel roll-off.
   unsigned kernels = 1;
   /// Stays at its dtype under a lower matmul precision (Transformer Engine
   /// runs FP8 in the blocks' linear layers only: the LM head and the MoE

@@ -127,6 +127,10 @@ struct Plan : RankLayout {
   Mode mode = Mode::Train;
   InferObjective objective = InferObjective::Throughput;
   cluster::DType dtype = cluster::DType::BF16;
+  /// The model's attention runs as one fused kernel (FlashAttention, cuDNN):
+  /// an imported graph's softmax(Q K^T) V is costed as such, without the
+  /// s^2 score tensors (see buildModelDesc).
+  bool fusedAttention = false;
 
   /// Pipeline rank of virtual stage \p vs (RankLayout::pipelineStage).
   unsigned rankOf(unsigned vs) const { return pipelineStage(vs); }

@@ -59,6 +59,7 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
                        {"matmul_dtype", costs.matmulPrecision.empty()
                                             ? std::string("model")
                                             : costs.matmulPrecision},
+                       {"fused_attention", plan.fusedAttention},
                        {"spec", plan.str()},
                        {"stages", std::move(stages)}};
   // Peak memory per global device: every device of a stage group alike.
