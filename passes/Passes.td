@@ -215,7 +215,10 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
              clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
              clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
              clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
-             clEnumValN(::distopt::cluster::DType::F8, "fp8", "8-bit float"))}]>,
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">,
     Option<"allowAsync", "allow-async", "bool", "false",
            "Also consider PipeDream and PipeDream-2BW (asynchronous updates)">,
     Option<"alternatives", "alternatives", "unsigned", "3",
@@ -242,8 +245,10 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
   let summary = "records a hand-written plan as #dist.plan";
   let description = [{
     Checks `plan` (`"dp=..,tp=..,pp=..,mbs=..,schedule=gpipe|1f1b|
-    interleaved|zb-h1|pipedream|2bw,chunks=..,recompute=none|selective|full,
-    zero=0..3[,stages=A/B/..][,replicas=R0/R1/..][,uneven=1]"`,
+    interleaved|zb-h1|zb-h2|zb-v|v-half|v-min|dualpipe-v|pipedream|2bw,
+    chunks=..,recompute=none|selective|full,zero=0..3[,cp=..][,ep=..]
+    [,sp=1][,tp_overlap=1][,ag_overlap=1][,expert_imbalance=..]
+    [,stages=A/B/..][,replicas=R0/R1/..][,uneven=1]"`,
     docs/cli.md) against the planned function and the module's
     `dist.cluster`, derives the micro-batch count from the global `batch`,
     balances the stages by cost when `stages` is not given, and writes the
@@ -286,7 +291,10 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
              clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
              clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
              clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
-             clEnumValN(::distopt::cluster::DType::F8, "fp8", "8-bit float"))}]>
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

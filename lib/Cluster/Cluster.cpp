@@ -57,7 +57,8 @@ bool parseDType(StringRef s, DType &out) {
 StringRef opClassName(OpClass c) {
   static const char *names[] = {
       "matmul",    "conv",      "elementwise",   "norm", "softmax",
-      "embedding", "reduction", "data_movement", "loss", "other"};
+      "embedding", "reduction", "data_movement", "loss", "other",
+      "attention"};
   return names[static_cast<unsigned>(c)];
 }
 
@@ -137,6 +138,18 @@ const LinkSpec &Cluster::link(LinkLevel level, unsigned rank) const {
   return network;
 }
 
+unsigned Cluster::rackOf(unsigned rank) const {
+  return nodesPerRack ? nodeOf(rank) / nodesPerRack : 0;
+}
+
+LinkSpec Cluster::linkBetween(unsigned a, unsigned b) const {
+  LinkLevel level = levelBetween(a, b);
+  LinkSpec l = link(level, a);
+  if (level == LinkLevel::Network && rackOf(a) != rackOf(b))
+    l.bandwidth /= rackOversubscription;
+  return l;
+}
+
 std::string Cluster::levelName(LinkLevel level) const {
   if (level == LinkLevel::Network)
     return network.name.empty() ? "network" : network.name;
@@ -192,6 +205,9 @@ Error validateCluster(const Cluster &c, StringRef where) {
     if (!(d.memoryEfficiency > 0 && d.memoryEfficiency <= 1))
       return fail("device '" + d.name +
                   "' memory_efficiency is outside (0, 1]");
+    if (!(d.fp8MatmulEfficiency >= 0 && d.fp8MatmulEfficiency <= 1))
+      return fail("device '" + d.name +
+                  "' fp8_matmul_efficiency is outside [0, 1]");
   }
   for (const NodeGroup &g : c.groups) {
     if (g.deviceIndex >= c.devices.size())
@@ -211,6 +227,11 @@ Error validateCluster(const Cluster &c, StringRef where) {
   if (c.numNodes() > 1)
     if (Error e = checkLink(c.network, where, "network"))
       return e;
+  if (!(c.rackOversubscription >= 1))
+    return fail(formatv("cluster '{0}' has rack oversubscription {1}; give "
+                        "oversubscription >= 1 (1 = full bisection)",
+                        c.name, c.rackOversubscription)
+                    .str());
   return Error::success();
 }
 

@@ -1,7 +1,8 @@
 //===- Cluster.h - Devices, nodes and link levels ---------------*- C++ -*-===//
 //
 // A cluster is a list of node groups (each: a device type, devices per node,
-// node count, intra-node link) joined by one network level. Devices are
+// node count, intra-node link) joined by one network level, optionally with
+// racks of nodes whose uplinks are oversubscribed. Devices are
 // numbered node-major: all devices of node 0, then node 1, ... in the order the
 // node groups are listed. Clusters come from YAML files or from presets
 // ("dgx-a100-80gb:4" = four DGX A100 nodes). No MLIR dependency.
@@ -46,9 +47,11 @@ enum class OpClass {
   Reduction,
   DataMovement,
   Loss,
-  Other
+  Other,
+  /// Fused attention (FlashAttention-style): one kernel, no s^2 tensors.
+  Attention
 };
-constexpr unsigned kNumOpClasses = 10;
+constexpr unsigned kNumOpClasses = 11;
 llvm::StringRef opClassName(OpClass c);
 bool parseOpClass(llvm::StringRef s, OpClass &out);
 
@@ -73,6 +76,10 @@ struct DeviceSpec {
   /// FLOPs of one kernel at which a compute-bound op reaches half of its
   /// achievable efficiency (small kernels do not fill the device).
   double halfEfficiencyFlops = 0;
+  /// Achievable fraction of the fp8 peak for matmuls run in fp8 (0: the
+  /// matmul efficiency). FP8 GEMMs reach a lower fraction of their peak
+  /// than BF16 ones and pay for scaling/casting kernels.
+  double fp8MatmulEfficiency = 0;
 
   /// Peak for \p t, falling back to F32 when the device lacks it.
   double peak(DType t) const;
@@ -107,6 +114,12 @@ struct Cluster {
   std::vector<DeviceSpec> devices;
   std::vector<NodeGroup> groups;
   LinkSpec network;
+  /// Nodes that share one rack (or pod) switch with full bisection inside
+  /// it; 0: the whole network has full bisection.
+  unsigned nodesPerRack = 0;
+  /// Oversubscription of the links that leave a rack: traffic between racks
+  /// gets network.bandwidth / rackOversubscription per device (>= 1).
+  double rackOversubscription = 1;
 
   unsigned numDevices() const;
   unsigned numNodes() const;
@@ -117,6 +130,12 @@ struct Cluster {
   /// Link between two ranks (intra-node if they share a node).
   LinkLevel levelBetween(unsigned a, unsigned b) const;
   const LinkSpec &link(LinkLevel level, unsigned rank) const;
+  /// Rack of global device \p rank (0 when the network is not split).
+  unsigned rackOf(unsigned rank) const;
+  /// The link a message from \p a to \p b uses: intra-node, the network,
+  /// or the network at 1/rackOversubscription of its bandwidth between
+  /// racks.
+  LinkSpec linkBetween(unsigned a, unsigned b) const;
   /// Name of a level for reports ("nvlink", "infiniband", ...).
   std::string levelName(LinkLevel level) const;
   bool isHomogeneous() const { return devices.size() == 1; }

@@ -125,17 +125,38 @@ private:
 
 } // namespace
 
-static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field) {
+/// Rack fields of the network link (nodes_per_rack, oversubscription).
+struct RackSpec {
+  unsigned nodesPerRack = 0;
+  double oversubscription = 1;
+};
+
+/// Reads a link; \p rack, when given, also accepts the network's rack
+/// fields.
+static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field,
+                                   RackSpec *rack = nullptr) {
   LinkSpec l;
+  std::vector<StringRef> known = {"name", "bandwidth_GBps", "latency_us",
+                                  "collective_efficiency"};
+  if (rack) {
+    known.push_back("nodes_per_rack");
+    known.push_back("oversubscription");
+  }
   Error e = r.mapping(
-      n, field,
-      {"name", "bandwidth_GBps", "latency_us", "collective_efficiency"},
-      {"bandwidth_GBps"}, [&](StringRef key, yaml::Node *v) -> Error {
+      n, field, known, {"bandwidth_GBps"},
+      [&](StringRef key, yaml::Node *v) -> Error {
         if (key == "name") {
           auto s = r.str(v, key);
           if (!s)
             return s.takeError();
           l.name = *s;
+          return Error::success();
+        }
+        if (key == "nodes_per_rack") {
+          auto k = r.count(v, key);
+          if (!k)
+            return k.takeError();
+          rack->nodesPerRack = *k;
           return Error::success();
         }
         auto x = r.number(v, key, key != "latency_us");
@@ -145,7 +166,12 @@ static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field) {
           l.bandwidth = *x * 1e9;
         else if (key == "latency_us")
           l.latency = *x * 1e-6;
-        else if (*x > 1)
+        else if (key == "oversubscription") {
+          if (*x < 1)
+            return r.error(v, key,
+                           "must be at least 1 (1 = full bisection, 7 = 1:7)");
+          rack->oversubscription = *x;
+        } else if (*x > 1)
           return r.error(v, key, "must be at most 1");
         else
           l.collectiveEfficiency = *x;
@@ -164,7 +190,7 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
       n, "devices",
       {"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps",
        "memory_efficiency", "launch_overhead_us", "half_efficiency_gflops",
-       "efficiency"},
+       "fp8_matmul_efficiency", "efficiency"},
       {"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps"},
       [&](StringRef key, yaml::Node *v) -> Error {
         if (key == "name") {
@@ -206,17 +232,20 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
         }
         auto x = r.number(v, key,
                           key != "launch_overhead_us" &&
-                              key != "half_efficiency_gflops");
+                              key != "half_efficiency_gflops" &&
+                              key != "fp8_matmul_efficiency");
         if (!x)
           return x.takeError();
         if (key == "memory_GB")
           d.memoryBytes = *x * 1e9;
         else if (key == "memory_bandwidth_GBps")
           d.memoryBandwidth = *x * 1e9;
-        else if (key == "memory_efficiency") {
+        else if (key == "memory_efficiency" ||
+                 key == "fp8_matmul_efficiency") {
           if (*x > 1)
             return r.error(v, key, "must be at most 1");
-          d.memoryEfficiency = *x;
+          (key == "memory_efficiency" ? d.memoryEfficiency
+                                      : d.fp8MatmulEfficiency) = *x;
         } else if (key == "launch_overhead_us")
           d.launchOverhead = *x * 1e-6;
         else
@@ -307,10 +336,13 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
           return Error::success();
         }
         if (key == "network") {
-          auto l = readLink(r, v, key);
+          RackSpec rack;
+          auto l = readLink(r, v, key, &rack);
           if (!l)
             return l.takeError();
           c.network = *l;
+          c.nodesPerRack = rack.nodesPerRack;
+          c.rackOversubscription = rack.oversubscription;
           return Error::success();
         }
         auto *seq = dyn_cast_or_null<yaml::SequenceNode>(v);
@@ -375,11 +407,16 @@ static std::string num(double v) {
   return buf;
 }
 
-static void writeLink(const LinkSpec &l, raw_ostream &os) {
+static void writeLink(const LinkSpec &l, raw_ostream &os,
+                      const Cluster *rack = nullptr) {
   os << "{name: " << (l.name.empty() ? "link" : l.name)
      << ", bandwidth_GBps: " << num(l.bandwidth / 1e9)
      << ", latency_us: " << num(l.latency * 1e6)
-     << ", collective_efficiency: " << num(l.collectiveEfficiency) << "}";
+     << ", collective_efficiency: " << num(l.collectiveEfficiency);
+  if (rack && rack->nodesPerRack)
+    os << ", nodes_per_rack: " << rack->nodesPerRack
+       << ", oversubscription: " << num(rack->rackOversubscription);
+  os << "}";
 }
 
 void writeClusterYAML(const Cluster &c, raw_ostream &os) {
@@ -402,8 +439,10 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
        << "\n    memory_bandwidth_GBps: " << num(d.memoryBandwidth / 1e9)
        << "\n    memory_efficiency: " << num(d.memoryEfficiency)
        << "\n    launch_overhead_us: " << num(d.launchOverhead * 1e6)
-       << "\n    half_efficiency_gflops: " << num(d.halfEfficiencyFlops / 1e9)
-       << "\n    efficiency: {";
+       << "\n    half_efficiency_gflops: " << num(d.halfEfficiencyFlops / 1e9);
+    if (d.fp8MatmulEfficiency > 0)
+      os << "\n    fp8_matmul_efficiency: " << num(d.fp8MatmulEfficiency);
+    os << "\n    efficiency: {";
     for (unsigned i = 0; i < kNumOpClasses; ++i)
       os << (i ? ", " : "") << opClassName(static_cast<OpClass>(i)) << ": "
          << num(d.efficiency[i]);
@@ -420,7 +459,7 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
   }
   if (c.network.bandwidth > 0) {
     os << "network: ";
-    writeLink(c.network, os);
+    writeLink(c.network, os, &c);
     os << "\n";
   }
 }

@@ -188,7 +188,7 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
         p.tp = tp;
         p.pp = pp;
         p.mbs = mbs;
-        p.schedule = ScheduleKind::GPipe;
+        p.setSchedule(ScheduleKind::GPipe);
         p.globalBatch = o.globalBatch;
         p.numMicrobatches = m;
         InferLayout layout(t, c, p, o, n);

@@ -53,9 +53,8 @@ FailureOr<func::FuncOp> planning::plannedFunction(ModuleOp module,
   return found;
 }
 
-FailureOr<cost::ModelDesc> planning::modelOf(func::FuncOp func,
-                                             cluster::DType dtype,
-                                             PlannedOps *ops) {
+FailureOr<cost::ModelDesc>
+planning::modelOf(func::FuncOp func, const Costing &costing, PlannedOps *ops) {
   if (ops)
     for (Operation &op : func.getBody().front())
       if (isa<dist::StageOp, func::CallOp>(op))
@@ -63,7 +62,12 @@ FailureOr<cost::ModelDesc> planning::modelOf(func::FuncOp func,
                               "function before its stages are outlined "
                               "(dist-outline-stages)");
   GraphModelOptions options;
-  options.computeType = dtype;
+  // fp8 runs the matmuls in fp8 (the cost model's matmul precision) and
+  // everything else in bf16.
+  options.computeType = costing.dtype == cluster::DType::F8
+                            ? cluster::DType::BF16
+                            : costing.dtype;
+  options.fusedAttention = costing.fusedAttention;
   if (ops) {
     options.layerOps = &ops->layers;
     options.tpRoles = &ops->roles;
@@ -108,7 +112,7 @@ inlineBody(Block &body, ValueRange args, OpBuilder &into,
 }
 
 FailureOr<cost::ModelDesc> planning::planningModel(ModuleOp module,
-                                                   cluster::DType dtype) {
+                                                   const Costing &costing) {
   FailureOr<func::FuncOp> func = plannedFunction(module, "", "planning");
   if (failed(func))
     return failure();
@@ -123,7 +127,7 @@ FailureOr<cost::ModelDesc> planning::planningModel(ModuleOp module,
         outlined |= stageAttr.isAttrPresent(callee);
   }
   if (!outlined)
-    return modelOf(*func, dtype);
+    return modelOf(*func, costing);
   // Read the stages back into one function of a scratch module.
   OwningOpRef<ModuleOp> scratch = ModuleOp::create(module.getLoc());
   OpBuilder b = OpBuilder::atBlockEnd(scratch->getBody());
@@ -156,7 +160,7 @@ FailureOr<cost::ModelDesc> planning::planningModel(ModuleOp module,
         inlineBody(*body, mapped(op.getOperands()), b, sources);
     map.map(op.getResults(), results);
   }
-  return modelOf(flat, dtype);
+  return modelOf(flat, costing);
 }
 
 FailureOr<ModuleMachine> planning::moduleMachine(ModuleOp module,
@@ -186,8 +190,8 @@ FailureOr<ModuleMachine> planning::moduleMachine(ModuleOp module,
 }
 
 FailureOr<PlanningInputs> planning::planningInputs(ModuleOp module,
-                                                  cluster::DType dtype,
-                                                  StringRef pass) {
+                                                   const Costing &costing,
+                                                   StringRef pass) {
   PlanningInputs in;
   FailureOr<func::FuncOp> func = plannedFunction(module, "", pass);
   if (failed(func))
@@ -197,7 +201,7 @@ FailureOr<PlanningInputs> planning::planningInputs(ModuleOp module,
   if (failed(machine))
     return failure();
   in.machine = std::move(*machine);
-  FailureOr<cost::ModelDesc> model = modelOf(in.func, dtype, &in.ops);
+  FailureOr<cost::ModelDesc> model = modelOf(in.func, costing, &in.ops);
   if (failed(model))
     return failure();
   in.model = std::move(*model);

@@ -19,7 +19,8 @@ template <typename T> std::string errorOf(Expected<T> v) {
 TEST(Cluster, EveryPresetValidates) {
   std::vector<std::string> names = presetNames();
   for (const char *required :
-       {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-v100", "pcie-v100x4",
+       {"dgx-a100-80gb", "dgx-h100", "dgx-h100-roce", "h100-roce-pods",
+        "dgx-h200", "dgx-b200", "dgx-v100", "pcie-v100x4",
         "mixed-a100-v100", "cpu-xeon-2s", "arm-board-ethernet",
         "arm-board-wifi"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end())
@@ -42,6 +43,37 @@ TEST(Cluster, PresetFiguresMatchVendorData) {
   Cluster h = llvm::cantFail(getPreset("dgx-h200"));
   EXPECT_DOUBLE_EQ(h.devices[0].memoryBytes, 141e9);
   EXPECT_DOUBLE_EQ(h.devices[0].memoryBandwidth, 4.8e12);
+  // Dense tensor-core peaks: H100 989 bf16 / 1979 fp8, B200 2250 / 4500.
+  Cluster h1 = llvm::cantFail(getPreset("dgx-h100"));
+  EXPECT_DOUBLE_EQ(h1.devices[0].peak(DType::BF16), 989e12);
+  EXPECT_DOUBLE_EQ(h1.devices[0].peak(DType::F8), 1979e12);
+  Cluster b = llvm::cantFail(getPreset("dgx-b200"));
+  EXPECT_DOUBLE_EQ(b.devices[0].peak(DType::BF16), 2250e12);
+  EXPECT_DOUBLE_EQ(b.devices[0].peak(DType::F8), 4500e12);
+  EXPECT_DOUBLE_EQ(b.devices[0].memoryBytes, 180e9);
+  EXPECT_DOUBLE_EQ(b.devices[0].memoryBandwidth, 8e12);
+  // NVLink5: 900 GB/s each way; 400 Gb/s per GPU to the network.
+  EXPECT_DOUBLE_EQ(b.groups[0].intraNode.bandwidth, 900e9);
+  EXPECT_DOUBLE_EQ(b.network.bandwidth, 50e9);
+  Cluster r = llvm::cantFail(getPreset("dgx-h100-roce", 2));
+  EXPECT_EQ(r.levelName(LinkLevel::Network), "roce");
+  EXPECT_DOUBLE_EQ(r.network.bandwidth, 50e9);
+}
+
+TEST(Cluster, RackOversubscriptionSlowsTrafficBetweenRacks) {
+  // Llama 3's cluster: pods of 384 servers, 1:7 between pods.
+  Cluster c = llvm::cantFail(getPreset("h100-roce-pods", 768));
+  EXPECT_EQ(c.numDevices(), 6144u);
+  EXPECT_EQ(c.rackOf(0), 0u);
+  EXPECT_EQ(c.rackOf(384 * 8 - 1), 0u);
+  EXPECT_EQ(c.rackOf(384 * 8), 1u);
+  EXPECT_DOUBLE_EQ(c.linkBetween(0, 1).bandwidth, 450e9);
+  EXPECT_DOUBLE_EQ(c.linkBetween(0, 8).bandwidth, 50e9);
+  EXPECT_DOUBLE_EQ(c.linkBetween(0, 384 * 8).bandwidth, 50e9 / 7);
+  // Without racks every node pair has the full network bandwidth.
+  Cluster flat = llvm::cantFail(getPreset("dgx-h100", 4));
+  EXPECT_EQ(flat.rackOf(31), 0u);
+  EXPECT_DOUBLE_EQ(flat.linkBetween(0, 31).bandwidth, 50e9);
 }
 
 TEST(Cluster, RankLayoutIsNodeMajor) {
@@ -187,6 +219,42 @@ TEST(ClusterYAML, ErrorsNameFileLineAndField) {
 
   EXPECT_NE(errorOf(parseClusterYAML("", "empty.yaml")).find("empty"),
             std::string::npos);
+}
+
+TEST(ClusterYAML, RacksAndFp8Efficiency) {
+  std::string text = kGood;
+  text.replace(text.find("latency_us: 30}"), 15,
+               "latency_us: 30, nodes_per_rack: 1, oversubscription: 4}");
+  text.replace(text.find("    efficiency:"), 0,
+               "    fp8_matmul_efficiency: 0.45\n");
+  Cluster c = llvm::cantFail(parseClusterYAML(text, "lab.yaml"));
+  EXPECT_EQ(c.nodesPerRack, 1u);
+  EXPECT_DOUBLE_EQ(c.rackOversubscription, 4);
+  EXPECT_DOUBLE_EQ(c.devices[0].fp8MatmulEfficiency, 0.45);
+  EXPECT_DOUBLE_EQ(c.linkBetween(0, 4).bandwidth, 1.25e9 / 4);
+  // Written and read back.
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  writeClusterYAML(c, os);
+  Cluster back = llvm::cantFail(parseClusterYAML(out, "back.yaml"));
+  EXPECT_EQ(back.nodesPerRack, 1u);
+  EXPECT_DOUBLE_EQ(back.rackOversubscription, 4);
+  EXPECT_DOUBLE_EQ(back.devices[0].fp8MatmulEfficiency, 0.45);
+  // Errors: below full bisection, racks on an intra-node link, fp8 > 1.
+  std::string e = badYaml("latency_us: 30}", "latency_us: 30, "
+                                             "oversubscription: 0.5}");
+  EXPECT_NE(e.find("field 'oversubscription': must be at least 1"),
+            std::string::npos)
+      << e;
+  e = badYaml("latency_us: 5}", "latency_us: 5, nodes_per_rack: 2}");
+  EXPECT_NE(e.find("field 'nodes_per_rack': unknown field in 'intra_node'"),
+            std::string::npos)
+      << e;
+  e = badYaml("    efficiency:", "    fp8_matmul_efficiency: 1.5\n"
+                                 "    efficiency:");
+  EXPECT_NE(e.find("field 'fp8_matmul_efficiency': must be at most 1"),
+            std::string::npos)
+      << e;
 }
 
 } // namespace
