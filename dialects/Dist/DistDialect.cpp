@@ -10,6 +10,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace distopt::dist;
@@ -62,8 +63,8 @@ DeviceKindAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult LinkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               StringRef name, int64_t span,
-                               APFloat bandwidthF, APFloat latencyF) {
+                               StringRef name, int64_t span, APFloat bandwidthF,
+                               APFloat latencyF) {
   double bandwidth = bandwidthF.convertToDouble();
   double latency = latencyF.convertToDouble();
   if (span < 1)
@@ -91,7 +92,8 @@ DeviceGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  StringRef name, ArrayRef<DeviceKindAttr> kinds,
+                                  StringRef name,
+                                  ArrayRef<DeviceKindAttr> kinds,
                                   ArrayRef<DeviceGroupAttr> groups,
                                   ArrayRef<LinkAttr> links) {
   llvm::StringSet<> kindNames;
@@ -150,11 +152,15 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (dim < 1)
       return emitError() << "mesh axes must have at least one device, got "
                          << dim;
-    size *= dim;
+    std::optional<int64_t> next = llvm::checkedMul(size, dim);
+    if (!next)
+      return emitError() << "mesh of shape with more positions than int64 "
+                            "holds";
+    size = *next;
   }
   if (size != static_cast<int64_t>(devices.size()))
-    return emitError() << "mesh of shape with " << size
-                       << " positions lists " << devices.size() << " devices";
+    return emitError() << "mesh of shape with " << size << " positions lists "
+                       << devices.size() << " devices";
   llvm::DenseSet<int64_t> seen;
   for (int64_t device : devices) {
     if (device < 0)
