@@ -10,12 +10,14 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLParser.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 
 using namespace llvm;
@@ -63,17 +65,29 @@ public:
     return s->getValue(buf).str();
   }
 
-  Expected<double> number(yaml::Node *n, StringRef field, bool positive) {
+  /// A finite number (> 0 when `positive`, else >= 0) inside the physical
+  /// range of `rangeField` (default: `field`), when it has one.
+  Expected<double> number(yaml::Node *n, StringRef field, bool positive,
+                          StringRef rangeField = "") {
     Expected<std::string> s = str(n, field);
     if (!s)
       return error(n, field, "expected a number");
     double v;
-    if (StringRef(*s).getAsDouble(v))
-      return error(n, field, "'" + *s + "' is not a number");
+    if (StringRef(*s).getAsDouble(v) || !std::isfinite(v))
+      return error(n, field, "'" + *s + "' is not a finite number");
     if (positive ? !(v > 0) : v < 0)
       return error(n, field,
                    "'" + *s + "' must be " +
                        (positive ? "greater than 0" : "at least 0"));
+    StringRef rf = rangeField.empty() ? field : rangeField;
+    if (std::optional<FieldRange> range = physicalRange(rf))
+      if (v < range->min || v > range->max)
+        return error(n, field,
+                     formatv("'{0}' is outside the physical range [{1}, {2}] "
+                             "of {3}; give a value a real machine has",
+                             *s, formatNumber(range->min),
+                             formatNumber(range->max), rf)
+                         .str());
     return v;
   }
 
@@ -81,7 +95,8 @@ public:
     Expected<double> v = number(n, field, /*positive=*/true);
     if (!v)
       return v.takeError();
-    if (*v != static_cast<double>(static_cast<unsigned>(*v)))
+    // The range check above keeps *v below 2^32 before the cast.
+    if (*v != std::floor(*v))
       return error(n, field, "expected a whole number");
     return static_cast<unsigned>(*v);
   }
@@ -189,7 +204,7 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
               {"fp32"}, [&](StringRef k, yaml::Node *x) -> Error {
                 DType t;
                 parseDType(k, t);
-                auto val = r.number(x, k, true);
+                auto val = r.number(x, k, true, "peak_tflops");
                 if (!val)
                   return val.takeError();
                 d.peakFlops[static_cast<unsigned>(t)] = *val * 1e12;
@@ -366,6 +381,24 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
 }
 
 Expected<Cluster> loadClusterFile(StringRef path) {
+  // A device or FIFO (/dev/zero) would be read until memory runs out, and
+  // no cluster description is megabytes long.
+  constexpr uint64_t kMaxBytes = 16 << 20;
+  sys::fs::file_status st;
+  if (!sys::fs::status(path, st) && sys::fs::exists(st)) {
+    if (!sys::fs::is_regular_file(st))
+      return createStringError(inconvertibleErrorCode(),
+                               "cluster file '" + path +
+                                   "' is not a regular file; give a preset "
+                                   "name (see --list-clusters) or a YAML file");
+    if (st.getSize() > kMaxBytes)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("cluster file '{0}' has {1} bytes; a cluster description "
+                  "is at most {2} (is it the right file?)",
+                  path, st.getSize(), kMaxBytes)
+              .str());
+  }
   auto buf = MemoryBuffer::getFile(path);
   if (!buf)
     return createStringError(buf.getError(),
@@ -376,12 +409,7 @@ Expected<Cluster> loadClusterFile(StringRef path) {
   return parseClusterYAML((*buf)->getBuffer(), path);
 }
 
-/// Shortest exact-enough decimal form of \p v.
-static std::string num(double v) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%.10g", v);
-  return buf;
-}
+static std::string num(double v) { return formatNumber(v); }
 
 static void writeLink(const LinkSpec &l, raw_ostream &os) {
   os << "{name: " << (l.name.empty() ? "link" : l.name)
