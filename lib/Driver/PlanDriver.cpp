@@ -9,6 +9,7 @@
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ProfileDB.h"
 #include "lib/Driver/ClusterAttr.h"
+#include "lib/Driver/OutputFile.h"
 #include "lib/GraphCost/ModelFromGraph.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Search/Search.h"
@@ -66,6 +67,9 @@ writeFile(ModuleOp module, StringRef path, StringRef what,
     return module.emitError("cannot write the ")
            << what << " to '" << path << "': " << ec.message();
   write(os);
+  std::string problem = closeOutput(os, path);
+  if (!problem.empty())
+    return module.emitError(problem) << " (the " << what << ")";
   return success();
 }
 

@@ -14,6 +14,7 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
+#include "lib/Driver/OutputFile.h"
 #include "passes/Autodiff/AutodiffOptions.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -310,6 +311,11 @@ int main(int argc, char **argv) {
       return false;
     }
     f << source;
+    std::string problem = distopt::closeOutput(f, path);
+    if (!problem.empty()) {
+      WithColor::error() << problem << "\n";
+      return false;
+    }
     return true;
   };
   if (sourceOnly)

@@ -8,6 +8,7 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
+#include "lib/Driver/OutputFile.h"
 #include "lib/Driver/PlanDriver.h"
 
 #include "mlir/IR/AsmState.h"
@@ -242,6 +243,11 @@ runPipeline(llvm::function_ref<OwningOpRef<ModuleOp>(MLIRContext &)> load,
   OpPrintingFlags flags;
   module->print(output->os(), flags);
   output->os() << "\n";
+  std::string problem = distopt::closeOutput(output->os(), outputFilename);
+  if (!problem.empty()) {
+    WithColor::error(errs(), "dist-opt") << problem << "\n";
+    return failure();
+  }
   output->keep();
   return success();
 }
@@ -308,6 +314,11 @@ int main(int argc, char **argv) {
   }
   if (failed(MlirOptMain(output->os(), std::move(file), registry, config)))
     return 1;
+  std::string problem = distopt::closeOutput(output->os(), outputFilename);
+  if (!problem.empty()) {
+    WithColor::error(errs(), "dist-opt") << problem << "\n";
+    return 1;
+  }
   output->keep();
   return 0;
 }
