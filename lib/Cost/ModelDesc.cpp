@@ -343,6 +343,7 @@ ModelDesc buildGpt(const GptConfig &cfg) {
   ModelDesc m;
   m.name = formatv("gpt-l{0}-h{1}", cfg.layers, static_cast<unsigned>(h)).str();
   m.sampleUnit = "sequence";
+  m.attentionHeads = static_cast<unsigned>(cfg.heads);
 
   LayerDesc emb;
   emb.name = "embedding";

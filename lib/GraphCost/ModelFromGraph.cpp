@@ -569,6 +569,9 @@ StringRef tensorParallelRoleName(TensorParallelRole role) {
 
 FailureOr<ModelDesc> buildModelDesc(func::FuncOp func,
                                     const GraphModelOptions &options) {
-  return GraphModelBuilder(func, options).build();
+  FailureOr<ModelDesc> model = GraphModelBuilder(func, options).build();
+  if (succeeded(model))
+    model->attentionHeads = attentionHeadCount(func);
+  return model;
 }
 } // namespace distopt

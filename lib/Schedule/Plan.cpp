@@ -377,6 +377,25 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
   return Error::success();
 }
 
+bool tensorParallelFits(unsigned tp, const ModelDesc &model) {
+  return model.attentionHeads == 0 || model.attentionHeads % tp == 0;
+}
+
+Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
+  if (tensorParallelFits(p.tp, model))
+    return Error::success();
+  std::string divisors;
+  for (unsigned d = 1; d <= model.attentionHeads; ++d)
+    if (model.attentionHeads % d == 0)
+      divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+  return planError(p.str(),
+                   formatv("tp = {0} does not divide the model's attention "
+                           "head count {1} (the gcd of its query and "
+                           "key/value heads); tensor parallelism gives each "
+                           "rank whole heads: choose tp among {2}",
+                           p.tp, model.attentionHeads, divisors));
+}
+
 Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                    unsigned globalBatch, const CostModel &cm) {
   std::string spec = p.str();
@@ -390,6 +409,8 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                                    "whose product is {5}",
                                    p.dp, p.tp, p.pp, p.numDevices(), c.name,
                                    c.numDevices()));
+  if (Error e = checkTensorParallel(p, model))
+    return e;
   if (globalBatch == 0 || globalBatch % (p.dp * p.mbs) != 0)
     return planError(spec, formatv("global batch {0} is not divisible by "
                                    "dp*mbs = {1}; change the batch, dp or mbs",
