@@ -31,8 +31,15 @@ class Reader {
 public:
   Reader(SourceMgr &sm, StringRef file) : sm(sm), file(file) {}
 
+  /// True when `n` has a position in the file (the parser gives the
+  /// missing value of `{key}` a node without one).
+  bool located(yaml::Node *n) {
+    return n && n->getSourceRange().Start.isValid() &&
+           sm.FindBufferContainingLoc(n->getSourceRange().Start) != 0;
+  }
+
   Error error(yaml::Node *n, StringRef field, const Twine &msg) {
-    if (!n) // a syntax error left no node; the diagnostic handler has it
+    if (!located(n)) // a syntax error left no node, or one without a place
       return createStringError(
           inconvertibleErrorCode(),
           formatv("{0}: field '{1}': {2}", file, field, msg.str()).str());
@@ -52,7 +59,7 @@ public:
                                  .str());
   }
   std::pair<unsigned, unsigned> where(yaml::Node *n) {
-    if (!n)
+    if (!located(n))
       return {0, 0};
     return sm.getLineAndColumn(n->getSourceRange().Start);
   }
@@ -411,20 +418,37 @@ Expected<Cluster> loadClusterFile(StringRef path) {
 
 static std::string num(double v) { return formatNumber(v); }
 
+/// `s` as a YAML double-quoted scalar, so any name or description reads
+/// back as written.
+static std::string quoted(StringRef s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += formatv("\\x{0:x-2}", unsigned(c)).str();
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
 static void writeLink(const LinkSpec &l, raw_ostream &os) {
-  os << "{name: " << (l.name.empty() ? "link" : l.name)
+  os << "{name: " << quoted(l.name.empty() ? "link" : l.name)
      << ", bandwidth_GBps: " << num(l.bandwidth / 1e9)
      << ", latency_us: " << num(l.latency * 1e6)
      << ", collective_efficiency: " << num(l.collectiveEfficiency) << "}";
 }
 
 void writeClusterYAML(const Cluster &c, raw_ostream &os) {
-  os << "name: " << c.name << "\n";
+  os << "name: " << quoted(c.name) << "\n";
   if (!c.description.empty())
-    os << "description: \"" << c.description << "\"\n";
+    os << "description: " << quoted(c.description) << "\n";
   os << "devices:\n";
   for (const DeviceSpec &d : c.devices) {
-    os << "  - name: " << d.name << "\n    peak_tflops: {";
+    os << "  - name: " << quoted(d.name) << "\n    peak_tflops: {";
     bool first = true;
     for (unsigned i = 0; i < kNumDTypes; ++i) {
       if (d.peakFlops[i] <= 0)
@@ -447,7 +471,7 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
   }
   os << "nodes:\n";
   for (const NodeGroup &g : c.groups) {
-    os << "  - device: " << c.devices[g.deviceIndex].name
+    os << "  - device: " << quoted(c.devices[g.deviceIndex].name)
        << "\n    count: " << g.nodes
        << "\n    devices_per_node: " << g.devicesPerNode
        << "\n    intra_node: ";

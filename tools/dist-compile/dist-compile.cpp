@@ -14,6 +14,7 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
+#include "lib/Driver/MLIRInputCheck.h"
 #include "lib/Driver/OutputFile.h"
 #include "passes/Autodiff/AutodiffOptions.h"
 
@@ -128,6 +129,12 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
   }
   if (looksLikeONNX(in.path, (*buf)->getBuffer()))
     return importONNXFile(in.path, &ctx, options);
+  std::string bad =
+      distopt::checkMLIRResultNumbers((*buf)->getBuffer(), in.path);
+  if (!bad.empty()) {
+    WithColor::error() << bad << "\n";
+    return nullptr;
+  }
   // One source manager per file: parseSourceFile reads its main buffer.
   (void)sm;
   return parseSourceFile<ModuleOp>(in.path, &ctx);

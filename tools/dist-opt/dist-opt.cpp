@@ -8,6 +8,7 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
+#include "lib/Driver/MLIRInputCheck.h"
 #include "lib/Driver/OutputFile.h"
 #include "lib/Driver/PlanDriver.h"
 
@@ -296,6 +297,12 @@ int main(int argc, char **argv) {
         runPipeline(import, outputFilename, plan, config, registry));
   }
 
+  std::string bad =
+      distopt::checkMLIRResultNumbers(file->getBuffer(), inputFilename);
+  if (!bad.empty()) {
+    WithColor::error(errs(), "dist-opt") << bad << "\n";
+    return 1;
+  }
   if (plan.any()) {
     auto parse = [&](MLIRContext &context) {
       auto sourceMgr = std::make_shared<SourceMgr>();

@@ -234,6 +234,24 @@ TEST(ClusterYAML, RejectsValuesOutsidePhysicalRanges) {
       << e;
 }
 
+TEST(ClusterYAML, NamesWithYAMLCharactersRoundTrip) {
+  // dist-fuzz found both: a description with quotes did not read back after
+  // writing, and `{fp32 19.5}` (a key without a value) crashed the reader.
+  Cluster c = llvm::cantFail(parseClusterYAML(kGood, "lab.yaml"));
+  c.description = "4-core \"boards\": #1, {a: b}\\";
+  c.devices[0].name = "gpu: v2";
+  c.groups[0].deviceIndex = 0;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeClusterYAML(c, os);
+  Cluster back = llvm::cantFail(parseClusterYAML(text, "written.yaml"));
+  EXPECT_EQ(back.description, c.description);
+  EXPECT_EQ(back.devices[0].name, "gpu: v2");
+  std::string e =
+      badYaml("peak_tflops: {fp32: 10, bf16: 100}", "peak_tflops: {fp32 10}");
+  EXPECT_NE(e.find("lab.yaml"), std::string::npos) << e;
+}
+
 TEST(ClusterYAML, RefusesDevicesAndHugeFiles) {
   std::string e = errorOf(loadClusterFile("/dev/zero"));
   EXPECT_NE(e.find("cluster file '/dev/zero' is not a regular file"),
