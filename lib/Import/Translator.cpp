@@ -143,7 +143,9 @@ RankedTensorType Translator::resultType(const NodeProto &node, int index) {
       << "cannot infer a static shape for '" << node.output(index)
       << "' (output " << index << " of node '" << node.name() << "', op "
       << node.op_type()
-      << "); pin the graph inputs with --input-shape=NAME:D0xD1x...";
+      << "); the shapes of its inputs do not fit the op, or a graph input "
+         "has unknown dimensions: fix the model, or pin the graph inputs "
+         "with --input-shape=NAME:D0xD1x...";
   return nullptr;
 }
 

@@ -330,3 +330,7 @@ save("bad_complex_bias", [
     [vinfo("a", F, [2, 3])], [vinfo("y", F, None)],
     [weight("w", 3, 4),
      helper.make_tensor("c", TensorProto.COMPLEX64, [4], [1 + 0j] * 4)])
+save("bad_conv_transpose_rank", [
+    helper.make_node("ConvTranspose", ["a", "w"], ["y"], name="deconv")],
+    [vinfo("a", F, [1, 2, 4, 4])], [vinfo("y", F, None)],
+    [numpy_helper.from_array(np.ones([2], np.float32), "w")])
