@@ -44,7 +44,7 @@ if [ "${1:-}" = --sanitize ]; then
   for t in onnx mlir cluster npy; do
     seeds=()
     [ $t = onnx ] && seeds=(--seeds "$root/test/fixtures/small" --seeds "$root/test/import/Inputs")
-    [ $t = mlir ] && seeds=(--seeds "$root/test/dialects" --seeds "$root/test/passes")
+    [ $t = mlir ] && seeds=(--seeds "$root/test/dialects" --seeds "$root/test/passes" --seeds "$root/test/partition")
     "$san/bin/dist-fuzz" $t --regress "$root/test/fuzz/regress/$t" --seconds 8 \
       --crash-dir "$results/fuzz-crashes" --junit "$results/fuzz-$t.xml" "${seeds[@]}" ||
       { echo "FAILED: dist-fuzz $t under sanitizers"; status=1; }
@@ -104,7 +104,7 @@ fuzz() {
 }
 fuzz onnx 15 --seeds "$root/test/fixtures/small" --seeds "$root/test/import/Inputs"
 fuzz mlir 15 --seeds "$root/test/dialects" --seeds "$root/test/passes" \
-  --seeds "$root/test/distributed" --seeds "$root/test/codegen"
+  --seeds "$root/test/distributed" --seeds "$root/test/codegen" --seeds "$root/test/partition"
 fuzz cluster 10 --seeds "$root/test/driver/Inputs"
 fuzz npy 5
 

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
-#include "lib/Driver/OutputFile.h"
+#include "lib/Support/OutputFile.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"

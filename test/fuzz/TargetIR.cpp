@@ -1,14 +1,14 @@
-//===- TargetIR.cpp - Fuzz targets: ONNX import, .mlir, planning -*- C++
-//-*-===//
+//===- TargetIR.cpp - Fuzz targets: ONNX, .mlir, planning -------*- C++ -*-===//
 //
 // Part of DistOpt. `onnx` imports the bytes as an ONNX model, `mlir` parses
-// and verifies them as graph/dist IR; when that succeeds, both plan the
-// result (the driver's path: cost description, simulation of a
-// data-parallel plan, a search) and generate its program's source
-// (dist-compile --source-only, CPU and CUDA), so a model the importer or
-// parser accepts but a later stage cannot handle shows up too. mutateONNX edits
-// the parsed ModelProto: attribute values, arities, op types, shapes, element
-// types, initializer payloads, opsets, node order.
+// and verifies them as graph/dist IR; when that succeeds, both generate its
+// program's source (dist-compile --source-only, CPU and CUDA) and plan it
+// (the plan and cluster it carries, then dist-plan-pipeline with a
+// data-parallel plan and with a search, each planned module generated
+// too), so a model the importer or parser accepts but a later stage cannot
+// handle shows up too. mutateONNX edits the parsed ModelProto: attribute
+// values, arities, op types, shapes, element types, initializer payloads,
+// opsets, node order.
 //
 //===----------------------------------------------------------------------===//
 #include "FuzzTargets.h"
@@ -16,14 +16,16 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
-#include "lib/Driver/MLIRInputCheck.h"
-#include "lib/Driver/PlanDriver.h"
+#include "dist/Pipelines.h"
+#include "lib/Support/MLIRInputCheck.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <onnx/onnx_pb.h>
@@ -32,10 +34,9 @@ using namespace mlir;
 
 namespace distopt::fuzz {
 
-/// Generates the C++ and CUDA sources dist-compile --source-only would, then
-/// plans `module` as dist-opt --dist-plan/--dist-search would, on a small
-/// CPU cluster; every error is a normal outcome.
-static void planModule(ModuleOp module) {
+/// Generates the C++ and CUDA sources dist-compile --source-only would for
+/// `module`; every error is a normal outcome.
+static void generate(ModuleOp module) {
   for (codegen::Target target : {codegen::Target::CPU, codegen::Target::CUDA}) {
     std::string source;
     llvm::raw_string_ostream os(source);
@@ -44,18 +45,46 @@ static void planModule(ModuleOp module) {
     codegen::ModelUnit unit{"fuzz", "fuzz", ".", module, ""};
     (void)codegen::emitProgram({unit}, options, os, nullptr);
   }
-  llvm::raw_null_ostream out;
-  PlanDriverOptions simulate;
+}
+
+/// Runs dist-plan-pipeline with `options` on a copy of `module`, then
+/// generates the planned copy's program.
+static void planCopy(ModuleOp module, const PlanOptions &options) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  if (succeeded(distopt::planModule(*copy, options)))
+    generate(*copy);
+}
+
+/// Everything downstream of an accepted module, on copies of it: its
+/// program as written; the plan and cluster it carries (`#dist.plan`,
+/// `#dist.cluster`) simulated, staged and scheduled as written; then, as
+/// dist-opt --dist-plan and --dist-search would, a data-parallel plan and a
+/// search on a small CPU cluster.
+static void exercise(ModuleOp module) {
+  generate(module);
+  {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    PassManager pm(copy->getContext(), ModuleOp::getOperationName());
+    SimulatePassOptions quiet;
+    quiet.summary = false;
+    pm.addPass(createSimulatePass(quiet));
+    pm.addPass(createOutlineStagesPass());
+    pm.addPass(createOutlineStageFunctionsPass());
+    pm.addPass(createMaterializeSchedulePass());
+    pm.addPass(createVerifySchedulePass());
+    if (succeeded(pm.run(*copy)))
+      generate(*copy);
+  }
+  PlanOptions simulate;
   simulate.cluster = "cpu-xeon-2s:1";
   simulate.plan = "dp=2";
   simulate.batch = 2;
   simulate.simulate = true;
-  simulate.progress = "never";
-  (void)runPlanDriver(module, simulate, out);
-  PlanDriverOptions search = simulate;
+  planCopy(module, simulate);
+  PlanOptions search = simulate;
   search.plan.clear();
-  search.search = true;
-  (void)runPlanDriver(module, search, out);
+  search.simulate = false;
+  planCopy(module, search);
 }
 
 /// A context with every DistOpt dialect, diagnostics swallowed.
@@ -82,7 +111,7 @@ Outcome runONNX(llvm::StringRef input) {
       input, "fuzz.onnx", "/nonexistent-dist-fuzz", fc.context.get(), options);
   if (!module)
     return Outcome::Refused;
-  planModule(*module);
+  exercise(*module);
   return Outcome::Accepted;
 }
 
@@ -95,7 +124,7 @@ Outcome runMLIR(llvm::StringRef input) {
       parseSourceString<ModuleOp>(input, fc.context.get());
   if (!module)
     return Outcome::Refused;
-  planModule(*module);
+  exercise(*module);
   return Outcome::Accepted;
 }
 

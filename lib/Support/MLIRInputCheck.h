@@ -1,5 +1,4 @@
-//===- MLIRInputCheck.h - Guard MLIR's parser against huge numbers -*- C++
-//-*-===//
+//===- MLIRInputCheck.h - MLIR's parser and huge numbers --------*- C++ -*-===//
 //
 // Part of DistOpt. MLIR 22's parser sizes its table of an SSA name's results
 // by the result number a use names before it checks the number: `%0#N`
@@ -9,8 +8,8 @@
 // tool that parses .mlir can include it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DIST_LIB_DRIVER_MLIRINPUTCHECK_H
-#define DIST_LIB_DRIVER_MLIRINPUTCHECK_H
+#ifndef DIST_LIB_SUPPORT_MLIRINPUTCHECK_H
+#define DIST_LIB_SUPPORT_MLIRINPUTCHECK_H
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -71,4 +70,4 @@ inline std::string checkMLIRResultNumbers(llvm::StringRef text,
 
 } // namespace distopt
 
-#endif // DIST_LIB_DRIVER_MLIRINPUTCHECK_H
+#endif // DIST_LIB_SUPPORT_MLIRINPUTCHECK_H

@@ -6,8 +6,8 @@
 // closeOutput, so a failed write is an error naming the file.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DIST_LIB_DRIVER_OUTPUTFILE_H
-#define DIST_LIB_DRIVER_OUTPUTFILE_H
+#ifndef DIST_LIB_SUPPORT_OUTPUTFILE_H
+#define DIST_LIB_SUPPORT_OUTPUTFILE_H
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -32,4 +32,4 @@ inline std::string closeOutput(llvm::raw_fd_ostream &os,
 
 } // namespace distopt
 
-#endif // DIST_LIB_DRIVER_OUTPUTFILE_H
+#endif // DIST_LIB_SUPPORT_OUTPUTFILE_H
