@@ -380,6 +380,27 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
                            p.tp, model.attentionHeads, divisors));
 }
 
+Error checkCuts(const Plan &p, unsigned numLayers) {
+  if (p.cuts.empty())
+    return Error::success();
+  std::string spec = p.str();
+  if (p.cuts.size() + 1 != p.numVirtualStages())
+    return planError(spec, formatv("'stages' lists {0} boundaries; pp*chunks "
+                                   "= {1} stages need {2}",
+                                   p.cuts.size(), p.numVirtualStages(),
+                                   p.numVirtualStages() - 1));
+  unsigned prev = 0;
+  for (unsigned cut : p.cuts) {
+    if (cut <= prev || cut >= numLayers)
+      return planError(spec, formatv("stage boundary {0} must be greater "
+                                     "than {1} and less than {2} (the layer "
+                                     "count); every stage needs a layer",
+                                     cut, prev, numLayers));
+    prev = cut;
+  }
+  return Error::success();
+}
+
 Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                    unsigned globalBatch, const CostModel &cm) {
   std::string spec = p.str();
@@ -424,23 +445,8 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
     return planError(spec, formatv("pp*chunks = {0} stages but the model has "
                                    "only {1} layers",
                                    p.numVirtualStages(), numLayers));
-  if (!p.cuts.empty()) {
-    if (p.cuts.size() + 1 != p.numVirtualStages())
-      return planError(spec, formatv("'stages' lists {0} boundaries; pp*chunks "
-                                     "= {1} stages need {2}",
-                                     p.cuts.size(), p.numVirtualStages(),
-                                     p.numVirtualStages() - 1));
-    unsigned prev = 0;
-    for (unsigned cut : p.cuts) {
-      if (cut <= prev || cut >= numLayers)
-        return planError(spec, formatv("stage boundary {0} must be greater "
-                                       "than {1} and less than {2} (the layer "
-                                       "count); every stage needs a layer",
-                                       cut, prev, numLayers));
-      prev = cut;
-    }
-    return Error::success();
-  }
+  if (!p.cuts.empty())
+    return checkCuts(p, numLayers);
   // Balance by F+B+W time on each stage's device; slower devices get a
   // proportionally larger scale so they receive fewer layers.
   std::vector<double> layerCost(numLayers), scale(p.numVirtualStages());

@@ -105,6 +105,10 @@ bool tensorParallelFits(unsigned tp, const cost::ModelDesc &model);
 /// The error finalizePlan gives when tensorParallelFits fails: names the
 /// head count and the degrees that divide it.
 llvm::Error checkTensorParallel(const Plan &plan, const cost::ModelDesc &model);
+/// Checks the plan's stage boundaries (cuts), when it has any, against a
+/// model of \p numLayers layers: one per virtual stage boundary, strictly
+/// increasing, each stage with a layer. finalizePlan applies it.
+llvm::Error checkCuts(const Plan &plan, unsigned numLayers);
 
 /// Checks \p plan against the model and cluster, derives the number of
 /// micro-batches from \p globalBatch, and partitions the layers (balanced by
