@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace distopt;
@@ -362,7 +363,11 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (dim < 1)
       return emitError() << "mesh axes must have at least one device, got "
                          << dim;
-    size *= dim;
+    std::optional<int64_t> next = llvm::checkedMul(size, dim);
+    if (!next)
+      return emitError() << "mesh of shape with more positions than int64 "
+                            "holds";
+    size = *next;
   }
   if (size != static_cast<int64_t>(devices.size()))
     return emitError() << "mesh of shape with " << size

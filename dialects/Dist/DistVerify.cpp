@@ -75,12 +75,33 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     if (failed(verifyIndex(op, attr, "virtual stage index")))
       return failure();
     int64_t stage = cast<IntegerAttr>(attr.getValue()).getInt();
-    if (PlanAttr plan = enclosingPlan(op))
-      if (stage >= plan.getNumVirtualStages())
-        return op->emitOpError("'dist.virtual_stage' is ")
-               << stage << " but the module's plan has "
-               << plan.getNumVirtualStages() << " virtual stages (pp = "
-               << plan.getPp() << ", chunks = " << plan.getChunks() << ")";
+    PlanAttr plan = enclosingPlan(op);
+    if (!plan)
+      return success();
+    if (stage >= plan.getNumVirtualStages())
+      return op->emitOpError("'dist.virtual_stage' is ")
+             << stage << " but the module's plan has "
+             << plan.getNumVirtualStages() << " virtual stages (pp = "
+             << plan.getPp() << ", chunks = " << plan.getChunks() << ")";
+    // The plan's stages list the first layer of each virtual stage; an op of
+    // layer L belongs to the last one that starts at or before L. Stage
+    // outlining follows the ops and the simulator the plan, so an op placed
+    // elsewhere would make a program that is not the plan predicted.
+    auto layer = op->getAttrOfType<IntegerAttr>(Layer::getNameStr());
+    if (!layer || !layer.getType().isInteger(64) || layer.getInt() < 0)
+      return success();
+    ArrayRef<int64_t> starts = plan.getStages();
+    int64_t owner = -1;
+    for (auto [vs, first] : llvm::enumerate(starts))
+      if (first <= layer.getInt())
+        owner = vs;
+    if (owner >= 0 && owner != stage)
+      return op->emitOpError("'dist.virtual_stage' is ")
+             << stage << " but the module's plan puts layer "
+             << layer.getInt() << " ('dist.layer') in virtual stage " << owner
+             << " (stages = [" << starts
+             << "]); plan the module again (dist-set-plan or "
+                "dist-search-plan) instead of editing either";
     return success();
   }
   if (name == ActionList::getNameStr()) {

@@ -9,6 +9,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cstdio>
+
 using namespace llvm;
 
 namespace distopt::cluster {
@@ -158,6 +160,46 @@ std::string Cluster::levelName(LinkLevel level) const {
   return "intra_node";
 }
 
+std::optional<FieldRange> physicalRange(StringRef field) {
+  // Generous bounds around real hardware: from microcontrollers on Wi-Fi
+  // (kB/s, MFLOP/s) to wafer-scale engines (PB/s, EFLOP/s), latencies up to
+  // minutes; nodes and devices per node as the 10-million-device limit
+  // allows.
+  return llvm::StringSwitch<std::optional<FieldRange>>(field)
+      .Case("peak_tflops", FieldRange{1e-6, 1e6})
+      .Case("memory_GB", FieldRange{1e-6, 1e7})
+      .Case("memory_bandwidth_GBps", FieldRange{1e-6, 1e8})
+      .Case("bandwidth_GBps", FieldRange{1e-6, 1e8})
+      .Case("latency_us", FieldRange{0, 1e8})
+      .Case("launch_overhead_us", FieldRange{0, 1e7})
+      .Case("half_efficiency_gflops", FieldRange{0, 1e12})
+      .Case("count", FieldRange{1, 1e7})
+      .Case("devices_per_node", FieldRange{1, 1e6})
+      .Default(std::nullopt);
+}
+
+std::string formatNumber(double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.10g", v);
+  return buf;
+}
+
+/// Checks that \p value (in SI units; \p scale converts to the YAML field's)
+/// lies in the physical range of \p field.
+static Error checkRange(double value, double scale, StringRef field,
+                        const Twine &what, StringRef where) {
+  std::optional<FieldRange> range = physicalRange(field);
+  double v = value / scale;
+  if (!range || (v >= range->min && v <= range->max))
+    return Error::success();
+  return createStringError(
+      inconvertibleErrorCode(),
+      formatv("{0}: {1} {2} = {3} is outside the physical range [{4}, {5}]; "
+              "give a value a real machine has",
+              where, what.str(), field, formatNumber(v),
+              formatNumber(range->min), formatNumber(range->max)));
+}
+
 static Error checkLink(const LinkSpec &l, StringRef where, StringRef what) {
   if (!(l.bandwidth > 0))
     return createStringError(
@@ -177,7 +219,30 @@ static Error checkLink(const LinkSpec &l, StringRef where, StringRef what) {
         formatv("{0}: {1} link '{2}' collective_efficiency {3} is outside "
                 "(0, 1]",
                 where, what, l.name, l.collectiveEfficiency));
-  return Error::success();
+  std::string link = (what + " link '" + l.name + "'").str();
+  if (Error e = checkRange(l.bandwidth, 1e9, "bandwidth_GBps", link, where))
+    return e;
+  return checkRange(l.latency, 1e-6, "latency_us", link, where);
+}
+
+/// The physical ranges of a device's values.
+static Error checkDeviceRanges(const DeviceSpec &d, StringRef where) {
+  std::string dev = "device '" + d.name + "'";
+  for (unsigned i = 0; i < kNumDTypes; ++i)
+    if (d.peakFlops[i] != 0)
+      if (Error e = checkRange(d.peakFlops[i], 1e12, "peak_tflops",
+                               dev + " " + dtypeName(DType(i)).str(), where))
+        return e;
+  if (Error e = checkRange(d.memoryBytes, 1e9, "memory_GB", dev, where))
+    return e;
+  if (Error e = checkRange(d.memoryBandwidth, 1e9, "memory_bandwidth_GBps",
+                           dev, where))
+    return e;
+  if (Error e = checkRange(d.launchOverhead, 1e-6, "launch_overhead_us", dev,
+                           where))
+    return e;
+  return checkRange(d.halfEfficiencyFlops, 1e9, "half_efficiency_gflops", dev,
+                    where);
 }
 
 Error validateCluster(const Cluster &c, StringRef where) {
@@ -208,6 +273,8 @@ Error validateCluster(const Cluster &c, StringRef where) {
     if (!(d.fp8MatmulEfficiency >= 0 && d.fp8MatmulEfficiency <= 1))
       return fail("device '" + d.name +
                   "' fp8_matmul_efficiency is outside [0, 1]");
+    if (Error e = checkDeviceRanges(d, where))
+      return e;
   }
   for (const NodeGroup &g : c.groups) {
     if (g.deviceIndex >= c.devices.size())
@@ -215,6 +282,13 @@ Error validateCluster(const Cluster &c, StringRef where) {
     if (g.devicesPerNode == 0 || g.nodes == 0)
       return fail("a node group of '" + c.devices[g.deviceIndex].name +
                   "' has zero devices_per_node or count; both must be >= 1");
+    std::string group =
+        "node group of '" + c.devices[g.deviceIndex].name + "'";
+    if (Error e = checkRange(g.nodes, 1, "count", group, where))
+      return e;
+    if (Error e = checkRange(g.devicesPerNode, 1, "devices_per_node", group,
+                             where))
+      return e;
     if (Error e = checkLink(g.intraNode, where, "intra-node"))
       return e;
   }

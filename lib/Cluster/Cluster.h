@@ -145,6 +145,21 @@ struct Cluster {
 /// indices); \p where prefixes messages.
 llvm::Error validateCluster(const Cluster &c, llvm::StringRef where);
 
+/// The physical range of a cluster value, both ends inclusive, in the units
+/// of its YAML field (docs/cost-model.md lists them). A value outside it
+/// describes no machine that exists and would over- or underflow the cost
+/// model (a 1e-300 GB/s link makes every iteration infinite).
+struct FieldRange {
+  double min, max;
+};
+/// The range of YAML field \p field ("peak_tflops" for its per-dtype
+/// entries); nullopt for fields without one (names, efficiencies, which are
+/// checked against (0, 1]).
+std::optional<FieldRange> physicalRange(llvm::StringRef field);
+
+/// Shortest exact-enough decimal form of \p v (printf "%.10g").
+std::string formatNumber(double v);
+
 /// Parses a cluster from YAML text. \p fileName is used in messages, which
 /// have the form "file:line:col: field 'x': problem; fix".
 llvm::Expected<Cluster> parseClusterYAML(llvm::StringRef text,

@@ -10,12 +10,14 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLParser.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 
 using namespace llvm;
@@ -29,8 +31,15 @@ class Reader {
 public:
   Reader(SourceMgr &sm, StringRef file) : sm(sm), file(file) {}
 
+  /// True when `n` has a position in the file (the parser gives the
+  /// missing value of `{key}` a node without one).
+  bool located(yaml::Node *n) {
+    return n && n->getSourceRange().Start.isValid() &&
+           sm.FindBufferContainingLoc(n->getSourceRange().Start) != 0;
+  }
+
   Error error(yaml::Node *n, StringRef field, const Twine &msg) {
-    if (!n) // a syntax error left no node; the diagnostic handler has it
+    if (!located(n)) // a syntax error left no node, or one without a place
       return createStringError(
           inconvertibleErrorCode(),
           formatv("{0}: field '{1}': {2}", file, field, msg.str()).str());
@@ -50,7 +59,7 @@ public:
                                  .str());
   }
   std::pair<unsigned, unsigned> where(yaml::Node *n) {
-    if (!n)
+    if (!located(n))
       return {0, 0};
     return sm.getLineAndColumn(n->getSourceRange().Start);
   }
@@ -63,17 +72,29 @@ public:
     return s->getValue(buf).str();
   }
 
-  Expected<double> number(yaml::Node *n, StringRef field, bool positive) {
+  /// A finite number (> 0 when `positive`, else >= 0) inside the physical
+  /// range of `rangeField` (default: `field`), when it has one.
+  Expected<double> number(yaml::Node *n, StringRef field, bool positive,
+                          StringRef rangeField = "") {
     Expected<std::string> s = str(n, field);
     if (!s)
       return error(n, field, "expected a number");
     double v;
-    if (StringRef(*s).getAsDouble(v))
-      return error(n, field, "'" + *s + "' is not a number");
+    if (StringRef(*s).getAsDouble(v) || !std::isfinite(v))
+      return error(n, field, "'" + *s + "' is not a finite number");
     if (positive ? !(v > 0) : v < 0)
       return error(n, field,
                    "'" + *s + "' must be " +
                        (positive ? "greater than 0" : "at least 0"));
+    StringRef rf = rangeField.empty() ? field : rangeField;
+    if (std::optional<FieldRange> range = physicalRange(rf))
+      if (v < range->min || v > range->max)
+        return error(n, field,
+                     formatv("'{0}' is outside the physical range [{1}, {2}] "
+                             "of {3}; give a value a real machine has",
+                             *s, formatNumber(range->min),
+                             formatNumber(range->max), rf)
+                         .str());
     return v;
   }
 
@@ -81,7 +102,8 @@ public:
     Expected<double> v = number(n, field, /*positive=*/true);
     if (!v)
       return v.takeError();
-    if (*v != static_cast<double>(static_cast<unsigned>(*v)))
+    // The range check above keeps *v below 2^32 before the cast.
+    if (*v != std::floor(*v))
       return error(n, field, "expected a whole number");
     return static_cast<unsigned>(*v);
   }
@@ -207,7 +229,7 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
               {"fp32"}, [&](StringRef k, yaml::Node *x) -> Error {
                 DType t;
                 parseDType(k, t);
-                auto val = r.number(x, k, true);
+                auto val = r.number(x, k, true, "peak_tflops");
                 if (!val)
                   return val.takeError();
                 d.peakFlops[static_cast<unsigned>(t)] = *val * 1e12;
@@ -390,6 +412,24 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
 }
 
 Expected<Cluster> loadClusterFile(StringRef path) {
+  // A device or FIFO (/dev/zero) would be read until memory runs out, and
+  // no cluster description is megabytes long.
+  constexpr uint64_t kMaxBytes = 16 << 20;
+  sys::fs::file_status st;
+  if (!sys::fs::status(path, st) && sys::fs::exists(st)) {
+    if (!sys::fs::is_regular_file(st))
+      return createStringError(inconvertibleErrorCode(),
+                               "cluster file '" + path +
+                                   "' is not a regular file; give a preset "
+                                   "name (see --list-clusters) or a YAML file");
+    if (st.getSize() > kMaxBytes)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("cluster file '{0}' has {1} bytes; a cluster description "
+                  "is at most {2} (is it the right file?)",
+                  path, st.getSize(), kMaxBytes)
+              .str());
+  }
   auto buf = MemoryBuffer::getFile(path);
   if (!buf)
     return createStringError(buf.getError(),
@@ -400,16 +440,28 @@ Expected<Cluster> loadClusterFile(StringRef path) {
   return parseClusterYAML((*buf)->getBuffer(), path);
 }
 
-/// Shortest exact-enough decimal form of \p v.
-static std::string num(double v) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%.10g", v);
-  return buf;
+static std::string num(double v) { return formatNumber(v); }
+
+/// `s` as a YAML double-quoted scalar, so any name or description reads
+/// back as written.
+static std::string quoted(StringRef s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += formatv("\\x{0:x-2}", unsigned(c)).str();
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
 }
 
 static void writeLink(const LinkSpec &l, raw_ostream &os,
                       const Cluster *rack = nullptr) {
-  os << "{name: " << (l.name.empty() ? "link" : l.name)
+  os << "{name: " << quoted(l.name.empty() ? "link" : l.name)
      << ", bandwidth_GBps: " << num(l.bandwidth / 1e9)
      << ", latency_us: " << num(l.latency * 1e6)
      << ", collective_efficiency: " << num(l.collectiveEfficiency);
@@ -420,12 +472,12 @@ static void writeLink(const LinkSpec &l, raw_ostream &os,
 }
 
 void writeClusterYAML(const Cluster &c, raw_ostream &os) {
-  os << "name: " << c.name << "\n";
+  os << "name: " << quoted(c.name) << "\n";
   if (!c.description.empty())
-    os << "description: \"" << c.description << "\"\n";
+    os << "description: " << quoted(c.description) << "\n";
   os << "devices:\n";
   for (const DeviceSpec &d : c.devices) {
-    os << "  - name: " << d.name << "\n    peak_tflops: {";
+    os << "  - name: " << quoted(d.name) << "\n    peak_tflops: {";
     bool first = true;
     for (unsigned i = 0; i < kNumDTypes; ++i) {
       if (d.peakFlops[i] <= 0)
@@ -450,7 +502,7 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
   }
   os << "nodes:\n";
   for (const NodeGroup &g : c.groups) {
-    os << "  - device: " << c.devices[g.deviceIndex].name
+    os << "  - device: " << quoted(c.devices[g.deviceIndex].name)
        << "\n    count: " << g.nodes
        << "\n    devices_per_node: " << g.devicesPerNode
        << "\n    intra_node: ";

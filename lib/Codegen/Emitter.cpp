@@ -12,6 +12,8 @@
 #include "dialects/Graph/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -71,6 +73,12 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       out << "    " << spec(v, outNames[k]) << ",\n";
     out << "};\n";
   }
+  // The ranks of a job compare this hash of the compiled IR (function
+  // chosen included) before the first step (distrt/gen/Main.h).
+  std::string ir;
+  llvm::raw_string_ostream irOS(ir);
+  irOS << model.funcName << "\n";
+  mlir::ModuleOp(model.module).print(irOS);
   out << "static const dg::Model model = {\"" << escape(model.name) << "\", \""
       << escape(model.source) << "\", \"" << escape(model.modelDir) << "\", "
       << inNames.size() << ", " << (inNames.empty() ? "nullptr" : "inputs")
@@ -78,7 +86,10 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       << (outNames.empty() ? "nullptr" : "outputs") << ", " << f.run << ", "
       << f.apply << ", " << f.accumulation << ", "
       << (f.collectives ? "true" : "false") << ", " << f.shards << ", "
-      << f.world << ", " << f.outputRank << "};\n";
+      << f.world << ", " << f.outputRank << ", "
+      << llvm::format("0x%016llxull",
+                      (unsigned long long)llvm::xxh3_64bits(ir))
+      << "};\n";
 }
 
 void distopt::codegen::emitUpdateWriteBack(FunctionEmitter &e,

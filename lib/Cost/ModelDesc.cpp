@@ -382,6 +382,7 @@ ModelDesc buildGpt(const GptConfig &cfg) {
   ModelDesc m;
   m.name = formatv("gpt-l{0}-h{1}", cfg.layers, static_cast<unsigned>(h)).str();
   m.sampleUnit = "sequence";
+  m.attentionHeads = static_cast<unsigned>(cfg.heads);
 
   LayerDesc emb = tokenEmbeddingLayer("word_embedding", dt, s, v, h);
   OpDesc pos = embeddingOp("position_embedding", dt, s, s, h);

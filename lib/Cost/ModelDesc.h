@@ -115,6 +115,10 @@ struct ModelDesc {
   std::vector<LayerDesc> layers;
   /// Name of the sample dimension ("sequence", "image").
   std::string sampleUnit = "sample";
+  /// What the tensor-parallel degree must divide to split the attention by
+  /// heads: the gcd of every attention's head count (query and, for
+  /// grouped-query attention, key/value heads); 0 when there is none.
+  unsigned attentionHeads = 0;
 
   /// Parameter count without tied copies.
   double paramCount() const;

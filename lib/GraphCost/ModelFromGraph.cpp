@@ -7,6 +7,7 @@
 #include "lib/GraphCost/FusedKernels.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -44,8 +45,10 @@ static std::optional<cluster::DType> dtypeOf(Type type) {
 
 static double bytesOf(Type type) {
   std::optional<cluster::DType> dt = dtypeOf(type);
-  unsigned width = getElementTypeOrSelf(type).getIntOrFloatBitWidth();
-  return numElements(type) * (dt ? cluster::dtypeBytes(*dt) : (width + 7) / 8);
+  // Complex and index elements (any type the verifiers allow) have no
+  // cost-model dtype; they count by their storage size.
+  return numElements(type) *
+         (dt ? cluster::dtypeBytes(*dt) : double(graph::elementBytes(type)));
 }
 
 /// The ONNX node name an op was imported from, or its op name.
@@ -598,6 +601,9 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
 namespace distopt {
 FailureOr<ModelDesc> buildModelDesc(func::FuncOp func,
                                     const GraphModelOptions &options) {
-  return GraphModelBuilder(func, options).build();
+  FailureOr<ModelDesc> model = GraphModelBuilder(func, options).build();
+  if (succeeded(model))
+    model->attentionHeads = attentionHeadCount(func);
+  return model;
 }
 } // namespace distopt

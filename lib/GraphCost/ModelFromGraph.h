@@ -69,6 +69,12 @@ struct GraphModelOptions {
 llvm::FailureOr<cost::ModelDesc> buildModelDesc(mlir::func::FuncOp func,
                                           const GraphModelOptions &options);
 
+/// The number tensor parallelism must divide to split `func`'s attention by
+/// heads: the gcd of the head counts of its head-batched matmuls and of the
+/// key/value head counts of grouped-query attention; 0 without attention.
+/// buildModelDesc records it as ModelDesc::attentionHeads.
+unsigned attentionHeadCount(mlir::func::FuncOp func);
+
 } // namespace distopt
 
 #endif // DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H

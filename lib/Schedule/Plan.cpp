@@ -487,6 +487,46 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
   return Error::success();
 }
 
+bool tensorParallelFits(unsigned tp, const ModelDesc &model) {
+  return model.attentionHeads == 0 || model.attentionHeads % tp == 0;
+}
+
+Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
+  if (tensorParallelFits(p.tp, model))
+    return Error::success();
+  std::string divisors;
+  for (unsigned d = 1; d <= model.attentionHeads; ++d)
+    if (model.attentionHeads % d == 0)
+      divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+  return planError(p.str(),
+                   formatv("tp = {0} does not divide the model's attention "
+                           "head count {1} (the gcd of its query and "
+                           "key/value heads); tensor parallelism gives each "
+                           "rank whole heads: choose tp among {2}",
+                           p.tp, model.attentionHeads, divisors));
+}
+
+Error checkCuts(const Plan &p, unsigned numLayers) {
+  if (p.cuts.empty())
+    return Error::success();
+  std::string spec = p.str();
+  if (p.cuts.size() + 1 != p.numVirtualStages())
+    return planError(spec, formatv("'stages' lists {0} boundaries; pp*chunks "
+                                   "= {1} stages need {2}",
+                                   p.cuts.size(), p.numVirtualStages(),
+                                   p.numVirtualStages() - 1));
+  unsigned prev = 0;
+  for (unsigned cut : p.cuts) {
+    if (cut <= prev || cut >= numLayers)
+      return planError(spec, formatv("stage boundary {0} must be greater "
+                                     "than {1} and less than {2} (the layer "
+                                     "count); every stage needs a layer",
+                                     cut, prev, numLayers));
+    prev = cut;
+  }
+  return Error::success();
+}
+
 Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                    unsigned globalBatch, const CostModel &cm) {
   p.setSchedule(p.schedule);
@@ -522,6 +562,8 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
     if (p.dp % p.ep != 0)
       return planError(spec, formatv("ep={0} must divide dp={1}", p.ep, p.dp));
   }
+  if (Error e = checkTensorParallel(p, model))
+    return e;
   if (globalBatch == 0 || globalBatch % (p.dp * p.mbs) != 0)
     return planError(spec, formatv("global batch {0} is not divisible by "
                                    "dp*mbs = {1}; change the batch, dp or mbs",
@@ -564,23 +606,8 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
     return planError(spec, formatv("pp*chunks = {0} stages but the model has "
                                    "only {1} layers",
                                    p.numVirtualStages(), numLayers));
-  if (!p.cuts.empty()) {
-    if (p.cuts.size() + 1 != p.numVirtualStages())
-      return planError(spec, formatv("'stages' lists {0} boundaries; pp*chunks "
-                                     "= {1} stages need {2}",
-                                     p.cuts.size(), p.numVirtualStages(),
-                                     p.numVirtualStages() - 1));
-    unsigned prev = 0;
-    for (unsigned cut : p.cuts) {
-      if (cut <= prev || cut >= numLayers)
-        return planError(spec, formatv("stage boundary {0} must be greater "
-                                       "than {1} and less than {2} (the layer "
-                                       "count); every stage needs a layer",
-                                       cut, prev, numLayers));
-      prev = cut;
-    }
-    return Error::success();
-  }
+  if (!p.cuts.empty())
+    return checkCuts(p, numLayers);
   // Balance by F+B+W time on each stage's device; slower devices get a
   // proportionally larger scale so they receive fewer layers.
   std::vector<double> layerCost(numLayers), scale(p.numVirtualStages());

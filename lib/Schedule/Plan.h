@@ -154,6 +154,17 @@ struct Plan : RankLayout {
 /// pp is not given).
 llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
 
+/// True when tensor parallelism of degree \p tp gives every rank whole
+/// attention heads of \p model (tp divides ModelDesc::attentionHeads).
+bool tensorParallelFits(unsigned tp, const cost::ModelDesc &model);
+/// The error finalizePlan gives when tensorParallelFits fails: names the
+/// head count and the degrees that divide it.
+llvm::Error checkTensorParallel(const Plan &plan, const cost::ModelDesc &model);
+/// Checks the plan's stage boundaries (cuts), when it has any, against a
+/// model of \p numLayers layers: one per virtual stage boundary, strictly
+/// increasing, each stage with a layer. finalizePlan applies it.
+llvm::Error checkCuts(const Plan &plan, unsigned numLayers);
+
 /// Checks \p plan against the model and cluster, derives the number of
 /// micro-batches from \p globalBatch, and partitions the layers (balanced by
 /// cost) when no cuts are given.

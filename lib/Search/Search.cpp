@@ -119,7 +119,8 @@ struct StageMemoryCheck {
 
 /// Why candidates were dropped before any cost was computed.
 struct Reasons {
-  unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0;
+  unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0,
+                tpHeads = 0;
   std::vector<unsigned> dpTried;
 };
 
@@ -226,6 +227,11 @@ void Searcher::enumerate() {
       continue;
     if (!k.tp.allows(tp)) {
       ++why.constraint;
+      continue;
+    }
+    // Only plans the partitioner can realize: whole heads per rank.
+    if (!tensorParallelFits(tp, model)) {
+      ++why.tpHeads;
       continue;
     }
     // Context parallelism splits sequences over powers of two up to
@@ -656,6 +662,10 @@ Error Searcher::noPlanError() const {
       detail += formatv(" {0} layouts need more pipeline stages than the "
                         "model's {1} layers;",
                         why.ppLayers, n);
+    if (why.tpHeads)
+      detail += formatv(" {0} layouts have a tp that does not divide the "
+                        "model's attention head count {1};",
+                        why.tpHeads, model.attentionHeads);
     if (why.dpBatch)
       detail += formatv(" {0} layouts have a dp that does not divide the "
                         "batch {1};",

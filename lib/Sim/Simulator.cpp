@@ -15,6 +15,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <queue>
 
@@ -501,7 +502,27 @@ Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
                 costs.microbatches)
             .str());
   Engine e(s, costs, opts);
-  return e.run();
+  Expected<SimResult> r = e.run();
+  if (!r)
+    return r.takeError();
+  // Results are printed and compared: a non-finite one must never get out
+  // (inputs are range-checked; this is the last guard).
+  auto finite = [](ArrayRef<double> v) {
+    return llvm::all_of(v, [](double x) { return std::isfinite(x); });
+  };
+  if (!finite({r->iterationTime, r->samplesPerSecond, r->tflopsPerDevice,
+               r->modelTflopsPerDevice, r->bubbleFraction}) ||
+      !finite(r->peakMemoryBytes) || !finite(r->busyTime) ||
+      !finite(r->bytesPerLevel))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("simulate: the plan's predicted figures are not finite "
+                "(iteration time {0} s); the cluster or model values are "
+                "outside what the cost model can compute with: check the "
+                "cluster's bandwidths, FLOP/s and memory sizes",
+                r->iterationTime)
+            .str());
+  return r;
 }
 
 ScheduleOptions scheduleOptions(const Plan &plan) {

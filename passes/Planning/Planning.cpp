@@ -6,6 +6,7 @@
 #include "passes/Planning/Planning.h"
 
 #include "dialects/Dist/DistOps.h"
+#include "lib/Support/OutputFile.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -237,14 +238,9 @@ planning::writeFile(ModuleOp module, StringRef path, StringRef what,
            << "cannot write the " << what << " to '" << path
            << "': " << ec.message();
   write(os);
-  os.close();
-  if (os.has_error()) {
-    std::string message = os.error().message();
-    os.clear_error();
-    return emitError(module.getLoc())
-           << "cannot write the " << what << " to '" << path
-           << "': " << message;
-  }
+  std::string problem = closeOutput(os, path);
+  if (!problem.empty())
+    return emitError(module.getLoc()) << problem << " (the " << what << ")";
   return success();
 }
 

@@ -16,6 +16,8 @@
 #include "lib/Codegen/Codegen.h"
 #include "dist/Pipelines.h"
 #include "lib/Init/ToolFlags.h"
+#include "lib/Support/MLIRInputCheck.h"
+#include "lib/Support/OutputFile.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -117,6 +119,12 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
   }
   if (looksLikeONNX(in.path, (*buf)->getBuffer()))
     return importONNXFile(in.path, &ctx, options);
+  std::string bad =
+      distopt::checkMLIRResultNumbers((*buf)->getBuffer(), in.path);
+  if (!bad.empty()) {
+    WithColor::error() << bad << "\n";
+    return nullptr;
+  }
   // One source manager per file: parseSourceFile reads its main buffer.
   (void)sm;
   return parseSourceFile<ModuleOp>(in.path, &ctx);
@@ -341,6 +349,11 @@ int main(int argc, char **argv) {
       return false;
     }
     f << source;
+    std::string problem = distopt::closeOutput(f, path);
+    if (!problem.empty()) {
+      WithColor::error() << problem << "\n";
+      return false;
+    }
     return true;
   };
   if (sourceOnly)

@@ -112,6 +112,11 @@ module attributes {x = #dist.mesh<shape = [2, 2], devices = [0, 1, 2]>} {}
 
 // -----
 
+// expected-error @+1 {{mesh of shape with more positions than int64 holds}}
+module attributes {x = #dist.mesh<shape = [4294967296, 4294967296], devices = [0]>} {}
+
+// -----
+
 // expected-error @+1 {{mesh device numbers must be non-negative, got -2}}
 module attributes {x = #dist.mesh<shape = [2], devices = [0, -2]>} {}
 
@@ -235,6 +240,19 @@ module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, micro
     // expected-error @+1 {{'dist.virtual_stage' is 2 but the module's plan has 2 virtual stages (pp = 2, chunks = 1)}}
     %a = graph.unary relu %x {dist.virtual_stage = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
     return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A plan's stage list and the ops' stages must agree: layer 1 starts
+// virtual stage 1.
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1]>} {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.layer = 0 : i64, dist.virtual_stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    // expected-error @+1 {{'dist.virtual_stage' is 0 but the module's plan puts layer 1 ('dist.layer') in virtual stage 1 (stages = [0, 1]); plan the module again (dist-set-plan or dist-search-plan) instead of editing either}}
+    %b = graph.unary relu %a {dist.layer = 1 : i64, dist.virtual_stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %b : tensor<4xf32>
   }
 }
 
