@@ -8,7 +8,7 @@
 // The preset, every field the cost model uses: peaks, memory, calibrated
 // efficiencies, node groups with their link, the network.
 // CHECK: module attributes {dist.cluster = #dist.cluster<"dgx-a100-80gb", kinds = [#dist.device_kind<"a100-80gb", memory = 80000000000, bandwidth = 2.039000e+12, flops = {bf16 = 3.120000e+14 : f64
-// CHECK-SAME: efficiency = {conv = 6.000000e-01 : f64
+// CHECK-SAME: efficiency = {attention = 5.000000e-01 : f64, conv = 6.000000e-01 : f64
 // CHECK-SAME: nodes = [#dist.node_group<kind = "a100-80gb", nodes = 2, devices = 8, link = <"nvlink", bandwidth = 3.000000e+11
 // CHECK-SAME: network = <"infiniband", bandwidth = 2.500000e+10
 
