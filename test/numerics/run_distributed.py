@@ -79,6 +79,17 @@ def mpirun_command(ranks=RANKS):
     return [path, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)]
 
 
+def save_feeds(d, feeds):
+    """Writes each (input name, array) of `feeds` to `d`; returns the
+    programs' NAME=FILE arguments."""
+    args = []
+    for feed, arr in feeds:
+        path = os.path.join(d, "in_" + feed + ".npy")
+        np.save(path, np.ascontiguousarray(arr))
+        args.append(f"{feed}={path}")
+    return args
+
+
 def curve_of(text):
     return np.array([float(m.group(1)) for m in
                      re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
@@ -128,11 +139,7 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
         if p.returncode != 0:
             return [f"dist-compile {' '.join(flags)} failed: {p.stderr[-1500:]}"]
     # The same files feed both runs.
-    args = []
-    for feed, arr in feeds:
-        path = os.path.join(d, "in_" + feed + ".npy")
-        np.save(path, np.ascontiguousarray(arr))
-        args.append(f"{feed}={path}")
+    args = save_feeds(d, feeds)
     s_one = os.path.join(d, "state_one")
     os.makedirs(s_one, exist_ok=True)
     for r in range(RANKS):
@@ -324,11 +331,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return [f"dist-compile {cmd[1]} failed: {p.stderr[-1500:]}"]
-    args = []
-    for feed, arr in feeds:
-        path = os.path.join(d, "in_" + feed + ".npy")
-        np.save(path, np.ascontiguousarray(arr))
-        args.append(f"{feed}={path}")
+    args = save_feeds(d, feeds)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     s_one = os.path.join(d, "state_one")
     p1 = subprocess.run([one, "--steps", str(steps), "--save-state", s_one,
