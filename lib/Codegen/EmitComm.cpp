@@ -122,9 +122,53 @@ static LogicalResult emitCollective(FunctionEmitter &e,
     e.os << "  }\n";
     return success();
   }
+  // Reduce-scatter and all-gather: the runtime's blocks are runs of the
+  // flattened elements, which are shards along `axis` when every dimension
+  // before it is 1.
+  auto contiguousAlong = [&](Value v, int64_t axis) {
+    auto shape = FunctionEmitter::typeOf(v).getShape();
+    return llvm::all_of(shape.take_front(axis),
+                        [](int64_t d) { return d == 1; });
+  };
+  if (auto rs = dyn_cast<dist::ReduceScatterOp>(raw)) {
+    const char *rop = runtimeOp(rs.getKind());
+    if (!rop || !contiguousAlong(in, rs.getAxis()))
+      return rs.emitError()
+             << "dist-compile: dist.reduce_scatter "
+             << dist::stringifyReductionKind(rs.getKind()) << " along axis "
+             << rs.getAxis() << " of " << in.getType()
+             << " has no runtime lowering; the runtime reduces with sum, "
+                "mean, max and min into shards of the leading dimension (the "
+                "dimensions before the axis must be 1)";
+    e.allocate(out);
+    e.os << "  {\n";
+    std::string comm = communicator(e, op);
+    e.os << "    distrt_tensor in = " << e.desc(in)
+         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
+    e.call("distrt_reduce_scatter(" + comm + ", &in, &out, " + rop + ")", raw);
+    e.os << "  }\n";
+    return success();
+  }
+  if (auto ag = dyn_cast<dist::AllGatherOp>(raw)) {
+    if (!contiguousAlong(out, ag.getAxis()))
+      return ag.emitError()
+             << "dist-compile: dist.all_gather along axis " << ag.getAxis()
+             << " of " << in.getType()
+             << " has no runtime lowering; the runtime gathers shards of the "
+                "leading dimension (the dimensions before the axis must be 1)";
+    e.allocate(out);
+    e.os << "  {\n";
+    std::string comm = communicator(e, op);
+    e.os << "    distrt_tensor in = " << e.desc(in)
+         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
+    e.call("distrt_all_gather(" + comm + ", &in, &out)", raw);
+    e.os << "  }\n";
+    return success();
+  }
   return raw->emitError() << "dist-compile: " << raw->getName()
                           << " has no runtime lowering yet (the runtime has "
-                             "all-reduce and broadcast)";
+                             "all-reduce, reduce-scatter, all-gather and "
+                             "broadcast)";
 }
 
 /// The peer of a transfer: a device number, or the device of an action list

@@ -2,19 +2,15 @@
 //
 // The distrt_comm ABI (distrt_comm.h). A world of one needs nothing: its
 // collectives are local copies. Larger worlds use MPI on CPU contexts and
-// NCCL (bootstrapped over MPI) on CUDA contexts. Sum and mean on MPI reduce
-// to rank 0 and broadcast, so every rank ends with the same bits: data-
-// parallel replicas then apply identical optimizer updates and never drift.
+// NCCL (bootstrapped over MPI) on CUDA contexts. Sum and mean on MPI run a
+// ring reduce-scatter and all-gather (Ring.cpp): each element is reduced in
+// one place, so every rank ends with the same bits and data-parallel
+// replicas apply identical optimizer updates and never drift.
 //
 //===----------------------------------------------------------------------===//
 #include "CommInternal.h"
-
-#ifdef DISTRT_HAVE_MPI
-// The C API only: the deprecated C++ bindings would need libmpi_cxx.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
-#endif
+#include "CommMpi.h"
+#include "Ring.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -26,6 +22,9 @@
 #include <vector>
 
 using namespace distrt;
+#ifdef DISTRT_HAVE_MPI
+using namespace distrt::mpi;
+#endif
 
 namespace {
 
@@ -63,123 +62,6 @@ void finalizeMpi() {
   MPI_Finalized(&finalized);
   if (!finalized)
     MPI_Finalize();
-}
-
-MPI_Comm &mpiOf(const distrt_comm *comm) {
-  return *static_cast<MPI_Comm *>(comm->mpi);
-}
-
-std::string mpiMessage(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
-    return "MPI error " + std::to_string(code);
-  return std::string(text, len);
-}
-
-distrt_status mpiFail(distrt_comm *comm, const char *fn, const char *call,
-                      int code) {
-  return setError(comm ? comm->ctx : nullptr, DISTRT_ERROR_BACKEND,
-                  concat(fn, ": ", call, " failed on rank ",
-                         comm ? comm->rank : 0, ": ", mpiMessage(code),
-                         "; is every rank running the same program?"));
-}
-
-#define DISTRT_MPI_TRY(comm, fn, call)                                        \
-  do {                                                                        \
-    int mpiCode_ = (call);                                                    \
-    if (mpiCode_ != MPI_SUCCESS)                                              \
-      return mpiFail((comm), (fn), #call, mpiCode_);                          \
-  } while (0)
-
-/// Polls `test(done)` (an MPI_Test-like call) until it sets `done`, for at
-/// most the communicator's timeout: a peer that stopped or died makes the
-/// call fail instead of hanging. It spins (yielding the core) for the first
-/// millisecond, then sleeps 100 us between polls. `what` says what this
-/// rank waits for, `peer` from whom (-1: the communicator's other ranks).
-template <typename Test>
-distrt_status waitUntil(distrt_comm *comm, const char *fn, const char *what,
-                        int32_t peer, Test test) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
-  for (;;) {
-    int done = 0;
-    int code = test(done);
-    if (code != MPI_SUCCESS)
-      return mpiFail(comm, fn, what, code);
-    if (done)
-      return DISTRT_OK;
-    double waited =
-        std::chrono::duration<double>(Clock::now() - start).count();
-    if (comm->timeout > 0 && waited > comm->timeout)
-      return setError(
-          comm->ctx, DISTRT_ERROR_TIMEOUT,
-          concat(fn, ": rank ", comm->rank, " waited ", comm->timeout,
-                 " s for ", what,
-                 peer >= 0 ? concat(" from rank ", peer)
-                           : concat(" from the other ", comm->size - 1,
-                                    " rank(s) of its group"),
-                 " and got nothing; ",
-                 peer >= 0 ? concat("rank ", peer, " has") : "one has",
-                 " stopped, died or fallen behind. Raise the limit with "
-                 "--timeout SECONDS (DISTRT_TIMEOUT; 0 waits forever)"));
-    if (waited < 1e-3)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
-
-/// Waits for one request within the timeout.
-distrt_status waitFor(distrt_comm *comm, const char *fn, MPI_Request &request,
-                      const char *what, int32_t peer) {
-  return waitUntil(comm, fn, what, peer, [&](int &done) {
-    return MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-  });
-}
-
-/// `call` with a request argument appended, then waits for it: the
-/// non-blocking form of a blocking MPI call, bounded by the timeout.
-#define DISTRT_MPI_WAIT(comm, fn, what, peer, icall)                          \
-  do {                                                                        \
-    MPI_Request request_;                                                     \
-    int mpiCode_ = (icall);                                                   \
-    if (mpiCode_ != MPI_SUCCESS)                                              \
-      return mpiFail((comm), (fn), #icall, mpiCode_);                         \
-    DISTRT_TRY(waitFor((comm), (fn), request_, (what), (peer)));              \
-  } while (0)
-
-distrt_status mpiType(distrt_comm *comm, const char *fn, distrt_dtype dt,
-                      MPI_Datatype &out) {
-  switch (dt) {
-  case DISTRT_F32:
-    out = MPI_FLOAT;
-    return DISTRT_OK;
-  case DISTRT_I32:
-    out = MPI_INT32_T;
-    return DISTRT_OK;
-  case DISTRT_I64:
-    out = MPI_INT64_T;
-    return DISTRT_OK;
-  case DISTRT_U8:
-    out = MPI_UINT8_T;
-    return DISTRT_OK;
-  default:
-    return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
-                    concat(fn, ": dtype ", dtypeName(dt),
-                           " is not carried by the MPI backend; cast to f32 "
-                           "first (distrt_cast)"));
-  }
-}
-
-/// Runs `body(offset, count)` over [0, n) in chunks MPI's int counts hold.
-template <typename F> distrt_status chunked(size_t n, F body) {
-  const size_t kChunk = size_t(1) << 30;
-  for (size_t off = 0; off < n; off += kChunk) {
-    size_t cnt = n - off < kChunk ? n - off : kChunk;
-    DISTRT_TRY(body(off, (int)cnt));
-  }
-  return DISTRT_OK;
 }
 
 /// A send in flight: its header and a copy of its payload, kept until MPI
@@ -266,15 +148,15 @@ distrt_status checkAgreement(distrt_comm *comm, const char *fn,
         comm->ctx, DISTRT_ERROR_SHAPE_MISMATCH,
         concat(fn, ": mismatched arguments across ranks: rank ", comm->rank,
                " passes ", dtypeName(t.dtype), " x ", mine[2],
-               " elements (", kind == 0 ? "op " : "root ",
-               kind == 0 ? opName((distrt_reduce_op)mine[3])
+               " elements (", kind != 1 ? "op " : "root ",
+               kind != 1 ? opName((distrt_reduce_op)mine[3])
                          : std::to_string(mine[3]).c_str(),
                ") but rank ", r, " passes ", dtypeName((distrt_dtype)o[1]),
-               " x ", o[2], " elements (", kind == 0 ? "op " : "root ",
-               kind == 0 ? opName((distrt_reduce_op)o[3])
+               " x ", o[2], " elements (", kind != 1 ? "op " : "root ",
+               kind != 1 ? opName((distrt_reduce_op)o[3])
                          : std::to_string(o[3]).c_str(),
                "); every rank must pass the same dtype, size and ",
-               kind == 0 ? "op" : "root"));
+               kind != 1 ? "op" : "root"));
   }
 #else
   (void)comm, (void)fn, (void)kind, (void)t, (void)extra;
@@ -664,30 +546,18 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
                                      mc, &request_));
       return DISTRT_OK;
     });
-  // Sum and mean: reduce to rank 0, which divides, then broadcast: every
-  // rank gets the root's bits.
-  return chunked(n, [&](size_t off, int cnt) {
-    if (comm->rank == 0) {
-      if (out != in)
-        std::memcpy(o + off * esz, i + off * esz, (size_t)cnt * esz);
-      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
-                      MPI_Ireduce(MPI_IN_PLACE, o + off * esz, cnt, type,
-                                  MPI_SUM, 0, mc, &request_));
-      if (op == DISTRT_REDUCE_MEAN) {
-        float *f = reinterpret_cast<float *>(o + off * esz);
-        float inv = (float)comm->size;
-        for (int k = 0; k < cnt; ++k)
-          f[k] /= inv;
-      }
-    } else {
-      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
-                      MPI_Ireduce(i + off * esz, nullptr, cnt, type, MPI_SUM,
-                                  0, mc, &request_));
-    }
-    DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
-                    MPI_Ibcast(o + off * esz, cnt, type, 0, mc, &request_));
-    return DISTRT_OK;
-  });
+  // Sum and mean: a ring reduce-scatter then all-gather on the output,
+  // in slices whose blocks MPI's int byte counts hold.
+  if (out != in)
+    std::memcpy(o, i, bytes);
+  const size_t slice = (size_t(1) << 26) * (size_t)comm->size;
+  for (size_t off = 0; off < n; off += slice) {
+    size_t cnt = std::min(slice, n - off);
+    DISTRT_TRY(ringReduceScatter(comm, fn, o + off * esz, cnt, input->dtype,
+                                 op));
+    DISTRT_TRY(ringAllGather(comm, fn, o + off * esz, cnt, input->dtype));
+  }
+  return DISTRT_OK;
 #else
   return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
 #endif
@@ -726,6 +596,114 @@ extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
 #else
   (void)n;
   return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
+#endif
+}
+
+namespace {
+/// The checks reduce-scatter and all-gather share: tensors of one dtype,
+/// `whole` holding size x `part`'s elements, no overlap.
+distrt_status checkBlocks(distrt_comm *comm, const char *fn,
+                          const distrt_tensor *input,
+                          const distrt_tensor *output, bool inputWhole) {
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("input", input));
+  DISTRT_TRY(c.pointer("output", output));
+  DISTRT_TRY(c.tensor("input", input, input->dtype));
+  DISTRT_TRY(c.tensor("output", output, output->dtype));
+  const distrt_tensor *whole = inputWhole ? input : output;
+  const distrt_tensor *part = inputWhole ? output : input;
+  if (output->dtype != input->dtype ||
+      distrt_numel(whole) != distrt_numel(part) * comm->size)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "input is ",
+                  dtypeName(input->dtype), " ", shapeString(*input),
+                  " and output ", dtypeName(output->dtype), " ",
+                  shapeString(*output), "; the ", inputWhole ? "input" : "output",
+                  " needs ", comm->size, " x the ",
+                  inputWhole ? "output" : "input",
+                  "'s elements (one block per rank) and both one dtype");
+  size_t bytes = (size_t)distrt_numel(whole) * elementSize(input->dtype);
+  const char *w = static_cast<const char *>(whole->data);
+  const char *p = static_cast<const char *>(part->data);
+  size_t partBytes = (size_t)distrt_numel(part) * elementSize(input->dtype);
+  if (partBytes && p < w + bytes && w < p + partBytes)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
+                  "input and output overlap; pass disjoint memory");
+  return DISTRT_OK;
+}
+} // namespace
+
+extern "C" distrt_status distrt_reduce_scatter(distrt_comm *comm,
+                                               const distrt_tensor *input,
+                                               const distrt_tensor *output,
+                                               distrt_reduce_op op) {
+  const char *fn = "distrt_reduce_scatter";
+  DISTRT_TRY(checkComm(comm, fn));
+  DISTRT_TRY(checkBlocks(comm, fn, input, output, /*inputWhole=*/true));
+  Checker c(comm->ctx, fn);
+  if (op < DISTRT_REDUCE_SUM || op > DISTRT_REDUCE_MIN)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "op ", (int)op,
+                  " is not a distrt_reduce_op (SUM, MEAN, MAX, MIN)");
+  bool isFloat = input->dtype == DISTRT_F32 || input->dtype == DISTRT_F16 ||
+                 input->dtype == DISTRT_BF16;
+  if (op == DISTRT_REDUCE_MEAN && !isFloat)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "mean of ",
+                  dtypeName(input->dtype),
+                  " values; use sum and divide, or a floating dtype");
+  DISTRT_TRY(checkAgreement(comm, fn, 2, *input, op));
+  size_t n = (size_t)distrt_numel(output);
+  size_t esz = elementSize(input->dtype);
+  if (comm->size == 1)
+    return localCopy(comm, output->data, input->data, n * esz);
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return cuda::ncclReduceScatter(comm, input->data, output->data, n,
+                                   input->dtype, op);
+#endif
+#ifdef DISTRT_HAVE_MPI
+  MPI_Datatype type;
+  DISTRT_TRY(mpiType(comm, fn, input->dtype, type));
+  if (n * esz > (size_t)INT32_MAX)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "blocks of ", n * esz,
+                  " bytes; the MPI ring moves blocks below 2 GiB");
+  std::vector<char> work(n * esz * (size_t)comm->size);
+  std::memcpy(work.data(), input->data, work.size());
+  DISTRT_TRY(ringReduceScatter(comm, fn, work.data(), n * comm->size,
+                               input->dtype, op));
+  std::memcpy(output->data, work.data() + (size_t)comm->rank * n * esz,
+              n * esz);
+  return DISTRT_OK;
+#else
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
+#endif
+}
+
+extern "C" distrt_status distrt_all_gather(distrt_comm *comm,
+                                           const distrt_tensor *input,
+                                           const distrt_tensor *output) {
+  const char *fn = "distrt_all_gather";
+  DISTRT_TRY(checkComm(comm, fn));
+  DISTRT_TRY(checkBlocks(comm, fn, input, output, /*inputWhole=*/false));
+  DISTRT_TRY(checkAgreement(comm, fn, 3, *input, 0));
+  size_t n = (size_t)distrt_numel(input);
+  size_t esz = elementSize(input->dtype);
+  if (comm->size == 1)
+    return localCopy(comm, output->data, input->data, n * esz);
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return cuda::ncclAllGather(comm, input->data, output->data, n,
+                               input->dtype);
+#endif
+#ifdef DISTRT_HAVE_MPI
+  Checker c(comm->ctx, fn);
+  if (n * esz > (size_t)INT32_MAX)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "blocks of ", n * esz,
+                  " bytes; the MPI ring moves blocks below 2 GiB");
+  char *o = static_cast<char *>(output->data);
+  std::memcpy(o + (size_t)comm->rank * n * esz, input->data, n * esz);
+  return ringAllGather(comm, fn, o, n * comm->size, input->dtype);
+#else
+  return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": no MPI in this runtime"));
 #endif
 }
 

@@ -7,8 +7,10 @@
  * what went wrong, where and what to do.
  *
  * Backends, chosen by the context a communicator is created on:
- *  - CPU context: MPI (Open MPI). Sum and mean are reduced to rank 0 in rank
- *    order and broadcast, so every rank holds bit-identical results.
+ *  - CPU context: MPI (Open MPI). Sum and mean run a ring reduce-scatter
+ *    and all-gather: each element is reduced in one place, so every rank
+ *    holds bit-identical results, and each rank moves 2 (n-1)/n of the
+ *    buffer (bandwidth-optimal, as NCCL).
  *  - CUDA context: NCCL on the context's stream; the ncclUniqueId is
  *    bootstrapped over MPI (a world of one needs no MPI).
  * The world comes from the launcher's environment (mpirun, srun, torchrun
@@ -83,6 +85,20 @@ const char *distrt_comm_backend(const distrt_comm *comm);
 distrt_status distrt_all_reduce(distrt_comm *comm, const distrt_tensor *input,
                                  const distrt_tensor *output,
                                  distrt_reduce_op op);
+/** Reduce-scatter: `input` is `size` equal blocks of its (flattened)
+ *  elements, `output` one block (numel(input) = size x numel(output), same
+ *  dtype, not overlapping); rank r's output gets op over every rank's block
+ *  r (SUM, MEAN, MAX, MIN; mean for floating dtypes). MPI: a ring, each
+ *  block reduced in one place in a fixed order. NCCL: ncclReduceScatter. */
+distrt_status distrt_reduce_scatter(distrt_comm *comm,
+                                    const distrt_tensor *input,
+                                    const distrt_tensor *output,
+                                    distrt_reduce_op op);
+/** All-gather: `output` (numel = size x numel(input), same dtype, not
+ *  overlapping) gets every rank's `input`, in rank order. MPI: a ring.
+ *  NCCL: ncclAllGather. */
+distrt_status distrt_all_gather(distrt_comm *comm, const distrt_tensor *input,
+                                const distrt_tensor *output);
 /** Copies `root`'s tensor into every rank's `tensor` (same checks). */
 distrt_status distrt_broadcast(distrt_comm *comm, const distrt_tensor *tensor,
                                int32_t root);
