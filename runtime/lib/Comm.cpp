@@ -164,6 +164,21 @@ distrt_status checkAgreement(distrt_comm *comm, const char *fn,
   return DISTRT_OK;
 }
 
+/// `op` is a distrt_reduce_op, and mean is of a floating dtype.
+distrt_status checkReduceOp(Checker &c, distrt_dtype dtype,
+                            distrt_reduce_op op) {
+  if (op < DISTRT_REDUCE_SUM || op > DISTRT_REDUCE_MIN)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "op ", (int)op,
+                  " is not a distrt_reduce_op (SUM, MEAN, MAX, MIN)");
+  bool isFloat = dtype == DISTRT_F32 || dtype == DISTRT_F16 ||
+                 dtype == DISTRT_BF16;
+  if (op == DISTRT_REDUCE_MEAN && !isFloat)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "mean of ",
+                  dtypeName(dtype),
+                  " values; use sum and divide, or a floating dtype");
+  return DISTRT_OK;
+}
+
 distrt_status checkComm(const distrt_comm *comm, const char *fn) {
   if (!comm)
     return setError(nullptr, DISTRT_ERROR_INVALID_ARGUMENT,
@@ -504,15 +519,7 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
                     shapeString(*input),
                     "; the output needs the input's dtype and element count");
   }
-  if (op < DISTRT_REDUCE_SUM || op > DISTRT_REDUCE_MIN)
-    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "op ", (int)op,
-                  " is not a distrt_reduce_op (SUM, MEAN, MAX, MIN)");
-  bool isFloat = input->dtype == DISTRT_F32 || input->dtype == DISTRT_F16 ||
-                 input->dtype == DISTRT_BF16;
-  if (op == DISTRT_REDUCE_MEAN && !isFloat)
-    return c.fail(DISTRT_ERROR_UNSUPPORTED, "mean of ",
-                  dtypeName(input->dtype),
-                  " values; use sum and divide, or a floating dtype");
+  DISTRT_TRY(checkReduceOp(c, input->dtype, op));
   size_t n = (size_t)distrt_numel(input);
   size_t bytes = n * elementSize(input->dtype);
   void *out = output ? output->data : input->data;
@@ -640,15 +647,7 @@ extern "C" distrt_status distrt_reduce_scatter(distrt_comm *comm,
   DISTRT_TRY(checkComm(comm, fn));
   DISTRT_TRY(checkBlocks(comm, fn, input, output, /*inputWhole=*/true));
   Checker c(comm->ctx, fn);
-  if (op < DISTRT_REDUCE_SUM || op > DISTRT_REDUCE_MIN)
-    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "op ", (int)op,
-                  " is not a distrt_reduce_op (SUM, MEAN, MAX, MIN)");
-  bool isFloat = input->dtype == DISTRT_F32 || input->dtype == DISTRT_F16 ||
-                 input->dtype == DISTRT_BF16;
-  if (op == DISTRT_REDUCE_MEAN && !isFloat)
-    return c.fail(DISTRT_ERROR_UNSUPPORTED, "mean of ",
-                  dtypeName(input->dtype),
-                  " values; use sum and divide, or a floating dtype");
+  DISTRT_TRY(checkReduceOp(c, input->dtype, op));
   DISTRT_TRY(checkAgreement(comm, fn, 2, *input, op));
   size_t n = (size_t)distrt_numel(output);
   size_t esz = elementSize(input->dtype);
