@@ -6,6 +6,7 @@
 #ifndef DIST_PASSES_PASSES_H
 #define DIST_PASSES_PASSES_H
 
+#include "dialects/Emit/EmitDialect.h"
 #include "dialects/Graph/GraphDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,6 +14,9 @@
 #include "mlir/Pass/Pass.h"
 
 namespace distopt {
+
+/// What dist-prepare-for-emission prepares a module for.
+enum class EmissionTarget { CPU, CUDA };
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"

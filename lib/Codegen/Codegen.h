@@ -52,6 +52,12 @@ mlir::LogicalResult emitModel(const ModelUnit &model, llvm::StringRef ns,
                               const CodegenOptions &options,
                               llvm::raw_ostream &os);
 
+/// Records on every op the cost model prices its profile-database
+/// signature (`emit.cost_signature`), under which the program's
+/// `--profile-json` files the op's measured time; functions the cost model
+/// cannot price (no sample dimension) are left alone.
+void annotateCostSignatures(mlir::ModuleOp module);
+
 /// Where the runtime library and headers are, and how to compile.
 struct Toolchain {
   std::string cxx = "c++";       ///< host compiler (DIST_CXX overrides)

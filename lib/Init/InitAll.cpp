@@ -6,6 +6,7 @@
 #include "dist/InitAll.h"
 
 #include "dialects/Dist/DistDialect.h"
+#include "dialects/Emit/EmitDialect.h"
 #include "dialects/Graph/GraphDialect.h"
 #include "passes/Passes.h"
 
@@ -16,6 +17,7 @@
 
 void distopt::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<distopt::graph::GraphDialect, distopt::dist::DistDialect,
+                  distopt::emit::EmitDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect>();
 }
 

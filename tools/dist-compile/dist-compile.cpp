@@ -254,6 +254,30 @@ int main(int argc, char **argv) {
         continue;
       }
     }
+    // The printer prints what the IR says: dist-prepare-for-emission makes
+    // the kernel, memory, layout and precision decisions first (after the
+    // cost model names each op for --profile-json).
+    codegen::annotateCostSignatures(*m);
+    {
+      PassManager pm(&ctx);
+      std::string pipeline = std::string("dist-prepare-for-emission{target=") +
+                             (options.target == codegen::Target::CUDA ? "cuda"
+                                                                     : "cpu") +
+                             "}";
+      if (failed(parsePassPipeline(pipeline, pm, errs())) ||
+          failed(pm.run(*m))) {
+        if (!skipUnsupported) {
+          WithColor::error() << "dist-prepare-for-emission failed on '"
+                             << in.path << "'\n";
+          return 1;
+        }
+        errs() << "skipped " << in.name
+               << ": preparing for emission failed: " << lastError << "\n";
+        continue;
+      }
+      if (verbose)
+        errs() << "running " << pipeline << "\n";
+    }
     SmallString<256> abs(in.path);
     sys::fs::make_absolute(abs);
     std::string fn = entry.getValue();
