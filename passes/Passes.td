@@ -147,8 +147,15 @@ def PrepareForEmissionPass : Pass<"dist-prepare-for-emission",
        same result shape is computed in its user's loop); with
        `eltwise-kernels` a lone f32 transcendental op (gelu, tanh, exp, ...)
        runs on the runtime's vectorized eltwise kernel;
-    3. layouts: reshape, flatten and inference dropout results are views of
-       their operand (`#emit.buffer<view>`);
+    3. layouts: reshape, flatten, inference dropout, transpose, slice and
+       split results are views of their operand's memory with the strides
+       they are read with (`#emit.buffer<view, offset, strides>`); on the
+       CPU a 2-D convolution writes channels-last (NHWC) and pooling and
+       elementwise loops keep their input's layout, so a convolution chain
+       is not reordered per op; where a reader needs another layout
+       (row-major for most runtime kernels and for returned values, the
+       output's for a convolution's input) `emit.copy` makes it, once per
+       value;
     4. memory: weights, constants and optimizer state are resident (filled
        on the first run and kept); inputs and every other result get a slot
        of the body's arena, reused by values whose live ranges do not
@@ -181,6 +188,12 @@ def PrepareForEmissionPass : Pass<"dist-prepare-for-emission",
            "them (CPU)">,
     Option<"inPlace", "in-place", "bool", "true",
            "Let kernels write their result over an operand they read last">,
+    Option<"views", "views", "bool", "true",
+           "Read transposes, slices and splits in place (strided views) "
+           "where their readers take strides">,
+    Option<"channelsLast", "channels-last", "bool", "true",
+           "Keep chains of 2-D convolutions, pooling and their elementwise "
+           "ops in NHWC (CPU)">,
     Option<"eltwiseKernels", "eltwise-kernels", "bool", "false",
            "Run a lone f32 transcendental op (gelu, tanh, exp, ...) on the "
            "runtime's vectorized kernel (CPU); off by default because its "

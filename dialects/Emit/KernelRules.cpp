@@ -33,6 +33,16 @@ SmallVector<int64_t> distopt::emit::rowMajorStrides(ArrayRef<int64_t> shape) {
   return s;
 }
 
+bool distopt::emit::sameLayout(ArrayRef<int64_t> shape, ArrayRef<int64_t> a,
+                               ArrayRef<int64_t> b) {
+  if (a.size() != shape.size() || b.size() != shape.size())
+    return false;
+  for (auto [d, x, y] : llvm::zip(shape, a, b))
+    if (d != 1 && x != y)
+      return false;
+  return true;
+}
+
 static RankedTensorType tensorType(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
 }
@@ -414,7 +424,7 @@ bool distopt::emit::mayWriteInPlace(Operation *op, unsigned operand,
   auto out = tensorType(kernel.getResult());
   if (!in || !out || in.getShape() != out.getShape() ||
       elementBytes(in.getElementType()) != elementBytes(out.getElementType()) ||
-      operandStrides != resultStrides)
+      !sameLayout(in.getShape(), operandStrides, resultStrides))
     return false;
   switch (kernel.getKind()) {
   case KernelKind::loop:

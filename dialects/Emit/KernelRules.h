@@ -31,6 +31,10 @@ int64_t elementBytes(mlir::Type t);
 
 /// Row-major element strides of `shape`.
 llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
+/// Whether two layouts of `shape` are the same memory: equal strides on
+/// every dim but the unit ones (whose stride never matters).
+bool sameLayout(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> a,
+                llvm::ArrayRef<int64_t> b);
 
 //===--- Post-ops -----------------------------------------------------===//
 

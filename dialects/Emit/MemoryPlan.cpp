@@ -192,7 +192,7 @@ LogicalResult distopt::emit::verifyMemoryPlan(Operation *holder,
           return op.emitOpError()
                  << "result #" << k << " cannot be a view of its operand";
         if (v->offset != b.getOffset() ||
-            ArrayRef<int64_t>(v->strides) != ArrayRef<int64_t>(stridesOf(r)))
+            !sameLayout(t.getShape(), v->strides, stridesOf(r)))
           return op.emitOpError()
                  << "view result #" << k << " is recorded at offset "
                  << b.getOffset() << " but the op reads its operand at offset "

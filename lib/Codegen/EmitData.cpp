@@ -172,6 +172,14 @@ static LogicalResult emitIota(FunctionEmitter &e, IotaOp op) {
   return success();
 }
 
+/// Where element i (row-major) of `in` is in its memory (its plan's
+/// strides: a view or channels-last value is read where it lies).
+static std::string readOffset(FunctionEmitter &e, Value in) {
+  auto shape = FunctionEmitter::typeOf(in).getShape();
+  return FunctionEmitter::stridedOffset(
+      shape, FunctionEmitter::stridesOf(shape), shape, e.layoutOf(in), "i");
+}
+
 /// out[i] = in[<offset expression of i>], for any element type.
 static void emitGather(FunctionEmitter &e, Value out, Value in,
                        const std::string &offset,
@@ -185,8 +193,7 @@ static void emitGather(FunctionEmitter &e, Value out, Value in,
 static LogicalResult emitTranspose(FunctionEmitter &e, TransposeOp op) {
   Value in = op.getInput(), out = op.getResult();
   auto outShape = FunctionEmitter::typeOf(out).getShape();
-  auto inStrides =
-      FunctionEmitter::stridesOf(FunctionEmitter::typeOf(in).getShape());
+  auto inStrides = e.layoutOf(in);
   e.allocate(out);
   std::string off;
   for (unsigned k = 0; k < outShape.size(); ++k) {
@@ -204,8 +211,7 @@ static LogicalResult emitTranspose(FunctionEmitter &e, TransposeOp op) {
 static void emitStrided(FunctionEmitter &e, Value out, Value in,
                         ArrayRef<int64_t> starts, ArrayRef<int64_t> steps) {
   auto outShape = FunctionEmitter::typeOf(out).getShape();
-  auto inStrides =
-      FunctionEmitter::stridesOf(FunctionEmitter::typeOf(in).getShape());
+  auto inStrides = e.layoutOf(in);
   std::string off;
   for (unsigned d = 0; d < outShape.size(); ++d) {
     std::string c =
@@ -281,7 +287,7 @@ static LogicalResult emitConcat(FunctionEmitter &e, ConcatOp op) {
       std::string o = e.name(out), src = e.name(in);
       e.openLoop(FunctionEmitter::numel(in));
       e.os << "    " << o << "[" << (off.empty() ? "0" : off) << "] = " << src
-           << "[i];\n";
+           << "[" << readOffset(e, in) << "];\n";
       e.closeLoop();
     }
     offset += inShape[axis];
@@ -293,7 +299,7 @@ static LogicalResult emitPad(FunctionEmitter &e, PadOp op) {
   Value in = op.getInput(), out = op.getResult();
   auto inShape = FunctionEmitter::typeOf(in).getShape();
   auto outShape = FunctionEmitter::typeOf(out).getShape();
-  auto inStrides = FunctionEmitter::stridesOf(inShape);
+  auto inStrides = e.layoutOf(in);
   unsigned rank = inShape.size();
   e.allocate(out);
   std::string prelude = "    bool inside = true; int64_t off = 0;\n";
@@ -350,8 +356,9 @@ static LogicalResult emitTrilu(FunctionEmitter &e, TriluOp op) {
                      std::to_string(k) + "ll)";
   std::string o = e.name(out), src = e.name(in);
   e.openLoop(FunctionEmitter::numel(out));
-  e.os << "    " << o << "[i] = " << keep << " ? " << src << "[i] : ("
-       << FunctionEmitter::cType(out) << ")0;\n";
+  e.os << "    " << o << "[i] = " << keep << " ? " << src << "["
+       << readOffset(e, in) << "] : (" << FunctionEmitter::cType(out)
+       << ")0;\n";
   e.closeLoop();
   return success();
 }
@@ -362,8 +369,8 @@ static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
   auto dShape = FunctionEmitter::typeOf(data).getShape();
   auto iShape = FunctionEmitter::typeOf(indices).getShape();
   auto oShape = FunctionEmitter::typeOf(out).getShape();
-  auto dStrides = FunctionEmitter::stridesOf(dShape);
-  auto iStrides = FunctionEmitter::stridesOf(iShape);
+  auto dStrides = e.layoutOf(data);
+  auto iStrides = e.layoutOf(indices);
   if (axis < 0)
     axis += dShape.size();
   unsigned q = iShape.size();
@@ -429,10 +436,12 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
       .Case<ConcatOp>([&](auto o) { return emitConcat(e, o); })
       .Case<ExpandOp>([&](ExpandOp o) {
         e.allocate(o.getResult());
+        auto shape = FunctionEmitter::typeOf(o.getResult()).getShape();
         emitGather(e, o.getResult(), o.getInput(),
-                   FunctionEmitter::broadcastOffset(
-                       FunctionEmitter::typeOf(o.getResult()).getShape(),
-                       FunctionEmitter::typeOf(o.getInput()).getShape(), "i"));
+                   FunctionEmitter::stridedOffset(
+                       shape, FunctionEmitter::stridesOf(shape),
+                       FunctionEmitter::typeOf(o.getInput()).getShape(),
+                       e.layoutOf(o.getInput()), "i"));
         return success();
       })
       .Case<PadOp>([&](auto o) { return emitPad(e, o); })

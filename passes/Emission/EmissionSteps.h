@@ -21,11 +21,12 @@
 namespace distopt::emission {
 
 struct EmissionOptions {
-  bool cpu = true;      ///< oneDNN post-ops and vectorized eltwise kernels
-  bool postOps = true;  ///< fold elementwise chains into matmul / conv
-  bool views = true;    ///< transposes, slices and splits as strided views
-  bool inPlace = true;  ///< kernels write over operands they read last
-  bool eltwise = false; ///< lone transcendental ops on the runtime kernel
+  bool cpu = true;          ///< oneDNN post-ops and vectorized eltwise kernels
+  bool postOps = true;      ///< fold elementwise chains into matmul / conv
+  bool views = true;        ///< transposes, slices and splits as strided views
+  bool channelsLast = true; ///< convolution chains in NHWC (CPU)
+  bool inPlace = true;      ///< kernels write over operands they read last
+  bool eltwise = false;     ///< lone transcendental ops on the runtime kernel
 };
 
 void markPrecision(mlir::Block &body);

@@ -5,7 +5,12 @@
 // 1. post_ops (CPU): a matmul or convolution and the chain of elementwise
 //    ops after it, each the only reader of the value before it, that
 //    oneDNN applies before storing the result (bias, activation, residual
-//    add, scaling): one pass over memory instead of one per op.
+//    add, scaling): one pass over memory instead of one per op. Exporters
+//    put reshapes between a matmul and its activation (Gemm works on 2-D
+//    rows); an elementwise op commutes with a reshape, so the reshape is
+//    moved below it first (`reshape(mm) -> gelu` becomes
+//    `gelu(mm) -> reshape`, a full-shape second operand being reshaped
+//    too, as a view).
 // 2. loop: every other elementwise op is computed inside its user's loop
 //    when its result has exactly one use, by an elementwise op with the
 //    same result shape; then its value at element i is what the user reads
@@ -25,6 +30,7 @@
 
 #include "dialects/Emit/EmitDialect.h"
 #include "dialects/Emit/KernelRules.h"
+#include "dialects/Graph/GraphOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
@@ -47,9 +53,9 @@ static KernelOp outline(ArrayRef<Operation *> ops, KernelKind kind,
       if (!inside.contains(v.getDefiningOp()))
         inputs.insert(v);
   OpBuilder b(root);
-  auto kernel = b.create<KernelOp>(loc, root->getResult(0).getType(),
-                                   KernelKindAttr::get(b.getContext(), kind),
-                                   inputs.getArrayRef());
+  auto kernel = KernelOp::create(b, loc, root->getResult(0).getType(),
+                                 KernelKindAttr::get(b.getContext(), kind),
+                                 inputs.getArrayRef());
   Block *body = new Block();
   kernel.getBody().push_back(body);
   for (Value v : inputs)
@@ -68,12 +74,77 @@ static KernelOp outline(ArrayRef<Operation *> ops, KernelKind kind,
   return kernel;
 }
 
+/// Moves the reshape that separates `v` (single use) from the elementwise
+/// op reading it below that op, when the op's other operand, if any, is a
+/// scalar, the same per-column vector, or a full tensor (reshaped too).
+/// Returns the op's new result (of `v`'s shape), or null.
+static Value sinkReshape(Value v, Operation *anchor) {
+  if (!v.hasOneUse())
+    return nullptr;
+  Operation *reshape = *v.getUsers().begin();
+  if (!isa<graph::ReshapeOp, graph::FlattenOp>(reshape) ||
+      !reshape->getResult(0).hasOneUse())
+    return nullptr;
+  Value r = reshape->getResult(0);
+  Operation *user = *r.getUsers().begin();
+  if (!isElementwiseOp(user) || user->getNumResults() != 1 ||
+      user->getResult(0).getType() != r.getType() ||
+      user->getBlock() != anchor->getBlock() || isa<graph::UnaryGradOp>(user))
+    return nullptr;
+  auto from = cast<RankedTensorType>(v.getType());
+  auto to = cast<RankedTensorType>(r.getType());
+  OpBuilder b(user);
+  SmallVector<Value> operands;
+  for (Value o : user->getOperands()) {
+    if (o == r) {
+      operands.push_back(v);
+      continue;
+    }
+    auto t = cast<RankedTensorType>(o.getType());
+    if (t.getShape() == to.getShape()) {
+      operands.push_back(graph::ReshapeOp::create(
+          b, o.getLoc(),
+          RankedTensorType::get(from.getShape(), t.getElementType()), o));
+      continue;
+    }
+    bool scalar = t.getNumElements() == 1 && t.getRank() <= from.getRank();
+    bool column = t.getRank() == 1 &&
+                  from.getShape().back() == t.getDimSize(0) &&
+                  to.getShape().back() == t.getDimSize(0);
+    if (!scalar && !column)
+      return nullptr;
+    operands.push_back(o);
+  }
+  if (llvm::count(user->getOperands(), r) != 1)
+    return nullptr;
+  OperationState state(user->getLoc(), user->getName());
+  state.addOperands(operands);
+  state.addAttributes(user->getAttrs());
+  state.addTypes(RankedTensorType::get(from.getShape(), to.getElementType()));
+  Operation *moved = b.create(state);
+  auto after =
+      graph::ReshapeOp::create(b, reshape->getLoc(), to, moved->getResult(0));
+  user->getResult(0).replaceAllUsesWith(after.getResult());
+  user->erase();
+  reshape->erase();
+  return moved->getResult(0);
+}
+
 /// The elementwise chain after `anchor` that oneDNN can apply as post-ops.
 static SmallVector<Operation *> postOpChain(Operation *anchor) {
   SmallVector<Operation *> chain{anchor};
   Value v = anchor->getResult(0);
   while (v.hasOneUse()) {
     Operation *user = *v.getUsers().begin();
+    if (isa<graph::ReshapeOp, graph::FlattenOp>(user)) {
+      // Sink it when the op after it is a post-op once moved above it.
+      Operation *next = user->getResult(0).hasOneUse()
+                            ? *user->getResult(0).getUsers().begin()
+                            : nullptr;
+      if (!next || !isElementwiseOp(next) || !sinkReshape(v, anchor))
+        break;
+      user = *v.getUsers().begin();
+    }
     if (user->getBlock() != anchor->getBlock() || !postOpsOf(user, v, anchor))
       break;
     chain.push_back(user);

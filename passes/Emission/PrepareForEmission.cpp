@@ -44,6 +44,8 @@ struct PrepareForEmissionPass
     options.postOps = postOps;
     options.inPlace = inPlace;
     options.eltwise = eltwiseKernels;
+    options.views = views;
+    options.channelsLast = channelsLast;
     getOperation().walk([&](func::FuncOp func) {
       if (func.isExternal() || !func.getBody().hasOneBlock())
         return;

@@ -38,34 +38,38 @@ struct ConvGeom {
 memory::dims dimsOf4(const distrt_tensor &t) {
   return memory::dims(t.dims, t.dims + t.rank);
 }
-memory::dims stridesOf4(const distrt_tensor &t) {
-  std::vector<int64_t> s = stridesOf(t);
-  return memory::dims(s.begin(), s.end());
-}
 
-/// The layout of a 4-D activation: NCHW (dense) or channels-last.
-bool activationTag(const distrt_tensor &t, memory::format_tag &tag) {
+/// The layouts a 4-D activation is laid out in: bit 0 NCHW (dense), bit 1
+/// channels-last; both for a tensor whose strides only differ on unit dims
+/// ([N, C, 1, 1]), none for others.
+unsigned activationLayouts(const distrt_tensor &t) {
   if (t.rank != 4)
-    return false;
-  if (isDense(t)) {
-    tag = memory::format_tag::nchw;
-    return true;
-  }
+    return 0;
   std::vector<int64_t> s = stridesOf(t);
   const int64_t *d = t.dims;
   auto same = [&](int i, int64_t want) { return d[i] == 1 || s[i] == want; };
+  unsigned l = isDense(t) ? 1u : 0u;
   if (same(1, 1) && same(3, d[1]) && same(2, d[1] * d[3]) &&
-      same(0, d[1] * d[2] * d[3])) {
-    tag = memory::format_tag::nhwc;
-    return true;
-  }
-  return false;
+      same(0, d[1] * d[2] * d[3]))
+    l |= 2u;
+  return l;
 }
 
-/// The oneDNN descriptor of an NCHW or channels-last activation.
-memory::desc activationDesc(const distrt_tensor &t) {
-  memory::format_tag tag = memory::format_tag::nchw;
-  activationTag(t, tag);
+/// The layout two activations share (channels-last when either is only
+/// that), or false when they share none.
+bool commonTag(const distrt_tensor &x, const distrt_tensor &y,
+               memory::format_tag &tag) {
+  unsigned lx = activationLayouts(x), ly = activationLayouts(y);
+  unsigned both = lx & ly;
+  if (!both)
+    return false;
+  bool nhwc = (both & 2u) && (!(both & 1u) || lx == 2u || ly == 2u);
+  tag = nhwc ? memory::format_tag::nhwc : memory::format_tag::nchw;
+  return true;
+}
+
+/// The oneDNN descriptor of an activation in layout `tag`.
+memory::desc activationDesc(const distrt_tensor &t, memory::format_tag tag) {
   return memory::desc(dimsOf4(t), memory::data_type::f32, tag);
 }
 
@@ -171,14 +175,15 @@ namespace {
 distrt_status convForward(distrt_context *ctx, const ConvGeom &g,
                           const distrt_tensor *x, const distrt_tensor *w,
                           const distrt_tensor *bias, const distrt_tensor *y,
-                          const distrt_compute_ex *ex, bool anyWeights) {
+                          const distrt_compute_ex *ex, bool anyWeights,
+                          memory::format_tag tag) {
   cpu::CpuState &st = cpu::state(ctx);
-  memory::desc s = activationDesc(*x), d = activationDesc(*y),
+  memory::desc s = activationDesc(*x, tag), d = activationDesc(*y, tag),
                wPlain = cpu::plainDesc(g.wei), b = cpu::plainDesc(g.bias);
   std::string key =
-      "conv:" + cpu::dimsKey(g.src) + cpu::dimsKey(stridesOf4(*x)) + "|" +
-      cpu::dimsKey(g.wei) + "|" + cpu::dimsKey(g.dst) +
-      cpu::dimsKey(stridesOf4(*y)) + "|" + cpu::dimsKey(g.strides) +
+      "conv:" + cpu::dimsKey(g.src) + std::to_string((int)tag) + "|" +
+      cpu::dimsKey(g.wei) + "|" + cpu::dimsKey(g.dst) + "|" +
+      cpu::dimsKey(g.strides) +
       cpu::dimsKey(g.dil) + cpu::dimsKey(g.padL) + cpu::dimsKey(g.padR) +
       (bias ? "b" : "") + (anyWeights ? "any" : "") +
       cpu::postOpsKey(ex, 4);
@@ -255,7 +260,8 @@ extern "C" distrt_status distrt_conv2d(distrt_context *ctx,
                                        bias ? cpu::f32(bias) : nullptr,
                                        cpu::f32(y)));
   return guardCall(ctx, fn, [&] {
-    return convForward(ctx, g, x, w, bias, y, nullptr, false);
+    return convForward(ctx, g, x, w, bias, y, nullptr, false,
+                       memory::format_tag::nchw);
   });
 }
 
@@ -284,15 +290,15 @@ extern "C" distrt_status distrt_conv2d_ex(distrt_context *ctx,
   DISTRT_TRY(c.optTensor("bias", bias, DISTRT_F32));
   if (bias)
     DISTRT_TRY(c.shape("bias", bias, {w->dims[0]}));
-  memory::format_tag tx, ty;
-  if (!activationTag(*x, tx) || !activationTag(*y, ty))
+  memory::format_tag tag;
+  if (!commonTag(*x, *y, tag))
     return c.fail(DISTRT_ERROR_UNSUPPORTED, "x ", shapeString(*x),
                   " strides ", shapeString(stridesOf(*x)), " and y ",
                   shapeString(*y), " strides ", shapeString(stridesOf(*y)),
-                  " must be NCHW or channels-last");
-  DISTRT_TRY(cpu::checkPostOps(c, ex, dimsOf(*y), 1));
+                  " must both be NCHW or both channels-last");
+  DISTRT_TRY(cpu::checkPostOps(c, ex, dimsOf(*y), stridesOf(*y)));
   return guardCall(ctx, fn, [&] {
-    return convForward(ctx, g, x, w, bias, y, ex, true);
+    return convForward(ctx, g, x, w, bias, y, ex, true, tag);
   });
 }
 
@@ -472,20 +478,17 @@ extern "C" distrt_status distrt_pool2d(distrt_context *ctx,
   c.allowStrided(!ctx->isCuda());
   DISTRT_TRY(checkPool(c, attr, x, y));
   c.allowStrided(false);
-  if (!isDense(*x) || !isDense(*y)) {
-    memory::format_tag tx, ty;
-    if (!activationTag(*x, tx) || !activationTag(*y, ty) || tx != ty)
-      return c.fail(DISTRT_ERROR_UNSUPPORTED, "x and y must both be NCHW or "
-                                              "both channels-last");
-  }
+  memory::format_tag tag = memory::format_tag::nchw;
+  if (!commonTag(*x, *y, tag))
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "x and y must both be NCHW or "
+                                            "both channels-last");
   DISTRT_ON_CUDNN(ctx, c, cuda::pool(ctx, poolShape(x, y, attr), cpu::f32(x),
                                    cpu::f32(y), nullptr, nullptr));
   return guardCall(ctx, fn, [&] {
       cpu::CpuState &st = cpu::state(ctx);
-      memory::desc s = activationDesc(*x), d = activationDesc(*y);
+      memory::desc s = activationDesc(*x, tag), d = activationDesc(*y, tag);
       std::string key = "pool:" + cpu::dimsKey(dimsOf4(*x)) +
-                        cpu::dimsKey(stridesOf4(*x)) + cpu::dimsKey(dimsOf4(*y)) +
-                        cpu::dimsKey(stridesOf4(*y)) +
+                        std::to_string((int)tag) + cpu::dimsKey(dimsOf4(*y)) +
                         std::to_string(attr->kind) + "," +
                         cpu::dimsKey({attr->kernel[0], attr->kernel[1],
                                       attr->stride[0], attr->stride[1],

@@ -447,7 +447,7 @@ extern "C" distrt_status distrt_matmul_ex(distrt_context *ctx,
                      shapeString(*t), " with strides ", shapeString(st),
                      " has no unit stride in its last two dims");
   }
-  DISTRT_TRY(cpu::checkPostOps(ck, ex, dimsOf(*c), (int)c->rank - 1));
+  DISTRT_TRY(cpu::checkPostOps(ck, ex, dimsOf(*c), stridesOf(*c)));
   return guardCall(ctx, fn, [&] {
     return cpuMatmulEx(ctx, a, attr->trans_a, b, attr->trans_b, bias, c,
                        attr->alpha, attr->beta, ex);

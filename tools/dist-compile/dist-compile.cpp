@@ -97,6 +97,11 @@ static cl::opt<std::string>
           cl::desc("Function to compile (default: main, or train_step with "
                    "--train)"),
           cl::cat(category));
+static cl::opt<std::string> prepareOptions(
+    "prepare-options",
+    cl::desc("Options for dist-prepare-for-emission, e.g. \"post-ops=false "
+             "views=false\" (the target is set from --target)"),
+    cl::value_desc("pass options"), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print the compiler command"),
                              cl::cat(category));
 
@@ -263,7 +268,7 @@ int main(int argc, char **argv) {
       std::string pipeline = std::string("dist-prepare-for-emission{target=") +
                              (options.target == codegen::Target::CUDA ? "cuda"
                                                                      : "cpu") +
-                             "}";
+                             " " + prepareOptions + "}";
       if (failed(parsePassPipeline(pipeline, pm, errs())) ||
           failed(pm.run(*m))) {
         if (!skipUnsupported) {

@@ -1,6 +1,8 @@
 //===- PostOps.cpp - oneDNN post-ops from distrt_compute_ex -----*- C++ -*-===//
 #include "cpu/PostOps.h"
 
+#include <algorithm>
+
 using namespace distrt;
 using dnnl::algorithm;
 using dnnl::memory;
@@ -54,6 +56,42 @@ memory::dims src1Dims(const distrt_tensor &t, size_t rank) {
   return d;
 }
 
+/// src1's descriptor aligned to `rank`, with its strides (a channels-last
+/// residual is read as it lies).
+memory::desc src1Desc(const distrt_tensor &t, size_t rank) {
+  memory::dims d = src1Dims(t, rank);
+  std::vector<int64_t> st = stridesOf(t);
+  memory::dims s(rank - (size_t)t.rank, 0);
+  s.insert(s.end(), st.begin(), st.end());
+  for (size_t i = rank; i-- > 0;)
+    if (s[i] == 0)
+      s[i] = i + 1 < rank ? s[i + 1] * d[i + 1] : 1;
+  return memory::desc(d, memory::data_type::f32, s);
+}
+
+/// Whether `t` (aligned to the trailing dims of an output with strides
+/// `out`) is dense in the output's dim order on its non-unit dims: a
+/// row-major operand of a row-major output, a channels-last residual of a
+/// channels-last one, a per-channel vector of either.
+bool inOutputOrder(const distrt_tensor &t, const std::vector<int64_t> &out) {
+  size_t r = (size_t)t.rank, lead = out.size() - r;
+  std::vector<size_t> order(r);
+  for (size_t d = 0; d < r; ++d)
+    order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return out[lead + a] > out[lead + b];
+  });
+  std::vector<int64_t> s = stridesOf(t);
+  int64_t inner = 1;
+  for (size_t k = r; k-- > 0;) {
+    size_t d = order[k];
+    if (t.dims[d] != 1 && s[d] != inner)
+      return false;
+    inner *= t.dims[d];
+  }
+  return true;
+}
+
 } // namespace
 
 bool cpu::binaryAlgorithm(int op, algorithm &alg) {
@@ -82,8 +120,7 @@ bool cpu::binaryAlgorithm(int op, algorithm &alg) {
 
 distrt_status cpu::checkPostOps(Checker &c, const distrt_compute_ex *ex,
                                 const std::vector<int64_t> &outDims,
-                                int channel) {
-  (void)channel;
+                                const std::vector<int64_t> &outStrides) {
   if (!ex)
     return DISTRT_OK;
   if (ex->count < 0 || ex->count > DISTRT_MAX_POST_OPS)
@@ -108,7 +145,11 @@ distrt_status cpu::checkPostOps(Checker &c, const distrt_compute_ex *ex,
           p.alg == DISTRT_BINARY_POW)
         return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "post-op ", i,
                       ": binary post-ops are add, sub, mul, div, max or min");
-      DISTRT_TRY(c.tensor("post-op src1", &p.src1, DISTRT_F32));
+      bool strided = c.stridedAllowed();
+      c.allowStrided();
+      distrt_status st = c.tensor("post-op src1", &p.src1, DISTRT_F32);
+      c.allowStrided(strided);
+      DISTRT_TRY(st);
       bool fits = p.src1.rank <= (int)outDims.size();
       for (int d = 0; fits && d < p.src1.rank; ++d) {
         int64_t o = outDims[outDims.size() - (size_t)p.src1.rank + (size_t)d];
@@ -118,6 +159,13 @@ distrt_status cpu::checkPostOps(Checker &c, const distrt_compute_ex *ex,
         return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "post-op ", i, ": src1 ",
                       shapeString(p.src1), " does not broadcast to the output ",
                       shapeString(outDims));
+      if (!inOutputOrder(p.src1, outStrides))
+        return c.fail(DISTRT_ERROR_UNSUPPORTED, "post-op ", i, ": src1 ",
+                      shapeString(p.src1), " with strides ",
+                      shapeString(stridesOf(p.src1)),
+                      " is not laid out in the output's dim order (output "
+                      "strides ",
+                      shapeString(outStrides), "); copy it into that layout");
       break;
     }
     default:
@@ -137,8 +185,11 @@ std::string cpu::postOpsKey(const distrt_compute_ex *ex, size_t rank) {
     const distrt_post_op &p = ex->post[i];
     k += ":" + std::to_string(p.kind) + "," + std::to_string(p.alg) + "," +
          std::to_string(p.alpha) + "," + std::to_string(p.beta);
-    if (p.kind == DISTRT_POST_BINARY)
-      k += "," + dimsKey(src1Dims(p.src1, rank));
+    if (p.kind == DISTRT_POST_BINARY) {
+      std::vector<int64_t> st = stridesOf(p.src1);
+      k += "," + dimsKey(src1Dims(p.src1, rank)) + "/" +
+           dimsKey(memory::dims(st.begin(), st.end()));
+    }
   }
   return k;
 }
@@ -157,7 +208,7 @@ void cpu::appendPostOps(dnnl::post_ops &ops, const distrt_compute_ex *ex,
     } else {
       algorithm alg = algorithm::binary_add;
       binaryAlgorithm(p.alg, alg);
-      ops.append_binary(alg, plainDesc(src1Dims(p.src1, rank)));
+      ops.append_binary(alg, src1Desc(p.src1, rank));
     }
   }
 }
@@ -171,6 +222,6 @@ void cpu::postOpArgs(CpuState &st, std::unordered_map<int, memory> &args,
     const distrt_post_op &p = ex->post[i];
     if (p.kind == DISTRT_POST_BINARY)
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] =
-          mem(st, plainDesc(src1Dims(p.src1, rank)), p.src1.data);
+          mem(st, src1Desc(p.src1, rank), p.src1.data);
   }
 }

@@ -20,9 +20,13 @@ namespace cpu {
 /// binary form).
 bool binaryAlgorithm(int op, dnnl::algorithm &alg);
 
-/// Checks `ex` (may be null) against an output of `outDims`.
+/// Checks `ex` (may be null) against an output of `outDims` laid out with
+/// `outStrides`: a binary operand must broadcast to it and be laid out
+/// densely in the output's dim order (oneDNN's jit kernels read it at the
+/// output's offsets).
 distrt_status checkPostOps(Checker &c, const distrt_compute_ex *ex,
-                           const std::vector<int64_t> &outDims, int channel);
+                           const std::vector<int64_t> &outDims,
+                           const std::vector<int64_t> &outStrides);
 /// The part of a primitive-cache key that `ex`'s post-ops from `first` on
 /// determine (kinds, algorithms, parameters, operand shapes).
 std::string postOpsKey(const distrt_compute_ex *ex, size_t rank);

@@ -2,6 +2,7 @@
 // RUN: dist-opt %s -split-input-file --dist-prepare-for-emission="target=cuda" | FileCheck %s --check-prefix=CUDA --enable-var-scope
 // RUN: dist-opt %s -split-input-file --dist-prepare-for-emission="post-ops=false in-place=false" | FileCheck %s --check-prefix=PLAIN --enable-var-scope
 // RUN: dist-opt %s -split-input-file --dist-prepare-for-emission="eltwise-kernels=true" | FileCheck %s --check-prefix=ELT --enable-var-scope
+// RUN: dist-opt %s -split-input-file --dist-prepare-for-emission="channels-last=false views=false" | FileCheck %s --check-prefix=NCHW --enable-var-scope
 // Round trip: the recorded plan parses and verifies again.
 // RUN: dist-opt %s -split-input-file --dist-prepare-for-emission | dist-opt -split-input-file | FileCheck %s --enable-var-scope
 
@@ -74,17 +75,31 @@ func.func @chain(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 
 // -----
 
-// A residual block: the convolution's first post-op adds the block input
-// (oneDNN's sum), so its result is written over that input's slot.
+// A residual block: the convolution chain runs channels-last (NHWC), so
+// the block input is copied into NHWC once, before the first convolution;
+// the second convolution's sum post-op reads that copy (not the NCHW
+// input) and writes over it; the returned value is copied back to NCHW.
+// With channels-last=false everything stays NCHW and the sum writes over
+// the block input itself.
 // CHECK-LABEL: func.func @residual
 // CHECK-SAME: (%[[X:.*]]: tensor<1x8x4x4xf32> {emit.buffer = #emit.buffer<arena, offset = [[XO:[0-9]+]], bytes = 512>}
-// CHECK: %[[C:.*]] = emit.kernel post_ops(%[[X]], %{{.*}}, %{{.*}}) attributes {emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 512>]}
+// CHECK-SAME: emit.memory_plan = #emit.memory_plan<arena = 1024,
+// CHECK: %[[XC:.*]] = emit.copy %[[X]] {emit.buffers = [#emit.buffer<arena, offset = [[CO:[0-9]+]], bytes = 512, strides = [128, 1, 32, 8]>]}
+// CHECK: %[[C:.*]] = emit.kernel post_ops(%[[XC]], %{{.*}}, %{{.*}}) attributes {emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 512, strides = [128, 1, 32, 8]>]}
 // CHECK: graph.conv
 // CHECK-NEXT: graph.unary relu
-// CHECK: emit.kernel post_ops(%[[C]], %{{.*}}, %{{.*}}, %[[X]]) attributes {emit.buffers = [#emit.buffer<arena, offset = [[XO]], bytes = 512>]}
+// CHECK: %[[R:.*]] = emit.kernel post_ops(%[[C]], %{{.*}}, %{{.*}}, %[[XC]]) attributes {emit.buffers = [#emit.buffer<arena, offset = [[CO]], bytes = 512, strides = [128, 1, 32, 8]>]}
 // CHECK: graph.conv
 // CHECK-NEXT: graph.binary add
 // CHECK-NEXT: graph.unary relu
+// CHECK: %[[OUT:.*]] = emit.copy %[[R]] {emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 512>]}
+// CHECK: return %[[OUT]]
+// NCHW-LABEL: func.func @residual
+// NCHW-SAME: (%[[X:.*]]: tensor<1x8x4x4xf32> {emit.buffer = #emit.buffer<arena, offset = [[XO:[0-9]+]], bytes = 512>}
+// NCHW-NOT: emit.copy
+// NCHW: %[[C:.*]] = emit.kernel post_ops(%[[X]], %{{.*}}, %{{.*}}) attributes {emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 512>]}
+// NCHW: emit.kernel post_ops(%[[C]], %{{.*}}, %{{.*}}, %[[X]]) attributes {emit.buffers = [#emit.buffer<arena, offset = [[XO]], bytes = 512>]}
+// NCHW-NOT: emit.copy
 func.func @residual(%x: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
   %w = graph.weight "w" : tensor<8x8x3x3xf32>
   %b = graph.weight "b" : tensor<8xf32>
@@ -130,4 +145,43 @@ func.func @staged(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
     dist.yield %r : tensor<4x8xf32>
   }
   return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// An exporter's reshape between a matmul and its activation is moved below
+// the activation, so the gelu is a post-op and the reshape a view.
+// CHECK-LABEL: func.func @sink
+// CHECK: %[[K:.*]] = emit.kernel post_ops
+// CHECK: graph.matmul
+// CHECK-NEXT: %[[G:.*]] = graph.unary gelu_tanh
+// CHECK-NEXT: emit.yield %[[G]] : tensor<8x256xf32>
+// CHECK: graph.reshape %[[K]] {emit.buffers = [#emit.buffer<view>]} : (tensor<8x256xf32>) -> tensor<2x4x256xf32>
+func.func @sink(%x: tensor<8x64xf32>) -> tensor<2x4x256xf32> {
+  %w = graph.weight "w" : tensor<64x256xf32>
+  %0 = graph.matmul %x, %w : (tensor<8x64xf32>, tensor<64x256xf32>) -> tensor<8x256xf32>
+  %1 = graph.reshape %0 : (tensor<8x256xf32>) -> tensor<2x4x256xf32>
+  %2 = graph.unary gelu_tanh %1 : (tensor<2x4x256xf32>) -> tensor<2x4x256xf32>
+  return %2 : tensor<2x4x256xf32>
+}
+
+// -----
+
+// Attention's head merge: the matmul writes [B, H, S, D] in the order the
+// transpose to [B, S, H, D] reads it, so the transpose and the reshape
+// after it are views with no copy. Without views the transpose is a loop.
+// CHECK-LABEL: func.func @heads
+// CHECK: %[[M:.*]] = graph.matmul {{.*}}emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 2048, strides = [256, 8, 32, 1]>]
+// CHECK: %[[T:.*]] = graph.transpose %[[M]] {emit.buffers = [#emit.buffer<view>]
+// CHECK: %[[R:.*]] = graph.reshape %[[T]] {emit.buffers = [#emit.buffer<view>]}
+// CHECK: graph.concat %[[R]], %[[R]]
+// NCHW-LABEL: func.func @heads
+// NCHW: graph.matmul {{.*}}emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 2048>]
+// NCHW: graph.transpose {{.*}}emit.buffers = [#emit.buffer<arena
+func.func @heads(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x16x8xf32>) -> tensor<2x8x64xf32> {
+  %0 = graph.matmul %q, %k : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %1 = graph.transpose %0 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x8xf32>) -> tensor<2x8x4x8xf32>
+  %2 = graph.reshape %1 : (tensor<2x8x4x8xf32>) -> tensor<2x8x32xf32>
+  %3 = graph.concat %2, %2 {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x64xf32>
+  return %3 : tensor<2x8x64xf32>
 }

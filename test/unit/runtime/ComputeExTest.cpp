@@ -166,6 +166,27 @@ TEST_F(RuntimeTest, Conv2dExChannelsLastWithPostOpsAndConstantWeights) {
       ASSERT_OK(distrt_conv2d_ex(ctx, &xd, wt.d(), bias.d(), &yd, &a, &ex));
       expectClose(yl.v, want, 1e-4f, groups == 1 ? "conv nhwc" : "dw nhwc");
     }
+    // The residual as a binary post-op: read in the output's layout
+    // (channels-last); an NCHW one is refused (oneDNN would read it at the
+    // output's offsets), saying what to do.
+    Tensor rl({n * oc * h * w});
+    rl.v = toNhwc(res.v, n, oc, h, w);
+    distrt_tensor rd = nhwcDesc(rl, n, oc, h, w);
+    distrt_compute_ex bx = {};
+    bx.count = 2;
+    bx.post[0] = binary(DISTRT_BINARY_ADD, res.d());
+    bx.post[1] = eltwise(DISTRT_ELTWISE_RELU);
+    EXPECT_EQ(distrt_conv2d_ex(ctx, &xd, wt.d(), bias.d(), &yd, &a, &bx),
+              DISTRT_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(err()).find("is not laid out in the output's dim "
+                                      "order"),
+              std::string::npos)
+        << err();
+    bx.post[0] = binary(DISTRT_BINARY_ADD, &rd);
+    std::fill(yl.v.begin(), yl.v.end(), 0.0f);
+    ASSERT_OK(distrt_conv2d_ex(ctx, &xd, wt.d(), bias.d(), &yd, &a, &bx));
+    expectClose(yl.v, want, 1e-4f,
+                groups == 1 ? "conv nhwc + binary" : "dw nhwc + binary");
   }
 }
 
@@ -212,7 +233,16 @@ TEST_F(RuntimeTest, ComputeExRejectsBadEpilogues) {
   distrt_conv2d_attr ca = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
   EXPECT_EQ(distrt_conv2d_ex(ctx, &xs, wt.d(), nullptr, y.d(), &ca, nullptr),
             DISTRT_ERROR_UNSUPPORTED);
-  EXPECT_NE(std::string(err()).find("must be NCHW or channels-last"),
+  EXPECT_NE(std::string(err()).find("must both be NCHW or both channels-last"),
+            std::string::npos)
+      << err();
+  // Input and output in different layouts: the caller copies one.
+  int64_t nhwc[] = {18, 1, 6, 2};
+  distrt_tensor xl =
+      distrt_make_strided_tensor(x.v.data(), DISTRT_F32, 4, dims, nhwc);
+  EXPECT_EQ(distrt_conv2d_ex(ctx, &xl, wt.d(), nullptr, y.d(), &ca, nullptr),
+            DISTRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(err()).find("must both be NCHW or both channels-last"),
             std::string::npos)
       << err();
 }
