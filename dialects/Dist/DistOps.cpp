@@ -287,5 +287,12 @@ LogicalResult MicrobatchMergeOp::verify() {
                             /*mergeResult=*/true);
 }
 
+std::optional<ReductionKind> AllReduceOp::getReduction() { return getKind(); }
+std::optional<ReductionKind> ReduceScatterOp::getReduction() {
+  return getKind();
+}
+
+#include "dialects/Dist/DistInterfaces.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/Dist/DistOps.cpp.inc"

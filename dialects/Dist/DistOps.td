@@ -9,6 +9,7 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "DistDialect.td"
 include "DistAttrs.td"
 include "DistEnums.td"
+include "DistInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Pipeline stages
@@ -107,11 +108,17 @@ def Dist_RecvOp : Dist_Op<"recv"> {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
-    : Dist_Op<mnemonic, traits>;
+/// A collective; \p reducing ones say how they combine values.
+class Dist_CollectiveOp<string mnemonic, list<Trait> traits = [],
+                        bit reducing = 0>
+    : Dist_Op<mnemonic, !listconcat(traits, [
+        !if(reducing,
+            DeclareOpInterfaceMethods<Dist_CollectiveOpInterface,
+                                      ["getReduction"]>,
+            Dist_CollectiveOpInterface)])>;
 
 def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
-    [AllTypesMatch<["input", "result"]>]> {
+    [AllTypesMatch<["input", "result"]>], 1> {
   let summary = "Combines a tensor across a device group";
   let description = [{
     Every device of `group` contributes `input`; every device gets the
@@ -164,7 +171,7 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
   let hasVerifier = 1;
 }
 
-def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
+def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [], 1> {
   let summary = "Combines a tensor across a group and leaves each device a shard";
   let description = [{
     The element-wise combination (`kind`) of every device's `input`, split
@@ -268,5 +275,7 @@ def Dist_MicrobatchMergeOp : Dist_Op<"microbatch_merge", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+include "DistScheduleOps.td"
 
 #endif // DIST_OPS_TD

@@ -7,6 +7,8 @@
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ProfileDB.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -15,6 +17,34 @@ using distopt::cluster::DeviceSpec;
 using distopt::cluster::LinkSpec;
 
 namespace distopt::cost {
+
+Expected<double> parseByteSize(StringRef text) {
+  StringRef t = text.trim();
+  size_t i = 0;
+  while (i < t.size() && (isDigit(t[i]) || t[i] == '.' || t[i] == 'e' ||
+                          t[i] == 'E' || t[i] == '+' || t[i] == '-'))
+    ++i;
+  // "1e9" has no unit; "80GB" stops at 'G'. An 'e' followed by a letter
+  // other than a digit belongs to no unit we know, so it fails below.
+  double value;
+  if (i == 0 || t.take_front(i).getAsDouble(value) || value <= 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "expected a positive size such as 80GB, 40GiB "
+                             "or 512MB");
+  std::string unit = t.drop_front(i).trim().lower();
+  const std::pair<const char *, double> units[] = {
+      {"", 1},          {"b", 1},          {"kb", 1e3},       {"mb", 1e6},
+      {"gb", 1e9},      {"tb", 1e12},      {"kib", 1024.0},   {"mib", 1 << 20},
+      {"gib", 1 << 30}, {"tib", 1099511627776.0}, {"k", 1e3}, {"m", 1e6},
+      {"g", 1e9},       {"t", 1e12}};
+  for (auto [name, scale] : units)
+    if (unit == name)
+      return value * scale;
+  return createStringError(inconvertibleErrorCode(),
+                           "unknown unit '" + unit +
+                               "'; use B, KB, MB, GB, TB, KiB, MiB, GiB or "
+                               "TiB");
+}
 
 StringRef recomputeName(Recompute r) {
   switch (r) {

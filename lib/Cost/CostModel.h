@@ -19,6 +19,9 @@ namespace distopt::cost {
 
 class ProfileDB;
 
+/// Parses a byte size: "80GB", "40GiB", "512MB", "1e9" (bytes).
+llvm::Expected<double> parseByteSize(llvm::StringRef text);
+
 enum class Recompute { None, Selective, Full };
 llvm::StringRef recomputeName(Recompute r);
 

@@ -86,6 +86,12 @@ static bool isScoreShaped(Type type) {
 }
 
 namespace {
+/// A sample-dependent op of the function and its cost (none for views).
+struct Item {
+  Operation *op;
+  std::optional<OpDesc> desc;
+};
+
 /// What the adapter learns about the function before costing ops.
 class GraphModelBuilder {
 public:
@@ -104,6 +110,16 @@ private:
   std::optional<OpDesc> costOf(Operation *op);
   cluster::DType dtypeFor(Type type) const;
   bool isWeightLike(Value v) const { return !sampleDependent.contains(v); }
+  /// Reads every item's `dist.layer` into \p layerOf; false when the
+  /// function carries no layer annotations, failure when they are
+  /// incomplete or out of program order.
+  FailureOr<bool> annotatedLayers(ArrayRef<Item> items,
+                                  std::vector<unsigned> &layerOf) const;
+  /// Layers between cut points: a stretch ends after an item where one
+  /// activation is live; one with nothing heavy (matmul, convolution,
+  /// embedding) joins the previous layer, and a light first layer the next.
+  void cutLayers(ArrayRef<Item> items, ArrayRef<int64_t> liveMain,
+                 std::vector<unsigned> &layerOf) const;
 
   func::FuncOp func;
   const GraphModelOptions &options;
@@ -318,6 +334,73 @@ std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
       });
 }
 
+FailureOr<bool>
+GraphModelBuilder::annotatedLayers(ArrayRef<Item> items,
+                                   std::vector<unsigned> &layerOf) const {
+  StringRef name = dist::DistDialect::LayerAttrHelper::getNameStr();
+  bool any = llvm::any_of(
+      items, [&](const Item &item) { return item.op->hasAttr(name); });
+  if (!any)
+    return false;
+  int64_t expected = 0;
+  for (auto [i, item] : llvm::enumerate(items)) {
+    auto layer = item.op->getAttrOfType<IntegerAttr>(name);
+    if (!layer)
+      return item.op->emitOpError("does per-sample work but has no '")
+             << name
+             << "' while other ops of the function have one; annotate the "
+                "layers of the whole function (dist-annotate-layers) or of "
+                "none";
+    int64_t l = layer.getInt();
+    if (l != expected && l != expected + 1)
+      return item.op->emitOpError("has '")
+             << name << "' = " << l << " after layer " << expected
+             << "; layers must be numbered from 0 in program order without "
+                "gaps (re-run dist-annotate-layers)";
+    if (i == 0 && l != 0)
+      return item.op->emitOpError("starts at '")
+             << name << "' = " << l << "; the first layer is 0";
+    expected = l;
+    layerOf[i] = l;
+  }
+  return true;
+}
+
+void GraphModelBuilder::cutLayers(ArrayRef<Item> items,
+                                  ArrayRef<int64_t> liveMain,
+                                  std::vector<unsigned> &layerOf) const {
+  auto isHeavy = [](const Item &item) {
+    return item.desc && (item.desc->cls == OpClass::MatMul ||
+                         item.desc->cls == OpClass::Conv ||
+                         item.desc->cls == OpClass::Embedding);
+  };
+  // Stretches [begin, end) between cut points, light ones merged backwards.
+  std::vector<std::pair<size_t, bool>> stretchEnds; // (end, heavy)
+  size_t begin = 0;
+  bool heavy = false, costed = false;
+  for (size_t i = 0; i < items.size(); ++i) {
+    heavy |= isHeavy(items[i]);
+    costed |= items[i].desc.has_value();
+    bool last = i + 1 == items.size();
+    if (!last && !(liveMain[i] == 1 && costed))
+      continue;
+    if (!heavy && !stretchEnds.empty())
+      stretchEnds.back().first = i + 1;
+    else
+      stretchEnds.push_back({i + 1, heavy});
+    begin = i + 1;
+    heavy = costed = false;
+  }
+  (void)begin;
+  // A light first layer (before any heavy op) joins the next one.
+  if (stretchEnds.size() > 1 && !stretchEnds.front().second)
+    stretchEnds.erase(stretchEnds.begin());
+  size_t i = 0;
+  for (auto [l, end] : llvm::enumerate(stretchEnds))
+    for (; i < end.first; ++i)
+      layerOf[i] = l;
+}
+
 FailureOr<ModelDesc> GraphModelBuilder::build() {
   if (func.getBody().empty())
     return func.emitError("cannot cost a function without a body");
@@ -335,10 +418,6 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
   classifyValues();
 
   // Cost every sample-dependent op, in program order.
-  struct Item {
-    Operation *op;
-    std::optional<OpDesc> desc;
-  };
   std::vector<Item> items;
   DenseMap<Value, int64_t> defIndex;
   for (BlockArgument arg : func.getArguments())
@@ -470,11 +549,8 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       if (sampleDependent.contains(operand))
         lastUse[operand] = i;
 
-  // Sweep: after item i, which values are live? Cut where exactly one
+  // After item i, which values are live? A cut point is where exactly one
   // non-side activation is (side values such as masks travel along).
-  std::vector<std::pair<int64_t, int64_t>> events; // (def, lastUse)
-  for (auto &[value, last] : lastUse)
-    events.push_back({defIndex.lookup(value), last});
   std::vector<int64_t> liveMain(items.size() + 1, 0);
   std::vector<double> liveBytes(items.size() + 1, 0);
   for (auto &[value, last] : lastUse) {
@@ -488,57 +564,29 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
     }
   }
 
+  // The layer of every item: from the annotations, or from the cut points.
+  std::vector<unsigned> layerOf(items.size(), 0);
+  if (FailureOr<bool> annotated = annotatedLayers(items, layerOf);
+      failed(annotated))
+    return failure();
+  else if (!*annotated)
+    cutLayers(items, liveMain, layerOf);
+
   ModelDesc model;
   model.name = func.getSymName().str();
-  LayerDesc current;
   std::vector<std::vector<Operation *>> opsOf;
-  std::vector<Operation *> currentOps;
-  bool heavy = false;
-  auto isHeavy = [](const OpDesc &d) {
-    return d.cls == OpClass::MatMul || d.cls == OpClass::Conv ||
-           d.cls == OpClass::Embedding;
-  };
-  auto finish = [&](size_t end, double boundary) {
-    current.boundaryBytes = boundary;
-    current.name = llvm::formatv("layer{0}", model.layers.size()).str();
-    // A stretch with nothing heavy joins the previous layer.
-    if (!heavy && !model.layers.empty()) {
-      LayerDesc &prev = model.layers.back();
-      for (OpDesc &d : current.ops)
-        prev.ops.push_back(std::move(d));
-      prev.boundaryBytes = boundary;
-      opsOf.back().insert(opsOf.back().end(), currentOps.begin(),
-                          currentOps.end());
-    } else {
-      model.layers.push_back(std::move(current));
-      opsOf.push_back(std::move(currentOps));
+  for (auto [i, item] : llvm::enumerate(items)) {
+    if (layerOf[i] == model.layers.size()) {
+      model.layers.emplace_back();
+      opsOf.emplace_back();
     }
-    current = LayerDesc();
-    currentOps.clear();
-    heavy = false;
-    (void)end;
-  };
-  for (size_t i = 0; i < items.size(); ++i) {
-    currentOps.push_back(items[i].op);
-    if (items[i].desc) {
-      heavy |= isHeavy(*items[i].desc);
-      current.ops.push_back(*items[i].desc);
-    }
+    LayerDesc &layer = model.layers.back();
+    opsOf.back().push_back(item.op);
+    if (item.desc)
+      layer.ops.push_back(*item.desc);
+    // The boundary after a layer: what is live past its last item.
     bool last = i + 1 == items.size();
-    if (last || (liveMain[i] == 1 && !current.ops.empty()))
-      finish(i, last ? 0 : liveBytes[i]);
-  }
-  // A light first layer (before any heavy op) joins the next one.
-  if (model.layers.size() > 1) {
-    bool firstHeavy = llvm::any_of(model.layers.front().ops, isHeavy);
-    if (!firstHeavy) {
-      LayerDesc &next = model.layers[1];
-      next.ops.insert(next.ops.begin(), model.layers.front().ops.begin(),
-                      model.layers.front().ops.end());
-      model.layers.erase(model.layers.begin());
-      opsOf[1].insert(opsOf[1].begin(), opsOf[0].begin(), opsOf[0].end());
-      opsOf.erase(opsOf.begin());
-    }
+    layer.boundaryBytes = last ? 0 : liveBytes[i];
   }
   if (options.layerOps)
     *options.layerOps = std::move(opsOf);
@@ -552,20 +600,6 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
 }
 
 namespace distopt {
-StringRef tensorParallelRoleName(TensorParallelRole role) {
-  switch (role) {
-  case TensorParallelRole::Column:
-    return "column";
-  case TensorParallelRole::Row:
-    return "row";
-  case TensorParallelRole::Split:
-    return "split";
-  case TensorParallelRole::Replicated:
-    return "replicated";
-  }
-  return "replicated";
-}
-
 FailureOr<ModelDesc> buildModelDesc(func::FuncOp func,
                                     const GraphModelOptions &options) {
   return GraphModelBuilder(func, options).build();

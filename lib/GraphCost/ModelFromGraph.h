@@ -8,6 +8,7 @@
 #ifndef DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
 #define DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
 
+#include "dialects/Dist/DistDialect.h"
 #include "lib/Cost/ModelDesc.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -24,14 +25,7 @@ class FuncOp;
 
 namespace distopt {
 
-/// How an op splits under Megatron-style tensor parallelism.
-enum class TensorParallelRole {
-  Column,    ///< weighted op with split output; all-reduce of the input grad
-  Row,       ///< weighted op reading a split input; all-reduce of the output
-  Split,     ///< works on split activations, no communication
-  Replicated ///< every tensor-parallel rank runs it whole
-};
-llvm::StringRef tensorParallelRoleName(TensorParallelRole role);
+using dist::TensorParallelRole;
 
 struct GraphModelOptions {
   /// Element type the model trains or runs in (mixed precision runs an f32

@@ -257,7 +257,7 @@ std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
   out.reserve(s.devices[stage].size());
   for (const Action &a : s.devices[stage])
     out.push_back({a, a.peer >= 0
-                          ? static_cast<int32_t>(globalRank(plan, a.peer, d, t))
+                          ? static_cast<int32_t>(plan.globalRank(a.peer, d, t))
                           : -1});
   return out;
 }
@@ -413,6 +413,32 @@ Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
     else if (kind == ScheduleKind::PipeDream2BW)
       s.weightVersions[r] = 2;
   }
+  return s;
+}
+
+Expected<Schedule> generateForwardSchedule(unsigned pp, unsigned m) {
+  if (pp == 0 || m == 0 || pp > 32767)
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("forward schedule (pp={0}, micro-batches={1}): pp must be in "
+                "[1, 32767] and micro-batches at least 1",
+                pp, m)
+            .str());
+  Schedule s;
+  s.kind = ScheduleKind::GPipe;
+  s.forwardOnly = true;
+  s.pp = pp;
+  s.microbatches = m;
+  s.devices.resize(pp);
+  s.weightVersions.assign(pp, 1);
+  for (unsigned r = 0; r < pp; ++r)
+    for (unsigned i = 0; i < m; ++i) {
+      if (r > 0)
+        s.devices[r].push_back(Action(ActionKind::RecvActivation, i, 0, r - 1));
+      s.devices[r].push_back(Action(ActionKind::Forward, i));
+      if (r + 1 < pp)
+        s.devices[r].push_back(Action(ActionKind::SendActivation, i, 0, r + 1));
+    }
   return s;
 }
 

@@ -78,7 +78,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       for (unsigned d = 0; d < p.dp; ++d)
         slowest = std::max(
             slowest,
-            share[d] * mbTime[c.groupOf(globalRank(p, st.device, d, 0))
+            share[d] * mbTime[c.groupOf(p.globalRank(st.device, d, 0))
                                   .deviceIndex]);
       double full = worst.fwd + worst.bwdInput + worst.bwdWeight;
       double k = full > 0 ? slowest / (p.numMicrobatches * full) : 1;
@@ -105,7 +105,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       double full = model.layers[layer].boundaryBytes * p.mbs;
       bool sg = p.scatterGather && p.tp > 1;
       bytes = sg ? full / p.tp : full;
-      unsigned a = globalRank(p, from, 0, 0), b = globalRank(p, to, 0, 0);
+      unsigned a = p.globalRank(from, 0, 0), b = p.globalRank(to, 0, 0);
       level = c.levelBetween(a, b);
       time = CostModel::p2pTime(bytes, c.link(level, a));
       // Replicated stages: replica k talks to replica k' of the neighbour
@@ -115,8 +115,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       unsigned g = std::gcd(rf, rt);
       for (unsigned k = 0; p.replicated() && k < rf; ++k)
         for (unsigned k2 = k % g; k2 < rt; k2 += g) {
-          unsigned a2 = globalRank(p, from, k, 0),
-                   b2 = globalRank(p, to, k2, 0);
+          unsigned a2 = p.globalRank(from, k, 0),
+                   b2 = p.globalRank(to, k2, 0);
           LinkLevel l2 = c.levelBetween(a2, b2);
           double t2 = CostModel::p2pTime(bytes, c.link(l2, a2));
           if (t2 > time) {
@@ -173,7 +173,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       double full = model.layers[layer].boundaryBytes * p.mbs;
       bool sg = p.scatterGather && p.tp > 1;
       bytes = sg ? full / p.tp : full;
-      unsigned a = globalRank(p, s, k, 0), b = globalRank(p, to, k2, 0);
+      unsigned a = p.globalRank(s, k, 0), b = p.globalRank(to, k2, 0);
       LinkLevel l = c.levelBetween(a, b);
       double t = CostModel::p2pTime(bytes, c.link(l, a));
       if (sg)
@@ -211,7 +211,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   for (unsigned l = 0; l < lists; ++l) {
     DeviceCost &dc = pc.devices[l];
     unsigned r = pc.stageOfList(l);
-    unsigned rank0 = p.replicated() ? p.tp * l : globalRank(p, r, 0, 0);
+    unsigned rank0 = p.replicated() ? p.tp * l : p.globalRank(r, 0, 0);
     const cluster::DeviceSpec &dev = c.deviceOf(rank0);
     dc.deviceName = dev.name;
     dc.memoryCapacity = dev.memoryBytes;

@@ -40,6 +40,12 @@ bool parseScheduleKind(StringRef s, ScheduleKind &out) {
   return false;
 }
 
+StringRef modeName(Mode m) { return m == Mode::Infer ? "infer" : "train"; }
+
+StringRef objectiveName(InferObjective o) {
+  return o == InferObjective::Latency ? "latency" : "throughput";
+}
+
 bool isAsync(ScheduleKind k) {
   return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW;
 }
@@ -50,24 +56,6 @@ std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
   unsigned b = vs == 0 || vs > cuts.size() ? 0 : cuts[vs - 1];
   unsigned e = vs >= cuts.size() ? numLayers : cuts[vs];
   return {b, e};
-}
-
-unsigned Plan::firstSlot(unsigned s) const {
-  if (replicas.empty())
-    return dp * s;
-  unsigned slot = 0;
-  for (unsigned i = 0; i < s && i < replicas.size(); ++i)
-    slot += replicas[i];
-  return slot;
-}
-
-uint64_t Plan::numSlots() const {
-  if (replicas.empty())
-    return static_cast<uint64_t>(dp) * pp;
-  uint64_t n = 0;
-  for (unsigned r : replicas)
-    n += r;
-  return n;
 }
 
 std::string Plan::str() const {
@@ -250,10 +238,6 @@ std::vector<unsigned> balancedCuts(const std::vector<double> &cost,
   return cuts;
 }
 
-unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t) {
-  return t + plan.tp * (d + plan.firstSlot(s));
-}
-
 GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
   GroupShape g;
   g.size = ranks.size();
@@ -271,14 +255,14 @@ GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
 GroupShape tensorGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned t = 0; t < p.tp; ++t)
-    ranks.push_back(globalRank(p, s, 0, t));
+    ranks.push_back(p.globalRank(s, 0, t));
   return shapeOf(c, ranks);
 }
 
 GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned d = 0; d < p.replicasOf(s); ++d)
-    ranks.push_back(globalRank(p, s, d, 0));
+    ranks.push_back(p.globalRank(s, d, 0));
   return shapeOf(c, ranks);
 }
 
@@ -296,7 +280,7 @@ std::vector<unsigned> replicaMicrobatches(const Plan &p, const Cluster &c,
   std::vector<unsigned> type(p.dp);
   bool mixed = false;
   for (unsigned d = 0; d < p.dp; ++d) {
-    type[d] = c.groupOf(globalRank(p, s, d, 0)).deviceIndex;
+    type[d] = c.groupOf(p.globalRank(s, d, 0)).deviceIndex;
     mixed |= type[d] != type[0];
   }
   std::vector<unsigned> out(p.dp, p.numMicrobatches);
@@ -342,7 +326,7 @@ std::vector<unsigned> stageDeviceTypes(const Plan &p, const Cluster &c,
                                        unsigned s) {
   std::set<unsigned> types;
   for (unsigned d = 0; d < p.replicasOf(s); ++d)
-    types.insert(c.groupOf(globalRank(p, s, d, 0)).deviceIndex);
+    types.insert(c.groupOf(p.globalRank(s, d, 0)).deviceIndex);
   return {types.begin(), types.end()};
 }
 

@@ -26,6 +26,7 @@
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ModelDesc.h"
+#include "lib/Schedule/RankLayout.h"
 
 #include <cstdint>
 #include <string>
@@ -46,10 +47,19 @@ bool parseScheduleKind(llvm::StringRef s, ScheduleKind &out);
 /// True for schedules without a pipeline flush.
 bool isAsync(ScheduleKind k);
 
-struct Plan {
-  unsigned dp = 1, tp = 1, pp = 1, mbs = 1;
+/// What a plan is for: training steps, or a forward-only stream.
+enum class Mode { Train, Infer };
+llvm::StringRef modeName(Mode m);
+/// What inference minimises: the time of one global batch, or the time per
+/// sample of an endless stream of batches.
+enum class InferObjective { Latency, Throughput };
+llvm::StringRef objectiveName(InferObjective o);
+
+/// A plan: its rank layout (dp, tp, pp, chunks, replicas) and how each
+/// stage runs.
+struct Plan : RankLayout {
+  unsigned mbs = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
-  unsigned chunks = 1;
   cost::Recompute recompute = cost::Recompute::None;
   unsigned zero = 0;
   /// Megatron's scatter/gather: each TP rank sends 1/tp of the boundary.
@@ -66,26 +76,15 @@ struct Plan {
   bool unevenBatch = false;
   /// First layer of virtual stages 1..pp*chunks-1 (empty: balance by cost).
   std::vector<unsigned> cuts;
-  /// Replicas (data-parallel degree) per pipeline stage; empty: dp for
-  /// every stage. Needs dp = 1 and chunks = 1.
-  std::vector<unsigned> replicas;
   /// Filled by finalizePlan.
   unsigned globalBatch = 0;
   unsigned numMicrobatches = 0;
+  /// What the plan is for, what inference minimises, and the element type
+  /// the costs assume (mixed precision runs f32 graphs in bf16).
+  Mode mode = Mode::Train;
+  InferObjective objective = InferObjective::Throughput;
+  cluster::DType dtype = cluster::DType::BF16;
 
-  unsigned numVirtualStages() const { return pp * chunks; }
-  uint64_t numDevices() const {
-    return static_cast<uint64_t>(tp) * numSlots();
-  }
-  bool replicated() const { return !replicas.empty(); }
-  /// Data-parallel replicas of pipeline stage \p s.
-  unsigned replicasOf(unsigned s) const {
-    return replicas.empty() ? dp : s < replicas.size() ? replicas[s] : 0;
-  }
-  /// Slot of replica 0 of stage \p s (slots are stage-major).
-  unsigned firstSlot(unsigned s) const;
-  /// Stage replicas over all stages: dp * pp, or the sum of `replicas`.
-  uint64_t numSlots() const;
   /// Layer range [begin, end) of virtual stage \p vs (after finalizePlan).
   std::pair<unsigned, unsigned> stageLayers(unsigned vs,
                                             unsigned numLayers) const;
@@ -129,9 +128,6 @@ std::vector<unsigned> replicaMicrobatches(const Plan &plan,
 std::vector<unsigned> stageDeviceTypes(const Plan &plan,
                                        const cluster::Cluster &c, unsigned s);
 
-/// Global rank of (stage s, data-parallel replica d, tensor rank t):
-/// t + tp * (firstSlot(s) + d).
-unsigned globalRank(const Plan &plan, unsigned s, unsigned d, unsigned t);
 /// Shape of the group of global \p ranks on \p c, for collective costs
 /// (the first rank's node counts as "one node").
 cost::GroupShape shapeOf(const cluster::Cluster &c,

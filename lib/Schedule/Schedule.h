@@ -19,6 +19,8 @@
 
 #include "lib/Schedule/Plan.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,6 +77,8 @@ struct Schedule {
   std::vector<std::vector<Action>> devices;
   /// Replicas per pipeline stage (empty: one list per stage).
   std::vector<unsigned> replicas;
+  /// Forward actions and their transfers only: an inference stream.
+  bool forwardOnly = false;
   /// Replicated: first list of each stage (pp + 1 entries) and the stage of
   /// each list.
   std::vector<unsigned> firstList, listStage;
@@ -124,6 +128,12 @@ llvm::Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
                                           unsigned microbatches,
                                           const ScheduleOptions &opts = {});
 
+/// The forward-only stream of an inference pipeline of \p pp ranks: every
+/// micro-batch is received from the previous rank, run, and sent to the
+/// next, in order (GPipe's forward half, with no flush to wait for).
+llvm::Expected<Schedule> generateForwardSchedule(unsigned pp,
+                                                 unsigned microbatches);
+
 /// An action of one global rank; peerRank is the global rank a send or
 /// receive talks to (-1 otherwise).
 struct RankAction {
@@ -151,6 +161,22 @@ std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &costs);
 /// (or \p memoryLimit if > 0).
 llvm::Error checkMemory(const std::vector<double> &peak,
                         const PipelineCosts &costs, double memoryLimit = 0);
+
+/// A schedule the verifier rejects: the message, and where the problem is
+/// (the list and the index of the action in it; -1 for a whole list or the
+/// whole schedule), so that a caller holding the IR form can point at the
+/// op.
+class ScheduleError : public llvm::ErrorInfo<ScheduleError> {
+public:
+  static char ID;
+  ScheduleError(std::string message, int list = -1, int action = -1)
+      : message(std::move(message)), list(list), action(action) {}
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override;
+
+  std::string message;
+  int list, action;
+};
 
 /// Checks that every compute action appears exactly once, dependencies are
 /// met in each list, each send has its receive, the lists cannot deadlock

@@ -19,13 +19,12 @@ using namespace distopt;
 using namespace distopt::search;
 using distopt::search::detail::humanBytes;
 
-static json::Value candidateJSON(const Candidate &c,
-                                 const cost::ModelDesc &model,
-                                 const SearchResult &r) {
+json::Value search::candidateReportJSON(const Candidate &c,
+                                        const cost::ModelDesc &model) {
   json::Value v = sim::reportJSON(c.sim.plan, model, c.sim.costs, c.sim.result);
   json::Object *o = v.getAsObject();
   o->erase("model");
-  if (r.mode == Mode::Infer) {
+  if (c.sim.plan.mode == Mode::Infer) {
     if (json::Object *est = o->getObject("estimate")) {
       est->erase("iteration_time_s");
       est->erase("tflops_per_device");
@@ -79,7 +78,7 @@ static json::Value candidateJSON(const Candidate &c,
 
 json::Value search::searchReportJSON(const SearchResult &r,
                                      const cost::ModelDesc &model) {
-  json::Value v = candidateJSON(r.best, model, r);
+  json::Value v = candidateReportJSON(r.best, model);
   json::Object *o = v.getAsObject();
   (*o)["model"] = model.name;
   (*o)["mode"] = r.mode == Mode::Train ? "train" : "infer";
@@ -99,7 +98,7 @@ json::Value search::searchReportJSON(const SearchResult &r,
                                 {"exact", s.exact}};
   json::Array alts;
   for (const Candidate &c : r.alternatives)
-    alts.push_back(candidateJSON(c, model, r));
+    alts.push_back(candidateReportJSON(c, model));
   (*o)["alternatives"] = std::move(alts);
   return v;
 }

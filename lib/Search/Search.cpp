@@ -73,7 +73,6 @@ private:
   std::vector<unsigned> stageTypes(const Plan &p, unsigned s) const;
   std::vector<unsigned> partition(const Light &x, bool memoryAware);
   bool expand(const Light &x, Expanded &out);
-  std::vector<std::vector<unsigned>> replicaShares(const Plan &p);
   Error noPlanError() const;
 
   const cost::ModelDesc &model;
@@ -103,7 +102,7 @@ private:
 std::vector<unsigned> Searcher::stageTypes(const Plan &p, unsigned s) const {
   std::vector<unsigned> types;
   for (unsigned d = 0; d < p.dp; ++d) {
-    unsigned ty = c.groupOf(globalRank(p, s, d, 0)).deviceIndex;
+    unsigned ty = c.groupOf(p.globalRank(s, d, 0)).deviceIndex;
     if (!llvm::is_contained(types, ty))
       types.push_back(ty);
   }
@@ -288,7 +287,7 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
     }
   }
   auto messages = [&](unsigned from, unsigned to) {
-    unsigned a = globalRank(shape, from, 0, 0), b = globalRank(shape, to, 0, 0);
+    unsigned a = shape.globalRank(from, 0, 0), b = shape.globalRank(to, 0, 0);
     cluster::LinkLevel level = c.levelBetween(a, b);
     auto k = std::make_tuple(static_cast<unsigned>(level), type[from],
                              type[to]);
@@ -367,7 +366,9 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
   return cuts;
 }
 
-std::vector<std::vector<unsigned>> Searcher::replicaShares(const Plan &p) {
+std::vector<std::vector<unsigned>>
+distopt::search::detail::replicaShares(Tables &t, const Plan &p, const cluster::Cluster &c,
+                      unsigned n) {
   std::vector<std::vector<unsigned>> out;
   for (unsigned r = 0; r < p.pp; ++r) {
     std::vector<double> mbTime(c.devices.size(), 0);
@@ -592,7 +593,7 @@ Expected<SearchResult> Searcher::run() {
       cand.lowerBound = e.lb;
       cand.sim = std::move(*ps);
       cand.breakdown = breakdownOf(cand.sim);
-      cand.replicaMicrobatches = replicaShares(cand.sim.plan);
+      cand.replicaMicrobatches = replicaShares(t, cand.sim.plan, c, n);
       // Alternatives are distinct layouts: keep the best plan of each
       // (dp, tp, pp, schedule, chunks); mbs, recompute and ZeRO variants of
       // one layout are not worth a row of their own.

@@ -47,10 +47,8 @@
 
 namespace distopt::search {
 
-enum class Mode { Train, Infer };
-/// What inference minimises: the time of one global batch, or the time per
-/// sample of an endless stream of batches.
-enum class InferObjective { Latency, Throughput };
+using schedule::InferObjective;
+using schedule::Mode;
 
 /// Allowed values of one integer plan field.
 struct IntRange {
@@ -178,6 +176,24 @@ double iterationLowerBound(const schedule::PipelineCosts &costs,
 
 /// Breakdown of a simulated plan.
 Breakdown breakdownOf(const sim::PlanSimulation &ps);
+
+/// Evaluates one finalized plan the way the search evaluates its
+/// candidates: a simulation of its schedule (\p given when not null, the
+/// one its schedule kind generates otherwise) for training, the closed form
+/// for inference (plan.mode); with the breakdown, the replicas' micro-batch
+/// shares and the proven lower bound. What `dist-simulate` reports.
+llvm::Expected<Candidate> evaluatePlan(const cost::ModelDesc &model,
+                                       const cluster::Cluster &cluster,
+                                       const cost::CostModel &cm,
+                                       const schedule::Plan &plan,
+                                       const SearchOptions &options,
+                                       const schedule::Schedule *given =
+                                           nullptr);
+
+/// {"plan", "estimate", "breakdown"} of one evaluated plan: the report of
+/// `dist-simulate`, and the head of the search report.
+llvm::json::Value candidateReportJSON(const Candidate &c,
+                                      const cost::ModelDesc &model);
 
 /// {"plan", "estimate", "search", "alternatives"} for the report file.
 llvm::json::Value searchReportJSON(const SearchResult &r,

@@ -103,6 +103,21 @@ void replicatedCandidates(const cost::ModelDesc &model,
                           const SearchOptions &o, Tables &t, SearchStats &stats,
                           std::vector<ReplicatedCandidate> &out);
 
+/// Micro-batches of each data-parallel replica of every pipeline stage of
+/// \p p (uneven when replicas of different kinds split them by speed).
+std::vector<std::vector<unsigned>> replicaShares(Tables &t,
+                                                 const schedule::Plan &p,
+                                                 const cluster::Cluster &c,
+                                                 unsigned numLayers);
+
+/// The closed-form estimate of one inference plan (cuts set), as the
+/// inference search evaluates its candidates.
+llvm::Expected<Candidate> evaluateInference(const cost::ModelDesc &model,
+                                            const cluster::Cluster &c,
+                                            const cost::CostModel &cm,
+                                            const schedule::Plan &plan,
+                                            const SearchOptions &o);
+
 /// The inference search (forward only; latency or stream throughput).
 llvm::Expected<SearchResult> searchInference(const cost::ModelDesc &model,
                                              const cluster::Cluster &c,

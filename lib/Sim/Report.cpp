@@ -21,7 +21,7 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
     json::Array devices;
     for (unsigned d = 0; d < plan.replicasOf(st.device); ++d)
       for (unsigned t = 0; t < plan.tp; ++t)
-        devices.push_back(globalRank(plan, st.device, d, t));
+        devices.push_back(plan.globalRank(st.device, d, t));
     json::Object o{{"stage", vs},
                    {"pipeline_rank", st.device},
                    {"chunk", st.chunk},
@@ -58,7 +58,7 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
        ++s)
     for (unsigned d = 0; d < plan.dp; ++d)
       for (unsigned t = 0; t < plan.tp; ++t)
-        perDevice[globalRank(plan, s, d, t)] = res.peakMemoryBytes[s];
+        perDevice[plan.globalRank(s, d, t)] = res.peakMemoryBytes[s];
   // Replicated plans: one list per slot, rank t + tp * slot.
   json::Array slots;
   for (unsigned l = 0; plan.replicated() && l < res.peakMemoryBytes.size();

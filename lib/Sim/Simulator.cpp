@@ -464,25 +464,46 @@ Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
   return e.run();
 }
 
+ScheduleOptions scheduleOptions(const Plan &plan) {
+  ScheduleOptions so;
+  so.dataParallel = plan.dp > 1;
+  so.zero = plan.zero;
+  so.overlapGradSync = plan.overlapGradSync;
+  so.replicas = plan.replicas;
+  return so;
+}
+
 Expected<PlanSimulation>
 simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
              const Plan &plan, unsigned globalBatch, const cost::CostModel &cm,
-             const SimOptions &opts, const cost::MemoryConfig &memory) {
+             const SimOptions &opts, const cost::MemoryConfig &memory,
+             const Schedule *given) {
   PlanSimulation ps;
   ps.plan = plan;
   if (Error e = finalizePlan(ps.plan, model, cluster, globalBatch, cm))
     return std::move(e);
-  ScheduleOptions so;
-  so.dataParallel = ps.plan.dp > 1;
-  so.zero = ps.plan.zero;
-  so.overlapGradSync = ps.plan.overlapGradSync;
-  so.replicas = ps.plan.replicas;
-  Expected<Schedule> s =
-      generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
-                       ps.plan.numMicrobatches, so);
-  if (!s)
-    return s.takeError();
-  ps.schedule = std::move(*s);
+  if (given) {
+    const Plan &p = ps.plan;
+    if (given->pp != p.pp || given->chunks != p.chunks ||
+        given->microbatches != p.numMicrobatches ||
+        given->replicas != p.replicas)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("the schedule is for pp={0}, chunks={1}, {2} micro-batches "
+                  "but the plan has pp={3}, chunks={4}, {5} micro-batches; "
+                  "materialize the schedule of this plan again",
+                  given->pp, given->chunks, given->microbatches, p.pp,
+                  p.chunks, p.numMicrobatches)
+              .str());
+    ps.schedule = *given;
+  } else {
+    Expected<Schedule> s =
+        generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
+                         ps.plan.numMicrobatches, scheduleOptions(ps.plan));
+    if (!s)
+      return s.takeError();
+    ps.schedule = std::move(*s);
+  }
   ps.costs = buildPipelineCosts(ps.plan, model, cluster, cm,
                                 ps.schedule.weightVersions, memory);
   if (Error e = verifySchedule(ps.schedule))

@@ -1,12 +1,11 @@
 //===- OutlineStages.cpp - The dist-outline-stages pass ---------*- C++ -*-===//
 //
-// Part of DistOpt. Turns the planner's per-op `dist.stage` annotations into
+// Part of DistOpt. Turns the planner's per-op `dist.virtual_stage` annotations into
 // `dist.stage` regions: one region per virtual pipeline stage, in stage
 // order, on the devices of its pipeline rank. Values crossing stages become
 // stage inputs and `dist.yield`ed results. docs/partition.md has the rules.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Partition/OutlineStages.h"
 #include "passes/Partition/StagePlacement.h"
 #include "passes/Passes.h"
 
@@ -28,7 +27,7 @@ namespace {
 /// One function to outline, analysed before anything changes.
 struct Job {
   func::FuncOp func;
-  StageGrid grid;
+  dist::PlanAttr plan;
   StagePlacement placement;
 };
 } // namespace
@@ -40,7 +39,7 @@ static void rewrite(const Job &job) {
   Block &body = func.getBody().front();
   Operation *ret = body.getTerminator();
   const StagePlacement &placement = job.placement;
-  int64_t numStages = job.grid.numVirtualStages(), last = numStages - 1;
+  int64_t numStages = job.plan.getNumVirtualStages(), last = numStages - 1;
 
   SmallVector<SmallVector<Operation *>> stageOps(numStages);
   for (Operation &op : body.without_terminator())
@@ -73,7 +72,6 @@ static void rewrite(const Job &job) {
   for (Value value : ret->getOperands())
     yields[last].insert(value);
 
-  MLIRContext *ctx = func.getContext();
   OpBuilder b(ret);
   DenseMap<Value, Value> outside; // original value -> stage result
   dist::StageOp lastStage;
@@ -85,9 +83,7 @@ static void rewrite(const Job &job) {
     SmallVector<Type> resultTypes;
     for (Value value : yields[s])
       resultTypes.push_back(value.getType());
-    SmallVector<int64_t> shape = {job.grid.replicasOf(job.grid.pipelineRank(s)),
-                                  job.grid.tp};
-    auto mesh = dist::MeshAttr::get(ctx, shape, job.grid.devices(s));
+    dist::MeshAttr mesh = job.plan.getStageMesh(s);
     Location loc =
         stageOps[s].empty() ? func.getLoc() : stageOps[s].front()->getLoc();
     auto stage = dist::StageOp::create(b, loc, resultTypes, s, mesh, inputs);
@@ -127,7 +123,9 @@ static void rewrite(const Job &job) {
     op->erase();
 }
 
-LogicalResult distopt::outlineStages(ModuleOp module) {
+/// Outlines every annotated function of \p module; fails, with the IR
+/// unchanged, on the first inconsistency.
+static LogicalResult outlineStages(ModuleOp module) {
   module.getContext()->getOrLoadDialect<dist::DistDialect>();
   SmallVector<Job> jobs;
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
@@ -138,15 +136,17 @@ LogicalResult distopt::outlineStages(ModuleOp module) {
         return func.emitError("function @")
                << func.getSymName()
                << " already has 'dist.stage' regions and also ops annotated "
-                  "with 'dist.stage' outside them; outline once, on the IR "
-                  "the planner wrote";
-    FailureOr<StageGrid> grid = readStageGrid(module, func);
-    if (failed(grid))
+                  "with '"
+               << kStageAttr
+               << "' outside them; outline once, on the IR the planner "
+                  "wrote";
+    FailureOr<dist::PlanAttr> plan = readPlan(module, func);
+    if (failed(plan))
       return failure();
-    FailureOr<StagePlacement> placement = placeOps(func, *grid);
+    FailureOr<StagePlacement> placement = placeOps(func, *plan);
     if (failed(placement))
       return failure();
-    jobs.push_back({func, *grid, std::move(*placement)});
+    jobs.push_back({func, *plan, std::move(*placement)});
   }
   for (const Job &job : jobs)
     rewrite(job);

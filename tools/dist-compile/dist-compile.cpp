@@ -14,7 +14,8 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
-#include "passes/Autodiff/AutodiffOptions.h"
+#include "dist/Pipelines.h"
+#include "lib/Init/ToolFlags.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -66,19 +67,6 @@ static cl::opt<bool> skipUnsupported(
     cl::desc("Leave out models that cannot be imported or lowered (each is "
              "reported as 'skipped NAME: reason') instead of failing"),
     cl::cat(category));
-static cl::list<std::string> inputShapes(
-    "input-shape",
-    cl::desc("Pin a graph input's shape: NAME:D0xD1... (repeatable)"),
-    cl::cat(category));
-static cl::opt<int64_t>
-    defaultBatch("default-batch",
-                 cl::desc("Size of a dynamic leading dimension not pinned"),
-                 cl::init(1), cl::cat(category));
-static cl::opt<std::string> weights(
-    "dist-weights",
-    cl::desc("'reference' (default: weights loaded from their file at run "
-             "time) or 'ignore' (weights initialized by the graph-only rule)"),
-    cl::init("reference"), cl::cat(category));
 static cl::opt<std::string> train(
     "train",
     cl::desc("Compile a training step: run dist-autodiff with these options "
@@ -139,8 +127,10 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  ImportFlags importFlags;
+  TrainFlags trainFlags;
   cl::HideUnrelatedOptions(
-      {&category, &distopt::autodiff::autodiffOptionCategory()});
+      {&category, &importFlags.category, &trainFlags.category});
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-compile: build an executable from ONNX models or graph IR\n");
@@ -154,20 +144,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   ONNXImportOptions importOptions;
-  importOptions.defaultBatch = defaultBatch;
-  if (weights == "ignore") {
-    importOptions.weights = WeightPolicy::Ignore;
-  } else if (weights != "reference") {
-    WithColor::error() << "unknown --dist-weights='" << weights
-                       << "'; use reference or ignore\n";
+  std::string flagError;
+  if (!importFlags.get(importOptions, flagError)) {
+    WithColor::error() << flagError << "\n";
     return 2;
-  }
-  for (const std::string &spec : inputShapes) {
-    std::string err;
-    if (!parseInputShapeSpec(spec, importOptions, err)) {
-      WithColor::error() << err << "\n";
-      return 2;
-    }
   }
 
   if (dataParallel && train.empty()) {
@@ -240,15 +220,20 @@ int main(int argc, char **argv) {
     }
     if (!train.empty()) {
       PassManager pm(&ctx);
-      std::string pipeline = "dist-autodiff{" + train + "}";
-      if (dataParallel)
-        pipeline += ",dist-data-parallel";
-      if (failed(parsePassPipeline(pipeline, pm, errs()))) {
+      TrainOptions trainOptions;
+      trainOptions.autodiff = train;
+      trainOptions.loss = trainFlags.loss;
+      trainOptions.dataParallel = dataParallel;
+      std::string error;
+      if (failed(buildTrainPipeline(pm, trainOptions, error))) {
         WithColor::error() << "bad --train options '" << train << "'\n";
         return 2;
       }
-      if (verbose)
-        errs() << "running " << pipeline << "\n";
+      if (verbose) {
+        errs() << "running ";
+        pm.printAsTextualPipeline(errs());
+        errs() << "\n";
+      }
       if (failed(pm.run(*m))) {
         if (!skipUnsupported) {
           WithColor::error() << "dist-autodiff failed on '" << in.path << "'\n";

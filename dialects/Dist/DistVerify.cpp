@@ -1,0 +1,117 @@
+//===- DistVerify.cpp - Verifying the dist discardable attributes -*- C++ -*-===//
+//
+// Part of DistOpt. The planning passes write their results as discardable
+// `dist.*` attributes on the module, its functions and its ops; this file
+// checks them wherever they appear, so a hand-edited or foreign module that
+// carries a wrong one is rejected by the verifier rather than by a pass
+// deep in the pipeline (or not at all).
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Dist/DistDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace distopt::dist;
+
+using Cluster = DistDialect::ClusterAttrHelper;
+using Plan = DistDialect::PlanAttrHelper;
+using Layer = DistDialect::LayerAttrHelper;
+using VirtualStage = DistDialect::VirtualStageAttrHelper;
+using Tp = DistDialect::TpAttrHelper;
+using BatchShard = DistDialect::BatchShardAttrHelper;
+using DataParallel = DistDialect::DataParallelAttrHelper;
+
+/// The plan of the module enclosing \p op, if any.
+static PlanAttr enclosingPlan(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  return module ? module->getAttrOfType<PlanAttr>(Plan::getNameStr())
+                : PlanAttr();
+}
+
+/// Checks that \p attr is a non-negative i64 index.
+static LogicalResult verifyIndex(Operation *op, NamedAttribute attr,
+                                 StringRef what) {
+  auto value = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!value || !value.getType().isInteger(64) || value.getInt() < 0)
+    return op->emitOpError("'")
+           << attr.getName().getValue() << "' must be a non-negative i64 "
+           << what << ", got " << attr.getValue();
+  return success();
+}
+
+LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto onModuleOnly = [&](auto typed, StringRef what) -> LogicalResult {
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError("'")
+             << name << "' belongs on the module, not on an op; the planner "
+             << "writes it on builtin.module";
+    if (!typed)
+      return op->emitOpError("'")
+             << name << "' must be a " << what << ", got " << attr.getValue();
+    return success();
+  };
+  if (name == Cluster::getNameStr()) {
+    auto cluster = dyn_cast<ClusterAttr>(attr.getValue());
+    if (failed(onModuleOnly(cluster, "#dist.cluster")))
+      return failure();
+    if (auto plan = op->getAttrOfType<PlanAttr>(Plan::getNameStr()))
+      if (plan.getNumDevices() > cluster.getNumDevices())
+        return op->emitOpError("'dist.plan' needs ")
+               << plan.getNumDevices() << " devices but 'dist.cluster' '"
+               << cluster.getName() << "' has " << cluster.getNumDevices();
+    return success();
+  }
+  if (name == Plan::getNameStr())
+    return onModuleOnly(dyn_cast<PlanAttr>(attr.getValue()), "#dist.plan");
+  if (name == Layer::getNameStr())
+    return verifyIndex(op, attr, "layer index");
+  if (name == VirtualStage::getNameStr()) {
+    if (failed(verifyIndex(op, attr, "virtual stage index")))
+      return failure();
+    int64_t stage = cast<IntegerAttr>(attr.getValue()).getInt();
+    if (PlanAttr plan = enclosingPlan(op))
+      if (stage >= plan.getNumVirtualStages())
+        return op->emitOpError("'dist.virtual_stage' is ")
+               << stage << " but the module's plan has "
+               << plan.getNumVirtualStages() << " virtual stages (pp = "
+               << plan.getPp() << ", chunks = " << plan.getChunks() << ")";
+    return success();
+  }
+  if (name == Tp::getNameStr()) {
+    if (!isa<TensorParallelRoleAttr>(attr.getValue()))
+      return op->emitOpError("'dist.tp' must be a tensor-parallel role "
+                             "#dist.tp<column|row|split|replicated>, got ")
+             << attr.getValue();
+    return success();
+  }
+  if (name == DataParallel::getNameStr()) {
+    if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'dist.data_parallel' is a unit attribute of a "
+                             "func.func (set by dist-data-parallel)");
+    return success();
+  }
+  if (name == BatchShard::getNameStr())
+    return op->emitOpError("'dist.batch_shard' marks function arguments; put "
+                           "it in the argument's attribute dictionary");
+  return op->emitOpError("unknown attribute '")
+         << name << "' of the dist dialect";
+}
+
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned region,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == BatchShard::getNameStr()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'dist.batch_shard' on argument #")
+             << argIndex << " must be a unit attribute";
+    return success();
+  }
+  return op->emitOpError("unknown argument attribute '")
+         << name << "' of the dist dialect on argument #" << argIndex;
+}
