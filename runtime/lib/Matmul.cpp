@@ -215,8 +215,11 @@ void matmulOperand(const distrt_tensor &t, bool trans, size_t rank,
     std::swap(dims[rank - 1], dims[rank - 2]);
     std::swap(strides[rank - 1], strides[rank - 2]);
   }
-  // Unit dims may take any stride; oneDNN wants one it can check.
-  for (size_t i = 0; i < rank; ++i)
+  // Unit dims may take any stride; oneDNN wants one it can check, the
+  // dense one (filled from the innermost dim outwards, so that the leading
+  // unit dims of a shared 2-D operand aligned to rank 4 are not left at 0:
+  // oneDNN then saw a `bcda` layout and ran its reference matmul).
+  for (size_t i = rank; i-- > 0;)
     if (dims[i] == 1 && strides[i] == 0)
       strides[i] = i + 1 < rank ? strides[i + 1] * dims[i + 1] : 1;
 }
