@@ -31,7 +31,6 @@ docs/fixtures.md).
 """
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -58,21 +57,30 @@ for _ in range(runs):
 """
 
 
+# Forks and execs the command from a small Python process: ru_maxrss
+# counts a forked child's pages from before its exec, so a child of this
+# (large) benchmark process would report this process's RSS.
+RSS_LAUNCHER = r"""
+import os, sys
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_maxrss)
+sys.exit(1 if status else 0)
+"""
+
+
 def run_rss(cmd, env=None):
     """Runs cmd (output discarded); returns its peak RSS in MB."""
-    pid = os.fork()
-    if pid == 0:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        try:
-            os.execvpe(cmd[0], cmd, env or os.environ)
-        finally:
-            os._exit(127)
-    _, status, usage = os.wait4(pid, 0)
-    if status != 0:
-        sys.exit(f"failed ({status}): {' '.join(cmd)}")
-    return usage.ru_maxrss / 1024.0
+    p = subprocess.run(["/usr/bin/python3", "-S", "-c", RSS_LAUNCHER] + cmd,
+                       capture_output=True, text=True, env=env or os.environ)
+    if p.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}")
+    return int(p.stdout.split()[-1]) / 1024.0
 
 
 def program_median(exe, args, threads, runs, work):
