@@ -215,7 +215,10 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
              clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
              clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
              clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
-             clEnumValN(::distopt::cluster::DType::F8, "fp8", "8-bit float"))}]>,
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">,
     Option<"allowAsync", "allow-async", "bool", "false",
            "Also consider PipeDream and PipeDream-2BW (asynchronous updates)">,
     Option<"alternatives", "alternatives", "unsigned", "3",
@@ -242,8 +245,10 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
   let summary = "records a hand-written plan as #dist.plan";
   let description = [{
     Checks `plan` (`"dp=..,tp=..,pp=..,mbs=..,schedule=gpipe|1f1b|
-    interleaved|zb-h1|pipedream|2bw,chunks=..,recompute=none|selective|full,
-    zero=0..3[,stages=A/B/..][,replicas=R0/R1/..][,uneven=1]"`,
+    interleaved|zb-h1|zb-h2|zb-v|v-half|v-min|dualpipe-v|pipedream|2bw,
+    chunks=..,recompute=none|selective|full,zero=0..3[,cp=..][,ep=..]
+    [,sp=1][,tp_overlap=1][,ag_overlap=1][,expert_imbalance=..]
+    [,stages=A/B/..][,replicas=R0/R1/..][,uneven=1]"`,
     docs/cli.md) against the planned function and the module's
     `dist.cluster`, derives the micro-batch count from the global `batch`,
     balances the stages by cost when `stages` is not given, and writes the
@@ -286,7 +291,10 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
              clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
              clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
              clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
-             clEnumValN(::distopt::cluster::DType::F8, "fp8", "8-bit float"))}]>
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }
@@ -469,7 +477,9 @@ def MaterializeSchedulePass : Pass<"dist-materialize-schedule",
     them. Compute actions call the outlined stage functions; when the
     planned function is not outlined yet, the pass first runs
     `dist-outline-stages` and `dist-outline-stage-functions` on the module.
-    An existing schedule of the function is replaced.
+    An existing schedule of the function is replaced. With `forward=true`
+    the forward-only stream is written even for a training plan: the
+    schedule of the forward function's pipeline (inference).
 
     This is the form the simulator (`dist-simulate`), the verifier
     (`dist-verify-schedule`) and `dist-compile` consume, and the form a user
@@ -481,6 +491,12 @@ def MaterializeSchedulePass : Pass<"dist-materialize-schedule",
     dist-opt planned.mlir --dist-materialize-schedule
     ```
   }];
+  let options = [
+    Option<"forward", "forward", "bool", "false",
+           "Write the forward-only stream of the plan's stages (what an "
+           "inference program of the forward function runs), whatever the "
+           "plan's mode">
+  ];
   let dependentDialects = ["distopt::dist::DistDialect",
                            "mlir::func::FuncDialect"];
 }
@@ -547,6 +563,54 @@ def OutlineStagesPass : Pass<"dist-outline-stages", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def PartitionPass : Pass<"dist-partition", "mlir::ModuleOp"> {
+  let summary = "per-list programs: the schedule as calls, sends and receives";
+  let description = [{
+    Turns the module's `dist.schedule` into one function per action list,
+    `@<f>_rank<L>` with `dist.action_list = L`, that every device of list L
+    (a pipeline stage group, or a slot) runs: its arguments are the planned
+    function's inputs for all micro-batches of one iteration (`microbatches`
+    of the plan times the micro-batch's rows), split with
+    `dist.microbatch_split`; then the list's actions in the schedule's
+    order, each a `func.call` of a stage function or the `dist.send` /
+    `dist.recv` of the values crossing that stage boundary (`to list` /
+    `from list`: the peer list's device with this device's coordinates,
+    tag = boundary x values + value); the list that runs the last stage
+    returns the outputs, joined with `dist.microbatch_merge`. `dist-compile`
+    prints these functions; nothing about the schedule is decided there.
+
+    A forward function runs the forward stream of the plan's stages: when
+    the module has no schedule yet, the pass materializes the forward one
+    (`dist-materialize-schedule{forward=true}`, outlining first as that pass
+    does).
+
+    A module with dist-autodiff's `@train_step` (autodiff run on the
+    planned forward function, so its ops carry their stage; gradient ops
+    take the stage of the op they differentiate) is pipelined for training:
+    the step is outlined into `@train_step_stage<v>_forward`,
+    `_backward_input` and `_backward_weight` functions (`dist.virtual_stage`,
+    `dist.train_phase`) and becomes their calls followed by the optimizer;
+    the plan's training schedule is written when the module has none. Each
+    list's program calls the stage functions per micro-batch in the
+    schedule's order (a backward reads its forward's values: the stash),
+    sends activations forward and gradients back, and at `optimizer_step`
+    runs its stages' optimizer ops on the mean gradient over the step's
+    micro-batches. The list of the last stage sends the mean loss to list
+    0, which returns it; each list returns its own updates. Tied weights
+    across stages, mixed precision, accumulation-steps > 1, and data or
+    tensor parallelism inside a pipeline are refused with an error.
+
+    Example:
+
+    ```
+    dist-opt planned.mlir --dist-partition
+    ```
+  }];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "distopt::graph::GraphDialect",
+                           "mlir::func::FuncDialect"];
 }
 
 def VerifySchedulePass : Pass<"dist-verify-schedule", "mlir::ModuleOp"> {

@@ -110,6 +110,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     set.mode = mode;
     set.objective = objective;
     set.dtype = dtype;
+    set.fusedAttention = o.fusedAttention;
     pm.addPass(createSetPlanPass(set));
   } else {
     SearchPlanPassOptions search;
@@ -119,6 +120,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.mode = mode;
     search.objective = objective;
     search.dtype = dtype;
+    search.fusedAttention = o.fusedAttention;
     search.allowAsync = o.allowAsync;
     search.alternatives = o.alternatives;
     search.explain = o.explain;
@@ -206,6 +208,9 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
   Option<std::string> dtype{*this, "dtype",
                             llvm::cl::desc("Compute element type"),
                             llvm::cl::init("bf16")};
+  Option<bool> fusedAttention{
+      *this, "fused-attention",
+      llvm::cl::desc("Cost attention as one fused kernel")};
   Option<bool> printLayers{*this, "print-layers",
                            llvm::cl::desc("Print the layers the planner "
                                           "sees")};
@@ -242,6 +247,7 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
     o.mode = mode;
     o.objective = objective;
     o.dtype = dtype;
+    o.fusedAttention = fusedAttention;
     o.printLayers = printLayers;
     o.summary = summary;
     o.explain = explain;

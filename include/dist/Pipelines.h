@@ -44,6 +44,8 @@ struct PlanOptions {
   /// "train" or "infer"; for inference "throughput" or "latency"; the
   /// compute element type ("bf16", "fp16", "fp32", "tf32", "fp8").
   std::string mode = "train", objective = "throughput", dtype = "bf16";
+  /// Cost attention as one fused kernel (FlashAttention).
+  bool fusedAttention = false;
   /// Print the layers the planner sees; the plan and its prediction; the
   /// explanation of the search. Search progress on stderr: "auto",
   /// "always" or "never".

@@ -198,8 +198,6 @@ void FunctionEmitter::computeLifetimes(Block &body) {
      << (plan ? plan.getArena() : 0) << ");\n  if (!arena) return 1;\n";
 }
 
-void FunctionEmitter::releaseAfter(unsigned) {}
-
 std::string FunctionEmitter::cType(Type t) {
   if (t.isF32())
     return "float";

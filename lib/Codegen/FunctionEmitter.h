@@ -107,9 +107,6 @@ public:
   void alias(mlir::Value v, mlir::Value of);
   /// Emits `if (<cond>) return 1;` bookkeeping for a runtime call.
   void call(llvm::StringRef expr, mlir::Operation *op);
-  /// Nothing to free: the plan's arena holds every value (kept for the
-  /// pipeline emitter, which calls it after each op).
-  void releaseAfter(unsigned position);
   /// Reads the memory plan of `body`'s owner, numbers the ops and declares
   /// the arena; call before emitting the body's ops.
   void computeLifetimes(mlir::Block &body);
@@ -122,6 +119,10 @@ public:
     return llvm::cast<mlir::RankedTensorType>(v.getType());
   }
   static int64_t numel(mlir::Value v) { return typeOf(v).getNumElements(); }
+  /// Bytes of `v`'s elements (dense).
+  static int64_t bytesOf(mlir::Value v) {
+    return numel(v) * (int64_t)byteSize(typeOf(v).getElementType());
+  }
   /// C++ scalar type of an element type ("" when unsupported).
   static std::string cType(mlir::Type t);
   static std::string cType(mlir::Value v) {
@@ -208,6 +209,16 @@ mlir::LogicalResult emitCommOp(FunctionEmitter &e, mlir::Operation *op);
 /// (Emitter.cpp); a diagnostic on the op when it has no lowering.
 mlir::LogicalResult emitOp(FunctionEmitter &e, mlir::Operation *op);
 
+/// Fails, naming \p func, unless dist-prepare-for-emission recorded its
+/// memory plan (the printer emits what the plan decided).
+mlir::LogicalResult requireMemoryPlan(mlir::Operation *func);
+
+/// Writes the value \p v back to the persistent buffer `name` (a weight or
+/// optimizer state; a result with `graph.update = name`) at the end of a
+/// training step (Emitter.cpp).
+void emitUpdateWriteBack(FunctionEmitter &e, llvm::StringRef name,
+                         mlir::Value v);
+
 /// The run-time fields of a model's `dg::Model` table (distrt/gen/Program.h)
 /// besides its name, files and tensor specs.
 struct ModelTableFields {
@@ -235,7 +246,8 @@ void emitModelTable(llvm::raw_ostream &out, const ModelUnit &model,
                     llvm::ArrayRef<std::string> outNames,
                     const ModelTableFields &fields);
 
-/// Whether `func`'s body holds `dist.stage` regions (EmitPipeline.cpp).
+/// Whether `func`'s module holds per-list programs (dist-partition's
+/// `dist.action_list` functions; EmitPipeline.cpp).
 bool isPipelined(mlir::Operation *func);
 /// Emits a pipeline model: namespace `ns` with one function per stage and a
 /// `run` that executes this rank's stages per micro-batch, receiving and

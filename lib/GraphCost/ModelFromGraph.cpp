@@ -4,8 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lib/GraphCost/ModelFromGraph.h"
+#include "lib/GraphCost/FusedKernels.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -17,20 +19,12 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::cost;
 namespace g = distopt::graph;
+using graphcost::isScoreShaped;
+using graphcost::numElements;
 
 //===----------------------------------------------------------------------===//
 // Small helpers
 //===----------------------------------------------------------------------===//
-
-static double numElements(Type type) {
-  auto shaped = dyn_cast<RankedTensorType>(type);
-  if (!shaped)
-    return 1;
-  double n = 1;
-  for (int64_t d : shaped.getShape())
-    n *= ShapedType::isDynamic(d) ? 1 : d;
-  return n;
-}
 
 static std::optional<cluster::DType> dtypeOf(Type type) {
   Type elt = getElementTypeOrSelf(type);
@@ -51,8 +45,10 @@ static std::optional<cluster::DType> dtypeOf(Type type) {
 
 static double bytesOf(Type type) {
   std::optional<cluster::DType> dt = dtypeOf(type);
-  unsigned width = getElementTypeOrSelf(type).getIntOrFloatBitWidth();
-  return numElements(type) * (dt ? cluster::dtypeBytes(*dt) : (width + 7) / 8);
+  // Complex and index elements (any type the verifiers allow) have no
+  // cost-model dtype; they count by their storage size.
+  return numElements(type) *
+         (dt ? cluster::dtypeBytes(*dt) : double(graph::elementBytes(type)));
 }
 
 /// The ONNX node name an op was imported from, or its op name.
@@ -75,22 +71,9 @@ static double shapeProduct(ArrayRef<int64_t> dims) {
   return n;
 }
 
-/// True for a rank >= 3 tensor whose last two dims are equal and > 1: the
-/// shape of attention scores.
-static bool isScoreShaped(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || t.getRank() < 3)
-    return false;
-  int64_t a = t.getDimSize(t.getRank() - 1), b = t.getDimSize(t.getRank() - 2);
-  return a == b && a > 1;
-}
+using graphcost::Item;
 
 namespace {
-/// A sample-dependent op of the function and its cost (none for views).
-struct Item {
-  Operation *op;
-  std::optional<OpDesc> desc;
-};
 
 /// What the adapter learns about the function before costing ops.
 class GraphModelBuilder {
@@ -109,6 +92,10 @@ private:
   /// The cost of one sample-dependent op (unscaled), or nullopt for views.
   std::optional<OpDesc> costOf(Operation *op);
   cluster::DType dtypeFor(Type type) const;
+  /// Bytes of a tensor of \p type as the model runs it: floating-point
+  /// tensors in dtypeFor (an f32 graph trained in bf16 sends and keeps bf16
+  /// activations), others in their own width.
+  double bytesFor(Type type) const;
   bool isWeightLike(Value v) const { return !sampleDependent.contains(v); }
   /// Reads every item's `dist.layer` into \p layerOf; false when the
   /// function carries no layer annotations, failure when they are
@@ -139,6 +126,12 @@ cluster::DType GraphModelBuilder::dtypeFor(Type type) const {
                 *dt == cluster::DType::BF16)
              ? *dt
              : cluster::DType::F32;
+}
+
+double GraphModelBuilder::bytesFor(Type type) const {
+  if (isa<FloatType>(getElementTypeOrSelf(type)))
+    return numElements(type) * cluster::dtypeBytes(dtypeFor(type));
+  return bytesOf(type);
 }
 
 void GraphModelBuilder::classifyValues() {
@@ -217,7 +210,7 @@ std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
         if (in.getRank() != 4 || w.getRank() != 4) {
           PhaseCost fwd{2 * outElements * shapeProduct(w.getShape()) /
                             std::max<int64_t>(1, w.getDimSize(0)),
-                        bytesOf(in) + bytesOf(w), bytesOf(resultType)};
+                        bytesFor(in) + bytesFor(w), bytesFor(resultType)};
           OpDesc o = otherOp(name, dt, fwd);
           o.cls = OpClass::Conv;
           return o;
@@ -307,8 +300,14 @@ std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
       })
       .Case<g::BinaryOp, g::WhereOp, g::ClipOp, g::CastOp, g::DropoutOp>(
           [&](Operation *o) {
-            return std::optional<OpDesc>(elementwiseOp(
-                name, dt, outElements, std::max(1u, o->getNumOperands())));
+            OpDesc e = elementwiseOp(name, dt, outElements,
+                                     std::max(1u, o->getNumOperands()));
+            // A sum's gradient is the output gradient: nothing to keep.
+            if (auto bin = dyn_cast<g::BinaryOp>(o))
+              if (bin.getKind() == g::BinaryKind::Add ||
+                  bin.getKind() == g::BinaryKind::Sub)
+                e.savedBytes = 0;
+            return std::optional<OpDesc>(e);
           })
       // Views: no data moves.
       .Case<g::ReshapeOp, g::FlattenOp>(
@@ -325,9 +324,9 @@ std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
           return std::nullopt;
         PhaseCost fwd;
         for (Value v : o->getOperands())
-          fwd.bytesRead += bytesOf(v.getType());
+          fwd.bytesRead += bytesFor(v.getType());
         for (Value v : o->getResults()) {
-          fwd.bytesWritten += bytesOf(v.getType());
+          fwd.bytesWritten += bytesFor(v.getType());
           fwd.flops += numElements(v.getType());
         }
         return otherOp(name, dt, fwd);
@@ -458,10 +457,10 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       bool weighted = !roots.empty();
       double outBytes = 0, inBytes = 0;
       for (Value r : op.getResults())
-        outBytes += bytesOf(r.getType());
+        outBytes += bytesFor(r.getType());
       for (Value v : op.getOperands())
         if (sampleDependent.contains(v))
-          inBytes += bytesOf(v.getType());
+          inBytes += bytesFor(v.getType());
       auto record = [&](TensorParallelRole role) {
         if (options.tpRoles)
           (*options.tpRoles)[&op] = role;
@@ -488,7 +487,7 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
         for (Value v : op.getOperands())
           if (sampleDependent.contains(v) && !split.contains(v) &&
               !side.contains(v))
-            fullBytes += bytesOf(v.getType());
+            fullBytes += bytesFor(v.getType());
         if (fullBytes > 0 && !isa<g::BatchNormOp>(op)) {
           record(TensorParallelRole::Replicated);
           desc->tp = TpMode::Replicated;
@@ -541,6 +540,8 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
   if (items.empty())
     return func.emitError("'") << func.getSymName()
                                << "' computes nothing from its inputs";
+  graphcost::fuseKernels(items, defIndex, {sampleDependent, side}, samples,
+                         options.fusedAttention);
 
   // Last use of every sample-dependent value, in item positions.
   DenseMap<Value, int64_t> lastUse;
@@ -555,7 +556,7 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
   std::vector<double> liveBytes(items.size() + 1, 0);
   for (auto &[value, last] : lastUse) {
     int64_t def = defIndex.lookup(value);
-    double bytes = bytesOf(value.getType()) / samples;
+    double bytes = bytesFor(value.getType()) / samples;
     bool isMain = !side.contains(value);
     for (int64_t i = std::max<int64_t>(def, 0); i < last; ++i) {
       liveBytes[i] += bytes;
@@ -602,6 +603,9 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
 namespace distopt {
 FailureOr<ModelDesc> buildModelDesc(func::FuncOp func,
                                     const GraphModelOptions &options) {
-  return GraphModelBuilder(func, options).build();
+  FailureOr<ModelDesc> model = GraphModelBuilder(func, options).build();
+  if (succeeded(model))
+    model->attentionHeads = attentionHeadCount(func);
+  return model;
 }
 } // namespace distopt

@@ -119,7 +119,7 @@ private:
   std::string fileName;
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<SmallTensor> constants;
-  llvm::StringMap<const onnx::TypeProto *> types;
+  TypeMap types;
 };
 
 /// Builds a DenseElementsAttr of the small tensor `value` with element type

@@ -122,6 +122,7 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     options.mode = mode;
     options.objective = objective;
     options.dtype = dtype;
+    options.fusedAttention = fusedAttention;
     options.printLayers = printModel;
     options.summary = true;
     options.explain = explain;

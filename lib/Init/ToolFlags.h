@@ -83,8 +83,14 @@ struct PlanFlags {
   llvm::cl::opt<std::string> dtype{
       "dist-dtype",
       llvm::cl::desc("Compute element type the plan assumes (default bf16: "
-                     "mixed precision)"),
+                     "mixed precision; fp8: fp8 matmuls, bf16 elsewhere)"),
       llvm::cl::init("bf16"), llvm::cl::cat(category)};
+  llvm::cl::opt<bool> fusedAttention{
+      "dist-fused-attention",
+      llvm::cl::desc("Cost each attention softmax(Q K^T) V of the model as "
+                     "one fused kernel (FlashAttention, cuDNN): no s^2 "
+                     "score tensors"),
+      llvm::cl::cat(category)};
   llvm::cl::opt<bool> printModel{
       "dist-print-model",
       llvm::cl::desc("Print the layers, parameters and FLOPs the planner "

@@ -95,7 +95,8 @@ json::Value search::searchReportJSON(const SearchResult &r,
                                 {"pruned_bound", int64_t(s.boundPruned)},
                                 {"dominated", int64_t(s.dominated)},
                                 {"replicated", int64_t(s.replicated)},
-                                {"exact", s.exact}};
+                                {"exact", s.exact},
+                                {"gap", s.gap}};
   json::Array alts;
   for (const Candidate &c : r.alternatives)
     alts.push_back(candidateReportJSON(c, model));
@@ -108,6 +109,12 @@ std::string distopt::search::planLabel(const schedule::Plan &p,
   std::string s = formatv("dp={0} tp={1} pp={2} mbs={3}", p.dp, p.tp, p.pp,
                           p.mbs)
                       .str();
+  if (p.cp > 1)
+    s += formatv(" cp={0}", p.cp).str();
+  if (p.ep > 1)
+    s += formatv(" ep={0}", p.ep).str();
+  if (p.sp && p.tp > 1)
+    s += " sp";
   if (!training)
     return s;
   if (p.replicated()) {
@@ -249,8 +256,11 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
                 "simulated, {6}, {7:F3} s ({8:F3} s CPU)\n",
                 s.candidates, s.dominated, s.memoryPruned, s.boundPruned,
                 s.partitions, s.simulated,
-                s.exact ? "exact (bound-proven)"
-                        : "bounded (simulation limit reached)",
+                s.exact ? std::string("exact (bound-proven)")
+                        : formatv("bounded (simulation limit reached; "
+                                  "within {0:F1}% of optimal)",
+                                  100 * s.gap)
+                              .str(),
                 s.seconds, s.cpuSeconds, s.replicated);
 }
 

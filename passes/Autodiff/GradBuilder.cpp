@@ -20,12 +20,17 @@ using namespace distopt::autodiff;
 namespace g = distopt::graph;
 
 namespace {
-/// Stamps every op the builder creates with the current phase.
+/// Stamps every op the builder creates with the current phase, and with the
+/// pipeline stage of the forward op being differentiated when the plan gave
+/// it one: a stage's backward runs where its forward ran.
 struct PhaseListener : public OpBuilder::Listener {
   StringAttr phase;
+  Attribute stage;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (phase)
       op->setAttr(kPhaseAttr, phase);
+    if (stage)
+      op->setAttr(kVirtualStageAttr, stage);
   }
 };
 } // namespace
@@ -218,6 +223,7 @@ LogicalResult distopt::autodiff::buildBackward(OpBuilder &builder,
     if (!llvm::any_of(op->getOperands(),
                       [&](Value v) { return needsGrad.contains(v); }))
       continue;
+    listener.stage = op->getAttr(kVirtualStageAttr);
     if (failed(emitGradient(emitter, op, resultGrads))) {
       result = failure();
       break;

@@ -111,7 +111,7 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
                 "pp=..,mbs=..,schedule=..\" with --dist-batch=N, or "
                 "--dist-search (the dist-set-plan and dist-search-plan passes)";
     schedule::Plan plan = planAttr.toPlan();
-    FailureOr<cost::ModelDesc> model = planningModel(module, plan.dtype);
+    FailureOr<cost::ModelDesc> model = planningModel(module, Costing::of(plan));
     if (failed(model))
       return failure();
     if (plan.mode == schedule::Mode::Infer &&
@@ -123,10 +123,15 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
         partition::readSchedule(module, planAttr);
     if (failed(given))
       return failure();
-    cost::CostModel cm = machine->costModel();
+    cost::CostModel cm = machine->costModel(Costing::of(plan));
     search::SearchOptions so;
+    // A training plan is simulated with its materialized schedule; the
+    // forward stream of its stages (an inference program) predicts nothing
+    // about training, and inference is estimated in closed form.
+    const schedule::Schedule *lists =
+        *given && !(*given)->forwardOnly ? &**given : nullptr;
     llvm::Expected<search::Candidate> cand = search::evaluatePlan(
-        *model, machine->cluster, cm, plan, so, *given ? &**given : nullptr);
+        *model, machine->cluster, cm, plan, so, lists);
     if (!cand)
       return emitError(module.getLoc()) << llvm::toString(cand.takeError());
 

@@ -16,7 +16,11 @@
 #include "lib/Codegen/Codegen.h"
 #include "dist/Pipelines.h"
 #include "lib/Init/ToolFlags.h"
+#include "lib/Support/MLIRInputCheck.h"
+#include "lib/Support/OutputFile.h"
+#include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -120,17 +124,37 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
   }
   if (looksLikeONNX(in.path, (*buf)->getBuffer()))
     return importONNXFile(in.path, &ctx, options);
+  std::string bad =
+      distopt::checkMLIRResultNumbers((*buf)->getBuffer(), in.path);
+  if (!bad.empty()) {
+    WithColor::error() << bad << "\n";
+    return nullptr;
+  }
   // One source manager per file: parseSourceFile reads its main buffer.
   (void)sm;
   return parseSourceFile<ModuleOp>(in.path, &ctx);
+}
+
+/// True for a planned module whose function is a pipeline (more than one
+/// virtual stage) not yet partitioned into per-list programs.
+static bool needsPartition(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  auto plan = dist::DistDialect::PlanAttrHelper(ctx).getAttr(module);
+  if (!plan || plan.getNumVirtualStages() < 2)
+    return false;
+  auto lists = dist::DistDialect::ActionListAttrHelper(ctx);
+  return llvm::none_of(module.getOps<func::FuncOp>(), [&](func::FuncOp f) {
+    return lists.isAttrPresent(f);
+  });
 }
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
   ImportFlags importFlags;
   TrainFlags trainFlags;
-  cl::HideUnrelatedOptions(
-      {&category, &importFlags.category, &trainFlags.category});
+  PlanFlags planFlags;
+  cl::HideUnrelatedOptions({&category, &importFlags.category,
+                            &trainFlags.category, &planFlags.category});
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-compile: build an executable from ONNX models or graph IR\n");
@@ -218,6 +242,20 @@ int main(int argc, char **argv) {
              << "\n";
       continue;
     }
+    // Planning flags plan the forward function first (as dist-opt does),
+    // so a training step is differentiated on the planned function.
+    if (planFlags.any()) {
+      PassManager pm(&ctx);
+      std::string error;
+      if (!planFlags.addPasses(pm, /*simulatorNamed=*/false, error)) {
+        WithColor::error() << error << "\n";
+        return 2;
+      }
+      if (failed(pm.run(*m))) {
+        WithColor::error() << "cannot plan '" << in.path << "'\n";
+        return 1;
+      }
+    }
     if (!train.empty()) {
       PassManager pm(&ctx);
       TrainOptions trainOptions;
@@ -241,6 +279,22 @@ int main(int argc, char **argv) {
         }
         errs() << "skipped " << in.name << ": autodiff failed: " << lastError
                << "\n";
+        continue;
+      }
+    }
+    // A planned pipeline runs from its schedule: one program per action
+    // list (dist-partition; it outlines and materializes what is missing),
+    // the forward stream of @main or, with --train, the training step.
+    if (needsPartition(*m)) {
+      PassManager pm(&ctx);
+      pm.addPass(createPartitionPass());
+      if (failed(pm.run(*m))) {
+        if (!skipUnsupported) {
+          WithColor::error() << "cannot partition '" << in.path
+                             << "' into per-rank programs\n";
+          return 1;
+        }
+        errs() << "skipped " << in.name << ": " << lastError << "\n";
         continue;
       }
     }
@@ -324,6 +378,11 @@ int main(int argc, char **argv) {
       return false;
     }
     f << source;
+    std::string problem = distopt::closeOutput(f, path);
+    if (!problem.empty()) {
+      WithColor::error() << problem << "\n";
+      return false;
+    }
     return true;
   };
   if (sourceOnly)

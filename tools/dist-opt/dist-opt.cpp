@@ -11,6 +11,8 @@
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
 #include "lib/Init/ToolFlags.h"
+#include "lib/Support/MLIRInputCheck.h"
+#include "lib/Support/OutputFile.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/Diagnostics.h"
@@ -106,6 +108,11 @@ int main(int argc, char **argv) {
     file = importModel(inputFilename, std::move(file), options, registry);
     if (!file)
       return 1;
+  } else {
+    std::string bad =
+        distopt::checkMLIRResultNumbers(file->getBuffer(), inputFilename);
+    if (!bad.empty())
+      return fail(bad);
   }
 
   // Planning prints its summary on stdout; the IR then goes to -o only.
@@ -117,7 +124,11 @@ int main(int argc, char **argv) {
   if (failed(MlirOptMain(discard ? nulls() : output->os(), std::move(file),
                          registry, config)))
     return 1;
-  if (output)
+  if (output) {
+    std::string problem = distopt::closeOutput(output->os(), outputFilename);
+    if (!problem.empty())
+      return fail(problem);
     output->keep();
+  }
   return 0;
 }
