@@ -240,6 +240,40 @@ distrt_status localCopy(distrt_comm *comm, void *dst, const void *src,
   return DISTRT_OK;
 }
 
+#ifdef DISTRT_HAVE_MPI
+/// Creates the NCCL communicator of \p comm (MPI already joined): rank 0
+/// makes the id and broadcasts it over the communicator's MPI group.
+distrt_status joinNccl(distrt_comm *comm, const char *fn) {
+#ifdef DISTRT_HAVE_NCCL
+  char id[cuda::kNcclIdBytes] = {};
+  distrt_status st = DISTRT_OK;
+  if (comm->rank == 0)
+    st = cuda::ncclMakeId(comm->ctx, id);
+  // Every rank joins the broadcast so a failing rank 0 cannot hang the
+  // others; they learn of the failure from the flag that travels with it.
+  int ok = st == DISTRT_OK;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, mpiOf(comm));
+  if (ok)
+    MPI_Bcast(id, cuda::kNcclIdBytes, MPI_BYTE, 0, mpiOf(comm));
+  if (ok)
+    st = cuda::ncclInit(comm, id);
+  else if (comm->rank != 0)
+    st = setError(comm->ctx, DISTRT_ERROR_BACKEND,
+                  concat(fn, ": rank 0 could not create the NCCL id; see its "
+                             "error"));
+  if (st == DISTRT_OK)
+    comm->backend = "nccl";
+  return st;
+#else
+  return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": a CUDA context with ", comm->size,
+                         " ranks needs NCCL, and this runtime was built "
+                         "without it; install NCCL (nccl.h, libnccl.so) and "
+                         "rebuild"));
+#endif
+}
+#endif
+
 } // namespace
 
 extern "C" distrt_status distrt_comm_env(int32_t *rank, int32_t *size,
@@ -328,34 +362,11 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
   MPI_Comm_set_errhandler(mpiOf(comm), MPI_ERRORS_RETURN);
   comm->backend = "mpi";
   if (ctx->isCuda()) {
-#ifdef DISTRT_HAVE_NCCL
-    char id[cuda::kNcclIdBytes] = {};
-    distrt_status st = DISTRT_OK;
-    if (rank == 0)
-      st = cuda::ncclMakeId(ctx, id);
-    // Every rank joins the broadcast so a failing rank 0 cannot hang the
-    // others; they learn of the failure from the flag that travels with it.
-    int ok = st == DISTRT_OK;
-    MPI_Bcast(&ok, 1, MPI_INT, 0, mpiOf(comm));
-    if (ok)
-      MPI_Bcast(id, cuda::kNcclIdBytes, MPI_BYTE, 0, mpiOf(comm));
-    if (ok)
-      st = cuda::ncclInit(comm, id);
-    else if (rank != 0)
-      st = c.fail(DISTRT_ERROR_BACKEND,
-                  "rank 0 could not create the NCCL id; see its error");
+    distrt_status st = joinNccl(comm, fn);
     if (st != DISTRT_OK) {
       distrt_comm_destroy(comm);
       return st;
     }
-    comm->backend = "nccl";
-#else
-    distrt_comm_destroy(comm);
-    return c.fail(DISTRT_ERROR_UNSUPPORTED,
-                  "a CUDA context with ", size,
-                  " ranks needs NCCL, and this runtime was built without it; "
-                  "install NCCL (nccl.h, libnccl.so) and rebuild");
-#endif
   }
   *out = comm;
   return DISTRT_OK;
@@ -364,6 +375,84 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
   return c.fail(DISTRT_ERROR_UNSUPPORTED, "the launcher started ", size,
                 " ranks but this runtime was built without MPI; install "
                 "libopenmpi-dev (scripts/install-deps.sh) and rebuild");
+#endif
+}
+
+extern "C" distrt_status distrt_comm_group(distrt_comm *comm,
+                                           const int32_t *ranks, int32_t n,
+                                           distrt_comm **out) {
+  const char *fn = "distrt_comm_group";
+  DISTRT_TRY(checkComm(comm, fn));
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("out", out));
+  *out = nullptr;
+  if (n < 1 || n > comm->size || !ranks)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "a group of ", n,
+                  " rank(s) in a world of ", comm->size,
+                  "; list between 1 and ", comm->size, " ranks");
+  int32_t mine = -1;
+  std::vector<bool> seen((size_t)comm->size, false);
+  for (int32_t k = 0; k < n; ++k) {
+    if (ranks[k] < 0 || ranks[k] >= comm->size || seen[(size_t)ranks[k]])
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "rank ", ranks[k],
+                    " (entry ", k, ") is ",
+                    ranks[k] < 0 || ranks[k] >= comm->size
+                        ? "outside the world"
+                        : "listed twice",
+                    "; a group lists distinct ranks of the world of ",
+                    comm->size);
+    seen[(size_t)ranks[k]] = true;
+    if (ranks[k] == comm->rank)
+      mine = k;
+  }
+  if (mine < 0)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "rank ", comm->rank,
+                  " is not in the group it joins; only the group's ranks "
+                  "call distrt_comm_group");
+  distrt_comm *g = new (std::nothrow) distrt_comm;
+  if (!g)
+    return c.fail(DISTRT_ERROR_OUT_OF_MEMORY, "cannot allocate a communicator");
+  g->ctx = comm->ctx;
+  g->rank = mine;
+  g->size = n;
+  g->checkArgs = comm->checkArgs;
+  if (n == 1) {
+    *out = g;
+    return DISTRT_OK;
+  }
+#ifdef DISTRT_HAVE_MPI
+  MPI_Group world, members;
+  g->mpi = new (std::nothrow) MPI_Comm;
+  int code = g->mpi ? MPI_Comm_group(mpiOf(comm), &world) : MPI_ERR_NO_MEM;
+  if (code == MPI_SUCCESS) {
+    code = MPI_Group_incl(world, n, ranks, &members);
+    MPI_Group_free(&world);
+  }
+  if (code == MPI_SUCCESS) {
+    // Collective over the members only: each group is made by its own
+    // ranks, whenever they first need it.
+    code = MPI_Comm_create_group(mpiOf(comm), members, /*tag=*/0, &mpiOf(g));
+    MPI_Group_free(&members);
+  }
+  if (code != MPI_SUCCESS) {
+    delete static_cast<MPI_Comm *>(g->mpi);
+    delete g;
+    return mpiFail(comm, fn, "MPI_Comm_create_group", code);
+  }
+  MPI_Comm_set_errhandler(mpiOf(g), MPI_ERRORS_RETURN);
+  g->backend = "mpi";
+  if (g->ctx->isCuda()) {
+    distrt_status st = joinNccl(g, fn);
+    if (st != DISTRT_OK) {
+      distrt_comm_destroy(g);
+      return st;
+    }
+  }
+  *out = g;
+  return DISTRT_OK;
+#else
+  delete g;
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
 #endif
 }
 
