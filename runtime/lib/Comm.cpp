@@ -16,11 +16,13 @@
 #include <mpi.h>
 #endif
 
+#include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <thread>
 #include <vector>
 
 using namespace distrt;
@@ -90,6 +92,63 @@ distrt_status mpiFail(distrt_comm *comm, const char *fn, const char *call,
       return mpiFail((comm), (fn), #call, mpiCode_);                          \
   } while (0)
 
+/// Polls `test(done)` (an MPI_Test-like call) until it sets `done`, for at
+/// most the communicator's timeout: a peer that stopped or died makes the
+/// call fail instead of hanging. It spins (yielding the core) for the first
+/// millisecond, then sleeps 100 us between polls. `what` says what this
+/// rank waits for, `peer` from whom (-1: the communicator's other ranks).
+template <typename Test>
+distrt_status waitUntil(distrt_comm *comm, const char *fn, const char *what,
+                        int32_t peer, Test test) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  for (;;) {
+    int done = 0;
+    int code = test(done);
+    if (code != MPI_SUCCESS)
+      return mpiFail(comm, fn, what, code);
+    if (done)
+      return DISTRT_OK;
+    double waited =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (comm->timeout > 0 && waited > comm->timeout)
+      return setError(
+          comm->ctx, DISTRT_ERROR_TIMEOUT,
+          concat(fn, ": rank ", comm->rank, " waited ", comm->timeout,
+                 " s for ", what,
+                 peer >= 0 ? concat(" from rank ", peer)
+                           : concat(" from the other ", comm->size - 1,
+                                    " rank(s) of its group"),
+                 " and got nothing; ",
+                 peer >= 0 ? concat("rank ", peer, " has") : "one has",
+                 " stopped, died or fallen behind. Raise the limit with "
+                 "--timeout SECONDS (DISTRT_TIMEOUT; 0 waits forever)"));
+    if (waited < 1e-3)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+/// Waits for one request within the timeout.
+distrt_status waitFor(distrt_comm *comm, const char *fn, MPI_Request &request,
+                      const char *what, int32_t peer) {
+  return waitUntil(comm, fn, what, peer, [&](int &done) {
+    return MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  });
+}
+
+/// `call` with a request argument appended, then waits for it: the
+/// non-blocking form of a blocking MPI call, bounded by the timeout.
+#define DISTRT_MPI_WAIT(comm, fn, what, peer, icall)                          \
+  do {                                                                        \
+    MPI_Request request_;                                                     \
+    int mpiCode_ = (icall);                                                   \
+    if (mpiCode_ != MPI_SUCCESS)                                              \
+      return mpiFail((comm), (fn), #icall, mpiCode_);                         \
+    DISTRT_TRY(waitFor((comm), (fn), request_, (what), (peer)));              \
+  } while (0)
+
 distrt_status mpiType(distrt_comm *comm, const char *fn, distrt_dtype dt,
                       MPI_Datatype &out) {
   switch (dt) {
@@ -147,8 +206,11 @@ distrt_status reapSends(distrt_comm *comm, const char *fn, bool wait) {
     std::vector<MPI_Request> &r = pending[k]->requests;
     int done = 1;
     if (wait)
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Waitall((int)r.size(), r.data(), MPI_STATUSES_IGNORE));
+      DISTRT_TRY(waitUntil(comm, fn, "its sent messages to be received", -1,
+                           [&](int &all) {
+                             return MPI_Testall((int)r.size(), r.data(), &all,
+                                                MPI_STATUSES_IGNORE);
+                           }));
     else
       DISTRT_MPI_TRY(comm, fn, MPI_Testall((int)r.size(), r.data(), &done,
                                            MPI_STATUSES_IGNORE));
@@ -186,9 +248,9 @@ distrt_status checkAgreement(distrt_comm *comm, const char *fn,
     return DISTRT_OK;
   int64_t mine[4] = {kind, (int64_t)t.dtype, distrt_numel(&t), extra};
   std::vector<int64_t> all(4 * (size_t)comm->size);
-  DISTRT_MPI_TRY(comm, fn,
-                 MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4,
-                               MPI_INT64_T, mpiOf(comm)));
+  DISTRT_MPI_WAIT(comm, fn, "the same collective", -1,
+                  MPI_Iallgather(mine, 4, MPI_INT64_T, all.data(), 4,
+                                 MPI_INT64_T, mpiOf(comm), &request_));
   for (int32_t r = 0; r < comm->size; ++r) {
     const int64_t *o = &all[4 * (size_t)r];
     if (o[0] == mine[0] && o[1] == mine[1] && o[2] == mine[2] &&
@@ -326,6 +388,16 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
   comm->size = size;
   const char *check = std::getenv("DISTRT_COMM_CHECK");
   comm->checkArgs = !(check && std::strcmp(check, "0") == 0);
+  if (const char *t = std::getenv("DISTRT_TIMEOUT"); t && *t) {
+    char *end = nullptr;
+    double seconds = std::strtod(t, &end);
+    if (*end || !(seconds >= 0) || seconds > 1e9) {
+      delete comm;
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "DISTRT_TIMEOUT='", t,
+                    "' is not a number of seconds (0 waits forever)");
+    }
+    comm->timeout = seconds;
+  }
   if (size == 1) {
     *out = comm;
     return DISTRT_OK;
@@ -416,6 +488,7 @@ extern "C" distrt_status distrt_comm_group(distrt_comm *comm,
   g->rank = mine;
   g->size = n;
   g->checkArgs = comm->checkArgs;
+  g->timeout = comm->timeout;
   if (n == 1) {
     *out = g;
     return DISTRT_OK;
@@ -454,6 +527,19 @@ extern "C" distrt_status distrt_comm_group(distrt_comm *comm,
   delete g;
   return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
 #endif
+}
+
+extern "C" distrt_status distrt_comm_set_timeout(distrt_comm *comm,
+                                                 double seconds) {
+  const char *fn = "distrt_comm_set_timeout";
+  DISTRT_TRY(checkComm(comm, fn));
+  if (!(seconds >= 0) || seconds > 1e9)
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    concat(fn, ": ", seconds,
+                           " is not a number of seconds in [0, 1e9] (0 waits "
+                           "forever)"));
+  comm->timeout = seconds;
+  return DISTRT_OK;
 }
 
 extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
@@ -570,11 +656,12 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
   size_t esz = elementSize(input->dtype);
   if (op == DISTRT_REDUCE_MAX || op == DISTRT_REDUCE_MIN)
     return chunked(n, [&](size_t off, int cnt) {
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Allreduce(out == in ? MPI_IN_PLACE : i + off * esz,
-                                   o + off * esz, cnt, type,
-                                   op == DISTRT_REDUCE_MAX ? MPI_MAX : MPI_MIN,
-                                   mc));
+      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                      MPI_Iallreduce(out == in ? MPI_IN_PLACE : i + off * esz,
+                                     o + off * esz, cnt, type,
+                                     op == DISTRT_REDUCE_MAX ? MPI_MAX
+                                                             : MPI_MIN,
+                                     mc, &request_));
       return DISTRT_OK;
     });
   // Sum and mean: reduce to rank 0, which divides, then broadcast: every
@@ -583,9 +670,9 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
     if (comm->rank == 0) {
       if (out != in)
         std::memcpy(o + off * esz, i + off * esz, (size_t)cnt * esz);
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Reduce(MPI_IN_PLACE, o + off * esz, cnt, type, MPI_SUM,
-                                0, mc));
+      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                      MPI_Ireduce(MPI_IN_PLACE, o + off * esz, cnt, type,
+                                  MPI_SUM, 0, mc, &request_));
       if (op == DISTRT_REDUCE_MEAN) {
         float *f = reinterpret_cast<float *>(o + off * esz);
         float inv = (float)comm->size;
@@ -593,11 +680,12 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
           f[k] /= inv;
       }
     } else {
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Reduce(i + off * esz, nullptr, cnt, type, MPI_SUM, 0,
-                                mc));
+      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                      MPI_Ireduce(i + off * esz, nullptr, cnt, type, MPI_SUM,
+                                  0, mc, &request_));
     }
-    DISTRT_MPI_TRY(comm, fn, MPI_Bcast(o + off * esz, cnt, type, 0, mc));
+    DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                    MPI_Ibcast(o + off * esz, cnt, type, 0, mc, &request_));
     return DISTRT_OK;
   });
 #else
@@ -630,8 +718,9 @@ extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
   size_t esz = elementSize(tensor->dtype);
   char *p = static_cast<char *>(tensor->data);
   return chunked(n, [&](size_t off, int cnt) {
-    DISTRT_MPI_TRY(comm, fn,
-                   MPI_Bcast(p + off * esz, cnt, type, root, mpiOf(comm)));
+    DISTRT_MPI_WAIT(comm, fn, "its broadcast", root == comm->rank ? -1 : root,
+                    MPI_Ibcast(p + off * esz, cnt, type, root, mpiOf(comm),
+                               &request_));
     return DISTRT_OK;
   });
 #else
@@ -645,7 +734,8 @@ extern "C" distrt_status distrt_barrier(distrt_comm *comm) {
   DISTRT_TRY(checkComm(comm, fn));
 #ifdef DISTRT_HAVE_MPI
   if (comm->mpi)
-    DISTRT_MPI_TRY(comm, fn, MPI_Barrier(mpiOf(comm)));
+    DISTRT_MPI_WAIT(comm, fn, "the barrier", -1,
+                    MPI_Ibarrier(mpiOf(comm), &request_));
 #endif
   return DISTRT_OK;
 }
@@ -688,9 +778,9 @@ distrt_status mpiRecvBytes(distrt_comm *comm, const char *fn, void *p,
                            size_t bytes, int32_t peer, int32_t tag) {
   char *b = static_cast<char *>(p);
   return chunked(bytes, [&](size_t off, int cnt) {
-    DISTRT_MPI_TRY(comm, fn,
-                   MPI_Recv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
-                            MPI_STATUS_IGNORE));
+    DISTRT_MPI_WAIT(comm, fn, "a message's bytes", peer,
+                    MPI_Irecv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
+                              &request_));
     return DISTRT_OK;
   });
 }
@@ -759,7 +849,9 @@ extern "C" distrt_status distrt_recv(distrt_comm *comm,
                     concat(fn, ": this communicator has no MPI"));
   MPI_Status status;
   int count = 0;
-  DISTRT_MPI_TRY(comm, fn, MPI_Probe(peer, tag, mpiOf(comm), &status));
+  DISTRT_TRY(waitUntil(comm, fn, "a message", peer, [&](int &arrived) {
+    return MPI_Iprobe(peer, tag, mpiOf(comm), &arrived, &status);
+  }));
   DISTRT_MPI_TRY(comm, fn, MPI_Get_count(&status, MPI_BYTE, &count));
   if (count != 2 * (int)sizeof(int64_t)) {
     // Not a distrt_send header: drain it and report.

@@ -52,6 +52,14 @@ distrt_status distrt_comm_create(distrt_context *ctx, distrt_comm **out);
  *  with distrt_comm_destroy before `comm`. */
 distrt_status distrt_comm_group(distrt_comm *comm, const int32_t *ranks,
                                 int32_t n, distrt_comm **out);
+/** How long a transfer or collective on `comm` (and on groups made from it
+ *  afterwards) waits for its peers before it fails with
+ *  DISTRT_ERROR_TIMEOUT, naming the peer (or group) it waited for:
+ *  `seconds` > 0, or 0 to wait forever. The default is 60 s, or the
+ *  DISTRT_TIMEOUT environment variable (seconds) when set. A rank that
+ *  fails this way should end the job (distrt_comm_abort). MPI backend;
+ *  NCCL transfers and collectives are not covered. */
+distrt_status distrt_comm_set_timeout(distrt_comm *comm, double seconds);
 /** Releases the communicator (MPI itself is finalised at process exit). */
 distrt_status distrt_comm_destroy(distrt_comm *comm);
 /** Ends every rank of the job with exit status `code` (MPI_Abort): a rank

@@ -356,4 +356,26 @@ TEST_F(CommTest, GroupArgumentErrors) {
   EXPECT_EQ(g, nullptr);
 }
 
+TEST_F(CommTest, ReceiveFromASilentPeerTimesOut) {
+  EXPECT_EQ(distrt_comm_set_timeout(comm, -1), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("-1 is not a number of seconds"), std::string::npos)
+      << error();
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  ASSERT_EQ(distrt_comm_set_timeout(comm, 0.2), DISTRT_OK);
+  // Rank 1 never sends tag 77: rank 0's receive gives up and says whom it
+  // waited for.
+  if (rank == 0) {
+    std::vector<float> v(3, 0.f);
+    distrt_tensor t = f32(v);
+    EXPECT_EQ(distrt_recv(comm, &t, 1, 77), DISTRT_ERROR_TIMEOUT);
+    EXPECT_NE(error().find("distrt_recv: rank 0 waited 0.2 s for a message "
+                           "from rank 1 and got nothing"),
+              std::string::npos)
+        << error();
+  }
+  ASSERT_EQ(distrt_comm_set_timeout(comm, 60), DISTRT_OK);
+  ASSERT_EQ(distrt_barrier(comm), DISTRT_OK) << error();
+}
+
 } // namespace

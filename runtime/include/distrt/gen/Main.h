@@ -172,8 +172,10 @@ inline int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
           "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
-          "[--load-state DIR] "
-          "(--save-state/--load-state DIR/{rank}: one folder per rank) "
+          "[--load-state DIR] [--timeout SECONDS] "
+          "(--save-state/--load-state DIR/{rank}: one folder per rank; "
+          "--timeout: how long a rank waits for its peers, default 60, 0 "
+          "forever) "
           "[--profile] (time per op kind and per op, on stderr) "
           "[--profile-json FILE] [--profile-device NAME] (the times as the "
           "cost model's profile database) "
@@ -190,6 +192,9 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::vector<std::string> args;
   bool list = false, printSteps = false;
   long long repeat = 1;
+  /// Seconds a rank waits for a peer (--timeout); -1: the runtime's
+  /// default (60 s, or DISTRT_TIMEOUT).
+  long long timeout = -1;
   std::string saveDir, loadDir;
   bool profile = false;
   std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
@@ -217,6 +222,14 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       if (!value(r) || !parseCount(a.c_str(), r, 2147483647LL, repeat))
         return 2;
       printSteps = printSteps || a == "--steps";
+    } else if (a == "--timeout") {
+      std::string t;
+      if (!value(t))
+        return 2;
+      if (t == "0")
+        timeout = 0;
+      else if (!parseCount("--timeout", t, 1000000000LL, timeout))
+        return 2;
     } else if (a == "--save-state") {
       if (!value(saveDir))
         return 2;
@@ -423,6 +436,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
             who.c_str(), distrt_last_error(P.ctx));
     distrt_context_destroy(P.ctx);
     return 1;
+  }
+  if (model->collectives && timeout >= 0 &&
+      distrt_comm_set_timeout(P.comm, (double)timeout) != DISTRT_OK) {
+    fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));
+    distrt_comm_destroy(P.comm);
+    distrt_context_destroy(P.ctx);
+    return 2;
   }
   if (world > 1) {
     RunRecord mine = {
