@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -102,9 +103,10 @@ static std::string stageName(func::FuncOp fn,
   return "stage" + std::to_string(llvm::find(stages, fn) - stages.begin());
 }
 
-/// `static int <name>(dg::Program &P, void *const *in, void **out)`.
+/// `static int <name>(dg::Program &P, void *const *in, void **out)`;
+/// \p training when the module is a training step.
 static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
-                                       llvm::StringRef prefix,
+                                       llvm::StringRef prefix, bool training,
                                        const CodegenOptions &options,
                                        std::string &text,
                                        std::string &globals) {
@@ -115,8 +117,11 @@ static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
   std::string bodyText;
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globals);
   FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
-  // Weights are loaded once and kept across micro-batches.
-  e.training = true;
+  // Weights are loaded once and kept across micro-batches: a training
+  // step's in the rank's persistent (saved, updated) state, a forward
+  // pipeline's as the plan's resident buffers, constant as in a
+  // single-device program (convolutions tell oneDNN so).
+  e.training = training;
   if (failed(requireMemoryPlan(fn)))
     return failure();
   computeFusion(body, e.fused);
@@ -265,10 +270,14 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
       if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
         stages.insert(callee);
     });
+  bool training = llvm::any_of(lists, [](func::FuncOp fn) {
+    return llvm::any_of(llvm::seq(fn.getNumResults()),
+                        [&](unsigned k) { return isUpdate(fn, k); });
+  });
   for (auto [k, stage] : llvm::enumerate(stages))
     if (failed(emitStageFunction(stage, stageName(stage, stages),
                                  (ns + "s" + std::to_string(k)).str(),
-                                 options, stageText, globals)))
+                                 training, options, stageText, globals)))
       return failure();
 
   // The programs; the one returning values holds the outputs.
