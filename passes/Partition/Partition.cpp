@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+
+#include "dialects/Graph/GraphOps.h"
 #include "passes/Partition/ScheduleIR.h"
 #include "passes/Partition/TrainStages.h"
 #include "passes/Planning/Planning.h"
@@ -285,9 +287,25 @@ struct PartitionPass
     eraseListPrograms(module);
     OpBuilder b(&getContext());
     b.setInsertionPointAfter(train);
-    schedule::RankLayout layout = plan.getLayout();
+    schedule::Plan p = plan.toPlan();
+    if (p.recompute == cost::Recompute::Full)
+      for (auto f : module.getOps<func::FuncOp>()) {
+        auto group = partition::trainGroupOf(f);
+        if (!group || group->second != partition::TrainPhase::Forward)
+          continue;
+        WalkResult random = f.walk([](graph::DropoutMaskOp) {
+          return WalkResult::interrupt();
+        });
+        if (random.wasInterrupted())
+          return f.emitError("dist-partition: the plan recomputes the "
+                             "forward (recompute = full) but stage ")
+                 << group->first
+                 << "'s forward draws dropout masks, which a second call "
+                    "would not reproduce; plan without recomputation or "
+                    "train without dropout";
+      }
     for (unsigned list = 0; list < (*ir)->schedule.devices.size(); ++list)
-      if (failed(partition::buildTrainList(train, **ir, layout, list, b)))
+      if (failed(partition::buildTrainList(train, **ir, p, list, b)))
         return failure();
     return success();
   }
@@ -320,13 +338,13 @@ struct PartitionPass
     if (failed(train))
       return failure();
     if (*train) {
-      if (p.recompute != cost::Recompute::None)
+      if (p.recompute == cost::Recompute::Selective)
         emitWarning(module.getLoc())
-            << "dist-partition: the plan recomputes activations (recompute = "
-            << cost::recomputeName(p.recompute)
-            << "), which the per-list programs do not do yet: they keep "
-               "every stage's activations until its backward (the same "
-               "numbers, more memory than the plan predicts)";
+            << "dist-partition: the plan recomputes the attention core "
+               "(recompute = selective), which the per-list programs do not "
+               "do yet: they keep its activations until the backward (the "
+               "same numbers, more memory than the plan predicts; recompute "
+               "= full recomputes each stage's forward)";
       return partitionTraining(module, plan, *train);
     }
     if (layout.dp != 1)

@@ -166,8 +166,10 @@ static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
 }
 
 LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
-                                        const schedule::RankLayout &layout,
+                                        const schedule::Plan &plan,
                                         unsigned list, OpBuilder &b) {
+  const schedule::RankLayout &layout = plan;
+  bool recompute = plan.recompute == cost::Recompute::Full;
   MLIRContext *ctx = func.getContext();
   const schedule::Schedule &sched = s.schedule;
   int64_t m = sched.microbatches;
@@ -270,11 +272,22 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   MicrobatchValues values(ib, entry, m, loc);
   auto valueOf = [&](int64_t mb, Value v) { return values.get(mb, v); };
 
-  auto callGroup = [&](Operation *at, int64_t mb, int64_t v,
-                       TrainPhase phase) -> LogicalResult {
+  // Full recomputation: the first backward call of (micro-batch, stage)
+  // runs the stage's forward again from its inputs, so what the backward
+  // reads of the forward is that second call's (the first call's values
+  // die after their sends: only the stage's inputs are stashed).
+  llvm::DenseSet<std::pair<int64_t, int64_t>> recomputed;
+  std::function<LogicalResult(Operation *, int64_t, int64_t, TrainPhase)>
+      callGroup;
+  callGroup = [&](Operation *at, int64_t mb, int64_t v,
+                  TrainPhase phase) -> LogicalResult {
     func::CallOp call = g.calls[v][static_cast<unsigned>(phase)];
     if (!call)
       return success(); // nothing of that phase on this stage
+    if (recompute && phase != TrainPhase::Forward &&
+        recomputed.insert({mb, v}).second &&
+        failed(callGroup(at, mb, v, TrainPhase::Forward)))
+      return failure();
     SmallVector<Value> operands;
     for (Value operand : call.getOperands()) {
       Value mapped = valueOf(mb, operand);

@@ -9,7 +9,7 @@
 #define DIST_PASSES_PARTITION_TRAINSTAGES_H
 
 #include "dialects/Dist/DistOps.h"
-#include "lib/Schedule/RankLayout.h"
+#include "lib/Schedule/Plan.h"
 #include "passes/Partition/ScheduleIR.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -44,12 +44,13 @@ mlir::LogicalResult outlineTrainStages(mlir::func::FuncOp func,
                                        int64_t numStages);
 
 /// Builds the program of action list \p list for the outlined training
-/// step \p func (see PartitionTrain.cpp), inserted at \p b; \p layout
-/// places the list's data-parallel replicas.
+/// step \p func (see PartitionTrain.cpp), inserted at \p b; \p plan
+/// places the list's data-parallel replicas and says whether the backward
+/// recomputes its forward (recompute = full).
 mlir::LogicalResult buildTrainList(mlir::func::FuncOp func,
                                    const ScheduleIR &s,
-                                   const schedule::RankLayout &layout,
-                                   unsigned list, mlir::OpBuilder &b);
+                                   const schedule::Plan &plan, unsigned list,
+                                   mlir::OpBuilder &b);
 
 /// \p t with its leading (sample) dimension \p m times as large.
 mlir::RankedTensorType batchedType(mlir::Type t, int64_t m);

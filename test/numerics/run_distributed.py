@@ -43,7 +43,8 @@ batch: the MLP with SGD under GPipe, 1F1B and ZB-H1 and with Adam under 1F1B
 (4 micro-batches of 2 rows, 10 steps), GPT-2 with Adam under 1F1B (4
 micro-batches of 1 sequence, 3 steps; its deduplicated LayerNorm parameters
 are tied across the stages) under 1F1B and interleaved (2 chunks per rank:
-4 virtual stages), and data parallelism inside the stages: the
+4 virtual stages), the MLP with full recomputation (Adam, ZB-H1: each
+backward reruns its stage's forward), and data parallelism inside the stages: the
 MLP with dp=2 x pp=2 on 4 ranks (SGD under 1F1B, Adam under GPipe; each
 replica 2 micro-batches of 2 rows, gradients and loss averaged over the
 stage's replicas). Loss curves and every weight and optimizer state (each
@@ -454,6 +455,10 @@ def pipeline_train_cases(rng):
            for k in ("gpipe", "1f1b", "zb-h1")]
     out.append(("mlp_adam_pp2_1f1b",
                 dict(mlp, plan="pp=2,mbs=2,schedule=1f1b",
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    # Full recomputation: every backward reruns its stage's forward.
+    out.append(("mlp_adam_pp2_zbh1_recompute",
+                dict(mlp, plan="pp=2,mbs=2,schedule=zb-h1,recompute=full",
                      train="loss=mse:target optimizer=adam lr=0.01")))
     # Data parallelism inside the stages: 2 replicas of each of 2 stages
     # (4 ranks), each replica on its own 4 rows of the batch.
