@@ -138,7 +138,10 @@ def AttachClusterPass : Pass<"dist-attach-cluster", "mlir::ModuleOp"> {
     measured op times that the cost model prefers over its analytic times;
     it is recorded in the attribute, so later passes read it from the module.
     An unknown preset, a malformed file or a bad node count is an error
-    naming it.
+    naming it. `local` is this machine, one device per core (estimated from
+    /proc/cpuinfo). With `if-missing`, a module that already has a cluster
+    keeps it (how `--dist-plan` without `--dist-cluster` plans for this
+    machine).
 
     Example:
 
@@ -149,6 +152,8 @@ def AttachClusterPass : Pass<"dist-attach-cluster", "mlir::ModuleOp"> {
   let options = [
     Option<"cluster", "cluster", "std::string", "\"\"",
            "PRESET, PRESET:NODES or a cluster YAML file">,
+    Option<"ifMissing", "if-missing", "bool", "false",
+           "Attach only when the module has no dist.cluster">,
     Option<"profile", "profile", "std::string", "\"\"",
            "Profile database (JSON) of measured op times">
   ];

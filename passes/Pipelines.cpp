@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "dist/Pipelines.h"
 
+#include "lib/Schedule/Plan.h"
 #include "passes/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -97,6 +98,18 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
   if (!o.cluster.empty()) {
     AttachClusterPassOptions attach;
     attach.cluster = o.cluster;
+    attach.profile = o.profile;
+    pm.addPass(createAttachClusterPass(attach));
+  } else if (!o.plan.empty()) {
+    // A given plan without machines runs here: this machine as one device
+    // per rank of the plan (unless the module carries its cluster).
+    AttachClusterPassOptions attach;
+    attach.cluster = "local";
+    if (llvm::Expected<schedule::Plan> p = schedule::parsePlan(o.plan))
+      attach.cluster += ":" + std::to_string(p->numDevices());
+    else
+      llvm::consumeError(p.takeError()); // dist-set-plan reports it
+    attach.ifMissing = true;
     attach.profile = o.profile;
     pm.addPass(createAttachClusterPass(attach));
   }

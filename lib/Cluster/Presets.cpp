@@ -11,7 +11,11 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <thread>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -127,6 +131,59 @@ static Cluster homogeneous(StringRef name, StringRef description,
   c.groups.push_back(g);
   c.network = std::move(network);
   return c;
+}
+
+/// This machine (`local`): one device per core, or with `local:N` N
+/// devices that share its cores and memory (N ranks on this machine, each
+/// with cores / N of it). The core count, clock and vector width come from
+/// /proc/cpuinfo, the memory from sysconf: estimates of what the kernels
+/// reach, not measurements.
+static Cluster localMachine(unsigned devices) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::string model = "x86-64";
+  double mhz = 2000;
+  bool avx512 = false, avx2 = false;
+  if (auto file = MemoryBuffer::getFileAsStream("/proc/cpuinfo")) {
+    SmallVector<StringRef> lines;
+    (*file)->getBuffer().split(lines, '\n');
+    for (StringRef line : lines) {
+      auto [key, value] = line.split(':');
+      key = key.trim();
+      value = value.trim();
+      if (key == "model name" && model == "x86-64" && !value.empty())
+        model = value.str();
+      else if (key == "cpu MHz")
+        (void)value.getAsDouble(mhz);
+      else if (key == "flags") {
+        SmallVector<StringRef> flags;
+        value.split(flags, ' ');
+        avx512 |= llvm::is_contained(flags, "avx512f");
+        avx2 |= llvm::is_contained(flags, "avx2");
+      }
+    }
+  }
+  if (!(mhz > 100))
+    mhz = 2000;
+  // f32 FLOPs per cycle: two FMA units of 16 (AVX-512), 8 (AVX2) or 4 lanes.
+  double perCycle = 2 * 2 * (avx512 ? 16 : avx2 ? 8 : 4);
+  if (!devices)
+    devices = cores;
+  double share = double(cores) / devices;
+  double fp32 = perCycle * mhz * 1e6 * share / 1e12;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  double memGB = pages > 0 && page > 0 ? double(pages) * page / 1e9 : 8;
+  DeviceSpec dev = makeDevice(devices == cores ? "local-core" : "local-share",
+                              {fp32, 0, 0, fp32, 0, 0}, memGB / devices,
+                              10 * share, 0.6, 0.4, 0.3, 0.6, 5.0, 0.002);
+  std::string description =
+      formatv("this machine: {0}, {1} core(s) at {2:F0} MHz ({3}), {4:F1} GB, "
+              "as {5} device(s) (local:N for N); estimated from /proc/cpuinfo",
+              model, cores, mhz, avx512 ? "AVX-512" : avx2 ? "AVX2" : "SSE",
+              memGB, devices)
+          .str();
+  return homogeneous("local", description, std::move(dev), devices, 1,
+                     makeLink("shared-memory", 5, 2, 0.8),
+                     makeLink("ethernet", 1.25, 20, 0.9));
 }
 
 namespace {
@@ -254,6 +311,7 @@ static const Preset kPresets[] = {
                           std::move(cpu), 2, n, makeLink("upi", 40, 1, 0.8),
                           makeLink("ethernet", 3.125 / 2, 20, 0.9));
      }},
+    {"local", 0, localMachine},
     {"arm-board-ethernet", 4,
      [](unsigned n) {
        // Raspberry-Pi-4-class board: 4x Cortex-A72 at 1.5 GHz with NEON.

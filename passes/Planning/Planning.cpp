@@ -170,9 +170,10 @@ FailureOr<ModuleMachine> planning::moduleMachine(ModuleOp module,
                   .getAttr(module);
   if (!attr)
     return emitError(module.getLoc())
-           << "planning needs a cluster: pass --dist-cluster=PRESET:NODES or "
-              "--dist-cluster=FILE.yaml (see --list-clusters; the "
-              "dist-attach-cluster pass, before "
+           << "planning needs a cluster: pass --dist-cluster=PRESET:NODES, "
+              "--dist-cluster=FILE.yaml or --dist-cluster=local (this "
+              "machine; see --list-clusters; the dist-attach-cluster pass, "
+              "before "
            << pass << ")";
   ModuleMachine m;
   m.cluster = attr.toCluster();

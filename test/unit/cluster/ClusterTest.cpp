@@ -6,6 +6,8 @@
 
 #include "gtest/gtest.h"
 
+#include <thread>
+
 using namespace distopt::cluster;
 using llvm::Expected;
 
@@ -26,14 +28,18 @@ TEST(Cluster, EveryPresetValidates) {
   for (const char *required :
        {"dgx-a100-80gb", "dgx-h100", "dgx-h100-roce", "h100-roce-pods",
         "dgx-h200", "dgx-b200", "dgx-v100", "pcie-v100x4",
-        "mixed-a100-v100", "cpu-xeon-2s", "arm-board-ethernet",
+        "mixed-a100-v100", "cpu-xeon-2s", "local", "arm-board-ethernet",
         "arm-board-wifi"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end())
         << required;
   for (const std::string &n : names) {
     Expected<Cluster> c = getPreset(n, 3);
     ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
-    EXPECT_EQ(c->numNodes(), 3u) << n;
+    // PRESET:N is N nodes, except local:N: this machine as N devices.
+    if (n == "local")
+      EXPECT_EQ(c->numDevices(), 3u);
+    else
+      EXPECT_EQ(c->numNodes(), 3u) << n;
     EXPECT_FALSE(static_cast<bool>(validateCluster(*c, n))) << n;
   }
 }
@@ -121,6 +127,23 @@ TEST(Cluster, ListingNamesEveryPreset) {
   listClusters(os);
   for (const std::string &n : presetNames())
     EXPECT_NE(out.find(n), std::string::npos) << n;
+}
+
+TEST(ClusterPresets, LocalIsThisMachineOneDevicePerCore) {
+  Cluster c = llvm::cantFail(getPreset("local", 0));
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(c.numDevices(), cores);
+  ASSERT_EQ(c.devices.size(), 1u);
+  // At least one 4-lane FMA unit at 100 MHz, at most 64 lanes at 6 GHz.
+  EXPECT_GT(c.devices[0].peak(DType::F32), 1.6e9);
+  EXPECT_LT(c.devices[0].peak(DType::F32), 1.6e12);
+  EXPECT_GT(c.devices[0].memoryBytes, 0);
+  EXPECT_NE(c.description.find("this machine"), std::string::npos);
+  // local:N: N devices sharing the machine's cores.
+  Cluster two = llvm::cantFail(getPreset("local", 2));
+  EXPECT_EQ(two.numDevices(), 2u);
+  EXPECT_NEAR(two.devices[0].peak(DType::F32),
+              c.devices[0].peak(DType::F32) * cores / 2, 1e3);
 }
 
 TEST(ClusterYAML, RoundTripsEveryPreset) {
