@@ -52,6 +52,12 @@ mlir::LogicalResult emitModel(const ModelUnit &model, llvm::StringRef ns,
                               const CodegenOptions &options,
                               llvm::raw_ostream &os);
 
+/// Records on every op the cost model prices its profile-database
+/// signature (`emit.cost_signature`), under which the program's
+/// `--profile-json` files the op's measured time; functions the cost model
+/// cannot price (no sample dimension) are left alone.
+void annotateCostSignatures(mlir::ModuleOp module);
+
 /// Writes the manifest of a job (`dist-compile -o DIR/`, read by dist-run):
 /// the program's file name in the job folder, how many ranks it needs (null:
 /// any, a data-parallel program over the launched world), and per model its

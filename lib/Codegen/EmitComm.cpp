@@ -224,13 +224,6 @@ static LogicalResult emitRecv(FunctionEmitter &e, dist::RecvOp op) {
   return success();
 }
 
-/// Bytes of one micro-batch of \p v (a piece of the split or merge).
-static int64_t bytesOf(Value v) {
-  return FunctionEmitter::numel(v) *
-         (int64_t)FunctionEmitter::byteSize(
-             FunctionEmitter::typeOf(v).getElementType());
-}
-
 /// Micro-batches are row blocks of the leading dimension: each piece is a
 /// contiguous run of bytes of the whole.
 static LogicalResult emitMicrobatches(FunctionEmitter &e, Operation *op,
@@ -246,7 +239,7 @@ static LogicalResult emitMicrobatches(FunctionEmitter &e, Operation *op,
   for (auto [k, piece] : llvm::enumerate(pieces)) {
     if (!merge)
       e.allocate(piece);
-    int64_t bytes = bytesOf(piece);
+    int64_t bytes = FunctionEmitter::bytesOf(piece);
     std::string at = "(char *)" + e.name(whole) + " + " +
                      std::to_string(k * bytes);
     e.os << "  if (P.copy(" << (merge ? at : e.name(piece)) << ", "

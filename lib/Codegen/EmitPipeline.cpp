@@ -4,8 +4,11 @@
 // docs/partition.md) as ONE program every rank of the job runs:
 //
 //  - each stage function becomes `static int <name>(P, in, out)`: its
-//    arguments are the pointers `in[j]` (the caller's buffers), its results
-//    come back in `out[k]` (the caller frees them);
+//    arguments are copied from the caller's buffers `in[j]` into its arena
+//    slots, and its results into the caller's buffers `out[k]` (the
+//    caller's arena slots for the call's results): a stage's arena is kept
+//    and reused by its next call, so nothing the caller holds may live in
+//    it, and every value is where dist-prepare-for-emission's plan says;
 //  - each per-list program `@<f>_rank<L>` becomes `static int rankL(P)`:
 //    its actions in the schedule's order (stage calls, dist.send/dist.recv
 //    lowered by EmitComm, micro-batch split and merge);
@@ -30,6 +33,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -99,9 +103,10 @@ static std::string stageName(func::FuncOp fn,
   return "stage" + std::to_string(llvm::find(stages, fn) - stages.begin());
 }
 
-/// `static int <name>(dg::Program &P, void *const *in, void **out)`.
+/// `static int <name>(dg::Program &P, void *const *in, void **out)`;
+/// \p training when the module is a training step.
 static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
-                                       llvm::StringRef prefix,
+                                       llvm::StringRef prefix, bool training,
                                        const CodegenOptions &options,
                                        std::string &text,
                                        std::string &globals) {
@@ -112,10 +117,13 @@ static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
   std::string bodyText;
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globals);
   FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
-  // Weights are loaded once and kept across micro-batches; the caller owns
-  // the arguments.
-  e.training = true;
-  e.keepArguments = true;
+  // Weights are loaded once and kept across micro-batches: a training
+  // step's in the rank's persistent (saved, updated) state, a forward
+  // pipeline's as the plan's resident buffers, constant as in a
+  // single-device program (convolutions tell oneDNN so).
+  e.training = training;
+  if (failed(requireMemoryPlan(fn)))
+    return failure();
   computeFusion(body, e.fused);
   e.computeLifetimes(body);
   for (BlockArgument arg : body.getArguments()) {
@@ -126,31 +134,21 @@ static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
              << arg.getArgNumber() << " has type " << arg.getType()
              << "; values crossing stage boundaries must be statically "
                 "shaped tensors";
-    e.bindInput(arg, "in[" + std::to_string(arg.getArgNumber()) + "]");
+    // The plan gives each argument an arena slot (an in-place kernel or a
+    // oneDNN sum may write over it): the caller's value is copied in.
+    e.allocate(arg);
+    bodyOS << "  if (P.copy(" << e.name(arg) << ", in[" << arg.getArgNumber()
+           << "], " << FunctionEmitter::bytesOf(arg) << ")) return 1;\n";
   }
-  unsigned position = 0;
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
-      llvm::DenseSet<Value> returned;
-      for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
-        // The caller owns what comes back: a result sharing the buffer of
-        // an argument (passed through, or a reshape of one), of a weight,
-        // or of an earlier result gets its own copy, so no buffer is freed
-        // twice or read after the caller freed it.
-        Value root = e.bufferOf(v);
-        if (isa<BlockArgument>(root) || !returned.insert(root).second ||
-            isa_and_nonnull<graph::WeightOp, graph::StateOp>(
-                root.getDefiningOp())) {
-          size_t bytes = FunctionEmitter::numel(v) *
-                         FunctionEmitter::byteSize(
-                             FunctionEmitter::typeOf(v).getElementType());
-          bodyOS << "  out[" << k << "] = P.alloc(" << bytes
-                 << ");\n  if (!out[" << k << "] || P.copy(out[" << k << "], "
-                 << e.name(v) << ", " << bytes << ")) return 1;\n";
-          continue;
-        }
-        bodyOS << "  out[" << k << "] = (void *)" << e.name(v) << ";\n";
-      }
+      // Results go to the caller's buffers: each lives in this stage's
+      // arena (reused by the next call), in a weight or state buffer, or
+      // in an argument's slot, and two may share one (a result returned
+      // twice, or a view of another).
+      for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+        bodyOS << "  if (P.copy(out[" << k << "], " << e.name(v) << ", "
+               << FunctionEmitter::bytesOf(v) << ")) return 1;\n";
       continue;
     }
     if (isa<dist::StageOp, func::CallOp>(&op))
@@ -159,7 +157,6 @@ static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
                             << "; stages do not nest";
     if (failed(emitOp(e, &op)))
       return failure();
-    e.releaseAfter(position++);
   }
   text += "static int " + name.str() + "(dg::Program &P, void *const *in, " +
           "void **out) {\n  // @" + fn.getSymName().str() + "\n  (void)in;\n  "
@@ -182,11 +179,13 @@ static LogicalResult emitListProgram(func::FuncOp fn, unsigned list,
   std::string bodyText;
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globals);
   FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
-  e.keepArguments = true;
   // A training step's program keeps weights and state in persistent
   // buffers and writes its updates back.
   for (unsigned k = 0; k < fn.getNumResults(); ++k)
     e.training |= isUpdate(fn, k);
+  if (failed(requireMemoryPlan(fn)))
+    return failure();
+  computeFusion(body, e.fused);
   e.computeLifetimes(body);
   for (BlockArgument arg : body.getArguments()) {
     if (failed(checkIO(fn, arg.getType(), "input",
@@ -197,7 +196,7 @@ static LogicalResult emitListProgram(func::FuncOp fn, unsigned list,
            << arg.getArgNumber() << "].data.data(), P.inputs["
            << arg.getArgNumber() << "].data.size())) return 1;\n";
   }
-  unsigned position = 0, calls = 0;
+  unsigned calls = 0;
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       unsigned slot = 0;
@@ -211,28 +210,30 @@ static LogicalResult emitListProgram(func::FuncOp fn, unsigned list,
                << "].data.size())) return 1;\n";
         ++slot;
       }
-      ++position;
       continue;
     }
     if (auto call = dyn_cast<func::CallOp>(&op)) {
+      // The stage writes its results into their slots of this arena.
       std::string c = "c" + std::to_string(calls++);
-      bodyOS << "  // " << FunctionEmitter::where(&op) << "\n  void *" << c
-             << "in[" << call.getNumOperands() + 1 << "] = {";
+      bodyOS << "  // " << FunctionEmitter::where(&op) << "\n";
+      for (Value r : call.getResults())
+        e.allocate(r);
+      bodyOS << "  void *" << c << "in[" << call.getNumOperands() + 1
+             << "] = {";
       for (Value v : call.getOperands())
         bodyOS << "(void *)" << e.name(v) << ", ";
       bodyOS << "nullptr};\n  void *" << c << "out["
-             << call.getNumResults() + 1 << "] = {};\n  if ("
+             << call.getNumResults() + 1 << "] = {";
+      for (Value r : call.getResults())
+        bodyOS << "(void *)" << e.name(r) << ", ";
+      bodyOS << "nullptr};\n  if ("
              << stageName(module.lookupSymbol<func::FuncOp>(call.getCallee()),
                           stages)
              << "(P, " << c << "in, " << c << "out)) return 1;\n";
-      for (auto [k, r] : llvm::enumerate(call.getResults()))
-        e.bindInput(r, c + "out[" + std::to_string(k) + "]");
-      e.releaseAfter(position++);
       continue;
     }
     if (failed(emitOp(e, &op)))
       return failure();
-    e.releaseAfter(position++);
   }
   text += "static int rank" + std::to_string(list) + "(dg::Program &P) {\n" +
           bodyText + "  return 0;\n}\n";
@@ -269,10 +270,14 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
       if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
         stages.insert(callee);
     });
+  bool training = llvm::any_of(lists, [](func::FuncOp fn) {
+    return llvm::any_of(llvm::seq(fn.getNumResults()),
+                        [&](unsigned k) { return isUpdate(fn, k); });
+  });
   for (auto [k, stage] : llvm::enumerate(stages))
     if (failed(emitStageFunction(stage, stageName(stage, stages),
                                  (ns + "s" + std::to_string(k)).str(),
-                                 options, stageText, globals)))
+                                 training, options, stageText, globals)))
       return failure();
 
   // The programs; the one returning values holds the outputs.

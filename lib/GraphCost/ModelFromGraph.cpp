@@ -427,6 +427,8 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
                       [&](Value r) { return sampleDependent.contains(r); }))
       continue;
     std::optional<OpDesc> desc = costOf(&op);
+    if (desc && options.signatures)
+      (*options.signatures)[&op] = desc->signature;
     if (desc) {
       // Parameters: the weights this op reads, counted once across the model.
       SmallVector<Operation *> roots;

@@ -42,6 +42,9 @@ struct GraphModelOptions {
   /// When set, receives the tensor-parallel role of every costed op, so a
   /// plan's shardings can be written back onto the IR.
   llvm::DenseMap<mlir::Operation *, TensorParallelRole> *tpRoles = nullptr;
+  /// When set, receives the profile-database signature of every costed op
+  /// (what a measured time is filed under: dist-compile --profile-json).
+  llvm::DenseMap<mlir::Operation *, std::string> *signatures = nullptr;
 };
 
 /// Builds the cost description of `func`.

@@ -93,6 +93,11 @@ static cl::opt<std::string>
           cl::desc("Function to compile (default: main, or train_step with "
                    "--train)"),
           cl::cat(category));
+static cl::opt<std::string> prepareOptions(
+    "prepare-options",
+    cl::desc("Options for dist-prepare-for-emission, e.g. \"post-ops=false "
+             "views=false\" (the target is set from --target)"),
+    cl::value_desc("pass options"), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print the compiler command"),
                              cl::cat(category));
 
@@ -296,6 +301,30 @@ int main(int argc, char **argv) {
         errs() << "skipped " << in.name << ": " << lastError << "\n";
         continue;
       }
+    }
+    // The printer prints what the IR says: dist-prepare-for-emission makes
+    // the kernel, memory, layout and precision decisions first (after the
+    // cost model names each op for --profile-json).
+    codegen::annotateCostSignatures(*m);
+    {
+      PassManager pm(&ctx);
+      std::string pipeline = std::string("dist-prepare-for-emission{target=") +
+                             (options.target == codegen::Target::CUDA ? "cuda"
+                                                                     : "cpu") +
+                             " " + prepareOptions + "}";
+      if (failed(parsePassPipeline(pipeline, pm, errs())) ||
+          failed(pm.run(*m))) {
+        if (!skipUnsupported) {
+          WithColor::error() << "dist-prepare-for-emission failed on '"
+                             << in.path << "'\n";
+          return 1;
+        }
+        errs() << "skipped " << in.name
+               << ": preparing for emission failed: " << lastError << "\n";
+        continue;
+      }
+      if (verbose)
+        errs() << "running " << pipeline << "\n";
     }
     SmallString<256> abs(in.path);
     sys::fs::make_absolute(abs);

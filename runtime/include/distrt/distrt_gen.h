@@ -18,6 +18,7 @@
 #include "distrt/gen/Common.h"
 #include "distrt/gen/Half.h"
 #include "distrt/gen/Npy.h"
+#include "distrt/gen/Profile.h"
 #include "distrt/gen/Program.h"
 #include "distrt/gen/Scalar.h"
 #include "distrt/gen/Main.h"

@@ -49,6 +49,9 @@ struct Model {
   /// at start, so a job never mixes programs (Adam on one rank, SGD on
   /// another).
   unsigned long long fingerprint;
+  /// The emitted ops --profile reports on (nullptr, 0 when not recorded).
+  const OpInfo *ops;
+  int numOps;
 };
 
 /// Parses a positive count of at most `max` from a flag's value: digits
@@ -173,6 +176,9 @@ inline int usage(const char *argv0) {
           "(--save-state/--load-state DIR/{rank}: one folder per rank; "
           "--timeout: how long a rank waits for its peers, default 60, 0 "
           "forever) "
+          "[--profile] (time per op kind and per op, on stderr) "
+          "[--profile-json FILE] [--profile-device NAME] (the times as the "
+          "cost model's profile database) "
           "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
@@ -190,6 +196,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   /// default (60 s, or DISTRT_TIMEOUT).
   long long timeout = -1;
   std::string saveDir, loadDir;
+  bool profile = false;
+  std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &dst) {
@@ -227,6 +235,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         return 2;
     } else if (a == "--load-state") {
       if (!value(loadDir))
+        return 2;
+    } else if (a == "--profile") {
+      profile = true;
+    } else if (a == "--profile-json") {
+      if (!value(profileJson))
+        return 2;
+      profile = true;
+    } else if (a == "--profile-device") {
+      if (!value(profileDevice))
         return 2;
     } else if (a == "--list") {
       list = true;
@@ -446,8 +463,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     P.outputs[k].spec = model->outputs[k];
     P.outputs[k].data.resize(P.outputs[k].spec.bytes());
   }
+  Profiler prof;
+  if (profile) {
+    prof.init(model->ops, model->numOps);
+    P.prof = &prof;
+  }
   int rc = 0;
   for (long long r = 0; r < repeat && !rc; ++r) {
+    if (profile)
+      prof.beginRun();
     std::vector<double> sums(model->numOutputs, 0.0);
     for (int k = 0; k < model->accumulation && !rc; ++k) {
       rc = model->run(P);
@@ -457,6 +481,11 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     }
     if (!rc && model->apply)
       rc = model->apply(P);
+    if (profile) {
+      if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
+        rc = 1;
+      prof.endRun();
+    }
     if (rc || !printSteps || !root)
       continue;
     // Training: one line per step with every scalar f32 output (the loss;
@@ -470,6 +499,19 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
+  if (!rc && profile && root) {
+    if (!model->ops)
+      fprintf(stderr, "profile: model %s records no per-op times (pipeline "
+                      "programs); run times only\n", model->name);
+    prof.print(stderr);
+    if (!profileJson.empty() &&
+        prof.writeJson(profileJson, profileDevice,
+                       model->numInputs && model->inputs[0].rank
+                           ? model->inputs[0].dims[0]
+                           : 1,
+                       P.err))
+      rc = 1;
+  }
   // Data-parallel ranks hold the same weights and outputs: rank 0 writes,
   // unless the folder names each rank ({rank} in it): then every rank does.
   bool perRank = saveDir.find("{rank}") != std::string::npos;

@@ -9,6 +9,7 @@
 #define DISTRT_GEN_PROGRAM_H
 
 #include "distrt/gen/Npy.h"
+#include "distrt/gen/Profile.h"
 
 namespace dg {
 
@@ -45,6 +46,25 @@ struct Program {
   distrt_comm *comm = nullptr;
   int rank = 0;      ///< this process's rank in the job
   int worldSize = 1; ///< ranks in the job
+
+  /// Set by --profile: every emitted op is timed into it.
+  Profiler *prof = nullptr;
+  /// The clock before op `id` (0 when not profiling). CUDA work is
+  /// asynchronous: the stream is drained so the time is the op's own.
+  double profStart() {
+    if (!prof)
+      return 0;
+    if (device)
+      distrt_synchronize(ctx);
+    return wallSeconds();
+  }
+  void profStop(int id, double start) {
+    if (!prof)
+      return;
+    if (device)
+      distrt_synchronize(ctx);
+    prof->add(id, wallSeconds() - start);
+  }
 
   /// Communicators of collectives over a subset of the ranks (the
   /// data-parallel replicas of one pipeline stage): made by the group's
@@ -175,6 +195,43 @@ struct Program {
     for (Persistent &b : persistent)
       distrt_free(ctx, b.ptr);
     persistent.clear();
+    for (Kept &k : kept)
+      distrt_free(ctx, k.ptr);
+    kept.clear();
+  }
+
+  /// Buffers of the static memory plan, made on the first run and kept for
+  /// the life of the process: each body's arena (one slot per value,
+  /// reused by live range) and resident weights and constants (filled
+  /// once; not written by --save-state, unlike `persistent`).
+  struct Kept {
+    std::string name;
+    void *ptr;
+  };
+  std::vector<Kept> kept;
+  void *keptBuffer(const char *name, size_t bytes, bool &fresh) {
+    fresh = false;
+    for (Kept &k : kept)
+      if (k.name == name)
+        return k.ptr;
+    void *p = nullptr;
+    if (distrt_alloc(ctx, bytes ? bytes : 1, &p) != DISTRT_OK) {
+      fail(err, "out of memory allocating '%s' (%zu bytes): %s", name, bytes,
+           distrt_last_error(ctx));
+      return nullptr;
+    }
+    kept.push_back({name, p});
+    fresh = true;
+    return p;
+  }
+  /// The arena of the body `name` (dist-prepare-for-emission's plan).
+  void *arena(const char *name, size_t bytes) {
+    bool fresh = false;
+    return keptBuffer((std::string("arena.") + name).c_str(), bytes, fresh);
+  }
+  /// A resident buffer; `fresh` on the run that must fill it.
+  void *residentBuffer(const char *name, size_t bytes, bool &fresh) {
+    return keptBuffer(name, bytes, fresh);
   }
   /// Fills a buffer of `n` elements of type T with `value`.
   template <typename T> int fillValue(T *dst, int64_t n, T value);
@@ -326,6 +383,13 @@ struct Program {
 inline distrt_tensor T(void *data, distrt_dtype dtype,
                        std::initializer_list<int64_t> dims) {
   return distrt_make_tensor(data, dtype, (int32_t)dims.size(), dims.begin());
+}
+/// A strided tensor (a view or a channels-last buffer of the memory plan).
+inline distrt_tensor TS(void *data, distrt_dtype dtype,
+                        std::initializer_list<int64_t> dims,
+                        std::initializer_list<int64_t> strides) {
+  return distrt_make_strided_tensor(data, dtype, (int32_t)dims.size(),
+                                    dims.begin(), strides.begin());
 }
 
 #ifdef __CUDACC__
