@@ -36,6 +36,15 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
     result with `graph.update = "<name>"` is written back to that buffer
     after the call. docs/autodiff.md gives the calling convention.
 
+    Weights the model marks `frozen` (ONNX `Constant` values such as
+    causal masks and rotary tables, initializers that the model's
+    `training_info` does not update) are never trained, nor is anything
+    computed from them and constants alone; `freeze=GLOB,...` freezes more
+    weights by name and `train-only=GLOB,...` trains only the weights it
+    names. The training function records what it trains in
+    `graph.trained = {tensors, parameters, frozen = {name = reason},
+    frozen_parameters}`.
+
     Mixed precision (`mixed-precision=bf16|fp16`) computes forward and
     backward in the low type with f32 master weights (cast after every
     weight read), the loss in f32, and loss scaling (`loss-scale`, dynamic
@@ -75,7 +84,11 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
     Option<"dynamicLossScale", "dynamic-loss-scale", "bool", "true",
            "Adjust the fp16 loss scale on overflow (GradScaler rule)">,
     Option<"seed", "seed", "int64_t", "0",
-           "First random stream of the dropout masks">
+           "First random stream of the dropout masks">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "Weights not to train: name globs, comma-separated (*, ?, [abc])">,
+    Option<"trainOnly", "train-only", "std::string", "\"\"",
+           "Train only the weights these comma-separated name globs match">
   ];
   let dependentDialects = ["distopt::graph::GraphDialect",
                            "mlir::func::FuncDialect"];

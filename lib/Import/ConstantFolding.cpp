@@ -536,8 +536,9 @@ unsigned foldConstants(onnx::GraphProto &graph, int64_t opset) {
   StringMap<SmallTensor> consts;
   // Float initializers are the model's weights. A float result computed from
   // one (Identity, Cast, arithmetic) stays an op, so that training updates
-  // the one weight every use reads: exporters deduplicate equal initializers
-  // behind Identity nodes, and folding those into literals would untie them.
+  // the weights: exporters deduplicate equal initializers behind Identity
+  // nodes (each its own parameter, see translateIdentity), and a literal
+  // would not be trained at all.
   StringSet<> weights;
   for (const auto &init : graph.initializer())
     if (auto t = readSmallTensor(init)) {

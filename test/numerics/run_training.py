@@ -319,6 +319,14 @@ def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
         w0 = np.frombuffer(init.raw_data, dtype="<f4").astype(np.float64)
         g = w0 - np.load(path).astype(np.float64).reshape(-1)
         params[init.name] = (blob.find(init.raw_data), w0, g)
+    # An Identity of an initializer is a weight of its own reading the same
+    # bytes: perturbing the bytes moves both, so their gradients add up.
+    for node in model.graph.node:
+        path = os.path.join(save, common.sanitize(node.output[0]) + ".npy")
+        if node.op_type == "Identity" and node.input[0] in params and os.path.exists(path):
+            off, w0, g = params[node.input[0]]
+            g = g + (w0 - np.load(path).astype(np.float64).reshape(-1))
+            params[node.input[0]] = (off, w0, g)
     gnorm = np.sqrt(sum(np.sum(g * g) for _, _, g in params.values()))
     for label, direction in (("gradient", {k: g / gnorm for k, (_, _, g) in params.items()}),
                              ("random", {k: rng.standard_normal(w.shape)
@@ -444,23 +452,11 @@ def torch_checks(compiler, work, name, model_path, feeds, extra, exclude, rtol):
         if curve > rtol:
             errors.append(f"loss curve: max relative error {curve:.2e}")
         params = [k for k in want.files if k != "losses" and not k.startswith("gradmax/")]
-        scale = max(float(np.max(want["gradmax/" + k])) for k in params)
-        worst, worst_name, worst_elem, no_signal = 0.0, "", 0.0, 0
-        for k in params:
-            path = os.path.join(outdir, common.sanitize(k) + ".npy")
-            if not os.path.exists(path):
-                errors.append(f"the program saved no end value of {k}")
-                continue
-            w = np.load(path).astype(np.float64).reshape(want[k].shape)
-            signal = want["gradmax/" + k] > NO_SIGNAL * scale
-            no_signal += int(np.sum(~signal))
-            if not signal.any():
-                continue
-            diff, ref_k = (w - want[k])[signal], want[k][signal]
-            rel = np.linalg.norm(diff) / np.linalg.norm(ref_k)
-            worst_elem = max(worst_elem, np.max(np.abs(diff)) / np.max(np.abs(ref_k)))
-            if rel > worst:
-                worst, worst_name = rel, k
+        ends = common.end_weight_errors(
+            outdir, {k: (want[k], want["gradmax/" + k]) for k in params}, NO_SIGNAL)
+        errors += ends["errors"]
+        worst, worst_name = ends["worst"], ends["worst_name"]
+        worst_elem, no_signal = ends["worst_elem"], ends["no_signal"]
         if worst > rtol:
             errors.append(f"end weights: relative error {worst:.2e} ({worst_name})")
         print(f"{'ok  ' if not errors else 'FAIL'} {case}: loss {want['losses'][0]:.5f} -> "
