@@ -67,6 +67,18 @@ closestSpelling(llvm::ArrayRef<llvm::StringRef> candidates,
   return {best, bestDistance};
 }
 
+/// What a user can do about an ONNX op the importer keeps opaque, ending a
+/// message that says the op is in the way.
+inline std::string opaqueAdvice(llvm::StringRef opType) {
+  return ("ONNX '" + opType +
+          "' is not supported yet (docs/importer.md lists the ops that are). "
+          "If its inputs come from shapes or constants, pin the graph inputs "
+          "(--input-shape=NAME:D0xD1..., --input-value=NAME:VALUE for a "
+          "scalar) so that the importer folds it away; otherwise export the "
+          "model without it")
+      .str();
+}
+
 /// True when `loc` names an ONNX node (a NameLoc) and no source line: the
 /// importer's locations, and those of ops built from them.
 bool isNodeLocation(mlir::Location loc);

@@ -9,6 +9,7 @@
 #include "lib/Codegen/FunctionEmitter.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dist/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -86,9 +87,7 @@ LogicalResult distopt::codegen::emitOp(FunctionEmitter &e, Operation *op) {
   if (auto opaque = dyn_cast<distopt::graph::OpaqueOp>(op)) {
     return opaque.emitError()
            << "dist-compile: graph.opaque '" << opaque.getOpType()
-           << "' (ONNX op " << opaque.getOpType()
-           << ") has no lowering; the importer kept it opaque, so no kernel "
-              "exists for it";
+           << "' has no lowering: " << opaqueAdvice(opaque.getOpType());
   } else if (isElementwise(op)) {
     r = emitElementwise(e, op);
   } else if (isDataOp(op)) {

@@ -226,6 +226,10 @@ OwningOpRef<ModuleOp> Import::run() {
   }
   for (const std::string &r : remarks)
     emitRemark(fileLoc) << r;
+  if (llvm::Error e = bindInputValues(graph, options)) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
+  }
 
   WeightSource source{bytes, "", baseDir, &*scan, options.weights};
   restoreSmallPayloads(graph, source);

@@ -19,8 +19,16 @@ namespace import {
 Translator::Translator(OpBuilder &builder, StringRef fileName, int64_t opset,
                        const onnx::GraphProto &graph)
     : builder(builder), opset(opset), fileName(fileName.str()) {
-  for (const auto &v : graph.input())
+  for (const auto &v : graph.input()) {
     types[v.name()] = &v.type();
+    int64_t n = v.type().tensor_type().has_shape() ? 1 : -1;
+    for (const auto &d : v.type().tensor_type().shape().dim())
+      n *= d.has_dim_value() ? d.dim_value() : -1;
+    if (n == 1)
+      scalarInputs += (scalarInputs.empty() ? "" : ", ") + v.name();
+  }
+  for (const auto &node : graph.node())
+    hasBranches |= node.op_type() == "If" || node.op_type() == "Loop";
   for (const auto &v : graph.value_info())
     types[v.name()] = &v.type();
   for (const auto &v : graph.output())
@@ -136,11 +144,19 @@ RankedTensorType Translator::resultType(const NodeProto &node, int index) {
   }
   if (RankedTensorType t = inferredType(node.output(index)))
     return t;
-  emitError(node)
-      << "cannot infer a static shape for '" << node.output(index)
-      << "' (output " << index << " of node '" << node.name() << "', op "
-      << node.op_type()
-      << "); pin the graph inputs with --input-shape=NAME:D0xD1x...";
+  auto diag = emitError(node)
+              << "cannot infer a static shape for '" << node.output(index)
+              << "' (output " << index << " of node '" << node.name()
+              << "', op " << node.op_type()
+              << "); pin the graph inputs with --input-shape=NAME:D0xD1x...";
+  // Shapes behind an If depend on the branch it takes: a scalar input
+  // given a value folds the condition and keeps one branch.
+  if (hasBranches)
+    diag << "; the model branches (If/Loop), so a shape may depend on an "
+            "input's value: give scalar inputs their value with "
+            "--input-value=NAME:VALUE"
+         << (scalarInputs.empty() ? std::string()
+                                  : " (scalar inputs: " + scalarInputs + ")");
   return nullptr;
 }
 

@@ -128,6 +128,10 @@ public:
 
 private:
   std::string fileName;
+  /// Graph inputs of one element (candidates for --input-value) and whether
+  /// any If/Loop node is left, for the unknown-shape error.
+  std::string scalarInputs;
+  bool hasBranches = false;
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<SmallTensor> constants;
   llvm::StringMap<const onnx::TypeProto *> types;

@@ -72,6 +72,10 @@ static cl::list<std::string> inputShapes(
     "input-shape",
     cl::desc("Pin a graph input's shape: NAME:D0xD1... (repeatable)"),
     cl::cat(category));
+static cl::list<std::string> inputValues(
+    "input-value",
+    cl::desc("Fix a scalar graph input to a value: NAME:VALUE (repeatable)"),
+    cl::cat(category));
 static cl::opt<int64_t>
     defaultBatch("default-batch",
                  cl::desc("Size of a dynamic leading dimension not pinned"),
@@ -226,6 +230,13 @@ int main(int argc, char **argv) {
     std::string err;
     if (!parseInputShapeSpec(spec, importOptions, err)) {
       WithColor::error() << err << "\n";
+      return 2;
+    }
+  }
+  for (const std::string &spec : inputValues) {
+    std::string err;
+    if (!parseInputValueSpec(spec, importOptions, err)) {
+      WithColor::error() << "--input-value=" << spec << ": " << err << "\n";
       return 2;
     }
   }

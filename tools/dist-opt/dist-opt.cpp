@@ -5,6 +5,7 @@
 // requested passes run on it and the result is printed.
 //
 //===----------------------------------------------------------------------===//
+#include "dist/Diagnostics.h"
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
@@ -37,6 +38,12 @@ struct ImportCLOptions {
       "input-shape",
       cl::desc("Pin the shape of a graph input: NAME:D0xD1x... (repeatable)"),
       cl::value_desc("NAME:2x1024"), cl::cat(category)};
+  cl::list<std::string> inputValues{
+      "input-value",
+      cl::desc("Fix a scalar graph input to a value, so that what depends on "
+               "it folds (an If on it keeps one branch): NAME:VALUE "
+               "(repeatable)"),
+      cl::value_desc("NAME:16000"), cl::cat(category)};
   cl::opt<std::string> weights{
       "dist-weights",
       cl::desc("What to do with weight data: 'reference' (default: refer to "
@@ -181,6 +188,14 @@ static bool buildImportOptions(const ImportCLOptions &cl,
       return false;
     }
   }
+  for (const std::string &spec : cl.inputValues) {
+    std::string error;
+    if (!distopt::parseInputValueSpec(spec, options, error)) {
+      WithColor::error(errs(), "dist-opt")
+          << "malformed --input-value='" << spec << "': " << error << "\n";
+      return false;
+    }
+  }
   if (cl.weights == "reference") {
     options.weights = distopt::WeightPolicy::Reference;
   } else if (cl.weights == "ignore") {
@@ -212,6 +227,8 @@ runPipeline(llvm::function_ref<OwningOpRef<ModuleOp>(MLIRContext &)> load,
   context.loadAllAvailableDialects();
   SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  // ONNX ops: "FILE: node 'NAME': error: ..." instead of "FILE:0:0".
+  distopt::NodeDiagnosticHandler nodeHandler(&context, errs());
 
   OwningOpRef<ModuleOp> module = load(context);
   if (!module)

@@ -331,3 +331,23 @@ save("training_info", [
 ], [vinfo("x", F, [2, 8])], [vinfo("y", F, [2, 4])],
    [weight("w1", 8, 80), weight("w2", 80, 4)])
 with_training_info("training_info", ["w2"])
+
+# An If on a scalar input (silero VAD picks its branch by sample rate): the
+# branches give different shapes, so only --input-value=sr:VALUE, which
+# folds the condition, gives the output a static shape.
+save("if_scalar", [
+    const("rate", 16000),
+    helper.make_node("Equal", ["sr", "rate"], ["is16k"], name="is16k"),
+    helper.make_node("If", ["is16k"], ["y"], name="by_rate",
+                     then_branch=helper.make_graph(
+                         [helper.make_node("Mul", ["x", "two"], ["y_then"],
+                                           name="double")],
+                         "then", [], [vinfo("y_then", F, [1, 4])],
+                         initializer=[numpy_helper.from_array(
+                             np.array(2.0, np.float32), "two")]),
+                     else_branch=helper.make_graph(
+                         [const("shape22", [2, 2]),
+                          helper.make_node("Reshape", ["x", "shape22"],
+                                           ["y_else"], name="square")],
+                         "else", [], [vinfo("y_else", F, [2, 2])])),
+], [vinfo("x", F, [1, 4]), vinfo("sr", I64, [])], [vinfo("y", F, None)])
