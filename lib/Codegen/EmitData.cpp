@@ -66,14 +66,11 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
                           << type << " needs " << bytes
                           << " bytes but refers to " << *op.getSize()
                           << "; re-import the model";
-  // A training step keeps weights across calls: load them on first use.
+  // Weights live in persistent buffers for the life of the program: loaded
+  // on first use, then every call (training step, --repeat run) reuses them.
   bool fresh = false;
-  if (e.training) {
-    e.bindPersistent(r, cstr(op.getSymName()), fresh);
-    e.os << "  if (fresh_" << e.name(r) << ") {\n";
-  } else {
-    e.allocate(r);
-  }
+  e.bindPersistent(r, cstr(op.getSymName()), fresh);
+  e.os << "  if (fresh_" << e.name(r) << ") {\n";
   if (auto file = op.getFile()) {
     e.os << "  if (P.loadWeight(\"" << cstr(op.getSymName()) << "\", \""
          << cstr(*file) << "\", " << (op.getOffset() ? *op.getOffset() : 0)

@@ -8,6 +8,7 @@
 #define DISTRT_GEN_MAIN_H
 
 #include "distrt/gen/Program.h"
+#include "distrt/gen/Threads.h"
 
 namespace dg {
 
@@ -70,7 +71,8 @@ inline void printSpecs(const Model &m) {
 inline int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
-          "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
+          "[--output-dir DIR] [--repeat N] [--steps N] [--threads N] [--time] "
+          "[--save-state DIR] "
           "[--load-state DIR] "
           "(--save-state DIR/{rank}: every data-parallel rank saves) "
           "[--microbatches M] (pipeline programs: inputs hold M x the "
@@ -84,10 +86,12 @@ inline int usage(const char *argv0) {
 
 inline int runMain(int argc, char **argv, const Model *models, int numModels,
                    bool cuda) {
+  if (!cuda)
+    setWaitPolicy(argv);
   std::string modelName, weightsDir, outDir = ".";
   std::vector<std::string> args;
-  bool list = false, printSteps = false;
-  int repeat = 1;
+  bool list = false, printSteps = false, timing = false;
+  int repeat = 1, threads = 0;
   long long microbatches = 1;
   std::string saveDir, loadDir;
   for (int i = 1; i < argc; ++i) {
@@ -120,6 +124,20 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         return 2;
       repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
       printSteps = true;
+    } else if (a == "--threads") {
+      std::string r;
+      if (!value(r))
+        return 2;
+      char *end = nullptr;
+      long n = strtol(r.c_str(), &end, 10);
+      if (*end || n < 1 || n > 4096) {
+        fprintf(stderr, "error: --threads needs a thread count of at least "
+                        "1, got '%s'\n", r.c_str());
+        return 2;
+      }
+      threads = (int)n;
+    } else if (a == "--time") {
+      timing = true;
     } else if (a == "--microbatches") {
       std::string r;
       if (!value(r))
@@ -231,6 +249,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
                 model->name, model->numInputs, a.c_str());
         return 2;
       }
+    }
+    if (given[idx]) {
+      fprintf(stderr,
+              "error: input '%s' is given twice ('%s' is the second); pass "
+              "each input once\n",
+              model->inputs[idx].name, a.c_str());
+      return 2;
     }
     given[idx] = true;
     if (readNpy(file, P.inputs[idx], P.err)) {
@@ -354,8 +379,12 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       P.outputs[k].spec.dims[0] *= microbatches;
     P.outputs[k].data.resize(P.outputs[k].spec.bytes());
   }
+  setThreads(threads);
   int rc = 0;
+  RunTimer timer;
   for (int r = 0; r < repeat && !rc; ++r) {
+    if (timing)
+      timer.begin();
     std::vector<double> sums(model->numOutputs, 0.0);
     for (int k = 0; k < model->accumulation && !rc; ++k) {
       rc = model->run(P);
@@ -365,6 +394,12 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     }
     if (!rc && model->apply)
       rc = model->apply(P);
+    // A run is done when the device is: synchronize before the clock stops.
+    if (timing && !rc) {
+      rc = P.check(distrt_synchronize(P.ctx), "synchronize");
+      if (!rc)
+        timer.end();
+    }
     if (rc || !printSteps || !root)
       continue;
     // Training: one line per step with every scalar f32 output (the loss;
@@ -378,6 +413,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
+  if (!rc && timing && root)
+    timer.print(printSteps ? "step" : "run", model->name, threadCount());
   // Data-parallel ranks hold the same weights and outputs: rank 0 writes,
   // unless the folder names each rank ({rank} in it): then every rank does.
   size_t at = saveDir.find("{rank}");
