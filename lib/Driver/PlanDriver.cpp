@@ -10,6 +10,7 @@
 #include "lib/Cost/ProfileDB.h"
 #include "lib/Driver/ClusterAttr.h"
 #include "lib/GraphCost/ModelFromGraph.h"
+#include "lib/Codegen/Codegen.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Search/Search.h"
 #include "lib/Sim/Report.h"
@@ -123,7 +124,12 @@ static void printSummary(const sim::PlanSimulation &sim,
   const sim::SimResult &r = sim.result;
   const schedule::Plan &p = sim.plan;
   os << "plan: " << p.str() << " on " << cluster.name << " ("
-     << cluster.numDevices() << " devices), global batch " << p.globalBatch
+     << cluster.numDevices() << " devices"
+     << (p.numDevices() < cluster.numDevices()
+             ? ", " + std::to_string(cluster.numDevices() - p.numDevices()) +
+                   " of them idle"
+             : std::string())
+     << "), global batch " << p.globalBatch
      << " = " << p.numMicrobatches << " micro-batches of " << p.mbs
      << (p.replicated() ? " (round-robin over each stage's replicas)\n"
                         : " per replica\n");
@@ -274,6 +280,7 @@ runSearch(ModuleOp module, const cost::ModelDesc &model,
   so.globalBatch = options.batch;
   so.allowAsync = options.allowAsync;
   so.alternatives = options.alternatives;
+  so.devices = options.devices;
   if (options.mode == "infer")
     so.mode = search::Mode::Infer;
   else if (options.mode != "train")
@@ -418,6 +425,12 @@ LogicalResult distopt::runPlanDriver(ModuleOp module,
     annotate(module, *cluster, nullptr, nullptr, nullptr);
     return success();
   }
+  // Say before any plan is printed when no program could be built for it.
+  if (auto why = codegen::findUnsupported(module, entry.getSymName()))
+    mlir::emitWarning(why->first)
+        << "dist-compile cannot build programs for this model yet, so the "
+           "plan below is a prediction only: "
+        << why->second;
   if (options.search && options.batch == 0)
     return module.emitError("--dist-search needs the global batch in "
                             "samples: pass --dist-batch=N");

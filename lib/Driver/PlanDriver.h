@@ -48,6 +48,8 @@ struct PlanDriverOptions {
   bool explain = false;
   /// Runner-up plans in the report and the table.
   unsigned alternatives = 3;
+  /// Devices the search may use: the cluster's first N (0: all).
+  unsigned devices = 0;
   /// Progress line on stderr: "auto" (a terminal, or after 1 s), "always",
   /// "never".
   std::string progress = "auto";

@@ -355,10 +355,11 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
     return planError(spec, formatv("'replicas' lists {0} counts but pp={1}; "
                                    "give one per pipeline stage",
                                    p.replicas.size(), p.pp));
-  if (p.numDevices() != c.numDevices())
+  if (p.numDevices() > c.numDevices())
     return planError(spec, formatv("tp*sum(replicas) = {0}*({1}) = {2} "
                                    "devices, but cluster '{3}' has {4}; "
-                                   "choose replica counts that add up to {5}",
+                                   "choose replica counts that add up to at "
+                                   "most {5}",
                                    p.tp, sum, p.numDevices(), c.name,
                                    c.numDevices(), c.numDevices() / p.tp));
   if (p.dp != 1 || p.chunks != 1)
@@ -384,10 +385,12 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
   if (p.replicated()) {
     if (Error e = checkReplicas(p, spec, c))
       return e;
-  } else if (p.numDevices() != c.numDevices())
+  } else if (p.numDevices() > c.numDevices())
     return planError(spec, formatv("dp*tp*pp = {0}*{1}*{2} = {3} devices, but "
-                                   "cluster '{4}' has {5}; choose degrees "
-                                   "whose product is {5}",
+                                   "cluster '{4}' has only {5}; choose degrees "
+                                   "whose product is at most {5} (the plan "
+                                   "runs on the first dp*tp*pp devices, the "
+                                   "others stay idle)",
                                    p.dp, p.tp, p.pp, p.numDevices(), c.name,
                                    c.numDevices()));
   if (globalBatch == 0 || globalBatch % (p.dp * p.mbs) != 0)

@@ -103,6 +103,13 @@ void replicatedCandidates(const cost::ModelDesc &model,
                           const SearchOptions &o, Tables &t, SearchStats &stats,
                           std::vector<ReplicatedCandidate> &out);
 
+/// The search on all of `c`'s devices (searchPlan adds --dist-devices and
+/// the device-count advice around it, Devices.cpp).
+llvm::Expected<SearchResult> searchAll(const cost::ModelDesc &model,
+                                       const cluster::Cluster &c,
+                                       const cost::CostModel &cm,
+                                       const SearchOptions &o);
+
 /// The inference search (forward only; latency or stream throughput).
 llvm::Expected<SearchResult> searchInference(const cost::ModelDesc &model,
                                              const cluster::Cluster &c,

@@ -138,6 +138,11 @@ struct PlanCLOptions {
       "dist-alternatives",
       cl::desc("Runner-up plans to report (default 3)"), cl::init(3),
       cl::cat(category)};
+  cl::opt<unsigned> devices{
+      "dist-devices",
+      cl::desc("Let the search use only the cluster's first N devices (the "
+               "others stay idle and are reported)"),
+      cl::init(0), cl::cat(category)};
   cl::opt<std::string> progress{
       "dist-progress",
       cl::desc("Search progress on stderr: auto (on a terminal, or after "
@@ -170,6 +175,7 @@ struct PlanCLOptions {
     o.allowAsync = allowAsync;
     o.explain = explain;
     o.alternatives = alternatives;
+    o.devices = devices;
     o.progress = progress;
     o.stageRegions = stageRegions;
     return o;
