@@ -6,7 +6,9 @@
 #ifndef DIST_PASSES_PASSES_H
 #define DIST_PASSES_PASSES_H
 
+#include "dialects/Dist/DistDialect.h"
 #include "dialects/Graph/GraphDialect.h"
+#include "passes/PassOptions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -63,6 +63,9 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
     Option<"loss", "loss", "std::string", "\"\"",
            "Loss to add: softmax-cross-entropy:LABEL_INPUT or "
            "mse:TARGET_INPUT (empty: the function returns its scalar loss)">,
+    Option<"defaultLoss", "default-loss", "std::string", "\"\"",
+           "Loss to add when loss= is empty (the tools' --dist-loss); both "
+           "given must agree">,
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
            "sgd, momentum, adam or adamw">,
     Option<"lr", "lr", "double", "0.01", "Learning rate">,
@@ -92,6 +95,289 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["distopt::graph::GraphDialect",
                            "mlir::func::FuncDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Planning
+//===----------------------------------------------------------------------===//
+
+def AnnotateLayersPass : Pass<"dist-annotate-layers", "mlir::ModuleOp"> {
+  let summary = "marks the cost-model layers and tensor-parallel roles on ops";
+  let description = [{
+    Finds the layers the cost model plans with and writes them onto the
+    planned function (`func`, default `main` or the module's only function
+    with a body):
+
+    - every op doing per-sample work gets `dist.layer = N`: layers are the
+      stretches of the program between *cut points*, the places where
+      exactly one activation is live (masks and ids computed without
+      weights travel along); a stretch without a matmul, convolution or
+      embedding joins the previous one, so a transformer block is two
+      layers (attention, MLP) and a residual block is never cut in two;
+    - every costed op gets its Megatron tensor-parallel role
+      `dist.tp = #dist.tp<column|row|split|replicated>`, inferred from
+      dataflow: a weighted matmul reading a split activation is row-parallel
+      (its output is all-reduced), otherwise column-parallel.
+
+    Later planning passes (`dist-set-plan`, `dist-search`, `dist-simulate`)
+    read the layers from these annotations; they run this pass's analysis
+    themselves when the function has none. `print=true` prints the layers,
+    parameters and FLOPs the planner sees.
+
+    Example:
+
+    ```
+    dist-opt model.onnx --dist-annotate-layers="print=true"
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"\"",
+           "Function to plan (default: main, or the only function with a body)">,
+    Option<"print", "print", "bool", "false",
+           "Print the layers, parameters and FLOPs the planner sees">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def AttachClusterPass : Pass<"dist-attach-cluster", "mlir::ModuleOp"> {
+  let summary = "attaches the machines to plan for as #dist.cluster";
+  let description = [{
+    Resolves `cluster` — a preset (`dgx-a100-80gb`, `dgx-h100`, ...; see
+    `dist-opt --list-clusters`), a preset with a node count
+    (`dgx-a100-80gb:4`) or a cluster YAML file (docs/cost-model.md) — and
+    writes it as the module attribute `dist.cluster`: every device kind with
+    its peaks, memory and calibrated efficiencies, every node group with its
+    link, and the network. `profile` names a profile database (JSON) of
+    measured op times that the cost model prefers over its analytic times;
+    it is recorded in the attribute, so later passes read it from the module.
+    An unknown preset, a malformed file or a bad node count is an error
+    naming it.
+
+    Example:
+
+    ```
+    dist-opt model.onnx --dist-attach-cluster="cluster=dgx-h100:8"
+    ```
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", "\"\"",
+           "PRESET, PRESET:NODES or a cluster YAML file">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "Profile database (JSON) of measured op times">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def CheckCompilablePass : Pass<"dist-check-compilable", "mlir::ModuleOp"> {
+  let summary = "warns when dist-compile could not build the planned function";
+  let description = [{
+    A dry run of dist-compile's code generation on the planned function
+    (`func`, default `main` or the module's only function with a body):
+    when an op has no lowering (an ONNX op kept opaque, a dynamic shape),
+    a warning at that op says that dist-compile cannot build programs for
+    the model yet, so a plan printed after it is a prediction only, and why
+    (with what the user can do). The module is left as it is. The planning
+    flags of dist-opt run it before they plan.
+
+    Example:
+
+    ```
+    dist-opt t5.onnx --pass-pipeline='builtin.module(dist-check-compilable)'
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"\"",
+           "The function to check (default: main or the only one)">
+  ];
+}
+
+def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
+  let summary = "searches the best plan and records it as #dist.plan";
+  let description = [{
+    Searches the plan (data-, tensor- and pipeline-parallel degrees,
+    micro-batch size, schedule, chunks, recomputation, ZeRO stage, stage
+    boundaries, per-stage replicas) that minimises the predicted iteration
+    time of the planned function on the module's `dist.cluster`, for a
+    global batch of `batch` samples, under the `constraints`
+    (`"tp<=8,pp>=2,mbs=1|2,schedule=1f1b|interleaved,recompute=any,zero<=1"`,
+    docs/search.md). Inference (`mode=infer`) minimises the `objective`:
+    `throughput` of a stream of batches or `latency` of one batch.
+
+    The winner is written as the module attribute `dist.plan`, and every op
+    of the function gets its virtual stage (`dist.virtual_stage`) and, with
+    tensor parallelism, its role (`dist.tp`). Layers come from the
+    `dist.layer` annotations when present (`dist-annotate-layers`).
+    `summary=true` prints the plan and its prediction, `explain=true` the
+    best plans and why the winner wins; `report` writes the JSON report
+    (docs/report-format.md). The module must carry `dist.cluster`
+    (`dist-attach-cluster`). Errors (no plan fits, contradictory
+    constraints) say what would fit.
+
+    `devices=N` plans for the cluster's first N devices (whole nodes first,
+    then part of the next); the others stay idle and the summary says how
+    many. When the best plan is less than half as efficient per device as
+    one device, the search also plans for 1, 2, 4, ... devices and says the
+    model is too small for the cluster, naming the smallest count within
+    10% of the fastest (docs/search.md).
+
+    Example:
+
+    ```
+    dist-opt gpt.onnx --pass-pipeline='builtin.module(dist-attach-cluster{cluster=dgx-a100-80gb:2},dist-annotate-layers,dist-search-plan{batch=64 report=plan.json})'
+    dist-opt gpt.onnx --dist-cluster=dgx-a100-80gb:2 --dist-batch=64 --dist-search --dist-report=plan.json
+    ```
+  }];
+  let options = [
+    Option<"batch", "batch", "unsigned", "0",
+           "Global batch in samples per iteration">,
+    Option<"constraints", "constraints", "std::string", "\"\"",
+           "Limits on the plan, e.g. \"tp<=8,pp>=2,schedule=1f1b\"">,
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "Per-device memory limit such as 80GB or 40GiB (default: each "
+           "device's memory)">,
+    Option<"mode", "mode", "::distopt::schedule::Mode",
+           "::distopt::schedule::Mode::Train", "What the plan is for",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::schedule::Mode::Train, "train",
+                        "training steps"),
+             clEnumValN(::distopt::schedule::Mode::Infer, "infer",
+                        "forward only"))}]>,
+    Option<"objective", "objective", "::distopt::schedule::InferObjective",
+           "::distopt::schedule::InferObjective::Throughput",
+           "What inference minimises",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::schedule::InferObjective::Throughput,
+                        "throughput", "samples/s of a stream of batches"),
+             clEnumValN(::distopt::schedule::InferObjective::Latency,
+                        "latency", "time of one global batch"))}]>,
+    Option<"dtype", "dtype", "::distopt::cluster::DType",
+           "::distopt::cluster::DType::BF16",
+           "Compute element type the costs assume",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::cluster::DType::F32, "fp32", "32-bit float"),
+             clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
+             clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
+             clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">,
+    Option<"allowAsync", "allow-async", "bool", "false",
+           "Also consider PipeDream and PipeDream-2BW (asynchronous updates)">,
+    Option<"alternatives", "alternatives", "unsigned", "3",
+           "Runner-up plans to report">,
+    Option<"explain", "explain", "bool", "false",
+           "Print the best plans and why the winner wins">,
+    Option<"progress", "progress", "::distopt::SearchProgress",
+           "::distopt::SearchProgress::Auto", "Progress line on stderr",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::SearchProgress::Auto, "auto",
+                        "on a terminal, or after 1 s"),
+             clEnumValN(::distopt::SearchProgress::Always, "always",
+                        "always"),
+             clEnumValN(::distopt::SearchProgress::Never, "never", "never"))}]>,
+    Option<"report", "report", "std::string", "\"\"",
+           "Write the JSON report to this file">,
+    Option<"summary", "summary", "bool", "false",
+           "Print the chosen plan and its prediction">,
+    Option<"devices", "devices", "unsigned", "0",
+           "Plan for the cluster's first N devices only, the others idle "
+           "(0: all)">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
+  let summary = "records a hand-written plan as #dist.plan";
+  let description = [{
+    Checks `plan` (`"dp=..,tp=..,pp=..,mbs=..,schedule=gpipe|1f1b|
+    interleaved|zb-h1|zb-h2|zb-v|v-half|v-min|dualpipe-v|pipedream|2bw,
+    chunks=..,recompute=none|selective|full,zero=0..3[,cp=..][,ep=..]
+    [,sp=1][,tp_overlap=1][,ag_overlap=1][,expert_imbalance=..]
+    [,stages=A/B/..][,replicas=R0/R1/..][,uneven=1]"`,
+    docs/cli.md) against the planned function and the module's
+    `dist.cluster`, derives the micro-batch count from the global `batch`,
+    balances the stages by cost when `stages` is not given, and writes the
+    result as `dist.plan`, `dist.virtual_stage` on every op and, with tensor
+    parallelism, `dist.tp`. Layers come from `dist.layer` when present.
+    A plan that does not fit the cluster or the model is an error saying
+    why.
+
+    Example:
+
+    ```
+    dist-opt gpt.onnx --pass-pipeline='builtin.module(dist-attach-cluster{cluster=dgx-a100-80gb},dist-set-plan{plan="dp=2,tp=2,pp=2" batch=32})'
+    ```
+  }];
+  let options = [
+    Option<"plan", "plan", "std::string", "\"\"",
+           "The plan: dp=..,tp=..,pp=..,mbs=..,schedule=..">,
+    Option<"batch", "batch", "unsigned", "0",
+           "Global batch in samples per iteration">,
+    Option<"mode", "mode", "::distopt::schedule::Mode",
+           "::distopt::schedule::Mode::Train", "What the plan is for",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::schedule::Mode::Train, "train",
+                        "training steps"),
+             clEnumValN(::distopt::schedule::Mode::Infer, "infer",
+                        "forward only"))}]>,
+    Option<"objective", "objective", "::distopt::schedule::InferObjective",
+           "::distopt::schedule::InferObjective::Throughput",
+           "What inference minimises",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::schedule::InferObjective::Throughput,
+                        "throughput", "samples/s of a stream of batches"),
+             clEnumValN(::distopt::schedule::InferObjective::Latency,
+                        "latency", "time of one global batch"))}]>,
+    Option<"dtype", "dtype", "::distopt::cluster::DType",
+           "::distopt::cluster::DType::BF16",
+           "Compute element type the costs assume",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::cluster::DType::F32, "fp32", "32-bit float"),
+             clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
+             clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
+             clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
+  let summary = "predicts the module's plan: summary, report, trace, timeline";
+  let description = [{
+    Simulates the plan the module carries, reading only the module: the
+    cluster (`dist.cluster`, with its profile database), the plan
+    (`dist.plan`), the layers of the planned function (`dist.layer`, or its
+    analysis when absent) and, when present, the materialized schedule
+    (`dist.schedule`, whose action lists then replace the ones the plan's
+    schedule kind would generate). Writes the JSON report (`report`,
+    docs/report-format.md), a Chrome/Perfetto trace (`trace`) and an SVG
+    timeline (`timeline`) to the files named, and (unless `summary=false`)
+    prints the prediction: iteration time, throughput, FLOP/s per device,
+    bubble, peak memory per stage and traffic per link level. Inference
+    plans report latency and stream throughput. The IR is not changed.
+
+    Example:
+
+    ```
+    dist-opt planned.mlir --dist-simulate --dist-report=b.json
+    dist-opt planned.mlir --pass-pipeline='builtin.module(dist-simulate{report=b.json timeline=t.svg})'
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "std::string", "\"\"",
+           "Write the JSON report to this file">,
+    Option<"trace", "trace", "std::string", "\"\"",
+           "Write a Chrome/Perfetto trace to this file">,
+    Option<"timeline", "timeline", "std::string", "\"\"",
+           "Draw the schedule as an SVG timeline in this file">,
+    Option<"summary", "summary", "bool", "true",
+           "Print the prediction">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
 }
 
 //===----------------------------------------------------------------------===//
@@ -141,6 +427,68 @@ def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
 // Partitioning
 //===----------------------------------------------------------------------===//
 
+def MaterializeSchedulePass : Pass<"dist-materialize-schedule",
+                                   "mlir::ModuleOp"> {
+  let summary = "writes the plan's schedule as per-rank dist.actions lists";
+  let description = [{
+    Generates the schedule of the module's `dist.plan` (its schedule kind,
+    pipeline ranks, chunks, micro-batches, per-stage replicas, data-parallel
+    and ZeRO gradient synchronisation; for an inference plan the
+    forward-only stream) and writes it into the IR as one `dist.schedule`
+    for the planned function: for every pipeline rank (every slot, with
+    per-stage replicas) a `dist.actions` list of forward, backward
+    (`backward_input` / `backward_weight` for zero-bubble schedules), send,
+    receive, gradient-sync and optimizer actions in the order that rank runs
+    them. Compute actions call the outlined stage functions; when the
+    planned function is not outlined yet, the pass first runs
+    `dist-outline-stages` and `dist-outline-stage-functions` on the module.
+    An existing schedule of the function is replaced. With `forward=true`
+    the forward-only stream is written even for a training plan: the
+    schedule of the forward function's pipeline (inference).
+
+    This is the form the simulator (`dist-simulate`), the verifier
+    (`dist-verify-schedule`) and `dist-compile` consume, and the form a user
+    or another compiler may edit. docs/partition.md.
+
+    Example:
+
+    ```
+    dist-opt planned.mlir --dist-materialize-schedule
+    ```
+  }];
+  let options = [
+    Option<"forward", "forward", "bool", "false",
+           "Write the forward-only stream of the plan's stages (what an "
+           "inference program of the forward function runs), whatever the "
+           "plan's mode">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+def OutlineStageFunctionsPass : Pass<"dist-outline-stage-functions",
+                                     "mlir::ModuleOp"> {
+  let summary = "turns each dist.stage region into a stage function";
+  let description = [{
+    Moves the body of every `dist.stage` region of a function `@f` into a
+    private function `@f_stage<v>` (`v` the virtual stage) with the
+    attribute `dist.virtual_stage = v`: the region's inputs become the
+    function's arguments and its `dist.yield` a `func.return`. The region is
+    replaced by a `func.call`, so `@f` keeps the dataflow of one micro-batch
+    from stage to stage while the schedule (`dist.schedule`) says when each
+    stage runs on which rank. Functions without stage regions are left
+    alone; a name that is taken is an error.
+
+    Example:
+
+    ```
+    dist-opt staged.mlir --dist-outline-stage-functions
+    ```
+  }];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "mlir::func::FuncDialect"];
+}
+
 def OutlineStagesPass : Pass<"dist-outline-stages", "mlir::ModuleOp"> {
   let summary = "wraps the planned pipeline stages into dist.stage regions";
   let description = [{
@@ -179,6 +527,83 @@ def OutlineStagesPass : Pass<"dist-outline-stages", "mlir::ModuleOp"> {
     dist-opt planned.mlir --dist-outline-stages
     ```
   }];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def PartitionPass : Pass<"dist-partition", "mlir::ModuleOp"> {
+  let summary = "per-list programs: the schedule as calls, sends and receives";
+  let description = [{
+    Turns the module's `dist.schedule` into one function per action list,
+    `@<f>_rank<L>` with `dist.action_list = L`, that every device of list L
+    (a pipeline stage group, or a slot) runs: its arguments are the planned
+    function's inputs for all micro-batches of one iteration (`microbatches`
+    of the plan times the micro-batch's rows), split with
+    `dist.microbatch_split`; then the list's actions in the schedule's
+    order, each a `func.call` of a stage function or the `dist.send` /
+    `dist.recv` of the values crossing that stage boundary (`to list` /
+    `from list`: the peer list's device with this device's coordinates,
+    tag = boundary x values + value); the list that runs the last stage
+    returns the outputs, joined with `dist.microbatch_merge`. `dist-compile`
+    prints these functions; nothing about the schedule is decided there.
+
+    A forward function runs the forward stream of the plan's stages: when
+    the module has no schedule yet, the pass materializes the forward one
+    (`dist-materialize-schedule{forward=true}`, outlining first as that pass
+    does).
+
+    A module with dist-autodiff's `@train_step` (autodiff run on the
+    planned forward function, so its ops carry their stage; gradient ops
+    take the stage of the op they differentiate) is pipelined for training:
+    the step is outlined into `@train_step_stage<v>_forward`,
+    `_backward_input` and `_backward_weight` functions (`dist.virtual_stage`,
+    `dist.train_phase`) and becomes their calls followed by the optimizer;
+    the plan's training schedule is written when the module has none. Each
+    list's program calls the stage functions per micro-batch in the
+    schedule's order (a backward reads its forward's values: the stash),
+    sends activations forward and gradients back, and at `optimizer_step`
+    runs its stages' optimizer ops on the mean gradient over the step's
+    micro-batches. The list of the last stage sends the mean loss to list
+    0, which returns it; each list returns its own updates. Tied weights
+    across stages, mixed precision, accumulation-steps > 1, and data or
+    tensor parallelism inside a pipeline are refused with an error.
+
+    Example:
+
+    ```
+    dist-opt planned.mlir --dist-partition
+    ```
+  }];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "distopt::graph::GraphDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+def VerifySchedulePass : Pass<"dist-verify-schedule", "mlir::ModuleOp"> {
+  let summary = "checks that the module's schedule runs";
+  let description = [{
+    Checks the module's `dist.schedule` against its plan with the schedule
+    verifier of the cost core: every forward and backward of every
+    micro-batch and chunk appears exactly once, on the rank its stage runs
+    on; each runs after its inputs arrived (a receive before it, or the
+    previous chunk on the same rank); sends go to and receives come from the
+    neighbouring stages; the lists cannot deadlock when sends are eager and
+    receives block (collectives of a replicated stage are rendezvous); and,
+    when the module carries its cluster, every rank's peak memory (static
+    state, activations in flight, stashes) fits its devices or
+    `memory-limit`. A failure is reported on the offending action op and
+    names the rank, the action and what would fix it. The IR is not
+    changed.
+
+    Example:
+
+    ```
+    dist-opt scheduled.mlir --dist-verify-schedule
+    ```
+  }];
+  let options = [
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "Per-device memory limit such as 80GB (default: each device's)">
+  ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }
 

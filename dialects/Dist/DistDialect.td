@@ -25,6 +25,21 @@ def Dist_Dialect : Dialect {
     may be of different sizes and device kinds. See docs/design.md.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Verified by verifyOperationAttribute / verifyRegionArgAttribute
+  // (DistVerify.cpp); the helpers read and write them typed.
+  let discardableAttrs = (ins
+    "ClusterAttr":$cluster,
+    "PlanAttr":$plan,
+    "::mlir::IntegerAttr":$layer,
+    "::mlir::IntegerAttr":$virtual_stage,
+    "::mlir::IntegerAttr":$action_list,
+    "::mlir::StringAttr":$train_phase,
+    "TensorParallelRoleAttr":$tp,
+    "::mlir::UnitAttr":$batch_shard,
+    "::mlir::UnitAttr":$data_parallel
+  );
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
 }
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>

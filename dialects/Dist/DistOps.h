@@ -13,7 +13,11 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "lib/Schedule/Schedule.h"
+
+#include "dialects/Dist/DistInterfaces.h.inc"
 
 namespace distopt::dist {
 /// Custom assembly of collective groups: `world` (every rank, an empty

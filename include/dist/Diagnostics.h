@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -90,6 +91,18 @@ std::string describeLocation(mlir::Location loc);
 /// Prints `diag` (and its notes) as "WHERE: error: message" with
 /// describeLocation.
 void printDiagnostic(mlir::Diagnostic &diag, llvm::raw_ostream &os);
+
+/// The handler that prints diagnostics at node locations (isNodeLocation)
+/// with printDiagnostic and leaves the others to the handlers registered
+/// before it.
+mlir::DiagnosticEngine::HandlerTy nodeDiagnosticPrinter(llvm::raw_ostream &os);
+
+/// Registers nodeDiagnosticPrinter on \p context for the context's life
+/// (for contexts a caller does not own, such as MlirOptMain's).
+inline void registerNodeDiagnostics(mlir::MLIRContext *context,
+                                    llvm::raw_ostream &os) {
+  context->getDiagEngine().registerHandler(nodeDiagnosticPrinter(os));
+}
 
 /// While alive, prints every diagnostic at a node location (isNodeLocation)
 /// with printDiagnostic; the others go on to the handlers registered

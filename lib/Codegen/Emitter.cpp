@@ -8,10 +8,13 @@
 #include "lib/Codegen/Codegen.h"
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 #include "dist/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -71,6 +74,12 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       out << "    " << spec(v, outNames[k]) << ",\n";
     out << "};\n";
   }
+  // The ranks of a job compare this hash of the compiled IR (function
+  // chosen included) before the first step (distrt/gen/Main.h).
+  std::string ir;
+  llvm::raw_string_ostream irOS(ir);
+  irOS << model.funcName << "\n";
+  mlir::ModuleOp(model.module).print(irOS);
   out << "static const dg::Model model = {\"" << escape(model.name) << "\", \""
       << escape(model.source) << "\", \"" << escape(model.modelDir) << "\", "
       << inNames.size() << ", " << (inNames.empty() ? "nullptr" : "inputs")
@@ -78,7 +87,25 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       << (outNames.empty() ? "nullptr" : "outputs") << ", " << f.run << ", "
       << f.apply << ", " << f.accumulation << ", "
       << (f.collectives ? "true" : "false") << ", " << f.shards << ", "
-      << f.world << ", " << f.outputRank << "};\n";
+      << f.world << ", " << f.outputRank << ", "
+      << llvm::format("0x%016llxull",
+                      (unsigned long long)llvm::xxh3_64bits(ir))
+      << "};\n";
+}
+
+void distopt::codegen::emitUpdateWriteBack(FunctionEmitter &e,
+                                           llvm::StringRef name, Value v) {
+  auto t = FunctionEmitter::typeOf(v);
+  std::string dims = "{";
+  for (int64_t d : t.getShape())
+    dims += std::to_string(d) + ", ";
+  e.os << "  { static const int64_t dims[] = " << dims
+       << "0}; bool fresh = false;\n    void *dst = P.persistentBuffer(\""
+       << escape(name) << "\", " << FunctionEmitter::dgType(t.getElementType())
+       << ", " << t.getRank() << ", dims, fresh);\n    if (!dst || P.copy(dst, "
+       << e.name(v) << ", "
+       << t.getNumElements() * FunctionEmitter::byteSize(t.getElementType())
+       << ")) return 1; }\n";
 }
 
 LogicalResult distopt::codegen::emitOp(FunctionEmitter &e, Operation *op) {
@@ -156,21 +183,7 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
         // Training: write updated weights and state back to their buffers.
         if (auto upd =
                 func.getResultAttrOfType<StringAttr>(k, "graph.update")) {
-          auto t = FunctionEmitter::typeOf(v);
-          std::string dims = "{";
-          for (int64_t d : t.getShape())
-            dims += std::to_string(d) + ", ";
-          bodyOS << "  { static const int64_t dims[] = " << dims
-                 << "0}; bool fresh = false;\n    void *dst = "
-                    "P.persistentBuffer(\""
-                 << escape(upd.getValue()) << "\", "
-                 << FunctionEmitter::dgType(t.getElementType()) << ", "
-                 << t.getRank()
-                 << ", dims, fresh);\n    if (!dst || P.copy(dst, " << e.name(v)
-                 << ", "
-                 << t.getNumElements() *
-                        FunctionEmitter::byteSize(t.getElementType())
-                 << ")) return 1; }\n";
+          emitUpdateWriteBack(e, upd.getValue(), v);
           continue;
         }
         auto n = func.getResultAttrOfType<StringAttr>(k, "graph.name");
@@ -218,6 +231,15 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
                                       : model.funcName);
   if (isPipelined(func))
     return emitPipelineModel(model, func, ns, options, out);
+  if (!func.getBody().empty() &&
+      llvm::any_of(func.getBody().front(),
+                   [](Operation &op) { return isa<dist::StageOp>(op); }))
+    return func.emitError()
+           << "dist-compile: @" << func.getSymName()
+           << " has dist.stage regions but the module has no plan "
+              "('dist.plan') saying which devices run them and in what "
+              "order; plan it (dist-opt --dist-cluster=... --dist-plan=... "
+              "or --dist-search) and compile the planner's output";
   std::string bodyText, globalText;
   SmallVector<std::string> inNames, outNames;
   SmallVector<Value> results;

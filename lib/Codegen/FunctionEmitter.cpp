@@ -164,6 +164,8 @@ void FunctionEmitter::computeLifetimes(Block &body) {
     }
   }
   for (auto &[r, at] : lastUse) {
+    if (keepArguments && llvm::isa<BlockArgument>(r))
+      continue;
     Operation *def = r.getDefiningOp();
     // Persistent buffers of a training step are never freed per call.
     if (training && def &&

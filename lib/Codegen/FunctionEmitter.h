@@ -40,6 +40,10 @@ public:
   /// across calls; results marked `graph.update` are written back to them.
   bool training = false;
 
+  /// The caller owns the function's arguments: their buffers are never
+  /// freed here (stage functions and per-list programs).
+  bool keepArguments = false;
+
   /// While a runtime kernel that computes in f32 only is emitted for an op
   /// with f16/bf16 tensors: those tensors' f32 copies (name() and desc()
   /// give them), see emitWidened.
@@ -73,6 +77,11 @@ public:
   void bindInput(mlir::Value v, llvm::StringRef expr);
   /// `v` shares `of`'s buffer (reshape, flatten, inference dropout).
   void alias(mlir::Value v, mlir::Value of);
+  /// The value whose buffer `v` uses (itself unless an alias).
+  mlir::Value bufferOf(mlir::Value v) const {
+    mlir::Value r = rootOf.lookup(v);
+    return r ? r : v;
+  }
   /// Emits `if (<cond>) return 1;` bookkeeping for a runtime call.
   void call(llvm::StringRef expr, mlir::Operation *op);
   /// Frees buffers whose last use is the op at `position`.
@@ -168,6 +177,12 @@ mlir::LogicalResult emitCommOp(FunctionEmitter &e, mlir::Operation *op);
 /// (Emitter.cpp); a diagnostic on the op when it has no lowering.
 mlir::LogicalResult emitOp(FunctionEmitter &e, mlir::Operation *op);
 
+/// Writes the value \p v back to the persistent buffer `name` (a weight or
+/// optimizer state; a result with `graph.update = name`) at the end of a
+/// training step (Emitter.cpp).
+void emitUpdateWriteBack(FunctionEmitter &e, llvm::StringRef name,
+                         mlir::Value v);
+
 /// The run-time fields of a model's `dg::Model` table (distrt/gen/Program.h)
 /// besides its name, files and tensor specs.
 struct ModelTableFields {
@@ -192,7 +207,8 @@ void emitModelTable(llvm::raw_ostream &out, const ModelUnit &model,
                     llvm::ArrayRef<std::string> outNames,
                     const ModelTableFields &fields);
 
-/// Whether `func`'s body holds `dist.stage` regions (EmitPipeline.cpp).
+/// Whether `func`'s module holds per-list programs (dist-partition's
+/// `dist.action_list` functions; EmitPipeline.cpp).
 bool isPipelined(mlir::Operation *func);
 /// Emits a pipeline model: namespace `ns` with one function per stage and a
 /// `run` that executes this rank's stages per micro-batch, receiving and

@@ -4,8 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lib/GraphCost/ModelFromGraph.h"
+#include "lib/GraphCost/FusedKernels.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -17,20 +19,12 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::cost;
 namespace g = distopt::graph;
+using graphcost::isScoreShaped;
+using graphcost::numElements;
 
 //===----------------------------------------------------------------------===//
 // Small helpers
 //===----------------------------------------------------------------------===//
-
-static double numElements(Type type) {
-  auto shaped = dyn_cast<RankedTensorType>(type);
-  if (!shaped)
-    return 1;
-  double n = 1;
-  for (int64_t d : shaped.getShape())
-    n *= ShapedType::isDynamic(d) ? 1 : d;
-  return n;
-}
 
 static std::optional<cluster::DType> dtypeOf(Type type) {
   Type elt = getElementTypeOrSelf(type);
@@ -51,8 +45,10 @@ static std::optional<cluster::DType> dtypeOf(Type type) {
 
 static double bytesOf(Type type) {
   std::optional<cluster::DType> dt = dtypeOf(type);
-  unsigned width = getElementTypeOrSelf(type).getIntOrFloatBitWidth();
-  return numElements(type) * (dt ? cluster::dtypeBytes(*dt) : (width + 7) / 8);
+  // Complex and index elements (any type the verifiers allow) have no
+  // cost-model dtype; they count by their storage size.
+  return numElements(type) *
+         (dt ? cluster::dtypeBytes(*dt) : double(graph::elementBytes(type)));
 }
 
 /// The ONNX node name an op was imported from, or its op name.
@@ -75,17 +71,10 @@ static double shapeProduct(ArrayRef<int64_t> dims) {
   return n;
 }
 
-/// True for a rank >= 3 tensor whose last two dims are equal and > 1: the
-/// shape of attention scores.
-static bool isScoreShaped(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || t.getRank() < 3)
-    return false;
-  int64_t a = t.getDimSize(t.getRank() - 1), b = t.getDimSize(t.getRank() - 2);
-  return a == b && a > 1;
-}
+using graphcost::Item;
 
 namespace {
+
 /// What the adapter learns about the function before costing ops.
 class GraphModelBuilder {
 public:
@@ -103,7 +92,21 @@ private:
   /// The cost of one sample-dependent op (unscaled), or nullopt for views.
   std::optional<OpDesc> costOf(Operation *op);
   cluster::DType dtypeFor(Type type) const;
+  /// Bytes of a tensor of \p type as the model runs it: floating-point
+  /// tensors in dtypeFor (an f32 graph trained in bf16 sends and keeps bf16
+  /// activations), others in their own width.
+  double bytesFor(Type type) const;
   bool isWeightLike(Value v) const { return !sampleDependent.contains(v); }
+  /// Reads every item's `dist.layer` into \p layerOf; false when the
+  /// function carries no layer annotations, failure when they are
+  /// incomplete or out of program order.
+  FailureOr<bool> annotatedLayers(ArrayRef<Item> items,
+                                  std::vector<unsigned> &layerOf) const;
+  /// Layers between cut points: a stretch ends after an item where one
+  /// activation is live; one with nothing heavy (matmul, convolution,
+  /// embedding) joins the previous layer, and a light first layer the next.
+  void cutLayers(ArrayRef<Item> items, ArrayRef<int64_t> liveMain,
+                 std::vector<unsigned> &layerOf) const;
 
   func::FuncOp func;
   const GraphModelOptions &options;
@@ -123,6 +126,12 @@ cluster::DType GraphModelBuilder::dtypeFor(Type type) const {
                 *dt == cluster::DType::BF16)
              ? *dt
              : cluster::DType::F32;
+}
+
+double GraphModelBuilder::bytesFor(Type type) const {
+  if (isa<FloatType>(getElementTypeOrSelf(type)))
+    return numElements(type) * cluster::dtypeBytes(dtypeFor(type));
+  return bytesOf(type);
 }
 
 void GraphModelBuilder::classifyValues() {
@@ -201,7 +210,7 @@ std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
         if (in.getRank() != 4 || w.getRank() != 4) {
           PhaseCost fwd{2 * outElements * shapeProduct(w.getShape()) /
                             std::max<int64_t>(1, w.getDimSize(0)),
-                        bytesOf(in) + bytesOf(w), bytesOf(resultType)};
+                        bytesFor(in) + bytesFor(w), bytesFor(resultType)};
           OpDesc o = otherOp(name, dt, fwd);
           o.cls = OpClass::Conv;
           return o;
@@ -291,8 +300,14 @@ std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
       })
       .Case<g::BinaryOp, g::WhereOp, g::ClipOp, g::CastOp, g::DropoutOp>(
           [&](Operation *o) {
-            return std::optional<OpDesc>(elementwiseOp(
-                name, dt, outElements, std::max(1u, o->getNumOperands())));
+            OpDesc e = elementwiseOp(name, dt, outElements,
+                                     std::max(1u, o->getNumOperands()));
+            // A sum's gradient is the output gradient: nothing to keep.
+            if (auto bin = dyn_cast<g::BinaryOp>(o))
+              if (bin.getKind() == g::BinaryKind::Add ||
+                  bin.getKind() == g::BinaryKind::Sub)
+                e.savedBytes = 0;
+            return std::optional<OpDesc>(e);
           })
       // Views: no data moves.
       .Case<g::ReshapeOp, g::FlattenOp>(
@@ -309,13 +324,80 @@ std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
           return std::nullopt;
         PhaseCost fwd;
         for (Value v : o->getOperands())
-          fwd.bytesRead += bytesOf(v.getType());
+          fwd.bytesRead += bytesFor(v.getType());
         for (Value v : o->getResults()) {
-          fwd.bytesWritten += bytesOf(v.getType());
+          fwd.bytesWritten += bytesFor(v.getType());
           fwd.flops += numElements(v.getType());
         }
         return otherOp(name, dt, fwd);
       });
+}
+
+FailureOr<bool>
+GraphModelBuilder::annotatedLayers(ArrayRef<Item> items,
+                                   std::vector<unsigned> &layerOf) const {
+  StringRef name = dist::DistDialect::LayerAttrHelper::getNameStr();
+  bool any = llvm::any_of(
+      items, [&](const Item &item) { return item.op->hasAttr(name); });
+  if (!any)
+    return false;
+  int64_t expected = 0;
+  for (auto [i, item] : llvm::enumerate(items)) {
+    auto layer = item.op->getAttrOfType<IntegerAttr>(name);
+    if (!layer)
+      return item.op->emitOpError("does per-sample work but has no '")
+             << name
+             << "' while other ops of the function have one; annotate the "
+                "layers of the whole function (dist-annotate-layers) or of "
+                "none";
+    int64_t l = layer.getInt();
+    if (l != expected && l != expected + 1)
+      return item.op->emitOpError("has '")
+             << name << "' = " << l << " after layer " << expected
+             << "; layers must be numbered from 0 in program order without "
+                "gaps (re-run dist-annotate-layers)";
+    if (i == 0 && l != 0)
+      return item.op->emitOpError("starts at '")
+             << name << "' = " << l << "; the first layer is 0";
+    expected = l;
+    layerOf[i] = l;
+  }
+  return true;
+}
+
+void GraphModelBuilder::cutLayers(ArrayRef<Item> items,
+                                  ArrayRef<int64_t> liveMain,
+                                  std::vector<unsigned> &layerOf) const {
+  auto isHeavy = [](const Item &item) {
+    return item.desc && (item.desc->cls == OpClass::MatMul ||
+                         item.desc->cls == OpClass::Conv ||
+                         item.desc->cls == OpClass::Embedding);
+  };
+  // Stretches [begin, end) between cut points, light ones merged backwards.
+  std::vector<std::pair<size_t, bool>> stretchEnds; // (end, heavy)
+  size_t begin = 0;
+  bool heavy = false, costed = false;
+  for (size_t i = 0; i < items.size(); ++i) {
+    heavy |= isHeavy(items[i]);
+    costed |= items[i].desc.has_value();
+    bool last = i + 1 == items.size();
+    if (!last && !(liveMain[i] == 1 && costed))
+      continue;
+    if (!heavy && !stretchEnds.empty())
+      stretchEnds.back().first = i + 1;
+    else
+      stretchEnds.push_back({i + 1, heavy});
+    begin = i + 1;
+    heavy = costed = false;
+  }
+  (void)begin;
+  // A light first layer (before any heavy op) joins the next one.
+  if (stretchEnds.size() > 1 && !stretchEnds.front().second)
+    stretchEnds.erase(stretchEnds.begin());
+  size_t i = 0;
+  for (auto [l, end] : llvm::enumerate(stretchEnds))
+    for (; i < end.first; ++i)
+      layerOf[i] = l;
 }
 
 FailureOr<ModelDesc> GraphModelBuilder::build() {
@@ -335,10 +417,6 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
   classifyValues();
 
   // Cost every sample-dependent op, in program order.
-  struct Item {
-    Operation *op;
-    std::optional<OpDesc> desc;
-  };
   std::vector<Item> items;
   DenseMap<Value, int64_t> defIndex;
   for (BlockArgument arg : func.getArguments())
@@ -377,10 +455,10 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       bool weighted = !roots.empty();
       double outBytes = 0, inBytes = 0;
       for (Value r : op.getResults())
-        outBytes += bytesOf(r.getType());
+        outBytes += bytesFor(r.getType());
       for (Value v : op.getOperands())
         if (sampleDependent.contains(v))
-          inBytes += bytesOf(v.getType());
+          inBytes += bytesFor(v.getType());
       auto record = [&](TensorParallelRole role) {
         if (options.tpRoles)
           (*options.tpRoles)[&op] = role;
@@ -407,7 +485,7 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
         for (Value v : op.getOperands())
           if (sampleDependent.contains(v) && !split.contains(v) &&
               !side.contains(v))
-            fullBytes += bytesOf(v.getType());
+            fullBytes += bytesFor(v.getType());
         if (fullBytes > 0 && !isa<g::BatchNormOp>(op)) {
           record(TensorParallelRole::Replicated);
           desc->tp = TpMode::Replicated;
@@ -460,6 +538,8 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
   if (items.empty())
     return func.emitError("'") << func.getSymName()
                                << "' computes nothing from its inputs";
+  graphcost::fuseKernels(items, defIndex, {sampleDependent, side}, samples,
+                         options.fusedAttention);
 
   // Last use of every sample-dependent value, in item positions.
   DenseMap<Value, int64_t> lastUse;
@@ -468,16 +548,13 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
       if (sampleDependent.contains(operand))
         lastUse[operand] = i;
 
-  // Sweep: after item i, which values are live? Cut where exactly one
+  // After item i, which values are live? A cut point is where exactly one
   // non-side activation is (side values such as masks travel along).
-  std::vector<std::pair<int64_t, int64_t>> events; // (def, lastUse)
-  for (auto &[value, last] : lastUse)
-    events.push_back({defIndex.lookup(value), last});
   std::vector<int64_t> liveMain(items.size() + 1, 0);
   std::vector<double> liveBytes(items.size() + 1, 0);
   for (auto &[value, last] : lastUse) {
     int64_t def = defIndex.lookup(value);
-    double bytes = bytesOf(value.getType()) / samples;
+    double bytes = bytesFor(value.getType()) / samples;
     bool isMain = !side.contains(value);
     for (int64_t i = std::max<int64_t>(def, 0); i < last; ++i) {
       liveBytes[i] += bytes;
@@ -486,57 +563,29 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
     }
   }
 
+  // The layer of every item: from the annotations, or from the cut points.
+  std::vector<unsigned> layerOf(items.size(), 0);
+  if (FailureOr<bool> annotated = annotatedLayers(items, layerOf);
+      failed(annotated))
+    return failure();
+  else if (!*annotated)
+    cutLayers(items, liveMain, layerOf);
+
   ModelDesc model;
   model.name = func.getSymName().str();
-  LayerDesc current;
   std::vector<std::vector<Operation *>> opsOf;
-  std::vector<Operation *> currentOps;
-  bool heavy = false;
-  auto isHeavy = [](const OpDesc &d) {
-    return d.cls == OpClass::MatMul || d.cls == OpClass::Conv ||
-           d.cls == OpClass::Embedding;
-  };
-  auto finish = [&](size_t end, double boundary) {
-    current.boundaryBytes = boundary;
-    current.name = llvm::formatv("layer{0}", model.layers.size()).str();
-    // A stretch with nothing heavy joins the previous layer.
-    if (!heavy && !model.layers.empty()) {
-      LayerDesc &prev = model.layers.back();
-      for (OpDesc &d : current.ops)
-        prev.ops.push_back(std::move(d));
-      prev.boundaryBytes = boundary;
-      opsOf.back().insert(opsOf.back().end(), currentOps.begin(),
-                          currentOps.end());
-    } else {
-      model.layers.push_back(std::move(current));
-      opsOf.push_back(std::move(currentOps));
+  for (auto [i, item] : llvm::enumerate(items)) {
+    if (layerOf[i] == model.layers.size()) {
+      model.layers.emplace_back();
+      opsOf.emplace_back();
     }
-    current = LayerDesc();
-    currentOps.clear();
-    heavy = false;
-    (void)end;
-  };
-  for (size_t i = 0; i < items.size(); ++i) {
-    currentOps.push_back(items[i].op);
-    if (items[i].desc) {
-      heavy |= isHeavy(*items[i].desc);
-      current.ops.push_back(*items[i].desc);
-    }
+    LayerDesc &layer = model.layers.back();
+    opsOf.back().push_back(item.op);
+    if (item.desc)
+      layer.ops.push_back(*item.desc);
+    // The boundary after a layer: what is live past its last item.
     bool last = i + 1 == items.size();
-    if (last || (liveMain[i] == 1 && !current.ops.empty()))
-      finish(i, last ? 0 : liveBytes[i]);
-  }
-  // A light first layer (before any heavy op) joins the next one.
-  if (model.layers.size() > 1) {
-    bool firstHeavy = llvm::any_of(model.layers.front().ops, isHeavy);
-    if (!firstHeavy) {
-      LayerDesc &next = model.layers[1];
-      next.ops.insert(next.ops.begin(), model.layers.front().ops.begin(),
-                      model.layers.front().ops.end());
-      model.layers.erase(model.layers.begin());
-      opsOf[1].insert(opsOf[1].begin(), opsOf[0].begin(), opsOf[0].end());
-      opsOf.erase(opsOf.begin());
-    }
+    layer.boundaryBytes = last ? 0 : liveBytes[i];
   }
   if (options.layerOps)
     *options.layerOps = std::move(opsOf);
@@ -550,22 +599,11 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
 }
 
 namespace distopt {
-StringRef tensorParallelRoleName(TensorParallelRole role) {
-  switch (role) {
-  case TensorParallelRole::Column:
-    return "column";
-  case TensorParallelRole::Row:
-    return "row";
-  case TensorParallelRole::Split:
-    return "split";
-  case TensorParallelRole::Replicated:
-    return "replicated";
-  }
-  return "replicated";
-}
-
 FailureOr<ModelDesc> buildModelDesc(func::FuncOp func,
                                     const GraphModelOptions &options) {
-  return GraphModelBuilder(func, options).build();
+  FailureOr<ModelDesc> model = GraphModelBuilder(func, options).build();
+  if (succeeded(model))
+    model->attentionHeads = attentionHeadCount(func);
+  return model;
 }
 } // namespace distopt

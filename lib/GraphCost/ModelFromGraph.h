@@ -8,6 +8,7 @@
 #ifndef DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
 #define DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
 
+#include "dialects/Dist/DistDialect.h"
 #include "lib/Cost/ModelDesc.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -24,19 +25,16 @@ class FuncOp;
 
 namespace distopt {
 
-/// How an op splits under Megatron-style tensor parallelism.
-enum class TensorParallelRole {
-  Column,    ///< weighted op with split output; all-reduce of the input grad
-  Row,       ///< weighted op reading a split input; all-reduce of the output
-  Split,     ///< works on split activations, no communication
-  Replicated ///< every tensor-parallel rank runs it whole
-};
-llvm::StringRef tensorParallelRoleName(TensorParallelRole role);
+using dist::TensorParallelRole;
 
 struct GraphModelOptions {
   /// Element type the model trains or runs in (mixed precision runs an f32
   /// graph in bf16). Unset: each op's own element type.
   std::optional<cluster::DType> computeType;
+  /// Cost each attention core -- scores Q K^T, their scale and mask, the
+  /// softmax (and its dropout), the product with V -- as one fused kernel
+  /// (cost::attentionOp: FlashAttention's FLOPs, no s^2 tensor kept).
+  bool fusedAttention = false;
   /// When set, receives the sample-dependent ops of each layer in program
   /// order (ops that only compute weights belong to no layer), so a plan's
   /// stages can be written back onto the IR.
@@ -59,10 +57,23 @@ struct GraphModelOptions {
 /// Costs are per sample: the leading dimension of the first argument is the
 /// sample dimension, and ops that depend on the arguments are divided by it.
 /// Weight operands (through casts and transposes) make an op's parameters;
-/// a weight used again later (tied embeddings) counts once. Emits an error
+/// a weight used again later (tied embeddings) counts once.
+///
+/// Kernels the trainers fuse are costed fused: a bias add after a matmul is
+/// its GEMM's epilogue, and elementwise ops on attention scores (scale,
+/// mask) run inside the softmax they feed (Megatron's fused bias-GeLU and
+/// FusedScaleMaskSoftmax); such an op adds its FLOPs to that kernel and
+/// moves no bytes of its own. With `fusedAttention` the whole attention core
+/// is one kernel. Emits an error
 /// on `func` and fails when it has no sample dimension to divide by.
 llvm::FailureOr<cost::ModelDesc> buildModelDesc(mlir::func::FuncOp func,
                                           const GraphModelOptions &options);
+
+/// The number tensor parallelism must divide to split `func`'s attention by
+/// heads: the gcd of the head counts of its head-batched matmuls and of the
+/// key/value head counts of grouped-query attention; 0 without attention.
+/// buildModelDesc records it as ModelDesc::attentionHeads.
+unsigned attentionHeadCount(mlir::func::FuncOp func);
 
 } // namespace distopt
 

@@ -11,10 +11,12 @@
 #include "dialects/Graph/GraphShapeUtils.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace llvm;
 using onnx::NodeProto;
@@ -57,18 +59,22 @@ SmallVector<int64_t> strides(ArrayRef<int64_t> shape) {
   return s;
 }
 
-/// A tensor of `dtype`/`shape` whose element i is `get(i)`.
+/// A tensor of `dtype`/`shape` whose element i is `get(i)`. Callers check
+/// that `shape` is small; a larger one gets no elements (and is never
+/// folded: foldConstants skips results above kMaxInlineElements).
 template <typename Fn>
 SmallTensor build(int32_t dtype, ArrayRef<int64_t> shape, Fn get) {
   SmallTensor out;
   out.dtype = dtype;
   out.shape.assign(shape.begin(), shape.end());
   int64_t n = out.numElements();
+  if (n > kMaxInlineElements)
+    return out;
   for (int64_t i = 0; i < n; ++i) {
     if (out.isFloat())
       out.floats.push_back(get(i));
     else
-      out.ints.push_back(int64_t(get(i)));
+      out.ints.push_back(toInt64(get(i)));
   }
   return out;
 }
@@ -95,10 +101,8 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
       return std::nullopt;
     shape = *b;
   }
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  if (n > kMaxInlineElements)
+  std::optional<int64_t> n = graph::numElements(shape);
+  if (!n || *n > kMaxInlineElements)
     return std::nullopt;
   bool isCompare = isOneOf(op, {"Equal", "Less", "Greater", "LessOrEqual",
                                 "GreaterOrEqual", "And", "Or", "Not"});
@@ -138,11 +142,13 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
       return a * b;
     if (op == "Div") {
       if (!isFloat) {
-        if (iarg(1, i) == 0) {
+        int64_t x = iarg(0, i), y = iarg(1, i);
+        // x / 0 and INT64_MIN / -1 trap; leave them to the program.
+        if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min())) {
           bad = true;
           return 0;
         }
-        return double(iarg(0, i) / iarg(1, i));
+        return double(x / y);
       }
       return a / b;
     }
@@ -150,7 +156,7 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
       if (isFloat)
         return std::fmod(a, b);
       int64_t x = iarg(0, i), y = iarg(1, i);
-      if (y == 0) {
+      if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min())) {
         bad = true;
         return 0;
       }
@@ -188,11 +194,15 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
       (op == "Add" || op == "Sub" || op == "Mul" || op == "Max" || op == "Min"))
     for (int64_t i = 0; i < out.numElements(); ++i) {
       int64_t a = iarg(0, i), b = iarg(1, i);
-      out.ints[i] = op == "Add"   ? a + b
-                    : op == "Sub" ? a - b
-                    : op == "Mul" ? a * b
-                    : op == "Max" ? std::max(a, b)
-                                  : std::min(a, b);
+      std::optional<int64_t> r = op == "Add"   ? llvm::checkedAdd(a, b)
+                                 : op == "Sub" ? llvm::checkedSub(a, b)
+                                 : op == "Mul" ? llvm::checkedMul(a, b)
+                                 : op == "Max" ? std::max(a, b)
+                                               : std::min(a, b);
+      // Overflowing shape arithmetic is not folded.
+      if (!r)
+        return failed;
+      out.ints[i] = *r;
     }
   return out;
 }
@@ -206,6 +216,9 @@ std::optional<SmallTensor> gather(const NodeProto &node, Inputs in) {
   SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + *axis);
   shape.append(idx.shape.begin(), idx.shape.end());
   shape.append(data.shape.begin() + *axis + 1, data.shape.end());
+  std::optional<int64_t> count = graph::numElements(shape);
+  if (!count || *count > kMaxInlineElements)
+    return std::nullopt;
   int64_t inner = 1, dim = data.shape[*axis];
   for (int64_t d = *axis + 1; d < rank; ++d)
     inner *= data.shape[d];
@@ -352,8 +365,7 @@ std::optional<SmallTensor> cast(const NodeProto &node, const SmallTensor &in) {
     else if (to == TensorProto::BOOL)
       out.ints.push_back(in.getDouble(i) != 0);
     else
-      out.ints.push_back(in.isFloat() ? int64_t(std::trunc(in.floats[i]))
-                                      : in.ints[i]);
+      out.ints.push_back(in.isFloat() ? toInt64(in.floats[i]) : in.ints[i]);
   }
   return out;
 }
@@ -382,10 +394,10 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
       return std::nullopt;
     ArrayRef<int64_t> shape = it->second;
     if (op == "Size") {
-      int64_t n = 1;
-      for (int64_t d : shape)
-        n *= d;
-      return build(TensorProto::INT64, {}, [&](int64_t) { return double(n); });
+      std::optional<int64_t> n = graph::numElements(shape);
+      if (!n)
+        return std::nullopt;
+      return build(TensorProto::INT64, {}, [&](int64_t) { return double(*n); });
     }
     int64_t rank = shape.size();
     int64_t start = intAttr(node, "start", 0), end = intAttr(node, "end", rank);
@@ -461,10 +473,14 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 0 && d < in[0]->shape.size())
         shape[d] = in[0]->shape[d];
-      if (shape[d] == -1)
+      if (shape[d] == -1) {
         inferAt = d;
-      else
-        known *= shape[d];
+      } else {
+        std::optional<int64_t> product = llvm::checkedMul(known, shape[d]);
+        if (!product)
+          return std::nullopt;
+        known = *product;
+      }
     }
     if (inferAt >= 0 && known > 0)
       shape[inferAt] = in[0]->numElements() / known;
@@ -477,13 +493,10 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
       return std::nullopt;
     double start = in[0]->getDouble(0), limit = in[1]->getDouble(0),
            delta = in[2]->getDouble(0);
-    if (delta == 0)
+    std::optional<int64_t> n = graph::rangeCount(start, limit, delta);
+    if (!n || *n > kMaxInlineElements)
       return std::nullopt;
-    int64_t n =
-        std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
-    if (n > kMaxInlineElements)
-      return std::nullopt;
-    return build(in[0]->dtype, {n},
+    return build(in[0]->dtype, {*n},
                  [&](int64_t i) { return start + double(i) * delta; });
   }
   if (op == "ConstantOfShape" || op == "Expand") {
@@ -509,10 +522,8 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
     } else {
       value = build(TensorProto::FLOAT, {}, [](int64_t) { return 0.0; });
     }
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    if (n > kMaxInlineElements)
+    std::optional<int64_t> n = graph::numElements(shape);
+    if (!n || *n > kMaxInlineElements)
       return std::nullopt;
     return build(value.dtype, shape, [&](int64_t i) {
       return value.getDouble(broadcastIndex(i, shape, value.shape));

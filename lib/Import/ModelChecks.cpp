@@ -54,7 +54,49 @@ Expected<int64_t> checkOpsets(const onnx::ModelProto &model) {
   return opset;
 }
 
+/// ONNX graphs are in single static assignment form: every name is defined
+/// once (an initializer may also be listed as a graph input, its default).
+static Error checkUniqueNames(const onnx::GraphProto &graph) {
+  StringSet<> inputs, initializers;
+  for (const auto &v : graph.input()) {
+    if (v.name().empty())
+      return error("a graph input has an empty name; name every input");
+    if (!inputs.insert(v.name()).second)
+      return error("graph input '" + v.name() +
+                   "' is listed twice; ONNX names every value once "
+                   "(onnxruntime rejects the model too): rename or remove "
+                   "one");
+  }
+  for (const auto &t : graph.initializer())
+    if (!initializers.insert(t.name()).second)
+      return error("initializer '" + t.name() +
+                   "' is defined twice; ONNX names every value once "
+                   "(onnxruntime rejects the model too): remove one");
+  StringSet<> outputs;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &out : graph.node(i).output()) {
+      if (out.empty())
+        continue;
+      const char *what = inputs.contains(out)         ? "a graph input"
+                         : initializers.contains(out) ? "an initializer"
+                         : outputs.contains(out)      ? "another node"
+                                                      : nullptr;
+      if (what)
+        return error("value '" + out + "' computed by node '" +
+                     (graph.node(i).name().empty() ? "#" + std::to_string(i)
+                                                   : graph.node(i).name()) +
+                     "' (" + graph.node(i).op_type() +
+                     ") is already defined by " + what +
+                     "; ONNX names every value once (onnxruntime rejects "
+                     "the model too): rename one");
+      outputs.insert(out);
+    }
+  return Error::success();
+}
+
 Error checkDefinitions(const onnx::GraphProto &graph) {
+  if (Error e = checkUniqueNames(graph))
+    return e;
   StringSet<> defined;
   for (const auto &v : graph.input())
     defined.insert(v.name());

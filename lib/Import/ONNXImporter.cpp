@@ -11,6 +11,7 @@
 #include "Fusion.h"
 #include "ModelChecks.h"
 #include "ModelScanner.h"
+#include "SchemaChecks.h"
 #include "ShapeInference.h"
 #include "SmallTensor.h"
 #include "Translator.h"
@@ -18,6 +19,7 @@
 
 #include "dialects/Graph/GraphDialect.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -92,6 +94,13 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
       return error() << "graph input '" << input.name()
                      << "' has no static tensor type after pinning; pass "
                         "--input-shape="
+                     << input.name() << ":D0xD1x...",
+             failure();
+    if (!distopt::graph::tensorBytes(type))
+      return error() << "graph input '" << input.name() << "' has shape "
+                     << distopt::graph::shapeToString(type.getShape())
+                     << ", whose size in bytes does not fit in int64; pin a "
+                        "smaller one with --input-shape="
                      << input.name() << ":D0xD1x...",
              failure();
     argTypes.push_back(type);
@@ -219,6 +228,10 @@ OwningOpRef<ModuleOp> Import::run() {
     error() << llvm::toString(std::move(e));
     return nullptr;
   }
+  if (llvm::Error e = checkNodeSchemas(model)) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
+  }
   std::vector<std::string> remarks;
   if (llvm::Error e = pinInputShapes(graph, options, remarks)) {
     error() << llvm::toString(std::move(e));
@@ -242,6 +255,10 @@ OwningOpRef<ModuleOp> Import::run() {
     }
     if (foldConstants(graph, *opset) == 0)
       break;
+  }
+  if (llvm::Error e = checkNodeTypes(model, collectValueTypes(graph))) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);

@@ -9,6 +9,7 @@
 #include "Translator.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include <algorithm>
 #include <cmath>
@@ -307,31 +308,34 @@ static LogicalResult translateRange(Translator &t, const NodeProto &node) {
   if (!et || !isa<IntegerType, FloatType>(et))
     return t.emitOpaque(node);
   Attribute startAttr, deltaAttr;
-  int64_t n = 0;
+  std::optional<int64_t> n;
+  bool zeroDelta;
   if (isa<IntegerType>(et)) {
     int64_t s = start->getInt(0), l = limit->getInt(0), d = delta->getInt(0);
-    if (d == 0)
-      return t.emitError(node) << "Range with delta 0 never ends; fix the "
-                                  "model's delta input";
-    // ceil((l - s) / d) in integers, clamped at 0.
-    int64_t span = l - s;
-    n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0)
-              : (span < 0 ? (span + d + 1) / d : 0);
+    zeroDelta = d == 0;
+    n = graph::rangeCount(s, l, d);
     startAttr = t.builder.getIntegerAttr(et, s);
     deltaAttr = t.builder.getIntegerAttr(et, d);
   } else {
     double s = start->getDouble(0), l = limit->getDouble(0),
            d = delta->getDouble(0);
-    if (d == 0)
-      return t.emitError(node) << "Range with delta 0 never ends; fix the "
-                                  "model's delta input";
-    n = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
+    zeroDelta = d == 0;
+    n = graph::rangeCount(s, l, d);
     startAttr = t.builder.getFloatAttr(et, s);
     deltaAttr = t.builder.getFloatAttr(et, d);
   }
-  auto type = RankedTensorType::get({n}, et);
-  return t.setResult(node, IotaOp::create(t.builder, t.loc(node), type,
-                                          startAttr, deltaAttr));
+  if (zeroDelta)
+    return t.emitError(node) << "Range with delta 0 never ends; fix the "
+                                "model's delta input";
+  if (!n)
+    return t.emitError(node)
+           << "Range from " << start->getDouble(0) << " to "
+           << limit->getDouble(0) << " by " << delta->getDouble(0)
+           << " has no finite length that fits in int64; "
+              "fix the model's start, limit and delta";
+  auto type = RankedTensorType::get({*n}, et);
+  return t.setResult(
+      node, IotaOp::create(t.builder, t.loc(node), type, startAttr, deltaAttr));
 }
 
 void registerDataTranslations(TranslateTable &table) {

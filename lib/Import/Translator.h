@@ -134,7 +134,7 @@ private:
   bool hasBranches = false;
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<SmallTensor> constants;
-  llvm::StringMap<const onnx::TypeProto *> types;
+  TypeMap types;
 };
 
 /// Builds a DenseElementsAttr of the small tensor `value` with element type

@@ -53,13 +53,18 @@ void distopt::printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
     printDiagnostic(note, os);
 }
 
-distopt::NodeDiagnosticHandler::NodeDiagnosticHandler(MLIRContext *context,
-                                                      llvm::raw_ostream &os)
-    : ScopedDiagnosticHandler(context) {
-  setHandler([&os](Diagnostic &diag) -> LogicalResult {
+DiagnosticEngine::HandlerTy
+distopt::nodeDiagnosticPrinter(llvm::raw_ostream &os) {
+  return [&os](Diagnostic &diag) -> LogicalResult {
     if (!isNodeLocation(diag.getLocation()))
       return failure();
     printDiagnostic(diag, os);
     return success();
-  });
+  };
+}
+
+distopt::NodeDiagnosticHandler::NodeDiagnosticHandler(MLIRContext *context,
+                                                      llvm::raw_ostream &os)
+    : ScopedDiagnosticHandler(context) {
+  setHandler(nodeDiagnosticPrinter(os));
 }

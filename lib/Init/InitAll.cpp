@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dist/InitAll.h"
+#include "dist/Pipelines.h"
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Graph/GraphDialect.h"
@@ -24,4 +25,5 @@ void distopt::registerAllPasses() {
   // graph IR too; DistOpt's own passes register below as they are added.
   mlir::registerTransformsPasses();
   distopt::registerDistPasses();
+  distopt::registerPipelines();
 }

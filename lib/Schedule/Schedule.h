@@ -19,6 +19,8 @@
 
 #include "lib/Schedule/Plan.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +49,12 @@ llvm::StringRef actionName(ActionKind k);
 bool isCompute(ActionKind k);
 bool isCollective(ActionKind k);
 
+/// Peer value of a Forward that runs overlapped with the backward after it
+/// (DualPipe's F&B pair: both inputs are received before it, both outputs
+/// sent after the backward, and each hides its communication behind the
+/// other's compute).
+constexpr int kOverlappedWithNext = -2;
+
 /// Eight bytes, so that the lists of a 3072-GPU plan stay in cache.
 struct Action {
   ActionKind kind = ActionKind::Forward;
@@ -62,8 +70,12 @@ struct Action {
   bool operator==(const Action &o) const {
     return kind == o.kind && mb == o.mb && chunk == o.chunk && peer == o.peer;
   }
-  /// "F3.0", "B1.1", "sendA3.0>2", "AR.0", "OPT".
+  /// "F3.0", "B1.1", "sendA3.0>2", "AR.0", "OPT"; "F3.0&" for a forward
+  /// overlapped with the next backward.
   std::string str() const;
+  bool overlappedWithNext() const {
+    return kind == ActionKind::Forward && peer == kOverlappedWithNext;
+  }
 };
 
 struct Schedule {
@@ -75,6 +87,8 @@ struct Schedule {
   std::vector<std::vector<Action>> devices;
   /// Replicas per pipeline stage (empty: one list per stage).
   std::vector<unsigned> replicas;
+  /// Forward actions and their transfers only: an inference stream.
+  bool forwardOnly = false;
   /// Replicated: first list of each stage (pp + 1 entries) and the stage of
   /// each list.
   std::vector<unsigned> firstList, listStage;
@@ -85,11 +99,11 @@ struct Schedule {
     return listStage.empty() ? list : listStage[list];
   }
   unsigned stageOf(unsigned list, int chunk) const {
-    return chunk * pp + stageOfList(list);
+    return virtualStageOf(isVShape(kind), pp, stageOfList(list), chunk);
   }
   /// The list that runs virtual stage \p vs for micro-batch \p mb.
   unsigned listOf(unsigned vs, int mb) const {
-    unsigned r = vs % pp;
+    unsigned r = rankOfStage(isVShape(kind), pp, vs);
     return replicas.empty() ? r : firstList[r] + mb % replicas[r];
   }
   /// Micro-batches list \p list runs (of each of its chunks).
@@ -110,6 +124,10 @@ struct ScheduleOptions {
   /// Sync each chunk as soon as its gradients are complete (false: all
   /// syncs after the last backward).
   bool overlapGradSync = true;
+  /// ZeRO's parameter all-gather runs under the next iteration's forward
+  /// passes (Megatron's overlap_param_gather): no AllGather ends the
+  /// steady-state iteration.
+  bool overlapParamGather = false;
   /// Replicas per pipeline stage (Plan::replicas): one list per slot, DP
   /// collectives among the replicas of each stage with more than one
   /// (dataParallel is then ignored). Needs chunks = 1 and gpipe, 1f1b,
@@ -117,12 +135,23 @@ struct ScheduleOptions {
   std::vector<unsigned> replicas;
 };
 
+/// The schedule options \p plan asks for: DP collectives when its weights
+/// are replicated (dp * cp > 1), its ZeRO stage, gradient-sync overlap and
+/// per-stage replicas.
+ScheduleOptions scheduleOptions(const Plan &plan);
+
 /// Builds the action lists of \p kind for \p pp ranks, \p chunks chunks per
 /// rank and \p microbatches micro-batches; errors for impossible shapes.
 llvm::Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
                                           unsigned chunks,
                                           unsigned microbatches,
                                           const ScheduleOptions &opts = {});
+
+/// The forward-only stream of an inference pipeline of \p pp ranks: every
+/// micro-batch is received from the previous rank, run, and sent to the
+/// next, in order (GPipe's forward half, with no flush to wait for).
+llvm::Expected<Schedule> generateForwardSchedule(unsigned pp,
+                                                 unsigned microbatches);
 
 /// An action of one global rank; peerRank is the global rank a send or
 /// receive talks to (-1 otherwise).
@@ -151,6 +180,22 @@ std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &costs);
 /// (or \p memoryLimit if > 0).
 llvm::Error checkMemory(const std::vector<double> &peak,
                         const PipelineCosts &costs, double memoryLimit = 0);
+
+/// A schedule the verifier rejects: the message, and where the problem is
+/// (the list and the index of the action in it; -1 for a whole list or the
+/// whole schedule), so that a caller holding the IR form can point at the
+/// op.
+class ScheduleError : public llvm::ErrorInfo<ScheduleError> {
+public:
+  static char ID;
+  ScheduleError(std::string message, int list = -1, int action = -1)
+      : message(std::move(message)), list(list), action(action) {}
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override;
+
+  std::string message;
+  int list, action;
+};
 
 /// Checks that every compute action appears exactly once, dependencies are
 /// met in each list, each send has its receive, the lists cannot deadlock

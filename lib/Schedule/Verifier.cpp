@@ -67,11 +67,19 @@ std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &c) {
   return out;
 }
 
+char ScheduleError::ID = 0;
+
+void ScheduleError::log(raw_ostream &os) const { os << message; }
+
+std::error_code ScheduleError::convertToErrorCode() const {
+  return inconvertibleErrorCode();
+}
+
 static Error fail(unsigned r, size_t idx, const Action &a, const Twine &msg) {
-  return createStringError(
-      inconvertibleErrorCode(),
+  return make_error<ScheduleError>(
       formatv("schedule rank {0}, action {1} ({2}): ", r, idx, a.str()).str() +
-          msg.str());
+          msg.str(),
+      static_cast<int>(r), static_cast<int>(idx));
 }
 
 /// Index of (mb, chunk) in flat per-rank tables.
@@ -134,6 +142,15 @@ static Error checkLists(const Schedule &s) {
     const auto &list = s.devices[r];
     for (size_t i = 0; i < list.size(); ++i) {
       const Action &a = list[i];
+      if (s.forwardOnly &&
+          (isCollective(a.kind) || a.kind == ActionKind::OptimizerStep ||
+           a.kind == ActionKind::Backward ||
+           a.kind == ActionKind::BackwardInput ||
+           a.kind == ActionKind::BackwardWeight ||
+           a.kind == ActionKind::SendGrad || a.kind == ActionKind::RecvGrad))
+        return fail(r, i, a,
+                    "a forward-only (inference) schedule has no backward, "
+                    "gradient or optimizer actions");
       if (isCollective(a.kind) || a.kind == ActionKind::OptimizerStep) {
         if (a.chunk < 0 || static_cast<unsigned>(a.chunk) >= s.chunks)
           return fail(r, i, a, "chunk out of range");
@@ -237,13 +254,22 @@ static Error checkLists(const Schedule &s) {
         size_t k = slot(s, mb, c);
         bool split = nBI[k] == 1 && nW[k] == 1 && nB[k] == 0;
         bool whole = nB[k] == 1 && nBI[k] == 0 && nW[k] == 0;
-        if (nF[k] != 1 || !(split || whole))
-          return createStringError(
-              inconvertibleErrorCode(),
+        bool none = nB[k] == 0 && nBI[k] == 0 && nW[k] == 0;
+        if (s.forwardOnly && nF[k] != 1)
+          return make_error<ScheduleError>(
+              formatv("schedule rank {0}: micro-batch {1} needs one forward "
+                      "(has {2})",
+                      r, mb, nF[k])
+                  .str(),
+              static_cast<int>(r));
+        if (s.forwardOnly ? !none : nF[k] != 1 || !(split || whole))
+          return make_error<ScheduleError>(
               formatv("schedule rank {0}: micro-batch {1} chunk {2} needs one "
                       "F and either one B or one BI and one W (has F={3}, "
                       "B={4}, BI={5}, W={6})",
-                      r, mb, c, nF[k], nB[k], nBI[k], nW[k]));
+                      r, mb, c, nF[k], nB[k], nBI[k], nW[k])
+                  .str(),
+              static_cast<int>(r));
       }
   }
   // A collective among a stage's replicas needs every replica to call it
@@ -256,12 +282,13 @@ static Error checkLists(const Schedule &s) {
     unsigned first = s.firstList[st];
     for (unsigned l = first + 1; l < s.firstList[st + 1]; ++l)
       if (count(l) != count(first))
-        return createStringError(
-            inconvertibleErrorCode(),
+        return make_error<ScheduleError>(
             formatv("schedule stage {0}: list {1} has {2} collectives but "
                     "list {3} has {4}; the replicas of a stage must sync "
                     "equally often (give every replica as many micro-batches)",
-                    st, l, count(l), first, count(first)));
+                    st, l, count(l), first, count(first))
+                .str(),
+            static_cast<int>(l));
   }
   return Error::success();
 }
@@ -319,19 +346,26 @@ static Error checkDeadlock(const Schedule &s) {
     }
   }
   std::string blocked;
+  int firstList = -1, firstAction = -1;
   for (unsigned r = 0; r < pp; ++r)
-    if (pos[r] < s.devices[r].size())
+    if (pos[r] < s.devices[r].size()) {
       blocked += formatv("{0}rank {1} waits at action {2} ({3})",
                          blocked.empty() ? "" : "; ", r, pos[r],
                          s.devices[r][pos[r]].str())
                      .str();
+      if (firstList < 0) {
+        firstList = static_cast<int>(r);
+        firstAction = static_cast<int>(pos[r]);
+      }
+    }
   if (!blocked.empty())
-    return createStringError(inconvertibleErrorCode(),
-                             "schedule deadlocks: " + blocked +
-                                 "; each receive needs a matching send that "
-                                 "is not itself behind a receive (and each "
-                                 "collective of a replicated stage all of "
-                                 "its replicas)");
+    return make_error<ScheduleError>("schedule deadlocks: " + blocked +
+                                         "; each receive needs a matching "
+                                         "send that is not itself behind a "
+                                         "receive (and each collective of a "
+                                         "replicated stage all of its "
+                                         "replicas)",
+                                     firstList, firstAction);
   return Error::success();
 }
 
@@ -341,13 +375,14 @@ Error checkMemory(const std::vector<double> &peak, const PipelineCosts &costs,
     double limit =
         memoryLimit > 0 ? memoryLimit : costs.devices[r].memoryCapacity;
     if (peak[r] > limit)
-      return createStringError(
-          inconvertibleErrorCode(),
+      return make_error<ScheduleError>(
           formatv("schedule rank {0} ({1}) needs {2:F2} GB at its peak but "
                   "has {3:F2} GB; use recomputation, a smaller micro-batch, "
                   "ZeRO, more pipeline stages or a schedule with fewer "
                   "micro-batches in flight",
-                  r, costs.devices[r].deviceName, peak[r] / 1e9, limit / 1e9));
+                  r, costs.devices[r].deviceName, peak[r] / 1e9, limit / 1e9)
+              .str(),
+          static_cast<int>(r));
   }
   return Error::success();
 }

@@ -19,13 +19,12 @@ using namespace distopt;
 using namespace distopt::search;
 using distopt::search::detail::humanBytes;
 
-static json::Value candidateJSON(const Candidate &c,
-                                 const cost::ModelDesc &model,
-                                 const SearchResult &r) {
+json::Value search::candidateReportJSON(const Candidate &c,
+                                        const cost::ModelDesc &model) {
   json::Value v = sim::reportJSON(c.sim.plan, model, c.sim.costs, c.sim.result);
   json::Object *o = v.getAsObject();
   o->erase("model");
-  if (r.mode == Mode::Infer) {
+  if (c.sim.plan.mode == Mode::Infer) {
     if (json::Object *est = o->getObject("estimate")) {
       est->erase("iteration_time_s");
       est->erase("tflops_per_device");
@@ -79,7 +78,7 @@ static json::Value candidateJSON(const Candidate &c,
 
 json::Value search::searchReportJSON(const SearchResult &r,
                                      const cost::ModelDesc &model) {
-  json::Value v = candidateJSON(r.best, model, r);
+  json::Value v = candidateReportJSON(r.best, model);
   json::Object *o = v.getAsObject();
   (*o)["model"] = model.name;
   (*o)["mode"] = r.mode == Mode::Train ? "train" : "infer";
@@ -96,7 +95,8 @@ json::Value search::searchReportJSON(const SearchResult &r,
                                 {"pruned_bound", int64_t(s.boundPruned)},
                                 {"dominated", int64_t(s.dominated)},
                                 {"replicated", int64_t(s.replicated)},
-                                {"exact", s.exact}};
+                                {"exact", s.exact},
+                                {"gap", s.gap}};
   json::Object devices{{"used", int64_t(r.devicesUsed)},
                        {"total", int64_t(r.devicesTotal)}};
   if (r.suggestedDevices) {
@@ -110,7 +110,7 @@ json::Value search::searchReportJSON(const SearchResult &r,
   (*o)["devices"] = std::move(devices);
   json::Array alts;
   for (const Candidate &c : r.alternatives)
-    alts.push_back(candidateJSON(c, model, r));
+    alts.push_back(candidateReportJSON(c, model));
   (*o)["alternatives"] = std::move(alts);
   return v;
 }
@@ -120,6 +120,12 @@ std::string distopt::search::planLabel(const schedule::Plan &p,
   std::string s = formatv("dp={0} tp={1} pp={2} mbs={3}", p.dp, p.tp, p.pp,
                           p.mbs)
                       .str();
+  if (p.cp > 1)
+    s += formatv(" cp={0}", p.cp).str();
+  if (p.ep > 1)
+    s += formatv(" ep={0}", p.ep).str();
+  if (p.sp && p.tp > 1)
+    s += " sp";
   if (!training)
     return s;
   if (p.replicated()) {
@@ -297,8 +303,11 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
                 "simulated, {6}, {7:F3} s ({8:F3} s CPU)\n",
                 s.candidates, s.dominated, s.memoryPruned, s.boundPruned,
                 s.partitions, s.simulated,
-                s.exact ? "exact (bound-proven)"
-                        : "bounded (simulation limit reached)",
+                s.exact ? std::string("exact (bound-proven)")
+                        : formatv("bounded (simulation limit reached; "
+                                  "within {0:F1}% of optimal)",
+                                  100 * s.gap)
+                              .str(),
                 s.seconds, s.cpuSeconds, s.replicated);
 }
 

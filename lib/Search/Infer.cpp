@@ -32,6 +32,132 @@ using namespace distopt::schedule;
 
 namespace distopt::search::detail {
 
+namespace {
+/// The per-stage times, memory limits and links of one inference layout
+/// (dp, tp, pp, mbs), for partitioning and for the closed-form estimate.
+struct InferLayout {
+  InferLayout(Tables &t, const cluster::Cluster &c, const Plan &p,
+              const SearchOptions &o, unsigned n)
+      : t(t), c(c), p(p), n(n), mem(t.memory(p.tp, cost::Recompute::None)),
+        elem(o.memory.mixedPrecision ? 2 : 4), tm(p.pp), limit(p.pp),
+        link(p.pp) {
+    for (unsigned r = 0; r < p.pp; ++r) {
+      double worst = -1;
+      limit[r] = std::numeric_limits<double>::infinity();
+      for (unsigned d = 0; d < p.dp; ++d) {
+        unsigned ty = c.groupOf(p.globalRank(r, d, 0)).deviceIndex;
+        const Tables::Times &tt =
+            t.times(ty, p.tp, p.mbs, cost::Recompute::None);
+        if (tt.fwd[n] > worst) {
+          worst = tt.fwd[n];
+          tm[r] = &tt;
+        }
+        limit[r] = std::min(limit[r], o.memoryLimit > 0
+                                          ? o.memoryLimit
+                                          : c.devices[ty].memoryBytes);
+      }
+      unsigned a = p.globalRank(r, 0, 0);
+      link[r] = c.link(
+          c.levelBetween(a, p.globalRank((r + 1) % p.pp, 0, 0)), a);
+    }
+  }
+
+  /// Weights plus two micro-batches' largest activation of layers [b, e).
+  double bytesOf(unsigned b, unsigned e) const {
+    double act = 0;
+    for (unsigned l = b; l < e; ++l)
+      act = std::max(act, mem.act[l + 1] - mem.act[l]);
+    return (mem.params[e] - mem.params[b]) * elem + 2 * p.mbs * act;
+  }
+  /// Forward of layers [b, e) on stage j and its boundary message.
+  double stageTime(unsigned j, unsigned b, unsigned e) const {
+    double v = tm[j]->fwd[e] - tm[j]->fwd[b];
+    if (e < n)
+      v += t.message(e - 1, p.mbs, p.tp, p.scatterGather, link[j],
+                     tensorGroup(p, c, j + 1));
+    return v;
+  }
+
+  /// The estimate of \p plan (this layout, cuts set): latency of one global
+  /// batch, stream throughput, per-stage memory and the bubble.
+  Candidate candidate(Plan plan, InferObjective objective) const {
+    unsigned m = plan.numMicrobatches;
+    Candidate cand;
+    double sum = 0, peak = 0;
+    cand.sim.result.peakMemoryBytes.assign(plan.pp, 0);
+    for (unsigned j = 0; j < plan.pp; ++j) {
+      auto [b, e] = plan.stageLayers(j, n);
+      double tj = stageTime(j, b, e);
+      sum += tj;
+      peak = std::max(peak, tj);
+      cand.sim.result.peakMemoryBytes[j] = bytesOf(b, e);
+    }
+    cand.latency = sum + (m - 1) * peak;
+    cand.streamThroughput = plan.dp * plan.mbs / peak;
+    cand.lowerBound = objective == InferObjective::Latency
+                          ? cand.latency
+                          : 1 / cand.streamThroughput;
+    cand.sim.result.iterationTime = cand.latency;
+    cand.sim.result.samplesPerSecond = objective == InferObjective::Latency
+                                           ? plan.globalBatch / cand.latency
+                                           : cand.streamThroughput;
+    cand.sim.result.bubbleFraction =
+        plan.pp > 1 ? 1 - sum / (plan.pp * peak) : 0;
+    cand.breakdown.compute = peak;
+    cand.breakdown.bubble = cand.sim.result.bubbleFraction * peak;
+    plan.mode = Mode::Infer;
+    plan.objective = objective;
+    cand.sim.plan = std::move(plan);
+    return cand;
+  }
+
+  Tables &t;
+  const cluster::Cluster &c;
+  const Plan &p;
+  unsigned n;
+  const Tables::Memory &mem;
+  double elem;
+  std::vector<const Tables::Times *> tm;
+  std::vector<double> limit;
+  std::vector<cluster::LinkSpec> link;
+};
+} // namespace
+
+Expected<Candidate> evaluateInference(const cost::ModelDesc &model,
+                                      const cluster::Cluster &c,
+                                      const cost::CostModel &cm,
+                                      const Plan &plan,
+                                      const SearchOptions &o) {
+  const unsigned n = model.layers.size();
+  if (plan.numDevices() != c.numDevices())
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("inference plan '{0}' runs on {1} devices but cluster '{2}' "
+                "has {3}",
+                plan.str(), plan.numDevices(), c.name, c.numDevices())
+            .str());
+  if (plan.chunks != 1 || plan.replicated() ||
+      plan.numVirtualStages() > std::max(1u, n))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("inference plan '{0}' must have one chunk per stage, no "
+                "per-stage replicas and at most {1} stages",
+                plan.str(), n)
+            .str());
+  // What finalizePlan checks of a training plan: whole heads per
+  // tensor-parallel rank, stage boundaries inside the model.
+  if (Error e = checkTensorParallel(plan, model))
+    return std::move(e);
+  if (Error e = checkCuts(plan, n))
+    return std::move(e);
+  Tables t(model, c, cm, o.memory);
+  InferLayout layout(t, c, plan, o, n);
+  Candidate cand = layout.candidate(plan, o.objective);
+  cand.sim.costs = buildPipelineCosts(cand.sim.plan, model, c, cm, {},
+                                      o.memory);
+  return cand;
+}
+
 Expected<SearchResult> searchInference(const cost::ModelDesc &model,
                                        const cluster::Cluster &c,
                                        const cost::CostModel &cm,
@@ -44,14 +170,19 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
   unsigned perNode = 0;
   for (const cluster::NodeGroup &g : c.groups)
     perNode = std::gcd(perNode, g.devicesPerNode);
-  double elem = o.memory.mixedPrecision ? 2 : 4;
   SearchStats stats;
   std::vector<Candidate> all;
   double minNeeded = std::numeric_limits<double>::infinity();
   bool anyLayout = false;
+  unsigned tpHeads = 0;
   for (unsigned tp = 1; tp <= perNode; ++tp) {
     if (perNode % tp || N % tp || !k.tp.allows(tp))
       continue;
+    // Only plans the partitioner can realize: whole heads per rank.
+    if (!tensorParallelFits(tp, model)) {
+      ++tpHeads;
+      continue;
+    }
     for (unsigned pp = 1; pp <= std::min(n, N / tp); ++pp) {
       if ((N / tp) % pp || !k.pp.allows(pp))
         continue;
@@ -70,52 +201,17 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
         p.tp = tp;
         p.pp = pp;
         p.mbs = mbs;
-        p.schedule = ScheduleKind::GPipe;
+        p.setSchedule(ScheduleKind::GPipe);
         p.globalBatch = o.globalBatch;
         p.numMicrobatches = m;
-        const Tables::Memory &mem = t.memory(tp, cost::Recompute::None);
-        std::vector<const Tables::Times *> tm(pp);
-        std::vector<double> limit(pp);
-        std::vector<cluster::LinkSpec> link(pp);
-        for (unsigned r = 0; r < pp; ++r) {
-          double worst = -1;
-          limit[r] = std::numeric_limits<double>::infinity();
-          for (unsigned d = 0; d < dp; ++d) {
-            unsigned ty = c.groupOf(globalRank(p, r, d, 0)).deviceIndex;
-            const Tables::Times &tt =
-                t.times(ty, tp, mbs, cost::Recompute::None);
-            if (tt.fwd[n] > worst) {
-              worst = tt.fwd[n];
-              tm[r] = &tt;
-            }
-            limit[r] = std::min(limit[r], o.memoryLimit > 0
-                                              ? o.memoryLimit
-                                              : c.devices[ty].memoryBytes);
-          }
-          unsigned a = globalRank(p, r, 0, 0);
-          link[r] = c.link(c.levelBetween(a, globalRank(p, (r + 1) % pp, 0, 0)),
-                           a);
-        }
-        auto bytesOf = [&](unsigned j, unsigned b, unsigned e) {
-          double act = 0;
-          for (unsigned l = b; l < e; ++l)
-            act = std::max(act, mem.act[l + 1] - mem.act[l]);
-          return (mem.params[e] - mem.params[b]) * elem + 2 * mbs * act;
-        };
-        auto stageTime = [&](unsigned j, unsigned b, unsigned e) {
-          double v = tm[j]->fwd[e] - tm[j]->fwd[b];
-          if (e < n)
-            v += t.message(e - 1, mbs, tp, p.scatterGather, link[j],
-                           tensorGroup(p, c, j + 1));
-          return v;
-        };
+        InferLayout layout(t, c, p, o, n);
         auto cost = [&](unsigned j, unsigned b, unsigned e) {
-          if (bytesOf(j, b, e) > limit[j])
+          if (layout.bytesOf(b, e) > layout.limit[j])
             return std::numeric_limits<double>::infinity();
-          return stageTime(j, b, e);
+          return layout.stageTime(j, b, e);
         };
         auto lower = [&](unsigned j, unsigned b, unsigned e) {
-          return tm[j]->fwd[e] - tm[j]->fwd[b];
+          return layout.tm[j]->fwd[e] - layout.tm[j]->fwd[b];
         };
         ++stats.partitions;
         double slowest = 0;
@@ -133,48 +229,30 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
               b = j * n / pp;
               e = (j + 1) * n / pp;
             }
-            need = std::max(need, bytesOf(j, b, e));
+            need = std::max(need, layout.bytesOf(b, e));
           }
           minNeeded = std::min(minNeeded, need);
           continue;
         }
-        Candidate cand;
-        double sum = 0, peak = 0;
-        cand.sim.result.peakMemoryBytes.assign(pp, 0);
-        for (unsigned j = 0; j < pp; ++j) {
-          auto [b, e] = p.stageLayers(j, n);
-          double tj = stageTime(j, b, e);
-          sum += tj;
-          peak = std::max(peak, tj);
-          cand.sim.result.peakMemoryBytes[j] = bytesOf(j, b, e);
-        }
-        cand.latency = sum + (m - 1) * peak;
-        cand.streamThroughput = dp * mbs / peak;
-        cand.lowerBound = o.objective == InferObjective::Latency
-                              ? cand.latency
-                              : 1 / cand.streamThroughput;
-        cand.sim.plan = std::move(p);
-        cand.sim.result.iterationTime = cand.latency;
-        cand.sim.result.samplesPerSecond =
-            o.objective == InferObjective::Latency
-                ? o.globalBatch / cand.latency
-                : cand.streamThroughput;
-        cand.sim.result.bubbleFraction = pp > 1 ? 1 - sum / (pp * peak) : 0;
-        cand.breakdown.compute = peak;
-        cand.breakdown.bubble = cand.sim.result.bubbleFraction * peak;
+        Candidate cand = layout.candidate(p, o.objective);
         all.push_back(std::move(cand));
       }
     }
   }
   if (all.empty()) {
+    std::string headsNote =
+        tpHeads ? " and the model's attention head count " +
+                      std::to_string(model.attentionHeads)
+                : "";
     if (!anyLayout)
       return createStringError(
           inconvertibleErrorCode(),
           "no inference plan satisfies the constraints on cluster '" +
               c.name + "' (" + Twine(N) +
               " devices): dp*tp*pp must equal the device count, tp must "
-              "divide the devices per node, pp must not exceed the " +
-              Twine(n) + " layers and dp must divide the batch " +
+              "divide the devices per node" + headsNote +
+              ", pp must not exceed the " + Twine(n) +
+              " layers and dp must divide the batch " +
               Twine(o.globalBatch) + "; relax --dist-search or the batch");
     double limit = o.memoryLimit;
     for (const cluster::DeviceSpec &d : c.devices)

@@ -47,10 +47,8 @@
 
 namespace distopt::search {
 
-enum class Mode { Train, Infer };
-/// What inference minimises: the time of one global batch, or the time per
-/// sample of an endless stream of batches.
-enum class InferObjective { Latency, Throughput };
+using schedule::InferObjective;
+using schedule::Mode;
 
 /// Allowed values of one integer plan field.
 struct IntRange {
@@ -64,6 +62,10 @@ struct IntRange {
 /// The space the user lets the search explore (`--dist-search=...`).
 struct Constraints {
   IntRange dp, tp, pp, mbs, chunks;
+  /// Context- and expert-parallel degrees (ep: MoE models only).
+  IntRange cp, ep;
+  /// Sequence parallelism: 0, 1 or both (only with tp > 1).
+  IntRange sp{0, 1, {}};
   IntRange zero{0, 3, {}};
   /// Empty: every synchronous schedule (asynchronous ones with allowAsync).
   std::vector<schedule::ScheduleKind> schedules;
@@ -75,7 +77,8 @@ struct Constraints {
 };
 
 /// Parses "tp<=8,pp>=2,mbs=1|2|4,schedule=1f1b|interleaved,recompute=any,
-/// zero=0|1,chunks<=4,replicas=uniform" (also "dp=4", "tp<4", "tp>1"). An
+/// zero=0|1,chunks<=4,cp<=4,ep=8,sp=1,replicas=uniform" (also "dp=4",
+/// "tp<4", "tp>1"). An
 /// empty string
 /// allows everything. Errors name the item and say what is accepted;
 /// bounds that leave no value are reported as contradictory.
@@ -92,9 +95,9 @@ struct SearchOptions {
   bool allowAsync = false;
   /// How many runner-up plans to report.
   unsigned alternatives = 3;
-  /// Upper limit on simulations; when reached the result says the search
-  /// was bounded rather than exact.
-  unsigned maxSimulations = 48;
+  /// Upper limit on simulations; when reached before the winner is proven
+  /// the result says the search was bounded (with its optimality gap).
+  unsigned maxSimulations = 128;
   /// Flags copied into every candidate (overlap, scatter/gather). On a
   /// cluster with several device kinds the search sets unevenBatch (faster
   /// replicas take more micro-batches; never slower than an even split).
@@ -141,7 +144,12 @@ struct SearchStats {
   unsigned long partitions = 0;   ///< DP partitions computed
   unsigned long replicated = 0;   ///< per-stage-replica layouts weighed
   unsigned simulated = 0;
-  bool exact = true; ///< false when maxSimulations stopped the search
+  /// The winner is proven the simulator's best over the space (false when
+  /// maxSimulations stopped the search before that; see gap).
+  bool exact = true;
+  /// Proven optimality gap: (best time - smallest lower bound left
+  /// unexplored) / best time; <= 0 when exact.
+  double gap = 0;
   double seconds = 0;    ///< wall clock
   double cpuSeconds = 0; ///< processor time of the (single) search thread
 };
@@ -207,6 +215,24 @@ double objectiveTime(const Candidate &c, Mode mode, InferObjective objective);
 void printDevicesUsed(const SearchResult &r, llvm::raw_ostream &os);
 /// The too-small-for-the-cluster note (SearchResult::suggestedDevices).
 void printDeviceAdvice(const SearchResult &r, llvm::raw_ostream &os);
+
+/// Evaluates one finalized plan the way the search evaluates its
+/// candidates: a simulation of its schedule (\p given when not null, the
+/// one its schedule kind generates otherwise) for training, the closed form
+/// for inference (plan.mode); with the breakdown, the replicas' micro-batch
+/// shares and the proven lower bound. What `dist-simulate` reports.
+llvm::Expected<Candidate> evaluatePlan(const cost::ModelDesc &model,
+                                       const cluster::Cluster &cluster,
+                                       const cost::CostModel &cm,
+                                       const schedule::Plan &plan,
+                                       const SearchOptions &options,
+                                       const schedule::Schedule *given =
+                                           nullptr);
+
+/// {"plan", "estimate", "breakdown"} of one evaluated plan: the report of
+/// `dist-simulate`, and the head of the search report.
+llvm::json::Value candidateReportJSON(const Candidate &c,
+                                      const cost::ModelDesc &model);
 
 /// {"plan", "estimate", "search", "alternatives"} for the report file.
 llvm::json::Value searchReportJSON(const SearchResult &r,

@@ -75,13 +75,19 @@ struct PlanSimulation {
 };
 
 /// The whole path the CLI takes: finalize \p plan for \p model, \p cluster
-/// and \p globalBatch, generate and verify its schedule, build the costs and
-/// simulate. Memory overflow does not fail; it sets result.fitsMemory.
+/// and \p globalBatch, generate (or take \p given, which must have the
+/// plan's shape) and verify its schedule, build the costs and simulate.
+/// Memory overflow does not fail; it sets result.fitsMemory.
 llvm::Expected<PlanSimulation>
 simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
              const schedule::Plan &plan, unsigned globalBatch,
              const cost::CostModel &cm, const SimOptions &opts = {},
-             const cost::MemoryConfig &memory = {});
+             const cost::MemoryConfig &memory = {},
+             const schedule::Schedule *given = nullptr);
+
+/// The options generateSchedule takes for \p plan (finalized):
+/// schedule::scheduleOptions.
+schedule::ScheduleOptions scheduleOptions(const schedule::Plan &plan);
 
 } // namespace distopt::sim
 

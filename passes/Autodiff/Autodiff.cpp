@@ -6,7 +6,6 @@
 // convention is documented in docs/autodiff.md.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Autodiff/AutodiffOptions.h"
 #include "passes/Autodiff/GradBuilder.h"
 #include "passes/Autodiff/TrainStep.h"
 #include "passes/Autodiff/Trainable.h"
@@ -26,23 +25,6 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::autodiff;
 namespace g = distopt::graph;
-
-static llvm::cl::OptionCategory autodiffCategory("dist-autodiff options");
-
-llvm::cl::OptionCategory &distopt::autodiff::autodiffOptionCategory() {
-  return autodiffCategory;
-}
-
-/// The loss for a forward-only model, for tools whose pipeline the user
-/// does not spell out (dist-compile --train): the pass option `loss=` wins
-/// when set, and the two must agree when both are.
-static llvm::cl::opt<std::string> distLoss(
-    "dist-loss",
-    llvm::cl::desc("Loss that --dist-autodiff (dist-compile --train) adds to "
-                   "a forward-only model when its loss= option is empty: "
-                   "softmax-cross-entropy:LABEL_INPUT or mse:TARGET_INPUT"),
-    llvm::cl::value_desc("kind:input"), llvm::cl::init(""),
-    llvm::cl::cat(autodiffCategory));
 
 namespace {
 /// Stamps created ops with a fixed phase.
@@ -87,7 +69,8 @@ private:
 
   double scale = 1.0;
   bool dynamic = false;
-  /// The loss to add: `loss=`, else `--dist-loss` (empty: none).
+  /// The loss to add: `loss=`, else `default-loss=` (`--dist-loss`; empty:
+  /// none).
   std::string lossSpec;
 };
 } // namespace
@@ -109,11 +92,12 @@ LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
                Twine(accumulationSteps.getValue()));
   if (!(lr >= 0) || !(lossScale >= 0))
     return bad("lr and loss-scale must be non-negative");
-  if (!loss.empty() && !distLoss.empty() && loss != distLoss)
-    return bad("the pass option loss=" + loss + " and --dist-loss=" + distLoss +
+  if (!loss.empty() && !defaultLoss.empty() && loss != defaultLoss)
+    return bad("the pass option loss=" + loss + " and --dist-loss=" +
+               defaultLoss +
                " name different losses; give the loss once (or the same "
                "value in both)");
-  lossSpec = loss.empty() ? distLoss.getValue() : loss.getValue();
+  lossSpec = loss.empty() ? defaultLoss.getValue() : loss.getValue();
   if (!lossSpec.empty())
     if (std::string error = lossSpecError(lossSpec); !error.empty())
       return bad(error + " (given by " +

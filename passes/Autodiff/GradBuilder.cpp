@@ -21,14 +21,19 @@ using namespace distopt::autodiff;
 namespace g = distopt::graph;
 
 namespace {
-/// Stamps every op the builder creates with the current phase, and its
-/// location as the gradient of the forward op it was built for (errors
-/// about it then name that op's ONNX node).
+/// Stamps every op the builder creates with the current phase, with the
+/// pipeline stage of the forward op being differentiated when the plan gave
+/// it one (a stage's backward runs where its forward ran), and its location
+/// as the gradient of that forward op (errors about it then name the op's
+/// ONNX node).
 struct PhaseListener : public OpBuilder::Listener {
   StringAttr phase;
+  Attribute stage;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (phase)
       op->setAttr(kPhaseAttr, phase);
+    if (stage)
+      op->setAttr(kVirtualStageAttr, stage);
     op->setLoc(distopt::gradientLocation(op->getLoc()));
   }
 };
@@ -228,6 +233,7 @@ LogicalResult distopt::autodiff::buildBackward(OpBuilder &builder,
     if (!llvm::any_of(op->getOperands(),
                       [&](Value v) { return needsGrad.contains(v); }))
       continue;
+    listener.stage = op->getAttr(kVirtualStageAttr);
     if (failed(emitGradient(emitter, op, resultGrads))) {
       result = failure();
       break;

@@ -22,6 +22,9 @@ namespace distopt::autodiff {
 
 /// Name of the discardable phase attribute on training-program ops.
 inline constexpr llvm::StringLiteral kPhaseAttr = "graph.phase";
+/// The pipeline stage the plan gave a forward op (the dist dialect's
+/// `dist.virtual_stage`); copied onto the ops of its gradient.
+inline constexpr llvm::StringLiteral kVirtualStageAttr = "dist.virtual_stage";
 
 /// Builds the backward graph of the ops in `body` (in program order), from
 /// `seed`, the gradient of `loss`. On success `grads` maps every float

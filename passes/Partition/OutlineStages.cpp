@@ -1,12 +1,11 @@
 //===- OutlineStages.cpp - The dist-outline-stages pass ---------*- C++ -*-===//
 //
-// Part of DistOpt. Turns the planner's per-op `dist.stage` annotations into
+// Part of DistOpt. Turns the planner's per-op `dist.virtual_stage` annotations into
 // `dist.stage` regions: one region per virtual pipeline stage, in stage
 // order, on the devices of its pipeline rank. Values crossing stages become
 // stage inputs and `dist.yield`ed results. docs/partition.md has the rules.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Partition/OutlineStages.h"
 #include "passes/Partition/StagePlacement.h"
 #include "passes/Passes.h"
 
@@ -28,7 +27,7 @@ namespace {
 /// One function to outline, analysed before anything changes.
 struct Job {
   func::FuncOp func;
-  StageGrid grid;
+  dist::PlanAttr plan;
   StagePlacement placement;
 };
 } // namespace
@@ -40,7 +39,7 @@ static void rewrite(const Job &job) {
   Block &body = func.getBody().front();
   Operation *ret = body.getTerminator();
   const StagePlacement &placement = job.placement;
-  int64_t numStages = job.grid.numVirtualStages(), last = numStages - 1;
+  int64_t numStages = job.plan.getNumVirtualStages(), last = numStages - 1;
 
   SmallVector<SmallVector<Operation *>> stageOps(numStages);
   for (Operation &op : body.without_terminator())
@@ -63,17 +62,27 @@ static void rewrite(const Job &job) {
     if (!definedIn(value, last))
       needs[last].insert(value);
 
-  // What each stage yields: its values that later stages read, and for the
-  // last stage the function's results too.
+  // Values flow stage to stage: one that stage u makes and a stage after
+  // u + 1 reads passes through every stage in between (an input it yields
+  // unchanged), so every boundary is between neighbouring stages, as the
+  // schedule's sends and receives are.
+  for (int64_t s = numStages - 1; s > 0; --s)
+    for (Value value : needs[s]) {
+      Operation *def = value.getDefiningOp();
+      if (def && placement.stages.lookup(def).front() < s - 1)
+        needs[s - 1].insert(value);
+    }
+
+  // What each stage yields: what the next stage reads from it, and for the
+  // last stage the function's results.
   SmallVector<SetVector<Value>> yields(numStages);
-  for (int64_t s = 0; s < numStages; ++s)
-    for (Value value : needs[s])
-      if (Operation *def = value.getDefiningOp())
-        yields[placement.stages.lookup(def).front()].insert(value);
+  for (int64_t s = 0; s + 1 < numStages; ++s)
+    for (Value value : needs[s + 1])
+      if (value.getDefiningOp())
+        yields[s].insert(value);
   for (Value value : ret->getOperands())
     yields[last].insert(value);
 
-  MLIRContext *ctx = func.getContext();
   OpBuilder b(ret);
   DenseMap<Value, Value> outside; // original value -> stage result
   dist::StageOp lastStage;
@@ -85,9 +94,7 @@ static void rewrite(const Job &job) {
     SmallVector<Type> resultTypes;
     for (Value value : yields[s])
       resultTypes.push_back(value.getType());
-    SmallVector<int64_t> shape = {job.grid.replicasOf(job.grid.pipelineRank(s)),
-                                  job.grid.tp};
-    auto mesh = dist::MeshAttr::get(ctx, shape, job.grid.devices(s));
+    dist::MeshAttr mesh = job.plan.getStageMesh(s);
     Location loc =
         stageOps[s].empty() ? func.getLoc() : stageOps[s].front()->getLoc();
     auto stage = dist::StageOp::create(b, loc, resultTypes, s, mesh, inputs);
@@ -127,7 +134,9 @@ static void rewrite(const Job &job) {
     op->erase();
 }
 
-LogicalResult distopt::outlineStages(ModuleOp module) {
+/// Outlines every annotated function of \p module; fails, with the IR
+/// unchanged, on the first inconsistency.
+static LogicalResult outlineStages(ModuleOp module) {
   module.getContext()->getOrLoadDialect<dist::DistDialect>();
   SmallVector<Job> jobs;
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
@@ -138,15 +147,17 @@ LogicalResult distopt::outlineStages(ModuleOp module) {
         return func.emitError("function @")
                << func.getSymName()
                << " already has 'dist.stage' regions and also ops annotated "
-                  "with 'dist.stage' outside them; outline once, on the IR "
-                  "the planner wrote";
-    FailureOr<StageGrid> grid = readStageGrid(module, func);
-    if (failed(grid))
+                  "with '"
+               << kStageAttr
+               << "' outside them; outline once, on the IR the planner "
+                  "wrote";
+    FailureOr<dist::PlanAttr> plan = readPlan(module, func);
+    if (failed(plan))
       return failure();
-    FailureOr<StagePlacement> placement = placeOps(func, *grid);
+    FailureOr<StagePlacement> placement = placeOps(func, *plan);
     if (failed(placement))
       return failure();
-    jobs.push_back({func, *grid, std::move(*placement)});
+    jobs.push_back({func, *plan, std::move(*placement)});
   }
   for (const Job &job : jobs)
     rewrite(job);

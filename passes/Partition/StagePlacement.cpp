@@ -18,115 +18,17 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::partition;
 
-int64_t StageGrid::firstSlot(int64_t s) const {
-  if (replicas.empty())
-    return dp * s;
-  int64_t slot = 0;
-  for (int64_t r = 0; r < s; ++r)
-    slot += replicas[r];
-  return slot;
-}
-
-SmallVector<int64_t> StageGrid::devices(int64_t v) const {
-  int64_t s = pipelineRank(v), first = firstSlot(s), n = replicasOf(s);
-  SmallVector<int64_t> ids;
-  ids.reserve(n * tp);
-  for (int64_t d = 0; d < n; ++d)
-    for (int64_t t = 0; t < tp; ++t)
-      ids.push_back(t + tp * (first + d));
-  return ids;
-}
-
-/// Reads `replicas` of \p plan into \p grid: one count of at least 1 per
-/// pipeline stage, only with dp = 1 and chunks = 1.
-static LogicalResult readReplicas(ModuleOp module, DictionaryAttr plan,
-                                  StageGrid &grid) {
-  Attribute field = plan.get("replicas");
-  if (!field)
-    return success();
-  auto counts = dyn_cast<DenseI64ArrayAttr>(field);
-  if (!counts || static_cast<int64_t>(counts.size()) != grid.pp)
-    return module.emitError("'dist.plan' field 'replicas' must be an i64 "
-                            "array with one replica count per pipeline stage "
-                            "(pp = ")
-           << grid.pp << "), got " << field;
-  if (grid.dp != 1 || grid.chunks != 1)
-    return module.emitError("'dist.plan' has 'replicas' together with dp = ")
-           << grid.dp << " and chunks = " << grid.chunks
-           << "; per-stage replicas need dp = 1 and chunks = 1";
-  for (int64_t r : counts.asArrayRef())
-    if (r < 1)
-      return module.emitError("'dist.plan' replica counts must be at least "
-                              "1, got ")
-             << r;
-  grid.replicas.assign(counts.asArrayRef().begin(), counts.asArrayRef().end());
-  return success();
-}
-
-FailureOr<StageGrid> partition::readStageGrid(ModuleOp module,
+FailureOr<dist::PlanAttr> partition::readPlan(ModuleOp module,
                                               func::FuncOp func) {
-  Attribute raw = module->getAttr(kPlanAttr);
-  if (!raw)
-    return func.emitError("function @")
-           << func.getSymName()
-           << " has ops annotated with 'dist.stage' but the module has no "
-              "'dist.plan'; plan the module first (dist-opt --dist-cluster=... "
-              "--dist-plan=... or --dist-search) so that the stages have "
-              "devices";
-  auto plan = dyn_cast<DictionaryAttr>(raw);
+  auto plan = dist::DistDialect::PlanAttrHelper(module.getContext())
+                  .getAttr(module);
   if (!plan)
-    return module.emitError("'dist.plan' must be a dictionary of plan fields "
-                            "(dp, tp, pp, chunks, ...), got ")
-           << raw;
-  StageGrid grid;
-  auto read = [&](StringRef name, int64_t &out,
-                  bool required) -> LogicalResult {
-    Attribute field = plan.get(name);
-    if (!field && !required)
-      return success();
-    auto value = dyn_cast_or_null<IntegerAttr>(field);
-    if (!value)
-      return module.emitError("'dist.plan' needs an integer field '")
-             << name << "' to outline pipeline stages"
-             << (field ? ", got a non-integer" : "")
-             << "; re-run the planner to write a complete plan";
-    out = value.getInt();
-    if (out < 1)
-      return module.emitError("'dist.plan' field '")
-             << name << "' must be at least 1, got " << out;
-    return success();
-  };
-  if (failed(read("dp", grid.dp, true)) || failed(read("tp", grid.tp, true)) ||
-      failed(read("pp", grid.pp, true)) ||
-      failed(read("chunks", grid.chunks, false)))
-    return failure();
-  // Bounds keep the device lists small and the products below free of
-  // overflow; real plans are far inside them.
-  constexpr int64_t kMaxMesh = int64_t(1) << 24, kMaxStages = int64_t(1) << 20;
-  int64_t widest = grid.dp;
-  if (failed(readReplicas(module, plan, grid)))
-    return failure();
-  for (int64_t r : grid.replicas)
-    widest = std::max(widest, r);
-  if (widest > kMaxMesh || grid.tp > kMaxMesh || grid.pp > kMaxStages ||
-      grid.chunks > kMaxStages || widest * grid.tp > kMaxMesh ||
-      grid.pp * grid.chunks > kMaxStages)
-    return module.emitError("'dist.plan' is too large to outline: ")
-           << widest << " data-parallel replicas, tp = " << grid.tp
-           << ", pp = " << grid.pp << ", chunks = " << grid.chunks
-           << "; a stage mesh holds at most " << kMaxMesh
-           << " devices and a pipeline at most " << kMaxStages
-           << " virtual stages";
-  if (auto cluster = module->getAttrOfType<dist::ClusterAttr>("dist.cluster")) {
-    int64_t need = grid.numDevices();
-    if (need > cluster.getNumDevices())
-      return module.emitError("'dist.plan' needs ")
-             << need << " devices (tp * "
-             << (grid.replicas.empty() ? "dp * pp" : "sum(replicas)")
-             << ") but 'dist.cluster' has " << cluster.getNumDevices()
-             << "; plan for this cluster again";
-  }
-  return grid;
+    return func.emitError("function @")
+           << func.getSymName() << " has ops annotated with '" << kStageAttr
+           << "' but the module has no 'dist.plan'; plan the module first "
+              "(dist-opt --dist-cluster=... --dist-plan=... or --dist-search) "
+              "so that the stages have devices";
+  return plan;
 }
 
 bool partition::hasStageAnnotations(func::FuncOp func) {
@@ -194,21 +96,10 @@ static SmallVector<int64_t> userStages(Operation *op, Block &body,
   return stages;
 }
 
-/// Reads and range-checks `dist.stage` of \p op.
-static FailureOr<int64_t> annotatedStage(Operation *op, Attribute raw,
-                                         const StageGrid &grid) {
-  auto attr = dyn_cast<IntegerAttr>(raw);
-  if (!attr)
-    return op->emitOpError("'dist.stage' must be an integer virtual stage "
-                           "index, got ")
-           << raw;
-  int64_t v = attr.getInt(), n = grid.numVirtualStages();
-  if (v < 0 || v >= n)
-    return op->emitOpError("'dist.stage' = ")
-           << v << " is out of range: 'dist.plan' has pp * chunks = " << grid.pp
-           << " * " << grid.chunks << " = " << n << " virtual stages (0.."
-           << n - 1 << "); re-run the planner or fix the annotation";
-  return v;
+/// The virtual stage `dist.virtual_stage` gives \p op (the dialect's
+/// verifier has checked its range against the plan).
+static int64_t annotatedStage(Attribute raw) {
+  return cast<IntegerAttr>(raw).getInt();
 }
 
 /// Checks that every value \p op reads in stage \p w is available there: a
@@ -233,11 +124,11 @@ static LogicalResult checkOperands(Operation *op, int64_t w,
                               << w << " uses a value that stage " << u
                               << " produces";
     if (!op->hasAttr(kStageAttr))
-      diag << " (the op has no 'dist.stage' and goes to stage " << w
+      diag << " (the op has no '" << kStageAttr << "' and goes to stage " << w
            << ", the first stage using it)";
-    diag << "; values may only flow to the same or a later stage: fix the "
-            "'dist.stage' annotations (or re-run the planner) so that no "
-            "producer's stage is after its user's";
+    diag << "; values may only flow to the same or a later stage: fix the '"
+         << kStageAttr << "' annotations (or re-run the planner) so that no "
+         << "producer's stage is after its user's";
     diag.attachNote(def->getLoc())
         << "the value is produced here, in stage " << u;
     return failure();
@@ -246,13 +137,13 @@ static LogicalResult checkOperands(Operation *op, int64_t w,
 }
 
 FailureOr<StagePlacement> partition::placeOps(func::FuncOp func,
-                                              const StageGrid &grid) {
+                                              dist::PlanAttr plan) {
   if (!func.getBody().hasOneBlock())
     return func.emitError("function @")
            << func.getSymName() << " has " << func.getBody().getBlocks().size()
            << " blocks; outlining pipeline stages needs a single-block body";
   Block &body = func.getBody().front();
-  int64_t last = grid.numVirtualStages() - 1;
+  int64_t last = plan.getNumVirtualStages() - 1;
   StagePlacement placement;
 
   // Forward: which unannotated ops may be cloned. Their whole operand slice
@@ -274,10 +165,7 @@ FailureOr<StagePlacement> partition::placeOps(func::FuncOp func,
   // Backward: annotated ops keep their stage; the others follow their users.
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     if (Attribute raw = op.getAttr(kStageAttr)) {
-      FailureOr<int64_t> v = annotatedStage(&op, raw, grid);
-      if (failed(v))
-        return failure();
-      placement.stages[&op] = {*v};
+      placement.stages[&op] = {annotatedStage(raw)};
       continue;
     }
     SmallVector<int64_t> users = userStages(&op, body, placement, last);

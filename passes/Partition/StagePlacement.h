@@ -1,14 +1,16 @@
 //===- StagePlacement.h - Which pipeline stage each op goes to --*- C++ -*-===//
 //
 // Part of DistOpt. The analysis half of --dist-outline-stages: reads the
-// plan's parallel degrees from the module and decides, for every top-level op
-// of an annotated function, the virtual pipeline stage(s) it belongs to. It
+// module's plan and decides, for every top-level op of an annotated
+// function, the virtual pipeline stage(s) it belongs to. It
 // checks the annotations and reports every inconsistency before anything is
 // rewritten, so a failed outlining leaves the IR as it was.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DIST_PASSES_PARTITION_STAGEPLACEMENT_H
 #define DIST_PASSES_PARTITION_STAGEPLACEMENT_H
+
+#include "dialects/Dist/DistDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,38 +22,12 @@
 namespace distopt::partition {
 
 /// Name of the per-op virtual stage annotation the planner writes.
-inline constexpr llvm::StringLiteral kStageAttr = "dist.stage";
-/// Name of the module's plan dictionary.
-inline constexpr llvm::StringLiteral kPlanAttr = "dist.plan";
+inline constexpr llvm::StringLiteral kStageAttr =
+    dist::DistDialect::VirtualStageAttrHelper::getNameStr();
 
-/// The parallel degrees of `dist.plan` that fix stages and meshes.
-struct StageGrid {
-  int64_t dp = 1, tp = 1, pp = 1, chunks = 1;
-  /// PipeDream-style replicas per pipeline stage (`replicas`, with dp = 1
-  /// and chunks = 1); empty: dp replicas for every stage.
-  llvm::SmallVector<int64_t> replicas;
-
-  int64_t numVirtualStages() const { return pp * chunks; }
-  /// Pipeline rank (device group) that runs virtual stage \p v.
-  int64_t pipelineRank(int64_t v) const { return v % pp; }
-  /// Data-parallel replicas of pipeline rank \p s.
-  int64_t replicasOf(int64_t s) const {
-    return replicas.empty() ? dp : replicas[s];
-  }
-  /// Slot of replica 0 of pipeline rank \p s (slots are stage-major).
-  int64_t firstSlot(int64_t s) const;
-  /// Devices the plan needs: tp times the replicas of all stages.
-  int64_t numDevices() const { return tp * firstSlot(pp); }
-  /// Cluster device numbers of virtual stage \p v as a row-major
-  /// [replicas, tp] mesh: rank = t + tp * (firstSlot(s) + d) with
-  /// s = v % pp, which is t + tp * (d + dp * s) without `replicas`.
-  llvm::SmallVector<int64_t> devices(int64_t v) const;
-};
-
-/// Reads dp, tp, pp, chunks (default 1) and replicas (optional) from the
-/// module's `dist.plan`;
-/// \p func names the function that needs them in the diagnostics.
-mlir::FailureOr<StageGrid> readStageGrid(mlir::ModuleOp module,
+/// The module's plan, for \p func's stages; emits an error on \p func when
+/// the module has none.
+mlir::FailureOr<dist::PlanAttr> readPlan(mlir::ModuleOp module,
                                          mlir::func::FuncOp func);
 
 /// Where each top-level op of one function body goes.
@@ -72,10 +48,10 @@ bool hasStageAnnotations(mlir::func::FuncOp func);
 llvm::SetVector<mlir::Value> usedValues(mlir::Operation *op);
 
 /// Places every top-level op of \p func (single-block body) on virtual
-/// stages of \p grid and checks that values only flow forward. Emits an
+/// stages of \p plan and checks that values only flow forward. Emits an
 /// error on the offending op and fails on inconsistent annotations.
 mlir::FailureOr<StagePlacement> placeOps(mlir::func::FuncOp func,
-                                         const StageGrid &grid);
+                                         dist::PlanAttr plan);
 
 } // namespace distopt::partition
 

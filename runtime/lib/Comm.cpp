@@ -17,7 +17,9 @@
 #endif
 
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -120,6 +122,44 @@ template <typename F> distrt_status chunked(size_t n, F body) {
   }
   return DISTRT_OK;
 }
+
+/// A send in flight: its header and a copy of its payload, kept until MPI
+/// has sent them.
+struct PendingSend {
+  int64_t header[2] = {0, 0};
+  std::vector<char> payload;
+  std::vector<MPI_Request> requests;
+};
+using PendingSends = std::vector<std::unique_ptr<PendingSend>>;
+
+PendingSends &pendingOf(distrt_comm *comm) {
+  if (!comm->pendingSends)
+    comm->pendingSends = new PendingSends();
+  return *static_cast<PendingSends *>(comm->pendingSends);
+}
+
+/// Frees the sends MPI has completed; with \p wait, waits for all.
+distrt_status reapSends(distrt_comm *comm, const char *fn, bool wait) {
+  if (!comm->pendingSends)
+    return DISTRT_OK;
+  PendingSends &pending = pendingOf(comm);
+  for (size_t k = 0; k < pending.size();) {
+    std::vector<MPI_Request> &r = pending[k]->requests;
+    int done = 1;
+    if (wait)
+      DISTRT_MPI_TRY(comm, fn,
+                     MPI_Waitall((int)r.size(), r.data(), MPI_STATUSES_IGNORE));
+    else
+      DISTRT_MPI_TRY(comm, fn, MPI_Testall((int)r.size(), r.data(), &done,
+                                           MPI_STATUSES_IGNORE));
+    if (done)
+      pending.erase(pending.begin() + k);
+    else
+      ++k;
+  }
+  return DISTRT_OK;
+}
+
 #endif
 
 const char *opName(distrt_reduce_op op) {
@@ -335,6 +375,10 @@ extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
     cuda::ncclRelease(comm);
 #endif
 #ifdef DISTRT_HAVE_MPI
+  if (comm->pendingSends) {
+    (void)reapSends(comm, "distrt_comm_destroy", /*wait=*/true);
+    delete static_cast<PendingSends *>(comm->pendingSends);
+  }
   if (comm->mpi) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -345,6 +389,19 @@ extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
 #endif
   delete comm;
   return DISTRT_OK;
+}
+
+extern "C" void distrt_comm_abort(distrt_comm *comm, int code) {
+#ifdef DISTRT_HAVE_MPI
+  if (comm && comm->mpi) {
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(mpiOf(comm), code);
+  }
+#else
+  (void)comm;
+  (void)code;
+#endif
 }
 
 extern "C" distrt_status distrt_comm_rank(const distrt_comm *comm,
@@ -537,18 +594,14 @@ distrt_status checkPeer(distrt_comm *comm, const char *fn,
 }
 
 #ifdef DISTRT_HAVE_MPI
-/// Sends/receives `bytes` raw bytes over MPI in chunks of int counts.
-distrt_status mpiBytes(distrt_comm *comm, const char *fn, bool send, void *p,
-                       size_t bytes, int32_t peer, int32_t tag) {
+/// Receives `bytes` raw bytes over MPI in chunks of int counts.
+distrt_status mpiRecvBytes(distrt_comm *comm, const char *fn, void *p,
+                           size_t bytes, int32_t peer, int32_t tag) {
   char *b = static_cast<char *>(p);
   return chunked(bytes, [&](size_t off, int cnt) {
-    if (send)
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Send(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm)));
-    else
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Recv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
-                              MPI_STATUS_IGNORE));
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Recv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
+                            MPI_STATUS_IGNORE));
     return DISTRT_OK;
   });
 }
@@ -568,15 +621,38 @@ extern "C" distrt_status distrt_send(distrt_comm *comm,
   // The header lets the receiver check dtype and size before it touches
   // its buffer.
   int64_t header[2] = {(int64_t)tensor->dtype, distrt_numel(tensor)};
-  DISTRT_MPI_TRY(comm, fn,
-                 MPI_Send(header, 2, MPI_INT64_T, peer, tag, mpiOf(comm)));
   size_t bytes = (size_t)header[1] * elementSize(tensor->dtype);
 #ifdef DISTRT_HAVE_NCCL
-  if (comm->nccl)
+  if (comm->nccl) {
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Send(header, 2, MPI_INT64_T, peer, tag, mpiOf(comm)));
     return bytes ? cuda::ncclSendBytes(comm, tensor->data, bytes, peer)
                  : DISTRT_OK;
+  }
 #endif
-  return mpiBytes(comm, fn, true, tensor->data, bytes, peer, tag);
+  // Buffered: a copy goes out in the background (MPI keeps the order of
+  // one pair's messages of one tag), so the caller may reuse its tensor
+  // and two ranks sending to each other do not deadlock.
+  auto send = std::make_unique<PendingSend>();
+  send->header[0] = header[0];
+  send->header[1] = header[1];
+  const char *data = static_cast<const char *>(tensor->data);
+  send->payload.assign(data, data + bytes);
+  MPI_Request request;
+  DISTRT_MPI_TRY(comm, fn,
+                 MPI_Isend(send->header, 2, MPI_INT64_T, peer, tag,
+                           mpiOf(comm), &request));
+  send->requests.push_back(request);
+  char *payload = send->payload.data();
+  DISTRT_TRY(chunked(bytes, [&](size_t off, int cnt) {
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Isend(payload + off, cnt, MPI_BYTE, peer, tag,
+                             mpiOf(comm), &request));
+    send->requests.push_back(request);
+    return DISTRT_OK;
+  }));
+  pendingOf(comm).push_back(std::move(send));
+  return reapSends(comm, fn, false);
 #else
   return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
                   concat(fn, ": no MPI in this runtime"));
@@ -631,7 +707,7 @@ extern "C" distrt_status distrt_recv(distrt_comm *comm,
 #endif
       {
         std::vector<char> scratch(sentBytes);
-        DISTRT_TRY(mpiBytes(comm, fn, false, scratch.data(), sentBytes, peer,
+        DISTRT_TRY(mpiRecvBytes(comm, fn, scratch.data(), sentBytes, peer,
                             tag));
       }
     }
@@ -650,7 +726,7 @@ extern "C" distrt_status distrt_recv(distrt_comm *comm,
                ? cuda::ncclRecvBytes(comm, tensor->data, sentBytes, peer)
                : DISTRT_OK;
 #endif
-  return mpiBytes(comm, fn, false, tensor->data, sentBytes, peer, tag);
+  return mpiRecvBytes(comm, fn, tensor->data, sentBytes, peer, tag);
 #else
   return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
                   concat(fn, ": no MPI in this runtime"));

@@ -14,7 +14,7 @@
 // OK: distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_MAX)
 // OK: distrt_tensor in = dg::T({{.*}}, DISTRT_U8, {});
 // OK: distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_MAX)
-// OK: static const dg::Model model = {{.*}}, true, shards, 0, 0};
+// OK: static const dg::Model model = {{.*}}, true, shards, 0, 0, 0x{{[0-9a-f]+}}ull};
 
 // SUBSET: error: dist-compile: dist.all_reduce over a device subset has no lowering yet (sub-communicators are not built); use `over world` or the full group [0, ..., N-1]
 // PROD: error: dist-compile: dist.all_reduce prod has no runtime lowering; the runtime reduces with sum, mean, max and min

@@ -1,34 +1,34 @@
-// RUN: dist-opt %s -split-input-file --dist-outline-stages | FileCheck %s --enable-var-scope --implicit-check-not="dist.stage ="
+// RUN: dist-opt %s -split-input-file --dist-outline-stages | FileCheck %s --enable-var-scope --implicit-check-not="dist.virtual_stage ="
 // Round trip and idempotence: the output parses, verifies, and a second run
 // changes nothing.
 // RUN: dist-opt %s -split-input-file --dist-outline-stages | dist-opt -split-input-file --dist-outline-stages | FileCheck %s --enable-var-scope
 
 // Two pipeline stages of a dp=2, tp=2 plan: stage s runs on the devices
-// t + tp * (d + dp * s); dist.tp stays, dist.stage goes. The argument feeds
+// t + tp * (d + dp * s); dist.tp stays, dist.virtual_stage goes. The argument feeds
 // both stages (a residual), so both take it as an input.
 // CHECK-LABEL: func.func @two_stages
 // CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>)
 // CHECK: %[[S0:.*]] = dist.stage 0 on #dist.mesh<shape = [2, 2], devices = [0, 1, 2, 3]>(%[[X]]) : (tensor<2x8xf32>) -> tensor<2x16xf32> {
 // CHECK-NEXT: ^bb0(%[[A0:.*]]: tensor<2x8xf32>):
 // CHECK-NEXT: %[[W1:.*]] = graph.weight "w1"
-// CHECK-NEXT: %[[H:.*]] = graph.matmul %[[A0]], %[[W1]] {dist.tp = "column"}
-// CHECK-NEXT: %[[R:.*]] = graph.unary relu %[[H]] {dist.tp = "split"}
+// CHECK-NEXT: %[[H:.*]] = graph.matmul %[[A0]], %[[W1]] {dist.tp = #dist.tp<column>}
+// CHECK-NEXT: %[[R:.*]] = graph.unary relu %[[H]] {dist.tp = #dist.tp<split>}
 // CHECK-NEXT: dist.yield %[[R]] : tensor<2x16xf32>
 // CHECK: %[[S1:.*]] = dist.stage 1 on #dist.mesh<shape = [2, 2], devices = [4, 5, 6, 7]>(%[[S0]], %[[X]]) : (tensor<2x16xf32>, tensor<2x8xf32>) -> tensor<2x8xf32> {
 // CHECK-NEXT: ^bb0(%[[B0:.*]]: tensor<2x16xf32>, %[[B1:.*]]: tensor<2x8xf32>):
 // CHECK-NEXT: %[[W2:.*]] = graph.weight "w2"
-// CHECK-NEXT: %[[Y:.*]] = graph.matmul %[[B0]], %[[W2]] {dist.tp = "row"}
+// CHECK-NEXT: %[[Y:.*]] = graph.matmul %[[B0]], %[[W2]] {dist.tp = #dist.tp<row>}
 // CHECK-NEXT: %[[Z:.*]] = graph.binary add %[[Y]], %[[B1]]
 // CHECK-NEXT: dist.yield %[[Z]] : tensor<2x8xf32>
 // CHECK: return %[[S1]] : tensor<2x8xf32>
-module attributes {dist.plan = {dp = 2 : i64, tp = 2 : i64, pp = 2 : i64, chunks = 1 : i64, schedule = "1f1b"}} {
+module attributes {dist.plan = #dist.plan<dp = 2, tp = 2, pp = 2, mbs = 1, microbatches = 1, global_batch = 2, schedule = "1f1b", stages = [0, 1]>} {
   func.func @two_stages(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
     %w1 = graph.weight "w1" : tensor<8x16xf32>
     %w2 = graph.weight "w2" : tensor<16x8xf32>
-    %h = graph.matmul %x, %w1 {dist.stage = 0 : i64, dist.tp = "column"} : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
-    %r = graph.unary relu %h {dist.stage = 0 : i64, dist.tp = "split"} : (tensor<2x16xf32>) -> tensor<2x16xf32>
-    %y = graph.matmul %r, %w2 {dist.stage = 1 : i64, dist.tp = "row"} : (tensor<2x16xf32>, tensor<16x8xf32>) -> tensor<2x8xf32>
-    %z = graph.binary add %y, %x {dist.stage = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    %h = graph.matmul %x, %w1 {dist.virtual_stage = 0 : i64, dist.tp = #dist.tp<column>} : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+    %r = graph.unary relu %h {dist.virtual_stage = 0 : i64, dist.tp = #dist.tp<split>} : (tensor<2x16xf32>) -> tensor<2x16xf32>
+    %y = graph.matmul %r, %w2 {dist.virtual_stage = 1 : i64, dist.tp = #dist.tp<row>} : (tensor<2x16xf32>, tensor<16x8xf32>) -> tensor<2x8xf32>
+    %z = graph.binary add %y, %x {dist.virtual_stage = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
     return %z : tensor<2x8xf32>
   }
 }
@@ -64,20 +64,20 @@ module attributes {dist.plan = {dp = 2 : i64, tp = 2 : i64, pp = 2 : i64, chunks
 // CHECK-NEXT: dist.yield %[[G2]]
 // CHECK-NEXT: }
 // CHECK-NEXT: return
-module attributes {dist.plan = {dp = 1 : i64, tp = 1 : i64, pp = 2 : i64, chunks = 1 : i64}} {
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1]>} {
   func.func @cloning(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
     %c = graph.constant dense<2.0> : tensor<f32>
     %e = graph.weight "emb" : tensor<4x4xf32>
     %f = graph.weight "f" : tensor<4x4xf32>
     %t = graph.transpose %e {perm = array<i64: 1, 0>} : (tensor<4x4xf32>) -> tensor<4x4xf32>
     %p = graph.matmul %e, %f : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-    %a = graph.binary mul %x, %c {dist.stage = 0 : i64} : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
-    %b = graph.matmul %a, %t {dist.stage = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-    %b2 = graph.matmul %b, %p {dist.stage = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %a = graph.binary mul %x, %c {dist.virtual_stage = 0 : i64} : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+    %b = graph.matmul %a, %t {dist.virtual_stage = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %b2 = graph.matmul %b, %p {dist.virtual_stage = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     %n = graph.unary neg %b2 : (tensor<4x4xf32>) -> tensor<4x4xf32>
-    %d = graph.binary mul %n, %c {dist.stage = 1 : i64} : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
-    %g = graph.matmul %d, %t {dist.stage = 1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-    %g2 = graph.binary add %g, %p {dist.stage = 1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %d = graph.binary mul %n, %c {dist.virtual_stage = 1 : i64} : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+    %g = graph.matmul %d, %t {dist.virtual_stage = 1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %g2 = graph.binary add %g, %p {dist.virtual_stage = 1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     return %g2 : tensor<4x4xf32>
   }
 }
@@ -85,25 +85,30 @@ module attributes {dist.plan = {dp = 1 : i64, tp = 1 : i64, pp = 2 : i64, chunks
 // -----
 
 // Interleaved schedule (pp=2, chunks=2): virtual stages v and v+pp share a
-// mesh but are separate regions. Stage 2 has no ops and still gets a region.
-// A value of stage 0 the function returns leaves through the last stage,
-// and so does a returned argument.
+// mesh but are separate regions. Values flow stage to stage: a value of
+// stage 0 the function returns passes through stages 1 and 2 (stage 2 has
+// no ops of its own and only passes values on); a returned argument is
+// read where it is returned.
 // CHECK-LABEL: func.func @interleaved
 // CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
 // CHECK: %[[V0:.*]] = dist.stage 0 on #dist.mesh<shape = [2, 1], devices = [0, 1]>(%[[X]])
-// CHECK: %[[V1:.*]] = dist.stage 1 on #dist.mesh<shape = [2, 1], devices = [2, 3]>(%[[V0]])
-// CHECK: dist.stage 2 on #dist.mesh<shape = [2, 1], devices = [0, 1]>() : () -> () {
-// CHECK-NEXT: }
-// CHECK: %[[V3:.*]]:3 = dist.stage 3 on #dist.mesh<shape = [2, 1], devices = [2, 3]>(%[[V1]], %[[V0]], %[[X]])
+// CHECK: %[[V1:.*]]:2 = dist.stage 1 on #dist.mesh<shape = [2, 1], devices = [2, 3]>(%[[V0]])
+// CHECK-NEXT: ^bb0(%[[A1:.*]]: tensor<4xf32>):
+// CHECK-NEXT: %[[B1:.*]] = graph.unary tanh %[[A1]]
+// CHECK-NEXT: dist.yield %[[B1]], %[[A1]]
+// CHECK: %[[V2:.*]]:2 = dist.stage 2 on #dist.mesh<shape = [2, 1], devices = [0, 1]>(%[[V1]]#0, %[[V1]]#1)
+// CHECK-NEXT: ^bb0(%[[B2:.*]]: tensor<4xf32>, %[[A2:.*]]: tensor<4xf32>):
+// CHECK-NEXT: dist.yield %[[B2]], %[[A2]]
+// CHECK: %[[V3:.*]]:3 = dist.stage 3 on #dist.mesh<shape = [2, 1], devices = [2, 3]>(%[[V2]]#0, %[[V2]]#1, %[[X]])
 // CHECK-NEXT: ^bb0(%[[P0:.*]]: tensor<4xf32>, %[[P1:.*]]: tensor<4xf32>, %[[P2:.*]]: tensor<4xf32>):
 // CHECK-NEXT: %[[Q:.*]] = graph.unary exp %[[P0]]
 // CHECK-NEXT: dist.yield %[[Q]], %[[P1]], %[[P2]]
 // CHECK: return %[[V3]]#0, %[[V3]]#1, %[[V3]]#2
-module attributes {dist.plan = {dp = 2 : i64, tp = 1 : i64, pp = 2 : i64, chunks = 2 : i64, schedule = "interleaved"}} {
+module attributes {dist.plan = #dist.plan<dp = 2, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 2, schedule = "interleaved", chunks = 2, stages = [0, 1, 2, 3]>} {
   func.func @interleaved(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
-    %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
-    %b = graph.unary tanh %a {dist.stage = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
-    %c = graph.unary exp %b {dist.stage = 3 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %a = graph.unary relu %x {dist.virtual_stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %b = graph.unary tanh %a {dist.virtual_stage = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %c = graph.unary exp %b {dist.virtual_stage = 3 : i64} : (tensor<4xf32>) -> tensor<4xf32>
     return %c, %a, %x : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
   }
 }
@@ -117,17 +122,17 @@ module attributes {dist.plan = {dp = 2 : i64, tp = 1 : i64, pp = 2 : i64, chunks
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @serve
 // CHECK: dist.stage 0 on #dist.mesh<shape = [1, 2], devices = [0, 1]>
-// CHECK: graph.unary relu %{{.*}} {dist.tp = "replicated"}
+// CHECK: graph.unary relu %{{.*}} {dist.tp = #dist.tp<replicated>}
 // CHECK: dist.stage 1 on #dist.mesh<shape = [1, 2], devices = [2, 3]>
 // CHECK: graph.softmax
-module attributes {dist.plan = {dp = 1 : i64, tp = 2 : i64, pp = 2 : i64, chunks = 1 : i64, mode = "infer", schedule = "forward-stream"}} {
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 2, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1], mode = infer>} {
   func.func @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
     %a = graph.unary relu %x : (tensor<4xf32>) -> tensor<4xf32>
     return %a : tensor<4xf32>
   }
   func.func @serve(%x: tensor<4xf32>) -> tensor<4xf32> {
-    %a = graph.unary relu %x {dist.stage = 0 : i64, dist.tp = "replicated"} : (tensor<4xf32>) -> tensor<4xf32>
-    %b = graph.softmax %a {axis = -1 : i64, dist.stage = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %a = graph.unary relu %x {dist.virtual_stage = 0 : i64, dist.tp = #dist.tp<replicated>} : (tensor<4xf32>) -> tensor<4xf32>
+    %b = graph.softmax %a {axis = -1 : i64, dist.virtual_stage = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
     return %b : tensor<4xf32>
   }
 }
@@ -153,10 +158,10 @@ module {
 // CHECK-LABEL: func.func @replicas
 // CHECK: dist.stage 0 on #dist.mesh<shape = [3, 2], devices = [0, 1, 2, 3, 4, 5]>
 // CHECK: dist.stage 1 on #dist.mesh<shape = [1, 2], devices = [6, 7]>
-module attributes {dist.plan = {dp = 1 : i64, tp = 2 : i64, pp = 2 : i64, chunks = 1 : i64, replicas = array<i64: 3, 1>, schedule = "1f1b"}} {
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 2, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1], replicas = [3, 1]>} {
   func.func @replicas(%x: tensor<4xf32>) -> tensor<4xf32> {
-    %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
-    %b = graph.unary tanh %a {dist.stage = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %a = graph.unary relu %x {dist.virtual_stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %b = graph.unary tanh %a {dist.virtual_stage = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
     return %b : tensor<4xf32>
   }
 }

@@ -15,7 +15,11 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
-#include "passes/Autodiff/AutodiffOptions.h"
+#include "dist/Pipelines.h"
+#include "lib/Init/ToolFlags.h"
+#include "lib/Support/MLIRInputCheck.h"
+#include "lib/Support/OutputFile.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -68,23 +72,6 @@ static cl::opt<bool> skipUnsupported(
     cl::desc("Leave out models that cannot be imported or lowered (each is "
              "reported as 'skipped NAME: reason') instead of failing"),
     cl::cat(category));
-static cl::list<std::string> inputShapes(
-    "input-shape",
-    cl::desc("Pin a graph input's shape: NAME:D0xD1... (repeatable)"),
-    cl::cat(category));
-static cl::list<std::string> inputValues(
-    "input-value",
-    cl::desc("Fix a scalar graph input to a value: NAME:VALUE (repeatable)"),
-    cl::cat(category));
-static cl::opt<int64_t>
-    defaultBatch("default-batch",
-                 cl::desc("Size of a dynamic leading dimension not pinned"),
-                 cl::init(1), cl::cat(category));
-static cl::opt<std::string> weights(
-    "dist-weights",
-    cl::desc("'reference' (default: weights loaded from their file at run "
-             "time) or 'ignore' (weights initialized by the graph-only rule)"),
-    cl::init("reference"), cl::cat(category));
 static cl::opt<std::string> train(
     "train",
     cl::desc("Compile a training step: run dist-autodiff with these options "
@@ -196,15 +183,39 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
   }
   if (looksLikeONNX(in.path, (*buf)->getBuffer()))
     return importONNXFile(in.path, &ctx, options);
+  std::string bad =
+      distopt::checkMLIRResultNumbers((*buf)->getBuffer(), in.path);
+  if (!bad.empty()) {
+    WithColor::error() << bad << "\n";
+    return nullptr;
+  }
   // One source manager per file: parseSourceFile reads its main buffer.
   (void)sm;
   return parseSourceFile<ModuleOp>(in.path, &ctx);
 }
 
+/// True for a planned module whose function is a pipeline (more than one
+/// virtual stage) not yet partitioned into per-list programs.
+static bool needsPartition(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  auto plan = dist::DistDialect::PlanAttrHelper(ctx).getAttr(module);
+  if (!plan || plan.getNumVirtualStages() < 2)
+    return false;
+  auto lists = dist::DistDialect::ActionListAttrHelper(ctx);
+  return llvm::none_of(module.getOps<func::FuncOp>(), [&](func::FuncOp f) {
+    return lists.isAttrPresent(f);
+  });
+}
+
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions(
-      {&category, &distopt::autodiff::autodiffOptionCategory()});
+  ImportFlags importFlags;
+  TrainFlags trainFlags;
+  PlanFlags planFlags;
+  // Code generation reports what does not lower itself.
+  planFlags.checkCompilable = false;
+  cl::HideUnrelatedOptions({&category, &importFlags.category,
+                            &trainFlags.category, &planFlags.category});
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-compile: build an executable from ONNX models or graph IR\n");
@@ -218,27 +229,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   ONNXImportOptions importOptions;
-  importOptions.defaultBatch = defaultBatch;
-  if (weights == "ignore") {
-    importOptions.weights = WeightPolicy::Ignore;
-  } else if (weights != "reference") {
-    WithColor::error() << "unknown --dist-weights='" << weights
-                       << "'; use reference or ignore\n";
+  std::string flagError;
+  if (!importFlags.get(importOptions, flagError)) {
+    WithColor::error() << flagError << "\n";
     return 2;
-  }
-  for (const std::string &spec : inputShapes) {
-    std::string err;
-    if (!parseInputShapeSpec(spec, importOptions, err)) {
-      WithColor::error() << err << "\n";
-      return 2;
-    }
-  }
-  for (const std::string &spec : inputValues) {
-    std::string err;
-    if (!parseInputValueSpec(spec, importOptions, err)) {
-      WithColor::error() << "--input-value=" << spec << ": " << err << "\n";
-      return 2;
-    }
   }
 
   if (dataParallel && train.empty()) {
@@ -312,21 +306,40 @@ int main(int argc, char **argv) {
              << "\n";
       continue;
     }
+    // Planning flags plan the forward function first (as dist-opt does),
+    // so a training step is differentiated on the planned function.
+    if (planFlags.any()) {
+      PassManager pm(&ctx);
+      std::string error;
+      if (!planFlags.addPasses(pm, /*simulatorNamed=*/false, error)) {
+        WithColor::error() << error << "\n";
+        return 2;
+      }
+      if (failed(pm.run(*m))) {
+        WithColor::error() << "cannot plan '" << in.path << "'\n";
+        return 1;
+      }
+    }
     if (!train.empty()) {
       if (std::string bad = checkTrainOptions(train); !bad.empty()) {
         WithColor::error() << bad << "\n";
         return 2;
       }
       PassManager pm(&ctx);
-      std::string pipeline = "dist-autodiff{" + train + "}";
-      if (dataParallel)
-        pipeline += ",dist-data-parallel";
-      if (failed(parsePassPipeline(pipeline, pm, errs()))) {
+      TrainOptions trainOptions;
+      trainOptions.autodiff = train;
+      trainOptions.loss = trainFlags.loss;
+      trainOptions.dataParallel = dataParallel;
+      std::string error;
+      if (failed(buildTrainPipeline(pm, trainOptions, error))) {
         WithColor::error() << "bad --train options '" << train << "'\n";
         return 2;
       }
-      if (verbose)
-        errs() << "running " << pipeline << "\n";
+      if (verbose) {
+        errs() << "running ";
+        pm.printAsTextualPipeline(errs());
+        errs() << "\n";
+      }
       if (failed(pm.run(*m))) {
         if (!skipUnsupported) {
           WithColor::error() << "dist-autodiff failed on '" << in.path << "'\n";
@@ -337,6 +350,22 @@ int main(int argc, char **argv) {
         continue;
       }
       printTrainedSummary(*m, in.name);
+    }
+    // A planned pipeline runs from its schedule: one program per action
+    // list (dist-partition; it outlines and materializes what is missing),
+    // the forward stream of @main or, with --train, the training step.
+    if (needsPartition(*m)) {
+      PassManager pm(&ctx);
+      pm.addPass(createPartitionPass());
+      if (failed(pm.run(*m))) {
+        if (!skipUnsupported) {
+          WithColor::error() << "cannot partition '" << in.path
+                             << "' into per-rank programs\n";
+          return 1;
+        }
+        errs() << "skipped " << in.name << ": " << lastError << "\n";
+        continue;
+      }
     }
     SmallString<256> abs(in.path);
     sys::fs::make_absolute(abs);
@@ -394,6 +423,11 @@ int main(int argc, char **argv) {
       return false;
     }
     f << source;
+    std::string problem = distopt::closeOutput(f, path);
+    if (!problem.empty()) {
+      WithColor::error() << problem << "\n";
+      return false;
+    }
     return true;
   };
   if (sourceOnly)

@@ -44,6 +44,11 @@ distrt_status distrt_comm_env(int32_t *rank, int32_t *size,
 distrt_status distrt_comm_create(distrt_context *ctx, distrt_comm **out);
 /** Releases the communicator (MPI itself is finalised at process exit). */
 distrt_status distrt_comm_destroy(distrt_comm *comm);
+/** Ends every rank of the job with exit status `code` (MPI_Abort): a rank
+ *  that fails calls it so that its peers, which may be waiting on a
+ *  transfer from it, do not hang. Returns only without a multi-rank world
+ *  (NULL, or a world of one). */
+void distrt_comm_abort(distrt_comm *comm, int code);
 distrt_status distrt_comm_rank(const distrt_comm *comm, int32_t *rank);
 distrt_status distrt_comm_size(const distrt_comm *comm, int32_t *size);
 /** Which backend carries the collectives: "local" (a world of one), "mpi"
@@ -70,9 +75,12 @@ distrt_status distrt_barrier(distrt_comm *comm);
  *  must call distrt_recv with this rank as its peer and the same `tag`
  *  (0 <= tag < 2^15). Messages of one (sender, receiver, tag) arrive in the
  *  order they were sent. Any dtype. Fails on a peer outside [0, size) or
- *  equal to this rank. MPI (CPU): a blocking send of a small header (dtype,
- *  element count) and the bytes; NCCL (CUDA): the header over MPI, the bytes
- *  with ncclSend on the context's stream. */
+ *  equal to this rank. MPI (CPU): buffered and non-blocking — a copy of the
+ *  header (dtype, element count) and the bytes goes out in the background,
+ *  so the caller may reuse `tensor` at once and two ranks sending to each
+ *  other do not wait on each other; distrt_comm_destroy waits for what is
+ *  still in flight. NCCL (CUDA): the header over MPI, the bytes with
+ *  ncclSend on the context's stream (blocking until the peer receives). */
 distrt_status distrt_send(distrt_comm *comm, const distrt_tensor *tensor,
                           int32_t peer, int32_t tag);
 /** Receives into `tensor` what rank `peer` sent with `tag`. When the sent

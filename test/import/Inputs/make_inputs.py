@@ -236,14 +236,17 @@ save("shape_conflict", [
 ], [vinfo("x", F, [2, 3])], [vinfo("y", F, [3, 3])])
 
 # Omitted optional inputs and outputs in the middle: Resize without roi,
-# MaxPool with only its Indices output.
+# an LSTM with only its last hidden state (Y omitted; MaxPool's Y, which the
+# schema requires, cannot be: onnxruntime and the importer reject that).
 save("opaque_positions", [
     const("scales", [1.0, 1.0, 2.0, 2.0], np.float32),
     helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize",
                      mode="nearest"),
-    helper.make_node("MaxPool", ["r"], ["", "y"], name="pool_indices",
-                     kernel_shape=[2, 2], strides=[2, 2]),
-], [vinfo("x", F, [1, 2, 4, 4])], [vinfo("y", I64, [1, 2, 4, 4])])
+    helper.make_node("LSTM", ["s", "lw", "lr"], ["", "h"], name="lstm_h",
+                     hidden_size=2),
+], [vinfo("x", F, [1, 2, 4, 4]), vinfo("s", F, [3, 1, 4])],
+   [vinfo("r", F, [1, 2, 8, 8]), vinfo("h", F, [1, 1, 2])],
+   [weight("lw", 1, 8, 4), weight("lr", 1, 8, 2)])
 
 # Range with constant inputs: a long one (position ids) becomes graph.iota,
 # a short one folds to graph.constant; Mod with fmod = 1 keeps the flag.
@@ -351,3 +354,52 @@ save("if_scalar", [
                                            ["y_else"], name="square")],
                          "else", [], [vinfo("y_else", F, [2, 2])])),
 ], [vinfo("x", F, [1, 4]), vinfo("sr", I64, [])], [vinfo("y", F, None)])
+
+# Invalid models that once crashed the importer or imported as a wrong
+# program (issue 12; errors.test checks each message, and the fuzz
+# regression corpus runs them all). onnxruntime rejects every one.
+X4 = vinfo("x", F, [1, 2, 8, 8])
+save("bad_zero_stride", [
+    helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                     strides=[0, 0])], [X4], [vinfo("y", F, None)])
+save("bad_shape_of_failed", [
+    helper.make_node("MatMul", ["a", "b"], ["c"], name="mm"),
+    helper.make_node("Shape", ["c"], ["s"], name="shape"),
+    helper.make_node("Reshape", ["a", "s"], ["y"], name="reshape"),
+], [vinfo("a", F, [2, 3]), vinfo("b", F, [4, 5])], [vinfo("y", F, None)],
+    opset=15)
+save("bad_arity", [helper.make_node("Div", ["a"], ["y"], name="div")],
+     [vinfo("a", F, [2, 3])], [vinfo("y", F, None)])
+save("bad_extra_operand", [
+    helper.make_node("Relu", ["a", "a"], ["y"], name="relu")],
+    [vinfo("a", F, [2, 3])], [vinfo("y", F, None)])
+save("bad_duplicate_input", [
+    helper.make_node("Add", ["a", "a"], ["y"], name="add")],
+    [vinfo("a", F, [2, 3]), vinfo("a", F, [2, 3])], [vinfo("y", F, None)])
+save("bad_redefined", [
+    helper.make_node("Relu", ["a"], ["t"], name="first"),
+    helper.make_node("Neg", ["a"], ["t"], name="second"),
+], [vinfo("a", F, [2, 3])], [vinfo("t", F, None)])
+nodata = TensorProto()
+nodata.name, nodata.data_type = "w", F
+nodata.dims.extend([2, 3])
+save("bad_initializer_no_data", [
+    helper.make_node("Add", ["a", "w"], ["y"], name="add")],
+    [vinfo("a", F, [2, 3])], [vinfo("y", F, None)], [nodata])
+varint = helper.make_tensor("w", I64, [100], list(range(100)))
+save("bad_initializer_varints", [
+    helper.make_node("Add", ["a", "w"], ["y"], name="add")],
+    [vinfo("a", I64, [100])], [vinfo("y", I64, None)], [varint])
+save("bad_constant_of_shape_overflow", [
+    helper.make_node("ConstantOfShape", ["shape"], ["y"], name="fill")],
+    [], [vinfo("y", F, None)],
+    [numpy_helper.from_array(np.array([2**62, 2**62], np.int64), "shape")])
+save("bad_complex_bias", [
+    helper.make_node("Gemm", ["a", "w", "c"], ["y"], name="gemm")],
+    [vinfo("a", F, [2, 3])], [vinfo("y", F, None)],
+    [weight("w", 3, 4),
+     helper.make_tensor("c", TensorProto.COMPLEX64, [4], [1 + 0j] * 4)])
+save("bad_conv_transpose_rank", [
+    helper.make_node("ConvTranspose", ["a", "w"], ["y"], name="deconv")],
+    [vinfo("a", F, [1, 2, 4, 4])], [vinfo("y", F, None)],
+    [numpy_helper.from_array(np.ones([2], np.float32), "w")])

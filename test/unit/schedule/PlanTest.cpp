@@ -129,7 +129,7 @@ TEST(Plan, FinalizeDerivesMicrobatchesAndBalancedStages) {
   EXPECT_LE(p.cuts[0], 6u);
   EXPECT_EQ(p.stageLayers(0, 10), std::make_pair(0u, p.cuts[0]));
   EXPECT_EQ(p.stageLayers(1, 10), std::make_pair(p.cuts[0], 10u));
-  EXPECT_EQ(globalRank(p, 1, 1, 1), 7u);
+  EXPECT_EQ(p.globalRank(1, 1, 1), 7u);
 }
 
 TEST(Plan, BalancedCutsMinimiseTheLargestStage) {

@@ -71,9 +71,9 @@ TEST(ReplicatedPlan, ParseErrors) {
 TEST(ReplicatedPlan, RanksAreStageMajorSlots) {
   Plan p = llvm::cantFail(parsePlan("tp=2,replicas=3/1"));
   // slot(s, k) = sum_{s'<s} r_s' + k; rank = t + tp * slot.
-  EXPECT_EQ(globalRank(p, 0, 2, 1), 5u);
-  EXPECT_EQ(globalRank(p, 1, 0, 0), 6u);
-  EXPECT_EQ(globalRank(p, 1, 0, 1), 7u);
+  EXPECT_EQ(p.globalRank(0, 2, 1), 5u);
+  EXPECT_EQ(p.globalRank(1, 0, 0), 6u);
+  EXPECT_EQ(p.globalRank(1, 0, 1), 7u);
 }
 
 TEST(ReplicatedSchedule, AllOnesIsPlainOneFOneB) {

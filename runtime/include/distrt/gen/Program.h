@@ -46,27 +46,6 @@ struct Program {
   int rank = 0;      ///< this process's rank in the job
   int worldSize = 1; ///< ranks in the job
 
-  /// Pipeline programs: micro-batches per run (--microbatches); inputs and
-  /// outputs hold this many times the compiled rows along dim 0.
-  int64_t microbatches = 1;
-
-  /// A fresh buffer holding micro-batch `mb`'s rows of input `idx`
-  /// (nullptr after an error).
-  void *inputSlice(int idx, int64_t mb) {
-    const HostTensor &t = inputs[(size_t)idx];
-    size_t bytes = t.data.size() / (size_t)microbatches;
-    void *p = alloc(bytes);
-    if (!p || upload(p, t.data.data() + (size_t)mb * bytes, bytes))
-      return nullptr;
-    return p;
-  }
-  /// Writes `src` as micro-batch `mb`'s rows of output `idx`.
-  int outputSlice(int idx, int64_t mb, const void *src) {
-    HostTensor &t = outputs[(size_t)idx];
-    size_t bytes = t.data.size() / (size_t)microbatches;
-    return download(t.data.data() + (size_t)mb * bytes, src, bytes);
-  }
-
   /// A collective over the explicit group [0, n): fails unless the job runs
   /// exactly n ranks.
   int requireWorld(int n, const char *where) {

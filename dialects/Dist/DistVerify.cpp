@@ -1,0 +1,172 @@
+//===- DistVerify.cpp - Verifying the dist discardable attributes -*- C++ -*-===//
+//
+// Part of DistOpt. The planning passes write their results as discardable
+// `dist.*` attributes on the module, its functions and its ops; this file
+// checks them wherever they appear, so a hand-edited or foreign module that
+// carries a wrong one is rejected by the verifier rather than by a pass
+// deep in the pipeline (or not at all).
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Dist/DistDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace distopt::dist;
+
+using Cluster = DistDialect::ClusterAttrHelper;
+using Plan = DistDialect::PlanAttrHelper;
+using Layer = DistDialect::LayerAttrHelper;
+using VirtualStage = DistDialect::VirtualStageAttrHelper;
+using ActionList = DistDialect::ActionListAttrHelper;
+using TrainPhase = DistDialect::TrainPhaseAttrHelper;
+using Tp = DistDialect::TpAttrHelper;
+using BatchShard = DistDialect::BatchShardAttrHelper;
+using DataParallel = DistDialect::DataParallelAttrHelper;
+
+/// The plan of the module enclosing \p op, if any.
+static PlanAttr enclosingPlan(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  return module ? module->getAttrOfType<PlanAttr>(Plan::getNameStr())
+                : PlanAttr();
+}
+
+/// Checks that \p attr is a non-negative i64 index.
+static LogicalResult verifyIndex(Operation *op, NamedAttribute attr,
+                                 StringRef what) {
+  auto value = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!value || !value.getType().isInteger(64) || value.getInt() < 0)
+    return op->emitOpError("'")
+           << attr.getName().getValue() << "' must be a non-negative i64 "
+           << what << ", got " << attr.getValue();
+  return success();
+}
+
+LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto onModuleOnly = [&](auto typed, StringRef what) -> LogicalResult {
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError("'")
+             << name << "' belongs on the module, not on an op; the planner "
+             << "writes it on builtin.module";
+    if (!typed)
+      return op->emitOpError("'")
+             << name << "' must be a " << what << ", got " << attr.getValue();
+    return success();
+  };
+  if (name == Cluster::getNameStr()) {
+    auto cluster = dyn_cast<ClusterAttr>(attr.getValue());
+    if (failed(onModuleOnly(cluster, "#dist.cluster")))
+      return failure();
+    if (auto plan = op->getAttrOfType<PlanAttr>(Plan::getNameStr()))
+      if (plan.getNumDevices() > cluster.getNumDevices())
+        return op->emitOpError("'dist.plan' needs ")
+               << plan.getNumDevices() << " devices but 'dist.cluster' '"
+               << cluster.getName() << "' has " << cluster.getNumDevices();
+    return success();
+  }
+  if (name == Plan::getNameStr())
+    return onModuleOnly(dyn_cast<PlanAttr>(attr.getValue()), "#dist.plan");
+  if (name == Layer::getNameStr())
+    return verifyIndex(op, attr, "layer index");
+  if (name == VirtualStage::getNameStr()) {
+    if (failed(verifyIndex(op, attr, "virtual stage index")))
+      return failure();
+    int64_t stage = cast<IntegerAttr>(attr.getValue()).getInt();
+    PlanAttr plan = enclosingPlan(op);
+    if (!plan)
+      return success();
+    if (stage >= plan.getNumVirtualStages())
+      return op->emitOpError("'dist.virtual_stage' is ")
+             << stage << " but the module's plan has "
+             << plan.getNumVirtualStages() << " virtual stages (pp = "
+             << plan.getPp() << ", chunks = " << plan.getChunks() << ")";
+    // The plan's stages list the first layer of each virtual stage; an op of
+    // layer L belongs to the last one that starts at or before L. Stage
+    // outlining follows the ops and the simulator the plan, so an op placed
+    // elsewhere would make a program that is not the plan predicted.
+    auto layer = op->getAttrOfType<IntegerAttr>(Layer::getNameStr());
+    if (!layer || !layer.getType().isInteger(64) || layer.getInt() < 0)
+      return success();
+    ArrayRef<int64_t> starts = plan.getStages();
+    int64_t owner = -1;
+    for (auto [vs, first] : llvm::enumerate(starts))
+      if (first <= layer.getInt())
+        owner = vs;
+    if (owner >= 0 && owner != stage)
+      return op->emitOpError("'dist.virtual_stage' is ")
+             << stage << " but the module's plan puts layer "
+             << layer.getInt() << " ('dist.layer') in virtual stage " << owner
+             << " (stages = [" << starts
+             << "]); plan the module again (dist-set-plan or "
+                "dist-search-plan) instead of editing either";
+    return success();
+  }
+  if (name == ActionList::getNameStr()) {
+    if (!isa<func::FuncOp>(op))
+      return op->emitOpError("'dist.action_list' marks the program of one "
+                             "action list, a func.func (dist-partition "
+                             "writes it)");
+    if (failed(verifyIndex(op, attr, "action list index")))
+      return failure();
+    int64_t list = cast<IntegerAttr>(attr.getValue()).getInt();
+    if (PlanAttr plan = enclosingPlan(op)) {
+      schedule::RankLayout layout = plan.getLayout();
+      int64_t lists = layout.replicated()
+                          ? static_cast<int64_t>(layout.numSlots())
+                          : layout.pp;
+      if (list >= lists)
+        return op->emitOpError("'dist.action_list' is ")
+               << list << " but the module's plan has " << lists
+               << " action lists";
+    }
+    return success();
+  }
+  if (name == TrainPhase::getNameStr()) {
+    auto phase = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !phase ||
+        !llvm::is_contained({"forward", "backward_input", "backward_weight"},
+                            phase.getValue()))
+      return op->emitOpError("'dist.train_phase' marks the function of one "
+                             "stage's forward, backward_input or "
+                             "backward_weight work (dist-partition writes "
+                             "it), got ")
+             << attr.getValue();
+    return success();
+  }
+  if (name == Tp::getNameStr()) {
+    if (!isa<TensorParallelRoleAttr>(attr.getValue()))
+      return op->emitOpError("'dist.tp' must be a tensor-parallel role "
+                             "#dist.tp<column|row|split|replicated>, got ")
+             << attr.getValue();
+    return success();
+  }
+  if (name == DataParallel::getNameStr()) {
+    if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'dist.data_parallel' is a unit attribute of a "
+                             "func.func (set by dist-data-parallel)");
+    return success();
+  }
+  if (name == BatchShard::getNameStr())
+    return op->emitOpError("'dist.batch_shard' marks function arguments; put "
+                           "it in the argument's attribute dictionary");
+  return op->emitOpError("unknown attribute '")
+         << name << "' of the dist dialect";
+}
+
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned region,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == BatchShard::getNameStr()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'dist.batch_shard' on argument #")
+             << argIndex << " must be a unit attribute";
+    return success();
+  }
+  return op->emitOpError("unknown argument attribute '")
+         << name << "' of the dist dialect on argument #" << argIndex;
+}

@@ -1,0 +1,57 @@
+//===- RankLayout.cpp - Which device runs which part of a plan --*- C++ -*-===//
+//
+// Part of DistOpt.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Schedule/RankLayout.h"
+
+namespace distopt::schedule {
+
+unsigned RankLayout::firstSlot(unsigned s) const {
+  if (replicas.empty())
+    return dp * s;
+  unsigned slot = 0;
+  for (unsigned i = 0; i < s && i < replicas.size(); ++i)
+    slot += replicas[i];
+  return slot;
+}
+
+uint64_t RankLayout::numSlots() const {
+  if (replicas.empty())
+    return static_cast<uint64_t>(dp) * pp;
+  uint64_t n = 0;
+  for (unsigned r : replicas)
+    n += r;
+  return n;
+}
+
+std::vector<unsigned> RankLayout::stageDevices(unsigned s) const {
+  std::vector<unsigned> ids;
+  unsigned n = replicasOf(s);
+  ids.reserve(static_cast<size_t>(n) * cp * tp);
+  for (unsigned d = 0; d < n; ++d)
+    for (unsigned c = 0; c < cp; ++c)
+      for (unsigned t = 0; t < tp; ++t)
+        ids.push_back(globalRank(s, d, t, c));
+  return ids;
+}
+
+std::optional<RankLayout::Coord> RankLayout::coordOf(unsigned rank) const {
+  if (tp == 0 || cp == 0 || rank >= numDevices())
+    return std::nullopt;
+  unsigned slot = rank / tp / cp;
+  Coord c;
+  c.tensor = rank % tp;
+  c.context = rank / tp % cp;
+  for (unsigned s = 0; s < pp; ++s) {
+    unsigned first = firstSlot(s), n = replicasOf(s);
+    if (slot < first + n) {
+      c.stage = s;
+      c.replica = slot - first;
+      return c;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace distopt::schedule

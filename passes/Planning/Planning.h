@@ -1,0 +1,122 @@
+//===- Planning.h - What the planning passes share ---------------*- C++ -*-===//
+//
+// Part of DistOpt. The planning passes read their inputs from the module
+// (the cluster, the layers, the plan) and write their results back into
+// it; these helpers do the reading and writing, so every pass sees the
+// same function, the same cost-model description and the same cluster.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_PASSES_PLANNING_PLANNING_H
+#define DIST_PASSES_PLANNING_PLANNING_H
+
+#include "dialects/Dist/DistDialect.h"
+#include "lib/Cost/CostModel.h"
+#include "lib/Cost/ModelDesc.h"
+#include "lib/Cost/ProfileDB.h"
+#include "lib/GraphCost/ModelFromGraph.h"
+#include "lib/Schedule/Plan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace distopt::planning {
+
+/// The function a module plans: \p name when given, else `main`, else the
+/// only function with a body. Emits an error naming \p pass otherwise.
+mlir::FailureOr<mlir::func::FuncOp> plannedFunction(mlir::ModuleOp module,
+                                                    llvm::StringRef name,
+                                                    llvm::StringRef pass);
+
+/// How the planned function is costed (what a plan records next to its
+/// degrees): the compute element type, where `fp8` means fp8 matmuls and
+/// bf16 elsewhere (Transformer Engine), and whether attention is one fused
+/// kernel.
+struct Costing {
+  cluster::DType dtype = cluster::DType::BF16;
+  bool fusedAttention = false;
+
+  static Costing of(const schedule::Plan &p) {
+    return {p.dtype, p.fusedAttention};
+  }
+  void applyTo(schedule::Plan &p) const {
+    p.dtype = dtype;
+    p.fusedAttention = fusedAttention;
+  }
+};
+
+/// The cost-model description of \p func costed as \p costing says: layers
+/// from its `dist.layer` annotations when it has them, from its cut points
+/// otherwise.
+/// \p ops, when given, receives each layer's ops and each costed op's
+/// tensor-parallel role.
+struct PlannedOps {
+  std::vector<std::vector<mlir::Operation *>> layers;
+  llvm::DenseMap<mlir::Operation *, dist::TensorParallelRole> roles;
+};
+mlir::FailureOr<cost::ModelDesc> modelOf(mlir::func::FuncOp func,
+                                         const Costing &costing,
+                                         PlannedOps *ops = nullptr);
+
+/// The cost-model description of the module's planned function in whatever
+/// form it is in: annotated ops, `dist.stage` regions, or calls to stage
+/// functions (whose bodies are read back in program order, with the weight
+/// reads outlining cloned into several stages counted once).
+mlir::FailureOr<cost::ModelDesc> planningModel(mlir::ModuleOp module,
+                                               const Costing &costing);
+/// The same with unfused attention, for callers that know only the dtype.
+inline mlir::FailureOr<cost::ModelDesc> planningModel(mlir::ModuleOp module,
+                                                      cluster::DType dtype) {
+  return planningModel(module, Costing{dtype, false});
+}
+
+/// What the cost model needs from the module: its cluster and, when the
+/// cluster names one, the profile database. Errors name \p pass.
+struct ModuleMachine {
+  cluster::Cluster cluster;
+  std::optional<cost::ProfileDB> profile;
+  /// The cost model for \p costing: under fp8 the matmuls run at the fp8
+  /// peak (cost::CostModel::setMatmulPrecision).
+  cost::CostModel costModel() const { return costModel(Costing{}); }
+  cost::CostModel costModel(const Costing &costing) const {
+    cost::CostModel cm(profile ? &*profile : nullptr);
+    if (costing.dtype == cluster::DType::F8)
+      cm.setMatmulPrecision(cluster::DType::F8);
+    return cm;
+  }
+};
+mlir::FailureOr<ModuleMachine> moduleMachine(mlir::ModuleOp module,
+                                             llvm::StringRef pass);
+
+/// What set-plan and search start from: the planned function, the
+/// machines, and the function's cost-model description and ops.
+struct PlanningInputs {
+  mlir::func::FuncOp func;
+  ModuleMachine machine;
+  cost::ModelDesc model;
+  PlannedOps ops;
+};
+mlir::FailureOr<PlanningInputs> planningInputs(mlir::ModuleOp module,
+                                               const Costing &costing,
+                                               llvm::StringRef pass);
+
+/// Writes \p plan (finalized) as `dist.plan` on \p module, and on every op
+/// of \p ops its virtual stage (`dist.virtual_stage`) and, when the plan has
+/// tensor parallelism, its role (`dist.tp`).
+void recordPlan(mlir::ModuleOp module, const schedule::Plan &plan,
+                const PlannedOps &ops);
+
+/// Writes \p write's output to \p path; an error on \p module naming the
+/// file when it cannot be written completely.
+mlir::LogicalResult
+writeFile(mlir::ModuleOp module, llvm::StringRef path, llvm::StringRef what,
+          llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+/// "80.0 GiB".
+std::string humanBytes(double bytes);
+
+} // namespace distopt::planning
+
+#endif // DIST_PASSES_PLANNING_PLANNING_H

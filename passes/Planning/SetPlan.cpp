@@ -1,0 +1,62 @@
+//===- SetPlan.cpp - The dist-set-plan pass ----------------------*- C++ -*-===//
+//
+// Part of DistOpt. Checks a hand-written plan against the module's function
+// and cluster, finalizes it (micro-batches, balanced stages) and records it.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/Planning/Planning.h"
+
+namespace distopt {
+#define GEN_PASS_DEF_SETPLANPASS
+#include "passes/Passes.h.inc"
+} // namespace distopt
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::planning;
+
+namespace {
+struct SetPlanPass : public distopt::impl::SetPlanPassBase<SetPlanPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(run(module)))
+      signalPassFailure();
+  }
+
+  LogicalResult run(ModuleOp module) {
+    // The pass may report on the whole module; printing it under the error
+    // would bury the message.
+    if (plan.empty())
+      return emitError(module.getLoc())
+             << "dist-set-plan needs a plan: --dist-plan=\"dp=..,tp=..,pp=..,"
+                "mbs=..,schedule=..\" (plan=...), or --dist-search to find "
+                "one";
+    if (batch == 0)
+      return emitError(module.getLoc())
+             << "--dist-plan needs the global batch in samples: pass "
+                "--dist-batch=N (dist-set-plan's batch=N)";
+    llvm::Expected<schedule::Plan> parsed = schedule::parsePlan(plan);
+    if (!parsed)
+      return emitError(module.getLoc())
+             << "bad --dist-plan: " << llvm::toString(parsed.takeError());
+    parsed->mode = mode;
+    parsed->objective = objective;
+    Costing costing{dtype, fusedAttention};
+    costing.applyTo(*parsed);
+    if (mode == schedule::Mode::Infer)
+      parsed->schedule = schedule::ScheduleKind::GPipe;
+    FailureOr<PlanningInputs> in =
+        planningInputs(module, costing, "dist-set-plan");
+    if (failed(in))
+      return failure();
+    cost::CostModel cm = in->machine.costModel(costing);
+    if (llvm::Error err = schedule::finalizePlan(*parsed, in->model,
+                                                 in->machine.cluster, batch, cm))
+      return emitError(module.getLoc()) << llvm::toString(std::move(err));
+    recordPlan(module, *parsed, in->ops);
+    return success();
+  }
+};
+} // namespace

@@ -1,0 +1,340 @@
+// RUN: dist-opt %s -split-input-file -verify-diagnostics
+// One case per verifier message of the dist attributes (DistAttrs.cpp) and
+// of the discardable dist.* attributes the planner writes (DistVerify.cpp).
+
+// expected-error @+1 {{device kind needs a non-empty name}}
+module attributes {x = #dist.device_kind<"", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' needs a positive memory size, got 0}}
+module attributes {x = #dist.device_kind<"a", memory = 0, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' needs a positive memory bandwidth}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 0.0, flops = {fp32 = 1.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' needs peak FLOP/s for at least one element type}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' gives peak FLOP/s for unknown element type 'f33'; use fp32, tf32, fp16, bf16, fp8, int8, int32 or int64}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {f33 = 1.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' peak FLOP/s for 'fp32' must be a positive float}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = -1.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' gives an efficiency for unknown op class 'gemm'; use matmul, conv, elementwise, norm, softmax, embedding, reduction, data_movement, loss or other}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}, efficiency = {gemm = 0.5 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' efficiency of 'matmul' must be a float in (0, 1]}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}, efficiency = {matmul = 1.5 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' memory_efficiency must be in (0, 1]}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}, memory_efficiency = 0.0>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' launch_overhead and half_efficiency_flops cannot be negative}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}, launch_overhead = -1.0>} {}
+
+// -----
+
+// expected-error @+1 {{link 'l' needs a positive bandwidth}}
+module attributes {x = #dist.link<"l", bandwidth = -1.0, latency = 0.0>} {}
+
+// -----
+
+// expected-error @+1 {{link 'l' cannot have a negative latency}}
+module attributes {x = #dist.link<"l", bandwidth = 1.0, latency = -1.0>} {}
+
+// -----
+
+// expected-error @+1 {{link 'l' collective_efficiency must be in (0, 2]}}
+module attributes {x = #dist.link<"l", bandwidth = 1.0, latency = 0.0, collective_efficiency = 0.0>} {}
+
+// -----
+
+// expected-error @+1 {{node group of 'a' needs at least one node, got 0}}
+module attributes {x = #dist.node_group<kind = "a", nodes = 0, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>} {}
+
+// -----
+
+// expected-error @+1 {{node group of 'a' needs at least one device per node, got 0}}
+module attributes {x = #dist.node_group<kind = "a", nodes = 1, devices = 0, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' names device kind 'a' twice}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>, #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>]>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' has no devices}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = []>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' node group uses unknown device kind 'b'}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "b", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>]>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' has 2 nodes but no network joining them}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 2, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh needs at least one axis}}
+module attributes {x = #dist.mesh<shape = [], devices = []>} {}
+
+// -----
+
+// expected-error @+1 {{mesh axes must have at least one device, got 0}}
+module attributes {x = #dist.mesh<shape = [0], devices = []>} {}
+
+// -----
+
+// expected-error @+1 {{mesh of shape with 4 positions lists 3 devices}}
+module attributes {x = #dist.mesh<shape = [2, 2], devices = [0, 1, 2]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh of shape with more positions than int64 holds}}
+module attributes {x = #dist.mesh<shape = [4294967296, 4294967296], devices = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh device numbers must be non-negative, got -2}}
+module attributes {x = #dist.mesh<shape = [2], devices = [0, -2]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh lists device 1 twice}}
+module attributes {x = #dist.mesh<shape = [2], devices = [1, 1]>} {}
+
+// -----
+
+// expected-error @+1 {{plan dp must be in [1, 16777216], got 0}}
+module attributes {x = #dist.plan<dp = 0, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan tp must be in [1, 16777216], got 33554432}}
+module attributes {x = #dist.plan<dp = 1, tp = 33554432, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan zero must be a ZeRO stage 0-3, got 4}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], zero = 4>} {}
+
+// -----
+
+// expected-error @+1 {{plan has chunks = 2 with schedule "1f1b"; only "interleaved" (and the V-shaped schedules, with 2) runs several chunks per stage}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1], chunks = 2>} {}
+
+// -----
+
+// expected-error @+1 {{plan stages must list the first layer of each of the pp * chunks = 2 virtual stages, got 1}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan stages must start at layer 0 and not decrease, got [0, 5, 3]}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 3, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 5, 3]>} {}
+
+// -----
+
+// expected-error @+1 {{plan replicas must give one count per pipeline stage (pp = 2), got 1}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1], replicas = [3]>} {}
+
+// -----
+
+// expected-error @+1 {{plan replicas need dp = 1, chunks = 1 and cp = 1, got dp = 2, chunks = 1 and cp = 1}}
+module attributes {x = #dist.plan<dp = 2, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1], replicas = [3, 1]>} {}
+
+// -----
+
+// expected-error @+1 {{plan replica counts must be in [1, 16777216], got 0}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1], replicas = [3, 0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan global_batch 7 is not mbs * microbatches * dp = 8}}
+module attributes {x = #dist.plan<dp = 2, tp = 1, pp = 1, mbs = 2, microbatches = 2, global_batch = 7, schedule = "1f1b", stages = [0]>} {}
+
+// -----
+
+// expected-error @+2 {{unknown schedule "2f2b"; expected one of gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, v-half, v-min, dualpipe-v, pipedream or pipedream-2bw}}
+// expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'schedule'}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "2f2b", stages = [0]>} {}
+
+// -----
+
+// expected-error @+2 {{unknown recompute 'most'; expected none, selective or full}}
+// expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'recompute'}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], recompute = most>} {}
+
+// -----
+
+// expected-error @+2 {{unknown element type 'fp4'; expected fp32, tf32, fp16, bf16 or fp8}}
+// expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'dtype'}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], dtype = fp4>} {}
+
+// -----
+
+// expected-error @+2 {{unknown plan mode 'serve'; expected train or infer}}
+// expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'mode'}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], mode = serve>} {}
+
+// -----
+
+// expected-error @+2 {{unknown objective 'speed'; expected throughput or latency}}
+// expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'objective'}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], mode = infer, objective = speed>} {}
+
+// -----
+
+// expected-error @+2 {{expected 'true' or 'false'}}
+// expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'overlap_p2p'}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], overlap_p2p = yes>} {}
+
+// -----
+
+// expected-error @+1 {{'dist.cluster' must be a #dist.cluster, got "dgx"}}
+module attributes {dist.cluster = "dgx"} {}
+
+// -----
+
+// expected-error @+1 {{'dist.plan' must be a #dist.plan, got {dp = 2 : i64}}}
+module attributes {dist.plan = {dp = 2 : i64}} {}
+
+// -----
+
+// expected-error @+1 {{'dist.plan' needs 2 devices but 'dist.cluster' 'c' has 1}}
+module attributes {dist.cluster = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 1, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>]>, dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1]>} {}
+
+// -----
+
+// expected-error @+1 {{'dist.plan' belongs on the module, not on an op; the planner writes it on builtin.module}}
+func.func @f() attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1]>} {
+  return
+}
+
+// -----
+
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1]>} {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.virtual_stage' is 2 but the module's plan has 2 virtual stages (pp = 2, chunks = 1)}}
+    %a = graph.unary relu %x {dist.virtual_stage = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A plan's stage list and the ops' stages must agree: layer 1 starts
+// virtual stage 1.
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1]>} {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.layer = 0 : i64, dist.virtual_stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    // expected-error @+1 {{'dist.virtual_stage' is 0 but the module's plan puts layer 1 ('dist.layer') in virtual stage 1 (stages = [0, 1]); plan the module again (dist-set-plan or dist-search-plan) instead of editing either}}
+    %b = graph.unary relu %a {dist.layer = 1 : i64, dist.virtual_stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %b : tensor<4xf32>
+  }
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.virtual_stage' must be a non-negative i64 virtual stage index, got "first"}}
+  %a = graph.unary relu %x {dist.virtual_stage = "first"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.layer' must be a non-negative i64 layer index, got -1}}
+  %a = graph.unary relu %x {dist.layer = -1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.tp' must be a tensor-parallel role #dist.tp<column|row|split|replicated>, got "column"}}
+  %a = graph.unary relu %x {dist.tp = "column"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dist.data_parallel' is a unit attribute of a func.func (set by dist-data-parallel)}}
+module attributes {dist.data_parallel} {}
+
+// -----
+
+// expected-error @+1 {{'dist.batch_shard' marks function arguments; put it in the argument's attribute dictionary}}
+func.func @f() attributes {dist.batch_shard} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.batch_shard' on argument #0 must be a unit attribute}}
+func.func @f(%x: tensor<4xf32> {dist.batch_shard = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown argument attribute 'dist.shard' of the dist dialect on argument #0}}
+func.func @f(%x: tensor<4xf32> {dist.shard}) {
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown attribute 'dist.stage' of the dist dialect}}
+  %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{plan has chunks = 1 with schedule "zb-v"; a V-shaped schedule runs two chunks per stage}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 4, global_batch = 4, schedule = "zb-v", stages = [0, 1]>} {}
+
+// -----
+
+// expected-error @+1 {{plan ep = 3 must divide dp = 4 (the expert-parallel group is ep of the dp replicas)}}
+module attributes {x = #dist.plan<dp = 4, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 4, schedule = "1f1b", ep = 3, stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan cp must be in [1, 16777216], got 0}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", cp = 0, stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan expert_imbalance must be in [1, 1000] (the busiest expert rank's tokens over the mean), got 5.000000e-01}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", expert_imbalance = 0.5, stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan replicas need dp = 1, chunks = 1 and cp = 1, got dp = 1, chunks = 1 and cp = 2}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 3, global_batch = 3, schedule = "1f1b", cp = 2, stages = [0, 1], replicas = [3, 1]>} {}
