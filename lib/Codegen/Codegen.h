@@ -61,6 +61,14 @@ mlir::LogicalResult emitModel(const ModelUnit &model, llvm::StringRef ns,
 std::optional<std::pair<mlir::Location, std::string>>
 findUnsupported(mlir::ModuleOp module, llvm::StringRef funcName);
 
+/// Writes the manifest of a job (`dist-compile -o DIR/`, read by dist-run):
+/// the program's file name in the job folder, how many ranks it needs (null:
+/// any, a data-parallel program over the launched world), and per model its
+/// plan, inputs and, for a planned pipeline, what each rank runs and owns
+/// (JobManifest.cpp; docs/cli.md, "Jobs").
+void writeJobManifest(llvm::ArrayRef<ModelUnit> models,
+                      llvm::StringRef program, llvm::raw_ostream &os);
+
 /// Where the runtime library and headers are, and how to compile.
 struct Toolchain {
   std::string cxx = "c++";       ///< host compiler (DIST_CXX overrides)

@@ -46,9 +46,7 @@ static const char *runtimeOp(dist::ReductionKind kind) {
   return nullptr;
 }
 
-/// Checks what every collective needs: a tensor the ABI carries and a group
-/// that is the whole world (a program runs on every rank: `over world`, or
-/// [0, ..., N-1] checked against the launched world at run time).
+/// Checks what every collective needs: a tensor the ABI carries.
 static LogicalResult checkCollective(FunctionEmitter &e,
                                      dist::CollectiveOpInterface op) {
   Operation *raw = op.getOperation();
@@ -60,21 +58,25 @@ static LogicalResult checkCollective(FunctionEmitter &e,
            << "dist-compile: " << raw->getName() << " of " << in.getType()
            << " has no runtime lowering; collectives carry statically "
               "shaped f32, f16, bf16, i32, i64 or i1 tensors";
-  for (auto [k, d] : llvm::enumerate(op.getGroupDevices()))
-    if (d != (int64_t)k)
-      return raw->emitError()
-             << "dist-compile: " << raw->getName()
-             << " over a device subset has no lowering yet (sub-communicators "
-                "are not built); use `over world` or the full group [0, ..., "
-                "N-1]";
   return success();
 }
 
-/// `if (P.requireWorld(N, ...)) return 1;` for an explicit full group.
-static void requireGroup(FunctionEmitter &e, dist::CollectiveOpInterface op) {
-  if (!op.isOverWorld())
-    e.os << "    if (P.requireWorld(" << op.getGroupDevices().size() << ", \""
-         << FunctionEmitter::where(op) << "\")) return 1;\n";
+/// Emits what the collective's communicator needs and returns its C++
+/// expression: the world's for `over world`, else the communicator of the
+/// group's ranks (Program::group: the world's when the group is every rank
+/// of the job, else made by the group's ranks on first use).
+static std::string communicator(FunctionEmitter &e,
+                                dist::CollectiveOpInterface op) {
+  if (op.isOverWorld())
+    return "P.comm";
+  ArrayRef<int64_t> devices = op.getGroupDevices();
+  e.os << "    static const int32_t group[] = {";
+  for (auto [k, d] : llvm::enumerate(devices))
+    e.os << (k ? ", " : "") << d;
+  e.os << "};\n    distrt_comm *comm = P.group(group, " << devices.size()
+       << ", \"" << FunctionEmitter::where(op)
+       << "\");\n    if (!comm) return 1;\n";
+  return "comm";
 }
 
 static LogicalResult emitCollective(FunctionEmitter &e,
@@ -93,11 +95,10 @@ static LogicalResult emitCollective(FunctionEmitter &e,
                 "mean, max and min";
     e.allocate(out);
     e.os << "  {\n";
-    requireGroup(e, op);
+    std::string comm = communicator(e, op);
     e.os << "    distrt_tensor in = " << e.desc(in)
          << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
-    e.call(std::string("distrt_all_reduce(P.comm, &in, &out, ") + rop + ")",
-           raw);
+    e.call("distrt_all_reduce(" + comm + ", &in, &out, " + rop + ")", raw);
     e.os << "  }\n";
     return success();
   }
@@ -105,14 +106,18 @@ static LogicalResult emitCollective(FunctionEmitter &e,
     // Every rank gets root's tensor: copy the input, broadcast in place.
     e.allocate(out);
     e.os << "  {\n";
-    requireGroup(e, op);
+    std::string comm = communicator(e, op);
     e.os << "    if (P.copy(" << e.name(out) << ", " << e.name(in) << ", "
          << FunctionEmitter::numel(in) *
                 FunctionEmitter::byteSize(
                     FunctionEmitter::typeOf(in).getElementType())
          << ")) return 1;\n    distrt_tensor t = " << e.desc(out) << ";\n  ";
-    e.call("distrt_broadcast(P.comm, &t, " + std::to_string(bc.getRoot()) +
-               ")",
+    // The root is a device number; its rank in the group is its position.
+    ArrayRef<int64_t> devices = op.getGroupDevices();
+    int64_t root = bc.getRoot();
+    if (!op.isOverWorld())
+      root = llvm::find(devices, root) - devices.begin();
+    e.call("distrt_broadcast(" + comm + ", &t, " + std::to_string(root) + ")",
            raw);
     e.os << "  }\n";
     return success();

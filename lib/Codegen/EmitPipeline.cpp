@@ -13,7 +13,10 @@
 //    and state they own; list 0 returns the step's outputs (the loss);
 //  - `run` looks up this rank's action list and runs its program; `peers`
 //    gives, for each rank and action list, the list's device with the
-//    rank's data-parallel replica and tensor coordinates.
+//    rank's data-parallel replica and tensor coordinates;
+//  - with data-parallel replicas of the stages, inputs marked
+//    `dist.batch_shard` hold every replica's rows and `replicaOf` says
+//    whose a rank keeps.
 //
 // Every decision about order, transfers and micro-batches is in the IR;
 // this file only prints it.
@@ -301,9 +304,10 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
   // Which list each rank runs, and each list's device with a rank's
   // coordinates.
   unsigned world = static_cast<unsigned>(layout.numDevices());
-  std::string listOf, peers;
+  std::string listOf, peers, replicaOf;
   for (unsigned r = 0; r < world; ++r) {
     auto c = *layout.coordOf(r);
+    replicaOf += (r ? ", " : "") + std::to_string(c.replica);
     unsigned list = layout.replicated() ? r / layout.tp : c.stage;
     listOf += (r ? ", " : "") + std::to_string(list);
     peers += "    {";
@@ -318,6 +322,17 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
   unsigned outputRank =
       layout.replicated() ? layout.tp * outputIndex
                           : layout.globalRank(outputIndex, 0, 0);
+
+  // Data parallelism inside the stages: inputs marked `dist.batch_shard`
+  // hold every replica's rows, and a rank keeps its replica's.
+  std::string shards;
+  bool sharded = false;
+  for (unsigned k = 0; k < outputList.getNumArguments(); ++k) {
+    bool shard = static_cast<bool>(
+        outputList.getArgAttr(k, "dist.batch_shard"));
+    sharded |= shard;
+    shards += (k ? ", " : "") + std::string(shard ? "1" : "0");
+  }
 
   out << "namespace " << ns << " {\n"
       << "static const int listOf[" << world << "] = {" << listOf << "};\n"
@@ -339,6 +354,14 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
     outValues.push_back(ret.getOperand(k));
   }
   ModelTableFields fields;
+  if (sharded) {
+    out << "static const int shards[] = {" << shards << "};\n"
+        << "static const int replicaOf[" << world << "] = {" << replicaOf
+        << "};\n";
+    fields.shards = "shards";
+    fields.replicaOf = "replicaOf";
+    fields.replicas = layout.dp;
+  }
   fields.collectives = true;
   fields.world = world;
   fields.outputRank = outputRank;

@@ -192,6 +192,10 @@ struct ModelTableFields {
   bool collectives = false;
   /// Name of the per-input batch-shard flag array, or "nullptr".
   std::string shards = "nullptr";
+  /// Name of the per-rank data-parallel replica array and the replica
+  /// count, or "nullptr" and 0 (rank r keeps block r of the world).
+  std::string replicaOf = "nullptr";
+  int64_t replicas = 0;
   /// Pipeline programs: ranks the stages need and the rank with the outputs
   /// (0, 0 otherwise).
   unsigned world = 0, outputRank = 0;

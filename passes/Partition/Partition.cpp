@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+
+#include "dialects/Graph/GraphOps.h"
 #include "passes/Partition/ScheduleIR.h"
 #include "passes/Partition/TrainStages.h"
 #include "passes/Planning/Planning.h"
@@ -285,8 +287,25 @@ struct PartitionPass
     eraseListPrograms(module);
     OpBuilder b(&getContext());
     b.setInsertionPointAfter(train);
+    schedule::Plan p = plan.toPlan();
+    if (p.recompute == cost::Recompute::Full)
+      for (auto f : module.getOps<func::FuncOp>()) {
+        auto group = partition::trainGroupOf(f);
+        if (!group || group->second != partition::TrainPhase::Forward)
+          continue;
+        WalkResult random = f.walk([](graph::DropoutMaskOp) {
+          return WalkResult::interrupt();
+        });
+        if (random.wasInterrupted())
+          return f.emitError("dist-partition: the plan recomputes the "
+                             "forward (recompute = full) but stage ")
+                 << group->first
+                 << "'s forward draws dropout masks, which a second call "
+                    "would not reproduce; plan without recomputation or "
+                    "train without dropout";
+      }
     for (unsigned list = 0; list < (*ir)->schedule.devices.size(); ++list)
-      if (failed(partition::buildTrainList(train, **ir, list, b)))
+      if (failed(partition::buildTrainList(train, **ir, p, list, b)))
         return failure();
     return success();
   }
@@ -306,20 +325,34 @@ struct PartitionPass
       return emitError(module.getLoc())
              << "dist-partition needs the module's plan ('dist.plan')";
     schedule::RankLayout layout = plan.getLayout();
-    if (layout.dp != 1 || layout.tp != 1 || layout.replicated())
+    schedule::Plan p = plan.toPlan();
+    if (layout.tp != 1 || layout.cp != 1 || p.ep != 1 || layout.replicated())
       return emitError(module.getLoc())
-             << "dist-partition: the plan has dp = " << layout.dp
-             << ", tp = " << layout.tp
+             << "dist-partition: the plan has tp = " << layout.tp
+             << ", cp = " << layout.cp << ", ep = " << p.ep
              << (layout.replicated() ? " and per-stage replicas" : "")
-             << "; per-list programs run one device per stage yet (data "
-                "and tensor parallelism inside a pipeline stage are the next "
-                "step; data parallelism alone: dist-compile --train "
-                "--data-parallel)";
+             << "; per-list programs run pipeline and data parallelism "
+                "(pp, dp) yet: tensor, context and expert parallelism and "
+                "per-stage replicas inside a pipeline are not executed";
     FailureOr<func::FuncOp> train = trainingStep(module);
     if (failed(train))
       return failure();
-    if (*train)
+    if (*train) {
+      if (p.recompute == cost::Recompute::Selective)
+        emitWarning(module.getLoc())
+            << "dist-partition: the plan recomputes the attention core "
+               "(recompute = selective), which the per-list programs do not "
+               "do yet: they keep its activations until the backward (the "
+               "same numbers, more memory than the plan predicts; recompute "
+               "= full recomputes each stage's forward)";
       return partitionTraining(module, plan, *train);
+    }
+    if (layout.dp != 1)
+      return emitError(module.getLoc())
+             << "dist-partition: the plan has dp = " << layout.dp
+             << "; a forward stream runs one device per stage yet (data "
+                "parallelism inside a pipeline runs for training steps: run "
+                "dist-autodiff first)";
     FailureOr<func::FuncOp> func =
         planning::plannedFunction(module, "", "dist-partition");
     if (failed(func))

@@ -14,7 +14,12 @@
 //    gradients earlier stages read;
 //  - optimizer_step: the optimizer ops of the list's stages, on the mean of
 //    each gradient over the step's micro-batches (the gradient of the step's
-//    mean loss, as with dist-autodiff's accumulation-steps).
+//    mean loss, as with dist-autodiff's accumulation-steps);
+//  - all_reduce (dp > 1): those means averaged over the stage's
+//    data-parallel replicas (`dist.all_reduce mean` over their devices).
+//    Every replica runs the list's program on its own rows of the batch
+//    (the inputs are `dist.batch_shard`), and the loss is averaged over the
+//    replicas too, so rank 0 reports the global batch's loss.
 //
 // The list holding the last stage sends the step's outputs (the mean loss)
 // to list 0, which returns them; every list returns the updates of its own
@@ -161,7 +166,10 @@ static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
 }
 
 LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
+                                        const schedule::Plan &plan,
                                         unsigned list, OpBuilder &b) {
+  const schedule::RankLayout &layout = plan;
+  bool recompute = plan.recompute == cost::Recompute::Full;
   MLIRContext *ctx = func.getContext();
   const schedule::Schedule &sched = s.schedule;
   int64_t m = sched.microbatches;
@@ -248,6 +256,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   auto fn = func::FuncOp::create(b, loc, name,
                                  FunctionType::get(ctx, inputs, outputs));
   fn.setAllArgAttrs(func.getAllArgAttrs());
+  // Data parallelism: each replica of the stage reads its own rows.
+  bool dataParallel = layout.dp > 1;
+  if (dataParallel)
+    for (unsigned k = 0; k < fn.getNumArguments(); ++k)
+      fn.setArgAttr(k, dist::DistDialect::BatchShardAttrHelper::getNameStr(),
+                    b.getUnitAttr());
   for (auto [i, k] : llvm::enumerate(resultIndices))
     fn.setResultAttrs(i, func.getResultAttrDict(k));
   dist::DistDialect::ActionListAttrHelper(ctx).setAttr(
@@ -258,11 +272,22 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   MicrobatchValues values(ib, entry, m, loc);
   auto valueOf = [&](int64_t mb, Value v) { return values.get(mb, v); };
 
-  auto callGroup = [&](Operation *at, int64_t mb, int64_t v,
-                       TrainPhase phase) -> LogicalResult {
+  // Full recomputation: the first backward call of (micro-batch, stage)
+  // runs the stage's forward again from its inputs, so what the backward
+  // reads of the forward is that second call's (the first call's values
+  // die after their sends: only the stage's inputs are stashed).
+  llvm::DenseSet<std::pair<int64_t, int64_t>> recomputed;
+  std::function<LogicalResult(Operation *, int64_t, int64_t, TrainPhase)>
+      callGroup;
+  callGroup = [&](Operation *at, int64_t mb, int64_t v,
+                  TrainPhase phase) -> LogicalResult {
     func::CallOp call = g.calls[v][static_cast<unsigned>(phase)];
     if (!call)
       return success(); // nothing of that phase on this stage
+    if (recompute && phase != TrainPhase::Forward &&
+        recomputed.insert({mb, v}).second &&
+        failed(callGroup(at, mb, v, TrainPhase::Forward)))
+      return failure();
     SmallVector<Value> operands;
     for (Value operand : call.getOperands()) {
       Value mapped = valueOf(mb, operand);
@@ -305,8 +330,23 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     }
   };
 
-  // The mean over the step's micro-batches of a stage function's result.
+  // The devices of this list's stage replicas (tensor rank 0: one device
+  // per replica), over which gradients and the loss are averaged.
+  SmallVector<int64_t> replicaGroup;
+  for (unsigned d = 0; d < layout.dp; ++d)
+    replicaGroup.push_back(layout.globalRank(list, d, 0));
+  auto averageOverReplicas = [&](Value v) -> Value {
+    return dist::AllReduceOp::create(
+               ib, loc, v.getType(), v,
+               dist::ReductionKindAttr::get(ctx, dist::ReductionKind::mean),
+               ib.getDenseI64ArrayAttr(replicaGroup))
+        .getResult();
+  };
+
+  // The mean over the step's micro-batches of a stage function's result
+  // (with dp > 1, after the stage's all_reduce: over the replicas too).
   DenseMap<Value, Value> means;
+  llvm::DenseSet<Value> averaged;
   auto meanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
     if (Value done = means.lookup(v))
       return done;
@@ -361,6 +401,27 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     ib.clone(*def, stepMap);
     return stepMap.lookup(v);
   };
+  // The schedule's gradient sync of stage v: every gradient its optimizer
+  // reads, averaged over the replicas.
+  auto allReduce = [&](Operation *at, int64_t v) -> LogicalResult {
+    if (!dataParallel)
+      return at->emitOpError("averages gradients over data-parallel replicas "
+                             "but the plan has dp = 1");
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v)
+        continue;
+      for (Value operand : op.getOperands()) {
+        if (!g.perMicroBatch.count(operand) || averaged.contains(operand))
+          continue;
+        FailureOr<Value> mean = meanOf(at, operand);
+        if (failed(mean))
+          return failure();
+        means[operand] = averageOverReplicas(*mean);
+        averaged.insert(operand);
+      }
+    }
+    return success();
+  };
   bool stepped = false;
   auto optimizerStep = [&](Operation *at) -> LogicalResult {
     if (stepped)
@@ -371,6 +432,15 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (isa<func::CallOp>(op) || !onList(g.stageOf.lookup(&op)))
         continue;
       for (Value operand : op.getOperands()) {
+        if (dataParallel && g.perMicroBatch.count(operand) &&
+            !averaged.contains(operand))
+          return at->emitOpError("updates stage ")
+                 << g.stageOf.lookup(&op)
+                 << "'s weights with gradients not yet averaged over its "
+                 << layout.dp
+                 << " data-parallel replicas; the schedule needs an "
+                    "all_reduce of that stage before the optimizer_step "
+                    "(dist-materialize-schedule writes it)";
         FailureOr<Value> mapped = stepValue(at, operand);
         if (failed(mapped))
           return failure();
@@ -423,11 +493,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       r = optimizerStep(at);
       break;
     case ActionKind::AllReduce:
+      r = allReduce(at, v);
+      break;
     case ActionKind::ReduceScatter:
     case ActionKind::AllGather:
-      return at->emitOpError("synchronises gradients across data-parallel "
-                             "replicas; pipeline training runs one replica "
-                             "per stage yet (dp = 1)");
+      return at->emitOpError("shards the optimizer state over the "
+                             "data-parallel replicas (ZeRO, zero >= 1), which "
+                             "pipelined training does not run yet; plan it "
+                             "with zero=0");
     }
     if (failed(r))
       return failure();
@@ -450,6 +523,13 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       // A per-sample output: the micro-batches' rows, merged.
       if (type.getRank() == 0)
         return ret.emitOpError("output #") << k << " has no batch dimension";
+      if (dataParallel)
+        return ret.emitOpError("output #")
+               << k << " (" << type
+               << ") has a row per sample; with dp = " << layout.dp
+               << " each replica holds its own rows and the job returns one "
+                  "replica's: return a scalar (the loss) from a pipelined "
+                  "data-parallel step";
       SmallVector<Value> parts;
       for (int64_t mb = 0; mb < m; ++mb) {
         Value part = valueOf(mb, v);
@@ -465,6 +545,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (failed(mapped))
         return failure();
       val = *mapped;
+      // The loss of the global batch: the replicas' means, averaged.
+      if (dataParallel && g.perMicroBatch.count(v) && !averaged.contains(v)) {
+        val = averageOverReplicas(val);
+        means[v] = val;
+        averaged.insert(v);
+      }
     }
     if (list == where.holder)
       for (unsigned to : where.receivers)

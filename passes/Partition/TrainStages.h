@@ -9,6 +9,7 @@
 #define DIST_PASSES_PARTITION_TRAINSTAGES_H
 
 #include "dialects/Dist/DistOps.h"
+#include "lib/Schedule/Plan.h"
 #include "passes/Partition/ScheduleIR.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,9 +44,12 @@ mlir::LogicalResult outlineTrainStages(mlir::func::FuncOp func,
                                        int64_t numStages);
 
 /// Builds the program of action list \p list for the outlined training
-/// step \p func (see PartitionTrain.cpp), inserted at \p b.
+/// step \p func (see PartitionTrain.cpp), inserted at \p b; \p plan
+/// places the list's data-parallel replicas and says whether the backward
+/// recomputes its forward (recompute = full).
 mlir::LogicalResult buildTrainList(mlir::func::FuncOp func,
-                                   const ScheduleIR &s, unsigned list,
+                                   const ScheduleIR &s,
+                                   const schedule::Plan &plan, unsigned list,
                                    mlir::OpBuilder &b);
 
 /// \p t with its leading (sample) dimension \p m times as large.

@@ -16,11 +16,13 @@
 #include <mpi.h>
 #endif
 
+#include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <thread>
 #include <vector>
 
 using namespace distrt;
@@ -90,6 +92,63 @@ distrt_status mpiFail(distrt_comm *comm, const char *fn, const char *call,
       return mpiFail((comm), (fn), #call, mpiCode_);                          \
   } while (0)
 
+/// Polls `test(done)` (an MPI_Test-like call) until it sets `done`, for at
+/// most the communicator's timeout: a peer that stopped or died makes the
+/// call fail instead of hanging. It spins (yielding the core) for the first
+/// millisecond, then sleeps 100 us between polls. `what` says what this
+/// rank waits for, `peer` from whom (-1: the communicator's other ranks).
+template <typename Test>
+distrt_status waitUntil(distrt_comm *comm, const char *fn, const char *what,
+                        int32_t peer, Test test) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  for (;;) {
+    int done = 0;
+    int code = test(done);
+    if (code != MPI_SUCCESS)
+      return mpiFail(comm, fn, what, code);
+    if (done)
+      return DISTRT_OK;
+    double waited =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (comm->timeout > 0 && waited > comm->timeout)
+      return setError(
+          comm->ctx, DISTRT_ERROR_TIMEOUT,
+          concat(fn, ": rank ", comm->rank, " waited ", comm->timeout,
+                 " s for ", what,
+                 peer >= 0 ? concat(" from rank ", peer)
+                           : concat(" from the other ", comm->size - 1,
+                                    " rank(s) of its group"),
+                 " and got nothing; ",
+                 peer >= 0 ? concat("rank ", peer, " has") : "one has",
+                 " stopped, died or fallen behind. Raise the limit with "
+                 "--timeout SECONDS (DISTRT_TIMEOUT; 0 waits forever)"));
+    if (waited < 1e-3)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+/// Waits for one request within the timeout.
+distrt_status waitFor(distrt_comm *comm, const char *fn, MPI_Request &request,
+                      const char *what, int32_t peer) {
+  return waitUntil(comm, fn, what, peer, [&](int &done) {
+    return MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  });
+}
+
+/// `call` with a request argument appended, then waits for it: the
+/// non-blocking form of a blocking MPI call, bounded by the timeout.
+#define DISTRT_MPI_WAIT(comm, fn, what, peer, icall)                          \
+  do {                                                                        \
+    MPI_Request request_;                                                     \
+    int mpiCode_ = (icall);                                                   \
+    if (mpiCode_ != MPI_SUCCESS)                                              \
+      return mpiFail((comm), (fn), #icall, mpiCode_);                         \
+    DISTRT_TRY(waitFor((comm), (fn), request_, (what), (peer)));              \
+  } while (0)
+
 distrt_status mpiType(distrt_comm *comm, const char *fn, distrt_dtype dt,
                       MPI_Datatype &out) {
   switch (dt) {
@@ -147,8 +206,11 @@ distrt_status reapSends(distrt_comm *comm, const char *fn, bool wait) {
     std::vector<MPI_Request> &r = pending[k]->requests;
     int done = 1;
     if (wait)
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Waitall((int)r.size(), r.data(), MPI_STATUSES_IGNORE));
+      DISTRT_TRY(waitUntil(comm, fn, "its sent messages to be received", -1,
+                           [&](int &all) {
+                             return MPI_Testall((int)r.size(), r.data(), &all,
+                                                MPI_STATUSES_IGNORE);
+                           }));
     else
       DISTRT_MPI_TRY(comm, fn, MPI_Testall((int)r.size(), r.data(), &done,
                                            MPI_STATUSES_IGNORE));
@@ -186,9 +248,9 @@ distrt_status checkAgreement(distrt_comm *comm, const char *fn,
     return DISTRT_OK;
   int64_t mine[4] = {kind, (int64_t)t.dtype, distrt_numel(&t), extra};
   std::vector<int64_t> all(4 * (size_t)comm->size);
-  DISTRT_MPI_TRY(comm, fn,
-                 MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4,
-                               MPI_INT64_T, mpiOf(comm)));
+  DISTRT_MPI_WAIT(comm, fn, "the same collective", -1,
+                  MPI_Iallgather(mine, 4, MPI_INT64_T, all.data(), 4,
+                                 MPI_INT64_T, mpiOf(comm), &request_));
   for (int32_t r = 0; r < comm->size; ++r) {
     const int64_t *o = &all[4 * (size_t)r];
     if (o[0] == mine[0] && o[1] == mine[1] && o[2] == mine[2] &&
@@ -239,6 +301,40 @@ distrt_status localCopy(distrt_comm *comm, void *dst, const void *src,
   std::memcpy(dst, src, bytes);
   return DISTRT_OK;
 }
+
+#ifdef DISTRT_HAVE_MPI
+/// Creates the NCCL communicator of \p comm (MPI already joined): rank 0
+/// makes the id and broadcasts it over the communicator's MPI group.
+distrt_status joinNccl(distrt_comm *comm, const char *fn) {
+#ifdef DISTRT_HAVE_NCCL
+  char id[cuda::kNcclIdBytes] = {};
+  distrt_status st = DISTRT_OK;
+  if (comm->rank == 0)
+    st = cuda::ncclMakeId(comm->ctx, id);
+  // Every rank joins the broadcast so a failing rank 0 cannot hang the
+  // others; they learn of the failure from the flag that travels with it.
+  int ok = st == DISTRT_OK;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, mpiOf(comm));
+  if (ok)
+    MPI_Bcast(id, cuda::kNcclIdBytes, MPI_BYTE, 0, mpiOf(comm));
+  if (ok)
+    st = cuda::ncclInit(comm, id);
+  else if (comm->rank != 0)
+    st = setError(comm->ctx, DISTRT_ERROR_BACKEND,
+                  concat(fn, ": rank 0 could not create the NCCL id; see its "
+                             "error"));
+  if (st == DISTRT_OK)
+    comm->backend = "nccl";
+  return st;
+#else
+  return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": a CUDA context with ", comm->size,
+                         " ranks needs NCCL, and this runtime was built "
+                         "without it; install NCCL (nccl.h, libnccl.so) and "
+                         "rebuild"));
+#endif
+}
+#endif
 
 } // namespace
 
@@ -292,6 +388,16 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
   comm->size = size;
   const char *check = std::getenv("DISTRT_COMM_CHECK");
   comm->checkArgs = !(check && std::strcmp(check, "0") == 0);
+  if (const char *t = std::getenv("DISTRT_TIMEOUT"); t && *t) {
+    char *end = nullptr;
+    double seconds = std::strtod(t, &end);
+    if (*end || !(seconds >= 0) || seconds > 1e9) {
+      delete comm;
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "DISTRT_TIMEOUT='", t,
+                    "' is not a number of seconds (0 waits forever)");
+    }
+    comm->timeout = seconds;
+  }
   if (size == 1) {
     *out = comm;
     return DISTRT_OK;
@@ -328,34 +434,11 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
   MPI_Comm_set_errhandler(mpiOf(comm), MPI_ERRORS_RETURN);
   comm->backend = "mpi";
   if (ctx->isCuda()) {
-#ifdef DISTRT_HAVE_NCCL
-    char id[cuda::kNcclIdBytes] = {};
-    distrt_status st = DISTRT_OK;
-    if (rank == 0)
-      st = cuda::ncclMakeId(ctx, id);
-    // Every rank joins the broadcast so a failing rank 0 cannot hang the
-    // others; they learn of the failure from the flag that travels with it.
-    int ok = st == DISTRT_OK;
-    MPI_Bcast(&ok, 1, MPI_INT, 0, mpiOf(comm));
-    if (ok)
-      MPI_Bcast(id, cuda::kNcclIdBytes, MPI_BYTE, 0, mpiOf(comm));
-    if (ok)
-      st = cuda::ncclInit(comm, id);
-    else if (rank != 0)
-      st = c.fail(DISTRT_ERROR_BACKEND,
-                  "rank 0 could not create the NCCL id; see its error");
+    distrt_status st = joinNccl(comm, fn);
     if (st != DISTRT_OK) {
       distrt_comm_destroy(comm);
       return st;
     }
-    comm->backend = "nccl";
-#else
-    distrt_comm_destroy(comm);
-    return c.fail(DISTRT_ERROR_UNSUPPORTED,
-                  "a CUDA context with ", size,
-                  " ranks needs NCCL, and this runtime was built without it; "
-                  "install NCCL (nccl.h, libnccl.so) and rebuild");
-#endif
   }
   *out = comm;
   return DISTRT_OK;
@@ -365,6 +448,98 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
                 " ranks but this runtime was built without MPI; install "
                 "libopenmpi-dev (scripts/install-deps.sh) and rebuild");
 #endif
+}
+
+extern "C" distrt_status distrt_comm_group(distrt_comm *comm,
+                                           const int32_t *ranks, int32_t n,
+                                           distrt_comm **out) {
+  const char *fn = "distrt_comm_group";
+  DISTRT_TRY(checkComm(comm, fn));
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("out", out));
+  *out = nullptr;
+  if (n < 1 || n > comm->size || !ranks)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "a group of ", n,
+                  " rank(s) in a world of ", comm->size,
+                  "; list between 1 and ", comm->size, " ranks");
+  int32_t mine = -1;
+  std::vector<bool> seen((size_t)comm->size, false);
+  for (int32_t k = 0; k < n; ++k) {
+    if (ranks[k] < 0 || ranks[k] >= comm->size || seen[(size_t)ranks[k]])
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "rank ", ranks[k],
+                    " (entry ", k, ") is ",
+                    ranks[k] < 0 || ranks[k] >= comm->size
+                        ? "outside the world"
+                        : "listed twice",
+                    "; a group lists distinct ranks of the world of ",
+                    comm->size);
+    seen[(size_t)ranks[k]] = true;
+    if (ranks[k] == comm->rank)
+      mine = k;
+  }
+  if (mine < 0)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "rank ", comm->rank,
+                  " is not in the group it joins; only the group's ranks "
+                  "call distrt_comm_group");
+  distrt_comm *g = new (std::nothrow) distrt_comm;
+  if (!g)
+    return c.fail(DISTRT_ERROR_OUT_OF_MEMORY, "cannot allocate a communicator");
+  g->ctx = comm->ctx;
+  g->rank = mine;
+  g->size = n;
+  g->checkArgs = comm->checkArgs;
+  g->timeout = comm->timeout;
+  if (n == 1) {
+    *out = g;
+    return DISTRT_OK;
+  }
+#ifdef DISTRT_HAVE_MPI
+  MPI_Group world, members;
+  g->mpi = new (std::nothrow) MPI_Comm;
+  int code = g->mpi ? MPI_Comm_group(mpiOf(comm), &world) : MPI_ERR_NO_MEM;
+  if (code == MPI_SUCCESS) {
+    code = MPI_Group_incl(world, n, ranks, &members);
+    MPI_Group_free(&world);
+  }
+  if (code == MPI_SUCCESS) {
+    // Collective over the members only: each group is made by its own
+    // ranks, whenever they first need it.
+    code = MPI_Comm_create_group(mpiOf(comm), members, /*tag=*/0, &mpiOf(g));
+    MPI_Group_free(&members);
+  }
+  if (code != MPI_SUCCESS) {
+    delete static_cast<MPI_Comm *>(g->mpi);
+    delete g;
+    return mpiFail(comm, fn, "MPI_Comm_create_group", code);
+  }
+  MPI_Comm_set_errhandler(mpiOf(g), MPI_ERRORS_RETURN);
+  g->backend = "mpi";
+  if (g->ctx->isCuda()) {
+    distrt_status st = joinNccl(g, fn);
+    if (st != DISTRT_OK) {
+      distrt_comm_destroy(g);
+      return st;
+    }
+  }
+  *out = g;
+  return DISTRT_OK;
+#else
+  delete g;
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
+#endif
+}
+
+extern "C" distrt_status distrt_comm_set_timeout(distrt_comm *comm,
+                                                 double seconds) {
+  const char *fn = "distrt_comm_set_timeout";
+  DISTRT_TRY(checkComm(comm, fn));
+  if (!(seconds >= 0) || seconds > 1e9)
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    concat(fn, ": ", seconds,
+                           " is not a number of seconds in [0, 1e9] (0 waits "
+                           "forever)"));
+  comm->timeout = seconds;
+  return DISTRT_OK;
 }
 
 extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
@@ -481,11 +656,12 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
   size_t esz = elementSize(input->dtype);
   if (op == DISTRT_REDUCE_MAX || op == DISTRT_REDUCE_MIN)
     return chunked(n, [&](size_t off, int cnt) {
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Allreduce(out == in ? MPI_IN_PLACE : i + off * esz,
-                                   o + off * esz, cnt, type,
-                                   op == DISTRT_REDUCE_MAX ? MPI_MAX : MPI_MIN,
-                                   mc));
+      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                      MPI_Iallreduce(out == in ? MPI_IN_PLACE : i + off * esz,
+                                     o + off * esz, cnt, type,
+                                     op == DISTRT_REDUCE_MAX ? MPI_MAX
+                                                             : MPI_MIN,
+                                     mc, &request_));
       return DISTRT_OK;
     });
   // Sum and mean: reduce to rank 0, which divides, then broadcast: every
@@ -494,9 +670,9 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
     if (comm->rank == 0) {
       if (out != in)
         std::memcpy(o + off * esz, i + off * esz, (size_t)cnt * esz);
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Reduce(MPI_IN_PLACE, o + off * esz, cnt, type, MPI_SUM,
-                                0, mc));
+      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                      MPI_Ireduce(MPI_IN_PLACE, o + off * esz, cnt, type,
+                                  MPI_SUM, 0, mc, &request_));
       if (op == DISTRT_REDUCE_MEAN) {
         float *f = reinterpret_cast<float *>(o + off * esz);
         float inv = (float)comm->size;
@@ -504,11 +680,12 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
           f[k] /= inv;
       }
     } else {
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Reduce(i + off * esz, nullptr, cnt, type, MPI_SUM, 0,
-                                mc));
+      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                      MPI_Ireduce(i + off * esz, nullptr, cnt, type, MPI_SUM,
+                                  0, mc, &request_));
     }
-    DISTRT_MPI_TRY(comm, fn, MPI_Bcast(o + off * esz, cnt, type, 0, mc));
+    DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                    MPI_Ibcast(o + off * esz, cnt, type, 0, mc, &request_));
     return DISTRT_OK;
   });
 #else
@@ -541,8 +718,9 @@ extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
   size_t esz = elementSize(tensor->dtype);
   char *p = static_cast<char *>(tensor->data);
   return chunked(n, [&](size_t off, int cnt) {
-    DISTRT_MPI_TRY(comm, fn,
-                   MPI_Bcast(p + off * esz, cnt, type, root, mpiOf(comm)));
+    DISTRT_MPI_WAIT(comm, fn, "its broadcast", root == comm->rank ? -1 : root,
+                    MPI_Ibcast(p + off * esz, cnt, type, root, mpiOf(comm),
+                               &request_));
     return DISTRT_OK;
   });
 #else
@@ -556,7 +734,8 @@ extern "C" distrt_status distrt_barrier(distrt_comm *comm) {
   DISTRT_TRY(checkComm(comm, fn));
 #ifdef DISTRT_HAVE_MPI
   if (comm->mpi)
-    DISTRT_MPI_TRY(comm, fn, MPI_Barrier(mpiOf(comm)));
+    DISTRT_MPI_WAIT(comm, fn, "the barrier", -1,
+                    MPI_Ibarrier(mpiOf(comm), &request_));
 #endif
   return DISTRT_OK;
 }
@@ -599,9 +778,9 @@ distrt_status mpiRecvBytes(distrt_comm *comm, const char *fn, void *p,
                            size_t bytes, int32_t peer, int32_t tag) {
   char *b = static_cast<char *>(p);
   return chunked(bytes, [&](size_t off, int cnt) {
-    DISTRT_MPI_TRY(comm, fn,
-                   MPI_Recv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
-                            MPI_STATUS_IGNORE));
+    DISTRT_MPI_WAIT(comm, fn, "a message's bytes", peer,
+                    MPI_Irecv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
+                              &request_));
     return DISTRT_OK;
   });
 }
@@ -670,7 +849,9 @@ extern "C" distrt_status distrt_recv(distrt_comm *comm,
                     concat(fn, ": this communicator has no MPI"));
   MPI_Status status;
   int count = 0;
-  DISTRT_MPI_TRY(comm, fn, MPI_Probe(peer, tag, mpiOf(comm), &status));
+  DISTRT_TRY(waitUntil(comm, fn, "a message", peer, [&](int &arrived) {
+    return MPI_Iprobe(peer, tag, mpiOf(comm), &arrived, &status);
+  }));
   DISTRT_MPI_TRY(comm, fn, MPI_Get_count(&status, MPI_BYTE, &count));
   if (count != 2 * (int)sizeof(int64_t)) {
     // Not a distrt_send header: drain it and report.

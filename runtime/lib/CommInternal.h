@@ -25,6 +25,9 @@ struct distrt_comm {
   /// Cross-rank check of every collective's arguments (DISTRT_COMM_CHECK=0
   /// turns it off).
   bool checkArgs = true;
+  /// Seconds a transfer or collective waits for its peers before it fails
+  /// (DISTRT_TIMEOUT, distrt_comm_set_timeout); 0 waits forever.
+  double timeout = 60;
   /// MPI sends in flight (Comm.cpp's PendingSends): distrt_send copies the
   /// payload and returns, so two ranks sending to each other never wait on
   /// each other (a 1F1B pipeline's forward and backward transfers cross).

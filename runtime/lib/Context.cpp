@@ -244,6 +244,8 @@ const char *distrt_status_string(distrt_status status) {
     return "out of memory";
   case DISTRT_ERROR_NO_DEVICE:
     return "no device";
+  case DISTRT_ERROR_TIMEOUT:
+    return "timeout";
   }
   return "unknown status";
 }

@@ -42,8 +42,14 @@ dist-partition's per-list programs of the plan's training schedule) under
 batch: the MLP with SGD under GPipe, 1F1B and ZB-H1 and with Adam under 1F1B
 (4 micro-batches of 2 rows, 10 steps), GPT-2 with Adam under 1F1B (4
 micro-batches of 1 sequence, 3 steps; its deduplicated LayerNorm parameters
-are tied across the stages). Loss curves and every weight and optimizer
-state (each rank saves the stages it owns) within 1e-5 relative.
+are tied across the stages) under 1F1B and interleaved (2 chunks per rank:
+4 virtual stages), the MLP with full recomputation (Adam, ZB-H1: each
+backward reruns its stage's forward), and data parallelism inside the stages: the
+MLP with dp=2 x pp=2 on 4 ranks (SGD under 1F1B, Adam under GPipe; each
+replica 2 micro-batches of 2 rows, gradients and loss averaged over the
+stage's replicas). Loss curves and every weight and optimizer state (each
+rank saves the stages it owns; the replicas of a stage must agree too)
+within 1e-5 relative.
 
 Needs mpirun (Open MPI: `openmpi-bin`, installed by scripts/install-deps.sh);
 without it every case fails saying so.
@@ -450,12 +456,28 @@ def pipeline_train_cases(rng):
     out.append(("mlp_adam_pp2_1f1b",
                 dict(mlp, plan="pp=2,mbs=2,schedule=1f1b",
                      train="loss=mse:target optimizer=adam lr=0.01")))
+    # Full recomputation: every backward reruns its stage's forward.
+    out.append(("mlp_adam_pp2_zbh1_recompute",
+                dict(mlp, plan="pp=2,mbs=2,schedule=zb-h1,recompute=full",
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    # Data parallelism inside the stages: 2 replicas of each of 2 stages
+    # (4 ranks), each replica on its own 4 rows of the batch.
+    out.append(("mlp_sgd_dp2_pp2_1f1b",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b", ranks=4)))
+    out.append(("mlp_adam_dp2_pp2_gpipe",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe", ranks=4,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
     out.append(("gpt2_adam_pp2_1f1b",
                 dict(model=GPT2, input_shape="input_ids:1x32", batch=4,
                      feeds=[("input_ids", ids), ("labels", labels)], steps=3,
                      plan="pp=2,mbs=1,schedule=1f1b",
                      train="loss=softmax-cross-entropy:labels optimizer=adam "
                            "lr=0.001")))
+    # Interleaved: 4 virtual stages (embeddings and block 0 | block 1 |
+    # ...) on 2 ranks, 2 chunks each.
+    out.append(("gpt2_adam_pp2_interleaved",
+                dict(out[-1][1], plan="pp=2,mbs=1,schedule=interleaved,"
+                                      "chunks=2")))
     return out
 
 

@@ -49,9 +49,13 @@ static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
            cl::desc("<model.onnx|model.mlir|NAME=model.onnx>..."),
            cl::cat(category));
-static cl::opt<std::string> output("o", cl::desc("Executable to write"),
-                                   cl::value_desc("model.bin"),
-                                   cl::init("model.bin"), cl::cat(category));
+static cl::opt<std::string>
+    output("o",
+           cl::desc("Executable to write; a folder (DIR/, or an existing "
+                    "one) gets a job: DIR/program and DIR/manifest.json, which "
+                    "dist-run launches"),
+           cl::value_desc("model.bin|DIR/"), cl::init("model.bin"),
+           cl::cat(category));
 static cl::opt<std::string> target("target", cl::desc("cpu (default) or cuda"),
                                    cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string>
@@ -430,6 +434,27 @@ int main(int argc, char **argv) {
     }
     return true;
   };
+  // A job folder: the program and its manifest (what each rank runs).
+  std::string jobDir;
+  if (StringRef(output).ends_with("/") || sys::fs::is_directory(output)) {
+    if (sourceOnly) {
+      WithColor::error() << "-o " << output
+                         << " is a job folder but --source-only writes one "
+                            "source file; give a file name\n";
+      return 2;
+    }
+    jobDir = StringRef(output).rtrim('/').str();
+    if (jobDir.empty())
+      jobDir = "/";
+    if (std::error_code ec = sys::fs::create_directories(jobDir)) {
+      WithColor::error() << "cannot create the job folder '" << jobDir
+                         << "': " << ec.message() << "\n";
+      return 1;
+    }
+    SmallString<256> exe(jobDir);
+    sys::path::append(exe, "program");
+    output = std::string(exe);
+  }
   if (sourceOnly)
     return writeFile(output) ? 0 : 1;
   if (!emitSource.empty() && !writeFile(emitSource))
@@ -461,6 +486,23 @@ int main(int argc, char **argv) {
   if (err) {
     WithColor::error() << toString(std::move(err)) << "\n";
     return 1;
+  }
+  if (!jobDir.empty()) {
+    SmallString<256> path(jobDir);
+    sys::path::append(path, "manifest.json");
+    std::error_code ec;
+    raw_fd_ostream f(path, ec);
+    if (ec) {
+      WithColor::error() << "cannot write '" << path << "': " << ec.message()
+                         << "\n";
+      return 1;
+    }
+    codegen::writeJobManifest(units, "program", f);
+    std::string problem = distopt::closeOutput(f, path);
+    if (!problem.empty()) {
+      WithColor::error() << problem << "\n";
+      return 1;
+    }
   }
   return 0;
 }

@@ -45,6 +45,7 @@ typedef enum distrt_status {
   DISTRT_ERROR_BACKEND = 4,          /**< oneDNN / CUDA library failure */
   DISTRT_ERROR_OUT_OF_MEMORY = 5,
   DISTRT_ERROR_NO_DEVICE = 6, /**< CUDA backend requested, no device */
+  DISTRT_ERROR_TIMEOUT = 7,   /**< a peer did not answer in time */
 } distrt_status;
 
 typedef enum distrt_dtype {

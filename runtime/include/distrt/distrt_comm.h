@@ -42,6 +42,24 @@ distrt_status distrt_comm_env(int32_t *rank, int32_t *size,
  *  first use when the world has more than one rank, and NCCL on a CUDA
  *  context. Every rank of the world must call it. */
 distrt_status distrt_comm_create(distrt_context *ctx, distrt_comm **out);
+/** A communicator of the `n` distinct ranks `ranks` of `comm`: rank k of the
+ *  new communicator is `ranks[k]`, and collectives on it involve those ranks
+ *  only (data-parallel replicas of one pipeline stage, a tensor-parallel
+ *  group). Collective over the group's ranks only, which all pass the same
+ *  list; ranks outside it do not call it, and ranks that share several
+ *  groups create them in the same order. The caller must be in the group.
+ *  On a CUDA context the group gets its own NCCL communicator. Release it
+ *  with distrt_comm_destroy before `comm`. */
+distrt_status distrt_comm_group(distrt_comm *comm, const int32_t *ranks,
+                                int32_t n, distrt_comm **out);
+/** How long a transfer or collective on `comm` (and on groups made from it
+ *  afterwards) waits for its peers before it fails with
+ *  DISTRT_ERROR_TIMEOUT, naming the peer (or group) it waited for:
+ *  `seconds` > 0, or 0 to wait forever. The default is 60 s, or the
+ *  DISTRT_TIMEOUT environment variable (seconds) when set. A rank that
+ *  fails this way should end the job (distrt_comm_abort). MPI backend;
+ *  NCCL transfers and collectives are not covered. */
+distrt_status distrt_comm_set_timeout(distrt_comm *comm, double seconds);
 /** Releases the communicator (MPI itself is finalised at process exit). */
 distrt_status distrt_comm_destroy(distrt_comm *comm);
 /** Ends every rank of the job with exit status `code` (MPI_Abort): a rank

@@ -279,4 +279,103 @@ TEST_F(CommTest, RecvOfAnotherSizeNamesBothSidesAndWritesNothing) {
   }
 }
 
+TEST_F(CommTest, GroupsReduceOverTheirOwnRanks) {
+  // Ranks of the same parity form a group, listed from the highest rank
+  // down: group rank k is the k-th listed world rank.
+  std::vector<int32_t> members;
+  for (int32_t r = size - 1; r >= 0; --r)
+    if (r % 2 == rank % 2)
+      members.push_back(r);
+  distrt_comm *g = nullptr;
+  ASSERT_EQ(distrt_comm_group(comm, members.data(), (int32_t)members.size(),
+                              &g),
+            DISTRT_OK)
+      << error();
+  int32_t grank = -1, gsize = 0;
+  ASSERT_EQ(distrt_comm_rank(g, &grank), DISTRT_OK);
+  ASSERT_EQ(distrt_comm_size(g, &gsize), DISTRT_OK);
+  EXPECT_EQ(gsize, (int32_t)members.size());
+  EXPECT_EQ(members[(size_t)grank], rank);
+  EXPECT_STREQ(distrt_comm_backend(g), gsize == 1 ? "local" : "mpi");
+  std::vector<float> v(5, float(rank + 1));
+  distrt_tensor t = f32(v);
+  ASSERT_EQ(distrt_all_reduce(g, &t, nullptr, DISTRT_REDUCE_SUM), DISTRT_OK)
+      << error();
+  float want = 0;
+  for (int32_t r : members)
+    want += float(r + 1);
+  EXPECT_EQ(v, std::vector<float>(5, want));
+  EXPECT_EQ(distrt_comm_destroy(g), DISTRT_OK);
+  // Every rank, in reverse: an MPI group as large as the world.
+  std::vector<int32_t> reversed;
+  for (int32_t r = size - 1; r >= 0; --r)
+    reversed.push_back(r);
+  ASSERT_EQ(distrt_comm_group(comm, reversed.data(), size, &g), DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_comm_rank(g, &grank), DISTRT_OK);
+  EXPECT_EQ(grank, size - 1 - rank);
+  std::vector<float> sent(3, float(10 + grank)), got(3, 0.f);
+  distrt_tensor ts = f32(sent), tg = f32(got);
+  if (size > 1 && grank == 0) {
+    ASSERT_EQ(distrt_send(g, &ts, 1, 3), DISTRT_OK) << error();
+  }
+  if (size > 1 && grank == 1) {
+    ASSERT_EQ(distrt_recv(g, &tg, 0, 3), DISTRT_OK) << error();
+    EXPECT_EQ(got, std::vector<float>(3, 10.f));
+  }
+  EXPECT_EQ(distrt_comm_destroy(g), DISTRT_OK);
+  // The world still works after the groups are gone.
+  std::vector<float> w(1, 1.f);
+  distrt_tensor tw = f32(w);
+  ASSERT_EQ(distrt_all_reduce(comm, &tw, nullptr, DISTRT_REDUCE_SUM),
+            DISTRT_OK)
+      << error();
+  EXPECT_EQ(w[0], float(size));
+}
+
+TEST_F(CommTest, GroupArgumentErrors) {
+  distrt_comm *g = nullptr;
+  int32_t twice[2] = {rank, rank};
+  EXPECT_EQ(distrt_comm_group(comm, twice, 2, &g),
+            DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find(size == 1 ? "a group of 2 rank(s) in a world of 1"
+                                   : "is listed twice"),
+            std::string::npos)
+      << error();
+  int32_t outside[1] = {size};
+  EXPECT_EQ(distrt_comm_group(comm, outside, 1, &g),
+            DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("outside the world"), std::string::npos) << error();
+  if (size > 1) {
+    int32_t other[1] = {(rank + 1) % size};
+    EXPECT_EQ(distrt_comm_group(comm, other, 1, &g),
+              DISTRT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(error().find("is not in the group it joins"), std::string::npos)
+        << error();
+  }
+  EXPECT_EQ(g, nullptr);
+}
+
+TEST_F(CommTest, ReceiveFromASilentPeerTimesOut) {
+  EXPECT_EQ(distrt_comm_set_timeout(comm, -1), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("-1 is not a number of seconds"), std::string::npos)
+      << error();
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  ASSERT_EQ(distrt_comm_set_timeout(comm, 0.2), DISTRT_OK);
+  // Rank 1 never sends tag 77: rank 0's receive gives up and says whom it
+  // waited for.
+  if (rank == 0) {
+    std::vector<float> v(3, 0.f);
+    distrt_tensor t = f32(v);
+    EXPECT_EQ(distrt_recv(comm, &t, 1, 77), DISTRT_ERROR_TIMEOUT);
+    EXPECT_NE(error().find("distrt_recv: rank 0 waited 0.2 s for a message "
+                           "from rank 1 and got nothing"),
+              std::string::npos)
+        << error();
+  }
+  ASSERT_EQ(distrt_comm_set_timeout(comm, 60), DISTRT_OK);
+  ASSERT_EQ(distrt_barrier(comm), DISTRT_OK) << error();
+}
+
 } // namespace

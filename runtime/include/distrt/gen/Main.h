@@ -35,6 +35,12 @@ struct Model {
   /// Per input: 1 when its dim 0 is the batch split across ranks (the file
   /// holds world-size times the compiled rows; rank r keeps block r).
   const int *shards;
+  /// Per rank: the data-parallel replica whose rows of a sharded input it
+  /// keeps, and how many replicas split the batch (pipelines with dp > 1:
+  /// the replicas of a stage share rows). nullptr and 0: rank r of the
+  /// world keeps block r.
+  const int *replicaOf;
+  int replicas;
   /// Pipeline programs (dist.stage regions): the ranks the job must run
   /// (one per stage), and the rank that computes, prints and writes the
   /// outputs (the last stage's). 0, 0 otherwise.
@@ -165,8 +171,10 @@ inline int usage(const char *argv0) {
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
           "[--output-dir DIR] [--repeat N] [--steps N] [--threads N] [--time] "
           "[--save-state DIR] "
-          "[--load-state DIR] "
-          "(--save-state/--load-state DIR/{rank}: one folder per rank) "
+          "[--load-state DIR] [--timeout SECONDS] "
+          "(--save-state/--load-state DIR/{rank}: one folder per rank; "
+          "--timeout: how long a rank waits for its peers, default 60, 0 "
+          "forever) "
           "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
@@ -182,6 +190,9 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::vector<std::string> args;
   bool list = false, printSteps = false, timing = false;
   long long repeat = 1, threads = 0;
+  /// Seconds a rank waits for a peer (--timeout); -1: the runtime's
+  /// default (60 s, or DISTRT_TIMEOUT).
+  long long timeout = -1;
   std::string saveDir, loadDir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -213,6 +224,14 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         return 2;
     } else if (a == "--time") {
       timing = true;
+    } else if (a == "--timeout") {
+      std::string t;
+      if (!value(t))
+        return 2;
+      if (t == "0")
+        timeout = 0;
+      else if (!parseCount("--timeout", t, 1000000000LL, timeout))
+        return 2;
     } else if (a == "--save-state") {
       if (!value(saveDir))
         return 2;
@@ -333,10 +352,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     const TensorSpec &want = model->inputs[idx];
     HostTensor &got = P.inputs[idx];
     got.spec.name = want.name;
-    // Data parallelism: the file holds every rank's rows, world times the
-    // compiled per-rank batch along dim 0.
+    // Data parallelism: the file holds every replica's rows, the replica
+    // count times the compiled per-replica batch along dim 0.
     bool sharded = model->shards && model->shards[idx] && want.rank > 0;
-    int64_t rows = sharded ? want.dims[0] * world : want.rank ? want.dims[0] : 0;
+    int replicas = model->replicas ? model->replicas : world;
+    int replica = model->replicaOf ? model->replicaOf[rank] : rank;
+    int64_t rows =
+        sharded ? want.dims[0] * replicas : want.rank ? want.dims[0] : 0;
     bool same = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
     for (int d = 0; same && d < want.rank; ++d)
       same = got.spec.dims[d] == (d == 0 ? rows : want.dims[d]);
@@ -344,19 +366,20 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       TensorSpec all = want;
       all.dims[0] = rows;
       fprintf(stderr,
-              "error: %sinput '%s' from '%s': expected %s %s (%d rank(s) x "
-              "the compiled per-rank batch %s, split along dim 0), got %s "
-              "%s. Give every rank the whole batch, or recompile with "
-              "dist-compile --input-shape=%s:... for another per-rank batch\n",
+              "error: %sinput '%s' from '%s': expected %s %s (%d "
+              "data-parallel replica(s) x the compiled per-replica batch %s, "
+              "split along dim 0), got %s %s. Give every rank the whole "
+              "batch, or recompile with dist-compile --input-shape=%s:... "
+              "for another per-replica batch\n",
               who.c_str(), want.name, file.c_str(), dtypeInfo(want.dtype).name,
-              shapeStr(all.dims, all.rank).c_str(), world,
+              shapeStr(all.dims, all.rank).c_str(), replicas,
               shapeStr(want.dims, want.rank).c_str(),
               dtypeInfo(got.spec.dtype).name,
               shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name);
       return 1;
     }
     if (sharded) {
-      takeShard(got, rank, world);
+      takeShard(got, replica, replicas);
       continue;
     }
     // A one-element array stands for a scalar input (rank 0) and back.
@@ -413,6 +436,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
             who.c_str(), distrt_last_error(P.ctx));
     distrt_context_destroy(P.ctx);
     return 1;
+  }
+  if (model->collectives && timeout >= 0 &&
+      distrt_comm_set_timeout(P.comm, (double)timeout) != DISTRT_OK) {
+    fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));
+    distrt_comm_destroy(P.comm);
+    distrt_context_destroy(P.ctx);
+    return 2;
   }
   if (world > 1) {
     RunRecord mine = {
@@ -483,6 +513,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   P.releaseAll();
   P.releasePersistent();
+  P.releaseGroups();
   distrt_comm_destroy(P.comm);
   distrt_context_destroy(P.ctx);
   if (rc) {

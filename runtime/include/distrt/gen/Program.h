@@ -46,16 +46,50 @@ struct Program {
   int rank = 0;      ///< this process's rank in the job
   int worldSize = 1; ///< ranks in the job
 
-  /// A collective over the explicit group [0, n): fails unless the job runs
-  /// exactly n ranks.
-  int requireWorld(int n, const char *where) {
-    if (n == worldSize)
-      return 0;
-    return fail(err,
-                "%s: its group lists ranks 0..%d but the job runs %d rank(s); "
-                "launch with mpirun -np %d or compile the collective `over "
-                "world`",
-                where, n - 1, worldSize, n);
+  /// Communicators of collectives over a subset of the ranks (the
+  /// data-parallel replicas of one pipeline stage): made by the group's
+  /// ranks when they first need it (distrt_comm_group), kept for the run.
+  struct Group {
+    std::vector<int32_t> ranks;
+    distrt_comm *comm;
+  };
+  std::vector<Group> groups;
+
+  /// The communicator of the `n` ranks `ranks`, this rank among them: the
+  /// world's when they are ranks 0..worldSize-1 in order; nullptr with
+  /// `err` set when the job's world cannot hold the group.
+  distrt_comm *group(const int32_t *ranks, int n, const char *where) {
+    std::vector<int32_t> want(ranks, ranks + n);
+    bool world = n == worldSize;
+    for (int k = 0; world && k < n; ++k)
+      world = ranks[k] == k;
+    if (world)
+      return comm;
+    for (const Group &g : groups)
+      if (g.ranks == want)
+        return g.comm;
+    for (int32_t r : want)
+      if (r >= worldSize) {
+        fail(err,
+             "%s: its group lists rank %d but the job runs %d rank(s); "
+             "launch it with as many ranks as its plan has devices, or "
+             "compile the collective `over world`",
+             where, (int)r, worldSize);
+        return nullptr;
+      }
+    distrt_comm *g = nullptr;
+    if (distrt_comm_group(comm, ranks, n, &g) != DISTRT_OK) {
+      fail(err, "%s: %s", where, distrt_last_error(ctx));
+      return nullptr;
+    }
+    groups.push_back({std::move(want), g});
+    return g;
+  }
+  /// Destroys the group communicators (before the world's).
+  void releaseGroups() {
+    for (Group &g : groups)
+      distrt_comm_destroy(g.comm);
+    groups.clear();
   }
 
   /// Buffers that outlive one call of a training step: weights (loaded on
