@@ -36,6 +36,15 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
     result with `graph.update = "<name>"` is written back to that buffer
     after the call. docs/autodiff.md gives the calling convention.
 
+    Weights the model marks `frozen` (ONNX `Constant` values such as
+    causal masks and rotary tables, initializers that the model's
+    `training_info` does not update) are never trained, nor is anything
+    computed from them and constants alone; `freeze=GLOB,...` freezes more
+    weights by name and `train-only=GLOB,...` trains only the weights it
+    names. The training function records what it trains in
+    `graph.trained = {tensors, parameters, frozen = {name = reason},
+    frozen_parameters}`.
+
     Mixed precision (`mixed-precision=bf16|fp16`) computes forward and
     backward in the low type with f32 master weights (cast after every
     weight read), the loss in f32, and loss scaling (`loss-scale`, dynamic
@@ -78,7 +87,11 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
     Option<"dynamicLossScale", "dynamic-loss-scale", "bool", "true",
            "Adjust the fp16 loss scale on overflow (GradScaler rule)">,
     Option<"seed", "seed", "int64_t", "0",
-           "First random stream of the dropout masks">
+           "First random stream of the dropout masks">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "Weights not to train: name globs, comma-separated (*, ?, [abc])">,
+    Option<"trainOnly", "train-only", "std::string", "\"\"",
+           "Train only the weights these comma-separated name globs match">
   ];
   let dependentDialects = ["distopt::graph::GraphDialect",
                            "mlir::func::FuncDialect"];
@@ -160,6 +173,31 @@ def AttachClusterPass : Pass<"dist-attach-cluster", "mlir::ModuleOp"> {
   let dependentDialects = ["distopt::dist::DistDialect"];
 }
 
+def CheckCompilablePass : Pass<"dist-check-compilable", "mlir::ModuleOp"> {
+  let summary = "warns when dist-compile could not build the planned function";
+  let description = [{
+    A dry run of dist-compile's code generation on the planned function
+    (`func`, default `main` or the module's only function with a body):
+    when an op has no lowering (an ONNX op kept opaque, a dynamic shape),
+    a warning at that op says that dist-compile cannot build programs for
+    the model yet, so a plan printed after it is a prediction only, and why
+    (with what the user can do). The module is left as it is. The planning
+    flags of dist-opt run it before they plan.
+
+    Example:
+
+    ```
+    dist-opt t5.onnx --pass-pipeline='builtin.module(dist-check-compilable)'
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"\"",
+           "The function to check (default: main or the only one)">
+  ];
+  // The probe prepares a copy for emission (dist-prepare-for-emission).
+  let dependentDialects = ["distopt::emit::EmitDialect"];
+}
+
 def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
   let summary = "searches the best plan and records it as #dist.plan";
   let description = [{
@@ -181,6 +219,13 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     (docs/report-format.md). The module must carry `dist.cluster`
     (`dist-attach-cluster`). Errors (no plan fits, contradictory
     constraints) say what would fit.
+
+    `devices=N` plans for the cluster's first N devices (whole nodes first,
+    then part of the next); the others stay idle and the summary says how
+    many. When the best plan is less than half as efficient per device as
+    one device, the search also plans for 1, 2, 4, ... devices and says the
+    model is too small for the cluster, naming the smallest count within
+    10% of the fastest (docs/search.md).
 
     Example:
 
@@ -241,7 +286,10 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     Option<"report", "report", "std::string", "\"\"",
            "Write the JSON report to this file">,
     Option<"summary", "summary", "bool", "false",
-           "Print the chosen plan and its prediction">
+           "Print the chosen plan and its prediction">,
+    Option<"devices", "devices", "unsigned", "0",
+           "Plan for the cluster's first N devices only, the others idle "
+           "(0: all)">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

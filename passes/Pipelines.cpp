@@ -94,6 +94,11 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     error = "explain explains a search; a given plan has nothing to explain";
     return failure();
   }
+  if (!o.plan.empty() && o.devices) {
+    error = "devices limits a search; a given plan uses dp*tp*cp*pp of the "
+            "cluster's devices (the first ones)";
+    return failure();
+  }
 
   if (!o.cluster.empty()) {
     AttachClusterPassOptions attach;
@@ -116,6 +121,8 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
   AnnotateLayersPassOptions annotate;
   annotate.print = o.printLayers;
   pm.addPass(createAnnotateLayersPass(annotate));
+  if (o.checkCompilable)
+    pm.addPass(createCheckCompilablePass());
   if (!o.plan.empty()) {
     SetPlanPassOptions set;
     set.plan = o.plan;
@@ -140,6 +147,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.progress = progress;
     search.report = o.report;
     search.summary = o.summary;
+    search.devices = o.devices;
     pm.addPass(createSearchPlanPass(search));
   }
   // A given plan is predicted by the simulator; a searched one already has
@@ -213,6 +221,11 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
   Option<unsigned> alternatives{*this, "alternatives",
                                 llvm::cl::desc("Runner-up plans"),
                                 llvm::cl::init(3)};
+  Option<unsigned> devices{*this, "devices",
+                           llvm::cl::desc("Search on the first N devices")};
+  Option<bool> checkCompilable{
+      *this, "check-compilable",
+      llvm::cl::desc("Warn when dist-compile could not build the model")};
   Option<std::string> mode{*this, "mode", llvm::cl::desc("train or infer"),
                            llvm::cl::init("train")};
   Option<std::string> objective{*this, "objective",
@@ -257,6 +270,8 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
     o.memoryLimit = memoryLimit;
     o.allowAsync = allowAsync;
     o.alternatives = alternatives;
+    o.devices = devices;
+    o.checkCompilable = checkCompilable;
     o.mode = mode;
     o.objective = objective;
     o.dtype = dtype;

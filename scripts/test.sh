@@ -79,6 +79,15 @@ fi
 "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-test.txt" ||
   { echo "error: pip could not install requirements-test.txt"; exit 1; }
 
+echo "== PyTorch module environment (.venv-fixtures: Debian's python3-torch + requirements-fixtures.txt)"
+fixtures_venv=$root/.venv-fixtures
+if [ ! -x "$fixtures_venv/bin/python" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$fixtures_venv" ||
+    { echo "error: cannot create $fixtures_venv (install python3-venv)"; exit 1; }
+fi
+"$fixtures_venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-fixtures.txt" ||
+  { echo "error: pip could not install requirements-fixtures.txt"; exit 1; }
+
 echo "== sweep harness self-test"
 python3 "$root/test/sweep/selftest.py" --junit "$results/sweep-selftest.xml" || status=1
 
@@ -133,6 +142,9 @@ for isa in "${isas[@]}"; do
     run_networks networks
   numerics "training: MLP, GPT-2, ResNet vs NumPy, PyTorch and finite differences" \
     run_training training
+  DIST_TORCH_PYTHON="$fixtures_venv/bin/python" numerics \
+    "training vs the PyTorch modules (LLaMA, Mistral, Whisper, BERT, ViT from transformers)" \
+    run_modules modules
   numerics "data-parallel training: mpirun -np 2 vs one process (MLP, GPT-2)" \
     run_distributed distributed
 done

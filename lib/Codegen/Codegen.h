@@ -16,7 +16,9 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace distopt::codegen {
@@ -57,6 +59,13 @@ mlir::LogicalResult emitModel(const ModelUnit &model, llvm::StringRef ns,
 /// `--profile-json` files the op's measured time; functions the cost model
 /// cannot price (no sample dimension) are left alone.
 void annotateCostSignatures(mlir::ModuleOp module);
+
+/// Why dist-compile cannot build `funcName` of `module` (a dry run of
+/// emitModel that writes nothing): the location and message of the first op
+/// without a lowering, or nullopt when every op lowers. Diagnostics of the
+/// dry run are not reported.
+std::optional<std::pair<mlir::Location, std::string>>
+findUnsupported(mlir::ModuleOp module, llvm::StringRef funcName);
 
 /// Writes the manifest of a job (`dist-compile -o DIR/`, read by dist-run):
 /// the program's file name in the job folder, how many ranks it needs (null:

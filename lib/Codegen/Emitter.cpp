@@ -12,6 +12,7 @@
 #include "dialects/Emit/EmitDialect.h"
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dist/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
@@ -200,9 +201,7 @@ LogicalResult distopt::codegen::emitOp(FunctionEmitter &e, Operation *op) {
   if (auto opaque = dyn_cast<distopt::graph::OpaqueOp>(op))
     return opaque.emitError()
            << "dist-compile: graph.opaque '" << opaque.getOpType()
-           << "' (ONNX op " << opaque.getOpType()
-           << ") has no lowering; the importer kept it opaque, so no kernel "
-              "exists for it";
+           << "' has no lowering: " << opaqueAdvice(opaque.getOpType());
   if (auto kernel = dyn_cast<emit::KernelOp>(op)) {
     switch (kernel.getKind()) {
     case emit::KernelKind::loop:

@@ -542,13 +542,79 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
   return elementwise(op, in);
 }
 
+/// Replaces every `If` whose condition is a known constant by the nodes of
+/// the branch it selects (branch initializers become Constant nodes, each
+/// branch output an Identity to the If's output). An If whose branch would
+/// redefine a name of the graph stays. Returns how many were inlined.
+static unsigned inlineConstantIfs(onnx::GraphProto &graph,
+                                  const StringMap<SmallTensor> &consts) {
+  StringSet<> defined;
+  for (const auto &v : graph.input())
+    defined.insert(v.name());
+  for (const auto &v : graph.initializer())
+    defined.insert(v.name());
+  for (const NodeProto &node : graph.node())
+    for (const std::string &out : node.output())
+      defined.insert(out);
+  onnx::GraphProto out;
+  unsigned inlined = 0;
+  for (NodeProto &node : *graph.mutable_node()) {
+    auto cond = node.op_type() == "If" && node.input_size() == 1
+                    ? consts.find(node.input(0))
+                    : consts.end();
+    const onnx::AttributeProto *branchAttr = nullptr;
+    if (cond != consts.end() && cond->second.numElements() == 1)
+      branchAttr = findAttr(node, cond->second.getDouble(0) != 0
+                                      ? "then_branch"
+                                      : "else_branch");
+    const onnx::GraphProto *branch =
+        branchAttr && branchAttr->has_g() ? &branchAttr->g() : nullptr;
+    bool clash = !branch || branch->output_size() != node.output_size();
+    for (int i = 0; branch && !clash && i < branch->initializer_size(); ++i)
+      clash = defined.contains(branch->initializer(i).name());
+    for (int i = 0; branch && !clash && i < branch->node_size(); ++i)
+      for (const std::string &o : branch->node(i).output())
+        clash |= defined.contains(o);
+    if (clash) {
+      *out.add_node() = std::move(node);
+      continue;
+    }
+    for (const onnx::TensorProto &init : branch->initializer()) {
+      NodeProto *c = out.add_node();
+      c->set_op_type("Constant");
+      c->set_name(node.name() + "/" + init.name());
+      c->add_output(init.name());
+      onnx::AttributeProto *a = c->add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      *a->mutable_t() = init;
+    }
+    for (const NodeProto &inner : branch->node())
+      *out.add_node() = inner;
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (node.output(i).empty())
+        continue;
+      NodeProto *id = out.add_node();
+      id->set_op_type("Identity");
+      id->set_name(node.name() + "/" + node.output(i));
+      id->add_input(branch->output(i).name());
+      id->add_output(node.output(i));
+    }
+    ++inlined;
+  }
+  // Every node was moved into `out`.
+  graph.mutable_node()->Swap(out.mutable_node());
+  return inlined;
+}
+
 unsigned foldConstants(onnx::GraphProto &graph, int64_t opset) {
   ShapeMap shapes = collectStaticShapes(graph);
   StringMap<SmallTensor> consts;
   // Float initializers are the model's weights. A float result computed from
   // one (Identity, Cast, arithmetic) stays an op, so that training updates
-  // the one weight every use reads: exporters deduplicate equal initializers
-  // behind Identity nodes, and folding those into literals would untie them.
+  // the weights: exporters deduplicate equal initializers behind Identity
+  // nodes (each its own parameter, see translateIdentity), and a literal
+  // would not be trained at all.
   StringSet<> weights;
   for (const auto &init : graph.initializer())
     if (auto t = readSmallTensor(init)) {
@@ -595,7 +661,7 @@ unsigned foldConstants(onnx::GraphProto &graph, int64_t opset) {
     consts[output] = std::move(*value);
     ++folded;
   }
-  return folded;
+  return folded + inlineConstantIfs(graph, consts);
 }
 
 } // namespace import

@@ -115,6 +115,19 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
   }
   builder.setInsertionPointToStart(body);
 
+  // ONNX training info names the initializers training updates
+  // (update_binding keys); the others stay as they are.
+  if (model.training_info_size() > 0) {
+    t.trainedByModel.emplace();
+    for (const auto &info : model.training_info())
+      for (const auto &binding : info.update_binding())
+        t.trainedByModel->insert(binding.key());
+    t.untieIdentityWeights = false;
+    emitRemark(fileLoc) << "the model's training_info updates "
+                        << t.trainedByModel->size()
+                        << " initializer(s); training leaves the others "
+                           "frozen";
+  }
   WeightSource source{bytes, llvm::sys::path::filename(name).str(), baseDir,
                       &scan, options.weights};
   if (failed(defineInitializers(t, graph, source, fileLoc)))
@@ -226,6 +239,10 @@ OwningOpRef<ModuleOp> Import::run() {
   }
   for (const std::string &r : remarks)
     emitRemark(fileLoc) << r;
+  if (llvm::Error e = bindInputValues(graph, options)) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
+  }
 
   WeightSource source{bytes, "", baseDir, &*scan, options.weights};
   restoreSmallPayloads(graph, source);

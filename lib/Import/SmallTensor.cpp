@@ -74,7 +74,8 @@ static bool readRaw(const std::string &raw, int64_t n,
   return true;
 }
 
-std::optional<SmallTensor> readSmallTensor(const TensorProto &tensor) {
+std::optional<SmallTensor> readSmallTensor(const TensorProto &tensor,
+                                           int64_t maxElements) {
   if (!isFoldableType(tensor.data_type()) ||
       tensor.data_location() == TensorProto::EXTERNAL)
     return std::nullopt;
@@ -86,7 +87,7 @@ std::optional<SmallTensor> readSmallTensor(const TensorProto &tensor) {
     out.shape.push_back(d);
   }
   int64_t n = out.numElements();
-  if (n > kMaxInlineElements)
+  if (n > maxElements)
     return std::nullopt;
   const std::string &raw = tensor.raw_data();
   bool hasRaw = tensor.has_raw_data();

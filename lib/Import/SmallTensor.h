@@ -52,9 +52,11 @@ bool isFoldableType(int32_t dtype);
 /// (ONNX leaves such casts undefined; C++ conversion would be UB).
 int64_t toInt64(double v);
 
-/// Reads `tensor` when it holds at most kMaxInlineElements elements of a
+/// Reads `tensor` when it holds at most `maxElements` elements of a
 /// foldable type with its data inline; nullopt otherwise.
-std::optional<SmallTensor> readSmallTensor(const onnx::TensorProto &tensor);
+std::optional<SmallTensor>
+readSmallTensor(const onnx::TensorProto &tensor,
+                int64_t maxElements = kMaxInlineElements);
 
 /// Writes `value` into `tensor` (dims, data type and typed data).
 void writeSmallTensor(const SmallTensor &value, onnx::TensorProto &tensor);

@@ -217,8 +217,8 @@ static LogicalResult translateGather(Translator &t, const NodeProto &node) {
 }
 
 /// A Constant node that constant folding did not claim: small ones become
-/// `graph.constant`, large ones a `graph.weight` referencing the tensor's
-/// bytes inside the model file.
+/// `graph.constant`, large ones a `frozen` `graph.weight` referencing the
+/// tensor's bytes inside the model file (a constant is never trained).
 static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
   const onnx::AttributeProto *value = Translator::attr(node, "value");
   SmallTensor small;
@@ -228,6 +228,15 @@ static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
       t.defineConstant(node.output(0), std::move(*s));
       return success();
     }
+    // More than kMaxInlineElements elements in at most
+    // kNodeTensorStripBytes bytes: the scanner left the bytes inline, so
+    // there is no file range to reference; the tensor is small enough to
+    // be a constant in the IR (a 16x8 rotary table, a 16x16 bool mask).
+    if (!t.nodeData)
+      if (auto s = readSmallTensor(value->t(), kNodeTensorStripBytes)) {
+        t.defineConstant(node.output(0), std::move(*s));
+        return success();
+      }
     RankedTensorType type = t.resultType(node, 0);
     if (!type)
       return failure();
@@ -240,7 +249,8 @@ static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
     }
     return t.setResult(node, WeightOp::create(b, t.loc(node), type,
                                               b.getStringAttr(node.output(0)),
-                                              file, offset, size));
+                                              file, offset, size,
+                                              b.getStringAttr("constant")));
   }
   if (const auto *a = Translator::attr(node, "value_int")) {
     small.dtype = onnx::TensorProto::INT64;

@@ -212,11 +212,13 @@ LogicalResult defineInitializers(Translator &t, const onnx::GraphProto &graph,
              failure();
     }
     Location wloc = NameLoc::get(b.getStringAttr(init.name()), loc);
+    bool frozen = t.trainedByModel && !t.trainedByModel->contains(init.name());
     Value w = graph::WeightOp::create(
         b, wloc, type, b.getStringAttr(init.name()),
         ref ? b.getStringAttr(ref->file) : StringAttr(),
         ref ? b.getI64IntegerAttr(ref->offset) : IntegerAttr(),
-        ref ? b.getI64IntegerAttr(ref->size) : IntegerAttr());
+        ref ? b.getI64IntegerAttr(ref->size) : IntegerAttr(),
+        frozen ? b.getStringAttr("training_info") : StringAttr());
     t.define(init.name(), w);
   }
   return success();

@@ -466,10 +466,11 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
     return planError(spec, formatv("'replicas' lists {0} counts but pp={1}; "
                                    "give one per pipeline stage",
                                    p.replicas.size(), p.pp));
-  if (p.numDevices() != c.numDevices())
+  if (p.numDevices() > c.numDevices())
     return planError(spec, formatv("tp*sum(replicas) = {0}*({1}) = {2} "
                                    "devices, but cluster '{3}' has {4}; "
-                                   "choose replica counts that add up to {5}",
+                                   "choose replica counts that add up to at "
+                                   "most {5}",
                                    p.tp, sum, p.numDevices(), c.name,
                                    c.numDevices(), c.numDevices() / p.tp));
   if (p.dp != 1 || p.chunks != 1)
@@ -535,21 +536,19 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
   if (p.replicated()) {
     if (Error e = checkReplicas(p, spec, c))
       return e;
-  } else if (p.numDevices() != c.numDevices())
+  } else if (p.numDevices() > c.numDevices())
     return planError(
-        spec, p.cp == 1
-                  ? formatv("dp*tp*pp = {0}*{1}*{2} = {3} devices, but "
-                            "cluster '{4}' has {5}; choose degrees whose "
-                            "product is {5}",
-                            p.dp, p.tp, p.pp, p.numDevices(), c.name,
-                            c.numDevices())
-                        .str()
-                  : formatv("dp*tp*cp*pp = {0}*{1}*{6}*{2} = {3} devices, but "
-                            "cluster '{4}' has {5}; choose degrees whose "
-                            "product is {5}",
-                            p.dp, p.tp, p.pp, p.numDevices(), c.name,
-                            c.numDevices(), p.cp)
-                        .str());
+        spec, formatv("{0} = {1} devices, but cluster '{2}' has only {3}; "
+                      "choose degrees whose product is at most {3} (the plan "
+                      "runs on the first {4} devices, the others stay idle)",
+                      p.cp == 1 ? formatv("dp*tp*pp = {0}*{1}*{2}", p.dp,
+                                          p.tp, p.pp)
+                                      .str()
+                                : formatv("dp*tp*cp*pp = {0}*{1}*{2}*{3}",
+                                          p.dp, p.tp, p.cp, p.pp)
+                                      .str(),
+                      p.numDevices(), c.name, c.numDevices(),
+                      p.cp == 1 ? "dp*tp*pp" : "dp*tp*cp*pp"));
   if (p.ep > 1) {
     bool experts = false;
     for (const LayerDesc &l : model.layers)

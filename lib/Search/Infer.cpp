@@ -20,6 +20,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <ctime>
 #include <limits>
@@ -267,9 +268,19 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
                 std::max<unsigned>(N + 1, std::ceil(N * minNeeded / limit)))
             .str());
   }
+  // Rank by the objective; plans within 1e-9 of each other on it (equal
+  // slowest stages) are ranked by the other one: the lower latency among
+  // equal streams, the higher stream among equal latencies.
+  auto secondary = [&](const Candidate &x) {
+    return o.objective == InferObjective::Latency ? 1 / x.streamThroughput
+                                                  : x.latency;
+  };
   std::stable_sort(all.begin(), all.end(),
-                   [](const Candidate &a, const Candidate &b) {
-                     return a.lowerBound < b.lowerBound;
+                   [&](const Candidate &a, const Candidate &b) {
+                     double tie = 1e-9 * std::max(a.lowerBound, b.lowerBound);
+                     if (std::fabs(a.lowerBound - b.lowerBound) > tie)
+                       return a.lowerBound < b.lowerBound;
+                     return secondary(a) < secondary(b);
                    });
   SearchResult res;
   res.mode = Mode::Infer;

@@ -846,10 +846,11 @@ Expected<SearchResult> Searcher::run() {
   return res;
 }
 
-Expected<SearchResult> distopt::search::searchPlan(const cost::ModelDesc &model,
-                                                   const cluster::Cluster &c,
-                                                   const cost::CostModel &cm,
-                                                   const SearchOptions &o) {
+Expected<SearchResult>
+distopt::search::detail::searchAll(const cost::ModelDesc &model,
+                                   const cluster::Cluster &c,
+                                   const cost::CostModel &cm,
+                                   const SearchOptions &o) {
   if (c.numDevices() == 0)
     return searchError("cluster '" + c.name +
                        "' has no devices; give at least one node group with "

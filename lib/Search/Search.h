@@ -105,6 +105,13 @@ struct SearchOptions {
   cost::MemoryConfig memory;
   /// Called now and then with the fraction done and candidates so far.
   std::function<void(double, unsigned long)> progress;
+  /// Devices the plan uses: the cluster's first N (whole nodes first; 0:
+  /// all). The others stay idle and are reported.
+  unsigned devices = 0;
+  /// When the best plan is less than half as efficient as one device, also
+  /// search 1, 2, 4, ... devices and say how many the model can use
+  /// (SearchResult::suggestedDevices).
+  bool adviseDevices = true;
 };
 
 /// Where the time of a plan goes, per iteration, on its slowest rank.
@@ -153,6 +160,15 @@ struct SearchResult {
   SearchStats stats;
   Mode mode = Mode::Train;
   InferObjective objective = InferObjective::Throughput;
+  /// Devices the plans use, of the cluster's.
+  unsigned devicesUsed = 0, devicesTotal = 0;
+  /// Set when the model is too small for the devices (parallel efficiency
+  /// below 50%): the best objective time (seconds) per device count tried,
+  /// the efficiency against one device, and the smallest count within 10%
+  /// of the fastest.
+  std::vector<std::pair<unsigned, double>> scaling;
+  double efficiency = 0;
+  unsigned suggestedDevices = 0;
 };
 
 /// Searches the best plan. Errors (each saying what would fit) when the
@@ -186,6 +202,19 @@ double iterationLowerBound(const schedule::PipelineCosts &costs,
 
 /// Breakdown of a simulated plan.
 Breakdown breakdownOf(const sim::PlanSimulation &ps);
+
+/// The cluster's first `n` devices: whole nodes of its groups in order,
+/// then part of the next node.
+cluster::Cluster firstDevices(const cluster::Cluster &c, unsigned n);
+
+/// The time the search minimises for a plan: the iteration time (training),
+/// one batch's latency, or seconds per sample of a stream (inference).
+double objectiveTime(const Candidate &c, Mode mode, InferObjective objective);
+
+/// "devices N of the cluster's M (K idle)" when the plans use fewer.
+void printDevicesUsed(const SearchResult &r, llvm::raw_ostream &os);
+/// The too-small-for-the-cluster note (SearchResult::suggestedDevices).
+void printDeviceAdvice(const SearchResult &r, llvm::raw_ostream &os);
 
 /// Evaluates one finalized plan the way the search evaluates its
 /// candidates: a simulation of its schedule (\p given when not null, the

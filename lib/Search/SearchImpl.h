@@ -201,6 +201,13 @@ void replicatedCandidates(const cost::ModelDesc &model,
                           const SearchOptions &o, Tables &t, SearchStats &stats,
                           std::vector<ReplicatedCandidate> &out);
 
+/// The search on all of `c`'s devices (searchPlan adds --dist-devices and
+/// the device-count advice around it, Devices.cpp).
+llvm::Expected<SearchResult> searchAll(const cost::ModelDesc &model,
+                                       const cluster::Cluster &c,
+                                       const cost::CostModel &cm,
+                                       const SearchOptions &o);
+
 /// Micro-batches of each data-parallel replica of every pipeline stage of
 /// \p p (uneven when replicas of different kinds split them by speed).
 std::vector<std::vector<unsigned>> replicaShares(Tables &t,

@@ -70,6 +70,7 @@ struct SearchPlanPass
     so.globalBatch = batch;
     so.allowAsync = allowAsync;
     so.alternatives = alternatives;
+    so.devices = devices;
     so.mode = mode;
     so.objective = objective;
     Costing costing{dtype, fusedAttention};

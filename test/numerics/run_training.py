@@ -322,6 +322,14 @@ def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
         w0 = np.frombuffer(init.raw_data, dtype="<f4").astype(np.float64)
         g = w0 - np.load(path).astype(np.float64).reshape(-1)
         params[init.name] = (blob.find(init.raw_data), w0, g)
+    # An Identity of an initializer is a weight of its own reading the same
+    # bytes: perturbing the bytes moves both, so their gradients add up.
+    for node in model.graph.node:
+        path = os.path.join(save, common.sanitize(node.output[0]) + ".npy")
+        if node.op_type == "Identity" and node.input[0] in params and os.path.exists(path):
+            off, w0, g = params[node.input[0]]
+            g = g + (w0 - np.load(path).astype(np.float64).reshape(-1))
+            params[node.input[0]] = (off, w0, g)
     gnorm = np.sqrt(sum(np.sum(g * g) for _, _, g in params.values()))
     for label, direction in (("gradient", {k: g / gnorm for k, (_, _, g) in params.items()}),
                              ("random", {k: rng.standard_normal(w.shape)
@@ -413,26 +421,14 @@ def compare_with_reference(got, outdir, want):
     curve = float(np.max(np.abs(got - want["losses"]) / np.abs(want["losses"])))
     params = [k for k in want.files
               if k not in ("losses", "kinks") and not k.startswith("gradmax/")]
-    scale = max(float(np.max(want["gradmax/" + k])) for k in params)
-    worst, worst_name, worst_elem, no_signal = 0.0, "", 0.0, 0
-    for k in params:
-        path = os.path.join(outdir, common.sanitize(k) + ".npy")
-        if not os.path.exists(path):
-            return {"error": f"the program saved no end value of {k}"}
-        w = np.load(path).astype(np.float64).reshape(want[k].shape)
-        signal = want["gradmax/" + k] > NO_SIGNAL * scale
-        no_signal += int(np.sum(~signal))
-        if not signal.any():
-            continue
-        diff, ref_k = (w - want[k])[signal], want[k][signal]
-        rel = np.linalg.norm(diff) / np.linalg.norm(ref_k)
-        worst_elem = max(worst_elem, np.max(np.abs(diff)) / np.max(np.abs(ref_k)))
-        if rel > worst:
-            worst, worst_name = float(rel), k
-    return {"curve": curve, "worst": worst, "worst_name": worst_name,
-            "worst_elem": worst_elem, "no_signal": no_signal,
-            "params": len(params), "diverged": np.abs(got - want["losses"]) /
-            np.abs(want["losses"]) > DIVERGED}
+    ends = common.end_weight_errors(
+        outdir, {k: (want[k], want["gradmax/" + k]) for k in params}, NO_SIGNAL)
+    if ends["errors"]:
+        return {"error": "; ".join(ends["errors"])}
+    return {"curve": curve, "worst": float(ends["worst"]),
+            "worst_name": ends["worst_name"], "worst_elem": ends["worst_elem"],
+            "no_signal": ends["no_signal"], "params": len(params),
+            "diverged": np.abs(got - want["losses"]) / np.abs(want["losses"]) > DIVERGED}
 
 
 def other_branches(got, outdir, want, fit, reference, rtol, depth=3, tries=6):

@@ -6,9 +6,12 @@ float64), adds a loss, and trains every float initializer for --steps
 steps with torch.optim.SGD or torch.optim.Adam on one fixed batch. Prints
 nothing; writes an .npz with `losses` (one per step, computed before that
 step's update), the final value of every trained initializer under its
-ONNX name, and under `gradmax/NAME` the largest |gradient| each element saw. The initializers are the leaf tensors, so an initializer used by
-several nodes (the exporter's deduplicated zero biases behind Identity) is
-one parameter, as in the compiled program.
+ONNX name, and under `gradmax/NAME` the largest |gradient| each element
+saw. The initializers are the leaf tensors, so an initializer used by
+several nodes is one parameter, as in the compiled program; an Identity of
+an initializer (how torch.onnx writes parameters with equal values, e.g.
+zero biases, once) is a parameter of its own, as in the PyTorch module and
+in the compiled program (the importer's translateIdentity).
 
 This is the independent reference of test/numerics/run_training.py: the
 forward semantics come from the ONNX operator definitions, the gradients
@@ -266,12 +269,21 @@ class OnnxModule:
                 self.params[init.name] = t.clone().requires_grad_(True)
             else:
                 self.consts[init.name] = t
+        # Identity outputs of float initializers: parameters of their own.
+        self.untied = set()
+        for node in self.model.graph.node:
+            if node.op_type == "Identity" and node.input[0] in self.params:
+                self.params[node.output[0]] = (
+                    self.params[node.input[0]].detach().clone().requires_grad_(True))
+                self.untied.add(node.output[0])
 
     def __call__(self, feeds, kinks=None):
         env = dict(self.consts)
         env.update(self.params)
         env.update(feeds)
         for k, node in enumerate(self.model.graph.node):
+            if node.output[0] in self.untied:
+                continue
             ins = [env[n] for n in node.input if n]
             if kinks and node.op_type == "Relu":
                 outs = [kinks.relu(k, ins[0])]

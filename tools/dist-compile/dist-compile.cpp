@@ -11,6 +11,7 @@
 // program (`--model NAME` picks one at run time). docs/codegen.md.
 //
 //===----------------------------------------------------------------------===//
+#include "dist/Diagnostics.h"
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
@@ -116,6 +117,69 @@ static bool isIdentifier(StringRef s) {
   return true;
 }
 
+/// Checks the option names of `--train` against dist-autodiff's own (read
+/// from the pass's registered help, so the list cannot drift), suggesting
+/// the closest spelling of an unknown one. Returns the error, or "".
+static std::string checkTrainOptions(StringRef options) {
+  OpPassManager pm("builtin.module");
+  std::string all;
+  raw_string_ostream os(all);
+  if (failed(parsePassPipeline("dist-autodiff", pm, os)))
+    return "";
+  pm.printAsTextualPipeline(os);
+  StringRef body = StringRef(all).split('{').second.rsplit('}').first;
+  SmallVector<StringRef> known;
+  for (StringRef item : llvm::split(body, ' '))
+    if (!item.empty())
+      known.push_back(item.split('=').first);
+  SmallVector<StringRef> given;
+  options.split(given, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef item : given) {
+    StringRef key = item.split('=').first;
+    if (llvm::is_contained(known, key))
+      continue;
+    auto [best, bestDistance] = closestSpelling(known, key);
+    std::string msg = "--train: dist-autodiff has no option '" + key.str() + "'";
+    if (bestDistance <= std::max<size_t>(2, key.size() / 3))
+      msg += "; did you mean '" + best.str() + "'?";
+    msg += " (options: " + llvm::join(known, ", ") + ")";
+    return msg;
+  }
+  return "";
+}
+
+/// Prints what the training function of `module` trains and freezes
+/// (dist-autodiff's `graph.trained`).
+static void printTrainedSummary(ModuleOp module, StringRef model) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto trained = func->getAttrOfType<DictionaryAttr>("graph.trained");
+    if (!trained)
+      continue;
+    auto count = [&](StringRef key) {
+      auto a = trained.getAs<IntegerAttr>(key);
+      return a ? a.getInt() : 0;
+    };
+    auto frozen = trained.getAs<DictionaryAttr>("frozen");
+    errs() << "dist-compile: " << model << ": training " << count("tensors")
+           << " tensor(s), " << count("parameters") << " parameter(s)";
+    if (frozen && !frozen.empty()) {
+      errs() << "; frozen " << frozen.size() << " tensor(s), "
+             << count("frozen_parameters") << " parameter(s):";
+      unsigned shown = 0;
+      for (NamedAttribute f : frozen) {
+        if (shown++ == 8) {
+          errs() << " ... and " << frozen.size() - 8 << " more";
+          break;
+        }
+        errs() << (shown > 1 ? "," : "") << " " << f.getName().getValue()
+               << " (" << cast<StringAttr>(f.getValue()).getValue() << ")";
+      }
+    }
+    errs() << "\n";
+    return;
+  }
+}
+
 /// Imports one model: ONNX by extension or magic, otherwise .mlir text.
 static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
                                   SourceMgr &sm,
@@ -157,6 +221,8 @@ int main(int argc, char **argv) {
   ImportFlags importFlags;
   TrainFlags trainFlags;
   PlanFlags planFlags;
+  // Code generation reports what does not lower itself.
+  planFlags.checkCompilable = false;
   cl::HideUnrelatedOptions({&category, &importFlags.category,
                             &trainFlags.category, &planFlags.category});
   cl::ParseCommandLineOptions(
@@ -196,7 +262,10 @@ int main(int argc, char **argv) {
   ctx.getDiagEngine().registerHandler([&](Diagnostic &d) {
     std::string loc;
     raw_string_ostream los(loc);
-    if (auto fl = d.getLocation()->findInstanceOf<FileLineColLoc>())
+    // ONNX ops: the node's name; else file:line:col.
+    if (isNodeLocation(d.getLocation()))
+      los << describeLocation(d.getLocation());
+    else if (auto fl = d.getLocation()->findInstanceOf<FileLineColLoc>())
       los << fl.getFilename().getValue() << ":" << fl.getLine() << ":"
           << fl.getColumn();
     else
@@ -261,6 +330,10 @@ int main(int argc, char **argv) {
       }
     }
     if (!train.empty()) {
+      if (std::string bad = checkTrainOptions(train); !bad.empty()) {
+        WithColor::error() << bad << "\n";
+        return 2;
+      }
       PassManager pm(&ctx);
       TrainOptions trainOptions;
       trainOptions.autodiff = train;
@@ -285,6 +358,7 @@ int main(int argc, char **argv) {
                << "\n";
         continue;
       }
+      printTrainedSummary(*m, in.name);
     }
     // A planned pipeline runs from its schedule: one program per action
     // list (dist-partition; it outlines and materializes what is missing),

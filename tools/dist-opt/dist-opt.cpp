@@ -8,6 +8,7 @@
 // passes, the summary goes to stdout and the IR only to -o FILE.
 //
 //===----------------------------------------------------------------------===//
+#include "dist/Diagnostics.h"
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
 #include "lib/Init/ToolFlags.h"
@@ -44,6 +45,8 @@ importModel(StringRef path, std::unique_ptr<MemoryBuffer> file,
   // The importer's errors and remarks print as mlir-opt prints diagnostics.
   SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  // ONNX ops: "FILE: node 'NAME': error: ..." instead of "FILE:0:0".
+  distopt::NodeDiagnosticHandler nodeHandler(&context, errs());
   OwningOpRef<ModuleOp> module =
       path == "-" ? distopt::importONNXBuffer(file->getBuffer(), "<stdin>", ".",
                                               &context, options)
@@ -87,6 +90,10 @@ int main(int argc, char **argv) {
   std::string error;
   MlirOptMainConfig config = cli;
   config.setPassPipelineSetupFn([&](PassManager &pm) -> LogicalResult {
+    // The passes' diagnostics at ONNX node locations name the node too (not
+    // under -verify-diagnostics, which must see every diagnostic).
+    if (!cli.shouldVerifyDiagnostics())
+      distopt::registerNodeDiagnostics(pm.getContext(), errs());
     if (!planFlags.addPasses(pm, simulatorNamed, error) ||
         failed(cli.setupPassPipeline(pm)) || !planFlags.configure(pm, error) ||
         !trainFlags.apply(pm, error)) {

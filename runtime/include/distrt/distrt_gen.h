@@ -21,6 +21,7 @@
 #include "distrt/gen/Profile.h"
 #include "distrt/gen/Program.h"
 #include "distrt/gen/Scalar.h"
+#include "distrt/gen/Threads.h"
 #include "distrt/gen/Main.h"
 
 #endif // DISTRT_DISTRT_GEN_H

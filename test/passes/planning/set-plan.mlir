@@ -2,7 +2,8 @@
 // RUN: dist-opt %s -split-input-file --dist-attach-cluster="cluster=dgx-a100-80gb" --dist-set-plan="plan=dp=2,tp=2,pp=2 batch=8 mode=infer" | FileCheck %s --check-prefix=INFER
 // RUN: not dist-opt %s -split-input-file --dist-attach-cluster="cluster=dgx-a100-80gb" --dist-set-plan="plan=dp=2,tp=2,pp=2" 2>&1 | FileCheck %s --check-prefix=NOBATCH
 // RUN: not dist-opt %s -split-input-file --dist-attach-cluster="cluster=dgx-a100-80gb" --dist-set-plan="batch=8" 2>&1 | FileCheck %s --check-prefix=NOPLAN
-// RUN: not dist-opt %s -split-input-file --dist-attach-cluster="cluster=dgx-a100-80gb" --dist-set-plan="plan=dp=3 batch=8" 2>&1 | FileCheck %s --check-prefix=DEVICES
+// RUN: not dist-opt %s -split-input-file --dist-attach-cluster="cluster=dgx-a100-80gb" --dist-set-plan="plan=dp=16 batch=16" 2>&1 | FileCheck %s --check-prefix=DEVICES
+// RUN: dist-opt %s -split-input-file --dist-attach-cluster="cluster=dgx-a100-80gb" --dist-set-plan="plan=dp=2,pp=2 batch=8" | FileCheck %s --check-prefix=FEWER
 // RUN: not dist-opt %s -split-input-file --dist-set-plan="plan=dp=2 batch=8" 2>&1 | FileCheck %s --check-prefix=NOCLUSTER
 // RUN: not dist-opt %s -split-input-file --dist-attach-cluster="cluster=dgx-a100-80gb" --dist-set-plan="plan=dp=2,tp=2,pp=2,schedule=2f2b batch=8" 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -18,7 +19,9 @@
 
 // NOBATCH: error: --dist-plan needs the global batch in samples: pass --dist-batch=N (dist-set-plan's batch=N)
 // NOPLAN: error: dist-set-plan needs a plan: --dist-plan="dp=..,tp=..,pp=..,mbs=..,schedule=.." (plan=...), or --dist-search to find one
-// DEVICES: error: plan 'dp=3,{{.*}}': dp*tp*pp = 3*1*1 = 3 devices, but cluster 'dgx-a100-80gb' has 8
+// DEVICES: error: plan 'dp=16,{{.*}}': dp*tp*pp = 16*1*1 = 16 devices, but cluster 'dgx-a100-80gb' has only 8; choose degrees whose product is at most 8 (the plan runs on the first dp*tp*pp devices, the others stay idle)
+// A plan may use fewer devices than the cluster has (here 4 of 8).
+// FEWER: dist.plan = #dist.plan<dp = 2, tp = 1, pp = 2,
 // NOCLUSTER: error: planning needs a cluster
 // BAD: error: bad --dist-plan: {{.*}}unknown schedule '2f2b'
 module {

@@ -8,6 +8,7 @@
 #define DISTRT_GEN_MAIN_H
 
 #include "distrt/gen/Program.h"
+#include "distrt/gen/Threads.h"
 
 namespace dg {
 
@@ -171,7 +172,8 @@ inline void printSpecs(const Model &m) {
 inline int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
-          "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
+          "[--output-dir DIR] [--repeat N] [--steps N] [--threads N] [--time] "
+          "[--save-state DIR] "
           "[--load-state DIR] [--timeout SECONDS] "
           "(--save-state/--load-state DIR/{rank}: one folder per rank; "
           "--timeout: how long a rank waits for its peers, default 60, 0 "
@@ -188,10 +190,12 @@ inline int usage(const char *argv0) {
 
 inline int runMain(int argc, char **argv, const Model *models, int numModels,
                    bool cuda) {
+  if (!cuda)
+    setWaitPolicy(argv);
   std::string modelName, weightsDir, outDir = ".";
   std::vector<std::string> args;
-  bool list = false, printSteps = false;
-  long long repeat = 1;
+  bool list = false, printSteps = false, timing = false;
+  long long repeat = 1, threads = 0;
   /// Seconds a rank waits for a peer (--timeout); -1: the runtime's
   /// default (60 s, or DISTRT_TIMEOUT).
   long long timeout = -1;
@@ -222,6 +226,12 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       if (!value(r) || !parseCount(a.c_str(), r, 2147483647LL, repeat))
         return 2;
       printSteps = printSteps || a == "--steps";
+    } else if (a == "--threads") {
+      std::string r;
+      if (!value(r) || !parseCount(a.c_str(), r, 4096, threads))
+        return 2;
+    } else if (a == "--time") {
+      timing = true;
     } else if (a == "--timeout") {
       std::string t;
       if (!value(t))
@@ -342,6 +352,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
                 model->name, model->numInputs, a.c_str());
         return 2;
       }
+    }
+    if (given[idx]) {
+      fprintf(stderr,
+              "error: input '%s' is given twice ('%s' is the second); pass "
+              "each input once\n",
+              model->inputs[idx].name, a.c_str());
+      return 2;
     }
     given[idx] = true;
     if (readNpy(file, P.inputs[idx], P.err)) {
@@ -468,10 +485,14 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     prof.init(model->ops, model->numOps);
     P.prof = &prof;
   }
+  setThreads((int)threads);
   int rc = 0;
+  RunTimer timer;
   for (long long r = 0; r < repeat && !rc; ++r) {
     if (profile)
       prof.beginRun();
+    if (timing)
+      timer.begin();
     std::vector<double> sums(model->numOutputs, 0.0);
     for (int k = 0; k < model->accumulation && !rc; ++k) {
       rc = model->run(P);
@@ -481,11 +502,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     }
     if (!rc && model->apply)
       rc = model->apply(P);
-    if (profile) {
-      if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
-        rc = 1;
+    // A run is done when the device is: synchronize before the clocks
+    // stop.
+    if ((profile || timing) && !rc &&
+        P.check(distrt_synchronize(P.ctx), "synchronize"))
+      rc = 1;
+    if (profile)
       prof.endRun();
-    }
+    if (timing && !rc)
+      timer.end();
     if (rc || !printSteps || !root)
       continue;
     // Training: one line per step with every scalar f32 output (the loss;
@@ -499,6 +524,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
+  if (!rc && timing && root)
+    timer.print(printSteps ? "step" : "run", model->name, threadCount());
   if (!rc && profile && root) {
     if (!model->ops)
       fprintf(stderr, "profile: model %s records no per-op times (pipeline "
