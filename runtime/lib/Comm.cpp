@@ -231,6 +231,23 @@ distrt_status joinNccl(distrt_comm *comm, const char *fn) {
                          "rebuild"));
 #endif
 }
+/// Completes a communicator whose MPI_Comm is made (the world's or a
+/// group's): errors are returned, not fatal, and a CUDA context gets its
+/// NCCL communicator. On failure the communicator is destroyed.
+distrt_status finishMpiComm(distrt_comm *comm, const char *fn,
+                            distrt_comm **out) {
+  MPI_Comm_set_errhandler(mpiOf(comm), MPI_ERRORS_RETURN);
+  comm->backend = "mpi";
+  if (comm->ctx->isCuda()) {
+    distrt_status st = joinNccl(comm, fn);
+    if (st != DISTRT_OK) {
+      distrt_comm_destroy(comm);
+      return st;
+    }
+  }
+  *out = comm;
+  return DISTRT_OK;
+}
 #endif
 
 } // namespace
@@ -328,17 +345,7 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
     delete comm;
     return c.fail(DISTRT_ERROR_BACKEND, "MPI_Comm_dup failed");
   }
-  MPI_Comm_set_errhandler(mpiOf(comm), MPI_ERRORS_RETURN);
-  comm->backend = "mpi";
-  if (ctx->isCuda()) {
-    distrt_status st = joinNccl(comm, fn);
-    if (st != DISTRT_OK) {
-      distrt_comm_destroy(comm);
-      return st;
-    }
-  }
-  *out = comm;
-  return DISTRT_OK;
+  return finishMpiComm(comm, fn, out);
 #else
   delete comm;
   return c.fail(DISTRT_ERROR_UNSUPPORTED, "the launcher started ", size,
@@ -409,17 +416,7 @@ extern "C" distrt_status distrt_comm_group(distrt_comm *comm,
     delete g;
     return mpiFail(comm, fn, "MPI_Comm_create_group", code);
   }
-  MPI_Comm_set_errhandler(mpiOf(g), MPI_ERRORS_RETURN);
-  g->backend = "mpi";
-  if (g->ctx->isCuda()) {
-    distrt_status st = joinNccl(g, fn);
-    if (st != DISTRT_OK) {
-      distrt_comm_destroy(g);
-      return st;
-    }
-  }
-  *out = g;
-  return DISTRT_OK;
+  return finishMpiComm(g, fn, out);
 #else
   delete g;
   return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
