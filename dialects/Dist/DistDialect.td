@@ -35,6 +35,7 @@ def Dist_Dialect : Dialect {
     "::mlir::IntegerAttr":$action_list,
     "::mlir::StringAttr":$train_phase,
     "TensorParallelRoleAttr":$tp,
+    "::mlir::DenseI64ArrayAttr":$tp_shard,
     "::mlir::UnitAttr":$batch_shard,
     "::mlir::UnitAttr":$data_parallel
   );

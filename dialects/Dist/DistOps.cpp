@@ -173,6 +173,12 @@ LogicalResult AllReduceOp::verify() {
   return verifyGroup(getOperation(), getGroup());
 }
 
+LogicalResult TpCopyOp::verify() {
+  if (getGroup().empty())
+    return success();
+  return verifyGroup(getOperation(), getGroup());
+}
+
 /// `world` (every rank: an empty group) or `[d0, d1, ...]`.
 ParseResult distopt::dist::parseWorldGroup(OpAsmParser &parser,
                                            DenseI64ArrayAttr &group) {

@@ -165,6 +165,32 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
   let hasVerifier = 1;
 }
 
+def Dist_TpCopyOp : Dist_Op<"tp_copy", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Enters a tensor-parallel region: the identity, whose "
+                "gradient is all-reduced";
+  let description = [{
+    Megatron's `f`: `dist-tensor-parallel` puts it on the replicated input
+    of a column-parallel matmul. Forward it is the identity; `dist-autodiff`
+    gives it the gradient `dist.all_reduce sum over group` of the ranks'
+    input gradients (each rank differentiated through its own columns).
+    `dist-prepare-for-emission` replaces it by its input once the gradients
+    exist. Its partner `g` is the `dist.all_reduce sum` after a row-parallel
+    matmul, whose gradient is the identity.
+
+    Example:
+    ```mlir
+    %x1 = dist.tp_copy %x over [0, 1] : tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` custom<WorldGroup>($group) attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
   let summary = "Concatenates the shards of a device group on every device";
   let description = [{

@@ -22,6 +22,7 @@ using VirtualStage = DistDialect::VirtualStageAttrHelper;
 using ActionList = DistDialect::ActionListAttrHelper;
 using TrainPhase = DistDialect::TrainPhaseAttrHelper;
 using Tp = DistDialect::TpAttrHelper;
+using TpShard = DistDialect::TpShardAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
 
@@ -141,6 +142,29 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError("'dist.tp' must be a tensor-parallel role "
                              "#dist.tp<column|row|split|replicated>, got ")
              << attr.getValue();
+    return success();
+  }
+  if (name == TpShard::getNameStr()) {
+    // [dim, blocks, parts]: the op's tensor is one of `parts` shards of the
+    // full one along `dim`, viewed as [blocks][parts][n] (dist-tensor-parallel).
+    auto shard = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto type = op->getNumResults() == 1
+                    ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
+                    : RankedTensorType();
+    if (!shard || shard.size() != 3 || !type ||
+        op->getName().getDialectNamespace() != "graph")
+      return op->emitOpError("'dist.tp_shard' is [dim, blocks, parts] on a "
+                             "graph.weight or graph.state (written by "
+                             "dist-tensor-parallel), got ")
+             << attr.getValue();
+    int64_t dim = shard[0], blocks = shard[1], parts = shard[2];
+    if (dim < 0 || dim >= type.getRank() || blocks < 1 || parts < 2 ||
+        type.isDynamicDim(dim) || type.getDimSize(dim) % blocks != 0)
+      return op->emitOpError("'dist.tp_shard' [")
+             << dim << ", " << blocks << ", " << parts
+             << "] does not fit " << type
+             << ": dim must index the tensor, blocks divide its size there "
+                "and parts be at least 2";
     return success();
   }
   if (name == DataParallel::getNameStr()) {

@@ -100,6 +100,9 @@ public:
   /// Names `v` after the persistent buffer `bufferName` (created on first
   /// use; the generated bool `fresh_<name>` says so).
   void bindPersistent(mlir::Value v, llvm::StringRef bufferName, bool &fresh);
+  /// For a value whose op carries `dist.tp_shard`, emits this rank's
+  /// `dg::Shard` (once) and returns its C++ name; else "".
+  std::string shardOf(mlir::Value v);
   /// Names `v` (a block argument) after a pointer the caller owns, read from
   /// the C++ expression `expr`.
   void bindInput(mlir::Value v, llvm::StringRef expr);
@@ -178,6 +181,8 @@ public:
 
 private:
   llvm::DenseMap<mlir::Value, std::string> names;
+  /// The dg::Shard emitted for a tensor-parallel weight or state (shardOf).
+  llvm::DenseMap<mlir::Value, std::string> shards;
   llvm::DenseMap<mlir::Operation *, unsigned> positions;
   llvm::DenseMap<mlir::Value, mlir::Value> outer;
   unsigned counter = 0;

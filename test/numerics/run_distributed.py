@@ -47,7 +47,10 @@ are tied across the stages) under 1F1B and interleaved (2 chunks per rank:
 backward reruns its stage's forward), and data parallelism inside the stages: the
 MLP with dp=2 x pp=2 on 4 ranks (SGD under 1F1B, Adam under GPipe; each
 replica 2 micro-batches of 2 rows, gradients and loss averaged over the
-stage's replicas). Loss curves and every weight and optimizer state (each
+stage's replicas), and tensor parallelism (dist-tensor-parallel): the MLP
+with Adam at tp=2 and with SGD at tp=2 x pp=2 (1F1B, 4 ranks), GPT-2 with
+SGD at tp=2 and tp=2 x pp=2 (the ranks' shards put together from their
+shards.json). Loss curves and every weight and optimizer state (each
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
@@ -58,6 +61,7 @@ without it every case fails saying so.
 """
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
@@ -303,6 +307,39 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     return errors
 
 
+def assemble_shards(state_dirs):
+    """Full tensors from the tensor-parallel shards the ranks saved: each
+    rank's shards.json says, per tensor file, its full shape and which part
+    it holds (dimension `dim` viewed as [blocks][parts][n], part `index`).
+    Returns {file name: array}; a part missing or given twice is an error."""
+    parts = {}
+    for sd in state_dirs:
+        path = os.path.join(sd, "shards.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for name, spec in json.load(f).items():
+                base = name + ".npy"
+                got = parts.setdefault(base, (spec, {}))[1]
+                if spec["index"] in got:
+                    raise ValueError(f"{base}: part {spec['index']} saved twice")
+                got[spec["index"]] = np.load(os.path.join(sd, base))
+    full = {}
+    for base, (spec, got) in parts.items():
+        shape, dim = spec["shape"], spec["dim"]
+        blocks, n = spec["blocks"], spec["parts"]
+        if sorted(got) != list(range(n)):
+            raise ValueError(f"{base}: parts {sorted(got)} of {n} saved")
+        outer = int(np.prod(shape[:dim], dtype=np.int64))
+        inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
+        piece = shape[dim] // (blocks * n)
+        out = np.empty((outer, blocks, n, piece, inner), got[0].dtype)
+        for i, a in got.items():
+            out[:, :, i] = a.reshape(outer, blocks, piece, inner)
+        full[base] = out.reshape(shape)
+    return full
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL):
     """Pipeline-parallel training: the forward function planned with
@@ -363,10 +400,17 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         errors.append(msg)
     # Every tensor of the single process is saved by the rank that owns it
     # (a step counter by every rank).
-    owners = {}
+    # Tensor-parallel shards are put together first.
+    try:
+        whole = assemble_shards([os.path.join(d, f"state_pp{r}")
+                                 for r in range(ranks)])
+    except ValueError as e:
+        return [f"tensor-parallel shards: {e}"]
+    owners = {base: [a] for base, a in whole.items()}
     for r in range(ranks):
         for f in glob.glob(os.path.join(d, f"state_pp{r}", "*.npy")):
-            owners.setdefault(os.path.basename(f), []).append(f)
+            if os.path.basename(f) not in whole:
+                owners.setdefault(os.path.basename(f), []).append(f)
     files = sorted(glob.glob(os.path.join(s_one, "*.npy")))
     if not files:
         errors.append("the single-process run saved no state")
@@ -379,7 +423,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         want = np.load(f)
         keep = signal_mask(base, want)
         for path in owners[base]:
-            got = np.load(path)
+            got = np.load(path) if isinstance(path, str) else path
             if keep is not None:
                 got, want_kept = got[keep], want[keep]
             else:
@@ -478,6 +522,25 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_adam_pp2_interleaved",
                 dict(out[-1][1], plan="pp=2,mbs=1,schedule=interleaved,"
                                       "chunks=2")))
+    # Tensor parallelism (Megatron): the MLP's two layers and GPT-2's
+    # attention and MLP blocks split over 2 ranks, alone and with pp=2.
+    # tp alone runs as a one-stage pipeline: 4 micro-batches accumulate.
+    gpt = dict(out)["gpt2_adam_pp2_1f1b"]
+    out.append(("mlp_adam_tp2",
+                dict(mlp, plan="tp=2,mbs=2", ranks=2,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("mlp_sgd_tp2_pp2_1f1b",
+                dict(mlp, plan="tp=2,pp=2,mbs=2,schedule=1f1b", ranks=4)))
+    # GPT-2 with SGD: a row-parallel matmul sums its partial products in
+    # another order than one process, and Adam's m / sqrt(v) magnifies that
+    # rounding for elements whose gradient is near zero (a c_fc bias element
+    # 2.6e-4 off, 1e-4 of one step, after 3 steps); SGD's update is linear.
+    sgd = "loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1"
+    out.append(("gpt2_sgd_tp2",
+                dict(gpt, plan="tp=2,mbs=1", train=sgd)))
+    out.append(("gpt2_sgd_tp2_pp2_1f1b",
+                dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     train=sgd)))
     return out
 
 

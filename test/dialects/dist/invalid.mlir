@@ -209,3 +209,11 @@ func.func @merge_axis(%a: tensor<2xf32>) {
   %0 = dist.microbatch_merge %a, %a axis 3 : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @tp_copy_group(%x: tensor<2xf32>) {
+  // expected-error @+1 {{group lists device 1 twice}}
+  %0 = dist.tp_copy %x over [1, 1] : tensor<2xf32>
+  return
+}

@@ -70,6 +70,8 @@ func.func @collectives(%g: tensor<8x4xf32>) {
   %0 = dist.all_reduce %g sum over [0, 1, 2, 3] : tensor<8x4xf32>
   // CHECK: dist.all_reduce %{{.*}} mean over world : tensor<8x4xf32>
   %w = dist.all_reduce %g mean over world : tensor<8x4xf32>
+  // CHECK: dist.tp_copy %{{.*}} over [0, 1] : tensor<8x4xf32>
+  %c = dist.tp_copy %g over [0, 1] : tensor<8x4xf32>
   // CHECK: dist.all_gather %{{.*}} axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<16x4xf32>
   %1 = dist.all_gather %g axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<16x4xf32>
   // CHECK: dist.reduce_scatter %{{.*}} mean axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<4x4xf32>
