@@ -117,6 +117,14 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
   }
   o["ranks"] = static_cast<int64_t>(layout.numDevices());
   o["inputs"] = inputsOf(lists.front(), layout.dp);
+  // Tensor-parallel shards (dist-tensor-parallel) by weight or state name.
+  llvm::StringMap<DenseI64ArrayAttr> shardOf;
+  m.walk([&](Operation *op) {
+    auto shard = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
+    auto name = op->getAttrOfType<StringAttr>("sym_name");
+    if (shard && name)
+      shardOf[name.getValue()] = shard;
+  });
   json::Array ranks;
   for (unsigned r = 0; r < layout.numDevices(); ++r) {
     schedule::RankLayout::Coord c = *layout.coordOf(r);
@@ -126,16 +134,25 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
       if (layout.pipelineStage(v) == c.stage)
         stages.push_back(static_cast<int64_t>(v));
     func::FuncOp fn = lists[list];
+    json::Object shards;
     for (unsigned k = 0; k < fn.getNumResults(); ++k)
-      if (auto name = fn.getResultAttrOfType<StringAttr>(k, "graph.update"))
+      if (auto name = fn.getResultAttrOfType<StringAttr>(k, "graph.update")) {
         owns.push_back(name.str());
+        if (auto it = shardOf.find(name.getValue()); it != shardOf.end())
+          shards[name.getValue()] = json::Object{
+              {"dim", it->second[0]},
+              {"blocks", it->second[1]},
+              {"parts", it->second[2]},
+              {"index", static_cast<int64_t>(c.tensor)}};
+      }
     ranks.push_back(json::Object{{"rank", static_cast<int64_t>(r)},
                                  {"list", static_cast<int64_t>(list)},
                                  {"stage", static_cast<int64_t>(c.stage)},
                                  {"replica", static_cast<int64_t>(c.replica)},
                                  {"tensor", static_cast<int64_t>(c.tensor)},
                                  {"virtual_stages", std::move(stages)},
-                                 {"owns", std::move(owns)}});
+                                 {"owns", std::move(owns)},
+                                 {"shards", std::move(shards)}});
   }
   o["layout"] = std::move(ranks);
   return o;
