@@ -36,7 +36,8 @@ def Dist_Dialect : Dialect {
     "::mlir::StringAttr":$train_phase,
     "TensorParallelRoleAttr":$tp,
     "::mlir::UnitAttr":$batch_shard,
-    "::mlir::UnitAttr":$data_parallel
+    "::mlir::UnitAttr":$data_parallel,
+    "::mlir::DictionaryAttr":$zero
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
