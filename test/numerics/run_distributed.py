@@ -51,6 +51,16 @@ stage's replicas). Loss curves and every weight and optimizer state (each
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
+ZeRO-1 cases (run_case with zero=True): the data-parallel program is a
+plan of data parallelism alone with zero=1 (dist-compile
+--dist-plan=dp=R,zero=1,mbs=B --dist-batch=R*B): each rank keeps the
+optimizer state of its block of every flattened, zero-padded parameter. The
+MLP with Adam and SGD (dp=2, the plain cases' batch and references), with
+momentum accumulating 2 micro-batches, with AdamW over 3 ranks (uneven
+blocks), and GPT-2 with Adam; the ranks' shards are reassembled
+(`unshard`: block sizes and zero padding checked) and compared like every
+other tensor.
+
 Needs mpirun (Open MPI: `openmpi-bin`, installed by scripts/install-deps.sh);
 without it every case fails saying so.
 
