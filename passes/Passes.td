@@ -476,13 +476,39 @@ def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
     already marked `dist.data_parallel` are left alone (idempotent); a
     module without a `graph.train` function is an error.
 
+    **ZeRO-1** (`zero=1`, or a module plan of data parallelism alone, `pp =
+    tp = 1`, with `zero = 1`): the optimizer state is sharded over the `dp`
+    replicas, which must be known (`dp=N`, or the plan's `dp`), since the
+    shards' shapes depend on it. Each parameter is flattened and padded with
+    zeros to a multiple of `dp` elements; rank r owns block r. Instead of
+    the all-reduce, each update becomes: `dist.reduce_scatter mean` of the
+    flat gradient, `dist.all_slice` of the flat parameter, the update on the
+    shard (its `graph.state` moments or momentum buffer read with the
+    shard's shape: each rank's persistent buffer is its shard), and
+    `dist.all_gather` of the new shards, unpadded and reshaped. Collectives
+    name the devices `[0, ..., dp - 1]`; the function gets `dist.zero =
+    {stage = 1, replicas = dp}`, and dist-compile's program runs on exactly
+    `dp` ranks, each saving its own shard (`--save-state 'DIR/{rank}'`).
+    ZeRO-2 and 3 are refused.
+
     Example:
 
     ```
     dist-opt mlp.onnx --input-shape=x:2x8 \
       --dist-autodiff="loss=mse:target optimizer=adam" --dist-data-parallel
+    dist-opt mlp.onnx --input-shape=x:2x8 \
+      --dist-autodiff="loss=mse:target optimizer=adam" \
+      --dist-data-parallel="zero=1 dp=2"
     ```
   }];
+  let options = [
+    Option<"zeroStage", "zero", "int", "-1",
+           "ZeRO stage: 0 replicates the optimizer state, 1 shards it over "
+           "the dp replicas; -1: the module plan's (0 without one)">,
+    Option<"replicas", "dp", "unsigned", "0",
+           "Data-parallel replicas ZeRO shards over (the ranks the program "
+           "runs on); 0: the module plan's dp">
+  ];
   let dependentDialects = ["distopt::dist::DistDialect",
                            "distopt::graph::GraphDialect"];
 }

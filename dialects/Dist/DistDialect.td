@@ -37,7 +37,8 @@ def Dist_Dialect : Dialect {
     "TensorParallelRoleAttr":$tp,
     "::mlir::DenseI64ArrayAttr":$tp_shard,
     "::mlir::UnitAttr":$batch_shard,
-    "::mlir::UnitAttr":$data_parallel
+    "::mlir::UnitAttr":$data_parallel,
+    "::mlir::DictionaryAttr":$zero
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;

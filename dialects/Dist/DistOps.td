@@ -233,6 +233,30 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [], 1> {
   let hasVerifier = 1;
 }
 
+def Dist_AllSliceOp : Dist_CollectiveOp<"all_slice"> {
+  let summary = "Keeps this device's shard of a tensor every device holds";
+  let description = [{
+    The inverse of `all_gather`: every device of `group` holds the same
+    `input`; device i keeps shard i of it along `axis`, so the result's
+    `axis` is the input's divided by the group size. No data moves (as
+    upstream MLIR's `shard.all_slice`): each device copies its own block.
+    Used by ZeRO to pick the part of a replicated parameter that a rank's
+    optimizer updates.
+
+    Example:
+    ```mlir
+    %p = dist.all_slice %w axis 0 over [0, 1] : tensor<1024xf32> -> tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis `over` $group attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
   let summary = "Exchanges shards between every pair of a device group";
   let description = [{

@@ -25,6 +25,7 @@ using Tp = DistDialect::TpAttrHelper;
 using TpShard = DistDialect::TpShardAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
+using Zero = DistDialect::ZeroAttrHelper;
 
 /// The plan of the module enclosing \p op, if any.
 static PlanAttr enclosingPlan(Operation *op) {
@@ -171,6 +172,19 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("'dist.data_parallel' is a unit attribute of a "
                              "func.func (set by dist-data-parallel)");
+    return success();
+  }
+  if (name == Zero::getNameStr()) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto stage = dict ? dict.getAs<IntegerAttr>("stage") : IntegerAttr();
+    auto replicas = dict ? dict.getAs<IntegerAttr>("replicas") : IntegerAttr();
+    if (!isa<func::FuncOp>(op) || !stage || !replicas || dict.size() != 2 ||
+        stage.getInt() < 1 || stage.getInt() > 3 || replicas.getInt() < 2)
+      return op->emitOpError("'dist.zero' is {stage = S, replicas = N} on a "
+                             "func.func (ZeRO stage 1-3 over N >= 2 "
+                             "data-parallel replicas; set by "
+                             "dist-data-parallel), got ")
+             << attr.getValue();
     return success();
   }
   if (name == BatchShard::getNameStr())

@@ -393,6 +393,13 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
   fields.collectives = collectives;
   if (collectives && !inNames.empty())
     fields.shards = "shards";
+  // ZeRO: the shards' shapes fix the world, and each rank saves its own.
+  if (auto zero = dist::DistDialect::ZeroAttrHelper(func.getContext())
+                      .getAttr(func))
+    if (auto n = zero.getAs<IntegerAttr>("replicas")) {
+      fields.world = static_cast<unsigned>(n.getInt());
+      fields.replicas = n.getInt();
+    }
   emitOpTable(out, profiled);
   if (!profiled.empty()) {
     fields.ops = "ops";

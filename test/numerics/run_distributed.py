@@ -54,6 +54,16 @@ shards.json). Loss curves and every weight and optimizer state (each
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
+ZeRO-1 cases (run_case with zero=True): the data-parallel program is a
+plan of data parallelism alone with zero=1 (dist-compile
+--dist-plan=dp=R,zero=1,mbs=B --dist-batch=R*B): each rank keeps the
+optimizer state of its block of every flattened, zero-padded parameter. The
+MLP with Adam and SGD (dp=2, the plain cases' batch and references), with
+momentum accumulating 2 micro-batches, with AdamW over 3 ranks (uneven
+blocks), and GPT-2 with Adam; the ranks' shards are reassembled
+(`unshard`: block sizes and zero padding checked) and compared like every
+other tensor.
+
 Needs mpirun (Open MPI: `openmpi-bin`, installed by scripts/install-deps.sh);
 without it every case fails saying so.
 
@@ -131,28 +141,73 @@ def signal_mask(base, want):
     return keep
 
 
+# Single-process programs by their dist-compile arguments: cases that train
+# the same model the same way share one (the ZeRO cases reuse the plain
+# data-parallel cases' references).
+COMPILED = {}
+
+
+def compile_once(compiler, args, exe):
+    """Compiles `args` into `exe` unless an earlier case did; returns the
+    program's path, or raises RuntimeError with dist-compile's error."""
+    key = tuple(args)
+    if key not in COMPILED:
+        p = subprocess.run([compiler] + args + ["-o", exe], capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-1500:])
+        COMPILED[key] = exe
+    return COMPILED[key]
+
+
+def zero_flags(shapes_dp, ranks):
+    """dist-compile flags of a ZeRO-1 plan of `ranks` replicas of the
+    per-rank batch `shapes_dp`."""
+    rows = int(shapes_dp[0].split(":")[1].split("x")[0])
+    return [f"--dist-plan=dp={ranks},zero=1,mbs={rows}",
+            f"--dist-batch={rows * ranks}"]
+
+
+def unshard(shards, want):
+    """The tensor of `want`'s shape that ZeRO shards (each rank's block of
+    the flattened tensor, zero-padded at the end) hold, or an error."""
+    size = -(-want.size // len(shards))
+    if any(s.ndim != 1 or s.size != size for s in shards):
+        return None, (f"shards {[s.shape for s in shards]} are not "
+                      f"{len(shards)} blocks of {size} elements of {want.shape}")
+    flat = np.concatenate(shards)
+    if np.any(flat[want.size:] != 0):
+        return None, f"padding of {want.shape}'s shards is not zero"
+    return flat[:want.size].reshape(want.shape), None
+
+
 def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
-             steps, rtol=RTOL, overflow=False):
-    """Returns a list of failure messages (empty: passed)."""
-    mpirun = mpirun_command()
+             steps, rtol=RTOL, overflow=False, zero=False, ranks=RANKS):
+    """Returns a list of failure messages (empty: passed). With `zero`, the
+    data-parallel program is a ZeRO-1 plan of `ranks` replicas: each rank
+    saves its shard of the optimizer state, compared reassembled."""
+    mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
                 "installs it)"]
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     one, dp = os.path.join(d, "one.bin"), os.path.join(d, "dp.bin")
-    for exe, shapes, flags in ((one, shapes_one, []),
-                               (dp, shapes_dp, ["--data-parallel"])):
-        cmd = [compiler, model, "--train=" + train, "-o", exe] + flags
-        cmd += ["--input-shape=" + s for s in shapes]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            return [f"dist-compile {' '.join(flags)} failed: {p.stderr[-1500:]}"]
+    dp_flags = zero_flags(shapes_dp, ranks) if zero else ["--data-parallel"]
+    for exe, shapes, flags in ((one, shapes_one, []), (dp, shapes_dp, dp_flags)):
+        args = [model, "--train=" + train] + flags
+        args += ["--input-shape=" + s for s in shapes]
+        try:
+            path = compile_once(compiler, args, exe)
+        except RuntimeError as e:
+            return [f"dist-compile {' '.join(flags)} failed: {e}"]
+        if exe == one:
+            one = path
     # The same files feed both runs.
     args = save_feeds(d, feeds)
     s_one = os.path.join(d, "state_one")
     os.makedirs(s_one, exist_ok=True)
-    for r in range(RANKS):
+    for r in range(ranks):
         os.makedirs(os.path.join(d, f"state_dp{r}"), exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     p1 = subprocess.run([one, "--steps", str(steps), "--save-state", s_one,
@@ -164,7 +219,7 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
                                   os.path.join(d, "state_dp{rank}"), "-o", d] + args,
                         capture_output=True, text=True, timeout=600, env=env)
     if p2.returncode != 0:
-        return ["mpirun -np %d failed: %s" % (RANKS, (p2.stdout + p2.stderr)[-1500:])]
+        return ["mpirun -np %d failed: %s" % (ranks, (p2.stdout + p2.stderr)[-1500:])]
     errors = []
     c1, c2 = curve_of(p1.stdout), curve_of(p2.stdout)
     if len(c1) != steps or len(c2) != steps:
@@ -187,24 +242,39 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
     excluded = 0
     if not files:
         errors.append("the single-process run saved no state")
+    sharded = 0
     for f in files:
         base = os.path.basename(f)
         want = np.load(f)
-        ranks = [np.load(os.path.join(d, f"state_dp{r}", base)) for r in range(RANKS)]
+        saved = [np.load(os.path.join(d, f"state_dp{r}", base)) for r in range(ranks)]
+        got = saved[0]
+        if zero and got.shape != want.shape:
+            # ZeRO: each rank holds one block of this optimizer state.
+            got, msg = unshard(saved, want)
+            if msg:
+                errors.append(f"{base}: {msg}")
+                continue
+            sharded += 1
+        else:
+            for r in range(1, ranks):
+                if saved[r].tobytes() != saved[0].tobytes():
+                    errors.append(f"{base}: rank {r} ends with different bits "
+                                  "than rank 0 (replicas drifted)")
         keep = signal_mask(base, want)
         if overflow:
             msg = None
         elif keep is not None:
             excluded += int((~keep).sum())
-            msg = compare_rel(base, ranks[0][keep], want[keep], rtol)
+            msg = compare_rel(base, got[keep], want[keep], rtol)
         else:
-            msg = compare_rel(base, ranks[0], want, rtol)
+            msg = compare_rel(base, got, want, rtol)
         if msg:
             errors.append(msg)
-        for r in range(1, RANKS):
-            if ranks[r].tobytes() != ranks[0].tobytes():
-                errors.append(f"{base}: rank {r} ends with different bits than "
-                              "rank 0 (replicas drifted)")
+    if zero and not sharded and not errors and "optimizer=sgd" not in train:
+        errors.append("no rank saved a shard of the optimizer state")
+    if sharded:
+        print(f"  {name}: {sharded} optimizer-state tensors reassembled from "
+              f"{ranks} ranks' shards")
     if excluded:
         print(f"  {name}: {excluded} no-signal key-bias elements left out "
               "of the end-state comparison (bits still identical across ranks)")
@@ -475,12 +545,48 @@ def cases():
               overflow=True)),
         ("gpt2_adam_np2", dict(gpt, train="loss=softmax-cross-entropy:labels "
                                           "optimizer=adam lr=0.001")),
+        # ZeRO-1 on the same batch (zero_cases for the MLP).
+        ("gpt2_adam_dp2_zero1",
+         dict(gpt, zero=True, train="loss=softmax-cross-entropy:labels "
+                                    "optimizer=adam lr=0.001")),
         ("gpt2_forward_pp2_mb2",
          dict(pipeline=True, model=GPT2, input_name="input_ids", batch=1,
               microbatches=2, weights_dir=os.path.dirname(GPT2),
               feeds=[("input_ids", rng.integers(0, 512, (2, 32)).astype(np.int64))])),
         ("small_resnet_forward_pp2_mb4", "resnet"),
-    ] + pipeline_train_cases(rng)
+    ] + pipeline_train_cases(rng) + zero_cases()
+
+
+def zero_cases():
+    """ZeRO-1 (run_case with zero): a plan of data parallelism alone with
+    zero=1 (dist-compile --dist-plan=dp=R,zero=1,mbs=B --dist-batch=R*B):
+    each rank keeps and updates its block of every flattened parameter's
+    optimizer state; gradients reduce-scattered, parameters all-gathered."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    t = rng.standard_normal((4, 4)).astype(np.float32)
+    # The batch of the MLP cases of cases() (their references are reused).
+    mlp = dict(model=MLP, shapes_one=["x:4x8"], shapes_dp=["x:2x8"],
+               feeds=[("x", x), ("target", t)], steps=20, zero=True)
+    x6 = rng.standard_normal((6, 8)).astype(np.float32)
+    t6 = rng.standard_normal((6, 4)).astype(np.float32)
+    return [
+        ("mlp_adam_dp2_zero1",
+         dict(mlp, train="loss=mse:target optimizer=adam lr=0.01")),
+        ("mlp_sgd_dp2_zero1",
+         dict(mlp, train="loss=mse:target optimizer=sgd lr=0.1")),
+        # Momentum buffers sharded, updated in @train_apply after 2
+        # accumulated micro-batches per step.
+        ("mlp_momentum_accumulate2_dp2_zero1",
+         dict(mlp, train="loss=mse:target optimizer=momentum lr=0.01 "
+                         "accumulation-steps=2")),
+        # Uneven blocks: 128, 16 and 64 elements over 3 ranks (43, 6, 22
+        # each, the last block padded).
+        ("mlp_adamw_dp3_zero1_uneven",
+         dict(mlp, shapes_one=["x:6x8"], feeds=[("x", x6), ("target", t6)],
+              ranks=3, train="loss=mse:target optimizer=adamw lr=0.01 "
+                             "weight-decay=0.1")),
+    ]
 
 
 def pipeline_train_cases(rng):

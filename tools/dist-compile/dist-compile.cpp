@@ -19,6 +19,7 @@
 #include "lib/Init/ToolFlags.h"
 #include "lib/Support/MLIRInputCheck.h"
 #include "lib/Support/OutputFile.h"
+#include "passes/Distribute/DataParallel.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -380,7 +381,10 @@ int main(int argc, char **argv) {
       TrainOptions trainOptions;
       trainOptions.autodiff = train;
       trainOptions.loss = trainFlags.loss;
-      trainOptions.dataParallel = dataParallel;
+      // A plan of data parallelism alone runs as dist-data-parallel (its
+      // dp, ZeRO stage and batch); pipelines through dist-partition below.
+      dist::PlanAttr dpPlan = dataParallelPlan(*m);
+      trainOptions.dataParallel = dataParallel || (dpPlan && dpPlan.getDp() > 1);
       std::string error;
       if (failed(buildTrainPipeline(pm, trainOptions, error))) {
         WithColor::error() << "bad --train options '" << train << "'\n";

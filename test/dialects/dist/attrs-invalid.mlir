@@ -287,6 +287,18 @@ module attributes {dist.data_parallel} {}
 
 // -----
 
+// expected-error @+1 {{'dist.zero' is {stage = S, replicas = N} on a func.func (ZeRO stage 1-3 over N >= 2 data-parallel replicas; set by dist-data-parallel), got {replicas = 1 : i64, stage = 1 : i64}}}
+func.func @f() attributes {dist.zero = {stage = 1 : i64, replicas = 1 : i64}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.zero' is {stage = S, replicas = N} on a func.func}}
+module attributes {dist.zero = {stage = 1 : i64, replicas = 2 : i64}} {}
+
+// -----
+
 // expected-error @+1 {{'dist.batch_shard' marks function arguments; put it in the argument's attribute dictionary}}
 func.func @f() attributes {dist.batch_shard} {
   return
