@@ -34,8 +34,7 @@ static void fileBackwardUnderForward(func::FuncOp func) {
     return p ? p.getValue() : StringRef();
   };
   func.walk([&](Operation *op) {
-    if (phaseOf(op) != "forward" ||
-        !op->hasAttr(emit::kCostSignatureAttr))
+    if (phaseOf(op) != "forward" || !op->hasAttr(emit::kCostSignatureAttr))
       return;
     instance[op] = static_cast<int64_t>(instance.size());
     if (!forwardAt.try_emplace(op->getLoc(), op).second)

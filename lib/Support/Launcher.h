@@ -36,8 +36,8 @@ mpirunCommand(const std::string &mpirun, unsigned ranks) {
   std::vector<std::string> cmd = {path};
   if (geteuid() == 0)
     cmd.push_back("--allow-run-as-root");
-  cmd.insert(cmd.end(), {"--oversubscribe", "-np", std::to_string(ranks),
-                         "-x", "OMP_NUM_THREADS"});
+  cmd.insert(cmd.end(), {"--oversubscribe", "-np", std::to_string(ranks), "-x",
+                         "OMP_NUM_THREADS"});
   return cmd;
 }
 

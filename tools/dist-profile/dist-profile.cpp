@@ -53,14 +53,14 @@ static cl::opt<std::string>
            cl::desc("Folder to write profile.json, cluster.yaml and "
                     "links.json to (work/ keeps the programs and logs)"),
            cl::value_desc("DIR"), cl::cat(category));
-static cl::list<std::string> inputShapes(
-    "input-shape",
-    cl::desc("NAME:D0xD1x... as for dist-compile; D0 is the sample "
-             "dimension, replaced by each micro-batch size"),
-    cl::cat(category));
 static cl::list<std::string>
-    inputValues("input-value", cl::desc("Passed to dist-compile"),
+    inputShapes("input-shape",
+                cl::desc("NAME:D0xD1x... as for dist-compile; D0 is the sample "
+                         "dimension, replaced by each micro-batch size"),
                 cl::cat(category));
+static cl::list<std::string> inputValues("input-value",
+                                         cl::desc("Passed to dist-compile"),
+                                         cl::cat(category));
 static cl::opt<std::string>
     train("train",
           cl::desc("The training step to measure, as dist-compile --train "
@@ -182,14 +182,13 @@ static std::string writeInput(const InputSpec &in, StringRef path) {
   static const struct {
     const char *name, *descr;
     unsigned size;
-  } kinds[] = {{"float32", "<f4", 4}, {"float64", "<f8", 8},
-               {"float16", "<f2", 2}, {"int8", "|i1", 1},
-               {"int16", "<i2", 2},   {"int32", "<i4", 4},
-               {"int64", "<i8", 8},   {"uint8", "|u1", 1},
-               {"uint16", "<u2", 2},  {"uint32", "<u4", 4},
-               {"uint64", "<u8", 8},  {"bool", "|b1", 1}};
-  const auto *kind = llvm::find_if(
-      kinds, [&](const auto &k) { return in.dtype == k.name; });
+  } kinds[] = {
+      {"float32", "<f4", 4}, {"float64", "<f8", 8}, {"float16", "<f2", 2},
+      {"int8", "|i1", 1},    {"int16", "<i2", 2},   {"int32", "<i4", 4},
+      {"int64", "<i8", 8},   {"uint8", "|u1", 1},   {"uint16", "<u2", 2},
+      {"uint32", "<u4", 4},  {"uint64", "<u8", 8},  {"bool", "|b1", 1}};
+  const auto *kind =
+      llvm::find_if(kinds, [&](const auto &k) { return in.dtype == k.name; });
   if (kind == std::end(kinds))
     return "input '" + in.name + "' has type " + in.dtype +
            ", which dist-profile cannot fill";
@@ -239,8 +238,8 @@ struct LinkFit {
 };
 } // namespace
 
-static Expected<std::vector<Point>> points(const json::Object &o,
-                                           StringRef key, StringRef file) {
+static Expected<std::vector<Point>> points(const json::Object &o, StringRef key,
+                                           StringRef file) {
   const json::Array *list = o.getArray(key);
   if (!list || list->empty())
     return createStringError(inconvertibleErrorCode(),
@@ -280,7 +279,8 @@ static LinkFit fitLinks(ArrayRef<Point> p2p, ArrayRef<Point> allReduce,
     for (const Point &p : pts) {
       if (p.bytes < 65536)
         continue;
-      double a = scale * p.bytes / p.seconds, c = (p.seconds - fixed) / p.seconds;
+      double a = scale * p.bytes / p.seconds,
+             c = (p.seconds - fixed) / p.seconds;
       num += a * c;
       den += a * a;
     }
@@ -343,10 +343,12 @@ static Error measureOps(const OpRun &r, unsigned m,
     return std::string(p);
   };
   std::string exe = in(".bin"), error;
-  std::vector<std::string> cmd = {sibling("dist-compile"), model,
+  std::vector<std::string> cmd = {sibling("dist-compile"),
+                                  model,
                                   "--train=" + train,
                                   "--default-batch=" + std::to_string(m),
-                                  "-o", exe};
+                                  "-o",
+                                  exe};
   for (const Shape &s : r.shapes)
     cmd.push_back("--input-shape=" + s.name + ":" + std::to_string(m) +
                   (s.rest.empty() ? "" : "x" + s.rest));
@@ -372,10 +374,9 @@ static Error measureOps(const OpRun &r, unsigned m,
       return failure(problem);
     args.push_back(spec.name + "=" + path);
   }
-  args.insert(args.end(),
-              {"--steps", std::to_string(steps), "--threads",
-               std::to_string(r.threads), "--profile", "--profile-device",
-               r.device});
+  args.insert(args.end(), {"--steps", std::to_string(steps), "--threads",
+                           std::to_string(r.threads), "--profile",
+                           "--profile-device", r.device});
   if (!weightsDir.empty())
     args.insert(args.end(), {"--weights-dir", weightsDir});
   // The copies run together, as the job's ranks will.
@@ -515,10 +516,11 @@ int main(int argc, char **argv) {
     if (Error e = measureOps(r, m, measured))
       return fail(toString(std::move(e)));
   cost::ProfileDB profile = cost::ProfileDB::mean(measured);
-  std::string problem = writeFile(outFile("profile.json"), [&](raw_ostream &os) {
-    profile.write(os);
-    os << "\n";
-  });
+  std::string problem =
+      writeFile(outFile("profile.json"), [&](raw_ostream &os) {
+        profile.write(os);
+        os << "\n";
+      });
   if (!problem.empty())
     return fail(problem);
 
@@ -560,12 +562,11 @@ int main(int argc, char **argv) {
     outs() << formatv("dist-profile: optimizer step {0:F3} ns per parameter\n",
                       *opt * 1e9);
   if (n > 1)
-    outs() << formatv("dist-profile: links: latency {0:F1} us, bandwidth "
-                      "{1:F2} GB/s, all-reduce efficiency {2:F2}{3} -> {4}\n",
-                      fit.latency * 1e6, fit.bandwidth / 1e9,
-                      fit.collectiveEfficiency,
-                      fit.efficiencyCapped ? " (capped at 1)" : "",
-                      outFile("cluster.yaml"));
+    outs() << formatv(
+        "dist-profile: links: latency {0:F1} us, bandwidth "
+        "{1:F2} GB/s, all-reduce efficiency {2:F2}{3} -> {4}\n",
+        fit.latency * 1e6, fit.bandwidth / 1e9, fit.collectiveEfficiency,
+        fit.efficiencyCapped ? " (capped at 1)" : "", outFile("cluster.yaml"));
   else
     outs() << "dist-profile: one rank, no links to measure -> "
            << outFile("cluster.yaml") << "\n";

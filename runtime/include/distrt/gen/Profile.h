@@ -147,8 +147,8 @@ struct Profiler {
       int p = ph == "backward_input" ? 1 : ph == "backward_weight" ? 2 : 0;
       if (!ph.empty() && ph != "forward" && p == 0)
         continue; // optimizer updates: no phase in the database
-      long long key = ops[i].instance >= 0 ? ops[i].instance
-                                           : -1 - (long long)i;
+      long long key =
+          ops[i].instance >= 0 ? ops[i].instance : -1 - (long long)i;
       Instance &in = instances[{ops[i].signature, key}];
       in.s[p] += t[(size_t)i];
       in.ran[p] = true;
