@@ -158,7 +158,8 @@ def main():
     for r in range(args.rounds):
         for name, j in jobs.items():
             cmd = [tool("dist-run")] + j["ranks"] + [j["job"], "input=" + x, "labels=" + labels,
-                   "--steps", str(args.steps), "--time", "--threads", "1"]
+                   "--steps", str(args.steps), "--time", "--threads", "1",
+                   "-o", os.path.join(work, "out")]
             mean, low = measure(cmd, env)
             j["means"].append(mean)
             j["mins"].append(low)
