@@ -62,6 +62,10 @@ public:
   /// One row of the model's `--profile` op table (distrt/gen/Profile.h).
   struct ProfiledOp {
     std::string kind, where, signature, phase;
+    /// emit.cost_instance, or -1.
+    int64_t instance = -1;
+    /// Parameters a parameter update writes (0 for other ops).
+    int64_t updated = 0;
   };
   /// When set, every emitted op is timed under its index in this table
   /// (shared by the functions of one model).
