@@ -112,7 +112,7 @@ private:
     weights[w] = s;
     return true;
   }
-  bool addColumn(g::MatmulOp m, Operation *why);
+  bool addColumn(g::MatmulOp m);
   int64_t blocksOf(g::MatmulOp m);
   bool visit(Operation *op);
   bool visitMatmul(g::MatmulOp m);
@@ -159,7 +159,7 @@ int64_t Region::blocksOf(g::MatmulOp m) {
   return 1;
 }
 
-bool Region::addColumn(g::MatmulOp m, Operation *user) {
+bool Region::addColumn(g::MatmulOp m) {
   if (ops.contains(m))
     return true;
   Split out{tensorOf(m.getResult()).getRank() - 1, blocksOf(m)};
@@ -176,7 +176,6 @@ bool Region::addColumn(g::MatmulOp m, Operation *user) {
   }
   ops.insert(m);
   columns.push_back(m);
-  (void)user;
   return setSplit(m, m.getResult(), out);
 }
 
@@ -250,7 +249,7 @@ bool Region::visitElementwise(Operation *op, ValueRange operands) {
     if (auto m = v.getDefiningOp<g::MatmulOp>();
         m && isColumnCandidate(m, split) && t == result &&
         aligned == t.getRank() - 1 && blocksOf(m) == common->blocks) {
-      if (!addColumn(m, op))
+      if (!addColumn(m))
         return false;
       continue;
     }
@@ -370,7 +369,7 @@ bool Region::visit(Operation *op) {
 }
 
 bool Region::grow(g::MatmulOp origin) {
-  if (!addColumn(origin, origin))
+  if (!addColumn(origin))
     return false;
   // Sweep the body in order until nothing changes: ops see their operands'
   // splits before their own (a new column found on the way may split
