@@ -246,6 +246,10 @@ OwningOpRef<ModuleOp> Import::run() {
 
   WeightSource source{bytes, "", baseDir, &*scan, options.weights};
   restoreSmallPayloads(graph, source);
+  if (llvm::Error e = checkInlinePayloads(graph)) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
+  }
   // Inference makes Shape outputs static; folding turns them into
   // constants; the next inference then sees static reshape targets.
   for (int round = 0; round < 16; ++round) {

@@ -92,6 +92,107 @@ void restoreSmallPayloads(onnx::GraphProto &graph, const WeightSource &source) {
   }
 }
 
+/// The number of typed values `t` holds in the field its data type uses,
+/// or nullopt for a type without one.
+static std::optional<int64_t> typedCount(const TensorProto &t) {
+  switch (t.data_type()) {
+  case TensorProto::FLOAT:
+  case TensorProto::COMPLEX64:
+    return t.float_data_size();
+  case TensorProto::DOUBLE:
+  case TensorProto::COMPLEX128:
+    return t.double_data_size();
+  case TensorProto::INT64:
+    return t.int64_data_size();
+  case TensorProto::UINT32:
+  case TensorProto::UINT64:
+    return t.uint64_data_size();
+  case TensorProto::STRING:
+    return t.string_data_size();
+  case TensorProto::UNDEFINED:
+    return std::nullopt;
+  default: // the 8, 16 and 32-bit types use int32_data
+    return t.int32_data_size();
+  }
+}
+
+/// The problem with `t`'s inline payload, or "" when it is consistent.
+static std::string payloadProblem(const TensorProto &t) {
+  if (t.data_location() == TensorProto::EXTERNAL)
+    return ""; // resolveExternal checks the file range
+  std::optional<int64_t> count = numElements(t);
+  if (!count)
+    return "a dimension is negative or the element count does not fit in "
+           "int64";
+  int64_t perElement = elementBytes(t.data_type());
+  if (t.has_raw_data() && perElement > 0) {
+    std::optional<int64_t> need = llvm::checkedMul(*count, perElement);
+    if (!need || int64_t(t.raw_data().size()) != *need)
+      return "holds " + std::to_string(t.raw_data().size()) +
+             " bytes of raw_data but its dims and data type need " +
+             (need ? std::to_string(*need) : std::string("more than int64"));
+    return "";
+  }
+  std::optional<int64_t> values = typedCount(t);
+  // No data at all is the graph-only form (or a stripped large payload);
+  // defineInitializers decides about it.
+  if (t.has_raw_data() || !values || *values == 0 || t.dims_size() == 0)
+    return "";
+  int64_t factor = (t.data_type() == TensorProto::COMPLEX64 ||
+                    t.data_type() == TensorProto::COMPLEX128)
+                       ? 2
+                       : 1;
+  std::optional<int64_t> need = llvm::checkedMul(*count, factor);
+  if (!need || *values != *need)
+    return "holds " + std::to_string(*values) +
+           " typed values but its dims need " +
+           (need ? std::to_string(*need) : std::string("more than int64"));
+  return "";
+}
+
+static llvm::Error payloadError(const TensorProto &t, StringRef where,
+                                const std::string &problem) {
+  SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      llvm::Twine(where) + " '" + t.name() + "' (" +
+          (TensorProto::DataType_IsValid(t.data_type())
+               ? TensorProto::DataType_Name(t.data_type())
+               : "data type " + std::to_string(t.data_type())) +
+          ", dims [" + graph::shapeToString(dims) + "]) " + problem +
+          "; the model is corrupt: re-export it");
+}
+
+llvm::Error checkInlinePayloads(const onnx::GraphProto &graph) {
+  for (const TensorProto &init : graph.initializer())
+    if (std::string p = payloadProblem(init); !p.empty())
+      return payloadError(init, "initializer", p);
+  for (const onnx::NodeProto &node : graph.node())
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      std::string where = "node '" + node.name() + "' (" + node.op_type() +
+                          "), attribute '" + attr.name() + "': tensor";
+      if (attr.has_t())
+        if (std::string p = payloadProblem(attr.t()); !p.empty())
+          return payloadError(attr.t(), where, p);
+      for (const TensorProto &t : attr.tensors())
+        if (std::string p = payloadProblem(t); !p.empty())
+          return payloadError(t, where, p);
+      if (attr.has_sparse_tensor()) {
+        const onnx::SparseTensorProto &s = attr.sparse_tensor();
+        for (const TensorProto *t : {&s.values(), &s.indices()})
+          if (std::string p = payloadProblem(*t); !p.empty())
+            return payloadError(*t, where, p);
+      }
+      if (attr.has_g())
+        if (llvm::Error e = checkInlinePayloads(attr.g()))
+          return e;
+      for (const onnx::GraphProto &g : attr.graphs())
+        if (llvm::Error e = checkInlinePayloads(g))
+          return e;
+    }
+  return llvm::Error::success();
+}
+
 /// Attributes of one weight reference.
 struct Reference {
   std::string file;

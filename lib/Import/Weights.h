@@ -45,6 +45,13 @@ mlir::LogicalResult defineInitializers(Translator &t,
 /// kMaxInlineElements elements, so shape inference and folding see them.
 void restoreSmallPayloads(onnx::GraphProto &graph, const WeightSource &source);
 
+/// Checks that every tensor held in the model itself (initializers and
+/// tensor attributes, subgraphs included) has as many bytes of raw_data, or
+/// as many typed values, as its dims and data type need. ONNX's shape
+/// inference copies a shape input's raw_data without that check, so a
+/// short payload would corrupt memory. Run after restoreSmallPayloads.
+llvm::Error checkInlinePayloads(const onnx::GraphProto &graph);
+
 } // namespace import
 } // namespace distopt
 

@@ -403,3 +403,17 @@ save("bad_conv_transpose_rank", [
     helper.make_node("ConvTranspose", ["a", "w"], ["y"], name="deconv")],
     [vinfo("a", F, [1, 2, 4, 4])], [vinfo("y", F, None)],
     [numpy_helper.from_array(np.ones([2], np.float32), "w")])
+# A Reshape target whose raw_data is shorter than its dims say (found by
+# dist-fuzz onnx: ONNX's shape inference copied past the buffer), and a
+# Constant attribute holding fewer typed values than its dims.
+short_shape = numpy_helper.from_array(np.array([2, 3], np.int64), "shape")
+short_shape.raw_data = short_shape.raw_data[:1]
+save("bad_short_raw_data", [
+    helper.make_node("Reshape", ["a", "shape"], ["y"], name="reshape")],
+    [vinfo("a", F, [3, 2])], [vinfo("y", F, None)], [short_shape])
+few = helper.make_tensor("c", F, [2], [1.0, 2.0])
+few.dims[0] = 4
+save("bad_short_constant", [
+    helper.make_node("Constant", [], ["c"], name="const", value=few),
+    helper.make_node("Add", ["a", "c"], ["y"], name="add")],
+    [vinfo("a", F, [4])], [vinfo("y", F, None)])
