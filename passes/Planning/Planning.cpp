@@ -59,13 +59,13 @@ FailureOr<cost::ModelDesc> planning::modelOf(func::FuncOp func,
         return op.emitOpError("is part of an outlined pipeline; plan the "
                               "function before its stages are outlined "
                               "(dist-outline-stages)");
-  GraphModelOptions options;
+  LayerAnalysisOptions options;
   options.computeType = dtype;
   if (ops) {
     options.layerOps = &ops->layers;
     options.tpRoles = &ops->roles;
   }
-  return buildModelDesc(func, options);
+  return analyzeLayers(func, options);
 }
 
 /// True for an op that reads no value and has no region: a weight or state

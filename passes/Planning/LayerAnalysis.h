@@ -1,12 +1,15 @@
-//===- ModelFromGraph.h - Cost-level model from graph IR --------*- C++ -*-===//
+//===- LayerAnalysis.h - The layers the planner sees -----------*- C++ -*-===//
 //
-// Part of DistOpt. Turns a function of graph-dialect ops into the layered
-// cost description (cost::ModelDesc) that the cost model, the planner and the
-// simulator work on.
+// Part of DistOpt. The planning passes' analysis: turns a function of
+// graph-dialect ops into the layered cost description (cost::ModelDesc) that
+// the cost model, the search and the simulator work on. What each op costs
+// is the op's own CostOpInterface; this finds the layers (cut points, light
+// stretches merged, or the `dist.layer` annotations), the parameters each
+// op reads, and the Megatron tensor-parallel roles.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
-#define DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
+#ifndef DIST_PASSES_PLANNING_LAYERANALYSIS_H
+#define DIST_PASSES_PLANNING_LAYERANALYSIS_H
 
 #include "dialects/Dist/DistDialect.h"
 #include "lib/Cost/ModelDesc.h"
@@ -23,11 +26,11 @@ class FuncOp;
 } // namespace func
 } // namespace mlir
 
-namespace distopt {
+namespace distopt::planning {
 
 using dist::TensorParallelRole;
 
-struct GraphModelOptions {
+struct LayerAnalysisOptions {
   /// Element type the model trains or runs in (mixed precision runs an f32
   /// graph in bf16). Unset: each op's own element type.
   std::optional<cluster::DType> computeType;
@@ -55,9 +58,9 @@ struct GraphModelOptions {
 /// Weight operands (through casts and transposes) make an op's parameters;
 /// a weight used again later (tied embeddings) counts once. Emits an error
 /// on `func` and fails when it has no sample dimension to divide by.
-llvm::FailureOr<cost::ModelDesc> buildModelDesc(mlir::func::FuncOp func,
-                                          const GraphModelOptions &options);
+llvm::FailureOr<cost::ModelDesc>
+analyzeLayers(mlir::func::FuncOp func, const LayerAnalysisOptions &options);
 
-} // namespace distopt
+} // namespace distopt::planning
 
-#endif // DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
+#endif // DIST_PASSES_PLANNING_LAYERANALYSIS_H
