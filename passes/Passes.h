@@ -7,6 +7,7 @@
 #define DIST_PASSES_PASSES_H
 
 #include "dialects/Dist/DistDialect.h"
+#include "dialects/Emit/EmitDialect.h"
 #include "dialects/Graph/GraphDialect.h"
 #include "passes/PassOptions.h"
 
@@ -15,6 +16,9 @@
 #include "mlir/Pass/Pass.h"
 
 namespace distopt {
+
+/// What dist-prepare-for-emission prepares a module for.
+enum class EmissionTarget { CPU, CUDA };
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"

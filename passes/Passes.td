@@ -76,6 +76,15 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
     result with `graph.update = "<name>"` is written back to that buffer
     after the call. docs/autodiff.md gives the calling convention.
 
+    Weights the model marks `frozen` (ONNX `Constant` values such as
+    causal masks and rotary tables, initializers that the model's
+    `training_info` does not update) are never trained, nor is anything
+    computed from them and constants alone; `freeze=GLOB,...` freezes more
+    weights by name and `train-only=GLOB,...` trains only the weights it
+    names. The training function records what it trains in
+    `graph.trained = {tensors, parameters, frozen = {name = reason},
+    frozen_parameters}`.
+
     Mixed precision (`mixed-precision=bf16|fp16`) computes forward and
     backward in the low type with f32 master weights (cast after every
     weight read), the loss in f32, and loss scaling (`loss-scale`, dynamic
@@ -118,7 +127,11 @@ def AutodiffPass : Pass<"dist-autodiff", "mlir::ModuleOp"> {
     Option<"dynamicLossScale", "dynamic-loss-scale", "bool", "true",
            "Adjust the fp16 loss scale on overflow (GradScaler rule)">,
     Option<"seed", "seed", "int64_t", "0",
-           "First random stream of the dropout masks">
+           "First random stream of the dropout masks">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "Weights not to train: name globs, comma-separated (*, ?, [abc])">,
+    Option<"trainOnly", "train-only", "std::string", "\"\"",
+           "Train only the weights these comma-separated name globs match">
   ];
   let dependentDialects = ["distopt::graph::GraphDialect",
                            "mlir::func::FuncDialect"];
@@ -178,7 +191,10 @@ def AttachClusterPass : Pass<"dist-attach-cluster", "mlir::ModuleOp"> {
     measured op times that the cost model prefers over its analytic times;
     it is recorded in the attribute, so later passes read it from the module.
     An unknown preset, a malformed file or a bad node count is an error
-    naming it.
+    naming it. `local` is this machine, one device per core (estimated from
+    /proc/cpuinfo). With `if-missing`, a module that already has a cluster
+    keeps it (how `--dist-plan` without `--dist-cluster` plans for this
+    machine).
 
     Example:
 
@@ -189,10 +205,37 @@ def AttachClusterPass : Pass<"dist-attach-cluster", "mlir::ModuleOp"> {
   let options = [
     Option<"cluster", "cluster", "std::string", "\"\"",
            "PRESET, PRESET:NODES or a cluster YAML file">,
+    Option<"ifMissing", "if-missing", "bool", "false",
+           "Attach only when the module has no dist.cluster">,
     Option<"profile", "profile", "std::string", "\"\"",
            "Profile database (JSON) of measured op times">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def CheckCompilablePass : Pass<"dist-check-compilable", "mlir::ModuleOp"> {
+  let summary = "warns when dist-compile could not build the planned function";
+  let description = [{
+    A dry run of dist-compile's code generation on the planned function
+    (`func`, default `main` or the module's only function with a body):
+    when an op has no lowering (an ONNX op kept opaque, a dynamic shape),
+    a warning at that op says that dist-compile cannot build programs for
+    the model yet, so a plan printed after it is a prediction only, and why
+    (with what the user can do). The module is left as it is. The planning
+    flags of dist-opt run it before they plan.
+
+    Example:
+
+    ```
+    dist-opt t5.onnx --pass-pipeline='builtin.module(dist-check-compilable)'
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"\"",
+           "The function to check (default: main or the only one)">
+  ];
+  // The probe prepares a copy for emission (dist-prepare-for-emission).
+  let dependentDialects = ["distopt::emit::EmitDialect"];
 }
 
 def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
@@ -216,6 +259,13 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     (docs/report-format.md). The module must carry `dist.cluster`
     (`dist-attach-cluster`). Errors (no plan fits, contradictory
     constraints) say what would fit.
+
+    `devices=N` plans for the cluster's first N devices (whole nodes first,
+    then part of the next); the others stay idle and the summary says how
+    many. When the best plan is less than half as efficient per device as
+    one device, the search also plans for 1, 2, 4, ... devices and says the
+    model is too small for the cluster, naming the smallest count within
+    10% of the fastest (docs/search.md).
 
     Example:
 
@@ -255,7 +305,10 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
              clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
              clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
              clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
-             clEnumValN(::distopt::cluster::DType::F8, "fp8", "8-bit float"))}]>,
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">,
     Option<"allowAsync", "allow-async", "bool", "false",
            "Also consider PipeDream and PipeDream-2BW (asynchronous updates)">,
     Option<"alternatives", "alternatives", "unsigned", "3",
@@ -273,7 +326,10 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     Option<"report", "report", "std::string", "\"\"",
            "Write the JSON report to this file">,
     Option<"summary", "summary", "bool", "false",
-           "Print the chosen plan and its prediction">
+           "Print the chosen plan and its prediction">,
+    Option<"devices", "devices", "unsigned", "0",
+           "Plan for the cluster's first N devices only, the others idle "
+           "(0: all)">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }
@@ -282,8 +338,10 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
   let summary = "records a hand-written plan as #dist.plan";
   let description = [{
     Checks `plan` (`"dp=..,tp=..,pp=..,mbs=..,schedule=gpipe|1f1b|
-    interleaved|zb-h1|pipedream|2bw,chunks=..,recompute=none|selective|full,
-    zero=0..3[,stages=A/B/..][,replicas=R0/R1/..][,uneven=1]"`,
+    interleaved|zb-h1|zb-h2|zb-v|v-half|v-min|dualpipe-v|pipedream|2bw,
+    chunks=..,recompute=none|selective|full,zero=0..3[,cp=..][,ep=..]
+    [,sp=1][,tp_overlap=1][,ag_overlap=1][,expert_imbalance=..]
+    [,stages=A/B/..][,replicas=R0/R1/..][,uneven=1]"`,
     docs/cli.md) against the planned function and the module's
     `dist.cluster`, derives the micro-batch count from the global `batch`,
     balances the stages by cost when `stages` is not given, and writes the
@@ -326,7 +384,10 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
              clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
              clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
              clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
-             clEnumValN(::distopt::cluster::DType::F8, "fp8", "8-bit float"))}]>
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }
@@ -410,6 +471,87 @@ def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Emission
+//===----------------------------------------------------------------------===//
+
+def PrepareForEmissionPass : Pass<"dist-prepare-for-emission",
+                                  "mlir::ModuleOp"> {
+  let summary = "records the program printer's decisions in the IR";
+  let description = [{
+    Makes every decision the C++/CUDA printer of `dist-compile` needs and
+    writes it into the IR with the `emit` dialect, so the printer prints
+    what the IR says (the split CIRCT's ExportVerilog makes between its
+    PrepareForEmission pass and its emitter). On every function body, and
+    on every `dist.stage` body of a pipelined function:
+
+    1. precision: ops whose runtime kernel computes in f32 only and that
+       have a 16-bit float operand or result get `emit.compute_type = f32`;
+    2. kernels (`emit.kernel`): on the CPU a matmul or 2-D convolution takes
+       the chain of elementwise ops after it as oneDNN post-ops (bias,
+       activation, residual add, scaling); the other elementwise ops fuse
+       into generated loops (an op whose one use is an elementwise op of the
+       same result shape is computed in its user's loop); with
+       `eltwise-kernels` a lone f32 transcendental op (gelu, tanh, exp, ...)
+       runs on the runtime's vectorized eltwise kernel;
+    3. layouts: reshape, flatten, inference dropout, transpose, slice and
+       split results are views of their operand's memory with the strides
+       they are read with (`#emit.buffer<view, offset, strides>`); on the
+       CPU a 2-D convolution writes channels-last (NHWC) and pooling and
+       elementwise loops keep their input's layout, so a convolution chain
+       is not reordered per op; where a reader needs another layout
+       (row-major for most runtime kernels and for returned values, the
+       output's for a convolution's input) `emit.copy` makes it, once per
+       value;
+    4. memory: weights, constants and optimizer state are resident (filled
+       on the first run and kept); inputs and every other result get a slot
+       of the body's arena, reused by values whose live ranges do not
+       overlap and written in place over an operand a kernel reads for the
+       last time; the body's owner gets `emit.memory_plan`.
+
+    The emit dialect verifies the result: kernel legality, view strides,
+    and that no two live values share arena bytes. Functions that already
+    have a plan are left alone.
+
+    Example:
+
+    ```
+    dist-opt model.mlir --dist-prepare-for-emission
+    dist-opt model.mlir --dist-prepare-for-emission="target=cuda"
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "::distopt::EmissionTarget",
+           "::distopt::EmissionTarget::CPU",
+           "What the printed program runs on (post-ops and eltwise kernels "
+           "are the CPU runtime's)",
+           [{::llvm::cl::values(
+               clEnumValN(::distopt::EmissionTarget::CPU, "cpu",
+                          "host C++ against the oneDNN runtime"),
+               clEnumValN(::distopt::EmissionTarget::CUDA, "cuda",
+                          "CUDA C++ against the cuBLAS/cuDNN runtime"))}]>,
+    Option<"postOps", "post-ops", "bool", "true",
+           "Fold elementwise chains into the matmul or convolution before "
+           "them (CPU)">,
+    Option<"inPlace", "in-place", "bool", "true",
+           "Let kernels write their result over an operand they read last">,
+    Option<"views", "views", "bool", "true",
+           "Read transposes, slices and splits in place (strided views) "
+           "where their readers take strides">,
+    Option<"channelsLast", "channels-last", "bool", "true",
+           "Keep chains of 2-D convolutions, pooling and their elementwise "
+           "ops in NHWC (CPU)">,
+    Option<"eltwiseKernels", "eltwise-kernels", "bool", "false",
+           "Run a lone f32 transcendental op (gelu, tanh, exp, ...) on the "
+           "runtime's vectorized kernel (CPU); off by default because its "
+           "results differ in the last bits from the generated loop's, so a "
+           "function cut into pipeline stages (where such an op may stand "
+           "alone) would not compute the unstaged program's bits">
+  ];
+  let dependentDialects = ["distopt::emit::EmitDialect",
+                           "distopt::graph::GraphDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Partitioning
 //===----------------------------------------------------------------------===//
 
@@ -428,7 +570,9 @@ def MaterializeSchedulePass : Pass<"dist-materialize-schedule",
     them. Compute actions call the outlined stage functions; when the
     planned function is not outlined yet, the pass first runs
     `dist-outline-stages` and `dist-outline-stage-functions` on the module.
-    An existing schedule of the function is replaced.
+    An existing schedule of the function is replaced. With `forward=true`
+    the forward-only stream is written even for a training plan: the
+    schedule of the forward function's pipeline (inference).
 
     This is the form the simulator (`dist-simulate`), the verifier
     (`dist-verify-schedule`) and `dist-compile` consume, and the form a user
@@ -440,6 +584,12 @@ def MaterializeSchedulePass : Pass<"dist-materialize-schedule",
     dist-opt planned.mlir --dist-materialize-schedule
     ```
   }];
+  let options = [
+    Option<"forward", "forward", "bool", "false",
+           "Write the forward-only stream of the plan's stages (what an "
+           "inference program of the forward function runs), whatever the "
+           "plan's mode">
+  ];
   let dependentDialects = ["distopt::dist::DistDialect",
                            "mlir::func::FuncDialect"];
 }
@@ -506,6 +656,54 @@ def OutlineStagesPass : Pass<"dist-outline-stages", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def PartitionPass : Pass<"dist-partition", "mlir::ModuleOp"> {
+  let summary = "per-list programs: the schedule as calls, sends and receives";
+  let description = [{
+    Turns the module's `dist.schedule` into one function per action list,
+    `@<f>_rank<L>` with `dist.action_list = L`, that every device of list L
+    (a pipeline stage group, or a slot) runs: its arguments are the planned
+    function's inputs for all micro-batches of one iteration (`microbatches`
+    of the plan times the micro-batch's rows), split with
+    `dist.microbatch_split`; then the list's actions in the schedule's
+    order, each a `func.call` of a stage function or the `dist.send` /
+    `dist.recv` of the values crossing that stage boundary (`to list` /
+    `from list`: the peer list's device with this device's coordinates,
+    tag = boundary x values + value); the list that runs the last stage
+    returns the outputs, joined with `dist.microbatch_merge`. `dist-compile`
+    prints these functions; nothing about the schedule is decided there.
+
+    A forward function runs the forward stream of the plan's stages: when
+    the module has no schedule yet, the pass materializes the forward one
+    (`dist-materialize-schedule{forward=true}`, outlining first as that pass
+    does).
+
+    A module with dist-autodiff's `@train_step` (autodiff run on the
+    planned forward function, so its ops carry their stage; gradient ops
+    take the stage of the op they differentiate) is pipelined for training:
+    the step is outlined into `@train_step_stage<v>_forward`,
+    `_backward_input` and `_backward_weight` functions (`dist.virtual_stage`,
+    `dist.train_phase`) and becomes their calls followed by the optimizer;
+    the plan's training schedule is written when the module has none. Each
+    list's program calls the stage functions per micro-batch in the
+    schedule's order (a backward reads its forward's values: the stash),
+    sends activations forward and gradients back, and at `optimizer_step`
+    runs its stages' optimizer ops on the mean gradient over the step's
+    micro-batches. The list of the last stage sends the mean loss to list
+    0, which returns it; each list returns its own updates. Tied weights
+    across stages, mixed precision, accumulation-steps > 1, and data or
+    tensor parallelism inside a pipeline are refused with an error.
+
+    Example:
+
+    ```
+    dist-opt planned.mlir --dist-partition
+    ```
+  }];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "distopt::graph::GraphDialect",
+                           "mlir::func::FuncDialect"];
 }
 
 def VerifySchedulePass : Pass<"dist-verify-schedule", "mlir::ModuleOp"> {

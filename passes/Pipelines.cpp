@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "dist/Pipelines.h"
 
+#include "lib/Schedule/Plan.h"
 #include "passes/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -93,16 +94,35 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     error = "explain explains a search; a given plan has nothing to explain";
     return failure();
   }
+  if (!o.plan.empty() && o.devices) {
+    error = "devices limits a search; a given plan uses dp*tp*cp*pp of the "
+            "cluster's devices (the first ones)";
+    return failure();
+  }
 
   if (!o.cluster.empty()) {
     AttachClusterPassOptions attach;
     attach.cluster = o.cluster;
     attach.profile = o.profile;
     pm.addPass(createAttachClusterPass(attach));
+  } else if (!o.plan.empty()) {
+    // A given plan without machines runs here: this machine as one device
+    // per rank of the plan (unless the module carries its cluster).
+    AttachClusterPassOptions attach;
+    attach.cluster = "local";
+    if (llvm::Expected<schedule::Plan> p = schedule::parsePlan(o.plan))
+      attach.cluster += ":" + std::to_string(p->numDevices());
+    else
+      llvm::consumeError(p.takeError()); // dist-set-plan reports it
+    attach.ifMissing = true;
+    attach.profile = o.profile;
+    pm.addPass(createAttachClusterPass(attach));
   }
   AnnotateLayersPassOptions annotate;
   annotate.print = o.printLayers;
   pm.addPass(createAnnotateLayersPass(annotate));
+  if (o.checkCompilable)
+    pm.addPass(createCheckCompilablePass());
   if (!o.plan.empty()) {
     SetPlanPassOptions set;
     set.plan = o.plan;
@@ -110,6 +130,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     set.mode = mode;
     set.objective = objective;
     set.dtype = dtype;
+    set.fusedAttention = o.fusedAttention;
     pm.addPass(createSetPlanPass(set));
   } else {
     SearchPlanPassOptions search;
@@ -119,12 +140,14 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.mode = mode;
     search.objective = objective;
     search.dtype = dtype;
+    search.fusedAttention = o.fusedAttention;
     search.allowAsync = o.allowAsync;
     search.alternatives = o.alternatives;
     search.explain = o.explain;
     search.progress = progress;
     search.report = o.report;
     search.summary = o.summary;
+    search.devices = o.devices;
     pm.addPass(createSearchPlanPass(search));
   }
   // A given plan is predicted by the simulator; a searched one already has
@@ -198,6 +221,11 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
   Option<unsigned> alternatives{*this, "alternatives",
                                 llvm::cl::desc("Runner-up plans"),
                                 llvm::cl::init(3)};
+  Option<unsigned> devices{*this, "devices",
+                           llvm::cl::desc("Search on the first N devices")};
+  Option<bool> checkCompilable{
+      *this, "check-compilable",
+      llvm::cl::desc("Warn when dist-compile could not build the model")};
   Option<std::string> mode{*this, "mode", llvm::cl::desc("train or infer"),
                            llvm::cl::init("train")};
   Option<std::string> objective{*this, "objective",
@@ -206,6 +234,9 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
   Option<std::string> dtype{*this, "dtype",
                             llvm::cl::desc("Compute element type"),
                             llvm::cl::init("bf16")};
+  Option<bool> fusedAttention{
+      *this, "fused-attention",
+      llvm::cl::desc("Cost attention as one fused kernel")};
   Option<bool> printLayers{*this, "print-layers",
                            llvm::cl::desc("Print the layers the planner "
                                           "sees")};
@@ -239,9 +270,12 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
     o.memoryLimit = memoryLimit;
     o.allowAsync = allowAsync;
     o.alternatives = alternatives;
+    o.devices = devices;
+    o.checkCompilable = checkCompilable;
     o.mode = mode;
     o.objective = objective;
     o.dtype = dtype;
+    o.fusedAttention = fusedAttention;
     o.printLayers = printLayers;
     o.summary = summary;
     o.explain = explain;

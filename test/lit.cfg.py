@@ -12,18 +12,20 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dist_obj_root, "test")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt",
-                   "unit", "Inputs", "fixtures", "sweep", "numerics"]
+                   "unit", "Inputs", "fixtures", "sweep", "numerics",
+                   "regress", "seeds"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%dist_src_root", config.dist_src_root))
 config.substitutions.append(("%dist_obj_root", config.dist_obj_root))
 config.substitutions.append(("%fixtures",
                              os.path.join(config.dist_src_root, "test", "fixtures")))
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "ASAN_OPTIONS", "UBSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.dist_tools_dir, config.llvm_tools_dir]
 tools = ["dist-opt", "dist-modelgen", "dist-translate", "dist-compile",
-         "dist-run", "not", "split-file", "count",
+         "dist-run", "dist-fuzz", "not", "split-file", "count",
          ToolSubst("%python", config.python_executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -40,9 +40,13 @@ search::SearchOptions megatronOptions(unsigned batch) {
 }
 
 std::string shortPlan(const schedule::Plan &p) {
-  std::string s = formatv("t={0} p={1} d={2} b={3} {4}", p.tp, p.pp, p.dp,
-                          p.mbs, schedule::scheduleName(p.schedule))
+  std::string s = formatv("t={0} p={1} d={2} b={3}", p.tp, p.pp, p.dp, p.mbs)
                       .str();
+  if (p.cp > 1)
+    s += formatv(" c={0}", p.cp).str();
+  if (p.sp && p.tp > 1)
+    s += " sp";
+  s += " " + schedule::scheduleName(p.schedule).str();
   if (p.chunks > 1)
     s += formatv("x{0}", p.chunks).str();
   s += " rc=" + cost::recomputeName(p.recompute).str();

@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace distopt;
@@ -36,9 +37,7 @@ FailureOr<schedule::ScheduleKind> dist::parseScheduleKind(AsmParser &parser) {
   schedule::ScheduleKind kind;
   if (!schedule::parseScheduleKind(name, kind))
     return parser.emitError(loc, "unknown schedule \"")
-           << name
-           << "\"; expected \"gpipe\", \"1f1b\", \"interleaved\", \"zb-h1\", "
-              "\"pipedream\" or \"pipedream-2bw\"";
+           << name << "\"; expected one of " << schedule::scheduleNameList();
   return kind;
 }
 
@@ -314,6 +313,7 @@ cluster::Cluster ClusterAttr::toCluster() const {
   for (DeviceKindAttr kind : getKinds()) {
     cluster::DeviceSpec dev;
     dev.name = kind.getName().str();
+    dev.efficiency = cluster::defaultEfficiencies();
     dev.memoryBytes = static_cast<double>(kind.getMemory());
     dev.memoryBandwidth = kind.getBandwidth().convertToDouble();
     for (NamedAttribute entry : kind.getFlops()) {
@@ -363,7 +363,11 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (dim < 1)
       return emitError() << "mesh axes must have at least one device, got "
                          << dim;
-    size *= dim;
+    std::optional<int64_t> next = llvm::checkedMul(size, dim);
+    if (!next)
+      return emitError() << "mesh of shape with more positions than int64 "
+                            "holds";
+    size = *next;
   }
   if (size != static_cast<int64_t>(devices.size()))
     return emitError() << "mesh of shape with " << size
@@ -386,27 +390,44 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult PlanAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t dp, int64_t tp,
     int64_t pp, int64_t mbs, int64_t microbatches, int64_t globalBatch,
-    schedule::ScheduleKind kind, int64_t chunks, cost::Recompute recompute,
+    schedule::ScheduleKind kind, int64_t chunks, int64_t cp, int64_t ep,
+    bool sp, bool tpOverlap, APFloat expertImbalance, cost::Recompute recompute,
     int64_t zero, ArrayRef<int64_t> stages, ArrayRef<int64_t> replicas,
     schedule::Mode mode, schedule::InferObjective objective,
-    cluster::DType dtype, bool scatterGather, bool overlapP2P,
-    bool overlapGradSync, bool unevenBatch) {
+    cluster::DType dtype, bool fusedAttention, bool scatterGather,
+    bool overlapP2P, bool overlapGradSync, bool unevenBatch,
+    bool overlapParamGather) {
   // Degrees stay within what the cost core and the runtime count in 32 bits.
   constexpr int64_t kMax = 1 << 24;
   for (auto [name, value] :
        {std::pair<const char *, int64_t>{"dp", dp}, {"tp", tp}, {"pp", pp},
         {"mbs", mbs}, {"microbatches", microbatches},
-        {"global_batch", globalBatch}, {"chunks", chunks}})
+        {"global_batch", globalBatch}, {"chunks", chunks}, {"cp", cp},
+        {"ep", ep}})
     if (value < 1 || value > kMax)
       return emitError() << "plan " << name << " must be in [1, " << kMax
                          << "], got " << value;
   if (zero < 0 || zero > 3)
     return emitError() << "plan zero must be a ZeRO stage 0-3, got " << zero;
-  if (chunks > 1 && kind != schedule::ScheduleKind::Interleaved)
+  if (schedule::isVShape(kind) && chunks != 2)
     return emitError() << "plan has chunks = " << chunks << " with schedule \""
                        << schedule::scheduleName(kind)
-                       << "\"; only \"interleaved\" runs several chunks per "
-                          "stage";
+                       << "\"; a V-shaped schedule runs two chunks per stage";
+  if (!schedule::isVShape(kind) && chunks > 1 &&
+      kind != schedule::ScheduleKind::Interleaved)
+    return emitError() << "plan has chunks = " << chunks << " with schedule \""
+                       << schedule::scheduleName(kind)
+                       << "\"; only \"interleaved\" (and the V-shaped "
+                          "schedules, with 2) runs several chunks per stage";
+  if (dp % ep != 0)
+    return emitError() << "plan ep = " << ep << " must divide dp = " << dp
+                       << " (the expert-parallel group is ep of the dp "
+                          "replicas)";
+  double imbalance = expertImbalance.convertToDouble();
+  if (!(imbalance >= 1) || imbalance > 1000)
+    return emitError() << "plan expert_imbalance must be in [1, 1000] (the "
+                          "busiest expert rank's tokens over the mean), got "
+                       << imbalance;
   if (static_cast<int64_t>(stages.size()) != pp * chunks)
     return emitError() << "plan stages must list the first layer of each of "
                           "the pp * chunks = "
@@ -423,10 +444,11 @@ LogicalResult PlanAttr::verify(
       return emitError() << "plan replicas must give one count per pipeline "
                             "stage (pp = "
                          << pp << "), got " << replicas.size();
-    if (dp != 1 || chunks != 1)
-      return emitError() << "plan replicas need dp = 1 and chunks = 1, got dp "
-                            "= "
-                         << dp << " and chunks = " << chunks;
+    if (dp != 1 || chunks != 1 || cp != 1)
+      return emitError() << "plan replicas need dp = 1, chunks = 1 and cp = "
+                            "1, got dp = "
+                         << dp << ", chunks = " << chunks << " and cp = "
+                         << cp;
     for (int64_t r : replicas)
       if (r < 1 || r > kMax)
         return emitError() << "plan replica counts must be in [1, " << kMax
@@ -450,10 +472,11 @@ PlanAttr PlanAttr::get(MLIRContext *ctx, const schedule::Plan &p) {
   stages.resize(std::max<size_t>(p.numVirtualStages(), 1), stages.back());
   SmallVector<int64_t> replicas(p.replicas.begin(), p.replicas.end());
   return PlanAttr::get(ctx, p.dp, p.tp, p.pp, p.mbs, p.numMicrobatches,
-                       p.globalBatch, p.schedule, p.chunks, p.recompute,
+                       p.globalBatch, p.schedule, p.chunks, p.cp, p.ep, p.sp,
+                       p.tpOverlap, APFloat(p.expertImbalance), p.recompute,
                        p.zero, stages, replicas, p.mode, p.objective, p.dtype,
-                       p.scatterGather,
-                       p.overlapP2P, p.overlapGradSync, p.unevenBatch);
+                       p.fusedAttention, p.scatterGather, p.overlapP2P,
+                       p.overlapGradSync, p.unevenBatch, p.overlapParamGather);
 }
 
 schedule::Plan PlanAttr::toPlan() const {
@@ -462,32 +485,33 @@ schedule::Plan PlanAttr::toPlan() const {
   p.tp = getTp();
   p.pp = getPp();
   p.chunks = getChunks();
+  p.cp = getCp();
   p.replicas.assign(getReplicas().begin(), getReplicas().end());
   p.mbs = getMbs();
-  p.schedule = getSchedule();
+  p.setSchedule(getSchedule());
+  p.ep = getEp();
+  p.sp = getSp();
+  p.tpOverlap = getTpOverlap();
+  p.expertImbalance = getExpertImbalance().convertToDouble();
   p.recompute = getRecompute();
   p.zero = getZero();
   p.scatterGather = getScatterGather();
   p.overlapP2P = getOverlapP2p();
   p.overlapGradSync = getOverlapGradSync();
   p.unevenBatch = getUnevenBatch();
+  p.overlapParamGather = getOverlapParamGather();
   p.cuts.assign(getStages().begin() + 1, getStages().end());
   p.globalBatch = getGlobalBatch();
   p.numMicrobatches = getMicrobatches();
   p.mode = getMode();
   p.objective = getObjective();
   p.dtype = getDtype();
+  p.fusedAttention = getFusedAttention();
   return p;
 }
 
 schedule::RankLayout PlanAttr::getLayout() const {
-  schedule::RankLayout layout;
-  layout.dp = getDp();
-  layout.tp = getTp();
-  layout.pp = getPp();
-  layout.chunks = getChunks();
-  layout.replicas.assign(getReplicas().begin(), getReplicas().end());
-  return layout;
+  return static_cast<schedule::RankLayout>(toPlan());
 }
 
 int64_t PlanAttr::getNumDevices() const {
@@ -498,6 +522,8 @@ MeshAttr PlanAttr::getStageMesh(int64_t v) const {
   schedule::RankLayout layout = getLayout();
   unsigned s = layout.pipelineStage(v);
   SmallVector<int64_t> shape = {layout.replicasOf(s), layout.tp};
+  if (layout.cp > 1)
+    shape.insert(shape.begin() + 1, layout.cp);
   std::vector<unsigned> ids = layout.stageDevices(s);
   SmallVector<int64_t> devices(ids.begin(), ids.end());
   return MeshAttr::get(getContext(), shape, devices);

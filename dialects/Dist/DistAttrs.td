@@ -85,7 +85,8 @@ def Dist_DeviceKindAttr : Dist_Attr<"DeviceKind", "device_kind"> {
     `int8`, ...) to peak FLOP/s. The optional fields are the calibrated
     constants of the device: `efficiency` the achievable fraction of peak per
     op class (`matmul`, `conv`, `elementwise`, `norm`, `softmax`,
-    `embedding`, `reduction`, `data_movement`, `loss`, `other`),
+    `embedding`, `reduction`, `data_movement`, `loss`, `other`; a class it
+    leaves out gets the default: matmul 0.75, conv 0.6, others 0.5),
     `memory_efficiency` the achievable fraction of memory bandwidth (default
     0.8), `launch_overhead` seconds per kernel and `half_efficiency_flops`
     the kernel size at which a compute-bound op reaches half of its
@@ -241,28 +242,43 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
     generation):
 
     - `dp`, `tp`, `pp`: data-, tensor- and pipeline-parallel degrees;
-      `chunks` model chunks per pipeline stage (interleaved schedules);
+      `chunks` model chunks per pipeline stage (interleaved schedules, and
+      2 for the V-shaped ones);
+    - `cp`: context-parallel degree (each sequence split over `cp` ranks,
+      ring attention; default 1); `ep`: expert-parallel degree (the routed
+      experts split over `ep` of the `dp` replicas, which it divides;
+      default 1); `sp`: Megatron sequence parallelism over each TP group;
+      `tp_overlap`: TP collectives hidden under their GEMMs (Transformer
+      Engine's tp_comm_overlap); `expert_imbalance`: tokens of the busiest
+      expert rank over the mean (>= 1, default 1.0);
     - `mbs` samples per micro-batch, `microbatches` micro-batches per
       iteration and data-parallel replica, `global_batch` samples per
       iteration;
     - `schedule`: `"gpipe"`, `"1f1b"`, `"interleaved"`, `"zb-h1"`,
+      `"zb-h2"`, `"zb-v"`, `"v-half"`, `"v-min"`, `"dualpipe-v"`,
       `"pipedream"` or `"pipedream-2bw"`; `recompute`: `none`, `selective`
       or `full`; `zero`: the ZeRO stage (0-3);
     - `stages`: the first cost-model layer of every virtual stage
       (`pp * chunks` entries, ascending, the first 0); virtual stage `v` runs
-      on pipeline stage `v mod pp`;
+      on pipeline stage `v mod pp`, or for the V-shaped schedules (`zb-v`,
+      `v-half`, `v-min`, `dualpipe-v`) on `v` and `2 pp - 1 - v`;
     - `replicas`: PipeDream-style replicas per pipeline stage (needs `dp = 1`
       and `chunks = 1`); left out when every stage has `dp` replicas;
     - `mode`: `train` (default) or `infer` (forward only), and for
       inference the `objective` it minimises: `throughput` (a stream of
       batches, default) or `latency` (one global batch); `dtype` the compute
-      element type the costs assume (default `bf16`);
+      element type the costs assume (default `bf16`; `fp8`: fp8 matmuls,
+      bf16 elsewhere); `fused_attention` (default false): the costs take
+      attention as one fused kernel (FlashAttention);
     - the flags `scatter_gather`, `overlap_p2p`, `overlap_grad_sync`
-      (default true) and `uneven_batch` (default false), as in
-      `--dist-plan`.
+      (default true), `uneven_batch` and `overlap_param_gather` (ZeRO's
+      parameter all-gather under the next forward; default false), as in
+      `--dist-plan` (`sg`, `p2p_overlap`, `grad_overlap`, `uneven`,
+      `ag_overlap`).
 
-    Devices are numbered `t + tp * (d + dp * s)` (tensor rank fastest);
-    with `replicas`, `t + tp * (r_0 + ... + r_{s-1} + d)`
+    Devices are numbered `t + tp * (c + cp * (d + dp * s))` (tensor rank
+    fastest, then context rank); with `replicas` (cp = 1),
+    `t + tp * (r_0 + ... + r_{s-1} + d)`
     (`lib/Schedule/RankLayout.h`).
 
     Example:
@@ -277,6 +293,11 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
       Dist_CoreEnumParameter<"::distopt::schedule::ScheduleKind",
                              "ScheduleKind", "">:$schedule,
       DefaultValuedParameter<"int64_t", "1">:$chunks,
+      DefaultValuedParameter<"int64_t", "1">:$cp,
+      DefaultValuedParameter<"int64_t", "1">:$ep,
+      Dist_BoolParameter<"false">:$sp,
+      Dist_BoolParameter<"false">:$tp_overlap,
+      Dist_F64DefaultParameter<"1.0">:$expert_imbalance,
       Dist_CoreEnumParameter<"::distopt::cost::Recompute", "Recompute",
                              "::distopt::cost::Recompute::None">:$recompute,
       DefaultValuedParameter<"int64_t", "0">:$zero,
@@ -289,10 +310,12 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
                              "::distopt::schedule::InferObjective::Throughput">:$objective,
       Dist_CoreEnumParameter<"::distopt::cluster::DType", "DType",
                              "::distopt::cluster::DType::BF16">:$dtype,
+      Dist_BoolParameter<"false">:$fused_attention,
       Dist_BoolParameter<"true">:$scatter_gather,
       Dist_BoolParameter<"true">:$overlap_p2p,
       Dist_BoolParameter<"true">:$overlap_grad_sync,
-      Dist_BoolParameter<"false">:$uneven_batch);
+      Dist_BoolParameter<"false">:$uneven_batch,
+      Dist_BoolParameter<"false">:$overlap_param_gather);
   let assemblyFormat = "`<` struct(params) `>`";
   let builders = [
     AttrBuilder<(ins "const ::distopt::schedule::Plan &":$plan)>
@@ -307,7 +330,7 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
     /// Devices the plan runs on.
     int64_t getNumDevices() const;
     /// Cluster device numbers of virtual stage `v` as a row-major
-    /// [replicas, tp] mesh.
+    /// [replicas, tp] mesh, or [replicas, cp, tp] with cp > 1.
     MeshAttr getStageMesh(int64_t v) const;
   }];
   let genVerifyDecl = 1;

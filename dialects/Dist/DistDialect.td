@@ -32,6 +32,8 @@ def Dist_Dialect : Dialect {
     "PlanAttr":$plan,
     "::mlir::IntegerAttr":$layer,
     "::mlir::IntegerAttr":$virtual_stage,
+    "::mlir::IntegerAttr":$action_list,
+    "::mlir::StringAttr":$train_phase,
     "TensorParallelRoleAttr":$tp,
     "::mlir::UnitAttr":$batch_shard,
     "::mlir::UnitAttr":$data_parallel

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/Dist/DistOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
@@ -122,23 +124,43 @@ LogicalResult StageOp::verify() {
 //===----------------------------------------------------------------------===//
 
 static LogicalResult verifyPeerAndTag(Operation *op, int64_t peer,
-                                      int64_t tag) {
+                                      int64_t tag, bool list) {
   if (peer < 0)
-    return op->emitOpError("peer device number must be non-negative, got ")
+    return op->emitOpError(list ? "peer list must be non-negative, got "
+                                : "peer device number must be non-negative, "
+                                  "got ")
            << peer;
-  if (tag < 0)
-    return op->emitOpError("tag must be non-negative, got ") << tag;
+  if (tag < 0 || tag > 32767)
+    return op->emitOpError("tag must be in [0, 32767] (what the runtime's "
+                           "transfers carry), got ")
+           << tag;
+  if (!list)
+    return success();
+  auto module = op->getParentOfType<ModuleOp>();
+  PlanAttr plan = module ? DistDialect::PlanAttrHelper(op->getContext())
+                               .getAttr(module)
+                         : PlanAttr();
+  if (!plan)
+    return op->emitOpError("names its peer by action list, which needs the "
+                           "module's plan ('dist.plan')");
+  distopt::schedule::RankLayout layout = plan.getLayout();
+  int64_t lists = layout.replicated() ? static_cast<int64_t>(layout.numSlots())
+                                      : layout.pp;
+  if (peer >= lists)
+    return op->emitOpError("peer list ")
+           << peer << " is out of range: the plan has " << lists
+           << " action lists";
   return success();
 }
 
 LogicalResult SendOp::verify() {
   return verifyPeerAndTag(getOperation(), getPeerAttr().getInt(),
-                          getTagAttr().getInt());
+                          getTagAttr().getInt(), getList());
 }
 
 LogicalResult RecvOp::verify() {
   return verifyPeerAndTag(getOperation(), getPeerAttr().getInt(),
-                          getTagAttr().getInt());
+                          getTagAttr().getInt(), getList());
 }
 
 //===----------------------------------------------------------------------===//

@@ -78,29 +78,44 @@ def Dist_SendOp : Dist_Op<"send"> {
     send with the `dist.recv` of the same tag on the peer; tags of one
     (sender, receiver) pair must be issued in the same order on both sides.
 
+    With `list`, `peer` is an action list of the module's plan (a pipeline
+    rank, or a slot with per-stage replicas) and the message goes to that
+    list's device with this device's data-parallel replica and tensor rank
+    (the same coordinates, `lib/Schedule/RankLayout.h`): the form the
+    per-list programs of `dist-partition` use, which every device of a
+    stage group runs alike.
+
     Example:
     ```mlir
     dist.send %act to 4 tag 7 : tensor<1x2048x4096xbf16>
+    dist.send %act to list 1 tag 7 : tensor<1x2048x4096xbf16>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$value, I64Attr:$peer, I64Attr:$tag);
-  let assemblyFormat = "$value `to` $peer `tag` $tag attr-dict `:` type($value)";
+  let arguments = (ins AnyRankedTensor:$value, I64Attr:$peer, I64Attr:$tag,
+                       UnitAttr:$list);
+  let assemblyFormat = [{
+    $value `to` (`list` $list^)? $peer `tag` $tag attr-dict `:` type($value)
+  }];
   let hasVerifier = 1;
 }
 
 def Dist_RecvOp : Dist_Op<"recv"> {
   let summary = "Receives a tensor from another device";
   let description = [{
-    Receives the tensor that device `peer` sends with the same `tag`.
+    Receives the tensor that device `peer` sends with the same `tag`. With
+    `list`, `peer` is an action list of the plan, as for `dist.send`.
 
     Example:
     ```mlir
     %act = dist.recv from 3 tag 7 : tensor<1x2048x4096xbf16>
+    %a = dist.recv from list 0 tag 7 : tensor<1x2048x4096xbf16>
     ```
   }];
-  let arguments = (ins I64Attr:$peer, I64Attr:$tag);
+  let arguments = (ins I64Attr:$peer, I64Attr:$tag, UnitAttr:$list);
   let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = "`from` $peer `tag` $tag attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    `from` (`list` $list^)? $peer `tag` $tag attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 

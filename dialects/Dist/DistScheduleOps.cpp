@@ -45,8 +45,8 @@ LogicalResult ScheduleOp::verify() {
     return emitOpError("unknown schedule kind \"")
            << getKind()
            << "\"; expected \"forward\" (an inference stream) or a training "
-              "schedule (\"gpipe\", \"1f1b\", \"interleaved\", \"zb-h1\", "
-              "\"pipedream\", \"pipedream-2bw\")";
+              "schedule ("
+           << schedule::scheduleNameList() << ")";
   if (getMicrobatches() < 1)
     return emitOpError("needs at least one micro-batch, got ")
            << getMicrobatches();

@@ -19,6 +19,8 @@ using Cluster = DistDialect::ClusterAttrHelper;
 using Plan = DistDialect::PlanAttrHelper;
 using Layer = DistDialect::LayerAttrHelper;
 using VirtualStage = DistDialect::VirtualStageAttrHelper;
+using ActionList = DistDialect::ActionListAttrHelper;
+using TrainPhase = DistDialect::TrainPhaseAttrHelper;
 using Tp = DistDialect::TpAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
@@ -73,12 +75,65 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     if (failed(verifyIndex(op, attr, "virtual stage index")))
       return failure();
     int64_t stage = cast<IntegerAttr>(attr.getValue()).getInt();
-    if (PlanAttr plan = enclosingPlan(op))
-      if (stage >= plan.getNumVirtualStages())
-        return op->emitOpError("'dist.virtual_stage' is ")
-               << stage << " but the module's plan has "
-               << plan.getNumVirtualStages() << " virtual stages (pp = "
-               << plan.getPp() << ", chunks = " << plan.getChunks() << ")";
+    PlanAttr plan = enclosingPlan(op);
+    if (!plan)
+      return success();
+    if (stage >= plan.getNumVirtualStages())
+      return op->emitOpError("'dist.virtual_stage' is ")
+             << stage << " but the module's plan has "
+             << plan.getNumVirtualStages() << " virtual stages (pp = "
+             << plan.getPp() << ", chunks = " << plan.getChunks() << ")";
+    // The plan's stages list the first layer of each virtual stage; an op of
+    // layer L belongs to the last one that starts at or before L. Stage
+    // outlining follows the ops and the simulator the plan, so an op placed
+    // elsewhere would make a program that is not the plan predicted.
+    auto layer = op->getAttrOfType<IntegerAttr>(Layer::getNameStr());
+    if (!layer || !layer.getType().isInteger(64) || layer.getInt() < 0)
+      return success();
+    ArrayRef<int64_t> starts = plan.getStages();
+    int64_t owner = -1;
+    for (auto [vs, first] : llvm::enumerate(starts))
+      if (first <= layer.getInt())
+        owner = vs;
+    if (owner >= 0 && owner != stage)
+      return op->emitOpError("'dist.virtual_stage' is ")
+             << stage << " but the module's plan puts layer "
+             << layer.getInt() << " ('dist.layer') in virtual stage " << owner
+             << " (stages = [" << starts
+             << "]); plan the module again (dist-set-plan or "
+                "dist-search-plan) instead of editing either";
+    return success();
+  }
+  if (name == ActionList::getNameStr()) {
+    if (!isa<func::FuncOp>(op))
+      return op->emitOpError("'dist.action_list' marks the program of one "
+                             "action list, a func.func (dist-partition "
+                             "writes it)");
+    if (failed(verifyIndex(op, attr, "action list index")))
+      return failure();
+    int64_t list = cast<IntegerAttr>(attr.getValue()).getInt();
+    if (PlanAttr plan = enclosingPlan(op)) {
+      schedule::RankLayout layout = plan.getLayout();
+      int64_t lists = layout.replicated()
+                          ? static_cast<int64_t>(layout.numSlots())
+                          : layout.pp;
+      if (list >= lists)
+        return op->emitOpError("'dist.action_list' is ")
+               << list << " but the module's plan has " << lists
+               << " action lists";
+    }
+    return success();
+  }
+  if (name == TrainPhase::getNameStr()) {
+    auto phase = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !phase ||
+        !llvm::is_contained({"forward", "backward_input", "backward_weight"},
+                            phase.getValue()))
+      return op->emitOpError("'dist.train_phase' marks the function of one "
+                             "stage's forward, backward_input or "
+                             "backward_weight work (dist-partition writes "
+                             "it), got ")
+             << attr.getValue();
     return success();
   }
   if (name == Tp::getNameStr()) {

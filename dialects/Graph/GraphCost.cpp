@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/GraphCost.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/IR/TypeUtilities.h"
 
@@ -50,11 +51,10 @@ std::optional<cluster::DType> graph::costDType(Type type) {
   return std::nullopt;
 }
 
-double graph::tensorBytes(Type type) {
+double graph::tensorCostBytes(Type type) {
   std::optional<cluster::DType> dt = costDType(type);
-  unsigned width = getElementTypeOrSelf(type).getIntOrFloatBitWidth();
   return tensorElements(type) *
-         (dt ? cluster::dtypeBytes(*dt) : (width + 7) / 8);
+         (dt ? cluster::dtypeBytes(*dt) : double(elementBytes(type)));
 }
 
 cluster::DType CostContext::dtypeFor(Type type) const {
@@ -65,6 +65,12 @@ cluster::DType CostContext::dtypeFor(Type type) const {
                 *dt == cluster::DType::BF16)
              ? *dt
              : cluster::DType::F32;
+}
+
+double CostContext::bytesFor(Type type) const {
+  if (isa<FloatType>(getElementTypeOrSelf(type)))
+    return tensorElements(type) * cluster::dtypeBytes(dtypeFor(type));
+  return tensorCostBytes(type);
 }
 
 bool CostContext::weightLike(Value value) const {
@@ -109,13 +115,14 @@ double graph::unaryFlopsPerElement(UnaryKind kind) {
   }
 }
 
-/// Every operand read once, every result written once.
-static PhaseCost traffic(Operation *op) {
+/// Every operand read once, every result written once, in the context's
+/// widths.
+static PhaseCost traffic(Operation *op, const CostContext &context) {
   PhaseCost c;
   for (Value v : op->getOperands())
-    c.bytesRead += tensorBytes(v.getType());
+    c.bytesRead += context.bytesFor(v.getType());
   for (Value v : op->getResults())
-    c.bytesWritten += tensorBytes(v.getType());
+    c.bytesWritten += context.bytesFor(v.getType());
   return c;
 }
 
@@ -128,7 +135,7 @@ std::optional<OpDesc> graph::genericCost(Operation *op,
                                          const CostContext &context) {
   if (op->getNumResults() == 0)
     return std::nullopt;
-  PhaseCost fwd = traffic(op);
+  PhaseCost fwd = traffic(op, context);
   for (Value v : op->getResults())
     fwd.flops += tensorElements(v.getType());
   return cost::otherOp(costName(op), context.dtypeFor(resultType(op)), fwd);
@@ -136,7 +143,7 @@ std::optional<OpDesc> graph::genericCost(Operation *op,
 
 OpDesc graph::executedCost(Operation *op, const CostContext &context,
                            double flops) {
-  PhaseCost fwd = traffic(op);
+  PhaseCost fwd = traffic(op, context);
   fwd.flops = flops;
   OpDesc o = cost::otherOp(costName(op), context.dtypeFor(resultType(op)), fwd);
   o.bwdInput = {};
@@ -196,8 +203,8 @@ static std::optional<OpDesc> costOf(ConvOp conv, const CostContext &context) {
   if (in.getRank() != 4 || w.getRank() != 4) {
     PhaseCost fwd{2 * f.outElements * shapeProduct(w.getShape()) /
                       std::max<int64_t>(1, w.getDimSize(0)),
-                  tensorBytes(in) + tensorBytes(w),
-                  tensorBytes(conv.getResult().getType())};
+                  context.bytesFor(in) + context.bytesFor(w),
+                  context.bytesFor(conv.getResult().getType())};
     OpDesc o = cost::otherOp(f.name, f.dt, fwd);
     o.cls = cluster::OpClass::Conv;
     return o;
@@ -300,6 +307,14 @@ static std::optional<OpDesc> elementwiseCost(Operation *op,
                              std::max(1u, op->getNumOperands()));
 }
 
+static std::optional<OpDesc> costOf(BinaryOp bin, const CostContext &context) {
+  std::optional<OpDesc> e = elementwiseCost(bin, context);
+  // A sum's gradient is the output gradient: nothing to keep.
+  if (bin.getKind() == BinaryKind::Add || bin.getKind() == BinaryKind::Sub)
+    e->savedBytes = 0;
+  return e;
+}
+
 /// Copies: transpose, split, slice, concat, expand, pad, gather, iota.
 static std::optional<OpDesc> dataMovementCost(Operation *op,
                                               const CostContext &context) {
@@ -362,8 +377,8 @@ template <typename... OpTs> static void attachNoCost(MLIRContext *ctx) {
 void graph::registerCostModels(MLIRContext *ctx) {
   attachOwnRules<MatmulOp, ConvOp, EmbeddingOp, LayerNormOp, RMSNormOp,
                  BatchNormOp, SoftmaxOp, SoftmaxCrossEntropyOp, ReduceOp,
-                 PoolOp, UnaryOp>(ctx);
-  attachFamily<elementwiseCost, BinaryOp, WhereOp, ClipOp, CastOp, DropoutOp>(
+                 PoolOp, UnaryOp, BinaryOp>(ctx);
+  attachFamily<elementwiseCost, WhereOp, ClipOp, CastOp, DropoutOp>(
       ctx);
   attachFamily<dataMovementCost, TransposeOp, SplitOp, SliceOp, ConcatOp,
                ExpandOp, PadOp, TriluOp, GatherOp, IotaOp>(ctx);

@@ -39,6 +39,10 @@ struct CostContext {
 
   /// The element type to cost an op whose first result has type \p type in.
   cluster::DType dtypeFor(mlir::Type type) const;
+  /// Bytes of a tensor of \p type as the model runs it: floating-point
+  /// tensors in dtypeFor (an f32 graph trained in bf16 sends and keeps bf16
+  /// activations), others in their own width (tensorCostBytes).
+  double bytesFor(mlir::Type type) const;
   /// `isWeightLike(value)`, or its default.
   bool weightLike(mlir::Value value) const;
 };
@@ -46,8 +50,9 @@ struct CostContext {
 /// Elements of a ranked tensor type (dynamic dimensions count as 1); 1 for
 /// any other type.
 double tensorElements(mlir::Type type);
-/// Bytes of a tensor type in its own element type.
-double tensorBytes(mlir::Type type);
+/// Bytes of a tensor type in its own element type; complex and index
+/// elements (no cost-core type) by their storage size.
+double tensorCostBytes(mlir::Type type);
 /// The cost core's element type of \p type's elements, if it has one.
 std::optional<cluster::DType> costDType(mlir::Type type);
 

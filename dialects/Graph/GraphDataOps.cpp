@@ -8,6 +8,8 @@
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 using namespace mlir;
 using namespace distopt::graph;
 
@@ -53,17 +55,17 @@ LogicalResult FlattenOp::verify() {
   if (failed(verifySameElementType(*this, in.getElementType(),
                                    out.getElementType())))
     return failure();
-  auto product = [](ArrayRef<int64_t> dims) {
-    int64_t p = 1;
-    for (int64_t d : dims) {
-      if (ShapedType::isDynamic(d))
-        return ShapedType::kDynamic;
-      p *= d;
-    }
-    return p;
+  auto product = [](ArrayRef<int64_t> dims) -> std::optional<int64_t> {
+    if (llvm::any_of(dims, ShapedType::isDynamic))
+      return ShapedType::kDynamic;
+    return numElements(dims);
   };
-  SmallVector<int64_t> expected = {product(in.getShape().take_front(axis)),
-                                   product(in.getShape().drop_front(axis))};
+  std::optional<int64_t> outer = product(in.getShape().take_front(axis)),
+                         inner = product(in.getShape().drop_front(axis));
+  if (!outer || !inner)
+    return emitOpError("flattened size of ")
+           << shapeToString(in.getShape()) << " does not fit in int64";
+  SmallVector<int64_t> expected = {*outer, *inner};
   return verifyResultShape(*this, expected, out.getShape());
 }
 
@@ -111,10 +113,16 @@ LogicalResult SplitOp::verify() {
         return emitOpError("result shape ")
                << shapeToString(rt.getShape())
                << " differs from the operand outside the split axis";
-    if (rt.isDynamicDim(*axis))
+    if (rt.isDynamicDim(*axis)) {
       dynamic = true;
-    else
-      total += rt.getDimSize(*axis);
+    } else {
+      std::optional<int64_t> sum =
+          llvm::checkedAdd(total, rt.getDimSize(*axis));
+      if (!sum)
+        return emitOpError("result sizes along axis ")
+               << *axis << " overflow int64";
+      total = *sum;
+    }
   }
   if (!dynamic && !in.isDynamicDim(*axis) && total != in.getDimSize(*axis))
     return emitOpError("result sizes along axis ")
@@ -154,15 +162,18 @@ LogicalResult SliceOp::verify() {
         v += dim;
       return std::min(std::max(v, lo), hi);
     };
+    // Steps may be any int64 (INT64_MIN included): count in 128 bits.
+    using Wide = __int128;
     int64_t s, e;
+    Wide step = steps[i];
     if (steps[i] > 0) {
       s = clamp(starts[i], 0, dim);
       e = clamp(ends[i], 0, dim);
-      expected[*axis] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+      expected[*axis] = e > s ? int64_t((Wide(e) - s + step - 1) / step) : 0;
     } else {
       s = clamp(starts[i], -1, dim - 1);
       e = clamp(ends[i], -1, dim - 1);
-      expected[*axis] = s > e ? (s - e - steps[i] - 1) / -steps[i] : 0;
+      expected[*axis] = s > e ? int64_t((Wide(s) - e - step - 1) / -step) : 0;
     }
   }
   if (failed(verifySameElementType(*this, in.getElementType(),
@@ -228,7 +239,14 @@ LogicalResult PadOp::verify() {
   for (int64_t i = 0; i < in.getRank(); ++i) {
     if (in.isDynamicDim(i))
       continue;
-    expected[i] += pads[i] + pads[i + in.getRank()];
+    std::optional<int64_t> padded = llvm::checkedAdd(expected[i], pads[i]);
+    if (padded)
+      padded = llvm::checkedAdd(*padded, pads[i + in.getRank()]);
+    if (!padded)
+      return emitOpError("'pads' make dimension ")
+             << i << " overflow int64 (" << pads[i] << " and "
+             << pads[i + in.getRank()] << " around " << expected[i] << ")";
+    expected[i] = *padded;
     if (expected[i] < 0)
       return emitOpError("'pads' crop dimension ") << i << " below zero";
   }

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace distopt::graph;
@@ -53,11 +54,15 @@ LogicalResult WeightOp::verify() {
   Type elem = type.getElementType();
   if (type.hasStaticShape() && elem.isIntOrFloat() &&
       elem.getIntOrFloatBitWidth() % 8 == 0) {
-    int64_t expected =
-        type.getNumElements() * (elem.getIntOrFloatBitWidth() / 8);
-    if (expected != size)
+    std::optional<int64_t> count = numElements(type.getShape()), expected;
+    if (count)
+      expected =
+          llvm::checkedMul(*count, int64_t(elem.getIntOrFloatBitWidth() / 8));
+    if (!expected)
+      return emitOpError("type ") << type << " has more bytes than int64 holds";
+    if (*expected != size)
       return emitOpError("'size' is ")
-             << size << " bytes but " << type << " needs " << expected;
+             << size << " bytes but " << type << " needs " << *expected;
   }
   return success();
 }

@@ -7,6 +7,8 @@
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 using namespace mlir;
 using namespace distopt::graph;
 
@@ -21,21 +23,16 @@ static LogicalResult verifySameType(Operation *op, RankedTensorType input,
 
 /// Checks the window attributes of conv/pool for `spatial` dimensions.
 static LogicalResult verifyWindow(Operation *op, int64_t spatial,
+                                  std::optional<ArrayRef<int64_t>> kernel,
                                   ArrayRef<int64_t> strides,
                                   ArrayRef<int64_t> pads,
                                   ArrayRef<int64_t> dilations) {
-  if ((int64_t)strides.size() != spatial ||
-      (int64_t)dilations.size() != spatial ||
-      (int64_t)pads.size() != 2 * spatial)
-    return op->emitOpError("needs ")
-           << spatial << " strides and dilations and " << 2 * spatial
-           << " pads for " << spatial << " spatial dimensions";
-  if (llvm::any_of(strides, [](int64_t s) { return s <= 0; }) ||
-      llvm::any_of(dilations, [](int64_t d) { return d <= 0; }))
-    return op->emitOpError("strides and dilations must be positive");
-  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
-    return op->emitOpError("pads must be non-negative");
-  return success();
+  return verifyWindowAttrs(op, spatial, kernel, strides, pads, dilations,
+                           ("needs " + Twine(spatial) +
+                            " strides and dilations and " + Twine(2 * spatial) +
+                            " pads for " + Twine(spatial) +
+                            " spatial dimensions")
+                               .str());
 }
 
 LogicalResult ConvOp::verify() {
@@ -48,7 +45,7 @@ LogicalResult ConvOp::verify() {
     return emitOpError("weight rank ")
            << w.getRank() << " differs from input rank " << in.getRank();
   int64_t spatial = in.getRank() - 2;
-  if (failed(verifyWindow(*this, spatial, getStrides(), getPads(),
+  if (failed(verifyWindow(*this, spatial, std::nullopt, getStrides(), getPads(),
                           getDilations())))
     return failure();
   int64_t group = static_cast<int64_t>(getGroup());
@@ -56,7 +53,7 @@ LogicalResult ConvOp::verify() {
     return emitOpError("'group' must be positive");
   int64_t channels = in.getDimSize(1), filters = w.getDimSize(0);
   if (!ShapedType::isDynamic(channels) && !w.isDynamicDim(1) &&
-      channels != w.getDimSize(1) * group)
+      llvm::checkedMul(w.getDimSize(1), group) != channels)
     return emitOpError("input has ")
            << channels << " channels but weight expects " << w.getDimSize(1)
            << " x group " << group;
@@ -94,10 +91,8 @@ LogicalResult PoolOp::verify() {
   } else {
     if ((int64_t)getKernel().size() != spatial)
       return emitOpError("'kernel' needs ") << spatial << " entries";
-    if (llvm::any_of(getKernel(), [](int64_t k) { return k <= 0; }))
-      return emitOpError("'kernel' entries must be positive");
-    if (failed(verifyWindow(*this, spatial, getStrides(), getPads(),
-                            getDilations())))
+    if (failed(verifyWindow(*this, spatial, getKernel(), getStrides(),
+                            getPads(), getDilations())))
       return failure();
     for (int64_t i = 0; i < spatial; ++i)
       expected.push_back(windowOutputSize(

@@ -28,17 +28,26 @@ def Graph_WeightOp : Graph_Op<"weight", [Pure]> {
     data attached: its bytes were not checked (`--dist-weights=ignore`) or
     the model is graph-only.
 
+    `frozen` marks a tensor that training never updates and says why:
+    `"constant"` for the value of an ONNX `Constant` node (a causal mask, a
+    rotary table), `"training_info"` for an initializer that the model's
+    training info does not update. `dist-autodiff` treats it as a constant;
+    its `freeze=` / `train-only=` options freeze more weights by name.
+
     Example:
 
     ```mlir
     %w = graph.weight "wte" {file = "gpt2.onnx", offset = 1024 : i64,
                              size = 154389504 : i64} : tensor<50257x768xf32>
     %g = graph.weight "h.0.ln_1.weight" : tensor<768xf32>
+    %m = graph.weight "/model/Constant_1_output_0" {frozen = "constant"}
+        : tensor<16x17xf32>
     ```
   }];
   let arguments = (ins StrAttr:$sym_name, OptionalAttr<StrAttr>:$file,
                        OptionalAttr<I64Attr>:$offset,
-                       OptionalAttr<I64Attr>:$size);
+                       OptionalAttr<I64Attr>:$size,
+                       OptionalAttr<StrAttr>:$frozen);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$sym_name attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -9,6 +9,8 @@
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 using namespace mlir;
 using namespace distopt::graph;
 
@@ -64,11 +66,12 @@ static LogicalResult verifyConvWindow(Operation *op, RankedTensorType x,
     return op->emitOpError("input, weight and gradient must all be rank >= 3 "
                            "of the same rank");
   int64_t spatial = x.getRank() - 2;
-  if ((int64_t)strides.size() != spatial ||
-      (int64_t)dilations.size() != spatial ||
-      (int64_t)pads.size() != 2 * spatial)
-    return op->emitOpError("needs ") << spatial << " strides and dilations and "
-                                     << 2 * spatial << " pads";
+  if (failed(verifyWindowAttrs(
+          op, spatial, std::nullopt, strides, pads, dilations,
+          ("needs " + Twine(spatial) + " strides and dilations and " +
+           Twine(2 * spatial) + " pads")
+              .str())))
+    return failure();
   if (group <= 0)
     return op->emitOpError("'group' must be positive");
   if (x.getElementType() != w.getElementType() ||
@@ -84,7 +87,7 @@ static LogicalResult verifyConvWindow(Operation *op, RankedTensorType x,
            << shapeToString(dy.getShape())
            << " is not the forward output shape " << shapeToString(expected);
   if (!ShapedType::isDynamic(x.getDimSize(1)) && !w.isDynamicDim(1) &&
-      x.getDimSize(1) != w.getDimSize(1) * group)
+      llvm::checkedMul(w.getDimSize(1), group) != x.getDimSize(1))
     return op->emitOpError("input has ")
            << x.getDimSize(1) << " channels but weight expects "
            << w.getDimSize(1) << " x group " << group;
@@ -310,13 +313,13 @@ LogicalResult PoolGradOp::verify() {
       return emitOpError("global pooling takes no window attributes");
     expected.append(spatial, 1);
   } else {
-    if ((int64_t)getKernel().size() != spatial ||
-        (int64_t)getStrides().size() != spatial ||
-        (int64_t)getDilations().size() != spatial ||
-        (int64_t)getPads().size() != 2 * spatial)
-      return emitOpError("needs ")
-             << spatial << " kernel, stride and dilation entries and "
-             << 2 * spatial << " pads";
+    if (failed(verifyWindowAttrs(*this, spatial, getKernel(), getStrides(),
+                                 getPads(), getDilations(),
+                                 ("needs " + Twine(spatial) +
+                                  " kernel, stride and dilation entries and " +
+                                  Twine(2 * spatial) + " pads")
+                                     .str())))
+      return failure();
     for (int64_t i = 0; i < spatial; ++i)
       expected.push_back(windowOutputSize(
           x.getDimSize(i + 2), getKernel()[i], getStrides()[i], getPads()[i],

@@ -36,6 +36,10 @@ enum class WeightPolicy {
 struct ONNXImportOptions {
   /// Shapes pinned by graph input name ("--input-shape=NAME:2x1024").
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Scalar graph inputs fixed to a value ("--input-value=sr:16000"): the
+  /// input becomes a constant, so what depends on it folds (an `If` on a
+  /// sample rate keeps the branch it selects).
+  llvm::StringMap<double> inputValues;
   /// Value given to a dynamic leading (batch) dimension that no
   /// `inputShapes` entry pins. The choice is reported as a remark.
   int64_t defaultBatch = 1;
@@ -47,6 +51,11 @@ struct ONNXImportOptions {
 /// Parses "NAME:D0xD1x..." into `options.inputShapes`. On malformed input
 /// returns false and sets `error` to a message saying what is wrong.
 bool parseInputShapeSpec(llvm::StringRef spec, ONNXImportOptions &options,
+                         std::string &error);
+
+/// Parses "NAME:VALUE" (a number) into `options.inputValues`. On malformed
+/// input returns false and sets `error`.
+bool parseInputValueSpec(llvm::StringRef spec, ONNXImportOptions &options,
                          std::string &error);
 
 /// True when `bytes` (a file's first bytes) or `path`'s extension say the file

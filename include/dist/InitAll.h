@@ -13,7 +13,7 @@ class DialectRegistry;
 
 namespace distopt {
 
-/// Adds every DistOpt dialect (graph, dist) and the upstream dialects DistOpt
+/// Adds every DistOpt dialect (graph, dist, emit) and the upstream dialects DistOpt
 /// IR uses (func, arith) to `registry`.
 void registerAllDialects(mlir::DialectRegistry &registry);
 

@@ -41,9 +41,16 @@ struct PlanOptions {
   std::string constraints, memoryLimit;
   bool allowAsync = false;
   unsigned alternatives = 3;
+  /// Search: plan for the cluster's first N devices only (0: all).
+  unsigned devices = 0;
+  /// Warn first when dist-compile could not build the planned function
+  /// (dist-check-compilable).
+  bool checkCompilable = false;
   /// "train" or "infer"; for inference "throughput" or "latency"; the
   /// compute element type ("bf16", "fp16", "fp32", "tf32", "fp8").
   std::string mode = "train", objective = "throughput", dtype = "bf16";
+  /// Cost attention as one fused kernel (FlashAttention).
+  bool fusedAttention = false;
   /// Print the layers the planner sees; the plan and its prediction; the
   /// explanation of the search. Search progress on stderr: "auto",
   /// "always" or "never".

@@ -9,6 +9,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cstdio>
+
 using namespace llvm;
 
 namespace distopt::cluster {
@@ -57,7 +59,8 @@ bool parseDType(StringRef s, DType &out) {
 StringRef opClassName(OpClass c) {
   static const char *names[] = {
       "matmul",    "conv",      "elementwise",   "norm", "softmax",
-      "embedding", "reduction", "data_movement", "loss", "other"};
+      "embedding", "reduction", "data_movement", "loss", "other",
+      "attention"};
   return names[static_cast<unsigned>(c)];
 }
 
@@ -69,6 +72,14 @@ bool parseOpClass(StringRef s, OpClass &out) {
     }
   }
   return false;
+}
+
+std::array<double, kNumOpClasses> defaultEfficiencies() {
+  std::array<double, kNumOpClasses> e;
+  e.fill(0.5);
+  e[static_cast<unsigned>(OpClass::MatMul)] = 0.75;
+  e[static_cast<unsigned>(OpClass::Conv)] = 0.6;
+  return e;
 }
 
 double DeviceSpec::peak(DType t) const {
@@ -129,12 +140,64 @@ const LinkSpec &Cluster::link(LinkLevel level, unsigned rank) const {
   return network;
 }
 
+unsigned Cluster::rackOf(unsigned rank) const {
+  return nodesPerRack ? nodeOf(rank) / nodesPerRack : 0;
+}
+
+LinkSpec Cluster::linkBetween(unsigned a, unsigned b) const {
+  LinkLevel level = levelBetween(a, b);
+  LinkSpec l = link(level, a);
+  if (level == LinkLevel::Network && rackOf(a) != rackOf(b))
+    l.bandwidth /= rackOversubscription;
+  return l;
+}
+
 std::string Cluster::levelName(LinkLevel level) const {
   if (level == LinkLevel::Network)
     return network.name.empty() ? "network" : network.name;
   if (!groups.empty() && !groups.front().intraNode.name.empty())
     return groups.front().intraNode.name;
   return "intra_node";
+}
+
+std::optional<FieldRange> physicalRange(StringRef field) {
+  // Generous bounds around real hardware: from microcontrollers on Wi-Fi
+  // (kB/s, MFLOP/s) to wafer-scale engines (PB/s, EFLOP/s), latencies up to
+  // minutes; nodes and devices per node as the 10-million-device limit
+  // allows.
+  return llvm::StringSwitch<std::optional<FieldRange>>(field)
+      .Case("peak_tflops", FieldRange{1e-6, 1e6})
+      .Case("memory_GB", FieldRange{1e-6, 1e7})
+      .Case("memory_bandwidth_GBps", FieldRange{1e-6, 1e8})
+      .Case("bandwidth_GBps", FieldRange{1e-6, 1e8})
+      .Case("latency_us", FieldRange{0, 1e8})
+      .Case("launch_overhead_us", FieldRange{0, 1e7})
+      .Case("half_efficiency_gflops", FieldRange{0, 1e12})
+      .Case("count", FieldRange{1, 1e7})
+      .Case("devices_per_node", FieldRange{1, 1e6})
+      .Default(std::nullopt);
+}
+
+std::string formatNumber(double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.10g", v);
+  return buf;
+}
+
+/// Checks that \p value (in SI units; \p scale converts to the YAML field's)
+/// lies in the physical range of \p field.
+static Error checkRange(double value, double scale, StringRef field,
+                        const Twine &what, StringRef where) {
+  std::optional<FieldRange> range = physicalRange(field);
+  double v = value / scale;
+  if (!range || (v >= range->min && v <= range->max))
+    return Error::success();
+  return createStringError(
+      inconvertibleErrorCode(),
+      formatv("{0}: {1} {2} = {3} is outside the physical range [{4}, {5}]; "
+              "give a value a real machine has",
+              where, what.str(), field, formatNumber(v),
+              formatNumber(range->min), formatNumber(range->max)));
 }
 
 static Error checkLink(const LinkSpec &l, StringRef where, StringRef what) {
@@ -156,7 +219,30 @@ static Error checkLink(const LinkSpec &l, StringRef where, StringRef what) {
         formatv("{0}: {1} link '{2}' collective_efficiency {3} is outside "
                 "(0, 1]",
                 where, what, l.name, l.collectiveEfficiency));
-  return Error::success();
+  std::string link = (what + " link '" + l.name + "'").str();
+  if (Error e = checkRange(l.bandwidth, 1e9, "bandwidth_GBps", link, where))
+    return e;
+  return checkRange(l.latency, 1e-6, "latency_us", link, where);
+}
+
+/// The physical ranges of a device's values.
+static Error checkDeviceRanges(const DeviceSpec &d, StringRef where) {
+  std::string dev = "device '" + d.name + "'";
+  for (unsigned i = 0; i < kNumDTypes; ++i)
+    if (d.peakFlops[i] != 0)
+      if (Error e = checkRange(d.peakFlops[i], 1e12, "peak_tflops",
+                               dev + " " + dtypeName(DType(i)).str(), where))
+        return e;
+  if (Error e = checkRange(d.memoryBytes, 1e9, "memory_GB", dev, where))
+    return e;
+  if (Error e = checkRange(d.memoryBandwidth, 1e9, "memory_bandwidth_GBps",
+                           dev, where))
+    return e;
+  if (Error e = checkRange(d.launchOverhead, 1e-6, "launch_overhead_us", dev,
+                           where))
+    return e;
+  return checkRange(d.halfEfficiencyFlops, 1e9, "half_efficiency_gflops", dev,
+                    where);
 }
 
 Error validateCluster(const Cluster &c, StringRef where) {
@@ -184,6 +270,11 @@ Error validateCluster(const Cluster &c, StringRef where) {
     if (!(d.memoryEfficiency > 0 && d.memoryEfficiency <= 1))
       return fail("device '" + d.name +
                   "' memory_efficiency is outside (0, 1]");
+    if (!(d.fp8MatmulEfficiency >= 0 && d.fp8MatmulEfficiency <= 1))
+      return fail("device '" + d.name +
+                  "' fp8_matmul_efficiency is outside [0, 1]");
+    if (Error e = checkDeviceRanges(d, where))
+      return e;
   }
   for (const NodeGroup &g : c.groups) {
     if (g.deviceIndex >= c.devices.size())
@@ -191,6 +282,13 @@ Error validateCluster(const Cluster &c, StringRef where) {
     if (g.devicesPerNode == 0 || g.nodes == 0)
       return fail("a node group of '" + c.devices[g.deviceIndex].name +
                   "' has zero devices_per_node or count; both must be >= 1");
+    std::string group =
+        "node group of '" + c.devices[g.deviceIndex].name + "'";
+    if (Error e = checkRange(g.nodes, 1, "count", group, where))
+      return e;
+    if (Error e = checkRange(g.devicesPerNode, 1, "devices_per_node", group,
+                             where))
+      return e;
     if (Error e = checkLink(g.intraNode, where, "intra-node"))
       return e;
   }
@@ -203,6 +301,11 @@ Error validateCluster(const Cluster &c, StringRef where) {
   if (c.numNodes() > 1)
     if (Error e = checkLink(c.network, where, "network"))
       return e;
+  if (!(c.rackOversubscription >= 1))
+    return fail(formatv("cluster '{0}' has rack oversubscription {1}; give "
+                        "oversubscription >= 1 (1 = full bisection)",
+                        c.name, c.rackOversubscription)
+                    .str());
   return Error::success();
 }
 

@@ -1,7 +1,8 @@
 //===- Cluster.h - Devices, nodes and link levels ---------------*- C++ -*-===//
 //
 // A cluster is a list of node groups (each: a device type, devices per node,
-// node count, intra-node link) joined by one network level. Devices are
+// node count, intra-node link) joined by one network level, optionally with
+// racks of nodes whose uplinks are oversubscribed. Devices are
 // numbered node-major: all devices of node 0, then node 1, ... in the order the
 // node groups are listed. Clusters come from YAML files or from presets
 // ("dgx-a100-80gb:4" = four DGX A100 nodes). No MLIR dependency.
@@ -46,11 +47,17 @@ enum class OpClass {
   Reduction,
   DataMovement,
   Loss,
-  Other
+  Other,
+  /// Fused attention (FlashAttention-style): one kernel, no s^2 tensors.
+  Attention
 };
-constexpr unsigned kNumOpClasses = 10;
+constexpr unsigned kNumOpClasses = 11;
 llvm::StringRef opClassName(OpClass c);
 bool parseOpClass(llvm::StringRef s, OpClass &out);
+
+/// The achievable fractions of peak a device description that gives none
+/// gets: matmul 0.75, convolution 0.6, every other op class 0.5.
+std::array<double, kNumOpClasses> defaultEfficiencies();
 
 /// One kind of accelerator or CPU.
 struct DeviceSpec {
@@ -69,6 +76,10 @@ struct DeviceSpec {
   /// FLOPs of one kernel at which a compute-bound op reaches half of its
   /// achievable efficiency (small kernels do not fill the device).
   double halfEfficiencyFlops = 0;
+  /// Achievable fraction of the fp8 peak for matmuls run in fp8 (0: the
+  /// matmul efficiency). FP8 GEMMs reach a lower fraction of their peak
+  /// than BF16 ones and pay for scaling/casting kernels.
+  double fp8MatmulEfficiency = 0;
 
   /// Peak for \p t, falling back to F32 when the device lacks it.
   double peak(DType t) const;
@@ -103,6 +114,12 @@ struct Cluster {
   std::vector<DeviceSpec> devices;
   std::vector<NodeGroup> groups;
   LinkSpec network;
+  /// Nodes that share one rack (or pod) switch with full bisection inside
+  /// it; 0: the whole network has full bisection.
+  unsigned nodesPerRack = 0;
+  /// Oversubscription of the links that leave a rack: traffic between racks
+  /// gets network.bandwidth / rackOversubscription per device (>= 1).
+  double rackOversubscription = 1;
 
   unsigned numDevices() const;
   unsigned numNodes() const;
@@ -113,6 +130,12 @@ struct Cluster {
   /// Link between two ranks (intra-node if they share a node).
   LinkLevel levelBetween(unsigned a, unsigned b) const;
   const LinkSpec &link(LinkLevel level, unsigned rank) const;
+  /// Rack of global device \p rank (0 when the network is not split).
+  unsigned rackOf(unsigned rank) const;
+  /// The link a message from \p a to \p b uses: intra-node, the network,
+  /// or the network at 1/rackOversubscription of its bandwidth between
+  /// racks.
+  LinkSpec linkBetween(unsigned a, unsigned b) const;
   /// Name of a level for reports ("nvlink", "infiniband", ...).
   std::string levelName(LinkLevel level) const;
   bool isHomogeneous() const { return devices.size() == 1; }
@@ -121,6 +144,21 @@ struct Cluster {
 /// Checks the internal consistency of \p c (positive rates, known device
 /// indices); \p where prefixes messages.
 llvm::Error validateCluster(const Cluster &c, llvm::StringRef where);
+
+/// The physical range of a cluster value, both ends inclusive, in the units
+/// of its YAML field (docs/cost-model.md lists them). A value outside it
+/// describes no machine that exists and would over- or underflow the cost
+/// model (a 1e-300 GB/s link makes every iteration infinite).
+struct FieldRange {
+  double min, max;
+};
+/// The range of YAML field \p field ("peak_tflops" for its per-dtype
+/// entries); nullopt for fields without one (names, efficiencies, which are
+/// checked against (0, 1]).
+std::optional<FieldRange> physicalRange(llvm::StringRef field);
+
+/// Shortest exact-enough decimal form of \p v (printf "%.10g").
+std::string formatNumber(double v);
 
 /// Parses a cluster from YAML text. \p fileName is used in messages, which
 /// have the form "file:line:col: field 'x': problem; fix".

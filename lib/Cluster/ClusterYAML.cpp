@@ -10,12 +10,14 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLParser.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 
 using namespace llvm;
@@ -29,8 +31,15 @@ class Reader {
 public:
   Reader(SourceMgr &sm, StringRef file) : sm(sm), file(file) {}
 
+  /// True when `n` has a position in the file (the parser gives the
+  /// missing value of `{key}` a node without one).
+  bool located(yaml::Node *n) {
+    return n && n->getSourceRange().Start.isValid() &&
+           sm.FindBufferContainingLoc(n->getSourceRange().Start) != 0;
+  }
+
   Error error(yaml::Node *n, StringRef field, const Twine &msg) {
-    if (!n) // a syntax error left no node; the diagnostic handler has it
+    if (!located(n)) // a syntax error left no node, or one without a place
       return createStringError(
           inconvertibleErrorCode(),
           formatv("{0}: field '{1}': {2}", file, field, msg.str()).str());
@@ -50,7 +59,7 @@ public:
                                  .str());
   }
   std::pair<unsigned, unsigned> where(yaml::Node *n) {
-    if (!n)
+    if (!located(n))
       return {0, 0};
     return sm.getLineAndColumn(n->getSourceRange().Start);
   }
@@ -63,17 +72,29 @@ public:
     return s->getValue(buf).str();
   }
 
-  Expected<double> number(yaml::Node *n, StringRef field, bool positive) {
+  /// A finite number (> 0 when `positive`, else >= 0) inside the physical
+  /// range of `rangeField` (default: `field`), when it has one.
+  Expected<double> number(yaml::Node *n, StringRef field, bool positive,
+                          StringRef rangeField = "") {
     Expected<std::string> s = str(n, field);
     if (!s)
       return error(n, field, "expected a number");
     double v;
-    if (StringRef(*s).getAsDouble(v))
-      return error(n, field, "'" + *s + "' is not a number");
+    if (StringRef(*s).getAsDouble(v) || !std::isfinite(v))
+      return error(n, field, "'" + *s + "' is not a finite number");
     if (positive ? !(v > 0) : v < 0)
       return error(n, field,
                    "'" + *s + "' must be " +
                        (positive ? "greater than 0" : "at least 0"));
+    StringRef rf = rangeField.empty() ? field : rangeField;
+    if (std::optional<FieldRange> range = physicalRange(rf))
+      if (v < range->min || v > range->max)
+        return error(n, field,
+                     formatv("'{0}' is outside the physical range [{1}, {2}] "
+                             "of {3}; give a value a real machine has",
+                             *s, formatNumber(range->min),
+                             formatNumber(range->max), rf)
+                         .str());
     return v;
   }
 
@@ -81,7 +102,8 @@ public:
     Expected<double> v = number(n, field, /*positive=*/true);
     if (!v)
       return v.takeError();
-    if (*v != static_cast<double>(static_cast<unsigned>(*v)))
+    // The range check above keeps *v below 2^32 before the cast.
+    if (*v != std::floor(*v))
       return error(n, field, "expected a whole number");
     return static_cast<unsigned>(*v);
   }
@@ -125,17 +147,38 @@ private:
 
 } // namespace
 
-static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field) {
+/// Rack fields of the network link (nodes_per_rack, oversubscription).
+struct RackSpec {
+  unsigned nodesPerRack = 0;
+  double oversubscription = 1;
+};
+
+/// Reads a link; \p rack, when given, also accepts the network's rack
+/// fields.
+static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field,
+                                   RackSpec *rack = nullptr) {
   LinkSpec l;
+  std::vector<StringRef> known = {"name", "bandwidth_GBps", "latency_us",
+                                  "collective_efficiency"};
+  if (rack) {
+    known.push_back("nodes_per_rack");
+    known.push_back("oversubscription");
+  }
   Error e = r.mapping(
-      n, field,
-      {"name", "bandwidth_GBps", "latency_us", "collective_efficiency"},
-      {"bandwidth_GBps"}, [&](StringRef key, yaml::Node *v) -> Error {
+      n, field, known, {"bandwidth_GBps"},
+      [&](StringRef key, yaml::Node *v) -> Error {
         if (key == "name") {
           auto s = r.str(v, key);
           if (!s)
             return s.takeError();
           l.name = *s;
+          return Error::success();
+        }
+        if (key == "nodes_per_rack") {
+          auto k = r.count(v, key);
+          if (!k)
+            return k.takeError();
+          rack->nodesPerRack = *k;
           return Error::success();
         }
         auto x = r.number(v, key, key != "latency_us");
@@ -145,7 +188,12 @@ static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field) {
           l.bandwidth = *x * 1e9;
         else if (key == "latency_us")
           l.latency = *x * 1e-6;
-        else if (*x > 1)
+        else if (key == "oversubscription") {
+          if (*x < 1)
+            return r.error(v, key,
+                           "must be at least 1 (1 = full bisection, 7 = 1:7)");
+          rack->oversubscription = *x;
+        } else if (*x > 1)
           return r.error(v, key, "must be at most 1");
         else
           l.collectiveEfficiency = *x;
@@ -157,14 +205,6 @@ static Expected<LinkSpec> readLink(Reader &r, yaml::Node *n, StringRef field) {
 }
 
 /// Efficiencies used when a device file does not give one.
-static std::array<double, kNumOpClasses> defaultEfficiencies() {
-  std::array<double, kNumOpClasses> e;
-  e.fill(0.5);
-  e[static_cast<unsigned>(OpClass::MatMul)] = 0.75;
-  e[static_cast<unsigned>(OpClass::Conv)] = 0.6;
-  return e;
-}
-
 static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
   DeviceSpec d;
   d.efficiency = defaultEfficiencies();
@@ -172,7 +212,7 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
       n, "devices",
       {"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps",
        "memory_efficiency", "launch_overhead_us", "half_efficiency_gflops",
-       "efficiency"},
+       "fp8_matmul_efficiency", "efficiency"},
       {"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps"},
       [&](StringRef key, yaml::Node *v) -> Error {
         if (key == "name") {
@@ -189,7 +229,7 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
               {"fp32"}, [&](StringRef k, yaml::Node *x) -> Error {
                 DType t;
                 parseDType(k, t);
-                auto val = r.number(x, k, true);
+                auto val = r.number(x, k, true, "peak_tflops");
                 if (!val)
                   return val.takeError();
                 d.peakFlops[static_cast<unsigned>(t)] = *val * 1e12;
@@ -214,17 +254,20 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
         }
         auto x = r.number(v, key,
                           key != "launch_overhead_us" &&
-                              key != "half_efficiency_gflops");
+                              key != "half_efficiency_gflops" &&
+                              key != "fp8_matmul_efficiency");
         if (!x)
           return x.takeError();
         if (key == "memory_GB")
           d.memoryBytes = *x * 1e9;
         else if (key == "memory_bandwidth_GBps")
           d.memoryBandwidth = *x * 1e9;
-        else if (key == "memory_efficiency") {
+        else if (key == "memory_efficiency" ||
+                 key == "fp8_matmul_efficiency") {
           if (*x > 1)
             return r.error(v, key, "must be at most 1");
-          d.memoryEfficiency = *x;
+          (key == "memory_efficiency" ? d.memoryEfficiency
+                                      : d.fp8MatmulEfficiency) = *x;
         } else if (key == "launch_overhead_us")
           d.launchOverhead = *x * 1e-6;
         else
@@ -315,10 +358,13 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
           return Error::success();
         }
         if (key == "network") {
-          auto l = readLink(r, v, key);
+          RackSpec rack;
+          auto l = readLink(r, v, key, &rack);
           if (!l)
             return l.takeError();
           c.network = *l;
+          c.nodesPerRack = rack.nodesPerRack;
+          c.rackOversubscription = rack.oversubscription;
           return Error::success();
         }
         auto *seq = dyn_cast_or_null<yaml::SequenceNode>(v);
@@ -366,6 +412,24 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
 }
 
 Expected<Cluster> loadClusterFile(StringRef path) {
+  // A device or FIFO (/dev/zero) would be read until memory runs out, and
+  // no cluster description is megabytes long.
+  constexpr uint64_t kMaxBytes = 16 << 20;
+  sys::fs::file_status st;
+  if (!sys::fs::status(path, st) && sys::fs::exists(st)) {
+    if (!sys::fs::is_regular_file(st))
+      return createStringError(inconvertibleErrorCode(),
+                               "cluster file '" + path +
+                                   "' is not a regular file; give a preset "
+                                   "name (see --list-clusters) or a YAML file");
+    if (st.getSize() > kMaxBytes)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("cluster file '{0}' has {1} bytes; a cluster description "
+                  "is at most {2} (is it the right file?)",
+                  path, st.getSize(), kMaxBytes)
+              .str());
+  }
   auto buf = MemoryBuffer::getFile(path);
   if (!buf)
     return createStringError(buf.getError(),
@@ -376,27 +440,44 @@ Expected<Cluster> loadClusterFile(StringRef path) {
   return parseClusterYAML((*buf)->getBuffer(), path);
 }
 
-/// Shortest exact-enough decimal form of \p v.
-static std::string num(double v) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%.10g", v);
-  return buf;
+static std::string num(double v) { return formatNumber(v); }
+
+/// `s` as a YAML double-quoted scalar, so any name or description reads
+/// back as written.
+static std::string quoted(StringRef s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += formatv("\\x{0:x-2}", unsigned(c)).str();
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
 }
 
-static void writeLink(const LinkSpec &l, raw_ostream &os) {
-  os << "{name: " << (l.name.empty() ? "link" : l.name)
+static void writeLink(const LinkSpec &l, raw_ostream &os,
+                      const Cluster *rack = nullptr) {
+  os << "{name: " << quoted(l.name.empty() ? "link" : l.name)
      << ", bandwidth_GBps: " << num(l.bandwidth / 1e9)
      << ", latency_us: " << num(l.latency * 1e6)
-     << ", collective_efficiency: " << num(l.collectiveEfficiency) << "}";
+     << ", collective_efficiency: " << num(l.collectiveEfficiency);
+  if (rack && rack->nodesPerRack)
+    os << ", nodes_per_rack: " << rack->nodesPerRack
+       << ", oversubscription: " << num(rack->rackOversubscription);
+  os << "}";
 }
 
 void writeClusterYAML(const Cluster &c, raw_ostream &os) {
-  os << "name: " << c.name << "\n";
+  os << "name: " << quoted(c.name) << "\n";
   if (!c.description.empty())
-    os << "description: \"" << c.description << "\"\n";
+    os << "description: " << quoted(c.description) << "\n";
   os << "devices:\n";
   for (const DeviceSpec &d : c.devices) {
-    os << "  - name: " << d.name << "\n    peak_tflops: {";
+    os << "  - name: " << quoted(d.name) << "\n    peak_tflops: {";
     bool first = true;
     for (unsigned i = 0; i < kNumDTypes; ++i) {
       if (d.peakFlops[i] <= 0)
@@ -410,8 +491,10 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
        << "\n    memory_bandwidth_GBps: " << num(d.memoryBandwidth / 1e9)
        << "\n    memory_efficiency: " << num(d.memoryEfficiency)
        << "\n    launch_overhead_us: " << num(d.launchOverhead * 1e6)
-       << "\n    half_efficiency_gflops: " << num(d.halfEfficiencyFlops / 1e9)
-       << "\n    efficiency: {";
+       << "\n    half_efficiency_gflops: " << num(d.halfEfficiencyFlops / 1e9);
+    if (d.fp8MatmulEfficiency > 0)
+      os << "\n    fp8_matmul_efficiency: " << num(d.fp8MatmulEfficiency);
+    os << "\n    efficiency: {";
     for (unsigned i = 0; i < kNumOpClasses; ++i)
       os << (i ? ", " : "") << opClassName(static_cast<OpClass>(i)) << ": "
          << num(d.efficiency[i]);
@@ -419,7 +502,7 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
   }
   os << "nodes:\n";
   for (const NodeGroup &g : c.groups) {
-    os << "  - device: " << c.devices[g.deviceIndex].name
+    os << "  - device: " << quoted(c.devices[g.deviceIndex].name)
        << "\n    count: " << g.nodes
        << "\n    devices_per_node: " << g.devicesPerNode
        << "\n    intra_node: ";
@@ -428,7 +511,7 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
   }
   if (c.network.bandwidth > 0) {
     os << "network: ";
-    writeLink(c.network, os);
+    writeLink(c.network, os, &c);
     os << "\n";
   }
 }

@@ -11,7 +11,11 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <thread>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -64,6 +68,25 @@ static LinkSpec makeLink(StringRef name, double GBps, double latUs,
 static constexpr double kGpuMatmulEff = 0.70, kGpuConvEff = 0.60,
                         kGpuOtherEff = 0.5, kGpuMemEff = 0.80,
                         kGpuLaunchUs = 4.0, kGpuHalfGflops = 0.5;
+// Fused attention (FlashAttention-3 / cuDNN on Hopper): about 0.6-0.75 of
+// the bf16 peak forward and 0.45-0.55 backward (Shah et al., arXiv
+// 2407.08608), 0.5 over forward plus backward. A public figure, not fitted.
+static constexpr double kHopperAttentionEff = 0.5;
+// GEMMs through Transformer Engine on H100: the two constants fitted to the
+// published NeMo / DGX Cloud / Megatron-Bridge H100 runs, bf16 on the BF16
+// rows and fp8 on the FP8 rows (`dist-bench-sim --held-out`, leave-one-out
+// in docs/cost-model.md). The H100 reaches a smaller share of its bf16 peak
+// than the A100 (power-limited clocks under dense GEMMs; Megatron-core
+// reports 41-48% MFU on H100 against 52% on A100). H200 runs the same
+// chip; B200 carries them over (no layout-stated B200 tables were used).
+static constexpr double kHopperMatmulEff = 0.57, kHopperFp8MatmulEff = 0.48;
+
+static DeviceSpec hopper(DeviceSpec d) {
+  d.efficiency[static_cast<unsigned>(OpClass::MatMul)] = kHopperMatmulEff;
+  d.efficiency[static_cast<unsigned>(OpClass::Attention)] = kHopperAttentionEff;
+  d.fp8MatmulEfficiency = kHopperFp8MatmulEff;
+  return d;
+}
 
 static DeviceSpec a100() {
   return makeDevice("a100-80gb", {19.5, 156, 312, 312, 0, 624}, 80, 2039,
@@ -71,14 +94,21 @@ static DeviceSpec a100() {
                     kGpuLaunchUs, kGpuHalfGflops);
 }
 static DeviceSpec h100() {
-  return makeDevice("h100-sxm", {67, 494.7, 989, 989, 1979, 1979}, 80, 3350,
-                    kGpuMatmulEff, kGpuConvEff, kGpuOtherEff, kGpuMemEff,
-                    kGpuLaunchUs, kGpuHalfGflops);
+  return hopper(makeDevice("h100-sxm", {67, 494.7, 989, 989, 1979, 1979}, 80,
+                           3350, kGpuMatmulEff, kGpuConvEff, kGpuOtherEff,
+                           kGpuMemEff, kGpuLaunchUs, kGpuHalfGflops));
 }
 static DeviceSpec h200() {
-  return makeDevice("h200-sxm", {67, 494.7, 989, 989, 1979, 1979}, 141, 4800,
-                    kGpuMatmulEff, kGpuConvEff, kGpuOtherEff, kGpuMemEff,
-                    kGpuLaunchUs, kGpuHalfGflops);
+  return hopper(makeDevice("h200-sxm", {67, 494.7, 989, 989, 1979, 1979}, 141,
+                           4800, kGpuMatmulEff, kGpuConvEff, kGpuOtherEff,
+                           kGpuMemEff, kGpuLaunchUs, kGpuHalfGflops));
+}
+/// HGX B200 (1000 W): dense 2250 TF bf16, 4500 TF fp8, 180 GB HBM3e at
+/// 8 TB/s (NVIDIA HGX B200 datasheet).
+static DeviceSpec b200() {
+  return hopper(makeDevice("b200", {80, 1100, 2250, 2250, 4500, 4500}, 180,
+                           8000, kGpuMatmulEff, kGpuConvEff, kGpuOtherEff,
+                           kGpuMemEff, kGpuLaunchUs, kGpuHalfGflops));
 }
 static DeviceSpec v100(StringRef name, double memGB) {
   return makeDevice(name, {15.7, 0, 125, 0, 0, 0}, memGB, 900, kGpuMatmulEff,
@@ -101,6 +131,59 @@ static Cluster homogeneous(StringRef name, StringRef description,
   c.groups.push_back(g);
   c.network = std::move(network);
   return c;
+}
+
+/// This machine (`local`): one device per core, or with `local:N` N
+/// devices that share its cores and memory (N ranks on this machine, each
+/// with cores / N of it). The core count, clock and vector width come from
+/// /proc/cpuinfo, the memory from sysconf: estimates of what the kernels
+/// reach, not measurements.
+static Cluster localMachine(unsigned devices) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::string model = "x86-64";
+  double mhz = 2000;
+  bool avx512 = false, avx2 = false;
+  if (auto file = MemoryBuffer::getFileAsStream("/proc/cpuinfo")) {
+    SmallVector<StringRef> lines;
+    (*file)->getBuffer().split(lines, '\n');
+    for (StringRef line : lines) {
+      auto [key, value] = line.split(':');
+      key = key.trim();
+      value = value.trim();
+      if (key == "model name" && model == "x86-64" && !value.empty())
+        model = value.str();
+      else if (key == "cpu MHz")
+        (void)value.getAsDouble(mhz);
+      else if (key == "flags") {
+        SmallVector<StringRef> flags;
+        value.split(flags, ' ');
+        avx512 |= llvm::is_contained(flags, "avx512f");
+        avx2 |= llvm::is_contained(flags, "avx2");
+      }
+    }
+  }
+  if (!(mhz > 100))
+    mhz = 2000;
+  // f32 FLOPs per cycle: two FMA units of 16 (AVX-512), 8 (AVX2) or 4 lanes.
+  double perCycle = 2 * 2 * (avx512 ? 16 : avx2 ? 8 : 4);
+  if (!devices)
+    devices = cores;
+  double share = double(cores) / devices;
+  double fp32 = perCycle * mhz * 1e6 * share / 1e12;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  double memGB = pages > 0 && page > 0 ? double(pages) * page / 1e9 : 8;
+  DeviceSpec dev = makeDevice(devices == cores ? "local-core" : "local-share",
+                              {fp32, 0, 0, fp32, 0, 0}, memGB / devices,
+                              10 * share, 0.6, 0.4, 0.3, 0.6, 5.0, 0.002);
+  std::string description =
+      formatv("this machine: {0}, {1} core(s) at {2:F0} MHz ({3}), {4:F1} GB, "
+              "as {5} device(s) (local:N for N); estimated from /proc/cpuinfo",
+              model, cores, mhz, avx512 ? "AVX-512" : avx2 ? "AVX2" : "SSE",
+              memGB, devices)
+          .str();
+  return homogeneous("local", description, std::move(dev), devices, 1,
+                     makeLink("shared-memory", 5, 2, 0.8),
+                     makeLink("ethernet", 1.25, 20, 0.9));
 }
 
 namespace {
@@ -130,6 +213,32 @@ static const Preset kPresets[] = {
                           h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
                           makeLink("infiniband", 50, 5, 0.9));
      }},
+    {"dgx-h100-roce", 1,
+     [](unsigned n) {
+       // The same nodes on 400 Gb/s RoCE v2 (one NIC per GPU). Meta trained
+       // Llama 3 on both a RoCE and an InfiniBand 400 Gb/s fabric and tuned
+       // them to the same performance (Llama 3 paper, Sec. 3.3), so the
+       // figures are the InfiniBand ones.
+       return homogeneous("dgx-h100-roce",
+                          "DGX H100 nodes: 8 GPUs on NVSwitch (NVLink4), 8x "
+                          "400 Gb/s RoCE per node",
+                          h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
+                          makeLink("roce", 50, 5, 0.9));
+     }},
+    {"h100-roce-pods", 384,
+     [](unsigned n) {
+       // Meta's Llama 3 cluster (Llama 3 paper, Sec. 3.3.1): H100 servers
+       // on 400 Gb/s RoCE in a three-layer Clos; 3072 GPUs (384 servers)
+       // per pod with full bisection, 1:7 oversubscription between pods.
+       Cluster c = homogeneous("h100-roce-pods",
+                               "H100 servers on 400 Gb/s RoCE, pods of 384 "
+                               "nodes, 1:7 oversubscribed between pods",
+                               h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
+                               makeLink("roce", 50, 5, 0.9));
+       c.nodesPerRack = 384;
+       c.rackOversubscription = 7;
+       return c;
+     }},
     {"dgx-h200", 1,
      [](unsigned n) {
        // NVLS reductions reach ~475 GB/s busbw, above the 450 GB/s link.
@@ -137,6 +246,17 @@ static const Preset kPresets[] = {
                           "DGX H200 nodes: 8 GPUs on NVSwitch (NVLink4, NVLS), "
                           "8x NDR 400 Gb/s per node",
                           h200(), 8, n, makeLink("nvlink", 450, 3, 1.0),
+                          makeLink("infiniband", 50, 5, 0.9));
+     }},
+    {"dgx-b200", 1,
+     [](unsigned n) {
+       // NVLink5: 1.8 TB/s bidirectional per GPU. The collective efficiency
+       // is the H100 ring figure carried over (no published B200 nccl-tests
+       // figure is used). 8x 400 Gb/s ConnectX-7 per node.
+       return homogeneous("dgx-b200",
+                          "DGX B200 nodes: 8 GPUs on NVSwitch (NVLink5), 8x "
+                          "400 Gb/s InfiniBand per node",
+                          b200(), 8, n, makeLink("nvlink", 900, 3, 0.82),
                           makeLink("infiniband", 50, 5, 0.9));
      }},
     {"dgx-v100", 1,
@@ -191,6 +311,7 @@ static const Preset kPresets[] = {
                           std::move(cpu), 2, n, makeLink("upi", 40, 1, 0.8),
                           makeLink("ethernet", 3.125 / 2, 20, 0.9));
      }},
+    {"local", 0, localMachine},
     {"arm-board-ethernet", 4,
      [](unsigned n) {
        // Raspberry-Pi-4-class board: 4x Cortex-A72 at 1.5 GHz with NEON.

@@ -16,7 +16,9 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace distopt::codegen {
@@ -51,6 +53,21 @@ mlir::LogicalResult emitProgram(llvm::ArrayRef<ModelUnit> models,
 mlir::LogicalResult emitModel(const ModelUnit &model, llvm::StringRef ns,
                               const CodegenOptions &options,
                               llvm::raw_ostream &os);
+
+/// Why dist-compile cannot build `funcName` of `module` (a dry run of
+/// emitModel that writes nothing): the location and message of the first op
+/// without a lowering, or nullopt when every op lowers. Diagnostics of the
+/// dry run are not reported.
+std::optional<std::pair<mlir::Location, std::string>>
+findUnsupported(mlir::ModuleOp module, llvm::StringRef funcName);
+
+/// Writes the manifest of a job (`dist-compile -o DIR/`, read by dist-run):
+/// the program's file name in the job folder, how many ranks it needs (null:
+/// any, a data-parallel program over the launched world), and per model its
+/// plan, inputs and, for a planned pipeline, what each rank runs and owns
+/// (JobManifest.cpp; docs/cli.md, "Jobs").
+void writeJobManifest(llvm::ArrayRef<ModelUnit> models,
+                      llvm::StringRef program, llvm::raw_ostream &os);
 
 /// Where the runtime library and headers are, and how to compile.
 struct Toolchain {

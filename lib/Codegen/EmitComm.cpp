@@ -1,10 +1,11 @@
-//===- EmitComm.cpp - Collectives to runtime calls --------------*- C++ -*-===//
+//===- EmitComm.cpp - dist ops to runtime calls -----------------*- C++ -*-===//
 //
-// Part of DistOpt. Lowers `dist` collectives to the communicator ABI
-// (distrt_comm.h) on the program's world communicator `P.comm`, which the
-// generated main creates when a model contains collectives
-// (docs/distributed.md). Only world-wide groups are lowered: a program is
-// compiled once for every rank, and sub-communicators are the next slice.
+// Part of DistOpt. Lowers the `dist` ops that move data to the communicator
+// ABI (distrt_comm.h) on the program's world communicator `P.comm`:
+// collectives through their common interface, point-to-point transfers
+// (absolute peers, or an action list's device with this device's
+// coordinates through the program's `peers` table), and the micro-batch
+// split and merge of per-list programs (docs/distributed.md).
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
@@ -16,13 +17,14 @@ using namespace distopt::codegen;
 namespace dist = distopt::dist;
 
 bool distopt::codegen::isCommOp(Operation *op) {
-  return isa<dist::AllReduceOp>(op);
+  return isa<dist::CollectiveOpInterface, dist::SendOp, dist::RecvOp,
+             dist::MicrobatchSplitOp, dist::MicrobatchMergeOp>(op);
 }
 
 bool distopt::codegen::hasCollectives(Operation *root) {
   bool found = false;
   root->walk([&](Operation *op) {
-    if (isCommOp(op))
+    if (isa<dist::CollectiveOpInterface, dist::SendOp, dist::RecvOp>(op))
       found = true;
   });
   return found;
@@ -44,46 +46,222 @@ static const char *runtimeOp(dist::ReductionKind kind) {
   return nullptr;
 }
 
-static LogicalResult emitAllReduce(FunctionEmitter &e, dist::AllReduceOp op) {
-  const char *rop = runtimeOp(op.getKind());
-  if (!rop)
-    return op.emitError()
-           << "dist-compile: dist.all_reduce "
-           << dist::stringifyReductionKind(op.getKind())
-           << " has no runtime lowering; the runtime reduces with sum, mean, "
-              "max and min";
-  Value in = op.getInput(), out = op.getResult();
+/// Checks what every collective needs: a tensor the ABI carries.
+static LogicalResult checkCollective(FunctionEmitter &e,
+                                     dist::CollectiveOpInterface op) {
+  Operation *raw = op.getOperation();
+  Value in = op.getCollectiveInput();
   if (!FunctionEmitter::typeOf(in).hasStaticShape() ||
       FunctionEmitter::rtType(FunctionEmitter::typeOf(in).getElementType())
           .empty())
-    return op.emitError() << "dist-compile: dist.all_reduce of " << in.getType()
-                          << " has no runtime lowering; collectives carry "
-                             "statically shaped f32, f16, bf16, i32, i64 or "
-                             "i1 tensors";
-  // A program runs on every rank, so a group must be the whole world: `over
-  // world`, or [0, ..., N-1] checked against the launched world at run time.
-  ArrayRef<int64_t> group = op.getGroup();
-  for (auto [k, d] : llvm::enumerate(group))
-    if (d != (int64_t)k)
-      return op.emitError()
-             << "dist-compile: dist.all_reduce over a device subset has no "
-                "lowering yet (sub-communicators are not built); use `over "
-                "world` or the full group [0, ..., N-1]";
-  e.allocate(out);
-  e.os << "  {\n";
-  if (!group.empty())
-    e.os << "    if (P.requireWorld(" << group.size() << ", \""
-         << FunctionEmitter::where(op) << "\")) return 1;\n";
-  e.os << "    distrt_tensor in = " << e.desc(in)
-       << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
-  e.call(std::string("distrt_all_reduce(P.comm, &in, &out, ") + rop + ")", op);
+    return raw->emitError()
+           << "dist-compile: " << raw->getName() << " of " << in.getType()
+           << " has no runtime lowering; collectives carry statically "
+              "shaped f32, f16, bf16, i32, i64 or i1 tensors";
+  return success();
+}
+
+/// Emits what the collective's communicator needs and returns its C++
+/// expression: the world's for `over world`, else the communicator of the
+/// group's ranks (Program::group: the world's when the group is every rank
+/// of the job, else made by the group's ranks on first use).
+static std::string communicator(FunctionEmitter &e,
+                                dist::CollectiveOpInterface op) {
+  if (op.isOverWorld())
+    return "P.comm";
+  ArrayRef<int64_t> devices = op.getGroupDevices();
+  e.os << "    static const int32_t group[] = {";
+  for (auto [k, d] : llvm::enumerate(devices))
+    e.os << (k ? ", " : "") << d;
+  e.os << "};\n    distrt_comm *comm = P.group(group, " << devices.size()
+       << ", \"" << FunctionEmitter::where(op)
+       << "\");\n    if (!comm) return 1;\n";
+  return "comm";
+}
+
+static LogicalResult emitCollective(FunctionEmitter &e,
+                                    dist::CollectiveOpInterface op) {
+  Operation *raw = op.getOperation();
+  if (failed(checkCollective(e, op)))
+    return failure();
+  Value in = op.getCollectiveInput(), out = op.getCollectiveResult();
+  if (auto ar = dyn_cast<dist::AllReduceOp>(raw)) {
+    const char *rop = runtimeOp(ar.getKind());
+    if (!rop)
+      return ar.emitError()
+             << "dist-compile: dist.all_reduce "
+             << dist::stringifyReductionKind(ar.getKind())
+             << " has no runtime lowering; the runtime reduces with sum, "
+                "mean, max and min";
+    e.allocate(out);
+    e.os << "  {\n";
+    std::string comm = communicator(e, op);
+    e.os << "    distrt_tensor in = " << e.desc(in)
+         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
+    e.call("distrt_all_reduce(" + comm + ", &in, &out, " + rop + ")", raw);
+    e.os << "  }\n";
+    return success();
+  }
+  if (auto bc = dyn_cast<dist::BroadcastOp>(raw)) {
+    // Every rank gets root's tensor: copy the input, broadcast in place.
+    e.allocate(out);
+    e.os << "  {\n";
+    std::string comm = communicator(e, op);
+    e.os << "    if (P.copy(" << e.name(out) << ", " << e.name(in) << ", "
+         << FunctionEmitter::numel(in) *
+                FunctionEmitter::byteSize(
+                    FunctionEmitter::typeOf(in).getElementType())
+         << ")) return 1;\n    distrt_tensor t = " << e.desc(out) << ";\n  ";
+    // The root is a device number; its rank in the group is its position.
+    ArrayRef<int64_t> devices = op.getGroupDevices();
+    int64_t root = bc.getRoot();
+    if (!op.isOverWorld())
+      root = llvm::find(devices, root) - devices.begin();
+    e.call("distrt_broadcast(" + comm + ", &t, " + std::to_string(root) + ")",
+           raw);
+    e.os << "  }\n";
+    return success();
+  }
+  // Reduce-scatter and all-gather: the runtime's blocks are runs of the
+  // flattened elements, which are shards along `axis` when every dimension
+  // before it is 1.
+  auto contiguousAlong = [&](Value v, int64_t axis) {
+    auto shape = FunctionEmitter::typeOf(v).getShape();
+    return llvm::all_of(shape.take_front(axis),
+                        [](int64_t d) { return d == 1; });
+  };
+  if (auto rs = dyn_cast<dist::ReduceScatterOp>(raw)) {
+    const char *rop = runtimeOp(rs.getKind());
+    if (!rop || !contiguousAlong(in, rs.getAxis()))
+      return rs.emitError()
+             << "dist-compile: dist.reduce_scatter "
+             << dist::stringifyReductionKind(rs.getKind()) << " along axis "
+             << rs.getAxis() << " of " << in.getType()
+             << " has no runtime lowering; the runtime reduces with sum, "
+                "mean, max and min into shards of the leading dimension (the "
+                "dimensions before the axis must be 1)";
+    e.allocate(out);
+    e.os << "  {\n";
+    std::string comm = communicator(e, op);
+    e.os << "    distrt_tensor in = " << e.desc(in)
+         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
+    e.call("distrt_reduce_scatter(" + comm + ", &in, &out, " + rop + ")", raw);
+    e.os << "  }\n";
+    return success();
+  }
+  if (auto ag = dyn_cast<dist::AllGatherOp>(raw)) {
+    if (!contiguousAlong(out, ag.getAxis()))
+      return ag.emitError()
+             << "dist-compile: dist.all_gather along axis " << ag.getAxis()
+             << " of " << in.getType()
+             << " has no runtime lowering; the runtime gathers shards of the "
+                "leading dimension (the dimensions before the axis must be 1)";
+    e.allocate(out);
+    e.os << "  {\n";
+    std::string comm = communicator(e, op);
+    e.os << "    distrt_tensor in = " << e.desc(in)
+         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
+    e.call("distrt_all_gather(" + comm + ", &in, &out)", raw);
+    e.os << "  }\n";
+    return success();
+  }
+  return raw->emitError() << "dist-compile: " << raw->getName()
+                          << " has no runtime lowering yet (the runtime has "
+                             "all-reduce, reduce-scatter, all-gather and "
+                             "broadcast)";
+}
+
+/// The peer of a transfer: a device number, or the device of an action list
+/// with this device's coordinates (the program's `peers` table).
+template <typename Transfer> static std::string peerOf(Transfer op) {
+  if (op.getList())
+    return "peers[P.rank][" + std::to_string(op.getPeer()) + "]";
+  return std::to_string(op.getPeer());
+}
+
+/// A descriptor of \p v for distrt_send/recv: its runtime dtype, or its bytes
+/// as u8 when the ABI has no such dtype (f64, i8, i16, ...).
+static std::string transferDesc(FunctionEmitter &e, Value v) {
+  auto t = FunctionEmitter::typeOf(v);
+  if (!FunctionEmitter::rtType(t.getElementType()).empty())
+    return e.desc(v);
+  int64_t bytes = t.getNumElements() *
+                  (int64_t)FunctionEmitter::byteSize(t.getElementType());
+  return "dg::T(" + e.name(v) + ", DISTRT_U8, {" + std::to_string(bytes) +
+         "})";
+}
+
+static LogicalResult checkTransferType(Operation *op, Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape() || FunctionEmitter::cType(v).empty())
+    return op->emitError() << "dist-compile: " << op->getName() << " of "
+                           << v.getType()
+                           << "; transfers carry statically shaped tensors";
+  return success();
+}
+
+static LogicalResult emitSend(FunctionEmitter &e, dist::SendOp op) {
+  if (failed(checkTransferType(op, op.getValue())))
+    return failure();
+  e.os << "  { distrt_tensor t = " << transferDesc(e, op.getValue()) << ";\n  ";
+  e.call("distrt_send(P.comm, &t, " + peerOf(op) + ", " +
+             std::to_string(op.getTag()) + ")",
+         op);
   e.os << "  }\n";
   return success();
 }
 
+static LogicalResult emitRecv(FunctionEmitter &e, dist::RecvOp op) {
+  if (failed(checkTransferType(op, op.getResult())))
+    return failure();
+  e.allocate(op.getResult());
+  e.os << "  { distrt_tensor t = " << transferDesc(e, op.getResult())
+       << ";\n  ";
+  e.call("distrt_recv(P.comm, &t, " + peerOf(op) + ", " +
+             std::to_string(op.getTag()) + ")",
+         op);
+  e.os << "  }\n";
+  return success();
+}
+
+/// Micro-batches are row blocks of the leading dimension: each piece is a
+/// contiguous run of bytes of the whole.
+static LogicalResult emitMicrobatches(FunctionEmitter &e, Operation *op,
+                                      Value whole, ValueRange pieces,
+                                      int64_t axis, bool merge) {
+  if (axis != 0)
+    return op->emitError() << "dist-compile: " << op->getName()
+                           << " along axis " << axis
+                           << " has no lowering; micro-batches split the "
+                              "leading dimension (axis 0)";
+  if (merge)
+    e.allocate(whole);
+  for (auto [k, piece] : llvm::enumerate(pieces)) {
+    if (!merge)
+      e.allocate(piece);
+    int64_t bytes = FunctionEmitter::bytesOf(piece);
+    std::string at = "(char *)" + e.name(whole) + " + " +
+                     std::to_string(k * bytes);
+    e.os << "  if (P.copy(" << (merge ? at : e.name(piece)) << ", "
+         << (merge ? e.name(piece) : at) << ", " << bytes
+         << ")) return 1;\n";
+  }
+  return success();
+}
+
 LogicalResult distopt::codegen::emitCommOp(FunctionEmitter &e, Operation *op) {
-  if (auto ar = dyn_cast<dist::AllReduceOp>(op))
-    return emitAllReduce(e, ar);
-  return op->emitError() << "dist-compile: collective '" << op->getName()
+  if (auto collective = dyn_cast<dist::CollectiveOpInterface>(op))
+    return emitCollective(e, collective);
+  if (auto send = dyn_cast<dist::SendOp>(op))
+    return emitSend(e, send);
+  if (auto recv = dyn_cast<dist::RecvOp>(op))
+    return emitRecv(e, recv);
+  if (auto split = dyn_cast<dist::MicrobatchSplitOp>(op))
+    return emitMicrobatches(e, op, split.getInput(), split.getMicrobatches(),
+                            split.getAxis(), /*merge=*/false);
+  if (auto merge = dyn_cast<dist::MicrobatchMergeOp>(op))
+    return emitMicrobatches(e, op, merge.getResult(), merge.getMicrobatches(),
+                            merge.getAxis(), /*merge=*/true);
+  return op->emitError() << "dist-compile: '" << op->getName()
                          << "' has no lowering to the runtime";
 }

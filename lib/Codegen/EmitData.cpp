@@ -10,11 +10,14 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Emit/EmitDialect.h"
+#include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
+namespace emit = distopt::emit;
 using namespace distopt::codegen;
 using namespace distopt::graph;
 
@@ -66,14 +69,14 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
                           << type << " needs " << bytes
                           << " bytes but refers to " << *op.getSize()
                           << "; re-import the model";
-  // A training step keeps weights across calls: load them on first use.
-  bool fresh = false;
-  if (e.training) {
+  // Weights are loaded on the first run and kept: a training step's in its
+  // persistent (saved) state, an inference body's as a resident buffer.
+  bool fresh = true;
+  if (e.training)
     e.bindPersistent(r, cstr(op.getSymName()), fresh);
-    e.os << "  if (fresh_" << e.name(r) << ") {\n";
-  } else {
-    e.allocate(r);
-  }
+  else
+    e.bindResident(r, "w." + cstr(op.getSymName()));
+  e.os << "  if (fresh_" << e.name(r) << ") {\n";
   if (auto file = op.getFile()) {
     e.os << "  if (P.loadWeight(\"" << cstr(op.getSymName()) << "\", \""
          << cstr(*file) << "\", " << (op.getOffset() ? *op.getOffset() : 0)
@@ -86,8 +89,7 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
          << FunctionEmitter::dgType(type.getElementType()) << ", dims, "
          << type.getRank() << ", " << e.name(r) << ")) return 1; }\n";
   }
-  if (fresh)
-    e.os << "  }\n";
+  e.os << "  }\n";
   return success();
 }
 
@@ -100,7 +102,8 @@ static LogicalResult emitConstant(FunctionEmitter &e, ConstantOp op) {
     return op.emitError()
            << "graph.constant: only dense element values have a lowering (got "
            << op.getValue() << "); store large tensors as graph.weight";
-  e.allocate(r);
+  // Filled on the first run and kept (a resident buffer of the plan).
+  e.bindResident(r, "c" + std::to_string(e.positionOf(op)));
   auto valueAt = [&](auto it) -> std::string {
     if (isa<FloatType>(et))
       return FunctionEmitter::literal((*it).convertToDouble(), et);
@@ -122,11 +125,13 @@ static LogicalResult emitConstant(FunctionEmitter &e, ConstantOp op) {
     }
   }
   std::string ct = FunctionEmitter::cType(et);
+  std::string out = e.name(r);
+  e.os << "  if (fresh_" << out << ") {\n";
   if (dense.isSplat()) {
-    std::string out = e.name(r);
     e.openLoop(type.getNumElements());
     e.os << "    " << out << "[i] = (" << ct << ")" << values[0] << ";\n";
     e.closeLoop();
+    e.os << "  }\n";
     return success();
   }
   std::string g = e.prefix + "_" + e.name(r);
@@ -135,7 +140,7 @@ static LogicalResult emitConstant(FunctionEmitter &e, ConstantOp op) {
     e.globals << (i ? (i % 16 ? ", " : ",\n    ") : "") << values[i];
   e.globals << "};\n";
   e.os << "  if (P.upload(" << e.name(r) << ", " << g << ", sizeof(" << g
-       << "))) return 1;\n";
+       << "))) return 1;\n  }\n";
   return success();
 }
 
@@ -167,6 +172,14 @@ static LogicalResult emitIota(FunctionEmitter &e, IotaOp op) {
   return success();
 }
 
+/// Where element i (row-major) of `in` is in its memory (its plan's
+/// strides: a view or channels-last value is read where it lies).
+static std::string readOffset(FunctionEmitter &e, Value in) {
+  auto shape = FunctionEmitter::typeOf(in).getShape();
+  return FunctionEmitter::stridedOffset(
+      shape, FunctionEmitter::stridesOf(shape), shape, e.layoutOf(in), "i");
+}
+
 /// out[i] = in[<offset expression of i>], for any element type.
 static void emitGather(FunctionEmitter &e, Value out, Value in,
                        const std::string &offset,
@@ -180,8 +193,7 @@ static void emitGather(FunctionEmitter &e, Value out, Value in,
 static LogicalResult emitTranspose(FunctionEmitter &e, TransposeOp op) {
   Value in = op.getInput(), out = op.getResult();
   auto outShape = FunctionEmitter::typeOf(out).getShape();
-  auto inStrides =
-      FunctionEmitter::stridesOf(FunctionEmitter::typeOf(in).getShape());
+  auto inStrides = e.layoutOf(in);
   e.allocate(out);
   std::string off;
   for (unsigned k = 0; k < outShape.size(); ++k) {
@@ -199,8 +211,7 @@ static LogicalResult emitTranspose(FunctionEmitter &e, TransposeOp op) {
 static void emitStrided(FunctionEmitter &e, Value out, Value in,
                         ArrayRef<int64_t> starts, ArrayRef<int64_t> steps) {
   auto outShape = FunctionEmitter::typeOf(out).getShape();
-  auto inStrides =
-      FunctionEmitter::stridesOf(FunctionEmitter::typeOf(in).getShape());
+  auto inStrides = e.layoutOf(in);
   std::string off;
   for (unsigned d = 0; d < outShape.size(); ++d) {
     std::string c =
@@ -276,7 +287,7 @@ static LogicalResult emitConcat(FunctionEmitter &e, ConcatOp op) {
       std::string o = e.name(out), src = e.name(in);
       e.openLoop(FunctionEmitter::numel(in));
       e.os << "    " << o << "[" << (off.empty() ? "0" : off) << "] = " << src
-           << "[i];\n";
+           << "[" << readOffset(e, in) << "];\n";
       e.closeLoop();
     }
     offset += inShape[axis];
@@ -288,7 +299,7 @@ static LogicalResult emitPad(FunctionEmitter &e, PadOp op) {
   Value in = op.getInput(), out = op.getResult();
   auto inShape = FunctionEmitter::typeOf(in).getShape();
   auto outShape = FunctionEmitter::typeOf(out).getShape();
-  auto inStrides = FunctionEmitter::stridesOf(inShape);
+  auto inStrides = e.layoutOf(in);
   unsigned rank = inShape.size();
   e.allocate(out);
   std::string prelude = "    bool inside = true; int64_t off = 0;\n";
@@ -345,8 +356,9 @@ static LogicalResult emitTrilu(FunctionEmitter &e, TriluOp op) {
                      std::to_string(k) + "ll)";
   std::string o = e.name(out), src = e.name(in);
   e.openLoop(FunctionEmitter::numel(out));
-  e.os << "    " << o << "[i] = " << keep << " ? " << src << "[i] : ("
-       << FunctionEmitter::cType(out) << ")0;\n";
+  e.os << "    " << o << "[i] = " << keep << " ? " << src << "["
+       << readOffset(e, in) << "] : (" << FunctionEmitter::cType(out)
+       << ")0;\n";
   e.closeLoop();
   return success();
 }
@@ -357,8 +369,8 @@ static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
   auto dShape = FunctionEmitter::typeOf(data).getShape();
   auto iShape = FunctionEmitter::typeOf(indices).getShape();
   auto oShape = FunctionEmitter::typeOf(out).getShape();
-  auto dStrides = FunctionEmitter::stridesOf(dShape);
-  auto iStrides = FunctionEmitter::stridesOf(iShape);
+  auto dStrides = e.layoutOf(data);
+  auto iStrides = e.layoutOf(indices);
   if (axis < 0)
     axis += dShape.size();
   unsigned q = iShape.size();
@@ -390,10 +402,30 @@ static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
 LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
   if (failed(e.checkTypes(op)))
     return failure();
-  if (isAliasOp(op)) {
-    e.alias(op->getResult(0), op->getOperand(0));
+  // Views (the plan's): the result points into its operand's memory.
+  if (auto b = emit::bufferOf(op->getResult(0)); b && b.isView()) {
+    for (Value r : op->getResults())
+      e.alias(r, op->getOperand(0));
     return success();
   }
+  if (auto copy = dyn_cast<emit::CopyOp>(op)) {
+    // A strided value into a buffer of the layout the plan gave the copy.
+    Value in = copy.getInput(), out = copy.getResult();
+    auto shape = FunctionEmitter::typeOf(out).getShape();
+    e.allocate(out);
+    std::string dst = e.name(out), src = e.name(in);
+    e.openLoop(FunctionEmitter::numel(out));
+    e.os << "    " << dst << "[i] = " << src << "["
+         << FunctionEmitter::stridedOffset(shape, e.layoutOf(out), shape,
+                                           e.layoutOf(in), "i")
+         << "];\n";
+    e.closeLoop();
+    return success();
+  }
+  if (isAliasOp(op))
+    return op->emitError() << "dist-compile: " << op->getName()
+                           << " is not a view in the memory plan; run "
+                              "dist-prepare-for-emission";
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<WeightOp>([&](auto o) { return emitWeight(e, o); })
       .Case<ConstantOp>([&](auto o) { return emitConstant(e, o); })
@@ -404,10 +436,12 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
       .Case<ConcatOp>([&](auto o) { return emitConcat(e, o); })
       .Case<ExpandOp>([&](ExpandOp o) {
         e.allocate(o.getResult());
+        auto shape = FunctionEmitter::typeOf(o.getResult()).getShape();
         emitGather(e, o.getResult(), o.getInput(),
-                   FunctionEmitter::broadcastOffset(
-                       FunctionEmitter::typeOf(o.getResult()).getShape(),
-                       FunctionEmitter::typeOf(o.getInput()).getShape(), "i"));
+                   FunctionEmitter::stridedOffset(
+                       shape, FunctionEmitter::stridesOf(shape),
+                       FunctionEmitter::typeOf(o.getInput()).getShape(),
+                       e.layoutOf(o.getInput()), "i"));
         return success();
       })
       .Case<PadOp>([&](auto o) { return emitPad(e, o); })

@@ -12,24 +12,28 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Emit/EmitDialect.h"
+#include "dialects/Emit/KernelRules.h"
 #include "dialects/Graph/GraphOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
+namespace emit = distopt::emit;
 using namespace distopt::codegen;
 using namespace distopt::graph;
 
 bool distopt::codegen::isElementwise(Operation *op) {
-  return isa<UnaryOp, BinaryOp, WhereOp, CastOp, ClipOp, UnaryGradOp>(op);
+  return distopt::emit::isElementwiseOp(op);
 }
 
 namespace {
 /// Builds the scalar code of one fusion group.
 class GroupEmitter {
 public:
-  GroupEmitter(FunctionEmitter &e, ArrayRef<int64_t> outShape)
-      : e(e), outShape(outShape) {}
+  GroupEmitter(FunctionEmitter &e, ArrayRef<int64_t> outShape,
+               ArrayRef<int64_t> outStrides)
+      : e(e), outShape(outShape), outStrides(outStrides) {}
 
   /// Returns the register holding `v` at element `i`, emitting its code.
   FailureOr<std::string> scalar(Value v) {
@@ -47,8 +51,9 @@ public:
     } else {
       reg = "t" + std::to_string(counter++);
       body += "    const " + regType(v) + " " + reg + " = " + e.name(v) + "[" +
-              FunctionEmitter::broadcastOffset(
-                  outShape, FunctionEmitter::typeOf(v).getShape(), "i") +
+              FunctionEmitter::stridedOffset(
+                  outShape, outStrides, FunctionEmitter::typeOf(v).getShape(),
+                  e.layoutOf(v), "i") +
               "];\n";
     }
     regs[v] = reg;
@@ -283,28 +288,63 @@ private:
 
   FunctionEmitter &e;
   ArrayRef<int64_t> outShape;
+  SmallVector<int64_t> outStrides;
   llvm::DenseMap<Value, std::string> regs;
   unsigned counter = 0;
 };
 } // namespace
 
-LogicalResult distopt::codegen::emitElementwise(FunctionEmitter &e,
-                                                Operation *op) {
-  if (failed(e.checkTypes(op)))
+/// One generated loop computing `root` (and the ops fused into it) into
+/// `result`'s buffer.
+static LogicalResult emitLoop(FunctionEmitter &e, Operation *root,
+                              Value result) {
+  if (failed(e.checkTypes(root)))
     return failure();
-  if (e.fused.contains(op))
-    return success(); // emitted inside its user's loop
-  Value result = op->getResult(0);
   auto shape = FunctionEmitter::typeOf(result).getShape();
-  GroupEmitter group(e, shape);
-  FailureOr<std::string> expr = group.compute(op);
+  GroupEmitter group(e, shape, e.layoutOf(result));
+  FailureOr<std::string> expr = group.compute(root);
   if (failed(expr))
-    return op->emitError() << op->getName()
-                           << ": this kind has no generated-loop lowering";
+    return root->emitError() << root->getName()
+                             << ": this kind has no generated-loop lowering";
   e.allocate(result);
   std::string out = e.name(result);
   e.openLoop(FunctionEmitter::numel(result));
   e.os << group.body << "    " << out << "[i] = " << *expr << ";\n";
   e.closeLoop();
+  return success();
+}
+
+LogicalResult distopt::codegen::emitElementwise(FunctionEmitter &e,
+                                                Operation *op) {
+  if (e.fused.contains(op))
+    return success(); // emitted inside its user's loop
+  return emitLoop(e, op, op->getResult(0));
+}
+
+LogicalResult distopt::codegen::emitLoopKernel(FunctionEmitter &e,
+                                               Operation *op) {
+  auto kernel = cast<emit::KernelOp>(op);
+  Block &body = kernel.getBody().front();
+  for (auto [arg, in] : llvm::zip(body.getArguments(), kernel.getInputs()))
+    e.bindKernelInput(arg, in);
+  for (Operation &inner : body.without_terminator())
+    if (failed(e.checkTypes(&inner)))
+      return failure();
+  return emitLoop(e, kernel.getRoot(), kernel.getResult());
+}
+
+LogicalResult distopt::codegen::emitEltwiseKernel(FunctionEmitter &e,
+                                                  Operation *op) {
+  auto kernel = cast<emit::KernelOp>(op);
+  Operation *unary = kernel.getRoot();
+  std::optional<std::string> alg = emit::standaloneEltwise(unary);
+  if (!alg)
+    return op->emitError() << "dist-compile: emit.kernel eltwise holds an op "
+                              "the runtime's eltwise kernel lacks";
+  e.allocate(kernel.getResult());
+  e.os << "  { distrt_tensor x = " << e.desc(kernel.getInputs()[0])
+       << ", y = " << e.desc(kernel.getResult()) << ";\n  ";
+  e.call("distrt_unary(P.ctx, DISTRT_UNARY_" + *alg + ", &x, &y)", op);
+  e.os << "  }\n";
   return success();
 }

@@ -11,11 +11,15 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Emit/EmitDialect.h"
+#include "dialects/Emit/KernelRules.h"
+#include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
+namespace emit = distopt::emit;
 using namespace distopt::codegen;
 using namespace distopt::graph;
 
@@ -81,8 +85,64 @@ static Temp expandInto(FunctionEmitter &e, Value v, ArrayRef<int64_t> shape) {
   return t;
 }
 
-static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op) {
-  Value out = op.getResult();
+/// Emits `distrt_compute_ex ex` for the post-ops of `kernel` (an
+/// emit.kernel post_ops whose anchor is `anchor`) and the constness of
+/// `weights`; returns "&ex", or "" when neither applies (the plain entry
+/// point will do).
+static std::string computeEx(FunctionEmitter &e, Operation *kernel,
+                             Operation *anchor, Value weights) {
+  std::string text;
+  unsigned count = 0;
+  if (kernel) {
+    auto k = cast<emit::KernelOp>(kernel);
+    int sum = emit::sumCandidate(k);
+    // oneDNN's sum reads what the output buffer holds: the plan wrote the
+    // result over that operand (in place).
+    bool inPlace =
+        sum >= 0 &&
+        emit::arenaOffset(e.resolve(k.getBody().getArgument(sum))) ==
+            emit::arenaOffset(k.getResult());
+    Value chain = anchor->getResult(0);
+    for (Operation *op = anchor->getNextNode();
+         op && !op->hasTrait<OpTrait::IsTerminator>(); op = op->getNextNode()) {
+      auto posts = emit::postOpsOf(op, chain, anchor);
+      if (!posts)
+        return "";
+      for (const emit::PostOp &p : *posts) {
+        std::string slot = "ex.post[" + std::to_string(count++) + "]";
+        Value src1 = p.operand >= 0 ? op->getOperand(p.operand) : Value();
+        if (inPlace && count == 1 && src1 == k.getBody().getArgument(sum)) {
+          text += "    " + slot + ".kind = DISTRT_POST_SUM;\n";
+          continue;
+        }
+        bool elt = p.kind == emit::PostOp::Eltwise;
+        text += "    " + slot + ".kind = DISTRT_POST_" +
+                (elt ? "ELTWISE" : "BINARY") + ";\n    " + slot +
+                ".alg = DISTRT_" + (elt ? "ELTWISE_" : "BINARY_") + p.alg +
+                ";\n";
+        Type f32 = Float32Type::get(op->getContext());
+        if (p.alpha != 0 || p.beta != 0)
+          text += "    " + slot + ".alpha = " +
+                  FunctionEmitter::literal(p.alpha, f32) + "; " + slot +
+                  ".beta = " + FunctionEmitter::literal(p.beta, f32) + ";\n";
+        if (src1)
+          text += "    " + slot + ".src1 = " + e.desc(src1) + ";\n";
+      }
+      chain = op->getResult(0);
+    }
+  }
+  bool constant = weights && e.isConstant(weights);
+  if (!count && !constant)
+    return "";
+  e.os << "    distrt_compute_ex ex = {};\n    ex.count = " << count << ";\n"
+       << text;
+  if (constant)
+    e.os << "    ex.constant_weights = 1;\n";
+  return "&ex";
+}
+
+static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op, Value out,
+                                Operation *kernel = nullptr) {
   Type et = FunctionEmitter::typeOf(out).getElementType();
   for (Value v : op->getOperands()) {
     Type t = FunctionEmitter::typeOf(v).getElementType();
@@ -153,8 +213,17 @@ static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op) {
   e.os << ";\n    distrt_matmul_attr at = {" << ta << ", " << tb << ", "
        << FunctionEmitter::literal(op.getAlpha().convertToDouble(),
                                    Float32Type::get(op.getContext()))
-       << ", 0.0f};\n  ";
-  e.call("distrt_matmul(P.ctx, &a, &b, " + bias + ", &c, &at)", op);
+       << ", 0.0f};\n";
+  std::string ex = computeEx(e, kernel, op, Value());
+  bool strided = !e.isRowMajor(op.getLhs()) || !e.isRowMajor(op.getRhs()) ||
+                 !e.isRowMajor(out);
+  e.os << "  ";
+  if (ex.empty() && !strided)
+    e.call("distrt_matmul(P.ctx, &a, &b, " + bias + ", &c, &at)", op);
+  else
+    e.call("distrt_matmul_ex(P.ctx, &a, &b, " + bias + ", &c, &at, " +
+               (ex.empty() ? std::string("nullptr") : ex) + ")",
+           op);
   e.os << "  }\n";
   for (Temp &t : temps)
     e.os << "  P.release(" << t.name << ");\n";
@@ -186,7 +255,8 @@ static std::string as4D(FunctionEmitter &e, Value v) {
   return e.desc(v, {s[0], s[1], 1, s[2]});
 }
 
-static LogicalResult emitConv(FunctionEmitter &e, ConvOp op) {
+static LogicalResult emitConv(FunctionEmitter &e, ConvOp op, Value out,
+                              Operation *kernel = nullptr) {
   if (failed(requireF32(e, op)))
     return failure();
   unsigned rank = FunctionEmitter::typeOf(op.getInput()).getRank();
@@ -202,20 +272,28 @@ static LogicalResult emitConv(FunctionEmitter &e, ConvOp op) {
     s.padBegin[off + k] = op.getPads().empty() ? 0 : op.getPads()[k];
     s.padEnd[off + k] = op.getPads().empty() ? 0 : op.getPads()[n + k];
   }
-  e.allocate(op.getResult());
+  e.allocate(out);
   e.os << "  { distrt_tensor x = " << as4D(e, op.getInput())
-       << ", w = " << as4D(e, op.getWeight())
-       << ", y = " << as4D(e, op.getResult());
+       << ", w = " << as4D(e, op.getWeight()) << ", y = " << as4D(e, out);
   if (op.getBias())
     e.os << ", bias = " << e.desc(op.getBias());
   e.os << ";\n    distrt_conv2d_attr at = {{" << s.stride[0] << ", "
        << s.stride[1] << "}, {" << s.padBegin[0] << ", " << s.padBegin[1]
        << "}, {" << s.padEnd[0] << ", " << s.padEnd[1] << "}, {"
        << s.dilation[0] << ", " << s.dilation[1] << "}, " << op.getGroup()
-       << "};\n  ";
-  e.call(std::string("distrt_conv2d(P.ctx, &x, &w, ") +
-             (op.getBias() ? "&bias" : "nullptr") + ", &y, &at)",
-         op);
+       << "};\n";
+  bool strided = !e.isRowMajor(op.getInput()) || !e.isRowMajor(out);
+  std::string ex = kernel || strided
+                       ? computeEx(e, kernel, op, op.getWeight())
+                       : std::string();
+  e.os << "  ";
+  std::string bias = op.getBias() ? "&bias" : "nullptr";
+  if (ex.empty() && !strided)
+    e.call("distrt_conv2d(P.ctx, &x, &w, " + bias + ", &y, &at)", op);
+  else
+    e.call("distrt_conv2d_ex(P.ctx, &x, &w, " + bias + ", &y, &at, " +
+               (ex.empty() ? std::string("nullptr") : ex) + ")",
+           op);
   e.os << "  }\n";
   return success();
 }
@@ -443,8 +521,8 @@ LogicalResult distopt::codegen::emitNNOp(FunctionEmitter &e, Operation *op) {
   if (failed(e.checkTypes(op)))
     return failure();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<MatmulOp>([&](auto o) { return emitMatmul(e, o); })
-      .Case<ConvOp>([&](auto o) { return emitConv(e, o); })
+      .Case<MatmulOp>([&](auto o) { return emitMatmul(e, o, o.getResult()); })
+      .Case<ConvOp>([&](auto o) { return emitConv(e, o, o.getResult()); })
       .Case<PoolOp>([&](auto o) { return emitPool(e, o); })
       .Case<SoftmaxOp>([&](SoftmaxOp o) -> LogicalResult {
         if (failed(requireF32(e, o)))
@@ -468,4 +546,18 @@ LogicalResult distopt::codegen::emitNNOp(FunctionEmitter &e, Operation *op) {
       .Default([&](Operation *) {
         return op->emitError() << op->getName() << " has no lowering";
       });
+}
+
+LogicalResult distopt::codegen::emitPostOpKernel(FunctionEmitter &e,
+                                                 Operation *op) {
+  auto kernel = cast<emit::KernelOp>(op);
+  Block &body = kernel.getBody().front();
+  for (auto [arg, in] : llvm::zip(body.getArguments(), kernel.getInputs()))
+    e.bindKernelInput(arg, in);
+  Operation *anchor = kernel.getAnchor();
+  if (!anchor || failed(e.checkTypes(anchor)))
+    return failure();
+  if (auto mm = dyn_cast<MatmulOp>(anchor))
+    return emitMatmul(e, mm, kernel.getResult(), op);
+  return emitConv(e, cast<ConvOp>(anchor), kernel.getResult(), op);
 }

@@ -1,123 +1,243 @@
-//===- EmitPipeline.cpp - dist.stage regions to one program ---*- C++ -*-===//
+//===- EmitPipeline.cpp - Per-list programs to one executable --*- C++ -*-===//
 //
-// Part of DistOpt. Compiles a function whose body is `dist.stage` regions
-// (passes/Partition, --dist-stage-regions) into ONE program every rank of
-// the job runs (docs/distributed.md, "Pipeline execution"):
+// Part of DistOpt. Prints a partitioned module (dist-partition:
+// docs/partition.md) as ONE program every rank of the job runs:
 //
-//  - each stage becomes `static int stageV(P, in, out)`: its block
-//    arguments are the pointers `in[j]`, its `dist.yield` operands come back
-//    in `out[k]`;
-//  - `run` loops over the micro-batches; rank r runs the stages whose mesh
-//    holds device r: a function argument is the micro-batch's rows of the
-//    input file, a value of another stage is received from the rank that
-//    made it (distrt_recv), every result is sent to each other rank whose
-//    stage reads it (distrt_send), and the returned values are written into
-//    the micro-batch's rows of the outputs on the last stage's rank.
+//  - each stage function becomes `static int <name>(P, in, out)`: its
+//    arguments are copied from the caller's buffers `in[j]` into its arena
+//    slots, and its results into the caller's buffers `out[k]` (the
+//    caller's arena slots for the call's results): a stage's arena is kept
+//    and reused by its next call, so nothing the caller holds may live in
+//    it, and every value is where dist-prepare-for-emission's plan says;
+//  - each per-list program `@<f>_rank<L>` becomes `static int rankL(P)`:
+//    its actions in the schedule's order (stage calls, dist.send/dist.recv
+//    lowered by EmitComm, micro-batch split and merge);
+//  - a training step's programs write their updates back to the weights
+//    and state they own; list 0 returns the step's outputs (the loss);
+//  - `run` looks up this rank's action list and runs its program; `peers`
+//    gives, for each rank and action list, the list's device with the
+//    rank's data-parallel replica and tensor coordinates;
+//  - with data-parallel replicas of the stages, inputs marked
+//    `dist.batch_shard` hold every replica's rows and `replicaOf` says
+//    whose a rank keeps.
 //
-// Tags: the value's number among all stage results in stage order (stage
-// 0's results first). Receives go in (producer stage, result) order and
-// sends in (consumer stage, result) order, which cannot deadlock with
-// blocking transfers when each rank runs one stage.
-//
-// First slice: forward functions, one device per stage, every device in one
-// stage, devices 0..N-1; anything else is a compile-time error.
+// Every decision about order, transfers and micro-batches is in the IR;
+// this file only prints it.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
 #include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/MapVector.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
-
-#include <map>
+#include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace distopt::codegen;
 namespace dist = distopt::dist;
+namespace graph = distopt::graph;
 
-namespace {
-
-/// Tags distrt_send/recv accept: [0, 32767].
-constexpr int64_t kMaxTag = 32767;
-
-/// A descriptor of `ptr` holding a value of type `t` for distrt_send/recv:
-/// its runtime dtype, or its bytes as u8 when the ABI has no such dtype
-/// (f64, i8, i16...).
-std::string transferDesc(llvm::StringRef ptr, RankedTensorType t) {
-  std::string rt = FunctionEmitter::rtType(t.getElementType());
-  if (rt.empty())
-    return "dg::T(" + ptr.str() + ", DISTRT_U8, {" +
-           std::to_string(t.getNumElements() *
-                          (int64_t)FunctionEmitter::byteSize(
-                              t.getElementType())) +
-           "})";
-  std::string s = "dg::T(" + ptr.str() + ", " + rt + ", {";
-  for (int64_t i = 0; i < t.getRank(); ++i)
-    s += (i ? ", " : "") + std::to_string(t.getShape()[i]);
-  return s + "})";
+/// The per-list programs of \p module, by list index.
+static SmallVector<func::FuncOp> listPrograms(ModuleOp module) {
+  auto helper = dist::DistDialect::ActionListAttrHelper(module.getContext());
+  SmallVector<func::FuncOp> out;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (IntegerAttr l = helper.getAttr(f)) {
+      if (out.size() <= (size_t)l.getInt())
+        out.resize(l.getInt() + 1);
+      out[l.getInt()] = f;
+    }
+  return out;
 }
 
-int64_t bytesOf(RankedTensorType t) {
-  return t.getNumElements() *
-         (int64_t)FunctionEmitter::byteSize(t.getElementType());
+bool distopt::codegen::isPipelined(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  return module && !listPrograms(module).empty();
 }
 
-/// Emits `static int <fnName>(dg::Program &P, void *const *in, void **out)`.
-LogicalResult emitStage(dist::StageOp stage, const std::string &fnName,
-                        llvm::StringRef prefix,
-                        const CodegenOptions &options, std::string &text,
-                        std::string &globals) {
-  Block &body = stage.getBody().front();
+/// The name of \p v's argument or result `k` (ONNX names when imported).
+static std::string ioName(func::FuncOp f, unsigned k, bool result) {
+  auto n = result ? f.getResultAttrOfType<StringAttr>(k, "graph.name")
+                  : f.getArgAttrOfType<StringAttr>(k, "graph.name");
+  if (!n && result)
+    n = f.getResultAttrOfType<StringAttr>(k, "graph.output");
+  return n ? n.str() : (result ? "out" : "arg") + std::to_string(k);
+}
+
+/// Checks that \p t is what a .npy file carries; inputs have a batch
+/// dimension (dim 0) the pipeline splits into micro-batches.
+static LogicalResult checkIO(Operation *at, Type t, llvm::StringRef what,
+                             llvm::StringRef name, bool batched) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  if (!r || !r.hasStaticShape() || (batched && r.getRank() == 0) ||
+      FunctionEmitter::dgType(r.getElementType()).empty())
+    return at->emitError()
+           << "dist-compile: " << what << " '" << name << "' has type " << t
+           << "; pipeline inputs are statically shaped tensors with a batch "
+              "dimension (dim 0), outputs statically shaped tensors, of a "
+              ".npy element type (pin shapes with --input-shape=NAME:D0xD1...)";
+  return success();
+}
+
+/// Whether result \p k of \p fn is a weight or state update.
+static bool isUpdate(func::FuncOp fn, unsigned k) {
+  return static_cast<bool>(fn.getResultAttr(k, "graph.update"));
+}
+
+/// The indices of \p fn's results that are outputs (not updates).
+static SmallVector<unsigned> outputIndices(func::FuncOp fn) {
+  SmallVector<unsigned> out;
+  for (unsigned k = 0; k < fn.getNumResults(); ++k)
+    if (!isUpdate(fn, k))
+      out.push_back(k);
+  return out;
+}
+
+/// The C++ name of stage function \p fn: its position among \p stages.
+static std::string stageName(func::FuncOp fn,
+                             const llvm::SetVector<func::FuncOp> &stages) {
+  return "stage" + std::to_string(llvm::find(stages, fn) - stages.begin());
+}
+
+/// `static int <name>(dg::Program &P, void *const *in, void **out)`;
+/// \p training when the module is a training step.
+static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
+                                       llvm::StringRef prefix, bool training,
+                                       const CodegenOptions &options,
+                                       std::string &text,
+                                       std::string &globals) {
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError() << "dist-compile: stage function @"
+                          << fn.getSymName() << " must have a single block";
+  Block &body = fn.getBody().front();
   std::string bodyText;
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globals);
   FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
-  // Weights are loaded once and kept across micro-batches.
-  e.training = true;
+  // Weights are loaded once and kept across micro-batches: a training
+  // step's in the rank's persistent (saved, updated) state, a forward
+  // pipeline's as the plan's resident buffers, constant as in a
+  // single-device program (convolutions tell oneDNN so).
+  e.training = training;
+  if (failed(requireMemoryPlan(fn)))
+    return failure();
   computeFusion(body, e.fused);
   e.computeLifetimes(body);
   for (BlockArgument arg : body.getArguments()) {
     auto t = dyn_cast<RankedTensorType>(arg.getType());
     if (!t || !t.hasStaticShape() || FunctionEmitter::cType(arg).empty())
-      return stage.emitError()
-             << "dist-compile: stage " << stage.getIndex() << " input #"
+      return fn.emitError()
+             << "dist-compile: stage @" << fn.getSymName() << " input #"
              << arg.getArgNumber() << " has type " << arg.getType()
              << "; values crossing stage boundaries must be statically "
                 "shaped tensors";
-    e.bindInput(arg, "in[" + std::to_string(arg.getArgNumber()) + "]");
+    // The plan gives each argument an arena slot (an in-place kernel or a
+    // oneDNN sum may write over it): the caller's value is copied in.
+    e.allocate(arg);
+    bodyOS << "  if (P.copy(" << e.name(arg) << ", in[" << arg.getArgNumber()
+           << "], " << FunctionEmitter::bytesOf(arg) << ")) return 1;\n";
   }
-  unsigned position = 0;
   for (Operation &op : body) {
-    if (auto yield = dyn_cast<dist::YieldOp>(&op)) {
-      for (auto [k, v] : llvm::enumerate(yield.getValues()))
-        bodyOS << "  out[" << k << "] = (void *)" << e.name(v) << ";\n";
+    if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
+      // Results go to the caller's buffers: each lives in this stage's
+      // arena (reused by the next call), in a weight or state buffer, or
+      // in an argument's slot, and two may share one (a result returned
+      // twice, or a view of another).
+      for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+        bodyOS << "  if (P.copy(out[" << k << "], " << e.name(v) << ", "
+               << FunctionEmitter::bytesOf(v) << ")) return 1;\n";
       continue;
     }
-    if (isCommOp(&op) || isa<dist::StageOp>(&op))
-      return op.emitError()
-             << "dist-compile: '" << op.getName()
-             << "' inside a pipeline stage has no lowering yet; stages run "
-                "on one device each (dp = tp = 1)";
+    if (isa<dist::StageOp, func::CallOp>(&op))
+      return op.emitError() << "dist-compile: '" << op.getName()
+                            << "' inside stage function @" << fn.getSymName()
+                            << "; stages do not nest";
     if (failed(emitOp(e, &op)))
       return failure();
-    e.releaseAfter(position++);
   }
-  text += "static int " + fnName +
-          "(dg::Program &P, void *const *in, void **out) {\n  (void)in;\n  "
+  text += "static int " + name.str() + "(dg::Program &P, void *const *in, " +
+          "void **out) {\n  // @" + fn.getSymName().str() + "\n  (void)in;\n  "
           "(void)out;\n" +
           bodyText + "  return 0;\n}\n";
   return success();
 }
 
-} // namespace
-
-bool distopt::codegen::isPipelined(Operation *func) {
-  auto f = dyn_cast<func::FuncOp>(func);
-  if (!f || f.getBody().empty())
-    return false;
-  return llvm::any_of(f.getBody().front(),
-                      [](Operation &op) { return isa<dist::StageOp>(&op); });
+/// `static int rank<L>(dg::Program &P)`: the program of one action list.
+static LogicalResult emitListProgram(func::FuncOp fn, unsigned list,
+                                     const llvm::SetVector<func::FuncOp> &stages,
+                                     llvm::StringRef prefix,
+                                     const CodegenOptions &options,
+                                     std::string &text, std::string &globals) {
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError() << "dist-compile: @" << fn.getSymName()
+                          << " must have a single block";
+  Block &body = fn.getBody().front();
+  auto module = fn->getParentOfType<ModuleOp>();
+  std::string bodyText;
+  llvm::raw_string_ostream bodyOS(bodyText), globalOS(globals);
+  FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
+  // A training step's program keeps weights and state in persistent
+  // buffers and writes its updates back.
+  for (unsigned k = 0; k < fn.getNumResults(); ++k)
+    e.training |= isUpdate(fn, k);
+  if (failed(requireMemoryPlan(fn)))
+    return failure();
+  computeFusion(body, e.fused);
+  e.computeLifetimes(body);
+  for (BlockArgument arg : body.getArguments()) {
+    if (failed(checkIO(fn, arg.getType(), "input",
+                       ioName(fn, arg.getArgNumber(), false), true)))
+      return failure();
+    e.allocate(arg);
+    bodyOS << "  if (P.upload(" << e.name(arg) << ", P.inputs["
+           << arg.getArgNumber() << "].data.data(), P.inputs["
+           << arg.getArgNumber() << "].data.size())) return 1;\n";
+  }
+  unsigned calls = 0;
+  for (Operation &op : body) {
+    if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
+      unsigned slot = 0;
+      for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+        if (auto upd = fn.getResultAttrOfType<StringAttr>(k, "graph.update")) {
+          emitUpdateWriteBack(e, upd.getValue(), v);
+          continue;
+        }
+        bodyOS << "  if (P.download(P.outputs[" << slot << "].data.data(), "
+               << e.name(v) << ", P.outputs[" << slot
+               << "].data.size())) return 1;\n";
+        ++slot;
+      }
+      continue;
+    }
+    if (auto call = dyn_cast<func::CallOp>(&op)) {
+      // The stage writes its results into their slots of this arena.
+      std::string c = "c" + std::to_string(calls++);
+      bodyOS << "  // " << FunctionEmitter::where(&op) << "\n";
+      for (Value r : call.getResults())
+        e.allocate(r);
+      bodyOS << "  void *" << c << "in[" << call.getNumOperands() + 1
+             << "] = {";
+      for (Value v : call.getOperands())
+        bodyOS << "(void *)" << e.name(v) << ", ";
+      bodyOS << "nullptr};\n  void *" << c << "out["
+             << call.getNumResults() + 1 << "] = {";
+      for (Value r : call.getResults())
+        bodyOS << "(void *)" << e.name(r) << ", ";
+      bodyOS << "nullptr};\n  if ("
+             << stageName(module.lookupSymbol<func::FuncOp>(call.getCallee()),
+                          stages)
+             << "(P, " << c << "in, " << c << "out)) return 1;\n";
+      continue;
+    }
+    if (failed(emitOp(e, &op)))
+      return failure();
+  }
+  text += "static int rank" + std::to_string(list) + "(dg::Program &P) {\n" +
+          bodyText + "  return 0;\n}\n";
+  return success();
 }
 
 LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
@@ -126,227 +246,131 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
                                                   const CodegenOptions &options,
                                                   llvm::raw_ostream &out) {
   auto func = cast<func::FuncOp>(funcOp);
-  if (func.getBody().getBlocks().size() != 1)
-    return func.emitError() << "dist-compile: @" << func.getSymName()
-                            << " must have a single block";
-  Block &body = func.getBody().front();
-  // Forward functions only.
-  bool training = func->hasAttr("graph.train");
-  for (unsigned k = 0; k < func.getNumResults(); ++k)
-    if (func.getResultAttr(k, "graph.update"))
-      training = true;
-  if (training)
-    return func.emitError()
-           << "dist-compile: @" << func.getSymName()
-           << " is a training step in dist.stage regions; pipeline programs "
-              "run forward functions only (no backward or schedule executor "
-              "yet). Compile the forward model, or train with --train "
-              "--data-parallel";
+  auto module = func->getParentOfType<ModuleOp>();
+  auto plan = dist::DistDialect::PlanAttrHelper(module.getContext())
+                  .getAttr(module);
+  if (!plan)
+    return module.emitError() << "dist-compile: a partitioned module needs its "
+                                 "plan ('dist.plan')";
+  distopt::schedule::RankLayout layout = plan.getLayout();
+  SmallVector<func::FuncOp> lists = listPrograms(module);
+  unsigned numLists =
+      layout.replicated() ? layout.numSlots() : static_cast<unsigned>(layout.pp);
+  if (lists.size() != numLists || llvm::is_contained(lists, func::FuncOp()))
+    return module.emitError()
+           << "dist-compile: the module has programs for " << lists.size()
+           << " action lists but its plan has " << numLists
+           << "; partition it again (dist-partition)";
 
-  // Stages, their devices and the numbering of their results (tags).
-  SmallVector<dist::StageOp> stages;
-  llvm::DenseMap<Operation *, int64_t> deviceOf, firstTag;
-  std::map<int64_t, dist::StageOp> stageOfDevice;
-  int64_t tags = 0;
-  func::ReturnOp ret;
-  for (Operation &op : body) {
-    if (auto r = dyn_cast<func::ReturnOp>(&op)) {
-      ret = r;
+  // The stage functions the programs call, each printed once.
+  std::string stageText, listText, globals;
+  llvm::SetVector<func::FuncOp> stages;
+  for (func::FuncOp fn : lists)
+    fn.walk([&](func::CallOp call) {
+      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+        stages.insert(callee);
+    });
+  bool training = llvm::any_of(lists, [](func::FuncOp fn) {
+    return llvm::any_of(llvm::seq(fn.getNumResults()),
+                        [&](unsigned k) { return isUpdate(fn, k); });
+  });
+  for (auto [k, stage] : llvm::enumerate(stages))
+    if (failed(emitStageFunction(stage, stageName(stage, stages),
+                                 (ns + "s" + std::to_string(k)).str(),
+                                 training, options, stageText, globals)))
+      return failure();
+
+  // The programs; the one returning values holds the outputs.
+  func::FuncOp outputList;
+  unsigned outputIndex = 0;
+  for (auto [l, fn] : llvm::enumerate(lists)) {
+    if (failed(emitListProgram(fn, l, stages,
+                               (ns + "r" + std::to_string(l)).str(), options,
+                               listText, globals)))
+      return failure();
+    if (outputIndices(fn).empty())
       continue;
-    }
-    auto stage = dyn_cast<dist::StageOp>(&op);
-    if (!stage)
-      return op.emitError()
-             << "dist-compile: '" << op.getName()
-             << "' outside the dist.stage regions of a pipelined function; "
-                "every op must be in a stage (run --dist-outline-stages on "
-                "the planner's output)";
-    ArrayRef<int64_t> devices = stage.getMesh().getDevices();
-    if (devices.size() != 1) {
-      auto d = stage.emitError()
-               << "dist-compile: stage " << stage.getIndex() << " runs on "
-               << devices.size() << " devices (mesh shape [";
-      llvm::interleaveComma(stage.getMesh().getShape(), d);
-      d << "]); pipeline programs need one device per stage (dp = tp = 1). "
-           "For data parallelism use dist-compile --train=... "
-           "--data-parallel; tensor parallelism has no lowering yet";
+    if (outputList)
+      return fn.emitError() << "dist-compile: lists " << outputIndex << " and "
+                            << l << " both return outputs; one list runs the "
+                                    "last stage";
+    outputList = fn;
+    outputIndex = l;
+  }
+  if (!outputList)
+    return module.emitError()
+           << "dist-compile: no action list returns the outputs";
+  SmallVector<unsigned> outs = outputIndices(outputList);
+  for (unsigned k : outs)
+    if (failed(checkIO(outputList, outputList.getResultTypes()[k], "output",
+                       ioName(outputList, k, true), false)))
       return failure();
-    }
-    int64_t dev = devices[0];
-    auto [it, fresh] = stageOfDevice.try_emplace(dev, stage);
-    if (!fresh) {
-      stage.emitError() << "dist-compile: device " << dev
-                        << " runs stages " << it->second.getIndex() << " and "
-                        << stage.getIndex()
-                        << " (an interleaved schedule, chunks > 1); pipeline "
-                           "programs need one stage per device yet";
-      return failure();
-    }
-    deviceOf[stage] = dev;
-    firstTag[stage] = tags;
-    tags += stage.getNumResults();
-    stages.push_back(stage);
-    for (auto [j, v] : llvm::enumerate(stage.getInputs()))
-      for (auto [i, w] : llvm::enumerate(stage.getInputs()))
-        if (i < j && v == w)
-          return stage.emitError()
-                 << "dist-compile: stage " << stage.getIndex()
-                 << " takes the same value as inputs #" << i << " and #" << j
-                 << "; outline the stages again (inputs are unique)";
-  }
-  int64_t world = (int64_t)stages.size();
-  int64_t expect = 0;
-  for (auto &[dev, stage] : stageOfDevice)
-    if (dev != expect++)
-      return stage.emitError()
-             << "dist-compile: stage " << stage.getIndex() << " runs on device "
-             << dev << ", but a pipeline of " << world
-             << " stage(s) runs on ranks 0.." << world - 1
-             << " (rank r = device r); plan for a cluster of " << world
-             << " device(s)";
-  if (tags > kMaxTag + 1)
-    return func.emitError() << "dist-compile: " << tags
-                            << " values cross stage boundaries; the runtime "
-                               "numbers them with tags below 32768";
-  if (!ret)
-    return func.emitError() << "dist-compile: @" << func.getSymName()
-                            << " has no return";
 
-  // Outputs: every returned value comes from a stage on one rank.
-  int64_t outputRank = world - 1;
-  SmallVector<std::string> outNames, inNames;
-  for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
-    auto stage = v.getDefiningOp<dist::StageOp>();
-    if (!stage)
-      return ret.emitError()
-             << "dist-compile: result #" << k
-             << " is not computed by a dist.stage; outlined functions return "
-                "the last stage's results";
-    if (k == 0)
-      outputRank = deviceOf[stage];
-    else if (deviceOf[stage] != outputRank)
-      return ret.emitError()
-             << "dist-compile: results come from ranks " << outputRank
-             << " and " << deviceOf[stage]
-             << "; outlined functions return every result from the last "
-                "stage";
-    auto n = func.getResultAttrOfType<StringAttr>(k, "graph.name");
-    if (!n)
-      n = func.getResultAttrOfType<StringAttr>(k, "graph.output");
-    outNames.push_back(n ? n.str() : "out" + std::to_string(k));
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || !t.hasStaticShape() || t.getRank() == 0 ||
-        FunctionEmitter::dgType(t.getElementType()).empty())
-      return ret.emitError()
-             << "dist-compile: output '" << outNames.back() << "' has type "
-             << v.getType()
-             << "; pipeline outputs are statically shaped tensors with a "
-                "batch dimension (dim 0) of a .npy element type";
+  // Which list each rank runs, and each list's device with a rank's
+  // coordinates.
+  unsigned world = static_cast<unsigned>(layout.numDevices());
+  std::string listOf, peers, replicaOf;
+  for (unsigned r = 0; r < world; ++r) {
+    auto c = *layout.coordOf(r);
+    replicaOf += (r ? ", " : "") + std::to_string(c.replica);
+    unsigned list = layout.replicated() ? r / layout.tp : c.stage;
+    listOf += (r ? ", " : "") + std::to_string(list);
+    peers += "    {";
+    for (unsigned l = 0; l < numLists; ++l) {
+      unsigned peer = layout.replicated() ? c.tensor + layout.tp * l
+                                          : layout.globalRank(l, c.replica,
+                                                              c.tensor);
+      peers += (l ? ", " : "") + std::to_string(peer);
+    }
+    peers += "},\n";
   }
-  for (BlockArgument arg : body.getArguments()) {
-    auto n =
-        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "graph.name");
-    inNames.push_back(n ? n.str() : "arg" + std::to_string(arg.getArgNumber()));
-    auto t = dyn_cast<RankedTensorType>(arg.getType());
-    if (!t || !t.hasStaticShape() || t.getRank() == 0 ||
-        FunctionEmitter::dgType(t.getElementType()).empty())
-      return func.emitError()
-             << "dist-compile: input '" << inNames.back() << "' has type "
-             << arg.getType()
-             << "; pipeline inputs are statically shaped tensors with a "
-                "batch dimension (dim 0) of a .npy element type (pin shapes "
-                "with --input-shape=NAME:D0xD1...)";
+  unsigned outputRank =
+      layout.replicated() ? layout.tp * outputIndex
+                          : layout.globalRank(outputIndex, 0, 0);
+
+  // Data parallelism inside the stages: inputs marked `dist.batch_shard`
+  // hold every replica's rows, and a rank keeps its replica's.
+  std::string shards;
+  bool sharded = false;
+  for (unsigned k = 0; k < outputList.getNumArguments(); ++k) {
+    bool shard = static_cast<bool>(
+        outputList.getArgAttr(k, "dist.batch_shard"));
+    sharded |= shard;
+    shards += (k ? ", " : "") + std::string(shard ? "1" : "0");
   }
 
-  // The stage functions.
-  std::string stageText, globals;
-  // Named by position (the outline pass numbers stages in order, so this
-  // is the stage index; a hand-written module may repeat an index).
-  llvm::DenseMap<Operation *, std::string> fnOf;
-  for (auto [k, stage] : llvm::enumerate(stages)) {
-    fnOf[stage] = "stage" + std::to_string(k);
-    std::string prefix = (ns + "s" + std::to_string(k)).str();
-    if (failed(emitStage(stage, fnOf[stage], prefix, options, stageText,
-                         globals)))
-      return failure();
+  out << "namespace " << ns << " {\n"
+      << "static const int listOf[" << world << "] = {" << listOf << "};\n"
+      << "static const int peers[" << world << "][" << numLists << "] = {\n"
+      << peers << "};\n"
+      << globals << stageText << listText
+      << "static int run(dg::Program &P) {\n  switch (listOf[P.rank]) {\n";
+  for (unsigned l = 0; l < numLists; ++l)
+    out << "  case " << l << ":\n    if (rank" << l
+        << "(P)) return 1;\n    break;\n";
+  out << "  }\n  P.releaseAll();\n  return 0;\n}\n";
+  SmallVector<std::string> inNames, outNames;
+  for (unsigned k = 0; k < outputList.getNumArguments(); ++k)
+    inNames.push_back(ioName(outputList, k, false));
+  auto ret = cast<func::ReturnOp>(outputList.getBody().front().getTerminator());
+  SmallVector<Value> outValues;
+  for (unsigned k : outs) {
+    outNames.push_back(ioName(outputList, k, true));
+    outValues.push_back(ret.getOperand(k));
   }
-
-  // The driver.
-  std::string run;
-  llvm::raw_string_ostream os(run);
-  os << "static int run(dg::Program &P) {\n"
-     << "  for (int64_t mb = 0; mb < P.microbatches; ++mb) {\n";
-  for (dist::StageOp stage : stages) {
-    int64_t dev = deviceOf[stage], idx = stage.getIndex();
-    std::string what = "dist.stage " + std::to_string(idx);
-    unsigned nIn = stage.getNumOperands(), nOut = stage.getNumResults();
-    os << "    if (P.rank == " << dev << ") { // stage " << idx << "\n"
-       << "      void *in[" << nIn + 1 << "] = {};\n      void *out["
-       << nOut + 1 << "] = {};\n";
-    // Function arguments: this micro-batch's rows.
-    for (auto [j, v] : llvm::enumerate(stage.getInputs()))
-      if (auto arg = dyn_cast<BlockArgument>(v))
-        os << "      if (!(in[" << j << "] = P.inputSlice("
-           << arg.getArgNumber() << ", mb))) return 1;\n";
-    // Other stages' values, in (producer stage, result) order.
-    SmallVector<std::pair<std::pair<int64_t, int64_t>, unsigned>> recvs;
-    for (auto [j, v] : llvm::enumerate(stage.getInputs()))
-      if (auto res = dyn_cast<OpResult>(v)) {
-        auto from = dyn_cast<dist::StageOp>(res.getOwner());
-        if (!from)
-          return stage.emitError()
-                 << "dist-compile: stage " << idx << " input #" << j
-                 << " is not a function argument or a stage result";
-        recvs.push_back({{firstTag[from], res.getResultNumber()}, (unsigned)j});
-      }
-    llvm::sort(recvs);
-    for (auto &[key, j] : recvs) {
-      auto res = cast<OpResult>(stage.getInputs()[j]);
-      auto from = cast<dist::StageOp>(res.getOwner());
-      auto t = FunctionEmitter::typeOf(res);
-      os << "      if (!(in[" << j << "] = P.alloc(" << bytesOf(t)
-         << "))) return 1;\n"
-         << "      { distrt_tensor t = "
-         << transferDesc("in[" + std::to_string(j) + "]", t)
-         << ";\n        if (P.check(distrt_recv(P.comm, &t, "
-         << deviceOf[from] << ", " << firstTag[from] + res.getResultNumber()
-         << "), \"" << what << ": receiving input #" << j << " from stage "
-         << from.getIndex() << " (rank " << deviceOf[from]
-         << ")\")) return 1; }\n";
-    }
-    os << "      if (" << fnOf[stage] << "(P, in, out)) return 1;\n";
-    // Sends, in (consumer stage, result) order; outputs on this rank.
-    for (dist::StageOp to : stages) {
-      if (to == stage)
-        continue;
-      for (OpResult res : stage->getResults()) {
-        if (!llvm::is_contained(to.getInputs(), Value(res)))
-          continue;
-        auto t = FunctionEmitter::typeOf(res);
-        unsigned k = res.getResultNumber();
-        os << "      { distrt_tensor t = "
-           << transferDesc("out[" + std::to_string(k) + "]", t)
-           << ";\n        if (P.check(distrt_send(P.comm, &t, "
-           << deviceOf[to] << ", " << firstTag[stage] + k << "), \"" << what
-           << ": sending result #" << k << " to stage " << to.getIndex()
-           << " (rank " << deviceOf[to] << ")\")) return 1; }\n";
-      }
-    }
-    for (auto [slot, v] : llvm::enumerate(ret.getOperands()))
-      if (v.getDefiningOp() == stage.getOperation())
-        os << "      if (P.outputSlice(" << slot << ", mb, out["
-           << cast<OpResult>(v).getResultNumber() << "])) return 1;\n";
-    os << "    }\n";
-  }
-  os << "    P.releaseAll();\n  }\n  return 0;\n}\n";
-
-  out << "namespace " << ns << " {\n" << globals << stageText;
-  out << run;
   ModelTableFields fields;
+  if (sharded) {
+    out << "static const int shards[] = {" << shards << "};\n"
+        << "static const int replicaOf[" << world << "] = {" << replicaOf
+        << "};\n";
+    fields.shards = "shards";
+    fields.replicaOf = "replicaOf";
+    fields.replicas = layout.dp;
+  }
   fields.collectives = true;
   fields.world = world;
   fields.outputRank = outputRank;
-  emitModelTable(out, model, body.getArguments(), inNames, ret.getOperands(),
+  emitModelTable(out, model, outputList.getArguments(), inNames, outValues,
                  outNames, fields);
   out << "} // namespace " << ns << "\n\n";
   return success();

@@ -442,14 +442,51 @@ static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
   return success();
 }
 
+/// graph.scatter_add on any axis and float type (the gradient of a gather
+/// such as `x[:, 0]`, BERT/ViT's CLS pooling): one generated loop over the
+/// result, each element summing (in double) the gradient entries whose
+/// index selects it. Race-free, so the same body is the CUDA kernel; the
+/// cost is |result| x |indices|, small for the pooling gathers it serves.
+static LogicalResult emitScatterAddLoop(FunctionEmitter &e, ScatterAddOp op) {
+  auto table = FunctionEmitter::typeOf(op.getResult());
+  auto shape = table.getShape();
+  int64_t axis = op.getAxis() < 0 ? op.getAxis() + table.getRank()
+                                  : op.getAxis();
+  int64_t inner = 1, rows = shape[axis];
+  for (int64_t d = axis + 1; d < table.getRank(); ++d)
+    inner *= shape[d];
+  int64_t n = FunctionEmitter::numel(op.getIndices());
+  std::string ct = FunctionEmitter::cType(op.getResult());
+  std::string it = FunctionEmitter::cType(op.getIndices());
+  e.allocate(op.getResult());
+  std::string out = e.name(op.getResult()), ix = e.name(op.getIndices()),
+              dy = e.name(op.getGrad());
+  e.openLoop(FunctionEmitter::numel(op.getResult()), "i");
+  e.os << "    const " << it << " *ix = " << ix << ";\n    const " << ct
+       << " *dy = " << dy << ";\n    int64_t o = i / " << rows * inner
+       << ", j = i / " << inner << " % " << rows << ", q = i % " << inner
+       << ";\n    double a = 0;\n    for (int64_t p = 0; p < " << n
+       << "; ++p) {\n      int64_t k = (int64_t)ix[p];\n      if (k < 0) k += "
+       << rows << ";\n      if (k == j) a += (double)dy[(o * " << n
+       << " + p) * " << inner << " + q];\n    }\n    " << out << "[i] = ("
+       << ct << ")a;\n";
+  e.closeLoop();
+  return success();
+}
+
 static LogicalResult emitScatterAdd(FunctionEmitter &e, ScatterAddOp op) {
   auto table = FunctionEmitter::typeOf(op.getResult());
   Type it = FunctionEmitter::typeOf(op.getIndices()).getElementType();
-  if (op.getAxisAttr().getInt() != 0 || table.getRank() != 2 ||
-      !e.isF32Like(table.getElementType()) ||
+  if (!isa<FloatType>(table.getElementType()) ||
       !(it.isInteger(32) || it.isInteger(64)))
-    return op.emitError() << "graph.scatter_add has a lowering only for axis 0 "
-                             "of an f32 [V, D] table with i32/i64 indices";
+    return op.emitError() << "graph.scatter_add needs a float result and "
+                             "i32/i64 indices, got "
+                          << table << " and " << it;
+  // An embedding table's gradient (axis 0 of an f32 [V, D] table): the
+  // runtime kernel, linear in the indices.
+  if (op.getAxisAttr().getInt() != 0 || table.getRank() != 2 ||
+      !e.isF32Like(table.getElementType()))
+    return emitScatterAddLoop(e, op);
   int64_t n = FunctionEmitter::numel(op.getIndices()), D = table.getShape()[1];
   e.allocate(op.getResult());
   e.os << "  { distrt_tensor t = " << e.desc(op.getResult())

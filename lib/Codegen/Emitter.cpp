@@ -8,12 +8,19 @@
 #include "lib/Codegen/Codegen.h"
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Dist/DistOps.h"
+#include "dialects/Emit/EmitDialect.h"
+#include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dist/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+namespace emit = distopt::emit;
 using namespace distopt::codegen;
 
 static std::string escape(llvm::StringRef s) {
@@ -70,6 +77,12 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       out << "    " << spec(v, outNames[k]) << ",\n";
     out << "};\n";
   }
+  // The ranks of a job compare this hash of the compiled IR (function
+  // chosen included) before the first step (distrt/gen/Main.h).
+  std::string ir;
+  llvm::raw_string_ostream irOS(ir);
+  irOS << model.funcName << "\n";
+  mlir::ModuleOp(model.module).print(irOS);
   out << "static const dg::Model model = {\"" << escape(model.name) << "\", \""
       << escape(model.source) << "\", \"" << escape(model.modelDir) << "\", "
       << inNames.size() << ", " << (inNames.empty() ? "nullptr" : "inputs")
@@ -77,37 +90,145 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       << (outNames.empty() ? "nullptr" : "outputs") << ", " << f.run << ", "
       << f.apply << ", " << f.accumulation << ", "
       << (f.collectives ? "true" : "false") << ", " << f.shards << ", "
-      << f.world << ", " << f.outputRank << "};\n";
+      << f.replicaOf << ", " << f.replicas << ", "
+      << f.world << ", " << f.outputRank << ", "
+      << llvm::format("0x%016llxull",
+                      (unsigned long long)llvm::xxh3_64bits(ir))
+      << ", " << f.ops << ", " << f.numOps << "};\n";
+}
+
+LogicalResult distopt::codegen::requireMemoryPlan(Operation *func) {
+  if (func->hasAttr(emit::kMemoryPlanAttr))
+    return success();
+  return func->emitError()
+         << "dist-compile: @" << cast<func::FuncOp>(func).getSymName()
+         << " has no emit.memory_plan; the printer emits what "
+            "dist-prepare-for-emission decided (run it first)";
+}
+
+void distopt::codegen::emitUpdateWriteBack(FunctionEmitter &e,
+                                           llvm::StringRef name, Value v) {
+  auto t = FunctionEmitter::typeOf(v);
+  std::string dims = "{";
+  for (int64_t d : t.getShape())
+    dims += std::to_string(d) + ", ";
+  e.os << "  { static const int64_t dims[] = " << dims
+       << "0}; bool fresh = false;\n    void *dst = P.persistentBuffer(\""
+       << escape(name) << "\", " << FunctionEmitter::dgType(t.getElementType())
+       << ", " << t.getRank() << ", dims, fresh);\n    if (!dst || P.copy(dst, "
+       << e.name(v) << ", "
+       << t.getNumElements() * FunctionEmitter::byteSize(t.getElementType())
+       << ")) return 1; }\n";
+}
+
+/// The op table of `--profile` (distrt/gen/Profile.h).
+static void emitOpTable(llvm::raw_ostream &out,
+                        llvm::ArrayRef<FunctionEmitter::ProfiledOp> ops) {
+  if (ops.empty())
+    return;
+  out << "static const dg::OpInfo ops[] = {\n";
+  for (const FunctionEmitter::ProfiledOp &o : ops)
+    out << "    {\"" << escape(o.kind) << "\", \"" << o.where << "\", \""
+        << escape(o.signature) << "\", \"" << escape(o.phase) << "\"},\n";
+  out << "};\n";
+}
+
+/// What `--profile` calls an op's kind: the graph op, or for a kernel its
+/// anchor (post_ops) or yielded op (loop, eltwise) and how it ran.
+static std::string kindOf(Operation *op) {
+  auto kernel = dyn_cast<emit::KernelOp>(op);
+  if (!kernel)
+    return op->getName().getStringRef().str();
+  Operation *main = kernel.getKind() == emit::KernelKind::post_ops
+                        ? kernel.getAnchor()
+                        : kernel.getRoot();
+  std::string name = main ? main->getName().getStringRef().str() : "kernel";
+  switch (kernel.getKind()) {
+  case emit::KernelKind::loop:
+    return "loop (" + name +
+           (kernel.getBody().front().getOperations().size() > 2 ? ", fused"
+                                                                : "") +
+           ")";
+  case emit::KernelKind::eltwise:
+    return name + " (eltwise kernel)";
+  case emit::KernelKind::post_ops:
+    return name + " + post-ops";
+  }
+  return name;
+}
+
+/// The cost-model signature of `op` (for a kernel, of its anchor or root).
+static std::string signatureOf(Operation *op) {
+  if (auto kernel = dyn_cast<emit::KernelOp>(op)) {
+    Operation *main = kernel.getKind() == emit::KernelKind::post_ops
+                          ? kernel.getAnchor()
+                          : kernel.getRoot();
+    return main ? signatureOf(main) : "";
+  }
+  auto sig = op->getAttrOfType<StringAttr>(emit::kCostSignatureAttr);
+  return sig ? sig.str() : "";
+}
+
+LogicalResult FunctionEmitter::emitProfiled(Operation *op) {
+  // Ops that emit no code of their own per run (views; resident weights
+  // and constants, filled on the first run only) are not timed.
+  emit::BufferAttr b =
+      op->getNumResults() ? emit::bufferOf(op->getResult(0)) : nullptr;
+  if (!profiled || (b && (b.isView() || b.isResident())))
+    return emitOp(*this, op);
+  size_t id = profiled->size();
+  ProfiledOp row;
+  row.kind = kindOf(op);
+  row.where = where(op);
+  row.signature = signatureOf(op);
+  if (auto phase = op->getAttrOfType<StringAttr>("graph.phase"))
+    row.phase = phase.str();
+  profiled->push_back(row);
+  os << "  const double pt" << id << " = P.profStart();\n";
+  if (failed(emitOp(*this, op)))
+    return failure();
+  os << "  P.profStop(" << id << ", pt" << id << ");\n";
+  return success();
 }
 
 LogicalResult distopt::codegen::emitOp(FunctionEmitter &e, Operation *op) {
   e.os << "  // " << FunctionEmitter::where(op) << "\n";
-  LogicalResult r = failure();
-  if (auto opaque = dyn_cast<distopt::graph::OpaqueOp>(op)) {
+  if (op->getNumResults() && !op->hasAttr(emit::kBuffersAttr))
+    return op->emitError()
+           << "dist-compile: " << op->getName()
+           << " has no emit.buffers: the printer emits bodies that "
+              "dist-prepare-for-emission prepared (run it first)";
+  if (auto opaque = dyn_cast<distopt::graph::OpaqueOp>(op))
     return opaque.emitError()
            << "dist-compile: graph.opaque '" << opaque.getOpType()
-           << "' (ONNX op " << opaque.getOpType()
-           << ") has no lowering; the importer kept it opaque, so no kernel "
-              "exists for it";
-  } else if (isElementwise(op)) {
-    r = emitElementwise(e, op);
-  } else if (isDataOp(op)) {
-    r = emitDataOp(e, op);
-  } else if (isa<distopt::graph::MatmulOp, distopt::graph::ReduceOp>(op)) {
-    r = emitNNOp(e, op); // f16/bf16 natively (runtime / generated loop)
-  } else if (isNNOp(op)) {
-    r = e.emitWidened(op, [&] { return emitNNOp(e, op); });
-  } else if (isa<distopt::graph::StateOp>(op)) {
-    r = emitTrainOp(e, op);
-  } else if (isTrainOp(op)) {
-    r = e.emitWidened(op, [&] { return emitTrainOp(e, op); });
-  } else if (isCommOp(op)) {
-    r = emitCommOp(e, op);
-  } else {
-    return op->emitError() << "dist-compile: op '" << op->getName()
-                           << "' has no lowering to the runtime";
+           << "' has no lowering: " << opaqueAdvice(opaque.getOpType());
+  if (auto kernel = dyn_cast<emit::KernelOp>(op)) {
+    switch (kernel.getKind()) {
+    case emit::KernelKind::loop:
+      return emitLoopKernel(e, op);
+    case emit::KernelKind::eltwise:
+      return emitEltwiseKernel(e, op);
+    case emit::KernelKind::post_ops:
+      return emitPostOpKernel(e, op);
+    }
   }
-  return r;
+  // The plan's precision decision: an f32-only kernel on f32 copies.
+  if (op->hasAttr(emit::kComputeTypeAttr))
+    return e.emitWidened(op, [&] {
+      return isTrainOp(op) ? emitTrainOp(e, op) : emitNNOp(e, op);
+    });
+  if (isElementwise(op))
+    return emitElementwise(e, op);
+  if (isDataOp(op) || isa<emit::CopyOp>(op))
+    return emitDataOp(e, op);
+  if (isNNOp(op))
+    return emitNNOp(e, op);
+  if (isTrainOp(op))
+    return emitTrainOp(e, op);
+  if (isCommOp(op))
+    return emitCommOp(e, op);
+  return op->emitError() << "dist-compile: op '" << op->getName()
+                         << "' has no lowering to the runtime";
 }
 
 /// Emits the body of `func` (inputs uploaded, ops, outputs downloaded,
@@ -116,13 +237,17 @@ static LogicalResult
 emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
          const CodegenOptions &options, std::string &bodyText,
          std::string &globalText, SmallVector<std::string> &inNames,
-         SmallVector<std::string> &outNames, SmallVector<Value> &results) {
+         SmallVector<std::string> &outNames, SmallVector<Value> &results,
+         std::vector<FunctionEmitter::ProfiledOp> &profiled) {
   if (func.getBody().getBlocks().size() != 1)
     return func.emitError() << "dist-compile: @" << func.getSymName()
                             << " must have a single block";
   Block &body = func.getBody().front();
+  if (failed(requireMemoryPlan(func)))
+    return failure();
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globalText);
   FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
+  e.profiled = &profiled;
   for (unsigned k = 0; k < func.getNumResults(); ++k)
     if (func.getResultAttr(k, "graph.update"))
       e.training = true;
@@ -150,28 +275,13 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
            << arg.getArgNumber() << "].data.data(), P.inputs["
            << arg.getArgNumber() << "].data.size())) return 1;\n";
   }
-  unsigned position = 0;
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
         // Training: write updated weights and state back to their buffers.
         if (auto upd =
                 func.getResultAttrOfType<StringAttr>(k, "graph.update")) {
-          auto t = FunctionEmitter::typeOf(v);
-          std::string dims = "{";
-          for (int64_t d : t.getShape())
-            dims += std::to_string(d) + ", ";
-          bodyOS << "  { static const int64_t dims[] = " << dims
-                 << "0}; bool fresh = false;\n    void *dst = "
-                    "P.persistentBuffer(\""
-                 << escape(upd.getValue()) << "\", "
-                 << FunctionEmitter::dgType(t.getElementType()) << ", "
-                 << t.getRank()
-                 << ", dims, fresh);\n    if (!dst || P.copy(dst, " << e.name(v)
-                 << ", "
-                 << t.getNumElements() *
-                        FunctionEmitter::byteSize(t.getElementType())
-                 << ")) return 1; }\n";
+          emitUpdateWriteBack(e, upd.getValue(), v);
           continue;
         }
         auto n = func.getResultAttrOfType<StringAttr>(k, "graph.name");
@@ -194,12 +304,10 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
                << e.name(v) << ", P.outputs[" << slot
                << "].data.size())) return 1;\n";
       }
-      ++position;
       continue;
     }
-    if (failed(emitOp(e, &op)))
+    if (failed(e.emitProfiled(&op)))
       return failure();
-    e.releaseAfter(position++);
   }
 
   return success();
@@ -219,11 +327,21 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
                                       : model.funcName);
   if (isPipelined(func))
     return emitPipelineModel(model, func, ns, options, out);
+  if (!func.getBody().empty() &&
+      llvm::any_of(func.getBody().front(),
+                   [](Operation &op) { return isa<dist::StageOp>(op); }))
+    return func.emitError()
+           << "dist-compile: @" << func.getSymName()
+           << " has dist.stage regions but the module has no plan "
+              "('dist.plan') saying which devices run them and in what "
+              "order; plan it (dist-opt --dist-cluster=... --dist-plan=... "
+              "or --dist-search) and compile the planner's output";
   std::string bodyText, globalText;
   SmallVector<std::string> inNames, outNames;
   SmallVector<Value> results;
+  std::vector<FunctionEmitter::ProfiledOp> profiled;
   if (failed(emitBody(model, func, ns, options, bodyText, globalText, inNames,
-                      outNames, results)))
+                      outNames, results, profiled)))
     return failure();
   Block &body = func.getBody().front();
   // Gradient accumulation: @train_microbatch runs k times per step, then
@@ -241,7 +359,7 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
     SmallVector<std::string> ain, aout;
     SmallVector<Value> ares;
     if (failed(emitBody(model, apply, (ns + "a").str(), options, applyText,
-                        applyGlobals, ain, aout, ares)))
+                        applyGlobals, ain, aout, ares, profiled)))
       return failure();
     if (!ain.empty() || !aout.empty())
       return apply.emitError() << "dist-compile: @train_apply must take no "
@@ -275,6 +393,11 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
   fields.collectives = collectives;
   if (collectives && !inNames.empty())
     fields.shards = "shards";
+  emitOpTable(out, profiled);
+  if (!profiled.empty()) {
+    fields.ops = "ops";
+    fields.numOps = profiled.size();
+  }
   emitModelTable(out, model, body.getArguments(), inNames, results, outNames,
                  fields);
   out << "} // namespace " << ns << "\n\n";

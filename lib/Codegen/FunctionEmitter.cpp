@@ -5,6 +5,10 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Emit/KernelRules.h"
+#include "dialects/Emit/MemoryPlan.h"
+#include "dialects/Graph/GraphOps.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/StringExtras.h"
@@ -14,6 +18,7 @@
 #include <cstdio>
 
 using namespace mlir;
+namespace emit = distopt::emit;
 using namespace distopt::codegen;
 
 std::string FunctionEmitter::name(Value v) {
@@ -30,7 +35,6 @@ void FunctionEmitter::bindPersistent(Value v, llvm::StringRef bufferName,
                                      bool &freshVar) {
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;
-  rootOf[v] = v;
   auto t = typeOf(v);
   std::string dims = "{";
   for (int64_t d : t.getShape())
@@ -47,18 +51,71 @@ void FunctionEmitter::bindPersistent(Value v, llvm::StringRef bufferName,
 void FunctionEmitter::bindInput(Value v, llvm::StringRef expr) {
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;
-  rootOf[v] = v;
   os << "  " << cType(v) << " *" << n << " = (" << cType(v) << " *)" << expr
      << ";\n";
+}
+
+void FunctionEmitter::bindResident(Value v, llvm::StringRef key) {
+  std::string n = "v" + std::to_string(counter++);
+  names[v] = n;
+  size_t bytes = (size_t)numel(v) * byteSize(typeOf(v).getElementType());
+  os << "  bool fresh_" << n << " = false;\n  " << cType(v) << " *" << n
+     << " = (" << cType(v) << " *)P.residentBuffer(\"" << prefix << "."
+     << key << "\", " << bytes << ", fresh_" << n << ");\n  if (!" << n
+     << ") return 1;\n";
+}
+
+void FunctionEmitter::bindKernelInput(Value arg, Value value) {
+  outer[arg] = value;
+  names[arg] = name(value);
+}
+
+Value FunctionEmitter::resolve(Value v) const {
+  for (auto it = outer.find(v); it != outer.end(); it = outer.find(v))
+    v = it->second;
+  return v;
+}
+
+llvm::SmallVector<int64_t> FunctionEmitter::layoutOf(Value v) const {
+  return emit::stridesOf(resolve(v));
+}
+
+bool FunctionEmitter::isRowMajor(Value v) const {
+  auto t = typeOf(v);
+  auto st = layoutOf(v);
+  auto rm = emit::rowMajorStrides(t.getShape());
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (t.getShape()[d] != 1 && st[d] != rm[d])
+      return false;
+  return true;
+}
+
+bool FunctionEmitter::isConstant(Value v) const {
+  if (training)
+    return false;
+  v = resolve(v);
+  for (emit::BufferAttr b = emit::bufferOf(v); b && b.isView();
+       b = emit::bufferOf(v))
+    v = v.getDefiningOp()->getOperand(0);
+  emit::BufferAttr b = emit::bufferOf(v);
+  Operation *def = v.getDefiningOp();
+  return b && b.isResident() && def &&
+         (isa<distopt::graph::WeightOp>(def) ||
+          isa<distopt::graph::ConstantOp>(def));
 }
 
 void FunctionEmitter::allocate(Value v) {
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;
-  rootOf[v] = v;
-  size_t bytes = (size_t)numel(v) * byteSize(typeOf(v).getElementType());
-  os << "  " << cType(v) << " *" << n << " = (" << cType(v) << " *)P.alloc("
-     << bytes << ");\n  if (!" << n << ") return 1;\n";
+  emit::BufferAttr b = emit::bufferOf(v);
+  if (b && b.isArena()) {
+    os << "  " << cType(v) << " *" << n << " = (" << cType(v)
+       << " *)(arena + " << b.getOffset() << ");\n";
+  } else {
+    size_t bytes = (size_t)numel(v) * byteSize(typeOf(v).getElementType());
+    os << "  " << cType(v) << " *" << n << " = (" << cType(v)
+       << " *)P.alloc(" << bytes << ");\n  if (!" << n << ") return 1;\n";
+  }
   Type et = typeOf(v).getElementType();
   if (widening && (et.isF16() || et.isBF16())) {
     std::string w = "w" + std::to_string(counter++);
@@ -110,10 +167,16 @@ FunctionEmitter::emitWidened(Operation *op,
 }
 
 void FunctionEmitter::alias(Value v, Value of) {
-  names[v] = names.lookup(of);
-  rootOf[v] = rootOf.lookup(of) ? rootOf.lookup(of) : of;
-  // A reshape changes nothing but the type: cast the pointer if the element
-  // type differs (it never does for the ops that alias).
+  emit::BufferAttr b = emit::bufferOf(v);
+  int64_t offset = b && b.isView() ? b.getOffset() : 0;
+  if (!offset) {
+    names[v] = name(of);
+    return;
+  }
+  std::string n = "v" + std::to_string(counter++);
+  names[v] = n;
+  os << "  " << cType(v) << " *" << n << " = " << name(of) << " + " << offset
+     << ";\n";
 }
 
 void FunctionEmitter::call(llvm::StringRef expr, Operation *op) {
@@ -126,72 +189,13 @@ unsigned FunctionEmitter::positionOf(Operation *op) {
 
 void FunctionEmitter::computeLifetimes(Block &body) {
   unsigned pos = 0;
-  llvm::SmallVector<Operation *> order;
   for (Operation &op : body)
-    order.push_back(&op);
-  for (Operation *op : order)
-    positions[op] = pos++;
-  // A fused op is evaluated where its (transitive) root is.
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Operation *op = *it;
-    if (fused.contains(op)) {
-      Operation *user = *op->getResult(0).getUsers().begin();
-      positions[op] = positions[user];
-    }
-  }
-  // Buffer classes: aliasing ops share their operand's buffer.
-  llvm::DenseMap<Value, Value> root;
-  auto rootFor = [&](Value v) {
-    auto it = root.find(v);
-    return it == root.end() ? v : it->second;
-  };
-  for (Operation *op : order)
-    if (isAliasOp(op))
-      root[op->getResult(0)] = rootFor(op->getOperand(0));
-  llvm::DenseMap<Value, unsigned> lastUse;
-  llvm::DenseSet<Value> keep;
-  auto use = [&](Value v, unsigned at) {
-    Value r = rootFor(v);
-    auto it = lastUse.find(r);
-    if (it == lastUse.end() || it->second < at)
-      lastUse[r] = at;
-  };
-  for (Operation *op : order) {
-    for (Value v : op->getOperands()) {
-      if (op->hasTrait<OpTrait::IsTerminator>())
-        keep.insert(rootFor(v));
-      use(v, positions[op]);
-    }
-  }
-  for (auto &[r, at] : lastUse) {
-    Operation *def = r.getDefiningOp();
-    // Persistent buffers of a training step are never freed per call.
-    if (training && def &&
-        (def->getName().getStringRef() == "graph.weight" ||
-         def->getName().getStringRef() == "graph.state"))
-      continue;
-    if (!keep.contains(r))
-      frees[at].push_back(r);
-  }
-  // Deterministic output: free in order of definition.
-  for (auto &[at, list] : frees)
-    llvm::sort(list, [&](Value a, Value b) {
-      auto key = [&](Value v) -> unsigned {
-        if (auto arg = llvm::dyn_cast<BlockArgument>(v))
-          return arg.getArgNumber();
-        return 1000000 + positions[v.getDefiningOp()];
-      };
-      return key(a) < key(b);
-    });
-}
-
-void FunctionEmitter::releaseAfter(unsigned position) {
-  auto it = frees.find(position);
-  if (it == frees.end())
-    return;
-  for (Value v : it->second)
-    if (names.count(v))
-      os << "  P.release(" << names[v] << ");\n";
+    positions[&op] = pos++;
+  auto plan = body.getParentOp()->getAttrOfType<emit::MemoryPlanAttr>(
+      emit::kMemoryPlanAttr);
+  // The arena is allocated on the first run and kept (Program::arena).
+  os << "  char *arena = (char *)P.arena(\"" << prefix << "\", "
+     << (plan ? plan.getArena() : 0) << ");\n  if (!arena) return 1;\n";
 }
 
 std::string FunctionEmitter::cType(Type t) {
@@ -249,11 +253,7 @@ std::string FunctionEmitter::rtType(Type t) {
 }
 
 size_t FunctionEmitter::byteSize(Type t) {
-  if (auto it = llvm::dyn_cast<IntegerType>(t))
-    return it.getWidth() == 1 ? 1 : it.getWidth() / 8;
-  if (auto ft = llvm::dyn_cast<FloatType>(t))
-    return ft.getWidth() / 8;
-  return 0;
+  return (size_t)emit::elementBytes(t);
 }
 
 std::string FunctionEmitter::desc(Value v) {
@@ -261,13 +261,22 @@ std::string FunctionEmitter::desc(Value v) {
 }
 
 std::string FunctionEmitter::desc(Value v, llvm::ArrayRef<int64_t> dims) {
-  std::string s = "dg::T(" + name(v) + ", " +
+  bool strided = !wide.count(v) && dims == typeOf(v).getShape() && !isRowMajor(v);
+  std::string s = std::string(strided ? "dg::TS(" : "dg::T(") + name(v) + ", " +
                   (wide.count(v) ? std::string("DISTRT_F32")
                                  : rtType(typeOf(v).getElementType())) +
                   ", {";
   for (size_t i = 0; i < dims.size(); ++i)
     s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "})";
+  s += "}";
+  if (strided) {
+    s += ", {";
+    auto st = layoutOf(v);
+    for (size_t i = 0; i < st.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(st[i]);
+    s += "}";
+  }
+  return s + ")";
 }
 
 std::string FunctionEmitter::where(Operation *op) {
@@ -352,6 +361,39 @@ std::string FunctionEmitter::broadcastOffset(ArrayRef<int64_t> out,
     if (in[k] == 1)
       continue;
     std::string c = coord(out, lead + k, idx);
+    if (!e.empty())
+      e += " + ";
+    e += inStrides[k] == 1 ? c : c + " * " + std::to_string(inStrides[k]);
+  }
+  return e.empty() ? "0" : "(" + e + ")";
+}
+
+std::string FunctionEmitter::stridedOffset(ArrayRef<int64_t> out,
+                                           ArrayRef<int64_t> outStrides,
+                                           ArrayRef<int64_t> in,
+                                           ArrayRef<int64_t> inStrides,
+                                           llvm::StringRef idx) {
+  if (out == in && outStrides == inStrides)
+    return idx.str();
+  auto rowMajor = emit::rowMajorStrides(out);
+  if (outStrides == ArrayRef<int64_t>(rowMajor) &&
+      ArrayRef<int64_t>(emit::rowMajorStrides(in)) == inStrides)
+    return broadcastOffset(out, in, idx);
+  int64_t total = 1;
+  for (int64_t d : out)
+    total *= d;
+  unsigned lead = out.size() - in.size();
+  std::string e;
+  for (unsigned k = 0; k < in.size(); ++k) {
+    if (in[k] == 1)
+      continue;
+    unsigned d = lead + k;
+    // Coordinate d of the dense output position idx.
+    std::string c = idx.str();
+    if (outStrides[d] != 1)
+      c = "(" + c + " / " + std::to_string(outStrides[d]) + ")";
+    if (outStrides[d] * out[d] != total)
+      c = "(" + c + " % " + std::to_string(out[d]) + ")";
     if (!e.empty())
       e += " + ";
     e += inStrides[k] == 1 ? c : c + " * " + std::to_string(inStrides[k]);

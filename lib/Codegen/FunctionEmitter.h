@@ -59,25 +59,56 @@ public:
   /// Elementwise ops emitted inside their (single) user's kernel.
   llvm::DenseSet<mlir::Operation *> fused;
 
+  /// One row of the model's `--profile` op table (distrt/gen/Profile.h).
+  struct ProfiledOp {
+    std::string kind, where, signature, phase;
+  };
+  /// When set, every emitted op is timed under its index in this table
+  /// (shared by the functions of one model).
+  std::vector<ProfiledOp> *profiled = nullptr;
+  /// Emits `op` through emitOp, timed when `profiled` is set.
+  mlir::LogicalResult emitProfiled(mlir::Operation *op);
+
   //===--- Values and buffers ---------------------------------------------===//
+  //
+  // Where values live is the memory plan dist-prepare-for-emission recorded
+  // (dialects/Emit/MemoryPlan.h): the printer declares the body's arena,
+  // points each value at its slot, view or resident buffer, and frees
+  // nothing per op.
 
   /// The C++ expression (a typed pointer variable) holding `v`.
   std::string name(mlir::Value v);
-  /// Allocates a fresh buffer for `v` (an op result) and names it.
+  /// Names `v` (an op result or function argument) after its buffer in the
+  /// plan: its arena slot (or its own allocation, for a value outside any
+  /// plan: a kernel's scratch).
   void allocate(mlir::Value v);
+  /// Names `v` (a weight or constant of an inference body) after its
+  /// resident buffer `key`, created on the first run (the generated bool
+  /// `fresh_<name>` says so: fill it then).
+  void bindResident(mlir::Value v, llvm::StringRef key);
+  /// `arg` (a block argument of an emit.kernel body) stands for `value`.
+  void bindKernelInput(mlir::Value arg, mlir::Value value);
+  /// The value outside any kernel that `v` stands for.
+  mlir::Value resolve(mlir::Value v) const;
+  /// Element strides of `v` in memory (the plan's; row-major by default).
+  llvm::SmallVector<int64_t> layoutOf(mlir::Value v) const;
+  /// Whether `v`'s memory is row-major.
+  bool isRowMajor(mlir::Value v) const;
+  /// Whether `v` is a resident weight or constant of an inference body (or
+  /// a view of one): it never changes while the program runs.
+  bool isConstant(mlir::Value v) const;
   /// Names `v` after the persistent buffer `bufferName` (created on first
   /// use; the generated bool `fresh_<name>` says so).
   void bindPersistent(mlir::Value v, llvm::StringRef bufferName, bool &fresh);
   /// Names `v` (a block argument) after a pointer the caller owns, read from
   /// the C++ expression `expr`.
   void bindInput(mlir::Value v, llvm::StringRef expr);
-  /// `v` shares `of`'s buffer (reshape, flatten, inference dropout).
+  /// `v` is a view of `of`'s buffer (the plan's offset into it).
   void alias(mlir::Value v, mlir::Value of);
   /// Emits `if (<cond>) return 1;` bookkeeping for a runtime call.
   void call(llvm::StringRef expr, mlir::Operation *op);
-  /// Frees buffers whose last use is the op at `position`.
-  void releaseAfter(unsigned position);
-  /// Computes buffer lifetimes (needs `fused` and the op order).
+  /// Reads the memory plan of `body`'s owner, numbers the ops and declares
+  /// the arena; call before emitting the body's ops.
   void computeLifetimes(mlir::Block &body);
   /// Where `op` is emitted (its root's position for fused ops).
   unsigned positionOf(mlir::Operation *op);
@@ -88,6 +119,10 @@ public:
     return llvm::cast<mlir::RankedTensorType>(v.getType());
   }
   static int64_t numel(mlir::Value v) { return typeOf(v).getNumElements(); }
+  /// Bytes of `v`'s elements (dense).
+  static int64_t bytesOf(mlir::Value v) {
+    return numel(v) * (int64_t)byteSize(typeOf(v).getElementType());
+  }
   /// C++ scalar type of an element type ("" when unsupported).
   static std::string cType(mlir::Type t);
   static std::string cType(mlir::Value v) {
@@ -126,6 +161,14 @@ public:
   static std::string broadcastOffset(llvm::ArrayRef<int64_t> out,
                                      llvm::ArrayRef<int64_t> in,
                                      llvm::StringRef idx);
+  /// The same for strided memory: `idx` walks the memory of a dense output
+  /// of shape `out` laid out with `outStrides`; the operand of shape `in`
+  /// (broadcast to `out`) is laid out with `inStrides`.
+  static std::string stridedOffset(llvm::ArrayRef<int64_t> out,
+                                   llvm::ArrayRef<int64_t> outStrides,
+                                   llvm::ArrayRef<int64_t> in,
+                                   llvm::ArrayRef<int64_t> inStrides,
+                                   llvm::StringRef idx);
   /// Opens `if (dg::parallelFor(P, n, [=] DG_HD (int64_t i) {`.
   void openLoop(int64_t n, llvm::StringRef idx = "i");
   void closeLoop();
@@ -135,10 +178,8 @@ public:
 
 private:
   llvm::DenseMap<mlir::Value, std::string> names;
-  llvm::DenseMap<mlir::Value, mlir::Value> rootOf;
   llvm::DenseMap<mlir::Operation *, unsigned> positions;
-  /// Buffers to free after the op at each position.
-  llvm::DenseMap<unsigned, llvm::SmallVector<mlir::Value>> frees;
+  llvm::DenseMap<mlir::Value, mlir::Value> outer;
   unsigned counter = 0;
 };
 
@@ -168,6 +209,16 @@ mlir::LogicalResult emitCommOp(FunctionEmitter &e, mlir::Operation *op);
 /// (Emitter.cpp); a diagnostic on the op when it has no lowering.
 mlir::LogicalResult emitOp(FunctionEmitter &e, mlir::Operation *op);
 
+/// Fails, naming \p func, unless dist-prepare-for-emission recorded its
+/// memory plan (the printer emits what the plan decided).
+mlir::LogicalResult requireMemoryPlan(mlir::Operation *func);
+
+/// Writes the value \p v back to the persistent buffer `name` (a weight or
+/// optimizer state; a result with `graph.update = name`) at the end of a
+/// training step (Emitter.cpp).
+void emitUpdateWriteBack(FunctionEmitter &e, llvm::StringRef name,
+                         mlir::Value v);
+
 /// The run-time fields of a model's `dg::Model` table (distrt/gen/Program.h)
 /// besides its name, files and tensor specs.
 struct ModelTableFields {
@@ -177,9 +228,16 @@ struct ModelTableFields {
   bool collectives = false;
   /// Name of the per-input batch-shard flag array, or "nullptr".
   std::string shards = "nullptr";
+  /// Name of the per-rank data-parallel replica array and the replica
+  /// count, or "nullptr" and 0 (rank r keeps block r of the world).
+  std::string replicaOf = "nullptr";
+  int64_t replicas = 0;
   /// Pipeline programs: ranks the stages need and the rank with the outputs
   /// (0, 0 otherwise).
   unsigned world = 0, outputRank = 0;
+  /// The `--profile` op table ("nullptr", 0 for none).
+  std::string ops = "nullptr";
+  size_t numOps = 0;
 };
 
 /// Writes the `inputs[]` and `outputs[]` tensor specs of `inputs` /
@@ -192,7 +250,8 @@ void emitModelTable(llvm::raw_ostream &out, const ModelUnit &model,
                     llvm::ArrayRef<std::string> outNames,
                     const ModelTableFields &fields);
 
-/// Whether `func`'s body holds `dist.stage` regions (EmitPipeline.cpp).
+/// Whether `func`'s module holds per-list programs (dist-partition's
+/// `dist.action_list` functions; EmitPipeline.cpp).
 bool isPipelined(mlir::Operation *func);
 /// Emits a pipeline model: namespace `ns` with one function per stage and a
 /// `run` that executes this rank's stages per micro-batch, receiving and
@@ -202,9 +261,17 @@ mlir::LogicalResult emitPipelineModel(const ModelUnit &model,
                                       const CodegenOptions &options,
                                       llvm::raw_ostream &os);
 
-/// Marks elementwise ops that are evaluated inside their user's loop:
-/// single use, the user elementwise with the same result shape (Fusion.cpp).
+/// Collects the ops evaluated inside their user's loop: every op of an
+/// emit.kernel loop but the one it yields (Fusion.cpp).
 void computeFusion(mlir::Block &body, llvm::DenseSet<mlir::Operation *> &fused);
+
+/// Emit.kernel bodies (EmitElementwise.cpp: loop and eltwise; EmitNN.cpp:
+/// post_ops).
+mlir::LogicalResult emitLoopKernel(FunctionEmitter &e, mlir::Operation *kernel);
+mlir::LogicalResult emitEltwiseKernel(FunctionEmitter &e,
+                                      mlir::Operation *kernel);
+mlir::LogicalResult emitPostOpKernel(FunctionEmitter &e,
+                                     mlir::Operation *kernel);
 
 } // namespace distopt::codegen
 

@@ -72,30 +72,94 @@ StringRef collectiveName(Collective c) {
   return "all_reduce";
 }
 
-double CostModel::computeTime(const PhaseCost &cost, OpClass cls, DType dt,
-                              const DeviceSpec &dev, unsigned kernels) const {
+double CostModel::roofline(const PhaseCost &cost, double peak, double eff,
+                           const DeviceSpec &dev, unsigned kernels,
+                           unsigned launches) const {
   if (cost.flops <= 0 && cost.bytes() <= 0)
     return 0;
-  double eff = dev.efficiency[static_cast<unsigned>(cls)];
   double perKernel = cost.flops / std::max(1u, kernels);
-  // Small kernels leave SMs idle: efficiency rolls off below the knee.
-  if (dev.halfEfficiencyFlops > 0 && perKernel > 0)
+  // Small kernels leave SMs idle: efficiency rolls off below the knee (an
+  // op of no kernel of its own runs inside its neighbour's).
+  if (kernels > 0 && dev.halfEfficiencyFlops > 0 && perKernel > 0)
     eff *= perKernel / (perKernel + dev.halfEfficiencyFlops);
-  double tCompute = cost.flops > 0 ? cost.flops / (dev.peak(dt) * eff) : 0;
+  double tCompute = cost.flops > 0 ? cost.flops / (peak * eff) : 0;
   double tMemory = cost.bytes() / (dev.memoryBandwidth * dev.memoryEfficiency);
-  return std::max(tCompute, tMemory) + kernels * dev.launchOverhead;
+  return std::max(tCompute, tMemory) + launches * dev.launchOverhead;
+}
+
+double CostModel::computeTime(const PhaseCost &cost, OpClass cls, DType dt,
+                              const DeviceSpec &dev, unsigned kernels) const {
+  return roofline(cost, dev.peak(dt), dev.efficiency[static_cast<unsigned>(cls)],
+                  dev, kernels, kernels);
+}
+
+double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
+  if (!op.perSample)
+    return op.tp == TpMode::Split ? 1.0 / std::max(1u, x.tp.size) : 1.0;
+  double k = x.mbs / static_cast<double>(std::max(1u, x.cp.size));
+  if (op.tp == TpMode::Split || x.sp)
+    k /= std::max(1u, x.tp.size);
+  return k;
+}
+
+double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
+                         const ExecConfig &x) const {
+  unsigned tp = std::max(1u, x.tp.size);
+  bool lowered = op.cls == OpClass::MatMul && matmulDType &&
+                 *matmulDType != op.dtype && !op.keepsPrecision;
+  // A measurement holds for the op as profiled: its dtype, TP split, no
+  // sequence split beyond it.
+  bool asProfiled = !lowered && x.cp.size <= 1 &&
+                    (!x.sp || op.tp == TpMode::Split || !op.perSample);
+  double imbalance = op.expert ? std::max(1.0, x.expertImbalance) : 1.0;
+  if (profile && asProfiled)
+    if (std::optional<double> t =
+            profile->lookup(dev.name, op.signature, x.mbs, tp, phase))
+      return *t * imbalance;
+  PhaseCost c = op.phase(phase).scaled(shareOf(op, x));
+  // Routed experts run as one grouped GEMM over the rank's experts (E /
+  // ep of them, each on its own tokens); ring attention as c - 1 block
+  // steps plus the local one. Both make smaller kernels, not more work.
+  unsigned kernels = op.kernels, launches = op.kernels;
+  if (op.expert) {
+    kernels = std::max(1u, op.kernels / std::max(1u, x.ep.size));
+    launches = 1;
+  }
+  if (op.cpKvBytes > 0 && x.cp.size > 1) {
+    kernels *= x.cp.size;
+    launches *= x.cp.size;
+  }
+  double t;
+  double eff = dev.efficiency[static_cast<unsigned>(op.cls)];
+  double peak = dev.peak(op.dtype);
+  if (lowered) {
+    peak = dev.peak(*matmulDType);
+    if (*matmulDType == DType::F8 && dev.fp8MatmulEfficiency > 0)
+      eff = dev.fp8MatmulEfficiency;
+  }
+  t = roofline(c, peak, eff, dev, kernels, launches);
+  // Transformer Engine quantizes a linear layer's bf16 activation operand
+  // (the input forward, the output gradient backward) in its own kernel:
+  // it reads it and writes an fp8 copy in each of the two layouts the
+  // GEMMs need. Weights are cast once per step, the weight gradient reuses
+  // both copies.
+  if (lowered && op.params > 0 && phase != Phase::BackwardWeight) {
+    double act =
+        op.phase(phase).bytesRead - op.params * cluster::dtypeBytes(op.dtype);
+    if (act > 0)
+      t += 2 * act * shareOf(op, x) /
+               (dev.memoryBandwidth * dev.memoryEfficiency) +
+           launches * dev.launchOverhead;
+  }
+  return t * imbalance;
 }
 
 double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
                          unsigned tp, unsigned mbs) const {
-  if (profile)
-    if (std::optional<double> t =
-            profile->lookup(dev.name, op.signature, mbs, tp, phase))
-      return *t;
-  const PhaseCost &base = op.phase(phase);
-  double scale = (op.perSample ? mbs : 1.0) /
-                 (op.tp == TpMode::Split ? static_cast<double>(tp) : 1.0);
-  return computeTime(base.scaled(scale), op.cls, op.dtype, dev, op.kernels);
+  ExecConfig x;
+  x.tp.size = tp;
+  x.mbs = mbs;
+  return opTime(op, phase, dev, x);
 }
 
 double CostModel::p2pTime(double bytes, const LinkSpec &link) {
@@ -171,9 +235,23 @@ CommCost CostModel::collective(Collective kind, double bytes,
     hier.bytes[intra] = 2 * ringBytes(rs, bytes, g.perNode);
     hier.bytes[inter] = ringBytes(kind, shard, nodes);
     break;
+  case Collective::AllToAll: {
+    // No reduction to shrink it: each rank's (n - perNode) / n off-node
+    // share crosses its own NIC while the on-node share crosses NVLink.
+    double onNode = bytes * (g.perNode - 1) / g.size;
+    double offNode = bytes * (g.size - g.perNode) / g.size;
+    double t1 = (g.perNode - 1) * g.intra.latency +
+                onNode / (g.intra.bandwidth * g.intra.collectiveEfficiency);
+    double t2 = (nodes - 1) * g.inter.latency +
+                offNode / (g.inter.bandwidth * g.inter.collectiveEfficiency);
+    hier.time = std::max(t1, t2);
+    hier.bytes[intra] = onNode;
+    hier.bytes[inter] = offNode;
+    // Every rank talks to every other: there is no flat ring to prefer.
+    return hier;
+  }
   case Collective::ReduceScatter:
   case Collective::AllGather:
-  case Collective::AllToAll:
     hier.time = flatCollectiveTime(kind, bytes, g.perNode, g.intra, algo) +
                 flatCollectiveTime(kind, shard, nodes, g.inter, algo);
     hier.bytes[intra] = ringBytes(kind, bytes, g.perNode);
@@ -191,40 +269,111 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
                                  unsigned end, const DeviceSpec &dev,
                                  const GroupShape &tpGroup, unsigned mbs,
                                  Recompute recompute) const {
+  ExecConfig x;
+  x.tp = tpGroup;
+  x.mbs = mbs;
+  x.recompute = recompute;
+  return rangeTimes(model, begin, end, dev, x);
+}
+
+/// Link level a group's traffic crosses (the network once it spans nodes).
+static unsigned levelOf(const GroupShape &g) {
+  return static_cast<unsigned>(g.nodes() > 1 ? cluster::LinkLevel::Network
+                                             : cluster::LinkLevel::IntraNode);
+}
+
+RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
+                                 unsigned end, const DeviceSpec &dev,
+                                 const ExecConfig &x) const {
   RangeTimes r;
-  unsigned tp = std::max(1u, tpGroup.size);
-  auto allReduce = [&](double perSample) {
+  const unsigned tp = std::max(1u, x.tp.size), cp = std::max(1u, x.cp.size),
+                 ep = std::max(1u, x.ep.size);
+  // One TP collective after an op: an all-reduce, or under sequence
+  // parallelism a reduce-scatter and an all-gather of the same bytes.
+  auto tpComm = [&](double perSample) {
+    CommCost c;
     if (tp <= 1 || perSample <= 0)
-      return CommCost();
-    return collective(Collective::AllReduce, perSample * mbs, tpGroup);
+      return c;
+    double bytes = perSample * x.mbs / cp;
+    if (!x.sp)
+      return collective(Collective::AllReduce, bytes, x.tp);
+    CommCost rs = collective(Collective::ReduceScatter, bytes, x.tp);
+    CommCost ag = collective(Collective::AllGather, bytes, x.tp);
+    c.time = rs.time + ag.time;
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      c.bytes[l] = rs.bytes[l] + ag.bytes[l];
+    return c;
   };
+  auto sent = [](const CommCost &c) { return c.bytes[0] + c.bytes[1]; };
+  const cluster::LinkSpec &cpLink = x.cp.nodes() > 1 ? x.cp.inter : x.cp.intra;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &layer = model.layers[li];
-    bool full = recompute == Recompute::Full && layer.checkpoint;
+    bool full = x.recompute == Recompute::Full && layer.checkpoint;
     for (const OpDesc &op : layer.ops) {
-      double f = opTime(op, Phase::Forward, dev, tp, mbs);
-      double bi = opTime(op, Phase::BackwardInput, dev, tp, mbs);
-      double bw = opTime(op, Phase::BackwardWeight, dev, tp, mbs);
-      CommCost arF = allReduce(op.tpAllReduceFwdBytes);
-      CommCost arB = allReduce(op.tpAllReduceBwdBytes);
-      r.fwd += f + arF.time;
-      r.bwdInput += bi + arB.time;
+      double f = opTime(op, Phase::Forward, dev, x);
+      double bi = opTime(op, Phase::BackwardInput, dev, x);
+      double bw = opTime(op, Phase::BackwardWeight, dev, x);
+      CommCost arF = tpComm(op.tpAllReduceFwdBytes);
+      CommCost arB = tpComm(op.tpAllReduceBwdBytes);
+      double tpSent = sent(arF) + sent(arB);
+      double commF = arF.time, commB = arB.time;
+      if (x.tpOverlap && op.cls == OpClass::MatMul) {
+        commF = std::max(0.0, commF - f);
+        commB = std::max(0.0, commB - bi);
+      }
+      // The part another micro-batch's compute can hide (expert
+      // all-to-alls and the exposed ring); TP collectives sit on the
+      // layer's own critical path.
+      double hideF = 0, hideB = 0;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        r.linkBytes[l] += arF.bytes[l] + arB.bytes[l];
+      // Expert all-to-all (dispatch or combine), once in each direction.
+      if (ep > 1 && op.epAllToAllBytes > 0) {
+        CommCost a2a = collective(Collective::AllToAll,
+                                  op.epAllToAllBytes * shareOf(op, x), x.ep);
+        commF += a2a.time;
+        commB += a2a.time;
+        hideF += a2a.time;
+        hideB += a2a.time;
+        for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+          r.linkBytes[l] += 2 * a2a.bytes[l];
+      }
+      // Ring attention: c - 1 steps pass this rank's K/V block on; they
+      // overlap the block-wise attention, so the slower of the two counts.
+      if (cp > 1 && op.cpKvBytes > 0) {
+        double block = op.cpKvBytes * shareOf(op, x);
+        double ringF = (cp - 1) * p2pTime(block, cpLink);
+        double ringB = (cp - 1) * p2pTime(2 * block, cpLink);
+        commF += std::max(0.0, ringF - f);
+        commB += std::max(0.0, ringB - bi);
+        hideF += std::max(0.0, ringF - f);
+        hideB += std::max(0.0, ringB - bi);
+        r.linkBytes[levelOf(x.cp)] += 3 * (cp - 1) * block;
+      }
+      r.fwd += f + commF;
+      r.bwdInput += bi + commB;
       r.bwdWeight += bw;
-      double scale = (op.perSample ? mbs : 1.0) /
-                     (op.tp == TpMode::Split ? static_cast<double>(tp) : 1.0);
+      r.fwdComm += hideF;
+      r.bwdComm += hideB;
+      double scale = shareOf(op, x);
       double opFlops =
           (op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops) * scale;
       r.modelFlops += opFlops;
       r.flops += opFlops;
-      double sent = arF.bytes[0] + arF.bytes[1] + arB.bytes[0] + arB.bytes[1];
-      bool again = full || (recompute == Recompute::Selective && op.selective);
+      bool again =
+          full || (x.recompute == Recompute::Selective && op.selective);
       if (again) {
-        r.recompute += f + (full ? arF.time : 0);
+        double fc = full ? commF : 0;
+        r.recompute += f + fc;
+        r.bwdComm += full ? hideF : 0;
         r.flops += op.fwd.flops * scale;
-        if (full)
-          sent += arF.bytes[0] + arF.bytes[1];
+        if (full) {
+          tpSent += sent(arF);
+          for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+            r.linkBytes[l] += arF.bytes[l];
+        }
       }
-      r.tpBytes += sent;
+      r.tpBytes += tpSent;
     }
   }
   r.bwdInput += r.recompute;
@@ -237,10 +386,20 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
 
 double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,
                        unsigned tp) {
-  double n = 0;
+  return paramSplit(model, begin, end, tp, 1).total();
+}
+
+ParamSplit paramSplit(const ModelDesc &model, unsigned begin, unsigned end,
+                      unsigned tp, unsigned ep) {
+  ParamSplit n;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li)
-    for (const OpDesc &op : model.layers[li].ops)
-      n += op.tp == TpMode::Split ? op.params / tp : op.params;
+    for (const OpDesc &op : model.layers[li].ops) {
+      double p = op.tp == TpMode::Split ? op.params / tp : op.params;
+      if (op.expert)
+        n.expert += p / std::max(1u, ep);
+      else
+        n.dense += p;
+    }
   return n;
 }
 
@@ -257,7 +416,8 @@ MemoryBreakdown staticMemory(double params, const MemoryConfig &cfg) {
     opt = cfg.mixedPrecision ? 4 : 0;
     break;
   }
-  double dp = std::max(1u, cfg.dp);
+  // ZeRO shards over every rank that holds the same weights.
+  double dp = static_cast<double>(std::max(1u, cfg.dp)) * std::max(1u, cfg.cp);
   MemoryBreakdown m;
   m.weights = params * w / (cfg.zero >= 3 ? dp : 1);
   m.grads = params * g / (cfg.zero >= 2 ? dp : 1);
@@ -267,32 +427,69 @@ MemoryBreakdown staticMemory(double params, const MemoryConfig &cfg) {
   return m;
 }
 
+MemoryBreakdown staticMemory(const ParamSplit &params,
+                             const MemoryConfig &cfg) {
+  MemoryBreakdown m = staticMemory(params.dense, cfg);
+  if (params.expert <= 0)
+    return m;
+  // Expert weights are replicated over dp * cp / ep ranks only.
+  MemoryConfig ec = cfg;
+  unsigned group = std::max(1u, cfg.dp) * std::max(1u, cfg.cp);
+  ec.dp = std::max(1u, group / std::max(1u, cfg.ep));
+  ec.cp = 1;
+  MemoryBreakdown e = staticMemory(params.expert, ec);
+  m.weights += e.weights;
+  m.grads += e.grads;
+  m.optimizer += e.optimizer;
+  m.weightStash += e.weightStash;
+  return m;
+}
+
+/// What a per-sample activation of a TP-\p split op costs one device.
+static double savedShare(const OpDesc &op, const MemoryConfig &cfg,
+                         bool replicatedPart) {
+  unsigned tp = std::max(1u, cfg.tp);
+  double k = 1.0 / std::max(1u, cfg.cp);
+  if (op.expert)
+    k *= std::max(1.0, cfg.expertImbalance);
+  bool split = replicatedPart ? cfg.sp : op.tp == TpMode::Split;
+  return split ? k / tp : k;
+}
+
 /// Saved bytes of one layer per sample under no recomputation, optionally
 /// without the selective ops.
-static double layerSaved(const LayerDesc &l, unsigned tp, bool skipSelective,
-                         bool onlyWeighted) {
+static double layerSaved(const LayerDesc &l, const MemoryConfig &cfg,
+                         bool skipSelective, bool onlyWeighted) {
   double b = 0;
   for (const OpDesc &op : l.ops) {
     if (skipSelective && op.selective)
       continue;
     if (onlyWeighted && op.params <= 0)
       continue;
-    double split = op.tp == TpMode::Split ? op.savedBytes / tp : op.savedBytes;
-    b += split + op.savedReplicatedBytes;
+    b += op.savedBytes * savedShare(op, cfg, false) +
+         op.savedReplicatedBytes * savedShare(op, cfg, true);
   }
   return b;
 }
 
+/// A boundary tensor (the pipeline message, a full-recomputation
+/// checkpoint, a layer gradient) on one device: split by sequence under
+/// CP, and over TP under SP.
+static double boundaryShare(double bytes, const MemoryConfig &cfg) {
+  return bytes / std::max(1u, cfg.cp) / (cfg.sp ? std::max(1u, cfg.tp) : 1);
+}
+
 double activationBytes(const ModelDesc &model, unsigned begin, unsigned end,
                        unsigned mbs, const MemoryConfig &cfg) {
-  unsigned tp = std::max(1u, cfg.tp);
   double b = 0;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &l = model.layers[li];
     if (cfg.recompute == Recompute::Full && l.checkpoint)
-      b += li > 0 ? model.layers[li - 1].boundaryBytes : l.boundaryBytes;
+      b += boundaryShare(li > 0 ? model.layers[li - 1].boundaryBytes
+                                : l.boundaryBytes,
+                         cfg);
     else
-      b += layerSaved(l, tp, cfg.recompute == Recompute::Selective, false);
+      b += layerSaved(l, cfg, cfg.recompute == Recompute::Selective, false);
   }
   return b * mbs;
 }
@@ -300,15 +497,14 @@ double activationBytes(const ModelDesc &model, unsigned begin, unsigned end,
 double weightGradStashBytes(const ModelDesc &model, unsigned begin,
                             unsigned end, unsigned mbs,
                             const MemoryConfig &cfg) {
-  unsigned tp = std::max(1u, cfg.tp);
   double b = 0;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &l = model.layers[li];
-    b += layerSaved(l, tp, false, true);
+    b += layerSaved(l, cfg, false, true);
     // The output gradient of each weighted op, produced by B, kept for W.
     for (const OpDesc &op : l.ops)
       if (op.params > 0)
-        b += op.fwd.bytesWritten / (op.tp == TpMode::Split ? tp : 1);
+        b += op.fwd.bytesWritten * savedShare(op, cfg, false);
   }
   return b * mbs;
 }
@@ -316,15 +512,15 @@ double weightGradStashBytes(const ModelDesc &model, unsigned begin,
 double backwardWorkingBytes(const ModelDesc &model, unsigned begin,
                             unsigned end, unsigned mbs,
                             const MemoryConfig &cfg) {
-  unsigned tp = std::max(1u, cfg.tp);
   double work = 0;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &l = model.layers[li];
-    double w = 2 * l.boundaryBytes; // incoming and outgoing gradient
+    // Incoming and outgoing gradient.
+    double w = 2 * boundaryShare(l.boundaryBytes, cfg);
     if (cfg.recompute == Recompute::Full && l.checkpoint)
-      w += layerSaved(l, tp, false, false);
+      w += layerSaved(l, cfg, false, false);
     else if (cfg.recompute == Recompute::Selective)
-      w += layerSaved(l, tp, false, false) - layerSaved(l, tp, true, false);
+      w += layerSaved(l, cfg, false, false) - layerSaved(l, cfg, true, false);
     work = std::max(work, w);
   }
   return work * mbs;

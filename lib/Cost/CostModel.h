@@ -47,20 +47,58 @@ struct CommCost {
   double bytes[cluster::kNumLinkLevels] = {0, 0};
 };
 
+/// How the ops of a pipeline stage run on one device: the groups it
+/// communicates over and what is split among them.
+struct ExecConfig {
+  GroupShape tp; ///< tensor-parallel group (size t)
+  GroupShape cp; ///< context-parallel group (size c): ring attention
+  GroupShape ep; ///< expert-parallel group (size e): token all-to-all
+  /// Megatron sequence parallelism: TP-replicated per-sample ops (norms,
+  /// dropout, residuals) split by sequence over the TP group, and each TP
+  /// all-reduce becomes a reduce-scatter plus an all-gather.
+  bool sp = false;
+  unsigned mbs = 1;
+  Recompute recompute = Recompute::None;
+  /// Tokens routed to the busiest expert rank over the mean (>= 1): the
+  /// expert ops of every rank wait for it.
+  double expertImbalance = 1;
+  /// TP communication overlapped with the GEMM next to it (Transformer
+  /// Engine's userbuffers: the all-gather / reduce-scatter of a projection
+  /// runs in chunks under the projection's own GEMM), so only what the
+  /// GEMM cannot cover shows.
+  bool tpOverlap = false;
+};
+
 /// Per-micro-batch times of a range of layers on one device.
 struct RangeTimes {
-  double fwd = 0;        ///< forward incl. TP all-reduces
-  double bwdInput = 0;   ///< input-grad incl. recomputation and TP comm
+  double fwd = 0;        ///< forward incl. TP/EP/CP communication
+  double bwdInput = 0;   ///< input-grad incl. recomputation and comm
   double bwdWeight = 0;  ///< weight-grad
   double recompute = 0;  ///< the part of bwdInput that re-runs forward
   double flops = 0;      ///< executed FLOPs per micro-batch (with recompute)
   double modelFlops = 0; ///< FLOPs without recomputation
-  double tpBytes = 0;    ///< TP all-reduce bytes sent per micro-batch
+  double tpBytes = 0;    ///< TP collective bytes sent per micro-batch
+  /// Communication time inside fwd / bwdInput that another micro-batch's
+  /// compute can hide (expert all-to-alls, the exposed part of ring
+  /// attention), for schedules that overlap micro-batches (DualPipe's F&B
+  /// pairs). TP collectives are on the layer's own critical path and are
+  /// not counted here.
+  double fwdComm = 0, bwdComm = 0;
+  /// All collective bytes this device sends per micro-batch, per link level
+  /// (TP, EP and CP groups may sit on different levels).
+  double linkBytes[cluster::kNumLinkLevels] = {0, 0};
 };
 
 class CostModel {
 public:
   explicit CostModel(const ProfileDB *profile = nullptr) : profile(profile) {}
+
+  /// Runs every matmul in \p dt (`--dist-dtype=fp8`: FP8 GEMMs, BF16
+  /// elsewhere): matmuls are costed at \p dt's peak, fp8 ones at the
+  /// device's fp8 matmul efficiency; every other op (and the matmuls marked
+  /// keepsPrecision: LM head, router) keeps its own dtype.
+  void setMatmulPrecision(DType dt) { matmulDType = dt; }
+  std::optional<DType> matmulPrecision() const { return matmulDType; }
 
   /// Roofline time of \p cost on \p dev: max(compute, memory) + launches.
   double computeTime(const PhaseCost &cost, OpClass cls, DType dt,
@@ -70,6 +108,14 @@ public:
   /// tensor parallelism \p tp (profile first, analytic otherwise).
   double opTime(const OpDesc &op, Phase phase, const cluster::DeviceSpec &dev,
                 unsigned tp, unsigned mbs) const;
+  /// The same under \p x (sequence/context split, expert imbalance); no
+  /// communication.
+  double opTime(const OpDesc &op, Phase phase, const cluster::DeviceSpec &dev,
+                const ExecConfig &x) const;
+  /// Fraction of \p op's per-sample cost one device does under \p x: the
+  /// micro-batch, divided by t (split ops, or per-sample ops under sequence
+  /// parallelism) and by c (per-sample ops under context parallelism).
+  static double shareOf(const OpDesc &op, const ExecConfig &x);
 
   /// Point-to-point message: latency + bytes / bandwidth.
   static double p2pTime(double bytes, const cluster::LinkSpec &link);
@@ -91,9 +137,25 @@ public:
                         const cluster::DeviceSpec &dev,
                         const GroupShape &tpGroup, unsigned mbs,
                         Recompute recompute) const;
+  /// The same under \p x: TP collectives (reduce-scatter + all-gather under
+  /// sequence parallelism), an all-to-all over the EP group before and after
+  /// the experts in each direction, ring attention over the CP group
+  /// (c - 1 steps, each passing 1/c of K and V, overlapped with the
+  /// attention kernel; twice the bytes in the backward: K, V and their
+  /// gradients).
+  RangeTimes rangeTimes(const ModelDesc &model, unsigned begin, unsigned end,
+                        const cluster::DeviceSpec &dev,
+                        const ExecConfig &x) const;
 
 private:
+  /// \p kernels set the small-kernel roll-off (FLOPs per kernel),
+  /// \p launches the launch overhead.
+  double roofline(const PhaseCost &cost, double peak, double eff,
+                  const cluster::DeviceSpec &dev, unsigned kernels,
+                  unsigned launches) const;
+
   const ProfileDB *profile;
+  std::optional<DType> matmulDType;
 };
 
 //===----------------------------------------------------------------------===//
@@ -108,6 +170,16 @@ struct MemoryConfig {
   unsigned zero = 0; ///< ZeRO stage 0-3
   unsigned dp = 1;
   unsigned tp = 1;
+  /// Context parallelism: activations split by sequence; ZeRO shards over
+  /// the dp * cp ranks that hold the same weights.
+  unsigned cp = 1;
+  /// Expert parallelism: expert weights split over ep ranks, sharded by ZeRO
+  /// over dp * cp / ep.
+  unsigned ep = 1;
+  /// Sequence parallelism: TP-replicated activations split over t.
+  bool sp = false;
+  /// Busiest expert rank's tokens over the mean (its activations too).
+  double expertImbalance = 1;
   Recompute recompute = Recompute::None;
   /// Weight copies kept for asynchronous schedules (1 = none extra).
   unsigned weightVersions = 1;
@@ -129,11 +201,21 @@ struct MemoryBreakdown {
 /// Parameters of layers [begin, end) held by one TP rank (tied copies too).
 double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,
                        unsigned tp);
+/// Parameters of one device, split into those every data-parallel replica
+/// holds (dense) and the routed experts (divided by \p ep as well).
+struct ParamSplit {
+  double dense = 0, expert = 0;
+  double total() const { return dense + expert; }
+};
+ParamSplit paramSplit(const ModelDesc &model, unsigned begin, unsigned end,
+                      unsigned tp, unsigned ep);
 /// Weights, gradients, optimizer state and stashed versions per device for
 /// \p params parameters: mixed-precision Adam keeps 2 + 2 + 12 bytes per
 /// parameter (ZeRO paper); ZeRO-1/2/3 divide optimizer / +grads / +weights
-/// by dp.
+/// by dp (times cp).
 MemoryBreakdown staticMemory(double params, const MemoryConfig &cfg);
+/// The same with experts, sharded by ZeRO over dp * cp / ep instead.
+MemoryBreakdown staticMemory(const ParamSplit &params, const MemoryConfig &cfg);
 /// Activation bytes one micro-batch of \p mbs samples leaves saved on a
 /// device for layers [begin, end), under \p cfg.recompute.
 double activationBytes(const ModelDesc &model, unsigned begin, unsigned end,

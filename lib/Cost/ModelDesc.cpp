@@ -276,6 +276,43 @@ OpDesc otherOp(StringRef name, DType dt, PhaseCost fwd) {
   return op;
 }
 
+OpDesc tpReplicated(OpDesc op, double savedBytes) {
+  op.tp = TpMode::Replicated;
+  op.savedBytes = 0;
+  op.savedReplicatedBytes = savedBytes;
+  return op;
+}
+
+OpDesc attentionOp(StringRef name, DType dt, const AttentionShape &a) {
+  double e = cluster::dtypeBytes(dt);
+  double mask = a.causal ? 0.5 : 1.0;
+  double pairs = a.heads * a.seqQ * a.seqKV * mask;
+  double q = a.heads * a.seqQ * a.headDimQK * e;
+  double k = a.kvHeads * a.seqKV * a.headDimQK * e;
+  double v = a.kvHeads * a.seqKV * a.headDimV * e;
+  double o = a.heads * a.seqQ * a.headDimV * e;
+  double lse = a.heads * a.seqQ * 4; // fp32 log-sum-exp per query row
+  OpDesc op;
+  op.name = name.str();
+  op.cls = OpClass::Attention;
+  op.dtype = dt;
+  op.signature = sig("attention", dt,
+                     {{"h", a.heads},
+                      {"kvh", a.kvHeads},
+                      {"sq", a.seqQ},
+                      {"skv", a.seqKV},
+                      {"dqk", a.headDimQK},
+                      {"dv", a.headDimV}},
+                     a.causal ? ",causal" : "");
+  op.fwd = {2 * pairs * (a.headDimQK + a.headDimV), q + k + v, o + lse};
+  // Recompute S = QK^T, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
+  op.bwdInput = {2 * pairs * (3 * a.headDimQK + 2 * a.headDimV),
+                 q + k + v + 2 * o + lse, q + k + v};
+  op.savedBytes = v + lse;
+  op.cpKvBytes = k + v;
+  return op;
+}
+
 LayerDesc gptBlock(const GptConfig &cfg, unsigned index) {
   const double s = cfg.seqLen, h = cfg.hidden, a = cfg.heads;
   const double f = cfg.ffnMult * h;
@@ -286,42 +323,44 @@ LayerDesc gptBlock(const GptConfig &cfg, unsigned index) {
   l.name = formatv("block{0}", index).str();
   l.boundaryBytes = sh;
 
-  auto replicated = [](OpDesc op, double saved) {
-    op.tp = TpMode::Replicated;
-    op.savedBytes = 0;
-    op.savedReplicatedBytes = saved;
-    return op;
-  };
   // Korthikanti et al. Sec. 4.1: LN inputs 2sh each, QKV and FC1 inputs 2sh
   // (replicated under TP), Q and K 4sh, V 2sh, projection input 2sh, GeLU
   // input 8sh, FC2 input 8sh, two dropout masks sh each; softmax output
   // 2as^2, its dropout mask as^2 and dropout output 2as^2.
-  l.ops.push_back(replicated(normOp("ln1", dt, s, h), sh));
+  l.ops.push_back(tpReplicated(normOp("ln1", dt, s, h), sh));
   OpDesc qkv = matmulOp("qkv", dt, 1, s, 3 * h, h, true, true);
   qkv.savedReplicatedBytes = sh;
   qkv.savedBytes = 2 * sh; // Q and K, kept for the scores' backward
   qkv.tpAllReduceBwdBytes = sh;
   l.ops.push_back(qkv);
-  OpDesc scores = matmulOp("scores", dt, a, s, s, h / a, false);
-  scores.savedBytes = 0; // counted on qkv
-  scores.selective = true;
-  l.ops.push_back(scores);
-  OpDesc sm = softmaxOp("softmax", dt, a * s, s);
-  sm.selective = true;
-  l.ops.push_back(sm);
-  OpDesc drop = elementwiseOp("attn_dropout", dt, a * s * s, 1, 2);
-  drop.savedBytes = a * s * s * (1 + e); // mask + output
-  drop.selective = true;
-  l.ops.push_back(drop);
-  OpDesc ctx = matmulOp("context", dt, a, s, h / a, s, false);
-  ctx.savedBytes = sh; // V; the probabilities are counted on the dropout
-  l.ops.push_back(ctx);
+  if (cfg.fusedAttention) {
+    // GPT-2/3 attention is not causal-skipping in Megatron 2021, but a fused
+    // kernel skips the masked half.
+    AttentionShape as{a, a, s, s, h / a, h / a, true};
+    l.ops.push_back(attentionOp("attention", dt, as));
+  } else {
+    OpDesc scores = matmulOp("scores", dt, a, s, s, h / a, false);
+    scores.savedBytes = 0; // counted on qkv
+    scores.selective = true;
+    l.ops.push_back(scores);
+    OpDesc sm = softmaxOp("softmax", dt, a * s, s);
+    sm.selective = true;
+    l.ops.push_back(sm);
+    OpDesc drop = elementwiseOp("attn_dropout", dt, a * s * s, 1, 2);
+    drop.savedBytes = a * s * s * (1 + e); // mask + output
+    drop.selective = true;
+    l.ops.push_back(drop);
+    OpDesc ctx = matmulOp("context", dt, a, s, h / a, s, false);
+    ctx.savedBytes = sh; // V; the probabilities are counted on the dropout
+    ctx.cpKvBytes = 2 * sh; // K and V for ring attention
+    l.ops.push_back(ctx);
+  }
   OpDesc proj = matmulOp("proj", dt, 1, s, h, h, true, true);
   proj.tpAllReduceFwdBytes = sh;
   l.ops.push_back(proj);
   l.ops.push_back(
-      replicated(elementwiseOp("dropout_residual1", dt, s * h, 2, 3), s * h));
-  l.ops.push_back(replicated(normOp("ln2", dt, s, h), sh));
+      tpReplicated(elementwiseOp("dropout_residual1", dt, s * h, 2, 3), s * h));
+  l.ops.push_back(tpReplicated(normOp("ln2", dt, s, h), sh));
   OpDesc fc1 = matmulOp("fc1", dt, 1, s, f, h, true, true);
   fc1.savedBytes = 0;
   fc1.savedReplicatedBytes = sh;
@@ -332,7 +371,7 @@ LayerDesc gptBlock(const GptConfig &cfg, unsigned index) {
   fc2.tpAllReduceFwdBytes = sh;
   l.ops.push_back(fc2);
   l.ops.push_back(
-      replicated(elementwiseOp("dropout_residual2", dt, s * h, 2, 3), s * h));
+      tpReplicated(elementwiseOp("dropout_residual2", dt, s * h, 2, 3), s * h));
   return l;
 }
 
@@ -343,14 +382,9 @@ ModelDesc buildGpt(const GptConfig &cfg) {
   ModelDesc m;
   m.name = formatv("gpt-l{0}-h{1}", cfg.layers, static_cast<unsigned>(h)).str();
   m.sampleUnit = "sequence";
+  m.attentionHeads = static_cast<unsigned>(cfg.heads);
 
-  LayerDesc emb;
-  emb.name = "embedding";
-  emb.boundaryBytes = sh;
-  emb.checkpoint = false;
-  OpDesc word = embeddingOp("word_embedding", dt, s, v, h);
-  word.tpAllReduceFwdBytes = sh; // vocab-parallel lookup
-  emb.ops.push_back(word);
+  LayerDesc emb = tokenEmbeddingLayer("word_embedding", dt, s, v, h);
   OpDesc pos = embeddingOp("position_embedding", dt, s, s, h);
   pos.tp = TpMode::Replicated;
   emb.ops.push_back(pos);
@@ -364,24 +398,41 @@ ModelDesc buildGpt(const GptConfig &cfg) {
   for (unsigned i = 0; i < cfg.layers; ++i)
     m.layers.push_back(gptBlock(cfg, i));
 
+  // The logits share the word embedding.
+  m.layers.push_back(lmHeadLayer(tpReplicated(normOp("final_ln", dt, s, h), sh),
+                                 "logits", dt, s, v, h, /*tied=*/true));
+  return m;
+}
+
+LayerDesc tokenEmbeddingLayer(StringRef opName, DType dt, double s, double v,
+                              double h) {
+  LayerDesc emb;
+  emb.name = "embedding";
+  emb.boundaryBytes = s * h * cluster::dtypeBytes(dt);
+  emb.checkpoint = false;
+  OpDesc word = embeddingOp(opName, dt, s, v, h);
+  word.tpAllReduceFwdBytes = emb.boundaryBytes; // vocab-parallel lookup
+  emb.ops.push_back(word);
+  return emb;
+}
+
+LayerDesc lmHeadLayer(OpDesc norm, StringRef logitsName, DType dt, double s,
+                      double v, double h, bool tied) {
+  const double sh = s * h * cluster::dtypeBytes(dt);
   LayerDesc head;
   head.name = "head";
   head.boundaryBytes = 4; // the loss
   head.checkpoint = false;
-  OpDesc ln = normOp("final_ln", dt, s, h);
-  ln.tp = TpMode::Replicated;
-  ln.savedBytes = 0;
-  ln.savedReplicatedBytes = sh;
-  head.ops.push_back(ln);
-  OpDesc logits = matmulOp("logits", dt, 1, s, v, h, true);
-  logits.tiedParams = true; // shares the word embedding
+  head.ops.push_back(std::move(norm));
+  OpDesc logits = matmulOp(logitsName, dt, 1, s, v, h, true);
+  logits.tiedParams = tied;
+  logits.keepsPrecision = true;
   logits.tpAllReduceBwdBytes = sh;
   logits.savedBytes = 0;
   logits.savedReplicatedBytes = sh;
   head.ops.push_back(logits);
   head.ops.push_back(lossOp("cross_entropy", dt, s, v));
-  m.layers.push_back(std::move(head));
-  return m;
+  return head;
 }
 
 double gptParamCount(const GptConfig &cfg) {

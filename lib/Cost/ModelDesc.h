@@ -65,11 +65,31 @@ struct OpDesc {
   bool selective = false;
   TpMode tp = TpMode::Split;
   /// Bytes all-reduced over the TP group after the forward / backward-input
-  /// phase, per sample (Megatron's g and f operators).
+  /// phase, per sample (Megatron's g and f operators). Under sequence
+  /// parallelism each becomes a reduce-scatter plus an all-gather of the
+  /// same bytes (Korthikanti et al.: the same volume).
   double tpAllReduceFwdBytes = 0;
   double tpAllReduceBwdBytes = 0;
-  /// Kernel launches per phase.
+  /// Routed-expert op of a mixture-of-experts layer: its parameters are
+  /// sharded over the expert-parallel group and its time scales with the
+  /// load imbalance (the busiest expert rank sets the pace).
+  bool expert = false;
+  /// Bytes per sample each rank sends in one all-to-all over the
+  /// expert-parallel group in the forward and one in the backward (token
+  /// dispatch before the experts, or the combine after them).
+  double epAllToAllBytes = 0;
+  /// Attention: bytes per sample of K and V over the whole sequence, which
+  /// ring attention passes around the context-parallel group.
+  double cpKvBytes = 0;
+  /// Kernel launches per phase (routed experts: the number of experts, one
+  /// GEMM each, run as one grouped launch; see CostModel::opTime). 0: the
+  /// op runs inside a neighbouring kernel (a fused epilogue): no launch, no
+  /// small-kernel roll-off.
   unsigned kernels = 1;
+  /// Stays at its dtype under a lower matmul precision (Transformer Engine
+  /// runs FP8 in the blocks' linear layers only: the LM head and the MoE
+  /// router stay BF16).
+  bool keepsPrecision = false;
 
   const PhaseCost &phase(Phase p) const;
   double paramBytes() const;
@@ -95,6 +115,10 @@ struct ModelDesc {
   std::vector<LayerDesc> layers;
   /// Name of the sample dimension ("sequence", "image").
   std::string sampleUnit = "sample";
+  /// What the tensor-parallel degree must divide to split the attention by
+  /// heads: the gcd of every attention's head count (query and, for
+  /// grouped-query attention, key/value heads); 0 when there is none.
+  unsigned attentionHeads = 0;
 
   /// Parameter count without tied copies.
   double paramCount() const;
@@ -134,6 +158,26 @@ OpDesc dataMovementOp(llvm::StringRef name, DType dt, double elements);
 OpDesc lossOp(llvm::StringRef name, DType dt, double rows, double classes);
 /// Any other op given by its forward cost (backward assumed 2x).
 OpDesc otherOp(llvm::StringRef name, DType dt, PhaseCost fwd);
+/// \p op made TP-replicated (every TP rank runs it whole: norms, dropout,
+/// residuals) keeping \p savedBytes on every rank.
+OpDesc tpReplicated(OpDesc op, double savedBytes);
+
+/// Shape of one attention (per sample): query heads and key/value heads
+/// (grouped-query when fewer), query and key sequence lengths, head widths
+/// of Q/K and of V (they differ in DeepSeek's MLA), causal masking.
+struct AttentionShape {
+  double heads = 1, kvHeads = 1;
+  double seqQ = 1, seqKV = 1;
+  double headDimQK = 64, headDimV = 64;
+  bool causal = true;
+};
+/// Fused attention softmax(Q K^T * scale + mask) V as one kernel
+/// (FlashAttention): forward 2 * heads * sq * skv * (dqk + dv) FLOPs (half
+/// when causal), backward 2 * heads * sq * skv * (3 dqk + 2 dv) (the
+/// score matrix is recomputed, five matmuls), no s^2 tensor in memory: it
+/// saves only V (Q, K and O are saved by the projections around it, as in
+/// Korthikanti et al.) and the log-sum-exp per row.
+OpDesc attentionOp(llvm::StringRef name, DType dt, const AttentionShape &a);
 
 //===----------------------------------------------------------------------===//
 // GPT (Megatron-LM style) builder.
@@ -148,7 +192,19 @@ struct GptConfig {
   /// FFN width as a multiple of hidden.
   double ffnMult = 4;
   DType dtype = DType::BF16;
+  /// One fused attention op (FlashAttention) instead of scores, softmax,
+  /// dropout and context matmuls with s^2 activations.
+  bool fusedAttention = false;
 };
+
+/// The first layer of a language model: a vocab-parallel lookup of \p s
+/// tokens in a \p v x \p h table (all-reduced over TP in the forward).
+LayerDesc tokenEmbeddingLayer(llvm::StringRef opName, DType dt, double s,
+                              double v, double h);
+/// The last layer: \p norm, the vocab-parallel logits (tied to the
+/// embedding table or not) and the cross-entropy.
+LayerDesc lmHeadLayer(OpDesc norm, llvm::StringRef logitsName, DType dt,
+                      double s, double v, double h, bool tied);
 
 /// One transformer block: LN, QKV, attention core, projection, dropout,
 /// LN, MLP. Saved bytes follow Korthikanti et al. (34sh + 5as^2 per sample).

@@ -11,10 +11,12 @@
 #include "dialects/Graph/GraphShapeUtils.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace llvm;
 using onnx::NodeProto;
@@ -57,18 +59,22 @@ SmallVector<int64_t> strides(ArrayRef<int64_t> shape) {
   return s;
 }
 
-/// A tensor of `dtype`/`shape` whose element i is `get(i)`.
+/// A tensor of `dtype`/`shape` whose element i is `get(i)`. Callers check
+/// that `shape` is small; a larger one gets no elements (and is never
+/// folded: foldConstants skips results above kMaxInlineElements).
 template <typename Fn>
 SmallTensor build(int32_t dtype, ArrayRef<int64_t> shape, Fn get) {
   SmallTensor out;
   out.dtype = dtype;
   out.shape.assign(shape.begin(), shape.end());
   int64_t n = out.numElements();
+  if (n > kMaxInlineElements)
+    return out;
   for (int64_t i = 0; i < n; ++i) {
     if (out.isFloat())
       out.floats.push_back(get(i));
     else
-      out.ints.push_back(int64_t(get(i)));
+      out.ints.push_back(toInt64(get(i)));
   }
   return out;
 }
@@ -95,10 +101,8 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
       return std::nullopt;
     shape = *b;
   }
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  if (n > kMaxInlineElements)
+  std::optional<int64_t> n = graph::numElements(shape);
+  if (!n || *n > kMaxInlineElements)
     return std::nullopt;
   bool isCompare = isOneOf(op, {"Equal", "Less", "Greater", "LessOrEqual",
                                 "GreaterOrEqual", "And", "Or", "Not"});
@@ -138,11 +142,13 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
       return a * b;
     if (op == "Div") {
       if (!isFloat) {
-        if (iarg(1, i) == 0) {
+        int64_t x = iarg(0, i), y = iarg(1, i);
+        // x / 0 and INT64_MIN / -1 trap; leave them to the program.
+        if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min())) {
           bad = true;
           return 0;
         }
-        return double(iarg(0, i) / iarg(1, i));
+        return double(x / y);
       }
       return a / b;
     }
@@ -150,7 +156,7 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
       if (isFloat)
         return std::fmod(a, b);
       int64_t x = iarg(0, i), y = iarg(1, i);
-      if (y == 0) {
+      if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min())) {
         bad = true;
         return 0;
       }
@@ -188,11 +194,15 @@ std::optional<SmallTensor> elementwise(StringRef op, Inputs in) {
       (op == "Add" || op == "Sub" || op == "Mul" || op == "Max" || op == "Min"))
     for (int64_t i = 0; i < out.numElements(); ++i) {
       int64_t a = iarg(0, i), b = iarg(1, i);
-      out.ints[i] = op == "Add"   ? a + b
-                    : op == "Sub" ? a - b
-                    : op == "Mul" ? a * b
-                    : op == "Max" ? std::max(a, b)
-                                  : std::min(a, b);
+      std::optional<int64_t> r = op == "Add"   ? llvm::checkedAdd(a, b)
+                                 : op == "Sub" ? llvm::checkedSub(a, b)
+                                 : op == "Mul" ? llvm::checkedMul(a, b)
+                                 : op == "Max" ? std::max(a, b)
+                                               : std::min(a, b);
+      // Overflowing shape arithmetic is not folded.
+      if (!r)
+        return failed;
+      out.ints[i] = *r;
     }
   return out;
 }
@@ -206,6 +216,9 @@ std::optional<SmallTensor> gather(const NodeProto &node, Inputs in) {
   SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + *axis);
   shape.append(idx.shape.begin(), idx.shape.end());
   shape.append(data.shape.begin() + *axis + 1, data.shape.end());
+  std::optional<int64_t> count = graph::numElements(shape);
+  if (!count || *count > kMaxInlineElements)
+    return std::nullopt;
   int64_t inner = 1, dim = data.shape[*axis];
   for (int64_t d = *axis + 1; d < rank; ++d)
     inner *= data.shape[d];
@@ -352,8 +365,7 @@ std::optional<SmallTensor> cast(const NodeProto &node, const SmallTensor &in) {
     else if (to == TensorProto::BOOL)
       out.ints.push_back(in.getDouble(i) != 0);
     else
-      out.ints.push_back(in.isFloat() ? int64_t(std::trunc(in.floats[i]))
-                                      : in.ints[i]);
+      out.ints.push_back(in.isFloat() ? toInt64(in.floats[i]) : in.ints[i]);
   }
   return out;
 }
@@ -382,10 +394,10 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
       return std::nullopt;
     ArrayRef<int64_t> shape = it->second;
     if (op == "Size") {
-      int64_t n = 1;
-      for (int64_t d : shape)
-        n *= d;
-      return build(TensorProto::INT64, {}, [&](int64_t) { return double(n); });
+      std::optional<int64_t> n = graph::numElements(shape);
+      if (!n)
+        return std::nullopt;
+      return build(TensorProto::INT64, {}, [&](int64_t) { return double(*n); });
     }
     int64_t rank = shape.size();
     int64_t start = intAttr(node, "start", 0), end = intAttr(node, "end", rank);
@@ -461,10 +473,14 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 0 && d < in[0]->shape.size())
         shape[d] = in[0]->shape[d];
-      if (shape[d] == -1)
+      if (shape[d] == -1) {
         inferAt = d;
-      else
-        known *= shape[d];
+      } else {
+        std::optional<int64_t> product = llvm::checkedMul(known, shape[d]);
+        if (!product)
+          return std::nullopt;
+        known = *product;
+      }
     }
     if (inferAt >= 0 && known > 0)
       shape[inferAt] = in[0]->numElements() / known;
@@ -477,13 +493,10 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
       return std::nullopt;
     double start = in[0]->getDouble(0), limit = in[1]->getDouble(0),
            delta = in[2]->getDouble(0);
-    if (delta == 0)
+    std::optional<int64_t> n = graph::rangeCount(start, limit, delta);
+    if (!n || *n > kMaxInlineElements)
       return std::nullopt;
-    int64_t n =
-        std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
-    if (n > kMaxInlineElements)
-      return std::nullopt;
-    return build(in[0]->dtype, {n},
+    return build(in[0]->dtype, {*n},
                  [&](int64_t i) { return start + double(i) * delta; });
   }
   if (op == "ConstantOfShape" || op == "Expand") {
@@ -509,10 +522,8 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
     } else {
       value = build(TensorProto::FLOAT, {}, [](int64_t) { return 0.0; });
     }
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    if (n > kMaxInlineElements)
+    std::optional<int64_t> n = graph::numElements(shape);
+    if (!n || *n > kMaxInlineElements)
       return std::nullopt;
     return build(value.dtype, shape, [&](int64_t i) {
       return value.getDouble(broadcastIndex(i, shape, value.shape));
@@ -531,13 +542,79 @@ static std::optional<SmallTensor> evaluate(const NodeProto &node, Inputs in,
   return elementwise(op, in);
 }
 
+/// Replaces every `If` whose condition is a known constant by the nodes of
+/// the branch it selects (branch initializers become Constant nodes, each
+/// branch output an Identity to the If's output). An If whose branch would
+/// redefine a name of the graph stays. Returns how many were inlined.
+static unsigned inlineConstantIfs(onnx::GraphProto &graph,
+                                  const StringMap<SmallTensor> &consts) {
+  StringSet<> defined;
+  for (const auto &v : graph.input())
+    defined.insert(v.name());
+  for (const auto &v : graph.initializer())
+    defined.insert(v.name());
+  for (const NodeProto &node : graph.node())
+    for (const std::string &out : node.output())
+      defined.insert(out);
+  onnx::GraphProto out;
+  unsigned inlined = 0;
+  for (NodeProto &node : *graph.mutable_node()) {
+    auto cond = node.op_type() == "If" && node.input_size() == 1
+                    ? consts.find(node.input(0))
+                    : consts.end();
+    const onnx::AttributeProto *branchAttr = nullptr;
+    if (cond != consts.end() && cond->second.numElements() == 1)
+      branchAttr = findAttr(node, cond->second.getDouble(0) != 0
+                                      ? "then_branch"
+                                      : "else_branch");
+    const onnx::GraphProto *branch =
+        branchAttr && branchAttr->has_g() ? &branchAttr->g() : nullptr;
+    bool clash = !branch || branch->output_size() != node.output_size();
+    for (int i = 0; branch && !clash && i < branch->initializer_size(); ++i)
+      clash = defined.contains(branch->initializer(i).name());
+    for (int i = 0; branch && !clash && i < branch->node_size(); ++i)
+      for (const std::string &o : branch->node(i).output())
+        clash |= defined.contains(o);
+    if (clash) {
+      *out.add_node() = std::move(node);
+      continue;
+    }
+    for (const onnx::TensorProto &init : branch->initializer()) {
+      NodeProto *c = out.add_node();
+      c->set_op_type("Constant");
+      c->set_name(node.name() + "/" + init.name());
+      c->add_output(init.name());
+      onnx::AttributeProto *a = c->add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      *a->mutable_t() = init;
+    }
+    for (const NodeProto &inner : branch->node())
+      *out.add_node() = inner;
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (node.output(i).empty())
+        continue;
+      NodeProto *id = out.add_node();
+      id->set_op_type("Identity");
+      id->set_name(node.name() + "/" + node.output(i));
+      id->add_input(branch->output(i).name());
+      id->add_output(node.output(i));
+    }
+    ++inlined;
+  }
+  // Every node was moved into `out`.
+  graph.mutable_node()->Swap(out.mutable_node());
+  return inlined;
+}
+
 unsigned foldConstants(onnx::GraphProto &graph, int64_t opset) {
   ShapeMap shapes = collectStaticShapes(graph);
   StringMap<SmallTensor> consts;
   // Float initializers are the model's weights. A float result computed from
   // one (Identity, Cast, arithmetic) stays an op, so that training updates
-  // the one weight every use reads: exporters deduplicate equal initializers
-  // behind Identity nodes, and folding those into literals would untie them.
+  // the weights: exporters deduplicate equal initializers behind Identity
+  // nodes (each its own parameter, see translateIdentity), and a literal
+  // would not be trained at all.
   StringSet<> weights;
   for (const auto &init : graph.initializer())
     if (auto t = readSmallTensor(init)) {
@@ -584,7 +661,7 @@ unsigned foldConstants(onnx::GraphProto &graph, int64_t opset) {
     consts[output] = std::move(*value);
     ++folded;
   }
-  return folded;
+  return folded + inlineConstantIfs(graph, consts);
 }
 
 } // namespace import

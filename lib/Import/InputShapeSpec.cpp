@@ -51,6 +51,28 @@ bool distopt::parseInputShapeSpec(StringRef spec, ONNXImportOptions &options,
   return true;
 }
 
+bool distopt::parseInputValueSpec(StringRef spec, ONNXImportOptions &options,
+                                  std::string &error) {
+  size_t colon = spec.rfind(':');
+  if (colon == StringRef::npos || colon == 0) {
+    error = "expected NAME:VALUE (e.g. sr:16000) for a scalar input";
+    return false;
+  }
+  StringRef name = spec.take_front(colon), text = spec.drop_front(colon + 1);
+  double value;
+  if (text.empty() || text.getAsDouble(value)) {
+    error = "the value '" + text.str() + "' of '" + name.str() +
+            "' is not a number";
+    return false;
+  }
+  if (options.inputValues.count(name)) {
+    error = "input '" + name.str() + "' is given twice";
+    return false;
+  }
+  options.inputValues[name] = value;
+  return true;
+}
+
 bool distopt::looksLikeONNX(StringRef path, StringRef bytes) {
   StringRef ext = sys::path::extension(path);
   if (ext.equals_insensitive(".onnx") || ext.equals_insensitive(".pb"))

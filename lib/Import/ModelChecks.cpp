@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ModelChecks.h"
+#include "SmallTensor.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -53,7 +54,49 @@ Expected<int64_t> checkOpsets(const onnx::ModelProto &model) {
   return opset;
 }
 
+/// ONNX graphs are in single static assignment form: every name is defined
+/// once (an initializer may also be listed as a graph input, its default).
+static Error checkUniqueNames(const onnx::GraphProto &graph) {
+  StringSet<> inputs, initializers;
+  for (const auto &v : graph.input()) {
+    if (v.name().empty())
+      return error("a graph input has an empty name; name every input");
+    if (!inputs.insert(v.name()).second)
+      return error("graph input '" + v.name() +
+                   "' is listed twice; ONNX names every value once "
+                   "(onnxruntime rejects the model too): rename or remove "
+                   "one");
+  }
+  for (const auto &t : graph.initializer())
+    if (!initializers.insert(t.name()).second)
+      return error("initializer '" + t.name() +
+                   "' is defined twice; ONNX names every value once "
+                   "(onnxruntime rejects the model too): remove one");
+  StringSet<> outputs;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &out : graph.node(i).output()) {
+      if (out.empty())
+        continue;
+      const char *what = inputs.contains(out)         ? "a graph input"
+                         : initializers.contains(out) ? "an initializer"
+                         : outputs.contains(out)      ? "another node"
+                                                      : nullptr;
+      if (what)
+        return error("value '" + out + "' computed by node '" +
+                     (graph.node(i).name().empty() ? "#" + std::to_string(i)
+                                                   : graph.node(i).name()) +
+                     "' (" + graph.node(i).op_type() +
+                     ") is already defined by " + what +
+                     "; ONNX names every value once (onnxruntime rejects "
+                     "the model too): rename one");
+      outputs.insert(out);
+    }
+  return Error::success();
+}
+
 Error checkDefinitions(const onnx::GraphProto &graph) {
+  if (Error e = checkUniqueNames(graph))
+    return e;
   StringSet<> defined;
   for (const auto &v : graph.input())
     defined.insert(v.name());
@@ -202,6 +245,69 @@ Error pinInputShapes(onnx::GraphProto &graph, const ONNXImportOptions &options,
     if (!seen.contains(entry.getKey()))
       return error("--input-shape names '" + entry.getKey() +
                    "', which is not a graph input (inputs: " + names + ")");
+  return Error::success();
+}
+
+Error bindInputValues(onnx::GraphProto &graph,
+                      const ONNXImportOptions &options) {
+  if (options.inputValues.empty())
+    return Error::success();
+  std::string names;
+  onnx::GraphProto kept;
+  std::vector<onnx::NodeProto> constants;
+  StringSet<> bound;
+  for (const auto &input : graph.input()) {
+    auto it = options.inputValues.find(input.name());
+    if (it == options.inputValues.end()) {
+      names += (names.empty() ? "" : ", ") + input.name();
+      *kept.add_input() = input;
+      continue;
+    }
+    const auto &tensor = input.type().tensor_type();
+    int64_t n = 1;
+    for (const auto &d : tensor.shape().dim())
+      n *= d.has_dim_value() ? d.dim_value() : -1;
+    if (n != 1)
+      return error("--input-value=" + input.name() + ":... fixes a scalar, but "
+                   "input '" + input.name() + "' is not a one-element tensor; "
+                   "fix shapes with --input-shape");
+    SmallTensor value;
+    value.dtype = tensor.elem_type();
+    for (const auto &d : tensor.shape().dim())
+      value.shape.push_back(d.dim_value());
+    double v = it->second;
+    if (value.isFloat())
+      value.floats = {v};
+    else if (isFoldableType(value.dtype) && v == (double)(int64_t)v)
+      value.ints = {(int64_t)v};
+    else
+      return error("--input-value=" + input.name() + ":" + formatv("{0}", v) +
+                   ": input '" + input.name() + "' has ONNX element type " +
+                   Twine(value.dtype) + ", which takes " +
+                   (isFoldableType(value.dtype) ? "an integer" : "no value"));
+    onnx::NodeProto node;
+    node.set_op_type("Constant");
+    node.set_name(input.name() + "/input-value");
+    node.add_output(input.name());
+    onnx::AttributeProto *attr = node.add_attribute();
+    attr->set_name("value");
+    attr->set_type(onnx::AttributeProto::TENSOR);
+    writeSmallTensor(value, *attr->mutable_t());
+    constants.push_back(std::move(node));
+    bound.insert(input.name());
+  }
+  for (const auto &entry : options.inputValues)
+    if (!bound.contains(entry.getKey()))
+      return error("--input-value names '" + entry.getKey() +
+                   "', which is not a graph input (inputs: " + names + ")");
+  graph.mutable_input()->Swap(kept.mutable_input());
+  // The constants go first: every node may read them.
+  onnx::GraphProto nodes;
+  for (onnx::NodeProto &c : constants)
+    *nodes.add_node() = std::move(c);
+  for (onnx::NodeProto &node : *graph.mutable_node())
+    *nodes.add_node() = std::move(node);
+  graph.mutable_node()->Swap(nodes.mutable_node());
   return Error::success();
 }
 

@@ -41,6 +41,12 @@ llvm::Error pinInputShapes(onnx::GraphProto &graph,
                            const ONNXImportOptions &options,
                            std::vector<std::string> &remarks);
 
+/// Replaces each graph input named by `--input-value` (a scalar: one
+/// element, after pinning) by a Constant node holding the value, so that
+/// folding sees it (an `If` on it keeps one branch). Errors name the input.
+llvm::Error bindInputValues(onnx::GraphProto &graph,
+                            const ONNXImportOptions &options);
+
 } // namespace import
 } // namespace distopt
 

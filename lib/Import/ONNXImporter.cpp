@@ -11,6 +11,7 @@
 #include "Fusion.h"
 #include "ModelChecks.h"
 #include "ModelScanner.h"
+#include "SchemaChecks.h"
 #include "ShapeInference.h"
 #include "SmallTensor.h"
 #include "Translator.h"
@@ -18,6 +19,7 @@
 
 #include "dialects/Graph/GraphDialect.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -76,6 +78,13 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
                         "--input-shape="
                      << input.name() << ":D0xD1x...",
              failure();
+    if (!distopt::graph::tensorBytes(type))
+      return error() << "graph input '" << input.name() << "' has shape "
+                     << distopt::graph::shapeToString(type.getShape())
+                     << ", whose size in bytes does not fit in int64; pin a "
+                        "smaller one with --input-shape="
+                     << input.name() << ":D0xD1x...",
+             failure();
     argTypes.push_back(type);
     argNames.push_back(input.name());
   }
@@ -88,6 +97,19 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
   }
   builder.setInsertionPointToStart(body);
 
+  // ONNX training info names the initializers training updates
+  // (update_binding keys); the others stay as they are.
+  if (model.training_info_size() > 0) {
+    t.trainedByModel.emplace();
+    for (const auto &info : model.training_info())
+      for (const auto &binding : info.update_binding())
+        t.trainedByModel->insert(binding.key());
+    t.untieIdentityWeights = false;
+    emitRemark(fileLoc) << "the model's training_info updates "
+                        << t.trainedByModel->size()
+                        << " initializer(s); training leaves the others "
+                           "frozen";
+  }
   WeightSource source{bytes, llvm::sys::path::filename(name).str(), baseDir,
                       &scan, options.weights};
   if (failed(defineInitializers(t, graph, source, fileLoc)))
@@ -187,6 +209,10 @@ OwningOpRef<ModuleOp> Import::run() {
     error() << llvm::toString(std::move(e));
     return nullptr;
   }
+  if (llvm::Error e = checkNodeSchemas(model)) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
+  }
   std::vector<std::string> remarks;
   if (llvm::Error e = pinInputShapes(graph, options, remarks)) {
     error() << llvm::toString(std::move(e));
@@ -194,6 +220,10 @@ OwningOpRef<ModuleOp> Import::run() {
   }
   for (const std::string &r : remarks)
     emitRemark(fileLoc) << r;
+  if (llvm::Error e = bindInputValues(graph, options)) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
+  }
 
   WeightSource source{bytes, "", baseDir, &*scan, options.weights};
   restoreSmallPayloads(graph, source);
@@ -206,6 +236,10 @@ OwningOpRef<ModuleOp> Import::run() {
     }
     if (foldConstants(graph, *opset) == 0)
       break;
+  }
+  if (llvm::Error e = checkNodeTypes(model, collectValueTypes(graph))) {
+    error() << llvm::toString(std::move(e));
+    return nullptr;
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);

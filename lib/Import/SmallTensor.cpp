@@ -5,9 +5,13 @@
 //===----------------------------------------------------------------------===//
 #include "SmallTensor.h"
 
+#include "dialects/Graph/GraphShapeUtils.h"
+
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace llvm;
 using onnx::TensorProto;
@@ -20,18 +24,27 @@ bool SmallTensor::isFloat() const {
 }
 
 int64_t SmallTensor::numElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
+  // Saturates: a shape whose count overflows is never small.
+  return graph::numElements(shape).value_or(
+      std::numeric_limits<int64_t>::max());
 }
 
 double SmallTensor::getDouble(int64_t i) const {
   return isFloat() ? floats[i] : double(ints[i]);
 }
 
+int64_t toInt64(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9.223372036854775807e18)
+    return std::numeric_limits<int64_t>::max();
+  if (v <= -9.223372036854775808e18)
+    return std::numeric_limits<int64_t>::min();
+  return int64_t(v);
+}
+
 int64_t SmallTensor::getInt(int64_t i) const {
-  return isFloat() ? int64_t(floats[i]) : ints[i];
+  return isFloat() ? toInt64(floats[i]) : ints[i];
 }
 
 bool isFoldableType(int32_t dtype) {
@@ -61,7 +74,8 @@ static bool readRaw(const std::string &raw, int64_t n,
   return true;
 }
 
-std::optional<SmallTensor> readSmallTensor(const TensorProto &tensor) {
+std::optional<SmallTensor> readSmallTensor(const TensorProto &tensor,
+                                           int64_t maxElements) {
   if (!isFoldableType(tensor.data_type()) ||
       tensor.data_location() == TensorProto::EXTERNAL)
     return std::nullopt;
@@ -73,7 +87,7 @@ std::optional<SmallTensor> readSmallTensor(const TensorProto &tensor) {
     out.shape.push_back(d);
   }
   int64_t n = out.numElements();
-  if (n > kMaxInlineElements)
+  if (n > maxElements)
     return std::nullopt;
   const std::string &raw = tensor.raw_data();
   bool hasRaw = tensor.has_raw_data();
@@ -187,18 +201,22 @@ staticShape(const onnx::TypeProto &type) {
   return shape;
 }
 
+TypeMap collectValueTypes(const onnx::GraphProto &graph) {
+  TypeMap types;
+  for (const auto &v : graph.input())
+    types[v.name()] = &v.type();
+  for (const auto &v : graph.value_info())
+    types[v.name()] = &v.type();
+  for (const auto &v : graph.output())
+    types[v.name()] = &v.type();
+  return types;
+}
+
 ShapeMap collectStaticShapes(const onnx::GraphProto &graph) {
   ShapeMap shapes;
-  auto add = [&](const onnx::ValueInfoProto &info) {
-    if (auto s = staticShape(info.type()))
-      shapes[info.name()] = *s;
-  };
-  for (const auto &v : graph.input())
-    add(v);
-  for (const auto &v : graph.value_info())
-    add(v);
-  for (const auto &v : graph.output())
-    add(v);
+  for (const auto &[name, type] : collectValueTypes(graph))
+    if (auto s = staticShape(*type))
+      shapes[name] = *s;
   for (const auto &t : graph.initializer())
     shapes[t.name()] = SmallVector<int64_t>(t.dims().begin(), t.dims().end());
   return shapes;

@@ -18,6 +18,7 @@
 namespace onnx {
 class GraphProto;
 class TensorProto;
+class TypeProto;
 } // namespace onnx
 
 namespace distopt {
@@ -47,15 +48,26 @@ struct SmallTensor {
 /// True for the data types SmallTensor can hold.
 bool isFoldableType(int32_t dtype);
 
-/// Reads `tensor` when it holds at most kMaxInlineElements elements of a
+/// `v` truncated toward zero, NaN as 0 and out-of-range values clamped
+/// (ONNX leaves such casts undefined; C++ conversion would be UB).
+int64_t toInt64(double v);
+
+/// Reads `tensor` when it holds at most `maxElements` elements of a
 /// foldable type with its data inline; nullopt otherwise.
-std::optional<SmallTensor> readSmallTensor(const onnx::TensorProto &tensor);
+std::optional<SmallTensor>
+readSmallTensor(const onnx::TensorProto &tensor,
+                int64_t maxElements = kMaxInlineElements);
 
 /// Writes `value` into `tensor` (dims, data type and typed data).
 void writeSmallTensor(const SmallTensor &value, onnx::TensorProto &tensor);
 
 /// Static shapes of values, by name, as known after shape inference.
 using ShapeMap = llvm::StringMap<llvm::SmallVector<int64_t>>;
+
+/// The declared or inferred type of every value that has one (graph inputs,
+/// value_info, graph outputs; later entries win), by name.
+using TypeMap = llvm::StringMap<const onnx::TypeProto *>;
+TypeMap collectValueTypes(const onnx::GraphProto &graph);
 
 /// Collects the static shapes in `graph` (inputs, value_info, outputs,
 /// initializers).

@@ -9,6 +9,7 @@
 #include "Translator.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include <algorithm>
 #include <cmath>
@@ -216,8 +217,8 @@ static LogicalResult translateGather(Translator &t, const NodeProto &node) {
 }
 
 /// A Constant node that constant folding did not claim: small ones become
-/// `graph.constant`, large ones a `graph.weight` referencing the tensor's
-/// bytes inside the model file.
+/// `graph.constant`, large ones a `frozen` `graph.weight` referencing the
+/// tensor's bytes inside the model file (a constant is never trained).
 static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
   const onnx::AttributeProto *value = Translator::attr(node, "value");
   SmallTensor small;
@@ -227,6 +228,15 @@ static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
       t.defineConstant(node.output(0), std::move(*s));
       return success();
     }
+    // More than kMaxInlineElements elements in at most
+    // kNodeTensorStripBytes bytes: the scanner left the bytes inline, so
+    // there is no file range to reference; the tensor is small enough to
+    // be a constant in the IR (a 16x8 rotary table, a 16x16 bool mask).
+    if (!t.nodeData)
+      if (auto s = readSmallTensor(value->t(), kNodeTensorStripBytes)) {
+        t.defineConstant(node.output(0), std::move(*s));
+        return success();
+      }
     RankedTensorType type = t.resultType(node, 0);
     if (!type)
       return failure();
@@ -239,7 +249,8 @@ static LogicalResult translateConstant(Translator &t, const NodeProto &node) {
     }
     return t.setResult(node, WeightOp::create(b, t.loc(node), type,
                                               b.getStringAttr(node.output(0)),
-                                              file, offset, size));
+                                              file, offset, size,
+                                              b.getStringAttr("constant")));
   }
   if (const auto *a = Translator::attr(node, "value_int")) {
     small.dtype = onnx::TensorProto::INT64;
@@ -297,31 +308,34 @@ static LogicalResult translateRange(Translator &t, const NodeProto &node) {
   if (!et || !isa<IntegerType, FloatType>(et))
     return t.emitOpaque(node);
   Attribute startAttr, deltaAttr;
-  int64_t n = 0;
+  std::optional<int64_t> n;
+  bool zeroDelta;
   if (isa<IntegerType>(et)) {
     int64_t s = start->getInt(0), l = limit->getInt(0), d = delta->getInt(0);
-    if (d == 0)
-      return t.emitError(node) << "Range with delta 0 never ends; fix the "
-                                  "model's delta input";
-    // ceil((l - s) / d) in integers, clamped at 0.
-    int64_t span = l - s;
-    n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0)
-              : (span < 0 ? (span + d + 1) / d : 0);
+    zeroDelta = d == 0;
+    n = graph::rangeCount(s, l, d);
     startAttr = t.builder.getIntegerAttr(et, s);
     deltaAttr = t.builder.getIntegerAttr(et, d);
   } else {
     double s = start->getDouble(0), l = limit->getDouble(0),
            d = delta->getDouble(0);
-    if (d == 0)
-      return t.emitError(node) << "Range with delta 0 never ends; fix the "
-                                  "model's delta input";
-    n = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
+    zeroDelta = d == 0;
+    n = graph::rangeCount(s, l, d);
     startAttr = t.builder.getFloatAttr(et, s);
     deltaAttr = t.builder.getFloatAttr(et, d);
   }
-  auto type = RankedTensorType::get({n}, et);
-  return t.setResult(node, IotaOp::create(t.builder, t.loc(node), type,
-                                          startAttr, deltaAttr));
+  if (zeroDelta)
+    return t.emitError(node) << "Range with delta 0 never ends; fix the "
+                                "model's delta input";
+  if (!n)
+    return t.emitError(node)
+           << "Range from " << start->getDouble(0) << " to "
+           << limit->getDouble(0) << " by " << delta->getDouble(0)
+           << " has no finite length that fits in int64; "
+              "fix the model's start, limit and delta";
+  auto type = RankedTensorType::get({*n}, et);
+  return t.setResult(
+      node, IotaOp::create(t.builder, t.loc(node), type, startAttr, deltaAttr));
 }
 
 void registerDataTranslations(TranslateTable &table) {

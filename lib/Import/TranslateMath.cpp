@@ -95,11 +95,23 @@ static LogicalResult translateUnary(Translator &t, const NodeProto &node) {
                                      x, alpha, beta));
 }
 
+/// Identity aliases its input, except that an Identity of a weight is a
+/// parameter of its own (Translator::untieIdentityWeights): torch.onnx
+/// writes parameters with equal values (zero biases, unit norm scales)
+/// once and the others as Identity of it, and training must update them
+/// separately, as PyTorch does.
 static LogicalResult translateIdentity(Translator &t, const NodeProto &node) {
   Value x = t.operand(node, 0);
   if (!x)
     return failure();
-  return t.setResult(node, x);
+  auto w = x.getDefiningOp<WeightOp>();
+  if (!w || !t.untieIdentityWeights)
+    return t.setResult(node, x);
+  OpBuilder &b = t.builder;
+  auto copy = cast<WeightOp>(b.clone(*w));
+  copy.setSymName(node.output(0));
+  copy->setLoc(NameLoc::get(b.getStringAttr(node.output(0)), w->getLoc()));
+  return t.setResult(node, copy);
 }
 
 /// Binary ops, and the variadic Sum/Max/Min folded left to right.

@@ -7,6 +7,7 @@
 #include "Translator.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 using namespace mlir;
 using onnx::AttributeProto;
@@ -18,13 +19,17 @@ namespace import {
 
 Translator::Translator(OpBuilder &builder, StringRef fileName, int64_t opset,
                        const onnx::GraphProto &graph)
-    : builder(builder), opset(opset), fileName(fileName.str()) {
-  for (const auto &v : graph.input())
-    types[v.name()] = &v.type();
-  for (const auto &v : graph.value_info())
-    types[v.name()] = &v.type();
-  for (const auto &v : graph.output())
-    types[v.name()] = &v.type();
+    : builder(builder), opset(opset), fileName(fileName.str()),
+      types(collectValueTypes(graph)) {
+  for (const auto &v : graph.input()) {
+    int64_t n = v.type().tensor_type().has_shape() ? 1 : -1;
+    for (const auto &d : v.type().tensor_type().shape().dim())
+      n *= d.has_dim_value() ? d.dim_value() : -1;
+    if (n == 1)
+      scalarInputs += (scalarInputs.empty() ? "" : ", ") + v.name();
+  }
+  for (const auto &node : graph.node())
+    hasBranches |= node.op_type() == "If" || node.op_type() == "Loop";
 }
 
 Value Translator::lookup(StringRef name) {
@@ -134,13 +139,31 @@ RankedTensorType Translator::resultType(const NodeProto &node, int index) {
                     << ") has no output " << index;
     return nullptr;
   }
-  if (RankedTensorType t = inferredType(node.output(index)))
-    return t;
-  emitError(node)
-      << "cannot infer a static shape for '" << node.output(index)
-      << "' (output " << index << " of node '" << node.name() << "', op "
-      << node.op_type()
-      << "); pin the graph inputs with --input-shape=NAME:D0xD1x...";
+  if (RankedTensorType t = inferredType(node.output(index))) {
+    if (graph::tensorBytes(t))
+      return t;
+    emitError(node) << "'" << node.output(index) << "' (output " << index
+                    << " of node '" << node.name() << "', op " << node.op_type()
+                    << ") has shape " << graph::shapeToString(t.getShape())
+                    << ", whose size in bytes does not fit in int64; fix "
+                       "the model (or its --input-shape pins)";
+    return nullptr;
+  }
+  auto diag = emitError(node)
+              << "cannot infer a static shape for '" << node.output(index)
+              << "' (output " << index << " of node '" << node.name()
+              << "', op " << node.op_type()
+              << "); the shapes of its inputs do not fit the op, or a graph "
+                 "input has unknown dimensions: fix the model, or pin the "
+                 "graph inputs with --input-shape=NAME:D0xD1x...";
+  // Shapes behind an If depend on the branch it takes: a scalar input
+  // given a value folds the condition and keeps one branch.
+  if (hasBranches)
+    diag << "; the model branches (If/Loop), so a shape may depend on an "
+            "input's value: give scalar inputs their value with "
+            "--input-value=NAME:VALUE"
+         << (scalarInputs.empty() ? std::string()
+                                  : " (scalar inputs: " + scalarInputs + ")");
   return nullptr;
 }
 

@@ -16,6 +16,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -95,6 +96,16 @@ public:
   std::optional<TensorDataRef> nodeData;
   std::string modelFile;
 
+  /// The initializers the model's `training_info` updates (its
+  /// `update_binding` keys), when it carries any: every other float
+  /// initializer is imported `frozen`. Unset for models without it.
+  std::optional<llvm::StringSet<>> trainedByModel;
+  /// Whether an `Identity` of a weight is a weight of its own (named after
+  /// the Identity's output, reading the same bytes): exporters write
+  /// parameters with equal values once and the others as Identity of it.
+  /// Off when `training_info` says what is trained.
+  bool untieIdentityWeights = true;
+
   /// Op types that went opaque, with counts, in first-seen order.
   llvm::MapVector<llvm::StringRef, unsigned> opaqueCounts;
 
@@ -117,9 +128,13 @@ public:
 
 private:
   std::string fileName;
+  /// Graph inputs of one element (candidates for --input-value) and whether
+  /// any If/Loop node is left, for the unknown-shape error.
+  std::string scalarInputs;
+  bool hasBranches = false;
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<SmallTensor> constants;
-  llvm::StringMap<const onnx::TypeProto *> types;
+  TypeMap types;
 };
 
 /// Builds a DenseElementsAttr of the small tensor `value` with element type

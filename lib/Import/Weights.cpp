@@ -8,6 +8,9 @@
 #include "Weights.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
+
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -46,11 +49,17 @@ static int64_t elementBytes(int32_t dtype) {
   }
 }
 
-static int64_t numElements(const TensorProto &t) {
-  int64_t n = 1;
-  for (int64_t d : t.dims())
-    n *= d;
-  return n;
+/// The element count of `t`; nullopt for a negative dimension or a count
+/// that does not fit in int64_t.
+static std::optional<int64_t> numElements(const TensorProto &t) {
+  SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
+  return graph::numElements(dims);
+}
+
+/// True when `t` holds values in a typed (non-raw) field.
+static bool hasTypedData(const TensorProto &t) {
+  return t.float_data_size() || t.double_data_size() || t.int32_data_size() ||
+         t.int64_data_size() || t.uint64_data_size() || t.string_data_size();
 }
 
 std::string checkExternalLocation(StringRef location) {
@@ -74,7 +83,7 @@ std::string checkExternalLocation(StringRef location) {
 void restoreSmallPayloads(onnx::GraphProto &graph, const WeightSource &source) {
   for (const auto &[index, ref] : source.scan->payloads) {
     TensorProto *t = graph.mutable_initializer(index);
-    if (numElements(*t) > kMaxInlineElements)
+    if (numElements(*t).value_or(kMaxInlineElements + 1) > kMaxInlineElements)
       continue;
     // float_data/double_data payloads have the raw_data layout.
     t->clear_float_data();
@@ -128,7 +137,8 @@ resolveExternal(const TensorProto &t, const WeightSource &source, Location loc,
            failure();
   if (length < 0 || uint64_t(offset) + uint64_t(length) > fileSize)
     return emitError(loc) << "initializer '" << t.name() << "' needs bytes "
-                          << offset << ".." << offset + length << " of '"
+                          << offset << ".."
+                          << uint64_t(offset) + uint64_t(length) << " of '"
                           << path << "', which has only " << fileSize
                           << " bytes; the weight file is truncated or belongs "
                              "to another model (or use --dist-weights=ignore)",
@@ -139,7 +149,6 @@ resolveExternal(const TensorProto &t, const WeightSource &source, Location loc,
 LogicalResult defineInitializers(Translator &t, const onnx::GraphProto &graph,
                                  const WeightSource &source, Location loc) {
   OpBuilder &b = t.builder;
-  unsigned varintWeights = 0;
   for (int i = 0; i < graph.initializer_size(); ++i) {
     const TensorProto &init = graph.initializer(i);
     // Integer tensors (shapes, indices) and scalars are data of the
@@ -157,40 +166,61 @@ LogicalResult defineInitializers(Translator &t, const onnx::GraphProto &graph,
              << "initializer '" << init.name() << "' has unsupported data type "
              << init.data_type() << "; only numeric tensors are supported";
     SmallVector<int64_t> dims(init.dims().begin(), init.dims().end());
+    std::optional<int64_t> count = numElements(init), bytes;
+    if (count)
+      bytes = llvm::checkedMul(*count, elementBytes(init.data_type()));
+    if (!bytes)
+      return emitError(loc)
+             << "initializer '" << init.name() << "' has dims "
+             << graph::shapeToString(dims)
+             << (count ? ", whose size in bytes does not fit in int64"
+                       : ": a dimension is negative or the element count "
+                         "does not fit in int64")
+             << "; the model is corrupt";
     auto type = RankedTensorType::get(dims, elem);
-    int64_t bytes = numElements(init) * elementBytes(init.data_type());
     std::optional<Reference> ref;
     if (init.data_location() == TensorProto::EXTERNAL) {
-      auto r = resolveExternal(init, source, loc, bytes);
+      auto r = resolveExternal(init, source, loc, *bytes);
       if (failed(r))
         return failure();
       ref = *r;
     } else if (auto it = source.scan->payloads.find(i);
                it != source.scan->payloads.end()) {
-      if (int64_t(it->second.size) != bytes)
+      if (int64_t(it->second.size) != *bytes)
         return emitError(loc)
                << "initializer '" << init.name() << "' holds "
                << it->second.size << " bytes but its type " << type << " needs "
-               << bytes << "; the model is corrupt";
+               << *bytes << "; the model is corrupt";
       if (source.policy == WeightPolicy::Reference)
         ref = Reference{source.modelFile, int64_t(it->second.offset),
                         int64_t(it->second.size)};
-    } else if (numElements(init) > 0) {
-      ++varintWeights; // int32_data/int64_data: varints, no byte range
+    } else if (*count > 0 && source.policy == WeightPolicy::Reference) {
+      // A program compiled from a weight without bytes would run on the
+      // graph-only initialization rule: refuse instead of computing garbage.
+      const char *problem =
+          hasTypedData(init)
+              ? "stores its data as varints (int32_data/int64_data), which "
+                "has no byte range to reference; re-save the model with "
+                "raw_data (onnx.numpy_helper.from_array writes it)"
+              : "has no data: no raw_data, no typed values and no external "
+                "data (onnxruntime rejects the model too); re-export the "
+                "model";
+      return emitError(loc) << "initializer '" << init.name() << "' (" << type
+                            << ") " << problem
+                            << ", or plan it without weight data using "
+                               "--dist-weights=ignore",
+             failure();
     }
     Location wloc = NameLoc::get(b.getStringAttr(init.name()), loc);
+    bool frozen = t.trainedByModel && !t.trainedByModel->contains(init.name());
     Value w = graph::WeightOp::create(
         b, wloc, type, b.getStringAttr(init.name()),
         ref ? b.getStringAttr(ref->file) : StringAttr(),
         ref ? b.getI64IntegerAttr(ref->offset) : IntegerAttr(),
-        ref ? b.getI64IntegerAttr(ref->size) : IntegerAttr());
+        ref ? b.getI64IntegerAttr(ref->size) : IntegerAttr(),
+        frozen ? b.getStringAttr("training_info") : StringAttr());
     t.define(init.name(), w);
   }
-  if (varintWeights && source.policy == WeightPolicy::Reference)
-    emitWarning(loc) << varintWeights
-                     << " initializer(s) store their data as varints "
-                        "(int32_data/int64_data), which has no byte range to "
-                        "reference; they are imported without data";
   return success();
 }
 

@@ -7,6 +7,7 @@
 #include "dist/Pipelines.h"
 
 #include "dialects/Dist/DistDialect.h"
+#include "dialects/Emit/EmitDialect.h"
 #include "dialects/Graph/GraphDialect.h"
 #include "passes/Passes.h"
 
@@ -17,6 +18,7 @@
 
 void distopt::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<distopt::graph::GraphDialect, distopt::dist::DistDialect,
+                  distopt::emit::EmitDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect>();
 }
 

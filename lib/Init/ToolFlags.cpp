@@ -19,6 +19,13 @@ bool ImportFlags::get(ONNXImportOptions &options, std::string &error) const {
       return false;
     }
   }
+  for (const std::string &spec : inputValues) {
+    std::string problem;
+    if (!parseInputValueSpec(spec, options, problem)) {
+      error = "malformed --input-value='" + spec + "': " + problem;
+      return false;
+    }
+  }
   if (weights == "reference") {
     options.weights = WeightPolicy::Reference;
   } else if (weights == "ignore") {
@@ -40,7 +47,8 @@ bool ImportFlags::get(ONNXImportOptions &options, std::string &error) const {
 bool PlanFlags::any() const {
   return !cluster.empty() || !plan.empty() || printModel ||
          !report.empty() || !trace.empty() || !timeline.empty() ||
-         search.getNumOccurrences() > 0 || explain || stageRegions;
+         search.getNumOccurrences() > 0 || explain || stageRegions ||
+         devices;
 }
 
 /// The passes of \p pm named \p argument (top level: the planning passes
@@ -94,6 +102,11 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     error = "--dist-explain explains a search; add --dist-search";
     return false;
   }
+  if (devices && !searching) {
+    error = "--dist-devices limits the search; add --dist-search (a "
+            "--dist-plan uses its dp*tp*cp*pp devices, the first ones)";
+    return false;
+  }
   if (stageRegions && !searching && plan.empty()) {
     error = "--dist-stage-regions writes the stages of a plan: add "
             "--dist-plan=... or --dist-search";
@@ -119,9 +132,12 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     options.memoryLimit = memoryLimit;
     options.allowAsync = allowAsync;
     options.alternatives = alternatives;
+    options.devices = devices;
+    options.checkCompilable = checkCompilable;
     options.mode = mode;
     options.objective = objective;
     options.dtype = dtype;
+    options.fusedAttention = fusedAttention;
     options.printLayers = printModel;
     options.summary = true;
     options.explain = explain;

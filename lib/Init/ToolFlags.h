@@ -21,7 +21,7 @@
 
 namespace distopt {
 
-/// --input-shape, --default-batch, --dist-weights.
+/// --input-shape, --input-value, --default-batch, --dist-weights.
 struct ImportFlags {
   llvm::cl::OptionCategory category{"ONNX import options"};
   llvm::cl::list<std::string> inputShapes{
@@ -29,6 +29,12 @@ struct ImportFlags {
       llvm::cl::desc("Pin the shape of a graph input: NAME:D0xD1x... "
                      "(repeatable)"),
       llvm::cl::value_desc("NAME:2x1024"), llvm::cl::cat(category)};
+  llvm::cl::list<std::string> inputValues{
+      "input-value",
+      llvm::cl::desc("Fix a scalar graph input to a value, so that what "
+                     "depends on it folds (an If on it keeps one branch): "
+                     "NAME:VALUE (repeatable)"),
+      llvm::cl::value_desc("NAME:16000"), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> weights{
       "dist-weights",
       llvm::cl::desc("What to do with weight data: 'reference' (default: "
@@ -83,8 +89,14 @@ struct PlanFlags {
   llvm::cl::opt<std::string> dtype{
       "dist-dtype",
       llvm::cl::desc("Compute element type the plan assumes (default bf16: "
-                     "mixed precision)"),
+                     "mixed precision; fp8: fp8 matmuls, bf16 elsewhere)"),
       llvm::cl::init("bf16"), llvm::cl::cat(category)};
+  llvm::cl::opt<bool> fusedAttention{
+      "dist-fused-attention",
+      llvm::cl::desc("Cost each attention softmax(Q K^T) V of the model as "
+                     "one fused kernel (FlashAttention, cuDNN): no s^2 "
+                     "score tensors"),
+      llvm::cl::cat(category)};
   llvm::cl::opt<bool> printModel{
       "dist-print-model",
       llvm::cl::desc("Print the layers, parameters and FLOPs the planner "
@@ -125,6 +137,11 @@ struct PlanFlags {
       "dist-alternatives", llvm::cl::desc("Runner-up plans to report "
                                           "(default 3)"),
       llvm::cl::init(3), llvm::cl::cat(category)};
+  llvm::cl::opt<unsigned> devices{
+      "dist-devices",
+      llvm::cl::desc("Let the search use only the cluster's first N devices "
+                     "(the others stay idle and are reported)"),
+      llvm::cl::init(0), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> progress{
       "dist-progress",
       llvm::cl::desc("Search progress on stderr: auto (on a terminal, or "
@@ -135,6 +152,10 @@ struct PlanFlags {
       llvm::cl::desc("Also write the chosen plan's pipeline stages as "
                      "dist.stage regions (dist-outline-stages)"),
       llvm::cl::cat(category)};
+
+  /// Whether a plan is preceded by dist-check-compilable's warning (dist-opt;
+  /// dist-compile, which builds the programs, reports the error itself).
+  bool checkCompilable = true;
 
   /// True when any planning flag is given.
   bool any() const;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Families.h"
+#include "lib/Support/OutputFile.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
@@ -266,9 +267,9 @@ llvm::Error distopt::modelgen::writeModel(const onnx::ModelProto &model,
   if (ec)
     return makeError("cannot open '" + path + "' for writing: " + ec.message());
   os << bytes;
-  os.close();
-  if (os.has_error())
-    return makeError("cannot write '" + path + "': " + os.error().message());
+  std::string problem = distopt::closeOutput(os, path);
+  if (!problem.empty())
+    return makeError(problem);
   return llvm::Error::success();
 }
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Schedule/Schedule.h"
+#include "lib/Schedule/VGenerators.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -44,6 +45,8 @@ std::string Action::str() const {
     s += formatv(".{0}", c).str();
   if (p >= 0)
     s += formatv(">{0}", p).str();
+  if (overlappedWithNext())
+    s += "&";
   return s;
 }
 
@@ -60,9 +63,7 @@ void Schedule::print(raw_ostream &os) const {
   }
 }
 
-static Action compute(ActionKind k, int mb, int chunk = 0) {
-  return Action{k, mb, chunk, -1};
-}
+using detail::compute;
 
 /// 1F1B order (DAPPLE early backward): pp - r - 1 warm-up forwards, then
 /// alternate one forward and one backward, then drain the backwards.
@@ -107,60 +108,6 @@ static std::vector<Action> interleaved(unsigned r, unsigned pp, unsigned v,
   return out;
 }
 
-/// ZB-H1 (Qi et al., arXiv 2401.10241): the backward is split into B and W.
-/// The order comes from list-scheduling unit-time passes, as the paper's
-/// heuristic does: an idle rank runs a B whose gradient has arrived, else a
-/// forward while fewer than pp - r micro-batches are in flight (1F1B's
-/// activation memory), else a deferred W. A rank runs a deferred W before
-/// its next forward once more than \p wLag are pending, which bounds the W
-/// stashes (pp, the value used, reproduces the analytic ZB-H1 bubble;
-/// per-rank lags of pp - r - 1 or pp - r leave 3-8% more bubble).
-static std::vector<std::vector<Action>> zbH1(unsigned pp, unsigned m,
-                                             unsigned wLag) {
-  std::vector<std::vector<Action>> out(pp);
-  // Unit times at which activations / gradients become available.
-  const unsigned never = ~0u;
-  std::vector<std::vector<unsigned>> actAt(pp, std::vector<unsigned>(m, never));
-  std::vector<std::vector<unsigned>> gradAt(pp,
-                                            std::vector<unsigned>(m, never));
-  for (unsigned mb = 0; mb < m; ++mb)
-    actAt[0][mb] = 0;
-  std::vector<unsigned> nextF(pp, 0), nextB(pp, 0), nextW(pp, 0);
-  unsigned remaining = 3 * pp * m;
-  for (unsigned t = 0; remaining > 0; ++t) {
-    // Decide every rank's pass at time t from state before t, then publish.
-    std::vector<std::pair<unsigned, ActionKind>> done;
-    for (unsigned r = 0; r < pp; ++r) {
-      unsigned f = nextF[r], b = nextB[r], w = nextW[r];
-      bool canB = b < f && (r + 1 == pp ? true : gradAt[r][b] <= t);
-      bool canF = f < m && actAt[r][f] <= t && f - b < pp - r;
-      bool canW = w < b;
-      ActionKind k;
-      if (canB)
-        k = ActionKind::BackwardInput;
-      else if (canW && (b - w > wLag || !canF))
-        k = ActionKind::BackwardWeight;
-      else if (canF)
-        k = ActionKind::Forward;
-      else
-        continue;
-      unsigned mb = k == ActionKind::Forward         ? nextF[r]++
-                    : k == ActionKind::BackwardInput ? nextB[r]++
-                                                     : nextW[r]++;
-      out[r].push_back(compute(k, mb));
-      done.push_back({r, k});
-      --remaining;
-    }
-    for (auto [r, k] : done) {
-      if (k == ActionKind::Forward && r + 1 < pp)
-        actAt[r + 1][nextF[r] - 1] = t + 1;
-      if (k == ActionKind::BackwardInput && r > 0)
-        gradAt[r - 1][nextB[r] - 1] = t + 1;
-    }
-  }
-  return out;
-}
-
 static std::vector<Action> gpipe(unsigned m) {
   std::vector<Action> out;
   for (unsigned i = 0; i < m; ++i)
@@ -184,7 +131,11 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
   const bool dataParallel = s.replicated()
                                 ? s.replicas[s.stageOfList(r)] > 1
                                 : opts.dataParallel;
-  for (const Action &a : order) {
+  // An overlapped F&B pair receives both inputs first and sends both
+  // outputs after the backward.
+  std::vector<Action> pendingSends;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Action &a = order[i];
     unsigned vs = s.stageOf(r, a.chunk);
     int prev = vs > 0 ? static_cast<int>(s.listOf(vs - 1, a.mb)) : -1;
     int next = vs + 1 < V ? static_cast<int>(s.listOf(vs + 1, a.mb)) : -1;
@@ -194,18 +145,34 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
     case ActionKind::Forward:
       if (prevRemote)
         out.push_back({ActionKind::RecvActivation, a.mb, a.chunk, prev});
+      if (a.overlappedWithNext() && i + 1 < order.size()) {
+        const Action &b = order[i + 1];
+        unsigned bvs = s.stageOf(r, b.chunk);
+        int bnext = bvs + 1 < V ? static_cast<int>(s.listOf(bvs + 1, b.mb)) : -1;
+        if (bnext >= 0 && bnext != static_cast<int>(r))
+          out.push_back({ActionKind::RecvGrad, b.mb, b.chunk, bnext});
+        out.push_back(a);
+        if (nextRemote)
+          pendingSends.push_back(
+              {ActionKind::SendActivation, a.mb, a.chunk, next});
+        break;
+      }
       out.push_back(a);
       if (nextRemote)
         out.push_back({ActionKind::SendActivation, a.mb, a.chunk, next});
       break;
     case ActionKind::Backward:
-    case ActionKind::BackwardInput:
-      if (nextRemote)
+    case ActionKind::BackwardInput: {
+      bool paired = i > 0 && order[i - 1].overlappedWithNext();
+      if (nextRemote && !paired)
         out.push_back({ActionKind::RecvGrad, a.mb, a.chunk, next});
       out.push_back(a);
+      out.insert(out.end(), pendingSends.begin(), pendingSends.end());
+      pendingSends.clear();
       if (prevRemote)
         out.push_back({ActionKind::SendGrad, a.mb, a.chunk, prev});
       break;
+    }
     default:
       out.push_back(a);
       break;
@@ -229,7 +196,7 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
       out.push_back({syncKind, -1, static_cast<int>(c), -1});
   if (!async) {
     out.push_back({ActionKind::OptimizerStep, -1, 0, -1});
-    if (dataParallel && opts.zero >= 1)
+    if (dataParallel && opts.zero >= 1 && !opts.overlapParamGather)
       for (unsigned c = 0; c < s.chunks; ++c)
         out.push_back({ActionKind::AllGather, -1, static_cast<int>(c), -1});
   }
@@ -249,16 +216,18 @@ std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
           {a, a.peer >= 0 ? static_cast<int32_t>(t + plan.tp * a.peer) : -1});
     return out;
   }
-  unsigned t = rank % plan.tp, d = (rank / plan.tp) % plan.dp;
-  unsigned stage = rank / (plan.tp * plan.dp);
+  unsigned t = rank % plan.tp, c = (rank / plan.tp) % plan.cp;
+  unsigned d = (rank / (plan.tp * plan.cp)) % plan.dp;
+  unsigned stage = rank / (plan.tp * plan.cp * plan.dp);
   if (stage >= s.devices.size() || stage >= plan.pp)
     return {};
   std::vector<RankAction> out;
   out.reserve(s.devices[stage].size());
   for (const Action &a : s.devices[stage])
-    out.push_back({a, a.peer >= 0
-                          ? static_cast<int32_t>(plan.globalRank(a.peer, d, t))
-                          : -1});
+    out.push_back(
+        {a, a.peer >= 0
+                ? static_cast<int32_t>(plan.globalRank(a.peer, d, t, c))
+                : -1});
   return out;
 }
 
@@ -315,7 +284,7 @@ static Expected<Schedule> generateReplicated(ScheduleKind kind, unsigned pp,
                     .str());
   if (chunks != 1)
     return fail("replicated stages need chunks=1");
-  if (kind == ScheduleKind::Interleaved || kind == ScheduleKind::ZBH1)
+  if (!supportsReplicas(kind))
     return fail("replicated stages run gpipe, 1f1b, pipedream or "
                 "pipedream-2bw");
   Schedule s;
@@ -355,6 +324,16 @@ static Expected<Schedule> generateReplicated(ScheduleKind kind, unsigned pp,
   return s;
 }
 
+ScheduleOptions scheduleOptions(const Plan &p) {
+  ScheduleOptions so;
+  so.dataParallel = p.dp * p.cp > 1;
+  so.zero = p.zero;
+  so.overlapGradSync = p.overlapGradSync;
+  so.overlapParamGather = p.overlapParamGather;
+  so.replicas = p.replicas;
+  return so;
+}
+
 Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
                                     unsigned chunks, unsigned m,
                                     const ScheduleOptions &opts) {
@@ -375,9 +354,20 @@ Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
   if (kind == ScheduleKind::Interleaved) {
     if (m % pp != 0)
       return fail("interleaved needs micro-batches to be a multiple of pp");
+  } else if (isVShape(kind)) {
+    if (chunks != 2)
+      return fail("V-shaped schedules run two chunks per rank; use chunks=2");
+    if (kind == ScheduleKind::DualPipeV && m < 2 * pp)
+      return fail(formatv("dualpipe-v needs at least 2*pp = {0} "
+                          "micro-batches",
+                          2 * pp)
+                      .str());
+    if (kind == ScheduleKind::ZBV && m < pp)
+      return fail(formatv("zb-v needs at least pp = {0} micro-batches", pp)
+                      .str());
   } else if (chunks != 1) {
-    return fail("only the interleaved schedule runs several chunks per rank; "
-                "use chunks=1");
+    return fail("only the interleaved and V-shaped schedules run several "
+                "chunks per rank; use chunks=1");
   }
   Schedule s;
   s.kind = kind;
@@ -386,7 +376,25 @@ Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
   s.microbatches = m;
   s.devices.resize(pp);
   s.weightVersions.assign(pp, 1);
-  std::vector<std::vector<Action>> zb;
+  detail::Orders precomputed;
+  switch (kind) {
+  case ScheduleKind::ZBH1:
+  case ScheduleKind::ZBH2:
+    precomputed = detail::zeroBubbleOrder(pp, m, kind == ScheduleKind::ZBH2);
+    break;
+  case ScheduleKind::ZBV:
+    precomputed = detail::zbvOrder(pp, m);
+    break;
+  case ScheduleKind::VHalf:
+  case ScheduleKind::VMin:
+    precomputed = detail::vPatternOrder(kind, pp, m);
+    break;
+  case ScheduleKind::DualPipeV:
+    precomputed = detail::dualPipeVOrder(pp, m);
+    break;
+  default:
+    break;
+  }
   for (unsigned r = 0; r < pp; ++r) {
     std::vector<Action> order;
     switch (kind) {
@@ -401,10 +409,8 @@ Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
     case ScheduleKind::Interleaved:
       order = interleaved(r, pp, chunks, m);
       break;
-    case ScheduleKind::ZBH1:
-      if (r == 0)
-        zb = zbH1(pp, m, pp);
-      order = zb[r];
+    default:
+      order = std::move(precomputed[r]);
       break;
     }
     s.devices[r] = addCommunication(s, r, order, opts);

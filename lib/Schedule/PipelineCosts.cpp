@@ -29,31 +29,30 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   pc.chunks = p.chunks;
   pc.microbatches = p.numMicrobatches;
   pc.mbs = p.mbs;
+  pc.vShape = isVShape(p.schedule);
   pc.globalBatch = p.globalBatch;
   pc.overlapP2P = p.overlapP2P;
   pc.levelNames = {c.levelName(LinkLevel::IntraNode),
                    c.levelName(LinkLevel::Network)};
+  if (std::optional<cluster::DType> dt = cm.matmulPrecision())
+    pc.matmulPrecision = cluster::dtypeName(*dt).str();
   unsigned numLayers = model.layers.size();
   unsigned V = p.numVirtualStages();
-  MemoryConfig mem = memoryBase;
-  mem.dp = p.dp;
-  mem.tp = p.tp;
-  mem.zero = p.zero;
-  mem.recompute = p.recompute;
+  MemoryConfig mem = memoryConfig(p, memoryBase);
   double elem = mem.mixedPrecision ? 2 : 4;
   double syncElem = mem.gradSyncBytes > 0 ? mem.gradSyncBytes : elem;
 
   pc.stages.resize(V);
   for (unsigned vs = 0; vs < V; ++vs) {
     StageCost &st = pc.stages[vs];
-    st.device = vs % p.pp;
+    st.device = p.rankOf(vs);
     st.chunk = vs / p.pp;
     std::tie(st.layerBegin, st.layerEnd) = p.stageLayers(vs, numLayers);
-    GroupShape tpg = tensorGroup(p, c, st.device);
+    ExecConfig x = execConfig(p, c, st.device);
     RangeTimes worst;
     for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
-      RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
-                                   c.devices[ty], tpg, p.mbs, p.recompute);
+      RangeTimes t =
+          cm.rangeTimes(model, st.layerBegin, st.layerEnd, c.devices[ty], x);
       if (t.fwd + t.bwdInput + t.bwdWeight >=
           worst.fwd + worst.bwdInput + worst.bwdWeight)
         worst = t;
@@ -62,14 +61,16 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     st.bwdInput = worst.bwdInput;
     st.bwdWeight = worst.bwdWeight;
     st.recompute = worst.recompute;
+    st.fwdComm = worst.fwdComm;
+    st.bwdComm = worst.bwdComm;
     if (p.unevenBatch && stageDeviceTypes(p, c, st.device).size() > 1) {
       // Replicas of several kinds split the micro-batches by speed; the
       // stage group then behaves like one that does numMicrobatches of the
       // slowest replica's (shorter) total time.
       std::vector<double> mbTime(c.devices.size(), 0);
       for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
-        RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd,
-                                     c.devices[ty], tpg, p.mbs, p.recompute);
+        RangeTimes t =
+            cm.rangeTimes(model, st.layerBegin, st.layerEnd, c.devices[ty], x);
         mbTime[ty] = t.fwd + t.bwdInput + t.bwdWeight;
       }
       std::vector<unsigned> share =
@@ -89,25 +90,29 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     }
     st.flops = worst.flops;
     st.modelFlops = worst.modelFlops;
-    LinkLevel tpLevel =
-        tpg.nodes() > 1 ? LinkLevel::Network : LinkLevel::IntraNode;
-    st.mbBytes[static_cast<unsigned>(tpLevel)] += worst.tpBytes;
-    st.params = paramsPerDevice(model, st.layerBegin, st.layerEnd, p.tp);
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      st.mbBytes[l] += worst.linkBytes[l];
+    ParamSplit params =
+        paramSplit(model, st.layerBegin, st.layerEnd, p.tp, p.ep);
+    st.params = params.total();
+    st.expertParams = params.expert;
     st.activationBytes =
         activationBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
     st.stashBytes =
         weightGradStashBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
 
-    // Boundary messages; with scatter/gather each TP rank sends 1/tp and the
-    // receiver all-gathers over its TP group.
+    // Boundary messages (each CP rank sends its part of the sequence); with
+    // scatter/gather each TP rank sends 1/tp and the receiver all-gathers
+    // over its TP group; under sequence parallelism the tensor is already
+    // split by sequence and stays so.
     auto message = [&](unsigned layer, unsigned from, unsigned to, double &time,
                        double &bytes, LinkLevel &level) {
-      double full = model.layers[layer].boundaryBytes * p.mbs;
-      bool sg = p.scatterGather && p.tp > 1;
+      double full = model.layers[layer].boundaryBytes * p.mbs / p.cp;
+      bool sg = (p.scatterGather || p.sp) && p.tp > 1;
       bytes = sg ? full / p.tp : full;
       unsigned a = p.globalRank(from, 0, 0), b = p.globalRank(to, 0, 0);
       level = c.levelBetween(a, b);
-      time = CostModel::p2pTime(bytes, c.link(level, a));
+      time = CostModel::p2pTime(bytes, c.linkBetween(a, b));
       // Replicated stages: replica k talks to replica k' of the neighbour
       // when some micro-batch m has m = k (mod r_from) and m = k' (mod
       // r_to); the stage's message costs what its slowest such pair does.
@@ -118,49 +123,58 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
           unsigned a2 = p.globalRank(from, k, 0),
                    b2 = p.globalRank(to, k2, 0);
           LinkLevel l2 = c.levelBetween(a2, b2);
-          double t2 = CostModel::p2pTime(bytes, c.link(l2, a2));
+          double t2 = CostModel::p2pTime(bytes, c.linkBetween(a2, b2));
           if (t2 > time) {
             time = t2;
             level = l2;
           }
         }
-      if (sg)
+      if (sg && !p.sp)
         time += CostModel::collective(Collective::AllGather, full,
                                       tensorGroup(p, c, to))
                     .time;
     };
     if (vs + 1 < V)
-      message(st.layerEnd - 1, st.device, (vs + 1) % p.pp, st.sendNextTime,
+      message(st.layerEnd - 1, st.device, p.rankOf(vs + 1), st.sendNextTime,
               st.sendNextBytes, st.nextLevel);
     if (vs > 0)
-      message(st.layerBegin - 1, st.device, (vs - 1) % p.pp, st.sendPrevTime,
+      message(st.layerBegin - 1, st.device, p.rankOf(vs - 1), st.sendPrevTime,
               st.sendPrevBytes, st.prevLevel);
 
+    // Gradient sync: the dense weights over the dp * cp ranks that hold
+    // them, the experts over the dp * cp / ep ranks that hold theirs.
     GroupShape dpg = dataGroup(p, c, st.device);
-    double gradBytes = st.params * syncElem;
-    CommCost sync;
-    if (p.zero == 0) {
-      sync = CostModel::collective(Collective::AllReduce, gradBytes, dpg);
-    } else {
+    GroupShape edpg = expertDataGroup(p, c, st.device);
+    auto syncOf = [&](double gradBytes, const GroupShape &g) {
+      if (p.zero == 0)
+        return CostModel::collective(Collective::AllReduce, gradBytes, g);
       CommCost rs =
-          CostModel::collective(Collective::ReduceScatter, gradBytes, dpg);
-      CommCost ag =
-          CostModel::collective(Collective::AllGather, gradBytes, dpg);
-      sync.time = rs.time + ag.time;
+          CostModel::collective(Collective::ReduceScatter, gradBytes, g);
+      CommCost ag = CostModel::collective(Collective::AllGather, gradBytes, g);
+      CommCost out;
+      out.time = rs.time + ag.time;
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        sync.bytes[l] = rs.bytes[l] + ag.bytes[l];
-    }
-    st.gradSyncTime = sync.time;
+        out.bytes[l] = rs.bytes[l] + ag.bytes[l];
+      return out;
+    };
+    CommCost dense = syncOf(params.dense * syncElem, dpg);
+    CommCost experts = syncOf(params.expert * syncElem, edpg);
+    st.gradSyncTime = dense.time + experts.time;
     for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-      st.gradSyncBytes[l] = sync.bytes[l];
+      st.gradSyncBytes[l] = dense.bytes[l] + experts.bytes[l];
     if (p.zero >= 3) {
-      // Weights are gathered before each forward and each backward.
-      CommCost g =
-          CostModel::collective(Collective::AllGather, st.params * elem, dpg);
-      st.fwd += g.time;
-      st.bwdInput += g.time;
+      // Weights are gathered before each forward and each backward, layer
+      // by layer, prefetched under the previous layer's compute (FSDP,
+      // Megatron-FSDP): only a gather longer than the compute shows.
+      CommCost g = CostModel::collective(Collective::AllGather,
+                                         params.dense * elem, dpg);
+      CommCost ge = CostModel::collective(Collective::AllGather,
+                                          params.expert * elem, edpg);
+      double gather = g.time + ge.time;
+      st.fwd += std::max(0.0, gather - st.fwd);
+      st.bwdInput += std::max(0.0, gather - st.bwdInput - st.bwdWeight);
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        st.mbBytes[l] += 2 * g.bytes[l];
+        st.mbBytes[l] += 2 * (g.bytes[l] + ge.bytes[l]);
     }
   }
 
@@ -175,7 +189,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       bytes = sg ? full / p.tp : full;
       unsigned a = p.globalRank(s, k, 0), b = p.globalRank(to, k2, 0);
       LinkLevel l = c.levelBetween(a, b);
-      double t = CostModel::p2pTime(bytes, c.link(l, a));
+      double t = CostModel::p2pTime(bytes, c.linkBetween(a, b));
       if (sg)
         t += CostModel::collective(Collective::AllGather, full,
                                    tensorGroup(p, c, to))
@@ -219,11 +233,13 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       for (unsigned ty : stageDeviceTypes(p, c, r))
         dc.memoryCapacity =
             std::min(dc.memoryCapacity, c.devices[ty].memoryBytes);
-    dc.devicesInGroup = p.replicated() ? p.tp : p.tp * p.dp;
-    double params = 0, work = 0;
+    dc.devicesInGroup = p.replicated() ? p.tp : p.tp * p.cp * p.dp;
+    double work = 0;
+    ParamSplit params;
     for (unsigned ch = 0; ch < p.chunks; ++ch) {
       const StageCost &st = pc.stage(l, ch);
-      params += st.params;
+      params.dense += st.params - st.expertParams;
+      params.expert += st.expertParams;
       work = std::max(work, backwardWorkingBytes(model, st.layerBegin,
                                                  st.layerEnd, p.mbs, mem));
     }
@@ -232,7 +248,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       // its own device kind's speed.
       const StageCost &st = pc.stage(l, 0);
       RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd, dev,
-                                   tensorGroup(p, c, r), p.mbs, p.recompute);
+                                   execConfig(p, c, r));
       double mine = t.fwd + t.bwdInput + t.bwdWeight;
       double stage = st.fwd + st.bwdInput + st.bwdWeight;
       if (stage > 0 && mine < stage)
@@ -246,7 +262,10 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     double touched = mem.optimizer == Optimizer::Adam          ? 28
                      : mem.optimizer == Optimizer::SGDMomentum ? 20
                                                                : 12;
-    double shard = p.zero >= 1 ? params / p.dp : params;
+    double shard = params.total();
+    if (p.zero >= 1)
+      shard = params.dense / (p.dp * p.cp) +
+              params.expert * p.ep / (p.dp * p.cp);
     PhaseCost upd{shard * 10, shard * touched * 0.5, shard * touched * 0.5};
     dc.optimizerTime =
         cm.computeTime(upd, OpClass::Elementwise, cluster::DType::F32, dev, 1);
@@ -256,21 +275,19 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
 
 } // namespace distopt::schedule
 
-distopt::schedule::PipelineCosts
-distopt::schedule::uniformPipelineCosts(unsigned pp,
-                                                      unsigned chunks,
-                                                      unsigned microbatches,
-                                                      double f, double bi,
-                                                      double bw, double send) {
+distopt::schedule::PipelineCosts distopt::schedule::uniformPipelineCosts(
+    unsigned pp, unsigned chunks, unsigned microbatches, double f, double bi,
+    double bw, double send, bool vShape) {
   PipelineCosts c;
   c.pp = pp;
   c.chunks = chunks;
   c.microbatches = microbatches;
   c.globalBatch = microbatches;
+  c.vShape = vShape;
   c.stages.resize(pp * chunks);
   for (unsigned vs = 0; vs < pp * chunks; ++vs) {
     StageCost &st = c.stages[vs];
-    st.device = vs % pp;
+    st.device = rankOfStage(vShape, pp, vs);
     st.chunk = vs / pp;
     st.fwd = f;
     st.bwdInput = bi;

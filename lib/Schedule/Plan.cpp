@@ -17,8 +17,9 @@ using distopt::cluster::LinkLevel;
 
 namespace distopt::schedule {
 
-static const char *kScheduleNames[] = {"gpipe", "1f1b",      "interleaved",
-                                       "zb-h1", "pipedream", "pipedream-2bw"};
+static const char *kScheduleNames[] = {
+    "gpipe", "1f1b",  "interleaved", "zb-h1",  "pipedream", "pipedream-2bw",
+    "zb-h2", "zb-v",  "v-half",      "v-min", "dualpipe-v"};
 
 StringRef scheduleName(ScheduleKind k) {
   return kScheduleNames[static_cast<unsigned>(k)];
@@ -28,8 +29,18 @@ bool parseScheduleKind(StringRef s, ScheduleKind &out) {
   std::string l = s.lower();
   if (l == "dapple" || l == "pipedream-flush")
     l = "1f1b";
-  if (l == "zbh1")
+  if (l == "zbh1" || l == "zb1p")
     l = "zb-h1";
+  if (l == "zbh2" || l == "zb2p")
+    l = "zb-h2";
+  if (l == "zbv" || l == "v-zb")
+    l = "zb-v";
+  if (l == "vhalf")
+    l = "v-half";
+  if (l == "vmin")
+    l = "v-min";
+  if (l == "dualpipev")
+    l = "dualpipe-v";
   if (l == "2bw")
     l = "pipedream-2bw";
   for (unsigned i = 0; i < std::size(kScheduleNames); ++i)
@@ -40,6 +51,11 @@ bool parseScheduleKind(StringRef s, ScheduleKind &out) {
   return false;
 }
 
+StringRef scheduleNameList() {
+  return "gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, v-half, v-min, "
+         "dualpipe-v, pipedream or pipedream-2bw";
+}
+
 StringRef modeName(Mode m) { return m == Mode::Infer ? "infer" : "train"; }
 
 StringRef objectiveName(InferObjective o) {
@@ -48,6 +64,18 @@ StringRef objectiveName(InferObjective o) {
 
 bool isAsync(ScheduleKind k) {
   return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW;
+}
+
+bool splitsBackward(ScheduleKind k) {
+  return k == ScheduleKind::ZBH1 || k == ScheduleKind::ZBH2 || isVShape(k);
+}
+
+bool isPostValidated(ScheduleKind k) {
+  return k == ScheduleKind::ZBH2 || isVShape(k);
+}
+
+bool supportsReplicas(ScheduleKind k) {
+  return k == ScheduleKind::GPipe || k == ScheduleKind::OneFOneB || isAsync(k);
 }
 
 std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
@@ -64,12 +92,24 @@ std::string Plan::str() const {
                           dp, tp, pp, mbs, scheduleName(schedule), chunks,
                           recomputeName(recompute), zero)
                       .str();
+  if (cp != 1)
+    s += formatv(",cp={0}", cp).str();
+  if (ep != 1)
+    s += formatv(",ep={0}", ep).str();
+  if (sp)
+    s += ",sp=1";
+  if (tpOverlap)
+    s += ",tp_overlap=1";
+  if (expertImbalance != 1)
+    s += formatv(",expert_imbalance={0}", expertImbalance).str();
   if (!scatterGather)
     s += ",sg=0";
   if (!overlapP2P)
     s += ",p2p_overlap=0";
   if (!overlapGradSync)
     s += ",grad_overlap=0";
+  if (overlapParamGather)
+    s += ",ag_overlap=1";
   if (unevenBatch)
     s += ",uneven=1";
   if (!cuts.empty()) {
@@ -119,7 +159,21 @@ Expected<Plan> parsePlan(StringRef spec) {
       e = number(p.pp, 1);
     else if (key == "mbs")
       e = number(p.mbs, 1);
-    else if (key == "chunks")
+    else if (key == "cp")
+      e = number(p.cp, 1);
+    else if (key == "ep")
+      e = number(p.ep, 1);
+    else if (key == "sp" || key == "tp_overlap") {
+      unsigned v = 0;
+      e = number(v, 0);
+      (key == "sp" ? p.sp : p.tpOverlap) = v != 0;
+    } else if (key == "expert_imbalance") {
+      if (value.getAsDouble(p.expertImbalance) || !(p.expertImbalance >= 1) ||
+          p.expertImbalance > 1000)
+        return planError(spec, "'expert_imbalance=" + value +
+                                   "' must be a number >= 1 (the busiest "
+                                   "expert rank's tokens over the mean)");
+    } else if (key == "chunks")
       e = number(p.chunks, 1);
     else if (key == "zero") {
       e = number(p.zero, 0);
@@ -133,15 +187,17 @@ Expected<Plan> parsePlan(StringRef spec) {
       unsigned v = 0;
       e = number(v, 0);
       p.unevenBatch = v != 0;
-    } else if (key == "p2p_overlap" || key == "grad_overlap") {
+    } else if (key == "p2p_overlap" || key == "grad_overlap" ||
+               key == "ag_overlap") {
       unsigned v = 1;
       e = number(v, 0);
-      (key == "p2p_overlap" ? p.overlapP2P : p.overlapGradSync) = v != 0;
+      (key == "p2p_overlap"    ? p.overlapP2P
+       : key == "grad_overlap" ? p.overlapGradSync
+                               : p.overlapParamGather) = v != 0;
     } else if (key == "schedule") {
       if (!parseScheduleKind(value, p.schedule))
-        return planError(spec, "unknown schedule '" + value +
-                                   "'; use gpipe, 1f1b, interleaved, zb-h1, "
-                                   "pipedream or pipedream-2bw");
+        return planError(spec, "unknown schedule '" + value + "'; use " +
+                                   scheduleNameList());
     } else if (key == "recompute") {
       if (value == "none" || value == "0")
         p.recompute = Recompute::None;
@@ -176,14 +232,20 @@ Expected<Plan> parsePlan(StringRef spec) {
         p.replicas.push_back(v);
       }
     } else {
-      e = planError(spec, "unknown key '" + key +
-                              "'; known: dp, tp, pp, mbs, schedule, chunks, "
-                              "recompute, zero, sg, p2p_overlap, grad_overlap, uneven, "
-                              "stages, replicas");
+      e = planError(spec,
+                    "unknown key '" + key +
+                        "'; known: dp, tp, pp, cp, ep, sp, tp_overlap, mbs, "
+                        "schedule, chunks, recompute, zero, sg, "
+                        "p2p_overlap, grad_overlap, ag_overlap, uneven, "
+                        "expert_imbalance, stages, replicas");
     }
     if (e)
       return std::move(e);
   }
+  // V-shaped schedules run two chunks per rank, the second folded back.
+  p.setSchedule(p.schedule);
+  if (p.vShape && !seen.count("chunks"))
+    p.chunks = 2;
   if (!p.replicas.empty()) {
     if (!seen.count("pp"))
       p.pp = p.replicas.size();
@@ -200,7 +262,17 @@ Expected<Plan> parsePlan(StringRef spec) {
     if (p.chunks != 1)
       return planError(spec, "replicas needs chunks=1: a replicated stage "
                              "cannot also be an interleaved chunk");
+    if (p.cp != 1 || p.ep != 1)
+      return planError(spec, "replicas needs cp=1 and ep=1: context and "
+                             "expert parallelism over uneven replica groups "
+                             "are not modelled");
   }
+  if (p.dp % p.ep != 0)
+    return planError(spec, formatv("ep={0} must divide dp={1}: the expert-"
+                                   "parallel group is ep of the data-parallel "
+                                   "replicas",
+                                   p.ep, p.dp)
+                               .str());
   return p;
 }
 
@@ -249,6 +321,12 @@ GroupShape shapeOf(const Cluster &c, const std::vector<unsigned> &ranks) {
   g.inter = c.network;
   if (g.inter.bandwidth <= 0)
     g.inter = g.intra;
+  // A group spanning racks crosses the oversubscribed uplinks.
+  for (unsigned r : ranks)
+    if (c.rackOf(r) != c.rackOf(ranks.front())) {
+      g.inter.bandwidth /= c.rackOversubscription;
+      break;
+    }
   return g;
 }
 
@@ -259,11 +337,60 @@ GroupShape tensorGroup(const Plan &p, const Cluster &c, unsigned s) {
   return shapeOf(c, ranks);
 }
 
+GroupShape contextGroup(const Plan &p, const Cluster &c, unsigned s) {
+  std::vector<unsigned> ranks;
+  for (unsigned k = 0; k < p.cp; ++k)
+    ranks.push_back(p.globalRank(s, 0, 0, k));
+  return shapeOf(c, ranks);
+}
+
 GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
   std::vector<unsigned> ranks;
   for (unsigned d = 0; d < p.replicasOf(s); ++d)
+    for (unsigned k = 0; k < p.cp; ++k)
+      ranks.push_back(p.globalRank(s, d, 0, k));
+  return shapeOf(c, ranks);
+}
+
+GroupShape expertGroup(const Plan &p, const Cluster &c, unsigned s) {
+  std::vector<unsigned> ranks;
+  for (unsigned d = 0; d < p.ep; ++d)
     ranks.push_back(p.globalRank(s, d, 0));
   return shapeOf(c, ranks);
+}
+
+GroupShape expertDataGroup(const Plan &p, const Cluster &c, unsigned s) {
+  std::vector<unsigned> ranks;
+  for (unsigned d = 0; d < p.replicasOf(s); d += p.ep)
+    for (unsigned k = 0; k < p.cp; ++k)
+      ranks.push_back(p.globalRank(s, d, 0, k));
+  return shapeOf(c, ranks);
+}
+
+ExecConfig execConfig(const Plan &p, const Cluster &c, unsigned s) {
+  ExecConfig x;
+  x.tp = tensorGroup(p, c, s);
+  x.cp = contextGroup(p, c, s);
+  x.ep = expertGroup(p, c, s);
+  x.sp = p.sp && p.tp > 1;
+  x.tpOverlap = p.tpOverlap && p.tp > 1;
+  x.mbs = p.mbs;
+  x.recompute = p.recompute;
+  x.expertImbalance = p.expertImbalance;
+  return x;
+}
+
+MemoryConfig memoryConfig(const Plan &p, const MemoryConfig &base) {
+  MemoryConfig m = base;
+  m.dp = p.dp;
+  m.tp = p.tp;
+  m.cp = p.cp;
+  m.ep = p.ep;
+  m.sp = p.sp && p.tp > 1;
+  m.zero = p.zero;
+  m.recompute = p.recompute;
+  m.expertImbalance = p.expertImbalance;
+  return m;
 }
 
 std::vector<unsigned> replicaMicrobatches(const Plan &p, const Cluster &c,
@@ -339,16 +466,16 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
     return planError(spec, formatv("'replicas' lists {0} counts but pp={1}; "
                                    "give one per pipeline stage",
                                    p.replicas.size(), p.pp));
-  if (p.numDevices() != c.numDevices())
+  if (p.numDevices() > c.numDevices())
     return planError(spec, formatv("tp*sum(replicas) = {0}*({1}) = {2} "
                                    "devices, but cluster '{3}' has {4}; "
-                                   "choose replica counts that add up to {5}",
+                                   "choose replica counts that add up to at "
+                                   "most {5}",
                                    p.tp, sum, p.numDevices(), c.name,
                                    c.numDevices(), c.numDevices() / p.tp));
   if (p.dp != 1 || p.chunks != 1)
     return planError(spec, "replicas needs dp=1 and chunks=1");
-  if (p.schedule == ScheduleKind::Interleaved ||
-      p.schedule == ScheduleKind::ZBH1)
+  if (!supportsReplicas(p.schedule))
     return planError(spec, "replicas works with schedule gpipe, 1f1b, "
                            "pipedream or pipedream-2bw, not " +
                                scheduleName(p.schedule));
@@ -361,19 +488,81 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
   return Error::success();
 }
 
+bool tensorParallelFits(unsigned tp, const ModelDesc &model) {
+  return model.attentionHeads == 0 || model.attentionHeads % tp == 0;
+}
+
+Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
+  if (tensorParallelFits(p.tp, model))
+    return Error::success();
+  std::string divisors;
+  for (unsigned d = 1; d <= model.attentionHeads; ++d)
+    if (model.attentionHeads % d == 0)
+      divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+  return planError(p.str(),
+                   formatv("tp = {0} does not divide the model's attention "
+                           "head count {1} (the gcd of its query and "
+                           "key/value heads); tensor parallelism gives each "
+                           "rank whole heads: choose tp among {2}",
+                           p.tp, model.attentionHeads, divisors));
+}
+
+Error checkCuts(const Plan &p, unsigned numLayers) {
+  if (p.cuts.empty())
+    return Error::success();
+  std::string spec = p.str();
+  if (p.cuts.size() + 1 != p.numVirtualStages())
+    return planError(spec, formatv("'stages' lists {0} boundaries; pp*chunks "
+                                   "= {1} stages need {2}",
+                                   p.cuts.size(), p.numVirtualStages(),
+                                   p.numVirtualStages() - 1));
+  unsigned prev = 0;
+  for (unsigned cut : p.cuts) {
+    if (cut <= prev || cut >= numLayers)
+      return planError(spec, formatv("stage boundary {0} must be greater "
+                                     "than {1} and less than {2} (the layer "
+                                     "count); every stage needs a layer",
+                                     cut, prev, numLayers));
+    prev = cut;
+  }
+  return Error::success();
+}
+
 Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                    unsigned globalBatch, const CostModel &cm) {
+  p.setSchedule(p.schedule);
   std::string spec = p.str();
   unsigned numLayers = model.layers.size();
   if (p.replicated()) {
     if (Error e = checkReplicas(p, spec, c))
       return e;
-  } else if (p.numDevices() != c.numDevices())
-    return planError(spec, formatv("dp*tp*pp = {0}*{1}*{2} = {3} devices, but "
-                                   "cluster '{4}' has {5}; choose degrees "
-                                   "whose product is {5}",
-                                   p.dp, p.tp, p.pp, p.numDevices(), c.name,
-                                   c.numDevices()));
+  } else if (p.numDevices() > c.numDevices())
+    return planError(
+        spec, formatv("{0} = {1} devices, but cluster '{2}' has only {3}; "
+                      "choose degrees whose product is at most {3} (the plan "
+                      "runs on the first {4} devices, the others stay idle)",
+                      p.cp == 1 ? formatv("dp*tp*pp = {0}*{1}*{2}", p.dp,
+                                          p.tp, p.pp)
+                                      .str()
+                                : formatv("dp*tp*cp*pp = {0}*{1}*{2}*{3}",
+                                          p.dp, p.tp, p.cp, p.pp)
+                                      .str(),
+                      p.numDevices(), c.name, c.numDevices(),
+                      p.cp == 1 ? "dp*tp*pp" : "dp*tp*cp*pp"));
+  if (p.ep > 1) {
+    bool experts = false;
+    for (const LayerDesc &l : model.layers)
+      for (const OpDesc &op : l.ops)
+        experts |= op.expert;
+    if (!experts)
+      return planError(spec, formatv("ep={0} but model '{1}' has no expert "
+                                     "(mixture-of-experts) ops; use ep=1",
+                                     p.ep, model.name));
+    if (p.dp % p.ep != 0)
+      return planError(spec, formatv("ep={0} must divide dp={1}", p.ep, p.dp));
+  }
+  if (Error e = checkTensorParallel(p, model))
+    return e;
   if (globalBatch == 0 || globalBatch % (p.dp * p.mbs) != 0)
     return planError(spec, formatv("global batch {0} is not divisible by "
                                    "dp*mbs = {1}; change the batch, dp or mbs",
@@ -388,8 +577,21 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                                      "raise the batch or lower mbs",
                                      s, p.replicas[s], p.numMicrobatches,
                                      globalBatch, p.mbs));
-  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
-    return planError(spec, "chunks > 1 needs schedule=interleaved");
+  if (isVShape(p.schedule)) {
+    if (p.chunks != 2)
+      return planError(spec, scheduleName(p.schedule) +
+                                 " runs two chunks per rank (a V); write "
+                                 "chunks=2");
+    if (p.schedule == ScheduleKind::DualPipeV &&
+        p.numMicrobatches < 2 * p.pp)
+      return planError(spec, formatv("dualpipe-v needs at least 2*pp = {0} "
+                                     "micro-batches, has {1}; raise the "
+                                     "batch or lower mbs",
+                                     2 * p.pp, p.numMicrobatches));
+  } else if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved) {
+    return planError(spec, "chunks > 1 needs schedule=interleaved (or a "
+                           "V-shaped schedule with chunks=2)");
+  }
   if (p.schedule == ScheduleKind::Interleaved) {
     if (p.chunks < 2)
       return planError(spec, "schedule=interleaved needs chunks >= 2");
@@ -403,33 +605,17 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
     return planError(spec, formatv("pp*chunks = {0} stages but the model has "
                                    "only {1} layers",
                                    p.numVirtualStages(), numLayers));
-  if (!p.cuts.empty()) {
-    if (p.cuts.size() + 1 != p.numVirtualStages())
-      return planError(spec, formatv("'stages' lists {0} boundaries; pp*chunks "
-                                     "= {1} stages need {2}",
-                                     p.cuts.size(), p.numVirtualStages(),
-                                     p.numVirtualStages() - 1));
-    unsigned prev = 0;
-    for (unsigned cut : p.cuts) {
-      if (cut <= prev || cut >= numLayers)
-        return planError(spec, formatv("stage boundary {0} must be greater "
-                                       "than {1} and less than {2} (the layer "
-                                       "count); every stage needs a layer",
-                                       cut, prev, numLayers));
-      prev = cut;
-    }
-    return Error::success();
-  }
+  if (!p.cuts.empty())
+    return checkCuts(p, numLayers);
   // Balance by F+B+W time on each stage's device; slower devices get a
   // proportionally larger scale so they receive fewer layers.
   std::vector<double> layerCost(numLayers), scale(p.numVirtualStages());
   std::vector<double> totalByType(c.devices.size(), 0);
   std::vector<std::vector<double>> costByType(c.devices.size());
-  GroupShape tpg = tensorGroup(p, c, 0);
+  ExecConfig x = execConfig(p, c, 0);
   for (unsigned ty = 0; ty < c.devices.size(); ++ty) {
     for (unsigned l = 0; l < numLayers; ++l) {
-      RangeTimes t = cm.rangeTimes(model, l, l + 1, c.devices[ty], tpg, p.mbs,
-                                   p.recompute);
+      RangeTimes t = cm.rangeTimes(model, l, l + 1, c.devices[ty], x);
       costByType[ty].push_back(t.fwd + t.bwdInput + t.bwdWeight);
       totalByType[ty] += costByType[ty].back();
     }
@@ -438,11 +624,11 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
   layerCost = costByType[ref];
   for (unsigned vs = 0; vs < p.numVirtualStages(); ++vs) {
     double worst = 0;
-    for (unsigned ty : stageDeviceTypes(p, c, vs % p.pp))
+    for (unsigned ty : stageDeviceTypes(p, c, p.rankOf(vs)))
       worst = std::max(worst, totalByType[ty] / totalByType[ref]);
     scale[vs] = worst;
     if (p.replicated()) // r_s replicas share a stage's micro-batches
-      scale[vs] /= p.replicasOf(vs % p.pp);
+      scale[vs] /= p.replicasOf(p.rankOf(vs));
   }
   p.cuts = balancedCuts(layerCost, scale);
   return Error::success();

@@ -1,9 +1,13 @@
 //===- Plan.h - Parallel plans and per-stage costs --------------*- C++ -*-===//
 //
-// A plan fixes the data-, tensor- and pipeline-parallel degrees, the
-// micro-batch size, the pipeline schedule, recomputation and ZeRO stage, and
-// (optionally) the layer ranges of the pipeline stages. Ranks are numbered
-// tp fastest, then dp, then pp: rank = t + tp * (d + dp * s).
+// A plan fixes the data-, tensor-, context-, expert- and pipeline-parallel
+// degrees, sequence parallelism, the micro-batch size, the pipeline
+// schedule, recomputation and ZeRO stage, and (optionally) the layer ranges
+// of the pipeline stages. Ranks are numbered tp fastest, then cp, then dp,
+// then pp: rank = t + tp * (c + cp * (d + dp * s)) (Megatron's order). The
+// expert-parallel group is ep consecutive data-parallel replicas (ep
+// divides dp); expert weights are replicated over the dp * cp / ep ranks
+// that hold the same experts.
 //
 // PipeDream-style per-stage replication ("15-1"): `replicas` gives stage s
 // its own data-parallel degree r_s (then dp must be 1). The r_s replicas of
@@ -39,13 +43,37 @@ enum class ScheduleKind {
   OneFOneB, ///< 1F1B with early backward (DAPPLE, PipeDream-Flush)
   Interleaved,
   ZBH1,
-  PipeDream,   ///< asynchronous 1F1B with weight stashing
-  PipeDream2BW ///< asynchronous, double-buffered weights
+  PipeDream,    ///< asynchronous 1F1B with weight stashing
+  PipeDream2BW, ///< asynchronous, double-buffered weights
+  ZBH2,         ///< zero bubble at 2p-1 micro-batches (Qi et al.)
+  ZBV,          ///< V-shaped zero bubble at 1F1B's memory (Qi et al.)
+  VHalf,        ///< V-shaped, half of 1F1B's activations (Qi et al. 2024)
+  VMin,         ///< V-shaped, a third of 1F1B's activations
+  DualPipeV     ///< DeepSeek's DualPipe cut in half (V-shaped)
 };
 llvm::StringRef scheduleName(ScheduleKind k);
 bool parseScheduleKind(llvm::StringRef s, ScheduleKind &out);
+/// The accepted schedule names, for messages.
+llvm::StringRef scheduleNameList();
 /// True for schedules without a pipeline flush.
 bool isAsync(ScheduleKind k);
+/// Two chunks per rank with the second folded back: rank r runs virtual
+/// stages r and 2 pp - 1 - r (the "V"), so the loss sits on rank 0.
+inline bool isVShape(ScheduleKind k) {
+  return k == ScheduleKind::ZBV || k == ScheduleKind::VHalf ||
+         k == ScheduleKind::VMin || k == ScheduleKind::DualPipeV;
+}
+/// The schedules that split the backward into input- and weight-gradient
+/// passes (BI and W).
+bool splitsBackward(ScheduleKind k);
+/// Schedules that assume the optimizer step is validated after the fact
+/// (Qi et al., "optimizer post-validation"): no cross-stage sync ends the
+/// iteration, so consecutive iterations overlap and an iteration takes the
+/// longest rank's span (first compute start to last action end), not the
+/// makespan.
+bool isPostValidated(ScheduleKind k);
+/// The schedules that run per-stage replicas (Plan::replicas).
+bool supportsReplicas(ScheduleKind k);
 
 /// What a plan is for: training steps, or a forward-only stream.
 enum class Mode { Train, Infer };
@@ -55,10 +83,21 @@ llvm::StringRef modeName(Mode m);
 enum class InferObjective { Latency, Throughput };
 llvm::StringRef objectiveName(InferObjective o);
 
-/// A plan: its rank layout (dp, tp, pp, chunks, replicas) and how each
-/// stage runs.
+/// A plan: its rank layout (dp, tp, pp, cp, chunks, replicas, V shape) and
+/// how each stage runs.
 struct Plan : RankLayout {
   unsigned mbs = 1;
+  /// Expert parallelism: the routed experts split over ep of the dp
+  /// replicas, tokens exchanged by all-to-all (needs ep | dp).
+  unsigned ep = 1;
+  /// Megatron sequence parallelism over each TP group.
+  bool sp = false;
+  /// TP collectives overlapped with their projections' GEMMs (Transformer
+  /// Engine's tp_comm_overlap; see cost::ExecConfig::tpOverlap).
+  bool tpOverlap = false;
+  /// Tokens the busiest expert rank gets over the mean (load imbalance of
+  /// the router, >= 1; 1 = perfectly balanced, as the NeMo benchmarks force).
+  double expertImbalance = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   cost::Recompute recompute = cost::Recompute::None;
   unsigned zero = 0;
@@ -70,6 +109,10 @@ struct Plan : RankLayout {
   /// DP gradient sync of a chunk starts when its gradients are ready (false:
   /// after the whole backward, before the optimizer step).
   bool overlapGradSync = true;
+  /// With ZeRO >= 1: the updated parameters' all-gather overlaps the next
+  /// iteration's forward passes (Megatron's overlap_param_gather) instead
+  /// of ending the iteration.
+  bool overlapParamGather = false;
   /// Data-parallel replicas of different device kinds get micro-batch
   /// counts in proportion to their speed (HetPipe/Metis); false: every
   /// replica does the same share and waits for the slowest.
@@ -84,7 +127,18 @@ struct Plan : RankLayout {
   Mode mode = Mode::Train;
   InferObjective objective = InferObjective::Throughput;
   cluster::DType dtype = cluster::DType::BF16;
+  /// The model's attention runs as one fused kernel (FlashAttention, cuDNN):
+  /// an imported graph's softmax(Q K^T) V is costed as such, without the
+  /// s^2 score tensors (see planning::analyzeLayers).
+  bool fusedAttention = false;
 
+  /// Pipeline rank of virtual stage \p vs (RankLayout::pipelineStage).
+  unsigned rankOf(unsigned vs) const { return pipelineStage(vs); }
+  /// Sets the schedule and the V-shaped layout it runs.
+  void setSchedule(ScheduleKind k) {
+    schedule = k;
+    vShape = isVShape(k);
+  }
   /// Layer range [begin, end) of virtual stage \p vs (after finalizePlan).
   std::pair<unsigned, unsigned> stageLayers(unsigned vs,
                                             unsigned numLayers) const;
@@ -93,11 +147,23 @@ struct Plan : RankLayout {
 };
 
 /// Parses "dp=24,tp=8,pp=8,mbs=1,schedule=interleaved,chunks=2,
-/// recompute=full,zero=0[,sg=1][,stages=13/26/39][,replicas=15/1]" (missing
+/// recompute=full,zero=0[,sg=1][,sp=1][,cp=2][,ep=8][,expert_imbalance=1.1]
+/// [,stages=13/26/39][,replicas=15/1]" (missing
 /// keys keep their defaults; `stages` lists the first layer of each stage
 /// after the first; `replicas` one replica count per stage, and sets pp when
 /// pp is not given).
 llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
+
+/// True when tensor parallelism of degree \p tp gives every rank whole
+/// attention heads of \p model (tp divides ModelDesc::attentionHeads).
+bool tensorParallelFits(unsigned tp, const cost::ModelDesc &model);
+/// The error finalizePlan gives when tensorParallelFits fails: names the
+/// head count and the degrees that divide it.
+llvm::Error checkTensorParallel(const Plan &plan, const cost::ModelDesc &model);
+/// Checks the plan's stage boundaries (cuts), when it has any, against a
+/// model of \p numLayers layers: one per virtual stage boundary, strictly
+/// increasing, each stage with a layer. finalizePlan applies it.
+llvm::Error checkCuts(const Plan &plan, unsigned numLayers);
 
 /// Checks \p plan against the model and cluster, derives the number of
 /// micro-batches from \p globalBatch, and partitions the layers (balanced by
@@ -132,12 +198,29 @@ std::vector<unsigned> stageDeviceTypes(const Plan &plan,
 /// (the first rank's node counts as "one node").
 cost::GroupShape shapeOf(const cluster::Cluster &c,
                          const std::vector<unsigned> &ranks);
-/// Where the TP group (replica 0) and the DP group (tensor rank 0) of
-/// pipeline stage \p s sit on \p cluster, for collective costs.
+/// Where the groups of pipeline stage \p s sit on \p cluster, for
+/// collective costs: TP (replica 0), CP (tensor rank 0), the gradient group
+/// of the dense weights (every (d, c) of tensor rank 0: dp * cp ranks), the
+/// EP group (ep consecutive replicas) and the gradient group of the expert
+/// weights (every ep-th replica, every c: dp * cp / ep ranks).
 cost::GroupShape tensorGroup(const Plan &plan, const cluster::Cluster &c,
                              unsigned s);
+cost::GroupShape contextGroup(const Plan &plan, const cluster::Cluster &c,
+                              unsigned s);
 cost::GroupShape dataGroup(const Plan &plan, const cluster::Cluster &c,
                            unsigned s);
+cost::GroupShape expertGroup(const Plan &plan, const cluster::Cluster &c,
+                             unsigned s);
+cost::GroupShape expertDataGroup(const Plan &plan, const cluster::Cluster &c,
+                                 unsigned s);
+/// How pipeline stage \p s runs its ops under \p plan (groups, sequence
+/// parallelism, micro-batch, recomputation, expert imbalance).
+cost::ExecConfig execConfig(const Plan &plan, const cluster::Cluster &c,
+                            unsigned s);
+/// The memory settings of \p plan on top of \p base (dp, tp, cp, ep, sp,
+/// ZeRO, recomputation, expert imbalance).
+cost::MemoryConfig memoryConfig(const Plan &plan,
+                                const cost::MemoryConfig &base);
 
 /// Per-micro-batch costs of one virtual stage on one device of its group.
 struct StageCost {
@@ -146,6 +229,10 @@ struct StageCost {
   unsigned layerBegin = 0, layerEnd = 0;
   double fwd = 0, bwdInput = 0, bwdWeight = 0, recompute = 0;
   double flops = 0, modelFlops = 0;
+  /// Communication inside fwd and bwdInput that DualPipe's overlapped
+  /// forward-backward pairs hide behind compute (expert all-to-alls, the
+  /// exposed CP ring).
+  double fwdComm = 0, bwdComm = 0;
   /// Activations kept from F to B, and from B to W (split backward).
   double activationBytes = 0, stashBytes = 0;
   /// Time and bytes (per device) of the activation message to the next
@@ -160,7 +247,8 @@ struct StageCost {
   /// Bytes sent per device per micro-batch by TP all-reduces (and ZeRO-3
   /// weight gathers), per link level.
   double mbBytes[cluster::kNumLinkLevels] = {0, 0};
-  double params = 0; ///< per device
+  double params = 0; ///< per device (dense + experts)
+  double expertParams = 0; ///< of which routed experts
 };
 
 /// The boundary messages of one action list, per micro-batch and device.
@@ -177,7 +265,7 @@ struct DeviceCost {
   cost::MemoryBreakdown staticMemory;
   double workingBytes = 0;
   double optimizerTime = 0;
-  unsigned devicesInGroup = 1; ///< tp * dp devices that behave alike
+  unsigned devicesInGroup = 1; ///< tp * cp * dp devices that behave alike
   /// Compute time of this list relative to its stage's StageCost (a slot
   /// on a faster device kind than its stage's slowest one has < 1).
   double computeScale = 1;
@@ -185,6 +273,8 @@ struct DeviceCost {
 
 struct PipelineCosts {
   unsigned pp = 1, chunks = 1, microbatches = 1, mbs = 1;
+  /// Chunk 1 of rank r is virtual stage 2 pp - 1 - r (V-shaped schedules).
+  bool vShape = false;
   unsigned globalBatch = 0;
   std::vector<StageCost> stages; ///< virtual stages in pipeline order
   /// One per action list: per pipeline rank, or per slot when replicated.
@@ -198,13 +288,15 @@ struct PipelineCosts {
   std::vector<Boundary> slotSends;
   std::vector<std::string> levelNames{"intra_node", "network"};
   bool overlapP2P = true;
+  /// Matmul precision the costs assume ("fp8"; empty: the model's dtypes).
+  std::string matmulPrecision;
 
   unsigned numVirtualStages() const { return stages.size(); }
   unsigned stageOfList(unsigned list) const {
     return slotStage.empty() ? list : slotStage[list];
   }
   const StageCost &stage(unsigned list, unsigned chunk) const {
-    return stages[chunk * pp + stageOfList(list)];
+    return stages[virtualStageOf(vShape, pp, stageOfList(list), chunk)];
   }
   Boundary boundary(unsigned list, unsigned chunk) const {
     if (!slotSends.empty())
@@ -231,7 +323,8 @@ PipelineCosts buildPipelineCosts(const Plan &plan, const cost::ModelDesc &model,
 /// formulas describe (tests and the bubble benchmark).
 PipelineCosts uniformPipelineCosts(unsigned pp, unsigned chunks,
                                    unsigned microbatches, double f, double bi,
-                                   double bw, double send = 0);
+                                   double bw, double send = 0,
+                                   bool vShape = false);
 
 } // namespace distopt::schedule
 

@@ -28,19 +28,21 @@ uint64_t RankLayout::numSlots() const {
 std::vector<unsigned> RankLayout::stageDevices(unsigned s) const {
   std::vector<unsigned> ids;
   unsigned n = replicasOf(s);
-  ids.reserve(static_cast<size_t>(n) * tp);
+  ids.reserve(static_cast<size_t>(n) * cp * tp);
   for (unsigned d = 0; d < n; ++d)
-    for (unsigned t = 0; t < tp; ++t)
-      ids.push_back(globalRank(s, d, t));
+    for (unsigned c = 0; c < cp; ++c)
+      for (unsigned t = 0; t < tp; ++t)
+        ids.push_back(globalRank(s, d, t, c));
   return ids;
 }
 
 std::optional<RankLayout::Coord> RankLayout::coordOf(unsigned rank) const {
-  if (tp == 0 || rank >= numDevices())
+  if (tp == 0 || cp == 0 || rank >= numDevices())
     return std::nullopt;
-  unsigned slot = rank / tp;
+  unsigned slot = rank / tp / cp;
   Coord c;
   c.tensor = rank % tp;
+  c.context = rank / tp % cp;
   for (unsigned s = 0; s < pp; ++s) {
     unsigned first = firstSlot(s), n = replicasOf(s);
     if (slot < first + n) {

@@ -4,14 +4,17 @@
 // planner, the schedule generators, the simulator, the partitioner and the
 // generated programs all number devices this way. No MLIR dependency.
 //
-// Ranks are numbered tensor rank fastest, then data-parallel replica, then
-// pipeline stage: rank = t + tp * (d + dp * s). With PipeDream-style
+// Ranks are numbered tensor rank fastest, then context-parallel rank, then
+// data-parallel replica, then pipeline stage:
+// rank = t + tp * (c + cp * (d + dp * s)). With PipeDream-style
 // per-stage replicas (`replicas`, one count r_s per pipeline stage; dp = 1
 // and chunks = 1) the r_s replicas of stage s are its *slots*, numbered
 // stage-major: slot(s, d) = r_0 + ... + r_{s-1} + d and
-// rank = t + tp * slot(s, d), which is the same numbering when every
-// r_s = dp. Virtual stage v (interleaved chunks: v = chunk * pp + s) runs on
-// pipeline stage s = v mod pp.
+// rank = t + tp * slot(s, d) (cp = 1), which is the same numbering when
+// every r_s = dp. Virtual stage v (interleaved chunks: v = chunk * pp + s)
+// runs on pipeline stage s = v mod pp; V-shaped layouts (two chunks, the
+// second folded back: ZB-V, V-Half, V-Min, DualPipe-V) run virtual stages s
+// and 2 pp - 1 - s on stage s, so the first and the last share a device.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_LIB_SCHEDULE_RANKLAYOUT_H
@@ -23,18 +26,42 @@
 
 namespace distopt::schedule {
 
+/// Virtual stage that pipeline rank \p r runs as chunk \p ch: ch * pp + r,
+/// or for V-shaped layouts r (chunk 0) and 2 pp - 1 - r (chunk 1).
+inline unsigned virtualStageOf(bool vShape, unsigned pp, unsigned r,
+                               unsigned ch) {
+  return vShape && ch == 1 ? 2 * pp - 1 - r : ch * pp + r;
+}
+/// Pipeline rank of virtual stage \p vs (the inverse).
+inline unsigned rankOfStage(bool vShape, unsigned pp, unsigned vs) {
+  return vShape && vs >= pp ? 2 * pp - 1 - vs : vs % pp;
+}
+
 /// The parallel degrees that fix where every piece of a plan runs.
 struct RankLayout {
   unsigned dp = 1, tp = 1, pp = 1;
+  /// Context parallelism: each sequence split over cp ranks (ring
+  /// attention); the cp ranks of a replica hold the same weights.
+  unsigned cp = 1;
   /// Model chunks per pipeline stage (interleaved schedules).
   unsigned chunks = 1;
+  /// Two chunks with the second folded back (the V-shaped schedules; see
+  /// the file comment). Plans keep it equal to isVShape(schedule).
+  bool vShape = false;
   /// Replicas (data-parallel degree) per pipeline stage; empty: dp for
   /// every stage. Needs dp = 1 and chunks = 1.
   std::vector<unsigned> replicas;
 
   unsigned numVirtualStages() const { return pp * chunks; }
   /// Pipeline stage (device group) that runs virtual stage \p vs.
-  unsigned pipelineStage(unsigned vs) const { return vs % pp; }
+  unsigned pipelineStage(unsigned vs) const {
+    return rankOfStage(vShape, pp, vs);
+  }
+  /// Virtual stage that pipeline stage \p s runs as chunk \p ch (the
+  /// inverse of pipelineStage).
+  unsigned virtualStage(unsigned s, unsigned ch) const {
+    return virtualStageOf(vShape, pp, s, ch);
+  }
   bool replicated() const { return !replicas.empty(); }
   /// Data-parallel replicas of pipeline stage \p s (0 outside the plan).
   unsigned replicasOf(unsigned s) const {
@@ -44,20 +71,26 @@ struct RankLayout {
   unsigned firstSlot(unsigned s) const;
   /// Stage replicas over all stages: dp * pp, or the sum of `replicas`.
   uint64_t numSlots() const;
-  /// Devices the plan runs on: tp times the slots.
-  uint64_t numDevices() const { return static_cast<uint64_t>(tp) * numSlots(); }
-  /// Global rank of tensor rank \p t of replica \p d of pipeline stage \p s.
-  unsigned globalRank(unsigned s, unsigned d, unsigned t) const {
-    return t + tp * (d + firstSlot(s));
+  /// Devices the plan runs on: tp * cp times the slots.
+  uint64_t numDevices() const {
+    return static_cast<uint64_t>(tp) * cp * numSlots();
   }
-  /// The devices of pipeline stage \p s as a row-major [replicas, tp] mesh.
+  /// Global rank of tensor rank \p t of context rank \p c of replica \p d
+  /// of pipeline stage \p s.
+  unsigned globalRank(unsigned s, unsigned d, unsigned t,
+                      unsigned c = 0) const {
+    return t + tp * (c + cp * (d + firstSlot(s)));
+  }
+  /// The devices of pipeline stage \p s as a row-major [replicas, cp, tp]
+  /// mesh.
   std::vector<unsigned> stageDevices(unsigned s) const;
 
   /// Where a global rank sits in the plan.
   struct Coord {
-    unsigned stage = 0, replica = 0, tensor = 0;
+    unsigned stage = 0, replica = 0, tensor = 0, context = 0;
   };
-  /// The (stage, replica, tensor rank) of \p rank; nullopt outside the plan.
+  /// The (stage, replica, context, tensor rank) of \p rank; nullopt outside
+  /// the plan.
   std::optional<Coord> coordOf(unsigned rank) const;
 };
 

@@ -49,6 +49,12 @@ llvm::StringRef actionName(ActionKind k);
 bool isCompute(ActionKind k);
 bool isCollective(ActionKind k);
 
+/// Peer value of a Forward that runs overlapped with the backward after it
+/// (DualPipe's F&B pair: both inputs are received before it, both outputs
+/// sent after the backward, and each hides its communication behind the
+/// other's compute).
+constexpr int kOverlappedWithNext = -2;
+
 /// Eight bytes, so that the lists of a 3072-GPU plan stay in cache.
 struct Action {
   ActionKind kind = ActionKind::Forward;
@@ -64,8 +70,12 @@ struct Action {
   bool operator==(const Action &o) const {
     return kind == o.kind && mb == o.mb && chunk == o.chunk && peer == o.peer;
   }
-  /// "F3.0", "B1.1", "sendA3.0>2", "AR.0", "OPT".
+  /// "F3.0", "B1.1", "sendA3.0>2", "AR.0", "OPT"; "F3.0&" for a forward
+  /// overlapped with the next backward.
   std::string str() const;
+  bool overlappedWithNext() const {
+    return kind == ActionKind::Forward && peer == kOverlappedWithNext;
+  }
 };
 
 struct Schedule {
@@ -89,11 +99,11 @@ struct Schedule {
     return listStage.empty() ? list : listStage[list];
   }
   unsigned stageOf(unsigned list, int chunk) const {
-    return chunk * pp + stageOfList(list);
+    return virtualStageOf(isVShape(kind), pp, stageOfList(list), chunk);
   }
   /// The list that runs virtual stage \p vs for micro-batch \p mb.
   unsigned listOf(unsigned vs, int mb) const {
-    unsigned r = vs % pp;
+    unsigned r = rankOfStage(isVShape(kind), pp, vs);
     return replicas.empty() ? r : firstList[r] + mb % replicas[r];
   }
   /// Micro-batches list \p list runs (of each of its chunks).
@@ -114,12 +124,21 @@ struct ScheduleOptions {
   /// Sync each chunk as soon as its gradients are complete (false: all
   /// syncs after the last backward).
   bool overlapGradSync = true;
+  /// ZeRO's parameter all-gather runs under the next iteration's forward
+  /// passes (Megatron's overlap_param_gather): no AllGather ends the
+  /// steady-state iteration.
+  bool overlapParamGather = false;
   /// Replicas per pipeline stage (Plan::replicas): one list per slot, DP
   /// collectives among the replicas of each stage with more than one
   /// (dataParallel is then ignored). Needs chunks = 1 and gpipe, 1f1b,
   /// pipedream or pipedream-2bw.
   std::vector<unsigned> replicas;
 };
+
+/// The schedule options \p plan asks for: DP collectives when its weights
+/// are replicated (dp * cp > 1), its ZeRO stage, gradient-sync overlap and
+/// per-stage replicas.
+ScheduleOptions scheduleOptions(const Plan &plan);
 
 /// Builds the action lists of \p kind for \p pp ranks, \p chunks chunks per
 /// rank and \p microbatches micro-batches; errors for impossible shapes.

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Search/Search.h"
+#include "lib/Search/SearchImpl.h"
 
 #include <algorithm>
 #include <limits>
@@ -22,54 +22,7 @@ partitionLayers(unsigned n, unsigned stages,
                 function_ref<double(unsigned, unsigned, unsigned)> cost,
                 function_ref<double(unsigned, unsigned, unsigned)> lower,
                 double *bestOut) {
-  const double inf = std::numeric_limits<double>::infinity();
-  if (stages == 0 || stages > n) {
-    if (bestOut)
-      *bestOut = inf;
-    return {};
-  }
-  // best[j][i]: smallest achievable largest stage cost when stages 0..j hold
-  // layers [0, i); every stage keeps at least one layer. Scanning the last
-  // stage's first layer k downwards, the stage only grows, so the scan stops
-  // once its lower bound reaches the best value found for (j, i).
-  std::vector<std::vector<double>> best(stages,
-                                        std::vector<double>(n + 1, inf));
-  std::vector<std::vector<unsigned>> from(stages,
-                                          std::vector<unsigned>(n + 1, 0));
-  for (unsigned i = 1; i + stages - 1 <= n; ++i)
-    best[0][i] = cost(0, 0, i);
-  for (unsigned j = 1; j < stages; ++j) {
-    // Stages j+1.. need at least one layer each.
-    unsigned iMax = n - (stages - 1 - j);
-    for (unsigned i = j + 1; i <= iMax; ++i) {
-      double &b = best[j][i];
-      for (unsigned k = i - 1; k >= j; --k) {
-        if (lower(j, k, i) >= b)
-          break;
-        if (best[j - 1][k] < b) {
-          double v = std::max(best[j - 1][k], cost(j, k, i));
-          if (v < b) {
-            b = v;
-            from[j][i] = k;
-          }
-        }
-        if (k == j)
-          break;
-      }
-    }
-  }
-  double total = best[stages - 1][n];
-  if (bestOut)
-    *bestOut = total;
-  if (total == inf)
-    return {};
-  std::vector<unsigned> cuts(stages - 1);
-  unsigned i = n;
-  for (unsigned j = stages - 1; j >= 1; --j) {
-    i = from[j][i];
-    cuts[j - 1] = i;
-  }
-  return cuts;
+  return detail::partitionLayersWith(n, stages, cost, lower, bestOut);
 }
 
 /// Replicated stages (one list per slot, chunks = 1). List l of stage s runs
@@ -160,7 +113,7 @@ double iterationLowerBound(const PipelineCosts &c, ScheduleKind kind,
   }
   // What rank r must still do after its last backward: the gradient sync of
   // (at least) the chunk that backward belongs to, then the optimizer step.
-  auto post = [&](unsigned r) {
+  auto post = [&](unsigned r) -> double {
     double minSync = std::numeric_limits<double>::infinity(), allSync = 0;
     for (unsigned ch = 0; ch < chunks; ++ch) {
       // ZeRO: only the reduce-scatter half comes before the step.
@@ -171,6 +124,45 @@ double iterationLowerBound(const PipelineCosts &c, ScheduleKind kind,
     double opt = r < c.devices.size() ? c.devices[r].optimizerTime : 0;
     return (overlapGradSync ? minSync : allSync) + opt;
   };
+  if (isPostValidated(kind)) {
+    // The iteration is the longest rank span (docs/cost-model.md): at least
+    // the rank's own work, then its sync and step. An overlapped F&B pair
+    // (DualPipe-V) may hide its communication, so only compute counts.
+    const bool pairs = kind == ScheduleKind::DualPipeV;
+    const bool vShape = isVShape(kind);
+    const unsigned V = pp * chunks;
+    double lb = 0;
+    for (unsigned r = 0; r < pp; ++r) {
+      // Warm-up: rank r's first backward needs micro-batch 0 through every
+      // stage from its first one to the end and back to its last one
+      // (chain); until then it can only run forwards, at most `cap` (the
+      // schedule's in-flight limit), so the rest of the chain is idle.
+      unsigned first = virtualStageOf(vShape, pp, r, 0);
+      unsigned last = virtualStageOf(vShape, pp, r, chunks - 1);
+      double chain = 0, fmax = 0;
+      for (unsigned v = first; v < V; ++v)
+        chain += c.stages[v].fwd;
+      for (unsigned v = last + 1; v < V; ++v)
+        chain += c.stages[v].bwdInput;
+      for (unsigned ch = 0; ch < chunks; ++ch)
+        fmax = std::max(fmax, c.stage(r, ch).fwd);
+      // The search's in-flight table: at least the generators' own peaks.
+      double cap = detail::inFlight(kind, r, pp, chunks, c.microbatches);
+      double idle = std::max(0.0, chain - cap * fmax);
+      double work = 0;
+      for (unsigned ch = 0; ch < chunks; ++ch) {
+        const StageCost &st = c.stage(r, ch);
+        double w = st.fwd + st.bwdInput + st.bwdWeight;
+        if (pairs)
+          w -= st.fwdComm + st.bwdComm;
+        if (!c.overlapP2P)
+          w += st.sendNextTime + st.sendPrevTime;
+        work += m * w;
+      }
+      lb = std::max(lb, work + idle + post(r));
+    }
+    return lb;
+  }
   double lb = 0, start = 0, endDelay = 0;
   for (unsigned r = 0; r < pp; ++r) {
     double work = 0, compute = 0, chunk0 = 0, beforeLastB = 0;

@@ -87,9 +87,9 @@ Expected<Constraints> distopt::search::parseConstraints(StringRef spec) {
           schedule::ScheduleKind kind;
           if (!schedule::parseScheduleKind(v, kind))
             return constraintError(spec, "unknown schedule '" + v +
-                                             "'; use gpipe, 1f1b, "
-                                             "interleaved, zb-h1, pipedream, "
-                                             "pipedream-2bw or any");
+                                             "'; use " +
+                                             schedule::scheduleNameList() +
+                                             " (or any)");
           c.schedules.push_back(kind);
         } else if (v == "none") {
           c.recompute.push_back(cost::Recompute::None);
@@ -111,11 +111,15 @@ Expected<Constraints> distopt::search::parseConstraints(StringRef spec) {
                   : k == "mbs"    ? &c.mbs
                   : k == "chunks" ? &c.chunks
                   : k == "zero"   ? &c.zero
+                  : k == "cp"     ? &c.cp
+                  : k == "ep"     ? &c.ep
+                  : k == "sp"     ? &c.sp
                                   : nullptr;
     if (!r)
       return constraintError(spec, "unknown key '" + key +
-                                       "'; known: dp, tp, pp, mbs, chunks, "
-                                       "zero, schedule, recompute, replicas");
+                                       "'; known: dp, tp, pp, cp, ep, sp, "
+                                       "mbs, chunks, zero, schedule, "
+                                       "recompute, replicas");
     if (value == "any")
       continue;
     SmallVector<StringRef> vals;
@@ -131,6 +135,10 @@ Expected<Constraints> distopt::search::parseConstraints(StringRef spec) {
                                          "' is not a non-negative integer");
       nums.push_back(n);
     }
+    if (r == &c.sp && llvm::any_of(nums, [](unsigned v) { return v > 1; }))
+      return constraintError(spec, "'" + item +
+                                       "': sp is 0 (no sequence parallelism) "
+                                       "or 1");
     unsigned n = nums.front();
     if (op == "=") {
       if (!r->only.empty()) {

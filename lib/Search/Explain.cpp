@@ -95,7 +95,19 @@ json::Value search::searchReportJSON(const SearchResult &r,
                                 {"pruned_bound", int64_t(s.boundPruned)},
                                 {"dominated", int64_t(s.dominated)},
                                 {"replicated", int64_t(s.replicated)},
-                                {"exact", s.exact}};
+                                {"exact", s.exact},
+                                {"gap", s.gap}};
+  json::Object devices{{"used", int64_t(r.devicesUsed)},
+                       {"total", int64_t(r.devicesTotal)}};
+  if (r.suggestedDevices) {
+    devices["suggested"] = int64_t(r.suggestedDevices);
+    devices["parallel_efficiency"] = r.efficiency;
+    json::Array scaling;
+    for (auto &[k, t] : r.scaling)
+      scaling.push_back(json::Object{{"devices", int64_t(k)}, {"time_s", t}});
+    devices["best_time_by_devices"] = std::move(scaling);
+  }
+  (*o)["devices"] = std::move(devices);
   json::Array alts;
   for (const Candidate &c : r.alternatives)
     alts.push_back(candidateReportJSON(c, model));
@@ -108,6 +120,12 @@ std::string distopt::search::planLabel(const schedule::Plan &p,
   std::string s = formatv("dp={0} tp={1} pp={2} mbs={3}", p.dp, p.tp, p.pp,
                           p.mbs)
                       .str();
+  if (p.cp > 1)
+    s += formatv(" cp={0}", p.cp).str();
+  if (p.ep > 1)
+    s += formatv(" ep={0}", p.ep).str();
+  if (p.sp && p.tp > 1)
+    s += " sp";
   if (!training)
     return s;
   if (p.replicated()) {
@@ -134,14 +152,45 @@ static std::string label(const Candidate &c, Mode mode) {
 
 static double timeOf(const Candidate &c) { return c.sim.result.iterationTime; }
 
+/// How the winner compares with \p o on the objective the search ranks by
+/// (and, on a tie, on the other one, which broke it).
+static std::string objectiveComparison(const Candidate &w, const Candidate &o,
+                                       const SearchResult &r) {
+  std::string other = label(o, r.mode);
+  if (r.mode == Mode::Train)
+    return formatv("{0:F1}% faster than {1}",
+                   100 * (timeOf(o) - timeOf(w)) / std::max(timeOf(o), 1e-30),
+                   other)
+        .str();
+  double a = objectiveTime(w, r.mode, r.objective),
+         b = objectiveTime(o, r.mode, r.objective);
+  bool latency = r.objective == InferObjective::Latency;
+  if (std::fabs(a - b) > 1e-9 * std::max(a, b))
+    return latency ? formatv("{0:F1}% lower latency than {1} ({2:F5} s vs "
+                             "{3:F5} s per batch)",
+                             100 * (b - a) / b, other, a, b)
+                         .str()
+                   : formatv("{0:F1}% higher stream throughput than {1} "
+                             "({2:F1} vs {3:F1} samples/s)",
+                             100 * (a < b ? b / a - 1 : 0), other,
+                             w.streamThroughput, o.streamThroughput)
+                         .str();
+  return latency
+             ? formatv("the same latency as {0}, and {1:F1}% higher stream "
+                       "throughput (the tie-break)",
+                       other,
+                       100 * (w.streamThroughput / o.streamThroughput - 1))
+                   .str()
+             : formatv("the same stream throughput as {0}, and {1:F1}% lower "
+                       "latency (the tie-break)",
+                       other, 100 * (o.latency - w.latency) / o.latency)
+                   .str();
+}
+
 /// Why the winner beats \p other, from the largest differences.
 static std::string reason(const Candidate &w, const Candidate &o,
-                          Mode mode) {
-  double dt = timeOf(o) - timeOf(w);
-  std::string s = formatv("{0:F1}% faster than {1}",
-                          100 * dt / std::max(timeOf(o), 1e-30),
-                          label(o, mode))
-                      .str();
+                          const SearchResult &r) {
+  std::string s = objectiveComparison(w, o, r);
   struct Part {
     const char *what;
     double delta;
@@ -174,7 +223,12 @@ static std::string reason(const Candidate &w, const Candidate &o,
 
 void search::printExplain(const SearchResult &r, raw_ostream &os) {
   bool infer = r.mode == Mode::Infer;
-  os << "explain: the best plans (per iteration, on the busiest device)\n";
+  os << "explain: the best plans, ranked by "
+     << (!infer ? "iteration time"
+         : r.objective == InferObjective::Latency
+             ? "latency (ties: stream throughput)"
+             : "stream throughput (ties: latency)")
+     << " (per iteration, on the busiest device)\n";
   os << formatv("  {0,-4} {1,-42} {2,11} {3,11} {4,10} {5,10} {6,10} {7,10} "
                 "{8,21}\n",
                 "rank", "plan", infer ? "latency s" : "iter s",
@@ -240,7 +294,7 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
   if (r.alternatives.empty()) {
     os << "  why: it is the only plan that fits\n";
   } else {
-    os << "  why: " << reason(r.best, r.alternatives.front(), r.mode) << "\n";
+    os << "  why: " << reason(r.best, r.alternatives.front(), r) << "\n";
   }
   const SearchStats &s = r.stats;
   os << formatv("  search: {0} candidates weighed, {1} dominated, {2} over "
@@ -249,8 +303,11 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
                 "simulated, {6}, {7:F3} s ({8:F3} s CPU)\n",
                 s.candidates, s.dominated, s.memoryPruned, s.boundPruned,
                 s.partitions, s.simulated,
-                s.exact ? "exact (bound-proven)"
-                        : "bounded (simulation limit reached)",
+                s.exact ? std::string("exact (bound-proven)")
+                        : formatv("bounded (simulation limit reached; "
+                                  "within {0:F1}% of optimal)",
+                                  100 * s.gap)
+                              .str(),
                 s.seconds, s.cpuSeconds, s.replicated);
 }
 
@@ -262,6 +319,7 @@ void search::printSearchSummary(const SearchResult &r,
      << c.numDevices() << " devices)";
   os << formatv(" from {0} candidates in {1:F3} s\n", r.stats.candidates,
                 r.stats.seconds);
+  printDevicesUsed(r, os);
   if (r.mode == Mode::Infer) {
     os << formatv("  latency          {0:F5} s per batch of {1}\n", b.latency,
                   p.globalBatch);
@@ -280,4 +338,5 @@ void search::printSearchSummary(const SearchResult &r,
        << (s < b.sim.costs.devices.size() ? b.sim.costs.devices[s].deviceName
                                           : std::string("?"))
        << ")\n";
+  printDeviceAdvice(r, os);
 }

@@ -20,6 +20,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <ctime>
 #include <limits>
@@ -143,6 +144,12 @@ Expected<Candidate> evaluateInference(const cost::ModelDesc &model,
                 "per-stage replicas and at most {1} stages",
                 plan.str(), n)
             .str());
+  // What finalizePlan checks of a training plan: whole heads per
+  // tensor-parallel rank, stage boundaries inside the model.
+  if (Error e = checkTensorParallel(plan, model))
+    return std::move(e);
+  if (Error e = checkCuts(plan, n))
+    return std::move(e);
   Tables t(model, c, cm, o.memory);
   InferLayout layout(t, c, plan, o, n);
   Candidate cand = layout.candidate(plan, o.objective);
@@ -167,9 +174,15 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
   std::vector<Candidate> all;
   double minNeeded = std::numeric_limits<double>::infinity();
   bool anyLayout = false;
+  unsigned tpHeads = 0;
   for (unsigned tp = 1; tp <= perNode; ++tp) {
     if (perNode % tp || N % tp || !k.tp.allows(tp))
       continue;
+    // Only plans the partitioner can realize: whole heads per rank.
+    if (!tensorParallelFits(tp, model)) {
+      ++tpHeads;
+      continue;
+    }
     for (unsigned pp = 1; pp <= std::min(n, N / tp); ++pp) {
       if ((N / tp) % pp || !k.pp.allows(pp))
         continue;
@@ -188,7 +201,7 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
         p.tp = tp;
         p.pp = pp;
         p.mbs = mbs;
-        p.schedule = ScheduleKind::GPipe;
+        p.setSchedule(ScheduleKind::GPipe);
         p.globalBatch = o.globalBatch;
         p.numMicrobatches = m;
         InferLayout layout(t, c, p, o, n);
@@ -227,14 +240,19 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
     }
   }
   if (all.empty()) {
+    std::string headsNote =
+        tpHeads ? " and the model's attention head count " +
+                      std::to_string(model.attentionHeads)
+                : "";
     if (!anyLayout)
       return createStringError(
           inconvertibleErrorCode(),
           "no inference plan satisfies the constraints on cluster '" +
               c.name + "' (" + Twine(N) +
               " devices): dp*tp*pp must equal the device count, tp must "
-              "divide the devices per node, pp must not exceed the " +
-              Twine(n) + " layers and dp must divide the batch " +
+              "divide the devices per node" + headsNote +
+              ", pp must not exceed the " + Twine(n) +
+              " layers and dp must divide the batch " +
               Twine(o.globalBatch) + "; relax --dist-search or the batch");
     double limit = o.memoryLimit;
     for (const cluster::DeviceSpec &d : c.devices)
@@ -250,9 +268,19 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
                 std::max<unsigned>(N + 1, std::ceil(N * minNeeded / limit)))
             .str());
   }
+  // Rank by the objective; plans within 1e-9 of each other on it (equal
+  // slowest stages) are ranked by the other one: the lower latency among
+  // equal streams, the higher stream among equal latencies.
+  auto secondary = [&](const Candidate &x) {
+    return o.objective == InferObjective::Latency ? 1 / x.streamThroughput
+                                                  : x.latency;
+  };
   std::stable_sort(all.begin(), all.end(),
-                   [](const Candidate &a, const Candidate &b) {
-                     return a.lowerBound < b.lowerBound;
+                   [&](const Candidate &a, const Candidate &b) {
+                     double tie = 1e-9 * std::max(a.lowerBound, b.lowerBound);
+                     if (std::fabs(a.lowerBound - b.lowerBound) > tie)
+                       return a.lowerBound < b.lowerBound;
+                     return secondary(a) < secondary(b);
                    });
   SearchResult res;
   res.mode = Mode::Infer;

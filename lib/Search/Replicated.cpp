@@ -197,7 +197,7 @@ void replicatedCandidates(const cost::ModelDesc &model,
                      {ScheduleKind::PipeDream, ScheduleKind::PipeDream2BW});
   }
   for (ScheduleKind s : allowed)
-    if (s != ScheduleKind::Interleaved && s != ScheduleKind::ZBH1)
+    if (supportsReplicas(s))
       kinds.push_back(s);
   std::vector<cost::Recompute> recs = k.recompute;
   if (recs.empty())
@@ -255,7 +255,7 @@ void replicatedCandidates(const cost::ModelDesc &model,
       p.tp = 1;
       p.pp = stages;
       p.mbs = l.mbs;
-      p.schedule = kind;
+      p.setSchedule(kind);
       p.chunks = 1;
       p.recompute = l.rec;
       p.zero = 0;
@@ -263,10 +263,8 @@ void replicatedCandidates(const cost::ModelDesc &model,
       p.replicas = l.replicas;
       p.globalBatch = o.globalBatch;
       p.numMicrobatches = m;
-      ScheduleOptions so;
-      so.overlapGradSync = p.overlapGradSync;
-      so.replicas = l.replicas;
-      Expected<Schedule> s = generateSchedule(kind, stages, 1, m, so);
+      Expected<Schedule> s =
+          generateSchedule(kind, stages, 1, m, scheduleOptions(p));
       if (!s) {
         consumeError(s.takeError()); // e.g. uneven async shares
         continue;

@@ -42,6 +42,38 @@ struct Light {
   ScheduleKind kind;
   Recompute rec;
   double cheap;
+  unsigned cp = 1, ep = 1;
+  bool sp = false;
+  /// Writes the layout into \p p (flags such as overlap stay).
+  void apply(Plan &p) const {
+    p.dp = dp;
+    p.tp = tp;
+    p.pp = pp;
+    p.cp = cp;
+    p.ep = ep;
+    p.sp = sp;
+    p.mbs = mbs;
+    p.setSchedule(kind);
+    p.chunks = chunks;
+    p.recompute = rec;
+    p.zero = zero;
+    p.numMicrobatches = m;
+  }
+  Plan shape() const {
+    Plan p;
+    apply(p);
+    return p;
+  }
+  TableKey key() const {
+    TableKey k;
+    k.tp = tp;
+    k.cp = cp;
+    k.ep = ep;
+    k.sp = sp;
+    k.mbs = mbs;
+    k.rec = rec;
+    return k;
+  }
 };
 
 struct Expanded {
@@ -50,9 +82,45 @@ struct Expanded {
   bool operator>(const Expanded &o) const { return lb > o.lb; }
 };
 
+/// Whether a stage of layers [b, e) fits its rank's memory (chunks of one
+/// rank share it), for the memory-aware partition.
+struct StageMemoryCheck {
+  const Tables::Memory *mem = nullptr;
+  std::vector<double> limit, held; ///< per pipeline rank
+  double perParam = 0, perExpert = 0;
+  unsigned pp = 1, chunks = 1, mbs = 1;
+  bool vShape = false;
+
+  bool fits(unsigned j, unsigned b, unsigned e) const {
+    unsigned r = rankOfStage(vShape, pp, j);
+    double bytes = perParam * (mem->params[e] - mem->params[b]) +
+                   perExpert * (mem->expertParams[e] - mem->expertParams[b]) +
+                   held[r] * (mem->act[e] - mem->act[b]) +
+                   mbs * mem->workMax(b, e);
+    return bytes <= limit[r] / chunks;
+  }
+  /// Memory only shrinks with a stage's range, so stretching each stage as
+  /// far as it fits decides whether any partition into \p V stages fits
+  /// (exchange argument).
+  bool anyFits(unsigned n, unsigned V) const {
+    unsigned b = 0, j = 0;
+    while (b < n && j < V) {
+      unsigned e = b;
+      while (e < n && fits(j, b, e + 1))
+        ++e;
+      if (e == b)
+        return false;
+      b = e;
+      ++j;
+    }
+    return b >= n;
+  }
+};
+
 /// Why candidates were dropped before any cost was computed.
 struct Reasons {
-  unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0;
+  unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0,
+                tpHeads = 0;
   std::vector<unsigned> dpTried;
 };
 
@@ -60,18 +128,25 @@ class Searcher {
 public:
   Searcher(const cost::ModelDesc &model, const cluster::Cluster &c,
            const cost::CostModel &cm, const SearchOptions &o)
-      : model(model), c(c), cm(cm), o(o), t(model, c, cm, o.memory),
+      : model(model), c(c), cm(cm), o(o),
+        t(model, c, cm, o.memory, o.planDefaults.expertImbalance),
         n(model.layers.size()) {}
 
   Expected<SearchResult> run();
 
 private:
   void enumerate();
+  void enumerateLayout(unsigned tp, unsigned cp, unsigned pp, unsigned dp,
+                       unsigned ep, bool sp,
+                       const std::vector<ScheduleKind> &kinds,
+                       const std::vector<Recompute> &recs, bool anySelective,
+                       bool anyExpert, double maxLimit);
   double limitOf(unsigned type) const {
     return o.memoryLimit > 0 ? o.memoryLimit : c.devices[type].memoryBytes;
   }
   std::vector<unsigned> stageTypes(const Plan &p, unsigned s) const;
   std::vector<unsigned> partition(const Light &x, bool memoryAware);
+  StageMemoryCheck memoryCheck(const Light &x);
   bool expand(const Light &x, Expanded &out);
   Error noPlanError() const;
 
@@ -84,14 +159,17 @@ private:
   std::vector<Light> cands;
   Reasons why;
   SearchStats stats;
-  std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>,
+  std::map<std::tuple<TableKey, unsigned, unsigned, unsigned, unsigned>,
            std::vector<unsigned>>
       cutCache;
-  /// Per (tp, pp, dp, mbs, schedule, chunks): (zero, recompute) variants
-  /// whose memory estimate fits.
-  std::map<std::tuple<unsigned, unsigned, unsigned, unsigned, unsigned>,
+  /// Per layout (degrees, sp, mbs, schedule, chunks): the (zero,
+  /// recompute) variants whose memory estimate fits.
+  std::map<std::tuple<TableKey, unsigned, unsigned, unsigned>,
            std::vector<std::pair<unsigned, unsigned>>>
       fitting;
+  /// Per layout, recomputation and ZeRO stage: the schedules that fit.
+  std::map<std::tuple<TableKey, unsigned, unsigned, unsigned>, unsigned>
+      ladder;
   double minNeeded = std::numeric_limits<double>::infinity();
   std::string minNeededPlan;
   bool minNeededIsBound = false;
@@ -100,6 +178,8 @@ private:
 } // namespace
 
 std::vector<unsigned> Searcher::stageTypes(const Plan &p, unsigned s) const {
+  if (c.devices.size() == 1)
+    return {0};
   std::vector<unsigned> types;
   for (unsigned d = 0; d < p.dp; ++d) {
     unsigned ty = c.groupOf(p.globalRank(s, d, 0)).deviceIndex;
@@ -117,8 +197,12 @@ void Searcher::enumerate() {
     perNode = std::gcd(perNode, g.devicesPerNode);
   std::vector<ScheduleKind> kinds = k.schedules;
   if (kinds.empty()) {
-    kinds = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-             ScheduleKind::Interleaved, ScheduleKind::ZBH1};
+    // Within a memory ladder the hungrier schedule comes first (expand()).
+    kinds = {ScheduleKind::GPipe,     ScheduleKind::OneFOneB,
+             ScheduleKind::Interleaved, ScheduleKind::ZBH2,
+             ScheduleKind::ZBH1,      ScheduleKind::ZBV,
+             ScheduleKind::VHalf,     ScheduleKind::VMin,
+             ScheduleKind::DualPipeV};
     if (o.allowAsync) {
       kinds.push_back(ScheduleKind::PipeDream);
       kinds.push_back(ScheduleKind::PipeDream2BW);
@@ -127,10 +211,13 @@ void Searcher::enumerate() {
   std::vector<Recompute> recs = k.recompute;
   if (recs.empty())
     recs = {Recompute::None, Recompute::Selective, Recompute::Full};
-  bool anySelective = false;
+  bool anySelective = false, anyExpert = false, anyRing = false;
   for (const cost::LayerDesc &l : model.layers)
-    for (const cost::OpDesc &op : l.ops)
+    for (const cost::OpDesc &op : l.ops) {
       anySelective |= op.selective;
+      anyExpert |= op.expert;
+      anyRing |= op.cpKvBytes > 0;
+    }
   double maxLimit = 0;
   for (unsigned ty = 0; ty < c.devices.size(); ++ty)
     maxLimit = std::max(maxLimit, limitOf(ty));
@@ -142,106 +229,172 @@ void Searcher::enumerate() {
       ++why.constraint;
       continue;
     }
-    for (unsigned pp = 1; pp <= N / tp; ++pp) {
-      if ((N / tp) % pp)
+    // Only plans the partitioner can realize: whole heads per rank.
+    if (!tensorParallelFits(tp, model)) {
+      ++why.tpHeads;
+      continue;
+    }
+    // Context parallelism splits sequences over powers of two up to
+    // kMaxContextParallel, for models with attention to pass K/V around.
+    for (unsigned cp = 1; cp <= kMaxContextParallel && cp <= N / tp;
+         cp *= 2) {
+      if ((N / tp) % cp || (cp > 1 && !anyRing))
         continue;
-      if (!k.pp.allows(pp)) {
+      if (!k.cp.allows(cp)) {
         ++why.constraint;
         continue;
       }
-      if (pp > n) {
-        ++why.ppLayers;
-        continue;
-      }
-      unsigned dp = N / (tp * pp);
-      if (!k.dp.allows(dp)) {
-        ++why.constraint;
-        continue;
-      }
-      if (o.globalBatch % dp) {
-        ++why.dpBatch;
-        if (!llvm::is_contained(why.dpTried, dp))
-          why.dpTried.push_back(dp);
-        continue;
-      }
-      unsigned perReplica = o.globalBatch / dp;
-      for (unsigned mbs = 1; mbs <= perReplica; ++mbs) {
-        if (perReplica % mbs)
+      for (unsigned pp = 1; pp <= N / (tp * cp); ++pp) {
+        if ((N / (tp * cp)) % pp)
           continue;
-        if (!k.mbs.allows(mbs)) {
+        if (!k.pp.allows(pp)) {
           ++why.constraint;
           continue;
         }
-        unsigned m = perReplica / mbs;
-        struct Shape {
-          ScheduleKind kind;
-          unsigned chunks;
-        };
-        std::vector<Shape> shapes;
-        if (pp == 1) {
-          // One stage: the schedule is plain gradient accumulation.
-          bool ok = k.schedules.empty();
-          for (ScheduleKind s : k.schedules)
-            ok |= s == ScheduleKind::OneFOneB || s == ScheduleKind::GPipe;
-          if (ok && k.chunks.allows(1))
-            shapes.push_back({ScheduleKind::OneFOneB, 1});
-        } else {
-          for (ScheduleKind s : kinds) {
-            if (s != ScheduleKind::Interleaved) {
-              if (k.chunks.allows(1))
-                shapes.push_back({s, 1});
+        if (pp > n) {
+          ++why.ppLayers;
+          continue;
+        }
+        unsigned dp = N / (tp * cp * pp);
+        if (!k.dp.allows(dp)) {
+          ++why.constraint;
+          continue;
+        }
+        if (o.globalBatch % dp) {
+          ++why.dpBatch;
+          if (!llvm::is_contained(why.dpTried, dp))
+            why.dpTried.push_back(dp);
+          continue;
+        }
+        for (unsigned ep = 1; ep <= dp; ++ep) {
+          if (dp % ep || (ep > 1 && !anyExpert))
+            continue;
+          if (!k.ep.allows(ep)) {
+            ++why.constraint;
+            continue;
+          }
+          for (unsigned sp = 0; sp <= (tp > 1 ? 1u : 0u); ++sp) {
+            if (!k.sp.allows(sp) && tp > 1) {
+              ++why.constraint;
               continue;
             }
-            if (m % pp)
-              continue;
-            for (unsigned ch = std::max(2u, k.chunks.min);
-                 ch <= std::min(8u, k.chunks.max) && pp * ch <= n; ++ch)
-              if (k.chunks.allows(ch))
-                shapes.push_back({s, ch});
+            enumerateLayout(tp, cp, pp, dp, ep, sp, kinds, recs, anySelective,
+                            anyExpert, maxLimit);
           }
         }
-        if (shapes.empty())
-          ++why.constraint;
-        for (Recompute rec : recs) {
-          if (rec == Recompute::Selective && !anySelective)
-            continue; // the same as none for this model
-          // The cheap bound: the busiest rank does at least the average
-          // work, on the fastest device kind.
-          double total = std::numeric_limits<double>::infinity();
-          for (unsigned ty = 0; ty < c.devices.size(); ++ty) {
-            double w = t.times(ty, tp, mbs, rec).work[n];
-            total = std::min(total, w);
-          }
-          double cheap = m * total / pp;
-          const Tables::Memory &mem = t.memory(tp, rec);
-          for (unsigned zero = k.zero.min; zero <= std::min(3u, k.zero.max);
-               ++zero) {
-            if (!k.zero.allows(zero) || (zero > 0 && dp == 1))
-              continue;
-            cost::MemoryConfig cfg = o.memory;
-            cfg.dp = dp;
-            cfg.tp = tp;
-            cfg.zero = zero;
-            cfg.recompute = rec;
-            double avgStatic =
-                cost::staticMemory(mem.params[n] / pp, cfg).staticBytes();
-            for (const Shape &sh : shapes) {
-              ++stats.candidates;
-              if (avgStatic > maxLimit) {
-                ++stats.memoryPruned;
-                if (avgStatic < minNeeded) {
-                  minNeeded = avgStatic;
-                  minNeededIsBound = true;
-                  minNeededPlan = formatv("dp={0},tp={1},pp={2},zero={3}", dp,
-                                          tp, pp, zero)
-                                      .str();
-                }
-                continue;
-              }
-              cands.push_back(
-                  {tp, pp, dp, mbs, m, sh.chunks, zero, sh.kind, rec, cheap});
+      }
+    }
+  }
+}
+
+void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
+                               unsigned dp, unsigned ep, bool sp,
+                               const std::vector<ScheduleKind> &kinds,
+                               const std::vector<Recompute> &recs,
+                               bool anySelective, bool anyExpert,
+                               double maxLimit) {
+  const Constraints &k = o.constraints;
+  unsigned perReplica = o.globalBatch / dp;
+  for (unsigned mbs = 1; mbs <= perReplica; ++mbs) {
+    if (perReplica % mbs)
+      continue;
+    if (!k.mbs.allows(mbs)) {
+      ++why.constraint;
+      continue;
+    }
+    // (dp, cp, mbs) with cp | mbs runs each rank's tokens exactly as
+    // (dp * cp, 1, mbs / cp) does (same ranks in the gradient group, same
+    // micro-batches, same memory) plus the K/V ring: dominated. Expert
+    // groups differ between the two, so MoE models keep both.
+    if (cp > 1 && mbs % cp == 0 && !anyExpert && k.cp.allows(1)) {
+      ++stats.dominated;
+      continue;
+    }
+    unsigned m = perReplica / mbs;
+    struct Shape {
+      ScheduleKind kind;
+      unsigned chunks;
+    };
+    std::vector<Shape> shapes;
+    if (pp == 1) {
+      // One stage: the schedule is plain gradient accumulation.
+      bool ok = k.schedules.empty();
+      for (ScheduleKind s : k.schedules)
+        ok |= s == ScheduleKind::OneFOneB || s == ScheduleKind::GPipe;
+      if (ok && k.chunks.allows(1))
+        shapes.push_back({ScheduleKind::OneFOneB, 1});
+    } else {
+      for (ScheduleKind s : kinds) {
+        if (isVShape(s)) {
+          // Two chunks per rank; ZB-V needs pp micro-batches, DualPipe-V
+          // 2 pp.
+          unsigned need = s == ScheduleKind::DualPipeV ? 2 * pp
+                          : s == ScheduleKind::ZBV    ? pp
+                                                      : 1;
+          if (k.chunks.allows(2) && 2 * pp <= n && m >= need)
+            shapes.push_back({s, 2});
+          continue;
+        }
+        if (s != ScheduleKind::Interleaved) {
+          if (k.chunks.allows(1))
+            shapes.push_back({s, 1});
+          continue;
+        }
+        if (m % pp)
+          continue;
+        for (unsigned ch = std::max(2u, k.chunks.min);
+             ch <= std::min(8u, k.chunks.max) && pp * ch <= n; ++ch)
+          if (k.chunks.allows(ch))
+            shapes.push_back({s, ch});
+      }
+    }
+    if (shapes.empty())
+      ++why.constraint;
+    for (Recompute rec : recs) {
+      if (rec == Recompute::Selective && !anySelective)
+        continue; // the same as none for this model
+      Light base{tp, pp, dp, mbs, m, 1, 0, ScheduleKind::OneFOneB, rec, 0};
+      base.cp = cp;
+      base.ep = ep;
+      base.sp = sp;
+      // The cheap bound: the busiest rank does at least the average work,
+      // on the fastest device kind.
+      double total = std::numeric_limits<double>::infinity();
+      for (unsigned ty = 0; ty < c.devices.size(); ++ty)
+        total = std::min(total, t.times(ty, base.key()).work[n]);
+      base.cheap = m * total / pp;
+      const Tables::Memory &mem = t.memory(base.key());
+      for (unsigned zero = k.zero.min; zero <= std::min(3u, k.zero.max);
+           ++zero) {
+        if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1))
+          continue;
+        Light z = base;
+        z.zero = zero;
+        cost::MemoryConfig cfg = memoryConfig(z.shape(), o.memory);
+        cost::ParamSplit avg{mem.params[n] / pp, mem.expertParams[n] / pp};
+        double avgStatic = cost::staticMemory(avg, cfg).staticBytes();
+        for (const Shape &sh : shapes) {
+          ++stats.candidates;
+          if (avgStatic > maxLimit) {
+            ++stats.memoryPruned;
+            if (avgStatic < minNeeded) {
+              minNeeded = avgStatic;
+              minNeededIsBound = true;
+              minNeededPlan = formatv("dp={0},tp={1},pp={2},zero={3}", dp, tp,
+                                      pp, zero)
+                                  .str();
+              if (cp > 1)
+                minNeededPlan += formatv(",cp={0}", cp).str();
+              if (ep > 1)
+                minNeededPlan += formatv(",ep={0}", ep).str();
             }
+            continue;
           }
+          Light x = base;
+          x.chunks = sh.chunks;
+          x.zero = zero;
+          x.kind = sh.kind;
+          cands.push_back(x);
         }
       }
     }
@@ -252,23 +405,32 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
   unsigned V = x.pp * x.chunks;
   if (V <= 1)
     return {};
-  auto key = std::make_tuple(x.tp, x.pp * 1000 + x.chunks, x.mbs,
-                             static_cast<unsigned>(x.rec) + 4 * x.dp);
+  const bool vShape = isVShape(x.kind);
+  // The replicas only matter through where stages sit: on one kind of
+  // node without racks, consecutive stages a node or more apart partition
+  // alike whatever dp is.
+  unsigned placement = x.dp;
+  if (c.devices.size() == 1 && c.groups.size() == 1 && c.nodesPerRack == 0) {
+    unsigned perNode = c.groups[0].devicesPerNode;
+    unsigned stride = x.tp * x.cp * x.dp;
+    if (stride >= perNode && stride % perNode == 0)
+      placement = 0;
+  }
+  auto key = std::make_tuple(x.key(), x.pp, x.chunks + (vShape ? 100 : 0),
+                             placement, 0u);
   if (!memoryAware) {
     auto it = cutCache.find(key);
     if (it != cutCache.end())
       return it->second;
   }
-  Plan shape;
-  shape.tp = x.tp;
-  shape.pp = x.pp;
-  shape.dp = x.dp;
-  // Per pipeline rank: the slowest device kind of its stage group, its
-  // memory limit, and the boundary message times to the next rank and from
-  // the previous one per layer (shared between ranks with equal links).
+  Plan shape = x.shape();
+  // Per pipeline rank: the slowest device kind of its stage group and its
+  // memory limit; per virtual stage the boundary message times to the next
+  // stage and from the previous one per layer (shared between stages with
+  // equal links; none between two chunks of one rank).
   std::vector<const Tables::Times *> tm(x.pp);
   std::vector<double> limit(x.pp);
-  std::vector<const std::vector<double> *> outMsg(x.pp), inMsg(x.pp);
+  std::vector<const std::vector<double> *> outMsg(V), inMsg(V);
   std::map<std::tuple<unsigned, unsigned, unsigned>, std::vector<double>>
       msgCache;
   bool sg = o.planDefaults.scatterGather;
@@ -277,7 +439,7 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
     double worst = -1;
     limit[r] = std::numeric_limits<double>::infinity();
     for (unsigned ty : stageTypes(shape, r)) {
-      const Tables::Times &tt = t.times(ty, x.tp, x.mbs, x.rec);
+      const Tables::Times &tt = t.times(ty, x.key());
       if (tt.work[n] > worst) {
         worst = tt.work[n];
         tm[r] = &tt;
@@ -286,84 +448,81 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
       limit[r] = std::min(limit[r], limitOf(ty));
     }
   }
-  auto messages = [&](unsigned from, unsigned to) {
+  static const std::vector<double> none;
+  auto messages = [&](unsigned from, unsigned to) -> const std::vector<double> * {
+    if (from == to)
+      return &none;
     unsigned a = shape.globalRank(from, 0, 0), b = shape.globalRank(to, 0, 0);
     cluster::LinkLevel level = c.levelBetween(a, b);
-    auto k = std::make_tuple(static_cast<unsigned>(level), type[from],
-                             type[to]);
+    cluster::LinkSpec link = c.linkBetween(a, b);
+    auto k = std::make_tuple(static_cast<unsigned>(level) +
+                                 (link.bandwidth < c.network.bandwidth ? 2 : 0),
+                             type[from], type[to]);
     auto it = msgCache.find(k);
     if (it != msgCache.end())
       return &it->second;
     std::vector<double> v(n, 0);
-    cluster::LinkSpec link = c.link(level, a);
     cost::GroupShape recv = tensorGroup(shape, c, to);
     for (unsigned l = 0; l + 1 < n; ++l)
-      v[l] = t.message(l, x.mbs, x.tp, sg, link, recv);
+      v[l] = t.message(l, x.mbs, x.tp, sg, link, recv, x.cp, x.sp);
     return &msgCache.emplace(k, std::move(v)).first->second;
   };
-  for (unsigned r = 0; r < x.pp; ++r) {
-    outMsg[r] = messages(r, (r + 1) % x.pp);
-    inMsg[r] = messages(r, (r + x.pp - 1) % x.pp);
+  auto rankOf = [&](unsigned j) { return rankOfStage(vShape, x.pp, j); };
+  for (unsigned j = 0; j < V; ++j) {
+    outMsg[j] = j + 1 < V ? messages(rankOf(j), rankOf(j + 1)) : &none;
+    inMsg[j] = j > 0 ? messages(rankOf(j), rankOf(j - 1)) : &none;
   }
-  const Tables::Memory &mem = t.memory(x.tp, x.rec);
-  cost::MemoryConfig cfg = o.memory;
-  cfg.dp = x.dp;
-  cfg.tp = x.tp;
-  cfg.zero = x.zero;
-  cfg.recompute = x.rec;
-  double perParam = cost::staticMemory(1, cfg).staticBytes();
-  std::vector<double> held(x.pp);
-  for (unsigned r = 0; r < x.pp; ++r) {
-    held[r] = inFlight(x.kind, r, x.pp, x.chunks, x.m) * x.mbs;
-    if (x.kind == ScheduleKind::Interleaved)
-      held[r] /= x.chunks;
-  }
-  // Chunks of one rank share its memory.
-  auto fitsMemory = [&](unsigned j, unsigned b, unsigned e) {
-    unsigned r = j % x.pp;
-    double bytes = perParam * (mem.params[e] - mem.params[b]) +
-                   held[r] * (mem.act[e] - mem.act[b]) +
-                   x.mbs * mem.workMax(b, e);
-    return bytes <= limit[r] / x.chunks;
-  };
-  if (memoryAware) {
-    // Memory only shrinks with a stage's range, so stretching each stage as
-    // far as it fits decides whether any partition fits (exchange argument).
-    unsigned b = 0, j = 0;
-    while (b < n && j < V) {
-      unsigned e = b;
-      while (e < n && fitsMemory(j, b, e + 1))
-        ++e;
-      if (e == b)
-        return {};
-      b = e;
-      ++j;
-    }
-    if (b < n)
-      return {};
-  }
+  StageMemoryCheck check;
+  if (memoryAware)
+    check = memoryCheck(x); // expand() has checked that some cut fits
   ++stats.partitions;
+  // Per stage: its rank's work prefix sums and its message tables (null
+  // where the neighbour is the same rank or there is none).
+  std::vector<const double *> work(V), out(V), in(V);
+  for (unsigned j = 0; j < V; ++j) {
+    work[j] = tm[rankOf(j)]->work.data();
+    out[j] = outMsg[j]->empty() ? nullptr : outMsg[j]->data();
+    in[j] = inMsg[j]->empty() ? nullptr : inMsg[j]->data();
+  }
   auto lower = [&](unsigned j, unsigned b, unsigned e) {
-    const Tables::Times &tt = *tm[j % x.pp];
-    return tt.work[e] - tt.work[b];
+    return work[j][e] - work[j][b];
   };
   auto cost = [&](unsigned j, unsigned b, unsigned e) {
-    unsigned r = j % x.pp;
-    const Tables::Times &tt = *tm[r];
-    double v = tt.work[e] - tt.work[b];
+    double v = work[j][e] - work[j][b];
     // Boundary traffic: activation out, gradient in, both per micro-batch.
-    if (e < n)
-      v += (*outMsg[r])[e - 1];
-    if (b > 0)
-      v += (*inMsg[r])[b - 1];
-    if (memoryAware && !fitsMemory(j, b, e))
+    if (e < n && out[j])
+      v += out[j][e - 1];
+    if (b > 0 && in[j])
+      v += in[j][b - 1];
+    if (memoryAware && !check.fits(j, b, e))
       return std::numeric_limits<double>::infinity();
     return v;
   };
-  std::vector<unsigned> cuts = partitionLayers(n, V, cost, lower);
+  std::vector<unsigned> cuts = partitionLayersWith(n, V, cost, lower);
   if (!memoryAware)
     cutCache[key] = cuts;
   return cuts;
+}
+
+StageMemoryCheck Searcher::memoryCheck(const Light &x) {
+  StageMemoryCheck k;
+  k.mem = &t.memory(x.key());
+  k.pp = x.pp;
+  k.chunks = x.chunks;
+  k.mbs = x.mbs;
+  k.vShape = isVShape(x.kind);
+  Plan shape = x.shape();
+  cost::MemoryConfig cfg = memoryConfig(shape, o.memory);
+  k.perParam = cost::staticMemory(1, cfg).staticBytes();
+  k.perExpert = cost::staticMemory(cost::ParamSplit{0, 1}, cfg).staticBytes();
+  k.limit.assign(x.pp, std::numeric_limits<double>::infinity());
+  k.held.resize(x.pp);
+  for (unsigned r = 0; r < x.pp; ++r) {
+    for (unsigned ty : stageTypes(shape, r))
+      k.limit[r] = std::min(k.limit[r], limitOf(ty));
+    k.held[r] = inFlight(x.kind, r, x.pp, x.chunks, x.m) * x.mbs / x.chunks;
+  }
+  return k;
 }
 
 std::vector<std::vector<unsigned>>
@@ -374,8 +533,8 @@ distopt::search::detail::replicaShares(Tables &t, const Plan &p, const cluster::
     std::vector<double> mbTime(c.devices.size(), 0);
     for (unsigned ty = 0; ty < c.devices.size(); ++ty)
       for (unsigned ch = 0; ch < p.chunks; ++ch) {
-        auto [b, e] = p.stageLayers(ch * p.pp + r, n);
-        const Tables::Times &tt = t.times(ty, p.tp, p.mbs, p.recompute);
+        auto [b, e] = p.stageLayers(p.virtualStage(r, ch), n);
+        const Tables::Times &tt = t.times(ty, keyOf(p));
         mbTime[ty] += tt.work[e] - tt.work[b];
       }
     out.push_back(replicaMicrobatches(p, c, r, mbTime));
@@ -384,26 +543,34 @@ distopt::search::detail::replicaShares(Tables &t, const Plan &p, const cluster::
 }
 
 bool Searcher::expand(const Light &x, Expanded &out) {
-  auto group = std::make_tuple(x.tp, x.pp, x.dp, x.mbs,
+  TableKey layout = x.key();
+  layout.rec = Recompute::None; // variants of one layout differ in it
+  auto group = std::make_tuple(layout, x.pp, x.dp,
                                static_cast<unsigned>(x.kind) * 100 + x.chunks);
   for (auto [z, r] : fitting[group])
     if (z <= x.zero && r <= static_cast<unsigned>(x.rec)) {
       ++stats.dominated;
       return false;
     }
+  // Memory ladders: ZB-H1, V-Half and V-Min trade bubble for activation
+  // memory against ZB-H2 and ZB-V; they are weighed only where the
+  // hungrier schedule of their family does not fit.
+  auto rung = std::make_tuple(x.key(), x.pp, x.dp, x.zero);
+  auto rungFits = [&](ScheduleKind k) {
+    return ladder[rung] & (1u << static_cast<unsigned>(k));
+  };
+  if ((x.kind == ScheduleKind::ZBH1 && rungFits(ScheduleKind::ZBH2)) ||
+      ((x.kind == ScheduleKind::VHalf || x.kind == ScheduleKind::VMin) &&
+       rungFits(ScheduleKind::ZBV)) ||
+      (x.kind == ScheduleKind::VMin && rungFits(ScheduleKind::VHalf))) {
+    ++stats.dominated;
+    return false;
+  }
   Plan p = o.planDefaults;
   if (c.devices.size() > 1)
     p.unevenBatch = true;
-  p.dp = x.dp;
-  p.tp = x.tp;
-  p.pp = x.pp;
-  p.mbs = x.mbs;
-  p.schedule = x.kind;
-  p.chunks = x.chunks;
-  p.recompute = x.rec;
-  p.zero = x.zero;
+  x.apply(p);
   p.globalBatch = o.globalBatch;
-  p.numMicrobatches = x.m;
   std::vector<unsigned> versions(x.pp, 1);
   for (unsigned r = 0; r < x.pp; ++r)
     versions[r] = x.kind == ScheduleKind::PipeDream      ? std::min(x.pp - r, x.m)
@@ -422,8 +589,24 @@ bool Searcher::expand(const Light &x, Expanded &out) {
     }
     return ok;
   };
+  // No contiguous cut fits memory: pruned before any partition is costed
+  // (the estimate of an even split is what the error message reports).
+  const unsigned V = x.pp * x.chunks;
+  if (V > 1 && !memoryCheck(x).anyFits(n, V)) {
+    ++stats.memoryPruned;
+    for (unsigned i = 1; i < V; ++i)
+      p.cuts.push_back(std::max(i, std::min(n - V + i, i * n / V)));
+    double even = 0;
+    fits(even);
+    if (minNeededIsBound || even < minNeeded) {
+      minNeeded = even;
+      minNeededIsBound = false;
+      minNeededPlan = p.str();
+    }
+    return false;
+  }
   p.cuts = partition(x, false);
-  if (x.pp * x.chunks > 1 && p.cuts.empty())
+  if (V > 1 && p.cuts.empty())
     return false;
   double worst = 0;
   if (!fits(worst)) {
@@ -447,6 +630,7 @@ bool Searcher::expand(const Light &x, Expanded &out) {
   }
   PipelineCosts costs = buildPipelineCosts(p, model, c, cm, versions, o.memory);
   fitting[group].push_back({x.zero, static_cast<unsigned>(x.rec)});
+  ladder[rung] |= 1u << static_cast<unsigned>(x.kind);
   out.plan = std::move(p);
   out.lb =
       iterationLowerBound(costs, x.kind, out.plan.overlapGradSync, x.zero);
@@ -478,6 +662,10 @@ Error Searcher::noPlanError() const {
       detail += formatv(" {0} layouts need more pipeline stages than the "
                         "model's {1} layers;",
                         why.ppLayers, n);
+    if (why.tpHeads)
+      detail += formatv(" {0} layouts have a tp that does not divide the "
+                        "model's attention head count {1};",
+                        why.tpHeads, model.attentionHeads);
     if (why.dpBatch)
       detail += formatv(" {0} layouts have a dp that does not divide the "
                         "batch {1};",
@@ -485,8 +673,8 @@ Error Searcher::noPlanError() const {
     return searchError(
         "no plan satisfies the constraints on cluster '" + c.name + "' (" +
         Twine(c.numDevices()) + " devices):" + detail +
-        " tp must divide the devices per node and dp*tp*pp must equal the "
-        "device count; relax --dist-search");
+        " tp must divide the devices per node and dp*tp*cp*pp must equal "
+        "the device count; relax --dist-search");
   }
   double limit = 0;
   for (unsigned ty = 0; ty < c.devices.size(); ++ty)
@@ -511,15 +699,17 @@ static bool better(const Candidate &a, const Candidate &b) {
   if (std::fabs(ta - tb) > 1e-9 * std::max(ta, tb))
     return ta < tb;
   const Plan &p = a.sim.plan, &q = b.sim.plan;
-  return std::make_tuple(p.replicated(), p.pp, p.tp, p.chunks, static_cast<unsigned>(p.recompute),
-                         p.zero, p.numMicrobatches) <
-         std::make_tuple(q.replicated(), q.pp, q.tp, q.chunks, static_cast<unsigned>(q.recompute),
-                         q.zero, q.numMicrobatches);
+  return std::make_tuple(p.replicated(), p.pp, p.tp, p.cp, p.ep, p.chunks,
+                         static_cast<unsigned>(p.recompute), p.zero, p.sp,
+                         p.numMicrobatches) <
+         std::make_tuple(q.replicated(), q.pp, q.tp, q.cp, q.ep, q.chunks,
+                         static_cast<unsigned>(q.recompute), q.zero, q.sp,
+                         q.numMicrobatches);
 }
 
 static bool sameLayout(const Plan &a, const Plan &b) {
-  return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp &&
-         a.replicas == b.replicas &&
+  return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.cp == b.cp &&
+         a.ep == b.ep && a.replicas == b.replicas &&
          a.schedule == b.schedule && a.chunks == b.chunks;
 }
 
@@ -621,6 +811,12 @@ Expected<SearchResult> Searcher::run() {
         ++stats.boundPruned;
     }
   }
+  // What the unexplored candidates could still reach.
+  double openBound = std::numeric_limits<double>::infinity();
+  if (!heap.empty())
+    openBound = heap.top().lb;
+  if (next < cands.size())
+    openBound = std::min(openBound, cands[next].cheap);
   stats.boundPruned += heap.size() + (cands.size() - next);
   if (top.empty()) {
     if (minNeeded == std::numeric_limits<double>::infinity())
@@ -630,6 +826,13 @@ Expected<SearchResult> Searcher::run() {
   }
   SearchResult res;
   res.mode = Mode::Train;
+  {
+    // The winner is proven optimal when nothing left can beat it, even if
+    // the simulation cap cut the search for runners-up.
+    double best = top.front().sim.result.iterationTime;
+    stats.gap = best > 0 && openBound < best ? (best - openBound) / best : 0;
+    stats.exact = stats.gap <= 0;
+  }
   res.best = std::move(top.front());
   for (unsigned i = 1; i < top.size(); ++i)
     res.alternatives.push_back(std::move(top[i]));
@@ -643,10 +846,11 @@ Expected<SearchResult> Searcher::run() {
   return res;
 }
 
-Expected<SearchResult> distopt::search::searchPlan(const cost::ModelDesc &model,
-                                                   const cluster::Cluster &c,
-                                                   const cost::CostModel &cm,
-                                                   const SearchOptions &o) {
+Expected<SearchResult>
+distopt::search::detail::searchAll(const cost::ModelDesc &model,
+                                   const cluster::Cluster &c,
+                                   const cost::CostModel &cm,
+                                   const SearchOptions &o) {
   if (c.numDevices() == 0)
     return searchError("cluster '" + c.name +
                        "' has no devices; give at least one node group with "

@@ -62,6 +62,10 @@ struct IntRange {
 /// The space the user lets the search explore (`--dist-search=...`).
 struct Constraints {
   IntRange dp, tp, pp, mbs, chunks;
+  /// Context- and expert-parallel degrees (ep: MoE models only).
+  IntRange cp, ep;
+  /// Sequence parallelism: 0, 1 or both (only with tp > 1).
+  IntRange sp{0, 1, {}};
   IntRange zero{0, 3, {}};
   /// Empty: every synchronous schedule (asynchronous ones with allowAsync).
   std::vector<schedule::ScheduleKind> schedules;
@@ -73,7 +77,8 @@ struct Constraints {
 };
 
 /// Parses "tp<=8,pp>=2,mbs=1|2|4,schedule=1f1b|interleaved,recompute=any,
-/// zero=0|1,chunks<=4,replicas=uniform" (also "dp=4", "tp<4", "tp>1"). An
+/// zero=0|1,chunks<=4,cp<=4,ep=8,sp=1,replicas=uniform" (also "dp=4",
+/// "tp<4", "tp>1"). An
 /// empty string
 /// allows everything. Errors name the item and say what is accepted;
 /// bounds that leave no value are reported as contradictory.
@@ -90,9 +95,9 @@ struct SearchOptions {
   bool allowAsync = false;
   /// How many runner-up plans to report.
   unsigned alternatives = 3;
-  /// Upper limit on simulations; when reached the result says the search
-  /// was bounded rather than exact.
-  unsigned maxSimulations = 48;
+  /// Upper limit on simulations; when reached before the winner is proven
+  /// the result says the search was bounded (with its optimality gap).
+  unsigned maxSimulations = 128;
   /// Flags copied into every candidate (overlap, scatter/gather). On a
   /// cluster with several device kinds the search sets unevenBatch (faster
   /// replicas take more micro-batches; never slower than an even split).
@@ -100,6 +105,13 @@ struct SearchOptions {
   cost::MemoryConfig memory;
   /// Called now and then with the fraction done and candidates so far.
   std::function<void(double, unsigned long)> progress;
+  /// Devices the plan uses: the cluster's first N (whole nodes first; 0:
+  /// all). The others stay idle and are reported.
+  unsigned devices = 0;
+  /// When the best plan is less than half as efficient as one device, also
+  /// search 1, 2, 4, ... devices and say how many the model can use
+  /// (SearchResult::suggestedDevices).
+  bool adviseDevices = true;
 };
 
 /// Where the time of a plan goes, per iteration, on its slowest rank.
@@ -132,7 +144,12 @@ struct SearchStats {
   unsigned long partitions = 0;   ///< DP partitions computed
   unsigned long replicated = 0;   ///< per-stage-replica layouts weighed
   unsigned simulated = 0;
-  bool exact = true; ///< false when maxSimulations stopped the search
+  /// The winner is proven the simulator's best over the space (false when
+  /// maxSimulations stopped the search before that; see gap).
+  bool exact = true;
+  /// Proven optimality gap: (best time - smallest lower bound left
+  /// unexplored) / best time; <= 0 when exact.
+  double gap = 0;
   double seconds = 0;    ///< wall clock
   double cpuSeconds = 0; ///< processor time of the (single) search thread
 };
@@ -143,6 +160,15 @@ struct SearchResult {
   SearchStats stats;
   Mode mode = Mode::Train;
   InferObjective objective = InferObjective::Throughput;
+  /// Devices the plans use, of the cluster's.
+  unsigned devicesUsed = 0, devicesTotal = 0;
+  /// Set when the model is too small for the devices (parallel efficiency
+  /// below 50%): the best objective time (seconds) per device count tried,
+  /// the efficiency against one device, and the smallest count within 10%
+  /// of the fastest.
+  std::vector<std::pair<unsigned, double>> scaling;
+  double efficiency = 0;
+  unsigned suggestedDevices = 0;
 };
 
 /// Searches the best plan. Errors (each saying what would fit) when the
@@ -176,6 +202,19 @@ double iterationLowerBound(const schedule::PipelineCosts &costs,
 
 /// Breakdown of a simulated plan.
 Breakdown breakdownOf(const sim::PlanSimulation &ps);
+
+/// The cluster's first `n` devices: whole nodes of its groups in order,
+/// then part of the next node.
+cluster::Cluster firstDevices(const cluster::Cluster &c, unsigned n);
+
+/// The time the search minimises for a plan: the iteration time (training),
+/// one batch's latency, or seconds per sample of a stream (inference).
+double objectiveTime(const Candidate &c, Mode mode, InferObjective objective);
+
+/// "devices N of the cluster's M (K idle)" when the plans use fewer.
+void printDevicesUsed(const SearchResult &r, llvm::raw_ostream &os);
+/// The too-small-for-the-cluster note (SearchResult::suggestedDevices).
+void printDeviceAdvice(const SearchResult &r, llvm::raw_ostream &os);
 
 /// Evaluates one finalized plan the way the search evaluates its
 /// candidates: a simulation of its schedule (\p given when not null, the

@@ -11,6 +11,8 @@
 
 #include "lib/Search/Search.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 #include <tuple>
@@ -20,10 +22,86 @@ namespace distopt::search::detail {
 
 std::string humanBytes(double bytes);
 
+/// partitionLayers with the cost callbacks inlined (the search's hot loop).
+/// best[j][i]: smallest achievable largest stage cost when stages 0..j hold
+/// layers [0, i); every stage keeps at least one layer. Scanning the last
+/// stage's first layer k downwards, the stage only grows, so the scan stops
+/// once its lower bound reaches the best value found for (j, i).
+template <typename Cost, typename Lower>
+std::vector<unsigned> partitionLayersWith(unsigned n, unsigned stages,
+                                          Cost &&cost, Lower &&lower,
+                                          double *bestOut = nullptr) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (stages == 0 || stages > n) {
+    if (bestOut)
+      *bestOut = inf;
+    return {};
+  }
+  const size_t w = n + 1;
+  // Reused between calls: the search runs thousands of partitions.
+  static thread_local std::vector<double> best;
+  static thread_local std::vector<unsigned> from;
+  best.assign(static_cast<size_t>(stages) * w, inf);
+  from.assign(static_cast<size_t>(stages) * w, 0);
+  for (unsigned i = 1; i + stages - 1 <= n; ++i)
+    best[i] = cost(0, 0, i);
+  for (unsigned j = 1; j < stages; ++j) {
+    const double *prev = &best[(j - 1) * w];
+    // Stages j+1.. need at least one layer each.
+    unsigned iMax = n - (stages - 1 - j);
+    for (unsigned i = j + 1; i <= iMax; ++i) {
+      double &b = best[j * w + i];
+      for (unsigned k = i - 1; k >= j; --k) {
+        if (lower(j, k, i) >= b)
+          break;
+        if (prev[k] < b) {
+          double v = std::max(prev[k], cost(j, k, i));
+          if (v < b) {
+            b = v;
+            from[j * w + i] = k;
+          }
+        }
+        if (k == j)
+          break;
+      }
+    }
+  }
+  double total = best[(stages - 1) * w + n];
+  if (bestOut)
+    *bestOut = total;
+  if (total == inf)
+    return {};
+  std::vector<unsigned> cuts(stages - 1);
+  unsigned i = n;
+  for (unsigned j = stages - 1; j >= 1; --j) {
+    i = from[j * w + i];
+    cuts[j - 1] = i;
+  }
+  return cuts;
+}
+
 /// Held activations of pipeline rank \p r, in units of one chunk's
-/// activations for one micro-batch.
+/// activations for one micro-batch (between F and B, or until W for the
+/// V-shaped schedules, which run their Ws promptly).
 double inFlight(schedule::ScheduleKind kind, unsigned r, unsigned pp,
                 unsigned chunks, unsigned m);
+/// Weight-gradient stashes (B done, W not) rank \p r may hold besides.
+double stashesHeld(schedule::ScheduleKind kind, unsigned r, unsigned pp,
+                   unsigned m);
+
+/// What the per-layer tables depend on besides the device kind.
+struct TableKey {
+  unsigned tp = 1, cp = 1, ep = 1, mbs = 1;
+  bool sp = false;
+  cost::Recompute rec = cost::Recompute::None;
+  auto tie() const {
+    return std::make_tuple(tp, cp, ep, mbs, sp, static_cast<unsigned>(rec));
+  }
+  bool operator<(const TableKey &o) const { return tie() < o.tie(); }
+};
+
+/// The table key of a plan.
+TableKey keyOf(const schedule::Plan &p);
 
 class Tables {
 public:
@@ -31,10 +109,11 @@ public:
   struct Times {
     std::vector<double> work, fwd;
   };
-  /// Per device: params prefix, saved activations per sample prefix, and
-  /// the backward working set per sample of each layer.
+  /// Per device: params prefix (dense and routed experts), saved
+  /// activations per sample prefix, and the backward working set per sample
+  /// of each layer.
   struct Memory {
-    std::vector<double> params, act, stash, work;
+    std::vector<double> params, expertParams, act, stash, work;
     /// Sparse table over `work`: maxWork[k][i] = max of work[i, i + 2^k).
     std::vector<std::vector<double>> maxWork;
     /// Largest working set per sample over layers [b, e), O(1).
@@ -42,18 +121,29 @@ public:
   };
 
   Tables(const cost::ModelDesc &model, const cluster::Cluster &c,
-         const cost::CostModel &cm, const cost::MemoryConfig &mem);
+         const cost::CostModel &cm, const cost::MemoryConfig &mem,
+         double expertImbalance = 1);
 
+  const Times &times(unsigned type, const TableKey &k);
   const Times &times(unsigned type, unsigned tp, unsigned mbs,
                      cost::Recompute rec);
+  /// The memory tables of \p k (its micro-batch does not matter).
+  const Memory &memory(const TableKey &k);
   const Memory &memory(unsigned tp, cost::Recompute rec);
   /// A TP group of \p tp devices of kind \p type inside one node.
   cost::GroupShape tpShape(unsigned type, unsigned tp) const;
+  /// The groups of a layout under the standard rank order (tp, cp, dp):
+  /// TP inside a node, CP groups tp apart, EP groups of consecutive
+  /// replicas; each spans nodes once it outgrows one.
+  cost::ExecConfig exec(unsigned type, const TableKey &k) const;
   /// Time of the boundary message after \p layer (as buildPipelineCosts
-  /// computes it).
+  /// computes it: 1/cp of it per CP rank; 1/tp per TP rank with
+  /// scatter/gather or sequence parallelism, all-gathered at the receiver
+  /// only without sequence parallelism).
   double message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
                  const cluster::LinkSpec &link,
-                 const cost::GroupShape &receiver) const;
+                 const cost::GroupShape &receiver, unsigned cp = 1,
+                 bool sp = false) const;
   /// Estimated peak bytes of pipeline rank \p r of \p p (cuts set): static
   /// state, the activations its schedule holds at once, the backward
   /// working set.
@@ -65,11 +155,19 @@ private:
   const cluster::Cluster &c;
   const cost::CostModel &cm;
   cost::MemoryConfig mem;
+  double expertImbalance;
   unsigned n;
-  std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, Times>
-      timeCache;
-  std::map<std::pair<unsigned, unsigned>, Memory> memCache;
+  std::map<std::pair<unsigned, TableKey>, Times> timeCache;
+  std::map<TableKey, Memory> memCache;
+  /// First layer with the same costs (a transformer's blocks are alike):
+  /// tables cost each distinct layer once. Memory also depends on the
+  /// previous layer's boundary (the full-recomputation checkpoint).
+  std::vector<unsigned> timeClass, memClass;
 };
+
+/// Context-parallel degrees the search weighs: powers of two up to this
+/// (Megatron and NeMo use 2-16 for 8k-1M token sequences).
+constexpr unsigned kMaxContextParallel = 16;
 
 /// Per-stage replica layouts (Replicated.cpp) are weighed on clusters of
 /// at most this many devices, when devices * layers is at most
@@ -102,6 +200,13 @@ void replicatedCandidates(const cost::ModelDesc &model,
                           const cluster::Cluster &c, const cost::CostModel &cm,
                           const SearchOptions &o, Tables &t, SearchStats &stats,
                           std::vector<ReplicatedCandidate> &out);
+
+/// The search on all of `c`'s devices (searchPlan adds --dist-devices and
+/// the device-count advice around it, Devices.cpp).
+llvm::Expected<SearchResult> searchAll(const cost::ModelDesc &model,
+                                       const cluster::Cluster &c,
+                                       const cost::CostModel &cm,
+                                       const SearchOptions &o);
 
 /// Micro-batches of each data-parallel replica of every pipeline stage of
 /// \p p (uneven when replicas of different kinds split them by speed).

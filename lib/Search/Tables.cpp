@@ -30,9 +30,48 @@ std::string humanBytes(double bytes) {
   return formatv("{0:F1} {1}", bytes, units[u]).str();
 }
 
+/// Everything about a layer the tables read (not its or its ops' names),
+/// as bytes.
+static std::string costKey(const cost::LayerDesc &l) {
+  std::string k;
+  auto add = [&](double v) {
+    k.append(reinterpret_cast<const char *>(&v), sizeof(v));
+  };
+  add(l.boundaryBytes);
+  add(l.checkpoint);
+  for (const cost::OpDesc &op : l.ops) {
+    k += op.signature;
+    k += '\0';
+    for (const cost::PhaseCost *c : {&op.fwd, &op.bwdInput, &op.bwdWeight}) {
+      add(c->flops);
+      add(c->bytesRead);
+      add(c->bytesWritten);
+    }
+    for (double v :
+         {double(op.cls), double(op.dtype), double(op.perSample), op.params,
+          double(op.tiedParams), op.savedBytes, op.savedReplicatedBytes,
+          double(op.selective), double(op.tp), op.tpAllReduceFwdBytes,
+          op.tpAllReduceBwdBytes, double(op.kernels), double(op.expert),
+          op.epAllToAllBytes, op.cpKvBytes})
+      add(v);
+  }
+  return k;
+}
+
 Tables::Tables(const cost::ModelDesc &model, const cluster::Cluster &c,
-               const cost::CostModel &cm, const cost::MemoryConfig &mem)
-    : model(model), c(c), cm(cm), mem(mem), n(model.layers.size()) {}
+               const cost::CostModel &cm, const cost::MemoryConfig &mem,
+               double expertImbalance)
+    : model(model), c(c), cm(cm), mem(mem), expertImbalance(expertImbalance),
+      n(model.layers.size()) {
+  std::map<std::string, unsigned> times, mems;
+  for (unsigned l = 0; l < n; ++l) {
+    std::string key = costKey(model.layers[l]);
+    timeClass.push_back(times.emplace(key, l).first->second);
+    double prev = l ? model.layers[l - 1].boundaryBytes : -1;
+    key.append(reinterpret_cast<const char *>(&prev), sizeof(prev));
+    memClass.push_back(mems.emplace(key, l).first->second);
+  }
+}
 
 cost::GroupShape Tables::tpShape(unsigned type, unsigned tp) const {
   cost::GroupShape g;
@@ -47,19 +86,53 @@ cost::GroupShape Tables::tpShape(unsigned type, unsigned tp) const {
   return g;
 }
 
+cost::ExecConfig Tables::exec(unsigned type, const TableKey &k) const {
+  cost::ExecConfig x;
+  x.tp = tpShape(type, k.tp);
+  unsigned perNode = 1;
+  for (const cluster::NodeGroup &ng : c.groups)
+    if (ng.deviceIndex == type) {
+      perNode = ng.devicesPerNode;
+      break;
+    }
+  auto spread = [&](unsigned size, unsigned stride) {
+    cost::GroupShape g = x.tp;
+    g.size = size;
+    g.perNode = std::max(1u, std::min(size, perNode / std::max(1u, stride)));
+    return g;
+  };
+  x.cp = spread(k.cp, k.tp);
+  x.ep = spread(k.ep, k.tp * k.cp);
+  x.sp = k.sp && k.tp > 1;
+  x.mbs = k.mbs;
+  x.recompute = k.rec;
+  x.expertImbalance = expertImbalance;
+  return x;
+}
+
 const Tables::Times &Tables::times(unsigned type, unsigned tp, unsigned mbs,
                                    Recompute rec) {
-  auto key = std::make_tuple(type, tp, mbs, static_cast<unsigned>(rec));
+  TableKey k;
+  k.tp = tp;
+  k.mbs = mbs;
+  k.rec = rec;
+  return times(type, k);
+}
+
+const Tables::Times &Tables::times(unsigned type, const TableKey &k) {
+  auto key = std::make_pair(type, k);
   auto it = timeCache.find(key);
   if (it != timeCache.end())
     return it->second;
   Times t;
   t.work.assign(n + 1, 0);
   t.fwd.assign(n + 1, 0);
-  cost::GroupShape g = tpShape(type, tp);
+  cost::ExecConfig x = exec(type, k);
+  std::vector<cost::RangeTimes> perLayer(n);
   for (unsigned l = 0; l < n; ++l) {
-    cost::RangeTimes r =
-        cm.rangeTimes(model, l, l + 1, c.devices[type], g, mbs, rec);
+    if (timeClass[l] == l)
+      perLayer[l] = cm.rangeTimes(model, l, l + 1, c.devices[type], x);
+    const cost::RangeTimes &r = perLayer[timeClass[l]];
     t.work[l + 1] = t.work[l] + r.fwd + r.bwdInput + r.bwdWeight;
     t.fwd[l + 1] = t.fwd[l] + r.fwd;
   }
@@ -67,24 +140,49 @@ const Tables::Times &Tables::times(unsigned type, unsigned tp, unsigned mbs,
 }
 
 const Tables::Memory &Tables::memory(unsigned tp, Recompute rec) {
-  auto key = std::make_pair(tp, static_cast<unsigned>(rec));
+  TableKey k;
+  k.tp = tp;
+  k.rec = rec;
+  return memory(k);
+}
+
+const Tables::Memory &Tables::memory(const TableKey &key0) {
+  TableKey key = key0;
+  key.mbs = 1;
   auto it = memCache.find(key);
   if (it != memCache.end())
     return it->second;
   Memory m;
   m.params.assign(n + 1, 0);
+  m.expertParams.assign(n + 1, 0);
   m.act.assign(n + 1, 0);
   m.stash.assign(n + 1, 0);
   m.work.assign(n, 0);
   cost::MemoryConfig cfg = mem;
-  cfg.tp = tp;
-  cfg.recompute = rec;
+  cfg.tp = key.tp;
+  cfg.cp = key.cp;
+  cfg.ep = key.ep;
+  cfg.sp = key.sp && key.tp > 1;
+  cfg.expertImbalance = expertImbalance;
+  cfg.recompute = key.rec;
+  struct PerLayer {
+    cost::ParamSplit params;
+    double act = 0, stash = 0, work = 0;
+  };
+  std::vector<PerLayer> per(n);
   for (unsigned l = 0; l < n; ++l) {
-    m.params[l + 1] = m.params[l] + cost::paramsPerDevice(model, l, l + 1, tp);
-    m.act[l + 1] = m.act[l] + cost::activationBytes(model, l, l + 1, 1, cfg);
-    m.stash[l + 1] =
-        m.stash[l] + cost::weightGradStashBytes(model, l, l + 1, 1, cfg);
-    m.work[l] = cost::backwardWorkingBytes(model, l, l + 1, 1, cfg);
+    PerLayer &x = per[memClass[l]];
+    if (memClass[l] == l) {
+      x.params = cost::paramSplit(model, l, l + 1, key.tp, key.ep);
+      x.act = cost::activationBytes(model, l, l + 1, 1, cfg);
+      x.stash = cost::weightGradStashBytes(model, l, l + 1, 1, cfg);
+      x.work = cost::backwardWorkingBytes(model, l, l + 1, 1, cfg);
+    }
+    m.params[l + 1] = m.params[l] + x.params.dense;
+    m.expertParams[l + 1] = m.expertParams[l] + x.params.expert;
+    m.act[l + 1] = m.act[l] + x.act;
+    m.stash[l + 1] = m.stash[l] + x.stash;
+    m.work[l] = x.work;
   }
   m.maxWork.push_back(m.work);
   for (unsigned k = 1; (1u << k) <= n; ++k) {
@@ -106,11 +204,12 @@ double Tables::Memory::workMax(unsigned b, unsigned e) const {
 
 double Tables::message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
                        const cluster::LinkSpec &link,
-                       const cost::GroupShape &receiver) const {
-  double full = model.layers[layer].boundaryBytes * mbs;
-  bool split = sg && tp > 1;
+                       const cost::GroupShape &receiver, unsigned cp,
+                       bool sp) const {
+  double full = model.layers[layer].boundaryBytes * mbs / std::max(1u, cp);
+  bool split = (sg || sp) && tp > 1;
   double t = cost::CostModel::p2pTime(split ? full / tp : full, link);
-  if (split)
+  if (split && !sp)
     t += cost::CostModel::collective(cost::Collective::AllGather, full,
                                      receiver)
              .time;
@@ -118,9 +217,11 @@ double Tables::message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
 }
 
 /// In-flight micro-batch count of rank \p r (activations held at once), in
-/// units of one chunk's activations.
+/// units of one chunk's activations. The V-shaped counts are the
+/// generators' own peaks (VScheduleTest checks the published ones).
 double inFlight(ScheduleKind kind, unsigned r, unsigned pp, unsigned chunks,
                 unsigned m) {
+  double both = 2.0 * m; // every micro-batch through both chunks
   switch (kind) {
   case ScheduleKind::GPipe:
     return m;
@@ -128,32 +229,60 @@ double inFlight(ScheduleKind kind, unsigned r, unsigned pp, unsigned chunks,
     // Megatron-LM's warm-up count plus the micro-batch in its backward.
     return std::min<double>(double(m) * chunks,
                             (pp - r - 1) * 2.0 + (chunks - 1) * pp + 1);
+  case ScheduleKind::ZBH2:
+    return std::min<double>(m, 2.0 * (pp - r) - 1);
+  case ScheduleKind::ZBV:
+    return std::min(both, 2.0 * pp);
+  case ScheduleKind::VHalf:
+    return std::min(both, 2.0 * ((pp + 2) / 2));
+  case ScheduleKind::VMin:
+    return std::min(both, 2.0 * ((pp + 4) / 3));
+  case ScheduleKind::DualPipeV:
+    return std::min(both, 2.0 * pp + 1);
   default:
     return std::min<double>(m, pp - r);
   }
 }
 
+double stashesHeld(ScheduleKind kind, unsigned r, unsigned pp, unsigned m) {
+  // ZB-H1 forces a W once pp are pending, ZB-H2 once 2 pp are.
+  if (kind == ScheduleKind::ZBH2)
+    return std::min<double>(m, 2.0 * pp + 1);
+  return 0;
+}
+
+TableKey keyOf(const Plan &p) {
+  TableKey k;
+  k.tp = p.tp;
+  k.cp = p.cp;
+  k.ep = p.ep;
+  k.sp = p.sp && p.tp > 1;
+  k.mbs = p.mbs;
+  k.rec = p.recompute;
+  return k;
+}
+
 double Tables::memoryEstimate(const Plan &p, unsigned r,
                               unsigned weightVersions) {
-  const Memory &m = memory(p.tp, p.recompute);
-  cost::MemoryConfig cfg = mem;
-  cfg.dp = p.dp;
-  cfg.tp = p.tp;
-  cfg.zero = p.zero;
-  cfg.recompute = p.recompute;
+  const Memory &m = memory(keyOf(p));
+  cost::MemoryConfig cfg = schedule::memoryConfig(p, mem);
   cfg.weightVersions = weightVersions;
-  double params = 0, act = 0, stash = 0, work = 0;
+  cost::ParamSplit params;
+  double act = 0, stash = 0, work = 0;
   for (unsigned ch = 0; ch < p.chunks; ++ch) {
-    auto [b, e] = p.stageLayers(ch * p.pp + r, n);
-    params += m.params[e] - m.params[b];
+    auto [b, e] = p.stageLayers(p.virtualStage(r, ch), n);
+    params.dense += m.params[e] - m.params[b];
+    params.expert += m.expertParams[e] - m.expertParams[b];
     act += m.act[e] - m.act[b];
     stash = std::max(stash, m.stash[e] - m.stash[b]);
     work = std::max(work, m.workMax(b, e));
   }
   act /= p.chunks;
   double k = inFlight(p.schedule, r, p.pp, p.chunks, p.numMicrobatches);
-  double held = p.schedule == ScheduleKind::ZBH1 ? k * std::max(act, stash)
-                                                 : k * act;
+  double held = k * act;
+  if (p.schedule == ScheduleKind::ZBH1 || isVShape(p.schedule))
+    held = k * std::max(act, stash);
+  held += stashesHeld(p.schedule, r, p.pp, p.numMicrobatches) * stash;
   return cost::staticMemory(params, cfg).staticBytes() +
          p.mbs * (held + work);
 }

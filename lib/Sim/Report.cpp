@@ -20,8 +20,9 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
     const StageCost &st = costs.stages[vs];
     json::Array devices;
     for (unsigned d = 0; d < plan.replicasOf(st.device); ++d)
-      for (unsigned t = 0; t < plan.tp; ++t)
-        devices.push_back(plan.globalRank(st.device, d, t));
+      for (unsigned k = 0; k < plan.cp; ++k)
+        for (unsigned t = 0; t < plan.tp; ++t)
+          devices.push_back(plan.globalRank(st.device, d, t, k));
     json::Object o{{"stage", vs},
                    {"pipeline_rank", st.device},
                    {"chunk", st.chunk},
@@ -49,6 +50,16 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
                        {"chunks", plan.chunks},
                        {"recompute", cost::recomputeName(plan.recompute)},
                        {"zero", plan.zero},
+                       {"cp", plan.cp},
+                       {"ep", plan.ep},
+                       {"sp", plan.sp && plan.tp > 1},
+                       {"tp_overlap", plan.tpOverlap && plan.tp > 1},
+                       {"ag_overlap", plan.overlapParamGather && plan.zero > 0},
+                       {"expert_imbalance", plan.expertImbalance},
+                       {"matmul_dtype", costs.matmulPrecision.empty()
+                                            ? std::string("model")
+                                            : costs.matmulPrecision},
+                       {"fused_attention", plan.fusedAttention},
                        {"spec", plan.str()},
                        {"stages", std::move(stages)}};
   // Peak memory per global device: every device of a stage group alike.
@@ -57,8 +68,9 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
                        s < res.peakMemoryBytes.size();
        ++s)
     for (unsigned d = 0; d < plan.dp; ++d)
-      for (unsigned t = 0; t < plan.tp; ++t)
-        perDevice[plan.globalRank(s, d, t)] = res.peakMemoryBytes[s];
+      for (unsigned k = 0; k < plan.cp; ++k)
+        for (unsigned t = 0; t < plan.tp; ++t)
+          perDevice[plan.globalRank(s, d, t, k)] = res.peakMemoryBytes[s];
   // Replicated plans: one list per slot, rank t + tp * slot.
   json::Array slots;
   for (unsigned l = 0; plan.replicated() && l < res.peakMemoryBytes.size();

@@ -15,6 +15,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <queue>
 
@@ -65,6 +66,9 @@ struct Rank {
   unsigned computeDone = 0, collectivesDone = 0;
   Link links[cluster::kNumLinkLevels];
   double busy = 0;
+  /// Start of the first compute action and end of the last action: the
+  /// span of this list (post-validated schedules overlap iterations).
+  double firstStart = -1, lastEnd = 0;
   std::vector<double> backwardEnds;
   /// Replicated stages: this list's next collective is ready and waits for
   /// the stage's other replicas.
@@ -135,6 +139,10 @@ private:
     return c.stage(r, a.chunk);
   }
   double computeDuration(unsigned r, const Action &a) const;
+  /// A forward overlapped with the backward after it (F&B pair): what the
+  /// pair takes beyond that backward, with each side's communication hidden
+  /// behind the other's compute: max(Fc + Bc, Fm + Bm) - (Bc + Bm).
+  double pairedForward(unsigned r, unsigned idx) const;
   unsigned linkOf(unsigned r, const Action &a) const;
   void push(double t, unsigned r, unsigned q, unsigned idx) {
     events.push({t, r << 2 | q, idx});
@@ -202,6 +210,25 @@ double Engine::computeDuration(unsigned r, const Action &a) const {
   }
 }
 
+double Engine::pairedForward(unsigned r, unsigned idx) const {
+  const auto &list = s.devices[r];
+  const Action &f = list[idx];
+  unsigned j = idx + 1;
+  while (j < list.size() && !isCompute(list[j].kind))
+    ++j;
+  if (j == list.size() || (list[j].kind != ActionKind::Backward &&
+                           list[j].kind != ActionKind::BackwardInput))
+    return computeDuration(r, f);
+  const Action &b = list[j];
+  const StageCost &fs = stageOf(r, f), &bs = stageOf(r, b);
+  double fm = fs.fwdComm, fc = fs.fwd - fm;
+  double bm = bs.bwdComm;
+  double bc = bs.bwdInput - bm +
+              (b.kind == ActionKind::Backward ? bs.bwdWeight : 0);
+  double pair = std::max(fc + bc, fm + bm);
+  return std::max(0.0, pair - (bc + bm)) * c.devices[r].computeScale;
+}
+
 unsigned Engine::linkOf(unsigned r, const Action &a) const {
   const StageCost &st = stageOf(r, a);
   switch (a.kind) {
@@ -260,10 +287,14 @@ void Engine::advance(unsigned r) {
       break;
     if (a.kind == ActionKind::OptimizerStep && rk.collectivesDone < slot.before)
       break;
-    double d = computeDuration(r, a);
+    double d = a.overlappedWithNext() ? pairedForward(r, idx)
+                                      : computeDuration(r, a);
     rk.computeBusy = true;
-    if (isCompute(a.kind))
+    if (isCompute(a.kind)) {
       rk.busy += d;
+      if (rk.firstStart < 0)
+        rk.firstStart = now;
+    }
     record(r, 0, idx, now, now + d);
     push(now + d, r, 0, idx);
   }
@@ -319,6 +350,7 @@ Expected<SimResult> Engine::run() {
     } e{top.rank(), top.queue(), top.index};
     now = top.time;
     Rank &rk = ranks[e.rank];
+    rk.lastEnd = std::max(rk.lastEnd, now);
     const Action &a = s.devices[e.rank][e.index];
     unsigned vs = s.stageOf(e.rank, a.chunk);
     const DeviceCost &dc = c.devices[e.rank];
@@ -388,6 +420,15 @@ Expected<SimResult> Engine::run() {
   SimResult &res = result;
   double makespan = now;
   res.iterationTime = makespan;
+  // Post-validated schedules: no sync across pipeline ranks ends the
+  // iteration, so the next one starts on each rank when this one ends
+  // there; the period is the longest rank's span.
+  if (isPostValidated(s.kind)) {
+    double span = 0;
+    for (const Rank &rk : ranks)
+      span = std::max(span, rk.lastEnd - std::max(0.0, rk.firstStart));
+    res.iterationTime = span;
+  }
   // Replicated stage 0: each replica paces its own share of the
   // micro-batches; the iteration ends with the slowest replica.
   if (isAsync(s.kind)) {
@@ -461,16 +502,31 @@ Expected<SimResult> simulate(const Schedule &s, const PipelineCosts &costs,
                 costs.microbatches)
             .str());
   Engine e(s, costs, opts);
-  return e.run();
+  Expected<SimResult> r = e.run();
+  if (!r)
+    return r.takeError();
+  // Results are printed and compared: a non-finite one must never get out
+  // (inputs are range-checked; this is the last guard).
+  auto finite = [](ArrayRef<double> v) {
+    return llvm::all_of(v, [](double x) { return std::isfinite(x); });
+  };
+  if (!finite({r->iterationTime, r->samplesPerSecond, r->tflopsPerDevice,
+               r->modelTflopsPerDevice, r->bubbleFraction}) ||
+      !finite(r->peakMemoryBytes) || !finite(r->busyTime) ||
+      !finite(r->bytesPerLevel))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("simulate: the plan's predicted figures are not finite "
+                "(iteration time {0} s); the cluster or model values are "
+                "outside what the cost model can compute with: check the "
+                "cluster's bandwidths, FLOP/s and memory sizes",
+                r->iterationTime)
+            .str());
+  return r;
 }
 
 ScheduleOptions scheduleOptions(const Plan &plan) {
-  ScheduleOptions so;
-  so.dataParallel = plan.dp > 1;
-  so.zero = plan.zero;
-  so.overlapGradSync = plan.overlapGradSync;
-  so.replicas = plan.replicas;
-  return so;
+  return schedule::scheduleOptions(plan);
 }
 
 Expected<PlanSimulation>
@@ -484,22 +540,26 @@ simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
     return std::move(e);
   if (given) {
     const Plan &p = ps.plan;
-    if (given->pp != p.pp || given->chunks != p.chunks ||
+    if (given->kind != p.schedule || given->pp != p.pp ||
+        given->chunks != p.chunks ||
         given->microbatches != p.numMicrobatches ||
         given->replicas != p.replicas)
       return createStringError(
           inconvertibleErrorCode(),
-          formatv("the schedule is for pp={0}, chunks={1}, {2} micro-batches "
-                  "but the plan has pp={3}, chunks={4}, {5} micro-batches; "
-                  "materialize the schedule of this plan again",
-                  given->pp, given->chunks, given->microbatches, p.pp,
+          formatv("the schedule is {0} for pp={1}, chunks={2}, {3} "
+                  "micro-batches but the plan has {4}, pp={5}, chunks={6}, "
+                  "{7} micro-batches; materialize the schedule of this plan "
+                  "again",
+                  scheduleName(given->kind), given->pp, given->chunks,
+                  given->microbatches, scheduleName(p.schedule), p.pp,
                   p.chunks, p.numMicrobatches)
               .str());
     ps.schedule = *given;
   } else {
     Expected<Schedule> s =
         generateSchedule(ps.plan.schedule, ps.plan.pp, ps.plan.chunks,
-                         ps.plan.numMicrobatches, scheduleOptions(ps.plan));
+                         ps.plan.numMicrobatches,
+                         schedule::scheduleOptions(ps.plan));
     if (!s)
       return s.takeError();
     ps.schedule = std::move(*s);

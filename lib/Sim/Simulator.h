@@ -85,7 +85,8 @@ simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
              const cost::MemoryConfig &memory = {},
              const schedule::Schedule *given = nullptr);
 
-/// The options generateSchedule takes for \p plan (finalized).
+/// The options generateSchedule takes for \p plan (finalized):
+/// schedule::scheduleOptions.
 schedule::ScheduleOptions scheduleOptions(const schedule::Plan &plan);
 
 } // namespace distopt::sim

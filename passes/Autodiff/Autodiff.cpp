@@ -8,11 +8,13 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Autodiff/GradBuilder.h"
 #include "passes/Autodiff/TrainStep.h"
+#include "passes/Autodiff/Trainable.h"
 #include "passes/Passes.h"
 
 #include "dialects/Graph/GraphOps.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace distopt {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -218,6 +220,26 @@ void AutodiffPass::emitUpdate(OpBuilder &b, Location loc,
   b.setListener(previous);
 }
 
+/// `graph.trained`: what the training function updates and what it
+/// leaves frozen (and why), for tools to report.
+static DictionaryAttr trainedAttr(OpBuilder &b, ArrayRef<WeightGrad> weights,
+                                  const WeightSelection &selection) {
+  int64_t parameters = 0, frozenParameters = 0;
+  for (const WeightGrad &w : weights)
+    parameters += cast<RankedTensorType>(w.param.getType()).getNumElements();
+  SmallVector<NamedAttribute> frozen;
+  for (const WeightSelection::Frozen &f : selection.frozen) {
+    frozenParameters += f.parameters;
+    frozen.push_back(b.getNamedAttr(f.name, b.getStringAttr(f.reason)));
+  }
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("tensors", b.getI64IntegerAttr(weights.size())),
+       b.getNamedAttr("parameters", b.getI64IntegerAttr(parameters)),
+       b.getNamedAttr("frozen", b.getDictionaryAttr(frozen)),
+       b.getNamedAttr("frozen_parameters",
+                      b.getI64IntegerAttr(frozenParameters))});
+}
+
 void AutodiffPass::finish(func::FuncOp func, ArrayRef<Output> outputs,
                           StringRef role) {
   Block &body = func.getBody().front();
@@ -328,8 +350,20 @@ void AutodiffPass::runOnOperation() {
     b.setListener(nullptr);
   }
 
+  auto globs = [](StringRef list) {
+    SmallVector<std::string> out;
+    for (StringRef g : llvm::split(list, ','))
+      if (!g.trim().empty())
+        out.push_back(g.trim().str());
+    return out;
+  };
+  FailureOr<WeightSelection> selection =
+      selectTrainable(train, globs(freeze), globs(trainOnly));
+  if (failed(selection))
+    return signalPassFailure();
   DenseMap<Value, Value> grads;
-  if (failed(buildBackward(b, forwardOps, *loss, seed, grads)))
+  if (failed(buildBackward(b, forwardOps, *loss, seed, selection->frozenOps,
+                           grads)))
     return signalPassFailure();
 
   // Weight gradients by name (a weight read twice has one gradient).
@@ -348,6 +382,7 @@ void AutodiffPass::runOnOperation() {
   SmallVector<WeightGrad> weights;
   for (auto &entry : byName)
     weights.push_back(entry.second);
+  train->setAttr("graph.trained", trainedAttr(b, weights, *selection));
 
   SmallVector<Output> outputs = {{*loss, ""}};
   auto statOutputs = [&](OpBuilder &ob, SmallVectorImpl<Output> &out) {

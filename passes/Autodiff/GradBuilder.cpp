@@ -9,6 +9,7 @@
 #include "passes/Autodiff/GradRules.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dist/Diagnostics.h"
 
 #include "dialects/Graph/GraphShapeUtils.h"
 
@@ -20,12 +21,20 @@ using namespace distopt::autodiff;
 namespace g = distopt::graph;
 
 namespace {
-/// Stamps every op the builder creates with the current phase.
+/// Stamps every op the builder creates with the current phase, with the
+/// pipeline stage of the forward op being differentiated when the plan gave
+/// it one (a stage's backward runs where its forward ran), and its location
+/// as the gradient of that forward op (errors about it then name the op's
+/// ONNX node).
 struct PhaseListener : public OpBuilder::Listener {
   StringAttr phase;
+  Attribute stage;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (phase)
       op->setAttr(kPhaseAttr, phase);
+    if (stage)
+      op->setAttr(kVirtualStageAttr, stage);
+    op->setLoc(distopt::gradientLocation(op->getLoc()));
   }
 };
 } // namespace
@@ -159,6 +168,7 @@ Value distopt::autodiff::sumToShape(OpBuilder &b, Location loc, Value grad,
 LogicalResult distopt::autodiff::buildBackward(OpBuilder &builder,
                                                ArrayRef<Operation *> body,
                                                Value loss, Value seed,
+                                               const DenseSet<Operation *> &frozen,
                                                DenseMap<Value, Value> &grads) {
   // Values computed from the function's arguments (activations); the rest
   // is weight-only.
@@ -167,7 +177,7 @@ LogicalResult distopt::autodiff::buildBackward(OpBuilder &builder,
     bool dependent = llvm::any_of(op->getOperands(), [&](Value v) {
       return isa<BlockArgument>(v) || fromInput.contains(v);
     });
-    bool active = isa<g::WeightOp>(op) ||
+    bool active = (isa<g::WeightOp>(op) && !frozen.contains(op)) ||
                   llvm::any_of(op->getOperands(),
                                [&](Value v) { return needsGrad.contains(v); });
     for (Value r : op->getResults()) {
@@ -179,8 +189,13 @@ LogicalResult distopt::autodiff::buildBackward(OpBuilder &builder,
   }
   if (!needsGrad.contains(loss))
     return emitError(loss.getLoc())
-           << "the loss does not depend on any float graph.weight: nothing "
-              "to train";
+           << "the loss does not depend on any "
+           << (frozen.empty() ? "" : "trainable ")
+           << "float graph.weight: nothing to train"
+           << (frozen.empty() ? ""
+                              : " (every weight it reads is frozen: a "
+                                "constant, or named by freeze= / not named "
+                                "by train-only=)");
 
   PhaseListener listener;
   OpBuilder::Listener *previous = builder.getListener();
@@ -218,6 +233,7 @@ LogicalResult distopt::autodiff::buildBackward(OpBuilder &builder,
     if (!llvm::any_of(op->getOperands(),
                       [&](Value v) { return needsGrad.contains(v); }))
       continue;
+    listener.stage = op->getAttr(kVirtualStageAttr);
     if (failed(emitGradient(emitter, op, resultGrads))) {
       result = failure();
       break;

@@ -22,15 +22,20 @@ namespace distopt::autodiff {
 
 /// Name of the discardable phase attribute on training-program ops.
 inline constexpr llvm::StringLiteral kPhaseAttr = "graph.phase";
+/// The pipeline stage the plan gave a forward op (the dist dialect's
+/// `dist.virtual_stage`); copied onto the ops of its gradient.
+inline constexpr llvm::StringLiteral kVirtualStageAttr = "dist.virtual_stage";
 
 /// Builds the backward graph of the ops in `body` (in program order), from
 /// `seed`, the gradient of `loss`. On success `grads` maps every float
-/// value on a path from a `graph.weight` to `loss` to its gradient.
-/// Non-differentiable ops on such a path make it fail with an error naming
-/// the op. The builder's insertion point must be after every op of `body`.
+/// value on a path from a `graph.weight` that is not in `frozen` to `loss`
+/// to its gradient. Non-differentiable ops on such a path make it fail
+/// with an error naming the op. The builder's insertion point must be
+/// after every op of `body`.
 llvm::LogicalResult
 buildBackward(mlir::OpBuilder &builder, llvm::ArrayRef<mlir::Operation *> body,
               mlir::Value loss, mlir::Value seed,
+              const llvm::DenseSet<mlir::Operation *> &frozen,
               llvm::DenseMap<mlir::Value, mlir::Value> &grads);
 
 /// Sums `grad` over broadcast dimensions so it gets `target`'s shape

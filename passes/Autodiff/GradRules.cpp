@@ -15,6 +15,7 @@
 
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
+#include "dist/Diagnostics.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -296,8 +297,9 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
     return op->emitOpError()
            << "(ONNX '" << cast<g::OpaqueOp>(op).getOpType()
            << "') is opaque and not differentiable, but it lies on the path "
-              "from the weights to the loss; teach the importer this op or "
-              "keep it off that path";
+              "from the weights to the loss; "
+           << opaqueAdvice(cast<g::OpaqueOp>(op).getOpType())
+           << ", or freeze the weights before it (freeze=GLOB)";
   if (std::optional<LogicalResult> r = dataGrad(e, op, dys))
     return *r;
   return TypeSwitch<Operation *, LogicalResult>(op)

@@ -39,8 +39,8 @@ StringRef roleOf(func::FuncOp func) {
 Value reduceBefore(OpBuilder &b, Operation *user, Value value,
                    dist::ReductionKind kind, StringRef phase = "optimizer") {
   b.setInsertionPoint(user);
-  auto op = b.create<dist::AllReduceOp>(
-      user->getLoc(), value.getType(), value,
+  auto op = dist::AllReduceOp::create(
+      b, user->getLoc(), value.getType(), value,
       dist::ReductionKindAttr::get(b.getContext(), kind),
       b.getDenseI64ArrayAttr({}));
   op->setAttr("graph.phase", b.getStringAttr(phase));

@@ -67,8 +67,10 @@ struct MaterializeSchedulePass
         partition::stageFunctions(*func, plan);
     if (failed(stages))
       return failure();
-    llvm::Expected<schedule::Schedule> s =
-        partition::planSchedule(plan.toPlan());
+    schedule::Plan p = plan.toPlan();
+    if (forward)
+      p.mode = schedule::Mode::Infer;
+    llvm::Expected<schedule::Schedule> s = partition::planSchedule(p);
     if (!s)
       return emitError(module.getLoc())
              << "dist-materialize-schedule: " << llvm::toString(s.takeError());

@@ -62,13 +62,24 @@ static void rewrite(const Job &job) {
     if (!definedIn(value, last))
       needs[last].insert(value);
 
-  // What each stage yields: its values that later stages read, and for the
-  // last stage the function's results too.
+  // Values flow stage to stage: one that stage u makes and a stage after
+  // u + 1 reads passes through every stage in between (an input it yields
+  // unchanged), so every boundary is between neighbouring stages, as the
+  // schedule's sends and receives are.
+  for (int64_t s = numStages - 1; s > 0; --s)
+    for (Value value : needs[s]) {
+      Operation *def = value.getDefiningOp();
+      if (def && placement.stages.lookup(def).front() < s - 1)
+        needs[s - 1].insert(value);
+    }
+
+  // What each stage yields: what the next stage reads from it, and for the
+  // last stage the function's results.
   SmallVector<SetVector<Value>> yields(numStages);
-  for (int64_t s = 0; s < numStages; ++s)
-    for (Value value : needs[s])
-      if (Operation *def = value.getDefiningOp())
-        yields[placement.stages.lookup(def).front()].insert(value);
+  for (int64_t s = 0; s + 1 < numStages; ++s)
+    for (Value value : needs[s + 1])
+      if (value.getDefiningOp())
+        yields[s].insert(value);
   for (Value value : ret->getOperands())
     yields[last].insert(value);
 

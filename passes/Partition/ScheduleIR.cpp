@@ -17,8 +17,14 @@ using schedule::ActionKind;
 
 llvm::Expected<schedule::Schedule>
 partition::planSchedule(const schedule::Plan &plan) {
-  if (plan.mode == schedule::Mode::Infer)
+  if (plan.mode == schedule::Mode::Infer) {
+    if (plan.chunks != 1 || plan.replicated())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the forward stream runs one chunk per pipeline stage and no "
+          "per-stage replicas; plan with chunks=1 and without replicas=");
     return schedule::generateForwardSchedule(plan.pp, plan.numMicrobatches);
+  }
   return schedule::generateSchedule(plan.schedule, plan.pp, plan.chunks,
                                     plan.numMicrobatches,
                                     sim::scheduleOptions(plan));
@@ -38,6 +44,12 @@ partition::stageFunctions(func::FuncOp func, dist::PlanAttr plan) {
                                                            call.getCalleeAttr());
     if (!callee)
       return;
+    // A training stage is named by its forward function.
+    if (StringAttr phase =
+            dist::DistDialect::TrainPhaseAttrHelper(func.getContext())
+                .getAttr(callee))
+      if (phase.getValue() != "forward")
+        return;
     if (IntegerAttr v = helper.getAttr(callee))
       if (v.getInt() < static_cast<int64_t>(stages.size()))
         stages[v.getInt()] = callee;
@@ -160,15 +172,23 @@ partition::readScheduleIR(ModuleOp module, dist::PlanAttr plan) {
     return ir.op.emitOpError("belongs to a plan whose schedule cannot be "
                              "generated: ")
            << llvm::toString(shape.takeError());
-  ir.schedule = std::move(*shape);
-  ir.schedule.forwardOnly = ir.op.getKind() == "forward";
-  if (ir.schedule.forwardOnly != (p.mode == schedule::Mode::Infer))
+  bool forward = ir.op.getKind() == "forward";
+  if (!forward && p.mode == schedule::Mode::Infer)
     return ir.op.emitOpError("is a \"")
-           << ir.op.getKind() << "\" schedule but the plan is for "
-           << schedule::modeName(p.mode)
-           << (p.mode == schedule::Mode::Infer
-                   ? "; an inference plan runs the kind \"forward\""
-                   : "; materialize the plan's training schedule");
+           << ir.op.getKind()
+           << "\" schedule but the plan is for inference, which runs the "
+              "kind \"forward\"";
+  // A training plan's stages may also run the forward stream (the
+  // inference program of its forward function).
+  if (forward && p.mode == schedule::Mode::Train) {
+    p.mode = schedule::Mode::Infer;
+    shape = planSchedule(p);
+    if (!shape)
+      return ir.op.emitOpError("belongs to a plan whose forward stream "
+                               "cannot be generated: ")
+             << llvm::toString(shape.takeError());
+  }
+  ir.schedule = std::move(*shape);
   if (!ir.schedule.forwardOnly) {
     schedule::ScheduleKind kind;
     (void)schedule::parseScheduleKind(ir.op.getKind(), kind);

@@ -81,7 +81,7 @@ struct VerifySchedulePass
               at = ops[e.action];
             else
               for (auto list : s.op.getBody().getOps<dist::ActionsOp>())
-                if (list.getRank() == e.list)
+                if (static_cast<int64_t>(list.getRank()) == e.list)
                   at = list;
           }
           at->emitError(e.message);

@@ -57,8 +57,7 @@ struct AnnotateLayersPass
       op->removeAttr(tp.getName());
     });
     PlannedOps ops;
-    FailureOr<cost::ModelDesc> model =
-        modelOf(*func, cluster::DType::BF16, &ops);
+    FailureOr<cost::ModelDesc> model = modelOf(*func, Costing{}, &ops);
     if (failed(model))
       return signalPassFailure();
     Builder b(&getContext());

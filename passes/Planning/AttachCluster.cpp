@@ -23,6 +23,9 @@ struct AttachClusterPass
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (ifMissing && dist::DistDialect::ClusterAttrHelper(&getContext())
+                         .isAttrPresent(module))
+      return;
     if (cluster.empty()) {
       emitError(module.getLoc())
           << "dist-attach-cluster needs cluster=PRESET[:NODES] or "

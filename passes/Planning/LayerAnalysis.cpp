@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Planning/LayerAnalysis.h"
+#include "passes/Planning/FusedKernels.h"
 
 #include "dialects/Graph/GraphCost.h"
 #include "dialects/Graph/GraphOps.h"
@@ -19,26 +20,7 @@ using namespace distopt::cost;
 using namespace distopt::planning;
 namespace g = distopt::graph;
 
-//===----------------------------------------------------------------------===//
-// Small helpers
-//===----------------------------------------------------------------------===//
-
-/// True for a rank >= 3 tensor whose last two dims are equal and > 1: the
-/// shape of attention scores.
-static bool isScoreShaped(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || t.getRank() < 3)
-    return false;
-  int64_t a = t.getDimSize(t.getRank() - 1), b = t.getDimSize(t.getRank() - 2);
-  return a == b && a > 1;
-}
-
 namespace {
-/// A sample-dependent op of the function and its cost (none for views).
-struct Item {
-  Operation *op;
-  std::optional<OpDesc> desc;
-};
 
 /// The layers, parameters and tensor-parallel roles of one function.
 class LayerAnalysis {
@@ -56,6 +38,9 @@ private:
   void collectWeightRoots(Value value, SmallVectorImpl<Operation *> &roots);
   /// The cost of one sample-dependent op (unscaled), or nullopt for views.
   std::optional<OpDesc> costOf(Operation *op) const;
+  /// Bytes of a tensor of \p type as the model runs it (CostContext::bytesFor
+  /// in the compute type).
+  double bytesFor(Type type) const;
   bool isWeightLike(Value v) const { return !sampleDependent.contains(v); }
   /// Reads every item's `dist.layer` into \p layerOf; false when the
   /// function carries no layer annotations, failure when they are
@@ -77,6 +62,12 @@ private:
   DenseSet<Operation *> countedWeights;
 };
 } // namespace
+
+double LayerAnalysis::bytesFor(Type type) const {
+  g::CostContext context;
+  context.computeType = options.computeType;
+  return context.bytesFor(type);
+}
 
 void LayerAnalysis::classifyValues() {
   DenseSet<Value> touchesWeight;
@@ -225,6 +216,8 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
                       [&](Value r) { return sampleDependent.contains(r); }))
       continue;
     std::optional<OpDesc> desc = costOf(&op);
+    if (desc && options.signatures)
+      (*options.signatures)[&op] = desc->signature;
     if (desc) {
       // Parameters: the weights this op reads, counted once across the model.
       SmallVector<Operation *> roots;
@@ -253,10 +246,10 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
       bool weighted = !roots.empty();
       double outBytes = 0, inBytes = 0;
       for (Value r : op.getResults())
-        outBytes += g::tensorBytes(r.getType());
+        outBytes += bytesFor(r.getType());
       for (Value v : op.getOperands())
         if (sampleDependent.contains(v))
-          inBytes += g::tensorBytes(v.getType());
+          inBytes += bytesFor(v.getType());
       auto record = [&](TensorParallelRole role) {
         if (options.tpRoles)
           (*options.tpRoles)[&op] = role;
@@ -283,7 +276,7 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         for (Value v : op.getOperands())
           if (sampleDependent.contains(v) && !split.contains(v) &&
               !side.contains(v))
-            fullBytes += g::tensorBytes(v.getType());
+            fullBytes += bytesFor(v.getType());
         if (fullBytes > 0 && !isa<g::BatchNormOp>(op)) {
           record(TensorParallelRole::Replicated);
           desc->tp = TpMode::Replicated;
@@ -337,6 +330,8 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
   if (items.empty())
     return func.emitError("'")
            << func.getSymName() << "' computes nothing from its inputs";
+  fuseKernels(items, defIndex, {sampleDependent, side}, samples,
+                         options.fusedAttention);
 
   // Last use of every sample-dependent value, in item positions.
   DenseMap<Value, int64_t> lastUse;
@@ -351,7 +346,7 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
   std::vector<double> liveBytes(items.size() + 1, 0);
   for (auto &[value, last] : lastUse) {
     int64_t def = defIndex.lookup(value);
-    double bytes = g::tensorBytes(value.getType()) / samples;
+    double bytes = bytesFor(value.getType()) / samples;
     bool isMain = !side.contains(value);
     for (int64_t i = std::max<int64_t>(def, 0); i < last; ++i) {
       liveBytes[i] += bytes;
@@ -398,5 +393,8 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
 FailureOr<ModelDesc>
 planning::analyzeLayers(func::FuncOp func,
                         const LayerAnalysisOptions &options) {
-  return LayerAnalysis(func, options).build();
+  FailureOr<ModelDesc> model = LayerAnalysis(func, options).build();
+  if (succeeded(model))
+    model->attentionHeads = attentionHeadCount(func);
+  return model;
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 namespace mlir {
+class ModuleOp;
 class Operation;
 namespace func {
 class FuncOp;
@@ -34,6 +35,10 @@ struct LayerAnalysisOptions {
   /// Element type the model trains or runs in (mixed precision runs an f32
   /// graph in bf16). Unset: each op's own element type.
   std::optional<cluster::DType> computeType;
+  /// Cost each attention core -- scores Q K^T, their scale and mask, the
+  /// softmax (and its dropout), the product with V -- as one fused kernel
+  /// (cost::attentionOp: FlashAttention's FLOPs, no s^2 tensor kept).
+  bool fusedAttention = false;
   /// When set, receives the sample-dependent ops of each layer in program
   /// order (ops that only compute weights belong to no layer), so a plan's
   /// stages can be written back onto the IR.
@@ -41,6 +46,9 @@ struct LayerAnalysisOptions {
   /// When set, receives the tensor-parallel role of every costed op, so a
   /// plan's shardings can be written back onto the IR.
   llvm::DenseMap<mlir::Operation *, TensorParallelRole> *tpRoles = nullptr;
+  /// When set, receives the profile-database signature of every costed op
+  /// (what a measured time is filed under: dist-compile --profile-json).
+  llvm::DenseMap<mlir::Operation *, std::string> *signatures = nullptr;
 };
 
 /// Builds the cost description of `func`.
@@ -56,10 +64,29 @@ struct LayerAnalysisOptions {
 /// Costs are per sample: the leading dimension of the first argument is the
 /// sample dimension, and ops that depend on the arguments are divided by it.
 /// Weight operands (through casts and transposes) make an op's parameters;
-/// a weight used again later (tied embeddings) counts once. Emits an error
+/// a weight used again later (tied embeddings) counts once.
+///
+/// Kernels the trainers fuse are costed fused: a bias add after a matmul is
+/// its GEMM's epilogue, and elementwise ops on attention scores (scale,
+/// mask) run inside the softmax they feed (Megatron's fused bias-GeLU and
+/// FusedScaleMaskSoftmax); such an op adds its FLOPs to that kernel and
+/// moves no bytes of its own. With `fusedAttention` the whole attention core
+/// is one kernel. Emits an error
 /// on `func` and fails when it has no sample dimension to divide by.
 llvm::FailureOr<cost::ModelDesc>
 analyzeLayers(mlir::func::FuncOp func, const LayerAnalysisOptions &options);
+
+/// The number tensor parallelism must divide to split `func`'s attention by
+/// heads: the gcd of the head counts of its head-batched matmuls and of the
+/// key/value head counts of grouped-query attention; 0 without attention.
+/// analyzeLayers records it as ModelDesc::attentionHeads.
+unsigned attentionHeadCount(mlir::func::FuncOp func);
+
+/// Records on every op the cost model prices its profile-database
+/// signature (`emit.cost_signature`), under which the program's
+/// `--profile-json` files the op's measured time; functions the cost model
+/// cannot price (no sample dimension) are left alone.
+void annotateCostSignatures(mlir::ModuleOp module);
 
 } // namespace distopt::planning
 

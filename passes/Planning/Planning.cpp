@@ -6,6 +6,7 @@
 #include "passes/Planning/Planning.h"
 
 #include "dialects/Dist/DistOps.h"
+#include "lib/Support/OutputFile.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -33,9 +34,12 @@ FailureOr<func::FuncOp> planning::plannedFunction(ModuleOp module,
   func::FuncOp found;
   auto stageAttr =
       dist::DistDialect::VirtualStageAttrHelper(module.getContext());
+  auto listAttr = dist::DistDialect::ActionListAttrHelper(module.getContext());
   for (auto f : module.getOps<func::FuncOp>()) {
-    // Stage functions are parts of the planned function, not candidates.
-    if (f.isExternal() || stageAttr.isAttrPresent(f))
+    // Stage functions and per-list programs are parts of the planned
+    // function, not candidates.
+    if (f.isExternal() || stageAttr.isAttrPresent(f) ||
+        listAttr.isAttrPresent(f))
       continue;
     if (found)
       return emitError(module.getLoc())
@@ -50,9 +54,8 @@ FailureOr<func::FuncOp> planning::plannedFunction(ModuleOp module,
   return found;
 }
 
-FailureOr<cost::ModelDesc> planning::modelOf(func::FuncOp func,
-                                             cluster::DType dtype,
-                                             PlannedOps *ops) {
+FailureOr<cost::ModelDesc>
+planning::modelOf(func::FuncOp func, const Costing &costing, PlannedOps *ops) {
   if (ops)
     for (Operation &op : func.getBody().front())
       if (isa<dist::StageOp, func::CallOp>(op))
@@ -60,7 +63,12 @@ FailureOr<cost::ModelDesc> planning::modelOf(func::FuncOp func,
                               "function before its stages are outlined "
                               "(dist-outline-stages)");
   LayerAnalysisOptions options;
-  options.computeType = dtype;
+  // fp8 runs the matmuls in fp8 (the cost model's matmul precision) and
+  // everything else in bf16.
+  options.computeType = costing.dtype == cluster::DType::F8
+                            ? cluster::DType::BF16
+                            : costing.dtype;
+  options.fusedAttention = costing.fusedAttention;
   if (ops) {
     options.layerOps = &ops->layers;
     options.tpRoles = &ops->roles;
@@ -105,7 +113,7 @@ inlineBody(Block &body, ValueRange args, OpBuilder &into,
 }
 
 FailureOr<cost::ModelDesc> planning::planningModel(ModuleOp module,
-                                                   cluster::DType dtype) {
+                                                   const Costing &costing) {
   FailureOr<func::FuncOp> func = plannedFunction(module, "", "planning");
   if (failed(func))
     return failure();
@@ -120,7 +128,7 @@ FailureOr<cost::ModelDesc> planning::planningModel(ModuleOp module,
         outlined |= stageAttr.isAttrPresent(callee);
   }
   if (!outlined)
-    return modelOf(*func, dtype);
+    return modelOf(*func, costing);
   // Read the stages back into one function of a scratch module.
   OwningOpRef<ModuleOp> scratch = ModuleOp::create(module.getLoc());
   OpBuilder b = OpBuilder::atBlockEnd(scratch->getBody());
@@ -153,7 +161,7 @@ FailureOr<cost::ModelDesc> planning::planningModel(ModuleOp module,
         inlineBody(*body, mapped(op.getOperands()), b, sources);
     map.map(op.getResults(), results);
   }
-  return modelOf(flat, dtype);
+  return modelOf(flat, costing);
 }
 
 FailureOr<ModuleMachine> planning::moduleMachine(ModuleOp module,
@@ -162,9 +170,10 @@ FailureOr<ModuleMachine> planning::moduleMachine(ModuleOp module,
                   .getAttr(module);
   if (!attr)
     return emitError(module.getLoc())
-           << "planning needs a cluster: pass --dist-cluster=PRESET:NODES or "
-              "--dist-cluster=FILE.yaml (see --list-clusters; the "
-              "dist-attach-cluster pass, before "
+           << "planning needs a cluster: pass --dist-cluster=PRESET:NODES, "
+              "--dist-cluster=FILE.yaml or --dist-cluster=local (this "
+              "machine; see --list-clusters; the dist-attach-cluster pass, "
+              "before "
            << pass << ")";
   ModuleMachine m;
   m.cluster = attr.toCluster();
@@ -183,8 +192,8 @@ FailureOr<ModuleMachine> planning::moduleMachine(ModuleOp module,
 }
 
 FailureOr<PlanningInputs> planning::planningInputs(ModuleOp module,
-                                                  cluster::DType dtype,
-                                                  StringRef pass) {
+                                                   const Costing &costing,
+                                                   StringRef pass) {
   PlanningInputs in;
   FailureOr<func::FuncOp> func = plannedFunction(module, "", pass);
   if (failed(func))
@@ -194,7 +203,7 @@ FailureOr<PlanningInputs> planning::planningInputs(ModuleOp module,
   if (failed(machine))
     return failure();
   in.machine = std::move(*machine);
-  FailureOr<cost::ModelDesc> model = modelOf(in.func, dtype, &in.ops);
+  FailureOr<cost::ModelDesc> model = modelOf(in.func, costing, &in.ops);
   if (failed(model))
     return failure();
   in.model = std::move(*model);
@@ -230,14 +239,9 @@ planning::writeFile(ModuleOp module, StringRef path, StringRef what,
            << "cannot write the " << what << " to '" << path
            << "': " << ec.message();
   write(os);
-  os.close();
-  if (os.has_error()) {
-    std::string message = os.error().message();
-    os.clear_error();
-    return emitError(module.getLoc())
-           << "cannot write the " << what << " to '" << path
-           << "': " << message;
-  }
+  std::string problem = closeOutput(os, path);
+  if (!problem.empty())
+    return emitError(module.getLoc()) << problem << " (the " << what << ")";
   return success();
 }
 

@@ -30,8 +30,26 @@ mlir::FailureOr<mlir::func::FuncOp> plannedFunction(mlir::ModuleOp module,
                                                     llvm::StringRef name,
                                                     llvm::StringRef pass);
 
-/// The cost-model description of \p func costed in \p dtype: layers from its
-/// `dist.layer` annotations when it has them, from its cut points otherwise.
+/// How the planned function is costed (what a plan records next to its
+/// degrees): the compute element type, where `fp8` means fp8 matmuls and
+/// bf16 elsewhere (Transformer Engine), and whether attention is one fused
+/// kernel.
+struct Costing {
+  cluster::DType dtype = cluster::DType::BF16;
+  bool fusedAttention = false;
+
+  static Costing of(const schedule::Plan &p) {
+    return {p.dtype, p.fusedAttention};
+  }
+  void applyTo(schedule::Plan &p) const {
+    p.dtype = dtype;
+    p.fusedAttention = fusedAttention;
+  }
+};
+
+/// The cost-model description of \p func costed as \p costing says: layers
+/// from its `dist.layer` annotations when it has them, from its cut points
+/// otherwise.
 /// \p ops, when given, receives each layer's ops and each costed op's
 /// tensor-parallel role.
 struct PlannedOps {
@@ -39,7 +57,7 @@ struct PlannedOps {
   llvm::DenseMap<mlir::Operation *, dist::TensorParallelRole> roles;
 };
 mlir::FailureOr<cost::ModelDesc> modelOf(mlir::func::FuncOp func,
-                                         cluster::DType dtype,
+                                         const Costing &costing,
                                          PlannedOps *ops = nullptr);
 
 /// The cost-model description of the module's planned function in whatever
@@ -47,15 +65,26 @@ mlir::FailureOr<cost::ModelDesc> modelOf(mlir::func::FuncOp func,
 /// functions (whose bodies are read back in program order, with the weight
 /// reads outlining cloned into several stages counted once).
 mlir::FailureOr<cost::ModelDesc> planningModel(mlir::ModuleOp module,
-                                               cluster::DType dtype);
+                                               const Costing &costing);
+/// The same with unfused attention, for callers that know only the dtype.
+inline mlir::FailureOr<cost::ModelDesc> planningModel(mlir::ModuleOp module,
+                                                      cluster::DType dtype) {
+  return planningModel(module, Costing{dtype, false});
+}
 
 /// What the cost model needs from the module: its cluster and, when the
 /// cluster names one, the profile database. Errors name \p pass.
 struct ModuleMachine {
   cluster::Cluster cluster;
   std::optional<cost::ProfileDB> profile;
-  cost::CostModel costModel() const {
-    return cost::CostModel(profile ? &*profile : nullptr);
+  /// The cost model for \p costing: under fp8 the matmuls run at the fp8
+  /// peak (cost::CostModel::setMatmulPrecision).
+  cost::CostModel costModel() const { return costModel(Costing{}); }
+  cost::CostModel costModel(const Costing &costing) const {
+    cost::CostModel cm(profile ? &*profile : nullptr);
+    if (costing.dtype == cluster::DType::F8)
+      cm.setMatmulPrecision(cluster::DType::F8);
+    return cm;
   }
 };
 mlir::FailureOr<ModuleMachine> moduleMachine(mlir::ModuleOp module,
@@ -69,9 +98,9 @@ struct PlanningInputs {
   cost::ModelDesc model;
   PlannedOps ops;
 };
-mlir::FailureOr<PlanningInputs>
-planningInputs(mlir::ModuleOp module, cluster::DType dtype,
-               llvm::StringRef pass);
+mlir::FailureOr<PlanningInputs> planningInputs(mlir::ModuleOp module,
+                                               const Costing &costing,
+                                               llvm::StringRef pass);
 
 /// Writes \p plan (finalized) as `dist.plan` on \p module, and on every op
 /// of \p ops its virtual stage (`dist.virtual_stage`) and, when the plan has

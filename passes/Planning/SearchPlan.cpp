@@ -70,9 +70,11 @@ struct SearchPlanPass
     so.globalBatch = batch;
     so.allowAsync = allowAsync;
     so.alternatives = alternatives;
+    so.devices = devices;
     so.mode = mode;
     so.objective = objective;
-    so.planDefaults.dtype = dtype;
+    Costing costing{dtype, fusedAttention};
+    costing.applyTo(so.planDefaults);
     if (!memoryLimit.empty()) {
       llvm::Expected<double> limit = cost::parseByteSize(memoryLimit);
       if (!limit)
@@ -87,10 +89,11 @@ struct SearchPlanPass
       return emitError(module.getLoc()) << llvm::toString(parsed.takeError());
     so.constraints = std::move(*parsed);
 
-    FailureOr<PlanningInputs> in = planningInputs(module, dtype, "dist-search-plan");
+    FailureOr<PlanningInputs> in =
+        planningInputs(module, costing, "dist-search-plan");
     if (failed(in))
       return failure();
-    cost::CostModel cm = in->machine.costModel();
+    cost::CostModel cm = in->machine.costModel(costing);
 
     bool shown = false;
     so.progress = progressLine(progress, shown);
@@ -108,7 +111,7 @@ struct SearchPlanPass
     schedule::Plan best = result->best.sim.plan;
     best.mode = mode;
     best.objective = objective;
-    best.dtype = dtype;
+    costing.applyTo(best);
     recordPlan(module, best, in->ops);
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {

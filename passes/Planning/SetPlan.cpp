@@ -43,13 +43,15 @@ struct SetPlanPass : public distopt::impl::SetPlanPassBase<SetPlanPass> {
              << "bad --dist-plan: " << llvm::toString(parsed.takeError());
     parsed->mode = mode;
     parsed->objective = objective;
-    parsed->dtype = dtype;
+    Costing costing{dtype, fusedAttention};
+    costing.applyTo(*parsed);
     if (mode == schedule::Mode::Infer)
       parsed->schedule = schedule::ScheduleKind::GPipe;
-    FailureOr<PlanningInputs> in = planningInputs(module, dtype, "dist-set-plan");
+    FailureOr<PlanningInputs> in =
+        planningInputs(module, costing, "dist-set-plan");
     if (failed(in))
       return failure();
-    cost::CostModel cm = in->machine.costModel();
+    cost::CostModel cm = in->machine.costModel(costing);
     if (llvm::Error err = schedule::finalizePlan(*parsed, in->model,
                                                  in->machine.cluster, batch, cm))
       return emitError(module.getLoc()) << llvm::toString(std::move(err));

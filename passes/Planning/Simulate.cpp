@@ -24,6 +24,15 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::planning;
 
+/// ", 12 of them idle" when \p p uses fewer of \p cluster's devices.
+static std::string idleDevices(const schedule::Plan &p,
+                               const cluster::Cluster &cluster) {
+  if (p.numDevices() >= cluster.numDevices())
+    return "";
+  return ", " + std::to_string(cluster.numDevices() - p.numDevices()) +
+         " of them idle";
+}
+
 /// The prediction of a training plan, as `--dist-simulate` prints it.
 static void printTraining(const search::Candidate &c,
                           const cluster::Cluster &cluster,
@@ -31,7 +40,8 @@ static void printTraining(const search::Candidate &c,
   const sim::SimResult &r = c.sim.result;
   const schedule::Plan &p = c.sim.plan;
   os << "plan: " << p.str() << " on " << cluster.name << " ("
-     << cluster.numDevices() << " devices), global batch " << p.globalBatch
+     << cluster.numDevices() << " devices" << idleDevices(p, cluster)
+     << "), global batch " << p.globalBatch
      << " = " << p.numMicrobatches << " micro-batches of " << p.mbs
      << (p.replicated() ? " (round-robin over each stage's replicas)\n"
                         : " per replica\n");
@@ -75,7 +85,8 @@ static void printInference(const search::Candidate &c,
   const schedule::Plan &p = c.sim.plan;
   os << "plan: " << p.str() << " (inference, "
      << schedule::objectiveName(p.objective) << ") on " << cluster.name
-     << " (" << cluster.numDevices() << " devices), global batch "
+     << " (" << cluster.numDevices() << " devices"
+     << idleDevices(p, cluster) << "), global batch "
      << p.globalBatch << " = " << p.numMicrobatches << " micro-batches of "
      << p.mbs << " per replica\n";
   os << llvm::formatv("  latency          {0:F5} s per batch of {1}\n",
@@ -111,7 +122,7 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
                 "pp=..,mbs=..,schedule=..\" with --dist-batch=N, or "
                 "--dist-search (the dist-set-plan and dist-search-plan passes)";
     schedule::Plan plan = planAttr.toPlan();
-    FailureOr<cost::ModelDesc> model = planningModel(module, plan.dtype);
+    FailureOr<cost::ModelDesc> model = planningModel(module, Costing::of(plan));
     if (failed(model))
       return failure();
     if (plan.mode == schedule::Mode::Infer &&
@@ -123,10 +134,15 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
         partition::readSchedule(module, planAttr);
     if (failed(given))
       return failure();
-    cost::CostModel cm = machine->costModel();
+    cost::CostModel cm = machine->costModel(Costing::of(plan));
     search::SearchOptions so;
+    // A training plan is simulated with its materialized schedule; the
+    // forward stream of its stages (an inference program) predicts nothing
+    // about training, and inference is estimated in closed form.
+    const schedule::Schedule *lists =
+        *given && !(*given)->forwardOnly ? &**given : nullptr;
     llvm::Expected<search::Candidate> cand = search::evaluatePlan(
-        *model, machine->cluster, cm, plan, so, *given ? &**given : nullptr);
+        *model, machine->cluster, cm, plan, so, lists);
     if (!cand)
       return emitError(module.getLoc()) << llvm::toString(cand.takeError());
 

@@ -2,26 +2,29 @@
 //
 // The distrt_comm ABI (distrt_comm.h). A world of one needs nothing: its
 // collectives are local copies. Larger worlds use MPI on CPU contexts and
-// NCCL (bootstrapped over MPI) on CUDA contexts. Sum and mean on MPI reduce
-// to rank 0 and broadcast, so every rank ends with the same bits: data-
-// parallel replicas then apply identical optimizer updates and never drift.
+// NCCL (bootstrapped over MPI) on CUDA contexts. Sum and mean on MPI run a
+// ring reduce-scatter and all-gather (Ring.cpp): each element is reduced in
+// one place, so every rank ends with the same bits and data-parallel
+// replicas apply identical optimizer updates and never drift.
 //
 //===----------------------------------------------------------------------===//
 #include "CommInternal.h"
+#include "CommMpi.h"
+#include "Ring.h"
 
-#ifdef DISTRT_HAVE_MPI
-// The C API only: the deprecated C++ bindings would need libmpi_cxx.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
-#endif
-
+#include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <thread>
 #include <vector>
 
 using namespace distrt;
+#ifdef DISTRT_HAVE_MPI
+using namespace distrt::mpi;
+#endif
 
 namespace {
 
@@ -61,65 +64,46 @@ void finalizeMpi() {
     MPI_Finalize();
 }
 
-MPI_Comm &mpiOf(const distrt_comm *comm) {
-  return *static_cast<MPI_Comm *>(comm->mpi);
+/// A send in flight: its header and a copy of its payload, kept until MPI
+/// has sent them.
+struct PendingSend {
+  int64_t header[2] = {0, 0};
+  std::vector<char> payload;
+  std::vector<MPI_Request> requests;
+};
+using PendingSends = std::vector<std::unique_ptr<PendingSend>>;
+
+PendingSends &pendingOf(distrt_comm *comm) {
+  if (!comm->pendingSends)
+    comm->pendingSends = new PendingSends();
+  return *static_cast<PendingSends *>(comm->pendingSends);
 }
 
-std::string mpiMessage(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
-    return "MPI error " + std::to_string(code);
-  return std::string(text, len);
-}
-
-distrt_status mpiFail(distrt_comm *comm, const char *fn, const char *call,
-                      int code) {
-  return setError(comm ? comm->ctx : nullptr, DISTRT_ERROR_BACKEND,
-                  concat(fn, ": ", call, " failed on rank ",
-                         comm ? comm->rank : 0, ": ", mpiMessage(code),
-                         "; is every rank running the same program?"));
-}
-
-#define DISTRT_MPI_TRY(comm, fn, call)                                        \
-  do {                                                                        \
-    int mpiCode_ = (call);                                                    \
-    if (mpiCode_ != MPI_SUCCESS)                                              \
-      return mpiFail((comm), (fn), #call, mpiCode_);                          \
-  } while (0)
-
-distrt_status mpiType(distrt_comm *comm, const char *fn, distrt_dtype dt,
-                      MPI_Datatype &out) {
-  switch (dt) {
-  case DISTRT_F32:
-    out = MPI_FLOAT;
+/// Frees the sends MPI has completed; with \p wait, waits for all.
+distrt_status reapSends(distrt_comm *comm, const char *fn, bool wait) {
+  if (!comm->pendingSends)
     return DISTRT_OK;
-  case DISTRT_I32:
-    out = MPI_INT32_T;
-    return DISTRT_OK;
-  case DISTRT_I64:
-    out = MPI_INT64_T;
-    return DISTRT_OK;
-  case DISTRT_U8:
-    out = MPI_UINT8_T;
-    return DISTRT_OK;
-  default:
-    return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
-                    concat(fn, ": dtype ", dtypeName(dt),
-                           " is not carried by the MPI backend; cast to f32 "
-                           "first (distrt_cast)"));
-  }
-}
-
-/// Runs `body(offset, count)` over [0, n) in chunks MPI's int counts hold.
-template <typename F> distrt_status chunked(size_t n, F body) {
-  const size_t kChunk = size_t(1) << 30;
-  for (size_t off = 0; off < n; off += kChunk) {
-    size_t cnt = n - off < kChunk ? n - off : kChunk;
-    DISTRT_TRY(body(off, (int)cnt));
+  PendingSends &pending = pendingOf(comm);
+  for (size_t k = 0; k < pending.size();) {
+    std::vector<MPI_Request> &r = pending[k]->requests;
+    int done = 1;
+    if (wait)
+      DISTRT_TRY(waitUntil(comm, fn, "its sent messages to be received", -1,
+                           [&](int &all) {
+                             return MPI_Testall((int)r.size(), r.data(), &all,
+                                                MPI_STATUSES_IGNORE);
+                           }));
+    else
+      DISTRT_MPI_TRY(comm, fn, MPI_Testall((int)r.size(), r.data(), &done,
+                                           MPI_STATUSES_IGNORE));
+    if (done)
+      pending.erase(pending.begin() + k);
+    else
+      ++k;
   }
   return DISTRT_OK;
 }
+
 #endif
 
 const char *opName(distrt_reduce_op op) {
@@ -146,9 +130,9 @@ distrt_status checkAgreement(distrt_comm *comm, const char *fn,
     return DISTRT_OK;
   int64_t mine[4] = {kind, (int64_t)t.dtype, distrt_numel(&t), extra};
   std::vector<int64_t> all(4 * (size_t)comm->size);
-  DISTRT_MPI_TRY(comm, fn,
-                 MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4,
-                               MPI_INT64_T, mpiOf(comm)));
+  DISTRT_MPI_WAIT(comm, fn, "the same collective", -1,
+                  MPI_Iallgather(mine, 4, MPI_INT64_T, all.data(), 4,
+                                 MPI_INT64_T, mpiOf(comm), &request_));
   for (int32_t r = 0; r < comm->size; ++r) {
     const int64_t *o = &all[4 * (size_t)r];
     if (o[0] == mine[0] && o[1] == mine[1] && o[2] == mine[2] &&
@@ -164,19 +148,34 @@ distrt_status checkAgreement(distrt_comm *comm, const char *fn,
         comm->ctx, DISTRT_ERROR_SHAPE_MISMATCH,
         concat(fn, ": mismatched arguments across ranks: rank ", comm->rank,
                " passes ", dtypeName(t.dtype), " x ", mine[2],
-               " elements (", kind == 0 ? "op " : "root ",
-               kind == 0 ? opName((distrt_reduce_op)mine[3])
+               " elements (", kind != 1 ? "op " : "root ",
+               kind != 1 ? opName((distrt_reduce_op)mine[3])
                          : std::to_string(mine[3]).c_str(),
                ") but rank ", r, " passes ", dtypeName((distrt_dtype)o[1]),
-               " x ", o[2], " elements (", kind == 0 ? "op " : "root ",
-               kind == 0 ? opName((distrt_reduce_op)o[3])
+               " x ", o[2], " elements (", kind != 1 ? "op " : "root ",
+               kind != 1 ? opName((distrt_reduce_op)o[3])
                          : std::to_string(o[3]).c_str(),
                "); every rank must pass the same dtype, size and ",
-               kind == 0 ? "op" : "root"));
+               kind != 1 ? "op" : "root"));
   }
 #else
   (void)comm, (void)fn, (void)kind, (void)t, (void)extra;
 #endif
+  return DISTRT_OK;
+}
+
+/// `op` is a distrt_reduce_op, and mean is of a floating dtype.
+distrt_status checkReduceOp(Checker &c, distrt_dtype dtype,
+                            distrt_reduce_op op) {
+  if (op < DISTRT_REDUCE_SUM || op > DISTRT_REDUCE_MIN)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "op ", (int)op,
+                  " is not a distrt_reduce_op (SUM, MEAN, MAX, MIN)");
+  bool isFloat = dtype == DISTRT_F32 || dtype == DISTRT_F16 ||
+                 dtype == DISTRT_BF16;
+  if (op == DISTRT_REDUCE_MEAN && !isFloat)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "mean of ",
+                  dtypeName(dtype),
+                  " values; use sum and divide, or a floating dtype");
   return DISTRT_OK;
 }
 
@@ -199,6 +198,57 @@ distrt_status localCopy(distrt_comm *comm, void *dst, const void *src,
   std::memcpy(dst, src, bytes);
   return DISTRT_OK;
 }
+
+#ifdef DISTRT_HAVE_MPI
+/// Creates the NCCL communicator of \p comm (MPI already joined): rank 0
+/// makes the id and broadcasts it over the communicator's MPI group.
+distrt_status joinNccl(distrt_comm *comm, const char *fn) {
+#ifdef DISTRT_HAVE_NCCL
+  char id[cuda::kNcclIdBytes] = {};
+  distrt_status st = DISTRT_OK;
+  if (comm->rank == 0)
+    st = cuda::ncclMakeId(comm->ctx, id);
+  // Every rank joins the broadcast so a failing rank 0 cannot hang the
+  // others; they learn of the failure from the flag that travels with it.
+  int ok = st == DISTRT_OK;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, mpiOf(comm));
+  if (ok)
+    MPI_Bcast(id, cuda::kNcclIdBytes, MPI_BYTE, 0, mpiOf(comm));
+  if (ok)
+    st = cuda::ncclInit(comm, id);
+  else if (comm->rank != 0)
+    st = setError(comm->ctx, DISTRT_ERROR_BACKEND,
+                  concat(fn, ": rank 0 could not create the NCCL id; see its "
+                             "error"));
+  if (st == DISTRT_OK)
+    comm->backend = "nccl";
+  return st;
+#else
+  return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": a CUDA context with ", comm->size,
+                         " ranks needs NCCL, and this runtime was built "
+                         "without it; install NCCL (nccl.h, libnccl.so) and "
+                         "rebuild"));
+#endif
+}
+/// Completes a communicator whose MPI_Comm is made (the world's or a
+/// group's): errors are returned, not fatal, and a CUDA context gets its
+/// NCCL communicator. On failure the communicator is destroyed.
+distrt_status finishMpiComm(distrt_comm *comm, const char *fn,
+                            distrt_comm **out) {
+  MPI_Comm_set_errhandler(mpiOf(comm), MPI_ERRORS_RETURN);
+  comm->backend = "mpi";
+  if (comm->ctx->isCuda()) {
+    distrt_status st = joinNccl(comm, fn);
+    if (st != DISTRT_OK) {
+      distrt_comm_destroy(comm);
+      return st;
+    }
+  }
+  *out = comm;
+  return DISTRT_OK;
+}
+#endif
 
 } // namespace
 
@@ -252,6 +302,16 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
   comm->size = size;
   const char *check = std::getenv("DISTRT_COMM_CHECK");
   comm->checkArgs = !(check && std::strcmp(check, "0") == 0);
+  if (const char *t = std::getenv("DISTRT_TIMEOUT"); t && *t) {
+    char *end = nullptr;
+    double seconds = std::strtod(t, &end);
+    if (*end || !(seconds >= 0) || seconds > 1e9) {
+      delete comm;
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "DISTRT_TIMEOUT='", t,
+                    "' is not a number of seconds (0 waits forever)");
+    }
+    comm->timeout = seconds;
+  }
   if (size == 1) {
     *out = comm;
     return DISTRT_OK;
@@ -285,46 +345,95 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
     delete comm;
     return c.fail(DISTRT_ERROR_BACKEND, "MPI_Comm_dup failed");
   }
-  MPI_Comm_set_errhandler(mpiOf(comm), MPI_ERRORS_RETURN);
-  comm->backend = "mpi";
-  if (ctx->isCuda()) {
-#ifdef DISTRT_HAVE_NCCL
-    char id[cuda::kNcclIdBytes] = {};
-    distrt_status st = DISTRT_OK;
-    if (rank == 0)
-      st = cuda::ncclMakeId(ctx, id);
-    // Every rank joins the broadcast so a failing rank 0 cannot hang the
-    // others; they learn of the failure from the flag that travels with it.
-    int ok = st == DISTRT_OK;
-    MPI_Bcast(&ok, 1, MPI_INT, 0, mpiOf(comm));
-    if (ok)
-      MPI_Bcast(id, cuda::kNcclIdBytes, MPI_BYTE, 0, mpiOf(comm));
-    if (ok)
-      st = cuda::ncclInit(comm, id);
-    else if (rank != 0)
-      st = c.fail(DISTRT_ERROR_BACKEND,
-                  "rank 0 could not create the NCCL id; see its error");
-    if (st != DISTRT_OK) {
-      distrt_comm_destroy(comm);
-      return st;
-    }
-    comm->backend = "nccl";
-#else
-    distrt_comm_destroy(comm);
-    return c.fail(DISTRT_ERROR_UNSUPPORTED,
-                  "a CUDA context with ", size,
-                  " ranks needs NCCL, and this runtime was built without it; "
-                  "install NCCL (nccl.h, libnccl.so) and rebuild");
-#endif
-  }
-  *out = comm;
-  return DISTRT_OK;
+  return finishMpiComm(comm, fn, out);
 #else
   delete comm;
   return c.fail(DISTRT_ERROR_UNSUPPORTED, "the launcher started ", size,
                 " ranks but this runtime was built without MPI; install "
                 "libopenmpi-dev (scripts/install-deps.sh) and rebuild");
 #endif
+}
+
+extern "C" distrt_status distrt_comm_group(distrt_comm *comm,
+                                           const int32_t *ranks, int32_t n,
+                                           distrt_comm **out) {
+  const char *fn = "distrt_comm_group";
+  DISTRT_TRY(checkComm(comm, fn));
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("out", out));
+  *out = nullptr;
+  if (n < 1 || n > comm->size || !ranks)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "a group of ", n,
+                  " rank(s) in a world of ", comm->size,
+                  "; list between 1 and ", comm->size, " ranks");
+  int32_t mine = -1;
+  std::vector<bool> seen((size_t)comm->size, false);
+  for (int32_t k = 0; k < n; ++k) {
+    if (ranks[k] < 0 || ranks[k] >= comm->size || seen[(size_t)ranks[k]])
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "rank ", ranks[k],
+                    " (entry ", k, ") is ",
+                    ranks[k] < 0 || ranks[k] >= comm->size
+                        ? "outside the world"
+                        : "listed twice",
+                    "; a group lists distinct ranks of the world of ",
+                    comm->size);
+    seen[(size_t)ranks[k]] = true;
+    if (ranks[k] == comm->rank)
+      mine = k;
+  }
+  if (mine < 0)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "rank ", comm->rank,
+                  " is not in the group it joins; only the group's ranks "
+                  "call distrt_comm_group");
+  distrt_comm *g = new (std::nothrow) distrt_comm;
+  if (!g)
+    return c.fail(DISTRT_ERROR_OUT_OF_MEMORY, "cannot allocate a communicator");
+  g->ctx = comm->ctx;
+  g->rank = mine;
+  g->size = n;
+  g->checkArgs = comm->checkArgs;
+  g->timeout = comm->timeout;
+  if (n == 1) {
+    *out = g;
+    return DISTRT_OK;
+  }
+#ifdef DISTRT_HAVE_MPI
+  MPI_Group world, members;
+  g->mpi = new (std::nothrow) MPI_Comm;
+  int code = g->mpi ? MPI_Comm_group(mpiOf(comm), &world) : MPI_ERR_NO_MEM;
+  if (code == MPI_SUCCESS) {
+    code = MPI_Group_incl(world, n, ranks, &members);
+    MPI_Group_free(&world);
+  }
+  if (code == MPI_SUCCESS) {
+    // Collective over the members only: each group is made by its own
+    // ranks, whenever they first need it.
+    code = MPI_Comm_create_group(mpiOf(comm), members, /*tag=*/0, &mpiOf(g));
+    MPI_Group_free(&members);
+  }
+  if (code != MPI_SUCCESS) {
+    delete static_cast<MPI_Comm *>(g->mpi);
+    delete g;
+    return mpiFail(comm, fn, "MPI_Comm_create_group", code);
+  }
+  return finishMpiComm(g, fn, out);
+#else
+  delete g;
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
+#endif
+}
+
+extern "C" distrt_status distrt_comm_set_timeout(distrt_comm *comm,
+                                                 double seconds) {
+  const char *fn = "distrt_comm_set_timeout";
+  DISTRT_TRY(checkComm(comm, fn));
+  if (!(seconds >= 0) || seconds > 1e9)
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    concat(fn, ": ", seconds,
+                           " is not a number of seconds in [0, 1e9] (0 waits "
+                           "forever)"));
+  comm->timeout = seconds;
+  return DISTRT_OK;
 }
 
 extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
@@ -335,6 +444,10 @@ extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
     cuda::ncclRelease(comm);
 #endif
 #ifdef DISTRT_HAVE_MPI
+  if (comm->pendingSends) {
+    (void)reapSends(comm, "distrt_comm_destroy", /*wait=*/true);
+    delete static_cast<PendingSends *>(comm->pendingSends);
+  }
   if (comm->mpi) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -345,6 +458,19 @@ extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
 #endif
   delete comm;
   return DISTRT_OK;
+}
+
+extern "C" void distrt_comm_abort(distrt_comm *comm, int code) {
+#ifdef DISTRT_HAVE_MPI
+  if (comm && comm->mpi) {
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(mpiOf(comm), code);
+  }
+#else
+  (void)comm;
+  (void)code;
+#endif
 }
 
 extern "C" distrt_status distrt_comm_rank(const distrt_comm *comm,
@@ -390,15 +516,7 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
                     shapeString(*input),
                     "; the output needs the input's dtype and element count");
   }
-  if (op < DISTRT_REDUCE_SUM || op > DISTRT_REDUCE_MIN)
-    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "op ", (int)op,
-                  " is not a distrt_reduce_op (SUM, MEAN, MAX, MIN)");
-  bool isFloat = input->dtype == DISTRT_F32 || input->dtype == DISTRT_F16 ||
-                 input->dtype == DISTRT_BF16;
-  if (op == DISTRT_REDUCE_MEAN && !isFloat)
-    return c.fail(DISTRT_ERROR_UNSUPPORTED, "mean of ",
-                  dtypeName(input->dtype),
-                  " values; use sum and divide, or a floating dtype");
+  DISTRT_TRY(checkReduceOp(c, input->dtype, op));
   size_t n = (size_t)distrt_numel(input);
   size_t bytes = n * elementSize(input->dtype);
   void *out = output ? output->data : input->data;
@@ -424,36 +542,26 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
   size_t esz = elementSize(input->dtype);
   if (op == DISTRT_REDUCE_MAX || op == DISTRT_REDUCE_MIN)
     return chunked(n, [&](size_t off, int cnt) {
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Allreduce(out == in ? MPI_IN_PLACE : i + off * esz,
-                                   o + off * esz, cnt, type,
-                                   op == DISTRT_REDUCE_MAX ? MPI_MAX : MPI_MIN,
-                                   mc));
+      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
+                      MPI_Iallreduce(out == in ? MPI_IN_PLACE : i + off * esz,
+                                     o + off * esz, cnt, type,
+                                     op == DISTRT_REDUCE_MAX ? MPI_MAX
+                                                             : MPI_MIN,
+                                     mc, &request_));
       return DISTRT_OK;
     });
-  // Sum and mean: reduce to rank 0, which divides, then broadcast: every
-  // rank gets the root's bits.
-  return chunked(n, [&](size_t off, int cnt) {
-    if (comm->rank == 0) {
-      if (out != in)
-        std::memcpy(o + off * esz, i + off * esz, (size_t)cnt * esz);
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Reduce(MPI_IN_PLACE, o + off * esz, cnt, type, MPI_SUM,
-                                0, mc));
-      if (op == DISTRT_REDUCE_MEAN) {
-        float *f = reinterpret_cast<float *>(o + off * esz);
-        float inv = (float)comm->size;
-        for (int k = 0; k < cnt; ++k)
-          f[k] /= inv;
-      }
-    } else {
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Reduce(i + off * esz, nullptr, cnt, type, MPI_SUM, 0,
-                                mc));
-    }
-    DISTRT_MPI_TRY(comm, fn, MPI_Bcast(o + off * esz, cnt, type, 0, mc));
-    return DISTRT_OK;
-  });
+  // Sum and mean: a ring reduce-scatter then all-gather on the output,
+  // in slices whose blocks MPI's int byte counts hold.
+  if (out != in)
+    std::memcpy(o, i, bytes);
+  const size_t slice = (size_t(1) << 26) * (size_t)comm->size;
+  for (size_t off = 0; off < n; off += slice) {
+    size_t cnt = std::min(slice, n - off);
+    DISTRT_TRY(ringReduceScatter(comm, fn, o + off * esz, cnt, input->dtype,
+                                 op));
+    DISTRT_TRY(ringAllGather(comm, fn, o + off * esz, cnt, input->dtype));
+  }
+  return DISTRT_OK;
 #else
   return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
 #endif
@@ -484,8 +592,9 @@ extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
   size_t esz = elementSize(tensor->dtype);
   char *p = static_cast<char *>(tensor->data);
   return chunked(n, [&](size_t off, int cnt) {
-    DISTRT_MPI_TRY(comm, fn,
-                   MPI_Bcast(p + off * esz, cnt, type, root, mpiOf(comm)));
+    DISTRT_MPI_WAIT(comm, fn, "its broadcast", root == comm->rank ? -1 : root,
+                    MPI_Ibcast(p + off * esz, cnt, type, root, mpiOf(comm),
+                               &request_));
     return DISTRT_OK;
   });
 #else
@@ -494,12 +603,113 @@ extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
 #endif
 }
 
+namespace {
+/// The checks reduce-scatter and all-gather share: tensors of one dtype,
+/// `whole` holding size x `part`'s elements, no overlap.
+distrt_status checkBlocks(distrt_comm *comm, const char *fn,
+                          const distrt_tensor *input,
+                          const distrt_tensor *output, bool inputWhole) {
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("input", input));
+  DISTRT_TRY(c.pointer("output", output));
+  DISTRT_TRY(c.tensor("input", input, input->dtype));
+  DISTRT_TRY(c.tensor("output", output, output->dtype));
+  const distrt_tensor *whole = inputWhole ? input : output;
+  const distrt_tensor *part = inputWhole ? output : input;
+  if (output->dtype != input->dtype ||
+      distrt_numel(whole) != distrt_numel(part) * comm->size)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "input is ",
+                  dtypeName(input->dtype), " ", shapeString(*input),
+                  " and output ", dtypeName(output->dtype), " ",
+                  shapeString(*output), "; the ", inputWhole ? "input" : "output",
+                  " needs ", comm->size, " x the ",
+                  inputWhole ? "output" : "input",
+                  "'s elements (one block per rank) and both one dtype");
+  size_t bytes = (size_t)distrt_numel(whole) * elementSize(input->dtype);
+  const char *w = static_cast<const char *>(whole->data);
+  const char *p = static_cast<const char *>(part->data);
+  size_t partBytes = (size_t)distrt_numel(part) * elementSize(input->dtype);
+  if (partBytes && p < w + bytes && w < p + partBytes)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
+                  "input and output overlap; pass disjoint memory");
+  return DISTRT_OK;
+}
+} // namespace
+
+extern "C" distrt_status distrt_reduce_scatter(distrt_comm *comm,
+                                               const distrt_tensor *input,
+                                               const distrt_tensor *output,
+                                               distrt_reduce_op op) {
+  const char *fn = "distrt_reduce_scatter";
+  DISTRT_TRY(checkComm(comm, fn));
+  DISTRT_TRY(checkBlocks(comm, fn, input, output, /*inputWhole=*/true));
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(checkReduceOp(c, input->dtype, op));
+  DISTRT_TRY(checkAgreement(comm, fn, 2, *input, op));
+  size_t n = (size_t)distrt_numel(output);
+  size_t esz = elementSize(input->dtype);
+  if (comm->size == 1)
+    return localCopy(comm, output->data, input->data, n * esz);
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return cuda::ncclReduceScatter(comm, input->data, output->data, n,
+                                   input->dtype, op);
+#endif
+#ifdef DISTRT_HAVE_MPI
+  MPI_Datatype type;
+  DISTRT_TRY(mpiType(comm, fn, input->dtype, type));
+  if (n * esz > (size_t)INT32_MAX)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "blocks of ", n * esz,
+                  " bytes; the MPI ring moves blocks below 2 GiB");
+  std::vector<char> work(n * esz * (size_t)comm->size);
+  std::memcpy(work.data(), input->data, work.size());
+  DISTRT_TRY(ringReduceScatter(comm, fn, work.data(), n * comm->size,
+                               input->dtype, op));
+  std::memcpy(output->data, work.data() + (size_t)comm->rank * n * esz,
+              n * esz);
+  return DISTRT_OK;
+#else
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
+#endif
+}
+
+extern "C" distrt_status distrt_all_gather(distrt_comm *comm,
+                                           const distrt_tensor *input,
+                                           const distrt_tensor *output) {
+  const char *fn = "distrt_all_gather";
+  DISTRT_TRY(checkComm(comm, fn));
+  DISTRT_TRY(checkBlocks(comm, fn, input, output, /*inputWhole=*/false));
+  DISTRT_TRY(checkAgreement(comm, fn, 3, *input, 0));
+  size_t n = (size_t)distrt_numel(input);
+  size_t esz = elementSize(input->dtype);
+  if (comm->size == 1)
+    return localCopy(comm, output->data, input->data, n * esz);
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return cuda::ncclAllGather(comm, input->data, output->data, n,
+                               input->dtype);
+#endif
+#ifdef DISTRT_HAVE_MPI
+  Checker c(comm->ctx, fn);
+  if (n * esz > (size_t)INT32_MAX)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "blocks of ", n * esz,
+                  " bytes; the MPI ring moves blocks below 2 GiB");
+  char *o = static_cast<char *>(output->data);
+  std::memcpy(o + (size_t)comm->rank * n * esz, input->data, n * esz);
+  return ringAllGather(comm, fn, o, n * comm->size, input->dtype);
+#else
+  return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": no MPI in this runtime"));
+#endif
+}
+
 extern "C" distrt_status distrt_barrier(distrt_comm *comm) {
   const char *fn = "distrt_barrier";
   DISTRT_TRY(checkComm(comm, fn));
 #ifdef DISTRT_HAVE_MPI
   if (comm->mpi)
-    DISTRT_MPI_TRY(comm, fn, MPI_Barrier(mpiOf(comm)));
+    DISTRT_MPI_WAIT(comm, fn, "the barrier", -1,
+                    MPI_Ibarrier(mpiOf(comm), &request_));
 #endif
   return DISTRT_OK;
 }
@@ -537,18 +747,14 @@ distrt_status checkPeer(distrt_comm *comm, const char *fn,
 }
 
 #ifdef DISTRT_HAVE_MPI
-/// Sends/receives `bytes` raw bytes over MPI in chunks of int counts.
-distrt_status mpiBytes(distrt_comm *comm, const char *fn, bool send, void *p,
-                       size_t bytes, int32_t peer, int32_t tag) {
+/// Receives `bytes` raw bytes over MPI in chunks of int counts.
+distrt_status mpiRecvBytes(distrt_comm *comm, const char *fn, void *p,
+                           size_t bytes, int32_t peer, int32_t tag) {
   char *b = static_cast<char *>(p);
   return chunked(bytes, [&](size_t off, int cnt) {
-    if (send)
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Send(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm)));
-    else
-      DISTRT_MPI_TRY(comm, fn,
-                     MPI_Recv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
-                              MPI_STATUS_IGNORE));
+    DISTRT_MPI_WAIT(comm, fn, "a message's bytes", peer,
+                    MPI_Irecv(b + off, cnt, MPI_BYTE, peer, tag, mpiOf(comm),
+                              &request_));
     return DISTRT_OK;
   });
 }
@@ -568,15 +774,38 @@ extern "C" distrt_status distrt_send(distrt_comm *comm,
   // The header lets the receiver check dtype and size before it touches
   // its buffer.
   int64_t header[2] = {(int64_t)tensor->dtype, distrt_numel(tensor)};
-  DISTRT_MPI_TRY(comm, fn,
-                 MPI_Send(header, 2, MPI_INT64_T, peer, tag, mpiOf(comm)));
   size_t bytes = (size_t)header[1] * elementSize(tensor->dtype);
 #ifdef DISTRT_HAVE_NCCL
-  if (comm->nccl)
+  if (comm->nccl) {
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Send(header, 2, MPI_INT64_T, peer, tag, mpiOf(comm)));
     return bytes ? cuda::ncclSendBytes(comm, tensor->data, bytes, peer)
                  : DISTRT_OK;
+  }
 #endif
-  return mpiBytes(comm, fn, true, tensor->data, bytes, peer, tag);
+  // Buffered: a copy goes out in the background (MPI keeps the order of
+  // one pair's messages of one tag), so the caller may reuse its tensor
+  // and two ranks sending to each other do not deadlock.
+  auto send = std::make_unique<PendingSend>();
+  send->header[0] = header[0];
+  send->header[1] = header[1];
+  const char *data = static_cast<const char *>(tensor->data);
+  send->payload.assign(data, data + bytes);
+  MPI_Request request;
+  DISTRT_MPI_TRY(comm, fn,
+                 MPI_Isend(send->header, 2, MPI_INT64_T, peer, tag,
+                           mpiOf(comm), &request));
+  send->requests.push_back(request);
+  char *payload = send->payload.data();
+  DISTRT_TRY(chunked(bytes, [&](size_t off, int cnt) {
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Isend(payload + off, cnt, MPI_BYTE, peer, tag,
+                             mpiOf(comm), &request));
+    send->requests.push_back(request);
+    return DISTRT_OK;
+  }));
+  pendingOf(comm).push_back(std::move(send));
+  return reapSends(comm, fn, false);
 #else
   return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
                   concat(fn, ": no MPI in this runtime"));
@@ -594,7 +823,9 @@ extern "C" distrt_status distrt_recv(distrt_comm *comm,
                     concat(fn, ": this communicator has no MPI"));
   MPI_Status status;
   int count = 0;
-  DISTRT_MPI_TRY(comm, fn, MPI_Probe(peer, tag, mpiOf(comm), &status));
+  DISTRT_TRY(waitUntil(comm, fn, "a message", peer, [&](int &arrived) {
+    return MPI_Iprobe(peer, tag, mpiOf(comm), &arrived, &status);
+  }));
   DISTRT_MPI_TRY(comm, fn, MPI_Get_count(&status, MPI_BYTE, &count));
   if (count != 2 * (int)sizeof(int64_t)) {
     // Not a distrt_send header: drain it and report.
@@ -631,7 +862,7 @@ extern "C" distrt_status distrt_recv(distrt_comm *comm,
 #endif
       {
         std::vector<char> scratch(sentBytes);
-        DISTRT_TRY(mpiBytes(comm, fn, false, scratch.data(), sentBytes, peer,
+        DISTRT_TRY(mpiRecvBytes(comm, fn, scratch.data(), sentBytes, peer,
                             tag));
       }
     }
@@ -650,7 +881,7 @@ extern "C" distrt_status distrt_recv(distrt_comm *comm,
                ? cuda::ncclRecvBytes(comm, tensor->data, sentBytes, peer)
                : DISTRT_OK;
 #endif
-  return mpiBytes(comm, fn, false, tensor->data, sentBytes, peer, tag);
+  return mpiRecvBytes(comm, fn, tensor->data, sentBytes, peer, tag);
 #else
   return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
                   concat(fn, ": no MPI in this runtime"));

@@ -25,6 +25,13 @@ struct distrt_comm {
   /// Cross-rank check of every collective's arguments (DISTRT_COMM_CHECK=0
   /// turns it off).
   bool checkArgs = true;
+  /// Seconds a transfer or collective waits for its peers before it fails
+  /// (DISTRT_TIMEOUT, distrt_comm_set_timeout); 0 waits forever.
+  double timeout = 60;
+  /// MPI sends in flight (Comm.cpp's PendingSends): distrt_send copies the
+  /// payload and returns, so two ranks sending to each other never wait on
+  /// each other (a 1F1B pipeline's forward and backward transfers cross).
+  void *pendingSends = nullptr;
 };
 
 namespace distrt {
@@ -43,6 +50,13 @@ distrt_status ncclAllReduce(distrt_comm *comm, const void *in, void *out,
                             size_t n, distrt_dtype dtype, distrt_reduce_op op);
 distrt_status ncclBcast(distrt_comm *comm, void *buf, size_t n,
                         distrt_dtype dtype, int32_t root);
+/// `n` elements per rank: `in` holds size x n, `out` n.
+distrt_status ncclReduceScatter(distrt_comm *comm, const void *in, void *out,
+                                size_t n, distrt_dtype dtype,
+                                distrt_reduce_op op);
+/// `n` elements per rank: `in` holds n, `out` size x n.
+distrt_status ncclAllGather(distrt_comm *comm, const void *in, void *out,
+                            size_t n, distrt_dtype dtype);
 /// Point-to-point: `bytes` bytes as ncclUint8 on the context's stream.
 distrt_status ncclSendBytes(distrt_comm *comm, const void *buf, size_t bytes,
                             int32_t peer);

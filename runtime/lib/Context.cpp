@@ -120,6 +120,32 @@ distrt_status Checker::pointer(const char *name, const void *p) {
   return DISTRT_OK;
 }
 
+std::vector<int64_t> distrt::stridesOf(const distrt_tensor &t) {
+  std::vector<int64_t> s((size_t)t.rank, 1);
+  bool any = false;
+  for (int i = 0; i < t.rank; ++i)
+    any |= t.strides[i] != 0;
+  if (any) {
+    for (int i = 0; i < t.rank; ++i)
+      s[(size_t)i] = t.strides[i];
+    return s;
+  }
+  for (int i = t.rank - 2; i >= 0; --i)
+    s[(size_t)i] = s[(size_t)i + 1] * t.dims[i + 1];
+  return s;
+}
+
+bool distrt::isDense(const distrt_tensor &t) {
+  std::vector<int64_t> s = stridesOf(t);
+  int64_t want = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    if (t.dims[i] != 1 && s[(size_t)i] != want)
+      return false;
+    want *= t.dims[i];
+  }
+  return true;
+}
+
 static distrt_status checkLayout(Checker &c, const char *name,
                                  const distrt_tensor *t) {
   if (!t)
@@ -137,6 +163,12 @@ static distrt_status checkLayout(Checker &c, const char *name,
     return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "tensor '", name,
                   "' has a NULL data pointer but ", distrt_numel(t),
                   " elements; allocate it (distrt_alloc) first");
+  if (!c.stridedAllowed() && !isDense(*t))
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "tensor '", name, "' ",
+                  shapeString(*t), " is strided (",
+                  shapeString(stridesOf(*t)),
+                  "); this entry point takes dense row-major tensors (copy "
+                  "it first)");
   return DISTRT_OK;
 }
 
@@ -244,6 +276,8 @@ const char *distrt_status_string(distrt_status status) {
     return "out of memory";
   case DISTRT_ERROR_NO_DEVICE:
     return "no device";
+  case DISTRT_ERROR_TIMEOUT:
+    return "timeout";
   }
   return "unknown status";
 }

@@ -1,14 +1,18 @@
 //===- Conv.cpp - 2-D convolution and pooling on oneDNN --------*- C++ -*-===//
 //
-// NCHW activations and OIHW weights in plain layouts, so generated programs
-// never see oneDNN's blocked formats. The backward of max pooling recomputes
-// the forward's workspace (argmax) instead of carrying an opaque buffer
-// through the ABI.
+// Activations are NCHW or channels-last (NHWC, oneDNN's "nxc", which its
+// AVX2 and AVX-512 kernels run natively, depthwise included), weights OIHW;
+// generated programs never see oneDNN's blocked formats: distrt_conv2d_ex
+// lets oneDNN pick the weights layout and reorders them itself (once, when
+// they are constant). Primitives are cached per shape, layout and
+// post-ops. The backward of max pooling recomputes the forward's workspace
+// (argmax) instead of carrying an opaque buffer through the ABI.
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
 #include "cpu/CpuState.h"
 #include "cpu/Loops.h"
+#include "cpu/PostOps.h"
 #ifdef DISTRT_HAVE_CUDA
 #include "cuda/CudaApi.h"
 #endif
@@ -30,6 +34,44 @@ struct ConvGeom {
   memory::dims src, wei, dst, bias, strides, dil, padL, padR;
   int64_t groups;
 };
+
+memory::dims dimsOf4(const distrt_tensor &t) {
+  return memory::dims(t.dims, t.dims + t.rank);
+}
+
+/// The layouts a 4-D activation is laid out in: bit 0 NCHW (dense), bit 1
+/// channels-last; both for a tensor whose strides only differ on unit dims
+/// ([N, C, 1, 1]), none for others.
+unsigned activationLayouts(const distrt_tensor &t) {
+  if (t.rank != 4)
+    return 0;
+  std::vector<int64_t> s = stridesOf(t);
+  const int64_t *d = t.dims;
+  auto same = [&](int i, int64_t want) { return d[i] == 1 || s[i] == want; };
+  unsigned l = isDense(t) ? 1u : 0u;
+  if (same(1, 1) && same(3, d[1]) && same(2, d[1] * d[3]) &&
+      same(0, d[1] * d[2] * d[3]))
+    l |= 2u;
+  return l;
+}
+
+/// The layout two activations share (channels-last when either is only
+/// that), or false when they share none.
+bool commonTag(const distrt_tensor &x, const distrt_tensor &y,
+               memory::format_tag &tag) {
+  unsigned lx = activationLayouts(x), ly = activationLayouts(y);
+  unsigned both = lx & ly;
+  if (!both)
+    return false;
+  bool nhwc = (both & 2u) && (!(both & 1u) || lx == 2u || ly == 2u);
+  tag = nhwc ? memory::format_tag::nhwc : memory::format_tag::nchw;
+  return true;
+}
+
+/// The oneDNN descriptor of an activation in layout `tag`.
+memory::desc activationDesc(const distrt_tensor &t, memory::format_tag tag) {
+  return memory::desc(dimsOf4(t), memory::data_type::f32, tag);
+}
 
 distrt_status checkConv(Checker &c, const distrt_conv2d_attr *attr,
                         const distrt_tensor *x, const distrt_tensor *w,
@@ -124,6 +166,81 @@ convFwdPd(cpu::CpuState &st, const ConvGeom &g, bool bias) {
 
 } // namespace
 
+namespace {
+
+/// The forward convolution on oneDNN, cached per geometry, layouts and
+/// post-ops. With `anyWeights` oneDNN picks the weights layout its fastest
+/// kernel wants and `w` is reordered into it (once per address when
+/// `ex->constant_weights`); otherwise the weights are read as OIHW.
+distrt_status convForward(distrt_context *ctx, const ConvGeom &g,
+                          const distrt_tensor *x, const distrt_tensor *w,
+                          const distrt_tensor *bias, const distrt_tensor *y,
+                          const distrt_compute_ex *ex, bool anyWeights,
+                          memory::format_tag tag) {
+  cpu::CpuState &st = cpu::state(ctx);
+  memory::desc s = activationDesc(*x, tag), d = activationDesc(*y, tag),
+               wPlain = cpu::plainDesc(g.wei), b = cpu::plainDesc(g.bias);
+  std::string key =
+      "conv:" + cpu::dimsKey(g.src) + std::to_string((int)tag) + "|" +
+      cpu::dimsKey(g.wei) + "|" + cpu::dimsKey(g.dst) + "|" +
+      cpu::dimsKey(g.strides) +
+      cpu::dimsKey(g.dil) + cpu::dimsKey(g.padL) + cpu::dimsKey(g.padR) +
+      (bias ? "b" : "") + (anyWeights ? "any" : "") +
+      cpu::postOpsKey(ex, 4);
+  auto it = st.layered.find(key);
+  if (it == st.layered.end()) {
+    memory::desc wd = anyWeights ? memory::desc(g.wei, memory::data_type::f32,
+                                                memory::format_tag::any)
+                                 : wPlain;
+    dnnl::post_ops ops;
+    cpu::appendPostOps(ops, ex, 0, 4);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    auto desc = bias ? dnnl::convolution_forward::desc(
+                           prop_kind::forward_inference,
+                           algorithm::convolution_direct, s, wd, b, d,
+                           g.strides, g.dil, g.padL, g.padR)
+                     : dnnl::convolution_forward::desc(
+                           prop_kind::forward_inference,
+                           algorithm::convolution_direct, s, wd, d, g.strides,
+                           g.dil, g.padL, g.padR);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, st.engine);
+    it = st.layered
+             .emplace(key, cpu::CpuState::Layered{dnnl::convolution_forward(pd),
+                                                  pd.weights_desc()})
+             .first;
+  }
+  const cpu::CpuState::Layered &entry = it->second;
+  memory weights = cpu::mem(st, wPlain, w->data);
+  if (entry.weights != wPlain) {
+    std::string wkey = key + "@" +
+                       std::to_string(reinterpret_cast<uintptr_t>(w->data));
+    auto cached = ex && ex->constant_weights ? st.constantWeights.find(wkey)
+                                             : st.constantWeights.end();
+    if (cached != st.constantWeights.end()) {
+      weights = cached->second;
+    } else {
+      memory blocked(entry.weights, st.engine);
+      dnnl::reorder(weights, blocked).execute(st.stream, weights, blocked);
+      weights = blocked;
+      if (ex && ex->constant_weights)
+        st.constantWeights.emplace(wkey, blocked);
+    }
+  }
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
+      {DNNL_ARG_WEIGHTS, weights},
+      {DNNL_ARG_DST, cpu::mem(st, d, y->data)}};
+  if (bias)
+    args[DNNL_ARG_BIAS] = cpu::mem(st, b, bias->data);
+  cpu::postOpArgs(st, args, ex, 0, 0, 4);
+  entry.prim.execute(st.stream, args);
+  st.stream.wait();
+  return DISTRT_OK;
+}
+
+} // namespace
+
 extern "C" distrt_status distrt_conv2d(distrt_context *ctx,
                                        const distrt_tensor *x,
                                        const distrt_tensor *w,
@@ -143,17 +260,45 @@ extern "C" distrt_status distrt_conv2d(distrt_context *ctx,
                                        bias ? cpu::f32(bias) : nullptr,
                                        cpu::f32(y)));
   return guardCall(ctx, fn, [&] {
-    cpu::CpuState &st = cpu::state(ctx);
-    auto pd = convFwdPd(st, g, bias);
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, cpu::mem(st, cpu::plainDesc(g.src), x->data)},
-        {DNNL_ARG_WEIGHTS, cpu::mem(st, cpu::plainDesc(g.wei), w->data)},
-        {DNNL_ARG_DST, cpu::mem(st, cpu::plainDesc(g.dst), y->data)}};
-    if (bias)
-      args[DNNL_ARG_BIAS] = cpu::mem(st, cpu::plainDesc(g.bias), bias->data);
-    dnnl::convolution_forward(pd).execute(st.stream, args);
-    st.stream.wait();
-    return DISTRT_OK;
+    return convForward(ctx, g, x, w, bias, y, nullptr, false,
+                       memory::format_tag::nchw);
+  });
+}
+
+extern "C" distrt_status distrt_conv2d_ex(distrt_context *ctx,
+                                          const distrt_tensor *x,
+                                          const distrt_tensor *w,
+                                          const distrt_tensor *bias,
+                                          const distrt_tensor *y,
+                                          const distrt_conv2d_attr *attr,
+                                          const distrt_compute_ex *ex) {
+  const char *fn = "distrt_conv2d_ex";
+  Checker c(ctx, fn);
+  DISTRT_TRY(c.context());
+  bool post = ex && ex->count > 0;
+  if (ctx->isCuda()) {
+    if (post)
+      return c.fail(DISTRT_ERROR_UNSUPPORTED,
+                    "post-ops run on the CPU backend only");
+    return distrt_conv2d(ctx, x, w, bias, y, attr);
+  }
+  c.allowStrided();
+  ConvGeom g;
+  DISTRT_TRY(checkConv(c, attr, x, w, y, g));
+  c.allowStrided(false);
+  DISTRT_TRY(c.tensor("w", w, DISTRT_F32));
+  DISTRT_TRY(c.optTensor("bias", bias, DISTRT_F32));
+  if (bias)
+    DISTRT_TRY(c.shape("bias", bias, {w->dims[0]}));
+  memory::format_tag tag;
+  if (!commonTag(*x, *y, tag))
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "x ", shapeString(*x),
+                  " strides ", shapeString(stridesOf(*x)), " and y ",
+                  shapeString(*y), " strides ", shapeString(stridesOf(*y)),
+                  " must both be NCHW or both channels-last");
+  DISTRT_TRY(cpu::checkPostOps(c, ex, dimsOf(*y), stridesOf(*y)));
+  return guardCall(ctx, fn, [&] {
+    return convForward(ctx, g, x, w, bias, y, ex, true, tag);
   });
 }
 
@@ -330,22 +475,41 @@ extern "C" distrt_status distrt_pool2d(distrt_context *ctx,
   const char *fn = "distrt_pool2d";
   Checker c(ctx, fn);
   DISTRT_TRY(c.context());
+  c.allowStrided(!ctx->isCuda());
   DISTRT_TRY(checkPool(c, attr, x, y));
+  c.allowStrided(false);
+  memory::format_tag tag = memory::format_tag::nchw;
+  if (!commonTag(*x, *y, tag))
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "x and y must both be NCHW or "
+                                            "both channels-last");
   DISTRT_ON_CUDNN(ctx, c, cuda::pool(ctx, poolShape(x, y, attr), cpu::f32(x),
                                    cpu::f32(y), nullptr, nullptr));
   return guardCall(ctx, fn, [&] {
-    cpu::CpuState &st = cpu::state(ctx);
-    memory::desc s = cpu::plainDesc(*x), d = cpu::plainDesc(*y);
-    auto pd = poolFwdPd(st, attr, s, d);
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
-        {DNNL_ARG_DST, cpu::mem(st, d, y->data)}};
-    if (attr->kind == DISTRT_POOL_MAX)
-      args[DNNL_ARG_WORKSPACE] = memory(pd.workspace_desc(), st.engine);
-    dnnl::pooling_forward(pd).execute(st.stream, args);
-    st.stream.wait();
-    return DISTRT_OK;
-  });
+      cpu::CpuState &st = cpu::state(ctx);
+      memory::desc s = activationDesc(*x, tag), d = activationDesc(*y, tag);
+      std::string key = "pool:" + cpu::dimsKey(dimsOf4(*x)) +
+                        std::to_string((int)tag) + cpu::dimsKey(dimsOf4(*y)) +
+                        std::to_string(attr->kind) + "," +
+                        cpu::dimsKey({attr->kernel[0], attr->kernel[1],
+                                      attr->stride[0], attr->stride[1],
+                                      attr->pad_begin[0], attr->pad_begin[1],
+                                      attr->pad_end[0], attr->pad_end[1]});
+      dnnl::primitive &prim = st.primitive(key, [&] {
+        // Inference propagation: no workspace (the backward recomputes it).
+        dnnl::pooling_forward::desc desc(
+            prop_kind::forward_inference, poolAlg(attr->kind), s, d,
+            {attr->stride[0], attr->stride[1]},
+            {attr->kernel[0], attr->kernel[1]},
+            {attr->pad_begin[0], attr->pad_begin[1]},
+            {attr->pad_end[0], attr->pad_end[1]});
+        return dnnl::pooling_forward(
+            dnnl::pooling_forward::primitive_desc(desc, st.engine));
+      });
+      prim.execute(st.stream, {{DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
+                               {DNNL_ARG_DST, cpu::mem(st, d, y->data)}});
+      st.stream.wait();
+      return DISTRT_OK;
+    });
 }
 
 extern "C" distrt_status distrt_pool2d_bwd(distrt_context *ctx,

@@ -10,6 +10,7 @@
 #include "ScalarOps.h"
 #include "cpu/CpuState.h"
 #include "cpu/Loops.h"
+#include "cpu/PostOps.h"
 #ifdef DISTRT_HAVE_CUDA
 #include "cuda/CudaApi.h"
 #endif
@@ -70,30 +71,6 @@ distrt_status checkBinaryOp(Checker &c, int op) {
     return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "unknown binary op ", op,
                   "; use a distrt_binary_op value");
   return DISTRT_OK;
-}
-
-bool oneDnnBinary(int op, algorithm &alg) {
-  switch (op) {
-  case DISTRT_BINARY_ADD:
-    alg = algorithm::binary_add;
-    return true;
-  case DISTRT_BINARY_SUB:
-    alg = algorithm::binary_sub;
-    return true;
-  case DISTRT_BINARY_MUL:
-    alg = algorithm::binary_mul;
-    return true;
-  case DISTRT_BINARY_DIV:
-    alg = algorithm::binary_div;
-    return true;
-  case DISTRT_BINARY_MAX:
-    alg = algorithm::binary_max;
-    return true;
-  case DISTRT_BINARY_MIN:
-    alg = algorithm::binary_min;
-    return true;
-  }
-  return false;
 }
 
 /// b's dims padded with leading ones to `rank`.
@@ -274,7 +251,7 @@ extern "C" distrt_status distrt_binary(distrt_context *ctx,
     return DISTRT_OK;
   return guardCall(ctx, fn, [&] {
     algorithm alg;
-    if (dimsOf(*a) == out && oneDnnBinary(op, alg)) {
+    if (dimsOf(*a) == out && cpu::binaryAlgorithm(op, alg)) {
       cpu::CpuState &st = cpu::state(ctx);
       memory::dims od = out.empty() ? memory::dims{1}
                                     : memory::dims(out.begin(), out.end());

@@ -101,6 +101,13 @@ public:
                         int32_t rank);
   distrt_status scalar(const char *name, const distrt_tensor *t);
   distrt_status pointer(const char *name, const void *p);
+  /// Lets the following checks accept strided tensors (entry points that
+  /// read and write them: distrt_tensor's `strides`).
+  Checker &allowStrided(bool allow = true) {
+    strided_ = allow;
+    return *this;
+  }
+  bool stridedAllowed() const { return strided_; }
 
   template <typename... Args>
   distrt_status fail(distrt_status status, const Args &...args) {
@@ -109,7 +116,13 @@ public:
 private:
   distrt_context *ctx_;
   const char *fn_;
+  bool strided_ = false;
 };
+
+/// True when `t` is dense row-major (no strides, or the row-major ones).
+bool isDense(const distrt_tensor &t);
+/// Element strides of `t` (row-major when it records none).
+std::vector<int64_t> stridesOf(const distrt_tensor &t);
 
 #define DISTRT_TRY(expr)                                                      \
   do {                                                                        \

@@ -8,6 +8,7 @@
 #include "Internal.h"
 #include "ScalarOps.h"
 #include "cpu/CpuState.h"
+#include "cpu/PostOps.h"
 #ifdef DISTRT_HAVE_CUDA
 #include "cuda/CudaApi.h"
 #endif
@@ -197,6 +198,86 @@ distrt_status checkAttr(Checker &c, const distrt_matmul_attr *attr) {
   return c.pointer("attr", attr);
 }
 
+/// Dims and strides of matrix operand `t` as the [batch..., rows, cols]
+/// operand of a rank-`rank` matmul (op(t) when `trans`); a rank-2 operand
+/// is shared by every batch (unit batch dims).
+void matmulOperand(const distrt_tensor &t, bool trans, size_t rank,
+                   memory::dims &dims, memory::dims &strides) {
+  std::vector<int64_t> st = stridesOf(t);
+  dims.assign(rank, 1);
+  strides.assign(rank, 0);
+  size_t lead = rank - (size_t)t.rank;
+  for (int i = 0; i < t.rank; ++i) {
+    dims[lead + (size_t)i] = t.dims[i];
+    strides[lead + (size_t)i] = st[(size_t)i];
+  }
+  if (trans) {
+    std::swap(dims[rank - 1], dims[rank - 2]);
+    std::swap(strides[rank - 1], strides[rank - 2]);
+  }
+  // Unit dims may take any stride; oneDNN wants one it can check, the
+  // dense one (filled from the innermost dim outwards, so that the leading
+  // unit dims of a shared 2-D operand aligned to rank 4 are not left at 0:
+  // oneDNN then saw a `bcda` layout and ran its reference matmul).
+  for (size_t i = rank; i-- > 0;)
+    if (dims[i] == 1 && strides[i] == 0)
+      strides[i] = i + 1 < rank ? strides[i + 1] * dims[i + 1] : 1;
+}
+
+/// The f32 matmul with strided operands and post-ops (cached per shape,
+/// strides and post-op list).
+distrt_status cpuMatmulEx(distrt_context *ctx, const distrt_tensor *a,
+                          bool ta, const distrt_tensor *b, bool tb,
+                          const distrt_tensor *bias, const distrt_tensor *c,
+                          float alpha, float beta,
+                          const distrt_compute_ex *ex) {
+  cpu::CpuState &st = cpu::state(ctx);
+  size_t rank = (size_t)c->rank;
+  memory::dims ad, as, bd, bs, cd(c->dims, c->dims + rank);
+  matmulOperand(*a, ta, rank, ad, as);
+  matmulOperand(*b, tb, rank, bd, bs);
+  std::vector<int64_t> cs = stridesOf(*c);
+  memory::desc aMd(ad, memory::data_type::f32, as),
+      bMd(bd, memory::data_type::f32, bs),
+      cMd(cd, memory::data_type::f32, memory::dims(cs.begin(), cs.end()));
+  memory::dims biasDims(rank, 1);
+  biasDims[rank - 1] = cd[rank - 1];
+  memory::desc biasMd = cpu::plainDesc(biasDims);
+  bool userSum = ex && ex->count > 0 && ex->post[0].kind == DISTRT_POST_SUM;
+  std::string key = "matmul_ex:" + cpu::dimsKey(ad) + cpu::dimsKey(as) + "|" +
+                    cpu::dimsKey(bd) + cpu::dimsKey(bs) + "|" +
+                    cpu::dimsKey(cd) + cpu::dimsKey(memory::dims(cs.begin(), cs.end())) +
+                    "|" + std::to_string(alpha) + "," + std::to_string(beta) +
+                    (bias ? ",bias" : "") + cpu::postOpsKey(ex, rank);
+  // oneDNN applies a sum first: the user's leading sum joins beta's.
+  dnnl::primitive &prim = st.primitive(key, [&] {
+    dnnl::primitive_attr attr;
+    if (alpha != 1.0f)
+      attr.set_output_scales(0, {alpha});
+    dnnl::post_ops ops;
+    if (beta != 0.0f || userSum)
+      ops.append_sum(beta + (userSum ? 1.0f : 0.0f));
+    if (bias)
+      ops.append_binary(dnnl::algorithm::binary_add, biasMd);
+    cpu::appendPostOps(ops, ex, userSum ? 1 : 0, rank);
+    attr.set_post_ops(ops);
+    dnnl::matmul::desc d(aMd, bMd, cMd);
+    return dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, st.engine));
+  });
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, cpu::mem(st, aMd, a->data)},
+      {DNNL_ARG_WEIGHTS, cpu::mem(st, bMd, b->data)},
+      {DNNL_ARG_DST, cpu::mem(st, cMd, c->data)}};
+  int index = (beta != 0.0f || userSum) ? 1 : 0;
+  if (bias)
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1] =
+        cpu::mem(st, biasMd, bias->data);
+  cpu::postOpArgs(st, args, ex, userSum ? 1 : 0, index, rank);
+  prim.execute(st.stream, args);
+  st.stream.wait();
+  return DISTRT_OK;
+}
+
 } // namespace
 
 extern "C" distrt_status distrt_matmul(distrt_context *ctx,
@@ -326,5 +407,52 @@ extern "C" distrt_status distrt_matmul_bwd_bias(distrt_context *ctx,
                 accumulate ? 1.0f : 0.0f, nullptr);
     distrt_free(ctx, ones);
     return st;
+  });
+}
+
+extern "C" distrt_status distrt_matmul_ex(distrt_context *ctx,
+                                          const distrt_tensor *a,
+                                          const distrt_tensor *b,
+                                          const distrt_tensor *bias,
+                                          const distrt_tensor *c,
+                                          const distrt_matmul_attr *attr,
+                                          const distrt_compute_ex *ex) {
+  const char *fn = "distrt_matmul_ex";
+  Checker ck(ctx, fn);
+  DISTRT_TRY(ck.context());
+  DISTRT_TRY(checkAttr(ck, attr));
+  ck.allowStrided();
+  DISTRT_TRY(checkDtypes(ck, "a", a, "b", b, "c", c, "", nullptr));
+  ck.allowStrided(false);
+  if (bias)
+    DISTRT_TRY(ck.floatTensor("bias", bias));
+  MatmulShape s;
+  DISTRT_TRY(matmulShape(ck, "a", a, "b", b, attr->trans_a, attr->trans_b, s));
+  DISTRT_TRY(ck.shape("c", c, outDims(s, s.m, s.n)));
+  if (bias)
+    DISTRT_TRY(ck.shape("bias", bias, {s.n}));
+  bool dense = isDense(*a) && isDense(*b) && isDense(*c);
+  bool post = ex && ex->count > 0;
+  if (!post && dense)
+    return distrt_matmul(ctx, a, b, bias, c, attr);
+  if (ctx->isCuda())
+    return ck.fail(DISTRT_ERROR_UNSUPPORTED,
+                   "post-ops and strided operands run on the CPU backend "
+                   "only; pass dense tensors and no post-ops on CUDA");
+  if (a->dtype != DISTRT_F32 || b->dtype != DISTRT_F32 ||
+      c->dtype != DISTRT_F32 || (bias && bias->dtype != DISTRT_F32))
+    return ck.fail(DISTRT_ERROR_UNSUPPORTED,
+                   "post-ops and strided operands take f32 tensors");
+  for (const distrt_tensor *t : {a, b, c}) {
+    std::vector<int64_t> st = stridesOf(*t);
+    if (st[(size_t)t->rank - 1] != 1 && st[(size_t)t->rank - 2] != 1)
+      return ck.fail(DISTRT_ERROR_UNSUPPORTED, "a matrix operand ",
+                     shapeString(*t), " with strides ", shapeString(st),
+                     " has no unit stride in its last two dims");
+  }
+  DISTRT_TRY(cpu::checkPostOps(ck, ex, dimsOf(*c), stridesOf(*c)));
+  return guardCall(ctx, fn, [&] {
+    return cpuMatmulEx(ctx, a, attr->trans_a, b, attr->trans_b, bias, c,
+                       attr->alpha, attr->beta, ex);
   });
 }

@@ -173,9 +173,15 @@ extern "C" distrt_status distrt_batchnorm_fwd_inference(
     cpu::CpuState &st = cpu::state(ctx);
     memory::desc md = cpu::plainDesc(*x);
     memory::desc sd = statDesc(x->dims[1]);
-    auto pd = bnForwardPd(st, md, epsilon, prop_kind::forward_inference,
-                          kScaleShift | normalization_flags::use_global_stats);
-    dnnl::batch_normalization_forward(pd).execute(
+    dnnl::primitive &prim = st.primitive(
+        "batchnorm_inference:" + cpu::dimsKey(dimsOf(*x)) +
+            std::to_string(epsilon),
+        [&] {
+          return dnnl::batch_normalization_forward(bnForwardPd(
+              st, md, epsilon, prop_kind::forward_inference,
+              kScaleShift | normalization_flags::use_global_stats));
+        });
+    prim.execute(
         st.stream, {{DNNL_ARG_SRC, cpu::mem(st, md, x->data)},
                     {DNNL_ARG_DST, cpu::mem(st, md, y->data)},
                     {DNNL_ARG_SCALE, cpu::mem(st, sd, scale->data)},
@@ -352,9 +358,17 @@ distrt_layernorm_fwd(distrt_context *ctx, const distrt_tensor *x,
     cpu::CpuState &st = cpu::state(ctx);
     memory::desc md = cpu::plainDesc({rows, d}), sd = cpu::plainDesc({rows}),
                  pd1 = cpu::plainDesc({d});
-    dnnl::layer_normalization_forward::desc desc(
-        prop_kind::forward_training, md, sd, epsilon, lnFlags(scale, shift));
-    dnnl::layer_normalization_forward::primitive_desc pd(desc, st.engine);
+    dnnl::primitive &prim = st.primitive(
+        "layernorm:" + cpu::dimsKey({rows, d}) + std::to_string(epsilon) +
+            (scale ? "s" : "") + (shift ? "b" : ""),
+        [&] {
+          dnnl::layer_normalization_forward::desc desc(
+              prop_kind::forward_training, md, sd, epsilon,
+              lnFlags(scale, shift));
+          return dnnl::layer_normalization_forward(
+              dnnl::layer_normalization_forward::primitive_desc(desc,
+                                                                st.engine));
+        });
     std::vector<float> stats(mean && var ? 0 : 2 * rows);
     void *pm = mean ? mean->data : stats.data();
     void *pv = var ? var->data : stats.data() + rows;
@@ -367,7 +381,7 @@ distrt_layernorm_fwd(distrt_context *ctx, const distrt_tensor *x,
       args[DNNL_ARG_SCALE] = cpu::mem(st, pd1, scale->data);
     if (shift)
       args[DNNL_ARG_SHIFT] = cpu::mem(st, pd1, shift->data);
-    dnnl::layer_normalization_forward(pd).execute(st.stream, args);
+    prim.execute(st.stream, args);
     st.stream.wait();
     return DISTRT_OK;
   });

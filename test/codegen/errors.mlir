@@ -7,7 +7,7 @@
 // RUN: dist-compile --skip-unsupported --source-only -o %t/out.cpp ok=%t/ok.mlir bad=%t/opaque.mlir 2>&1 | FileCheck %s --check-prefix=SKIP
 // RUN: FileCheck %s --check-prefix=KEPT < %t/out.cpp
 
-// OPAQUE: error: dist-compile: graph.opaque 'NonMaxSuppression' (ONNX op NonMaxSuppression) has no lowering
+// OPAQUE: error: dist-compile: graph.opaque 'NonMaxSuppression' has no lowering: ONNX 'NonMaxSuppression' is not supported yet (docs/importer.md lists the ops that are). If its inputs come from shapes or constants, pin the graph inputs (--input-shape=NAME:D0xD1..., --input-value=NAME:VALUE for a scalar) so that the importer folds it away; otherwise export the model without it
 // DYN: dynamic.mlir:1:1: error: dist-compile: input 'arg0' has type 'tensor<?x4xf32>'; inputs must be statically shaped
 // DYN-SAME: (pin shapes with --input-shape=NAME:D0xD1...)
 // F8: f8.mlir:2:8: error: graph.cast: element type 'f8E4M3FN' has no lowering (supported: f32, f64, f16, bf16, i1, i8-i64, ui8-ui64)

@@ -1,22 +1,39 @@
-// dist.all_reduce to the runtime: world and full groups lower to
-// distrt_all_reduce on the program's communicator (a full group checks the
-// world size at run time); subsets and prod are compile errors.
+// dist.all_reduce to the runtime: `over world` lowers to distrt_all_reduce
+// on the program's communicator; an explicit group to the communicator of
+// its ranks (Program::group: the world's when the group is every rank of
+// the job, checked at run time, else made by its ranks on first use); prod
+// is a compile error.
 // RUN: split-file %s %t
 // RUN: dist-compile %t/ok.mlir --source-only -o %t/ok.cpp
 // RUN: FileCheck %s --check-prefix=OK < %t/ok.cpp
-// RUN: not dist-compile %t/subset.mlir --source-only -o %t/subset.cpp 2>&1 | FileCheck %s --check-prefix=SUBSET
+// RUN: dist-compile %t/subset.mlir --source-only -o %t/subset.cpp
+// RUN: FileCheck %s --check-prefix=SUBSET < %t/subset.cpp
 // RUN: not dist-compile %t/prod.mlir --source-only -o %t/prod.cpp 2>&1 | FileCheck %s --check-prefix=PROD
+// RUN: dist-compile %t/shards.mlir --source-only -o %t/shards.cpp
+// RUN: FileCheck %s --check-prefix=SHARDS < %t/shards.cpp
+// RUN: not dist-compile %t/strided.mlir --source-only -o %t/strided.cpp 2>&1 | FileCheck %s --check-prefix=STRIDED
 
 // OK: static const int shards[] = {0, 0};
 // OK: distrt_tensor in = dg::T({{.*}}, DISTRT_F32, {4});
 // OK: distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_SUM)
-// OK: if (P.requireWorld(2, "dist.all_reduce at {{.*}}")) return 1;
-// OK: distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_MAX)
+// OK: static const int32_t group[] = {0, 1};
+// OK-NEXT: distrt_comm *comm = P.group(group, 2, "dist.all_reduce at {{.*}}");
+// OK: distrt_all_reduce(comm, &in, &out, DISTRT_REDUCE_MAX)
 // OK: distrt_tensor in = dg::T({{.*}}, DISTRT_U8, {});
 // OK: distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_MAX)
-// OK: static const dg::Model model = {{.*}}, true, shards, 0, 0};
+// OK: static const dg::Model model = {{.*}}, true, shards, nullptr, 0, 0, 0, 0x{{[0-9a-f]+}}ull, ops, 3};
 
-// SUBSET: error: dist-compile: dist.all_reduce over a device subset has no lowering yet (sub-communicators are not built); use `over world` or the full group [0, ..., N-1]
+// SUBSET: static const int32_t group[] = {1, 0};
+// SUBSET-NEXT: distrt_comm *comm = P.group(group, 2, "dist.all_reduce at {{.*}}");
+// SUBSET-NEXT: if (!comm) return 1;
+// SUBSET: distrt_all_reduce(comm, &in, &out, DISTRT_REDUCE_SUM)
+// SUBSET: static const int32_t group[] = {2, 3};
+// SUBSET: distrt_broadcast(comm, &t, 1)
+// SHARDS: static const int32_t group[] = {0, 1};
+// SHARDS: distrt_reduce_scatter(comm, &in, &out, DISTRT_REDUCE_MEAN)
+// SHARDS: static const int32_t group[] = {2, 3};
+// SHARDS: distrt_all_gather(comm, &in, &out)
+// STRIDED: error: dist-compile: dist.reduce_scatter sum along axis 1 of 'tensor<4x2xf32>' has no runtime lowering; the runtime reduces with sum, mean, max and min into shards of the leading dimension (the dimensions before the axis must be 1)
 // PROD: error: dist-compile: dist.all_reduce prod has no runtime lowering; the runtime reduces with sum, mean, max and min
 
 //--- ok.mlir
@@ -28,9 +45,23 @@ func.func @main(%x: tensor<4xf32>, %f: tensor<i1>) -> (tensor<4xf32>, tensor<4xf
 }
 
 //--- subset.mlir
-func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %0 = dist.all_reduce %x sum over [1, 0] : tensor<4xf32>
-  return %0 : tensor<4xf32>
+  %1 = dist.broadcast %x root 3 over [2, 3] : tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+//--- shards.mlir
+func.func @main(%x: tensor<4x2xf32>, %s: tensor<1x2x3xf32>) -> (tensor<2x2xf32>, tensor<1x4x3xf32>) {
+  %0 = dist.reduce_scatter %x mean axis 0 over [0, 1] : tensor<4x2xf32> -> tensor<2x2xf32>
+  %1 = dist.all_gather %s axis 1 over [2, 3] : tensor<1x2x3xf32> -> tensor<1x4x3xf32>
+  return %0, %1 : tensor<2x2xf32>, tensor<1x4x3xf32>
+}
+
+//--- strided.mlir
+func.func @main(%x: tensor<4x2xf32>) -> tensor<4x1xf32> {
+  %0 = dist.reduce_scatter %x sum axis 1 over [0, 1] : tensor<4x2xf32> -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
 }
 
 //--- prod.mlir

@@ -85,6 +85,41 @@ def compare(name, got, want, rtol, atol):
             f"(got {g.flat[k]:.7g}, want {w.flat[k]:.7g}; rtol {rtol}, atol {atol})")
 
 
+def end_weight_errors(state, refs, no_signal=1e-10):
+    """Compares the end weights a training program saved in `state` with a
+    reference. `refs` maps a tensor name to (reference end value, the
+    largest |gradient| each element saw in the reference). Elements whose
+    gradient never exceeded `no_signal` of the largest of all have none in
+    exact arithmetic (a key bias under softmax's shift invariance); Adam
+    turns their round-off into steps of up to lr, so they are left out.
+
+    Returns a dict: worst per-tensor 2-norm relative error and its tensor,
+    the largest single-element error (relative to the tensor's largest
+    element), elements left out, tensors compared, and error messages for
+    tensors the program did not save."""
+    scale = max(float(np.max(g)) for _, g in refs.values())
+    out = dict(worst=0.0, worst_name="", worst_elem=0.0, no_signal=0,
+               compared=0, errors=[])
+    for name, (ref, gradmax) in refs.items():
+        path = os.path.join(state, sanitize(name) + ".npy")
+        if not os.path.exists(path):
+            out["errors"].append(f"the program saved no end value of {name}")
+            continue
+        w = np.load(path).astype(np.float64).reshape(ref.shape)
+        signal = gradmax > no_signal * scale
+        out["no_signal"] += int(np.sum(~signal))
+        if not signal.any():
+            continue
+        diff, ref_k = (w - ref)[signal], ref[signal]
+        rel = np.linalg.norm(diff) / np.linalg.norm(ref_k)
+        out["compared"] += 1
+        out["worst_elem"] = max(out["worst_elem"],
+                                np.max(np.abs(diff)) / np.max(np.abs(ref_k)))
+        if rel > out["worst"]:
+            out["worst"], out["worst_name"] = rel, name
+    return out
+
+
 def finish(suite, results, junit, seconds):
     passed = sum(1 for r in results if r[1] == "passed")
     failed = sum(1 for r in results if r[1] == "failed")

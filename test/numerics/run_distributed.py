@@ -24,13 +24,32 @@ with one process, whose whole-batch gradients overflow at other scales); the 2-l
 GPT-2 fixture (2 sequences of 32 tokens; 1 per rank) with Adam for 5 steps.
 
 Pipeline-parallel forward cases (run_pipeline_case): the planner's pp=2
-stages (dist-opt --dist-plan=pp=2 --dist-stage-regions) compiled into one
-program and run by `mpirun -np 2 --microbatches M`: GPT-2 (2 micro-batches
+stages (dist-opt --dist-plan=pp=2,mbs=B --dist-batch=M*B
+--dist-stage-regions) compiled into one program (per-list programs of the
+forward stream of the plan's M micro-batches) and run by `mpirun -np 2` on
+the whole batch: GPT-2 (2 micro-batches
 of 1 sequence) and run_networks.py's small ResNet (4 micro-batches of 2
 images). The logits must be bit-identical to one process compiled for one
 micro-batch and run on each micro-batch's rows, and within 1e-6 relative of
 one process compiled for the whole batch (a kernel may block a larger batch
 differently, so that comparison is not bit for bit).
+
+Pipeline-parallel training cases (run_pipeline_train_case): the forward
+function planned with pp=2 (dist-compile --dist-plan=pp=2,mbs=B
+--dist-batch=M*B --train=...: dist-autodiff on the planned function,
+dist-partition's per-list programs of the plan's training schedule) under
+`mpirun -np 2` on the whole batch vs one process compiled for the whole
+batch: the MLP with SGD under GPipe, 1F1B and ZB-H1 and with Adam under 1F1B
+(4 micro-batches of 2 rows, 10 steps), GPT-2 with Adam under 1F1B (4
+micro-batches of 1 sequence, 3 steps; its deduplicated LayerNorm parameters
+are tied across the stages) under 1F1B and interleaved (2 chunks per rank:
+4 virtual stages), the MLP with full recomputation (Adam, ZB-H1: each
+backward reruns its stage's forward), and data parallelism inside the stages: the
+MLP with dp=2 x pp=2 on 4 ranks (SGD under 1F1B, Adam under GPipe; each
+replica 2 micro-batches of 2 rows, gradients and loss averaged over the
+stage's replicas). Loss curves and every weight and optimizer state (each
+rank saves the stages it owns; the replicas of a stage must agree too)
+within 1e-5 relative.
 
 Needs mpirun (Open MPI: `openmpi-bin`, installed by scripts/install-deps.sh);
 without it every case fails saying so.
@@ -59,11 +78,22 @@ RTOL = 1e-5
 RANKS = 2
 
 
-def mpirun_command():
+def mpirun_command(ranks=RANKS):
     path = shutil.which("mpirun")
     if not path:
         return None
-    return [path, "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS)]
+    return [path, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)]
+
+
+def save_feeds(d, feeds):
+    """Writes each (input name, array) of `feeds` to `d`; returns the
+    programs' NAME=FILE arguments."""
+    args = []
+    for feed, arr in feeds:
+        path = os.path.join(d, "in_" + feed + ".npy")
+        np.save(path, np.ascontiguousarray(arr))
+        args.append(f"{feed}={path}")
+    return args
 
 
 def curve_of(text):
@@ -115,11 +145,7 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
         if p.returncode != 0:
             return [f"dist-compile {' '.join(flags)} failed: {p.stderr[-1500:]}"]
     # The same files feed both runs.
-    args = []
-    for feed, arr in feeds:
-        path = os.path.join(d, "in_" + feed + ".npy")
-        np.save(path, np.ascontiguousarray(arr))
-        args.append(f"{feed}={path}")
+    args = save_feeds(d, feeds)
     s_one = os.path.join(d, "state_one")
     os.makedirs(s_one, exist_ok=True)
     for r in range(RANKS):
@@ -183,9 +209,10 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
 
 def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
                       microbatches, weights_dir):
-    """Pipeline-parallel forward: the planner's pp=2 stages (dist-opt
-    --dist-plan=pp=2 --dist-stage-regions, compiled for `batch` rows) under
-    `mpirun -np 2 --microbatches M` on M x batch rows, vs one process
+    """Pipeline-parallel forward: the planner's pp=2 stages of M
+    micro-batches of `batch` rows (dist-opt --dist-plan=pp=2,mbs=batch
+    --dist-batch=M*batch --dist-stage-regions) under `mpirun -np 2` on the
+    M x batch rows, vs one process
     compiled for `batch` rows run on each micro-batch's rows (bit for bit:
     the same kernels on the same rows) and vs one process compiled for the
     whole M x batch rows (within 1e-6 relative: a kernel may block a larger
@@ -201,12 +228,13 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     shape_of = lambda b: input_name + ":" + "x".join(str(v) for v in (b,) + rows)
     staged = os.path.join(d, "staged.mlir")
     p = subprocess.run([opt, model, "--input-shape=" + shape_of(batch),
-                        "--dist-cluster=cpu-xeon-2s:1", "--dist-plan=pp=2",
+                        "--dist-cluster=cpu-xeon-2s:1",
+                        f"--dist-plan=pp=2,mbs={batch}",
                         f"--dist-batch={batch * microbatches}",
                         "--dist-stage-regions", "-o", staged],
                        capture_output=True, text=True)
     if p.returncode != 0:
-        return ["dist-opt --dist-plan=pp=2 --dist-stage-regions failed: " +
+        return ["dist-opt --dist-plan=pp=2,mbs=B --dist-stage-regions failed: " +
                 p.stderr[-1500:]]
     text = open(staged).read()
     if text.count("dist.stage ") != 2:
@@ -226,9 +254,8 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     outs = {k: os.path.join(d, k) for k in ("pp", "one", "whole")}
     for o in outs.values():
         os.makedirs(o, exist_ok=True)
-    p = subprocess.run(mpirun + [pp, f"{input_name}={path}", "--microbatches",
-                                 str(microbatches), "--weights-dir", weights_dir,
-                                 "-o", outs["pp"]],
+    p = subprocess.run(mpirun + [pp, f"{input_name}={path}", "--weights-dir",
+                                 weights_dir, "-o", outs["pp"]],
                        capture_output=True, text=True, timeout=600, env=env)
     if p.returncode != 0:
         return ["mpirun -np %d (pipeline) failed: %s" %
@@ -276,6 +303,100 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     return errors
 
 
+def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
+                            plan, batch, feeds, steps, ranks=2, rtol=RTOL):
+    """Pipeline-parallel training: the forward function planned with
+    `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
+    compiled for one micro-batch, `input_shape`), then dist-compile --train
+    (dist-autodiff on the planned function, dist-partition: per-list
+    programs of the plan's training schedule) under `mpirun -np ranks` on
+    the whole batch, vs one process compiled for the whole batch. The loss
+    curve (rank 0) and every weight and optimizer state (each rank saves
+    the stages it owns) must agree within `rtol` relative (without GPT-2's
+    no-signal key-bias elements, as in run_case)."""
+    mpirun = mpirun_command(ranks)
+    if not mpirun:
+        return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
+                "installs it)"]
+    opt = os.path.join(os.path.dirname(compiler), "dist-opt")
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    planned = os.path.join(d, "planned.mlir")
+    p = subprocess.run([opt, model, "--input-shape=" + input_shape,
+                        f"--dist-cluster=cpu-xeon-2s:{max(1, ranks // 2)}",
+                        "--dist-plan=" + plan, f"--dist-batch={batch}",
+                        "-o", planned], capture_output=True, text=True)
+    if p.returncode != 0:
+        return [f"dist-opt --dist-plan={plan} failed: " + p.stderr[-1500:]]
+    pp, one = os.path.join(d, "pp.bin"), os.path.join(d, "one.bin")
+    name0, dims = input_shape.split(":")
+    whole_shape = name0 + ":" + "x".join([str(batch)] + dims.split("x")[1:])
+    for cmd in ([compiler, planned, "--train=" + train, "-o", pp],
+                [compiler, model, "--input-shape=" + whole_shape,
+                 "--train=" + train, "-o", one]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            return [f"dist-compile {cmd[1]} failed: {p.stderr[-1500:]}"]
+    args = save_feeds(d, feeds)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+    s_one = os.path.join(d, "state_one")
+    p1 = subprocess.run([one, "--steps", str(steps), "--save-state", s_one,
+                         "-o", d] + args, capture_output=True, text=True,
+                        timeout=600, env=env)
+    if p1.returncode != 0:
+        return ["single-process run failed: " + (p1.stdout + p1.stderr)[-1500:]]
+    p2 = subprocess.run(mpirun + [pp, "--steps", str(steps), "--save-state",
+                                  os.path.join(d, "state_pp{rank}"),
+                                  "--weights-dir", os.path.dirname(model),
+                                  "-o", d] + args,
+                        capture_output=True, text=True, timeout=600, env=env)
+    if p2.returncode != 0:
+        return ["mpirun -np %d (pipeline training) failed: %s" %
+                (ranks, (p2.stdout + p2.stderr)[-1500:])]
+    c1, c2 = curve_of(p1.stdout), curve_of(p2.stdout)
+    if len(c1) != steps or len(c2) != steps:
+        return [f"expected {steps} loss lines from each run (rank 0 only under "
+                f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
+    errors = []
+    msg = common.compare("loss curve", c2, c1, rtol, 0.0)
+    if msg:
+        errors.append(msg)
+    # Every tensor of the single process is saved by the rank that owns it
+    # (a step counter by every rank).
+    owners = {}
+    for r in range(ranks):
+        for f in glob.glob(os.path.join(d, f"state_pp{r}", "*.npy")):
+            owners.setdefault(os.path.basename(f), []).append(f)
+    files = sorted(glob.glob(os.path.join(s_one, "*.npy")))
+    if not files:
+        errors.append("the single-process run saved no state")
+    worst = 0.0
+    for f in files:
+        base = os.path.basename(f)
+        if base not in owners:
+            errors.append(f"{base}: no pipeline rank saved it")
+            continue
+        want = np.load(f)
+        keep = signal_mask(base, want)
+        for path in owners[base]:
+            got = np.load(path)
+            if keep is not None:
+                got, want_kept = got[keep], want[keep]
+            else:
+                want_kept = want
+            msg = compare_rel(base, got, want_kept, rtol)
+            if msg:
+                errors.append(msg)
+            elif want_kept.size:
+                scale = max(float(np.max(np.abs(want_kept))), 1e-30)
+                worst = max(worst, float(np.max(np.abs(
+                    got.astype(np.float64) - want_kept))) / scale)
+    if not errors:
+        print(f"  {name}: loss {c1[0]:.6g} -> {c1[-1]:.6g}; {len(files)} tensors "
+              f"across {ranks} ranks, max rel difference {worst:.2g}")
+    return errors
+
+
 def cases():
     rng = np.random.default_rng(11)
     x = rng.standard_normal((4, 8)).astype(np.float32)
@@ -315,7 +436,49 @@ def cases():
               microbatches=2, weights_dir=os.path.dirname(GPT2),
               feeds=[("input_ids", rng.integers(0, 512, (2, 32)).astype(np.int64))])),
         ("small_resnet_forward_pp2_mb4", "resnet"),
-    ]
+    ] + pipeline_train_cases(rng)
+
+
+def pipeline_train_cases(rng):
+    """Pipeline training (run_pipeline_train_case): the MLP in two stages
+    under every schedule that runs one stage per rank, with SGD and Adam,
+    and GPT-2 with Adam."""
+    x = rng.standard_normal((8, 8)).astype(np.float32)
+    t = rng.standard_normal((8, 4)).astype(np.float32)
+    mlp = dict(model=MLP, input_shape="x:2x8", batch=8,
+               feeds=[("x", x), ("target", t)], steps=10,
+               train="loss=mse:target optimizer=sgd lr=0.05")
+    ids = rng.integers(0, 512, (4, 32)).astype(np.int64)
+    labels = rng.integers(0, 512, (4, 32)).astype(np.int64)
+    out = [(f"mlp_sgd_pp2_{k.replace('-', '')}",
+            dict(mlp, plan=f"pp=2,mbs=2,schedule={k}"))
+           for k in ("gpipe", "1f1b", "zb-h1")]
+    out.append(("mlp_adam_pp2_1f1b",
+                dict(mlp, plan="pp=2,mbs=2,schedule=1f1b",
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    # Full recomputation: every backward reruns its stage's forward.
+    out.append(("mlp_adam_pp2_zbh1_recompute",
+                dict(mlp, plan="pp=2,mbs=2,schedule=zb-h1,recompute=full",
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    # Data parallelism inside the stages: 2 replicas of each of 2 stages
+    # (4 ranks), each replica on its own 4 rows of the batch.
+    out.append(("mlp_sgd_dp2_pp2_1f1b",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b", ranks=4)))
+    out.append(("mlp_adam_dp2_pp2_gpipe",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe", ranks=4,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("gpt2_adam_pp2_1f1b",
+                dict(model=GPT2, input_shape="input_ids:1x32", batch=4,
+                     feeds=[("input_ids", ids), ("labels", labels)], steps=3,
+                     plan="pp=2,mbs=1,schedule=1f1b",
+                     train="loss=softmax-cross-entropy:labels optimizer=adam "
+                           "lr=0.001")))
+    # Interleaved: 4 virtual stages (embeddings and block 0 | block 1 |
+    # ...) on 2 ranks, 2 chunks each.
+    out.append(("gpt2_adam_pp2_interleaved",
+                dict(out[-1][1], plan="pp=2,mbs=1,schedule=interleaved,"
+                                      "chunks=2")))
+    return out
 
 
 def resnet_case(work):
@@ -348,6 +511,8 @@ def main():
             c = resnet_case(work)
         if c.pop("pipeline", False):
             errors = run_pipeline_case(compiler, work, name, **c)
+        elif "plan" in c:
+            errors = run_pipeline_train_case(compiler, work, name, **c)
         else:
             errors = run_case(compiler, work, name, **c)
         status = "failed" if errors else "passed"

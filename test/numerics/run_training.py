@@ -20,7 +20,10 @@ The 2-layer GPT-2 fixture and a small ResNet (training-mode batch norm)
 train 20 steps with SGD and with Adam against PyTorch: torch_reference.py
 runs the same ONNX graph, weights and batch in float64 with torch.autograd
 and torch.optim (under Debian's python3-torch), and the loss curve and end
-weights must agree within 1e-4 relative. They also keep their onnxruntime
+weights must agree within 1e-4 relative. Where the float64 run passes a
+ReLU kink or max-pool tie closer than float32 round-off, the program may
+take the other branch: it must then match the float64 run forced onto that
+branch, to the same 1e-4 (other_branches). They also keep their onnxruntime
 loss check and finite-difference gradient checks.
 
     .venv/bin/python test/numerics/run_training.py --build build --junit out.xml
@@ -319,6 +322,14 @@ def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
         w0 = np.frombuffer(init.raw_data, dtype="<f4").astype(np.float64)
         g = w0 - np.load(path).astype(np.float64).reshape(-1)
         params[init.name] = (blob.find(init.raw_data), w0, g)
+    # An Identity of an initializer is a weight of its own reading the same
+    # bytes: perturbing the bytes moves both, so their gradients add up.
+    for node in model.graph.node:
+        path = os.path.join(save, common.sanitize(node.output[0]) + ".npy")
+        if node.op_type == "Identity" and node.input[0] in params and os.path.exists(path):
+            off, w0, g = params[node.input[0]]
+            g = g + (w0 - np.load(path).astype(np.float64).reshape(-1))
+            params[node.input[0]] = (off, w0, g)
     gnorm = np.sqrt(sum(np.sum(g * g) for _, _, g in params.values()))
     for label, direction in (("gradient", {k: g / gnorm for k, (_, _, g) in params.items()}),
                              ("random", {k: rng.standard_normal(w.shape)
@@ -372,9 +383,15 @@ TORCH_CASES = {"sgd": ("optimizer=sgd lr={lr}", ["--optimizer", "sgd", "--lr", "
 # GPT-2: from lr 0.01 up the shared LayerNorm/bias vector (one weight behind
 # twelve uses, gradient norm ~4) sits at the edge of stability, and any
 # perturbation, f32 round-off included, grows ~4x per step. The ResNet's
-# ReLUs and max pool make the loss non-smooth: at lr 0.01 a pre-activation
-# crosses zero within round-off at step 19 and the float32 and float64 runs
-# take different branches (0.005, 0.02 and 0.05 stay within 2e-7).
+# ReLUs and max pool make the loss non-smooth instead: at lr 0.05 the
+# float64 run passes 2.8e-8 (of the tensor's largest value) from the kink of
+# one l1.a ReLU input at step 4, well inside float32 round-off, and which
+# side a float32 run lands on depends on the kernels' summation order:
+# oneDNN's SSE4.1 and AVX2 kernels follow float64, its AVX and AVX-512
+# kernels and PyTorch's own float32 take the other branch (loss curve 4e-4
+# and l1.a.w 3.5e-3 away). Such a run must match the float64 run that takes
+# the other branch there, to the same 1e-4 (other_branches;
+# docs/reliability.md has the analysis).
 TORCH_SGD_LR = {"gpt2": 0.005, "small_resnet": 0.05}
 # An element whose gradient never exceeded this fraction of the largest
 # gradient in the float64 reference has no signal: its gradient is zero in
@@ -384,6 +401,113 @@ TORCH_SGD_LR = {"gpt2": 0.005, "small_resnet": 0.05}
 # into steps of up to lr; such elements are left out of the end-weight
 # comparison and counted.
 NO_SIGNAL = 1e-10
+
+
+# Branch points within this fraction of their tensor's largest |value| are
+# decided by round-off. The float32 pre-activations next to a ReLU's kink
+# differ from float64 by up to 2.2e-7 of the tensor's largest value (small
+# ResNet, first step, measured for oneDNN's SSE4.1, AVX and AVX2 kernels and
+# PyTorch's float32); 1e-6 leaves a margin of 4.5 for the drift of later
+# steps. docs/reliability.md has the analysis.
+KINK_MARGIN = 1e-6
+# A loss-curve difference above 10x the agreement of runs on the same branch
+# (2e-7) marks where a trajectory left the reference's.
+DIVERGED = 2e-6
+
+
+def compare_with_reference(got, outdir, want):
+    """Loss-curve and end-weight errors of the program (curve `got`, state
+    in `outdir`) against a torch_reference.py result `want`."""
+    curve = float(np.max(np.abs(got - want["losses"]) / np.abs(want["losses"])))
+    params = [k for k in want.files
+              if k not in ("losses", "kinks") and not k.startswith("gradmax/")]
+    ends = common.end_weight_errors(
+        outdir, {k: (want[k], want["gradmax/" + k]) for k in params}, NO_SIGNAL)
+    if ends["errors"]:
+        return {"error": "; ".join(ends["errors"])}
+    return {"curve": curve, "worst": float(ends["worst"]),
+            "worst_name": ends["worst_name"], "worst_elem": ends["worst_elem"],
+            "no_signal": ends["no_signal"], "params": len(params),
+            "diverged": np.abs(got - want["losses"]) / np.abs(want["losses"]) > DIVERGED}
+
+
+def other_branches(got, outdir, want, fit, reference, rtol, depth=3, tries=6):
+    """The program and the float64 reference disagree: find whether the
+    program followed a trajectory that float32 round-off may legitimately
+    take, one that goes the other way at a branch point (ReLU kink, max-pool
+    tie) the reference passed within KINK_MARGIN of. Greedy: the steps
+    before the first step where the curves part (the last steps when only
+    the end weights differ) hold the candidate kinks, nearest first; the
+    flip that fits best is kept and the search repeats from its trajectory.
+    Returns the flips taken [(step, node, index, margin)] and the fit of the
+    final trajectory; no flips and `fit` when no flip helps."""
+    chosen, best_fit, best_want = [], fit, want
+    for _ in range(depth):
+        if best_fit["curve"] <= rtol and best_fit["worst"] <= rtol:
+            break
+        parted = np.nonzero(best_fit["diverged"])[0]
+        last = int(parted[0]) if len(parted) else STEPS  # step numbers are 1-based
+        window = (max(1, last - 3), last)
+        taken = {(s, n, i) for s, n, i, _ in chosen}
+        events = [tuple(e) for e in best_want["kinks"]
+                  if window[0] <= e[0] <= window[1]]
+        events = sorted((e for e in events if (int(e[0]), int(e[1]), int(e[2])) not in taken),
+                        key=lambda e: e[3])[:tries]
+        step_best = None
+        for s, n, i, m in events:
+            flips = [(a, b, c) for a, b, c, _ in chosen] + [(int(s), int(n), int(i))]
+            alt = reference(flips)
+            if alt is None:
+                continue
+            alt_fit = compare_with_reference(got, outdir, alt)
+            if "error" in alt_fit:
+                continue
+            score = max(alt_fit["curve"], alt_fit["worst"])
+            if step_best is None or score < step_best[0]:
+                step_best = (score, (int(s), int(n), int(i), m), alt_fit, alt)
+            if score <= rtol:
+                break
+        if step_best is None or step_best[0] >= max(best_fit["curve"], best_fit["worst"]):
+            break
+        chosen.append(step_best[1])
+        best_fit, best_want = step_best[2], step_best[3]
+    if best_fit["curve"] <= rtol and best_fit["worst"] <= rtol:
+        return chosen, best_fit
+    return [], fit
+
+
+def branch_search_selftest(want, reference, work, rtol):
+    """other_branches must find a trajectory that takes another branch: the
+    float64 run forced onto the other side of its nearest kink (steps 2..19)
+    plays the program, whatever CPU runs the suite (on AVX2 no real program
+    run needs the search)."""
+    case = "small_resnet_sgd_branch_search_finds_a_flipped_run"
+    inner = [e for e in want["kinks"] if 2 <= e[0] < STEPS]
+    if not inner:
+        return (case, "failed", "the reference met no kink within KINK_MARGIN")
+    s, n, i, m = min(inner, key=lambda e: e[3])
+    flip = (int(s), int(n), int(i))
+    alt = reference([flip])
+    if alt is None:
+        return (case, "failed", "torch_reference.py: " + reference.error)
+    fake = os.path.join(work, "branch_selftest")
+    os.makedirs(fake, exist_ok=True)
+    for k in alt.files:
+        if k not in ("losses", "kinks") and not k.startswith("gradmax/"):
+            np.save(os.path.join(fake, common.sanitize(k) + ".npy"),
+                    alt[k].astype(np.float32))
+    fit = compare_with_reference(alt["losses"], fake, want)
+    if max(fit["curve"], fit["worst"]) <= rtol:
+        return (case, "failed", f"flipping step {s:.0f} node {n:.0f} element "
+                f"{i:.0f} changes nothing beyond rtol; the selftest needs "
+                "another kink")
+    branches, found = other_branches(alt["losses"], fake, want, fit, reference, rtol)
+    ok = [b[:3] for b in branches] == [flip]
+    print(f"{'ok  ' if ok else 'FAIL'} {case}: the run flipped at step {s:.0f} "
+          f"(margin {m:.1e}) is {max(fit['curve'], fit['worst']):.1e} from the "
+          f"reference; the search found {[b[:3] for b in branches]}")
+    return (case, "passed" if ok else "failed",
+            "" if ok else f"expected {[flip]}, found {branches}")
 
 
 def torch_checks(compiler, work, name, model_path, feeds, extra, exclude, rtol):
@@ -417,6 +541,7 @@ def torch_checks(compiler, work, name, model_path, feeds, extra, exclude, rtol):
                       else ["--feed", f"{fname}={path}"])
     model = __import__("onnx").load(model_path, load_external_data=False)
     frozen = [i.name for i in model.graph.initializer if exclude and re.search(exclude, i.name)]
+    node_names = [f"{n.output[0]}:{n.op_type}" for n in model.graph.node]
     for opt, (flags, torch_args) in TORCH_CASES.items():
         case = f"{name}_{opt}_vs_pytorch"
         flags = flags.format(lr=TORCH_SGD_LR[name])
@@ -425,50 +550,56 @@ def torch_checks(compiler, work, name, model_path, feeds, extra, exclude, rtol):
         got, err = train_program(compiler, model_path,
                                  f"loss=softmax-cross-entropy:labels {flags}", feeds, stem,
                                  outdir, extra)
-        ref_path = os.path.join(work, f"{name}_{opt}_ref.npz")
-        ref = subprocess.run([TORCH_PYTHON, TORCH_REFERENCE, "--model", model_path,
-                              "--steps", str(STEPS), "--out", ref_path,
-                              "--exclude", ",".join(frozen)] + feed_args + torch_args,
-                             capture_output=True, text=True)
+        runs = []
+
+        def reference(flips=()):
+            """The float64 run (with the branches `flips` forced), or None."""
+            path = os.path.join(work, f"{name}_{opt}_ref{len(runs)}.npz")
+            runs.append(path)
+            ref = subprocess.run(
+                [TORCH_PYTHON, TORCH_REFERENCE, "--model", model_path, "--steps", str(STEPS),
+                 "--out", path, "--exclude", ",".join(frozen),
+                 "--kink-margin", str(KINK_MARGIN)] + feed_args + torch_args +
+                [f"--flip={s}:{n}:{i}" for s, n, i in flips],
+                capture_output=True, text=True)
+            reference.error = ref.stderr[-1000:] if ref.returncode else None
+            return None if ref.returncode else np.load(path)
+
+        want = reference()
         errors = []
         if err is not None:
             errors.append("program: " + err[-1000:])
-        if ref.returncode != 0:
-            errors.append("torch_reference.py: " + ref.stderr[-1000:])
+        if want is None:
+            errors.append("torch_reference.py: " + reference.error)
         if errors:
             results.append((case, "failed", "; ".join(errors)))
             print(f"FAIL {case}: " + "; ".join(errors))
             continue
-        want = np.load(ref_path)
-        curve = np.max(np.abs(got - want["losses"]) / np.abs(want["losses"]))
-        if curve > rtol:
-            errors.append(f"loss curve: max relative error {curve:.2e}")
-        params = [k for k in want.files if k != "losses" and not k.startswith("gradmax/")]
-        scale = max(float(np.max(want["gradmax/" + k])) for k in params)
-        worst, worst_name, worst_elem, no_signal = 0.0, "", 0.0, 0
-        for k in params:
-            path = os.path.join(outdir, common.sanitize(k) + ".npy")
-            if not os.path.exists(path):
-                errors.append(f"the program saved no end value of {k}")
-                continue
-            w = np.load(path).astype(np.float64).reshape(want[k].shape)
-            signal = want["gradmax/" + k] > NO_SIGNAL * scale
-            no_signal += int(np.sum(~signal))
-            if not signal.any():
-                continue
-            diff, ref_k = (w - want[k])[signal], want[k][signal]
-            rel = np.linalg.norm(diff) / np.linalg.norm(ref_k)
-            worst_elem = max(worst_elem, np.max(np.abs(diff)) / np.max(np.abs(ref_k)))
-            if rel > worst:
-                worst, worst_name = rel, k
-        if worst > rtol:
-            errors.append(f"end weights: relative error {worst:.2e} ({worst_name})")
+        fit = compare_with_reference(got, outdir, want)
+        if "error" in fit:
+            results.append((case, "failed", fit["error"]))
+            print(f"FAIL {case}: {fit['error']}")
+            continue
+        branches = []
+        if fit["curve"] > rtol or fit["worst"] > rtol:
+            branches, fit = other_branches(got, outdir, want, fit, reference, rtol)
+        if fit["curve"] > rtol:
+            errors.append(f"loss curve: max relative error {fit['curve']:.2e}")
+        if fit["worst"] > rtol:
+            errors.append(f"end weights: relative error {fit['worst']:.2e} "
+                          f"({fit['worst_name']})")
+        taken = "".join(
+            f"; matches the float64 run taking the other branch at step {s} of "
+            f"{node_names[n]} element {i} (margin {m:.1e} of its tensor's largest "
+            f"value, inside f32 round-off)" for s, n, i, m in branches)
         print(f"{'ok  ' if not errors else 'FAIL'} {case}: loss {want['losses'][0]:.5f} -> "
-              f"{want['losses'][-1]:.5f}, curve max rel err {curve:.1e}, end weights rel err "
-              f"{worst:.1e} (largest element {worst_elem:.1e}) over {len(params)} tensors "
-              f"({no_signal} elements without gradient signal left out)"
-              + ("; " + "; ".join(errors) if errors else ""))
+              f"{want['losses'][-1]:.5f}, curve max rel err {fit['curve']:.1e}, end weights "
+              f"rel err {fit['worst']:.1e} (largest element {fit['worst_elem']:.1e}) over "
+              f"{fit['params']} tensors ({fit['no_signal']} elements without gradient "
+              f"signal left out){taken}" + ("; " + "; ".join(errors) if errors else ""))
         results.append((case, "failed" if errors else "passed", "; ".join(errors)))
+        if name == "small_resnet" and opt == "sgd":
+            results.append(branch_search_selftest(want, reference, work, rtol))
     return results
 
 

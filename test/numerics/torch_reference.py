@@ -6,9 +6,12 @@ float64), adds a loss, and trains every float initializer for --steps
 steps with torch.optim.SGD or torch.optim.Adam on one fixed batch. Prints
 nothing; writes an .npz with `losses` (one per step, computed before that
 step's update), the final value of every trained initializer under its
-ONNX name, and under `gradmax/NAME` the largest |gradient| each element saw. The initializers are the leaf tensors, so an initializer used by
-several nodes (the exporter's deduplicated zero biases behind Identity) is
-one parameter, as in the compiled program.
+ONNX name, and under `gradmax/NAME` the largest |gradient| each element
+saw. The initializers are the leaf tensors, so an initializer used by
+several nodes is one parameter, as in the compiled program; an Identity of
+an initializer (how torch.onnx writes parameters with equal values, e.g.
+zero biases, once) is a parameter of its own, as in the PyTorch module and
+in the compiled program (the importer's translateIdentity).
 
 This is the independent reference of test/numerics/run_training.py: the
 forward semantics come from the ONNX operator definitions, the gradients
@@ -193,6 +196,67 @@ def run_node(node, x, training):
                               "torch_reference.py; add one")
 
 
+class Kinks:
+    """The loss's branch points met on the way: a ReLU input at 0, a max
+    pool's two largest window values equal. Where one is nearer than
+    `margin` (relative to the tensor's largest |value|), float32 round-off
+    can take either branch, and each branch gives a different gradient.
+    Records those places as (step, node, flat index, margin); `flips` (a set
+    of such (step, node, index)) forces the other branch there, which gives
+    the float64 trajectory that round-off leading the other way follows.
+    Exact ties (a window of zeros after a ReLU) are no choice: every
+    implementation takes the first, and all give the same gradient."""
+
+    def __init__(self, margin, flips):
+        self.margin = margin
+        self.flips = set(flips)
+        self.step = 0
+        self.events = []
+
+    def _record(self, node, near, dist, scale):
+        for idx in near.reshape(-1).nonzero().reshape(-1).tolist():
+            self.events.append((self.step, node, idx,
+                                float(dist.reshape(-1)[idx] / scale)))
+
+    def _flipped(self, node, shape):
+        mask = torch.zeros(shape, dtype=torch.bool).reshape(-1)
+        for step, n, idx in self.flips:
+            if step == self.step and n == node:
+                mask[idx] = True
+        return mask.reshape(shape)
+
+    def relu(self, node, x):
+        xd = x.detach()
+        scale = xd.abs().max()
+        if self.margin and scale > 0:
+            self._record(node, (xd.abs() < self.margin * scale) & (xd != 0),
+                         xd.abs(), scale)
+        positive = (xd > 0) ^ self._flipped(node, xd.shape)
+        return torch.where(positive, x, torch.zeros_like(x))
+
+    def maxpool(self, node, onnx_node, x, y):
+        kernel = attr(onnx_node, "kernel_shape")
+        strides = attr(onnx_node, "strides") or [1] * len(kernel)
+        pads = attr(onnx_node, "pads") or [0] * (2 * len(kernel))
+        if len(kernel) != 2 or any(d != 1 for d in attr(onnx_node, "dilations") or []):
+            return y
+        xp = F.pad(x, conv_pads(pads, 2), value=-float("inf"))
+        u = xp.unfold(2, kernel[0], strides[0]).unfold(3, kernel[1], strides[1])
+        u = u[:, :, :y.shape[2], :y.shape[3]].reshape(*y.shape, -1)
+        top = torch.topk(u.detach(), 2, dim=-1)
+        first, second = top.values[..., 0], top.values[..., 1]
+        scale = x.detach().abs().max()
+        gap = first - second
+        if self.margin and scale > 0:
+            self._record(node, torch.isfinite(gap) & (gap > 0) &
+                         (gap < self.margin * scale), gap, scale)
+        mask = self._flipped(node, y.shape)
+        if not mask.any():
+            return y
+        runner_up = u.gather(-1, top.indices[..., 1:2]).squeeze(-1)
+        return torch.where(mask, runner_up, y)
+
+
 class OnnxModule:
     def __init__(self, path, batch_norm_training=True):
         self.model = onnx.load(path)
@@ -205,14 +269,28 @@ class OnnxModule:
                 self.params[init.name] = t.clone().requires_grad_(True)
             else:
                 self.consts[init.name] = t
+        # Identity outputs of float initializers: parameters of their own.
+        self.untied = set()
+        for node in self.model.graph.node:
+            if node.op_type == "Identity" and node.input[0] in self.params:
+                self.params[node.output[0]] = (
+                    self.params[node.input[0]].detach().clone().requires_grad_(True))
+                self.untied.add(node.output[0])
 
-    def __call__(self, feeds):
+    def __call__(self, feeds, kinks=None):
         env = dict(self.consts)
         env.update(self.params)
         env.update(feeds)
-        for node in self.model.graph.node:
+        for k, node in enumerate(self.model.graph.node):
+            if node.output[0] in self.untied:
+                continue
             ins = [env[n] for n in node.input if n]
-            outs = run_node(node, ins, self.training)
+            if kinks and node.op_type == "Relu":
+                outs = [kinks.relu(k, ins[0])]
+            else:
+                outs = run_node(node, ins, self.training)
+                if kinks and node.op_type == "MaxPool":
+                    outs = [kinks.maxpool(k, node, ins[0], outs[0])] + outs[1:]
             env.update(zip(node.output, outs))
         return [env[o.name] for o in self.model.graph.output]
 
@@ -236,6 +314,14 @@ def main():
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                     help="float32 measures PyTorch's own round-off against the "
                          "float64 run")
+    ap.add_argument("--kink-margin", type=float, default=0.0,
+                    help="record the ReLU inputs and max-pool window gaps "
+                         "within this fraction of their tensor's largest "
+                         "|value| of a branch point (npz key `kinks`: step, "
+                         "node, flat index, margin)")
+    ap.add_argument("--flip", action="append", default=[],
+                    help="STEP:NODE:INDEX, take the other branch there "
+                         "(a kink the run with --kink-margin recorded)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     global FLOAT
@@ -258,9 +344,15 @@ def main():
         opt = torch.optim.Adam(params, lr=args.lr)
     losses = []
     gradmax = {name: torch.zeros_like(p) for name, p in net.params.items()}
-    for _ in range(args.steps):
+    kinks = Kinks(args.kink_margin,
+                  [tuple(int(v) for v in f.split(":")) for f in args.flip])
+    events = kinks.events
+    if not args.kink_margin and not args.flip:
+        kinks = None
+    for step in range(args.steps):
+        kinks.step = step + 1
         opt.zero_grad()
-        logits = net(feeds)[0]
+        logits = net(feeds, kinks)[0]
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
         loss.backward()
         # A parameter no path reaches has no gradient; torch.optim skips it,
@@ -270,7 +362,8 @@ def main():
                 gradmax[name] = torch.maximum(gradmax[name], p.grad.abs())
         opt.step()
         losses.append(loss.item())
-    out = {"losses": np.array(losses)}
+    out = {"losses": np.array(losses),
+           "kinks": np.array(events, dtype=np.float64).reshape(-1, 4)}
     out.update({name: p.detach().numpy() for name, p in net.params.items()})
     # Largest |gradient| each element saw: elements whose gradient is zero in
     # exact arithmetic (a key bias under softmax's shift invariance, a bias

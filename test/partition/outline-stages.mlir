@@ -85,16 +85,21 @@ module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, micro
 // -----
 
 // Interleaved schedule (pp=2, chunks=2): virtual stages v and v+pp share a
-// mesh but are separate regions. Stage 2 has no ops and still gets a region.
-// A value of stage 0 the function returns leaves through the last stage,
-// and so does a returned argument.
+// mesh but are separate regions. Values flow stage to stage: a value of
+// stage 0 the function returns passes through stages 1 and 2 (stage 2 has
+// no ops of its own and only passes values on); a returned argument is
+// read where it is returned.
 // CHECK-LABEL: func.func @interleaved
 // CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
 // CHECK: %[[V0:.*]] = dist.stage 0 on #dist.mesh<shape = [2, 1], devices = [0, 1]>(%[[X]])
-// CHECK: %[[V1:.*]] = dist.stage 1 on #dist.mesh<shape = [2, 1], devices = [2, 3]>(%[[V0]])
-// CHECK: dist.stage 2 on #dist.mesh<shape = [2, 1], devices = [0, 1]>() : () -> () {
-// CHECK-NEXT: }
-// CHECK: %[[V3:.*]]:3 = dist.stage 3 on #dist.mesh<shape = [2, 1], devices = [2, 3]>(%[[V1]], %[[V0]], %[[X]])
+// CHECK: %[[V1:.*]]:2 = dist.stage 1 on #dist.mesh<shape = [2, 1], devices = [2, 3]>(%[[V0]])
+// CHECK-NEXT: ^bb0(%[[A1:.*]]: tensor<4xf32>):
+// CHECK-NEXT: %[[B1:.*]] = graph.unary tanh %[[A1]]
+// CHECK-NEXT: dist.yield %[[B1]], %[[A1]]
+// CHECK: %[[V2:.*]]:2 = dist.stage 2 on #dist.mesh<shape = [2, 1], devices = [0, 1]>(%[[V1]]#0, %[[V1]]#1)
+// CHECK-NEXT: ^bb0(%[[B2:.*]]: tensor<4xf32>, %[[A2:.*]]: tensor<4xf32>):
+// CHECK-NEXT: dist.yield %[[B2]], %[[A2]]
+// CHECK: %[[V3:.*]]:3 = dist.stage 3 on #dist.mesh<shape = [2, 1], devices = [2, 3]>(%[[V2]]#0, %[[V2]]#1, %[[X]])
 // CHECK-NEXT: ^bb0(%[[P0:.*]]: tensor<4xf32>, %[[P1:.*]]: tensor<4xf32>, %[[P2:.*]]: tensor<4xf32>):
 // CHECK-NEXT: %[[Q:.*]] = graph.unary exp %[[P0]]
 // CHECK-NEXT: dist.yield %[[Q]], %[[P1]], %[[P2]]

@@ -11,12 +11,18 @@
 // program (`--model NAME` picks one at run time). docs/codegen.md.
 //
 //===----------------------------------------------------------------------===//
+#include "dist/Diagnostics.h"
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
 #include "dist/Pipelines.h"
 #include "lib/Init/ToolFlags.h"
+#include "lib/Support/MLIRInputCheck.h"
+#include "lib/Support/OutputFile.h"
+#include "passes/Passes.h"
+#include "passes/Planning/LayerAnalysis.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -44,9 +50,13 @@ static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
            cl::desc("<model.onnx|model.mlir|NAME=model.onnx>..."),
            cl::cat(category));
-static cl::opt<std::string> output("o", cl::desc("Executable to write"),
-                                   cl::value_desc("model.bin"),
-                                   cl::init("model.bin"), cl::cat(category));
+static cl::opt<std::string>
+    output("o",
+           cl::desc("Executable to write; a folder (DIR/, or an existing "
+                    "one) gets a job: DIR/program and DIR/manifest.json, which "
+                    "dist-run launches"),
+           cl::value_desc("model.bin|DIR/"), cl::init("model.bin"),
+           cl::cat(category));
 static cl::opt<std::string> target("target", cl::desc("cpu (default) or cuda"),
                                    cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string>
@@ -85,6 +95,11 @@ static cl::opt<std::string>
           cl::desc("Function to compile (default: main, or train_step with "
                    "--train)"),
           cl::cat(category));
+static cl::opt<std::string> prepareOptions(
+    "prepare-options",
+    cl::desc("Options for dist-prepare-for-emission, e.g. \"post-ops=false "
+             "views=false\" (the target is set from --target)"),
+    cl::value_desc("pass options"), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print the compiler command"),
                              cl::cat(category));
 
@@ -103,6 +118,69 @@ static bool isIdentifier(StringRef s) {
   return true;
 }
 
+/// Checks the option names of `--train` against dist-autodiff's own (read
+/// from the pass's registered help, so the list cannot drift), suggesting
+/// the closest spelling of an unknown one. Returns the error, or "".
+static std::string checkTrainOptions(StringRef options) {
+  OpPassManager pm("builtin.module");
+  std::string all;
+  raw_string_ostream os(all);
+  if (failed(parsePassPipeline("dist-autodiff", pm, os)))
+    return "";
+  pm.printAsTextualPipeline(os);
+  StringRef body = StringRef(all).split('{').second.rsplit('}').first;
+  SmallVector<StringRef> known;
+  for (StringRef item : llvm::split(body, ' '))
+    if (!item.empty())
+      known.push_back(item.split('=').first);
+  SmallVector<StringRef> given;
+  options.split(given, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef item : given) {
+    StringRef key = item.split('=').first;
+    if (llvm::is_contained(known, key))
+      continue;
+    auto [best, bestDistance] = closestSpelling(known, key);
+    std::string msg = "--train: dist-autodiff has no option '" + key.str() + "'";
+    if (bestDistance <= std::max<size_t>(2, key.size() / 3))
+      msg += "; did you mean '" + best.str() + "'?";
+    msg += " (options: " + llvm::join(known, ", ") + ")";
+    return msg;
+  }
+  return "";
+}
+
+/// Prints what the training function of `module` trains and freezes
+/// (dist-autodiff's `graph.trained`).
+static void printTrainedSummary(ModuleOp module, StringRef model) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto trained = func->getAttrOfType<DictionaryAttr>("graph.trained");
+    if (!trained)
+      continue;
+    auto count = [&](StringRef key) {
+      auto a = trained.getAs<IntegerAttr>(key);
+      return a ? a.getInt() : 0;
+    };
+    auto frozen = trained.getAs<DictionaryAttr>("frozen");
+    errs() << "dist-compile: " << model << ": training " << count("tensors")
+           << " tensor(s), " << count("parameters") << " parameter(s)";
+    if (frozen && !frozen.empty()) {
+      errs() << "; frozen " << frozen.size() << " tensor(s), "
+             << count("frozen_parameters") << " parameter(s):";
+      unsigned shown = 0;
+      for (NamedAttribute f : frozen) {
+        if (shown++ == 8) {
+          errs() << " ... and " << frozen.size() - 8 << " more";
+          break;
+        }
+        errs() << (shown > 1 ? "," : "") << " " << f.getName().getValue()
+               << " (" << cast<StringAttr>(f.getValue()).getValue() << ")";
+      }
+    }
+    errs() << "\n";
+    return;
+  }
+}
+
 /// Imports one model: ONNX by extension or magic, otherwise .mlir text.
 static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
                                   SourceMgr &sm,
@@ -115,17 +193,39 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
   }
   if (looksLikeONNX(in.path, (*buf)->getBuffer()))
     return importONNXFile(in.path, &ctx, options);
+  std::string bad =
+      distopt::checkMLIRResultNumbers((*buf)->getBuffer(), in.path);
+  if (!bad.empty()) {
+    WithColor::error() << bad << "\n";
+    return nullptr;
+  }
   // One source manager per file: parseSourceFile reads its main buffer.
   (void)sm;
   return parseSourceFile<ModuleOp>(in.path, &ctx);
+}
+
+/// True for a planned module whose function is a pipeline (more than one
+/// virtual stage) not yet partitioned into per-list programs.
+static bool needsPartition(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  auto plan = dist::DistDialect::PlanAttrHelper(ctx).getAttr(module);
+  if (!plan || plan.getNumVirtualStages() < 2)
+    return false;
+  auto lists = dist::DistDialect::ActionListAttrHelper(ctx);
+  return llvm::none_of(module.getOps<func::FuncOp>(), [&](func::FuncOp f) {
+    return lists.isAttrPresent(f);
+  });
 }
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
   ImportFlags importFlags;
   TrainFlags trainFlags;
-  cl::HideUnrelatedOptions(
-      {&category, &importFlags.category, &trainFlags.category});
+  PlanFlags planFlags;
+  // Code generation reports what does not lower itself.
+  planFlags.checkCompilable = false;
+  cl::HideUnrelatedOptions({&category, &importFlags.category,
+                            &trainFlags.category, &planFlags.category});
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-compile: build an executable from ONNX models or graph IR\n");
@@ -163,7 +263,10 @@ int main(int argc, char **argv) {
   ctx.getDiagEngine().registerHandler([&](Diagnostic &d) {
     std::string loc;
     raw_string_ostream los(loc);
-    if (auto fl = d.getLocation()->findInstanceOf<FileLineColLoc>())
+    // ONNX ops: the node's name; else file:line:col.
+    if (isNodeLocation(d.getLocation()))
+      los << describeLocation(d.getLocation());
+    else if (auto fl = d.getLocation()->findInstanceOf<FileLineColLoc>())
       los << fl.getFilename().getValue() << ":" << fl.getLine() << ":"
           << fl.getColumn();
     else
@@ -213,7 +316,25 @@ int main(int argc, char **argv) {
              << "\n";
       continue;
     }
+    // Planning flags plan the forward function first (as dist-opt does),
+    // so a training step is differentiated on the planned function.
+    if (planFlags.any()) {
+      PassManager pm(&ctx);
+      std::string error;
+      if (!planFlags.addPasses(pm, /*simulatorNamed=*/false, error)) {
+        WithColor::error() << error << "\n";
+        return 2;
+      }
+      if (failed(pm.run(*m))) {
+        WithColor::error() << "cannot plan '" << in.path << "'\n";
+        return 1;
+      }
+    }
     if (!train.empty()) {
+      if (std::string bad = checkTrainOptions(train); !bad.empty()) {
+        WithColor::error() << bad << "\n";
+        return 2;
+      }
       PassManager pm(&ctx);
       TrainOptions trainOptions;
       trainOptions.autodiff = train;
@@ -238,6 +359,47 @@ int main(int argc, char **argv) {
                << "\n";
         continue;
       }
+      printTrainedSummary(*m, in.name);
+    }
+    // A planned pipeline runs from its schedule: one program per action
+    // list (dist-partition; it outlines and materializes what is missing),
+    // the forward stream of @main or, with --train, the training step.
+    if (needsPartition(*m)) {
+      PassManager pm(&ctx);
+      pm.addPass(createPartitionPass());
+      if (failed(pm.run(*m))) {
+        if (!skipUnsupported) {
+          WithColor::error() << "cannot partition '" << in.path
+                             << "' into per-rank programs\n";
+          return 1;
+        }
+        errs() << "skipped " << in.name << ": " << lastError << "\n";
+        continue;
+      }
+    }
+    // The printer prints what the IR says: dist-prepare-for-emission makes
+    // the kernel, memory, layout and precision decisions first (after the
+    // cost model names each op for --profile-json).
+    planning::annotateCostSignatures(*m);
+    {
+      PassManager pm(&ctx);
+      std::string pipeline = std::string("dist-prepare-for-emission{target=") +
+                             (options.target == codegen::Target::CUDA ? "cuda"
+                                                                     : "cpu") +
+                             " " + prepareOptions + "}";
+      if (failed(parsePassPipeline(pipeline, pm, errs())) ||
+          failed(pm.run(*m))) {
+        if (!skipUnsupported) {
+          WithColor::error() << "dist-prepare-for-emission failed on '"
+                             << in.path << "'\n";
+          return 1;
+        }
+        errs() << "skipped " << in.name
+               << ": preparing for emission failed: " << lastError << "\n";
+        continue;
+      }
+      if (verbose)
+        errs() << "running " << pipeline << "\n";
     }
     SmallString<256> abs(in.path);
     sys::fs::make_absolute(abs);
@@ -295,8 +457,34 @@ int main(int argc, char **argv) {
       return false;
     }
     f << source;
+    std::string problem = distopt::closeOutput(f, path);
+    if (!problem.empty()) {
+      WithColor::error() << problem << "\n";
+      return false;
+    }
     return true;
   };
+  // A job folder: the program and its manifest (what each rank runs).
+  std::string jobDir;
+  if (StringRef(output).ends_with("/") || sys::fs::is_directory(output)) {
+    if (sourceOnly) {
+      WithColor::error() << "-o " << output
+                         << " is a job folder but --source-only writes one "
+                            "source file; give a file name\n";
+      return 2;
+    }
+    jobDir = StringRef(output).rtrim('/').str();
+    if (jobDir.empty())
+      jobDir = "/";
+    if (std::error_code ec = sys::fs::create_directories(jobDir)) {
+      WithColor::error() << "cannot create the job folder '" << jobDir
+                         << "': " << ec.message() << "\n";
+      return 1;
+    }
+    SmallString<256> exe(jobDir);
+    sys::path::append(exe, "program");
+    output = std::string(exe);
+  }
   if (sourceOnly)
     return writeFile(output) ? 0 : 1;
   if (!emitSource.empty() && !writeFile(emitSource))
@@ -328,6 +516,23 @@ int main(int argc, char **argv) {
   if (err) {
     WithColor::error() << toString(std::move(err)) << "\n";
     return 1;
+  }
+  if (!jobDir.empty()) {
+    SmallString<256> path(jobDir);
+    sys::path::append(path, "manifest.json");
+    std::error_code ec;
+    raw_fd_ostream f(path, ec);
+    if (ec) {
+      WithColor::error() << "cannot write '" << path << "': " << ec.message()
+                         << "\n";
+      return 1;
+    }
+    codegen::writeJobManifest(units, "program", f);
+    std::string problem = distopt::closeOutput(f, path);
+    if (!problem.empty()) {
+      WithColor::error() << problem << "\n";
+      return 1;
+    }
   }
   return 0;
 }

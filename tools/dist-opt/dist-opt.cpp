@@ -8,9 +8,12 @@
 // passes, the summary goes to stdout and the IR only to -o FILE.
 //
 //===----------------------------------------------------------------------===//
+#include "dist/Diagnostics.h"
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
 #include "lib/Init/ToolFlags.h"
+#include "lib/Support/MLIRInputCheck.h"
+#include "lib/Support/OutputFile.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/Diagnostics.h"
@@ -42,6 +45,8 @@ importModel(StringRef path, std::unique_ptr<MemoryBuffer> file,
   // The importer's errors and remarks print as mlir-opt prints diagnostics.
   SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  // ONNX ops: "FILE: node 'NAME': error: ..." instead of "FILE:0:0".
+  distopt::NodeDiagnosticHandler nodeHandler(&context, errs());
   OwningOpRef<ModuleOp> module =
       path == "-" ? distopt::importONNXBuffer(file->getBuffer(), "<stdin>", ".",
                                               &context, options)
@@ -85,6 +90,10 @@ int main(int argc, char **argv) {
   std::string error;
   MlirOptMainConfig config = cli;
   config.setPassPipelineSetupFn([&](PassManager &pm) -> LogicalResult {
+    // The passes' diagnostics at ONNX node locations name the node too (not
+    // under -verify-diagnostics, which must see every diagnostic).
+    if (!cli.shouldVerifyDiagnostics())
+      distopt::registerNodeDiagnostics(pm.getContext(), errs());
     if (!planFlags.addPasses(pm, simulatorNamed, error) ||
         failed(cli.setupPassPipeline(pm)) || !planFlags.configure(pm, error) ||
         !trainFlags.apply(pm, error)) {
@@ -106,6 +115,11 @@ int main(int argc, char **argv) {
     file = importModel(inputFilename, std::move(file), options, registry);
     if (!file)
       return 1;
+  } else {
+    std::string bad =
+        distopt::checkMLIRResultNumbers(file->getBuffer(), inputFilename);
+    if (!bad.empty())
+      return fail(bad);
   }
 
   // Planning prints its summary on stdout; the IR then goes to -o only.
@@ -117,7 +131,11 @@ int main(int argc, char **argv) {
   if (failed(MlirOptMain(discard ? nulls() : output->os(), std::move(file),
                          registry, config)))
     return 1;
-  if (output)
+  if (output) {
+    std::string problem = distopt::closeOutput(output->os(), outputFilename);
+    if (!problem.empty())
+      return fail(problem);
     output->keep();
+  }
   return 0;
 }

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /** Bumped on every incompatible change of this header. */
-#define DISTRT_ABI_VERSION 1
+#define DISTRT_ABI_VERSION 2
 /** Highest tensor rank the ABI carries. */
 #define DISTRT_MAX_RANK 8
 
@@ -45,6 +45,7 @@ typedef enum distrt_status {
   DISTRT_ERROR_BACKEND = 4,          /**< oneDNN / CUDA library failure */
   DISTRT_ERROR_OUT_OF_MEMORY = 5,
   DISTRT_ERROR_NO_DEVICE = 6, /**< CUDA backend requested, no device */
+  DISTRT_ERROR_TIMEOUT = 7,   /**< a peer did not answer in time */
 } distrt_status;
 
 typedef enum distrt_dtype {
@@ -66,6 +67,11 @@ typedef struct distrt_tensor {
   distrt_dtype dtype;
   int32_t rank;
   int64_t dims[DISTRT_MAX_RANK];
+  /** Element strides per dim; all zero means dense row-major. Only the
+   *  entry points documented as taking strided tensors accept others
+   *  (distrt_matmul_ex, distrt_conv2d_ex, distrt_pool2d, distrt_unary:
+   *  docs/runtime-abi.md); every other one rejects them. */
+  int64_t strides[DISTRT_MAX_RANK];
 } distrt_tensor;
 
 /** Opaque: engine/stream, library handles, primitive cache, last error. */
@@ -80,8 +86,23 @@ static inline distrt_tensor distrt_make_tensor(void *data, distrt_dtype dtype,
   t.data = data;
   t.dtype = dtype;
   t.rank = rank;
-  for (i = 0; i < DISTRT_MAX_RANK; ++i)
+  for (i = 0; i < DISTRT_MAX_RANK; ++i) {
     t.dims[i] = (i < rank && dims) ? dims[i] : 0;
+    t.strides[i] = 0;
+  }
+  return t;
+}
+
+/** A tensor whose dim i is `strides[i]` elements apart in memory. */
+static inline distrt_tensor distrt_make_strided_tensor(void *data,
+                                                       distrt_dtype dtype,
+                                                       int32_t rank,
+                                                       const int64_t *dims,
+                                                       const int64_t *strides) {
+  distrt_tensor t = distrt_make_tensor(data, dtype, rank, dims);
+  int32_t i;
+  for (i = 0; i < rank && strides; ++i)
+    t.strides[i] = strides[i];
   return t;
 }
 
@@ -178,6 +199,69 @@ distrt_status distrt_matmul_bwd_bias(distrt_context *ctx,
                                      const distrt_tensor *dbias,
                                      int32_t accumulate);
 
+/*===----------------------- Fused epilogues (CPU) ----------------------===*/
+
+/** Activations a post-op applies to every element of a result. */
+typedef enum distrt_eltwise_alg {
+  DISTRT_ELTWISE_RELU = 0,      /**< x > 0 ? x : alpha * x */
+  DISTRT_ELTWISE_GELU = 1,      /**< exact (erf) GELU */
+  DISTRT_ELTWISE_GELU_TANH = 2, /**< tanh approximation */
+  DISTRT_ELTWISE_TANH = 3,
+  DISTRT_ELTWISE_SIGMOID = 4,
+  DISTRT_ELTWISE_SILU = 5, /**< x * sigmoid(x) */
+  DISTRT_ELTWISE_EXP = 6,
+  DISTRT_ELTWISE_LOG = 7,
+  DISTRT_ELTWISE_SQRT = 8,
+  DISTRT_ELTWISE_ABS = 9,
+  DISTRT_ELTWISE_LINEAR = 10,   /**< alpha * x + beta */
+  DISTRT_ELTWISE_CLIP = 11,     /**< min(max(x, alpha), beta) */
+  DISTRT_ELTWISE_HARDSWISH = 12, /**< x * min(max(x + 3, 0), 6) / 6 */
+  DISTRT_ELTWISE_ELU = 13,      /**< x > 0 ? x : alpha * (exp(x) - 1) */
+  DISTRT_ELTWISE_SOFTPLUS = 14, /**< log(1 + exp(x)) */
+  DISTRT_ELTWISE_COUNT_ = 15
+} distrt_eltwise_alg;
+
+typedef enum distrt_post_op_kind {
+  DISTRT_POST_ELTWISE = 0, /**< y = alg(y; alpha, beta) */
+  DISTRT_POST_BINARY = 1,  /**< y = y op src1 (a distrt_binary_op: add, sub,
+                                mul, div, max or min); src1 is a scalar, a
+                                per-channel vector or a tensor of y's shape,
+                                its dims aligned to y's from the right */
+  DISTRT_POST_SUM = 2,     /**< y = y + what the output buffer held before
+                                the call */
+} distrt_post_op_kind;
+
+typedef struct distrt_post_op {
+  int32_t kind; /**< distrt_post_op_kind */
+  int32_t alg;  /**< distrt_eltwise_alg or distrt_binary_op */
+  float alpha, beta;
+  distrt_tensor src1; /**< DISTRT_POST_BINARY: the second operand */
+} distrt_post_op;
+
+#define DISTRT_MAX_POST_OPS 8
+
+/** What a compute call does besides its op: elementwise post-ops applied,
+ *  in order, to the result before it is stored (oneDNN post-ops: one pass
+ *  over memory), and whether the weights operand is constant while the
+ *  context lives (then the runtime keeps its own copy in the kernel's
+ *  preferred layout, made on the first call). */
+typedef struct distrt_compute_ex {
+  int32_t count;
+  distrt_post_op post[DISTRT_MAX_POST_OPS];
+  int32_t constant_weights;
+} distrt_compute_ex;
+
+/** distrt_matmul, then `ex`'s post-ops (F32 only, CPU only with post-ops).
+ *  a, b and c may be strided (a transposed or sliced view read in place):
+ *  each matrix needs a unit stride in one of its last two dims; batch dims
+ *  take any strides. bias is dense. */
+distrt_status distrt_matmul_ex(distrt_context *ctx, const distrt_tensor *a,
+                               const distrt_tensor *b,
+                               const distrt_tensor *bias,
+                               const distrt_tensor *c,
+                               const distrt_matmul_attr *attr,
+                               const distrt_compute_ex *ex);
+
 /*===------------------------ Convolution, pooling ----------------------===*/
 
 /** NCHW data, OIHW weights ([O, C/groups, KH, KW]); dilation 1 = dense. */
@@ -224,6 +308,15 @@ typedef struct distrt_pool2d_attr {
 distrt_status distrt_pool2d(distrt_context *ctx, const distrt_tensor *x,
                             const distrt_tensor *y,
                             const distrt_pool2d_attr *attr);
+/** distrt_conv2d, then `ex`'s post-ops (CPU only with post-ops). x and y
+ *  may be channels-last (strides [H*W*C, 1, W*C, C]) as well as NCHW. */
+distrt_status distrt_conv2d_ex(distrt_context *ctx, const distrt_tensor *x,
+                               const distrt_tensor *w,
+                               const distrt_tensor *bias,
+                               const distrt_tensor *y,
+                               const distrt_conv2d_attr *attr,
+                               const distrt_compute_ex *ex);
+
 /** Needs the forward input x (max pooling recomputes its argmax). */
 distrt_status distrt_pool2d_bwd(distrt_context *ctx, const distrt_tensor *x,
                                 const distrt_tensor *dy,

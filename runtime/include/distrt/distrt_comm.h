@@ -7,8 +7,10 @@
  * what went wrong, where and what to do.
  *
  * Backends, chosen by the context a communicator is created on:
- *  - CPU context: MPI (Open MPI). Sum and mean are reduced to rank 0 in rank
- *    order and broadcast, so every rank holds bit-identical results.
+ *  - CPU context: MPI (Open MPI). Sum and mean run a ring reduce-scatter
+ *    and all-gather: each element is reduced in one place, so every rank
+ *    holds bit-identical results, and each rank moves 2 (n-1)/n of the
+ *    buffer (bandwidth-optimal, as NCCL).
  *  - CUDA context: NCCL on the context's stream; the ncclUniqueId is
  *    bootstrapped over MPI (a world of one needs no MPI).
  * The world comes from the launcher's environment (mpirun, srun, torchrun
@@ -42,8 +44,31 @@ distrt_status distrt_comm_env(int32_t *rank, int32_t *size,
  *  first use when the world has more than one rank, and NCCL on a CUDA
  *  context. Every rank of the world must call it. */
 distrt_status distrt_comm_create(distrt_context *ctx, distrt_comm **out);
+/** A communicator of the `n` distinct ranks `ranks` of `comm`: rank k of the
+ *  new communicator is `ranks[k]`, and collectives on it involve those ranks
+ *  only (data-parallel replicas of one pipeline stage, a tensor-parallel
+ *  group). Collective over the group's ranks only, which all pass the same
+ *  list; ranks outside it do not call it, and ranks that share several
+ *  groups create them in the same order. The caller must be in the group.
+ *  On a CUDA context the group gets its own NCCL communicator. Release it
+ *  with distrt_comm_destroy before `comm`. */
+distrt_status distrt_comm_group(distrt_comm *comm, const int32_t *ranks,
+                                int32_t n, distrt_comm **out);
+/** How long a transfer or collective on `comm` (and on groups made from it
+ *  afterwards) waits for its peers before it fails with
+ *  DISTRT_ERROR_TIMEOUT, naming the peer (or group) it waited for:
+ *  `seconds` > 0, or 0 to wait forever. The default is 60 s, or the
+ *  DISTRT_TIMEOUT environment variable (seconds) when set. A rank that
+ *  fails this way should end the job (distrt_comm_abort). MPI backend;
+ *  NCCL transfers and collectives are not covered. */
+distrt_status distrt_comm_set_timeout(distrt_comm *comm, double seconds);
 /** Releases the communicator (MPI itself is finalised at process exit). */
 distrt_status distrt_comm_destroy(distrt_comm *comm);
+/** Ends every rank of the job with exit status `code` (MPI_Abort): a rank
+ *  that fails calls it so that its peers, which may be waiting on a
+ *  transfer from it, do not hang. Returns only without a multi-rank world
+ *  (NULL, or a world of one). */
+void distrt_comm_abort(distrt_comm *comm, int code);
 distrt_status distrt_comm_rank(const distrt_comm *comm, int32_t *rank);
 distrt_status distrt_comm_size(const distrt_comm *comm, int32_t *size);
 /** Which backend carries the collectives: "local" (a world of one), "mpi"
@@ -60,6 +85,20 @@ const char *distrt_comm_backend(const distrt_comm *comm);
 distrt_status distrt_all_reduce(distrt_comm *comm, const distrt_tensor *input,
                                  const distrt_tensor *output,
                                  distrt_reduce_op op);
+/** Reduce-scatter: `input` is `size` equal blocks of its (flattened)
+ *  elements, `output` one block (numel(input) = size x numel(output), same
+ *  dtype, not overlapping); rank r's output gets op over every rank's block
+ *  r (SUM, MEAN, MAX, MIN; mean for floating dtypes). MPI: a ring, each
+ *  block reduced in one place in a fixed order. NCCL: ncclReduceScatter. */
+distrt_status distrt_reduce_scatter(distrt_comm *comm,
+                                    const distrt_tensor *input,
+                                    const distrt_tensor *output,
+                                    distrt_reduce_op op);
+/** All-gather: `output` (numel = size x numel(input), same dtype, not
+ *  overlapping) gets every rank's `input`, in rank order. MPI: a ring.
+ *  NCCL: ncclAllGather. */
+distrt_status distrt_all_gather(distrt_comm *comm, const distrt_tensor *input,
+                                const distrt_tensor *output);
 /** Copies `root`'s tensor into every rank's `tensor` (same checks). */
 distrt_status distrt_broadcast(distrt_comm *comm, const distrt_tensor *tensor,
                                int32_t root);
@@ -70,9 +109,12 @@ distrt_status distrt_barrier(distrt_comm *comm);
  *  must call distrt_recv with this rank as its peer and the same `tag`
  *  (0 <= tag < 2^15). Messages of one (sender, receiver, tag) arrive in the
  *  order they were sent. Any dtype. Fails on a peer outside [0, size) or
- *  equal to this rank. MPI (CPU): a blocking send of a small header (dtype,
- *  element count) and the bytes; NCCL (CUDA): the header over MPI, the bytes
- *  with ncclSend on the context's stream. */
+ *  equal to this rank. MPI (CPU): buffered and non-blocking — a copy of the
+ *  header (dtype, element count) and the bytes goes out in the background,
+ *  so the caller may reuse `tensor` at once and two ranks sending to each
+ *  other do not wait on each other; distrt_comm_destroy waits for what is
+ *  still in flight. NCCL (CUDA): the header over MPI, the bytes with
+ *  ncclSend on the context's stream (blocking until the peer receives). */
 distrt_status distrt_send(distrt_comm *comm, const distrt_tensor *tensor,
                           int32_t peer, int32_t tag);
 /** Receives into `tensor` what rank `peer` sent with `tag`. When the sent

@@ -18,8 +18,10 @@
 #include "distrt/gen/Common.h"
 #include "distrt/gen/Half.h"
 #include "distrt/gen/Npy.h"
+#include "distrt/gen/Profile.h"
 #include "distrt/gen/Program.h"
 #include "distrt/gen/Scalar.h"
+#include "distrt/gen/Threads.h"
 #include "distrt/gen/Main.h"
 
 #endif // DISTRT_DISTRT_GEN_H

@@ -24,6 +24,17 @@ struct CpuState {
   dnnl::stream stream{engine};
   std::unordered_map<std::string, dnnl::primitive> cache;
 
+  /// A primitive with the layout it wants its weights in (any-format
+  /// convolutions pick the kernel's blocked layout).
+  struct Layered {
+    dnnl::primitive prim;
+    dnnl::memory::desc weights;
+  };
+  std::unordered_map<std::string, Layered> layered;
+  /// Constant weights already reordered to a primitive's layout, keyed by
+  /// the primitive's key and the weights' address.
+  std::unordered_map<std::string, dnnl::memory> constantWeights;
+
   /// The cached primitive for `key`, created by `make` on first use.
   dnnl::primitive &primitive(const std::string &key,
                              const std::function<dnnl::primitive()> &make) {

@@ -102,16 +102,47 @@ void ncclRelease(distrt_comm *comm) {
   comm->nccl = nullptr;
 }
 
+static ncclRedOp_t ncclOp(distrt_reduce_op op) {
+  return op == DISTRT_REDUCE_SUM    ? ncclSum
+         : op == DISTRT_REDUCE_MEAN ? ncclAvg
+         : op == DISTRT_REDUCE_MAX  ? ncclMax
+                                    : ncclMin;
+}
+
+distrt_status ncclReduceScatter(distrt_comm *comm, const void *in, void *out,
+                                size_t n, distrt_dtype dtype,
+                                distrt_reduce_op op) {
+  const char *fn = "distrt_reduce_scatter";
+  distrt_context *ctx = comm->ctx;
+  ncclDataType_t type;
+  DISTRT_TRY(ncclType(ctx, fn, dtype, type));
+  DISTRT_CUDA_ENTER(ctx);
+  DISTRT_NCCL_TRY(comm, fn,
+                  ncclReduceScatter(in, out, n, type, ncclOp(op), handle(comm),
+                                    state(ctx).stream));
+  return DISTRT_OK;
+}
+
+distrt_status ncclAllGather(distrt_comm *comm, const void *in, void *out,
+                            size_t n, distrt_dtype dtype) {
+  const char *fn = "distrt_all_gather";
+  distrt_context *ctx = comm->ctx;
+  ncclDataType_t type;
+  DISTRT_TRY(ncclType(ctx, fn, dtype, type));
+  DISTRT_CUDA_ENTER(ctx);
+  DISTRT_NCCL_TRY(comm, fn,
+                  ncclAllGather(in, out, n, type, handle(comm),
+                                state(ctx).stream));
+  return DISTRT_OK;
+}
+
 distrt_status ncclAllReduce(distrt_comm *comm, const void *in, void *out,
                             size_t n, distrt_dtype dtype, distrt_reduce_op op) {
   const char *fn = "distrt_all_reduce";
   distrt_context *ctx = comm->ctx;
   ncclDataType_t type;
   DISTRT_TRY(ncclType(ctx, fn, dtype, type));
-  ncclRedOp_t red = op == DISTRT_REDUCE_SUM    ? ncclSum
-                    : op == DISTRT_REDUCE_MEAN ? ncclAvg
-                    : op == DISTRT_REDUCE_MAX  ? ncclMax
-                                               : ncclMin;
+  ncclRedOp_t red = ncclOp(op);
   DISTRT_CUDA_ENTER(ctx);
   DISTRT_NCCL_TRY(comm, fn,
                   ncclAllReduce(in, out, n, type, red, handle(comm),

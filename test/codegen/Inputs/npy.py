@@ -2,6 +2,11 @@
 
     npy.py write FILE f4|i8 1x8 v0 v1 ...   (fewer values repeat cyclically)
     npy.py print FILE                         prints dtype, shape and values
+    npy.py hostile FILE KIND                  a .npy with a lying header:
+        bigshape   shape (1000000000, 8), 64 data bytes
+        hugeheader format 2.0 header length 0xFFFFFFFF, 20 bytes in all
+        negdim     shape (-5, 8)
+        overflow   shape (4294967296, 4294967296, 8)
 """
 import ast
 import struct
@@ -74,8 +79,22 @@ def check_mlp(weights, xpath, ypath):
     sys.exit(0 if worst < 1e-4 else 1)
 
 
+def hostile(path, kind):
+    def v1(shape, data):
+        header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }\n" % shape
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data
+    blob = {"bigshape": lambda: v1("(1000000000, 8)", bytes(64)),
+            "hugeheader": lambda: b"\x93NUMPY\x02\x00" + struct.pack("<I", 0xFFFFFFFF) + bytes(8),
+            "negdim": lambda: v1("(-5, 8)", bytes(64)),
+            "overflow": lambda: v1("(4294967296, 4294967296, 8)", bytes(64))}[kind]()
+    with open(path, "wb") as f:
+        f.write(blob)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "write":
+    if sys.argv[1] == "hostile":
+        hostile(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "write":
         write(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     elif sys.argv[1] == "print":
         show(sys.argv[2])

@@ -112,6 +112,11 @@ module attributes {x = #dist.mesh<shape = [2, 2], devices = [0, 1, 2]>} {}
 
 // -----
 
+// expected-error @+1 {{mesh of shape with more positions than int64 holds}}
+module attributes {x = #dist.mesh<shape = [4294967296, 4294967296], devices = [0]>} {}
+
+// -----
+
 // expected-error @+1 {{mesh device numbers must be non-negative, got -2}}
 module attributes {x = #dist.mesh<shape = [2], devices = [0, -2]>} {}
 
@@ -137,7 +142,7 @@ module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches 
 
 // -----
 
-// expected-error @+1 {{plan has chunks = 2 with schedule "1f1b"; only "interleaved" runs several chunks per stage}}
+// expected-error @+1 {{plan has chunks = 2 with schedule "1f1b"; only "interleaved" (and the V-shaped schedules, with 2) runs several chunks per stage}}
 module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1], chunks = 2>} {}
 
 // -----
@@ -157,7 +162,7 @@ module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches 
 
 // -----
 
-// expected-error @+1 {{plan replicas need dp = 1 and chunks = 1, got dp = 2 and chunks = 1}}
+// expected-error @+1 {{plan replicas need dp = 1, chunks = 1 and cp = 1, got dp = 2, chunks = 1 and cp = 1}}
 module attributes {x = #dist.plan<dp = 2, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1], replicas = [3, 1]>} {}
 
 // -----
@@ -172,7 +177,7 @@ module attributes {x = #dist.plan<dp = 2, tp = 1, pp = 1, mbs = 2, microbatches 
 
 // -----
 
-// expected-error @+2 {{unknown schedule "2f2b"; expected "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream" or "pipedream-2bw"}}
+// expected-error @+2 {{unknown schedule "2f2b"; expected one of gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, v-half, v-min, dualpipe-v, pipedream or pipedream-2bw}}
 // expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'schedule'}}
 module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "2f2b", stages = [0]>} {}
 
@@ -240,6 +245,19 @@ module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, micro
 
 // -----
 
+// A plan's stage list and the ops' stages must agree: layer 1 starts
+// virtual stage 1.
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0, 1]>} {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.unary relu %x {dist.layer = 0 : i64, dist.virtual_stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    // expected-error @+1 {{'dist.virtual_stage' is 0 but the module's plan puts layer 1 ('dist.layer') in virtual stage 1 (stages = [0, 1]); plan the module again (dist-set-plan or dist-search-plan) instead of editing either}}
+    %b = graph.unary relu %a {dist.layer = 1 : i64, dist.virtual_stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %b : tensor<4xf32>
+  }
+}
+
+// -----
+
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'dist.virtual_stage' must be a non-negative i64 virtual stage index, got "first"}}
   %a = graph.unary relu %x {dist.virtual_stage = "first"} : (tensor<4xf32>) -> tensor<4xf32>
@@ -295,3 +313,28 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %a = graph.unary relu %x {dist.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{plan has chunks = 1 with schedule "zb-v"; a V-shaped schedule runs two chunks per stage}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 4, global_batch = 4, schedule = "zb-v", stages = [0, 1]>} {}
+
+// -----
+
+// expected-error @+1 {{plan ep = 3 must divide dp = 4 (the expert-parallel group is ep of the dp replicas)}}
+module attributes {x = #dist.plan<dp = 4, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 4, schedule = "1f1b", ep = 3, stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan cp must be in [1, 16777216], got 0}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", cp = 0, stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan expert_imbalance must be in [1, 1000] (the busiest expert rank's tokens over the mean), got 5.000000e-01}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", expert_imbalance = 0.5, stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan replicas need dp = 1, chunks = 1 and cp = 1, got dp = 1, chunks = 1 and cp = 2}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 3, global_batch = 3, schedule = "1f1b", cp = 2, stages = [0, 1], replicas = [3, 1]>} {}

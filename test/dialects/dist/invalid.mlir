@@ -53,7 +53,7 @@ func.func @send_peer(%x: tensor<2xf32>) {
 // -----
 
 func.func @recv_tag() {
-  // expected-error @+1 {{tag must be non-negative, got -3}}
+  // expected-error @+1 {{tag must be in [0, 32767] (what the runtime's transfers carry), got -3}}
   %0 = dist.recv from 1 tag -3 : tensor<2xf32>
   return
 }

@@ -832,3 +832,29 @@ func.func @fmod_kind(%a: tensor<4xi64>) {
   %0 = graph.binary add %a, %a {fmod} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
   return
 }
+
+// -----
+
+// Sizes from hostile attributes are computed without overflow (issue 12:
+// UBSan reported these verifiers).
+func.func @pad_overflow(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'pads' make dimension 0 overflow int64}}
+  %0 = graph.pad constant %a {pads = array<i64: 9223372036854775807, 9223372036854775807>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_min_step(%a: tensor<4xf32>) {
+  // expected-error @+1 {{result shape 4 does not match expected 1}}
+  %0 = graph.slice %a {axes = array<i64: 0>, starts = array<i64: 3>, ends = array<i64: -9223372036854775808>, steps = array<i64: -9223372036854775808>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_huge_stride(%x: tensor<1x2x8x8xf32>, %w: tensor<2x2x3x3xf32>) {
+  // expected-error @+1 {{result shape 1x2x6x6 does not match expected 1x2x2x1}}
+  %0 = graph.conv %x, %w {strides = array<i64: 9223372036854775807, 9223372036854775807>, pads = array<i64: 9223372036854775807, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x8x8xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x6x6xf32>
+  return
+}

@@ -4,7 +4,7 @@
 
 Builds the two-stage MLP (dist.stage regions) with --target=cuda
 --compile-only: the generated stage functions, the driver's distrt_send /
-distrt_recv calls and the micro-batch loop must compile under nvcc. Where
+distrt_recv calls and the per-list programs must compile under nvcc. Where
 the runtime was built without CUDA the check is skipped, saying so. Prints
 one status line: COMPILED or SKIPPED.
 """
@@ -23,7 +23,7 @@ subprocess.run([os.path.join(obj, "bin", "dist-compile"), "--target=cuda",
                 staged, "--compile-only", "--emit-source=" + src, "-o", out],
                check=True)
 text = open(src).read()
-for needle in ("distrt_send(P.comm", "distrt_recv(P.comm", "P.microbatches",
+for needle in ("distrt_send(P.comm", "distrt_recv(P.comm", "switch (listOf[P.rank])",
                "dg::runMain(argc, argv, models, 1, true)"):
     assert needle in text, "missing in the CUDA program: " + needle
 assert os.path.getsize(out) > 0, "no object file"

@@ -236,14 +236,17 @@ save("shape_conflict", [
 ], [vinfo("x", F, [2, 3])], [vinfo("y", F, [3, 3])])
 
 # Omitted optional inputs and outputs in the middle: Resize without roi,
-# MaxPool with only its Indices output.
+# an LSTM with only its last hidden state (Y omitted; MaxPool's Y, which the
+# schema requires, cannot be: onnxruntime and the importer reject that).
 save("opaque_positions", [
     const("scales", [1.0, 1.0, 2.0, 2.0], np.float32),
     helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize",
                      mode="nearest"),
-    helper.make_node("MaxPool", ["r"], ["", "y"], name="pool_indices",
-                     kernel_shape=[2, 2], strides=[2, 2]),
-], [vinfo("x", F, [1, 2, 4, 4])], [vinfo("y", I64, [1, 2, 4, 4])])
+    helper.make_node("LSTM", ["s", "lw", "lr"], ["", "h"], name="lstm_h",
+                     hidden_size=2),
+], [vinfo("x", F, [1, 2, 4, 4]), vinfo("s", F, [3, 1, 4])],
+   [vinfo("r", F, [1, 2, 8, 8]), vinfo("h", F, [1, 1, 2])],
+   [weight("lw", 1, 8, 4), weight("lr", 1, 8, 2)])
 
 # Range with constant inputs: a long one (position ids) becomes graph.iota,
 # a short one folds to graph.constant; Mod with fmod = 1 keeps the flag.
@@ -271,9 +274,10 @@ save("range", [
     vinfo("r", I64, [2, 3]), vinfo("rp", I64, [2, 3]),
     vinfo("down", I64, [143])])
 
-# Weights shared behind Identity (how torch.onnx deduplicates equal
-# initializers, e.g. GPT-2's zero biases and unit norm scales): every use
-# must read the one weight, not a folded copy, or training unties them.
+# Weights deduplicated behind Identity (how torch.onnx writes parameters
+# with equal values, e.g. GPT-2's zero biases and unit norm scales, once):
+# the Identity's output is a weight of its own reading the same bytes; a
+# Cast of a weight stays an op on that weight, never a folded copy.
 save("shared_weight", [
     helper.make_node("Identity", ["b"], ["b_alias"], name="alias"),
     helper.make_node("Add", ["x", "b"], ["h"], name="first"),
@@ -282,3 +286,120 @@ save("shared_weight", [
     helper.make_node("Mul", ["y", "b_cast"], ["z"], name="third"),
 ], [vinfo("x", F, [2, 4])], [vinfo("z", F, [2, 4])],
    [numpy_helper.from_array(np.zeros(4, np.float32), "b")])
+
+# Training semantics (test/codegen/train-frozen.test, import/constants.test):
+# a large float Constant (an additive table: 2x80 f32 = 640 bytes, above the
+# 512 bytes the scanner strips) is a frozen weight; a Constant of 80 f32
+# (320 bytes: more than 64 elements, but inline) a graph.constant;
+# x[2,8] -> 80 -> relu -> 4, MSE loss.
+save("frozen_constant", [
+    helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+    helper.make_node(
+        "Constant", [], ["bias_table"], name="bias_table",
+        value=numpy_helper.from_array(
+            np.linspace(-1, 1, 160).astype(np.float32).reshape(2, 80),
+            "bias_table")),
+    helper.make_node("Add", ["h", "bias_table"], ["hb"], name="add_table"),
+    helper.make_node(
+        "Constant", [], ["scale_row"], name="scale_row",
+        value=numpy_helper.from_array(
+            np.linspace(0.5, 1.5, 80).astype(np.float32).reshape(1, 80),
+            "scale_row")),
+    helper.make_node("Mul", ["hb", "scale_row"], ["hs"], name="scale"),
+    helper.make_node("Relu", ["hs"], ["r"], name="relu"),
+    helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2"),
+], [vinfo("x", F, [2, 8])], [vinfo("y", F, [2, 4])],
+   [weight("w1", 8, 80), weight("w2", 80, 4)])
+
+
+def with_training_info(model_name, updated):
+    """Adds ONNX training info whose update_binding names `updated`."""
+    path = os.path.join(HERE, model_name + ".onnx")
+    model = onnx.load(path)
+    info = model.training_info.add()
+    info.algorithm.CopyFrom(helper.make_graph(
+        [helper.make_node("Identity", [u], [u + "_new"]) for u in updated],
+        "algorithm", [], [vinfo(u + "_new", F, None) for u in updated]))
+    for u in updated:
+        entry = info.update_binding.add()
+        entry.key, entry.value = u, u + "_new"
+    onnx.save(model, path)
+
+
+# The same network with training info that updates only w2: w1 is frozen.
+save("training_info", [
+    helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+    helper.make_node("Relu", ["h"], ["r"], name="relu"),
+    helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2"),
+], [vinfo("x", F, [2, 8])], [vinfo("y", F, [2, 4])],
+   [weight("w1", 8, 80), weight("w2", 80, 4)])
+with_training_info("training_info", ["w2"])
+
+# An If on a scalar input (silero VAD picks its branch by sample rate): the
+# branches give different shapes, so only --input-value=sr:VALUE, which
+# folds the condition, gives the output a static shape.
+save("if_scalar", [
+    const("rate", 16000),
+    helper.make_node("Equal", ["sr", "rate"], ["is16k"], name="is16k"),
+    helper.make_node("If", ["is16k"], ["y"], name="by_rate",
+                     then_branch=helper.make_graph(
+                         [helper.make_node("Mul", ["x", "two"], ["y_then"],
+                                           name="double")],
+                         "then", [], [vinfo("y_then", F, [1, 4])],
+                         initializer=[numpy_helper.from_array(
+                             np.array(2.0, np.float32), "two")]),
+                     else_branch=helper.make_graph(
+                         [const("shape22", [2, 2]),
+                          helper.make_node("Reshape", ["x", "shape22"],
+                                           ["y_else"], name="square")],
+                         "else", [], [vinfo("y_else", F, [2, 2])])),
+], [vinfo("x", F, [1, 4]), vinfo("sr", I64, [])], [vinfo("y", F, None)])
+
+# Invalid models that once crashed the importer or imported as a wrong
+# program (issue 12; errors.test checks each message, and the fuzz
+# regression corpus runs them all). onnxruntime rejects every one.
+X4 = vinfo("x", F, [1, 2, 8, 8])
+save("bad_zero_stride", [
+    helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                     strides=[0, 0])], [X4], [vinfo("y", F, None)])
+save("bad_shape_of_failed", [
+    helper.make_node("MatMul", ["a", "b"], ["c"], name="mm"),
+    helper.make_node("Shape", ["c"], ["s"], name="shape"),
+    helper.make_node("Reshape", ["a", "s"], ["y"], name="reshape"),
+], [vinfo("a", F, [2, 3]), vinfo("b", F, [4, 5])], [vinfo("y", F, None)],
+    opset=15)
+save("bad_arity", [helper.make_node("Div", ["a"], ["y"], name="div")],
+     [vinfo("a", F, [2, 3])], [vinfo("y", F, None)])
+save("bad_extra_operand", [
+    helper.make_node("Relu", ["a", "a"], ["y"], name="relu")],
+    [vinfo("a", F, [2, 3])], [vinfo("y", F, None)])
+save("bad_duplicate_input", [
+    helper.make_node("Add", ["a", "a"], ["y"], name="add")],
+    [vinfo("a", F, [2, 3]), vinfo("a", F, [2, 3])], [vinfo("y", F, None)])
+save("bad_redefined", [
+    helper.make_node("Relu", ["a"], ["t"], name="first"),
+    helper.make_node("Neg", ["a"], ["t"], name="second"),
+], [vinfo("a", F, [2, 3])], [vinfo("t", F, None)])
+nodata = TensorProto()
+nodata.name, nodata.data_type = "w", F
+nodata.dims.extend([2, 3])
+save("bad_initializer_no_data", [
+    helper.make_node("Add", ["a", "w"], ["y"], name="add")],
+    [vinfo("a", F, [2, 3])], [vinfo("y", F, None)], [nodata])
+varint = helper.make_tensor("w", I64, [100], list(range(100)))
+save("bad_initializer_varints", [
+    helper.make_node("Add", ["a", "w"], ["y"], name="add")],
+    [vinfo("a", I64, [100])], [vinfo("y", I64, None)], [varint])
+save("bad_constant_of_shape_overflow", [
+    helper.make_node("ConstantOfShape", ["shape"], ["y"], name="fill")],
+    [], [vinfo("y", F, None)],
+    [numpy_helper.from_array(np.array([2**62, 2**62], np.int64), "shape")])
+save("bad_complex_bias", [
+    helper.make_node("Gemm", ["a", "w", "c"], ["y"], name="gemm")],
+    [vinfo("a", F, [2, 3])], [vinfo("y", F, None)],
+    [weight("w", 3, 4),
+     helper.make_tensor("c", TensorProto.COMPLEX64, [4], [1 + 0j] * 4)])
+save("bad_conv_transpose_rank", [
+    helper.make_node("ConvTranspose", ["a", "w"], ["y"], name="deconv")],
+    [vinfo("a", F, [1, 2, 4, 4])], [vinfo("y", F, None)],
+    [numpy_helper.from_array(np.ones([2], np.float32), "w")])

@@ -240,6 +240,56 @@ func.func @pool_window(%x: tensor<1x2x4x4xf32>, %dy: tensor<1x2x2x2xf32>) -> ten
 
 // -----
 
+// Zero strides and dilations are refused before any window arithmetic
+// divides by them (issue 12: these verifiers once trapped with SIGFPE).
+func.func @conv_input_zero_stride(%dy: tensor<2x4x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32> {
+  // expected-error @+1 {{strides and dilations must be positive}}
+  %0 = graph.conv_grad_input %dy, %w {strides = array<i64: 0, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  return %0 : tensor<2x3x8x8xf32>
+}
+
+// -----
+
+func.func @conv_weight_zero_stride(%x: tensor<2x3x8x8xf32>, %dy: tensor<2x4x8x8xf32>) -> tensor<4x3x3x3xf32> {
+  // expected-error @+1 {{strides and dilations must be positive}}
+  %0 = graph.conv_grad_weight %x, %dy {strides = array<i64: 1, 0>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<4x3x3x3xf32>
+  return %0 : tensor<4x3x3x3xf32>
+}
+
+// -----
+
+func.func @conv_weight_negative_pad(%x: tensor<2x3x8x8xf32>, %dy: tensor<2x4x8x8xf32>) -> tensor<4x3x3x3xf32> {
+  // expected-error @+1 {{pads must be non-negative}}
+  %0 = graph.conv_grad_weight %x, %dy {strides = array<i64: 1, 1>, pads = array<i64: 1, -1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<4x3x3x3xf32>
+  return %0 : tensor<4x3x3x3xf32>
+}
+
+// -----
+
+func.func @pool_zero_stride(%x: tensor<1x2x4x4xf32>, %dy: tensor<1x2x2x2xf32>) -> tensor<1x2x4x4xf32> {
+  // expected-error @+1 {{strides and dilations must be positive}}
+  %0 = graph.pool_grad max %x, %dy {kernel = array<i64: 2, 2>, strides = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x4x4xf32>
+  return %0 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+func.func @pool_zero_dilation(%x: tensor<1x2x4x4xf32>, %dy: tensor<1x2x2x2xf32>) -> tensor<1x2x4x4xf32> {
+  // expected-error @+1 {{strides and dilations must be positive}}
+  %0 = graph.pool_grad max %x, %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 0, 1>} : (tensor<1x2x4x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x4x4xf32>
+  return %0 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+func.func @pool_zero_kernel(%x: tensor<1x2x4x4xf32>, %dy: tensor<1x2x2x2xf32>) -> tensor<1x2x4x4xf32> {
+  // expected-error @+1 {{'kernel' entries must be positive}}
+  %0 = graph.pool_grad max %x, %dy {kernel = array<i64: 0, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x4x4xf32>
+  return %0 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
 func.func @pool_out(%x: tensor<1x2x4x4xf32>, %dy: tensor<1x2x3x3xf32>) -> tensor<1x2x4x4xf32> {
   // expected-error @+1 {{gradient shape 1x2x3x3 is not the forward output shape 1x2x2x2}}
   %0 = graph.pool_grad max %x, %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x4x4xf32>

@@ -128,10 +128,11 @@ Flops explicitBackward(ModuleOp module, unsigned &weightGradOps) {
     if (phase.getValue() == "backward_input")
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp())
-          if (auto p = def->getAttrOfType<StringAttr>("graph.phase"))
+          if (auto p = def->getAttrOfType<StringAttr>("graph.phase")) {
             EXPECT_NE(p.getValue(), "backward_weight")
                 << op->getName().getStringRef().str()
                 << " (backward_input) reads a backward_weight result";
+          }
     auto counted = dyn_cast<g::CostOpInterface>(op);
     ASSERT_TRUE(counted) << "backward op without a FLOP count: "
                          << op->getName().getStringRef().str();

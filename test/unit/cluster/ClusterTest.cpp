@@ -6,6 +6,8 @@
 
 #include "gtest/gtest.h"
 
+#include <thread>
+
 using namespace distopt::cluster;
 using llvm::Expected;
 
@@ -16,18 +18,28 @@ template <typename T> std::string errorOf(Expected<T> v) {
   return v ? std::string() : llvm::toString(v.takeError());
 }
 
+std::string errorOf(llvm::Error e) {
+  EXPECT_TRUE(static_cast<bool>(e));
+  return llvm::toString(std::move(e));
+}
+
 TEST(Cluster, EveryPresetValidates) {
   std::vector<std::string> names = presetNames();
   for (const char *required :
-       {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-v100", "pcie-v100x4",
-        "mixed-a100-v100", "cpu-xeon-2s", "arm-board-ethernet",
+       {"dgx-a100-80gb", "dgx-h100", "dgx-h100-roce", "h100-roce-pods",
+        "dgx-h200", "dgx-b200", "dgx-v100", "pcie-v100x4",
+        "mixed-a100-v100", "cpu-xeon-2s", "local", "arm-board-ethernet",
         "arm-board-wifi"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end())
         << required;
   for (const std::string &n : names) {
     Expected<Cluster> c = getPreset(n, 3);
     ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
-    EXPECT_EQ(c->numNodes(), 3u) << n;
+    // PRESET:N is N nodes, except local:N: this machine as N devices.
+    if (n == "local")
+      EXPECT_EQ(c->numDevices(), 3u);
+    else
+      EXPECT_EQ(c->numNodes(), 3u) << n;
     EXPECT_FALSE(static_cast<bool>(validateCluster(*c, n))) << n;
   }
 }
@@ -42,6 +54,37 @@ TEST(Cluster, PresetFiguresMatchVendorData) {
   Cluster h = llvm::cantFail(getPreset("dgx-h200"));
   EXPECT_DOUBLE_EQ(h.devices[0].memoryBytes, 141e9);
   EXPECT_DOUBLE_EQ(h.devices[0].memoryBandwidth, 4.8e12);
+  // Dense tensor-core peaks: H100 989 bf16 / 1979 fp8, B200 2250 / 4500.
+  Cluster h1 = llvm::cantFail(getPreset("dgx-h100"));
+  EXPECT_DOUBLE_EQ(h1.devices[0].peak(DType::BF16), 989e12);
+  EXPECT_DOUBLE_EQ(h1.devices[0].peak(DType::F8), 1979e12);
+  Cluster b = llvm::cantFail(getPreset("dgx-b200"));
+  EXPECT_DOUBLE_EQ(b.devices[0].peak(DType::BF16), 2250e12);
+  EXPECT_DOUBLE_EQ(b.devices[0].peak(DType::F8), 4500e12);
+  EXPECT_DOUBLE_EQ(b.devices[0].memoryBytes, 180e9);
+  EXPECT_DOUBLE_EQ(b.devices[0].memoryBandwidth, 8e12);
+  // NVLink5: 900 GB/s each way; 400 Gb/s per GPU to the network.
+  EXPECT_DOUBLE_EQ(b.groups[0].intraNode.bandwidth, 900e9);
+  EXPECT_DOUBLE_EQ(b.network.bandwidth, 50e9);
+  Cluster r = llvm::cantFail(getPreset("dgx-h100-roce", 2));
+  EXPECT_EQ(r.levelName(LinkLevel::Network), "roce");
+  EXPECT_DOUBLE_EQ(r.network.bandwidth, 50e9);
+}
+
+TEST(Cluster, RackOversubscriptionSlowsTrafficBetweenRacks) {
+  // Llama 3's cluster: pods of 384 servers, 1:7 between pods.
+  Cluster c = llvm::cantFail(getPreset("h100-roce-pods", 768));
+  EXPECT_EQ(c.numDevices(), 6144u);
+  EXPECT_EQ(c.rackOf(0), 0u);
+  EXPECT_EQ(c.rackOf(384 * 8 - 1), 0u);
+  EXPECT_EQ(c.rackOf(384 * 8), 1u);
+  EXPECT_DOUBLE_EQ(c.linkBetween(0, 1).bandwidth, 450e9);
+  EXPECT_DOUBLE_EQ(c.linkBetween(0, 8).bandwidth, 50e9);
+  EXPECT_DOUBLE_EQ(c.linkBetween(0, 384 * 8).bandwidth, 50e9 / 7);
+  // Without racks every node pair has the full network bandwidth.
+  Cluster flat = llvm::cantFail(getPreset("dgx-h100", 4));
+  EXPECT_EQ(flat.rackOf(31), 0u);
+  EXPECT_DOUBLE_EQ(flat.linkBetween(0, 31).bandwidth, 50e9);
 }
 
 TEST(Cluster, RankLayoutIsNodeMajor) {
@@ -84,6 +127,23 @@ TEST(Cluster, ListingNamesEveryPreset) {
   listClusters(os);
   for (const std::string &n : presetNames())
     EXPECT_NE(out.find(n), std::string::npos) << n;
+}
+
+TEST(ClusterPresets, LocalIsThisMachineOneDevicePerCore) {
+  Cluster c = llvm::cantFail(getPreset("local", 0));
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(c.numDevices(), cores);
+  ASSERT_EQ(c.devices.size(), 1u);
+  // At least one 4-lane FMA unit at 100 MHz, at most 64 lanes at 6 GHz.
+  EXPECT_GT(c.devices[0].peak(DType::F32), 1.6e9);
+  EXPECT_LT(c.devices[0].peak(DType::F32), 1.6e12);
+  EXPECT_GT(c.devices[0].memoryBytes, 0);
+  EXPECT_NE(c.description.find("this machine"), std::string::npos);
+  // local:N: N devices sharing the machine's cores.
+  Cluster two = llvm::cantFail(getPreset("local", 2));
+  EXPECT_EQ(two.numDevices(), 2u);
+  EXPECT_NEAR(two.devices[0].peak(DType::F32),
+              c.devices[0].peak(DType::F32) * cores / 2, 1e3);
 }
 
 TEST(ClusterYAML, RoundTripsEveryPreset) {
@@ -154,7 +214,7 @@ TEST(ClusterYAML, ErrorsNameFileLineAndField) {
 
   e = badYaml("memory_bandwidth_GBps: 900", "memory_bandwidth_GBps: fast");
   EXPECT_NE(e.find("lab.yaml:6:"), std::string::npos) << e;
-  EXPECT_NE(e.find("'fast' is not a number"), std::string::npos) << e;
+  EXPECT_NE(e.find("'fast' is not a finite number"), std::string::npos) << e;
 
   e = badYaml("memory_GB: 16", "memory_GB: -1");
   EXPECT_NE(e.find("must be greater than 0"), std::string::npos) << e;
@@ -187,6 +247,111 @@ TEST(ClusterYAML, ErrorsNameFileLineAndField) {
 
   EXPECT_NE(errorOf(parseClusterYAML("", "empty.yaml")).find("empty"),
             std::string::npos);
+}
+
+TEST(ClusterYAML, RacksAndFp8Efficiency) {
+  std::string text = kGood;
+  text.replace(text.find("latency_us: 30}"), 15,
+               "latency_us: 30, nodes_per_rack: 1, oversubscription: 4}");
+  text.replace(text.find("    efficiency:"), 0,
+               "    fp8_matmul_efficiency: 0.45\n");
+  Cluster c = llvm::cantFail(parseClusterYAML(text, "lab.yaml"));
+  EXPECT_EQ(c.nodesPerRack, 1u);
+  EXPECT_DOUBLE_EQ(c.rackOversubscription, 4);
+  EXPECT_DOUBLE_EQ(c.devices[0].fp8MatmulEfficiency, 0.45);
+  EXPECT_DOUBLE_EQ(c.linkBetween(0, 4).bandwidth, 1.25e9 / 4);
+  // Written and read back.
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  writeClusterYAML(c, os);
+  Cluster back = llvm::cantFail(parseClusterYAML(out, "back.yaml"));
+  EXPECT_EQ(back.nodesPerRack, 1u);
+  EXPECT_DOUBLE_EQ(back.rackOversubscription, 4);
+  EXPECT_DOUBLE_EQ(back.devices[0].fp8MatmulEfficiency, 0.45);
+  // Errors: below full bisection, racks on an intra-node link, fp8 > 1.
+  std::string e = badYaml("latency_us: 30}", "latency_us: 30, "
+                                             "oversubscription: 0.5}");
+  EXPECT_NE(e.find("field 'oversubscription': must be at least 1"),
+            std::string::npos)
+      << e;
+  e = badYaml("latency_us: 5}", "latency_us: 5, nodes_per_rack: 2}");
+  EXPECT_NE(e.find("field 'nodes_per_rack': unknown field in 'intra_node'"),
+            std::string::npos)
+      << e;
+  e = badYaml("    efficiency:", "    fp8_matmul_efficiency: 1.5\n"
+                                 "    efficiency:");
+  EXPECT_NE(e.find("field 'fp8_matmul_efficiency': must be at most 1"),
+            std::string::npos)
+      << e;
+}
+
+TEST(ClusterYAML, RejectsValuesOutsidePhysicalRanges) {
+  // Finite but absurd values once gave "iteration time INF s" and
+  // "bubble nan%" with exit 0 (issue 12).
+  std::string e = badYaml("network: {name: eth, bandwidth_GBps: 1.25",
+                          "network: {name: eth, bandwidth_GBps: 1e-300");
+  EXPECT_NE(e.find("lab.yaml:13:"), std::string::npos) << e;
+  EXPECT_NE(e.find("field 'bandwidth_GBps': '1e-300' is outside the physical "
+                   "range [1e-06, 100000000] of bandwidth_GBps"),
+            std::string::npos)
+      << e;
+  e = badYaml("bandwidth_GBps: 12", "bandwidth_GBps: 1e300");
+  EXPECT_NE(e.find("'1e300' is outside the physical range"), std::string::npos)
+      << e;
+  e = badYaml("memory_GB: 16", "memory_GB: 1e-300");
+  EXPECT_NE(e.find("field 'memory_GB': '1e-300' is outside"),
+            std::string::npos)
+      << e;
+  e = badYaml("fp32: 10", "fp32: 1e30");
+  EXPECT_NE(e.find("field 'fp32': '1e30' is outside the physical range "
+                   "[1e-06, 1000000] of peak_tflops"),
+            std::string::npos)
+      << e;
+  e = badYaml("latency_us: 30", "latency_us: inf");
+  EXPECT_NE(e.find("'inf' is not a finite number"), std::string::npos) << e;
+  e = badYaml("latency_us: 30", "latency_us: nan");
+  EXPECT_NE(e.find("'nan' is not a finite number"), std::string::npos) << e;
+  e = badYaml("    count: 2\n", "    count: 1e300\n");
+  EXPECT_NE(e.find("field 'count': '1e300' is outside"), std::string::npos)
+      << e;
+
+  // The same ranges hold for clusters built in code (and from IR).
+  Cluster c = llvm::cantFail(parseClusterYAML(kGood, "lab.yaml"));
+  c.network.bandwidth = 1e300;
+  e = errorOf(validateCluster(c, "ir"));
+  EXPECT_NE(e.find("ir: network link 'eth' bandwidth_GBps = 1e+291 is outside "
+                   "the physical range"),
+            std::string::npos)
+      << e;
+}
+
+TEST(ClusterYAML, NamesWithYAMLCharactersRoundTrip) {
+  // dist-fuzz found both: a description with quotes did not read back after
+  // writing, and `{fp32 19.5}` (a key without a value) crashed the reader.
+  Cluster c = llvm::cantFail(parseClusterYAML(kGood, "lab.yaml"));
+  c.description = "4-core \"boards\": #1, {a: b}\\";
+  c.devices[0].name = "gpu: v2";
+  c.groups[0].deviceIndex = 0;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeClusterYAML(c, os);
+  Cluster back = llvm::cantFail(parseClusterYAML(text, "written.yaml"));
+  EXPECT_EQ(back.description, c.description);
+  EXPECT_EQ(back.devices[0].name, "gpu: v2");
+  std::string e =
+      badYaml("peak_tflops: {fp32: 10, bf16: 100}", "peak_tflops: {fp32 10}");
+  EXPECT_NE(e.find("lab.yaml"), std::string::npos) << e;
+}
+
+TEST(ClusterYAML, RefusesDevicesAndHugeFiles) {
+  std::string e = errorOf(loadClusterFile("/dev/zero"));
+  EXPECT_NE(e.find("cluster file '/dev/zero' is not a regular file"),
+            std::string::npos)
+      << e;
+  e = errorOf(loadClusterFile("/no/such/cluster.yaml"));
+  EXPECT_NE(e.find("cannot read cluster file '/no/such/cluster.yaml'"),
+            std::string::npos)
+      << e;
 }
 
 } // namespace

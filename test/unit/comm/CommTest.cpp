@@ -279,4 +279,168 @@ TEST_F(CommTest, RecvOfAnotherSizeNamesBothSidesAndWritesNothing) {
   }
 }
 
+TEST_F(CommTest, GroupsReduceOverTheirOwnRanks) {
+  // Ranks of the same parity form a group, listed from the highest rank
+  // down: group rank k is the k-th listed world rank.
+  std::vector<int32_t> members;
+  for (int32_t r = size - 1; r >= 0; --r)
+    if (r % 2 == rank % 2)
+      members.push_back(r);
+  distrt_comm *g = nullptr;
+  ASSERT_EQ(distrt_comm_group(comm, members.data(), (int32_t)members.size(),
+                              &g),
+            DISTRT_OK)
+      << error();
+  int32_t grank = -1, gsize = 0;
+  ASSERT_EQ(distrt_comm_rank(g, &grank), DISTRT_OK);
+  ASSERT_EQ(distrt_comm_size(g, &gsize), DISTRT_OK);
+  EXPECT_EQ(gsize, (int32_t)members.size());
+  EXPECT_EQ(members[(size_t)grank], rank);
+  EXPECT_STREQ(distrt_comm_backend(g), gsize == 1 ? "local" : "mpi");
+  std::vector<float> v(5, float(rank + 1));
+  distrt_tensor t = f32(v);
+  ASSERT_EQ(distrt_all_reduce(g, &t, nullptr, DISTRT_REDUCE_SUM), DISTRT_OK)
+      << error();
+  float want = 0;
+  for (int32_t r : members)
+    want += float(r + 1);
+  EXPECT_EQ(v, std::vector<float>(5, want));
+  EXPECT_EQ(distrt_comm_destroy(g), DISTRT_OK);
+  // Every rank, in reverse: an MPI group as large as the world.
+  std::vector<int32_t> reversed;
+  for (int32_t r = size - 1; r >= 0; --r)
+    reversed.push_back(r);
+  ASSERT_EQ(distrt_comm_group(comm, reversed.data(), size, &g), DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_comm_rank(g, &grank), DISTRT_OK);
+  EXPECT_EQ(grank, size - 1 - rank);
+  std::vector<float> sent(3, float(10 + grank)), got(3, 0.f);
+  distrt_tensor ts = f32(sent), tg = f32(got);
+  if (size > 1 && grank == 0) {
+    ASSERT_EQ(distrt_send(g, &ts, 1, 3), DISTRT_OK) << error();
+  }
+  if (size > 1 && grank == 1) {
+    ASSERT_EQ(distrt_recv(g, &tg, 0, 3), DISTRT_OK) << error();
+    EXPECT_EQ(got, std::vector<float>(3, 10.f));
+  }
+  EXPECT_EQ(distrt_comm_destroy(g), DISTRT_OK);
+  // The world still works after the groups are gone.
+  std::vector<float> w(1, 1.f);
+  distrt_tensor tw = f32(w);
+  ASSERT_EQ(distrt_all_reduce(comm, &tw, nullptr, DISTRT_REDUCE_SUM),
+            DISTRT_OK)
+      << error();
+  EXPECT_EQ(w[0], float(size));
+}
+
+TEST_F(CommTest, GroupArgumentErrors) {
+  distrt_comm *g = nullptr;
+  int32_t twice[2] = {rank, rank};
+  EXPECT_EQ(distrt_comm_group(comm, twice, 2, &g),
+            DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find(size == 1 ? "a group of 2 rank(s) in a world of 1"
+                                   : "is listed twice"),
+            std::string::npos)
+      << error();
+  int32_t outside[1] = {size};
+  EXPECT_EQ(distrt_comm_group(comm, outside, 1, &g),
+            DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("outside the world"), std::string::npos) << error();
+  if (size > 1) {
+    int32_t other[1] = {(rank + 1) % size};
+    EXPECT_EQ(distrt_comm_group(comm, other, 1, &g),
+              DISTRT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(error().find("is not in the group it joins"), std::string::npos)
+        << error();
+  }
+  EXPECT_EQ(g, nullptr);
+}
+
+TEST_F(CommTest, ReceiveFromASilentPeerTimesOut) {
+  EXPECT_EQ(distrt_comm_set_timeout(comm, -1), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("-1 is not a number of seconds"), std::string::npos)
+      << error();
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  ASSERT_EQ(distrt_comm_set_timeout(comm, 0.2), DISTRT_OK);
+  // Rank 1 never sends tag 77: rank 0's receive gives up and says whom it
+  // waited for.
+  if (rank == 0) {
+    std::vector<float> v(3, 0.f);
+    distrt_tensor t = f32(v);
+    EXPECT_EQ(distrt_recv(comm, &t, 1, 77), DISTRT_ERROR_TIMEOUT);
+    EXPECT_NE(error().find("distrt_recv: rank 0 waited 0.2 s for a message "
+                           "from rank 1 and got nothing"),
+              std::string::npos)
+        << error();
+  }
+  ASSERT_EQ(distrt_comm_set_timeout(comm, 60), DISTRT_OK);
+  ASSERT_EQ(distrt_barrier(comm), DISTRT_OK) << error();
+}
+
+TEST_F(CommTest, ReduceScatterGivesEachRankItsBlock) {
+  // Rank r contributes r + 1 + i at element i of size blocks of 5.
+  const int64_t block = 5;
+  std::vector<float> in((size_t)(block * size)), out((size_t)block, -1.f);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(rank + 1) + float(i);
+  distrt_tensor ti = f32(in), to = f32(out);
+  ASSERT_EQ(distrt_reduce_scatter(comm, &ti, &to, DISTRT_REDUCE_SUM),
+            DISTRT_OK)
+      << error();
+  float ranksSum = float(size) * float(size + 1) / 2;
+  for (int64_t k = 0; k < block; ++k)
+    EXPECT_EQ(out[(size_t)k],
+              ranksSum + float(size) * float(rank * block + k))
+        << k;
+  ASSERT_EQ(distrt_reduce_scatter(comm, &ti, &to, DISTRT_REDUCE_MEAN),
+            DISTRT_OK)
+      << error();
+  EXPECT_FLOAT_EQ(out[0], ranksSum / float(size) + float(rank * block));
+  // The output must be one block.
+  std::vector<float> wrong((size_t)block + 1);
+  distrt_tensor tw = f32(wrong);
+  EXPECT_EQ(distrt_reduce_scatter(comm, &ti, &tw, DISTRT_REDUCE_SUM),
+            DISTRT_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(error().find("the input needs " + std::to_string(size) +
+                         " x the output's elements"),
+            std::string::npos)
+      << error();
+}
+
+TEST_F(CommTest, AllGatherConcatenatesInRankOrder) {
+  std::vector<int64_t> mine = {10 * rank, 10 * rank + 1, 10 * rank + 2};
+  std::vector<int64_t> all((size_t)(3 * size), -1);
+  int64_t n3 = 3, nAll = 3 * size;
+  distrt_tensor ti = distrt_make_tensor(mine.data(), DISTRT_I64, 1, &n3);
+  distrt_tensor to = distrt_make_tensor(all.data(), DISTRT_I64, 1, &nAll);
+  ASSERT_EQ(distrt_all_gather(comm, &ti, &to), DISTRT_OK) << error();
+  for (int32_t r = 0; r < size; ++r)
+    for (int64_t k = 0; k < 3; ++k)
+      EXPECT_EQ(all[(size_t)(3 * r + k)], 10 * r + k);
+}
+
+TEST_F(CommTest, RingAllReduceOfUnevenBlocksIsBitIdentical) {
+  // 1000003 elements: blocks of unequal length on any world size; values
+  // whose sum depends on the order, so every rank must hold the one
+  // reduction's bits.
+  std::vector<float> v(1000003);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = std::sin(float(i) * 0.37f + float(rank)) * 1e3f + 1e-3f * float(i);
+  distrt_tensor t = f32(v);
+  ASSERT_EQ(distrt_all_reduce(comm, &t, nullptr, DISTRT_REDUCE_MEAN),
+            DISTRT_OK)
+      << error();
+  // Rank 0's result everywhere: broadcast it and compare bits.
+  std::vector<float> root = v;
+  distrt_tensor tr = f32(root);
+  ASSERT_EQ(distrt_broadcast(comm, &tr, 0), DISTRT_OK) << error();
+  EXPECT_EQ(std::memcmp(root.data(), v.data(), v.size() * sizeof(float)), 0);
+  double want = 0;
+  for (int32_t r = 0; r < size; ++r)
+    want += std::sin(float(12345) * 0.37f + float(r)) * 1e3f +
+            1e-3f * float(12345);
+  EXPECT_NEAR(v[12345], want / size, 1e-3);
+}
+
 } // namespace

@@ -122,6 +122,60 @@ TEST(Collectives, HierarchicalAcrossNodes) {
   EXPECT_DOUBLE_EQ(CostModel::p2pTime(0, link(10, 5)), 0);
 }
 
+TEST(Collectives, AllToAllAcrossNodesCrossesEveryNic) {
+  // 32 ranks on 4 nodes: each rank sends 7/32 of its buffer over NVLink
+  // and 24/32 over its own NIC, at the same time; nothing aggregates.
+  GroupShape g;
+  g.size = 32;
+  g.perNode = 8;
+  g.intra = link(300, 0);
+  g.inter = link(25, 0);
+  double S = 1e9;
+  CommCost a = CostModel::collective(Collective::AllToAll, S, g);
+  EXPECT_NEAR(a.time, std::max(7.0 / 32 * S / 300e9, 24.0 / 32 * S / 25e9),
+              1e-12);
+  EXPECT_NEAR(a.bytes[0], 7.0 / 32 * S, 1);
+  EXPECT_NEAR(a.bytes[1], 24.0 / 32 * S, 1);
+}
+
+TEST(RangeTimes, TpOverlapHidesCommunicationUnderTheGemm) {
+  GptConfig cfg;
+  cfg.layers = 1;
+  cfg.hidden = 4096;
+  cfg.heads = 32;
+  cfg.seqLen = 2048;
+  ModelDesc m = buildGpt(cfg);
+  CostModel cm;
+  DeviceSpec d = testDevice();
+  ExecConfig x;
+  x.tp.size = x.tp.perNode = 4;
+  x.tp.intra = link(10, 0);
+  x.tp.inter = x.tp.intra;
+  RangeTimes exposed = cm.rangeTimes(m, 1, 2, d, x);
+  x.tpOverlap = true;
+  RangeTimes hidden = cm.rangeTimes(m, 1, 2, d, x);
+  // Each collective shows only where it outlasts its GEMM.
+  double fwd = 0, bwd = 0, gain = 0;
+  for (const OpDesc &op : m.layers[1].ops) {
+    double f = cm.opTime(op, Phase::Forward, d, x);
+    double bi = cm.opTime(op, Phase::BackwardInput, d, x);
+    auto ar = [&](double b) {
+      return b > 0 ? CostModel::collective(Collective::AllReduce, b, x.tp).time
+                   : 0.0;
+    };
+    double cf = ar(op.tpAllReduceFwdBytes), cb = ar(op.tpAllReduceBwdBytes);
+    if (op.cls == OpClass::MatMul)
+      gain += std::min(cf, f) + std::min(cb, bi);
+    fwd += f, bwd += bi;
+  }
+  EXPECT_GT(gain, 0);
+  EXPECT_NEAR(exposed.fwd + exposed.bwdInput - hidden.fwd - hidden.bwdInput,
+              gain, 1e-9);
+  EXPECT_LT(hidden.fwd, exposed.fwd);
+  EXPECT_GE(hidden.fwd, fwd - 1e-12);
+  EXPECT_DOUBLE_EQ(hidden.tpBytes, exposed.tpBytes);
+}
+
 TEST(Memory, MixedPrecisionAdamAndZero) {
   MemoryConfig cfg;
   cfg.dp = 8;

@@ -89,7 +89,13 @@ TEST_F(DistAttrsTest, PlansRoundTrip) {
       "zero=1,sg=0,p2p_overlap=0",
       "pp=2,replicas=3/1,mbs=1,schedule=gpipe",
       "dp=4,pp=1,schedule=zb-h1,recompute=selective,zero=2,grad_overlap=0",
-      "dp=2,pp=2,schedule=pipedream-2bw,uneven=1"};
+      "dp=2,pp=2,schedule=pipedream-2bw,uneven=1",
+      // Context, expert and sequence parallelism with Megatron's overlaps.
+      "dp=4,tp=2,pp=2,cp=2,ep=2,sp=1,tp_overlap=1,expert_imbalance=1.25,"
+      "zero=1,ag_overlap=1,schedule=interleaved,chunks=2",
+      // V-shaped schedules fold the second chunk back.
+      "dp=2,tp=2,pp=4,schedule=zb-v", "pp=3,cp=2,schedule=dualpipe-v",
+      "pp=2,schedule=v-half", "pp=2,schedule=v-min", "pp=4,schedule=zb-h2"};
   for (const char *spec : specs) {
     SCOPED_TRACE(spec);
     llvm::Expected<schedule::Plan> parsed = schedule::parsePlan(spec);
@@ -106,15 +112,71 @@ TEST_F(DistAttrsTest, PlansRoundTrip) {
     EXPECT_EQ(back.str(), p.str());
     EXPECT_EQ(back.numMicrobatches, p.numMicrobatches);
     EXPECT_EQ(back.globalBatch, p.globalBatch);
+    EXPECT_EQ(back.cp, p.cp);
+    EXPECT_EQ(back.ep, p.ep);
+    EXPECT_EQ(back.sp, p.sp);
+    EXPECT_EQ(back.tpOverlap, p.tpOverlap);
+    EXPECT_EQ(back.expertImbalance, p.expertImbalance);
+    EXPECT_EQ(back.overlapParamGather, p.overlapParamGather);
+    EXPECT_EQ(back.vShape, p.vShape);
+    EXPECT_EQ(attr.getNumDevices(), static_cast<int64_t>(p.numDevices()));
     EXPECT_EQ(reparse(attr), attr);
     for (unsigned v = 0; v < p.numVirtualStages(); ++v) {
       dist::MeshAttr mesh = attr.getStageMesh(v);
       std::vector<unsigned> ids = p.stageDevices(p.pipelineStage(v));
+      EXPECT_EQ(mesh.getShape().size(), p.cp > 1 ? 3u : 2u);
       ASSERT_EQ(mesh.getDevices().size(), ids.size());
       for (size_t i = 0; i < ids.size(); ++i)
         EXPECT_EQ(mesh.getDevices()[i], ids[i]);
     }
   }
+}
+
+TEST_F(DistAttrsTest, NewPlanFieldsPrintOnlyWhenSet) {
+  schedule::Plan p = llvm::cantFail(schedule::parsePlan("dp=2,pp=2"));
+  p.numMicrobatches = 2;
+  p.globalBatch = 4;
+  p.cuts = {5};
+  std::string plain;
+  llvm::raw_string_ostream(plain) << dist::PlanAttr::get(&context, p);
+  for (const char *key : {"cp", "ep", "sp", "tp_overlap", "expert_imbalance",
+                          "overlap_param_gather"})
+    EXPECT_EQ(plain.find(key), std::string::npos) << key << " in " << plain;
+  p.cp = 2;
+  p.ep = 2;
+  p.sp = p.tpOverlap = p.overlapParamGather = true;
+  p.expertImbalance = 1.5;
+  std::string set;
+  llvm::raw_string_ostream(set) << dist::PlanAttr::get(&context, p);
+  for (const char *key :
+       {"cp = 2", "ep = 2", "sp = true", "tp_overlap = true",
+        "expert_imbalance = 1.5", "overlap_param_gather = true"})
+    EXPECT_NE(set.find(key), std::string::npos) << key << " not in " << set;
+}
+
+TEST(RankLayoutTest, ContextRanksSitInsideEachReplica) {
+  // tp-cp-dp-pp: rank = t + tp * (c + cp * (d + dp * s)).
+  schedule::RankLayout l;
+  l.dp = 2;
+  l.tp = 2;
+  l.cp = 2;
+  l.pp = 2;
+  EXPECT_EQ(l.numDevices(), 16u);
+  EXPECT_EQ(l.globalRank(1, 1, 1, 1), 1u + 2 * (1 + 2 * (1 + 2 * 1)));
+  EXPECT_EQ(l.stageDevices(0),
+            (std::vector<unsigned>{0, 1, 2, 3, 4, 5, 6, 7}));
+  for (unsigned rank = 0; rank < l.numDevices(); ++rank) {
+    std::optional<schedule::RankLayout::Coord> c = l.coordOf(rank);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(l.globalRank(c->stage, c->replica, c->tensor, c->context), rank);
+  }
+  // The V: virtual stages 0..3 on stages 0 1 1 0.
+  l.chunks = 2;
+  l.vShape = true;
+  EXPECT_EQ(l.pipelineStage(2), 1u);
+  EXPECT_EQ(l.pipelineStage(3), 0u);
+  EXPECT_EQ(l.virtualStage(0, 1), 3u);
+  EXPECT_EQ(l.virtualStage(1, 1), 2u);
 }
 
 TEST(RankLayoutTest, CoordinatesInvertGlobalRanks) {

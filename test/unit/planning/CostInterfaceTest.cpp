@@ -124,8 +124,10 @@ TEST(CostInterface, ForwardOpsCostWhatTheBuildersSay) {
   expectSameCost(costOf("ln", bf16), cost::normOp("ln", DType::BF16, 64, 64));
   expectSameCost(costOf("act", bf16),
                  cost::elementwiseOp("act", DType::BF16, 4096, 1, 8));
-  expectSameCost(costOf("res", bf16),
-                 cost::elementwiseOp("res", DType::BF16, 4096, 2));
+  // A sum's gradient is the output gradient: it keeps nothing.
+  OpDesc sum = cost::elementwiseOp("res", DType::BF16, 4096, 2);
+  sum.savedBytes = 0;
+  expectSameCost(costOf("res", bf16), sum);
   expectSameCost(costOf("tr", bf16),
                  cost::dataMovementOp("tr", DType::BF16, 4096));
   EXPECT_FALSE(costOf("view", bf16)) << "a reshape moves no data";
@@ -153,6 +155,10 @@ TEST(CostInterface, ForwardOpsCostWhatTheBuildersSay) {
   double bytes = 4 * 16 * 64 * 4;
   expectSameCost(g::genericCost(custom, g::CostContext()),
                  cost::otherOp("custom", DType::F32, {4096, bytes, bytes}));
+  // In a compute type its f32 tensors move as bf16 (mixed precision).
+  expectSameCost(
+      g::genericCost(custom, bf16),
+      cost::otherOp("custom", DType::BF16, {4096, bytes / 2, bytes / 2}));
   // A training op runs once as it is: its FLOP count, no backward.
   auto grad = cast<g::CostOpInterface>(named(func, "dgelu"));
   std::optional<OpDesc> dgelu = grad.getCost(g::CostContext());

@@ -80,11 +80,19 @@ std::string finalizeError(const char *spec, unsigned batch,
 }
 
 TEST(Plan, FinalizeChecks) {
-  EXPECT_NE(finalizeError("dp=4,tp=1,pp=1", 8)
-                .find("= 4 devices, but "
+  EXPECT_NE(finalizeError("dp=16,tp=1,pp=1", 16)
+                .find("= 16 devices, but "
                       "cluster 'dgx-a100-80gb' "
-                      "has 8"),
+                      "has only 8"),
             std::string::npos);
+  // Fewer devices than the cluster has: the plan runs on the first ones.
+  {
+    Plan p = llvm::cantFail(parsePlan("dp=4,tp=1,pp=1"));
+    cluster::Cluster c =
+        llvm::cantFail(cluster::resolveCluster("dgx-a100-80gb:1"));
+    cost::CostModel cm;
+    EXPECT_FALSE(static_cast<bool>(finalizePlan(p, smallModel(), c, 8, cm)));
+  }
   EXPECT_NE(finalizeError("dp=8", 12).find("not divisible by dp*mbs = 8"),
             std::string::npos);
   EXPECT_NE(finalizeError("dp=4,pp=2,chunks=2", 8)

@@ -4,6 +4,9 @@
 #define DISTOPT_TEST_UNIT_SEARCH_SEARCHTESTUTIL_H
 
 #include "lib/Cost/ModelDesc.h"
+#include "lib/Search/Search.h"
+
+#include "gtest/gtest.h"
 
 namespace distopt::search::test {
 
@@ -16,6 +19,23 @@ inline cost::ModelDesc smallGpt(unsigned layers, double hidden) {
   g.seqLen = 1024;
   g.vocab = 32000;
   return cost::buildGpt(g);
+}
+
+/// The search's lower bound of plan \p spec is at most its simulated
+/// iteration time, and not uselessly loose.
+inline void expectBoundBelowSimulation(const cost::ModelDesc &model,
+                                       const cluster::Cluster &c,
+                                       const char *spec, unsigned batch) {
+  cost::CostModel cm;
+  schedule::Plan p = llvm::cantFail(schedule::parsePlan(spec));
+  sim::SimOptions so;
+  so.recordEvents = false;
+  sim::PlanSimulation ps =
+      llvm::cantFail(sim::simulatePlan(model, c, p, batch, cm, so));
+  double lb = iterationLowerBound(ps.costs, ps.plan.schedule,
+                                  ps.plan.overlapGradSync, ps.plan.zero);
+  EXPECT_LE(lb, ps.result.iterationTime * (1 + 1e-9)) << spec;
+  EXPECT_GT(lb, 0.5 * ps.result.iterationTime) << spec << " (loose)";
 }
 
 } // namespace distopt::search::test

@@ -238,9 +238,11 @@ TEST(ReplicatedSimulatePlan, FinalizeErrors) {
     EXPECT_FALSE(static_cast<bool>(ps)) << spec;
     return ps ? std::string() : llvm::toString(ps.takeError());
   };
-  EXPECT_NE(err("replicas=3/1", 16).find("tp*sum(replicas) = 1*(3+1) = 4 "
+  EXPECT_NE(err("replicas=6/4", 16).find("tp*sum(replicas) = 1*(6+4) = 10 "
                                          "devices, but cluster "
-                                         "'dgx-a100-80gb' has 8"),
+                                         "'dgx-a100-80gb' has 8; choose "
+                                         "replica counts that add up to at "
+                                         "most 8"),
             std::string::npos);
   EXPECT_NE(err("replicas=6/2,schedule=interleaved", 16)
                 .find("not interleaved"),

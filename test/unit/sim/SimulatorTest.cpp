@@ -240,9 +240,16 @@ TEST(SimulatePlan, MemoryOverflowIsReportedNotFatal) {
   ASSERT_TRUE(static_cast<bool>(ps));
   EXPECT_FALSE(ps->result.fitsMemory);
   EXPECT_NE(ps->result.memoryProblem.find("GB at its peak"), std::string::npos);
-  auto bad = simulatePlan(gpt(4), c, llvm::cantFail(parsePlan("dp=3")), 12, cm);
+  auto bad =
+      simulatePlan(gpt(4), c, llvm::cantFail(parsePlan("dp=12")), 12, cm);
   ASSERT_FALSE(static_cast<bool>(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("has 8"), std::string::npos);
+  EXPECT_NE(llvm::toString(bad.takeError()).find("has only 8"),
+            std::string::npos);
+  // Fewer devices than the cluster has are fine (the rest idle).
+  auto fewer =
+      simulatePlan(gpt(4), c, llvm::cantFail(parsePlan("dp=3")), 12, cm);
+  ASSERT_TRUE(static_cast<bool>(fewer));
+  EXPECT_EQ(fewer->plan.numDevices(), 3u);
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #define DISTRT_GEN_MAIN_H
 
 #include "distrt/gen/Program.h"
+#include "distrt/gen/Threads.h"
 
 namespace dg {
 
@@ -34,12 +35,113 @@ struct Model {
   /// Per input: 1 when its dim 0 is the batch split across ranks (the file
   /// holds world-size times the compiled rows; rank r keeps block r).
   const int *shards;
+  /// Per rank: the data-parallel replica whose rows of a sharded input it
+  /// keeps, and how many replicas split the batch (pipelines with dp > 1:
+  /// the replicas of a stage share rows). nullptr and 0: rank r of the
+  /// world keeps block r.
+  const int *replicaOf;
+  int replicas;
   /// Pipeline programs (dist.stage regions): the ranks the job must run
   /// (one per stage), and the rank that computes, prints and writes the
   /// outputs (the last stage's). 0, 0 otherwise.
   int pipelineRanks;
   int outputRank;
+  /// A hash of the compiled IR (dist-compile): ranks of one job compare it
+  /// at start, so a job never mixes programs (Adam on one rank, SGD on
+  /// another).
+  unsigned long long fingerprint;
+  /// The emitted ops --profile reports on (nullptr, 0 when not recorded).
+  const OpInfo *ops;
+  int numOps;
 };
+
+/// Parses a positive count of at most `max` from a flag's value: digits
+/// only, so "abc", "-1", "0", "1e3" and values past `max` are errors
+/// (printed, naming the flag) instead of a silent default.
+inline bool parseCount(const char *flag, const std::string &value,
+                       long long max, long long &out) {
+  bool digits = !value.empty() && value.size() <= 19;
+  for (char c : value)
+    digits = digits && c >= '0' && c <= '9';
+  long long v = digits ? strtoll(value.c_str(), nullptr, 10) : 0;
+  if (!digits || v < 1 || v > max) {
+    fprintf(stderr, "error: %s needs a whole number from 1 to %lld, got "
+                    "'%s'\n",
+            flag, max, value.c_str());
+    return false;
+  }
+  out = v;
+  return true;
+}
+
+/// "{rank}" in a folder name becomes this process's rank (--save-state and
+/// --load-state DIR{rank}: one folder per data-parallel rank).
+inline std::string expandRank(std::string dir, int rank) {
+  for (size_t at = dir.find("{rank}"); at != std::string::npos;
+       at = dir.find("{rank}", at))
+    dir.replace(at, 6, std::to_string(rank));
+  return dir;
+}
+
+/// What every rank of a job must agree on before the first step: the
+/// program and the run options that decide how many collectives and
+/// transfers each rank makes. Different --steps once hung a job forever.
+struct RunRecord {
+  enum { Program, Steps, LoadState, Count };
+  long long values[Count];
+  static const char *name(int i) {
+    static const char *names[] = {
+        "the program (dist-compile output; fingerprint)", "--steps/--repeat",
+        "--load-state (given or not)"};
+    return names[i];
+  }
+};
+
+/// Rank 0 broadcasts its record; every rank compares it with its own and a
+/// max-reduction of the verdicts makes every rank fail together, each
+/// naming what differs. Returns 0 when all agree.
+inline int agreeOnRun(Program &P, const RunRecord &mine, const char *who) {
+  const size_t bytes = sizeof(mine.values);
+  int64_t n = RunRecord::Count, one = 1;
+  void *buf = P.alloc(bytes), *flag = P.alloc(sizeof(long long));
+  if (!buf || !flag || P.upload(buf, mine.values, bytes))
+    return 1;
+  distrt_tensor t = distrt_make_tensor(buf, DISTRT_I64, 1, &n);
+  if (P.check(distrt_broadcast(P.comm, &t, 0), "agreeing on the run"))
+    return 1;
+  RunRecord root;
+  if (P.download(root.values, buf, bytes))
+    return 1;
+  long long differs = 0;
+  for (int i = 0; i < RunRecord::Count; ++i)
+    if (root.values[i] != mine.values[i]) {
+      differs = 1;
+      if (i == RunRecord::Program)
+        fprintf(stderr,
+                "error: %sruns another program than rank 0 (fingerprint "
+                "%016llx here, %016llx on rank 0); launch every rank with "
+                "the same executable\n",
+                who, (unsigned long long)mine.values[i],
+                (unsigned long long)root.values[i]);
+      else
+        fprintf(stderr,
+                "error: %s%s is %lld here but %lld on rank 0; give every "
+                "rank the same options\n",
+                who, RunRecord::name(i), mine.values[i], root.values[i]);
+    }
+  distrt_tensor ft = distrt_make_tensor(flag, DISTRT_I64, 1, &one);
+  if (P.upload(flag, &differs, sizeof differs) ||
+      P.check(distrt_all_reduce(P.comm, &ft, nullptr, DISTRT_REDUCE_MAX),
+              "agreeing on the run") ||
+      P.download(&differs, flag, sizeof differs))
+    return 1;
+  P.releaseAll();
+  if (differs)
+    return fail(P.err,
+                "the ranks of the job disagree on the program or its run "
+                "options (each differing rank names what); nothing ran");
+  return 0;
+}
 
 /// Keeps rank `rank`'s block of `world` equal blocks along dim 0 of `t`,
 /// which must hold `world` times `perRank` rows.
@@ -70,11 +172,15 @@ inline void printSpecs(const Model &m) {
 inline int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
-          "[--output-dir DIR] [--repeat N] [--steps N] [--save-state DIR] "
-          "[--load-state DIR] "
-          "(--save-state DIR/{rank}: every data-parallel rank saves) "
-          "[--microbatches M] (pipeline programs: inputs hold M x the "
-          "compiled batch) "
+          "[--output-dir DIR] [--repeat N] [--steps N] [--threads N] [--time] "
+          "[--save-state DIR] "
+          "[--load-state DIR] [--timeout SECONDS] "
+          "(--save-state/--load-state DIR/{rank}: one folder per rank; "
+          "--timeout: how long a rank waits for its peers, default 60, 0 "
+          "forever) "
+          "[--profile] (time per op kind and per op, on stderr) "
+          "[--profile-json FILE] [--profile-device NAME] (the times as the "
+          "cost model's profile database) "
           "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
@@ -84,12 +190,18 @@ inline int usage(const char *argv0) {
 
 inline int runMain(int argc, char **argv, const Model *models, int numModels,
                    bool cuda) {
+  if (!cuda)
+    setWaitPolicy(argv);
   std::string modelName, weightsDir, outDir = ".";
   std::vector<std::string> args;
-  bool list = false, printSteps = false;
-  int repeat = 1;
-  long long microbatches = 1;
+  bool list = false, printSteps = false, timing = false;
+  long long repeat = 1, threads = 0;
+  /// Seconds a rank waits for a peer (--timeout); -1: the runtime's
+  /// default (60 s, or DISTRT_TIMEOUT).
+  long long timeout = -1;
   std::string saveDir, loadDir;
+  bool profile = false;
+  std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &dst) {
@@ -109,33 +221,39 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     } else if (a == "--output-dir" || a == "-o") {
       if (!value(outDir))
         return 2;
-    } else if (a == "--repeat") {
+    } else if (a == "--repeat" || a == "--steps") {
       std::string r;
-      if (!value(r))
+      if (!value(r) || !parseCount(a.c_str(), r, 2147483647LL, repeat))
         return 2;
-      repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
-    } else if (a == "--steps") {
+      printSteps = printSteps || a == "--steps";
+    } else if (a == "--threads") {
       std::string r;
-      if (!value(r))
+      if (!value(r) || !parseCount(a.c_str(), r, 4096, threads))
         return 2;
-      repeat = atoi(r.c_str()) > 0 ? atoi(r.c_str()) : 1;
-      printSteps = true;
-    } else if (a == "--microbatches") {
-      std::string r;
-      if (!value(r))
+    } else if (a == "--time") {
+      timing = true;
+    } else if (a == "--timeout") {
+      std::string t;
+      if (!value(t))
         return 2;
-      char *end = nullptr;
-      microbatches = strtoll(r.c_str(), &end, 10);
-      if (*end || microbatches < 1) {
-        fprintf(stderr, "error: --microbatches needs a positive count, got "
-                        "'%s'\n", r.c_str());
+      if (t == "0")
+        timeout = 0;
+      else if (!parseCount("--timeout", t, 1000000000LL, timeout))
         return 2;
-      }
     } else if (a == "--save-state") {
       if (!value(saveDir))
         return 2;
     } else if (a == "--load-state") {
       if (!value(loadDir))
+        return 2;
+    } else if (a == "--profile") {
+      profile = true;
+    } else if (a == "--profile-json") {
+      if (!value(profileJson))
+        return 2;
+      profile = true;
+    } else if (a == "--profile-device") {
+      if (!value(profileDevice))
         return 2;
     } else if (a == "--list") {
       list = true;
@@ -181,27 +299,30 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::string who =
       world > 1 ? "rank " + std::to_string(rank) + ": " : std::string();
   bool pipeline = model->pipelineRanks > 0;
-  if (microbatches > 1 && !pipeline) {
-    fprintf(stderr,
-            "error: --microbatches streams micro-batches through pipeline "
-            "stages; model %s has no dist.stage regions (compile the output "
-            "of dist-opt --dist-plan=pp=N --dist-stage-regions)\n",
-            model->name);
-    return 2;
-  }
   if (pipeline && world != model->pipelineRanks) {
     fprintf(stderr,
-            "error: %smodel %s is a pipeline of %d stage(s), one per rank "
-            "(ranks 0..%d), but the job runs %d rank(s); launch it with "
-            "mpirun -np %d\n",
+            "error: %smodel %s is planned for %d rank(s) (ranks 0..%d), but "
+            "the job runs %d rank(s); launch it with mpirun -np %d\n",
             who.c_str(), model->name, model->pipelineRanks,
             model->pipelineRanks - 1, world, model->pipelineRanks);
     return 1;
   }
-  P.microbatches = microbatches;
+  // Pipeline ranks own different stages' weights and state: each saves and
+  // loads its own folder.
+  for (const std::string *dir : {&saveDir, &loadDir})
+    if (pipeline && world > 1 && !dir->empty() &&
+        dir->find("{rank}") == std::string::npos) {
+      fprintf(stderr,
+              "error: %s%s '%s': the ranks of a pipeline hold different "
+              "stages' weights and state; name one folder per rank with "
+              "{rank} in it, e.g. '%s/{rank}'\n",
+              who.c_str(), dir == &saveDir ? "--save-state" : "--load-state",
+              dir->c_str(), dir->c_str());
+      return 2;
+    }
   P.weightsDir = weightsDir;
   P.modelDir = model->modelDir;
-  P.stateDir = loadDir;
+  P.stateDir = expandRank(loadDir, rank);
   P.inputs.resize(model->numInputs);
   std::vector<bool> given(model->numInputs, false);
   int next = 0;
@@ -232,6 +353,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         return 2;
       }
     }
+    if (given[idx]) {
+      fprintf(stderr,
+              "error: input '%s' is given twice ('%s' is the second); pass "
+              "each input once\n",
+              model->inputs[idx].name, a.c_str());
+      return 2;
+    }
     given[idx] = true;
     if (readNpy(file, P.inputs[idx], P.err)) {
       fprintf(stderr, "error: input '%s': %s\n", model->inputs[idx].name,
@@ -241,10 +369,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     const TensorSpec &want = model->inputs[idx];
     HostTensor &got = P.inputs[idx];
     got.spec.name = want.name;
-    // Data parallelism: the file holds every rank's rows, world times the
-    // compiled per-rank batch along dim 0.
+    // Data parallelism: the file holds every replica's rows, the replica
+    // count times the compiled per-replica batch along dim 0.
     bool sharded = model->shards && model->shards[idx] && want.rank > 0;
-    int64_t rows = sharded ? want.dims[0] * world : want.rank ? want.dims[0] : 0;
+    int replicas = model->replicas ? model->replicas : world;
+    int replica = model->replicaOf ? model->replicaOf[rank] : rank;
+    int64_t rows =
+        sharded ? want.dims[0] * replicas : want.rank ? want.dims[0] : 0;
     bool same = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
     for (int d = 0; same && d < want.rank; ++d)
       same = got.spec.dims[d] == (d == 0 ? rows : want.dims[d]);
@@ -252,42 +383,20 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       TensorSpec all = want;
       all.dims[0] = rows;
       fprintf(stderr,
-              "error: %sinput '%s' from '%s': expected %s %s (%d rank(s) x "
-              "the compiled per-rank batch %s, split along dim 0), got %s "
-              "%s. Give every rank the whole batch, or recompile with "
-              "dist-compile --input-shape=%s:... for another per-rank batch\n",
+              "error: %sinput '%s' from '%s': expected %s %s (%d "
+              "data-parallel replica(s) x the compiled per-replica batch %s, "
+              "split along dim 0), got %s %s. Give every rank the whole "
+              "batch, or recompile with dist-compile --input-shape=%s:... "
+              "for another per-replica batch\n",
               who.c_str(), want.name, file.c_str(), dtypeInfo(want.dtype).name,
-              shapeStr(all.dims, all.rank).c_str(), world,
+              shapeStr(all.dims, all.rank).c_str(), replicas,
               shapeStr(want.dims, want.rank).c_str(),
               dtypeInfo(got.spec.dtype).name,
               shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name);
       return 1;
     }
     if (sharded) {
-      takeShard(got, rank, world);
-      continue;
-    }
-    // Pipelines: the file holds every micro-batch's rows.
-    if (pipeline && microbatches > 1) {
-      TensorSpec all = want;
-      all.dims[0] *= microbatches;
-      bool ok = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
-      for (int d = 0; ok && d < want.rank; ++d)
-        ok = got.spec.dims[d] == all.dims[d];
-      if (!ok) {
-        fprintf(stderr,
-                "error: %sinput '%s' from '%s': expected %s %s (%lld "
-                "micro-batch(es) x the compiled batch %s along dim 0), got "
-                "%s %s. Give --microbatches times the compiled rows, or "
-                "recompile with dist-compile --input-shape=%s:...\n",
-                who.c_str(), want.name, file.c_str(),
-                dtypeInfo(want.dtype).name,
-                shapeStr(all.dims, all.rank).c_str(), microbatches,
-                shapeStr(want.dims, want.rank).c_str(),
-                dtypeInfo(got.spec.dtype).name,
-                shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name);
-        return 1;
-      }
+      takeShard(got, replica, replicas);
       continue;
     }
     // A one-element array stands for a scalar input (rank 0) and back.
@@ -345,17 +454,45 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     distrt_context_destroy(P.ctx);
     return 1;
   }
+  if (model->collectives && timeout >= 0 &&
+      distrt_comm_set_timeout(P.comm, (double)timeout) != DISTRT_OK) {
+    fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));
+    distrt_comm_destroy(P.comm);
+    distrt_context_destroy(P.ctx);
+    return 2;
+  }
+  if (world > 1) {
+    RunRecord mine = {
+        {(long long)model->fingerprint, repeat, loadDir.empty() ? 0 : 1}};
+    if (agreeOnRun(P, mine, who.c_str())) {
+      fprintf(stderr, "error: %smodel %s: %s\n", who.c_str(), model->name,
+              P.err.message.c_str());
+      P.releaseAll();
+      distrt_comm_destroy(P.comm);
+      distrt_context_destroy(P.ctx);
+      return 1;
+    }
+  }
   // Pipelines: the last stage's rank holds the outputs.
   bool root = P.rank == (pipeline ? model->outputRank : 0);
   P.outputs.resize(model->numOutputs);
   for (int k = 0; k < model->numOutputs; ++k) {
     P.outputs[k].spec = model->outputs[k];
-    if (pipeline)
-      P.outputs[k].spec.dims[0] *= microbatches;
     P.outputs[k].data.resize(P.outputs[k].spec.bytes());
   }
+  Profiler prof;
+  if (profile) {
+    prof.init(model->ops, model->numOps);
+    P.prof = &prof;
+  }
+  setThreads((int)threads);
   int rc = 0;
-  for (int r = 0; r < repeat && !rc; ++r) {
+  RunTimer timer;
+  for (long long r = 0; r < repeat && !rc; ++r) {
+    if (profile)
+      prof.beginRun();
+    if (timing)
+      timer.begin();
     std::vector<double> sums(model->numOutputs, 0.0);
     for (int k = 0; k < model->accumulation && !rc; ++k) {
       rc = model->run(P);
@@ -365,11 +502,20 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     }
     if (!rc && model->apply)
       rc = model->apply(P);
+    // A run is done when the device is: synchronize before the clocks
+    // stop.
+    if ((profile || timing) && !rc &&
+        P.check(distrt_synchronize(P.ctx), "synchronize"))
+      rc = 1;
+    if (profile)
+      prof.endRun();
+    if (timing && !rc)
+      timer.end();
     if (rc || !printSteps || !root)
       continue;
     // Training: one line per step with every scalar f32 output (the loss;
     // the mean over the micro-batches of a step).
-    printf("step %d", r + 1);
+    printf("step %lld", r + 1);
     for (int k = 0; k < model->numOutputs; ++k)
       if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
         printf(" %s %.9g", model->outputs[k].name,
@@ -378,16 +524,36 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
+  if (!rc && timing && root)
+    timer.print(printSteps ? "step" : "run", model->name, threadCount());
+  if (!rc && profile && root) {
+    if (!model->ops)
+      fprintf(stderr, "profile: model %s records no per-op times (pipeline "
+                      "programs); run times only\n", model->name);
+    prof.print(stderr);
+    if (!profileJson.empty() &&
+        prof.writeJson(profileJson, profileDevice,
+                       model->numInputs && model->inputs[0].rank
+                           ? model->inputs[0].dims[0]
+                           : 1,
+                       P.err))
+      rc = 1;
+  }
   // Data-parallel ranks hold the same weights and outputs: rank 0 writes,
   // unless the folder names each rank ({rank} in it): then every rank does.
-  size_t at = saveDir.find("{rank}");
-  bool perRank = at != std::string::npos;
-  if (perRank)
-    saveDir.replace(at, 6, std::to_string(P.rank));
+  bool perRank = saveDir.find("{rank}") != std::string::npos;
+  saveDir = expandRank(saveDir, P.rank);
   if (!rc && (root || perRank) && !saveDir.empty() && P.saveState(saveDir))
     rc = 1;
+  if (rc && P.comm && world > 1) {
+    // Peers may be waiting on this rank: end the whole job.
+    fprintf(stderr, "error: %smodel %s: %s; ending the job's other ranks\n",
+            who.c_str(), model->name, P.err.message.c_str());
+    distrt_comm_abort(P.comm, 1);
+  }
   P.releaseAll();
   P.releasePersistent();
+  P.releaseGroups();
   distrt_comm_destroy(P.comm);
   distrt_context_destroy(P.ctx);
   if (rc) {

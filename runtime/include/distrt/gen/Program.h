@@ -9,6 +9,7 @@
 #define DISTRT_GEN_PROGRAM_H
 
 #include "distrt/gen/Npy.h"
+#include "distrt/gen/Profile.h"
 
 namespace dg {
 
@@ -46,37 +47,69 @@ struct Program {
   int rank = 0;      ///< this process's rank in the job
   int worldSize = 1; ///< ranks in the job
 
-  /// Pipeline programs: micro-batches per run (--microbatches); inputs and
-  /// outputs hold this many times the compiled rows along dim 0.
-  int64_t microbatches = 1;
-
-  /// A fresh buffer holding micro-batch `mb`'s rows of input `idx`
-  /// (nullptr after an error).
-  void *inputSlice(int idx, int64_t mb) {
-    const HostTensor &t = inputs[(size_t)idx];
-    size_t bytes = t.data.size() / (size_t)microbatches;
-    void *p = alloc(bytes);
-    if (!p || upload(p, t.data.data() + (size_t)mb * bytes, bytes))
-      return nullptr;
-    return p;
-  }
-  /// Writes `src` as micro-batch `mb`'s rows of output `idx`.
-  int outputSlice(int idx, int64_t mb, const void *src) {
-    HostTensor &t = outputs[(size_t)idx];
-    size_t bytes = t.data.size() / (size_t)microbatches;
-    return download(t.data.data() + (size_t)mb * bytes, src, bytes);
-  }
-
-  /// A collective over the explicit group [0, n): fails unless the job runs
-  /// exactly n ranks.
-  int requireWorld(int n, const char *where) {
-    if (n == worldSize)
+  /// Set by --profile: every emitted op is timed into it.
+  Profiler *prof = nullptr;
+  /// The clock before op `id` (0 when not profiling). CUDA work is
+  /// asynchronous: the stream is drained so the time is the op's own.
+  double profStart() {
+    if (!prof)
       return 0;
-    return fail(err,
-                "%s: its group lists ranks 0..%d but the job runs %d rank(s); "
-                "launch with mpirun -np %d or compile the collective `over "
-                "world`",
-                where, n - 1, worldSize, n);
+    if (device)
+      distrt_synchronize(ctx);
+    return wallSeconds();
+  }
+  void profStop(int id, double start) {
+    if (!prof)
+      return;
+    if (device)
+      distrt_synchronize(ctx);
+    prof->add(id, wallSeconds() - start);
+  }
+
+  /// Communicators of collectives over a subset of the ranks (the
+  /// data-parallel replicas of one pipeline stage): made by the group's
+  /// ranks when they first need it (distrt_comm_group), kept for the run.
+  struct Group {
+    std::vector<int32_t> ranks;
+    distrt_comm *comm;
+  };
+  std::vector<Group> groups;
+
+  /// The communicator of the `n` ranks `ranks`, this rank among them: the
+  /// world's when they are ranks 0..worldSize-1 in order; nullptr with
+  /// `err` set when the job's world cannot hold the group.
+  distrt_comm *group(const int32_t *ranks, int n, const char *where) {
+    std::vector<int32_t> want(ranks, ranks + n);
+    bool world = n == worldSize;
+    for (int k = 0; world && k < n; ++k)
+      world = ranks[k] == k;
+    if (world)
+      return comm;
+    for (const Group &g : groups)
+      if (g.ranks == want)
+        return g.comm;
+    for (int32_t r : want)
+      if (r >= worldSize) {
+        fail(err,
+             "%s: its group lists rank %d but the job runs %d rank(s); "
+             "launch it with as many ranks as its plan has devices, or "
+             "compile the collective `over world`",
+             where, (int)r, worldSize);
+        return nullptr;
+      }
+    distrt_comm *g = nullptr;
+    if (distrt_comm_group(comm, ranks, n, &g) != DISTRT_OK) {
+      fail(err, "%s: %s", where, distrt_last_error(ctx));
+      return nullptr;
+    }
+    groups.push_back({std::move(want), g});
+    return g;
+  }
+  /// Destroys the group communicators (before the world's).
+  void releaseGroups() {
+    for (Group &g : groups)
+      distrt_comm_destroy(g.comm);
+    groups.clear();
   }
 
   /// Buffers that outlive one call of a training step: weights (loaded on
@@ -162,6 +195,43 @@ struct Program {
     for (Persistent &b : persistent)
       distrt_free(ctx, b.ptr);
     persistent.clear();
+    for (Kept &k : kept)
+      distrt_free(ctx, k.ptr);
+    kept.clear();
+  }
+
+  /// Buffers of the static memory plan, made on the first run and kept for
+  /// the life of the process: each body's arena (one slot per value,
+  /// reused by live range) and resident weights and constants (filled
+  /// once; not written by --save-state, unlike `persistent`).
+  struct Kept {
+    std::string name;
+    void *ptr;
+  };
+  std::vector<Kept> kept;
+  void *keptBuffer(const char *name, size_t bytes, bool &fresh) {
+    fresh = false;
+    for (Kept &k : kept)
+      if (k.name == name)
+        return k.ptr;
+    void *p = nullptr;
+    if (distrt_alloc(ctx, bytes ? bytes : 1, &p) != DISTRT_OK) {
+      fail(err, "out of memory allocating '%s' (%zu bytes): %s", name, bytes,
+           distrt_last_error(ctx));
+      return nullptr;
+    }
+    kept.push_back({name, p});
+    fresh = true;
+    return p;
+  }
+  /// The arena of the body `name` (dist-prepare-for-emission's plan).
+  void *arena(const char *name, size_t bytes) {
+    bool fresh = false;
+    return keptBuffer((std::string("arena.") + name).c_str(), bytes, fresh);
+  }
+  /// A resident buffer; `fresh` on the run that must fill it.
+  void *residentBuffer(const char *name, size_t bytes, bool &fresh) {
+    return keptBuffer(name, bytes, fresh);
   }
   /// Fills a buffer of `n` elements of type T with `value`.
   template <typename T> int fillValue(T *dst, int64_t n, T value);
@@ -313,6 +383,13 @@ struct Program {
 inline distrt_tensor T(void *data, distrt_dtype dtype,
                        std::initializer_list<int64_t> dims) {
   return distrt_make_tensor(data, dtype, (int32_t)dims.size(), dims.begin());
+}
+/// A strided tensor (a view or a channels-last buffer of the memory plan).
+inline distrt_tensor TS(void *data, distrt_dtype dtype,
+                        std::initializer_list<int64_t> dims,
+                        std::initializer_list<int64_t> strides) {
+  return distrt_make_strided_tensor(data, dtype, (int32_t)dims.size(),
+                                    dims.begin(), strides.begin());
 }
 
 #ifdef __CUDACC__

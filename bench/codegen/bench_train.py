@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""The GPT training step: DistOpt against onnxruntime-training and oneDNN.
+
+The model (bench/codegen/make_models.py --only gpt_train): GPT-2
+architecture, 12 layers, hidden 768, 12 heads, sequence 128, vocabulary
+8192, untied head (97.7M parameters), batch 4, logits flattened to
+[512, 8192]; cross-entropy loss, AdamW (lr 1e-4, betas 0.9/0.999, eps 1e-8,
+weight decay 0.01), the same ONNX file for both.
+
+- DistOpt: `dist-compile --train="loss=softmax-cross-entropy:labels
+  optimizer=adamw ..."`, run for --steps steps with OMP_NUM_THREADS=T; the
+  time per step is the program's `--profile` median of the steps after the
+  first.
+- onnxruntime-training (PyPI, in its own venv .venv-ort-training made from
+  requirements-bench-training.txt: it conflicts with the test venv's
+  onnxruntime): artifacts from `onnxruntime.training.artifacts`
+  (CrossEntropyLoss, AdamW), then the on-device training API (Module,
+  Optimizer: forward + backward, optimizer step, reset of the gradients)
+  with intra-op threads T; median of the steps after the first.
+- The machine's oneDNN GEMM rate: dnnl_sgemm on the step's largest GEMM
+  shape (512 x 3072 x 768) and on 1024^3, T threads (gemm_rate.cpp, built
+  here with the host compiler).
+
+Model FLOPs per step count the matmuls only, forward and the two backward
+GEMMs each (3x forward): 287.5 GFLOP. The rounds interleave the three
+measurements.
+
+    .venv/bin/python bench/codegen/bench_train.py --build build [--threads 1 2]
+        [--steps 5] [--rounds 3]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+B, S, H, L, V = 4, 128, 768, 12, 8192
+T = B * S
+FWD_FLOPS = (L * (2 * T * (H * 3 * H + H * H + 2 * H * 4 * H) + 4 * B * S * S * H)
+             + 2 * T * H * V)
+STEP_FLOPS = 3 * FWD_FLOPS
+ADAMW = dict(lr=1e-4, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01)
+
+ORT_TRAIN = r"""
+import sys, time, statistics, numpy as np, onnx
+from onnxruntime.training import artifacts
+from onnxruntime.training.api import CheckpointState, Module, Optimizer
+import onnxruntime as ort
+path, work, threads, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+ids, labels = np.load(sys.argv[5]), np.load(sys.argv[6])
+if not __import__("os").path.exists(work + "/training_model.onnx"):
+    model = onnx.load(path)
+    params = [i.name for i in model.graph.initializer
+              if i.name.startswith("inner.") and i.data_type == onnx.TensorProto.FLOAT]
+    artifacts.generate_artifacts(model, requires_grad=params, frozen_params=[],
+                                 loss=artifacts.LossType.CrossEntropyLoss,
+                                 optimizer=artifacts.OptimType.AdamW,
+                                 artifact_directory=work)
+so = ort.SessionOptions()
+so.intra_op_num_threads = threads
+so.inter_op_num_threads = 1
+state = CheckpointState.load_checkpoint(work + "/checkpoint")
+try:
+    module = Module(work + "/training_model.onnx", state, work + "/eval_model.onnx",
+                    session_options=so)
+except TypeError:
+    module = Module(work + "/training_model.onnx", state, work + "/eval_model.onnx")
+opt = Optimizer(work + "/optimizer_model.onnx", module)
+opt.set_learning_rate(1e-4)
+module.train()
+times, losses = [], []
+for _ in range(steps + 1):
+    t0 = time.perf_counter()
+    loss = module(ids, labels)
+    opt.step()
+    module.lazy_reset_grad()
+    times.append(time.perf_counter() - t0)
+    losses.append(float(loss))
+print("ort", statistics.median(times[1:]), " ".join("%.6f" % l for l in losses))
+"""
+
+GEMM = r"""
+#include <dnnl.h>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <algorithm>
+int main(int argc, char **argv) {
+  long m = atol(argv[1]), n = atol(argv[2]), k = atol(argv[3]);
+  int reps = atoi(argv[4]);
+  std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+  std::vector<double> t;
+  for (int r = 0; r < reps + 1; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin() + 1, t.end());
+  printf("%.6f\n", t[1 + reps / 2]);
+}
+"""
+
+
+def gemm_rate(exe, threads, m, n, k):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([exe, str(m), str(n), str(k), "9"], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    return 2.0 * m * n * k / float(out) / 1e9
+
+
+def dist_step(exe, ids, labels, threads, steps, work):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    p = subprocess.run([exe, f"input_ids={ids}", f"labels={labels}", "-o", work,
+                        "--steps", str(steps + 1), "--profile"],
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"{exe} failed:\n{p.stderr[-3000:]}")
+    losses = [float(l.split()[-1]) for l in p.stdout.splitlines()
+              if l.startswith("step")]
+    for line in p.stderr.splitlines():
+        if line.startswith("profile:"):
+            return float(line.split("median of the others")[1].split("ms")[0]) / 1e3, losses
+    sys.exit("no profile line")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--models", default=None)
+    ap.add_argument("--fixtures-python",
+                    default=os.path.join(ROOT, ".venv-fixtures", "bin", "python"))
+    ap.add_argument("--ort-training-python",
+                    default=os.path.join(ROOT, ".venv-ort-training", "bin", "python"))
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    models = args.models or os.path.join(args.build, "bench-models")
+    path = os.path.join(models, "gpt_train.onnx")
+    if not os.path.exists(path):
+        subprocess.run([args.fixtures_python, os.path.join(HERE, "make_models.py"),
+                        "--out", models, "--only", "gpt_train"], check=True)
+    work = tempfile.mkdtemp(prefix="dist-bench-train-")
+    rng = np.random.default_rng(0)
+    ids, labels = os.path.join(work, "ids.npy"), os.path.join(work, "labels.npy")
+    np.save(ids, rng.integers(0, V, (B, S)).astype(np.int64))
+    np.save(labels, rng.integers(0, V, (T,)).astype(np.int64))
+    exe = os.path.join(work, "gpt_train.bin")
+    train = ("loss=softmax-cross-entropy:labels optimizer=adamw lr={lr} beta1={beta1} "
+             "beta2={beta2} epsilon={epsilon} weight-decay={weight_decay}").format(**ADAMW)
+    subprocess.run([os.path.join(args.build, "bin", "dist-compile"), path,
+                    f"--train={train}", "-o", exe], check=True)
+    gemm_src = os.path.join(work, "gemm_rate.cpp")
+    with open(gemm_src, "w") as f:
+        f.write(GEMM)
+    gemm = os.path.join(work, "gemm_rate")
+    subprocess.run(["c++", "-O2", gemm_src, "-o", gemm, "-ldnnl"], check=True)
+    ort_script = os.path.join(work, "ort_train.py")
+    with open(ort_script, "w") as f:
+        f.write(ORT_TRAIN)
+    res = {t: {"dist": [], "ort": [], "gemm": [], "gemm_sq": []} for t in args.threads}
+    losses = {}
+    for r in range(args.rounds):
+        for t in args.threads:
+            d, dl = dist_step(exe, ids, labels, t, args.steps, work)
+            res[t]["dist"].append(d)
+            losses["dist"] = dl
+            p = subprocess.run([args.ort_training_python, ort_script, path,
+                                os.path.join(work, "ort"), str(t), str(args.steps),
+                                ids, labels], capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"onnxruntime-training failed:\n{p.stderr[-3000:]}")
+            line = [l for l in p.stdout.splitlines() if l.startswith("ort ")][0].split()
+            res[t]["ort"].append(float(line[1]))
+            losses["ort"] = [float(x) for x in line[2:]]
+            res[t]["gemm"].append(gemm_rate(gemm, t, T, 4 * H, H))
+            res[t]["gemm_sq"].append(gemm_rate(gemm, t, 1024, 1024, 1024))
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+    print(f"Model FLOPs per step (matmuls, 3x forward): {STEP_FLOPS / 1e9:.1f} GFLOP")
+    print(f"Step-1 loss: DistOpt {losses['dist'][0]:.5f}, onnxruntime-training "
+          f"{losses['ort'][0]:.5f}; last: {losses['dist'][-1]:.5f} / {losses['ort'][-1]:.5f}")
+    print("| threads | DistOpt s/step | onnxruntime-training s/step | speed-up | DistOpt "
+          "GFLOP/s | oneDNN sgemm 512x3072x768 GFLOP/s | sgemm 1024^3 GFLOP/s | "
+          "DistOpt / sgemm rate |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for t in args.threads:
+        d = statistics.median(res[t]["dist"])
+        o = statistics.median(res[t]["ort"])
+        g = statistics.median(res[t]["gemm"])
+        gs = statistics.median(res[t]["gemm_sq"])
+        rate = STEP_FLOPS / d / 1e9
+        print(f"| {t} | {d:.2f} | {o:.2f} | {o / d:.2f} | {rate:.1f} | {g:.1f} | "
+              f"{gs:.1f} | {rate / max(g, gs):.2f} |")
+
+
+if __name__ == "__main__":
+    main()

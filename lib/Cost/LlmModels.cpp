@@ -1,0 +1,416 @@
+//===- LlmModels.cpp - Analytic LLaMA-style and MoE models ------*- C++ -*-===//
+//
+// Saved activations follow Korthikanti et al. (arXiv 2205.05198) adapted to
+// these blocks: every linear layer keeps its input, the fused attention
+// keeps V and the log-sum-exp (Q and K on the QKV projection, O on the
+// output projection), the gated activation keeps both of its inputs. Under
+// tensor parallelism norms and residual adds are replicated, projections
+// split Megatron-style (column then row parallel with one all-reduce after
+// each row-parallel layer); the routed experts split the same way over
+// their routed tokens (expert TP = TP) and shard over the expert-parallel
+// group.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Cost/LlmModels.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace distopt::cost {
+
+/// RMSNorm: the layer norm's traffic and FLOPs, one scale vector.
+static OpDesc rmsNorm(StringRef name, DType dt, double rows, double cols,
+                      double saved) {
+  OpDesc op = tpReplicated(normOp(name, dt, rows, cols), saved);
+  op.params = cols;
+  return op;
+}
+
+/// How an FFN's input is kept for its backward.
+enum class FfnInput {
+  Whole,      ///< the norm output, whole on every TP rank
+  Dispatched, ///< routed tokens, split like the experts
+  Shared      ///< kept by another op already (shared experts: the router)
+};
+
+/// A (gated) MLP of width \p f over \p tokens tokens: up-projection(s),
+/// activation, down-projection. Routed experts (\p input = Dispatched) have
+/// \p copies times the parameters, sharded over EP.
+static void addFfn(LayerDesc &l, StringRef prefix, const LlmConfig &cfg,
+                   double tokens, double f, FfnInput input, double copies) {
+  const bool expert = input == FfnInput::Dispatched;
+  const DType dt = cfg.dtype;
+  const double e = cluster::dtypeBytes(dt), h = cfg.hidden;
+  const double in = tokens * h * e;
+  const double up = cfg.gatedFfn ? 2 : 1;
+  OpDesc w1 = matmulOp((prefix + "_up").str(), dt, 1, tokens, up * f, h, true);
+  w1.savedBytes = expert ? in : 0;
+  w1.savedReplicatedBytes = input == FfnInput::Whole ? in : 0;
+  w1.tpAllReduceBwdBytes = in;
+  OpDesc act = elementwiseOp((prefix + "_act").str(), dt, tokens * f,
+                             cfg.gatedFfn ? 2 : 1, cfg.gatedFfn ? 6 : 4);
+  act.savedBytes = up * tokens * f * e;
+  OpDesc w2 = matmulOp((prefix + "_down").str(), dt, 1, tokens, h, f, true);
+  w2.tpAllReduceFwdBytes = in;
+  for (OpDesc *op : {&w1, &act, &w2}) {
+    op->expert = expert;
+    op->params *= copies;
+    // One GEMM per expert (grouped): each gets 1/E of the tokens.
+    if (expert)
+      op->kernels = static_cast<unsigned>(copies);
+  }
+  l.ops.push_back(w1);
+  l.ops.push_back(act);
+  l.ops.push_back(w2);
+}
+
+/// Grouped-query or latent attention with its projections.
+static void addAttention(LayerDesc &l, const LlmConfig &cfg) {
+  const DType dt = cfg.dtype;
+  const double e = cluster::dtypeBytes(dt);
+  const double s = cfg.seqLen, h = cfg.hidden, a = cfg.heads;
+  const double sh = s * h * e;
+  AttentionShape as;
+  as.heads = a;
+  as.seqQ = as.seqKV = s;
+  as.causal = true;
+  double qkBytes = 0, oWidth = 0;
+  if (cfg.mla()) {
+    const double dqk = cfg.qkNopeDim + cfg.qkRopeDim;
+    as.kvHeads = a;
+    as.headDimQK = dqk;
+    as.headDimV = cfg.vHeadDim;
+    // Down projections are small and replicated over TP; the up
+    // projections are column-parallel over heads.
+    OpDesc qd = tpReplicated(
+        matmulOp("q_down", dt, 1, s, cfg.qLoraRank, h, true), sh);
+    OpDesc kvd = tpReplicated(
+        matmulOp("kv_down", dt, 1, s, cfg.kvLoraRank + cfg.qkRopeDim, h, true),
+        0); // shares the input with q_down
+    l.ops.push_back(qd);
+    l.ops.push_back(rmsNorm("q_norm", dt, s, cfg.qLoraRank,
+                            s * cfg.qLoraRank * e));
+    l.ops.push_back(kvd);
+    l.ops.push_back(rmsNorm("kv_norm", dt, s, cfg.kvLoraRank,
+                            s * cfg.kvLoraRank * e));
+    OpDesc qu = matmulOp("q_up", dt, 1, s, a * dqk, cfg.qLoraRank, true);
+    qu.savedBytes = 0;
+    qu.savedReplicatedBytes = s * cfg.qLoraRank * e;
+    qu.tpAllReduceBwdBytes = s * cfg.qLoraRank * e;
+    OpDesc kvu = matmulOp("kv_up", dt, 1, s, a * (cfg.qkNopeDim + cfg.vHeadDim),
+                          cfg.kvLoraRank, true);
+    kvu.savedBytes = 0;
+    kvu.savedReplicatedBytes = s * cfg.kvLoraRank * e;
+    kvu.tpAllReduceBwdBytes = s * cfg.kvLoraRank * e;
+    l.ops.push_back(qu);
+    l.ops.push_back(kvu);
+    qkBytes = 2 * s * a * dqk * e;
+    oWidth = a * cfg.vHeadDim;
+  } else {
+    const double d = cfg.headWidth(), kv = cfg.kvHeads;
+    as.kvHeads = kv;
+    as.headDimQK = as.headDimV = d;
+    OpDesc qkv = matmulOp("qkv", dt, 1, s, (a + 2 * kv) * d, h, true);
+    qkv.savedReplicatedBytes = sh;
+    qkv.savedBytes = 0;
+    qkv.tpAllReduceBwdBytes = sh;
+    l.ops.push_back(qkv);
+    qkBytes = s * (a + kv) * d * e;
+    oWidth = a * d;
+  }
+  OpDesc rope = elementwiseOp("rope", dt, qkBytes / e, 1, 3);
+  rope.savedBytes = qkBytes; // the rotated Q and K the kernel reads
+  l.ops.push_back(rope);
+  if (cfg.fusedAttention) {
+    l.ops.push_back(attentionOp("attention", dt, as));
+  } else {
+    // Unfused: scores, softmax (saved s^2), context; selective
+    // recomputation drops the s^2 part.
+    OpDesc scores = matmulOp("scores", dt, a, s, s, as.headDimQK, false);
+    scores.savedBytes = 0;
+    scores.selective = true;
+    OpDesc sm = softmaxOp("softmax", dt, a * s, s);
+    sm.selective = true;
+    OpDesc ctx = matmulOp("context", dt, a, s, as.headDimV, s, false);
+    ctx.savedBytes = as.kvHeads * s * as.headDimV * e;
+    ctx.cpKvBytes = s * as.kvHeads * (as.headDimQK + as.headDimV) * e;
+    l.ops.push_back(scores);
+    l.ops.push_back(sm);
+    l.ops.push_back(ctx);
+  }
+  OpDesc o = matmulOp("o_proj", dt, 1, s, h, oWidth, true);
+  o.tpAllReduceFwdBytes = sh;
+  l.ops.push_back(o);
+}
+
+LayerDesc llmBlock(const LlmConfig &cfg, unsigned index) {
+  const DType dt = cfg.dtype;
+  const double e = cluster::dtypeBytes(dt);
+  const double s = cfg.seqLen, h = cfg.hidden;
+  const double sh = s * h * e;
+  LayerDesc l;
+  l.name = formatv("block{0}", index).str();
+  l.boundaryBytes = sh;
+  l.ops.push_back(rmsNorm("attn_norm", dt, s, h, sh));
+  addAttention(l, cfg);
+  l.ops.push_back(tpReplicated(elementwiseOp("residual1", dt, s * h, 2, 1), 0));
+  l.ops.push_back(rmsNorm("ffn_norm", dt, s, h, sh));
+  if (!cfg.moeLayer(index)) {
+    addFfn(l, "ffn", cfg, s, cfg.ffnHidden, FfnInput::Whole, 1);
+  } else {
+    const double E = cfg.experts, k = cfg.topK;
+    // The router is replicated over TP; its scores stay for the backward.
+    OpDesc router = tpReplicated(matmulOp("router", dt, 1, s, E, h, true), sh);
+    router.keepsPrecision = true;
+    OpDesc gate = tpReplicated(
+        elementwiseOp("router_topk", cluster::DType::F32, s * E, 1, 8),
+        s * E * 4);
+    // Token permutation; with expert parallelism an all-to-all sends each
+    // token's k copies to the ranks that own their experts.
+    OpDesc dispatch = dataMovementOp("dispatch", dt, k * s * h);
+    dispatch.epAllToAllBytes = k * s * h * e;
+    l.ops.push_back(router);
+    l.ops.push_back(gate);
+    l.ops.push_back(dispatch);
+    addFfn(l, "expert", cfg, k * s, cfg.expertFfn, FfnInput::Dispatched, E);
+    OpDesc combine = dataMovementOp("combine", dt, k * s * h);
+    combine.epAllToAllBytes = k * s * h * e;
+    l.ops.push_back(combine);
+    if (cfg.sharedExperts)
+      addFfn(l, "shared", cfg, s, cfg.sharedExperts * cfg.expertFfn,
+             FfnInput::Shared, 1);
+  }
+  l.ops.push_back(tpReplicated(elementwiseOp("residual2", dt, s * h, 2, 1), 0));
+  return l;
+}
+
+ModelDesc buildLlm(const LlmConfig &cfg) {
+  const double s = cfg.seqLen, h = cfg.hidden, v = cfg.vocab;
+  const DType dt = cfg.dtype;
+  const double sh = s * h * cluster::dtypeBytes(dt);
+  ModelDesc m;
+  m.name = cfg.name;
+  m.sampleUnit = "sequence";
+
+  m.layers.push_back(tokenEmbeddingLayer("embed_tokens", dt, s, v, h));
+
+  for (unsigned i = 0; i < cfg.layers; ++i)
+    m.layers.push_back(llmBlock(cfg, i));
+
+  m.layers.push_back(lmHeadLayer(rmsNorm("final_norm", dt, s, h, sh),
+                                 "lm_head", dt, s, v, h, cfg.tiedEmbeddings));
+  return m;
+}
+
+/// Parameters of one block's attention.
+static double attentionParams(const LlmConfig &c) {
+  const double h = c.hidden, a = c.heads;
+  if (c.mla())
+    return h * c.qLoraRank + c.qLoraRank +
+           c.qLoraRank * a * (c.qkNopeDim + c.qkRopeDim) +
+           h * (c.kvLoraRank + c.qkRopeDim) + c.kvLoraRank +
+           c.kvLoraRank * a * (c.qkNopeDim + c.vHeadDim) + a * c.vHeadDim * h;
+  const double d = c.headWidth();
+  return h * (a + 2 * c.kvHeads) * d + a * d * h;
+}
+
+double llmParamCount(const LlmConfig &c, bool activeOnly) {
+  const double h = c.hidden, mats = c.gatedFfn ? 3 : 2;
+  double n = c.vocab * h * (c.tiedEmbeddings ? 1 : 2) + h;
+  for (unsigned i = 0; i < c.layers; ++i) {
+    n += 2 * h + attentionParams(c);
+    if (!c.moeLayer(i)) {
+      n += mats * h * c.ffnHidden;
+      continue;
+    }
+    double routed = activeOnly ? c.topK : c.experts;
+    n += h * c.experts + (routed + c.sharedExperts) * mats * h * c.expertFfn;
+  }
+  return n;
+}
+
+double llmModelFlopsPerSequence(const LlmConfig &c) {
+  const double s = c.seqLen, h = c.hidden, mats = c.gatedFfn ? 3 : 2;
+  double perToken = c.vocab * h; // LM head (the lookup is not a matmul)
+  double attn = 0;                // per token, forward
+  for (unsigned i = 0; i < c.layers; ++i) {
+    perToken += attentionParams(c);
+    if (c.moeLayer(i))
+      perToken += h * c.experts +
+                  (c.topK + c.sharedExperts) * mats * h * c.expertFfn;
+    else
+      perToken += mats * h * c.ffnHidden;
+    double dqk = c.mla() ? c.qkNopeDim + c.qkRopeDim : c.headWidth();
+    double dv = c.mla() ? c.vHeadDim : c.headWidth();
+    attn += 2 * c.heads * s * (dqk + dv) * 0.5; // causal
+  }
+  return 3 * s * (2 * perToken + attn);
+}
+
+LlmConfig llama2_7b() {
+  LlmConfig c;
+  c.name = "llama2-7b";
+  c.layers = 32, c.hidden = 4096, c.heads = 32, c.kvHeads = 32;
+  c.ffnHidden = 11008, c.seqLen = 4096, c.vocab = 32000;
+  return c;
+}
+
+LlmConfig llama2_13b() {
+  LlmConfig c = llama2_7b();
+  c.name = "llama2-13b";
+  c.layers = 40, c.hidden = 5120, c.heads = 40, c.kvHeads = 40;
+  c.ffnHidden = 13824;
+  return c;
+}
+
+LlmConfig llama2_70b() {
+  LlmConfig c = llama2_7b();
+  c.name = "llama2-70b";
+  c.layers = 80, c.hidden = 8192, c.heads = 64, c.kvHeads = 8;
+  c.ffnHidden = 28672;
+  return c;
+}
+
+LlmConfig llama3_8b() {
+  LlmConfig c;
+  c.name = "llama3-8b";
+  c.layers = 32, c.hidden = 4096, c.heads = 32, c.kvHeads = 8;
+  c.ffnHidden = 14336, c.seqLen = 8192, c.vocab = 128256;
+  return c;
+}
+
+LlmConfig llama3_70b() {
+  LlmConfig c = llama3_8b();
+  c.name = "llama3-70b";
+  c.layers = 80, c.hidden = 8192, c.heads = 64, c.kvHeads = 8;
+  c.ffnHidden = 28672;
+  return c;
+}
+
+LlmConfig llama3_405b() {
+  LlmConfig c = llama3_8b();
+  c.name = "llama3.1-405b";
+  c.layers = 126, c.hidden = 16384, c.heads = 128, c.kvHeads = 8;
+  c.ffnHidden = 53248;
+  return c;
+}
+
+LlmConfig mixtral8x7b() {
+  LlmConfig c;
+  c.name = "mixtral-8x7b";
+  c.layers = 32, c.hidden = 4096, c.heads = 32, c.kvHeads = 8;
+  c.ffnHidden = 14336, c.seqLen = 4096, c.vocab = 32000;
+  c.experts = 8, c.topK = 2, c.expertFfn = 14336;
+  return c;
+}
+
+LlmConfig deepseekV3() {
+  LlmConfig c;
+  c.name = "deepseek-v3";
+  c.layers = 61, c.hidden = 7168, c.heads = 128, c.kvHeads = 128;
+  c.ffnHidden = 18432, c.seqLen = 4096, c.vocab = 129280;
+  c.experts = 256, c.topK = 8, c.expertFfn = 2048, c.sharedExperts = 1;
+  c.denseLayers = 3;
+  c.qLoraRank = 1536, c.kvLoraRank = 512;
+  c.qkNopeDim = 128, c.qkRopeDim = 64, c.vHeadDim = 128;
+  return c;
+}
+
+/// NeMo's GPT-3 configurations (GeLU MLP of 4h, MHA, vocabulary 50257
+/// padded to 51200, sequence 2048).
+static LlmConfig gpt3(StringRef name, unsigned layers, double hidden,
+                      double heads) {
+  LlmConfig c;
+  c.name = name.str();
+  c.layers = layers, c.hidden = hidden, c.heads = heads, c.kvHeads = heads;
+  c.ffnHidden = 4 * hidden, c.gatedFfn = false;
+  c.seqLen = 2048, c.vocab = 51200;
+  return c;
+}
+LlmConfig gpt3_5b() { return gpt3("gpt3-5b", 24, 4096, 32); }
+LlmConfig gpt3_20b() { return gpt3("gpt3-20b", 44, 6144, 48); }
+LlmConfig gpt3_175b() { return gpt3("gpt3-175b", 96, 12288, 96); }
+
+/// Nemotron (NeMo's NemotronConfig): squared-ReLU MLP, vocabulary 256000,
+/// sequence 4096.
+static LlmConfig nemotron(StringRef name, unsigned layers, double hidden,
+                          double ffn, double heads, double kvHeads) {
+  LlmConfig c;
+  c.name = name.str();
+  c.layers = layers, c.hidden = hidden, c.heads = heads, c.kvHeads = kvHeads;
+  c.ffnHidden = ffn, c.gatedFfn = false;
+  c.seqLen = 4096, c.vocab = 256000;
+  return c;
+}
+LlmConfig nemotron3_8b() {
+  return nemotron("nemotron3-8b", 32, 4096, 16384, 32, 32);
+}
+LlmConfig nemotron3_22b() {
+  return nemotron("nemotron3-22b", 40, 6144, 24576, 48, 48);
+}
+LlmConfig nemotron4_15b() {
+  return nemotron("nemotron4-15b", 32, 6144, 24576, 48, 8);
+}
+LlmConfig nemotron4_340b() {
+  return nemotron("nemotron4-340b", 96, 18432, 73728, 96, 8);
+}
+
+/// Qwen3 MoE (model cards): every block has 128 routed experts, top 8, no
+/// shared expert; head width 128.
+LlmConfig qwen3_30b_a3b() {
+  LlmConfig c;
+  c.name = "qwen3-30b-a3b";
+  c.layers = 48, c.hidden = 2048, c.heads = 32, c.kvHeads = 4;
+  c.headDim = 128, c.ffnHidden = 6144, c.seqLen = 4096, c.vocab = 151936;
+  c.experts = 128, c.topK = 8, c.expertFfn = 768;
+  return c;
+}
+LlmConfig qwen3_235b_a22b() {
+  LlmConfig c = qwen3_30b_a3b();
+  c.name = "qwen3-235b-a22b";
+  c.layers = 94, c.hidden = 4096, c.heads = 64, c.kvHeads = 4;
+  c.ffnHidden = 12288, c.expertFfn = 1536;
+  return c;
+}
+
+/// Grok-1 (xAI's released checkpoint): 8 experts of width 32768, top 2,
+/// every block.
+LlmConfig grok1_314b() {
+  LlmConfig c;
+  c.name = "grok1-314b";
+  c.layers = 64, c.hidden = 6144, c.heads = 48, c.kvHeads = 8;
+  c.ffnHidden = 32768, c.seqLen = 8192, c.vocab = 131072;
+  c.experts = 8, c.topK = 2, c.expertFfn = 32768;
+  return c;
+}
+
+std::optional<LlmConfig> llmPreset(StringRef name) {
+  using Maker = LlmConfig (*)();
+  static const std::pair<const char *, Maker> kPresets[] = {
+      {"gpt3-5b", gpt3_5b},
+      {"gpt3-20b", gpt3_20b},
+      {"gpt3-175b", gpt3_175b},
+      {"llama2-7b", llama2_7b},
+      {"llama2-13b", llama2_13b},
+      {"llama2-70b", llama2_70b},
+      {"llama3-8b", llama3_8b},
+      {"llama3-70b", llama3_70b},
+      {"llama3.1-405b", llama3_405b},
+      {"nemotron3-8b", nemotron3_8b},
+      {"nemotron3-22b", nemotron3_22b},
+      {"nemotron4-15b", nemotron4_15b},
+      {"nemotron4-340b", nemotron4_340b},
+      {"mixtral-8x7b", mixtral8x7b},
+      {"grok1-314b", grok1_314b},
+      {"qwen3-30b-a3b", qwen3_30b_a3b},
+      {"qwen3-235b-a22b", qwen3_235b_a22b},
+      {"deepseek-v3", deepseekV3}};
+  for (const auto &[n, make] : kPresets)
+    if (name == n)
+      return make();
+  return std::nullopt;
+}
+
+} // namespace distopt::cost

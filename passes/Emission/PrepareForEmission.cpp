@@ -1,0 +1,66 @@
+//===- PrepareForEmission.cpp - The dist-prepare-for-emission pass -*- C++
+//-*-===//
+//
+// Part of DistOpt. Runs the emission steps (EmissionSteps.h) on every body
+// the printer emits: each function's, or each pipeline stage's when the
+// function is made of dist.stage regions. docs/codegen.md lists what the
+// printer then reads.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "passes/Emission/EmissionSteps.h"
+
+#include "dialects/Dist/DistOps.h"
+#include "dialects/Emit/EmitDialect.h"
+
+namespace distopt {
+#define GEN_PASS_DEF_PREPAREFOREMISSIONPASS
+#include "passes/Passes.h.inc"
+} // namespace distopt
+
+using namespace mlir;
+using namespace distopt;
+
+namespace {
+
+struct PrepareForEmissionPass
+    : public distopt::impl::PrepareForEmissionPassBase<PrepareForEmissionPass> {
+  using Base::Base;
+
+  void prepare(Operation *holder, Block &body,
+               const emission::EmissionOptions &options) {
+    if (holder->hasAttr(emit::kMemoryPlanAttr))
+      return; // prepared before
+    emission::markPrecision(body);
+    emission::formKernels(body, options);
+    emission::assignLayouts(body, options);
+    emission::planMemory(holder, body, options);
+  }
+
+  void runOnOperation() override {
+    emission::EmissionOptions options;
+    options.cpu = target == EmissionTarget::CPU;
+    options.postOps = postOps;
+    options.inPlace = inPlace;
+    options.eltwise = eltwiseKernels;
+    options.views = views;
+    options.channelsLast = channelsLast;
+    getOperation().walk([&](func::FuncOp func) {
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        return;
+      Block &body = func.getBody().front();
+      bool staged = llvm::any_of(
+          body, [](Operation &op) { return isa<dist::StageOp>(op); });
+      if (!staged) {
+        prepare(func, body, options);
+        return;
+      }
+      for (Operation &op : body)
+        if (auto stage = dyn_cast<dist::StageOp>(op))
+          prepare(stage, stage.getBody().front(), options);
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,411 @@
+//===- Partition.cpp - The dist-partition pass -------------------*- C++ -*-===//
+//
+// Part of DistOpt. One function per action list of the schedule: the list's
+// actions in order as calls of the stage functions and the sends and
+// receives of the values that cross stage boundaries. What a device runs
+// is then ordinary IR, and the code generator only prints it.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/Graph/GraphOps.h"
+#include "passes/Partition/ScheduleIR.h"
+#include "passes/Partition/TrainStages.h"
+#include "passes/Planning/Planning.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/MapVector.h"
+
+
+namespace distopt {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "passes/Passes.h.inc"
+} // namespace distopt
+
+using namespace mlir;
+using namespace distopt;
+using schedule::Action;
+using schedule::ActionKind;
+
+namespace {
+/// The dataflow of one micro-batch through the stage functions, read from
+/// the pipelined function's calls.
+struct StageGraph {
+  /// The call of each virtual stage.
+  SmallVector<func::CallOp> calls;
+  /// Per virtual stage v: the values of stage v that stage v + 1 reads, in
+  /// the order v + 1 reads them (the boundary message, one tag each).
+  SmallVector<SmallVector<Value>> boundary;
+  /// The widest boundary (tags are v * width + k).
+  unsigned width = 1;
+};
+} // namespace
+
+/// Reads the calls of \p func; every stage input must be a function
+/// argument or a result of the previous stage (what dist-outline-stages
+/// makes).
+static FailureOr<StageGraph> readStageGraph(func::FuncOp func,
+                                            ArrayRef<func::FuncOp> stages) {
+  StageGraph g;
+  g.calls.resize(stages.size());
+  g.boundary.resize(stages.size());
+  for (Operation &op : func.getBody().front()) {
+    auto call = dyn_cast<func::CallOp>(op);
+    if (!call) {
+      if (isa<func::ReturnOp>(op))
+        continue;
+      return op.emitOpError("is outside the stage functions of pipelined @")
+             << func.getSymName()
+             << "; after outlining the function holds only stage calls";
+    }
+    auto it = llvm::find_if(stages, [&](func::FuncOp f) {
+      return f.getSymName() == call.getCallee();
+    });
+    if (it == stages.end())
+      return call.emitOpError("calls @")
+             << call.getCallee() << ", which is not one of @"
+             << func.getSymName() << "'s stage functions";
+    g.calls[it - stages.begin()] = call;
+  }
+  for (auto [v, call] : llvm::enumerate(g.calls))
+    for (Value operand : call.getOperands()) {
+      if (isa<BlockArgument>(operand))
+        continue;
+      auto from = operand.getDefiningOp<func::CallOp>();
+      if (!from || v == 0 || from != g.calls[v - 1])
+        return call.emitOpError("reads a value that is neither an input of @")
+               << func.getSymName() << " nor a result of stage " << v - 1
+               << "; values flow from stage to stage (outline the stages "
+                  "again with dist-outline-stages)";
+      if (!llvm::is_contained(g.boundary[v - 1], operand))
+        g.boundary[v - 1].push_back(operand);
+    }
+  for (const auto &b : g.boundary)
+    g.width = std::max<unsigned>(g.width, b.size());
+  if (stages.size() * g.width > 32768)
+    return func.emitError("@")
+           << func.getSymName() << ": " << stages.size() << " stages of up to "
+           << g.width
+           << " boundary values each need more than the 32768 tags the "
+              "runtime's transfers carry";
+  return g;
+}
+
+/// Builds the program of list \p list.
+static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
+                               const StageGraph &g,
+                               const partition::ScheduleIR &s, unsigned list,
+                               OpBuilder &b) {
+  MLIRContext *ctx = func.getContext();
+  int64_t m = s.schedule.microbatches;
+  unsigned pp = s.schedule.pp, last = g.calls.size() - 1;
+  bool holdsLast = s.schedule.stageOfList(list) == last % pp;
+  Location loc = func.getLoc();
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+
+  SmallVector<Type> inputs, outputs;
+  for (BlockArgument arg : func.getArguments())
+    inputs.push_back(partition::batchedType(arg.getType(), m));
+  if (holdsLast)
+    for (Value v : ret.getOperands())
+      outputs.push_back(partition::batchedType(v.getType(), m));
+  std::string name =
+      (func.getSymName() + "_rank" + Twine(list)).str();
+  auto fn = func::FuncOp::create(b, loc, name,
+                                 FunctionType::get(ctx, inputs, outputs));
+  fn.setAllArgAttrs(func.getAllArgAttrs());
+  if (holdsLast)
+    fn.setAllResultAttrs(func.getAllResultAttrs());
+  dist::DistDialect::ActionListAttrHelper(ctx).setAttr(
+      fn, b.getI64IntegerAttr(list));
+  Block *entry = fn.addEntryBlock();
+  OpBuilder ib = OpBuilder::atBlockEnd(entry);
+
+  partition::MicrobatchValues values(ib, entry, m, loc);
+  auto valueOf = [&](int64_t mb, Value v) { return values.get(mb, v); };
+  auto tag = [&](unsigned v, unsigned k) {
+    return ib.getI64IntegerAttr(static_cast<int64_t>(v) * g.width + k);
+  };
+
+  for (auto [i, a] : llvm::enumerate(s.schedule.devices[list])) {
+    Operation *at = s.actions[list][i];
+    unsigned v = s.schedule.stageOf(list, a.chunk);
+    switch (a.kind) {
+    case ActionKind::Forward: {
+      func::CallOp call = g.calls[v];
+      SmallVector<Value> operands;
+      for (Value operand : call.getOperands()) {
+        Value mapped = valueOf(a.mb, operand);
+        if (!mapped)
+          return at->emitOpError("runs stage ")
+                 << v << " of micro-batch " << a.mb
+                 << " before its input from stage " << v - 1
+                 << " is there (received or computed on this list); run "
+                    "dist-verify-schedule";
+        operands.push_back(mapped);
+      }
+      auto copy = func::CallOp::create(ib, call.getLoc(), call.getCalleeAttr(),
+                                       call.getResultTypes(), operands);
+      for (auto [res, val] : llvm::zip(call.getResults(), copy.getResults()))
+        values.set(a.mb, res, val);
+      break;
+    }
+    case ActionKind::SendActivation:
+      for (auto [k, boundary] : llvm::enumerate(g.boundary[v])) {
+        Value val = valueOf(a.mb, boundary);
+        if (!val)
+          return at->emitOpError("sends stage ")
+                 << v << "'s activations of micro-batch " << a.mb
+                 << " before that stage ran on this list";
+        dist::SendOp::create(ib, at->getLoc(), val, ib.getI64IntegerAttr(a.peer),
+                             tag(v, k), ib.getUnitAttr());
+      }
+      break;
+    case ActionKind::RecvActivation:
+      if (v == 0)
+        return at->emitOpError("receives activations into the first stage");
+      for (auto [k, boundary] : llvm::enumerate(g.boundary[v - 1])) {
+        auto recv = dist::RecvOp::create(
+            ib, at->getLoc(), boundary.getType(), ib.getI64IntegerAttr(a.peer),
+            tag(v - 1, k), ib.getUnitAttr());
+        values.set(a.mb, boundary, recv.getResult());
+      }
+      break;
+    default:
+      return at->emitOpError("has no lowering yet: dist-partition lowers the "
+                             "forward stream (forward, send_activation, "
+                             "recv_activation); pipeline training is the "
+                             "next step");
+    }
+  }
+
+  SmallVector<Value> results;
+  if (holdsLast)
+    for (Value v : ret.getOperands()) {
+      SmallVector<Value> parts;
+      for (int64_t mb = 0; mb < m; ++mb) {
+        Value part = valueOf(mb, v);
+        if (!part)
+          return dist::ScheduleOp(s.op).emitOpError("list ")
+                 << list << " runs the last stage but never computes "
+                 << "micro-batch " << mb << " of @" << func.getSymName()
+                 << "'s results";
+        parts.push_back(part);
+      }
+      results.push_back(dist::MicrobatchMergeOp::create(
+          ib, loc, partition::batchedType(v.getType(), m), parts, ib.getI64IntegerAttr(0)));
+    }
+  func::ReturnOp::create(ib, loc, results);
+  return success();
+}
+
+namespace {
+struct PartitionPass
+    : public distopt::impl::PartitionPassBase<PartitionPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (failed(run(getOperation())))
+      signalPassFailure();
+  }
+
+  /// dist-autodiff's training step, if the module has one.
+  static FailureOr<func::FuncOp> trainingStep(ModuleOp module) {
+    for (auto f : module.getOps<func::FuncOp>()) {
+      auto cfg = f->getAttrOfType<DictionaryAttr>("graph.train");
+      if (!cfg)
+        continue;
+      auto role = cfg.getAs<StringAttr>("role");
+      if (role && role.getValue() != "step")
+        return f.emitError("dist-partition: @")
+               << f.getSymName()
+               << " accumulates gradients over micro-batches itself "
+                  "(dist-autodiff accumulation-steps > 1); in a pipeline the "
+                  "plan's micro-batches are the accumulation: drop "
+                  "accumulation-steps and set the micro-batches with the "
+                  "plan (global batch / mbs)";
+      auto precision = cfg.getAs<StringAttr>("mixed_precision");
+      if (precision && precision.getValue() != "none")
+        return f.emitError("dist-partition: @")
+               << f.getSymName() << " trains in mixed precision ("
+               << precision.getValue()
+               << "); pipelined training runs f32 steps yet (its loss-scale "
+                  "check would need every stage's gradients)";
+      return f;
+    }
+    return func::FuncOp();
+  }
+
+  /// Outlines the training step when needed, writes its schedule when the
+  /// module has none, and builds every list's program.
+  LogicalResult partitionTraining(ModuleOp module, dist::PlanAttr plan,
+                                  func::FuncOp train) {
+    if (plan.toPlan().mode == schedule::Mode::Infer)
+      return emitError(module.getLoc())
+             << "dist-partition: @" << train.getSymName()
+             << " is a training step but the plan is an inference plan "
+                "(mode = infer); plan it for training (--dist-mode=train)";
+    bool outlined = llvm::any_of(train.getOps<func::CallOp>(), [&](auto c) {
+      auto callee = module.lookupSymbol<func::FuncOp>(c.getCallee());
+      return callee && partition::trainGroupOf(callee);
+    });
+    if (!outlined &&
+        failed(partition::outlineTrainStages(train, plan.getNumVirtualStages())))
+      return failure();
+    // One schedule, for the step (a forward stream of @main is replaced).
+    for (auto op : llvm::make_early_inc_range(module.getOps<dist::ScheduleOp>()))
+      if (op.getFunction() != train.getSymName())
+        op.erase();
+    if (module.getOps<dist::ScheduleOp>().empty()) {
+      FailureOr<SmallVector<func::FuncOp>> stages =
+          partition::stageFunctions(train, plan);
+      if (failed(stages))
+        return failure();
+      llvm::Expected<schedule::Schedule> s =
+          partition::planSchedule(plan.toPlan());
+      if (!s)
+        return emitError(module.getLoc())
+               << "dist-partition: " << llvm::toString(s.takeError());
+      partition::writeSchedule(train, plan, *s, *stages);
+    }
+    FailureOr<std::optional<partition::ScheduleIR>> ir =
+        partition::readScheduleIR(module, plan);
+    if (failed(ir) || !*ir)
+      return failure();
+    if (schedule::isAsync((*ir)->schedule.kind))
+      return (*ir)->op.emitOpError("is an asynchronous schedule (\"")
+             << (*ir)->op.getKind()
+             << "\"): its backward passes use the weight version their "
+                "forward used, which the per-list programs do not stash yet; "
+                "train with a synchronous schedule (gpipe, 1f1b, "
+                "interleaved, zb-h1)";
+    if ((*ir)->schedule.forwardOnly)
+      return (*ir)->op.emitOpError("is a forward stream but @")
+             << train.getSymName()
+             << " is a training step; materialize the plan's training "
+                "schedule (dist-materialize-schedule without forward=true)";
+    eraseListPrograms(module);
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(train);
+    schedule::Plan p = plan.toPlan();
+    if (p.recompute == cost::Recompute::Full)
+      for (auto f : module.getOps<func::FuncOp>()) {
+        auto group = partition::trainGroupOf(f);
+        if (!group || group->second != partition::TrainPhase::Forward)
+          continue;
+        WalkResult random = f.walk([](graph::DropoutMaskOp) {
+          return WalkResult::interrupt();
+        });
+        if (random.wasInterrupted())
+          return f.emitError("dist-partition: the plan recomputes the "
+                             "forward (recompute = full) but stage ")
+                 << group->first
+                 << "'s forward draws dropout masks, which a second call "
+                    "would not reproduce; plan without recomputation or "
+                    "train without dropout";
+      }
+    for (unsigned list = 0; list < (*ir)->schedule.devices.size(); ++list)
+      if (failed(partition::buildTrainList(train, **ir, p, list, b)))
+        return failure();
+    return success();
+  }
+
+  static void eraseListPrograms(ModuleOp module) {
+    for (auto existing :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (dist::DistDialect::ActionListAttrHelper(module.getContext())
+              .isAttrPresent(existing))
+        existing.erase();
+  }
+
+  LogicalResult run(ModuleOp module) {
+    auto plan =
+        dist::DistDialect::PlanAttrHelper(&getContext()).getAttr(module);
+    if (!plan)
+      return emitError(module.getLoc())
+             << "dist-partition needs the module's plan ('dist.plan')";
+    schedule::RankLayout layout = plan.getLayout();
+    schedule::Plan p = plan.toPlan();
+    if (layout.tp != 1 || layout.cp != 1 || p.ep != 1 || layout.replicated())
+      return emitError(module.getLoc())
+             << "dist-partition: the plan has tp = " << layout.tp
+             << ", cp = " << layout.cp << ", ep = " << p.ep
+             << (layout.replicated() ? " and per-stage replicas" : "")
+             << "; per-list programs run pipeline and data parallelism "
+                "(pp, dp) yet: tensor, context and expert parallelism and "
+                "per-stage replicas inside a pipeline are not executed";
+    FailureOr<func::FuncOp> train = trainingStep(module);
+    if (failed(train))
+      return failure();
+    if (*train) {
+      if (p.recompute == cost::Recompute::Selective)
+        emitWarning(module.getLoc())
+            << "dist-partition: the plan recomputes the attention core "
+               "(recompute = selective), which the per-list programs do not "
+               "do yet: they keep its activations until the backward (the "
+               "same numbers, more memory than the plan predicts; recompute "
+               "= full recomputes each stage's forward)";
+      return partitionTraining(module, plan, *train);
+    }
+    if (layout.dp != 1)
+      return emitError(module.getLoc())
+             << "dist-partition: the plan has dp = " << layout.dp
+             << "; a forward stream runs one device per stage yet (data "
+                "parallelism inside a pipeline runs for training steps: run "
+                "dist-autodiff first)";
+    FailureOr<func::FuncOp> func =
+        planning::plannedFunction(module, "", "dist-partition");
+    if (failed(func))
+      return failure();
+    if (func->getNumResults() == 0 || func->getNumArguments() == 0)
+      return func->emitError("dist-partition: @")
+             << func->getSymName() << " needs inputs and results";
+    for (Type t : llvm::concat<const Type>(func->getArgumentTypes(),
+                                           func->getResultTypes())) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      if (!r || !r.hasStaticShape() || r.getRank() == 0)
+        return func->emitError("dist-partition: @")
+               << func->getSymName() << " has a " << t
+               << " input or result; a pipeline streams micro-batches along "
+                  "the leading dimension of statically shaped tensors";
+    }
+    // The schedule, materialized (the forward stream of a forward
+    // function) when the module has none.
+    if (module.getOps<dist::ScheduleOp>().empty()) {
+      OpPassManager pm(ModuleOp::getOperationName());
+      MaterializeSchedulePassOptions options;
+      options.forward = true;
+      pm.addPass(createMaterializeSchedulePass(options));
+      if (failed(runPipeline(pm, module)))
+        return failure();
+    }
+    FailureOr<std::optional<partition::ScheduleIR>> ir =
+        partition::readScheduleIR(module, plan);
+    if (failed(ir) || !*ir)
+      return failure();
+    if (!(*ir)->schedule.forwardOnly)
+      return (*ir)->op.emitOpError("is a training schedule (\"")
+             << (*ir)->op.getKind() << "\") but @" << func->getSymName()
+             << " is a forward function; its pipeline runs the forward "
+                "stream (dist-materialize-schedule{forward=true}, or no "
+                "schedule: dist-partition then writes it). To train, run "
+                "dist-autodiff first: dist-partition then pipelines "
+                "@train_step";
+    FailureOr<SmallVector<func::FuncOp>> stages =
+        partition::stageFunctions(*func, plan);
+    if (failed(stages))
+      return failure();
+    FailureOr<StageGraph> graph = readStageGraph(*func, *stages);
+    if (failed(graph))
+      return failure();
+
+    eraseListPrograms(module);
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(*func);
+    for (unsigned list = 0; list < (*ir)->schedule.devices.size(); ++list)
+      if (failed(buildList(*func, plan, *graph, **ir, list, b)))
+        return failure();
+    return success();
+  }
+};
+} // namespace

@@ -1,0 +1,575 @@
+//===- PartitionTrain.cpp - Per-list programs of a training step -*- C++ -*-===//
+//
+// Part of DistOpt. The program of one action list of a pipelined training
+// step, from the outlined step (TrainStages.cpp) and the schedule: every
+// action in the list's order becomes IR.
+//
+//  - forward / backward_input / backward_weight of micro-batch m: a call of
+//    the stage's function of that phase (backward: both), on micro-batch
+//    m's values. Values the backward reads from its forward stay live
+//    between the calls: the stash of micro-batch m, freed after its last
+//    reader like any value;
+//  - send/recv_activation: the values later stages read (a value read
+//    several stages on is forwarded stage by stage); send/recv_grad: the
+//    gradients earlier stages read;
+//  - optimizer_step: the optimizer ops of the list's stages, on the mean of
+//    each gradient over the step's micro-batches (the gradient of the step's
+//    mean loss, as with dist-autodiff's accumulation-steps);
+//  - all_reduce (dp > 1): those means averaged over the stage's
+//    data-parallel replicas (`dist.all_reduce mean` over their devices).
+//    Every replica runs the list's program on its own rows of the batch
+//    (the inputs are `dist.batch_shard`), and the loss is averaged over the
+//    replicas too, so rank 0 reports the global batch's loss.
+//
+// The list holding the last stage sends the step's outputs (the mean loss)
+// to list 0, which returns them; every list returns the updates of its own
+// weights and state, and a weight several stages read (a tied embedding,
+// whose summed gradient dist-autodiff computes on the earliest reader) is
+// sent from the list that updated it to the others after the step.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Partition/TrainStages.h"
+
+#include "dialects/Dist/DistDialect.h"
+#include "dialects/Graph/GraphOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <array>
+#include <functional>
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::partition;
+using schedule::ActionKind;
+
+RankedTensorType partition::batchedType(Type t, int64_t m) {
+  auto r = cast<RankedTensorType>(t);
+  SmallVector<int64_t> shape(r.getShape());
+  shape[0] *= m;
+  return RankedTensorType::get(shape, r.getElementType(), r.getEncoding());
+}
+
+Value MicrobatchValues::get(int64_t mb, Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto [it, fresh] = slices.try_emplace(arg.getArgNumber());
+    if (fresh) {
+      SmallVector<Type> parts(m, arg.getType());
+      it->second = dist::MicrobatchSplitOp::create(
+          b, loc, parts, entry->getArgument(arg.getArgNumber()),
+          b.getI64IntegerAttr(0));
+    }
+    return it->second.getResult(mb);
+  }
+  return values.lookup({mb, v.getAsOpaquePointer()});
+}
+
+namespace {
+/// The outlined step read back: calls by stage and phase, what crosses
+/// stage boundaries, and the stage of every optimizer op.
+struct TrainGraph {
+  SmallVector<std::array<func::CallOp, kNumTrainPhases>> calls;
+  /// fwd[v]: values stage v sends on to v + 1 (computed on stages <= v).
+  SmallVector<llvm::SetVector<Value>> fwd;
+  /// grad[v]: values stage v sends back to v - 1 (computed on stages >= v).
+  SmallVector<llvm::SetVector<Value>> grad;
+  /// Top-level ops other than calls: their stage, -1 for ops every list
+  /// computes (weights, state, constants and what they alone determine).
+  DenseMap<Operation *, int64_t> stageOf;
+  /// The stage of each call result.
+  DenseMap<Value, int64_t> perMicroBatch;
+  /// The stages whose functions read each weight and state buffer.
+  llvm::StringMap<llvm::SmallSetVector<int64_t, 4>> readers;
+  unsigned width = 1;
+};
+} // namespace
+
+static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
+                                            int64_t numStages) {
+  TrainGraph g;
+  g.calls.resize(numStages);
+  g.fwd.resize(numStages);
+  g.grad.resize(numStages);
+  auto module = func->getParentOfType<ModuleOp>();
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    auto call = dyn_cast<func::CallOp>(op);
+    auto callee =
+        call ? module.lookupSymbol<func::FuncOp>(call.getCallee()) : nullptr;
+    std::optional<std::pair<int64_t, TrainPhase>> group =
+        callee ? trainGroupOf(callee) : std::nullopt;
+    if (!group) {
+      int64_t stage = -1;
+      for (Value v : op.getOperands()) {
+        if (isa<BlockArgument>(v))
+          return op.emitOpError("reads the step's input outside the stage "
+                                "functions; outline the step again "
+                                "(dist-partition on dist-autodiff's output)");
+        auto it = g.perMicroBatch.find(v);
+        int64_t s = it != g.perMicroBatch.end()
+                        ? it->second
+                        : g.stageOf.lookup(v.getDefiningOp());
+        if (s >= 0 && stage >= 0 && s != stage)
+          return op.emitOpError("reads values of stages ")
+                 << stage << " and " << s
+                 << " outside the stage functions; the optimizer of a stage "
+                    "reads only that stage's gradients";
+        stage = std::max(stage, s);
+      }
+      g.stageOf[&op] = stage;
+      continue;
+    }
+    auto [stage, phase] = *group;
+    if (stage >= numStages)
+      return call.emitOpError("calls stage ")
+             << stage << " but the plan has " << numStages << " stages";
+    auto &slot = g.calls[stage][static_cast<unsigned>(phase)];
+    if (slot)
+      return call.emitOpError("calls stage ")
+             << stage << "'s " << trainPhaseName(phase)
+             << " a second time; the step runs each stage function once";
+    slot = call;
+    callee.walk([&](Operation *op) {
+      if (auto w = dyn_cast<graph::WeightOp>(op))
+        g.readers[w.getSymName()].insert(stage);
+      if (auto st = dyn_cast<graph::StateOp>(op))
+        g.readers[st.getSymName()].insert(stage);
+    });
+    for (Value v : call.getOperands()) {
+      if (isa<BlockArgument>(v))
+        continue;
+      auto it = g.perMicroBatch.find(v);
+      if (it == g.perMicroBatch.end())
+        return call.emitOpError("passes a value computed outside the stage "
+                                "functions; stage functions read the step's "
+                                "inputs and other stages' results");
+      int64_t from = it->second;
+      if (from < stage) // forward, possibly over several stages
+        for (int64_t w = from; w < stage; ++w)
+          g.fwd[w].insert(v);
+      else // gradients flow back
+        for (int64_t w = stage + 1; w <= from; ++w)
+          g.grad[w].insert(v);
+    }
+    for (Value r : call.getResults())
+      g.perMicroBatch[r] = stage;
+  }
+  for (int64_t v = 0; v < numStages; ++v) {
+    if (!g.calls[v][0])
+      return func.emitError("@")
+             << func.getSymName() << " calls no forward function of stage "
+             << v << "; outline it again (dist-partition)";
+    g.width = std::max<unsigned>(
+        g.width, std::max(g.fwd[v].size(), g.grad[v].size()));
+  }
+  return g;
+}
+
+LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
+                                        const schedule::Plan &plan,
+                                        unsigned list, OpBuilder &b) {
+  const schedule::RankLayout &layout = plan;
+  bool recompute = plan.recompute == cost::Recompute::Full;
+  MLIRContext *ctx = func.getContext();
+  const schedule::Schedule &sched = s.schedule;
+  int64_t m = sched.microbatches;
+  unsigned pp = sched.pp;
+  int64_t numStages = static_cast<int64_t>(pp) * sched.chunks;
+  FailureOr<TrainGraph> graph = readTrainGraph(func, numStages);
+  if (failed(graph))
+    return failure();
+  TrainGraph &g = *graph;
+  // Tags: forward boundaries, then gradient boundaries, then the outputs
+  // sent to list 0.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  int64_t gradBase = numStages * g.width, outBase = 2 * gradBase;
+  if (outBase + ret.getNumOperands() > 32768)
+    return func.emitError("@")
+           << func.getSymName() << ": " << numStages << " stages of up to "
+           << g.width
+           << " boundary values each need more than the 32768 tags the "
+              "runtime's transfers carry";
+  auto listOfStage = [&](int64_t v) { return static_cast<unsigned>(v % pp); };
+  auto onList = [&](int64_t v) { return v >= 0 && listOfStage(v) == list; };
+  Location loc = func.getLoc();
+
+  // Results: list 0 returns the outputs (the list holding them sends them
+  // there), every list the updates of its stages and those every list
+  // computes (a step counter).
+  // A weight one stage's optimizer updates and other stages also read (a
+  // tied embedding: dist-autodiff sums its gradient on the earliest reader)
+  // travels from the updating list to each reading list after the step.
+  struct ResultPlace {
+    /// everywhere: an update every list computes itself (a step counter).
+    bool update, returned, everywhere;
+    unsigned holder;
+    /// Lists other than the holder that receive it: list 0 for an output,
+    /// the other readers of an updated weight.
+    llvm::SmallSetVector<unsigned, 4> receivers;
+  };
+  auto placeOf = [&](unsigned k, Value v) {
+    ResultPlace p;
+    auto name = func.getResultAttrOfType<StringAttr>(k, "graph.update");
+    p.update = static_cast<bool>(name);
+    int64_t stage = g.perMicroBatch.count(v)
+                        ? g.perMicroBatch.lookup(v)
+                        : g.stageOf.lookup(v.getDefiningOp());
+    p.holder = stage < 0 ? 0 : listOfStage(stage);
+    p.everywhere = p.update && stage < 0;
+    if (!p.update && p.holder != 0)
+      p.receivers.insert(0);
+    if (p.update && stage >= 0)
+      for (int64_t reader : g.readers.lookup(name.getValue()))
+        if (listOfStage(reader) != p.holder)
+          p.receivers.insert(listOfStage(reader));
+    p.returned = p.update ? (p.everywhere || p.holder == list ||
+                             p.receivers.contains(list))
+                          : list == 0;
+    return p;
+  };
+  SmallVector<unsigned> resultIndices;
+  for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+    if (isa<BlockArgument>(v))
+      return ret.emitOpError("returns input #")
+             << cast<BlockArgument>(v).getArgNumber()
+             << " unchanged; a pipelined step returns its loss and updates";
+    if (func.getResultAttr(k, "graph.update") && g.perMicroBatch.count(v))
+      return ret.emitOpError("returns a stage function's result as update #")
+             << k << "; updates are computed by the optimizer";
+    if (placeOf(k, v).returned)
+      resultIndices.push_back(k);
+  }
+  SmallVector<Type> inputs, outputs;
+  for (BlockArgument arg : func.getArguments()) {
+    auto r = dyn_cast<RankedTensorType>(arg.getType());
+    if (!r || !r.hasStaticShape() || r.getRank() == 0)
+      return func.emitError("@")
+             << func.getSymName() << " input #" << arg.getArgNumber()
+             << " has type " << arg.getType()
+             << "; a pipeline streams micro-batches along the leading "
+                "dimension of statically shaped tensors";
+    inputs.push_back(batchedType(arg.getType(), m));
+  }
+  for (unsigned k : resultIndices)
+    outputs.push_back(ret.getOperand(k).getType());
+  std::string name = (func.getSymName() + "_rank" + Twine(list)).str();
+  auto fn = func::FuncOp::create(b, loc, name,
+                                 FunctionType::get(ctx, inputs, outputs));
+  fn.setAllArgAttrs(func.getAllArgAttrs());
+  // Data parallelism: each replica of the stage reads its own rows.
+  bool dataParallel = layout.dp > 1;
+  if (dataParallel)
+    for (unsigned k = 0; k < fn.getNumArguments(); ++k)
+      fn.setArgAttr(k, dist::DistDialect::BatchShardAttrHelper::getNameStr(),
+                    b.getUnitAttr());
+  for (auto [i, k] : llvm::enumerate(resultIndices))
+    fn.setResultAttrs(i, func.getResultAttrDict(k));
+  dist::DistDialect::ActionListAttrHelper(ctx).setAttr(
+      fn, b.getI64IntegerAttr(list));
+  Block *entry = fn.addEntryBlock();
+  OpBuilder ib = OpBuilder::atBlockEnd(entry);
+
+  MicrobatchValues values(ib, entry, m, loc);
+  auto valueOf = [&](int64_t mb, Value v) { return values.get(mb, v); };
+
+  // Full recomputation: the first backward call of (micro-batch, stage)
+  // runs the stage's forward again from its inputs, so what the backward
+  // reads of the forward is that second call's (the first call's values
+  // die after their sends: only the stage's inputs are stashed).
+  llvm::DenseSet<std::pair<int64_t, int64_t>> recomputed;
+  std::function<LogicalResult(Operation *, int64_t, int64_t, TrainPhase)>
+      callGroup;
+  callGroup = [&](Operation *at, int64_t mb, int64_t v,
+                  TrainPhase phase) -> LogicalResult {
+    func::CallOp call = g.calls[v][static_cast<unsigned>(phase)];
+    if (!call)
+      return success(); // nothing of that phase on this stage
+    if (recompute && phase != TrainPhase::Forward &&
+        recomputed.insert({mb, v}).second &&
+        failed(callGroup(at, mb, v, TrainPhase::Forward)))
+      return failure();
+    SmallVector<Value> operands;
+    for (Value operand : call.getOperands()) {
+      Value mapped = valueOf(mb, operand);
+      if (!mapped)
+        return at->emitOpError("runs stage ")
+               << v << "'s " << trainPhaseName(phase) << " of micro-batch "
+               << mb << " before a value it reads is on this list (computed "
+               << "here or received); run dist-verify-schedule";
+      operands.push_back(mapped);
+    }
+    auto copy = func::CallOp::create(ib, call.getLoc(), call.getCalleeAttr(),
+                                     call.getResultTypes(), operands);
+    for (auto [res, val] : llvm::zip(call.getResults(), copy.getResults()))
+      values.set(mb, res, val);
+    return success();
+  };
+  auto send = [&](Operation *at, int64_t mb, const llvm::SetVector<Value> &vals,
+                  int64_t tagBase, int64_t peer,
+                  StringRef what) -> LogicalResult {
+    for (auto [k, v] : llvm::enumerate(vals)) {
+      Value val = valueOf(mb, v);
+      if (!val)
+        return at->emitOpError("sends ")
+               << what << " of micro-batch " << mb
+               << " before they are computed or received on this list";
+      dist::SendOp::create(ib, at->getLoc(), val, ib.getI64IntegerAttr(peer),
+                           ib.getI64IntegerAttr(tagBase + k),
+                           ib.getUnitAttr());
+    }
+    return success();
+  };
+  auto recv = [&](Operation *at, int64_t mb, const llvm::SetVector<Value> &vals,
+                  int64_t tagBase, int64_t peer) {
+    for (auto [k, v] : llvm::enumerate(vals)) {
+      auto r = dist::RecvOp::create(ib, at->getLoc(), v.getType(),
+                                    ib.getI64IntegerAttr(peer),
+                                    ib.getI64IntegerAttr(tagBase + k),
+                                    ib.getUnitAttr());
+      values.set(mb, v, r.getResult());
+    }
+  };
+
+  // The devices of this list's stage replicas (tensor rank 0: one device
+  // per replica), over which gradients and the loss are averaged.
+  SmallVector<int64_t> replicaGroup;
+  for (unsigned d = 0; d < layout.dp; ++d)
+    replicaGroup.push_back(layout.globalRank(list, d, 0));
+  auto averageOverReplicas = [&](Value v) -> Value {
+    return dist::AllReduceOp::create(
+               ib, loc, v.getType(), v,
+               dist::ReductionKindAttr::get(ctx, dist::ReductionKind::mean),
+               ib.getDenseI64ArrayAttr(replicaGroup))
+        .getResult();
+  };
+
+  // The mean over the step's micro-batches of a stage function's result
+  // (with dp > 1, after the stage's all_reduce: over the replicas too).
+  DenseMap<Value, Value> means;
+  llvm::DenseSet<Value> averaged;
+  auto meanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
+    if (Value done = means.lookup(v))
+      return done;
+    auto type = cast<RankedTensorType>(v.getType());
+    if (!isa<FloatType>(type.getElementType()))
+      return at->emitOpError("reads a ")
+             << type << " per micro-batch value; only float values (the "
+             << "loss, gradients) are averaged over a step's micro-batches";
+    Value sum;
+    for (int64_t mb = 0; mb < m; ++mb) {
+      Value part = valueOf(mb, v);
+      if (!part)
+        return at->emitOpError("needs micro-batch ")
+               << mb << " of a stage's result that this list never computed "
+               << "or received; run dist-verify-schedule";
+      sum = sum ? graph::BinaryOp::create(ib, loc, type, graph::BinaryKind::Add,
+                                          sum, part)
+                      .getResult()
+                : part;
+    }
+    if (m > 1) {
+      auto scalar = RankedTensorType::get({}, type.getElementType());
+      Value inv = graph::ConstantOp::create(
+          ib, loc, scalar,
+          DenseElementsAttr::get(
+              scalar, ib.getFloatAttr(type.getElementType(), 1.0 / m)));
+      sum = graph::BinaryOp::create(ib, loc, type, graph::BinaryKind::Mul, sum,
+                                    inv);
+    }
+    means[v] = sum;
+    return sum;
+  };
+  // Top-level values (weights, state, optimizer results) in this program;
+  // ops every list computes are copied where first read.
+  IRMapping stepMap;
+  std::function<FailureOr<Value>(Operation *, Value)> stepValue =
+      [&](Operation *at, Value v) -> FailureOr<Value> {
+    if (g.perMicroBatch.count(v))
+      return meanOf(at, v);
+    if (Value mapped = stepMap.lookupOrNull(v))
+      return mapped;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return at->emitOpError("reads the step's input outside the stage "
+                             "functions");
+    for (Value operand : def->getOperands()) {
+      FailureOr<Value> mapped = stepValue(at, operand);
+      if (failed(mapped))
+        return failure();
+      stepMap.map(operand, *mapped);
+    }
+    ib.clone(*def, stepMap);
+    return stepMap.lookup(v);
+  };
+  // The schedule's gradient sync of stage v: every gradient its optimizer
+  // reads, averaged over the replicas.
+  auto allReduce = [&](Operation *at, int64_t v) -> LogicalResult {
+    if (!dataParallel)
+      return at->emitOpError("averages gradients over data-parallel replicas "
+                             "but the plan has dp = 1");
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v)
+        continue;
+      for (Value operand : op.getOperands()) {
+        if (!g.perMicroBatch.count(operand) || averaged.contains(operand))
+          continue;
+        FailureOr<Value> mean = meanOf(at, operand);
+        if (failed(mean))
+          return failure();
+        means[operand] = averageOverReplicas(*mean);
+        averaged.insert(operand);
+      }
+    }
+    return success();
+  };
+  bool stepped = false;
+  auto optimizerStep = [&](Operation *at) -> LogicalResult {
+    if (stepped)
+      return at->emitOpError("is list ")
+             << list << "'s second optimizer step; a step updates once";
+    stepped = true;
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (isa<func::CallOp>(op) || !onList(g.stageOf.lookup(&op)))
+        continue;
+      for (Value operand : op.getOperands()) {
+        if (dataParallel && g.perMicroBatch.count(operand) &&
+            !averaged.contains(operand))
+          return at->emitOpError("updates stage ")
+                 << g.stageOf.lookup(&op)
+                 << "'s weights with gradients not yet averaged over its "
+                 << layout.dp
+                 << " data-parallel replicas; the schedule needs an "
+                    "all_reduce of that stage before the optimizer_step "
+                    "(dist-materialize-schedule writes it)";
+        FailureOr<Value> mapped = stepValue(at, operand);
+        if (failed(mapped))
+          return failure();
+        stepMap.map(operand, *mapped);
+      }
+      ib.clone(op, stepMap);
+    }
+    return success();
+  };
+
+  for (auto [i, a] : llvm::enumerate(sched.devices[list])) {
+    Operation *at = s.actions[list][i];
+    int64_t v = sched.stageOf(list, a.chunk);
+    LogicalResult r = success();
+    switch (a.kind) {
+    case ActionKind::Forward:
+      r = callGroup(at, a.mb, v, TrainPhase::Forward);
+      break;
+    case ActionKind::Backward:
+      r = callGroup(at, a.mb, v, TrainPhase::BackwardInput);
+      if (succeeded(r))
+        r = callGroup(at, a.mb, v, TrainPhase::BackwardWeight);
+      break;
+    case ActionKind::BackwardInput:
+      r = callGroup(at, a.mb, v, TrainPhase::BackwardInput);
+      break;
+    case ActionKind::BackwardWeight:
+      r = callGroup(at, a.mb, v, TrainPhase::BackwardWeight);
+      break;
+    case ActionKind::SendActivation:
+      r = send(at, a.mb, g.fwd[v], v * g.width, a.peer, "activations");
+      break;
+    case ActionKind::RecvActivation:
+      if (v == 0)
+        return at->emitOpError("receives activations into the first stage");
+      recv(at, a.mb, g.fwd[v - 1], (v - 1) * g.width, a.peer);
+      break;
+    case ActionKind::SendGrad:
+      if (v == 0)
+        return at->emitOpError("sends gradients from the first stage");
+      r = send(at, a.mb, g.grad[v], gradBase + v * g.width, a.peer,
+               "gradients");
+      break;
+    case ActionKind::RecvGrad:
+      if (v + 1 >= numStages)
+        return at->emitOpError("receives gradients into the last stage");
+      recv(at, a.mb, g.grad[v + 1], gradBase + (v + 1) * g.width, a.peer);
+      break;
+    case ActionKind::OptimizerStep:
+      r = optimizerStep(at);
+      break;
+    case ActionKind::AllReduce:
+      r = allReduce(at, v);
+      break;
+    case ActionKind::ReduceScatter:
+    case ActionKind::AllGather:
+      return at->emitOpError("shards the optimizer state over the "
+                             "data-parallel replicas (ZeRO, zero >= 1), which "
+                             "pipelined training does not run yet; plan it "
+                             "with zero=0");
+    }
+    if (failed(r))
+      return failure();
+  }
+  if (!stepped)
+    return dist::ScheduleOp(s.op).emitOpError("list ")
+           << list << " has no optimizer_step; a training step ends with one";
+
+  // Outputs travel to list 0; updates stay where they were computed.
+  SmallVector<Value> results;
+  for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+    ResultPlace where = placeOf(k, v);
+    bool computes = where.everywhere || where.holder == list;
+    if (!computes && !where.returned)
+      continue;
+    auto type = cast<RankedTensorType>(v.getType());
+    bool perSample = g.perMicroBatch.count(v) && type.getNumElements() != 1;
+    Value val;
+    if (computes && perSample) {
+      // A per-sample output: the micro-batches' rows, merged.
+      if (type.getRank() == 0)
+        return ret.emitOpError("output #") << k << " has no batch dimension";
+      if (dataParallel)
+        return ret.emitOpError("output #")
+               << k << " (" << type
+               << ") has a row per sample; with dp = " << layout.dp
+               << " each replica holds its own rows and the job returns one "
+                  "replica's: return a scalar (the loss) from a pipelined "
+                  "data-parallel step";
+      SmallVector<Value> parts;
+      for (int64_t mb = 0; mb < m; ++mb) {
+        Value part = valueOf(mb, v);
+        if (!part)
+          return ret.emitOpError("output #")
+                 << k << " is never computed for micro-batch " << mb;
+        parts.push_back(part);
+      }
+      val = dist::MicrobatchMergeOp::create(ib, loc, batchedType(type, m),
+                                            parts, ib.getI64IntegerAttr(0));
+    } else if (computes) {
+      FailureOr<Value> mapped = stepValue(ret, v);
+      if (failed(mapped))
+        return failure();
+      val = *mapped;
+      // The loss of the global batch: the replicas' means, averaged.
+      if (dataParallel && g.perMicroBatch.count(v) && !averaged.contains(v)) {
+        val = averageOverReplicas(val);
+        means[v] = val;
+        averaged.insert(v);
+      }
+    }
+    if (list == where.holder)
+      for (unsigned to : where.receivers)
+        dist::SendOp::create(ib, loc, val, ib.getI64IntegerAttr(to),
+                             ib.getI64IntegerAttr(outBase + k),
+                             ib.getUnitAttr());
+    if (where.receivers.contains(list))
+      val = dist::RecvOp::create(
+          ib, loc, perSample ? Type(batchedType(type, m)) : Type(type),
+          ib.getI64IntegerAttr(where.holder),
+          ib.getI64IntegerAttr(outBase + k), ib.getUnitAttr());
+    if (where.returned)
+      results.push_back(val);
+  }
+  func::ReturnOp::create(ib, loc, results);
+  // Per-sample outputs come back with the whole batch.
+  SmallVector<Type> types;
+  for (Value r : results)
+    types.push_back(r.getType());
+  fn.setFunctionType(FunctionType::get(ctx, inputs, types));
+  return success();
+}

@@ -1,0 +1,65 @@
+//===- FusedKernels.h - Ops that run inside their neighbours ----*- C++ -*-===//
+//
+// Part of DistOpt. An exported graph writes each bias add, attention scale
+// and mask as its own op; trainers run them inside a neighbouring kernel
+// (GEMM epilogues, Megatron's FusedScaleMaskSoftmax) and often the whole
+// attention core as one kernel (FlashAttention). fuseKernels makes the
+// costs of the layer analysis' items say so. Internal to passes/Planning.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_PASSES_PLANNING_FUSEDKERNELS_H
+#define DIST_PASSES_PLANNING_FUSEDKERNELS_H
+
+#include "lib/Cost/ModelDesc.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <optional>
+#include <vector>
+
+namespace distopt::planning {
+
+/// A sample-dependent op of the function and its cost (none for views).
+struct Item {
+  mlir::Operation *op;
+  std::optional<cost::OpDesc> desc;
+};
+
+/// The adapter's classes of values: sample-dependent (derived from the
+/// arguments) and, among those, side values (masks, ids: no weight met).
+struct ValueClasses {
+  const llvm::DenseSet<mlir::Value> &sampleDependent;
+  const llvm::DenseSet<mlir::Value> &side;
+  /// The one operand of \p op that carries the activation (sample-dependent,
+  /// not a side value), or null when there are none or several.
+  mlir::Value mainOperandOf(mlir::Operation *op) const;
+};
+
+/// True for a rank >= 3 tensor whose last two dims are equal and > 1: the
+/// shape of attention scores.
+inline bool isScoreShaped(mlir::Type type) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(type);
+  if (!t || t.getRank() < 3)
+    return false;
+  int64_t a = t.getDimSize(t.getRank() - 1), b = t.getDimSize(t.getRank() - 2);
+  return a == b && a > 1;
+}
+
+/// Costs the ops of \p items (per sample, \p samples per imported batch;
+/// \p defIndex: the item defining each value) that run inside a
+/// neighbouring kernel as such: bias adds of a matmul's single-use result,
+/// and single-use elementwise ops between attention scores and their
+/// softmax, keep their FLOPs but move no bytes, launch nothing and save
+/// nothing. With \p fusedAttention each Q K^T -> scale/mask -> softmax ->
+/// [dropout] -> V chain becomes one cost::attentionOp.
+void fuseKernels(std::vector<Item> &items,
+                 const llvm::DenseMap<mlir::Value, int64_t> &defIndex,
+                 const ValueClasses &values, double samples,
+                 bool fusedAttention);
+
+} // namespace distopt::planning
+
+#endif // DIST_PASSES_PLANNING_FUSEDKERNELS_H

@@ -1,0 +1,179 @@
+//===- distrt/gen/Profile.h - Per-op timing of generated programs -*- C++
+//-*-===//
+//
+// Part of the support code of programs dist-compile generates
+// (distrt_gen.h includes every piece; docs/codegen.md, "Profiling").
+//
+// `--profile` times every emitted kernel (one runtime call, one generated
+// loop or one fused kernel) and every run; the report gives the time per
+// op kind and per op. `--profile-json FILE` writes the same measurements as
+// the cost model's profile database (lib/Cost/ProfileDB.h): one entry per
+// cost signature the compiler attached to the op, with the mean forward
+// time of the ops that share it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTRT_GEN_PROFILE_H
+#define DISTRT_GEN_PROFILE_H
+
+#include "distrt/gen/Common.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace dg {
+
+/// What the compiler knows about one emitted op: its kind (the graph op, or
+/// the fused kernel's anchor), where it came from, its cost-model signature
+/// ("" when the cost model has none) and its training phase ("" outside
+/// training programs).
+struct OpInfo {
+  const char *kind;
+  const char *where;
+  const char *signature;
+  const char *phase;
+};
+
+inline double wallSeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Accumulates per-op and per-run times. The first run is kept apart when
+/// there are several (it loads weights and creates kernels).
+struct Profiler {
+  const OpInfo *ops = nullptr;
+  int numOps = 0;
+  std::vector<double> first, steady;
+  std::vector<double> runs;
+  double runStart = 0;
+  bool inFirst = true;
+
+  void init(const OpInfo *o, int n) {
+    ops = o;
+    numOps = n;
+    first.assign((size_t)n, 0.0);
+    steady.assign((size_t)n, 0.0);
+  }
+  void beginRun() { runStart = wallSeconds(); }
+  void endRun() {
+    runs.push_back(wallSeconds() - runStart);
+    inFirst = false;
+  }
+  void add(int id, double seconds) {
+    if (id >= 0 && id < numOps)
+      (inFirst ? first : steady)[(size_t)id] += seconds;
+  }
+  /// Per-op seconds per run: steady runs when there are any, else the first.
+  std::vector<double> perRun() const {
+    std::vector<double> t(steady);
+    double n = (double)runs.size() - 1;
+    if (n < 1)
+      return first;
+    for (double &x : t)
+      x /= n;
+    return t;
+  }
+  double medianRun() const {
+    std::vector<double> r(runs.begin() + (runs.size() > 1 ? 1 : 0), runs.end());
+    if (r.empty())
+      return 0;
+    std::sort(r.begin(), r.end());
+    return r.size() % 2 ? r[r.size() / 2]
+                        : 0.5 * (r[r.size() / 2 - 1] + r[r.size() / 2]);
+  }
+
+  /// The report: runs, then time per op kind, then per op (slowest first).
+  void print(FILE *out) const {
+    std::vector<double> t = perRun();
+    double total = 0;
+    for (double x : t)
+      total += x;
+    fprintf(out,
+            "profile: %zu run(s); first %.3f ms; median of the others "
+            "%.3f ms; ops %.3f ms per run\n",
+            runs.size(), runs.empty() ? 0.0 : runs[0] * 1e3, medianRun() * 1e3,
+            total * 1e3);
+    std::map<std::string, std::pair<double, int>> kinds;
+    for (int i = 0; i < numOps; ++i) {
+      auto &k = kinds[ops[i].kind];
+      k.first += t[(size_t)i];
+      k.second += 1;
+    }
+    std::vector<std::pair<double, std::string>> byKind;
+    for (auto &kv : kinds)
+      byKind.push_back({kv.second.first, kv.first});
+    std::sort(byKind.rbegin(), byKind.rend());
+    fprintf(out, "%-36s %6s %10s %6s\n", "op kind", "ops", "ms/run", "%");
+    for (auto &[sec, name] : byKind)
+      fprintf(out, "%-36s %6d %10.4f %6.1f\n", name.c_str(), kinds[name].second,
+              sec * 1e3, total > 0 ? 100 * sec / total : 0.0);
+    std::vector<int> order((size_t)numOps);
+    for (int i = 0; i < numOps; ++i)
+      order[(size_t)i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return t[(size_t)a] > t[(size_t)b]; });
+    fprintf(out, "%5s %10s %6s  %s\n", "op", "ms/run", "%",
+            "kind and location");
+    for (int i : order)
+      fprintf(out, "%5d %10.4f %6.1f  %s\n", i, t[(size_t)i] * 1e3,
+              total > 0 ? 100 * t[(size_t)i] / total : 0.0, ops[i].where);
+  }
+
+  /// Writes the profile database (docs/cost-model.md): per signature and
+  /// phase, the mean time of the ops that carry it.
+  int writeJson(const std::string &path, const std::string &device,
+                int64_t microBatch, Error &err) const {
+    std::vector<double> t = perRun();
+    struct Sum {
+      double s[3] = {0, 0, 0};
+      int n[3] = {0, 0, 0};
+    };
+    std::map<std::string, Sum> sums;
+    for (int i = 0; i < numOps; ++i) {
+      if (!*ops[i].signature)
+        continue;
+      std::string ph = ops[i].phase;
+      int p = ph == "backward_input" ? 1 : ph == "backward_weight" ? 2 : 0;
+      if (!ph.empty() && ph != "forward" && p == 0)
+        continue; // optimizer updates: no phase in the database
+      Sum &s = sums[ops[i].signature];
+      s.s[p] += t[(size_t)i];
+      s.n[p] += 1;
+    }
+    FILE *f = fopen(path.c_str(), "w");
+    if (!f)
+      return fail(err, "--profile-json: cannot write '%s' (%s)", path.c_str(),
+                  strerror(errno));
+    fprintf(f, "{\"version\": 1, \"entries\": [");
+    const char *names[3] = {"fwd_s", "bwd_input_s", "bwd_weight_s"};
+    bool firstEntry = true;
+    for (auto &[sig, s] : sums) {
+      std::string esc;
+      for (char c : sig) {
+        if (c == '"' || c == '\\')
+          esc += '\\';
+        esc += c;
+      }
+      fprintf(f,
+              "%s\n  {\"device\": \"%s\", \"signature\": \"%s\", "
+              "\"micro_batch\": %lld, \"tp\": 1",
+              firstEntry ? "" : ",", device.c_str(), esc.c_str(),
+              (long long)(microBatch > 0 ? microBatch : 1));
+      for (int p = 0; p < 3; ++p)
+        if (s.n[p])
+          fprintf(f, ", \"%s\": %.9g", names[p], s.s[p] / s.n[p]);
+      fprintf(f, "}");
+      firstEntry = false;
+    }
+    fprintf(f, "\n]}\n");
+    if (fclose(f))
+      return fail(err, "--profile-json: writing '%s' failed", path.c_str());
+    return 0;
+  }
+};
+
+} // namespace dg
+
+#endif // DISTRT_GEN_PROFILE_H

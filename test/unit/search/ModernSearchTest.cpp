@@ -1,0 +1,167 @@
+//===- ModernSearchTest.cpp - SP, CP, EP and the new schedules -*- C++ -*-===//
+
+#include "SearchTestUtil.h"
+
+#include "lib/Cost/LlmModels.h"
+#include "lib/Search/Search.h"
+
+#include "gtest/gtest.h"
+
+using namespace distopt;
+using namespace distopt::search;
+using distopt::search::test::smallGpt;
+using llvm::cantFail;
+
+namespace {
+
+/// A LLaMA-3-style model of \p layers blocks at sequence \p seq.
+cost::ModelDesc llama(unsigned layers, double seq) {
+  cost::LlmConfig c = cost::llama3_8b();
+  c.layers = layers;
+  c.seqLen = seq;
+  return cost::buildLlm(c);
+}
+
+/// A small Mixtral-style MoE.
+cost::ModelDesc moe(unsigned layers) {
+  cost::LlmConfig c = cost::mixtral8x7b();
+  c.layers = layers;
+  c.seqLen = 2048;
+  return cost::buildLlm(c);
+}
+
+TEST(ModernLowerBound, NeverAboveSimulation) {
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 2));
+  struct Case {
+    const char *spec;
+    unsigned batch;
+    bool moeModel;
+  };
+  const Case cases[] = {
+      {"dp=4,tp=2,pp=2,mbs=1,schedule=zb-h2", 32, false},
+      {"dp=2,tp=2,pp=4,mbs=1,schedule=zb-v", 32, false},
+      {"dp=2,tp=2,pp=4,mbs=1,schedule=v-half", 32, false},
+      {"dp=2,tp=2,pp=4,mbs=1,schedule=v-min,sp=1", 32, false},
+      {"dp=2,tp=2,pp=4,mbs=1,schedule=dualpipe-v,zero=1", 32, false},
+      {"dp=2,tp=2,cp=2,pp=2,mbs=1,schedule=1f1b,sp=1", 16, false},
+      {"dp=2,tp=1,cp=4,pp=2,mbs=1,schedule=zb-v,p2p_overlap=0", 16, false},
+      {"dp=8,tp=1,pp=2,ep=8,mbs=1,schedule=dualpipe-v", 32, true},
+      {"dp=4,tp=2,pp=2,ep=4,mbs=1,schedule=interleaved,chunks=2,sp=1,"
+       "expert_imbalance=1.3",
+       32, true}};
+  for (const Case &cs : cases)
+    test::expectBoundBelowSimulation(cs.moeModel ? moe(8) : llama(8, 4096), c,
+                                     cs.spec, cs.batch);
+}
+
+TEST(ModernConstraints, ParseAndErrors) {
+  Constraints k = cantFail(parseConstraints("cp<=4,ep=1|8,sp=1"));
+  EXPECT_TRUE(k.cp.allows(4));
+  EXPECT_FALSE(k.cp.allows(8));
+  EXPECT_TRUE(k.ep.allows(8));
+  EXPECT_FALSE(k.ep.allows(2));
+  EXPECT_FALSE(k.sp.allows(0));
+  auto err = [](const char *spec) {
+    auto r = parseConstraints(spec);
+    EXPECT_FALSE(static_cast<bool>(r)) << spec;
+    return r ? std::string() : llvm::toString(r.takeError());
+  };
+  EXPECT_NE(err("sp=2").find("sp is 0"), std::string::npos);
+  EXPECT_NE(err("xp=2").find("known: dp, tp, pp, cp, ep, sp"),
+            std::string::npos);
+  EXPECT_NE(err("schedule=zig").find("zb-v, v-half, v-min, dualpipe-v"),
+            std::string::npos);
+  Constraints s = cantFail(parseConstraints("schedule=zbv|dualpipev|zb2p"));
+  EXPECT_EQ(s.schedules.size(), 3u);
+}
+
+TEST(ModernSearch, LongSequencesGetContextParallelism) {
+  // 64k tokens of a LLaMA-8B-shaped model on one DGX H100, no TP: a
+  // sequence's activations do not fit one GPU, so the plan splits it.
+  cost::ModelDesc model = llama(8, 65536);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 1));
+  cost::CostModel cm;
+  SearchOptions o;
+  o.globalBatch = 8;
+  o.constraints = cantFail(parseConstraints("tp=1,pp=1,recompute=none"));
+  SearchResult r = cantFail(searchPlan(model, c, cm, o));
+  EXPECT_GT(r.best.sim.plan.cp, 1u) << r.best.sim.plan.str();
+  EXPECT_TRUE(r.best.sim.result.fitsMemory);
+  // Without CP nothing fits under these constraints.
+  o.constraints =
+      cantFail(parseConstraints("tp=1,pp=1,recompute=none,cp=1"));
+  EXPECT_FALSE(static_cast<bool>(searchPlan(model, c, cm, o)));
+}
+
+TEST(ModernSearch, MixtureOfExpertsGetsExpertParallelism) {
+  // Eight 14k-wide experts per layer on 16 H100s: replicating every expert
+  // on every GPU does not fit; the search shards them.
+  cost::ModelDesc model = moe(16);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 2));
+  cost::CostModel cm;
+  SearchOptions o;
+  o.globalBatch = 64;
+  o.constraints = cantFail(parseConstraints("tp=1,pp=1,zero=0"));
+  SearchResult r = cantFail(searchPlan(model, c, cm, o));
+  EXPECT_GT(r.best.sim.plan.ep, 1u) << r.best.sim.plan.str();
+  EXPECT_NE(planLabel(r.best.sim.plan).find(" ep="), std::string::npos);
+  // A dense model never gets ep.
+  SearchOptions d;
+  d.globalBatch = 64;
+  SearchResult dense = cantFail(searchPlan(smallGpt(8, 1024), c, cm, d));
+  EXPECT_EQ(dense.best.sim.plan.ep, 1u);
+}
+
+TEST(ModernSearch, SearchedBeatsExhaustiveSimulationOfTheNewSpace) {
+  // Every layout of a small space with SP, CP and the new schedules,
+  // simulated: none beats the search's answer.
+  cost::ModelDesc model = llama(8, 4096);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 1));
+  cost::CostModel cm;
+  SearchOptions o;
+  o.globalBatch = 16;
+  o.constraints = cantFail(
+      parseConstraints("recompute=none,zero=0,mbs=1,chunks<=2,tp<=2"));
+  SearchResult r = cantFail(searchPlan(model, c, cm, o));
+  EXPECT_TRUE(r.stats.exact);
+  EXPECT_LE(r.stats.gap, 0);
+  double best = r.best.sim.result.iterationTime;
+  unsigned tried = 0;
+  for (unsigned tp : {1u, 2u})
+    for (unsigned cp : {1u, 2u, 4u, 8u})
+      for (unsigned pp : {1u, 2u, 4u, 8u}) {
+        if (tp * cp * pp > 8)
+          continue;
+        unsigned dp = 8 / (tp * cp * pp);
+        for (unsigned sp : {0u, 1u})
+          for (const char *s : {"1f1b", "zb-h1", "zb-h2", "zb-v", "v-half",
+                                "v-min", "dualpipe-v", "interleaved"}) {
+            if (sp && tp == 1)
+              continue;
+            std::string spec =
+                "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp) +
+                ",cp=" + std::to_string(cp) + ",pp=" + std::to_string(pp) +
+                ",sp=" + std::to_string(sp) + ",mbs=1,schedule=" + s;
+            if (std::string(s) == "interleaved")
+              spec += ",chunks=2";
+            auto p = schedule::parsePlan(spec);
+            if (!p) {
+              llvm::consumeError(p.takeError());
+              continue;
+            }
+            auto ps = sim::simulatePlan(model, c, *p, 16, cm);
+            if (!ps) {
+              llvm::consumeError(ps.takeError());
+              continue;
+            }
+            if (!ps->result.fitsMemory)
+              continue;
+            ++tried;
+            EXPECT_GE(ps->result.iterationTime, best * (1 - 1e-9))
+                << spec << " beats " << r.best.sim.plan.str();
+          }
+      }
+  EXPECT_GT(tried, 20u);
+}
+
+} // namespace
