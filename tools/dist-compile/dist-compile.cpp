@@ -16,7 +16,7 @@
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
 #include "dist/Pipelines.h"
-#include "lib/Init/ToolFlags.h"
+#include "tools/Init/ToolFlags.h"
 #include "lib/Support/MLIRInputCheck.h"
 #include "lib/Support/OutputFile.h"
 #include "passes/Passes.h"
