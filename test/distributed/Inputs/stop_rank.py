@@ -1,16 +1,19 @@
 """Stops one rank of an MPI job mid-run (SIGSTOP), as a peer that stops
 answering would: `stop_rank.py RANK DELAY -np N PROGRAM ARGS...`.
 
-Starts the job like mpirun.py, waits until rank RANK's process has run for
-DELAY seconds, stops it, and waits for the job to end (at most 90 s). The
-other ranks must notice (the runtime's transfer timeout) and end the job;
-the exit status is mpirun's. A job that does not end fails the test.
+Starts the job like mpirun.py, waits until the job has printed its first
+training step (`step 1 ...`: every rank is past start-up, so the stop
+lands mid-run and not in MPI_Init, which no timeout bounds) and DELAY
+seconds more, stops rank RANK, and waits for the job to end (at most 90 s).
+The other ranks must notice (the runtime's transfer timeout) and end the
+job; the exit status is mpirun's. A job that does not end fails the test.
 """
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 rank, delay = sys.argv[1], float(sys.argv[2])
@@ -21,7 +24,21 @@ if not mpirun:
 env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
 program = os.path.realpath(sys.argv[5])
 cmd = [mpirun, "--allow-run-as-root", "--oversubscribe"] + sys.argv[3:]
-job = subprocess.Popen(cmd, env=env)
+job = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+stepped = threading.Event()
+
+
+def relay():
+    """Passes the job's output on and notes its first step line."""
+    for line in job.stdout:
+        if line.startswith("step "):
+            stepped.set()
+        sys.stdout.write(line)
+        sys.stdout.flush()
+    stepped.set()
+
+
+threading.Thread(target=relay, daemon=True).start()
 
 
 def find_rank():
@@ -48,6 +65,9 @@ while pid is None and job.poll() is None and time.time() - start < 30:
 if pid is None:
     job.kill()
     sys.exit(f"error: rank {rank} of {program} never started")
+if not stepped.wait(timeout=60):
+    job.kill()
+    sys.exit(f"error: {program} printed no training step within 60 s")
 time.sleep(delay)
 os.kill(pid, signal.SIGSTOP)
 print(f"stop_rank.py: stopped rank {rank}", file=sys.stderr, flush=True)
