@@ -26,6 +26,6 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.dist_tools_dir, config.llvm_tools_dir]
 tools = ["dist-opt", "dist-modelgen", "dist-translate", "dist-compile",
-         "dist-run", "dist-fuzz", "not", "split-file", "count",
+         "dist-run", "dist-profile", "dist-fuzz", "not", "split-file", "count",
          ToolSubst("%python", config.python_executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -35,8 +35,10 @@ def Dist_Dialect : Dialect {
     "::mlir::IntegerAttr":$action_list,
     "::mlir::StringAttr":$train_phase,
     "TensorParallelRoleAttr":$tp,
+    "::mlir::DenseI64ArrayAttr":$tp_shard,
     "::mlir::UnitAttr":$batch_shard,
-    "::mlir::UnitAttr":$data_parallel
+    "::mlir::UnitAttr":$data_parallel,
+    "::mlir::DictionaryAttr":$zero
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;

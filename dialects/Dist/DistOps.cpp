@@ -173,6 +173,12 @@ LogicalResult AllReduceOp::verify() {
   return verifyGroup(getOperation(), getGroup());
 }
 
+LogicalResult TpCopyOp::verify() {
+  if (getGroup().empty())
+    return success();
+  return verifyGroup(getOperation(), getGroup());
+}
+
 /// `world` (every rank: an empty group) or `[d0, d1, ...]`.
 ParseResult distopt::dist::parseWorldGroup(OpAsmParser &parser,
                                            DenseI64ArrayAttr &group) {
@@ -214,18 +220,31 @@ LogicalResult AllGatherOp::verify() {
                             getAxis(), [n](int64_t d) { return d * n; });
 }
 
+/// A collective that leaves each device of `group` one shard of `input`
+/// along `axis` (reduce_scatter, all_slice).
+static LogicalResult verifyShardedAlong(Operation *op, Value input,
+                                        Value result, int64_t axis,
+                                        ArrayRef<int64_t> group) {
+  if (failed(verifyGroup(op, group)))
+    return failure();
+  auto in = cast<RankedTensorType>(input.getType());
+  if (failed(verifyAxis(op, "axis", axis, in.getRank())))
+    return failure();
+  int64_t n = group.size();
+  if (failed(verifyDivisible(op, in, axis, n)))
+    return failure();
+  return verifyResizedAlong(op, in, cast<RankedTensorType>(result.getType()),
+                            axis, [n](int64_t d) { return d / n; });
+}
+
 LogicalResult ReduceScatterOp::verify() {
-  if (failed(verifyGroup(getOperation(), getGroup())))
-    return failure();
-  auto input = cast<RankedTensorType>(getInput().getType());
-  if (failed(verifyAxis(getOperation(), "axis", getAxis(), input.getRank())))
-    return failure();
-  int64_t n = getGroup().size();
-  if (failed(verifyDivisible(getOperation(), input, getAxis(), n)))
-    return failure();
-  return verifyResizedAlong(getOperation(), input,
-                            cast<RankedTensorType>(getResult().getType()),
-                            getAxis(), [n](int64_t d) { return d / n; });
+  return verifyShardedAlong(getOperation(), getInput(), getResult(),
+                            getAxis(), getGroup());
+}
+
+LogicalResult AllSliceOp::verify() {
+  return verifyShardedAlong(getOperation(), getInput(), getResult(),
+                            getAxis(), getGroup());
 }
 
 LogicalResult AllToAllOp::verify() {

@@ -165,6 +165,32 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
   let hasVerifier = 1;
 }
 
+def Dist_TpCopyOp : Dist_Op<"tp_copy", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Enters a tensor-parallel region: the identity, whose "
+                "gradient is all-reduced";
+  let description = [{
+    Megatron's `f`: `dist-tensor-parallel` puts it on the replicated input
+    of a column-parallel matmul. Forward it is the identity; `dist-autodiff`
+    gives it the gradient `dist.all_reduce sum over group` of the ranks'
+    input gradients (each rank differentiated through its own columns).
+    `dist-prepare-for-emission` replaces it by its input once the gradients
+    exist. Its partner `g` is the `dist.all_reduce sum` after a row-parallel
+    matmul, whose gradient is the identity.
+
+    Example:
+    ```mlir
+    %x1 = dist.tp_copy %x over [0, 1] : tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` custom<WorldGroup>($group) attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
   let summary = "Concatenates the shards of a device group on every device";
   let description = [{
@@ -203,6 +229,30 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [], 1> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input $kind `axis` $axis `over` $group attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_AllSliceOp : Dist_CollectiveOp<"all_slice"> {
+  let summary = "Keeps this device's shard of a tensor every device holds";
+  let description = [{
+    The inverse of `all_gather`: every device of `group` holds the same
+    `input`; device i keeps shard i of it along `axis`, so the result's
+    `axis` is the input's divided by the group size. No data moves (as
+    upstream MLIR's `shard.all_slice`): each device copies its own block.
+    Used by ZeRO to pick the part of a replicated parameter that a rank's
+    optimizer updates.
+
+    Example:
+    ```mlir
+    %p = dist.all_slice %w axis 0 over [0, 1] : tensor<1024xf32> -> tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis `over` $group attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -22,8 +22,10 @@ using VirtualStage = DistDialect::VirtualStageAttrHelper;
 using ActionList = DistDialect::ActionListAttrHelper;
 using TrainPhase = DistDialect::TrainPhaseAttrHelper;
 using Tp = DistDialect::TpAttrHelper;
+using TpShard = DistDialect::TpShardAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
+using Zero = DistDialect::ZeroAttrHelper;
 
 /// The plan of the module enclosing \p op, if any.
 static PlanAttr enclosingPlan(Operation *op) {
@@ -143,10 +145,46 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == TpShard::getNameStr()) {
+    // [dim, blocks, parts]: the op's tensor is one of `parts` shards of the
+    // full one along `dim`, viewed as [blocks][parts][n] (dist-tensor-parallel).
+    auto shard = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto type = op->getNumResults() == 1
+                    ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
+                    : RankedTensorType();
+    if (!shard || shard.size() != 3 || !type ||
+        op->getName().getDialectNamespace() != "graph")
+      return op->emitOpError("'dist.tp_shard' is [dim, blocks, parts] on a "
+                             "graph.weight or graph.state (written by "
+                             "dist-tensor-parallel), got ")
+             << attr.getValue();
+    int64_t dim = shard[0], blocks = shard[1], parts = shard[2];
+    if (dim < 0 || dim >= type.getRank() || blocks < 1 || parts < 2 ||
+        type.isDynamicDim(dim) || type.getDimSize(dim) % blocks != 0)
+      return op->emitOpError("'dist.tp_shard' [")
+             << dim << ", " << blocks << ", " << parts
+             << "] does not fit " << type
+             << ": dim must index the tensor, blocks divide its size there "
+                "and parts be at least 2";
+    return success();
+  }
   if (name == DataParallel::getNameStr()) {
     if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("'dist.data_parallel' is a unit attribute of a "
                              "func.func (set by dist-data-parallel)");
+    return success();
+  }
+  if (name == Zero::getNameStr()) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto stage = dict ? dict.getAs<IntegerAttr>("stage") : IntegerAttr();
+    auto replicas = dict ? dict.getAs<IntegerAttr>("replicas") : IntegerAttr();
+    if (!isa<func::FuncOp>(op) || !stage || !replicas || dict.size() != 2 ||
+        stage.getInt() < 1 || stage.getInt() > 3 || replicas.getInt() < 2)
+      return op->emitOpError("'dist.zero' is {stage = S, replicas = N} on a "
+                             "func.func (ZeRO stage 1-3 over N >= 2 "
+                             "data-parallel replicas; set by "
+                             "dist-data-parallel), got ")
+             << attr.getValue();
     return success();
   }
   if (name == BatchShard::getNameStr())

@@ -174,6 +174,13 @@ LogicalResult EmitDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "emit.cost_signature must be a string";
     return success();
   }
+  if (name == kCostInstanceAttr) {
+    auto n = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!n || n.getInt() < 0)
+      return op->emitOpError()
+             << "emit.cost_instance must be a non-negative integer";
+    return success();
+  }
   return op->emitOpError() << "unknown emit dialect attribute '" << name << "'";
 }
 

@@ -42,7 +42,9 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "body argument #" << a.getArgNumber()
                            << " has type " << a.getType() << " but input is "
                            << v.getType();
-  auto y = dyn_cast<YieldOp>(body.getTerminator());
+  // An empty body has no terminator to ask for (getTerminator would read
+  // past the end of the block: a fuzzed kernel crashed here).
+  auto y = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
   if (!y)
     return emitOpError() << "body must end with emit.yield";
   if (y.getValue().getType() != getResult().getType())

@@ -60,7 +60,12 @@ LogicalResult WeightOp::verify() {
           llvm::checkedMul(*count, int64_t(elem.getIntOrFloatBitWidth() / 8));
     if (!expected)
       return emitOpError("type ") << type << " has more bytes than int64 holds";
-    if (*expected != size)
+    // A tensor-parallel shard (`dist.tp_shard` [dim, blocks, parts]) is one
+    // of `parts` equal parts of the tensor the file holds.
+    if (auto shard = (*this)->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
+        shard && shard.size() == 3 && shard[2] > 0)
+      expected = llvm::checkedMul(*expected, shard[2]);
+    if (expected && *expected != size)
       return emitOpError("'size' is ")
              << size << " bytes but " << type << " needs " << *expected;
   }

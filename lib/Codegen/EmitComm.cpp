@@ -165,10 +165,30 @@ static LogicalResult emitCollective(FunctionEmitter &e,
     e.os << "  }\n";
     return success();
   }
+  if (auto as = dyn_cast<dist::AllSliceOp>(raw)) {
+    // No data moves: this rank copies its block, found by its place in the
+    // group's communicator.
+    if (!contiguousAlong(in, as.getAxis()))
+      return as.emitError()
+             << "dist-compile: dist.all_slice along axis " << as.getAxis()
+             << " of " << in.getType()
+             << " has no runtime lowering; shards are blocks of the leading "
+                "dimension (the dimensions before the axis must be 1)";
+    e.allocate(out);
+    e.os << "  {\n";
+    std::string comm = communicator(e, op);
+    e.os << "    int32_t at = 0;\n  ";
+    e.call("distrt_comm_rank(" + comm + ", &at)", raw);
+    int64_t bytes = FunctionEmitter::bytesOf(out);
+    e.os << "    if (P.copy(" << e.name(out) << ", (const char *)" << e.name(in)
+         << " + (size_t)at * " << bytes << ", " << bytes
+         << ")) return 1;\n  }\n";
+    return success();
+  }
   return raw->emitError() << "dist-compile: " << raw->getName()
                           << " has no runtime lowering yet (the runtime has "
-                             "all-reduce, reduce-scatter, all-gather and "
-                             "broadcast)";
+                             "all-reduce, reduce-scatter, all-gather, "
+                             "all-slice and broadcast)";
 }
 
 /// The peer of a transfer: a device number, or the device of an action list

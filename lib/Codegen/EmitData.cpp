@@ -64,7 +64,9 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
   auto type = FunctionEmitter::typeOf(r);
   int64_t bytes = type.getNumElements() *
                   (int64_t)FunctionEmitter::byteSize(type.getElementType());
-  if (op.getFile() && op.getSize() && (int64_t)*op.getSize() != bytes)
+  auto tpShard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
+  if (op.getFile() && op.getSize() &&
+      (int64_t)*op.getSize() != bytes * (tpShard ? tpShard[2] : 1))
     return op.emitError() << "graph.weight '" << op.getSymName() << "' of type "
                           << type << " needs " << bytes
                           << " bytes but refers to " << *op.getSize()
@@ -76,6 +78,28 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
     e.bindPersistent(r, cstr(op.getSymName()), fresh);
   else
     e.bindResident(r, "w." + cstr(op.getSymName()));
+  if (auto shard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard")) {
+    // A tensor-parallel shard: the full tensor's shape, this rank's runs.
+    std::string s = e.shardOf(r);
+    e.os << "  if (fresh_" << e.name(r) << ") {\n"
+         << "  static const int64_t full[] = {";
+    for (auto [i, d] : llvm::enumerate(type.getShape()))
+      e.os << d * (i == (size_t)shard[0] ? shard[2] : 1) << ", ";
+    e.os << "0};\n";
+    if (auto file = op.getFile())
+      e.os << "  if (P.loadWeightShard(\"" << cstr(op.getSymName()) << "\", \""
+           << cstr(*file) << "\", " << (op.getOffset() ? *op.getOffset() : 0)
+           << ", " << FunctionEmitter::dgType(type.getElementType())
+           << ", full, " << type.getRank() << ", " << s << ", " << e.name(r)
+           << ")) return 1;\n";
+    else
+      e.os << "  if (P.initWeightShard(\"" << cstr(op.getSymName()) << "\", "
+           << FunctionEmitter::dgType(type.getElementType()) << ", full, "
+           << type.getRank() << ", " << s << ", " << e.name(r)
+           << ")) return 1;\n";
+    e.os << "  }\n";
+    return success();
+  }
   e.os << "  if (fresh_" << e.name(r) << ") {\n";
   if (auto file = op.getFile()) {
     e.os << "  if (P.loadWeight(\"" << cstr(op.getSymName()) << "\", \""

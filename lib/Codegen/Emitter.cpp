@@ -129,7 +129,8 @@ static void emitOpTable(llvm::raw_ostream &out,
   out << "static const dg::OpInfo ops[] = {\n";
   for (const FunctionEmitter::ProfiledOp &o : ops)
     out << "    {\"" << escape(o.kind) << "\", \"" << o.where << "\", \""
-        << escape(o.signature) << "\", \"" << escape(o.phase) << "\"},\n";
+        << escape(o.signature) << "\", \"" << escape(o.phase) << "\", "
+        << o.instance << ", " << o.updated << "},\n";
   out << "};\n";
 }
 
@@ -157,16 +158,33 @@ static std::string kindOf(Operation *op) {
   return name;
 }
 
+/// The op whose cost-model attributes stand for `op`: for a kernel its
+/// anchor (post_ops) or root, else `op` itself (null for a kernel without
+/// either).
+static Operation *costedOp(Operation *op) {
+  auto kernel = dyn_cast<emit::KernelOp>(op);
+  if (!kernel)
+    return op;
+  Operation *main = kernel.getKind() == emit::KernelKind::post_ops
+                        ? kernel.getAnchor()
+                        : kernel.getRoot();
+  return main ? costedOp(main) : nullptr;
+}
+
 /// The cost-model signature of `op` (for a kernel, of its anchor or root).
 static std::string signatureOf(Operation *op) {
-  if (auto kernel = dyn_cast<emit::KernelOp>(op)) {
-    Operation *main = kernel.getKind() == emit::KernelKind::post_ops
-                          ? kernel.getAnchor()
-                          : kernel.getRoot();
-    return main ? signatureOf(main) : "";
-  }
-  auto sig = op->getAttrOfType<StringAttr>(emit::kCostSignatureAttr);
+  Operation *main = costedOp(op);
+  auto sig = main ? main->getAttrOfType<StringAttr>(emit::kCostSignatureAttr)
+                  : nullptr;
   return sig ? sig.str() : "";
+}
+
+/// The profile instance of `op` (emit.cost_instance), or -1.
+static int64_t instanceOf(Operation *op) {
+  Operation *main = costedOp(op);
+  auto n = main ? main->getAttrOfType<IntegerAttr>(emit::kCostInstanceAttr)
+                : nullptr;
+  return n ? n.getInt() : -1;
 }
 
 LogicalResult FunctionEmitter::emitProfiled(Operation *op) {
@@ -180,9 +198,17 @@ LogicalResult FunctionEmitter::emitProfiled(Operation *op) {
   ProfiledOp row;
   row.kind = kindOf(op);
   row.where = where(op);
+  Operation *costed = costedOp(op);
   row.signature = signatureOf(op);
-  if (auto phase = op->getAttrOfType<StringAttr>("graph.phase"))
-    row.phase = phase.str();
+  row.instance = instanceOf(op);
+  if (isa_and_nonnull<graph::SgdUpdateOp, graph::AdamUpdateOp>(costed))
+    row.updated = cast<ShapedType>(costed->getResult(0).getType())
+                      .getNumElements();
+  // A kernel takes the phase of the op it stands for (its anchor or root).
+  for (Operation *o : {op, costed})
+    if (auto phase = o ? o->getAttrOfType<StringAttr>("graph.phase") : nullptr)
+      if (row.phase.empty())
+        row.phase = phase.str();
   profiled->push_back(row);
   os << "  const double pt" << id << " = P.profStart();\n";
   if (failed(emitOp(*this, op)))
@@ -393,6 +419,13 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
   fields.collectives = collectives;
   if (collectives && !inNames.empty())
     fields.shards = "shards";
+  // ZeRO: the shards' shapes fix the world, and each rank saves its own.
+  if (auto zero = dist::DistDialect::ZeroAttrHelper(func.getContext())
+                      .getAttr(func))
+    if (auto n = zero.getAs<IntegerAttr>("replicas")) {
+      fields.world = static_cast<unsigned>(n.getInt());
+      fields.replicas = n.getInt();
+    }
   emitOpTable(out, profiled);
   if (!profiled.empty()) {
     fields.ops = "ops";

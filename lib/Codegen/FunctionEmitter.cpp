@@ -31,8 +31,26 @@ std::string FunctionEmitter::name(Value v) {
   return "/*unnamed value*/nullptr";
 }
 
+std::string FunctionEmitter::shardOf(Value v) {
+  Operation *def = v.getDefiningOp();
+  auto shard = def ? def->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard")
+                   : DenseI64ArrayAttr();
+  if (!shard)
+    return "";
+  if (auto it = shards.find(v); it != shards.end())
+    return it->second;
+  // A tensor-parallel rank's index is its rank's tensor coordinate (the
+  // fastest one, lib/Schedule/RankLayout.h).
+  std::string n = "shard" + std::to_string(counter++);
+  os << "  const dg::Shard " << n << " = {" << shard[0] << ", " << shard[1]
+     << ", " << shard[2] << ", P.rank % " << shard[2] << "};\n";
+  shards[v] = n;
+  return n;
+}
+
 void FunctionEmitter::bindPersistent(Value v, llvm::StringRef bufferName,
                                      bool &freshVar) {
+  std::string shard = shardOf(v);
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;
   auto t = typeOf(v);
@@ -44,7 +62,8 @@ void FunctionEmitter::bindPersistent(Value v, llvm::StringRef bufferName,
      << ";\n  { static const int64_t dims[] = " << dims << ";\n    " << n
      << " = (" << cType(v) << " *)P.persistentBuffer(\"" << bufferName << "\", "
      << dgType(t.getElementType()) << ", " << t.getRank() << ", dims, fresh_"
-     << n << "); }\n  if (!" << n << ") return 1;\n";
+     << n << (shard.empty() ? "" : ", &" + shard) << "); }\n  if (!" << n
+     << ") return 1;\n";
   freshVar = true;
 }
 

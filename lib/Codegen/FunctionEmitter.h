@@ -62,6 +62,10 @@ public:
   /// One row of the model's `--profile` op table (distrt/gen/Profile.h).
   struct ProfiledOp {
     std::string kind, where, signature, phase;
+    /// emit.cost_instance, or -1.
+    int64_t instance = -1;
+    /// Parameters a parameter update writes (0 for other ops).
+    int64_t updated = 0;
   };
   /// When set, every emitted op is timed under its index in this table
   /// (shared by the functions of one model).
@@ -100,6 +104,9 @@ public:
   /// Names `v` after the persistent buffer `bufferName` (created on first
   /// use; the generated bool `fresh_<name>` says so).
   void bindPersistent(mlir::Value v, llvm::StringRef bufferName, bool &fresh);
+  /// For a value whose op carries `dist.tp_shard`, emits this rank's
+  /// `dg::Shard` (once) and returns its C++ name; else "".
+  std::string shardOf(mlir::Value v);
   /// Names `v` (a block argument) after a pointer the caller owns, read from
   /// the C++ expression `expr`.
   void bindInput(mlir::Value v, llvm::StringRef expr);
@@ -178,6 +185,8 @@ public:
 
 private:
   llvm::DenseMap<mlir::Value, std::string> names;
+  /// The dg::Shard emitted for a tensor-parallel weight or state (shardOf).
+  llvm::DenseMap<mlir::Value, std::string> shards;
   llvm::DenseMap<mlir::Operation *, unsigned> positions;
   llvm::DenseMap<mlir::Value, mlir::Value> outer;
   unsigned counter = 0;

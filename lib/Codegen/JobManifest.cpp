@@ -11,10 +11,13 @@
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+
+#include <functional>
 
 using namespace mlir;
 using namespace distopt;
@@ -78,6 +81,41 @@ static json::Array inputsOf(func::FuncOp f, std::optional<int64_t> replicas) {
   return out;
 }
 
+/// Bytes of the optimizer state (momentum buffers, Adam moments) that the
+/// updates of \p fn and of the functions it calls read: what one rank holds
+/// (with ZeRO, its shards).
+static int64_t optimizerStateBytes(func::FuncOp fn) {
+  int64_t bytes = 0;
+  auto add = [&](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    bytes += t.getNumElements() *
+             static_cast<int64_t>(
+                 llvm::divideCeil(t.getElementTypeBitWidth(), 8));
+  };
+  auto module = fn->getParentOfType<ModuleOp>();
+  llvm::SmallPtrSet<Operation *, 4> seen;
+  std::function<void(func::FuncOp)> walk = [&](func::FuncOp f) {
+    if (!f || !seen.insert(f).second)
+      return;
+    f.walk([&](Operation *op) {
+      if (auto adam = dyn_cast<graph::AdamUpdateOp>(op)) {
+        add(adam.getExpAvg());
+        add(adam.getExpAvgSq());
+      } else if (auto sgd = dyn_cast<graph::SgdUpdateOp>(op)) {
+        if (sgd.getMomentumBuf())
+          add(sgd.getMomentumBuf());
+      } else if (auto call = dyn_cast<func::CallOp>(op)) {
+        walk(module.lookupSymbol<func::FuncOp>(call.getCallee()));
+      }
+    });
+  };
+  walk(fn);
+  // Gradient accumulation: the optimizer runs in @train_apply.
+  if (fn.getSymName() == "train_microbatch")
+    walk(module.lookupSymbol<func::FuncOp>("train_apply"));
+  return bytes;
+}
+
 /// One model of the job.
 static json::Object modelOf(const codegen::ModelUnit &u) {
   ModuleOp m = u.module;
@@ -99,12 +137,26 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
       lists[l.getInt()] = f;
     }
   if (!plan || lists.empty() || llvm::is_contained(lists, func::FuncOp())) {
-    // One program on one rank, or data parallelism over any world.
+    // One program on one rank, data parallelism over any world, or ZeRO
+    // over a fixed number of replicas (each holding its state's shards).
     bool world = entry && entry->hasAttr("dist.data_parallel");
-    o["ranks"] = world ? json::Value(nullptr) : json::Value(1);
+    DictionaryAttr zero =
+        entry ? dist::DistDialect::ZeroAttrHelper(ctx).getAttr(entry)
+              : DictionaryAttr();
+    std::optional<int64_t> replicas;
+    if (zero) {
+      replicas = zero.getAs<IntegerAttr>("replicas").getInt();
+      o["zero"] = json::Object{
+          {"stage", zero.getAs<IntegerAttr>("stage").getInt()},
+          {"replicas", *replicas}};
+    } else if (!world) {
+      replicas = 1;
+    }
+    o["ranks"] = replicas ? json::Value(*replicas) : json::Value(nullptr);
     if (entry)
-      o["inputs"] = inputsOf(entry, world ? std::nullopt
-                                          : std::optional<int64_t>(1));
+      o["inputs"] = inputsOf(entry, replicas);
+    if (entry && o.getBoolean("training").value_or(false))
+      o["optimizer_state_bytes"] = optimizerStateBytes(entry);
     return o;
   }
 
@@ -117,6 +169,14 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
   }
   o["ranks"] = static_cast<int64_t>(layout.numDevices());
   o["inputs"] = inputsOf(lists.front(), layout.dp);
+  // Tensor-parallel shards (dist-tensor-parallel) by weight or state name.
+  llvm::StringMap<DenseI64ArrayAttr> shardOf;
+  m.walk([&](Operation *op) {
+    auto shard = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
+    auto name = op->getAttrOfType<StringAttr>("sym_name");
+    if (shard && name)
+      shardOf[name.getValue()] = shard;
+  });
   json::Array ranks;
   for (unsigned r = 0; r < layout.numDevices(); ++r) {
     schedule::RankLayout::Coord c = *layout.coordOf(r);
@@ -126,16 +186,27 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
       if (layout.pipelineStage(v) == c.stage)
         stages.push_back(static_cast<int64_t>(v));
     func::FuncOp fn = lists[list];
+    json::Object shards;
     for (unsigned k = 0; k < fn.getNumResults(); ++k)
-      if (auto name = fn.getResultAttrOfType<StringAttr>(k, "graph.update"))
+      if (auto name = fn.getResultAttrOfType<StringAttr>(k, "graph.update")) {
         owns.push_back(name.str());
+        if (auto it = shardOf.find(name.getValue()); it != shardOf.end())
+          shards[name.getValue()] = json::Object{
+              {"dim", it->second[0]},
+              {"blocks", it->second[1]},
+              {"parts", it->second[2]},
+              {"index", static_cast<int64_t>(c.tensor)}};
+      }
     ranks.push_back(json::Object{{"rank", static_cast<int64_t>(r)},
                                  {"list", static_cast<int64_t>(list)},
                                  {"stage", static_cast<int64_t>(c.stage)},
                                  {"replica", static_cast<int64_t>(c.replica)},
                                  {"tensor", static_cast<int64_t>(c.tensor)},
                                  {"virtual_stages", std::move(stages)},
-                                 {"owns", std::move(owns)}});
+                                 {"owns", std::move(owns)},
+                                 {"shards", std::move(shards)},
+                                 {"optimizer_state_bytes",
+                                  optimizerStateBytes(fn)}});
   }
   o["layout"] = std::move(ranks);
   return o;

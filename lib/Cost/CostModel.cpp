@@ -162,6 +162,16 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
   return opTime(op, phase, dev, x);
 }
 
+double CostModel::optimizerTime(double params, double bytesPerParam,
+                                const DeviceSpec &dev) const {
+  if (profile)
+    if (std::optional<double> s = profile->optimizerPerParameter(dev.name))
+      return *s * params;
+  PhaseCost upd{params * 10, params * bytesPerParam * 0.5,
+                params * bytesPerParam * 0.5};
+  return computeTime(upd, OpClass::Elementwise, cluster::DType::F32, dev, 1);
+}
+
 double CostModel::p2pTime(double bytes, const LinkSpec &link) {
   if (bytes <= 0)
     return 0;

@@ -117,6 +117,13 @@ public:
   /// parallelism) and by c (per-sample ops under context parallelism).
   static double shareOf(const OpDesc &op, const ExecConfig &x);
 
+  /// The optimizer step over \p params local parameters, each read and
+  /// written with \p bytesPerParam bytes in all: the profile's measured
+  /// time per parameter when it has one for \p dev, else a memory-bound
+  /// elementwise pass (10 FLOPs per parameter).
+  double optimizerTime(double params, double bytesPerParam,
+                       const cluster::DeviceSpec &dev) const;
+
   /// Point-to-point message: latency + bytes / bandwidth.
   static double p2pTime(double bytes, const cluster::LinkSpec &link);
   /// Flat collective of \p bytes (the full buffer per rank) over \p n ranks

@@ -37,6 +37,57 @@ std::optional<double> ProfileDB::lookup(StringRef device, StringRef signature,
   return v;
 }
 
+std::optional<double> ProfileDB::optimizerPerParameter(StringRef device) const {
+  auto it = optimizer.find(device.str());
+  if (it == optimizer.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void ProfileDB::setOptimizerPerParameter(StringRef device, double seconds) {
+  optimizer[device.str()] = seconds;
+}
+
+ProfileDB ProfileDB::mean(ArrayRef<ProfileDB> dbs) {
+  struct Acc {
+    const Stored *first = nullptr;
+    double sum[3] = {0, 0, 0};
+    int n[3] = {0, 0, 0};
+  };
+  std::map<std::string, Acc> acc;
+  std::map<std::string, std::pair<double, int>> opt;
+  for (const ProfileDB &db : dbs) {
+    for (const auto &kv : db.entries) {
+      Acc &a = acc[kv.first().str()];
+      if (!a.first)
+        a.first = &kv.second;
+      const Entry &e = kv.second.e;
+      double v[3] = {e.fwd, e.bwdInput, e.bwdWeight};
+      for (int p = 0; p < 3; ++p)
+        if (v[p] >= 0) {
+          a.sum[p] += v[p];
+          a.n[p] += 1;
+        }
+    }
+    for (const auto &[device, s] : db.optimizer) {
+      opt[device].first += s;
+      opt[device].second += 1;
+    }
+  }
+  ProfileDB out;
+  for (const auto &[k, a] : acc) {
+    Entry e;
+    double *slot[3] = {&e.fwd, &e.bwdInput, &e.bwdWeight};
+    for (int p = 0; p < 3; ++p)
+      if (a.n[p])
+        *slot[p] = a.sum[p] / a.n[p];
+    out.add(a.first->device, a.first->signature, a.first->mbs, a.first->tp, e);
+  }
+  for (const auto &[device, s] : opt)
+    out.optimizer[device] = s.first / s.second;
+  return out;
+}
+
 Expected<ProfileDB> ProfileDB::parse(StringRef text, StringRef fileName) {
   auto fail = [&](const Twine &msg) {
     return createStringError(inconvertibleErrorCode(),
@@ -91,6 +142,26 @@ Expected<ProfileDB> ProfileDB::parse(StringRef text, StringRef fileName) {
                           "bwd_weight_s");
     db.add(*device, *sig, *mbs, tp ? *tp : 1, e);
   }
+  if (const json::Value *optValue = obj->get("optimizer")) {
+    const json::Array *opt = optValue->getAsArray();
+    if (!opt)
+      return fail("'optimizer' must be an array of {\"device\": ..., "
+                  "\"seconds_per_parameter\": ...}");
+    for (size_t i = 0; i < opt->size(); ++i) {
+      std::string where = formatv("optimizer[{0}]", i).str();
+      const json::Object *o = (*opt)[i].getAsObject();
+      std::optional<StringRef> device =
+          o ? o->getString("device") : std::nullopt;
+      std::optional<double> s =
+          o ? o->getNumber("seconds_per_parameter") : std::nullopt;
+      if (!device)
+        return fail(where + ": 'device' must be a string");
+      if (!s || *s < 0)
+        return fail(where + ": 'seconds_per_parameter' must be a "
+                            "non-negative number");
+      db.optimizer[device->str()] = *s;
+    }
+  }
   return db;
 }
 
@@ -125,8 +196,15 @@ void ProfileDB::write(raw_ostream &os) const {
       o["bwd_weight_s"] = s->e.bwdWeight;
     list.push_back(std::move(o));
   }
-  os << formatv("{0:2}", json::Value(json::Object{
-                             {"version", 1}, {"entries", std::move(list)}}));
+  json::Object root{{"version", 1}, {"entries", std::move(list)}};
+  if (!optimizer.empty()) {
+    json::Array opt;
+    for (const auto &[device, s] : optimizer)
+      opt.push_back(
+          json::Object{{"device", device}, {"seconds_per_parameter", s}});
+    root["optimizer"] = std::move(opt);
+  }
+  os << formatv("{0:2}", json::Value(std::move(root)));
 }
 
 } // namespace distopt::cost

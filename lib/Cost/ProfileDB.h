@@ -7,7 +7,10 @@
 //     "signature": "matmul:bf16:b=1,m=2048,n=6912,k=2304,w",
 //     "micro_batch": 1, "tp": 1, "fwd_s": 1.2e-4,
 //     "bwd_input_s": 1.3e-4, "bwd_weight_s": 1.2e-4}]}
-// A missing phase falls back to the analytic time.
+// A missing phase falls back to the analytic time. An optional
+//   "optimizer": [{"device": "local-core", "seconds_per_parameter": 2e-9}]
+// gives the measured optimizer step (every update of a training step over
+// the parameters it updated), which replaces the analytic update time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +22,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <optional>
 
 namespace llvm {
@@ -46,8 +50,15 @@ public:
   std::optional<double> lookup(llvm::StringRef device,
                                llvm::StringRef signature, unsigned mbs,
                                unsigned tp, Phase phase) const;
+  /// Measured optimizer step per parameter on \p device, if any.
+  std::optional<double> optimizerPerParameter(llvm::StringRef device) const;
+  void setOptimizerPerParameter(llvm::StringRef device, double seconds);
   size_t size() const { return entries.size(); }
   void write(llvm::raw_ostream &os) const;
+  /// The union of \p dbs: each measured value is the mean over the
+  /// databases that measured it (runs of one program at once, or of
+  /// several micro-batch sizes, which share no entry).
+  static ProfileDB mean(llvm::ArrayRef<ProfileDB> dbs);
 
 private:
   struct Stored {
@@ -58,6 +69,7 @@ private:
   static std::string key(llvm::StringRef device, llvm::StringRef signature,
                          unsigned mbs, unsigned tp);
   llvm::StringMap<Stored> entries;
+  std::map<std::string, double> optimizer;
 };
 
 } // namespace distopt::cost

@@ -266,9 +266,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     if (p.zero >= 1)
       shard = params.dense / (p.dp * p.cp) +
               params.expert * p.ep / (p.dp * p.cp);
-    PhaseCost upd{shard * 10, shard * touched * 0.5, shard * touched * 0.5};
-    dc.optimizerTime =
-        cm.computeTime(upd, OpClass::Elementwise, cluster::DType::F32, dev, 1);
+    dc.optimizerTime = cm.optimizerTime(shard, touched, dev);
   }
   return pc;
 }

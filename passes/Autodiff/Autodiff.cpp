@@ -61,6 +61,16 @@ private:
     return g::StateOp::create(b, loc, type, b.getStringAttr(name),
                               b.getF64FloatAttr(init));
   }
+  /// Optimizer state of weight \p w: its type, and its tensor-parallel
+  /// shard when the weight is one (dist-tensor-parallel).
+  Value paramState(OpBuilder &b, Location loc, const WeightGrad &w,
+                   StringRef suffix) {
+    Value s = state(b, loc, w.name + suffix.str(), w.param.getType());
+    if (Operation *def = w.param.getDefiningOp())
+      if (Attribute shard = def->getAttr(kTpShardAttr))
+        s.getDefiningOp()->setAttr(kTpShardAttr, shard);
+    return s;
+  }
   /// Unscale, step counter, optimizer updates and loss-scale update.
   void emitUpdate(OpBuilder &b, Location loc, ArrayRef<WeightGrad> weights,
                   SmallVectorImpl<Output> &outputs);
@@ -165,8 +175,8 @@ void AutodiffPass::emitUpdate(OpBuilder &b, Location loc,
   for (auto [w, grad] : llvm::zip(weights, grads)) {
     Type type = w.param.getType();
     if (optimizer == "adam" || optimizer == "adamw") {
-      Value m = state(b, loc, w.name + ".exp_avg", type);
-      Value v = state(b, loc, w.name + ".exp_avg_sq", type);
+      Value m = paramState(b, loc, w, ".exp_avg");
+      Value v = paramState(b, loc, w, ".exp_avg_sq");
       SmallVector<Value> operands = {w.param, grad, m, v, next};
       if (skip)
         operands.push_back(skip);
@@ -188,7 +198,7 @@ void AutodiffPass::emitUpdate(OpBuilder &b, Location loc,
     bool withMomentum = optimizer == "momentum";
     SmallVector<Value> operands = {w.param, grad, next};
     if (withMomentum)
-      operands.push_back(state(b, loc, w.name + ".momentum", type));
+      operands.push_back(paramState(b, loc, w, ".momentum"));
     if (skip)
       operands.push_back(skip);
     SmallVector<NamedAttribute> attrs = {
@@ -404,7 +414,7 @@ void AutodiffPass::runOnOperation() {
   // Micro-batch: add the gradients to the accumulators.
   for (WeightGrad &w : weights) {
     Type type = w.param.getType();
-    Value acc = state(b, loc, w.name + ".grad_acc", type);
+    Value acc = paramState(b, loc, w, ".grad_acc");
     acc.getDefiningOp()->setAttr(kPhaseAttr,
                                  b.getStringAttr("backward_weight"));
     auto add =

@@ -25,6 +25,9 @@ inline constexpr llvm::StringLiteral kPhaseAttr = "graph.phase";
 /// The pipeline stage the plan gave a forward op (the dist dialect's
 /// `dist.virtual_stage`); copied onto the ops of its gradient.
 inline constexpr llvm::StringLiteral kVirtualStageAttr = "dist.virtual_stage";
+/// The tensor-parallel shard of a weight (dist-tensor-parallel), which its
+/// optimizer state shares.
+inline constexpr llvm::StringLiteral kTpShardAttr = "dist.tp_shard";
 
 /// Builds the backward graph of the ops in `body` (in program order), from
 /// `seed`, the gradient of `loss`. On success `grads` maps every float

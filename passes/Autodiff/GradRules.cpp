@@ -13,6 +13,7 @@
 #include "passes/Autodiff/GradBuilder.h"
 #include "passes/Autodiff/GradRulesInternal.h"
 
+#include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
 #include "dist/Diagnostics.h"
@@ -389,6 +390,25 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
                         dy, 1, n.getEpsilon().convertToDouble());
       })
       .Case<g::PoolOp>([&](g::PoolOp p) { return poolGrad(e, p, dy); })
+      // Tensor parallelism (dist-tensor-parallel), Megatron's f and g: the
+      // ranks' input gradients of a column-parallel region are summed; the
+      // sum after a row-parallel matmul passes its (replicated) gradient.
+      .Case<dist::TpCopyOp>([&](dist::TpCopyOp c) {
+        e.give(c.getInput(), [&]() -> Value {
+          return dist::AllReduceOp::create(
+              b, loc, dy.getType(), dy,
+              dist::ReductionKindAttr::get(b.getContext(),
+                                           dist::ReductionKind::sum),
+              c.getGroupAttr());
+        });
+        return success();
+      })
+      .Case<dist::AllReduceOp>([&](dist::AllReduceOp a) -> LogicalResult {
+        if (a.getKind() != dist::ReductionKind::sum)
+          return unsupported();
+        e.give(a.getInput(), [&] { return dy; });
+        return success();
+      })
       .Case<g::SoftmaxCrossEntropyOp>([&](g::SoftmaxCrossEntropyOp l) {
         e.give(l.getLogits(), [&]() -> Value {
           return g::SoftmaxCrossEntropyGradOp::create(

@@ -3,9 +3,13 @@
 // Part of DistOpt. Makes the training functions of dist-autodiff data
 // parallel: every rank runs the same program on its own rows of the batch,
 // gradients are averaged over the world right before the optimizer reads
-// them, and the returned loss is the world's mean. docs/distributed.md.
+// them, and the returned loss is the world's mean. With ZeRO-1 the
+// gradients are reduce-scattered instead and each rank updates its shard
+// of every parameter (ZeroShard.h). docs/distributed.md.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/Distribute/DataParallel.h"
+#include "passes/Distribute/ZeroShard.h"
 #include "passes/Passes.h"
 
 #include "dialects/Dist/DistDialect.h"
@@ -21,6 +25,15 @@ namespace distopt {
 
 using namespace mlir;
 using namespace distopt;
+
+dist::PlanAttr distopt::dataParallelPlan(ModuleOp module) {
+  auto plan = dist::DistDialect::PlanAttrHelper(module.getContext())
+                  .getAttr(module);
+  if (!plan || plan.getNumVirtualStages() != 1 || plan.getTp() != 1 ||
+      plan.getCp() != 1 || !plan.getReplicas().empty())
+    return {};
+  return plan;
+}
 
 namespace {
 
@@ -53,7 +66,10 @@ bool isReduced(Value v) {
 
 /// Averages the gradient of every optimizer update; a mixed-precision
 /// overflow flag (`skip`) is or-ed over the world so ranks skip together.
-void reduceGradients(func::FuncOp func) {
+/// With a \p zeroGroup (ZeRO-1 over those devices) each update runs on this
+/// rank's shard instead (zero::shardUpdate).
+LogicalResult reduceGradients(func::FuncOp func,
+                              ArrayRef<int64_t> zeroGroup) {
   OpBuilder b(func.getContext());
   DenseMap<Value, Value> skipOf;
   auto reduceSkip = [&](Operation *user, Value skip) -> Value {
@@ -76,18 +92,21 @@ void reduceGradients(func::FuncOp func) {
       updates.push_back(op);
   });
   for (Operation *op : updates) {
-    if (auto sgd = dyn_cast<graph::SgdUpdateOp>(op)) {
-      if (!isReduced(sgd.getGrad()))
-        sgd.getGradMutable().assign(reduceBefore(
-            b, op, sgd.getGrad(), dist::ReductionKind::mean));
+    // Operand 1 of both updates is the gradient.
+    OpOperand &grad = op->getOpOperand(1);
+    if (auto sgd = dyn_cast<graph::SgdUpdateOp>(op))
       reduceSkip(op, sgd.getSkip());
-    } else if (auto adam = dyn_cast<graph::AdamUpdateOp>(op)) {
-      if (!isReduced(adam.getGrad()))
-        adam.getGradMutable().assign(reduceBefore(
-            b, op, adam.getGrad(), dist::ReductionKind::mean));
+    else if (auto adam = dyn_cast<graph::AdamUpdateOp>(op))
       reduceSkip(op, adam.getSkip());
+    if (!zeroGroup.empty()) {
+      if (failed(zero::shardUpdate(op, zeroGroup)))
+        return failure();
+    } else if (!isReduced(grad.get())) {
+      grad.set(
+          reduceBefore(b, op, grad.get(), dist::ReductionKind::mean));
     }
   }
+  return success();
 }
 
 /// Averages every scalar floating result named by `graph.output` (the loss)
@@ -114,8 +133,82 @@ void reduceLossAndShardInputs(func::FuncOp func) {
   }
 }
 
+/// ZeRO's stage and the replicas it shards over.
+struct ZeroConfig {
+  int64_t stage = 0, replicas = 0;
+};
+
+/// The per-replica rows of \p func's batch (its first argument of rank >=
+/// 1); 0 without one. (Gradient accumulation repeats those rows, it does
+/// not add samples: dist-compile's programs run each micro-batch on the
+/// inputs given.)
+int64_t rowsPerReplica(func::FuncOp func) {
+  for (Type t : func.getArgumentTypes())
+    if (auto r = dyn_cast<RankedTensorType>(t);
+        r && r.getRank() >= 1 && r.hasStaticShape())
+      return r.getDimSize(0);
+  return 0;
+}
+
 struct DataParallelPass
     : public distopt::impl::DataParallelPassBase<DataParallelPass> {
+  using DataParallelPassBase::DataParallelPassBase;
+
+  /// ZeRO from the options, else from a data-parallel plan of the module.
+  FailureOr<ZeroConfig> zeroConfig(ModuleOp module,
+                                   ArrayRef<func::FuncOp> funcs) {
+    dist::PlanAttr plan = dataParallelPlan(module);
+    ZeroConfig c;
+    c.stage = zeroStage >= 0 ? zeroStage : plan ? plan.getZero() : 0;
+    c.replicas = replicas ? replicas : plan ? plan.getDp() : 0;
+    if (zeroStage < -1 || c.stage > 3)
+      return module.emitError()
+             << "dist-data-parallel: zero="
+             << (zeroStage < -1 ? static_cast<int64_t>(zeroStage) : c.stage)
+             << " is not a ZeRO stage; use 0 (replicated optimizer state) "
+                "or 1 (sharded over the replicas)";
+    if (plan && replicas && plan.getDp() != replicas)
+      return module.emitError()
+             << "dist-data-parallel: dp=" << static_cast<unsigned>(replicas)
+             << " but the module's plan has dp=" << plan.getDp()
+             << "; give the plan's dp or leave the option out";
+    if (plan && !replicas) {
+      // The plan's global batch is what the replicas train on together.
+      for (func::FuncOp f : funcs) {
+        int64_t rows = rowsPerReplica(f);
+        if (roleOf(f) == "apply" || !rows ||
+            rows * plan.getDp() == plan.getGlobalBatch())
+          continue;
+        return f.emitError()
+               << "dist-data-parallel: @" << f.getSymName() << " takes "
+               << rows << " row(s) per replica, so the plan's "
+               << plan.getDp() << " replicas train " << rows * plan.getDp()
+               << " but the plan's global batch is "
+               << plan.getGlobalBatch()
+               << "; compile for " << plan.getGlobalBatch() / plan.getDp()
+               << " rows per replica (--input-shape) or plan with "
+                  "--dist-batch="
+               << rows * plan.getDp();
+      }
+    }
+    if (c.stage == 0)
+      return c;
+    if (c.stage > 1)
+      return module.emitError()
+             << "dist-data-parallel: ZeRO stage " << c.stage
+             << " (gradients" << (c.stage > 2 ? " and parameters" : "")
+             << " sharded too) is not run by generated programs; use zero=1 "
+                "(optimizer state sharded) or zero=0";
+    if (c.replicas < 2)
+      return module.emitError()
+             << "dist-data-parallel: zero=1 shards the optimizer state over "
+                "the data-parallel replicas, so their number must be known "
+                "when compiling (the shards' shapes depend on it); give dp=N "
+                "with N >= 2, or plan the module with dp >= 2 "
+                "(--dist-plan=dp=2,zero=1)";
+    return c;
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> funcs;
@@ -130,6 +223,13 @@ struct DataParallelPass
              "--dist-autodiff first";
       return signalPassFailure();
     }
+    FailureOr<ZeroConfig> zero = zeroConfig(module, funcs);
+    if (failed(zero))
+      return signalPassFailure();
+    SmallVector<int64_t> zeroGroup;
+    for (int64_t d = 0; zero->stage >= 1 && d < zero->replicas; ++d)
+      zeroGroup.push_back(d);
+    MLIRContext *ctx = module.getContext();
     for (func::FuncOp f : funcs) {
       if (f->hasAttr("dist.data_parallel"))
         continue; // already done: the pass is idempotent
@@ -141,11 +241,21 @@ struct DataParallelPass
                          "--dist-autodiff)";
         return signalPassFailure();
       }
-      if (role != "microbatch")
-        reduceGradients(f);
+      if (role != "microbatch" && failed(reduceGradients(f, zeroGroup)))
+        return signalPassFailure();
       if (role != "apply")
         reduceLossAndShardInputs(f);
-      f->setAttr("dist.data_parallel", UnitAttr::get(f.getContext()));
+      f->setAttr("dist.data_parallel", UnitAttr::get(ctx));
+      if (!zeroGroup.empty()) {
+        // The state results now carry this rank's shards.
+        zero::setResultTypes(f);
+        Builder b(ctx);
+        dist::DistDialect::ZeroAttrHelper(ctx).setAttr(
+            f, b.getDictionaryAttr(
+                   {b.getNamedAttr("stage", b.getI64IntegerAttr(zero->stage)),
+                    b.getNamedAttr("replicas",
+                                   b.getI64IntegerAttr(zero->replicas))}));
+      }
     }
   }
 };

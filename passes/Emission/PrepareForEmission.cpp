@@ -32,6 +32,12 @@ struct PrepareForEmissionPass
                const emission::EmissionOptions &options) {
     if (holder->hasAttr(emit::kMemoryPlanAttr))
       return; // prepared before
+    // Tensor-parallel region entries are the identity once dist-autodiff
+    // gave them their gradient.
+    for (auto copy : llvm::make_early_inc_range(body.getOps<dist::TpCopyOp>())) {
+      copy.getResult().replaceAllUsesWith(copy.getInput());
+      copy.erase();
+    }
     emission::markPrecision(body);
     emission::formKernels(body, options);
     emission::assignLayouts(body, options);

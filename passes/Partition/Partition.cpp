@@ -326,14 +326,30 @@ struct PartitionPass
              << "dist-partition needs the module's plan ('dist.plan')";
     schedule::RankLayout layout = plan.getLayout();
     schedule::Plan p = plan.toPlan();
-    if (layout.tp != 1 || layout.cp != 1 || p.ep != 1 || layout.replicated())
+    if (layout.cp != 1 || p.ep != 1 || layout.replicated() ||
+        (layout.tp != 1 && layout.dp != 1))
+      return emitError(module.getLoc())
+             << "dist-partition: the plan has dp = " << layout.dp
+             << ", tp = " << layout.tp << ", cp = " << layout.cp
+             << ", ep = " << p.ep
+             << (layout.replicated() ? " and per-stage replicas" : "")
+             << "; per-list programs run pipeline parallelism with data "
+                "parallelism (dp x pp) or with tensor parallelism (tp x pp) "
+                "yet: context and expert parallelism, per-stage replicas and "
+                "dp x tp inside a pipeline are not executed";
+    if (layout.tp != 1 &&
+        !llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
+          bool split = false;
+          f.walk([&](Operation *op) {
+            split |= op->hasAttr(
+                dist::DistDialect::TpShardAttrHelper::getNameStr());
+          });
+          return split;
+        }))
       return emitError(module.getLoc())
              << "dist-partition: the plan has tp = " << layout.tp
-             << ", cp = " << layout.cp << ", ep = " << p.ep
-             << (layout.replicated() ? " and per-stage replicas" : "")
-             << "; per-list programs run pipeline and data parallelism "
-                "(pp, dp) yet: tensor, context and expert parallelism and "
-                "per-stage replicas inside a pipeline are not executed";
+             << " but the function is not split over the tensor-parallel "
+                "ranks; run dist-tensor-parallel before dist-autodiff";
     FailureOr<func::FuncOp> train = trainingStep(module);
     if (failed(train))
       return failure();

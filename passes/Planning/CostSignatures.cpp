@@ -15,8 +15,58 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 using namespace mlir;
 using namespace distopt::planning;
+
+/// The cost model prices an op's backward under the op's own signature
+/// (its bwd_input_s and bwd_weight_s), but a training step runs it as other
+/// ops (dX and dW matmuls, a bias reduction) at the forward op's location
+/// (`fused<"gradient">[loc]`). Each such op gets the signature of the one
+/// forward op at its location and that op's instance number, so
+/// `--profile-json` adds up the ops of one forward op per phase. Ops at a
+/// location no forward op or several own keep their own signature.
+static void fileBackwardUnderForward(func::FuncOp func) {
+  namespace emit = distopt::emit;
+  llvm::DenseMap<Location, Operation *> forwardAt;
+  llvm::DenseSet<Location> ambiguous;
+  llvm::DenseMap<Operation *, int64_t> instance;
+  auto phaseOf = [](Operation *op) {
+    auto p = op->getAttrOfType<StringAttr>("graph.phase");
+    return p ? p.getValue() : StringRef();
+  };
+  func.walk([&](Operation *op) {
+    if (phaseOf(op) != "forward" || !op->hasAttr(emit::kCostSignatureAttr))
+      return;
+    instance[op] = static_cast<int64_t>(instance.size());
+    if (!forwardAt.try_emplace(op->getLoc(), op).second)
+      ambiguous.insert(op->getLoc());
+  });
+  Builder b(func.getContext());
+  for (auto [op, n] : instance)
+    op->setAttr(emit::kCostInstanceAttr, b.getI64IntegerAttr(n));
+  func.walk([&](Operation *op) {
+    StringRef phase = phaseOf(op);
+    if (phase != "backward_input" && phase != "backward_weight")
+      return;
+    // dist-autodiff writes `fused<"gradient">[forward location]`.
+    Location at = op->getLoc();
+    if (auto fused = dyn_cast<FusedLoc>(at)) {
+      auto tag = dyn_cast_or_null<StringAttr>(fused.getMetadata());
+      if (tag && tag.getValue() == "gradient" &&
+          fused.getLocations().size() == 1)
+        at = fused.getLocations().front();
+    }
+    auto it = forwardAt.find(at);
+    if (it == forwardAt.end() || ambiguous.contains(at))
+      return;
+    op->setAttr(emit::kCostSignatureAttr,
+                it->second->getAttr(emit::kCostSignatureAttr));
+    op->setAttr(emit::kCostInstanceAttr,
+                b.getI64IntegerAttr(instance[it->second]));
+  });
+}
 
 void distopt::planning::annotateCostSignatures(ModuleOp module) {
   module.walk([&](func::FuncOp func) {
@@ -34,5 +84,6 @@ void distopt::planning::annotateCostSignatures(ModuleOp module) {
     Builder b(func.getContext());
     for (auto &[op, sig] : signatures)
       op->setAttr(emit::kCostSignatureAttr, b.getStringAttr(sig));
+    fileBackwardUnderForward(func);
   });
 }

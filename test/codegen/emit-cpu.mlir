@@ -29,10 +29,11 @@
 // SRC: P.download(P.outputs[0].data.data(), [[Y]]
 // SRC-NOT: P.release(
 // The --profile op table: the fused kernel and the second matmul, with the
-// cost model's signatures (the profile-database keys).
+// cost model's signatures (the profile-database keys), no instance (not a
+// training step) and no parameters updated.
 // SRC: static const dg::OpInfo ops[] = {
-// SRC-NEXT: {"graph.matmul + post-ops", "emit.kernel at {{.*}}emit-cpu.mlir:{{[0-9]+}}:{{[0-9]+}}", "matmul:fp32:b=1,m=2,n=16,k=8,w", ""},
-// SRC-NEXT: {"graph.matmul", "graph.matmul at {{.*}}", "matmul:fp32:b=1,m=2,n=4,k=16,w", ""},
+// SRC-NEXT: {"graph.matmul + post-ops", "emit.kernel at {{.*}}emit-cpu.mlir:{{[0-9]+}}:{{[0-9]+}}", "matmul:fp32:b=1,m=2,n=16,k=8,w", "", -1, 0},
+// SRC-NEXT: {"graph.matmul", "graph.matmul at {{.*}}", "matmul:fp32:b=1,m=2,n=4,k=16,w", "", -1, 0},
 // The model table: tensor specs, then the entry points.
 // SRC: static const dg::TensorSpec inputs[] = {
 // SRC-NEXT: {"x", dg::F32, 2, {2, 8}},

@@ -2,7 +2,8 @@
 // on the program's communicator; an explicit group to the communicator of
 // its ranks (Program::group: the world's when the group is every rank of
 // the job, checked at run time, else made by its ranks on first use); prod
-// is a compile error.
+// is a compile error. Reduce-scatter, all-gather and all-slice (a copy of
+// the block at this rank's place in the group) along the leading dimension.
 // RUN: split-file %s %t
 // RUN: dist-compile %t/ok.mlir --source-only -o %t/ok.cpp
 // RUN: FileCheck %s --check-prefix=OK < %t/ok.cpp
@@ -12,6 +13,7 @@
 // RUN: dist-compile %t/shards.mlir --source-only -o %t/shards.cpp
 // RUN: FileCheck %s --check-prefix=SHARDS < %t/shards.cpp
 // RUN: not dist-compile %t/strided.mlir --source-only -o %t/strided.cpp 2>&1 | FileCheck %s --check-prefix=STRIDED
+// RUN: not dist-compile %t/sliced.mlir --source-only -o %t/sliced.cpp 2>&1 | FileCheck %s --check-prefix=SLICED
 
 // OK: static const int shards[] = {0, 0};
 // OK: distrt_tensor in = dg::T({{.*}}, DISTRT_F32, {4});
@@ -33,6 +35,11 @@
 // SHARDS: distrt_reduce_scatter(comm, &in, &out, DISTRT_REDUCE_MEAN)
 // SHARDS: static const int32_t group[] = {2, 3};
 // SHARDS: distrt_all_gather(comm, &in, &out)
+// SHARDS: static const int32_t group[] = {0, 1};
+// SHARDS: int32_t at = 0;
+// SHARDS-NEXT: if (P.check(distrt_comm_rank(comm, &at), "dist.all_slice at {{.*}}")) return 1;
+// SHARDS-NEXT: if (P.copy({{v[0-9]+}}, (const char *){{v[0-9]+}} + (size_t)at * 8, 8)) return 1;
+// SLICED: error: dist-compile: dist.all_slice along axis 1 of 'tensor<4x2xf32>' has no runtime lowering; shards are blocks of the leading dimension (the dimensions before the axis must be 1)
 // STRIDED: error: dist-compile: dist.reduce_scatter sum along axis 1 of 'tensor<4x2xf32>' has no runtime lowering; the runtime reduces with sum, mean, max and min into shards of the leading dimension (the dimensions before the axis must be 1)
 // PROD: error: dist-compile: dist.all_reduce prod has no runtime lowering; the runtime reduces with sum, mean, max and min
 
@@ -52,15 +59,22 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 }
 
 //--- shards.mlir
-func.func @main(%x: tensor<4x2xf32>, %s: tensor<1x2x3xf32>) -> (tensor<2x2xf32>, tensor<1x4x3xf32>) {
+func.func @main(%x: tensor<4x2xf32>, %s: tensor<1x2x3xf32>) -> (tensor<2x2xf32>, tensor<1x4x3xf32>, tensor<1x2xf32>) {
   %0 = dist.reduce_scatter %x mean axis 0 over [0, 1] : tensor<4x2xf32> -> tensor<2x2xf32>
   %1 = dist.all_gather %s axis 1 over [2, 3] : tensor<1x2x3xf32> -> tensor<1x4x3xf32>
-  return %0, %1 : tensor<2x2xf32>, tensor<1x4x3xf32>
+  %2 = dist.all_slice %0 axis 0 over [0, 1] : tensor<2x2xf32> -> tensor<1x2xf32>
+  return %0, %1, %2 : tensor<2x2xf32>, tensor<1x4x3xf32>, tensor<1x2xf32>
 }
 
 //--- strided.mlir
 func.func @main(%x: tensor<4x2xf32>) -> tensor<4x1xf32> {
   %0 = dist.reduce_scatter %x sum axis 1 over [0, 1] : tensor<4x2xf32> -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+//--- sliced.mlir
+func.func @main(%x: tensor<4x2xf32>) -> tensor<4x1xf32> {
+  %0 = dist.all_slice %x axis 1 over [0, 1] : tensor<4x2xf32> -> tensor<4x1xf32>
   return %0 : tensor<4x1xf32>
 }
 

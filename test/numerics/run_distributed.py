@@ -47,9 +47,22 @@ are tied across the stages) under 1F1B and interleaved (2 chunks per rank:
 backward reruns its stage's forward), and data parallelism inside the stages: the
 MLP with dp=2 x pp=2 on 4 ranks (SGD under 1F1B, Adam under GPipe; each
 replica 2 micro-batches of 2 rows, gradients and loss averaged over the
-stage's replicas). Loss curves and every weight and optimizer state (each
+stage's replicas), and tensor parallelism (dist-tensor-parallel): the MLP
+with Adam at tp=2 and with SGD at tp=2 x pp=2 (1F1B, 4 ranks), GPT-2 with
+SGD at tp=2 and tp=2 x pp=2 (the ranks' shards put together from their
+shards.json). Loss curves and every weight and optimizer state (each
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
+
+ZeRO-1 cases (run_case with zero=True): the data-parallel program is a
+plan of data parallelism alone with zero=1 (dist-compile
+--dist-plan=dp=R,zero=1,mbs=B --dist-batch=R*B): each rank keeps the
+optimizer state of its block of every flattened, zero-padded parameter. The
+MLP with Adam and SGD (dp=2, the plain cases' batch and references), with
+momentum accumulating 2 micro-batches, with AdamW over 3 ranks (uneven
+blocks), and GPT-2 with Adam; the ranks' shards are reassembled
+(`unshard`: block sizes and zero padding checked) and compared like every
+other tensor.
 
 Needs mpirun (Open MPI: `openmpi-bin`, installed by scripts/install-deps.sh);
 without it every case fails saying so.
@@ -58,6 +71,7 @@ without it every case fails saying so.
 """
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
@@ -127,28 +141,73 @@ def signal_mask(base, want):
     return keep
 
 
+# Single-process programs by their dist-compile arguments: cases that train
+# the same model the same way share one (the ZeRO cases reuse the plain
+# data-parallel cases' references).
+COMPILED = {}
+
+
+def compile_once(compiler, args, exe):
+    """Compiles `args` into `exe` unless an earlier case did; returns the
+    program's path, or raises RuntimeError with dist-compile's error."""
+    key = tuple(args)
+    if key not in COMPILED:
+        p = subprocess.run([compiler] + args + ["-o", exe], capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-1500:])
+        COMPILED[key] = exe
+    return COMPILED[key]
+
+
+def zero_flags(shapes_dp, ranks):
+    """dist-compile flags of a ZeRO-1 plan of `ranks` replicas of the
+    per-rank batch `shapes_dp`."""
+    rows = int(shapes_dp[0].split(":")[1].split("x")[0])
+    return [f"--dist-plan=dp={ranks},zero=1,mbs={rows}",
+            f"--dist-batch={rows * ranks}"]
+
+
+def unshard(shards, want):
+    """The tensor of `want`'s shape that ZeRO shards (each rank's block of
+    the flattened tensor, zero-padded at the end) hold, or an error."""
+    size = -(-want.size // len(shards))
+    if any(s.ndim != 1 or s.size != size for s in shards):
+        return None, (f"shards {[s.shape for s in shards]} are not "
+                      f"{len(shards)} blocks of {size} elements of {want.shape}")
+    flat = np.concatenate(shards)
+    if np.any(flat[want.size:] != 0):
+        return None, f"padding of {want.shape}'s shards is not zero"
+    return flat[:want.size].reshape(want.shape), None
+
+
 def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
-             steps, rtol=RTOL, overflow=False):
-    """Returns a list of failure messages (empty: passed)."""
-    mpirun = mpirun_command()
+             steps, rtol=RTOL, overflow=False, zero=False, ranks=RANKS):
+    """Returns a list of failure messages (empty: passed). With `zero`, the
+    data-parallel program is a ZeRO-1 plan of `ranks` replicas: each rank
+    saves its shard of the optimizer state, compared reassembled."""
+    mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
                 "installs it)"]
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     one, dp = os.path.join(d, "one.bin"), os.path.join(d, "dp.bin")
-    for exe, shapes, flags in ((one, shapes_one, []),
-                               (dp, shapes_dp, ["--data-parallel"])):
-        cmd = [compiler, model, "--train=" + train, "-o", exe] + flags
-        cmd += ["--input-shape=" + s for s in shapes]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            return [f"dist-compile {' '.join(flags)} failed: {p.stderr[-1500:]}"]
+    dp_flags = zero_flags(shapes_dp, ranks) if zero else ["--data-parallel"]
+    for exe, shapes, flags in ((one, shapes_one, []), (dp, shapes_dp, dp_flags)):
+        args = [model, "--train=" + train] + flags
+        args += ["--input-shape=" + s for s in shapes]
+        try:
+            path = compile_once(compiler, args, exe)
+        except RuntimeError as e:
+            return [f"dist-compile {' '.join(flags)} failed: {e}"]
+        if exe == one:
+            one = path
     # The same files feed both runs.
     args = save_feeds(d, feeds)
     s_one = os.path.join(d, "state_one")
     os.makedirs(s_one, exist_ok=True)
-    for r in range(RANKS):
+    for r in range(ranks):
         os.makedirs(os.path.join(d, f"state_dp{r}"), exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     p1 = subprocess.run([one, "--steps", str(steps), "--save-state", s_one,
@@ -160,7 +219,7 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
                                   os.path.join(d, "state_dp{rank}"), "-o", d] + args,
                         capture_output=True, text=True, timeout=600, env=env)
     if p2.returncode != 0:
-        return ["mpirun -np %d failed: %s" % (RANKS, (p2.stdout + p2.stderr)[-1500:])]
+        return ["mpirun -np %d failed: %s" % (ranks, (p2.stdout + p2.stderr)[-1500:])]
     errors = []
     c1, c2 = curve_of(p1.stdout), curve_of(p2.stdout)
     if len(c1) != steps or len(c2) != steps:
@@ -183,24 +242,39 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
     excluded = 0
     if not files:
         errors.append("the single-process run saved no state")
+    sharded = 0
     for f in files:
         base = os.path.basename(f)
         want = np.load(f)
-        ranks = [np.load(os.path.join(d, f"state_dp{r}", base)) for r in range(RANKS)]
+        saved = [np.load(os.path.join(d, f"state_dp{r}", base)) for r in range(ranks)]
+        got = saved[0]
+        if zero and got.shape != want.shape:
+            # ZeRO: each rank holds one block of this optimizer state.
+            got, msg = unshard(saved, want)
+            if msg:
+                errors.append(f"{base}: {msg}")
+                continue
+            sharded += 1
+        else:
+            for r in range(1, ranks):
+                if saved[r].tobytes() != saved[0].tobytes():
+                    errors.append(f"{base}: rank {r} ends with different bits "
+                                  "than rank 0 (replicas drifted)")
         keep = signal_mask(base, want)
         if overflow:
             msg = None
         elif keep is not None:
             excluded += int((~keep).sum())
-            msg = compare_rel(base, ranks[0][keep], want[keep], rtol)
+            msg = compare_rel(base, got[keep], want[keep], rtol)
         else:
-            msg = compare_rel(base, ranks[0], want, rtol)
+            msg = compare_rel(base, got, want, rtol)
         if msg:
             errors.append(msg)
-        for r in range(1, RANKS):
-            if ranks[r].tobytes() != ranks[0].tobytes():
-                errors.append(f"{base}: rank {r} ends with different bits than "
-                              "rank 0 (replicas drifted)")
+    if zero and not sharded and not errors and "optimizer=sgd" not in train:
+        errors.append("no rank saved a shard of the optimizer state")
+    if sharded:
+        print(f"  {name}: {sharded} optimizer-state tensors reassembled from "
+              f"{ranks} ranks' shards")
     if excluded:
         print(f"  {name}: {excluded} no-signal key-bias elements left out "
               "of the end-state comparison (bits still identical across ranks)")
@@ -303,6 +377,39 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     return errors
 
 
+def assemble_shards(state_dirs):
+    """Full tensors from the tensor-parallel shards the ranks saved: each
+    rank's shards.json says, per tensor file, its full shape and which part
+    it holds (dimension `dim` viewed as [blocks][parts][n], part `index`).
+    Returns {file name: array}; a part missing or given twice is an error."""
+    parts = {}
+    for sd in state_dirs:
+        path = os.path.join(sd, "shards.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for name, spec in json.load(f).items():
+                base = name + ".npy"
+                got = parts.setdefault(base, (spec, {}))[1]
+                if spec["index"] in got:
+                    raise ValueError(f"{base}: part {spec['index']} saved twice")
+                got[spec["index"]] = np.load(os.path.join(sd, base))
+    full = {}
+    for base, (spec, got) in parts.items():
+        shape, dim = spec["shape"], spec["dim"]
+        blocks, n = spec["blocks"], spec["parts"]
+        if sorted(got) != list(range(n)):
+            raise ValueError(f"{base}: parts {sorted(got)} of {n} saved")
+        outer = int(np.prod(shape[:dim], dtype=np.int64))
+        inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
+        piece = shape[dim] // (blocks * n)
+        out = np.empty((outer, blocks, n, piece, inner), got[0].dtype)
+        for i, a in got.items():
+            out[:, :, i] = a.reshape(outer, blocks, piece, inner)
+        full[base] = out.reshape(shape)
+    return full
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL):
     """Pipeline-parallel training: the forward function planned with
@@ -363,10 +470,17 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         errors.append(msg)
     # Every tensor of the single process is saved by the rank that owns it
     # (a step counter by every rank).
-    owners = {}
+    # Tensor-parallel shards are put together first.
+    try:
+        whole = assemble_shards([os.path.join(d, f"state_pp{r}")
+                                 for r in range(ranks)])
+    except ValueError as e:
+        return [f"tensor-parallel shards: {e}"]
+    owners = {base: [a] for base, a in whole.items()}
     for r in range(ranks):
         for f in glob.glob(os.path.join(d, f"state_pp{r}", "*.npy")):
-            owners.setdefault(os.path.basename(f), []).append(f)
+            if os.path.basename(f) not in whole:
+                owners.setdefault(os.path.basename(f), []).append(f)
     files = sorted(glob.glob(os.path.join(s_one, "*.npy")))
     if not files:
         errors.append("the single-process run saved no state")
@@ -379,7 +493,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         want = np.load(f)
         keep = signal_mask(base, want)
         for path in owners[base]:
-            got = np.load(path)
+            got = np.load(path) if isinstance(path, str) else path
             if keep is not None:
                 got, want_kept = got[keep], want[keep]
             else:
@@ -431,12 +545,48 @@ def cases():
               overflow=True)),
         ("gpt2_adam_np2", dict(gpt, train="loss=softmax-cross-entropy:labels "
                                           "optimizer=adam lr=0.001")),
+        # ZeRO-1 on the same batch (zero_cases for the MLP).
+        ("gpt2_adam_dp2_zero1",
+         dict(gpt, zero=True, train="loss=softmax-cross-entropy:labels "
+                                    "optimizer=adam lr=0.001")),
         ("gpt2_forward_pp2_mb2",
          dict(pipeline=True, model=GPT2, input_name="input_ids", batch=1,
               microbatches=2, weights_dir=os.path.dirname(GPT2),
               feeds=[("input_ids", rng.integers(0, 512, (2, 32)).astype(np.int64))])),
         ("small_resnet_forward_pp2_mb4", "resnet"),
-    ] + pipeline_train_cases(rng)
+    ] + pipeline_train_cases(rng) + zero_cases()
+
+
+def zero_cases():
+    """ZeRO-1 (run_case with zero): a plan of data parallelism alone with
+    zero=1 (dist-compile --dist-plan=dp=R,zero=1,mbs=B --dist-batch=R*B):
+    each rank keeps and updates its block of every flattened parameter's
+    optimizer state; gradients reduce-scattered, parameters all-gathered."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    t = rng.standard_normal((4, 4)).astype(np.float32)
+    # The batch of the MLP cases of cases() (their references are reused).
+    mlp = dict(model=MLP, shapes_one=["x:4x8"], shapes_dp=["x:2x8"],
+               feeds=[("x", x), ("target", t)], steps=20, zero=True)
+    x6 = rng.standard_normal((6, 8)).astype(np.float32)
+    t6 = rng.standard_normal((6, 4)).astype(np.float32)
+    return [
+        ("mlp_adam_dp2_zero1",
+         dict(mlp, train="loss=mse:target optimizer=adam lr=0.01")),
+        ("mlp_sgd_dp2_zero1",
+         dict(mlp, train="loss=mse:target optimizer=sgd lr=0.1")),
+        # Momentum buffers sharded, updated in @train_apply after 2
+        # accumulated micro-batches per step.
+        ("mlp_momentum_accumulate2_dp2_zero1",
+         dict(mlp, train="loss=mse:target optimizer=momentum lr=0.01 "
+                         "accumulation-steps=2")),
+        # Uneven blocks: 128, 16 and 64 elements over 3 ranks (43, 6, 22
+        # each, the last block padded).
+        ("mlp_adamw_dp3_zero1_uneven",
+         dict(mlp, shapes_one=["x:6x8"], feeds=[("x", x6), ("target", t6)],
+              ranks=3, train="loss=mse:target optimizer=adamw lr=0.01 "
+                             "weight-decay=0.1")),
+    ]
 
 
 def pipeline_train_cases(rng):
@@ -478,6 +628,25 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_adam_pp2_interleaved",
                 dict(out[-1][1], plan="pp=2,mbs=1,schedule=interleaved,"
                                       "chunks=2")))
+    # Tensor parallelism (Megatron): the MLP's two layers and GPT-2's
+    # attention and MLP blocks split over 2 ranks, alone and with pp=2.
+    # tp alone runs as a one-stage pipeline: 4 micro-batches accumulate.
+    gpt = dict(out)["gpt2_adam_pp2_1f1b"]
+    out.append(("mlp_adam_tp2",
+                dict(mlp, plan="tp=2,mbs=2", ranks=2,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("mlp_sgd_tp2_pp2_1f1b",
+                dict(mlp, plan="tp=2,pp=2,mbs=2,schedule=1f1b", ranks=4)))
+    # GPT-2 with SGD: a row-parallel matmul sums its partial products in
+    # another order than one process, and Adam's m / sqrt(v) magnifies that
+    # rounding for elements whose gradient is near zero (a c_fc bias element
+    # 2.6e-4 off, 1e-4 of one step, after 3 steps); SGD's update is linear.
+    sgd = "loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1"
+    out.append(("gpt2_sgd_tp2",
+                dict(gpt, plan="tp=2,mbs=1", train=sgd)))
+    out.append(("gpt2_sgd_tp2_pp2_1f1b",
+                dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     train=sgd)))
     return out
 
 

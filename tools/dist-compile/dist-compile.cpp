@@ -19,6 +19,7 @@
 #include "tools/Init/ToolFlags.h"
 #include "lib/Support/MLIRInputCheck.h"
 #include "lib/Support/OutputFile.h"
+#include "passes/Distribute/DataParallel.h"
 #include "passes/Passes.h"
 #include "passes/Planning/LayerAnalysis.h"
 
@@ -204,12 +205,30 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
   return parseSourceFile<ModuleOp>(in.path, &ctx);
 }
 
+/// True for a planned module whose plan has tp > 1 and whose function is
+/// not yet split (no `dist.tp_shard` weight).
+static bool needsTensorParallel(ModuleOp module) {
+  auto plan = dist::DistDialect::PlanAttrHelper(module.getContext())
+                  .getAttr(module);
+  if (!plan || plan.getLayout().tp < 2)
+    return false;
+  bool split = false;
+  module.walk([&](Operation *op) {
+    if (op->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
+      split = true;
+  });
+  return !split;
+}
+
 /// True for a planned module whose function is a pipeline (more than one
-/// virtual stage) not yet partitioned into per-list programs.
+/// virtual stage) or tensor parallel, not yet partitioned into per-list
+/// programs.
 static bool needsPartition(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   auto plan = dist::DistDialect::PlanAttrHelper(ctx).getAttr(module);
-  if (!plan || plan.getNumVirtualStages() < 2)
+  // Tensor parallelism without a pipeline runs as a one-stage pipeline:
+  // every tp rank runs list 0, micro-batches accumulate.
+  if (!plan || (plan.getNumVirtualStages() < 2 && plan.getLayout().tp < 2))
     return false;
   auto lists = dist::DistDialect::ActionListAttrHelper(ctx);
   return llvm::none_of(module.getOps<func::FuncOp>(), [&](func::FuncOp f) {
@@ -330,6 +349,30 @@ int main(int argc, char **argv) {
         return 1;
       }
     }
+    // Tensor parallelism rewrites the planned function into one rank's
+    // part before it is differentiated (dist-tensor-parallel).
+    // One lowering pass on the model: 0 when it ran, 1 when it failed
+    // (reported), -1 when the model is skipped (--skip-unsupported).
+    auto lower = [&](std::unique_ptr<Pass> pass, const Twine &what) {
+      PassManager pm(&ctx);
+      pm.addPass(std::move(pass));
+      if (succeeded(pm.run(*m)))
+        return 0;
+      if (!skipUnsupported) {
+        WithColor::error() << "cannot " << what << "\n";
+        return 1;
+      }
+      errs() << "skipped " << in.name << ": " << lastError << "\n";
+      return -1;
+    };
+    if (needsTensorParallel(*m))
+      if (int rc = lower(createTensorParallelPass(),
+                         "split '" + in.path +
+                             "' over the plan's tensor-parallel ranks")) {
+        if (rc > 0)
+          return rc;
+        continue;
+      }
     if (!train.empty()) {
       if (std::string bad = checkTrainOptions(train); !bad.empty()) {
         WithColor::error() << bad << "\n";
@@ -339,7 +382,10 @@ int main(int argc, char **argv) {
       TrainOptions trainOptions;
       trainOptions.autodiff = train;
       trainOptions.loss = trainFlags.loss;
-      trainOptions.dataParallel = dataParallel;
+      // A plan of data parallelism alone runs as dist-data-parallel (its
+      // dp, ZeRO stage and batch); pipelines through dist-partition below.
+      dist::PlanAttr dpPlan = dataParallelPlan(*m);
+      trainOptions.dataParallel = dataParallel || (dpPlan && dpPlan.getDp() > 1);
       std::string error;
       if (failed(buildTrainPipeline(pm, trainOptions, error))) {
         WithColor::error() << "bad --train options '" << train << "'\n";
@@ -364,19 +410,13 @@ int main(int argc, char **argv) {
     // A planned pipeline runs from its schedule: one program per action
     // list (dist-partition; it outlines and materializes what is missing),
     // the forward stream of @main or, with --train, the training step.
-    if (needsPartition(*m)) {
-      PassManager pm(&ctx);
-      pm.addPass(createPartitionPass());
-      if (failed(pm.run(*m))) {
-        if (!skipUnsupported) {
-          WithColor::error() << "cannot partition '" << in.path
-                             << "' into per-rank programs\n";
-          return 1;
-        }
-        errs() << "skipped " << in.name << ": " << lastError << "\n";
+    if (needsPartition(*m))
+      if (int rc = lower(createPartitionPass(),
+                         "partition '" + in.path + "' into per-rank programs")) {
+        if (rc > 0)
+          return rc;
         continue;
       }
-    }
     // The printer prints what the IR says: dist-prepare-for-emission makes
     // the kernel, memory, layout and precision decisions first (after the
     // cost model names each op for --profile-json).

@@ -8,6 +8,8 @@
 // returns the job's exit status. docs/cli.md, "Jobs".
 //
 //===----------------------------------------------------------------------===//
+#include "lib/Support/Launcher.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -124,20 +126,11 @@ int main(int argc, char **argv) {
   std::vector<std::string> cmd;
   bool direct = n == 1 && planned && *planned == 1;
   if (!direct) {
-    std::string mpirun = mpirunPath;
-    if (mpirun.empty()) {
-      ErrorOr<std::string> found = sys::findProgramByName("mpirun");
-      if (!found)
-        return fail("mpirun was not found on PATH; install Open MPI "
-                    "(openmpi-bin, scripts/install-deps.sh) or pass "
-                    "--mpirun=PATH");
-      mpirun = *found;
-    }
-    cmd = {mpirun};
-    if (geteuid() == 0)
-      cmd.push_back("--allow-run-as-root");
-    cmd.insert(cmd.end(), {"--oversubscribe", "-np", std::to_string(n), "-x",
-                           "OMP_NUM_THREADS"});
+    Expected<std::vector<std::string>> launcher =
+        distopt::mpirunCommand(mpirunPath, n);
+    if (!launcher)
+      return fail(toString(launcher.takeError()));
+    cmd = std::move(*launcher);
     cmd.insert(cmd.end(), mpirunArgs.begin(), mpirunArgs.end());
   }
   cmd.push_back(std::string(exe));

@@ -287,6 +287,18 @@ module attributes {dist.data_parallel} {}
 
 // -----
 
+// expected-error @+1 {{'dist.zero' is {stage = S, replicas = N} on a func.func (ZeRO stage 1-3 over N >= 2 data-parallel replicas; set by dist-data-parallel), got {replicas = 1 : i64, stage = 1 : i64}}}
+func.func @f() attributes {dist.zero = {stage = 1 : i64, replicas = 1 : i64}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.zero' is {stage = S, replicas = N} on a func.func}}
+module attributes {dist.zero = {stage = 1 : i64, replicas = 2 : i64}} {}
+
+// -----
+
 // expected-error @+1 {{'dist.batch_shard' marks function arguments; put it in the argument's attribute dictionary}}
 func.func @f() attributes {dist.batch_shard} {
   return
@@ -338,3 +350,19 @@ module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches 
 
 // expected-error @+1 {{plan replicas need dp = 1, chunks = 1 and cp = 1, got dp = 1, chunks = 1 and cp = 2}}
 module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 3, global_batch = 3, schedule = "1f1b", cp = 2, stages = [0, 1], replicas = [3, 1]>} {}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'dist.tp_shard' is [dim, blocks, parts] on a graph.weight or graph.state (written by dist-tensor-parallel), got array<i64: 1, 2>}}
+  %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 2>} : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'dist.tp_shard' [1, 3, 2] does not fit 'tensor<8x8xf32>': dim must index the tensor, blocks divide its size there and parts be at least 2}}
+  %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 3, 2>} : tensor<8x8xf32>
+  return
+}

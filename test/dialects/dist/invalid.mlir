@@ -140,6 +140,22 @@ func.func @scatter_divisible(%x: tensor<5xf32>) {
 
 // -----
 
+func.func @slice_divisible(%x: tensor<5xf32>) {
+  // expected-error @+1 {{dimension 0 of size 5 does not split into 2 equal parts}}
+  %0 = dist.all_slice %x axis 0 over [0, 1] : tensor<5xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_size(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{result dimension 0 should be 2, got 4}}
+  %0 = dist.all_slice %x axis 0 over [0, 1] : tensor<4x3xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
 func.func @a2a_split_axis(%x: tensor<4x4xf32>) {
   // expected-error @+1 {{split axis 2 is out of range for a rank-2 tensor}}
   %0 = dist.all_to_all %x split 2 concat 0 over [0, 1] : tensor<4x4xf32> -> tensor<4x4xf32>
@@ -207,5 +223,13 @@ func.func @merge_none() {
 func.func @merge_axis(%a: tensor<2xf32>) {
   // expected-error @+1 {{axis 3 is out of range for a rank-1 tensor}}
   %0 = dist.microbatch_merge %a, %a axis 3 : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @tp_copy_group(%x: tensor<2xf32>) {
+  // expected-error @+1 {{group lists device 1 twice}}
+  %0 = dist.tp_copy %x over [1, 1] : tensor<2xf32>
   return
 }

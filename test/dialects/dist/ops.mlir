@@ -30,11 +30,15 @@ module attributes {dist.cluster = #dist.cluster<"mixed",
 // CHECK-LABEL: func.func @annotations
 // CHECK: graph.unary relu %{{.*}} {dist.layer = 3 : i64, dist.tp = #dist.tp<column>, dist.virtual_stage = 1 : i64}
 // CHECK: func.func @sharded(%{{.*}}: tensor<4xf32> {dist.batch_shard}) attributes {dist.data_parallel}
+// CHECK: func.func @zero() attributes {dist.data_parallel, dist.zero = {replicas = 2 : i64, stage = 1 : i64}}
 func.func @annotations(%x: tensor<4xf32>) -> tensor<4xf32> {
   %a = graph.unary relu %x {dist.layer = 3 : i64, dist.virtual_stage = 1 : i64, dist.tp = #dist.tp<column>} : (tensor<4xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>
 }
 func.func @sharded(%x: tensor<4xf32> {dist.batch_shard}) attributes {dist.data_parallel} {
+  return
+}
+func.func @zero() attributes {dist.data_parallel, dist.zero = {stage = 1 : i64, replicas = 2 : i64}} {
   return
 }
 
@@ -70,10 +74,14 @@ func.func @collectives(%g: tensor<8x4xf32>) {
   %0 = dist.all_reduce %g sum over [0, 1, 2, 3] : tensor<8x4xf32>
   // CHECK: dist.all_reduce %{{.*}} mean over world : tensor<8x4xf32>
   %w = dist.all_reduce %g mean over world : tensor<8x4xf32>
+  // CHECK: dist.tp_copy %{{.*}} over [0, 1] : tensor<8x4xf32>
+  %c = dist.tp_copy %g over [0, 1] : tensor<8x4xf32>
   // CHECK: dist.all_gather %{{.*}} axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<16x4xf32>
   %1 = dist.all_gather %g axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<16x4xf32>
   // CHECK: dist.reduce_scatter %{{.*}} mean axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<4x4xf32>
   %2 = dist.reduce_scatter %g mean axis 0 over [0, 1] : tensor<8x4xf32> -> tensor<4x4xf32>
+  // CHECK: dist.all_slice %{{.*}} axis 0 over [2, 3] : tensor<8x4xf32> -> tensor<4x4xf32>
+  %s = dist.all_slice %g axis 0 over [2, 3] : tensor<8x4xf32> -> tensor<4x4xf32>
   // CHECK: dist.all_to_all %{{.*}} split 0 concat 1 over [0, 1] : tensor<8x4xf32> -> tensor<4x8xf32>
   %3 = dist.all_to_all %g split 0 concat 1 over [0, 1] : tensor<8x4xf32> -> tensor<4x8xf32>
   // CHECK: dist.all_to_all %{{.*}} split 1 concat 1 over [0, 1] : tensor<8x4xf32> -> tensor<8x4xf32>

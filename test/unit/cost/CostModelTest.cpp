@@ -277,6 +277,48 @@ TEST(ProfileDB, OverridesAnalyticTimes) {
   EXPECT_EQ(*f, 0.5);
 }
 
+TEST(ProfileDB, OptimizerStepPerParameter) {
+  const char *json = R"({"version": 1, "entries": [],
+    "optimizer": [{"device": "test", "seconds_per_parameter": 2e-9}]})";
+  ProfileDB db = llvm::cantFail(ProfileDB::parse(json, "p.json"));
+  CostModel cm(&db), analytic;
+  DeviceSpec d = testDevice();
+  EXPECT_DOUBLE_EQ(cm.optimizerTime(1e6, 28, d), 2e-3);
+  // Another device kind: the analytic memory-bound pass.
+  DeviceSpec other = d;
+  other.name = "other";
+  EXPECT_DOUBLE_EQ(cm.optimizerTime(1e6, 28, other),
+                   analytic.optimizerTime(1e6, 28, other));
+  EXPECT_GT(analytic.optimizerTime(1e6, 28, d), 0);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  db.write(os);
+  ProfileDB back = llvm::cantFail(ProfileDB::parse(out, "back.json"));
+  EXPECT_EQ(back.optimizerPerParameter("test"), 2e-9);
+  auto bad = ProfileDB::parse(R"({"version": 1, "entries": [],
+    "optimizer": [{"device": "x", "seconds_per_parameter": -1}]})",
+                              "p.json");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("optimizer[0]"),
+            std::string::npos);
+}
+
+TEST(ProfileDB, MeanOfRuns) {
+  ProfileDB a, b;
+  a.add("d", "s", 2, 1, {1.0, -1, 4.0});
+  b.add("d", "s", 2, 1, {3.0, 2.0, -1});
+  b.add("d", "s", 4, 1, {5.0, -1, -1});
+  a.setOptimizerPerParameter("d", 1e-9);
+  b.setOptimizerPerParameter("d", 3e-9);
+  ProfileDB m = ProfileDB::mean({a, b});
+  EXPECT_EQ(m.size(), 2u);
+  EXPECT_EQ(m.lookup("d", "s", 2, 1, Phase::Forward), 2.0);
+  EXPECT_EQ(m.lookup("d", "s", 2, 1, Phase::BackwardInput), 2.0);
+  EXPECT_EQ(m.lookup("d", "s", 2, 1, Phase::BackwardWeight), 4.0);
+  EXPECT_EQ(m.lookup("d", "s", 4, 1, Phase::Forward), 5.0);
+  EXPECT_DOUBLE_EQ(*m.optimizerPerParameter("d"), 2e-9);
+}
+
 TEST(ProfileDB, ErrorsSayWhatAndWhere) {
   auto err = [](const char *text) {
     auto db = ProfileDB::parse(text, "p.json");

@@ -41,9 +41,10 @@ struct Model {
   /// world keeps block r.
   const int *replicaOf;
   int replicas;
-  /// Pipeline programs (dist.stage regions): the ranks the job must run
-  /// (one per stage), and the rank that computes, prints and writes the
-  /// outputs (the last stage's). 0, 0 otherwise.
+  /// Pipeline programs (dist.stage regions) and ZeRO data parallelism: the
+  /// ranks the job must run (the plan's devices; ZeRO's replicas), whose
+  /// weights or state differ, and the rank that computes, prints and writes
+  /// the outputs (the last stage's; 0 for ZeRO). 0, 0 otherwise.
   int pipelineRanks;
   int outputRank;
   /// A hash of the compiled IR (dist-compile): ranks of one job compare it
@@ -307,15 +308,16 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
             model->pipelineRanks - 1, world, model->pipelineRanks);
     return 1;
   }
-  // Pipeline ranks own different stages' weights and state: each saves and
-  // loads its own folder.
+  // Pipeline ranks own different stages' weights and state, ZeRO ranks
+  // different shards of the optimizer state: each saves and loads its own
+  // folder.
   for (const std::string *dir : {&saveDir, &loadDir})
     if (pipeline && world > 1 && !dir->empty() &&
         dir->find("{rank}") == std::string::npos) {
       fprintf(stderr,
-              "error: %s%s '%s': the ranks of a pipeline hold different "
-              "stages' weights and state; name one folder per rank with "
-              "{rank} in it, e.g. '%s/{rank}'\n",
+              "error: %s%s '%s': the ranks of this job hold different "
+              "weights or state (pipeline stages, ZeRO shards); name one "
+              "folder per rank with {rank} in it, e.g. '%s/{rank}'\n",
               who.c_str(), dir == &saveDir ? "--save-state" : "--load-state",
               dir->c_str(), dir->c_str());
       return 2;

@@ -25,13 +25,18 @@ namespace dg {
 
 /// What the compiler knows about one emitted op: its kind (the graph op, or
 /// the fused kernel's anchor), where it came from, its cost-model signature
-/// ("" when the cost model has none) and its training phase ("" outside
-/// training programs).
+/// ("" when the cost model has none), its training phase ("" outside
+/// training programs), the forward op whose profile entry it belongs to
+/// (-1: its own; the backward ops of a forward op carry its number) and
+/// the parameters it updates.
 struct OpInfo {
   const char *kind;
   const char *where;
   const char *signature;
   const char *phase;
+  int instance;
+  /// Parameters a parameter update (sgd, adam) writes; 0 for other ops.
+  long long updated;
 };
 
 inline double wallSeconds() {
@@ -122,15 +127,19 @@ struct Profiler {
   }
 
   /// Writes the profile database (docs/cost-model.md): per signature and
-  /// phase, the mean time of the ops that carry it.
+  /// phase, the mean over the op instances that carry it of each
+  /// instance's time (the ops of one instance, such as the dX and dW
+  /// matmuls and the bias reduction of one linear layer's backward, add
+  /// up; an op without an instance is one of its own).
   int writeJson(const std::string &path, const std::string &device,
                 int64_t microBatch, Error &err) const {
     std::vector<double> t = perRun();
-    struct Sum {
+    // (signature, instance) -> seconds per phase and whether it ran.
+    struct Instance {
       double s[3] = {0, 0, 0};
-      int n[3] = {0, 0, 0};
+      bool ran[3] = {false, false, false};
     };
-    std::map<std::string, Sum> sums;
+    std::map<std::pair<std::string, long long>, Instance> instances;
     for (int i = 0; i < numOps; ++i) {
       if (!*ops[i].signature)
         continue;
@@ -138,10 +147,40 @@ struct Profiler {
       int p = ph == "backward_input" ? 1 : ph == "backward_weight" ? 2 : 0;
       if (!ph.empty() && ph != "forward" && p == 0)
         continue; // optimizer updates: no phase in the database
-      Sum &s = sums[ops[i].signature];
-      s.s[p] += t[(size_t)i];
-      s.n[p] += 1;
+      long long key =
+          ops[i].instance >= 0 ? ops[i].instance : -1 - (long long)i;
+      Instance &in = instances[{ops[i].signature, key}];
+      in.s[p] += t[(size_t)i];
+      in.ran[p] = true;
     }
+    // The optimizer phase (updates, unscaling; not a data-parallel
+    // program's gradient collectives) per parameter updated.
+    double optimizerSeconds = 0;
+    long long updated = 0;
+    for (int i = 0; i < numOps; ++i)
+      if (std::string(ops[i].phase) == "optimizer" &&
+          std::string(ops[i].kind).rfind("dist.", 0) != 0) {
+        optimizerSeconds += t[(size_t)i];
+        updated += ops[i].updated;
+      }
+    // In a training step a forward op without ops in a backward phase
+    // (the first layer's input gradient) took no time there: it counts
+    // with 0, so the mean over a signature's instances adds up to what
+    // the step ran.
+    bool training = false;
+    for (auto &kv : instances)
+      training |= kv.second.ran[1] || kv.second.ran[2];
+    struct Sum {
+      double s[3] = {0, 0, 0};
+      int n[3] = {0, 0, 0};
+    };
+    std::map<std::string, Sum> sums;
+    for (auto &[key, in] : instances)
+      for (int p = 0; p < 3; ++p)
+        if (in.ran[p] || (training && in.ran[0])) {
+          sums[key.first].s[p] += in.s[p];
+          sums[key.first].n[p] += 1;
+        }
     FILE *f = fopen(path.c_str(), "w");
     if (!f)
       return fail(err, "--profile-json: cannot write '%s' (%s)", path.c_str(),
@@ -167,7 +206,13 @@ struct Profiler {
       fprintf(f, "}");
       firstEntry = false;
     }
-    fprintf(f, "\n]}\n");
+    fprintf(f, "\n]");
+    if (updated > 0)
+      fprintf(f,
+              ",\n\"optimizer\": [{\"device\": \"%s\", "
+              "\"seconds_per_parameter\": %.9g}]",
+              device.c_str(), optimizerSeconds / (double)updated);
+    fprintf(f, "}\n");
     if (fclose(f))
       return fail(err, "--profile-json: writing '%s' failed", path.c_str());
     return 0;

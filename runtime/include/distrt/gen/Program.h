@@ -24,6 +24,33 @@ inline std::string sanitizeName(const std::string &name) {
   return s.empty() ? std::string("_") : s;
 }
 
+/// Which part of a tensor a tensor-parallel rank holds (`dist.tp_shard`):
+/// dimension `dim` of the full tensor viewed as [blocks][parts][n], rank
+/// `index` on the parts axis keeping its n of every block. parts = 1: the
+/// whole tensor.
+struct Shard {
+  int dim = 0, blocks = 1, parts = 1, index = 0;
+};
+
+/// Calls fn(fullElement, shardElement, count) for each contiguous run of
+/// the full tensor (dims, rank) that shard `s` holds, in the shard's order.
+template <class F>
+inline void forEachShardRun(const int64_t *dims, int rank, const Shard &s,
+                            F fn) {
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < s.dim; ++i)
+    outer *= dims[i];
+  for (int i = s.dim + 1; i < rank; ++i)
+    inner *= dims[i];
+  int64_t n = dims[s.dim], part = n / ((int64_t)s.blocks * s.parts);
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t b = 0; b < s.blocks; ++b) {
+      fn((o * n + (b * s.parts + s.index) * part) * inner, at, part * inner);
+      at += part * inner;
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // Execution state of one model run
 //===----------------------------------------------------------------------===//
@@ -121,18 +148,22 @@ struct Program {
     int rank;
     int64_t dims[8];
     void *ptr;
+    Shard shard; ///< this rank's part of a tensor-parallel tensor
   };
   std::vector<Persistent> persistent;
 
   /// The persistent buffer `name`, created on first use (`fresh` set).
   void *persistentBuffer(const char *name, DType dt, int rank,
-                         const int64_t *dims, bool &fresh) {
+                         const int64_t *dims, bool &fresh,
+                         const Shard *shard = nullptr) {
     fresh = false;
     for (Persistent &b : persistent)
       if (b.name == name)
         return b.ptr;
     Persistent b;
     b.name = name;
+    if (shard)
+      b.shard = *shard;
     b.dtype = dt;
     b.rank = rank;
     size_t bytes = dtypeInfo(dt).size;
@@ -174,8 +205,27 @@ struct Program {
                   dtypeInfo(b.dtype).name, shapeStr(b.dims, b.rank).c_str());
     return upload(b.ptr, t.data.data(), t.data.size());
   }
-  /// Writes every persistent buffer as DIR/<name>.npy.
+  /// Writes every persistent buffer as DIR/<name>.npy, and for the
+  /// tensor-parallel shards among them DIR/shards.json: per tensor its
+  /// full shape and which part this rank holds (docs/distributed.md).
   int saveState(const std::string &dir) {
+    std::string shards;
+    for (Persistent &b : persistent) {
+      if (b.shard.parts < 2)
+        continue;
+      std::string full;
+      for (int i = 0; i < b.rank; ++i)
+        full += (i ? ", " : "") +
+                std::to_string(b.dims[i] * (i == b.shard.dim ? b.shard.parts
+                                                             : 1));
+      shards += std::string(shards.empty() ? "" : ",\n") + "  \"" +
+                sanitizeName(b.name) + "\": {\"dim\": " +
+                std::to_string(b.shard.dim) +
+                ", \"blocks\": " + std::to_string(b.shard.blocks) +
+                ", \"parts\": " + std::to_string(b.shard.parts) +
+                ", \"index\": " + std::to_string(b.shard.index) +
+                ", \"shape\": [" + full + "]}";
+    }
     for (Persistent &b : persistent) {
       TensorSpec spec;
       spec.name = b.name.c_str();
@@ -188,6 +238,16 @@ struct Program {
           writeNpy(dir + "/" + sanitizeName(b.name) + ".npy", spec, host.data(),
                    err))
         return 1;
+    }
+    if (!shards.empty()) {
+      std::string path = dir + "/shards.json";
+      FILE *f = fopen(path.c_str(), "w");
+      bool ok = f && fprintf(f, "{\n%s\n}\n", shards.c_str()) >= 0;
+      if (f)
+        ok = fclose(f) == 0 && ok;
+      if (!ok)
+        return fail(err, "--save-state: cannot write '%s' (%s)", path.c_str(),
+                    strerror(errno));
     }
     return 0;
   }
@@ -309,18 +369,28 @@ struct Program {
   }
   /// Reads `size` bytes of weight `name` from `file` (relative to the
   /// model's folder, or to --weights-dir) at `offset` into `dst`.
-  int loadWeight(const char *name, const char *file, int64_t offset,
-                 int64_t size, void *dst) {
+  /// Opens the file of weight `name` (`size` bytes at `offset`, for the
+  /// message), setting `path`; null with the error set when it cannot.
+  FILE *openWeights(const char *name, const char *file, int64_t offset,
+                    int64_t size, std::string &path) {
     std::string dir = weightsDir.empty() ? modelDir : weightsDir;
-    std::string path = (dir.empty() ? std::string() : dir + "/") + file;
+    path = (dir.empty() ? std::string() : dir + "/") + file;
     FILE *f = fopen(path.c_str(), "rb");
     if (!f)
-      return fail(err,
-                  "weight '%s': cannot open weights file '%s' (%s); it must "
-                  "hold %lld bytes at offset %lld. Put the file there or pass "
-                  "--weights-dir DIR naming the folder that holds '%s'",
-                  name, path.c_str(), strerror(errno), (long long)size,
-                  (long long)offset, file);
+      fail(err,
+           "weight '%s': cannot open weights file '%s' (%s); it must hold "
+           "%lld bytes at offset %lld. Put the file there or pass "
+           "--weights-dir DIR naming the folder that holds '%s'",
+           name, path.c_str(), strerror(errno), (long long)size,
+           (long long)offset, file);
+    return f;
+  }
+  int loadWeight(const char *name, const char *file, int64_t offset,
+                 int64_t size, void *dst) {
+    std::string path;
+    FILE *f = openWeights(name, file, offset, size, path);
+    if (!f)
+      return 1;
     std::vector<char> buf((size_t)size);
     bool ok =
         fseek(f, (long)offset, SEEK_SET) == 0 &&
@@ -340,10 +410,61 @@ struct Program {
   /// floats 1 for scale-like names, else 0; integer tensors 0.
   int initWeight(const char *name, DType dt, const int64_t *dims, int rank,
                  void *dst) {
+    std::vector<char> buf;
+    fillWeight(name, dt, dims, rank, buf);
+    return upload(dst, buf.data(), buf.size());
+  }
+  /// A tensor-parallel rank's shard of a weight: the runs of the full
+  /// tensor (dims: its full shape) that `shard` holds, read from the file
+  /// one by one, so a rank reads only its part.
+  int loadWeightShard(const char *name, const char *file, int64_t offset,
+                      DType dt, const int64_t *dims, int rank,
+                      const Shard &shard, void *dst) {
+    int64_t n = 1, elem = (int64_t)dtypeInfo(dt).size;
+    for (int i = 0; i < rank; ++i)
+      n *= dims[i];
+    std::string path;
+    FILE *f = openWeights(name, file, offset, n * elem, path);
+    if (!f)
+      return 1;
+    std::vector<char> buf((size_t)(n / shard.parts * elem));
+    bool ok = true;
+    forEachShardRun(dims, rank, shard, [&](int64_t from, int64_t to,
+                                           int64_t count) {
+      ok = ok && fseek(f, (long)(offset + from * elem), SEEK_SET) == 0 &&
+           fread(buf.data() + to * elem, 1, (size_t)(count * elem), f) ==
+               (size_t)(count * elem);
+    });
+    fclose(f);
+    if (!ok)
+      return fail(err,
+                  "weight '%s': weights file '%s' is too short for its "
+                  "%lld bytes at offset %lld; is it the file the model was "
+                  "exported with?",
+                  name, path.c_str(), (long long)(n * elem), (long long)offset);
+    return upload(dst, buf.data(), buf.size());
+  }
+  /// initWeight's values of the full tensor (dims), this rank's shard.
+  int initWeightShard(const char *name, DType dt, const int64_t *dims,
+                      int rank, const Shard &shard, void *dst) {
+    std::vector<char> full;
+    fillWeight(name, dt, dims, rank, full);
+    int64_t elem = (int64_t)dtypeInfo(dt).size;
+    std::vector<char> buf(full.size() / shard.parts);
+    forEachShardRun(dims, rank, shard,
+                    [&](int64_t from, int64_t to, int64_t count) {
+                      memcpy(buf.data() + to * elem, full.data() + from * elem,
+                             (size_t)(count * elem));
+                    });
+    return upload(dst, buf.data(), buf.size());
+  }
+  /// The values initWeight gives a weight of shape dims, into `buf`.
+  static void fillWeight(const char *name, DType dt, const int64_t *dims,
+                         int rank, std::vector<char> &buf) {
     int64_t n = 1;
     for (int i = 0; i < rank; ++i)
       n *= dims[i];
-    std::vector<char> buf((size_t)n * dtypeInfo(dt).size, 0);
+    buf.assign((size_t)n * dtypeInfo(dt).size, 0);
     uint64_t seed = 1469598103934665603ull;
     for (const char *c = name; *c; ++c)
       seed = (seed ^ (unsigned char)*c) * 1099511628211ull;
@@ -372,7 +493,6 @@ struct Program {
       else if (dt == F64)
         ((double *)buf.data())[i] = v;
     }
-    return upload(dst, buf.data(), buf.size());
   }
 };
 

@@ -1,0 +1,562 @@
+//===- TensorParallel.cpp - The dist-tensor-parallel pass -------*- C++ -*-===//
+//
+// Part of DistOpt. Rewrites the planned forward function into what one
+// tensor-parallel rank runs (Megatron-LM): each column-parallel matmul keeps
+// its rank's columns, the values computed from them stay split through
+// the ops that work on split activations (bias, activation functions,
+// views, attention heads) until a row-parallel matmul, whose partial sums
+// are all-reduced. Weights get their local types and `dist.tp_shard`, the
+// part of the file each rank reads. Runs before dist-autodiff, which
+// differentiates the rewritten function: `dist.tp_copy` (the identity,
+// gradient all-reduced) and `dist.all_reduce sum` (gradient the identity)
+// make the backward Megatron's. docs/distributed.md "Tensor parallelism".
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/Planning/Planning.h"
+
+#include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphOps.h"
+#include "lib/Schedule/RankLayout.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace distopt {
+#define GEN_PASS_DEF_TENSORPARALLELPASS
+#include "passes/Passes.h.inc"
+} // namespace distopt
+
+using namespace mlir;
+using namespace distopt;
+namespace g = distopt::graph;
+
+namespace {
+
+/// How a value of a tensor-parallel region is split over the tp ranks:
+/// dimension `dim`, viewed as [blocks][tp][n / (blocks tp)], each rank
+/// holding its part of every block (a fused Q|K|V projection splits each
+/// of Q, K and V, not the concatenation).
+struct Split {
+  int64_t dim = 0;
+  int64_t blocks = 1;
+  bool operator==(const Split &o) const {
+    return dim == o.dim && blocks == o.blocks;
+  }
+};
+
+RankedTensorType tensorOf(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
+}
+
+/// The graph.weight that `v` is, if only `user` reads it (a weight shared
+/// with other ops, such as tied embeddings, stays whole).
+g::WeightOp ownWeight(Value v, Operation *user) {
+  auto w = v.getDefiningOp<g::WeightOp>();
+  if (!w || !v.hasOneUse() || *v.getUsers().begin() != user ||
+      w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
+    return {};
+  return w;
+}
+
+/// One Megatron region, grown from a column-parallel matmul: the values
+/// split in it, the ops that compute them, the weights to shard and the
+/// row-parallel matmuls that close it. `fail` says why a region cannot be
+/// split (it then stays replicated).
+class Region {
+public:
+  Region(func::FuncOp func, int64_t tp) : func(func), tp(tp) {}
+
+  /// Grows the region from `origin`; false (with `why`) when some value
+  /// computed from its columns cannot stay split.
+  bool grow(g::MatmulOp origin);
+
+  func::FuncOp func;
+  int64_t tp;
+  llvm::MapVector<Value, Split> split;
+  llvm::SetVector<Operation *> ops;
+  SmallVector<g::MatmulOp> columns, rows;
+  /// Weights and their shard: dimension and blocks.
+  llvm::MapVector<Operation *, Split> weights;
+  std::string why;
+
+private:
+  bool failAt(Operation *op, const Twine &reason) {
+    llvm::raw_string_ostream os(why);
+    os << "'" << op->getName() << "' at " << op->getLoc() << ": " << reason;
+    return false;
+  }
+  bool fits(Value v, Split s) {
+    auto t = tensorOf(v);
+    return t && t.hasStaticShape() && s.dim < t.getRank() &&
+           t.getDimSize(s.dim) % (s.blocks * tp) == 0;
+  }
+  bool setSplit(Operation *op, Value v, Split s) {
+    if (!fits(v, s))
+      return failAt(op, "dimension " + Twine(s.dim) + " of " +
+                            Twine(tensorOf(v) ? tensorOf(v).getDimSize(s.dim)
+                                              : 0) +
+                            " does not split into " + Twine(s.blocks) +
+                            " block(s) of " + Twine(tp) + " ranks");
+    split[v] = s;
+    return true;
+  }
+  bool shardWeight(g::WeightOp w, Split s) {
+    if (!fits(w.getResult(), s))
+      return failAt(w, "weight '" + w.getSymName() + "' does not split " +
+                           Twine(tp) + " ways along dimension " +
+                           Twine(s.dim));
+    weights[w] = s;
+    return true;
+  }
+  bool addColumn(g::MatmulOp m);
+  int64_t blocksOf(g::MatmulOp m);
+  bool visit(Operation *op);
+  bool visitMatmul(g::MatmulOp m);
+  bool visitElementwise(Operation *op, ValueRange operands);
+  std::optional<Split> reshaped(Value in, Value out, Split s);
+};
+
+/// True for a matmul whose right operand is a weight only it reads and
+/// whose left operand is not split: a column-parallel candidate.
+bool isColumnCandidate(g::MatmulOp m, const llvm::MapVector<Value, Split> &split) {
+  auto rhs = tensorOf(m.getRhs());
+  return rhs && rhs.getRank() == 2 && ownWeight(m.getRhs(), m) &&
+         !split.contains(m.getLhs()) && !m.getTransposeLhs() &&
+         (!m.getBias() || ownWeight(m.getBias(), m));
+}
+
+/// The blocks a column matmul's output splits into: k when its output
+/// (through a view or bias) is cut into k equal pieces along the split
+/// dimension (a fused projection), else 1.
+int64_t Region::blocksOf(g::MatmulOp m) {
+  Value v = m.getResult();
+  int64_t dim = tensorOf(v).getRank() - 1;
+  for (int hops = 0; hops < 8 && v.hasOneUse(); ++hops) {
+    Operation *user = *v.getUsers().begin();
+    if (auto s = dyn_cast<g::SplitOp>(user)) {
+      if ((int64_t)s.getAxis() != dim)
+        return 1;
+      int64_t first = tensorOf(s.getResult(0)).getDimSize(dim);
+      for (Value r : s.getResults())
+        if (tensorOf(r).getDimSize(dim) != first)
+          return 1;
+      return s.getNumResults();
+    }
+    if (isa<g::ReshapeOp>(user)) {
+      std::optional<Split> next = reshaped(v, user->getResult(0), {dim, 2});
+      if (!next)
+        return 1;
+      dim = next->dim;
+    } else if (!isa<g::BinaryOp, g::UnaryOp>(user)) {
+      return 1;
+    }
+    v = user->getResult(0);
+  }
+  return 1;
+}
+
+bool Region::addColumn(g::MatmulOp m) {
+  if (ops.contains(m))
+    return true;
+  Split out{tensorOf(m.getResult()).getRank() - 1, blocksOf(m)};
+  // The weight's columns: its last dimension, or its first when the
+  // matmul reads it transposed.
+  Split w{m.getTransposeRhs() ? 0 : 1, out.blocks};
+  auto weight = m.getRhs().getDefiningOp<g::WeightOp>();
+  if (!shardWeight(weight, w))
+    return false;
+  if (Value bias = m.getBias()) {
+    auto b = bias.getDefiningOp<g::WeightOp>();
+    if (tensorOf(bias).getRank() != 1 || !shardWeight(b, {0, out.blocks}))
+      return failAt(m, "its bias is not a vector of its columns");
+  }
+  ops.insert(m);
+  columns.push_back(m);
+  return setSplit(m, m.getResult(), out);
+}
+
+/// `s` carried through a reshape from `in` to `out`: the split dimension
+/// kept whole, cut into factors (the split on the outer one) or merged
+/// with the dimensions after it (the split outermost).
+std::optional<Split> Region::reshaped(Value in, Value out, Split s) {
+  ArrayRef<int64_t> a = tensorOf(in).getShape(), b = tensorOf(out).getShape();
+  int64_t pre = 1;
+  for (int64_t i = 0; i < s.dim; ++i)
+    pre *= a[i];
+  int64_t n = a[s.dim];
+  int64_t acc = 1, j = 0;
+  while (j < (int64_t)b.size() && acc < pre)
+    acc *= b[j++];
+  // Leading unit dimensions of the result come before the split one.
+  while (j < (int64_t)b.size() && acc == pre && b[j] == 1 && n != 1)
+    ++j;
+  if (acc != pre || j >= (int64_t)b.size())
+    return std::nullopt;
+  if (b[j] == n)
+    return Split{j, s.blocks};
+  if (s.blocks != 1)
+    return std::nullopt;
+  if (n % b[j] == 0) { // [.., n, ..] -> [.., f0, f1, ..]: split on f0
+    int64_t p = 1;
+    for (int64_t k = j; k < (int64_t)b.size() && p < n; ++k)
+      p *= b[k];
+    if (p == n && b[j] % tp == 0)
+      return Split{j, 1};
+    return std::nullopt;
+  }
+  if (b[j] % n == 0) { // [.., n, m, ..] -> [.., n m, ..]
+    int64_t p = 1;
+    for (int64_t k = s.dim; k < (int64_t)a.size() && p < b[j]; ++k)
+      p *= a[k];
+    if (p == b[j])
+      return Split{j, 1};
+  }
+  return std::nullopt;
+}
+
+/// A binary, where, unary or cast op: every operand either has the
+/// region's split, broadcasts over the split dimension, or is a weight of
+/// the split dimension's size (a bias: sharded alike), or is the output of
+/// another column-parallel matmul (SwiGLU's gate and up projections).
+bool Region::visitElementwise(Operation *op, ValueRange operands) {
+  auto result = tensorOf(op->getResult(0));
+  std::optional<Split> common;
+  for (Value v : operands)
+    if (auto it = split.find(v); it != split.end()) {
+      // Operands of lower rank broadcast from the right.
+      Split s = it->second;
+      s.dim += result.getRank() - tensorOf(v).getRank();
+      if (common && !(*common == s))
+        return failAt(op, "its operands are split differently");
+      common = s;
+    }
+  for (Value v : operands) {
+    if (split.contains(v))
+      continue;
+    auto t = tensorOf(v);
+    int64_t aligned = common->dim - (result.getRank() - t.getRank());
+    if (aligned < 0 || t.getDimSize(aligned) == 1)
+      continue; // broadcast over the split dimension
+    if (auto w = ownWeight(v, op)) {
+      if (!shardWeight(w, {aligned, common->blocks}))
+        return false;
+      continue;
+    }
+    if (auto m = v.getDefiningOp<g::MatmulOp>();
+        m && isColumnCandidate(m, split) && t == result &&
+        aligned == t.getRank() - 1 && blocksOf(m) == common->blocks) {
+      if (!addColumn(m))
+        return false;
+      continue;
+    }
+    return failAt(op, "a whole tensor meets a split one (a residual or a "
+                      "replicated operand); Megatron regions end at a "
+                      "row-parallel matmul before it");
+  }
+  return setSplit(op, op->getResult(0), *common);
+}
+
+bool Region::visitMatmul(g::MatmulOp m) {
+  auto lhs = tensorOf(m.getLhs()), rhs = tensorOf(m.getRhs());
+  auto ls = split.find(m.getLhs()), rs = split.find(m.getRhs());
+  if (ls != split.end() && rs == split.end() && ownWeight(m.getRhs(), m) &&
+      rhs.getRank() == 2) {
+    // Row-parallel: the split is the contracted dimension; each rank's
+    // product is a partial sum of the output.
+    int64_t k = m.getTransposeLhs() ? lhs.getRank() - 2 : lhs.getRank() - 1;
+    if (ls->second.dim != k || ls->second.blocks != 1)
+      return failAt(m, "a weighted matmul reads an activation split along a "
+                       "dimension it does not contract");
+    if (m.getBias() && !isa<RankedTensorType>(m.getBias().getType()))
+      return failAt(m, "its bias is not a tensor");
+    if (!shardWeight(m.getRhs().getDefiningOp<g::WeightOp>(),
+                     {m.getTransposeRhs() ? 1 : 0, 1}))
+      return false;
+    ops.insert(m);
+    rows.push_back(m);
+    return true;
+  }
+  // Attention: both operands split along the same batch (head) dimension,
+  // or one broadcast over it.
+  int64_t rank = tensorOf(m.getResult()).getRank();
+  std::optional<Split> common;
+  for (auto [v, it] : {std::pair{m.getLhs(), ls}, std::pair{m.getRhs(), rs}})
+    if (it != split.end()) {
+      Split s = it->second;
+      s.dim += rank - tensorOf(v).getRank();
+      if (s.dim >= rank - 2 || (common && !(*common == s)))
+        return failAt(m, "a matmul of activations split along a dimension "
+                         "other than a shared batch (head) dimension");
+      common = s;
+    }
+  for (auto [v, it] : {std::pair{m.getLhs(), ls}, std::pair{m.getRhs(), rs}})
+    if (it == split.end()) {
+      int64_t aligned = common->dim - (rank - tensorOf(v).getRank());
+      if (aligned >= 0 && tensorOf(v).getDimSize(aligned) != 1)
+        return failAt(m, "a whole operand meets a split one in a matmul");
+    }
+  if (m.getBias())
+    return failAt(m, "a biased matmul of split activations");
+  return setSplit(m, m.getResult(), *common);
+}
+
+bool Region::visit(Operation *op) {
+  auto splitOf = [&](Value v) { return split.find(v)->second; };
+  Value in = op->getNumOperands() ? op->getOperand(0) : Value();
+  if (auto m = dyn_cast<g::MatmulOp>(op))
+    return visitMatmul(m);
+  if (isa<g::BinaryOp, g::WhereOp>(op))
+    return visitElementwise(op, op->getOperands());
+  if (isa<g::UnaryOp, g::CastOp, g::ClipOp>(op) ||
+      (isa<g::DropoutOp>(op) &&
+       cast<g::DropoutOp>(op).getRatio().convertToDouble() == 0)) {
+    if (op->getNumOperands() != 1 && !isa<g::ClipOp>(op))
+      return failAt(op, "unexpected operands");
+    return setSplit(op, op->getResult(0), splitOf(in));
+  }
+  if (isa<g::ReshapeOp, g::FlattenOp>(op)) {
+    std::optional<Split> s = reshaped(in, op->getResult(0), splitOf(in));
+    if (!s)
+      return failAt(op, "the reshape mixes the split dimension with others");
+    return setSplit(op, op->getResult(0), *s);
+  }
+  if (auto t = dyn_cast<g::TransposeOp>(op)) {
+    Split s = splitOf(in);
+    ArrayRef<int64_t> perm = t.getPerm();
+    s.dim = llvm::find(perm, s.dim) - perm.begin();
+    return setSplit(op, t.getResult(), s);
+  }
+  if (auto sp = dyn_cast<g::SplitOp>(op)) {
+    Split s = splitOf(in);
+    if ((int64_t)sp.getAxis() == s.dim) {
+      int64_t k = sp.getNumResults();
+      int64_t first = tensorOf(sp.getResult(0)).getDimSize(s.dim);
+      for (Value r : sp.getResults())
+        if (tensorOf(r).getDimSize(s.dim) != first)
+          return failAt(op, "unequal pieces of the split dimension");
+      if (s.blocks % k != 0)
+        return failAt(op, "pieces that cross the ranks' columns");
+      s.blocks /= k;
+    }
+    for (Value r : sp.getResults())
+      if (!setSplit(op, r, s))
+        return false;
+    return true;
+  }
+  if (auto sm = dyn_cast<g::SoftmaxOp>(op)) {
+    Split s = splitOf(in);
+    int64_t axis = static_cast<int64_t>(sm.getAxis());
+    if (axis < 0)
+      axis += tensorOf(in).getRank();
+    if (axis == s.dim)
+      return failAt(op, "a softmax along the split dimension");
+    return setSplit(op, sm.getResult(), s);
+  }
+  if (auto sl = dyn_cast<g::SliceOp>(op)) {
+    Split s = splitOf(in);
+    if (llvm::is_contained(sl.getAxes(), s.dim))
+      return failAt(op, "a slice of the split dimension");
+    return setSplit(op, sl.getResult(), s);
+  }
+  if (isa<func::ReturnOp>(op))
+    return failAt(op, "a split value is a result of the function (the "
+                      "region needs a row-parallel matmul before it)");
+  return failAt(op, "the op does not work on split activations");
+}
+
+bool Region::grow(g::MatmulOp origin) {
+  if (!addColumn(origin))
+    return false;
+  // Sweep the body in order until nothing changes: ops see their operands'
+  // splits before their own (a new column found on the way may split
+  // values that earlier ops of the sweep already passed).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation &op : func.getBody().front()) {
+      if (ops.contains(&op) || isa<g::WeightOp, g::ConstantOp>(op))
+        continue;
+      if (llvm::none_of(op.getOperands(),
+                        [&](Value v) { return split.contains(v); }))
+        continue;
+      if (!visit(&op))
+        return false;
+      ops.insert(&op);
+      changed = true;
+    }
+  }
+  return true;
+}
+
+/// The devices of the tensor-parallel group that runs `op`: tp ranks of
+/// its pipeline stage (its `dist.virtual_stage`, else stage 0).
+SmallVector<int64_t> groupOf(Operation *op,
+                             const schedule::RankLayout &layout) {
+  unsigned stage = 0;
+  if (auto vs = dist::DistDialect::VirtualStageAttrHelper(op->getContext())
+                    .getAttr(op))
+    stage = layout.pipelineStage(vs.getInt());
+  SmallVector<int64_t> group;
+  for (unsigned t = 0; t < layout.tp; ++t)
+    group.push_back(layout.globalRank(stage, 0, t));
+  return group;
+}
+
+/// Copies the placement attributes (layer, virtual stage) of `from`.
+void placeLike(Operation *op, Operation *from) {
+  for (StringRef name : {dist::DistDialect::LayerAttrHelper::getNameStr(),
+                         dist::DistDialect::VirtualStageAttrHelper::getNameStr()})
+    if (Attribute a = from->getAttr(name))
+      op->setAttr(name, a);
+}
+
+RankedTensorType localType(RankedTensorType t, Split s, int64_t tp) {
+  SmallVector<int64_t> shape(t.getShape());
+  shape[s.dim] /= tp;
+  return RankedTensorType::get(shape, t.getElementType(), t.getEncoding());
+}
+
+/// Rewrites a grown region into one rank's part.
+void rewrite(Region &r, const schedule::RankLayout &layout) {
+  MLIRContext *ctx = r.func.getContext();
+  OpBuilder b(ctx);
+  auto role = [&](dist::TensorParallelRole x) {
+    return dist::TensorParallelRoleAttr::get(ctx, x);
+  };
+  dist::DistDialect::TpAttrHelper tpAttr(ctx);
+  dist::DistDialect::TpShardAttrHelper shardAttr(ctx);
+  for (auto [w, s] : r.weights) {
+    Value v = w->getResult(0);
+    v.setType(localType(tensorOf(v), s, r.tp));
+    shardAttr.setAttr(w, b.getDenseI64ArrayAttr({s.dim, s.blocks, r.tp}));
+  }
+  for (auto [v, s] : r.split)
+    v.setType(localType(tensorOf(v), s, r.tp));
+  for (Operation *op : r.ops)
+    tpAttr.setAttr(op, role(dist::TensorParallelRole::Split));
+  for (g::MatmulOp m : r.columns) {
+    tpAttr.setAttr(m, role(dist::TensorParallelRole::Column));
+    b.setInsertionPoint(m);
+    auto copy = dist::TpCopyOp::create(b, m.getLoc(), m.getLhs().getType(),
+                                       m.getLhs(),
+                                       b.getDenseI64ArrayAttr(groupOf(m, layout)));
+    placeLike(copy, m);
+    m.getLhsMutable().assign(copy.getResult());
+  }
+  for (g::MatmulOp m : r.rows) {
+    tpAttr.setAttr(m, role(dist::TensorParallelRole::Row));
+    // The bias joins after the sum: every rank adds it once.
+    Value bias = m.getBias();
+    if (bias)
+      m.getBiasMutable().clear();
+    b.setInsertionPointAfter(m);
+    auto sum = dist::AllReduceOp::create(
+        b, m.getLoc(), m.getType(), m.getResult(),
+        dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum),
+        b.getDenseI64ArrayAttr(groupOf(m, layout)));
+    placeLike(sum, m);
+    Value out = sum.getResult();
+    if (bias) {
+      auto add = g::BinaryOp::create(b, m.getLoc(), m.getType(),
+                                     g::BinaryKind::Add, out, bias);
+      placeLike(add, m);
+      out = add.getResult();
+    }
+    m.getResult().replaceAllUsesExcept(out, sum);
+  }
+}
+
+struct TensorParallelPass
+    : public distopt::impl::TensorParallelPassBase<TensorParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto plan = dist::DistDialect::PlanAttrHelper(&getContext()).getAttr(module);
+    if (!plan) {
+      emitError(module.getLoc())
+          << "dist-tensor-parallel needs the module's plan ('dist.plan'): "
+             "run dist-set-plan or dist-search-plan first";
+      return signalPassFailure();
+    }
+    schedule::RankLayout layout = plan.getLayout();
+    if (layout.tp == 1)
+      return;
+    if (layout.dp != 1 || layout.cp != 1 || layout.replicated()) {
+      emitError(module.getLoc())
+          << "dist-tensor-parallel: the plan has tp = " << layout.tp
+          << " with dp = " << layout.dp << ", cp = " << layout.cp
+          << (layout.replicated() ? " and per-stage replicas" : "")
+          << "; tensor parallelism executes with pipeline parallelism "
+             "(tp x pp) yet, not with data or context parallelism";
+      return signalPassFailure();
+    }
+    FailureOr<func::FuncOp> func =
+        planning::plannedFunction(module, "", "dist-tensor-parallel");
+    if (failed(func))
+      return signalPassFailure();
+    if (func->getBody().getBlocks().size() != 1) {
+      func->emitError("dist-tensor-parallel: @")
+          << func->getSymName() << " must be one block";
+      return signalPassFailure();
+    }
+    for (Operation &op : func->getBody().front())
+      if (auto d = dyn_cast<g::DropoutOp>(op);
+          d && d.getRatio().convertToDouble() != 0) {
+        d.emitOpError("dist-tensor-parallel: dropout under tensor "
+                      "parallelism needs masks drawn alike on the tp ranks "
+                      "(replicated parts) and apart (split parts), which the "
+                      "programs do not do yet; export without dropout or "
+                      "plan tp = 1");
+        return signalPassFailure();
+      }
+    // Grow a region from each column candidate, in order; a region that
+    // cannot be split stays replicated (correct, only not parallel).
+    unsigned regions = 0;
+    std::string lastWhy;
+    llvm::DenseSet<Operation *> taken;
+    SmallVector<g::MatmulOp> candidates;
+    func->walk([&](g::MatmulOp m) { candidates.push_back(m); });
+    for (g::MatmulOp m : candidates) {
+      if (taken.contains(m) || !isColumnCandidate(m, {}))
+        continue;
+      Region r(*func, layout.tp);
+      if (!r.grow(m) || r.rows.empty()) {
+        lastWhy = r.rows.empty() && r.why.empty()
+                      ? "its columns reach no row-parallel matmul"
+                      : r.why;
+        if (verbose)
+          m.emitRemark("dist-tensor-parallel: stays replicated: ") << lastWhy;
+        continue;
+      }
+      for (Operation *op : r.ops)
+        taken.insert(op);
+      rewrite(r, layout);
+      ++regions;
+    }
+    if (regions == 0) {
+      func->emitError("dist-tensor-parallel: the plan has tp = ")
+          << layout.tp << " but no matmul of @" << func->getSymName()
+          << " can be split over the tp ranks (Megatron regions: a "
+             "column-parallel matmul, ops on its columns, a row-parallel "
+             "matmul); the last candidate failed at "
+          << lastWhy << "; plan tp = 1";
+      return signalPassFailure();
+    }
+    // What is left runs whole on every rank: say so where the cost model's
+    // roles said otherwise.
+    dist::DistDialect::TpAttrHelper tpAttr(&getContext());
+    for (Operation &op : func->getBody().front())
+      if (!taken.contains(&op) && tpAttr.isAttrPresent(&op))
+        tpAttr.setAttr(&op, dist::TensorParallelRoleAttr::get(
+                                &getContext(),
+                                dist::TensorParallelRole::Replicated));
+    if (failed(mlir::verify(*func)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,574 @@
+//===- dist-profile.cpp - Measure this machine for the cost model -*- C++ -*-=//
+//
+// Part of DistOpt. `dist-profile MODEL --input-shape=... --train=... -o DIR`
+// measures what the cost model needs to predict a plan on this machine with
+// the code that will run it:
+//
+//  - op times: the model's training step is compiled with dist-compile at
+//    each micro-batch size and run (--profile-json) on as many copies at
+//    once as the job will run ranks, each on its share of the cores; the
+//    copies' databases are averaged into DIR/profile.json (per op signature
+//    and phase, plus the optimizer step per parameter);
+//  - link times: distrt-comm-bench (the runtime's send/recv and
+//    all-reduce) under mpirun between the ranks; latency and bandwidth are
+//    fitted and written with the `local` preset's device as
+//    DIR/cluster.yaml, whose device kind names the profile's entries.
+//
+// Then: dist-opt MODEL --dist-cluster=DIR/cluster.yaml
+//   --dist-profile=DIR/profile.json --dist-dtype=f32 --dist-plan=...
+// (docs/cost-model.md, "Measured profiles").
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Cluster/Cluster.h"
+#include "lib/Cost/ProfileDB.h"
+#include "lib/Support/Launcher.h"
+#include "lib/Support/OutputFile.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+
+using namespace llvm;
+using namespace distopt;
+
+static cl::OptionCategory category("dist-profile options");
+static cl::opt<std::string> model(cl::Positional, cl::Required,
+                                  cl::desc("<model.onnx|model.mlir>"),
+                                  cl::cat(category));
+static cl::opt<std::string>
+    outDir("o", cl::Required,
+           cl::desc("Folder to write profile.json, cluster.yaml and "
+                    "links.json to (work/ keeps the programs and logs)"),
+           cl::value_desc("DIR"), cl::cat(category));
+static cl::list<std::string>
+    inputShapes("input-shape",
+                cl::desc("NAME:D0xD1x... as for dist-compile; D0 is the sample "
+                         "dimension, replaced by each micro-batch size"),
+                cl::cat(category));
+static cl::list<std::string> inputValues("input-value",
+                                         cl::desc("Passed to dist-compile"),
+                                         cl::cat(category));
+static cl::opt<std::string>
+    train("train",
+          cl::desc("The training step to measure, as dist-compile --train "
+                   "(e.g. \"loss=softmax-cross-entropy:labels "
+                   "optimizer=sgd\")"),
+          cl::cat(category));
+static cl::list<unsigned> microBatches(
+    "micro-batches", cl::CommaSeparated,
+    cl::desc("Micro-batch sizes to measure (default: D0 of the first "
+             "--input-shape)"),
+    cl::cat(category));
+static cl::opt<unsigned>
+    ranks("ranks",
+          cl::desc("Ranks the profiled cluster has (default: one per core); "
+                   "the op times are measured on that many copies at once"),
+          cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    threads("threads-per-rank",
+            cl::desc("Threads per rank (default: cores / ranks, at least 1)"),
+            cl::init(0), cl::cat(category));
+static cl::opt<unsigned> steps("steps",
+                               cl::desc("Training steps per measurement (the "
+                                        "first, which loads weights, is left "
+                                        "out; default 6)"),
+                               cl::init(6), cl::cat(category));
+static cl::opt<std::string>
+    weightsDir("weights-dir",
+               cl::desc("Passed to the programs (weights relative to it)"),
+               cl::cat(category));
+static cl::opt<unsigned> maxMessage(
+    "max-message-bytes",
+    cl::desc("Largest message the link measurement sends (default 16 MiB)"),
+    cl::init(16u << 20), cl::cat(category));
+static cl::opt<std::string>
+    mpirunPath("mpirun", cl::desc("The MPI launcher (default: mpirun on PATH)"),
+               cl::value_desc("PATH"), cl::cat(category));
+static cl::opt<bool> verbose("v", cl::desc("Print every command run"),
+                             cl::cat(category));
+
+static int fail(const Twine &message) {
+  WithColor::error(errs(), "dist-profile") << message << "\n";
+  return 1;
+}
+
+static std::string sibling(StringRef name) {
+  std::string self = sys::fs::getMainExecutable(nullptr, nullptr);
+  SmallString<256> p(sys::path::parent_path(self));
+  sys::path::append(p, name);
+  return std::string(p);
+}
+
+/// Runs \p cmd with stdout and stderr into \p log; returns the exit status
+/// (-1 when it could not start) and fills \p error.
+static int run(ArrayRef<std::string> cmd, StringRef log, std::string &error) {
+  if (verbose) {
+    errs() << "dist-profile: running";
+    for (const std::string &a : cmd)
+      errs() << " " << a;
+    errs() << "\n";
+  }
+  std::vector<StringRef> argv(cmd.begin(), cmd.end());
+  std::optional<StringRef> redirects[] = {std::nullopt, log, log};
+  return sys::ExecuteAndWait(cmd.front(), argv, std::nullopt, redirects, 0, 0,
+                             &error);
+}
+
+/// The last lines of \p log, for an error message.
+static std::string tail(StringRef log) {
+  auto buf = MemoryBuffer::getFile(log);
+  if (!buf)
+    return "";
+  StringRef text = (*buf)->getBuffer().rtrim();
+  size_t at = text.size();
+  for (int lines = 0; lines < 6 && at != StringRef::npos && at > 0; ++lines)
+    at = text.rfind('\n', at - 1);
+  return (at == StringRef::npos ? text : text.substr(at + 1)).str();
+}
+
+namespace {
+/// One program input as `--list` prints it: "  input  NAME: DTYPE [D, ...]".
+struct InputSpec {
+  std::string name, dtype;
+  std::vector<int64_t> dims;
+};
+} // namespace
+
+static Expected<std::vector<InputSpec>> listInputs(StringRef log) {
+  auto buf = MemoryBuffer::getFile(log);
+  if (!buf)
+    return createStringError(buf.getError(), "cannot read '" + log + "'");
+  std::vector<InputSpec> out;
+  SmallVector<StringRef> lines;
+  (*buf)->getBuffer().split(lines, '\n');
+  for (StringRef line : lines) {
+    line = line.trim();
+    if (!line.consume_front("input "))
+      continue;
+    auto [name, rest] = line.trim().rsplit(": ");
+    auto [dtype, shape] = rest.split(' ');
+    InputSpec in{name.str(), dtype.str(), {}};
+    SmallVector<StringRef> dims;
+    shape.trim().drop_front().drop_back().split(dims, ',', -1, false);
+    for (StringRef d : dims) {
+      int64_t v;
+      if (d.trim().getAsInteger(10, v))
+        return createStringError(inconvertibleErrorCode(),
+                                 "cannot read the input line '" + line + "'");
+      in.dims.push_back(v);
+    }
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+/// Writes a .npy of \p in: floats a fixed pattern in [-0.5, 0.5], integers
+/// and booleans zero (a valid index and class for every embedding and
+/// label input).
+static std::string writeInput(const InputSpec &in, StringRef path) {
+  static const struct {
+    const char *name, *descr;
+    unsigned size;
+  } kinds[] = {
+      {"float32", "<f4", 4}, {"float64", "<f8", 8}, {"float16", "<f2", 2},
+      {"int8", "|i1", 1},    {"int16", "<i2", 2},   {"int32", "<i4", 4},
+      {"int64", "<i8", 8},   {"uint8", "|u1", 1},   {"uint16", "<u2", 2},
+      {"uint32", "<u4", 4},  {"uint64", "<u8", 8},  {"bool", "|b1", 1}};
+  const auto *kind =
+      llvm::find_if(kinds, [&](const auto &k) { return in.dtype == k.name; });
+  if (kind == std::end(kinds))
+    return "input '" + in.name + "' has type " + in.dtype +
+           ", which dist-profile cannot fill";
+  int64_t n = 1;
+  std::string shape = "(";
+  for (int64_t d : in.dims) {
+    n *= d;
+    shape += std::to_string(d) + ", ";
+  }
+  if (in.dims.size() > 1)
+    shape.resize(shape.size() - 2);
+  shape += ")";
+  std::string header = formatv("{{'descr': '{0}', 'fortran_order': False, "
+                               "'shape': {1}, }",
+                               kind->descr, shape)
+                           .str();
+  header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
+  std::error_code ec;
+  raw_fd_ostream os(path, ec);
+  if (ec)
+    return "cannot write '" + path.str() + "': " + ec.message();
+  os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
+     << char(header.size() >> 8) << header;
+  std::vector<char> data((size_t)n * kind->size, 0);
+  if (in.dtype == "float32" || in.dtype == "float64")
+    for (int64_t i = 0; i < n; ++i) {
+      double v = 0.5 * std::sin(0.37 * (double)i);
+      if (in.dtype == "float32") {
+        float f = (float)v;
+        memcpy(&data[(size_t)i * 4], &f, 4);
+      } else {
+        memcpy(&data[(size_t)i * 8], &v, 8);
+      }
+    }
+  os.write(data.data(), data.size());
+  return closeOutput(os, path);
+}
+
+namespace {
+struct Point {
+  double bytes, seconds;
+};
+/// What the link measurement gives the cluster description.
+struct LinkFit {
+  double latency = 0, bandwidth = 0, collectiveEfficiency = 1;
+  bool efficiencyCapped = false;
+};
+} // namespace
+
+static Expected<std::vector<Point>> points(const json::Object &o, StringRef key,
+                                           StringRef file) {
+  const json::Array *list = o.getArray(key);
+  if (!list || list->empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "'" + file + "' has no '" + key + "' list");
+  std::vector<Point> out;
+  for (const json::Value &v : *list) {
+    const json::Object *p = v.getAsObject();
+    std::optional<double> b = p ? p->getNumber("bytes") : std::nullopt;
+    std::optional<double> s = p ? p->getNumber("seconds") : std::nullopt;
+    if (!b || !s || *b <= 0 || *s <= 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "'" + file + "': a '" + key +
+                                   "' point without positive bytes and "
+                                   "seconds");
+    out.push_back({*b, *s});
+  }
+  return out;
+}
+
+/// Latency: the median one-way time of messages up to 512 bytes. The
+/// bandwidth minimises the relative error of latency + bytes / bandwidth
+/// over messages of 64 KiB and more; the collective efficiency does the
+/// same for the ring all-reduce time of the cost model,
+/// 2(n-1)·latency + 2(n-1)/n · bytes / (bandwidth · efficiency).
+static LinkFit fitLinks(ArrayRef<Point> p2p, ArrayRef<Point> allReduce,
+                        unsigned n) {
+  LinkFit f;
+  std::vector<double> small;
+  for (const Point &p : p2p)
+    if (p.bytes <= 512)
+      small.push_back(p.seconds);
+  llvm::sort(small);
+  f.latency = small.empty() ? 0 : small[small.size() / 2];
+  // Minimise sum(((lat + b x - t) / t)^2) over x = 1 / bandwidth.
+  auto slope = [](ArrayRef<Point> pts, double fixed, double scale) {
+    double num = 0, den = 0;
+    for (const Point &p : pts) {
+      if (p.bytes < 65536)
+        continue;
+      double a = scale * p.bytes / p.seconds,
+             c = (p.seconds - fixed) / p.seconds;
+      num += a * c;
+      den += a * a;
+    }
+    return den > 0 ? num / den : 0.0;
+  };
+  double x = slope(p2p, f.latency, 1);
+  if (!(x > 0)) { // only small messages: the largest one's rate
+    const Point &last = p2p.back();
+    x = std::max(last.seconds - f.latency, last.seconds * 0.5) / last.bytes;
+  }
+  f.bandwidth = 1 / x;
+  double k = 2.0 * (n - 1) / n;
+  double y = slope(allReduce, 2.0 * (n - 1) * f.latency, k * x);
+  if (y > 0) {
+    f.collectiveEfficiency = 1 / y;
+    if (f.collectiveEfficiency > 1) {
+      f.collectiveEfficiency = 1;
+      f.efficiencyCapped = true;
+    }
+  }
+  return f;
+}
+
+static Error failure(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// Writes \p path through \p write; "" or the error.
+static std::string writeFile(StringRef path,
+                             function_ref<void(raw_ostream &)> write) {
+  std::error_code ec;
+  raw_fd_ostream os(path, ec);
+  if (ec)
+    return "cannot write '" + path.str() + "': " + ec.message();
+  write(os);
+  return closeOutput(os, path);
+}
+
+namespace {
+/// An --input-shape split at its sample dimension.
+struct Shape {
+  std::string name, rest;
+  unsigned samples;
+};
+/// What the op measurement needs to know.
+struct OpRun {
+  std::vector<Shape> shapes;
+  std::string device, work;
+  unsigned copies, threads;
+};
+} // namespace
+
+/// The op times of the training step at micro-batch \p m: compiled, its
+/// inputs written, `copies` programs run at once; one database per copy.
+static Error measureOps(const OpRun &r, unsigned m,
+                        std::vector<cost::ProfileDB> &measured) {
+  auto in = [&](const Twine &name) {
+    SmallString<256> p(r.work);
+    sys::path::append(p, "mbs" + Twine(m) + name);
+    return std::string(p);
+  };
+  std::string exe = in(".bin"), error;
+  std::vector<std::string> cmd = {sibling("dist-compile"),
+                                  model,
+                                  "--train=" + train,
+                                  "--default-batch=" + std::to_string(m),
+                                  "-o",
+                                  exe};
+  for (const Shape &s : r.shapes)
+    cmd.push_back("--input-shape=" + s.name + ":" + std::to_string(m) +
+                  (s.rest.empty() ? "" : "x" + s.rest));
+  for (const std::string &v : inputValues)
+    cmd.push_back("--input-value=" + v);
+  std::string log = in(".compile.log");
+  int rc = run(cmd, log, error);
+  if (rc != 0)
+    return failure("dist-compile failed for micro-batch " + Twine(m) +
+                   (rc < 0 ? ": " + error : "") + " (" + log + "):\n" +
+                   tail(log));
+  std::string listLog = in(".inputs.log");
+  if (run({exe, "--list"}, listLog, error) != 0)
+    return failure("'" + exe + " --list' failed (" + listLog + ")");
+  Expected<std::vector<InputSpec>> specs = listInputs(listLog);
+  if (!specs)
+    return specs.takeError();
+  std::vector<std::string> args = {exe};
+  for (const InputSpec &spec : *specs) {
+    std::string path = in("." + spec.name + ".npy");
+    std::string problem = writeInput(spec, path);
+    if (!problem.empty())
+      return failure(problem);
+    args.push_back(spec.name + "=" + path);
+  }
+  args.insert(args.end(), {"--steps", std::to_string(steps), "--threads",
+                           std::to_string(r.threads), "--profile",
+                           "--profile-device", r.device});
+  if (!weightsDir.empty())
+    args.insert(args.end(), {"--weights-dir", weightsDir});
+  // The copies run together, as the job's ranks will.
+  std::vector<sys::ProcessInfo> procs;
+  std::vector<std::string> jsons, logs;
+  for (unsigned c = 0; c < r.copies; ++c) {
+    jsons.push_back(in(".copy" + Twine(c) + ".json"));
+    logs.push_back(in(".copy" + Twine(c) + ".log"));
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--profile-json", jsons.back(), "-o",
+                       in(".copy" + Twine(c) + ".out")});
+    std::vector<StringRef> argv(a.begin(), a.end());
+    std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logs[c]),
+                                            StringRef(logs[c])};
+    procs.push_back(
+        sys::ExecuteNoWait(exe, argv, std::nullopt, redirects, 0, &error));
+    if (!procs.back().Pid)
+      return failure("cannot run '" + exe + "': " + error);
+  }
+  std::string problem;
+  for (unsigned c = 0; c < r.copies; ++c) {
+    sys::ProcessInfo done = sys::Wait(procs[c], std::nullopt, &error);
+    if (done.ReturnCode != 0) {
+      if (problem.empty())
+        problem = ("the micro-batch " + Twine(m) + " program failed (" +
+                   logs[c] + "):\n" + tail(logs[c]))
+                      .str();
+      continue;
+    }
+    Expected<cost::ProfileDB> db = cost::ProfileDB::load(jsons[c]);
+    if (!db)
+      return db.takeError();
+    measured.push_back(std::move(*db));
+  }
+  if (!problem.empty())
+    return failure(problem);
+  return Error::success();
+}
+
+/// The links between \p n ranks: distrt-comm-bench under mpirun, its
+/// figures in \p links, fitted.
+static Expected<LinkFit> measureLinks(unsigned n, const std::string &links,
+                                      const std::string &log) {
+  Expected<std::vector<std::string>> cmd = mpirunCommand(mpirunPath, n);
+  if (!cmd)
+    return cmd.takeError();
+  cmd->insert(cmd->end(), {sibling("distrt-comm-bench"), "-o", links,
+                           "--max-bytes", std::to_string(maxMessage)});
+  setenv("OMP_NUM_THREADS", "1", 1);
+  std::string error;
+  int rc = run(*cmd, log, error);
+  if (rc != 0)
+    return failure("the link measurement failed" +
+                   (rc < 0 ? ": " + error : std::string()) + " (" + log +
+                   "):\n" + tail(log));
+  auto buf = MemoryBuffer::getFile(links);
+  if (!buf)
+    return failure("cannot read '" + links + "'");
+  Expected<json::Value> v = json::parse((*buf)->getBuffer());
+  if (!v)
+    return failure("'" + links + "' is not JSON: " + toString(v.takeError()));
+  const json::Object *o = v->getAsObject();
+  if (!o)
+    return failure("'" + links + "' is not the comm benchmark's JSON");
+  Expected<std::vector<Point>> p2p = points(*o, "p2p", links);
+  if (!p2p)
+    return p2p.takeError();
+  Expected<std::vector<Point>> ar = points(*o, "all_reduce", links);
+  if (!ar)
+    return ar.takeError();
+  return fitLinks(*p2p, *ar, n);
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "dist-profile: measures this machine's op and link times for the cost "
+      "model\n\n"
+      "  dist-profile mlp.onnx --input-shape=input:32x1024 \\\n"
+      "    --train=\"loss=softmax-cross-entropy:labels optimizer=sgd\" \\\n"
+      "    --micro-batches=16,32 -o prof/\n"
+      "  dist-opt mlp.onnx --input-shape=input:32x1024 "
+      "--dist-cluster=prof/cluster.yaml \\\n"
+      "    --dist-profile=prof/profile.json --dist-dtype=f32 "
+      "--dist-plan=dp=2,mbs=32 --dist-batch=64\n");
+
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (train.empty())
+    return fail("give the training step to measure with --train=\"loss=... "
+                "optimizer=...\" (the options of dist-compile --train)");
+  if (inputShapes.empty())
+    return fail("give the model's inputs with --input-shape=NAME:D0xD1x... "
+                "(D0, the sample dimension, becomes each micro-batch size)");
+  if (steps < 2)
+    return fail("--steps must be at least 2 (the first step is left out)");
+  if (maxMessage < 8 || maxMessage > (1u << 30))
+    return fail("--max-message-bytes must be from 8 to 1073741824");
+  OpRun r;
+  r.copies = ranks ? (unsigned)ranks : cores;
+  r.threads = threads ? (unsigned)threads : std::max(1u, cores / r.copies);
+  unsigned n = r.copies;
+  for (const std::string &spec : inputShapes) {
+    auto [name, dims] = StringRef(spec).rsplit(':');
+    auto [first, rest] = dims.split('x');
+    unsigned d0;
+    if (name.empty() || dims.empty() || first.getAsInteger(10, d0) || d0 == 0)
+      return fail("malformed --input-shape='" + spec +
+                  "': expected NAME:D0xD1x... with a positive D0");
+    r.shapes.push_back({name.str(), rest.str(), d0});
+  }
+  std::vector<unsigned> sizes(microBatches.begin(), microBatches.end());
+  if (sizes.empty())
+    sizes.push_back(r.shapes.front().samples);
+  if (llvm::is_contained(sizes, 0u))
+    return fail("--micro-batches: sizes must be positive");
+  if (!sys::fs::exists(model))
+    return fail("cannot read '" + model + "': no such file");
+
+  Expected<cluster::Cluster> base = cluster::getPreset("local", n);
+  if (!base)
+    return fail(toString(base.takeError()));
+  r.device = base->devices.front().name;
+  auto outFile = [&](StringRef name) {
+    SmallString<256> p(outDir);
+    sys::path::append(p, name);
+    return std::string(p);
+  };
+  r.work = outFile("work");
+  if (std::error_code ec = sys::fs::create_directories(r.work))
+    return fail("cannot create '" + r.work + "': " + ec.message());
+
+  setenv("OMP_NUM_THREADS", std::to_string(r.threads).c_str(), 1);
+  std::vector<cost::ProfileDB> measured;
+  for (unsigned m : sizes)
+    if (Error e = measureOps(r, m, measured))
+      return fail(toString(std::move(e)));
+  cost::ProfileDB profile = cost::ProfileDB::mean(measured);
+  std::string problem =
+      writeFile(outFile("profile.json"), [&](raw_ostream &os) {
+        profile.write(os);
+        os << "\n";
+      });
+  if (!problem.empty())
+    return fail(problem);
+
+  cluster::Cluster c = *base;
+  LinkFit fit;
+  if (n > 1) {
+    Expected<LinkFit> measuredLinks =
+        measureLinks(n, outFile("links.json"), outFile("work/links.log"));
+    if (!measuredLinks)
+      return fail(toString(measuredLinks.takeError()));
+    fit = *measuredLinks;
+    cluster::LinkSpec &link = c.groups.front().intraNode;
+    link.name = "shared-memory";
+    link.latency = fit.latency;
+    link.bandwidth = fit.bandwidth;
+    link.collectiveEfficiency = fit.collectiveEfficiency;
+  }
+  c.description = formatv("this machine as {0} rank(s) of {1} thread(s), "
+                          "profiled by dist-profile ({2}); ops in "
+                          "profile.json",
+                          n, r.threads, base->description)
+                      .str();
+  if (Error e = cluster::validateCluster(c, "the profiled cluster"))
+    return fail(toString(std::move(e)));
+  problem = writeFile(outFile("cluster.yaml"), [&](raw_ostream &os) {
+    cluster::writeClusterYAML(c, os);
+  });
+  if (!problem.empty())
+    return fail(problem);
+
+  std::string list;
+  for (unsigned m : sizes)
+    list += (list.empty() ? "" : ",") + std::to_string(m);
+  outs() << formatv("dist-profile: {0} op entries for device '{1}' at "
+                    "micro-batch(es) {2}, {3} rank(s) x {4} thread(s) -> {5}\n",
+                    profile.size(), r.device, list, n, r.threads,
+                    outFile("profile.json"));
+  if (std::optional<double> opt = profile.optimizerPerParameter(r.device))
+    outs() << formatv("dist-profile: optimizer step {0:F3} ns per parameter\n",
+                      *opt * 1e9);
+  if (n > 1)
+    outs() << formatv(
+        "dist-profile: links: latency {0:F1} us, bandwidth "
+        "{1:F2} GB/s, all-reduce efficiency {2:F2}{3} -> {4}\n",
+        fit.latency * 1e6, fit.bandwidth / 1e9, fit.collectiveEfficiency,
+        fit.efficiencyCapped ? " (capped at 1)" : "", outFile("cluster.yaml"));
+  else
+    outs() << "dist-profile: one rank, no links to measure -> "
+           << outFile("cluster.yaml") << "\n";
+  return 0;
+}
