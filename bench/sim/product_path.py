@@ -2,7 +2,7 @@
 """Megatron-LM Table 1 and LLaMA-70B through the product path.
 
 Each row: `dist-modelgen` writes the model as graph-only ONNX, `dist-opt`
-imports it, derives the layers from the graph (lib/GraphCost), and
+imports it, derives the layers from the graph (passes/Planning/LayerAnalysis), and
 simulates the plan the source states (`--dist-plan ... --dist-report`);
 the throughput is computed from the report's iteration time the way each
 source does (Megatron's FLOP formula, tokens/s/GPU for NeMo). Figures and

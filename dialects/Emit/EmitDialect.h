@@ -37,7 +37,7 @@ inline constexpr llvm::StringLiteral kCostSignatureAttr = "emit.cost_signature";
 /// On the ops of a training step: which forward op's profile entry the op's
 /// time belongs to (the ops of one instance add up; instances of one
 /// signature are averaged). A backward op carries its forward op's number
-/// and signature (lib/Codegen/CostSignatures.cpp).
+/// and signature (passes/Planning/CostSignatures.cpp).
 inline constexpr llvm::StringLiteral kCostInstanceAttr = "emit.cost_instance";
 
 } // namespace distopt::emit

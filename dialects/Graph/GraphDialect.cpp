@@ -23,7 +23,7 @@ void GraphDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/Graph/GraphOps.cpp.inc"
       >();
-  registerFlopCountModels(getContext());
+  registerCostModels(getContext());
 }
 
 #define GET_OP_CLASSES

@@ -6,6 +6,7 @@
 #ifndef DIST_DIALECTS_GRAPH_GRAPHOPS_H
 #define DIST_DIALECTS_GRAPH_GRAPHOPS_H
 
+#include "dialects/Graph/GraphCost.h"
 #include "dialects/Graph/GraphDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
@@ -23,8 +24,8 @@
 #include "dialects/Graph/GraphOps.h.inc"
 
 namespace distopt::graph {
-/// Attaches FlopCountOpInterface to the forward ops (GraphTrainOps.cpp).
-void registerFlopCountModels(mlir::MLIRContext *context);
+/// Attaches CostOpInterface to the forward ops (GraphCost.cpp).
+void registerCostModels(mlir::MLIRContext *context);
 } // namespace distopt::graph
 
 #endif // DIST_DIALECTS_GRAPH_GRAPHOPS_H

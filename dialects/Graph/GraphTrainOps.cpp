@@ -1,9 +1,9 @@
 //===- GraphTrainOps.cpp - Training ops of the graph dialect ----*- C++ -*-===//
 //
 // Part of DistOpt. Verifiers and FLOP counts of the training ops (gradients,
-// state, optimizer updates), and the FLOP-count external models of the
-// forward ops. FLOP rules mirror lib/Cost/ModelDesc.cpp so that explicit
-// backward graphs and the analytic backward costs can be compared.
+// state, optimizer updates). The FLOP rules mirror the analytic backward
+// costs of the forward ops (GraphCost.cpp, lib/Cost/ModelDesc.cpp) so that
+// explicit backward graphs and the analytic backward costs can be compared.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/GraphOps.h"
@@ -14,22 +14,9 @@
 using namespace mlir;
 using namespace distopt::graph;
 
-#include "dialects/Graph/GraphInterfaces.cpp.inc"
-
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-/// Element count with dynamic dimensions counted as 1.
-static double elementsOf(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return 1;
-  double n = 1;
-  for (int64_t d : t.getShape())
-    n *= ShapedType::isDynamic(d) ? 1 : d;
-  return n;
-}
 
 static RankedTensorType tensorOf(Value v) {
   return cast<RankedTensorType>(v.getType());
@@ -65,24 +52,6 @@ static LogicalResult verifyScalar(Operation *op, Value v, StringRef name,
            << "'" << name << "' must be a "
            << (isI1 ? "tensor<i1>" : "tensor<f32>") << " scalar, got " << t;
   return success();
-}
-
-/// FLOPs per element of a unary kind (same table as the cost adapter).
-static double unaryFactor(UnaryKind kind) {
-  switch (kind) {
-  case UnaryKind::Gelu:
-  case UnaryKind::GeluTanh:
-    return 8;
-  case UnaryKind::Silu:
-  case UnaryKind::Sigmoid:
-  case UnaryKind::Tanh:
-  case UnaryKind::Erf:
-  case UnaryKind::Exp:
-  case UnaryKind::Log:
-    return 4;
-  default:
-    return 1;
-  }
 }
 
 /// Shared window checks of the conv gradients: rank, window attributes.
@@ -130,7 +99,7 @@ static double convFlops(RankedTensorType w, RankedTensorType dy) {
   double k = 1;
   for (int64_t d : w.getShape().drop_front())
     k *= ShapedType::isDynamic(d) ? 1 : d;
-  return 2 * elementsOf(dy) * k;
+  return 2 * tensorElements(dy) * k;
 }
 
 //===----------------------------------------------------------------------===//
@@ -184,7 +153,7 @@ LogicalResult UnaryGradOp::verify() {
   return verifySameTensor(*this, getGrad(), getResult(), "grad", "result");
 }
 double UnaryGradOp::getFlopCount() {
-  return 2 * elementsOf(getResult().getType()) * unaryFactor(getKind());
+  return 2 * tensorElements(getResult().getType()) * unaryFlopsPerElement(getKind());
 }
 
 LogicalResult SoftmaxGradOp::verify() {
@@ -197,7 +166,7 @@ LogicalResult SoftmaxGradOp::verify() {
   return verifySameTensor(*this, getGrad(), getResult(), "grad", "result");
 }
 double SoftmaxGradOp::getFlopCount() {
-  return 4 * elementsOf(getResult().getType());
+  return 4 * tensorElements(getResult().getType());
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
@@ -227,7 +196,7 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
   return verifySameTensor(*this, getLogits(), getResult(), "logits", "result");
 }
 double SoftmaxCrossEntropyGradOp::getFlopCount() {
-  return 2 * elementsOf(getResult().getType());
+  return 2 * tensorElements(getResult().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -279,7 +248,7 @@ LogicalResult NormGradOp::verify() {
   return verifySameTensor(*this, getInput(), getResult(), "input", "result");
 }
 double NormGradOp::getFlopCount() {
-  return 10 * elementsOf(getResult().getType());
+  return 10 * tensorElements(getResult().getType());
 }
 
 LogicalResult NormGradParamsOp::verify() {
@@ -304,7 +273,7 @@ LogicalResult NormGradParamsOp::verify() {
   return success();
 }
 double NormGradParamsOp::getFlopCount() {
-  return 2 * elementsOf(getInput().getType());
+  return 2 * tensorElements(getInput().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -364,7 +333,7 @@ LogicalResult PoolGradOp::verify() {
     return emitOpError("gradient element type differs from the input's");
   return verifySameTensor(*this, getInput(), getResult(), "input", "result");
 }
-double PoolGradOp::getFlopCount() { return elementsOf(getInput().getType()); }
+double PoolGradOp::getFlopCount() { return tensorElements(getInput().getType()); }
 
 LogicalResult ScatterAddOp::verify() {
   auto indices = getIndices().getType(), grad = getGrad().getType(),
@@ -388,7 +357,7 @@ LogicalResult ScatterAddOp::verify() {
     return emitOpError("gradient and result element types must match");
   return success();
 }
-double ScatterAddOp::getFlopCount() { return elementsOf(getGrad().getType()); }
+double ScatterAddOp::getFlopCount() { return tensorElements(getGrad().getType()); }
 
 //===----------------------------------------------------------------------===//
 // Loss scaling and optimizer updates
@@ -415,7 +384,7 @@ LogicalResult UnscaleOp::verify() {
 double UnscaleOp::getFlopCount() {
   double n = 0;
   for (Value g : getGrads())
-    n += elementsOf(g.getType());
+    n += tensorElements(g.getType());
   return 2 * n;
 }
 
@@ -477,7 +446,7 @@ LogicalResult SgdUpdateOp::verify() {
   return success();
 }
 double SgdUpdateOp::getFlopCount() {
-  return (getMomentumBuf() ? 4 : 2) * elementsOf(getParam().getType());
+  return (getMomentumBuf() ? 4 : 2) * tensorElements(getParam().getType());
 }
 
 LogicalResult AdamUpdateOp::verify() {
@@ -494,92 +463,5 @@ LogicalResult AdamUpdateOp::verify() {
   return success();
 }
 double AdamUpdateOp::getFlopCount() {
-  return 12 * elementsOf(getParam().getType());
-}
-
-//===----------------------------------------------------------------------===//
-// FLOP counts of the forward ops (external models)
-//===----------------------------------------------------------------------===//
-
-static double outElements(Operation *op) {
-  double n = 0;
-  for (Value r : op->getResults())
-    n += elementsOf(r.getType());
-  return n;
-}
-
-static double forwardFlops(MatmulOp op) {
-  auto lhs = op.getLhs().getType();
-  int64_t k = lhs.getRank() == 0 ? 1
-              : op.getTransposeLhs() && lhs.getRank() >= 2
-                  ? lhs.getDimSize(lhs.getRank() - 2)
-                  : lhs.getDimSize(lhs.getRank() - 1);
-  return 2 * outElements(op) * (ShapedType::isDynamic(k) ? 1 : k);
-}
-static double forwardFlops(ConvOp op) {
-  return convFlops(op.getWeight().getType(), op.getResult().getType());
-}
-static double forwardFlops(UnaryOp op) {
-  return outElements(op) * unaryFactor(op.getKind());
-}
-static double forwardFlops(SoftmaxOp op) { return 5 * outElements(op); }
-static double forwardFlops(SoftmaxCrossEntropyOp op) {
-  return 6 * elementsOf(op.getLogits().getType());
-}
-static double forwardFlops(ReduceOp op) {
-  return elementsOf(op.getInput().getType());
-}
-static double forwardFlops(PoolOp op) {
-  if (op.getGlobal())
-    return elementsOf(op.getInput().getType());
-  double window = 1;
-  for (int64_t k : op.getKernel())
-    window *= k;
-  return outElements(op) * window;
-}
-static double forwardFlops(BatchNormOp op) {
-  return 8 * elementsOf(op.getResult().getType());
-}
-template <typename OpT> static double normFlops(OpT op) {
-  return 8 * elementsOf(op.getResult().getType());
-}
-static double forwardFlops(LayerNormOp op) { return normFlops(op); }
-static double forwardFlops(RMSNormOp op) { return normFlops(op); }
-
-namespace {
-/// Ops whose FLOPs come from a `forwardFlops` overload.
-template <typename OpT>
-struct ShapedFlops
-    : public FlopCountOpInterface::ExternalModel<ShapedFlops<OpT>, OpT> {
-  double getFlopCount(Operation *op) const {
-    return forwardFlops(cast<OpT>(op));
-  }
-};
-/// Elementwise ops: one FLOP per result element.
-template <typename OpT>
-struct ElementwiseFlops
-    : public FlopCountOpInterface::ExternalModel<ElementwiseFlops<OpT>, OpT> {
-  double getFlopCount(Operation *op) const { return outElements(op); }
-};
-/// Views, copies and data: no arithmetic.
-template <typename OpT>
-struct NoFlops : public FlopCountOpInterface::ExternalModel<NoFlops<OpT>, OpT> {
-  double getFlopCount(Operation *) const { return 0; }
-};
-} // namespace
-
-template <template <typename> class Model, typename... OpTs>
-static void attachAll(MLIRContext *ctx) {
-  (OpTs::template attachInterface<Model<OpTs>>(*ctx), ...);
-}
-
-void distopt::graph::registerFlopCountModels(MLIRContext *ctx) {
-  attachAll<ShapedFlops, MatmulOp, ConvOp, UnaryOp, SoftmaxOp,
-            SoftmaxCrossEntropyOp, ReduceOp, PoolOp, BatchNormOp, LayerNormOp,
-            RMSNormOp>(ctx);
-  attachAll<ElementwiseFlops, BinaryOp, WhereOp, ClipOp, CastOp, DropoutOp>(
-      ctx);
-  attachAll<NoFlops, WeightOp, ConstantOp, StateOp, ReshapeOp, FlattenOp,
-            TransposeOp, SplitOp, SliceOp, ConcatOp, ExpandOp, PadOp, TriluOp,
-            GatherOp, EmbeddingOp, IotaOp>(ctx);
+  return 12 * tensorElements(getParam().getType());
 }

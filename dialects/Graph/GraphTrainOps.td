@@ -14,7 +14,7 @@ include "dialects/Graph/GraphInterfaces.td"
 
 class Graph_TrainOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits,
-        [DeclareOpInterfaceMethods<Graph_FlopCountOpInterface>])>;
+        [DeclareOpInterfaceMethods<Graph_CostOpInterface>])>;
 
 //===----------------------------------------------------------------------===//
 // State and randomness

@@ -54,12 +54,6 @@ mlir::LogicalResult emitModel(const ModelUnit &model, llvm::StringRef ns,
                               const CodegenOptions &options,
                               llvm::raw_ostream &os);
 
-/// Records on every op the cost model prices its profile-database
-/// signature (`emit.cost_signature`), under which the program's
-/// `--profile-json` files the op's measured time; functions the cost model
-/// cannot price (no sample dimension) are left alone.
-void annotateCostSignatures(mlir::ModuleOp module);
-
 /// Why dist-compile cannot build `funcName` of `module` (a dry run of
 /// emitModel that writes nothing): the location and message of the first op
 /// without a lowering, or nullopt when every op lowers. Diagnostics of the

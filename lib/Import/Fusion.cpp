@@ -1,11 +1,17 @@
-//===- Fusion.cpp - Recognise exporter patterns -----------------*- C++ -*-===//
+//===- Fusion.cpp - Exporters' spellings back to graph ops ------*- C++ -*-===//
 //
-// Part of DistOpt. Patterns (all rooted at the op the chain ends in):
+// Part of DistOpt. Exporters at opset < 17 spell LayerNorm, RMSNorm, GELU and
+// SiLU as chains of elementwise ops; these patterns (all rooted at the op the
+// chain ends in) fold them back:
 //   LayerNorm: d = x - mean(x); y = d / sqrt(mean(d^2) + eps) [* g [+ b]]
 //   RMSNorm:   y = x * 1/sqrt(mean(x^2) + eps) * g   (or x / sqrt(...) * g)
 //   GELU:      0.5 * x * (1 + erf(x / sqrt(2)))
 //   GELU-tanh: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
 //   SiLU:      x * sigmoid(x)
+//
+// The ONNX importer calls fuseExporterPatterns on every function it creates;
+// the dist-fuse-exporter-patterns pass (passes/Import) runs it on .mlir from
+// another compiler.
 //
 //===----------------------------------------------------------------------===//
 #include "Fusion.h"
@@ -14,19 +20,21 @@
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
 
 using namespace mlir;
+using namespace distopt;
 using namespace distopt::graph;
 
-namespace distopt {
-namespace import {
-namespace {
+//===----------------------------------------------------------------------===//
+// Matchers
+//===----------------------------------------------------------------------===//
 
 /// The value of a one-element `graph.constant`.
-std::optional<double> scalarOf(Value v) {
+static std::optional<double> scalarOf(Value v) {
   auto c = v.getDefiningOp<ConstantOp>();
   if (!c)
     return std::nullopt;
@@ -41,23 +49,23 @@ std::optional<double> scalarOf(Value v) {
   return std::nullopt;
 }
 
-bool isScalar(Value v, double expected, double tolerance = 1e-4) {
+static bool isScalar(Value v, double expected, double tolerance = 1e-4) {
   auto s = scalarOf(v);
   return s && std::fabs(*s - expected) <= tolerance * std::fabs(expected);
 }
 
-BinaryOp binary(Value v, BinaryKind kind) {
+static BinaryOp binary(Value v, BinaryKind kind) {
   auto op = v.getDefiningOp<BinaryOp>();
   return op && op.getKind() == kind ? op : BinaryOp();
 }
 
-UnaryOp unary(Value v, UnaryKind kind) {
+static UnaryOp unary(Value v, UnaryKind kind) {
   auto op = v.getDefiningOp<UnaryOp>();
   return op && op.getKind() == kind ? op : UnaryOp();
 }
 
 /// `v = mean(x)` over exactly the last axis, keepdims; returns x.
-Value meanOverLastAxis(Value v) {
+static Value meanOverLastAxis(Value v) {
   auto r = v.getDefiningOp<ReduceOp>();
   if (!r || r.getKind() != ReduceKind::Mean || !r.getKeepdims() ||
       r.getAxes().size() != 1)
@@ -69,12 +77,12 @@ Value meanOverLastAxis(Value v) {
 
 /// For a commutative op, calls `fn(a, b)` with both operand orders until it
 /// returns true.
-template <typename Fn> bool eitherOrder(BinaryOp op, Fn fn) {
+template <typename Fn> static bool eitherOrder(BinaryOp op, Fn fn) {
   return fn(op.getLhs(), op.getRhs()) || fn(op.getRhs(), op.getLhs());
 }
 
 /// `s = sqrt(mean(inner) + eps)`; sets inner and eps.
-bool matchRootMeanEps(Value s, Value &inner, double &eps) {
+static bool matchRootMeanEps(Value s, Value &inner, double &eps) {
   auto sqrt = unary(s, UnaryKind::Sqrt);
   if (!sqrt)
     return false;
@@ -93,7 +101,7 @@ bool matchRootMeanEps(Value s, Value &inner, double &eps) {
 }
 
 /// `v = x^2` (pow by 2 or x*x); returns x.
-Value squareOf(Value v) {
+static Value squareOf(Value v) {
   if (auto pow = binary(v, BinaryKind::Pow))
     return isScalar(pow.getRhs(), 2.0) ? pow.getLhs() : Value();
   if (auto mul = binary(v, BinaryKind::Mul))
@@ -103,8 +111,9 @@ Value squareOf(Value v) {
 
 /// Builds the norm op in place of `root` when the operand shapes verify.
 template <typename NormOp>
-LogicalResult replaceWithNorm(PatternRewriter &rewriter, Operation *root,
-                              Value x, Value scale, Value bias, double eps) {
+static LogicalResult replaceWithNorm(PatternRewriter &rewriter, Operation *root,
+                                     Value x, Value scale, Value bias,
+                                     double eps) {
   auto type = cast<RankedTensorType>(root->getResult(0).getType());
   if (x.getType() != type)
     return failure();
@@ -121,6 +130,79 @@ LogicalResult replaceWithNorm(PatternRewriter &rewriter, Operation *root,
   rewriter.replaceOp(root, op.getResult());
   return success();
 }
+
+/// The leaves of a product tree of single-use multiplies, e.g.
+/// (x * a) * 0.5 -> [x, a, 0.5].
+static void collectFactors(Value v, SmallVectorImpl<Value> &factors, bool top) {
+  auto mul = binary(v, BinaryKind::Mul);
+  if (mul && (top || mul->hasOneUse()) && factors.size() < 4) {
+    collectFactors(mul.getLhs(), factors, false);
+    collectFactors(mul.getRhs(), factors, false);
+    return;
+  }
+  factors.push_back(v);
+}
+
+/// `v = 1 + u` in either order; returns u.
+static Value onePlus(Value v) {
+  auto add = binary(v, BinaryKind::Add);
+  if (!add)
+    return nullptr;
+  if (isScalar(add.getRhs(), 1.0))
+    return add.getLhs();
+  if (isScalar(add.getLhs(), 1.0))
+    return add.getRhs();
+  return nullptr;
+}
+
+/// `v = x * c` in either order with c ~ `expected`; returns x.
+static Value scaledBy(Value v, double expected) {
+  auto mul = binary(v, BinaryKind::Mul);
+  if (!mul)
+    return nullptr;
+  if (isScalar(mul.getRhs(), expected))
+    return mul.getLhs();
+  if (isScalar(mul.getLhs(), expected))
+    return mul.getRhs();
+  return nullptr;
+}
+
+/// The x of erf(x / sqrt(2)) or erf(x * (1/sqrt(2))).
+static Value erfArgument(Value u) {
+  auto erf = unary(u, UnaryKind::Erf);
+  if (!erf)
+    return nullptr;
+  if (auto div = binary(erf.getInput(), BinaryKind::Div))
+    return isScalar(div.getRhs(), std::sqrt(2.0)) ? div.getLhs() : Value();
+  return scaledBy(erf.getInput(), 1.0 / std::sqrt(2.0));
+}
+
+/// The x of tanh(sqrt(2/pi) * (x + 0.044715 * x^3)).
+static Value tanhArgument(Value u) {
+  auto tanh = unary(u, UnaryKind::Tanh);
+  if (!tanh)
+    return nullptr;
+  Value inner = scaledBy(tanh.getInput(), std::sqrt(2.0 / M_PI));
+  auto add = inner ? binary(inner, BinaryKind::Add) : BinaryOp();
+  if (!add)
+    return nullptr;
+  Value x;
+  eitherOrder(add, [&](Value a, Value cube) {
+    Value p = scaledBy(cube, 0.044715);
+    auto pow = p ? binary(p, BinaryKind::Pow) : BinaryOp();
+    if (!pow || pow.getLhs() != a || !isScalar(pow.getRhs(), 3.0))
+      return false;
+    x = a;
+    return true;
+  });
+  return x;
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+namespace {
 
 /// LayerNorm, rooted at the `* gamma` multiply (a following `+ beta` is
 /// folded in by LayerNormBias).
@@ -219,73 +301,6 @@ struct RMSNormPattern : OpRewritePattern<BinaryOp> {
   }
 };
 
-/// The leaves of a product tree of single-use multiplies, e.g.
-/// (x * a) * 0.5 -> [x, a, 0.5].
-void collectFactors(Value v, SmallVectorImpl<Value> &factors, bool top) {
-  auto mul = binary(v, BinaryKind::Mul);
-  if (mul && (top || mul->hasOneUse()) && factors.size() < 4) {
-    collectFactors(mul.getLhs(), factors, false);
-    collectFactors(mul.getRhs(), factors, false);
-    return;
-  }
-  factors.push_back(v);
-}
-
-/// `v = 1 + u` in either order; returns u.
-Value onePlus(Value v) {
-  auto add = binary(v, BinaryKind::Add);
-  if (!add)
-    return nullptr;
-  if (isScalar(add.getRhs(), 1.0))
-    return add.getLhs();
-  if (isScalar(add.getLhs(), 1.0))
-    return add.getRhs();
-  return nullptr;
-}
-
-/// `v = x * c` in either order with c ~ `expected`; returns x.
-Value scaledBy(Value v, double expected) {
-  auto mul = binary(v, BinaryKind::Mul);
-  if (!mul)
-    return nullptr;
-  if (isScalar(mul.getRhs(), expected))
-    return mul.getLhs();
-  if (isScalar(mul.getLhs(), expected))
-    return mul.getRhs();
-  return nullptr;
-}
-
-/// The x of erf(x / sqrt(2)) or erf(x * (1/sqrt(2))).
-Value erfArgument(Value u) {
-  auto erf = unary(u, UnaryKind::Erf);
-  if (!erf)
-    return nullptr;
-  if (auto div = binary(erf.getInput(), BinaryKind::Div))
-    return isScalar(div.getRhs(), std::sqrt(2.0)) ? div.getLhs() : Value();
-  return scaledBy(erf.getInput(), 1.0 / std::sqrt(2.0));
-}
-
-/// The x of tanh(sqrt(2/pi) * (x + 0.044715 * x^3)).
-Value tanhArgument(Value u) {
-  auto tanh = unary(u, UnaryKind::Tanh);
-  if (!tanh)
-    return nullptr;
-  Value inner = scaledBy(tanh.getInput(), std::sqrt(2.0 / M_PI));
-  auto add = inner ? binary(inner, BinaryKind::Add) : BinaryOp();
-  if (!add)
-    return nullptr;
-  Value x;
-  eitherOrder(add, [&](Value a, Value cube) {
-    Value p = scaledBy(cube, 0.044715);
-    auto pow = p ? binary(p, BinaryKind::Pow) : BinaryOp();
-    if (!pow || pow.getLhs() != a || !isScalar(pow.getRhs(), 3.0))
-      return false;
-    x = a;
-    return true;
-  });
-  return x;
-}
-
 struct GeluPattern : OpRewritePattern<BinaryOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(BinaryOp mul,
@@ -374,16 +389,33 @@ struct LayerNormBias : OpRewritePattern<BinaryOp> {
 
 } // namespace
 
-LogicalResult fuseExporterPatterns(Operation *root) {
-  RewritePatternSet patterns(root->getContext());
-  // LayerNorm is RMSNorm of (x - mean(x)): try it first.
-  patterns.add<LayerNormPattern>(root->getContext(), /*benefit=*/2);
-  patterns.add<RMSNormPattern, GeluPattern, SiluPattern, LayerNormBias>(
-      root->getContext());
-  GreedyRewriteConfig config;
-  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-  return applyPatternsGreedily(root, std::move(patterns), config);
+/// Erases ops without uses and without side effects (what the chains leave,
+/// unused constants, weights and shape leftovers), innermost first.
+static void eraseDeadOps(Block &block) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
+      if (op.use_empty() && !op.hasTrait<OpTrait::IsTerminator>() &&
+          isMemoryEffectFree(&op)) {
+        op.erase();
+        changed = true;
+      }
+    }
+  }
 }
 
-} // namespace import
-} // namespace distopt
+LogicalResult distopt::import::fuseExporterPatterns(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  RewritePatternSet patterns(ctx);
+  // LayerNorm is RMSNorm of (x - mean(x)): try it first.
+  patterns.add<LayerNormPattern>(ctx, /*benefit=*/2);
+  patterns.add<RMSNormPattern, GeluPattern, SiluPattern, LayerNormBias>(ctx);
+  GreedyRewriteConfig config;
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
+    return failure();
+  if (!func.getBody().empty())
+    eraseDeadOps(func.getBody().front());
+  return success();
+}

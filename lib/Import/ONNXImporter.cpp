@@ -23,7 +23,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -48,23 +47,6 @@ struct Import {
                           const ScannedModel &scan, ModuleOp module);
 };
 } // namespace
-
-/// Erases ops without uses and without side effects (unused constants,
-/// weights and shape leftovers), innermost first.
-static void eraseDeadOps(func::FuncOp func) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (Operation &op :
-         llvm::make_early_inc_range(llvm::reverse(func.getBody().front()))) {
-      if (op.use_empty() && !op.hasTrait<OpTrait::IsTerminator>() &&
-          isMemoryEffectFree(&op)) {
-        op.erase();
-        changed = true;
-      }
-    }
-  }
-}
 
 LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
                                 const ScannedModel &scan, ModuleOp module) {
@@ -177,7 +159,6 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
     return failure();
   if (failed(fuseExporterPatterns(func)))
     return error() << "pattern fusion did not converge", failure();
-  eraseDeadOps(func);
 
   if (!t.opaqueCounts.empty()) {
     auto diag = emitRemark(fileLoc) << "op types kept as graph.opaque: ";

@@ -129,7 +129,7 @@ struct Plan : RankLayout {
   cluster::DType dtype = cluster::DType::BF16;
   /// The model's attention runs as one fused kernel (FlashAttention, cuDNN):
   /// an imported graph's softmax(Q K^T) V is costed as such, without the
-  /// s^2 score tensors (see buildModelDesc).
+  /// s^2 score tensors (see planning::analyzeLayers).
   bool fusedAttention = false;
 
   /// Pipeline rank of virtual stage \p vs (RankLayout::pipelineStage).

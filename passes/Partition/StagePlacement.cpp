@@ -47,7 +47,7 @@ SetVector<Value> partition::usedValues(Operation *op) {
 }
 
 /// Elements of a shaped type, dynamic dimensions counted as 1 (the rule of
-/// the FLOP-count interface).
+/// the cost interface).
 static double numElements(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   if (!shaped || !shaped.hasRank())
@@ -64,7 +64,7 @@ static double numElements(Type type) {
 static bool isCheap(Operation *op) {
   if (op->getNumOperands() == 0)
     return true;
-  auto flops = dyn_cast<graph::FlopCountOpInterface>(op);
+  auto flops = dyn_cast<graph::CostOpInterface>(op);
   if (!flops)
     return false;
   double elements = 0;

@@ -62,7 +62,7 @@ planning::modelOf(func::FuncOp func, const Costing &costing, PlannedOps *ops) {
         return op.emitOpError("is part of an outlined pipeline; plan the "
                               "function before its stages are outlined "
                               "(dist-outline-stages)");
-  GraphModelOptions options;
+  LayerAnalysisOptions options;
   // fp8 runs the matmuls in fp8 (the cost model's matmul precision) and
   // everything else in bf16.
   options.computeType = costing.dtype == cluster::DType::F8
@@ -73,7 +73,7 @@ planning::modelOf(func::FuncOp func, const Costing &costing, PlannedOps *ops) {
     options.layerOps = &ops->layers;
     options.tpRoles = &ops->roles;
   }
-  return buildModelDesc(func, options);
+  return analyzeLayers(func, options);
 }
 
 /// True for an op that reads no value and has no region: a weight or state

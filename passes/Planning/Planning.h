@@ -13,8 +13,8 @@
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ModelDesc.h"
 #include "lib/Cost/ProfileDB.h"
-#include "lib/GraphCost/ModelFromGraph.h"
 #include "lib/Schedule/Plan.h"
+#include "passes/Planning/LayerAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

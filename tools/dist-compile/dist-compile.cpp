@@ -16,11 +16,12 @@
 #include "dist/InitAll.h"
 #include "lib/Codegen/Codegen.h"
 #include "dist/Pipelines.h"
-#include "lib/Init/ToolFlags.h"
+#include "tools/Init/ToolFlags.h"
 #include "lib/Support/MLIRInputCheck.h"
 #include "lib/Support/OutputFile.h"
 #include "passes/Distribute/DataParallel.h"
 #include "passes/Passes.h"
+#include "passes/Planning/LayerAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -419,7 +420,7 @@ int main(int argc, char **argv) {
     // The printer prints what the IR says: dist-prepare-for-emission makes
     // the kernel, memory, layout and precision decisions first (after the
     // cost model names each op for --profile-json).
-    codegen::annotateCostSignatures(*m);
+    planning::annotateCostSignatures(*m);
     {
       PassManager pm(&ctx);
       std::string pipeline = std::string("dist-prepare-for-emission{target=") +

@@ -11,7 +11,7 @@
 #include "dist/Diagnostics.h"
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
-#include "lib/Init/ToolFlags.h"
+#include "tools/Init/ToolFlags.h"
 #include "lib/Support/MLIRInputCheck.h"
 #include "lib/Support/OutputFile.h"
 

@@ -3,17 +3,17 @@
 //
 // Part of DistOpt. Runs --dist-autodiff on small GPT, BERT and ResNet graphs
 // (generated in memory by the dist-modelgen library) and checks that the
-// FLOPs of the explicit backward ops, counted by FlopCountOpInterface,
-// agree with the analytic backward costs (bwdInput + bwdWeight) that
-// buildModelDesc gives the cost model.
+// FLOPs of the explicit backward ops, counted by CostOpInterface, agree
+// with the analytic backward costs (bwdInput + bwdWeight) that the layer
+// analysis gives the cost model.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/GraphOps.h"
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
-#include "lib/GraphCost/ModelFromGraph.h"
 #include "lib/ModelGen/ModelGen.h"
 #include "passes/Passes.h"
+#include "passes/Planning/LayerAnalysis.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -81,7 +81,7 @@ Flops analytic(ModuleOp module) {
        llvm::make_early_inc_range(llvm::reverse(main->getBody().front())))
     if (&op != ret && op.use_empty())
       op.erase();
-  FailureOr<cost::ModelDesc> desc = buildModelDesc(*main, {});
+  FailureOr<cost::ModelDesc> desc = planning::analyzeLayers(*main, {});
   EXPECT_TRUE(succeeded(desc));
   double samples =
       cast<RankedTensorType>(main->getArgument(0).getType()).getDimSize(0);
@@ -106,7 +106,7 @@ double skippedInputGrads(ModuleOp module, double &bytes) {
   bytes = 0;
   module.lookupSymbol<func::FuncOp>("main").walk([&](Operation *op) {
     if (isContraction(op) && isa<BlockArgument>(op->getOperand(0))) {
-      f += cast<g::FlopCountOpInterface>(op).getFlopCount();
+      f += cast<g::CostOpInterface>(op).getFlopCount();
       bytes += trafficOf(op);
     }
   });
@@ -133,7 +133,7 @@ Flops explicitBackward(ModuleOp module, unsigned &weightGradOps) {
                 << op->getName().getStringRef().str()
                 << " (backward_input) reads a backward_weight result";
           }
-    auto counted = dyn_cast<g::FlopCountOpInterface>(op);
+    auto counted = dyn_cast<g::CostOpInterface>(op);
     ASSERT_TRUE(counted) << "backward op without a FLOP count: "
                          << op->getName().getStringRef().str();
     (isContraction(op) ? f.contraction : f.other) += counted.getFlopCount();
@@ -169,7 +169,7 @@ void check(ModelOptions opts, double otherTolerance) {
       << opts.family << ": explicit " << got.contraction << " + skipped "
       << skipped << " vs analytic " << want.contraction;
   // Their memory traffic too (operands and results of each backward op).
-  // The analytic conv builder is per image and ModelFromGraph scales it by
+  // The analytic conv builder is per image and the conv's cost scales it by
   // the batch, so it charges each conv's weight read (dX) and weight write
   // (dW) once per image; the explicit ops move the weight once per batch.
   double perImageWeights = 0;

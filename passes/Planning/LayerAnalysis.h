@@ -1,12 +1,15 @@
-//===- ModelFromGraph.h - Cost-level model from graph IR --------*- C++ -*-===//
+//===- LayerAnalysis.h - The layers the planner sees -----------*- C++ -*-===//
 //
-// Part of DistOpt. Turns a function of graph-dialect ops into the layered
-// cost description (cost::ModelDesc) that the cost model, the planner and the
-// simulator work on.
+// Part of DistOpt. The planning passes' analysis: turns a function of
+// graph-dialect ops into the layered cost description (cost::ModelDesc) that
+// the cost model, the search and the simulator work on. What each op costs
+// is the op's own CostOpInterface; this finds the layers (cut points, light
+// stretches merged, or the `dist.layer` annotations), the parameters each
+// op reads, and the Megatron tensor-parallel roles.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
-#define DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
+#ifndef DIST_PASSES_PLANNING_LAYERANALYSIS_H
+#define DIST_PASSES_PLANNING_LAYERANALYSIS_H
 
 #include "dialects/Dist/DistDialect.h"
 #include "lib/Cost/ModelDesc.h"
@@ -17,17 +20,18 @@
 #include <vector>
 
 namespace mlir {
+class ModuleOp;
 class Operation;
 namespace func {
 class FuncOp;
 } // namespace func
 } // namespace mlir
 
-namespace distopt {
+namespace distopt::planning {
 
 using dist::TensorParallelRole;
 
-struct GraphModelOptions {
+struct LayerAnalysisOptions {
   /// Element type the model trains or runs in (mixed precision runs an f32
   /// graph in bf16). Unset: each op's own element type.
   std::optional<cluster::DType> computeType;
@@ -69,15 +73,21 @@ struct GraphModelOptions {
 /// moves no bytes of its own. With `fusedAttention` the whole attention core
 /// is one kernel. Emits an error
 /// on `func` and fails when it has no sample dimension to divide by.
-llvm::FailureOr<cost::ModelDesc> buildModelDesc(mlir::func::FuncOp func,
-                                          const GraphModelOptions &options);
+llvm::FailureOr<cost::ModelDesc>
+analyzeLayers(mlir::func::FuncOp func, const LayerAnalysisOptions &options);
 
 /// The number tensor parallelism must divide to split `func`'s attention by
 /// heads: the gcd of the head counts of its head-batched matmuls and of the
 /// key/value head counts of grouped-query attention; 0 without attention.
-/// buildModelDesc records it as ModelDesc::attentionHeads.
+/// analyzeLayers records it as ModelDesc::attentionHeads.
 unsigned attentionHeadCount(mlir::func::FuncOp func);
 
-} // namespace distopt
+/// Records on every op the cost model prices its profile-database
+/// signature (`emit.cost_signature`), under which the program's
+/// `--profile-json` files the op's measured time; functions the cost model
+/// cannot price (no sample dimension) are left alone.
+void annotateCostSignatures(mlir::ModuleOp module);
 
-#endif // DISTOPT_LIB_GRAPHCOST_MODELFROMGRAPH_H
+} // namespace distopt::planning
+
+#endif // DIST_PASSES_PLANNING_LAYERANALYSIS_H

@@ -1,7 +1,6 @@
-//===- AttentionHeads.cpp - Head counts of the attention in a graph -*- C++
-//-*-===//
+//===- AttentionHeads.cpp - Head counts of a graph's attention --*- C++ -*-===//
 //
-// Part of DistOpt. Implements attentionHeadCount (ModelFromGraph.h).
+// Part of DistOpt. Implements attentionHeadCount (LayerAnalysis.h).
 // Tensor parallelism splits attention by heads (Megatron gives each rank
 // heads / tp of them), so a plan's tp must divide every head count the
 // graph has: those of the head-batched matmuls (Q K^T and scores x V) and,
@@ -11,7 +10,7 @@
 // through views, expansions and elementwise ops (rotary embeddings).
 //
 //===----------------------------------------------------------------------===//
-#include "lib/GraphCost/ModelFromGraph.h"
+#include "passes/Planning/LayerAnalysis.h"
 
 #include "dialects/Graph/GraphOps.h"
 
@@ -60,7 +59,7 @@ static int64_t splitHeads(Value v) {
   return 0;
 }
 
-unsigned distopt::attentionHeadCount(func::FuncOp func) {
+unsigned distopt::planning::attentionHeadCount(func::FuncOp func) {
   int64_t heads = 0;
   func.walk([&](g::MatmulOp mm) {
     auto out = cast<RankedTensorType>(mm.getResult().getType());

@@ -4,11 +4,11 @@
 // and mask as its own op; trainers run them inside a neighbouring kernel
 // (GEMM epilogues, Megatron's FusedScaleMaskSoftmax) and often the whole
 // attention core as one kernel (FlashAttention). fuseKernels makes the
-// costs of ModelFromGraph's items say so. Internal to lib/GraphCost.
+// costs of the layer analysis' items say so. Internal to passes/Planning.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DISTOPT_LIB_GRAPHCOST_FUSEDKERNELS_H
-#define DISTOPT_LIB_GRAPHCOST_FUSEDKERNELS_H
+#ifndef DIST_PASSES_PLANNING_FUSEDKERNELS_H
+#define DIST_PASSES_PLANNING_FUSEDKERNELS_H
 
 #include "lib/Cost/ModelDesc.h"
 
@@ -20,7 +20,7 @@
 #include <optional>
 #include <vector>
 
-namespace distopt::graphcost {
+namespace distopt::planning {
 
 /// A sample-dependent op of the function and its cost (none for views).
 struct Item {
@@ -37,17 +37,6 @@ struct ValueClasses {
   /// not a side value), or null when there are none or several.
   mlir::Value mainOperandOf(mlir::Operation *op) const;
 };
-
-/// Elements of a tensor type (dynamic dimensions count 1).
-inline double numElements(mlir::Type type) {
-  auto shaped = llvm::dyn_cast<mlir::RankedTensorType>(type);
-  if (!shaped)
-    return 1;
-  double n = 1;
-  for (int64_t d : shaped.getShape())
-    n *= mlir::ShapedType::isDynamic(d) ? 1 : d;
-  return n;
-}
 
 /// True for a rank >= 3 tensor whose last two dims are equal and > 1: the
 /// shape of attention scores.
@@ -71,6 +60,6 @@ void fuseKernels(std::vector<Item> &items,
                  const ValueClasses &values, double samples,
                  bool fusedAttention);
 
-} // namespace distopt::graphcost
+} // namespace distopt::planning
 
-#endif // DISTOPT_LIB_GRAPHCOST_FUSEDKERNELS_H
+#endif // DIST_PASSES_PLANNING_FUSEDKERNELS_H

@@ -3,7 +3,7 @@
 // Part of DistOpt.
 //
 //===----------------------------------------------------------------------===//
-#include "lib/Init/ToolFlags.h"
+#include "tools/Init/ToolFlags.h"
 
 #include "lib/Cluster/Cluster.h"
 #include "passes/Passes.h"

@@ -1,84 +1,31 @@
-//===- ModelFromGraph.cpp - Cost-level model from graph IR -----*- C++ -*-===//
+//===- LayerAnalysis.cpp - The layers the planner sees ----------*- C++ -*-===//
 //
 // Part of DistOpt.
 //
 //===----------------------------------------------------------------------===//
-#include "lib/GraphCost/ModelFromGraph.h"
-#include "lib/GraphCost/FusedKernels.h"
+#include "passes/Planning/LayerAnalysis.h"
+#include "passes/Planning/FusedKernels.h"
 
+#include "dialects/Graph/GraphCost.h"
 #include "dialects/Graph/GraphOps.h"
-#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::cost;
+using namespace distopt::planning;
 namespace g = distopt::graph;
-using graphcost::isScoreShaped;
-using graphcost::numElements;
-
-//===----------------------------------------------------------------------===//
-// Small helpers
-//===----------------------------------------------------------------------===//
-
-static std::optional<cluster::DType> dtypeOf(Type type) {
-  Type elt = getElementTypeOrSelf(type);
-  if (elt.isF32())
-    return cluster::DType::F32;
-  if (elt.isF16())
-    return cluster::DType::F16;
-  if (elt.isBF16())
-    return cluster::DType::BF16;
-  if (elt.isInteger(64))
-    return cluster::DType::I64;
-  if (elt.isInteger(32))
-    return cluster::DType::I32;
-  if (elt.isInteger(8))
-    return cluster::DType::I8;
-  return std::nullopt;
-}
-
-static double bytesOf(Type type) {
-  std::optional<cluster::DType> dt = dtypeOf(type);
-  // Complex and index elements (any type the verifiers allow) have no
-  // cost-model dtype; they count by their storage size.
-  return numElements(type) *
-         (dt ? cluster::dtypeBytes(*dt) : double(graph::elementBytes(type)));
-}
-
-/// The ONNX node name an op was imported from, or its op name.
-static std::string opName(Operation *op) {
-  std::string name;
-  op->getLoc()->walk([&](Location loc) {
-    if (auto named = dyn_cast<NameLoc>(loc)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name.empty() ? op->getName().getStringRef().str() : name;
-}
-
-static double shapeProduct(ArrayRef<int64_t> dims) {
-  double n = 1;
-  for (int64_t d : dims)
-    n *= ShapedType::isDynamic(d) ? 1 : d;
-  return n;
-}
-
-using graphcost::Item;
 
 namespace {
 
-/// What the adapter learns about the function before costing ops.
-class GraphModelBuilder {
+/// The layers, parameters and tensor-parallel roles of one function.
+class LayerAnalysis {
 public:
-  GraphModelBuilder(func::FuncOp func, const GraphModelOptions &options)
+  LayerAnalysis(func::FuncOp func, const LayerAnalysisOptions &options)
       : func(func), options(options) {}
 
   FailureOr<ModelDesc> build();
@@ -90,11 +37,9 @@ private:
   /// Root `graph.weight` ops a weight-like value is computed from.
   void collectWeightRoots(Value value, SmallVectorImpl<Operation *> &roots);
   /// The cost of one sample-dependent op (unscaled), or nullopt for views.
-  std::optional<OpDesc> costOf(Operation *op);
-  cluster::DType dtypeFor(Type type) const;
-  /// Bytes of a tensor of \p type as the model runs it: floating-point
-  /// tensors in dtypeFor (an f32 graph trained in bf16 sends and keeps bf16
-  /// activations), others in their own width.
+  std::optional<OpDesc> costOf(Operation *op) const;
+  /// Bytes of a tensor of \p type as the model runs it (CostContext::bytesFor
+  /// in the compute type).
   double bytesFor(Type type) const;
   bool isWeightLike(Value v) const { return !sampleDependent.contains(v); }
   /// Reads every item's `dist.layer` into \p layerOf; false when the
@@ -109,7 +54,7 @@ private:
                  std::vector<unsigned> &layerOf) const;
 
   func::FuncOp func;
-  const GraphModelOptions &options;
+  const LayerAnalysisOptions &options;
   DenseSet<Value> sampleDependent;
   DenseSet<Value> side;
   /// Values holding column-parallel (split) activations under Megatron TP.
@@ -118,23 +63,13 @@ private:
 };
 } // namespace
 
-cluster::DType GraphModelBuilder::dtypeFor(Type type) const {
-  if (options.computeType)
-    return *options.computeType;
-  std::optional<cluster::DType> dt = dtypeOf(type);
-  return dt && (*dt == cluster::DType::F32 || *dt == cluster::DType::F16 ||
-                *dt == cluster::DType::BF16)
-             ? *dt
-             : cluster::DType::F32;
+double LayerAnalysis::bytesFor(Type type) const {
+  g::CostContext context;
+  context.computeType = options.computeType;
+  return context.bytesFor(type);
 }
 
-double GraphModelBuilder::bytesFor(Type type) const {
-  if (isa<FloatType>(getElementTypeOrSelf(type)))
-    return numElements(type) * cluster::dtypeBytes(dtypeFor(type));
-  return bytesOf(type);
-}
-
-void GraphModelBuilder::classifyValues() {
+void LayerAnalysis::classifyValues() {
   DenseSet<Value> touchesWeight;
   for (BlockArgument arg : func.getArguments()) {
     sampleDependent.insert(arg);
@@ -164,8 +99,8 @@ void GraphModelBuilder::classifyValues() {
   }
 }
 
-void GraphModelBuilder::collectWeightRoots(Value value,
-                                           SmallVectorImpl<Operation *> &roots) {
+void LayerAnalysis::collectWeightRoots(Value value,
+                                       SmallVectorImpl<Operation *> &roots) {
   Operation *def = value.getDefiningOp();
   if (!def)
     return;
@@ -178,164 +113,19 @@ void GraphModelBuilder::collectWeightRoots(Value value,
       collectWeightRoots(operand, roots);
 }
 
-std::optional<OpDesc> GraphModelBuilder::costOf(Operation *op) {
-  std::string name = opName(op);
-  Type resultType =
-      op->getNumResults() ? op->getResult(0).getType() : Type();
-  cluster::DType dt = dtypeFor(resultType ? resultType : Type());
-  double outElements = resultType ? numElements(resultType) : 0;
-
-  return TypeSwitch<Operation *, std::optional<OpDesc>>(op)
-      .Case<g::MatmulOp>([&](g::MatmulOp mm) -> std::optional<OpDesc> {
-        auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
-        auto rhs = cast<RankedTensorType>(mm.getRhs().getType());
-        ArrayRef<int64_t> l = lhs.getShape(), r = rhs.getShape();
-        double m = l.size() >= 2 ? l[l.size() - (mm.getTransposeLhs() ? 1 : 2)]
-                                 : 1;
-        double k = l.back() == ShapedType::kDynamic ? 1 : l.back();
-        if (mm.getTransposeLhs() && l.size() >= 2)
-          k = l[l.size() - 2];
-        double n = r.size() >= 2
-                       ? (mm.getTransposeRhs() ? r[r.size() - 2] : r.back())
-                       : 1;
-        double batch = outElements / std::max(1.0, m * n);
-        bool weight = isWeightLike(mm.getRhs()) || isWeightLike(mm.getLhs());
-        return matmulOp(name, dt, weight ? 1 : batch,
-                        weight ? batch * m : m, n, k, weight,
-                        static_cast<bool>(mm.getBias()));
-      })
-      .Case<g::ConvOp>([&](g::ConvOp conv) -> std::optional<OpDesc> {
-        auto in = cast<RankedTensorType>(conv.getInput().getType());
-        auto w = cast<RankedTensorType>(conv.getWeight().getType());
-        if (in.getRank() != 4 || w.getRank() != 4) {
-          PhaseCost fwd{2 * outElements * shapeProduct(w.getShape()) /
-                            std::max<int64_t>(1, w.getDimSize(0)),
-                        bytesFor(in) + bytesFor(w), bytesFor(resultType)};
-          OpDesc o = otherOp(name, dt, fwd);
-          o.cls = OpClass::Conv;
-          return o;
-        }
-        ArrayRef<int64_t> strides = conv.getStrides(), pads = conv.getPads();
-        OpDesc o = convOp(name, dt, in.getDimSize(1), in.getDimSize(2),
-                          in.getDimSize(3), w.getDimSize(0), w.getDimSize(2),
-                          w.getDimSize(3), strides.empty() ? 1 : strides[0],
-                          pads.empty() ? 0 : pads[0], conv.getGroup(),
-                          static_cast<bool>(conv.getBias()));
-        // convOp is per image: scale to the imported batch like other ops.
-        double images = std::max<int64_t>(1, in.getDimSize(0));
-        o.fwd = o.fwd.scaled(images);
-        o.bwdInput = o.bwdInput.scaled(images);
-        o.bwdWeight = o.bwdWeight.scaled(images);
-        o.savedBytes *= images;
-        return o;
-      })
-      .Case<g::EmbeddingOp>([&](g::EmbeddingOp emb) -> std::optional<OpDesc> {
-        auto table = cast<RankedTensorType>(emb.getTable().getType());
-        return embeddingOp(name, dt, numElements(emb.getIndices().getType()),
-                           table.getDimSize(0),
-                           shapeProduct(table.getShape().drop_front()));
-      })
-      .Case<g::LayerNormOp, g::RMSNormOp>([&](auto norm) {
-        auto in = cast<RankedTensorType>(norm.getInput().getType());
-        int64_t axis = static_cast<int64_t>(norm.getAxis());
-        if (axis < 0)
-          axis += in.getRank();
-        double cols = shapeProduct(in.getShape().drop_front(axis));
-        return std::optional<OpDesc>(
-            normOp(name, dt, outElements / std::max(1.0, cols), cols));
-      })
-      .Case<g::BatchNormOp>([&](g::BatchNormOp bn) {
-        auto in = cast<RankedTensorType>(bn.getInput().getType());
-        double channels = in.getRank() > 1 ? in.getDimSize(1) : 1;
-        return std::optional<OpDesc>(
-            normOp(name, dt, outElements / channels, channels));
-      })
-      .Case<g::SoftmaxOp>([&](g::SoftmaxOp sm) {
-        auto in = cast<RankedTensorType>(sm.getInput().getType());
-        int64_t axis = static_cast<int64_t>(sm.getAxis());
-        if (axis < 0)
-          axis += in.getRank();
-        double cols = in.getDimSize(axis);
-        return std::optional<OpDesc>(
-            softmaxOp(name, dt, outElements / std::max(1.0, cols), cols));
-      })
-      .Case<g::SoftmaxCrossEntropyOp>([&](g::SoftmaxCrossEntropyOp loss) {
-        auto logits = cast<RankedTensorType>(loss.getLogits().getType());
-        double classes = logits.getRank() > 1 ? logits.getDimSize(1) : 1;
-        return std::optional<OpDesc>(
-            lossOp(name, dt, numElements(logits) / classes, classes));
-      })
-      .Case<g::ReduceOp>([&](g::ReduceOp red) {
-        return std::optional<OpDesc>(reductionOp(
-            name, dt, numElements(red.getInput().getType()), outElements));
-      })
-      .Case<g::PoolOp>([&](g::PoolOp pool) {
-        double window = pool.getGlobal()
-                            ? numElements(pool.getInput().getType()) /
-                                  std::max(1.0, outElements)
-                            : shapeProduct(pool.getKernel());
-        return std::optional<OpDesc>(
-            reductionOp(name, dt, outElements * window, outElements));
-      })
-      .Case<g::UnaryOp>([&](g::UnaryOp u) {
-        // Transcendental activations cost several FLOPs per element.
-        double f = 1;
-        switch (u.getKind()) {
-        case g::UnaryKind::Gelu:
-        case g::UnaryKind::GeluTanh:
-          f = 8;
-          break;
-        case g::UnaryKind::Silu:
-        case g::UnaryKind::Sigmoid:
-        case g::UnaryKind::Tanh:
-        case g::UnaryKind::Erf:
-        case g::UnaryKind::Exp:
-        case g::UnaryKind::Log:
-          f = 4;
-          break;
-        default:
-          break;
-        }
-        return std::optional<OpDesc>(elementwiseOp(name, dt, outElements, 1, f));
-      })
-      .Case<g::BinaryOp, g::WhereOp, g::ClipOp, g::CastOp, g::DropoutOp>(
-          [&](Operation *o) {
-            OpDesc e = elementwiseOp(name, dt, outElements,
-                                     std::max(1u, o->getNumOperands()));
-            // A sum's gradient is the output gradient: nothing to keep.
-            if (auto bin = dyn_cast<g::BinaryOp>(o))
-              if (bin.getKind() == g::BinaryKind::Add ||
-                  bin.getKind() == g::BinaryKind::Sub)
-                e.savedBytes = 0;
-            return std::optional<OpDesc>(e);
-          })
-      // Views: no data moves.
-      .Case<g::ReshapeOp, g::FlattenOp>(
-          [](Operation *) { return std::optional<OpDesc>(); })
-      .Case<g::TransposeOp, g::SplitOp, g::SliceOp, g::ConcatOp, g::ExpandOp,
-            g::PadOp, g::TriluOp, g::GatherOp, g::IotaOp>([&](Operation *o) {
-        double elements = 0;
-        for (Value r : o->getResults())
-          elements += numElements(r.getType());
-        return std::optional<OpDesc>(dataMovementOp(name, dt, elements));
-      })
-      .Default([&](Operation *o) -> std::optional<OpDesc> {
-        if (o->getNumResults() == 0)
-          return std::nullopt;
-        PhaseCost fwd;
-        for (Value v : o->getOperands())
-          fwd.bytesRead += bytesFor(v.getType());
-        for (Value v : o->getResults()) {
-          fwd.bytesWritten += bytesFor(v.getType());
-          fwd.flops += numElements(v.getType());
-        }
-        return otherOp(name, dt, fwd);
-      });
+std::optional<OpDesc> LayerAnalysis::costOf(Operation *op) const {
+  g::CostContext context;
+  context.computeType = options.computeType;
+  auto weightLike = [&](Value v) { return isWeightLike(v); };
+  context.isWeightLike = weightLike;
+  if (auto costed = dyn_cast<g::CostOpInterface>(op))
+    return costed.getCost(context);
+  return g::genericCost(op, context);
 }
 
 FailureOr<bool>
-GraphModelBuilder::annotatedLayers(ArrayRef<Item> items,
-                                   std::vector<unsigned> &layerOf) const {
+LayerAnalysis::annotatedLayers(ArrayRef<Item> items,
+                               std::vector<unsigned> &layerOf) const {
   StringRef name = dist::DistDialect::LayerAttrHelper::getNameStr();
   bool any = llvm::any_of(
       items, [&](const Item &item) { return item.op->hasAttr(name); });
@@ -365,9 +155,8 @@ GraphModelBuilder::annotatedLayers(ArrayRef<Item> items,
   return true;
 }
 
-void GraphModelBuilder::cutLayers(ArrayRef<Item> items,
-                                  ArrayRef<int64_t> liveMain,
-                                  std::vector<unsigned> &layerOf) const {
+void LayerAnalysis::cutLayers(ArrayRef<Item> items, ArrayRef<int64_t> liveMain,
+                              std::vector<unsigned> &layerOf) const {
   auto isHeavy = [](const Item &item) {
     return item.desc && (item.desc->cls == OpClass::MatMul ||
                          item.desc->cls == OpClass::Conv ||
@@ -400,7 +189,7 @@ void GraphModelBuilder::cutLayers(ArrayRef<Item> items,
       layerOf[i] = l;
 }
 
-FailureOr<ModelDesc> GraphModelBuilder::build() {
+FailureOr<ModelDesc> LayerAnalysis::build() {
   if (func.getBody().empty())
     return func.emitError("cannot cost a function without a body");
   if (func.getNumArguments() == 0)
@@ -437,7 +226,7 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
           collectWeightRoots(operand, roots);
       double params = 0, tied = 0;
       for (Operation *root : roots) {
-        double n = numElements(root->getResult(0).getType());
+        double n = g::tensorElements(root->getResult(0).getType());
         if (countedWeights.insert(root).second)
           params += n;
         else
@@ -507,8 +296,9 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
         desc->savedBytes = 0;
       }
       // Attention core: what selective recomputation drops (Korthikanti).
-      if (!weighted && (isa<g::MatmulOp, g::SoftmaxOp, g::DropoutOp>(op) ||
-                        desc->cls == OpClass::Elementwise) &&
+      if (!weighted &&
+          (isa<g::MatmulOp, g::SoftmaxOp, g::DropoutOp>(op) ||
+           desc->cls == OpClass::Elementwise) &&
           llvm::any_of(op.getOperandTypes(), isScoreShaped))
         desc->selective = true;
       if (!weighted && isa<g::MatmulOp>(op) &&
@@ -538,9 +328,9 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
     items.push_back({&op, std::move(desc)});
   }
   if (items.empty())
-    return func.emitError("'") << func.getSymName()
-                               << "' computes nothing from its inputs";
-  graphcost::fuseKernels(items, defIndex, {sampleDependent, side}, samples,
+    return func.emitError("'")
+           << func.getSymName() << "' computes nothing from its inputs";
+  fuseKernels(items, defIndex, {sampleDependent, side}, samples,
                          options.fusedAttention);
 
   // Last use of every sample-dependent value, in item positions.
@@ -594,18 +384,17 @@ FailureOr<ModelDesc> GraphModelBuilder::build() {
   for (auto [i, layer] : llvm::enumerate(model.layers)) {
     layer.name = llvm::formatv("layer{0}", i).str();
     if (!layer.ops.empty())
-      layer.name += " (" + layer.ops.front().name + " .. " +
-                    layer.ops.back().name + ")";
+      layer.name +=
+          " (" + layer.ops.front().name + " .. " + layer.ops.back().name + ")";
   }
   return model;
 }
 
-namespace distopt {
-FailureOr<ModelDesc> buildModelDesc(func::FuncOp func,
-                                    const GraphModelOptions &options) {
-  FailureOr<ModelDesc> model = GraphModelBuilder(func, options).build();
+FailureOr<ModelDesc>
+planning::analyzeLayers(func::FuncOp func,
+                        const LayerAnalysisOptions &options) {
+  FailureOr<ModelDesc> model = LayerAnalysis(func, options).build();
   if (succeeded(model))
     model->attentionHeads = attentionHeadCount(func);
   return model;
 }
-} // namespace distopt

@@ -2,20 +2,23 @@
 //
 // Part of DistOpt. A program built with dist-compile writes its measured op
 // times (`--profile-json`) as the cost model's profile database, filed
-// under the signature the cost model gives each op (lib/GraphCost): the
-// same function computes both, so the planner finds what the program
-// measured.
+// under the signature the cost model gives each op (the layer analysis):
+// the same function computes both, so the planner finds what the program
+// measured. In passes/Planning beside the analysis, so that lib/Codegen
+// does not link passes/; dist-compile calls it before emission.
 //
 //===----------------------------------------------------------------------===//
-#include "lib/Codegen/Codegen.h"
+#include "passes/Planning/LayerAnalysis.h"
 
 #include "dialects/Emit/EmitDialect.h"
-#include "lib/GraphCost/ModelFromGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 using namespace mlir;
+using namespace distopt::planning;
 
 /// The cost model prices an op's backward under the op's own signature
 /// (its bwd_input_s and bwd_weight_s), but a training step runs it as other
@@ -65,7 +68,7 @@ static void fileBackwardUnderForward(func::FuncOp func) {
   });
 }
 
-void distopt::codegen::annotateCostSignatures(ModuleOp module) {
+void distopt::planning::annotateCostSignatures(ModuleOp module) {
   module.walk([&](func::FuncOp func) {
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
@@ -74,9 +77,9 @@ void distopt::codegen::annotateCostSignatures(ModuleOp module) {
     ScopedDiagnosticHandler quiet(func.getContext(),
                                   [](Diagnostic &) { return success(); });
     llvm::DenseMap<Operation *, std::string> signatures;
-    GraphModelOptions options;
+    LayerAnalysisOptions options;
     options.signatures = &signatures;
-    if (failed(buildModelDesc(func, options)))
+    if (failed(analyzeLayers(func, options)))
       return;
     Builder b(func.getContext());
     for (auto &[op, sig] : signatures)

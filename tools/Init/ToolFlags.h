@@ -8,8 +8,8 @@
 // dist-autodiff's default-loss option.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DISTOPT_LIB_INIT_TOOLFLAGS_H
-#define DISTOPT_LIB_INIT_TOOLFLAGS_H
+#ifndef DIST_TOOLS_INIT_TOOLFLAGS_H
+#define DIST_TOOLS_INIT_TOOLFLAGS_H
 
 #include "dist/ImportONNX.h"
 #include "dist/Pipelines.h"
@@ -193,4 +193,4 @@ llvm::SmallVector<mlir::Pass *> passesNamed(mlir::OpPassManager &pm,
 
 } // namespace distopt
 
-#endif // DISTOPT_LIB_INIT_TOOLFLAGS_H
+#endif // DIST_TOOLS_INIT_TOOLFLAGS_H

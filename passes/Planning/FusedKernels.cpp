@@ -3,8 +3,9 @@
 // Part of DistOpt.
 //
 //===----------------------------------------------------------------------===//
-#include "lib/GraphCost/FusedKernels.h"
+#include "passes/Planning/FusedKernels.h"
 
+#include "dialects/Graph/GraphCost.h"
 #include "dialects/Graph/GraphOps.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -12,7 +13,8 @@
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::cost;
-using namespace distopt::graphcost;
+using namespace distopt::planning;
+using graph::tensorElements;
 namespace g = distopt::graph;
 
 Value ValueClasses::mainOperandOf(Operation *op) const {
@@ -61,7 +63,7 @@ static bool fuseAttention(Item &softmax, Value scores, double samples,
                           const ValueClasses &values,
                           function_ref<Item *(Value)> itemOf);
 
-void graphcost::fuseKernels(std::vector<Item> &items,
+void planning::fuseKernels(std::vector<Item> &items,
                             const DenseMap<Value, int64_t> &defIndex,
                             const ValueClasses &values, double samples,
                             bool fusedAttention) {
@@ -128,7 +130,7 @@ void graphcost::fuseKernels(std::vector<Item> &items,
       if (Item *out = itemOf(pv.getResult()); out && pv.getLhs() == probs)
         out->desc->savedBytes =
             std::max(0.0, out->desc->savedBytes -
-                              numElements(probs.getType()) / samples *
+                              tensorElements(probs.getType()) / samples *
                                   cluster::dtypeBytes(out->desc->dtype));
   }
 }
@@ -162,10 +164,10 @@ static bool fuseAttention(Item &softmax, Value scores, double samples,
   AttentionShape a;
   a.seqQ = s.getDimSize(s.getRank() - 2);
   a.seqKV = s.getDimSize(s.getRank() - 1);
-  a.heads = numElements(s) / (a.seqQ * a.seqKV) / samples;
+  a.heads = tensorElements(s) / (a.seqQ * a.seqKV) / samples;
   a.kvHeads = a.heads; // the graph repeats grouped K/V heads before QK^T
-  a.headDimQK = numElements(q) / samples / a.heads / a.seqQ;
-  a.headDimV = numElements(o) / samples / a.heads / a.seqQ;
+  a.headDimQK = tensorElements(q) / samples / a.heads / a.seqQ;
+  a.headDimV = tensorElements(o) / samples / a.heads / a.seqQ;
   // A causal mask is built from a triangle; the folded mask ops read it.
   a.causal = false;
   for (Value v = softmax.op->getOperand(0); v && v != scores;) {
@@ -181,7 +183,7 @@ static bool fuseAttention(Item &softmax, Value scores, double samples,
   // Q and K are kept for the backward here (the projections around the
   // core keep V's producer input and O).
   double e = cluster::dtypeBytes(out->desc->dtype);
-  fused.savedBytes += (numElements(q) + numElements(k)) / samples * e;
+  fused.savedBytes += (tensorElements(q) + tensorElements(k)) / samples * e;
   // The scores, softmax and dropout are the fused op's (it counts their
   // FLOPs); the folded scale and mask keep their few.
   for (Item *part : {qk, &softmax, dropout})
