@@ -23,6 +23,14 @@ def Dist_Dialect : Dialect {
     program over one homogeneous grid, `dist` describes MPMD pipelines over
     heterogeneous device groups: every stage names its own group, and groups
     may be of different sizes and device kinds. See docs/design.md.
+
+    A collective names the devices that combine (`over [0, 1]`). When one
+    program is run by several such groups (a pipeline stage's program under
+    data and tensor parallelism: each replica's tp ranks sum their partial
+    results), the op also carries `dist.groups`, the list of those groups
+    (StableHLO's replica groups): each device combines with the group that
+    holds it. The op's own group is one of them, all have its size and no
+    device is in two.
   }];
   let useDefaultAttributePrinterParser = 1;
   // Verified by verifyOperationAttribute / verifyRegionArgAttribute
@@ -38,7 +46,8 @@ def Dist_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$tp_shard,
     "::mlir::UnitAttr":$batch_shard,
     "::mlir::UnitAttr":$data_parallel,
-    "::mlir::DictionaryAttr":$zero
+    "::mlir::DictionaryAttr":$zero,
+    "::mlir::ArrayAttr":$groups
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;

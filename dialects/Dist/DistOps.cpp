@@ -208,6 +208,43 @@ void distopt::dist::printWorldGroup(OpAsmPrinter &printer, Operation *,
   printer << ']';
 }
 
+DenseI64ArrayAttr distopt::dist::deviceGroup(MLIRContext *ctx,
+                                             ArrayRef<unsigned> devices) {
+  SmallVector<int64_t> ids(devices.begin(), devices.end());
+  return DenseI64ArrayAttr::get(ctx, ids);
+}
+
+void distopt::dist::setRunGroups(Operation *op,
+                                 ArrayRef<std::vector<unsigned>> groups) {
+  if (groups.size() < 2)
+    return;
+  SmallVector<Attribute> attrs;
+  for (const std::vector<unsigned> &g : groups)
+    attrs.push_back(deviceGroup(op->getContext(), g));
+  DistDialect::GroupsAttrHelper(op->getContext())
+      .setAttr(op, ArrayAttr::get(op->getContext(), attrs));
+}
+
+SmallVector<SmallVector<int64_t>> distopt::dist::runGroups(Operation *op) {
+  SmallVector<SmallVector<int64_t>> groups;
+  if (auto attr = DistDialect::GroupsAttrHelper(op->getContext()).getAttr(op)) {
+    for (auto g : attr.getAsRange<DenseI64ArrayAttr>())
+      groups.emplace_back(g.asArrayRef());
+    return groups;
+  }
+  if (std::optional<ArrayRef<int64_t>> own = groupOf(op))
+    groups.emplace_back(own->begin(), own->end());
+  return groups;
+}
+
+std::optional<ArrayRef<int64_t>> distopt::dist::groupOf(Operation *op) {
+  if (auto c = dyn_cast<CollectiveOpInterface>(op))
+    return c.getGroupDevices();
+  if (auto copy = dyn_cast<TpCopyOp>(op))
+    return copy.getGroup();
+  return std::nullopt;
+}
+
 LogicalResult AllGatherOp::verify() {
   if (failed(verifyGroup(getOperation(), getGroup())))
     return failure();

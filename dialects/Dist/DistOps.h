@@ -26,6 +26,23 @@ mlir::ParseResult parseWorldGroup(mlir::OpAsmParser &parser,
                                   mlir::DenseI64ArrayAttr &group);
 void printWorldGroup(mlir::OpAsmPrinter &printer, mlir::Operation *op,
                      mlir::DenseI64ArrayAttr group);
+
+/// The `group` attribute of a collective over `devices`.
+mlir::DenseI64ArrayAttr deviceGroup(mlir::MLIRContext *ctx,
+                                    llvm::ArrayRef<unsigned> devices);
+/// Records on the collective `op` that each of `groups` runs it alike
+/// (`dist.groups`), when there is more than one; the op's `group` must be
+/// one of them. A program several device groups share (a stage's list
+/// program under data and tensor parallelism) combines each device with
+/// the group that holds it.
+void setRunGroups(mlir::Operation *op,
+                  llvm::ArrayRef<std::vector<unsigned>> groups);
+/// The device group of a collective or a dist.tp_copy (empty: world);
+/// nullopt for other ops.
+std::optional<llvm::ArrayRef<int64_t>> groupOf(mlir::Operation *op);
+/// The groups that run the collective `op`: `dist.groups`, or its own
+/// group alone.
+llvm::SmallVector<llvm::SmallVector<int64_t>> runGroups(mlir::Operation *op);
 } // namespace distopt::dist
 
 #define GET_OP_CLASSES

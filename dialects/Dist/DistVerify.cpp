@@ -8,9 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace distopt::dist;
@@ -26,6 +29,7 @@ using TpShard = DistDialect::TpShardAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
 using Zero = DistDialect::ZeroAttrHelper;
+using Groups = DistDialect::GroupsAttrHelper;
 
 /// The plan of the module enclosing \p op, if any.
 static PlanAttr enclosingPlan(Operation *op) {
@@ -42,6 +46,41 @@ static LogicalResult verifyIndex(Operation *op, NamedAttribute attr,
     return op->emitOpError("'")
            << attr.getName().getValue() << "' must be a non-negative i64 "
            << what << ", got " << attr.getValue();
+  return success();
+}
+
+/// `dist.groups` on a collective: the disjoint device groups that run it
+/// alike (each device with the group that holds it), the op's own `group`
+/// among them, all of its size.
+static LogicalResult verifyGroups(Operation *op, Attribute value) {
+  std::optional<ArrayRef<int64_t>> group = groupOf(op);
+  auto groups = dyn_cast<ArrayAttr>(value);
+  if (!group || group->empty() || !groups || groups.empty() ||
+      !llvm::all_of(groups, llvm::IsaPred<DenseI64ArrayAttr>))
+    return op->emitOpError(
+               "'dist.groups' is a list of device groups "
+               "([array<i64: ...>, ...]) on a collective (or dist.tp_copy) "
+               "over an explicit group (written by the partitioner for a "
+               "program several groups run), got ")
+           << value;
+  ArrayRef<int64_t> own = *group;
+  llvm::DenseSet<int64_t> seen;
+  bool hasOwn = false;
+  for (auto g : groups.getAsRange<DenseI64ArrayAttr>()) {
+    if (g.size() != static_cast<int64_t>(own.size()))
+      return op->emitOpError("'dist.groups' lists a group of ")
+             << g.size() << " device(s), but the op's group has " << own.size()
+             << "; every group runs the op alike";
+    for (int64_t d : g.asArrayRef())
+      if (d < 0 || !seen.insert(d).second)
+        return op->emitOpError("'dist.groups' lists device ")
+               << d << (d < 0 ? ", which is negative" : " twice")
+               << "; the groups are disjoint sets of device numbers";
+    hasOwn |= g.asArrayRef() == own;
+  }
+  if (!hasOwn)
+    return op->emitOpError("'dist.groups' does not list the op's own group; "
+                           "the op's group is one of the groups that run it");
   return success();
 }
 
@@ -187,6 +226,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == Groups::getNameStr())
+    return verifyGroups(op, attr.getValue());
   if (name == BatchShard::getNameStr())
     return op->emitOpError("'dist.batch_shard' marks function arguments; put "
                            "it in the argument's attribute dictionary");

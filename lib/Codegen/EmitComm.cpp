@@ -69,12 +69,32 @@ static std::string communicator(FunctionEmitter &e,
                                 dist::CollectiveOpInterface op) {
   if (op.isOverWorld())
     return "P.comm";
-  ArrayRef<int64_t> devices = op.getGroupDevices();
-  e.os << "    static const int32_t group[] = {";
-  for (auto [k, d] : llvm::enumerate(devices))
-    e.os << (k ? ", " : "") << d;
-  e.os << "};\n    distrt_comm *comm = P.group(group, " << devices.size()
-       << ", \"" << FunctionEmitter::where(op)
+  SmallVector<SmallVector<int64_t>> groups = dist::runGroups(op);
+  size_t n = groups.front().size();
+  std::string where = FunctionEmitter::where(op);
+  auto list = [&](ArrayRef<int64_t> g) {
+    for (auto [k, d] : llvm::enumerate(g))
+      e.os << (k ? ", " : "") << d;
+  };
+  if (groups.size() == 1) {
+    e.os << "    static const int32_t group[] = {";
+    list(groups.front());
+    e.os << "};\n";
+  } else {
+    // Several groups run the program (dist.groups): each rank takes the
+    // one that holds it.
+    e.os << "    static const int32_t groups[" << groups.size() << "][" << n
+         << "] = {";
+    for (auto [i, g] : llvm::enumerate(groups)) {
+      e.os << (i ? ", {" : "{");
+      list(g);
+      e.os << "}";
+    }
+    e.os << "};\n    const int32_t *group = P.groupHolding(&groups[0][0], "
+         << groups.size() << ", " << n << ", \"" << where
+         << "\");\n    if (!group) return 1;\n";
+  }
+  e.os << "    distrt_comm *comm = P.group(group, " << n << ", \"" << where
        << "\");\n    if (!comm) return 1;\n";
   return "comm";
 }

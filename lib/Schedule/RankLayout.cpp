@@ -36,6 +36,28 @@ std::vector<unsigned> RankLayout::stageDevices(unsigned s) const {
   return ids;
 }
 
+std::vector<std::vector<unsigned>> RankLayout::tensorGroups(unsigned s) const {
+  std::vector<std::vector<unsigned>> groups;
+  for (unsigned d = 0; d < replicasOf(s); ++d)
+    for (unsigned c = 0; c < cp; ++c) {
+      std::vector<unsigned> &g = groups.emplace_back();
+      for (unsigned t = 0; t < tp; ++t)
+        g.push_back(globalRank(s, d, t, c));
+    }
+  return groups;
+}
+
+std::vector<std::vector<unsigned>> RankLayout::replicaGroups(unsigned s) const {
+  std::vector<std::vector<unsigned>> groups;
+  for (unsigned c = 0; c < cp; ++c)
+    for (unsigned t = 0; t < tp; ++t) {
+      std::vector<unsigned> &g = groups.emplace_back();
+      for (unsigned d = 0; d < replicasOf(s); ++d)
+        g.push_back(globalRank(s, d, t, c));
+    }
+  return groups;
+}
+
 std::optional<RankLayout::Coord> RankLayout::coordOf(unsigned rank) const {
   if (tp == 0 || cp == 0 || rank >= numDevices())
     return std::nullopt;

@@ -84,6 +84,13 @@ struct RankLayout {
   /// The devices of pipeline stage \p s as a row-major [replicas, cp, tp]
   /// mesh.
   std::vector<unsigned> stageDevices(unsigned s) const;
+  /// The tensor-parallel groups of pipeline stage \p s: one per (replica,
+  /// context rank), in that order, each its tp devices in tensor order.
+  std::vector<std::vector<unsigned>> tensorGroups(unsigned s) const;
+  /// The data-parallel groups of pipeline stage \p s: one per (context
+  /// rank, tensor rank), in that order, each its replicas' devices in
+  /// replica order (the devices that hold the same part of the weights).
+  std::vector<std::vector<unsigned>> replicaGroups(unsigned s) const;
 
   /// Where a global rank sits in the plan.
   struct Coord {

@@ -395,11 +395,16 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
       // sum after a row-parallel matmul passes its (replicated) gradient.
       .Case<dist::TpCopyOp>([&](dist::TpCopyOp c) {
         e.give(c.getInput(), [&]() -> Value {
-          return dist::AllReduceOp::create(
+          auto sum = dist::AllReduceOp::create(
               b, loc, dy.getType(), dy,
               dist::ReductionKindAttr::get(b.getContext(),
                                            dist::ReductionKind::sum),
               c.getGroupAttr());
+          // The groups that run the copy (one per replica) run its sum.
+          dist::DistDialect::GroupsAttrHelper groups(b.getContext());
+          if (auto runs = groups.getAttr(c))
+            groups.setAttr(sum, runs);
+          return sum;
         });
         return success();
       })

@@ -391,18 +391,27 @@ bool Region::grow(g::MatmulOp origin) {
   return true;
 }
 
-/// The devices of the tensor-parallel group that runs `op`: tp ranks of
-/// its pipeline stage (its `dist.virtual_stage`, else stage 0).
-SmallVector<int64_t> groupOf(Operation *op,
-                             const schedule::RankLayout &layout) {
+/// The tensor-parallel groups of the pipeline stage that runs `op` (its
+/// `dist.virtual_stage`, else stage 0): one per data-parallel replica.
+std::vector<std::vector<unsigned>>
+groupsOf(Operation *op, const schedule::RankLayout &layout) {
   unsigned stage = 0;
   if (auto vs = dist::DistDialect::VirtualStageAttrHelper(op->getContext())
                     .getAttr(op))
     stage = layout.pipelineStage(vs.getInt());
-  SmallVector<int64_t> group;
-  for (unsigned t = 0; t < layout.tp; ++t)
-    group.push_back(layout.globalRank(stage, 0, t));
-  return group;
+  return layout.tensorGroups(stage);
+}
+
+/// Creates the tensor-parallel collective `Op` for `m` over replica 0's
+/// group, run by every replica's (`dist.groups`).
+template <typename Op, typename... Args>
+Op createCollective(OpBuilder &b, g::MatmulOp m,
+                    const schedule::RankLayout &layout, Args &&...args) {
+  std::vector<std::vector<unsigned>> groups = groupsOf(m, layout);
+  auto op = Op::create(b, m.getLoc(), std::forward<Args>(args)...,
+                       dist::deviceGroup(b.getContext(), groups.front()));
+  dist::setRunGroups(op, groups);
+  return op;
 }
 
 /// Copies the placement attributes (layer, virtual stage) of `from`.
@@ -440,9 +449,8 @@ void rewrite(Region &r, const schedule::RankLayout &layout) {
   for (g::MatmulOp m : r.columns) {
     tpAttr.setAttr(m, role(dist::TensorParallelRole::Column));
     b.setInsertionPoint(m);
-    auto copy = dist::TpCopyOp::create(b, m.getLoc(), m.getLhs().getType(),
-                                       m.getLhs(),
-                                       b.getDenseI64ArrayAttr(groupOf(m, layout)));
+    auto copy = createCollective<dist::TpCopyOp>(
+        b, m, layout, m.getLhs().getType(), m.getLhs());
     placeLike(copy, m);
     m.getLhsMutable().assign(copy.getResult());
   }
@@ -453,10 +461,9 @@ void rewrite(Region &r, const schedule::RankLayout &layout) {
     if (bias)
       m.getBiasMutable().clear();
     b.setInsertionPointAfter(m);
-    auto sum = dist::AllReduceOp::create(
-        b, m.getLoc(), m.getType(), m.getResult(),
-        dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum),
-        b.getDenseI64ArrayAttr(groupOf(m, layout)));
+    auto sum = createCollective<dist::AllReduceOp>(
+        b, m, layout, m.getType(), m.getResult(),
+        dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum));
     placeLike(sum, m);
     Value out = sum.getResult();
     if (bias) {
@@ -485,13 +492,14 @@ struct TensorParallelPass
     schedule::RankLayout layout = plan.getLayout();
     if (layout.tp == 1)
       return;
-    if (layout.dp != 1 || layout.cp != 1 || layout.replicated()) {
+    if (layout.cp != 1 || layout.replicated()) {
       emitError(module.getLoc())
           << "dist-tensor-parallel: the plan has tp = " << layout.tp
-          << " with dp = " << layout.dp << ", cp = " << layout.cp
+          << " with cp = " << layout.cp
           << (layout.replicated() ? " and per-stage replicas" : "")
-          << "; tensor parallelism executes with pipeline parallelism "
-             "(tp x pp) yet, not with data or context parallelism";
+          << "; tensor parallelism executes with data and pipeline "
+             "parallelism (dp x tp x pp) yet, not with context parallelism "
+             "or per-stage replicas";
       return signalPassFailure();
     }
     FailureOr<func::FuncOp> func =

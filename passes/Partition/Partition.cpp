@@ -326,17 +326,15 @@ struct PartitionPass
              << "dist-partition needs the module's plan ('dist.plan')";
     schedule::RankLayout layout = plan.getLayout();
     schedule::Plan p = plan.toPlan();
-    if (layout.cp != 1 || p.ep != 1 || layout.replicated() ||
-        (layout.tp != 1 && layout.dp != 1))
+    if (layout.cp != 1 || p.ep != 1 || layout.replicated())
       return emitError(module.getLoc())
              << "dist-partition: the plan has dp = " << layout.dp
              << ", tp = " << layout.tp << ", cp = " << layout.cp
              << ", ep = " << p.ep
              << (layout.replicated() ? " and per-stage replicas" : "")
-             << "; per-list programs run pipeline parallelism with data "
-                "parallelism (dp x pp) or with tensor parallelism (tp x pp) "
-                "yet: context and expert parallelism, per-stage replicas and "
-                "dp x tp inside a pipeline are not executed";
+             << "; per-list programs run pipeline parallelism with data and "
+                "tensor parallelism (dp x tp x pp) yet: context and expert "
+                "parallelism and per-stage replicas are not executed";
     if (layout.tp != 1 &&
         !llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
           bool split = false;

@@ -330,17 +330,17 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     }
   };
 
-  // The devices of this list's stage replicas (tensor rank 0: one device
-  // per replica), over which gradients and the loss are averaged.
-  SmallVector<int64_t> replicaGroup;
-  for (unsigned d = 0; d < layout.dp; ++d)
-    replicaGroup.push_back(layout.globalRank(list, d, 0));
+  // The devices of this list's stage replicas, over which gradients and
+  // the loss are averaged: with tensor parallelism one group per tensor
+  // rank (the replicas' devices that hold the same shards).
+  std::vector<std::vector<unsigned>> replicaGroups = layout.replicaGroups(list);
   auto averageOverReplicas = [&](Value v) -> Value {
-    return dist::AllReduceOp::create(
-               ib, loc, v.getType(), v,
-               dist::ReductionKindAttr::get(ctx, dist::ReductionKind::mean),
-               ib.getDenseI64ArrayAttr(replicaGroup))
-        .getResult();
+    auto mean = dist::AllReduceOp::create(
+        ib, loc, v.getType(), v,
+        dist::ReductionKindAttr::get(ctx, dist::ReductionKind::mean),
+        dist::deviceGroup(ctx, replicaGroups.front()));
+    dist::setRunGroups(mean, replicaGroups);
+    return mean.getResult();
   };
 
   // The mean over the step's micro-batches of a stage function's result

@@ -381,7 +381,9 @@ def assemble_shards(state_dirs):
     """Full tensors from the tensor-parallel shards the ranks saved: each
     rank's shards.json says, per tensor file, its full shape and which part
     it holds (dimension `dim` viewed as [blocks][parts][n], part `index`).
-    Returns {file name: array}; a part missing or given twice is an error."""
+    With data parallelism every replica saves its own set of parts.
+    Returns {file name: [array per replica]}; a set with a part missing is
+    an error."""
     parts = {}
     for sd in state_dirs:
         path = os.path.join(sd, "shards.json")
@@ -390,23 +392,26 @@ def assemble_shards(state_dirs):
         with open(path) as f:
             for name, spec in json.load(f).items():
                 base = name + ".npy"
-                got = parts.setdefault(base, (spec, {}))[1]
-                if spec["index"] in got:
-                    raise ValueError(f"{base}: part {spec['index']} saved twice")
+                sets = parts.setdefault(base, (spec, []))[1]
+                got = next((g for g in sets if spec["index"] not in g), None)
+                if got is None:
+                    got = {}
+                    sets.append(got)
                 got[spec["index"]] = np.load(os.path.join(sd, base))
     full = {}
-    for base, (spec, got) in parts.items():
+    for base, (spec, sets) in parts.items():
         shape, dim = spec["shape"], spec["dim"]
         blocks, n = spec["blocks"], spec["parts"]
-        if sorted(got) != list(range(n)):
-            raise ValueError(f"{base}: parts {sorted(got)} of {n} saved")
-        outer = int(np.prod(shape[:dim], dtype=np.int64))
-        inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
-        piece = shape[dim] // (blocks * n)
-        out = np.empty((outer, blocks, n, piece, inner), got[0].dtype)
-        for i, a in got.items():
-            out[:, :, i] = a.reshape(outer, blocks, piece, inner)
-        full[base] = out.reshape(shape)
+        for got in sets:
+            if sorted(got) != list(range(n)):
+                raise ValueError(f"{base}: parts {sorted(got)} of {n} saved")
+            outer = int(np.prod(shape[:dim], dtype=np.int64))
+            inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
+            piece = shape[dim] // (blocks * n)
+            out = np.empty((outer, blocks, n, piece, inner), got[0].dtype)
+            for i, a in got.items():
+                out[:, :, i] = a.reshape(outer, blocks, piece, inner)
+            full.setdefault(base, []).append(out.reshape(shape))
     return full
 
 
@@ -476,7 +481,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                                  for r in range(ranks)])
     except ValueError as e:
         return [f"tensor-parallel shards: {e}"]
-    owners = {base: [a] for base, a in whole.items()}
+    owners = {base: list(a) for base, a in whole.items()}
     for r in range(ranks):
         for f in glob.glob(os.path.join(d, f"state_pp{r}", "*.npy")):
             if os.path.basename(f) not in whole:
@@ -647,6 +652,16 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_tp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
                      train=sgd)))
+    # Data and tensor parallelism together: each replica's tp ranks combine
+    # their partial sums, each tp rank's replicas average their gradient
+    # shards (dist.groups: one group per replica, one per tensor rank).
+    out.append(("mlp_adam_dp2_tp2",
+                dict(mlp, plan="dp=2,tp=2,mbs=2", ranks=4,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("mlp_sgd_dp2_tp2_pp2_1f1b",
+                dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=1f1b", ranks=8)))
+    out.append(("gpt2_sgd_dp2_tp2",
+                dict(gpt, plan="dp=2,tp=2,mbs=1", ranks=4, train=sgd)))
     return out
 
 

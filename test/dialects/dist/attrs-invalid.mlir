@@ -366,3 +366,35 @@ func.func @f() {
   %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 3, 2>} : tensor<8x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.groups' is a list of device groups ([array<i64: ...>, ...]) on a collective (or dist.tp_copy) over an explicit group (written by the partitioner for a program several groups run), got [array<i64: 0, 1>]}}
+  %y = dist.all_reduce %x sum over world {dist.groups = [array<i64: 0, 1>]} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.groups' lists a group of 3 device(s), but the op's group has 2; every group runs the op alike}}
+  %y = dist.all_reduce %x sum over [0, 1] {dist.groups = [array<i64: 0, 1>, array<i64: 2, 3, 4>]} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.groups' lists device 1 twice; the groups are disjoint sets of device numbers}}
+  %y = dist.tp_copy %x over [0, 1] {dist.groups = [array<i64: 0, 1>, array<i64: 1, 2>]} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.groups' does not list the op's own group; the op's group is one of the groups that run it}}
+  %y = dist.all_reduce %x sum over [0, 1] {dist.groups = [array<i64: 0, 2>, array<i64: 1, 3>]} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

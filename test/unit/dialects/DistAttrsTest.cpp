@@ -154,6 +154,23 @@ TEST_F(DistAttrsTest, NewPlanFieldsPrintOnlyWhenSet) {
     EXPECT_NE(set.find(key), std::string::npos) << key << " not in " << set;
 }
 
+TEST(RankLayoutTest, TensorAndReplicaGroupsPartitionAStage) {
+  // dp=2 x tp=2 x pp=2: stage 1 is devices 4..7.
+  schedule::RankLayout l;
+  l.dp = 2;
+  l.tp = 2;
+  l.pp = 2;
+  using Groups = std::vector<std::vector<unsigned>>;
+  EXPECT_EQ(l.tensorGroups(1), (Groups{{4, 5}, {6, 7}}));
+  EXPECT_EQ(l.replicaGroups(1), (Groups{{4, 6}, {5, 7}}));
+  // With context ranks, one group per (replica, context rank) and per
+  // (context rank, tensor rank).
+  l.cp = 2;
+  l.pp = 1;
+  EXPECT_EQ(l.tensorGroups(0), (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(l.replicaGroups(0), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+}
+
 TEST(RankLayoutTest, ContextRanksSitInsideEachReplica) {
   // tp-cp-dp-pp: rank = t + tp * (c + cp * (d + dp * s)).
   schedule::RankLayout l;

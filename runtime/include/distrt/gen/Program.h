@@ -102,6 +102,21 @@ struct Program {
   };
   std::vector<Group> groups;
 
+  /// The row of `groups` (`count` rows of `n` ranks) that holds this rank;
+  /// nullptr with `err` set when none does (a program launched with a
+  /// layout other than its plan's).
+  const int32_t *groupHolding(const int32_t *groups, int count, int n,
+                              const char *where) {
+    for (int g = 0; g < count; ++g)
+      for (int k = 0; k < n; ++k)
+        if (groups[g * n + k] == rank)
+          return groups + g * n;
+    fail(err,
+         "%s: rank %d is in none of the %d device group(s) that run this "
+         "collective; launch the job with the ranks its plan has",
+         where, rank, count);
+    return nullptr;
+  }
   /// The communicator of the `n` ranks `ranks`, this rank among them: the
   /// world's when they are ranks 0..worldSize-1 in order; nullptr with
   /// `err` set when the job's world cannot hold the group.
