@@ -8,6 +8,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx python3-torch
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-headers libgloo-dev libopenmpi-dev openmpi-bin
+  valgrind
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -29,3 +29,9 @@ tools = ["dist-opt", "dist-modelgen", "dist-translate", "dist-compile",
          "dist-run", "dist-profile", "dist-fuzz", "not", "split-file", "count",
          ToolSubst("%python", config.python_executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# valgrind sees what MLIR's uninstrumented library does with freed memory,
+# which AddressSanitizer cannot (test/driver/forward-block-argument-valgrind.test).
+import shutil
+if shutil.which("valgrind"):
+    config.available_features.add("valgrind")

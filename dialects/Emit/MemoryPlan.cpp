@@ -186,6 +186,11 @@ LogicalResult distopt::emit::verifyMemoryPlan(Operation *holder,
                << "only graph.weight, graph.constant and graph.state results "
                   "can be resident";
       if (b.isView()) {
+        // This verifier runs before the body's ops are; a view's layout
+        // needs the op's own invariants (a transpose's permutation, a
+        // slice's axes), so they are checked first, with their message.
+        if (failed(op.getName().verifyInvariants(&op)))
+          return failure();
         std::optional<ViewLayout> v =
             viewLayout(&op, k, stridesOf(op.getOperand(0)));
         if (!v)

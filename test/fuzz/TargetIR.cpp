@@ -15,10 +15,11 @@
 
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
-#include "lib/Codegen/Codegen.h"
 #include "dist/Pipelines.h"
+#include "lib/Codegen/Codegen.h"
 #include "lib/Support/MLIRInputCheck.h"
 #include "passes/Passes.h"
+#include "tools/Init/ParseGuard.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -120,6 +121,9 @@ Outcome runMLIR(llvm::StringRef input) {
   if (!checkMLIRResultNumbers(input, "fuzz.mlir").empty())
     return Outcome::Refused;
   FuzzContext fc;
+  if (failed(checkParseInChild(input, "fuzz.mlir", fc.registry,
+                               /*allowUnregistered=*/false, /*quiet=*/true)))
+    return Outcome::Refused;
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(input, fc.context.get());
   if (!module)

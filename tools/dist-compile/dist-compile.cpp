@@ -14,14 +14,15 @@
 #include "dist/Diagnostics.h"
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
-#include "lib/Codegen/Codegen.h"
 #include "dist/Pipelines.h"
-#include "tools/Init/ToolFlags.h"
+#include "lib/Codegen/Codegen.h"
 #include "lib/Support/MLIRInputCheck.h"
 #include "lib/Support/OutputFile.h"
 #include "passes/Distribute/DataParallel.h"
 #include "passes/Passes.h"
 #include "passes/Planning/LayerAnalysis.h"
+#include "tools/Init/ParseGuard.h"
+#include "tools/Init/ToolFlags.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -200,6 +201,12 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
     WithColor::error() << bad << "\n";
     return nullptr;
   }
+  // MLIR's parser and forward uses of block arguments (ParseGuard.h).
+  if (failed(checkParseInChild((*buf)->getBuffer(), in.path,
+                               ctx.getDialectRegistry(),
+                               ctx.allowsUnregisteredDialects(),
+                               /*quiet=*/false)))
+    return nullptr;
   // One source manager per file: parseSourceFile reads its main buffer.
   (void)sm;
   return parseSourceFile<ModuleOp>(in.path, &ctx);

@@ -11,9 +11,10 @@
 #include "dist/Diagnostics.h"
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
-#include "tools/Init/ToolFlags.h"
 #include "lib/Support/MLIRInputCheck.h"
 #include "lib/Support/OutputFile.h"
+#include "tools/Init/ParseGuard.h"
+#include "tools/Init/ToolFlags.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/Diagnostics.h"
@@ -120,6 +121,21 @@ int main(int argc, char **argv) {
         distopt::checkMLIRResultNumbers(file->getBuffer(), inputFilename);
     if (!bad.empty())
       return fail(bad);
+    // MLIR's parser and forward uses of block arguments (ParseGuard.h);
+    // -verify-diagnostics must see the parser's errors itself.
+    if (!cli.shouldVerifyDiagnostics()) {
+      SmallVector<StringRef> chunks;
+      StringRef marker = cli.inputSplitMarker();
+      if (marker.empty())
+        chunks.push_back(file->getBuffer());
+      else
+        file->getBuffer().split(chunks, marker);
+      for (StringRef chunk : chunks)
+        if (failed(distopt::checkParseInChild(
+                chunk, file->getBufferIdentifier(), registry,
+                cli.shouldAllowUnregisteredDialects(), /*quiet=*/false)))
+          return 1;
+    }
   }
 
   // Planning prints its summary on stdout; the IR then goes to -o only.

@@ -100,6 +100,25 @@ func.func @f(%x: tensor<4x8xf32> {emit.buffer = #emit.buffer<arena, offset = 0, 
 
 // -----
 
+// The memory plan's verifier runs before the body's ops: a view's own
+// invariants are checked first (dist-fuzz: perm 65536 read past the
+// strides and crashed).
+func.func @f(%x: tensor<4x8xf32> {emit.buffer = #emit.buffer<arena, offset = 0, bytes = 128>}) -> tensor<8x4xf32> attributes {emit.memory_plan = #emit.memory_plan<arena = 128, unshared = 128>} {
+  // expected-error @+1 {{'perm' is not a permutation of [0, 2)}}
+  %0 = graph.transpose %x {perm = array<i64: 1, 65536>, emit.buffers = [#emit.buffer<view>]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x8xf32> {emit.buffer = #emit.buffer<arena, offset = 0, bytes = 128>}) -> tensor<4x4xf32> attributes {emit.memory_plan = #emit.memory_plan<arena = 128, unshared = 128>} {
+  // expected-error @+1 {{'graph.slice' op}}
+  %0 = graph.slice %x {axes = array<i64: 7>, starts = array<i64: 0>, ends = array<i64: 4>, emit.buffers = [#emit.buffer<view>]} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
 func.func @f(%x: tensor<4x8xf32> {emit.buffer = #emit.buffer<arena, offset = 0, bytes = 128>}) -> tensor<4x8xf32> attributes {emit.memory_plan = #emit.memory_plan<arena = 256, unshared = 256>} {
   // expected-error @+1 {{cannot be a view of its operand}}
   %0 = graph.softmax %x {axis = 1 : i64, emit.buffers = [#emit.buffer<view>]} : (tensor<4x8xf32>) -> tensor<4x8xf32>
