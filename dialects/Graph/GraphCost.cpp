@@ -11,6 +11,8 @@
 #include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace distopt;
@@ -88,14 +90,27 @@ bool CostContext::weightLike(Value value) const {
 
 std::string graph::costName(Operation *op) {
   std::string name;
+  FileLineColLoc file;
   op->getLoc()->walk([&](Location loc) {
     if (auto named = dyn_cast<NameLoc>(loc)) {
       name = named.getName().str();
       return WalkResult::interrupt();
     }
+    if (auto position = dyn_cast<FileLineColLoc>(loc); position && !file)
+      file = position;
     return WalkResult::advance();
   });
-  return name.empty() ? op->getName().getStringRef().str() : name;
+  if (!name.empty())
+    return name;
+  // No node name (IR printed without debug info, or written by hand): the
+  // op kind and where it is, so a report's op range still points at ops.
+  name = op->getName().getStringRef().str();
+  if (file && file.getLine() > 0)
+    name += llvm::formatv(" at {0}:{1}:{2}",
+                          llvm::sys::path::filename(file.getFilename()),
+                          file.getLine(), file.getColumn())
+                .str();
+  return name;
 }
 
 double graph::unaryFlopsPerElement(UnaryKind kind) {
