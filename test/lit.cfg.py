@@ -32,6 +32,7 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # valgrind sees what MLIR's uninstrumented library does with freed memory,
 # which AddressSanitizer cannot (test/driver/forward-block-argument-valgrind.test).
+# (Not in a sanitizer build: valgrind cannot run AddressSanitizer's code.)
 import shutil
-if shutil.which("valgrind"):
+if shutil.which("valgrind") and not getattr(config, "dist_sanitize", ""):
     config.available_features.add("valgrind")

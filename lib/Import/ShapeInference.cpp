@@ -9,6 +9,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -32,12 +33,48 @@ static bool convTransposeRanksAgree(onnx::InferenceContext &ctx) {
   return wRank >= 2 && wRank == xRank;
 }
 
+/// Spatial extents whose SAME padding ONNX 1.12 computes by repeated
+/// subtraction stay below this many strides (a few hundred milliseconds).
+constexpr int64_t kMaxSamePadSteps = int64_t(1) << 28;
+
+/// True when a convolution's or pool's inference ends in reasonable time.
+/// ONNX 1.12's convPoolShapeInference finds the SAME_UPPER / SAME_LOWER
+/// padding of each spatial axis by subtracting the stride from the input
+/// extent until it is smaller: an extent of 2^63-1 (dist-fuzz) never ends.
+static bool samePaddingIsCheap(onnx::InferenceContext &ctx) {
+  const onnx::AttributeProto *pad = ctx.getAttribute("auto_pad");
+  if (!pad || (pad->s() != "SAME_UPPER" && pad->s() != "SAME_LOWER"))
+    return true;
+  const onnx::TypeProto *x =
+      ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;
+  if (!x || !x->tensor_type().has_shape())
+    return true;
+  const onnx::AttributeProto *strides = ctx.getAttribute("strides");
+  const auto &dims = x->tensor_type().shape().dim();
+  for (int i = 2; i < dims.size(); ++i) {
+    int64_t stride = 1;
+    if (strides && i - 2 < strides->ints_size())
+      stride = std::max<int64_t>(1, strides->ints(i - 2));
+    if (dims[i].has_dim_value() &&
+        dims[i].dim_value() / stride > kMaxSamePadSteps)
+      return false;
+  }
+  return true;
+}
+
+/// The ops whose inference is ONNX's convPoolShapeInference.
+static bool usesConvPoolInference(const std::string &key) {
+  return key == "Conv" || key == "ConvInteger" || key == "QLinearConv" ||
+         key == "MaxPool" || key == "AveragePool" || key == "LpPool";
+}
+
 /// ONNX's schema registry, except for the schemas whose inference reads
 /// input shapes it has not checked. In ONNX 1.12 Shape-15's data
 /// propagation reads getInputType(0) unchecked (a Shape node reading a
 /// value whose inference failed, such as a MatMul of mismatched shapes,
-/// crashes the process), and ConvTranspose's shape inference reads W as if
-/// it had X's rank. Those schemas are copies that first check what the
+/// crashes the process), ConvTranspose's shape inference reads W as if
+/// it had X's rank, and convolutions and pools with SAME padding loop over
+/// the input's extent. Those schemas are copies that first check what the
 /// original reads and otherwise skip it; that only loses static shape data,
 /// and the importer then names the value it cannot type.
 class GuardedRegistry final : public onnx::ISchemaRegistry {
@@ -52,7 +89,9 @@ public:
                    schema->has_data_propagation_function();
     bool convTranspose = key == "ConvTranspose" &&
                          schema->has_type_and_shape_inference_function();
-    if (!shape15 && !convTranspose)
+    bool convPool = usesConvPoolInference(key) &&
+                    schema->has_type_and_shape_inference_function();
+    if (!shape15 && !convTranspose && !convPool)
       return schema;
     std::lock_guard<std::mutex> lock(mutex);
     auto it = guarded.find(schema);
@@ -70,9 +109,11 @@ public:
       } else {
         onnx::InferenceFunction inner =
             schema->GetTypeAndShapeInferenceFunction();
+        auto safe =
+            convTranspose ? convTransposeRanksAgree : samePaddingIsCheap;
         copy.TypeAndShapeInferenceFunction(
-            [inner](onnx::InferenceContext &ctx) {
-              if (convTransposeRanksAgree(ctx))
+            [inner, safe](onnx::InferenceContext &ctx) {
+              if (safe(ctx))
                 inner(ctx);
             });
       }

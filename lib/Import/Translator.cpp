@@ -22,10 +22,10 @@ Translator::Translator(OpBuilder &builder, StringRef fileName, int64_t opset,
     : builder(builder), opset(opset), fileName(fileName.str()),
       types(collectValueTypes(graph)) {
   for (const auto &v : graph.input()) {
-    int64_t n = v.type().tensor_type().has_shape() ? 1 : -1;
-    for (const auto &d : v.type().tensor_type().shape().dim())
-      n *= d.has_dim_value() ? d.dim_value() : -1;
-    if (n == 1)
+    const auto &type = v.type().tensor_type();
+    if (type.has_shape() && llvm::all_of(type.shape().dim(), [](const auto &d) {
+          return d.has_dim_value() && d.dim_value() == 1;
+        }))
       scalarInputs += (scalarInputs.empty() ? "" : ", ") + v.name();
   }
   for (const auto &node : graph.node())

@@ -97,7 +97,12 @@ extern "C" void onTimeout(int) {
   _exit(70);
 }
 
-extern "C" void onSanitizerDeath() { saveInput("crash"); }
+extern "C" void onSanitizerDeath() {
+  const char msg[] = "dist-fuzz: CRASH (sanitizer report) on an input\n";
+  ssize_t ignored = write(2, msg, sizeof msg - 1);
+  (void)ignored;
+  saveInput("crash");
+}
 
 void installHandlers() {
   for (int sig : {SIGSEGV, SIGFPE, SIGABRT, SIGBUS, SIGILL, SIGTRAP})

@@ -54,6 +54,11 @@ struct TensorSpec {
   int rank;
   int64_t dims[8];
   int64_t numel() const {
+    // An empty tensor may have other extents whose product overflows
+    // (2^32 x 2^32 x 0; readers check sizes of non-empty ones).
+    for (int i = 0; i < rank; ++i)
+      if (dims[i] == 0)
+        return 0;
     int64_t n = 1;
     for (int i = 0; i < rank; ++i)
       n *= dims[i];
