@@ -357,27 +357,16 @@ std::optional<ViewLayout> distopt::emit::viewLayout(Operation *op,
     v.strides = *s;
     return v;
   }
-  // The op's own verifier checks what follows, but the memory plan's
-  // verifier (on the function) runs before the ops in its body are
-  // verified: nothing here may index past an unverified attribute.
-  int64_t rank = in.getRank();
   if (auto t = dyn_cast<g::TransposeOp>(op)) {
-    for (int64_t p : t.getPerm()) {
-      if (p < 0 || p >= rank)
-        return std::nullopt;
+    for (int64_t p : t.getPerm())
       v.strides.push_back(strides[p]);
-    }
     return v;
   }
+  int64_t rank = in.getRank();
   if (auto s = dyn_cast<g::SliceOp>(op)) {
-    if (s.getStarts().size() != s.getAxes().size() ||
-        (!s.getSteps().empty() && s.getSteps().size() != s.getAxes().size()))
-      return std::nullopt;
     v.strides.assign(strides.begin(), strides.end());
     for (auto [k, axis] : llvm::enumerate(s.getAxes())) {
       int64_t a = axis < 0 ? axis + rank : axis;
-      if (a < 0 || a >= rank)
-        return std::nullopt;
       int64_t dim = in.getShape()[a];
       int64_t step = s.getSteps().empty() ? 1 : s.getSteps()[k];
       int64_t start = s.getStarts()[k];
@@ -393,14 +382,8 @@ std::optional<ViewLayout> distopt::emit::viewLayout(Operation *op,
     int64_t axis = sp.getAxis();
     if (axis < 0)
       axis += rank;
-    if (axis < 0 || axis >= rank)
-      return std::nullopt;
-    for (unsigned k = 0; k < result; ++k) {
-      auto piece = tensorType(sp->getResult(k));
-      if (!piece || piece.getRank() != rank)
-        return std::nullopt;
-      v.offset += piece.getShape()[axis] * strides[axis];
-    }
+    for (unsigned k = 0; k < result; ++k)
+      v.offset += tensorType(sp->getResult(k)).getShape()[axis] * strides[axis];
     v.strides.assign(strides.begin(), strides.end());
     return v;
   }

@@ -21,6 +21,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/ToolUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -123,19 +124,18 @@ int main(int argc, char **argv) {
       return fail(bad);
     // MLIR's parser and forward uses of block arguments (ParseGuard.h);
     // -verify-diagnostics must see the parser's errors itself.
-    if (!cli.shouldVerifyDiagnostics()) {
-      SmallVector<StringRef> chunks;
-      StringRef marker = cli.inputSplitMarker();
-      if (marker.empty())
-        chunks.push_back(file->getBuffer());
-      else
-        file->getBuffer().split(chunks, marker);
-      for (StringRef chunk : chunks)
-        if (failed(distopt::checkParseInChild(
-                chunk, file->getBufferIdentifier(), registry,
-                cli.shouldAllowUnregisteredDialects(), /*quiet=*/false)))
-          return 1;
-    }
+    // Chunks as MlirOptMain splits them (--split-input-file).
+    auto probe = [&](std::unique_ptr<MemoryBuffer> chunk, raw_ostream &) {
+      return distopt::checkParseInChild(
+          chunk->getBuffer(), chunk->getBufferIdentifier(), registry,
+          cli.shouldAllowUnregisteredDialects(), /*quiet=*/false);
+    };
+    if (!cli.shouldVerifyDiagnostics() &&
+        failed(splitAndProcessBuffer(
+            MemoryBuffer::getMemBuffer(file->getMemBufferRef(),
+                                       /*RequiresNullTerminator=*/false),
+            probe, nulls(), cli.inputSplitMarker())))
+      return 1;
   }
 
   // Planning prints its summary on stdout; the IR then goes to -o only.
