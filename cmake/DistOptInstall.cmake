@@ -1,5 +1,6 @@
 # The installable package: one shared library, libDistOpt.so, holding every
-# MLIR-linked DistOpt library, the public headers under include/dist/, and a
+# MLIR-linked DistOpt library, the public headers under include/dist/ (and
+# under include/distopt/ the ones they include), and a
 # CMake package so that `find_package(DistOpt)` works for other compilers.
 include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
@@ -18,6 +19,7 @@ target_link_libraries(DistOpt PUBLIC MLIR LLVM)
 # of the public headers needs them.
 target_include_directories(DistOpt INTERFACE
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/distopt>
   $<INSTALL_INTERFACE:${MLIR_INCLUDE_DIRS}>
   $<INSTALL_INTERFACE:${LLVM_INCLUDE_DIRS}>)
 set_target_properties(DistOpt PROPERTIES VERSION ${PROJECT_VERSION})
@@ -26,6 +28,22 @@ install(TARGETS DistOpt EXPORT DistOptTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dist
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# What dist/Dialects.h and dist/Passes.h stand on: the dialect and pass
+# headers with their generated declarations, and the MLIR-free cost core
+# they use, laid out as in the source and build trees under
+# include/distopt/ (an include directory of the package's target).
+set(dist_internal_includedir ${CMAKE_INSTALL_INCLUDEDIR}/distopt)
+foreach(dir dialects passes lib/Cluster lib/Cost lib/Schedule lib/Sim
+            lib/Search)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
+    DESTINATION ${dist_internal_includedir}/${dir}
+    FILES_MATCHING PATTERN "*.h")
+endforeach()
+foreach(dir dialects passes)
+  install(DIRECTORY ${PROJECT_BINARY_DIR}/${dir}/
+    DESTINATION ${dist_internal_includedir}/${dir}
+    FILES_MATCHING PATTERN "*.h.inc" PATTERN "CMakeFiles" EXCLUDE)
+endforeach()
 install(EXPORT DistOptTargets NAMESPACE DistOpt::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/DistOpt)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/DistOptConfig.cmake.in

@@ -1,7 +1,8 @@
-//===- PassOptions.h - Types of the passes' typed options --------*- C++ -*-===//
+//===- PassOptions.h - Types of the passes' typed options --------*- C++
+//-*-===//
 //
-// Part of DistOpt. The enum-valued pass options (Passes.td) use the cost
-// core's own enums (element types, plan modes, objectives) and these.
+// Part of DistOpt. The enum-valued pass options (passes/*/Passes.td) use the
+// cost core's own enums (element types, plan modes, objectives) and these.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DIST_PASSES_PASSOPTIONS_H

@@ -9,6 +9,7 @@
 
 #include "lib/Schedule/Plan.h"
 #include "passes/Passes.h"
+#include "passes/PlanOptionTable.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -47,37 +48,134 @@ bool distopt::parseProgressName(StringRef s, SearchProgress &out) {
   return true;
 }
 
+ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
+  using O = PlanOptions;
+  static const PlanOptionSpec specs[] = {
+      {"cluster", "dist-cluster",
+       "The machines: PRESET[:NODES] (see --list-clusters) or a cluster YAML "
+       "file (dist-attach-cluster); empty: the module's dist.cluster",
+       &O::cluster},
+      {"profile", "dist-profile",
+       "Profile database (JSON) of measured op times", &O::profile},
+      {"plan", "dist-plan",
+       "A hand-written plan: dp=..,tp=..,pp=..,mbs=..,schedule="
+       "gpipe|1f1b|interleaved|zb-h1|pipedream|2bw,chunks=..,"
+       "recompute=none|selective|full,zero=0..3[,stages=A/B/..]"
+       "[,replicas=R0/R1/..][,uneven=1] (dist-set-plan); empty: search",
+       &O::plan},
+      {"batch", "dist-batch", "Global batch in samples per iteration",
+       &O::batch},
+      {"constraints", "dist-search",
+       "Search the best plan, within constraints such as "
+       "\"tp<=8,pp>=2,mbs=1|2,schedule=1f1b|interleaved,recompute=any,"
+       "zero<=1\" (dist-search-plan)",
+       &O::constraints},
+      {"memory-limit", "dist-memory-limit",
+       "Per-device memory limit for the search, e.g. 80GB or 40GiB "
+       "(default: each device's memory)",
+       &O::memoryLimit},
+      {"allow-async", "dist-allow-async",
+       "Let the search choose PipeDream / PipeDream-2BW (asynchronous "
+       "weight updates)",
+       &O::allowAsync},
+      {"alternatives", "dist-alternatives",
+       "Runner-up plans to report (default 3)", &O::alternatives},
+      {"devices", "dist-devices",
+       "Let the search use only the cluster's first N devices (the others "
+       "stay idle and are reported)",
+       &O::devices},
+      {"check-compilable", "",
+       "Warn first when dist-compile could not build the planned function "
+       "(dist-check-compilable)",
+       &O::checkCompilable},
+      {"mode", "dist-mode",
+       "What the plan is for: train (default) or infer (forward only)",
+       &O::mode},
+      {"objective", "dist-objective",
+       "Inference goal: throughput (a stream of batches, default) or "
+       "latency (one global batch)",
+       &O::objective},
+      {"dtype", "dist-dtype",
+       "Compute element type the plan assumes: bf16 (default: mixed "
+       "precision), fp32, tf32, fp16 or fp8 (fp8 matmuls, bf16 elsewhere)",
+       &O::dtype},
+      {"fused-attention", "dist-fused-attention",
+       "Cost each attention softmax(Q K^T) V of the model as one fused "
+       "kernel (FlashAttention, cuDNN): no s^2 score tensors",
+       &O::fusedAttention},
+      {"print-layers", "dist-print-model",
+       "Print the layers, parameters and FLOPs the planner sees "
+       "(dist-annotate-layers)",
+       &O::printLayers},
+      {"summary", "", "Print the plan and its prediction", &O::summary},
+      {"explain", "dist-explain",
+       "Print compute, communication, bubble and memory of the best plans "
+       "and why the winner wins",
+       &O::explain},
+      {"progress", "dist-progress",
+       "Search progress on stderr: auto (on a terminal, or after 1 s), "
+       "always, never",
+       &O::progress},
+      {"simulate", "", "Simulate the plan and print its prediction",
+       &O::simulate},
+      {"report", "dist-report", "Write the plan and its estimate as JSON",
+       &O::report},
+      {"trace", "dist-trace", "Write a Chrome/Perfetto trace of the schedule",
+       &O::trace},
+      {"timeline", "dist-timeline", "Draw the schedule as an SVG timeline",
+       &O::timeline},
+      {"stages", "",
+       "How far partitioning goes: none (annotated ops), regions (dist.stage "
+       "regions), functions (stage functions) or schedule (also the "
+       "materialized, verified schedule)",
+       &O::stages},
+  };
+  return specs;
+}
+
+std::string distopt::spellPlanOption(PlanOptionField field,
+                                     PlanOptionSpelling spelling) {
+  for (const PlanOptionSpec &spec : planOptionSpecs())
+    if (spec.field == field)
+      return spelling == PlanOptionSpelling::Flag && !spec.flag.empty()
+                 ? ("--" + spec.flag).str()
+                 : spec.name.str();
+  llvm_unreachable("every field of PlanOptions is in the table");
+}
+
 namespace {
 enum class Stages { None, Regions, Functions, Schedule };
-} // namespace
 
-LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
-                                         const PlanOptions &o,
-                                         std::string &error) {
+/// The enum-valued options, parsed.
+struct PlanEnums {
   schedule::Mode mode;
   schedule::InferObjective objective;
   cluster::DType dtype;
   SearchProgress progress;
-  if (!parseModeName(o.mode, mode)) {
-    error = "unknown mode '" + o.mode + "': expected train or infer";
-    return failure();
-  }
-  if (!parseObjectiveName(o.objective, objective)) {
-    error = "unknown objective '" + o.objective +
-            "': expected throughput or latency";
-    return failure();
-  }
-  if (!cluster::parseDType(o.dtype, dtype) || dtype == cluster::DType::I8 ||
-      dtype == cluster::DType::I32 || dtype == cluster::DType::I64) {
-    error = "unknown dtype '" + o.dtype +
-            "': expected fp32, tf32, fp16, bf16 or fp8";
-    return failure();
-  }
-  if (!parseProgressName(o.progress, progress)) {
-    error = "unknown progress '" + o.progress +
-            "': expected auto, always or never";
-    return failure();
-  }
+  Stages stages;
+};
+} // namespace
+
+static bool parsePlanEnums(const PlanOptions &o, PlanOptionSpelling spelling,
+                           PlanEnums &out, std::string &error) {
+  auto unknown = [&](PlanOptionField field, const std::string &value,
+                     StringRef expected) {
+    error = "unknown " + spellPlanOption(field, spelling) + "='" + value +
+            "': expected " + expected.str();
+    return false;
+  };
+  if (!parseModeName(o.mode, out.mode))
+    return unknown(&PlanOptions::mode, o.mode, "train or infer");
+  if (!parseObjectiveName(o.objective, out.objective))
+    return unknown(&PlanOptions::objective, o.objective,
+                   "throughput or latency");
+  if (!cluster::parseDType(o.dtype, out.dtype) ||
+      out.dtype == cluster::DType::I8 || out.dtype == cluster::DType::I32 ||
+      out.dtype == cluster::DType::I64)
+    return unknown(&PlanOptions::dtype, o.dtype,
+                   "fp32, tf32, fp16, bf16 or fp8");
+  if (!parseProgressName(o.progress, out.progress))
+    return unknown(&PlanOptions::progress, o.progress, "auto, always or never");
   std::optional<Stages> stages =
       llvm::StringSwitch<std::optional<Stages>>(o.stages)
           .Case("none", Stages::None)
@@ -85,17 +183,44 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
           .Case("functions", Stages::Functions)
           .Case("schedule", Stages::Schedule)
           .Default(std::nullopt);
-  if (!stages) {
-    error = "unknown stages '" + o.stages +
-            "': expected none, regions, functions or schedule";
+  if (!stages)
+    return unknown(&PlanOptions::stages, o.stages,
+                   "none, regions, functions or schedule");
+  out.stages = *stages;
+  return true;
+}
+
+bool distopt::checkPlanOptions(const PlanOptions &options,
+                               PlanOptionSpelling spelling,
+                               std::string &error) {
+  PlanEnums parsed;
+  return parsePlanEnums(options, spelling, parsed, error);
+}
+
+LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
+                                         const PlanOptions &o,
+                                         std::string &error) {
+  return buildPlanPipeline(pm, o, PlanOptionSpelling::Pipeline, error);
+}
+
+LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
+                                         const PlanOptions &o,
+                                         PlanOptionSpelling spelling,
+                                         std::string &error) {
+  PlanEnums e;
+  if (!parsePlanEnums(o, spelling, e, error))
     return failure();
-  }
+  auto spell = [&](PlanOptionField field) {
+    return spellPlanOption(field, spelling);
+  };
   if (!o.plan.empty() && o.explain) {
-    error = "explain explains a search; a given plan has nothing to explain";
+    error = spell(&PlanOptions::explain) +
+            " explains a search; a given plan has nothing to explain";
     return failure();
   }
   if (!o.plan.empty() && o.devices) {
-    error = "devices limits a search; a given plan uses dp*tp*cp*pp of the "
+    error = spell(&PlanOptions::devices) +
+            " limits a search; a given plan uses dp*tp*cp*pp of the "
             "cluster's devices (the first ones)";
     return failure();
   }
@@ -127,9 +252,9 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     SetPlanPassOptions set;
     set.plan = o.plan;
     set.batch = o.batch;
-    set.mode = mode;
-    set.objective = objective;
-    set.dtype = dtype;
+    set.mode = e.mode;
+    set.objective = e.objective;
+    set.dtype = e.dtype;
     set.fusedAttention = o.fusedAttention;
     pm.addPass(createSetPlanPass(set));
   } else {
@@ -137,14 +262,14 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.batch = o.batch;
     search.constraints = o.constraints;
     search.memoryLimit = o.memoryLimit;
-    search.mode = mode;
-    search.objective = objective;
-    search.dtype = dtype;
+    search.mode = e.mode;
+    search.objective = e.objective;
+    search.dtype = e.dtype;
     search.fusedAttention = o.fusedAttention;
     search.allowAsync = o.allowAsync;
     search.alternatives = o.alternatives;
     search.explain = o.explain;
-    search.progress = progress;
+    search.progress = e.progress;
     search.report = o.report;
     search.summary = o.summary;
     search.devices = o.devices;
@@ -164,11 +289,11 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     sim.summary = o.summary && !o.plan.empty();
     pm.addPass(createSimulatePass(sim));
   }
-  if (*stages >= Stages::Regions)
+  if (e.stages >= Stages::Regions)
     pm.addPass(createOutlineStagesPass());
-  if (*stages >= Stages::Functions)
+  if (e.stages >= Stages::Functions)
     pm.addPass(createOutlineStageFunctionsPass());
-  if (*stages >= Stages::Schedule) {
+  if (e.stages >= Stages::Schedule) {
     pm.addPass(createMaterializeSchedulePass());
     VerifySchedulePassOptions verify;
     verify.memoryLimit = o.memoryLimit;
@@ -201,94 +326,34 @@ LogicalResult distopt::planModule(ModuleOp module, const PlanOptions &options) {
 }
 
 namespace {
-/// dist-plan-pipeline's textual options: those of PlanOptions.
+template <typename T> using PassOption = detail::PassOptions::Option<T>;
+
+/// dist-plan-pipeline's textual options: one per row of the table.
 struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
-  Option<std::string> cluster{*this, "cluster",
-                              llvm::cl::desc("PRESET[:NODES] or a YAML file")};
-  Option<std::string> profile{*this, "profile",
-                              llvm::cl::desc("Profile database (JSON)")};
-  Option<std::string> plan{*this, "plan",
-                           llvm::cl::desc("A hand-written plan (empty: "
-                                          "search)")};
-  Option<unsigned> batch{*this, "batch",
-                         llvm::cl::desc("Global batch in samples")};
-  Option<std::string> constraints{*this, "constraints",
-                                  llvm::cl::desc("Search constraints")};
-  Option<std::string> memoryLimit{*this, "memory-limit",
-                                  llvm::cl::desc("Per-device memory limit")};
-  Option<bool> allowAsync{*this, "allow-async",
-                          llvm::cl::desc("Allow PipeDream / 2BW")};
-  Option<unsigned> alternatives{*this, "alternatives",
-                                llvm::cl::desc("Runner-up plans"),
-                                llvm::cl::init(3)};
-  Option<unsigned> devices{*this, "devices",
-                           llvm::cl::desc("Search on the first N devices")};
-  Option<bool> checkCompilable{
-      *this, "check-compilable",
-      llvm::cl::desc("Warn when dist-compile could not build the model")};
-  Option<std::string> mode{*this, "mode", llvm::cl::desc("train or infer"),
-                           llvm::cl::init("train")};
-  Option<std::string> objective{*this, "objective",
-                                llvm::cl::desc("throughput or latency"),
-                                llvm::cl::init("throughput")};
-  Option<std::string> dtype{*this, "dtype",
-                            llvm::cl::desc("Compute element type"),
-                            llvm::cl::init("bf16")};
-  Option<bool> fusedAttention{
-      *this, "fused-attention",
-      llvm::cl::desc("Cost attention as one fused kernel")};
-  Option<bool> printLayers{*this, "print-layers",
-                           llvm::cl::desc("Print the layers the planner "
-                                          "sees")};
-  Option<bool> summary{*this, "summary",
-                       llvm::cl::desc("Print the plan and its prediction")};
-  Option<bool> explain{*this, "explain",
-                       llvm::cl::desc("Explain the search's choice")};
-  Option<std::string> progress{*this, "progress",
-                               llvm::cl::desc("auto, always or never"),
-                               llvm::cl::init("never")};
-  Option<bool> simulate{*this, "simulate",
-                        llvm::cl::desc("Simulate the plan")};
-  Option<std::string> report{*this, "report",
-                             llvm::cl::desc("JSON report file")};
-  Option<std::string> trace{*this, "trace",
-                            llvm::cl::desc("Chrome trace file")};
-  Option<std::string> timeline{*this, "timeline",
-                               llvm::cl::desc("SVG timeline file")};
-  Option<std::string> stages{*this, "stages",
-                             llvm::cl::desc("none, regions, functions or "
-                                            "schedule"),
-                             llvm::cl::init("schedule")};
+  PlanOptionSet<PassOption> options{
+      /*flagsOnly=*/false, [this](const PlanOptionSpec &spec, auto init) {
+        return std::make_unique<PassOption<decltype(init)>>(
+            *this, spec.name, llvm::cl::desc(spec.help), llvm::cl::init(init));
+      }};
 
   PlanOptions get() const {
     PlanOptions o;
-    o.cluster = cluster;
-    o.profile = profile;
-    o.plan = plan;
-    o.batch = batch;
-    o.constraints = constraints;
-    o.memoryLimit = memoryLimit;
-    o.allowAsync = allowAsync;
-    o.alternatives = alternatives;
-    o.devices = devices;
-    o.checkCompilable = checkCompilable;
-    o.mode = mode;
-    o.objective = objective;
-    o.dtype = dtype;
-    o.fusedAttention = fusedAttention;
-    o.printLayers = printLayers;
-    o.summary = summary;
-    o.explain = explain;
-    o.progress = progress;
-    o.simulate = simulate;
-    o.report = report;
-    o.trace = trace;
-    o.timeline = timeline;
-    o.stages = stages;
+    options.get(o);
     return o;
   }
 };
 
+} // namespace
+
+bool distopt::parsePlanPipelineOptions(StringRef text, PlanOptions &out) {
+  PlanPipelineOptions options;
+  if (failed(options.parseFromString(text)))
+    return false;
+  out = options.get();
+  return true;
+}
+
+namespace {
 struct TrainPipelineOptions
     : public PassPipelineOptions<TrainPipelineOptions> {
   Option<std::string> autodiff{*this, "autodiff",

@@ -18,7 +18,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_AUTODIFFPASS
-#include "passes/Passes.h.inc"
+#include "passes/Autodiff/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

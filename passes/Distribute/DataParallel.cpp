@@ -20,7 +20,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_DATAPARALLELPASS
-#include "passes/Passes.h.inc"
+#include "passes/Distribute/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

@@ -27,7 +27,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_TENSORPARALLELPASS
-#include "passes/Passes.h.inc"
+#include "passes/Distribute/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

@@ -16,7 +16,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_PREPAREFOREMISSIONPASS
-#include "passes/Passes.h.inc"
+#include "passes/Emission/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

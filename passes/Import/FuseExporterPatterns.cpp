@@ -12,7 +12,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_FUSEEXPORTERPATTERNSPASS
-#include "passes/Passes.h.inc"
+#include "passes/Import/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

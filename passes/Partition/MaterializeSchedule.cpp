@@ -13,7 +13,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_MATERIALIZESCHEDULEPASS
-#include "passes/Passes.h.inc"
+#include "passes/Partition/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

@@ -16,7 +16,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_OUTLINESTAGESPASS
-#include "passes/Passes.h.inc"
+#include "passes/Partition/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

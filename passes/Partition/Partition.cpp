@@ -20,7 +20,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_PARTITIONPASS
-#include "passes/Passes.h.inc"
+#include "passes/Partition/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

@@ -10,7 +10,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_VERIFYSCHEDULEPASS
-#include "passes/Passes.h.inc"
+#include "passes/Partition/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

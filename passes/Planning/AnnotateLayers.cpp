@@ -13,7 +13,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_ANNOTATELAYERSPASS
-#include "passes/Passes.h.inc"
+#include "passes/Planning/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

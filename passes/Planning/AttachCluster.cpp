@@ -11,7 +11,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_ATTACHCLUSTERPASS
-#include "passes/Passes.h.inc"
+#include "passes/Planning/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

@@ -16,7 +16,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_SEARCHPLANPASS
-#include "passes/Passes.h.inc"
+#include "passes/Planning/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

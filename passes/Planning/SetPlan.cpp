@@ -9,7 +9,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_SETPLANPASS
-#include "passes/Passes.h.inc"
+#include "passes/Planning/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

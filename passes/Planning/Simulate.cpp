@@ -17,7 +17,7 @@
 
 namespace distopt {
 #define GEN_PASS_DEF_SIMULATEPASS
-#include "passes/Passes.h.inc"
+#include "passes/Planning/Passes.h.inc"
 } // namespace distopt
 
 using namespace mlir;

@@ -44,11 +44,37 @@ bool ImportFlags::get(ONNXImportOptions &options, std::string &error) const {
   return true;
 }
 
+PlanFlags::PlanFlags()
+    : options(/*flagsOnly=*/true,
+              [this](const PlanOptionSpec &spec, auto init) {
+                return std::make_unique<Flag<decltype(init)>>(
+                    llvm::StringRef(spec.flag), llvm::cl::desc(spec.help),
+                    llvm::cl::init(init), llvm::cl::cat(category));
+              }) {
+  // A bare --dist-search searches without constraints.
+  options.find(&PlanOptions::constraints)
+      ->setValueExpectedFlag(llvm::cl::ValueOptional);
+  options.find(&PlanOptions::constraints)->setValueStr("constraints");
+  // On a terminal, the search shows its progress.
+  options.find(&PlanOptions::progress)->setInitialValue("auto");
+}
+
+PlanOptions PlanFlags::values() const {
+  PlanOptions o;
+  options.get(o);
+  o.checkCompilable = checkCompilable;
+  return o;
+}
+
+bool PlanFlags::searching() const {
+  return options.find(&PlanOptions::constraints)->getNumOccurrences() > 0;
+}
+
 bool PlanFlags::any() const {
-  return !cluster.empty() || !plan.empty() || printModel ||
-         !report.empty() || !trace.empty() || !timeline.empty() ||
-         search.getNumOccurrences() > 0 || explain || stageRegions ||
-         devices;
+  PlanOptions o = values();
+  return !o.cluster.empty() || !o.plan.empty() || o.printLayers ||
+         !o.report.empty() || !o.trace.empty() || !o.timeline.empty() ||
+         searching() || o.explain || stageRegions || o.devices;
 }
 
 /// The passes of \p pm named \p argument (top level: the planning passes
@@ -69,126 +95,89 @@ static std::string quoted(StringRef key, StringRef value) {
 
 bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
                           std::string &error) const {
-  schedule::Mode m;
-  schedule::InferObjective o;
-  SearchProgress p;
-  cluster::DType t;
-  if (!parseModeName(mode, m)) {
-    error = "unknown --dist-mode='" + mode + "': expected train or infer";
+  PlanOptions o = values();
+  if (!checkPlanOptions(o, PlanOptionSpelling::Flag, error))
     return false;
-  }
-  if (!parseObjectiveName(objective, o)) {
-    error = "unknown --dist-objective='" + objective +
-            "': expected throughput or latency";
-    return false;
-  }
-  if (!parseProgressName(progress, p)) {
-    error = "unknown --dist-progress='" + progress +
-            "': expected auto, always or never";
-    return false;
-  }
-  if (!cluster::parseDType(dtype, t)) {
-    error = "unknown --dist-dtype='" + dtype +
-            "': expected f32, tf32, f16, bf16 or f8";
-    return false;
-  }
-  bool searching = search.getNumOccurrences() > 0;
-  if (searching && !plan.empty()) {
+  bool search = searching();
+  if (search && !o.plan.empty()) {
     error = "give either --dist-plan (simulate that plan) or --dist-search "
             "(find one), not both";
     return false;
   }
-  if (explain && !searching) {
+  if (o.explain && !search) {
     error = "--dist-explain explains a search; add --dist-search";
     return false;
   }
-  if (devices && !searching) {
+  if (o.devices && !search) {
     error = "--dist-devices limits the search; add --dist-search (a "
             "--dist-plan uses its dp*tp*cp*pp devices, the first ones)";
     return false;
   }
-  if (stageRegions && !searching && plan.empty()) {
+  if (stageRegions && !search && o.plan.empty()) {
     error = "--dist-stage-regions writes the stages of a plan: add "
             "--dist-plan=... or --dist-search";
     return false;
   }
-  if (m == schedule::Mode::Infer && (!trace.empty() || !timeline.empty())) {
+  if (o.mode == "infer" && (!o.trace.empty() || !o.timeline.empty())) {
     error = "--dist-trace and --dist-timeline draw training schedules; drop "
             "them with --dist-mode=infer";
     return false;
   }
-  if (searching || !plan.empty()) {
-    if (plan.empty() && batch == 0) {
+  if (search || !o.plan.empty()) {
+    if (o.plan.empty() && o.batch == 0) {
       error = "--dist-search needs the global batch in samples: pass "
               "--dist-batch=N";
       return false;
     }
-    PlanOptions options;
-    options.cluster = cluster;
-    options.profile = profile;
-    options.plan = plan;
-    options.batch = batch;
-    options.constraints = search;
-    options.memoryLimit = memoryLimit;
-    options.allowAsync = allowAsync;
-    options.alternatives = alternatives;
-    options.devices = devices;
-    options.checkCompilable = checkCompilable;
-    options.mode = mode;
-    options.objective = objective;
-    options.dtype = dtype;
-    options.fusedAttention = fusedAttention;
-    options.printLayers = printModel;
-    options.summary = true;
-    options.explain = explain;
-    options.progress = progress;
+    o.summary = true;
     // --dist-plan has always printed its prediction; a --dist-simulate on
     // the command line does it (with the report, trace and timeline) then.
     if (!simulatorNamed) {
-      options.simulate = !plan.empty();
-      options.report = report;
-      options.trace = trace;
-      options.timeline = timeline;
-    } else if (plan.empty()) {
-      options.report = report;
+      o.simulate = !o.plan.empty();
+    } else {
+      o.trace.clear();
+      o.timeline.clear();
+      if (!o.plan.empty())
+        o.report.clear();
     }
-    options.stages = stageRegions ? "regions" : "none";
-    return succeeded(buildPlanPipeline(pm, options, error));
+    o.stages = stageRegions ? "regions" : "none";
+    return succeeded(buildPlanPipeline(pm, o, PlanOptionSpelling::Flag, error));
   }
-  if (!cluster.empty()) {
+  if (!o.cluster.empty()) {
     AttachClusterPassOptions attach;
-    attach.cluster = cluster;
-    attach.profile = profile;
+    attach.cluster = o.cluster;
+    attach.profile = o.profile;
     pm.addPass(createAttachClusterPass(attach));
   }
-  if (printModel) {
+  if (o.printLayers) {
     AnnotateLayersPassOptions annotate;
     annotate.print = true;
     pm.addPass(createAnnotateLayersPass(annotate));
   }
   if (!simulatorNamed &&
-      (!report.empty() || !trace.empty() || !timeline.empty())) {
+      (!o.report.empty() || !o.trace.empty() || !o.timeline.empty())) {
     SimulatePassOptions sim;
-    sim.report = report;
-    sim.trace = trace;
-    sim.timeline = timeline;
+    sim.report = o.report;
+    sim.trace = o.trace;
+    sim.timeline = o.timeline;
     pm.addPass(createSimulatePass(sim));
   }
   return true;
 }
 
 bool PlanFlags::configure(OpPassManager &pm, std::string &error) const {
-  std::string options;
-  if (!report.empty())
-    options += quoted("report", report) + " ";
-  if (!trace.empty())
-    options += quoted("trace", trace) + " ";
-  if (!timeline.empty())
-    options += quoted("timeline", timeline);
-  if (options.empty())
+  PlanOptions o = values();
+  std::string text;
+  if (!o.report.empty())
+    text += quoted("report", o.report) + " ";
+  if (!o.trace.empty())
+    text += quoted("trace", o.trace) + " ";
+  if (!o.timeline.empty())
+    text += quoted("timeline", o.timeline);
+  if (text.empty())
     return true;
   for (Pass *pass : passesNamed(pm, "dist-simulate"))
-    if (failed(pass->initializeOptions(options, [&](const Twine &msg) {
+    if (failed(pass->initializeOptions(text, [&](const Twine &msg) {
           error = msg.str();
           return failure();
         })))

@@ -13,6 +13,7 @@
 
 #include "dist/ImportONNX.h"
 #include "dist/Pipelines.h"
+#include "passes/PlanOptionTable.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
@@ -51,112 +52,32 @@ struct ImportFlags {
   bool get(ONNXImportOptions &options, std::string &error) const;
 };
 
-/// The planning flags.
+/// The planning flags: dist-plan-pipeline's options under their flag names
+/// (passes/PlanOptionTable.h), and two of the tools' own.
 struct PlanFlags {
+  template <typename T> using Flag = llvm::cl::opt<T>;
+
   llvm::cl::OptionCategory category{"Planning options"};
   llvm::cl::opt<bool> listClusters{
       "list-clusters", llvm::cl::desc("List the built-in cluster presets"),
       llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> cluster{
-      "dist-cluster",
-      llvm::cl::desc("The machines: PRESET[:NODES] (see --list-clusters) or "
-                     "a cluster YAML file (dist-attach-cluster)"),
-      llvm::cl::value_desc("dgx-a100-80gb:4"), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> profile{
-      "dist-profile",
-      llvm::cl::desc("Profile database (JSON) of measured op times"),
-      llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> plan{
-      "dist-plan",
-      llvm::cl::desc("A hand-written plan: dp=..,tp=..,pp=..,mbs=..,schedule="
-                     "gpipe|1f1b|interleaved|zb-h1|pipedream|2bw,chunks=..,"
-                     "recompute=none|selective|full,zero=0..3[,stages=A/B/..]"
-                     "[,replicas=R0/R1/..][,uneven=1] (dist-set-plan)"),
-      llvm::cl::cat(category)};
-  llvm::cl::opt<unsigned> batch{
-      "dist-batch", llvm::cl::desc("Global batch in samples per iteration"),
-      llvm::cl::init(0), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> report{
-      "dist-report", llvm::cl::desc("Write the plan and its estimate as JSON"),
-      llvm::cl::value_desc("report.json"), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> trace{
-      "dist-trace",
-      llvm::cl::desc("Write a Chrome/Perfetto trace of the schedule"),
-      llvm::cl::value_desc("trace.json"), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> timeline{
-      "dist-timeline", llvm::cl::desc("Draw the schedule as an SVG timeline"),
-      llvm::cl::value_desc("timeline.svg"), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> dtype{
-      "dist-dtype",
-      llvm::cl::desc("Compute element type the plan assumes (default bf16: "
-                     "mixed precision; fp8: fp8 matmuls, bf16 elsewhere)"),
-      llvm::cl::init("bf16"), llvm::cl::cat(category)};
-  llvm::cl::opt<bool> fusedAttention{
-      "dist-fused-attention",
-      llvm::cl::desc("Cost each attention softmax(Q K^T) V of the model as "
-                     "one fused kernel (FlashAttention, cuDNN): no s^2 "
-                     "score tensors"),
-      llvm::cl::cat(category)};
-  llvm::cl::opt<bool> printModel{
-      "dist-print-model",
-      llvm::cl::desc("Print the layers, parameters and FLOPs the planner "
-                     "sees (dist-annotate-layers)"),
-      llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> search{
-      "dist-search", llvm::cl::ValueOptional,
-      llvm::cl::desc("Search the best plan; optional constraints such as "
-                     "\"tp<=8,pp>=2,mbs=1|2,schedule=1f1b|interleaved,"
-                     "recompute=any,zero<=1\" (dist-search)"),
-      llvm::cl::value_desc("constraints"), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> mode{
-      "dist-mode",
-      llvm::cl::desc("What the plan is for: train (default) or infer "
-                     "(forward only)"),
-      llvm::cl::init("train"), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> objective{
-      "dist-objective",
-      llvm::cl::desc("Inference goal: throughput (a stream of batches, "
-                     "default) or latency (one global batch)"),
-      llvm::cl::init("throughput"), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> memoryLimit{
-      "dist-memory-limit",
-      llvm::cl::desc("Per-device memory limit for the search, e.g. 80GB or "
-                     "40GiB (default: each device's memory)"),
-      llvm::cl::cat(category)};
-  llvm::cl::opt<bool> allowAsync{
-      "dist-allow-async",
-      llvm::cl::desc("Let the search choose PipeDream / PipeDream-2BW "
-                     "(asynchronous weight updates)"),
-      llvm::cl::cat(category)};
-  llvm::cl::opt<bool> explain{
-      "dist-explain",
-      llvm::cl::desc("Print compute, communication, bubble and memory of the "
-                     "best plans and why the winner wins"),
-      llvm::cl::cat(category)};
-  llvm::cl::opt<unsigned> alternatives{
-      "dist-alternatives", llvm::cl::desc("Runner-up plans to report "
-                                          "(default 3)"),
-      llvm::cl::init(3), llvm::cl::cat(category)};
-  llvm::cl::opt<unsigned> devices{
-      "dist-devices",
-      llvm::cl::desc("Let the search use only the cluster's first N devices "
-                     "(the others stay idle and are reported)"),
-      llvm::cl::init(0), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> progress{
-      "dist-progress",
-      llvm::cl::desc("Search progress on stderr: auto (on a terminal, or "
-                     "after 1 s), always, never"),
-      llvm::cl::init("auto"), llvm::cl::cat(category)};
   llvm::cl::opt<bool> stageRegions{
       "dist-stage-regions",
       llvm::cl::desc("Also write the chosen plan's pipeline stages as "
                      "dist.stage regions (dist-outline-stages)"),
       llvm::cl::cat(category)};
+  /// --dist-cluster, --dist-plan, --dist-search, --dist-batch, ...
+  PlanOptionSet<Flag> options;
 
   /// Whether a plan is preceded by dist-check-compilable's warning (dist-opt;
   /// dist-compile, which builds the programs, reports the error itself).
   bool checkCompilable = true;
 
+  PlanFlags();
+  /// The flags' values (the pipeline-only options at their defaults).
+  PlanOptions values() const;
+  /// True when --dist-search is given (with or without constraints).
+  bool searching() const;
   /// True when any planning flag is given.
   bool any() const;
   /// Adds the passes the flags spell to \p pm; they run before the passes

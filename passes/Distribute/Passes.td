@@ -1,0 +1,134 @@
+//===- Passes.td - Distribute passes -----------------------*- tablegen -*-===//
+//
+// Part of DistOpt. The distribution passes (passes/Distribute/, one pass per file);
+// passes/Passes.h declares and registers every group.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_PASSES_DISTRIBUTE_PASSES_TD
+#define DIST_PASSES_DISTRIBUTE_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TensorParallelPass : Pass<"dist-tensor-parallel", "mlir::ModuleOp"> {
+  let summary = "rewrites the planned function into one tensor-parallel "
+                "rank's part (Megatron column/row splits)";
+  let description = [{
+    For a module whose `#dist.plan` has tp > 1, rewrites the planned forward
+    function so that every rank of a tensor-parallel group runs it on its
+    own part of the weights, as Megatron-LM does. Run it before
+    `dist-autodiff` (dist-compile does, for a planned module): the gradient
+    rules of the ops it inserts make the backward Megatron's.
+
+    A region starts at a *column-parallel* matmul: a `graph.matmul` whose
+    right operand is a weight only it reads and whose left operand is
+    replicated. Its output's last dimension is split over the tp ranks,
+    blockwise when the output is cut into k equal pieces along it (a fused
+    Q|K|V projection: each rank keeps its part of each piece). The split
+    follows the ops that work on split activations: bias adds and other
+    elementwise ops (a weight of the split dimension's size is sharded
+    alike), views that keep, cut or merge the split dimension (the head
+    dimension of attention), transposes, equal splits, softmax along
+    another dimension, matmuls of two activations split along a shared
+    batch dimension (attention scores), and further column matmuls met by
+    an elementwise op (SwiGLU). It ends at *row-parallel* matmuls, which
+    contract the split dimension against a weight's matching rows: their
+    partial sums get `dist.all_reduce sum` over the group, and a bias joins
+    after the sum. A region whose split would reach anything else (a
+    residual add, a norm, a function result) is left replicated: it is
+    computed whole on every rank, which is correct, only not parallel
+    (`verbose` says why for each).
+
+    The rewrite gives split values and sharded weights their local types,
+    puts `dist.tp_copy` (forward the identity; gradient the group's
+    all-reduce) on each column matmul's input, marks weights with
+    `dist.tp_shard = [dim, blocks, parts]` (which part of the file a rank
+    reads: dimension `dim` viewed as [blocks][parts][n], the rank's part of
+    each block) and ops with the `dist.tp` role they run. Groups are the tp
+    ranks of the op's pipeline stage (`dist.virtual_stage`), so tp x pp
+    works; tp with dp, cp or per-stage replicas is an error, as is
+    dropout with a non-zero ratio and a plan under which no region can be
+    split. Replicated parts (embeddings, norms, the LM head) compute the
+    same bits on every rank, so their weights stay equal without
+    communication.
+
+    Example:
+
+    ```
+    dist-opt mlp.onnx --input-shape=x:4x8 --dist-plan=tp=2 \
+      --pass-pipeline='builtin.module(dist-tensor-parallel)'
+    ```
+  }];
+  let options = [
+    Option<"verbose", "verbose", "bool", "false",
+           "remark, for each matmul left replicated, why">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "distopt::graph::GraphDialect"];
+}
+
+def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
+  let summary = "averages gradients and the loss over every rank of the job";
+  let description = [{
+    Makes the training functions dist-autodiff built (`@train_step`, or
+    `@train_microbatch` and `@train_apply` with gradient accumulation) data
+    parallel. Every rank runs the same program on its own rows of the
+    global batch:
+
+    - the gradient operand of every `graph.sgd_update` / `graph.adam_update`
+      becomes `dist.all_reduce mean over world` of it, inserted right before
+      the update (in `@train_apply` with accumulation, so ranks exchange the
+      accumulated gradient once per step);
+    - a mixed-precision overflow flag (the updates' `skip`) is reduced with
+      `max` right after it is computed, so every rank skips the same steps;
+    - every scalar floating result marked `graph.output` (the loss) of
+      `@train_step` / `@train_microbatch` is averaged, so every rank
+      returns the global loss;
+    - their inputs of rank >= 1 get `dist.batch_shard`: dim 0 is the
+      per-rank batch (dist-compile's programs split the file given, which
+      holds world-size times that many rows).
+
+    `over world` is the group of every rank however many are launched, so
+    one compiled program serves any world size. Mean of per-rank means
+    equals the single-process mean over the whole batch when ranks hold
+    equally many rows (losses that average over the batch). Functions
+    already marked `dist.data_parallel` are left alone (idempotent); a
+    module without a `graph.train` function is an error.
+
+    **ZeRO-1** (`zero=1`, or a module plan of data parallelism alone, `pp =
+    tp = 1`, with `zero = 1`): the optimizer state is sharded over the `dp`
+    replicas, which must be known (`dp=N`, or the plan's `dp`), since the
+    shards' shapes depend on it. Each parameter is flattened and padded with
+    zeros to a multiple of `dp` elements; rank r owns block r. Instead of
+    the all-reduce, each update becomes: `dist.reduce_scatter mean` of the
+    flat gradient, `dist.all_slice` of the flat parameter, the update on the
+    shard (its `graph.state` moments or momentum buffer read with the
+    shard's shape: each rank's persistent buffer is its shard), and
+    `dist.all_gather` of the new shards, unpadded and reshaped. Collectives
+    name the devices `[0, ..., dp - 1]`; the function gets `dist.zero =
+    {stage = 1, replicas = dp}`, and dist-compile's program runs on exactly
+    `dp` ranks, each saving its own shard (`--save-state 'DIR/{rank}'`).
+    ZeRO-2 and 3 are refused.
+
+    Example:
+
+    ```
+    dist-opt mlp.onnx --input-shape=x:2x8 \
+      --dist-autodiff="loss=mse:target optimizer=adam" --dist-data-parallel
+    dist-opt mlp.onnx --input-shape=x:2x8 \
+      --dist-autodiff="loss=mse:target optimizer=adam" \
+      --dist-data-parallel="zero=1 dp=2"
+    ```
+  }];
+  let options = [
+    Option<"zeroStage", "zero", "int", "-1",
+           "ZeRO stage: 0 replicates the optimizer state, 1 shards it over "
+           "the dp replicas; -1: the module plan's (0 without one)">,
+    Option<"replicas", "dp", "unsigned", "0",
+           "Data-parallel replicas ZeRO shards over (the ranks the program "
+           "runs on); 0: the module plan's dp">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "distopt::graph::GraphDialect"];
+}
+
+#endif // DIST_PASSES_DISTRIBUTE_PASSES_TD

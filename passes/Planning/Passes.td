@@ -1,0 +1,298 @@
+//===- Passes.td - Planning passes -------------------------*- tablegen -*-===//
+//
+// Part of DistOpt. The planning passes (passes/Planning/, one pass per file);
+// passes/Passes.h declares and registers every group.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_PASSES_PLANNING_PASSES_TD
+#define DIST_PASSES_PLANNING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AnnotateLayersPass : Pass<"dist-annotate-layers", "mlir::ModuleOp"> {
+  let summary = "marks the cost-model layers and tensor-parallel roles on ops";
+  let description = [{
+    Finds the layers the cost model plans with and writes them onto the
+    planned function (`func`, default `main` or the module's only function
+    with a body):
+
+    - every op doing per-sample work gets `dist.layer = N`: layers are the
+      stretches of the program between *cut points*, the places where
+      exactly one activation is live (masks and ids computed without
+      weights travel along); a stretch without a matmul, convolution or
+      embedding joins the previous one, so a transformer block is two
+      layers (attention, MLP) and a residual block is never cut in two;
+    - every costed op gets its Megatron tensor-parallel role
+      `dist.tp = #dist.tp<column|row|split|replicated>`, inferred from
+      dataflow: a weighted matmul reading a split activation is row-parallel
+      (its output is all-reduced), otherwise column-parallel.
+
+    Later planning passes (`dist-set-plan`, `dist-search`, `dist-simulate`)
+    read the layers from these annotations; they run this pass's analysis
+    themselves when the function has none. `print=true` prints the layers,
+    parameters and FLOPs the planner sees.
+
+    Example:
+
+    ```
+    dist-opt model.onnx --dist-annotate-layers="print=true"
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"\"",
+           "Function to plan (default: main, or the only function with a body)">,
+    Option<"print", "print", "bool", "false",
+           "Print the layers, parameters and FLOPs the planner sees">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def AttachClusterPass : Pass<"dist-attach-cluster", "mlir::ModuleOp"> {
+  let summary = "attaches the machines to plan for as #dist.cluster";
+  let description = [{
+    Resolves `cluster` — a preset (`dgx-a100-80gb`, `dgx-h100`, ...; see
+    `dist-opt --list-clusters`), a preset with a node count
+    (`dgx-a100-80gb:4`) or a cluster YAML file (docs/cost-model.md) — and
+    writes it as the module attribute `dist.cluster`: every device kind with
+    its peaks, memory and calibrated efficiencies, every node group with its
+    link, and the network. `profile` names a profile database (JSON) of
+    measured op times that the cost model prefers over its analytic times;
+    it is recorded in the attribute, so later passes read it from the module.
+    An unknown preset, a malformed file or a bad node count is an error
+    naming it. `local` is this machine, one device per core (estimated from
+    /proc/cpuinfo). With `if-missing`, a module that already has a cluster
+    keeps it (how `--dist-plan` without `--dist-cluster` plans for this
+    machine).
+
+    Example:
+
+    ```
+    dist-opt model.onnx --dist-attach-cluster="cluster=dgx-h100:8"
+    ```
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", "\"\"",
+           "PRESET, PRESET:NODES or a cluster YAML file">,
+    Option<"ifMissing", "if-missing", "bool", "false",
+           "Attach only when the module has no dist.cluster">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "Profile database (JSON) of measured op times">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def CheckCompilablePass : Pass<"dist-check-compilable", "mlir::ModuleOp"> {
+  let summary = "warns when dist-compile could not build the planned function";
+  let description = [{
+    A dry run of dist-compile's code generation on the planned function
+    (`func`, default `main` or the module's only function with a body):
+    when an op has no lowering (an ONNX op kept opaque, a dynamic shape),
+    a warning at that op says that dist-compile cannot build programs for
+    the model yet, so a plan printed after it is a prediction only, and why
+    (with what the user can do). The module is left as it is. The planning
+    flags of dist-opt run it before they plan.
+
+    Example:
+
+    ```
+    dist-opt t5.onnx --pass-pipeline='builtin.module(dist-check-compilable)'
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"\"",
+           "The function to check (default: main or the only one)">
+  ];
+  // The probe prepares a copy for emission (dist-prepare-for-emission).
+  let dependentDialects = ["distopt::emit::EmitDialect"];
+}
+
+def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
+  let summary = "searches the best plan and records it as #dist.plan";
+  let description = [{
+    Searches the plan (data-, tensor- and pipeline-parallel degrees,
+    micro-batch size, schedule, chunks, recomputation, ZeRO stage, stage
+    boundaries, per-stage replicas) that minimises the predicted iteration
+    time of the planned function on the module's `dist.cluster`, for a
+    global batch of `batch` samples, under the `constraints`
+    (`"tp<=8,pp>=2,mbs=1|2,schedule=1f1b|interleaved,recompute=any,zero<=1"`,
+    docs/search.md). Inference (`mode=infer`) minimises the `objective`:
+    `throughput` of a stream of batches or `latency` of one batch.
+
+    The winner is written as the module attribute `dist.plan`, and every op
+    of the function gets its virtual stage (`dist.virtual_stage`) and, with
+    tensor parallelism, its role (`dist.tp`). Layers come from the
+    `dist.layer` annotations when present (`dist-annotate-layers`).
+    `summary=true` prints the plan and its prediction, `explain=true` the
+    best plans and why the winner wins; `report` writes the JSON report
+    (docs/report-format.md). The module must carry `dist.cluster`
+    (`dist-attach-cluster`). Errors (no plan fits, contradictory
+    constraints) say what would fit.
+
+    `devices=N` plans for the cluster's first N devices (whole nodes first,
+    then part of the next); the others stay idle and the summary says how
+    many. When the best plan is less than half as efficient per device as
+    one device, the search also plans for 1, 2, 4, ... devices and says the
+    model is too small for the cluster, naming the smallest count within
+    10% of the fastest (docs/search.md).
+
+    Example:
+
+    ```
+    dist-opt gpt.onnx --pass-pipeline='builtin.module(dist-attach-cluster{cluster=dgx-a100-80gb:2},dist-annotate-layers,dist-search-plan{batch=64 report=plan.json})'
+    dist-opt gpt.onnx --dist-cluster=dgx-a100-80gb:2 --dist-batch=64 --dist-search --dist-report=plan.json
+    ```
+  }];
+  let options = [
+    Option<"batch", "batch", "unsigned", "0",
+           "Global batch in samples per iteration">,
+    Option<"constraints", "constraints", "std::string", "\"\"",
+           "Limits on the plan, e.g. \"tp<=8,pp>=2,schedule=1f1b\"">,
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "Per-device memory limit such as 80GB or 40GiB (default: each "
+           "device's memory)">,
+    Option<"mode", "mode", "::distopt::schedule::Mode",
+           "::distopt::schedule::Mode::Train", "What the plan is for",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::schedule::Mode::Train, "train",
+                        "training steps"),
+             clEnumValN(::distopt::schedule::Mode::Infer, "infer",
+                        "forward only"))}]>,
+    Option<"objective", "objective", "::distopt::schedule::InferObjective",
+           "::distopt::schedule::InferObjective::Throughput",
+           "What inference minimises",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::schedule::InferObjective::Throughput,
+                        "throughput", "samples/s of a stream of batches"),
+             clEnumValN(::distopt::schedule::InferObjective::Latency,
+                        "latency", "time of one global batch"))}]>,
+    Option<"dtype", "dtype", "::distopt::cluster::DType",
+           "::distopt::cluster::DType::BF16",
+           "Compute element type the costs assume",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::cluster::DType::F32, "fp32", "32-bit float"),
+             clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
+             clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
+             clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">,
+    Option<"allowAsync", "allow-async", "bool", "false",
+           "Also consider PipeDream and PipeDream-2BW (asynchronous updates)">,
+    Option<"alternatives", "alternatives", "unsigned", "3",
+           "Runner-up plans to report">,
+    Option<"explain", "explain", "bool", "false",
+           "Print the best plans and why the winner wins">,
+    Option<"progress", "progress", "::distopt::SearchProgress",
+           "::distopt::SearchProgress::Auto", "Progress line on stderr",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::SearchProgress::Auto, "auto",
+                        "on a terminal, or after 1 s"),
+             clEnumValN(::distopt::SearchProgress::Always, "always",
+                        "always"),
+             clEnumValN(::distopt::SearchProgress::Never, "never", "never"))}]>,
+    Option<"report", "report", "std::string", "\"\"",
+           "Write the JSON report to this file">,
+    Option<"summary", "summary", "bool", "false",
+           "Print the chosen plan and its prediction">,
+    Option<"devices", "devices", "unsigned", "0",
+           "Plan for the cluster's first N devices only, the others idle "
+           "(0: all)">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
+  let summary = "records a hand-written plan as #dist.plan";
+  let description = [{
+    Checks `plan` (`"dp=..,tp=..,pp=..,mbs=..,schedule=gpipe|1f1b|
+    interleaved|zb-h1|zb-h2|zb-v|v-half|v-min|dualpipe-v|pipedream|2bw,
+    chunks=..,recompute=none|selective|full,zero=0..3[,cp=..][,ep=..]
+    [,sp=1][,tp_overlap=1][,ag_overlap=1][,expert_imbalance=..]
+    [,stages=A/B/..][,replicas=R0/R1/..][,uneven=1]"`,
+    docs/cli.md) against the planned function and the module's
+    `dist.cluster`, derives the micro-batch count from the global `batch`,
+    balances the stages by cost when `stages` is not given, and writes the
+    result as `dist.plan`, `dist.virtual_stage` on every op and, with tensor
+    parallelism, `dist.tp`. Layers come from `dist.layer` when present.
+    A plan that does not fit the cluster or the model is an error saying
+    why.
+
+    Example:
+
+    ```
+    dist-opt gpt.onnx --pass-pipeline='builtin.module(dist-attach-cluster{cluster=dgx-a100-80gb},dist-set-plan{plan="dp=2,tp=2,pp=2" batch=32})'
+    ```
+  }];
+  let options = [
+    Option<"plan", "plan", "std::string", "\"\"",
+           "The plan: dp=..,tp=..,pp=..,mbs=..,schedule=..">,
+    Option<"batch", "batch", "unsigned", "0",
+           "Global batch in samples per iteration">,
+    Option<"mode", "mode", "::distopt::schedule::Mode",
+           "::distopt::schedule::Mode::Train", "What the plan is for",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::schedule::Mode::Train, "train",
+                        "training steps"),
+             clEnumValN(::distopt::schedule::Mode::Infer, "infer",
+                        "forward only"))}]>,
+    Option<"objective", "objective", "::distopt::schedule::InferObjective",
+           "::distopt::schedule::InferObjective::Throughput",
+           "What inference minimises",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::schedule::InferObjective::Throughput,
+                        "throughput", "samples/s of a stream of batches"),
+             clEnumValN(::distopt::schedule::InferObjective::Latency,
+                        "latency", "time of one global batch"))}]>,
+    Option<"dtype", "dtype", "::distopt::cluster::DType",
+           "::distopt::cluster::DType::BF16",
+           "Compute element type the costs assume",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::cluster::DType::F32, "fp32", "32-bit float"),
+             clEnumValN(::distopt::cluster::DType::TF32, "tf32", "TF32 matmuls"),
+             clEnumValN(::distopt::cluster::DType::F16, "fp16", "16-bit float"),
+             clEnumValN(::distopt::cluster::DType::BF16, "bf16", "bfloat16"),
+             clEnumValN(::distopt::cluster::DType::F8, "fp8",
+                        "fp8 matmuls, bf16 elsewhere"))}]>,
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Cost attention as one fused kernel (FlashAttention)">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
+  let summary = "predicts the module's plan: summary, report, trace, timeline";
+  let description = [{
+    Simulates the plan the module carries, reading only the module: the
+    cluster (`dist.cluster`, with its profile database), the plan
+    (`dist.plan`), the layers of the planned function (`dist.layer`, or its
+    analysis when absent) and, when present, the materialized schedule
+    (`dist.schedule`, whose action lists then replace the ones the plan's
+    schedule kind would generate). Writes the JSON report (`report`,
+    docs/report-format.md), a Chrome/Perfetto trace (`trace`) and an SVG
+    timeline (`timeline`) to the files named, and (unless `summary=false`)
+    prints the prediction: iteration time, throughput, FLOP/s per device,
+    bubble, peak memory per stage and traffic per link level. Inference
+    plans report latency and stream throughput. The IR is not changed.
+
+    Example:
+
+    ```
+    dist-opt planned.mlir --dist-simulate --dist-report=b.json
+    dist-opt planned.mlir --pass-pipeline='builtin.module(dist-simulate{report=b.json timeline=t.svg})'
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "std::string", "\"\"",
+           "Write the JSON report to this file">,
+    Option<"trace", "trace", "std::string", "\"\"",
+           "Write a Chrome/Perfetto trace to this file">,
+    Option<"timeline", "timeline", "std::string", "\"\"",
+           "Draw the schedule as an SVG timeline in this file">,
+    Option<"summary", "summary", "bool", "true",
+           "Print the prediction">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+#endif // DIST_PASSES_PLANNING_PASSES_TD
