@@ -169,6 +169,11 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
   }
   o["ranks"] = static_cast<int64_t>(layout.numDevices());
   o["inputs"] = inputsOf(lists.front(), layout.dp);
+  // ZeRO-1 inside the stages: each rank's optimizer state is the block
+  // `replica` of its stage's dp replicas (docs/distributed.md).
+  if (plan.getZero() >= 1)
+    o["zero"] = json::Object{{"stage", plan.getZero()},
+                             {"replicas", static_cast<int64_t>(layout.dp)}};
   // Tensor-parallel shards (dist-tensor-parallel) by weight or state name.
   llvm::StringMap<DenseI64ArrayAttr> shardOf;
   m.walk([&](Operation *op) {

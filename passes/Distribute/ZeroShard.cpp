@@ -95,7 +95,8 @@ static SmallVector<OpOperand *> stateOperands(Operation *update) {
 }
 
 LogicalResult zero::shardUpdate(Operation *update, ArrayRef<int64_t> group,
-                                bool gradIsShard) {
+                                bool gradIsShard,
+                                SmallVectorImpl<Value> *replacements) {
   OpOperand &param = update->getOpOperand(0), &grad = update->getOpOperand(1);
   OpBuilder b(update);
   Location loc = update->getLoc();
@@ -133,9 +134,12 @@ LogicalResult zero::shardUpdate(Operation *update, ArrayRef<int64_t> group,
     r.setType(shardType);
 
   b.setInsertionPointAfter(sharded);
-  update->getResult(0).replaceAllUsesWith(sb.gathered(sharded->getResult(0)));
+  SmallVector<Value> now = {sb.gathered(sharded->getResult(0))};
   for (unsigned k = 1; k < update->getNumResults(); ++k)
-    update->getResult(k).replaceAllUsesWith(sharded->getResult(k));
+    now.push_back(sharded->getResult(k));
+  update->replaceAllUsesWith(now);
+  if (replacements)
+    replacements->assign(now.begin(), now.end());
   update->erase();
   for (auto &entry : states)
     entry.second->erase();

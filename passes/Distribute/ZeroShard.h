@@ -47,9 +47,12 @@ mlir::Value reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc,
 ///     its type updated, see setResultTypes).
 ///
 /// Fails with an error on \p update when a state operand is read otherwise.
-mlir::LogicalResult shardUpdate(mlir::Operation *update,
-                                llvm::ArrayRef<int64_t> group,
-                                bool gradIsShard = false);
+/// \p update is erased; \p replacements, when given, receives what replaced
+/// each of its results.
+mlir::LogicalResult
+shardUpdate(mlir::Operation *update, llvm::ArrayRef<int64_t> group,
+            bool gradIsShard = false,
+            llvm::SmallVectorImpl<mlir::Value> *replacements = nullptr);
 
 /// Sets \p func's result types to the types its return passes.
 void setResultTypes(mlir::func::FuncOp func);

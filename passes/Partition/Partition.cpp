@@ -326,15 +326,20 @@ struct PartitionPass
              << "dist-partition needs the module's plan ('dist.plan')";
     schedule::RankLayout layout = plan.getLayout();
     schedule::Plan p = plan.toPlan();
-    if (layout.cp != 1 || p.ep != 1 || layout.replicated())
+    if (layout.cp != 1 || p.ep != 1)
       return emitError(module.getLoc())
              << "dist-partition: the plan has dp = " << layout.dp
              << ", tp = " << layout.tp << ", cp = " << layout.cp
              << ", ep = " << p.ep
-             << (layout.replicated() ? " and per-stage replicas" : "")
              << "; per-list programs run pipeline parallelism with data and "
-                "tensor parallelism (dp x tp x pp) yet: context and expert "
-                "parallelism and per-stage replicas are not executed";
+                "tensor parallelism (dp x tp x pp) or per-stage replicas "
+                "yet: context and expert parallelism are not executed";
+    if (layout.replicated() && layout.tp != 1)
+      return emitError(module.getLoc())
+             << "dist-partition: the plan has per-stage replicas with tp = "
+             << layout.tp
+             << "; per-stage replicas run with one device per replica yet "
+                "(tp = 1)";
     if (layout.tp != 1 &&
         !llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
           bool split = false;
@@ -352,6 +357,12 @@ struct PartitionPass
     if (failed(train))
       return failure();
     if (*train) {
+      if (p.zero > 1)
+        return emitError(module.getLoc())
+               << "dist-partition: ZeRO stage " << p.zero << " (gradients"
+               << (p.zero > 2 ? " and parameters" : "")
+               << " sharded too) is not run by generated programs; use "
+                  "zero=1 (optimizer state sharded) or zero=0";
       if (p.recompute == cost::Recompute::Selective)
         emitWarning(module.getLoc())
             << "dist-partition: the plan recomputes the attention core "

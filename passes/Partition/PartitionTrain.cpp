@@ -1,4 +1,5 @@
-//===- PartitionTrain.cpp - Per-list programs of a training step -*- C++ -*-===//
+//===- PartitionTrain.cpp - Per-list programs of a training step -*- C++
+//-*-===//
 //
 // Part of DistOpt. The program of one action list of a pipelined training
 // step, from the outlined step (TrainStages.cpp) and the schedule: every
@@ -19,7 +20,14 @@
 //    data-parallel replicas (`dist.all_reduce mean` over their devices).
 //    Every replica runs the list's program on its own rows of the batch
 //    (the inputs are `dist.batch_shard`), and the loss is averaged over the
-//    replicas too, so rank 0 reports the global batch's loss.
+//    replicas too, so rank 0 reports the global batch's loss;
+//  - grad_reduce_scatter / param_all_gather (ZeRO-1, zero = 1): instead of
+//    the all_reduce, each replica receives its shard of the averaged
+//    gradients, and the optimizer_step updates that shard of each
+//    parameter with its shard of the optimizer state (zero::shardUpdate,
+//    as dist-data-parallel does); the updated shards are gathered where the
+//    step updates them, which is where the schedule puts param_all_gather
+//    (right after the optimizer_step).
 //
 // The list holding the last stage sends the step's outputs (the mean loss)
 // to list 0, which returns them; every list returns the updates of its own
@@ -29,6 +37,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Partition/TrainStages.h"
+
+#include "passes/Distribute/ZeroShard.h"
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Graph/GraphOps.h"
@@ -189,8 +199,37 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
            << g.width
            << " boundary values each need more than the 32768 tags the "
               "runtime's transfers carry";
-  auto listOfStage = [&](int64_t v) { return static_cast<unsigned>(v % pp); };
-  auto onList = [&](int64_t v) { return v >= 0 && listOfStage(v) == list; };
+  // Lists and stages: one list per pipeline rank, or with per-stage
+  // replicas (PipeDream's replicas=2/1; chunks = 1) one per slot, replica d
+  // of stage s running the micro-batches m with m mod r_s = d.
+  auto pipelineStageOf = [&](int64_t v) {
+    return static_cast<unsigned>(v % pp);
+  };
+  auto listOfStage = [&](int64_t v) {
+    unsigned s = pipelineStageOf(v);
+    return sched.replicated() ? sched.firstList[s] : s;
+  };
+  auto listsOfStage = [&](int64_t v) {
+    unsigned s = pipelineStageOf(v);
+    llvm::SmallSetVector<unsigned, 4> out;
+    if (!sched.replicated())
+      out.insert(s);
+    else
+      for (unsigned l = sched.firstList[s]; l < sched.firstList[s + 1]; ++l)
+        out.insert(l);
+    return out;
+  };
+  auto onList = [&](int64_t v) {
+    return v >= 0 && pipelineStageOf(v) == sched.stageOfList(list);
+  };
+  // The micro-batches this list runs (of each of its stages).
+  SmallVector<int64_t> ownMicrobatches;
+  for (int64_t mb = 0; mb < m; ++mb)
+    if (!sched.replicated() ||
+        sched.listOf(sched.stageOfList(list), static_cast<int>(mb)) == list)
+      ownMicrobatches.push_back(mb);
+  // Replicas that hold the same weights: dp, or this stage's r_s.
+  unsigned stageReplicas = layout.replicasOf(sched.stageOfList(list));
   Location loc = func.getLoc();
 
   // Results: list 0 returns the outputs (the list holding them sends them
@@ -202,6 +241,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   struct ResultPlace {
     /// everywhere: an update every list computes itself (a step counter).
     bool update, returned, everywhere;
+    /// The stage that computes it (-1: every list); its first list holds
+    /// it (the one that sends it), the stage's other replicas compute it
+    /// too.
+    int64_t stage;
     unsigned holder;
     /// Lists other than the holder that receive it: list 0 for an output,
     /// the other readers of an updated weight.
@@ -214,17 +257,19 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     int64_t stage = g.perMicroBatch.count(v)
                         ? g.perMicroBatch.lookup(v)
                         : g.stageOf.lookup(v.getDefiningOp());
+    p.stage = stage;
     p.holder = stage < 0 ? 0 : listOfStage(stage);
     p.everywhere = p.update && stage < 0;
     if (!p.update && p.holder != 0)
       p.receivers.insert(0);
     if (p.update && stage >= 0)
       for (int64_t reader : g.readers.lookup(name.getValue()))
-        if (listOfStage(reader) != p.holder)
-          p.receivers.insert(listOfStage(reader));
-    p.returned = p.update ? (p.everywhere || p.holder == list ||
-                             p.receivers.contains(list))
-                          : list == 0;
+        if (pipelineStageOf(reader) != pipelineStageOf(stage))
+          for (unsigned l : listsOfStage(reader))
+            p.receivers.insert(l);
+    p.returned =
+        p.update ? (p.everywhere || onList(stage) || p.receivers.contains(list))
+                 : list == 0;
     return p;
   };
   SmallVector<unsigned> resultIndices;
@@ -258,6 +303,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   fn.setAllArgAttrs(func.getAllArgAttrs());
   // Data parallelism: each replica of the stage reads its own rows.
   bool dataParallel = layout.dp > 1;
+  // Gradients and the loss are reduced over the stage's replicas (dp, or
+  // the stage's own count).
+  bool reduced = stageReplicas > 1;
   if (dataParallel)
     for (unsigned k = 0; k < fn.getNumArguments(); ++k)
       fn.setArgAttr(k, dist::DistDialect::BatchShardAttrHelper::getNameStr(),
@@ -333,11 +381,18 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // The devices of this list's stage replicas, over which gradients and
   // the loss are averaged: with tensor parallelism one group per tensor
   // rank (the replicas' devices that hold the same shards).
-  std::vector<std::vector<unsigned>> replicaGroups = layout.replicaGroups(list);
+  std::vector<std::vector<unsigned>> replicaGroups =
+      layout.replicaGroups(sched.stageOfList(list));
+  // With data parallelism each replica holds the mean over its rows, and
+  // the means are averaged; with per-stage replicas each holds its
+  // micro-batches' share of the mean over all of them (meanOf), and the
+  // shares are summed.
   auto averageOverReplicas = [&](Value v) -> Value {
     auto mean = dist::AllReduceOp::create(
         ib, loc, v.getType(), v,
-        dist::ReductionKindAttr::get(ctx, dist::ReductionKind::mean),
+        dist::ReductionKindAttr::get(ctx, layout.replicated()
+                                              ? dist::ReductionKind::sum
+                                              : dist::ReductionKind::mean),
         dist::deviceGroup(ctx, replicaGroups.front()));
     dist::setRunGroups(mean, replicaGroups);
     return mean.getResult();
@@ -345,6 +400,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
 
   // The mean over the step's micro-batches of a stage function's result
   // (with dp > 1, after the stage's all_reduce: over the replicas too).
+  // With per-stage replicas a list sums its own micro-batches and scales
+  // by the step's count: the stage's all_reduce adds the shares.
   DenseMap<Value, Value> means;
   llvm::DenseSet<Value> averaged;
   auto meanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
@@ -356,7 +413,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
              << type << " per micro-batch value; only float values (the "
              << "loss, gradients) are averaged over a step's micro-batches";
     Value sum;
-    for (int64_t mb = 0; mb < m; ++mb) {
+    for (int64_t mb : ownMicrobatches) {
       Value part = valueOf(mb, v);
       if (!part)
         return at->emitOpError("needs micro-batch ")
@@ -404,9 +461,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // The schedule's gradient sync of stage v: every gradient its optimizer
   // reads, averaged over the replicas.
   auto allReduce = [&](Operation *at, int64_t v) -> LogicalResult {
-    if (!dataParallel)
+    if (!reduced)
       return at->emitOpError("averages gradients over data-parallel replicas "
-                             "but the plan has dp = 1");
+                             "but the stage has one");
     for (Operation &op : func.getBody().front().without_terminator()) {
       if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v)
         continue;
@@ -422,6 +479,53 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     }
     return success();
   };
+  // ZeRO-1: the gradient means that are this replica's shard, and the
+  // replicas that share them (tp = 1: one group).
+  llvm::DenseSet<Value> sharded;
+  SmallVector<int64_t> zeroGroup(replicaGroups.front().begin(),
+                                 replicaGroups.front().end());
+  auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
+    if (!dataParallel)
+      return at->emitOpError("shards gradients over data-parallel replicas "
+                             "but the plan has dp = 1");
+    if (layout.replicated())
+      return at->emitOpError("shards stage ")
+             << v << "'s optimizer state over its replicas (ZeRO-1) with "
+             << "per-stage replicas, which is not run yet; plan it with "
+                "zero=0";
+    if (layout.tp > 1)
+      return at->emitOpError("shards stage ")
+             << v << "'s optimizer state over its replicas (ZeRO-1) with tp = "
+             << layout.tp
+             << ", which is not run yet: each rank would hold a ZeRO block "
+                "of its tensor-parallel shard, which checkpoints do not "
+                "describe; plan it with zero=0 or tp=1";
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v)
+        continue;
+      for (OpOperand &use : op.getOpOperands()) {
+        Value operand = use.get();
+        if (!g.perMicroBatch.count(operand) || averaged.contains(operand))
+          continue;
+        if (!isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op) ||
+            use.getOperandNumber() != 1)
+          return at->emitOpError("shards stage ")
+                 << v << "'s gradients over its replicas (ZeRO-1), but "
+                 << op.getName() << " reads one (operand #"
+                 << use.getOperandNumber()
+                 << ") other than as an optimizer update's gradient; plan "
+                    "it with zero=0";
+        FailureOr<Value> mean = meanOf(at, operand);
+        if (failed(mean))
+          return failure();
+        Value shard = zero::reduceScatterMean(ib, loc, *mean, zeroGroup);
+        means[operand] = shard;
+        averaged.insert(operand);
+        sharded.insert(operand);
+      }
+    }
+    return success();
+  };
   bool stepped = false;
   auto optimizerStep = [&](Operation *at) -> LogicalResult {
     if (stepped)
@@ -432,12 +536,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (isa<func::CallOp>(op) || !onList(g.stageOf.lookup(&op)))
         continue;
       for (Value operand : op.getOperands()) {
-        if (dataParallel && g.perMicroBatch.count(operand) &&
+        if (reduced && g.perMicroBatch.count(operand) &&
             !averaged.contains(operand))
           return at->emitOpError("updates stage ")
                  << g.stageOf.lookup(&op)
                  << "'s weights with gradients not yet averaged over its "
-                 << layout.dp
+                 << stageReplicas
                  << " data-parallel replicas; the schedule needs an "
                     "all_reduce of that stage before the optimizer_step "
                     "(dist-materialize-schedule writes it)";
@@ -446,7 +550,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
           return failure();
         stepMap.map(operand, *mapped);
       }
-      ib.clone(op, stepMap);
+      Operation *copy = ib.clone(op, stepMap);
+      if (op.getNumOperands() < 2 || !sharded.contains(op.getOperand(1)))
+        continue;
+      // ZeRO-1: this replica's shard of the update, gathered.
+      SmallVector<Value> replaced;
+      if (failed(zero::shardUpdate(copy, zeroGroup, /*gradIsShard=*/true,
+                                   &replaced)))
+        return failure();
+      for (auto [from, to] : llvm::zip(op.getResults(), replaced))
+        stepMap.map(from, to);
     }
     return success();
   };
@@ -496,11 +609,15 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       r = allReduce(at, v);
       break;
     case ActionKind::ReduceScatter:
+      r = reduceScatter(at, v);
+      break;
     case ActionKind::AllGather:
-      return at->emitOpError("shards the optimizer state over the "
-                             "data-parallel replicas (ZeRO, zero >= 1), which "
-                             "pipelined training does not run yet; plan it "
-                             "with zero=0");
+      // The updated shards were gathered where the step updated them.
+      if (!stepped)
+        return at->emitOpError("gathers stage ")
+               << v << "'s parameters before the optimizer_step updated "
+               << "them; the schedule puts param_all_gather after it";
+      break;
     }
     if (failed(r))
       return failure();
@@ -513,7 +630,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   SmallVector<Value> results;
   for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
     ResultPlace where = placeOf(k, v);
-    bool computes = where.everywhere || where.holder == list;
+    // Every replica of the stage computes it (the loss's all_reduce needs
+    // them all); its first list sends it.
+    bool computes =
+        where.everywhere || where.holder == list || onList(where.stage);
     if (!computes && !where.returned)
       continue;
     auto type = cast<RankedTensorType>(v.getType());
@@ -523,10 +643,11 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       // A per-sample output: the micro-batches' rows, merged.
       if (type.getRank() == 0)
         return ret.emitOpError("output #") << k << " has no batch dimension";
-      if (dataParallel)
+      if (dataParallel || layout.replicated())
         return ret.emitOpError("output #")
-               << k << " (" << type
-               << ") has a row per sample; with dp = " << layout.dp
+               << k << " (" << type << ") has a row per sample; with "
+               << (dataParallel ? "dp = " + std::to_string(layout.dp)
+                                : std::string("per-stage replicas"))
                << " each replica holds its own rows and the job returns one "
                   "replica's: return a scalar (the loss) from a pipelined "
                   "data-parallel step";
@@ -546,7 +667,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         return failure();
       val = *mapped;
       // The loss of the global batch: the replicas' means, averaged.
-      if (dataParallel && g.perMicroBatch.count(v) && !averaged.contains(v)) {
+      if (reduced && g.perMicroBatch.count(v) && !averaged.contains(v)) {
         val = averageOverReplicas(val);
         means[v] = val;
         averaged.insert(v);

@@ -234,8 +234,10 @@ static bool needsPartition(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   auto plan = dist::DistDialect::PlanAttrHelper(ctx).getAttr(module);
   // Tensor parallelism without a pipeline runs as a one-stage pipeline:
-  // every tp rank runs list 0, micro-batches accumulate.
-  if (!plan || (plan.getNumVirtualStages() < 2 && plan.getLayout().tp < 2))
+  // every tp rank runs list 0, micro-batches accumulate. Context and expert
+  // parallelism go there too, so that dist-partition says what it runs.
+  if (!plan || (plan.getNumVirtualStages() < 2 && plan.getLayout().tp < 2 &&
+                plan.getCp() < 2 && plan.getEp() < 2))
     return false;
   auto lists = dist::DistDialect::ActionListAttrHelper(ctx);
   return llvm::none_of(module.getOps<func::FuncOp>(), [&](func::FuncOp f) {
