@@ -416,7 +416,8 @@ def assemble_shards(state_dirs):
 
 
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
-                            plan, batch, feeds, steps, ranks=2, rtol=RTOL):
+                            plan, batch, feeds, steps, ranks=2, rtol=RTOL,
+                            zero=False):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -425,7 +426,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     the whole batch, vs one process compiled for the whole batch. The loss
     curve (rank 0) and every weight and optimizer state (each rank saves
     the stages it owns) must agree within `rtol` relative (without GPT-2's
-    no-signal key-bias elements, as in run_case)."""
+    no-signal key-bias elements, as in run_case). With `zero` (a plan with
+    zero=1) the optimizer state is compared reassembled from the shards of
+    each stage's replicas, and some must be sharded."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -435,7 +438,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     os.makedirs(d, exist_ok=True)
     planned = os.path.join(d, "planned.mlir")
     p = subprocess.run([opt, model, "--input-shape=" + input_shape,
-                        f"--dist-cluster=cpu-xeon-2s:{max(1, ranks // 2)}",
+                        f"--dist-cluster=cpu-xeon-2s:{max(1, (ranks + 1) // 2)}",
                         "--dist-plan=" + plan, f"--dist-batch={batch}",
                         "-o", planned], capture_output=True, text=True)
     if p.returncode != 0:
@@ -490,6 +493,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     if not files:
         errors.append("the single-process run saved no state")
     worst = 0.0
+    sharded = 0
     for f in files:
         base = os.path.basename(f)
         if base not in owners:
@@ -497,8 +501,17 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
             continue
         want = np.load(f)
         keep = signal_mask(base, want)
-        for path in owners[base]:
-            got = np.load(path) if isinstance(path, str) else path
+        saved = [np.load(p) if isinstance(p, str) else p for p in owners[base]]
+        if zero and any(a.shape != want.shape for a in saved):
+            # ZeRO-1 (zero=1 in the plan): the stage's replicas, in rank
+            # order, each saved its block of the flattened state.
+            full, msg = unshard(saved, want)
+            if msg:
+                errors.append(f"{base}: {msg}")
+                continue
+            saved = [full]
+            sharded += 1
+        for got in saved:
             if keep is not None:
                 got, want_kept = got[keep], want[keep]
             else:
@@ -510,9 +523,12 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                 scale = max(float(np.max(np.abs(want_kept))), 1e-30)
                 worst = max(worst, float(np.max(np.abs(
                     got.astype(np.float64) - want_kept))) / scale)
+    if zero and not sharded:
+        errors.append("zero=1 but no rank saved a shard of the optimizer state")
     if not errors:
         print(f"  {name}: loss {c1[0]:.6g} -> {c1[-1]:.6g}; {len(files)} tensors "
-              f"across {ranks} ranks, max rel difference {worst:.2g}")
+              f"across {ranks} ranks ({sharded} sharded), max rel difference "
+              f"{worst:.2g}")
     return errors
 
 
@@ -559,7 +575,7 @@ def cases():
               microbatches=2, weights_dir=os.path.dirname(GPT2),
               feeds=[("input_ids", rng.integers(0, 512, (2, 32)).astype(np.int64))])),
         ("small_resnet_forward_pp2_mb4", "resnet"),
-    ] + pipeline_train_cases(rng) + zero_cases()
+    ] + pipeline_train_cases(rng) + zero_cases() + reshard_cases(rng)
 
 
 def zero_cases():
@@ -662,7 +678,160 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=1f1b", ranks=8)))
     out.append(("gpt2_sgd_dp2_tp2",
                 dict(gpt, plan="dp=2,tp=2,mbs=1", ranks=4, train=sgd)))
+    # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
+    # running every other micro-batch, stage 1 on one; and the other way
+    # round (the loss's shares summed over the last stage's replicas).
+    out.append(("mlp_adam_pp2_replicas21_1f1b",
+                dict(mlp, plan="pp=2,mbs=2,schedule=1f1b,replicas=2/1",
+                     ranks=3, train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("mlp_sgd_pp2_replicas12_gpipe",
+                dict(mlp, plan="pp=2,mbs=2,schedule=gpipe,replicas=1/2",
+                     ranks=3)))
+    # GPT-2's embedding is tied to its LM head: stage 0's two replicas
+    # both update it, the first sends it to the last stage.
+    out.append(("gpt2_sgd_pp2_replicas21_1f1b",
+                dict(gpt, plan="pp=2,mbs=1,schedule=1f1b,replicas=2/1",
+                     ranks=3, train=sgd)))
+    # ZB-H2 (the search's pick for some plans): backward-input and
+    # backward-weight as separate actions, in its own order.
+    out.append(("mlp_sgd_pp2_zbh2",
+                dict(mlp, plan="pp=2,mbs=2,schedule=zb-h2")))
+    # ZeRO-1 inside the stages: each stage's 2 replicas reduce-scatter its
+    # gradients, update their shard of the parameters and optimizer state
+    # and all-gather the parameters.
+    out.append(("mlp_adam_dp2_pp2_zero1_1f1b",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=1",
+                     ranks=4, zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("mlp_momentum_dp2_pp2_zero1_gpipe",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe,zero=1",
+                     ranks=4, zero=True,
+                     train="loss=mse:target optimizer=momentum lr=0.01")))
     return out
+
+
+def run_reshard_case(compiler, work, name, model, train, batch, feeds,
+                     first, second, steps, rtol=RTOL):
+    """A checkpoint written under one plan, resumed under another: `steps`
+    steps under `first`, --save-state 'ckpt/{rank}', `steps` more under
+    `second` from --load-state 'ckpt/{rank}', against one process training
+    2 * `steps` steps without a break. Each side is (plan, input shape,
+    ranks); plan None is one process on the whole batch. The resumed run
+    re-shards (each tensor from the checkpoint folders that hold it, whole
+    or in its tensor-parallel parts); its loss curve and state must follow
+    the uninterrupted run within `rtol`."""
+    opt = os.path.join(os.path.dirname(compiler), "dist-opt")
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    args = save_feeds(d, feeds)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+
+    def build(tag, plan, shape, ranks):
+        exe = os.path.join(d, tag + ".bin")
+        src = model
+        if plan:
+            src = os.path.join(d, tag + ".mlir")
+            p = subprocess.run([opt, model, "--input-shape=" + shape,
+                                f"--dist-cluster=cpu-xeon-2s:{max(1, (ranks + 1) // 2)}",
+                                "--dist-plan=" + plan, f"--dist-batch={batch}",
+                                "-o", src], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"dist-opt --dist-plan={plan}: {p.stderr[-1500:]}")
+        cmd = [compiler, src, "--train=" + train, "-o", exe]
+        if not plan:
+            cmd.insert(2, "--input-shape=" + shape)
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"dist-compile {plan or 'one process'}: {p.stderr[-1500:]}")
+        return exe
+
+    def run(exe, ranks, extra):
+        cmd = [exe, "--steps", str(steps), "--weights-dir",
+               os.path.dirname(model), "-o", d] + extra + args
+        if ranks > 1:
+            mpirun = mpirun_command(ranks)
+            if not mpirun:
+                raise RuntimeError("mpirun not found: install openmpi-bin")
+            cmd = mpirun + cmd
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                           env=env)
+        if p.returncode != 0:
+            raise RuntimeError(f"{os.path.basename(exe)} {' '.join(extra)}: "
+                               f"{(p.stdout + p.stderr)[-1500:]}")
+        return p
+
+    whole = first[1].split(":")[0] + ":" + "x".join(
+        [str(batch)] + first[1].split(":")[1].split("x")[1:])
+    try:
+        one = build("one", None, whole, 1)
+        a = build("first", *first)
+        b = build("second", *second)
+        ckpt = os.path.join(d, "ckpt", "{rank}")
+        final = os.path.join(d, "final", "{rank}")
+        ref = os.path.join(d, "ref")
+        p0 = subprocess.run([one, "--steps", str(2 * steps), "--save-state",
+                             ref, "-o", d] + args, capture_output=True,
+                            text=True, timeout=600, env=env)
+        if p0.returncode != 0:
+            return ["one process: " + (p0.stdout + p0.stderr)[-1500:]]
+        p1 = run(a, first[2], ["--save-state", ckpt])
+        p2 = run(b, second[2], ["--load-state", ckpt, "--save-state", final])
+    except RuntimeError as e:
+        return [str(e)]
+    errors = []
+    if "saved under another plan" not in p2.stderr:
+        errors.append("the resumed run did not say it re-sharded the "
+                      "checkpoint:\n" + p2.stderr[-800:])
+    curve = np.concatenate([curve_of(p1.stdout), curve_of(p2.stdout)])
+    msg = common.compare("loss curve", curve, curve_of(p0.stdout), rtol, 0.0)
+    if msg:
+        errors.append(msg)
+    try:
+        parts = assemble_shards([os.path.join(d, "final", str(r))
+                                 for r in range(second[2])])
+    except ValueError as e:
+        return errors + [f"tensor-parallel shards: {e}"]
+    for f in sorted(glob.glob(os.path.join(ref, "*.npy"))):
+        base = os.path.basename(f)
+        want = np.load(f)
+        got = parts.get(base, [None])[0]
+        for r in range(second[2]):
+            path = os.path.join(d, "final", str(r), base)
+            if got is None and os.path.exists(path) and base not in parts:
+                got = np.load(path)
+        if got is None:
+            errors.append(f"{base}: the resumed run saved no copy of it")
+            continue
+        msg = compare_rel(base, got, want, rtol)
+        if msg:
+            errors.append(msg)
+    if not errors:
+        print(f"  {name}: {first[0] or 'one process'} for {steps} steps, then "
+              f"{second[0] or 'one process'} for {steps}: loss "
+              f"{curve[0]:.6g} -> {curve[-1]:.6g}, as without the break")
+    return errors
+
+
+def reshard_cases(rng):
+    """Checkpoints re-sharded between plans (run_reshard_case)."""
+    x = rng.standard_normal((8, 8)).astype(np.float32)
+    t = rng.standard_normal((8, 4)).astype(np.float32)
+    mlp = dict(model=MLP, batch=8, feeds=[("x", x), ("target", t)], steps=5,
+               train="loss=mse:target optimizer=adam lr=0.01")
+    pp2 = ("pp=2,mbs=2,schedule=1f1b", "x:2x8", 2)
+    tp2 = ("tp=2,mbs=2", "x:2x8", 2)
+    return [
+        # Each pipeline rank saved its stage; each dp replica needs all.
+        ("mlp_adam_reshard_pp2_to_dp2",
+         dict(mlp, first=pp2, second=("dp=2,mbs=4", "x:4x8", 2))),
+        # Each tensor rank saved its part; one process puts them together.
+        ("mlp_adam_reshard_tp2_to_one",
+         dict(mlp, first=tp2, second=(None, "x:8x8", 1))),
+        # And the other way: each tensor rank takes its part.
+        ("mlp_adam_reshard_one_to_tp2_pp2",
+         dict(mlp, first=(None, "x:8x8", 1),
+              second=("tp=2,pp=2,mbs=2,schedule=1f1b", "x:2x8", 4))),
+    ]
 
 
 def resnet_case(work):
@@ -695,6 +864,8 @@ def main():
             c = resnet_case(work)
         if c.pop("pipeline", False):
             errors = run_pipeline_case(compiler, work, name, **c)
+        elif "first" in c:
+            errors = run_reshard_case(compiler, work, name, **c)
         elif "plan" in c:
             errors = run_pipeline_train_case(compiler, work, name, **c)
         else:

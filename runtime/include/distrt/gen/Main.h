@@ -75,15 +75,6 @@ inline bool parseCount(const char *flag, const std::string &value,
   return true;
 }
 
-/// "{rank}" in a folder name becomes this process's rank (--save-state and
-/// --load-state DIR{rank}: one folder per data-parallel rank).
-inline std::string expandRank(std::string dir, int rank) {
-  for (size_t at = dir.find("{rank}"); at != std::string::npos;
-       at = dir.find("{rank}", at))
-    dir.replace(at, 6, std::to_string(rank));
-  return dir;
-}
-
 /// What every rank of a job must agree on before the first step: the
 /// program and the run options that decide how many collectives and
 /// transfers each rank makes. Different --steps once hung a job forever.
@@ -309,22 +300,21 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     return 1;
   }
   // Pipeline ranks own different stages' weights and state, ZeRO ranks
-  // different shards of the optimizer state: each saves and loads its own
-  // folder.
-  for (const std::string *dir : {&saveDir, &loadDir})
-    if (pipeline && world > 1 && !dir->empty() &&
-        dir->find("{rank}") == std::string::npos) {
-      fprintf(stderr,
-              "error: %s%s '%s': the ranks of this job hold different "
-              "weights or state (pipeline stages, ZeRO shards); name one "
-              "folder per rank with {rank} in it, e.g. '%s/{rank}'\n",
-              who.c_str(), dir == &saveDir ? "--save-state" : "--load-state",
-              dir->c_str(), dir->c_str());
-      return 2;
-    }
+  // different shards of the optimizer state: each saves its own folder.
+  // (Every rank may load one folder of whole tensors: each takes its part.)
+  if (pipeline && world > 1 && !saveDir.empty() &&
+      saveDir.find("{rank}") == std::string::npos) {
+    fprintf(stderr,
+            "error: %s--save-state '%s': the ranks of this job hold "
+            "different weights or state (pipeline stages, ZeRO shards); name "
+            "one folder per rank with {rank} in it, e.g. '%s/{rank}'\n",
+            who.c_str(), saveDir.c_str(), saveDir.c_str());
+    return 2;
+  }
   P.weightsDir = weightsDir;
   P.modelDir = model->modelDir;
   P.stateDir = expandRank(loadDir, rank);
+  P.statePattern = loadDir;
   P.inputs.resize(model->numInputs);
   std::vector<bool> given(model->numInputs, false);
   int next = 0;

@@ -11,6 +11,8 @@
 #include "distrt/gen/Npy.h"
 #include "distrt/gen/Profile.h"
 
+#include <sys/stat.h>
+
 namespace dg {
 
 /// The file stem of a tensor name: every character outside
@@ -22,6 +24,15 @@ inline std::string sanitizeName(const std::string &name) {
           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
       c = '_';
   return s.empty() ? std::string("_") : s;
+}
+
+/// "{rank}" in a folder name becomes this process's rank (--save-state and
+/// --load-state DIR{rank}: one folder per data-parallel rank).
+inline std::string expandRank(std::string dir, int rank) {
+  for (size_t at = dir.find("{rank}"); at != std::string::npos;
+       at = dir.find("{rank}", at))
+    dir.replace(at, 6, std::to_string(rank));
+  return dir;
 }
 
 /// Which part of a tensor a tensor-parallel rank holds (`dist.tp_shard`):
@@ -64,6 +75,10 @@ struct Program {
   /// When set (--load-state), every persistent buffer starts from
   /// DIR/<name>.npy as --save-state wrote it instead of its weights or init.
   std::string stateDir;
+  /// --load-state as given: with {rank}, the folders of every rank of the
+  /// job that saved the checkpoint (re-sharding, loadResharded).
+  std::string statePattern;
+  bool reshardNoted = false;
   std::vector<HostTensor> inputs;
   std::vector<HostTensor> outputs;
   std::vector<void *> live; ///< every allocation not yet freed
@@ -198,27 +213,191 @@ struct Program {
     fresh = stateDir.empty();
     return b.ptr;
   }
-  /// Fills `b` from stateDir (a resumed run); the file must have the
-  /// buffer's type and shape.
+  /// Fills `b` from stateDir (a resumed run): from its own file when that
+  /// has the buffer's type and shape, else (a checkpoint saved under
+  /// another plan) assembled from the checkpoint's folders.
   int loadState(const Persistent &b) {
     std::string path = stateDir + "/" + sanitizeName(b.name) + ".npy";
     HostTensor t;
-    if (readNpy(path, t, err))
+    Error own;
+    bool read = !readNpy(path, t, own);
+    if (read && sameSpec(t.spec, b.dtype, b.rank, b.dims) &&
+        sameShard(stateDir, sanitizeName(b.name), b.shard))
+      return upload(b.ptr, t.data.data(), t.data.size());
+    bool found = false;
+    size_t folders = 0;
+    if (loadResharded(b, found, folders))
+      return 1;
+    if (found)
+      return 0;
+    std::string also =
+        folders > 1
+            ? " (nor is it whole or in all its tensor-parallel parts "
+              "in the checkpoint's " +
+                  std::to_string(folders) + " folders '" + statePattern + "')"
+            : std::string();
+    if (!read)
       return fail(err,
-                  "--load-state: state '%s' cannot be read from '%s' (%s); "
+                  "--load-state: state '%s' cannot be read from '%s' (%s)%s; "
                   "pass the folder --save-state wrote for this program",
-                  b.name.c_str(), path.c_str(), err.message.c_str());
-    bool same = t.spec.dtype == b.dtype && t.spec.rank == b.rank;
-    for (int i = 0; same && i < b.rank; ++i)
-      same = t.spec.dims[i] == b.dims[i];
-    if (!same)
-      return fail(err,
-                  "--load-state: '%s' holds %s %s but state '%s' is %s %s; "
-                  "it was saved by another program",
-                  path.c_str(), dtypeInfo(t.spec.dtype).name,
-                  shapeStr(t.spec.dims, t.spec.rank).c_str(), b.name.c_str(),
-                  dtypeInfo(b.dtype).name, shapeStr(b.dims, b.rank).c_str());
-    return upload(b.ptr, t.data.data(), t.data.size());
+                  b.name.c_str(), path.c_str(), own.message.c_str(),
+                  also.c_str());
+    return fail(err,
+                "--load-state: '%s' holds %s %s but state '%s' is %s %s; it "
+                "was saved by another program%s",
+                path.c_str(), dtypeInfo(t.spec.dtype).name,
+                shapeStr(t.spec.dims, t.spec.rank).c_str(), b.name.c_str(),
+                dtypeInfo(b.dtype).name, shapeStr(b.dims, b.rank).c_str(),
+                also.c_str());
+  }
+
+  static bool sameSpec(const TensorSpec &s, DType dt, int rank,
+                       const int64_t *dims) {
+    bool same = s.dtype == dt && s.rank == rank;
+    for (int i = 0; same && i < rank; ++i)
+      same = s.dims[i] == dims[i];
+    return same;
+  }
+
+  /// Whether DIR saved the same tensor-parallel part of `stem` as `want`
+  /// (or, for a whole tensor, a whole one).
+  static bool sameShard(const std::string &dir, const std::string &stem,
+                        const Shard &want) {
+    Shard s;
+    std::vector<int64_t> full;
+    bool part = savedShard(dir, stem, s, full) && s.parts > 1;
+    if (want.parts < 2)
+      return !part;
+    return part && s.dim == want.dim && s.blocks == want.blocks &&
+           s.parts == want.parts && s.index == want.index;
+  }
+
+  /// The folders of a checkpoint: with {rank} in --load-state, those of
+  /// ranks 0, 1, ... up to the first that does not exist; else the one.
+  std::vector<std::string> checkpointFolders() const {
+    if (statePattern.find("{rank}") == std::string::npos)
+      return {stateDir};
+    std::vector<std::string> dirs;
+    for (int r = 0; r < (1 << 20); ++r) {
+      std::string d = expandRank(statePattern, r);
+      struct stat st;
+      if (stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        break;
+      dirs.push_back(d);
+    }
+    return dirs;
+  }
+
+  /// The entry of tensor file `stem` in DIR/shards.json (as saveState
+  /// writes it): which part the folder holds and the full shape.
+  static bool savedShard(const std::string &dir, const std::string &stem,
+                         Shard &s, std::vector<int64_t> &full) {
+    FILE *f = fopen((dir + "/shards.json").c_str(), "r");
+    if (!f)
+      return false;
+    std::string text;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;)
+      text.append(buf, n);
+    fclose(f);
+    size_t at = text.find("\"" + stem + "\": {");
+    if (at == std::string::npos)
+      return false;
+    const char *p = text.c_str() + at + stem.size() + 5; // "stem": {
+    int used = 0;
+    if (sscanf(p,
+               "\"dim\": %d, \"blocks\": %d, \"parts\": %d, \"index\": "
+               "%d, \"shape\": [%n",
+               &s.dim, &s.blocks, &s.parts, &s.index, &used) != 4 ||
+        !used)
+      return false;
+    full.clear();
+    for (p += used; *p && *p != ']';) {
+      char *end = nullptr;
+      long long v = strtoll(p, &end, 10);
+      if (end == p)
+        return false;
+      full.push_back(v);
+      p = end;
+      while (*p == ',' || *p == ' ')
+        ++p;
+    }
+    return *p == ']' && s.parts >= 1 && s.index >= 0 && s.index < s.parts;
+  }
+
+  /// A checkpoint saved under another plan (pipeline stages on other
+  /// ranks, other tensor-parallel parts): the whole tensor of `b` from any
+  /// folder of the checkpoint that holds it whole, or from its
+  /// tensor-parallel parts, then this rank's part of it. `found` says
+  /// whether it was there; `folders`, how many folders were looked at.
+  int loadResharded(const Persistent &b, bool &found, size_t &folders) {
+    int64_t full[8];
+    int64_t elems = 1;
+    for (int i = 0; i < b.rank; ++i) {
+      full[i] = b.dims[i] * (i == b.shard.dim ? b.shard.parts : 1);
+      elems *= full[i];
+    }
+    size_t esize = dtypeInfo(b.dtype).size;
+    std::string stem = sanitizeName(b.name);
+    std::vector<std::string> dirs = checkpointFolders();
+    folders = dirs.size();
+    std::vector<char> whole;
+    std::vector<bool> got;
+    for (const std::string &dir : dirs) {
+      std::string path = dir + "/" + stem + ".npy";
+      HostTensor t;
+      Error e;
+      if (readNpy(path, t, e))
+        continue;
+      Shard s;
+      std::vector<int64_t> shape;
+      bool part = savedShard(dir, stem, s, shape) && s.parts > 1;
+      if (!part) {
+        if (!sameSpec(t.spec, b.dtype, b.rank, full))
+          continue;
+        whole = std::move(t.data);
+        got.assign(1, true);
+        break;
+      }
+      bool fits = t.spec.dtype == b.dtype && (int)shape.size() == b.rank &&
+                  s.dim < b.rank && t.spec.numel() * s.parts == elems;
+      for (int i = 0; fits && i < b.rank; ++i)
+        fits = shape[i] == full[i];
+      if (!fits)
+        continue;
+      if (got.size() != (size_t)s.parts) {
+        got.assign(s.parts, false);
+        whole.assign((size_t)elems * esize, 0);
+      }
+      if (got[s.index])
+        continue; // another replica's copy of the same part
+      forEachShardRun(full, b.rank, s,
+                      [&](int64_t at, int64_t from, int64_t n) {
+                        memcpy(whole.data() + at * esize,
+                               t.data.data() + from * esize, n * esize);
+                      });
+      got[s.index] = true;
+    }
+    found = !got.empty();
+    for (bool g : got)
+      found = found && g;
+    if (!found)
+      return 0;
+    if (!reshardNoted && rank == 0)
+      fprintf(stderr,
+              "note: --load-state: '%s' was saved under another plan; each "
+              "tensor is read from the checkpoint's folders that hold it\n",
+              statePattern.c_str());
+    reshardNoted = true;
+    if (b.shard.parts < 2)
+      return upload(b.ptr, whole.data(), whole.size());
+    std::vector<char> mine((size_t)(elems / b.shard.parts) * esize);
+    forEachShardRun(full, b.rank, b.shard,
+                    [&](int64_t at, int64_t to, int64_t n) {
+                      memcpy(mine.data() + to * esize,
+                             whole.data() + at * esize, n * esize);
+                    });
+    return upload(b.ptr, mine.data(), mine.size());
   }
   /// Writes every persistent buffer as DIR/<name>.npy, and for the
   /// tensor-parallel shards among them DIR/shards.json: per tensor its
