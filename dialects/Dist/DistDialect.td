@@ -41,6 +41,7 @@ def Dist_Dialect : Dialect {
     "::mlir::IntegerAttr":$layer,
     "::mlir::IntegerAttr":$virtual_stage,
     "::mlir::IntegerAttr":$action_list,
+    "::mlir::StringAttr":$action,
     "::mlir::StringAttr":$train_phase,
     "TensorParallelRoleAttr":$tp,
     "::mlir::DenseI64ArrayAttr":$tp_shard,

@@ -23,6 +23,7 @@ using Plan = DistDialect::PlanAttrHelper;
 using Layer = DistDialect::LayerAttrHelper;
 using VirtualStage = DistDialect::VirtualStageAttrHelper;
 using ActionList = DistDialect::ActionListAttrHelper;
+using ActionLabel = DistDialect::ActionAttrHelper;
 using TrainPhase = DistDialect::TrainPhaseAttrHelper;
 using Tp = DistDialect::TpAttrHelper;
 using TpShard = DistDialect::TpShardAttrHelper;
@@ -163,6 +164,21 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                << list << " but the module's plan has " << lists
                << " action lists";
     }
+    return success();
+  }
+  if (name == ActionLabel::getNameStr()) {
+    // The schedule action an op of a per-list program carries out, as
+    // schedule::Action::str() names it ("F3.0", "sendA3.0>2", "AR.0",
+    // "OPT"): what the executor's trace calls the op's time.
+    auto label = dyn_cast<StringAttr>(attr.getValue());
+    auto fn = op->getParentOfType<func::FuncOp>();
+    if (!label || label.getValue().empty() || !fn ||
+        !fn->hasAttr(ActionList::getNameStr()))
+      return op->emitOpError(
+                 "'dist.action' names the schedule action (\"F3.0\", "
+                 "\"OPT\", ...) an op of an action list's program "
+                 "carries out (dist-partition writes it), got ")
+             << attr.getValue();
     return success();
   }
   if (name == TrainPhase::getNameStr()) {

@@ -197,8 +197,19 @@ static LogicalResult emitListProgram(func::FuncOp fn, unsigned list,
            << arg.getArgNumber() << "].data.size())) return 1;\n";
   }
   unsigned calls = 0;
+  // The executor's trace (--trace): the time from an op of one schedule
+  // action (`dist.action`) to the first op of the next is that action's.
+  std::string action;
+  auto label = dist::DistDialect::ActionAttrHelper(fn.getContext());
   for (Operation &op : body) {
+    if (StringAttr name = label.getAttr(&op);
+        name && name.getValue() != action) {
+      action = name.getValue().str();
+      bodyOS << "  P.traceAction(\"" << action << "\");\n";
+    }
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
+      if (!action.empty())
+        bodyOS << "  P.traceAction(nullptr);\n";
       unsigned slot = 0;
       for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
         if (auto upd = fn.getResultAttrOfType<StringAttr>(k, "graph.update")) {

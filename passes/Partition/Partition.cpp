@@ -131,6 +131,7 @@ static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
   for (auto [i, a] : llvm::enumerate(s.schedule.devices[list])) {
     Operation *at = s.actions[list][i];
     unsigned v = s.schedule.stageOf(list, a.chunk);
+    Operation *before = entry->empty() ? nullptr : &entry->back();
     switch (a.kind) {
     case ActionKind::Forward: {
       func::CallOp call = g.calls[v];
@@ -178,6 +179,7 @@ static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
                              "recv_activation); pipeline training is the "
                              "next step");
     }
+    partition::labelAction(entry, before, a);
   }
 
   SmallVector<Value> results;

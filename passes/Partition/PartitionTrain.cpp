@@ -567,6 +567,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   for (auto [i, a] : llvm::enumerate(sched.devices[list])) {
     Operation *at = s.actions[list][i];
     int64_t v = sched.stageOf(list, a.chunk);
+    Operation *before = entry->empty() ? nullptr : &entry->back();
     LogicalResult r = success();
     switch (a.kind) {
     case ActionKind::Forward:
@@ -621,6 +622,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     }
     if (failed(r))
       return failure();
+    labelAction(entry, before, a);
   }
   if (!stepped)
     return dist::ScheduleOp(s.op).emitOpError("list ")

@@ -225,3 +225,19 @@ partition::readSchedule(ModuleOp module, dist::PlanAttr plan) {
     return std::optional<schedule::Schedule>();
   return std::optional<schedule::Schedule>(std::move((*ir)->schedule));
 }
+
+void partition::labelAction(Block *entry, Operation *before,
+                            const schedule::Action &a) {
+  auto label =
+      dist::DistDialect::ActionAttrHelper(entry->getParentOp()->getContext());
+  StringAttr name;
+  for (Operation &op : llvm::make_range(
+           before ? std::next(before->getIterator()) : entry->begin(),
+           entry->end())) {
+    if (label.isAttrPresent(&op))
+      continue;
+    if (!name)
+      name = StringAttr::get(op.getContext(), a.str());
+    label.setAttr(&op, name);
+  }
+}

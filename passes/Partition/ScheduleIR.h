@@ -58,6 +58,13 @@ mlir::FailureOr<std::optional<ScheduleIR>> readScheduleIR(mlir::ModuleOp module,
 mlir::FailureOr<std::optional<schedule::Schedule>>
 readSchedule(mlir::ModuleOp module, dist::PlanAttr plan);
 
+/// Names the ops \p entry gained after \p before (every op when null) with
+/// `dist.action`, the name of the schedule action \p a they carry out
+/// (schedule::Action::str(): "F3.0", "OPT"), unless they have one: the
+/// executor's trace times each action by it.
+void labelAction(mlir::Block *entry, mlir::Operation *before,
+                 const schedule::Action &a);
+
 } // namespace distopt::partition
 
 #endif // DIST_PASSES_PARTITION_SCHEDULEIR_H

@@ -8,18 +8,20 @@
 // width + value.
 // CHECK-LABEL: func.func @main_rank0
 // CHECK-SAME: (%[[X:.*]]: tensor<4x4xf32> {graph.name = "x"}) attributes {dist.action_list = 0 : i64} {
-// CHECK-NEXT: %[[S:.*]]:2 = dist.microbatch_split %[[X]] axis 0 : tensor<4x4xf32> -> tensor<2x4xf32>, tensor<2x4xf32>
-// CHECK-NEXT: %[[A0:.*]] = call @main_stage0(%[[S]]#0)
-// CHECK-NEXT: dist.send %[[A0]] to list 1 tag 0 : tensor<2x4xf32>
-// CHECK-NEXT: %[[A1:.*]] = call @main_stage0(%[[S]]#1)
-// CHECK-NEXT: dist.send %[[A1]] to list 1 tag 0 : tensor<2x4xf32>
+// Each op carries the schedule action it is part of (the executor's trace
+// times actions by it).
+// CHECK-NEXT: %[[S:.*]]:2 = dist.microbatch_split %[[X]] axis 0 {dist.action = "F0.0"} : tensor<4x4xf32> -> tensor<2x4xf32>, tensor<2x4xf32>
+// CHECK-NEXT: %[[A0:.*]] = call @main_stage0(%[[S]]#0) {dist.action = "F0.0"}
+// CHECK-NEXT: dist.send %[[A0]] to list 1 tag 0 {dist.action = "sendA0.0>1"} : tensor<2x4xf32>
+// CHECK-NEXT: %[[A1:.*]] = call @main_stage0(%[[S]]#1) {dist.action = "F1.0"}
+// CHECK-NEXT: dist.send %[[A1]] to list 1 tag 0 {dist.action = "sendA1.0>1"} : tensor<2x4xf32>
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @main_rank1
 // CHECK-SAME: (%[[X:.*]]: tensor<4x4xf32> {graph.name = "x"}) -> (tensor<4x4xf32> {graph.name = "y"}) attributes {dist.action_list = 1 : i64} {
-// CHECK-NEXT: %[[R0:.*]] = dist.recv from list 0 tag 0 : tensor<2x4xf32>
+// CHECK-NEXT: %[[R0:.*]] = dist.recv from list 0 tag 0 {dist.action = "recvA0.0>0"} : tensor<2x4xf32>
 // CHECK-NEXT: %[[S:.*]]:2 = dist.microbatch_split %[[X]] axis 0
 // CHECK-NEXT: %[[B0:.*]] = call @main_stage1(%[[R0]], %[[S]]#0)
-// CHECK-NEXT: %[[R1:.*]] = dist.recv from list 0 tag 0 : tensor<2x4xf32>
+// CHECK-NEXT: %[[R1:.*]] = dist.recv from list 0 tag 0 {{.*}}: tensor<2x4xf32>
 // CHECK-NEXT: %[[B1:.*]] = call @main_stage1(%[[R1]], %[[S]]#1)
 // CHECK-NEXT: %[[Y:.*]] = dist.microbatch_merge %[[B0]], %[[B1]] axis 0 : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<4x4xf32>
 // CHECK-NEXT: return %[[Y]]

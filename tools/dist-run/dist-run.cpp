@@ -48,6 +48,11 @@ static cl::list<std::string>
                cl::desc("Passed to mpirun before the program (repeat; e.g. "
                         "--mpirun-arg=-H --mpirun-arg=a:2,b:2)"),
                cl::value_desc("ARG"), cl::cat(category));
+static cl::opt<std::string> traceFile(
+    "trace",
+    cl::desc("Write the executor's timeline of every rank as one Chrome / "
+             "Perfetto trace (each rank's --trace, merged)"),
+    cl::value_desc("FILE"), cl::cat(category));
 static cl::opt<bool> dryRun("dry-run",
                             cl::desc("Print the command instead of running it"),
                             cl::cat(category));
@@ -55,6 +60,59 @@ static cl::opt<bool> dryRun("dry-run",
 static int fail(const Twine &message) {
   WithColor::error(errs(), "dist-run") << message << "\n";
   return 2;
+}
+
+/// The per-rank trace file the program writes ({rank} expanded by it).
+static std::string rankTrace(StringRef file, StringRef rank) {
+  return (file + "." + rank + ".json").str();
+}
+
+/// Merges the ranks' traces (rankTrace) into \p file, times from the
+/// job's first event, and removes them.
+static int mergeTraces(StringRef file, unsigned ranks) {
+  json::Array events;
+  std::optional<double> origin;
+  std::vector<json::Object> timed;
+  for (unsigned r = 0; r < ranks; ++r) {
+    std::string path = rankTrace(file, std::to_string(r));
+    ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
+    if (!buf)
+      return fail("rank " + Twine(r) + " wrote no trace '" + path +
+                  "': " + buf.getError().message());
+    Expected<json::Value> v = json::parse((*buf)->getBuffer());
+    const json::Object *o = v ? v->getAsObject() : nullptr;
+    const json::Array *list = o ? o->getArray("traceEvents") : nullptr;
+    if (!list) {
+      if (!v)
+        consumeError(v.takeError());
+      return fail("rank " + Twine(r) + "'s trace '" + path +
+                  "' is not a Chrome trace");
+    }
+    for (const json::Value &e : *list) {
+      const json::Object *eo = e.getAsObject();
+      if (!eo)
+        continue;
+      if (std::optional<double> ts = eo->getNumber("ts")) {
+        origin = origin ? std::min(*origin, *ts) : *ts;
+        timed.push_back(*eo);
+      } else {
+        events.push_back(json::Object(*eo));
+      }
+    }
+    sys::fs::remove(path);
+  }
+  for (json::Object &e : timed) {
+    e["ts"] = *e.getNumber("ts") - origin.value_or(0);
+    events.push_back(std::move(e));
+  }
+  std::error_code ec;
+  raw_fd_ostream os(file, ec);
+  if (ec)
+    return fail("cannot write '" + file + "': " + ec.message());
+  os << json::Value(json::Object{{"displayTimeUnit", "ms"},
+                                 {"traceEvents", std::move(events)}})
+     << "\n";
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -135,6 +193,10 @@ int main(int argc, char **argv) {
   }
   cmd.push_back(std::string(exe));
   cmd.insert(cmd.end(), programArgs.begin(), programArgs.end());
+  if (!traceFile.empty()) {
+    cmd.push_back("--trace");
+    cmd.push_back(rankTrace(traceFile, "{rank}"));
+  }
 
   if (dryRun) {
     outs() << "OMP_NUM_THREADS=" << std::getenv("OMP_NUM_THREADS");
@@ -149,5 +211,7 @@ int main(int argc, char **argv) {
                                &error);
   if (rc < 0)
     return fail("cannot run '" + cmd.front() + "': " + error);
+  if (rc == 0 && !traceFile.empty())
+    return mergeTraces(traceFile, n);
   return rc;
 }

@@ -398,3 +398,26 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = dist.all_reduce %x sum over [0, 1] {dist.groups = [array<i64: 0, 2>, array<i64: 1, 3>]} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.action' names the schedule action ("F3.0", "OPT", ...) an op of an action list's program carries out (dist-partition writes it), got "F0.0"}}
+  %y = graph.unary relu %x {dist.action = "F0.0"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.action_list = 0 : i64} {
+  // expected-error @+1 {{'dist.action' names the schedule action ("F3.0", "OPT", ...) an op of an action list's program carries out (dist-partition writes it), got 3 : i64}}
+  %y = graph.unary relu %x {dist.action = 3 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.action_list = 0 : i64} {
+  %y = graph.unary relu %x {dist.action = "F0.0"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

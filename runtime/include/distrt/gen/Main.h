@@ -161,15 +161,63 @@ inline void printSpecs(const Model &m) {
            sanitizeName(m.outputs[i].name).c_str());
 }
 
+/// Writes this rank's `--trace` as a Chrome / Perfetto trace: one process
+/// per rank, one event per schedule action run, named as the schedule and
+/// `dist-opt --dist-trace` name it (ts: this machine's monotonic clock in
+/// microseconds, the same for every rank on it).
+inline int writeTrace(const std::string &path,
+                      const std::vector<Program::TraceEvent> &events, int rank,
+                      const char *model, Error &err) {
+  FILE *f = fopen(path.c_str(), "w");
+  if (!f)
+    return fail(err, "--trace: cannot write '%s' (%s)", path.c_str(),
+                strerror(errno));
+  auto category = [](const char *name) {
+    std::string n(name);
+    if (n.rfind("send", 0) == 0 || n.rfind("recv", 0) == 0)
+      return "p2p";
+    if (n.rfind("OPT", 0) == 0)
+      return "optimizer";
+    if (n[0] == 'F')
+      return "forward";
+    if (n[0] == 'B')
+      return "backward";
+    if (n[0] == 'W')
+      return "weight-grad";
+    if (n == "step" || n == "run")
+      return "run";
+    return "collective";
+  };
+  bool ok = fprintf(f,
+                    "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n"
+                    "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, "
+                    "\"args\": {\"name\": \"rank %d (%s)\"}}",
+                    rank, rank, model) >= 0;
+  for (const Program::TraceEvent &e : events)
+    ok = ok && fprintf(f,
+                       ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", "
+                       "\"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+                       "\"args\": {\"step\": %lld}}",
+                       e.name, category(e.name), rank, e.start * 1e6,
+                       (e.end - e.start) * 1e6, e.step) >= 0;
+  ok = ok && fprintf(f, "\n]}\n") >= 0;
+  ok = fclose(f) == 0 && ok;
+  if (!ok)
+    return fail(err, "--trace: cannot write '%s' (%s)", path.c_str(),
+                strerror(errno));
+  return 0;
+}
+
 inline int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
           "[--output-dir DIR] [--repeat N] [--steps N] [--threads N] [--time] "
           "[--save-state DIR] "
-          "[--load-state DIR] [--timeout SECONDS] "
+          "[--load-state DIR] [--trace FILE] [--timeout SECONDS] "
           "(--save-state/--load-state DIR/{rank}: one folder per rank; "
           "--timeout: how long a rank waits for its peers, default 60, 0 "
-          "forever) "
+          "forever; --trace: the executor's Chrome trace, FILE with {rank} "
+          "in it for a job of several ranks) "
           "[--profile] (time per op kind and per op, on stderr) "
           "[--profile-json FILE] [--profile-device NAME] (the times as the "
           "cost model's profile database) "
@@ -191,7 +239,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   /// Seconds a rank waits for a peer (--timeout); -1: the runtime's
   /// default (60 s, or DISTRT_TIMEOUT).
   long long timeout = -1;
-  std::string saveDir, loadDir;
+  std::string saveDir, loadDir, traceFile;
   bool profile = false;
   std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
   for (int i = 1; i < argc; ++i) {
@@ -237,6 +285,9 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         return 2;
     } else if (a == "--load-state") {
       if (!value(loadDir))
+        return 2;
+    } else if (a == "--trace") {
+      if (!value(traceFile))
         return 2;
     } else if (a == "--profile") {
       profile = true;
@@ -477,10 +528,30 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     prof.init(model->ops, model->numOps);
     P.prof = &prof;
   }
+  std::vector<Program::TraceEvent> trace;
+  if (!traceFile.empty()) {
+    if (world > 1 && traceFile.find("{rank}") == std::string::npos) {
+      fprintf(stderr,
+              "error: %s--trace '%s': each rank writes its own trace; name "
+              "one file per rank with {rank} in it, e.g. 'trace.{rank}.json' "
+              "(dist-run --trace merges them)\n",
+              who.c_str(), traceFile.c_str());
+      return 2;
+    }
+    if (!pipeline)
+      fprintf(stderr,
+              "note: --trace: model %s is not a pipeline of schedule actions; "
+              "its trace holds one event per run\n",
+              model->name);
+    P.trace = &trace;
+  }
   setThreads((int)threads);
   int rc = 0;
   RunTimer timer;
   for (long long r = 0; r < repeat && !rc; ++r) {
+    P.traceStep = r + 1;
+    if (!pipeline)
+      P.traceAction(printSteps ? "step" : "run");
     if (profile)
       prof.beginRun();
     if (timing)
@@ -501,6 +572,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       rc = 1;
     if (profile)
       prof.endRun();
+    if (!pipeline)
+      P.traceAction(nullptr);
     if (timing && !rc)
       timer.end();
     if (rc || !printSteps || !root)
@@ -531,6 +604,10 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
                        P.err))
       rc = 1;
   }
+  if (!rc && !traceFile.empty() &&
+      writeTrace(expandRank(traceFile, P.rank), trace, P.rank, model->name,
+                 P.err))
+    rc = 1;
   // Data-parallel ranks hold the same weights and outputs: rank 0 writes,
   // unless the folder names each rank ({rank} in it): then every rank does.
   bool perRank = saveDir.find("{rank}") != std::string::npos;

@@ -91,6 +91,31 @@ struct Program {
 
   /// Set by --profile: every emitted op is timed into it.
   Profiler *prof = nullptr;
+
+  /// Set by --trace: the executor's timeline. A pipeline rank's program
+  /// calls traceAction at the first op of each schedule action it runs
+  /// (and with nullptr after the last): an event spans from one call to the
+  /// next, named as the schedule names the action ("F3.0", "OPT").
+  struct TraceEvent {
+    const char *name;
+    long long step;
+    double start, end;
+  };
+  std::vector<TraceEvent> *trace = nullptr;
+  long long traceStep = 0;
+  const char *traceOpen = nullptr;
+  double traceOpenedAt = 0;
+  void traceAction(const char *name) {
+    if (!trace)
+      return;
+    if (device)
+      distrt_synchronize(ctx);
+    double now = wallSeconds();
+    if (traceOpen)
+      trace->push_back({traceOpen, traceStep, traceOpenedAt, now});
+    traceOpen = name;
+    traceOpenedAt = now;
+  }
   /// The clock before op `id` (0 when not profiling). CUDA work is
   /// asynchronous: the stream is drained so the time is the op's own.
   double profStart() {
