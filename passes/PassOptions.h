@@ -1,5 +1,4 @@
-//===- PassOptions.h - Types of the passes' typed options --------*- C++
-//-*-===//
+//===- PassOptions.h - Types of the passes' typed options -------*- C++ -*-===//
 //
 // Part of DistOpt. The enum-valued pass options (passes/*/Passes.td) use the
 // cost core's own enums (element types, plan modes, objectives) and these.

@@ -1,5 +1,4 @@
-//===- Dialects.h - DistOpt's dialects for client compilers ------*- C++
-//-*-===//
+//===- Dialects.h - DistOpt's dialects for client compilers -----*- C++ -*-===//
 //
 // Part of DistOpt. The three dialects with their ops, attributes and
 // interfaces, for a client that builds or reads DistOpt IR in C++:

@@ -1,5 +1,4 @@
-//===- Passes.h - DistOpt's passes for client compilers ----------*- C++
-//-*-===//
+//===- Passes.h - DistOpt's passes for client compilers ---------*- C++ -*-===//
 //
 // Part of DistOpt. Every pass's factory and typed options, for a client
 // that builds its own pass pipeline:

@@ -1,5 +1,4 @@
-//===- PartitionTrain.cpp - Per-list programs of a training step -*- C++
-//-*-===//
+//===- PartitionTrain.cpp - Per-list programs of a training step *- C++ -*-===//
 //
 // Part of DistOpt. The program of one action list of a pipelined training
 // step, from the outlined step (TrainStages.cpp) and the schedule: every

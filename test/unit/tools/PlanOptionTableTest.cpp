@@ -1,5 +1,4 @@
-//===- PlanOptionTableTest.cpp - One table, three spellings ------*- C++
-//-*-===//
+//===- PlanOptionTableTest.cpp - One table, three spellings -----*- C++ -*-===//
 //
 // Part of DistOpt. dist-plan-pipeline's options are spelled as PlanOptions
 // fields, as the pipeline's textual options and as the tools' flags, all
