@@ -214,17 +214,41 @@ DIST_TRANSFER_ACTION(SendGradOp, SendGrad)
 DIST_TRANSFER_ACTION(RecvGradOp, RecvGrad)
 #undef DIST_TRANSFER_ACTION
 
+/// The optional micro-batch of a per-iteration action (PipeDream's syncs
+/// and updates after each micro-batch).
+static LogicalResult verifyMicrobatch(Operation *op,
+                                      std::optional<uint64_t> microbatch) {
+  if (microbatch && static_cast<int64_t>(*microbatch) < 0)
+    return op->emitOpError("micro-batch must be non-negative, got ")
+           << static_cast<int64_t>(*microbatch);
+  return success();
+}
+
+static int microbatchOr(std::optional<uint64_t> microbatch) {
+  return microbatch ? static_cast<int>(*microbatch) : -1;
+}
+
 #define DIST_CHUNK_ACTION(Op, Kind)                                            \
   schedule::Action Op::getAction() {                                           \
-    return schedule::Action(schedule::ActionKind::Kind, -1,                    \
+    return schedule::Action(schedule::ActionKind::Kind,                        \
+                            microbatchOr(getMicrobatch()),                     \
                             static_cast<int>(getChunk()));                     \
   }                                                                            \
-  LogicalResult Op::verify() { return verifyChunk(*this, getChunk()); }
+  LogicalResult Op::verify() {                                                 \
+    if (failed(verifyMicrobatch(*this, getMicrobatch())))                      \
+      return failure();                                                        \
+    return verifyChunk(*this, getChunk());                                     \
+  }
 DIST_CHUNK_ACTION(GradAllReduceOp, AllReduce)
 DIST_CHUNK_ACTION(GradReduceScatterOp, ReduceScatter)
 DIST_CHUNK_ACTION(ParamAllGatherOp, AllGather)
 #undef DIST_CHUNK_ACTION
 
 schedule::Action OptimizerStepOp::getAction() {
-  return schedule::Action(schedule::ActionKind::OptimizerStep, -1);
+  return schedule::Action(schedule::ActionKind::OptimizerStep,
+                          microbatchOr(getMicrobatch()));
+}
+
+LogicalResult OptimizerStepOp::verify() {
+  return verifyMicrobatch(*this, getMicrobatch());
 }

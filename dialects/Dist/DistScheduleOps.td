@@ -158,15 +158,17 @@ class Dist_ChunkActionOp<string mnemonic, string what>
                          DeclareOpInterfaceMethods<Dist_ActionOpInterface>]> {
   let summary = what;
   let description = what # [{ of chunk `chunk` of this rank over its
-    data-parallel group.
+    data-parallel group: of the whole iteration, or with `microbatch` of
+    that micro-batch only (PipeDream syncs and updates after each).
 
     Example:
     ```mlir
     dist.}] # mnemonic # [{ chunk 0
+    dist.}] # mnemonic # [{ microbatch 3 chunk 0
     ```
   }];
-  let arguments = (ins I64Attr:$chunk);
-  let assemblyFormat = "`chunk` $chunk attr-dict";
+  let arguments = (ins OptionalAttr<I64Attr>:$microbatch, I64Attr:$chunk);
+  let assemblyFormat = "(`microbatch` $microbatch^)? `chunk` $chunk attr-dict";
   let hasVerifier = 1;
 }
 
@@ -183,14 +185,19 @@ def Dist_OptimizerStepOp : Dist_Op<"optimizer_step", [
   let summary = "Applies the optimizer to this rank's weights";
   let description = [{
     Updates every weight of this rank's stages with its (synchronised)
-    gradients; ends the iteration.
+    gradients; ends the iteration. With `microbatch` (PipeDream: one update
+    after each micro-batch's backward) it updates with that micro-batch's
+    gradients only.
 
     Example:
     ```mlir
     dist.optimizer_step
+    dist.optimizer_step microbatch 2
     ```
   }];
-  let assemblyFormat = "attr-dict";
+  let arguments = (ins OptionalAttr<I64Attr>:$microbatch);
+  let assemblyFormat = "(`microbatch` $microbatch^)? attr-dict";
+  let hasVerifier = 1;
 }
 
 #endif // DIST_SCHEDULE_OPS_TD

@@ -274,13 +274,6 @@ struct PartitionPass
         partition::readScheduleIR(module, plan);
     if (failed(ir) || !*ir)
       return failure();
-    if (schedule::isAsync((*ir)->schedule.kind))
-      return (*ir)->op.emitOpError("is an asynchronous schedule (\"")
-             << (*ir)->op.getKind()
-             << "\"): its backward passes use the weight version their "
-                "forward used, which the per-list programs do not stash yet; "
-                "train with a synchronous schedule (gpipe, 1f1b, "
-                "interleaved, zb-h1)";
     if ((*ir)->schedule.forwardOnly)
       return (*ir)->op.emitOpError("is a forward stream but @")
              << train.getSymName()

@@ -28,6 +28,25 @@
 //    step updates them, which is where the schedule puts param_all_gather
 //    (right after the optimizer_step).
 //
+// Asynchronous schedules keep weight versions as values of the program:
+// the stage functions that read a weight the list updates get it as an
+// argument (a clone, `<function>_versioned`), so the forward of micro-batch
+// m passes a version and the backward of m passes the same one (the stash
+// of m: the version stays live until that backward ran).
+//
+//  - pipedream: the optimizer_step of micro-batch m updates the stage's
+//    newest version with m's own gradient (not a mean over the step), so
+//    later forwards read the new version while in-flight micro-batches
+//    finish on the one they started with (weight stashing; stage s of pp
+//    holds up to pp - s versions). Each update also advances the
+//    optimizer's step counter. Every step ends with its micro-batches
+//    drained, as every program's step does;
+//  - pipedream-2bw: every micro-batch of step t computes with W(t-1), the
+//    step's coalesced gradient (the mean, as in a synchronous step) updates
+//    W(t): W(t+1) = W(t) - lr * grad(W(t-1)), the 2BW paper's update. The
+//    second buffer is the state `<weight>.last_update` = W(t) - W(t-1)
+//    (zero before the first step, so step 0 computes with W(0)).
+//
 // The list holding the last stage sends the step's outputs (the mean loss)
 // to list 0, which returns them; every list returns the updates of its own
 // weights and state, and a weight several stages read (a tied embedding,
@@ -47,11 +66,37 @@
 
 #include <array>
 #include <functional>
+#include <map>
 
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::partition;
 using schedule::ActionKind;
+
+/// The value of the step's top-level \p v in the program \p b builds:
+/// \p leaf's answer where it has one (a non-null value, or failure), else
+/// \p v's defining op cloned after what it reads, once per \p map.
+static FailureOr<Value>
+cloneTopLevel(OpBuilder &b, Operation *at, Value v, IRMapping &map,
+              function_ref<FailureOr<Value>(Value)> leaf) {
+  FailureOr<Value> known = leaf(v);
+  if (failed(known) || *known)
+    return known;
+  if (Value mapped = map.lookupOrNull(v))
+    return mapped;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return at->emitOpError("reads the step's input outside the stage "
+                           "functions");
+  for (Value operand : def->getOperands()) {
+    FailureOr<Value> mapped = cloneTopLevel(b, at, operand, map, leaf);
+    if (failed(mapped))
+      return failure();
+    map.map(operand, *mapped);
+  }
+  b.clone(*def, map);
+  return map.lookup(v);
+}
 
 RankedTensorType partition::batchedType(Type t, int64_t m) {
   auto r = cast<RankedTensorType>(t);
@@ -188,6 +233,28 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   if (failed(graph))
     return failure();
   TrainGraph &g = *graph;
+  const bool pipeDream = sched.kind == schedule::ScheduleKind::PipeDream;
+  const bool twoBW = sched.kind == schedule::ScheduleKind::PipeDream2BW;
+  const bool versioned = pipeDream || twoBW;
+  dist::ScheduleOp scheduleOp = s.op;
+  if (versioned) {
+    auto refuse = [&](StringRef why) {
+      return scheduleOp.emitOpError("runs the asynchronous schedule \"")
+             << scheduleOp.getKind() << "\" " << why;
+    };
+    if (plan.zero >= 1)
+      return refuse("with ZeRO (zero = " + std::to_string(plan.zero) +
+                    "), which is not run yet: its weight versions would be "
+                    "shards; plan it with zero=0");
+    if (layout.tp > 1)
+      return refuse("with tp = " + std::to_string(layout.tp) +
+                    ", which is not run yet; plan it with tp=1 (the search "
+                    "weighs asynchronous schedules only at tp = 1)");
+    if (pipeDream && sched.replicated())
+      return refuse("with per-stage replicas, which is not run yet: a "
+                    "replicated stage would update once per round of its "
+                    "replicas' micro-batches; use pipedream-2bw or 1f1b");
+  }
   // Tags: forward boundaries, then gradient boundaries, then the outputs
   // sent to list 0.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
@@ -319,38 +386,6 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   MicrobatchValues values(ib, entry, m, loc);
   auto valueOf = [&](int64_t mb, Value v) { return values.get(mb, v); };
 
-  // Full recomputation: the first backward call of (micro-batch, stage)
-  // runs the stage's forward again from its inputs, so what the backward
-  // reads of the forward is that second call's (the first call's values
-  // die after their sends: only the stage's inputs are stashed).
-  llvm::DenseSet<std::pair<int64_t, int64_t>> recomputed;
-  std::function<LogicalResult(Operation *, int64_t, int64_t, TrainPhase)>
-      callGroup;
-  callGroup = [&](Operation *at, int64_t mb, int64_t v,
-                  TrainPhase phase) -> LogicalResult {
-    func::CallOp call = g.calls[v][static_cast<unsigned>(phase)];
-    if (!call)
-      return success(); // nothing of that phase on this stage
-    if (recompute && phase != TrainPhase::Forward &&
-        recomputed.insert({mb, v}).second &&
-        failed(callGroup(at, mb, v, TrainPhase::Forward)))
-      return failure();
-    SmallVector<Value> operands;
-    for (Value operand : call.getOperands()) {
-      Value mapped = valueOf(mb, operand);
-      if (!mapped)
-        return at->emitOpError("runs stage ")
-               << v << "'s " << trainPhaseName(phase) << " of micro-batch "
-               << mb << " before a value it reads is on this list (computed "
-               << "here or received); run dist-verify-schedule";
-      operands.push_back(mapped);
-    }
-    auto copy = func::CallOp::create(ib, call.getLoc(), call.getCalleeAttr(),
-                                     call.getResultTypes(), operands);
-    for (auto [res, val] : llvm::zip(call.getResults(), copy.getResults()))
-      values.set(mb, res, val);
-    return success();
-  };
   auto send = [&](Operation *at, int64_t mb, const llvm::SetVector<Value> &vals,
                   int64_t tagBase, int64_t peer,
                   StringRef what) -> LogicalResult {
@@ -438,24 +473,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // Top-level values (weights, state, optimizer results) in this program;
   // ops every list computes are copied where first read.
   IRMapping stepMap;
-  std::function<FailureOr<Value>(Operation *, Value)> stepValue =
-      [&](Operation *at, Value v) -> FailureOr<Value> {
-    if (g.perMicroBatch.count(v))
-      return meanOf(at, v);
-    if (Value mapped = stepMap.lookupOrNull(v))
-      return mapped;
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      return at->emitOpError("reads the step's input outside the stage "
-                             "functions");
-    for (Value operand : def->getOperands()) {
-      FailureOr<Value> mapped = stepValue(at, operand);
-      if (failed(mapped))
-        return failure();
-      stepMap.map(operand, *mapped);
-    }
-    ib.clone(*def, stepMap);
-    return stepMap.lookup(v);
+  auto stepValue = [&](Operation *at, Value v) -> FailureOr<Value> {
+    return cloneTopLevel(ib, at, v, stepMap, [&](Value x) -> FailureOr<Value> {
+      if (g.perMicroBatch.count(x))
+        return meanOf(at, x);
+      return Value();
+    });
   };
   // The schedule's gradient sync of stage v: every gradient its optimizer
   // reads, averaged over the replicas.
@@ -563,6 +586,257 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     return success();
   };
 
+  // Asynchronous schedules: the weights each stage updates (by name), the
+  // newest version of each weight and optimizer state this list updates,
+  // and the versions each (micro-batch, stage) computes with.
+  llvm::StringMap<Value> topWeights;
+  for (auto w : func.getBody().front().getOps<graph::WeightOp>())
+    topWeights.try_emplace(w.getSymName(), w.getResult());
+  std::map<std::string, int64_t> trainedOn; // by name: ordered output
+  if (versioned)
+    for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+      if (auto n = func.getResultAttrOfType<StringAttr>(k, "graph.update");
+          n && topWeights.count(n.getValue()))
+        trainedOn[n.getValue().str()] = placeOf(k, v).stage;
+  llvm::StringMap<Value> newest;
+  std::map<std::string, Value> lastUpdate; // 2BW: W(t) - W(t-1), by name
+  llvm::StringMap<Value> previous;         // 2BW: W(t-1)
+  DenseMap<std::pair<int64_t, int64_t>, llvm::StringMap<Value>> stash;
+  // The clone of a stage function that takes the weights it reads and this
+  // plan trains as trailing arguments (in the order it reads them).
+  struct Versioned {
+    func::FuncOp callee;
+    SmallVector<std::string> weights;
+  };
+  llvm::StringMap<Versioned> versionedCallees;
+  auto versionedCallee = [&](func::CallOp call,
+                             int64_t v) -> FailureOr<Versioned> {
+    auto module = func->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (auto it = versionedCallees.find(callee.getSymName());
+        it != versionedCallees.end())
+      return it->second;
+    Versioned out{callee, {}};
+    llvm::SmallSetVector<StringRef, 8> names;
+    WalkResult walk = callee.walk([&](graph::WeightOp w) {
+      auto it = trainedOn.find(w.getSymName().str());
+      if (it == trainedOn.end() || it->second < 0)
+        return WalkResult::advance();
+      if (pipelineStageOf(it->second) != pipelineStageOf(v)) {
+        w.emitOpError("is read by stage ")
+            << v << " and updated by stage " << it->second
+            << " (a tied weight); the asynchronous schedule \""
+            << scheduleOp.getKind()
+            << "\" keeps each stage's own weight versions, so a weight "
+               "shared by two stages is not run yet; untie it or use a "
+               "synchronous schedule (1f1b)";
+        return WalkResult::interrupt();
+      }
+      names.insert(w.getSymName());
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    if (!names.empty()) {
+      std::string cloneName = (callee.getSymName() + "_versioned").str();
+      auto clone = module.lookupSymbol<func::FuncOp>(cloneName);
+      if (!clone) {
+        clone = cast<func::FuncOp>(callee->clone());
+        clone.setSymName(cloneName);
+        OpBuilder(callee).insert(clone);
+        Block &body = clone.getBody().front();
+        SmallVector<Type> argTypes(clone.getArgumentTypes());
+        for (StringRef n : names) {
+          Type t = topWeights.lookup(n).getType();
+          BlockArgument arg = body.addArgument(t, callee.getLoc());
+          argTypes.push_back(t);
+          for (auto w : llvm::make_early_inc_range(
+                   clone.getBody().getOps<graph::WeightOp>()))
+            if (w.getSymName() == n) {
+              w.replaceAllUsesWith(arg);
+              w.erase();
+            }
+        }
+        clone.setFunctionType(FunctionType::get(
+            ctx, argTypes, clone.getFunctionType().getResults()));
+      }
+      out.callee = clone;
+      out.weights.assign(names.begin(), names.end());
+    }
+    versionedCallees[callee.getSymName()] = out;
+    return out;
+  };
+  // The newest version of a weight or state this list updates (before the
+  // first update: the stored one).
+  auto newestOf = [&](Operation *at, StringRef n) -> FailureOr<Value> {
+    if (Value v = newest.lookup(n))
+      return v;
+    FailureOr<Value> stored = stepValue(at, topWeights.lookup(n));
+    if (failed(stored))
+      return failure();
+    return newest[n] = *stored;
+  };
+  // The version micro-batches compute with: the newest (PipeDream), or the
+  // one before it (2BW).
+  auto computeVersion = [&](Operation *at, StringRef n) -> FailureOr<Value> {
+    FailureOr<Value> w = newestOf(at, n);
+    if (failed(w) || !twoBW)
+      return w;
+    Value &stale = previous[n];
+    if (!stale) {
+      Value delta = graph::StateOp::create(ib, loc, w->getType(),
+                                           ib.getStringAttr(n + ".last_update"),
+                                           ib.getF64FloatAttr(0.0));
+      lastUpdate[n.str()] = delta;
+      stale = graph::BinaryOp::create(ib, loc, w->getType(),
+                                      graph::BinaryKind::Sub, *w, delta);
+    }
+    return stale;
+  };
+
+  // Full recomputation: the first backward call of (micro-batch, stage)
+  // runs the stage's forward again from its inputs, so what the backward
+  // reads of the forward is that second call's (the first call's values
+  // die after their sends: only the stage's inputs are stashed).
+  llvm::DenseSet<std::pair<int64_t, int64_t>> recomputed;
+  std::function<LogicalResult(Operation *, int64_t, int64_t, TrainPhase)>
+      callGroup;
+  callGroup = [&](Operation *at, int64_t mb, int64_t v,
+                  TrainPhase phase) -> LogicalResult {
+    func::CallOp call = g.calls[v][static_cast<unsigned>(phase)];
+    if (!call)
+      return success(); // nothing of that phase on this stage
+    if (recompute && phase != TrainPhase::Forward &&
+        recomputed.insert({mb, v}).second &&
+        failed(callGroup(at, mb, v, TrainPhase::Forward)))
+      return failure();
+    SmallVector<Value> operands;
+    for (Value operand : call.getOperands()) {
+      Value mapped = valueOf(mb, operand);
+      if (!mapped)
+        return at->emitOpError("runs stage ")
+               << v << "'s " << trainPhaseName(phase) << " of micro-batch "
+               << mb << " before a value it reads is on this list (computed "
+               << "here or received); run dist-verify-schedule";
+      operands.push_back(mapped);
+    }
+    FlatSymbolRefAttr callee = call.getCalleeAttr();
+    if (versioned) {
+      FailureOr<Versioned> vc = versionedCallee(call, v);
+      if (failed(vc))
+        return failure();
+      if (!vc->weights.empty()) {
+        // The forward picks the version of every weight the stage trains;
+        // its backward calls read the same ones.
+        auto [it, first] = stash.try_emplace({mb, v});
+        if (first) {
+          if (phase != TrainPhase::Forward)
+            return at->emitOpError("runs stage ")
+                   << v << "'s " << trainPhaseName(phase) << " of micro-batch "
+                   << mb << " before its forward chose the weight version";
+          for (auto &[n, stage] : trainedOn) {
+            if (stage != v)
+              continue;
+            FailureOr<Value> w = computeVersion(at, n);
+            if (failed(w))
+              return failure();
+            it->second[n] = *w;
+          }
+        }
+        for (const std::string &n : vc->weights)
+          operands.push_back(it->second.lookup(n));
+        callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
+      }
+    }
+    auto copy = func::CallOp::create(ib, call.getLoc(), callee,
+                                     call.getResultTypes(), operands);
+    for (auto [res, val] : llvm::zip(call.getResults(), copy.getResults()))
+      values.set(mb, res, val);
+    return success();
+  };
+  // PipeDream's update after micro-batch mb's backward on stage v: the
+  // stage's optimizer ops (and the step counter every list keeps) on the
+  // newest versions and mb's own gradient, averaged over the stage's
+  // replicas by the schedule's all_reduce of mb.
+  DenseMap<std::pair<int64_t, Value>, Value> mbAveraged;
+  auto gradsOfStage = [&](int64_t v, auto &&fn) -> LogicalResult {
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (!isa<func::CallOp>(op) && g.stageOf.lookup(&op) == v)
+        for (Value operand : op.getOperands())
+          if (g.perMicroBatch.count(operand) && failed(fn(operand)))
+            return failure();
+    return success();
+  };
+  auto allReduceMicrobatch = [&](Operation *at, int64_t mb,
+                                 int64_t v) -> LogicalResult {
+    if (!reduced)
+      return at->emitOpError("averages gradients over data-parallel replicas "
+                             "but the stage has one");
+    return gradsOfStage(v, [&](Value grad) -> LogicalResult {
+      Value &avg = mbAveraged[{mb, grad}];
+      if (avg)
+        return success();
+      Value part = valueOf(mb, grad);
+      if (!part)
+        return at->emitOpError("averages micro-batch ")
+               << mb << "'s gradients before its backward ran";
+      avg = averageOverReplicas(part);
+      return success();
+    });
+  };
+  unsigned updates = 0;
+  auto updateMicrobatch = [&](Operation *at, int64_t mb,
+                              int64_t v) -> LogicalResult {
+    IRMapping map;
+    auto resolve = [&](Value value) -> FailureOr<Value> {
+      return cloneTopLevel(
+          ib, at, value, map, [&](Value x) -> FailureOr<Value> {
+            if (g.perMicroBatch.count(x)) {
+              if (Value avg = mbAveraged.lookup({mb, x}))
+                return avg;
+              if (reduced)
+                return at->emitOpError("updates stage ")
+                       << v << " with micro-batch " << mb
+                       << "'s gradients not yet averaged over its "
+                       << stageReplicas
+                       << " replicas; the schedule needs an all_reduce of that "
+                          "micro-batch before its optimizer_step";
+              Value part = valueOf(mb, x);
+              if (!part)
+                return at->emitOpError("updates stage ")
+                       << v << " with micro-batch " << mb
+                       << "'s gradients before its backward ran";
+              return part;
+            }
+            // The newest version of what earlier updates changed.
+            StringAttr name;
+            if (auto w = x.getDefiningOp<graph::WeightOp>())
+              name = w.getSymNameAttr();
+            if (auto st = x.getDefiningOp<graph::StateOp>())
+              name = st.getSymNameAttr();
+            return name ? newest.lookup(name.getValue()) : Value();
+          });
+    };
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (!isa<func::CallOp>(op) && g.stageOf.lookup(&op) == v &&
+          op.getNumResults() && failed(resolve(op.getResult(0))))
+        return failure();
+    for (auto [k, val] : llvm::enumerate(ret.getOperands())) {
+      auto n = func.getResultAttrOfType<StringAttr>(k, "graph.update");
+      if (!n)
+        continue;
+      ResultPlace where = placeOf(k, val);
+      if (where.stage != v && !where.everywhere)
+        continue;
+      FailureOr<Value> updated = resolve(val);
+      if (failed(updated))
+        return failure();
+      newest[n.getValue()] = *updated;
+    }
+    ++updates;
+    return success();
+  };
+
   for (auto [i, a] : llvm::enumerate(sched.devices[list])) {
     Operation *at = s.actions[list][i];
     int64_t v = sched.stageOf(list, a.chunk);
@@ -603,10 +877,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       recv(at, a.mb, g.grad[v + 1], gradBase + (v + 1) * g.width, a.peer);
       break;
     case ActionKind::OptimizerStep:
-      r = optimizerStep(at);
+      r = pipeDream ? updateMicrobatch(at, a.mb, v) : optimizerStep(at);
       break;
     case ActionKind::AllReduce:
-      r = allReduce(at, v);
+      r = pipeDream ? allReduceMicrobatch(at, a.mb, v) : allReduce(at, v);
       break;
     case ActionKind::ReduceScatter:
       r = reduceScatter(at, v);
@@ -623,12 +897,19 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return failure();
     labelAction(entry, before, a);
   }
-  if (!stepped)
-    return dist::ScheduleOp(s.op).emitOpError("list ")
-           << list << " has no optimizer_step; a training step ends with one";
+  if (pipeDream ? updates != ownMicrobatches.size() : !stepped)
+    return scheduleOp.emitOpError("list ")
+           << list << " has "
+           << (pipeDream ? std::to_string(updates) + " optimizer_steps for " +
+                               std::to_string(ownMicrobatches.size()) +
+                               " micro-batches (pipedream updates after "
+                               "each)"
+                         : std::string("no optimizer_step; a training "
+                                       "step ends with one"));
 
   // Outputs travel to list 0; updates stay where they were computed.
   SmallVector<Value> results;
+  llvm::StringMap<Value> updatedTo;
   for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
     ResultPlace where = placeOf(k, v);
     // Every replica of the stage computes it (the loss's all_reduce needs
@@ -663,10 +944,17 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       val = dist::MicrobatchMergeOp::create(ib, loc, batchedType(type, m),
                                             parts, ib.getI64IntegerAttr(0));
     } else if (computes) {
-      FailureOr<Value> mapped = stepValue(ret, v);
-      if (failed(mapped))
-        return failure();
-      val = *mapped;
+      auto upd = func.getResultAttrOfType<StringAttr>(k, "graph.update");
+      if (pipeDream && upd && newest.count(upd.getValue())) {
+        val = newest.lookup(upd.getValue());
+      } else {
+        FailureOr<Value> mapped = stepValue(ret, v);
+        if (failed(mapped))
+          return failure();
+        val = *mapped;
+      }
+      if (upd)
+        updatedTo[upd.getValue()] = val;
       // The loss of the global batch: the replicas' means, averaged.
       if (reduced && g.perMicroBatch.count(v) && !averaged.contains(v)) {
         val = averageOverReplicas(val);
@@ -687,11 +975,30 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     if (where.returned)
       results.push_back(val);
   }
+  // 2BW: the second buffer of each weight the list's stages computed with,
+  // W(t+1) - W(t).
+  SmallVector<std::string> lastUpdates;
+  for (auto &[n, delta] : lastUpdate) {
+    Value updated = updatedTo.lookup(n);
+    if (!updated)
+      return ret.emitOpError("returns no update of weight '")
+             << n << "', which list " << list << " computes with";
+    results.push_back(graph::BinaryOp::create(ib, loc, updated.getType(),
+                                              graph::BinaryKind::Sub, updated,
+                                              newest.lookup(n)));
+    lastUpdates.push_back(n + ".last_update");
+  }
   func::ReturnOp::create(ib, loc, results);
   // Per-sample outputs come back with the whole batch.
   SmallVector<Type> types;
   for (Value r : results)
     types.push_back(r.getType());
+  SmallVector<DictionaryAttr> resultAttrs;
+  fn.getAllResultAttrs(resultAttrs);
+  for (const std::string &n : lastUpdates)
+    resultAttrs.push_back(ib.getDictionaryAttr(
+        ib.getNamedAttr("graph.update", ib.getStringAttr(n))));
   fn.setFunctionType(FunctionType::get(ctx, inputs, types));
+  fn.setAllResultAttrs(resultAttrs);
   return success();
 }

@@ -144,10 +144,16 @@ def PartitionPass : Pass<"dist-partition", "mlir::ModuleOp"> {
     schedule's order (a backward reads its forward's values: the stash),
     sends activations forward and gradients back, and at `optimizer_step`
     runs its stages' optimizer ops on the mean gradient over the step's
-    micro-batches. The list of the last stage sends the mean loss to list
-    0, which returns it; each list returns its own updates. Tied weights
-    across stages, mixed precision, accumulation-steps > 1, and data or
-    tensor parallelism inside a pipeline are refused with an error.
+    micro-batches (with dp replicas or per-stage replicas, averaged over
+    them; with ZeRO-1, on this replica's shard). The list of the last
+    stage sends the mean loss to list 0, which returns it; each list
+    returns its own updates. Asynchronous schedules keep weight versions
+    as values: stage functions that read trained weights are cloned with
+    them as arguments (`_versioned`), a backward passes the version its
+    forward passed; PipeDream updates after every micro-batch, 2BW
+    computes with W(t-1) (state `<weight>.last_update`). Mixed precision,
+    accumulation-steps > 1 and what docs/partition.md lists are refused
+    with an error.
 
     Example:
 

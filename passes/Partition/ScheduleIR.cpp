@@ -74,6 +74,8 @@ static void buildAction(OpBuilder &b, Location loc, const Action &a,
   };
   IntegerAttr mb = b.getI64IntegerAttr(a.mb), chunk = b.getI64IntegerAttr(a.chunk),
               peer = b.getI64IntegerAttr(a.peer);
+  // Per-iteration actions of one micro-batch (PipeDream).
+  IntegerAttr ofMicrobatch = a.mb >= 0 ? mb : IntegerAttr();
   switch (a.kind) {
   case ActionKind::Forward:
     dist::ForwardOp::create(b, loc, callee(), mb);
@@ -100,16 +102,16 @@ static void buildAction(OpBuilder &b, Location loc, const Action &a,
     dist::RecvGradOp::create(b, loc, mb, chunk, peer);
     return;
   case ActionKind::AllReduce:
-    dist::GradAllReduceOp::create(b, loc, chunk);
+    dist::GradAllReduceOp::create(b, loc, ofMicrobatch, chunk);
     return;
   case ActionKind::ReduceScatter:
-    dist::GradReduceScatterOp::create(b, loc, chunk);
+    dist::GradReduceScatterOp::create(b, loc, ofMicrobatch, chunk);
     return;
   case ActionKind::AllGather:
-    dist::ParamAllGatherOp::create(b, loc, chunk);
+    dist::ParamAllGatherOp::create(b, loc, ofMicrobatch, chunk);
     return;
   case ActionKind::OptimizerStep:
-    dist::OptimizerStepOp::create(b, loc);
+    dist::OptimizerStepOp::create(b, loc, ofMicrobatch);
     return;
   }
 }

@@ -54,6 +54,14 @@ shards.json). Loss curves and every weight and optimizer state (each
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
+Asynchronous schedules (run_pipeline_train_case with reference=
+async_reference): PipeDream (an update after every micro-batch, weight
+stashing) and PipeDream-2BW (W(t+1) = W(t) - lr * grad(W(t-1))) on the MLP
+with SGD and Adam at pp=2, with dp=2 x pp=2 (4 ranks) and 2BW with
+per-stage replicas 2/1 (3 ranks), and GPT-2 with SGD at pp=2, against the
+same delayed updates applied by the single-process program one
+(micro-)batch at a time.
+
 ZeRO-1 cases (run_case with zero=True): the data-parallel program is a
 plan of data parallelism alone with zero=1 (dist-compile
 --dist-plan=dp=R,zero=1,mbs=B --dist-batch=R*B): each rank keeps the
@@ -415,9 +423,150 @@ def assemble_shards(state_dirs):
     return full
 
 
+def state_file_name(name):
+    """The name a program saves a tensor under (every character outside
+    [A-Za-z0-9_.-] becomes '_', as the runtime's sanitizeName)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def planned_weights(planned, folder):
+    """The weights of a planned module (dist-opt output) as the program
+    starts from them, by saved-file name: each `graph.weight` reads `size`
+    bytes of float32 at `offset` of `file` (in `folder`). Weights the
+    importer split out of one deduplicated initializer are there by their
+    own names."""
+    pattern = re.compile(r'graph\.weight "([^"]+)" \{file = "([^"]+)"(?:, [a-z.]+ = "[^"]*")*'
+                         r', offset = (\d+) : i64, size = (\d+) : i64\} : '
+                         r"tensor<([0-9x]*)x?f32>")
+    out = {}
+    with open(planned) as f:
+        text = f.read()
+    for name, file, offset, size, dims in pattern.findall(text):
+        shape = [int(x) for x in dims.split("x") if x]
+        with open(os.path.join(folder, file), "rb") as w:
+            w.seek(int(offset))
+            data = np.frombuffer(w.read(int(size)), dtype="<f4")
+        out[state_file_name(name)] = data.reshape(shape).copy()
+    if not out:
+        raise RuntimeError(f"no float32 graph.weight with a file in {planned}")
+    return out
+
+
+def async_reference(compiler, d, model, train, input_shape, batch, feeds,
+                    steps, plan, pp_states, env):
+    """The delayed updates of an asynchronous schedule, applied by one
+    process: the product's single-process program, compiled for one
+    micro-batch (PipeDream) or the whole batch (2BW), run one step at a time
+    from a state whose weights are the versions the schedule computes with;
+    the update it makes (new weight - loaded weight, which for SGD,
+    momentum and Adam does not depend on the weight) is added to the newest
+    weights, and its optimizer state is kept.
+
+    PipeDream (1F1B order, an update after every micro-batch, drained at
+    the end of each step): stage s's forward of micro-batch k computes with
+    the version after max(0, k - warm_s) of the step's updates, warm_s =
+    min(pp - s - 1, M). 2BW: step t computes with W(t-1) (W(0) at t = 0).
+    Returns (loss curve, state folder) or raises RuntimeError."""
+    kind = re.search(r"schedule=([\w-]+)", plan).group(1)
+    pp = int(re.search(r"pp=(\d+)", plan).group(1))
+    dp = int((re.search(r"dp=(\d+)", plan) or [0, 1])[1])
+    name0, dims = input_shape.split(":")
+    rows = int(dims.split("x")[0])
+    shard = batch // dp  # each replica's rows, in order
+    m = shard // rows
+    pipedream = kind == "pipedream"
+    # PipeDream's update of micro-batch k averages it over the replicas:
+    # micro-batch k of every replica's rows.
+    shape = name0 + ":" + "x".join(
+        [str(rows * dp if pipedream else batch)] + dims.split("x")[1:])
+    exe = os.path.join(d, "ref.bin")
+    p = subprocess.run([compiler, model, "--input-shape=" + shape,
+                        "--train=" + train, "-o", exe],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("dist-compile (reference) failed: " + p.stderr[-1500:])
+    state = planned_weights(os.path.join(d, "planned.mlir"),
+                            os.path.dirname(model))
+    weights = set(state)
+    stage_of = {}
+    for s in range(pp * dp):
+        for f in glob.glob(os.path.join(pp_states[s], "*.npy")):
+            base = os.path.basename(f)[:-4]
+            if base in weights:
+                stage_of[base] = s // dp
+    cur = os.path.join(d, "ref_state")
+    runs = [0]
+
+    def run_one(loaded, part):
+        """One step of the reference program from `loaded` on the rows
+        `part`; returns (loss, saved state)."""
+        runs[0] += 1
+        src = os.path.join(d, f"ref_in{runs[0]}")
+        dst = os.path.join(d, f"ref_out{runs[0]}")
+        os.makedirs(src)
+        for k, v in loaded.items():
+            np.save(os.path.join(src, k + ".npy"), v)
+        args = []
+        for feed, arr in feeds:
+            path = os.path.join(src, "in_" + feed + ".npy")
+            np.save(path, np.ascontiguousarray(arr[part]))
+            args.append(f"{feed}={path}")
+        # The first step starts from the model's own weights (and a fresh
+        # optimizer state), which `loaded` then holds.
+        start = (["--weights-dir", os.path.dirname(model)] if runs[0] == 1
+                 else ["--load-state", src])
+        q = subprocess.run([exe, "--steps", "1", "--save-state", dst,
+                            "-o", src] + start + args,
+                           capture_output=True, text=True, env=env, timeout=120)
+        if q.returncode != 0:
+            raise RuntimeError("reference step failed: " + (q.stdout + q.stderr)[-1500:])
+        out = {os.path.basename(f)[:-4]: np.load(f)
+               for f in glob.glob(os.path.join(dst, "*.npy"))}
+        shutil.rmtree(src)
+        shutil.rmtree(dst)
+        return curve_of(q.stdout)[0], out
+
+    def apply(out, loaded):
+        """The newest state after the update `out` made from `loaded`."""
+        new = dict(out)
+        for w in weights & state.keys() & out.keys():
+            new[w] = state[w] + (out[w] - loaded[w])
+        return new
+
+    curve = []
+    previous = {w: state[w] for w in weights & state.keys()}
+    for _ in range(steps):
+        if pipedream:
+            history, losses = [dict(state)], []
+            for k in range(m):
+                loaded = dict(state)
+                for w, s in stage_of.items():
+                    loaded[w] = history[max(0, k - min(pp - s - 1, m))][w]
+                part = np.concatenate([np.arange(r * shard + k * rows,
+                                                 r * shard + (k + 1) * rows)
+                                       for r in range(dp)])
+                loss, out = run_one(loaded, part)
+                state = apply(out, loaded)
+                history.append(dict(state))
+                losses.append(loss)
+            curve.append(float(np.mean(np.array(losses, dtype=np.float32),
+                                       dtype=np.float32)))
+        else:
+            loaded = dict(state)
+            loaded.update(previous)
+            loss, out = run_one(loaded, slice(0, batch))
+            previous = {w: state[w] for w in previous}
+            state = apply(out, loaded)
+            curve.append(loss)
+    os.makedirs(cur, exist_ok=True)
+    for k, v in state.items():
+        np.save(os.path.join(cur, k + ".npy"), v)
+    return np.array(curve), cur
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
-                            zero=False):
+                            zero=False, reference=None):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -448,18 +597,19 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     whole_shape = name0 + ":" + "x".join([str(batch)] + dims.split("x")[1:])
     for cmd in ([compiler, planned, "--train=" + train, "-o", pp],
                 [compiler, model, "--input-shape=" + whole_shape,
-                 "--train=" + train, "-o", one]):
+                 "--train=" + train, "-o", one])[:1 if reference else 2]:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return [f"dist-compile {cmd[1]} failed: {p.stderr[-1500:]}"]
     args = save_feeds(d, feeds)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     s_one = os.path.join(d, "state_one")
-    p1 = subprocess.run([one, "--steps", str(steps), "--save-state", s_one,
-                         "-o", d] + args, capture_output=True, text=True,
-                        timeout=600, env=env)
-    if p1.returncode != 0:
-        return ["single-process run failed: " + (p1.stdout + p1.stderr)[-1500:]]
+    if not reference:
+        p1 = subprocess.run([one, "--steps", str(steps), "--save-state", s_one,
+                             "-o", d] + args, capture_output=True, text=True,
+                            timeout=600, env=env)
+        if p1.returncode != 0:
+            return ["single-process run failed: " + (p1.stdout + p1.stderr)[-1500:]]
     p2 = subprocess.run(mpirun + [pp, "--steps", str(steps), "--save-state",
                                   os.path.join(d, "state_pp{rank}"),
                                   "--weights-dir", os.path.dirname(model),
@@ -468,7 +618,17 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     if p2.returncode != 0:
         return ["mpirun -np %d (pipeline training) failed: %s" %
                 (ranks, (p2.stdout + p2.stderr)[-1500:])]
-    c1, c2 = curve_of(p1.stdout), curve_of(p2.stdout)
+    c2 = curve_of(p2.stdout)
+    if reference:
+        try:
+            c1, s_one = reference(compiler, d, model, train, input_shape,
+                                  batch, feeds, steps, plan,
+                                  [os.path.join(d, f"state_pp{r}")
+                                   for r in range(ranks)], env)
+        except RuntimeError as e:
+            return [str(e)]
+    else:
+        c1 = curve_of(p1.stdout)
     if len(c1) != steps or len(c2) != steps:
         return [f"expected {steps} loss lines from each run (rank 0 only under "
                 f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
@@ -707,6 +867,31 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe,zero=1",
                      ranks=4, zero=True,
                      train="loss=mse:target optimizer=momentum lr=0.01")))
+    # Asynchronous schedules against async_reference (the same delayed
+    # updates applied by one process).
+    for kind in ("pipedream", "2bw"):
+        for opt in ("sgd lr=0.05", "adam lr=0.01"):
+            out.append((f"mlp_{opt.split()[0]}_pp2_{kind}",
+                        dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}",
+                             reference=async_reference,
+                             train="loss=mse:target optimizer=" + opt)))
+    # With data parallelism inside the stages: PipeDream averages each
+    # micro-batch's gradients over the replicas before its update.
+    for kind in ("pipedream", "2bw"):
+        out.append((f"gpt2_sgd_pp2_{kind}",
+                    dict(gpt, plan=f"pp=2,mbs=1,schedule={kind}", train=sgd,
+                         reference=async_reference)))
+    out.append(("mlp_sgd_dp2_pp2_pipedream",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream", ranks=4,
+                     reference=async_reference)))
+    out.append(("mlp_adam_pp2_replicas21_2bw",
+                dict(mlp, plan="pp=2,mbs=2,schedule=2bw,replicas=2/1", ranks=3,
+                     reference=async_reference,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("mlp_adam_dp2_pp2_2bw",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=2bw", ranks=4,
+                     reference=async_reference,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
     return out
 
 

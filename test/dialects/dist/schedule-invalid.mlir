@@ -388,3 +388,41 @@ module {
   // expected-error @+1 {{'dist.train_phase' marks the function of one stage's forward, backward_input or backward_weight work (dist-partition writes it), got "optimizer"}}
   func.func private @f_stage0_optimizer() attributes {dist.train_phase = "optimizer"}
 }
+
+// -----
+
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "pipedream", stages = [0]>} {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = call @main_stage0(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func private @main_stage0(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 0 : i64} {
+    return %a : tensor<4xf32>
+  }
+  dist.schedule for @main kind "pipedream" microbatches 1 {
+    dist.actions 0 on #dist.mesh<shape = [1, 1], devices = [0]> {
+      dist.forward @main_stage0 microbatch 0
+      dist.backward @main_stage0 microbatch 0
+      // expected-error @+1 {{micro-batch must be non-negative, got -2}}
+      dist.optimizer_step microbatch -2
+    }
+  }
+}
+
+// -----
+
+module attributes {dist.plan = #dist.plan<dp = 2, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 2, schedule = "pipedream", stages = [0]>} {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = call @main_stage0(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func private @main_stage0(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 0 : i64} {
+    return %a : tensor<4xf32>
+  }
+  dist.schedule for @main kind "pipedream" microbatches 1 {
+    dist.actions 0 on #dist.mesh<shape = [2, 1], devices = [0, 1]> {
+      // expected-error @+1 {{micro-batch must be non-negative, got -1}}
+      dist.grad_all_reduce microbatch -1 chunk 0
+    }
+  }
+}

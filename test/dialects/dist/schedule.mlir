@@ -59,3 +59,32 @@ module attributes {dist.plan = #dist.plan<dp = 2, tp = 1, pp = 2, mbs = 1, micro
     }
   }
 }
+
+// -----
+
+// PipeDream's per-micro-batch sync and update name their micro-batch.
+// CHECK-LABEL: dist.schedule for @main kind "pipedream" microbatches 2 {
+// CHECK: dist.backward @main_stage0 microbatch 0
+// CHECK-NEXT: dist.grad_all_reduce microbatch 0 chunk 0
+// CHECK-NEXT: dist.optimizer_step microbatch 0
+module attributes {dist.plan = #dist.plan<dp = 2, tp = 1, pp = 1, mbs = 1, microbatches = 2, global_batch = 4, schedule = "pipedream", stages = [0]>} {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = call @main_stage0(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func private @main_stage0(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 0 : i64} {
+    return %a : tensor<4xf32>
+  }
+  dist.schedule for @main kind "pipedream" microbatches 2 {
+    dist.actions 0 on #dist.mesh<shape = [2, 1], devices = [0, 1]> {
+      dist.forward @main_stage0 microbatch 0
+      dist.backward @main_stage0 microbatch 0
+      dist.grad_all_reduce microbatch 0 chunk 0
+      dist.optimizer_step microbatch 0
+      dist.forward @main_stage0 microbatch 1
+      dist.backward @main_stage0 microbatch 1
+      dist.grad_all_reduce microbatch 1 chunk 0
+      dist.optimizer_step microbatch 1
+    }
+  }
+}
