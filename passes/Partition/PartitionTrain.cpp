@@ -482,24 +482,30 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   };
   // The schedule's gradient sync of stage v: every gradient its optimizer
   // reads, averaged over the replicas.
+  // Calls fn on each per-micro-batch value (gradient) stage v's optimizer
+  // ops read.
+  auto gradsOfStage = [&](int64_t v, auto &&fn) -> LogicalResult {
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (!isa<func::CallOp>(op) && g.stageOf.lookup(&op) == v)
+        for (Value operand : op.getOperands())
+          if (g.perMicroBatch.count(operand) && failed(fn(operand)))
+            return failure();
+    return success();
+  };
   auto allReduce = [&](Operation *at, int64_t v) -> LogicalResult {
     if (!reduced)
       return at->emitOpError("averages gradients over data-parallel replicas "
                              "but the stage has one");
-    for (Operation &op : func.getBody().front().without_terminator()) {
-      if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v)
-        continue;
-      for (Value operand : op.getOperands()) {
-        if (!g.perMicroBatch.count(operand) || averaged.contains(operand))
-          continue;
-        FailureOr<Value> mean = meanOf(at, operand);
-        if (failed(mean))
-          return failure();
-        means[operand] = averageOverReplicas(*mean);
-        averaged.insert(operand);
-      }
-    }
-    return success();
+    return gradsOfStage(v, [&](Value grad) -> LogicalResult {
+      if (averaged.contains(grad))
+        return success();
+      FailureOr<Value> mean = meanOf(at, grad);
+      if (failed(mean))
+        return failure();
+      means[grad] = averageOverReplicas(*mean);
+      averaged.insert(grad);
+      return success();
+    });
   };
   // ZeRO-1: the gradient means that are this replica's shard, and the
   // replicas that share them (tp = 1: one group).
@@ -759,14 +765,6 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // newest versions and mb's own gradient, averaged over the stage's
   // replicas by the schedule's all_reduce of mb.
   DenseMap<std::pair<int64_t, Value>, Value> mbAveraged;
-  auto gradsOfStage = [&](int64_t v, auto &&fn) -> LogicalResult {
-    for (Operation &op : func.getBody().front().without_terminator())
-      if (!isa<func::CallOp>(op) && g.stageOf.lookup(&op) == v)
-        for (Value operand : op.getOperands())
-          if (g.perMicroBatch.count(operand) && failed(fn(operand)))
-            return failure();
-    return success();
-  };
   auto allReduceMicrobatch = [&](Operation *at, int64_t mb,
                                  int64_t v) -> LogicalResult {
     if (!reduced)
