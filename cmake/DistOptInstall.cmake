@@ -33,8 +33,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dist
 # they use, laid out as in the source and build trees under
 # include/distopt/ (an include directory of the package's target).
 set(dist_internal_includedir ${CMAKE_INSTALL_INCLUDEDIR}/distopt)
-foreach(dir dialects passes lib/Cluster lib/Cost lib/Schedule lib/Sim
-            lib/Search)
+foreach(dir dialects passes lib/Cluster lib/Cost lib/Export lib/Schedule
+            lib/Sim lib/Search)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
     DESTINATION ${dist_internal_includedir}/${dir}
     FILES_MATCHING PATTERN "*.h")

@@ -63,6 +63,11 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "recompute=none|selective|full,zero=0..3[,stages=A/B/..]"
        "[,replicas=R0/R1/..][,uneven=1] (dist-set-plan); empty: search",
        &O::plan},
+      {"plan-from", "dist-plan-from",
+       "Read the plan from a trainer's configuration: megatron:ARGS_FILE "
+       "(Megatron-LM arguments or launch script; with --dist-search it is "
+       "predicted beside the best plan)",
+       &O::planFrom},
       {"batch", "dist-batch", "Global batch in samples per iteration",
        &O::batch},
       {"constraints", "dist-search",
@@ -84,6 +89,10 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "Let the search use only the cluster's first N devices (the others "
        "stay idle and are reported)",
        &O::devices},
+      {"baseline", "",
+       "Also predict a trainer's configuration (megatron:ARGS_FILE) and "
+       "print it beside the best plan (dist-search-plan)",
+       &O::baseline},
       {"check-compilable", "",
        "Warn first when dist-compile could not build the planned function "
        "(dist-check-compilable)",
@@ -124,6 +133,10 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        &O::trace},
       {"timeline", "dist-timeline", "Draw the schedule as an SVG timeline",
        &O::timeline},
+      {"export", "dist-export",
+       "Write the plan as another trainer's configuration: "
+       "megatron|torchtitan|deepspeed[:FILE] (dist-export-plan)",
+       &O::exportTo},
       {"stages", "",
        "How far partitioning goes: none (annotated ops), regions (dist.stage "
        "regions), functions (stage functions) or schedule (also the "
@@ -213,12 +226,23 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
   auto spell = [&](PlanOptionField field) {
     return spellPlanOption(field, spelling);
   };
-  if (!o.plan.empty() && o.explain) {
+  bool given = !o.plan.empty() || !o.planFrom.empty();
+  if (!o.plan.empty() && !o.planFrom.empty()) {
+    error = "give " + spell(&PlanOptions::plan) + " or " +
+            spell(&PlanOptions::planFrom) + ", not both";
+    return failure();
+  }
+  if (given && !o.baseline.empty()) {
+    error = spell(&PlanOptions::baseline) +
+            " is compared with a search; a given plan is predicted alone";
+    return failure();
+  }
+  if (given && o.explain) {
     error = spell(&PlanOptions::explain) +
             " explains a search; a given plan has nothing to explain";
     return failure();
   }
-  if (!o.plan.empty() && o.devices) {
+  if (given && o.devices) {
     error = spell(&PlanOptions::devices) +
             " limits a search; a given plan uses dp*tp*cp*pp of the "
             "cluster's devices (the first ones)";
@@ -248,9 +272,10 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
   pm.addPass(createAnnotateLayersPass(annotate));
   if (o.checkCompilable)
     pm.addPass(createCheckCompilablePass());
-  if (!o.plan.empty()) {
+  if (given) {
     SetPlanPassOptions set;
     set.plan = o.plan;
+    set.from = o.planFrom;
     set.batch = o.batch;
     set.mode = e.mode;
     set.objective = e.objective;
@@ -273,21 +298,28 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.report = o.report;
     search.summary = o.summary;
     search.devices = o.devices;
+    search.baseline = o.baseline;
+    if (!o.exportTo.empty())
+      search.trainer = o.exportTo;
     pm.addPass(createSearchPlanPass(search));
   }
   // A given plan is predicted by the simulator; a searched one already has
   // its prediction and report, unless a trace or timeline is wanted.
-  bool simulate = !o.plan.empty()
-                      ? o.simulate || !o.report.empty() || !o.trace.empty() ||
-                            !o.timeline.empty()
-                      : !o.trace.empty() || !o.timeline.empty();
+  bool simulate = given ? o.simulate || !o.report.empty() || !o.trace.empty() ||
+                              !o.timeline.empty()
+                        : !o.trace.empty() || !o.timeline.empty();
   if (simulate) {
     SimulatePassOptions sim;
-    sim.report = o.plan.empty() ? "" : o.report;
+    sim.report = given ? o.report : "";
     sim.trace = o.trace;
     sim.timeline = o.timeline;
-    sim.summary = o.summary && !o.plan.empty();
+    sim.summary = o.summary && given;
     pm.addPass(createSimulatePass(sim));
+  }
+  if (!o.exportTo.empty()) {
+    ExportPlanPassOptions exportPlan;
+    exportPlan.trainer = o.exportTo;
+    pm.addPass(createExportPlanPass(exportPlan));
   }
   if (e.stages >= Stages::Regions)
     pm.addPass(createOutlineStagesPass());

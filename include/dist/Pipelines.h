@@ -34,6 +34,9 @@ struct PlanOptions {
   /// A hand-written plan ("dp=..,tp=..,pp=..,mbs=..,schedule=.."); empty:
   /// search for the best one.
   std::string plan;
+  /// The plan of a trainer's configuration ("megatron:ARGS_FILE"), instead
+  /// of `plan`.
+  std::string planFrom;
   /// Global batch in samples per iteration.
   unsigned batch = 0;
   /// Search: constraints ("tp<=8,pp>=2"), memory limit ("80GB"), whether
@@ -43,6 +46,9 @@ struct PlanOptions {
   unsigned alternatives = 3;
   /// Search: plan for the cluster's first N devices only (0: all).
   unsigned devices = 0;
+  /// Search: also predict a trainer's configuration ("megatron:ARGS_FILE")
+  /// and print it beside the best plan.
+  std::string baseline;
   /// Warn first when dist-compile could not build the planned function
   /// (dist-check-compilable).
   bool checkCompilable = false;
@@ -61,6 +67,9 @@ struct PlanOptions {
   /// `summary`.
   bool simulate = false;
   std::string report, trace, timeline;
+  /// Write the plan as another trainer's configuration:
+  /// "megatron|torchtitan|deepspeed[:FILE]".
+  std::string exportTo;
   /// How far partitioning goes: "none" (annotated ops), "regions"
   /// (dist.stage regions), "functions" (stage functions), "schedule" (also
   /// the materialized, verified schedule; default).

@@ -128,6 +128,18 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     (`dist-attach-cluster`). Errors (no plan fits, contradictory
     constraints) say what would fit.
 
+    `baseline=megatron:ARGS_FILE` also predicts the plan a Megatron-LM
+    configuration runs (docs/cli.md, "Plans for other trainers") and prints
+    it beside the best plan; the search then costs the model in that
+    configuration's precision and attention kernel, and takes its global
+    batch when `batch` is not given. The report gains `baseline`.
+
+    `trainer=megatron|torchtitan|deepspeed` (set by `--dist-export` with
+    `--dist-search`) searches only the plans that trainer runs as planned:
+    its pipeline schedules (Megatron-LM: 1F1B and interleaved), no
+    per-stage replicas, and for DeepSpeed one chunk per rank and no context
+    parallelism.
+
     `devices=N` plans for the cluster's first N devices (whole nodes first,
     then part of the next); the others stay idle and the summary says how
     many. When the best plan is less than half as efficient per device as
@@ -197,7 +209,13 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
            "Print the chosen plan and its prediction">,
     Option<"devices", "devices", "unsigned", "0",
            "Plan for the cluster's first N devices only, the others idle "
-           "(0: all)">
+           "(0: all)">,
+    Option<"trainer", "trainer", "std::string", "\"\"",
+           "Search only the plans this trainer runs as planned (megatron, "
+           "torchtitan, deepspeed; what --dist-export will write)">,
+    Option<"baseline", "baseline", "std::string", "\"\"",
+           "A trainer's configuration (megatron:ARGS_FILE) to predict and "
+           "compare with the best plan">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }
@@ -218,6 +236,14 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
     A plan that does not fit the cluster or the model is an error saying
     why.
 
+    `from=megatron:ARGS_FILE` reads the plan from a Megatron-LM
+    configuration instead (its parallel sizes, micro and global batch,
+    virtual stages or pipeline layout, recomputation, distributed optimizer
+    or FSDP, sequence parallelism, overlaps, precision and attention
+    backend; docs/cli.md): the data-parallel degree is what the other sizes
+    leave of the devices torchrun starts, or of the cluster. What the plan
+    can only approximate is printed as a note.
+
     Example:
 
     ```
@@ -227,6 +253,8 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
   let options = [
     Option<"plan", "plan", "std::string", "\"\"",
            "The plan: dp=..,tp=..,pp=..,mbs=..,schedule=..">,
+    Option<"from", "from", "std::string", "\"\"",
+           "Read the plan from a trainer's configuration: megatron:ARGS_FILE">,
     Option<"batch", "batch", "unsigned", "0",
            "Global batch in samples per iteration">,
     Option<"mode", "mode", "::distopt::schedule::Mode",
@@ -256,6 +284,35 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
                         "fp8 matmuls, bf16 elsewhere"))}]>,
     Option<"fusedAttention", "fused-attention", "bool", "false",
            "Cost attention as one fused kernel (FlashAttention)">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
+def ExportPlanPass : Pass<"dist-export-plan", "mlir::ModuleOp"> {
+  let summary = "writes the module's plan as another trainer's configuration";
+  let description = [{
+    Writes the plan the module carries (`dist.plan`) as the configuration of
+    `trainer`: `megatron` (a bash array of Megatron-LM arguments),
+    `torchtitan` (a torchtitan 0.2.2 TOML job file) or `deepspeed` (a
+    DeepSpeed JSON config), to the file after the colon or to
+    megatron-args.sh, torchtitan.toml or ds_config.json. The option names
+    are each project's own (the versions test/fixtures/trainers/ pins).
+    What the trainer cannot run as planned (a schedule it lacks, per-stage
+    replicas, a stage boundary inside a transformer block) is written as a
+    note in the file and printed as a warning, never as an option the
+    trainer would read otherwise. Inference plans have no export. The IR is
+    not changed.
+
+    Example:
+
+    ```
+    dist-opt gpt.onnx --dist-cluster=dgx-a100-80gb:4 --dist-batch=512 --dist-search --dist-export=megatron:run.sh
+    dist-opt planned.mlir --pass-pipeline='builtin.module(dist-export-plan{trainer=torchtitan:job.toml})'
+    ```
+  }];
+  let options = [
+    Option<"trainer", "trainer", "std::string", "\"\"",
+           "TRAINER[:FILE]: megatron, torchtitan or deepspeed">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

@@ -12,6 +12,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
 
 using namespace mlir;
 using namespace distopt;
@@ -253,4 +255,52 @@ std::string planning::humanBytes(double bytes) {
     ++u;
   }
   return llvm::formatv("{0:F1} {1}", bytes, units[u]).str();
+}
+
+void planning::warnNotes(StringRef what,
+                         const std::vector<std::string> &notes) {
+  for (const std::string &n : notes)
+    llvm::WithColor::warning(llvm::errs()) << what << ": " << n << "\n";
+}
+
+FailureOr<exporting::ImportedPlan>
+planning::readTrainerPlan(ModuleOp module, StringRef spec,
+                          const Costing &costing, unsigned batch,
+                          StringRef pass) {
+  StringRef option = "--dist-plan-from";
+  llvm::Expected<exporting::TrainerSpec> parsed =
+      exporting::parseTrainerSpec(spec);
+  if (!parsed)
+    return emitError(module.getLoc())
+           << "bad " << option << "='" << spec
+           << "': " << llvm::toString(parsed.takeError());
+  if (parsed->file.empty())
+    return emitError(module.getLoc())
+           << option << "='" << spec << "' names no file: write "
+           << exporting::trainerName(parsed->trainer) << ":ARGS_FILE";
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(parsed->file, /*IsText=*/true);
+  if (!buffer)
+    return emitError(module.getLoc())
+           << option << ": cannot read '" << parsed->file
+           << "': " << buffer.getError().message();
+  // The configuration counts stages in transformer blocks.
+  FailureOr<PlanningInputs> in = planningInputs(module, costing, pass);
+  if (failed(in))
+    return failure();
+  llvm::Expected<exporting::ImportedPlan> plan = exporting::importPlan(
+      parsed->trainer, (*buffer)->getBuffer(), parsed->file, in->model,
+      in->machine.cluster.numDevices());
+  if (!plan)
+    return emitError(module.getLoc())
+           << option << ": " << llvm::toString(plan.takeError());
+  if (batch && plan->globalBatch && batch != plan->globalBatch)
+    return emitError(module.getLoc())
+           << "--dist-batch=" << batch << " and " << spec
+           << "'s --global-batch-size " << plan->globalBatch
+           << " differ: drop --dist-batch";
+  if (!plan->globalBatch)
+    plan->globalBatch = batch;
+  warnNotes(spec, plan->notes);
+  return std::move(*plan);
 }

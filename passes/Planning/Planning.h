@@ -13,6 +13,7 @@
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ModelDesc.h"
 #include "lib/Cost/ProfileDB.h"
+#include "lib/Export/Trainers.h"
 #include "lib/Schedule/Plan.h"
 #include "passes/Planning/LayerAnalysis.h"
 
@@ -113,6 +114,18 @@ void recordPlan(mlir::ModuleOp module, const schedule::Plan &plan,
 mlir::LogicalResult
 writeFile(mlir::ModuleOp module, llvm::StringRef path, llvm::StringRef what,
           llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+/// The plan of the trainer configuration \p spec ("megatron:ARGS_FILE")
+/// for the module's planned function and cluster (costed as \p costing to
+/// find its blocks), not finalized; what it only approximates is printed
+/// as warnings. Its globalBatch is the configuration's, or \p batch when it
+/// gives none; both given and different is an error. Errors name \p pass.
+mlir::FailureOr<exporting::ImportedPlan>
+readTrainerPlan(mlir::ModuleOp module, llvm::StringRef spec,
+                const Costing &costing, unsigned batch, llvm::StringRef pass);
+
+/// Prints \p notes of \p what ("megatron:args.sh") as warnings on stderr.
+void warnNotes(llvm::StringRef what, const std::vector<std::string> &notes);
 
 /// "80.0 GiB".
 std::string humanBytes(double bytes);

@@ -52,6 +52,41 @@ progressLine(SearchProgress when, bool &shown) {
   };
 }
 
+/// The baseline's (read from \p spec) prediction beside the best plan's.
+static void printBaseline(llvm::StringRef spec, schedule::Mode mode,
+                          schedule::InferObjective objective,
+                          const search::Candidate &base,
+                          const search::Candidate &best,
+                          llvm::raw_ostream &os) {
+  const sim::SimResult &b = base.sim.result, &w = best.sim.result;
+  bool infer = mode == schedule::Mode::Infer;
+  double tb = search::objectiveTime(base, mode, objective);
+  double tw = search::objectiveTime(best, mode, objective);
+  double peak = 0;
+  for (double m : b.peakMemoryBytes)
+    peak = std::max(peak, m);
+  os << "baseline (" << spec << "): " << base.sim.plan.str() << "\n";
+  if (infer)
+    os << llvm::formatv("  {0:F5} s per batch, {1:F2} samples/s\n",
+                        base.latency, base.streamThroughput);
+  else
+    os << llvm::formatv("  iteration time   {0:F4} s (best plan {1:F4} "
+                        "s)\n  throughput       {2:F2} samples/s (best "
+                        "plan {3:F2})\n  bubble           {4:F1}%\n",
+                        b.iterationTime, w.iterationTime, b.samplesPerSecond,
+                        w.samplesPerSecond, 100 * b.bubbleFraction);
+  os << "  peak memory      " << humanBytes(peak) << "\n";
+  if (!b.fitsMemory)
+    os << "  the baseline does not fit in device memory: " << b.memoryProblem
+       << "\n";
+  if (tw < tb)
+    os << llvm::formatv("  the best plan is {0:F2}x as fast as the "
+                        "baseline\n",
+                        tb / tw);
+  else
+    os << "  the baseline is as fast as the best plan the search found\n";
+}
+
 namespace {
 struct SearchPlanPass
     : public distopt::impl::SearchPlanPassBase<SearchPlanPass> {
@@ -61,19 +96,75 @@ struct SearchPlanPass
       signalPassFailure();
   }
 
+  /// Limits \p c to what `trainer` runs as planned.
+  LogicalResult restrictToTrainer(ModuleOp module, search::Constraints &c) {
+    llvm::Expected<exporting::TrainerSpec> spec =
+        exporting::parseTrainerSpec(trainer);
+    if (!spec)
+      return emitError(module.getLoc())
+             << "bad --dist-export='" << trainer
+             << "': " << llvm::toString(spec.takeError());
+    exporting::TrainerSpace space = exporting::trainerSpace(spec->trainer);
+    std::string runs;
+    for (schedule::ScheduleKind k : space.schedules)
+      runs += (runs.empty() ? "" : "|") + schedule::scheduleName(k).str();
+    if (c.schedules.empty()) {
+      c.schedules = space.schedules;
+    } else {
+      llvm::erase_if(c.schedules, [&](schedule::ScheduleKind k) {
+        return !llvm::is_contained(space.schedules, k);
+      });
+      if (c.schedules.empty())
+        return emitError(module.getLoc())
+               << "--dist-search allows no schedule "
+               << exporting::trainerName(spec->trainer)
+               << " runs (--dist-export): it runs schedule=" << runs;
+    }
+    c.uniformReplicas = true;
+    if (space.maxChunks)
+      c.chunks.max = std::min(c.chunks.max, space.maxChunks);
+    if (space.maxCp)
+      c.cp.max = std::min(c.cp.max, space.maxCp);
+    if (summary)
+      llvm::outs() << "search: only plans "
+                   << exporting::trainerName(spec->trainer)
+                   << " runs as planned (--dist-export): schedule=" << runs
+                   << ", replicas=uniform"
+                   << (space.maxChunks
+                           ? ", chunks<=" + std::to_string(space.maxChunks)
+                           : std::string())
+                   << (space.maxCp ? ", cp<=" + std::to_string(space.maxCp)
+                                   : std::string())
+                   << "\n";
+    return success();
+  }
+
   LogicalResult run(ModuleOp module) {
-    if (batch == 0)
+    Costing costing{dtype, fusedAttention};
+    std::optional<exporting::ImportedPlan> base;
+    unsigned globalBatch = batch;
+    if (!baseline.empty()) {
+      // The search costs the model as the baseline runs it (precision,
+      // attention kernel) and takes its global batch.
+      FailureOr<exporting::ImportedPlan> imported =
+          readTrainerPlan(module, baseline, costing, batch, "dist-search-plan");
+      if (failed(imported))
+        return failure();
+      base = std::move(*imported);
+      costing = Costing::of(base->plan);
+      globalBatch = base->globalBatch;
+    }
+    if (globalBatch == 0)
       return emitError(module.getLoc())
              << "--dist-search needs the global batch in samples: pass "
                 "--dist-batch=N (batch=N)";
     search::SearchOptions so;
-    so.globalBatch = batch;
+    so.globalBatch = globalBatch;
     so.allowAsync = allowAsync;
     so.alternatives = alternatives;
     so.devices = devices;
     so.mode = mode;
     so.objective = objective;
-    Costing costing{dtype, fusedAttention};
     costing.applyTo(so.planDefaults);
     if (!memoryLimit.empty()) {
       llvm::Expected<double> limit = cost::parseByteSize(memoryLimit);
@@ -88,6 +179,8 @@ struct SearchPlanPass
     if (!parsed)
       return emitError(module.getLoc()) << llvm::toString(parsed.takeError());
     so.constraints = std::move(*parsed);
+    if (!trainer.empty() && failed(restrictToTrainer(module, so.constraints)))
+      return failure();
 
     FailureOr<PlanningInputs> in =
         planningInputs(module, costing, "dist-search-plan");
@@ -104,8 +197,27 @@ struct SearchPlanPass
     if (!result)
       return emitError(module.getLoc()) << llvm::toString(result.takeError());
 
+    std::optional<search::Candidate> baseCand;
+    if (base) {
+      schedule::Plan p = base->plan;
+      p.mode = mode;
+      p.objective = objective;
+      if (llvm::Error err = schedule::finalizePlan(
+              p, in->model, in->machine.cluster, globalBatch, cm))
+        return emitError(module.getLoc())
+               << baseline << ": " << llvm::toString(std::move(err));
+      llvm::Expected<search::Candidate> c =
+          search::evaluatePlan(in->model, in->machine.cluster, cm, p, so);
+      if (!c)
+        return emitError(module.getLoc())
+               << baseline << ": " << llvm::toString(c.takeError());
+      baseCand = std::move(*c);
+    }
     if (summary)
       search::printSearchSummary(*result, in->machine.cluster, llvm::outs());
+    if (baseCand)
+      printBaseline(baseline, mode, objective, *baseCand, result->best,
+                    llvm::outs());
     if (explain)
       search::printExplain(*result, llvm::outs());
     schedule::Plan best = result->best.sim.plan;
@@ -115,9 +227,16 @@ struct SearchPlanPass
     recordPlan(module, best, in->ops);
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
-          os << llvm::formatv("{0:2}",
-                              search::searchReportJSON(*result, in->model))
-             << "\n";
+          llvm::json::Value json = search::searchReportJSON(*result, in->model);
+          if (baseCand)
+            if (llvm::json::Object *o = json.getAsObject()) {
+              llvm::json::Value b =
+                  search::candidateReportJSON(*baseCand, in->model);
+              if (llvm::json::Object *bo = b.getAsObject())
+                (*bo)["source"] = baseline;
+              (*o)["baseline"] = std::move(b);
+            }
+          os << llvm::formatv("{0:2}", json) << "\n";
         })))
       return failure();
     return success();

@@ -28,34 +28,55 @@ struct SetPlanPass : public distopt::impl::SetPlanPassBase<SetPlanPass> {
   LogicalResult run(ModuleOp module) {
     // The pass may report on the whole module; printing it under the error
     // would bury the message.
-    if (plan.empty())
+    if (plan.empty() && from.empty())
       return emitError(module.getLoc())
              << "dist-set-plan needs a plan: --dist-plan=\"dp=..,tp=..,pp=..,"
-                "mbs=..,schedule=..\" (plan=...), or --dist-search to find "
-                "one";
-    if (batch == 0)
+                "mbs=..,schedule=..\" (plan=...), --dist-plan-from="
+                "megatron:ARGS_FILE (from=...), or --dist-search to find one";
+    if (!plan.empty() && !from.empty())
       return emitError(module.getLoc())
-             << "--dist-plan needs the global batch in samples: pass "
-                "--dist-batch=N (dist-set-plan's batch=N)";
-    llvm::Expected<schedule::Plan> parsed = schedule::parsePlan(plan);
-    if (!parsed)
-      return emitError(module.getLoc())
-             << "bad --dist-plan: " << llvm::toString(parsed.takeError());
-    parsed->mode = mode;
-    parsed->objective = objective;
+             << "give --dist-plan or --dist-plan-from, not both";
     Costing costing{dtype, fusedAttention};
-    costing.applyTo(*parsed);
+    schedule::Plan p;
+    unsigned globalBatch = batch;
+    if (!from.empty()) {
+      // Its precision and attention kernel decide how the model is costed.
+      FailureOr<exporting::ImportedPlan> imported =
+          readTrainerPlan(module, from, costing, batch, "dist-set-plan");
+      if (failed(imported))
+        return failure();
+      p = imported->plan;
+      costing = Costing::of(p);
+      globalBatch = imported->globalBatch;
+      if (globalBatch == 0)
+        return emitError(module.getLoc())
+               << from << " gives no --global-batch-size: pass --dist-batch=N";
+    } else {
+      if (batch == 0)
+        return emitError(module.getLoc())
+               << "--dist-plan needs the global batch in samples: pass "
+                  "--dist-batch=N (dist-set-plan's batch=N)";
+      llvm::Expected<schedule::Plan> parsed = schedule::parsePlan(plan);
+      if (!parsed)
+        return emitError(module.getLoc())
+               << "bad --dist-plan: " << llvm::toString(parsed.takeError());
+      p = std::move(*parsed);
+    }
+    p.mode = mode;
+    p.objective = objective;
+    costing.applyTo(p);
     if (mode == schedule::Mode::Infer)
-      parsed->schedule = schedule::ScheduleKind::GPipe;
+      p.schedule = schedule::ScheduleKind::GPipe;
     FailureOr<PlanningInputs> in =
         planningInputs(module, costing, "dist-set-plan");
     if (failed(in))
       return failure();
     cost::CostModel cm = in->machine.costModel(costing);
-    if (llvm::Error err = schedule::finalizePlan(*parsed, in->model,
-                                                 in->machine.cluster, batch, cm))
-      return emitError(module.getLoc()) << llvm::toString(std::move(err));
-    recordPlan(module, *parsed, in->ops);
+    if (llvm::Error err = schedule::finalizePlan(
+            p, in->model, in->machine.cluster, globalBatch, cm))
+      return emitError(module.getLoc()) << (from.empty() ? "" : from + ": ")
+                                        << llvm::toString(std::move(err));
+    recordPlan(module, p, in->ops);
     return success();
   }
 };

@@ -72,9 +72,10 @@ bool PlanFlags::searching() const {
 
 bool PlanFlags::any() const {
   PlanOptions o = values();
-  return !o.cluster.empty() || !o.plan.empty() || o.printLayers ||
-         !o.report.empty() || !o.trace.empty() || !o.timeline.empty() ||
-         searching() || o.explain || stageRegions || o.devices;
+  return !o.cluster.empty() || !o.plan.empty() || !o.planFrom.empty() ||
+         !o.exportTo.empty() || o.printLayers || !o.report.empty() ||
+         !o.trace.empty() || !o.timeline.empty() || searching() || o.explain ||
+         stageRegions || o.devices;
 }
 
 /// The passes of \p pm named \p argument (top level: the planning passes
@@ -99,6 +100,13 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
   if (!checkPlanOptions(o, PlanOptionSpelling::Flag, error))
     return false;
   bool search = searching();
+  // With a search, a trainer's configuration is the baseline it is
+  // compared with.
+  if (search && !o.planFrom.empty()) {
+    o.baseline = o.planFrom;
+    o.planFrom.clear();
+  }
+  bool given = !o.plan.empty() || !o.planFrom.empty();
   if (search && !o.plan.empty()) {
     error = "give either --dist-plan (simulate that plan) or --dist-search "
             "(find one), not both";
@@ -113,7 +121,7 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
             "--dist-plan uses its dp*tp*cp*pp devices, the first ones)";
     return false;
   }
-  if (stageRegions && !search && o.plan.empty()) {
+  if (stageRegions && !search && !given) {
     error = "--dist-stage-regions writes the stages of a plan: add "
             "--dist-plan=... or --dist-search";
     return false;
@@ -123,8 +131,8 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
             "them with --dist-mode=infer";
     return false;
   }
-  if (search || !o.plan.empty()) {
-    if (o.plan.empty() && o.batch == 0) {
+  if (search || given) {
+    if (search && o.batch == 0 && o.baseline.empty()) {
       error = "--dist-search needs the global batch in samples: pass "
               "--dist-batch=N";
       return false;
@@ -133,11 +141,11 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     // --dist-plan has always printed its prediction; a --dist-simulate on
     // the command line does it (with the report, trace and timeline) then.
     if (!simulatorNamed) {
-      o.simulate = !o.plan.empty();
+      o.simulate = given;
     } else {
       o.trace.clear();
       o.timeline.clear();
-      if (!o.plan.empty())
+      if (given)
         o.report.clear();
     }
     o.stages = stageRegions ? "regions" : "none";
@@ -161,6 +169,12 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     sim.trace = o.trace;
     sim.timeline = o.timeline;
     pm.addPass(createSimulatePass(sim));
+  }
+  // A planned module's plan, exported.
+  if (!o.exportTo.empty()) {
+    ExportPlanPassOptions exportPlan;
+    exportPlan.trainer = o.exportTo;
+    pm.addPass(createExportPlanPass(exportPlan));
   }
   return true;
 }

@@ -18,7 +18,7 @@
 // INFER: dist.plan = #dist.plan<dp = 2, tp = 2, pp = 2, mbs = 1, microbatches = 4, global_batch = 8, schedule = "gpipe", stages = [0, 1], mode = infer>
 
 // NOBATCH: error: --dist-plan needs the global batch in samples: pass --dist-batch=N (dist-set-plan's batch=N)
-// NOPLAN: error: dist-set-plan needs a plan: --dist-plan="dp=..,tp=..,pp=..,mbs=..,schedule=.." (plan=...), or --dist-search to find one
+// NOPLAN: error: dist-set-plan needs a plan: --dist-plan="dp=..,tp=..,pp=..,mbs=..,schedule=.." (plan=...), --dist-plan-from=megatron:ARGS_FILE (from=...), or --dist-search to find one
 // DEVICES: error: plan 'dp=16,{{.*}}': dp*tp*pp = 16*1*1 = 16 devices, but cluster 'dgx-a100-80gb' has only 8; choose degrees whose product is at most 8 (the plan runs on the first dp*tp*pp devices, the others stay idle)
 // A plan may use fewer devices than the cluster has (here 4 of 8).
 // FEWER: dist.plan = #dist.plan<dp = 2, tp = 1, pp = 2,
