@@ -87,6 +87,14 @@ if [ ! -x "$fixtures_venv/bin/python" ]; then
 fi
 "$fixtures_venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-fixtures.txt" ||
   { echo "error: pip could not install requirements-fixtures.txt"; exit 1; }
+# DeepSpeed's config parser, against Debian's torch (no torch from PyPI).
+"$fixtures_venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation \
+  -r "$root/requirements-deepspeed.txt" ||
+  { echo "error: pip could not install requirements-deepspeed.txt"; exit 1; }
+
+echo "== --dist-export=deepspeed configs load in DeepSpeed's own parser"
+"$fixtures_venv/bin/python" "$root/test/driver/deepspeed_config.py" --build "$build" \
+  --junit "$results/deepspeed-config.xml" || status=1
 
 echo "== sweep harness self-test"
 python3 "$root/test/sweep/selftest.py" --junit "$results/sweep-selftest.xml" || status=1
