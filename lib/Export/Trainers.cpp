@@ -125,6 +125,36 @@ unsigned Blocks::layerOfBlock(unsigned b) const {
   return b < first.size() ? first[b] : headBegin;
 }
 
+cost::ModelDesc exporting::modelByBlocks(const cost::ModelDesc &model,
+                                         const Blocks &blocks,
+                                         std::vector<unsigned> &firstLayer) {
+  firstLayer.clear();
+  if (blocks.first.empty() || blocks.first.front() > 0)
+    firstLayer.push_back(0);
+  for (unsigned b = 0; b < blocks.size(); ++b)
+    firstLayer.push_back(blocks.first[b]);
+  if (blocks.headBegin < blocks.numLayers && blocks.size())
+    firstLayer.push_back(blocks.headBegin);
+  cost::ModelDesc out = model;
+  out.layers.clear();
+  for (unsigned i = 0; i < firstLayer.size(); ++i) {
+    unsigned end =
+        i + 1 < firstLayer.size() ? firstLayer[i + 1] : blocks.numLayers;
+    cost::LayerDesc merged;
+    merged.name = model.layers[firstLayer[i]].name;
+    merged.checkpoint = false;
+    for (unsigned l = firstLayer[i]; l < end; ++l) {
+      const cost::LayerDesc &layer = model.layers[l];
+      llvm::append_range(merged.ops, layer.ops);
+      merged.boundaryBytes = layer.boundaryBytes;
+      merged.checkpoint |= layer.checkpoint;
+    }
+    out.layers.push_back(std::move(merged));
+  }
+  firstLayer.push_back(blocks.numLayers);
+  return out;
+}
+
 Expected<Blocks> exporting::pipelinedBlocks(const schedule::Plan &plan,
                                             const cost::ModelDesc &model,
                                             StringRef trainer) {

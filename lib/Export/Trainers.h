@@ -78,6 +78,14 @@ struct TrainerSpace {
 };
 TrainerSpace trainerSpace(Trainer t);
 
+/// \p model with each of \p blocks' blocks one layer (and the embedding
+/// and the head one layer each), so that a search on it starts stages only
+/// where a trainer can; \p firstLayer receives each new layer's first
+/// layer of \p model, and then the layer count of \p model.
+cost::ModelDesc modelByBlocks(const cost::ModelDesc &model,
+                              const Blocks &blocks,
+                              std::vector<unsigned> &firstLayer);
+
 /// A configuration file's text and what it could not say.
 struct Export {
   std::string text;

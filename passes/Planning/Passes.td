@@ -137,8 +137,10 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     `trainer=megatron|torchtitan|deepspeed` (set by `--dist-export` with
     `--dist-search`) searches only the plans that trainer runs as planned:
     its pipeline schedules (Megatron-LM: 1F1B and interleaved), no
-    per-stage replicas, and for DeepSpeed one chunk per rank and no context
-    parallelism.
+    per-stage replicas, for DeepSpeed one chunk per rank and no context
+    parallelism, and stages that start at whole transformer blocks (the
+    search runs on one layer per block; the cuts it records are mapped
+    back to the function's layers).
 
     `devices=N` plans for the cluster's first N devices (whole nodes first,
     then part of the next); the others stay idle and the summary says how

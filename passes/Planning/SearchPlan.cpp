@@ -190,8 +190,30 @@ struct SearchPlanPass
 
     bool shown = false;
     so.progress = progressLine(progress, shown);
-    llvm::Expected<search::SearchResult> result =
-        search::searchPlan(in->model, in->machine.cluster, cm, so);
+    // A plan for a trainer starts its stages at whole transformer blocks:
+    // the search sees one layer per block, and its cuts are mapped back.
+    std::vector<unsigned> firstLayer;
+    std::optional<cost::ModelDesc> byBlocks;
+    if (!trainer.empty()) {
+      exporting::Blocks blocks = exporting::Blocks::of(in->model);
+      if (blocks.size())
+        byBlocks = exporting::modelByBlocks(in->model, blocks, firstLayer);
+    }
+    llvm::Expected<search::SearchResult> result = search::searchPlan(
+        byBlocks ? *byBlocks : in->model, in->machine.cluster, cm, so);
+    if (result && byBlocks) {
+      auto remap = [&](search::Candidate &c) {
+        for (unsigned &cut : c.sim.plan.cuts)
+          cut = firstLayer[cut];
+        for (schedule::StageCost &st : c.sim.costs.stages) {
+          st.layerBegin = firstLayer[st.layerBegin];
+          st.layerEnd = firstLayer[st.layerEnd];
+        }
+      };
+      remap(result->best);
+      for (search::Candidate &c : result->alternatives)
+        remap(c);
+    }
     if (shown && llvm::errs().is_displayed())
       llvm::errs() << "\n";
     if (!result)
