@@ -68,14 +68,15 @@ TrainerSpace exporting::trainerSpace(Trainer t) {
   using K = schedule::ScheduleKind;
   switch (t) {
   case Trainer::Megatron:
-    return {{K::OneFOneB, K::Interleaved}, 0, 0};
+    return {{K::OneFOneB, K::Interleaved}, 0, 0, {0, 1}};
   case Trainer::Torchtitan:
     return {
         {K::GPipe, K::OneFOneB, K::Interleaved, K::ZBH1, K::ZBV, K::DualPipeV},
         0,
-        0};
+        0,
+        {0, 2, 3}};
   case Trainer::DeepSpeed:
-    return {{K::OneFOneB, K::GPipe}, 1, 1};
+    return {{K::OneFOneB, K::GPipe}, 1, 1, {}};
   }
   return {};
 }

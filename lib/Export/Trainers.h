@@ -75,6 +75,10 @@ struct TrainerSpace {
   std::vector<schedule::ScheduleKind> schedules;
   unsigned maxChunks = 0;
   unsigned maxCp = 0;
+  /// The ZeRO stages it runs as planned (empty: all). Megatron-LM's
+  /// distributed optimizer is ZeRO-1 (ZeRO-2/3 are Megatron-FSDP, which
+  /// pipelines may not run); torchtitan's FSDP2 has no ZeRO-1.
+  std::vector<unsigned> zero;
 };
 TrainerSpace trainerSpace(Trainer t);
 

@@ -125,6 +125,21 @@ struct SearchPlanPass
       c.chunks.max = std::min(c.chunks.max, space.maxChunks);
     if (space.maxCp)
       c.cp.max = std::min(c.cp.max, space.maxCp);
+    std::string zero;
+    if (!space.zero.empty()) {
+      std::vector<unsigned> allowed;
+      for (unsigned z : space.zero)
+        if (c.zero.allows(z))
+          allowed.push_back(z);
+      if (allowed.empty())
+        return emitError(module.getLoc())
+               << "--dist-search allows no ZeRO stage "
+               << exporting::trainerName(spec->trainer)
+               << " runs as planned (--dist-export)";
+      c.zero.only = allowed;
+      for (unsigned z : allowed)
+        zero += (zero.empty() ? ", zero=" : "|") + std::to_string(z);
+    }
     if (summary)
       llvm::outs() << "search: only plans "
                    << exporting::trainerName(spec->trainer)
@@ -135,7 +150,7 @@ struct SearchPlanPass
                            : std::string())
                    << (space.maxCp ? ", cp<=" + std::to_string(space.maxCp)
                                    : std::string())
-                   << "\n";
+                   << zero << "\n";
     return success();
   }
 
