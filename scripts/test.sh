@@ -41,7 +41,7 @@ if [ "${1:-}" = --sanitize ]; then
     "$san/test/import" "$san/test/dialects" "$san/test/passes" \
     "$san/test/driver" "$san/test/fuzz" || status=1
   echo "== [sanitizers] fuzz: regression corpus and 30 s of mutated inputs"
-  for t in onnx mlir cluster npy; do
+  for t in onnx mlir cluster npy megatron; do
     seeds=()
     [ $t = onnx ] && seeds=(--seeds "$root/test/fixtures/small" --seeds "$root/test/import/Inputs")
     [ $t = mlir ] && seeds=(--seeds "$root/test/dialects" --seeds "$root/test/passes" --seeds "$root/test/partition")
@@ -124,6 +124,7 @@ fuzz mlir 15 --seeds "$root/test/dialects" --seeds "$root/test/passes" \
   --seeds "$root/test/distributed" --seeds "$root/test/codegen" --seeds "$root/test/partition"
 fuzz cluster 10 --seeds "$root/test/driver/Inputs"
 fuzz npy 5
+fuzz megatron 5 --seeds "$root/test/driver/Inputs"
 
 # The numerical suites run under oneDNN's AVX2 kernels and under the
 # machine's own ISA: kernels of another ISA (AVX-512, AMX) round

@@ -417,10 +417,12 @@ struct Flags {
     std::optional<std::string> v = get(f);
     if (!v)
       return def;
+    // As --dist-plan's degrees (parsePlan): at most a million, so that
+    // products of them stay in range.
     unsigned n = 0;
-    if (StringRef(*v).getAsInteger(10, n) || n == 0)
+    if (StringRef(*v).getAsInteger(10, n) || n == 0 || n > 1000000)
       return fail(file + ": " + f + " " + (v->empty() ? "(no value)" : *v) +
-                  ": expected a positive integer" +
+                  ": expected a positive integer up to 1000000" +
                   (StringRef(*v).starts_with("$")
                        ? " (the file does not set " + *v + ")"
                        : std::string()));
@@ -462,6 +464,11 @@ static Expected<std::vector<unsigned>> parseLayout(StringRef layout,
       return fail(file + ": --pipeline-model-parallel-layout '" + layout +
                   "' starts with '*'");
     }
+    // A layout names each layer once: longer than a million layers is
+    // no model.
+    if (uint64_t(unit.size()) * n + s.size() > (1u << 20))
+      return fail(file + ": --pipeline-model-parallel-layout '" +
+                  layout.take_front(80) + "' unrolls to over a million layers");
     std::string repeated;
     for (unsigned i = 0; i < n; ++i)
       repeated += unit;

@@ -43,6 +43,8 @@ void mutateONNX(std::string &input, Rng &rng);
 Outcome runMLIR(llvm::StringRef input);
 Outcome runCluster(llvm::StringRef input);
 Outcome runNpy(llvm::StringRef input);
+/// Megatron-LM arguments read as a plan (lib/Export), exported back.
+Outcome runMegatron(llvm::StringRef input);
 std::vector<std::string> clusterSeeds();
 std::vector<std::string> npySeeds();
 

@@ -12,6 +12,7 @@
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ModelDesc.h"
+#include "lib/Export/Trainers.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Sim/Simulator.h"
 
@@ -33,6 +34,20 @@ namespace distopt::fuzz {
   abort();
 }
 
+/// The GPT the targets plan: 4 blocks of width 64.
+static const cost::ModelDesc &smallGpt() {
+  static const cost::ModelDesc model = [] {
+    cost::GptConfig cfg;
+    cfg.layers = 4;
+    cfg.hidden = 64;
+    cfg.heads = 4;
+    cfg.seqLen = 32;
+    cfg.vocab = 100;
+    return cost::buildGpt(cfg);
+  }();
+  return model;
+}
+
 Outcome runCluster(llvm::StringRef input) {
   llvm::Expected<cluster::Cluster> c =
       cluster::parseClusterYAML(input, "fuzz.yaml");
@@ -51,13 +66,7 @@ Outcome runCluster(llvm::StringRef input) {
   unsigned n = c->numDevices();
   if (n == 0 || n > 64)
     return Outcome::Accepted;
-  cost::GptConfig cfg;
-  cfg.layers = 2;
-  cfg.hidden = 64;
-  cfg.heads = 4;
-  cfg.seqLen = 32;
-  cfg.vocab = 100;
-  cost::ModelDesc model = cost::buildGpt(cfg);
+  const cost::ModelDesc &model = smallGpt();
   schedule::Plan plan;
   plan.dp = n;
   cost::CostModel cm;
@@ -71,6 +80,64 @@ Outcome runCluster(llvm::StringRef input) {
       !std::isfinite(s->result.bubbleFraction))
     defect("a simulated plan on an accepted cluster is not finite");
   return Outcome::Accepted;
+}
+
+Outcome runMegatron(llvm::StringRef input) {
+  const cost::ModelDesc &model = smallGpt();
+  llvm::Expected<exporting::ImportedPlan> read = exporting::importPlan(
+      exporting::Trainer::Megatron, input, "fuzz.sh", model, 16);
+  if (!read) {
+    llvm::consumeError(read.takeError());
+    return Outcome::Refused;
+  }
+  // An accepted configuration that makes a plan exports to every trainer
+  // (or says why not), and its Megatron-LM export reads back as the same
+  // degrees.
+  llvm::Expected<cluster::Cluster> c = cluster::getPreset("dgx-a100-80gb", 2);
+  if (!c)
+    defect("no dgx-a100-80gb preset");
+  schedule::Plan plan = read->plan;
+  cost::CostModel cm;
+  unsigned batch = read->globalBatch ? read->globalBatch : 64;
+  if (llvm::Error e = schedule::finalizePlan(plan, model, *c, batch, cm)) {
+    llvm::consumeError(std::move(e));
+    return Outcome::Accepted;
+  }
+  for (exporting::Trainer t :
+       {exporting::Trainer::Megatron, exporting::Trainer::Torchtitan,
+        exporting::Trainer::DeepSpeed}) {
+    llvm::Expected<exporting::Export> out =
+        exporting::exportPlan(t, plan, model);
+    if (!out) {
+      llvm::consumeError(out.takeError());
+      continue;
+    }
+    if (t != exporting::Trainer::Megatron)
+      continue;
+    llvm::Expected<exporting::ImportedPlan> back = exporting::importPlan(
+        t, out->text, "export.sh", model, plan.numDevices());
+    if (!back)
+      defect("an exported Megatron-LM configuration does not read back: " +
+             llvm::toString(back.takeError()));
+    const schedule::Plan &b = back->plan;
+    if (b.tp != plan.tp || b.pp != plan.pp || b.cp != plan.cp ||
+        b.dp != plan.dp || b.mbs != plan.mbs || b.zero != plan.zero ||
+        (plan.schedule == schedule::ScheduleKind::Interleaved &&
+         b.chunks != plan.chunks))
+      defect("a Megatron-LM export reads back as another plan: " + plan.str() +
+             " became " + b.str());
+  }
+  return Outcome::Accepted;
+}
+
+static std::vector<std::string> megatronSeeds() {
+  return {"--tensor-model-parallel-size 2\n--pipeline-model-parallel-size 2\n"
+          "--micro-batch-size 1\n--global-batch-size 32\n--num-layers 4\n"
+          "--sequence-parallel\n--recompute-granularity full\n",
+          "N=2\nARGS=(\n  --pipeline-model-parallel-size $N\n"
+          "  --pipeline-model-parallel-layout \"Et|(t|)*2,tL\"\n"
+          "  --use-distributed-optimizer --bf16\n)\n"
+          "torchrun --nnodes 1 --nproc_per_node 8 x.py ${ARGS[@]}\n"};
 }
 
 Outcome runNpy(llvm::StringRef input) {
@@ -246,6 +313,7 @@ llvm::ArrayRef<Target> targets() {
       {"mlir", ".mlir", runMLIR, mutateText, noSeeds},
       {"cluster", ".yaml", runCluster, mutateText, clusterSeeds},
       {"npy", ".npy", runNpy, noMutation, npySeeds},
+      {"megatron", ".sh", runMegatron, mutateText, megatronSeeds},
       {"selftest", ".txt", runSelfTest, mutateText, selfSeeds}};
   return all;
 }

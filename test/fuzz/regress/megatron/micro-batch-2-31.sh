@@ -1,0 +1,4 @@
+--pþpeline-model--size :65536
+--micro-batch-size 2147483648
+--recomp
+--glnbal-batch-size 1e18
