@@ -537,7 +537,8 @@ Expected<ImportedPlan> exporting::importMegatron(StringRef text, StringRef file,
     into = *n;
     return Error::success();
   };
-  unsigned world = 0, nodes = 1, perNode = 0;
+  unsigned nodes = 1, perNode = 0;
+  uint64_t world = 0;
   for (auto [f, into, def] : {std::tuple<StringRef, unsigned *, unsigned>{
                                   "--tensor-model-parallel-size", &p.tp, 1},
                               {"--pipeline-model-parallel-size", &p.pp, 1},
@@ -550,7 +551,7 @@ Expected<ImportedPlan> exporting::importMegatron(StringRef text, StringRef file,
     if (Error e = number(f, def, *into))
       return std::move(e);
   if (perNode)
-    world = nodes * perNode;
+    world = uint64_t(nodes) * perNode;
 
   Blocks blocks = Blocks::of(model);
   if (flags.has("--num-layers")) {
@@ -566,14 +567,14 @@ Expected<ImportedPlan> exporting::importMegatron(StringRef text, StringRef file,
 
   // Devices: torchrun's world size when the file gives it, else the
   // cluster's; the data-parallel degree is what the others leave.
-  unsigned used = world ? world : devices;
   if (world > devices)
     return fail(file + ": torchrun starts " + Twine(world) +
                 " processes (--nnodes " + Twine(nodes) +
                 " x --nproc-per-node " + Twine(perNode) +
                 "), and the cluster has " + Twine(devices) +
                 " devices: pass a --dist-cluster with enough of them");
-  unsigned group = p.tp * p.pp * p.cp;
+  unsigned used = world ? unsigned(world) : devices;
+  uint64_t group = uint64_t(p.tp) * p.pp * p.cp;
   if (used % group)
     return fail(file + ": tensor x pipeline x context parallel sizes (" +
                 Twine(p.tp) + " x " + Twine(p.pp) + " x " + Twine(p.cp) +
