@@ -131,8 +131,9 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     `baseline=megatron:ARGS_FILE` also predicts the plan a Megatron-LM
     configuration runs (docs/cli.md, "Plans for other trainers") and prints
     it beside the best plan; the search then costs the model in that
-    configuration's precision and attention kernel, and takes its global
-    batch when `batch` is not given. The report gains `baseline`.
+    configuration's precision and attention kernel, takes its global batch
+    when `batch` is not given, and plans for as many devices as it runs on
+    when `devices` is not given. The report gains `baseline`.
 
     `trainer=megatron|torchtitan|deepspeed` (set by `--dist-export` with
     `--dist-search`) searches only the plans that trainer runs as planned:

@@ -178,6 +178,10 @@ struct SearchPlanPass
     so.allowAsync = allowAsync;
     so.alternatives = alternatives;
     so.devices = devices;
+    // Better on the same machines: the search gets the devices the
+    // baseline runs on (unless devices= says otherwise).
+    if (base && !devices)
+      so.devices = static_cast<unsigned>(base->plan.numDevices());
     so.mode = mode;
     so.objective = objective;
     costing.applyTo(so.planDefaults);
