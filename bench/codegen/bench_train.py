@@ -26,7 +26,7 @@ GEMMs each (3x forward): 287.5 GFLOP. The rounds interleave the three
 measurements.
 
     .venv/bin/python bench/codegen/bench_train.py --build build [--threads 1 2]
-        [--steps 5] [--rounds 3]
+        [--steps 5] [--rounds 3] [--no-ort]
 """
 import argparse
 import os
@@ -140,6 +140,8 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-ort", action="store_true",
+                    help="measure DistOpt and the GEMM rate only")
     args = ap.parse_args()
     models = args.models or os.path.join(args.build, "bench-models")
     path = os.path.join(models, "gpt_train.onnx")
@@ -166,32 +168,42 @@ def main():
         f.write(ORT_TRAIN)
     res = {t: {"dist": [], "ort": [], "gemm": [], "gemm_sq": []} for t in args.threads}
     losses = {}
+    ort_failure = None if not args.no_ort else ["not run (--no-ort)"]
     for r in range(args.rounds):
         for t in args.threads:
             d, dl = dist_step(exe, ids, labels, t, args.steps, work)
             res[t]["dist"].append(d)
             losses["dist"] = dl
-            p = subprocess.run([args.ort_training_python, ort_script, path,
-                                os.path.join(work, "ort"), str(t), str(args.steps),
-                                ids, labels], capture_output=True, text=True)
-            if p.returncode != 0:
-                sys.exit(f"onnxruntime-training failed:\n{p.stderr[-3000:]}")
-            line = [l for l in p.stdout.splitlines() if l.startswith("ort ")][0].split()
-            res[t]["ort"].append(float(line[1]))
-            losses["ort"] = [float(x) for x in line[2:]]
+            if ort_failure is None:
+                p = subprocess.run([args.ort_training_python, ort_script, path,
+                                    os.path.join(work, "ort"), str(t), str(args.steps),
+                                    ids, labels], capture_output=True, text=True)
+                if p.returncode == 0:
+                    line = [l for l in p.stdout.splitlines() if l.startswith("ort ")][0].split()
+                    res[t]["ort"].append(float(line[1]))
+                    losses["ort"] = [float(x) for x in line[2:]]
+                else:
+                    # Still report DistOpt and the GEMM rate; say why the
+                    # peer's column is empty.
+                    ort_failure = p.stderr.strip().splitlines()[-1:] or ["exit %d" % p.returncode]
+                    print(f"onnxruntime-training failed: {ort_failure[0]}", file=sys.stderr)
             res[t]["gemm"].append(gemm_rate(gemm, t, T, 4 * H, H))
             res[t]["gemm_sq"].append(gemm_rate(gemm, t, 1024, 1024, 1024))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
     print(f"Model FLOPs per step (matmuls, 3x forward): {STEP_FLOPS / 1e9:.1f} GFLOP")
-    print(f"Step-1 loss: DistOpt {losses['dist'][0]:.5f}, onnxruntime-training "
-          f"{losses['ort'][0]:.5f}; last: {losses['dist'][-1]:.5f} / {losses['ort'][-1]:.5f}")
+    if ort_failure is None:
+        print(f"Step-1 loss: DistOpt {losses['dist'][0]:.5f}, onnxruntime-training "
+              f"{losses['ort'][0]:.5f}; last: {losses['dist'][-1]:.5f} / {losses['ort'][-1]:.5f}")
+    else:
+        print(f"onnxruntime-training: {ort_failure[0]}")
+        print("DistOpt losses: " + ", ".join(f"{l:.5f}" for l in losses["dist"]))
     print("| threads | DistOpt s/step | onnxruntime-training s/step | speed-up | DistOpt "
           "GFLOP/s | oneDNN sgemm 512x3072x768 GFLOP/s | sgemm 1024^3 GFLOP/s | "
           "DistOpt / sgemm rate |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for t in args.threads:
         d = statistics.median(res[t]["dist"])
-        o = statistics.median(res[t]["ort"])
+        o = statistics.median(res[t]["ort"]) if res[t]["ort"] else float("nan")
         g = statistics.median(res[t]["gemm"])
         gs = statistics.median(res[t]["gemm_sq"])
         rate = STEP_FLOPS / d / 1e9

@@ -4,7 +4,7 @@
 One command (no numpy needed):
 
     python3 bench/dist/run_bench.py --build build [--steps 20] [--rounds 3]
-        [--plans "dp=2,mbs=32,grad_overlap=0;pp=2,mbs=16,schedule=1f1b"]
+        [--plans "dp=2,mbs=32,grad_overlap=0;pp=2,mbs=16,schedule=1f1b;tp=2,mbs=64"]
 
 1. The model: `dist-modelgen mlp` (--layers, --hidden; input = hidden,
    16 classes), trained with softmax cross-entropy and SGD, global batch
@@ -16,10 +16,7 @@ One command (no numpy needed):
    --input-shape=input:MBSxH --dist-plan=PLAN --dist-batch=B --train=... -o
    job/` and `dist-run job/ input=... labels=... --steps N --time` (one
    thread per rank); the one-rank baseline is the same model compiled for the
-   whole batch, run with --threads 1; a plan with data parallelism only is
-   compiled with --data-parallel (dist-compile runs a --dist-plan without
-   pipeline or tensor parallelism on one rank) and started with dist-run -n.
-   Measured: the program's own `--time`
+   whole batch, run with --threads 1. Measured: the program's own `--time`
    mean over the steps after the first; each round runs every row once
    (interleaved), the table gives the median over the rounds.
 4. Predicted: `dist-opt MODEL --input-shape=input:MBSxH
@@ -27,7 +24,7 @@ One command (no numpy needed):
    --dist-dtype=f32 --dist-plan=PLAN --dist-batch=B --dist-report=...`,
    the report's iteration_time_s.
 
-Plans are separated by ';' (a tp=2 row is one more entry: "tp=2,mbs=64").
+Plans are separated by ";".
 The machine has 2 cores shared with other work: figures are noisy, ratios
 within one run are what to read.
 """
@@ -99,7 +96,8 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--plans", default="dp=2,mbs=32,grad_overlap=0;pp=2,mbs=16,schedule=1f1b")
+    ap.add_argument("--plans", default="dp=2,mbs=32,grad_overlap=0;pp=2,mbs=16,schedule=1f1b;"
+                    "tp=2,mbs=64")
     ap.add_argument("--work", default=None, help="work folder (default: a temporary one)")
     args = ap.parse_args()
     bin_dir = os.path.join(args.build, "bin")
@@ -133,14 +131,7 @@ def main():
         job = os.path.join(work, "job%d" % len(jobs)) + "/"
         cmd = [tool("dist-compile"), model, "--input-shape=input:%dx%d" % (mbs, H),
                "--train=" + TRAIN, "-o", job]
-        dp_only = devices(plan) == int(plan_value(plan, "dp", "1")) > 1
-        if dp_only:
-            # dist-compile runs a --dist-plan without pipeline or tensor
-            # parallelism on one rank; data parallelism alone is
-            # --data-parallel (the gradients averaged one tensor at a time
-            # after the backward: the plan says grad_overlap=0).
-            cmd += ["--data-parallel"]
-        elif name != "1 rank":
+        if name != "1 rank":
             cmd += ["--dist-plan=" + plan, "--dist-batch=%d" % B]
         sh(cmd)
         report = os.path.join(work, "report%d.json" % len(jobs))
@@ -150,14 +141,13 @@ def main():
             "--dist-plan=" + plan, "--dist-batch=%d" % B, "--dist-report=" + report])
         with open(report) as f:
             predicted = json.load(f)["estimate"]["iteration_time_s"] * 1e3
-        jobs[name] = dict(plan=plan, job=job, predicted=predicted, means=[], mins=[],
-                          ranks=["-n", str(devices(plan))] if dp_only else [])
+        jobs[name] = dict(plan=plan, job=job, predicted=predicted, means=[], mins=[])
 
     # 3. Measure, interleaved.
     env = dict(os.environ, OMP_NUM_THREADS="1")
     for r in range(args.rounds):
         for name, j in jobs.items():
-            cmd = [tool("dist-run")] + j["ranks"] + [j["job"], "input=" + x, "labels=" + labels,
+            cmd = [tool("dist-run"), j["job"], "input=" + x, "labels=" + labels,
                    "--steps", str(args.steps), "--time", "--threads", "1",
                    "-o", os.path.join(work, "out")]
             mean, low = measure(cmd, env)

@@ -157,15 +157,22 @@ static LogicalResult emitSgd(FunctionEmitter &e, SgdUpdateOp op) {
   std::string P = e.name(p), G = e.name(op.getGrad()), S = e.name(op.getStep());
   std::string B = buf ? e.name(buf) : "",
               K = op.getSkip() ? e.name(op.getSkip()) : "";
-  e.openLoop(n);
+  // The step counter and the skip flag are read once a chunk, so the
+  // items' loop vectorizes.
+  e.openChunkLoop(n);
+  if (buf)
+    e.os << "    const bool first = " << S << "[0] == 1;\n";
+  if (!K.empty())
+    e.os << "    const bool skip = " << K << "[0];\n";
+  e.openChunkItems();
   e.os << "    double g = (double)" << G << "[i] + "
        << lit(op.getWeightDecay().convertToDouble(), op) << " * (double)" << P
        << "[i];\n";
   if (buf) {
     double mom = op.getMomentum().convertToDouble();
-    e.os << "    double b = " << S << "[0] == 1 ? g : " << lit(mom, op)
-         << " * (double)" << B << "[i] + "
-         << lit(1.0 - op.getDampening().convertToDouble(), op) << " * g;\n";
+    e.os << "    double b = first ? g : " << lit(mom, op) << " * (double)" << B
+         << "[i] + " << lit(1.0 - op.getDampening().convertToDouble(), op)
+         << " * g;\n";
     e.os << "    g = "
          << (op.getNesterov() ? "g + " + lit(mom, op) + " * b" : "b")
          << ";\n    " << nb << "[i] = (float)b;\n";
@@ -173,12 +180,12 @@ static LogicalResult emitSgd(FunctionEmitter &e, SgdUpdateOp op) {
   e.os << "    " << np << "[i] = (float)((double)" << P << "[i] - "
        << lit(op.getLr().convertToDouble(), op) << " * g);\n";
   if (!K.empty()) {
-    e.os << "    if (" << K << "[0]) { " << np << "[i] = " << P << "[i];";
+    e.os << "    if (skip) { " << np << "[i] = " << P << "[i];";
     if (buf)
       e.os << " " << nb << "[i] = " << B << "[i];";
     e.os << " }\n";
   }
-  e.closeLoop();
+  e.closeChunkLoop();
   return success();
 }
 
@@ -195,9 +202,16 @@ static LogicalResult emitAdam(FunctionEmitter &e, AdamUpdateOp op) {
          wd = op.getWeightDecay().convertToDouble();
   double b1 = op.getBeta1().convertToDouble(),
          b2 = op.getBeta2().convertToDouble();
-  e.openLoop(n);
-  e.os << "    double t = " << S << "[0], p = " << P << "[i], g = " << G
-       << "[i];\n";
+  // The bias corrections depend on the step alone: computed once a chunk
+  // (two pow calls an item were most of a large model's step), the items'
+  // loop vectorizes. Same expressions, so the same bits as per item.
+  e.openChunkLoop(n);
+  e.os << "    const double t = " << S << "[0];\n    const double bc1 = 1.0 - pow("
+       << lit(b1, op) << ", t), bc2 = 1.0 - pow(" << lit(b2, op) << ", t);\n";
+  if (op.getSkip())
+    e.os << "    const bool skip = " << e.name(op.getSkip()) << "[0];\n";
+  e.openChunkItems();
+  e.os << "    double p = " << P << "[i], g = " << G << "[i];\n";
   if (op.getDecoupled())
     e.os << "    p *= 1.0 - " << lit(lr * wd, op) << ";\n";
   else
@@ -205,17 +219,15 @@ static LogicalResult emitAdam(FunctionEmitter &e, AdamUpdateOp op) {
   e.os << "    double m = " << lit(b1, op) << " * (double)" << M << "[i] + "
        << lit(1 - b1, op) << " * g;\n    double v = " << lit(b2, op)
        << " * (double)" << V << "[i] + " << lit(1 - b2, op) << " * g * g;\n"
-       << "    double mh = m / (1.0 - pow(" << lit(b1, op)
-       << ", t)), vh = v / (1.0 - pow(" << lit(b2, op) << ", t));\n"
+       << "    double mh = m / bc1, vh = v / bc2;\n"
        << "    " << NP << "[i] = (float)(p - " << lit(lr, op)
        << " * mh / (sqrt(vh) + " << lit(op.getEpsilon().convertToDouble(), op)
        << "));\n    " << NM << "[i] = (float)m;\n    " << NV
        << "[i] = (float)v;\n";
   if (op.getSkip())
-    e.os << "    if (" << e.name(op.getSkip()) << "[0]) { " << NP
-         << "[i] = " << P << "[i]; " << NM << "[i] = " << M << "[i]; " << NV
-         << "[i] = " << V << "[i]; }\n";
-  e.closeLoop();
+    e.os << "    if (skip) { " << NP << "[i] = " << P << "[i]; " << NM
+         << "[i] = " << M << "[i]; " << NV << "[i] = " << V << "[i]; }\n";
+  e.closeChunkLoop();
   return success();
 }
 

@@ -427,6 +427,20 @@ void FunctionEmitter::openLoop(int64_t n, llvm::StringRef idx) {
 
 void FunctionEmitter::closeLoop() { os << "  })) return 1;\n"; }
 
+void FunctionEmitter::openChunkLoop(int64_t n) {
+  os << "  if (dg::parallelChunks(P, " << n
+     << ", [=] DG_HD (int64_t lo, int64_t hi) {\n";
+}
+
+void FunctionEmitter::openChunkItems() {
+  os << "    DG_SIMD\n    for (int64_t i = lo; i < hi; ++i) {\n";
+}
+
+void FunctionEmitter::closeChunkLoop() {
+  os << "    }\n";
+  closeLoop();
+}
+
 std::string FunctionEmitter::literal(double v, Type t) {
   bool f32 = t.isF32();
   if (std::isnan(v))

@@ -179,6 +179,12 @@ public:
   /// Opens `if (dg::parallelFor(P, n, [=] DG_HD (int64_t i) {`.
   void openLoop(int64_t n, llvm::StringRef idx = "i");
   void closeLoop();
+  /// Opens `if (dg::parallelChunks(P, n, [=] DG_HD (int64_t lo, int64_t hi)
+  /// {`: what the caller prints next runs once a chunk; the loop over `i` of
+  /// the chunk opens with openChunkItems and closes with closeChunkLoop.
+  void openChunkLoop(int64_t n);
+  void openChunkItems();
+  void closeChunkLoop();
 
   /// A float literal of type `t` for value `v`.
   static std::string literal(double v, mlir::Type t);

@@ -751,7 +751,24 @@ template <typename F> inline int parallelFor(Program &P, int64_t n, F f) {
                 cudaGetErrorString(e));
   return 0;
 }
+/// Runs f(lo, hi) over [0, n): on the GPU one item per thread, so a body's
+/// prologue costs what it did inside parallelFor.
+template <typename F> inline int parallelChunks(Program &P, int64_t n, F f) {
+  return parallelFor(P, n, [=] DG_HD(int64_t i) { f(i, i + 1); });
+}
 #else
+/// Runs f(lo, hi) over [0, n) in chunks of 4096 items (OpenMP threads above
+/// 32K items): a body whose prologue reads scalars from tensors (a step
+/// counter, a skip flag) runs it once a chunk, and its inner loop
+/// vectorizes.
+template <typename F> inline int parallelChunks(Program &, int64_t n, F f) {
+  constexpr int64_t chunk = 4096;
+  int64_t chunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for if (n > 32768) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c)
+    f(c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n);
+  return 0;
+}
 /// Runs f(i) for i in [0, n) on the CPU (OpenMP threads above 32K items).
 template <typename F> inline int parallelFor(Program &, int64_t n, F f) {
 #pragma omp parallel for if (n > 32768) schedule(static)
