@@ -137,8 +137,9 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
       lists[l.getInt()] = f;
     }
   if (!plan || lists.empty() || llvm::is_contained(lists, func::FuncOp())) {
-    // One program on one rank, data parallelism over any world, or ZeRO
-    // over a fixed number of replicas (each holding its state's shards).
+    // One program on one rank, data parallelism over any world
+    // (--data-parallel), or over the replicas a plan fixes (its dp, or
+    // ZeRO's: each holding its state's shards).
     bool world = entry && entry->hasAttr("dist.data_parallel");
     DictionaryAttr zero =
         entry ? dist::DistDialect::ZeroAttrHelper(ctx).getAttr(entry)
@@ -151,6 +152,8 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
           {"replicas", *replicas}};
     } else if (!world) {
       replicas = 1;
+    } else if (plan && plan.getDp() > 1) {
+      replicas = plan.getDp();
     }
     o["ranks"] = replicas ? json::Value(*replicas) : json::Value(nullptr);
     if (entry)
