@@ -105,11 +105,12 @@ static std::string stageName(func::FuncOp fn,
 
 /// `static int <name>(dg::Program &P, void *const *in, void **out)`;
 /// \p training when the module is a training step.
-static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
-                                       llvm::StringRef prefix, bool training,
-                                       const CodegenOptions &options,
-                                       std::string &text,
-                                       std::string &globals) {
+static LogicalResult
+emitStageFunction(func::FuncOp fn, llvm::StringRef name,
+                  llvm::StringRef prefix, bool training,
+                  const CodegenOptions &options, std::string &text,
+                  std::string &globals,
+                  std::vector<FunctionEmitter::ProfiledOp> &profiled) {
   if (!fn.getBody().hasOneBlock())
     return fn.emitError() << "dist-compile: stage function @"
                           << fn.getSymName() << " must have a single block";
@@ -122,6 +123,7 @@ static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
   // pipeline's as the plan's resident buffers, constant as in a
   // single-device program (convolutions tell oneDNN so).
   e.training = training;
+  e.profiled = &profiled;
   if (failed(requireMemoryPlan(fn)))
     return failure();
   computeFusion(body, e.fused);
@@ -155,7 +157,7 @@ static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
       return op.emitError() << "dist-compile: '" << op.getName()
                             << "' inside stage function @" << fn.getSymName()
                             << "; stages do not nest";
-    if (failed(emitOp(e, &op)))
+    if (failed(e.emitProfiled(&op)))
       return failure();
   }
   text += "static int " + name.str() + "(dg::Program &P, void *const *in, " +
@@ -166,11 +168,12 @@ static LogicalResult emitStageFunction(func::FuncOp fn, llvm::StringRef name,
 }
 
 /// `static int rank<L>(dg::Program &P)`: the program of one action list.
-static LogicalResult emitListProgram(func::FuncOp fn, unsigned list,
-                                     const llvm::SetVector<func::FuncOp> &stages,
-                                     llvm::StringRef prefix,
-                                     const CodegenOptions &options,
-                                     std::string &text, std::string &globals) {
+static LogicalResult
+emitListProgram(func::FuncOp fn, unsigned list,
+                const llvm::SetVector<func::FuncOp> &stages,
+                llvm::StringRef prefix, const CodegenOptions &options,
+                std::string &text, std::string &globals,
+                std::vector<FunctionEmitter::ProfiledOp> &profiled) {
   if (!fn.getBody().hasOneBlock())
     return fn.emitError() << "dist-compile: @" << fn.getSymName()
                           << " must have a single block";
@@ -183,6 +186,7 @@ static LogicalResult emitListProgram(func::FuncOp fn, unsigned list,
   // buffers and writes its updates back.
   for (unsigned k = 0; k < fn.getNumResults(); ++k)
     e.training |= isUpdate(fn, k);
+  e.profiled = &profiled;
   if (failed(requireMemoryPlan(fn)))
     return failure();
   computeFusion(body, e.fused);
@@ -243,7 +247,7 @@ static LogicalResult emitListProgram(func::FuncOp fn, unsigned list,
              << "(P, " << c << "in, " << c << "out)) return 1;\n";
       continue;
     }
-    if (failed(emitOp(e, &op)))
+    if (failed(e.emitProfiled(&op)))
       return failure();
   }
   text += "static int rank" + std::to_string(list) + "(dg::Program &P) {\n" +
@@ -285,10 +289,14 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
     return llvm::any_of(llvm::seq(fn.getNumResults()),
                         [&](unsigned k) { return isUpdate(fn, k); });
   });
+  // `--profile`: one op table for every rank's ops; a rank times the ops
+  // of its stages' calls (each call adds to its ops) and of its list.
+  std::vector<FunctionEmitter::ProfiledOp> profiled;
   for (auto [k, stage] : llvm::enumerate(stages))
     if (failed(emitStageFunction(stage, stageName(stage, stages),
                                  (ns + "s" + std::to_string(k)).str(),
-                                 training, options, stageText, globals)))
+                                 training, options, stageText, globals,
+                                 profiled)))
       return failure();
 
   // The programs; the one returning values holds the outputs.
@@ -297,7 +305,7 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
   for (auto [l, fn] : llvm::enumerate(lists)) {
     if (failed(emitListProgram(fn, l, stages,
                                (ns + "r" + std::to_string(l)).str(), options,
-                               listText, globals)))
+                               listText, globals, profiled)))
       return failure();
     if (outputIndices(fn).empty())
       continue;
@@ -381,6 +389,11 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
   fields.collectives = true;
   fields.world = world;
   fields.outputRank = outputRank;
+  emitOpTable(out, profiled);
+  if (!profiled.empty()) {
+    fields.ops = "ops";
+    fields.numOps = profiled.size();
+  }
   emitModelTable(out, model, outputList.getArguments(), inNames, outValues,
                  outNames, fields);
   out << "} // namespace " << ns << "\n\n";

@@ -121,9 +121,8 @@ void distopt::codegen::emitUpdateWriteBack(FunctionEmitter &e,
        << ")) return 1; }\n";
 }
 
-/// The op table of `--profile` (distrt/gen/Profile.h).
-static void emitOpTable(llvm::raw_ostream &out,
-                        llvm::ArrayRef<FunctionEmitter::ProfiledOp> ops) {
+void distopt::codegen::emitOpTable(
+    llvm::raw_ostream &out, llvm::ArrayRef<FunctionEmitter::ProfiledOp> ops) {
   if (ops.empty())
     return;
   out << "static const dg::OpInfo ops[] = {\n";

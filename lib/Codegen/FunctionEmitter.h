@@ -265,6 +265,11 @@ void emitModelTable(llvm::raw_ostream &out, const ModelUnit &model,
                     llvm::ArrayRef<std::string> outNames,
                     const ModelTableFields &fields);
 
+/// Writes the `--profile` op table `ops[]` of \p ops (nothing when empty;
+/// Emitter.cpp).
+void emitOpTable(llvm::raw_ostream &out,
+                 llvm::ArrayRef<FunctionEmitter::ProfiledOp> ops);
+
 /// Whether `func`'s module holds per-list programs (dist-partition's
 /// `dist.action_list` functions; EmitPipeline.cpp).
 bool isPipelined(mlir::Operation *func);

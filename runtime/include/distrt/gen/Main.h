@@ -362,6 +362,18 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
             who.c_str(), saveDir.c_str(), saveDir.c_str());
     return 2;
   }
+  // A pipeline's ops run once per micro-batch and its ranks run different
+  // stages: the database's per-micro-batch entries come from the
+  // single-device program (dist-profile compiles one).
+  if (pipeline && !profileJson.empty()) {
+    fprintf(stderr,
+            "error: %s--profile-json: model %s is a pipeline program, whose "
+            "per-op times are per step and per rank; profile the model's "
+            "single-device program (dist-profile does) and use --profile "
+            "here\n",
+            who.c_str(), model->name);
+    return 2;
+  }
   P.weightsDir = weightsDir;
   P.modelDir = model->modelDir;
   P.stateDir = expandRank(loadDir, rank);
@@ -591,10 +603,21 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     rc = 1;
   if (!rc && timing && root)
     timer.print(printSteps ? "step" : "run", model->name, threadCount());
-  if (!rc && profile && root) {
+  if (!rc && profile && pipeline && world > 1) {
+    // Each rank runs its own stages: every rank reports, in rank order.
+    for (int r = 0; r < world && !rc; ++r) {
+      if (r == P.rank) {
+        fprintf(stderr, "profile of rank %d:\n", r);
+        prof.print(stderr);
+        fflush(stderr);
+      }
+      if (P.check(distrt_barrier(P.comm), "barrier after the profile"))
+        rc = 1;
+    }
+  } else if (!rc && profile && root) {
     if (!model->ops)
-      fprintf(stderr, "profile: model %s records no per-op times (pipeline "
-                      "programs); run times only\n", model->name);
+      fprintf(stderr, "profile: model %s records no per-op times; run times "
+                      "only\n", model->name);
     prof.print(stderr);
     if (!profileJson.empty() &&
         prof.writeJson(profileJson, profileDevice,

@@ -51,6 +51,8 @@ struct Profiler {
   const OpInfo *ops = nullptr;
   int numOps = 0;
   std::vector<double> first, steady;
+  /// Whether each op ran (a pipeline rank runs only its stages' ops).
+  std::vector<char> ran;
   std::vector<double> runs;
   double runStart = 0;
   bool inFirst = true;
@@ -60,6 +62,7 @@ struct Profiler {
     numOps = n;
     first.assign((size_t)n, 0.0);
     steady.assign((size_t)n, 0.0);
+    ran.assign((size_t)n, 0);
   }
   void beginRun() { runStart = wallSeconds(); }
   void endRun() {
@@ -67,8 +70,10 @@ struct Profiler {
     inFirst = false;
   }
   void add(int id, double seconds) {
-    if (id >= 0 && id < numOps)
+    if (id >= 0 && id < numOps) {
       (inFirst ? first : steady)[(size_t)id] += seconds;
+      ran[(size_t)id] = 1;
+    }
   }
   /// Per-op seconds per run: steady runs when there are any, else the first.
   std::vector<double> perRun() const {
@@ -102,6 +107,8 @@ struct Profiler {
             total * 1e3);
     std::map<std::string, std::pair<double, int>> kinds;
     for (int i = 0; i < numOps; ++i) {
+      if (!ran[(size_t)i])
+        continue;
       auto &k = kinds[ops[i].kind];
       k.first += t[(size_t)i];
       k.second += 1;
@@ -114,9 +121,10 @@ struct Profiler {
     for (auto &[sec, name] : byKind)
       fprintf(out, "%-36s %6d %10.4f %6.1f\n", name.c_str(), kinds[name].second,
               sec * 1e3, total > 0 ? 100 * sec / total : 0.0);
-    std::vector<int> order((size_t)numOps);
+    std::vector<int> order;
     for (int i = 0; i < numOps; ++i)
-      order[(size_t)i] = i;
+      if (ran[(size_t)i])
+        order.push_back(i);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return t[(size_t)a] > t[(size_t)b]; });
     fprintf(out, "%5s %10s %6s  %s\n", "op", "ms/run", "%",
