@@ -28,6 +28,7 @@
 #include "lib/Codegen/FunctionEmitter.h"
 
 #include "dialects/Dist/DistOps.h"
+#include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -39,6 +40,7 @@
 using namespace mlir;
 using namespace distopt::codegen;
 namespace dist = distopt::dist;
+namespace emit = distopt::emit;
 namespace graph = distopt::graph;
 
 /// The per-list programs of \p module, by list index.
@@ -103,6 +105,34 @@ static std::string stageName(func::FuncOp fn,
   return "stage" + std::to_string(llvm::find(stages, fn) - stages.begin());
 }
 
+/// The results of a stage body its ops can write straight into the
+/// caller's buffers (`out[k]`), saving a copy per call (a weight gradient
+/// per micro-batch): arena values returned once and not written in place
+/// over an operand (a oneDNN sum reads what its output slot holds, and the
+/// caller's buffer holds nothing yet).
+static llvm::DenseMap<Value, unsigned> directResults(Block &body) {
+  llvm::DenseMap<Value, unsigned> slots;
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!ret)
+    return slots;
+  llvm::DenseMap<Value, unsigned> uses;
+  for (Value v : ret.getOperands())
+    ++uses[v];
+  for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+    Operation *def = v.getDefiningOp();
+    emit::BufferAttr b = emit::bufferOf(v);
+    if (!def || def->getBlock() != &body || uses[v] != 1 || !b ||
+        !b.isArena())
+      continue;
+    bool inPlace = llvm::any_of(def->getOperands(), [&](Value x) {
+      return emit::arenaOffset(x) == std::optional<int64_t>(b.getOffset());
+    });
+    if (!inPlace)
+      slots[v] = static_cast<unsigned>(k);
+  }
+  return slots;
+}
+
 /// `static int <name>(dg::Program &P, void *const *in, void **out)`;
 /// \p training when the module is a training step.
 static LogicalResult
@@ -128,6 +158,7 @@ emitStageFunction(func::FuncOp fn, llvm::StringRef name,
     return failure();
   computeFusion(body, e.fused);
   e.computeLifetimes(body);
+  e.resultSlots = directResults(body);
   for (BlockArgument arg : body.getArguments()) {
     auto t = dyn_cast<RankedTensorType>(arg.getType());
     if (!t || !t.hasStaticShape() || FunctionEmitter::cType(arg).empty())
@@ -149,8 +180,9 @@ emitStageFunction(func::FuncOp fn, llvm::StringRef name,
       // in an argument's slot, and two may share one (a result returned
       // twice, or a view of another).
       for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-        bodyOS << "  if (P.copy(out[" << k << "], " << e.name(v) << ", "
-               << FunctionEmitter::bytesOf(v) << ")) return 1;\n";
+        if (!e.resultSlots.contains(v))
+          bodyOS << "  if (P.copy(out[" << k << "], " << e.name(v) << ", "
+                 << FunctionEmitter::bytesOf(v) << ")) return 1;\n";
       continue;
     }
     if (isa<dist::StageOp, func::CallOp>(&op))

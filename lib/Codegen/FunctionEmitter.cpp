@@ -127,7 +127,10 @@ void FunctionEmitter::allocate(Value v) {
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;
   emit::BufferAttr b = emit::bufferOf(v);
-  if (b && b.isArena()) {
+  if (auto slot = resultSlots.find(v); slot != resultSlots.end()) {
+    os << "  " << cType(v) << " *" << n << " = (" << cType(v) << " *)out["
+       << slot->second << "];\n";
+  } else if (b && b.isArena()) {
     os << "  " << cType(v) << " *" << n << " = (" << cType(v)
        << " *)(arena + " << b.getOffset() << ");\n";
   } else {

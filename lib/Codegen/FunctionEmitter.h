@@ -70,6 +70,9 @@ public:
   /// When set, every emitted op is timed under its index in this table
   /// (shared by the functions of one model).
   std::vector<ProfiledOp> *profiled = nullptr;
+  /// Values a stage function computes straight into its caller's result
+  /// buffer `out[k]` (k is the value here) rather than into its arena.
+  llvm::DenseMap<mlir::Value, unsigned> resultSlots;
   /// Emits `op` through emitOp, timed when `profiled` is set.
   mlir::LogicalResult emitProfiled(mlir::Operation *op);
 
