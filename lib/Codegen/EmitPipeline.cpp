@@ -223,6 +223,8 @@ emitListProgram(func::FuncOp fn, unsigned list,
     return failure();
   computeFusion(body, e.fused);
   e.computeLifetimes(body);
+  if (e.training)
+    e.updatesInPlace = inPlaceUpdates(fn, e.fused);
   for (BlockArgument arg : body.getArguments()) {
     if (failed(checkIO(fn, arg.getType(), "input",
                        ioName(fn, arg.getArgNumber(), false), true)))
@@ -249,7 +251,8 @@ emitListProgram(func::FuncOp fn, unsigned list,
       unsigned slot = 0;
       for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
         if (auto upd = fn.getResultAttrOfType<StringAttr>(k, "graph.update")) {
-          emitUpdateWriteBack(e, upd.getValue(), v);
+          if (!e.updatesInPlace.contains(v))
+            emitUpdateWriteBack(e, upd.getValue(), v);
           continue;
         }
         bodyOS << "  if (P.download(P.outputs[" << slot << "].data.data(), "

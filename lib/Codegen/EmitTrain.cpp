@@ -11,7 +11,10 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -165,6 +168,14 @@ static LogicalResult emitSgd(FunctionEmitter &e, SgdUpdateOp op) {
   if (!K.empty())
     e.os << "    const bool skip = " << K << "[0];\n";
   e.openChunkItems();
+  // A skipped step keeps the old values; it tests first, as the result may
+  // be written over its operand (inPlaceUpdates).
+  if (!K.empty()) {
+    e.os << "    if (skip) { " << np << "[i] = " << P << "[i];";
+    if (buf)
+      e.os << " " << nb << "[i] = " << B << "[i];";
+    e.os << " continue; }\n";
+  }
   e.os << "    double g = (double)" << G << "[i] + "
        << lit(op.getWeightDecay().convertToDouble(), op) << " * (double)" << P
        << "[i];\n";
@@ -179,12 +190,6 @@ static LogicalResult emitSgd(FunctionEmitter &e, SgdUpdateOp op) {
   }
   e.os << "    " << np << "[i] = (float)((double)" << P << "[i] - "
        << lit(op.getLr().convertToDouble(), op) << " * g);\n";
-  if (!K.empty()) {
-    e.os << "    if (skip) { " << np << "[i] = " << P << "[i];";
-    if (buf)
-      e.os << " " << nb << "[i] = " << B << "[i];";
-    e.os << " }\n";
-  }
   e.closeChunkLoop();
   return success();
 }
@@ -211,6 +216,10 @@ static LogicalResult emitAdam(FunctionEmitter &e, AdamUpdateOp op) {
   if (op.getSkip())
     e.os << "    const bool skip = " << e.name(op.getSkip()) << "[0];\n";
   e.openChunkItems();
+  if (op.getSkip())
+    e.os << "    if (skip) { " << NP << "[i] = " << P << "[i]; " << NM
+         << "[i] = " << M << "[i]; " << NV << "[i] = " << V
+         << "[i]; continue; }\n";
   e.os << "    double p = " << P << "[i], g = " << G << "[i];\n";
   if (op.getDecoupled())
     e.os << "    p *= 1.0 - " << lit(lr * wd, op) << ";\n";
@@ -224,9 +233,6 @@ static LogicalResult emitAdam(FunctionEmitter &e, AdamUpdateOp op) {
        << " * mh / (sqrt(vh) + " << lit(op.getEpsilon().convertToDouble(), op)
        << "));\n    " << NM << "[i] = (float)m;\n    " << NV
        << "[i] = (float)v;\n";
-  if (op.getSkip())
-    e.os << "    if (skip) { " << NP << "[i] = " << P << "[i]; " << NM
-         << "[i] = " << M << "[i]; " << NV << "[i] = " << V << "[i]; }\n";
   e.closeChunkLoop();
   return success();
 }
@@ -577,4 +583,62 @@ LogicalResult distopt::codegen::emitTrainOp(FunctionEmitter &e, Operation *op) {
       .Default([&](Operation *) {
         return op->emitError() << op->getName() << " has no lowering";
       });
+}
+
+llvm::DenseMap<Value, Value> distopt::codegen::inPlaceUpdates(
+    Operation *fnOp, const llvm::DenseSet<Operation *> &fused) {
+  llvm::DenseMap<Value, Value> out;
+  auto fn = dyn_cast<func::FuncOp>(fnOp);
+  if (!fn || !fn.getBody().hasOneBlock())
+    return out;
+  Block &body = fn.getBody().front();
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!ret)
+    return out;
+  distopt::emit::BlockLiveness live(body);
+  llvm::DenseMap<Value, unsigned> returned;
+  for (Value v : ret.getOperands())
+    ++returned[v];
+  // The buffer a result replaces: its update's operand of the same role.
+  auto replaced = [](Operation *def, Value v) -> Value {
+    if (auto sgd = dyn_cast<SgdUpdateOp>(def))
+      return v == sgd.getResults()[0] ? sgd.getParam() : sgd.getMomentumBuf();
+    if (auto adam = dyn_cast<AdamUpdateOp>(def)) {
+      if (v == adam.getNewParam())
+        return adam.getParam();
+      return v == adam.getNewExpAvg() ? adam.getExpAvg() : adam.getExpAvgSq();
+    }
+    return Value();
+  };
+  auto named = [](Value x) -> llvm::StringRef {
+    if (auto w = x.getDefiningOp<WeightOp>())
+      return w.getSymName();
+    if (auto st = x.getDefiningOp<StateOp>())
+      return st.getSymName();
+    return "";
+  };
+  for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+    auto upd = fn.getResultAttrOfType<StringAttr>(k, "graph.update");
+    Operation *def = v.getDefiningOp();
+    if (!upd || !def || def->getBlock() != &body || returned[v] != 1)
+      continue;
+    Value x = replaced(def, v);
+    if (!x || x.getType() != v.getType() || named(x) != upd.getValue() ||
+        live.root(x) != x || !live.ranges.count(x) ||
+        live.ranges.lookup(x).last != live.position.lookup(def))
+      continue;
+    // A fused reader runs in its user's loop, which may come later.
+    bool laterRead = llvm::any_of(x.getUsers(), [&](Operation *user) {
+      Operation *top = body.findAncestorOpInBlock(*user);
+      return !top || fused.contains(top);
+    });
+    // A stage function reads its weights by name: none may run after the
+    // update (an asynchronous schedule passes versions as arguments).
+    laterRead |= llvm::any_of(body, [&](Operation &op) {
+      return isa<func::CallOp>(op) && def->isBeforeInBlock(&op);
+    });
+    if (!laterRead)
+      out[v] = x;
+  }
+  return out;
 }

@@ -278,6 +278,8 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
       e.training = true;
   computeFusion(body, e.fused);
   e.computeLifetimes(body);
+  if (e.training)
+    e.updatesInPlace = inPlaceUpdates(func, e.fused);
 
   // Input and output names (ONNX names when imported, else argN/outN).
   for (BlockArgument arg : body.getArguments()) {
@@ -306,7 +308,8 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
         // Training: write updated weights and state back to their buffers.
         if (auto upd =
                 func.getResultAttrOfType<StringAttr>(k, "graph.update")) {
-          emitUpdateWriteBack(e, upd.getValue(), v);
+          if (!e.updatesInPlace.contains(v))
+            emitUpdateWriteBack(e, upd.getValue(), v);
           continue;
         }
         auto n = func.getResultAttrOfType<StringAttr>(k, "graph.name");

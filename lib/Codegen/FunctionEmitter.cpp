@@ -127,7 +127,10 @@ void FunctionEmitter::allocate(Value v) {
   std::string n = "v" + std::to_string(counter++);
   names[v] = n;
   emit::BufferAttr b = emit::bufferOf(v);
-  if (auto slot = resultSlots.find(v); slot != resultSlots.end()) {
+  if (auto over = updatesInPlace.find(v); over != updatesInPlace.end()) {
+    os << "  " << cType(v) << " *" << n << " = " << name(over->second)
+       << "; // updated in place\n";
+  } else if (auto slot = resultSlots.find(v); slot != resultSlots.end()) {
     os << "  " << cType(v) << " *" << n << " = (" << cType(v) << " *)out["
        << slot->second << "];\n";
   } else if (b && b.isArena()) {

@@ -73,6 +73,9 @@ public:
   /// Values a stage function computes straight into its caller's result
   /// buffer `out[k]` (k is the value here) rather than into its arena.
   llvm::DenseMap<mlir::Value, unsigned> resultSlots;
+  /// Optimizer results written over the weight or state buffer they replace
+  /// (inPlaceUpdates): no arena slot, no write-back copy.
+  llvm::DenseMap<mlir::Value, mlir::Value> updatesInPlace;
   /// Emits `op` through emitOp, timed when `profiled` is set.
   mlir::LogicalResult emitProfiled(mlir::Operation *op);
 
@@ -267,6 +270,16 @@ void emitModelTable(llvm::raw_ostream &out, const ModelUnit &model,
                     mlir::ValueRange outputs,
                     llvm::ArrayRef<std::string> outNames,
                     const ModelTableFields &fields);
+
+/// The optimizer results of training step \p fn (a function whose results
+/// carry `graph.update`) that may be written over the persistent buffer
+/// they replace, mapped to the weight or state value that reads it: the
+/// update reads that buffer last (no later op, view or fused loop reads
+/// the old value) and the result is returned once, as that buffer's
+/// update. Call after computeFusion (\p fused).
+llvm::DenseMap<mlir::Value, mlir::Value>
+inPlaceUpdates(mlir::Operation *fn,
+               const llvm::DenseSet<mlir::Operation *> &fused);
 
 /// Writes the `--profile` op table `ops[]` of \p ops (nothing when empty;
 /// Emitter.cpp).
