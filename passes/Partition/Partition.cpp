@@ -251,9 +251,13 @@ struct PartitionPass
       auto callee = module.lookupSymbol<func::FuncOp>(c.getCallee());
       return callee && partition::trainGroupOf(callee);
     });
-    if (!outlined &&
-        failed(partition::outlineTrainStages(train, plan.getNumVirtualStages())))
-      return failure();
+    if (!outlined) {
+      if (plan.toPlan().recompute == cost::Recompute::Selective)
+        partition::rematerializeAttentionCores(train);
+      if (failed(partition::outlineTrainStages(train,
+                                               plan.getNumVirtualStages())))
+        return failure();
+    }
     // One schedule, for the step (a forward stream of @main is replaced).
     for (auto op : llvm::make_early_inc_range(module.getOps<dist::ScheduleOp>()))
       if (op.getFunction() != train.getSymName())
@@ -358,13 +362,6 @@ struct PartitionPass
                << (p.zero > 2 ? " and parameters" : "")
                << " sharded too) is not run by generated programs; use "
                   "zero=1 (optimizer state sharded) or zero=0";
-      if (p.recompute == cost::Recompute::Selective)
-        emitWarning(module.getLoc())
-            << "dist-partition: the plan recomputes the attention core "
-               "(recompute = selective), which the per-list programs do not "
-               "do yet: they keep its activations until the backward (the "
-               "same numbers, more memory than the plan predicts; recompute "
-               "= full recomputes each stage's forward)";
       return partitionTraining(module, plan, *train);
     }
     if (layout.dp != 1)

@@ -13,8 +13,10 @@
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Graph/GraphOps.h"
+#include "passes/Planning/FusedKernels.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -230,6 +232,61 @@ prerequisites(ArrayRef<Operation *> roots, const Split &split, Block &body) {
     if (need.contains(&op))
       out.push_back(&op);
   return out;
+}
+
+void partition::rematerializeAttentionCores(func::FuncOp func) {
+  if (!func.getBody().hasOneBlock())
+    return;
+  Block &body = func.getBody().front();
+  // Values computed from the step's inputs: per micro-batch.
+  DenseSet<Value> perMicroBatch(body.getArguments().begin(),
+                                body.getArguments().end());
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return perMicroBatch.contains(v); }))
+      perMicroBatch.insert(op.result_begin(), op.result_end());
+  // A core op: a pure forward op of a micro-batch whose results are all
+  // score-shaped. A dropout mask is random, so never drawn again.
+  auto isCore = [&](Operation *op) {
+    if (!op || op->getNumRegions() != 0 || op->getNumResults() == 0 ||
+        isa<graph::DropoutMaskOp>(op) || !isMemoryEffectFree(op) ||
+        phaseOf(op) != TrainPhase::Forward || isOptimizer(op) ||
+        !perMicroBatch.contains(op->getResult(0)))
+      return false;
+    return llvm::all_of(op->getResultTypes(), planning::isScoreShaped);
+  };
+  // One copy per value and backward phase, before the phase's first reader.
+  DenseMap<std::pair<Value, StringAttr>, Value> copies;
+  std::function<Value(Value, StringAttr, Operation *)> copyOf =
+      [&](Value v, StringAttr phase, Operation *before) -> Value {
+    Operation *def = v.getDefiningOp();
+    if (!isCore(def))
+      return v;
+    auto [it, fresh] = copies.try_emplace({v, phase});
+    if (!fresh)
+      return it->second;
+    IRMapping map;
+    for (Value operand : def->getOperands())
+      map.map(operand, copyOf(operand, phase, before));
+    OpBuilder b(before);
+    Operation *copy = b.clone(*def, map);
+    copy->setAttr("graph.phase", phase);
+    for (auto [orig, res] : llvm::zip(def->getResults(), copy->getResults()))
+      copies[{orig, phase}] = res;
+    return copies.lookup({v, phase});
+  };
+  SmallVector<Operation *> readers;
+  for (Operation &op : body.without_terminator()) {
+    TrainPhase p = phaseOf(&op);
+    if (isBackward(p) && !isOptimizer(&op))
+      readers.push_back(&op);
+  }
+  for (Operation *op : readers) {
+    auto phase = op->getAttrOfType<StringAttr>("graph.phase");
+    for (OpOperand &use : op->getOpOperands())
+      if (isCore(use.get().getDefiningOp()))
+        use.set(copyOf(use.get(), phase, op));
+  }
 }
 
 LogicalResult partition::outlineTrainStages(func::FuncOp func,

@@ -43,6 +43,16 @@ trainGroupOf(mlir::func::FuncOp callee);
 mlir::LogicalResult outlineTrainStages(mlir::func::FuncOp func,
                                        int64_t numStages);
 
+/// Selective recomputation (Korthikanti et al.): every value of the
+/// attention core a backward op of \p func reads (a forward result shaped
+/// like attention scores: Q K^T, its scale and mask, the softmax, the
+/// dropped-out probabilities) is computed again in that backward phase from
+/// the core's inputs (Q, K, V, the mask), so the stash of a micro-batch
+/// holds those inputs instead of the s x s tensors. Dropout masks are not
+/// drawn again: a stashed mask stays stashed. Run on the training step
+/// before outlineTrainStages; the numbers do not change.
+void rematerializeAttentionCores(mlir::func::FuncOp func);
+
 /// Builds the program of action list \p list for the outlined training
 /// step \p func (see PartitionTrain.cpp), inserted at \p b; \p plan
 /// places the list's data-parallel replicas and says whether the backward

@@ -804,10 +804,15 @@ def pipeline_train_cases(rng):
                      plan="pp=2,mbs=1,schedule=1f1b",
                      train="loss=softmax-cross-entropy:labels optimizer=adam "
                            "lr=0.001")))
+    # Selective recomputation under ZB-H1: each stage stashes Q, K^T and V
+    # and its backward_input computes the scores and probabilities again.
+    out.append(("gpt2_adam_pp2_zbh1_selective",
+                dict(out[-1][1], plan="pp=2,mbs=1,schedule=zb-h1,"
+                                      "recompute=selective")))
     # Interleaved: 4 virtual stages (embeddings and block 0 | block 1 |
     # ...) on 2 ranks, 2 chunks each.
     out.append(("gpt2_adam_pp2_interleaved",
-                dict(out[-1][1], plan="pp=2,mbs=1,schedule=interleaved,"
+                dict(out[-2][1], plan="pp=2,mbs=1,schedule=interleaved,"
                                       "chunks=2")))
     # Tensor parallelism (Megatron): the MLP's two layers and GPT-2's
     # attention and MLP blocks split over 2 ranks, alone and with pp=2.
