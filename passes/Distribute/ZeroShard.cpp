@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/ZeroShard.h"
 
+#include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 
@@ -27,13 +28,14 @@ struct ShardBuilder {
   OpBuilder &b;
   Location loc;
   ArrayRef<int64_t> group;
+  ArrayRef<std::vector<unsigned>> alike;
   RankedTensorType full;
   int64_t numel, shard;
 
-  ShardBuilder(OpBuilder &b, Location loc, ArrayRef<int64_t> group,
+  ShardBuilder(OpBuilder &b, Location loc, const zero::ShardGroup &g,
                Type type)
-      : b(b), loc(loc), group(group), full(cast<RankedTensorType>(type)),
-        numel(full.getNumElements()),
+      : b(b), loc(loc), group(g.devices), alike(g.alike),
+        full(cast<RankedTensorType>(type)), numel(full.getNumElements()),
         shard(zero::shardElements(numel, group.size())) {}
 
   RankedTensorType flat(int64_t n) const {
@@ -42,6 +44,8 @@ struct ShardBuilder {
   int64_t padded() const { return shard * static_cast<int64_t>(group.size()); }
   Value tag(Operation *op) {
     op->setAttr("graph.phase", b.getStringAttr("optimizer"));
+    if (isa<dist::CollectiveOpInterface>(op) && !alike.empty())
+      dist::setRunGroups(op, alike);
     return op->getResult(0);
   }
   /// \p v (of the full type) as the flat buffer of padded() elements.
@@ -73,12 +77,12 @@ struct ShardBuilder {
 } // namespace
 
 Value zero::reduceScatterMean(OpBuilder &b, Location loc, Value grad,
-                              ArrayRef<int64_t> group) {
+                              const ShardGroup &group) {
   ShardBuilder sb(b, loc, group, grad.getType());
   return sb.tag(dist::ReduceScatterOp::create(
       b, loc, sb.flat(sb.shard), sb.flatPadded(grad),
       dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::mean),
-      b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(group)));
+      b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(group.devices)));
 }
 
 /// The optimizer state operands of \p update (momentum buffer, moments).
@@ -94,7 +98,7 @@ static SmallVector<OpOperand *> stateOperands(Operation *update) {
   return out;
 }
 
-LogicalResult zero::shardUpdate(Operation *update, ArrayRef<int64_t> group,
+LogicalResult zero::shardUpdate(Operation *update, const ShardGroup &group,
                                 bool gradIsShard,
                                 SmallVectorImpl<Value> *replacements) {
   OpOperand &param = update->getOpOperand(0), &grad = update->getOpOperand(1);
@@ -120,7 +124,7 @@ LogicalResult zero::shardUpdate(Operation *update, ArrayRef<int64_t> group,
                                 : reduceScatterMean(b, loc, grad.get(), group);
   Value paramShard = sb.tag(dist::AllSliceOp::create(
       b, loc, shardType, sb.flatPadded(param.get()), b.getI64IntegerAttr(0),
-      b.getDenseI64ArrayAttr(group)));
+      b.getDenseI64ArrayAttr(group.devices)));
   Operation *sharded = b.clone(*update);
   sharded->setOperand(0, paramShard);
   sharded->setOperand(1, gradShard);
@@ -128,6 +132,8 @@ LogicalResult zero::shardUpdate(Operation *update, ArrayRef<int64_t> group,
     b.setInsertionPoint(state);
     auto part = cast<graph::StateOp>(b.clone(*state));
     part.getResult().setType(shardType);
+    // A flat ZeRO block, not a tensor-parallel part of the state's shape.
+    part->removeAttr(dist::DistDialect::TpShardAttrHelper::getNameStr());
     sharded->setOperand(operand->getOperandNumber(), part.getResult());
   }
   for (OpResult r : sharded->getResults())

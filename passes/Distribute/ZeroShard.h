@@ -17,6 +17,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
 
+#include <vector>
+
 namespace distopt::zero {
 
 /// Elements of one replica's shard of a tensor of \p numel elements over
@@ -25,11 +27,24 @@ namespace distopt::zero {
 /// [r * shard, (r + 1) * shard).
 int64_t shardElements(int64_t numel, int64_t replicas);
 
+/// The devices a tensor is sharded over. A program that several such groups
+/// run alike (a stage's list program under tensor parallelism: each tensor
+/// rank with its own replicas) lists them all in \p alike, `devices` being
+/// one of them; each device then shards over the group that holds it
+/// (dist::setRunGroups on every collective).
+struct ShardGroup {
+  ShardGroup(llvm::ArrayRef<int64_t> devices,
+             llvm::ArrayRef<std::vector<unsigned>> alike = {})
+      : devices(devices), alike(alike) {}
+  llvm::ArrayRef<int64_t> devices;
+  llvm::ArrayRef<std::vector<unsigned>> alike;
+};
+
 /// This replica's shard of the mean over \p group of \p grad: \p grad
 /// flattened, padded and reduce-scattered (`dist.reduce_scatter mean`),
 /// built at \p b's insertion point.
 mlir::Value reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value grad, llvm::ArrayRef<int64_t> group);
+                              mlir::Value grad, const ShardGroup &group);
 
 /// Rewrites \p update, a graph.sgd_update or graph.adam_update, to run on
 /// one shard over the devices of \p group:
@@ -50,7 +65,7 @@ mlir::Value reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc,
 /// \p update is erased; \p replacements, when given, receives what replaced
 /// each of its results.
 mlir::LogicalResult
-shardUpdate(mlir::Operation *update, llvm::ArrayRef<int64_t> group,
+shardUpdate(mlir::Operation *update, const ShardGroup &group,
             bool gradIsShard = false,
             llvm::SmallVectorImpl<mlir::Value> *replacements = nullptr);
 

@@ -18,6 +18,10 @@
 //    intermediates in registers. A result used twice, or broadcast by its
 //    user, is stored (fusing it would recompute it per use or per
 //    broadcast element).
+// No kernel spans two actions of a pipeline schedule (`dist.action`): work
+// the schedule runs early (a micro-batch's gradient added to the running
+// sum after its backward) is not moved into a later action's loop, where
+// its operands would have to live until then.
 // 3. eltwise (CPU, with the eltwise-kernels option): a loop of a single f32
 //    transcendental unary op (gelu, tanh, exp, ...) runs on the runtime's
 //    vectorized kernel instead.
@@ -28,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Emission/EmissionSteps.h"
 
+#include "dialects/Dist/DistDialect.h"
 #include "dialects/Emit/EmitDialect.h"
 #include "dialects/Emit/KernelRules.h"
 #include "dialects/Graph/GraphOps.h"
@@ -130,6 +135,13 @@ static Value sinkReshape(Value v, Operation *anchor) {
   return moved->getResult(0);
 }
 
+/// True when `a` and `b` belong to the same action of a pipeline schedule
+/// (or neither to any).
+static bool sameAction(Operation *a, Operation *b) {
+  StringRef name = dist::DistDialect::ActionAttrHelper::getNameStr();
+  return a->getAttr(name) == b->getAttr(name);
+}
+
 /// The elementwise chain after `anchor` that oneDNN can apply as post-ops.
 static SmallVector<Operation *> postOpChain(Operation *anchor) {
   SmallVector<Operation *> chain{anchor};
@@ -145,7 +157,8 @@ static SmallVector<Operation *> postOpChain(Operation *anchor) {
         break;
       user = *v.getUsers().begin();
     }
-    if (user->getBlock() != anchor->getBlock() || !postOpsOf(user, v, anchor))
+    if (user->getBlock() != anchor->getBlock() || !sameAction(user, anchor) ||
+        !postOpsOf(user, v, anchor))
       break;
     chain.push_back(user);
     v = user->getResult(0);
@@ -163,7 +176,8 @@ static llvm::DenseSet<Operation *> fusedIntoUser(Block &body) {
     if (!result.hasOneUse())
       continue;
     Operation *user = *result.getUsers().begin();
-    if (user->getBlock() != &body || !isElementwiseOp(user))
+    if (user->getBlock() != &body || !isElementwiseOp(user) ||
+        !sameAction(&op, user))
       continue;
     if (cast<RankedTensorType>(result.getType()).getShape() !=
         cast<RankedTensorType>(user->getResult(0).getType()).getShape())

@@ -219,6 +219,32 @@ static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
   return g;
 }
 
+/// Moves each of a list's sums over micro-batches (in the order they were
+/// built: each reads the one before) right behind the later of its two
+/// operands, so a micro-batch's gradient is added to the running sum as
+/// soon as its backward ran and dies there: the list holds one gradient
+/// buffer per weight instead of one per micro-batch. The order of the adds,
+/// and so the bits of the sum, do not change. A moved add joins the action
+/// of the op it follows.
+static void accumulateEarly(ArrayRef<Operation *> adds) {
+  for (Operation *add : adds) {
+    Operation *after = nullptr;
+    for (Value operand : add->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && def->getBlock() == add->getBlock() &&
+          (!after || after->isBeforeInBlock(def)))
+        after = def;
+    }
+    if (!after)
+      continue;
+    if (after->getNextNode() != add)
+      add->moveAfter(after);
+    auto label = dist::DistDialect::ActionAttrHelper(add->getContext());
+    if (StringAttr action = label.getAttr(after))
+      label.setAttr(add, action);
+  }
+}
+
 LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                                         const schedule::Plan &plan,
                                         unsigned list, OpBuilder &b) {
@@ -438,6 +464,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // by the step's count: the stage's all_reduce adds the shares.
   DenseMap<Value, Value> means;
   llvm::DenseSet<Value> averaged;
+  // The adds of meanOf's sums, emitted where the mean is first needed and
+  // moved up behind their operands once the list is built.
+  SmallVector<Operation *> accumulations;
   auto meanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
     if (Value done = means.lookup(v))
       return done;
@@ -453,10 +482,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         return at->emitOpError("needs micro-batch ")
                << mb << " of a stage's result that this list never computed "
                << "or received; run dist-verify-schedule";
-      sum = sum ? graph::BinaryOp::create(ib, loc, type, graph::BinaryKind::Add,
-                                          sum, part)
-                      .getResult()
-                : part;
+      if (!sum) {
+        sum = part;
+        continue;
+      }
+      auto add = graph::BinaryOp::create(ib, loc, type, graph::BinaryKind::Add,
+                                         sum, part);
+      accumulations.push_back(add);
+      sum = add.getResult();
     }
     if (m > 1) {
       auto scalar = RankedTensorType::get({}, type.getElementType());
@@ -508,10 +541,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     });
   };
   // ZeRO-1: the gradient means that are this replica's shard, and the
-  // replicas that share them (tp = 1: one group).
+  // replicas that share them: with tensor parallelism each tensor rank
+  // shards its part over its own replicas (one of replicaGroups).
   llvm::DenseSet<Value> sharded;
-  SmallVector<int64_t> zeroGroup(replicaGroups.front().begin(),
-                                 replicaGroups.front().end());
+  SmallVector<int64_t> zeroDevices(replicaGroups.front().begin(),
+                                   replicaGroups.front().end());
+  zero::ShardGroup zeroGroup(zeroDevices, replicaGroups);
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
     if (!dataParallel)
       return at->emitOpError("shards gradients over data-parallel replicas "
@@ -521,13 +556,6 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
              << v << "'s optimizer state over its replicas (ZeRO-1) with "
              << "per-stage replicas, which is not run yet; plan it with "
                 "zero=0";
-    if (layout.tp > 1)
-      return at->emitOpError("shards stage ")
-             << v << "'s optimizer state over its replicas (ZeRO-1) with tp = "
-             << layout.tp
-             << ", which is not run yet: each rank would hold a ZeRO block "
-                "of its tensor-parallel shard, which checkpoints do not "
-                "describe; plan it with zero=0 or tp=1";
     for (Operation &op : func.getBody().front().without_terminator()) {
       if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v)
         continue;
@@ -987,6 +1015,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     lastUpdates.push_back(n + ".last_update");
   }
   func::ReturnOp::create(ib, loc, results);
+  accumulateEarly(accumulations);
   // Per-sample outputs come back with the whole batch.
   SmallVector<Type> types;
   for (Value r : results)

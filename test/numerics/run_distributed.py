@@ -189,6 +189,47 @@ def unshard(shards, want):
     return flat[:want.size].reshape(want.shape), None
 
 
+def unshard_tensor_parts(saved, want, base, tp, state_dir):
+    """ZeRO under tensor parallelism: `saved` (in rank order, the tensor
+    coordinate fastest) holds, per tensor rank t, the ZeRO blocks of t's part
+    of the state; the part's layout is its weight's entry in the ranks'
+    shards.json (the state file `<weight>.<buffer>.npy`), and a weight not
+    there is whole on every tensor rank (their copies must be equal).
+    Returns the whole tensor or an error."""
+    with open(os.path.join(state_dir, "shards.json")) as f:
+        specs = json.load(f)
+    weight = max((w for w in specs if base.startswith(w + ".")), key=len,
+                 default=None)
+    if weight is None:
+        # A weight every tensor rank holds whole: each shards all of it.
+        fulls = []
+        for t in range(tp):
+            full, msg = unshard(saved[t::tp], want)
+            if msg:
+                return None, f"tensor rank {t}: {msg}"
+            fulls.append(full)
+        if any(not np.array_equal(f, fulls[0]) for f in fulls[1:]):
+            return None, "the tensor ranks' copies differ"
+        return fulls[0], None
+    spec = specs[weight]
+    shape, dim = spec["shape"], spec["dim"]
+    blocks, n = spec["blocks"], spec["parts"]
+    if n != tp or list(shape) != list(want.shape):
+        return None, f"weight {weight}'s layout {spec} does not fit {want.shape}"
+    piece = shape[dim] // (blocks * n)
+    part_shape = list(shape)
+    part_shape[dim] = blocks * piece
+    outer = int(np.prod(shape[:dim], dtype=np.int64))
+    inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
+    out = np.empty((outer, blocks, n, piece, inner), want.dtype)
+    for t in range(tp):
+        part, msg = unshard(saved[t::tp], np.empty(part_shape, want.dtype))
+        if msg:
+            return None, f"tensor rank {t}: {msg}"
+        out[:, :, t] = part.reshape(outer, blocks, piece, inner)
+    return out.reshape(shape), None
+
+
 def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
              steps, rtol=RTOL, overflow=False, zero=False, ranks=RANKS):
     """Returns a list of failure messages (empty: passed). With `zero`, the
@@ -582,6 +623,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
                 "installs it)"]
+    tp = int(dict(kv.split("=") for kv in plan.split(",")).get("tp", 1))
     opt = os.path.join(os.path.dirname(compiler), "dist-opt")
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
@@ -664,8 +706,11 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         saved = [np.load(p) if isinstance(p, str) else p for p in owners[base]]
         if zero and any(a.shape != want.shape for a in saved):
             # ZeRO-1 (zero=1 in the plan): the stage's replicas, in rank
-            # order, each saved its block of the flattened state.
-            full, msg = unshard(saved, want)
+            # order, each saved its block of the flattened state (with
+            # tensor parallelism, of its tensor rank's part).
+            full, msg = (unshard_tensor_parts(saved, want, base, tp,
+                                              os.path.join(d, "state_pp0"))
+                         if tp > 1 else unshard(saved, want))
             if msg:
                 errors.append(f"{base}: {msg}")
                 continue
@@ -843,6 +888,13 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=1f1b", ranks=8)))
     out.append(("gpt2_sgd_dp2_tp2",
                 dict(gpt, plan="dp=2,tp=2,mbs=1", ranks=4, train=sgd)))
+    # ZeRO-1 with tp (mlp_adam_dp2_tp2_zero1 below): split weights (the
+    # fused QKV in 3 blocks) and weights every tensor rank holds whole.
+    # Momentum, not Adam: see the SGD note above.
+    out.append(("gpt2_momentum_dp2_tp2_zero1",
+                dict(gpt, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).
@@ -867,6 +919,11 @@ def pipeline_train_cases(rng):
     out.append(("mlp_adam_dp2_pp2_zero1_1f1b",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=1",
                      ranks=4, zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    # ZeRO-1 with tensor parallelism: each tensor rank shards its part of
+    # every split weight's optimizer state over its own 2 replicas.
+    out.append(("mlp_adam_dp2_tp2_zero1",
+                dict(mlp, plan="dp=2,tp=2,mbs=2,zero=1", ranks=4, zero=True,
                      train="loss=mse:target optimizer=adam lr=0.01")))
     out.append(("mlp_momentum_dp2_pp2_zero1_gpipe",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe,zero=1",
