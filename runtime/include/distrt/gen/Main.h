@@ -244,7 +244,21 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    // --option=VALUE as well as --option VALUE.
+    bool inlined = false;
+    std::string inlineValue;
+    if (size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inlined = true;
+      inlineValue = a.substr(eq + 1);
+      a.resize(eq);
+    }
+    bool tookValue = false;
     auto value = [&](std::string &dst) {
+      tookValue = true;
+      if (inlined) {
+        dst = inlineValue;
+        return true;
+      }
       if (i + 1 >= argc) {
         fprintf(stderr, "error: %s needs a value\n", a.c_str());
         return false;
@@ -307,6 +321,11 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       return usage(argv[0]);
     } else {
       args.push_back(a);
+    }
+    if (inlined && !tookValue) {
+      fprintf(stderr, "error: %s takes no value (got '%s')\n", a.c_str(),
+              argv[i]);
+      return usage(argv[0]);
     }
   }
   if (list) {
