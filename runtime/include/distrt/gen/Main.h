@@ -228,6 +228,52 @@ inline int usage(const char *argv0) {
   return 2;
 }
 
+/// A pipeline job's --profile on CPU: every rank formats its report, the
+/// others send theirs to rank 0 (its length, then the text, on the last
+/// transfer tag), and rank 0 prints them all in rank order.
+inline int printRankProfiles(Program &P, const Profiler &prof) {
+  char *text = nullptr;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem)
+    return fail(P.err, "--profile: cannot format the report: %s",
+                strerror(errno));
+  fprintf(mem, "profile of rank %d:\n", P.rank);
+  prof.print(mem);
+  fclose(mem);
+  const int32_t tag = 32767;
+  int rc = 0;
+  if (P.rank != 0) {
+    int64_t n = (int64_t)len;
+    distrt_tensor size = T(&n, DISTRT_I64, {1});
+    distrt_tensor body = T(text, DISTRT_U8, {n});
+    rc = P.check(distrt_send(P.comm, &size, 0, tag), "sending the profile") ||
+         (n > 0 &&
+          P.check(distrt_send(P.comm, &body, 0, tag), "sending the profile"));
+  } else {
+    fwrite(text, 1, len, stderr);
+    for (int r = 1; r < P.worldSize && !rc; ++r) {
+      int64_t n = 0;
+      distrt_tensor size = T(&n, DISTRT_I64, {1});
+      if (P.check(distrt_recv(P.comm, &size, r, tag), "receiving a profile")) {
+        rc = 1;
+        break;
+      }
+      std::vector<char> other((size_t)n);
+      distrt_tensor body = T(other.data(), DISTRT_U8, {n});
+      if (n > 0 &&
+          P.check(distrt_recv(P.comm, &body, r, tag), "receiving a profile")) {
+        rc = 1;
+        break;
+      }
+      fwrite(other.data(), 1, other.size(), stderr);
+    }
+    fflush(stderr);
+  }
+  free(text);
+  return rc;
+}
+
 inline int runMain(int argc, char **argv, const Model *models, int numModels,
                    bool cuda) {
   if (!cuda)
@@ -622,8 +668,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     rc = 1;
   if (!rc && timing && root)
     timer.print(printSteps ? "step" : "run", model->name, threadCount());
-  if (!rc && profile && pipeline && world > 1) {
-    // Each rank runs its own stages: every rank reports, in rank order.
+  if (!rc && profile && pipeline && world > 1 && !P.device) {
+    // Each rank runs its own stages: rank 0 prints every rank's report, in
+    // rank order (mpirun forwards each rank's stderr on its own, so reports
+    // printed by the ranks themselves can arrive out of order or mixed).
+    if (printRankProfiles(P, prof))
+      rc = 1;
+  } else if (!rc && profile && pipeline && world > 1) {
+    // CUDA: transfers go through NCCL on device memory; each rank prints
+    // its own report between barriers.
     for (int r = 0; r < world && !rc; ++r) {
       if (r == P.rank) {
         fprintf(stderr, "profile of rank %d:\n", r);
