@@ -177,14 +177,17 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
   if (plan.getZero() >= 1)
     o["zero"] = json::Object{{"stage", plan.getZero()},
                              {"replicas", static_cast<int64_t>(layout.dp)}};
-  // Tensor-parallel shards (dist-tensor-parallel) by weight or state name.
+  // Tensor-parallel shards (dist-tensor-parallel) by weight or state name,
+  // as the list programs hold them (a ZeRO-sharded optimizer state is a
+  // flat block there, not a part of the state's shape).
   llvm::StringMap<DenseI64ArrayAttr> shardOf;
-  m.walk([&](Operation *op) {
-    auto shard = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
-    auto name = op->getAttrOfType<StringAttr>("sym_name");
-    if (shard && name)
-      shardOf[name.getValue()] = shard;
-  });
+  for (func::FuncOp fn : lists)
+    fn.walk([&](Operation *op) {
+      auto shard = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
+      auto name = op->getAttrOfType<StringAttr>("sym_name");
+      if (shard && name)
+        shardOf[name.getValue()] = shard;
+    });
   json::Array ranks;
   for (unsigned r = 0; r < layout.numDevices(); ++r) {
     schedule::RankLayout::Coord c = *layout.coordOf(r);
