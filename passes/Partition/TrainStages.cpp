@@ -262,9 +262,8 @@ void partition::rematerializeAttentionCores(func::FuncOp func) {
     Operation *def = v.getDefiningOp();
     if (!isCore(def))
       return v;
-    auto [it, fresh] = copies.try_emplace({v, phase});
-    if (!fresh)
-      return it->second;
+    if (Value done = copies.lookup({v, phase}))
+      return done;
     IRMapping map;
     for (Value operand : def->getOperands())
       map.map(operand, copyOf(operand, phase, before));

@@ -4,7 +4,8 @@
 // and mask as its own op; trainers run them inside a neighbouring kernel
 // (GEMM epilogues, Megatron's FusedScaleMaskSoftmax) and often the whole
 // attention core as one kernel (FlashAttention). fuseKernels makes the
-// costs of the layer analysis' items say so. Internal to passes/Planning.
+// costs of the layer analysis' items say so. Internal to passes/ (the
+// partition's selective recomputation shares isScoreShaped).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DIST_PASSES_PLANNING_FUSEDKERNELS_H
