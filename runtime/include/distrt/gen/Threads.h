@@ -81,8 +81,8 @@ struct RunTimer {
            ms.size(), what, model, threads, sum / (double)(ms.size() - from),
            min);
     if (from)
-      printf(" (runs 2..%zu); the first (it loads the weights) %.3f ms",
-             ms.size(), ms[0]);
+      printf(" (%ss 2..%zu); the first (it loads the weights) %.3f ms",
+             what, ms.size(), ms[0]);
     printf("\n");
   }
 };
