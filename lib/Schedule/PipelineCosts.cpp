@@ -145,23 +145,30 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     // them, the experts over the dp * cp / ep ranks that hold theirs.
     GroupShape dpg = dataGroup(p, c, st.device);
     GroupShape edpg = expertDataGroup(p, c, st.device);
-    auto syncOf = [&](double gradBytes, const GroupShape &g) {
-      if (p.zero == 0)
-        return CostModel::collective(Collective::AllReduce, gradBytes, g);
+    // ZeRO-2/3 reduce-scatter every micro-batch's gradient (DeepSpeed's
+    // stages 2 and 3 under gradient accumulation, and dist-partition's
+    // programs), ZeRO-1 the step's sum once.
+    const double scatters = p.zero >= 2 ? p.numMicrobatches : 1;
+    auto addSync = [&](double gradBytes, const GroupShape &g) {
+      if (p.zero == 0) {
+        CommCost ar = CostModel::collective(Collective::AllReduce, gradBytes, g);
+        st.gradSyncTime += ar.time;
+        for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+          st.gradSyncBytes[l] += ar.bytes[l];
+        return;
+      }
       CommCost rs =
           CostModel::collective(Collective::ReduceScatter, gradBytes, g);
       CommCost ag = CostModel::collective(Collective::AllGather, gradBytes, g);
-      CommCost out;
-      out.time = rs.time + ag.time;
-      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        out.bytes[l] = rs.bytes[l] + ag.bytes[l];
-      return out;
+      st.gradSyncTime += scatters * rs.time + ag.time;
+      st.gradGatherTime += ag.time;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l) {
+        st.gradSyncBytes[l] += scatters * rs.bytes[l] + ag.bytes[l];
+        st.gradGatherBytes[l] += ag.bytes[l];
+      }
     };
-    CommCost dense = syncOf(params.dense * syncElem, dpg);
-    CommCost experts = syncOf(params.expert * syncElem, edpg);
-    st.gradSyncTime = dense.time + experts.time;
-    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-      st.gradSyncBytes[l] = dense.bytes[l] + experts.bytes[l];
+    addSync(params.dense * syncElem, dpg);
+    addSync(params.expert * syncElem, edpg);
     if (p.zero >= 3) {
       // Weights are gathered before each forward and each backward, layer
       // by layer, prefetched under the previous layer's compute (FSDP,

@@ -241,9 +241,15 @@ struct StageCost {
   double sendPrevTime = 0, sendPrevBytes = 0;
   cluster::LinkLevel nextLevel = cluster::LinkLevel::IntraNode;
   cluster::LinkLevel prevLevel = cluster::LinkLevel::IntraNode;
-  /// DP gradient synchronisation of this chunk's parameters.
+  /// DP gradient synchronisation of this chunk's parameters, and (ZeRO) of
+  /// it the all-gather of the updated parameters; the rest is the
+  /// reduce-scatter of the gradients, once per step, or with ZeRO-2/3 once
+  /// per micro-batch (each micro-batch's gradient is sharded as soon as its
+  /// backward computed it).
   double gradSyncTime = 0;
   double gradSyncBytes[cluster::kNumLinkLevels] = {0, 0};
+  double gradGatherTime = 0;
+  double gradGatherBytes[cluster::kNumLinkLevels] = {0, 0};
   /// Bytes sent per device per micro-batch by TP all-reduces (and ZeRO-3
   /// weight gathers), per link level.
   double mbBytes[cluster::kNumLinkLevels] = {0, 0};

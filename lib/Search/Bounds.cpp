@@ -92,7 +92,7 @@ static double replicatedLowerBound(const PipelineCosts &c, ScheduleKind kind) {
 }
 
 double iterationLowerBound(const PipelineCosts &c, ScheduleKind kind,
-                           bool overlapGradSync, unsigned zero) {
+                           bool overlapGradSync) {
   if (!c.slotStage.empty())
     return replicatedLowerBound(c, kind);
   const unsigned pp = c.pp, chunks = c.chunks;
@@ -116,8 +116,9 @@ double iterationLowerBound(const PipelineCosts &c, ScheduleKind kind,
   auto post = [&](unsigned r) -> double {
     double minSync = std::numeric_limits<double>::infinity(), allSync = 0;
     for (unsigned ch = 0; ch < chunks; ++ch) {
-      // ZeRO: only the reduce-scatter half comes before the step.
-      double s = c.stage(r, ch).gradSyncTime / (zero >= 1 ? 2 : 1);
+      // ZeRO: only the reduce-scatter comes before the step.
+      const schedule::StageCost &st = c.stage(r, ch);
+      double s = st.gradSyncTime - st.gradGatherTime;
       minSync = std::min(minSync, s);
       allSync += s;
     }

@@ -32,8 +32,7 @@ Expected<Candidate> search::evaluatePlan(const cost::ModelDesc &model,
   cand.sim = std::move(*ps);
   cand.breakdown = breakdownOf(cand.sim);
   cand.lowerBound = iterationLowerBound(cand.sim.costs, cand.sim.plan.schedule,
-                                        cand.sim.plan.overlapGradSync,
-                                        cand.sim.plan.zero);
+                                        cand.sim.plan.overlapGradSync);
   detail::Tables t(model, c, cm, o.memory);
   cand.replicaMicrobatches =
       detail::replicaShares(t, cand.sim.plan, c, model.layers.size());

@@ -279,7 +279,7 @@ void replicatedCandidates(const cost::ModelDesc &model,
         ++stats.memoryPruned;
         continue;
       }
-      double lb = iterationLowerBound(costs, kind, p.overlapGradSync, 0);
+      double lb = iterationLowerBound(costs, kind, p.overlapGradSync);
       out.push_back({std::move(p), lb});
     }
   }

@@ -633,7 +633,7 @@ bool Searcher::expand(const Light &x, Expanded &out) {
   ladder[rung] |= 1u << static_cast<unsigned>(x.kind);
   out.plan = std::move(p);
   out.lb =
-      iterationLowerBound(costs, x.kind, out.plan.overlapGradSync, x.zero);
+      iterationLowerBound(costs, x.kind, out.plan.overlapGradSync);
   return true;
 }
 

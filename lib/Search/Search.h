@@ -195,10 +195,9 @@ partitionLayers(unsigned numLayers, unsigned stages,
                 double *best = nullptr);
 
 /// Proven lower bound on the simulated iteration time of \p costs under
-/// \p kind with ZeRO stage \p zero (see docs/search.md for the argument).
+/// \p kind (see docs/search.md for the argument).
 double iterationLowerBound(const schedule::PipelineCosts &costs,
-                           schedule::ScheduleKind kind, bool overlapGradSync,
-                           unsigned zero);
+                           schedule::ScheduleKind kind, bool overlapGradSync);
 
 /// Breakdown of a simulated plan.
 Breakdown breakdownOf(const sim::PlanSimulation &ps);

@@ -203,8 +203,9 @@ double Engine::computeDuration(unsigned r, const Action &a) const {
   case ActionKind::AllReduce:
     return stageOf(r, a).gradSyncTime;
   case ActionKind::ReduceScatter:
+    return stageOf(r, a).gradSyncTime - stageOf(r, a).gradGatherTime;
   case ActionKind::AllGather:
-    return stageOf(r, a).gradSyncTime / 2;
+    return stageOf(r, a).gradGatherTime;
   default:
     return 0;
   }
@@ -384,9 +385,13 @@ Expected<SimResult> Engine::run() {
       peer = a.peer;
     } else {
       ++rk.collectivesDone;
-      double share = a.kind == ActionKind::AllReduce ? 1.0 : 0.5;
-      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        bytes[l] += st.gradSyncBytes[l] * share * dc.devicesInGroup;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l) {
+        double b = a.kind == ActionKind::AllReduce ? st.gradSyncBytes[l]
+                   : a.kind == ActionKind::AllGather
+                       ? st.gradGatherBytes[l]
+                       : st.gradSyncBytes[l] - st.gradGatherBytes[l];
+        bytes[l] += b * dc.devicesInGroup;
+      }
     }
     Link &link = rk.links[level];
     link.busy = false;

@@ -5,7 +5,8 @@
 // gradients are averaged over the world right before the optimizer reads
 // them, and the returned loss is the world's mean. With ZeRO-1 the
 // gradients are reduce-scattered instead and each rank updates its shard
-// of every parameter (ZeroShard.h). docs/distributed.md.
+// of every parameter (ZeroShard.h); ZeRO-2 reduce-scatters each gradient
+// as soon as the backward computed it. docs/distributed.md.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/DataParallel.h"
@@ -66,10 +67,13 @@ bool isReduced(Value v) {
 
 /// Averages the gradient of every optimizer update; a mixed-precision
 /// overflow flag (`skip`) is or-ed over the world so ranks skip together.
-/// With a \p zeroGroup (ZeRO-1 over those devices) each update runs on this
-/// rank's shard instead (zero::shardUpdate).
-LogicalResult reduceGradients(func::FuncOp func,
-                              ArrayRef<int64_t> zeroGroup) {
+/// With a \p zeroGroup (ZeRO over those devices) each update runs on this
+/// rank's shard instead (zero::shardUpdate). ZeRO-1 reduce-scatters the
+/// gradient where the update reads it; ZeRO-2 (\p shardEarly) right after
+/// the backward computed it, so the whole gradient dies there and only the
+/// shard lives on to the optimizer.
+LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
+                              bool shardEarly) {
   OpBuilder b(func.getContext());
   DenseMap<Value, Value> skipOf;
   auto reduceSkip = [&](Operation *user, Value skip) -> Value {
@@ -99,7 +103,12 @@ LogicalResult reduceGradients(func::FuncOp func,
     else if (auto adam = dyn_cast<graph::AdamUpdateOp>(op))
       reduceSkip(op, adam.getSkip());
     if (!zeroGroup.empty()) {
-      if (failed(zero::shardUpdate(op, zeroGroup)))
+      if (shardEarly) {
+        b.setInsertionPointAfterValue(grad.get());
+        grad.set(zero::reduceScatterMean(b, op->getLoc(), grad.get(),
+                                         zeroGroup, "backward"));
+      }
+      if (failed(zero::shardUpdate(op, zeroGroup, /*gradIsShard=*/shardEarly)))
         return failure();
     } else if (!isReduced(grad.get())) {
       grad.set(
@@ -165,8 +174,8 @@ struct DataParallelPass
       return module.emitError()
              << "dist-data-parallel: zero="
              << (zeroStage < -1 ? static_cast<int64_t>(zeroStage) : c.stage)
-             << " is not a ZeRO stage; use 0 (replicated optimizer state) "
-                "or 1 (sharded over the replicas)";
+             << " is not a ZeRO stage; use 0 (replicated optimizer state), "
+                "1 (sharded over the replicas) or 2 (gradients sharded too)";
     if (plan && replicas && plan.getDp() != replicas)
       return module.emitError()
              << "dist-data-parallel: dp=" << static_cast<unsigned>(replicas)
@@ -193,19 +202,31 @@ struct DataParallelPass
     }
     if (c.stage == 0)
       return c;
-    if (c.stage > 1)
+    if (c.stage > 2)
       return module.emitError()
-             << "dist-data-parallel: ZeRO stage " << c.stage
-             << " (gradients" << (c.stage > 2 ? " and parameters" : "")
-             << " sharded too) is not run by generated programs; use zero=1 "
-                "(optimizer state sharded) or zero=0";
+             << "dist-data-parallel: ZeRO stage 3 (parameters sharded too) "
+                "is not run by generated programs; use zero=2 (gradients "
+                "and optimizer state sharded), zero=1 (optimizer state) or "
+                "zero=0";
+    if (c.stage == 2)
+      for (func::FuncOp f : funcs)
+        if (roleOf(f) == "microbatch")
+          return f.emitError()
+                 << "dist-data-parallel: ZeRO stage 2 shards each "
+                    "micro-batch's gradients, but @"
+                 << f.getSymName()
+                 << " returns whole gradients that the program sums over "
+                    "accumulation-steps; train with accumulation-steps=1, "
+                    "or use zero=1";
     if (c.replicas < 2)
       return module.emitError()
-             << "dist-data-parallel: zero=1 shards the optimizer state over "
+             << "dist-data-parallel: zero=" << c.stage
+             << " shards the optimizer state over "
                 "the data-parallel replicas, so their number must be known "
                 "when compiling (the shards' shapes depend on it); give dp=N "
                 "with N >= 2, or plan the module with dp >= 2 "
-                "(--dist-plan=dp=2,zero=1)";
+                "(--dist-plan=dp=2,zero="
+             << c.stage << ")";
     return c;
   }
 
@@ -241,7 +262,8 @@ struct DataParallelPass
                          "--dist-autodiff)";
         return signalPassFailure();
       }
-      if (role != "microbatch" && failed(reduceGradients(f, zeroGroup)))
+      if (role != "microbatch" &&
+          failed(reduceGradients(f, zeroGroup, zero->stage >= 2)))
         return signalPassFailure();
       if (role != "apply")
         reduceLossAndShardInputs(f);

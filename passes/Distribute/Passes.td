@@ -107,7 +107,12 @@ def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
     name the devices `[0, ..., dp - 1]`; the function gets `dist.zero =
     {stage = 1, replicas = dp}`, and dist-compile's program runs on exactly
     `dp` ranks, each saving its own shard (`--save-state 'DIR/{rank}'`).
-    ZeRO-2 and 3 are refused.
+
+    **ZeRO-2** (`zero=2`): the same, but each gradient is reduce-scattered
+    right after the op that computes it (its ops in the backward phase), so
+    the whole gradient dies during the backward and only its shard lives
+    until the update. Refused with accumulation-steps > 1 (the program
+    would sum whole gradients first). ZeRO-3 is refused.
 
     Example:
 
@@ -122,7 +127,8 @@ def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
   let options = [
     Option<"zeroStage", "zero", "int", "-1",
            "ZeRO stage: 0 replicates the optimizer state, 1 shards it over "
-           "the dp replicas; -1: the module plan's (0 without one)">,
+           "the dp replicas, 2 shards the gradients too; -1: the module "
+           "plan's (0 without one)">,
     Option<"replicas", "dp", "unsigned", "0",
            "Data-parallel replicas ZeRO shards over (the ranks the program "
            "runs on); 0: the module plan's dp">

@@ -31,19 +31,20 @@ struct ShardBuilder {
   ArrayRef<std::vector<unsigned>> alike;
   RankedTensorType full;
   int64_t numel, shard;
+  StringRef phase;
 
   ShardBuilder(OpBuilder &b, Location loc, const zero::ShardGroup &g,
-               Type type)
+               Type type, StringRef phase = "optimizer")
       : b(b), loc(loc), group(g.devices), alike(g.alike),
         full(cast<RankedTensorType>(type)), numel(full.getNumElements()),
-        shard(zero::shardElements(numel, group.size())) {}
+        shard(zero::shardElements(numel, group.size())), phase(phase) {}
 
   RankedTensorType flat(int64_t n) const {
     return RankedTensorType::get({n}, full.getElementType());
   }
   int64_t padded() const { return shard * static_cast<int64_t>(group.size()); }
   Value tag(Operation *op) {
-    op->setAttr("graph.phase", b.getStringAttr("optimizer"));
+    op->setAttr("graph.phase", b.getStringAttr(phase));
     if (isa<dist::CollectiveOpInterface>(op) && !alike.empty())
       dist::setRunGroups(op, alike);
     return op->getResult(0);
@@ -77,8 +78,8 @@ struct ShardBuilder {
 } // namespace
 
 Value zero::reduceScatterMean(OpBuilder &b, Location loc, Value grad,
-                              const ShardGroup &group) {
-  ShardBuilder sb(b, loc, group, grad.getType());
+                              const ShardGroup &group, StringRef phase) {
+  ShardBuilder sb(b, loc, group, grad.getType(), phase);
   return sb.tag(dist::ReduceScatterOp::create(
       b, loc, sb.flat(sb.shard), sb.flatPadded(grad),
       dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::mean),

@@ -1,4 +1,4 @@
-//===- ZeroShard.h - ZeRO-1: optimizer updates on one shard -----*- C++ -*-===//
+//===- ZeroShard.h - ZeRO: optimizer updates on one shard -------*- C++ -*-===//
 //
 // Part of DistOpt. Rewrites an optimizer update (graph.sgd_update,
 // graph.adam_update) of a data-parallel program so that each of the n
@@ -42,9 +42,12 @@ struct ShardGroup {
 
 /// This replica's shard of the mean over \p group of \p grad: \p grad
 /// flattened, padded and reduce-scattered (`dist.reduce_scatter mean`),
-/// built at \p b's insertion point.
+/// built at \p b's insertion point, its ops in \p phase (`graph.phase`:
+/// "optimizer" where the update reads it, "backward" where ZeRO-2 shards a
+/// gradient as soon as it is computed).
 mlir::Value reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value grad, const ShardGroup &group);
+                              mlir::Value grad, const ShardGroup &group,
+                              llvm::StringRef phase = "optimizer");
 
 /// Rewrites \p update, a graph.sgd_update or graph.adam_update, to run on
 /// one shard over the devices of \p group:

@@ -356,12 +356,12 @@ struct PartitionPass
     if (failed(train))
       return failure();
     if (*train) {
-      if (p.zero > 1)
+      if (p.zero > 2)
         return emitError(module.getLoc())
-               << "dist-partition: ZeRO stage " << p.zero << " (gradients"
-               << (p.zero > 2 ? " and parameters" : "")
-               << " sharded too) is not run by generated programs; use "
-                  "zero=1 (optimizer state sharded) or zero=0";
+               << "dist-partition: ZeRO stage 3 (parameters sharded too) is "
+                  "not run by generated programs; use zero=2 (gradients and "
+                  "optimizer state sharded), zero=1 (optimizer state) or "
+                  "zero=0";
       return partitionTraining(module, plan, *train);
     }
     if (layout.dp != 1)

@@ -26,7 +26,11 @@
 //    parameter with its shard of the optimizer state (zero::shardUpdate,
 //    as dist-data-parallel does); the updated shards are gathered where the
 //    step updates them, which is where the schedule puts param_all_gather
-//    (right after the optimizer_step).
+//    (right after the optimizer_step). ZeRO-2 (zero = 2) reduce-scatters
+//    each micro-batch's gradient right after its backward and sums the
+//    shards (DeepSpeed's stage 2 under gradient accumulation): the list
+//    holds one shard per weight across the step, not a whole gradient, and
+//    the grad_reduce_scatter only scales the sum to the mean.
 //
 // Asynchronous schedules keep weight versions as values of the program:
 // the stage functions that read a weight the list updates get it as an
@@ -467,6 +471,44 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // The adds of meanOf's sums, emitted where the mean is first needed and
   // moved up behind their operands once the list is built.
   SmallVector<Operation *> accumulations;
+  // A sum over the step's micro-batches, scaled to their mean.
+  auto overStep = [&](Value sum) -> Value {
+    if (m == 1)
+      return sum;
+    auto type = cast<RankedTensorType>(sum.getType());
+    auto scalar = RankedTensorType::get({}, type.getElementType());
+    Value inv = graph::ConstantOp::create(
+        ib, loc, scalar,
+        DenseElementsAttr::get(
+            scalar, ib.getFloatAttr(type.getElementType(), 1.0 / m)));
+    return graph::BinaryOp::create(ib, loc, type, graph::BinaryKind::Mul, sum,
+                                   inv);
+  };
+  // The mean over the list's micro-batches of v, each micro-batch's value
+  // first passed through \p each when given.
+  auto meanOverStep = [&](Operation *at, Value v,
+                         llvm::function_ref<Value(Value)> each)
+      -> FailureOr<Value> {
+    Value sum;
+    for (int64_t mb : ownMicrobatches) {
+      Value part = valueOf(mb, v);
+      if (!part)
+        return at->emitOpError("needs micro-batch ")
+               << mb << " of a stage's result that this list never computed "
+               << "or received; run dist-verify-schedule";
+      if (each)
+        part = each(part);
+      if (!sum) {
+        sum = part;
+        continue;
+      }
+      auto add = graph::BinaryOp::create(ib, loc, part.getType(),
+                                         graph::BinaryKind::Add, sum, part);
+      accumulations.push_back(add);
+      sum = add.getResult();
+    }
+    return overStep(sum);
+  };
   auto meanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
     if (Value done = means.lookup(v))
       return done;
@@ -475,33 +517,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return at->emitOpError("reads a ")
              << type << " per micro-batch value; only float values (the "
              << "loss, gradients) are averaged over a step's micro-batches";
-    Value sum;
-    for (int64_t mb : ownMicrobatches) {
-      Value part = valueOf(mb, v);
-      if (!part)
-        return at->emitOpError("needs micro-batch ")
-               << mb << " of a stage's result that this list never computed "
-               << "or received; run dist-verify-schedule";
-      if (!sum) {
-        sum = part;
-        continue;
-      }
-      auto add = graph::BinaryOp::create(ib, loc, type, graph::BinaryKind::Add,
-                                         sum, part);
-      accumulations.push_back(add);
-      sum = add.getResult();
-    }
-    if (m > 1) {
-      auto scalar = RankedTensorType::get({}, type.getElementType());
-      Value inv = graph::ConstantOp::create(
-          ib, loc, scalar,
-          DenseElementsAttr::get(
-              scalar, ib.getFloatAttr(type.getElementType(), 1.0 / m)));
-      sum = graph::BinaryOp::create(ib, loc, type, graph::BinaryKind::Mul, sum,
-                                    inv);
-    }
-    means[v] = sum;
-    return sum;
+    FailureOr<Value> mean = meanOverStep(at, v, {});
+    if (succeeded(mean))
+      means[v] = *mean;
+    return mean;
   };
   // Top-level values (weights, state, optimizer results) in this program;
   // ops every list computes are copied where first read.
@@ -547,6 +566,33 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   SmallVector<int64_t> zeroDevices(replicaGroups.front().begin(),
                                    replicaGroups.front().end());
   zero::ShardGroup zeroGroup(zeroDevices, replicaGroups);
+  // ZeRO-1: the shard of the mean over the step's micro-batches.
+  auto shardOfMean = [&](Operation *at, Value grad) -> FailureOr<Value> {
+    FailureOr<Value> mean = meanOf(at, grad);
+    if (failed(mean))
+      return failure();
+    return zero::reduceScatterMean(ib, loc, *mean, zeroGroup);
+  };
+  // ZeRO-2: the mean of the micro-batches' shards. Each micro-batch's
+  // gradient is reduce-scattered and added to the running sum of shards;
+  // accumulateEarly moves both right behind the backward that computed it,
+  // so no whole gradient outlives its micro-batch.
+  auto shardedMeanOf = [&](Operation *at, Value grad) -> FailureOr<Value> {
+    return meanOverStep(at, grad, [&](Value part) {
+      Value shard =
+          zero::reduceScatterMean(ib, loc, part, zeroGroup, "backward");
+      // The flatten, pad and reduce-scatter, in order.
+      SmallVector<Operation *> chain;
+      for (Operation *op = shard.getDefiningOp(); op;
+           op = op->getOperand(0).getDefiningOp()) {
+        chain.push_back(op);
+        if (op->getOperand(0) == part)
+          break;
+      }
+      accumulations.append(chain.rbegin(), chain.rend());
+      return shard;
+    });
+  };
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
     if (!dataParallel)
       return at->emitOpError("shards gradients over data-parallel replicas "
@@ -571,11 +617,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                  << use.getOperandNumber()
                  << ") other than as an optimizer update's gradient; plan "
                     "it with zero=0";
-        FailureOr<Value> mean = meanOf(at, operand);
-        if (failed(mean))
+        FailureOr<Value> shard = plan.zero >= 2
+                                     ? shardedMeanOf(at, operand)
+                                     : shardOfMean(at, operand);
+        if (failed(shard))
           return failure();
-        Value shard = zero::reduceScatterMean(ib, loc, *mean, zeroGroup);
-        means[operand] = shard;
+        means[operand] = *shard;
         averaged.insert(operand);
         sharded.insert(operand);
       }

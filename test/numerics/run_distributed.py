@@ -925,6 +925,22 @@ def pipeline_train_cases(rng):
     out.append(("mlp_adam_dp2_tp2_zero1",
                 dict(mlp, plan="dp=2,tp=2,mbs=2,zero=1", ranks=4, zero=True,
                      train="loss=mse:target optimizer=adam lr=0.01")))
+    # ZeRO-2: each micro-batch's gradient reduce-scattered right after its
+    # backward (under ZB-H1, its backward-weight) and the shards summed;
+    # with data parallelism alone, each gradient right after the op that
+    # computes it (dist-data-parallel).
+    out.append(("mlp_adam_dp2_pp2_zero2_zbh1",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=zb-h1,zero=2",
+                     ranks=4, zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("mlp_adam_dp2_zero2",
+                dict(mlp, plan="dp=2,mbs=4,zero=2", input_shape="x:4x8",
+                     zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("gpt2_momentum_dp2_tp2_zero2",
+                dict(gpt, plan="dp=2,tp=2,mbs=1,zero=2", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     out.append(("mlp_momentum_dp2_pp2_zero1_gpipe",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe,zero=1",
                      ranks=4, zero=True,

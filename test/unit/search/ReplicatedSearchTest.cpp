@@ -74,7 +74,7 @@ TEST(ReplicatedLowerBound, NeverAboveSimulation) {
     ASSERT_TRUE(static_cast<bool>(ps)) << cs.spec << ": "
                                        << llvm::toString(ps.takeError());
     double lb = iterationLowerBound(ps->costs, ps->plan.schedule,
-                                    ps->plan.overlapGradSync, 0);
+                                    ps->plan.overlapGradSync);
     EXPECT_LE(lb, ps->result.iterationTime * (1 + 1e-9)) << cs.spec;
     EXPECT_GT(lb, 0) << cs.spec;
     // The synchronous bound is tight enough to prune with.

@@ -154,6 +154,7 @@ TEST(LowerBound, NeverAboveSimulation) {
       {"dp=2,tp=2,pp=4,mbs=1,schedule=interleaved,chunks=2", 32},
       {"dp=4,tp=2,pp=2,mbs=2,schedule=zb-h1", 64},
       {"dp=8,tp=2,pp=1,mbs=4,schedule=1f1b,zero=1", 64},
+      {"dp=4,tp=1,pp=2,mbs=1,schedule=1f1b,zero=2", 32},
       {"dp=2,tp=1,pp=8,mbs=1,schedule=1f1b,p2p_overlap=0,grad_overlap=0",
        32},
       {"dp=4,tp=1,pp=4,mbs=1,schedule=pipedream", 32},

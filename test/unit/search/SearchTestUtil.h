@@ -33,7 +33,7 @@ inline void expectBoundBelowSimulation(const cost::ModelDesc &model,
   sim::PlanSimulation ps =
       llvm::cantFail(sim::simulatePlan(model, c, p, batch, cm, so));
   double lb = iterationLowerBound(ps.costs, ps.plan.schedule,
-                                  ps.plan.overlapGradSync, ps.plan.zero);
+                                  ps.plan.overlapGradSync);
   EXPECT_LE(lb, ps.result.iterationTime * (1 + 1e-9)) << spec;
   EXPECT_GT(lb, 0.5 * ps.result.iterationTime) << spec << " (loose)";
 }

@@ -314,3 +314,39 @@ TEST(Simulator, CostsMustMatchTheSchedule) {
 }
 
 } // namespace
+
+TEST(SimulatePlan, ZeroTwoReduceScattersEveryMicrobatch) {
+  // dp=4 x pp=2 with 8 micro-batches per step: ZeRO-2 reduce-scatters each
+  // micro-batch's gradient (8 reduce-scatters of the chunk's gradients),
+  // ZeRO-1 the step's mean once; both gather the parameters once, and
+  // ZeRO-2 holds a quarter of the gradients.
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  auto simulateZero = [&](const char *spec) {
+    auto ps = simulatePlan(gpt(8), c, llvm::cantFail(parsePlan(spec)), 32, cm);
+    EXPECT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+    return std::move(*ps);
+  };
+  PlanSimulation z1 = simulateZero("dp=4,pp=2,mbs=1,schedule=1f1b,zero=1");
+  PlanSimulation z2 = simulateZero("dp=4,pp=2,mbs=1,schedule=1f1b,zero=2");
+  ASSERT_EQ(z2.plan.numMicrobatches, 8u);
+  const StageCost &s1 = z1.costs.stages[0], &s2 = z2.costs.stages[0];
+  EXPECT_GT(s1.gradGatherTime, 0);
+  EXPECT_DOUBLE_EQ(s2.gradGatherTime, s1.gradGatherTime);
+  EXPECT_NEAR(s2.gradSyncTime - s2.gradGatherTime,
+              8 * (s1.gradSyncTime - s1.gradGatherTime), 1e-12);
+  // The simulator's RS action takes the reduce-scatters, AG the gather.
+  const Event *rs = nullptr, *ag = nullptr;
+  for (const Event &e : z2.result.events) {
+    if (e.device == 0 && e.action.kind == ActionKind::ReduceScatter)
+      rs = &e;
+    if (e.device == 0 && e.action.kind == ActionKind::AllGather)
+      ag = &e;
+  }
+  ASSERT_TRUE(rs && ag);
+  EXPECT_NEAR(rs->end - rs->start, s2.gradSyncTime - s2.gradGatherTime,
+              1e-12);
+  EXPECT_NEAR(ag->end - ag->start, s2.gradGatherTime, 1e-12);
+  EXPECT_GT(z2.result.iterationTime, z1.result.iterationTime);
+  EXPECT_LT(z2.result.peakMemoryBytes[0], z1.result.peakMemoryBytes[0]);
+}
