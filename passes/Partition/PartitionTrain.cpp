@@ -298,8 +298,11 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // Lists and stages: one list per pipeline rank, or with per-stage
   // replicas (PipeDream's replicas=2/1; chunks = 1) one per slot, replica d
   // of stage s running the micro-batches m with m mod r_s = d.
+  // Virtual stage v's pipeline rank: v mod pp, or on V-shaped schedules
+  // (ZB-V, V-Half, DualPipe-V) down the ranks and back up.
   auto pipelineStageOf = [&](int64_t v) {
-    return static_cast<unsigned>(v % pp);
+    return schedule::rankOfStage(schedule::isVShape(sched.kind), pp,
+                                 static_cast<unsigned>(v));
   };
   auto listOfStage = [&](int64_t v) {
     unsigned s = pipelineStageOf(v);

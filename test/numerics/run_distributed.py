@@ -859,6 +859,15 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_adam_pp2_interleaved",
                 dict(out[-2][1], plan="pp=2,mbs=1,schedule=interleaved,"
                                       "chunks=2")))
+    # V-shaped placement (the search's frequent pick): virtual stages 0 and
+    # 3 on rank 0, 1 and 2 on rank 1, so the loss is computed on rank 0;
+    # ZB-V and V-Half split the backward, DualPipe-V pairs forward and
+    # backward.
+    gpt_1f1b = dict(out)["gpt2_adam_pp2_1f1b"]
+    for kind in ("zb-v", "v-half", "dualpipe-v"):
+        out.append((f"gpt2_adam_pp2_{kind.replace('-', '')}",
+                    dict(gpt_1f1b, plan=f"pp=2,mbs=1,schedule={kind},"
+                                        "chunks=2")))
     # Tensor parallelism (Megatron): the MLP's two layers and GPT-2's
     # attention and MLP blocks split over 2 ranks, alone and with pp=2.
     # tp alone runs as a one-stage pipeline: 4 micro-batches accumulate.
