@@ -502,6 +502,17 @@ struct TensorParallelPass
              "or per-stage replicas";
       return signalPassFailure();
     }
+    if (plan.getSp())
+      emitWarning(module.getLoc())
+          << "dist-tensor-parallel: the plan has sp = 1 (sequence "
+             "parallelism), which the programs do not run yet: they run "
+             "tp = "
+          << layout.tp
+          << " without it. The numbers and the traffic are the same (sp "
+             "splits each all-reduce into a reduce-scatter and an "
+             "all-gather), but norms, dropout and residuals run on the whole "
+             "sequence on every tensor rank, so their activations take more "
+             "memory than the plan predicts";
     FailureOr<func::FuncOp> func =
         planning::plannedFunction(module, "", "dist-tensor-parallel");
     if (failed(func))
