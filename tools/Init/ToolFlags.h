@@ -72,6 +72,10 @@ struct PlanFlags {
   /// Whether a plan is preceded by dist-check-compilable's warning (dist-opt;
   /// dist-compile, which builds the programs, reports the error itself).
   bool checkCompilable = true;
+  /// Constraints every search starts from, before --dist-search's own
+  /// (which override them key by key): dist-compile limits the search to
+  /// the plans its programs run.
+  std::string baseConstraints;
 
   PlanFlags();
   /// The flags' values (the pipeline-only options at their defaults).

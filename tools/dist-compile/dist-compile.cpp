@@ -48,6 +48,11 @@ using namespace llvm;
 using namespace distopt;
 
 static cl::OptionCategory category("dist-compile options");
+
+/// What a searched plan may use so that the programs run it: no context
+/// or expert parallelism, no sequence parallelism (it would run as plain
+/// tp), ZeRO up to stage 2.
+static constexpr const char *kRunnableConstraints = "cp=1,ep=1,sp=0,zero<=2";
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
            cl::desc("<model.onnx|model.mlir|NAME=model.onnx>..."),
@@ -252,11 +257,18 @@ int main(int argc, char **argv) {
   PlanFlags planFlags;
   // Code generation reports what does not lower itself.
   planFlags.checkCompilable = false;
+  // A search picks only plans the programs run (docs/distributed.md,
+  // "What does not run yet"); --dist-search=KEY=... overrides a key.
+  planFlags.baseConstraints = kRunnableConstraints;
   cl::HideUnrelatedOptions({&category, &importFlags.category,
                             &trainFlags.category, &planFlags.category});
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-compile: build an executable from ONNX models or graph IR\n");
+
+  if (planFlags.searching())
+    outs() << "search: only plans the programs run (" << kRunnableConstraints
+           << "; --dist-search=KEY=... overrides a key)\n";
 
   codegen::CodegenOptions options;
   if (target == "cuda") {
