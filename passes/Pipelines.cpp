@@ -286,6 +286,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     SearchPlanPassOptions search;
     search.batch = o.batch;
     search.constraints = o.constraints;
+    search.baseConstraints = o.baseConstraints;
     search.memoryLimit = o.memoryLimit;
     search.mode = e.mode;
     search.objective = e.objective;

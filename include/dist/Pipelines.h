@@ -42,6 +42,9 @@ struct PlanOptions {
   /// Search: constraints ("tp<=8,pp>=2"), memory limit ("80GB"), whether
   /// asynchronous schedules are allowed, runner-ups to report.
   std::string constraints, memoryLimit;
+  /// Search: limits for each key `constraints` does not name (dist-compile
+  /// restricts the search to the plans its programs run).
+  std::string baseConstraints;
   bool allowAsync = false;
   unsigned alternatives = 3;
   /// Search: plan for the cluster's first N devices only (0: all).

@@ -8,6 +8,7 @@
 #include "lib/Search/Search.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -49,129 +50,154 @@ static bool splitItem(StringRef item, StringRef &key, StringRef &op,
   return !value.empty();
 }
 
-Expected<Constraints> distopt::search::parseConstraints(StringRef spec) {
+/// Narrows \p c by one item of \p spec ("tp<=8"); \p key is set to the
+/// item's key in lower case.
+static Error applyItem(StringRef spec, StringRef item, Constraints &c,
+                       std::string &key) {
+  StringRef name, op, value;
+  if (!splitItem(item, name, op, value))
+    return constraintError(spec, "'" + item +
+                                     "' is not KEY=VALUE, KEY<=N or "
+                                     "KEY>=N; e.g. tp<=8,schedule=1f1b");
+  key = name.lower();
+  const std::string &k = key;
+  if (k == "replicas") {
+    if (op != "=" || (value != "uniform" && value != "any"))
+      return constraintError(spec, "'" + item +
+                                       "': use replicas=uniform (every "
+                                       "stage gets the same data-parallel "
+                                       "degree) or replicas=any");
+    c.uniformReplicas = value == "uniform";
+    return Error::success();
+  }
+  if (k == "schedule" || k == "recompute") {
+    if (op != "=")
+      return constraintError(spec, "'" + item + "': " + k +
+                                       " takes '=' with values joined "
+                                       "by '|'");
+    if (value == "any")
+      return Error::success();
+    SmallVector<StringRef> vals;
+    value.split(vals, '|');
+    for (StringRef v : vals) {
+      v = v.trim();
+      if (k == "schedule") {
+        schedule::ScheduleKind kind;
+        if (!schedule::parseScheduleKind(v, kind))
+          return constraintError(spec, "unknown schedule '" + v +
+                                           "'; use " +
+                                           schedule::scheduleNameList() +
+                                           " (or any)");
+        c.schedules.push_back(kind);
+      } else if (v == "none") {
+        c.recompute.push_back(cost::Recompute::None);
+      } else if (v == "selective") {
+        c.recompute.push_back(cost::Recompute::Selective);
+      } else if (v == "full") {
+        c.recompute.push_back(cost::Recompute::Full);
+      } else {
+        return constraintError(spec, "unknown recompute '" + v +
+                                         "'; use none, selective, full or "
+                                         "any");
+      }
+    }
+    return Error::success();
+  }
+  IntRange *r = k == "dp"       ? &c.dp
+                : k == "tp"     ? &c.tp
+                : k == "pp"     ? &c.pp
+                : k == "mbs"    ? &c.mbs
+                : k == "chunks" ? &c.chunks
+                : k == "zero"   ? &c.zero
+                : k == "cp"     ? &c.cp
+                : k == "ep"     ? &c.ep
+                : k == "sp"     ? &c.sp
+                                : nullptr;
+  if (!r)
+    return constraintError(spec, "unknown key '" + name +
+                                     "'; known: dp, tp, pp, cp, ep, sp, "
+                                     "mbs, chunks, zero, schedule, "
+                                     "recompute, replicas");
+  if (value == "any")
+    return Error::success();
+  SmallVector<StringRef> vals;
+  value.split(vals, '|');
+  if (vals.size() > 1 && op != "=")
+    return constraintError(spec, "'" + item +
+                                     "': a list of values needs '='");
+  std::vector<unsigned> nums;
+  for (StringRef v : vals) {
+    unsigned n;
+    if (v.trim().getAsInteger(10, n))
+      return constraintError(spec, "'" + item + "': '" + v +
+                                       "' is not a non-negative integer");
+    nums.push_back(n);
+  }
+  if (r == &c.sp && llvm::any_of(nums, [](unsigned v) { return v > 1; }))
+    return constraintError(spec, "'" + item +
+                                     "': sp is 0 (no sequence parallelism) "
+                                     "or 1");
+  unsigned n = nums.front();
+  if (op == "=") {
+    if (!r->only.empty()) {
+      // Two lists for one key: keep their intersection.
+      std::vector<unsigned> both;
+      for (unsigned v : nums)
+        if (llvm::is_contained(r->only, v))
+          both.push_back(v);
+      nums = both;
+      if (nums.empty())
+        return constraintError(spec, "constraints on " + k +
+                                         " are contradictory: the lists "
+                                         "share no value");
+    }
+    r->only = nums;
+  } else if (op == "<=") {
+    r->max = std::min(r->max, n);
+  } else if (op == "<") {
+    if (n == 0)
+      return constraintError(spec, "'" + item + "' leaves no value");
+    r->max = std::min(r->max, n - 1);
+  } else if (op == ">=") {
+    r->min = std::max(r->min, n);
+  } else if (op == ">") {
+    r->min = std::max(r->min, n + 1);
+  }
+  if (r->empty())
+    return constraintError(
+        spec, formatv("constraints on {0} are contradictory: no value is "
+                      "both >= {1} and <= {2}{3}; relax one of them",
+                      k, r->min, r->max,
+                      r->only.empty() ? "" : " and in the listed values")
+                  .str());
+  return Error::success();
+}
+
+Expected<Constraints> distopt::search::parseConstraints(StringRef spec,
+                                                        StringRef defaults) {
   Constraints c;
   SmallVector<StringRef> items;
   spec.split(items, ',', -1, /*KeepEmpty=*/false);
+  StringSet<> named;
   for (StringRef raw : items) {
     StringRef item = raw.trim();
     if (item.empty() || item == "1" || item == "true")
       continue; // a bare --dist-search
-    StringRef key, op, value;
-    if (!splitItem(item, key, op, value))
-      return constraintError(spec, "'" + item +
-                                       "' is not KEY=VALUE, KEY<=N or "
-                                       "KEY>=N; e.g. tp<=8,schedule=1f1b");
-    std::string k = key.lower();
-    if (k == "replicas") {
-      if (op != "=" || (value != "uniform" && value != "any"))
-        return constraintError(spec, "'" + item +
-                                         "': use replicas=uniform (every "
-                                         "stage gets the same data-parallel "
-                                         "degree) or replicas=any");
-      c.uniformReplicas = value == "uniform";
+    std::string key;
+    if (Error e = applyItem(spec, item, c, key))
+      return std::move(e);
+    named.insert(key);
+  }
+  // A default limit holds where the user's items leave its key alone.
+  SmallVector<StringRef> fallback;
+  defaults.split(fallback, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef raw : fallback) {
+    StringRef item = raw.trim(), key, op, value;
+    if (splitItem(item, key, op, value) && named.contains(key.lower()))
       continue;
-    }
-    if (k == "schedule" || k == "recompute") {
-      if (op != "=")
-        return constraintError(spec, "'" + item + "': " + k +
-                                         " takes '=' with values joined "
-                                         "by '|'");
-      if (value == "any")
-        continue;
-      SmallVector<StringRef> vals;
-      value.split(vals, '|');
-      for (StringRef v : vals) {
-        v = v.trim();
-        if (k == "schedule") {
-          schedule::ScheduleKind kind;
-          if (!schedule::parseScheduleKind(v, kind))
-            return constraintError(spec, "unknown schedule '" + v +
-                                             "'; use " +
-                                             schedule::scheduleNameList() +
-                                             " (or any)");
-          c.schedules.push_back(kind);
-        } else if (v == "none") {
-          c.recompute.push_back(cost::Recompute::None);
-        } else if (v == "selective") {
-          c.recompute.push_back(cost::Recompute::Selective);
-        } else if (v == "full") {
-          c.recompute.push_back(cost::Recompute::Full);
-        } else {
-          return constraintError(spec, "unknown recompute '" + v +
-                                           "'; use none, selective, full or "
-                                           "any");
-        }
-      }
-      continue;
-    }
-    IntRange *r = k == "dp"       ? &c.dp
-                  : k == "tp"     ? &c.tp
-                  : k == "pp"     ? &c.pp
-                  : k == "mbs"    ? &c.mbs
-                  : k == "chunks" ? &c.chunks
-                  : k == "zero"   ? &c.zero
-                  : k == "cp"     ? &c.cp
-                  : k == "ep"     ? &c.ep
-                  : k == "sp"     ? &c.sp
-                                  : nullptr;
-    if (!r)
-      return constraintError(spec, "unknown key '" + key +
-                                       "'; known: dp, tp, pp, cp, ep, sp, "
-                                       "mbs, chunks, zero, schedule, "
-                                       "recompute, replicas");
-    if (value == "any")
-      continue;
-    SmallVector<StringRef> vals;
-    value.split(vals, '|');
-    if (vals.size() > 1 && op != "=")
-      return constraintError(spec, "'" + item +
-                                       "': a list of values needs '='");
-    std::vector<unsigned> nums;
-    for (StringRef v : vals) {
-      unsigned n;
-      if (v.trim().getAsInteger(10, n))
-        return constraintError(spec, "'" + item + "': '" + v +
-                                         "' is not a non-negative integer");
-      nums.push_back(n);
-    }
-    if (r == &c.sp && llvm::any_of(nums, [](unsigned v) { return v > 1; }))
-      return constraintError(spec, "'" + item +
-                                       "': sp is 0 (no sequence parallelism) "
-                                       "or 1");
-    unsigned n = nums.front();
-    if (op == "=") {
-      if (!r->only.empty()) {
-        // Two lists for one key: keep their intersection.
-        std::vector<unsigned> both;
-        for (unsigned v : nums)
-          if (llvm::is_contained(r->only, v))
-            both.push_back(v);
-        nums = both;
-        if (nums.empty())
-          return constraintError(spec, "constraints on " + k +
-                                           " are contradictory: the lists "
-                                           "share no value");
-      }
-      r->only = nums;
-    } else if (op == "<=") {
-      r->max = std::min(r->max, n);
-    } else if (op == "<") {
-      if (n == 0)
-        return constraintError(spec, "'" + item + "' leaves no value");
-      r->max = std::min(r->max, n - 1);
-    } else if (op == ">=") {
-      r->min = std::max(r->min, n);
-    } else if (op == ">") {
-      r->min = std::max(r->min, n + 1);
-    }
-    if (r->empty())
-      return constraintError(
-          spec, formatv("constraints on {0} are contradictory: no value is "
-                        "both >= {1} and <= {2}{3}; relax one of them",
-                        k, r->min, r->max,
-                        r->only.empty() ? "" : " and in the listed values")
-                    .str());
+    std::string ignored;
+    if (Error e = applyItem(defaults, item, c, ignored))
+      return std::move(e);
   }
   return c;
 }

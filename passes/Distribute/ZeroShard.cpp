@@ -32,6 +32,8 @@ struct ShardBuilder {
   RankedTensorType full;
   int64_t numel, shard;
   StringRef phase;
+  /// Where each op built is also recorded, in order (may be null).
+  SmallVectorImpl<Operation *> *built = nullptr;
 
   ShardBuilder(OpBuilder &b, Location loc, const zero::ShardGroup &g,
                Type type, StringRef phase = "optimizer")
@@ -45,6 +47,8 @@ struct ShardBuilder {
   int64_t padded() const { return shard * static_cast<int64_t>(group.size()); }
   Value tag(Operation *op) {
     op->setAttr("graph.phase", b.getStringAttr(phase));
+    if (built)
+      built->push_back(op);
     if (isa<dist::CollectiveOpInterface>(op) && !alike.empty())
       dist::setRunGroups(op, alike);
     return op->getResult(0);
@@ -78,8 +82,10 @@ struct ShardBuilder {
 } // namespace
 
 Value zero::reduceScatterMean(OpBuilder &b, Location loc, Value grad,
-                              const ShardGroup &group, StringRef phase) {
+                              const ShardGroup &group, StringRef phase,
+                              SmallVectorImpl<Operation *> *built) {
   ShardBuilder sb(b, loc, group, grad.getType(), phase);
+  sb.built = built;
   return sb.tag(dist::ReduceScatterOp::create(
       b, loc, sb.flat(sb.shard), sb.flatPadded(grad),
       dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::mean),

@@ -44,10 +44,12 @@ struct ShardGroup {
 /// flattened, padded and reduce-scattered (`dist.reduce_scatter mean`),
 /// built at \p b's insertion point, its ops in \p phase (`graph.phase`:
 /// "optimizer" where the update reads it, "backward" where ZeRO-2 shards a
-/// gradient as soon as it is computed).
-mlir::Value reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value grad, const ShardGroup &group,
-                              llvm::StringRef phase = "optimizer");
+/// gradient as soon as it is computed). The ops built are appended to
+/// \p built in order when given.
+mlir::Value
+reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,
+                  const ShardGroup &group, llvm::StringRef phase = "optimizer",
+                  llvm::SmallVectorImpl<mlir::Operation *> *built = nullptr);
 
 /// Rewrites \p update, a graph.sgd_update or graph.adam_update, to run on
 /// one shard over the devices of \p group:

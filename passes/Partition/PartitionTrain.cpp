@@ -582,18 +582,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // so no whole gradient outlives its micro-batch.
   auto shardedMeanOf = [&](Operation *at, Value grad) -> FailureOr<Value> {
     return meanOverStep(at, grad, [&](Value part) {
-      Value shard =
-          zero::reduceScatterMean(ib, loc, part, zeroGroup, "backward");
-      // The flatten, pad and reduce-scatter, in order.
-      SmallVector<Operation *> chain;
-      for (Operation *op = shard.getDefiningOp(); op;
-           op = op->getOperand(0).getDefiningOp()) {
-        chain.push_back(op);
-        if (op->getOperand(0) == part)
-          break;
-      }
-      accumulations.append(chain.rbegin(), chain.rend());
-      return shard;
+      return zero::reduceScatterMean(ib, loc, part, zeroGroup, "backward",
+                                     &accumulations);
     });
   };
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {

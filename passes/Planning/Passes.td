@@ -162,6 +162,9 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
            "Global batch in samples per iteration">,
     Option<"constraints", "constraints", "std::string", "\"\"",
            "Limits on the plan, e.g. \"tp<=8,pp>=2,schedule=1f1b\"">,
+    Option<"baseConstraints", "base-constraints", "std::string", "\"\"",
+           "Limits in the same form that hold for each key `constraints` "
+           "does not name (dist-compile: the plans its programs run)">,
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Per-device memory limit such as 80GB or 40GiB (default: each "
            "device's memory)">,

@@ -194,7 +194,7 @@ struct SearchPlanPass
       so.memoryLimit = *limit;
     }
     llvm::Expected<search::Constraints> parsed =
-        search::parseConstraints(constraints);
+        search::parseConstraints(constraints, baseConstraints);
     if (!parsed)
       return emitError(module.getLoc()) << llvm::toString(parsed.takeError());
     so.constraints = std::move(*parsed);

@@ -63,26 +63,7 @@ PlanOptions PlanFlags::values() const {
   PlanOptions o;
   options.get(o);
   o.checkCompilable = checkCompilable;
-  if (searching()) {
-    // Each base constraint whose key the user's do not name.
-    auto keyOf = [](llvm::StringRef item) {
-      return item.trim()
-          .take_until([](char c) { return c == '<' || c == '>' || c == '='; })
-          .trim()
-          .lower();
-    };
-    llvm::SmallVector<llvm::StringRef> given, base;
-    llvm::StringRef(o.constraints).split(given, ',', -1, false);
-    llvm::StringRef(baseConstraints).split(base, ',', -1, false);
-    std::string merged;
-    for (llvm::StringRef b : base)
-      if (llvm::none_of(
-              given, [&](llvm::StringRef g) { return keyOf(g) == keyOf(b); }))
-        merged += (merged.empty() ? "" : ",") + b.str();
-    if (!o.constraints.empty())
-      merged += (merged.empty() ? "" : ",") + o.constraints;
-    o.constraints = merged;
-  }
+  o.baseConstraints = baseConstraints;
   return o;
 }
 

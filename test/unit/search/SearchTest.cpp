@@ -123,6 +123,26 @@ TEST(Constraints, Parse) {
   EXPECT_TRUE(cantFail(parseConstraints("")).schedules.empty());
 }
 
+TEST(Constraints, DefaultsHoldWhereTheSpecIsSilent) {
+  llvm::StringRef runnable = "cp=1,ep=1,sp=0,zero<=2";
+  Constraints c = cantFail(parseConstraints("tp<=4", runnable));
+  EXPECT_EQ(c.tp.max, 4u);
+  EXPECT_FALSE(c.zero.allows(3));
+  EXPECT_FALSE(c.cp.allows(2));
+  EXPECT_FALSE(c.sp.allows(1));
+  // Naming a key replaces its default, in any spelling of the operator.
+  Constraints z3 = cantFail(parseConstraints("ZERO=3", runnable));
+  EXPECT_TRUE(z3.zero.allows(3));
+  EXPECT_FALSE(z3.zero.allows(2));
+  EXPECT_TRUE(cantFail(parseConstraints("cp<=2", runnable)).cp.allows(2));
+  EXPECT_FALSE(cantFail(parseConstraints("cp<=2", runnable)).ep.allows(2));
+  // A bad default is reported against the defaults, not the user's spec.
+  llvm::Expected<Constraints> bad = parseConstraints("tp<=4", "zero<=x");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("'zero<=x'"),
+            std::string::npos);
+}
+
 TEST(Constraints, Errors) {
   auto msg = [](llvm::StringRef s) {
     llvm::Expected<Constraints> c = parseConstraints(s);
