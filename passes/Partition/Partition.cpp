@@ -107,9 +107,13 @@ static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
   SmallVector<Type> inputs, outputs;
   for (BlockArgument arg : func.getArguments())
     inputs.push_back(partition::batchedType(arg.getType(), m));
+  // Data parallelism: each replica of the pipeline streams its own rows of
+  // the batch, and the last stage's replicas gather every replica's
+  // results (in replica order: the rows of the batch in order).
+  schedule::RankLayout layout = plan.getLayout();
   if (holdsLast)
     for (Value v : ret.getOperands())
-      outputs.push_back(partition::batchedType(v.getType(), m));
+      outputs.push_back(partition::batchedType(v.getType(), m * layout.dp));
   std::string name =
       (func.getSymName() + "_rank" + Twine(list)).str();
   auto fn = func::FuncOp::create(b, loc, name,
@@ -117,6 +121,10 @@ static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
   fn.setAllArgAttrs(func.getAllArgAttrs());
   if (holdsLast)
     fn.setAllResultAttrs(func.getAllResultAttrs());
+  if (layout.dp > 1)
+    for (unsigned k = 0; k < fn.getNumArguments(); ++k)
+      fn.setArgAttr(k, dist::DistDialect::BatchShardAttrHelper::getNameStr(),
+                    b.getUnitAttr());
   dist::DistDialect::ActionListAttrHelper(ctx).setAttr(
       fn, b.getI64IntegerAttr(list));
   Block *entry = fn.addEntryBlock();
@@ -195,10 +203,47 @@ static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
                  << "'s results";
         parts.push_back(part);
       }
-      results.push_back(dist::MicrobatchMergeOp::create(
-          ib, loc, partition::batchedType(v.getType(), m), parts, ib.getI64IntegerAttr(0)));
+      Value merged = dist::MicrobatchMergeOp::create(
+          ib, loc, partition::batchedType(v.getType(), m), parts,
+          ib.getI64IntegerAttr(0));
+      if (layout.dp > 1) {
+        std::vector<std::vector<unsigned>> replicas =
+            layout.replicaGroups(s.schedule.stageOfList(list));
+        auto gather = dist::AllGatherOp::create(
+            ib, loc, partition::batchedType(merged.getType(), layout.dp),
+            merged, ib.getI64IntegerAttr(0),
+            dist::deviceGroup(ctx, replicas.front()));
+        dist::setRunGroups(gather, replicas);
+        merged = gather.getResult();
+      }
+      results.push_back(merged);
     }
   func::ReturnOp::create(ib, loc, results);
+  return success();
+}
+
+/// Every input of \p func is one micro-batch: its leading dimension must
+/// be the plan's `mbs`, or the job would stream another global batch than
+/// the plan's.
+static LogicalResult checkMicrobatchRows(func::FuncOp func,
+                                         dist::PlanAttr plan) {
+  for (BlockArgument arg : func.getArguments()) {
+    auto r = dyn_cast<RankedTensorType>(arg.getType());
+    if (!r || r.getRank() == 0 || r.isDynamicDim(0) ||
+        r.getDimSize(0) == plan.getMbs())
+      continue;
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  "graph.name");
+    std::string input = name ? name.str() : "#" + std::to_string(
+                                                      arg.getArgNumber());
+    return func.emitError("dist-partition: the plan's micro-batches hold ")
+           << plan.getMbs() << " rows (mbs = " << plan.getMbs() << ") but @"
+           << func.getSymName() << "'s input '" << input << "' holds "
+           << r.getDimSize(0)
+           << "; the function is one micro-batch: import it with that many "
+              "rows (dist-compile --input-shape=NAME:"
+           << plan.getMbs() << "x...) or plan mbs = " << r.getDimSize(0);
+  }
   return success();
 }
 
@@ -355,6 +400,8 @@ struct PartitionPass
     FailureOr<func::FuncOp> train = trainingStep(module);
     if (failed(train))
       return failure();
+    if (*train && failed(checkMicrobatchRows(*train, plan)))
+      return failure();
     if (*train) {
       if (p.zero > 2)
         return emitError(module.getLoc())
@@ -364,12 +411,6 @@ struct PartitionPass
                   "zero=0";
       return partitionTraining(module, plan, *train);
     }
-    if (layout.dp != 1)
-      return emitError(module.getLoc())
-             << "dist-partition: the plan has dp = " << layout.dp
-             << "; a forward stream runs one device per stage yet (data "
-                "parallelism inside a pipeline runs for training steps: run "
-                "dist-autodiff first)";
     FailureOr<func::FuncOp> func =
         planning::plannedFunction(module, "", "dist-partition");
     if (failed(func))
@@ -377,6 +418,8 @@ struct PartitionPass
     if (func->getNumResults() == 0 || func->getNumArguments() == 0)
       return func->emitError("dist-partition: @")
              << func->getSymName() << " needs inputs and results";
+    if (failed(checkMicrobatchRows(*func, plan)))
+      return failure();
     for (Type t : llvm::concat<const Type>(func->getArgumentTypes(),
                                            func->getResultTypes())) {
       auto r = dyn_cast<RankedTensorType>(t);

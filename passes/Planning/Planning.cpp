@@ -19,6 +19,14 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::planning;
 
+std::optional<int64_t> planning::microbatchRows(func::FuncOp func) {
+  for (Type t : func.getArgumentTypes())
+    if (auto r = dyn_cast<RankedTensorType>(t);
+        r && r.getRank() > 0 && !r.isDynamicDim(0))
+      return r.getDimSize(0);
+  return std::nullopt;
+}
+
 FailureOr<func::FuncOp> planning::plannedFunction(ModuleOp module,
                                                   StringRef name,
                                                   StringRef pass) {

@@ -25,6 +25,10 @@
 
 namespace distopt::planning {
 
+/// The rows of one micro-batch of \p func: the leading dimension of its
+/// first input that has one (a planned function is one micro-batch).
+std::optional<int64_t> microbatchRows(mlir::func::FuncOp func);
+
 /// The function a module plans: \p name when given, else `main`, else the
 /// only function with a body. Emits an error naming \p pass otherwise.
 mlir::FailureOr<mlir::func::FuncOp> plannedFunction(mlir::ModuleOp module,

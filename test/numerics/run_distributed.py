@@ -331,11 +331,13 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
 
 
 def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
-                      microbatches, weights_dir):
+                      microbatches, weights_dir, dp=1):
     """Pipeline-parallel forward: the planner's pp=2 stages of M
     micro-batches of `batch` rows (dist-opt --dist-plan=pp=2,mbs=batch
     --dist-batch=M*batch --dist-stage-regions) under `mpirun -np 2` on the
-    M x batch rows, vs one process
+    M x batch rows; with `dp` replicas of the pipeline (dp=D,pp=2 on
+    2 D ranks) each streams its M micro-batches of the D x M x batch rows
+    and the last stage gathers them. Compared with one process
     compiled for `batch` rows run on each micro-batch's rows (bit for bit:
     the same kernels on the same rows) and vs one process compiled for the
     whole M x batch rows (within 1e-6 relative: a kernel may block a larger
@@ -351,9 +353,9 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     shape_of = lambda b: input_name + ":" + "x".join(str(v) for v in (b,) + rows)
     staged = os.path.join(d, "staged.mlir")
     p = subprocess.run([opt, model, "--input-shape=" + shape_of(batch),
-                        "--dist-cluster=cpu-xeon-2s:1",
-                        f"--dist-plan=pp=2,mbs={batch}",
-                        f"--dist-batch={batch * microbatches}",
+                        f"--dist-cluster=cpu-xeon-2s:{dp}",
+                        f"--dist-plan=dp={dp},pp=2,mbs={batch}",
+                        f"--dist-batch={dp * batch * microbatches}",
                         "--dist-stage-regions", "-o", staged],
                        capture_output=True, text=True)
     if p.returncode != 0:
@@ -365,7 +367,8 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     pp, one, whole = (os.path.join(d, n) for n in ("pp.bin", "one.bin", "whole.bin"))
     for cmd in ([compiler, staged, "-o", pp],
                 [compiler, model, "--input-shape=" + shape_of(batch), "-o", one],
-                [compiler, model, "--input-shape=" + shape_of(batch * microbatches),
+                [compiler, model,
+                 "--input-shape=" + shape_of(dp * batch * microbatches),
                  "-o", whole]):
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
@@ -377,12 +380,13 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     outs = {k: os.path.join(d, k) for k in ("pp", "one", "whole")}
     for o in outs.values():
         os.makedirs(o, exist_ok=True)
-    p = subprocess.run(mpirun + [pp, f"{input_name}={path}", "--weights-dir",
-                                 weights_dir, "-o", outs["pp"]],
+    p = subprocess.run(mpirun_command(2 * dp) +
+                       [pp, f"{input_name}={path}", "--weights-dir",
+                        weights_dir, "-o", outs["pp"]],
                        capture_output=True, text=True, timeout=600, env=env)
     if p.returncode != 0:
         return ["mpirun -np %d (pipeline) failed: %s" %
-                (RANKS, (p.stdout + p.stderr)[-1500:])]
+                (2 * dp, (p.stdout + p.stderr)[-1500:])]
     p = subprocess.run([whole, f"{input_name}={path}", "-o", outs["whole"]],
                        capture_output=True, text=True, timeout=600, env=env)
     if p.returncode != 0:
@@ -392,7 +396,7 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
         return [f"outputs differ: pipeline wrote {sorted(os.listdir(outs['pp']))}, "
                 f"one process {names}"]
     per_mb = {n: [] for n in names}
-    for m in range(microbatches):
+    for m in range(dp * microbatches):
         mp = os.path.join(d, f"in{m}.npy")
         np.save(mp, np.ascontiguousarray(full[m * batch:(m + 1) * batch]))
         om = os.path.join(d, f"one{m}")
@@ -779,6 +783,12 @@ def cases():
          dict(pipeline=True, model=GPT2, input_name="input_ids", batch=1,
               microbatches=2, weights_dir=os.path.dirname(GPT2),
               feeds=[("input_ids", rng.integers(0, 512, (2, 32)).astype(np.int64))])),
+        # Two replicas of the pipeline (dp=2 x pp=2 on 4 ranks).
+        ("gpt2_forward_dp2_pp2_mb2",
+         dict(pipeline=True, model=GPT2, input_name="input_ids", batch=1,
+              microbatches=2, dp=2, weights_dir=os.path.dirname(GPT2),
+              feeds=[("input_ids", np.random.default_rng(7).integers(
+                  0, 512, (4, 32)).astype(np.int64))])),
         ("small_resnet_forward_pp2_mb4", "resnet"),
     ] + pipeline_train_cases(rng) + zero_cases() + reshard_cases(rng)
 
@@ -842,6 +852,12 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b", ranks=4)))
     out.append(("mlp_adam_dp2_pp2_gpipe",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe", ranks=4,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    # Data parallelism alone with 2 micro-batches per replica: a one-stage
+    # pipeline whose micro-batches accumulate (dist-data-parallel takes one
+    # micro-batch per replica; the search picks such plans).
+    out.append(("mlp_adam_dp2_mb2",
+                dict(mlp, plan="dp=2,mbs=2", ranks=2,
                      train="loss=mse:target optimizer=adam lr=0.01")))
     out.append(("gpt2_adam_pp2_1f1b",
                 dict(model=GPT2, input_shape="input_ids:1x32", batch=4,

@@ -21,6 +21,7 @@
 #include "passes/Distribute/DataParallel.h"
 #include "passes/Passes.h"
 #include "passes/Planning/LayerAnalysis.h"
+#include "passes/Planning/Planning.h"
 #include "tools/Init/ParseGuard.h"
 #include "tools/Init/ToolFlags.h"
 
@@ -53,6 +54,16 @@ static cl::OptionCategory category("dist-compile options");
 /// or expert parallelism, no sequence parallelism (it would run as plain
 /// tp), ZeRO up to stage 2.
 static constexpr const char *kRunnableConstraints = "cp=1,ep=1,sp=0,zero<=2";
+/// The rows of one micro-batch of the function a plan would split (`main`,
+/// else the only function; planning reports any other case).
+static std::optional<int64_t> microbatchRows(ModuleOp module) {
+  auto fn = module.lookupSymbol<func::FuncOp>("main");
+  auto funcs = module.getOps<func::FuncOp>();
+  if (!fn && std::distance(funcs.begin(), funcs.end()) == 1)
+    fn = *funcs.begin();
+  return fn ? planning::microbatchRows(fn) : std::nullopt;
+}
+
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
            cl::desc("<model.onnx|model.mlir|NAME=model.onnx>..."),
@@ -233,16 +244,25 @@ static bool needsTensorParallel(ModuleOp module) {
 }
 
 /// True for a planned module whose function is a pipeline (more than one
-/// virtual stage) or tensor parallel, not yet partitioned into per-list
-/// programs.
+/// virtual stage), tensor parallel or a data-parallel forward stream, not
+/// yet partitioned into per-list programs.
 static bool needsPartition(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   auto plan = dist::DistDialect::PlanAttrHelper(ctx).getAttr(module);
   // Tensor parallelism without a pipeline runs as a one-stage pipeline:
   // every tp rank runs list 0, micro-batches accumulate. Context and expert
-  // parallelism go there too, so that dist-partition says what it runs.
+  // parallelism go there too, so that dist-partition says what it runs. So
+  // does a plan of several micro-batches per replica (they accumulate, or
+  // stream), and inference with data parallelism alone (each replica
+  // streams its rows). Training on one micro-batch per replica is
+  // dist-data-parallel's (trainsDataParallel).
+  bool training = llvm::any_of(module.getOps<func::FuncOp>(), [](auto f) {
+    return f->hasAttr("graph.train");
+  });
   if (!plan || (plan.getNumVirtualStages() < 2 && plan.getLayout().tp < 2 &&
-                plan.getCp() < 2 && plan.getEp() < 2))
+                plan.getCp() < 2 && plan.getEp() < 2 &&
+                plan.getMicrobatches() == 1 &&
+                (training || plan.getLayout().dp < 2)))
     return false;
   auto lists = dist::DistDialect::ActionListAttrHelper(ctx);
   return llvm::none_of(module.getOps<func::FuncOp>(), [&](func::FuncOp f) {
@@ -257,18 +277,11 @@ int main(int argc, char **argv) {
   PlanFlags planFlags;
   // Code generation reports what does not lower itself.
   planFlags.checkCompilable = false;
-  // A search picks only plans the programs run (docs/distributed.md,
-  // "What does not run yet"); --dist-search=KEY=... overrides a key.
-  planFlags.baseConstraints = kRunnableConstraints;
   cl::HideUnrelatedOptions({&category, &importFlags.category,
                             &trainFlags.category, &planFlags.category});
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-compile: build an executable from ONNX models or graph IR\n");
-
-  if (planFlags.searching())
-    outs() << "search: only plans the programs run (" << kRunnableConstraints
-           << "; --dist-search=KEY=... overrides a key)\n";
 
   codegen::CodegenOptions options;
   if (target == "cuda") {
@@ -357,7 +370,19 @@ int main(int argc, char **argv) {
       continue;
     }
     // Planning flags plan the forward function first (as dist-opt does),
-    // so a training step is differentiated on the planned function.
+    // so a training step is differentiated on the planned function. A
+    // search picks only plans the programs run (docs/distributed.md, "What
+    // does not run yet") with the compiled micro-batch: the function's
+    // rows (--input-shape gives one micro-batch); --dist-search=KEY=...
+    // overrides a key.
+    if (planFlags.searching()) {
+      planFlags.baseConstraints = kRunnableConstraints;
+      if (std::optional<int64_t> rows = microbatchRows(*m))
+        planFlags.baseConstraints += ",mbs=" + std::to_string(*rows);
+      outs() << "search: only plans the programs run with this micro-batch ("
+             << planFlags.baseConstraints
+             << "; --dist-search=KEY=... overrides a key)\n";
+    }
     if (planFlags.any()) {
       PassManager pm(&ctx);
       std::string error;
@@ -403,10 +428,14 @@ int main(int argc, char **argv) {
       TrainOptions trainOptions;
       trainOptions.autodiff = train;
       trainOptions.loss = trainFlags.loss;
-      // A plan of data parallelism alone runs as dist-data-parallel (its
-      // dp, ZeRO stage and batch); pipelines through dist-partition below.
+      // A plan of data parallelism alone, one micro-batch per replica,
+      // runs as dist-data-parallel (its dp, ZeRO stage and batch);
+      // pipelines and accumulated micro-batches through dist-partition
+      // below.
       dist::PlanAttr dpPlan = dataParallelPlan(*m);
-      trainOptions.dataParallel = dataParallel || (dpPlan && dpPlan.getDp() > 1);
+      trainOptions.dataParallel =
+          dataParallel || (dpPlan && dpPlan.getDp() > 1 &&
+                           dpPlan.getMicrobatches() == 1);
       std::string error;
       if (failed(buildTrainPipeline(pm, trainOptions, error))) {
         WithColor::error() << "bad --train options '" << train << "'\n";
