@@ -51,6 +51,34 @@ inline mlir::Location gradientLocation(mlir::Location forward) {
                              mlir::StringAttr::get(ctx, kGradientLocTag));
 }
 
+/// Metadata of the FusedLoc that marks an op of a schedule written by the
+/// compiler (dist-partition, dist-materialize-schedule): it has no source
+/// line, so it is described by its place in the schedule.
+inline constexpr llvm::StringLiteral kScheduleLocTag = "schedule";
+
+/// The location of a schedule op the compiler writes for `function` (at
+/// that function's location), described as `what` ("schedule of
+/// @train_step, list 1, action 3 'B0.1'").
+inline mlir::Location scheduleLocation(mlir::Location function,
+                                       const llvm::Twine &what) {
+  mlir::MLIRContext *ctx = function->getContext();
+  return mlir::FusedLoc::get(
+      ctx, {mlir::NameLoc::get(mlir::StringAttr::get(ctx, what)), function},
+      mlir::StringAttr::get(ctx, kScheduleLocTag));
+}
+
+/// The description of a scheduleLocation (empty for other locations).
+inline llvm::StringRef scheduleDescription(mlir::Location loc) {
+  auto fused = llvm::dyn_cast<mlir::FusedLoc>(loc);
+  auto tag = fused ? llvm::dyn_cast_or_null<mlir::StringAttr>(
+                         fused.getMetadata())
+                   : mlir::StringAttr();
+  if (!tag || tag.getValue() != kScheduleLocTag)
+    return {};
+  auto name = llvm::dyn_cast<mlir::NameLoc>(fused.getLocations().front());
+  return name ? name.getName().getValue() : llvm::StringRef();
+}
+
 /// The candidate closest to `word` by edit distance (empty when there is
 /// none), and that distance, for "did you mean" suggestions.
 inline std::pair<llvm::StringRef, unsigned>
@@ -81,11 +109,13 @@ inline std::string opaqueAdvice(llvm::StringRef opType) {
 }
 
 /// True when `loc` names an ONNX node (a NameLoc) and no source line: the
-/// importer's locations, and those of ops built from them.
+/// importer's locations, and those of ops built from them; and for a
+/// schedule op the compiler wrote (scheduleLocation).
 bool isNodeLocation(mlir::Location loc);
 
 /// "FILE: node 'NAME'" (" (in its gradient, built by dist-autodiff)" for
-/// gradient ops), "FILE:LINE:COL" for source locations, "FILE" alone.
+/// gradient ops), "FILE:LINE:COL" for source locations, "FILE" alone;
+/// "FILE: schedule of @f, list L, action I 'A'" for a written schedule op.
 std::string describeLocation(mlir::Location loc);
 
 /// Prints `diag` (and its notes) as "WHERE: error: message" with

@@ -6,6 +6,7 @@
 #include "lib/Codegen/FunctionEmitter.h"
 
 #include "dialects/Emit/KernelRules.h"
+#include "dist/Diagnostics.h"
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
 
@@ -306,7 +307,10 @@ std::string FunctionEmitter::desc(Value v, llvm::ArrayRef<int64_t> dims) {
 
 std::string FunctionEmitter::where(Operation *op) {
   std::string s = op->getName().getStringRef().str();
-  if (auto loc = llvm::dyn_cast<FileLineColLoc>(op->getLoc())) {
+  if (StringRef schedule = scheduleDescription(op->getLoc());
+      !schedule.empty()) {
+    s += " (" + schedule.str() + ")";
+  } else if (auto loc = llvm::dyn_cast<FileLineColLoc>(op->getLoc())) {
     s += " at " + loc.getFilename().str() + ":" +
          std::to_string(loc.getLine()) + ":" + std::to_string(loc.getColumn());
   } else if (auto nl = llvm::dyn_cast<NameLoc>(op->getLoc())) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Partition/ScheduleIR.h"
 
+#include "dist/Diagnostics.h"
 #include "lib/Sim/Simulator.h"
 
 #include "mlir/IR/Builders.h"
@@ -148,8 +149,15 @@ dist::ScheduleOp partition::writeSchedule(func::FuncOp func,
     auto list = dist::ActionsOp::create(b, loc, b.getI64IntegerAttr(l), mesh);
     list.getBody().emplaceBlock();
     b.setInsertionPointToEnd(&list.getBody().front());
-    for (const Action &a : s.devices[l])
-      buildAction(b, loc, a, stages, s.pp, stage);
+    // The actions have no source line: errors on them say where they are
+    // in the schedule.
+    for (auto [i, a] : llvm::enumerate(s.devices[l]))
+      buildAction(b,
+                  scheduleLocation(loc, "schedule of @" + func.getSymName() +
+                                            ", list " + Twine(l) +
+                                            ", action " + Twine(i) + " '" +
+                                            a.str() + "'"),
+                  a, stages, s.pp, stage);
   }
   return op;
 }

@@ -1,5 +1,11 @@
 // RUN: dist-opt %s -split-input-file --dist-materialize-schedule | FileCheck %s --enable-var-scope
 // RUN: dist-opt %s -split-input-file --dist-materialize-schedule | dist-opt -split-input-file --dist-verify-schedule | dist-opt -split-input-file | FileCheck %s --check-prefix=ROUND
+// Each written action's location says where it is in the schedule (an error
+// on it names that, not the function's line).
+// RUN: dist-opt %s -split-input-file --dist-materialize-schedule --mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
+// LOC: dist.forward @main_stage0 microbatch 0 loc(#[[F:loc[0-9]+]])
+// LOC-DAG: #[[NAME:loc[0-9]+]] = loc("schedule of @main, list 0, action 0 'F0.0'")
+// LOC-DAG: #[[F]] = loc(fused<"schedule">[#[[NAME]], #{{loc[0-9]*}}])
 
 // 1F1B on pp = 4 with 8 micro-batches (DAPPLE / PipeDream-Flush): rank r
 // runs pp - r forwards before its first backward, then alternates one

@@ -11,6 +11,8 @@
 using namespace mlir;
 
 bool distopt::isNodeLocation(Location loc) {
+  if (!scheduleDescription(loc).empty())
+    return true;
   auto file = loc->findInstanceOf<FileLineColLoc>();
   return loc->findInstanceOf<NameLoc>() && (!file || file.getLine() == 0);
 }
@@ -23,6 +25,10 @@ std::string distopt::describeLocation(Location loc) {
     os << file.getFilename().getValue();
     if (file.getLine() > 0)
       os << ":" << file.getLine() << ":" << file.getColumn();
+  }
+  if (StringRef schedule = scheduleDescription(loc); !schedule.empty()) {
+    os << (file ? ": " : "") << schedule;
+    return s;
   }
   if (auto name = loc->findInstanceOf<NameLoc>()) {
     os << (file ? ": " : "") << "node '" << name.getName().getValue() << "'";

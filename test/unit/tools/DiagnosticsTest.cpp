@@ -48,4 +48,22 @@ TEST(Diagnostics, GradientOpsNameTheirForwardNode) {
                   "built by dist-autodiff): error: no lowering\n");
 }
 
+TEST(Diagnostics, WrittenScheduleOpsSayWhereInTheSchedule) {
+  MLIRContext ctx;
+  // The function's location is the model file at line 0 (the importer's).
+  Location fn = FileLineColLoc::get(&ctx, "gpt2.onnx", 0, 0);
+  Location loc = distopt::scheduleLocation(
+      fn, "schedule of @train_step, list 1, action 7 'OPT'");
+  EXPECT_EQ(distopt::scheduleDescription(loc),
+            "schedule of @train_step, list 1, action 7 'OPT'");
+  EXPECT_TRUE(distopt::isNodeLocation(loc));
+  EXPECT_EQ(distopt::describeLocation(loc),
+            "gpt2.onnx: schedule of @train_step, list 1, action 7 'OPT'");
+  // Neither a node nor a gradient location is a schedule location.
+  EXPECT_TRUE(distopt::scheduleDescription(nodeLoc(ctx, "n")).empty());
+  EXPECT_TRUE(distopt::scheduleDescription(
+                  distopt::gradientLocation(nodeLoc(ctx, "n")))
+                  .empty());
+}
+
 } // namespace
