@@ -48,6 +48,7 @@ def Dist_Dialect : Dialect {
     "::mlir::UnitAttr":$batch_shard,
     "::mlir::UnitAttr":$data_parallel,
     "::mlir::DictionaryAttr":$zero,
+    "::mlir::DictionaryAttr":$zero_shard,
     "::mlir::ArrayAttr":$groups
   );
   let hasOperationAttrVerify = 1;

@@ -31,6 +31,7 @@ using BatchShard = DistDialect::BatchShardAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
 using Zero = DistDialect::ZeroAttrHelper;
 using Groups = DistDialect::GroupsAttrHelper;
+using ZeroShard = DistDialect::ZeroShardAttrHelper;
 
 /// The plan of the module enclosing \p op, if any.
 static PlanAttr enclosingPlan(Operation *op) {
@@ -239,6 +240,36 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                              "func.func (ZeRO stage 1-3 over N >= 2 "
                              "data-parallel replicas; set by "
                              "dist-data-parallel), got ")
+             << attr.getValue();
+    return success();
+  }
+  if (name == ZeroShard::getNameStr()) {
+    // {shape = array<i64: ...>, group = array<i64: ...>} on the 1-D result
+    // holding one block of the flattened, zero-padded tensor of `shape`.
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto shape = dict ? dict.getAs<DenseI64ArrayAttr>("shape")
+                      : DenseI64ArrayAttr();
+    auto group = dict ? dict.getAs<DenseI64ArrayAttr>("group")
+                      : DenseI64ArrayAttr();
+    auto result = op->getNumResults() == 1
+                      ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
+                      : RankedTensorType();
+    bool ok = shape && group && dict.size() == 2 && group.size() >= 2 &&
+              result && result.getRank() == 1 &&
+              llvm::all_of(shape.asArrayRef(), [](int64_t d) { return d > 0; });
+    if (ok) {
+      int64_t numel = 1;
+      for (int64_t d : shape.asArrayRef())
+        numel *= d;
+      int64_t n = static_cast<int64_t>(group.size());
+      ok = result.getDimSize(0) == (numel + n - 1) / n;
+    }
+    if (!ok)
+      return op->emitOpError("'dist.zero_shard' is {shape = array<i64: ...>, "
+                             "group = array<i64: ...>} on an op whose 1-D "
+                             "result is one of the group's equal blocks of "
+                             "the flattened tensor of that shape (ZeRO; set "
+                             "by dist-data-parallel and dist-partition), got ")
              << attr.getValue();
     return success();
   }

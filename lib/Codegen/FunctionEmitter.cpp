@@ -36,10 +36,36 @@ std::string FunctionEmitter::shardOf(Value v) {
   Operation *def = v.getDefiningOp();
   auto shard = def ? def->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard")
                    : DenseI64ArrayAttr();
-  if (!shard)
+  auto zero = def ? def->getAttrOfType<DictionaryAttr>("dist.zero_shard")
+                  : DictionaryAttr();
+  if (!shard && !zero)
     return "";
   if (auto it = shards.find(v); it != shards.end())
     return it->second;
+  if (zero) {
+    // A ZeRO block (dim -1): block `index` of the flattened tensor of
+    // `shape`, numbered by this rank's place in the group.
+    std::string n = "shard" + std::to_string(counter++);
+    auto list = [&](ArrayRef<int64_t> values) {
+      std::string s;
+      for (auto [k, d] : llvm::enumerate(values))
+        s += (k ? ", " : "") + std::to_string(d);
+      return s;
+    };
+    ArrayRef<int64_t> shape = zero.getAs<DenseI64ArrayAttr>("shape");
+    ArrayRef<int64_t> group = zero.getAs<DenseI64ArrayAttr>("group");
+    os << "  static const int64_t " << n << "_shape[] = {" << list(shape)
+       << "};\n  static const int32_t " << n << "_group[] = {" << list(group)
+       << "};\n  const int32_t *" << n << "_at = P.groupHolding(" << n
+       << "_group, 1, " << group.size() << ", \"" << where(def)
+       << "\");\n  if (!" << n << "_at) return 1;\n  int " << n
+       << "_index = 0;\n  while (" << n << "_group[" << n
+       << "_index] != P.rank) ++" << n << "_index;\n  const dg::Shard " << n
+       << " = {-1, 1, " << group.size() << ", " << n << "_index, " << n
+       << "_shape, " << shape.size() << "};\n";
+    shards[v] = n;
+    return n;
+  }
   // A tensor-parallel rank's index is its rank's tensor coordinate (the
   // fastest one, lib/Schedule/RankLayout.h).
   std::string n = "shard" + std::to_string(counter++);

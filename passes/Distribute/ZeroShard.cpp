@@ -140,7 +140,20 @@ LogicalResult zero::shardUpdate(Operation *update, const ShardGroup &group,
     auto part = cast<graph::StateOp>(b.clone(*state));
     part.getResult().setType(shardType);
     // A flat ZeRO block, not a tensor-parallel part of the state's shape.
-    part->removeAttr(dist::DistDialect::TpShardAttrHelper::getNameStr());
+    // Which block, of what: a checkpoint then resumes under another replica
+    // count (docs/distributed.md, "Checkpoints across plans"). Blocks of a
+    // tensor-parallel part (several groups) resume under the same layout
+    // only.
+    bool tensorPart = static_cast<bool>(
+        part->removeAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()));
+    if (!tensorPart && group.alike.size() <= 1)
+      dist::DistDialect::ZeroShardAttrHelper(b.getContext())
+          .setAttr(part,
+                   b.getDictionaryAttr(
+                       {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
+                                                    sb.full.getShape())),
+                        b.getNamedAttr("group", b.getDenseI64ArrayAttr(
+                                                    group.devices))}));
     sharded->setOperand(operand->getOperandNumber(), part.getResult());
   }
   for (OpResult r : sharded->getResults())

@@ -424,19 +424,21 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
             errors.append(msg)
         else:
             print(f"  {name}: {n} {list(got.shape)}: bit-identical to one process "
-                  f"per micro-batch; vs one process on all {batch * microbatches} "
+                  f"per micro-batch; vs one process on all {dp * batch * microbatches} "
                   f"rows max abs difference "
                   f"{float(np.max(np.abs(got.astype(np.float64) - want))):.3g}")
     return errors
 
 
-def assemble_shards(state_dirs):
-    """Full tensors from the tensor-parallel shards the ranks saved: each
-    rank's shards.json says, per tensor file, its full shape and which part
-    it holds (dimension `dim` viewed as [blocks][parts][n], part `index`).
+def assemble_shards(state_dirs, zero_blocks=None):
+    """Full tensors from the shards the ranks saved: each rank's
+    shards.json says, per tensor file, its full shape and which part it
+    holds (dimension `dim` viewed as [blocks][parts][n], part `index`; dim
+    -1: ZeRO's block `index` of the flattened tensor).
     With data parallelism every replica saves its own set of parts.
     Returns {file name: [array per replica]}; a set with a part missing is
-    an error."""
+    an error. The names put together from ZeRO blocks are added to the set
+    `zero_blocks` when given."""
     parts = {}
     for sd in state_dirs:
         path = os.path.join(sd, "shards.json")
@@ -458,6 +460,16 @@ def assemble_shards(state_dirs):
         for got in sets:
             if sorted(got) != list(range(n)):
                 raise ValueError(f"{base}: parts {sorted(got)} of {n} saved")
+            if dim == -1:
+                # ZeRO: block i of the flattened, zero-padded tensor.
+                tensor, msg = unshard([got[i] for i in range(n)],
+                                      np.empty(shape, got[0].dtype))
+                if msg:
+                    raise ValueError(f"{base}: {msg}")
+                full.setdefault(base, []).append(tensor)
+                if zero_blocks is not None:
+                    zero_blocks.add(base)
+                continue
             outer = int(np.prod(shape[:dim], dtype=np.int64))
             inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
             piece = shape[dim] // (blocks * n)
@@ -685,9 +697,10 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     # Every tensor of the single process is saved by the rank that owns it
     # (a step counter by every rank).
     # Tensor-parallel shards are put together first.
+    zero_blocks = set()
     try:
         whole = assemble_shards([os.path.join(d, f"state_pp{r}")
-                                 for r in range(ranks)])
+                                 for r in range(ranks)], zero_blocks)
     except ValueError as e:
         return [f"tensor-parallel shards: {e}"]
     owners = {base: list(a) for base, a in whole.items()}
@@ -699,7 +712,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     if not files:
         errors.append("the single-process run saved no state")
     worst = 0.0
-    sharded = 0
+    # ZeRO blocks the ranks' shards.json described, put together above.
+    sharded = len(zero_blocks)
     for f in files:
         base = os.path.basename(f)
         if base not in owners:
@@ -1119,6 +1133,15 @@ def reshard_cases(rng):
         ("mlp_adam_reshard_one_to_tp2_pp2",
          dict(mlp, first=(None, "x:8x8", 1),
               second=("tp=2,pp=2,mbs=2,schedule=1f1b", "x:2x8", 4))),
+        # ZeRO: each replica saved its block of the Adam moments and one
+        # process puts them together; the other way, the 2 replicas of
+        # each pipeline stage (ZeRO-2) cut them apart.
+        ("mlp_adam_reshard_zero1_dp2_to_one",
+         dict(mlp, first=("dp=2,zero=1,mbs=4", "x:4x8", 2),
+              second=(None, "x:8x8", 1))),
+        ("mlp_adam_reshard_one_to_zero2_dp2_pp2",
+         dict(mlp, first=(None, "x:8x8", 1),
+              second=("dp=2,pp=2,mbs=2,zero=2,schedule=1f1b", "x:2x8", 4))),
     ]
 
 

@@ -299,6 +299,22 @@ module attributes {dist.zero = {stage = 1 : i64, replicas = 2 : i64}} {}
 
 // -----
 
+// A ZeRO block of an 8x16 state over 2 ranks holds 64 elements, not 60.
+func.func @f() {
+  // expected-error @+1 {{'dist.zero_shard' is {shape = array<i64: ...>, group = array<i64: ...>} on an op whose 1-D result is one of the group's equal blocks of the flattened tensor of that shape (ZeRO; set by dist-data-parallel and dist-partition), got {group = array<i64: 0, 1>, shape = array<i64: 8, 16>}}}
+  %m = graph.state "w1.exp_avg" {dist.zero_shard = {shape = array<i64: 8, 16>, group = array<i64: 0, 1>}} : tensor<60xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.zero_shard' is {shape = array<i64: ...>, group = array<i64: ...>}}}
+func.func @f() attributes {dist.zero_shard = {shape = array<i64: 4>, group = array<i64: 0>}} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'dist.batch_shard' marks function arguments; put it in the argument's attribute dictionary}}
 func.func @f() attributes {dist.batch_shard} {
   return

@@ -11,6 +11,7 @@
 #include "distrt/gen/Npy.h"
 #include "distrt/gen/Profile.h"
 
+#include <algorithm>
 #include <sys/stat.h>
 
 namespace dg {
@@ -35,12 +36,17 @@ inline std::string expandRank(std::string dir, int rank) {
   return dir;
 }
 
-/// Which part of a tensor a tensor-parallel rank holds (`dist.tp_shard`):
-/// dimension `dim` of the full tensor viewed as [blocks][parts][n], rank
-/// `index` on the parts axis keeping its n of every block. parts = 1: the
-/// whole tensor.
+/// Which part of a tensor a rank holds. A tensor-parallel part
+/// (`dist.tp_shard`): dimension `dim` of the full tensor viewed as
+/// [blocks][parts][n], rank `index` on the parts axis keeping its n of every
+/// block. A ZeRO block (`dist.zero_shard`, dim = -1): block `index` of the
+/// `parts` equal blocks of the flattened tensor of `flatShape`, zero-padded
+/// at the end. parts = 1: the whole tensor.
 struct Shard {
   int dim = 0, blocks = 1, parts = 1, index = 0;
+  const int64_t *flatShape = nullptr;
+  int flatRank = 0;
+  bool flat() const { return dim < 0; }
 };
 
 /// Calls fn(fullElement, shardElement, count) for each contiguous run of
@@ -290,9 +296,14 @@ struct Program {
                         const Shard &want) {
     Shard s;
     std::vector<int64_t> full;
-    bool part = savedShard(dir, stem, s, full) && s.parts > 1;
+    bool entry = savedShard(dir, stem, s, full);
+    bool part = entry && s.parts > 1;
     if (want.parts < 2)
       return !part;
+    // A ZeRO block saved before blocks were described has no entry.
+    if (want.flat())
+      return !entry || (s.flat() && s.parts == want.parts &&
+                        s.index == want.index);
     return part && s.dim == want.dim && s.blocks == want.blocks &&
            s.parts == want.parts && s.index == want.index;
   }
@@ -358,8 +369,11 @@ struct Program {
   int loadResharded(const Persistent &b, bool &found, size_t &folders) {
     int64_t full[8];
     int64_t elems = 1;
-    for (int i = 0; i < b.rank; ++i) {
-      full[i] = b.dims[i] * (i == b.shard.dim ? b.shard.parts : 1);
+    const int fullRank = b.shard.flat() ? b.shard.flatRank : b.rank;
+    for (int i = 0; i < fullRank; ++i) {
+      full[i] = b.shard.flat()
+                    ? b.shard.flatShape[i]
+                    : b.dims[i] * (i == b.shard.dim ? b.shard.parts : 1);
       elems *= full[i];
     }
     size_t esize = dtypeInfo(b.dtype).size;
@@ -378,15 +392,18 @@ struct Program {
       std::vector<int64_t> shape;
       bool part = savedShard(dir, stem, s, shape) && s.parts > 1;
       if (!part) {
-        if (!sameSpec(t.spec, b.dtype, b.rank, full))
+        if (!sameSpec(t.spec, b.dtype, fullRank, full))
           continue;
         whole = std::move(t.data);
         got.assign(1, true);
         break;
       }
-      bool fits = t.spec.dtype == b.dtype && (int)shape.size() == b.rank &&
-                  s.dim < b.rank && t.spec.numel() * s.parts == elems;
-      for (int i = 0; fits && i < b.rank; ++i)
+      int64_t block = (elems + s.parts - 1) / s.parts;
+      bool fits = t.spec.dtype == b.dtype && (int)shape.size() == fullRank &&
+                  s.dim < fullRank &&
+                  (s.flat() ? t.spec.numel() == block
+                            : t.spec.numel() * s.parts == elems);
+      for (int i = 0; fits && i < fullRank; ++i)
         fits = shape[i] == full[i];
       if (!fits)
         continue;
@@ -396,11 +413,19 @@ struct Program {
       }
       if (got[s.index])
         continue; // another replica's copy of the same part
-      forEachShardRun(full, b.rank, s,
-                      [&](int64_t at, int64_t from, int64_t n) {
-                        memcpy(whole.data() + at * esize,
-                               t.data.data() + from * esize, n * esize);
-                      });
+      if (s.flat()) {
+        // A ZeRO block: its elements up to the padding.
+        int64_t at = s.index * block;
+        if (at < elems)
+          memcpy(whole.data() + at * esize, t.data.data(),
+                 std::min(block, elems - at) * esize);
+      } else {
+        forEachShardRun(full, fullRank, s,
+                        [&](int64_t at, int64_t from, int64_t n) {
+                          memcpy(whole.data() + at * esize,
+                                 t.data.data() + from * esize, n * esize);
+                        });
+      }
       got[s.index] = true;
     }
     found = !got.empty();
@@ -416,6 +441,15 @@ struct Program {
     reshardNoted = true;
     if (b.shard.parts < 2)
       return upload(b.ptr, whole.data(), whole.size());
+    if (b.shard.flat()) {
+      // This rank's ZeRO block, zero past the tensor's end.
+      int64_t block = b.dims[0], at = b.shard.index * block;
+      std::vector<char> mine((size_t)block * esize, 0);
+      if (at < elems)
+        memcpy(mine.data(), whole.data() + at * esize,
+               std::min(block, elems - at) * esize);
+      return upload(b.ptr, mine.data(), mine.size());
+    }
     std::vector<char> mine((size_t)(elems / b.shard.parts) * esize);
     forEachShardRun(full, b.rank, b.shard,
                     [&](int64_t at, int64_t to, int64_t n) {
@@ -433,10 +467,14 @@ struct Program {
       if (b.shard.parts < 2)
         continue;
       std::string full;
-      for (int i = 0; i < b.rank; ++i)
-        full += (i ? ", " : "") +
-                std::to_string(b.dims[i] * (i == b.shard.dim ? b.shard.parts
-                                                             : 1));
+      if (b.shard.flat())
+        for (int i = 0; i < b.shard.flatRank; ++i)
+          full += (i ? ", " : "") + std::to_string(b.shard.flatShape[i]);
+      else
+        for (int i = 0; i < b.rank; ++i)
+          full += (i ? ", " : "") +
+                  std::to_string(b.dims[i] *
+                                 (i == b.shard.dim ? b.shard.parts : 1));
       shards += std::string(shards.empty() ? "" : ",\n") + "  \"" +
                 sanitizeName(b.name) + "\": {\"dim\": " +
                 std::to_string(b.shard.dim) +
