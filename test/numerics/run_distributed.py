@@ -873,6 +873,11 @@ def pipeline_train_cases(rng):
     out.append(("mlp_adam_dp2_mb2",
                 dict(mlp, plan="dp=2,mbs=2", ranks=2,
                      train="loss=mse:target optimizer=adam lr=0.01")))
+    # And on one rank: 4 micro-batches of 2 rows make the step's 8 (the
+    # program used to be built for one micro-batch of 2 rows).
+    out.append(("mlp_adam_mb4_one_rank",
+                dict(mlp, plan="mbs=2", ranks=1,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
     out.append(("gpt2_adam_pp2_1f1b",
                 dict(model=GPT2, input_shape="input_ids:1x32", batch=4,
                      feeds=[("input_ids", ids), ("labels", labels)], steps=3,
