@@ -6,9 +6,9 @@
 #include "lib/Codegen/FunctionEmitter.h"
 
 #include "dialects/Emit/KernelRules.h"
-#include "dist/Diagnostics.h"
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dist/Diagnostics.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"

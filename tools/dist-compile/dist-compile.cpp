@@ -255,7 +255,7 @@ static bool needsPartition(ModuleOp module) {
   // does a plan of several micro-batches per replica (they accumulate, or
   // stream), and inference with data parallelism alone (each replica
   // streams its rows). Training on one micro-batch per replica is
-  // dist-data-parallel's (trainsDataParallel).
+  // dist-data-parallel's (the dataParallel train option in main).
   bool training = llvm::any_of(module.getOps<func::FuncOp>(), [](auto f) {
     return f->hasAttr("graph.train");
   });
