@@ -222,31 +222,6 @@ static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
   return success();
 }
 
-/// Every input of \p func is one micro-batch: its leading dimension must
-/// be the plan's `mbs`, or the job would stream another global batch than
-/// the plan's.
-static LogicalResult checkMicrobatchRows(func::FuncOp func,
-                                         dist::PlanAttr plan) {
-  for (BlockArgument arg : func.getArguments()) {
-    auto r = dyn_cast<RankedTensorType>(arg.getType());
-    if (!r || r.getRank() == 0 || r.isDynamicDim(0) ||
-        r.getDimSize(0) == plan.getMbs())
-      continue;
-    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                  "graph.name");
-    std::string input = name ? name.str() : "#" + std::to_string(
-                                                      arg.getArgNumber());
-    return func.emitError("dist-partition: the plan's micro-batches hold ")
-           << plan.getMbs() << " rows (mbs = " << plan.getMbs() << ") but @"
-           << func.getSymName() << "'s input '" << input << "' holds "
-           << r.getDimSize(0)
-           << "; the function is one micro-batch: import it with that many "
-              "rows (dist-compile --input-shape=NAME:"
-           << plan.getMbs() << "x...) or plan mbs = " << r.getDimSize(0);
-  }
-  return success();
-}
-
 namespace {
 struct PartitionPass
     : public distopt::impl::PartitionPassBase<PartitionPass> {
@@ -400,7 +375,7 @@ struct PartitionPass
     FailureOr<func::FuncOp> train = trainingStep(module);
     if (failed(train))
       return failure();
-    if (*train && failed(checkMicrobatchRows(*train, plan)))
+    if (*train && failed(planning::checkMicrobatchRows(*train, plan, "dist-partition")))
       return failure();
     if (*train) {
       if (p.zero > 2)
@@ -418,7 +393,7 @@ struct PartitionPass
     if (func->getNumResults() == 0 || func->getNumArguments() == 0)
       return func->emitError("dist-partition: @")
              << func->getSymName() << " needs inputs and results";
-    if (failed(checkMicrobatchRows(*func, plan)))
+    if (failed(planning::checkMicrobatchRows(*func, plan, "dist-partition")))
       return failure();
     for (Type t : llvm::concat<const Type>(func->getArgumentTypes(),
                                            func->getResultTypes())) {

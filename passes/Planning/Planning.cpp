@@ -27,6 +27,30 @@ std::optional<int64_t> planning::microbatchRows(func::FuncOp func) {
   return std::nullopt;
 }
 
+LogicalResult planning::checkMicrobatchRows(func::FuncOp func,
+                                           dist::PlanAttr plan,
+                                           StringRef pass) {
+  for (BlockArgument arg : func.getArguments()) {
+    auto r = dyn_cast<RankedTensorType>(arg.getType());
+    if (!r || r.getRank() == 0 || r.isDynamicDim(0) ||
+        r.getDimSize(0) == plan.getMbs())
+      continue;
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  "graph.name");
+    std::string input = name ? name.str() : "#" + std::to_string(
+                                                      arg.getArgNumber());
+    return func.emitError()
+           << pass << ": the plan's micro-batches hold " << plan.getMbs()
+           << " rows (mbs = " << plan.getMbs() << ") but @"
+           << func.getSymName() << "'s input '" << input << "' holds "
+           << r.getDimSize(0)
+           << "; the function is one micro-batch: import it with that many "
+              "rows (dist-compile --input-shape=NAME:"
+           << plan.getMbs() << "x...) or plan mbs = " << r.getDimSize(0);
+  }
+  return success();
+}
+
 FailureOr<func::FuncOp> planning::plannedFunction(ModuleOp module,
                                                   StringRef name,
                                                   StringRef pass) {

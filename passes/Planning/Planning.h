@@ -29,6 +29,13 @@ namespace distopt::planning {
 /// first input that has one (a planned function is one micro-batch).
 std::optional<int64_t> microbatchRows(mlir::func::FuncOp func);
 
+/// Every input of \p func is one micro-batch: its leading dimension must
+/// be \p plan's `mbs`, or the job would run another global batch than the
+/// plan's. The error names \p pass.
+mlir::LogicalResult checkMicrobatchRows(mlir::func::FuncOp func,
+                                        dist::PlanAttr plan,
+                                        llvm::StringRef pass);
+
 /// The function a module plans: \p name when given, else `main`, else the
 /// only function with a body. Emits an error naming \p pass otherwise.
 mlir::FailureOr<mlir::func::FuncOp> plannedFunction(mlir::ModuleOp module,

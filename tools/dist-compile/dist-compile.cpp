@@ -54,14 +54,14 @@ static cl::OptionCategory category("dist-compile options");
 /// or expert parallelism, no sequence parallelism (it would run as plain
 /// tp), ZeRO up to stage 2.
 static constexpr const char *kRunnableConstraints = "cp=1,ep=1,sp=0,zero<=2";
-/// The rows of one micro-batch of the function a plan would split (`main`,
-/// else the only function; planning reports any other case).
-static std::optional<int64_t> microbatchRows(ModuleOp module) {
+/// The function a plan splits: `main`, else the only function (null
+/// otherwise; planning reports that case).
+static func::FuncOp plannedFunctionOf(ModuleOp module) {
   auto fn = module.lookupSymbol<func::FuncOp>("main");
   auto funcs = module.getOps<func::FuncOp>();
   if (!fn && std::distance(funcs.begin(), funcs.end()) == 1)
     fn = *funcs.begin();
-  return fn ? planning::microbatchRows(fn) : std::nullopt;
+  return fn;
 }
 
 static cl::list<std::string>
@@ -377,7 +377,9 @@ int main(int argc, char **argv) {
     // overrides a key.
     if (planFlags.searching()) {
       planFlags.baseConstraints = kRunnableConstraints;
-      if (std::optional<int64_t> rows = microbatchRows(*m))
+      func::FuncOp fn = plannedFunctionOf(*m);
+      if (std::optional<int64_t> rows =
+              fn ? planning::microbatchRows(fn) : std::nullopt)
         planFlags.baseConstraints += ",mbs=" + std::to_string(*rows);
       outs() << "search: only plans the programs run with this micro-batch ("
              << planFlags.baseConstraints
@@ -395,6 +397,17 @@ int main(int argc, char **argv) {
         return 1;
       }
     }
+    // Whichever pass builds the programs, the planned function is one
+    // micro-batch of the plan (a plan of one rank and one micro-batch
+    // builds no per-rank programs, so dist-partition's check is not on
+    // its path).
+    if (auto plan = dist::DistDialect::PlanAttrHelper(&ctx).getAttr(*m))
+      if (func::FuncOp fn = plannedFunctionOf(*m);
+          fn && failed(planning::checkMicrobatchRows(fn, plan, "dist-compile"))) {
+        WithColor::error() << "cannot compile '" << in.path
+                           << "' for its plan\n";
+        return 1;
+      }
     // Tensor parallelism rewrites the planned function into one rank's
     // part before it is differentiated (dist-tensor-parallel).
     // One lowering pass on the model: 0 when it ran, 1 when it failed
