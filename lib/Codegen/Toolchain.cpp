@@ -135,10 +135,13 @@ Error distopt::codegen::buildExecutable(const Toolchain &tc,
                      ",compute_" + arch + "]");
     args.push_back("-Xcompiler=-fopenmp");
   } else {
-    // No errno from math calls: the generated code never reads it, and
-    // with it GCC calls sqrt out of line and vectorizes no loop that has
-    // one (sqrtsd/sqrtpd give the same bits either way).
-    args.insert(args.end(), {"-fopenmp", "-fno-math-errno", "-w"});
+    // No errno from math calls and no floating-point traps: the generated
+    // code reads neither errno nor the exception flags. With errno, GCC
+    // calls sqrt out of line and vectorizes no loop that has one; with
+    // traps, it does not if-convert a select on a float comparison (the
+    // float fast paths of distrt/gen/Scalar.h). Neither changes a result.
+    args.insert(args.end(),
+                {"-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-w"});
   }
   args.push_back(sourcePath.str());
   if (compileOnly) {

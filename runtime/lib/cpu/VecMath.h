@@ -15,6 +15,7 @@
 #define DISTRT_LIB_CPU_VECMATH_H
 
 #include "ScalarOps.h"
+#include "distrt/gen/Scalar.h"
 
 #include <cstdint>
 #include <limits>
@@ -51,13 +52,7 @@ DISTRT_VEC_FN exp(V x) {
   ki += (t < __builtin_convertvector(ki, V)); // masks are -1: now floor
   V k = __builtin_convertvector(ki, V);
   V r = xc - k * 0.693359375f + k * 2.12194440e-4f;
-  V p = splat<V>(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  V p = dg::expPolynomial<V>(r);
   V y = p * reinterpret_cast<V>((ki + 127) << 23);
   y = sel<V>(x > 88.7f, splat<V>(std::numeric_limits<float>::infinity()), y);
   y = sel<V>(x < -87.3f, splat<V>(0.0f), y);
