@@ -74,8 +74,12 @@ struct Toolchain {
   std::string cxx = "c++";       ///< host compiler (DIST_CXX overrides)
   std::string nvcc = "nvcc";     ///< CUDA compiler (DIST_NVCC overrides)
   std::string includeDir;        ///< holds distrt/distrt.h
-  std::string library;           ///< libDistRuntime.a
-  std::vector<std::string> libs; ///< what the runtime links against
+  std::string library;           ///< libDistRuntime.a, every backend
+  /// The archive without the CUDA backend, which CPU programs link: the
+  /// CUDA libraries cost a program 220 MB of memory as they load.
+  std::string cpuLibrary;
+  std::vector<std::string> libs;     ///< what either archive links against
+  std::vector<std::string> cudaLibs; ///< what the CUDA backend adds
   std::vector<std::string> cudaArchs = {"80", "90"};
   std::string optLevel = "-O2";
 };

@@ -51,16 +51,21 @@ Expected<Toolchain> distopt::codegen::findToolchain(const char *argv0) {
       tc.includeDir = value.str();
     else if (key == "library")
       tc.library = value.str();
+    else if (key == "cpu_library")
+      tc.cpuLibrary = value.str();
     else if (key == "link")
       tc.libs.push_back(value.str());
+    else if (key == "cuda_link")
+      tc.cudaLibs.push_back(value.str());
     else if (key == "cuda")
       cuda = value == "1";
     else if (key == "nvcc" && !value.empty())
       tc.nvcc = value.str();
   }
-  if (tc.includeDir.empty() || tc.library.empty())
+  if (tc.includeDir.empty() || tc.library.empty() || tc.cpuLibrary.empty())
     return makeError("runtime link recipe '" + recipe +
-                     "' lacks include= or library=; rebuild DistRuntime");
+                     "' lacks include=, library= or cpu_library=; rebuild "
+                     "DistRuntime");
   if (!cuda)
     tc.nvcc.clear();
   if (const char *cxx = getenv("DIST_CXX"))
@@ -101,7 +106,9 @@ Error distopt::codegen::buildExecutable(const Toolchain &tc,
       link.push_back("-gencode=arch=compute_" + arch + ",code=[sm_" + arch +
                      ",compute_" + arch + "]");
     link.push_back(tc.library);
-    for (const std::string &l : tc.libs) {
+    std::vector<std::string> libs = tc.cudaLibs;
+    libs.insert(libs.end(), tc.libs.begin(), tc.libs.end());
+    for (const std::string &l : libs) {
       if (StringRef(l).starts_with("-Wl,"))
         link.push_back("-Xlinker=" + l.substr(4));
       else if (l == "-fopenmp")
@@ -147,7 +154,7 @@ Error distopt::codegen::buildExecutable(const Toolchain &tc,
   if (compileOnly) {
     args.insert(args.end(), {"-c", "-o", output.str()});
   } else {
-    args.push_back(tc.library);
+    args.push_back(tc.cpuLibrary);
     args.insert(args.end(), tc.libs.begin(), tc.libs.end());
     args.insert(args.end(), {"-o", output.str()});
   }

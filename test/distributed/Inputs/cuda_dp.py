@@ -30,7 +30,7 @@ text = open(src).read()
 assert "distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_MEAN)" in text, \
     "no all-reduce in the CUDA program"
 # Multi-rank CUDA worlds need NCCL; a runtime without it still runs one rank.
-nccl = "nccl" if any(l.startswith("link=") and "nccl" in l for l in recipe) \
+nccl = "nccl" if any(l.startswith("cuda_link=") and "nccl" in l for l in recipe) \
     else "no NCCL: one rank only"
 npy = os.path.join(here, "..", "..", "codegen", "Inputs", "npy.py")
 x, t = os.path.join(work, "x.npy"), os.path.join(work, "t.npy")
