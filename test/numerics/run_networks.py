@@ -4,7 +4,8 @@
 GPT-2, BERT and Llama fixtures (test/fixtures, real exported weights read at
 run time from the ONNX file / llama.weights) and a small ResNet built here
 (conv + batch norm + relu, two basic blocks with a strided 1x1 shortcut,
-max pooling, global average pooling, Gemm; seeded random weights) are
+max pooling, a squeeze-excitation block, global average pooling, Gemm;
+seeded random weights) are
 compiled into one program (--default-batch 2) and run on seeded random
 inputs; every output must match onnxruntime within rtol 1e-3 / atol 1e-4.
 
@@ -71,6 +72,18 @@ def small_resnet(path, seed=0):
                                   strides=[2, 2], pads=[1, 1, 1, 1]))
     x = block("pool", "l1", 16, 16, 1)
     x = block(x, "l2", 16, 32, 2)
+    # Squeeze-excitation (MobileNetV3, EfficientNet): 1x1 convolutions of a
+    # [N, C, 1, 1] tensor, which the CPU programs run as matmuls.
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["se.gap"]))
+    nodes.append(helper.make_node("Conv", ["se.gap", w("se.w1", [8, 32, 1, 1]),
+                                           w("se.b1", [8], 0.1)], ["se.c1"]))
+    nodes.append(helper.make_node("Relu", ["se.c1"], ["se.r"]))
+    nodes.append(helper.make_node("Conv", ["se.r", w("se.w2", [32, 8, 1, 1]),
+                                           w("se.b2", [32], 0.1)], ["se.c2"]))
+    nodes.append(helper.make_node("HardSigmoid", ["se.c2"], ["se.s"],
+                                  alpha=1.0 / 6, beta=0.5))
+    nodes.append(helper.make_node("Mul", [x, "se.s"], ["se.out"]))
+    x = "se.out"
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"]))
     nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], axis=1))
     nodes.append(helper.make_node("Gemm", ["flat", w("fc.w", [10, 32]), w("fc.b", [10])],

@@ -185,3 +185,33 @@ func.func @heads(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x16x8xf32>) -> tensor<2
   %3 = graph.concat %2, %2 {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x64xf32>
   return %3 : tensor<2x8x64xf32>
 }
+
+// -----
+
+// Squeeze-excitation: a 1x1 convolution of a [N, C, 1, 1] tensor is a
+// matmul of [N, C] by its [M, C] weight transposed, which takes the
+// convolution's post-ops (oneDNN has no fast convolution for a tensor that
+// is both NCHW and NHWC). A 1x1 convolution of a larger image stays one.
+// The CUDA target keeps them all.
+// CHECK-LABEL: func.func @squeeze
+// CHECK: graph.reshape %{{.*}} : (tensor<2x16x1x1xf32>) -> tensor<2x16xf32>
+// CHECK: graph.reshape %{{.*}} : (tensor<4x16x1x1xf32>) -> tensor<4x16xf32>
+// CHECK: emit.kernel post_ops
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: graph.matmul {{.*}}transpose_rhs = true{{.*}} : (tensor<2x16xf32>, tensor<4x16xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: graph.unary relu
+// CHECK: graph.reshape %{{.*}} : (tensor<2x4xf32>) -> tensor<2x4x1x1xf32>
+// CHECK: graph.conv {{.*}} : (tensor<2x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x4x4xf32>
+// CUDA-LABEL: func.func @squeeze
+// CUDA-NOT: graph.matmul
+// CUDA: graph.conv
+// CUDA: graph.conv
+func.func @squeeze(%s: tensor<2x16x1x1xf32>, %img: tensor<2x4x4x4xf32>) -> (tensor<2x4x1x1xf32>, tensor<2x4x4x4xf32>) {
+  %w = graph.weight "w" : tensor<4x16x1x1xf32>
+  %b = graph.weight "b" : tensor<4xf32>
+  %w2 = graph.weight "w2" : tensor<4x4x1x1xf32>
+  %0 = graph.conv %s, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<2x16x1x1xf32>, tensor<4x16x1x1xf32>, tensor<4xf32>) -> tensor<2x4x1x1xf32>
+  %1 = graph.unary relu %0 : (tensor<2x4x1x1xf32>) -> tensor<2x4x1x1xf32>
+  %2 = graph.conv %img, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<2x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x4x4xf32>
+  return %1, %2 : tensor<2x4x1x1xf32>, tensor<2x4x4x4xf32>
+}
