@@ -5,11 +5,13 @@ Compiles the GPT-2 fixture for inference once and runs it with
 `--threads 2 --repeat R --time` under libgomp wait policies, on an idle
 machine and with one busy core (a spinning process pinned to CPU 0):
 
-  spin-300000   libgomp's default when nothing is set (what programs did
-                before; DG_WAIT_POLICY_SET=1 keeps them from re-executing)
+  spin-300000   libgomp's default when nothing is set (DG_WAIT_POLICY_SET=1
+                keeps the program from choosing)
   spin-10000    GOMP_SPINCOUNT=10000, bounded spinning
-  passive       OMP_WAIT_POLICY=passive, what programs set for themselves
-                now (distrt/gen/Threads.h)
+  spin-1000     GOMP_SPINCOUNT=1000, a few microseconds of spinning
+  passive       OMP_WAIT_POLICY=passive
+  program       what the program chooses as it starts (distrt/gen/Threads.h):
+                libgomp's default when its team has idle cores, else passive
 
 Prints mean and min ms per run (the program's own --time, weights loaded
 once, the first run left out) and each busy/idle ratio. All figures come
@@ -29,7 +31,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 POLICIES = {
     "spin-300000": {"DG_WAIT_POLICY_SET": "1"},
     "spin-10000": {"GOMP_SPINCOUNT": "10000"},
-    "passive": {},
+    "spin-1000": {"GOMP_SPINCOUNT": "1000"},
+    "passive": {"OMP_WAIT_POLICY": "passive"},
+    "program": {},
 }
 
 

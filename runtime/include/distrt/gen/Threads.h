@@ -19,21 +19,52 @@
 
 namespace dg {
 
-/// CPU programs wait passively at OpenMP barriers (OMP_WAIT_POLICY=passive)
-/// unless the environment chooses: libgomp's default spins up to 300000
-/// times per barrier, and when another process holds one of the cores the
+/// Whether each thread of the program's OpenMP team has a core nothing
+/// else runs on as it starts: the processes running now besides this one
+/// (/proc/stat's procs_running) plus the team (--threads N in `argv`, else
+/// OMP_NUM_THREADS or the CPUs) fit in the CPUs it may use. An instant's
+/// count, not the load average, which still counts the previous program of
+/// a benchmark loop for a minute after it ended.
+inline bool teamHasIdleCores(char **argv) {
+#ifdef _OPENMP
+  int team = omp_get_max_threads();
+  for (int i = 1; argv[i] && argv[i + 1]; ++i)
+    if (!strcmp(argv[i], "--threads") && atoi(argv[i + 1]) > 0)
+      team = atoi(argv[i + 1]);
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f)
+    return false;
+  char line[256];
+  long running = -1;
+  while (running < 0 && fgets(line, sizeof line, f))
+    if (!strncmp(line, "procs_running ", 14))
+      running = atol(line + 14);
+  fclose(f);
+  return running >= 1 && running - 1 + team <= omp_get_num_procs();
+#else
+  (void)argv;
+  return true;
+#endif
+}
+
+/// How CPU programs wait at OpenMP barriers, unless the environment chooses
+/// (OMP_WAIT_POLICY, GOMP_SPINCOUNT). When the team has idle cores
+/// (teamHasIdleCores), libgomp's default: spin up to 300000 times, then
+/// sleep; a sleeping thread's futex wake made small models 2-6x slower
+/// (MobileNetV3 at 2 threads: 6.9 ms a run passive, 2.0 ms spinning).
+/// When another process holds a core, passive (OMP_WAIT_POLICY=passive): a
 /// spinning thread keeps the core its descheduled partner needs (a 2-thread
-/// program ran 25-60x slower). libgomp reads the policy once, when it loads,
-/// before main() runs, so a program started without OMP_WAIT_POLICY or
-/// GOMP_SPINCOUNT sets the policy and executes itself again (same process,
-/// before any thread or MPI exists); DG_WAIT_POLICY_SET marks the second
-/// start. Returns when nothing had to change, or when the exec failed (then
-/// the program runs with libgomp's default). Measured in docs/benchmarks.md
+/// program ran 25-60x slower under load). libgomp reads the policy once,
+/// when it loads, before main() runs, so for passive the program sets it
+/// and executes itself again (same process, before any thread or MPI
+/// exists); DG_WAIT_POLICY_SET marks the second start. Returns when nothing
+/// had to change, or when the exec failed (then the program runs with
+/// libgomp's default). Measured in docs/benchmarks.md
 /// (bench/codegen/bench_wait_policy.py).
 inline void setWaitPolicy(char **argv) {
 #ifdef _OPENMP
   if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") ||
-      getenv("DG_WAIT_POLICY_SET"))
+      getenv("DG_WAIT_POLICY_SET") || teamHasIdleCores(argv))
     return;
   setenv("OMP_WAIT_POLICY", "passive", 1);
   setenv("DG_WAIT_POLICY_SET", "1", 1);
