@@ -19,27 +19,43 @@
 
 namespace dg {
 
-/// Whether each thread of the program's OpenMP team has a core nothing
-/// else runs on as it starts: the processes running now besides this one
-/// (/proc/stat's procs_running) plus the team (--threads N in `argv`, else
-/// OMP_NUM_THREADS or the CPUs) fit in the CPUs it may use. An instant's
-/// count, not the load average, which still counts the previous program of
-/// a benchmark loop for a minute after it ended.
-inline bool teamHasIdleCores(char **argv) {
-#ifdef _OPENMP
-  int team = omp_get_max_threads();
-  for (int i = 1; argv[i] && argv[i + 1]; ++i)
-    if (!strcmp(argv[i], "--threads") && atoi(argv[i + 1]) > 0)
-      team = atoi(argv[i + 1]);
+/// The threads running on the machine now (/proc/stat's procs_running,
+/// this one included), or -1.
+inline long runningThreads() {
   FILE *f = fopen("/proc/stat", "r");
   if (!f)
-    return false;
+    return -1;
   char line[256];
   long running = -1;
   while (running < 0 && fgets(line, sizeof line, f))
     if (!strncmp(line, "procs_running ", 14))
       running = atol(line + 14);
   fclose(f);
+  return running;
+}
+
+/// Whether each thread of the program's OpenMP team has a core nothing
+/// else runs on as it starts: the threads running besides this one plus
+/// the team (--threads N in `argv`, else OMP_NUM_THREADS or the CPUs) fit
+/// in the CPUs it may use. The fewest of 5 counts 2 ms apart: a thread
+/// pool that spins briefly after its work (onnxruntime's, a previous
+/// program's) is not a process holding a core. Counts, not the load
+/// average, which still holds the previous program of a benchmark loop
+/// for a minute after it ended.
+inline bool teamHasIdleCores(char **argv) {
+#ifdef _OPENMP
+  int team = omp_get_max_threads();
+  for (int i = 1; argv[i] && argv[i + 1]; ++i)
+    if (!strcmp(argv[i], "--threads") && atoi(argv[i + 1]) > 0)
+      team = atoi(argv[i + 1]);
+  long running = runningThreads();
+  for (int k = 1; k < 5 && running > 1 && running - 1 + team > omp_get_num_procs();
+       ++k) {
+    usleep(2000);
+    long now = runningThreads();
+    if (now >= 1 && now < running)
+      running = now;
+  }
   return running >= 1 && running - 1 + team <= omp_get_num_procs();
 #else
   (void)argv;
@@ -74,6 +90,18 @@ inline void setWaitPolicy(char **argv) {
 #endif
 }
 
+/// How the threads wait at barriers, for --time: what setWaitPolicy chose,
+/// or that the environment chose.
+inline const char *waitPolicyNote() {
+  const char *set = getenv("DG_WAIT_POLICY_SET");
+  const char *policy = getenv("OMP_WAIT_POLICY");
+  if (set && policy && !strcmp(policy, "passive"))
+    return "passive waits, fewer idle cores than threads at start";
+  if (!set && (policy || getenv("GOMP_SPINCOUNT")))
+    return "waits as OMP_WAIT_POLICY/GOMP_SPINCOUNT say";
+  return "spinning waits";
+}
+
 /// --threads N: the size of the OpenMP team (generated loops and oneDNN).
 inline void setThreads(int n) {
 #ifdef _OPENMP
@@ -94,8 +122,9 @@ struct RunTimer {
                      std::chrono::steady_clock::now() - start)
                      .count());
   }
-  /// "time: 20 run(s) of model m on 2 thread(s): mean 3.1 ms, min 3.0 ms;
-  /// the first (it loads the weights) 9.2 ms". Later runs reuse the
+  /// "time: 20 run(s) of model m on 2 thread(s), spinning waits: mean
+  /// 3.1 ms, min 3.0 ms; the first (it loads the weights) 9.2 ms" (the wait
+  /// policy: waitPolicyNote). Later runs reuse the
   /// weights the first loaded, so mean and min leave it out when there are
   /// others.
   void print(const char *what, const char *model, int threads) const {
@@ -107,10 +136,10 @@ struct RunTimer {
       sum += ms[i];
       min = ms[i] < min ? ms[i] : min;
     }
-    printf("time: %zu %s(s) of model %s on %d thread(s): mean %.3f ms, min "
-           "%.3f ms",
-           ms.size(), what, model, threads, sum / (double)(ms.size() - from),
-           min);
+    printf("time: %zu %s(s) of model %s on %d thread(s), %s: mean %.3f ms, "
+           "min %.3f ms",
+           ms.size(), what, model, threads, waitPolicyNote(),
+           sum / (double)(ms.size() - from), min);
     if (from)
       printf(" (%ss 2..%zu); the first (it loads the weights) %.3f ms",
              what, ms.size(), ms[0]);
