@@ -6,6 +6,7 @@ packages=(
   cmake ninja-build lld ccache g++ git python3 python3-venv python3-pip
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx python3-torch
+  python3-torchvision
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-headers libgloo-dev libopenmpi-dev openmpi-bin
   valgrind
