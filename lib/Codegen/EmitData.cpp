@@ -296,8 +296,28 @@ static LogicalResult emitConcat(FunctionEmitter &e, ConcatOp op) {
     axis += outShape.size();
   e.allocate(out);
   int64_t offset = 0;
+  // Along the last axis (rotate-half in rotary embeddings), each input's
+  // rows go to the output's rows at a column offset: by rows, the column
+  // loop vectorizes.
+  bool byRows =
+      e.loopsByRows(out) && axis == (int64_t)outShape.size() - 1 &&
+      llvm::all_of(op.getInputs(), [](Value in) {
+        return FunctionEmitter::typeOf(in).getShape().back() >= 8;
+      });
   for (Value in : op.getInputs()) {
     auto inShape = FunctionEmitter::typeOf(in).getShape();
+    if (byRows) {
+      int64_t cols = inShape.back();
+      std::optional<std::string> read =
+          FunctionEmitter::rowOffset(inShape, inShape, e.layoutOf(in));
+      e.openRowLoop(FunctionEmitter::numel(in) / cols, cols);
+      e.os << "      " << e.name(out) << "[r * " << outShape.back() << " + "
+           << offset << " + j] = " << e.name(in) << "[" << read.value_or("i")
+           << "];\n";
+      e.closeRowLoop();
+      offset += cols;
+      continue;
+    }
     std::string off;
     for (unsigned d = 0; d < inShape.size(); ++d) {
       std::string c =
@@ -459,13 +479,26 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
       .Case<SplitOp>([&](auto o) { return emitSplit(e, o); })
       .Case<ConcatOp>([&](auto o) { return emitConcat(e, o); })
       .Case<ExpandOp>([&](ExpandOp o) {
-        e.allocate(o.getResult());
-        auto shape = FunctionEmitter::typeOf(o.getResult()).getShape();
-        emitGather(e, o.getResult(), o.getInput(),
+        Value out = o.getResult(), in = o.getInput();
+        e.allocate(out);
+        auto shape = FunctionEmitter::typeOf(out).getShape();
+        auto inShape = FunctionEmitter::typeOf(in).getShape();
+        // A broadcast copy: by rows, its column loop vectorizes.
+        std::optional<std::string> row =
+            e.loopsByRows(out)
+                ? FunctionEmitter::rowOffset(shape, inShape, e.layoutOf(in))
+                : std::nullopt;
+        if (row) {
+          e.openRowLoop(out);
+          e.os << "      " << e.name(out) << "[i] = " << e.name(in) << "["
+               << *row << "];\n";
+          e.closeRowLoop();
+          return success();
+        }
+        emitGather(e, out, in,
                    FunctionEmitter::stridedOffset(
-                       shape, FunctionEmitter::stridesOf(shape),
-                       FunctionEmitter::typeOf(o.getInput()).getShape(),
-                       e.layoutOf(o.getInput()), "i"));
+                       shape, FunctionEmitter::stridesOf(shape), inShape,
+                       e.layoutOf(in), "i"));
         return success();
       })
       .Case<PadOp>([&](auto o) { return emitPad(e, o); })

@@ -35,6 +35,12 @@ public:
                ArrayRef<int64_t> outStrides)
       : e(e), outShape(outShape), outStrides(outStrides) {}
 
+  /// Reads operands by row and column (FunctionEmitter::rowOffset), for a
+  /// loop over rows `r` and columns `j` with `i = r * D + j`.
+  bool byRows = false;
+  /// Whether an operand is read at a row offset (else the loop stays flat).
+  bool readsByRows = false;
+
   /// Returns the register holding `v` at element `i`, emitting its code.
   FailureOr<std::string> scalar(Value v) {
     auto it = regs.find(v);
@@ -50,10 +56,15 @@ public:
       body += "    const " + regType(v) + " " + reg + " = " + *expr + ";\n";
     } else {
       reg = "t" + std::to_string(counter++);
+      auto shape = FunctionEmitter::typeOf(v).getShape();
+      std::optional<std::string> row =
+          byRows ? FunctionEmitter::rowOffset(outShape, shape, e.layoutOf(v))
+                 : std::nullopt;
+      readsByRows |= row.has_value();
       body += "    const " + regType(v) + " " + reg + " = " + e.name(v) + "[" +
-              FunctionEmitter::stridedOffset(
-                  outShape, outStrides, FunctionEmitter::typeOf(v).getShape(),
-                  e.layoutOf(v), "i") +
+              (row ? *row
+                   : FunctionEmitter::stridedOffset(outShape, outStrides, shape,
+                                                    e.layoutOf(v), "i")) +
               "];\n";
     }
     regs[v] = reg;
@@ -302,18 +313,33 @@ static LogicalResult emitLoop(FunctionEmitter &e, Operation *root,
     return failure();
   auto shape = FunctionEmitter::typeOf(result).getShape();
   GroupEmitter group(e, shape, e.layoutOf(result));
+  // On the CPU, a row-major output whose operands are read through
+  // broadcast or strided index arithmetic (an attention mask, a sliced
+  // table) loops over rows and columns: the column loop reads each operand
+  // at a row offset plus a constant stride, which vectorizes, where the
+  // divisions of a flat index do not.
+  group.byRows = e.loopsByRows(result);
   FailureOr<std::string> expr = group.compute(root);
   if (failed(expr))
     return root->emitError() << root->getName()
                              << ": this kind has no generated-loop lowering";
   e.allocate(result);
   std::string out = e.name(result);
-  // Item i writes element i alone: the items are independent, and the
-  // chunked loop (DG_SIMD) vectorizes without alias checks.
-  e.openChunkLoop(FunctionEmitter::numel(result));
-  e.openChunkItems();
   llvm::SmallVector<llvm::StringRef> lines;
   llvm::StringRef(group.body).split(lines, '\n', -1, false);
+  int64_t n = FunctionEmitter::numel(result);
+  if (group.byRows && group.readsByRows) {
+    e.openRowLoop(result);
+    for (llvm::StringRef line : lines)
+      e.os << "  " << line << "\n";
+    e.os << "      " << out << "[i] = " << *expr << ";\n";
+    e.closeRowLoop();
+    return success();
+  }
+  // Item i writes element i alone: the items are independent, and the
+  // chunked loop (DG_SIMD) vectorizes without alias checks.
+  e.openChunkLoop(n);
+  e.openChunkItems();
   for (llvm::StringRef line : lines)
     e.os << "  " << line << "\n";
   e.os << "      " << out << "[i] = " << *expr << ";\n";

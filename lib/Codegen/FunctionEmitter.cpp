@@ -456,6 +456,47 @@ std::string FunctionEmitter::stridedOffset(ArrayRef<int64_t> out,
   return e.empty() ? "0" : "(" + e + ")";
 }
 
+std::optional<std::string>
+FunctionEmitter::rowOffset(ArrayRef<int64_t> out, ArrayRef<int64_t> in,
+                           ArrayRef<int64_t> inStrides) {
+  if (out == in && ArrayRef<int64_t>(emit::rowMajorStrides(in)) == inStrides)
+    return std::nullopt;
+  if (in.empty())
+    return std::string("0");
+  auto outer = out.drop_back();
+  std::string row = stridedOffset(outer, emit::rowMajorStrides(outer),
+                                  in.drop_back(), inStrides.drop_back(), "r");
+  if (in.back() == 1)
+    return row;
+  return "(" + row + " + j * " + std::to_string(inStrides.back()) + ")";
+}
+
+bool FunctionEmitter::loopsByRows(Value result) {
+  auto shape = typeOf(result).getShape();
+  return options.target == Target::CPU && shape.size() >= 2 &&
+         shape.back() >= 8 &&
+         ArrayRef<int64_t>(emit::rowMajorStrides(shape)) ==
+             ArrayRef<int64_t>(layoutOf(result));
+}
+
+void FunctionEmitter::openRowLoop(Value result) {
+  int64_t cols = typeOf(result).getShape().back();
+  openRowLoop(numel(result) / cols, cols);
+}
+
+void FunctionEmitter::openRowLoop(int64_t rows, int64_t cols) {
+  os << "  if (dg::parallelRows(P, " << rows << ", " << cols
+     << ", [=] (int64_t lo, int64_t hi) {\n"
+     << "    for (int64_t r = lo; r < hi; ++r) {\n"
+     << "    DG_SIMD\n    for (int64_t j = 0; j < " << cols
+     << "; ++j) {\n      const int64_t i = r * " << cols << " + j;\n";
+}
+
+void FunctionEmitter::closeRowLoop() {
+  os << "    }\n    }\n";
+  closeLoop();
+}
+
 void FunctionEmitter::openLoop(int64_t n, llvm::StringRef idx) {
   os << "  if (dg::parallelFor(P, " << n << ", [=] DG_HD (int64_t " << idx
      << ") {\n";

@@ -20,6 +20,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 
 namespace distopt::codegen {
@@ -182,6 +183,24 @@ public:
                                    llvm::ArrayRef<int64_t> in,
                                    llvm::ArrayRef<int64_t> inStrides,
                                    llvm::StringRef idx);
+  /// Where element `i` of a row-major output of shape `out` reads an
+  /// operand of shape `in` laid out with `inStrides`, inside a row loop
+  /// (openRowLoop): the offset of row `r` plus `j` times the operand's last
+  /// stride, so that the loop over `j` vectorizes; null when the operand is
+  /// read at `i` itself.
+  static std::optional<std::string> rowOffset(llvm::ArrayRef<int64_t> out,
+                                              llvm::ArrayRef<int64_t> in,
+                                              llvm::ArrayRef<int64_t> inStrides);
+  /// Whether a loop writing `result` runs over rows and columns: a CPU
+  /// program, a row-major result of rank 2 or more, rows of 8 or more.
+  bool loopsByRows(mlir::Value result);
+  /// Opens the loop over `rows` rows `r` and `cols` columns `j`
+  /// (dg::parallelRows, the column loop DG_SIMD) with `i = r * cols + j`;
+  /// closeRowLoop closes it.
+  void openRowLoop(int64_t rows, int64_t cols);
+  /// The same over the rows and columns of `result`.
+  void openRowLoop(mlir::Value result);
+  void closeRowLoop();
   /// Opens `if (dg::parallelFor(P, n, [=] DG_HD (int64_t i) {`.
   void openLoop(int64_t n, llvm::StringRef idx = "i");
   void closeLoop();

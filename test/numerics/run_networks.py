@@ -30,8 +30,11 @@ FIXTURES = os.path.join(ROOT, "test", "fixtures")
 BATCH = 2
 
 
-def small_resnet(path, seed=0):
-    """A ResNet-style CNN for 3x32x32 images, 10 classes."""
+def small_resnet(path, seed=0, squeeze_excitation=False):
+    """A ResNet-style CNN for 3x32x32 images, 10 classes; with a
+    squeeze-excitation block before the pooling when asked (this suite; the
+    training suite's finite differences and PyTorch replay use the plain
+    network)."""
     rng = np.random.default_rng(seed)
     inits, nodes = [], []
 
@@ -67,6 +70,20 @@ def small_resnet(path, seed=0):
         nodes.append(helper.make_node("Relu", [name + ".sum"], [name + ".out"]))
         return name + ".out"
 
+    def squeeze_excite(x):
+        nodes.append(helper.make_node("GlobalAveragePool", [x], ["se.gap"]))
+        nodes.append(helper.make_node(
+            "Conv", ["se.gap", w("se.w1", [8, 32, 1, 1]), w("se.b1", [8], 0.1)],
+            ["se.c1"]))
+        nodes.append(helper.make_node("Relu", ["se.c1"], ["se.r"]))
+        nodes.append(helper.make_node(
+            "Conv", ["se.r", w("se.w2", [32, 8, 1, 1]), w("se.b2", [32], 0.1)],
+            ["se.c2"]))
+        nodes.append(helper.make_node("HardSigmoid", ["se.c2"], ["se.s"],
+                                      alpha=1.0 / 6, beta=0.5))
+        nodes.append(helper.make_node("Mul", [x, "se.s"], ["se.out"]))
+        return "se.out"
+
     x = conv_bn("image", "stem", 3, 16, 3, 1)
     nodes.append(helper.make_node("MaxPool", [x], ["pool"], kernel_shape=[3, 3],
                                   strides=[2, 2], pads=[1, 1, 1, 1]))
@@ -74,16 +91,8 @@ def small_resnet(path, seed=0):
     x = block(x, "l2", 16, 32, 2)
     # Squeeze-excitation (MobileNetV3, EfficientNet): 1x1 convolutions of a
     # [N, C, 1, 1] tensor, which the CPU programs run as matmuls.
-    nodes.append(helper.make_node("GlobalAveragePool", [x], ["se.gap"]))
-    nodes.append(helper.make_node("Conv", ["se.gap", w("se.w1", [8, 32, 1, 1]),
-                                           w("se.b1", [8], 0.1)], ["se.c1"]))
-    nodes.append(helper.make_node("Relu", ["se.c1"], ["se.r"]))
-    nodes.append(helper.make_node("Conv", ["se.r", w("se.w2", [32, 8, 1, 1]),
-                                           w("se.b2", [32], 0.1)], ["se.c2"]))
-    nodes.append(helper.make_node("HardSigmoid", ["se.c2"], ["se.s"],
-                                  alpha=1.0 / 6, beta=0.5))
-    nodes.append(helper.make_node("Mul", [x, "se.s"], ["se.out"]))
-    x = "se.out"
+    if squeeze_excitation:
+        x = squeeze_excite(x)
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"]))
     nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], axis=1))
     nodes.append(helper.make_node("Gemm", ["flat", w("fc.w", [10, 32]), w("fc.b", [10])],
@@ -137,7 +146,7 @@ def main():
                              args.junit, 0)
     work = tempfile.mkdtemp(prefix="dist-networks-")
     resnet = os.path.join(work, "small_resnet.onnx")
-    small_resnet(resnet)
+    small_resnet(resnet, squeeze_excitation=True)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
             ("llama", os.path.join(FIXTURES, "llama.onnx")),

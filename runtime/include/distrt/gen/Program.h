@@ -807,6 +807,18 @@ template <typename F> inline int parallelChunks(Program &, int64_t n, F f) {
     f(c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n);
   return 0;
 }
+/// Runs f(lo, hi) over rows [0, rows) of `cols` items each, in chunks of
+/// about 4096 items (OpenMP threads above 32K items): a generated loop
+/// over rows whose column loop vectorizes (CPU programs only).
+template <typename F>
+inline int parallelRows(Program &, int64_t rows, int64_t cols, F f) {
+  int64_t per = cols < 4096 ? 4096 / cols : 1;
+  int64_t chunks = (rows + per - 1) / per;
+#pragma omp parallel for if (rows * cols > 32768) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c)
+    f(c * per, c * per + per < rows ? c * per + per : rows);
+  return 0;
+}
 /// Runs f(i) for i in [0, n) on the CPU (OpenMP threads above 32K items).
 template <typename F> inline int parallelFor(Program &, int64_t n, F f) {
 #pragma omp parallel for if (n > 32768) schedule(static)
