@@ -48,15 +48,15 @@ inline bool teamHasIdleCores(char **argv) {
   for (int i = 1; argv[i] && argv[i + 1]; ++i)
     if (!strcmp(argv[i], "--threads") && atoi(argv[i + 1]) > 0)
       team = atoi(argv[i + 1]);
+  int cpus = omp_get_num_procs();
   long running = runningThreads();
-  for (int k = 1; k < 5 && running > 1 && running - 1 + team > omp_get_num_procs();
-       ++k) {
+  for (int k = 1; k < 5 && running > 1 && running - 1 + team > cpus; ++k) {
     usleep(2000);
     long now = runningThreads();
     if (now >= 1 && now < running)
       running = now;
   }
-  return running >= 1 && running - 1 + team <= omp_get_num_procs();
+  return running >= 1 && running - 1 + team <= cpus;
 #else
   (void)argv;
   return true;
