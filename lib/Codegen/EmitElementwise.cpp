@@ -325,25 +325,24 @@ static LogicalResult emitLoop(FunctionEmitter &e, Operation *root,
                              << ": this kind has no generated-loop lowering";
   e.allocate(result);
   std::string out = e.name(result);
-  llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef(group.body).split(lines, '\n', -1, false);
-  int64_t n = FunctionEmitter::numel(result);
-  if (group.byRows && group.readsByRows) {
-    e.openRowLoop(result);
-    for (llvm::StringRef line : lines)
-      e.os << "  " << line << "\n";
-    e.os << "      " << out << "[i] = " << *expr << ";\n";
-    e.closeRowLoop();
-    return success();
-  }
   // Item i writes element i alone: the items are independent, and the
   // chunked loop (DG_SIMD) vectorizes without alias checks.
-  e.openChunkLoop(n);
-  e.openChunkItems();
+  bool byRows = group.byRows && group.readsByRows;
+  if (byRows) {
+    e.openRowLoop(result);
+  } else {
+    e.openChunkLoop(FunctionEmitter::numel(result));
+    e.openChunkItems();
+  }
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(group.body).split(lines, '\n', -1, false);
   for (llvm::StringRef line : lines)
     e.os << "  " << line << "\n";
   e.os << "      " << out << "[i] = " << *expr << ";\n";
-  e.closeChunkLoop();
+  if (byRows)
+    e.closeRowLoop();
+  else
+    e.closeChunkLoop();
   return success();
 }
 

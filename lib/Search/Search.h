@@ -80,8 +80,8 @@ struct Constraints {
 /// zero=0|1,chunks<=4,cp<=4,ep=8,sp=1,replicas=uniform" (also "dp=4",
 /// "tp<4", "tp>1"). An empty string allows everything. \p defaults holds
 /// limits in the same form for every key \p spec does not name ("zero<=2"
-/// with spec "zero=3" allows ZeRO-3). Errors name the item and say what is accepted; bounds
-/// that leave no value are reported as contradictory.
+/// with spec "zero=3" allows ZeRO-3). Errors name the item and say what is
+/// accepted; bounds that leave no value are reported as contradictory.
 llvm::Expected<Constraints> parseConstraints(llvm::StringRef spec,
                                              llvm::StringRef defaults = {});
 

@@ -375,7 +375,8 @@ struct PartitionPass
     FailureOr<func::FuncOp> train = trainingStep(module);
     if (failed(train))
       return failure();
-    if (*train && failed(planning::checkMicrobatchRows(*train, plan, "dist-partition")))
+    if (*train &&
+        failed(planning::checkMicrobatchRows(*train, plan, "dist-partition")))
       return failure();
     if (*train) {
       if (p.zero > 2)

@@ -51,6 +51,28 @@ LogicalResult planning::checkMicrobatchRows(func::FuncOp func,
   return success();
 }
 
+/// The functions with a body that could be the planned one: stage
+/// functions and per-list programs are parts of it, not candidates.
+static SmallVector<func::FuncOp> plannable(ModuleOp module) {
+  auto stageAttr =
+      dist::DistDialect::VirtualStageAttrHelper(module.getContext());
+  auto listAttr = dist::DistDialect::ActionListAttrHelper(module.getContext());
+  SmallVector<func::FuncOp> found;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isExternal() && !stageAttr.isAttrPresent(f) &&
+        !listAttr.isAttrPresent(f))
+      found.push_back(f);
+  return found;
+}
+
+func::FuncOp planning::findPlannedFunction(ModuleOp module) {
+  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+    if (!main.isExternal())
+      return main;
+  SmallVector<func::FuncOp> found = plannable(module);
+  return found.size() == 1 ? found.front() : func::FuncOp();
+}
+
 FailureOr<func::FuncOp> planning::plannedFunction(ModuleOp module,
                                                   StringRef name,
                                                   StringRef pass) {
@@ -62,30 +84,15 @@ FailureOr<func::FuncOp> planning::plannedFunction(ModuleOp module,
              << " with a body to plan";
     return f;
   }
-  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
-    if (!main.isExternal())
-      return main;
-  func::FuncOp found;
-  auto stageAttr =
-      dist::DistDialect::VirtualStageAttrHelper(module.getContext());
-  auto listAttr = dist::DistDialect::ActionListAttrHelper(module.getContext());
-  for (auto f : module.getOps<func::FuncOp>()) {
-    // Stage functions and per-list programs are parts of the planned
-    // function, not candidates.
-    if (f.isExternal() || stageAttr.isAttrPresent(f) ||
-        listAttr.isAttrPresent(f))
-      continue;
-    if (found)
-      return emitError(module.getLoc())
-             << pass
-             << ": cannot plan: expected a function named 'main' or exactly "
-                "one function with a body (name one with func=NAME)";
-    found = f;
-  }
-  if (!found)
+  if (func::FuncOp f = findPlannedFunction(module))
+    return f;
+  if (plannable(module).empty())
     return emitError(module.getLoc())
            << pass << ": cannot plan: the module has no function with a body";
-  return found;
+  return emitError(module.getLoc())
+         << pass
+         << ": cannot plan: expected a function named 'main' or exactly "
+            "one function with a body (name one with func=NAME)";
 }
 
 FailureOr<cost::ModelDesc>

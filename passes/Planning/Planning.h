@@ -36,8 +36,13 @@ mlir::LogicalResult checkMicrobatchRows(mlir::func::FuncOp func,
                                         dist::PlanAttr plan,
                                         llvm::StringRef pass);
 
-/// The function a module plans: \p name when given, else `main`, else the
-/// only function with a body. Emits an error naming \p pass otherwise.
+/// The function a module plans when no name is given: `main`, else the
+/// only function with a body (stage functions and per-list programs left
+/// out); null when there is none or several.
+mlir::func::FuncOp findPlannedFunction(mlir::ModuleOp module);
+
+/// The function a module plans: \p name when given, else
+/// findPlannedFunction's. Emits an error naming \p pass otherwise.
 mlir::FailureOr<mlir::func::FuncOp> plannedFunction(mlir::ModuleOp module,
                                                     llvm::StringRef name,
                                                     llvm::StringRef pass);

@@ -54,15 +54,6 @@ static cl::OptionCategory category("dist-compile options");
 /// or expert parallelism, no sequence parallelism (it would run as plain
 /// tp), ZeRO up to stage 2.
 static constexpr const char *kRunnableConstraints = "cp=1,ep=1,sp=0,zero<=2";
-/// The function a plan splits: `main`, else the only function (null
-/// otherwise; planning reports that case).
-static func::FuncOp plannedFunctionOf(ModuleOp module) {
-  auto fn = module.lookupSymbol<func::FuncOp>("main");
-  auto funcs = module.getOps<func::FuncOp>();
-  if (!fn && std::distance(funcs.begin(), funcs.end()) == 1)
-    fn = *funcs.begin();
-  return fn;
-}
 
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
@@ -377,7 +368,7 @@ int main(int argc, char **argv) {
     // overrides a key.
     if (planFlags.searching()) {
       planFlags.baseConstraints = kRunnableConstraints;
-      func::FuncOp fn = plannedFunctionOf(*m);
+      func::FuncOp fn = planning::findPlannedFunction(*m);
       if (std::optional<int64_t> rows =
               fn ? planning::microbatchRows(fn) : std::nullopt)
         planFlags.baseConstraints += ",mbs=" + std::to_string(*rows);
@@ -402,8 +393,9 @@ int main(int argc, char **argv) {
     // builds no per-rank programs, so dist-partition's check is not on
     // its path).
     if (auto plan = dist::DistDialect::PlanAttrHelper(&ctx).getAttr(*m))
-      if (func::FuncOp fn = plannedFunctionOf(*m);
-          fn && failed(planning::checkMicrobatchRows(fn, plan, "dist-compile"))) {
+      if (func::FuncOp fn = planning::findPlannedFunction(*m);
+          fn &&
+          failed(planning::checkMicrobatchRows(fn, plan, "dist-compile"))) {
         WithColor::error() << "cannot compile '" << in.path
                            << "' for its plan\n";
         return 1;
