@@ -65,9 +65,25 @@ LogicalResult WeightOp::verify() {
     if (auto shard = (*this)->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
         shard && shard.size() == 3 && shard[2] > 0)
       expected = llvm::checkedMul(*expected, shard[2]);
+    // A ZeRO-3 block (`dist.zero_shard` {shape, group}) of a tensor of
+    // `shape`, which the file holds whole.
+    if (auto zero = (*this)->getAttrOfType<DictionaryAttr>("dist.zero_shard"))
+      if (auto shape = zero.getAs<DenseI64ArrayAttr>("shape")) {
+        std::optional<int64_t> whole = numElements(shape.asArrayRef());
+        expected = whole ? llvm::checkedMul(
+                               *whole, int64_t(elem.getIntOrFloatBitWidth() / 8))
+                         : std::nullopt;
+        if (!expected)
+          return emitOpError("'dist.zero_shard' shape has more bytes than "
+                             "int64 holds");
+      }
+    bool part = (*this)->hasAttr("dist.tp_shard") ||
+                (*this)->hasAttr("dist.zero_shard");
     if (expected && *expected != size)
       return emitOpError("'size' is ")
-             << size << " bytes but " << type << " needs " << *expected;
+             << size << " bytes but " << type << " needs " << *expected
+             << (part ? " (the file holds the whole tensor this is a part of)"
+                      : "");
   }
   return success();
 }

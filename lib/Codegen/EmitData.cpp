@@ -62,11 +62,21 @@ static std::string intLiteral(const APInt &v, Type t) {
 static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
   Value r = op.getResult();
   auto type = FunctionEmitter::typeOf(r);
-  int64_t bytes = type.getNumElements() *
-                  (int64_t)FunctionEmitter::byteSize(type.getElementType());
+  int64_t elem = (int64_t)FunctionEmitter::byteSize(type.getElementType());
+  // A rank's part of a weight: its tensor-parallel part (`dist.tp_shard`)
+  // or its ZeRO-3 block (`dist.zero_shard`); `full` is the shape of the
+  // tensor the file holds.
   auto tpShard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
-  if (op.getFile() && op.getSize() &&
-      (int64_t)*op.getSize() != bytes * (tpShard ? tpShard[2] : 1))
+  auto zeroShard = op->getAttrOfType<DictionaryAttr>("dist.zero_shard");
+  SmallVector<int64_t> full(type.getShape());
+  if (tpShard)
+    full[tpShard[0]] *= tpShard[2];
+  if (zeroShard)
+    full.assign(zeroShard.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
+  int64_t bytes = elem;
+  for (int64_t d : full)
+    bytes *= d;
+  if (op.getFile() && op.getSize() && (int64_t)*op.getSize() != bytes)
     return op.emitError() << "graph.weight '" << op.getSymName() << "' of type "
                           << type << " needs " << bytes
                           << " bytes but refers to " << *op.getSize()
@@ -78,24 +88,24 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
     e.bindPersistent(r, cstr(op.getSymName()), fresh);
   else
     e.bindResident(r, "w." + cstr(op.getSymName()));
-  if (auto shard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard")) {
-    // A tensor-parallel shard: the full tensor's shape, this rank's runs.
+  if (tpShard || zeroShard) {
+    // This rank's runs of the full tensor.
     std::string s = e.shardOf(r);
     e.os << "  if (fresh_" << e.name(r) << ") {\n"
          << "  static const int64_t full[] = {";
-    for (auto [i, d] : llvm::enumerate(type.getShape()))
-      e.os << d * (i == (size_t)shard[0] ? shard[2] : 1) << ", ";
+    for (int64_t d : full)
+      e.os << d << ", ";
     e.os << "0};\n";
     if (auto file = op.getFile())
       e.os << "  if (P.loadWeightShard(\"" << cstr(op.getSymName()) << "\", \""
            << cstr(*file) << "\", " << (op.getOffset() ? *op.getOffset() : 0)
            << ", " << FunctionEmitter::dgType(type.getElementType())
-           << ", full, " << type.getRank() << ", " << s << ", " << e.name(r)
+           << ", full, " << full.size() << ", " << s << ", " << e.name(r)
            << ")) return 1;\n";
     else
       e.os << "  if (P.initWeightShard(\"" << cstr(op.getSymName()) << "\", "
            << FunctionEmitter::dgType(type.getElementType()) << ", full, "
-           << type.getRank() << ", " << s << ", " << e.name(r)
+           << full.size() << ", " << s << ", " << e.name(r)
            << ")) return 1;\n";
     e.os << "  }\n";
     return success();

@@ -6,7 +6,9 @@
 // them, and the returned loss is the world's mean. With ZeRO-1 the
 // gradients are reduce-scattered instead and each rank updates its shard
 // of every parameter (ZeroShard.h); ZeRO-2 reduce-scatters each gradient
-// as soon as the backward computed it. docs/distributed.md.
+// as soon as the backward computed it; ZeRO-3 also keeps only the shard of
+// each parameter and gathers it for the forward and again for the
+// backward. docs/distributed.md.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/DataParallel.h"
@@ -69,11 +71,12 @@ bool isReduced(Value v) {
 /// overflow flag (`skip`) is or-ed over the world so ranks skip together.
 /// With a \p zeroGroup (ZeRO over those devices) each update runs on this
 /// rank's shard instead (zero::shardUpdate). ZeRO-1 reduce-scatters the
-/// gradient where the update reads it; ZeRO-2 (\p shardEarly) right after
+/// gradient where the update reads it; ZeRO-2 (stage >= 2) right after
 /// the backward computed it, so the whole gradient dies there and only the
-/// shard lives on to the optimizer.
+/// shard lives on to the optimizer; ZeRO-3 (stage 3) shards the weights.
 LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
-                              bool shardEarly) {
+                              int64_t stage) {
+  bool shardEarly = stage >= 2;
   OpBuilder b(func.getContext());
   DenseMap<Value, Value> skipOf;
   auto reduceSkip = [&](Operation *user, Value skip) -> Value {
@@ -108,7 +111,9 @@ LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
         grad.set(zero::reduceScatterMean(b, op->getLoc(), grad.get(),
                                          zeroGroup, "backward"));
       }
-      if (failed(zero::shardUpdate(op, zeroGroup, /*gradIsShard=*/shardEarly)))
+      if (failed(zero::shardUpdate(op, zeroGroup, /*gradIsShard=*/shardEarly,
+                                   /*replacements=*/nullptr,
+                                   /*paramIsShard=*/stage >= 3)))
         return failure();
     } else if (!isReduced(grad.get())) {
       grad.set(
@@ -175,7 +180,8 @@ struct DataParallelPass
              << "dist-data-parallel: zero="
              << (zeroStage < -1 ? static_cast<int64_t>(zeroStage) : c.stage)
              << " is not a ZeRO stage; use 0 (replicated optimizer state), "
-                "1 (sharded over the replicas) or 2 (gradients sharded too)";
+                "1 (sharded over the replicas), 2 (gradients sharded too) or "
+                "3 (parameters sharded too)";
     if (plan && replicas && plan.getDp() != replicas)
       return module.emitError()
              << "dist-data-parallel: dp=" << static_cast<unsigned>(replicas)
@@ -202,18 +208,12 @@ struct DataParallelPass
     }
     if (c.stage == 0)
       return c;
-    if (c.stage > 2)
-      return module.emitError()
-             << "dist-data-parallel: ZeRO stage 3 (parameters sharded too) "
-                "is not run by generated programs; use zero=2 (gradients "
-                "and optimizer state sharded), zero=1 (optimizer state) or "
-                "zero=0";
-    if (c.stage == 2)
+    if (c.stage >= 2)
       for (func::FuncOp f : funcs)
         if (roleOf(f) == "microbatch")
           return f.emitError()
-                 << "dist-data-parallel: ZeRO stage 2 shards each "
-                    "micro-batch's gradients, but @"
+                 << "dist-data-parallel: ZeRO stage " << c.stage
+                 << " shards each micro-batch's gradients, but @"
                  << f.getSymName()
                  << " returns whole gradients that the program sums over "
                     "accumulation-steps; train with accumulation-steps=1, "
@@ -263,7 +263,7 @@ struct DataParallelPass
         return signalPassFailure();
       }
       if (role != "microbatch" &&
-          failed(reduceGradients(f, zeroGroup, zero->stage >= 2)))
+          failed(reduceGradients(f, zeroGroup, zero->stage)))
         return signalPassFailure();
       if (role != "apply")
         reduceLossAndShardInputs(f);

@@ -1,11 +1,12 @@
-//===- ZeroShard.cpp - ZeRO-1: optimizer updates on one shard ---*- C++ -*-===//
+//===- ZeroShard.cpp - ZeRO: optimizer updates on one shard -----*- C++ -*-===//
 //
 // Part of DistOpt. Each parameter is flattened and padded with zeros to a
 // multiple of the replica count; replica r owns the r-th equal block of
 // that flat buffer. Padding zeros stay zero through every update (a zero
 // gradient and a zero parameter give zero moments and a zero step, with or
 // without weight decay), so the all-gathered buffer's tail is dropped and
-// nothing else sees it. ZeroShard.h.
+// nothing else sees it. Under ZeRO-3 the block is all a replica keeps of
+// the parameter itself. ZeroShard.h.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/ZeroShard.h"
@@ -105,13 +106,106 @@ static SmallVector<OpOperand *> stateOperands(Operation *update) {
   return out;
 }
 
+/// The phase class a ZeRO-3 gather serves: the backward's phases
+/// (backward, backward_input, backward_weight) share one gather, every
+/// other phase (forward, recompute, optimizer) has its own.
+static StringRef gatherPhase(Operation *user) {
+  auto phase = user->getAttrOfType<StringAttr>("graph.phase");
+  if (!phase)
+    return "forward";
+  return phase.getValue().starts_with("backward") ? "backward"
+                                                  : phase.getValue();
+}
+
+RankedTensorType zero::wholeType(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  Operation *def = v.getDefiningOp();
+  auto block = def ? def->getAttrOfType<DictionaryAttr>(
+                         dist::DistDialect::ZeroShardAttrHelper::getNameStr())
+                   : DictionaryAttr();
+  if (!block)
+    return type;
+  return RankedTensorType::get(
+      block.getAs<DenseI64ArrayAttr>("shape").asArrayRef(),
+      type.getElementType());
+}
+
+graph::WeightOp zero::weightBlock(OpBuilder &b, graph::WeightOp weight,
+                                  const ShardGroup &group) {
+  ShardBuilder sb(b, weight.getLoc(), group, weight.getResult().getType());
+  auto part = cast<graph::WeightOp>(b.clone(*weight));
+  part.getResult().setType(sb.flat(sb.shard));
+  dist::DistDialect::ZeroShardAttrHelper(b.getContext())
+      .setAttr(part, b.getDictionaryAttr(
+                         {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
+                                                      sb.full.getShape())),
+                          b.getNamedAttr("group", b.getDenseI64ArrayAttr(
+                                                      group.devices))}));
+  return part;
+}
+
+Value zero::gatherWhole(OpBuilder &b, Location loc, Value block,
+                        const ShardGroup &group, StringRef phase) {
+  ShardBuilder sb(b, loc, group, wholeType(block), phase);
+  return sb.gathered(block);
+}
+
+/// ZeRO-3: the parameter \p param of \p update, read by a graph.weight,
+/// becomes this device's block of it (zero::weightBlock). Every other
+/// reader gets the whole parameter all-gathered right before the first
+/// reader of its phase class (gatherPhase): the forward's copy dies after
+/// the forward's last reader and the backward gathers again, as DeepSpeed's
+/// stage 3 and FSDP do. A weight that already is a block (dist-partition
+/// made it one and gathers it for its stage calls) is returned as it is.
+static FailureOr<Value> shardWeight(Operation *update, OpOperand &param,
+                                   const zero::ShardGroup &group) {
+  auto weight = param.get().getDefiningOp<graph::WeightOp>();
+  if (!weight)
+    return update->emitOpError()
+           << "updates a parameter ZeRO-3 cannot shard: operand #0 must be "
+              "read by a graph.weight (dist-autodiff's form), so the program "
+              "keeps only its block; use zero=2";
+  if (weight->hasAttr(dist::DistDialect::ZeroShardAttrHelper::getNameStr()))
+    return weight.getResult();
+  if (weight->hasAttr("dist.tp_shard") || group.alike.size() > 1)
+    return update->emitOpError()
+           << "updates '" << weight.getSymName()
+           << "', a tensor-parallel part; ZeRO-3 with tensor parallelism is "
+              "not run by generated programs, use zero=2";
+  OpBuilder b(weight);
+  graph::WeightOp part = zero::weightBlock(b, weight, group);
+  // The readers other than the update, in program order.
+  Block *body = weight->getBlock();
+  SmallVector<std::pair<Operation *, OpOperand *>> readers;
+  for (OpOperand &use : weight.getResult().getUses())
+    if (use.getOwner() != update)
+      readers.push_back({body->findAncestorOpInBlock(*use.getOwner()), &use});
+  llvm::stable_sort(readers, [](auto &x, auto &y) {
+    return x.first->isBeforeInBlock(y.first);
+  });
+  Value gathered;
+  StringRef gatheredFor;
+  for (auto [top, use] : readers) {
+    StringRef phase = gatherPhase(use->getOwner());
+    if (!gathered || phase != gatheredFor) {
+      b.setInsertionPoint(top);
+      gathered = zero::gatherWhole(b, top->getLoc(), part.getResult(), group,
+                                   phase);
+      gatheredFor = phase;
+    }
+    use->set(gathered);
+  }
+  return part.getResult();
+}
+
 LogicalResult zero::shardUpdate(Operation *update, const ShardGroup &group,
                                 bool gradIsShard,
-                                SmallVectorImpl<Value> *replacements) {
+                                SmallVectorImpl<Value> *replacements,
+                                bool paramIsShard) {
   OpOperand &param = update->getOpOperand(0), &grad = update->getOpOperand(1);
   OpBuilder b(update);
   Location loc = update->getLoc();
-  ShardBuilder sb(b, loc, group, param.get().getType());
+  ShardBuilder sb(b, loc, group, wholeType(param.get()));
   RankedTensorType shardType = sb.flat(sb.shard);
 
   // The state buffers, read again as this device's shard.
@@ -129,9 +223,18 @@ LogicalResult zero::shardUpdate(Operation *update, const ShardGroup &group,
 
   Value gradShard = gradIsShard ? grad.get()
                                 : reduceScatterMean(b, loc, grad.get(), group);
-  Value paramShard = sb.tag(dist::AllSliceOp::create(
-      b, loc, shardType, sb.flatPadded(param.get()), b.getI64IntegerAttr(0),
-      b.getDenseI64ArrayAttr(group.devices)));
+  Value paramShard;
+  if (paramIsShard) {
+    FailureOr<Value> block = shardWeight(update, param, group);
+    if (failed(block))
+      return failure();
+    paramShard = *block;
+    b.setInsertionPoint(update);
+  } else {
+    paramShard = sb.tag(dist::AllSliceOp::create(
+        b, loc, shardType, sb.flatPadded(param.get()), b.getI64IntegerAttr(0),
+        b.getDenseI64ArrayAttr(group.devices)));
+  }
   Operation *sharded = b.clone(*update);
   sharded->setOperand(0, paramShard);
   sharded->setOperand(1, gradShard);
@@ -160,13 +263,31 @@ LogicalResult zero::shardUpdate(Operation *update, const ShardGroup &group,
     r.setType(shardType);
 
   b.setInsertionPointAfter(sharded);
-  SmallVector<Value> now = {sb.gathered(sharded->getResult(0))};
+  // ZeRO-3 keeps the updated block (a returned update of the weight's
+  // block); a reader of the new parameter other than the return gets it
+  // gathered.
+  Value newParam = sharded->getResult(0);
+  bool gather = !paramIsShard || llvm::any_of(update->getResult(0).getUsers(),
+                                              [](Operation *user) {
+                                                return !isa<func::ReturnOp>(
+                                                    user);
+                                              });
+  Value whole = gather ? sb.gathered(newParam) : Value();
+  SmallVector<Value> now = {paramIsShard ? newParam : whole};
   for (unsigned k = 1; k < update->getNumResults(); ++k)
     now.push_back(sharded->getResult(k));
+  if (paramIsShard && whole)
+    update->getResult(0).replaceUsesWithIf(whole, [](OpOperand &use) {
+      return !isa<func::ReturnOp>(use.getOwner());
+    });
   update->replaceAllUsesWith(now);
   if (replacements)
     replacements->assign(now.begin(), now.end());
+  Operation *weight = param.get().getDefiningOp();
   update->erase();
+  if (paramIsShard && weight && weight->use_empty() &&
+      !weight->hasAttr(dist::DistDialect::ZeroShardAttrHelper::getNameStr()))
+    weight->erase();
   for (auto &entry : states)
     entry.second->erase();
   return success();

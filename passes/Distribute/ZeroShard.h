@@ -5,13 +5,16 @@
 // replicas keeps and updates only its part of the optimizer state (ZeRO
 // stage 1, Rajbhandari et al. 2020): the gradient is reduce-scattered, the
 // replica updates its shard of the parameter, and the updated shards are
-// all-gathered. Used by dist-data-parallel (replicas over the world) and by
-// dist-partition (the replicas of a pipeline stage). docs/distributed.md,
-// "ZeRO-1".
+// all-gathered. Under ZeRO-3 the replica keeps only its shard of the
+// parameter too, and its readers gather it. Used by dist-data-parallel
+// (replicas over the world) and by dist-partition (the replicas of a
+// pipeline stage). docs/distributed.md, "ZeRO".
 //
 //===----------------------------------------------------------------------===//
 #ifndef DIST_PASSES_DISTRIBUTE_ZEROSHARD_H
 #define DIST_PASSES_DISTRIBUTE_ZEROSHARD_H
+
+#include "dialects/Graph/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -51,6 +54,23 @@ reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,
                   const ShardGroup &group, llvm::StringRef phase = "optimizer",
                   llvm::SmallVectorImpl<mlir::Operation *> *built = nullptr);
 
+/// The type of the whole tensor \p v is a ZeRO block of (its defining op's
+/// `dist.zero_shard` shape), or \p v's own type when it is not a block.
+mlir::RankedTensorType wholeType(mlir::Value v);
+
+/// A clone of \p weight at \p b's insertion point that holds this
+/// device's block of it (ZeRO-3): 1-D, marked `dist.zero_shard`, so the
+/// program reads only that block of the weights file and keeps only it.
+graph::WeightOp weightBlock(mlir::OpBuilder &b, graph::WeightOp weight,
+                            const ShardGroup &group);
+
+/// The whole tensor that \p block (a ZeRO block) is part of: the group's
+/// blocks all-gathered, unpadded and reshaped at \p b's insertion point,
+/// the ops tagged with \p phase.
+mlir::Value gatherWhole(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value block, const ShardGroup &group,
+                        llvm::StringRef phase);
+
 /// Rewrites \p update, a graph.sgd_update or graph.adam_update, to run on
 /// one shard over the devices of \p group:
 ///
@@ -66,13 +86,24 @@ reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,
 ///     shards replace its other results (a function returning them must get
 ///     its type updated, see setResultTypes).
 ///
-/// Fails with an error on \p update when a state operand is read otherwise.
-/// \p update is erased; \p replacements, when given, receives what replaced
-/// each of its results.
+/// With \p paramIsShard (ZeRO-3) the parameter must be read by a
+/// graph.weight, which becomes this device's shard (weightBlock; a weight
+/// that already is a block stays as it is):
+/// the update reads it as it is and the function returns the updated
+/// shard; every other reader of the weight gets it all-gathered right
+/// before the first reader of each phase (the forward and the backward
+/// gather separately, so the whole weight lives only while a phase reads
+/// it).
+///
+/// Fails with an error on \p update when a state operand is read otherwise
+/// (or, under ZeRO-3, the parameter is not a graph.weight or is a
+/// tensor-parallel part). \p update is erased; \p replacements, when given,
+/// receives what replaced each of its results.
 mlir::LogicalResult
 shardUpdate(mlir::Operation *update, const ShardGroup &group,
             bool gradIsShard = false,
-            llvm::SmallVectorImpl<mlir::Value> *replacements = nullptr);
+            llvm::SmallVectorImpl<mlir::Value> *replacements = nullptr,
+            bool paramIsShard = false);
 
 /// Sets \p func's result types to the types its return passes.
 void setResultTypes(mlir::func::FuncOp func);

@@ -266,6 +266,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   const bool pipeDream = sched.kind == schedule::ScheduleKind::PipeDream;
   const bool twoBW = sched.kind == schedule::ScheduleKind::PipeDream2BW;
   const bool versioned = pipeDream || twoBW;
+  // ZeRO-3: each replica keeps its block of the weights its stages train;
+  // every stage call gets them gathered, as the asynchronous schedules pass
+  // their versions (weightArgs: the stage functions take the weights they
+  // train as arguments).
+  const bool zero3 = plan.zero >= 3;
+  const bool weightArgs = versioned || zero3;
   dist::ScheduleOp scheduleOp = s.op;
   if (versioned) {
     auto refuse = [&](StringRef why) {
@@ -649,10 +655,11 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       Operation *copy = ib.clone(op, stepMap);
       if (op.getNumOperands() < 2 || !sharded.contains(op.getOperand(1)))
         continue;
-      // ZeRO-1: this replica's shard of the update, gathered.
+      // ZeRO-1 and 2: this replica's shard of the update, gathered; ZeRO-3:
+      // the update of the list's block of the weight.
       SmallVector<Value> replaced;
       if (failed(zero::shardUpdate(copy, zeroGroup, /*gradIsShard=*/true,
-                                   &replaced)))
+                                   &replaced, /*paramIsShard=*/zero3)))
         return failure();
       for (auto [from, to] : llvm::zip(op.getResults(), replaced))
         stepMap.map(from, to);
@@ -660,14 +667,15 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     return success();
   };
 
-  // Asynchronous schedules: the weights each stage updates (by name), the
-  // newest version of each weight and optimizer state this list updates,
-  // and the versions each (micro-batch, stage) computes with.
+  // Asynchronous schedules and ZeRO-3: the weights each stage updates (by
+  // name); asynchronous schedules: the newest version of each weight and
+  // optimizer state this list updates, and the versions each (micro-batch,
+  // stage) computes with.
   llvm::StringMap<Value> topWeights;
   for (auto w : func.getBody().front().getOps<graph::WeightOp>())
     topWeights.try_emplace(w.getSymName(), w.getResult());
   std::map<std::string, int64_t> trainedOn; // by name: ordered output
-  if (versioned)
+  if (weightArgs)
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
       if (auto n = func.getResultAttrOfType<StringAttr>(k, "graph.update");
           n && topWeights.count(n.getValue()))
@@ -697,13 +705,20 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (it == trainedOn.end() || it->second < 0)
         return WalkResult::advance();
       if (pipelineStageOf(it->second) != pipelineStageOf(v)) {
-        w.emitOpError("is read by stage ")
-            << v << " and updated by stage " << it->second
-            << " (a tied weight); the asynchronous schedule \""
-            << scheduleOp.getKind()
-            << "\" keeps each stage's own weight versions, so a weight "
-               "shared by two stages is not run yet; untie it or use a "
-               "synchronous schedule (1f1b)";
+        if (zero3)
+          w.emitOpError("is read by stage ")
+              << v << " and updated by stage " << it->second
+              << " (a tied weight); ZeRO-3 keeps each stage's blocks of the "
+                 "weights it trains, so a weight shared by stages on two "
+                 "pipeline ranks is not run yet; untie it or use zero=2";
+        else
+          w.emitOpError("is read by stage ")
+              << v << " and updated by stage " << it->second
+              << " (a tied weight); the asynchronous schedule \""
+              << scheduleOp.getKind()
+              << "\" keeps each stage's own weight versions, so a weight "
+                 "shared by two stages is not run yet; untie it or use a "
+                 "synchronous schedule (1f1b)";
         return WalkResult::interrupt();
       }
       names.insert(w.getSymName());
@@ -768,6 +783,24 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     return stale;
   };
 
+  // ZeRO-3: this list's block of each weight it trains (the optimizer
+  // step updates it in place of the whole weight), and the whole weight
+  // gathered for one stage call.
+  llvm::StringMap<Value> blocks;
+  auto gatheredWeight = [&](StringRef n, TrainPhase phase) -> Value {
+    Value &block = blocks[n];
+    if (!block) {
+      Value whole = topWeights.lookup(n);
+      block = zero::weightBlock(ib, whole.getDefiningOp<graph::WeightOp>(),
+                                zeroGroup)
+                  .getResult();
+      stepMap.map(whole, block);
+    }
+    return zero::gatherWhole(ib, loc, block, zeroGroup,
+                             phase == TrainPhase::Forward ? "forward"
+                                                          : "backward");
+  };
+
   // Full recomputation: the first backward call of (micro-batch, stage)
   // runs the stage's forward again from its inputs, so what the backward
   // reads of the forward is that second call's (the first call's values
@@ -795,7 +828,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       operands.push_back(mapped);
     }
     FlatSymbolRefAttr callee = call.getCalleeAttr();
-    if (versioned) {
+    if (zero3) {
+      FailureOr<Versioned> vc = versionedCallee(call, v);
+      if (failed(vc))
+        return failure();
+      for (const std::string &n : vc->weights)
+        operands.push_back(gatheredWeight(n, phase));
+      callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
+    } else if (versioned) {
       FailureOr<Versioned> vc = versionedCallee(call, v);
       if (failed(vc))
         return failure();

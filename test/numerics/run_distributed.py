@@ -168,11 +168,11 @@ def compile_once(compiler, args, exe):
     return COMPILED[key]
 
 
-def zero_flags(shapes_dp, ranks):
-    """dist-compile flags of a ZeRO-1 plan of `ranks` replicas of the
-    per-rank batch `shapes_dp`."""
+def zero_flags(shapes_dp, ranks, stage):
+    """dist-compile flags of a ZeRO plan (stage 1-3) of `ranks` replicas of
+    the per-rank batch `shapes_dp`."""
     rows = int(shapes_dp[0].split(":")[1].split("x")[0])
-    return [f"--dist-plan=dp={ranks},zero=1,mbs={rows}",
+    return [f"--dist-plan=dp={ranks},zero={stage},mbs={rows}",
             f"--dist-batch={rows * ranks}"]
 
 
@@ -232,9 +232,10 @@ def unshard_tensor_parts(saved, want, base, tp, state_dir):
 
 def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
              steps, rtol=RTOL, overflow=False, zero=False, ranks=RANKS):
-    """Returns a list of failure messages (empty: passed). With `zero`, the
-    data-parallel program is a ZeRO-1 plan of `ranks` replicas: each rank
-    saves its shard of the optimizer state, compared reassembled."""
+    """Returns a list of failure messages (empty: passed). With `zero` (a
+    ZeRO stage, True meaning 1), the data-parallel program is a ZeRO plan of
+    `ranks` replicas: each rank saves its shard of the optimizer state (and
+    under ZeRO-3 of the weights), compared reassembled."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -242,7 +243,8 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     one, dp = os.path.join(d, "one.bin"), os.path.join(d, "dp.bin")
-    dp_flags = zero_flags(shapes_dp, ranks) if zero else ["--data-parallel"]
+    dp_flags = (zero_flags(shapes_dp, ranks, int(zero)) if zero
+                else ["--data-parallel"])
     for exe, shapes, flags in ((one, shapes_one, []), (dp, shapes_dp, dp_flags)):
         args = [model, "--train=" + train] + flags
         args += ["--input-shape=" + s for s in shapes]
@@ -321,8 +323,20 @@ def run_case(compiler, work, name, model, train, shapes_one, shapes_dp, feeds,
             errors.append(msg)
     if zero and not sharded and not errors and "optimizer=sgd" not in train:
         errors.append("no rank saved a shard of the optimizer state")
+    if int(zero) >= 3:
+        # ZeRO-3: the trained weights (those with optimizer state) too are
+        # each rank's block only.
+        names = {os.path.basename(f)[:-4] for f in files}
+        trained = sorted(n for n in names
+                         if any(m.startswith(n + ".") for m in names))
+        whole = [n for n in trained if np.load(os.path.join(
+            d, "state_dp0", n + ".npy")).shape == np.load(
+                os.path.join(s_one, n + ".npy")).shape]
+        if not trained or whole:
+            errors.append(f"zero=3 but rank 0 saved whole weights: {whole} "
+                          f"(of {len(trained)} trained)")
     if sharded:
-        print(f"  {name}: {sharded} optimizer-state tensors reassembled from "
+        print(f"  {name}: {sharded} state tensors reassembled from "
               f"{ranks} ranks' shards")
     if excluded:
         print(f"  {name}: {excluded} no-signal key-bias elements left out "
@@ -793,6 +807,11 @@ def cases():
         ("gpt2_adam_dp2_zero1",
          dict(gpt, zero=True, train="loss=softmax-cross-entropy:labels "
                                     "optimizer=adam lr=0.001")),
+        # ZeRO-3 on the same batch: the tied embedding's block is gathered
+        # once for its two forward readers.
+        ("gpt2_adam_dp2_zero3",
+         dict(gpt, zero=3, train="loss=softmax-cross-entropy:labels "
+                                 "optimizer=adam lr=0.001")),
         ("gpt2_forward_pp2_mb2",
          dict(pipeline=True, model=GPT2, input_name="input_ids", batch=1,
               microbatches=2, weights_dir=os.path.dirname(GPT2),
@@ -836,6 +855,15 @@ def zero_cases():
          dict(mlp, shapes_one=["x:6x8"], feeds=[("x", x6), ("target", t6)],
               ranks=3, train="loss=mse:target optimizer=adamw lr=0.01 "
                              "weight-decay=0.1")),
+        # ZeRO-3: each rank keeps its block of every weight as well, the
+        # forward and the backward gather it.
+        ("mlp_adam_dp2_zero3",
+         dict(mlp, zero=3, train="loss=mse:target optimizer=adam lr=0.01")),
+        ("mlp_adamw_dp3_zero3_uneven",
+         dict(mlp, zero=3, shapes_one=["x:6x8"],
+              feeds=[("x", x6), ("target", t6)], ranks=3,
+              train="loss=mse:target optimizer=adamw lr=0.01 "
+                    "weight-decay=0.1")),
     ]
 
 
@@ -985,6 +1013,18 @@ def pipeline_train_cases(rng):
                 dict(gpt, plan="dp=2,tp=2,mbs=1,zero=2", ranks=4, zero=True,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # ZeRO-3: each replica keeps its block of every weight its stages
+    # train, and every stage call gets the weights gathered; in pipeline
+    # stages, and with data parallelism alone over 2 micro-batches a
+    # replica (GPT-2: the tied embedding's block serves both readers).
+    out.append(("mlp_adam_dp2_pp2_zero3_1f1b",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=3",
+                     ranks=4, zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("gpt2_adam_dp2_mb2_zero3",
+                dict(gpt, plan="dp=2,mbs=1,zero=3", ranks=2, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=adam lr=0.001")))
     out.append(("mlp_momentum_dp2_pp2_zero1_gpipe",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe,zero=1",
                      ranks=4, zero=True,

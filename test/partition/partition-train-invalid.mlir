@@ -41,3 +41,22 @@ module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, micro
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// ZeRO-3 keeps each stage's blocks of the weights it trains: a weight one
+// stage updates and a stage on another pipeline rank reads (a tied
+// embedding) is refused.
+module attributes {dist.plan = #dist.plan<dp = 2, tp = 1, pp = 2, mbs = 1, microbatches = 2, global_batch = 4, schedule = "gpipe", zero = 3, stages = [0, 1]>} {
+  func.func @train_step(%x: tensor<1x4xf32>) -> (tensor<f32> {graph.output = "loss"}, tensor<4x4xf32> {graph.update = "w"}) attributes {graph.train = {accumulation_steps = 1 : i64, mixed_precision = "none", optimizer = "sgd", role = "step"}} {
+    // expected-error @+1 {{is read by stage 1 and updated by stage 0 (a tied weight); ZeRO-3 keeps each stage's blocks of the weights it trains, so a weight shared by stages on two pipeline ranks is not run yet; untie it or use zero=2}}
+    %w = graph.weight "w" : tensor<4x4xf32>
+    %h = graph.matmul %x, %w {dist.virtual_stage = 0 : i64, graph.phase = "forward"} : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+    %y = graph.matmul %h, %w {dist.virtual_stage = 1 : i64, graph.phase = "forward"} : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+    %l = graph.reduce mean %y {graph.phase = "forward", keepdims = false} : (tensor<1x4xf32>) -> tensor<f32>
+    %dw = graph.matmul %x, %h {dist.virtual_stage = 0 : i64, graph.phase = "backward_weight", transpose_lhs = true} : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<4x4xf32>
+    %s = graph.state "step" {graph.phase = "optimizer"} : tensor<f32>
+    %nw = graph.sgd_update %w, %dw, %s {graph.phase = "optimizer", lr = 1.000000e-01 : f64} : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+    return %l, %nw : tensor<f32>, tensor<4x4xf32>
+  }
+}

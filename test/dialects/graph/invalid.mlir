@@ -50,6 +50,15 @@ func.func @case5() {
 
 // -----
 
+// A ZeRO-3 block of a 4x4 tensor refers to the whole tensor's 64 bytes.
+func.func @zero_block_size() {
+  // expected-error @+1 {{'size' is 32 bytes but 'tensor<8xf32>' needs 64 (the file holds the whole tensor this is a part of)}}
+  %0 = graph.weight "w" {dist.zero_shard = {shape = array<i64: 4, 4>, group = array<i64: 0, 1>}, file = "m.weights", offset = 0 : i64, size = 32 : i64} : tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @case6() {
   // expected-error @+2 {{'graph.constant' needs a ranked tensor value}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -49,11 +49,31 @@ struct Shard {
   bool flat() const { return dim < 0; }
 };
 
+/// The elements shard `s` of the full tensor (dims, rank) holds: a ZeRO
+/// block rounds up (its tail past the tensor is padding).
+inline int64_t shardElements(const int64_t *dims, int rank, const Shard &s) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i)
+    n *= dims[i];
+  return s.flat() ? (n + s.parts - 1) / s.parts : n / s.parts;
+}
+
 /// Calls fn(fullElement, shardElement, count) for each contiguous run of
 /// the full tensor (dims, rank) that shard `s` holds, in the shard's order.
+/// A ZeRO block is one run, short of the block (or empty) where the padding
+/// begins.
 template <class F>
 inline void forEachShardRun(const int64_t *dims, int rank, const Shard &s,
                             F fn) {
+  if (s.flat()) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i)
+      n *= dims[i];
+    int64_t block = shardElements(dims, rank, s), at = s.index * block;
+    if (at < n)
+      fn(at, (int64_t)0, std::min(block, n - at));
+    return;
+  }
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < s.dim; ++i)
     outer *= dims[i];
@@ -671,9 +691,10 @@ struct Program {
     fillWeight(name, dt, dims, rank, buf);
     return upload(dst, buf.data(), buf.size());
   }
-  /// A tensor-parallel rank's shard of a weight: the runs of the full
-  /// tensor (dims: its full shape) that `shard` holds, read from the file
-  /// one by one, so a rank reads only its part.
+  /// A rank's part of a weight (a tensor-parallel part or a ZeRO-3
+  /// block): the runs of the full tensor (dims: its full shape) that
+  /// `shard` holds, read from the file one by one, so a rank reads only its
+  /// part.
   int loadWeightShard(const char *name, const char *file, int64_t offset,
                       DType dt, const int64_t *dims, int rank,
                       const Shard &shard, void *dst) {
@@ -684,7 +705,7 @@ struct Program {
     FILE *f = openWeights(name, file, offset, n * elem, path);
     if (!f)
       return 1;
-    std::vector<char> buf((size_t)(n / shard.parts * elem));
+    std::vector<char> buf((size_t)(shardElements(dims, rank, shard) * elem));
     bool ok = true;
     forEachShardRun(dims, rank, shard, [&](int64_t from, int64_t to,
                                            int64_t count) {
@@ -707,7 +728,7 @@ struct Program {
     std::vector<char> full;
     fillWeight(name, dt, dims, rank, full);
     int64_t elem = (int64_t)dtypeInfo(dt).size;
-    std::vector<char> buf(full.size() / shard.parts);
+    std::vector<char> buf((size_t)(shardElements(dims, rank, shard) * elem));
     forEachShardRun(dims, rank, shard,
                     [&](int64_t from, int64_t to, int64_t count) {
                       memcpy(buf.data() + to * elem, full.data() + from * elem,
