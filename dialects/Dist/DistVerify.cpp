@@ -211,8 +211,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     if (!shard || shard.size() != 3 || !type ||
         op->getName().getDialectNamespace() != "graph")
       return op->emitOpError("'dist.tp_shard' is [dim, blocks, parts] on a "
-                             "graph.weight or graph.state (written by "
-                             "dist-tensor-parallel), got ")
+                             "graph.weight, graph.state or dropout (written "
+                             "by dist-tensor-parallel), got ")
              << attr.getValue();
     int64_t dim = shard[0], blocks = shard[1], parts = shard[2];
     if (dim < 0 || dim >= type.getRank() || blocks < 1 || parts < 2 ||

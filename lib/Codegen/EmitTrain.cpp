@@ -284,7 +284,8 @@ static LogicalResult emitLossScaleUpdate(FunctionEmitter &e,
 }
 
 /// graph.dropout_mask: element i keeps (value 1/(1-ratio), else 0) when
-/// dg::dropoutUniform(stream, i) >= ratio. With a `step` operand the stream
+/// dg::dropoutUniform(stream, i) >= ratio (i: the element's index in the
+/// whole mask, for a tensor-parallel part). With a `step` operand the stream
 /// is dg::dropoutStream(seed, step, microbatch), read from the training
 /// state, so masks follow the optimizer step (a resumed run draws the same
 /// ones); without it, the stream index is c * n + i for call c of a
@@ -293,6 +294,22 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
   Value r = op.getResult();
   int64_t n = FunctionEmitter::numel(r);
   double ratio = op.getRatio().convertToDouble();
+  // A tensor-parallel rank's part of the mask (`dist.tp_shard` [dim,
+  // blocks, parts]): each element is drawn by its index in the whole mask,
+  // so the ranks' parts put together are the mask one process draws.
+  std::string at = "(uint64_t)i";
+  int64_t whole = n;
+  if (auto shard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard")) {
+    ArrayRef<int64_t> shape = FunctionEmitter::typeOf(r).getShape();
+    int64_t inner = 1;
+    for (int64_t d : shape.drop_front(shard[0] + 1))
+      inner *= d;
+    at = "dg::shardElement((uint64_t)i, " + std::to_string(shape[shard[0]]) +
+         "ull, " + std::to_string(inner) + "ull, " + std::to_string(shard[1]) +
+         "ull, " + std::to_string(shard[2]) + "ull, (uint64_t)(P.rank % " +
+         std::to_string(shard[2]) + "))";
+    whole = n * shard[2];
+  }
   Type f32 = Float32Type::get(op.getContext());
   std::string keep = "u >= " + FunctionEmitter::literal(ratio, f32) + " ? " +
                      FunctionEmitter::literal(1.0 / (1.0 - ratio), f32) +
@@ -305,7 +322,8 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
     e.openLoop(n);
     e.os << "    const float u = dg::dropoutUniform(dg::dropoutStream("
          << op.getSeed() << "ull, (uint64_t)" << e.name(step) << "[0], " << mb
-         << "), (uint64_t)i);\n    " << e.name(r) << "[i] = " << keep << ";\n";
+         << "), " << at << ");\n    " << e.name(r) << "[i] = " << keep
+         << ";\n";
     e.closeLoop();
     return success();
   }
@@ -319,7 +337,8 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
   e.allocate(r);
   e.openLoop(n);
   e.os << "    const float u = dg::dropoutUniform(" << op.getSeed() << "ull, "
-       << "(uint64_t)" << c << "[0] * " << n << "ull + (uint64_t)i);\n    "
+       << "(uint64_t)" << c << "[0] * " << whole << "ull + " << at
+       << ");\n    "
        << e.name(r) << "[i] = " << keep << ";\n";
   e.closeLoop();
   e.openLoop(1);

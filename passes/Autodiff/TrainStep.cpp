@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Autodiff/TrainStep.h"
+#include "passes/Autodiff/GradBuilder.h"
 
 #include "dialects/Graph/GraphOps.h"
 
@@ -125,10 +126,13 @@ void distopt::autodiff::makeTrainable(
       if (drop.getRatio().convertToDouble() == 0)
         continue;
       b.setInsertionPoint(drop);
-      Value mask = g::DropoutMaskOp::create(
+      auto mask = g::DropoutMaskOp::create(
           b, drop.getLoc(), drop.getType(), /*step=*/Value(),
           /*microbatch=*/Value(), drop.getRatioAttr(),
           b.getI64IntegerAttr(seed++));
+      // A tensor-parallel rank's part of the mask (dist-tensor-parallel).
+      if (Attribute shard = drop->getAttr(autodiff::kTpShardAttr))
+        mask->setAttr(autodiff::kTpShardAttr, shard);
       Value y = g::BinaryOp::create(b, drop.getLoc(), drop.getType(),
                                     g::BinaryKind::Mul, drop.getInput(), mask);
       drop.getResult().replaceAllUsesWith(y);

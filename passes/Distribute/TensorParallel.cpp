@@ -9,7 +9,11 @@
 // part of the file each rank reads. Runs before dist-autodiff, which
 // differentiates the rewritten function: `dist.tp_copy` (the identity,
 // gradient all-reduced) and `dist.all_reduce sum` (gradient the identity)
-// make the backward Megatron's. docs/distributed.md "Tensor parallelism".
+// make the backward Megatron's. A dropout of split activations gets
+// `dist.tp_shard` too: its mask is drawn as the rank's part of the whole
+// mask, and a dropout of whole activations draws the whole mask on every
+// rank, so the masks are one process's. docs/distributed.md "Tensor
+// parallelism".
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -311,9 +315,7 @@ bool Region::visit(Operation *op) {
     return visitMatmul(m);
   if (isa<g::BinaryOp, g::WhereOp>(op))
     return visitElementwise(op, op->getOperands());
-  if (isa<g::UnaryOp, g::CastOp, g::ClipOp>(op) ||
-      (isa<g::DropoutOp>(op) &&
-       cast<g::DropoutOp>(op).getRatio().convertToDouble() == 0)) {
+  if (isa<g::UnaryOp, g::CastOp, g::ClipOp, g::DropoutOp>(op)) {
     if (op->getNumOperands() != 1 && !isa<g::ClipOp>(op))
       return failAt(op, "unexpected operands");
     return setSplit(op, op->getResult(0), splitOf(in));
@@ -442,8 +444,14 @@ void rewrite(Region &r, const schedule::RankLayout &layout) {
     v.setType(localType(tensorOf(v), s, r.tp));
     shardAttr.setAttr(w, b.getDenseI64ArrayAttr({s.dim, s.blocks, r.tp}));
   }
-  for (auto [v, s] : r.split)
+  for (auto [v, s] : r.split) {
     v.setType(localType(tensorOf(v), s, r.tp));
+    // A dropout of split activations draws this rank's part of the mask
+    // one process would draw (its elements by their whole-tensor index).
+    if (auto d = v.getDefiningOp<g::DropoutOp>();
+        d && d.getRatio().convertToDouble() != 0)
+      shardAttr.setAttr(d, b.getDenseI64ArrayAttr({s.dim, s.blocks, r.tp}));
+  }
   for (Operation *op : r.ops)
     tpAttr.setAttr(op, role(dist::TensorParallelRole::Split));
   for (g::MatmulOp m : r.columns) {
@@ -522,16 +530,6 @@ struct TensorParallelPass
           << func->getSymName() << " must be one block";
       return signalPassFailure();
     }
-    for (Operation &op : func->getBody().front())
-      if (auto d = dyn_cast<g::DropoutOp>(op);
-          d && d.getRatio().convertToDouble() != 0) {
-        d.emitOpError("dist-tensor-parallel: dropout under tensor "
-                      "parallelism needs masks drawn alike on the tp ranks "
-                      "(replicated parts) and apart (split parts), which the "
-                      "programs do not do yet; export without dropout or "
-                      "plan tp = 1");
-        return signalPassFailure();
-      }
     // Grow a region from each column candidate, in order; a region that
     // cannot be split stays replicated (correct, only not parallel).
     unsigned regions = 0;

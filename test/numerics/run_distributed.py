@@ -867,6 +867,42 @@ def zero_cases():
     ]
 
 
+def gpt2_with_dropout(work):
+    """GPT-2 with training dropout (ratio 0.1) on every attention
+    probability tensor (split by heads under tensor parallelism) and on the
+    input of every layer norm (whole on every tensor rank): the model's
+    path in `work`, written once."""
+    import onnx
+    from onnx import helper, numpy_helper
+    d = os.path.join(work, "gpt2_dropout")
+    path = os.path.join(d, "gpt2_dropout.onnx")
+    if os.path.exists(path):
+        return path
+    os.makedirs(d, exist_ok=True)
+    m = onnx.load(GPT2)
+    g = m.graph
+    g.initializer.append(numpy_helper.from_array(
+        np.array(0.1, np.float32), "dropout_ratio"))
+    nodes = []
+    for n in g.node:
+        if n.op_type == "LayerNormalization":
+            x = n.input[0]
+            n.input[0] = x + "_dropped"
+            nodes.append(helper.make_node("Dropout", [x, "dropout_ratio"],
+                                          [x + "_dropped"]))
+        nodes.append(n)
+        if n.op_type == "Softmax":
+            y = n.output[0]
+            n.output[0] = y + "_undropped"
+            nodes.append(helper.make_node("Dropout",
+                                          [y + "_undropped", "dropout_ratio"],
+                                          [y]))
+    del g.node[:]
+    g.node.extend(nodes)
+    onnx.save(m, path)
+    return path
+
+
 def pipeline_train_cases(rng):
     """Pipeline training (run_pipeline_train_case): the MLP in two stages
     under every schedule that runs one stage per rank, with SGD and Adam,
@@ -947,6 +983,13 @@ def pipeline_train_cases(rng):
     sgd = "loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1"
     out.append(("gpt2_sgd_tp2",
                 dict(gpt, plan="tp=2,mbs=1", train=sgd)))
+    # Dropout under tensor parallelism: each rank draws its part of the
+    # attention-probability masks (split by heads) by whole-tensor index,
+    # and the whole layer-norm-input masks, so the masks are one
+    # process's (one micro-batch of the whole batch, as one process runs).
+    out.append(("gpt2_dropout_sgd_tp2",
+                dict(gpt, model=gpt2_with_dropout, plan="tp=2,mbs=4",
+                     input_shape="input_ids:4x32", train=sgd)))
     out.append(("gpt2_sgd_tp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
                      train=sgd)))
@@ -1218,6 +1261,8 @@ def main():
         t = time.time()
         if c == "resnet":
             c = resnet_case(work)
+        if callable(c.get("model")):
+            c = dict(c, model=c["model"](work))
         if c.pop("pipeline", False):
             errors = run_pipeline_case(compiler, work, name, **c)
         elif "first" in c:

@@ -370,7 +370,7 @@ module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches 
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{'dist.tp_shard' is [dim, blocks, parts] on a graph.weight or graph.state (written by dist-tensor-parallel), got array<i64: 1, 2>}}
+  // expected-error @+1 {{'dist.tp_shard' is [dim, blocks, parts] on a graph.weight, graph.state or dropout (written by dist-tensor-parallel), got array<i64: 1, 2>}}
   %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 2>} : tensor<8x8xf32>
   return
 }

@@ -97,3 +97,27 @@ TEST(ScalarMath, SpecialValues) {
 }
 
 } // namespace
+
+// shardElement maps each element of a tensor-parallel part to its index in
+// the whole tensor: a [2, 12, 3] tensor split along dimension 1 as 3
+// blocks (a fused Q|K|V) over 2 ranks. The parts, put together, cover the
+// whole tensor once, and each keeps its rank's 2 columns of every block.
+TEST(ShardElement, PartsCoverTheWholeTensorOnce) {
+  const uint64_t outer = 2, size = 12, inner = 3, blocks = 3, parts = 2;
+  const uint64_t local = size / parts, n = local / blocks;
+  std::vector<int> seen(outer * size * inner, 0);
+  for (uint64_t index = 0; index < parts; ++index)
+    for (uint64_t i = 0; i < outer * local * inner; ++i) {
+      uint64_t g =
+          dg::shardElement(i, local, inner, blocks, parts, index);
+      ASSERT_LT(g, seen.size());
+      ++seen[g];
+      // The whole-tensor coordinate along the split dimension.
+      uint64_t c = i / inner % local, gc = g / inner % size;
+      EXPECT_EQ(gc, (c / n * parts + index) * n + c % n) << "i " << i;
+      EXPECT_EQ(g / (size * inner), i / (local * inner));
+      EXPECT_EQ(g % inner, i % inner);
+    }
+  for (int count : seen)
+    EXPECT_EQ(count, 1);
+}

@@ -42,6 +42,21 @@ DG_HD inline uint64_t dropoutStream(uint64_t seed, uint64_t step,
                (microbatch + 0x8cb92ba72f3d8dd7ull));
 }
 
+/// Element i of a tensor-parallel part is element shardElement(i, ...) of
+/// the whole tensor: the part keeps, along its dimension of `size`
+/// elements (`inner` elements apart), its n = size / blocks of each of the
+/// whole dimension's `blocks` x `parts` pieces, as rank `index` of the
+/// parts (dist.tp_shard [dim, blocks, parts]). A dropout mask drawn by
+/// whole-tensor index is then the part of the mask one process draws.
+DG_HD inline uint64_t shardElement(uint64_t i, uint64_t size, uint64_t inner,
+                                   uint64_t blocks, uint64_t parts,
+                                   uint64_t index) {
+  uint64_t n = size / blocks, span = size * inner;
+  uint64_t outer = i / span, c = i % span / inner, k = i % inner;
+  uint64_t whole = (c / n * parts + index) * n + c % n;
+  return (outer * size * parts + whole) * inner + k;
+}
+
 template <typename T> DG_HD inline T gelu(T x) {
   return (T)(0.5 * (double)x * (1.0 + erf((double)x * 0.70710678118654752)));
 }
