@@ -46,6 +46,7 @@ def Dist_Dialect : Dialect {
     "TensorParallelRoleAttr":$tp,
     "::mlir::DenseI64ArrayAttr":$tp_shard,
     "::mlir::UnitAttr":$batch_shard,
+    "::mlir::UnitAttr":$batch_block,
     "::mlir::UnitAttr":$data_parallel,
     "::mlir::DictionaryAttr":$zero,
     "::mlir::DictionaryAttr":$zero_shard,

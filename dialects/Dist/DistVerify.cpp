@@ -224,6 +224,17 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                 "and parts be at least 2";
     return success();
   }
+  if (name == DistDialect::BatchBlockAttrHelper::getNameStr()) {
+    // The op's mask is this rank's block of the world's ranks' equal,
+    // contiguous blocks of the whole batch's (dist-data-parallel).
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        op->getName().getStringRef() != "graph.dropout_mask")
+      return op->emitOpError("'dist.batch_block' is a unit attribute of a "
+                             "graph.dropout_mask (set by "
+                             "dist-data-parallel), got ")
+             << attr.getValue();
+    return success();
+  }
   if (name == DataParallel::getNameStr()) {
     if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("'dist.data_parallel' is a unit attribute of a "

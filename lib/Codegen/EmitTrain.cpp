@@ -285,7 +285,8 @@ static LogicalResult emitLossScaleUpdate(FunctionEmitter &e,
 
 /// graph.dropout_mask: element i keeps (value 1/(1-ratio), else 0) when
 /// dg::dropoutUniform(stream, i) >= ratio (i: the element's index in the
-/// whole mask, for a tensor-parallel part). With a `step` operand the stream
+/// whole mask, for a tensor-parallel part or a data-parallel replica's
+/// block). With a `step` operand the stream
 /// is dg::dropoutStream(seed, step, microbatch), read from the training
 /// state, so masks follow the optimizer step (a resumed run draws the same
 /// ones); without it, the stream index is c * n + i for call c of a
@@ -309,6 +310,14 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
          "ull, " + std::to_string(shard[2]) + "ull, (uint64_t)(P.rank % " +
          std::to_string(shard[2]) + "))";
     whole = n * shard[2];
+  }
+  // A data-parallel replica's block of the whole batch's mask
+  // (`dist.batch_block`): the ranks' rows are contiguous blocks, in rank
+  // order, of every batch-major tensor.
+  std::string wholeCount = std::to_string(whole) + "ull";
+  if (op->hasAttr("dist.batch_block")) {
+    at = "(uint64_t)P.rank * " + wholeCount + " + " + at;
+    wholeCount = "(" + wholeCount + " * (uint64_t)P.worldSize)";
   }
   Type f32 = Float32Type::get(op.getContext());
   std::string keep = "u >= " + FunctionEmitter::literal(ratio, f32) + " ? " +
@@ -337,7 +346,7 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
   e.allocate(r);
   e.openLoop(n);
   e.os << "    const float u = dg::dropoutUniform(" << op.getSeed() << "ull, "
-       << "(uint64_t)" << c << "[0] * " << whole << "ull + " << at
+       << "(uint64_t)" << c << "[0] * " << wholeCount << " + " << at
        << ");\n    "
        << e.name(r) << "[i] = " << keep << ";\n";
   e.closeLoop();

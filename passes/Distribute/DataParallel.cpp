@@ -267,6 +267,12 @@ struct DataParallelPass
         return signalPassFailure();
       if (role != "apply")
         reduceLossAndShardInputs(f);
+      // Each replica draws its block of the masks one process draws for the
+      // whole batch (its rows are that block of every batch-major tensor).
+      f.walk([&](graph::DropoutMaskOp m) {
+        dist::DistDialect::BatchBlockAttrHelper(ctx).setAttr(
+            m, UnitAttr::get(ctx));
+      });
       f->setAttr("dist.data_parallel", UnitAttr::get(ctx));
       if (!zeroGroup.empty()) {
         // The state results now carry this rank's shards.

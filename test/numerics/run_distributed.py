@@ -803,6 +803,14 @@ def cases():
               overflow=True)),
         ("gpt2_adam_np2", dict(gpt, train="loss=softmax-cross-entropy:labels "
                                           "optimizer=adam lr=0.001")),
+        # Dropout: each replica draws its rows' block of the masks one
+        # process draws for the whole batch. SGD: with Adam, one c_proj
+        # element whose gradient the masks leave near zero ends 1.9e-6 off
+        # (the all-reduce's summation order, magnified by m / sqrt(v)).
+        ("gpt2_dropout_sgd_np2",
+         dict(gpt, model=gpt2_with_dropout,
+              train="loss=softmax-cross-entropy:labels optimizer=sgd "
+                    "lr=0.1")),
         # ZeRO-1 on the same batch (zero_cases for the MLP).
         ("gpt2_adam_dp2_zero1",
          dict(gpt, zero=True, train="loss=softmax-cross-entropy:labels "

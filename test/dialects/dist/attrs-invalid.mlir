@@ -437,3 +437,11 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.action_list = 
   %y = graph.unary relu %x {dist.action = "F0.0"} : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.batch_block' is a unit attribute of a graph.dropout_mask (set by dist-data-parallel), got unit}}
+  %y = graph.unary relu %x {dist.batch_block} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
