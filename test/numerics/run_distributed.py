@@ -1072,6 +1072,13 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=3",
                      ranks=4, zero=True,
                      train="loss=mse:target optimizer=adam lr=0.01")))
+    # ZeRO-3 with ZB-H1 and full recomputation: the split backward calls
+    # and the recomputed forward each gather the weights again.
+    out.append(("mlp_adam_dp2_pp2_zero3_zbh1_recompute",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=zb-h1,"
+                               "recompute=full,zero=3",
+                     ranks=4, zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
     out.append(("gpt2_adam_dp2_mb2_zero3",
                 dict(gpt, plan="dp=2,mbs=1,zero=3", ranks=2, zero=True,
                      train="loss=softmax-cross-entropy:labels "
