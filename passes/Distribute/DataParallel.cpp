@@ -67,6 +67,85 @@ bool isReduced(Value v) {
   return v.getDefiningOp<dist::AllReduceOp>() != nullptr;
 }
 
+bool isAccumulator(Operation *op) {
+  auto state = dyn_cast_if_present<graph::StateOp>(op);
+  return state && state.getSymName().ends_with(".grad_acc");
+}
+
+/// ZeRO-2 and 3 under dist-autodiff's accumulation-steps, in
+/// @train_microbatch: each micro-batch's gradient is reduce-scattered
+/// (mean over the replicas) and added to this rank's block of the
+/// accumulator (`<weight>.grad_acc`, read as that block), as DeepSpeed's
+/// stage 2 does; under ZeRO-3 the weights it reads are this rank's blocks,
+/// gathered where read (zero::weightAsBlock).
+LogicalResult shardAccumulators(func::FuncOp func, ArrayRef<int64_t> group,
+                                int64_t stage) {
+  OpBuilder b(func.getContext());
+  SmallVector<graph::StateOp> accumulators;
+  func.walk([&](graph::StateOp st) {
+    if (isAccumulator(st))
+      accumulators.push_back(st);
+  });
+  for (graph::StateOp st : accumulators) {
+    auto add = st->hasOneUse()
+                   ? dyn_cast<graph::BinaryOp>(*st->getUsers().begin())
+                   : graph::BinaryOp();
+    if (!add || add.getKind() != graph::BinaryKind::Add ||
+        add.getType() != st.getType())
+      return st.emitOpError()
+             << "is a gradient accumulator that ZeRO stage " << stage
+             << " cannot shard: it must be read once, by the add of a "
+                "micro-batch's gradient (dist-autodiff's form); use zero=1";
+    unsigned other = add.getOperand(0) == st.getResult() ? 1 : 0;
+    b.setInsertionPoint(add);
+    Value part = zero::reduceScatterMean(b, add.getLoc(),
+                                         add.getOperand(other), group,
+                                         "backward");
+    zero::markBlock(st, group);
+    add->setOperand(other, part);
+    add.getResult().setType(st.getType());
+    if (stage < 3)
+      continue;
+    StringRef weight = st.getSymName().drop_back(StringRef(".grad_acc").size());
+    SmallVector<graph::WeightOp> readers;
+    func.walk([&](graph::WeightOp w) {
+      if (w.getSymName() == weight)
+        readers.push_back(w);
+    });
+    for (graph::WeightOp w : readers)
+      if (failed(zero::weightAsBlock(w, group)))
+        return failure();
+  }
+  return success();
+}
+
+/// @train_apply under ZeRO-2 and 3: the gradient \p grad of \p update is
+/// an accumulator that @train_microbatch holds as this rank's block (read
+/// directly, or through the mixed-precision graph.unscale): read it as that
+/// block too.
+LogicalResult readAccumulatorBlock(Operation *update, OpOperand &grad,
+                                   ArrayRef<int64_t> group) {
+  Value g = grad.get();
+  Operation *def = g.getDefiningOp();
+  if (isAccumulator(def)) {
+    zero::markBlock(def, group);
+    return success();
+  }
+  if (auto unscale = dyn_cast_if_present<graph::UnscaleOp>(def)) {
+    unsigned k = cast<OpResult>(g).getResultNumber();
+    Operation *acc = unscale.getGrads()[k].getDefiningOp();
+    if (isAccumulator(acc)) {
+      zero::markBlock(acc, group);
+      g.setType(acc->getResult(0).getType());
+      return success();
+    }
+  }
+  return update->emitOpError()
+         << "reads a gradient that is not an accumulator of "
+            "@train_microbatch (operand #1); ZeRO stages 2 and 3 shard the "
+            "accumulators under accumulation-steps; use zero=1";
+}
+
 /// Averages the gradient of every optimizer update; a mixed-precision
 /// overflow flag (`skip`) is or-ed over the world so ranks skip together.
 /// With a \p zeroGroup (ZeRO over those devices) each update runs on this
@@ -77,6 +156,9 @@ bool isReduced(Value v) {
 LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
                               int64_t stage) {
   bool shardEarly = stage >= 2;
+  // @train_apply under ZeRO-2 and 3: the accumulators already are blocks
+  // (shardAccumulators).
+  bool accumulated = roleOf(func) == "apply";
   OpBuilder b(func.getContext());
   DenseMap<Value, Value> skipOf;
   auto reduceSkip = [&](Operation *user, Value skip) -> Value {
@@ -106,7 +188,10 @@ LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
     else if (auto adam = dyn_cast<graph::AdamUpdateOp>(op))
       reduceSkip(op, adam.getSkip());
     if (!zeroGroup.empty()) {
-      if (shardEarly) {
+      if (shardEarly && accumulated) {
+        if (failed(readAccumulatorBlock(op, grad, zeroGroup)))
+          return failure();
+      } else if (shardEarly) {
         b.setInsertionPointAfterValue(grad.get());
         grad.set(zero::reduceScatterMean(b, op->getLoc(), grad.get(),
                                          zeroGroup, "backward"));
@@ -115,12 +200,42 @@ LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
                                    /*replacements=*/nullptr,
                                    /*paramIsShard=*/stage >= 3)))
         return failure();
+      continue;
     } else if (!isReduced(grad.get())) {
       grad.set(
           reduceBefore(b, op, grad.get(), dist::ReductionKind::mean));
     }
   }
   return success();
+}
+
+/// @train_apply under ZeRO-2 and 3 returns zeros for each accumulator it
+/// consumed: a block of zeros now, as the accumulators are blocks.
+void resetAccumulatorBlocks(func::FuncOp func) {
+  Operation *ret = func.getBody().front().getTerminator();
+  DenseMap<StringRef, Type> blockType;
+  func.walk([&](graph::StateOp st) {
+    if (isAccumulator(st))
+      blockType[st.getSymName()] = st.getType();
+  });
+  OpBuilder b(ret);
+  for (unsigned k = 0; k < func.getNumResults(); ++k) {
+    auto name = func.getResultAttrOfType<StringAttr>(k, "graph.update");
+    Type type = name ? blockType.lookup(name.getValue()) : Type();
+    auto zeros = ret->getOperand(k).getDefiningOp<graph::ConstantOp>();
+    auto splat = zeros ? dyn_cast<SplatElementsAttr>(zeros.getValue())
+                       : SplatElementsAttr();
+    if (!type || !splat || ret->getOperand(k).getType() == type)
+      continue;
+    auto block = graph::ConstantOp::create(
+        b, zeros.getLoc(),
+        SplatElementsAttr::get(cast<ShapedType>(type),
+                               splat.getSplatValue<Attribute>()));
+    block->setDiscardableAttrs(zeros->getDiscardableAttrDictionary());
+    ret->setOperand(k, block.getResult());
+    if (zeros->use_empty())
+      zeros->erase();
+  }
 }
 
 /// Averages every scalar floating result named by `graph.output` (the loss)
@@ -208,16 +323,6 @@ struct DataParallelPass
     }
     if (c.stage == 0)
       return c;
-    if (c.stage >= 2)
-      for (func::FuncOp f : funcs)
-        if (roleOf(f) == "microbatch")
-          return f.emitError()
-                 << "dist-data-parallel: ZeRO stage " << c.stage
-                 << " shards each micro-batch's gradients, but @"
-                 << f.getSymName()
-                 << " returns whole gradients that the program sums over "
-                    "accumulation-steps; train with accumulation-steps=1, "
-                    "or use zero=1";
     if (c.replicas < 2)
       return module.emitError()
              << "dist-data-parallel: zero=" << c.stage
@@ -265,6 +370,11 @@ struct DataParallelPass
       if (role != "microbatch" &&
           failed(reduceGradients(f, zeroGroup, zero->stage)))
         return signalPassFailure();
+      if (role == "microbatch" && zero->stage >= 2 &&
+          failed(shardAccumulators(f, zeroGroup, zero->stage)))
+        return signalPassFailure();
+      if (role == "apply" && zero->stage >= 2)
+        resetAccumulatorBlocks(f);
       if (role != "apply")
         reduceLossAndShardInputs(f);
       // Each replica draws its block of the masks one process draws for the

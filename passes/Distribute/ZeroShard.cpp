@@ -132,16 +132,21 @@ RankedTensorType zero::wholeType(Value v) {
 
 graph::WeightOp zero::weightBlock(OpBuilder &b, graph::WeightOp weight,
                                   const ShardGroup &group) {
-  ShardBuilder sb(b, weight.getLoc(), group, weight.getResult().getType());
   auto part = cast<graph::WeightOp>(b.clone(*weight));
-  part.getResult().setType(sb.flat(sb.shard));
-  dist::DistDialect::ZeroShardAttrHelper(b.getContext())
-      .setAttr(part, b.getDictionaryAttr(
-                         {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
-                                                      sb.full.getShape())),
-                          b.getNamedAttr("group", b.getDenseI64ArrayAttr(
-                                                      group.devices))}));
+  markBlock(part, group);
   return part;
+}
+
+void zero::markBlock(Operation *op, const ShardGroup &group) {
+  OpBuilder b(op);
+  ShardBuilder sb(b, op->getLoc(), group, op->getResult(0).getType());
+  op->getResult(0).setType(sb.flat(sb.shard));
+  dist::DistDialect::ZeroShardAttrHelper(b.getContext())
+      .setAttr(op, b.getDictionaryAttr(
+                       {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
+                                                    sb.full.getShape())),
+                        b.getNamedAttr("group", b.getDenseI64ArrayAttr(
+                                                    group.devices))}));
 }
 
 Value zero::gatherWhole(OpBuilder &b, Location loc, Value block,
@@ -150,35 +155,22 @@ Value zero::gatherWhole(OpBuilder &b, Location loc, Value block,
   return sb.gathered(block);
 }
 
-/// ZeRO-3: the parameter \p param of \p update, read by a graph.weight,
-/// becomes this device's block of it (zero::weightBlock). Every other
-/// reader gets the whole parameter all-gathered right before the first
-/// reader of its phase class (gatherPhase): the forward's copy dies after
-/// the forward's last reader and the backward gathers again, as DeepSpeed's
-/// stage 3 and FSDP do. A weight that already is a block (dist-partition
-/// made it one and gathers it for its stage calls) is returned as it is.
-static FailureOr<Value> shardWeight(Operation *update, OpOperand &param,
-                                   const zero::ShardGroup &group) {
-  auto weight = param.get().getDefiningOp<graph::WeightOp>();
-  if (!weight)
-    return update->emitOpError()
-           << "updates a parameter ZeRO-3 cannot shard: operand #0 must be "
-              "read by a graph.weight (dist-autodiff's form), so the program "
-              "keeps only its block; use zero=2";
+FailureOr<Value> zero::weightAsBlock(graph::WeightOp weight,
+                                     const ShardGroup &group,
+                                     Operation *except) {
   if (weight->hasAttr(dist::DistDialect::ZeroShardAttrHelper::getNameStr()))
     return weight.getResult();
   if (weight->hasAttr("dist.tp_shard") || group.alike.size() > 1)
-    return update->emitOpError()
-           << "updates '" << weight.getSymName()
-           << "', a tensor-parallel part; ZeRO-3 with tensor parallelism is "
+    return weight.emitOpError()
+           << "is a tensor-parallel part; ZeRO-3 with tensor parallelism is "
               "not run by generated programs, use zero=2";
   OpBuilder b(weight);
   graph::WeightOp part = zero::weightBlock(b, weight, group);
-  // The readers other than the update, in program order.
+  // The readers other than `except`, in program order.
   Block *body = weight->getBlock();
   SmallVector<std::pair<Operation *, OpOperand *>> readers;
   for (OpOperand &use : weight.getResult().getUses())
-    if (use.getOwner() != update)
+    if (use.getOwner() != except)
       readers.push_back({body->findAncestorOpInBlock(*use.getOwner()), &use});
   llvm::stable_sort(readers, [](auto &x, auto &y) {
     return x.first->isBeforeInBlock(y.first);
@@ -195,7 +187,22 @@ static FailureOr<Value> shardWeight(Operation *update, OpOperand &param,
     }
     use->set(gathered);
   }
+  if (!except && weight.getResult().use_empty())
+    weight.erase();
   return part.getResult();
+}
+
+/// ZeRO-3: the parameter \p param of \p update, read by a graph.weight,
+/// becomes this device's block of it (zero::weightAsBlock).
+static FailureOr<Value> shardWeight(Operation *update, OpOperand &param,
+                                   const zero::ShardGroup &group) {
+  auto weight = param.get().getDefiningOp<graph::WeightOp>();
+  if (!weight)
+    return update->emitOpError()
+           << "updates a parameter ZeRO-3 cannot shard: operand #0 must be "
+              "read by a graph.weight (dist-autodiff's form), so the program "
+              "keeps only its block; use zero=2";
+  return zero::weightAsBlock(weight, group, update);
 }
 
 LogicalResult zero::shardUpdate(Operation *update, const ShardGroup &group,

@@ -58,6 +58,21 @@ reduceScatterMean(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,
 /// `dist.zero_shard` shape), or \p v's own type when it is not a block.
 mlir::RankedTensorType wholeType(mlir::Value v);
 
+/// Makes \p op's single result this device's block of the tensor it was
+/// (1-D, `dist.zero_shard` on \p op): a weight or state read as its block.
+void markBlock(mlir::Operation *op, const ShardGroup &group);
+
+/// ZeRO-3: \p weight becomes this device's block of it (weightBlock), and
+/// every reader but \p except gets the whole weight all-gathered right
+/// before the first reader of its phase (the forward and the backward
+/// gather separately, so the whole weight lives only while a phase reads
+/// it). \p weight is erased when \p except is null. A weight that already
+/// is a block is returned as it is. Fails (with an error) for a
+/// tensor-parallel part.
+mlir::FailureOr<mlir::Value> weightAsBlock(graph::WeightOp weight,
+                                           const ShardGroup &group,
+                                           mlir::Operation *except = nullptr);
+
 /// A clone of \p weight at \p b's insertion point that holds this
 /// device's block of it (ZeRO-3): 1-D, marked `dist.zero_shard`, so the
 /// program reads only that block of the weights file and keeps only it.

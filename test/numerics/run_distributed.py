@@ -857,6 +857,14 @@ def zero_cases():
         ("mlp_momentum_accumulate2_dp2_zero1",
          dict(mlp, train="loss=mse:target optimizer=momentum lr=0.01 "
                          "accumulation-steps=2")),
+        # ZeRO-2 and 3 under accumulation: each micro-batch's gradient is
+        # reduce-scattered into the rank's block of the accumulator.
+        ("mlp_momentum_accumulate2_dp2_zero2",
+         dict(mlp, zero=2, train="loss=mse:target optimizer=momentum lr=0.01 "
+                                 "accumulation-steps=2")),
+        ("mlp_adam_accumulate2_dp2_zero3",
+         dict(mlp, zero=3, train="loss=mse:target optimizer=adam lr=0.01 "
+                                 "accumulation-steps=2")),
         # Uneven blocks: 128, 16 and 64 elements over 3 ranks (43, 6, 22
         # each, the last block padded).
         ("mlp_adamw_dp3_zero1_uneven",
