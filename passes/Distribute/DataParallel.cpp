@@ -200,7 +200,6 @@ LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
                                    /*replacements=*/nullptr,
                                    /*paramIsShard=*/stage >= 3)))
         return failure();
-      continue;
     } else if (!isReduced(grad.get())) {
       grad.set(
           reduceBefore(b, op, grad.get(), dist::ReductionKind::mean));

@@ -138,6 +138,8 @@ graph::WeightOp zero::weightBlock(OpBuilder &b, graph::WeightOp weight,
 }
 
 void zero::markBlock(Operation *op, const ShardGroup &group) {
+  if (op->hasAttr(dist::DistDialect::ZeroShardAttrHelper::getNameStr()))
+    return; // already a block
   OpBuilder b(op);
   ShardBuilder sb(b, op->getLoc(), group, op->getResult(0).getType());
   op->getResult(0).setType(sb.flat(sb.shard));

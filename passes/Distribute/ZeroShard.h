@@ -60,6 +60,7 @@ mlir::RankedTensorType wholeType(mlir::Value v);
 
 /// Makes \p op's single result this device's block of the tensor it was
 /// (1-D, `dist.zero_shard` on \p op): a weight or state read as its block.
+/// An op that already is a block stays as it is.
 void markBlock(mlir::Operation *op, const ShardGroup &group);
 
 /// ZeRO-3: \p weight becomes this device's block of it (weightBlock), and
