@@ -298,17 +298,20 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
   // A tensor-parallel rank's part of the mask (`dist.tp_shard` [dim,
   // blocks, parts]): each element is drawn by its index in the whole mask,
   // so the ranks' parts put together are the mask one process draws.
-  std::string at = "(uint64_t)i";
+  // The rank's place is read into locals before the loop, which captures
+  // them (not the program state) by value, on the host and on a GPU.
+  std::string at = "(uint64_t)i", id = std::to_string(e.positionOf(op));
   int64_t whole = n;
   if (auto shard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard")) {
     ArrayRef<int64_t> shape = FunctionEmitter::typeOf(r).getShape();
     int64_t inner = 1;
     for (int64_t d : shape.drop_front(shard[0] + 1))
       inner *= d;
+    e.os << "  const uint64_t tpIndex" << id << " = (uint64_t)(P.rank % "
+         << shard[2] << ");\n";
     at = "dg::shardElement((uint64_t)i, " + std::to_string(shape[shard[0]]) +
          "ull, " + std::to_string(inner) + "ull, " + std::to_string(shard[1]) +
-         "ull, " + std::to_string(shard[2]) + "ull, (uint64_t)(P.rank % " +
-         std::to_string(shard[2]) + "))";
+         "ull, " + std::to_string(shard[2]) + "ull, tpIndex" + id + ")";
     whole = n * shard[2];
   }
   // A data-parallel replica's block of the whole batch's mask
@@ -316,8 +319,11 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
   // order, of every batch-major tensor.
   std::string wholeCount = std::to_string(whole) + "ull";
   if (op->hasAttr("dist.batch_block")) {
-    at = "(uint64_t)P.rank * " + wholeCount + " + " + at;
-    wholeCount = "(" + wholeCount + " * (uint64_t)P.worldSize)";
+    e.os << "  const uint64_t dpBlock" << id
+         << " = (uint64_t)P.rank, dpWorld" << id
+         << " = (uint64_t)P.worldSize;\n";
+    at = "dpBlock" + id + " * " + wholeCount + " + " + at;
+    wholeCount = "(" + wholeCount + " * dpWorld" + id + ")";
   }
   Type f32 = Float32Type::get(op.getContext());
   std::string keep = "u >= " + FunctionEmitter::literal(ratio, f32) + " ? " +
