@@ -82,9 +82,12 @@ LogicalResult shardAccumulators(func::FuncOp func, ArrayRef<int64_t> group,
                                 int64_t stage) {
   OpBuilder b(func.getContext());
   SmallVector<graph::StateOp> accumulators;
-  func.walk([&](graph::StateOp st) {
-    if (isAccumulator(st))
-      accumulators.push_back(st);
+  llvm::StringMap<SmallVector<graph::WeightOp>> weights;
+  func.walk([&](Operation *op) {
+    if (isAccumulator(op))
+      accumulators.push_back(cast<graph::StateOp>(op));
+    else if (auto w = dyn_cast<graph::WeightOp>(op))
+      weights[w.getSymName()].push_back(w);
   });
   for (graph::StateOp st : accumulators) {
     auto add = st->hasOneUse()
@@ -107,12 +110,7 @@ LogicalResult shardAccumulators(func::FuncOp func, ArrayRef<int64_t> group,
     if (stage < 3)
       continue;
     StringRef weight = st.getSymName().drop_back(StringRef(".grad_acc").size());
-    SmallVector<graph::WeightOp> readers;
-    func.walk([&](graph::WeightOp w) {
-      if (w.getSymName() == weight)
-        readers.push_back(w);
-    });
-    for (graph::WeightOp w : readers)
+    for (graph::WeightOp w : weights.lookup(weight))
       if (failed(zero::weightAsBlock(w, group)))
         return failure();
   }

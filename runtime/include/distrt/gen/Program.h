@@ -433,19 +433,12 @@ struct Program {
       }
       if (got[s.index])
         continue; // another replica's copy of the same part
-      if (s.flat()) {
-        // A ZeRO block: its elements up to the padding.
-        int64_t at = s.index * block;
-        if (at < elems)
-          memcpy(whole.data() + at * esize, t.data.data(),
-                 std::min(block, elems - at) * esize);
-      } else {
-        forEachShardRun(full, fullRank, s,
-                        [&](int64_t at, int64_t from, int64_t n) {
-                          memcpy(whole.data() + at * esize,
-                                 t.data.data() + from * esize, n * esize);
-                        });
-      }
+      // A tensor-parallel part's runs, or a ZeRO block up to its padding.
+      forEachShardRun(full, fullRank, s,
+                      [&](int64_t at, int64_t from, int64_t n) {
+                        memcpy(whole.data() + at * esize,
+                               t.data.data() + from * esize, n * esize);
+                      });
       got[s.index] = true;
     }
     found = !got.empty();
@@ -461,17 +454,10 @@ struct Program {
     reshardNoted = true;
     if (b.shard.parts < 2)
       return upload(b.ptr, whole.data(), whole.size());
-    if (b.shard.flat()) {
-      // This rank's ZeRO block, zero past the tensor's end.
-      int64_t block = b.dims[0], at = b.shard.index * block;
-      std::vector<char> mine((size_t)block * esize, 0);
-      if (at < elems)
-        memcpy(mine.data(), whole.data() + at * esize,
-               std::min(block, elems - at) * esize);
-      return upload(b.ptr, mine.data(), mine.size());
-    }
-    std::vector<char> mine((size_t)(elems / b.shard.parts) * esize);
-    forEachShardRun(full, b.rank, b.shard,
+    // This rank's part (a ZeRO block: zero past the tensor's end).
+    std::vector<char> mine(
+        (size_t)(shardElements(full, fullRank, b.shard) * esize), 0);
+    forEachShardRun(full, fullRank, b.shard,
                     [&](int64_t at, int64_t to, int64_t n) {
                       memcpy(mine.data() + to * esize,
                              whole.data() + at * esize, n * esize);
