@@ -30,7 +30,10 @@ def Dist_Dialect : Dialect {
     results), the op also carries `dist.groups`, the list of those groups
     (StableHLO's replica groups): each device combines with the group that
     holds it. The op's own group is one of them, all have its size and no
-    device is in two.
+    device is in two. A ZeRO block (`dist.zero_shard = {shape, group}` on a
+    `graph.weight` or `graph.state`) carries them the same way when it is a
+    block of a tensor-parallel part (`dist.tp_shard` too): each tensor
+    rank's replicas hold the blocks of its part.
   }];
   let useDefaultAttributePrinterParser = 1;
   // Verified by verifyOperationAttribute / verifyRegionArgAttribute

@@ -242,6 +242,10 @@ std::optional<ArrayRef<int64_t>> distopt::dist::groupOf(Operation *op) {
     return c.getGroupDevices();
   if (auto copy = dyn_cast<TpCopyOp>(op))
     return copy.getGroup();
+  if (auto block =
+          DistDialect::ZeroShardAttrHelper(op->getContext()).getAttr(op))
+    if (auto group = block.getAs<DenseI64ArrayAttr>("group"))
+      return group.asArrayRef();
   return std::nullopt;
 }
 

@@ -30,18 +30,19 @@ void printWorldGroup(mlir::OpAsmPrinter &printer, mlir::Operation *op,
 /// The `group` attribute of a collective over `devices`.
 mlir::DenseI64ArrayAttr deviceGroup(mlir::MLIRContext *ctx,
                                     llvm::ArrayRef<unsigned> devices);
-/// Records on the collective `op` that each of `groups` runs it alike
+/// Records on the collective (or ZeRO block) `op` that each of `groups` runs it
+/// alike
 /// (`dist.groups`), when there is more than one; the op's `group` must be
 /// one of them. A program several device groups share (a stage's list
 /// program under data and tensor parallelism) combines each device with
 /// the group that holds it.
 void setRunGroups(mlir::Operation *op,
                   llvm::ArrayRef<std::vector<unsigned>> groups);
-/// The device group of a collective or a dist.tp_copy (empty: world);
-/// nullopt for other ops.
+/// The device group of a collective, a dist.tp_copy or a ZeRO block
+/// (`dist.zero_shard`'s group; empty: world); nullopt for other ops.
 std::optional<llvm::ArrayRef<int64_t>> groupOf(mlir::Operation *op);
-/// The groups that run the collective `op`: `dist.groups`, or its own
-/// group alone.
+/// The groups that run the collective or ZeRO block `op`: `dist.groups`,
+/// or its own group alone.
 llvm::SmallVector<llvm::SmallVector<int64_t>> runGroups(mlir::Operation *op);
 } // namespace distopt::dist
 

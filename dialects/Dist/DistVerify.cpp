@@ -61,8 +61,8 @@ static LogicalResult verifyGroups(Operation *op, Attribute value) {
       !llvm::all_of(groups, llvm::IsaPred<DenseI64ArrayAttr>))
     return op->emitOpError(
                "'dist.groups' is a list of device groups "
-               "([array<i64: ...>, ...]) on a collective (or dist.tp_copy) "
-               "over an explicit group (written by the partitioner for a "
+               "([array<i64: ...>, ...]) on a collective, dist.tp_copy or ZeRO "
+               "block over an explicit group (written by the partitioner for a "
                "program several groups run), got ")
            << value;
   ArrayRef<int64_t> own = *group;
@@ -208,6 +208,10 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     auto type = op->getNumResults() == 1
                     ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
                     : RankedTensorType();
+    // A ZeRO block of the part (`dist.zero_shard`) names the part's shape.
+    if (auto block = ZeroShard(op->getContext()).getAttr(op))
+      if (auto shape = block.getAs<DenseI64ArrayAttr>("shape"); shape && type)
+        type = RankedTensorType::get(shape.asArrayRef(), type.getElementType());
     if (!shard || shard.size() != 3 || !type ||
         op->getName().getDialectNamespace() != "graph")
       return op->emitOpError("'dist.tp_shard' is [dim, blocks, parts] on a "

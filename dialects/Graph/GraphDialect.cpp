@@ -60,11 +60,6 @@ LogicalResult WeightOp::verify() {
           llvm::checkedMul(*count, int64_t(elem.getIntOrFloatBitWidth() / 8));
     if (!expected)
       return emitOpError("type ") << type << " has more bytes than int64 holds";
-    // A tensor-parallel shard (`dist.tp_shard` [dim, blocks, parts]) is one
-    // of `parts` equal parts of the tensor the file holds.
-    if (auto shard = (*this)->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
-        shard && shard.size() == 3 && shard[2] > 0)
-      expected = llvm::checkedMul(*expected, shard[2]);
     // A ZeRO-3 block (`dist.zero_shard` {shape, group}) of a tensor of
     // `shape`, which the file holds whole.
     if (auto zero = (*this)->getAttrOfType<DictionaryAttr>("dist.zero_shard"))
@@ -77,6 +72,12 @@ LogicalResult WeightOp::verify() {
           return emitOpError("'dist.zero_shard' shape has more bytes than "
                              "int64 holds");
       }
+    // A tensor-parallel shard (`dist.tp_shard` [dim, blocks, parts]) is one
+    // of `parts` equal parts of the tensor the file holds (and a ZeRO-3
+    // block's shape is such a part).
+    if (auto shard = (*this)->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
+        expected && shard && shard.size() == 3 && shard[2] > 0)
+      expected = llvm::checkedMul(*expected, shard[2]);
     bool part = (*this)->hasAttr("dist.tp_shard") ||
                 (*this)->hasAttr("dist.zero_shard");
     if (expected && *expected != size)

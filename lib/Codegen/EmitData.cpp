@@ -63,16 +63,16 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
   Value r = op.getResult();
   auto type = FunctionEmitter::typeOf(r);
   int64_t elem = (int64_t)FunctionEmitter::byteSize(type.getElementType());
-  // A rank's part of a weight: its tensor-parallel part (`dist.tp_shard`)
-  // or its ZeRO-3 block (`dist.zero_shard`); `full` is the shape of the
-  // tensor the file holds.
+  // A rank's part of a weight: its tensor-parallel part (`dist.tp_shard`),
+  // its ZeRO-3 block (`dist.zero_shard`) or a block of its part (both);
+  // `full` is the shape of the tensor the file holds.
   auto tpShard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
   auto zeroShard = op->getAttrOfType<DictionaryAttr>("dist.zero_shard");
   SmallVector<int64_t> full(type.getShape());
-  if (tpShard)
-    full[tpShard[0]] *= tpShard[2];
   if (zeroShard)
     full.assign(zeroShard.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
+  if (tpShard)
+    full[tpShard[0]] *= tpShard[2];
   int64_t bytes = elem;
   for (int64_t d : full)
     bytes *= d;

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Dist/DistOps.h"
 #include "dialects/Emit/KernelRules.h"
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
@@ -42,36 +43,47 @@ std::string FunctionEmitter::shardOf(Value v) {
     return "";
   if (auto it = shards.find(v); it != shards.end())
     return it->second;
-  if (zero) {
-    // A ZeRO block (dim -1): block `index` of the flattened tensor of
-    // `shape`, numbered by this rank's place in the group.
-    std::string n = "shard" + std::to_string(counter++);
-    auto list = [&](ArrayRef<int64_t> values) {
-      std::string s;
-      for (auto [k, d] : llvm::enumerate(values))
-        s += (k ? ", " : "") + std::to_string(d);
-      return s;
-    };
-    ArrayRef<int64_t> shape = zero.getAs<DenseI64ArrayAttr>("shape");
-    ArrayRef<int64_t> group = zero.getAs<DenseI64ArrayAttr>("group");
-    os << "  static const int64_t " << n << "_shape[] = {" << list(shape)
-       << "};\n  static const int32_t " << n << "_group[] = {" << list(group)
-       << "};\n  const int32_t *" << n << "_at = P.groupHolding(" << n
-       << "_group, 1, " << group.size() << ", \"" << where(def)
-       << "\");\n  if (!" << n << "_at) return 1;\n  int " << n
-       << "_index = 0;\n  while (" << n << "_group[" << n
-       << "_index] != P.rank) ++" << n << "_index;\n  const dg::Shard " << n
-       << " = {-1, 1, " << group.size() << ", " << n << "_index, " << n
-       << "_shape, " << shape.size() << "};\n";
-    shards[v] = n;
-    return n;
-  }
   // A tensor-parallel rank's index is its rank's tensor coordinate (the
   // fastest one, lib/Schedule/RankLayout.h).
+  auto tpIndex = [&] { return "P.rank % " + std::to_string(shard[2]); };
+  auto list = [](ArrayRef<int64_t> values) {
+    std::string s;
+    for (auto [k, d] : llvm::enumerate(values))
+      s += (k ? ", " : "") + std::to_string(d);
+    return s;
+  };
   std::string n = "shard" + std::to_string(counter++);
-  os << "  const dg::Shard " << n << " = {" << shard[0] << ", " << shard[1]
-     << ", " << shard[2] << ", P.rank % " << shard[2] << "};\n";
   shards[v] = n;
+  if (!zero) {
+    os << "  const dg::Shard " << n << " = {" << list(shard.asArrayRef())
+       << ", " << tpIndex() << "};\n";
+    return n;
+  }
+  // A ZeRO block (dim -1): block `index` of the flattened tensor of
+  // `shape` (a tensor-parallel part when the op is one too), numbered by
+  // this rank's place in the group that holds it (dist.groups: one per
+  // tensor-parallel part).
+  SmallVector<int64_t> whole(
+      zero.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
+  if (shard)
+    whole[shard[0]] *= shard[2];
+  SmallVector<SmallVector<int64_t>> groups = distopt::dist::runGroups(def);
+  size_t size = groups.front().size();
+  SmallVector<int64_t> all;
+  for (const SmallVector<int64_t> &g : groups)
+    all.append(g.begin(), g.end());
+  os << "  static const int64_t " << n << "_shape[] = {" << list(whole)
+     << "};\n  static const int32_t " << n << "_groups[] = {" << list(all)
+     << "};\n  const int32_t *" << n << "_group = P.groupHolding(" << n
+     << "_groups, " << groups.size() << ", " << size << ", \"" << where(def)
+     << "\");\n  if (!" << n << "_group) return 1;\n  int " << n
+     << "_index = 0;\n  while (" << n << "_group[" << n
+     << "_index] != P.rank) ++" << n << "_index;\n  const dg::Shard " << n
+     << " = {-1, 1, " << size << ", " << n << "_index, " << n << "_shape, "
+     << whole.size();
+  if (shard)
+    os << ", " << list(shard.asArrayRef()) << ", " << tpIndex();
+  os << "};\n";
   return n;
 }
 

@@ -116,6 +116,42 @@ static int64_t optimizerStateBytes(func::FuncOp fn) {
   return bytes;
 }
 
+/// Which part of its tensor rank \p rank (tensor coordinate \p tensor)
+/// holds of the weight or state \p op reads, as `shards.json` says it
+/// (runtime/include/distrt/gen/Program.h, Shard): a tensor-parallel part
+/// (`dim`, `blocks`, `parts`, `index`), or a ZeRO block (`dim` -1, `parts`
+/// replicas, `index` its place in the group that holds it, `shape` the
+/// whole tensor's) of the whole tensor or of the rank's part (`part`).
+static json::Object shardOf(Operation *op, unsigned rank, unsigned tensor) {
+  MLIRContext *ctx = op->getContext();
+  DenseI64ArrayAttr tp = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
+  DictionaryAttr zero = dist::DistDialect::ZeroShardAttrHelper(ctx).getAttr(op);
+  if (!zero)
+    return json::Object{{"dim", tp[0]},
+                        {"blocks", tp[1]},
+                        {"parts", tp[2]},
+                        {"index", static_cast<int64_t>(tensor)}};
+  SmallVector<int64_t> whole(
+      zero.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
+  if (tp)
+    whole[tp[0]] *= tp[2];
+  int64_t parts = 1, index = 0;
+  for (const SmallVector<int64_t> &group : dist::runGroups(op))
+    if (const auto *at = llvm::find(group, static_cast<int64_t>(rank));
+        at != group.end()) {
+      parts = static_cast<int64_t>(group.size());
+      index = at - group.begin();
+    }
+  json::Object o{{"dim", -1},
+                 {"blocks", 1},
+                 {"parts", parts},
+                 {"index", index},
+                 {"shape", json::Array(whole)}};
+  if (tp)
+    o["part"] = json::Array{tp[0], tp[1], tp[2], static_cast<int64_t>(tensor)};
+  return o;
+}
+
 /// One model of the job.
 static json::Object modelOf(const codegen::ModelUnit &u) {
   ModuleOp m = u.module;
@@ -177,16 +213,17 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
   if (plan.getZero() >= 1)
     o["zero"] = json::Object{{"stage", plan.getZero()},
                              {"replicas", static_cast<int64_t>(layout.dp)}};
-  // Tensor-parallel shards (dist-tensor-parallel) by weight or state name,
-  // as the list programs hold them (a ZeRO-sharded optimizer state is a
-  // flat block there, not a part of the state's shape).
-  llvm::StringMap<DenseI64ArrayAttr> shardOf;
-  for (func::FuncOp fn : lists)
-    fn.walk([&](Operation *op) {
-      auto shard = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
+  // The weights and states each list holds in part, by list and name: a
+  // tensor-parallel part (dist-tensor-parallel), a ZeRO block (dist-zero)
+  // or a ZeRO block of a part.
+  std::vector<llvm::StringMap<Operation *>> partsOf(lists.size());
+  for (auto [l, fn] : llvm::enumerate(lists))
+    fn.walk([&, l = l](Operation *op) {
       auto name = op->getAttrOfType<StringAttr>("sym_name");
-      if (shard && name)
-        shardOf[name.getValue()] = shard;
+      if (name &&
+          (op->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()) ||
+           op->hasAttr(dist::DistDialect::ZeroShardAttrHelper::getNameStr())))
+        partsOf[l][name.getValue()] = op;
     });
   json::Array ranks;
   for (unsigned r = 0; r < layout.numDevices(); ++r) {
@@ -201,12 +238,8 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
     for (unsigned k = 0; k < fn.getNumResults(); ++k)
       if (auto name = fn.getResultAttrOfType<StringAttr>(k, "graph.update")) {
         owns.push_back(name.str());
-        if (auto it = shardOf.find(name.getValue()); it != shardOf.end())
-          shards[name.getValue()] = json::Object{
-              {"dim", it->second[0]},
-              {"blocks", it->second[1]},
-              {"parts", it->second[2]},
-              {"index", static_cast<int64_t>(c.tensor)}};
+        if (Operation *op = partsOf[list].lookup(name.getValue()))
+          shards[name.getValue()] = shardOf(op, r, c.tensor);
       }
     ranks.push_back(json::Object{{"rank", static_cast<int64_t>(r)},
                                  {"list", static_cast<int64_t>(list)},

@@ -143,12 +143,16 @@ void zero::markBlock(Operation *op, const ShardGroup &group) {
   OpBuilder b(op);
   ShardBuilder sb(b, op->getLoc(), group, op->getResult(0).getType());
   op->getResult(0).setType(sb.flat(sb.shard));
+  // Which block, of what: a tensor-parallel part (`dist.tp_shard`, kept)
+  // is flattened as the part; the groups that hold blocks alike (one per
+  // part) say where each rank's block is.
   dist::DistDialect::ZeroShardAttrHelper(b.getContext())
       .setAttr(op, b.getDictionaryAttr(
                        {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
                                                     sb.full.getShape())),
                         b.getNamedAttr("group", b.getDenseI64ArrayAttr(
                                                     group.devices))}));
+  dist::setRunGroups(op, group.alike);
 }
 
 Value zero::gatherWhole(OpBuilder &b, Location loc, Value block,
@@ -162,10 +166,6 @@ FailureOr<Value> zero::weightAsBlock(graph::WeightOp weight,
                                      Operation *except) {
   if (weight->hasAttr(dist::DistDialect::ZeroShardAttrHelper::getNameStr()))
     return weight.getResult();
-  if (weight->hasAttr("dist.tp_shard") || group.alike.size() > 1)
-    return weight.emitOpError()
-           << "is a tensor-parallel part; ZeRO-3 with tensor parallelism is "
-              "not run by generated programs, use zero=2";
   OpBuilder b(weight);
   graph::WeightOp part = zero::weightBlock(b, weight, group);
   // The readers other than `except`, in program order.
@@ -250,22 +250,11 @@ LogicalResult zero::shardUpdate(Operation *update, const ShardGroup &group,
   for (auto [operand, state] : states) {
     b.setInsertionPoint(state);
     auto part = cast<graph::StateOp>(b.clone(*state));
-    part.getResult().setType(shardType);
-    // A flat ZeRO block, not a tensor-parallel part of the state's shape.
-    // Which block, of what: a checkpoint then resumes under another replica
-    // count (docs/distributed.md, "Checkpoints across plans"). Blocks of a
-    // tensor-parallel part (several groups) resume under the same layout
-    // only.
-    bool tensorPart = static_cast<bool>(
-        part->removeAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()));
-    if (!tensorPart && group.alike.size() <= 1)
-      dist::DistDialect::ZeroShardAttrHelper(b.getContext())
-          .setAttr(part,
-                   b.getDictionaryAttr(
-                       {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
-                                                    sb.full.getShape())),
-                        b.getNamedAttr("group", b.getDenseI64ArrayAttr(
-                                                    group.devices))}));
+    part.getResult().setType(sb.full);
+    // A flat ZeRO block of the state (of its tensor-parallel part, when it
+    // is one). Which block, of what: a checkpoint then resumes under
+    // another plan (docs/distributed.md, "Checkpoints across plans").
+    markBlock(part, group);
     sharded->setOperand(operand->getOperandNumber(), part.getResult());
   }
   for (OpResult r : sharded->getResults())

@@ -378,16 +378,8 @@ struct PartitionPass
     if (*train &&
         failed(planning::checkMicrobatchRows(*train, plan, "dist-partition")))
       return failure();
-    if (*train) {
-      if (p.zero > 2 && p.tp > 1)
-        return emitError(module.getLoc())
-               << "dist-partition: ZeRO stage 3 (parameters sharded too) "
-                  "with tensor parallelism (tp = "
-               << p.tp
-               << ") is not run by generated programs; use zero=2 "
-                  "(gradients and optimizer state sharded) or tp=1";
+    if (*train)
       return partitionTraining(module, plan, *train);
-    }
     FailureOr<func::FuncOp> func =
         planning::plannedFunction(module, "", "dist-partition");
     if (failed(func))

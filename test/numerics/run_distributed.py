@@ -444,11 +444,25 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     return errors
 
 
+def join_parts(got, shape, dim, blocks, n):
+    """The tensor of `shape` from its tensor-parallel parts got[0..n-1]
+    (dimension `dim` viewed as [blocks][parts][piece])."""
+    outer = int(np.prod(shape[:dim], dtype=np.int64))
+    inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
+    piece = shape[dim] // (blocks * n)
+    first = next(iter(got.values()))
+    out = np.empty((outer, blocks, n, piece, inner), first.dtype)
+    for i, a in got.items():
+        out[:, :, i] = a.reshape(outer, blocks, piece, inner)
+    return out.reshape(shape)
+
+
 def assemble_shards(state_dirs, zero_blocks=None):
     """Full tensors from the shards the ranks saved: each rank's
     shards.json says, per tensor file, its full shape and which part it
     holds (dimension `dim` viewed as [blocks][parts][n], part `index`; dim
-    -1: ZeRO's block `index` of the flattened tensor).
+    -1: ZeRO's block `index` of the flattened tensor, or with "part":
+    [dim, blocks, parts, index] of that tensor-parallel part of it).
     With data parallelism every replica saves its own set of parts.
     Returns {file name: [array per replica]}; a set with a part missing is
     an error. The names put together from ZeRO blocks are added to the set
@@ -461,36 +475,43 @@ def assemble_shards(state_dirs, zero_blocks=None):
         with open(path) as f:
             for name, spec in json.load(f).items():
                 base = name + ".npy"
+                key = (spec.get("part", [0, 1, 1, 0])[3], spec["index"])
                 sets = parts.setdefault(base, (spec, []))[1]
-                got = next((g for g in sets if spec["index"] not in g), None)
+                got = next((g for g in sets if key not in g), None)
                 if got is None:
                     got = {}
                     sets.append(got)
-                got[spec["index"]] = np.load(os.path.join(sd, base))
+                got[key] = np.load(os.path.join(sd, base))
     full = {}
     for base, (spec, sets) in parts.items():
         shape, dim = spec["shape"], spec["dim"]
         blocks, n = spec["blocks"], spec["parts"]
+        pdim, pblocks, pparts, _ = spec.get("part", [0, 1, 1, 0])
         for got in sets:
-            if sorted(got) != list(range(n)):
-                raise ValueError(f"{base}: parts {sorted(got)} of {n} saved")
-            if dim == -1:
-                # ZeRO: block i of the flattened, zero-padded tensor.
-                tensor, msg = unshard([got[i] for i in range(n)],
-                                      np.empty(shape, got[0].dtype))
+            want = sorted((p, i) for p in range(pparts) for i in range(n))
+            if sorted(got) != want:
+                raise ValueError(f"{base}: parts {sorted(got)} of {want} saved")
+            if dim != -1:
+                full.setdefault(base, []).append(
+                    join_parts({i: a for (_, i), a in got.items()}, shape,
+                               dim, blocks, n))
+                continue
+            # ZeRO: block i of the flattened, zero-padded tensor (or
+            # tensor-parallel part p of it).
+            part_shape = list(shape)
+            part_shape[pdim] //= pparts
+            pieces = {}
+            for p in range(pparts):
+                tensor, msg = unshard([got[(p, i)] for i in range(n)],
+                                      np.empty(part_shape, got[(p, 0)].dtype))
                 if msg:
                     raise ValueError(f"{base}: {msg}")
-                full.setdefault(base, []).append(tensor)
-                if zero_blocks is not None:
-                    zero_blocks.add(base)
-                continue
-            outer = int(np.prod(shape[:dim], dtype=np.int64))
-            inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
-            piece = shape[dim] // (blocks * n)
-            out = np.empty((outer, blocks, n, piece, inner), got[0].dtype)
-            for i, a in got.items():
-                out[:, :, i] = a.reshape(outer, blocks, piece, inner)
-            full.setdefault(base, []).append(out.reshape(shape))
+                pieces[p] = tensor
+            full.setdefault(base, []).append(
+                pieces[0] if pparts == 1
+                else join_parts(pieces, shape, pdim, pblocks, pparts))
+            if zero_blocks is not None:
+                zero_blocks.add(base)
     return full
 
 
@@ -1091,6 +1112,16 @@ def pipeline_train_cases(rng):
                 dict(gpt, plan="dp=2,mbs=1,zero=3", ranks=2, zero=True,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=adam lr=0.001")))
+    # ZeRO-3 with tensor parallelism: each tensor rank keeps its 2
+    # replicas' blocks of its part of every split weight (and blocks of the
+    # whole of the weights every tensor rank holds).
+    out.append(("mlp_adam_dp2_tp2_zero3",
+                dict(mlp, plan="dp=2,tp=2,mbs=2,zero=3", ranks=4, zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("gpt2_momentum_dp2_tp2_zero3",
+                dict(gpt, plan="dp=2,tp=2,mbs=1,zero=3", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     out.append(("mlp_momentum_dp2_pp2_zero1_gpipe",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=gpipe,zero=1",
                      ranks=4, zero=True,
@@ -1253,6 +1284,15 @@ def reshard_cases(rng):
         ("mlp_adam_reshard_one_to_zero2_dp2_pp2",
          dict(mlp, first=(None, "x:8x8", 1),
               second=("dp=2,pp=2,mbs=2,zero=2,schedule=1f1b", "x:2x8", 4))),
+        # ZeRO-3 under tensor parallelism: each rank saved a block of its
+        # tensor part of every weight and moment; one process puts the
+        # blocks and parts together, and cuts them apart the other way.
+        ("mlp_adam_reshard_zero3_dp2_tp2_to_one",
+         dict(mlp, first=("dp=2,tp=2,mbs=2,zero=3", "x:2x8", 4),
+              second=(None, "x:8x8", 1))),
+        ("mlp_adam_reshard_one_to_zero3_dp2_tp2",
+         dict(mlp, first=(None, "x:8x8", 1),
+              second=("dp=2,tp=2,mbs=2,zero=3", "x:2x8", 4))),
     ]
 
 

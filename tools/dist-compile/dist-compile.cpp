@@ -52,8 +52,8 @@ static cl::OptionCategory category("dist-compile options");
 
 /// What a searched plan may use so that the programs run it: no context
 /// or expert parallelism, no sequence parallelism (it would run as plain
-/// tp), ZeRO up to stage 2.
-static constexpr const char *kRunnableConstraints = "cp=1,ep=1,sp=0,zero<=2";
+/// tp).
+static constexpr const char *kRunnableConstraints = "cp=1,ep=1,sp=0";
 
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,

@@ -308,6 +308,26 @@ func.func @f() {
 
 // -----
 
+// A ZeRO block of a tensor-parallel part: the part's shape (8x7) must fit
+// the tensor-parallel split, as a part of its own would.
+func.func @f() {
+  // expected-error @+1 {{'dist.tp_shard' [1, 2, 2] does not fit 'tensor<8x7xf32>'}}
+  %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 2, 2>, dist.zero_shard = {shape = array<i64: 8, 7>, group = array<i64: 0, 2>}} : tensor<28xf32>
+  return
+}
+
+// -----
+
+// The replicas that hold a part's blocks are one of the groups that hold
+// blocks alike.
+func.func @f() {
+  // expected-error @+1 {{'dist.groups' does not list the op's own group}}
+  %w = graph.weight "w" {dist.groups = [array<i64: 0, 1>, array<i64: 2, 3>], dist.tp_shard = array<i64: 1, 1, 2>, dist.zero_shard = {shape = array<i64: 8, 8>, group = array<i64: 0, 2>}} : tensor<32xf32>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'dist.zero_shard' is {shape = array<i64: ...>, group = array<i64: ...>}}}
 func.func @f() attributes {dist.zero_shard = {shape = array<i64: 4>, group = array<i64: 0>}} {
   return
@@ -386,7 +406,7 @@ func.func @f() {
 // -----
 
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'dist.groups' is a list of device groups ([array<i64: ...>, ...]) on a collective (or dist.tp_copy) over an explicit group (written by the partitioner for a program several groups run), got [array<i64: 0, 1>]}}
+  // expected-error @+1 {{'dist.groups' is a list of device groups ([array<i64: ...>, ...]) on a collective, dist.tp_copy or ZeRO block over an explicit group (written by the partitioner for a program several groups run), got [array<i64: 0, 1>]}}
   %y = dist.all_reduce %x sum over world {dist.groups = [array<i64: 0, 1>]} : tensor<4xf32>
   return %y : tensor<4xf32>
 }

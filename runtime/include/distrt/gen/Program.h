@@ -41,39 +41,48 @@ inline std::string expandRank(std::string dir, int rank) {
 /// [blocks][parts][n], rank `index` on the parts axis keeping its n of every
 /// block. A ZeRO block (`dist.zero_shard`, dim = -1): block `index` of the
 /// `parts` equal blocks of the flattened tensor of `flatShape`, zero-padded
-/// at the end. parts = 1: the whole tensor.
+/// at the end; with partParts > 1 the blocks are of the tensor-parallel
+/// part (partDim, partBlocks, partParts, partIndex) of that tensor, in the
+/// part's order, rather than of the whole tensor (ZeRO under tensor
+/// parallelism). parts = 1: the whole tensor.
 struct Shard {
   int dim = 0, blocks = 1, parts = 1, index = 0;
   const int64_t *flatShape = nullptr;
   int flatRank = 0;
+  int partDim = 0, partBlocks = 1, partParts = 1, partIndex = 0;
   bool flat() const { return dim < 0; }
+  /// The tensor-parallel part a ZeRO block is cut from (parts = 1: the
+  /// whole tensor).
+  Shard tensorPart() const {
+    Shard p;
+    p.dim = partDim;
+    p.blocks = partBlocks;
+    p.parts = partParts;
+    p.index = partIndex;
+    return p;
+  }
+  /// How many shards make the whole tensor, and which one this is.
+  int count() const { return parts * partParts; }
+  int ordinal() const { return partIndex * parts + index; }
 };
 
 /// The elements shard `s` of the full tensor (dims, rank) holds: a ZeRO
-/// block rounds up (its tail past the tensor is padding).
+/// block rounds up (its tail past the tensor or part is padding).
 inline int64_t shardElements(const int64_t *dims, int rank, const Shard &s) {
+  if (s.flat()) {
+    int64_t n = shardElements(dims, rank, s.tensorPart());
+    return (n + s.parts - 1) / s.parts;
+  }
   int64_t n = 1;
   for (int i = 0; i < rank; ++i)
     n *= dims[i];
-  return s.flat() ? (n + s.parts - 1) / s.parts : n / s.parts;
+  return n / s.parts;
 }
 
-/// Calls fn(fullElement, shardElement, count) for each contiguous run of
-/// the full tensor (dims, rank) that shard `s` holds, in the shard's order.
-/// A ZeRO block is one run, short of the block (or empty) where the padding
-/// begins.
+/// The runs of a tensor-parallel part (dim >= 0), as forEachShardRun.
 template <class F>
-inline void forEachShardRun(const int64_t *dims, int rank, const Shard &s,
-                            F fn) {
-  if (s.flat()) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; ++i)
-      n *= dims[i];
-    int64_t block = shardElements(dims, rank, s), at = s.index * block;
-    if (at < n)
-      fn(at, (int64_t)0, std::min(block, n - at));
-    return;
-  }
+inline void forEachPartRun(const int64_t *dims, int rank, const Shard &s,
+                           F fn) {
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < s.dim; ++i)
     outer *= dims[i];
@@ -86,6 +95,32 @@ inline void forEachShardRun(const int64_t *dims, int rank, const Shard &s,
       fn((o * n + (b * s.parts + s.index) * part) * inner, at, part * inner);
       at += part * inner;
     }
+}
+
+/// Calls fn(fullElement, shardElement, count) for each contiguous run of
+/// the full tensor (dims, rank) that shard `s` holds, in the shard's order.
+/// A ZeRO block of the whole tensor is one run, short of the block (or
+/// empty) where the padding begins; a ZeRO block of a tensor-parallel part
+/// is the part's runs clipped to the block.
+template <class F>
+inline void forEachShardRun(const int64_t *dims, int rank, const Shard &s,
+                            F fn) {
+  if (!s.flat())
+    return forEachPartRun(dims, rank, s, fn);
+  Shard part = s.tensorPart();
+  int64_t n = shardElements(dims, rank, part);
+  int64_t block = (n + s.parts - 1) / s.parts, lo = s.index * block;
+  int64_t hi = std::min(lo + block, n);
+  if (lo >= n)
+    return;
+  if (part.parts < 2)
+    return fn(lo, (int64_t)0, hi - lo);
+  forEachPartRun(
+      dims, rank, part, [&](int64_t full, int64_t at, int64_t count) {
+        int64_t from = std::max(at, lo), to = std::min(at + count, hi);
+        if (from < to)
+          fn(full + (from - at), from - lo, to - from);
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -321,11 +356,12 @@ struct Program {
     if (want.parts < 2)
       return !part;
     // A ZeRO block saved before blocks were described has no entry.
-    if (want.flat())
-      return !entry || (s.flat() && s.parts == want.parts &&
-                        s.index == want.index);
-    return part && s.dim == want.dim && s.blocks == want.blocks &&
-           s.parts == want.parts && s.index == want.index;
+    bool same = part && s.dim == want.dim && s.blocks == want.blocks &&
+                s.parts == want.parts && s.index == want.index &&
+                s.partDim == want.partDim && s.partBlocks == want.partBlocks &&
+                s.partParts == want.partParts && s.partIndex == want.partIndex;
+    // A ZeRO block saved before blocks were described has no entry.
+    return same || (want.flat() && want.partParts < 2 && !entry);
   }
 
   /// The folders of a checkpoint: with {rank} in --load-state, those of
@@ -378,7 +414,18 @@ struct Program {
       while (*p == ',' || *p == ' ')
         ++p;
     }
-    return *p == ']' && s.parts >= 1 && s.index >= 0 && s.index < s.parts;
+    if (*p != ']')
+      return false;
+    // A ZeRO block of a tensor-parallel part names the part.
+    used = 0;
+    if (sscanf(p + 1, ", \"part\": [%d, %d, %d, %d]%n", &s.partDim,
+               &s.partBlocks, &s.partParts, &s.partIndex, &used) == 4 &&
+        (!used || s.partParts < 2 || s.partIndex < 0 ||
+         s.partIndex >= s.partParts || s.partBlocks < 1 || s.partDim < 0 ||
+         s.partDim >= (int)full.size()))
+      return false;
+    return s.parts >= 1 && s.index >= 0 && s.index < s.parts &&
+           s.dim < (int)full.size();
   }
 
   /// A checkpoint saved under another plan (pipeline stages on other
@@ -418,20 +465,16 @@ struct Program {
         got.assign(1, true);
         break;
       }
-      int64_t block = (elems + s.parts - 1) / s.parts;
-      bool fits = t.spec.dtype == b.dtype && (int)shape.size() == fullRank &&
-                  s.dim < fullRank &&
-                  (s.flat() ? t.spec.numel() == block
-                            : t.spec.numel() * s.parts == elems);
+      bool fits = t.spec.dtype == b.dtype && (int)shape.size() == fullRank;
       for (int i = 0; fits && i < fullRank; ++i)
         fits = shape[i] == full[i];
-      if (!fits)
+      if (!fits || t.spec.numel() != shardElements(full, fullRank, s))
         continue;
-      if (got.size() != (size_t)s.parts) {
-        got.assign(s.parts, false);
+      if (got.size() != (size_t)s.count()) {
+        got.assign(s.count(), false);
         whole.assign((size_t)elems * esize, 0);
       }
-      if (got[s.index])
+      if (got[s.ordinal()])
         continue; // another replica's copy of the same part
       // A tensor-parallel part's runs, or a ZeRO block up to its padding.
       forEachShardRun(full, fullRank, s,
@@ -439,7 +482,7 @@ struct Program {
                         memcpy(whole.data() + at * esize,
                                t.data.data() + from * esize, n * esize);
                       });
-      got[s.index] = true;
+      got[s.ordinal()] = true;
     }
     found = !got.empty();
     for (bool g : got)
@@ -487,7 +530,14 @@ struct Program {
                 ", \"blocks\": " + std::to_string(b.shard.blocks) +
                 ", \"parts\": " + std::to_string(b.shard.parts) +
                 ", \"index\": " + std::to_string(b.shard.index) +
-                ", \"shape\": [" + full + "]}";
+                ", \"shape\": [" + full + "]" +
+                (b.shard.partParts < 2
+                     ? std::string()
+                     : ", \"part\": [" + std::to_string(b.shard.partDim) +
+                           ", " + std::to_string(b.shard.partBlocks) + ", " +
+                           std::to_string(b.shard.partParts) + ", " +
+                           std::to_string(b.shard.partIndex) + "]") +
+                "}";
     }
     for (Persistent &b : persistent) {
       TensorSpec spec;
