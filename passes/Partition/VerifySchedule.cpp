@@ -63,7 +63,8 @@ struct VerifySchedulePass
         return failure();
       cost::CostModel cm = machine->costModel();
       costs = schedule::buildPipelineCosts(p, *model, machine->cluster, cm,
-                                           (*ir)->schedule.weightVersions);
+                                           (*ir)->schedule.weightVersions,
+                                           planning::Costing::of(p).memory());
     }
     llvm::Error err = schedule::verifySchedule(
         (*ir)->schedule, costs ? &*costs : nullptr, limit);

@@ -62,6 +62,17 @@ struct Costing {
     p.dtype = dtype;
     p.fusedAttention = fusedAttention;
   }
+  /// What the memory model assumes a parameter costs: a 16-bit or fp8
+  /// compute type trains in mixed precision (2-byte weights and gradients,
+  /// fp32 master weights beside the optimizer state), fp32 and tf32 hold
+  /// fp32 weights and gradients only.
+  cost::MemoryConfig memory() const {
+    cost::MemoryConfig m;
+    m.mixedPrecision = dtype == cluster::DType::BF16 ||
+                       dtype == cluster::DType::F16 ||
+                       dtype == cluster::DType::F8;
+    return m;
+  }
 };
 
 /// The cost-model description of \p func costed as \p costing says: layers

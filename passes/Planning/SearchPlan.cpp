@@ -185,6 +185,7 @@ struct SearchPlanPass
     so.mode = mode;
     so.objective = objective;
     costing.applyTo(so.planDefaults);
+    so.memory = costing.memory();
     if (!memoryLimit.empty()) {
       llvm::Expected<double> limit = cost::parseByteSize(memoryLimit);
       if (!limit)

@@ -136,6 +136,7 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
       return failure();
     cost::CostModel cm = machine->costModel(Costing::of(plan));
     search::SearchOptions so;
+    so.memory = Costing::of(plan).memory();
     // A training plan is simulated with its materialized schedule; the
     // forward stream of its stages (an inference program) predicts nothing
     // about training, and inference is estimated in closed form.

@@ -158,6 +158,19 @@ static std::string checkTrainOptions(StringRef options) {
   return "";
 }
 
+/// The element type the programs compute in, as the planner spells it:
+/// fp32, or --train's `mixed-precision=bf16|fp16`.
+static std::string programDType(StringRef trainOptions) {
+  SmallVector<StringRef> items;
+  trainOptions.split(items, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef item : items) {
+    auto [key, value] = item.split('=');
+    if (key == "mixed-precision" && (value == "bf16" || value == "fp16"))
+      return value.str();
+  }
+  return "fp32";
+}
+
 /// Prints what the training function of `module` trains and freezes
 /// (dist-autodiff's `graph.trained`).
 static void printTrainedSummary(ModuleOp module, StringRef model) {
@@ -288,6 +301,13 @@ int main(int argc, char **argv) {
     WithColor::error() << flagError << "\n";
     return 2;
   }
+
+  // The plan is costed in the precision the programs compute in (time,
+  // and memory: fp32 weights and gradients, or mixed precision's 2-byte
+  // ones beside fp32 master weights), unless --dist-dtype says otherwise.
+  if (auto *dtype = planFlags.options.find(&PlanOptions::dtype);
+      dtype && !dtype->getNumOccurrences())
+    dtype->setValue(programDType(train));
 
   if (dataParallel && train.empty()) {
     WithColor::error() << "--data-parallel needs --train: it averages the "
