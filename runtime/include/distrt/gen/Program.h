@@ -12,6 +12,7 @@
 #include "distrt/gen/Profile.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sys/stat.h>
 
 namespace dg {
@@ -416,16 +417,25 @@ struct Program {
     }
     if (*p != ']')
       return false;
-    // A ZeRO block of a tensor-parallel part names the part.
-    used = 0;
-    if (sscanf(p + 1, ", \"part\": [%d, %d, %d, %d]%n", &s.partDim,
-               &s.partBlocks, &s.partParts, &s.partIndex, &used) == 4 &&
-        (!used || s.partParts < 2 || s.partIndex < 0 ||
-         s.partIndex >= s.partParts || s.partBlocks < 1 || s.partDim < 0 ||
-         s.partDim >= (int)full.size()))
-      return false;
+    // A tensor-parallel part divides its dimension evenly (blocks x parts).
+    auto divides = [&](int dim, int blocks, int parts) {
+      return dim >= 0 && dim < (int)full.size() && blocks >= 1 &&
+             parts >= 1 && full[dim] >= 0 &&
+             full[dim] % ((int64_t)blocks * parts) == 0;
+    };
+    // A ZeRO block of a tensor-parallel part names the part, in full.
+    if (!strncmp(p + 1, ", \"part\"", 8)) {
+      used = 0;
+      if (sscanf(p + 1, ", \"part\": [%d, %d, %d, %d]%n", &s.partDim,
+                 &s.partBlocks, &s.partParts, &s.partIndex, &used) != 4 ||
+          !used || !s.flat() || s.partParts < 2 || s.partIndex < 0 ||
+          s.partIndex >= s.partParts ||
+          !divides(s.partDim, s.partBlocks, s.partParts))
+        return false;
+    }
     return s.parts >= 1 && s.index >= 0 && s.index < s.parts &&
-           s.dim < (int)full.size();
+           s.dim < (int)full.size() &&
+           (s.flat() || divides(s.dim, s.blocks, s.parts));
   }
 
   /// A checkpoint saved under another plan (pipeline stages on other
