@@ -225,6 +225,17 @@ void distopt::dist::setRunGroups(Operation *op,
       .setAttr(op, ArrayAttr::get(op->getContext(), attrs));
 }
 
+SmallVector<int64_t> distopt::dist::wholeShape(Operation *op) {
+  SmallVector<int64_t> whole(
+      cast<ShapedType>(op->getResult(0).getType()).getShape());
+  if (auto block = DistDialect::ZeroShardAttrHelper(op->getContext())
+                       .getAttr(op))
+    whole.assign(block.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
+  if (auto part = DistDialect::TpShardAttrHelper(op->getContext()).getAttr(op))
+    whole[part[0]] *= part[2];
+  return whole;
+}
+
 SmallVector<SmallVector<int64_t>> distopt::dist::runGroups(Operation *op) {
   SmallVector<SmallVector<int64_t>> groups;
   if (auto attr = DistDialect::GroupsAttrHelper(op->getContext()).getAttr(op)) {

@@ -44,6 +44,10 @@ std::optional<llvm::ArrayRef<int64_t>> groupOf(mlir::Operation *op);
 /// The groups that run the collective or ZeRO block `op`: `dist.groups`,
 /// or its own group alone.
 llvm::SmallVector<llvm::SmallVector<int64_t>> runGroups(mlir::Operation *op);
+/// The shape of the whole tensor the single-result \p op holds a part of:
+/// its ZeRO block's `shape` (`dist.zero_shard`) or its result's, times the
+/// tensor-parallel parts along the split dimension (`dist.tp_shard`).
+llvm::SmallVector<int64_t> wholeShape(mlir::Operation *op);
 } // namespace distopt::dist
 
 #define GET_OP_CLASSES

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Dist/DistOps.h"
 #include "dialects/Emit/EmitDialect.h"
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
@@ -68,11 +69,7 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
   // `full` is the shape of the tensor the file holds.
   auto tpShard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
   auto zeroShard = op->getAttrOfType<DictionaryAttr>("dist.zero_shard");
-  SmallVector<int64_t> full(type.getShape());
-  if (zeroShard)
-    full.assign(zeroShard.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
-  if (tpShard)
-    full[tpShard[0]] *= tpShard[2];
+  SmallVector<int64_t> full = distopt::dist::wholeShape(op);
   int64_t bytes = elem;
   for (int64_t d : full)
     bytes *= d;

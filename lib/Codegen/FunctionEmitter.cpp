@@ -63,10 +63,7 @@ std::string FunctionEmitter::shardOf(Value v) {
   // `shape` (a tensor-parallel part when the op is one too), numbered by
   // this rank's place in the group that holds it (dist.groups: one per
   // tensor-parallel part).
-  SmallVector<int64_t> whole(
-      zero.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
-  if (shard)
-    whole[shard[0]] *= shard[2];
+  SmallVector<int64_t> whole = distopt::dist::wholeShape(def);
   SmallVector<SmallVector<int64_t>> groups = distopt::dist::runGroups(def);
   size_t size = groups.front().size();
   SmallVector<int64_t> all;

@@ -131,10 +131,7 @@ static json::Object shardOf(Operation *op, unsigned rank, unsigned tensor) {
                         {"blocks", tp[1]},
                         {"parts", tp[2]},
                         {"index", static_cast<int64_t>(tensor)}};
-  SmallVector<int64_t> whole(
-      zero.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
-  if (tp)
-    whole[tp[0]] *= tp[2];
+  SmallVector<int64_t> whole = dist::wholeShape(op);
   int64_t parts = 1, index = 0;
   for (const SmallVector<int64_t> &group : dist::runGroups(op))
     if (const auto *at = llvm::find(group, static_cast<int64_t>(rank));
