@@ -401,16 +401,26 @@ double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,
 
 ParamSplit paramSplit(const ModelDesc &model, unsigned begin, unsigned end,
                       unsigned tp, unsigned ep) {
+  return paramSplit(model, LayerRange{begin, end}, tp, ep);
+}
+
+ParamSplit paramSplit(const ModelDesc &model, ArrayRef<LayerRange> ranges,
+                      unsigned tp, unsigned ep) {
   ParamSplit n;
-  for (unsigned li = begin; li < end && li < model.layers.size(); ++li)
-    for (const OpDesc &op : model.layers[li].ops) {
-      double p = op.tp == TpMode::Split ? op.params / tp : op.params;
-      if (op.expert)
-        n.expert += p / std::max(1u, ep);
-      else
-        n.dense += p;
-    }
+  for (const LayerRange &r : ranges)
+    for (unsigned li = r.begin; li < r.end && li < model.layers.size(); ++li)
+      for (const OpDesc &op : model.layers[li].ops) {
+        if (op.tiedLayer < 0 || !holds(ranges, op.tiedLayer))
+          n += paramSplit(op, tp, ep);
+      }
   return n;
+}
+
+ParamSplit paramSplit(const OpDesc &op, unsigned tp, unsigned ep) {
+  double p = op.tp == TpMode::Split ? op.params / tp : op.params;
+  if (op.expert)
+    return {0, p / std::max(1u, ep)};
+  return {p, 0};
 }
 
 MemoryBreakdown staticMemory(double params, const MemoryConfig &cfg) {

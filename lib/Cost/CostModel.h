@@ -12,6 +12,7 @@
 
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/ModelDesc.h"
+#include "llvm/ADT/ArrayRef.h"
 
 #include <optional>
 
@@ -205,7 +206,8 @@ struct MemoryBreakdown {
   }
 };
 
-/// Parameters of layers [begin, end) held by one TP rank (tied copies too).
+/// Parameters of layers [begin, end) held by one TP rank (tied copies too,
+/// unless their owner layer is in the range).
 double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,
                        unsigned tp);
 /// Parameters of one device, split into those every data-parallel replica
@@ -213,8 +215,34 @@ double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,
 struct ParamSplit {
   double dense = 0, expert = 0;
   double total() const { return dense + expert; }
+  ParamSplit &operator+=(const ParamSplit &o) {
+    dense += o.dense;
+    expert += o.expert;
+    return *this;
+  }
 };
 ParamSplit paramSplit(const ModelDesc &model, unsigned begin, unsigned end,
+                      unsigned tp, unsigned ep);
+/// One op's parameters on one device.
+ParamSplit paramSplit(const OpDesc &op, unsigned tp, unsigned ep);
+/// Layers [begin, end) of a model.
+struct LayerRange {
+  unsigned begin = 0, end = 0;
+  bool contains(int layer) const {
+    return layer >= int(begin) && layer < int(end);
+  }
+};
+/// Whether one of \p ranges holds \p layer.
+inline bool holds(llvm::ArrayRef<LayerRange> ranges, int layer) {
+  for (const LayerRange &r : ranges)
+    if (r.contains(layer))
+      return true;
+  return false;
+}
+/// The parameters of one device holding the layers of \p ranges (the chunks
+/// of a pipeline rank): tied parameters count once when the device holds
+/// their owner layer too.
+ParamSplit paramSplit(const ModelDesc &model, llvm::ArrayRef<LayerRange> ranges,
                       unsigned tp, unsigned ep);
 /// Weights, gradients, optimizer state and stashed versions per device for
 /// \p params parameters: mixed-precision Adam keeps 2 + 2 + 12 bytes per

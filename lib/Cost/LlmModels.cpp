@@ -200,7 +200,8 @@ ModelDesc buildLlm(const LlmConfig &cfg) {
     m.layers.push_back(llmBlock(cfg, i));
 
   m.layers.push_back(lmHeadLayer(rmsNorm("final_norm", dt, s, h, sh),
-                                 "lm_head", dt, s, v, h, cfg.tiedEmbeddings));
+                                 "lm_head", dt, s, v, h,
+                                 cfg.tiedEmbeddings ? 0 : -1));
   return m;
 }
 

@@ -55,7 +55,7 @@ PhaseCost LayerDesc::total(Phase p) const {
 double LayerDesc::params() const {
   double n = 0;
   for (const OpDesc &op : ops)
-    if (!op.tiedParams)
+    if (op.tiedLayer < 0)
       n += op.params;
   return n;
 }
@@ -400,7 +400,7 @@ ModelDesc buildGpt(const GptConfig &cfg) {
 
   // The logits share the word embedding.
   m.layers.push_back(lmHeadLayer(tpReplicated(normOp("final_ln", dt, s, h), sh),
-                                 "logits", dt, s, v, h, /*tied=*/true));
+                                 "logits", dt, s, v, h, /*tiedLayer=*/0));
   return m;
 }
 
@@ -417,7 +417,7 @@ LayerDesc tokenEmbeddingLayer(StringRef opName, DType dt, double s, double v,
 }
 
 LayerDesc lmHeadLayer(OpDesc norm, StringRef logitsName, DType dt, double s,
-                      double v, double h, bool tied) {
+                      double v, double h, int tiedLayer) {
   const double sh = s * h * cluster::dtypeBytes(dt);
   LayerDesc head;
   head.name = "head";
@@ -425,7 +425,7 @@ LayerDesc lmHeadLayer(OpDesc norm, StringRef logitsName, DType dt, double s,
   head.checkpoint = false;
   head.ops.push_back(std::move(norm));
   OpDesc logits = matmulOp(logitsName, dt, 1, s, v, h, true);
-  logits.tiedParams = tied;
+  logits.tiedLayer = tiedLayer;
   logits.keepsPrecision = true;
   logits.tpAllReduceBwdBytes = sh;
   logits.savedBytes = 0;

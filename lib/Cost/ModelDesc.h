@@ -53,9 +53,11 @@ struct OpDesc {
   bool perSample = true;
   /// Trainable parameters (never per sample).
   double params = 0;
-  /// Parameters shared with an earlier op (tied embeddings): they take memory
-  /// on this op's stage but do not add to the model's parameter count.
-  bool tiedParams = false;
+  /// Parameters shared with an op of an earlier layer (tied embeddings): the
+  /// index of that layer, or -1 when the parameters are this op's own. Tied
+  /// parameters take memory on this op's stage unless the stage holds that
+  /// layer too, and never add to the model's parameter count.
+  int tiedLayer = -1;
   /// Activation bytes saved for backward (per sample): the part divided by
   /// TP, and the part every TP rank keeps whole.
   double savedBytes = 0;
@@ -201,10 +203,11 @@ struct GptConfig {
 /// tokens in a \p v x \p h table (all-reduced over TP in the forward).
 LayerDesc tokenEmbeddingLayer(llvm::StringRef opName, DType dt, double s,
                               double v, double h);
-/// The last layer: \p norm, the vocab-parallel logits (tied to the
-/// embedding table or not) and the cross-entropy.
+/// The last layer: \p norm, the vocab-parallel logits and the cross-entropy.
+/// The logits' weights are tied to layer \p tiedLayer's embedding table, or
+/// their own when it is -1.
 LayerDesc lmHeadLayer(OpDesc norm, llvm::StringRef logitsName, DType dt,
-                      double s, double v, double h, bool tied);
+                      double s, double v, double h, int tiedLayer);
 
 /// One transformer block: LN, QKV, attention core, projection, dropout,
 /// LN, MLP. Saved bytes follow Korthikanti et al. (34sh + 5as^2 per sample).

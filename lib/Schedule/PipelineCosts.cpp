@@ -8,6 +8,7 @@
 
 #include "lib/Schedule/Plan.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -242,14 +243,14 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
             std::min(dc.memoryCapacity, c.devices[ty].memoryBytes);
     dc.devicesInGroup = p.replicated() ? p.tp : p.tp * p.cp * p.dp;
     double work = 0;
-    ParamSplit params;
+    SmallVector<LayerRange> chunks;
     for (unsigned ch = 0; ch < p.chunks; ++ch) {
       const StageCost &st = pc.stage(l, ch);
-      params.dense += st.params - st.expertParams;
-      params.expert += st.expertParams;
+      chunks.push_back({st.layerBegin, st.layerEnd});
       work = std::max(work, backwardWorkingBytes(model, st.layerBegin,
                                                  st.layerEnd, p.mbs, mem));
     }
+    ParamSplit params = paramSplit(model, chunks, p.tp, p.ep);
     if (p.replicated()) {
       // The stage's times are those of its slowest slot; this slot runs at
       // its own device kind's speed.

@@ -67,7 +67,7 @@ struct InferLayout {
     double act = 0;
     for (unsigned l = b; l < e; ++l)
       act = std::max(act, mem.act[l + 1] - mem.act[l]);
-    return (mem.params[e] - mem.params[b]) * elem + 2 * p.mbs * act;
+    return mem.paramsOf(cost::LayerRange{b, e}).dense * elem + 2 * p.mbs * act;
   }
   /// Forward of layers [b, e) on stage j and its boundary message.
   double stageTime(unsigned j, unsigned b, unsigned e) const {

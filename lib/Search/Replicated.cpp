@@ -64,7 +64,7 @@ public:
       type[d] = c.groupOf(d).deviceIndex;
     for (unsigned ty = 0; ty < c.devices.size(); ++ty)
       times.push_back(&t.times(ty, 1, mbs, rec));
-    params = &t.memory(1, rec).params;
+    mem = &t.memory(1, rec);
     double elem = o.memory.mixedPrecision ? 2 : 4;
     syncElem = o.memory.gradSyncBytes > 0 ? o.memory.gradSyncBytes : elem;
     // Slowest device kind and collective shape of devices [d, d + r).
@@ -100,7 +100,8 @@ public:
     if (r > 1)
       time += cost::CostModel::collective(
                   cost::Collective::AllReduce,
-                  ((*params)[e] - (*params)[b]) * syncElem, shape[d][r])
+                  mem->paramsOf(cost::LayerRange{b, e}).dense * syncElem,
+                  shape[d][r])
                   .time;
     return time;
   }
@@ -171,7 +172,7 @@ private:
   unsigned n, N, mbs, m;
   std::vector<unsigned> type;
   std::vector<const Tables::Times *> times;
-  const std::vector<double> *params;
+  const Tables::Memory *mem;
   double syncElem;
   std::vector<std::vector<unsigned>> worst;
   std::vector<std::vector<cost::GroupShape>> shape;

@@ -93,8 +93,8 @@ struct StageMemoryCheck {
 
   bool fits(unsigned j, unsigned b, unsigned e) const {
     unsigned r = rankOfStage(vShape, pp, j);
-    double bytes = perParam * (mem->params[e] - mem->params[b]) +
-                   perExpert * (mem->expertParams[e] - mem->expertParams[b]) +
+    cost::ParamSplit params = mem->paramsOf(cost::LayerRange{b, e});
+    double bytes = perParam * params.dense + perExpert * params.expert +
                    held[r] * (mem->act[e] - mem->act[b]) +
                    mbs * mem->workMax(b, e);
     return bytes <= limit[r] / chunks;
@@ -371,7 +371,8 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
         Light z = base;
         z.zero = zero;
         cost::MemoryConfig cfg = memoryConfig(z.shape(), o.memory);
-        cost::ParamSplit avg{mem.params[n] / pp, mem.expertParams[n] / pp};
+        cost::ParamSplit all = mem.paramsOf(cost::LayerRange{0, n});
+        cost::ParamSplit avg{all.dense / pp, all.expert / pp};
         double avgStatic = cost::staticMemory(avg, cfg).staticBytes();
         for (const Shape &sh : shapes) {
           ++stats.candidates;

@@ -114,6 +114,16 @@ public:
   /// of each layer.
   struct Memory {
     std::vector<double> params, expertParams, act, stash, work;
+    /// Parameters a layer reads from an earlier one (tied embeddings): the
+    /// prefix sums count them in the user layer.
+    struct Tie {
+      unsigned owner, user;
+      cost::ParamSplit params;
+    };
+    std::vector<Tie> ties;
+    /// Parameters of a device holding the layers of \p ranges, a tie's once
+    /// when it holds both layers (cost::paramSplit from the prefix sums).
+    cost::ParamSplit paramsOf(llvm::ArrayRef<cost::LayerRange> ranges) const;
     /// Sparse table over `work`: maxWork[k][i] = max of work[i, i + 2^k).
     std::vector<std::vector<double>> maxWork;
     /// Largest working set per sample over layers [b, e), O(1).

@@ -9,6 +9,7 @@
 
 #include "lib/Search/SearchImpl.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ static std::string costKey(const cost::LayerDesc &l) {
     }
     for (double v :
          {double(op.cls), double(op.dtype), double(op.perSample), op.params,
-          double(op.tiedParams), op.savedBytes, op.savedReplicatedBytes,
+          double(op.tiedLayer), op.savedBytes, op.savedReplicatedBytes,
           double(op.selective), double(op.tp), op.tpAllReduceFwdBytes,
           op.tpAllReduceBwdBytes, double(op.kernels), double(op.expert),
           op.epAllToAllBytes, op.cpKvBytes})
@@ -178,6 +179,10 @@ const Tables::Memory &Tables::memory(const TableKey &key0) {
       x.stash = cost::weightGradStashBytes(model, l, l + 1, 1, cfg);
       x.work = cost::backwardWorkingBytes(model, l, l + 1, 1, cfg);
     }
+    for (const cost::OpDesc &op : model.layers[l].ops)
+      if (op.tiedLayer >= 0 && op.tiedLayer != int(l))
+        m.ties.push_back(
+            {unsigned(op.tiedLayer), l, cost::paramSplit(op, key.tp, key.ep)});
     m.params[l + 1] = m.params[l] + x.params.dense;
     m.expertParams[l + 1] = m.expertParams[l] + x.params.expert;
     m.act[l + 1] = m.act[l] + x.act;
@@ -193,6 +198,21 @@ const Tables::Memory &Tables::memory(const TableKey &key0) {
     m.maxWork.push_back(std::move(row));
   }
   return memCache.emplace(key, std::move(m)).first->second;
+}
+
+cost::ParamSplit
+Tables::Memory::paramsOf(ArrayRef<cost::LayerRange> ranges) const {
+  cost::ParamSplit n;
+  for (const cost::LayerRange &r : ranges) {
+    n.dense += params[r.end] - params[r.begin];
+    n.expert += expertParams[r.end] - expertParams[r.begin];
+  }
+  for (const Tie &t : ties)
+    if (cost::holds(ranges, t.owner) && cost::holds(ranges, t.user)) {
+      n.dense -= t.params.dense;
+      n.expert -= t.params.expert;
+    }
+  return n;
 }
 
 double Tables::Memory::workMax(unsigned b, unsigned e) const {
@@ -267,12 +287,11 @@ double Tables::memoryEstimate(const Plan &p, unsigned r,
   const Memory &m = memory(keyOf(p));
   cost::MemoryConfig cfg = schedule::memoryConfig(p, mem);
   cfg.weightVersions = weightVersions;
-  cost::ParamSplit params;
+  SmallVector<cost::LayerRange> chunks;
   double act = 0, stash = 0, work = 0;
   for (unsigned ch = 0; ch < p.chunks; ++ch) {
     auto [b, e] = p.stageLayers(p.virtualStage(r, ch), n);
-    params.dense += m.params[e] - m.params[b];
-    params.expert += m.expertParams[e] - m.expertParams[b];
+    chunks.push_back({b, e});
     act += m.act[e] - m.act[b];
     stash = std::max(stash, m.stash[e] - m.stash[b]);
     work = std::max(work, m.workMax(b, e));
@@ -283,7 +302,7 @@ double Tables::memoryEstimate(const Plan &p, unsigned r,
   if (p.schedule == ScheduleKind::ZBH1 || isVShape(p.schedule))
     held = k * std::max(act, stash);
   held += stashesHeld(p.schedule, r, p.pp, p.numMicrobatches) * stash;
-  return cost::staticMemory(params, cfg).staticBytes() +
+  return cost::staticMemory(m.paramsOf(chunks), cfg).staticBytes() +
          p.mbs * (held + work);
 }
 

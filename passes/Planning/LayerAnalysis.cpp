@@ -59,7 +59,8 @@ private:
   DenseSet<Value> side;
   /// Values holding column-parallel (split) activations under Megatron TP.
   DenseSet<Value> split;
-  DenseSet<Operation *> countedWeights;
+  /// The item that counted each root weight's parameters first.
+  DenseMap<Operation *, size_t> countedWeights;
 };
 } // namespace
 
@@ -207,6 +208,8 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
 
   // Cost every sample-dependent op, in program order.
   std::vector<Item> items;
+  // Items reading only weights an earlier item counted: the earlier item.
+  DenseMap<size_t, size_t> tiedOwner;
   DenseMap<Value, int64_t> defIndex;
   for (BlockArgument arg : func.getArguments())
     defIndex[arg] = -1;
@@ -225,16 +228,21 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         if (isWeightLike(operand))
           collectWeightRoots(operand, roots);
       double params = 0, tied = 0;
+      std::optional<size_t> owner;
       for (Operation *root : roots) {
         double n = g::tensorElements(root->getResult(0).getType());
-        if (countedWeights.insert(root).second)
+        auto [it, first] = countedWeights.try_emplace(root, items.size());
+        if (first) {
           params += n;
-        else
+        } else {
           tied += n;
+          owner = it->second;
+        }
       }
       if (!roots.empty()) {
         desc->params = params ? params : tied;
-        desc->tiedParams = params == 0;
+        if (!params)
+          tiedOwner[items.size()] = *owner;
       } else if (isa<g::MatmulOp, g::ConvOp>(op)) {
         desc->params = 0;
       }
@@ -362,6 +370,10 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
     return failure();
   else if (!*annotated)
     cutLayers(items, liveMain, layerOf);
+
+  for (auto [i, owner] : tiedOwner)
+    if (items[i].desc)
+      items[i].desc->tiedLayer = layerOf[owner];
 
   ModelDesc model;
   model.name = func.getSymName().str();

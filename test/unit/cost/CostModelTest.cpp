@@ -214,6 +214,29 @@ TEST(Memory, TensorParallelSplitsParameters) {
   EXPECT_GT(paramsPerDevice(m, 3, 4, 1), g.vocab * h);
 }
 
+TEST(Memory, TiedEmbeddingCountsOncePerDevice) {
+  GptConfig g;
+  g.layers = 2;
+  g.hidden = 64;
+  g.heads = 4;
+  g.seqLen = 16;
+  g.vocab = 100;
+  ModelDesc m = buildGpt(g); // embedding, two blocks, the tied head
+  double table = g.vocab * g.hidden;
+  ASSERT_EQ(m.layers.size(), 4u);
+  // One device holding the whole model holds the table once.
+  EXPECT_DOUBLE_EQ(paramsPerDevice(m, 0, 4, 1), m.paramCount());
+  EXPECT_DOUBLE_EQ(paramsPerDevice(m, 0, 4, 2),
+                   paramsPerDevice(m, 0, 3, 2) + paramsPerDevice(m, 3, 4, 2) -
+                       table / 2);
+  // So does a pipeline rank holding the first and the last chunk (V-shaped
+  // schedules); the last stage alone holds its copy.
+  ParamSplit ends = paramSplit(m, {LayerRange{0, 1}, LayerRange{3, 4}}, 1, 1);
+  EXPECT_DOUBLE_EQ(ends.total(), paramsPerDevice(m, 0, 1, 1) +
+                                     paramsPerDevice(m, 3, 4, 1) - table);
+  EXPECT_GT(paramsPerDevice(m, 3, 4, 1), table);
+}
+
 TEST(RangeTimes, RecomputationAndTensorParallelComm) {
   CostModel cm;
   DeviceSpec d = testDevice();

@@ -260,6 +260,20 @@ TEST(LayerAnalysis, GptContractionsAndParameters) {
   double want = l * (24 * s * h * h + 4 * s * s * h) + 2 * s * h * v;
   EXPECT_NEAR(matmul, want, 1e-12 * want);
   EXPECT_EQ(model->paramCount(), double(parameters));
+  // The logits read the embedding table: tied to its layer, so one device
+  // holding the whole model holds the table once and the last layer alone
+  // holds its own copy.
+  unsigned n = model->layers.size(), tied = 0;
+  for (const OpDesc &op : model->layers.back().ops)
+    if (op.tiedLayer >= 0) {
+      EXPECT_EQ(op.tiedLayer, 0);
+      EXPECT_EQ(op.params, v * h);
+      ++tied;
+    }
+  EXPECT_EQ(tied, 1u);
+  EXPECT_EQ(cost::paramSplit(*model, 0, n, 1, 1).total(), double(parameters));
+  EXPECT_EQ(cost::paramSplit(*model, n - 1, n, 1, 1).total(),
+            model->layers.back().params() + v * h);
 }
 
 } // namespace

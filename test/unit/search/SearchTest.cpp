@@ -9,6 +9,7 @@
 #include "SearchTestUtil.h"
 
 #include "lib/Search/Search.h"
+#include "lib/Search/SearchImpl.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -20,6 +21,7 @@
 
 using namespace distopt;
 using namespace distopt::search;
+using distopt::search::detail::Tables;
 using distopt::search::test::smallGpt;
 using schedule::ScheduleKind;
 
@@ -106,6 +108,32 @@ TEST(Partition, InfeasibleStagesAreAvoided) {
   };
   EXPECT_TRUE(partitionLayers(4, 2, never, lower, &best).empty());
   EXPECT_EQ(best, std::numeric_limits<double>::infinity());
+}
+
+TEST(Tables, ParametersAgreeWithTheCostModel) {
+  // The prefix sums count the tied head's table in the last layer; a device
+  // holding the embedding too counts it once, as cost::paramSplit does.
+  cost::ModelDesc model = smallGpt(3, 256);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  Tables t(model, c, cm, cost::MemoryConfig{});
+  unsigned n = model.layers.size();
+  for (unsigned tp : {1u, 2u}) {
+    const Tables::Memory &mem = t.memory(tp, cost::Recompute::None);
+    ASSERT_EQ(mem.ties.size(), 1u);
+    for (unsigned b = 0; b < n; ++b)
+      for (unsigned e = b + 1; e <= n; ++e)
+        EXPECT_NEAR(mem.paramsOf(cost::LayerRange{b, e}).dense,
+                    cost::paramSplit(model, b, e, tp, 1).dense, 1e-6)
+            << "layers " << b << ".." << e << " tp " << tp;
+    cost::LayerRange ends[] = {{0, 1}, {n - 1, n}};
+    EXPECT_NEAR(mem.paramsOf(ends).dense,
+                cost::paramSplit(model, ends, tp, 1).dense, 1e-6);
+  }
+  EXPECT_NEAR(t.memory(1, cost::Recompute::None)
+                  .paramsOf(cost::LayerRange{0, n})
+                  .dense,
+              model.paramCount(), 1e-6);
 }
 
 TEST(Constraints, Parse) {
