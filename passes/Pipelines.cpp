@@ -108,6 +108,10 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "Compute element type the plan assumes: bf16 (default: mixed "
        "precision), fp32, tf32, fp16 or fp8 (fp8 matmuls, bf16 elsewhere)",
        &O::dtype},
+      {"optimizer", "dist-optimizer",
+       "Optimizer whose state the memory model holds: adam (default; also "
+       "AdamW), momentum or sgd",
+       &O::optimizer},
       {"fused-attention", "dist-fused-attention",
        "Cost each attention softmax(Q K^T) V of the model as one fused "
        "kernel (FlashAttention, cuDNN): no s^2 score tensors",
@@ -164,6 +168,7 @@ struct PlanEnums {
   schedule::Mode mode;
   schedule::InferObjective objective;
   cluster::DType dtype;
+  cost::Optimizer optimizer;
   SearchProgress progress;
   Stages stages;
 };
@@ -187,6 +192,12 @@ static bool parsePlanEnums(const PlanOptions &o, PlanOptionSpelling spelling,
       out.dtype == cluster::DType::I64)
     return unknown(&PlanOptions::dtype, o.dtype,
                    "fp32, tf32, fp16, bf16 or fp8");
+  if (std::optional<cost::Optimizer> optimizer =
+          cost::parseOptimizer(o.optimizer))
+    out.optimizer = *optimizer;
+  else
+    return unknown(&PlanOptions::optimizer, o.optimizer,
+                   "adam, adamw, momentum or sgd");
   if (!parseProgressName(o.progress, out.progress))
     return unknown(&PlanOptions::progress, o.progress, "auto, always or never");
   std::optional<Stages> stages =
@@ -281,6 +292,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     set.objective = e.objective;
     set.dtype = e.dtype;
     set.fusedAttention = o.fusedAttention;
+    set.optimizer = e.optimizer;
     pm.addPass(createSetPlanPass(set));
   } else {
     SearchPlanPassOptions search;
@@ -292,6 +304,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.objective = e.objective;
     search.dtype = e.dtype;
     search.fusedAttention = o.fusedAttention;
+    search.optimizer = e.optimizer;
     search.allowAsync = o.allowAsync;
     search.alternatives = o.alternatives;
     search.explain = o.explain;

@@ -62,6 +62,21 @@ void dist::printRecompute(AsmPrinter &printer, cost::Recompute r) {
   printer << cost::recomputeName(r);
 }
 
+FailureOr<cost::Optimizer> dist::parseOptimizer(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef name;
+  if (parser.parseKeyword(&name))
+    return failure();
+  if (std::optional<cost::Optimizer> o = cost::parseOptimizer(name))
+    return *o;
+  return parser.emitError(loc, "unknown optimizer '")
+         << name << "'; expected adam, momentum or sgd";
+}
+
+void dist::printOptimizer(AsmPrinter &printer, cost::Optimizer o) {
+  printer << cost::optimizerName(o);
+}
+
 FailureOr<cluster::DType> dist::parseDType(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   StringRef name;
@@ -394,9 +409,9 @@ LogicalResult PlanAttr::verify(
     bool sp, bool tpOverlap, APFloat expertImbalance, cost::Recompute recompute,
     int64_t zero, ArrayRef<int64_t> stages, ArrayRef<int64_t> replicas,
     schedule::Mode mode, schedule::InferObjective objective,
-    cluster::DType dtype, bool fusedAttention, bool scatterGather,
-    bool overlapP2P, bool overlapGradSync, bool unevenBatch,
-    bool overlapParamGather) {
+    cluster::DType dtype, bool fusedAttention, cost::Optimizer optimizer,
+    bool scatterGather, bool overlapP2P, bool overlapGradSync,
+    bool unevenBatch, bool overlapParamGather) {
   // Degrees stay within what the cost core and the runtime count in 32 bits.
   constexpr int64_t kMax = 1 << 24;
   for (auto [name, value] :
@@ -475,7 +490,8 @@ PlanAttr PlanAttr::get(MLIRContext *ctx, const schedule::Plan &p) {
                        p.globalBatch, p.schedule, p.chunks, p.cp, p.ep, p.sp,
                        p.tpOverlap, APFloat(p.expertImbalance), p.recompute,
                        p.zero, stages, replicas, p.mode, p.objective, p.dtype,
-                       p.fusedAttention, p.scatterGather, p.overlapP2P,
+                       p.fusedAttention, p.optimizer, p.scatterGather,
+                       p.overlapP2P,
                        p.overlapGradSync, p.unevenBatch, p.overlapParamGather);
 }
 
@@ -507,6 +523,7 @@ schedule::Plan PlanAttr::toPlan() const {
   p.objective = getObjective();
   p.dtype = getDtype();
   p.fusedAttention = getFusedAttention();
+  p.optimizer = getOptimizer();
   return p;
 }
 

@@ -269,7 +269,9 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
       batches, default) or `latency` (one global batch); `dtype` the compute
       element type the costs assume (default `bf16`; `fp8`: fp8 matmuls,
       bf16 elsewhere); `fused_attention` (default false): the costs take
-      attention as one fused kernel (FlashAttention);
+      attention as one fused kernel (FlashAttention); `optimizer` the
+      optimizer whose state the memory model holds: `adam` (default; also
+      AdamW), `momentum` or `sgd`;
     - the flags `scatter_gather`, `overlap_p2p`, `overlap_grad_sync`
       (default true), `uneven_batch` and `overlap_param_gather` (ZeRO's
       parameter all-gather under the next forward; default false), as in
@@ -311,6 +313,8 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
       Dist_CoreEnumParameter<"::distopt::cluster::DType", "DType",
                              "::distopt::cluster::DType::BF16">:$dtype,
       Dist_BoolParameter<"false">:$fused_attention,
+      Dist_CoreEnumParameter<"::distopt::cost::Optimizer", "Optimizer",
+                             "::distopt::cost::Optimizer::Adam">:$optimizer,
       Dist_BoolParameter<"true">:$scatter_gather,
       Dist_BoolParameter<"true">:$overlap_p2p,
       Dist_BoolParameter<"true">:$overlap_grad_sync,

@@ -61,6 +61,8 @@ parseScheduleKind(mlir::AsmParser &parser);
 void printScheduleKind(mlir::AsmPrinter &printer, schedule::ScheduleKind k);
 mlir::FailureOr<cost::Recompute> parseRecompute(mlir::AsmParser &parser);
 void printRecompute(mlir::AsmPrinter &printer, cost::Recompute r);
+mlir::FailureOr<cost::Optimizer> parseOptimizer(mlir::AsmParser &parser);
+void printOptimizer(mlir::AsmPrinter &printer, cost::Optimizer o);
 mlir::FailureOr<cluster::DType> parseDType(mlir::AsmParser &parser);
 void printDType(mlir::AsmPrinter &printer, cluster::DType t);
 mlir::FailureOr<schedule::Mode> parseMode(mlir::AsmParser &parser);

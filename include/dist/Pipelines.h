@@ -56,8 +56,11 @@ struct PlanOptions {
   /// (dist-check-compilable).
   bool checkCompilable = false;
   /// "train" or "infer"; for inference "throughput" or "latency"; the
-  /// compute element type ("bf16", "fp16", "fp32", "tf32", "fp8").
-  std::string mode = "train", objective = "throughput", dtype = "bf16";
+  /// compute element type ("bf16", "fp16", "fp32", "tf32", "fp8"); the
+  /// optimizer whose state the memory model holds ("adam", "adamw",
+  /// "momentum", "sgd").
+  std::string mode = "train", objective = "throughput", dtype = "bf16",
+              optimizer = "adam";
   /// Cost attention as one fused kernel (FlashAttention).
   bool fusedAttention = false;
   /// Print the layers the planner sees; the plan and its prediction; the

@@ -8,6 +8,7 @@
 #include "lib/Cost/ProfileDB.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,6 +45,27 @@ Expected<double> parseByteSize(StringRef text) {
                            "unknown unit '" + unit +
                                "'; use B, KB, MB, GB, TB, KiB, MiB, GiB or "
                                "TiB");
+}
+
+StringRef optimizerName(Optimizer o) {
+  switch (o) {
+  case Optimizer::Adam:
+    return "adam";
+  case Optimizer::SGD:
+    return "sgd";
+  case Optimizer::SGDMomentum:
+    return "momentum";
+  }
+  return "adam";
+}
+
+std::optional<Optimizer> parseOptimizer(StringRef name) {
+  return StringSwitch<std::optional<Optimizer>>(name)
+      .Case("adam", Optimizer::Adam)
+      .Case("adamw", Optimizer::Adam)
+      .Case("momentum", Optimizer::SGDMomentum)
+      .Case("sgd", Optimizer::SGD)
+      .Default(std::nullopt);
 }
 
 StringRef recomputeName(Recompute r) {

@@ -170,7 +170,12 @@ private:
 // Memory
 //===----------------------------------------------------------------------===//
 
+/// The optimizer whose state the memory model holds (AdamW's is Adam's).
 enum class Optimizer { Adam, SGD, SGDMomentum };
+/// "adam", "sgd" or "momentum" (dist-autodiff's names).
+llvm::StringRef optimizerName(Optimizer o);
+/// The optimizer of a dist-autodiff name ("adamw" holds Adam's state).
+std::optional<Optimizer> parseOptimizer(llvm::StringRef name);
 
 struct MemoryConfig {
   bool mixedPrecision = true;

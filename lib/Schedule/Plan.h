@@ -131,6 +131,8 @@ struct Plan : RankLayout {
   /// an imported graph's softmax(Q K^T) V is costed as such, without the
   /// s^2 score tensors (see planning::analyzeLayers).
   bool fusedAttention = false;
+  /// The optimizer whose state the memory model holds.
+  cost::Optimizer optimizer = cost::Optimizer::Adam;
 
   /// Pipeline rank of virtual stage \p vs (RankLayout::pipelineStage).
   unsigned rankOf(unsigned vs) const { return pipelineStage(vs); }

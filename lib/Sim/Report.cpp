@@ -60,6 +60,7 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
                                             ? std::string("model")
                                             : costs.matmulPrecision},
                        {"fused_attention", plan.fusedAttention},
+                       {"optimizer", cost::optimizerName(plan.optimizer)},
                        {"spec", plan.str()},
                        {"stages", std::move(stages)}};
   // Peak memory per global device: every device of a stage group alike.

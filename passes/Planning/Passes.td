@@ -195,6 +195,15 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
                         "fp8 matmuls, bf16 elsewhere"))}]>,
     Option<"fusedAttention", "fused-attention", "bool", "false",
            "Cost attention as one fused kernel (FlashAttention)">,
+    Option<"optimizer", "optimizer", "::distopt::cost::Optimizer",
+           "::distopt::cost::Optimizer::Adam",
+           "Optimizer whose state the memory model holds",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::cost::Optimizer::Adam, "adam",
+                        "two moments (AdamW too)"),
+             clEnumValN(::distopt::cost::Optimizer::SGDMomentum, "momentum",
+                        "one momentum buffer"),
+             clEnumValN(::distopt::cost::Optimizer::SGD, "sgd", "no state"))}]>,
     Option<"allowAsync", "allow-async", "bool", "false",
            "Also consider PipeDream and PipeDream-2BW (asynchronous updates)">,
     Option<"alternatives", "alternatives", "unsigned", "3",
@@ -289,7 +298,16 @@ def SetPlanPass : Pass<"dist-set-plan", "mlir::ModuleOp"> {
              clEnumValN(::distopt::cluster::DType::F8, "fp8",
                         "fp8 matmuls, bf16 elsewhere"))}]>,
     Option<"fusedAttention", "fused-attention", "bool", "false",
-           "Cost attention as one fused kernel (FlashAttention)">
+           "Cost attention as one fused kernel (FlashAttention)">,
+    Option<"optimizer", "optimizer", "::distopt::cost::Optimizer",
+           "::distopt::cost::Optimizer::Adam",
+           "Optimizer whose state the memory model holds",
+           [{::llvm::cl::values(
+             clEnumValN(::distopt::cost::Optimizer::Adam, "adam",
+                        "two moments (AdamW too)"),
+             clEnumValN(::distopt::cost::Optimizer::SGDMomentum, "momentum",
+                        "one momentum buffer"),
+             clEnumValN(::distopt::cost::Optimizer::SGD, "sgd", "no state"))}]>
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

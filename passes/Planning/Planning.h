@@ -54,23 +54,27 @@ mlir::FailureOr<mlir::func::FuncOp> plannedFunction(mlir::ModuleOp module,
 struct Costing {
   cluster::DType dtype = cluster::DType::BF16;
   bool fusedAttention = false;
+  cost::Optimizer optimizer = cost::Optimizer::Adam;
 
   static Costing of(const schedule::Plan &p) {
-    return {p.dtype, p.fusedAttention};
+    return {p.dtype, p.fusedAttention, p.optimizer};
   }
   void applyTo(schedule::Plan &p) const {
     p.dtype = dtype;
     p.fusedAttention = fusedAttention;
+    p.optimizer = optimizer;
   }
   /// What the memory model assumes a parameter costs: a 16-bit or fp8
   /// compute type trains in mixed precision (2-byte weights and gradients,
   /// fp32 master weights beside the optimizer state), fp32 and tf32 hold
-  /// fp32 weights and gradients only.
+  /// fp32 weights and gradients only; the optimizer's state comes on top
+  /// (Adam: two moments, momentum: one, SGD: none).
   cost::MemoryConfig memory() const {
     cost::MemoryConfig m;
     m.mixedPrecision = dtype == cluster::DType::BF16 ||
                        dtype == cluster::DType::F16 ||
                        dtype == cluster::DType::F8;
+    m.optimizer = optimizer;
     return m;
   }
 };

@@ -155,7 +155,7 @@ struct SearchPlanPass
   }
 
   LogicalResult run(ModuleOp module) {
-    Costing costing{dtype, fusedAttention};
+    Costing costing{dtype, fusedAttention, optimizer};
     std::optional<exporting::ImportedPlan> base;
     unsigned globalBatch = batch;
     if (!baseline.empty()) {

@@ -36,7 +36,7 @@ struct SetPlanPass : public distopt::impl::SetPlanPassBase<SetPlanPass> {
     if (!plan.empty() && !from.empty())
       return emitError(module.getLoc())
              << "give --dist-plan or --dist-plan-from, not both";
-    Costing costing{dtype, fusedAttention};
+    Costing costing{dtype, fusedAttention, optimizer};
     schedule::Plan p;
     unsigned globalBatch = batch;
     if (!from.empty()) {

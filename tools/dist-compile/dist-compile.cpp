@@ -160,15 +160,20 @@ static std::string checkTrainOptions(StringRef options) {
 
 /// The element type the programs compute in, as the planner spells it:
 /// fp32, or --train's `mixed-precision=bf16|fp16`.
-static std::string programDType(StringRef trainOptions) {
+/// The value of `key=value` in --train's options, or \p otherwise.
+static StringRef trainOption(StringRef trainOptions, StringRef key,
+                             StringRef otherwise) {
   SmallVector<StringRef> items;
   trainOptions.split(items, ' ', -1, /*KeepEmpty=*/false);
-  for (StringRef item : items) {
-    auto [key, value] = item.split('=');
-    if (key == "mixed-precision" && (value == "bf16" || value == "fp16"))
-      return value.str();
-  }
-  return "fp32";
+  for (StringRef item : items)
+    if (auto [k, value] = item.split('='); k == key)
+      return value;
+  return otherwise;
+}
+
+static std::string programDType(StringRef trainOptions) {
+  StringRef mixed = trainOption(trainOptions, "mixed-precision", "");
+  return mixed == "bf16" || mixed == "fp16" ? mixed.str() : "fp32";
 }
 
 /// Prints what the training function of `module` trains and freezes
@@ -308,6 +313,14 @@ int main(int argc, char **argv) {
   if (auto *dtype = planFlags.options.find(&PlanOptions::dtype);
       dtype && !dtype->getNumOccurrences())
     dtype->setValue(programDType(train));
+  // A training job's memory holds the state of the optimizer its programs
+  // run (dist-autodiff's default is sgd; it reports a name it does not
+  // know), unless --dist-optimizer says otherwise.
+  StringRef trained = trainOption(train, "optimizer", "sgd");
+  if (auto *optimizer = planFlags.options.find(&PlanOptions::optimizer);
+      optimizer && !optimizer->getNumOccurrences() && !train.empty() &&
+      cost::parseOptimizer(trained))
+    optimizer->setValue(trained.str());
 
   if (dataParallel && train.empty()) {
     WithColor::error() << "--data-parallel needs --train: it averages the "

@@ -195,6 +195,12 @@ module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches 
 
 // -----
 
+// expected-error @+2 {{unknown optimizer 'lamb'; expected adam, momentum or sgd}}
+// expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'optimizer'}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], optimizer = lamb>} {}
+
+// -----
+
 // expected-error @+2 {{unknown plan mode 'serve'; expected train or infer}}
 // expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'mode'}}
 module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], mode = serve>} {}

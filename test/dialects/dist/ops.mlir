@@ -7,7 +7,7 @@
 // CHECK: module attributes {dist.cluster = #dist.cluster<"mixed", kinds = [#dist.device_kind<"a100", memory = 85899345920, bandwidth = 2.{{0+}}e+12, flops = {bf16 = 3.120000e+14 : f64}, efficiency = {matmul = 0.69999999999999996 : f64}, launch_overhead = 4.{{0+}}e-06>, #dist.device_kind<"v100", memory = 34359738368, bandwidth = 9.{{0+}}e+11, flops = {fp16 = 1.250000e+14 : f64}>]
 // CHECK-SAME: nodes = [#dist.node_group<kind = "a100", nodes = 1, devices = 8, link = <"nvlink", bandwidth = 3.{{0+}}e+11, latency = 2.{{0+}}e-06, collective_efficiency = 7.7{{0+}}e-01>>, #dist.node_group<kind = "v100", nodes = 1, devices = 8, link = <"nvlink", bandwidth = 1.5{{0+}}e+11, latency = 2.{{0+}}e-06>>]
 // CHECK-SAME: network = <"infiniband", bandwidth = 2.5{{0+}}e+10, latency = 5.{{0+}}e-06>, description = "two nodes of different GPUs", profile = "prof.json">
-// CHECK-SAME: dist.plan = #dist.plan<dp = 2, tp = 4, pp = 2, mbs = 1, microbatches = 4, global_batch = 8, schedule = "interleaved", chunks = 2, recompute = selective, zero = 1, stages = [0, 3, 6, 9], dtype = fp8, overlap_p2p = false>
+// CHECK-SAME: dist.plan = #dist.plan<dp = 2, tp = 4, pp = 2, mbs = 1, microbatches = 4, global_batch = 8, schedule = "interleaved", chunks = 2, recompute = selective, zero = 1, stages = [0, 3, 6, 9], dtype = fp8, optimizer = momentum, overlap_p2p = false>
 module attributes {dist.cluster = #dist.cluster<"mixed",
     kinds = [#dist.device_kind<"a100", memory = 85899345920, bandwidth = 2.0e+12,
                                flops = {bf16 = 3.12e+14 : f64},
@@ -25,7 +25,8 @@ module attributes {dist.cluster = #dist.cluster<"mixed",
   dist.plan = #dist.plan<dp = 2, tp = 4, pp = 2, mbs = 1, microbatches = 4,
                          global_batch = 8, schedule = "interleaved", chunks = 2,
                          recompute = selective, zero = 1, stages = [0, 3, 6, 9],
-                         dtype = fp8, overlap_p2p = false>} {
+                         dtype = fp8, optimizer = momentum,
+                         overlap_p2p = false>} {
 
 // CHECK-LABEL: func.func @annotations
 // CHECK: graph.unary relu %{{.*}} {dist.layer = 3 : i64, dist.tp = #dist.tp<column>, dist.virtual_stage = 1 : i64}
