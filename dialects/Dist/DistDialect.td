@@ -50,6 +50,7 @@ def Dist_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$tp_shard,
     "::mlir::UnitAttr":$batch_shard,
     "::mlir::UnitAttr":$batch_block,
+    "::mlir::IntegerAttr":$microbatch,
     "::mlir::UnitAttr":$data_parallel,
     "::mlir::DictionaryAttr":$zero,
     "::mlir::DictionaryAttr":$zero_shard,

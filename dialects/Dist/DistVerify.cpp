@@ -229,14 +229,30 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == DistDialect::BatchBlockAttrHelper::getNameStr()) {
-    // The op's mask is this rank's block of the world's ranks' equal,
-    // contiguous blocks of the whole batch's (dist-data-parallel).
+    // The op's mask is the block of the whole batch's that the running
+    // call computes: a rank's rows (dist-data-parallel), or a replica's
+    // micro-batch (dist-partition).
     if (!isa<UnitAttr>(attr.getValue()) ||
         op->getName().getStringRef() != "graph.dropout_mask")
       return op->emitOpError("'dist.batch_block' is a unit attribute of a "
                              "graph.dropout_mask (set by "
-                             "dist-data-parallel), got ")
+                             "dist-data-parallel and dist-partition), got ")
              << attr.getValue();
+    return success();
+  }
+  if (name == DistDialect::MicrobatchAttrHelper::getNameStr()) {
+    // The micro-batch an action list's stage call computes.
+    if (!isa<func::CallOp>(op))
+      return op->emitOpError("'dist.microbatch' marks the micro-batch of a "
+                             "stage call, a func.call (dist-partition writes "
+                             "it)");
+    if (failed(verifyIndex(op, attr, "micro-batch index")))
+      return failure();
+    int64_t mb = cast<IntegerAttr>(attr.getValue()).getInt();
+    if (PlanAttr plan = enclosingPlan(op); plan && mb >= plan.getMicrobatches())
+      return op->emitOpError("'dist.microbatch' is ")
+             << mb << " but the module's plan runs " << plan.getMicrobatches()
+             << " micro-batches per step";
     return success();
   }
   if (name == DataParallel::getNameStr()) {

@@ -199,6 +199,29 @@ emitStageFunction(func::FuncOp fn, llvm::StringRef name,
   return success();
 }
 
+/// How list \p list's stage calls find their block of the whole batch
+/// (dg::Program::batchBlock): replica d's rows are block d of the dp
+/// replicas' (`dist.batch_shard`), its micro-batches blocks of those; per-
+/// stage replicas (dp = 1) share the micro-batches of the whole batch. The
+/// C++ of this rank's first block (a call of micro-batch mb computes that
+/// plus mb) and the number of blocks.
+static std::pair<std::string, int64_t> batchBlocksOf(func::FuncOp list) {
+  auto module = list->getParentOfType<ModuleOp>();
+  dist::PlanAttr plan =
+      dist::DistDialect::PlanAttrHelper(module.getContext()).getAttr(module);
+  int64_t m = plan.getMicrobatches();
+  bool sharded = llvm::any_of(
+      llvm::seq(list.getNumArguments()),
+      [&](unsigned k) { return list.getArgAttr(k, "dist.batch_shard"); });
+  if (!sharded || plan.getDp() == 1)
+    return {"0ull", m};
+  // Devices are numbered t + tp (c + cp (d + dp s)).
+  return {"(uint64_t)(P.rank / " + std::to_string(plan.getTp() * plan.getCp()) +
+              " % " + std::to_string(plan.getDp()) + ") * " +
+              std::to_string(m) + "ull",
+          plan.getDp() * m};
+}
+
 /// `static int rank<L>(dg::Program &P)`: the program of one action list.
 static LogicalResult
 emitListProgram(func::FuncOp fn, unsigned list,
@@ -234,6 +257,10 @@ emitListProgram(func::FuncOp fn, unsigned list,
            << arg.getArgNumber() << "].data.data(), P.inputs["
            << arg.getArgNumber() << "].data.size())) return 1;\n";
   }
+  auto [firstBlock, blocks] = batchBlocksOf(fn);
+  bodyOS << "  const uint64_t firstBlock = " << firstBlock
+         << ";\n  (void)firstBlock;\n  P.batchBlocks = " << blocks
+         << "ull;\n";
   unsigned calls = 0;
   // The executor's trace (--trace): the time from an op of one schedule
   // action (`dist.action`) to the first op of the next is that action's.
@@ -266,6 +293,9 @@ emitListProgram(func::FuncOp fn, unsigned list,
       // The stage writes its results into their slots of this arena.
       std::string c = "c" + std::to_string(calls++);
       bodyOS << "  // " << FunctionEmitter::where(&op) << "\n";
+      if (auto mb = dist::DistDialect::MicrobatchAttrHelper(fn.getContext())
+                        .getAttr(call))
+        bodyOS << "  P.batchBlock = firstBlock + " << mb.getInt() << "ull;\n";
       for (Value r : call.getResults())
         e.allocate(r);
       bodyOS << "  void *" << c << "in[" << call.getNumOperands() + 1

@@ -314,16 +314,16 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
          "ull, " + std::to_string(shard[2]) + "ull, tpIndex" + id + ")";
     whole = n * shard[2];
   }
-  // A data-parallel replica's block of the whole batch's mask
-  // (`dist.batch_block`): the ranks' rows are contiguous blocks, in rank
-  // order, of every batch-major tensor.
+  // The running call's block of the whole batch's mask
+  // (`dist.batch_block`): a data-parallel rank's rows, or a replica's
+  // micro-batch in a pipeline (P.batchBlock of P.batchBlocks equal,
+  // contiguous blocks of every batch-major tensor).
   std::string wholeCount = std::to_string(whole) + "ull";
   if (op->hasAttr("dist.batch_block")) {
     e.os << "  const uint64_t dpBlock" << id
-         << " = (uint64_t)P.rank, dpWorld" << id
-         << " = (uint64_t)P.worldSize;\n";
+         << " = P.batchBlock, dpBlocks" << id << " = P.batchBlocks;\n";
     at = "dpBlock" + id + " * " + wholeCount + " + " + at;
-    wholeCount = "(" + wholeCount + " * dpWorld" + id + ")";
+    wholeCount = "(" + wholeCount + " * dpBlocks" + id + ")";
   }
   Type f32 = Float32Type::get(op.getContext());
   std::string keep = "u >= " + FunctionEmitter::literal(ratio, f32) + " ? " +

@@ -130,12 +130,16 @@ void distopt::autodiff::makeTrainable(
           b, drop.getLoc(), drop.getType(), /*step=*/Value(),
           /*microbatch=*/Value(), drop.getRatioAttr(),
           b.getI64IntegerAttr(seed++));
-      // A tensor-parallel rank's part of the mask (dist-tensor-parallel).
-      if (Attribute shard = drop->getAttr(autodiff::kTpShardAttr))
-        mask->setAttr(autodiff::kTpShardAttr, shard);
-      Value y = g::BinaryOp::create(b, drop.getLoc(), drop.getType(),
-                                    g::BinaryKind::Mul, drop.getInput(), mask);
-      drop.getResult().replaceAllUsesWith(y);
+      // Both run where the dropout did: its layer, stage and
+      // tensor-parallel role, and a tensor-parallel rank's part of the mask
+      // (dist-tensor-parallel's dist.tp_shard).
+      DictionaryAttr placement = drop->getDiscardableAttrDictionary();
+      mask->setDiscardableAttrs(placement);
+      auto y = g::BinaryOp::create(b, drop.getLoc(), drop.getType(),
+                                   g::BinaryKind::Mul, drop.getInput(), mask);
+      y->setDiscardableAttrs(placement);
+      y->removeAttr(autodiff::kTpShardAttr);
+      drop.getResult().replaceAllUsesWith(y.getResult());
       drop.erase();
       continue;
     }

@@ -307,22 +307,32 @@ struct PartitionPass
     OpBuilder b(&getContext());
     b.setInsertionPointAfter(train);
     schedule::Plan p = plan.toPlan();
-    if (p.recompute == cost::Recompute::Full)
-      for (auto f : module.getOps<func::FuncOp>()) {
-        auto group = partition::trainGroupOf(f);
-        if (!group || group->second != partition::TrainPhase::Forward)
-          continue;
-        WalkResult random = f.walk([](graph::DropoutMaskOp) {
-          return WalkResult::interrupt();
-        });
-        if (random.wasInterrupted())
-          return f.emitError("dist-partition: the plan recomputes the "
-                             "forward (recompute = full) but stage ")
-                 << group->first
-                 << "'s forward draws dropout masks, which a second call "
-                    "would not reproduce; plan without recomputation or "
-                    "train without dropout";
-      }
+    // Dropout: every stage call draws the block of the masks one process
+    // draws for the whole batch that its micro-batch's rows are (the call's
+    // `dist.microbatch` and the rank's replica say which). Masks keyed by
+    // the step (dist-autodiff's) are drawn alike by a recomputed forward;
+    // a mask that counts its calls is not.
+    MLIRContext *ctx = &getContext();
+    for (auto f : module.getOps<func::FuncOp>()) {
+      auto group = partition::trainGroupOf(f);
+      if (!group)
+        continue;
+      bool unkeyed = false;
+      f.walk([&](graph::DropoutMaskOp m) {
+        dist::DistDialect::BatchBlockAttrHelper(ctx).setAttr(
+            m, UnitAttr::get(ctx));
+        unkeyed |= !m.getStep();
+      });
+      if (unkeyed && p.recompute == cost::Recompute::Full &&
+          group->second == partition::TrainPhase::Forward)
+        return f.emitError("dist-partition: the plan recomputes the "
+                           "forward (recompute = full) but stage ")
+               << group->first
+               << "'s forward draws dropout masks without a step counter to "
+                  "key them (dist-autodiff's graph.state \"step\"), so a "
+                  "second call would draw other masks; plan without "
+                  "recomputation or key the masks by the step";
+    }
     for (unsigned list = 0; list < (*ir)->schedule.devices.size(); ++list)
       if (failed(partition::buildTrainList(train, **ir, p, list, b)))
         return failure();

@@ -864,6 +864,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     }
     auto copy = func::CallOp::create(ib, call.getLoc(), callee,
                                      call.getResultTypes(), operands);
+    dist::DistDialect::MicrobatchAttrHelper(ctx).setAttr(
+        copy, ib.getI64IntegerAttr(mb));
     for (auto [res, val] : llvm::zip(call.getResults(), copy.getResults()))
       values.set(mb, res, val);
     return success();

@@ -1027,6 +1027,20 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_dropout_sgd_tp2",
                 dict(gpt, model=gpt2_with_dropout, plan="tp=2,mbs=4",
                      input_shape="input_ids:4x32", train=sgd)))
+    # Dropout in a pipeline and across replicas: each stage call draws the
+    # block of one process's masks that its micro-batch's rows are
+    # (P.batchBlock: replica x micro-batches + micro-batch), keyed by the
+    # step, so a recomputed forward draws the same masks again.
+    out.append(("gpt2_dropout_sgd_pp2_1f1b",
+                dict(gpt, model=gpt2_with_dropout,
+                     plan="pp=2,mbs=1,schedule=1f1b", train=sgd)))
+    out.append(("gpt2_dropout_sgd_pp2_1f1b_recompute",
+                dict(gpt, model=gpt2_with_dropout,
+                     plan="pp=2,mbs=1,schedule=1f1b,recompute=full",
+                     train=sgd)))
+    out.append(("gpt2_dropout_sgd_dp2_tp2",
+                dict(gpt, model=gpt2_with_dropout, plan="dp=2,tp=2,mbs=1",
+                     ranks=4, train=sgd)))
     out.append(("gpt2_sgd_tp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
                      train=sgd)))

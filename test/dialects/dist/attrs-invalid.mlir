@@ -467,7 +467,36 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.action_list = 
 // -----
 
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'dist.batch_block' is a unit attribute of a graph.dropout_mask (set by dist-data-parallel), got unit}}
+  // expected-error @+1 {{'dist.batch_block' is a unit attribute of a graph.dropout_mask (set by dist-data-parallel and dist-partition), got unit}}
   %y = graph.unary relu %x {dist.batch_block} : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
+}
+
+// -----
+
+module {
+  func.func private @f() -> ()
+  func.func @g() {
+    // expected-error @+1 {{'dist.microbatch' must be a non-negative i64 micro-batch index, got -1 : i64}}
+    call @f() {dist.microbatch = -1 : i64} : () -> ()
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 2, global_batch = 2, schedule = "1f1b", stages = [0]>} {
+  func.func private @f() -> ()
+  func.func @g() {
+    // expected-error @+1 {{'dist.microbatch' is 2 but the module's plan runs 2 micro-batches per step}}
+    call @f() {dist.microbatch = 2 : i64} : () -> ()
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'dist.microbatch' marks the micro-batch of a stage call, a func.call (dist-partition writes it)}}
+func.func @h() attributes {dist.microbatch = 0 : i64} {
+  return
 }

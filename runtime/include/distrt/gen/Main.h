@@ -403,6 +403,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   P.rank = rank;
   P.worldSize = world;
+  P.batchBlock = static_cast<uint64_t>(rank);
+  P.batchBlocks = static_cast<uint64_t>(world);
   // Every rank reports its own errors; name the rank when there are several.
   std::string who =
       world > 1 ? "rank " + std::to_string(rank) + ": " : std::string();

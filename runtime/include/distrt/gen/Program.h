@@ -150,6 +150,12 @@ struct Program {
   distrt_comm *comm = nullptr;
   int rank = 0;      ///< this process's rank in the job
   int worldSize = 1; ///< ranks in the job
+  /// The block of the whole batch the running function computes, of
+  /// batchBlocks equal, contiguous ones: a data-parallel rank's rows (rank
+  /// of worldSize), or in a pipeline the micro-batch of the stage call
+  /// (replica * microbatches + micro-batch). Dropout masks marked
+  /// `dist.batch_block` draw that block of one process's masks.
+  uint64_t batchBlock = 0, batchBlocks = 1;
 
   /// Set by --profile: every emitted op is timed into it.
   Profiler *prof = nullptr;
