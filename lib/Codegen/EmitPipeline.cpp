@@ -200,26 +200,25 @@ emitStageFunction(func::FuncOp fn, llvm::StringRef name,
 }
 
 /// How list \p list's stage calls find their block of the whole batch
-/// (dg::Program::batchBlock): replica d's rows are block d of the dp
-/// replicas' (`dist.batch_shard`), its micro-batches blocks of those; per-
-/// stage replicas (dp = 1) share the micro-batches of the whole batch. The
-/// C++ of this rank's first block (a call of micro-batch mb computes that
-/// plus mb) and the number of blocks.
-static std::pair<std::string, int64_t> batchBlocksOf(func::FuncOp list) {
+/// (dg::Program::batchBlock): a replica's rows of the `dist.batch_shard`
+/// inputs are its block of the replicas' (P.replica of P.replicas, from the
+/// table that shards the inputs), its m micro-batches blocks of those;
+/// without sharded inputs (dp = 1, per-stage replicas) the micro-batches
+/// are blocks of the whole batch. The C++ of this rank's first block (a
+/// call of micro-batch mb computes that plus mb) and of the block count.
+static std::pair<std::string, std::string> batchBlocksOf(func::FuncOp list) {
   auto module = list->getParentOfType<ModuleOp>();
-  dist::PlanAttr plan =
-      dist::DistDialect::PlanAttrHelper(module.getContext()).getAttr(module);
-  int64_t m = plan.getMicrobatches();
+  std::string m = std::to_string(
+      dist::DistDialect::PlanAttrHelper(module.getContext())
+          .getAttr(module)
+          .getMicrobatches());
   bool sharded = llvm::any_of(
       llvm::seq(list.getNumArguments()),
       [&](unsigned k) { return list.getArgAttr(k, "dist.batch_shard"); });
-  if (!sharded || plan.getDp() == 1)
-    return {"0ull", m};
-  // Devices are numbered t + tp (c + cp (d + dp s)).
-  return {"(uint64_t)(P.rank / " + std::to_string(plan.getTp() * plan.getCp()) +
-              " % " + std::to_string(plan.getDp()) + ") * " +
-              std::to_string(m) + "ull",
-          plan.getDp() * m};
+  if (!sharded)
+    return {"0ull", m + "ull"};
+  return {"(uint64_t)P.replica * " + m + "ull",
+          "(uint64_t)P.replicas * " + m + "ull"};
 }
 
 /// `static int rank<L>(dg::Program &P)`: the program of one action list.
@@ -259,8 +258,7 @@ emitListProgram(func::FuncOp fn, unsigned list,
   }
   auto [firstBlock, blocks] = batchBlocksOf(fn);
   bodyOS << "  const uint64_t firstBlock = " << firstBlock
-         << ";\n  (void)firstBlock;\n  P.batchBlocks = " << blocks
-         << "ull;\n";
+         << ";\n  (void)firstBlock;\n  P.batchBlocks = " << blocks << ";\n";
   unsigned calls = 0;
   // The executor's trace (--trace): the time from an op of one schedule
   // action (`dist.action`) to the first op of the next is that action's.

@@ -403,8 +403,6 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   P.rank = rank;
   P.worldSize = world;
-  P.batchBlock = static_cast<uint64_t>(rank);
-  P.batchBlocks = static_cast<uint64_t>(world);
   // Every rank reports its own errors; name the rank when there are several.
   std::string who =
       world > 1 ? "rank " + std::to_string(rank) + ": " : std::string();
@@ -417,6 +415,12 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
             model->pipelineRanks - 1, world, model->pipelineRanks);
     return 1;
   }
+  // The data-parallel replica whose rows of the sharded inputs this rank
+  // keeps; its block of the batch is that of dropout masks too.
+  P.replicas = model->replicas ? model->replicas : world;
+  P.replica = model->replicaOf ? model->replicaOf[rank] : rank;
+  P.batchBlock = static_cast<uint64_t>(P.replica);
+  P.batchBlocks = static_cast<uint64_t>(P.replicas);
   // Pipeline ranks own different stages' weights and state, ZeRO ranks
   // different shards of the optimizer state: each saves its own folder.
   // (Every rank may load one folder of whole tensors: each takes its part.)
@@ -494,8 +498,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     // Data parallelism: the file holds every replica's rows, the replica
     // count times the compiled per-replica batch along dim 0.
     bool sharded = model->shards && model->shards[idx] && want.rank > 0;
-    int replicas = model->replicas ? model->replicas : world;
-    int replica = model->replicaOf ? model->replicaOf[rank] : rank;
+    int replicas = P.replicas, replica = P.replica;
     int64_t rows =
         sharded ? want.dims[0] * replicas : want.rank ? want.dims[0] : 0;
     bool same = got.spec.dtype == want.dtype && got.spec.rank == want.rank;

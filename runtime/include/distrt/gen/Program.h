@@ -150,11 +150,15 @@ struct Program {
   distrt_comm *comm = nullptr;
   int rank = 0;      ///< this process's rank in the job
   int worldSize = 1; ///< ranks in the job
+  /// The data-parallel replica whose rows of the batch-sharded inputs this
+  /// rank keeps, of `replicas` (the model table's replicaOf; else rank of
+  /// worldSize).
+  int replica = 0, replicas = 1;
   /// The block of the whole batch the running function computes, of
-  /// batchBlocks equal, contiguous ones: a data-parallel rank's rows (rank
-  /// of worldSize), or in a pipeline the micro-batch of the stage call
-  /// (replica * microbatches + micro-batch). Dropout masks marked
-  /// `dist.batch_block` draw that block of one process's masks.
+  /// batchBlocks equal, contiguous ones: the replica's rows, or in a
+  /// pipeline the micro-batch of the stage call (replica * microbatches +
+  /// micro-batch). Dropout masks marked `dist.batch_block` draw that block
+  /// of one process's masks.
   uint64_t batchBlock = 0, batchBlocks = 1;
 
   /// Set by --profile: every emitted op is timed into it.
