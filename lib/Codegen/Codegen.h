@@ -89,7 +89,10 @@ struct Toolchain {
 llvm::Expected<Toolchain> findToolchain(const char *argv0);
 
 /// Compiles `sourcePath` into the executable `output`. `compileOnly` stops
-/// after the object file (CI check of the CUDA path without linking).
+/// after the object file (CI check of the CUDA path without linking). With
+/// DIST_COMPILE_CACHE=DIR, a build whose source, flags, compiler, runtime
+/// archives and runtime headers are all the same as an earlier one's copies
+/// that build's result from DIR instead of compiling.
 llvm::Error buildExecutable(const Toolchain &tc, const CodegenOptions &options,
                             llvm::StringRef sourcePath, llvm::StringRef output,
                             bool compileOnly, bool verbose);

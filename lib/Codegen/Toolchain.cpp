@@ -3,17 +3,21 @@
 // Part of DistOpt. Finds the runtime (headers, libDistRuntime.a and what it
 // links against, from the `distrt-link.txt` recipe the runtime's CMake writes
 // next to the build's or the install's bin/) and runs the host compiler or
-// nvcc on a generated program.
+// nvcc on a generated program, through the program cache when
+// DIST_COMPILE_CACHE names one.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/Codegen.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -77,10 +81,10 @@ Expected<Toolchain> distopt::codegen::findToolchain(const char *argv0) {
   return tc;
 }
 
-Error distopt::codegen::buildExecutable(const Toolchain &tc,
-                                        const CodegenOptions &options,
-                                        StringRef sourcePath, StringRef output,
-                                        bool compileOnly, bool verbose) {
+/// Runs the compiler: the program, or with `compileOnly` its object file.
+static Error compileProgram(const Toolchain &tc, const CodegenOptions &options,
+                            StringRef sourcePath, StringRef output,
+                            bool compileOnly, bool verbose) {
   bool cuda = options.target == Target::CUDA;
   std::string compiler = cuda ? tc.nvcc : tc.cxx;
   if (compiler.empty())
@@ -99,7 +103,7 @@ Error distopt::codegen::buildExecutable(const Toolchain &tc,
     if (auto ec = sys::fs::createTemporaryFile("dist-compile", "o", obj))
       return makeError("cannot create a temporary object file: " +
                        ec.message());
-    if (Error e = buildExecutable(tc, options, sourcePath, obj, true, verbose))
+    if (Error e = compileProgram(tc, options, sourcePath, obj, true, verbose))
       return e;
     std::vector<std::string> link = {*prog, std::string(obj)};
     for (const std::string &arch : tc.cudaArchs)
@@ -172,5 +176,99 @@ Error distopt::codegen::buildExecutable(const Toolchain &tc,
                      (errMsg.empty() ? "" : ", " + errMsg) +
                      "); rerun with -v to see the command, --emit-source to "
                      "keep the source");
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// The program cache (DIST_COMPILE_CACHE)
+//===----------------------------------------------------------------------===//
+
+/// Adds a file's bytes to the key; false when it cannot be read.
+static bool hashFile(SHA256 &h, StringRef path) {
+  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return false;
+  h.update((*buf)->getBuffer());
+  return true;
+}
+
+/// The cache key of a build: everything its result depends on. The source,
+/// the target and the flags; the bytes of the runtime archives and of every
+/// runtime header; the compiler's path, size and time. Empty when one of
+/// them cannot be read (then nothing is cached).
+static std::string cacheKey(const Toolchain &tc, const CodegenOptions &options,
+                            StringRef sourcePath, bool compileOnly) {
+  bool cuda = options.target == Target::CUDA;
+  SHA256 h;
+  h.update("distopt program cache 1");
+  h.update(cuda ? "cuda" : "cpu");
+  h.update(compileOnly ? "object" : "program");
+  // Not the source's path: dist-compile writes it to a fresh temporary file.
+  std::string compiler = cuda ? tc.nvcc : tc.cxx;
+  auto prog = sys::findProgramByName(compiler);
+  sys::fs::file_status st;
+  if (!prog || sys::fs::status(*prog, st))
+    return "";
+  h.update(*prog + "|" + std::to_string(st.getSize()) + "|" +
+           std::to_string(st.getLastModificationTime().time_since_epoch().count()));
+  for (const std::string *s : {&tc.optLevel, &tc.includeDir})
+    h.update(*s + "\n");
+  for (const auto *list : {&tc.libs, &tc.cudaLibs, &tc.cudaArchs})
+    for (const std::string &s : *list)
+      h.update(s + "\n");
+  if (!hashFile(h, sourcePath) || !hashFile(h, tc.cpuLibrary) ||
+      (cuda && !hashFile(h, tc.library)))
+    return "";
+  std::error_code ec;
+  std::vector<std::string> headers;
+  for (sys::fs::recursive_directory_iterator it(tc.includeDir, ec), end;
+       it != end && !ec; it.increment(ec))
+    if (it->type() == sys::fs::file_type::regular_file)
+      headers.push_back(it->path());
+  if (ec)
+    return "";
+  llvm::sort(headers);
+  for (const std::string &path : headers) {
+    h.update(path);
+    if (!hashFile(h, path))
+      return "";
+  }
+  return toHex(h.final(), /*LowerCase=*/true);
+}
+
+Error distopt::codegen::buildExecutable(const Toolchain &tc,
+                                        const CodegenOptions &options,
+                                        StringRef sourcePath, StringRef output,
+                                        bool compileOnly, bool verbose) {
+  const char *dir = getenv("DIST_COMPILE_CACHE");
+  std::string key =
+      dir && *dir ? cacheKey(tc, options, sourcePath, compileOnly) : "";
+  if (key.empty())
+    return compileProgram(tc, options, sourcePath, output, compileOnly,
+                          verbose);
+  SmallString<256> entry(dir);
+  sys::path::append(entry, key);
+  // A hit: the bytes an identical build wrote before.
+  if (!sys::fs::copy_file(entry, output)) {
+    sys::fs::setPermissions(output, sys::fs::all_read | sys::fs::all_write |
+                                        sys::fs::all_exe);
+    if (verbose)
+      errs() << "dist-compile: the program cache holds this build ("
+             << entry << ")\n";
+    return Error::success();
+  }
+  if (Error e = compileProgram(tc, options, sourcePath, output, compileOnly,
+                               verbose))
+    return e;
+  // Stored under a temporary name and renamed, so that concurrent builds
+  // never read half an entry. A cache that cannot be written only costs
+  // the next build its time.
+  if (sys::fs::create_directories(dir))
+    return Error::success();
+  SmallString<256> tmp(entry);
+  tmp += ".tmp" + std::to_string(sys::Process::getProcessId());
+  if (!sys::fs::copy_file(output, tmp) && sys::fs::rename(tmp, entry))
+    sys::fs::remove(tmp);
   return Error::success();
 }

@@ -6,8 +6,10 @@ Results are (name, status, message) with status one of "passed", "failed",
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 
@@ -19,6 +21,21 @@ def tool(build, name):
     if not os.path.exists(path):
         sys.exit(f"error: {path} not found; build it with "
                  f"`scripts/build.sh {build} {name} DistRuntime`")
+    return path
+
+
+def work_dir(prefix):
+    """The suite's scratch folder: a fresh temporary one, or with
+    DIST_NUMERICS_WORK=DIR the folder DIR/PREFIX, emptied first. With a
+    fixed folder two runs compile the same sources (an op's location names
+    its file), so DIST_COMPILE_CACHE serves the second run's programs
+    (scripts/test.sh runs every suite under two oneDNN ISAs)."""
+    base = os.environ.get("DIST_NUMERICS_WORK")
+    if not base:
+        return tempfile.mkdtemp(prefix=prefix + "-")
+    path = os.path.join(base, prefix)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
     return path
 
 

@@ -85,7 +85,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -1329,7 +1328,7 @@ def main():
     ap.add_argument("-k", help="only cases whose name contains this")
     a = ap.parse_args()
     compiler = common.tool(a.build, "dist-compile")
-    work = tempfile.mkdtemp(prefix="dist-distributed-")
+    work = common.work_dir("dist-distributed")
     t0 = time.time()
     results = []
     for name, c in cases():

@@ -35,7 +35,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -142,7 +141,7 @@ def main():
         results = [(f"{m}_vs_module", "failed", msg) for m in args.only or MODELS]
         print("FAIL " + msg)
         return common.finish("numerics.modules", results, args.junit, time.time() - t0)
-    work = tempfile.mkdtemp(prefix="dist-modules-")
+    work = common.work_dir("dist-modules")
     # Two models at a time: most of the time is the host compiler.
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda n: (n, check_model(compiler, work, n, args.rtol)),

@@ -15,7 +15,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -144,7 +143,7 @@ def main():
         return common.finish("numerics.networks",
                              [("networks", "skipped", "onnxruntime not installed")],
                              args.junit, 0)
-    work = tempfile.mkdtemp(prefix="dist-networks-")
+    work = common.work_dir("dist-networks")
     resnet = os.path.join(work, "small_resnet.onnx")
     small_resnet(resnet, squeeze_excitation=True)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),

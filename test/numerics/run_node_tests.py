@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -94,7 +93,7 @@ def main():
     dirs = sorted(d for d in glob.glob(os.path.join(args.data, "test_*"))
                   if os.path.exists(os.path.join(d, "model.onnx"))
                   and re.search(args.filter, os.path.basename(d)))
-    work = tempfile.mkdtemp(prefix="dist-node-tests-")
+    work = common.work_dir("dist-node-tests")
     results = []
     batches = [dirs[i:i + args.batch] for i in range(0, len(dirs), args.batch)]
 

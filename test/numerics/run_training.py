@@ -34,7 +34,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -611,7 +610,7 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     args = ap.parse_args()
     t0 = time.time()
-    work = tempfile.mkdtemp(prefix="dist-training-")
+    work = common.work_dir("dist-training")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 8)).astype(np.float32)
     t = rng.standard_normal((4, 4)).astype(np.float32)
