@@ -1,5 +1,5 @@
 """The inputs the benchmarks feed a bench/codegen model (shared by
-bench_ort.py and bench/gpu/run_gpu_bench.sh): one .npy file per graph
+bench_ort.py and bench/gpu/make_bundle.py): one .npy file per graph
 input, random token ids below VOCAB for int64 inputs (all ones for a mask),
 standard normal for float inputs, seeded, so every program and onnxruntime
 see the same values."""
