@@ -129,11 +129,13 @@ Expected<Candidate> evaluateInference(const cost::ModelDesc &model,
                                       const Plan &plan,
                                       const SearchOptions &o) {
   const unsigned n = model.layers.size();
-  if (plan.numDevices() != c.numDevices())
+  // A plan on fewer devices than the cluster has leaves the others idle
+  // (as a training plan does); the first ones run it.
+  if (plan.numDevices() > c.numDevices())
     return createStringError(
         inconvertibleErrorCode(),
         formatv("inference plan '{0}' runs on {1} devices but cluster '{2}' "
-                "has {3}",
+                "has only {3}",
                 plan.str(), plan.numDevices(), c.name, c.numDevices())
             .str());
   if (plan.chunks != 1 || plan.replicated() ||

@@ -128,8 +128,9 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     return false;
   }
   if (o.mode == "infer" && (!o.trace.empty() || !o.timeline.empty())) {
-    error = "--dist-trace and --dist-timeline draw training schedules; drop "
-            "them with --dist-mode=infer";
+    error = "--dist-trace and --dist-timeline draw training schedules; an "
+            "inference plan (--dist-mode=infer, or dist-compile without "
+            "--train) has none: drop them";
     return false;
   }
   if (search || given) {

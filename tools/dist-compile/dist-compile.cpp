@@ -322,6 +322,13 @@ int main(int argc, char **argv) {
       cost::parseOptimizer(trained))
     optimizer->setValue(trained.str());
 
+  // A program without --train runs forward only: its plan is an inference
+  // plan (no gradients or optimizer state in memory, no backward in the
+  // schedule), unless --dist-mode says otherwise.
+  if (auto *mode = planFlags.options.find(&PlanOptions::mode);
+      mode && !mode->getNumOccurrences() && train.empty())
+    mode->setValue("infer");
+
   if (dataParallel && train.empty()) {
     WithColor::error() << "--data-parallel needs --train: it averages the "
                           "gradients of a training step over the ranks\n";
