@@ -12,6 +12,7 @@
 
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Emit/EmitDialect.h"
+#include "dialects/Emit/KernelRules.h"
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
 
@@ -450,6 +451,58 @@ static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
   return success();
 }
 
+/// A copy between two layouts of one shape on the CPU (NCHW to channels-last
+/// and back) as a loop over rows whose column loop walks one dimension with
+/// a fixed stride on both sides: the output's innermost dimension when it
+/// has 8 or more elements (stores in order), else the input's (loads in
+/// order). The rows run in the output's memory order, so consecutive rows
+/// write nearby, and their offsets are computed once a row rather than
+/// once an element. False (nothing emitted) when neither dimension is long
+/// enough or the target is not the CPU.
+static bool emitCopyByRows(FunctionEmitter &e, Value in, Value out) {
+  auto shape = FunctionEmitter::typeOf(out).getShape();
+  SmallVector<int64_t> inS(e.layoutOf(in)), outS(e.layoutOf(out));
+  if (e.options.target != Target::CPU || shape.size() < 2)
+    return false;
+  auto unitDim = [&](ArrayRef<int64_t> strides) -> std::optional<unsigned> {
+    for (unsigned d = 0; d < shape.size(); ++d)
+      if (strides[d] == 1 && shape[d] >= 8)
+        return d;
+    return std::nullopt;
+  };
+  std::optional<unsigned> col = unitDim(outS);
+  if (!col)
+    col = unitDim(inS);
+  if (!col)
+    return false;
+  // The other dimensions, the output's outermost first.
+  SmallVector<unsigned> rows;
+  for (unsigned d = 0; d < shape.size(); ++d)
+    if (d != *col)
+      rows.push_back(d);
+  llvm::stable_sort(rows, [&](unsigned a, unsigned b) { return outS[a] > outS[b]; });
+  SmallVector<int64_t> rowShape, rowIn, rowOut;
+  for (unsigned d : rows) {
+    rowShape.push_back(shape[d]);
+    rowIn.push_back(inS[d]);
+    rowOut.push_back(outS[d]);
+  }
+  auto dense = emit::rowMajorStrides(rowShape);
+  std::string inRow = FunctionEmitter::stridedOffset(rowShape, dense, rowShape,
+                                                     rowIn, "r");
+  std::string outRow = FunctionEmitter::stridedOffset(rowShape, dense,
+                                                      rowShape, rowOut, "r");
+  auto at = [](const std::string &row, int64_t stride) {
+    return row + " + j" +
+           (stride == 1 ? std::string() : " * " + std::to_string(stride));
+  };
+  e.openRowLoop(FunctionEmitter::numel(out) / shape[*col], shape[*col]);
+  e.os << "      " << e.name(out) << "[" << at(outRow, outS[*col]) << "] = "
+       << e.name(in) << "[" << at(inRow, inS[*col]) << "];\n";
+  e.closeRowLoop();
+  return true;
+}
+
 LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
   if (failed(e.checkTypes(op)))
     return failure();
@@ -465,6 +518,8 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
     auto shape = FunctionEmitter::typeOf(out).getShape();
     e.allocate(out);
     std::string dst = e.name(out), src = e.name(in);
+    if (emitCopyByRows(e, in, out))
+      return success();
     e.openLoop(FunctionEmitter::numel(out));
     e.os << "    " << dst << "[i] = " << src << "["
          << FunctionEmitter::stridedOffset(shape, e.layoutOf(out), shape,
