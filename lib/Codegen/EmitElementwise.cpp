@@ -58,7 +58,8 @@ public:
       reg = "t" + std::to_string(counter++);
       auto shape = FunctionEmitter::typeOf(v).getShape();
       std::optional<std::string> row =
-          byRows ? FunctionEmitter::rowOffset(outShape, shape, e.layoutOf(v))
+          byRows ? FunctionEmitter::rowOffset(outShape, outStrides, shape,
+                                              e.layoutOf(v))
                  : std::nullopt;
       readsByRows |= row.has_value();
       body += "    const " + regType(v) + " " + reg + " = " + e.name(v) + "[" +
@@ -313,12 +314,13 @@ static LogicalResult emitLoop(FunctionEmitter &e, Operation *root,
     return failure();
   auto shape = FunctionEmitter::typeOf(result).getShape();
   GroupEmitter group(e, shape, e.layoutOf(result));
-  // On the CPU, a row-major output whose operands are read through
-  // broadcast or strided index arithmetic (an attention mask, a sliced
-  // table) loops over rows and columns: the column loop reads each operand
-  // at a row offset plus a constant stride, which vectorizes, where the
-  // divisions of a flat index do not.
-  group.byRows = e.loopsByRows(result);
+  // On the CPU, a dense output whose operands are read through broadcast
+  // or strided index arithmetic (an attention mask, a sliced table, a
+  // squeeze-excitation scale over a channels-last map) loops over the rows
+  // and columns of its memory: the column loop reads each operand at a row
+  // offset plus a constant stride, which vectorizes, where the divisions
+  // of a flat index do not.
+  group.byRows = e.loopsByRows(result, /*anyOrder=*/true);
   FailureOr<std::string> expr = group.compute(root);
   if (failed(expr))
     return root->emitError() << root->getName()

@@ -480,16 +480,64 @@ FunctionEmitter::rowOffset(ArrayRef<int64_t> out, ArrayRef<int64_t> in,
   return "(" + row + " + j * " + std::to_string(inStrides.back()) + ")";
 }
 
-bool FunctionEmitter::loopsByRows(Value result) {
+/// The dimensions of a dense layout in memory order (outermost first), or
+/// empty when `strides` is not a dense layout of `shape`.
+static SmallVector<unsigned> memoryOrder(ArrayRef<int64_t> shape,
+                                         ArrayRef<int64_t> strides) {
+  SmallVector<unsigned> order;
+  for (unsigned d = 0; d < shape.size(); ++d)
+    order.push_back(d);
+  llvm::stable_sort(order,
+                    [&](unsigned a, unsigned b) { return strides[a] > strides[b]; });
+  int64_t expect = 1;
+  for (unsigned k = order.size(); k-- > 0;) {
+    if (strides[order[k]] != expect)
+      return {};
+    expect *= shape[order[k]];
+  }
+  return order;
+}
+
+std::optional<std::string>
+FunctionEmitter::rowOffset(ArrayRef<int64_t> out, ArrayRef<int64_t> outStrides,
+                           ArrayRef<int64_t> in, ArrayRef<int64_t> inStrides) {
+  SmallVector<unsigned> order = memoryOrder(out, outStrides);
+  assert(!order.empty() && "a row loop over a dense output");
+  // The output as the row-major tensor of its memory; the operand,
+  // broadcast to it, permuted alike.
+  unsigned lead = out.size() - in.size();
+  SmallVector<int64_t> pOut, pIn, pInStrides;
+  for (unsigned d : order) {
+    pOut.push_back(out[d]);
+    pIn.push_back(d < lead ? 1 : in[d - lead]);
+    pInStrides.push_back(d < lead ? 0 : inStrides[d - lead]);
+  }
+  return rowOffset(pOut, pIn, pInStrides);
+}
+
+bool FunctionEmitter::loopsByRows(Value result, bool anyOrder) {
   auto shape = typeOf(result).getShape();
-  return options.target == Target::CPU && shape.size() >= 2 &&
-         shape.back() >= 8 &&
-         ArrayRef<int64_t>(emit::rowMajorStrides(shape)) ==
-             ArrayRef<int64_t>(layoutOf(result));
+  if (options.target != Target::CPU || shape.size() < 2)
+    return false;
+  if (!anyOrder)
+    return shape.back() >= 8 &&
+           ArrayRef<int64_t>(emit::rowMajorStrides(shape)) ==
+               ArrayRef<int64_t>(layoutOf(result));
+  return !memoryOrder(shape, layoutOf(result)).empty() &&
+         rowLength(result) >= 8;
+}
+
+int64_t FunctionEmitter::rowLength(Value result) {
+  auto shape = typeOf(result).getShape();
+  auto strides = layoutOf(result);
+  for (unsigned d = shape.size(); d-- > 0;)
+    if (strides[d] == 1)
+      return shape[d];
+  return shape.back();
 }
 
 void FunctionEmitter::openRowLoop(Value result) {
-  int64_t cols = typeOf(result).getShape().back();
+  int64_t cols = rowLength(result);
   openRowLoop(numel(result) / cols, cols);
 }
 

@@ -191,9 +191,20 @@ public:
   static std::optional<std::string> rowOffset(llvm::ArrayRef<int64_t> out,
                                               llvm::ArrayRef<int64_t> in,
                                               llvm::ArrayRef<int64_t> inStrides);
+  /// The same for an output laid out densely in any dimension order
+  /// (`outStrides`, a channels-last buffer): its rows and columns are those
+  /// of its memory, the column the dimension of stride 1.
+  static std::optional<std::string>
+  rowOffset(llvm::ArrayRef<int64_t> out, llvm::ArrayRef<int64_t> outStrides,
+            llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> inStrides);
   /// Whether a loop writing `result` runs over rows and columns: a CPU
-  /// program, a row-major result of rank 2 or more, rows of 8 or more.
-  bool loopsByRows(mlir::Value result);
+  /// program, a row-major result of rank 2 or more, rows of 8 or more. With
+  /// `anyOrder`, a result laid out densely in another dimension order too
+  /// (rows of its memory; rowOffset with the output's strides reads it).
+  bool loopsByRows(mlir::Value result, bool anyOrder = false);
+  /// The row length of such a loop: the extent of the result's dimension
+  /// of stride 1.
+  int64_t rowLength(mlir::Value result);
   /// Opens the loop over `rows` rows `r` and `cols` columns `j`
   /// (dg::parallelRows, the column loop DG_SIMD) with `i = r * cols + j`;
   /// closeRowLoop closes it.

@@ -5,7 +5,8 @@ GPT-2, BERT and Llama fixtures (test/fixtures, real exported weights read at
 run time from the ONNX file / llama.weights) and a small ResNet built here
 (conv + batch norm + relu, two basic blocks with a strided 1x1 shortcut,
 max pooling, a squeeze-excitation block, global average pooling, Gemm;
-seeded random weights) are
+seeded random weights) and a chain of convolutions with a
+squeeze-excitation scale that runs channels-last are
 compiled into one program (--default-batch 2) and run on seeded random
 inputs; every output must match onnxruntime within rtol 1e-3 / atol 1e-4.
 
@@ -107,6 +108,36 @@ def small_resnet(path, seed=0, squeeze_excitation=False):
     onnx.save(model, path)
 
 
+def channels_last_chain(path, seed=2):
+    """Three convolutions with a squeeze-excitation scale between them:
+    the CPU programs run this chain channels-last, so the scale's
+    broadcast multiply and the copies into and out of that layout are
+    generated loops over rows of channels (codegen/copy-rows.test,
+    codegen/emit-rows-channels-last.mlir)."""
+    rng = np.random.default_rng(seed)
+
+    def w(name, shape):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32),
+            name)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("GlobalAveragePool", ["b"], ["g"]),
+             helper.make_node("Sigmoid", ["g"], ["s"]),
+             helper.make_node("Mul", ["b", "s"], ["m"]),
+             helper.make_node("Conv", ["m", "w2"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c", "w3"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "channels_last_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 12, 20])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, 12, 20])],
+        [w("w1", [16, 3, 3, 3]), w("w2", [16, 16, 3, 3]), w("w3", [8, 16, 1, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def inputs_for(path, rng):
     model = onnx.load(path, load_external_data=False)
     inits = {i.name for i in model.graph.initializer}
@@ -146,10 +177,13 @@ def main():
     work = common.work_dir("dist-networks")
     resnet = os.path.join(work, "small_resnet.onnx")
     small_resnet(resnet, squeeze_excitation=True)
+    chain = os.path.join(work, "channels_last_chain.onnx")
+    channels_last_chain(chain)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
             ("llama", os.path.join(FIXTURES, "llama.onnx")),
-            ("small_resnet", resnet)]
+            ("small_resnet", resnet),
+            ("channels_last_chain", chain)]
     exe = os.path.join(work, "nets.bin")
     ok, skipped, secs, log = common.compile_models(
         args.build, nets, exe, extra=["--default-batch", str(BATCH)])
