@@ -480,7 +480,8 @@ static bool emitCopyByRows(FunctionEmitter &e, Value in, Value out) {
   for (unsigned d = 0; d < shape.size(); ++d)
     if (d != *col)
       rows.push_back(d);
-  llvm::stable_sort(rows, [&](unsigned a, unsigned b) { return outS[a] > outS[b]; });
+  llvm::stable_sort(rows,
+                    [&](unsigned a, unsigned b) { return outS[a] > outS[b]; });
   SmallVector<int64_t> rowShape, rowIn, rowOut;
   for (unsigned d : rows) {
     rowShape.push_back(shape[d]);
@@ -488,17 +489,17 @@ static bool emitCopyByRows(FunctionEmitter &e, Value in, Value out) {
     rowOut.push_back(outS[d]);
   }
   auto dense = emit::rowMajorStrides(rowShape);
-  std::string inRow = FunctionEmitter::stridedOffset(rowShape, dense, rowShape,
-                                                     rowIn, "r");
-  std::string outRow = FunctionEmitter::stridedOffset(rowShape, dense,
-                                                      rowShape, rowOut, "r");
+  std::string inRow =
+      FunctionEmitter::stridedOffset(rowShape, dense, rowShape, rowIn, "r");
+  std::string outRow =
+      FunctionEmitter::stridedOffset(rowShape, dense, rowShape, rowOut, "r");
   auto at = [](const std::string &row, int64_t stride) {
     return row + " + j" +
            (stride == 1 ? std::string() : " * " + std::to_string(stride));
   };
   e.openRowLoop(FunctionEmitter::numel(out) / shape[*col], shape[*col]);
-  e.os << "      " << e.name(out) << "[" << at(outRow, outS[*col]) << "] = "
-       << e.name(in) << "[" << at(inRow, inS[*col]) << "];\n";
+  e.os << "      " << e.name(out) << "[" << at(outRow, outS[*col])
+       << "] = " << e.name(in) << "[" << at(inRow, inS[*col]) << "];\n";
   e.closeRowLoop();
   return true;
 }

@@ -487,8 +487,8 @@ static SmallVector<unsigned> memoryOrder(ArrayRef<int64_t> shape,
   SmallVector<unsigned> order;
   for (unsigned d = 0; d < shape.size(); ++d)
     order.push_back(d);
-  llvm::stable_sort(order,
-                    [&](unsigned a, unsigned b) { return strides[a] > strides[b]; });
+  llvm::stable_sort(
+      order, [&](unsigned a, unsigned b) { return strides[a] > strides[b]; });
   int64_t expect = 1;
   for (unsigned k = order.size(); k-- > 0;) {
     if (strides[order[k]] != expect)

@@ -188,9 +188,9 @@ public:
   /// (openRowLoop): the offset of row `r` plus `j` times the operand's last
   /// stride, so that the loop over `j` vectorizes; null when the operand is
   /// read at `i` itself.
-  static std::optional<std::string> rowOffset(llvm::ArrayRef<int64_t> out,
-                                              llvm::ArrayRef<int64_t> in,
-                                              llvm::ArrayRef<int64_t> inStrides);
+  static std::optional<std::string>
+  rowOffset(llvm::ArrayRef<int64_t> out, llvm::ArrayRef<int64_t> in,
+            llvm::ArrayRef<int64_t> inStrides);
   /// The same for an output laid out densely in any dimension order
   /// (`outStrides`, a channels-last buffer): its rows and columns are those
   /// of its memory, the column the dimension of stride 1.

@@ -210,8 +210,9 @@ static std::string cacheKey(const Toolchain &tc, const CodegenOptions &options,
   sys::fs::file_status st;
   if (!prog || sys::fs::status(*prog, st))
     return "";
-  h.update(*prog + "|" + std::to_string(st.getSize()) + "|" +
-           std::to_string(st.getLastModificationTime().time_since_epoch().count()));
+  h.update(
+      *prog + "|" + std::to_string(st.getSize()) + "|" +
+      std::to_string(st.getLastModificationTime().time_since_epoch().count()));
   for (const std::string *s : {&tc.optLevel, &tc.includeDir})
     h.update(*s + "\n");
   for (const auto *list : {&tc.libs, &tc.cudaLibs, &tc.cudaArchs})
@@ -254,12 +255,12 @@ Error distopt::codegen::buildExecutable(const Toolchain &tc,
     sys::fs::setPermissions(output, sys::fs::all_read | sys::fs::all_write |
                                         sys::fs::all_exe);
     if (verbose)
-      errs() << "dist-compile: the program cache holds this build ("
-             << entry << ")\n";
+      errs() << "dist-compile: the program cache holds this build (" << entry
+             << ")\n";
     return Error::success();
   }
-  if (Error e = compileProgram(tc, options, sourcePath, output, compileOnly,
-                               verbose))
+  if (Error e =
+          compileProgram(tc, options, sourcePath, output, compileOnly, verbose))
     return e;
   // Stored under a temporary name and renamed, so that concurrent builds
   // never read half an entry. A cache that cannot be written only costs
