@@ -214,7 +214,7 @@ static LogicalResult emitMatmul(FunctionEmitter &e, MatmulOp op, Value out,
        << FunctionEmitter::literal(op.getAlpha().convertToDouble(),
                                    Float32Type::get(op.getContext()))
        << ", 0.0f};\n";
-  std::string ex = computeEx(e, kernel, op, Value());
+  std::string ex = computeEx(e, kernel, op, op.getRhs());
   bool strided = !e.isRowMajor(op.getLhs()) || !e.isRowMajor(op.getRhs()) ||
                  !e.isRowMajor(out);
   e.os << "  ";

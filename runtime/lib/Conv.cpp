@@ -211,22 +211,9 @@ distrt_status convForward(distrt_context *ctx, const ConvGeom &g,
              .first;
   }
   const cpu::CpuState::Layered &entry = it->second;
-  memory weights = cpu::mem(st, wPlain, w->data);
-  if (entry.weights != wPlain) {
-    std::string wkey = key + "@" +
-                       std::to_string(reinterpret_cast<uintptr_t>(w->data));
-    auto cached = ex && ex->constant_weights ? st.constantWeights.find(wkey)
-                                             : st.constantWeights.end();
-    if (cached != st.constantWeights.end()) {
-      weights = cached->second;
-    } else {
-      memory blocked(entry.weights, st.engine);
-      dnnl::reorder(weights, blocked).execute(st.stream, weights, blocked);
-      weights = blocked;
-      if (ex && ex->constant_weights)
-        st.constantWeights.emplace(wkey, blocked);
-    }
-  }
+  memory weights =
+      st.weightsFor(key, entry, cpu::mem(st, wPlain, w->data), w->data,
+                    ex && ex->constant_weights);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
       {DNNL_ARG_WEIGHTS, weights},

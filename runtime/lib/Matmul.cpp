@@ -250,7 +250,7 @@ distrt_status cpuMatmulEx(distrt_context *ctx, const distrt_tensor *a,
                     "|" + std::to_string(alpha) + "," + std::to_string(beta) +
                     (bias ? ",bias" : "") + cpu::postOpsKey(ex, rank);
   // oneDNN applies a sum first: the user's leading sum joins beta's.
-  dnnl::primitive &prim = st.primitive(key, [&] {
+  auto primitiveDesc = [&](const memory::desc &weights) {
     dnnl::primitive_attr attr;
     if (alpha != 1.0f)
       attr.set_output_scales(0, {alpha});
@@ -261,19 +261,40 @@ distrt_status cpuMatmulEx(distrt_context *ctx, const distrt_tensor *a,
       ops.append_binary(dnnl::algorithm::binary_add, biasMd);
     cpu::appendPostOps(ops, ex, userSum ? 1 : 0, rank);
     attr.set_post_ops(ops);
-    dnnl::matmul::desc d(aMd, bMd, cMd);
-    return dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, st.engine));
-  });
+    dnnl::matmul::desc d(aMd, weights, cMd);
+    return dnnl::matmul::primitive_desc(d, attr, st.engine);
+  };
+  memory weights = cpu::mem(st, bMd, b->data);
+  dnnl::primitive *prim;
+  if (ex && ex->constant_weights) {
+    // Constant weights (an inference program's): the kernel picks their
+    // layout and they are reordered into it once per address, as the
+    // convolutions' are (onnxruntime packs its GEMM weights alike).
+    key += "|packed";
+    auto it = st.layered.find(key);
+    if (it == st.layered.end()) {
+      auto pd = primitiveDesc(
+          memory::desc(bd, memory::data_type::f32, memory::format_tag::any));
+      it = st.layered
+               .emplace(key, cpu::CpuState::Layered{dnnl::matmul(pd),
+                                                    pd.weights_desc()})
+               .first;
+    }
+    prim = &it->second.prim;
+    weights = st.weightsFor(key, it->second, weights, b->data, true);
+  } else {
+    prim = &st.primitive(key, [&] { return dnnl::matmul(primitiveDesc(bMd)); });
+  }
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, cpu::mem(st, aMd, a->data)},
-      {DNNL_ARG_WEIGHTS, cpu::mem(st, bMd, b->data)},
+      {DNNL_ARG_WEIGHTS, weights},
       {DNNL_ARG_DST, cpu::mem(st, cMd, c->data)}};
   int index = (beta != 0.0f || userSum) ? 1 : 0;
   if (bias)
     args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1] =
         cpu::mem(st, biasMd, bias->data);
   cpu::postOpArgs(st, args, ex, userSum ? 1 : 0, index, rank);
-  prim.execute(st.stream, args);
+  prim->execute(st.stream, args);
   st.stream.wait();
   return DISTRT_OK;
 }
@@ -433,7 +454,9 @@ extern "C" distrt_status distrt_matmul_ex(distrt_context *ctx,
     DISTRT_TRY(ck.shape("bias", bias, {s.n}));
   bool dense = isDense(*a) && isDense(*b) && isDense(*c);
   bool post = ex && ex->count > 0;
-  if (!post && dense)
+  bool packed = ex && ex->constant_weights && !ctx->isCuda() &&
+                b->dtype == DISTRT_F32 && a->dtype == DISTRT_F32;
+  if (!post && dense && !packed)
     return distrt_matmul(ctx, a, b, bias, c, attr);
   if (ctx->isCuda())
     return ck.fail(DISTRT_ERROR_UNSUPPORTED,

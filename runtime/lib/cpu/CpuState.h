@@ -13,7 +13,9 @@
 
 #include <dnnl.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <string>
 #include <unordered_map>
 
 namespace distrt {
@@ -34,6 +36,26 @@ struct CpuState {
   /// Constant weights already reordered to a primitive's layout, keyed by
   /// the primitive's key and the weights' address.
   std::unordered_map<std::string, dnnl::memory> constantWeights;
+
+  /// The weights `plain` (at `data`) in the layout the primitive `key`
+  /// wants (`entry.weights`): reordered on every call, or once per address
+  /// when they are `constant` (kept in constantWeights).
+  dnnl::memory weightsFor(const std::string &key, const Layered &entry,
+                          dnnl::memory plain, const void *data,
+                          bool constant) {
+    if (entry.weights == plain.get_desc())
+      return plain;
+    std::string wkey =
+        key + "@" + std::to_string(reinterpret_cast<uintptr_t>(data));
+    if (constant)
+      if (auto it = constantWeights.find(wkey); it != constantWeights.end())
+        return it->second;
+    dnnl::memory blocked(entry.weights, engine);
+    dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
+    if (constant)
+      constantWeights.emplace(wkey, blocked);
+    return blocked;
+  }
 
   /// The cached primitive for `key`, created by `make` on first use.
   dnnl::primitive &primitive(const std::string &key,

@@ -5,7 +5,8 @@
 // the epilogue done on the host: post-ops (activations, binary with scalar /
 // per-channel / full operands, sum), strided matmul operands (a transposed
 // view read in place), channels-last convolution and pooling, constant
-// weights kept in the kernel's layout, and the argument errors.
+// weights kept in the kernel's layout (convolutions and matmuls), and the
+// argument errors.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -80,6 +81,35 @@ TEST_F(RuntimeTest, MatmulExPostOpsMatchTheEpilogueOnTheHost) {
   for (int64_t i = 0; i < m * n; ++i)
     want[i] = std::max(gelu(want[i]) * col[i % n] + full[i], one[0]);
   expectClose(c.v, want, 1e-4f, "post-ops");
+}
+
+TEST_F(RuntimeTest, MatmulExConstantWeightsArePackedOnce) {
+  // An inference program's constant weights (here a transposed [n, k]
+  // Gemm weight, 2 rows as a classifier's): packed into the kernel's layout
+  // on the first call and reused by address; the results are the plain
+  // call's, with and without post-ops, on the second call too.
+  int64_t m = 2, n = 96, k = 80;
+  Tensor a({m, k}), w({n, k}), bias({n}), c({m, n}), plain({m, n});
+  randomize(a, 11);
+  randomize(w, 12);
+  randomize(bias, 13);
+  distrt_matmul_attr attr{0, 1, 1.0f, 0.0f};
+  ASSERT_OK(distrt_matmul(ctx, a.d(), w.d(), bias.d(), plain.d(), &attr));
+  distrt_compute_ex ex = {};
+  ex.constant_weights = 1;
+  for (int call = 0; call < 2; ++call) {
+    std::fill(c.v.begin(), c.v.end(), -1.0f);
+    ASSERT_OK(
+        distrt_matmul_ex(ctx, a.d(), w.d(), bias.d(), c.d(), &attr, &ex));
+    expectClose(c.v, plain.v, 1e-5f, "packed weights");
+  }
+  ex.count = 1;
+  ex.post[0] = eltwise(DISTRT_ELTWISE_RELU);
+  ASSERT_OK(distrt_matmul_ex(ctx, a.d(), w.d(), bias.d(), c.d(), &attr, &ex));
+  std::vector<float> want(plain.v);
+  for (float &x : want)
+    x = std::max(0.0f, x);
+  expectClose(c.v, want, 1e-5f, "packed weights + relu");
 }
 
 TEST_F(RuntimeTest, MatmulExSumAddsWhatTheOutputHeld) {
