@@ -62,6 +62,24 @@ static bool samePaddingIsCheap(onnx::InferenceContext &ctx) {
   return true;
 }
 
+/// True when every constant input of a Range holds an element. ONNX 1.12's
+/// Range inference reads the first element of a constant start, limit or
+/// delta without checking that it has one: a Constant with no data
+/// (dist-fuzz) crashes the process.
+static bool rangeInputsHaveData(onnx::InferenceContext &ctx) {
+  for (size_t i = 0; i < ctx.getNumInputs() && i < 3; ++i) {
+    const onnx::TensorProto *t = ctx.getInputData(i);
+    if (!t)
+      continue;
+    bool any = !t->raw_data().empty() || t->float_data_size() > 0 ||
+               t->int64_data_size() > 0 || t->int32_data_size() > 0 ||
+               t->double_data_size() > 0;
+    if (!any)
+      return false;
+  }
+  return true;
+}
+
 /// The ops whose inference is ONNX's convPoolShapeInference.
 static bool usesConvPoolInference(const std::string &key) {
   return key == "Conv" || key == "ConvInteger" || key == "QLinearConv" ||
@@ -73,8 +91,9 @@ static bool usesConvPoolInference(const std::string &key) {
 /// propagation reads getInputType(0) unchecked (a Shape node reading a
 /// value whose inference failed, such as a MatMul of mismatched shapes,
 /// crashes the process), ConvTranspose's shape inference reads W as if
-/// it had X's rank, and convolutions and pools with SAME padding loop over
-/// the input's extent. Those schemas are copies that first check what the
+/// it had X's rank, convolutions and pools with SAME padding loop over
+/// the input's extent, and Range reads an element of constant inputs that
+/// may have none. Those schemas are copies that first check what the
 /// original reads and otherwise skip it; that only loses static shape data,
 /// and the importer then names the value it cannot type.
 class GuardedRegistry final : public onnx::ISchemaRegistry {
@@ -91,7 +110,9 @@ public:
                          schema->has_type_and_shape_inference_function();
     bool convPool = usesConvPoolInference(key) &&
                     schema->has_type_and_shape_inference_function();
-    if (!shape15 && !convTranspose && !convPool)
+    bool range =
+        key == "Range" && schema->has_type_and_shape_inference_function();
+    if (!shape15 && !convTranspose && !convPool && !range)
       return schema;
     std::lock_guard<std::mutex> lock(mutex);
     auto it = guarded.find(schema);
@@ -109,8 +130,9 @@ public:
       } else {
         onnx::InferenceFunction inner =
             schema->GetTypeAndShapeInferenceFunction();
-        auto safe =
-            convTranspose ? convTransposeRanksAgree : samePaddingIsCheap;
+        auto safe = convTranspose ? convTransposeRanksAgree
+                    : range       ? rangeInputsHaveData
+                                  : samePaddingIsCheap;
         copy.TypeAndShapeInferenceFunction(
             [inner, safe](onnx::InferenceContext &ctx) {
               if (safe(ctx))
