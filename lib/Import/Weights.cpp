@@ -116,8 +116,11 @@ static std::optional<int64_t> typedCount(const TensorProto &t) {
   }
 }
 
-/// The problem with `t`'s inline payload, or "" when it is consistent.
-static std::string payloadProblem(const TensorProto &t) {
+/// The problem with `t`'s inline payload, or "" when it is consistent. An
+/// initializer may hold no data at all (the graph-only form, or a payload
+/// the scanner stripped); a node's tensor (`inNode`) only when its data
+/// needs at least kNodeTensorStripBytes, the least the scanner strips.
+static std::string payloadProblem(const TensorProto &t, bool inNode = false) {
   if (t.data_location() == TensorProto::EXTERNAL)
     return ""; // resolveExternal checks the file range
   std::optional<int64_t> count = numElements(t);
@@ -134,6 +137,9 @@ static std::string payloadProblem(const TensorProto &t) {
     return "";
   }
   std::optional<int64_t> values = typedCount(t);
+  if (inNode && !t.has_raw_data() && values && *values == 0 && *count > 0 &&
+      perElement > 0 && *count < int64_t(kNodeTensorStripBytes) / perElement)
+    return "has no data: no raw_data and no typed values";
   // No data at all is the graph-only form (or a stripped large payload);
   // defineInitializers decides about it.
   if (t.has_raw_data() || !values || *values == 0 || t.dims_size() == 0)
@@ -155,7 +161,8 @@ static llvm::Error payloadError(const TensorProto &t, StringRef where,
   SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
-      llvm::Twine(where) + " '" + t.name() + "' (" +
+      llvm::Twine(where) + (t.name().empty() ? "" : " '" + t.name() + "'") +
+          " (" +
           (TensorProto::DataType_IsValid(t.data_type())
                ? TensorProto::DataType_Name(t.data_type())
                : "data type " + std::to_string(t.data_type())) +
@@ -172,10 +179,11 @@ llvm::Error checkInlinePayloads(const onnx::GraphProto &graph) {
       std::string where = "node '" + node.name() + "' (" + node.op_type() +
                           "), attribute '" + attr.name() + "': tensor";
       if (attr.has_t())
-        if (std::string p = payloadProblem(attr.t()); !p.empty())
+        if (std::string p = payloadProblem(attr.t(), /*inNode=*/true);
+            !p.empty())
           return payloadError(attr.t(), where, p);
       for (const TensorProto &t : attr.tensors())
-        if (std::string p = payloadProblem(t); !p.empty())
+        if (std::string p = payloadProblem(t, /*inNode=*/true); !p.empty())
           return payloadError(t, where, p);
       if (attr.has_sparse_tensor()) {
         const onnx::SparseTensorProto &s = attr.sparse_tensor();

@@ -417,3 +417,14 @@ save("bad_short_constant", [
     helper.make_node("Constant", [], ["c"], name="const", value=few),
     helper.make_node("Add", ["a", "c"], ["y"], name="add")],
     [vinfo("a", F, [4])], [vinfo("y", F, None)])
+# A Range whose start is a Constant scalar with no data at all (dist-fuzz
+# onnx: ONNX 1.12's Range inference read its missing element): the
+# importer names the Constant.
+empty = TensorProto()
+empty.data_type = I64
+save("bad_empty_constant", [
+    helper.make_node("Constant", [], ["zero"], name="zero", value=empty),
+    helper.make_node("Range", ["zero", "n", "one"], ["y"], name="range")],
+    [], [vinfo("y", I64, None)],
+    [numpy_helper.from_array(np.array(4, np.int64), "n"),
+     numpy_helper.from_array(np.array(1, np.int64), "one")])
