@@ -7,7 +7,7 @@
 //
 //   dist-fuzz TARGET [--regress DIR]... [--seeds DIR]... [--seconds S]
 //             [--runs N] [--seed N] [--crash-dir DIR] [--timeout S]
-//             [--junit FILE]
+//             [--max-memory MIB] [--junit FILE]
 //
 // --regress runs every input of the folders once (every input that ever
 // crashed lives there, test/fuzz/regress/). --seconds/--runs then mutates
@@ -16,8 +16,11 @@
 // ONNX model, numbers and lines of text) and byte mutations (flips,
 // interesting bytes, insertions, erasures, splices, truncation). A crash
 // (any fatal signal, an abort from an LLVM fatal error or a sanitizer
-// report) or an input running past --timeout saves the input under
-// --crash-dir and exits 1; otherwise it prints the counts and exits 0.
+// report) or an input running past --timeout (default 20 s) saves the
+// input under --crash-dir, prints it (and, for a mutated input, the seed
+// and number that rerun to it) and exits 1; otherwise it prints the counts
+// and exits 0. --max-memory caps the address space (default 6144 MiB):
+// an allocation past it is a crash, so runaway sizes show up.
 // .mlir inputs are split at `// -----` lines, as --split-input-file does.
 //
 //===----------------------------------------------------------------------===//
@@ -39,6 +42,8 @@
 
 using namespace distopt::fuzz;
 
+unsigned long long distopt::fuzz::maxMemoryMiB = 6144;
+
 extern "C" void __sanitizer_set_death_callback(void (*)(void))
     __attribute__((weak));
 
@@ -50,8 +55,70 @@ struct CrashState {
   const char *target = "";
   const char *suffix = "";
   char path[4096] = "";
+  /// The mutation run's seed and the running input's number in it (0: a
+  /// regression input), so `--seed S --runs N` reruns up to the crash.
+  unsigned long long seed = 0;
+  long long number = 0;
 };
 CrashState crash;
+
+/// write(2) of a string (async-signal-safe).
+void say(const char *s, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(2, s, n);
+    if (k <= 0)
+      return;
+    s += k;
+    n -= size_t(k);
+  }
+}
+void say(const char *s) { say(s, strlen(s)); }
+void sayNumber(unsigned long long v) {
+  char digits[24];
+  int n = 0;
+  do
+    digits[sizeof digits - 1 - n++] = char('0' + v % 10);
+  while ((v /= 10) && n < int(sizeof digits));
+  say(digits + sizeof digits - n, size_t(n));
+}
+
+/// Prints the input into the log too (async-signal-safe), where a CI run
+/// keeps it when its crash folder is lost: as text when every byte is
+/// printable, else as hex; at most 16 KiB.
+void printInput(const std::string &input) {
+  constexpr size_t kMax = 16 << 10;
+  if (input.size() > kMax) {
+    say("dist-fuzz: (the input is over 16 KiB: not printed)\n");
+    return;
+  }
+  bool text = true;
+  for (char c : input)
+    text &= c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f);
+  say("dist-fuzz: the input (");
+  sayNumber(input.size());
+  say(text ? " bytes of text) follows, up to the line "
+             "'dist-fuzz: end of input':\n"
+           : " bytes, as hex) follows, up to the line "
+             "'dist-fuzz: end of input':\n");
+  if (text) {
+    say(input.data(), input.size());
+  } else {
+    static const char hex[] = "0123456789abcdef";
+    char line[80];
+    for (size_t i = 0; i < input.size(); i += 32) {
+      size_t n = 0;
+      for (size_t j = i; j < input.size() && j < i + 32; ++j) {
+        line[n++] = hex[(unsigned char)input[j] >> 4];
+        line[n++] = hex[(unsigned char)input[j] & 15];
+      }
+      line[n++] = '\n';
+      say(line, n);
+    }
+  }
+  if (text && !input.empty() && input.back() != '\n')
+    say("\n");
+  say("dist-fuzz: end of input\n");
+}
 
 /// Saves the current input (async-signal-safe: open/write/close only).
 void saveInput(const char *kind) {
@@ -73,34 +140,38 @@ void saveInput(const char *kind) {
     }
     close(fd);
   }
-  const char msg[] = "dist-fuzz: the input is saved as ";
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
-  ignored = write(2, file, strlen(file));
-  ignored = write(2, "\n", 1);
-  (void)ignored;
+  say("dist-fuzz: the input is saved as ");
+  say(file);
+  say("\n");
+  if (crash.number > 0) {
+    say("dist-fuzz: it is mutated input ");
+    sayNumber((unsigned long long)crash.number);
+    say(" of seed ");
+    sayNumber(crash.seed);
+    say(" (rerun with the same --seeds/--regress and --seed ");
+    sayNumber(crash.seed);
+    say(" --runs ");
+    sayNumber((unsigned long long)crash.number);
+    say(")\n");
+  }
+  printInput(*crash.input);
 }
 
 extern "C" void onFatalSignal(int sig) {
-  const char msg[] = "dist-fuzz: CRASH (fatal signal) on an input\n";
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
-  (void)ignored;
+  say("dist-fuzz: CRASH (fatal signal) on an input\n");
   saveInput("crash");
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
 extern "C" void onTimeout(int) {
-  const char msg[] = "dist-fuzz: HANG (an input ran past --timeout)\n";
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
-  (void)ignored;
+  say("dist-fuzz: HANG (an input ran past --timeout)\n");
   saveInput("hang");
   _exit(70);
 }
 
 extern "C" void onSanitizerDeath() {
-  const char msg[] = "dist-fuzz: CRASH (sanitizer report) on an input\n";
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
-  (void)ignored;
+  say("dist-fuzz: CRASH (sanitizer report) on an input\n");
   saveInput("crash");
 }
 
@@ -113,7 +184,8 @@ void installHandlers() {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(DIST_FUZZ_NO_RLIMIT)
   // Runaway allocation (a /dev/zero read) is a defect: make it fail fast.
   // ASan reserves its shadow memory up front, so it has no such limit.
-  struct rlimit limit = {size_t(6) << 30, size_t(6) << 30};
+  rlim_t bytes = rlim_t(maxMemoryMiB) << 20;
+  struct rlimit limit = {bytes, bytes};
   setrlimit(RLIMIT_AS, &limit);
 #endif
 }
@@ -193,7 +265,8 @@ void mutateBytes(std::string &s, const std::vector<std::string> &pool,
 int usage() {
   fprintf(stderr, "usage: dist-fuzz TARGET [--regress DIR]... [--seeds DIR]... "
                   "[--seconds S] [--runs N] [--seed N] [--crash-dir DIR] "
-                  "[--timeout S] [--junit FILE]\ntargets:");
+                  "[--timeout S] [--max-memory MIB] [--junit FILE]\n"
+                  "targets:");
   for (const Target &t : targets())
     fprintf(stderr, " %s", t.name);
   fprintf(stderr, "\n");
@@ -243,6 +316,9 @@ int main(int argc, char **argv) {
     else if (a == "--runs" && !v.getAsInteger(10, runs))
       ;
     else if (a == "--seed" && !v.getAsInteger(10, seed))
+      ;
+    else if (a == "--max-memory" && !v.getAsInteger(10, maxMemoryMiB) &&
+             maxMemoryMiB >= 256)
       ;
     else if (a == "--crash-dir")
       crashDir = v.str();
@@ -299,6 +375,7 @@ int main(int argc, char **argv) {
     }
     size_t seeds = pool.size();
     Rng rng(seed);
+    crash.seed = seed;
     auto start = std::chrono::steady_clock::now();
     long long n = 0, ok = 0;
     auto elapsed = [&] {
@@ -316,7 +393,7 @@ int main(int argc, char **argv) {
       }
       if (input.size() > (1u << 20))
         input.resize(1u << 20);
-      ++n;
+      crash.number = ++n;
       if (runOne(input) == Outcome::Accepted) {
         ++ok;
         // Accepted inputs seed deeper mutations (bounded pool).

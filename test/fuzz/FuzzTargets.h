@@ -58,6 +58,9 @@ llvm::ArrayRef<const char *> interestingNumbers();
 /// Every target, by name.
 llvm::ArrayRef<Target> targets();
 
+/// --max-memory: the address space the inputs may use, in MiB.
+extern unsigned long long maxMemoryMiB;
+
 } // namespace distopt::fuzz
 
 #endif // DIST_TEST_FUZZ_FUZZTARGETS_H

@@ -18,6 +18,7 @@
 
 #include "distrt/gen/Npy.h"
 
+#include "llvm/Support/MemAlloc.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -282,7 +283,9 @@ static std::vector<std::string> noSeeds() { return {}; }
 
 /// The harness's own check (test/fuzz/harness.test): an input starting
 /// with "crash" dereferences null, "abort" aborts, "divide" divides by
-/// zero, "hang" loops; anything else is refused.
+/// zero, "hang" loops, "allocate" allocates 1 GiB through LLVM (which
+/// aborts when the allocation fails: past --max-memory); anything else is
+/// refused.
 /// Under the sanitizers (scripts/test.sh --sanitize) UBSan would report the
 /// null load and the division first and halt without a signal; there the
 /// selftest raises the signals the hardware would.
@@ -303,6 +306,13 @@ static Outcome runSelfTest(llvm::StringRef input) {
   if (input.starts_with("hang"))
     for (;;)
       zero = zero;
+  if (input.starts_with("allocate")) {
+    // Under ASan there is no address-space limit (FuzzMain.cpp): abort as
+    // LLVM would on a failed allocation.
+    if (sanitized && maxMemoryMiB <= 1024)
+      abort();
+    free(llvm::safe_malloc(size_t(1) << 30));
+  }
   return Outcome::Refused;
 }
 static std::vector<std::string> selfSeeds() { return {"fine"}; }
