@@ -154,17 +154,24 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                              "writes it)");
     if (failed(verifyIndex(op, attr, "action list index")))
       return failure();
+    // The plan says how many lists there are (codegen sizes its tables by
+    // the index: a bound is needed).
     int64_t list = cast<IntegerAttr>(attr.getValue()).getInt();
-    if (PlanAttr plan = enclosingPlan(op)) {
-      schedule::RankLayout layout = plan.getLayout();
-      int64_t lists = layout.replicated()
-                          ? static_cast<int64_t>(layout.numSlots())
-                          : layout.pp;
-      if (list >= lists)
-        return op->emitOpError("'dist.action_list' is ")
-               << list << " but the module's plan has " << lists
-               << " action lists";
-    }
+    PlanAttr plan = enclosingPlan(op);
+    if (!plan)
+      return op->emitOpError("'dist.action_list' is ")
+             << list
+             << ", the index of one of the action lists of the module's "
+                "plan, but the module has no 'dist.plan'; run dist-partition "
+                "on a planned module";
+    schedule::RankLayout layout = plan.getLayout();
+    int64_t lists = layout.replicated()
+                        ? static_cast<int64_t>(layout.numSlots())
+                        : layout.pp;
+    if (list >= lists)
+      return op->emitOpError("'dist.action_list' is ")
+             << list << " but the module's plan has " << lists
+             << " action lists";
     return success();
   }
   if (name == ActionLabel::getNameStr()) {

@@ -451,15 +451,29 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "gpipe", stages = [0, 1]>} {
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.action_list = 0 : i64} {
   // expected-error @+1 {{'dist.action' names the schedule action ("F3.0", "OPT", ...) an op of an action list's program carries out (dist-partition writes it), got 3 : i64}}
   %y = graph.unary relu %x {dist.action = 3 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+}
 
 // -----
 
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "gpipe", stages = [0, 1]>} {
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.action_list = 0 : i64} {
+  %y = graph.unary relu %x {dist.action = "F0.0"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+}
+
+// -----
+
+// An action list index bounds the tables codegen builds: without a plan
+// there is no bound (dist-fuzz: 2^32 asked for a 2^32-entry table).
+// expected-error @+1 {{'dist.action_list' is 4294967296, the index of one of the action lists of the module's plan, but the module has no 'dist.plan'; run dist-partition on a planned module}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.action_list = 4294967296 : i64} {
   %y = graph.unary relu %x {dist.action = "F0.0"} : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
