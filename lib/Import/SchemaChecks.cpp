@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <onnx/defs/data_type_utils.h>
 #include <onnx/defs/schema.h>
@@ -64,6 +65,13 @@ struct AttrBound {
   int64_t min;
 };
 
+/// The ops whose inference is ONNX's convPoolShapeInference.
+static bool isConvOrPool(llvm::StringRef op) {
+  return op == "Conv" || op == "ConvInteger" || op == "QLinearConv" ||
+         op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
+         op == "LpPool" || op == "MaxUnpool" || op == "MaxRoiPool";
+}
+
 static llvm::ArrayRef<AttrBound> boundedAttributes(llvm::StringRef op) {
   static const AttrBound convLike[] = {{"strides", 1},
                                        {"dilations", 1},
@@ -71,18 +79,31 @@ static llvm::ArrayRef<AttrBound> boundedAttributes(llvm::StringRef op) {
                                        {"pads", 0},
                                        {"group", 1}};
   static const AttrBound blocks[] = {{"blocksize", 1}};
-  if (op == "Conv" || op == "ConvInteger" || op == "QLinearConv" ||
-      op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
-      op == "LpPool" || op == "MaxUnpool" || op == "MaxRoiPool")
+  if (isConvOrPool(op))
     return convLike;
   if (op == "SpaceToDepth" || op == "DepthToSpace")
     return blocks;
   return {};
 }
 
-/// Checks the attribute values ONNX 1.12's shape inference trusts.
+/// Checks the attribute values ONNX 1.12's shape inference trusts. Its
+/// convolutions and pools take any auto_pad other than NOTSET and VALID for
+/// SAME (and pad by repeated subtraction: an unknown value there could
+/// loop for ages).
 static llvm::Error checkAttributeValues(const onnx::GraphProto &graph, int i) {
   const NodeProto &node = graph.node(i);
+  if (isConvOrPool(node.op_type()))
+    for (const auto &a : node.attribute())
+      if (a.name() == "auto_pad" && a.s() != "NOTSET" && a.s() != "VALID" &&
+          a.s() != "SAME_UPPER" && a.s() != "SAME_LOWER") {
+        std::string shown;
+        llvm::raw_string_ostream os(shown);
+        os.write_escaped(a.s());
+        return error("node '" + nodeName(graph, i) + "' (" + node.op_type() +
+                     "): attribute 'auto_pad' is '" + shown +
+                     "'; it must be NOTSET, SAME_UPPER, SAME_LOWER or VALID; "
+                     "fix the model");
+      }
   for (const AttrBound &bound : boundedAttributes(node.op_type()))
     for (const auto &a : node.attribute()) {
       if (a.name() != bound.name)

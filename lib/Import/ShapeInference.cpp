@@ -42,8 +42,10 @@ constexpr int64_t kMaxSamePadSteps = int64_t(1) << 28;
 /// padding of each spatial axis by subtracting the stride from the input
 /// extent until it is smaller: an extent of 2^63-1 (dist-fuzz) never ends.
 static bool samePaddingIsCheap(onnx::InferenceContext &ctx) {
+  // ONNX takes every value but NOTSET and VALID for SAME (the importer
+  // refuses the others first: SchemaChecks.cpp).
   const onnx::AttributeProto *pad = ctx.getAttribute("auto_pad");
-  if (!pad || (pad->s() != "SAME_UPPER" && pad->s() != "SAME_LOWER"))
+  if (!pad || pad->s() == "NOTSET" || pad->s() == "VALID")
     return true;
   const onnx::TypeProto *x =
       ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;

@@ -362,6 +362,12 @@ X4 = vinfo("x", F, [1, 2, 8, 8])
 save("bad_zero_stride", [
     helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
                      strides=[0, 0])], [X4], [vinfo("y", F, None)])
+# auto_pad="SAME" (TensorFlow's spelling): ONNX 1.12's inference takes any
+# value but NOTSET and VALID for SAME, so an unknown one is refused first
+# (dist-fuzz onnx: with a huge extent it padded by subtraction for ages).
+save("bad_auto_pad", [
+    helper.make_node("Conv", ["x", "w"], ["y"], name="conv", auto_pad="SAME")],
+    [X4], [vinfo("y", F, None)], [weight("w", 4, 2, 3, 3)])
 save("bad_shape_of_failed", [
     helper.make_node("MatMul", ["a", "b"], ["c"], name="mm"),
     helper.make_node("Shape", ["c"], ["s"], name="shape"),
