@@ -74,15 +74,7 @@ static Temp allocTemp(FunctionEmitter &e, int64_t n,
 
 /// Copies `v` broadcast to `shape` into a fresh temporary.
 static Temp expandInto(FunctionEmitter &e, Value v, ArrayRef<int64_t> shape) {
-  Temp t = allocTemp(e, product(shape));
-  std::string src = e.name(v);
-  e.openLoop(product(shape));
-  e.os << "    " << t.name << "[i] = " << src << "["
-       << FunctionEmitter::broadcastOffset(
-              shape, FunctionEmitter::typeOf(v).getShape(), "i")
-       << "];\n";
-  e.closeLoop();
-  return t;
+  return Temp{e.broadcastTemp(v, shape)};
 }
 
 /// Emits `distrt_compute_ex ex` for the post-ops of `kernel` (an

@@ -443,13 +443,22 @@ static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
           D = product(shape.drop_front(axis));
   for (Value r : results)
     e.allocate(r);
+  // A scale that broadcasts to the normalized dimensions (the importer's
+  // InstanceNormalization: one element) is expanded to their D first.
+  std::string scaleTemp;
+  if (scale && FunctionEmitter::numel(scale) != D)
+    scaleTemp = e.broadcastTemp(scale, shape.drop_front(axis));
   std::string epsS =
       FunctionEmitter::literal(eps, Float32Type::get(op->getContext()));
   std::string w = FunctionEmitter::where(op);
   e.os << "  { distrt_tensor x = " << e.desc(x, {rows, D})
        << ", dy = " << e.desc(dy, {rows, D}) << ";\n";
   if (scale)
-    e.os << "    distrt_tensor s = " << e.desc(scale, {D}) << ";\n";
+    e.os << "    distrt_tensor s = "
+         << (scaleTemp.empty() ? e.desc(scale, {D})
+                               : "dg::T(" + scaleTemp + ", DISTRT_F32, {" +
+                                     std::to_string(D) + "})")
+         << ";\n";
   if (kind == "rms") {
     if (params)
       e.os << "    distrt_tensor ds = " << e.desc(results[0], {D})
@@ -461,6 +470,8 @@ static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
            << ";\n    if (P.check(distrt_rmsnorm_bwd_data(P.ctx, &x, &dy, &s, "
               "&dx, "
            << epsS << "), \"" << w << "\")) return 1;\n  }\n";
+    if (!scaleTemp.empty())
+      e.os << "  P.release(" << scaleTemp << ");\n";
     return success();
   }
   // Layer norm: recompute the statistics with a forward pass.
@@ -491,6 +502,8 @@ static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
          << w << "\")) return 1;\n";
   }
   e.os << "    P.release(mean); P.release(var); P.release(ytmp);\n  }\n";
+  if (!scaleTemp.empty())
+    e.os << "  P.release(" << scaleTemp << ");\n";
   return success();
 }
 

@@ -536,6 +536,21 @@ int64_t FunctionEmitter::rowLength(Value result) {
   return shape.back();
 }
 
+std::string FunctionEmitter::broadcastTemp(Value v, ArrayRef<int64_t> shape) {
+  std::string t = "bcast" + std::to_string(counter++);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  os << "  float *" << t << " = (float *)P.alloc(" << n * 4 << ");\n  if (!"
+     << t << ") return 1;\n";
+  std::string src = name(v);
+  openLoop(n);
+  os << "    " << t << "[i] = " << src << "["
+     << broadcastOffset(shape, typeOf(v).getShape(), "i") << "];\n";
+  closeLoop();
+  return t;
+}
+
 void FunctionEmitter::openRowLoop(Value result) {
   int64_t cols = rowLength(result);
   openRowLoop(numel(result) / cols, cols);

@@ -225,6 +225,11 @@ public:
   /// A float literal of type `t` for value `v`.
   static std::string literal(double v, mlir::Type t);
 
+  /// Emits a fresh f32 temporary holding `v` (f32) broadcast to `shape`
+  /// (NumPy rules: a norm's scale of one element over its D) and returns
+  /// its name; the caller emits `P.release(name)` after its last use.
+  std::string broadcastTemp(mlir::Value v, llvm::ArrayRef<int64_t> shape);
+
 private:
   llvm::DenseMap<mlir::Value, std::string> names;
   /// The dg::Shard emitted for a tensor-parallel weight or state (shardOf).

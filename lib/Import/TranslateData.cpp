@@ -1,9 +1,10 @@
 //===- TranslateData.cpp - Data movement and constants ----------*- C++ -*-===//
 //
 // Part of DistOpt. ONNX Reshape/Squeeze/Unsqueeze/Flatten, Transpose,
-// Split, Slice, Concat, Expand, Pad, Trilu, Gather, Range and the constant
-// makers to the graph dialect. Shape operands must be constants by now (shape
-// subgraphs are folded before translation); otherwise the node is opaque.
+// Split, Slice, Concat, Expand, Tile, Pad, Trilu, Gather, Range and the
+// constant makers to the graph dialect. Shape operands must be constants by
+// now (shape subgraphs are folded before translation); otherwise the node is
+// opaque.
 //
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
@@ -145,6 +146,46 @@ static LogicalResult translateExpand(Translator &t, const NodeProto &node) {
   if (x.getType() == type)
     return t.setResult(node, x);
   return t.setResult(node, ExpandOp::create(t.builder, t.loc(node), type, x));
+}
+
+/// Tile with constant repeats as a broadcast: each tiled dimension d gets
+/// a new unit dimension before it, broadcast to its repeat count, and the
+/// pair is merged back ([2,3] x [2,1]: [1,2,3] -> [2,2,3] -> [4,3]). The
+/// repeated block is the outer one of the pair, as Tile's output is. So
+/// Tile needs no kernel or gradient of its own (Expand's gradient sums the
+/// copies).
+static LogicalResult translateTile(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  const SmallTensor *repeats = t.constantInput(node, 1);
+  auto inType = cast<RankedTensorType>(x.getType());
+  if (!repeats || repeats->numElements() != inType.getRank() ||
+      type.getRank() != inType.getRank())
+    return t.emitOpaque(node);
+  SmallVector<int64_t> split, expanded;
+  for (int64_t d = 0; d < inType.getRank(); ++d) {
+    int64_t r = repeats->getInt(d);
+    if (r < 1 || type.getDimSize(d) % r != 0 ||
+        type.getDimSize(d) / r != inType.getDimSize(d))
+      return t.emitOpaque(node);
+    if (r != 1) {
+      split.push_back(1);
+      expanded.push_back(r);
+    }
+    split.push_back(inType.getDimSize(d));
+    expanded.push_back(inType.getDimSize(d));
+  }
+  if (split.size() == size_t(inType.getRank()))
+    return t.setResult(node, x);
+  OpBuilder &b = t.builder;
+  Location loc = t.loc(node);
+  Value v = ReshapeOp::create(
+      b, loc, RankedTensorType::get(split, inType.getElementType()), x);
+  v = ExpandOp::create(
+      b, loc, RankedTensorType::get(expanded, inType.getElementType()), v);
+  return t.setResult(node, ReshapeOp::create(b, loc, type, v));
 }
 
 static LogicalResult translatePad(Translator &t, const NodeProto &node) {
@@ -350,6 +391,7 @@ void registerDataTranslations(TranslateTable &table) {
   table["Expand"] = translateExpand;
   table["Pad"] = translatePad;
   table["Trilu"] = translateTrilu;
+  table["Tile"] = translateTile;
   table["Gather"] = translateGather;
   table["Constant"] = translateConstant;
   table["ConstantOfShape"] = translateConstantOfShape;

@@ -2,8 +2,8 @@
 //-*-===//
 //
 // Part of DistOpt. ONNX Conv, pooling, BatchNormalization,
-// LayerNormalization, Dropout, Reduce*, ArgMax/ArgMin and
-// SoftmaxCrossEntropyLoss to the graph dialect.
+// LayerNormalization, InstanceNormalization, Dropout, Reduce*, ArgMax/ArgMin
+// and SoftmaxCrossEntropyLoss to the graph dialect.
 //
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
@@ -183,6 +183,46 @@ static LogicalResult translateLayerNorm(Translator &t, const NodeProto &node) {
           b.getF64FloatAttr(Translator::attrFloat(node, "epsilon", 1e-5))));
 }
 
+/// InstanceNormalization of x [N, C, D1, ...] normalizes each (n, c) over
+/// D1... : a layer norm from axis 2 with a unit scale, then the per-channel
+/// scale and bias as [C, 1, ...] broadcasts. Its kernels, costs and
+/// gradients are those ops'.
+static LogicalResult translateInstanceNorm(Translator &t,
+                                           const NodeProto &node) {
+  Value x = t.operand(node, 0), scale = t.operand(node, 1),
+        bias = t.operand(node, 2);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !scale || !bias || !type)
+    return failure();
+  auto xType = cast<RankedTensorType>(x.getType());
+  auto isChannelVector = [&](Value v) {
+    auto vt = cast<RankedTensorType>(v.getType());
+    return vt.getRank() == 1 && vt.getDimSize(0) == xType.getDimSize(1) &&
+           vt.getElementType() == xType.getElementType();
+  };
+  if (xType.getRank() < 3 || type != xType ||
+      !isa<FloatType>(xType.getElementType()) || !isChannelVector(scale) ||
+      !isChannelVector(bias))
+    return t.emitOpaque(node);
+  OpBuilder &b = t.builder;
+  Location loc = t.loc(node);
+  Type f = xType.getElementType();
+  auto unitType = RankedTensorType::get({1}, f);
+  Value one = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(unitType, b.getFloatAttr(f, 1.0)));
+  Value y = LayerNormOp::create(
+      b, loc, type, x, one, Value(), b.getI64IntegerAttr(2),
+      b.getF64FloatAttr(Translator::attrFloat(node, "epsilon", 1e-5)));
+  SmallVector<int64_t> channelShape(xType.getRank() - 1, 1);
+  channelShape[0] = xType.getDimSize(1);
+  auto channelType = RankedTensorType::get(channelShape, f);
+  Value s = ReshapeOp::create(b, loc, channelType, scale);
+  Value c = ReshapeOp::create(b, loc, channelType, bias);
+  y = BinaryOp::create(b, loc, type, BinaryKind::Mul, y, s, false);
+  return t.setResult(
+      node, BinaryOp::create(b, loc, type, BinaryKind::Add, y, c, false));
+}
+
 static LogicalResult translateDropout(Translator &t, const NodeProto &node) {
   if (node.output_size() > 1 && !node.output(1).empty())
     return t.emitOpaque(node); // the mask is used
@@ -283,6 +323,7 @@ void registerNNTranslations(TranslateTable &table) {
     table[op] = translatePool;
   table["BatchNormalization"] = translateBatchNorm;
   table["LayerNormalization"] = translateLayerNorm;
+  table["InstanceNormalization"] = translateInstanceNorm;
   table["Dropout"] = translateDropout;
   for (StringRef op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
                        "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",

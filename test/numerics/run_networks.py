@@ -5,8 +5,9 @@ GPT-2, BERT and Llama fixtures (test/fixtures, real exported weights read at
 run time from the ONNX file / llama.weights) and a small ResNet built here
 (conv + batch norm + relu, two basic blocks with a strided 1x1 shortcut,
 max pooling, a squeeze-excitation block, global average pooling, Gemm;
-seeded random weights) and a chain of convolutions with a
-squeeze-excitation scale that runs channels-last are
+seeded random weights), a chain of convolutions with a
+squeeze-excitation scale that runs channels-last and a CNN with
+InstanceNormalization and Tile are
 compiled into one program (--default-batch 2) and run on seeded random
 inputs; every output must match onnxruntime within rtol 1e-3 / atol 1e-4.
 
@@ -138,6 +139,46 @@ def channels_last_chain(path, seed=2):
     onnx.save(model, path)
 
 
+def instance_norm_tile(path, seed=3):
+    """A CNN whose normalizations are InstanceNormalization (2-D, and 1-D
+    over a flattened map as wav2vec2's feature encoder has it) with a Tile
+    of the map between them: the importer builds both from graph ops
+    (layer norm, reshape, expand, mul, add), so their kernels and gradients
+    are those ops' (run_training.py checks the gradient)."""
+    rng = np.random.default_rng(seed)
+
+    def w(name, shape, scale=None):
+        s = scale if scale is not None else 1 / np.sqrt(np.prod(shape[1:]))
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * s).astype(np.float32), name)
+    nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("InstanceNormalization", ["a", "s1", "b1"], ["n1"],
+                              epsilon=1e-3),
+             helper.make_node("Relu", ["n1"], ["r1"]),
+             helper.make_node("Tile", ["r1", "repeats"], ["t"]),
+             helper.make_node("Reshape", ["t", "flat"], ["f"]),
+             helper.make_node("InstanceNormalization", ["f", "s2", "b2"], ["n2"]),
+             helper.make_node("Reshape", ["n2", "map"], ["m"]),
+             helper.make_node("Conv", ["m", "w2"], ["c"], strides=[2, 2]),
+             helper.make_node("Relu", ["c"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["h"]),
+             helper.make_node("Gemm", ["h", "fc"], ["logits"])]
+    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    graph = helper.make_graph(
+        nodes, "instance_norm_tile",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 8, 6])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
+        [w("w1", [8, 3, 3, 3]), w("s1", [8], 0.5), w("b1", [8], 0.5),
+         ints("repeats", [1, 1, 2, 3]), ints("flat", [0, 8, -1]),
+         w("s2", [8], 0.5), w("b2", [8], 0.5), ints("map", [0, 8, 16, 18]),
+         w("w2", [12, 8, 3, 3]), w("fc", [12, 10])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def inputs_for(path, rng):
     model = onnx.load(path, load_external_data=False)
     inits = {i.name for i in model.graph.initializer}
@@ -179,11 +220,14 @@ def main():
     small_resnet(resnet, squeeze_excitation=True)
     chain = os.path.join(work, "channels_last_chain.onnx")
     channels_last_chain(chain)
+    instnorm = os.path.join(work, "instance_norm_tile.onnx")
+    instance_norm_tile(instnorm)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
             ("llama", os.path.join(FIXTURES, "llama.onnx")),
             ("small_resnet", resnet),
-            ("channels_last_chain", chain)]
+            ("channels_last_chain", chain),
+            ("instance_norm_tile", instnorm)]
     exe = os.path.join(work, "nets.bin")
     ok, skipped, secs, log = common.compile_models(
         args.build, nets, exe, extra=["--default-batch", str(BATCH)])

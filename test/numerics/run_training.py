@@ -16,6 +16,9 @@ see MIXED) and fp16 with an overflowing loss scale (skipped steps, scale
 backoff); the 2-layer GPT-2 with Adam in bf16 and fp16 against its fp32
 program's curve.
 
+A CNN with InstanceNormalization and Tile (run_networks.py) has the
+onnxruntime loss, finite-difference gradient and Adam checks.
+
 The 2-layer GPT-2 fixture and a small ResNet (training-mode batch norm)
 train 20 steps with SGD and with Adam against PyTorch: torch_reference.py
 runs the same ONNX graph, weights and batch in float64 with torch.autograd
@@ -244,20 +247,33 @@ def gpt2_mixed_checks(compiler, work):
     return results
 
 
-def resnet_checks(compiler, work):
-    """The small ResNet of run_networks.py (batch 4). Training-mode batch
-    norm normalizes with batch statistics, so onnxruntime (inference form)
-    is no reference for the loss; the gradient and Adam checks apply."""
+def classifier_checks(compiler, work, name, image_shape, seed, **kwargs):
+    """network_checks on run_networks.py's image classifier `name` (its
+    builder function), batch 4, 10 classes."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import run_networks
-    path = os.path.join(work, "small_resnet.onnx")
-    run_networks.small_resnet(path)
-    rng = np.random.default_rng(4)
-    feeds = [("image", rng.standard_normal((4, 3, 32, 32)).astype(np.float32)),
+    path = os.path.join(work, name + ".onnx")
+    getattr(run_networks, name)(path)
+    rng = np.random.default_rng(seed)
+    feeds = [("image", rng.standard_normal((4,) + image_shape).astype(np.float32)),
              ("labels", rng.integers(0, 10, (4,)).astype(np.int64))]
-    return network_checks(compiler, work, "small_resnet", path, feeds,
-                          ["--default-batch=4"], r"\.bn\.[mv]$", rng,
-                          ort_loss=False, eps=3e-3)
+    return network_checks(compiler, work, name, path, feeds,
+                          ["--default-batch=4"], rng=rng, **kwargs)
+
+
+def resnet_checks(compiler, work):
+    """The small ResNet of run_networks.py. Training-mode batch norm
+    normalizes with batch statistics, so onnxruntime (inference form) is no
+    reference for the loss; the gradient and Adam checks apply."""
+    return classifier_checks(compiler, work, "small_resnet", (3, 32, 32), 4,
+                             exclude=r"\.bn\.[mv]$", ort_loss=False, eps=3e-3)
+
+
+def instance_norm_checks(compiler, work):
+    """run_networks.py's CNN with InstanceNormalization and Tile: the
+    onnxruntime loss, finite-difference gradient and Adam checks."""
+    return classifier_checks(compiler, work, "instance_norm_tile", (3, 8, 6), 5,
+                             exclude=None, eps=3e-3)
 
 
 def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
@@ -661,6 +677,7 @@ def main():
     results += gpt2_checks(compiler, work)
     results += gpt2_mixed_checks(compiler, work)
     results += resnet_checks(compiler, work)
+    results += instance_norm_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)
     return common.finish("numerics.training", results, args.junit, time.time() - t0)
 
