@@ -13,6 +13,7 @@
 
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -515,8 +516,10 @@ static LogicalResult emitNormGrad(FunctionEmitter &e, Operation *op, Value x,
 static LogicalResult emitScatterAddLoop(FunctionEmitter &e, ScatterAddOp op) {
   auto table = FunctionEmitter::typeOf(op.getResult());
   auto shape = table.getShape();
-  int64_t axis = op.getAxis() < 0 ? op.getAxis() + table.getRank()
-                                  : op.getAxis();
+  // getAxis() is the I64Attr's bits as uint64_t: a negative axis counts
+  // from the end (the verifier accepts it).
+  int64_t axis = *normalizeAxis(static_cast<int64_t>(op.getAxis()),
+                                table.getRank());
   int64_t inner = 1, rows = shape[axis];
   for (int64_t d = axis + 1; d < table.getRank(); ++d)
     inner *= shape[d];
