@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Whole networks through one generated CPU executable vs onnxruntime.
 
-GPT-2, BERT and Llama fixtures (test/fixtures, real exported weights read at
-run time from the ONNX file / llama.weights) and a small ResNet built here
-(conv + batch norm + relu, two basic blocks with a strided 1x1 shortcut,
-max pooling, a squeeze-excitation block, global average pooling, Gemm;
-seeded random weights), a chain of convolutions with a
-squeeze-excitation scale that runs channels-last and a CNN with
-InstanceNormalization and Tile are
-compiled into one program (--default-batch 2) and run on seeded random
-inputs; every output must match onnxruntime within rtol 1e-3 / atol 1e-4.
+GPT-2, BERT, Llama, T5 and wav2vec2 fixtures (test/fixtures, real exported
+weights read at run time from the ONNX file / llama.weights) and, built
+here with seeded random weights, a small ResNet (conv + batch norm + relu,
+two basic blocks with a strided 1x1 shortcut, max pooling, a
+squeeze-excitation block, global average pooling, Gemm), a chain of
+convolutions with a squeeze-excitation scale that runs channels-last and a
+CNN with InstanceNormalization and Tile are compiled into one program
+(--default-batch 2) and run on seeded random inputs; every output must
+match onnxruntime within rtol 1e-3 / atol 1e-4.
 
     .venv/bin/python test/numerics/run_networks.py --build build --junit out.xml
 """
@@ -225,6 +225,8 @@ def main():
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
             ("llama", os.path.join(FIXTURES, "llama.onnx")),
+            ("t5", os.path.join(FIXTURES, "t5.onnx")),
+            ("wav2vec2", os.path.join(FIXTURES, "wav2vec2.onnx")),
             ("small_resnet", resnet),
             ("channels_last_chain", chain),
             ("instance_norm_tile", instnorm)]

@@ -261,6 +261,24 @@ def classifier_checks(compiler, work, name, image_shape, seed, **kwargs):
                           ["--default-batch=4"], rng=rng, **kwargs)
 
 
+def seq2seq_checks(compiler, work):
+    """The T5 and wav2vec2 fixtures (batch 2; T5: encoder and decoder ids,
+    wav2vec2: a label per audio frame): the onnxruntime loss, finite
+    difference gradient and Adam checks."""
+    rng = np.random.default_rng(6)
+    t5 = [("input_ids", rng.integers(0, 512, (2, 32)).astype(np.int64)),
+          ("decoder_input_ids", rng.integers(0, 512, (2, 16)).astype(np.int64)),
+          ("labels", rng.integers(0, 512, (2, 16)).astype(np.int64))]
+    audio = [("input_values", rng.standard_normal((2, 1600)).astype(np.float32)),
+             ("labels", rng.integers(0, 32, (2, 159)).astype(np.int64))]
+    out = []
+    for name, feeds in (("t5", t5), ("wav2vec2", audio)):
+        out += network_checks(compiler, work, name,
+                              os.path.join(ROOT, "test", "fixtures", name + ".onnx"),
+                              feeds, ["--default-batch=2"], None, rng, eps=3e-3)
+    return out
+
+
 def resnet_checks(compiler, work):
     """The small ResNet of run_networks.py. Training-mode batch norm
     normalizes with batch statistics, so onnxruntime (inference form) is no
@@ -274,6 +292,32 @@ def instance_norm_checks(compiler, work):
     onnxruntime loss, finite-difference gradient and Adam checks."""
     return classifier_checks(compiler, work, "instance_norm_tile", (3, 8, 6), 5,
                              exclude=None, eps=3e-3)
+
+
+def raw_data_offsets(model, blob):
+    """Where each initializer's raw_data lies in the model file `blob`.
+    Searching for the bytes is ambiguous where initializers are equal
+    (LayerNorm weights of ones, zero biases): the model is serialized again
+    with distinct random bytes in each raw_data, which must give a file of
+    the same layout, and those are searched instead."""
+    import onnx
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    rng = np.random.default_rng(0)
+    marks = {}
+    for t in probe.graph.initializer:
+        if t.raw_data:
+            t.raw_data = rng.bytes(len(t.raw_data))
+            marks[t.name] = t.raw_data
+    data = probe.SerializeToString()
+    assert model.SerializeToString() == blob and len(data) == len(blob), \
+        "the model file is not what onnx serializes: offsets unknown"
+    offsets = {}
+    for name, mark in marks.items():
+        at = data.find(mark)
+        assert at >= 0 and data.find(mark, at + 1) < 0, name
+        offsets[name] = at
+    return offsets
 
 
 def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
@@ -313,9 +357,9 @@ def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
     os.makedirs(save, exist_ok=True)
     l0 = loss_with(None, save)
     if ort_loss:
-        ids, labels = feeds[0][1], feeds[1][1]
+        labels = dict(feeds)["labels"]
         logits = ort.InferenceSession(GPT2, providers=["CPUExecutionProvider"]).run(
-            None, {feeds[0][0]: ids})[0]
+            None, {n: a for n, a in feeds if n != "labels"})[0]
         logits = logits.reshape(-1, logits.shape[-1]).astype(np.float64)
         lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
         want = np.mean(lse - logits[np.arange(len(logits)), labels.reshape(-1)])
@@ -327,6 +371,7 @@ def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
     # (2) gradient vs central differences of the compiled loss.
     model = onnx.load(GPT2, load_external_data=False)
     blob = open(GPT2, "rb").read()
+    offsets = raw_data_offsets(model, blob)
     params = {}
     for init in model.graph.initializer:
         path = os.path.join(save, common.sanitize(init.name) + ".npy")
@@ -336,7 +381,7 @@ def network_checks(compiler, work, name, model_path, feeds, extra, exclude, rng,
             continue
         w0 = np.frombuffer(init.raw_data, dtype="<f4").astype(np.float64)
         g = w0 - np.load(path).astype(np.float64).reshape(-1)
-        params[init.name] = (blob.find(init.raw_data), w0, g)
+        params[init.name] = (offsets[init.name], w0, g)
     # An Identity of an initializer is a weight of its own reading the same
     # bytes: perturbing the bytes moves both, so their gradients add up.
     for node in model.graph.node:
@@ -678,6 +723,7 @@ def main():
     results += gpt2_mixed_checks(compiler, work)
     results += resnet_checks(compiler, work)
     results += instance_norm_checks(compiler, work)
+    results += seq2seq_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)
     return common.finish("numerics.training", results, args.junit, time.time() - t0)
 

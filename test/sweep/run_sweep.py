@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(SRC, "test", "fixtures")
 REAL_FIXTURES = ["resnet50", "resnet50_train", "vgg16", "mobilenetv2", "gpt2",
-                 "bert", "llama"]
+                 "bert", "llama", "t5", "wav2vec2"]
 # Known importer gaps: op types allowed on a fixture's compute path until the
 # importer models them. Anything else opaque there fails; when a listed one
 # is no longer opaque the check says so, and the entry should go.
@@ -64,6 +64,8 @@ FIXTURE_INPUTS = {
     "gpt2": {"input_ids": "32"},
     "bert": {"input_ids": "32", "attention_mask": "32"},
     "llama": {"input_ids": "32"},
+    "t5": {"input_ids": "32", "decoder_input_ids": "16"},
+    "wav2vec2": {"input_values": "1600"},
 }
 FUNC_RESULTS = re.compile(r"func\.func @\w+\(.*\)\s*->\s*(.*)\{\s*$", re.M)
 
