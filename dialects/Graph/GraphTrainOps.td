@@ -256,6 +256,10 @@ def Graph_ConvGradInputOp : Graph_TrainOp<"conv_grad_input", [Pure]> {
     `result[n, c, d] = sum over (m, k) with d = p*stride - pad_begin +
     k*dilation of grad[n, m, p] * weight[m, c % (C/group), k]` within each
     group.
+    It is also the forward op of an imported ONNX ConvTranspose (`grad` its
+    input, `weight` its weight); differentiated there, its operands'
+    gradients are a `graph.conv` of the result's gradient and a
+    `graph.conv_grad_weight` with that gradient as the input.
 
     Example:
 

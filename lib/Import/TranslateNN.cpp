@@ -1,7 +1,7 @@
 //===- TranslateNN.cpp - Convolution, pooling, norms, reductions -*- C++
 //-*-===//
 //
-// Part of DistOpt. ONNX Conv, pooling, BatchNormalization,
+// Part of DistOpt. ONNX Conv, ConvTranspose, pooling, BatchNormalization,
 // LayerNormalization, InstanceNormalization, Dropout, Reduce*, ArgMax/ArgMin
 // and SoftmaxCrossEntropyLoss to the graph dialect.
 //
@@ -56,16 +56,30 @@ static std::optional<Window> resolveWindow(const NodeProto &node,
   return w;
 }
 
+/// X, W, the optional bias, the result type and X's and W's types of a
+/// Conv or ConvTranspose; failure (an error emitted) when one is missing.
+struct ConvOperands {
+  Value x, w, bias;
+  RankedTensorType type, xt, wt;
+};
+static FailureOr<ConvOperands> convOperands(Translator &t,
+                                            const NodeProto &node) {
+  ConvOperands c{t.operand(node, 0), t.operand(node, 1), Value(),
+                 t.resultType(node, 0)};
+  if (!c.x || !c.w || !c.type)
+    return failure();
+  if (Translator::hasInput(node, 2) && !(c.bias = t.operand(node, 2)))
+    return failure();
+  c.xt = cast<RankedTensorType>(c.x.getType());
+  c.wt = cast<RankedTensorType>(c.w.getType());
+  return c;
+}
+
 static LogicalResult translateConv(Translator &t, const NodeProto &node) {
-  Value x = t.operand(node, 0), w = t.operand(node, 1);
-  RankedTensorType type = t.resultType(node, 0);
-  if (!x || !w || !type)
+  FailureOr<ConvOperands> ops = convOperands(t, node);
+  if (failed(ops))
     return failure();
-  Value bias;
-  if (Translator::hasInput(node, 2) && !(bias = t.operand(node, 2)))
-    return failure();
-  auto xt = cast<RankedTensorType>(x.getType());
-  auto wt = cast<RankedTensorType>(w.getType());
+  auto [x, w, bias, type, xt, wt] = *ops;
   if (xt.getRank() < 3 || wt.getRank() != xt.getRank())
     return t.emitOpaque(node);
   auto window = resolveWindow(node, xt.getShape().drop_front(2),
@@ -80,6 +94,72 @@ static LogicalResult translateConv(Translator &t, const NodeProto &node) {
                 b.getDenseI64ArrayAttr(window->pads),
                 b.getDenseI64ArrayAttr(window->dilations),
                 b.getI64IntegerAttr(Translator::attrInt(node, "group", 1))));
+}
+
+/// ConvTranspose is the input gradient of the convolution it transposes:
+/// `graph.conv_grad_input` of X through W, whose result type (from shape
+/// inference) carries output_padding and output_shape. Pads follow ONNX
+/// (and onnxruntime): given, or with output_shape or SAME_* auto_pad the
+/// total padding max(0, stride*(in-1) + output_padding + (K-1)*dilation + 1
+/// - out), split as the spec says. A bias adds as a [C, 1, ...] broadcast.
+static LogicalResult translateConvTranspose(Translator &t,
+                                            const NodeProto &node) {
+  FailureOr<ConvOperands> ops = convOperands(t, node);
+  if (failed(ops))
+    return failure();
+  auto [x, w, bias, type, xt, wt] = *ops;
+  int64_t n = xt.getRank() - 2;
+  if (n < 1 || wt.getRank() != xt.getRank() || type.getRank() != xt.getRank())
+    return t.emitOpaque(node);
+  auto ints = [&](StringRef name, int64_t size, int64_t fill) {
+    return Translator::attrInts(node, name)
+        .value_or(SmallVector<int64_t>(size, fill));
+  };
+  SmallVector<int64_t> strides = ints("strides", n, 1),
+                       dilations = ints("dilations", n, 1),
+                       pads = ints("pads", 2 * n, 0),
+                       extra = ints("output_padding", n, 0);
+  if (int64_t(strides.size()) != n || int64_t(dilations.size()) != n ||
+      int64_t(pads.size()) != 2 * n || int64_t(extra.size()) != n)
+    return t.emitOpaque(node);
+  std::string autoPad = Translator::attrString(node, "auto_pad", "NOTSET");
+  bool fromShape = Translator::attrInts(node, "output_shape").has_value() ||
+                   autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t in = xt.getDimSize(i + 2), out = type.getDimSize(i + 2),
+            k = wt.getDimSize(i + 2);
+    int64_t full =
+        strides[i] * (in - 1) + extra[i] + (k - 1) * dilations[i] + 1;
+    if (autoPad == "VALID") {
+      pads[i] = pads[i + n] = 0;
+    } else if (fromShape) {
+      // An output_shape past the full extent pads nothing; its extra tail
+      // positions get no contribution (as output_padding's do).
+      int64_t total = std::max<int64_t>(0, full - out);
+      int64_t half = total / 2;
+      pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
+      pads[i + n] = total - pads[i];
+    }
+    // What the result holds past the padded extent: less than a stride,
+    // as the convolution it transposes needs.
+    int64_t tail = out - (full - pads[i] - pads[i + n]);
+    if (tail < 0 || tail >= strides[i])
+      return t.emitOpaque(node);
+  }
+  OpBuilder &b = t.builder;
+  Location loc = t.loc(node);
+  Value y = ConvGradInputOp::create(
+      b, loc, type, x, w, b.getDenseI64ArrayAttr(strides),
+      b.getDenseI64ArrayAttr(pads), b.getDenseI64ArrayAttr(dilations),
+      b.getI64IntegerAttr(Translator::attrInt(node, "group", 1)));
+  if (!bias)
+    return t.setResult(node, y);
+  SmallVector<int64_t> channels(n + 1, 1);
+  channels[0] = type.getDimSize(1);
+  Value c = ReshapeOp::create(
+      b, loc, RankedTensorType::get(channels, type.getElementType()), bias);
+  return t.setResult(
+      node, BinaryOp::create(b, loc, type, BinaryKind::Add, y, c, false));
 }
 
 static LogicalResult translatePool(Translator &t, const NodeProto &node) {
@@ -318,6 +398,7 @@ static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
 
 void registerNNTranslations(TranslateTable &table) {
   table["Conv"] = translateConv;
+  table["ConvTranspose"] = translateConvTranspose;
   for (StringRef op : {"MaxPool", "AveragePool", "LpPool", "GlobalMaxPool",
                        "GlobalAveragePool", "GlobalLpPool"})
     table[op] = translatePool;

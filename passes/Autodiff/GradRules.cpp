@@ -120,6 +120,26 @@ static LogicalResult convGrad(GradEmitter &e, g::ConvOp op, Value dy) {
   return success();
 }
 
+/// conv_grad_input as a forward op (an imported ConvTranspose): its
+/// operand's gradient is the forward convolution of dy, its weight's the
+/// convolution weight gradient with dy as the input.
+static LogicalResult convTransposeGrad(GradEmitter &e, g::ConvGradInputOp op,
+                                       Value dy) {
+  OpBuilder &b = e.b;
+  Location loc = op.getLoc();
+  auto attrs = inherentAttrs(op);
+  e.give(op.getGrad(), [&]() -> Value {
+    return g::ConvOp::create(b, loc, TypeRange{op.getGrad().getType()},
+                             ValueRange{dy, op.getWeight()}, attrs);
+  });
+  e.give(op.getWeight(), [&]() -> Value {
+    return g::ConvGradWeightOp::create(b, loc,
+                                       TypeRange{op.getWeight().getType()},
+                                       ValueRange{dy, op.getGrad()}, attrs);
+  });
+  return success();
+}
+
 /// layer_norm / rms_norm / batch_norm: one input-gradient op, one
 /// parameter-gradient op for scale and bias.
 static LogicalResult normGrad(GradEmitter &e, Operation *op, StringRef kind,
@@ -306,6 +326,8 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<g::MatmulOp>([&](g::MatmulOp m) { return matmulGrad(e, m, dy); })
       .Case<g::ConvOp>([&](g::ConvOp c) { return convGrad(e, c, dy); })
+      .Case<g::ConvGradInputOp>(
+          [&](g::ConvGradInputOp c) { return convTransposeGrad(e, c, dy); })
       .Case<g::ReduceOp>([&](g::ReduceOp r) { return reduceGrad(e, r, dy); })
       .Case<g::UnaryOp>([&](g::UnaryOp u) -> LogicalResult {
         if (u.getKind() == g::UnaryKind::Not ||

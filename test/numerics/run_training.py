@@ -16,8 +16,9 @@ see MIXED) and fp16 with an overflowing loss scale (skipped steps, scale
 backoff); the 2-layer GPT-2 with Adam in bf16 and fp16 against its fp32
 program's curve.
 
-A CNN with InstanceNormalization and Tile (run_networks.py) has the
-onnxruntime loss, finite-difference gradient and Adam checks.
+CNNs with InstanceNormalization and Tile and with transposed convolutions
+(run_networks.py) and the T5 and wav2vec2 fixtures have the onnxruntime
+loss, finite-difference gradient and Adam checks.
 
 The 2-layer GPT-2 fixture and a small ResNet (training-mode batch norm)
 train 20 steps with SGD and with Adam against PyTorch: torch_reference.py
@@ -259,6 +260,13 @@ def classifier_checks(compiler, work, name, image_shape, seed, **kwargs):
              ("labels", rng.integers(0, 10, (4,)).astype(np.int64))]
     return network_checks(compiler, work, name, path, feeds,
                           ["--default-batch=4"], rng=rng, **kwargs)
+
+
+def conv_transpose_checks(compiler, work):
+    """run_networks.py's CNN with transposed convolutions: the onnxruntime
+    loss, finite-difference gradient and Adam checks."""
+    return classifier_checks(compiler, work, "conv_transpose_net", (3, 8, 6), 7,
+                             exclude=None, eps=3e-3)
 
 
 def seq2seq_checks(compiler, work):
@@ -723,6 +731,7 @@ def main():
     results += gpt2_mixed_checks(compiler, work)
     results += resnet_checks(compiler, work)
     results += instance_norm_checks(compiler, work)
+    results += conv_transpose_checks(compiler, work)
     results += seq2seq_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)
     return common.finish("numerics.training", results, args.junit, time.time() - t0)
