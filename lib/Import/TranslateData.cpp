@@ -1,10 +1,10 @@
 //===- TranslateData.cpp - Data movement and constants ----------*- C++ -*-===//
 //
 // Part of DistOpt. ONNX Reshape/Squeeze/Unsqueeze/Flatten, Transpose,
-// Split, Slice, Concat, Expand, Tile, Pad, Trilu, Gather, Range and the
-// constant makers to the graph dialect. Shape operands must be constants by
-// now (shape subgraphs are folded before translation); otherwise the node is
-// opaque.
+// Split, Slice, Concat, Expand, Tile, nearest Resize/Upsample, Pad, Trilu,
+// Gather, Range and the constant makers to the graph dialect. Shape
+// operands must be constants by now (shape subgraphs are folded before
+// translation); otherwise the node is opaque.
 //
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
@@ -148,34 +148,33 @@ static LogicalResult translateExpand(Translator &t, const NodeProto &node) {
   return t.setResult(node, ExpandOp::create(t.builder, t.loc(node), type, x));
 }
 
-/// Tile with constant repeats as a broadcast: each tiled dimension d gets
-/// a new unit dimension before it, broadcast to its repeat count, and the
-/// pair is merged back ([2,3] x [2,1]: [1,2,3] -> [2,2,3] -> [4,3]). The
-/// repeated block is the outer one of the pair, as Tile's output is. So
-/// Tile needs no kernel or gradient of its own (Expand's gradient sums the
-/// copies).
-static LogicalResult translateTile(Translator &t, const NodeProto &node) {
-  Value x = t.operand(node, 0);
-  RankedTensorType type = t.resultType(node, 0);
-  if (!x || !type)
-    return failure();
-  const SmallTensor *repeats = t.constantInput(node, 1);
+/// Defines `node`'s result (`type`) as `x` with each dimension d repeated
+/// factors[d] times through a broadcast: a unit dimension next to each
+/// repeated one, broadcast to its factor, and the pair merged. With the
+/// unit dimension before (`wholeBlocks`: Tile) the whole extent repeats
+/// ([2,3] x [2,1]: [1,2,3] -> [2,2,3] -> [4,3]); after it, each element
+/// does (nearest upsampling: [2,1,3] -> [2,2,3]). Expand's gradient sums
+/// the copies, so these need no kernel or gradient of their own.
+static LogicalResult repeatByBroadcast(Translator &t, const NodeProto &node,
+                                       Value x, ArrayRef<int64_t> factors,
+                                       RankedTensorType type,
+                                       bool wholeBlocks) {
   auto inType = cast<RankedTensorType>(x.getType());
-  if (!repeats || repeats->numElements() != inType.getRank() ||
-      type.getRank() != inType.getRank())
-    return t.emitOpaque(node);
   SmallVector<int64_t> split, expanded;
   for (int64_t d = 0; d < inType.getRank(); ++d) {
-    int64_t r = repeats->getInt(d);
-    if (r < 1 || type.getDimSize(d) % r != 0 ||
-        type.getDimSize(d) / r != inType.getDimSize(d))
+    int64_t in = inType.getDimSize(d), r = factors[d];
+    if (r < 1 || type.getDimSize(d) % r != 0 || type.getDimSize(d) / r != in)
       return t.emitOpaque(node);
-    if (r != 1) {
+    if (r != 1 && wholeBlocks) {
       split.push_back(1);
       expanded.push_back(r);
     }
-    split.push_back(inType.getDimSize(d));
-    expanded.push_back(inType.getDimSize(d));
+    split.push_back(in);
+    expanded.push_back(in);
+    if (r != 1 && !wholeBlocks) {
+      split.push_back(1);
+      expanded.push_back(r);
+    }
   }
   if (split.size() == size_t(inType.getRank()))
     return t.setResult(node, x);
@@ -186,6 +185,58 @@ static LogicalResult translateTile(Translator &t, const NodeProto &node) {
   v = ExpandOp::create(
       b, loc, RankedTensorType::get(expanded, inType.getElementType()), v);
   return t.setResult(node, ReshapeOp::create(b, loc, type, v));
+}
+
+/// Tile with constant repeats.
+static LogicalResult translateTile(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  const SmallTensor *repeats = t.constantInput(node, 1);
+  auto inType = cast<RankedTensorType>(x.getType());
+  if (!repeats || repeats->numElements() != inType.getRank() ||
+      type.getRank() != inType.getRank())
+    return t.emitOpaque(node);
+  SmallVector<int64_t> factors;
+  for (int64_t d = 0; d < inType.getRank(); ++d)
+    factors.push_back(repeats->getInt(d));
+  return repeatByBroadcast(t, node, x, factors, type, /*wholeBlocks=*/true);
+}
+
+/// Resize and Upsample that repeat each element a whole number of times per
+/// axis (nearest neighbour upsampling, as nn.Upsample and YOLO/FPN/U-Net
+/// decoders export it). That is exact where the output index o reads input
+/// floor(o / factor): asymmetric coordinates with floor rounding
+/// (Upsample's and opset-10 Resize's), or half_pixel / pytorch_half_pixel
+/// with round_prefer_floor / round_prefer_ceil (no ties). Other modes and
+/// fractional factors stay opaque.
+static LogicalResult translateResize(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  auto inType = cast<RankedTensorType>(x.getType());
+  if (type.getRank() != inType.getRank() ||
+      Translator::attrString(node, "mode", "nearest") != "nearest")
+    return t.emitOpaque(node);
+  bool legacy = node.op_type() == "Upsample" || t.opset < 11;
+  std::string coords = Translator::attrString(
+      node, "coordinate_transformation_mode", "half_pixel");
+  std::string rounding =
+      Translator::attrString(node, "nearest_mode", "round_prefer_floor");
+  bool floorOfQuotient =
+      legacy || (coords == "asymmetric" && rounding == "floor") ||
+      ((coords == "half_pixel" || coords == "pytorch_half_pixel") &&
+       (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil"));
+  SmallVector<int64_t> factors;
+  for (int64_t d = 0; d < inType.getRank(); ++d) {
+    int64_t in = inType.getDimSize(d), out = type.getDimSize(d);
+    if (in < 1 || out % in != 0 || (out != in && !floorOfQuotient))
+      return t.emitOpaque(node);
+    factors.push_back(out / in);
+  }
+  return repeatByBroadcast(t, node, x, factors, type, /*wholeBlocks=*/false);
 }
 
 static LogicalResult translatePad(Translator &t, const NodeProto &node) {
@@ -392,6 +443,8 @@ void registerDataTranslations(TranslateTable &table) {
   table["Pad"] = translatePad;
   table["Trilu"] = translateTrilu;
   table["Tile"] = translateTile;
+  table["Resize"] = translateResize;
+  table["Upsample"] = translateResize;
   table["Gather"] = translateGather;
   table["Constant"] = translateConstant;
   table["ConstantOfShape"] = translateConstantOfShape;

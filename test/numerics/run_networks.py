@@ -7,8 +7,8 @@ here with seeded random weights, a small ResNet (conv + batch norm + relu,
 two basic blocks with a strided 1x1 shortcut, max pooling, a
 squeeze-excitation block, global average pooling, Gemm), a chain of
 convolutions with a squeeze-excitation scale that runs channels-last, a
-CNN with InstanceNormalization and Tile and one with transposed
-convolutions are compiled into one program
+CNN with InstanceNormalization and Tile and one that upsamples with
+transposed convolutions and a nearest Resize are compiled into one program
 (--default-batch 2) and run on seeded random inputs; every output must
 match onnxruntime within rtol 1e-3 / atol 1e-4.
 
@@ -180,12 +180,14 @@ def instance_norm_tile(path, seed=3):
     onnx.save(model, path)
 
 
-def conv_transpose_net(path, seed=4):
-    """A CNN that halves its map and brings it back with transposed
-    convolutions (a segmentation decoder's, as PaddleOCR's DB detector
-    has): one strided with pads, output_padding and a bias, one grouped and
-    dilated with SAME_UPPER auto_pad. The importer makes each a
-    graph.conv_grad_input (run_training.py checks its gradient)."""
+def upsampling_net(path, seed=4):
+    """A CNN that halves its map and brings it back as segmentation
+    decoders (PaddleOCR's DB detector, U-Nets, FPNs) do: a transposed
+    convolution (strided, with pads, output_padding and a bias), a nearest
+    x2 Resize as PyTorch exports nn.Upsample (asymmetric, floor), and a
+    grouped, dilated transposed convolution with SAME_UPPER auto_pad. The
+    importer makes each transposed convolution a graph.conv_grad_input and
+    the Resize a broadcast (run_training.py checks their gradients)."""
     rng = np.random.default_rng(seed)
 
     def w(name, shape, scale=None):
@@ -199,17 +201,22 @@ def conv_transpose_net(path, seed=4):
                               strides=[2, 2], pads=[1, 1, 1, 1],
                               output_padding=[1, 1]),
              helper.make_node("Relu", ["up"], ["r2"]),
-             helper.make_node("ConvTranspose", ["r2", "u2"], ["v"], group=2,
+             helper.make_node("Resize", ["r2", "", "scales"], ["big"],
+                              mode="nearest",
+                              coordinate_transformation_mode="asymmetric",
+                              nearest_mode="floor"),
+             helper.make_node("ConvTranspose", ["big", "u2"], ["v"], group=2,
                               dilations=[2, 2], auto_pad="SAME_UPPER"),
              # Every position reaches the logits (not an average).
              helper.make_node("Flatten", ["v"], ["h"]),
              helper.make_node("Gemm", ["h", "fc"], ["logits"])]
     graph = helper.make_graph(
-        nodes, "conv_transpose_net",
+        nodes, "upsampling_net",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 8, 6])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
         [w("w1", [8, 3, 3, 3]), w("u1", [8, 6, 3, 3]), w("c1", [6], 0.5),
-         w("u2", [6, 2, 3, 3]), w("fc", [192, 10])])
+         numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+         w("u2", [6, 2, 3, 3]), w("fc", [768, 10])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -259,8 +266,8 @@ def main():
     channels_last_chain(chain)
     instnorm = os.path.join(work, "instance_norm_tile.onnx")
     instance_norm_tile(instnorm)
-    deconv = os.path.join(work, "conv_transpose_net.onnx")
-    conv_transpose_net(deconv)
+    deconv = os.path.join(work, "upsampling_net.onnx")
+    upsampling_net(deconv)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
             ("llama", os.path.join(FIXTURES, "llama.onnx")),
@@ -269,7 +276,7 @@ def main():
             ("small_resnet", resnet),
             ("channels_last_chain", chain),
             ("instance_norm_tile", instnorm),
-            ("conv_transpose_net", deconv)]
+            ("upsampling_net", deconv)]
     exe = os.path.join(work, "nets.bin")
     ok, skipped, secs, log = common.compile_models(
         args.build, nets, exe, extra=["--default-batch", str(BATCH)])

@@ -17,7 +17,7 @@ backoff); the 2-layer GPT-2 with Adam in bf16 and fp16 against its fp32
 program's curve.
 
 CNNs with InstanceNormalization and Tile and with transposed convolutions
-(run_networks.py) and the T5 and wav2vec2 fixtures have the onnxruntime
+and a nearest Resize (run_networks.py) and the T5 and wav2vec2 fixtures have the onnxruntime
 loss, finite-difference gradient and Adam checks.
 
 The 2-layer GPT-2 fixture and a small ResNet (training-mode batch norm)
@@ -262,10 +262,11 @@ def classifier_checks(compiler, work, name, image_shape, seed, **kwargs):
                           ["--default-batch=4"], rng=rng, **kwargs)
 
 
-def conv_transpose_checks(compiler, work):
-    """run_networks.py's CNN with transposed convolutions: the onnxruntime
-    loss, finite-difference gradient and Adam checks."""
-    return classifier_checks(compiler, work, "conv_transpose_net", (3, 8, 6), 7,
+def upsampling_checks(compiler, work):
+    """run_networks.py's CNN that upsamples with transposed convolutions and
+    a nearest Resize: the onnxruntime loss, finite-difference gradient and
+    Adam checks."""
+    return classifier_checks(compiler, work, "upsampling_net", (3, 8, 6), 7,
                              exclude=None, eps=3e-3)
 
 
@@ -731,7 +732,7 @@ def main():
     results += gpt2_mixed_checks(compiler, work)
     results += resnet_checks(compiler, work)
     results += instance_norm_checks(compiler, work)
-    results += conv_transpose_checks(compiler, work)
+    results += upsampling_checks(compiler, work)
     results += seq2seq_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)
     return common.finish("numerics.training", results, args.junit, time.time() - t0)
