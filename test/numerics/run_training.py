@@ -281,10 +281,12 @@ def seq2seq_checks(compiler, work):
     audio = [("input_values", rng.standard_normal((2, 1600)).astype(np.float32)),
              ("labels", rng.integers(0, 32, (2, 159)).astype(np.int64))]
     out = []
-    for name, feeds in (("t5", t5), ("wav2vec2", audio)):
+    # wav2vec2's random-direction derivative is small (~6e-4): a larger
+    # step keeps its central difference above the f32 loss's round-off.
+    for name, feeds, eps in (("t5", t5, 3e-3), ("wav2vec2", audio, 1e-2)):
         out += network_checks(compiler, work, name,
                               os.path.join(ROOT, "test", "fixtures", name + ".onnx"),
-                              feeds, ["--default-batch=2"], None, rng, eps=3e-3)
+                              feeds, ["--default-batch=2"], None, rng, eps=eps)
     return out
 
 
