@@ -9,6 +9,7 @@
 #include "Translator.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 using namespace mlir;
 using namespace distopt::graph;
@@ -242,11 +243,11 @@ static LogicalResult translateBatchNorm(Translator &t, const NodeProto &node) {
   return success();
 }
 
+/// LayerNormalization; its optional Mean and InvStdDev outputs (what a
+/// training export saves for the backward) are computed beside it in f32
+/// as ONNX defines them: the mean over the normalized dimensions and
+/// 1 / sqrt(variance + epsilon), kept as unit dimensions.
 static LogicalResult translateLayerNorm(Translator &t, const NodeProto &node) {
-  // Mean and InvStdDev outputs (training) are not modelled.
-  for (int i = 1; i < node.output_size(); ++i)
-    if (!node.output(i).empty())
-      return t.emitOpaque(node);
   Value x = t.operand(node, 0), scale = t.operand(node, 1);
   RankedTensorType type = t.resultType(node, 0);
   if (!x || !scale || !type)
@@ -254,13 +255,61 @@ static LogicalResult translateLayerNorm(Translator &t, const NodeProto &node) {
   Value bias;
   if (Translator::hasInput(node, 2) && !(bias = t.operand(node, 2)))
     return failure();
+  int64_t rank = type.getRank();
+  std::optional<int64_t> axis =
+      normalizeAxis(Translator::attrInt(node, "axis", -1), rank);
+  double epsilon = Translator::attrFloat(node, "epsilon", 1e-5);
+  auto wants = [&](int i) {
+    return node.output_size() > i && !node.output(i).empty();
+  };
+  bool stats = wants(1) || wants(2);
+  RankedTensorType statType;
+  if (stats) {
+    if (!axis || !type.getElementType().isF32() ||
+        Translator::attrInt(node, "stash_type", 1) != 1)
+      return t.emitOpaque(node);
+    SmallVector<int64_t> shape(type.getShape().take_front(*axis));
+    shape.append(rank - *axis, 1);
+    statType = RankedTensorType::get(shape, type.getElementType());
+    for (int i : {1, 2})
+      if (wants(i) && t.resultType(node, i) != statType)
+        return t.emitOpaque(node);
+  }
   OpBuilder &b = t.builder;
-  return t.setResult(
-      node,
-      LayerNormOp::create(
-          b, t.loc(node), type, x, scale, bias,
-          b.getI64IntegerAttr(Translator::attrInt(node, "axis", -1)),
-          b.getF64FloatAttr(Translator::attrFloat(node, "epsilon", 1e-5))));
+  Location loc = t.loc(node);
+  if (failed(t.setResult(
+          node, LayerNormOp::create(
+                    b, loc, type, x, scale, bias,
+                    b.getI64IntegerAttr(Translator::attrInt(node, "axis", -1)),
+                    b.getF64FloatAttr(epsilon)))))
+    return failure();
+  if (!stats)
+    return success();
+  SmallVector<int64_t> axes;
+  for (int64_t d = *axis; d < rank; ++d)
+    axes.push_back(d);
+  auto mean = [&](Value v) -> Value {
+    return ReduceOp::create(
+        b, loc, statType, ReduceKindAttr::get(b.getContext(), ReduceKind::Mean),
+        v, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true));
+  };
+  Value m = mean(x);
+  Value d = BinaryOp::create(b, loc, type, BinaryKind::Sub, x, m, false);
+  Value var =
+      mean(BinaryOp::create(b, loc, type, BinaryKind::Mul, d, d, false));
+  Value eps = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                             b.getF32FloatAttr(float(epsilon))));
+  Value inv = UnaryOp::create(
+      b, loc, statType, UnaryKindAttr::get(b.getContext(), UnaryKind::Rsqrt),
+      BinaryOp::create(b, loc, statType, BinaryKind::Add, var, eps, false),
+      FloatAttr(), FloatAttr());
+  if (wants(1))
+    t.define(node.output(1), m);
+  if (wants(2))
+    t.define(node.output(2), inv);
+  return success();
 }
 
 /// InstanceNormalization of x [N, C, D1, ...] normalizes each (n, c) over
