@@ -235,13 +235,14 @@ save("shape_conflict", [
     helper.make_node("Relu", ["x"], ["y"], name="relu"),
 ], [vinfo("x", F, [2, 3])], [vinfo("y", F, [3, 3])])
 
-# Omitted optional inputs and outputs in the middle: Resize without roi,
-# an LSTM with only its last hidden state (Y omitted; MaxPool's Y, which the
-# schema requires, cannot be: onnxruntime and the importer reject that).
+# Omitted optional inputs and outputs in the middle: Resize without roi
+# (linear: nearest by whole factors imports as graph ops), an LSTM with
+# only its last hidden state (Y omitted; MaxPool's Y, which the schema
+# requires, cannot be: onnxruntime and the importer reject that).
 save("opaque_positions", [
     const("scales", [1.0, 1.0, 2.0, 2.0], np.float32),
     helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize",
-                     mode="nearest"),
+                     mode="linear"),
     helper.make_node("LSTM", ["s", "lw", "lr"], ["", "h"], name="lstm_h",
                      hidden_size=2),
 ], [vinfo("x", F, [1, 2, 4, 4]), vinfo("s", F, [3, 1, 4])],
