@@ -445,6 +445,111 @@ static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
                                logits, labels, ignore));
 }
 
+/// NegativeLogLikelihoodLoss from graph ops: a one-hot of the target
+/// (`graph.iota` of the classes compared with it) picks input[n, target]
+/// and weight[target]; ignored targets weigh 0. `none` keeps the per-item
+/// losses, `sum` adds them, `mean` divides the sum by the total weight of
+/// the items not ignored, as ONNX defines it. The loss thus costs, runs and
+/// differentiates as those ops do.
+static LogicalResult translateNLL(Translator &t, const NodeProto &node) {
+  Value input = t.operand(node, 0), target = t.operand(node, 1);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!input || !target || !type)
+    return failure();
+  Value weight;
+  if (Translator::hasInput(node, 2) && !(weight = t.operand(node, 2)))
+    return failure();
+  auto it = cast<RankedTensorType>(input.getType());
+  auto tt = cast<RankedTensorType>(target.getType());
+  std::string reduction = Translator::attrString(node, "reduction", "mean");
+  if (it.getRank() < 2 || tt.getRank() != it.getRank() - 1 ||
+      !isa<FloatType>(it.getElementType()) ||
+      !isa<IntegerType>(tt.getElementType()) ||
+      (reduction != "none" && reduction != "sum" && reduction != "mean"))
+    return t.emitOpaque(node);
+  OpBuilder &b = t.builder;
+  Location loc = t.loc(node);
+  Type f = it.getElementType();
+  int64_t classes = it.getDimSize(1);
+  // [N, 1, d...] targets against [1, C, 1...] classes: the one-hot.
+  SmallVector<int64_t> items(tt.getShape()), column(tt.getShape()),
+      row(it.getRank(), 1);
+  column.insert(column.begin() + 1, 1);
+  row[1] = classes;
+  Value classIds = IotaOp::create(
+      b, loc, RankedTensorType::get({classes}, tt.getElementType()),
+      b.getIntegerAttr(tt.getElementType(), 0),
+      b.getIntegerAttr(tt.getElementType(), 1));
+  classIds = ReshapeOp::create(
+      b, loc, RankedTensorType::get(row, tt.getElementType()), classIds);
+  Value targetColumn = ReshapeOp::create(
+      b, loc, RankedTensorType::get(column, tt.getElementType()), target);
+  auto like = [&](ArrayRef<int64_t> shape, Type e) {
+    return RankedTensorType::get(shape, e);
+  };
+  Value hit =
+      BinaryOp::create(b, loc, like(it.getShape(), b.getI1Type()),
+                       BinaryKind::Equal, targetColumn, classIds, false);
+  Value oneHot = CastOp::create(b, loc, like(it.getShape(), f), hit);
+  auto sumClasses = [&](Value v) -> Value {
+    return ReduceOp::create(
+        b, loc, like(items, f),
+        ReduceKindAttr::get(b.getContext(), ReduceKind::Sum), v,
+        b.getDenseI64ArrayAttr({1}), b.getBoolAttr(false));
+  };
+  auto mul = [&](Value x, Value y, ArrayRef<int64_t> shape) -> Value {
+    return BinaryOp::create(b, loc, like(shape, f), BinaryKind::Mul, x, y,
+                            false);
+  };
+  Value picked = sumClasses(mul(input, oneHot, it.getShape()));
+  // The weight of each item: weight[target] (1 without weights), 0 when
+  // its target is ignore_index.
+  Value itemWeight;
+  if (weight) {
+    Value w = ReshapeOp::create(b, loc, like(row, f), weight);
+    itemWeight = sumClasses(mul(oneHot, w, it.getShape()));
+  }
+  if (const onnx::AttributeProto *ignore =
+          Translator::attr(node, "ignore_index")) {
+    Value index = ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(
+            like({}, tt.getElementType()),
+            b.getIntegerAttr(tt.getElementType(), ignore->i())));
+    Value same = BinaryOp::create(b, loc, like(items, b.getI1Type()),
+                                  BinaryKind::Equal, target, index, false);
+    Value kept =
+        UnaryOp::create(b, loc, like(items, b.getI1Type()),
+                        UnaryKindAttr::get(b.getContext(), UnaryKind::Not),
+                        same, FloatAttr(), FloatAttr());
+    kept = CastOp::create(b, loc, like(items, f), kept);
+    itemWeight = itemWeight ? mul(itemWeight, kept, items) : kept;
+  }
+  Value loss = itemWeight ? mul(picked, itemWeight, items) : picked;
+  loss = UnaryOp::create(b, loc, like(items, f),
+                         UnaryKindAttr::get(b.getContext(), UnaryKind::Neg),
+                         loss, FloatAttr(), FloatAttr());
+  if (reduction == "none")
+    return t.setResult(node, loss);
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < tt.getRank(); ++d)
+    all.push_back(d);
+  auto total = [&](Value v) -> Value {
+    return ReduceOp::create(
+        b, loc, like({}, f),
+        ReduceKindAttr::get(b.getContext(), reduction == "sum" || itemWeight
+                                                ? ReduceKind::Sum
+                                                : ReduceKind::Mean),
+        v, b.getDenseI64ArrayAttr(all), b.getBoolAttr(false));
+  };
+  Value sum = total(loss);
+  if (reduction == "sum" || !itemWeight)
+    return t.setResult(node, sum);
+  return t.setResult(node,
+                     BinaryOp::create(b, loc, like({}, f), BinaryKind::Div, sum,
+                                      total(itemWeight), false));
+}
+
 void registerNNTranslations(TranslateTable &table) {
   table["Conv"] = translateConv;
   table["ConvTranspose"] = translateConvTranspose;
@@ -460,6 +565,7 @@ void registerNNTranslations(TranslateTable &table) {
                        "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin"})
     table[op] = translateReduce;
   table["SoftmaxCrossEntropyLoss"] = translateSCE;
+  table["NegativeLogLikelihoodLoss"] = translateNLL;
 }
 
 } // namespace import

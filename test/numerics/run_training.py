@@ -17,8 +17,10 @@ backoff); the 2-layer GPT-2 with Adam in bf16 and fp16 against its fp32
 program's curve.
 
 CNNs with InstanceNormalization and Tile and with transposed convolutions
-and a nearest Resize (run_networks.py) and the T5 and wav2vec2 fixtures have the onnxruntime
-loss, finite-difference gradient and Adam checks.
+and a nearest Resize (run_networks.py) and the T5 and wav2vec2 fixtures
+have the onnxruntime loss, finite-difference gradient and Adam checks. A
+linear classifier ending in LogSoftmax and NegativeLogLikelihoodLoss
+(class weights, ignore_index) trains 20 SGD steps against NumPy float64.
 
 The 2-layer GPT-2 fixture and a small ResNet (training-mode batch norm)
 train 20 steps with SGD and with Adam against PyTorch: torch_reference.py
@@ -268,6 +270,66 @@ def upsampling_checks(compiler, work):
     Adam checks."""
     return classifier_checks(compiler, work, "upsampling_net", (3, 8, 6), 7,
                              exclude=None, eps=3e-3)
+
+
+def nll_checks(compiler, work):
+    """A linear classifier whose ONNX graph ends in LogSoftmax and
+    NegativeLogLikelihoodLoss (class weights, ignore_index, mean): the
+    importer builds the loss from graph ops. 20 SGD steps (the model's own
+    scalar loss, --train without loss=) against a NumPy float64 reference
+    with PyTorch's NLLLoss semantics."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(8)
+    n, d, c, lr = 6, 5, 4, 0.5
+    w0 = (rng.standard_normal((d, c)) * 0.5).astype(np.float32)
+    cw = np.array([1.0, 2.0, 0.5, 1.5], np.float32)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    labels = np.array([0, 3, 1, 2, 1, 2], np.int64)  # 2 is ignored
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["cw"],
+                          value=numpy_helper.from_array(cw, "cw")),
+         helper.make_node("MatMul", ["x", "w"], ["logits"]),
+         helper.make_node("LogSoftmax", ["logits"], ["logp"], axis=1),
+         helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels", "cw"],
+                          ["loss"], ignore_index=2)],
+        "nll", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, d]),
+                helper.make_tensor_value_info("labels", TensorProto.INT64, [n])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(w0, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = os.path.join(work, "nll.onnx")
+    onnx.save(model, path)
+    outdir = os.path.join(work, "nll_sgd")
+    got, err = train_program(compiler, path, f"optimizer=sgd lr={lr}",
+                             [("x", x), ("labels", labels)], "nll", outdir)
+    if err is not None:
+        return [("nll_loss_sgd", "failed", err)]
+    # The class weights are a Constant (an initializer would be trained).
+    w, cwv = w0.astype(np.float64), cw.astype(np.float64)
+    keep = labels != 2
+    onehot = np.eye(c)[labels]
+    want = []
+    for _ in range(STEPS):
+        z = x @ w
+        z = z - z.max(1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+        wt = (onehot @ cwv) * keep
+        total = wt.sum()
+        want.append(-(logp[np.arange(n), labels] * wt).sum() / total)
+        # dL/dlogp = -onehot * wt / total; through log-softmax:
+        g = -onehot * (wt / total)[:, None]
+        dz = g - np.exp(logp) * g.sum(1, keepdims=True)
+        w = w - lr * (x.T @ dz)
+    want = np.array(want)
+    curve = np.max(np.abs(got - want) / np.abs(want))
+    wend = np.load(os.path.join(outdir, "w.npy")).astype(np.float64)
+    werr = np.max(np.abs(wend - w)) / np.max(np.abs(w))
+    ok = curve < 1e-4 and werr < 1e-4
+    msg = f"loss curve max rel err {curve:.1e}, end weights {werr:.1e}"
+    print(f"{'ok  ' if ok else 'FAIL'} nll_loss_sgd: {want[0]:.5f} -> {want[-1]:.5f}, {msg}")
+    return [("nll_loss_sgd", "passed" if ok else "failed", msg)]
 
 
 def seq2seq_checks(compiler, work):
@@ -736,6 +798,7 @@ def main():
     results += instance_norm_checks(compiler, work)
     results += upsampling_checks(compiler, work)
     results += seq2seq_checks(compiler, work)
+    results += nll_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)
     return common.finish("numerics.training", results, args.junit, time.time() - t0)
 
