@@ -422,43 +422,15 @@ static LogicalResult translateReduce(Translator &t, const NodeProto &node) {
                 b.getBoolAttr(Translator::attrInt(node, "keepdims", 1))));
 }
 
-static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
-  // Class weights and the log-prob output are not modelled.
-  if (Translator::hasInput(node, 2) ||
-      (node.output_size() > 1 && !node.output(1).empty()))
-    return t.emitOpaque(node);
-  Value logits = t.operand(node, 0), labels = t.operand(node, 1);
-  RankedTensorType type = t.resultType(node, 0);
-  if (!logits || !labels || !type)
-    return failure();
-  std::string reduction = Translator::attrString(node, "reduction", "mean");
-  LossReduction r = reduction == "none"  ? LossReduction::None
-                    : reduction == "sum" ? LossReduction::Sum
-                                         : LossReduction::Mean;
-  OpBuilder &b = t.builder;
-  IntegerAttr ignore;
-  if (Translator::attr(node, "ignore_index"))
-    ignore = b.getI64IntegerAttr(Translator::attrInt(node, "ignore_index", 0));
-  return t.setResult(node, SoftmaxCrossEntropyOp::create(
-                               b, t.loc(node), type,
-                               LossReductionAttr::get(b.getContext(), r),
-                               logits, labels, ignore));
-}
-
-/// NegativeLogLikelihoodLoss from graph ops: a one-hot of the target
-/// (`graph.iota` of the classes compared with it) picks input[n, target]
-/// and weight[target]; ignored targets weigh 0. `none` keeps the per-item
-/// losses, `sum` adds them, `mean` divides the sum by the total weight of
-/// the items not ignored, as ONNX defines it. The loss thus costs, runs and
-/// differentiates as those ops do.
-static LogicalResult translateNLL(Translator &t, const NodeProto &node) {
-  Value input = t.operand(node, 0), target = t.operand(node, 1);
-  RankedTensorType type = t.resultType(node, 0);
-  if (!input || !target || !type)
-    return failure();
-  Value weight;
-  if (Translator::hasInput(node, 2) && !(weight = t.operand(node, 2)))
-    return failure();
+/// NegativeLogLikelihoodLoss of log-probabilities `input` [N, C, d...]
+/// from graph ops, or null when the operands do not fit: a one-hot of the
+/// target (`graph.iota` of the classes compared with it) picks
+/// input[n, target] and weight[target]; ignored targets weigh 0. `none`
+/// keeps the per-item losses, `sum` adds them, `mean` divides the sum by
+/// the total weight of the items not ignored, as ONNX defines it. The loss
+/// thus costs, runs and differentiates as those ops do.
+static Value buildNLL(Translator &t, const NodeProto &node, Value input,
+                      Value target, Value weight) {
   auto it = cast<RankedTensorType>(input.getType());
   auto tt = cast<RankedTensorType>(target.getType());
   std::string reduction = Translator::attrString(node, "reduction", "mean");
@@ -466,7 +438,7 @@ static LogicalResult translateNLL(Translator &t, const NodeProto &node) {
       !isa<FloatType>(it.getElementType()) ||
       !isa<IntegerType>(tt.getElementType()) ||
       (reduction != "none" && reduction != "sum" && reduction != "mean"))
-    return t.emitOpaque(node);
+    return Value();
   OpBuilder &b = t.builder;
   Location loc = t.loc(node);
   Type f = it.getElementType();
@@ -530,7 +502,7 @@ static LogicalResult translateNLL(Translator &t, const NodeProto &node) {
                          UnaryKindAttr::get(b.getContext(), UnaryKind::Neg),
                          loss, FloatAttr(), FloatAttr());
   if (reduction == "none")
-    return t.setResult(node, loss);
+    return loss;
   SmallVector<int64_t> all;
   for (int64_t d = 0; d < tt.getRank(); ++d)
     all.push_back(d);
@@ -544,10 +516,67 @@ static LogicalResult translateNLL(Translator &t, const NodeProto &node) {
   };
   Value sum = total(loss);
   if (reduction == "sum" || !itemWeight)
-    return t.setResult(node, sum);
-  return t.setResult(node,
-                     BinaryOp::create(b, loc, like({}, f), BinaryKind::Div, sum,
-                                      total(itemWeight), false));
+    return sum;
+  return BinaryOp::create(b, loc, like({}, f), BinaryKind::Div, sum,
+                          total(itemWeight), false);
+}
+
+/// The optional class weights (input 2) of a loss; false when named but
+/// undefined (an error emitted).
+static bool lossWeight(Translator &t, const NodeProto &node, Value &weight) {
+  return !Translator::hasInput(node, 2) || (weight = t.operand(node, 2));
+}
+
+static LogicalResult translateNLL(Translator &t, const NodeProto &node) {
+  Value input = t.operand(node, 0), target = t.operand(node, 1), weight;
+  RankedTensorType type = t.resultType(node, 0);
+  if (!input || !target || !type || !lossWeight(t, node, weight))
+    return failure();
+  Value loss = buildNLL(t, node, input, target, weight);
+  if (!loss || loss.getType() != type)
+    return t.emitOpaque(node);
+  return t.setResult(node, loss);
+}
+
+/// SoftmaxCrossEntropyLoss: `graph.softmax_cross_entropy` for the mean
+/// loss of f32 [N, C] logits (what its kernel computes); otherwise (class
+/// weights, the log-prob output, other reductions or ranks) a log-softmax
+/// over the classes (axis 1) and the NegativeLogLikelihoodLoss of it
+/// (buildNLL).
+static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
+  Value logits = t.operand(node, 0), labels = t.operand(node, 1), weight;
+  RankedTensorType type = t.resultType(node, 0);
+  if (!logits || !labels || !type || !lossWeight(t, node, weight))
+    return failure();
+  bool logProbs = node.output_size() > 1 && !node.output(1).empty();
+  auto lt = cast<RankedTensorType>(logits.getType());
+  bool fused = !weight && !logProbs && lt.getRank() == 2 &&
+               lt.getElementType().isF32() &&
+               Translator::attrString(node, "reduction", "mean") == "mean";
+  if (!fused) {
+    OpBuilder &b = t.builder;
+    Value logp = SoftmaxOp::create(b, t.loc(node), logits.getType(), logits,
+                                   b.getI64IntegerAttr(1), b.getUnitAttr());
+    Value loss = buildNLL(t, node, logp, labels, weight);
+    if (!loss || loss.getType() != type ||
+        (logProbs && t.resultType(node, 1) != logits.getType()))
+      return t.emitOpaque(node);
+    if (logProbs)
+      t.define(node.output(1), logp);
+    return t.setResult(node, loss);
+  }
+  std::string reduction = Translator::attrString(node, "reduction", "mean");
+  LossReduction r = reduction == "none"  ? LossReduction::None
+                    : reduction == "sum" ? LossReduction::Sum
+                                         : LossReduction::Mean;
+  OpBuilder &b = t.builder;
+  IntegerAttr ignore;
+  if (Translator::attr(node, "ignore_index"))
+    ignore = b.getI64IntegerAttr(Translator::attrInt(node, "ignore_index", 0));
+  return t.setResult(node, SoftmaxCrossEntropyOp::create(
+                               b, t.loc(node), type,
+                               LossReductionAttr::get(b.getContext(), r),
+                               logits, labels, ignore));
 }
 
 void registerNNTranslations(TranslateTable &table) {
