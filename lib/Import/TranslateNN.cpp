@@ -439,6 +439,10 @@ static Value buildNLL(Translator &t, const NodeProto &node, Value input,
       !isa<IntegerType>(tt.getElementType()) ||
       (reduction != "none" && reduction != "sum" && reduction != "mean"))
     return Value();
+  if (weight &&
+      cast<RankedTensorType>(weight.getType()) !=
+          RankedTensorType::get({it.getDimSize(1)}, it.getElementType()))
+    return Value();
   OpBuilder &b = t.builder;
   Location loc = t.loc(node);
   Type f = it.getElementType();
