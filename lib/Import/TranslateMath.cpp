@@ -160,6 +160,25 @@ static LogicalResult translateWhere(Translator &t, const NodeProto &node) {
                      WhereOp::create(t.builder, t.loc(node), type, c, x, y));
 }
 
+/// Clip whose bounds are computed at run time: min(max(x, lo), hi) as
+/// `graph.binary max` / `min` with the scalar bounds (ONNX's definition).
+static LogicalResult clipByBounds(Translator &t, const NodeProto &node, Value x,
+                                  RankedTensorType type) {
+  Value y = x;
+  for (auto [i, kind] : {std::pair{1, BinaryKind::Max}, {2, BinaryKind::Min}}) {
+    if (!Translator::hasInput(node, i))
+      continue;
+    Value bound = t.operand(node, i);
+    if (!bound)
+      return failure();
+    auto bt = cast<RankedTensorType>(bound.getType());
+    if (bt.getRank() != 0 || bt.getElementType() != type.getElementType())
+      return t.emitOpaque(node);
+    y = BinaryOp::create(t.builder, t.loc(node), type, kind, y, bound, false);
+  }
+  return t.setResult(node, y);
+}
+
 static LogicalResult translateClip(Translator &t, const NodeProto &node) {
   Value x = t.operand(node, 0);
   RankedTensorType type = t.resultType(node, 0);
@@ -173,14 +192,18 @@ static LogicalResult translateClip(Translator &t, const NodeProto &node) {
     if (Translator::attr(node, "max"))
       hi = b.getF64FloatAttr(Translator::attrFloat(node, "max", 0));
   } else {
+    bool constant = true;
     for (int i : {1, 2}) {
       if (!Translator::hasInput(node, i))
         continue;
       const SmallTensor *c = t.constantInput(node, i);
-      if (!c || c->numElements() != 1)
-        return t.emitOpaque(node); // a bound computed at run time
-      (i == 1 ? lo : hi) = b.getF64FloatAttr(c->getDouble(0));
+      if (c && c->numElements() == 1)
+        (i == 1 ? lo : hi) = b.getF64FloatAttr(c->getDouble(0));
+      else
+        constant = false;
     }
+    if (!constant)
+      return clipByBounds(t, node, x, type);
   }
   return t.setResult(node, ClipOp::create(b, t.loc(node), type, x, lo, hi));
 }
