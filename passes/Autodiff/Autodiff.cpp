@@ -11,6 +11,8 @@
 #include "passes/Autodiff/Trainable.h"
 #include "passes/Passes.h"
 
+#include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -272,6 +274,31 @@ void AutodiffPass::finish(func::FuncOp func, ArrayRef<Output> outputs,
   func->setAttr("graph.train", configAttr(b, role));
 }
 
+/// Megatron's reduce-scatter in the backward of sequence parallelism: the
+/// input gradient of a column-parallel region, summed by its dist.tp_copy
+/// and then sliced by the all-gather before the copy, is one
+/// reduce-scatter (each element summed once, half the traffic).
+static void foldSlicedSums(func::FuncOp func) {
+  SmallVector<dist::AllSliceOp> slices;
+  func.walk([&](dist::AllSliceOp s) { slices.push_back(s); });
+  dist::DistDialect::GroupsAttrHelper groups(func.getContext());
+  for (dist::AllSliceOp slice : slices) {
+    auto sum = slice.getInput().getDefiningOp<dist::AllReduceOp>();
+    if (!sum || sum.getKind() != dist::ReductionKind::sum ||
+        !sum->hasOneUse() || sum.getGroup() != slice.getGroup() ||
+        groups.getAttr(sum) != groups.getAttr(slice))
+      continue;
+    OpBuilder b(slice);
+    auto scatter = dist::ReduceScatterOp::create(
+        b, slice.getLoc(), slice.getType(), sum.getInput(), sum.getKindAttr(),
+        slice.getAxisAttr(), slice.getGroupAttr());
+    scatter->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
+    slice.getResult().replaceAllUsesWith(scatter.getResult());
+    slice.erase();
+    sum.erase();
+  }
+}
+
 void AutodiffPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (failed(checkOptions(module)))
@@ -375,6 +402,7 @@ void AutodiffPass::runOnOperation() {
   if (failed(buildBackward(b, forwardOps, *loss, seed, selection->frozenOps,
                            grads)))
     return signalPassFailure();
+  foldSlicedSums(train);
 
   // Weight gradients by name (a weight read twice has one gradient).
   llvm::MapVector<StringRef, WeightGrad> byName;

@@ -303,6 +303,14 @@ static LogicalResult binaryGrad(GradEmitter &e, g::BinaryOp op, Value dy) {
 // Dispatch
 //===----------------------------------------------------------------------===//
 
+/// The groups that run the collective `from` (one per replica) run `to`,
+/// the collective of its gradient.
+static void copyRunGroups(Operation *from, Operation *to) {
+  dist::DistDialect::GroupsAttrHelper groups(from->getContext());
+  if (auto runs = groups.getAttr(from))
+    groups.setAttr(to, runs);
+}
+
 LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
                                               ArrayRef<Value> dys) {
   OpBuilder &b = e.b;
@@ -422,14 +430,43 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
               dist::ReductionKindAttr::get(b.getContext(),
                                            dist::ReductionKind::sum),
               c.getGroupAttr());
-          // The groups that run the copy (one per replica) run its sum.
-          dist::DistDialect::GroupsAttrHelper groups(b.getContext());
-          if (auto runs = groups.getAttr(c))
-            groups.setAttr(sum, runs);
+          copyRunGroups(c, sum);
           return sum;
         });
         return success();
       })
+      // Sequence parallelism (dist-tensor-parallel with sp). A whole value's
+      // gradient is the same on every tensor rank (partial ones are summed
+      // where they become whole, at a dist.tp_copy), so a gather's input
+      // gradient is the rank's shard of it; a reduce-scatter's shards each
+      // came from every rank's whole input, and a slice's from one whole
+      // value, so both pass back the gathered shard gradients.
+      .Case<dist::AllGatherOp>([&](dist::AllGatherOp g) {
+        e.give(g.getInput(), [&]() -> Value {
+          auto slice =
+              dist::AllSliceOp::create(b, loc, g.getInput().getType(), dy,
+                                       g.getAxisAttr(), g.getGroupAttr());
+          copyRunGroups(g, slice);
+          return slice;
+        });
+        return success();
+      })
+      .Case<dist::ReduceScatterOp, dist::AllSliceOp>(
+          [&](Operation *op) -> LogicalResult {
+            auto rs = dyn_cast<dist::ReduceScatterOp>(op);
+            if (rs && rs.getKind() != dist::ReductionKind::sum)
+              return unsupported();
+            Value in = op->getOperand(0);
+            e.give(in, [&]() -> Value {
+              auto gather = dist::AllGatherOp::create(
+                  b, loc, in.getType(), dy,
+                  op->getAttrOfType<IntegerAttr>("axis"),
+                  op->getAttrOfType<DenseI64ArrayAttr>("group"));
+              copyRunGroups(op, gather);
+              return gather;
+            });
+            return success();
+          })
       .Case<dist::AllReduceOp>([&](dist::AllReduceOp a) -> LogicalResult {
         if (a.getKind() != dist::ReductionKind::sum)
           return unsupported();

@@ -121,72 +121,12 @@ private:
   bool visit(Operation *op);
   bool visitMatmul(g::MatmulOp m);
   bool visitElementwise(Operation *op, ValueRange operands);
-  std::optional<Split> reshaped(Value in, Value out, Split s);
 };
 
-/// True for a matmul whose right operand is a weight only it reads and
-/// whose left operand is not split: a column-parallel candidate.
-bool isColumnCandidate(g::MatmulOp m, const llvm::MapVector<Value, Split> &split) {
-  auto rhs = tensorOf(m.getRhs());
-  return rhs && rhs.getRank() == 2 && ownWeight(m.getRhs(), m) &&
-         !split.contains(m.getLhs()) && !m.getTransposeLhs() &&
-         (!m.getBias() || ownWeight(m.getBias(), m));
-}
-
-/// The blocks a column matmul's output splits into: k when its output
-/// (through a view or bias) is cut into k equal pieces along the split
-/// dimension (a fused projection), else 1.
-int64_t Region::blocksOf(g::MatmulOp m) {
-  Value v = m.getResult();
-  int64_t dim = tensorOf(v).getRank() - 1;
-  for (int hops = 0; hops < 8 && v.hasOneUse(); ++hops) {
-    Operation *user = *v.getUsers().begin();
-    if (auto s = dyn_cast<g::SplitOp>(user)) {
-      if ((int64_t)s.getAxis() != dim)
-        return 1;
-      int64_t first = tensorOf(s.getResult(0)).getDimSize(dim);
-      for (Value r : s.getResults())
-        if (tensorOf(r).getDimSize(dim) != first)
-          return 1;
-      return s.getNumResults();
-    }
-    if (isa<g::ReshapeOp>(user)) {
-      std::optional<Split> next = reshaped(v, user->getResult(0), {dim, 2});
-      if (!next)
-        return 1;
-      dim = next->dim;
-    } else if (!isa<g::BinaryOp, g::UnaryOp>(user)) {
-      return 1;
-    }
-    v = user->getResult(0);
-  }
-  return 1;
-}
-
-bool Region::addColumn(g::MatmulOp m) {
-  if (ops.contains(m))
-    return true;
-  Split out{tensorOf(m.getResult()).getRank() - 1, blocksOf(m)};
-  // The weight's columns: its last dimension, or its first when the
-  // matmul reads it transposed.
-  Split w{m.getTransposeRhs() ? 0 : 1, out.blocks};
-  auto weight = m.getRhs().getDefiningOp<g::WeightOp>();
-  if (!shardWeight(weight, w))
-    return false;
-  if (Value bias = m.getBias()) {
-    auto b = bias.getDefiningOp<g::WeightOp>();
-    if (tensorOf(bias).getRank() != 1 || !shardWeight(b, {0, out.blocks}))
-      return failAt(m, "its bias is not a vector of its columns");
-  }
-  ops.insert(m);
-  columns.push_back(m);
-  return setSplit(m, m.getResult(), out);
-}
-
-/// `s` carried through a reshape from `in` to `out`: the split dimension
-/// kept whole, cut into factors (the split on the outer one) or merged
-/// with the dimensions after it (the split outermost).
-std::optional<Split> Region::reshaped(Value in, Value out, Split s) {
+/// `s` (over `tp` ranks) carried through a reshape from `in` to `out`: the
+/// split dimension kept whole, cut into factors (the split on the outer
+/// one) or merged with the dimensions after it (the split outermost).
+std::optional<Split> reshaped(Value in, Value out, Split s, int64_t tp) {
   ArrayRef<int64_t> a = tensorOf(in).getShape(), b = tensorOf(out).getShape();
   int64_t pre = 1;
   for (int64_t i = 0; i < s.dim; ++i)
@@ -220,6 +160,65 @@ std::optional<Split> Region::reshaped(Value in, Value out, Split s) {
       return Split{j, 1};
   }
   return std::nullopt;
+}
+
+/// True for a matmul whose right operand is a weight only it reads and
+/// whose left operand is not split: a column-parallel candidate.
+bool isColumnCandidate(g::MatmulOp m, const llvm::MapVector<Value, Split> &split) {
+  auto rhs = tensorOf(m.getRhs());
+  return rhs && rhs.getRank() == 2 && ownWeight(m.getRhs(), m) &&
+         !split.contains(m.getLhs()) && !m.getTransposeLhs() &&
+         (!m.getBias() || ownWeight(m.getBias(), m));
+}
+
+/// The blocks a column matmul's output splits into: k when its output
+/// (through a view or bias) is cut into k equal pieces along the split
+/// dimension (a fused projection), else 1.
+int64_t Region::blocksOf(g::MatmulOp m) {
+  Value v = m.getResult();
+  int64_t dim = tensorOf(v).getRank() - 1;
+  for (int hops = 0; hops < 8 && v.hasOneUse(); ++hops) {
+    Operation *user = *v.getUsers().begin();
+    if (auto s = dyn_cast<g::SplitOp>(user)) {
+      if ((int64_t)s.getAxis() != dim)
+        return 1;
+      int64_t first = tensorOf(s.getResult(0)).getDimSize(dim);
+      for (Value r : s.getResults())
+        if (tensorOf(r).getDimSize(dim) != first)
+          return 1;
+      return s.getNumResults();
+    }
+    if (isa<g::ReshapeOp>(user)) {
+      std::optional<Split> next = reshaped(v, user->getResult(0), {dim, 2}, tp);
+      if (!next)
+        return 1;
+      dim = next->dim;
+    } else if (!isa<g::BinaryOp, g::UnaryOp>(user)) {
+      return 1;
+    }
+    v = user->getResult(0);
+  }
+  return 1;
+}
+
+bool Region::addColumn(g::MatmulOp m) {
+  if (ops.contains(m))
+    return true;
+  Split out{tensorOf(m.getResult()).getRank() - 1, blocksOf(m)};
+  // The weight's columns: its last dimension, or its first when the
+  // matmul reads it transposed.
+  Split w{m.getTransposeRhs() ? 0 : 1, out.blocks};
+  auto weight = m.getRhs().getDefiningOp<g::WeightOp>();
+  if (!shardWeight(weight, w))
+    return false;
+  if (Value bias = m.getBias()) {
+    auto b = bias.getDefiningOp<g::WeightOp>();
+    if (tensorOf(bias).getRank() != 1 || !shardWeight(b, {0, out.blocks}))
+      return failAt(m, "its bias is not a vector of its columns");
+  }
+  ops.insert(m);
+  columns.push_back(m);
+  return setSplit(m, m.getResult(), out);
 }
 
 /// A binary, where, unary or cast op: every operand either has the
@@ -321,7 +320,7 @@ bool Region::visit(Operation *op) {
     return setSplit(op, op->getResult(0), splitOf(in));
   }
   if (isa<g::ReshapeOp, g::FlattenOp>(op)) {
-    std::optional<Split> s = reshaped(in, op->getResult(0), splitOf(in));
+    std::optional<Split> s = reshaped(in, op->getResult(0), splitOf(in), tp);
     if (!s)
       return failAt(op, "the reshape mixes the split dimension with others");
     return setSplit(op, op->getResult(0), *s);
@@ -404,13 +403,13 @@ groupsOf(Operation *op, const schedule::RankLayout &layout) {
   return layout.tensorGroups(stage);
 }
 
-/// Creates the tensor-parallel collective `Op` for `m` over replica 0's
-/// group, run by every replica's (`dist.groups`).
+/// Creates the tensor-parallel collective `Op` of the stage that runs `at`
+/// over replica 0's group, run by every replica's (`dist.groups`).
 template <typename Op, typename... Args>
-Op createCollective(OpBuilder &b, g::MatmulOp m,
+Op createCollective(OpBuilder &b, Operation *at,
                     const schedule::RankLayout &layout, Args &&...args) {
-  std::vector<std::vector<unsigned>> groups = groupsOf(m, layout);
-  auto op = Op::create(b, m.getLoc(), std::forward<Args>(args)...,
+  std::vector<std::vector<unsigned>> groups = groupsOf(at, layout);
+  auto op = Op::create(b, at->getLoc(), std::forward<Args>(args)...,
                        dist::deviceGroup(b.getContext(), groups.front()));
   dist::setRunGroups(op, groups);
   return op;
@@ -430,8 +429,10 @@ RankedTensorType localType(RankedTensorType t, Split s, int64_t tp) {
   return RankedTensorType::get(shape, t.getElementType(), t.getEncoding());
 }
 
-/// Rewrites a grown region into one rank's part.
-void rewrite(Region &r, const schedule::RankLayout &layout) {
+/// Rewrites a grown region into one rank's part; appends the sums of its
+/// row-parallel matmuls to `sums`.
+void rewrite(Region &r, const schedule::RankLayout &layout,
+             SmallVectorImpl<dist::AllReduceOp> &sums) {
   MLIRContext *ctx = r.func.getContext();
   OpBuilder b(ctx);
   auto role = [&](dist::TensorParallelRole x) {
@@ -473,6 +474,7 @@ void rewrite(Region &r, const schedule::RankLayout &layout) {
         b, m, layout, m.getType(), m.getResult(),
         dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum));
     placeLike(sum, m);
+    sums.push_back(sum);
     Value out = sum.getResult();
     if (bias) {
       auto add = g::BinaryOp::create(b, m.getLoc(), m.getType(),
@@ -481,6 +483,265 @@ void rewrite(Region &r, const schedule::RankLayout &layout) {
       out = add.getResult();
     }
     m.getResult().replaceAllUsesExcept(out, sum);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Sequence parallelism (Megatron-LM, Korthikanti et al.)
+//===----------------------------------------------------------------------===//
+
+/// True when every dimension of `t` before `dim` is 1: a shard along `dim`
+/// is then a run of the flattened elements, which the runtime's
+/// reduce-scatter, all-gather and all-slice move.
+bool contiguousAlong(RankedTensorType t, int64_t dim) {
+  return llvm::all_of(t.getShape().take_front(dim),
+                      [](int64_t d) { return d == 1; });
+}
+
+/// The token split of a row-parallel sum: its first dimension of more than
+/// one element (tokens: batch x sequence, or the sequence of one row),
+/// when that is not its last (the features) and splits `tp` ways.
+std::optional<Split> tokenSplit(RankedTensorType t, int64_t tp) {
+  if (!t || !t.hasStaticShape())
+    return std::nullopt;
+  int64_t dim = 0;
+  while (dim < t.getRank() && t.getDimSize(dim) == 1)
+    ++dim;
+  if (dim + 1 >= t.getRank() || t.getDimSize(dim) % tp != 0)
+    return std::nullopt;
+  return Split{dim, 1};
+}
+
+/// Megatron's sequence parallelism over the tensor-parallel regions: the
+/// sum after each row-parallel matmul becomes a reduce-scatter over the
+/// tokens, and the ops that work token by token after it (bias, dropout,
+/// residual adds, norms, views) run on the rank's tokens, until a value
+/// enters a column-parallel region (its dist.tp_copy becomes an
+/// all-gather) or any other op that needs it whole (an all-gather before
+/// it). A whole operand meeting the rank's tokens is sliced (dist.all_slice:
+/// no data moves) or, broadcast over the tokens (norm scales, biases), read
+/// through a dist.tp_copy, whose gradient sums the ranks' parts. With the
+/// gradients of the collectives (all-gather <-> reduce-scatter) that is the
+/// backward of Megatron's sequence parallelism; the numbers are those of
+/// tensor parallelism without it.
+class SequenceParallel {
+public:
+  SequenceParallel(func::FuncOp func, const schedule::RankLayout &layout)
+      : func(func), layout(layout), tp(layout.tp) {}
+
+  /// Finds the ops that run on token shards, from the sums of the
+  /// row-parallel matmuls; returns how many sums split.
+  unsigned analyze(ArrayRef<dist::AllReduceOp> sums);
+  void rewrite();
+
+private:
+  /// A whole operand of a token-split op: sliced along `axis`, or (none)
+  /// read through a dist.tp_copy.
+  struct Whole {
+    Operation *user;
+    unsigned operand;
+    std::optional<int64_t> axis;
+  };
+  std::optional<Split> visit(Operation *op, SmallVectorImpl<Whole> &wholes);
+  std::optional<Split> visitElementwise(Operation *op,
+                                        SmallVectorImpl<Whole> &wholes);
+  /// Where a collective for `user`'s operand `v` runs: `user`'s stage,
+  /// or `v`'s when `user` has none (the function's return).
+  Operation *placeFor(Operation *user, Value v) {
+    if (user->hasAttr(
+            dist::DistDialect::VirtualStageAttrHelper::getNameStr()) ||
+        !v.getDefiningOp())
+      return user;
+    return v.getDefiningOp();
+  }
+
+  func::FuncOp func;
+  const schedule::RankLayout &layout;
+  int64_t tp;
+  llvm::DenseSet<Operation *> sumOps;
+  llvm::MapVector<Value, Split> split;
+  llvm::SetVector<Operation *> ops;
+  SmallVector<Whole> wholes;
+};
+
+std::optional<Split>
+SequenceParallel::visitElementwise(Operation *op, SmallVectorImpl<Whole> &out) {
+  auto result = tensorOf(op->getResult(0));
+  std::optional<Split> common;
+  for (Value v : op->getOperands())
+    if (auto it = split.find(v); it != split.end()) {
+      Split s = it->second;
+      s.dim += result.getRank() - tensorOf(v).getRank();
+      if (common && !(*common == s))
+        return std::nullopt;
+      common = s;
+    }
+  if (!contiguousAlong(result, common->dim))
+    return std::nullopt;
+  for (OpOperand &use : op->getOpOperands()) {
+    Value v = use.get();
+    if (split.contains(v))
+      continue;
+    auto t = tensorOf(v);
+    if (!t)
+      return std::nullopt;
+    int64_t aligned = common->dim - (result.getRank() - t.getRank());
+    if (aligned < 0 || t.getDimSize(aligned) == 1) {
+      // Broadcast over the tokens: each rank's gradient is its tokens'
+      // part of the whole one (a constant has none).
+      if (isa<FloatType>(t.getElementType()) &&
+          !v.getDefiningOp<g::ConstantOp>())
+        out.push_back({op, use.getOperandNumber(), std::nullopt});
+      continue;
+    }
+    if (t.getDimSize(aligned) != result.getDimSize(common->dim) ||
+        !contiguousAlong(t, aligned))
+      return std::nullopt;
+    out.push_back({op, use.getOperandNumber(), aligned});
+  }
+  return common;
+}
+
+std::optional<Split> SequenceParallel::visit(Operation *op,
+                                             SmallVectorImpl<Whole> &out) {
+  if (op->getNumResults() != 1 || !tensorOf(op->getResult(0)) ||
+      !tensorOf(op->getResult(0)).hasStaticShape())
+    return std::nullopt;
+  Value in = op->getOperand(0);
+  auto inSplit = split.find(in);
+  if (isa<g::ReshapeOp, g::FlattenOp>(op)) {
+    std::optional<Split> s =
+        reshaped(in, op->getResult(0), inSplit->second, tp);
+    if (!s || !contiguousAlong(tensorOf(op->getResult(0)), s->dim))
+      return std::nullopt;
+    return s;
+  }
+  if (isa<g::LayerNormOp, g::RMSNormOp>(op)) {
+    // Token by token when the normalized dimensions come after the split;
+    // the scale and bias broadcast over the tokens.
+    if (inSplit == split.end())
+      return std::nullopt;
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    if (axis < 0)
+      axis += tensorOf(in).getRank();
+    if (axis <= inSplit->second.dim)
+      return std::nullopt;
+    for (OpOperand &use : op->getOpOperands().drop_front()) {
+      if (split.contains(use.get()))
+        return std::nullopt;
+      out.push_back({op, use.getOperandNumber(), std::nullopt});
+    }
+    return inSplit->second;
+  }
+  if (isa<g::BinaryOp, g::WhereOp>(op) ||
+      (isa<g::UnaryOp, g::CastOp, g::ClipOp, g::DropoutOp>(op) &&
+       op->getNumOperands() == 1))
+    return visitElementwise(op, out);
+  return std::nullopt;
+}
+
+unsigned SequenceParallel::analyze(ArrayRef<dist::AllReduceOp> sums) {
+  unsigned splitSums = 0;
+  for (dist::AllReduceOp sum : sums)
+    if (std::optional<Split> s = tokenSplit(tensorOf(sum.getResult()), tp)) {
+      sumOps.insert(sum);
+      split[sum.getResult()] = *s;
+      ops.insert(sum);
+      ++splitSums;
+    }
+  // One sweep in order: an op's operands are split or whole before it is
+  // visited.
+  for (Operation &op : func.getBody().front()) {
+    if (sumOps.contains(&op) || llvm::none_of(op.getOperands(), [&](Value v) {
+          return split.contains(v);
+        }))
+      continue;
+    SmallVector<Whole> found;
+    if (std::optional<Split> s = visit(&op, found)) {
+      split[op.getResult(0)] = *s;
+      ops.insert(&op);
+      wholes.append(found);
+    }
+  }
+  return splitSums;
+}
+
+void SequenceParallel::rewrite() {
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(ctx);
+  // Whole values where token-split ones leave the domain: one all-gather
+  // per value and stage, before its first user there. Into a
+  // column-parallel region the gather feeds its dist.tp_copy, whose
+  // summed gradient dist-autodiff slices back into one reduce-scatter.
+  DenseMap<std::pair<Value, Attribute>, Value> gathered;
+  dist::DistDialect::VirtualStageAttrHelper stageAttr(ctx);
+  for (Operation &op : func.getBody().front()) {
+    if (ops.contains(&op))
+      continue;
+    for (OpOperand &use : op.getOpOperands()) {
+      auto it = split.find(use.get());
+      if (it == split.end())
+        continue;
+      Value v = use.get();
+      Operation *at = placeFor(&op, v);
+      Value &whole = gathered[{v, stageAttr.getAttr(at)}];
+      if (!whole) {
+        b.setInsertionPoint(&op);
+        auto gather = createCollective<dist::AllGatherOp>(
+            b, at, layout, v.getType(), v, b.getI64IntegerAttr(it->second.dim));
+        placeLike(gather, at);
+        whole = gather.getResult();
+      }
+      use.set(whole);
+    }
+  }
+  // Whole operands of token-split ops: the rank's tokens of them, or the
+  // whole value through a copy whose gradient is summed over the group.
+  DenseMap<std::tuple<Value, int64_t, Attribute>, Value> adapted;
+  for (const Whole &w : wholes) {
+    Value v = w.user->getOperand(w.operand);
+    int64_t axis = w.axis.value_or(-1);
+    Value &local = adapted[{v, axis, stageAttr.getAttr(w.user)}];
+    if (!local) {
+      b.setInsertionPoint(w.user);
+      Operation *made;
+      if (w.axis)
+        made = createCollective<dist::AllSliceOp>(
+            b, w.user, layout, localType(tensorOf(v), {*w.axis, 1}, tp), v,
+            b.getI64IntegerAttr(*w.axis));
+      else
+        made =
+            createCollective<dist::TpCopyOp>(b, w.user, layout, v.getType(), v);
+      placeLike(made, w.user);
+      local = made->getResult(0);
+    }
+    w.user->setOperand(w.operand, local);
+  }
+  // The rank's types; the sums become reduce-scatters.
+  dist::DistDialect::TpShardAttrHelper shardAttr(ctx);
+  dist::DistDialect::TpAttrHelper tpAttr(ctx);
+  for (auto [v, s] : split) {
+    RankedTensorType local = localType(tensorOf(v), s, tp);
+    Operation *def = v.getDefiningOp();
+    if (auto sum = dyn_cast<dist::AllReduceOp>(def);
+        sum && sumOps.contains(def)) {
+      b.setInsertionPoint(sum);
+      auto scatter = dist::ReduceScatterOp::create(
+          b, sum.getLoc(), local, sum.getInput(), sum.getKindAttr(),
+          b.getI64IntegerAttr(s.dim), sum.getGroupAttr());
+      scatter->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
+      sum.getResult().replaceAllUsesWith(scatter.getResult());
+      sum.erase();
+      continue;
+    }
+    v.setType(local);
+    // A dropout draws the rank's tokens of the mask one process draws.
+    if (auto d = dyn_cast<g::DropoutOp>(def);
+        d && d.getRatio().convertToDouble() != 0)
+      shardAttr.setAttr(d, b.getDenseI64ArrayAttr({s.dim, s.blocks, tp}));
+    if (tpAttr.isAttrPresent(def))
+      tpAttr.setAttr(def, dist::TensorParallelRoleAttr::get(
+                              ctx, dist::TensorParallelRole::Split));
   }
 }
 
@@ -510,17 +771,6 @@ struct TensorParallelPass
              "or per-stage replicas";
       return signalPassFailure();
     }
-    if (plan.getSp())
-      emitWarning(module.getLoc())
-          << "dist-tensor-parallel: the plan has sp = 1 (sequence "
-             "parallelism), which the programs do not run yet: they run "
-             "tp = "
-          << layout.tp
-          << " without it. The numbers and the traffic are the same (sp "
-             "splits each all-reduce into a reduce-scatter and an "
-             "all-gather), but norms, dropout and residuals run on the whole "
-             "sequence on every tensor rank, so their activations take more "
-             "memory than the plan predicts";
     FailureOr<func::FuncOp> func =
         planning::plannedFunction(module, "", "dist-tensor-parallel");
     if (failed(func))
@@ -535,6 +785,7 @@ struct TensorParallelPass
     unsigned regions = 0;
     std::string lastWhy;
     llvm::DenseSet<Operation *> taken;
+    SmallVector<dist::AllReduceOp> sums;
     SmallVector<g::MatmulOp> candidates;
     func->walk([&](g::MatmulOp m) { candidates.push_back(m); });
     for (g::MatmulOp m : candidates) {
@@ -551,7 +802,7 @@ struct TensorParallelPass
       }
       for (Operation *op : r.ops)
         taken.insert(op);
-      rewrite(r, layout);
+      rewrite(r, layout, sums);
       ++regions;
     }
     if (regions == 0) {
@@ -571,6 +822,21 @@ struct TensorParallelPass
         tpAttr.setAttr(&op, dist::TensorParallelRoleAttr::get(
                                 &getContext(),
                                 dist::TensorParallelRole::Replicated));
+    if (plan.getSp()) {
+      SequenceParallel sp(*func, layout);
+      unsigned splitSums = sp.analyze(sums);
+      if (splitSums < sums.size())
+        emitWarning(func->getLoc())
+            << "dist-tensor-parallel: sp = 1, but " << sums.size() - splitSums
+            << " of " << sums.size()
+            << " row-parallel sums have no token dimension that splits "
+            << layout.tp
+            << " ways after leading 1s (their outputs stay whole on every "
+               "tensor rank, taking more memory than the plan predicts); "
+               "a micro-batch of one row whose sequence splits "
+            << layout.tp << " ways does";
+      sp.rewrite();
+    }
     if (failed(mlir::verify(*func)))
       return signalPassFailure();
   }

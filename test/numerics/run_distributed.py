@@ -50,7 +50,8 @@ replica 2 micro-batches of 2 rows, gradients and loss averaged over the
 stage's replicas), and tensor parallelism (dist-tensor-parallel): the MLP
 with Adam at tp=2 and with SGD at tp=2 x pp=2 (1F1B, 4 ranks), GPT-2 with
 SGD at tp=2 and tp=2 x pp=2 (the ranks' shards put together from their
-shards.json). Loss curves and every weight and optimizer state (each
+shards.json), and the same with sequence parallelism (`_sp`: sp=1, also
+with dp=2 and ZeRO-1 and under ZB-H1). Loss curves and every weight and optimizer state (each
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
@@ -1043,6 +1044,23 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_tp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
                      train=sgd)))
+    # Sequence parallelism (sp=1): each row-parallel sum is a reduce-scatter
+    # over the tokens, bias, dropout, residuals and layer norms run on the
+    # rank's tokens, and an all-gather feeds each column-parallel region
+    # (and the LM head); the norms' gradients are summed over the group.
+    # Four rows of a micro-batch (dropout case): the tokens split across
+    # rows; with pp=2 the stages send the rank's tokens.
+    out.append(("gpt2_sgd_tp2_sp",
+                dict(gpt, plan="tp=2,mbs=1,sp=1", train=sgd)))
+    out.append(("gpt2_dropout_sgd_tp2_sp",
+                dict(gpt, model=gpt2_with_dropout, plan="tp=2,mbs=4,sp=1",
+                     input_shape="input_ids:4x32", train=sgd)))
+    out.append(("gpt2_sgd_tp2_pp2_1f1b_sp",
+                dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b,sp=1", ranks=4,
+                     train=sgd)))
+    out.append(("mlp_adam_tp2_sp",
+                dict(mlp, plan="tp=2,mbs=2,sp=1", ranks=2,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
     # Data and tensor parallelism together: each replica's tp ranks combine
     # their partial sums, each tp rank's replicas average their gradient
     # shards (dist.groups: one group per replica, one per tensor rank).
@@ -1060,6 +1078,15 @@ def pipeline_train_cases(rng):
                 dict(gpt, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # Sequence parallelism with data parallelism and ZeRO-1 (the norms'
+    # gradients summed over each replica's tensor ranks, then reduce-
+    # scattered over the replicas), and under ZB-H1 (those sums in the
+    # backward_weight actions).
+    out.append(("gpt2_momentum_dp2_tp2_zero1_sp",
+                dict(out[-1][1], plan="dp=2,tp=2,mbs=1,zero=1,sp=1")))
+    out.append(("gpt2_sgd_tp2_pp2_zbh1_sp",
+                dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=zb-h1,sp=1",
+                     ranks=4, train=sgd)))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).

@@ -51,9 +51,8 @@ using namespace distopt;
 static cl::OptionCategory category("dist-compile options");
 
 /// What a searched plan may use so that the programs run it: no context
-/// or expert parallelism, no sequence parallelism (it would run as plain
-/// tp).
-static constexpr const char *kRunnableConstraints = "cp=1,ep=1,sp=0";
+/// or expert parallelism.
+static constexpr const char *kRunnableConstraints = "cp=1,ep=1";
 
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
