@@ -83,6 +83,8 @@ public:
   llvm::MapVector<Value, Split> split;
   llvm::SetVector<Operation *> ops;
   SmallVector<g::MatmulOp> columns, rows;
+  /// Split values that are results of the function: gathered whole.
+  llvm::SetVector<Value> results;
   /// Weights and their shard: dimension and blocks.
   llvm::MapVector<Operation *, Split> weights;
   std::string why;
@@ -363,9 +365,6 @@ bool Region::visit(Operation *op) {
       return failAt(op, "a slice of the split dimension");
     return setSplit(op, sl.getResult(), s);
   }
-  if (isa<func::ReturnOp>(op))
-    return failAt(op, "a split value is a result of the function (the "
-                      "region needs a row-parallel matmul before it)");
   return failAt(op, "the op does not work on split activations");
 }
 
@@ -383,6 +382,16 @@ bool Region::grow(g::MatmulOp origin) {
       if (llvm::none_of(op.getOperands(),
                         [&](Value v) { return split.contains(v); }))
         continue;
+      if (isa<func::ReturnOp>(op)) {
+        // A split result is gathered whole (a column-parallel LM head).
+        for (Value v : op.getOperands())
+          if (auto it = split.find(v); it != split.end()) {
+            if (it->second.blocks != 1)
+              return failAt(&op, "a result split in blocks");
+            changed |= results.insert(v);
+          }
+        continue;
+      }
       if (!visit(&op))
         return false;
       ops.insert(&op);
@@ -427,6 +436,58 @@ RankedTensorType localType(RankedTensorType t, Split s, int64_t tp) {
   SmallVector<int64_t> shape(t.getShape());
   shape[s.dim] /= tp;
   return RankedTensorType::get(shape, t.getElementType(), t.getEncoding());
+}
+
+/// Gathers the split result `v` of the region (with its local type) whole
+/// before the function returns it: along its split dimension when every
+/// dimension before it is 1, else along a new leading one, moved next to
+/// the split dimension and merged into it. The gather's gradient is the
+/// rank's slice of the replicated gradient of the result.
+void gatherResult(Region &r, Value v, const schedule::RankLayout &layout) {
+  Operation *ret = r.func.getBody().front().getTerminator();
+  Operation *at = v.getDefiningOp();
+  OpBuilder b(ret);
+  Split s = r.split.lookup(v);
+  auto local = tensorOf(v);
+  SmallVector<int64_t> whole(local.getShape());
+  whole[s.dim] *= r.tp;
+  auto wholeType = local.clone(whole);
+  auto gather = [&](Value in, RankedTensorType type, int64_t axis) {
+    auto op = createCollective<dist::AllGatherOp>(b, at, layout, type, in,
+                                                  b.getI64IntegerAttr(axis));
+    placeLike(op, at);
+    return op.getResult();
+  };
+  auto place = [&](Operation *op) {
+    placeLike(op, at);
+    return op->getResult(0);
+  };
+  Value out;
+  if (llvm::all_of(local.getShape().take_front(s.dim),
+                   [](int64_t d) { return d == 1; })) {
+    out = gather(v, wholeType, s.dim);
+  } else {
+    SmallVector<int64_t> lead{1}, stacked{r.tp};
+    lead.append(local.getShape().begin(), local.getShape().end());
+    stacked.append(local.getShape().begin(), local.getShape().end());
+    Value x = place(g::ReshapeOp::create(b, v.getLoc(), local.clone(lead), v));
+    x = gather(x, local.clone(stacked), 0);
+    // [tp, a.., n/tp, b..] -> [a.., tp, n/tp, b..]
+    SmallVector<int64_t> perm, moved;
+    for (int64_t d = 1; d <= s.dim; ++d)
+      perm.push_back(d);
+    perm.push_back(0);
+    for (int64_t d = s.dim + 1; d <= local.getRank(); ++d)
+      perm.push_back(d);
+    for (int64_t d : perm)
+      moved.push_back(stacked[d]);
+    x = place(g::TransposeOp::create(b, v.getLoc(), local.clone(moved), x,
+                                     b.getDenseI64ArrayAttr(perm)));
+    out = place(g::ReshapeOp::create(b, v.getLoc(), wholeType, x));
+  }
+  for (OpOperand &use : ret->getOpOperands())
+    if (use.get() == v)
+      use.set(out);
 }
 
 /// Rewrites a grown region into one rank's part; appends the sums of its
@@ -484,6 +545,114 @@ void rewrite(Region &r, const schedule::RankLayout &layout,
     }
     m.getResult().replaceAllUsesExcept(out, sum);
   }
+  for (Value v : r.results)
+    gatherResult(r, v, layout);
+}
+
+/// Megatron's vocabulary-parallel embedding: each tensor rank holds rows
+/// [r V/tp, (r+1) V/tp) of the table (`dist.tp_shard` [0, 1, tp]), looks up
+/// the ids in its range (the others read row 0 and are zeroed) and the
+/// ranks' rows are summed (`dist.all_reduce`, appended to `sums`). The
+/// rank's range comes from dist.all_slice of the constant [0, 1, .., tp-1]
+/// (no data moves). An id outside the whole table stays outside every
+/// rank's rows, so the lookup still fails on it. Only lookups of data
+/// (not of constant positions) whose table only they read, of V rows that
+/// split tp ways. Returns the rank's lookup, or null when `em` is not such
+/// a lookup.
+Operation *splitVocabulary(g::EmbeddingOp em,
+                           const schedule::RankLayout &layout,
+                           SmallVectorImpl<dist::AllReduceOp> &sums) {
+  int64_t tp = layout.tp;
+  auto table = tensorOf(em.getTable());
+  auto ids = tensorOf(em.getIndices());
+  auto weight = ownWeight(em.getTable(), em);
+  if (!weight || !table || table.getRank() != 2 || !table.hasStaticShape() ||
+      table.getDimSize(0) % tp != 0 || !ids || !ids.hasStaticShape() ||
+      !ids.getElementType().isSignlessInteger() ||
+      em.getIndices().getDefiningOp<g::ConstantOp>())
+    return nullptr;
+  MLIRContext *ctx = em.getContext();
+  OpBuilder b(em);
+  Location loc = em.getLoc();
+  int64_t rows = table.getDimSize(0) / tp;
+  Type it = ids.getElementType();
+  auto i1 = ids.clone(b.getI1Type());
+  SmallVector<Operation *> made;
+  auto scalar = [&](int64_t v) {
+    auto t = RankedTensorType::get({}, it);
+    return made
+        .emplace_back(g::ConstantOp::create(
+            b, loc, t, DenseElementsAttr::get(t, b.getIntegerAttr(it, v))))
+        ->getResult(0);
+  };
+  auto binary = [&](g::BinaryKind kind, Type type, Value l, Value r) {
+    return made.emplace_back(g::BinaryOp::create(b, loc, type, kind, l, r))
+        ->getResult(0);
+  };
+  // This rank's index in its group: its element of [0, 1, .., tp-1].
+  auto all = RankedTensorType::get({tp}, it);
+  SmallVector<APInt> indices;
+  for (int64_t r = 0; r < tp; ++r)
+    indices.push_back(APInt(it.getIntOrFloatBitWidth(), r));
+  Value ranks =
+      made.emplace_back(g::ConstantOp::create(
+                            b, loc, all, DenseElementsAttr::get(all, indices)))
+          ->getResult(0);
+  Value rank =
+      made.emplace_back(createCollective<dist::AllSliceOp>(
+                            b, em, layout, RankedTensorType::get({1}, it),
+                            ranks, b.getI64IntegerAttr(0)))
+          ->getResult(0);
+  Value id = em.getIndices();
+  Value mine = binary(g::BinaryKind::Equal, i1,
+                      binary(g::BinaryKind::Div, ids, id, scalar(rows)), rank);
+  // Ids of another rank's rows read row 0; ids outside the table keep
+  // their (out of range) local index.
+  Value valid =
+      binary(g::BinaryKind::And, i1,
+             binary(g::BinaryKind::GreaterEqual, i1, id, scalar(0)),
+             binary(g::BinaryKind::Less, i1, id, scalar(table.getDimSize(0))));
+  Value other = binary(g::BinaryKind::Xor, i1, valid,
+                       binary(g::BinaryKind::And, i1, valid, mine));
+  Value local =
+      binary(g::BinaryKind::Sub, ids, id,
+             binary(g::BinaryKind::Mul, rank.getType(), rank, scalar(rows)));
+  Value safe = made.emplace_back(
+                       g::WhereOp::create(b, loc, ids, other, scalar(0), local))
+                   ->getResult(0);
+  auto outType = cast<RankedTensorType>(em.getType());
+  auto lookup = g::EmbeddingOp::create(b, loc, outType, em.getTable(), safe);
+  lookup->setDiscardableAttrs(em->getDiscardableAttrDictionary());
+  SmallVector<int64_t> maskShape(ids.getShape());
+  maskShape.push_back(1);
+  Value keep =
+      made.emplace_back(g::CastOp::create(
+                            b, loc, ids.clone(outType.getElementType()), mine))
+          ->getResult(0);
+  keep =
+      made
+          .emplace_back(g::ReshapeOp::create(
+              b, loc,
+              RankedTensorType::get(maskShape, outType.getElementType()), keep))
+          ->getResult(0);
+  Value part = binary(g::BinaryKind::Mul, outType, lookup.getResult(), keep);
+  auto sum = createCollective<dist::AllReduceOp>(
+      b, em, layout, outType, part,
+      dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum));
+  made.push_back(sum);
+  sums.push_back(sum);
+  for (Operation *op : made)
+    placeLike(op, em);
+  dist::DistDialect::TpAttrHelper(ctx).setAttr(
+      lookup,
+      dist::TensorParallelRoleAttr::get(ctx, dist::TensorParallelRole::Row));
+  em.getResult().replaceAllUsesWith(sum.getResult());
+  em.erase();
+  Value w = weight.getResult();
+  w.setType(localType(table, {0, 1}, tp));
+  dist::DistDialect::TpShardAttrHelper(ctx).setAttr(
+      weight, b.getDenseI64ArrayAttr({0, 1, tp}));
+  return lookup;
 }
 
 //===----------------------------------------------------------------------===//
@@ -792,10 +961,10 @@ struct TensorParallelPass
       if (taken.contains(m) || !isColumnCandidate(m, {}))
         continue;
       Region r(*func, layout.tp);
-      if (!r.grow(m) || r.rows.empty()) {
-        lastWhy = r.rows.empty() && r.why.empty()
-                      ? "its columns reach no row-parallel matmul"
-                      : r.why;
+      if (!r.grow(m) || (r.rows.empty() && r.results.empty())) {
+        lastWhy = r.why.empty() ? "its columns reach no row-parallel matmul "
+                                  "and no result of the function"
+                                : r.why;
         if (verbose)
           m.emitRemark("dist-tensor-parallel: stays replicated: ") << lastWhy;
         continue;
@@ -805,6 +974,15 @@ struct TensorParallelPass
       rewrite(r, layout, sums);
       ++regions;
     }
+    // Vocabulary-parallel lookups, after the regions (whose growth stops
+    // at the lookups' whole outputs).
+    SmallVector<g::EmbeddingOp> lookups;
+    func->walk([&](g::EmbeddingOp em) { lookups.push_back(em); });
+    for (g::EmbeddingOp em : lookups)
+      if (Operation *lookup = splitVocabulary(em, layout, sums)) {
+        taken.insert(lookup);
+        ++regions;
+      }
     if (regions == 0) {
       func->emitError("dist-tensor-parallel: the plan has tp = ")
           << layout.tp << " but no matmul of @" << func->getSymName()
