@@ -263,6 +263,9 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
         dc.computeScale = mine / stage;
     }
     MemoryConfig m = mem;
+    // ZeRO shards over the stage's replicas (r_s of them, or dp).
+    if (p.replicated())
+      m.dp = p.replicasOf(r);
     m.weightVersions = l < weightVersions.size() ? weightVersions[l] : 1;
     dc.staticMemory = staticMemory(params, m);
     dc.workingBytes = work;
@@ -272,8 +275,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                                                                : 12;
     double shard = params.total();
     if (p.zero >= 1)
-      shard = params.dense / (p.dp * p.cp) +
-              params.expert * p.ep / (p.dp * p.cp);
+      shard =
+          params.dense / (m.dp * p.cp) + params.expert * p.ep / (m.dp * p.cp);
     dc.optimizerTime = cm.optimizerTime(shard, touched, dev);
   }
   return pc;

@@ -479,9 +479,13 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
     return planError(spec, "replicas works with schedule gpipe, 1f1b, "
                            "pipedream or pipedream-2bw, not " +
                                scheduleName(p.schedule));
-  if (p.zero != 0)
-    return planError(spec, "ZeRO over per-stage replicas is not modelled; "
-                           "use zero=0 with replicas");
+  if (p.zero > 1)
+    return planError(spec, "ZeRO-" + std::to_string(p.zero) +
+                               " with per-stage replicas would reduce-scatter "
+                               "each micro-batch's gradient, but a stage's "
+                               "replicas run different micro-batches; use "
+                               "zero=1 (the optimizer state sharded over each "
+                               "stage's replicas) or zero=0");
   if (p.unevenBatch)
     return planError(spec, "uneven=1 does not apply to replicas (micro-batches "
                            "go round-robin); drop uneven");

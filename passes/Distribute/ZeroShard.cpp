@@ -89,7 +89,9 @@ Value zero::reduceScatterMean(OpBuilder &b, Location loc, Value grad,
   sb.built = built;
   return sb.tag(dist::ReduceScatterOp::create(
       b, loc, sb.flat(sb.shard), sb.flatPadded(grad),
-      dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::mean),
+      dist::ReductionKindAttr::get(b.getContext(),
+                                   group.shares ? dist::ReductionKind::sum
+                                                : dist::ReductionKind::mean),
       b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(group.devices)));
 }
 

@@ -37,14 +37,20 @@ int64_t shardElements(int64_t numel, int64_t replicas);
 /// (dist::setRunGroups on every collective).
 struct ShardGroup {
   ShardGroup(llvm::ArrayRef<int64_t> devices,
-             llvm::ArrayRef<std::vector<unsigned>> alike = {})
-      : devices(devices), alike(alike) {}
+             llvm::ArrayRef<std::vector<unsigned>> alike = {},
+             bool shares = false)
+      : devices(devices), alike(alike), shares(shares) {}
   llvm::ArrayRef<int64_t> devices;
   llvm::ArrayRef<std::vector<unsigned>> alike;
+  /// The devices' gradients are shares of the mean that add up to it (a
+  /// stage's per-stage replicas, each with its own micro-batches), not
+  /// means over their own rows (data-parallel replicas).
+  bool shares = false;
 };
 
 /// This replica's shard of the mean over \p group of \p grad: \p grad
-/// flattened, padded and reduce-scattered (`dist.reduce_scatter mean`),
+/// flattened, padded and reduce-scattered (`dist.reduce_scatter mean`, or
+/// `sum` of a group's shares),
 /// built at \p b's insertion point, its ops in \p phase (`graph.phase`:
 /// "optimizer" where the update reads it, "backward" where ZeRO-2 shards a
 /// gradient as soon as it is computed). The ops built are appended to

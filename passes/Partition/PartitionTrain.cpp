@@ -574,7 +574,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   llvm::DenseSet<Value> sharded;
   SmallVector<int64_t> zeroDevices(replicaGroups.front().begin(),
                                    replicaGroups.front().end());
-  zero::ShardGroup zeroGroup(zeroDevices, replicaGroups);
+  zero::ShardGroup zeroGroup(zeroDevices, replicaGroups,
+                             /*shares=*/layout.replicated());
   // ZeRO-1: the shard of the mean over the step's micro-batches.
   auto shardOfMean = [&](Operation *at, Value grad) -> FailureOr<Value> {
     FailureOr<Value> mean = meanOf(at, grad);
@@ -593,14 +594,15 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     });
   };
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
-    if (!dataParallel)
+    if (!reduced)
       return at->emitOpError("shards gradients over data-parallel replicas "
-                             "but the plan has dp = 1");
-    if (layout.replicated())
+                             "but the stage has one");
+    if (layout.replicated() && plan.zero >= 2)
       return at->emitOpError("shards stage ")
-             << v << "'s optimizer state over its replicas (ZeRO-1) with "
-             << "per-stage replicas, which is not run yet; plan it with "
-                "zero=0";
+             << v
+             << "'s gradients of every micro-batch over its replicas (ZeRO-"
+             << plan.zero << ") with per-stage replicas, whose replicas run "
+             << "different micro-batches; plan it with zero=1 or zero=0";
     for (Operation &op : func.getBody().front().without_terminator()) {
       if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v)
         continue;

@@ -1101,6 +1101,19 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_pp2_replicas21_1f1b",
                 dict(gpt, plan="pp=2,mbs=1,schedule=1f1b,replicas=2/1",
                      ranks=3, train=sgd)))
+    # ZeRO-1 over per-stage replicas: each replica's gradient is its
+    # micro-batches' share of the step's mean, so the shares are
+    # reduce-scattered with sum (not mean) over the stage's replicas, each
+    # updates its shard and the parameters are all-gathered; a stage of one
+    # replica keeps its whole state.
+    out.append(("mlp_adam_pp2_replicas21_zero1_1f1b",
+                dict(mlp, plan="pp=2,mbs=2,schedule=1f1b,replicas=2/1,zero=1",
+                     ranks=3, zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    out.append(("mlp_adam_pp2_replicas12_zero1_gpipe",
+                dict(mlp, plan="pp=2,mbs=2,schedule=gpipe,replicas=1/2,zero=1",
+                     ranks=3, zero=True,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
     # ZB-H2 (the search's pick for some plans): backward-input and
     # backward-weight as separate actions, in its own order.
     out.append(("mlp_sgd_pp2_zbh2",

@@ -229,6 +229,33 @@ TEST(ReplicatedSimulatePlan, EachSlotSendsOverItsOwnLinks) {
     }
 }
 
+TEST(ReplicatedSimulatePlan, ZeroOneShardsOverEachStagesReplicas) {
+  // ZeRO-1 with replicas=6/2: stage 0's slots hold a sixth of its optimizer
+  // state, stage 1's a half; weights and gradients stay whole; the update
+  // touches the shard only.
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb"));
+  cost::CostModel cm;
+  auto sim = [&](const char *spec) {
+    auto ps = simulatePlan(gpt(8), c, llvm::cantFail(parsePlan(spec)), 48, cm);
+    EXPECT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+    return std::move(*ps);
+  };
+  PlanSimulation whole = sim("replicas=6/2,schedule=1f1b");
+  PlanSimulation sharded = sim("replicas=6/2,schedule=1f1b,zero=1");
+  for (unsigned slot : {0u, 5u, 6u, 7u}) {
+    unsigned r = slot < 6 ? 6 : 2;
+    const cost::MemoryBreakdown &a = whole.costs.devices[slot].staticMemory;
+    const cost::MemoryBreakdown &b = sharded.costs.devices[slot].staticMemory;
+    EXPECT_GT(a.optimizer, 0) << slot;
+    EXPECT_DOUBLE_EQ(b.optimizer, a.optimizer / r) << slot;
+    EXPECT_DOUBLE_EQ(b.weights, a.weights) << slot;
+    EXPECT_DOUBLE_EQ(b.grads, a.grads) << slot;
+    EXPECT_LT(sharded.costs.devices[slot].optimizerTime,
+              whole.costs.devices[slot].optimizerTime)
+        << slot;
+  }
+}
+
 TEST(ReplicatedSimulatePlan, FinalizeErrors) {
   cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb"));
   cost::CostModel cm;
@@ -247,7 +274,9 @@ TEST(ReplicatedSimulatePlan, FinalizeErrors) {
   EXPECT_NE(err("replicas=6/2,schedule=interleaved", 16)
                 .find("not interleaved"),
             std::string::npos);
-  EXPECT_NE(err("replicas=6/2,zero=1", 16).find("ZeRO over per-stage"),
+  EXPECT_NE(err("replicas=6/2,zero=2", 16)
+                .find("ZeRO-2 with per-stage replicas would reduce-scatter "
+                      "each micro-batch's gradient"),
             std::string::npos);
   EXPECT_NE(err("replicas=6/2", 4).find("stage 0 has 6 replicas but there "
                                         "are only 4 micro-batches"),
