@@ -396,6 +396,7 @@ void graph::registerCostModels(MLIRContext *ctx) {
   attachFamily<elementwiseCost, WhereOp, ClipOp, CastOp, DropoutOp>(
       ctx);
   attachFamily<dataMovementCost, TransposeOp, SplitOp, SliceOp, ConcatOp,
-               ExpandOp, PadOp, TriluOp, GatherOp, IotaOp>(ctx);
+               ExpandOp, PadOp, TriluOp, GatherOp, GatherElementsOp, IotaOp>(
+      ctx);
   attachNoCost<ReshapeOp, FlattenOp, WeightOp, ConstantOp, StateOp>(ctx);
 }

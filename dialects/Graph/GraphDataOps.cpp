@@ -269,10 +269,8 @@ LogicalResult TriluOp::verify() {
 LogicalResult GatherOp::verify() {
   auto data = getData().getType(), indices = getIndices().getType(),
        out = getResult().getType();
-  if (!indices.getElementType().isInteger(32) &&
-      !indices.getElementType().isInteger(64))
-    return emitOpError("indices must be i32 or i64, got ")
-           << indices.getElementType();
+  if (failed(verifyIndexType(*this, indices)))
+    return failure();
   auto axis = checkedAxis(*this, "axis", getAxis(), data.getRank());
   if (failed(axis))
     return failure();
@@ -285,15 +283,36 @@ LogicalResult GatherOp::verify() {
   return verifyResultShape(*this, expected, out.getShape());
 }
 
+LogicalResult GatherElementsOp::verify() {
+  auto data = getData().getType(), indices = getIndices().getType(),
+       out = getResult().getType();
+  if (failed(verifyIndexType(*this, indices)))
+    return failure();
+  if (indices.getRank() != data.getRank())
+    return emitOpError("indices must have the data's rank ")
+           << data.getRank() << ", got " << indices.getRank();
+  auto axis = checkedAxis(*this, "axis", getAxis(), data.getRank());
+  if (failed(axis))
+    return failure();
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != *axis && !indices.isDynamicDim(d) && !data.isDynamicDim(d) &&
+        indices.getDimSize(d) > data.getDimSize(d))
+      return emitOpError("indices dimension ")
+             << d << " (" << indices.getDimSize(d)
+             << ") is larger than the data's (" << data.getDimSize(d) << ")";
+  if (failed(verifySameElementType(*this, data.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, indices.getShape(), out.getShape());
+}
+
 LogicalResult EmbeddingOp::verify() {
   auto table = getTable().getType(), indices = getIndices().getType(),
        out = getResult().getType();
   if (table.getRank() != 2)
     return emitOpError("table must be 2-D, got rank ") << table.getRank();
-  if (!indices.getElementType().isInteger(32) &&
-      !indices.getElementType().isInteger(64))
-    return emitOpError("indices must be i32 or i64, got ")
-           << indices.getElementType();
+  if (failed(verifyIndexType(*this, indices)))
+    return failure();
   SmallVector<int64_t> expected(indices.getShape());
   expected.push_back(table.getDimSize(1));
   if (failed(verifySameElementType(*this, table.getElementType(),

@@ -216,6 +216,31 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Graph_GatherElementsOp : Graph_Op<"gather_elements", [Pure]> {
+  let summary = "picks elements along `axis` by an index tensor of the same rank";
+  let description = [{
+    ONNX GatherElements: `result[c] = data[c with c[axis] = indices[c]]`
+    for every coordinate `c` of `indices` (whose shape the result has; along
+    the other dimensions it is at most `data`'s). Negative indices count
+    from the end of `axis`; an index outside `data` reads 0, as in
+    `graph.gather`.
+
+    Example:
+
+    ```mlir
+    %y = graph.gather_elements %logp, %labels {axis = 1 : i64}
+        : (tensor<4x10xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure]> {
   let summary = "looks rows of a weight table up by token id";
   let description = [{

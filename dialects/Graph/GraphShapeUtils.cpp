@@ -234,5 +234,12 @@ LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> expected,
          << shapeToString(expected);
 }
 
+LogicalResult verifyIndexType(Operation *op, RankedTensorType indices) {
+  Type t = indices.getElementType();
+  if (t.isInteger(32) || t.isInteger(64))
+    return success();
+  return op->emitOpError("indices must be i32 or i64, got ") << t;
+}
+
 } // namespace graph
 } // namespace distopt

@@ -83,6 +83,11 @@ verifyWindowAttrs(mlir::Operation *op, int64_t spatial,
                   llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
                   llvm::ArrayRef<int64_t> dilations, llvm::StringRef counts);
 
+/// Emits "indices must be i32 or i64" on `op` unless `indices` has one of
+/// those element types (gathers, lookups and their scatter gradients).
+mlir::LogicalResult verifyIndexType(mlir::Operation *op,
+                                    mlir::RankedTensorType indices);
+
 /// Emits "<what> shape A does not match expected B" on `op` unless the
 /// shapes are compatible.
 mlir::LogicalResult verifyResultShape(mlir::Operation *op,

@@ -338,14 +338,23 @@ double PoolGradOp::getFlopCount() { return tensorElements(getInput().getType());
 LogicalResult ScatterAddOp::verify() {
   auto indices = getIndices().getType(), grad = getGrad().getType(),
        out = getResult().getType();
-  if (!indices.getElementType().isInteger(32) &&
-      !indices.getElementType().isInteger(64))
-    return emitOpError("indices must be i32 or i64, got ")
-           << indices.getElementType();
+  if (failed(verifyIndexType(*this, indices)))
+    return failure();
   auto axis = normalizeAxis(getAxis(), out.getRank());
   if (!axis)
     return emitOpError("'axis' ")
            << getAxis() << " is out of range for rank " << out.getRank();
+  if (grad.getElementType() != out.getElementType())
+    return emitOpError("gradient and result element types must match");
+  if (getElements()) {
+    if (indices.getRank() != out.getRank() ||
+        !shapesCompatible(indices.getShape(), grad.getShape()))
+      return emitOpError("with 'elements', indices ")
+             << shapeToString(indices.getShape()) << " and gradient "
+             << shapeToString(grad.getShape())
+             << " must have one shape of the result's rank " << out.getRank();
+    return success();
+  }
   SmallVector<int64_t> expected(out.getShape().take_front(*axis));
   llvm::append_range(expected, indices.getShape());
   llvm::append_range(expected, out.getShape().drop_front(*axis + 1));

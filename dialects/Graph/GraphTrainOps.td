@@ -355,7 +355,9 @@ def Graph_ScatterAddOp : Graph_TrainOp<"scatter_add", [Pure]> {
     pass uses `axis = 0` and `grad` has shape `indices x table[1:]`; for
     `graph.gather` `grad` has the gather's result shape
     `data[:axis] x indices x data[axis+1:]`. A weight gradient when the
-    table is a weight.
+    table is a weight. With `elements` (the gradient of
+    `graph.gather_elements`) `indices` and `grad` have one shape and
+    `grad[c]` is added at `c` with `c[axis] = indices[c]`.
 
     Example:
 
@@ -365,7 +367,8 @@ def Graph_ScatterAddOp : Graph_TrainOp<"scatter_add", [Pure]> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$indices, AnyRankedTensor:$grad,
-                       DefaultValuedAttr<I64Attr, "0">:$axis);
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       UnitAttr:$elements);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $indices `,` $grad attr-dict `:` functional-type(operands, results)

@@ -30,7 +30,8 @@ bool distopt::codegen::isAliasOp(Operation *op) {
 bool distopt::codegen::isDataOp(Operation *op) {
   return isAliasOp(op) ||
          isa<WeightOp, ConstantOp, TransposeOp, SliceOp, SplitOp, ConcatOp,
-             ExpandOp, PadOp, TriluOp, GatherOp, EmbeddingOp, IotaOp>(op);
+             ExpandOp, PadOp, TriluOp, GatherOp, GatherElementsOp, EmbeddingOp,
+             IotaOp>(op);
 }
 
 /// `s` as a C string literal body.
@@ -451,6 +452,38 @@ static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
   return success();
 }
 
+/// graph.gather_elements: a loop over the result (the indices' shape), each
+/// element read from `data` at its own coordinates with the axis one
+/// replaced by its index.
+static LogicalResult emitGatherElements(FunctionEmitter &e,
+                                        GatherElementsOp op) {
+  Value data = op.getData(), indices = op.getIndices(), out = op.getResult();
+  auto dShape = FunctionEmitter::typeOf(data).getShape();
+  auto oShape = FunctionEmitter::typeOf(out).getShape();
+  auto dStrides = e.layoutOf(data);
+  auto iStrides = e.layoutOf(indices);
+  int64_t axis = op.getAxis();
+  if (axis < 0)
+    axis += dShape.size();
+  std::string idxOff = "0", outer;
+  for (unsigned d = 0; d < oShape.size(); ++d) {
+    std::string c = FunctionEmitter::coord(oShape, d, "i");
+    idxOff += " + " + c + " * " + std::to_string(iStrides[d]);
+    if ((int64_t)d != axis)
+      outer += " + " + c + " * " + std::to_string(dStrides[d]);
+  }
+  std::string D = std::to_string(dShape[axis]);
+  e.allocate(out);
+  e.openLoop(FunctionEmitter::numel(out));
+  e.os << "    int64_t k = (int64_t)" << e.name(indices) << "[" << idxOff
+       << "];\n    if (k < 0) k += " << D << ";\n    " << e.name(out)
+       << "[i] = (k < 0 || k >= " << D << ") ? (" << FunctionEmitter::cType(out)
+       << ")0 : " << e.name(data) << "[k * " << dStrides[axis] << outer
+       << "];\n";
+  e.closeLoop();
+  return success();
+}
+
 /// A copy between two layouts of one shape on the CPU (NCHW to channels-last
 /// and back) as a loop over rows whose column loop walks one dimension with
 /// a fixed stride on both sides: the output's innermost dimension when it
@@ -570,6 +603,8 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
         return emitGatherOp(e, o, o.getData(), o.getIndices(),
                             o.getAxisAttr().getInt());
       })
+      .Case<GatherElementsOp>(
+          [&](GatherElementsOp o) { return emitGatherElements(e, o); })
       .Case<EmbeddingOp>([&](EmbeddingOp o) -> LogicalResult {
         Type it = FunctionEmitter::typeOf(o.getIndices()).getElementType();
         bool rt =

@@ -542,6 +542,45 @@ static LogicalResult emitScatterAddLoop(FunctionEmitter &e, ScatterAddOp op) {
   return success();
 }
 
+/// graph.scatter_add with `elements` (the gradient of gather_elements): a
+/// loop over the result, each element summing (in double) the gradient
+/// entries along the axis whose index selects it (|result| x the indices'
+/// axis length; race-free, so the same body is the CUDA kernel).
+static LogicalResult emitScatterAddElements(FunctionEmitter &e,
+                                            ScatterAddOp op) {
+  auto shape = FunctionEmitter::typeOf(op.getResult()).getShape();
+  auto iShape = FunctionEmitter::typeOf(op.getIndices()).getShape();
+  int64_t rank = shape.size();
+  int64_t axis = *normalizeAxis(static_cast<int64_t>(op.getAxis()), rank);
+  auto iStrides = e.layoutOf(op.getIndices());
+  auto gStrides = e.layoutOf(op.getGrad());
+  std::string ct = FunctionEmitter::cType(op.getResult());
+  e.allocate(op.getResult());
+  e.openLoop(FunctionEmitter::numel(op.getResult()), "i");
+  // Result coordinates outside the indices' extent get no gradient.
+  std::string inside = "true", iOff = "0", gOff = "0";
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis)
+      continue;
+    std::string c = FunctionEmitter::coord(shape, d, "i");
+    if (iShape[d] < shape[d])
+      inside += " && " + c + " < " + std::to_string(iShape[d]);
+    iOff += " + " + c + " * " + std::to_string(iStrides[d]);
+    gOff += " + " + c + " * " + std::to_string(gStrides[d]);
+  }
+  e.os << "    const int64_t j = " << FunctionEmitter::coord(shape, axis, "i")
+       << ";\n    double a = 0;\n    if (" << inside
+       << ")\n      for (int64_t p = 0; p < " << iShape[axis]
+       << "; ++p) {\n        int64_t k = (int64_t)" << e.name(op.getIndices())
+       << "[" << iOff << " + p * " << iStrides[axis]
+       << "];\n        if (k < 0) k += " << shape[axis]
+       << ";\n        if (k == j) a += (double)" << e.name(op.getGrad()) << "["
+       << gOff << " + p * " << gStrides[axis] << "];\n      }\n    "
+       << e.name(op.getResult()) << "[i] = (" << ct << ")a;\n";
+  e.closeLoop();
+  return success();
+}
+
 static LogicalResult emitScatterAdd(FunctionEmitter &e, ScatterAddOp op) {
   auto table = FunctionEmitter::typeOf(op.getResult());
   Type it = FunctionEmitter::typeOf(op.getIndices()).getElementType();
@@ -550,6 +589,8 @@ static LogicalResult emitScatterAdd(FunctionEmitter &e, ScatterAddOp op) {
     return op.emitError() << "graph.scatter_add needs a float result and "
                              "i32/i64 indices, got "
                           << table << " and " << it;
+  if (op.getElements())
+    return emitScatterAddElements(e, op);
   // An embedding table's gradient (axis 0 of an f32 [V, D] table): the
   // runtime kernel, linear in the indices.
   if (op.getAxisAttr().getInt() != 0 || table.getRank() != 2 ||

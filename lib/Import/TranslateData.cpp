@@ -308,6 +308,25 @@ static LogicalResult translateGather(Translator &t, const NodeProto &node) {
                                             t.builder.getI64IntegerAttr(axis)));
 }
 
+static LogicalResult translateGatherElements(Translator &t,
+                                             const NodeProto &node) {
+  Value data = t.operand(node, 0), indices = t.operand(node, 1);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!data || !indices || !type)
+    return failure();
+  auto d = cast<RankedTensorType>(data.getType());
+  auto i = cast<RankedTensorType>(indices.getType());
+  if (d.getRank() != i.getRank() || d.getRank() == 0)
+    return t.emitError(node) << "GatherElements needs indices of the data's "
+                                "rank (at least 1), got data of rank "
+                             << d.getRank() << " and indices of rank "
+                             << i.getRank() << "; fix the model";
+  return t.setResult(node, GatherElementsOp::create(
+                               t.builder, t.loc(node), type, data, indices,
+                               t.builder.getI64IntegerAttr(
+                                   Translator::attrInt(node, "axis", 0))));
+}
+
 /// A Constant node that constant folding did not claim: small ones become
 /// `graph.constant`, large ones a `frozen` `graph.weight` referencing the
 /// tensor's bytes inside the model file (a constant is never trained).
@@ -446,6 +465,7 @@ void registerDataTranslations(TranslateTable &table) {
   table["Resize"] = translateResize;
   table["Upsample"] = translateResize;
   table["Gather"] = translateGather;
+  table["GatherElements"] = translateGatherElements;
   table["Constant"] = translateConstant;
   table["ConstantOfShape"] = translateConstantOfShape;
   table["Range"] = translateRange;

@@ -338,6 +338,14 @@ std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
         });
         return success();
       })
+      .Case<g::GatherElementsOp>([&](g::GatherElementsOp ga) {
+        e.give(ga.getData(), [&]() -> Value {
+          return g::ScatterAddOp::create(b, loc, ga.getData().getType(),
+                                         ga.getIndices(), dy, ga.getAxisAttr(),
+                                         b.getUnitAttr());
+        });
+        return success();
+      })
       .Case<g::EmbeddingOp>([&](g::EmbeddingOp em) {
         e.give(em.getTable(), [&]() -> Value {
           return g::ScatterAddOp::create(b, loc, em.getTable().getType(),

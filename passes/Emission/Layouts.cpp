@@ -219,8 +219,8 @@ private:
   static bool readsAnyStrides(Operation *op, unsigned) {
     if (isElementwiseOp(op))
       return true;
-    return isa<g::GatherOp, g::TransposeOp, g::SliceOp, g::SplitOp, g::ConcatOp,
-               g::ExpandOp, g::PadOp, g::TriluOp>(op);
+    return isa<g::GatherOp, g::GatherElementsOp, g::TransposeOp, g::SliceOp,
+               g::SplitOp, g::ConcatOp, g::ExpandOp, g::PadOp, g::TriluOp>(op);
   }
 
   bool satisfies(Value v, const Requirement &r) {

@@ -223,6 +223,46 @@ def upsampling_net(path, seed=4):
     onnx.save(model, path)
 
 
+def gather_elements_net(path, seed=5):
+    """A CNN that picks, per channel, the positions where the input is
+    largest (ArgMax of the image, tiled over the channels: repeated
+    indices) from its feature map with GatherElements, once with the
+    indices and once with them less the axis length (negative, counted from
+    the end): the importer makes each a graph.gather_elements, whose
+    gradient is an elementwise scatter-add (run_training.py checks it)."""
+    rng = np.random.default_rng(seed)
+
+    def w(name, shape, scale=None):
+        s = scale if scale is not None else 1 / np.sqrt(np.prod(shape[1:]))
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * s).astype(np.float32), name)
+    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["a", "flat8"], ["fa"]),
+             helper.make_node("Reshape", ["image", "flat4"], ["fi"]),
+             helper.make_node("ArgMax", ["fi"], ["at"], axis=2, keepdims=1),
+             helper.make_node("Tile", ["at", "repeats"], ["idx"]),
+             helper.make_node("Sub", ["idx", "len"], ["neg"]),
+             helper.make_node("GatherElements", ["fa", "idx"], ["g1"], axis=2),
+             helper.make_node("GatherElements", ["fa", "neg"], ["g2"], axis=-1),
+             helper.make_node("Mul", ["g2", "half"], ["g2h"]),
+             helper.make_node("Concat", ["g1", "g2h"], ["g"], axis=2),
+             helper.make_node("Flatten", ["g"], ["h"]),
+             helper.make_node("Gemm", ["h", "fc"], ["logits"])]
+    graph = helper.make_graph(
+        nodes, "gather_elements_net",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 4, 6, 6])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
+        [w("w1", [8, 4, 3, 3]), ints("flat8", [0, 8, 36]), ints("flat4", [0, 4, 36]),
+         ints("repeats", [1, 2, 3]), ints("len", [36]),
+         numpy_helper.from_array(np.array([0.5], np.float32), "half"),
+         w("fc", [48, 10])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def inputs_for(path, rng):
     model = onnx.load(path, load_external_data=False)
     inits = {i.name for i in model.graph.initializer}
@@ -268,6 +308,8 @@ def main():
     instance_norm_tile(instnorm)
     deconv = os.path.join(work, "upsampling_net.onnx")
     upsampling_net(deconv)
+    gathers = os.path.join(work, "gather_elements_net.onnx")
+    gather_elements_net(gathers)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
             ("llama", os.path.join(FIXTURES, "llama.onnx")),
@@ -276,7 +318,8 @@ def main():
             ("small_resnet", resnet),
             ("channels_last_chain", chain),
             ("instance_norm_tile", instnorm),
-            ("upsampling_net", deconv)]
+            ("upsampling_net", deconv),
+            ("gather_elements_net", gathers)]
     exe = os.path.join(work, "nets.bin")
     ok, skipped, secs, log = common.compile_models(
         args.build, nets, exe, extra=["--default-batch", str(BATCH)])

@@ -272,6 +272,14 @@ def upsampling_checks(compiler, work):
                              exclude=None, eps=3e-3)
 
 
+def gather_elements_checks(compiler, work):
+    """run_networks.py's CNN that picks feature-map positions with
+    GatherElements (repeated and negative indices): the onnxruntime loss,
+    finite-difference gradient and Adam checks."""
+    return classifier_checks(compiler, work, "gather_elements_net", (4, 6, 6),
+                             9, exclude=None, eps=3e-3)
+
+
 def nll_checks(compiler, work):
     """A linear classifier whose ONNX graph ends in LogSoftmax and
     NegativeLogLikelihoodLoss (class weights, ignore_index, mean): the
@@ -797,6 +805,7 @@ def main():
     results += resnet_checks(compiler, work)
     results += instance_norm_checks(compiler, work)
     results += upsampling_checks(compiler, work)
+    results += gather_elements_checks(compiler, work)
     results += seq2seq_checks(compiler, work)
     results += nll_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)

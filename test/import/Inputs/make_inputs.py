@@ -410,6 +410,11 @@ save("bad_conv_transpose_rank", [
     helper.make_node("ConvTranspose", ["a", "w"], ["y"], name="deconv")],
     [vinfo("a", F, [1, 2, 4, 4])], [vinfo("y", F, None)],
     [numpy_helper.from_array(np.ones([2], np.float32), "w")])
+# GatherElements whose indices do not have the data's rank (ONNX's shape
+# inference passes it): the importer says so.
+save("bad_gather_elements_rank", [
+    helper.make_node("GatherElements", ["a", "i"], ["y"], name="pick", axis=1)],
+    [vinfo("a", F, [2, 3]), vinfo("i", I64, [2])], [vinfo("y", F, [2])])
 # A Reshape target whose raw_data is shorter than its dims say (found by
 # dist-fuzz onnx: ONNX's shape inference copied past the buffer), and a
 # Constant attribute holding fewer typed values than its dims.
