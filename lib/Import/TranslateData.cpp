@@ -12,6 +12,8 @@
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -204,39 +206,260 @@ static LogicalResult translateTile(Translator &t, const NodeProto &node) {
   return repeatByBroadcast(t, node, x, factors, type, /*wholeBlocks=*/true);
 }
 
-/// Resize and Upsample that repeat each element a whole number of times per
-/// axis (nearest neighbour upsampling, as nn.Upsample and YOLO/FPN/U-Net
-/// decoders export it). That is exact where the output index o reads input
-/// floor(o / factor): asymmetric coordinates with floor rounding
-/// (Upsample's and opset-10 Resize's), or half_pixel / pytorch_half_pixel
-/// with round_prefer_floor / round_prefer_ceil (no ties). Other modes and
-/// fractional factors stay opaque.
+namespace {
+/// How ONNX Resize (and Upsample) maps output coordinates to input ones
+/// and mixes the input elements around them.
+struct ResizeMode {
+  std::string mode, coords, nearest;
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+};
+} // namespace
+
+/// The coefficients of the `n` input elements around a source coordinate
+/// whose fraction is `ratio` (in (0, 1]; onnx.reference's _*_coeffs).
+static SmallVector<double, 4> resizeCoeffs(const ResizeMode &m, double ratio) {
+  if (m.mode == "linear")
+    return {1 - ratio, ratio};
+  if (m.mode == "cubic") {
+    double a = m.cubicA, r = ratio, s = 1 - ratio;
+    return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+            ((a + 2) * r - (a + 3)) * r * r + 1,
+            ((a + 2) * s - (a + 3)) * s * s + 1,
+            ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+  }
+  bool up;
+  if (ratio == std::floor(ratio))
+    up = true;
+  else if (m.nearest == "round_prefer_floor")
+    up = ratio > 0.5;
+  else if (m.nearest == "round_prefer_ceil")
+    up = ratio >= 0.5;
+  else
+    up = m.nearest == "ceil";
+  return {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
+}
+
+/// The [out, in] matrix that Resize applies along one axis of `in`
+/// elements scaled by `scale` to `out` (onnx.reference's
+/// _interpolate_1d_with_x, row by row): each output element is the
+/// coefficients' mix of the input elements nearest its source coordinate,
+/// the input padded by its edge values. align_corners and
+/// pytorch_half_pixel use the output's length `out`, as onnxruntime and
+/// PyTorch do (onnx.reference uses scale x in, which differs when that is
+/// not whole). None for a mode that is not a linear map of the input
+/// (tf_crop_and_resize, unknown names).
+static std::optional<std::vector<double>>
+resizeMatrix(int64_t in, int64_t out, double scale, const ResizeMode &m) {
+  double width = scale * in; // the real-valued output length
+  std::vector<double> w(out * in, 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    double x;
+    if (m.coords == "align_corners")
+      x = out == 1 ? 0.0 : o * double(in - 1) / (out - 1);
+    else if (m.coords == "asymmetric")
+      x = o / scale;
+    else if (m.coords == "pytorch_half_pixel")
+      x = out == 1 ? -0.5 : (o + 0.5) / scale - 0.5;
+    else if (m.coords == "half_pixel")
+      x = (o + 0.5) / scale - 0.5;
+    else if (m.coords == "half_pixel_symmetric")
+      x = in / 2.0 * (1 - out / width) + (o + 0.5) / scale - 0.5;
+    else if (m.coords == "tf_half_pixel_for_nn")
+      x = (o + 0.5) / scale;
+    else
+      return std::nullopt;
+    // Far outside the input (a vanishing scale): not an index.
+    if (!std::isfinite(x) || std::abs(x) > double(in) + 1e6)
+      return std::nullopt;
+    double lower = std::floor(x);
+    double ratio = x == lower ? 1.0 : x - lower;
+    SmallVector<double, 4> c = resizeCoeffs(m, ratio);
+    int64_t n = c.size(), pad = (n + 1) / 2, limit = in + 2 * pad;
+    // The n indices of the padded input nearest x + pad, nearer first and
+    // the smaller on ties, then in order.
+    double xp = x + pad;
+    SmallVector<int64_t, 8> near;
+    for (int64_t i = std::max<int64_t>(0, (int64_t)std::floor(xp) - n);
+         i <= std::min<int64_t>(limit - 1, (int64_t)std::floor(xp) + n); ++i)
+      near.push_back(i);
+    llvm::stable_sort(near, [&](int64_t a, int64_t b) {
+      return std::abs(xp - a) < std::abs(xp - b);
+    });
+    near.resize(std::min<size_t>(near.size(), n));
+    llvm::sort(near);
+    if ((int64_t)near.size() != n)
+      return std::nullopt;
+    if (m.excludeOutside) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t src = near[k] - pad;
+        if (src < 0 || src >= in)
+          c[k] = 0;
+        sum += c[k];
+      }
+      if (sum == 0)
+        return std::nullopt;
+      for (double &v : c)
+        v /= sum;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t src = std::clamp<int64_t>(near[k] - pad, 0, in - 1);
+      w[o * in + src] += c[k];
+    }
+  }
+  return w;
+}
+
+/// `v` resized along dimension `d` by the [out, in] matrix `w`: a matmul
+/// with the constant, as W x over [A, in, B] (or x W^T when nothing
+/// follows d).
+static Value resizeAlong(OpBuilder &b, Location loc, Value v, int64_t d,
+                         int64_t out, ArrayRef<double> w) {
+  auto type = cast<RankedTensorType>(v.getType());
+  Type et = type.getElementType();
+  int64_t in = type.getDimSize(d), before = 1, after = 1;
+  for (int64_t k = 0; k < d; ++k)
+    before *= type.getDimSize(k);
+  for (int64_t k = d + 1; k < type.getRank(); ++k)
+    after *= type.getDimSize(k);
+  bool last = after == 1;
+  SmallVector<Attribute> values;
+  for (int64_t r = 0; r < (last ? in : out); ++r)
+    for (int64_t c = 0; c < (last ? out : in); ++c)
+      values.push_back(
+          b.getFloatAttr(et, last ? w[c * in + r] : w[r * in + c]));
+  auto matType = last ? RankedTensorType::get({in, out}, et)
+                      : RankedTensorType::get({out, in}, et);
+  Value mat = ConstantOp::create(b, loc, matType,
+                                 DenseElementsAttr::get(matType, values));
+  SmallVector<int64_t> shape3 = last ? SmallVector<int64_t>{before, in}
+                                     : SmallVector<int64_t>{before, in, after};
+  SmallVector<int64_t> res3(shape3);
+  res3[1] = out;
+  if (last)
+    res3 = {before, out};
+  Value x = ReshapeOp::create(b, loc, RankedTensorType::get(shape3, et), v);
+  Value y = MatmulOp::create(b, loc, RankedTensorType::get(res3, et),
+                             last ? x : mat, last ? mat : x, Value(),
+                             b.getBoolAttr(false), b.getBoolAttr(false),
+                             b.getF64FloatAttr(1.0), b.getF64FloatAttr(1.0));
+  SmallVector<int64_t> shape(type.getShape());
+  shape[d] = out;
+  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, et), y);
+}
+
+/// Resize and Upsample with constant scales or sizes, any mode but
+/// tf_crop_and_resize: a whole-factor nearest upsampling that repeats each
+/// element (asymmetric coordinates with floor rounding, or half_pixel /
+/// pytorch_half_pixel with round_prefer_floor / _ceil: output o reads
+/// input floor(o / factor)) is a broadcast; anything else is separable,
+/// one constant [out, in] interpolation matrix per resized axis
+/// (`resizeMatrix`) applied as a matmul, so its kernel and gradient are
+/// the matmul's. Antialiasing, `axes` and aspect-ratio policies other than
+/// stretch stay opaque.
 static LogicalResult translateResize(Translator &t, const NodeProto &node) {
   Value x = t.operand(node, 0);
   RankedTensorType type = t.resultType(node, 0);
   if (!x || !type)
     return failure();
   auto inType = cast<RankedTensorType>(x.getType());
-  if (type.getRank() != inType.getRank() ||
-      Translator::attrString(node, "mode", "nearest") != "nearest")
+  if (type.getRank() != inType.getRank() || !inType.hasStaticShape() ||
+      !isa<FloatType>(inType.getElementType()))
     return t.emitOpaque(node);
   bool legacy = node.op_type() == "Upsample" || t.opset < 11;
-  std::string coords = Translator::attrString(
-      node, "coordinate_transformation_mode", "half_pixel");
-  std::string rounding =
-      Translator::attrString(node, "nearest_mode", "round_prefer_floor");
-  bool floorOfQuotient =
-      legacy || (coords == "asymmetric" && rounding == "floor") ||
-      ((coords == "half_pixel" || coords == "pytorch_half_pixel") &&
-       (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil"));
-  SmallVector<int64_t> factors;
-  for (int64_t d = 0; d < inType.getRank(); ++d) {
-    int64_t in = inType.getDimSize(d), out = type.getDimSize(d);
-    if (in < 1 || out % in != 0 || (out != in && !floorOfQuotient))
-      return t.emitOpaque(node);
-    factors.push_back(out / in);
+  ResizeMode m;
+  m.mode = Translator::attrString(node, "mode", "nearest");
+  if (m.mode == "bilinear" || m.mode == "trilinear") // Upsample-7's names
+    m.mode = "linear";
+  m.coords = legacy ? "asymmetric"
+                    : Translator::attrString(
+                          node, "coordinate_transformation_mode", "half_pixel");
+  m.nearest = legacy ? "floor"
+                     : Translator::attrString(node, "nearest_mode",
+                                              "round_prefer_floor");
+  m.cubicA = Translator::attrFloat(node, "cubic_coeff_a", -0.75);
+  m.excludeOutside = Translator::attrInt(node, "exclude_outside", 0) != 0;
+  if ((m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic") ||
+      Translator::attrInt(node, "antialias", 0) != 0 ||
+      Translator::attr(node, "axes") ||
+      Translator::attrString(node, "keep_aspect_ratio_policy", "stretch") !=
+          "stretch")
+    return t.emitOpaque(node);
+  // The scale of each axis: out / in when sizes are given (whether known
+  // now or at run time: the output type holds them), else the scales.
+  int64_t rank = inType.getRank();
+  SmallVector<double> scales;
+  bool sizes = !legacy && Translator::hasInput(node, 3);
+  const SmallTensor *given = node.op_type() == "Upsample" && t.opset < 9
+                                 ? nullptr
+                                 : t.constantInput(node, legacy ? 1 : 2);
+  if (sizes) {
+    for (int64_t d = 0; d < rank; ++d)
+      scales.push_back(double(type.getDimSize(d)) / inType.getDimSize(d));
+  } else if (given && given->numElements() == rank) {
+    for (int64_t d = 0; d < rank; ++d)
+      scales.push_back(given->getDouble(d));
+  } else if (const onnx::AttributeProto *a = Translator::attr(node, "scales");
+             a && a->floats_size() == rank) {
+    for (float s : a->floats())
+      scales.push_back(s);
+  } else {
+    // Scales known only at run time: the output type fixes floor(in x
+    // scale), so take out / in, and say so (a scale of 0.6 on 4 elements
+    // would be taken as 0.5).
+    std::string taken;
+    for (int64_t d = 0; d < rank; ++d) {
+      scales.push_back(double(type.getDimSize(d)) / inType.getDimSize(d));
+      taken += (d ? ", " : "") + llvm::formatv("{0}", scales.back()).str();
+    }
+    emitWarning(t.loc(node))
+        << node.op_type()
+        << ": its scales are known only at run time; the importer takes "
+           "them as output / input length ("
+        << taken
+        << "), which is exact unless a scale does not divide its output "
+           "length; make them a constant of the model to be sure";
   }
-  return repeatByBroadcast(t, node, x, factors, type, /*wholeBlocks=*/false);
+  bool floorOfQuotient =
+      m.mode == "nearest" &&
+      ((m.coords == "asymmetric" && m.nearest == "floor") ||
+       ((m.coords == "half_pixel" || m.coords == "pytorch_half_pixel") &&
+        (m.nearest == "round_prefer_floor" ||
+         m.nearest == "round_prefer_ceil")));
+  SmallVector<int64_t> factors;
+  for (int64_t d = 0; d < rank && floorOfQuotient; ++d) {
+    int64_t in = inType.getDimSize(d), out = type.getDimSize(d);
+    if (in < 1 || out % in != 0 || scales[d] != double(out / in))
+      floorOfQuotient = false;
+    factors.push_back(out / std::max<int64_t>(in, 1));
+  }
+  if (floorOfQuotient)
+    return repeatByBroadcast(t, node, x, factors, type, /*wholeBlocks=*/false);
+  // The matrices are constants of the IR: a resize of longer axes (more
+  // than 2^20 coefficients) stays opaque.
+  constexpr int64_t kMaxCoefficients = int64_t(1) << 20;
+  Value v = x;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = inType.getDimSize(d), out = type.getDimSize(d);
+    if (in < 1 || out < 1 || !(scales[d] > 0) || !std::isfinite(scales[d]))
+      return t.emitOpaque(node);
+    // An axis kept as it is maps each element to itself.
+    if (in == out && scales[d] == 1 && m.coords != "tf_half_pixel_for_nn")
+      continue;
+    if (out > kMaxCoefficients / in)
+      return t.emitOpaque(node);
+    std::optional<std::vector<double>> w = resizeMatrix(in, out, scales[d], m);
+    if (!w)
+      return t.emitOpaque(node);
+    bool identity = in == out;
+    for (int64_t i = 0; identity && i < out; ++i)
+      for (int64_t j = 0; identity && j < in; ++j)
+        identity = (*w)[i * in + j] == (i == j ? 1.0 : 0.0);
+    if (!identity)
+      v = resizeAlong(t.builder, t.loc(node), v, d, out, *w);
+  }
+  return t.setResult(node, v);
 }
 
 static LogicalResult translatePad(Translator &t, const NodeProto &node) {

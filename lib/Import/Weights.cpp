@@ -258,13 +258,24 @@ resolveExternal(const TensorProto &t, const WeightSource &source, Location loc,
 LogicalResult defineInitializers(Translator &t, const onnx::GraphProto &graph,
                                  const WeightSource &source, Location loc) {
   OpBuilder &b = t.builder;
+  // Float operands that parameterize an op rather than enter it as a
+  // tensor: a Resize's roi, scales and sizes, an Upsample's scales.
+  StringSet<> parameters;
+  for (const onnx::NodeProto &node : graph.node()) {
+    int first = node.op_type() == "Resize" || node.op_type() == "Upsample"
+                    ? 1
+                    : node.input_size();
+    for (int k = first; k < node.input_size(); ++k)
+      parameters.insert(node.input(k));
+  }
   for (int i = 0; i < graph.initializer_size(); ++i) {
     const TensorProto &init = graph.initializer(i);
-    // Integer tensors (shapes, indices) and scalars are data of the
-    // computation; every other float tensor is a trainable weight, however
-    // small (a bias counts for parameters and gradients).
+    // Integer tensors (shapes, indices), scalars and op parameters are
+    // data of the computation; every other float tensor is a trainable
+    // weight, however small (a bias counts for parameters and gradients).
     if (auto small = readSmallTensor(init)) {
-      if (!small->isFloat() || small->numElements() == 1) {
+      if (!small->isFloat() || small->numElements() == 1 ||
+          parameters.contains(init.name())) {
         t.defineConstant(init.name(), std::move(*small));
         continue;
       }

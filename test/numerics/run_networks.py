@@ -263,6 +263,46 @@ def gather_elements_net(path, seed=5):
     onnx.save(model, path)
 
 
+def resize_net(path, seed=6):
+    """A CNN that resizes its map with interpolation: bilinear upsampling
+    by a fractional factor (half_pixel, as torch's interpolate(...,
+    align_corners=False) exports it), bicubic downsampling by 0.6 and 0.5
+    (align_corners) and a 1-D linear resize of the flattened map
+    (asymmetric). The importer makes each resized axis a matmul with a
+    constant interpolation matrix, so the gradients are the matmuls'
+    (run_training.py checks them)."""
+    rng = np.random.default_rng(seed)
+
+    def w(name, shape, scale=None):
+        s = scale if scale is not None else 1 / np.sqrt(np.prod(shape[1:]))
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * s).astype(np.float32), name)
+    floats = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["r1"]),
+             helper.make_node("Resize", ["r1", "", "up"], ["big"], mode="linear"),
+             helper.make_node("Conv", ["big", "w2"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Resize", ["c", "", "small"], ["s"], mode="cubic",
+                              coordinate_transformation_mode="align_corners"),
+             helper.make_node("Reshape", ["s", "flat"], ["f"]),
+             helper.make_node("Resize", ["f", "", "stretch"], ["g"], mode="linear",
+                              coordinate_transformation_mode="asymmetric"),
+             helper.make_node("Flatten", ["g"], ["h"]),
+             helper.make_node("Gemm", ["h", "fc"], ["logits"])]
+    graph = helper.make_graph(
+        nodes, "resize_net",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 6, 4])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
+        [w("w1", [6, 3, 3, 3]), floats("up", [1, 1, 1.5, 1.5]),
+         w("w2", [4, 6, 3, 3]), floats("small", [1, 1, 0.6, 0.5]), ints("flat", [0, 4, 15]),
+         floats("stretch", [1, 1, 2.0]), w("fc", [120, 10])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def inputs_for(path, rng):
     model = onnx.load(path, load_external_data=False)
     inits = {i.name for i in model.graph.initializer}
@@ -310,6 +350,8 @@ def main():
     upsampling_net(deconv)
     gathers = os.path.join(work, "gather_elements_net.onnx")
     gather_elements_net(gathers)
+    resizes = os.path.join(work, "resize_net.onnx")
+    resize_net(resizes)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
             ("llama", os.path.join(FIXTURES, "llama.onnx")),
@@ -319,7 +361,8 @@ def main():
             ("channels_last_chain", chain),
             ("instance_norm_tile", instnorm),
             ("upsampling_net", deconv),
-            ("gather_elements_net", gathers)]
+            ("gather_elements_net", gathers),
+            ("resize_net", resizes)]
     exe = os.path.join(work, "nets.bin")
     ok, skipped, secs, log = common.compile_models(
         args.build, nets, exe, extra=["--default-batch", str(BATCH)])

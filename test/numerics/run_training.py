@@ -280,6 +280,14 @@ def gather_elements_checks(compiler, work):
                              9, exclude=None, eps=3e-3)
 
 
+def resize_checks(compiler, work):
+    """run_networks.py's CNN with bilinear, bicubic and 1-D linear Resize
+    (constant interpolation matrices): the onnxruntime loss,
+    finite-difference gradient and Adam checks."""
+    return classifier_checks(compiler, work, "resize_net", (3, 6, 4), 10,
+                             exclude=None, eps=3e-3)
+
+
 def nll_checks(compiler, work):
     """A linear classifier whose ONNX graph ends in LogSoftmax and
     NegativeLogLikelihoodLoss (class weights, ignore_index, mean): the
@@ -806,6 +814,7 @@ def main():
     results += instance_norm_checks(compiler, work)
     results += upsampling_checks(compiler, work)
     results += gather_elements_checks(compiler, work)
+    results += resize_checks(compiler, work)
     results += seq2seq_checks(compiler, work)
     results += nll_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)

@@ -236,17 +236,18 @@ save("shape_conflict", [
 ], [vinfo("x", F, [2, 3])], [vinfo("y", F, [3, 3])])
 
 # Omitted optional inputs and outputs in the middle: Resize without roi
-# (linear: nearest by whole factors imports as graph ops), an LSTM with
-# only its last hidden state (Y omitted; MaxPool's Y, which the schema
-# requires, cannot be: onnxruntime and the importer reject that).
+# (linear along an axis too long for an interpolation matrix, 4 x 2^20
+# coefficients; shorter ones import as matmuls), an LSTM with only its
+# last hidden state (Y omitted; MaxPool's Y, which the schema requires,
+# cannot be: onnxruntime and the importer reject that).
 save("opaque_positions", [
-    const("scales", [1.0, 1.0, 2.0, 2.0], np.float32),
+    const("scales", [1.0, 1.0, 2.0, 262144.0], np.float32),
     helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize",
                      mode="linear"),
     helper.make_node("LSTM", ["s", "lw", "lr"], ["", "h"], name="lstm_h",
                      hidden_size=2),
 ], [vinfo("x", F, [1, 2, 4, 4]), vinfo("s", F, [3, 1, 4])],
-   [vinfo("r", F, [1, 2, 8, 8]), vinfo("h", F, [1, 1, 2])],
+   [vinfo("r", F, [1, 2, 8, 1048576]), vinfo("h", F, [1, 1, 2])],
    [weight("lw", 1, 8, 4), weight("lr", 1, 8, 2)])
 
 # Range with constant inputs: a long one (position ids) becomes graph.iota,
@@ -440,3 +441,16 @@ save("bad_empty_constant", [
     [], [vinfo("y", I64, None)],
     [numpy_helper.from_array(np.array(4, np.int64), "n"),
      numpy_helper.from_array(np.array(1, np.int64), "one")])
+
+# Resize by interpolation: bilinear x2 along H and x1.5 along W with the
+# scales a float initializer (a constant of the computation, not a
+# weight), and nearest with scales fed at run time (taken as out / in,
+# with a warning).
+save("resize", [
+    helper.make_node("Resize", ["x", "", "scales"], ["y"], name="bilinear",
+                     mode="linear"),
+    helper.make_node("Resize", ["x", "", "rt"], ["z"], name="runtime",
+                     mode="nearest")],
+    [vinfo("x", F, [1, 1, 2, 4]), vinfo("rt", F, [4])],
+    [vinfo("y", F, [1, 1, 4, 6]), vinfo("z", F, [1, 1, 3, 4])],
+    [numpy_helper.from_array(np.array([1, 1, 2, 1.5], np.float32), "scales")])
