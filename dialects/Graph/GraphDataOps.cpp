@@ -260,6 +260,12 @@ LogicalResult TriluOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (in.getRank() < 2)
     return emitOpError("operand must have rank >= 2, got ") << in.getRank();
+  if (Value d = getDiagonal()) {
+    auto t = cast<RankedTensorType>(d.getType());
+    if (!t.getElementType().isSignlessInteger() || !t.hasStaticShape() ||
+        t.getNumElements() != 1)
+      return emitOpError("diagonal must be one integer, got ") << t;
+  }
   if (failed(verifySameElementType(*this, in.getElementType(),
                                    out.getElementType())))
     return failure();

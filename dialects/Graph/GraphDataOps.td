@@ -177,20 +177,27 @@ def Graph_TriluOp : Graph_Op<"trilu", [Pure]> {
   let description = [{
     Zeroes the elements below (`upper = true`) or above (`upper = false`)
     the `k`-th diagonal of every matrix in the last two dimensions; used for
-    causal masks.
+    causal masks. The optional `diagonal` (a one-element integer tensor,
+    ONNX Trilu's `k` input when it is known only at run time) adds its value
+    to `k`.
 
     Example:
 
     ```mlir
     %y = graph.trilu %x {upper = false, k = 0 : i64}
         : (tensor<8x8xf32>) -> tensor<8x8xf32>
+    %z = graph.trilu %x, %k {upper = true}
+        : (tensor<8x8xf32>, tensor<i64>) -> tensor<8x8xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input,
+                       Optional<AnyRankedTensor>:$diagonal,
                        DefaultValuedAttr<BoolAttr, "true">:$upper,
                        DefaultValuedAttr<I64Attr, "0">:$k);
   let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input (`,` $diagonal^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

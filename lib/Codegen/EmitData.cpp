@@ -404,9 +404,13 @@ static LogicalResult emitTrilu(FunctionEmitter &e, TriluOp op) {
   e.allocate(out);
   std::string r = FunctionEmitter::coord(shape, rank - 2, "i");
   std::string c = FunctionEmitter::coord(shape, rank - 1, "i");
-  int64_t k = op.getKAttr().getInt();
-  std::string keep = "(" + c + " - " + r + (op.getUpper() ? " >= " : " <= ") +
-                     std::to_string(k) + "ll)";
+  // A run-time diagonal is read in the loop, where the tensor is (on a GPU
+  // too).
+  std::string k = std::to_string(op.getKAttr().getInt()) + "ll";
+  if (Value d = op.getDiagonal())
+    k = "(" + k + " + (int64_t)" + e.name(d) + "[0])";
+  std::string keep =
+      "(" + c + " - " + r + (op.getUpper() ? " >= " : " <= ") + k + ")";
   std::string o = e.name(out), src = e.name(in);
   e.openLoop(FunctionEmitter::numel(out));
   e.os << "    " << o << "[i] = " << keep << " ? " << src << "["

@@ -500,17 +500,27 @@ static LogicalResult translateTrilu(Translator &t, const NodeProto &node) {
   RankedTensorType type = t.resultType(node, 0);
   if (!x || !type)
     return failure();
+  // k: a constant, or a one-element tensor known at run time.
   int64_t k = 0;
+  Value diagonal;
   if (Translator::hasInput(node, 1)) {
-    const SmallTensor *c = t.constantInput(node, 1);
-    if (!c || c->numElements() != 1)
-      return t.emitOpaque(node);
-    k = c->getInt(0);
+    if (const SmallTensor *c = t.constantInput(node, 1)) {
+      if (c->numElements() != 1)
+        return t.emitOpaque(node);
+      k = c->getInt(0);
+    } else {
+      diagonal = t.operand(node, 1);
+      auto dt = diagonal ? dyn_cast<RankedTensorType>(diagonal.getType())
+                         : RankedTensorType();
+      if (!dt || !dt.hasStaticShape() || dt.getNumElements() != 1 ||
+          !dt.getElementType().isSignlessInteger())
+        return t.emitOpaque(node);
+    }
   }
   OpBuilder &b = t.builder;
   return t.setResult(
       node,
-      TriluOp::create(b, t.loc(node), type, x,
+      TriluOp::create(b, t.loc(node), type, x, diagonal,
                       b.getBoolAttr(Translator::attrInt(node, "upper", 1)),
                       b.getI64IntegerAttr(k)));
 }

@@ -326,8 +326,11 @@ std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
       })
       .Case<g::TriluOp>([&](g::TriluOp t) {
         e.give(t.getInput(), [&]() -> Value {
-          return g::TriluOp::create(b, loc, TypeRange{t.getType()},
-                                    ValueRange{dy}, inherentAttrs(t));
+          SmallVector<Value> operands{dy};
+          if (Value d = t.getDiagonal())
+            operands.push_back(d);
+          return g::TriluOp::create(b, loc, TypeRange{t.getType()}, operands,
+                                    inherentAttrs(t));
         });
         return success();
       })

@@ -867,3 +867,35 @@ func.func @conv_huge_stride(%x: tensor<1x2x8x8xf32>, %w: tensor<2x2x3x3xf32>) {
   %0 = graph.conv %x, %w {strides = array<i64: 9223372036854775807, 9223372036854775807>, pads = array<i64: 9223372036854775807, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x8x8xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x6x6xf32>
   return
 }
+
+// -----
+
+func.func @case88(%a: tensor<3x3xf32>, %k: tensor<2xi64>) {
+  // expected-error @+1 {{diagonal must be one integer, got 'tensor<2xi64>'}}
+  %0 = graph.trilu %a, %k : (tensor<3x3xf32>, tensor<2xi64>) -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @case89(%a: tensor<3x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{indices must have the data's rank 2, got 1}}
+  %0 = graph.gather_elements %a, %i {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @case90(%a: tensor<3x4xf32>, %i: tensor<5x2xi64>) {
+  // expected-error @+1 {{indices dimension 0 (5) is larger than the data's (3)}}
+  %0 = graph.gather_elements %a, %i {axis = 1 : i64} : (tensor<3x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
+  return
+}
+
+// -----
+
+func.func @case91(%i: tensor<3x2xi64>, %g: tensor<3x5xf32>) {
+  // expected-error @+1 {{with 'elements', indices 3x2 and gradient 3x5 must have one shape of the result's rank 2}}
+  %0 = graph.scatter_add %i, %g {axis = 1 : i64, elements} : (tensor<3x2xi64>, tensor<3x5xf32>) -> tensor<3x4xf32>
+  return
+}

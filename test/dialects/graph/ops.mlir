@@ -65,7 +65,8 @@ func.func @elementwise(%x: tensor<2x8xf32>, %y: tensor<8xf32>, %m: tensor<1x8xi1
 
 // CHECK-LABEL: func.func @movement
 func.func @movement(%x: tensor<2x8x2304xf32>, %ids: tensor<2x8xi64>, %t: tensor<50x16xf32>,
-                    %i: tensor<i64>, %m: tensor<1x1x8x8xi1>, %img: tensor<1x3x4x4xf32>) {
+                    %i: tensor<i64>, %m: tensor<1x1x8x8xi1>, %img: tensor<1x3x4x4xf32>,
+                    %e: tensor<2x3x2304xi64>) {
   // CHECK: graph.reshape %{{.*}} : (tensor<2x8x2304xf32>) -> tensor<2x8x3x768xf32>
   %0 = graph.reshape %x : (tensor<2x8x2304xf32>) -> tensor<2x8x3x768xf32>
   // CHECK: graph.flatten %{{.*}} {axis = 2 : i64} : (tensor<2x8x2304xf32>) -> tensor<16x2304xf32>
@@ -92,6 +93,10 @@ func.func @movement(%x: tensor<2x8x2304xf32>, %ids: tensor<2x8xi64>, %t: tensor<
   %10 = graph.gather %x, %i {axis = 1 : i64} : (tensor<2x8x2304xf32>, tensor<i64>) -> tensor<2x2304xf32>
   // CHECK: graph.embedding %{{.*}}, %{{.*}} : (tensor<50x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
   %11 = graph.embedding %t, %ids : (tensor<50x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+  // CHECK: graph.trilu %{{.*}}, %{{.*}} {upper = false} : (tensor<1x1x8x8xi1>, tensor<i64>) -> tensor<1x1x8x8xi1>
+  %12 = graph.trilu %m, %i {upper = false} : (tensor<1x1x8x8xi1>, tensor<i64>) -> tensor<1x1x8x8xi1>
+  // CHECK: graph.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>) -> tensor<2x3x2304xf32>
+  %13 = graph.gather_elements %x, %e {axis = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>) -> tensor<2x3x2304xf32>
   return
 }
 

@@ -416,6 +416,23 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<4x5xf32> {
             {1, 4, 0, 2});
 }
 
+// A triangle whose diagonal is an operand (ONNX Trilu's k known at run
+// time): the gradient keeps the same triangle.
+TEST(AutodiffGradCheck, TriluWithDiagonalOperand) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %w1 = graph.weight "w1" : tensor<4x4xf32>
+  %w2 = graph.weight "w2" : tensor<4x4xf32>
+  %k = graph.constant dense<-1> : tensor<i64>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %t = graph.trilu %h, %k {upper = true, k = 1 : i64} : (tensor<3x4xf32>, tensor<i64>) -> tensor<3x4xf32>
+  %y = graph.matmul %t, %w2 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+)mlir",
+            {1, 3, 0});
+}
+
 // Edge, reflect and wrap padding: each folds its border back into the
 // input; reflect and edge on two axes at once, wrap up to the full axis.
 TEST(AutodiffGradCheck, BorderPads) {

@@ -309,6 +309,8 @@ bool Runner::run(Operation *op) {
       .Case<g::TriluOp>([&](g::TriluOp t) {
         const Tensor &x = get(t.getInput());
         int64_t k = t.getK();
+        if (Value d = t.getDiagonal())
+          k += static_cast<int64_t>(get(d).data[0]);
         set(map(rt, [&](const std::vector<int64_t> &o) {
           int64_t i = o[o.size() - 2], j = o[o.size() - 1];
           bool keep = t.getUpper() ? j >= i + k : j <= i + k;
