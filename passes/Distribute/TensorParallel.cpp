@@ -12,8 +12,11 @@
 // make the backward Megatron's. A dropout of split activations gets
 // `dist.tp_shard` too: its mask is drawn as the rank's part of the whole
 // mask, and a dropout of whole activations draws the whole mask on every
-// rank, so the masks are one process's. docs/distributed.md "Tensor
-// parallelism".
+// rank, so the masks are one process's. A split result of the function
+// (a column-parallel LM head's logits) is gathered whole; a lookup of data
+// is vocabulary-parallel (splitVocabulary); with sp = 1 the token-wise ops
+// between regions run on the rank's tokens (SequenceParallel).
+// docs/distributed.md "Tensor parallelism".
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
