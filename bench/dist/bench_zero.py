@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Memory per rank under ZeRO 0-3: measured peak RSS beside the planner's
-prediction, on the product path.
+"""Memory per rank under ZeRO 0-3 (or any 2-rank plans): measured peak RSS
+beside the planner's prediction, on the product path.
 
-For each ZeRO stage, the same GPT (dist-modelgen gpt, graph-only: weights
-initialized by the programs) is compiled for dp=2 with
-`dist-compile --dist-plan=dp=2,zero=Z,mbs=ROWS --train=...` and trained
-for a few steps under `mpirun -np 2`, one thread per rank. Each rank runs
+For each plan (by default dp=2 with ZeRO 0 to 3; `--plans` takes others,
+e.g. "tp=2;tp=2,sp=1"), the same GPT (dist-modelgen gpt, graph-only:
+weights initialized by the programs) is compiled with
+`dist-compile --dist-plan=PLAN,mbs=ROWS --train=...` (ROWS: the global
+batch over the plan's dp) and trained for a few steps under
+`mpirun -np 2`, one thread per rank. Each rank runs
 under a small launcher that reports the rank's peak resident set
 (ru_maxrss of the program, the launcher's own pages not counted). The
 time per step is the program's own `--time` mean (rank 0). The predicted
@@ -16,6 +18,7 @@ the script prints it as the peak of the same job on a tiny GPT (1 layer,
 hidden 64, vocabulary 256).
 
     python3 bench/dist/bench_zero.py --build build [--layers 4 --hidden 512]
+        [--plans "dp=2,zero=0;dp=2,zero=1;dp=2,zero=2;dp=2,zero=3"]
 """
 import argparse
 import os
@@ -55,9 +58,9 @@ def run(cmd, **kw):
     return p
 
 
-def job(args, work, zero, layers, hidden, heads, vocab):
-    """Compiles and runs one job; returns (peak MB per rank, ms per step,
-    predicted stage-0 peak as printed, last loss)."""
+def job(args, work, plan, layers, hidden, heads, vocab):
+    """Compiles and runs one job of `plan` (2 ranks); returns (peak MB per
+    rank, ms per step, predicted stage-0 peak as printed, last loss)."""
     bindir = os.path.join(args.build, "bin")
     stem = f"gpt{layers}_{hidden}_{vocab}"
     model = os.path.join(work, stem + ".onnx")
@@ -66,12 +69,13 @@ def job(args, work, zero, layers, hidden, heads, vocab):
              f"--layers={layers}", f"--hidden={hidden}",
              f"--heads={heads}", f"--seq={args.seq}",
              f"--vocab={vocab}", "-o", model])
-    rows = args.batch // 2
-    out = os.path.join(work, f"{stem}_z{zero}")
+    keys = dict(kv.split("=") for kv in plan.split(","))
+    rows = args.batch // int(keys.get("dp", 1))
+    out = os.path.join(work, stem + "_" + re.sub(r"[^a-z0-9]+", "_", plan))
     p = run([os.path.join(bindir, "dist-compile"), model,
              f"--input-shape=input_ids:{rows}x{args.seq}",
              "--train=loss=softmax-cross-entropy:labels optimizer=adam lr=1e-4",
-             f"--dist-plan=dp=2,zero={zero},mbs={rows}",
+             f"--dist-plan={plan},mbs={rows}",
              f"--dist-batch={args.batch}", "-o", out + "/"])
     m = re.search(r"stage 0 peak memory ([0-9.]+ [KMG]iB)", p.stdout + p.stderr)
     predicted = m.group(1) if m else "?"
@@ -104,22 +108,24 @@ def main():
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--batch", type=int, default=4, help="global batch")
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--plans", default="dp=2,zero=0;dp=2,zero=1;dp=2,zero=2;"
+                    "dp=2,zero=3", help="';'-separated 2-rank plans (mbs added)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="dist-bench-zero-")
     try:
         print(f"GPT {a.layers} layers, hidden {a.hidden}, heads {a.heads}, "
-              f"seq {a.seq}, vocab {a.vocab}; dp=2, global batch {a.batch}, "
+              f"seq {a.seq}, vocab {a.vocab}; global batch {a.batch}, "
               f"Adam, {a.steps} steps, 1 thread per rank")
-        base, _, _, _ = job(a, work, 0, 1, 64, 4, 256)
+        base, _, _, _ = job(a, work, "dp=2", 1, 64, 4, 256)
         print(f"floor (the job on a tiny GPT: 1 layer, hidden 64, vocabulary "
               f"256): peak RSS per rank {base[0]:.0f} / {base[1]:.0f} MB\n")
-        print("| zero | rank 0 peak MB | rank 1 peak MB | predicted stage peak "
+        print("| plan | rank 0 peak MB | rank 1 peak MB | predicted stage peak "
               "(dist-compile) | ms/step (rank 0) | last loss |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-        for zero in range(4):
-            peaks, ms, predicted, loss = job(a, work, zero, a.layers,
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for plan in a.plans.split(";"):
+            peaks, ms, predicted, loss = job(a, work, plan, a.layers,
                                              a.hidden, a.heads, a.vocab)
-            print(f"| {zero} | {peaks[0]:.0f} | {peaks[1]:.0f} | {predicted} "
+            print(f"| `{plan}` | {peaks[0]:.0f} | {peaks[1]:.0f} | {predicted} "
                   f"| {ms} | {loss} |")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -59,6 +59,12 @@ RankedTensorType tensorOf(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
 }
 
+/// `axis` of a value of rank `rank`, a negative one counted from the end
+/// (exporters write the fused projection's split as axis -1).
+int64_t dimOf(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
 /// The graph.weight that `v` is, if only `user` reads it (a weight shared
 /// with other ops, such as tied embeddings, stays whole).
 g::WeightOp ownWeight(Value v, Operation *user) {
@@ -185,7 +191,7 @@ int64_t Region::blocksOf(g::MatmulOp m) {
   for (int hops = 0; hops < 8 && v.hasOneUse(); ++hops) {
     Operation *user = *v.getUsers().begin();
     if (auto s = dyn_cast<g::SplitOp>(user)) {
-      if ((int64_t)s.getAxis() != dim)
+      if (dimOf(s.getAxis(), tensorOf(v).getRank()) != dim)
         return 1;
       int64_t first = tensorOf(s.getResult(0)).getDimSize(dim);
       for (Value r : s.getResults())
@@ -338,7 +344,7 @@ bool Region::visit(Operation *op) {
   }
   if (auto sp = dyn_cast<g::SplitOp>(op)) {
     Split s = splitOf(in);
-    if ((int64_t)sp.getAxis() == s.dim) {
+    if (dimOf(sp.getAxis(), tensorOf(in).getRank()) == s.dim) {
       int64_t k = sp.getNumResults();
       int64_t first = tensorOf(sp.getResult(0)).getDimSize(s.dim);
       for (Value r : sp.getResults())
@@ -355,16 +361,15 @@ bool Region::visit(Operation *op) {
   }
   if (auto sm = dyn_cast<g::SoftmaxOp>(op)) {
     Split s = splitOf(in);
-    int64_t axis = static_cast<int64_t>(sm.getAxis());
-    if (axis < 0)
-      axis += tensorOf(in).getRank();
-    if (axis == s.dim)
+    if (dimOf(sm.getAxis(), tensorOf(in).getRank()) == s.dim)
       return failAt(op, "a softmax along the split dimension");
     return setSplit(op, sm.getResult(), s);
   }
   if (auto sl = dyn_cast<g::SliceOp>(op)) {
     Split s = splitOf(in);
-    if (llvm::is_contained(sl.getAxes(), s.dim))
+    if (llvm::any_of(sl.getAxes(), [&](int64_t a) {
+          return dimOf(a, tensorOf(in).getRank()) == s.dim;
+        }))
       return failAt(op, "a slice of the split dimension");
     return setSplit(op, sl.getResult(), s);
   }

@@ -904,6 +904,26 @@ def zero_cases():
     ]
 
 
+def gpt2_split_last_axis(work):
+    """GPT-2 whose fused Q|K|V projection is split along axis -1 (as
+    dist-modelgen and other exporters write it) instead of 2: the model's
+    path in `work`, written once."""
+    import onnx
+    d = os.path.join(work, "gpt2_negaxis")
+    path = os.path.join(d, "gpt2_negaxis.onnx")
+    if os.path.exists(path):
+        return path
+    os.makedirs(d, exist_ok=True)
+    m = onnx.load(GPT2)
+    for n in m.graph.node:
+        if n.op_type == "Split":
+            for a in n.attribute:
+                if a.name == "axis" and a.i == 2:
+                    a.i = -1
+    onnx.save(m, path)
+    return path
+
+
 def gpt2_with_dropout(work):
     """GPT-2 with training dropout (ratio 0.1) on every attention
     probability tensor (split by heads under tensor parallelism) and on the
@@ -1043,6 +1063,11 @@ def pipeline_train_cases(rng):
                      ranks=4, train=sgd)))
     out.append(("gpt2_sgd_tp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     train=sgd)))
+    # The fused projection split along axis -1: three blocks all the same
+    # (with one, each rank's columns crossed Q, K and V).
+    out.append(("gpt2_negaxis_sgd_tp2",
+                dict(gpt, model=gpt2_split_last_axis, plan="tp=2,mbs=1",
                      train=sgd)))
     # Sequence parallelism (sp=1): each row-parallel sum is a reduce-scatter
     # over the tokens, bias, dropout, residuals and layer norms run on the
