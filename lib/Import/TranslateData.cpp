@@ -333,14 +333,13 @@ static Value resizeAlong(OpBuilder &b, Location loc, Value v, int64_t d,
                       : RankedTensorType::get({out, in}, et);
   Value mat = ConstantOp::create(b, loc, matType,
                                  DenseElementsAttr::get(matType, values));
-  SmallVector<int64_t> shape3 = last ? SmallVector<int64_t>{before, in}
-                                     : SmallVector<int64_t>{before, in, after};
-  SmallVector<int64_t> res3(shape3);
-  res3[1] = out;
-  if (last)
-    res3 = {before, out};
-  Value x = ReshapeOp::create(b, loc, RankedTensorType::get(shape3, et), v);
-  Value y = MatmulOp::create(b, loc, RankedTensorType::get(res3, et),
+  SmallVector<int64_t> from{before, in}, to{before, out};
+  if (!last) {
+    from.push_back(after);
+    to.push_back(after);
+  }
+  Value x = ReshapeOp::create(b, loc, RankedTensorType::get(from, et), v);
+  Value y = MatmulOp::create(b, loc, RankedTensorType::get(to, et),
                              last ? x : mat, last ? mat : x, Value(),
                              b.getBoolAttr(false), b.getBoolAttr(false),
                              b.getF64FloatAttr(1.0), b.getF64FloatAttr(1.0));

@@ -611,23 +611,21 @@ Operation *splitVocabulary(g::EmbeddingOp em,
                             b, em, layout, RankedTensorType::get({1}, it),
                             ranks, b.getI64IntegerAttr(0)))
           ->getResult(0);
-  Value id = em.getIndices();
+  Value id = em.getIndices(), zero = scalar(0), block = scalar(rows);
   Value mine = binary(g::BinaryKind::Equal, i1,
-                      binary(g::BinaryKind::Div, ids, id, scalar(rows)), rank);
+                      binary(g::BinaryKind::Div, ids, id, block), rank);
   // Ids of another rank's rows read row 0; ids outside the table keep
   // their (out of range) local index.
-  Value valid =
-      binary(g::BinaryKind::And, i1,
-             binary(g::BinaryKind::GreaterEqual, i1, id, scalar(0)),
-             binary(g::BinaryKind::Less, i1, id, scalar(table.getDimSize(0))));
+  Value valid = binary(
+      g::BinaryKind::And, i1, binary(g::BinaryKind::GreaterEqual, i1, id, zero),
+      binary(g::BinaryKind::Less, i1, id, scalar(table.getDimSize(0))));
   Value other = binary(g::BinaryKind::Xor, i1, valid,
                        binary(g::BinaryKind::And, i1, valid, mine));
-  Value local =
-      binary(g::BinaryKind::Sub, ids, id,
-             binary(g::BinaryKind::Mul, rank.getType(), rank, scalar(rows)));
-  Value safe = made.emplace_back(
-                       g::WhereOp::create(b, loc, ids, other, scalar(0), local))
-                   ->getResult(0);
+  Value local = binary(g::BinaryKind::Sub, ids, id,
+                       binary(g::BinaryKind::Mul, rank.getType(), rank, block));
+  Value safe =
+      made.emplace_back(g::WhereOp::create(b, loc, ids, other, zero, local))
+          ->getResult(0);
   auto outType = cast<RankedTensorType>(em.getType());
   auto lookup = g::EmbeddingOp::create(b, loc, outType, em.getTable(), safe);
   lookup->setDiscardableAttrs(em->getDiscardableAttrDictionary());

@@ -904,60 +904,57 @@ def zero_cases():
     ]
 
 
+def gpt2_variant(work, name, edit):
+    """GPT-2 as `edit` (a function of the loaded ModelProto) changes it,
+    saved once as `work`/`name`/`name`.onnx (weights inline); its path."""
+    import onnx
+    d = os.path.join(work, name)
+    path = os.path.join(d, name + ".onnx")
+    if not os.path.exists(path):
+        os.makedirs(d, exist_ok=True)
+        m = onnx.load(GPT2)
+        edit(m)
+        onnx.save(m, path)
+    return path
+
+
 def gpt2_split_last_axis(work):
     """GPT-2 whose fused Q|K|V projection is split along axis -1 (as
-    dist-modelgen and other exporters write it) instead of 2: the model's
-    path in `work`, written once."""
-    import onnx
-    d = os.path.join(work, "gpt2_negaxis")
-    path = os.path.join(d, "gpt2_negaxis.onnx")
-    if os.path.exists(path):
-        return path
-    os.makedirs(d, exist_ok=True)
-    m = onnx.load(GPT2)
-    for n in m.graph.node:
-        if n.op_type == "Split":
+    dist-modelgen and other exporters write it) instead of 2."""
+    def edit(m):
+        for n in m.graph.node:
             for a in n.attribute:
-                if a.name == "axis" and a.i == 2:
+                if n.op_type == "Split" and a.name == "axis" and a.i == 2:
                     a.i = -1
-    onnx.save(m, path)
-    return path
+    return gpt2_variant(work, "gpt2_negaxis", edit)
 
 
 def gpt2_with_dropout(work):
     """GPT-2 with training dropout (ratio 0.1) on every attention
     probability tensor (split by heads under tensor parallelism) and on the
-    input of every layer norm (whole on every tensor rank): the model's
-    path in `work`, written once."""
-    import onnx
+    input of every layer norm (whole on every tensor rank)."""
     from onnx import helper, numpy_helper
-    d = os.path.join(work, "gpt2_dropout")
-    path = os.path.join(d, "gpt2_dropout.onnx")
-    if os.path.exists(path):
-        return path
-    os.makedirs(d, exist_ok=True)
-    m = onnx.load(GPT2)
-    g = m.graph
-    g.initializer.append(numpy_helper.from_array(
-        np.array(0.1, np.float32), "dropout_ratio"))
-    nodes = []
-    for n in g.node:
-        if n.op_type == "LayerNormalization":
-            x = n.input[0]
-            n.input[0] = x + "_dropped"
-            nodes.append(helper.make_node("Dropout", [x, "dropout_ratio"],
-                                          [x + "_dropped"]))
-        nodes.append(n)
-        if n.op_type == "Softmax":
-            y = n.output[0]
-            n.output[0] = y + "_undropped"
-            nodes.append(helper.make_node("Dropout",
-                                          [y + "_undropped", "dropout_ratio"],
-                                          [y]))
-    del g.node[:]
-    g.node.extend(nodes)
-    onnx.save(m, path)
-    return path
+
+    def edit(m):
+        g = m.graph
+        g.initializer.append(numpy_helper.from_array(
+            np.array(0.1, np.float32), "dropout_ratio"))
+        nodes = []
+        for n in g.node:
+            if n.op_type == "LayerNormalization":
+                x = n.input[0]
+                n.input[0] = x + "_dropped"
+                nodes.append(helper.make_node("Dropout", [x, "dropout_ratio"],
+                                              [x + "_dropped"]))
+            nodes.append(n)
+            if n.op_type == "Softmax":
+                y = n.output[0]
+                n.output[0] = y + "_undropped"
+                nodes.append(helper.make_node(
+                    "Dropout", [y + "_undropped", "dropout_ratio"], [y]))
+        del g.node[:]
+        g.node.extend(nodes)
+    return gpt2_variant(work, "gpt2_dropout", edit)
 
 
 def pipeline_train_cases(rng):

@@ -15,6 +15,7 @@ match onnxruntime within rtol 1e-3 / atol 1e-4.
     .venv/bin/python test/numerics/run_networks.py --build build --junit out.xml
 """
 import argparse
+import functools
 import os
 import shutil
 import sys
@@ -30,6 +31,22 @@ import common  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "test", "fixtures")
 BATCH = 2
+
+
+def random_weight(rng, name, shape, scale=None):
+    """A float32 initializer `name` of normal values times `scale` (by
+    default 1 / sqrt of the fan-in, the product of dims after the first)."""
+    s = scale if scale is not None else 1 / np.sqrt(np.prod(shape[1:]))
+    return numpy_helper.from_array(
+        (rng.standard_normal(shape) * s).astype(np.float32), name)
+
+
+def int_tensor(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def float_tensor(name, values):
+    return numpy_helper.from_array(np.array(values, np.float32), name)
 
 
 def small_resnet(path, seed=0, squeeze_excitation=False):
@@ -148,10 +165,7 @@ def instance_norm_tile(path, seed=3):
     are those ops' (run_training.py checks the gradient)."""
     rng = np.random.default_rng(seed)
 
-    def w(name, shape, scale=None):
-        s = scale if scale is not None else 1 / np.sqrt(np.prod(shape[1:]))
-        return numpy_helper.from_array(
-            (rng.standard_normal(shape) * s).astype(np.float32), name)
+    w = functools.partial(random_weight, rng)
     nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], pads=[1, 1, 1, 1]),
              helper.make_node("InstanceNormalization", ["a", "s1", "b1"], ["n1"],
                               epsilon=1e-3),
@@ -165,14 +179,13 @@ def instance_norm_tile(path, seed=3):
              helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
              helper.make_node("Flatten", ["g"], ["h"]),
              helper.make_node("Gemm", ["h", "fc"], ["logits"])]
-    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
     graph = helper.make_graph(
         nodes, "instance_norm_tile",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 8, 6])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
         [w("w1", [8, 3, 3, 3]), w("s1", [8], 0.5), w("b1", [8], 0.5),
-         ints("repeats", [1, 1, 2, 3]), ints("flat", [0, 8, -1]),
-         w("s2", [8], 0.5), w("b2", [8], 0.5), ints("map", [0, 8, 16, 18]),
+         int_tensor("repeats", [1, 1, 2, 3]), int_tensor("flat", [0, 8, -1]),
+         w("s2", [8], 0.5), w("b2", [8], 0.5), int_tensor("map", [0, 8, 16, 18]),
          w("w2", [12, 8, 3, 3]), w("fc", [12, 10])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -190,10 +203,7 @@ def upsampling_net(path, seed=4):
     the Resize a broadcast (run_training.py checks their gradients)."""
     rng = np.random.default_rng(seed)
 
-    def w(name, shape, scale=None):
-        s = scale if scale is not None else 1 / np.sqrt(np.prod(shape[1:]))
-        return numpy_helper.from_array(
-            (rng.standard_normal(shape) * s).astype(np.float32), name)
+    w = functools.partial(random_weight, rng)
     nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], strides=[2, 2],
                               pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["a"], ["r1"]),
@@ -232,11 +242,7 @@ def gather_elements_net(path, seed=5):
     gradient is an elementwise scatter-add (run_training.py checks it)."""
     rng = np.random.default_rng(seed)
 
-    def w(name, shape, scale=None):
-        s = scale if scale is not None else 1 / np.sqrt(np.prod(shape[1:]))
-        return numpy_helper.from_array(
-            (rng.standard_normal(shape) * s).astype(np.float32), name)
-    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    w = functools.partial(random_weight, rng)
     nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], pads=[1, 1, 1, 1]),
              helper.make_node("Reshape", ["a", "flat8"], ["fa"]),
              helper.make_node("Reshape", ["image", "flat4"], ["fi"]),
@@ -253,8 +259,8 @@ def gather_elements_net(path, seed=5):
         nodes, "gather_elements_net",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 4, 6, 6])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
-        [w("w1", [8, 4, 3, 3]), ints("flat8", [0, 8, 36]), ints("flat4", [0, 4, 36]),
-         ints("repeats", [1, 2, 3]), ints("len", [36]),
+        [w("w1", [8, 4, 3, 3]), int_tensor("flat8", [0, 8, 36]), int_tensor("flat4", [0, 4, 36]),
+         int_tensor("repeats", [1, 2, 3]), int_tensor("len", [36]),
          numpy_helper.from_array(np.array([0.5], np.float32), "half"),
          w("fc", [48, 10])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -273,12 +279,7 @@ def resize_net(path, seed=6):
     (run_training.py checks them)."""
     rng = np.random.default_rng(seed)
 
-    def w(name, shape, scale=None):
-        s = scale if scale is not None else 1 / np.sqrt(np.prod(shape[1:]))
-        return numpy_helper.from_array(
-            (rng.standard_normal(shape) * s).astype(np.float32), name)
-    floats = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
-    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    w = functools.partial(random_weight, rng)
     nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["a"], ["r1"]),
              helper.make_node("Resize", ["r1", "", "up"], ["big"], mode="linear"),
@@ -294,9 +295,9 @@ def resize_net(path, seed=6):
         nodes, "resize_net",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 6, 4])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
-        [w("w1", [6, 3, 3, 3]), floats("up", [1, 1, 1.5, 1.5]),
-         w("w2", [4, 6, 3, 3]), floats("small", [1, 1, 0.6, 0.5]), ints("flat", [0, 4, 15]),
-         floats("stretch", [1, 1, 2.0]), w("fc", [120, 10])])
+        [w("w1", [6, 3, 3, 3]), float_tensor("up", [1, 1, 1.5, 1.5]),
+         w("w2", [4, 6, 3, 3]), float_tensor("small", [1, 1, 0.6, 0.5]), int_tensor("flat", [0, 4, 15]),
+         float_tensor("stretch", [1, 1, 2.0]), w("fc", [120, 10])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)
