@@ -21,7 +21,12 @@ def Emit_BufferAttr : Emit_Attr<"Buffer", "buffer"> {
       (reshape, flatten, inference dropout, a transpose or slice read in
       place);
     - `resident`: its own buffer, filled on the first run and kept (weights,
-      constants, optimizer state).
+      constants, optimizer state);
+    - `argument`: an argument of a function another function calls (a
+      pipeline stage called by an action list), read where the caller holds
+      it: no copy into the callee's arena, and no kernel writes over it;
+    - `result`: a value such a function returns once, computed straight
+      into the caller's buffer for that result.
 
     `strides` are the element strides of each dimension in memory; absent
     means row-major. A channels-last 4-D slot has strides
@@ -33,6 +38,8 @@ def Emit_BufferAttr : Emit_Attr<"Buffer", "buffer"> {
     #emit.buffer<arena, offset = 0, bytes = 65536, strides = [16384, 1, 1024, 64]>
     #emit.buffer<view, offset = 64, strides = [24576, 192, 1]>
     #emit.buffer<resident>
+    #emit.buffer<argument>
+    #emit.buffer<result>
     ```
   }];
   let parameters = (ins "BufferKind":$kind, "int64_t":$offset,
@@ -44,6 +51,8 @@ def Emit_BufferAttr : Emit_Attr<"Buffer", "buffer"> {
     bool isArena() const { return getKind() == BufferKind::arena; }
     bool isView() const { return getKind() == BufferKind::view; }
     bool isResident() const { return getKind() == BufferKind::resident; }
+    bool isArgument() const { return getKind() == BufferKind::argument; }
+    bool isResult() const { return getKind() == BufferKind::result; }
   }];
 }
 

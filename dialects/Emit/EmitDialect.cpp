@@ -46,7 +46,7 @@ Attribute BufferAttr::parse(AsmParser &p, Type) {
   if (!kind) {
     p.emitError(p.getCurrentLocation())
         << "unknown buffer kind '" << kindName
-        << "'; expected arena, view or resident";
+        << "'; expected arena, view, resident, argument or result";
     return {};
   }
   int64_t offset = 0, bytes = 0;
@@ -114,9 +114,12 @@ LogicalResult BufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          << ")";
     break;
   case BufferKind::resident:
+  case BufferKind::argument:
+  case BufferKind::result:
     if (offset || bytes || !strides.empty())
-      return emitError()
-             << "a resident buffer is row-major and takes no offset or bytes";
+      return emitError() << "a" << (kind == BufferKind::argument ? "n " : " ")
+                         << stringifyBufferKind(kind)
+                         << " buffer is row-major and takes no offset or bytes";
     break;
   }
   return success();
@@ -192,9 +195,9 @@ LogicalResult EmitDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitOpError() << "unknown emit dialect argument attribute '"
                              << attr.getName().getValue() << "'";
   auto b = dyn_cast<BufferAttr>(attr.getValue());
-  if (!b || !b.isArena() || !isa<FunctionOpInterface>(op))
+  if (!b || !(b.isArena() || b.isArgument()) || !isa<FunctionOpInterface>(op))
     return op->emitOpError() << "argument #" << arg
                              << ": emit.buffer on a function argument must "
-                                "be an arena #emit.buffer";
+                                "be an arena or argument #emit.buffer";
   return success();
 }

@@ -17,7 +17,8 @@ def Emit_KernelKindAttr : EnumAttr<Emit_Dialect, Emit_KernelKind,
 
 def Emit_BufferKind : I32EnumAttr<"BufferKind", "where a value lives", [
       I32EnumAttrCase<"arena", 0>, I32EnumAttrCase<"view", 1>,
-      I32EnumAttrCase<"resident", 2>]> {
+      I32EnumAttrCase<"resident", 2>, I32EnumAttrCase<"argument", 3>,
+      I32EnumAttrCase<"result", 4>]> {
   let cppNamespace = "::distopt::emit";
   let genSpecializedAttr = 0;
 }

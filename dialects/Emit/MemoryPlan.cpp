@@ -152,11 +152,11 @@ LogicalResult distopt::emit::verifyMemoryPlan(Operation *holder,
   // Every value has a buffer of a kind its op allows.
   for (BlockArgument arg : block.getArguments()) {
     BufferAttr b = bufferOf(arg);
-    if (isFunc && (!b || !b.isArena()))
+    if (isFunc && (!b || !(b.isArena() || b.isArgument())))
       return holder->emitOpError()
              << "argument #" << arg.getArgNumber()
-             << " needs an arena emit.buffer (inputs are copied into the "
-                "arena); run dist-prepare-for-emission";
+             << " needs an arena or argument emit.buffer; run "
+                "dist-prepare-for-emission";
   }
   for (Operation &op : block) {
     if (op.hasTrait<OpTrait::IsTerminator>() || op.getNumResults() == 0)
@@ -180,6 +180,17 @@ LogicalResult distopt::emit::verifyMemoryPlan(Operation *holder,
         return op.emitOpError()
                << "emit.buffers[" << k << "] has " << b.getStrides().size()
                << " strides for a rank-" << t.getRank() << " result";
+      if (b.isArgument())
+        return op.emitOpError() << "emit.buffers[" << k
+                                << "] is an argument buffer; only a "
+                                   "function's arguments are";
+      if (b.isResult() &&
+          (!isFunc ||
+           llvm::count(block.getTerminator()->getOperands(), r) != 1))
+        return op.emitOpError()
+               << "emit.buffers[" << k
+               << "] is a result buffer, but the result is not returned "
+                  "exactly once by its function";
       if (b.isResident() &&
           !isa<graph::WeightOp, graph::ConstantOp, graph::StateOp>(op))
         return op.emitOpError()

@@ -89,11 +89,11 @@ static std::string computeEx(FunctionEmitter &e, Operation *kernel,
     auto k = cast<emit::KernelOp>(kernel);
     int sum = emit::sumCandidate(k);
     // oneDNN's sum reads what the output buffer holds: the plan wrote the
-    // result over that operand (in place).
+    // result over that operand (in place, an arena slot).
+    std::optional<int64_t> at = emit::arenaOffset(k.getResult());
     bool inPlace =
-        sum >= 0 &&
-        emit::arenaOffset(e.resolve(k.getBody().getArgument(sum))) ==
-            emit::arenaOffset(k.getResult());
+        sum >= 0 && at &&
+        emit::arenaOffset(e.resolve(k.getBody().getArgument(sum))) == at;
     Value chain = anchor->getResult(0);
     for (Operation *op = anchor->getNextNode();
          op && !op->hasTrait<OpTrait::IsTerminator>(); op = op->getNextNode()) {

@@ -105,39 +105,23 @@ static std::string stageName(func::FuncOp fn,
   return "stage" + std::to_string(llvm::find(stages, fn) - stages.begin());
 }
 
-/// The results of a stage body its ops can write straight into the
-/// caller's buffers (`out[k]`), saving a copy per call (a weight gradient
-/// per micro-batch): arena values returned once and not written in place
-/// over an operand (a oneDNN sum reads what its output slot holds, and the
-/// caller's buffer holds nothing yet).
+/// The results of a stage body the plan computes straight into the
+/// caller's buffers (`out[k]`, emit.buffer `result`), saving a copy per call
+/// (a weight gradient per micro-batch).
 static llvm::DenseMap<Value, unsigned> directResults(Block &body) {
   llvm::DenseMap<Value, unsigned> slots;
-  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
-  if (!ret)
-    return slots;
-  llvm::DenseMap<Value, unsigned> uses;
-  for (Value v : ret.getOperands())
-    ++uses[v];
-  for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
-    Operation *def = v.getDefiningOp();
-    emit::BufferAttr b = emit::bufferOf(v);
-    if (!def || def->getBlock() != &body || uses[v] != 1 || !b ||
-        !b.isArena())
-      continue;
-    bool inPlace = llvm::any_of(def->getOperands(), [&](Value x) {
-      return emit::arenaOffset(x) == std::optional<int64_t>(b.getOffset());
-    });
-    if (!inPlace)
+  for (auto [k, v] : llvm::enumerate(body.getTerminator()->getOperands()))
+    if (emit::BufferAttr b = emit::bufferOf(v); b && b.isResult())
       slots[v] = static_cast<unsigned>(k);
-  }
   return slots;
 }
 
 /// `static int <name>(dg::Program &P, void *const *in, void **out)`;
 /// \p training when the module is a training step.
+/// \p arena, \p arenaBytes: the arena the module's stage functions share.
 static LogicalResult
-emitStageFunction(func::FuncOp fn, llvm::StringRef name,
-                  llvm::StringRef prefix, bool training,
+emitStageFunction(func::FuncOp fn, llvm::StringRef name, llvm::StringRef prefix,
+                  llvm::StringRef arena, int64_t arenaBytes, bool training,
                   const CodegenOptions &options, std::string &text,
                   std::string &globals,
                   std::vector<FunctionEmitter::ProfiledOp> &profiled) {
@@ -148,6 +132,8 @@ emitStageFunction(func::FuncOp fn, llvm::StringRef name,
   std::string bodyText;
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globals);
   FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
+  e.arenaName = arena.str();
+  e.arenaBytes = arenaBytes;
   // Weights are loaded once and kept across micro-batches: a training
   // step's in the rank's persistent (saved, updated) state, a forward
   // pipeline's as the plan's resident buffers, constant as in a
@@ -167,11 +153,13 @@ emitStageFunction(func::FuncOp fn, llvm::StringRef name,
              << arg.getArgNumber() << " has type " << arg.getType()
              << "; values crossing stage boundaries must be statically "
                 "shaped tensors";
-    // The plan gives each argument an arena slot (an in-place kernel or a
-    // oneDNN sum may write over it): the caller's value is copied in.
+    // The plan reads a stage's arguments where the caller holds them
+    // (`argument`); one given an arena slot is copied in.
     e.allocate(arg);
-    bodyOS << "  if (P.copy(" << e.name(arg) << ", in[" << arg.getArgNumber()
-           << "], " << FunctionEmitter::bytesOf(arg) << ")) return 1;\n";
+    emit::BufferAttr b = emit::bufferOf(arg);
+    if (b && b.isArena())
+      bodyOS << "  if (P.copy(" << e.name(arg) << ", in[" << arg.getArgNumber()
+             << "], " << FunctionEmitter::bytesOf(arg) << ")) return 1;\n";
   }
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
@@ -355,11 +343,19 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
   // `--profile`: one op table for every rank's ops; a rank times the ops
   // of its stages' calls (each call adds to its ops) and of its list.
   std::vector<FunctionEmitter::ProfiledOp> profiled;
+  // The stage functions share one arena, the largest plan's: a rank calls
+  // them one at a time, and between calls nothing lives in it (results
+  // are in the caller's buffers, weights and state resident).
+  int64_t stageArena = 0;
+  for (func::FuncOp stage : stages)
+    if (auto memory =
+            stage->getAttrOfType<emit::MemoryPlanAttr>(emit::kMemoryPlanAttr))
+      stageArena = std::max(stageArena, memory.getArena());
   for (auto [k, stage] : llvm::enumerate(stages))
     if (failed(emitStageFunction(stage, stageName(stage, stages),
                                  (ns + "s" + std::to_string(k)).str(),
-                                 training, options, stageText, globals,
-                                 profiled)))
+                                 (ns + "stages").str(), stageArena, training,
+                                 options, stageText, globals, profiled)))
       return failure();
 
   // The programs; the one returning values holds the outputs.

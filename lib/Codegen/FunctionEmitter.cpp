@@ -172,6 +172,11 @@ void FunctionEmitter::allocate(Value v) {
   } else if (b && b.isArena()) {
     os << "  " << cType(v) << " *" << n << " = (" << cType(v)
        << " *)(arena + " << b.getOffset() << ");\n";
+  } else if (b && b.isArgument()) {
+    // A called function's argument: the caller's buffer (`in`, the stage
+    // functions' signature), read in place.
+    os << "  " << cType(v) << " *" << n << " = (" << cType(v) << " *)in["
+       << cast<BlockArgument>(v).getArgNumber() << "];\n";
   } else {
     size_t bytes = (size_t)numel(v) * byteSize(typeOf(v).getElementType());
     os << "  " << cType(v) << " *" << n << " = (" << cType(v)
@@ -255,8 +260,12 @@ void FunctionEmitter::computeLifetimes(Block &body) {
   auto plan = body.getParentOp()->getAttrOfType<emit::MemoryPlanAttr>(
       emit::kMemoryPlanAttr);
   // The arena is allocated on the first run and kept (Program::arena).
-  os << "  char *arena = (char *)P.arena(\"" << prefix << "\", "
-     << (plan ? plan.getArena() : 0) << ");\n  if (!arena) return 1;\n";
+  os << "  char *arena = (char *)P.arena(\""
+     << (arenaName.empty() ? prefix : arenaName) << "\", "
+     << (arenaBytes ? *arenaBytes
+         : plan     ? plan.getArena()
+                    : 0)
+     << ");\n  if (!arena) return 1;\n";
 }
 
 std::string FunctionEmitter::cType(Type t) {

@@ -36,6 +36,10 @@ public:
   llvm::raw_ostream &globals; ///< namespace-scope definitions (constants)
   const CodegenOptions &options;
   std::string prefix; ///< unique prefix for globals of this model
+  /// The arena this body uses and its size, when not its own (`prefix`,
+  /// its memory plan's): functions that never run at once share one.
+  std::string arenaName;
+  std::optional<int64_t> arenaBytes;
 
   /// A training step: weights and `graph.state` live in persistent buffers
   /// across calls; results marked `graph.update` are written back to them.

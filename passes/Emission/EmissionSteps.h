@@ -9,7 +9,8 @@
 //   assignLayouts   views (reshape, transpose, slice, split read in place)
 //                   and emit.copy where a consumer needs row-major memory
 //   planMemory      arena slots (reused by live range, in place where a
-//                   kernel allows), resident buffers, emit.memory_plan
+//                   kernel allows), resident buffers, a called function's
+//                   arguments read in place, emit.memory_plan
 //
 //===----------------------------------------------------------------------===//
 #ifndef DIST_PASSES_EMISSION_EMISSIONSTEPS_H
@@ -32,9 +33,11 @@ struct EmissionOptions {
 void markPrecision(mlir::Block &body);
 void formKernels(mlir::Block &body, const EmissionOptions &options);
 void assignLayouts(mlir::Block &body, const EmissionOptions &options);
-/// `holder` owns `body` and receives emit.memory_plan.
+/// `holder` owns `body` and receives emit.memory_plan. With `called` (a
+/// function another function calls: a pipeline stage) its arguments are
+/// the caller's buffers (`argument`), read in place and never written.
 void planMemory(mlir::Operation *holder, mlir::Block &body,
-                const EmissionOptions &options);
+                const EmissionOptions &options, bool called = false);
 
 } // namespace distopt::emission
 

@@ -5,6 +5,10 @@
 //
 // - weights, constants and optimizer state are resident: filled on the
 //   first run and kept (a weight is read from its file once);
+// - the arguments of a function another function calls (a pipeline stage
+//   called by an action list) are the caller's buffers, read in place: no
+//   copy per call, no slot, and no kernel writes over them; a value it
+//   returns once is computed straight into the caller's buffer for it;
 // - everything else (inputs, op results) gets a slot of one arena, which
 //   the program allocates on its first run and keeps. A slot's bytes are
 //   reused by values whose live ranges (dialects/Emit/MemoryPlan.h: from
@@ -71,7 +75,7 @@ struct Group {
 } // namespace
 
 void emission::planMemory(Operation *holder, Block &body,
-                          const EmissionOptions &options) {
+                          const EmissionOptions &options, bool called) {
   MLIRContext *ctx = holder->getContext();
   bool isFunc = isa<FunctionOpInterface>(holder);
   // Provisional buffers: resident for weights, constants and state; views
@@ -85,7 +89,13 @@ void emission::planMemory(Operation *holder, Block &body,
   };
   if (isFunc)
     for (BlockArgument arg : body.getArguments())
-      setBuffer(arg, arena(arg));
+      setBuffer(arg, called
+                         ? BufferAttr::get(ctx, BufferKind::argument, 0, 0, {})
+                         : arena(arg));
+  llvm::DenseMap<Value, unsigned> returned;
+  if (called && isFunc)
+    for (Value v : body.getTerminator()->getOperands())
+      ++returned[v];
   for (Operation &op : body) {
     if (op.hasTrait<OpTrait::IsTerminator>())
       continue;
@@ -95,6 +105,8 @@ void emission::planMemory(Operation *holder, Block &body,
         continue;
       if (isa<g::WeightOp, g::ConstantOp, g::StateOp>(op))
         setBuffer(r, BufferAttr::get(ctx, BufferKind::resident, 0, 0, {}));
+      else if (returned.lookup(r) == 1 && recorded(r).empty())
+        setBuffer(r, BufferAttr::get(ctx, BufferKind::result, 0, 0, {}));
       else
         setBuffer(r, arena(r));
     }

@@ -29,7 +29,7 @@ struct PrepareForEmissionPass
   using Base::Base;
 
   void prepare(Operation *holder, Block &body,
-               const emission::EmissionOptions &options) {
+               const emission::EmissionOptions &options, bool called = false) {
     if (holder->hasAttr(emit::kMemoryPlanAttr))
       return; // prepared before
     // Tensor-parallel region entries are the identity once dist-autodiff
@@ -41,7 +41,7 @@ struct PrepareForEmissionPass
     emission::markPrecision(body);
     emission::formKernels(body, options);
     emission::assignLayouts(body, options);
-    emission::planMemory(holder, body, options);
+    emission::planMemory(holder, body, options, called);
   }
 
   void runOnOperation() override {
@@ -52,6 +52,12 @@ struct PrepareForEmissionPass
     options.eltwise = eltwiseKernels;
     options.views = views;
     options.channelsLast = channelsLast;
+    // Functions another function calls (pipeline stages called by action
+    // lists) read their arguments where the caller holds them.
+    llvm::DenseSet<StringAttr> called;
+    getOperation().walk([&](func::CallOp call) {
+      called.insert(call.getCalleeAttr().getAttr());
+    });
     getOperation().walk([&](func::FuncOp func) {
       if (func.isExternal() || !func.getBody().hasOneBlock())
         return;
@@ -59,7 +65,7 @@ struct PrepareForEmissionPass
       bool staged = llvm::any_of(
           body, [](Operation &op) { return isa<dist::StageOp>(op); });
       if (!staged) {
-        prepare(func, body, options);
+        prepare(func, body, options, called.contains(func.getSymNameAttr()));
         return;
       }
       for (Operation &op : body)

@@ -1,6 +1,6 @@
 // RUN: dist-opt %s -split-input-file -verify-diagnostics
 
-// expected-error @+1 {{unknown buffer kind 'heap'; expected arena, view or resident}}
+// expected-error @+1 {{unknown buffer kind 'heap'; expected arena, view, resident, argument or result}}
 func.func @f() attributes {x = #emit.buffer<heap>}
 
 // -----
@@ -38,7 +38,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// expected-error @+1 {{argument #0 needs an arena emit.buffer (inputs are copied into the arena); run dist-prepare-for-emission}}
+// expected-error @+1 {{argument #0 needs an arena or argument emit.buffer; run dist-prepare-for-emission}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {emit.memory_plan = #emit.memory_plan<arena = 64, unshared = 64>} {
   return %x : tensor<4xf32>
 }
@@ -167,9 +167,32 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// expected-error @+1 {{argument #0: emit.buffer on a function argument must be an arena #emit.buffer}}
+// expected-error @+1 {{argument #0: emit.buffer on a function argument must be an arena or argument #emit.buffer}}
 func.func @f(%x: tensor<4xf32> {emit.buffer = #emit.buffer<resident>}) -> tensor<4xf32> {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{an argument buffer is row-major and takes no offset or bytes}}
+func.func @f(%x: tensor<4xf32> {emit.buffer = #emit.buffer<argument, offset = 64>}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32> {emit.buffer = #emit.buffer<argument>}) -> tensor<4xf32> attributes {emit.memory_plan = #emit.memory_plan<arena = 64, unshared = 64>} {
+  // expected-error @+1 {{emit.buffers[0] is an argument buffer; only a function's arguments are}}
+  %0 = graph.unary neg %x {emit.buffers = [#emit.buffer<argument>]} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32> {emit.buffer = #emit.buffer<argument>}) -> (tensor<4xf32>, tensor<4xf32>) attributes {emit.memory_plan = #emit.memory_plan<arena = 64, unshared = 64>} {
+  // expected-error @+1 {{emit.buffers[0] is a result buffer, but the result is not returned exactly once by its function}}
+  %0 = graph.unary neg %x {emit.buffers = [#emit.buffer<result>]} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0, %0 : tensor<4xf32>, tensor<4xf32>
 }
 
 // -----

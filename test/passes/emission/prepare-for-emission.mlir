@@ -215,3 +215,31 @@ func.func @squeeze(%s: tensor<2x16x1x1xf32>, %img: tensor<2x4x4x4xf32>) -> (tens
   %2 = graph.conv %img, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<2x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x4x4xf32>
   return %1, %2 : tensor<2x4x1x1xf32>, tensor<2x4x4x4xf32>
 }
+
+// -----
+
+// A function another function calls (a pipeline stage called by an action
+// list) reads its arguments where the caller holds them (`argument`: no
+// slot, no copy) and computes a value it returns once straight into the
+// caller's buffer (`result`). Nothing writes over an argument: the add of
+// %h after the matmul is a binary post-op, not oneDNN's in-place sum. A
+// value returned twice keeps an arena slot (it is copied out twice); the
+// caller's own inputs and call results are arena slots.
+// CHECK-LABEL: func.func private @stage
+// CHECK-SAME: (%{{.*}}: tensor<4x8xf32> {emit.buffer = #emit.buffer<argument>}, %{{.*}}: tensor<8x8xf32> {emit.buffer = #emit.buffer<argument>})
+// CHECK: emit.kernel post_ops{{.*}}{emit.buffers = [#emit.buffer<result>]}
+// CHECK: emit.kernel loop{{.*}}{emit.buffers = [#emit.buffer<arena, offset = 0, bytes = 128>]}
+// CHECK: return
+// CHECK-LABEL: func.func @caller
+// CHECK-SAME: emit.buffer = #emit.buffer<arena
+// CHECK: call @stage({{.*}}) {emit.buffers = [#emit.buffer<arena, {{.*}}>, #emit.buffer<arena, {{.*}}>, #emit.buffer<arena
+func.func private @stage(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %m = graph.matmul %h, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = graph.binary add %m, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = graph.unary tanh %h : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y, %t, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @caller(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %y:3 = call @stage(%h, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return %y#0 : tensor<4x8xf32>
+}
