@@ -11,7 +11,9 @@ One command (no numpy needed):
    --batch.
 2. `dist-profile` measures op times at every micro-batch size the plans and
    the one-rank baseline use (as many copies at once as ranks, one thread
-   each) and the links between 2 ranks: prof/profile.json, prof/cluster.yaml.
+   each), the ops' shards at every tp the plans use (`--tp`: the tp job
+   itself, each rank timing its shards) and the links between 2 ranks:
+   prof/profile.json, prof/cluster.yaml.
 3. Every plan goes through the product path: `dist-compile MODEL
    --input-shape=input:MBSxH --dist-plan=PLAN --dist-batch=B --train=... -o
    job/` and `dist-run job/ input=... labels=... --steps N --time` (one
@@ -118,10 +120,12 @@ def main():
           % (os.getloadavg() + (os.cpu_count(),)), file=sys.stderr)
     # 1. Profile at every micro-batch size in use.
     sizes = sorted({B} | {int(plan_value(p, "mbs", "1")) for p in plans})
+    tps = sorted({int(plan_value(p, "tp", "1")) for p in plans} - {1})
     prof = os.path.join(work, "prof")
     print(sh([tool("dist-profile"), model, "--input-shape=input:%dx%d" % (B, H),
               "--train=" + TRAIN, "--micro-batches=" + ",".join(map(str, sizes)),
-              "--ranks=2", "--threads-per-rank=1", "--steps=8", "-o", prof]), end="")
+              "--ranks=2", "--threads-per-rank=1", "--steps=8", "-o", prof]
+             + (["--tp=" + ",".join(map(str, tps))] if tps else [])), end="")
 
     # 2. Jobs.
     rows = [("1 rank", "dp=1,mbs=%d" % B)] + [(p, p) for p in plans]

@@ -448,6 +448,11 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
   fields.collectives = true;
   fields.world = world;
   fields.outputRank = outputRank;
+  // One stage, one micro-batch, no data parallelism: each rank runs each op
+  // of the step once, so its --profile-json is a profile database.
+  if (layout.pp == 1 && layout.dp == 1 && !layout.replicated() &&
+      layout.tp > 1 && plan.getMicrobatches() == 1)
+    fields.profileTp = layout.tp;
   emitOpTable(out, profiled);
   if (!profiled.empty()) {
     fields.ops = "ops";

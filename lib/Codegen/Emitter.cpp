@@ -94,7 +94,7 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       << f.world << ", " << f.outputRank << ", "
       << llvm::format("0x%016llxull",
                       (unsigned long long)llvm::xxh3_64bits(ir))
-      << ", " << f.ops << ", " << f.numOps << "};\n";
+      << ", " << f.ops << ", " << f.numOps << ", " << f.profileTp << "};\n";
 }
 
 LogicalResult distopt::codegen::requireMemoryPlan(Operation *func) {

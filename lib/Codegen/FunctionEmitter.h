@@ -298,6 +298,9 @@ struct ModelTableFields {
   /// The `--profile` op table ("nullptr", 0 for none).
   std::string ops = "nullptr";
   size_t numOps = 0;
+  /// A tensor-parallel job of one stage and one micro-batch: its tp, under
+  /// which each rank's --profile-json files its ops (0 otherwise).
+  unsigned profileTp = 0;
 };
 
 /// Writes the `inputs[]` and `outputs[]` tensor specs of `inputs` /

@@ -26,20 +26,35 @@ using namespace distopt::planning;
 /// (`fused<"gradient">[loc]`). Each such op gets the signature of the one
 /// forward op at its location and that op's instance number, so
 /// `--profile-json` adds up the ops of one forward op per phase. Ops at a
-/// location no forward op or several own keep their own signature.
-static void fileBackwardUnderForward(func::FuncOp func) {
+/// location no forward op or several own keep their own signature. Numbers
+/// are kept, and so are the names of the ops in \p namedBefore (named by an
+/// earlier call).
+static void
+fileBackwardUnderForward(func::FuncOp func,
+                         const llvm::DenseSet<Operation *> &namedBefore) {
   namespace emit = distopt::emit;
   llvm::DenseMap<Location, Operation *> forwardAt;
   llvm::DenseSet<Location> ambiguous;
   llvm::DenseMap<Operation *, int64_t> instance;
+  int64_t next = 0;
   auto phaseOf = [](Operation *op) {
     auto p = op->getAttrOfType<StringAttr>("graph.phase");
     return p ? p.getValue() : StringRef();
   };
+  auto numberOf = [](Operation *op) -> std::optional<int64_t> {
+    if (auto n = op->getAttrOfType<IntegerAttr>(emit::kCostInstanceAttr))
+      return n.getInt();
+    return std::nullopt;
+  };
+  func.walk([&](Operation *op) {
+    if (std::optional<int64_t> n = numberOf(op))
+      next = std::max(next, *n + 1);
+  });
   func.walk([&](Operation *op) {
     if (phaseOf(op) != "forward" || !op->hasAttr(emit::kCostSignatureAttr))
       return;
-    instance[op] = static_cast<int64_t>(instance.size());
+    std::optional<int64_t> n = numberOf(op);
+    instance[op] = n ? *n : next++;
     if (!forwardAt.try_emplace(op->getLoc(), op).second)
       ambiguous.insert(op->getLoc());
   });
@@ -48,7 +63,8 @@ static void fileBackwardUnderForward(func::FuncOp func) {
     op->setAttr(emit::kCostInstanceAttr, b.getI64IntegerAttr(n));
   func.walk([&](Operation *op) {
     StringRef phase = phaseOf(op);
-    if (phase != "backward_input" && phase != "backward_weight")
+    if ((phase != "backward_input" && phase != "backward_weight") ||
+        namedBefore.contains(op))
       return;
     // dist-autodiff writes `fused<"gradient">[forward location]`.
     Location at = op->getLoc();
@@ -73,17 +89,24 @@ void distopt::planning::annotateCostSignatures(ModuleOp module) {
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
     // A function the cost model cannot price (no sample dimension, such as
-    // an optimizer step) simply gets no signatures.
+    // an optimizer step) simply gets no signatures. An op named before (the
+    // whole op, before tensor parallelism split it) keeps its name.
+    llvm::DenseSet<Operation *> namedBefore;
+    func.walk([&](Operation *op) {
+      if (op->hasAttr(emit::kCostSignatureAttr))
+        namedBefore.insert(op);
+    });
     ScopedDiagnosticHandler quiet(func.getContext(),
                                   [](Diagnostic &) { return success(); });
     llvm::DenseMap<Operation *, std::string> signatures;
     LayerAnalysisOptions options;
     options.signatures = &signatures;
-    if (failed(analyzeLayers(func, options)))
-      return;
-    Builder b(func.getContext());
-    for (auto &[op, sig] : signatures)
-      op->setAttr(emit::kCostSignatureAttr, b.getStringAttr(sig));
-    fileBackwardUnderForward(func);
+    if (succeeded(analyzeLayers(func, options))) {
+      Builder b(func.getContext());
+      for (auto &[op, sig] : signatures)
+        if (!op->hasAttr(emit::kCostSignatureAttr))
+          op->setAttr(emit::kCostSignatureAttr, b.getStringAttr(sig));
+    }
+    fileBackwardUnderForward(func, namedBefore);
   });
 }

@@ -85,7 +85,11 @@ unsigned attentionHeadCount(mlir::func::FuncOp func);
 /// Records on every op the cost model prices its profile-database
 /// signature (`emit.cost_signature`), under which the program's
 /// `--profile-json` files the op's measured time; functions the cost model
-/// cannot price (no sample dimension) are left alone.
+/// cannot price (no sample dimension) are left alone. Names given earlier
+/// are kept: a function named before tensor parallelism split it keeps the
+/// whole ops' signatures (the profile files the shards' times under them
+/// and the plan's tp), and its gradient ops added since are filed under
+/// them.
 void annotateCostSignatures(mlir::ModuleOp module);
 
 } // namespace distopt::planning

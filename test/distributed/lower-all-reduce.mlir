@@ -23,7 +23,7 @@
 // OK: distrt_all_reduce(comm, &in, &out, DISTRT_REDUCE_MAX)
 // OK: distrt_tensor in = dg::T({{.*}}, DISTRT_U8, {});
 // OK: distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_MAX)
-// OK: static const dg::Model model = {{.*}}, true, shards, nullptr, 0, 0, 0, 0x{{[0-9a-f]+}}ull, ops, 3};
+// OK: static const dg::Model model = {{.*}}, true, shards, nullptr, 0, 0, 0, 0x{{[0-9a-f]+}}ull, ops, 3, 0};
 
 // SUBSET: static const int32_t group[] = {1, 0};
 // SUBSET-NEXT: distrt_comm *comm = P.group(group, 2, "dist.all_reduce at {{.*}}");

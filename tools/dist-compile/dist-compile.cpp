@@ -455,7 +455,12 @@ int main(int argc, char **argv) {
       errs() << "skipped " << in.name << ": " << lastError << "\n";
       return -1;
     };
-    if (needsTensorParallel(*m))
+    // The ops keep the cost model's names of the whole ops (before the
+    // split), so that a tensor-parallel program's --profile-json files its
+    // shards' times where the planner looks for them: under the whole op
+    // and the plan's tp.
+    if (needsTensorParallel(*m)) {
+      planning::annotateCostSignatures(*m);
       if (int rc = lower(createTensorParallelPass(),
                          "split '" + in.path +
                              "' over the plan's tensor-parallel ranks")) {
@@ -463,6 +468,7 @@ int main(int argc, char **argv) {
           return rc;
         continue;
       }
+    }
     if (!train.empty()) {
       if (std::string bad = checkTrainOptions(train); !bad.empty()) {
         WithColor::error() << bad << "\n";
@@ -504,13 +510,17 @@ int main(int argc, char **argv) {
     // A planned pipeline runs from its schedule: one program per action
     // list (dist-partition; it outlines and materializes what is missing),
     // the forward stream of @main or, with --train, the training step.
-    if (needsPartition(*m))
+    // Gradient ops are named after their forward op while both are in one
+    // function (before the stages are outlined).
+    if (needsPartition(*m)) {
+      planning::annotateCostSignatures(*m);
       if (int rc = lower(createPartitionPass(),
                          "partition '" + in.path + "' into per-rank programs")) {
         if (rc > 0)
           return rc;
         continue;
       }
+    }
     // The printer prints what the IR says: dist-prepare-for-emission makes
     // the kernel, memory, layout and precision decisions first (after the
     // cost model names each op for --profile-json).

@@ -8,7 +8,11 @@
 //    each micro-batch size and run (--profile-json) on as many copies at
 //    once as the job will run ranks, each on its share of the cores; the
 //    copies' databases are averaged into DIR/profile.json (per op signature
-//    and phase, plus the optimizer step per parameter);
+//    and phase, plus the optimizer step per parameter). With --tp=T the
+//    step is also compiled with `--dist-plan=tp=T` and run on T ranks under
+//    mpirun: each rank times its shards of the ops, filed under the whole
+//    op and tp = T, which is what the cost model looks up for a plan with
+//    that tp;
 //  - link times: distrt-comm-bench (the runtime's send/recv and
 //    all-reduce) under mpirun between the ranks; latency and bandwidth are
 //    fitted and written with the `local` preset's device as
@@ -77,6 +81,11 @@ static cl::opt<unsigned>
           cl::desc("Ranks the profiled cluster has (default: one per core); "
                    "the op times are measured on that many copies at once"),
           cl::init(0), cl::cat(category));
+static cl::list<unsigned>
+    tpDegrees("tp", cl::CommaSeparated,
+              cl::desc("Tensor-parallel degrees to measure the ops' shards "
+                       "at too (each at most --ranks; e.g. --tp=2)"),
+              cl::cat(category));
 static cl::opt<unsigned>
     threads("threads-per-rank",
             cl::desc("Threads per rank (default: cores / ranks, at least 1)"),
@@ -335,11 +344,14 @@ struct OpRun {
 
 /// The op times of the training step at micro-batch \p m: compiled, its
 /// inputs written, `copies` programs run at once; one database per copy.
-static Error measureOps(const OpRun &r, unsigned m,
+/// With \p tp > 1, the step of plan `tp=TP` on TP ranks under mpirun; one
+/// database per rank.
+static Error measureOps(const OpRun &r, unsigned m, unsigned tp,
                         std::vector<cost::ProfileDB> &measured) {
   auto in = [&](const Twine &name) {
     SmallString<256> p(r.work);
-    sys::path::append(p, "mbs" + Twine(m) + name);
+    sys::path::append(p, (tp > 1 ? "tp" + Twine(tp) + "." : Twine()) + "mbs" +
+                             Twine(m) + name);
     return std::string(p);
   };
   std::string exe = in(".bin"), error;
@@ -349,6 +361,13 @@ static Error measureOps(const OpRun &r, unsigned m,
                                   "--default-batch=" + std::to_string(m),
                                   "-o",
                                   exe};
+  if (tp > 1) {
+    // A job folder; its program is what every rank runs.
+    cmd.back() = in("/");
+    cmd.insert(cmd.end(), {formatv("--dist-plan=tp={0},mbs={1}", tp, m).str(),
+                           "--dist-batch=" + std::to_string(m)});
+    exe = in("/program");
+  }
   for (const Shape &s : r.shapes)
     cmd.push_back("--input-shape=" + s.name + ":" + std::to_string(m) +
                   (s.rest.empty() ? "" : "x" + s.rest));
@@ -379,6 +398,28 @@ static Error measureOps(const OpRun &r, unsigned m,
                            "--profile-device", r.device});
   if (!weightsDir.empty())
     args.insert(args.end(), {"--weights-dir", weightsDir});
+  if (tp > 1) {
+    Expected<std::vector<std::string>> job = mpirunCommand(mpirunPath, tp);
+    if (!job)
+      return job.takeError();
+    job->insert(job->end(), args.begin(), args.end());
+    job->insert(job->end(), {"--profile-json", in(".{rank}.json"), "-o",
+                             in(".out")});
+    std::string log = in(".log");
+    int rc = run(*job, log, error);
+    if (rc != 0)
+      return failure("the tp=" + Twine(tp) + " micro-batch " + Twine(m) +
+                     " job failed" + (rc < 0 ? ": " + error : "") + " (" +
+                     log + "):\n" + tail(log));
+    for (unsigned k = 0; k < tp; ++k) {
+      Expected<cost::ProfileDB> db =
+          cost::ProfileDB::load(in("." + Twine(k) + ".json"));
+      if (!db)
+        return db.takeError();
+      measured.push_back(std::move(*db));
+    }
+    return Error::success();
+  }
   // The copies run together, as the job's ranks will.
   std::vector<sys::ProcessInfo> procs;
   std::vector<std::string> jsons, logs;
@@ -512,9 +553,18 @@ int main(int argc, char **argv) {
 
   setenv("OMP_NUM_THREADS", std::to_string(r.threads).c_str(), 1);
   std::vector<cost::ProfileDB> measured;
-  for (unsigned m : sizes)
-    if (Error e = measureOps(r, m, measured))
+  for (unsigned tp : tpDegrees)
+    if (tp < 2 || tp > n)
+      return fail(formatv("--tp={0}: a tensor-parallel degree from 2 to the "
+                          "ranks profiled ({1})",
+                          tp, n));
+  for (unsigned m : sizes) {
+    if (Error e = measureOps(r, m, 1, measured))
       return fail(toString(std::move(e)));
+    for (unsigned tp : tpDegrees)
+      if (Error e = measureOps(r, m, tp, measured))
+        return fail(toString(std::move(e)));
+  }
   cost::ProfileDB profile = cost::ProfileDB::mean(measured);
   std::string problem =
       writeFile(outFile("profile.json"), [&](raw_ostream &os) {
@@ -554,9 +604,13 @@ int main(int argc, char **argv) {
   std::string list;
   for (unsigned m : sizes)
     list += (list.empty() ? "" : ",") + std::to_string(m);
+  std::string tps;
+  for (unsigned tp : tpDegrees)
+    tps += "," + std::to_string(tp);
   outs() << formatv("dist-profile: {0} op entries for device '{1}' at "
-                    "micro-batch(es) {2}, {3} rank(s) x {4} thread(s) -> {5}\n",
-                    profile.size(), r.device, list, n, r.threads,
+                    "micro-batch(es) {2} and tp 1{3}, {4} rank(s) x {5} "
+                    "thread(s) -> {6}\n",
+                    profile.size(), r.device, list, tps, n, r.threads,
                     outFile("profile.json"));
   if (std::optional<double> opt = profile.optimizerPerParameter(r.device))
     outs() << formatv("dist-profile: optimizer step {0:F3} ns per parameter\n",

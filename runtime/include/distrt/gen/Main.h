@@ -54,6 +54,11 @@ struct Model {
   /// The emitted ops --profile reports on (nullptr, 0 when not recorded).
   const OpInfo *ops;
   int numOps;
+  /// A pipeline program of one stage and one micro-batch over tensor-
+  /// parallel ranks (dp = 1): each op runs once per step, so every rank's
+  /// `--profile-json` is a profile database, filed under this tp. 0
+  /// otherwise (pipelines refuse --profile-json).
+  int profileTp;
 };
 
 /// Parses a positive count of at most `max` from a flag's value: digits
@@ -435,14 +440,24 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   // A pipeline's ops run once per micro-batch and its ranks run different
   // stages: the database's per-micro-batch entries come from the
-  // single-device program (dist-profile compiles one).
-  if (pipeline && !profileJson.empty()) {
+  // single-device program (dist-profile compiles one). A tensor-parallel
+  // job of one stage and one micro-batch writes one per rank.
+  if (pipeline && !profileJson.empty() && !model->profileTp) {
     fprintf(stderr,
             "error: %s--profile-json: model %s is a pipeline program, whose "
             "per-op times are per step and per rank; profile the model's "
             "single-device program (dist-profile does) and use --profile "
             "here\n",
             who.c_str(), model->name);
+    return 2;
+  }
+  if (pipeline && !profileJson.empty() && world > 1 &&
+      profileJson.find("{rank}") == std::string::npos) {
+    fprintf(stderr,
+            "error: %s--profile-json '%s': each of the %d tensor-parallel "
+            "ranks writes its own database; name one file per rank with "
+            "{rank} in it, e.g. 'prof.{rank}.json'\n",
+            who.c_str(), profileJson.c_str(), world);
     return 2;
   }
   P.weightsDir = weightsDir;
@@ -696,14 +711,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       fprintf(stderr, "profile: model %s records no per-op times; run times "
                       "only\n", model->name);
     prof.print(stderr);
-    if (!profileJson.empty() &&
-        prof.writeJson(profileJson, profileDevice,
-                       model->numInputs && model->inputs[0].rank
-                           ? model->inputs[0].dims[0]
-                           : 1,
-                       P.err))
-      rc = 1;
   }
+  // The database: the root's, or every rank's of a tensor-parallel job.
+  if (!rc && profile && !profileJson.empty() && (root || pipeline) &&
+      prof.writeJson(expandRank(profileJson, P.rank), profileDevice,
+                     model->numInputs && model->inputs[0].rank
+                         ? model->inputs[0].dims[0]
+                         : 1,
+                     model->profileTp, P.err))
+    rc = 1;
   if (!rc && !traceFile.empty() &&
       writeTrace(expandRank(traceFile, P.rank), trace, P.rank, model->name,
                  P.err))

@@ -138,9 +138,11 @@ struct Profiler {
   /// phase, the mean over the op instances that carry it of each
   /// instance's time (the ops of one instance, such as the dX and dW
   /// matmuls and the bias reduction of one linear layer's backward, add
-  /// up; an op without an instance is one of its own).
+  /// up; an op without an instance is one of its own). `tp`: the
+  /// tensor-parallel degree the ops ran split by (their signatures are the
+  /// whole ops').
   int writeJson(const std::string &path, const std::string &device,
-                int64_t microBatch, Error &err) const {
+                int64_t microBatch, int tp, Error &err) const {
     std::vector<double> t = perRun();
     // (signature, instance) -> seconds per phase and whether it ran.
     struct Instance {
@@ -205,9 +207,9 @@ struct Profiler {
       }
       fprintf(f,
               "%s\n  {\"device\": \"%s\", \"signature\": \"%s\", "
-              "\"micro_batch\": %lld, \"tp\": 1",
+              "\"micro_batch\": %lld, \"tp\": %d",
               firstEntry ? "" : ",", device.c_str(), esc.c_str(),
-              (long long)(microBatch > 0 ? microBatch : 1));
+              (long long)(microBatch > 0 ? microBatch : 1), tp > 1 ? tp : 1);
       for (int p = 0; p < 3; ++p)
         if (s.n[p])
           fprintf(f, ", \"%s\": %.9g", names[p], s.s[p] / s.n[p]);
