@@ -90,10 +90,9 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       << (outNames.empty() ? "nullptr" : "outputs") << ", " << f.run << ", "
       << f.apply << ", " << f.accumulation << ", "
       << (f.collectives ? "true" : "false") << ", " << f.shards << ", "
-      << f.replicaOf << ", " << f.replicas << ", "
-      << f.world << ", " << f.outputRank << ", "
-      << llvm::format("0x%016llxull",
-                      (unsigned long long)llvm::xxh3_64bits(ir))
+      << f.replicaOf << ", " << f.replicas << ", " << f.world << ", "
+      << f.outputRank << ", "
+      << llvm::format("0x%016llxull", (unsigned long long)llvm::xxh3_64bits(ir))
       << ", " << f.ops << ", " << f.numOps << ", " << f.profileTp << "};\n";
 }
 

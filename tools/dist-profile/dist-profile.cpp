@@ -403,14 +403,14 @@ static Error measureOps(const OpRun &r, unsigned m, unsigned tp,
     if (!job)
       return job.takeError();
     job->insert(job->end(), args.begin(), args.end());
-    job->insert(job->end(), {"--profile-json", in(".{rank}.json"), "-o",
-                             in(".out")});
+    job->insert(job->end(),
+                {"--profile-json", in(".{rank}.json"), "-o", in(".out")});
     std::string log = in(".log");
     int rc = run(*job, log, error);
     if (rc != 0)
       return failure("the tp=" + Twine(tp) + " micro-batch " + Twine(m) +
-                     " job failed" + (rc < 0 ? ": " + error : "") + " (" +
-                     log + "):\n" + tail(log));
+                     " job failed" + (rc < 0 ? ": " + error : "") + " (" + log +
+                     "):\n" + tail(log));
     for (unsigned k = 0; k < tp; ++k) {
       Expected<cost::ProfileDB> db =
           cost::ProfileDB::load(in("." + Twine(k) + ".json"));
