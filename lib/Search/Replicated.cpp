@@ -36,7 +36,8 @@ bool replicatedLayoutsApply(const cluster::Cluster &c, unsigned numLayers,
   bool dpFree = k.dp.min <= 1 && k.dp.max == UINT_MAX && k.dp.only.empty();
   return !k.uniformReplicas && N >= 3 && N <= kMaxReplicatedDevices &&
          numLayers >= 2 && N * numLayers <= kMaxReplicatedWork &&
-         k.tp.allows(1) && k.chunks.allows(1) && k.zero.allows(0) && dpFree;
+         k.tp.allows(1) && k.chunks.allows(1) &&
+         (k.zero.allows(0) || k.zero.allows(1)) && dpFree;
 }
 
 namespace {
@@ -245,43 +246,59 @@ void replicatedCandidates(const cost::ModelDesc &model,
       kept.push_back(std::move(l));
   }
   layouts = std::move(kept);
+  // ZeRO-1 shards each stage's optimizer state over its replicas: no
+  // faster (its reduce-scatter and all-gather move what the all-reduce
+  // moves), so it is tried only for a layout that does not fit without it.
+  // ZeRO-2/3 cannot pair up across replicas that run different
+  // micro-batches (checkReplicas), and the asynchronous schedules run
+  // without ZeRO.
+  SmallVector<unsigned, 2> zeros;
+  for (unsigned z : {0u, 1u})
+    if (k.zero.allows(z))
+      zeros.push_back(z);
   for (const Layout &l : layouts) {
     unsigned stages = l.replicas.size(), m = o.globalBatch / l.mbs;
+    bool replicated = llvm::any_of(l.replicas, [](unsigned r) { return r > 1; });
     for (ScheduleKind kind : kinds) {
-      ++stats.candidates;
-      ++stats.replicated;
-      Plan p = o.planDefaults;
-      p.unevenBatch = false;
-      p.dp = 1;
-      p.tp = 1;
-      p.pp = stages;
-      p.mbs = l.mbs;
-      p.setSchedule(kind);
-      p.chunks = 1;
-      p.recompute = l.rec;
-      p.zero = 0;
-      p.cuts = l.cuts;
-      p.replicas = l.replicas;
-      p.globalBatch = o.globalBatch;
-      p.numMicrobatches = m;
-      Expected<Schedule> s =
-          generateSchedule(kind, stages, 1, m, scheduleOptions(p));
-      if (!s) {
-        consumeError(s.takeError()); // e.g. uneven async shares
-        continue;
+      for (unsigned zero : zeros) {
+        if (zero == 1 && (!replicated || isAsync(kind)))
+          continue;
+        ++stats.candidates;
+        ++stats.replicated;
+        Plan p = o.planDefaults;
+        p.unevenBatch = false;
+        p.dp = 1;
+        p.tp = 1;
+        p.pp = stages;
+        p.mbs = l.mbs;
+        p.setSchedule(kind);
+        p.chunks = 1;
+        p.recompute = l.rec;
+        p.zero = zero;
+        p.cuts = l.cuts;
+        p.replicas = l.replicas;
+        p.globalBatch = o.globalBatch;
+        p.numMicrobatches = m;
+        Expected<Schedule> s =
+            generateSchedule(kind, stages, 1, m, scheduleOptions(p));
+        if (!s) {
+          consumeError(s.takeError()); // e.g. uneven async shares
+          break;
+        }
+        PipelineCosts costs =
+            buildPipelineCosts(p, model, c, cm, s->weightVersions, o.memory);
+        std::vector<double> peak = peakMemory(*s, costs);
+        bool fits = true;
+        for (unsigned sl = 0; sl < peak.size(); ++sl)
+          fits &= peak[sl] <= limitOf(sl);
+        if (!fits) {
+          ++stats.memoryPruned;
+          continue;
+        }
+        double lb = iterationLowerBound(costs, kind, p.overlapGradSync);
+        out.push_back({std::move(p), lb});
+        break;
       }
-      PipelineCosts costs =
-          buildPipelineCosts(p, model, c, cm, s->weightVersions, o.memory);
-      std::vector<double> peak = peakMemory(*s, costs);
-      bool fits = true;
-      for (unsigned sl = 0; sl < peak.size(); ++sl)
-        fits &= peak[sl] <= limitOf(sl);
-      if (!fits) {
-        ++stats.memoryPruned;
-        continue;
-      }
-      double lb = iterationLowerBound(costs, kind, p.overlapGradSync);
-      out.push_back({std::move(p), lb});
     }
   }
 }
