@@ -184,9 +184,10 @@ LogicalResult distopt::emit::verifyMemoryPlan(Operation *holder,
         return op.emitOpError() << "emit.buffers[" << k
                                 << "] is an argument buffer; only a "
                                    "function's arguments are";
+      Operation *ret =
+          block.mightHaveTerminator() ? block.getTerminator() : nullptr;
       if (b.isResult() &&
-          (!isFunc ||
-           llvm::count(block.getTerminator()->getOperands(), r) != 1))
+          (!isFunc || !ret || llvm::count(ret->getOperands(), r) != 1))
         return op.emitOpError()
                << "emit.buffers[" << k
                << "] is a result buffer, but the result is not returned "

@@ -246,9 +246,10 @@ void replicatedCandidates(const cost::ModelDesc &model,
       kept.push_back(std::move(l));
   }
   layouts = std::move(kept);
-  // ZeRO-1 shards each stage's optimizer state over its replicas: no
-  // faster (its reduce-scatter and all-gather move what the all-reduce
-  // moves), so it is tried only for a layout that does not fit without it.
+  // ZeRO-1 shards each stage's optimizer state over its replicas (every
+  // layout here has a stage of several): no faster (its reduce-scatter and
+  // all-gather move what the all-reduce moves), so it is tried only for a
+  // layout that does not fit without it.
   // ZeRO-2/3 cannot pair up across replicas that run different
   // micro-batches (checkReplicas), and the asynchronous schedules run
   // without ZeRO.
@@ -258,10 +259,9 @@ void replicatedCandidates(const cost::ModelDesc &model,
       zeros.push_back(z);
   for (const Layout &l : layouts) {
     unsigned stages = l.replicas.size(), m = o.globalBatch / l.mbs;
-    bool replicated = llvm::any_of(l.replicas, [](unsigned r) { return r > 1; });
     for (ScheduleKind kind : kinds) {
       for (unsigned zero : zeros) {
-        if (zero == 1 && (!replicated || isAsync(kind)))
+        if (zero == 1 && isAsync(kind))
           continue;
         ++stats.candidates;
         ++stats.replicated;

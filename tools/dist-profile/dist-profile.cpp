@@ -348,10 +348,11 @@ struct OpRun {
 /// database per rank.
 static Error measureOps(const OpRun &r, unsigned m, unsigned tp,
                         std::vector<cost::ProfileDB> &measured) {
+  std::string stem = (tp > 1 ? "tp" + std::to_string(tp) + "." : "") + "mbs" +
+                     std::to_string(m);
   auto in = [&](const Twine &name) {
     SmallString<256> p(r.work);
-    sys::path::append(p, (tp > 1 ? "tp" + Twine(tp) + "." : Twine()) + "mbs" +
-                             Twine(m) + name);
+    sys::path::append(p, stem + name);
     return std::string(p);
   };
   std::string exe = in(".bin"), error;
