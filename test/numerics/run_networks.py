@@ -49,6 +49,20 @@ def float_tensor(name, values):
     return numpy_helper.from_array(np.array(values, np.float32), name)
 
 
+def save_classifier(path, nodes, name, image_shape, initializers, opset=17):
+    """Checks and saves an image classifier: graph input `image`
+    [batch, *image_shape], output `logits` [batch, 10]."""
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch"] + image_shape)],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
+        initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def small_resnet(path, seed=0, squeeze_excitation=False):
     """A ResNet-style CNN for 3x32x32 images, 10 classes; with a
     squeeze-excitation block before the pooling when asked (this suite; the
@@ -116,15 +130,7 @@ def small_resnet(path, seed=0, squeeze_excitation=False):
     nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], axis=1))
     nodes.append(helper.make_node("Gemm", ["flat", w("fc.w", [10, 32]), w("fc.b", [10])],
                                   ["logits"], transB=1))
-    graph = helper.make_graph(
-        nodes, "small_resnet",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 32, 32])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
-        inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
+    save_classifier(path, nodes, "small_resnet", [3, 32, 32], inits)
 
 
 def channels_last_chain(path, seed=2):
@@ -179,18 +185,11 @@ def instance_norm_tile(path, seed=3):
              helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
              helper.make_node("Flatten", ["g"], ["h"]),
              helper.make_node("Gemm", ["h", "fc"], ["logits"])]
-    graph = helper.make_graph(
-        nodes, "instance_norm_tile",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 8, 6])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
-        [w("w1", [8, 3, 3, 3]), w("s1", [8], 0.5), w("b1", [8], 0.5),
-         int_tensor("repeats", [1, 1, 2, 3]), int_tensor("flat", [0, 8, -1]),
-         w("s2", [8], 0.5), w("b2", [8], 0.5), int_tensor("map", [0, 8, 16, 18]),
-         w("w2", [12, 8, 3, 3]), w("fc", [12, 10])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
+    save_classifier(path, nodes, "instance_norm_tile", [3, 8, 6],
+                    [w("w1", [8, 3, 3, 3]), w("s1", [8], 0.5), w("b1", [8], 0.5),
+                     int_tensor("repeats", [1, 1, 2, 3]), int_tensor("flat", [0, 8, -1]),
+                     w("s2", [8], 0.5), w("b2", [8], 0.5), int_tensor("map", [0, 8, 16, 18]),
+                     w("w2", [12, 8, 3, 3]), w("fc", [12, 10])])
 
 
 def upsampling_net(path, seed=4):
@@ -220,17 +219,10 @@ def upsampling_net(path, seed=4):
              # Every position reaches the logits (not an average).
              helper.make_node("Flatten", ["v"], ["h"]),
              helper.make_node("Gemm", ["h", "fc"], ["logits"])]
-    graph = helper.make_graph(
-        nodes, "upsampling_net",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 8, 6])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
-        [w("w1", [8, 3, 3, 3]), w("u1", [8, 6, 3, 3]), w("c1", [6], 0.5),
-         numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
-         w("u2", [6, 2, 3, 3]), w("fc", [768, 10])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
+    save_classifier(path, nodes, "upsampling_net", [3, 8, 6],
+                    [w("w1", [8, 3, 3, 3]), w("u1", [8, 6, 3, 3]), w("c1", [6], 0.5),
+                     float_tensor("scales", [1, 1, 2, 2]),
+                     w("u2", [6, 2, 3, 3]), w("fc", [768, 10])])
 
 
 def gather_elements_net(path, seed=5):
@@ -255,18 +247,11 @@ def gather_elements_net(path, seed=5):
              helper.make_node("Concat", ["g1", "g2h"], ["g"], axis=2),
              helper.make_node("Flatten", ["g"], ["h"]),
              helper.make_node("Gemm", ["h", "fc"], ["logits"])]
-    graph = helper.make_graph(
-        nodes, "gather_elements_net",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 4, 6, 6])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
-        [w("w1", [8, 4, 3, 3]), int_tensor("flat8", [0, 8, 36]), int_tensor("flat4", [0, 4, 36]),
-         int_tensor("repeats", [1, 2, 3]), int_tensor("len", [36]),
-         numpy_helper.from_array(np.array([0.5], np.float32), "half"),
-         w("fc", [48, 10])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
+    save_classifier(path, nodes, "gather_elements_net", [4, 6, 6],
+                    [w("w1", [8, 4, 3, 3]), int_tensor("flat8", [0, 8, 36]), int_tensor("flat4", [0, 4, 36]),
+                     int_tensor("repeats", [1, 2, 3]), int_tensor("len", [36]),
+                     numpy_helper.from_array(np.array([0.5], np.float32), "half"),
+                     w("fc", [48, 10])])
 
 
 def resize_net(path, seed=6):
@@ -291,17 +276,10 @@ def resize_net(path, seed=6):
                               coordinate_transformation_mode="asymmetric"),
              helper.make_node("Flatten", ["g"], ["h"]),
              helper.make_node("Gemm", ["h", "fc"], ["logits"])]
-    graph = helper.make_graph(
-        nodes, "resize_net",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 6, 4])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
-        [w("w1", [6, 3, 3, 3]), float_tensor("up", [1, 1, 1.5, 1.5]),
-         w("w2", [4, 6, 3, 3]), float_tensor("small", [1, 1, 0.6, 0.5]), int_tensor("flat", [0, 4, 15]),
-         float_tensor("stretch", [1, 1, 2.0]), w("fc", [120, 10])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
+    save_classifier(path, nodes, "resize_net", [3, 6, 4],
+                    [w("w1", [6, 3, 3, 3]), float_tensor("up", [1, 1, 1.5, 1.5]),
+                     w("w2", [4, 6, 3, 3]), float_tensor("small", [1, 1, 0.6, 0.5]), int_tensor("flat", [0, 4, 15]),
+                     float_tensor("stretch", [1, 1, 2.0]), w("fc", [120, 10])], opset=13)
 
 
 def inputs_for(path, rng):
