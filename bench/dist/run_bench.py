@@ -4,7 +4,7 @@
 One command (no numpy needed):
 
     python3 bench/dist/run_bench.py --build build [--steps 20] [--rounds 3]
-        [--plans "dp=2,mbs=32,grad_overlap=0;pp=2,mbs=16,schedule=1f1b;tp=2,mbs=64"]
+        [--plans "dp=2,mbs=32,grad_overlap=0;dp=2,mbs=32;pp=2,mbs=16,schedule=1f1b;tp=2,mbs=64"]
 
 1. The model: `dist-modelgen mlp` (--layers, --hidden; input = hidden,
    16 classes), trained with softmax cross-entropy and SGD, global batch
@@ -98,8 +98,8 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--plans", default="dp=2,mbs=32,grad_overlap=0;pp=2,mbs=16,schedule=1f1b;"
-                    "tp=2,mbs=64")
+    ap.add_argument("--plans", default="dp=2,mbs=32,grad_overlap=0;dp=2,mbs=32;"
+                    "pp=2,mbs=16,schedule=1f1b;tp=2,mbs=64")
     ap.add_argument("--work", default=None, help="work folder (default: a temporary one)")
     args = ap.parse_args()
     bin_dir = os.path.join(args.build, "bin")

@@ -177,6 +177,16 @@ LogicalResult EmitDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "emit.cost_signature must be a string";
     return success();
   }
+  if (name == kAsyncAttr) {
+    // Only the all-reduce has a started form in the runtime
+    // (distrt_all_reduce_start).
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        op->getName().getStringRef() != "dist.all_reduce")
+      return op->emitOpError() << "emit.async is a unit attribute of "
+                                  "dist.all_reduce (the collective the "
+                                  "runtime can start and wait for)";
+    return success();
+  }
   if (name == kCostInstanceAttr) {
     auto n = dyn_cast<IntegerAttr>(attr.getValue());
     if (!n || n.getInt() < 0)

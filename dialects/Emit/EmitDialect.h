@@ -39,6 +39,12 @@ inline constexpr llvm::StringLiteral kCostSignatureAttr = "emit.cost_signature";
 /// signature are averaged). A backward op carries its forward op's number
 /// and signature (passes/Planning/CostSignatures.cpp).
 inline constexpr llvm::StringLiteral kCostInstanceAttr = "emit.cost_instance";
+/// On a collective of one result: the printer starts it where it stands and
+/// waits for it right before the first op that reads its result (or the
+/// body's end), so the ops between run while it moves data. Its operand's
+/// buffer lives until that wait (BlockLiveness), so nothing is written over
+/// what it still reads.
+inline constexpr llvm::StringLiteral kAsyncAttr = "emit.async";
 
 } // namespace distopt::emit
 

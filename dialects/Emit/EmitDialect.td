@@ -29,7 +29,11 @@ def Emit_Dialect : Dialect {
       slot or view (channels-last for convolution chains, transposed and
       sliced views read in place by matmuls);
     - precision: `emit.compute_type = f32` on ops whose runtime kernel
-      computes in f32 only (the printer widens their 16-bit operands).
+      computes in f32 only (the printer widens their 16-bit operands);
+    - overlap: `emit.async` on a `dist.all_reduce` whose result is first
+      read some ops later: the printer starts it where it stands
+      (`distrt_all_reduce_start`) and waits for it (`distrt_wait`) right
+      before that reader, and its operand's slot lives until the wait.
 
     docs/codegen.md ("How a program is generated") describes the printer
     that reads them; docs/design.md says why the decisions live in the IR.

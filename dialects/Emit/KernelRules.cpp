@@ -418,14 +418,19 @@ bool distopt::emit::mayWriteInPlace(Operation *op, unsigned operand,
                                     ArrayRef<int64_t> operandStrides,
                                     ArrayRef<int64_t> resultStrides) {
   auto kernel = dyn_cast<KernelOp>(op);
-  if (!kernel || operand >= kernel.getNumOperands())
+  // dist.all_reduce by name: the emit dialect does not depend on dist.
+  bool allReduce = op->getName().getStringRef() == "dist.all_reduce";
+  if ((!kernel && !allReduce) || operand >= op->getNumOperands() ||
+      op->getNumResults() != 1)
     return false;
-  auto in = tensorType(kernel.getOperand(operand));
-  auto out = tensorType(kernel.getResult());
+  auto in = tensorType(op->getOperand(operand));
+  auto out = tensorType(op->getResult(0));
   if (!in || !out || in.getShape() != out.getShape() ||
       elementBytes(in.getElementType()) != elementBytes(out.getElementType()) ||
       !sameLayout(in.getShape(), operandStrides, resultStrides))
     return false;
+  if (allReduce)
+    return true;
   switch (kernel.getKind()) {
   case KernelKind::loop:
   case KernelKind::eltwise:

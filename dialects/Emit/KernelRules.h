@@ -96,8 +96,9 @@ reshapeStrides(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> strides,
 /// Whether kernel `op` may write its result over operand `operand` (read
 /// for the last time by it): a loop or eltwise kernel reading it at the
 /// result's shape and element size, or a post-op kernel whose first
-/// post-op adds it in full (oneDNN's sum post-op). `strides` give the
-/// layouts of the operand and the result.
+/// post-op adds it in full (oneDNN's sum post-op), or an all-reduce (the
+/// runtime's reduces in place). `strides` give the layouts of the operand
+/// and the result.
 bool mayWriteInPlace(mlir::Operation *op, unsigned operand,
                      llvm::ArrayRef<int64_t> operandStrides,
                      llvm::ArrayRef<int64_t> resultStrides);

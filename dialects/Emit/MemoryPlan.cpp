@@ -86,16 +86,47 @@ BlockLiveness::BlockLiveness(Block &block) {
       if (!ranges.count(rt))
         ranges[rt] = {position[&op], position[&op]};
     }
+  auto readUntil = [&](Value v, int64_t at) {
+    auto it = ranges.find(root(v));
+    if (it != ranges.end() && it->second.last < at)
+      it->second.last = at;
+  };
   for (Operation &op : block) {
     int64_t at = op.hasTrait<OpTrait::IsTerminator>() ? end : position[&op];
     op.walk([&](Operation *inner) {
-      for (Value v : inner->getOperands()) {
-        auto it = ranges.find(root(v));
-        if (it != ranges.end() && it->second.last < at)
-          it->second.last = at;
-      }
+      for (Value v : inner->getOperands())
+        readUntil(v, at);
     });
   }
+  // A started collective (emit.async) reads its operands until it is
+  // waited for: before the first op that reads a result, or at the end.
+  // An operand that dies at it is written over by it instead (planMemory
+  // always does so), which the result's own range covers.
+  for (Operation &op : block) {
+    if (!op.hasAttr(kAsyncAttr))
+      continue;
+    int64_t wait = end;
+    for (Value r : op.getResults())
+      for (Operation *user : r.getUsers())
+        if (Operation *in = block.findAncestorOpInBlock(*user))
+          wait = std::min(
+              wait, in->hasTrait<OpTrait::IsTerminator>() ? end : position[in]);
+    for (auto [k, v] : llvm::enumerate(op.getOperands()))
+      if (!writtenOverWhenStarted(op, k))
+        readUntil(v, wait);
+  }
+}
+
+bool BlockLiveness::writtenOverWhenStarted(Operation &op, unsigned k) const {
+  // Both in arena slots: a result computed into the caller's buffer
+  // (`result`) is not written over anything.
+  Value v = op.getOperand(k);
+  auto it = ranges.find(v);
+  BufferAttr b = bufferOf(v), rb = bufferOf(op.getResult(0));
+  return op.hasAttr(kAsyncAttr) && root(v) == v && b && b.isArena() && rb &&
+         rb.isArena() && it != ranges.end() &&
+         it->second.last == position.lookup(&op) &&
+         mayWriteInPlace(&op, k, stridesOf(v), stridesOf(op.getResult(0)));
 }
 
 Value BlockLiveness::root(Value v) const {

@@ -48,6 +48,11 @@ struct BlockLiveness {
   explicit BlockLiveness(mlir::Block &block);
   /// The value whose memory `v` uses (itself unless it is a view).
   mlir::Value root(mlir::Value v) const;
+  /// Whether started collective `op` (emit.async) writes its result over
+  /// operand `k`: an arena value of its own that dies there, into an arena
+  /// result, in a layout it reduces in place. Its range then ends there
+  /// (planMemory puts both in one slot); otherwise it lasts until the wait.
+  bool writtenOverWhenStarted(mlir::Operation &op, unsigned k) const;
   llvm::DenseMap<mlir::Operation *, int64_t> position;
   llvm::DenseMap<mlir::Value, mlir::Value> viewOf;
   /// Per root value.

@@ -11,6 +11,7 @@
 #include "lib/Codegen/FunctionEmitter.h"
 
 #include "dialects/Dist/DistOps.h"
+#include "dialects/Emit/EmitDialect.h"
 
 using namespace mlir;
 using namespace distopt::codegen;
@@ -114,11 +115,19 @@ static LogicalResult emitCollective(FunctionEmitter &e,
              << " has no runtime lowering; the runtime reduces with sum, "
                 "mean, max and min";
     e.allocate(out);
+    // Started here and waited for before its first reader (emit.async).
+    std::string request =
+        raw->hasAttr(distopt::emit::kAsyncAttr) ? e.startRequest(raw) : "";
     e.os << "  {\n";
     std::string comm = communicator(e, op);
     e.os << "    distrt_tensor in = " << e.desc(in)
          << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
-    e.call("distrt_all_reduce(" + comm + ", &in, &out, " + rop + ")", raw);
+    if (request.empty())
+      e.call("distrt_all_reduce(" + comm + ", &in, &out, " + rop + ")", raw);
+    else
+      e.call("distrt_all_reduce_start(" + comm + ", &in, &out, " + rop + ", &" +
+                 request + ")",
+             raw);
     e.os << "  }\n";
     return success();
   }

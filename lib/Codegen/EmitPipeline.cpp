@@ -162,6 +162,7 @@ emitStageFunction(func::FuncOp fn, llvm::StringRef name, llvm::StringRef prefix,
              << "], " << FunctionEmitter::bytesOf(arg) << ")) return 1;\n";
   }
   for (Operation &op : body) {
+    e.waitFor(isa<func::ReturnOp>(op) ? nullptr : &op);
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       // Results go to the caller's buffers: each lives in this stage's
       // arena (reused by the next call), in a weight or state buffer, or
@@ -258,6 +259,7 @@ emitListProgram(func::FuncOp fn, unsigned list,
       action = name.getValue().str();
       bodyOS << "  P.traceAction(\"" << action << "\");\n";
     }
+    e.waitFor(isa<func::ReturnOp>(op) ? nullptr : &op);
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       if (!action.empty())
         bodyOS << "  P.traceAction(nullptr);\n";

@@ -212,7 +212,45 @@ LogicalResult FunctionEmitter::emitProfiled(Operation *op) {
   if (failed(emitOp(*this, op)))
     return failure();
   os << "  P.profStop(" << id << ", pt" << id << ");\n";
+  // A started all-reduce's wait is timed under the same row.
+  if (!started.empty() && op->getNumResults() &&
+      started.back().value == op->getResult(0))
+    started.back().row = static_cast<int64_t>(id);
   return success();
+}
+
+std::string FunctionEmitter::startRequest(Operation *op) {
+  std::string request = "rq" + std::to_string(counter++);
+  os << "  distrt_request *" << request << " = nullptr;\n";
+  started.push_back({op->getResult(0), request, where(op)});
+  return request;
+}
+
+void FunctionEmitter::waitFor(Operation *op) {
+  auto reads = [&](Value v) {
+    if (!op)
+      return true;
+    bool found = false;
+    op->walk([&](Operation *inner) {
+      found = found || llvm::is_contained(inner->getOperands(), v);
+    });
+    return found;
+  };
+  for (auto it = started.begin(); it != started.end();) {
+    if (!reads(it->value)) {
+      ++it;
+      continue;
+    }
+    os << "  {\n    // wait for " << it->where << "\n";
+    if (it->row >= 0)
+      os << "    const double pt = P.profStart();\n  ";
+    os << "  if (P.check(distrt_wait(" << it->request << "), \"" << it->where
+       << "\")) return 1;\n";
+    if (it->row >= 0)
+      os << "    P.profStop(" << it->row << ", pt);\n";
+    os << "  }\n";
+    it = started.erase(it);
+  }
 }
 
 LogicalResult distopt::codegen::emitOp(FunctionEmitter &e, Operation *op) {
@@ -302,6 +340,7 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
            << arg.getArgNumber() << "].data.size())) return 1;\n";
   }
   for (Operation &op : body) {
+    e.waitFor(isa<func::ReturnOp>(op) ? nullptr : &op);
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
         // Training: write updated weights and state back to their buffers.

@@ -84,6 +84,22 @@ public:
   /// Emits `op` through emitOp, timed when `profiled` is set.
   mlir::LogicalResult emitProfiled(mlir::Operation *op);
 
+  /// A started all-reduce (emit.async) not waited for yet: its result, the
+  /// request variable, and the profile row its wait's time adds to (-1).
+  struct Started {
+    mlir::Value value;
+    std::string request, where;
+    int64_t row = -1;
+  };
+  llvm::SmallVector<Started> started;
+  /// Declares a request for `op`'s all-reduce and records it as started;
+  /// returns the variable.
+  std::string startRequest(mlir::Operation *op);
+  /// Emits the waits for the started all-reduces `op` (or an op nested in
+  /// it) reads; for every one still started when `op` is null (before the
+  /// body's terminator).
+  void waitFor(mlir::Operation *op);
+
   //===--- Values and buffers ---------------------------------------------===//
   //
   // Where values live is the memory plan dist-prepare-for-emission recorded

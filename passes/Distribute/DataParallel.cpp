@@ -151,8 +151,11 @@ LogicalResult readAccumulatorBlock(Operation *update, OpOperand &grad,
 /// gradient where the update reads it; ZeRO-2 (stage >= 2) right after
 /// the backward computed it, so the whole gradient dies there and only the
 /// shard lives on to the optimizer; ZeRO-3 (stage 3) shards the weights.
+/// Without ZeRO and with \p overlap (the plan's grad_overlap) a gradient is
+/// all-reduced right after the op that made it, so its reduction can run
+/// under the rest of the backward.
 LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
-                              int64_t stage) {
+                              int64_t stage, bool overlap) {
   bool shardEarly = stage >= 2;
   // @train_apply under ZeRO-2 and 3: the accumulators already are blocks
   // (shardAccumulators).
@@ -199,8 +202,18 @@ LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
                                    /*paramIsShard=*/stage >= 3)))
         return failure();
     } else if (!isReduced(grad.get())) {
+      // With overlap, right after the backward made the gradient, where
+      // the printer starts it while the rest of the backward runs
+      // (emit.async); else before the update.
+      Value g = grad.get();
+      Operation *at = op;
+      Block *block = op->getBlock();
+      if (overlap && g.getParentBlock() == block)
+        at = isa<BlockArgument>(g) ? &block->front()
+                                   : g.getDefiningOp()->getNextNode();
       grad.set(
-          reduceBefore(b, op, grad.get(), dist::ReductionKind::mean));
+          reduceBefore(b, at, g, dist::ReductionKind::mean,
+                       overlap && !accumulated ? "backward" : "optimizer"));
     }
   }
   return success();
@@ -349,6 +362,8 @@ struct DataParallelPass
     FailureOr<ZeroConfig> zero = zeroConfig(module, funcs);
     if (failed(zero))
       return signalPassFailure();
+    dist::PlanAttr plan = dataParallelPlan(module);
+    bool overlap = !plan || plan.getOverlapGradSync();
     SmallVector<int64_t> zeroGroup;
     for (int64_t d = 0; zero->stage >= 1 && d < zero->replicas; ++d)
       zeroGroup.push_back(d);
@@ -365,7 +380,7 @@ struct DataParallelPass
         return signalPassFailure();
       }
       if (role != "microbatch" &&
-          failed(reduceGradients(f, zeroGroup, zero->stage)))
+          failed(reduceGradients(f, zeroGroup, zero->stage, overlap)))
         return signalPassFailure();
       if (role == "microbatch" && zero->stage >= 2 &&
           failed(shardAccumulators(f, zeroGroup, zero->stage)))

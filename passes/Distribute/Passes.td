@@ -75,9 +75,13 @@ def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
     global batch:
 
     - the gradient operand of every `graph.sgd_update` / `graph.adam_update`
-      becomes `dist.all_reduce mean over world` of it, inserted right before
-      the update (in `@train_apply` with accumulation, so ranks exchange the
-      accumulated gradient once per step);
+      becomes `dist.all_reduce mean over world` of it, inserted right after
+      the op that made the gradient (`graph.phase = "backward"`), where the
+      printer starts it so it runs under the rest of the backward
+      (`emit.async`); with a module plan of `grad_overlap=0`
+      (`overlap_grad_sync = false`), right before the update. In
+      `@train_apply` with accumulation ranks exchange the accumulated
+      gradient once per step;
     - a mixed-precision overflow flag (the updates' `skip`) is reduced with
       `max` right after it is computed, so every rank skips the same steps;
     - every scalar floating result marked `graph.output` (the loss) of

@@ -8,6 +8,7 @@
 //                   vectorized eltwise ops
 //   assignLayouts   views (reshape, transpose, slice, split read in place)
 //                   and emit.copy where a consumer needs row-major memory
+//   markAsync       emit.async on all-reduces read some ops later
 //   planMemory      arena slots (reused by live range, in place where a
 //                   kernel allows), resident buffers, a called function's
 //                   arguments read in place, emit.memory_plan
@@ -28,11 +29,15 @@ struct EmissionOptions {
   bool channelsLast = true; ///< convolution chains in NHWC (CPU)
   bool inPlace = true;      ///< kernels write over operands they read last
   bool eltwise = false;     ///< lone transcendental ops on the runtime kernel
+  bool async = true;        ///< all-reduces overlap the ops before their reader
 };
 
 void markPrecision(mlir::Block &body);
 void formKernels(mlir::Block &body, const EmissionOptions &options);
 void assignLayouts(mlir::Block &body, const EmissionOptions &options);
+/// emit.async on each all-reduce of `body` whose result's first reader is
+/// not the next op (with options.async).
+void markAsync(mlir::Block &body, const EmissionOptions &options);
 /// `holder` owns `body` and receives emit.memory_plan. With `called` (a
 /// function another function calls: a pipeline stage) its arguments are
 /// the caller's buffers (`argument`), read in place and never written.

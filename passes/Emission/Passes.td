@@ -44,7 +44,13 @@ def PrepareForEmissionPass : Pass<"dist-prepare-for-emission",
        on the first run and kept); inputs and every other result get a slot
        of the body's arena, reused by values whose live ranges do not
        overlap and written in place over an operand a kernel reads for the
-       last time; the body's owner gets `emit.memory_plan`.
+       last time; the body's owner gets `emit.memory_plan`;
+    5. overlap (before memory): an all-reduce whose result is first read
+       some ops later (a data-parallel gradient, reduced where the backward
+       made it) gets `emit.async`: the program starts it there and waits
+       right before that reader, so the ops between (the rest of the
+       backward) run while it moves data, and its operand's slot lives
+       until the wait.
 
     The emit dialect verifies the result: kernel legality, view strides,
     and that no two live values share arena bytes. Functions that already
@@ -78,6 +84,9 @@ def PrepareForEmissionPass : Pass<"dist-prepare-for-emission",
     Option<"channelsLast", "channels-last", "bool", "true",
            "Keep chains of 2-D convolutions, pooling and their elementwise "
            "ops in NHWC (CPU)">,
+    Option<"asyncCollectives", "async-collectives", "bool", "true",
+           "Start an all-reduce where it stands and wait for it before its "
+           "first reader, when ops lie between (emit.async)">,
     Option<"eltwiseKernels", "eltwise-kernels", "bool", "false",
            "Run a lone f32 transcendental op (gelu, tanh, exp, ...) on the "
            "runtime's vectorized kernel (CPU); off by default because its "

@@ -128,8 +128,11 @@ void emission::planMemory(Operation *holder, Block &body,
     if (!b || !b.isArena())
       continue;
     LiveRange range = live.ranges.lookup(v);
-    // In place: the defining kernel reads an operand for the last time.
-    if (Operation *def = v.getDefiningOp(); def && options.inPlace)
+    // In place: the defining kernel reads an operand for the last time. A
+    // started all-reduce always does (BlockLiveness ended that operand's
+    // range there).
+    Operation *def = v.getDefiningOp();
+    if (def && (options.inPlace || def->hasAttr(kAsyncAttr)))
       for (auto [k, operand] : llvm::enumerate(def->getOperands())) {
         Value src = live.root(operand);
         auto it = groupOf.find(src);

@@ -41,6 +41,7 @@ struct PrepareForEmissionPass
     emission::markPrecision(body);
     emission::formKernels(body, options);
     emission::assignLayouts(body, options);
+    emission::markAsync(body, options);
     emission::planMemory(holder, body, options, called);
   }
 
@@ -52,6 +53,7 @@ struct PrepareForEmissionPass
     options.eltwise = eltwiseKernels;
     options.views = views;
     options.channelsLast = channelsLast;
+    options.async = asyncCollectives;
     // Functions another function calls (pipeline stages called by action
     // lists) read their arguments where the caller holds them.
     llvm::DenseSet<StringAttr> called;

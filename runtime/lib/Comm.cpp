@@ -7,19 +7,63 @@
 // one place, so every rank ends with the same bits and data-parallel
 // replicas apply identical optimizer updates and never drift.
 //
+// Started all-reduces (distrt_all_reduce_start) run on a worker thread of
+// the communicator on MPI, on the communicator's own stream on NCCL; every
+// other collective first waits for (or queues after) the started ones, so
+// each rank issues its collectives in the one order it called them.
+//
 //===----------------------------------------------------------------------===//
 #include "CommInternal.h"
 #include "CommMpi.h"
 #include "Ring.h"
 
+#include <algorithm>
 #include <chrono>
-#include <cstdlib>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
+
+/// A started all-reduce and, once it ran, its result.
+struct distrt_request {
+  distrt_comm *comm = nullptr;
+  /// Where distrt_wait reports (a completed request needs no `comm`).
+  distrt_context *ctx = nullptr;
+  distrt_tensor input = {};
+  void *output = nullptr;
+  distrt_reduce_op op = DISTRT_REDUCE_SUM;
+  /// Set under the queue's lock after status and message.
+  std::atomic<bool> done{false};
+  distrt_status status = DISTRT_OK;
+  std::string message;
+  /// NCCL: the cudaEvent_t recorded after the all-reduce.
+  void *ncclDone = nullptr;
+};
+
+namespace distrt {
+/// The all-reduces started on an MPI communicator, run first started
+/// first: by its worker thread, or (without one: distrt_comm_set_overlap
+/// 0) by the caller's thread when it waits for one of them.
+struct CommQueue {
+  std::mutex mutex;
+  /// Work arrived, or the worker must stop.
+  std::condition_variable wake;
+  /// A request completed.
+  std::condition_variable finished;
+  std::deque<distrt_request *> pending;
+  /// The worker runs a request it took from `pending`.
+  bool busy = false;
+  bool stop = false;
+  /// Not joinable when the caller runs the queue (deferred).
+  std::thread worker;
+};
+} // namespace distrt
 
 using namespace distrt;
 #ifdef DISTRT_HAVE_MPI
@@ -250,6 +294,219 @@ distrt_status finishMpiComm(distrt_comm *comm, const char *fn,
 }
 #endif
 
+/// The checks of an all-reduce that need no other rank: they fail at once,
+/// also for a started one.
+distrt_status checkAllReduce(distrt_comm *comm, const char *fn,
+                             const distrt_tensor *input,
+                             const distrt_tensor *output, distrt_reduce_op op) {
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("input", input));
+  DISTRT_TRY(c.tensor("input", input, input->dtype));
+  if (output) {
+    DISTRT_TRY(c.tensor("output", output, output->dtype));
+    if (output->dtype != input->dtype ||
+        distrt_numel(output) != distrt_numel(input))
+      return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "output is ",
+                    dtypeName(output->dtype), " ", shapeString(*output),
+                    " but input is ", dtypeName(input->dtype), " ",
+                    shapeString(*input),
+                    "; the output needs the input's dtype and element count");
+  }
+  DISTRT_TRY(checkReduceOp(c, input->dtype, op));
+  size_t bytes = (size_t)distrt_numel(input) * elementSize(input->dtype);
+  const void *out = output ? output->data : input->data;
+  const void *in = input->data;
+  if (out != in && bytes && (const char *)out < (const char *)in + bytes &&
+      (const char *)in < (const char *)out + bytes)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
+                  "output overlaps input without being the same buffer; "
+                  "pass the same tensor (in place) or disjoint memory");
+  return DISTRT_OK;
+}
+
+/// The all-reduce itself, once checkAllReduce passed: the cross-rank check,
+/// then a copy, NCCL or MPI. The blocking call runs it on the caller's
+/// thread, a started one on the worker thread. With `ncclDone`, NCCL runs on
+/// the communicator's stream and records *ncclDone after it.
+distrt_status runAllReduce(distrt_comm *comm, const char *fn,
+                           const distrt_tensor &input, void *out,
+                           distrt_reduce_op op, void **ncclDone) {
+  (void)ncclDone;
+  DISTRT_TRY(checkAgreement(comm, fn, 0, input, op));
+  size_t n = (size_t)distrt_numel(&input);
+  size_t bytes = n * elementSize(input.dtype);
+  const void *in = input.data;
+  if (comm->size == 1)
+    return localCopy(comm, out, in, bytes);
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return ncclDone ? cuda::ncclAllReduceStart(comm, fn, in, out, n,
+                                               input.dtype, op, ncclDone)
+                    : cuda::ncclAllReduce(comm, in, out, n, input.dtype, op);
+#endif
+#ifdef DISTRT_HAVE_MPI
+  MPI_Datatype type;
+  DISTRT_TRY(mpiType(comm, fn, input.dtype, type));
+  MPI_Comm mc = mpiOf(comm);
+  char *o = static_cast<char *>(out);
+  const char *i = static_cast<const char *>(in);
+  size_t esz = elementSize(input.dtype);
+  if (op == DISTRT_REDUCE_MAX || op == DISTRT_REDUCE_MIN)
+    return chunked(n, [&](size_t off, int cnt) {
+      DISTRT_MPI_WAIT(
+          comm, fn, "its all-reduce", -1,
+          MPI_Iallreduce(out == in ? MPI_IN_PLACE : i + off * esz,
+                         o + off * esz, cnt, type,
+                         op == DISTRT_REDUCE_MAX ? MPI_MAX : MPI_MIN, mc,
+                         &request_));
+      return DISTRT_OK;
+    });
+  // Sum and mean: a ring reduce-scatter then all-gather on the output,
+  // in slices whose blocks MPI's int byte counts hold.
+  if (out != in)
+    std::memcpy(o, i, bytes);
+  const size_t slice = (size_t(1) << 26) * (size_t)comm->size;
+  for (size_t off = 0; off < n; off += slice) {
+    size_t cnt = std::min(slice, n - off);
+    DISTRT_TRY(
+        ringReduceScatter(comm, fn, o + off * esz, cnt, input.dtype, op));
+    DISTRT_TRY(ringAllGather(comm, fn, o + off * esz, cnt, input.dtype));
+  }
+  return DISTRT_OK;
+#else
+  return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
+                  concat(fn, ": no MPI in this runtime"));
+#endif
+}
+
+/// Runs `body` (an all-reduce) into `req`: its status, and its message
+/// captured instead of set on the context, which only distrt_wait, on the
+/// caller's thread, writes.
+template <typename F>
+void runInto(distrt_request &req, const char *fn, F body) {
+  std::string message;
+  distrt_status st;
+  {
+    ErrorCapture capture(message);
+    try {
+      st = body();
+    } catch (...) {
+      st = guardException(nullptr, fn);
+    }
+  }
+  req.status = st;
+  if (st != DISTRT_OK)
+    req.message = std::move(message);
+}
+
+const char *const kStartFn = "distrt_all_reduce_start";
+
+/// The worker: runs the queue's requests in order until told to stop with
+/// nothing pending.
+void workerLoop(CommQueue *q) {
+  std::unique_lock<std::mutex> lock(q->mutex);
+  for (;;) {
+    q->wake.wait(lock, [&] { return q->stop || !q->pending.empty(); });
+    if (q->pending.empty())
+      return;
+    distrt_request *req = q->pending.front();
+    q->pending.pop_front();
+    q->busy = true;
+    lock.unlock();
+    runInto(*req, kStartFn, [&] {
+      return runAllReduce(req->comm, kStartFn, req->input, req->output, req->op,
+                          nullptr);
+    });
+    lock.lock();
+    // distrt_wait may free the request from here on.
+    req->done.store(true, std::memory_order_release);
+    q->busy = false;
+    q->finished.notify_all();
+  }
+}
+
+/// The communicator's queue, made on first use with its worker (when
+/// started collectives overlap on a thread); null when it cannot be made
+/// (the caller then runs the all-reduce itself).
+CommQueue *queueOf(distrt_comm *comm) {
+  if (comm->queue)
+    return comm->queue;
+  try {
+    auto q = std::make_unique<CommQueue>();
+    if (comm->overlapThread)
+      q->worker = std::thread(workerLoop, q.get());
+    comm->queue = q.release();
+  } catch (...) {
+    return nullptr;
+  }
+  return comm->queue;
+}
+
+/// Without a worker: runs `only` on this thread (taken from the queue), or
+/// every queued request, first started first, when null. Every rank waits
+/// in one order (the program's), so running the waited one alone keeps the
+/// ranks' collectives in step, and each runs right before its reader (as
+/// the blocking call would, with its result hot in cache).
+void runDeferred(CommQueue &q, distrt_request *only) {
+  auto run = [](distrt_request *req) {
+    runInto(*req, kStartFn, [&] {
+      return runAllReduce(req->comm, kStartFn, req->input, req->output, req->op,
+                          nullptr);
+    });
+    req->done.store(true, std::memory_order_release);
+  };
+  if (only) {
+    q.pending.erase(std::find(q.pending.begin(), q.pending.end(), only));
+    return run(only);
+  }
+  while (!q.pending.empty()) {
+    distrt_request *req = q.pending.front();
+    q.pending.pop_front();
+    run(req);
+  }
+}
+
+/// Every rank must issue one communicator's collectives in one order, the
+/// order it started or called them: a blocking collective runs after the
+/// started ones (MPI: waits until the worker is idle; NCCL: the context's
+/// stream waits for the communicator's).
+distrt_status afterStarted(distrt_comm *comm) {
+  if (CommQueue *q = comm->queue) {
+    if (!q->worker.joinable()) {
+      runDeferred(*q, nullptr);
+    } else {
+      std::unique_lock<std::mutex> lock(q->mutex);
+      q->finished.wait(lock, [&] { return q->pending.empty() && !q->busy; });
+    }
+  }
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    return cuda::ncclAfterStarted(comm);
+#endif
+  return DISTRT_OK;
+}
+
+/// Completes the started collectives and joins the worker.
+void stopWorker(distrt_comm *comm) {
+  CommQueue *q = comm->queue;
+  if (!q)
+    return;
+  if (!q->worker.joinable()) {
+    runDeferred(*q, nullptr);
+    delete q;
+    comm->queue = nullptr;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(q->mutex);
+    q->stop = true;
+  }
+  q->wake.notify_all();
+  q->worker.join();
+  delete q;
+  comm->queue = nullptr;
+}
+
 } // namespace
 
 extern "C" distrt_status distrt_comm_env(int32_t *rank, int32_t *size,
@@ -302,6 +559,15 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
   comm->size = size;
   const char *check = std::getenv("DISTRT_COMM_CHECK");
   comm->checkArgs = !(check && std::strcmp(check, "0") == 0);
+  if (const char *t = std::getenv("DISTRT_COMM_THREAD"); t && *t) {
+    if (std::strcmp(t, "0") && std::strcmp(t, "1")) {
+      delete comm;
+      return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "DISTRT_COMM_THREAD='", t,
+                    "' is neither 0 (started all-reduces run when waited "
+                    "for) nor 1 (on a worker thread)");
+    }
+    comm->overlapThread = *t == '1';
+  }
   if (const char *t = std::getenv("DISTRT_TIMEOUT"); t && *t) {
     char *end = nullptr;
     double seconds = std::strtod(t, &end);
@@ -320,15 +586,23 @@ extern "C" distrt_status distrt_comm_create(distrt_context *ctx,
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) {
-    int code = MPI_Init(nullptr, nullptr);
+    // MPI_THREAD_MULTIPLE lets a communicator's worker thread run started
+    // collectives while this thread calls MPI too.
+    int provided = MPI_THREAD_SINGLE;
+    int code =
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     if (code != MPI_SUCCESS) {
       delete comm;
-      return c.fail(DISTRT_ERROR_BACKEND, "MPI_Init failed: ",
-                    mpiMessage(code),
+      return c.fail(DISTRT_ERROR_BACKEND,
+                    "MPI_Init_thread failed: ", mpiMessage(code),
                     "; launch the program with mpirun (Open MPI)");
     }
     std::atexit(finalizeMpi);
   }
+  // Also when someone else initialised MPI, perhaps with less.
+  int threadLevel = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&threadLevel);
+  comm->mpiThreads = threadLevel >= MPI_THREAD_MULTIPLE;
   int mpiRank = 0, mpiSize = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &mpiRank);
   MPI_Comm_size(MPI_COMM_WORLD, &mpiSize);
@@ -385,6 +659,8 @@ extern "C" distrt_status distrt_comm_group(distrt_comm *comm,
     return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "rank ", comm->rank,
                   " is not in the group it joins; only the group's ranks "
                   "call distrt_comm_group");
+  // Collective over the parent: after the collectives started on it.
+  DISTRT_TRY(afterStarted(comm));
   distrt_comm *g = new (std::nothrow) distrt_comm;
   if (!g)
     return c.fail(DISTRT_ERROR_OUT_OF_MEMORY, "cannot allocate a communicator");
@@ -392,7 +668,9 @@ extern "C" distrt_status distrt_comm_group(distrt_comm *comm,
   g->rank = mine;
   g->size = n;
   g->checkArgs = comm->checkArgs;
-  g->timeout = comm->timeout;
+  g->timeout = comm->timeout.load();
+  g->mpiThreads = comm->mpiThreads;
+  g->overlapThread = comm->overlapThread;
   if (n == 1) {
     *out = g;
     return DISTRT_OK;
@@ -436,9 +714,27 @@ extern "C" distrt_status distrt_comm_set_timeout(distrt_comm *comm,
   return DISTRT_OK;
 }
 
+extern "C" distrt_status distrt_comm_set_overlap(distrt_comm *comm,
+                                                 int thread) {
+  const char *fn = "distrt_comm_set_overlap";
+  DISTRT_TRY(checkComm(comm, fn));
+  if (thread != 0 && thread != 1)
+    return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
+                    concat(fn, ": thread is ", thread,
+                           "; pass 1 (a worker thread runs started "
+                           "all-reduces) or 0 (they run when waited for)"));
+  // The started ones complete under the old setting; the queue is made
+  // again, with or without its worker, by the next start.
+  if (comm->overlapThread != (thread == 1))
+    stopWorker(comm);
+  comm->overlapThread = thread == 1;
+  return DISTRT_OK;
+}
+
 extern "C" distrt_status distrt_comm_destroy(distrt_comm *comm) {
   if (!comm)
     return DISTRT_OK;
+  stopWorker(comm);
 #ifdef DISTRT_HAVE_NCCL
   if (comm->nccl)
     cuda::ncclRelease(comm);
@@ -503,68 +799,81 @@ extern "C" distrt_status distrt_all_reduce(distrt_comm *comm,
                                            distrt_reduce_op op) {
   const char *fn = "distrt_all_reduce";
   DISTRT_TRY(checkComm(comm, fn));
+  DISTRT_TRY(checkAllReduce(comm, fn, input, output, op));
+  DISTRT_TRY(afterStarted(comm));
+  return runAllReduce(comm, fn, *input, output ? output->data : input->data, op,
+                      nullptr);
+}
+
+extern "C" distrt_status distrt_all_reduce_start(distrt_comm *comm,
+                                                 const distrt_tensor *input,
+                                                 const distrt_tensor *output,
+                                                 distrt_reduce_op op,
+                                                 distrt_request **request) {
+  const char *fn = kStartFn;
+  DISTRT_TRY(checkComm(comm, fn));
   Checker c(comm->ctx, fn);
-  DISTRT_TRY(c.pointer("input", input));
-  DISTRT_TRY(c.tensor("input", input, input->dtype));
-  if (output) {
-    DISTRT_TRY(c.tensor("output", output, output->dtype));
-    if (output->dtype != input->dtype ||
-        distrt_numel(output) != distrt_numel(input))
-      return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "output is ",
-                    dtypeName(output->dtype), " ", shapeString(*output),
-                    " but input is ", dtypeName(input->dtype), " ",
-                    shapeString(*input),
-                    "; the output needs the input's dtype and element count");
-  }
-  DISTRT_TRY(checkReduceOp(c, input->dtype, op));
-  size_t n = (size_t)distrt_numel(input);
-  size_t bytes = n * elementSize(input->dtype);
-  void *out = output ? output->data : input->data;
-  const void *in = input->data;
-  if (out != in && n && (char *)out < (const char *)in + bytes &&
-      (const char *)in < (char *)out + bytes)
-    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
-                  "output overlaps input without being the same buffer; "
-                  "pass the same tensor (in place) or disjoint memory");
-  DISTRT_TRY(checkAgreement(comm, fn, 0, *input, op));
-  if (comm->size == 1)
-    return localCopy(comm, out, in, bytes);
-#ifdef DISTRT_HAVE_NCCL
-  if (comm->nccl)
-    return cuda::ncclAllReduce(comm, in, out, n, input->dtype, op);
-#endif
-#ifdef DISTRT_HAVE_MPI
-  MPI_Datatype type;
-  DISTRT_TRY(mpiType(comm, fn, input->dtype, type));
-  MPI_Comm mc = mpiOf(comm);
-  char *o = static_cast<char *>(out);
-  const char *i = static_cast<const char *>(in);
-  size_t esz = elementSize(input->dtype);
-  if (op == DISTRT_REDUCE_MAX || op == DISTRT_REDUCE_MIN)
-    return chunked(n, [&](size_t off, int cnt) {
-      DISTRT_MPI_WAIT(comm, fn, "its all-reduce", -1,
-                      MPI_Iallreduce(out == in ? MPI_IN_PLACE : i + off * esz,
-                                     o + off * esz, cnt, type,
-                                     op == DISTRT_REDUCE_MAX ? MPI_MAX
-                                                             : MPI_MIN,
-                                     mc, &request_));
-      return DISTRT_OK;
+  DISTRT_TRY(c.pointer("request", request));
+  *request = nullptr;
+  DISTRT_TRY(checkAllReduce(comm, fn, input, output, op));
+  std::unique_ptr<distrt_request> req(new (std::nothrow) distrt_request);
+  if (!req)
+    return c.fail(DISTRT_ERROR_OUT_OF_MEMORY, "cannot allocate a request");
+  req->comm = comm;
+  req->ctx = comm->ctx;
+  req->input = *input;
+  req->output = output ? output->data : input->data;
+  req->op = op;
+  // Queued for the worker thread, or for the caller's wait (deferred).
+  CommQueue *q = comm->size > 1 && !comm->nccl &&
+                         (comm->mpiThreads || !comm->overlapThread)
+                     ? queueOf(comm)
+                     : nullptr;
+  if (q) {
+    try {
+      std::lock_guard<std::mutex> lock(q->mutex);
+      q->pending.push_back(req.get());
+    } catch (...) {
+      return guardException(comm->ctx, fn);
+    }
+    q->wake.notify_one();
+  } else {
+    // A world of one (a copy), NCCL (which only queues work on a stream) or
+    // MPI without MPI_THREAD_MULTIPLE: done here, reported by distrt_wait
+    // all the same.
+    runInto(*req, fn, [&] {
+      return runAllReduce(comm, fn, req->input, req->output, op,
+                          &req->ncclDone);
     });
-  // Sum and mean: a ring reduce-scatter then all-gather on the output,
-  // in slices whose blocks MPI's int byte counts hold.
-  if (out != in)
-    std::memcpy(o, i, bytes);
-  const size_t slice = (size_t(1) << 26) * (size_t)comm->size;
-  for (size_t off = 0; off < n; off += slice) {
-    size_t cnt = std::min(slice, n - off);
-    DISTRT_TRY(ringReduceScatter(comm, fn, o + off * esz, cnt, input->dtype,
-                                 op));
-    DISTRT_TRY(ringAllGather(comm, fn, o + off * esz, cnt, input->dtype));
+    req->done.store(true, std::memory_order_release);
   }
+  *request = req.release();
   return DISTRT_OK;
-#else
-  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
+}
+
+extern "C" distrt_status distrt_wait(distrt_request *request) {
+  if (!request)
+    return setError(nullptr, DISTRT_ERROR_INVALID_ARGUMENT,
+                    "distrt_wait: request is NULL; pass the handle "
+                    "distrt_all_reduce_start returned");
+  std::unique_ptr<distrt_request> req(request);
+  if (!req->done.load(std::memory_order_acquire)) {
+    // Only requests on a communicator's queue are pending.
+    CommQueue &q = *req->comm->queue;
+    if (!q.worker.joinable()) {
+      runDeferred(q, req.get());
+    } else {
+      std::unique_lock<std::mutex> lock(q.mutex);
+      q.finished.wait(lock, [&] { return req->done.load(); });
+    }
+  }
+#ifdef DISTRT_HAVE_NCCL
+  if (req->ncclDone)
+    DISTRT_TRY(cuda::ncclWaitDone(req->ctx, req->ncclDone));
 #endif
+  if (req->status != DISTRT_OK)
+    return setError(req->ctx, req->status, req->message);
+  return DISTRT_OK;
 }
 
 extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
@@ -578,6 +887,7 @@ extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
   if (root < 0 || root >= comm->size)
     return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "root ", root,
                   " is not a rank of this world of ", comm->size);
+  DISTRT_TRY(afterStarted(comm));
   DISTRT_TRY(checkAgreement(comm, fn, 1, *tensor, root));
   if (comm->size == 1)
     return DISTRT_OK;
@@ -645,6 +955,7 @@ extern "C" distrt_status distrt_reduce_scatter(distrt_comm *comm,
   DISTRT_TRY(checkBlocks(comm, fn, input, output, /*inputWhole=*/true));
   Checker c(comm->ctx, fn);
   DISTRT_TRY(checkReduceOp(c, input->dtype, op));
+  DISTRT_TRY(afterStarted(comm));
   DISTRT_TRY(checkAgreement(comm, fn, 2, *input, op));
   size_t n = (size_t)distrt_numel(output);
   size_t esz = elementSize(input->dtype);
@@ -679,6 +990,7 @@ extern "C" distrt_status distrt_all_gather(distrt_comm *comm,
   const char *fn = "distrt_all_gather";
   DISTRT_TRY(checkComm(comm, fn));
   DISTRT_TRY(checkBlocks(comm, fn, input, output, /*inputWhole=*/false));
+  DISTRT_TRY(afterStarted(comm));
   DISTRT_TRY(checkAgreement(comm, fn, 3, *input, 0));
   size_t n = (size_t)distrt_numel(input);
   size_t esz = elementSize(input->dtype);
@@ -706,6 +1018,7 @@ extern "C" distrt_status distrt_all_gather(distrt_comm *comm,
 extern "C" distrt_status distrt_barrier(distrt_comm *comm) {
   const char *fn = "distrt_barrier";
   DISTRT_TRY(checkComm(comm, fn));
+  DISTRT_TRY(afterStarted(comm));
 #ifdef DISTRT_HAVE_MPI
   if (comm->mpi)
     DISTRT_MPI_WAIT(comm, fn, "the barrier", -1,
@@ -719,9 +1032,6 @@ extern "C" distrt_status distrt_barrier(distrt_comm *comm) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// The largest tag distrt_send/recv accept (MPI guarantees at least 32767).
-constexpr int32_t kMaxTag = 32767;
 
 /// Checks what distrt_send and distrt_recv share: communicator, tensor,
 /// peer, tag.
@@ -740,9 +1050,9 @@ distrt_status checkPeer(distrt_comm *comm, const char *fn,
     return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "peer ", peer,
                   " is this rank itself; a value that stays on its rank "
                   "needs no transfer (copy it instead)");
-  if (tag < 0 || tag > kMaxTag)
+  if (tag < 0 || tag > kMaxSendTag)
     return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "tag ", tag,
-                  " is outside [0, ", kMaxTag, "]");
+                  " is outside [0, ", kMaxSendTag, "]");
   return DISTRT_OK;
 }
 
@@ -777,6 +1087,8 @@ extern "C" distrt_status distrt_send(distrt_comm *comm,
   size_t bytes = (size_t)header[1] * elementSize(tensor->dtype);
 #ifdef DISTRT_HAVE_NCCL
   if (comm->nccl) {
+    // NCCL orders one communicator's operations: after the started ones.
+    DISTRT_TRY(cuda::ncclAfterStarted(comm));
     DISTRT_MPI_TRY(comm, fn,
                    MPI_Send(header, 2, MPI_INT64_T, peer, tag, mpiOf(comm)));
     return bytes ? cuda::ncclSendBytes(comm, tensor->data, bytes, peer)
@@ -821,6 +1133,10 @@ extern "C" distrt_status distrt_recv(distrt_comm *comm,
   if (!comm->mpi)
     return setError(comm->ctx, DISTRT_ERROR_INVALID_ARGUMENT,
                     concat(fn, ": this communicator has no MPI"));
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl)
+    DISTRT_TRY(cuda::ncclAfterStarted(comm));
+#endif
   MPI_Status status;
   int count = 0;
   DISTRT_TRY(waitUntil(comm, fn, "a message", peer, [&](int &arrived) {

@@ -60,6 +60,7 @@ distrt_status waitUntil(distrt_comm *comm, const char *fn, const char *what,
                         int32_t peer, Test test) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
+  const double timeout = comm->timeout;
   for (;;) {
     int done = 0;
     int code = test(done);
@@ -69,11 +70,11 @@ distrt_status waitUntil(distrt_comm *comm, const char *fn, const char *what,
       return DISTRT_OK;
     double waited =
         std::chrono::duration<double>(Clock::now() - start).count();
-    if (comm->timeout > 0 && waited > comm->timeout)
+    if (timeout > 0 && waited > timeout)
       return setError(
           comm->ctx, DISTRT_ERROR_TIMEOUT,
-          concat(fn, ": rank ", comm->rank, " waited ", comm->timeout,
-                 " s for ", what,
+          concat(fn, ": rank ", comm->rank, " waited ", timeout, " s for ",
+                 what,
                  peer >= 0 ? concat(" from rank ", peer)
                            : concat(" from the other ", comm->size - 1,
                                     " rank(s) of its group"),

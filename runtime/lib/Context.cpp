@@ -19,15 +19,26 @@ using namespace distrt;
 
 namespace {
 thread_local std::string threadLastError;
+/// The innermost ErrorCapture of this thread, if any.
+thread_local std::string *threadErrorSink = nullptr;
 } // namespace
 
 distrt_status distrt::setError(distrt_context *ctx, distrt_status status,
                                const std::string &message) {
   threadLastError = message;
-  if (ctx)
+  if (threadErrorSink)
+    *threadErrorSink = message;
+  else if (ctx)
     ctx->lastError = message;
   return status;
 }
+
+distrt::ErrorCapture::ErrorCapture(std::string &sink)
+    : previous_(threadErrorSink) {
+  threadErrorSink = &sink;
+}
+
+distrt::ErrorCapture::~ErrorCapture() { threadErrorSink = previous_; }
 
 std::string distrt::shapeString(const std::vector<int64_t> &dims) {
   std::string s = "[";

@@ -37,9 +37,25 @@ struct distrt_context {
 namespace distrt {
 
 /// Records `message` as the last error of `ctx` (when not null) and of the
-/// calling thread, and returns `status`.
+/// calling thread, and returns `status`. Under an ErrorCapture the message
+/// goes to the capture instead of `ctx`.
 distrt_status setError(distrt_context *ctx, distrt_status status,
                        const std::string &message);
+
+/// While alive, setError on this thread records its message in `sink` and
+/// leaves every context alone: a communicator's worker thread fails into
+/// the request, which distrt_wait reports on the caller's thread (a
+/// context's last error is not synchronised).
+class ErrorCapture {
+public:
+  explicit ErrorCapture(std::string &sink);
+  ~ErrorCapture();
+  ErrorCapture(const ErrorCapture &) = delete;
+  ErrorCapture &operator=(const ErrorCapture &) = delete;
+
+private:
+  std::string *previous_;
+};
 
 std::string shapeString(const distrt_tensor &t);
 std::string shapeString(const std::vector<int64_t> &dims);

@@ -26,8 +26,10 @@ using namespace distrt::mpi;
 
 namespace {
 
-/// The tag of ring transfers: above distrt_send's [0, 32767].
-constexpr int kRingTag = 32768;
+/// The tag of ring transfers: above distrt_send's [0, kMaxSendTag], so a
+/// ring on a communicator's worker thread and the caller's point-to-point
+/// messages never match each other.
+constexpr int kRingTag = kMaxSendTag + 1;
 
 /// `acc[i] = acc[i] op in[i]` for `n` elements of `T`.
 template <typename T>

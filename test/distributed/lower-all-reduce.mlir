@@ -4,6 +4,9 @@
 // the job, checked at run time, else made by its ranks on first use); prod
 // is a compile error. Reduce-scatter, all-gather and all-slice (a copy of
 // the block at this rank's place in the group) along the leading dimension.
+// An all-reduce whose result is read later than the next op is started
+// (emit.async) and waited for before that reader (here: the outputs), its
+// wait timed under its own profile row.
 // RUN: split-file %s %t
 // RUN: dist-compile %t/ok.mlir --source-only -o %t/ok.cpp
 // RUN: FileCheck %s --check-prefix=OK < %t/ok.cpp
@@ -17,18 +20,22 @@
 
 // OK: static const int shards[] = {0, 0};
 // OK: distrt_tensor in = dg::T({{.*}}, DISTRT_F32, {4});
-// OK: distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_SUM)
+// OK: distrt_all_reduce_start(P.comm, &in, &out, DISTRT_REDUCE_SUM, &[[RQ0:rq[0-9]+]])
 // OK: static const int32_t group[] = {0, 1};
 // OK-NEXT: distrt_comm *comm = P.group(group, 2, "dist.all_reduce at {{.*}}");
-// OK: distrt_all_reduce(comm, &in, &out, DISTRT_REDUCE_MAX)
+// OK: distrt_all_reduce_start(comm, &in, &out, DISTRT_REDUCE_MAX, &[[RQ1:rq[0-9]+]])
 // OK: distrt_tensor in = dg::T({{.*}}, DISTRT_U8, {});
 // OK: distrt_all_reduce(P.comm, &in, &out, DISTRT_REDUCE_MAX)
+// OK: if (P.check(distrt_wait([[RQ0]]), "dist.all_reduce at {{.*}}:2:8")) return 1;
+// OK-NEXT: P.profStop(0, pt);
+// OK: distrt_wait([[RQ1]])
+// OK: P.download(P.outputs[0]
 // OK: static const dg::Model model = {{.*}}, true, shards, nullptr, 0, 0, 0, 0x{{[0-9a-f]+}}ull, ops, 3, 0};
 
 // SUBSET: static const int32_t group[] = {1, 0};
 // SUBSET-NEXT: distrt_comm *comm = P.group(group, 2, "dist.all_reduce at {{.*}}");
 // SUBSET-NEXT: if (!comm) return 1;
-// SUBSET: distrt_all_reduce(comm, &in, &out, DISTRT_REDUCE_SUM)
+// SUBSET: distrt_all_reduce_start(comm, &in, &out, DISTRT_REDUCE_SUM, &{{rq[0-9]+}})
 // SUBSET: static const int32_t group[] = {2, 3};
 // SUBSET: distrt_broadcast(comm, &t, 1)
 // SHARDS: static const int32_t group[] = {0, 1};

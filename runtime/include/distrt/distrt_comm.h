@@ -85,6 +85,54 @@ const char *distrt_comm_backend(const distrt_comm *comm);
 distrt_status distrt_all_reduce(distrt_comm *comm, const distrt_tensor *input,
                                  const distrt_tensor *output,
                                  distrt_reduce_op op);
+
+/** Opaque: a started collective (distrt_all_reduce_start). */
+typedef struct distrt_request distrt_request;
+
+/** Starts distrt_all_reduce(comm, input, output, op) and returns before it
+ *  completes; *request receives the handle distrt_wait completes. Same
+ *  arguments, checks (the local ones fail here, at once; the cross-rank one
+ *  at distrt_wait) and results (the same bits) as the blocking call. Until
+ *  distrt_wait returns, the caller must not write `input` nor read or write
+ *  `output`. Collectives on one communicator run in the order they were
+ *  started or called: every rank must start and call them in the same
+ *  order, and a blocking collective (or distrt_comm_group on it,
+ *  distrt_barrier, distrt_comm_destroy) on a communicator with started ones
+ *  pending runs after them; distrt_send/distrt_recv do not wait for them.
+ *  Wait for every request, also after distrt_comm_destroy (which completes
+ *  the pending ones): distrt_wait releases it.
+ *  MPI: a worker thread of the communicator runs the started collectives
+ *  while the caller computes (MPI initialised with MPI_THREAD_MULTIPLE;
+ *  where the MPI library provides less, the call completes the all-reduce
+ *  before it returns); with distrt_comm_set_overlap(comm, 0) each runs on
+ *  the caller's thread when it is waited for (all pending ones, in start
+ *  order, when a blocking collective needs them first), so every rank
+ *  must also wait for them in the same order. NCCL: the cross-rank check
+ *  (over MPI) runs in the call, then the all-reduce on the communicator's
+ *  own stream after the work queued so far on the context's stream;
+ *  distrt_wait makes the context's stream wait for it. A world of one: a
+ *  copy, done at once. */
+distrt_status distrt_all_reduce_start(distrt_comm *comm,
+                                      const distrt_tensor *input,
+                                      const distrt_tensor *output,
+                                      distrt_reduce_op op,
+                                      distrt_request **request);
+/** How started all-reduces on `comm` (and groups made from it afterwards)
+ *  progress on the MPI backend: `thread` = 1 (the default), on a worker
+ *  thread while the caller computes, which pays where a core is free for
+ *  it; 0, on the caller's thread when waited for, as the blocking call
+ *  would run there: for a process whose compute threads hold every core it
+ *  may use, where a worker would take time from them (a 2-core machine
+ *  with 2 ranks of 1 thread: measured in docs/benchmarks.md). The
+ *  DISTRT_COMM_THREAD environment variable (0 or 1) sets the default.
+ *  Completes the collectives started before it. NCCL and a world of one
+ *  ignore it. */
+distrt_status distrt_comm_set_overlap(distrt_comm *comm, int thread);
+/** Completes a started collective and releases `request`: returns its
+ *  status, with the failure's message on the communicator's context as the
+ *  blocking call would set it (a timeout names the peer, as there). NULL is
+ *  DISTRT_ERROR_INVALID_ARGUMENT (message on the NULL context). */
+distrt_status distrt_wait(distrt_request *request);
 /** Reduce-scatter: `input` is `size` equal blocks of its (flattened)
  *  elements, `output` one block (numel(input) = size x numel(output), same
  *  dtype, not overlapping); rank r's output gets op over every rank's block

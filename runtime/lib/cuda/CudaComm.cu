@@ -97,6 +97,16 @@ distrt_status ncclInit(distrt_comm *comm, const char *id) {
 }
 
 void ncclRelease(distrt_comm *comm) {
+  if (comm->ncclStream) {
+    // The started collectives finish before their communicator goes.
+    auto stream = static_cast<cudaStream_t>(comm->ncclStream);
+    cudaSetDevice(state(comm->ctx).device);
+    cudaStreamSynchronize(stream);
+    cudaEventDestroy(static_cast<cudaEvent_t>(comm->ncclEvent));
+    cudaStreamDestroy(stream);
+    comm->ncclStream = nullptr;
+    comm->ncclEvent = nullptr;
+  }
   if (comm->nccl)
     ncclCommDestroy(handle(comm));
   comm->nccl = nullptr;
@@ -147,6 +157,85 @@ distrt_status ncclAllReduce(distrt_comm *comm, const void *in, void *out,
   DISTRT_NCCL_TRY(comm, fn,
                   ncclAllReduce(in, out, n, type, red, handle(comm),
                                 state(ctx).stream));
+  return DISTRT_OK;
+}
+
+/// The communicator's own stream (and its ordering event), made on first
+/// use: started collectives overlap the context's stream.
+static distrt_status commStream(distrt_comm *comm, const char *fn,
+                                cudaStream_t &out) {
+  distrt_context *ctx = comm->ctx;
+  if (!comm->ncclStream) {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t event = nullptr;
+    cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (err != cudaSuccess)
+      return cudaFail(ctx, fn, err);
+    err = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (err != cudaSuccess) {
+      cudaStreamDestroy(stream);
+      return cudaFail(ctx, fn, err);
+    }
+    comm->ncclStream = stream;
+    comm->ncclEvent = event;
+  }
+  out = static_cast<cudaStream_t>(comm->ncclStream);
+  return DISTRT_OK;
+}
+
+distrt_status ncclAllReduceStart(distrt_comm *comm, const char *fn,
+                                 const void *in, void *out, size_t n,
+                                 distrt_dtype dtype, distrt_reduce_op op,
+                                 void **done) {
+  distrt_context *ctx = comm->ctx;
+  ncclDataType_t type;
+  DISTRT_TRY(ncclType(ctx, fn, dtype, type));
+  DISTRT_CUDA_ENTER(ctx);
+  cudaStream_t stream;
+  DISTRT_TRY(commStream(comm, fn, stream));
+  // The all-reduce reads what the context's stream computes before it.
+  auto ready = static_cast<cudaEvent_t>(comm->ncclEvent);
+  DISTRT_CUDA_TRY(ctx, cudaEventRecord(ready, state(ctx).stream));
+  DISTRT_CUDA_TRY(ctx, cudaStreamWaitEvent(stream, ready, 0));
+  cudaEvent_t finished = nullptr;
+  DISTRT_CUDA_TRY(ctx,
+                  cudaEventCreateWithFlags(&finished, cudaEventDisableTiming));
+  ncclResult_t r =
+      ncclAllReduce(in, out, n, type, ncclOp(op), handle(comm), stream);
+  if (r != ncclSuccess) {
+    cudaEventDestroy(finished);
+    return ncclFail(comm, fn, "ncclAllReduce", r);
+  }
+  cudaError_t err = cudaEventRecord(finished, stream);
+  if (err != cudaSuccess) {
+    cudaEventDestroy(finished);
+    return cudaFail(ctx, fn, err);
+  }
+  *done = finished;
+  return DISTRT_OK;
+}
+
+distrt_status ncclWaitDone(distrt_context *ctx, void *done) {
+  auto finished = static_cast<cudaEvent_t>(done);
+  cudaError_t err = cudaSetDevice(state(ctx).device);
+  if (err == cudaSuccess)
+    err = cudaStreamWaitEvent(state(ctx).stream, finished, 0);
+  // Safe while pending: CUDA frees the event once it completes.
+  cudaEventDestroy(finished);
+  if (err != cudaSuccess)
+    return cudaFail(ctx, "distrt_wait", err);
+  return DISTRT_OK;
+}
+
+distrt_status ncclAfterStarted(distrt_comm *comm) {
+  if (!comm->ncclStream)
+    return DISTRT_OK;
+  distrt_context *ctx = comm->ctx;
+  DISTRT_CUDA_ENTER(ctx);
+  auto tail = static_cast<cudaEvent_t>(comm->ncclEvent);
+  DISTRT_CUDA_TRY(
+      ctx, cudaEventRecord(tail, static_cast<cudaStream_t>(comm->ncclStream)));
+  DISTRT_CUDA_TRY(ctx, cudaStreamWaitEvent(state(ctx).stream, tail, 0));
   return DISTRT_OK;
 }
 

@@ -292,3 +292,12 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Only an all-reduce has a started form in the runtime.
+func.func @async_not_a_collective(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{emit.async is a unit attribute of dist.all_reduce}}
+  %s = graph.unary exp %x {emit.async} : (tensor<4xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}

@@ -9,9 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -441,6 +444,370 @@ TEST_F(CommTest, RingAllReduceOfUnevenBlocksIsBitIdentical) {
     want += std::sin(float(12345) * 0.37f + float(r)) * 1e3f +
             1e-3f * float(12345);
   EXPECT_NEAR(v[12345], want / size, 1e-3);
+}
+
+//===----------------------------------------------------------------------===//
+// Started all-reduces (distrt_all_reduce_start, distrt_wait)
+//===----------------------------------------------------------------------===//
+
+/// Values whose sum depends on the order of the reduction, so equal bits
+/// mean the same reduction.
+std::vector<float> roundingValues(size_t n, int32_t rank, float seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = std::sin(float(i) * 0.37f + float(rank) * 1.3f + seed) * 1e3f +
+           1e-3f * float(i % 1000);
+  return v;
+}
+
+TEST_F(CommTest, StartedAllReducesGiveTheBlockingCallsBits) {
+  // Sum in place, mean out of place, a large mean in place (4 MB), and an
+  // integer max out of place: the blocking call on copies first, then the
+  // same started together, with local work in between, waited in order.
+  std::vector<float> a = roundingValues(37, rank, 0.f);
+  std::vector<float> b = roundingValues(1000, rank, 1.f);
+  std::vector<float> bOut(b.size(), -1.f);
+  std::vector<float> big = roundingValues((size_t(1) << 20) + 3, rank, 2.f);
+  std::vector<int32_t> ints = {rank, -rank, 7};
+  int64_t nInts = 3;
+  std::vector<int32_t> intsOut(3, -1);
+
+  std::vector<float> wantA = a, wantB(b.size()), wantBig = big;
+  std::vector<int32_t> wantInts(3);
+  distrt_tensor twa = f32(wantA), tb = f32(b), twb = f32(wantB),
+                twbig = f32(wantBig);
+  distrt_tensor ti = distrt_make_tensor(ints.data(), DISTRT_I32, 1, &nInts);
+  distrt_tensor twi =
+      distrt_make_tensor(wantInts.data(), DISTRT_I32, 1, &nInts);
+  ASSERT_EQ(distrt_all_reduce(comm, &twa, nullptr, DISTRT_REDUCE_SUM),
+            DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_all_reduce(comm, &tb, &twb, DISTRT_REDUCE_MEAN), DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_all_reduce(comm, &twbig, &twbig, DISTRT_REDUCE_MEAN),
+            DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_all_reduce(comm, &ti, &twi, DISTRT_REDUCE_MAX), DISTRT_OK)
+      << error();
+
+  distrt_tensor ta = f32(a), tbo = f32(bOut), tbig = f32(big);
+  distrt_tensor tio = distrt_make_tensor(intsOut.data(), DISTRT_I32, 1, &nInts);
+  distrt_request *ra = nullptr, *rb = nullptr, *rbig = nullptr, *ri = nullptr;
+  ASSERT_EQ(distrt_all_reduce_start(comm, &ta, nullptr, DISTRT_REDUCE_SUM, &ra),
+            DISTRT_OK)
+      << error();
+  ASSERT_NE(ra, nullptr);
+  ASSERT_EQ(distrt_all_reduce_start(comm, &tb, &tbo, DISTRT_REDUCE_MEAN, &rb),
+            DISTRT_OK)
+      << error();
+  // Local work while the collectives run (the descriptors may go).
+  double local = 0;
+  for (int k = 0; k < 200000; ++k)
+    local += std::sqrt(double(k));
+  ASSERT_EQ(
+      distrt_all_reduce_start(comm, &tbig, &tbig, DISTRT_REDUCE_MEAN, &rbig),
+      DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_all_reduce_start(comm, &ti, &tio, DISTRT_REDUCE_MAX, &ri),
+            DISTRT_OK)
+      << error();
+  for (int k = 0; k < 200000; ++k)
+    local += std::cbrt(double(k));
+  EXPECT_GT(local, 0.0);
+  EXPECT_EQ(distrt_wait(ra), DISTRT_OK) << error();
+  EXPECT_EQ(distrt_wait(rb), DISTRT_OK) << error();
+  EXPECT_EQ(distrt_wait(rbig), DISTRT_OK) << error();
+  EXPECT_EQ(distrt_wait(ri), DISTRT_OK) << error();
+  EXPECT_EQ(std::memcmp(a.data(), wantA.data(), a.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(bOut.data(), wantB.data(), b.size() * sizeof(float)),
+            0);
+  EXPECT_EQ(std::memcmp(big.data(), wantBig.data(), big.size() * sizeof(float)),
+            0);
+  EXPECT_EQ(intsOut, wantInts);
+  EXPECT_EQ(intsOut, (std::vector<int32_t>{size - 1, 0, 7}));
+  EXPECT_EQ(ints, (std::vector<int32_t>{rank, -rank, 7}));
+  EXPECT_EQ(b, roundingValues(1000, rank, 1.f)) << "the input was written";
+}
+
+TEST_F(CommTest, BlockingCollectivesRunAfterTheStartedOnes) {
+  // Each blocking collective is called while a started all-reduce is
+  // pending: both give their answers, in the order every rank issued them.
+  std::vector<float> pending(1000, float(rank + 1));
+  distrt_tensor tp = f32(pending);
+  float ranks = float(size * (size + 1) / 2);
+  distrt_request *r = nullptr;
+  ASSERT_EQ(distrt_all_reduce_start(comm, &tp, nullptr, DISTRT_REDUCE_SUM, &r),
+            DISTRT_OK)
+      << error();
+  std::vector<float> now(5, float(rank));
+  distrt_tensor tn = f32(now);
+  ASSERT_EQ(distrt_all_reduce(comm, &tn, nullptr, DISTRT_REDUCE_MAX), DISTRT_OK)
+      << error();
+  EXPECT_EQ(now, std::vector<float>(5, float(size - 1)));
+  ASSERT_EQ(distrt_wait(r), DISTRT_OK) << error();
+  EXPECT_EQ(pending, std::vector<float>(1000, ranks));
+
+  // In place over the same data: the blocking call sees the started one's
+  // result.
+  std::vector<float> v(300, 1.f);
+  distrt_tensor tv = f32(v);
+  ASSERT_EQ(distrt_all_reduce_start(comm, &tv, nullptr, DISTRT_REDUCE_SUM, &r),
+            DISTRT_OK)
+      << error();
+  std::vector<float> root = {float(rank)};
+  distrt_tensor tr = f32(root);
+  ASSERT_EQ(distrt_broadcast(comm, &tr, size - 1), DISTRT_OK) << error();
+  EXPECT_EQ(root[0], float(size - 1));
+  ASSERT_EQ(distrt_barrier(comm), DISTRT_OK) << error();
+  ASSERT_EQ(distrt_wait(r), DISTRT_OK) << error();
+  EXPECT_EQ(v, std::vector<float>(300, float(size)));
+
+  // Started, started, blocking, waited in reverse.
+  std::vector<float> x(10, 1.f), y(10, 2.f), z(10, 3.f);
+  distrt_tensor tx = f32(x), ty = f32(y), tz = f32(z);
+  distrt_request *rx = nullptr, *ry = nullptr;
+  ASSERT_EQ(distrt_all_reduce_start(comm, &tx, nullptr, DISTRT_REDUCE_SUM, &rx),
+            DISTRT_OK);
+  ASSERT_EQ(
+      distrt_all_reduce_start(comm, &ty, nullptr, DISTRT_REDUCE_MEAN, &ry),
+      DISTRT_OK);
+  ASSERT_EQ(distrt_all_reduce(comm, &tz, nullptr, DISTRT_REDUCE_SUM), DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_wait(ry), DISTRT_OK) << error();
+  ASSERT_EQ(distrt_wait(rx), DISTRT_OK) << error();
+  EXPECT_EQ(x, std::vector<float>(10, float(size)));
+  EXPECT_EQ(y, std::vector<float>(10, 2.f));
+  EXPECT_EQ(z, std::vector<float>(10, 3.f * float(size)));
+}
+
+TEST_F(CommTest, SendRecvWhileAnAllReduceIsPending) {
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  // A large ring all-reduce in flight on the worker while ranks 0 and 1
+  // exchange messages on the caller's thread.
+  std::vector<float> grads((size_t(1) << 20) + 7, float(rank + 1));
+  distrt_tensor tg = f32(grads);
+  distrt_request *r = nullptr;
+  ASSERT_EQ(distrt_all_reduce_start(comm, &tg, nullptr, DISTRT_REDUCE_SUM, &r),
+            DISTRT_OK)
+      << error();
+  std::vector<float> msg(100);
+  distrt_tensor tm = f32(msg);
+  for (int round = 0; round < 5; ++round) {
+    if (rank == 0) {
+      for (size_t i = 0; i < msg.size(); ++i)
+        msg[i] = float(round * 1000 + (int)i);
+      ASSERT_EQ(distrt_send(comm, &tm, 1, round), DISTRT_OK) << error();
+      ASSERT_EQ(distrt_recv(comm, &tm, 1, round), DISTRT_OK) << error();
+      EXPECT_EQ(msg[99], -float(round * 1000 + 99));
+    } else if (rank == 1) {
+      ASSERT_EQ(distrt_recv(comm, &tm, 0, round), DISTRT_OK) << error();
+      EXPECT_EQ(msg[99], float(round * 1000 + 99));
+      for (float &m : msg)
+        m = -m;
+      ASSERT_EQ(distrt_send(comm, &tm, 0, round), DISTRT_OK) << error();
+    }
+  }
+  ASSERT_EQ(distrt_wait(r), DISTRT_OK) << error();
+  EXPECT_EQ(grads,
+            std::vector<float>(grads.size(), float(size * (size + 1) / 2)));
+}
+
+TEST_F(CommTest, StartArgumentErrorsFailAtOnce) {
+  std::vector<float> a(4), b(3);
+  distrt_tensor ta = f32(a), tb = f32(b);
+  distrt_request *r = reinterpret_cast<distrt_request *>(&a);
+  EXPECT_EQ(
+      distrt_all_reduce_start(comm, &ta, nullptr, DISTRT_REDUCE_SUM, nullptr),
+      DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("distrt_all_reduce_start: argument 'request' is NULL"),
+            std::string::npos)
+      << error();
+  EXPECT_EQ(distrt_all_reduce_start(comm, &ta, &tb, DISTRT_REDUCE_SUM, &r),
+            DISTRT_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(error().find("distrt_all_reduce_start: output is f32 [3] but "
+                         "input is f32 [4]"),
+            std::string::npos)
+      << error();
+  EXPECT_EQ(r, nullptr);
+  std::vector<int32_t> ints(4);
+  int64_t n = 4;
+  distrt_tensor ti = distrt_make_tensor(ints.data(), DISTRT_I32, 1, &n);
+  EXPECT_EQ(distrt_all_reduce_start(comm, &ti, nullptr, DISTRT_REDUCE_MEAN, &r),
+            DISTRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(error().find("mean of i32"), std::string::npos) << error();
+  EXPECT_EQ(
+      distrt_all_reduce_start(nullptr, &ta, nullptr, DISTRT_REDUCE_SUM, &r),
+      DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(distrt_last_error(nullptr)).find("distrt_comm_create"),
+            std::string::npos);
+  EXPECT_EQ(distrt_wait(nullptr), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(distrt_last_error(nullptr))
+                .find("distrt_wait: request is NULL"),
+            std::string::npos)
+      << distrt_last_error(nullptr);
+  // No collective was issued: the communicator still agrees across ranks.
+  std::vector<float> w = {1.f};
+  distrt_tensor tw = f32(w);
+  ASSERT_EQ(distrt_all_reduce(comm, &tw, nullptr, DISTRT_REDUCE_SUM), DISTRT_OK)
+      << error();
+  EXPECT_EQ(w[0], float(size));
+}
+
+TEST_F(CommTest, StartedMismatchFailsAtWaitOnEveryRank) {
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  // Rank 0 starts 4 elements, the others 5; a good one is started behind
+  // it and still runs.
+  std::vector<float> v(rank == 0 ? 4 : 5, 1.f), w = {1.f};
+  distrt_tensor t = f32(v), tw = f32(w);
+  distrt_request *bad = nullptr, *good = nullptr;
+  ASSERT_EQ(distrt_all_reduce_start(comm, &t, nullptr, DISTRT_REDUCE_SUM, &bad),
+            DISTRT_OK)
+      << error();
+  ASSERT_EQ(
+      distrt_all_reduce_start(comm, &tw, nullptr, DISTRT_REDUCE_SUM, &good),
+      DISTRT_OK)
+      << error();
+  EXPECT_EQ(distrt_wait(bad), DISTRT_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(error().find("distrt_all_reduce_start: mismatched arguments "
+                         "across ranks"),
+            std::string::npos)
+      << error();
+  EXPECT_NE(std::string(distrt_last_error(nullptr))
+                .find("mismatched arguments across ranks"),
+            std::string::npos);
+  EXPECT_EQ(v[0], 1.f);
+  EXPECT_EQ(distrt_wait(good), DISTRT_OK) << error();
+  EXPECT_EQ(w[0], float(size));
+}
+
+TEST_F(CommTest, StartedTimeoutIsReportedByWaitOnly) {
+  if (size == 1)
+    GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
+  // A group of ranks 0 and 1 where rank 1 never joins rank 0's all-reduce:
+  // the worker gives up after the timeout, leaves the context alone, and
+  // distrt_wait names the silent peer.
+  int32_t pair[2] = {0, 1};
+  distrt_comm *g = nullptr;
+  if (rank <= 1) {
+    ASSERT_EQ(distrt_comm_group(comm, pair, 2, &g), DISTRT_OK) << error();
+    ASSERT_EQ(distrt_comm_set_timeout(g, 0.2), DISTRT_OK);
+  }
+  if (rank == 0) {
+    std::vector<float> v(8, 1.f);
+    distrt_tensor t = f32(v);
+    distrt_request *r = nullptr;
+    EXPECT_EQ(distrt_all_reduce(nullptr, &t, nullptr, DISTRT_REDUCE_SUM),
+              DISTRT_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ(distrt_comm_set_timeout(comm, -1), DISTRT_ERROR_INVALID_ARGUMENT);
+    std::string before = error();
+    ASSERT_EQ(distrt_all_reduce_start(g, &t, nullptr, DISTRT_REDUCE_SUM, &r),
+              DISTRT_OK)
+        << error();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(error(), before) << "the worker wrote the context";
+    EXPECT_EQ(distrt_wait(r), DISTRT_ERROR_TIMEOUT);
+    EXPECT_NE(error().find("distrt_all_reduce_start: rank 0 waited 0.2 s for"),
+              std::string::npos)
+        << error();
+    EXPECT_NE(error().find("rank(s) of its group"), std::string::npos)
+        << error();
+  }
+  if (g) {
+    EXPECT_EQ(distrt_comm_destroy(g), DISTRT_OK);
+  }
+  ASSERT_EQ(distrt_barrier(comm), DISTRT_OK) << error();
+}
+
+TEST_F(CommTest, StartedAllReducesOnAGroupAndTheWorld) {
+  // Ranks of the same parity form a group: an all-reduce started on it
+  // and one on the world run side by side; destroying the group completes
+  // its pending one, whose request is still waited.
+  std::vector<int32_t> members;
+  for (int32_t r = 0; r < size; ++r)
+    if (r % 2 == rank % 2)
+      members.push_back(r);
+  distrt_comm *g = nullptr;
+  ASSERT_EQ(
+      distrt_comm_group(comm, members.data(), (int32_t)members.size(), &g),
+      DISTRT_OK)
+      << error();
+  std::vector<float> gv(5000, float(rank + 1)), wv(5000, 1.f),
+      gv2(70, float(rank));
+  distrt_tensor tg = f32(gv), tw = f32(wv), tg2 = f32(gv2);
+  distrt_request *rg = nullptr, *rw = nullptr, *rg2 = nullptr;
+  ASSERT_EQ(distrt_all_reduce_start(g, &tg, nullptr, DISTRT_REDUCE_SUM, &rg),
+            DISTRT_OK)
+      << error();
+  ASSERT_EQ(
+      distrt_all_reduce_start(comm, &tw, nullptr, DISTRT_REDUCE_MEAN, &rw),
+      DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_all_reduce_start(g, &tg2, nullptr, DISTRT_REDUCE_MAX, &rg2),
+            DISTRT_OK)
+      << error();
+  EXPECT_EQ(distrt_wait(rg), DISTRT_OK) << error();
+  EXPECT_EQ(distrt_comm_destroy(g), DISTRT_OK);
+  EXPECT_EQ(distrt_wait(rg2), DISTRT_OK) << error();
+  EXPECT_EQ(distrt_wait(rw), DISTRT_OK) << error();
+  float want = 0;
+  for (int32_t r : members)
+    want += float(r + 1);
+  EXPECT_EQ(gv, std::vector<float>(5000, want));
+  EXPECT_EQ(gv2, std::vector<float>(70, float(members.back())));
+  EXPECT_EQ(wv, std::vector<float>(5000, 1.f));
+}
+
+TEST_F(CommTest, WithoutAWorkerStartedAllReducesRunWhenWaitedFor) {
+  // distrt_comm_set_overlap(comm, 0): nothing runs until a wait needs it
+  // (the waited one alone) or a blocking collective or a change of the
+  // setting does (every pending one, first started first).
+  ASSERT_EQ(distrt_comm_set_overlap(comm, 0), DISTRT_OK) << error();
+  std::vector<float> x(10, 1.f), y(4000, float(rank)), z(3, 2.f);
+  distrt_tensor tx = f32(x), ty = f32(y), tz = f32(z);
+  distrt_request *rx = nullptr, *ry = nullptr, *rz = nullptr;
+  ASSERT_EQ(distrt_all_reduce_start(comm, &tx, nullptr, DISTRT_REDUCE_SUM, &rx),
+            DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_all_reduce_start(comm, &ty, nullptr, DISTRT_REDUCE_MAX, &ry),
+            DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_wait(ry), DISTRT_OK) << error();
+  EXPECT_EQ(y, std::vector<float>(4000, float(size - 1)));
+  ASSERT_EQ(
+      distrt_all_reduce_start(comm, &tz, nullptr, DISTRT_REDUCE_MEAN, &rz),
+      DISTRT_OK)
+      << error();
+  // Back to the worker: completes the pending one first.
+  ASSERT_EQ(distrt_comm_set_overlap(comm, 1), DISTRT_OK) << error();
+  EXPECT_EQ(z, std::vector<float>(3, 2.f));
+  EXPECT_EQ(distrt_wait(rz), DISTRT_OK) << error();
+  EXPECT_EQ(distrt_wait(rx), DISTRT_OK) << error();
+  EXPECT_EQ(x, std::vector<float>(10, float(size)));
+
+  EXPECT_EQ(distrt_comm_set_overlap(comm, 2), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("thread is 2; pass 1"), std::string::npos) << error();
+  EXPECT_NE(distrt_comm_set_overlap(nullptr, 0), DISTRT_OK);
+}
+
+TEST(CommEnvTest, ABadCommThreadSettingIsAnError) {
+  distrt_context *ctx = nullptr;
+  ASSERT_EQ(distrt_context_create(DISTRT_BACKEND_CPU, 0, &ctx), DISTRT_OK);
+  const char *old = std::getenv("DISTRT_COMM_THREAD");
+  std::string saved = old ? old : "";
+  setenv("DISTRT_COMM_THREAD", "yes", 1);
+  distrt_comm *comm = nullptr;
+  EXPECT_EQ(distrt_comm_create(ctx, &comm), DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(distrt_last_error(ctx))
+                .find("DISTRT_COMM_THREAD='yes' is neither 0"),
+            std::string::npos)
+      << distrt_last_error(ctx);
+  if (old)
+    setenv("DISTRT_COMM_THREAD", saved.c_str(), 1);
+  else
+    unsetenv("DISTRT_COMM_THREAD");
+  distrt_context_destroy(ctx);
 }
 
 } // namespace

@@ -594,6 +594,17 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     distrt_context_destroy(P.ctx);
     return 1;
   }
+  // Started all-reduces overlap the compute on a worker thread where a
+  // core is free for it, else run where they are waited for (unless
+  // DISTRT_COMM_THREAD says).
+  if (model->collectives && !getenv("DISTRT_COMM_THREAD") &&
+      distrt_comm_set_overlap(P.comm, coreForCommThread((int)threads)) !=
+          DISTRT_OK) {
+    fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));
+    distrt_comm_destroy(P.comm);
+    distrt_context_destroy(P.ctx);
+    return 1;
+  }
   if (model->collectives && timeout >= 0 &&
       distrt_comm_set_timeout(P.comm, (double)timeout) != DISTRT_OK) {
     fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));

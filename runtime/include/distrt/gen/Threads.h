@@ -63,6 +63,36 @@ inline bool teamHasIdleCores(char **argv) {
 #endif
 }
 
+/// Whether this process has a core its OpenMP team of `team` threads (0:
+/// the default team) leaves free for its communicator's worker thread, on
+/// which started all-reduces overlap the compute; on a core the team uses,
+/// the worker takes its time instead (a 2-core machine with 2 ranks of 1
+/// thread: docs/benchmarks.md). The cores are those it may run on, shared
+/// with the job's other ranks on this machine when that is every core
+/// (unbound ranks: OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or
+/// LOCAL_WORLD_SIZE).
+inline bool coreForCommThread(int team) {
+#ifdef _OPENMP
+  if (team <= 0)
+    team = omp_get_max_threads();
+  int cpus = omp_get_num_procs();
+#else
+  team = 1;
+  int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  int local = 1;
+  for (const char *var :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE"})
+    if (const char *v = getenv(var); v && atoi(v) > 0) {
+      local = atoi(v);
+      break;
+    }
+  if (cpus >= online)
+    cpus /= local;
+  return cpus >= team + 1;
+}
+
 /// How CPU programs wait at OpenMP barriers, unless the environment chooses
 /// (OMP_WAIT_POLICY, GOMP_SPINCOUNT). When the team has idle cores
 /// (teamHasIdleCores), libgomp's default: spin up to 300000 times, then
