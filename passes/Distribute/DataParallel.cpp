@@ -117,6 +117,120 @@ LogicalResult shardAccumulators(func::FuncOp func, ArrayRef<int64_t> group,
   return success();
 }
 
+/// All-reduces (mean over the world) the gradient operands \p grads right
+/// after the op that makes each, in buckets: in the order they are made,
+/// gradients of one element type join a bucket while it stays within
+/// \p bucketBytes (one at least that large is reduced alone; 0: all
+/// alone). A bucket of several is one all-reduce of their flattened
+/// concatenation, right after its last member is made; each update reads
+/// its gradient back through a slice right before it. PyTorch DDP's
+/// buckets: fewer collectives (a bias alone pays a collective's latency),
+/// each started as soon as its gradients are ready.
+void reduceInBuckets(OpBuilder &b, ArrayRef<OpOperand *> grads,
+                     int64_t bucketBytes, StringRef phase) {
+  if (grads.empty())
+    return;
+  Block *block = grads.front()->getOwner()->getBlock();
+  SmallVector<Value> made;
+  DenseMap<Value, SmallVector<OpOperand *>> readers;
+  for (OpOperand *g : grads) {
+    if (!readers.count(g->get()))
+      made.push_back(g->get());
+    readers[g->get()].push_back(g);
+  }
+  // Made order: arguments first, then by their ops' order.
+  auto rank = [](Value v) -> std::pair<Operation *, unsigned> {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return {nullptr, arg.getArgNumber()};
+    return {v.getDefiningOp(), cast<OpResult>(v).getResultNumber()};
+  };
+  llvm::stable_sort(made, [&](Value x, Value y) {
+    auto [ox, kx] = rank(x);
+    auto [oy, ky] = rank(y);
+    if (ox != oy)
+      return !ox || (oy && ox->isBeforeInBlock(oy));
+    return kx < ky;
+  });
+  auto bytesOf = [](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
+  };
+  SmallVector<SmallVector<Value>> buckets;
+  int64_t filled = 0;
+  for (Value g : made) {
+    int64_t n = bytesOf(g);
+    bool joins =
+        !buckets.empty() && n < bucketBytes && filled + n <= bucketBytes &&
+        getElementTypeOrSelf(buckets.back().front()) == getElementTypeOrSelf(g);
+    if (!joins) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(g);
+    filled += n;
+  }
+  auto tag = [&](Operation *op, StringRef p) {
+    op->setAttr("graph.phase", b.getStringAttr(p));
+    return op->getResult(0);
+  };
+  MLIRContext *ctx = b.getContext();
+  for (ArrayRef<Value> bucket : buckets) {
+    Value last = bucket.back();
+    if (isa<BlockArgument>(last))
+      b.setInsertionPointToStart(block);
+    else
+      b.setInsertionPointAfter(last.getDefiningOp());
+    Location loc = last.getLoc();
+    auto reduce = [&](Value v) {
+      auto op = dist::AllReduceOp::create(
+          b, loc, v.getType(), v,
+          dist::ReductionKindAttr::get(ctx, dist::ReductionKind::mean),
+          b.getDenseI64ArrayAttr({}));
+      return tag(op, phase);
+    };
+    if (bucket.size() == 1) {
+      Value r = reduce(last);
+      for (OpOperand *use : readers[last])
+        use->set(r);
+      continue;
+    }
+    Type elem = getElementTypeOrSelf(last);
+    auto flat = [&](int64_t n) { return RankedTensorType::get({n}, elem); };
+    SmallVector<Value> parts;
+    int64_t total = 0;
+    for (Value g : bucket) {
+      int64_t n = cast<RankedTensorType>(g.getType()).getNumElements();
+      parts.push_back(
+          cast<RankedTensorType>(g.getType()).getRank() == 1
+              ? g
+              : tag(graph::ReshapeOp::create(b, loc, flat(n), g), phase));
+      total += n;
+    }
+    Value all = reduce(tag(graph::ConcatOp::create(b, loc, flat(total), parts,
+                                                   b.getI64IntegerAttr(0)),
+                           phase));
+    int64_t offset = 0;
+    for (Value g : bucket) {
+      auto t = cast<RankedTensorType>(g.getType());
+      int64_t n = t.getNumElements();
+      for (OpOperand *use : readers[g]) {
+        b.setInsertionPoint(use->getOwner());
+        Location at = use->getOwner()->getLoc();
+        Value part =
+            tag(graph::SliceOp::create(
+                    b, at, flat(n), all, b.getDenseI64ArrayAttr({offset}),
+                    b.getDenseI64ArrayAttr({offset + n}),
+                    b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({1})),
+                "optimizer");
+        if (t.getRank() != 1)
+          part = tag(graph::ReshapeOp::create(b, at, t, part), "optimizer");
+        use->set(part);
+      }
+      offset += n;
+    }
+  }
+}
+
 /// @train_apply under ZeRO-2 and 3: the gradient \p grad of \p update is
 /// an accumulator that @train_microbatch holds as this rank's block (read
 /// directly, or through the mixed-precision graph.unscale): read it as that
@@ -151,11 +265,13 @@ LogicalResult readAccumulatorBlock(Operation *update, OpOperand &grad,
 /// gradient where the update reads it; ZeRO-2 (stage >= 2) right after
 /// the backward computed it, so the whole gradient dies there and only the
 /// shard lives on to the optimizer; ZeRO-3 (stage 3) shards the weights.
-/// Without ZeRO and with \p overlap (the plan's grad_overlap) a gradient is
-/// all-reduced right after the op that made it, so its reduction can run
-/// under the rest of the backward.
+/// Without ZeRO and with \p overlap (the plan's grad_overlap) gradients are
+/// all-reduced right after the ops that made them, in buckets of up to
+/// \p bucketBytes (reduceInBuckets), so their reduction can run under the
+/// rest of the backward.
 LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
-                              int64_t stage, bool overlap) {
+                              int64_t stage, bool overlap,
+                              int64_t bucketBytes) {
   bool shardEarly = stage >= 2;
   // @train_apply under ZeRO-2 and 3: the accumulators already are blocks
   // (shardAccumulators).
@@ -181,6 +297,7 @@ LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
     if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op))
       updates.push_back(op);
   });
+  SmallVector<OpOperand *> early;
   for (Operation *op : updates) {
     // Operand 1 of both updates is the gradient.
     OpOperand &grad = op->getOpOperand(1);
@@ -202,20 +319,17 @@ LogicalResult reduceGradients(func::FuncOp func, ArrayRef<int64_t> zeroGroup,
                                    /*paramIsShard=*/stage >= 3)))
         return failure();
     } else if (!isReduced(grad.get())) {
-      // With overlap, right after the backward made the gradient, where
-      // the printer starts it while the rest of the backward runs
+      // With overlap, in buckets right after the backward made them, where
+      // the printer starts them while the rest of the backward runs
       // (emit.async); else before the update.
-      Value g = grad.get();
-      Operation *at = op;
-      Block *block = op->getBlock();
-      if (overlap && g.getParentBlock() == block)
-        at = isa<BlockArgument>(g) ? &block->front()
-                                   : g.getDefiningOp()->getNextNode();
-      grad.set(
-          reduceBefore(b, at, g, dist::ReductionKind::mean,
-                       overlap && !accumulated ? "backward" : "optimizer"));
+      if (overlap && grad.get().getParentBlock() == op->getBlock())
+        early.push_back(&grad);
+      else
+        grad.set(reduceBefore(b, op, grad.get(), dist::ReductionKind::mean));
     }
   }
+  reduceInBuckets(b, early, bucketBytes,
+                  accumulated ? "optimizer" : "backward");
   return success();
 }
 
@@ -380,7 +494,8 @@ struct DataParallelPass
         return signalPassFailure();
       }
       if (role != "microbatch" &&
-          failed(reduceGradients(f, zeroGroup, zero->stage, overlap)))
+          failed(
+              reduceGradients(f, zeroGroup, zero->stage, overlap, bucketBytes)))
         return signalPassFailure();
       if (role == "microbatch" && zero->stage >= 2 &&
           failed(shardAccumulators(f, zeroGroup, zero->stage)))

@@ -78,8 +78,12 @@ def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
       becomes `dist.all_reduce mean over world` of it, inserted right after
       the op that made the gradient (`graph.phase = "backward"`), where the
       printer starts it so it runs under the rest of the backward
-      (`emit.async`); with a module plan of `grad_overlap=0`
-      (`overlap_grad_sync = false`), right before the update. In
+      (`emit.async`). Gradients made one after another share one
+      all-reduce of their flattened concatenation up to `bucket-bytes` (4
+      MiB; PyTorch DDP's buckets), placed after the last of them, and each
+      update reads its part back through a slice. With a module plan of
+      `grad_overlap=0` (`overlap_grad_sync = false`), one all-reduce per
+      gradient right before its update. In
       `@train_apply` with accumulation ranks exchange the accumulated
       gradient once per step;
     - a mixed-precision overflow flag (the updates' `skip`) is reduced with
@@ -135,7 +139,11 @@ def DataParallelPass : Pass<"dist-data-parallel", "mlir::ModuleOp"> {
            "plan's (0 without one)">,
     Option<"replicas", "dp", "unsigned", "0",
            "Data-parallel replicas ZeRO shards over (the ranks the program "
-           "runs on); 0: the module plan's dp">
+           "runs on); 0: the module plan's dp">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
+           "With grad_overlap: gradients made one after another are "
+           "all-reduced together up to this many bytes (one larger is "
+           "reduced alone; 0: every gradient alone)">
   ];
   let dependentDialects = ["distopt::dist::DistDialect",
                            "distopt::graph::GraphDialect"];
