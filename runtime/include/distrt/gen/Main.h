@@ -596,14 +596,20 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   }
   // Started all-reduces overlap the compute on a worker thread where a
   // core is free for it, else run where they are waited for (unless
-  // DISTRT_COMM_THREAD says).
-  if (model->collectives && !getenv("DISTRT_COMM_THREAD") &&
-      distrt_comm_set_overlap(P.comm, coreForCommThread((int)threads)) !=
-          DISTRT_OK) {
-    fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));
-    distrt_comm_destroy(P.comm);
-    distrt_context_destroy(P.ctx);
-    return 1;
+  // DISTRT_COMM_THREAD says); --time says which.
+  const char *commNote = nullptr;
+  if (model->collectives) {
+    const char *env = getenv("DISTRT_COMM_THREAD");
+    bool thread = env ? !strcmp(env, "1") : coreForCommThread((int)threads);
+    if (!env && distrt_comm_set_overlap(P.comm, thread) != DISTRT_OK) {
+      fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));
+      distrt_comm_destroy(P.comm);
+      distrt_context_destroy(P.ctx);
+      return 1;
+    }
+    if (!strcmp(distrt_comm_backend(P.comm), "mpi"))
+      commNote = thread ? "started all-reduces on a worker thread"
+                        : "started all-reduces run when waited for";
   }
   if (model->collectives && timeout >= 0 &&
       distrt_comm_set_timeout(P.comm, (double)timeout) != DISTRT_OK) {
@@ -698,7 +704,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
   if (!rc && timing && root)
-    timer.print(printSteps ? "step" : "run", model->name, threadCount());
+    timer.print(printSteps ? "step" : "run", model->name, threadCount(),
+                commNote);
   if (!rc && profile && pipeline && world > 1 && !P.device) {
     // Each rank runs its own stages: rank 0 prints every rank's report, in
     // rank order (mpirun forwards each rank's stderr on its own, so reports

@@ -154,10 +154,11 @@ struct RunTimer {
   }
   /// "time: 20 run(s) of model m on 2 thread(s), spinning waits: mean
   /// 3.1 ms, min 3.0 ms; the first (it loads the weights) 9.2 ms" (the wait
-  /// policy: waitPolicyNote). Later runs reuse the
-  /// weights the first loaded, so mean and min leave it out when there are
-  /// others.
-  void print(const char *what, const char *model, int threads) const {
+  /// policy: waitPolicyNote; `note`, when given, follows it). Later runs
+  /// reuse the weights the first loaded, so mean and min leave it out when
+  /// there are others.
+  void print(const char *what, const char *model, int threads,
+             const char *note = nullptr) const {
     if (ms.empty())
       return;
     size_t from = ms.size() > 1 ? 1 : 0;
@@ -166,10 +167,10 @@ struct RunTimer {
       sum += ms[i];
       min = ms[i] < min ? ms[i] : min;
     }
-    printf("time: %zu %s(s) of model %s on %d thread(s), %s: mean %.3f ms, "
-           "min %.3f ms",
-           ms.size(), what, model, threads, waitPolicyNote(),
-           sum / (double)(ms.size() - from), min);
+    printf("time: %zu %s(s) of model %s on %d thread(s), %s%s%s: mean "
+           "%.3f ms, min %.3f ms",
+           ms.size(), what, model, threads, waitPolicyNote(), note ? ", " : "",
+           note ? note : "", sum / (double)(ms.size() - from), min);
     if (from)
       printf(" (%ss 2..%zu); the first (it loads the weights) %.3f ms",
              what, ms.size(), ms[0]);
