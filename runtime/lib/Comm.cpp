@@ -725,6 +725,7 @@ extern "C" distrt_status distrt_comm_set_overlap(distrt_comm *comm,
                            "all-reduces) or 0 (they run when waited for)"));
   // The started ones complete under the old setting; the queue is made
   // again, with or without its worker, by the next start.
+  DISTRT_TRY(afterStarted(comm));
   if (comm->overlapThread != (thread == 1))
     stopWorker(comm);
   comm->overlapThread = thread == 1;

@@ -779,6 +779,16 @@ TEST_F(CommTest, WithoutAWorkerStartedAllReducesRunWhenWaitedFor) {
       distrt_all_reduce_start(comm, &tz, nullptr, DISTRT_REDUCE_MEAN, &rz),
       DISTRT_OK)
       << error();
+  // The same setting again completes the pending ones too.
+  std::vector<float> w(3, 1.f);
+  distrt_tensor tw = f32(w);
+  distrt_request *rw = nullptr;
+  ASSERT_EQ(distrt_all_reduce_start(comm, &tw, nullptr, DISTRT_REDUCE_SUM, &rw),
+            DISTRT_OK)
+      << error();
+  ASSERT_EQ(distrt_comm_set_overlap(comm, 0), DISTRT_OK) << error();
+  EXPECT_EQ(w, std::vector<float>(3, float(size)));
+  EXPECT_EQ(distrt_wait(rw), DISTRT_OK) << error();
   // Back to the worker: completes the pending one first.
   ASSERT_EQ(distrt_comm_set_overlap(comm, 1), DISTRT_OK) << error();
   EXPECT_EQ(z, std::vector<float>(3, 2.f));
