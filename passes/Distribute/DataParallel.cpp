@@ -50,17 +50,23 @@ StringRef roleOf(func::FuncOp func) {
   return role ? role.getValue() : "";
 }
 
-/// `value` averaged (or combined by `kind`) over every rank, computed right
-/// before `user`.
-Value reduceBefore(OpBuilder &b, Operation *user, Value value,
-                   dist::ReductionKind kind, StringRef phase = "optimizer") {
-  b.setInsertionPoint(user);
+/// `value` averaged (or combined by `kind`) over every rank, computed at
+/// the builder's insertion point.
+Value reduceHere(OpBuilder &b, Location loc, Value value,
+                 dist::ReductionKind kind, StringRef phase) {
   auto op = dist::AllReduceOp::create(
-      b, user->getLoc(), value.getType(), value,
+      b, loc, value.getType(), value,
       dist::ReductionKindAttr::get(b.getContext(), kind),
       b.getDenseI64ArrayAttr({}));
   op->setAttr("graph.phase", b.getStringAttr(phase));
   return op.getResult();
+}
+
+/// reduceHere right before `user`.
+Value reduceBefore(OpBuilder &b, Operation *user, Value value,
+                   dist::ReductionKind kind, StringRef phase = "optimizer") {
+  b.setInsertionPoint(user);
+  return reduceHere(b, user->getLoc(), value, kind, phase);
 }
 
 bool isReduced(Value v) {
@@ -173,7 +179,6 @@ void reduceInBuckets(OpBuilder &b, ArrayRef<OpOperand *> grads,
     op->setAttr("graph.phase", b.getStringAttr(p));
     return op->getResult(0);
   };
-  MLIRContext *ctx = b.getContext();
   for (ArrayRef<Value> bucket : buckets) {
     Value last = bucket.back();
     if (isa<BlockArgument>(last))
@@ -182,11 +187,7 @@ void reduceInBuckets(OpBuilder &b, ArrayRef<OpOperand *> grads,
       b.setInsertionPointAfter(last.getDefiningOp());
     Location loc = last.getLoc();
     auto reduce = [&](Value v) {
-      auto op = dist::AllReduceOp::create(
-          b, loc, v.getType(), v,
-          dist::ReductionKindAttr::get(ctx, dist::ReductionKind::mean),
-          b.getDenseI64ArrayAttr({}));
-      return tag(op, phase);
+      return reduceHere(b, loc, v, dist::ReductionKind::mean, phase);
     };
     if (bucket.size() == 1) {
       Value r = reduce(last);
