@@ -172,8 +172,26 @@ std::vector<RankAction> actionsForRank(const Schedule &s, const Plan &plan,
 /// Most micro-batches whose activations a rank holds at once (F done, B not).
 std::vector<unsigned> maxInFlight(const Schedule &s);
 
+/// What one rank holds at its peak: its static memory and, at the moment
+/// of the peak in the in-order walk of its list, the saved activations of
+/// the micro-batches in flight, the activations kept from B to W (split
+/// backward) and the backward working set (when the peak is in a backward).
+struct PeakMemory {
+  /// Weights, gradients, optimizer state, extra weight versions.
+  cost::MemoryBreakdown fixed;
+  double activations = 0, activationStash = 0, working = 0;
+  /// activations + activationStash + working, as the walk summed them.
+  double dynamicBytes = 0;
+  double total() const { return fixed.staticBytes() + dynamicBytes; }
+};
+
+/// peakMemory's figures, by what holds the bytes.
+std::vector<PeakMemory> peakMemoryParts(const Schedule &s,
+                                        const PipelineCosts &costs);
+
 /// Peak bytes per rank when the action lists run in order: static memory,
-/// activations in flight, W stashes, the backward working set.
+/// activations in flight, W stashes, the backward working set (the totals
+/// of peakMemoryParts).
 std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &costs);
 
 /// Errors for the first rank whose \p peak bytes exceed its device memory

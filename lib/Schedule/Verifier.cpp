@@ -33,11 +33,23 @@ std::vector<unsigned> maxInFlight(const Schedule &s) {
   return out;
 }
 
-std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &c) {
-  std::vector<double> out(s.devices.size(), 0);
+std::vector<PeakMemory> peakMemoryParts(const Schedule &s,
+                                        const PipelineCosts &c) {
+  std::vector<PeakMemory> out(s.devices.size());
   for (unsigned r = 0; r < s.devices.size() && r < c.devices.size(); ++r) {
-    double cur = 0, peak = 0;
+    // cur is what the walk holds; act and stash split it (the split is
+    // kept beside cur, not summed into it, so the total stays the same).
+    double cur = 0, act = 0, stash = 0;
     const double work = c.devices[r].workingBytes;
+    PeakMemory &peak = out[r];
+    auto reach = [&](double bytes, double working) {
+      if (bytes < peak.dynamicBytes)
+        return;
+      peak.dynamicBytes = bytes;
+      peak.activations = act;
+      peak.activationStash = stash;
+      peak.working = working;
+    };
     for (const Action &a : s.devices[r]) {
       if (a.chunk < 0 || static_cast<unsigned>(a.chunk) >= c.chunks)
         continue;
@@ -45,25 +57,37 @@ std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &c) {
       switch (a.kind) {
       case ActionKind::Forward:
         cur += st.activationBytes;
-        peak = std::max(peak, cur);
+        act += st.activationBytes;
+        reach(cur, 0);
         break;
       case ActionKind::Backward:
-        peak = std::max(peak, cur + work);
+        reach(cur + work, work);
         cur -= st.activationBytes;
+        act -= st.activationBytes;
         break;
       case ActionKind::BackwardInput:
-        peak = std::max(peak, cur + work);
+        reach(cur + work, work);
         cur += st.stashBytes - st.activationBytes;
+        act -= st.activationBytes;
+        stash += st.stashBytes;
         break;
       case ActionKind::BackwardWeight:
         cur -= st.stashBytes;
+        stash -= st.stashBytes;
         break;
       default:
         break;
       }
     }
-    out[r] = c.devices[r].staticMemory.staticBytes() + peak;
+    peak.fixed = c.devices[r].staticMemory;
   }
+  return out;
+}
+
+std::vector<double> peakMemory(const Schedule &s, const PipelineCosts &c) {
+  std::vector<double> out;
+  for (const PeakMemory &m : peakMemoryParts(s, c))
+    out.push_back(m.total());
   return out;
 }
 

@@ -63,11 +63,17 @@ struct InferLayout {
   }
 
   /// Weights plus two micro-batches' largest activation of layers [b, e).
-  double bytesOf(unsigned b, unsigned e) const {
+  schedule::PeakMemory memoryOf(unsigned b, unsigned e) const {
     double act = 0;
     for (unsigned l = b; l < e; ++l)
       act = std::max(act, mem.act[l + 1] - mem.act[l]);
-    return mem.paramsOf(cost::LayerRange{b, e}).dense * elem + 2 * p.mbs * act;
+    schedule::PeakMemory m;
+    m.fixed.weights = mem.paramsOf(cost::LayerRange{b, e}).dense * elem;
+    m.activations = m.dynamicBytes = 2 * p.mbs * act;
+    return m;
+  }
+  double bytesOf(unsigned b, unsigned e) const {
+    return memoryOf(b, e).total();
   }
   /// Forward of layers [b, e) on stage j and its boundary message.
   double stageTime(unsigned j, unsigned b, unsigned e) const {
@@ -85,12 +91,15 @@ struct InferLayout {
     Candidate cand;
     double sum = 0, peak = 0;
     cand.sim.result.peakMemoryBytes.assign(plan.pp, 0);
+    cand.sim.result.peakMemoryParts.assign(plan.pp, {});
     for (unsigned j = 0; j < plan.pp; ++j) {
       auto [b, e] = plan.stageLayers(j, n);
       double tj = stageTime(j, b, e);
       sum += tj;
       peak = std::max(peak, tj);
-      cand.sim.result.peakMemoryBytes[j] = bytesOf(b, e);
+      cand.sim.result.peakMemoryParts[j] = memoryOf(b, e);
+      cand.sim.result.peakMemoryBytes[j] =
+          cand.sim.result.peakMemoryParts[j].total();
     }
     cand.latency = sum + (m - 1) * peak;
     cand.streamThroughput = plan.dp * plan.mbs / peak;

@@ -13,31 +13,103 @@ using namespace distopt::schedule;
 
 namespace distopt::sim {
 
-json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
-                       const PipelineCosts &costs, const SimResult &res) {
-  json::Array stages;
+PlanReport planReport(const Plan &plan, const cost::ModelDesc &model,
+                      const PipelineCosts &costs, const SimResult &res) {
+  PlanReport r;
+  r.model = model.name;
+  r.plan = plan;
+  r.matmulDtype =
+      costs.matmulPrecision.empty() ? "model" : costs.matmulPrecision;
   for (unsigned vs = 0; vs < costs.stages.size(); ++vs) {
     const StageCost &st = costs.stages[vs];
-    json::Array devices;
+    StageReport s;
+    s.stage = vs;
+    s.pipelineRank = st.device;
+    s.chunk = st.chunk;
+    s.replicas = plan.replicasOf(st.device);
     for (unsigned d = 0; d < plan.replicasOf(st.device); ++d)
       for (unsigned k = 0; k < plan.cp; ++k)
         for (unsigned t = 0; t < plan.tp; ++t)
-          devices.push_back(plan.globalRank(st.device, d, t, k));
-    json::Object o{{"stage", vs},
-                   {"pipeline_rank", st.device},
-                   {"chunk", st.chunk},
-                   {"replicas", plan.replicasOf(st.device)},
-                   {"devices", std::move(devices)},
-                   {"layers", json::Array{st.layerBegin, st.layerEnd}}};
+          s.devices.push_back(plan.globalRank(st.device, d, t, k));
+    s.layerBegin = st.layerBegin;
+    s.layerEnd = st.layerEnd;
     if (st.layerEnd > st.layerBegin && st.layerEnd <= model.layers.size()) {
       const cost::LayerDesc &first = model.layers[st.layerBegin];
       const cost::LayerDesc &last = model.layers[st.layerEnd - 1];
-      o["layer_names"] = json::Array{first.name, last.name};
+      s.layerNames = {first.name, last.name};
       // The ops the stage runs, first and last in program order.
       if (!first.ops.empty() && !last.ops.empty())
-        o["op_range"] =
-            json::Array{first.ops.front().name, last.ops.back().name};
+        s.opRange = {first.ops.front().name, last.ops.back().name};
     }
+    r.stages.push_back(std::move(s));
+  }
+  for (unsigned l = 0; l < res.peakMemoryBytes.size(); ++l) {
+    ListReport list;
+    list.stage = plan.replicated() ? costs.stageOfList(l) : l;
+    list.replica = plan.replicated() ? l - plan.firstSlot(list.stage) : 0;
+    list.microbatches =
+        l < res.listMicrobatches.size() ? res.listMicrobatches[l] : 0u;
+    if (l < costs.devices.size()) {
+      list.deviceKind = costs.devices[l].deviceName;
+      list.memoryCapacity = costs.devices[l].memoryCapacity;
+    }
+    if (l < res.peakMemoryParts.size())
+      list.memory = res.peakMemoryParts[l];
+    list.peakMemory = res.peakMemoryBytes[l];
+    r.lists.push_back(std::move(list));
+  }
+  // Peak memory per global device: every device of a stage group alike.
+  r.peakMemoryPerDevice.assign(plan.numDevices(), 0);
+  std::vector<double> &perDevice = r.peakMemoryPerDevice;
+  for (unsigned s = 0;
+       s < plan.pp && !plan.replicated() && s < res.peakMemoryBytes.size(); ++s)
+    for (unsigned d = 0; d < plan.dp; ++d)
+      for (unsigned k = 0; k < plan.cp; ++k)
+        for (unsigned t = 0; t < plan.tp; ++t)
+          perDevice[plan.globalRank(s, d, t, k)] = res.peakMemoryBytes[s];
+  // Replicated plans: rank t + tp * slot.
+  for (unsigned l = 0; plan.replicated() && l < res.peakMemoryBytes.size(); ++l)
+    for (unsigned t = 0; t < plan.tp; ++t)
+      if (t + plan.tp * l < perDevice.size())
+        perDevice[t + plan.tp * l] = res.peakMemoryBytes[l];
+  r.maxPeakMemory = res.peakMemoryBytes.empty()
+                        ? 0.0
+                        : *std::max_element(res.peakMemoryBytes.begin(),
+                                            res.peakMemoryBytes.end());
+  r.iterationTime = res.iterationTime;
+  r.samplesPerSecond = res.samplesPerSecond;
+  r.tflopsPerDevice = res.tflopsPerDevice;
+  r.modelTflopsPerDevice = res.modelTflopsPerDevice;
+  r.bubbleFraction = res.bubbleFraction;
+  r.inFlight = res.inFlight;
+  for (unsigned l = 0; l < res.bytesPerLevel.size(); ++l)
+    r.bytesPerLevel.emplace_back(l < res.levelNames.size()
+                                     ? res.levelNames[l]
+                                     : formatv("level{0}", l).str(),
+                                 res.bytesPerLevel[l]);
+  r.steadyState = res.steadyState;
+  r.fitsMemory = res.fitsMemory;
+  r.memoryProblem = res.memoryProblem;
+  return r;
+}
+
+json::Value toJSON(const PlanReport &r) {
+  const Plan &plan = r.plan;
+  json::Array stages;
+  for (const StageReport &s : r.stages) {
+    json::Array devices;
+    for (unsigned d : s.devices)
+      devices.push_back(d);
+    json::Object o{{"stage", s.stage},
+                   {"pipeline_rank", s.pipelineRank},
+                   {"chunk", s.chunk},
+                   {"replicas", s.replicas},
+                   {"devices", std::move(devices)},
+                   {"layers", json::Array{s.layerBegin, s.layerEnd}}};
+    if (s.layerNames)
+      o["layer_names"] = json::Array{s.layerNames->first, s.layerNames->second};
+    if (s.opRange)
+      o["op_range"] = json::Array{s.opRange->first, s.opRange->second};
     stages.push_back(std::move(o));
   }
   json::Object planObj{{"dp", plan.dp},
@@ -56,74 +128,65 @@ json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
                        {"tp_overlap", plan.tpOverlap && plan.tp > 1},
                        {"ag_overlap", plan.overlapParamGather && plan.zero > 0},
                        {"expert_imbalance", plan.expertImbalance},
-                       {"matmul_dtype", costs.matmulPrecision.empty()
-                                            ? std::string("model")
-                                            : costs.matmulPrecision},
+                       {"matmul_dtype", r.matmulDtype},
                        {"fused_attention", plan.fusedAttention},
                        {"optimizer", cost::optimizerName(plan.optimizer)},
                        {"spec", plan.str()},
                        {"stages", std::move(stages)}};
-  // Peak memory per global device: every device of a stage group alike.
-  std::vector<double> perDevice(plan.numDevices(), 0);
-  for (unsigned s = 0; s < plan.pp && !plan.replicated() &&
-                       s < res.peakMemoryBytes.size();
-       ++s)
-    for (unsigned d = 0; d < plan.dp; ++d)
-      for (unsigned k = 0; k < plan.cp; ++k)
-        for (unsigned t = 0; t < plan.tp; ++t)
-          perDevice[plan.globalRank(s, d, t, k)] = res.peakMemoryBytes[s];
-  // Replicated plans: one list per slot, rank t + tp * slot.
-  json::Array slots;
-  for (unsigned l = 0; plan.replicated() && l < res.peakMemoryBytes.size();
-       ++l) {
-    for (unsigned t = 0; t < plan.tp; ++t)
-      if (t + plan.tp * l < perDevice.size())
-        perDevice[t + plan.tp * l] = res.peakMemoryBytes[l];
-    unsigned st = costs.stageOfList(l);
-    slots.push_back(json::Object{
-        {"slot", l},
-        {"stage", st},
-        {"replica", l - plan.firstSlot(st)},
-        {"device", l < costs.devices.size() ? costs.devices[l].deviceName : ""},
-        {"microbatches",
-         l < res.listMicrobatches.size() ? res.listMicrobatches[l] : 0u},
-        {"peak_memory_bytes", res.peakMemoryBytes[l]}});
-  }
   if (plan.replicated()) {
     json::Array reps;
-    for (unsigned r : plan.replicas)
-      reps.push_back(r);
+    for (unsigned rep : plan.replicas)
+      reps.push_back(rep);
+    json::Array slots;
+    for (auto [l, list] : llvm::enumerate(r.lists))
+      slots.push_back(json::Object{{"slot", l},
+                                   {"stage", list.stage},
+                                   {"replica", list.replica},
+                                   {"device", list.deviceKind},
+                                   {"microbatches", list.microbatches},
+                                   {"peak_memory_bytes", list.peakMemory}});
     planObj["replicas"] = std::move(reps);
     planObj["slots"] = std::move(slots);
   }
   json::Array peak;
-  for (double b : perDevice)
+  for (double b : r.peakMemoryPerDevice)
     peak.push_back(b);
+  json::Array parts;
+  for (const ListReport &list : r.lists) {
+    const schedule::PeakMemory &m = list.memory;
+    parts.push_back(json::Object{{"weights", m.fixed.weights},
+                                 {"grads", m.fixed.grads},
+                                 {"optimizer", m.fixed.optimizer},
+                                 {"weight_stash", m.fixed.weightStash},
+                                 {"activations", m.activations},
+                                 {"activation_stash", m.activationStash},
+                                 {"working", m.working}});
+  }
   json::Object links;
-  for (unsigned l = 0; l < res.bytesPerLevel.size(); ++l)
-    links[l < res.levelNames.size() ? res.levelNames[l]
-                                    : formatv("level{0}", l).str()] =
-        res.bytesPerLevel[l];
+  for (const auto &[name, bytes] : r.bytesPerLevel)
+    links[name] = bytes;
   json::Array inFlight;
-  for (unsigned n : res.inFlight)
+  for (unsigned n : r.inFlight)
     inFlight.push_back(n);
-  json::Object estimate{{"iteration_time_s", res.iterationTime},
-                        {"samples_per_s", res.samplesPerSecond},
-                        {"tflops_per_device", res.tflopsPerDevice},
-                        {"model_tflops_per_device", res.modelTflopsPerDevice},
-                        {"bubble_fraction", res.bubbleFraction},
+  json::Object estimate{{"iteration_time_s", r.iterationTime},
+                        {"samples_per_s", r.samplesPerSecond},
+                        {"tflops_per_device", r.tflopsPerDevice},
+                        {"model_tflops_per_device", r.modelTflopsPerDevice},
+                        {"bubble_fraction", r.bubbleFraction},
                         {"peak_memory_bytes", std::move(peak)},
-                        {"max_peak_memory_bytes",
-                         res.peakMemoryBytes.empty()
-                             ? 0.0
-                             : *std::max_element(res.peakMemoryBytes.begin(),
-                                                 res.peakMemoryBytes.end())},
+                        {"peak_memory_parts", std::move(parts)},
+                        {"max_peak_memory_bytes", r.maxPeakMemory},
                         {"in_flight_microbatches", std::move(inFlight)},
                         {"bytes_per_link_level", std::move(links)},
-                        {"steady_state", res.steadyState}};
-  return json::Object{{"model", model.name},
+                        {"steady_state", r.steadyState}};
+  return json::Object{{"model", r.model},
                       {"plan", std::move(planObj)},
                       {"estimate", std::move(estimate)}};
+}
+
+json::Value reportJSON(const Plan &plan, const cost::ModelDesc &model,
+                       const PipelineCosts &costs, const SimResult &res) {
+  return toJSON(planReport(plan, model, costs, res));
 }
 
 void writeReport(const Plan &plan, const cost::ModelDesc &model,

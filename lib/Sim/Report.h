@@ -14,7 +14,69 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace distopt::sim {
+
+/// One virtual stage of a plan, as the reports show it.
+struct StageReport {
+  unsigned stage = 0, pipelineRank = 0, chunk = 0;
+  /// Data-parallel replicas of the stage (dp, or its `replicas` count).
+  unsigned replicas = 1;
+  /// Global ranks of its stage group.
+  std::vector<unsigned> devices;
+  /// Half-open range of ModelDesc layers, and the names of its first and
+  /// last layer and of their first and last op (unset for an empty range).
+  unsigned layerBegin = 0, layerEnd = 0;
+  std::optional<std::pair<std::string, std::string>> layerNames, opRange;
+};
+
+/// One action list of the simulation: a pipeline rank's stage group, or
+/// one slot (replica) of a replicated stage.
+struct ListReport {
+  /// The pipeline stage it runs; its replica index (replicated plans).
+  unsigned stage = 0, replica = 0;
+  /// Micro-batches it runs.
+  unsigned microbatches = 0;
+  std::string deviceKind;
+  double memoryCapacity = 0;
+  /// Its peak memory (each device of it), by what holds it.
+  schedule::PeakMemory memory;
+  double peakMemory = 0;
+};
+
+/// What the reports of a simulated plan show, gathered once from the plan,
+/// its costs and the simulation: the JSON report and the HTML page are both
+/// written from it.
+struct PlanReport {
+  std::string model;
+  schedule::Plan plan;
+  /// "model" or the matmul precision the costs assume ("fp8").
+  std::string matmulDtype;
+  std::vector<StageReport> stages;
+  std::vector<ListReport> lists;
+  /// Peak memory per global device, indexed by rank.
+  std::vector<double> peakMemoryPerDevice;
+  double maxPeakMemory = 0;
+  double iterationTime = 0, samplesPerSecond = 0, tflopsPerDevice = 0,
+         modelTflopsPerDevice = 0, bubbleFraction = 0;
+  std::vector<unsigned> inFlight;
+  /// Bytes per iteration per link level, by the level's name.
+  std::vector<std::pair<std::string, double>> bytesPerLevel;
+  bool steadyState = false, fitsMemory = true;
+  std::string memoryProblem;
+};
+
+/// Gathers the report of \p plan (finalized).
+PlanReport planReport(const schedule::Plan &plan, const cost::ModelDesc &model,
+                      const schedule::PipelineCosts &costs,
+                      const SimResult &result);
+
+/// {"model", "plan": {...}, "estimate": {...}} (docs/report-format.md).
+llvm::json::Value toJSON(const PlanReport &report);
 
 /// {"plan": {...}, "estimate": {...}} for \p plan (finalized).
 llvm::json::Value reportJSON(const schedule::Plan &plan,

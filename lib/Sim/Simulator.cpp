@@ -483,7 +483,9 @@ Expected<SimResult> Engine::run() {
   res.modelTflopsPerDevice = modelFlops / devices / 1e12;
   res.bubbleFraction = bubble / devices;
   res.samplesPerSecond = T > 0 ? c.globalBatch / T : 0;
-  res.peakMemoryBytes = peakMemory(s, c);
+  res.peakMemoryParts = peakMemoryParts(s, c);
+  for (const PeakMemory &m : res.peakMemoryParts)
+    res.peakMemoryBytes.push_back(m.total());
   res.inFlight = maxInFlight(s);
   res.bytesPerLevel = bytes;
   res.levelNames = c.levelNames;

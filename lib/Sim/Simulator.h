@@ -45,6 +45,9 @@ struct SimResult {
   double bubbleFraction = 0;
   std::vector<double> busyTime;        ///< compute busy seconds per list
   std::vector<double> peakMemoryBytes; ///< per list (each device of it)
+  /// The same peaks by what holds them (weights, gradients, optimizer
+  /// state, activations, stashes; schedule::peakMemoryParts).
+  std::vector<schedule::PeakMemory> peakMemoryParts;
   std::vector<unsigned> inFlight;      ///< max micro-batches in flight
   /// Micro-batches each list runs (all of them, or a slot's round-robin
   /// share).

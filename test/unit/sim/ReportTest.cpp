@@ -27,6 +27,37 @@ PlanSimulation simulated() {
       16, cm));
 }
 
+/// The parts of each rank's peak add up to it, and a split backward keeps
+/// activations from B to W (a part of its own).
+TEST(Report, PeakMemoryPartsAddUpToThePeak) {
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::GptConfig g;
+  g.layers = 4;
+  g.hidden = 512;
+  g.heads = 8;
+  g.seqLen = 256;
+  g.vocab = 8000;
+  cost::CostModel cm;
+  PlanSimulation ps =
+      llvm::cantFail(simulatePlan(cost::buildGpt(g), c,
+                                  llvm::cantFail(schedule::parsePlan(
+                                      "dp=2,tp=2,pp=2,schedule=zb-h1,zero=1")),
+                                  16, cm));
+  const SimResult &r = ps.result;
+  ASSERT_EQ(r.peakMemoryParts.size(), r.peakMemoryBytes.size());
+  bool stash = false;
+  for (auto [parts, peak] : llvm::zip(r.peakMemoryParts, r.peakMemoryBytes)) {
+    EXPECT_EQ(parts.total(), peak);
+    EXPECT_NEAR(parts.activations + parts.activationStash + parts.working,
+                parts.dynamicBytes, 1e-9 * peak);
+    EXPECT_GT(parts.fixed.weights, 0);
+    EXPECT_GT(parts.fixed.optimizer, 0);
+    EXPECT_GT(parts.activations, 0);
+    stash |= parts.activationStash > 0;
+  }
+  EXPECT_TRUE(stash);
+}
+
 TEST(Report, JsonHasThePlanAndTheEstimate) {
   PlanSimulation ps = simulated();
   std::string text;
