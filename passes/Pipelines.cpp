@@ -137,6 +137,11 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        &O::trace},
       {"timeline", "dist-timeline", "Draw the schedule as an SVG timeline",
        &O::timeline},
+      {"report-html", "dist-report-html",
+       "Write the plan, its prediction, timeline and memory per stage (and "
+       "a search's runners-up and explanation) as one self-contained HTML "
+       "page",
+       &O::reportHtml},
       {"export", "dist-export",
        "Write the plan as another trainer's configuration: "
        "megatron|torchtitan|deepspeed[:FILE] (dist-export-plan)",
@@ -310,6 +315,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.explain = o.explain;
     search.progress = e.progress;
     search.report = o.report;
+    search.reportHtml = o.reportHtml;
     search.summary = o.summary;
     search.devices = o.devices;
     search.baseline = o.baseline;
@@ -318,13 +324,14 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     pm.addPass(createSearchPlanPass(search));
   }
   // A given plan is predicted by the simulator; a searched one already has
-  // its prediction and report, unless a trace or timeline is wanted.
+  // its prediction and reports, unless a trace or timeline is wanted.
   bool simulate = given ? o.simulate || !o.report.empty() || !o.trace.empty() ||
-                              !o.timeline.empty()
+                              !o.timeline.empty() || !o.reportHtml.empty()
                         : !o.trace.empty() || !o.timeline.empty();
   if (simulate) {
     SimulatePassOptions sim;
     sim.report = given ? o.report : "";
+    sim.reportHtml = given ? o.reportHtml : "";
     sim.trace = o.trace;
     sim.timeline = o.timeline;
     sim.summary = o.summary && given;

@@ -9,7 +9,7 @@ packages=(
   python3-torchvision
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-headers libgloo-dev libopenmpi-dev openmpi-bin
-  valgrind
+  valgrind chromium
 )
 missing=()
 for p in "${packages[@]}"; do

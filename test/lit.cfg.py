@@ -36,3 +36,8 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 import shutil
 if shutil.which("valgrind") and not getattr(config, "dist_sanitize", ""):
     config.available_features.add("valgrind")
+
+# Headless Chromium (Debian's chromium) renders the HTML report in
+# test/driver/report-html-chromium.test.
+if shutil.which("chromium"):
+    config.available_features.add("chromium")

@@ -73,6 +73,10 @@ struct PlanOptions {
   /// `summary`.
   bool simulate = false;
   std::string report, trace, timeline;
+  /// Write the plan, its prediction, timeline and memory (and after a
+  /// search the runners-up and why the winner wins) as one self-contained
+  /// HTML page.
+  std::string reportHtml;
   /// Write the plan as another trainer's configuration:
   /// "megatron|torchtitan|deepspeed[:FILE]".
   std::string exportTo;

@@ -1,13 +1,11 @@
-//===- Explain.cpp - Search report, explanation and summary ----*- C++ -*-===//
+//===- Explain.cpp - Explanation and summary of a search --------*- C++ -*-===//
 //
-// Part of DistOpt. The JSON report of a search (the chosen plan's `plan` and
-// `estimate` as for a simulated plan, plus `search` and `alternatives`), the
-// --dist-explain table and the printed summary.
+// Part of DistOpt. The --dist-explain table, why the winner wins, and the
+// printed summary of a search.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/Search/SearchImpl.h"
-#include "lib/Sim/Report.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -18,102 +16,6 @@ using namespace llvm;
 using namespace distopt;
 using namespace distopt::search;
 using distopt::search::detail::humanBytes;
-
-json::Value search::candidateReportJSON(const Candidate &c,
-                                        const cost::ModelDesc &model) {
-  json::Value v = sim::reportJSON(c.sim.plan, model, c.sim.costs, c.sim.result);
-  json::Object *o = v.getAsObject();
-  o->erase("model");
-  if (c.sim.plan.mode == Mode::Infer) {
-    if (json::Object *est = o->getObject("estimate")) {
-      est->erase("iteration_time_s");
-      est->erase("tflops_per_device");
-      est->erase("model_tflops_per_device");
-      est->erase("steady_state");
-      est->erase("in_flight_microbatches");
-      est->erase("bytes_per_link_level");
-      (*est)["latency_s"] = c.latency;
-      (*est)["stream_samples_per_s"] = c.streamThroughput;
-    }
-    if (json::Object *plan = o->getObject("plan")) {
-      plan->erase("recompute");
-      plan->erase("zero");
-      plan->erase("chunks");
-      (*plan)["schedule"] = "forward-stream";
-    }
-  }
-  // Per pipeline rank (replicated plans: its first slot; plan.slots[] has
-  // every slot's kind).
-  json::Array devices;
-  const schedule::Plan &p = c.sim.plan;
-  for (auto [l, d] : llvm::enumerate(c.sim.costs.devices))
-    if (!p.replicated() || l == p.firstSlot(c.sim.costs.stageOfList(l)))
-      devices.push_back(d.deviceName);
-  if (json::Object *plan = o->getObject("plan"))
-    (*plan)["stage_device_kinds"] = std::move(devices);
-  bool uneven = false; // (round-robin shares of replicated plans are in
-                       // plan.slots[])
-  json::Array shares;
-  for (const std::vector<unsigned> &rank :
-       p.replicated() ? std::vector<std::vector<unsigned>>{}
-                      : c.replicaMicrobatches) {
-    json::Array a;
-    for (unsigned k : rank) {
-      a.push_back(k);
-      uneven |= k != rank.front();
-    }
-    shares.push_back(std::move(a));
-  }
-  if (uneven)
-    if (json::Object *plan = o->getObject("plan"))
-      (*plan)["replica_microbatches"] = std::move(shares);
-  const Breakdown &b = c.breakdown;
-  (*o)["breakdown"] = json::Object{{"compute_s", b.compute},
-                                   {"p2p_s", b.p2p},
-                                   {"dp_sync_s", b.dpSync},
-                                   {"bubble_s", b.bubble},
-                                   {"lower_bound_s", c.lowerBound}};
-  return v;
-}
-
-json::Value search::searchReportJSON(const SearchResult &r,
-                                     const cost::ModelDesc &model) {
-  json::Value v = candidateReportJSON(r.best, model);
-  json::Object *o = v.getAsObject();
-  (*o)["model"] = model.name;
-  (*o)["mode"] = r.mode == Mode::Train ? "train" : "infer";
-  if (r.mode == Mode::Infer)
-    (*o)["objective"] =
-        r.objective == InferObjective::Latency ? "latency" : "throughput";
-  const SearchStats &s = r.stats;
-  (*o)["search"] = json::Object{{"time_s", s.seconds},
-                                {"cpu_time_s", s.cpuSeconds},
-                                {"candidates", int64_t(s.candidates)},
-                                {"simulated", int64_t(s.simulated)},
-                                {"partitions", int64_t(s.partitions)},
-                                {"pruned_memory", int64_t(s.memoryPruned)},
-                                {"pruned_bound", int64_t(s.boundPruned)},
-                                {"dominated", int64_t(s.dominated)},
-                                {"replicated", int64_t(s.replicated)},
-                                {"exact", s.exact},
-                                {"gap", s.gap}};
-  json::Object devices{{"used", int64_t(r.devicesUsed)},
-                       {"total", int64_t(r.devicesTotal)}};
-  if (r.suggestedDevices) {
-    devices["suggested"] = int64_t(r.suggestedDevices);
-    devices["parallel_efficiency"] = r.efficiency;
-    json::Array scaling;
-    for (auto &[k, t] : r.scaling)
-      scaling.push_back(json::Object{{"devices", int64_t(k)}, {"time_s", t}});
-    devices["best_time_by_devices"] = std::move(scaling);
-  }
-  (*o)["devices"] = std::move(devices);
-  json::Array alts;
-  for (const Candidate &c : r.alternatives)
-    alts.push_back(candidateReportJSON(c, model));
-  (*o)["alternatives"] = std::move(alts);
-  return v;
-}
 
 std::string distopt::search::planLabel(const schedule::Plan &p,
                                       bool training) {
@@ -221,13 +123,23 @@ static std::string reason(const Candidate &w, const Candidate &o,
   return s;
 }
 
+std::string search::rankedBy(const SearchResult &r) {
+  if (r.mode != Mode::Infer)
+    return "iteration time";
+  return r.objective == InferObjective::Latency
+             ? "latency (ties: stream throughput)"
+             : "stream throughput (ties: latency)";
+}
+
+std::string search::whyBest(const SearchResult &r) {
+  if (r.alternatives.empty())
+    return "it is the only plan that fits";
+  return reason(r.best, r.alternatives.front(), r);
+}
+
 void search::printExplain(const SearchResult &r, raw_ostream &os) {
   bool infer = r.mode == Mode::Infer;
-  os << "explain: the best plans, ranked by "
-     << (!infer ? "iteration time"
-         : r.objective == InferObjective::Latency
-             ? "latency (ties: stream throughput)"
-             : "stream throughput (ties: latency)")
+  os << "explain: the best plans, ranked by " << rankedBy(r)
      << " (per iteration, on the busiest device)\n";
   os << formatv("  {0,-4} {1,-42} {2,11} {3,11} {4,10} {5,10} {6,10} {7,10} "
                 "{8,21}\n",
@@ -291,11 +203,7 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
       os << " " << k;
     os << "\n";
   }
-  if (r.alternatives.empty()) {
-    os << "  why: it is the only plan that fits\n";
-  } else {
-    os << "  why: " << reason(r.best, r.alternatives.front(), r) << "\n";
-  }
+  os << "  why: " << whyBest(r) << "\n";
   const SearchStats &s = r.stats;
   os << formatv("  search: {0} candidates weighed, {1} dominated, {2} over "
                 "memory, {3} cut by the lower bound, {4} partitions, {9} "

@@ -229,19 +229,16 @@ llvm::Expected<Candidate> evaluatePlan(const cost::ModelDesc &model,
                                        const schedule::Schedule *given =
                                            nullptr);
 
-/// {"plan", "estimate", "breakdown"} of one evaluated plan: the report of
-/// `dist-simulate`, and the head of the search report.
-llvm::json::Value candidateReportJSON(const Candidate &c,
-                                      const cost::ModelDesc &model);
-
-/// {"plan", "estimate", "search", "alternatives"} for the report file.
-llvm::json::Value searchReportJSON(const SearchResult &r,
-                                   const cost::ModelDesc &model);
 /// Short one-line label of a plan ("replicas=8/4/4 tp=1 pp=3 mbs=4 gpipe",
 /// "dp=8 tp=1 pp=2 mbs=32 2bw"); inference plans show only the degrees.
 std::string planLabel(const schedule::Plan &p, bool training = true);
 /// The --dist-explain table and the reason the winner wins.
 void printExplain(const SearchResult &r, llvm::raw_ostream &os);
+/// What the search ranked plans by ("iteration time", ...).
+std::string rankedBy(const SearchResult &r);
+/// Why the best plan wins: how it compares with the first runner-up and
+/// the largest differences in where the time goes.
+std::string whyBest(const SearchResult &r);
 /// One-paragraph summary of the chosen plan and the search.
 void printSearchSummary(const SearchResult &r, const cluster::Cluster &c,
                         llvm::raw_ostream &os);

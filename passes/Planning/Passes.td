@@ -124,7 +124,9 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     `dist.layer` annotations when present (`dist-annotate-layers`).
     `summary=true` prints the plan and its prediction, `explain=true` the
     best plans and why the winner wins; `report` writes the JSON report
-    (docs/report-format.md). The module must carry `dist.cluster`
+    (docs/report-format.md) and `report-html` the same as one
+    self-contained HTML page with the timeline, memory per stage, the
+    runners-up and why the winner wins. The module must carry `dist.cluster`
     (`dist-attach-cluster`). Errors (no plan fits, contradictory
     constraints) say what would fit.
 
@@ -220,6 +222,8 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
              clEnumValN(::distopt::SearchProgress::Never, "never", "never"))}]>,
     Option<"report", "report", "std::string", "\"\"",
            "Write the JSON report to this file">,
+    Option<"reportHtml", "report-html", "std::string", "\"\"",
+           "Write the report as one self-contained HTML page to this file">,
     Option<"summary", "summary", "bool", "false",
            "Print the chosen plan and its prediction">,
     Option<"devices", "devices", "unsigned", "0",
@@ -350,8 +354,10 @@ def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
     analysis when absent) and, when present, the materialized schedule
     (`dist.schedule`, whose action lists then replace the ones the plan's
     schedule kind would generate). Writes the JSON report (`report`,
-    docs/report-format.md), a Chrome/Perfetto trace (`trace`) and an SVG
-    timeline (`timeline`) to the files named, and (unless `summary=false`)
+    docs/report-format.md), a Chrome/Perfetto trace (`trace`), an SVG
+    timeline (`timeline`) and one HTML page of the plan, its prediction and
+    timeline (`report-html`) to
+    the files named, and (unless `summary=false`)
     prints the prediction: iteration time, throughput, FLOP/s per device,
     bubble, peak memory per stage and traffic per link level. Inference
     plans report latency and stream throughput. The IR is not changed.
@@ -370,6 +376,8 @@ def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
            "Write a Chrome/Perfetto trace to this file">,
     Option<"timeline", "timeline", "std::string", "\"\"",
            "Draw the schedule as an SVG timeline in this file">,
+    Option<"reportHtml", "report-html", "std::string", "\"\"",
+           "Write the report as one self-contained HTML page to this file">,
     Option<"summary", "summary", "bool", "true",
            "Print the prediction">
   ];

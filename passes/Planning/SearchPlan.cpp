@@ -2,13 +2,13 @@
 //
 // Part of DistOpt. Searches the best plan for the module's function on its
 // cluster and records it; prints the summary and the explanation on request
-// and writes the JSON report.
+// and writes the JSON report and the HTML page.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/Planning/Planning.h"
 
-#include "lib/Search/Search.h"
+#include "lib/Search/Report.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -267,20 +267,35 @@ struct SearchPlanPass
     best.objective = objective;
     costing.applyTo(best);
     recordPlan(module, best, in->ops);
+    search::Report data =
+        search::searchReport(*result, in->model, in->machine.cluster);
+    if (baseCand) {
+      data.baseline = search::candidateReport(*baseCand, in->model);
+      data.baselineSource = baseline;
+    }
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
-          llvm::json::Value json = search::searchReportJSON(*result, in->model);
-          if (baseCand)
-            if (llvm::json::Object *o = json.getAsObject()) {
-              llvm::json::Value b =
-                  search::candidateReportJSON(*baseCand, in->model);
-              if (llvm::json::Object *bo = b.getAsObject())
-                (*bo)["source"] = baseline;
-              (*o)["baseline"] = std::move(b);
-            }
-          os << llvm::formatv("{0:2}", json) << "\n";
+          os << llvm::formatv("{0:2}", search::toJSON(data)) << "\n";
         })))
       return failure();
+    if (!reportHtml.empty()) {
+      // The search simulates without recording events: the timeline is
+      // the same simulation of the winner's schedule and costs, recorded.
+      std::optional<sim::SimResult> timeline;
+      if (mode == schedule::Mode::Train) {
+        llvm::Expected<sim::SimResult> r =
+            sim::simulate(result->best.sim.schedule, result->best.sim.costs);
+        if (!r)
+          return emitError(module.getLoc()) << llvm::toString(r.takeError());
+        timeline = std::move(*r);
+      }
+      if (failed(writeFile(module, reportHtml, "HTML report",
+                           [&](llvm::raw_ostream &os) {
+                             search::writeHtmlReport(
+                                 data, timeline ? &*timeline : nullptr, os);
+                           })))
+        return failure();
+    }
     return success();
   }
 };

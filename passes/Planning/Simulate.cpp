@@ -1,16 +1,17 @@
-//===- Simulate.cpp - The dist-simulate pass ---------------------*- C++ -*-===//
+//===- Simulate.cpp - The dist-simulate pass ---------------------*- C++
+//-*-===//
 //
 // Part of DistOpt. Predicts the plan a module carries from the module alone
 // (cluster, plan, layers, and the materialized schedule when there is one)
 // with the evaluation the search uses, and writes the report, the Chrome
-// trace and the SVG timeline.
+// trace, the SVG timeline and the HTML page.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/Planning/Planning.h"
 #include "passes/Partition/ScheduleIR.h"
 
-#include "lib/Search/Search.h"
+#include "lib/Search/Report.h"
 #include "lib/Sim/Report.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -153,14 +154,20 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
       else
         printTraining(*cand, machine->cluster, llvm::outs());
     }
+    search::Report data = search::planReport(*cand, *model, machine->cluster);
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
-          os << llvm::formatv("{0:2}",
-                              search::candidateReportJSON(*cand, *model))
-             << "\n";
+          os << llvm::formatv("{0:2}", search::toJSON(data)) << "\n";
         })))
       return failure();
     const sim::SimResult &r = cand->sim.result;
+    if (!reportHtml.empty() &&
+        failed(writeFile(
+            module, reportHtml, "HTML report", [&](llvm::raw_ostream &os) {
+              search::writeHtmlReport(
+                  data, plan.mode == schedule::Mode::Infer ? nullptr : &r, os);
+            })))
+      return failure();
     if (!trace.empty() &&
         failed(writeFile(module, trace, "trace", [&](llvm::raw_ostream &os) {
           sim::writeChromeTrace(r, os);

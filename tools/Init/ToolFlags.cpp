@@ -75,8 +75,8 @@ bool PlanFlags::any() const {
   PlanOptions o = values();
   return !o.cluster.empty() || !o.plan.empty() || !o.planFrom.empty() ||
          !o.exportTo.empty() || o.printLayers || !o.report.empty() ||
-         !o.trace.empty() || !o.timeline.empty() || searching() || o.explain ||
-         stageRegions || o.devices;
+         !o.reportHtml.empty() || !o.trace.empty() || !o.timeline.empty() ||
+         searching() || o.explain || stageRegions || o.devices;
 }
 
 /// The passes of \p pm named \p argument (top level: the planning passes
@@ -147,8 +147,11 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     } else {
       o.trace.clear();
       o.timeline.clear();
-      if (given)
+      // A search writes its own page (with the runners-up).
+      if (given) {
         o.report.clear();
+        o.reportHtml.clear();
+      }
     }
     o.stages = stageRegions ? "regions" : "none";
     return succeeded(buildPlanPipeline(pm, o, PlanOptionSpelling::Flag, error));
@@ -164,10 +167,11 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     annotate.print = true;
     pm.addPass(createAnnotateLayersPass(annotate));
   }
-  if (!simulatorNamed &&
-      (!o.report.empty() || !o.trace.empty() || !o.timeline.empty())) {
+  if (!simulatorNamed && (!o.report.empty() || !o.trace.empty() ||
+                          !o.timeline.empty() || !o.reportHtml.empty())) {
     SimulatePassOptions sim;
     sim.report = o.report;
+    sim.reportHtml = o.reportHtml;
     sim.trace = o.trace;
     sim.timeline = o.timeline;
     pm.addPass(createSimulatePass(sim));
@@ -189,7 +193,10 @@ bool PlanFlags::configure(OpPassManager &pm, std::string &error) const {
   if (!o.trace.empty())
     text += quoted("trace", o.trace) + " ";
   if (!o.timeline.empty())
-    text += quoted("timeline", o.timeline);
+    text += quoted("timeline", o.timeline) + " ";
+  // After a search the search's page stands (it has the runners-up).
+  if (!o.reportHtml.empty() && !searching())
+    text += quoted("report-html", o.reportHtml);
   if (text.empty())
     return true;
   for (Pass *pass : passesNamed(pm, "dist-simulate"))
