@@ -69,6 +69,32 @@ std::vector<int64_t> outDims(const MatmulShape &s, int64_t rows,
   return d;
 }
 
+/// The primitive descriptor of matmul `d` (which must outlive the call:
+/// oneDNN's iterator reads it). oneDNN 2.6 ranks brgemm ("brg:") first on
+/// AVX-512 and its JIT GEMM ("gemm:jit") next; below AVX-512 the JIT GEMM
+/// is first. brgemm ran 2.8-3.9x slower whenever B was not transposed and
+/// had 3072 columns (a GPT MLP's forward and weight gradient: 47 against
+/// 15 ms at 512x768 by 768x3072, one thread) and at most 5% faster on the
+/// step's other large products. So a product of at least 2^24
+/// multiply-adds whose operands are not both transposed runs on the JIT
+/// GEMM; small products (attention's) and both-transposed ones, where
+/// brgemm was as fast or faster, keep oneDNN's first (docs/benchmarks.md,
+/// "oneDNN's matmul implementations").
+dnnl::matmul::primitive_desc matmulDesc(const dnnl::matmul::desc &d,
+                                        const dnnl::primitive_attr &attr,
+                                        const dnnl::engine &engine, int64_t m,
+                                        int64_t n, int64_t k, bool ta,
+                                        bool tb) {
+  if (m * n * k >= (int64_t{1} << 24) && !(ta && tb)) {
+    dnnl::matmul::primitive_desc probe(d, attr, engine);
+    do
+      if (std::string(probe.impl_info_str()).rfind("gemm:", 0) == 0)
+        return probe;
+    while (probe.next_impl());
+  }
+  return dnnl::matmul::primitive_desc(d, attr, engine);
+}
+
 /// C[b] = alpha op(A[b]) op(B[b]) + beta C[b] + bias on oneDNN. A batch of 1
 /// broadcasts over the other operand's batch.
 void cpuGemm(distrt_context *ctx, int64_t batchA, int64_t batchB, int64_t m,
@@ -97,7 +123,7 @@ void cpuGemm(distrt_context *ctx, int64_t batchA, int64_t batchB, int64_t m,
       ops.append_binary(dnnl::algorithm::binary_add, biasMd);
     attr.set_post_ops(ops);
     dnnl::matmul::desc d(aMd, bMd, cMd);
-    return dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, st.engine));
+    return dnnl::matmul(matmulDesc(d, attr, st.engine, m, n, k, ta, tb));
   });
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, cpu::mem(st, aMd, a)},
@@ -250,7 +276,7 @@ distrt_status cpuMatmulEx(distrt_context *ctx, const distrt_tensor *a,
                     "|" + std::to_string(alpha) + "," + std::to_string(beta) +
                     (bias ? ",bias" : "") + cpu::postOpsKey(ex, rank);
   // oneDNN applies a sum first: the user's leading sum joins beta's.
-  auto primitiveDesc = [&](const memory::desc &weights) {
+  auto primitiveDesc = [&](const memory::desc &weights, bool packed) {
     dnnl::primitive_attr attr;
     if (alpha != 1.0f)
       attr.set_output_scales(0, {alpha});
@@ -262,7 +288,10 @@ distrt_status cpuMatmulEx(distrt_context *ctx, const distrt_tensor *a,
     cpu::appendPostOps(ops, ex, userSum ? 1 : 0, rank);
     attr.set_post_ops(ops);
     dnnl::matmul::desc d(aMd, weights, cMd);
-    return dnnl::matmul::primitive_desc(d, attr, st.engine);
+    if (packed)
+      return dnnl::matmul::primitive_desc(d, attr, st.engine);
+    return matmulDesc(d, attr, st.engine, ad[rank - 2], bd[rank - 1],
+                      ad[rank - 1], as[rank - 1] != 1, bs[rank - 1] != 1);
   };
   memory weights = cpu::mem(st, bMd, b->data);
   dnnl::primitive *prim;
@@ -274,7 +303,8 @@ distrt_status cpuMatmulEx(distrt_context *ctx, const distrt_tensor *a,
     auto it = st.layered.find(key);
     if (it == st.layered.end()) {
       auto pd = primitiveDesc(
-          memory::desc(bd, memory::data_type::f32, memory::format_tag::any));
+          memory::desc(bd, memory::data_type::f32, memory::format_tag::any),
+          true);
       it = st.layered
                .emplace(key, cpu::CpuState::Layered{dnnl::matmul(pd),
                                                     pd.weights_desc()})
@@ -283,7 +313,8 @@ distrt_status cpuMatmulEx(distrt_context *ctx, const distrt_tensor *a,
     prim = &it->second.prim;
     weights = st.weightsFor(key, it->second, weights, b->data, true);
   } else {
-    prim = &st.primitive(key, [&] { return dnnl::matmul(primitiveDesc(bMd)); });
+    prim = &st.primitive(
+        key, [&] { return dnnl::matmul(primitiveDesc(bMd, false)); });
   }
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, cpu::mem(st, aMd, a->data)},
