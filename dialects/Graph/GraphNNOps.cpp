@@ -199,6 +199,10 @@ LogicalResult ReduceOp::verify() {
   if (isArg && getAxes().size() != 1)
     return emitOpError("'")
            << stringifyReduceKind(getKind()) << "' needs exactly one axis";
+  if (!isArg && getSelectLastIndex())
+    return emitOpError("select_last_index applies to arg_max and arg_min, "
+                       "not '")
+           << stringifyReduceKind(getKind()) << "'";
   Type expectedElem =
       isArg ? Type(IntegerType::get(getContext(), 64)) : in.getElementType();
   if (out.getElementType() != expectedElem)

@@ -189,7 +189,9 @@ def Graph_ReduceOp : Graph_Op<"reduce", [Pure]> {
   let description = [{
     Reduces the listed `axes` (all axes when empty) with the function named
     by `kind`; `keepdims` keeps them as size-1 dimensions. `arg_max` and
-    `arg_min` take exactly one axis and yield `i64` indices.
+    `arg_min` take exactly one axis and yield `i64` indices: of the first
+    extreme along it, or of the last with `select_last_index` (which other
+    kinds do not take).
 
     Example:
 
@@ -200,7 +202,8 @@ def Graph_ReduceOp : Graph_Op<"reduce", [Pure]> {
   }];
   let arguments = (ins Graph_ReduceKind:$kind, AnyRankedTensor:$input,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$axes,
-                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                       DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $kind $input attr-dict `:` functional-type(operands, results)

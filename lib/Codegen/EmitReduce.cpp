@@ -152,7 +152,10 @@ LogicalResult distopt::codegen::emitReduce(FunctionEmitter &e, Operation *o) {
     if (redAxes.size() != 1)
       return op.emitError()
              << "graph.reduce arg_max/arg_min needs exactly one axis";
-    const char *cmp = op.getKind() == ReduceKind::ArgMax ? ">" : "<";
+    // The first extreme wins a tie, or with select_last_index the last.
+    bool last = op.getSelectLastIndex();
+    const char *cmp = op.getKind() == ReduceKind::ArgMax ? (last ? ">=" : ">")
+                                                         : (last ? "<=" : "<");
     e.allocate(op.getResult());
     std::string out = e.name(op.getResult()), src = e.name(op.getInput());
     e.openLoop(FunctionEmitter::numel(op.getResult()), "o");

@@ -282,6 +282,9 @@ void registerMathTranslations(TranslateTable &table) {
   table["Where"] = translateWhere;
   table["Clip"] = translateClip;
   table["Cast"] = translateCast;
+  // CastLike's target type is its second input's, which shape inference
+  // gave the result; that input's values are not read.
+  table["CastLike"] = translateCast;
   table["MatMul"] = translateMatMul;
   table["Gemm"] = translateMatMul;
   table["Softmax"] = translateSoftmax;

@@ -399,8 +399,6 @@ static LogicalResult translateReduce(Translator &t, const NodeProto &node) {
   bool isArg = kind == ReduceKind::ArgMax || kind == ReduceKind::ArgMin;
   SmallVector<int64_t> axes;
   if (isArg) {
-    if (Translator::attrInt(node, "select_last_index", 0))
-      return t.emitOpaque(node);
     axes.push_back(Translator::attrInt(node, "axis", 0));
   } else if (Translator::hasInput(node, 1)) {
     // Opset 13 (ReduceSum) / 18 (the rest) moved axes to an input.
@@ -419,7 +417,9 @@ static LogicalResult translateReduce(Translator &t, const NodeProto &node) {
       node, ReduceOp::create(
                 b, t.loc(node), type, ReduceKindAttr::get(b.getContext(), kind),
                 x, b.getDenseI64ArrayAttr(axes),
-                b.getBoolAttr(Translator::attrInt(node, "keepdims", 1))));
+                b.getBoolAttr(Translator::attrInt(node, "keepdims", 1)),
+                b.getBoolAttr(isArg && Translator::attrInt(
+                                           node, "select_last_index", 0))));
 }
 
 /// NegativeLogLikelihoodLoss of log-probabilities `input` [N, C, d...]

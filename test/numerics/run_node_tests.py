@@ -68,10 +68,11 @@ def load_case(d):
 
 
 # Operands that exporters write as constants and the importer needs as
-# constants (the interpolation of a Resize follows its scales or sizes):
+# constants (the interpolation of a Resize follows its scales or sizes; a
+# reduction's axes, an input since ReduceSum-13, set its result's shape):
 # the node tests feed them as graph inputs, so a test's values for them
 # become initializers of a pinned copy of the model.
-CONSTANT_OPERANDS = {"Resize": (1, 2, 3), "Upsample": (1,)}
+CONSTANT_OPERANDS = {"Resize": (1, 2, 3), "Upsample": (1,), "ReduceSum": (1,)}
 
 
 def pin_constant_inputs(d, work):

@@ -24,6 +24,11 @@ want = {
     "mean": [f32(sum(X(i, j, c) for j in range(4)) / 4) for i in range(3) for c in range(70)],
     "last": [f32(sum(X(i, j, c) for c in range(70))) for i in range(3) for j in range(4)],
 }
+# The input cycles through 8 values, 7 twice: columns along axis 1 tie.
+want["argmax_last"] = [max(range(4), key=lambda j: (X(i, j, c), j))
+                       for i in range(3) for c in range(70)]
+ties = sum(len({X(i, j, c) for j in range(4)}) < 4 for i in range(3) for c in range(70))
+assert ties > 0, "the input has no tie to break"
 for name, w in want.items():
     _, got = npy.read(os.path.join(d, name + ".npy"))
     for k, (g, v) in enumerate(zip(got, w)):

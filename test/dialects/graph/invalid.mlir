@@ -660,6 +660,14 @@ func.func @case80(%a: tensor<3x4xf32>) {
 
 // -----
 
+func.func @case80b(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{select_last_index applies to arg_max and arg_min, not 'sum'}}
+  %0 = graph.reduce sum %a {axes = array<i64: 1>, select_last_index = true} : (tensor<3x4xf32>) -> tensor<3x1xf32>
+  return
+}
+
+// -----
+
 func.func @case81(%a: tensor<3x4xf32>) {
   // expected-error @+1 {{result element type 'i64' should be 'f32'}}
   %0 = graph.reduce max %a {axes = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<3x1xi64>

@@ -130,6 +130,8 @@ func.func @nn(%img: tensor<1x3x224x224xf32>, %w: tensor<64x3x7x7xf32>, %b: tenso
   %10 = graph.reduce sum %x {keepdims = false} : (tensor<2x8x768xf32>) -> tensor<f32>
   // CHECK: graph.reduce arg_max %{{.*}} {axes = array<i64: 2>, keepdims = false} : (tensor<2x8x768xf32>) -> tensor<2x8xi64>
   %11 = graph.reduce arg_max %x {axes = array<i64: 2>, keepdims = false} : (tensor<2x8x768xf32>) -> tensor<2x8xi64>
+  // CHECK: graph.reduce arg_min %{{.*}} {axes = array<i64: 2>, keepdims = false, select_last_index = true} : (tensor<2x8x768xf32>) -> tensor<2x8xi64>
+  %arglast = graph.reduce arg_min %x {axes = array<i64: 2>, keepdims = false, select_last_index = true} : (tensor<2x8x768xf32>) -> tensor<2x8xi64>
   // CHECK: graph.softmax_cross_entropy mean %{{.*}}, %{{.*}} {ignore_index = -100 : i64} : (tensor<16x100xf32>, tensor<16xi64>) -> tensor<f32>
   %12 = graph.softmax_cross_entropy mean %logits, %labels {ignore_index = -100 : i64} : (tensor<16x100xf32>, tensor<16xi64>) -> tensor<f32>
   // CHECK: graph.softmax_cross_entropy none {{.*}} -> tensor<16xf32>
