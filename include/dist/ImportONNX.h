@@ -36,6 +36,11 @@ enum class WeightPolicy {
 struct ONNXImportOptions {
   /// Shapes pinned by graph input name ("--input-shape=NAME:2x1024").
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Symbolic dimensions (ONNX `dim_param`) pinned by name in every graph
+  /// input that uses them ("--input-dim=sequence=128"), as onnxruntime's
+  /// free-dimension overrides by name. An `inputShapes` entry for an input
+  /// must agree with them.
+  llvm::StringMap<int64_t> inputDims;
   /// Scalar graph inputs fixed to a value ("--input-value=sr:16000"): the
   /// input becomes a constant, so what depends on it folds (an `If` on a
   /// sample rate keeps the branch it selects).
@@ -52,6 +57,12 @@ struct ONNXImportOptions {
 /// returns false and sets `error` to a message saying what is wrong.
 bool parseInputShapeSpec(llvm::StringRef spec, ONNXImportOptions &options,
                          std::string &error);
+
+/// Parses "NAME=VALUE" or a comma list "NAME=VALUE,NAME=VALUE" (VALUE a
+/// positive integer) into `options.inputDims`. On malformed input returns
+/// false and sets `error`.
+bool parseInputDimSpec(llvm::StringRef spec, ONNXImportOptions &options,
+                       std::string &error);
 
 /// Parses "NAME:VALUE" (a number) into `options.inputValues`. On malformed
 /// input returns false and sets `error`.

@@ -51,6 +51,43 @@ bool distopt::parseInputShapeSpec(StringRef spec, ONNXImportOptions &options,
   return true;
 }
 
+bool distopt::parseInputDimSpec(StringRef spec, ONNXImportOptions &options,
+                                std::string &error) {
+  SmallVector<StringRef> entries;
+  spec.split(entries, ',');
+  for (StringRef entry : entries) {
+    if (entry.empty()) {
+      error = "an entry of the comma list is empty; write "
+              "NAME=VALUE,NAME=VALUE";
+      return false;
+    }
+    // Split at the last '=': the value is a number, the name anything.
+    size_t eq = entry.rfind('=');
+    if (eq == StringRef::npos) {
+      error = "expected NAME=VALUE (e.g. sequence=128), found no '=' in '" +
+              entry.str() + "'";
+      return false;
+    }
+    StringRef name = entry.take_front(eq), text = entry.drop_front(eq + 1);
+    if (name.empty()) {
+      error = "the dimension name before '=' is empty in '" + entry.str() + "'";
+      return false;
+    }
+    int64_t value;
+    if (text.empty() || text.getAsInteger(10, value) || value <= 0) {
+      error = "the value '" + text.str() + "' of '" + name.str() +
+              "' is not a positive integer";
+      return false;
+    }
+    if (options.inputDims.count(name)) {
+      error = "dimension '" + name.str() + "' is given twice";
+      return false;
+    }
+    options.inputDims[name] = value;
+  }
+  return true;
+}
+
 bool distopt::parseInputValueSpec(StringRef spec, ONNXImportOptions &options,
                                   std::string &error) {
   size_t colon = spec.rfind(':');

@@ -6,6 +6,8 @@
 #include "ModelChecks.h"
 #include "SmallTensor.h"
 
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -171,11 +173,83 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// True when \p s is a C identifier: a dim_param a shell and a placeholder
+/// can show as it is.
+static bool isIdentifier(StringRef s) {
+  return !s.empty() && (isAlpha(s[0]) || s[0] == '_') &&
+         llvm::all_of(s, [](char c) { return isAlnum(c) || c == '_'; });
+}
+
+/// "--input-dim NAME=N", quoted for a shell when NAME is not an identifier.
+static std::string inputDimHint(StringRef param) {
+  // A dimension named N gets a placeholder that is not its own name.
+  std::string spec =
+      (param + (param.equals_insensitive("n") ? "=SIZE" : "=N")).str();
+  return "--input-dim " + (isIdentifier(param) ? spec : "'" + spec + "'");
+}
+
+/// The shape to suggest in "--input-shape=NAME:..." for \p dims: the
+/// dimensions the model (or --input-dim) fixes, and a placeholder for each
+/// open one (its dim_param in capitals, or Dk), never a guessed number.
+static std::string suggestedShape(const onnx::TensorShapeProto &dims,
+                                  const StringMap<int64_t> &inputDims) {
+  std::string s;
+  for (int k = 0; k < dims.dim_size(); ++k) {
+    const auto &dim = dims.dim(k);
+    s += k ? "x" : "";
+    auto pinned =
+        dim.has_dim_param() ? inputDims.find(dim.dim_param()) : inputDims.end();
+    if (dim.has_dim_value())
+      s += std::to_string(dim.dim_value());
+    else if (pinned != inputDims.end())
+      s += std::to_string(pinned->second);
+    else if (isIdentifier(dim.dim_param()))
+      s += StringRef(dim.dim_param()).upper();
+    else
+      s += "D" + std::to_string(k);
+  }
+  return s;
+}
+
+/// Checks that every --input-dim name is a dim_param of some graph input
+/// (not an initializer's).
+static Error checkInputDimNames(const onnx::GraphProto &graph,
+                                const ONNXImportOptions &options,
+                                const StringSet<> &initializers) {
+  if (options.inputDims.empty())
+    return Error::success();
+  SetVector<StringRef> params;
+  for (const auto &input : graph.input())
+    if (!initializers.contains(input.name()))
+      for (const auto &dim : input.type().tensor_type().shape().dim())
+        if (!dim.has_dim_value() && !dim.dim_param().empty())
+          params.insert(dim.dim_param());
+  // Sorted: the message is the same whatever the map's order.
+  SmallVector<StringRef> names;
+  for (const auto &entry : options.inputDims)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  for (StringRef name : names) {
+    if (params.contains(name))
+      continue;
+    std::string known;
+    for (StringRef p : params)
+      known += (known.empty() ? "'" : ", '") + p.str() + "'";
+    return error("--input-dim names '" + name +
+                 "', which no graph input uses as a symbolic dimension " +
+                 (known.empty() ? "(the graph inputs have none)"
+                                : "(the graph inputs have " + known + ")"));
+  }
+  return Error::success();
+}
+
 Error pinInputShapes(onnx::GraphProto &graph, const ONNXImportOptions &options,
                      std::vector<std::string> &remarks) {
   StringSet<> initializers;
   for (const auto &t : graph.initializer())
     initializers.insert(t.name());
+  if (Error e = checkInputDimNames(graph, options, initializers))
+    return e;
   StringSet<> seen;
   std::string names;
   for (auto &input : *graph.mutable_input()) {
@@ -197,14 +271,27 @@ Error pinInputShapes(onnx::GraphProto &graph, const ONNXImportOptions &options,
                      " but input '" + input.name() + "' has rank " +
                      Twine(dims->dim_size()) + "; give " +
                      Twine(dims->dim_size()) + " dimensions");
-      for (int d = 0; d < dims->dim_size(); ++d)
-        if (dims->dim(d).has_dim_value() &&
-            dims->dim(d).dim_value() != shape[d])
+      for (int d = 0; d < dims->dim_size(); ++d) {
+        const auto &dim = dims->dim(d);
+        if (dim.has_dim_value() && dim.dim_value() != shape[d])
           return error("--input-shape=" + input.name() + ":" +
                        shapeString(shape) + " sets dim " + Twine(d) + " to " +
                        Twine(shape[d]) + " but the model fixes it to " +
-                       Twine(dims->dim(d).dim_value()) +
+                       Twine(dim.dim_value()) +
                        "; only dimensions the model leaves open can change");
+        // An explicit shape must agree with the dimension's --input-dim.
+        auto named = dim.has_dim_param()
+                         ? options.inputDims.find(dim.dim_param())
+                         : options.inputDims.end();
+        if (!dim.has_dim_value() && named != options.inputDims.end() &&
+            named->second != shape[d])
+          return error("--input-shape=" + input.name() + ":" +
+                       shapeString(shape) + " sets dim " + Twine(d) + " ('" +
+                       dim.dim_param() + "') to " + Twine(shape[d]) +
+                       " but --input-dim " + dim.dim_param() + "=" +
+                       Twine(named->second) +
+                       " pins it; give both the same value, or drop one");
+      }
       dims->clear_dim();
       for (int64_t v : shape)
         dims->add_dim()->set_dim_value(v);
@@ -215,30 +302,45 @@ Error pinInputShapes(onnx::GraphProto &graph, const ONNXImportOptions &options,
                    "' has no shape; pass --input-shape=" + input.name() +
                    ":D0xD1x...");
     auto *dims = tensor->mutable_shape();
+    // The model's dimensions, for the suggestions below.
+    onnx::TensorShapeProto declared = *dims;
     for (int d = 0; d < dims->dim_size(); ++d) {
       auto *dim = dims->mutable_dim(d);
       if (dim->has_dim_value())
         continue;
-      std::string param = dim->has_dim_param() ? dim->dim_param() : "?";
+      StringRef param =
+          dim->has_dim_param() ? StringRef(dim->dim_param()) : StringRef();
+      auto named = options.inputDims.find(param);
+      if (!param.empty() && named != options.inputDims.end()) {
+        dim->set_dim_value(named->second);
+        continue;
+      }
+      std::string shapeHint = "--input-shape=" + input.name() + ":" +
+                              suggestedShape(declared, options.inputDims);
       if (d == 0) {
         remarks.push_back(
             formatv("input '{0}': dynamic leading dimension '{1}' set to {2}; "
-                    "pin it with --input-shape={0}:...",
-                    input.name(), param, options.defaultBatch)
+                    "pin it with {3}",
+                    input.name(), param.empty() ? "?" : param,
+                    options.defaultBatch,
+                    param.empty() ? shapeHint
+                                  : inputDimHint(param) + " or " + shapeHint)
                 .str());
         dim->set_dim_value(options.defaultBatch);
         continue;
       }
-      SmallVector<int64_t> example;
-      for (int k = 0; k < dims->dim_size(); ++k)
-        example.push_back(dims->dim(k).has_dim_value()
-                              ? dims->dim(k).dim_value()
-                              : (k == 0 ? options.defaultBatch : 128));
-      return error("input '" + input.name() + "' dim " + Twine(d) + " ('" +
-                   param +
-                   "') is unknown and is not the leading (batch) dimension; "
-                   "pin it with --input-shape=" +
-                   input.name() + ":" + shapeString(example));
+      if (param.empty())
+        return error("input '" + input.name() +
+                     "' has an unnamed dynamic dimension (dim " + Twine(d) +
+                     "), which is not the leading (batch) dimension; pin it "
+                     "with " +
+                     shapeHint);
+      return error("input '" + input.name() + "' has symbolic dimension '" +
+                   param + "' (dim " + Twine(d) +
+                   "), which is not the leading (batch) dimension; pin it "
+                   "with " +
+                   inputDimHint(param) + " (every input that uses it) or " +
+                   shapeHint);
     }
   }
   for (const auto &entry : options.inputShapes)

@@ -34,9 +34,12 @@ llvm::Expected<int64_t> checkOpsets(const onnx::ModelProto &model);
 /// earlier node's output); tells cycles from mere misordering.
 llvm::Error checkDefinitions(const onnx::GraphProto &graph);
 
-/// Pins the shapes of graph inputs: `--input-shape` entries first, then a
-/// dynamic leading dimension to `defaultBatch` (reported in `remarks`). Any
-/// other dynamic dimension is an error naming the input.
+/// Pins the shapes of graph inputs: `--input-shape` entries first (each
+/// must agree with the `--input-dim` of its symbolic dimensions), then the
+/// symbolic dimensions `--input-dim` names, then a dynamic leading dimension
+/// to `defaultBatch` (reported in `remarks`). Any other dynamic dimension,
+/// and an `--input-dim` name no input uses, is an error; a suggested
+/// `--input-shape` shows a placeholder for each open dimension.
 llvm::Error pinInputShapes(onnx::GraphProto &graph,
                            const ONNXImportOptions &options,
                            std::vector<std::string> &remarks);

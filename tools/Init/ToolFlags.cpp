@@ -19,6 +19,13 @@ bool ImportFlags::get(ONNXImportOptions &options, std::string &error) const {
       return false;
     }
   }
+  for (const std::string &spec : inputDims) {
+    std::string problem;
+    if (!parseInputDimSpec(spec, options, problem)) {
+      error = "malformed --input-dim='" + spec + "': " + problem;
+      return false;
+    }
+  }
   for (const std::string &spec : inputValues) {
     std::string problem;
     if (!parseInputValueSpec(spec, options, problem)) {

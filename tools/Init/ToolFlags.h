@@ -22,7 +22,8 @@
 
 namespace distopt {
 
-/// --input-shape, --input-value, --default-batch, --dist-weights.
+/// --input-shape, --input-dim, --input-value, --default-batch,
+/// --dist-weights.
 struct ImportFlags {
   llvm::cl::OptionCategory category{"ONNX import options"};
   llvm::cl::list<std::string> inputShapes{
@@ -30,6 +31,12 @@ struct ImportFlags {
       llvm::cl::desc("Pin the shape of a graph input: NAME:D0xD1x... "
                      "(repeatable)"),
       llvm::cl::value_desc("NAME:2x1024"), llvm::cl::cat(category)};
+  llvm::cl::list<std::string> inputDims{
+      "input-dim",
+      llvm::cl::desc("Pin a named symbolic dimension (ONNX dim_param) in "
+                     "every graph input that uses it: NAME=N, or a comma "
+                     "list NAME=N,NAME=N (repeatable)"),
+      llvm::cl::value_desc("sequence=128"), llvm::cl::cat(category)};
   llvm::cl::list<std::string> inputValues{
       "input-value",
       llvm::cl::desc("Fix a scalar graph input to a value, so that what "
@@ -45,7 +52,7 @@ struct ImportFlags {
   llvm::cl::opt<int64_t> defaultBatch{
       "default-batch",
       llvm::cl::desc("Size given to a dynamic leading (batch) dimension "
-                     "that --input-shape does not pin"),
+                     "that --input-shape and --input-dim do not pin"),
       llvm::cl::init(1), llvm::cl::cat(category)};
 
   /// The importer options; false with \p error set on a malformed value.

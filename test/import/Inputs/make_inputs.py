@@ -454,3 +454,31 @@ save("resize", [
     [vinfo("x", F, [1, 1, 2, 4]), vinfo("rt", F, [4])],
     [vinfo("y", F, [1, 1, 4, 6]), vinfo("z", F, [1, 1, 3, 4])],
     [numpy_helper.from_array(np.array([1, 1, 2, 1.5], np.float32), "scales")])
+
+# Symbolic dimensions shared by name (--input-dim): a BERT-style embedding
+# whose three inputs are all [batch, sequence], the output declared with the
+# same names; a [2, batch, 128] state whose open dim is not the leading one;
+# and dims an exporter left unnamed or named with an expression.
+BS = ["batch", "sequence"]
+save("bert_dims", [
+    helper.make_node("Gather", ["word", "input_ids"], ["we"], name="word_emb"),
+    helper.make_node("Gather", ["types", "token_type_ids"], ["te"],
+                     name="type_emb"),
+    helper.make_node("Add", ["we", "te"], ["emb"], name="add"),
+    helper.make_node("Cast", ["attention_mask"], ["maskf"], name="cast", to=F),
+    const("axis2", [2]),
+    helper.make_node("Unsqueeze", ["maskf", "axis2"], ["mask3"],
+                     name="unsqueeze"),
+    helper.make_node("Mul", ["emb", "mask3"], ["out"], name="mask")],
+    [vinfo("input_ids", I64, BS), vinfo("attention_mask", I64, BS),
+     vinfo("token_type_ids", I64, BS)],
+    [vinfo("out", F, BS + [8])],
+    [weight("word", 32, 8), weight("types", 2, 8)])
+save("state_dims", [
+    helper.make_node("Relu", ["state"], ["y"], name="relu")],
+    [vinfo("state", F, [2, "batch", 128])], [vinfo("y", F, [2, "batch", 128])])
+save("odd_dims", [
+    helper.make_node("Relu", ["x"], ["y"], name="relu"),
+    helper.make_node("Relu", ["z"], ["w"], name="relu_z")],
+    [vinfo("x", F, [None, "2*s0", 4]), vinfo("z", F, [1, None])],
+    [vinfo("y", F, None), vinfo("w", F, None)])

@@ -48,6 +48,41 @@ TEST(InputShapeSpec, RejectsDuplicates) {
   EXPECT_NE(error.find("twice"), std::string::npos) << error;
 }
 
+TEST(InputDimSpec, ParsesOneOrAList) {
+  ONNXImportOptions options;
+  std::string error;
+  ASSERT_TRUE(parseInputDimSpec("batch=2", options, error)) << error;
+  ASSERT_TRUE(parseInputDimSpec("sequence=128,past=7", options, error))
+      << error;
+  EXPECT_EQ(options.inputDims.size(), 3u);
+  EXPECT_EQ(options.inputDims["batch"], 2);
+  EXPECT_EQ(options.inputDims["sequence"], 128);
+  EXPECT_EQ(options.inputDims["past"], 7);
+}
+
+TEST(InputDimSpec, RejectsMalformedSpecs) {
+  for (const char *spec : {"batch", "=2", "batch=", "batch=0", "batch=-2",
+                           "batch=2.5", "batch=two", "batch=2,", "a=1,,b=2"}) {
+    ONNXImportOptions options;
+    std::string error;
+    EXPECT_FALSE(parseInputDimSpec(spec, options, error)) << spec;
+    EXPECT_FALSE(error.empty()) << spec;
+  }
+  ONNXImportOptions options;
+  std::string error;
+  EXPECT_FALSE(parseInputDimSpec("batch=0x10", options, error));
+  EXPECT_EQ(error, "the value '0x10' of 'batch' is not a positive integer");
+}
+
+TEST(InputDimSpec, RejectsDuplicates) {
+  ONNXImportOptions options;
+  std::string error;
+  ASSERT_TRUE(parseInputDimSpec("seq=2", options, error));
+  EXPECT_FALSE(parseInputDimSpec("seq=2", options, error));
+  EXPECT_EQ(error, "dimension 'seq' is given twice");
+  EXPECT_FALSE(parseInputDimSpec("a=1,a=3", options, error));
+}
+
 TEST(LooksLikeONNX, UsesExtensionThenBytes) {
   EXPECT_TRUE(looksLikeONNX("m.onnx", "module {}"));
   EXPECT_FALSE(looksLikeONNX("m.mlir", "\x08\x08"));
