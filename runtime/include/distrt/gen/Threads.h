@@ -37,9 +37,12 @@ inline long runningThreads() {
 /// Whether each thread of the program's OpenMP team has a core nothing
 /// else runs on as it starts: the threads running besides this one plus
 /// the team (--threads N in `argv`, else OMP_NUM_THREADS or the CPUs) fit
-/// in the CPUs it may use. The fewest of 5 counts 2 ms apart: a thread
-/// pool that spins briefly after its work (onnxruntime's, a previous
-/// program's) is not a process holding a core. Counts, not the load
+/// in the CPUs it may use. The fewest of up to 50 counts 2 ms apart,
+/// stopping at the first that fits: a thread pool that spins briefly after
+/// its work is not a process holding a core. onnxruntime's spins for 20-30
+/// ms after a run; a program started within 10 ms of one (bench_ort.py)
+/// saw it through the 5 counts this took before, chose passive waits and
+/// ran ViT at 2 threads in 9.7 ms instead of 4.3. Counts, not the load
 /// average, which still holds the previous program of a benchmark loop
 /// for a minute after it ended.
 inline bool teamHasIdleCores(char **argv) {
@@ -50,7 +53,7 @@ inline bool teamHasIdleCores(char **argv) {
       team = atoi(argv[i + 1]);
   int cpus = omp_get_num_procs();
   long running = runningThreads();
-  for (int k = 1; k < 5 && running > 1 && running - 1 + team > cpus; ++k) {
+  for (int k = 1; k < 50 && running > 1 && running - 1 + team > cpus; ++k) {
     usleep(2000);
     long now = runningThreads();
     if (now >= 1 && now < running)
