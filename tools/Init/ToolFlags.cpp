@@ -195,13 +195,15 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
 bool PlanFlags::configure(OpPassManager &pm, std::string &error) const {
   PlanOptions o = values();
   std::string text;
-  if (!o.report.empty())
+  // After a search the search's JSON report and page stand (they have the
+  // runners-up and the search's figures); a named dist-simulate would
+  // rewrite them without.
+  if (!o.report.empty() && !searching())
     text += quoted("report", o.report) + " ";
   if (!o.trace.empty())
     text += quoted("trace", o.trace) + " ";
   if (!o.timeline.empty())
     text += quoted("timeline", o.timeline) + " ";
-  // After a search the search's page stands (it has the runners-up).
   if (!o.reportHtml.empty() && !searching())
     text += quoted("report-html", o.reportHtml);
   if (text.empty())
