@@ -34,6 +34,11 @@ def Dist_Dialect : Dialect {
     `graph.weight` or `graph.state`) carries them the same way when it is a
     block of a tensor-parallel part (`dist.tp_shard` too): each tensor
     rank's replicas hold the blocks of its part.
+
+    `dist.accumulates = k` on a function argument says that the function
+    returns that argument plus the value it computes, as its result `k`
+    (a running sum over micro-batches, set by dist-partition): the emission
+    computes result `k` in the argument's buffer.
   }];
   let useDefaultAttributePrinterParser = 1;
   // Verified by verifyOperationAttribute / verifyRegionArgAttribute
@@ -49,6 +54,7 @@ def Dist_Dialect : Dialect {
     "TensorParallelRoleAttr":$tp,
     "::mlir::DenseI64ArrayAttr":$tp_shard,
     "::mlir::UnitAttr":$batch_shard,
+    "::mlir::IntegerAttr":$accumulates,
     "::mlir::UnitAttr":$batch_block,
     "::mlir::IntegerAttr":$microbatch,
     "::mlir::UnitAttr":$data_parallel,

@@ -28,6 +28,7 @@ using TrainPhase = DistDialect::TrainPhaseAttrHelper;
 using Tp = DistDialect::TpAttrHelper;
 using TpShard = DistDialect::TpShardAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
+using Accumulates = DistDialect::AccumulatesAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
 using Zero = DistDialect::ZeroAttrHelper;
 using Groups = DistDialect::GroupsAttrHelper;
@@ -313,9 +314,10 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == Groups::getNameStr())
     return verifyGroups(op, attr.getValue());
-  if (name == BatchShard::getNameStr())
-    return op->emitOpError("'dist.batch_shard' marks function arguments; put "
-                           "it in the argument's attribute dictionary");
+  if (name == BatchShard::getNameStr() || name == Accumulates::getNameStr())
+    return op->emitOpError("'")
+           << name << "' marks function arguments; put it in the argument's "
+           << "attribute dictionary";
   return op->emitOpError("unknown attribute '")
          << name << "' of the dist dialect";
 }
@@ -329,6 +331,32 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("'dist.batch_shard' on argument #")
              << argIndex << " must be a unit attribute";
+    return success();
+  }
+  if (name == Accumulates::getNameStr()) {
+    // The argument is the running sum result k adds to: same type.
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto k = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!fn || region != 0 || !k || !k.getType().isInteger(64) ||
+        k.getInt() < 0 || k.getInt() >= (int64_t)fn.getNumResults() ||
+        fn.getResultTypes()[k.getInt()] != fn.getArgumentTypes()[argIndex])
+      return op->emitOpError("'dist.accumulates' on argument #")
+             << argIndex << " must be the i64 index of a result of the "
+             << "function with the argument's type, got " << attr.getValue();
+    // Read once, by the op that makes result k: the emission computes that
+    // result in the argument's buffer.
+    if (fn.isExternal())
+      return success();
+    Block &body = fn.getFunctionBody().front();
+    BlockArgument arg = body.getArgument(argIndex);
+    Operation *ret = body.getTerminator();
+    if (!arg.hasOneUse() || !ret ||
+        ret->getNumOperands() != fn.getNumResults() ||
+        ret->getOperand(k.getInt()).getDefiningOp() != *arg.user_begin())
+      return op->emitOpError("argument #")
+             << argIndex << " ('dist.accumulates' = " << k.getInt()
+             << ") must be read once, by the op that computes result #"
+             << k.getInt();
     return success();
   }
   return op->emitOpError("unknown argument attribute '")

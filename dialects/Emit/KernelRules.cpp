@@ -7,6 +7,9 @@
 
 #include "dialects/Graph/GraphOps.h"
 
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 #include <cfloat>
 
 using namespace mlir;
@@ -414,9 +417,35 @@ int distopt::emit::sumCandidate(KernelOp kernel) {
   return arg.getArgNumber();
 }
 
+std::optional<unsigned> distopt::emit::accumulatedResult(Operation *fn,
+                                                         unsigned arg) {
+  // dist.accumulates by name: the emit dialect does not depend on dist.
+  auto f = dyn_cast_or_null<FunctionOpInterface>(fn);
+  if (!f || arg >= f.getNumArguments())
+    return std::nullopt;
+  if (auto k = f.getArgAttrOfType<IntegerAttr>(arg, "dist.accumulates"))
+    return static_cast<unsigned>(k.getInt());
+  return std::nullopt;
+}
+
 bool distopt::emit::mayWriteInPlace(Operation *op, unsigned operand,
                                     ArrayRef<int64_t> operandStrides,
-                                    ArrayRef<int64_t> resultStrides) {
+                                    ArrayRef<int64_t> resultStrides,
+                                    unsigned result) {
+  if (auto call = dyn_cast<CallOpInterface>(op)) {
+    if (operand >= op->getNumOperands() || result >= op->getNumResults())
+      return false;
+    std::optional<unsigned> k =
+        accumulatedResult(call.resolveCallable(), operand);
+    // The callee reads the sum and writes the result row-major.
+    auto t = tensorType(op->getResult(result));
+    return k == result && t && op->getOperand(operand).getType() == t &&
+           sameLayout(t.getShape(), operandStrides, resultStrides) &&
+           sameLayout(t.getShape(), resultStrides,
+                      rowMajorStrides(t.getShape()));
+  }
+  if (result != 0)
+    return false;
   auto kernel = dyn_cast<KernelOp>(op);
   // dist.all_reduce by name: the emit dialect does not depend on dist.
   bool allReduce = op->getName().getStringRef() == "dist.all_reduce";

@@ -93,15 +93,21 @@ reshapeStrides(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> strides,
 
 //===--- In place -----------------------------------------------------===//
 
-/// Whether kernel `op` may write its result over operand `operand` (read
+/// Whether `op` may write its result `result` over operand `operand` (read
 /// for the last time by it): a loop or eltwise kernel reading it at the
 /// result's shape and element size, or a post-op kernel whose first
 /// post-op adds it in full (oneDNN's sum post-op), or an all-reduce (the
-/// runtime's reduces in place). `strides` give the layouts of the operand
-/// and the result.
+/// runtime's reduces in place), or a call whose callee returns that
+/// argument plus what it computes as that result (`dist.accumulates`).
+/// `strides` give the layouts of the operand and the result.
 bool mayWriteInPlace(mlir::Operation *op, unsigned operand,
                      llvm::ArrayRef<int64_t> operandStrides,
-                     llvm::ArrayRef<int64_t> resultStrides);
+                     llvm::ArrayRef<int64_t> resultStrides,
+                     unsigned result = 0);
+
+/// The result that argument `arg` of function `fn` is the running sum of
+/// (`dist.accumulates`), if any.
+std::optional<unsigned> accumulatedResult(mlir::Operation *fn, unsigned arg);
 
 /// The first post-op of a post_ops kernel when it adds a full-shape
 /// operand (which the printer turns into oneDNN's sum when the result is

@@ -168,7 +168,8 @@ static bool inPlace(const Slot &a, const Slot &b, const BlockLiveness &live) {
     return false;
   for (auto [k, operand] : llvm::enumerate(def->getOperands()))
     if (live.root(operand) == a.value && viewOffset(operand) == 0 &&
-        mayWriteInPlace(def, k, stridesOf(operand), stridesOf(b.value)))
+        mayWriteInPlace(def, k, stridesOf(operand), stridesOf(b.value),
+                        cast<OpResult>(b.value).getResultNumber()))
       return true;
   return false;
 }

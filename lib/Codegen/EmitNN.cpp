@@ -89,11 +89,19 @@ static std::string computeEx(FunctionEmitter &e, Operation *kernel,
     auto k = cast<emit::KernelOp>(kernel);
     int sum = emit::sumCandidate(k);
     // oneDNN's sum reads what the output buffer holds: the plan wrote the
-    // result over that operand (in place, an arena slot).
+    // result over that operand (in place, an arena slot), or the operand is
+    // the running sum the caller passed in that result's buffer
+    // (`dist.accumulates`).
     std::optional<int64_t> at = emit::arenaOffset(k.getResult());
+    Value src = sum >= 0 ? e.resolve(k.getBody().getArgument(sum)) : Value();
+    auto arg = dyn_cast_or_null<BlockArgument>(src);
+    auto slot = e.resultSlots.find(k.getResult());
     bool inPlace =
-        sum >= 0 && at &&
-        emit::arenaOffset(e.resolve(k.getBody().getArgument(sum))) == at;
+        sum >= 0 &&
+        ((at && emit::arenaOffset(src) == at) ||
+         (arg && slot != e.resultSlots.end() &&
+          emit::accumulatedResult(arg.getOwner()->getParentOp(),
+                                  arg.getArgNumber()) == slot->second));
     Value chain = anchor->getResult(0);
     for (Operation *op = anchor->getNextNode();
          op && !op->hasTrait<OpTrait::IsTerminator>(); op = op->getNextNode()) {

@@ -28,6 +28,7 @@
 #include "lib/Codegen/FunctionEmitter.h"
 
 #include "dialects/Dist/DistOps.h"
+#include "dialects/Emit/KernelRules.h"
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
 
@@ -286,18 +287,34 @@ emitListProgram(func::FuncOp fn, unsigned list,
         bodyOS << "  P.batchBlock = firstBlock + " << mb.getInt() << "ull;\n";
       for (Value r : call.getResults())
         e.allocate(r);
+      // A running sum (`dist.accumulates = k`) is passed in result k's
+      // buffer, which the stage adds to: the plan gave both one slot, or
+      // the sum is copied there first.
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      SmallVector<std::string> args;
+      for (auto [j, v] : llvm::enumerate(call.getOperands())) {
+        std::optional<unsigned> k = emit::accumulatedResult(callee, j);
+        if (!k) {
+          args.push_back(e.name(v));
+          continue;
+        }
+        Value r = call.getResult(*k);
+        std::optional<int64_t> at = emit::arenaOffset(r);
+        if (!at || emit::arenaOffset(v) != at)
+          bodyOS << "  if (P.copy(" << e.name(r) << ", " << e.name(v) << ", "
+                 << FunctionEmitter::bytesOf(v) << ")) return 1;\n";
+        args.push_back(e.name(r));
+      }
       bodyOS << "  void *" << c << "in[" << call.getNumOperands() + 1
              << "] = {";
-      for (Value v : call.getOperands())
-        bodyOS << "(void *)" << e.name(v) << ", ";
+      for (const std::string &a : args)
+        bodyOS << "(void *)" << a << ", ";
       bodyOS << "nullptr};\n  void *" << c << "out["
              << call.getNumResults() + 1 << "] = {";
       for (Value r : call.getResults())
         bodyOS << "(void *)" << e.name(r) << ", ";
-      bodyOS << "nullptr};\n  if ("
-             << stageName(module.lookupSymbol<func::FuncOp>(call.getCallee()),
-                          stages)
-             << "(P, " << c << "in, " << c << "out)) return 1;\n";
+      bodyOS << "nullptr};\n  if (" << stageName(callee, stages) << "(P, " << c
+             << "in, " << c << "out)) return 1;\n";
       continue;
     }
     if (failed(e.emitProfiled(&op)))

@@ -15,7 +15,9 @@
 //   the defining op to the last reader, views included) do not overlap;
 //   an elementwise kernel that reads an operand for the last time writes
 //   its result over it (in place), as does a matmul or convolution whose
-//   first post-op adds that operand (oneDNN's sum).
+//   first post-op adds that operand (oneDNN's sum), and a call whose
+//   callee returns that argument plus its own result (`dist.accumulates`:
+//   the callee adds to the buffer it is given).
 //
 // Slots are placed greedily, largest first, at the lowest 64-byte-aligned
 // offset free over the value's live range (the greedy-by-size heuristic of
@@ -141,7 +143,8 @@ void emission::planMemory(Operation *holder, Block &body,
         Group &gsrc = groups[it->second];
         if (gsrc.live.last != range.def || gsrc.bytes != b.getBytes() ||
             viewOffset(operand) != 0 ||
-            !mayWriteInPlace(def, k, stridesOf(operand), stridesOf(v)))
+            !mayWriteInPlace(def, k, stridesOf(operand), stridesOf(v),
+                             cast<OpResult>(v).getResultNumber()))
           continue;
         gsrc.values.push_back(v);
         gsrc.live.last = range.last;

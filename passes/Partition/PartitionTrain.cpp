@@ -14,7 +14,10 @@
 //    gradients earlier stages read;
 //  - optimizer_step: the optimizer ops of the list's stages, on the mean of
 //    each gradient over the step's micro-batches (the gradient of the step's
-//    mean loss, as with dist-autodiff's accumulation-steps);
+//    mean loss, as with dist-autodiff's accumulation-steps). The running sum
+//    is kept from the first backward on: later backwards are calls of the
+//    stage's accumulating variant, which adds its gradient to the sum it is
+//    given (`dist.accumulates`);
 //  - all_reduce (dp > 1): those means averaged over the stage's
 //    data-parallel replicas (`dist.all_reduce mean` over their devices).
 //    Every replica runs the list's program on its own rows of the batch
@@ -66,6 +69,7 @@
 #include "dialects/Graph/GraphOps.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <array>
@@ -246,6 +250,111 @@ static void accumulateEarly(ArrayRef<Operation *> adds) {
     auto label = dist::DistDialect::ActionAttrHelper(add->getContext());
     if (StringAttr action = label.getAttr(after))
       label.setAttr(add, action);
+  }
+}
+
+/// The variant of stage function \p callee that accumulates its results
+/// \p sums (ascending): it takes one running sum per such result as a
+/// trailing argument marked `dist.accumulates = k` and returns
+/// `sum + result k` in place of result k.
+static func::FuncOp accumulatingVariant(func::FuncOp callee,
+                                        ArrayRef<unsigned> sums) {
+  std::string name = (callee.getSymName() + "_accumulate").str();
+  for (unsigned k : sums)
+    name += "_" + std::to_string(k);
+  auto module = callee->getParentOfType<ModuleOp>();
+  if (auto done = module.lookupSymbol<func::FuncOp>(name))
+    return done;
+  auto clone = cast<func::FuncOp>(callee->clone());
+  clone.setSymName(name);
+  OpBuilder(callee).insert(clone);
+  Block &body = clone.getBody().front();
+  Operation *ret = body.getTerminator();
+  OpBuilder b(ret);
+  SmallVector<Type> argTypes(clone.getArgumentTypes());
+  for (unsigned k : sums) {
+    Value result = ret->getOperand(k);
+    BlockArgument sum = body.addArgument(result.getType(), callee.getLoc());
+    argTypes.push_back(result.getType());
+    auto add = graph::BinaryOp::create(b, result.getLoc(), result.getType(),
+                                       graph::BinaryKind::Add, sum, result);
+    // The stage and phase of the op that made the result.
+    if (Operation *def = result.getDefiningOp())
+      for (StringRef name : {"dist.virtual_stage", "graph.phase"})
+        if (Attribute a = def->getAttr(name))
+          add->setAttr(name, a);
+    ret->setOperand(k, add.getResult());
+  }
+  clone.setFunctionType(
+      FunctionType::get(callee.getContext(), argTypes, clone.getResultTypes()));
+  auto accumulates = dist::DistDialect::AccumulatesAttrHelper(b.getContext());
+  for (auto [i, k] : llvm::enumerate(sums))
+    clone.setArgAttr(callee.getNumArguments() + i, accumulates.getName(),
+                     b.getI64IntegerAttr(k));
+  return clone;
+}
+
+/// Folds each running sum `add(sum, part)` of \p adds whose `part` is a stage
+/// call's result read only there (a later micro-batch's gradient) into that
+/// call: the call runs the stage's accumulating variant on `sum`, which the
+/// emission computes in the sum's buffer (the weight-gradient GEMM adds
+/// into it, oneDNN's sum), so the list makes no separate pass over each
+/// gradient per micro-batch. The order of the additions, and so the bits
+/// of the sum, do not change. Only backward calls are folded: a forward's
+/// sum is the loss, a scalar not worth a second copy of the forward.
+static void accumulateIntoCalls(ArrayRef<Operation *> adds) {
+  llvm::MapVector<Operation *, SmallVector<Operation *>> byCall;
+  for (Operation *add : adds) {
+    auto bin = dyn_cast<graph::BinaryOp>(add);
+    if (!bin || bin.getKind() != graph::BinaryKind::Add)
+      continue; // a ZeRO-2 reduce-scatter
+    Value sum = bin.getLhs(), part = bin.getRhs();
+    auto call = part.getDefiningOp<func::CallOp>();
+    if (!call || call->getBlock() != add->getBlock() || !part.hasOneUse() ||
+        !sum.hasOneUse() || sum.getType() != part.getType())
+      continue;
+    auto module = call->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    StringAttr phase =
+        dist::DistDialect::TrainPhaseAttrHelper(call.getContext())
+            .getAttr(callee);
+    if (phase && phase.getValue() != "forward")
+      byCall[call].push_back(add);
+  }
+  for (auto &[op, sums] : byCall) {
+    auto call = cast<func::CallOp>(op);
+    // Each sum is made before the call (an earlier micro-batch's).
+    llvm::erase_if(sums, [&](Operation *add) {
+      Operation *def = add->getOperand(0).getDefiningOp();
+      return def && def->getBlock() == call->getBlock() &&
+             !def->isBeforeInBlock(call);
+    });
+    if (sums.empty())
+      continue;
+    llvm::sort(sums, [](Operation *a, Operation *b) {
+      return cast<OpResult>(a->getOperand(1)).getResultNumber() <
+             cast<OpResult>(b->getOperand(1)).getResultNumber();
+    });
+    SmallVector<unsigned> results;
+    SmallVector<Value> operands(call.getOperands());
+    for (Operation *add : sums) {
+      results.push_back(cast<OpResult>(add->getOperand(1)).getResultNumber());
+      operands.push_back(add->getOperand(0));
+    }
+    auto module = call->getParentOfType<ModuleOp>();
+    func::FuncOp variant = accumulatingVariant(
+        module.lookupSymbol<func::FuncOp>(call.getCallee()), results);
+    OpBuilder b(call);
+    auto folded = func::CallOp::create(b, call.getLoc(), variant, operands);
+    folded->setAttrs(call->getAttrs());
+    folded.setCallee(variant.getSymName());
+    for (Operation *add : sums) {
+      unsigned k = cast<OpResult>(add->getOperand(1)).getResultNumber();
+      add->getResult(0).replaceAllUsesWith(folded.getResult(k));
+      add->erase();
+    }
+    call->replaceAllUsesWith(folded.getResults());
+    call->erase();
   }
 }
 
@@ -1099,11 +1208,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     lastUpdates.push_back(n + ".last_update");
   }
   func::ReturnOp::create(ib, loc, results);
-  accumulateEarly(accumulations);
   // Per-sample outputs come back with the whole batch.
   SmallVector<Type> types;
   for (Value r : results)
     types.push_back(r.getType());
+  accumulateEarly(accumulations);
+  accumulateIntoCalls(accumulations);
   SmallVector<DictionaryAttr> resultAttrs;
   fn.getAllResultAttrs(resultAttrs);
   for (const std::string &n : lastUpdates)

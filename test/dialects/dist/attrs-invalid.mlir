@@ -355,6 +355,45 @@ func.func @f(%x: tensor<4xf32> {dist.batch_shard = 1 : i64}) {
 
 // -----
 
+// expected-error @+1 {{'dist.accumulates' marks function arguments; put it in the argument's attribute dictionary}}
+func.func @f() attributes {dist.accumulates = 0 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.accumulates' on argument #1 must be the i64 index of a result of the function with the argument's type, got 1 : i64}}
+func.func @f(%x: tensor<4xf32>, %s: tensor<4xf32> {dist.accumulates = 1 : i64}) -> tensor<4xf32> {
+  %r = graph.binary add %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dist.accumulates' on argument #1 must be the i64 index of a result of the function with the argument's type, got 0 : i64}}
+func.func @f(%x: tensor<4xf32>, %s: tensor<2xf32> {dist.accumulates = 0 : i64}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// The sum is read by something else than the op that makes the result.
+// expected-error @+1 {{argument #1 ('dist.accumulates' = 0) must be read once, by the op that computes result #0}}
+func.func @f(%x: tensor<4xf32>, %s: tensor<4xf32> {dist.accumulates = 0 : i64}) -> (tensor<4xf32>, tensor<4xf32>) {
+  %r = graph.binary add %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %t = graph.binary mul %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r, %t : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{argument #1 ('dist.accumulates' = 0) must be read once, by the op that computes result #0}}
+func.func @f(%x: tensor<4xf32>, %s: tensor<4xf32> {dist.accumulates = 0 : i64}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
 // expected-error @+1 {{unknown argument attribute 'dist.shard' of the dist dialect on argument #0}}
 func.func @f(%x: tensor<4xf32> {dist.shard}) {
   return

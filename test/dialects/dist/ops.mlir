@@ -42,6 +42,11 @@ func.func @sharded(%x: tensor<4xf32> {dist.batch_shard}) attributes {dist.data_p
 func.func @zero() attributes {dist.data_parallel, dist.zero = {stage = 1 : i64, replicas = 2 : i64}} {
   return
 }
+// CHECK: func.func @accumulating(%{{.*}}: tensor<4xf32>, %{{.*}}: tensor<4xf32> {dist.accumulates = 0 : i64}) -> tensor<4xf32>
+func.func @accumulating(%x: tensor<4xf32>, %s: tensor<4xf32> {dist.accumulates = 0 : i64}) -> tensor<4xf32> {
+  %r = graph.binary add %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
 
 // CHECK-LABEL: func.func @stages
 func.func @stages(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
