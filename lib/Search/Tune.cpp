@@ -13,6 +13,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace llvm;
 using namespace distopt;
@@ -22,14 +23,22 @@ static Error failure(const Twine &msg) {
   return createStringError(inconvertibleErrorCode(), msg);
 }
 
+/// "-5", "0.001", "1e+20".
+static std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 Expected<StatEfficiency> search::makeStatEfficiency(double noiseScale,
                                                     double minExamples,
                                                     double minSteps) {
   if (!(noiseScale > 0) || !std::isfinite(noiseScale))
-    return failure(formatv("--dist-noise-scale must be a positive number of "
-                           "samples (the gradient noise scale B_noise), got "
-                           "{0}",
-                           noiseScale));
+    return failure("--dist-noise-scale must be a positive number of "
+                   "samples (the gradient noise scale B_noise), got " +
+                   shortest(noiseScale) +
+                   "; measure it (McCandlish et al. 2018, appendix A) or "
+                   "take it from a similar model");
   if ((minExamples > 0) == (minSteps > 0))
     return failure("give the target as exactly one of "
                    "--dist-target-examples=E_min (samples a tiny batch "
