@@ -112,7 +112,9 @@ std::vector<unsigned> search::defaultBatches(unsigned devices,
   return out;
 }
 
-/// The per-batch searches run quietly: no progress line, no device advice.
+/// The per-batch (per-trial) searches run quietly: no progress line of
+/// their own (the caller's reports the batches or trials done), no device
+/// advice.
 static SearchOptions quiet(const SearchOptions &o, unsigned batch) {
   SearchOptions q = o;
   q.globalBatch = batch;
@@ -136,6 +138,7 @@ Expected<TimeToAccuracyResult> search::searchTimeToAccuracy(
   r.efficiency = efficiency;
   std::string problems;
   bool any = false;
+  unsigned long weighed = 0;
   for (unsigned b : batches) {
     BatchChoice c;
     c.batch = b;
@@ -152,12 +155,14 @@ Expected<TimeToAccuracyResult> search::searchTimeToAccuracy(
         r.best = r.batches.size();
       any = true;
     }
+    if (c.result)
+      weighed += c.result->stats.candidates;
     r.batches.push_back(std::move(c));
+    if (options.progress)
+      options.progress(double(r.batches.size()) / batches.size(), weighed);
   }
   if (!any)
     return failure("no candidate batch has a plan:" + problems);
-  if (options.progress)
-    options.progress(1.0, 0);
   return r;
 }
 
@@ -263,6 +268,7 @@ search::tuneTrials(const cost::ModelDesc &model,
   if (trials.empty())
     return failure("--dist-tune has no trials");
   TuneResult r;
+  unsigned long weighed = 0;
   for (auto [i, t] : llvm::enumerate(trials)) {
     auto where = [&, i = i, &t = t]() {
       return formatv("trial {0} (batch={1}{2})", i + 1, t.batch,
@@ -312,7 +318,10 @@ search::tuneTrials(const cost::ModelDesc &model,
     tr.fixedSeconds = tr.steps * tr.fixed.sim.result.iterationTime;
     r.seconds += tr.seconds;
     r.fixedSeconds += tr.fixedSeconds;
+    weighed += tr.best.stats.candidates;
     r.trials.push_back(std::move(tr));
+    if (options.progress)
+      options.progress(double(r.trials.size()) / trials.size(), weighed);
   }
   return r;
 }

@@ -29,13 +29,14 @@ using namespace distopt::planning;
 /// second once the search has run for a second. \p shown tells whether it
 /// printed anything.
 static std::function<void(double, unsigned long)>
-progressLine(SearchProgress when, bool &shown) {
+progressLine(SearchProgress when, llvm::StringRef of, bool &shown) {
   if (when == SearchProgress::Never)
     return {};
   auto start = std::chrono::steady_clock::now();
   bool tty = llvm::errs().is_displayed();
   bool always = when == SearchProgress::Always;
   auto last = std::make_shared<double>(-1);
+  std::string what = of.str();
   return [=, &shown](double fraction, unsigned long candidates) {
     double t = std::chrono::duration<double>(
                    std::chrono::steady_clock::now() - start)
@@ -47,9 +48,9 @@ progressLine(SearchProgress when, bool &shown) {
     *last = t;
     shown = true;
     llvm::errs() << (tty ? "\r" : "")
-                 << llvm::formatv("search: {0,3:F0}% of the ordered "
-                                  "candidates, {1} weighed, {2:F1} s",
-                                  100 * fraction, candidates, t)
+                 << llvm::formatv("search: {0,3:F0}% of the {1}, {2} "
+                                  "weighed, {3:F1} s",
+                                  100 * fraction, what, candidates, t)
                  << (tty ? "" : "\n");
   };
 }
@@ -292,7 +293,11 @@ struct SearchPlanPass
     cost::CostModel cm = in->machine.costModel(costing);
 
     bool shown = false;
-    so.progress = progressLine(progress, shown);
+    so.progress = progressLine(progress,
+                               timeToAccuracy ? "batches"
+                               : tune.empty() ? "ordered candidates"
+                                              : "trials",
+                               shown);
     // A plan for a trainer starts its stages at whole transformer blocks:
     // the search sees one layer per block, and its cuts are mapped back.
     std::vector<unsigned> firstLayer;
