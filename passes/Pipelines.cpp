@@ -89,6 +89,30 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "Let the search use only the cluster's first N devices (the others "
        "stay idle and are reported)",
        &O::devices},
+      {"noise-scale", "dist-noise-scale",
+       "Gradient noise scale B_noise in samples (McCandlish et al. 2018), "
+       "for --dist-objective=time-to-accuracy and --dist-tune",
+       &O::noiseScale},
+      {"target-examples", "dist-target-examples",
+       "Training target as E_min: samples it needs with a tiny batch "
+       "(steps(B) = E_min/B_noise * (1 + B_noise/B))",
+       &O::targetExamples},
+      {"target-steps", "dist-target-steps",
+       "Training target as S_min: steps it needs with an unbounded batch "
+       "(steps(B) = S_min * (1 + B_noise/B))",
+       &O::targetSteps},
+      {"batches", "dist-batches",
+       "Global batches time-to-accuracy tries: 64,128,256 or 64..4096 "
+       "(doubling; default: from the device count to 16 B_noise)",
+       &O::batches},
+      {"tune", "dist-tune",
+       "Hyper-parameter trials, each planned on its own and against one "
+       "fixed plan: \"batch=256,lr=1e-3,async=0,steps=1000;batch=512,...\"",
+       &O::tune},
+      {"tune-fixed", "dist-tune-fixed",
+       "The fixed plan --dist-tune compares with (dp=..,tp=..,...; default: "
+       "the best plan of the first trial)",
+       &O::tuneFixed},
       {"baseline", "",
        "Also predict a trainer's configuration (megatron:ARGS_FILE) and "
        "print it beside the best plan (dist-search-plan)",
@@ -102,7 +126,8 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        &O::mode},
       {"objective", "dist-objective",
        "Inference goal: throughput (a stream of batches, default) or "
-       "latency (one global batch)",
+       "latency (one global batch); training: time-to-accuracy (choose the "
+       "global batch too, with --dist-noise-scale and a target)",
        &O::objective},
       {"dtype", "dist-dtype",
        "Compute element type the plan assumes: bf16 (default: mixed "
@@ -172,6 +197,9 @@ enum class Stages { None, Regions, Functions, Schedule };
 struct PlanEnums {
   schedule::Mode mode;
   schedule::InferObjective objective;
+  /// objective=time-to-accuracy (training; the inference objective stays
+  /// at its default).
+  bool timeToAccuracy = false;
   cluster::DType dtype;
   cost::Optimizer optimizer;
   SearchProgress progress;
@@ -189,9 +217,12 @@ static bool parsePlanEnums(const PlanOptions &o, PlanOptionSpelling spelling,
   };
   if (!parseModeName(o.mode, out.mode))
     return unknown(&PlanOptions::mode, o.mode, "train or infer");
-  if (!parseObjectiveName(o.objective, out.objective))
+  out.timeToAccuracy = o.objective == "time-to-accuracy";
+  out.objective = schedule::InferObjective::Throughput;
+  if (!out.timeToAccuracy && !parseObjectiveName(o.objective, out.objective))
     return unknown(&PlanOptions::objective, o.objective,
-                   "throughput or latency");
+                   "throughput or latency (inference) or time-to-accuracy "
+                   "(training)");
   if (!cluster::parseDType(o.dtype, out.dtype) ||
       out.dtype == cluster::DType::I8 || out.dtype == cluster::DType::I32 ||
       out.dtype == cluster::DType::I64)
@@ -224,6 +255,90 @@ bool distopt::checkPlanOptions(const PlanOptions &options,
                                std::string &error) {
   PlanEnums parsed;
   return parsePlanEnums(options, spelling, parsed, error);
+}
+
+/// The options of time to accuracy and tuning go together: false with
+/// \p error when one is given without what it needs or with what it
+/// replaces.
+static bool checkTuning(const PlanOptions &o, const PlanEnums &e, bool given,
+                        function_ref<std::string(PlanOptionField)> spell,
+                        std::string &error) {
+  bool tune = !o.tune.empty();
+  std::string tta = spell(&PlanOptions::objective) + "=time-to-accuracy";
+  if (e.timeToAccuracy && e.mode == schedule::Mode::Infer) {
+    error = tta +
+            " plans training (steps to a target loss); inference "
+            "has no steps: use throughput or latency with " +
+            spell(&PlanOptions::mode) + "=infer";
+    return false;
+  }
+  if (tune && e.mode == schedule::Mode::Infer) {
+    error = spell(&PlanOptions::tune) + " plans training trials; drop " +
+            spell(&PlanOptions::mode) + "=infer";
+    return false;
+  }
+  if (e.timeToAccuracy && tune) {
+    error = "give " + tta + " (choose the batch) or " +
+            spell(&PlanOptions::tune) +
+            " (plan given trials), not both; trials without steps= take "
+            "theirs from " +
+            spell(&PlanOptions::noiseScale) + " and the target";
+    return false;
+  }
+  if ((e.timeToAccuracy || tune) && given) {
+    error = (e.timeToAccuracy ? tta : spell(&PlanOptions::tune)) +
+            " searches the plan (for each batch or trial); drop the given "
+            "plan (" +
+            spell(&PlanOptions::tuneFixed) +
+            " names the fixed plan trials are compared with)";
+    return false;
+  }
+  if ((e.timeToAccuracy || tune) && o.batch) {
+    error = spell(&PlanOptions::batch) + " fixes the global batch, but " +
+            (e.timeToAccuracy
+                 ? tta +
+                       " chooses it (list the candidates "
+                       "with " +
+                       spell(&PlanOptions::batches) + ")"
+                 : spell(&PlanOptions::tune) + " takes each trial's batch=");
+    return false;
+  }
+  if ((e.timeToAccuracy || tune) && !o.baseline.empty()) {
+    error = spell(&PlanOptions::baseline) +
+            " is compared with one search, "
+            "not with " +
+            (e.timeToAccuracy ? tta : spell(&PlanOptions::tune));
+    return false;
+  }
+  if (e.timeToAccuracy && o.noiseScale.empty()) {
+    error = tta + " needs the gradient noise scale: pass " +
+            spell(&PlanOptions::noiseScale) + "=B (samples) and the target " +
+            spell(&PlanOptions::targetExamples) + "=E_min or " +
+            spell(&PlanOptions::targetSteps) + "=S_min";
+    return false;
+  }
+  bool statistical = !o.noiseScale.empty() || !o.targetExamples.empty() ||
+                     !o.targetSteps.empty();
+  if (statistical && !e.timeToAccuracy && !tune) {
+    error = spell(&PlanOptions::noiseScale) + ", " +
+            spell(&PlanOptions::targetExamples) + " and " +
+            spell(&PlanOptions::targetSteps) +
+            " model steps to a target: "
+            "use them with " +
+            tta + " or " + spell(&PlanOptions::tune);
+    return false;
+  }
+  if (!o.batches.empty() && !e.timeToAccuracy) {
+    error = spell(&PlanOptions::batches) + " lists the batches " + tta +
+            " tries; add it";
+    return false;
+  }
+  if (!o.tuneFixed.empty() && !tune) {
+    error = spell(&PlanOptions::tuneFixed) + " names the fixed plan of " +
+            spell(&PlanOptions::tune) + "; add the trials";
+    return false;
+  }
+  return true;
 }
 
 LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
@@ -264,6 +379,9 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
             "cluster's devices (the first ones)";
     return failure();
   }
+
+  if (!checkTuning(o, e, given, spell, error))
+    return failure();
 
   if (!o.cluster.empty()) {
     AttachClusterPassOptions attach;
@@ -319,6 +437,13 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.summary = o.summary;
     search.devices = o.devices;
     search.baseline = o.baseline;
+    search.timeToAccuracy = e.timeToAccuracy;
+    search.noiseScale = o.noiseScale;
+    search.targetExamples = o.targetExamples;
+    search.targetSteps = o.targetSteps;
+    search.batches = o.batches;
+    search.tune = o.tune;
+    search.tuneFixed = o.tuneFixed;
     if (!o.exportTo.empty())
       search.trainer = o.exportTo;
     pm.addPass(createSearchPlanPass(search));

@@ -49,13 +49,21 @@ struct PlanOptions {
   unsigned alternatives = 3;
   /// Search: plan for the cluster's first N devices only (0: all).
   unsigned devices = 0;
+  /// Time to accuracy (objective "time-to-accuracy") and tuning: the
+  /// gradient noise scale B_noise in samples, the target as samples at a
+  /// tiny batch (E_min) or steps at an unbounded one (S_min), the candidate
+  /// global batches ("64,128,256" or "64..4096"), the hyper-parameter trials
+  /// ("batch=256,lr=1e-3,async=0,steps=1000;batch=512,...") and the fixed
+  /// plan the trials are compared with (empty: the first trial's best).
+  std::string noiseScale, targetExamples, targetSteps, batches, tune, tuneFixed;
   /// Search: also predict a trainer's configuration ("megatron:ARGS_FILE")
   /// and print it beside the best plan.
   std::string baseline;
   /// Warn first when dist-compile could not build the planned function
   /// (dist-check-compilable).
   bool checkCompilable = false;
-  /// "train" or "infer"; for inference "throughput" or "latency"; the
+  /// "train" or "infer"; for inference "throughput" or "latency", for
+  /// training "time-to-accuracy" (with noiseScale and a target); the
   /// compute element type ("bf16", "fp16", "fp32", "tf32", "fp8"); the
   /// optimizer whose state the memory model holds ("adam", "adamw",
   /// "momentum", "sgd").

@@ -152,6 +152,18 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     model is too small for the cluster, naming the smallest count within
     10% of the fastest (docs/search.md).
 
+    `time-to-accuracy=true` (`--dist-objective=time-to-accuracy`) also
+    chooses the global batch: for each of `batches` (default: doubling
+    from the device count to 16 `noise-scale`) it searches the best plan
+    and predicts the time to the target, steps(B) x iteration time with
+    steps(B) = S_min (1 + B_noise / B) (McCandlish et al. 2018; the target
+    is `target-examples` = E_min or `target-steps` = S_min), and records
+    the batch and plan that reach it first. `tune` plans each
+    hyper-parameter trial (`batch=N,lr=X,async=0|1,steps=S;...`) on its own
+    and runs every trial with one fixed plan (`tune-fixed`, default the
+    first trial's best), and records the first trial's plan. The report
+    gains `time_to_accuracy` or `tune` (docs/search.md).
+
     Example:
 
     ```
@@ -234,7 +246,23 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
            "torchtitan, deepspeed; what --dist-export will write)">,
     Option<"baseline", "baseline", "std::string", "\"\"",
            "A trainer's configuration (megatron:ARGS_FILE) to predict and "
-           "compare with the best plan">
+           "compare with the best plan">,
+    Option<"timeToAccuracy", "time-to-accuracy", "bool", "false",
+           "Choose the global batch too: the least predicted time to the "
+           "target (steps from the noise scale times the iteration time)">,
+    Option<"noiseScale", "noise-scale", "std::string", "\"\"",
+           "Gradient noise scale B_noise in samples">,
+    Option<"targetExamples", "target-examples", "std::string", "\"\"",
+           "The target as E_min, samples it needs with a tiny batch">,
+    Option<"targetSteps", "target-steps", "std::string", "\"\"",
+           "The target as S_min, steps it needs with an unbounded batch">,
+    Option<"batches", "batches", "std::string", "\"\"",
+           "Candidate global batches: 64,128,256 or 64..4096 (doubling)">,
+    Option<"tune", "tune", "std::string", "\"\"",
+           "Hyper-parameter trials: batch=N,lr=X,async=0|1,steps=S;...">,
+    Option<"tuneFixed", "tune-fixed", "std::string", "\"\"",
+           "The fixed plan the trials are compared with (default: the best "
+           "plan of the first trial)">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

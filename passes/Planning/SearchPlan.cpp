@@ -9,7 +9,9 @@
 #include "passes/Planning/Planning.h"
 
 #include "lib/Search/Report.h"
+#include "lib/Search/Tune.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
@@ -27,13 +29,14 @@ using namespace distopt::planning;
 /// second once the search has run for a second. \p shown tells whether it
 /// printed anything.
 static std::function<void(double, unsigned long)>
-progressLine(SearchProgress when, bool &shown) {
+progressLine(SearchProgress when, llvm::StringRef of, bool &shown) {
   if (when == SearchProgress::Never)
     return {};
   auto start = std::chrono::steady_clock::now();
   bool tty = llvm::errs().is_displayed();
   bool always = when == SearchProgress::Always;
   auto last = std::make_shared<double>(-1);
+  std::string what = of.str();
   return [=, &shown](double fraction, unsigned long candidates) {
     double t = std::chrono::duration<double>(
                    std::chrono::steady_clock::now() - start)
@@ -45,9 +48,9 @@ progressLine(SearchProgress when, bool &shown) {
     *last = t;
     shown = true;
     llvm::errs() << (tty ? "\r" : "")
-                 << llvm::formatv("search: {0,3:F0}% of the ordered "
-                                  "candidates, {1} weighed, {2:F1} s",
-                                  100 * fraction, candidates, t)
+                 << llvm::formatv("search: {0,3:F0}% of the {1}, {2} "
+                                  "weighed, {3:F1} s",
+                                  100 * fraction, what, candidates, t)
                  << (tty ? "" : "\n");
   };
 }
@@ -154,6 +157,86 @@ struct SearchPlanPass
     return success();
   }
 
+  /// Time to accuracy (the best global batch) or a tuning run (the best
+  /// plan of every trial), by the options; the errors name the flags.
+  llvm::Error runTuning(const cost::ModelDesc &model,
+                        const cluster::Cluster &cluster,
+                        const cost::CostModel &cm,
+                        const search::SearchOptions &so, const Costing &costing,
+                        std::optional<search::TimeToAccuracyResult> &tta,
+                        std::optional<search::TuneResult> &tuned) {
+    auto number = [](llvm::StringRef flag,
+                     llvm::StringRef text) -> llvm::Expected<double> {
+      double v = 0;
+      if (text.empty())
+        return 0.0;
+      if (!llvm::to_float(text, v))
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "bad " + flag + "='" + text +
+                                           "': expected a number");
+      return v;
+    };
+    std::optional<search::StatEfficiency> eff;
+    if (timeToAccuracy || !noiseScale.empty() || !targetExamples.empty() ||
+        !targetSteps.empty()) {
+      llvm::Expected<double> b = number("--dist-noise-scale", noiseScale);
+      if (!b)
+        return b.takeError();
+      llvm::Expected<double> e =
+          number("--dist-target-examples", targetExamples);
+      if (!e)
+        return e.takeError();
+      llvm::Expected<double> st = number("--dist-target-steps", targetSteps);
+      if (!st)
+        return st.takeError();
+      llvm::Expected<search::StatEfficiency> made =
+          search::makeStatEfficiency(*b, *e, *st);
+      if (!made)
+        return made.takeError();
+      eff = *made;
+    }
+    if (timeToAccuracy) {
+      std::vector<unsigned> list;
+      if (batches.empty()) {
+        unsigned devices = so.devices ? so.devices : cluster.numDevices();
+        list = search::defaultBatches(devices, eff->noiseScale);
+      } else {
+        llvm::Expected<std::vector<unsigned>> parsed =
+            search::parseBatchList(batches);
+        if (!parsed)
+          return parsed.takeError();
+        list = std::move(*parsed);
+      }
+      llvm::Expected<search::TimeToAccuracyResult> r =
+          search::searchTimeToAccuracy(model, cluster, cm, so, *eff, list);
+      if (!r)
+        return r.takeError();
+      tta = std::move(*r);
+      return llvm::Error::success();
+    }
+    llvm::Expected<std::vector<search::Trial>> trials =
+        search::parseTrials(tune);
+    if (!trials)
+      return trials.takeError();
+    std::optional<schedule::Plan> fixed;
+    if (!tuneFixed.empty()) {
+      llvm::Expected<schedule::Plan> p = schedule::parsePlan(tuneFixed);
+      if (!p)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "bad --dist-tune-fixed='" + tuneFixed +
+                                           "': " + toString(p.takeError()));
+      p->mode = schedule::Mode::Train;
+      costing.applyTo(*p);
+      fixed = std::move(*p);
+    }
+    llvm::Expected<search::TuneResult> r =
+        search::tuneTrials(model, cluster, cm, so, *trials, eff, fixed);
+    if (!r)
+      return r.takeError();
+    tuned = std::move(*r);
+    return llvm::Error::success();
+  }
+
   LogicalResult run(ModuleOp module) {
     Costing costing{dtype, fusedAttention, optimizer};
     std::optional<exporting::ImportedPlan> base;
@@ -169,7 +252,8 @@ struct SearchPlanPass
       costing = Costing::of(base->plan);
       globalBatch = base->globalBatch;
     }
-    if (globalBatch == 0)
+    bool tuning = timeToAccuracy || !tune.empty();
+    if (globalBatch == 0 && !tuning)
       return emitError(module.getLoc())
              << "--dist-search needs the global batch in samples: pass "
                 "--dist-batch=N (batch=N)";
@@ -209,7 +293,11 @@ struct SearchPlanPass
     cost::CostModel cm = in->machine.costModel(costing);
 
     bool shown = false;
-    so.progress = progressLine(progress, shown);
+    so.progress = progressLine(progress,
+                               timeToAccuracy ? "batches"
+                               : tune.empty() ? "ordered candidates"
+                                              : "trials",
+                               shown);
     // A plan for a trainer starts its stages at whole transformer blocks:
     // the search sees one layer per block, and its cuts are mapped back.
     std::vector<unsigned> firstLayer;
@@ -219,8 +307,19 @@ struct SearchPlanPass
       if (blocks.size())
         byBlocks = exporting::modelByBlocks(in->model, blocks, firstLayer);
     }
-    llvm::Expected<search::SearchResult> result = search::searchPlan(
-        byBlocks ? *byBlocks : in->model, in->machine.cluster, cm, so);
+    const cost::ModelDesc &planned = byBlocks ? *byBlocks : in->model;
+    std::optional<search::TimeToAccuracyResult> tta;
+    std::optional<search::TuneResult> tuned;
+    llvm::Expected<search::SearchResult> result =
+        [&]() -> llvm::Expected<search::SearchResult> {
+      if (!tuning)
+        return search::searchPlan(planned, in->machine.cluster, cm, so);
+      llvm::Error err =
+          runTuning(planned, in->machine.cluster, cm, so, costing, tta, tuned);
+      if (err)
+        return std::move(err);
+      return tta ? tta->winner() : tuned->trials.front().best;
+    }();
     if (result && byBlocks) {
       auto remap = [&](search::Candidate &c) {
         for (unsigned &cut : c.sim.plan.cuts)
@@ -255,6 +354,13 @@ struct SearchPlanPass
                << baseline << ": " << llvm::toString(c.takeError());
       baseCand = std::move(*c);
     }
+    if (summary && tta)
+      search::printTimeToAccuracy(*tta, llvm::outs());
+    if (summary && tuned) {
+      search::printTune(*tuned, llvm::outs());
+      llvm::outs() << "recorded: the best plan of trial 1 (batch "
+                   << tuned->trials.front().trial.batch << ")\n";
+    }
     if (summary)
       search::printSearchSummary(*result, in->machine.cluster, llvm::outs());
     if (baseCand)
@@ -275,7 +381,12 @@ struct SearchPlanPass
     }
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
-          os << llvm::formatv("{0:2}", search::toJSON(data)) << "\n";
+          llvm::json::Value v = search::toJSON(data);
+          if (tta)
+            (*v.getAsObject())["time_to_accuracy"] = search::toJSON(*tta);
+          if (tuned)
+            (*v.getAsObject())["tune"] = search::toJSON(*tuned);
+          os << llvm::formatv("{0:2}", v) << "\n";
         })))
       return failure();
     if (!reportHtml.empty()) {

@@ -140,8 +140,20 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
             "--train) has none: drop them";
     return false;
   }
+  bool tuningFlags = o.objective == "time-to-accuracy" || !o.tune.empty() ||
+                     !o.noiseScale.empty() || !o.targetExamples.empty() ||
+                     !o.targetSteps.empty() || !o.batches.empty() ||
+                     !o.tuneFixed.empty();
+  if (tuningFlags && !search && !given) {
+    error = o.tune.empty()
+                ? "--dist-objective=time-to-accuracy and its options choose "
+                  "the global batch by search: add --dist-search"
+                : "--dist-tune plans each trial by search: add --dist-search";
+    return false;
+  }
   if (search || given) {
-    if (search && o.batch == 0 && o.baseline.empty()) {
+    bool tuning = o.objective == "time-to-accuracy" || !o.tune.empty();
+    if (search && o.batch == 0 && o.baseline.empty() && !tuning) {
       error = "--dist-search needs the global batch in samples: pass "
               "--dist-batch=N";
       return false;
