@@ -49,6 +49,14 @@ struct PlanOptions {
   unsigned alternatives = 3;
   /// Search: plan for the cluster's first N devices only (0: all).
   unsigned devices = 0;
+  /// Surviving preemptions (docs/resilience.md): "none" (on-demand nodes),
+  /// "checkpoint" (periodic checkpoints, restarts) or "redundant" (Bamboo's
+  /// redundant computation). A search then ranks plans by their expected
+  /// throughput under preemptions.
+  std::string resilience = "none";
+  /// A seed: also inject preemptions (a seeded Poisson process) into the
+  /// plan and report what they cost; empty: none injected.
+  std::string preemptions;
   /// Search: also predict a trainer's configuration ("megatron:ARGS_FILE")
   /// and print it beside the best plan.
   std::string baseline;

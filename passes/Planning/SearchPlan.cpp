@@ -87,6 +87,9 @@ static void printBaseline(llvm::StringRef spec, schedule::Mode mode,
     os << "  the baseline is as fast as the best plan the search found\n";
 }
 
+/// How many of the search's best plans are ranked under preemptions.
+static constexpr unsigned kResiliencePool = 16;
+
 namespace {
 struct SearchPlanPass
     : public distopt::impl::SearchPlanPassBase<SearchPlanPass> {
@@ -154,6 +157,79 @@ struct SearchPlanPass
     return success();
   }
 
+  /// Under preemptions the search keeps a wider field of plans to rank by
+  /// their expected throughput; redundant computation needs uniform plans
+  /// with pp >= 2.
+  LogicalResult constrainForResilience(ModuleOp module,
+                                       const ResilienceChoice &choice,
+                                       search::SearchOptions &so) {
+    if (!choice.enabled())
+      return success();
+    if (mode != schedule::Mode::Train)
+      return emitError(module.getLoc())
+             << "--dist-resilience plans training on preemptible nodes; an "
+                "inference plan has no training state to protect: drop it";
+    so.alternatives = std::max(so.alternatives, kResiliencePool - 1);
+    if (choice.mode != sim::Resilience::Redundant)
+      return success();
+    search::IntRange &pp = so.constraints.pp;
+    pp.min = std::max(pp.min, 2u);
+    if (pp.empty())
+      return emitError(module.getLoc())
+             << "--dist-resilience=redundant needs pipeline parallelism (each "
+                "stage keeps its successor's layers), and --dist-search "
+                "allows no pp >= 2: allow pp>=2";
+    so.constraints.uniformReplicas = true;
+    return success();
+  }
+
+  /// Ranks the search's best plans by their expected throughput under
+  /// preemptions: the best becomes result.best, the next ones its
+  /// alternatives. The report of the new best (with the injection).
+  FailureOr<sim::ResilienceReport>
+  rankByResilience(ModuleOp module, const ResilienceChoice &choice,
+                   const cluster::Cluster &cluster, double memoryLimit,
+                   search::SearchResult &result) {
+    std::vector<search::Candidate> pool;
+    pool.push_back(std::move(result.best));
+    for (search::Candidate &c : result.alternatives)
+      pool.push_back(std::move(c));
+    std::vector<std::pair<double, unsigned>> ranked;
+    std::string problem;
+    for (auto [i, c] : llvm::enumerate(pool)) {
+      sim::ResilienceInputs in =
+          sim::resilienceInputs(c.sim, cluster, memoryLimit);
+      if (choice.mode == sim::Resilience::Redundant && !in.redundantPossible) {
+        if (problem.empty())
+          problem = c.sim.plan.str() + ": " + in.redundantProblem;
+        continue;
+      }
+      sim::ResilienceEstimate e =
+          sim::estimateResilience(in, *cluster.availability, choice.mode);
+      ranked.push_back({e.expectedSamplesPerSecond, unsigned(i)});
+    }
+    if (ranked.empty())
+      return emitError(module.getLoc())
+             << "--dist-resilience=redundant: none of the " << pool.size()
+             << " best plans of the search can keep a copy of its "
+                "successor's stage; the first: "
+             << problem;
+    llvm::stable_sort(ranked,
+                      [](auto &a, auto &b) { return a.first > b.first; });
+    rankedNote = llvm::formatv(
+        "resilience: the search's {0} best plans ranked by expected "
+        "samples/s under preemptions ({1}); {2} could run so\n",
+        pool.size(), sim::resilienceName(choice.mode), ranked.size());
+    result.best = std::move(pool[ranked.front().second]);
+    result.alternatives.clear();
+    for (unsigned k = 1; k < ranked.size() && k <= alternatives; ++k)
+      result.alternatives.push_back(std::move(pool[ranked[k].second]));
+    return planResilience(module, result.best, cluster, choice, memoryLimit);
+  }
+
+  /// What rankByResilience did, for the summary.
+  std::string rankedNote;
+
   LogicalResult run(ModuleOp module) {
     Costing costing{dtype, fusedAttention, optimizer};
     std::optional<exporting::ImportedPlan> base;
@@ -207,6 +283,10 @@ struct SearchPlanPass
     if (failed(in))
       return failure();
     cost::CostModel cm = in->machine.costModel(costing);
+    FailureOr<ResilienceChoice> choice =
+        resilienceChoice(module, in->machine.cluster, resilience, preemptions);
+    if (failed(choice) || failed(constrainForResilience(module, *choice, so)))
+      return failure();
 
     bool shown = false;
     so.progress = progressLine(progress, shown);
@@ -238,6 +318,14 @@ struct SearchPlanPass
       llvm::errs() << "\n";
     if (!result)
       return emitError(module.getLoc()) << llvm::toString(result.takeError());
+    std::optional<sim::ResilienceReport> resilient;
+    if (choice->enabled()) {
+      FailureOr<sim::ResilienceReport> r = rankByResilience(
+          module, *choice, in->machine.cluster, so.memoryLimit, *result);
+      if (failed(r))
+        return failure();
+      resilient = std::move(*r);
+    }
 
     std::optional<search::Candidate> baseCand;
     if (base) {
@@ -255,8 +343,13 @@ struct SearchPlanPass
                << baseline << ": " << llvm::toString(c.takeError());
       baseCand = std::move(*c);
     }
-    if (summary)
+    if (summary) {
       search::printSearchSummary(*result, in->machine.cluster, llvm::outs());
+      if (resilient) {
+        llvm::outs() << rankedNote;
+        sim::printResilience(*resilient, llvm::outs());
+      }
+    }
     if (baseCand)
       printBaseline(baseline, mode, objective, *baseCand, result->best,
                     llvm::outs());
@@ -273,6 +366,7 @@ struct SearchPlanPass
       data.baseline = search::candidateReport(*baseCand, in->model);
       data.baselineSource = baseline;
     }
+    data.resilience = resilient;
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
           os << llvm::formatv("{0:2}", search::toJSON(data)) << "\n";
