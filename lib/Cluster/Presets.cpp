@@ -304,9 +304,10 @@ static const Preset kPresets[] = {
        // AWS p3.2xlarge: one V100 16GB per instance, "up to 10 Gb/s"
        // networking; the instances Bamboo (NSDI'23) trained on. On-demand
        // $3.06 per hour (us-east-1 list price), spot about 30% of it; 0.1
-       // preemptions per node-hour is the lowest rate Bamboo studied; a
-       // replacement in 5 minutes and 1 GB/s checkpoint writes per node
-       // are assumptions (docs/resilience.md).
+       // preemptions per node-hour (10% per hour, the lowest of the rates
+       // Bamboo simulates as we recall them, not verified against the
+       // paper's text), a replacement in 5 minutes and 1 GB/s checkpoint
+       // writes per node are assumptions (docs/resilience.md).
        Cluster c = homogeneous("aws-p3-spot",
                                "p3.2xlarge spot instances: one V100 16GB "
                                "each, 10 Gb/s Ethernet, 0.1 preemptions per "

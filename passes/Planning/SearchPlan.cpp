@@ -325,6 +325,14 @@ struct SearchPlanPass
       if (failed(r))
         return failure();
       resilient = std::move(*r);
+    } else if (in->machine.cluster.availability &&
+               mode == schedule::Mode::Train) {
+      // On a cluster with prices, the on-demand cost per sample.
+      FailureOr<sim::ResilienceReport> r = planResilience(
+          module, result->best, in->machine.cluster, *choice, so.memoryLimit);
+      if (failed(r))
+        return failure();
+      resilient = std::move(*r);
     }
 
     std::optional<search::Candidate> baseCand;

@@ -156,8 +156,11 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
     if (!cand)
       return emitError(module.getLoc()) << llvm::toString(cand.takeError());
 
+    // On a cluster with prices a plan without resilience is priced on
+    // on-demand nodes.
     std::optional<sim::ResilienceReport> resilient;
-    if (choice->enabled()) {
+    if (choice->enabled() ||
+        (machine->cluster.availability && plan.mode == schedule::Mode::Train)) {
       FailureOr<sim::ResilienceReport> r =
           planResilience(module, *cand, machine->cluster, *choice, 0);
       if (failed(r))
