@@ -222,8 +222,14 @@ struct SearchPlanPass
         pool.size(), sim::resilienceName(choice.mode), ranked.size());
     result.best = std::move(pool[ranked.front().second]);
     result.alternatives.clear();
-    for (unsigned k = 1; k < ranked.size() && k <= alternatives; ++k)
+    result.rankedByOverride = ("expected samples/s under preemptions (" +
+                               sim::resilienceName(choice.mode) + ")")
+                                  .str();
+    result.expectedSamplesPerSecond = {ranked.front().first};
+    for (unsigned k = 1; k < ranked.size() && k <= alternatives; ++k) {
       result.alternatives.push_back(std::move(pool[ranked[k].second]));
+      result.expectedSamplesPerSecond.push_back(ranked[k].first);
+    }
     return planResilience(module, result.best, cluster, choice, memoryLimit);
   }
 
