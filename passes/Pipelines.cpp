@@ -8,6 +8,7 @@
 #include "dist/Pipelines.h"
 
 #include "lib/Schedule/Plan.h"
+#include "lib/Sim/Resilience.h"
 #include "passes/Passes.h"
 #include "passes/PlanOptionTable.h"
 
@@ -113,6 +114,16 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "The fixed plan --dist-tune compares with (dp=..,tp=..,...; default: "
        "the best plan of the first trial)",
        &O::tuneFixed},
+      {"resilience", "dist-resilience",
+       "Plan for preemptible nodes: none (on-demand nodes, default), "
+       "checkpoint (periodic checkpoints, Young/Daly interval) or redundant "
+       "(Bamboo's redundant computation, pp>=2); needs the cluster's "
+       "availability (docs/resilience.md)",
+       &O::resilience},
+      {"preemptions", "dist-preemptions",
+       "Inject preemptions into the plan: a seeded Poisson process over "
+       "1000 hours (SEED: a whole number); needs --dist-resilience",
+       &O::preemptions},
       {"baseline", "",
        "Also predict a trainer's configuration (megatron:ARGS_FILE) and "
        "print it beside the best plan (dist-search-plan)",
@@ -204,6 +215,8 @@ struct PlanEnums {
   cost::Optimizer optimizer;
   SearchProgress progress;
   Stages stages;
+  sim::Resilience resilience;
+  std::optional<uint64_t> seed;
 };
 } // namespace
 
@@ -247,6 +260,39 @@ static bool parsePlanEnums(const PlanOptions &o, PlanOptionSpelling spelling,
     return unknown(&PlanOptions::stages, o.stages,
                    "none, regions, functions or schedule");
   out.stages = *stages;
+  if (std::optional<sim::Resilience> r = sim::parseResilience(o.resilience))
+    out.resilience = *r;
+  else
+    return unknown(&PlanOptions::resilience, o.resilience,
+                   "none, checkpoint or redundant");
+  out.seed.reset();
+  if (!o.preemptions.empty()) {
+    uint64_t seed;
+    if (StringRef(o.preemptions).getAsInteger(10, seed)) {
+      error = "bad " + spellPlanOption(&PlanOptions::preemptions, spelling) +
+              "='" + o.preemptions +
+              "': expected a seed, a whole number such as 1";
+      return false;
+    }
+    out.seed = seed;
+    if (out.resilience == sim::Resilience::None) {
+      error = spellPlanOption(&PlanOptions::preemptions, spelling) +
+              " injects preemptions into a plan that survives them: add " +
+              spellPlanOption(&PlanOptions::resilience, spelling) +
+              "=checkpoint or =redundant (with none the plan runs on "
+              "on-demand nodes, which are not preempted)";
+      return false;
+    }
+  }
+  if (out.resilience != sim::Resilience::None &&
+      out.mode != schedule::Mode::Train) {
+    error = spellPlanOption(&PlanOptions::resilience, spelling) + "=" +
+            o.resilience +
+            " plans training on preemptible nodes; an inference plan (" +
+            spellPlanOption(&PlanOptions::mode, spelling) +
+            "=infer) has no training state to protect: drop it";
+    return false;
+  }
   return true;
 }
 
@@ -444,6 +490,8 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.batches = o.batches;
     search.tune = o.tune;
     search.tuneFixed = o.tuneFixed;
+    search.resilience = o.resilience;
+    search.preemptions = o.preemptions;
     if (!o.exportTo.empty())
       search.trainer = o.exportTo;
     pm.addPass(createSearchPlanPass(search));
@@ -460,6 +508,10 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     sim.trace = o.trace;
     sim.timeline = o.timeline;
     sim.summary = o.summary && given;
+    if (given) {
+      sim.resilience = o.resilience;
+      sim.preemptions = o.preemptions;
+    }
     pm.addPass(createSimulatePass(sim));
   }
   if (!o.exportTo.empty()) {

@@ -227,10 +227,12 @@ NodeGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  StringRef name, ArrayRef<DeviceKindAttr> kinds,
+                                  StringRef name,
+                                  ArrayRef<DeviceKindAttr> kinds,
                                   ArrayRef<NodeGroupAttr> nodes,
                                   LinkAttr network, StringRef description,
-                                  StringRef profile) {
+                                  StringRef profile,
+                                  DictionaryAttr availability) {
   llvm::StringSet<> kindNames;
   for (DeviceKindAttr kind : kinds)
     if (!kindNames.insert(kind.getName()).second)
@@ -248,6 +250,25 @@ LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (numNodes > 1 && !network)
     return emitError() << "cluster '" << name << "' has " << numNodes
                        << " nodes but no network joining them";
+  if (availability) {
+    static const char *const keys[] = {
+        "preemptions_per_node_hour", "replacement_s",
+        "on_demand_usd_per_node_hour", "preemptible_usd_per_node_hour",
+        "checkpoint_GBps"};
+    for (const char *key : keys) {
+      auto value = dyn_cast_or_null<FloatAttr>(availability.get(key));
+      if (!value || !(value.getValueAsDouble() >= 0))
+        return emitError() << "cluster '" << name << "' availability needs '"
+                           << key << "' as a float >= 0";
+    }
+    if (availability.size() != std::size(keys))
+      return emitError() << "cluster '" << name
+                         << "' availability has an unknown entry; it holds "
+                            "exactly preemptions_per_node_hour, "
+                            "replacement_s, on_demand_usd_per_node_hour, "
+                            "preemptible_usd_per_node_hour and "
+                            "checkpoint_GBps";
+  }
   return success();
 }
 
@@ -317,8 +338,21 @@ ClusterAttr ClusterAttr::get(MLIRContext *ctx, const cluster::Cluster &c,
                                        linkAttr(ctx, g.intraNode)));
   LinkAttr network =
       c.network.bandwidth > 0 ? linkAttr(ctx, c.network) : LinkAttr();
+  DictionaryAttr availability;
+  if (const std::optional<cluster::Availability> &a = c.availability)
+    availability = b.getDictionaryAttr(
+        {b.getNamedAttr("preemptions_per_node_hour",
+                        b.getF64FloatAttr(a->preemptionsPerNodeHour)),
+         b.getNamedAttr("replacement_s",
+                        b.getF64FloatAttr(a->replacementSeconds)),
+         b.getNamedAttr("on_demand_usd_per_node_hour",
+                        b.getF64FloatAttr(a->onDemandPrice)),
+         b.getNamedAttr("preemptible_usd_per_node_hour",
+                        b.getF64FloatAttr(a->preemptiblePrice)),
+         b.getNamedAttr("checkpoint_GBps",
+                        b.getF64FloatAttr(a->checkpointBandwidth / 1e9))});
   return ClusterAttr::get(ctx, c.name, kinds, nodes, network, c.description,
-                          profile);
+                          profile, availability);
 }
 
 cluster::Cluster ClusterAttr::toCluster() const {
@@ -361,6 +395,19 @@ cluster::Cluster ClusterAttr::toCluster() const {
   }
   if (LinkAttr network = getNetwork())
     c.network = linkSpec(network);
+  if (DictionaryAttr availability = getAvailability()) {
+    // The verifier checked that every entry is there and a float.
+    auto get = [&](StringRef key) {
+      return cast<FloatAttr>(availability.get(key)).getValueAsDouble();
+    };
+    cluster::Availability a;
+    a.preemptionsPerNodeHour = get("preemptions_per_node_hour");
+    a.replacementSeconds = get("replacement_s");
+    a.onDemandPrice = get("on_demand_usd_per_node_hour");
+    a.preemptiblePrice = get("preemptible_usd_per_node_hour");
+    a.checkpointBandwidth = get("checkpoint_GBps") * 1e9;
+    c.availability = a;
+  }
   return c;
 }
 

@@ -168,7 +168,10 @@ def Dist_ClusterAttr : Dist_Attr<"Cluster", "cluster"> {
     device kinds it has, its node groups (devices numbered node-major in
     group order) and the `network` joining the nodes (absent for one node).
     `profile` names a profile database (JSON) whose measured op times
-    override the analytic ones. `dist-attach-cluster` attaches it to the
+    override the analytic ones. `availability` (absent when the cluster
+    says nothing about it) holds the nodes' preemption rate, replacement
+    time, prices and checkpoint bandwidth as f64 entries named like the
+    YAML fields (docs/resilience.md). `dist-attach-cluster` attaches it to the
     module as `dist.cluster`; every later planning pass reads it back.
 
     Example:
@@ -190,9 +193,11 @@ def Dist_ClusterAttr : Dist_Attr<"Cluster", "cluster"> {
       Dist_ListParameter<"NodeGroupAttr">:$nodes,
       OptionalParameter<"LinkAttr">:$network,
       StringRefParameter<"what the cluster is", "\"\"">:$description,
-      StringRefParameter<"profile database path", "\"\"">:$profile);
+      StringRefParameter<"profile database path", "\"\"">:$profile,
+      OptionalParameter<"::mlir::DictionaryAttr">:$availability);
   let assemblyFormat = [{
-    `<` $name `,` struct($kinds, $nodes, $network, $description, $profile) `>`
+    `<` $name `,` struct($kinds, $nodes, $network, $description, $profile,
+                         $availability) `>`
   }];
   let builders = [
     AttrBuilder<(ins "const ::distopt::cluster::Cluster &":$cluster,

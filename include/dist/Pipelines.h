@@ -56,6 +56,14 @@ struct PlanOptions {
   /// ("batch=256,lr=1e-3,async=0,steps=1000;batch=512,...") and the fixed
   /// plan the trials are compared with (empty: the first trial's best).
   std::string noiseScale, targetExamples, targetSteps, batches, tune, tuneFixed;
+  /// Surviving preemptions (docs/resilience.md): "none" (on-demand nodes),
+  /// "checkpoint" (periodic checkpoints, restarts) or "redundant" (Bamboo's
+  /// redundant computation). A search then ranks plans by their expected
+  /// throughput under preemptions.
+  std::string resilience = "none";
+  /// A seed: also inject preemptions (a seeded Poisson process) into the
+  /// plan and report what they cost; empty: none injected.
+  std::string preemptions;
   /// Search: also predict a trainer's configuration ("megatron:ARGS_FILE")
   /// and print it beside the best plan.
   std::string baseline;

@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
 #include <cstdio>
 
 using namespace llvm;
@@ -175,6 +176,13 @@ std::optional<FieldRange> physicalRange(StringRef field) {
       .Case("half_efficiency_gflops", FieldRange{0, 1e12})
       .Case("count", FieldRange{1, 1e7})
       .Case("devices_per_node", FieldRange{1, 1e6})
+      // Availability: up to one preemption a minute per node, a day to
+      // replace one, prices up to $1M per node-hour.
+      .Case("preemptions_per_node_hour", FieldRange{0, 60})
+      .Case("replacement_s", FieldRange{0, 86400})
+      .Case("on_demand_usd_per_node_hour", FieldRange{0, 1e6})
+      .Case("preemptible_usd_per_node_hour", FieldRange{0, 1e6})
+      .Case("checkpoint_GBps", FieldRange{1e-6, 1e6})
       .Default(std::nullopt);
 }
 
@@ -306,6 +314,28 @@ Error validateCluster(const Cluster &c, StringRef where) {
                         "oversubscription >= 1 (1 = full bisection)",
                         c.name, c.rackOversubscription)
                     .str());
+  if (const std::optional<Availability> &a = c.availability) {
+    struct {
+      double value, scale;
+      const char *field;
+    } fields[] = {
+        {a->preemptionsPerNodeHour, 1, "preemptions_per_node_hour"},
+        {a->replacementSeconds, 1, "replacement_s"},
+        {a->onDemandPrice, 1, "on_demand_usd_per_node_hour"},
+        {a->preemptiblePrice, 1, "preemptible_usd_per_node_hour"},
+        {a->checkpointBandwidth, 1e9, "checkpoint_GBps"},
+    };
+    for (const auto &f : fields) {
+      if (!std::isfinite(f.value) || f.value < 0)
+        return fail(formatv("cluster '{0}' has availability {1} = {2}; give "
+                            "a finite number >= 0",
+                            c.name, f.field, f.value / f.scale)
+                        .str());
+      if (Error e =
+              checkRange(f.value, f.scale, f.field, "availability", where))
+        return e;
+    }
+  }
   return Error::success();
 }
 

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,22 @@ struct NodeGroup {
 enum class LinkLevel : unsigned { IntraNode = 0, Network = 1 };
 constexpr unsigned kNumLinkLevels = 2;
 
+/// How often nodes are taken away (spot / preemptible instances), how long
+/// a replacement takes, what a node costs and how fast a node writes its
+/// checkpoint to storage (docs/resilience.md). The rate holds for every
+/// node of the cluster.
+struct Availability {
+  /// Preemptions per node-hour of a preemptible node (>= 0).
+  double preemptionsPerNodeHour = 0;
+  /// Seconds from a preemption until a replacement node runs.
+  double replacementSeconds = 0;
+  /// Dollars per node-hour, on demand and preemptible.
+  double onDemandPrice = 0, preemptiblePrice = 0;
+  /// Bytes/s one node writes (and reads back) checkpoint state to storage;
+  /// the documented default is 1 GB/s.
+  double checkpointBandwidth = 1e9;
+};
+
 struct Cluster {
   std::string name;
   std::string description;
@@ -120,6 +137,9 @@ struct Cluster {
   /// Oversubscription of the links that leave a rack: traffic between racks
   /// gets network.bandwidth / rackOversubscription per device (>= 1).
   double rackOversubscription = 1;
+  /// Preemption rate, replacement time and prices; unset: the cluster says
+  /// nothing about availability (no resilience planning).
+  std::optional<Availability> availability;
 
   unsigned numDevices() const;
   unsigned numNodes() const;

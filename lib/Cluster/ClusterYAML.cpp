@@ -279,6 +279,37 @@ static Expected<DeviceSpec> readDevice(Reader &r, yaml::Node *n) {
   return d;
 }
 
+/// Reads the availability of the cluster's nodes (docs/resilience.md).
+static Expected<Availability> readAvailability(Reader &r, yaml::Node *n) {
+  Availability a;
+  Error e = r.mapping(
+      n, "availability",
+      {"preemptions_per_node_hour", "replacement_s",
+       "on_demand_usd_per_node_hour", "preemptible_usd_per_node_hour",
+       "checkpoint_GBps"},
+      {"preemptions_per_node_hour", "replacement_s",
+       "on_demand_usd_per_node_hour", "preemptible_usd_per_node_hour"},
+      [&](StringRef key, yaml::Node *v) -> Error {
+        auto x = r.number(v, key, /*positive=*/key == "checkpoint_GBps");
+        if (!x)
+          return x.takeError();
+        if (key == "preemptions_per_node_hour")
+          a.preemptionsPerNodeHour = *x;
+        else if (key == "replacement_s")
+          a.replacementSeconds = *x;
+        else if (key == "on_demand_usd_per_node_hour")
+          a.onDemandPrice = *x;
+        else if (key == "preemptible_usd_per_node_hour")
+          a.preemptiblePrice = *x;
+        else
+          a.checkpointBandwidth = *x * 1e9;
+        return Error::success();
+      });
+  if (e)
+    return std::move(e);
+  return a;
+}
+
 namespace {
 /// A node group read before all devices are known: the YAML stream is read
 /// once, so it keeps the device name and its position for the error.
@@ -348,8 +379,16 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
   std::pair<unsigned, unsigned> rootPos = r.where(root);
   std::vector<PendingGroup> pending;
   Error e = r.mapping(
-      root, "cluster", {"name", "description", "devices", "nodes", "network"},
+      root, "cluster",
+      {"name", "description", "devices", "nodes", "network", "availability"},
       {"name", "devices", "nodes"}, [&](StringRef key, yaml::Node *v) -> Error {
+        if (key == "availability") {
+          auto a = readAvailability(r, v);
+          if (!a)
+            return a.takeError();
+          c.availability = *a;
+          return Error::success();
+        }
         if (key == "name" || key == "description") {
           auto s = r.str(v, key);
           if (!s)
@@ -514,6 +553,13 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
     writeLink(c.network, os, &c);
     os << "\n";
   }
+  if (const std::optional<Availability> &a = c.availability)
+    os << "availability: {preemptions_per_node_hour: "
+       << num(a->preemptionsPerNodeHour)
+       << ", replacement_s: " << num(a->replacementSeconds)
+       << ", on_demand_usd_per_node_hour: " << num(a->onDemandPrice)
+       << ", preemptible_usd_per_node_hour: " << num(a->preemptiblePrice)
+       << ", checkpoint_GBps: " << num(a->checkpointBandwidth / 1e9) << "}\n";
 }
 
 } // namespace distopt::cluster

@@ -299,6 +299,30 @@ static const Preset kPresets[] = {
        c.network = makeLink("infiniband", 6.25, 6, 0.9);
        return c;
      }},
+    {"aws-p3-spot", 16,
+     [](unsigned n) {
+       // AWS p3.2xlarge: one V100 16GB per instance, "up to 10 Gb/s"
+       // networking; the instances Bamboo (NSDI'23) trained on. On-demand
+       // $3.06 per hour (us-east-1 list price), spot about 30% of it; 0.1
+       // preemptions per node-hour (10% per hour, the lowest of the rates
+       // Bamboo simulates as we recall them, not verified against the
+       // paper's text), a replacement in 5 minutes and 1 GB/s checkpoint
+       // writes per node are assumptions (docs/resilience.md).
+       Cluster c = homogeneous("aws-p3-spot",
+                               "p3.2xlarge spot instances: one V100 16GB "
+                               "each, 10 Gb/s Ethernet, 0.1 preemptions per "
+                               "node-hour",
+                               v100("v100-sxm2-16gb", 16), 1, n,
+                               makeLink("none", 150, 4, 0.8),
+                               makeLink("ethernet", 1.25, 30, 0.9));
+       Availability a;
+       a.preemptionsPerNodeHour = 0.1;
+       a.replacementSeconds = 300;
+       a.onDemandPrice = 3.06;
+       a.preemptiblePrice = 0.918;
+       c.availability = a;
+       return c;
+     }},
     {"cpu-xeon-2s", 1,
      [](unsigned n) {
        // Two-socket Xeon (Ice Lake, 2x32 cores, AVX-512, 2 FMA units at

@@ -124,6 +124,8 @@ static std::string reason(const Candidate &w, const Candidate &o,
 }
 
 std::string search::rankedBy(const SearchResult &r) {
+  if (!r.rankedByOverride.empty())
+    return r.rankedByOverride;
   if (r.mode != Mode::Infer)
     return "iteration time";
   return r.objective == InferObjective::Latency
@@ -134,6 +136,14 @@ std::string search::rankedBy(const SearchResult &r) {
 std::string search::whyBest(const SearchResult &r) {
   if (r.alternatives.empty())
     return "it is the only plan that fits";
+  if (r.expectedSamplesPerSecond.size() > 1) {
+    double a = r.expectedSamplesPerSecond[0], b = r.expectedSamplesPerSecond[1];
+    return formatv("{0:F1}% more expected samples/s under preemptions than "
+                   "{1} ({2:F2} vs {3:F2})",
+                   100 * (a / b - 1), label(r.alternatives.front(), r.mode), a,
+                   b)
+        .str();
+  }
   return reason(r.best, r.alternatives.front(), r);
 }
 

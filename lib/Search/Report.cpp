@@ -119,9 +119,11 @@ json::Value search::toJSON(const CandidateReport &r) {
 
 json::Value search::toJSON(const Report &r) {
   json::Value v = toJSON(r.chosen);
+  json::Object *o = v.getAsObject();
+  if (r.resilience)
+    (*o)["resilience"] = sim::toJSON(*r.resilience);
   if (!r.searched)
     return v;
-  json::Object *o = v.getAsObject();
   (*o)["model"] = r.model;
   (*o)["mode"] = r.mode == Mode::Train ? "train" : "infer";
   if (r.mode == Mode::Infer)

@@ -12,6 +12,7 @@
 
 #include "lib/Search/Search.h"
 #include "lib/Sim/Report.h"
+#include "lib/Sim/Resilience.h"
 
 #include <optional>
 #include <string>
@@ -68,6 +69,8 @@ struct Report {
   /// (--dist-plan-from with --dist-search) and where it was read from.
   std::optional<CandidateReport> baseline;
   std::string baselineSource;
+  /// The chosen plan under preemptions (--dist-resilience).
+  std::optional<sim::ResilienceReport> resilience;
 };
 
 CandidateReport candidateReport(const Candidate &c,

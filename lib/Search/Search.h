@@ -170,6 +170,11 @@ struct SearchResult {
   std::vector<std::pair<unsigned, double>> scaling;
   double efficiency = 0;
   unsigned suggestedDevices = 0;
+  /// Set when the plans were ranked under preemptions (--dist-resilience):
+  /// what they were ranked by, and each plan's expected samples/s (best
+  /// first, then the alternatives).
+  std::string rankedByOverride;
+  std::vector<double> expectedSamplesPerSecond;
 };
 
 /// Searches the best plan. Errors (each saying what would fit) when the

@@ -241,6 +241,11 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     Option<"devices", "devices", "unsigned", "0",
            "Plan for the cluster's first N devices only, the others idle "
            "(0: all)">,
+    Option<"resilience", "resilience", "std::string", "\"none\"",
+           "Plan for preemptible nodes: none, checkpoint or redundant "
+           "(docs/resilience.md)">,
+    Option<"preemptions", "preemptions", "std::string", "\"\"",
+           "Seed of the injected preemptions (empty: none injected)">,
     Option<"trainer", "trainer", "std::string", "\"\"",
            "Search only the plans this trainer runs as planned (megatron, "
            "torchtitan, deepspeed; what --dist-export will write)">,
@@ -407,7 +412,12 @@ def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
     Option<"reportHtml", "report-html", "std::string", "\"\"",
            "Write the report as one self-contained HTML page to this file">,
     Option<"summary", "summary", "bool", "true",
-           "Print the prediction">
+           "Print the prediction">,
+    Option<"resilience", "resilience", "std::string", "\"none\"",
+           "Plan for preemptible nodes: none, checkpoint or redundant "
+           "(docs/resilience.md)">,
+    Option<"preemptions", "preemptions", "std::string", "\"\"",
+           "Seed of the injected preemptions (empty: none injected)">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

@@ -15,6 +15,8 @@
 #include "lib/Cost/ProfileDB.h"
 #include "lib/Export/Trainers.h"
 #include "lib/Schedule/Plan.h"
+#include "lib/Search/Search.h"
+#include "lib/Sim/Resilience.h"
 #include "passes/Planning/LayerAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -160,6 +162,26 @@ void warnNotes(llvm::StringRef what, const std::vector<std::string> &notes);
 
 /// "80.0 GiB".
 std::string humanBytes(double bytes);
+
+/// The resilience options of a planning pass, checked: --dist-resilience's
+/// mode and --dist-preemptions' seed. Errors (on \p module) name the flag
+/// and the value; resilience needs the cluster's availability.
+struct ResilienceChoice {
+  sim::Resilience mode = sim::Resilience::None;
+  std::optional<uint64_t> seed;
+  bool enabled() const { return mode != sim::Resilience::None; }
+};
+mlir::FailureOr<ResilienceChoice>
+resilienceChoice(mlir::ModuleOp module, const cluster::Cluster &cluster,
+                 llvm::StringRef resilience, llvm::StringRef preemptions);
+
+/// The report of \p c under \p choice (enabled) on \p cluster; an error
+/// on \p module when the plan cannot be run so (redundant without
+/// pp >= 2 or without the memory for the extra copy).
+mlir::FailureOr<sim::ResilienceReport>
+planResilience(mlir::ModuleOp module, const search::Candidate &c,
+               const cluster::Cluster &cluster, const ResilienceChoice &choice,
+               double memoryLimit);
 
 } // namespace distopt::planning
 

@@ -90,6 +90,9 @@ static void printBaseline(llvm::StringRef spec, schedule::Mode mode,
     os << "  the baseline is as fast as the best plan the search found\n";
 }
 
+/// How many of the search's best plans are ranked under preemptions.
+static constexpr unsigned kResiliencePool = 16;
+
 namespace {
 struct SearchPlanPass
     : public distopt::impl::SearchPlanPassBase<SearchPlanPass> {
@@ -237,6 +240,85 @@ struct SearchPlanPass
     return llvm::Error::success();
   }
 
+  /// Under preemptions the search keeps a wider field of plans to rank by
+  /// their expected throughput; redundant computation needs uniform plans
+  /// with pp >= 2.
+  LogicalResult constrainForResilience(ModuleOp module,
+                                       const ResilienceChoice &choice,
+                                       search::SearchOptions &so) {
+    if (!choice.enabled())
+      return success();
+    if (mode != schedule::Mode::Train)
+      return emitError(module.getLoc())
+             << "--dist-resilience plans training on preemptible nodes; an "
+                "inference plan has no training state to protect: drop it";
+    so.alternatives = std::max(so.alternatives, kResiliencePool - 1);
+    if (choice.mode != sim::Resilience::Redundant)
+      return success();
+    search::IntRange &pp = so.constraints.pp;
+    pp.min = std::max(pp.min, 2u);
+    if (pp.empty())
+      return emitError(module.getLoc())
+             << "--dist-resilience=redundant needs pipeline parallelism (each "
+                "stage keeps its successor's layers), and --dist-search "
+                "allows no pp >= 2: allow pp>=2";
+    so.constraints.uniformReplicas = true;
+    return success();
+  }
+
+  /// Ranks the search's best plans by their expected throughput under
+  /// preemptions: the best becomes result.best, the next ones its
+  /// alternatives. The report of the new best (with the injection).
+  FailureOr<sim::ResilienceReport>
+  rankByResilience(ModuleOp module, const ResilienceChoice &choice,
+                   const cluster::Cluster &cluster, double memoryLimit,
+                   search::SearchResult &result) {
+    std::vector<search::Candidate> pool;
+    pool.push_back(std::move(result.best));
+    for (search::Candidate &c : result.alternatives)
+      pool.push_back(std::move(c));
+    std::vector<std::pair<double, unsigned>> ranked;
+    std::string problem;
+    for (auto [i, c] : llvm::enumerate(pool)) {
+      sim::ResilienceInputs in =
+          sim::resilienceInputs(c.sim, cluster, memoryLimit);
+      if (choice.mode == sim::Resilience::Redundant && !in.redundantPossible) {
+        if (problem.empty())
+          problem = c.sim.plan.str() + ": " + in.redundantProblem;
+        continue;
+      }
+      sim::ResilienceEstimate e =
+          sim::estimateResilience(in, *cluster.availability, choice.mode);
+      ranked.push_back({e.expectedSamplesPerSecond, unsigned(i)});
+    }
+    if (ranked.empty())
+      return emitError(module.getLoc())
+             << "--dist-resilience=redundant: none of the " << pool.size()
+             << " best plans of the search can keep a copy of its "
+                "successor's stage; the first: "
+             << problem;
+    llvm::stable_sort(ranked,
+                      [](auto &a, auto &b) { return a.first > b.first; });
+    rankedNote = llvm::formatv(
+        "resilience: the search's {0} best plans ranked by expected "
+        "samples/s under preemptions ({1}); {2} could run so\n",
+        pool.size(), sim::resilienceName(choice.mode), ranked.size());
+    result.best = std::move(pool[ranked.front().second]);
+    result.alternatives.clear();
+    result.rankedByOverride = ("expected samples/s under preemptions (" +
+                               sim::resilienceName(choice.mode) + ")")
+                                  .str();
+    result.expectedSamplesPerSecond = {ranked.front().first};
+    for (unsigned k = 1; k < ranked.size() && k <= alternatives; ++k) {
+      result.alternatives.push_back(std::move(pool[ranked[k].second]));
+      result.expectedSamplesPerSecond.push_back(ranked[k].first);
+    }
+    return planResilience(module, result.best, cluster, choice, memoryLimit);
+  }
+
+  /// What rankByResilience did, for the summary.
+  std::string rankedNote;
+
   LogicalResult run(ModuleOp module) {
     Costing costing{dtype, fusedAttention, optimizer};
     std::optional<exporting::ImportedPlan> base;
@@ -291,6 +373,10 @@ struct SearchPlanPass
     if (failed(in))
       return failure();
     cost::CostModel cm = in->machine.costModel(costing);
+    FailureOr<ResilienceChoice> choice =
+        resilienceChoice(module, in->machine.cluster, resilience, preemptions);
+    if (failed(choice) || failed(constrainForResilience(module, *choice, so)))
+      return failure();
 
     bool shown = false;
     so.progress = progressLine(progress,
@@ -337,6 +423,22 @@ struct SearchPlanPass
       llvm::errs() << "\n";
     if (!result)
       return emitError(module.getLoc()) << llvm::toString(result.takeError());
+    std::optional<sim::ResilienceReport> resilient;
+    if (choice->enabled()) {
+      FailureOr<sim::ResilienceReport> r = rankByResilience(
+          module, *choice, in->machine.cluster, so.memoryLimit, *result);
+      if (failed(r))
+        return failure();
+      resilient = std::move(*r);
+    } else if (in->machine.cluster.availability &&
+               mode == schedule::Mode::Train) {
+      // On a cluster with prices, the on-demand cost per sample.
+      FailureOr<sim::ResilienceReport> r = planResilience(
+          module, result->best, in->machine.cluster, *choice, so.memoryLimit);
+      if (failed(r))
+        return failure();
+      resilient = std::move(*r);
+    }
 
     std::optional<search::Candidate> baseCand;
     if (base) {
@@ -361,8 +463,13 @@ struct SearchPlanPass
       llvm::outs() << "recorded: the best plan of trial 1 (batch "
                    << tuned->trials.front().trial.batch << ")\n";
     }
-    if (summary)
+    if (summary) {
       search::printSearchSummary(*result, in->machine.cluster, llvm::outs());
+      if (resilient) {
+        llvm::outs() << rankedNote;
+        sim::printResilience(*resilient, llvm::outs());
+      }
+    }
     if (baseCand)
       printBaseline(baseline, mode, objective, *baseCand, result->best,
                     llvm::outs());
@@ -379,6 +486,7 @@ struct SearchPlanPass
       data.baseline = search::candidateReport(*baseCand, in->model);
       data.baselineSource = baseline;
     }
+    data.resilience = resilient;
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
           llvm::json::Value v = search::toJSON(data);

@@ -135,6 +135,14 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
         partition::readSchedule(module, planAttr);
     if (failed(given))
       return failure();
+    FailureOr<ResilienceChoice> choice =
+        resilienceChoice(module, machine->cluster, resilience, preemptions);
+    if (failed(choice))
+      return failure();
+    if (choice->enabled() && plan.mode == schedule::Mode::Infer)
+      return emitError(module.getLoc())
+             << "--dist-resilience plans training on preemptible nodes; an "
+                "inference plan has no training state to protect: drop it";
     cost::CostModel cm = machine->costModel(Costing::of(plan));
     search::SearchOptions so;
     so.memory = Costing::of(plan).memory();
@@ -148,13 +156,27 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
     if (!cand)
       return emitError(module.getLoc()) << llvm::toString(cand.takeError());
 
+    // On a cluster with prices a plan without resilience is priced on
+    // on-demand nodes.
+    std::optional<sim::ResilienceReport> resilient;
+    if (choice->enabled() ||
+        (machine->cluster.availability && plan.mode == schedule::Mode::Train)) {
+      FailureOr<sim::ResilienceReport> r =
+          planResilience(module, *cand, machine->cluster, *choice, 0);
+      if (failed(r))
+        return failure();
+      resilient = std::move(*r);
+    }
     if (summary) {
       if (plan.mode == schedule::Mode::Infer)
         printInference(*cand, machine->cluster, llvm::outs());
       else
         printTraining(*cand, machine->cluster, llvm::outs());
+      if (resilient)
+        sim::printResilience(*resilient, llvm::outs());
     }
     search::Report data = search::planReport(*cand, *model, machine->cluster);
+    data.resilience = resilient;
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
           os << llvm::formatv("{0:2}", search::toJSON(data)) << "\n";

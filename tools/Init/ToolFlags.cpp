@@ -217,7 +217,12 @@ bool PlanFlags::configure(OpPassManager &pm, std::string &error) const {
   if (!o.timeline.empty())
     text += quoted("timeline", o.timeline) + " ";
   if (!o.reportHtml.empty() && !searching())
-    text += quoted("report-html", o.reportHtml);
+    text += quoted("report-html", o.reportHtml) + " ";
+  // A named dist-simulate of a given plan reports it under preemptions too.
+  if (!searching() && o.resilience != "none")
+    text += quoted("resilience", o.resilience) + " ";
+  if (!searching() && !o.preemptions.empty())
+    text += quoted("preemptions", o.preemptions);
   if (text.empty())
     return true;
   for (Pass *pass : passesNamed(pm, "dist-simulate"))

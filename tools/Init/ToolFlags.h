@@ -68,6 +68,11 @@ struct PlanFlags {
   llvm::cl::opt<bool> listClusters{
       "list-clusters", llvm::cl::desc("List the built-in cluster presets"),
       llvm::cl::cat(category)};
+  llvm::cl::opt<bool> printCluster{
+      "print-cluster",
+      llvm::cl::desc("Print --dist-cluster as YAML (a preset's figures, to "
+                     "edit) and exit"),
+      llvm::cl::cat(category)};
   llvm::cl::opt<bool> stageRegions{
       "dist-stage-regions",
       llvm::cl::desc("Also write the chosen plan's pipeline stages as "

@@ -78,6 +78,23 @@ int main(int argc, char **argv) {
     distopt::cluster::listClusters(outs());
     return 0;
   }
+  if (planFlags.printCluster) {
+    std::string spec = planFlags.values().cluster;
+    if (spec.empty()) {
+      errs()
+          << "dist-opt: --print-cluster prints --dist-cluster=PRESET[:NODES] "
+             "or FILE.yaml; add it\n";
+      return 1;
+    }
+    llvm::Expected<distopt::cluster::Cluster> c =
+        distopt::cluster::resolveCluster(spec);
+    if (!c) {
+      errs() << "dist-opt: " << llvm::toString(c.takeError()) << "\n";
+      return 1;
+    }
+    distopt::cluster::writeClusterYAML(*c, outs());
+    return 0;
+  }
   MlirOptMainConfig cli = MlirOptMainConfig::createFromCLOptions();
 
   // Which passes the command line names decides where the planning flags'

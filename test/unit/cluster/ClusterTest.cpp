@@ -386,3 +386,63 @@ TEST(Cluster, ListingShowsMixedDevices) {
   EXPECT_NE(out.find("PRESET:NODES"), std::string::npos);
 }
 } // namespace
+
+TEST(ClusterYAML, Availability) {
+  std::string text = std::string(kGood) +
+                     "availability: {preemptions_per_node_hour: 0.25, "
+                     "replacement_s: 120, on_demand_usd_per_node_hour: 3, "
+                     "preemptible_usd_per_node_hour: 0.9}\n";
+  Cluster c = llvm::cantFail(parseClusterYAML(text, "lab.yaml"));
+  ASSERT_TRUE(c.availability.has_value());
+  EXPECT_DOUBLE_EQ(c.availability->preemptionsPerNodeHour, 0.25);
+  EXPECT_DOUBLE_EQ(c.availability->replacementSeconds, 120);
+  EXPECT_DOUBLE_EQ(c.availability->onDemandPrice, 3);
+  EXPECT_DOUBLE_EQ(c.availability->preemptiblePrice, 0.9);
+  // The documented default: 1 GB/s of checkpoint writes per node.
+  EXPECT_DOUBLE_EQ(c.availability->checkpointBandwidth, 1e9);
+  EXPECT_FALSE(llvm::cantFail(parseClusterYAML(kGood, "lab.yaml"))
+                   .availability.has_value());
+  // Written and read back.
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  writeClusterYAML(c, os);
+  Cluster back = llvm::cantFail(parseClusterYAML(out, "back.yaml"));
+  ASSERT_TRUE(back.availability.has_value());
+  EXPECT_DOUBLE_EQ(back.availability->preemptionsPerNodeHour, 0.25);
+  EXPECT_DOUBLE_EQ(back.availability->checkpointBandwidth, 1e9);
+  // The spot preset has it.
+  EXPECT_TRUE(
+      llvm::cantFail(getPreset("aws-p3-spot", 2)).availability.has_value());
+
+  auto bad = [&](const std::string &from, const std::string &to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return errorOf(parseClusterYAML(t, "lab.yaml"));
+  };
+  std::string e =
+      bad("preemptions_per_node_hour: 0.25", "preemptions_per_node_hour: -1");
+  EXPECT_NE(e.find("lab.yaml:14:"), std::string::npos) << e;
+  EXPECT_NE(e.find("field 'preemptions_per_node_hour': '-1' must be at least "
+                   "0"),
+            std::string::npos)
+      << e;
+  e = bad("replacement_s: 120, ", "");
+  EXPECT_NE(e.find("field 'replacement_s': missing in 'availability'"),
+            std::string::npos)
+      << e;
+  e = bad("replacement_s: 120", "replacement_s: 120, spot: 1");
+  EXPECT_NE(e.find("field 'spot': unknown field in 'availability'"),
+            std::string::npos)
+      << e;
+  e = bad("preemptible_usd_per_node_hour: 0.9}",
+          "preemptible_usd_per_node_hour: 0.9, checkpoint_GBps: 0}");
+  EXPECT_NE(e.find("field 'checkpoint_GBps': '0' must be greater than 0"),
+            std::string::npos)
+      << e;
+  e = bad("preemptions_per_node_hour: 0.25", "preemptions_per_node_hour: 1000");
+  EXPECT_NE(e.find("outside the physical range"), std::string::npos) << e;
+  // Clusters built in code are checked too.
+  c.availability->replacementSeconds = -5;
+  e = errorOf(validateCluster(c, "ir"));
+  EXPECT_NE(e.find("availability replacement_s = -5"), std::string::npos) << e;
+}

@@ -60,6 +60,18 @@ void expectSameCluster(const cluster::Cluster &a, const cluster::Cluster &b) {
     expectSameLink(a.groups[i].intraNode, b.groups[i].intraNode);
   }
   expectSameLink(a.network, b.network);
+  ASSERT_EQ(a.availability.has_value(), b.availability.has_value());
+  if (a.availability) {
+    EXPECT_EQ(a.availability->preemptionsPerNodeHour,
+              b.availability->preemptionsPerNodeHour);
+    EXPECT_EQ(a.availability->replacementSeconds,
+              b.availability->replacementSeconds);
+    EXPECT_EQ(a.availability->onDemandPrice, b.availability->onDemandPrice);
+    EXPECT_EQ(a.availability->preemptiblePrice,
+              b.availability->preemptiblePrice);
+    EXPECT_DOUBLE_EQ(a.availability->checkpointBandwidth,
+                     b.availability->checkpointBandwidth);
+  }
 }
 
 class DistAttrsTest : public ::testing::Test {

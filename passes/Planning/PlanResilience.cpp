@@ -1,0 +1,62 @@
+//===- PlanResilience.cpp - Plans under preemptions --------------*- C++
+//-*-===//
+//
+// Part of DistOpt. The resilience options of dist-set-plan's simulation and
+// dist-search-plan, checked once, and a plan's report under them
+// (docs/resilience.md).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Planning/Planning.h"
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::planning;
+
+FailureOr<ResilienceChoice>
+planning::resilienceChoice(ModuleOp module, const cluster::Cluster &cluster,
+                           StringRef resilience, StringRef preemptions) {
+  ResilienceChoice choice;
+  std::optional<sim::Resilience> mode = sim::parseResilience(resilience);
+  if (!mode)
+    return emitError(module.getLoc())
+           << "unknown --dist-resilience='" << resilience
+           << "': expected none, checkpoint or redundant";
+  choice.mode = *mode;
+  if (!preemptions.empty()) {
+    uint64_t seed;
+    if (preemptions.getAsInteger(10, seed))
+      return emitError(module.getLoc())
+             << "bad --dist-preemptions='" << preemptions
+             << "': expected a seed, a whole number such as 1";
+    choice.seed = seed;
+    if (!choice.enabled())
+      return emitError(module.getLoc())
+             << "--dist-preemptions injects preemptions into a plan that "
+                "survives them: add --dist-resilience=checkpoint or "
+                "=redundant";
+  }
+  if (choice.enabled() && !cluster.availability)
+    return emitError(module.getLoc())
+           << "--dist-resilience=" << resilience
+           << (choice.seed ? " and --dist-preemptions need" : " needs")
+           << " the nodes' availability, and cluster '" << cluster.name
+           << "' has none: add an 'availability:' section "
+              "(preemptions_per_node_hour, replacement_s, "
+              "on_demand_usd_per_node_hour, preemptible_usd_per_node_hour) "
+              "to its YAML, or use a preset that has one (aws-p3-spot); see "
+              "docs/resilience.md";
+  return choice;
+}
+
+FailureOr<sim::ResilienceReport>
+planning::planResilience(ModuleOp module, const search::Candidate &c,
+                         const cluster::Cluster &cluster,
+                         const ResilienceChoice &choice, double memoryLimit) {
+  sim::ResilienceInputs in = sim::resilienceInputs(c.sim, cluster, memoryLimit);
+  if (choice.mode == sim::Resilience::Redundant && !in.redundantPossible)
+    return emitError(module.getLoc())
+           << "--dist-resilience=redundant: plan " << c.sim.plan.str() << ": "
+           << in.redundantProblem;
+  return sim::resilienceReport(in, *cluster.availability, choice.mode,
+                               choice.seed);
+}
