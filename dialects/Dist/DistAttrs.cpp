@@ -130,12 +130,11 @@ void dist::printObjective(AsmPrinter &printer, schedule::InferObjective o) {
 // Cluster
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-DeviceKindAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       StringRef name, int64_t memory, APFloat bandwidthF,
-                       DictionaryAttr flops, DictionaryAttr efficiency,
-                       APFloat memoryEfficiency, APFloat launchOverhead,
-                       APFloat halfEfficiencyFlops) {
+LogicalResult DeviceKindAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef name,
+    int64_t memory, APFloat bandwidthF, DictionaryAttr flops,
+    DictionaryAttr efficiency, APFloat memoryEfficiency, APFloat launchOverhead,
+    APFloat halfEfficiencyFlops, APFloat fp8MatmulEfficiency) {
   double bandwidth = bandwidthF.convertToDouble();
   if (name.empty())
     return emitError() << "device kind needs a non-empty name";
@@ -189,6 +188,11 @@ DeviceKindAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "device kind '" << name
                        << "' launch_overhead and half_efficiency_flops "
                           "cannot be negative";
+  double fp8 = fp8MatmulEfficiency.convertToDouble();
+  if (!(fp8 >= 0 && fp8 <= 1))
+    return emitError() << "device kind '" << name
+                       << "' fp8_matmul_efficiency must be in [0, 1] (0: "
+                          "the matmul efficiency)";
   return success();
 }
 
@@ -226,13 +230,13 @@ NodeGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  StringRef name,
-                                  ArrayRef<DeviceKindAttr> kinds,
-                                  ArrayRef<NodeGroupAttr> nodes,
-                                  LinkAttr network, StringRef description,
-                                  StringRef profile,
-                                  DictionaryAttr availability) {
+LogicalResult
+ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                    StringRef name, ArrayRef<DeviceKindAttr> kinds,
+                    ArrayRef<NodeGroupAttr> nodes, LinkAttr network,
+                    StringRef description, StringRef profile,
+                    DictionaryAttr availability, int64_t nodesPerRack,
+                    APFloat rackOversubscription) {
   llvm::StringSet<> kindNames;
   for (DeviceKindAttr kind : kinds)
     if (!kindNames.insert(kind.getName()).second)
@@ -250,6 +254,12 @@ LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (numNodes > 1 && !network)
     return emitError() << "cluster '" << name << "' has " << numNodes
                        << " nodes but no network joining them";
+  if (nodesPerRack < 0 || !(rackOversubscription.convertToDouble() >= 1))
+    return emitError() << "cluster '" << name
+                       << "' needs nodes_per_rack >= 0 and "
+                          "rack_oversubscription >= 1, got "
+                       << nodesPerRack << " and "
+                       << rackOversubscription.convertToDouble();
   if (availability) {
     static const char *const keys[] = {
         "preemptions_per_node_hour", "replacement_s",
@@ -329,7 +339,7 @@ ClusterAttr ClusterAttr::get(MLIRContext *ctx, const cluster::Cluster &c,
         APFloat(dev.memoryBandwidth), b.getDictionaryAttr(flops),
         efficiency.empty() ? DictionaryAttr() : b.getDictionaryAttr(efficiency),
         APFloat(dev.memoryEfficiency), APFloat(dev.launchOverhead),
-        APFloat(dev.halfEfficiencyFlops)));
+        APFloat(dev.halfEfficiencyFlops), APFloat(dev.fp8MatmulEfficiency)));
   }
   SmallVector<NodeGroupAttr> nodes;
   for (const cluster::NodeGroup &g : c.groups)
@@ -352,7 +362,8 @@ ClusterAttr ClusterAttr::get(MLIRContext *ctx, const cluster::Cluster &c,
          b.getNamedAttr("checkpoint_GBps",
                         b.getF64FloatAttr(a->checkpointBandwidth / 1e9))});
   return ClusterAttr::get(ctx, c.name, kinds, nodes, network, c.description,
-                          profile, availability);
+                          profile, availability, c.nodesPerRack,
+                          APFloat(c.rackOversubscription));
 }
 
 cluster::Cluster ClusterAttr::toCluster() const {
@@ -381,6 +392,7 @@ cluster::Cluster ClusterAttr::toCluster() const {
     dev.memoryEfficiency = kind.getMemoryEfficiency().convertToDouble();
     dev.launchOverhead = kind.getLaunchOverhead().convertToDouble();
     dev.halfEfficiencyFlops = kind.getHalfEfficiencyFlops().convertToDouble();
+    dev.fp8MatmulEfficiency = kind.getFp8MatmulEfficiency().convertToDouble();
     c.devices.push_back(std::move(dev));
   }
   for (NodeGroupAttr group : getNodes()) {
@@ -395,6 +407,8 @@ cluster::Cluster ClusterAttr::toCluster() const {
   }
   if (LinkAttr network = getNetwork())
     c.network = linkSpec(network);
+  c.nodesPerRack = static_cast<unsigned>(getNodesPerRack());
+  c.rackOversubscription = getRackOversubscription().convertToDouble();
   if (DictionaryAttr availability = getAvailability()) {
     // The verifier checked that every entry is there and a float.
     auto get = [&](StringRef key) {

@@ -88,9 +88,10 @@ def Dist_DeviceKindAttr : Dist_Attr<"DeviceKind", "device_kind"> {
     `embedding`, `reduction`, `data_movement`, `loss`, `other`; a class it
     leaves out gets the default: matmul 0.75, conv 0.6, others 0.5),
     `memory_efficiency` the achievable fraction of memory bandwidth (default
-    0.8), `launch_overhead` seconds per kernel and `half_efficiency_flops`
+    0.8), `launch_overhead` seconds per kernel, `half_efficiency_flops`
     the kernel size at which a compute-bound op reaches half of its
-    efficiency.
+    efficiency and `fp8_matmul_efficiency` the achievable fraction of the
+    fp8 peak for matmuls run in fp8 (default 0: the matmul efficiency).
 
     Example:
     ```mlir
@@ -106,11 +107,12 @@ def Dist_DeviceKindAttr : Dist_Attr<"DeviceKind", "device_kind"> {
       OptionalParameter<"::mlir::DictionaryAttr">:$efficiency,
       Dist_F64DefaultParameter<"0.8">:$memory_efficiency,
       Dist_F64DefaultParameter<"0.0">:$launch_overhead,
-      Dist_F64DefaultParameter<"0.0">:$half_efficiency_flops);
+      Dist_F64DefaultParameter<"0.0">:$half_efficiency_flops,
+      Dist_F64DefaultParameter<"0.0">:$fp8_matmul_efficiency);
   let assemblyFormat = [{
     `<` $name `,` struct($memory, $bandwidth, $flops, $efficiency,
                          $memory_efficiency, $launch_overhead,
-                         $half_efficiency_flops) `>`
+                         $half_efficiency_flops, $fp8_matmul_efficiency) `>`
   }];
   let genVerifyDecl = 1;
 }
@@ -171,7 +173,10 @@ def Dist_ClusterAttr : Dist_Attr<"Cluster", "cluster"> {
     override the analytic ones. `availability` (absent when the cluster
     says nothing about it) holds the nodes' preemption rate, replacement
     time, prices and checkpoint bandwidth as f64 entries named like the
-    YAML fields (docs/resilience.md). `dist-attach-cluster` attaches it to the
+    YAML fields (docs/resilience.md). `nodes_per_rack` (default 0: one
+    network with full bisection) and `rack_oversubscription` (default 1)
+    describe racks whose uplinks are oversubscribed, as the YAML's
+    `nodes_per_rack` and `oversubscription`. `dist-attach-cluster` attaches it to the
     module as `dist.cluster`; every later planning pass reads it back.
 
     Example:
@@ -194,10 +199,13 @@ def Dist_ClusterAttr : Dist_Attr<"Cluster", "cluster"> {
       OptionalParameter<"LinkAttr">:$network,
       StringRefParameter<"what the cluster is", "\"\"">:$description,
       StringRefParameter<"profile database path", "\"\"">:$profile,
-      OptionalParameter<"::mlir::DictionaryAttr">:$availability);
+      OptionalParameter<"::mlir::DictionaryAttr">:$availability,
+      DefaultValuedParameter<"int64_t", "0">:$nodes_per_rack,
+      Dist_F64DefaultParameter<"1.0">:$rack_oversubscription);
   let assemblyFormat = [{
     `<` $name `,` struct($kinds, $nodes, $network, $description, $profile,
-                         $availability) `>`
+                         $availability, $nodes_per_rack,
+                         $rack_oversubscription) `>`
   }];
   let builders = [
     AttrBuilder<(ins "const ::distopt::cluster::Cluster &":$cluster,

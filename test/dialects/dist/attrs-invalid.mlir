@@ -97,6 +97,16 @@ module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory
 
 // -----
 
+// expected-error @+1 {{cluster 'c' needs nodes_per_rack >= 0 and rack_oversubscription >= 1, got 4 and 5.000000e-01}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>], nodes_per_rack = 4, rack_oversubscription = 0.5>} {}
+
+// -----
+
+// expected-error @+1 {{device kind 'a' fp8_matmul_efficiency must be in [0, 1] (0: the matmul efficiency)}}
+module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}, fp8_matmul_efficiency = 1.5>} {}
+
+// -----
+
 // expected-error @+1 {{mesh needs at least one axis}}
 module attributes {x = #dist.mesh<shape = [], devices = []>} {}
 

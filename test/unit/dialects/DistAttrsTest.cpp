@@ -51,6 +51,7 @@ void expectSameCluster(const cluster::Cluster &a, const cluster::Cluster &b) {
     EXPECT_EQ(x.memoryEfficiency, y.memoryEfficiency);
     EXPECT_EQ(x.launchOverhead, y.launchOverhead);
     EXPECT_EQ(x.halfEfficiencyFlops, y.halfEfficiencyFlops);
+    EXPECT_EQ(x.fp8MatmulEfficiency, y.fp8MatmulEfficiency);
   }
   ASSERT_EQ(a.groups.size(), b.groups.size());
   for (size_t i = 0; i < a.groups.size(); ++i) {
@@ -60,6 +61,8 @@ void expectSameCluster(const cluster::Cluster &a, const cluster::Cluster &b) {
     expectSameLink(a.groups[i].intraNode, b.groups[i].intraNode);
   }
   expectSameLink(a.network, b.network);
+  EXPECT_EQ(a.nodesPerRack, b.nodesPerRack);
+  EXPECT_EQ(a.rackOversubscription, b.rackOversubscription);
   ASSERT_EQ(a.availability.has_value(), b.availability.has_value());
   if (a.availability) {
     EXPECT_EQ(a.availability->preemptionsPerNodeHour,
