@@ -17,6 +17,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -193,6 +194,13 @@ int main(int argc, char **argv) {
   }
   cmd.push_back(std::string(exe));
   cmd.insert(cmd.end(), programArgs.begin(), programArgs.end());
+  // Under mpirun the ranks' stderr is a pipe, not this terminal: ask for
+  // the steps' progress when the user sees one (and did not choose).
+  if (!direct && sys::Process::StandardErrIsDisplayed() &&
+      llvm::none_of(programArgs, [](const std::string &a) {
+        return StringRef(a).starts_with("--progress");
+      }))
+    cmd.push_back("--progress=always");
   if (!traceFile.empty()) {
     cmd.push_back("--trace");
     cmd.push_back(rankTrace(traceFile, "{rank}"));

@@ -223,6 +223,8 @@ inline int usage(const char *argv0) {
           "--timeout: how long a rank waits for its peers, default 60, 0 "
           "forever; --trace: the executor's Chrome trace, FILE with {rank} "
           "in it for a job of several ranks) "
+          "[--progress[=auto|always|never]] (training steps per second and "
+          "the time left, on stderr; auto: on a terminal) "
           "[--profile] (time per op kind and per op, on stderr) "
           "[--profile-json FILE] [--profile-device NAME] (the times as the "
           "cost model's profile database) "
@@ -292,6 +294,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   long long timeout = -1;
   std::string saveDir, loadDir, traceFile;
   bool profile = false;
+  /// --progress: "auto" (on a terminal), "always" or "never".
+  std::string progressMode = "auto";
   std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -354,6 +358,17 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     } else if (a == "--trace") {
       if (!value(traceFile))
         return 2;
+    } else if (a == "--progress") {
+      progressMode = inlined ? inlineValue : "always";
+      tookValue = true;
+      if (progressMode != "auto" && progressMode != "always" &&
+          progressMode != "never") {
+        fprintf(stderr,
+                "error: unknown --progress='%s': expected auto (on a "
+                "terminal), always or never\n",
+                progressMode.c_str());
+        return 2;
+      }
     } else if (a == "--profile") {
       profile = true;
     } else if (a == "--profile-json") {
@@ -662,6 +677,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   setThreads((int)threads);
   int rc = 0;
   RunTimer timer;
+  // Training steps' progress, on the rank that prints the steps.
+  bool terminal = isatty(fileno(stderr));
+  StepProgress progress;
+  progress.begin(
+      printSteps && root &&
+          (progressMode == "always" || (progressMode == "auto" && terminal)),
+      terminal, repeat);
   for (long long r = 0; r < repeat && !rc; ++r) {
     P.traceStep = r + 1;
     if (!pipeline)
@@ -694,12 +716,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       continue;
     // Training: one line per step with every scalar f32 output (the loss;
     // the mean over the micro-batches of a step).
+    progress.clear();
     printf("step %lld", r + 1);
     for (int k = 0; k < model->numOutputs; ++k)
       if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
         printf(" %s %.9g", model->outputs[k].name,
                sums[k] / model->accumulation);
     printf("\n");
+    fflush(stdout);
+    progress.step(r + 1);
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;

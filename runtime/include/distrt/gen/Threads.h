@@ -11,6 +11,7 @@
 #include "distrt/gen/Common.h"
 
 #include <chrono>
+#include <cstdio>
 #include <unistd.h>
 #include <vector>
 #ifdef _OPENMP
@@ -178,6 +179,64 @@ struct RunTimer {
       printf(" (%ss 2..%zu); the first (it loads the weights) %.3f ms",
              what, ms.size(), ms[0]);
     printf("\n");
+  }
+};
+
+/// Training progress on stderr (--progress): steps done of all, steps per
+/// second and the time left. On a terminal one line, redrawn at most every
+/// 0.2 s and cleared before each `step K loss V` line; elsewhere
+/// (--progress=always under a launcher or into a log) a line at most every
+/// second. The first step (it loads the weights) is left out of the rate.
+struct StepProgress {
+  using Clock = std::chrono::steady_clock;
+  bool on = false, tty = false, shown = false;
+  long long total = 0;
+  Clock::time_point start, afterFirst, last;
+
+  void begin(bool enabled, bool terminal, long long steps) {
+    on = enabled && steps > 1;
+    tty = terminal;
+    total = steps;
+    start = last = Clock::now();
+  }
+  /// Before other output on the terminal: removes the progress line.
+  void clear() {
+    if (on && tty && shown) {
+      fputs("\r\033[K", stderr);
+      shown = false;
+    }
+  }
+  void step(long long done) {
+    if (!on)
+      return;
+    Clock::time_point now = Clock::now();
+    if (done == 1)
+      afterFirst = now;
+    bool final = done == total;
+    double since = std::chrono::duration<double>(now - last).count();
+    if (!final && done > 1 && since < (tty ? 0.2 : 1.0))
+      return;
+    last = now;
+    double elapsed =
+        std::chrono::duration<double>(now - (done > 1 ? afterFirst : start))
+            .count();
+    double rate =
+        elapsed > 0 ? (double)(done > 1 ? done - 1 : done) / elapsed : 0;
+    char eta[32] = "-";
+    if (rate > 0) {
+      long long s = (long long)((double)(total - done) / rate + 0.5);
+      if (s >= 3600)
+        snprintf(eta, sizeof eta, "%lld h %02lld min", s / 3600, s / 60 % 60);
+      else if (s >= 60)
+        snprintf(eta, sizeof eta, "%lld min %02lld s", s / 60, s % 60);
+      else
+        snprintf(eta, sizeof eta, "%lld s", s);
+    }
+    fprintf(stderr, "%sstep %lld/%lld, %.2f steps/s, %s left%s",
+            tty ? "\r\033[K" : "", done, total, rate, eta,
+            tty && !final ? "" : "\n");
+    fflush(stderr);
+    shown = tty && !final;
   }
 };
 
