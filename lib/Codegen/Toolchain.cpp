@@ -8,11 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/Codegen.h"
+#include "lib/Support/StatusLine.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -81,6 +83,16 @@ Expected<Toolchain> distopt::codegen::findToolchain(const char *argv0) {
   return tc;
 }
 
+/// "NAME (SIZE of C++)" of a generated source file.
+static std::string describeSource(StringRef path) {
+  uint64_t bytes = 0;
+  sys::fs::file_size(path, bytes);
+  std::string size = bytes >= (1u << 20)
+                         ? formatv("{0:F1} MiB", bytes / 1048576.0).str()
+                         : formatv("{0} KiB", (bytes + 1023) / 1024).str();
+  return (sys::path::filename(path) + " (" + size + " of C++)").str();
+}
+
 /// Runs the compiler: the program, or with `compileOnly` its object file.
 static Error compileProgram(const Toolchain &tc, const CodegenOptions &options,
                             StringRef sourcePath, StringRef output,
@@ -128,7 +140,9 @@ static Error compileProgram(const Toolchain &tc, const CodegenOptions &options,
     }
     SmallVector<StringRef> refs(link.begin(), link.end());
     std::string errMsg;
-    int rc = sys::ExecuteAndWait(*prog, refs, std::nullopt, {}, 0, 0, &errMsg);
+    int rc = distopt::runShowing(*prog, refs, {}, "dist-compile",
+                                 "linking the CUDA program with " + compiler,
+                                 errMsg);
     sys::fs::remove(obj);
     if (rc != 0)
       return makeError("linking the generated CUDA program with " + compiler +
@@ -169,7 +183,9 @@ static Error compileProgram(const Toolchain &tc, const CodegenOptions &options,
   }
   SmallVector<StringRef> refs(args.begin(), args.end());
   std::string errMsg;
-  int rc = sys::ExecuteAndWait(*prog, refs, std::nullopt, {}, 0, 0, &errMsg);
+  int rc = distopt::runShowing(
+      *prog, refs, {}, "dist-compile",
+      "compiling " + describeSource(sourcePath) + " with " + compiler, errMsg);
   if (rc != 0)
     return makeError("compiling the generated program '" + sourcePath +
                      "' with " + compiler + " failed (exit " + Twine(rc) +

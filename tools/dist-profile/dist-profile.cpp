@@ -27,6 +27,7 @@
 #include "lib/Cost/ProfileDB.h"
 #include "lib/Support/Launcher.h"
 #include "lib/Support/OutputFile.h"
+#include "lib/Support/StatusLine.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -122,8 +123,10 @@ static std::string sibling(StringRef name) {
 }
 
 /// Runs \p cmd with stdout and stderr into \p log; returns the exit status
-/// (-1 when it could not start) and fills \p error.
-static int run(ArrayRef<std::string> cmd, StringRef log, std::string &error) {
+/// (-1 when it could not start) and fills \p error. On a terminal the
+/// status line says \p what it is doing meanwhile.
+static int run(ArrayRef<std::string> cmd, StringRef log, const Twine &what,
+               std::string &error) {
   if (verbose) {
     errs() << "dist-profile: running";
     for (const std::string &a : cmd)
@@ -132,8 +135,8 @@ static int run(ArrayRef<std::string> cmd, StringRef log, std::string &error) {
   }
   std::vector<StringRef> argv(cmd.begin(), cmd.end());
   std::optional<StringRef> redirects[] = {std::nullopt, log, log};
-  return sys::ExecuteAndWait(cmd.front(), argv, std::nullopt, redirects, 0, 0,
-                             &error);
+  return distopt::runShowing(cmd.front(), argv, redirects, "dist-profile", what,
+                             error);
 }
 
 /// The last lines of \p log, for an error message.
@@ -374,14 +377,16 @@ static Error measureOps(const OpRun &r, unsigned m, unsigned tp,
                   (s.rest.empty() ? "" : "x" + s.rest));
   for (const std::string &v : inputValues)
     cmd.push_back("--input-value=" + v);
+  std::string what = (tp > 1 ? "tp=" + std::to_string(tp) + ", " : "") +
+                     "micro-batch " + std::to_string(m);
   std::string log = in(".compile.log");
-  int rc = run(cmd, log, error);
+  int rc = run(cmd, log, "compiling the step at " + what, error);
   if (rc != 0)
     return failure("dist-compile failed for micro-batch " + Twine(m) +
                    (rc < 0 ? ": " + error : "") + " (" + log + "):\n" +
                    tail(log));
   std::string listLog = in(".inputs.log");
-  if (run({exe, "--list"}, listLog, error) != 0)
+  if (run({exe, "--list"}, listLog, "reading its inputs", error) != 0)
     return failure("'" + exe + " --list' failed (" + listLog + ")");
   Expected<std::vector<InputSpec>> specs = listInputs(listLog);
   if (!specs)
@@ -407,7 +412,7 @@ static Error measureOps(const OpRun &r, unsigned m, unsigned tp,
     job->insert(job->end(),
                 {"--profile-json", in(".{rank}.json"), "-o", in(".out")});
     std::string log = in(".log");
-    int rc = run(*job, log, error);
+    int rc = run(*job, log, "timing the ops at " + what, error);
     if (rc != 0)
       return failure("the tp=" + Twine(tp) + " micro-batch " + Twine(m) +
                      " job failed" + (rc < 0 ? ": " + error : "") + " (" + log +
@@ -440,8 +445,11 @@ static Error measureOps(const OpRun &r, unsigned m, unsigned tp,
   }
   std::string problem;
   for (unsigned c = 0; c < r.copies; ++c) {
-    sys::ProcessInfo done = sys::Wait(procs[c], std::nullopt, &error);
-    if (done.ReturnCode != 0) {
+    int rc = distopt::waitShowing(procs[c], "dist-profile",
+                                  "timing the ops at " + what + " (" +
+                                      Twine(r.copies) + " copies at once)",
+                                  error);
+    if (rc != 0) {
       if (problem.empty())
         problem = ("the micro-batch " + Twine(m) + " program failed (" +
                    logs[c] + "):\n" + tail(logs[c]))
@@ -469,7 +477,8 @@ static Expected<LinkFit> measureLinks(unsigned n, const std::string &links,
                            "--max-bytes", std::to_string(maxMessage)});
   setenv("OMP_NUM_THREADS", "1", 1);
   std::string error;
-  int rc = run(*cmd, log, error);
+  int rc = run(*cmd, log, "measuring the links between " + Twine(n) + " ranks",
+               error);
   if (rc != 0)
     return failure("the link measurement failed" +
                    (rc < 0 ? ": " + error : std::string()) + " (" + log +
