@@ -20,6 +20,16 @@ namespace {
 
 std::string errorOf(llvm::Error e) { return llvm::toString(std::move(e)); }
 
+/// A 4-block GPT (hidden 1024) on one DGX A100 node, searched with the
+/// default options.
+class TuneOnDgx : public ::testing::Test {
+protected:
+  cost::ModelDesc model = smallGpt(4, 1024);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  SearchOptions o;
+};
+
 TEST(Tune, StatEfficiencyFollowsMcCandlish) {
   StatEfficiency e = cantFail(makeStatEfficiency(1000, 2e6, 0));
   EXPECT_DOUBLE_EQ(e.minSteps, 2000);
@@ -98,11 +108,7 @@ TEST(Tune, TrialLists) {
   }
 }
 
-TEST(Tune, TimeToAccuracyPicksTheLeastStepsTimesIterationTime) {
-  cost::ModelDesc model = smallGpt(4, 1024);
-  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
-  cost::CostModel cm;
-  SearchOptions o;
+TEST_F(TuneOnDgx, TimeToAccuracyPicksTheLeastStepsTimesIterationTime) {
   StatEfficiency e = cantFail(makeStatEfficiency(256, 0, 1000));
   std::vector<unsigned> batches = {8, 32, 128, 512, 2048};
   TimeToAccuracyResult r =
@@ -134,11 +140,7 @@ TEST(Tune, TimeToAccuracyPicksTheLeastStepsTimesIterationTime) {
   EXPECT_GT(n.batches[n.best].batch, r.batches[r.best].batch);
 }
 
-TEST(Tune, TimeToAccuracyErrors) {
-  cost::ModelDesc model = smallGpt(4, 1024);
-  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
-  cost::CostModel cm;
-  SearchOptions o;
+TEST_F(TuneOnDgx, TimeToAccuracyErrors) {
   StatEfficiency e = cantFail(makeStatEfficiency(256, 0, 1000));
   llvm::Expected<TimeToAccuracyResult> none =
       searchTimeToAccuracy(model, c, cm, o, e, {});
@@ -171,11 +173,7 @@ TEST(Tune, TimeToAccuracyErrors) {
   EXPECT_NE(msg.find("batch 5:"), std::string::npos);
 }
 
-TEST(Tune, TrialsGetTheirOwnPlansAndTheFixedPlanIsNeverFaster) {
-  cost::ModelDesc model = smallGpt(4, 1024);
-  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
-  cost::CostModel cm;
-  SearchOptions o;
+TEST_F(TuneOnDgx, TrialsGetTheirOwnPlansAndTheFixedPlanIsNeverFaster) {
   std::vector<Trial> trials =
       cantFail(parseTrials("batch=16,lr=1e-3,steps=100;batch=256,steps=50;"
                            "batch=2048,async=1,steps=10"));
@@ -203,11 +201,7 @@ TEST(Tune, TrialsGetTheirOwnPlansAndTheFixedPlanIsNeverFaster) {
   EXPECT_LT(r.trials[2].seconds, r.trials[2].fixedSeconds);
 }
 
-TEST(Tune, TrialStepsFromTheNoiseScaleAndAGivenFixedPlan) {
-  cost::ModelDesc model = smallGpt(4, 1024);
-  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
-  cost::CostModel cm;
-  SearchOptions o;
+TEST_F(TuneOnDgx, TrialStepsFromTheNoiseScaleAndAGivenFixedPlan) {
   std::vector<Trial> trials =
       cantFail(parseTrials("batch=64;batch=512,steps=7"));
   llvm::Expected<TuneResult> noSteps =
@@ -235,11 +229,7 @@ TEST(Tune, TrialStepsFromTheNoiseScaleAndAGivenFixedPlan) {
   EXPECT_NE(msg.find("--dist-tune-fixed=PLAN"), std::string::npos) << msg;
 }
 
-TEST(Tune, AnAsynchronousFixedPlanRunsSynchronousTrialsWith1F1B) {
-  cost::ModelDesc model = smallGpt(4, 1024);
-  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
-  cost::CostModel cm;
-  SearchOptions o;
+TEST_F(TuneOnDgx, AnAsynchronousFixedPlanRunsSynchronousTrialsWith1F1B) {
   std::vector<Trial> trials =
       cantFail(parseTrials("batch=64,async=1,steps=1;batch=64,steps=1"));
   schedule::Plan fixed =
@@ -253,11 +243,7 @@ TEST(Tune, AnAsynchronousFixedPlanRunsSynchronousTrialsWith1F1B) {
   EXPECT_FALSE(schedule::isAsync(r.trials[1].best.best.sim.plan.schedule));
 }
 
-TEST(Tune, FixedMicroBatchShrinksToDivideASmallerBatch) {
-  cost::ModelDesc model = smallGpt(4, 1024);
-  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
-  cost::CostModel cm;
-  SearchOptions o;
+TEST_F(TuneOnDgx, FixedMicroBatchShrinksToDivideASmallerBatch) {
   std::vector<Trial> trials =
       cantFail(parseTrials("batch=1024,steps=1;batch=48,steps=1"));
   schedule::Plan fixed = cantFail(schedule::parsePlan("dp=8,mbs=32"));
