@@ -125,7 +125,7 @@ double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
 }
 
 double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
-                         const ExecConfig &x) const {
+                         const ExecConfig &x, double extraRead) const {
   unsigned tp = std::max(1u, x.tp.size);
   bool lowered = op.cls == OpClass::MatMul && matmulDType &&
                  *matmulDType != op.dtype && !op.keepsPrecision;
@@ -137,8 +137,10 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
   if (profile && asProfiled)
     if (std::optional<double> t =
             profile->lookup(dev.name, op.signature, x.mbs, tp, phase))
-      return *t * imbalance;
+      return (*t + extraRead / (dev.memoryBandwidth * dev.memoryEfficiency)) *
+             imbalance;
   PhaseCost c = op.phase(phase).scaled(shareOf(op, x));
+  c.bytesRead += extraRead;
   // Routed experts run as one grouped GEMM over the rank's experts (E /
   // ep of them, each on its own tokens); ring attention as c - 1 block
   // steps plus the local one. Both make smaller kernels, not more work.
@@ -345,6 +347,12 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
       double f = opTime(op, Phase::Forward, dev, x);
       double bi = opTime(op, Phase::BackwardInput, dev, x);
       double bw = opTime(op, Phase::BackwardWeight, dev, x);
+      if (x.gradSumBytes > 0 && op.params > 0) {
+        ParamSplit held = paramSplit(op, tp, ep);
+        double read = held.total() * x.gradSumBytes;
+        r.bwdWeightAccumulate +=
+            opTime(op, Phase::BackwardWeight, dev, x, read) - bw;
+      }
       CommCost arF = tpComm(op.tpAllReduceFwdBytes);
       CommCost arB = tpComm(op.tpAllReduceBwdBytes);
       double tpSent = sent(arF) + sent(arB);

@@ -68,6 +68,12 @@ struct ExecConfig {
   /// runs in chunks under the projection's own GEMM), so only what the
   /// GEMM cannot cover shows.
   bool tpOverlap = false;
+  /// Bytes per parameter of the running gradient sum that each
+  /// micro-batch's weight gradient after the first of a step adds into
+  /// (0: no sum is read). The adding GEMM (oneDNN's sum post-op, cuBLAS's
+  /// beta = 1, Megatron-LM's fused weight-gradient accumulation) reads it
+  /// as well as writing it.
+  double gradSumBytes = 0;
 };
 
 /// Per-micro-batch times of a range of layers on one device.
@@ -75,6 +81,10 @@ struct RangeTimes {
   double fwd = 0;        ///< forward incl. TP/EP/CP communication
   double bwdInput = 0;   ///< input-grad incl. recomputation and comm
   double bwdWeight = 0;  ///< weight-grad
+  /// What the weight-grad takes beyond bwdWeight when it adds into the
+  /// running sum (ExecConfig::gradSumBytes): every micro-batch of a step
+  /// but the first.
+  double bwdWeightAccumulate = 0;
   double recompute = 0;  ///< the part of bwdInput that re-runs forward
   double flops = 0;      ///< executed FLOPs per micro-batch (with recompute)
   double modelFlops = 0; ///< FLOPs without recomputation
@@ -110,9 +120,11 @@ public:
   double opTime(const OpDesc &op, Phase phase, const cluster::DeviceSpec &dev,
                 unsigned tp, unsigned mbs) const;
   /// The same under \p x (sequence/context split, expert imbalance); no
-  /// communication.
+  /// communication. \p extraRead bytes more are read: in the roofline's
+  /// memory term, or after a profiled time, which was measured without
+  /// them.
   double opTime(const OpDesc &op, Phase phase, const cluster::DeviceSpec &dev,
-                const ExecConfig &x) const;
+                const ExecConfig &x, double extraRead = 0) const;
   /// Fraction of \p op's per-sample cost one device does under \p x: the
   /// micro-batch, divided by t (split ops, or per-sample ops under sequence
   /// parallelism) and by c (per-sample ops under context parallelism).

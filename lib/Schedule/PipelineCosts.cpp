@@ -50,6 +50,11 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     st.chunk = vs / p.pp;
     std::tie(st.layerBegin, st.layerEnd) = p.stageLayers(vs, numLayers);
     ExecConfig x = execConfig(p, c, st.device);
+    // The running gradient sum: in the DP sync's element type; under
+    // ZeRO-2/3 each micro-batch's gradient is reduce-scattered first, and
+    // only this rank's shard of the sum is added to.
+    x.gradSumBytes =
+        syncElem / (p.zero >= 2 ? static_cast<double>(p.dp) * p.cp : 1.0);
     RangeTimes worst;
     for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
       RangeTimes t =
@@ -61,6 +66,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     st.fwd = worst.fwd;
     st.bwdInput = worst.bwdInput;
     st.bwdWeight = worst.bwdWeight;
+    st.bwdWeightAccumulate = worst.bwdWeightAccumulate;
     st.recompute = worst.recompute;
     st.fwdComm = worst.fwdComm;
     st.bwdComm = worst.bwdComm;
@@ -87,6 +93,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       st.fwd *= k;
       st.bwdInput *= k;
       st.bwdWeight *= k;
+      st.bwdWeightAccumulate *= k;
       st.recompute *= k;
     }
     st.flops = worst.flops;

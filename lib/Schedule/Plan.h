@@ -230,6 +230,10 @@ struct StageCost {
   unsigned chunk = 0;
   unsigned layerBegin = 0, layerEnd = 0;
   double fwd = 0, bwdInput = 0, bwdWeight = 0, recompute = 0;
+  /// Added to bwdWeight when the weight gradient adds into the step's
+  /// running sum (every weight gradient of the chunk after its first since
+  /// the last optimizer step; RangeTimes::bwdWeightAccumulate).
+  double bwdWeightAccumulate = 0;
   double flops = 0, modelFlops = 0;
   /// Communication inside fwd and bwdInput that DualPipe's overlapped
   /// forward-backward pairs hide behind compute (expert all-to-alls, the

@@ -70,6 +70,9 @@ struct Rank {
   /// span of this list (post-validated schedules overlap iterations).
   double firstStart = -1, lastEnd = 0;
   std::vector<double> backwardEnds;
+  /// Per action: a weight gradient that adds into its chunk's running sum
+  /// (one of the chunk's since the list's last optimizer step came first).
+  std::vector<bool> accumulates;
   /// Replicated stages: this list's next collective is ready and waits for
   /// the stage's other replicas.
   bool collectiveWaiting = false;
@@ -104,7 +107,19 @@ public:
     for (unsigned r = 0; r < s.devices.size(); ++r) {
       Rank &rk = ranks[r];
       const auto &list = s.devices[r];
+      rk.accumulates.assign(list.size(), false);
+      std::vector<bool> summed(s.chunks, false);
       for (unsigned i = 0; i < list.size(); ++i) {
+        ActionKind k = list[i].kind;
+        if (k == ActionKind::OptimizerStep)
+          summed.assign(s.chunks, false);
+        if (k == ActionKind::Backward || k == ActionKind::BackwardWeight) {
+          unsigned ch = static_cast<unsigned>(list[i].chunk);
+          if (ch < summed.size()) {
+            rk.accumulates[i] = summed[ch];
+            summed[ch] = true;
+          }
+        }
         unsigned q = queueOf(list[i].kind);
         if (!c.overlapP2P && (q == 1 || q == 2))
           q = 0; // blocking sends occupy the compute stream
@@ -138,7 +153,15 @@ private:
   const StageCost &stageOf(unsigned r, const Action &a) const {
     return c.stage(r, a.chunk);
   }
-  double computeDuration(unsigned r, const Action &a) const;
+  /// What action \p idx of list \p r takes on its stream.
+  double computeDuration(unsigned r, unsigned idx) const;
+  /// The weight gradient of action \p idx: with the read of the running
+  /// sum when it adds into one.
+  double weightGradient(unsigned r, unsigned idx) const {
+    const StageCost &st = stageOf(r, s.devices[r][idx]);
+    return st.bwdWeight +
+           (ranks[r].accumulates[idx] ? st.bwdWeightAccumulate : 0);
+  }
   /// A forward overlapped with the backward after it (F&B pair): what the
   /// pair takes beyond that backward, with each side's communication hidden
   /// behind the other's compute: max(Fc + Bc, Fm + Bm) - (Bc + Bm).
@@ -183,17 +206,18 @@ private:
 
 } // namespace
 
-double Engine::computeDuration(unsigned r, const Action &a) const {
+double Engine::computeDuration(unsigned r, unsigned idx) const {
   const double scale = c.devices[r].computeScale;
+  const Action &a = s.devices[r][idx];
   switch (a.kind) {
   case ActionKind::Forward:
     return stageOf(r, a).fwd * scale;
   case ActionKind::Backward:
-    return (stageOf(r, a).bwdInput + stageOf(r, a).bwdWeight) * scale;
+    return (stageOf(r, a).bwdInput + weightGradient(r, idx)) * scale;
   case ActionKind::BackwardInput:
     return stageOf(r, a).bwdInput * scale;
   case ActionKind::BackwardWeight:
-    return stageOf(r, a).bwdWeight * scale;
+    return weightGradient(r, idx) * scale;
   case ActionKind::OptimizerStep:
     return c.devices[r].optimizerTime;
   case ActionKind::SendActivation:
@@ -219,13 +243,13 @@ double Engine::pairedForward(unsigned r, unsigned idx) const {
     ++j;
   if (j == list.size() || (list[j].kind != ActionKind::Backward &&
                            list[j].kind != ActionKind::BackwardInput))
-    return computeDuration(r, f);
+    return computeDuration(r, idx);
   const Action &b = list[j];
   const StageCost &fs = stageOf(r, f), &bs = stageOf(r, b);
   double fm = fs.fwdComm, fc = fs.fwd - fm;
   double bm = bs.bwdComm;
   double bc = bs.bwdInput - bm +
-              (b.kind == ActionKind::Backward ? bs.bwdWeight : 0);
+              (b.kind == ActionKind::Backward ? weightGradient(r, j) : 0);
   double pair = std::max(fc + bc, fm + bm);
   return std::max(0.0, pair - (bc + bm)) * c.devices[r].computeScale;
 }
@@ -245,7 +269,7 @@ unsigned Engine::linkOf(unsigned r, const Action &a) const {
 void Engine::startOnLink(unsigned r, unsigned q, unsigned idx) {
   const Action &a = s.devices[r][idx];
   Link &link = ranks[r].links[linkOf(r, a)];
-  double d = computeDuration(r, a);
+  double d = computeDuration(r, idx);
   if (link.busy) {
     link.waiting.push_back({r, q, idx, d});
     return;
@@ -289,7 +313,7 @@ void Engine::advance(unsigned r) {
     if (a.kind == ActionKind::OptimizerStep && rk.collectivesDone < slot.before)
       break;
     double d = a.overlappedWithNext() ? pairedForward(r, idx)
-                                      : computeDuration(r, a);
+                                      : computeDuration(r, idx);
     rk.computeBusy = true;
     if (isCompute(a.kind)) {
       rk.busy += d;

@@ -16,7 +16,11 @@
 //  - link times: distrt-comm-bench (the runtime's send/recv and
 //    all-reduce) under mpirun between the ranks; latency and bandwidth are
 //    fitted and written with the `local` preset's device as
-//    DIR/cluster.yaml, whose device kind names the profile's entries.
+//    DIR/cluster.yaml, whose device kind names the profile's entries;
+//  - memory: the read bandwidth each rank's threads get with every rank
+//    reading at once, as the device's memory bandwidth (efficiency 1) in
+//    DIR/cluster.yaml: what a kernel streaming an operand from memory gets
+//    (a GEMM adding into a running gradient sum reads the sum).
 //
 // Then: dist-opt MODEL --dist-cluster=DIR/cluster.yaml
 //   --dist-profile=DIR/profile.json --dist-dtype=f32 --dist-plan=...
@@ -42,6 +46,8 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <thread>
@@ -466,6 +472,42 @@ static Error measureOps(const OpRun &r, unsigned m, unsigned tp,
   return Error::success();
 }
 
+/// The read bandwidth of one device: \p copies x \p threads threads at
+/// once (as the programs run), each summing its own 128 MiB, far beyond
+/// any core's caches, seven times; the median pass of each thread, summed
+/// over a device's threads. It is what a kernel that streams an operand
+/// from memory gets, such as a GEMM adding into a running gradient sum.
+static double measureMemoryBandwidth(unsigned copies, unsigned threads) {
+  const size_t words = (size_t(128) << 20) / sizeof(uint64_t);
+  const unsigned n = copies * threads, passes = 7;
+  std::vector<double> rate(n, 0);
+  std::vector<std::thread> pool;
+  std::atomic<uint64_t> sink{0};
+  for (unsigned t = 0; t < n; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<uint64_t> data(words);
+      for (size_t i = 0; i < words; ++i)
+        data[i] = i * 0x9E3779B97F4A7C15ull;
+      std::vector<double> seconds;
+      uint64_t sum = 0;
+      for (unsigned k = 0; k < passes; ++k) {
+        auto start = std::chrono::steady_clock::now();
+        for (size_t i = 0; i < words; ++i)
+          sum += data[i];
+        seconds.push_back(std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
+      }
+      llvm::sort(seconds);
+      rate[t] = words * sizeof(uint64_t) / seconds[passes / 2];
+      sink += sum;
+    });
+  for (std::thread &t : pool)
+    t.join();
+  llvm::sort(rate);
+  return rate[n / 2] * threads;
+}
+
 /// The links between \p n ranks: distrt-comm-bench under mpirun, its
 /// figures in \p links, fitted.
 static Expected<LinkFit> measureLinks(unsigned n, const std::string &links,
@@ -585,6 +627,10 @@ int main(int argc, char **argv) {
     return fail(problem);
 
   cluster::Cluster c = *base;
+  // Measured, so all of it is reached: efficiency 1.
+  double memoryBandwidth = measureMemoryBandwidth(r.copies, r.threads);
+  c.devices.front().memoryBandwidth = memoryBandwidth;
+  c.devices.front().memoryEfficiency = 1;
   LinkFit fit;
   if (n > 1) {
     Expected<LinkFit> measuredLinks =
@@ -622,6 +668,9 @@ int main(int argc, char **argv) {
                     "thread(s) -> {6}\n",
                     profile.size(), r.device, list, tps, n, r.threads,
                     outFile("profile.json"));
+  outs() << formatv("dist-profile: memory: {0:F1} GB/s read per rank ({1} "
+                    "at once) -> {2}\n",
+                    memoryBandwidth / 1e9, r.copies, outFile("cluster.yaml"));
   if (std::optional<double> opt = profile.optimizerPerParameter(r.device))
     outs() << formatv("dist-profile: optimizer step {0:F3} ns per parameter\n",
                       *opt * 1e9);

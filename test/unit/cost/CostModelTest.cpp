@@ -272,6 +272,48 @@ TEST(RangeTimes, RecomputationAndTensorParallelComm) {
   EXPECT_NEAR(t.tpBytes, 4 * 2 * 0.75 * buf, 1);
 }
 
+TEST(RangeTimes, AddingIntoTheGradientSumReadsIt) {
+  // One weight GEMM of k x n = 4096 x 4096 bf16 parameters; the running sum
+  // is fp32 (4 bytes a parameter: 67.1 MB, 67.1 us at 1 TB/s).
+  DeviceSpec d = testDevice();
+  auto oneOp = [](double rows) {
+    ModelDesc m;
+    LayerDesc l;
+    l.ops.push_back(matmulOp("fc", DType::BF16, 1, rows, 4096, 4096, true));
+    m.layers.push_back(l);
+    return m;
+  };
+  const double read = 4096.0 * 4096 * 4 / 1e12;
+  ExecConfig x;
+  x.gradSumBytes = 4;
+  CostModel cm;
+  // 8 rows: the weight gradient is memory-bound (it writes 33.5 MB and
+  // computes 0.27 GFLOP); adding into the sum takes the read on top.
+  ModelDesc thin = oneOp(8);
+  EXPECT_NEAR(cm.rangeTimes(thin, 0, 1, d, x).bwdWeightAccumulate, read, 1e-12);
+  // 4096 rows: 137 GFLOP at 50 TFLOP/s, 2.7 ms; the read hides under it.
+  EXPECT_DOUBLE_EQ(cm.rangeTimes(oneOp(4096), 0, 1, d, x).bwdWeightAccumulate,
+                   0);
+  // Tensor parallelism splits the parameters and with them the sum.
+  ExecConfig split = x;
+  split.tp.size = 4;
+  EXPECT_NEAR(cm.rangeTimes(thin, 0, 1, d, split).bwdWeightAccumulate, read / 4,
+              1e-12);
+  // No running sum, no read.
+  EXPECT_DOUBLE_EQ(
+      cm.rangeTimes(thin, 0, 1, d, ExecConfig{}).bwdWeightAccumulate, 0);
+  // A profiled time was measured without the read: it is added.
+  ProfileDB db = llvm::cantFail(ProfileDB::parse(
+      R"({"version": 1, "entries": [{"device": "test", "signature":
+          "matmul:bf16:b=1,m=4096,n=4096,k=4096,w", "micro_batch": 1,
+          "tp": 1, "bwd_weight_s": 0.003}]})",
+      "p.json"));
+  CostModel measured(&db);
+  RangeTimes t = measured.rangeTimes(oneOp(4096), 0, 1, d, x);
+  EXPECT_DOUBLE_EQ(t.bwdWeight, 0.003);
+  EXPECT_NEAR(t.bwdWeightAccumulate, read, 1e-12);
+}
+
 TEST(ProfileDB, OverridesAnalyticTimes) {
   const char *json = R"({"version": 1, "entries": [
     {"device": "test", "signature": "matmul:bf16:b=1,m=8,n=8,k=8,w",

@@ -87,13 +87,16 @@ TEST(ReplicatedLowerBound, NeverAboveSimulation) {
 TEST(ReplicatedSearch, FindsThreeToOne) {
   // Four V100 on PCIe: data parallelism all-reduces fc's 100M parameters
   // over PCIe, two plain stages leave conv's stage 3x busier; three conv
-  // replicas and one fc device balance with no fc all-reduce.
+  // replicas and one fc device balance with no fc all-reduce. Micro-batches
+  // of 4 (12 of them): with 48 of one sample, the fc device would add each
+  // into fc's 100M-parameter gradient sum 47 times, reading the sum each
+  // time, and a tp=2 pp=2 plan would win.
   cost::ModelDesc m = threeToOne();
   cluster::Cluster c = cantFail(cluster::resolveCluster("pcie-v100x4:1"));
   cost::CostModel cm;
   SearchOptions o;
   o.globalBatch = 48;
-  o.constraints = cantFail(parseConstraints("mbs=1,recompute=none"));
+  o.constraints = cantFail(parseConstraints("mbs=4,recompute=none"));
   SearchResult r = cantFail(searchPlan(m, c, cm, o));
   const schedule::Plan &p = r.best.sim.plan;
   EXPECT_EQ(p.replicas, (std::vector<unsigned>{3, 1})) << p.str();
@@ -101,7 +104,7 @@ TEST(ReplicatedSearch, FindsThreeToOne) {
   EXPECT_TRUE(r.stats.exact);
   EXPECT_GT(r.stats.replicated, 0u);
   // It beats every uniform layout the search weighed.
-  o.constraints = cantFail(parseConstraints("mbs=1,recompute=none,"
+  o.constraints = cantFail(parseConstraints("mbs=4,recompute=none,"
                                             "replicas=uniform"));
   SearchResult u = cantFail(searchPlan(m, c, cm, o));
   EXPECT_FALSE(u.best.sim.plan.replicated());

@@ -165,6 +165,27 @@ TEST(Simulator, AsynchronousSchedulesReportTheSteadyState) {
   EXPECT_NEAR(pd.iterationTime, m * 3.0, 1e-9);
 }
 
+TEST(Simulator, LaterWeightGradientsAddIntoTheSum) {
+  // One stage, m micro-batches: every weight gradient after the first adds
+  // into the running sum (W_acc = 0.25 more); PipeDream updates after each
+  // micro-batch, so none of its gradients adds into one.
+  unsigned m = 4;
+  PipelineCosts c = uniform(1, 1, m, 1, 1.5, 0.5);
+  c.stages[0].bwdWeightAccumulate = 0.25;
+  SimResult sync = run(gen(ScheduleKind::OneFOneB, 1, 1, m), c);
+  EXPECT_DOUBLE_EQ(sync.iterationTime, m * 3.0 + (m - 1) * 0.25);
+  const Event *first = find(sync, 0, ActionKind::Backward, 0);
+  const Event *second = find(sync, 0, ActionKind::Backward, 1);
+  ASSERT_TRUE(first && second);
+  EXPECT_DOUBLE_EQ(first->end - first->start, 2);
+  EXPECT_DOUBLE_EQ(second->end - second->start, 2.25);
+  // Split backward: the W actions carry it.
+  SimResult zb = run(gen(ScheduleKind::ZBH1, 1, 1, m), c);
+  EXPECT_DOUBLE_EQ(zb.iterationTime, m * 3.0 + (m - 1) * 0.25);
+  SimResult pd = run(gen(ScheduleKind::PipeDream, 1, 1, m), c);
+  EXPECT_NEAR(pd.iterationTime, m * 3.0, 1e-9);
+}
+
 TEST(Simulator, ZeroBubbleBeatsOneFOneB) {
   unsigned p = 4, m = 8;
   PipelineCosts c = uniform(p, 1, m, 1, 1, 1);
