@@ -7,7 +7,7 @@
 //
 //   dist-fuzz TARGET [--regress DIR]... [--seeds DIR]... [--seconds S]
 //             [--runs N] [--seed N] [--crash-dir DIR] [--timeout S]
-//             [--max-memory MIB] [--junit FILE]
+//             [--max-memory MIB] [--junit FILE] [--save-from N]
 //
 // --regress runs every input of the folders once (every input that ever
 // crashed lives there, test/fuzz/regress/). --seconds/--runs then mutates
@@ -22,6 +22,10 @@
 // and exits 0. --max-memory caps the address space (default 6144 MiB):
 // an allocation past it is a crash, so runaway sizes show up.
 // .mlir inputs are split at `// -----` lines, as --split-input-file does.
+// --save-from N writes every mutated input from the Nth on to --crash-dir
+// (input-K.SUFFIX): a corrupted heap may abort only in a later input, so a
+// rerun to the crash with --save-from a little before it leaves the inputs
+// to run one by one under valgrind or a sanitizer build.
 //
 //===----------------------------------------------------------------------===//
 #include "FuzzTargets.h"
@@ -265,7 +269,8 @@ void mutateBytes(std::string &s, const std::vector<std::string> &pool,
 int usage() {
   fprintf(stderr, "usage: dist-fuzz TARGET [--regress DIR]... [--seeds DIR]... "
                   "[--seconds S] [--runs N] [--seed N] [--crash-dir DIR] "
-                  "[--timeout S] [--max-memory MIB] [--junit FILE]\n"
+                  "[--timeout S] [--max-memory MIB] [--junit FILE] "
+                  "[--save-from N]\n"
                   "targets:");
   for (const Target &t : targets())
     fprintf(stderr, " %s", t.name);
@@ -296,7 +301,7 @@ int main(int argc, char **argv) {
     return usage();
   std::vector<std::string> regressDirs, seedDirs;
   double seconds = 0, timeout = 20;
-  long long runs = 0;
+  long long runs = 0, saveFrom = 0;
   unsigned long long seed =
       std::chrono::steady_clock::now().time_since_epoch().count();
   std::string crashDir = ".", junit;
@@ -314,6 +319,9 @@ int main(int argc, char **argv) {
     else if (a == "--timeout" && !v.getAsDouble(timeout))
       ;
     else if (a == "--runs" && !v.getAsInteger(10, runs))
+      ;
+    else if (a == "--save-from" && !v.getAsInteger(10, saveFrom) &&
+             saveFrom > 0)
       ;
     else if (a == "--seed" && !v.getAsInteger(10, seed))
       ;
@@ -394,6 +402,16 @@ int main(int argc, char **argv) {
       if (input.size() > (1u << 20))
         input.resize(1u << 20);
       crash.number = ++n;
+      if (saveFrom > 0 && n >= saveFrom) {
+        // A defect seen late (a corrupted heap aborts in a later input's
+        // malloc): every input from here on, to run one by one.
+        std::string file =
+            crashDir + "/input-" + std::to_string(n) + target->suffix;
+        if (FILE *f = fopen(file.c_str(), "wb")) {
+          fwrite(input.data(), 1, input.size(), f);
+          fclose(f);
+        }
+      }
       if (runOne(input) == Outcome::Accepted) {
         ++ok;
         // Accepted inputs seed deeper mutations (bounded pool).

@@ -1,4 +1,4 @@
-//===- ParseGuard.cpp - MLIR parser vs forward block args -------*- C++ -*-===//
+//===- ParseGuard.cpp - MLIR parser vs forward references -------*- C++ -*-===//
 //
 // Part of DistOpt. Implements ParseGuard.h.
 //
@@ -11,7 +11,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -28,12 +27,7 @@ static bool isNameChar(char c) {
   return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.' || c == '-';
 }
 
-bool distopt::mayForwardUseBlockArgument(StringRef text) {
-  llvm::StringSet<> seen;
-  // Parentheses open inside `^label(...)` (types have their own): the
-  // names there are the header's arguments (or a branch's successor
-  // operands, which only makes the answer conservative).
-  int headerDepth = 0;
+bool distopt::hasBlockHeader(StringRef text) {
   for (size_t i = 0, n = text.size(); i < n; ++i) {
     char c = text[i];
     if (c == '"') { // string literals, escapes included
@@ -47,29 +41,14 @@ bool distopt::mayForwardUseBlockArgument(StringRef text) {
         ++i;
       continue;
     }
-    if (c == '^') {
-      size_t j = i + 1;
-      while (j < n && isNameChar(text[j]))
-        ++j;
-      if (j > i + 1 && j < n && text[j] == '(') {
-        headerDepth = 1;
-        i = j;
-      } else {
-        i = j - 1;
-      }
-      continue;
-    }
-    if (headerDepth > 0 && (c == '(' || c == ')')) {
-      headerDepth += c == '(' ? 1 : -1;
-      continue;
-    }
-    if (c != '%')
+    if (c != '^')
       continue;
     size_t j = i + 1;
     while (j < n && isNameChar(text[j]))
       ++j;
-    StringRef name = text.slice(i + 1, j);
-    if (!name.empty() && !seen.insert(name).second && headerDepth > 0)
+    // `^bb1(` or `^bb1:`; a branch's `^bb1(%x : T)` counts too, which
+    // only makes the answer conservative.
+    if (j > i + 1 && j < n && (text[j] == '(' || text[j] == ':'))
       return true;
     i = j - 1;
   }
@@ -79,7 +58,7 @@ bool distopt::mayForwardUseBlockArgument(StringRef text) {
 LogicalResult distopt::checkParseInChild(StringRef text, StringRef bufferName,
                                          const DialectRegistry &registry,
                                          bool allowUnregistered, bool quiet) {
-  if (!mayForwardUseBlockArgument(text))
+  if (!hasBlockHeader(text))
     return success();
   llvm::errs().flush();
   pid_t pid = fork();
