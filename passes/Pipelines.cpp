@@ -8,6 +8,7 @@
 #include "dist/Pipelines.h"
 
 #include "lib/Schedule/Plan.h"
+#include "lib/Sim/InputPipeline.h"
 #include "lib/Sim/Resilience.h"
 #include "passes/Passes.h"
 #include "passes/PlanOptionTable.h"
@@ -124,6 +125,12 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "Inject preemptions into the plan: a seeded Poisson process over "
        "1000 hours (SEED: a whole number); needs --dist-resilience",
        &O::preemptions},
+      {"input", "dist-input",
+       "The model's input per sample: bytes=SIZE,preprocess=TIME,"
+       "dataset=COUNT (stored bytes, CPU time on one core, samples in the "
+       "dataset); training iterations then wait on fetch and preprocessing "
+       "as the cluster's input side allows (data stalls, docs/cost-model.md)",
+       &O::input},
       {"baseline", "",
        "Also predict a trainer's configuration (megatron:ARGS_FILE) and "
        "print it beside the best plan (dist-search-plan)",
@@ -281,6 +288,21 @@ static bool parsePlanEnums(const PlanOptions &o, PlanOptionSpelling spelling,
               spellPlanOption(&PlanOptions::resilience, spelling) +
               "=checkpoint or =redundant (with none the plan runs on "
               "on-demand nodes, which are not preempted)";
+      return false;
+    }
+  }
+  if (!o.input.empty()) {
+    llvm::Expected<sim::InputSpec> spec = sim::parseInputSpec(o.input);
+    if (!spec) {
+      error = "bad " + spellPlanOption(&PlanOptions::input, spelling) + "='" +
+              o.input + "': " + llvm::toString(spec.takeError());
+      return false;
+    }
+    if (out.mode != schedule::Mode::Train) {
+      error = spellPlanOption(&PlanOptions::input, spelling) +
+              " models the input pipeline of training iterations; drop it "
+              "for an inference plan (" +
+              spellPlanOption(&PlanOptions::mode, spelling) + "=infer)";
       return false;
     }
   }
@@ -492,6 +514,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.tuneFixed = o.tuneFixed;
     search.resilience = o.resilience;
     search.preemptions = o.preemptions;
+    search.input = o.input;
     if (!o.exportTo.empty())
       search.trainer = o.exportTo;
     pm.addPass(createSearchPlanPass(search));
@@ -508,6 +531,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     sim.trace = o.trace;
     sim.timeline = o.timeline;
     sim.summary = o.summary && given;
+    sim.input = o.input;
     if (given) {
       sim.resilience = o.resilience;
       sim.preemptions = o.preemptions;

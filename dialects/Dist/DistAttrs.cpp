@@ -236,7 +236,7 @@ ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                     ArrayRef<NodeGroupAttr> nodes, LinkAttr network,
                     StringRef description, StringRef profile,
                     DictionaryAttr availability, int64_t nodesPerRack,
-                    APFloat rackOversubscription) {
+                    APFloat rackOversubscription, DictionaryAttr input) {
   llvm::StringSet<> kindNames;
   for (DeviceKindAttr kind : kinds)
     if (!kindNames.insert(kind.getName()).second)
@@ -278,6 +278,25 @@ ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             "replacement_s, on_demand_usd_per_node_hour, "
                             "preemptible_usd_per_node_hour and "
                             "checkpoint_GBps";
+  }
+  if (input) {
+    static const char *const keys[] = {"storage_read_GBps", "page_cache_GB",
+                                       "cpu_cores_per_device"};
+    for (const char *key : keys) {
+      auto value = dyn_cast_or_null<FloatAttr>(input.get(key));
+      std::optional<cluster::FieldRange> range = cluster::physicalRange(key);
+      double v = value ? value.getValueAsDouble() : -1;
+      if (!value || !(v >= range->min && v <= range->max))
+        return emitError() << "cluster '" << name << "' input needs '" << key
+                           << "' as a float in ["
+                           << cluster::formatNumber(range->min) << ", "
+                           << cluster::formatNumber(range->max) << "]";
+    }
+    if (input.size() != std::size(keys))
+      return emitError() << "cluster '" << name
+                         << "' input has an unknown entry; it holds exactly "
+                            "storage_read_GBps, page_cache_GB and "
+                            "cpu_cores_per_device";
   }
   return success();
 }
@@ -361,9 +380,18 @@ ClusterAttr ClusterAttr::get(MLIRContext *ctx, const cluster::Cluster &c,
                         b.getF64FloatAttr(a->preemptiblePrice)),
          b.getNamedAttr("checkpoint_GBps",
                         b.getF64FloatAttr(a->checkpointBandwidth / 1e9))});
+  DictionaryAttr input;
+  if (const std::optional<cluster::InputSide> &in = c.input)
+    input = b.getDictionaryAttr(
+        {b.getNamedAttr("storage_read_GBps",
+                        b.getF64FloatAttr(in->storageBandwidth / 1e9)),
+         b.getNamedAttr("page_cache_GB",
+                        b.getF64FloatAttr(in->pageCacheBytes / 1e9)),
+         b.getNamedAttr("cpu_cores_per_device",
+                        b.getF64FloatAttr(in->cpuCoresPerDevice))});
   return ClusterAttr::get(ctx, c.name, kinds, nodes, network, c.description,
                           profile, availability, c.nodesPerRack,
-                          APFloat(c.rackOversubscription));
+                          APFloat(c.rackOversubscription), input);
 }
 
 cluster::Cluster ClusterAttr::toCluster() const {
@@ -421,6 +449,15 @@ cluster::Cluster ClusterAttr::toCluster() const {
     a.preemptiblePrice = get("preemptible_usd_per_node_hour");
     a.checkpointBandwidth = get("checkpoint_GBps") * 1e9;
     c.availability = a;
+  }
+  if (DictionaryAttr input = getInput()) {
+    // The verifier checked that every entry is there and a float.
+    auto get = [&](StringRef key) {
+      return cast<FloatAttr>(input.get(key)).getValueAsDouble();
+    };
+    c.input = cluster::InputSide{get("storage_read_GBps") * 1e9,
+                                 get("page_cache_GB") * 1e9,
+                                 get("cpu_cores_per_device")};
   }
   return c;
 }

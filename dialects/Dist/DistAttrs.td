@@ -176,7 +176,11 @@ def Dist_ClusterAttr : Dist_Attr<"Cluster", "cluster"> {
     YAML fields (docs/resilience.md). `nodes_per_rack` (default 0: one
     network with full bisection) and `rack_oversubscription` (default 1)
     describe racks whose uplinks are oversubscribed, as the YAML's
-    `nodes_per_rack` and `oversubscription`. `dist-attach-cluster` attaches it to the
+    `nodes_per_rack` and `oversubscription`. `input` (absent when the
+    cluster says nothing about it) holds the nodes' input side as f64
+    entries named like the YAML fields: `storage_read_GBps`,
+    `page_cache_GB` and `cpu_cores_per_device` (docs/cost-model.md, "Data
+    stalls"). `dist-attach-cluster` attaches it to the
     module as `dist.cluster`; every later planning pass reads it back.
 
     Example:
@@ -201,11 +205,12 @@ def Dist_ClusterAttr : Dist_Attr<"Cluster", "cluster"> {
       StringRefParameter<"profile database path", "\"\"">:$profile,
       OptionalParameter<"::mlir::DictionaryAttr">:$availability,
       DefaultValuedParameter<"int64_t", "0">:$nodes_per_rack,
-      Dist_F64DefaultParameter<"1.0">:$rack_oversubscription);
+      Dist_F64DefaultParameter<"1.0">:$rack_oversubscription,
+      OptionalParameter<"::mlir::DictionaryAttr">:$input);
   let assemblyFormat = [{
     `<` $name `,` struct($kinds, $nodes, $network, $description, $profile,
                          $availability, $nodes_per_rack,
-                         $rack_oversubscription) `>`
+                         $rack_oversubscription, $input) `>`
   }];
   let builders = [
     AttrBuilder<(ins "const ::distopt::cluster::Cluster &":$cluster,

@@ -64,6 +64,10 @@ struct PlanOptions {
   /// A seed: also inject preemptions (a seeded Poisson process) into the
   /// plan and report what they cost; empty: none injected.
   std::string preemptions;
+  /// The model's input per sample ("bytes=110KiB,preprocess=4.2ms,
+  /// dataset=1.28M"): training iterations wait on the input pipeline the
+  /// cluster's input side gives them (data stalls); empty: not modelled.
+  std::string input;
   /// Search: also predict a trainer's configuration ("megatron:ARGS_FILE")
   /// and print it beside the best plan.
   std::string baseline;

@@ -183,6 +183,12 @@ std::optional<FieldRange> physicalRange(StringRef field) {
       .Case("on_demand_usd_per_node_hour", FieldRange{0, 1e6})
       .Case("preemptible_usd_per_node_hour", FieldRange{0, 1e6})
       .Case("checkpoint_GBps", FieldRange{1e-6, 1e6})
+      // Input side: from an SD card (MB/s) to a parallel file system's
+      // share, a page cache up to 100 TB of host memory, a hundredth of a
+      // core to 10,000 cores per device.
+      .Case("storage_read_GBps", FieldRange{1e-6, 1e5})
+      .Case("page_cache_GB", FieldRange{0, 1e5})
+      .Case("cpu_cores_per_device", FieldRange{0.01, 1e4})
       .Default(std::nullopt);
 }
 
@@ -253,6 +259,32 @@ static Error checkDeviceRanges(const DeviceSpec &d, StringRef where) {
                     where);
 }
 
+namespace {
+/// A cluster value in SI units, \p scale to its YAML field's unit.
+struct ScaledField {
+  double value, scale;
+  const char *field;
+};
+} // namespace
+
+/// Checks that each of \p fields (of the cluster's \p part, such as
+/// "availability") is a finite number >= 0 within its physical range.
+static Error checkFields(const Cluster &c, StringRef where, StringRef part,
+                         std::initializer_list<ScaledField> fields) {
+  for (const ScaledField &f : fields) {
+    if (!std::isfinite(f.value) || f.value < 0)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("{0}: cluster '{1}' has {2} {3} = {4}; give a finite "
+                  "number >= 0",
+                  where, c.name, part, f.field, f.value / f.scale)
+              .str());
+    if (Error e = checkRange(f.value, f.scale, f.field, part, where))
+      return e;
+  }
+  return Error::success();
+}
+
 Error validateCluster(const Cluster &c, StringRef where) {
   auto fail = [&](const Twine &msg) {
     return createStringError(inconvertibleErrorCode(),
@@ -314,28 +346,22 @@ Error validateCluster(const Cluster &c, StringRef where) {
                         "oversubscription >= 1 (1 = full bisection)",
                         c.name, c.rackOversubscription)
                     .str());
-  if (const std::optional<Availability> &a = c.availability) {
-    struct {
-      double value, scale;
-      const char *field;
-    } fields[] = {
-        {a->preemptionsPerNodeHour, 1, "preemptions_per_node_hour"},
-        {a->replacementSeconds, 1, "replacement_s"},
-        {a->onDemandPrice, 1, "on_demand_usd_per_node_hour"},
-        {a->preemptiblePrice, 1, "preemptible_usd_per_node_hour"},
-        {a->checkpointBandwidth, 1e9, "checkpoint_GBps"},
-    };
-    for (const auto &f : fields) {
-      if (!std::isfinite(f.value) || f.value < 0)
-        return fail(formatv("cluster '{0}' has availability {1} = {2}; give "
-                            "a finite number >= 0",
-                            c.name, f.field, f.value / f.scale)
-                        .str());
-      if (Error e =
-              checkRange(f.value, f.scale, f.field, "availability", where))
-        return e;
-    }
-  }
+  if (const std::optional<Availability> &a = c.availability)
+    if (Error e = checkFields(
+            c, where, "availability",
+            {{a->preemptionsPerNodeHour, 1, "preemptions_per_node_hour"},
+             {a->replacementSeconds, 1, "replacement_s"},
+             {a->onDemandPrice, 1, "on_demand_usd_per_node_hour"},
+             {a->preemptiblePrice, 1, "preemptible_usd_per_node_hour"},
+             {a->checkpointBandwidth, 1e9, "checkpoint_GBps"}}))
+      return e;
+  if (const std::optional<InputSide> &in = c.input)
+    if (Error e =
+            checkFields(c, where, "input",
+                        {{in->storageBandwidth, 1e9, "storage_read_GBps"},
+                         {in->pageCacheBytes, 1e9, "page_cache_GB"},
+                         {in->cpuCoresPerDevice, 1, "cpu_cores_per_device"}}))
+      return e;
   return Error::success();
 }
 

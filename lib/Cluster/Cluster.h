@@ -125,6 +125,21 @@ struct Availability {
   double checkpointBandwidth = 1e9;
 };
 
+/// The input side of every node (docs/cost-model.md, "Data stalls"): the
+/// storage the training samples are read from, the host memory that caches
+/// them and the CPU cores that preprocess them. The same for every node.
+struct InputSide {
+  /// Bytes/s one node reads from the dataset's storage (local NVMe, or its
+  /// share of a network file system); the node's devices share it.
+  double storageBandwidth = 0;
+  /// Bytes of host memory per node that cache the dataset (the OS page
+  /// cache); 0: nothing is cached.
+  double pageCacheBytes = 0;
+  /// CPU cores per device that read and preprocess samples (> 0; may be
+  /// fractional).
+  double cpuCoresPerDevice = 0;
+};
+
 struct Cluster {
   std::string name;
   std::string description;
@@ -140,6 +155,9 @@ struct Cluster {
   /// Preemption rate, replacement time and prices; unset: the cluster says
   /// nothing about availability (no resilience planning).
   std::optional<Availability> availability;
+  /// Storage, page cache and CPU cores that feed the devices; unset: the
+  /// cluster says nothing about its input side (no data-stall model).
+  std::optional<InputSide> input;
 
   unsigned numDevices() const;
   unsigned numNodes() const;

@@ -310,6 +310,32 @@ static Expected<Availability> readAvailability(Reader &r, yaml::Node *n) {
   return a;
 }
 
+/// Reads the input side of the cluster's nodes: storage, page cache and
+/// CPU cores per device (docs/cost-model.md, "Data stalls").
+static Expected<InputSide> readInput(Reader &r, yaml::Node *n) {
+  InputSide in;
+  Error e =
+      r.mapping(n, "input",
+                {"storage_read_GBps", "page_cache_GB", "cpu_cores_per_device"},
+                {"storage_read_GBps", "page_cache_GB", "cpu_cores_per_device"},
+                [&](StringRef key, yaml::Node *v) -> Error {
+                  auto x =
+                      r.number(v, key, /*positive=*/key != "page_cache_GB");
+                  if (!x)
+                    return x.takeError();
+                  if (key == "storage_read_GBps")
+                    in.storageBandwidth = *x * 1e9;
+                  else if (key == "page_cache_GB")
+                    in.pageCacheBytes = *x * 1e9;
+                  else
+                    in.cpuCoresPerDevice = *x;
+                  return Error::success();
+                });
+  if (e)
+    return std::move(e);
+  return in;
+}
+
 namespace {
 /// A node group read before all devices are known: the YAML stream is read
 /// once, so it keeps the device name and its position for the error.
@@ -378,52 +404,60 @@ Expected<Cluster> parseClusterYAML(StringRef text, StringRef fileName) {
   yaml::Node *root = docIt->getRoot();
   std::pair<unsigned, unsigned> rootPos = r.where(root);
   std::vector<PendingGroup> pending;
-  Error e = r.mapping(
-      root, "cluster",
-      {"name", "description", "devices", "nodes", "network", "availability"},
-      {"name", "devices", "nodes"}, [&](StringRef key, yaml::Node *v) -> Error {
-        if (key == "availability") {
-          auto a = readAvailability(r, v);
-          if (!a)
-            return a.takeError();
-          c.availability = *a;
-          return Error::success();
-        }
-        if (key == "name" || key == "description") {
-          auto s = r.str(v, key);
-          if (!s)
-            return s.takeError();
-          (key == "name" ? c.name : c.description) = *s;
-          return Error::success();
-        }
-        if (key == "network") {
-          RackSpec rack;
-          auto l = readLink(r, v, key, &rack);
-          if (!l)
-            return l.takeError();
-          c.network = *l;
-          c.nodesPerRack = rack.nodesPerRack;
-          c.rackOversubscription = rack.oversubscription;
-          return Error::success();
-        }
-        auto *seq = dyn_cast_or_null<yaml::SequenceNode>(v);
-        if (!seq)
-          return r.error(v, key, "expected a list");
-        for (yaml::Node &item : *seq) {
-          if (key == "devices") {
-            auto d = readDevice(r, &item);
-            if (!d)
-              return d.takeError();
-            c.devices.push_back(*d);
-          } else {
-            auto g = readGroup(r, &item);
-            if (!g)
-              return g.takeError();
-            pending.push_back(*g);
-          }
-        }
-        return Error::success();
-      });
+  // The top-level sections.
+  const StringRef sections[] = {"name",    "description",  "devices", "nodes",
+                                "network", "availability", "input"};
+  Error e = r.mapping(root, "cluster", sections, {"name", "devices", "nodes"},
+                      [&](StringRef key, yaml::Node *v) -> Error {
+                        if (key == "input") {
+                          auto in = readInput(r, v);
+                          if (!in)
+                            return in.takeError();
+                          c.input = *in;
+                          return Error::success();
+                        }
+                        if (key == "availability") {
+                          auto a = readAvailability(r, v);
+                          if (!a)
+                            return a.takeError();
+                          c.availability = *a;
+                          return Error::success();
+                        }
+                        if (key == "name" || key == "description") {
+                          auto s = r.str(v, key);
+                          if (!s)
+                            return s.takeError();
+                          (key == "name" ? c.name : c.description) = *s;
+                          return Error::success();
+                        }
+                        if (key == "network") {
+                          RackSpec rack;
+                          auto l = readLink(r, v, key, &rack);
+                          if (!l)
+                            return l.takeError();
+                          c.network = *l;
+                          c.nodesPerRack = rack.nodesPerRack;
+                          c.rackOversubscription = rack.oversubscription;
+                          return Error::success();
+                        }
+                        auto *seq = dyn_cast_or_null<yaml::SequenceNode>(v);
+                        if (!seq)
+                          return r.error(v, key, "expected a list");
+                        for (yaml::Node &item : *seq) {
+                          if (key == "devices") {
+                            auto d = readDevice(r, &item);
+                            if (!d)
+                              return d.takeError();
+                            c.devices.push_back(*d);
+                          } else {
+                            auto g = readGroup(r, &item);
+                            if (!g)
+                              return g.takeError();
+                            pending.push_back(*g);
+                          }
+                        }
+                        return Error::success();
+                      });
   if (!diag.empty()) {
     consumeError(std::move(e));
     return createStringError(inconvertibleErrorCode(),
@@ -560,6 +594,10 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
        << ", on_demand_usd_per_node_hour: " << num(a->onDemandPrice)
        << ", preemptible_usd_per_node_hour: " << num(a->preemptiblePrice)
        << ", checkpoint_GBps: " << num(a->checkpointBandwidth / 1e9) << "}\n";
+  if (const std::optional<InputSide> &in = c.input)
+    os << "input: {storage_read_GBps: " << num(in->storageBandwidth / 1e9)
+       << ", page_cache_GB: " << num(in->pageCacheBytes / 1e9)
+       << ", cpu_cores_per_device: " << num(in->cpuCoresPerDevice) << "}\n";
 }
 
 } // namespace distopt::cluster

@@ -116,9 +116,28 @@ static DeviceSpec v100(StringRef name, double memGB) {
                     kGpuHalfGflops);
 }
 
+/// The input side of a node: \p storageGBps read from the dataset's
+/// storage, \p cacheGB of page cache, \p cores CPU cores per device.
+static InputSide inputSide(double storageGBps, double cacheGB, double cores) {
+  return {storageGBps * 1e9, cacheGB * 1e9, cores};
+}
+
+// Input sides of the DGX nodes (docs/cost-model.md, "Data stalls"). CPU
+// cores per GPU are the datasheets' physical cores over 8 GPUs; the page
+// cache is three quarters of the host memory (the rest: the training
+// processes and pinned buffers; an assumption); storage is the node's
+// RAID 0 of NVMe data drives at about 3 GB/s each for reads of ~100 KB
+// files (an assumption, not a measurement).
+// DGX A100 640GB: 2x AMD EPYC 7742 (128 cores), 2 TB, 8x 3.84 TB U.2 NVMe.
+static InputSide dgxA100Input() { return inputSide(24, 1500, 16); }
+// DGX H100 / H200 and B200: 2x Xeon Platinum 8480C / 8570 (112 cores),
+// 2 TB, 8x 3.84 TB U.2 NVMe.
+static InputSide dgxHopperInput() { return inputSide(24, 1500, 14); }
+
 static Cluster homogeneous(StringRef name, StringRef description,
                            DeviceSpec dev, unsigned perNode, unsigned nodes,
-                           LinkSpec intra, LinkSpec network) {
+                           LinkSpec intra, LinkSpec network,
+                           std::optional<InputSide> input = std::nullopt) {
   Cluster c;
   c.name = name.str();
   c.description = description.str();
@@ -130,6 +149,7 @@ static Cluster homogeneous(StringRef name, StringRef description,
   g.intraNode = std::move(intra);
   c.groups.push_back(g);
   c.network = std::move(network);
+  c.input = input;
   return c;
 }
 
@@ -203,7 +223,7 @@ static const Preset kPresets[] = {
                           "DGX A100 80GB nodes: 8 GPUs on NVSwitch, 8x HDR "
                           "InfiniBand per node",
                           a100(), 8, n, makeLink("nvlink", 300, 3, 0.77),
-                          makeLink("infiniband", 25, 5, 0.9));
+                          makeLink("infiniband", 25, 5, 0.9), dgxA100Input());
      }},
     {"dgx-h100", 1,
      [](unsigned n) {
@@ -211,7 +231,7 @@ static const Preset kPresets[] = {
                           "DGX H100 nodes: 8 GPUs on NVSwitch (NVLink4), 8x "
                           "NDR 400 Gb/s per node",
                           h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
-                          makeLink("infiniband", 50, 5, 0.9));
+                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput());
      }},
     {"dgx-h100-roce", 1,
      [](unsigned n) {
@@ -223,7 +243,7 @@ static const Preset kPresets[] = {
                           "DGX H100 nodes: 8 GPUs on NVSwitch (NVLink4), 8x "
                           "400 Gb/s RoCE per node",
                           h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
-                          makeLink("roce", 50, 5, 0.9));
+                          makeLink("roce", 50, 5, 0.9), dgxHopperInput());
      }},
     {"h100-roce-pods", 384,
      [](unsigned n) {
@@ -234,7 +254,7 @@ static const Preset kPresets[] = {
                                "H100 servers on 400 Gb/s RoCE, pods of 384 "
                                "nodes, 1:7 oversubscribed between pods",
                                h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
-                               makeLink("roce", 50, 5, 0.9));
+                               makeLink("roce", 50, 5, 0.9), dgxHopperInput());
        c.nodesPerRack = 384;
        c.rackOversubscription = 7;
        return c;
@@ -246,7 +266,7 @@ static const Preset kPresets[] = {
                           "DGX H200 nodes: 8 GPUs on NVSwitch (NVLink4, NVLS), "
                           "8x NDR 400 Gb/s per node",
                           h200(), 8, n, makeLink("nvlink", 450, 3, 1.0),
-                          makeLink("infiniband", 50, 5, 0.9));
+                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput());
      }},
     {"dgx-b200", 1,
      [](unsigned n) {
@@ -257,17 +277,20 @@ static const Preset kPresets[] = {
                           "DGX B200 nodes: 8 GPUs on NVSwitch (NVLink5), 8x "
                           "400 Gb/s InfiniBand per node",
                           b200(), 8, n, makeLink("nvlink", 900, 3, 0.82),
-                          makeLink("infiniband", 50, 5, 0.9));
+                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput());
      }},
     {"dgx-v100", 1,
      [](unsigned n) {
-       // DGX-1: NVLink2 hybrid cube mesh, 4x 100 Gb/s EDR per node.
-       return homogeneous("dgx-v100",
-                          "DGX-1 V100 32GB nodes: 8 GPUs on NVLink2, 4x EDR "
-                          "InfiniBand per node",
-                          v100("v100-sxm2-32gb", 32), 8, n,
-                          makeLink("nvlink", 150, 4, 0.8),
-                          makeLink("infiniband", 6.25, 6, 0.9));
+       // DGX-1: NVLink2 hybrid cube mesh, 4x 100 Gb/s EDR per node. Input:
+       // 2x Xeon E5-2698 v4 (40 cores, 5 per GPU), 512 GB, 4x 1.92 TB SATA
+       // SSD in RAID 0 at about 0.5 GB/s each (datasheet; the per-drive
+       // rate an assumption); the page cache three quarters of the memory.
+       return homogeneous(
+           "dgx-v100",
+           "DGX-1 V100 32GB nodes: 8 GPUs on NVLink2, 4x EDR "
+           "InfiniBand per node",
+           v100("v100-sxm2-32gb", 32), 8, n, makeLink("nvlink", 150, 4, 0.8),
+           makeLink("infiniband", 6.25, 6, 0.9), inputSide(2, 384, 5));
      }},
     {"pcie-v100x4", 4,
      [](unsigned n) {
@@ -307,14 +330,17 @@ static const Preset kPresets[] = {
        // preemptions per node-hour (10% per hour, the lowest of the rates
        // Bamboo simulates as we recall them, not verified against the
        // paper's text), a replacement in 5 minutes and 1 GB/s checkpoint
-       // writes per node are assumptions (docs/resilience.md).
-       Cluster c = homogeneous("aws-p3-spot",
-                               "p3.2xlarge spot instances: one V100 16GB "
-                               "each, 10 Gb/s Ethernet, 0.1 preemptions per "
-                               "node-hour",
-                               v100("v100-sxm2-16gb", 16), 1, n,
-                               makeLink("none", 150, 4, 0.8),
-                               makeLink("ethernet", 1.25, 30, 0.9));
+       // writes per node are assumptions (docs/resilience.md). Input: 8
+       // vCPUs (4 cores), 61 GiB, the dataset on EBS at the instance's 1.75
+       // Gb/s EBS bandwidth (AWS instance-type table); page cache three
+       // quarters of the memory.
+       Cluster c = homogeneous(
+           "aws-p3-spot",
+           "p3.2xlarge spot instances: one V100 16GB "
+           "each, 10 Gb/s Ethernet, 0.1 preemptions per "
+           "node-hour",
+           v100("v100-sxm2-16gb", 16), 1, n, makeLink("none", 150, 4, 0.8),
+           makeLink("ethernet", 1.25, 30, 0.9), inputSide(0.2, 45, 4));
        Availability a;
        a.preemptionsPerNodeHour = 0.1;
        a.replacementSeconds = 300;

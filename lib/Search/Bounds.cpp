@@ -222,6 +222,7 @@ Breakdown breakdownOf(const sim::PlanSimulation &ps) {
     b.dpSync = std::max(b.dpSync, sync);
   }
   b.bubble = res.bubbleFraction * res.iterationTime;
+  b.dataStall = res.input ? res.input->stall() : 0;
   for (unsigned r = 0; r < res.peakMemoryBytes.size(); ++r) {
     double cap = r < c.devices.size() ? c.devices[r].memoryCapacity : 0;
     if (res.peakMemoryBytes[r] >= b.peakMemory) {

@@ -24,6 +24,7 @@ Expected<Candidate> search::evaluatePlan(const cost::ModelDesc &model,
     return detail::evaluateInference(model, c, cm, plan, io);
   }
   sim::SimOptions so;
+  so.input = o.input;
   Expected<sim::PlanSimulation> ps = sim::simulatePlan(
       model, c, plan, plan.globalBatch, cm, so, o.memory, given);
   if (!ps)

@@ -98,11 +98,12 @@ static std::string reason(const Candidate &w, const Candidate &o,
     double delta;
   };
   const Breakdown &a = w.breakdown, &b = o.breakdown;
-  Part parts[] = {{"compute on the busiest device", b.compute - a.compute},
-                  {"pipeline bubble and exposed communication",
-                   b.bubble - a.bubble},
-                  {"data-parallel gradient sync", b.dpSync - a.dpSync},
-                  {"stage-boundary transfers", b.p2p - a.p2p}};
+  Part parts[] = {
+      {"compute on the busiest device", b.compute - a.compute},
+      {"pipeline bubble and exposed communication", b.bubble - a.bubble},
+      {"data-parallel gradient sync", b.dpSync - a.dpSync},
+      {"stage-boundary transfers", b.p2p - a.p2p},
+      {"waiting for input (data stall)", b.dataStall - a.dataStall}};
   std::sort(std::begin(parts), std::end(parts),
             [](const Part &x, const Part &y) {
               return std::fabs(x.delta) > std::fabs(y.delta);
@@ -213,6 +214,13 @@ void search::printExplain(const SearchResult &r, raw_ostream &os) {
       os << " " << k;
     os << "\n";
   }
+  if (const std::optional<sim::InputStall> &in = r.best.sim.result.input)
+    os << formatv("  input of the winner: {0} data stall, {1:F2} ms per "
+                  "iteration (preprocessing {2:F2} ms, fetch {3:F2} ms) on "
+                  "{4:F2} ms of device time\n",
+                  in->stalled() ? in->bound() : StringRef("no"),
+                  in->stall() * 1e3, in->preprocessStall * 1e3,
+                  in->fetchStall * 1e3, in->deviceTime * 1e3);
   os << "  why: " << whyBest(r) << "\n";
   const SearchStats &s = r.stats;
   os << formatv("  search: {0} candidates weighed, {1} dominated, {2} over "
@@ -249,6 +257,8 @@ void search::printSearchSummary(const SearchResult &r,
     os << formatv("  TFLOP/s/device   {0:F1}\n", b.sim.result.tflopsPerDevice);
     os << formatv("  bubble           {0:F1}%\n",
                   100 * b.sim.result.bubbleFraction);
+    if (b.sim.result.input)
+      os << sim::describeInputStall(*b.sim.result.input);
   }
   for (unsigned s = 0; s < b.sim.result.peakMemoryBytes.size(); ++s)
     os << (p.replicated() ? "  slot " : "  stage ") << s << " peak memory "

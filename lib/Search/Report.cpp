@@ -109,11 +109,10 @@ json::Value search::toJSON(const CandidateReport &r) {
     (*plan)["replica_microbatches"] = std::move(shares);
   }
   const Breakdown &b = r.breakdown;
-  (*o)["breakdown"] = json::Object{{"compute_s", b.compute},
-                                   {"p2p_s", b.p2p},
-                                   {"dp_sync_s", b.dpSync},
-                                   {"bubble_s", b.bubble},
-                                   {"lower_bound_s", r.lowerBound}};
+  (*o)["breakdown"] = json::Object{
+      {"compute_s", b.compute},      {"p2p_s", b.p2p},
+      {"dp_sync_s", b.dpSync},       {"bubble_s", b.bubble},
+      {"data_stall_s", b.dataStall}, {"lower_bound_s", r.lowerBound}};
   return v;
 }
 

@@ -759,6 +759,7 @@ Expected<SearchResult> Searcher::run() {
       heap.pop();
       sim::SimOptions so;
       so.recordEvents = false;
+      so.input = o.input;
       ++stats.simulated;
       Expected<sim::PlanSimulation> ps = sim::simulatePlan(
           model, c, e.plan, o.globalBatch, cm, so, o.memory);

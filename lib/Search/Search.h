@@ -113,6 +113,9 @@ struct SearchOptions {
   /// search 1, 2, 4, ... devices and say how many the model can use
   /// (SearchResult::suggestedDevices).
   bool adviseDevices = true;
+  /// The model's input per sample (--dist-input): every training plan's
+  /// iteration waits on its input pipeline (sim::applyInputStall).
+  std::optional<sim::InputSpec> input;
 };
 
 /// Where the time of a plan goes, per iteration, on its slowest rank.
@@ -121,6 +124,7 @@ struct Breakdown {
   double p2p = 0;       ///< stage-boundary transfers
   double dpSync = 0;    ///< data-parallel gradient synchronisation
   double bubble = 0;    ///< idle time (mean over ranks)
+  double dataStall = 0; ///< waiting for the input pipeline (--dist-input)
   double peakMemory = 0, memoryCapacity = 0; ///< worst rank
 };
 

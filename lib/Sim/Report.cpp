@@ -90,6 +90,7 @@ PlanReport planReport(const Plan &plan, const cost::ModelDesc &model,
   r.steadyState = res.steadyState;
   r.fitsMemory = res.fitsMemory;
   r.memoryProblem = res.memoryProblem;
+  r.input = res.input;
   return r;
 }
 
@@ -179,6 +180,8 @@ json::Value toJSON(const PlanReport &r) {
                         {"in_flight_microbatches", std::move(inFlight)},
                         {"bytes_per_link_level", std::move(links)},
                         {"steady_state", r.steadyState}};
+  if (r.input)
+    estimate["data_stall"] = toJSON(*r.input);
   return json::Object{{"model", r.model},
                       {"plan", std::move(planObj)},
                       {"estimate", std::move(estimate)}};

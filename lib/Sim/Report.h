@@ -68,6 +68,8 @@ struct PlanReport {
   std::vector<std::pair<std::string, double>> bytesPerLevel;
   bool steadyState = false, fitsMemory = true;
   std::string memoryProblem;
+  /// The input pipeline and its stall (--dist-input).
+  std::optional<InputStall> input;
 };
 
 /// Gathers the report of \p plan (finalized).

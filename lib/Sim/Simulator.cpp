@@ -607,7 +607,31 @@ simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
     ps.result.fitsMemory = false;
     ps.result.memoryProblem = toString(std::move(e));
   }
+  if (opts.input)
+    applyInputStall(ps, cluster, *opts.input);
   return std::move(ps);
+}
+
+void applyInputStall(PlanSimulation &ps, const cluster::Cluster &cluster,
+                     const InputSpec &spec) {
+  if (!cluster.input || ps.plan.mode != Mode::Train)
+    return;
+  SimResult &res = ps.result;
+  // The devices of the first pipeline stage take the samples in.
+  InputStall in = inputStall(
+      *cluster.input, spec, res.iterationTime,
+      samplesPerNode(cluster, ps.plan.stageDevices(0), ps.costs.globalBatch),
+      devicesPerNode(cluster));
+  double T = in.iterationTime();
+  if (T > res.iterationTime && res.iterationTime > 0) {
+    double keep = res.iterationTime / T;
+    res.tflopsPerDevice *= keep;
+    res.modelTflopsPerDevice *= keep;
+    res.bubbleFraction *= keep;
+    res.iterationTime = T;
+    res.samplesPerSecond = ps.costs.globalBatch / T;
+  }
+  res.input = in;
 }
 
 } // namespace distopt::sim

@@ -14,7 +14,9 @@
 
 #include "lib/Schedule/Plan.h"
 #include "lib/Schedule/Schedule.h"
+#include "lib/Sim/InputPipeline.h"
 
+#include <optional>
 #include <vector>
 
 namespace distopt::sim {
@@ -32,6 +34,10 @@ struct Event {
 struct SimOptions {
   /// Keep every event (for traces and timelines).
   bool recordEvents = true;
+  /// The model's input per sample (--dist-input): simulatePlan makes a
+  /// training iteration wait on its input pipeline where the cluster has an
+  /// input side (InputPipeline.h).
+  std::optional<InputSpec> input;
 };
 
 struct SimResult {
@@ -62,6 +68,12 @@ struct SimResult {
   /// Asynchronous schedules: iteration time is micro-batches x the steady
   /// interval between backward completions on rank 0.
   bool steadyState = false;
+  /// Set by simulatePlan when SimOptions::input is given and the cluster
+  /// has an input side: the input pipeline and the stall it adds.
+  /// iterationTime, samplesPerSecond and the FLOP/s include the stall;
+  /// bubbleFraction is of the devices' own iteration scaled to the longer
+  /// one (the bubble's seconds are unchanged).
+  std::optional<InputStall> input;
 };
 
 /// Simulates \p s with \p costs; errors if the lists cannot complete.
@@ -76,6 +88,13 @@ struct PlanSimulation {
   schedule::PipelineCosts costs;
   SimResult result;
 };
+
+/// Makes the training iteration of \p ps (a simulated plan) wait on its
+/// input pipeline: sets ps.result.input and stretches the iteration by
+/// the stall. Inference plans and clusters without an input side are left
+/// as they are.
+void applyInputStall(PlanSimulation &ps, const cluster::Cluster &cluster,
+                     const InputSpec &spec);
 
 /// The whole path the CLI takes: finalize \p plan for \p model, \p cluster
 /// and \p globalBatch, generate (or take \p given, which must have the

@@ -244,6 +244,9 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     Option<"resilience", "resilience", "std::string", "\"none\"",
            "Plan for preemptible nodes: none, checkpoint or redundant "
            "(docs/resilience.md)">,
+    Option<"input", "input", "std::string", "\"\"",
+           "The model's input per sample (bytes=SIZE,preprocess=TIME,"
+           "dataset=COUNT): iterations wait on the input pipeline">,
     Option<"preemptions", "preemptions", "std::string", "\"\"",
            "Seed of the injected preemptions (empty: none injected)">,
     Option<"trainer", "trainer", "std::string", "\"\"",
@@ -417,7 +420,10 @@ def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
            "Plan for preemptible nodes: none, checkpoint or redundant "
            "(docs/resilience.md)">,
     Option<"preemptions", "preemptions", "std::string", "\"\"",
-           "Seed of the injected preemptions (empty: none injected)">
+           "Seed of the injected preemptions (empty: none injected)">,
+    Option<"input", "input", "std::string", "\"\"",
+           "The model's input per sample (bytes=SIZE,preprocess=TIME,"
+           "dataset=COUNT): iterations wait on the input pipeline">
   ];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

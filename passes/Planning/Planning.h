@@ -183,6 +183,14 @@ planResilience(mlir::ModuleOp module, const search::Candidate &c,
                const cluster::Cluster &cluster, const ResilienceChoice &choice,
                double memoryLimit);
 
+/// The --dist-input option of a planning pass, checked: the model's input
+/// per sample, or nullopt when \p input is empty. Errors (on \p module)
+/// name the flag and the value; the input pipeline needs the cluster's
+/// input side and a training plan.
+mlir::FailureOr<std::optional<sim::InputSpec>>
+inputChoice(mlir::ModuleOp module, const cluster::Cluster &cluster,
+            llvm::StringRef input, schedule::Mode mode);
+
 } // namespace distopt::planning
 
 #endif // DIST_PASSES_PLANNING_PLANNING_H

@@ -377,6 +377,11 @@ struct SearchPlanPass
         resilienceChoice(module, in->machine.cluster, resilience, preemptions);
     if (failed(choice) || failed(constrainForResilience(module, *choice, so)))
       return failure();
+    FailureOr<std::optional<sim::InputSpec>> inputSpec =
+        inputChoice(module, in->machine.cluster, input, mode);
+    if (failed(inputSpec))
+      return failure();
+    so.input = *inputSpec;
 
     bool shown = false;
     so.progress = progressLine(progress,

@@ -74,6 +74,8 @@ static void printTraining(const search::Candidate &c,
   for (auto [i, bytes] : llvm::enumerate(r.bytesPerLevel))
     os << "  traffic on " << r.levelNames[i] << ": " << humanBytes(bytes)
        << " per iteration\n";
+  if (r.input)
+    os << sim::describeInputStall(*r.input);
   if (!r.fitsMemory)
     os << "  warning: the plan does not fit in device memory: "
        << r.memoryProblem << "\n";
@@ -143,9 +145,14 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
       return emitError(module.getLoc())
              << "--dist-resilience plans training on preemptible nodes; an "
                 "inference plan has no training state to protect: drop it";
+    FailureOr<std::optional<sim::InputSpec>> inputSpec =
+        inputChoice(module, machine->cluster, input, plan.mode);
+    if (failed(inputSpec))
+      return failure();
     cost::CostModel cm = machine->costModel(Costing::of(plan));
     search::SearchOptions so;
     so.memory = Costing::of(plan).memory();
+    so.input = *inputSpec;
     // A training plan is simulated with its materialized schedule; the
     // forward stream of its stages (an inference program) predicts nothing
     // about training, and inference is estimated in closed form.

@@ -129,6 +129,12 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
             "--dist-plan uses its dp*tp*cp*pp devices, the first ones)";
     return false;
   }
+  if (!o.input.empty() && !search && !given && !simulatorNamed) {
+    error = "--dist-input predicts the data stall of a training plan: add "
+            "--dist-plan=... or --dist-search (or --dist-simulate on a "
+            "planned module)";
+    return false;
+  }
   if (stageRegions && !search && !given) {
     error = "--dist-stage-regions writes the stages of a plan: add "
             "--dist-plan=... or --dist-search";
@@ -193,6 +199,7 @@ bool PlanFlags::addPasses(OpPassManager &pm, bool simulatorNamed,
     sim.reportHtml = o.reportHtml;
     sim.trace = o.trace;
     sim.timeline = o.timeline;
+    sim.input = o.input;
     pm.addPass(createSimulatePass(sim));
   }
   // A planned module's plan, exported.
@@ -222,7 +229,10 @@ bool PlanFlags::configure(OpPassManager &pm, std::string &error) const {
   if (!searching() && o.resilience != "none")
     text += quoted("resilience", o.resilience) + " ";
   if (!searching() && !o.preemptions.empty())
-    text += quoted("preemptions", o.preemptions);
+    text += quoted("preemptions", o.preemptions) + " ";
+  // The searched plan was ranked with its data stall; its simulation too.
+  if (!o.input.empty())
+    text += quoted("input", o.input);
   if (text.empty())
     return true;
   for (Pass *pass : passesNamed(pm, "dist-simulate"))

@@ -26,6 +26,12 @@
 //   --dist-profile=DIR/profile.json --dist-dtype=f32 --dist-plan=...
 // (docs/cost-model.md, "Measured profiles").
 //
+// `dist-profile --input-files=FOLDER --preprocess=CMD -o DIR` measures the
+// input pipeline instead (docs/cost-model.md, "Data stalls"): the mean
+// size of the folder's sample files and the CPU time CMD takes per sample
+// (run through /bin/sh with {} standing for the file, less the shell's own
+// start-up), written as DIR/input.txt in dist-opt's --dist-input form.
+//
 //===----------------------------------------------------------------------===//
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/ProfileDB.h"
@@ -50,13 +56,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
+#include <sys/resource.h>
 #include <thread>
 
 using namespace llvm;
 using namespace distopt;
 
 static cl::OptionCategory category("dist-profile options");
-static cl::opt<std::string> model(cl::Positional, cl::Required,
+static cl::opt<std::string> model(cl::Positional, cl::Optional,
                                   cl::desc("<model.onnx|model.mlir>"),
                                   cl::cat(category));
 static cl::opt<std::string>
@@ -115,10 +123,129 @@ static cl::opt<std::string>
                cl::value_desc("PATH"), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print every command run"),
                              cl::cat(category));
+static cl::opt<std::string> inputFiles(
+    "input-files",
+    cl::desc("Measure the input pipeline instead of a model: a folder of the "
+             "dataset's samples, one file each (with --preprocess)"),
+    cl::value_desc("FOLDER"), cl::cat(category));
+static cl::opt<std::string> preprocessCmd(
+    "preprocess",
+    cl::desc("With --input-files: the command that preprocesses one sample, "
+             "{} standing for its file (run by /bin/sh); its CPU time per "
+             "sample is measured"),
+    cl::value_desc("CMD"), cl::cat(category));
+static cl::opt<unsigned> inputSamples(
+    "input-samples",
+    cl::desc("With --input-files: samples to measure, spread over the "
+             "folder (default 32)"),
+    cl::init(32), cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "dist-profile") << message << "\n";
   return 1;
+}
+
+/// CPU seconds (user + system) of the children waited for so far.
+static double childCpuSeconds() {
+  struct rusage ru;
+  getrusage(RUSAGE_CHILDREN, &ru);
+  auto sec = [](const timeval &t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
+/// \p path quoted for /bin/sh.
+static std::string shellQuoted(StringRef path) {
+  std::string out = "'";
+  for (char c : path)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// The input-pipeline mode: bytes per sample, CPU time of --preprocess per
+/// sample and the dataset's sample count, as dist-opt's --dist-input.
+static int profileInput() {
+  if (!model.empty())
+    return fail("--input-files measures the input pipeline, not a model: "
+                "drop '" +
+                model + "' (or --input-files)");
+  if (!StringRef(preprocessCmd).contains("{}"))
+    return fail("give the preprocessing of one sample with --preprocess=CMD, "
+                "{} standing for its file (e.g. --preprocess='python3 "
+                "augment.py {}')");
+  if (inputSamples == 0)
+    return fail("--input-samples must be at least 1");
+  if (!sys::fs::is_directory(inputFiles))
+    return fail("--input-files='" + inputFiles +
+                "' is not a folder; give the folder of the dataset's "
+                "sample files");
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(inputFiles, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (sys::fs::is_regular_file(it->path()))
+      files.push_back(it->path());
+  if (ec)
+    return fail("cannot list '" + inputFiles + "': " + ec.message());
+  if (files.empty())
+    return fail("--input-files='" + inputFiles +
+                "' has no files; give the folder of the dataset's samples");
+  llvm::sort(files);
+  unsigned n = std::min<size_t>(inputSamples, files.size());
+  ErrorOr<std::string> sh = sys::findProgramByName("sh");
+  if (!sh)
+    return fail("no /bin/sh to run --preprocess with");
+  auto runShell = [&](const std::string &cmd) {
+    if (verbose)
+      errs() << "dist-profile: sh -c " << cmd << "\n";
+    std::string err;
+    return sys::ExecuteAndWait(*sh, {"sh", "-c", cmd}, std::nullopt, {}, 0, 0,
+                               &err);
+  };
+  double bytes = 0, cpu = 0, shell = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    // Spread over the folder (the first and the last included).
+    const std::string &file =
+        files[n == 1 ? 0 : size_t(i) * (files.size() - 1) / (n - 1)];
+    uint64_t size = 0;
+    if (std::error_code e = sys::fs::file_size(file, size))
+      return fail("cannot read '" + file + "': " + e.message());
+    bytes += size;
+    std::string cmd = preprocessCmd;
+    for (size_t at; (at = cmd.find("{}")) != std::string::npos;)
+      cmd.replace(at, 2, shellQuoted(file));
+    double before = childCpuSeconds();
+    int rc = runShell(cmd);
+    if (rc != 0)
+      return fail(formatv("--preprocess failed on '{0}' (exit status {1}): "
+                          "{2}; fix the command (it must succeed on one "
+                          "sample file)",
+                          file, rc, cmd));
+    cpu += childCpuSeconds() - before;
+    before = childCpuSeconds();
+    runShell(":");
+    shell += childCpuSeconds() - before;
+  }
+  // CPU time has a clock tick's resolution: keep at least a microsecond.
+  double perSample = std::max(1e-6, (cpu - shell) / n);
+  std::string spec = formatv("bytes={0:F0}B,preprocess={1:F1}us,dataset={2}",
+                             bytes / n, perSample * 1e6, files.size())
+                         .str();
+  SmallString<256> path(outDir);
+  if (std::error_code e = sys::fs::create_directories(outDir))
+    return fail("cannot create '" + outDir + "': " + e.message());
+  sys::path::append(path, "input.txt");
+  std::error_code e;
+  raw_fd_ostream os(path, e);
+  if (e)
+    return fail("cannot write '" + path + "': " + e.message());
+  os << spec << "\n";
+  outs() << formatv("dist-profile: {0} of {1} samples measured: {2:F0} bytes "
+                    "and {3:F1} ms of CPU each (shell start-up {4:F2} ms "
+                    "left out)\n",
+                    n, files.size(), bytes / n, perSample * 1e3,
+                    shell / n * 1e3);
+  outs() << "  --dist-input=" << spec << "  (written to " << path << ")\n";
+  return 0;
 }
 
 static std::string sibling(StringRef name) {
@@ -558,6 +685,12 @@ int main(int argc, char **argv) {
       "    --dist-profile=prof/profile.json --dist-dtype=f32 "
       "--dist-plan=dp=2,mbs=32 --dist-batch=64\n");
 
+  if (!inputFiles.empty())
+    return profileInput();
+  if (model.empty())
+    return fail("give the model to measure: dist-profile MODEL.onnx "
+                "--input-shape=... --train=... -o DIR (or --input-files=FOLDER "
+                "--preprocess=CMD -o DIR for the input pipeline)");
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   if (train.empty())
     return fail("give the training step to measure with --train=\"loss=... "

@@ -102,6 +102,21 @@ module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory
 
 // -----
 
+// expected-error @+1 {{cluster 'c' input needs 'cpu_cores_per_device' as a float in [0.01, 10000]}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>], input = {storage_read_GBps = 2.0 : f64, page_cache_GB = 10.0 : f64, cpu_cores_per_device = 0.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' input needs 'page_cache_GB' as a float in [0, 100000]}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>], input = {storage_read_GBps = 2.0 : f64, cpu_cores_per_device = 3.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' input has an unknown entry; it holds exactly storage_read_GBps, page_cache_GB and cpu_cores_per_device}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>], input = {storage_read_GBps = 2.0 : f64, page_cache_GB = 10.0 : f64, cpu_cores_per_device = 3.0 : f64, gpus = 8.0 : f64}>} {}
+
+// -----
+
 // expected-error @+1 {{device kind 'a' fp8_matmul_efficiency must be in [0, 1] (0: the matmul efficiency)}}
 module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}, fp8_matmul_efficiency = 1.5>} {}
 

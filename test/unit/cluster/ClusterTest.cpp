@@ -446,3 +446,62 @@ TEST(ClusterYAML, Availability) {
   e = errorOf(validateCluster(c, "ir"));
   EXPECT_NE(e.find("availability replacement_s = -5"), std::string::npos) << e;
 }
+
+TEST(ClusterYAML, InputSide) {
+  std::string text = std::string(kGood) +
+                     "input: {storage_read_GBps: 2.5, page_cache_GB: 384, "
+                     "cpu_cores_per_device: 3}\n";
+  Cluster c = llvm::cantFail(parseClusterYAML(text, "lab.yaml"));
+  ASSERT_TRUE(c.input.has_value());
+  EXPECT_DOUBLE_EQ(c.input->storageBandwidth, 2.5e9);
+  EXPECT_DOUBLE_EQ(c.input->pageCacheBytes, 384e9);
+  EXPECT_DOUBLE_EQ(c.input->cpuCoresPerDevice, 3);
+  EXPECT_FALSE(
+      llvm::cantFail(parseClusterYAML(kGood, "lab.yaml")).input.has_value());
+  // Written and read back.
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  writeClusterYAML(c, os);
+  Cluster back = llvm::cantFail(parseClusterYAML(out, "back.yaml"));
+  ASSERT_TRUE(back.input.has_value());
+  EXPECT_DOUBLE_EQ(back.input->storageBandwidth, 2.5e9);
+  EXPECT_DOUBLE_EQ(back.input->pageCacheBytes, 384e9);
+  EXPECT_DOUBLE_EQ(back.input->cpuCoresPerDevice, 3);
+  // The DGX presets have one: the datasheets' cores over 8 GPUs.
+  EXPECT_DOUBLE_EQ(
+      llvm::cantFail(getPreset("dgx-v100")).input->cpuCoresPerDevice, 5);
+  EXPECT_DOUBLE_EQ(
+      llvm::cantFail(getPreset("dgx-a100-80gb")).input->cpuCoresPerDevice, 16);
+  EXPECT_DOUBLE_EQ(
+      llvm::cantFail(getPreset("dgx-h100")).input->cpuCoresPerDevice, 14);
+
+  auto bad = [&](const std::string &from, const std::string &to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return errorOf(parseClusterYAML(t, "lab.yaml"));
+  };
+  std::string e = bad("cpu_cores_per_device: 3", "cpu_cores_per_device: 0");
+  EXPECT_NE(e.find("lab.yaml:14:"), std::string::npos) << e;
+  EXPECT_NE(e.find("field 'cpu_cores_per_device': '0' must be greater than 0"),
+            std::string::npos)
+      << e;
+  e = bad("page_cache_GB: 384, ", "");
+  EXPECT_NE(e.find("field 'page_cache_GB': missing in 'input'"),
+            std::string::npos)
+      << e;
+  e = bad("cpu_cores_per_device: 3", "cpu_cores_per_device: 3, gpus: 8");
+  EXPECT_NE(e.find("field 'gpus': unknown field in 'input'"), std::string::npos)
+      << e;
+  e = bad("storage_read_GBps: 2.5", "storage_read_GBps: 1e9");
+  EXPECT_NE(e.find("outside the physical range"), std::string::npos) << e;
+  // No page cache at all is a machine that exists.
+  std::string noCache = text;
+  noCache.replace(noCache.find("page_cache_GB: 384"), 18, "page_cache_GB: 0");
+  EXPECT_EQ(llvm::cantFail(parseClusterYAML(noCache, "lab.yaml"))
+                .input->pageCacheBytes,
+            0);
+  // Clusters built in code are checked too.
+  c.input->cpuCoresPerDevice = -2;
+  e = errorOf(validateCluster(c, "ir"));
+  EXPECT_NE(e.find("input cpu_cores_per_device = -2"), std::string::npos) << e;
+}

@@ -63,6 +63,12 @@ void expectSameCluster(const cluster::Cluster &a, const cluster::Cluster &b) {
   expectSameLink(a.network, b.network);
   EXPECT_EQ(a.nodesPerRack, b.nodesPerRack);
   EXPECT_EQ(a.rackOversubscription, b.rackOversubscription);
+  ASSERT_EQ(a.input.has_value(), b.input.has_value());
+  if (a.input) {
+    EXPECT_DOUBLE_EQ(a.input->storageBandwidth, b.input->storageBandwidth);
+    EXPECT_DOUBLE_EQ(a.input->pageCacheBytes, b.input->pageCacheBytes);
+    EXPECT_EQ(a.input->cpuCoresPerDevice, b.input->cpuCoresPerDevice);
+  }
   ASSERT_EQ(a.availability.has_value(), b.availability.has_value());
   if (a.availability) {
     EXPECT_EQ(a.availability->preemptionsPerNodeHour,
