@@ -111,7 +111,15 @@ static std::vector<RankOffload> placeOffload(const Plan &p,
                     act / p.chunks;
       ro.items.push_back({OffloadKind::Activations, held, 2 * m * act, false});
     }
-    ro.tiers = deviceTiers(c.groupOf(p.globalRank(r, 0, 0)));
+    // The node's tiers are shared by the devices of the plan on it (a
+    // plan on fewer devices than a node has leaves the rest idle).
+    unsigned rank0 = p.globalRank(r, 0, 0), first = rank0;
+    while (first > 0 && c.nodeOf(first - 1) == c.nodeOf(rank0))
+      --first;
+    cluster::NodeGroup node = c.groupOf(rank0);
+    node.devicesPerNode =
+        std::min<uint64_t>(node.devicesPerNode, p.numDevices() - first);
+    ro.tiers = deviceTiers(node);
     ro.placement = placeByIoDensity(ro.items, ro.tiers);
     for (unsigned i = 0; i < ro.items.size(); ++i) {
       double spb = ro.placement.secondsPerByte(i, ro.items[i], ro.tiers);

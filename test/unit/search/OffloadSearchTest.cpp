@@ -150,6 +150,20 @@ TEST(OffloadCosts, SmallHostMemorySpillsTheLeastDenseToNvme) {
       << over.result.memoryProblem;
 }
 
+TEST(OffloadCosts, IdleDevicesLeaveTheirShareOfTheNode) {
+  // One of a DGX-1's eight V100s: its plan has the node's 512 GB of host
+  // memory to itself; on all eight each gets 64 GB.
+  cost::ModelDesc m = gpt3b();
+  cluster::Cluster dgx = llvm::cantFail(cluster::getPreset("dgx-v100", 1));
+  sim::PlanSimulation one = simulate(m, dgx, "dp=1,mbs=1,offload=opt");
+  EXPECT_DOUBLE_EQ(one.costs.devices[0].tiers.capacity[0], 512e9);
+  EXPECT_DOUBLE_EQ(one.costs.devices[0].tiers.hostBandwidth[0], 92e9);
+  sim::PlanSimulation all =
+      simulate(m, dgx, "dp=8,mbs=1,zero=2,offload=opt", 64);
+  EXPECT_DOUBLE_EQ(all.costs.devices[0].tiers.capacity[0], 64e9);
+  EXPECT_DOUBLE_EQ(all.costs.devices[0].tiers.hostBandwidth[0], 92e9 / 8);
+}
+
 TEST(OffloadCosts, ReportShowsBytesPerTier) {
   cost::ModelDesc m = gpt3b();
   const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1).total();
