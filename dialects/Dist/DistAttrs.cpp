@@ -77,6 +77,21 @@ void dist::printOptimizer(AsmPrinter &printer, cost::Optimizer o) {
   printer << cost::optimizerName(o);
 }
 
+FailureOr<cost::Offload> dist::parseOffload(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string text;
+  if (parser.parseString(&text))
+    return failure();
+  llvm::Expected<cost::Offload> o = cost::parseOffload(text);
+  if (!o)
+    return parser.emitError(loc, llvm::toString(o.takeError()));
+  return *o;
+}
+
+void dist::printOffload(AsmPrinter &printer, const cost::Offload &o) {
+  printer << '"' << o.str() << '"';
+}
+
 FailureOr<cluster::DType> dist::parseDType(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   StringRef name;
@@ -213,10 +228,29 @@ LogicalResult LinkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// The entries of a node group's `tiers`: the YAML's tiers in bytes and
+/// bytes/s, with the YAML's physical ranges (capacity_GB up to 1e9,
+/// bandwidths up to 1e8 GB/s).
+static const struct TierKey {
+  const char *name;
+  cluster::Tier tier;
+  enum { Capacity, Bandwidth, MemoryBandwidth } what;
+  double max;
+} kTierKeys[] = {
+    {"host_capacity", cluster::Tier::Host, TierKey::Capacity, 1e18},
+    {"host_bandwidth", cluster::Tier::Host, TierKey::Bandwidth, 1e17},
+    {"host_memory_bandwidth", cluster::Tier::Host, TierKey::MemoryBandwidth,
+     1e17},
+    {"nvme_capacity", cluster::Tier::NVMe, TierKey::Capacity, 1e18},
+    {"nvme_bandwidth", cluster::Tier::NVMe, TierKey::Bandwidth, 1e17},
+    {"hdd_capacity", cluster::Tier::HDD, TierKey::Capacity, 1e18},
+    {"hdd_bandwidth", cluster::Tier::HDD, TierKey::Bandwidth, 1e17},
+};
+
 LogicalResult
 NodeGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       StringRef kind, int64_t nodes, int64_t devices,
-                      LinkAttr link) {
+                      LinkAttr link, DictionaryAttr tiers) {
   if (nodes < 1)
     return emitError() << "node group of '" << kind
                        << "' needs at least one node, got " << nodes;
@@ -227,6 +261,43 @@ NodeGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!link)
     return emitError() << "node group of '" << kind
                        << "' needs the link inside its nodes";
+  if (!tiers)
+    return success();
+  for (NamedAttribute entry : tiers) {
+    const TierKey *key = llvm::find_if(kTierKeys, [&](const TierKey &k) {
+      return entry.getName().getValue() == k.name;
+    });
+    if (key == std::end(kTierKeys))
+      return emitError() << "node group of '" << kind << "' tiers has unknown "
+                         << "entry '" << entry.getName().getValue()
+                         << "'; use host_capacity, host_bandwidth, "
+                            "host_memory_bandwidth, nvme_capacity, "
+                            "nvme_bandwidth, hdd_capacity or hdd_bandwidth";
+    auto value = dyn_cast<FloatAttr>(entry.getValue());
+    double v = value ? value.getValueAsDouble() : -1;
+    if (!(v > 0 && v <= key->max))
+      return emitError() << "node group of '" << kind << "' tiers entry '"
+                         << key->name << "' must be a float in (0, " << key->max
+                         << "], got " << entry.getValue();
+  }
+  // Each tier comes whole: capacity with bandwidth, host with its DRAM.
+  for (const char *tier : {"host", "nvme", "hdd"}) {
+    std::string c = std::string(tier) + "_capacity",
+                b = std::string(tier) + "_bandwidth";
+    bool hasC = static_cast<bool>(tiers.get(c)),
+         hasB = static_cast<bool>(tiers.get(b));
+    bool hasM = std::string(tier) == "host"
+                    ? static_cast<bool>(tiers.get("host_memory_bandwidth"))
+                    : hasC;
+    if (hasC != hasB || hasC != hasM)
+      return emitError() << "node group of '" << kind << "' tiers gives "
+                         << "part of tier '" << tier << "'; give "
+                         << (std::string(tier) == "host"
+                                 ? "host_capacity, host_bandwidth and "
+                                   "host_memory_bandwidth"
+                                 : c + " and " + b)
+                         << " together";
+  }
   return success();
 }
 
@@ -361,10 +432,22 @@ ClusterAttr ClusterAttr::get(MLIRContext *ctx, const cluster::Cluster &c,
         APFloat(dev.halfEfficiencyFlops), APFloat(dev.fp8MatmulEfficiency)));
   }
   SmallVector<NodeGroupAttr> nodes;
-  for (const cluster::NodeGroup &g : c.groups)
-    nodes.push_back(NodeGroupAttr::get(ctx, c.devices[g.deviceIndex].name,
-                                       g.nodes, g.devicesPerNode,
-                                       linkAttr(ctx, g.intraNode)));
+  for (const cluster::NodeGroup &g : c.groups) {
+    SmallVector<NamedAttribute> tiers;
+    for (const TierKey &k : kTierKeys) {
+      const cluster::StorageTier &t = g.tiers[k.tier];
+      if (!t.present())
+        continue;
+      double v = k.what == TierKey::Capacity    ? t.capacity
+                 : k.what == TierKey::Bandwidth ? t.bandwidth
+                                                : g.tiers.hostMemoryBandwidth;
+      tiers.push_back(b.getNamedAttr(k.name, b.getF64FloatAttr(v)));
+    }
+    nodes.push_back(NodeGroupAttr::get(
+        ctx, c.devices[g.deviceIndex].name, g.nodes, g.devicesPerNode,
+        linkAttr(ctx, g.intraNode),
+        tiers.empty() ? DictionaryAttr() : b.getDictionaryAttr(tiers)));
+  }
   LinkAttr network =
       c.network.bandwidth > 0 ? linkAttr(ctx, c.network) : LinkAttr();
   DictionaryAttr availability;
@@ -431,6 +514,13 @@ cluster::Cluster ClusterAttr::toCluster() const {
     g.nodes = group.getNodes();
     g.devicesPerNode = group.getDevices();
     g.intraNode = linkSpec(group.getLink());
+    if (DictionaryAttr tiers = group.getTiers())
+      for (const TierKey &k : kTierKeys) // the verifier checked the entries
+        if (auto v = dyn_cast_or_null<FloatAttr>(tiers.get(k.name)))
+          (k.what == TierKey::Capacity    ? g.tiers[k.tier].capacity
+           : k.what == TierKey::Bandwidth ? g.tiers[k.tier].bandwidth
+                                          : g.tiers.hostMemoryBandwidth) =
+              v.getValueAsDouble();
     c.groups.push_back(std::move(g));
   }
   if (LinkAttr network = getNetwork())
@@ -508,8 +598,8 @@ LogicalResult PlanAttr::verify(
     int64_t zero, ArrayRef<int64_t> stages, ArrayRef<int64_t> replicas,
     schedule::Mode mode, schedule::InferObjective objective,
     cluster::DType dtype, bool fusedAttention, cost::Optimizer optimizer,
-    bool scatterGather, bool overlapP2P, bool overlapGradSync,
-    bool unevenBatch, bool overlapParamGather) {
+    bool scatterGather, bool overlapP2P, bool overlapGradSync, bool unevenBatch,
+    bool overlapParamGather, cost::Offload offload) {
   // Degrees stay within what the cost core and the runtime count in 32 bits.
   constexpr int64_t kMax = 1 << 24;
   for (auto [name, value] :
@@ -522,6 +612,10 @@ LogicalResult PlanAttr::verify(
                          << "], got " << value;
   if (zero < 0 || zero > 3)
     return emitError() << "plan zero must be a ZeRO stage 0-3, got " << zero;
+  if (offload.any() && mode != schedule::Mode::Train)
+    return emitError() << "plan offloads \"" << offload.str()
+                       << "\" in an inference plan; offload moves training "
+                          "state off the device, drop it";
   if (schedule::isVShape(kind) && chunks != 2)
     return emitError() << "plan has chunks = " << chunks << " with schedule \""
                        << schedule::scheduleName(kind)
@@ -589,8 +683,8 @@ PlanAttr PlanAttr::get(MLIRContext *ctx, const schedule::Plan &p) {
                        p.tpOverlap, APFloat(p.expertImbalance), p.recompute,
                        p.zero, stages, replicas, p.mode, p.objective, p.dtype,
                        p.fusedAttention, p.optimizer, p.scatterGather,
-                       p.overlapP2P,
-                       p.overlapGradSync, p.unevenBatch, p.overlapParamGather);
+                       p.overlapP2P, p.overlapGradSync, p.unevenBatch,
+                       p.overlapParamGather, p.offload);
 }
 
 schedule::Plan PlanAttr::toPlan() const {
@@ -614,6 +708,7 @@ schedule::Plan PlanAttr::toPlan() const {
   p.overlapGradSync = getOverlapGradSync();
   p.unevenBatch = getUnevenBatch();
   p.overlapParamGather = getOverlapParamGather();
+  p.offload = getOffload();
   p.cuts.assign(getStages().begin() + 1, getStages().end());
   p.globalBatch = getGlobalBatch();
   p.numMicrobatches = getMicrobatches();

@@ -146,7 +146,12 @@ def Dist_NodeGroupAttr : Dist_Attr<"NodeGroup", "node_group"> {
   let description = [{
     `nodes` nodes of `devices` devices of kind `kind` each, joined inside a
     node by `link`. Devices are numbered node-major in the order the groups
-    are listed.
+    are listed. `tiers` (absent when the nodes have none) holds each node's
+    storage below device memory, as the YAML's `tiers`, in bytes and
+    bytes/s: `host_capacity`, `host_bandwidth` (per device, its PCIe link),
+    `host_memory_bandwidth` (the CPUs' DRAM), `nvme_capacity`,
+    `nvme_bandwidth`, `hdd_capacity`, `hdd_bandwidth` (per node); each tier
+    is given with both its capacity and bandwidth, or not at all.
 
     Example:
     ```mlir
@@ -156,9 +161,10 @@ def Dist_NodeGroupAttr : Dist_Attr<"NodeGroup", "node_group"> {
   }];
   let parameters = (ins StringRefParameter<"device kind name">:$kind,
                         "int64_t":$nodes, "int64_t":$devices,
-                        "LinkAttr":$link);
+                        "LinkAttr":$link,
+                        OptionalParameter<"::mlir::DictionaryAttr">:$tiers);
   let assemblyFormat = [{
-    `<` struct($kind, $nodes, $devices, $link) `>`
+    `<` struct($kind, $nodes, $devices, $link, $tiers) `>`
   }];
   let genVerifyDecl = 1;
 }
@@ -294,7 +300,12 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
       (default true), `uneven_batch` and `overlap_param_gather` (ZeRO's
       parameter all-gather under the next forward; default false), as in
       `--dist-plan` (`sg`, `p2p_overlap`, `grad_overlap`, `uneven`,
-      `ag_overlap`).
+      `ag_overlap`);
+    - `offload`: what lives in the nodes' storage tiers instead of device
+      memory, as `--dist-plan`'s `offload`: `"opt"` (optimizer state, master
+      weights and gradients, the step on the CPU: ZeRO-Offload),
+      `"opt+params"` (the weights too: ZeRO-Infinity), `"act"` (saved
+      activations), or a `+`-joined mix; default `"none"`.
 
     Devices are numbered `t + tp * (c + cp * (d + dp * s))` (tensor rank
     fastest, then context rank); with `replicas` (cp = 1),
@@ -337,7 +348,9 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
       Dist_BoolParameter<"true">:$overlap_p2p,
       Dist_BoolParameter<"true">:$overlap_grad_sync,
       Dist_BoolParameter<"false">:$uneven_batch,
-      Dist_BoolParameter<"false">:$overlap_param_gather);
+      Dist_BoolParameter<"false">:$overlap_param_gather,
+      Dist_CoreEnumParameter<"::distopt::cost::Offload", "Offload",
+                             "::distopt::cost::Offload{}">:$offload);
   let assemblyFormat = "`<` struct(params) `>`";
   let builders = [
     AttrBuilder<(ins "const ::distopt::schedule::Plan &":$plan)>

@@ -63,6 +63,9 @@ mlir::FailureOr<cost::Recompute> parseRecompute(mlir::AsmParser &parser);
 void printRecompute(mlir::AsmPrinter &printer, cost::Recompute r);
 mlir::FailureOr<cost::Optimizer> parseOptimizer(mlir::AsmParser &parser);
 void printOptimizer(mlir::AsmPrinter &printer, cost::Optimizer o);
+/// An offload set as a string ("opt+params"; cost::parseOffload's form).
+mlir::FailureOr<cost::Offload> parseOffload(mlir::AsmParser &parser);
+void printOffload(mlir::AsmPrinter &printer, const cost::Offload &o);
 mlir::FailureOr<cluster::DType> parseDType(mlir::AsmParser &parser);
 void printDType(mlir::AsmPrinter &printer, cluster::DType t);
 mlir::FailureOr<schedule::Mode> parseMode(mlir::AsmParser &parser);

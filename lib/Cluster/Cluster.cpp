@@ -75,6 +75,11 @@ bool parseOpClass(StringRef s, OpClass &out) {
   return false;
 }
 
+StringRef tierName(Tier t) {
+  static const char *names[] = {"host", "nvme", "hdd"};
+  return names[static_cast<unsigned>(t)];
+}
+
 std::array<double, kNumOpClasses> defaultEfficiencies() {
   std::array<double, kNumOpClasses> e;
   e.fill(0.5);
@@ -189,6 +194,8 @@ std::optional<FieldRange> physicalRange(StringRef field) {
       .Case("storage_read_GBps", FieldRange{1e-6, 1e5})
       .Case("page_cache_GB", FieldRange{0, 1e5})
       .Case("cpu_cores_per_device", FieldRange{0.01, 1e4})
+      // Storage tiers of a node: up to an exabyte (1e9 GB) per node.
+      .Case("capacity_GB", FieldRange{1e-6, 1e9})
       .Default(std::nullopt);
 }
 
@@ -285,6 +292,42 @@ static Error checkFields(const Cluster &c, StringRef where, StringRef part,
   return Error::success();
 }
 
+/// A node group's storage tiers: each present one with a bandwidth, a
+/// host tier with its DRAM bandwidth, all inside their physical ranges.
+static Error checkTiers(const NodeTiers &t, StringRef group, StringRef where) {
+  for (unsigned i = 0; i < kNumTiers; ++i) {
+    const StorageTier &st = t.tiers[i];
+    std::string what = (group + " tier '" + tierName(Tier(i)) + "'").str();
+    if (!st.present() && st.bandwidth == 0)
+      continue;
+    if (!(st.capacity > 0) || !(st.bandwidth > 0))
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("{0}: {1} needs capacity_GB > 0 and bandwidth_GBps > 0, "
+                  "got {2} and {3}",
+                  where, what, formatNumber(st.capacity / 1e9),
+                  formatNumber(st.bandwidth / 1e9)));
+    if (Error e = checkRange(st.capacity, 1e9, "capacity_GB", what, where))
+      return e;
+    if (Error e = checkRange(st.bandwidth, 1e9, "bandwidth_GBps", what, where))
+      return e;
+  }
+  if (t[Tier::Host].present() || t.hostMemoryBandwidth != 0) {
+    std::string what = (group + " tier 'host'").str();
+    if (!t[Tier::Host].present() || !(t.hostMemoryBandwidth > 0))
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("{0}: {1} needs capacity_GB and memory_bandwidth_GBps "
+                  "(the CPUs' DRAM bandwidth, which an offloaded optimizer "
+                  "step streams at)",
+                  where, what));
+    if (Error e = checkRange(t.hostMemoryBandwidth, 1e9,
+                             "memory_bandwidth_GBps", what, where))
+      return e;
+  }
+  return Error::success();
+}
+
 Error validateCluster(const Cluster &c, StringRef where) {
   auto fail = [&](const Twine &msg) {
     return createStringError(inconvertibleErrorCode(),
@@ -330,6 +373,8 @@ Error validateCluster(const Cluster &c, StringRef where) {
                              where))
       return e;
     if (Error e = checkLink(g.intraNode, where, "intra-node"))
+      return e;
+    if (Error e = checkTiers(g.tiers, group, where))
       return e;
   }
   uint64_t total = 0;

@@ -97,12 +97,51 @@ struct LinkSpec {
   double collectiveEfficiency = 1.0;
 };
 
+/// Storage below a device's own memory, per node: host DRAM, NVMe SSDs,
+/// hard disks (ZeRO-Offload / ZeRO-Infinity place model state there).
+enum class Tier : unsigned { Host = 0, NVMe = 1, HDD = 2 };
+constexpr unsigned kNumTiers = 3;
+/// "host", "nvme", "hdd" (the YAML keys).
+llvm::StringRef tierName(Tier t);
+
+/// One storage tier of a node. Capacity 0: the node has none.
+struct StorageTier {
+  /// Bytes per node, shared by the node's devices.
+  double capacity = 0;
+  /// Bytes/s each direction: for host memory per device (its PCIe link to
+  /// the host), for NVMe and disks per node (shared by its devices).
+  double bandwidth = 0;
+  bool present() const { return capacity > 0; }
+};
+
+/// The tiers of one node (docs/cost-model.md, "Storage tiers").
+struct NodeTiers {
+  std::array<StorageTier, kNumTiers> tiers{};
+  /// Achievable DRAM bandwidth of the node's CPUs, bytes/s: the optimizer
+  /// step offloaded to the CPU (ZeRO-Offload) streams its state at it,
+  /// shared by the node's devices. Required with a host tier.
+  double hostMemoryBandwidth = 0;
+  const StorageTier &operator[](Tier t) const {
+    return tiers[static_cast<unsigned>(t)];
+  }
+  StorageTier &operator[](Tier t) { return tiers[static_cast<unsigned>(t)]; }
+  bool any() const {
+    for (const StorageTier &t : tiers)
+      if (t.present())
+        return true;
+    return false;
+  }
+};
+
 /// Nodes of one kind.
 struct NodeGroup {
   unsigned deviceIndex = 0; ///< into Cluster::devices
   unsigned devicesPerNode = 1;
   unsigned nodes = 1;
   LinkSpec intraNode;
+  /// Host memory, NVMe and disks of each node (none given: nothing can be
+  /// offloaded).
+  NodeTiers tiers;
 };
 
 /// Link levels, innermost first.

@@ -346,34 +346,76 @@ struct PendingGroup {
 };
 } // namespace
 
+/// Reads a node group's storage tiers (docs/cost-model.md, "Storage
+/// tiers"): host memory, NVMe and disks, each with its capacity and
+/// bandwidth; host memory also with the CPUs' DRAM bandwidth.
+static Expected<NodeTiers> readTiers(Reader &r, yaml::Node *n) {
+  NodeTiers t;
+  Error e = r.mapping(
+      n, "tiers", {"host", "nvme", "hdd"}, {},
+      [&](StringRef name, yaml::Node *v) -> Error {
+        Tier tier = name == "host"   ? Tier::Host
+                    : name == "nvme" ? Tier::NVMe
+                                     : Tier::HDD;
+        std::vector<StringRef> known = {"capacity_GB", "bandwidth_GBps"};
+        if (tier == Tier::Host)
+          known.push_back("memory_bandwidth_GBps");
+        return r.mapping(v, name, known, known,
+                         [&](StringRef key, yaml::Node *x) -> Error {
+                           auto val = r.number(x, key, /*positive=*/true);
+                           if (!val)
+                             return val.takeError();
+                           if (key == "capacity_GB")
+                             t[tier].capacity = *val * 1e9;
+                           else if (key == "bandwidth_GBps")
+                             t[tier].bandwidth = *val * 1e9;
+                           else
+                             t.hostMemoryBandwidth = *val * 1e9;
+                           return Error::success();
+                         });
+      });
+  if (e)
+    return std::move(e);
+  return t;
+}
+
 static Expected<PendingGroup> readGroup(Reader &r, yaml::Node *item) {
   PendingGroup pg;
   pg.pos = r.where(item);
-  Error e = r.mapping(
-      item, "nodes", {"device", "count", "devices_per_node", "intra_node"},
-      {"device", "devices_per_node", "intra_node"},
-      [&](StringRef key, yaml::Node *v) -> Error {
-        if (key == "device") {
-          auto s = r.str(v, key);
-          if (!s)
-            return s.takeError();
-          pg.device = *s;
-          pg.pos = r.where(v);
-          return Error::success();
-        }
-        if (key == "intra_node") {
-          auto l = readLink(r, v, key);
-          if (!l)
-            return l.takeError();
-          pg.group.intraNode = *l;
-          return Error::success();
-        }
-        auto x = r.count(v, key);
-        if (!x)
-          return x.takeError();
-        (key == "count" ? pg.group.nodes : pg.group.devicesPerNode) = *x;
-        return Error::success();
-      });
+  Error e =
+      r.mapping(item, "nodes",
+                {"device", "count", "devices_per_node", "intra_node", "tiers"},
+                {"device", "devices_per_node", "intra_node"},
+                [&](StringRef key, yaml::Node *v) -> Error {
+                  if (key == "device") {
+                    auto s = r.str(v, key);
+                    if (!s)
+                      return s.takeError();
+                    pg.device = *s;
+                    pg.pos = r.where(v);
+                    return Error::success();
+                  }
+                  if (key == "intra_node") {
+                    auto l = readLink(r, v, key);
+                    if (!l)
+                      return l.takeError();
+                    pg.group.intraNode = *l;
+                    return Error::success();
+                  }
+                  if (key == "tiers") {
+                    auto t = readTiers(r, v);
+                    if (!t)
+                      return t.takeError();
+                    pg.group.tiers = *t;
+                    return Error::success();
+                  }
+                  auto x = r.count(v, key);
+                  if (!x)
+                    return x.takeError();
+                  (key == "count" ? pg.group.nodes : pg.group.devicesPerNode) =
+                      *x;
+                  return Error::success();
+                });
   if (e)
     return std::move(e);
   return pg;
@@ -581,6 +623,21 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
        << "\n    intra_node: ";
     writeLink(g.intraNode, os);
     os << "\n";
+    if (g.tiers.any()) {
+      os << "    tiers:\n";
+      for (unsigned i = 0; i < kNumTiers; ++i) {
+        const StorageTier &t = g.tiers.tiers[i];
+        if (!t.present())
+          continue;
+        os << "      " << tierName(Tier(i))
+           << ": {capacity_GB: " << num(t.capacity / 1e9)
+           << ", bandwidth_GBps: " << num(t.bandwidth / 1e9);
+        if (Tier(i) == Tier::Host)
+          os << ", memory_bandwidth_GBps: "
+             << num(g.tiers.hostMemoryBandwidth / 1e9);
+        os << "}\n";
+      }
+    }
   }
   if (c.network.bandwidth > 0) {
     os << "network: ";

@@ -134,10 +134,47 @@ static InputSide dgxA100Input() { return inputSide(24, 1500, 16); }
 // 2 TB, 8x 3.84 TB U.2 NVMe.
 static InputSide dgxHopperInput() { return inputSide(24, 1500, 14); }
 
+/// A node's storage tiers (docs/cost-model.md, "Storage tiers"): host DRAM
+/// of \p dramGB with achievable bandwidth \p dramGBps, reached by each
+/// device over its PCIe link at \p pcieGBps; \p nvmeGB of NVMe (RAID 0 of
+/// the node's drives) at \p nvmeGBps for the node. The achievable DRAM
+/// bandwidth is taken as 60% of the theoretical DDR peak (STREAM-class
+/// figures on two-socket servers), and a device-to-host copy as about 75%
+/// of the PCIe x16 link (NVIDIA's bandwidthTest on Gen3 12 of 16 GB/s, on
+/// Gen4 25 of 32 GB/s, on Gen5 50 of 64 GB/s): assumptions from the
+/// datasheets, not measured.
+static NodeTiers nodeTiers(double dramGB, double dramGBps, double pcieGBps,
+                           double nvmeGB, double nvmeGBps) {
+  NodeTiers t;
+  t[Tier::Host] = {dramGB * 1e9, pcieGBps * 1e9};
+  t.hostMemoryBandwidth = dramGBps * 1e9;
+  if (nvmeGB > 0)
+    t[Tier::NVMe] = {nvmeGB * 1e9, nvmeGBps * 1e9};
+  return t;
+}
+
+// DGX A100 80GB (DGX A100 user guide): 2 TB DDR4 on 2x EPYC 7742 (16
+// channels of DDR4-3200, 409.6 GB/s peak), GPUs on PCIe Gen4, 30.72 TB of
+// NVMe (8x 3.84 TB U.2 in RAID 0, about 25 GB/s for the node).
+static NodeTiers dgxA100Tiers() { return nodeTiers(2048, 245, 25, 30720, 25); }
+// DGX H100 / H200 (DGX H100 user guide): 2 TB DDR5 on 2x Xeon 8480C (16
+// channels of DDR5-4800, 614 GB/s peak), GPUs on PCIe Gen5, 30.72 TB of
+// NVMe (8x 3.84 TB U.2).
+static NodeTiers dgxH100Tiers() { return nodeTiers(2048, 370, 50, 30720, 25); }
+// DGX B200 (DGX B200 datasheet): 4 TB on 2x Xeon 8570 (DDR5-5600, 717 GB/s
+// peak), PCIe Gen5, 30.72 TB of NVMe (8x 3.84 TB).
+static NodeTiers dgxB200Tiers() { return nodeTiers(4096, 430, 50, 30720, 25); }
+// DGX-1 V100 (DGX-1 datasheet): 512 GB DDR4 on 2x Xeon E5-2698 v4 (8
+// channels of DDR4-2400, 153.6 GB/s peak); two GPUs share each PCIe Gen3
+// x16 switch uplink to the CPUs (6 GB/s per GPU when all copy); 7.68 TB of
+// SATA SSDs (4x 1.92 TB in RAID 0, about 2 GB/s), given as the NVMe tier.
+static NodeTiers dgxV100Tiers() { return nodeTiers(512, 92, 6, 7680, 2); }
+
 static Cluster homogeneous(StringRef name, StringRef description,
                            DeviceSpec dev, unsigned perNode, unsigned nodes,
                            LinkSpec intra, LinkSpec network,
-                           std::optional<InputSide> input = std::nullopt) {
+                           std::optional<InputSide> input = std::nullopt,
+                           NodeTiers tiers = {}) {
   Cluster c;
   c.name = name.str();
   c.description = description.str();
@@ -147,6 +184,7 @@ static Cluster homogeneous(StringRef name, StringRef description,
   g.devicesPerNode = perNode;
   g.nodes = nodes;
   g.intraNode = std::move(intra);
+  g.tiers = tiers;
   c.groups.push_back(g);
   c.network = std::move(network);
   c.input = input;
@@ -223,7 +261,8 @@ static const Preset kPresets[] = {
                           "DGX A100 80GB nodes: 8 GPUs on NVSwitch, 8x HDR "
                           "InfiniBand per node",
                           a100(), 8, n, makeLink("nvlink", 300, 3, 0.77),
-                          makeLink("infiniband", 25, 5, 0.9), dgxA100Input());
+                          makeLink("infiniband", 25, 5, 0.9), dgxA100Input(),
+                          dgxA100Tiers());
      }},
     {"dgx-h100", 1,
      [](unsigned n) {
@@ -231,7 +270,8 @@ static const Preset kPresets[] = {
                           "DGX H100 nodes: 8 GPUs on NVSwitch (NVLink4), 8x "
                           "NDR 400 Gb/s per node",
                           h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
-                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput());
+                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput(),
+                          dgxH100Tiers());
      }},
     {"dgx-h100-roce", 1,
      [](unsigned n) {
@@ -243,7 +283,8 @@ static const Preset kPresets[] = {
                           "DGX H100 nodes: 8 GPUs on NVSwitch (NVLink4), 8x "
                           "400 Gb/s RoCE per node",
                           h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
-                          makeLink("roce", 50, 5, 0.9), dgxHopperInput());
+                          makeLink("roce", 50, 5, 0.9), dgxHopperInput(),
+                          dgxH100Tiers());
      }},
     {"h100-roce-pods", 384,
      [](unsigned n) {
@@ -254,7 +295,8 @@ static const Preset kPresets[] = {
                                "H100 servers on 400 Gb/s RoCE, pods of 384 "
                                "nodes, 1:7 oversubscribed between pods",
                                h100(), 8, n, makeLink("nvlink", 450, 3, 0.82),
-                               makeLink("roce", 50, 5, 0.9), dgxHopperInput());
+                               makeLink("roce", 50, 5, 0.9), dgxHopperInput(),
+                               dgxH100Tiers());
        c.nodesPerRack = 384;
        c.rackOversubscription = 7;
        return c;
@@ -266,7 +308,8 @@ static const Preset kPresets[] = {
                           "DGX H200 nodes: 8 GPUs on NVSwitch (NVLink4, NVLS), "
                           "8x NDR 400 Gb/s per node",
                           h200(), 8, n, makeLink("nvlink", 450, 3, 1.0),
-                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput());
+                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput(),
+                          dgxH100Tiers());
      }},
     {"dgx-b200", 1,
      [](unsigned n) {
@@ -277,7 +320,8 @@ static const Preset kPresets[] = {
                           "DGX B200 nodes: 8 GPUs on NVSwitch (NVLink5), 8x "
                           "400 Gb/s InfiniBand per node",
                           b200(), 8, n, makeLink("nvlink", 900, 3, 0.82),
-                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput());
+                          makeLink("infiniband", 50, 5, 0.9), dgxHopperInput(),
+                          dgxB200Tiers());
      }},
     {"dgx-v100", 1,
      [](unsigned n) {
@@ -285,12 +329,13 @@ static const Preset kPresets[] = {
        // 2x Xeon E5-2698 v4 (40 cores, 5 per GPU), 512 GB, 4x 1.92 TB SATA
        // SSD in RAID 0 at about 0.5 GB/s each (datasheet; the per-drive
        // rate an assumption); the page cache three quarters of the memory.
-       return homogeneous(
-           "dgx-v100",
-           "DGX-1 V100 32GB nodes: 8 GPUs on NVLink2, 4x EDR "
-           "InfiniBand per node",
-           v100("v100-sxm2-32gb", 32), 8, n, makeLink("nvlink", 150, 4, 0.8),
-           makeLink("infiniband", 6.25, 6, 0.9), inputSide(2, 384, 5));
+       return homogeneous("dgx-v100",
+                          "DGX-1 V100 32GB nodes: 8 GPUs on NVLink2, 4x EDR "
+                          "InfiniBand per node",
+                          v100("v100-sxm2-32gb", 32), 8, n,
+                          makeLink("nvlink", 150, 4, 0.8),
+                          makeLink("infiniband", 6.25, 6, 0.9),
+                          inputSide(2, 384, 5), dgxV100Tiers());
      }},
     {"pcie-v100x4", 4,
      [](unsigned n) {
@@ -313,10 +358,12 @@ static const Preset kPresets[] = {
                        "one EDR InfiniBand fabric";
        c.devices = {a100(), v100("v100-sxm2-32gb", 32)};
        unsigned aNodes = (n + 1) / 2, vNodes = n - aNodes;
-       NodeGroup ga{0, 8, aNodes, makeLink("nvlink", 300, 3, 0.77)};
+       NodeGroup ga{0, 8, aNodes, makeLink("nvlink", 300, 3, 0.77),
+                    dgxA100Tiers()};
        c.groups.push_back(ga);
        if (vNodes) {
-         NodeGroup gv{1, 8, vNodes, makeLink("nvlink", 150, 4, 0.8)};
+         NodeGroup gv{1, 8, vNodes, makeLink("nvlink", 150, 4, 0.8),
+                      dgxV100Tiers()};
          c.groups.push_back(gv);
        }
        c.network = makeLink("infiniband", 6.25, 6, 0.9);

@@ -7,6 +7,7 @@
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ProfileDB.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -45,6 +46,57 @@ Expected<double> parseByteSize(StringRef text) {
                            "unknown unit '" + unit +
                                "'; use B, KB, MB, GB, TB, KiB, MiB, GiB or "
                                "TiB");
+}
+
+std::string Offload::str() const {
+  if (!any())
+    return "none";
+  std::string s;
+  for (auto [on, name] : {std::pair<bool, const char *>{optimizer, "opt"},
+                          {params, "params"},
+                          {activations, "act"}})
+    if (on)
+      s += (s.empty() ? "" : "+") + std::string(name);
+  return s;
+}
+
+Expected<Offload> parseOffload(StringRef text) {
+  Offload o;
+  if (text == "none" || text == "0")
+    return o;
+  SmallVector<StringRef> parts;
+  text.split(parts, '+');
+  for (StringRef part : parts) {
+    bool *flag = part == "opt"      ? &o.optimizer
+                 : part == "params" ? &o.params
+                 : part == "act"    ? &o.activations
+                                    : nullptr;
+    if (!flag)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "offload '" + text + "': unknown part '" + part +
+              "'; use none or parts opt, params, act joined by '+' (e.g. "
+              "opt+params)");
+    if (*flag)
+      return createStringError(inconvertibleErrorCode(), "offload '" + text +
+                                                             "' names '" +
+                                                             part + "' twice");
+    *flag = true;
+  }
+  if (o.params && !o.optimizer)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "offload '" + text +
+            "': params without opt; the optimizer step updates the offloaded "
+            "parameters on the CPU, so write opt+params");
+  return o;
+}
+
+ArrayRef<Offload> allOffloads() {
+  static const Offload all[] = {{false, false, false}, {true, false, false},
+                                {false, false, true},  {true, false, true},
+                                {true, true, false},   {true, true, true}};
+  return all;
 }
 
 StringRef optimizerName(Optimizer o) {
@@ -474,6 +526,10 @@ MemoryBreakdown staticMemory(double params, const MemoryConfig &cfg) {
   m.optimizer = params * opt / (cfg.zero >= 1 ? dp : 1);
   m.weightStash =
       cfg.weightVersions > 1 ? (cfg.weightVersions - 1) * params * w : 0;
+  if (cfg.offload.optimizer)
+    m.optimizer = m.grads = 0;
+  if (cfg.offload.params)
+    m.weights = 0;
   return m;
 }
 

@@ -13,6 +13,7 @@
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/ModelDesc.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/Hashing.h"
 
 #include <optional>
 
@@ -189,6 +190,42 @@ llvm::StringRef optimizerName(Optimizer o);
 /// The optimizer of a dist-autodiff name ("adamw" holds Adam's state).
 std::optional<Optimizer> parseOptimizer(llvm::StringRef name);
 
+/// What a plan keeps off the device (ZeRO-Offload, ZeRO-Infinity): a set
+/// of "opt" (fp32 master weights, optimizer state and gradients live in
+/// host memory; the optimizer step runs on the CPU), "params" (the
+/// device's fp16 weights too, fetched layer by layer for each forward and
+/// backward; needs "opt") and "act" (saved activations and checkpoints,
+/// written after the forward and fetched back for the backward). Which
+/// tier (host memory, NVMe, disk) holds them is placed by I/O density
+/// (lib/Cost/Offload.h).
+struct Offload {
+  bool optimizer = false, params = false, activations = false;
+  bool any() const { return optimizer || params || activations; }
+  /// Every part of \p o is offloaded here too.
+  bool includes(const Offload &o) const {
+    return (optimizer || !o.optimizer) && (params || !o.params) &&
+           (activations || !o.activations);
+  }
+  bool operator==(const Offload &o) const {
+    return optimizer == o.optimizer && params == o.params &&
+           activations == o.activations;
+  }
+  bool operator!=(const Offload &o) const { return !(*this == o); }
+  /// How many parts (the search tries fewer first).
+  unsigned size() const { return optimizer + params + activations; }
+  /// "none", "opt", "act", "opt+act", "opt+params", "opt+params+act".
+  std::string str() const;
+};
+/// For attributes that hold an Offload (#dist.plan).
+inline llvm::hash_code hash_value(const Offload &o) {
+  return llvm::hash_combine(o.optimizer, o.params, o.activations);
+}
+/// Parses "none" or '+'-joined parts "opt", "params", "act" in any order;
+/// the message says what is wrong (unknown part, params without opt).
+llvm::Expected<Offload> parseOffload(llvm::StringRef text);
+/// Every offload set parseOffload accepts, fewest parts first.
+llvm::ArrayRef<Offload> allOffloads();
+
 struct MemoryConfig {
   bool mixedPrecision = true;
   Optimizer optimizer = Optimizer::Adam;
@@ -211,6 +248,8 @@ struct MemoryConfig {
   /// Bytes per gradient element in the DP sync (0: the gradient dtype;
   /// Megatron-LM all-reduces fp32 main gradients, 4).
   double gradSyncBytes = 0;
+  /// What lives off the device: staticMemory then holds only what stays.
+  Offload offload;
 };
 
 struct MemoryBreakdown {
@@ -264,7 +303,10 @@ ParamSplit paramSplit(const ModelDesc &model, llvm::ArrayRef<LayerRange> ranges,
 /// Weights, gradients, optimizer state and stashed versions per device for
 /// \p params parameters: mixed-precision Adam keeps 2 + 2 + 12 bytes per
 /// parameter (ZeRO paper); ZeRO-1/2/3 divide optimizer / +grads / +weights
-/// by dp (times cp).
+/// by dp (times cp). Under cfg.offload the device keeps only what is not
+/// offloaded: no optimizer state or gradients with "opt" (gradients leave
+/// layer by layer, backwardWorkingBytes holds one layer's), no weights
+/// with "params".
 MemoryBreakdown staticMemory(double params, const MemoryConfig &cfg);
 /// The same with experts, sharded by ZeRO over dp * cp / ep instead.
 MemoryBreakdown staticMemory(const ParamSplit &params, const MemoryConfig &cfg);

@@ -201,6 +201,13 @@ exporting::unsupportedCommon(const schedule::Plan &plan, StringRef trainer) {
                      "no " +
                      trainer + " equivalent: every replica gets the same share")
                         .str());
+  if (plan.offload.any())
+    notes.push_back(
+        ("offload=" + plan.offload.str() +
+         " (ZeRO-Offload / ZeRO-Infinity) is not written into the " + trainer +
+         " configuration, which keeps every state on the device; "
+         "set the trainer's offload options by hand")
+            .str());
   return notes;
 }
 

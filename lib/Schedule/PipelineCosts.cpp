@@ -18,8 +18,120 @@ using namespace llvm;
 using namespace distopt::cost;
 using distopt::cluster::Cluster;
 using distopt::cluster::LinkLevel;
+using distopt::cluster::Tier;
 
 namespace distopt::schedule {
+
+namespace {
+/// What one pipeline rank of an offloaded plan keeps in its node's tiers
+/// and what moving a byte of each costs.
+struct RankOffload {
+  std::vector<OffloadItem> items;
+  Placement placement;
+  DeviceTiers tiers;
+  /// Parameters of the rank's ZeRO partition (all of them with dp*cp = 1).
+  double shard = 0;
+  /// Seconds per byte of the optimizer state (on the CPU's side), the
+  /// weights, the activations and the gradients (to host memory).
+  double optimizerSpb = 0, paramSpb = 0, activationSpb = 0, gradSpb = 0;
+};
+} // namespace
+
+/// The parameters of \p params one device of \p p holds of a ZeRO
+/// partition: dense ones over dp * cp, routed experts over dp * cp / ep.
+static double zeroShard(const ParamSplit &params, const Plan &p) {
+  return params.dense / (p.dp * p.cp) + params.expert * p.ep / (p.dp * p.cp);
+}
+
+/// The weights one device of \p p holds of \p params: sharded under ZeRO-3.
+static double devicePart(const ParamSplit &params, const Plan &p) {
+  return p.zero >= 3 ? zeroShard(params, p) : params.total();
+}
+
+/// What an offloaded device holds besides its static state while a layer
+/// runs: one layer's gradient before it leaves ("opt"), the weights of the
+/// layer running and of the next one, prefetched ("params"), and the saved
+/// activations of the layer being written out and of the one being
+/// fetched back ("act").
+static double offloadWindow(const Plan &p, const ModelDesc &model,
+                            ArrayRef<LayerRange> chunks,
+                            const MemoryConfig &mem) {
+  double elem = mem.mixedPrecision ? 2 : 4;
+  double layerParams = 0, layerGrads = 0, layerAct = 0;
+  for (const LayerRange &range : chunks)
+    for (unsigned l = range.begin; l < range.end; ++l) {
+      ParamSplit layer = paramSplit(model, l, l + 1, p.tp, p.ep);
+      layerParams = std::max(layerParams, devicePart(layer, p));
+      layerGrads = std::max(layerGrads, layer.total());
+      layerAct =
+          std::max(layerAct, activationBytes(model, l, l + 1, p.mbs, mem));
+    }
+  return (p.offload.optimizer ? elem * layerGrads : 0) +
+         (p.offload.params ? 2 * elem * layerParams : 0) +
+         (p.offload.activations ? 2 * layerAct : 0);
+}
+
+/// The offloaded items of each pipeline rank (optimizer state, weights,
+/// activations in flight), placed by I/O density in the tiers of the node
+/// of its first device.
+static std::vector<RankOffload> placeOffload(const Plan &p,
+                                             const ModelDesc &model,
+                                             const Cluster &c,
+                                             const MemoryConfig &mem) {
+  std::vector<RankOffload> out(p.pp);
+  unsigned n = model.layers.size();
+  double elem = mem.mixedPrecision ? 2 : 4;
+  for (unsigned r = 0; r < p.pp; ++r) {
+    RankOffload &ro = out[r];
+    SmallVector<LayerRange> chunks;
+    double act = 0;
+    for (unsigned ch = 0; ch < p.chunks; ++ch) {
+      auto [b, e] = p.stageLayers(p.virtualStage(r, ch), n);
+      chunks.push_back({b, e});
+      act += activationBytes(model, b, e, p.mbs, mem);
+    }
+    ParamSplit params = paramSplit(model, chunks, p.tp, p.ep);
+    ro.shard = zeroShard(params, p);
+    const double m = p.numMicrobatches;
+    if (p.offload.optimizer) {
+      // Read and written once per step where it is not host memory.
+      double bytes = ro.shard * offloadedOptimizerBytesPerParam(mem);
+      ro.items.push_back({OffloadKind::Optimizer, bytes, 2 * bytes, true});
+    }
+    if (p.offload.params) {
+      // Fetched for every forward and backward, written by the step.
+      double bytes = elem * devicePart(params, p);
+      ro.items.push_back(
+          {OffloadKind::Params, bytes, (2 * m + 1) * bytes, false});
+    }
+    if (p.offload.activations) {
+      // The micro-batches in flight; each written once and read once.
+      double held = activationsInFlight(p.schedule, r, p.pp, p.chunks,
+                                        p.numMicrobatches) *
+                    act / p.chunks;
+      ro.items.push_back({OffloadKind::Activations, held, 2 * m * act, false});
+    }
+    // The node's tiers are shared by the devices of the plan on it (a
+    // plan on fewer devices than a node has leaves the rest idle).
+    unsigned rank0 = p.globalRank(r, 0, 0), first = rank0;
+    while (first > 0 && c.nodeOf(first - 1) == c.nodeOf(rank0))
+      --first;
+    cluster::NodeGroup node = c.groupOf(rank0);
+    node.devicesPerNode =
+        std::min<uint64_t>(node.devicesPerNode, p.numDevices() - first);
+    ro.tiers = deviceTiers(node);
+    ro.placement = placeByIoDensity(ro.items, ro.tiers);
+    for (unsigned i = 0; i < ro.items.size(); ++i) {
+      double spb = ro.placement.secondsPerByte(i, ro.items[i], ro.tiers);
+      (ro.items[i].kind == OffloadKind::Optimizer ? ro.optimizerSpb
+       : ro.items[i].kind == OffloadKind::Params  ? ro.paramSpb
+                                                  : ro.activationSpb) = spb;
+    }
+    double host = ro.tiers.bandwidth[static_cast<unsigned>(Tier::Host)];
+    ro.gradSpb = host > 0 ? 1 / host : 0;
+  }
+  return out;
+}
 
 PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                                  const Cluster &c, const CostModel &cm,
@@ -42,6 +154,9 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   MemoryConfig mem = memoryConfig(p, memoryBase);
   double elem = mem.mixedPrecision ? 2 : 4;
   double syncElem = mem.gradSyncBytes > 0 ? mem.gradSyncBytes : elem;
+  std::vector<RankOffload> offload;
+  if (p.offload.any() && !p.replicated())
+    offload = placeOffload(p, model, c, mem);
 
   pc.stages.resize(V);
   for (unsigned vs = 0; vs < V; ++vs) {
@@ -52,9 +167,14 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     ExecConfig x = execConfig(p, c, st.device);
     // The running gradient sum: in the DP sync's element type; under
     // ZeRO-2/3 each micro-batch's gradient is reduce-scattered first, and
-    // only this rank's shard of the sum is added to.
+    // only this rank's shard of the sum is added to. With the optimizer
+    // offloaded the sum lives in host memory (ZeRO-Offload accumulates
+    // each micro-batch's gradient there, after its copy down).
     x.gradSumBytes =
-        syncElem / (p.zero >= 2 ? static_cast<double>(p.dp) * p.cp : 1.0);
+        p.offload.optimizer
+            ? 0
+            : syncElem / (p.zero >= 2 ? static_cast<double>(p.dp) * p.cp
+                                      : 1.0);
     RangeTimes worst;
     for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
       RangeTimes t =
@@ -177,6 +297,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     };
     addSync(params.dense * syncElem, dpg);
     addSync(params.expert * syncElem, edpg);
+    double gather = 0;
     if (p.zero >= 3) {
       // Weights are gathered before each forward and each backward, layer
       // by layer, prefetched under the previous layer's compute (FSDP,
@@ -185,12 +306,36 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                                          params.dense * elem, dpg);
       CommCost ge = CostModel::collective(Collective::AllGather,
                                           params.expert * elem, edpg);
-      double gather = g.time + ge.time;
-      st.fwd += std::max(0.0, gather - st.fwd);
-      st.bwdInput += std::max(0.0, gather - st.bwdInput - st.bwdWeight);
+      gather = g.time + ge.time;
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
         st.mbBytes[l] += 2 * (g.bytes[l] + ge.bytes[l]);
     }
+    // Offloaded state moves over the device's PCIe link, prefetched (and
+    // written back) layer by layer under the compute as the ZeRO-3 gather
+    // is: weights in for each pass, activations out after the forward and
+    // in before the backward, this micro-batch's gradient partition out
+    // after the backward (ZeRO-Offload accumulates it on the CPU).
+    if (!offload.empty()) {
+      const RankOffload &ro = offload[st.device];
+      StageOffload &so = st.offload;
+      so.paramBytes = p.offload.params ? elem * devicePart(params, p) : 0;
+      so.activationBytes = p.offload.activations ? st.activationBytes : 0;
+      so.gradBytes = p.offload.optimizer ? elem * zeroShard(params, p) : 0;
+      so.paramSecondsPerByte = ro.paramSpb;
+      so.activationSecondsPerByte = ro.activationSpb;
+      so.gradSecondsPerByte = ro.gradSpb;
+      // The device keeps a layer's window of its activations, not the
+      // micro-batches in flight (backwardWorkingBytes' part, below).
+      if (p.offload.activations)
+        st.activationBytes = 0;
+    }
+    // Each pass takes the slowest of its compute, its PCIe transfers and
+    // its gather (ZeRO-Infinity's overlap-centric design).
+    st.fwd +=
+        std::max(0.0, std::max(st.offload.forwardTransfer(), gather) - st.fwd);
+    st.bwdInput +=
+        std::max(0.0, std::max(st.offload.backwardTransfer(), gather) -
+                          st.bwdInput - st.bwdWeight);
   }
 
   // Replicated plans: each slot's own messages, over the links to the peer
@@ -275,6 +420,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       m.dp = p.replicasOf(r);
     m.weightVersions = l < weightVersions.size() ? weightVersions[l] : 1;
     dc.staticMemory = staticMemory(params, m);
+    if (!offload.empty())
+      work += offloadWindow(p, model, chunks, mem);
     dc.workingBytes = work;
     // The update streams weights, grads and optimizer state once.
     double touched = mem.optimizer == Optimizer::Adam          ? 28
@@ -285,6 +432,28 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       shard =
           params.dense / (m.dp * p.cp) + params.expert * p.ep / (m.dp * p.cp);
     dc.optimizerTime = cm.optimizerTime(shard, touched, dev);
+    if (!offload.empty()) {
+      const RankOffload &ro = offload[r];
+      dc.offloadItems = ro.items;
+      dc.placement = ro.placement;
+      dc.tiers = ro.tiers;
+    }
+    if (!offload.empty() && p.offload.optimizer) {
+      // The step runs on the CPU over this device's partition; the
+      // updated fp16 weights go back over PCIe unless they live off the
+      // device too.
+      const RankOffload &ro = offload[r];
+      double state = 0;
+      for (const OffloadItem &it : ro.items)
+        if (it.kind == OffloadKind::Optimizer)
+          state = it.traffic * ro.optimizerSpb;
+      double upload = p.offload.params ? 0 : elem * ro.shard * ro.gradSpb;
+      dc.cpuStepTime = cpuOptimizerStepTime(
+          ro.shard, touched,
+          ro.tiers.hostBandwidth[static_cast<unsigned>(Tier::Host)], state,
+          upload);
+      dc.optimizerTime = dc.cpuStepTime;
+    }
   }
   return pc;
 }

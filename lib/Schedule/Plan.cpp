@@ -92,6 +92,8 @@ std::string Plan::str() const {
                           dp, tp, pp, mbs, scheduleName(schedule), chunks,
                           recomputeName(recompute), zero)
                       .str();
+  if (offload.any())
+    s += ",offload=" + offload.str();
   if (cp != 1)
     s += formatv(",cp={0}", cp).str();
   if (ep != 1)
@@ -208,6 +210,11 @@ Expected<Plan> parsePlan(StringRef spec) {
       else
         return planError(spec, "unknown recompute '" + value +
                                    "'; use none, selective or full");
+    } else if (key == "offload") {
+      Expected<Offload> o = parseOffload(value);
+      if (!o)
+        return planError(spec, toString(o.takeError()));
+      p.offload = *o;
     } else if (key == "stages") {
       SmallVector<StringRef> cuts;
       value.split(cuts, '/');
@@ -235,7 +242,7 @@ Expected<Plan> parsePlan(StringRef spec) {
       e = planError(spec,
                     "unknown key '" + key +
                         "'; known: dp, tp, pp, cp, ep, sp, tp_overlap, mbs, "
-                        "schedule, chunks, recompute, zero, sg, "
+                        "schedule, chunks, recompute, zero, offload, sg, "
                         "p2p_overlap, grad_overlap, ag_overlap, uneven, "
                         "expert_imbalance, stages, replicas");
     }
@@ -389,6 +396,7 @@ MemoryConfig memoryConfig(const Plan &p, const MemoryConfig &base) {
   m.sp = p.sp && p.tp > 1;
   m.zero = p.zero;
   m.recompute = p.recompute;
+  m.offload = p.offload;
   m.expertImbalance = p.expertImbalance;
   return m;
 }
@@ -532,6 +540,72 @@ Error checkCuts(const Plan &p, unsigned numLayers) {
   return Error::success();
 }
 
+double activationsInFlight(ScheduleKind kind, unsigned r, unsigned pp,
+                           unsigned chunks, unsigned m) {
+  double both = 2.0 * m; // every micro-batch through both chunks
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return m;
+  case ScheduleKind::Interleaved:
+    // Megatron-LM's warm-up count plus the micro-batch in its backward.
+    return std::min<double>(double(m) * chunks,
+                            (pp - r - 1) * 2.0 + (chunks - 1) * pp + 1);
+  case ScheduleKind::ZBH2:
+    return std::min<double>(m, 2.0 * (pp - r) - 1);
+  case ScheduleKind::ZBV:
+    return std::min(both, 2.0 * pp);
+  case ScheduleKind::VHalf:
+    return std::min(both, 2.0 * ((pp + 2) / 2));
+  case ScheduleKind::VMin:
+    return std::min(both, 2.0 * ((pp + 4) / 3));
+  case ScheduleKind::DualPipeV:
+    return std::min(both, 2.0 * pp + 1);
+  default:
+    return std::min<double>(m, pp - r);
+  }
+}
+
+Error checkOffload(const Plan &p, const Cluster &c) {
+  if (!p.offload.any())
+    return Error::success();
+  std::string spec = p.str();
+  std::string what = "offload=" + p.offload.str();
+  if (p.mode != Mode::Train)
+    return planError(spec, what + " moves training state off the device; "
+                                  "inference plans keep it (drop offload)");
+  if (isAsync(p.schedule))
+    return planError(spec, what + " with the asynchronous schedule " +
+                               scheduleName(p.schedule) +
+                               " is not modelled (its stashed weight versions "
+                               "stay on the device); use a synchronous one");
+  if (p.replicated())
+    return planError(spec, what + " with per-stage replicas is not modelled; "
+                                  "drop replicas or offload");
+  if (p.dp * p.cp > 1 && p.zero < 2)
+    return planError(
+        spec, formatv("{0} with dp*cp = {1} needs zero=2 or 3: ZeRO-Offload "
+                      "keeps each rank's ZeRO-2 partition of the optimizer "
+                      "state and gradients on the host",
+                      what, p.dp * p.cp)
+                  .str());
+  for (const cluster::NodeGroup &g : c.groups) {
+    const cluster::NodeTiers &t = g.tiers;
+    if (!t.any() || ((p.offload.optimizer || p.offload.params) &&
+                     !t[cluster::Tier::Host].present()))
+      return planError(
+          spec, formatv("{0} needs the host memory of the nodes, but node "
+                        "group of '{1}' in cluster '{2}' has {3}; add "
+                        "tiers: {{host: {{capacity_GB: ..., bandwidth_GBps: "
+                        "..., memory_bandwidth_GBps: ...}} to its nodes in "
+                        "the cluster YAML (docs/cost-model.md, \"Storage "
+                        "tiers\")",
+                        what, c.devices[g.deviceIndex].name, c.name,
+                        t.any() ? "no host tier" : "no storage tiers")
+                    .str());
+  }
+  return Error::success();
+}
+
 Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
                    unsigned globalBatch, const CostModel &cm) {
   p.setSchedule(p.schedule);
@@ -566,6 +640,8 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
       return planError(spec, formatv("ep={0} must divide dp={1}", p.ep, p.dp));
   }
   if (Error e = checkTensorParallel(p, model))
+    return e;
+  if (Error e = checkOffload(p, c))
     return e;
   if (globalBatch == 0 || globalBatch % (p.dp * p.mbs) != 0)
     return planError(spec, formatv("global batch {0} is not divisible by "

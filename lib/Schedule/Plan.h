@@ -30,6 +30,7 @@
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/ModelDesc.h"
+#include "lib/Cost/Offload.h"
 #include "lib/Schedule/RankLayout.h"
 
 #include <cstdint>
@@ -101,6 +102,9 @@ struct Plan : RankLayout {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   cost::Recompute recompute = cost::Recompute::None;
   unsigned zero = 0;
+  /// What lives off the device (ZeRO-Offload / ZeRO-Infinity), in the
+  /// node's storage tiers (`offload=opt+params`).
+  cost::Offload offload;
   /// Megatron's scatter/gather: each TP rank sends 1/tp of the boundary.
   bool scatterGather = true;
   /// Sends overlap compute (false: they block the compute stream, as the
@@ -149,7 +153,7 @@ struct Plan : RankLayout {
 };
 
 /// Parses "dp=24,tp=8,pp=8,mbs=1,schedule=interleaved,chunks=2,
-/// recompute=full,zero=0[,sg=1][,sp=1][,cp=2][,ep=8][,expert_imbalance=1.1]
+/// recompute=full,zero=0[,offload=opt+params][,sg=1][,sp=1][,cp=2][,ep=8][,expert_imbalance=1.1]
 /// [,stages=13/26/39][,replicas=15/1]" (missing
 /// keys keep their defaults; `stages` lists the first layer of each stage
 /// after the first; `replicas` one replica count per stage, and sets pp when
@@ -166,6 +170,19 @@ llvm::Error checkTensorParallel(const Plan &plan, const cost::ModelDesc &model);
 /// model of \p numLayers layers: one per virtual stage boundary, strictly
 /// increasing, each stage with a layer. finalizePlan applies it.
 llvm::Error checkCuts(const Plan &plan, unsigned numLayers);
+
+/// Activations pipeline rank \p r of a \p kind schedule holds at once, in
+/// units of one chunk's activations of one micro-batch (the generators'
+/// measured peaks; between F and B, or until W for the V-shaped schedules,
+/// which run their Ws promptly).
+double activationsInFlight(ScheduleKind kind, unsigned r, unsigned pp,
+                           unsigned chunks, unsigned m);
+
+/// Why \p plan cannot offload on \p c (offload needs storage tiers on every
+/// node, a synchronous schedule without per-stage replicas, training, and
+/// with dp * cp > 1 ZeRO >= 2, whose partitions ZeRO-Offload keeps on the
+/// host); success when it can or offloads nothing. finalizePlan applies it.
+llvm::Error checkOffload(const Plan &plan, const cluster::Cluster &c);
 
 /// Checks \p plan against the model and cluster, derives the number of
 /// micro-batches from \p globalBatch, and partitions the layers (balanced by
@@ -261,6 +278,10 @@ struct StageCost {
   double mbBytes[cluster::kNumLinkLevels] = {0, 0};
   double params = 0; ///< per device (dense + experts)
   double expertParams = 0; ///< of which routed experts
+  /// Offloaded plans: this stage's per-micro-batch transfers between the
+  /// device and the tiers (included in fwd and bwdInput where the compute
+  /// does not hide them).
+  cost::StageOffload offload;
 };
 
 /// The boundary messages of one action list, per micro-batch and device.
@@ -281,6 +302,14 @@ struct DeviceCost {
   /// Compute time of this list relative to its stage's StageCost (a slot
   /// on a faster device kind than its stage's slowest one has < 1).
   double computeScale = 1;
+  /// Offloaded plans: what one device of this list keeps in its node's
+  /// tiers (optimizer state, weights, activations, in that order), where
+  /// they are placed, the tiers it sees and the CPU optimizer step (part
+  /// of optimizerTime).
+  std::vector<cost::OffloadItem> offloadItems;
+  cost::Placement placement;
+  cost::DeviceTiers tiers;
+  double cpuStepTime = 0;
 };
 
 struct PipelineCosts {

@@ -408,6 +408,24 @@ Error checkMemory(const std::vector<double> &peak, const PipelineCosts &costs,
               .str(),
           static_cast<int>(r));
   }
+  for (unsigned r = 0; r < costs.devices.size(); ++r) {
+    const DeviceCost &dc = costs.devices[r];
+    if (dc.placement.fits)
+      continue;
+    double need = 0, have = 0;
+    for (const cost::OffloadItem &it : dc.offloadItems)
+      need += it.bytes;
+    for (double cap : dc.tiers.capacity)
+      have += cap;
+    return make_error<ScheduleError>(
+        formatv("schedule rank {0} ({1}) offloads {2:F2} GB per device but "
+                "its node's storage tiers give each device {3:F2} GB; offload "
+                "less, shard more (ZeRO, more devices) or give the nodes "
+                "larger tiers",
+                r, dc.deviceName, need / 1e9, have / 1e9)
+            .str(),
+        static_cast<int>(r));
+  }
   return Error::success();
 }
 

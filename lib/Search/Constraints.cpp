@@ -70,6 +70,27 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     c.uniformReplicas = value == "uniform";
     return Error::success();
   }
+  if (k == "offload") {
+    if (op != "=")
+      return constraintError(spec, "'" + item +
+                                       "': offload takes '=' with values "
+                                       "joined by '|' (e.g. "
+                                       "offload=none|opt|opt+params)");
+    if (value == "any") {
+      c.offload.assign(cost::allOffloads().begin(), cost::allOffloads().end());
+      return Error::success();
+    }
+    SmallVector<StringRef> vals;
+    value.split(vals, '|');
+    for (StringRef v : vals) {
+      Expected<cost::Offload> o = cost::parseOffload(v.trim());
+      if (!o)
+        return constraintError(spec, toString(o.takeError()) + " (or any)");
+      if (!llvm::is_contained(c.offload, *o))
+        c.offload.push_back(*o);
+    }
+    return Error::success();
+  }
   if (k == "schedule" || k == "recompute") {
     if (op != "=")
       return constraintError(spec, "'" + item + "': " + k +
@@ -117,7 +138,7 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     return constraintError(spec, "unknown key '" + name +
                                      "'; known: dp, tp, pp, cp, ep, sp, "
                                      "mbs, chunks, zero, schedule, "
-                                     "recompute, replicas");
+                                     "recompute, offload, replicas");
   if (value == "any")
     return Error::success();
   SmallVector<StringRef> vals;

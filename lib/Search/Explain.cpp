@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Search/SearchImpl.h"
+#include "lib/Sim/Report.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -266,5 +267,6 @@ void search::printSearchSummary(const SearchResult &r,
        << (s < b.sim.costs.devices.size() ? b.sim.costs.devices[s].deviceName
                                           : std::string("?"))
        << ")\n";
+  sim::printOffload(p, b.sim.costs, os);
   printDeviceAdvice(r, os);
 }

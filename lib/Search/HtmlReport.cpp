@@ -201,8 +201,23 @@ tr.best td{font-weight:bold}footer{margin-top:32px;color:#777;font-size:12px}
       row("ZeRO stage", std::to_string(p.zero));
       row("optimizer (memory)", cost::optimizerName(p.optimizer));
     }
-    row("offload", "none (the cost model keeps weights, gradients, optimizer "
-                   "state and activations in device memory)");
+    if (!p.offload.any()) {
+      row("offload", "none (weights, gradients, optimizer state and "
+                     "activations stay in device memory)");
+    } else {
+      // The tiers of the rank that offloads the most.
+      std::array<double, cluster::kNumTiers> most{};
+      for (const sim::ListReport &l : c.sim.lists) {
+        std::array<double, cluster::kNumTiers> t = l.tierBytes();
+        if (t[0] + t[1] + t[2] > most[0] + most[1] + most[2])
+          most = t;
+      }
+      row("offload",
+          formatv("{0} (per device: host {1:F2} GB, nvme {2:F2} GB, hdd "
+                  "{3:F2} GB)",
+                  p.offload.str(), most[0] / 1e9, most[1] / 1e9, most[2] / 1e9)
+              .str());
+    }
     row("compute type", cluster::dtypeName(p.dtype));
     row("matmul precision", c.sim.matmulDtype);
     row("fused attention", p.fusedAttention ? "yes" : "no");

@@ -44,6 +44,7 @@ struct Light {
   double cheap;
   unsigned cp = 1, ep = 1;
   bool sp = false;
+  cost::Offload offload;
   /// Writes the layout into \p p (flags such as overlap stay).
   void apply(Plan &p) const {
     p.dp = dp;
@@ -57,6 +58,7 @@ struct Light {
     p.chunks = chunks;
     p.recompute = rec;
     p.zero = zero;
+    p.offload = offload;
     p.numMicrobatches = m;
   }
   Plan shape() const {
@@ -74,6 +76,18 @@ struct Light {
     k.rec = rec;
     return k;
   }
+};
+
+/// Position of \p o in cost::allOffloads() (a small key).
+unsigned offloadIndex(const cost::Offload &o) {
+  return llvm::find(cost::allOffloads(), o) - cost::allOffloads().begin();
+}
+
+/// A variant of a layout that fits memory: its ZeRO stage, recomputation
+/// and offload.
+struct Fitting {
+  unsigned zero, rec;
+  cost::Offload offload;
 };
 
 struct Expanded {
@@ -147,7 +161,13 @@ private:
   std::vector<unsigned> stageTypes(const Plan &p, unsigned s) const;
   std::vector<unsigned> partition(const Light &x, bool memoryAware);
   StageMemoryCheck memoryCheck(const Light &x);
-  bool expand(const Light &x, Expanded &out);
+  /// Expands \p x; false when it is dominated or does not fit memory
+  /// (then \p overMemory is set).
+  bool expand(const Light &x, Expanded &out, bool *overMemory = nullptr);
+  /// The offload sets the search weighs for \p x (none of them when the
+  /// cluster has no tiers, the schedule is asynchronous, or dp * cp > 1
+  /// without ZeRO >= 2), fewest parts first, without "none".
+  std::vector<cost::Offload> offloadVariants(const Light &x) const;
   Error noPlanError() const;
 
   const cost::ModelDesc &model;
@@ -163,19 +183,43 @@ private:
            std::vector<unsigned>>
       cutCache;
   /// Per layout (degrees, sp, mbs, schedule, chunks): the (zero,
-  /// recompute) variants whose memory estimate fits.
+  /// recompute, offload) variants whose memory estimate fits.
   std::map<std::tuple<TableKey, unsigned, unsigned, unsigned>,
-           std::vector<std::pair<unsigned, unsigned>>>
+           std::vector<Fitting>>
       fitting;
   /// Per layout, recomputation and ZeRO stage: the schedules that fit.
   std::map<std::tuple<TableKey, unsigned, unsigned, unsigned>, unsigned>
       ladder;
+  /// The most recomputation the search weighs (enumerate()).
+  Recompute lastRecompute = Recompute::Full;
   double minNeeded = std::numeric_limits<double>::infinity();
   std::string minNeededPlan;
   bool minNeededIsBound = false;
 };
 
 } // namespace
+
+std::vector<cost::Offload> Searcher::offloadVariants(const Light &x) const {
+  std::vector<cost::Offload> out;
+  if (isAsync(x.kind) || (x.dp * x.cp > 1 && x.zero < 2))
+    return out;
+  const std::vector<cost::Offload> &allowed = o.constraints.offload;
+  for (const cost::Offload &v : cost::allOffloads()) {
+    if (!v.any() || (!allowed.empty() && !llvm::is_contained(allowed, v)))
+      continue;
+    bool ok = true;
+    for (const cluster::NodeGroup &g : c.groups)
+      ok &= (v.optimizer || v.params) ? g.tiers[cluster::Tier::Host].present()
+                                      : g.tiers.any();
+    if (ok)
+      out.push_back(v);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const cost::Offload &a, const cost::Offload &b) {
+                     return a.size() < b.size();
+                   });
+  return out;
+}
 
 std::vector<unsigned> Searcher::stageTypes(const Plan &p, unsigned s) const {
   if (c.devices.size() == 1)
@@ -211,6 +255,7 @@ void Searcher::enumerate() {
   std::vector<Recompute> recs = k.recompute;
   if (recs.empty())
     recs = {Recompute::None, Recompute::Selective, Recompute::Full};
+  lastRecompute = *std::max_element(recs.begin(), recs.end());
   bool anySelective = false, anyExpert = false, anyRing = false;
   for (const cost::LayerDesc &l : model.layers)
     for (const cost::OpDesc &op : l.ops) {
@@ -374,7 +419,29 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
         cost::ParamSplit all = mem.paramsOf(cost::LayerRange{0, n});
         cost::ParamSplit avg{all.dense / pp, all.expert / pp};
         double avgStatic = cost::staticMemory(avg, cfg).staticBytes();
+        // Without an offload constraint, offload variants are weighed
+        // where a layout does not fit without them: here when its static
+        // state alone is too large, in run() when its partition is.
+        bool noneAllowed =
+            k.offload.empty() || llvm::is_contained(k.offload, cost::Offload{});
         for (const Shape &sh : shapes) {
+          Light x = base;
+          x.chunks = sh.chunks;
+          x.zero = zero;
+          x.kind = sh.kind;
+          if (!k.offload.empty() || avgStatic > maxLimit)
+            for (const cost::Offload &off : offloadVariants(x)) {
+              Light v = x;
+              v.offload = off;
+              cost::MemoryConfig vc = memoryConfig(v.shape(), o.memory);
+              ++stats.candidates;
+              if (cost::staticMemory(avg, vc).staticBytes() > maxLimit)
+                ++stats.memoryPruned;
+              else
+                cands.push_back(v);
+            }
+          if (!noneAllowed)
+            continue;
           ++stats.candidates;
           if (avgStatic > maxLimit) {
             ++stats.memoryPruned;
@@ -391,10 +458,6 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
             }
             continue;
           }
-          Light x = base;
-          x.chunks = sh.chunks;
-          x.zero = zero;
-          x.kind = sh.kind;
           cands.push_back(x);
         }
       }
@@ -521,7 +584,11 @@ StageMemoryCheck Searcher::memoryCheck(const Light &x) {
   for (unsigned r = 0; r < x.pp; ++r) {
     for (unsigned ty : stageTypes(shape, r))
       k.limit[r] = std::min(k.limit[r], limitOf(ty));
-    k.held[r] = inFlight(x.kind, r, x.pp, x.chunks, x.m) * x.mbs / x.chunks;
+    // Offloaded activations leave the device (Tables::memoryEstimate).
+    k.held[r] =
+        x.offload.activations
+            ? 0
+            : inFlight(x.kind, r, x.pp, x.chunks, x.m) * x.mbs / x.chunks;
   }
   return k;
 }
@@ -543,20 +610,25 @@ distopt::search::detail::replicaShares(Tables &t, const Plan &p, const cluster::
   return out;
 }
 
-bool Searcher::expand(const Light &x, Expanded &out) {
+bool Searcher::expand(const Light &x, Expanded &out, bool *overMemory) {
+  if (overMemory)
+    *overMemory = false;
   TableKey layout = x.key();
   layout.rec = Recompute::None; // variants of one layout differ in it
   auto group = std::make_tuple(layout, x.pp, x.dp,
                                static_cast<unsigned>(x.kind) * 100 + x.chunks);
-  for (auto [z, r] : fitting[group])
-    if (z <= x.zero && r <= static_cast<unsigned>(x.rec)) {
+  // More recomputation, sharding or offload never makes a step faster.
+  for (const Fitting &f : fitting[group])
+    if (f.zero <= x.zero && f.rec <= static_cast<unsigned>(x.rec) &&
+        x.offload.includes(f.offload)) {
       ++stats.dominated;
       return false;
     }
   // Memory ladders: ZB-H1, V-Half and V-Min trade bubble for activation
   // memory against ZB-H2 and ZB-V; they are weighed only where the
   // hungrier schedule of their family does not fit.
-  auto rung = std::make_tuple(x.key(), x.pp, x.dp, x.zero);
+  auto rung = std::make_tuple(x.key(), x.pp, x.dp,
+                              x.zero * 8 + offloadIndex(x.offload));
   auto rungFits = [&](ScheduleKind k) {
     return ladder[rung] & (1u << static_cast<unsigned>(k));
   };
@@ -595,6 +667,8 @@ bool Searcher::expand(const Light &x, Expanded &out) {
   const unsigned V = x.pp * x.chunks;
   if (V > 1 && !memoryCheck(x).anyFits(n, V)) {
     ++stats.memoryPruned;
+    if (overMemory)
+      *overMemory = true;
     for (unsigned i = 1; i < V; ++i)
       p.cuts.push_back(std::max(i, std::min(n - V + i, i * n / V)));
     double even = 0;
@@ -621,6 +695,8 @@ bool Searcher::expand(const Light &x, Expanded &out) {
     }
     if (!ok) {
       ++stats.memoryPruned;
+      if (overMemory)
+        *overMemory = true;
       if (minNeededIsBound || worst < minNeeded) {
         minNeeded = worst;
         minNeededIsBound = false;
@@ -630,7 +706,7 @@ bool Searcher::expand(const Light &x, Expanded &out) {
     }
   }
   PipelineCosts costs = buildPipelineCosts(p, model, c, cm, versions, o.memory);
-  fitting[group].push_back({x.zero, static_cast<unsigned>(x.rec)});
+  fitting[group].push_back({x.zero, static_cast<unsigned>(x.rec), x.offload});
   ladder[rung] |= 1u << static_cast<unsigned>(x.kind);
   out.plan = std::move(p);
   out.lb =
@@ -701,11 +777,11 @@ static bool better(const Candidate &a, const Candidate &b) {
     return ta < tb;
   const Plan &p = a.sim.plan, &q = b.sim.plan;
   return std::make_tuple(p.replicated(), p.pp, p.tp, p.cp, p.ep, p.chunks,
-                         static_cast<unsigned>(p.recompute), p.zero, p.sp,
-                         p.numMicrobatches) <
+                         static_cast<unsigned>(p.recompute), p.zero,
+                         p.offload.size(), p.sp, p.numMicrobatches) <
          std::make_tuple(q.replicated(), q.pp, q.tp, q.cp, q.ep, q.chunks,
-                         static_cast<unsigned>(q.recompute), q.zero, q.sp,
-                         q.numMicrobatches);
+                         static_cast<unsigned>(q.recompute), q.zero,
+                         q.offload.size(), q.sp, q.numMicrobatches);
 }
 
 static bool sameLayout(const Plan &a, const Plan &b) {
@@ -728,7 +804,9 @@ Expected<SearchResult> Searcher::run() {
                        return a.cheap < b.cheap;
                      if (a.zero != b.zero)
                        return a.zero < b.zero;
-                     return a.rec < b.rec;
+                     if (a.rec != b.rec)
+                       return a.rec < b.rec;
+                     return a.offload.size() < b.offload.size();
                    });
   const unsigned K = 1 + o.alternatives;
   std::vector<Candidate> top; // sorted by iteration time
@@ -777,6 +855,8 @@ Expected<SearchResult> Searcher::run() {
           lim = std::min(lim, limitOf(ty));
         fits &= ps->result.peakMemoryBytes[r] <= lim;
       }
+      for (const DeviceCost &dc : ps->costs.devices)
+        fits &= dc.placement.fits; // the offloaded state fits the tiers
       if (!fits) {
         ++stats.memoryPruned;
         continue;
@@ -806,11 +886,31 @@ Expected<SearchResult> Searcher::run() {
     if (next >= cands.size() || nextCheap >= threshold())
       break;
     Expanded e;
-    if (expand(cands[next++], e)) {
+    const Light x = cands[next++];
+    bool overMemory = false;
+    if (expand(x, e, &overMemory)) {
       if (e.lb < threshold())
         heap.push(std::move(e));
       else
         ++stats.boundPruned;
+    } else if (overMemory && !x.offload.any() &&
+               o.constraints.offload.empty() && x.rec == lastRecompute) {
+      // Recomputation does not make the layout fit: weigh its offload
+      // variants now (they have the same cheap bound). Weighing them at
+      // every recomputation level made a 175B search on 1024 GPUs 4.5x
+      // slower (a memory-aware partition per variant) for the rare plan
+      // where offloading beats recomputing.
+      for (const cost::Offload &off : offloadVariants(x)) {
+        Light v = x;
+        v.offload = off;
+        ++stats.candidates;
+        if (!expand(v, e))
+          continue;
+        if (e.lb < threshold())
+          heap.push(std::move(e));
+        else
+          ++stats.boundPruned;
+      }
     }
   }
   // What the unexplored candidates could still reach.

@@ -71,15 +71,18 @@ struct Constraints {
   std::vector<schedule::ScheduleKind> schedules;
   /// Empty: none, selective and full.
   std::vector<cost::Recompute> recompute;
+  /// Empty: no offload, and where nothing fits without it, every offload
+  /// set the cluster's storage tiers allow (`offload=opt|opt+params`).
+  std::vector<cost::Offload> offload;
   /// Only layouts whose stages all have the same data-parallel degree (no
   /// PipeDream-style per-stage replicas; `replicas=uniform`).
   bool uniformReplicas = false;
 };
 
 /// Parses "tp<=8,pp>=2,mbs=1|2|4,schedule=1f1b|interleaved,recompute=any,
-/// zero=0|1,chunks<=4,cp<=4,ep=8,sp=1,replicas=uniform" (also "dp=4",
-/// "tp<4", "tp>1"). An empty string allows everything. \p defaults holds
-/// limits in the same form for every key \p spec does not name ("zero<=2"
+/// zero=0|1,chunks<=4,cp<=4,ep=8,sp=1,replicas=uniform,offload=none|opt" (also
+/// "dp=4", "tp<4", "tp>1"). An empty string allows everything. \p defaults
+/// holds limits in the same form for every key \p spec does not name ("zero<=2"
 /// with spec "zero=3" allows ZeRO-3). Errors name the item and say what is
 /// accepted; bounds that leave no value are reported as contradictory.
 llvm::Expected<Constraints> parseConstraints(llvm::StringRef spec,

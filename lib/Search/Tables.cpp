@@ -241,27 +241,7 @@ double Tables::message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
 /// generators' own peaks (VScheduleTest checks the published ones).
 double inFlight(ScheduleKind kind, unsigned r, unsigned pp, unsigned chunks,
                 unsigned m) {
-  double both = 2.0 * m; // every micro-batch through both chunks
-  switch (kind) {
-  case ScheduleKind::GPipe:
-    return m;
-  case ScheduleKind::Interleaved:
-    // Megatron-LM's warm-up count plus the micro-batch in its backward.
-    return std::min<double>(double(m) * chunks,
-                            (pp - r - 1) * 2.0 + (chunks - 1) * pp + 1);
-  case ScheduleKind::ZBH2:
-    return std::min<double>(m, 2.0 * (pp - r) - 1);
-  case ScheduleKind::ZBV:
-    return std::min(both, 2.0 * pp);
-  case ScheduleKind::VHalf:
-    return std::min(both, 2.0 * ((pp + 2) / 2));
-  case ScheduleKind::VMin:
-    return std::min(both, 2.0 * ((pp + 4) / 3));
-  case ScheduleKind::DualPipeV:
-    return std::min(both, 2.0 * pp + 1);
-  default:
-    return std::min<double>(m, pp - r);
-  }
+  return schedule::activationsInFlight(kind, r, pp, chunks, m);
 }
 
 double stashesHeld(ScheduleKind kind, unsigned r, unsigned pp, unsigned m) {
@@ -301,6 +281,12 @@ double Tables::memoryEstimate(const Plan &p, unsigned r,
   double held = k * act;
   if (p.schedule == ScheduleKind::ZBH1 || isVShape(p.schedule))
     held = k * std::max(act, stash);
+  // Offloaded activations leave the device after each layer's forward
+  // (the prefetch window of a layer or two is not counted: an estimate
+  // below the simulated peak only delays the pruning to the simulation).
+  if (p.offload.activations)
+    held = p.schedule == ScheduleKind::ZBH1 || isVShape(p.schedule) ? k * stash
+                                                                    : 0;
   held += stashesHeld(p.schedule, r, p.pp, p.numMicrobatches) * stash;
   return cost::staticMemory(m.paramsOf(chunks), cfg).staticBytes() +
          p.mbs * (held + work);

@@ -50,8 +50,10 @@ PlanReport planReport(const Plan &plan, const cost::ModelDesc &model,
     list.microbatches =
         l < res.listMicrobatches.size() ? res.listMicrobatches[l] : 0u;
     if (l < costs.devices.size()) {
-      list.deviceKind = costs.devices[l].deviceName;
-      list.memoryCapacity = costs.devices[l].memoryCapacity;
+      const DeviceCost &dc = costs.devices[l];
+      list.deviceKind = dc.deviceName;
+      list.memoryCapacity = dc.memoryCapacity;
+      list.setOffload(dc);
     }
     if (l < res.peakMemoryParts.size())
       list.memory = res.peakMemoryParts[l];
@@ -94,6 +96,59 @@ PlanReport planReport(const Plan &plan, const cost::ModelDesc &model,
   return r;
 }
 
+std::array<double, cluster::kNumTiers> ListReport::tierBytes() const {
+  std::array<double, cluster::kNumTiers> sum{};
+  for (const auto &item : offloadBytes)
+    for (unsigned t = 0; t < cluster::kNumTiers; ++t)
+      sum[t] += item[t];
+  return sum;
+}
+
+/// {"host": .., "nvme": .., "hdd": ..}
+static json::Object
+tierObject(const std::array<double, cluster::kNumTiers> &b) {
+  json::Object o;
+  for (unsigned t = 0; t < cluster::kNumTiers; ++t)
+    o[cluster::tierName(cluster::Tier(t))] = b[t];
+  return o;
+}
+
+void ListReport::setOffload(const DeviceCost &dc) {
+  for (auto [i, item] : llvm::enumerate(dc.offloadItems))
+    if (i < dc.placement.bytes.size())
+      offloadBytes[static_cast<unsigned>(item.kind)] = dc.placement.bytes[i];
+  cpuStepTime = dc.cpuStepTime;
+}
+
+void printOffload(const Plan &plan, const PipelineCosts &costs,
+                  raw_ostream &os) {
+  if (!plan.offload.any())
+    return;
+  for (auto [l, dc] : llvm::enumerate(costs.devices)) {
+    ListReport list;
+    list.setOffload(dc);
+    os << "  stage " << l << " offload " << plan.offload.str() << ":";
+    for (unsigned k = 0; k < cost::kNumOffloadKinds; ++k) {
+      std::string where;
+      for (unsigned t = 0; t < cluster::kNumTiers; ++t)
+        if (list.offloadBytes[k][t] > 0)
+          where += formatv("{0}{1:F2} GB in {2}", where.empty() ? "" : " + ",
+                           list.offloadBytes[k][t] / 1e9,
+                           cluster::tierName(cluster::Tier(t)))
+                       .str();
+      if (!where.empty())
+        os << " " << cost::offloadKindName(cost::OffloadKind(k)) << " " << where
+           << ";";
+    }
+    std::array<double, cluster::kNumTiers> tiers = list.tierBytes();
+    os << formatv(" per device host {0:F2} GB, nvme {1:F2} GB, hdd {2:F2} GB",
+                  tiers[0] / 1e9, tiers[1] / 1e9, tiers[2] / 1e9);
+    if (list.cpuStepTime > 0)
+      os << formatv("; CPU optimizer step {0:F4} s", list.cpuStepTime);
+    os << "\n";
+  }
+}
+
 json::Value toJSON(const PlanReport &r) {
   const Plan &plan = r.plan;
   json::Array stages;
@@ -132,6 +187,7 @@ json::Value toJSON(const PlanReport &r) {
                        {"matmul_dtype", r.matmulDtype},
                        {"fused_attention", plan.fusedAttention},
                        {"optimizer", cost::optimizerName(plan.optimizer)},
+                       {"offload", plan.offload.str()},
                        {"spec", plan.str()},
                        {"stages", std::move(stages)}};
   if (plan.replicated()) {
@@ -182,6 +238,18 @@ json::Value toJSON(const PlanReport &r) {
                         {"steady_state", r.steadyState}};
   if (r.input)
     estimate["data_stall"] = toJSON(*r.input);
+  if (plan.offload.any()) {
+    json::Array offload;
+    for (const ListReport &list : r.lists) {
+      json::Object o{{"tier_bytes", tierObject(list.tierBytes())},
+                     {"cpu_step_s", list.cpuStepTime}};
+      for (unsigned k = 0; k < cost::kNumOffloadKinds; ++k)
+        o[cost::offloadKindName(cost::OffloadKind(k))] =
+            tierObject(list.offloadBytes[k]);
+      offload.push_back(std::move(o));
+    }
+    estimate["offload"] = std::move(offload);
+  }
   return json::Object{{"model", r.model},
                       {"plan", std::move(planObj)},
                       {"estimate", std::move(estimate)}};

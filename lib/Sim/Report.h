@@ -14,6 +14,7 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <array>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,6 +47,16 @@ struct ListReport {
   /// Its peak memory (each device of it), by what holds it.
   schedule::PeakMemory memory;
   double peakMemory = 0;
+  /// Offloaded plans: bytes of each offloaded item (optimizer state,
+  /// weights, activations) in each storage tier, per device, and the CPU
+  /// optimizer step.
+  std::array<std::array<double, cluster::kNumTiers>, cost::kNumOffloadKinds>
+      offloadBytes{};
+  double cpuStepTime = 0;
+  /// Bytes per tier over the items.
+  std::array<double, cluster::kNumTiers> tierBytes() const;
+  /// Fills offloadBytes and cpuStepTime from \p dc.
+  void setOffload(const schedule::DeviceCost &dc);
 };
 
 /// What the reports of a simulated plan show, gathered once from the plan,
@@ -91,6 +102,11 @@ void writeReport(const schedule::Plan &plan, const cost::ModelDesc &model,
 
 /// Chrome trace-event JSON: one process per pipeline rank, one thread per
 /// stream, complete ("X") events in microseconds.
+/// The text summary's lines for an offloaded plan (nothing otherwise): per
+/// pipeline rank, what lives in which tier and the CPU optimizer step.
+void printOffload(const schedule::Plan &plan,
+                  const schedule::PipelineCosts &costs, llvm::raw_ostream &os);
+
 void writeChromeTrace(const SimResult &result, llvm::raw_ostream &os);
 
 /// SVG timeline: one lane per rank, F/B/W/optimizer coloured by kind with

@@ -127,6 +127,8 @@ struct SearchPlanPass
                << " runs (--dist-export): it runs schedule=" << runs;
     }
     c.uniformReplicas = true;
+    // The exported configurations keep every state on the device.
+    c.offload = {cost::Offload{}};
     if (space.maxChunks)
       c.chunks.max = std::min(c.chunks.max, space.maxChunks);
     if (space.maxCp)
@@ -150,7 +152,7 @@ struct SearchPlanPass
       llvm::outs() << "search: only plans "
                    << exporting::trainerName(spec->trainer)
                    << " runs as planned (--dist-export): schedule=" << runs
-                   << ", replicas=uniform"
+                   << ", replicas=uniform, offload=none"
                    << (space.maxChunks
                            ? ", chunks<=" + std::to_string(space.maxChunks)
                            : std::string())

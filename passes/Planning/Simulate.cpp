@@ -71,6 +71,7 @@ static void printTraining(const search::Candidate &c,
        << humanBytes(c.sim.costs.devices[i].memoryCapacity) << " ("
        << c.sim.costs.devices[i].deviceName << ")\n";
   }
+  sim::printOffload(p, c.sim.costs, os);
   for (auto [i, bytes] : llvm::enumerate(r.bytesPerLevel))
     os << "  traffic on " << r.levelNames[i] << ": " << humanBytes(bytes)
        << " per iteration\n";

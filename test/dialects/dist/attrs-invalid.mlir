@@ -122,6 +122,42 @@ module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops
 
 // -----
 
+// expected-error @+1 {{node group of 'a' tiers has unknown entry 'ssd_capacity'; use host_capacity, host_bandwidth, host_memory_bandwidth, nvme_capacity, nvme_bandwidth, hdd_capacity or hdd_bandwidth}}
+module attributes {x = #dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>, tiers = {ssd_capacity = 1.0e+12 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{node group of 'a' tiers entry 'nvme_bandwidth' must be a float in (0, }}
+module attributes {x = #dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>, tiers = {nvme_capacity = 1.0e+12 : f64, nvme_bandwidth = -3.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{node group of 'a' tiers entry 'hdd_capacity' must be a float in (0, }}
+module attributes {x = #dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>, tiers = {hdd_capacity = 1.0e+30 : f64, hdd_bandwidth = 1.0e+9 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{node group of 'a' tiers gives part of tier 'host'; give host_capacity, host_bandwidth and host_memory_bandwidth together}}
+module attributes {x = #dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>, tiers = {host_capacity = 1.0e+12 : f64, host_bandwidth = 1.2e+10 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{node group of 'a' tiers gives part of tier 'nvme'; give nvme_capacity and nvme_bandwidth together}}
+module attributes {x = #dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>, tiers = {nvme_capacity = 1.0e+12 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{plan offloads "opt" in an inference plan; offload moves training state off the device, drop it}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], mode = infer, offload = "opt">} {}
+
+// -----
+
+// expected-error @+2 {{offload 'params': params without opt}}
+// expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'offload'}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", stages = [0], offload = "params">} {}
+
+// -----
+
 // expected-error @+1 {{mesh needs at least one axis}}
 module attributes {x = #dist.mesh<shape = [], devices = []>} {}
 

@@ -505,3 +505,100 @@ TEST(ClusterYAML, InputSide) {
   e = errorOf(validateCluster(c, "ir"));
   EXPECT_NE(e.find("input cpu_cores_per_device = -2"), std::string::npos) << e;
 }
+
+TEST(ClusterYAML, StorageTiers) {
+  std::string text = kGood;
+  text.replace(text.find("network:"), 0,
+               "    tiers:\n"
+               "      host: {capacity_GB: 512, bandwidth_GBps: 12, "
+               "memory_bandwidth_GBps: 90}\n"
+               "      nvme: {capacity_GB: 4000, bandwidth_GBps: 6}\n"
+               "      hdd: {capacity_GB: 20000, bandwidth_GBps: 0.5}\n");
+  Cluster c = llvm::cantFail(parseClusterYAML(text, "lab.yaml"));
+  const NodeTiers &t = c.groups[0].tiers;
+  EXPECT_DOUBLE_EQ(t[Tier::Host].capacity, 512e9);
+  EXPECT_DOUBLE_EQ(t[Tier::Host].bandwidth, 12e9);
+  EXPECT_DOUBLE_EQ(t.hostMemoryBandwidth, 90e9);
+  EXPECT_DOUBLE_EQ(t[Tier::NVMe].capacity, 4000e9);
+  EXPECT_DOUBLE_EQ(t[Tier::HDD].bandwidth, 0.5e9);
+  // Written and read back.
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  writeClusterYAML(c, os);
+  Cluster back = llvm::cantFail(parseClusterYAML(out, "back.yaml"));
+  for (unsigned i = 0; i < kNumTiers; ++i) {
+    EXPECT_DOUBLE_EQ(back.groups[0].tiers.tiers[i].capacity,
+                     t.tiers[i].capacity);
+    EXPECT_DOUBLE_EQ(back.groups[0].tiers.tiers[i].bandwidth,
+                     t.tiers[i].bandwidth);
+  }
+  EXPECT_DOUBLE_EQ(back.groups[0].tiers.hostMemoryBandwidth, 90e9);
+  // Errors: located, naming the field and what to do.
+  auto bad = [&](const std::string &tiers) {
+    std::string b = kGood;
+    b.replace(b.find("network:"), 0, "    tiers:\n" + tiers);
+    return errorOf(parseClusterYAML(b, "lab.yaml"));
+  };
+  std::string e = bad("      host: {capacity_GB: 512, bandwidth_GBps: 12}\n");
+  EXPECT_NE(e.find("lab.yaml:14:14: field 'memory_bandwidth_GBps': missing "
+                   "in 'host'; add it"),
+            std::string::npos)
+      << e;
+  e = bad("      nvme: {capacity_GB: -1, bandwidth_GBps: 6}\n");
+  EXPECT_NE(e.find("lab.yaml:14:27: field 'capacity_GB': '-1' must be "
+                   "greater than 0"),
+            std::string::npos)
+      << e;
+  e = bad("      nvme: {capacity_GB: 1e12, bandwidth_GBps: 6}\n");
+  EXPECT_NE(e.find("field 'capacity_GB': '1e12' is outside the physical "
+                   "range [1e-06, 1000000000]"),
+            std::string::npos)
+      << e;
+  e = bad("      ssd: {capacity_GB: 1, bandwidth_GBps: 6}\n");
+  EXPECT_NE(e.find("field 'ssd': unknown field in 'tiers'; expected one of: "
+                   "host, nvme, hdd"),
+            std::string::npos)
+      << e;
+  e = bad("      hdd: {capacity_GB: 1, bandwidth_GBps: 6, "
+          "memory_bandwidth_GBps: 9}\n");
+  EXPECT_NE(e.find("field 'memory_bandwidth_GBps': unknown field in 'hdd'"),
+            std::string::npos)
+      << e;
+  // Built in code: a tier needs both figures, host memory its DRAM.
+  Cluster half = c;
+  half.groups[0].tiers[Tier::NVMe].bandwidth = 0;
+  e = errorOf(validateCluster(half, "code"));
+  EXPECT_NE(e.find("code: node group of 'gpu' tier 'nvme' needs capacity_GB "
+                   "> 0 and bandwidth_GBps > 0, got 4000 and 0"),
+            std::string::npos)
+      << e;
+  half = c;
+  half.groups[0].tiers.hostMemoryBandwidth = 0;
+  e = errorOf(validateCluster(half, "code"));
+  EXPECT_NE(e.find("tier 'host' needs capacity_GB and memory_bandwidth_GBps"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Cluster, MainPresetsHaveHostAndNvmeTiers) {
+  for (const char *name :
+       {"dgx-a100-80gb", "dgx-h100", "dgx-h100-roce", "h100-roce-pods",
+        "dgx-h200", "dgx-b200", "dgx-v100", "mixed-a100-v100"}) {
+    Cluster c = llvm::cantFail(getPreset(name, 2));
+    for (const NodeGroup &g : c.groups) {
+      EXPECT_TRUE(g.tiers[Tier::Host].present()) << name;
+      EXPECT_TRUE(g.tiers[Tier::NVMe].present()) << name;
+      EXPECT_GT(g.tiers.hostMemoryBandwidth, 0) << name;
+      // Host memory holds more than the node's devices do.
+      EXPECT_GT(g.tiers[Tier::Host].capacity,
+                g.devicesPerNode * c.devices[g.deviceIndex].memoryBytes)
+          << name;
+    }
+  }
+  // DGX A100: 2 TB of host memory, PCIe Gen4 to each GPU.
+  Cluster a = llvm::cantFail(getPreset("dgx-a100-80gb"));
+  EXPECT_DOUBLE_EQ(a.groups[0].tiers[Tier::Host].capacity, 2048e9);
+  EXPECT_DOUBLE_EQ(a.groups[0].tiers[Tier::Host].bandwidth, 25e9);
+  // A preset without tiers offloads nothing.
+  EXPECT_FALSE(llvm::cantFail(getPreset("local")).groups[0].tiers.any());
+}

@@ -59,6 +59,14 @@ void expectSameCluster(const cluster::Cluster &a, const cluster::Cluster &b) {
     EXPECT_EQ(a.groups[i].devicesPerNode, b.groups[i].devicesPerNode);
     EXPECT_EQ(a.groups[i].nodes, b.groups[i].nodes);
     expectSameLink(a.groups[i].intraNode, b.groups[i].intraNode);
+    for (unsigned t = 0; t < cluster::kNumTiers; ++t) {
+      EXPECT_EQ(a.groups[i].tiers.tiers[t].capacity,
+                b.groups[i].tiers.tiers[t].capacity);
+      EXPECT_EQ(a.groups[i].tiers.tiers[t].bandwidth,
+                b.groups[i].tiers.tiers[t].bandwidth);
+    }
+    EXPECT_EQ(a.groups[i].tiers.hostMemoryBandwidth,
+              b.groups[i].tiers.hostMemoryBandwidth);
   }
   expectSameLink(a.network, b.network);
   EXPECT_EQ(a.nodesPerRack, b.nodesPerRack);
@@ -116,7 +124,10 @@ TEST_F(DistAttrsTest, PlansRoundTrip) {
       "zero=1,ag_overlap=1,schedule=interleaved,chunks=2",
       // V-shaped schedules fold the second chunk back.
       "dp=2,tp=2,pp=4,schedule=zb-v", "pp=3,cp=2,schedule=dualpipe-v",
-      "pp=2,schedule=v-half", "pp=2,schedule=v-min", "pp=4,schedule=zb-h2"};
+      "pp=2,schedule=v-half", "pp=2,schedule=v-min", "pp=4,schedule=zb-h2",
+      // Offload (ZeRO-Offload, ZeRO-Infinity).
+      "dp=1,offload=opt", "dp=2,pp=2,zero=3,offload=opt+params+act",
+      "dp=1,recompute=full,offload=act"};
   for (const char *spec : specs) {
     SCOPED_TRACE(spec);
     llvm::Expected<schedule::Plan> parsed = schedule::parsePlan(spec);
@@ -139,6 +150,7 @@ TEST_F(DistAttrsTest, PlansRoundTrip) {
     EXPECT_EQ(back.tpOverlap, p.tpOverlap);
     EXPECT_EQ(back.expertImbalance, p.expertImbalance);
     EXPECT_EQ(back.overlapParamGather, p.overlapParamGather);
+    EXPECT_TRUE(back.offload == p.offload);
     EXPECT_EQ(back.vShape, p.vShape);
     EXPECT_EQ(attr.getNumDevices(), static_cast<int64_t>(p.numDevices()));
     EXPECT_EQ(reparse(attr), attr);

@@ -87,10 +87,14 @@ TEST(ModernSearch, LongSequencesGetContextParallelism) {
   SearchResult r = cantFail(searchPlan(model, c, cm, o));
   EXPECT_GT(r.best.sim.plan.cp, 1u) << r.best.sim.plan.str();
   EXPECT_TRUE(r.best.sim.result.fitsMemory);
-  // Without CP nothing fits under these constraints.
+  // Without CP nothing fits under these constraints (unless the
+  // activations go to the node's host memory: offload=act).
   o.constraints =
-      cantFail(parseConstraints("tp=1,pp=1,recompute=none,cp=1"));
+      cantFail(parseConstraints("tp=1,pp=1,recompute=none,cp=1,offload=none"));
   EXPECT_FALSE(static_cast<bool>(searchPlan(model, c, cm, o)));
+  o.constraints = cantFail(parseConstraints("tp=1,pp=1,recompute=none,cp=1"));
+  SearchResult off = cantFail(searchPlan(model, c, cm, o));
+  EXPECT_TRUE(off.best.sim.plan.offload.activations) << off.best.sim.plan.str();
 }
 
 TEST(ModernSearch, MixtureOfExpertsGetsExpertParallelism) {
