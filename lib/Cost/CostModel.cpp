@@ -20,20 +20,30 @@ using distopt::cluster::LinkSpec;
 
 namespace distopt::cost {
 
-Expected<double> parseByteSize(StringRef text) {
+std::optional<std::pair<double, StringRef>> splitNumber(StringRef text) {
   StringRef t = text.trim();
   size_t i = 0;
-  while (i < t.size() && (isDigit(t[i]) || t[i] == '.' || t[i] == 'e' ||
-                          t[i] == 'E' || t[i] == '+' || t[i] == '-'))
+  // An exponent's 'e' only before its digits: "2e3" is a number, the 'e'
+  // of "5eb" starts the unit.
+  while (i < t.size() &&
+         (isDigit(t[i]) || t[i] == '.' || t[i] == '+' || t[i] == '-' ||
+          ((t[i] == 'e' || t[i] == 'E') && i + 1 < t.size() &&
+           (isDigit(t[i + 1]) || t[i + 1] == '-' || t[i + 1] == '+'))))
     ++i;
-  // "1e9" has no unit; "80GB" stops at 'G'. An 'e' followed by a letter
-  // other than a digit belongs to no unit we know, so it fails below.
   double value;
-  if (i == 0 || t.take_front(i).getAsDouble(value) || value <= 0)
+  if (i == 0 || t.take_front(i).getAsDouble(value) || !std::isfinite(value))
+    return std::nullopt;
+  return std::make_pair(value, t.drop_front(i).trim());
+}
+
+Expected<double> parseByteSize(StringRef text) {
+  std::optional<std::pair<double, StringRef>> n = splitNumber(text);
+  if (!n || n->first <= 0)
     return createStringError(inconvertibleErrorCode(),
                              "expected a positive size such as 80GB, 40GiB "
                              "or 512MB");
-  std::string unit = t.drop_front(i).trim().lower();
+  double value = n->first;
+  std::string unit = n->second.lower();
   const std::pair<const char *, double> units[] = {
       {"", 1},          {"b", 1},          {"kb", 1e3},       {"mb", 1e6},
       {"gb", 1e9},      {"tb", 1e12},      {"kib", 1024.0},   {"mib", 1 << 20},

@@ -21,6 +21,11 @@ namespace distopt::cost {
 
 class ProfileDB;
 
+/// A number and the unit text after it, trimmed: "80GB" -> {80, "GB"},
+/// "1e9" -> {1e9, ""}, "4.2 ms" -> {4.2, "ms"}; nullopt when \p text does
+/// not start with a finite number.
+std::optional<std::pair<double, llvm::StringRef>>
+splitNumber(llvm::StringRef text);
 /// Parses a byte size: "80GB", "40GiB", "512MB", "1e9" (bytes).
 llvm::Expected<double> parseByteSize(llvm::StringRef text);
 

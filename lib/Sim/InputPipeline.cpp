@@ -24,19 +24,12 @@ namespace distopt::sim {
 /// number.
 static std::optional<double>
 scaledNumber(StringRef text, ArrayRef<std::pair<StringRef, double>> units) {
-  StringRef t = text.trim();
-  size_t i = 0;
-  while (i < t.size() && (isDigit(t[i]) || t[i] == '.' || t[i] == '+' ||
-                          ((t[i] == 'e' || t[i] == 'E') && i + 1 < t.size() &&
-                           (isDigit(t[i + 1]) || t[i + 1] == '-'))))
-    ++i;
-  double value;
-  if (i == 0 || t.take_front(i).getAsDouble(value) || !std::isfinite(value))
+  std::optional<std::pair<double, StringRef>> n = cost::splitNumber(text);
+  if (!n)
     return std::nullopt;
-  StringRef unit = t.drop_front(i).trim();
   for (auto [name, scale] : units)
-    if (unit == name)
-      return value * scale;
+    if (n->second == name)
+      return n->first * scale;
   return std::nullopt;
 }
 

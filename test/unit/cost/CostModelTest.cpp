@@ -314,6 +314,23 @@ TEST(RangeTimes, AddingIntoTheGradientSumReadsIt) {
   EXPECT_NEAR(t.bwdWeightAccumulate, read, 1e-12);
 }
 
+TEST(Units, NumbersAndTheirUnits) {
+  auto split = [](llvm::StringRef t) { return splitNumber(t); };
+  ASSERT_TRUE(split("80GB"));
+  EXPECT_EQ(*split("80GB"), std::make_pair(80.0, llvm::StringRef("GB")));
+  EXPECT_EQ(*split(" 1e9 "), std::make_pair(1e9, llvm::StringRef("")));
+  EXPECT_EQ(*split("4.2 ms"), std::make_pair(4.2, llvm::StringRef("ms")));
+  EXPECT_EQ(*split("1.28M"), std::make_pair(1.28, llvm::StringRef("M")));
+  // The 'e' of a unit is no exponent.
+  EXPECT_EQ(*split("5eb"), std::make_pair(5.0, llvm::StringRef("eb")));
+  EXPECT_FALSE(split("GB"));
+  EXPECT_FALSE(split("1e999"));
+  EXPECT_DOUBLE_EQ(llvm::cantFail(parseByteSize("40GiB")), 40.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(llvm::cantFail(parseByteSize("512mb")), 512e6);
+  EXPECT_TRUE(llvm::errorToBool(parseByteSize("-5GB").takeError()));
+  EXPECT_TRUE(llvm::errorToBool(parseByteSize("5furlongs").takeError()));
+}
+
 TEST(ProfileDB, OverridesAnalyticTimes) {
   const char *json = R"({"version": 1, "entries": [
     {"device": "test", "signature": "matmul:bf16:b=1,m=8,n=8,k=8,w",
