@@ -594,11 +594,12 @@ LogicalResult PlanAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t dp, int64_t tp,
     int64_t pp, int64_t mbs, int64_t microbatches, int64_t globalBatch,
     schedule::ScheduleKind kind, int64_t chunks, int64_t cp, int64_t ep,
-    bool sp, bool tpOverlap, APFloat expertImbalance, cost::Recompute recompute,
-    int64_t zero, ArrayRef<int64_t> stages, ArrayRef<int64_t> replicas,
-    schedule::Mode mode, schedule::InferObjective objective,
-    cluster::DType dtype, bool fusedAttention, cost::Optimizer optimizer,
-    bool scatterGather, bool overlapP2P, bool overlapGradSync, bool unevenBatch,
+    bool sp, bool tpOverlap, APFloat expertImbalance, int64_t pipemareWarmup,
+    APFloat pipemareDecay, cost::Recompute recompute, int64_t zero,
+    ArrayRef<int64_t> stages, ArrayRef<int64_t> replicas, schedule::Mode mode,
+    schedule::InferObjective objective, cluster::DType dtype,
+    bool fusedAttention, cost::Optimizer optimizer, bool scatterGather,
+    bool overlapP2P, bool overlapGradSync, bool unevenBatch,
     bool overlapParamGather, cost::Offload offload) {
   // Degrees stay within what the cost core and the runtime count in 32 bits.
   constexpr int64_t kMax = 1 << 24;
@@ -635,6 +636,11 @@ LogicalResult PlanAttr::verify(
     return emitError() << "plan expert_imbalance must be in [1, 1000] (the "
                           "busiest expert rank's tokens over the mean), got "
                        << imbalance;
+  double decay = pipemareDecay.convertToDouble();
+  if (pipemareWarmup < 0 || pipemareWarmup > kMax || !(decay >= 0) || decay > 1)
+    return emitError() << "plan pipemare_warmup must be in [0, " << kMax
+                       << "] and pipemare_decay in [0, 1], got "
+                       << pipemareWarmup << " and " << decay;
   if (static_cast<int64_t>(stages.size()) != pp * chunks)
     return emitError() << "plan stages must list the first layer of each of "
                           "the pp * chunks = "
@@ -678,13 +684,13 @@ PlanAttr PlanAttr::get(MLIRContext *ctx, const schedule::Plan &p) {
   // An unpartitioned plan of one virtual stage has no cuts.
   stages.resize(std::max<size_t>(p.numVirtualStages(), 1), stages.back());
   SmallVector<int64_t> replicas(p.replicas.begin(), p.replicas.end());
-  return PlanAttr::get(ctx, p.dp, p.tp, p.pp, p.mbs, p.numMicrobatches,
-                       p.globalBatch, p.schedule, p.chunks, p.cp, p.ep, p.sp,
-                       p.tpOverlap, APFloat(p.expertImbalance), p.recompute,
-                       p.zero, stages, replicas, p.mode, p.objective, p.dtype,
-                       p.fusedAttention, p.optimizer, p.scatterGather,
-                       p.overlapP2P, p.overlapGradSync, p.unevenBatch,
-                       p.overlapParamGather, p.offload);
+  return PlanAttr::get(
+      ctx, p.dp, p.tp, p.pp, p.mbs, p.numMicrobatches, p.globalBatch,
+      p.schedule, p.chunks, p.cp, p.ep, p.sp, p.tpOverlap,
+      APFloat(p.expertImbalance), p.pipemareWarmup, APFloat(p.pipemareDecay),
+      p.recompute, p.zero, stages, replicas, p.mode, p.objective, p.dtype,
+      p.fusedAttention, p.optimizer, p.scatterGather, p.overlapP2P,
+      p.overlapGradSync, p.unevenBatch, p.overlapParamGather, p.offload);
 }
 
 schedule::Plan PlanAttr::toPlan() const {
@@ -701,6 +707,8 @@ schedule::Plan PlanAttr::toPlan() const {
   p.sp = getSp();
   p.tpOverlap = getTpOverlap();
   p.expertImbalance = getExpertImbalance().convertToDouble();
+  p.pipemareWarmup = static_cast<unsigned>(getPipemareWarmup());
+  p.pipemareDecay = getPipemareDecay().convertToDouble();
   p.recompute = getRecompute();
   p.zero = getZero();
   p.scatterGather = getScatterGather();

@@ -280,7 +280,11 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
       iteration;
     - `schedule`: `"gpipe"`, `"1f1b"`, `"interleaved"`, `"zb-h1"`,
       `"zb-h2"`, `"zb-v"`, `"v-half"`, `"v-min"`, `"dualpipe-v"`,
-      `"pipedream"` or `"pipedream-2bw"`; `recompute`: `none`, `selective`
+      `"pipedream"`, `"pipedream-2bw"` or `"pipemare"`; `pipemare_warmup`
+      (default 0) and `pipemare_decay` (default 0.1) tune `"pipemare"`: the
+      updates over which a delayed stage's learning rate rises to the full
+      rate, and the decay of the update average its backward's weights are
+      corrected with (1: no correction); `recompute`: `none`, `selective`
       or `full`; `zero`: the ZeRO stage (0-3);
     - `stages`: the first cost-model layer of every virtual stage
       (`pp * chunks` entries, ascending, the first 0); virtual stage `v` runs
@@ -329,6 +333,8 @@ def Dist_PlanAttr : Dist_Attr<"Plan", "plan"> {
       Dist_BoolParameter<"false">:$sp,
       Dist_BoolParameter<"false">:$tp_overlap,
       Dist_F64DefaultParameter<"1.0">:$expert_imbalance,
+      DefaultValuedParameter<"int64_t", "0">:$pipemare_warmup,
+      Dist_F64DefaultParameter<"0.1">:$pipemare_decay,
       Dist_CoreEnumParameter<"::distopt::cost::Recompute", "Recompute",
                              "::distopt::cost::Recompute::None">:$recompute,
       DefaultValuedParameter<"int64_t", "0">:$zero,

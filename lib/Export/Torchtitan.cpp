@@ -50,6 +50,7 @@ static std::string scheduleOf(const schedule::Plan &plan,
     return instead("ZBVZeroBubble");
   case ScheduleKind::PipeDream:
   case ScheduleKind::PipeDream2BW:
+  case ScheduleKind::PipeMare:
     return instead(looped ? "Interleaved1F1B" : "1F1B");
   }
   return "1F1B";

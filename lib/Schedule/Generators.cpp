@@ -123,7 +123,7 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
                                             const std::vector<Action> &order,
                                             const ScheduleOptions &opts) {
   const unsigned V = s.numVirtualStages();
-  const bool async = s.kind == ScheduleKind::PipeDream;
+  const bool async = updatesEveryMicrobatch(s.kind);
   std::vector<unsigned> gradsLeft(s.chunks, s.microbatchesOf(r));
   std::vector<Action> out;
   ActionKind syncKind =
@@ -182,7 +182,7 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
     if (!gradDone)
       continue;
     if (async) {
-      // PipeDream updates after every micro-batch's backward.
+      // PipeDream and PipeMare update after every micro-batch's backward.
       if (dataParallel)
         out.push_back({ActionKind::AllReduce, a.mb, a.chunk, -1});
       out.push_back({ActionKind::OptimizerStep, a.mb, a.chunk, -1});
@@ -331,6 +331,7 @@ ScheduleOptions scheduleOptions(const Plan &p) {
   so.overlapGradSync = p.overlapGradSync;
   so.overlapParamGather = p.overlapParamGather;
   so.replicas = p.replicas;
+  so.pipemareCorrection = p.pipemareDecay < 1;
   return so;
 }
 
@@ -404,6 +405,7 @@ Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
     case ScheduleKind::OneFOneB:
     case ScheduleKind::PipeDream:
     case ScheduleKind::PipeDream2BW:
+    case ScheduleKind::PipeMare:
       order = oneFOneB(r, pp, m);
       break;
     case ScheduleKind::Interleaved:
@@ -414,10 +416,8 @@ Expected<Schedule> generateSchedule(ScheduleKind kind, unsigned pp,
       break;
     }
     s.devices[r] = addCommunication(s, r, order, opts);
-    if (kind == ScheduleKind::PipeDream)
-      s.weightVersions[r] = std::min(pp - r, m); // one per in-flight batch
-    else if (kind == ScheduleKind::PipeDream2BW)
-      s.weightVersions[r] = 2;
+    s.weightVersions[r] =
+        weightVersionsOf(kind, pp, r, m, opts.pipemareCorrection);
   }
   return s;
 }

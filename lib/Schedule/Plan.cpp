@@ -3,6 +3,7 @@
 #include "lib/Schedule/Plan.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -18,8 +19,8 @@ using distopt::cluster::LinkLevel;
 namespace distopt::schedule {
 
 static const char *kScheduleNames[] = {
-    "gpipe", "1f1b",  "interleaved", "zb-h1",  "pipedream", "pipedream-2bw",
-    "zb-h2", "zb-v",  "v-half",      "v-min", "dualpipe-v"};
+    "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream",  "pipedream-2bw",
+    "zb-h2", "zb-v", "v-half",      "v-min", "dualpipe-v", "pipemare"};
 
 StringRef scheduleName(ScheduleKind k) {
   return kScheduleNames[static_cast<unsigned>(k)];
@@ -53,7 +54,7 @@ bool parseScheduleKind(StringRef s, ScheduleKind &out) {
 
 StringRef scheduleNameList() {
   return "gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, v-half, v-min, "
-         "dualpipe-v, pipedream or pipedream-2bw";
+         "dualpipe-v, pipedream, pipedream-2bw or pipemare";
 }
 
 StringRef modeName(Mode m) { return m == Mode::Infer ? "infer" : "train"; }
@@ -63,7 +64,30 @@ StringRef objectiveName(InferObjective o) {
 }
 
 bool isAsync(ScheduleKind k) {
-  return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW;
+  return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW ||
+         k == ScheduleKind::PipeMare;
+}
+
+bool updatesEveryMicrobatch(ScheduleKind k) {
+  return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeMare;
+}
+
+unsigned pipelineDelay(unsigned pp, unsigned r, unsigned m) {
+  return r + 1 >= pp ? 0 : std::min(pp - r - 1, m);
+}
+
+unsigned weightVersionsOf(ScheduleKind k, unsigned pp, unsigned r, unsigned m,
+                          bool pipemareCorrection) {
+  switch (k) {
+  case ScheduleKind::PipeDream:
+    return std::min(pp - r, m);
+  case ScheduleKind::PipeDream2BW:
+    return 2;
+  case ScheduleKind::PipeMare:
+    return pipemareCorrection && pipelineDelay(pp, r, m) > 0 ? 2 : 1;
+  default:
+    return 1;
+  }
 }
 
 bool splitsBackward(ScheduleKind k) {
@@ -75,7 +99,8 @@ bool isPostValidated(ScheduleKind k) {
 }
 
 bool supportsReplicas(ScheduleKind k) {
-  return k == ScheduleKind::GPipe || k == ScheduleKind::OneFOneB || isAsync(k);
+  return k == ScheduleKind::GPipe || k == ScheduleKind::OneFOneB ||
+         k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW;
 }
 
 std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
@@ -104,6 +129,10 @@ std::string Plan::str() const {
     s += ",tp_overlap=1";
   if (expertImbalance != 1)
     s += formatv(",expert_imbalance={0}", expertImbalance).str();
+  if (pipemareWarmup)
+    s += formatv(",pipemare_warmup={0}", pipemareWarmup).str();
+  if (pipemareDecay != 0.1)
+    s += formatv(",pipemare_decay={0}", format("%g", pipemareDecay)).str();
   if (!scatterGather)
     s += ",sg=0";
   if (!overlapP2P)
@@ -175,6 +204,15 @@ Expected<Plan> parsePlan(StringRef spec) {
         return planError(spec, "'expert_imbalance=" + value +
                                    "' must be a number >= 1 (the busiest "
                                    "expert rank's tokens over the mean)");
+    } else if (key == "pipemare_warmup") {
+      e = number(p.pipemareWarmup, 0);
+    } else if (key == "pipemare_decay") {
+      if (value.getAsDouble(p.pipemareDecay) || !(p.pipemareDecay >= 0) ||
+          p.pipemareDecay > 1)
+        return planError(spec, "'pipemare_decay=" + value +
+                                   "' must be a number in [0, 1] (the "
+                                   "moving average's decay over a stage's "
+                                   "delay; 1 turns the correction off)");
     } else if (key == "chunks")
       e = number(p.chunks, 1);
     else if (key == "zero") {
@@ -244,11 +282,18 @@ Expected<Plan> parsePlan(StringRef spec) {
                         "'; known: dp, tp, pp, cp, ep, sp, tp_overlap, mbs, "
                         "schedule, chunks, recompute, zero, offload, sg, "
                         "p2p_overlap, grad_overlap, ag_overlap, uneven, "
-                        "expert_imbalance, stages, replicas");
+                        "expert_imbalance, pipemare_warmup, pipemare_decay, "
+                        "stages, replicas");
     }
     if (e)
       return std::move(e);
   }
+  if ((seen.count("pipemare_warmup") || seen.count("pipemare_decay")) &&
+      p.schedule != ScheduleKind::PipeMare)
+    return planError(spec, "pipemare_warmup and pipemare_decay tune "
+                           "schedule=pipemare, but the schedule is " +
+                               scheduleName(p.schedule) +
+                               "; add schedule=pipemare or drop them");
   // V-shaped schedules run two chunks per rank, the second folded back.
   p.setSchedule(p.schedule);
   if (p.vShape && !seen.count("chunks"))

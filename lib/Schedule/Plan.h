@@ -50,7 +50,8 @@ enum class ScheduleKind {
   ZBV,          ///< V-shaped zero bubble at 1F1B's memory (Qi et al.)
   VHalf,        ///< V-shaped, half of 1F1B's activations (Qi et al. 2024)
   VMin,         ///< V-shaped, a third of 1F1B's activations
-  DualPipeV     ///< DeepSeek's DualPipe cut in half (V-shaped)
+  DualPipeV,    ///< DeepSeek's DualPipe cut in half (V-shaped)
+  PipeMare      ///< asynchronous 1F1B, one weight version (Yang et al.)
 };
 llvm::StringRef scheduleName(ScheduleKind k);
 bool parseScheduleKind(llvm::StringRef s, ScheduleKind &out);
@@ -58,6 +59,20 @@ bool parseScheduleKind(llvm::StringRef s, ScheduleKind &out);
 llvm::StringRef scheduleNameList();
 /// True for schedules without a pipeline flush.
 bool isAsync(ScheduleKind k);
+/// True for the schedules that update a stage's weights after every
+/// micro-batch's backward (PipeDream, PipeMare), not once per iteration.
+bool updatesEveryMicrobatch(ScheduleKind k);
+/// Updates between the forward and the backward of a micro-batch on
+/// pipeline rank \p r of \p pp in the steady state of 1F1B with \p m
+/// micro-batches (the warm-up forwards: min(pp - r - 1, m)), the delay an
+/// asynchronous schedule's weights see there.
+unsigned pipelineDelay(unsigned pp, unsigned r, unsigned m);
+/// Copies of its weights pipeline rank \p r keeps under schedule \p k (the
+/// memory model adds the copies beyond the first): PipeDream one per
+/// micro-batch in flight, 2BW two, PipeMare a velocity buffer where it
+/// corrects a delay (\p pipemareCorrection), the others one.
+unsigned weightVersionsOf(ScheduleKind k, unsigned pp, unsigned r, unsigned m,
+                          bool pipemareCorrection);
 /// Two chunks per rank with the second folded back: rank r runs virtual
 /// stages r and 2 pp - 1 - r (the "V"), so the loss sits on rank 0.
 inline bool isVShape(ScheduleKind k) {
@@ -137,6 +152,15 @@ struct Plan : RankLayout {
   bool fusedAttention = false;
   /// The optimizer whose state the memory model holds.
   cost::Optimizer optimizer = cost::Optimizer::Adam;
+  /// PipeMare's learning-rate rescheduling: over the first `pipemareWarmup`
+  /// updates the learning rate of a stage with delay tau rises from
+  /// lr / (tau + 1) to lr (0: none).
+  unsigned pipemareWarmup = 0;
+  /// PipeMare's discrepancy correction: the backward computes with the
+  /// newest weights less the updates since its forward, extrapolated from
+  /// a moving average of the updates of decay D^(1/tau); 1 turns it off
+  /// (and with it the velocity buffer).
+  double pipemareDecay = 0.1;
 
   /// Pipeline rank of virtual stage \p vs (RankLayout::pipelineStage).
   unsigned rankOf(unsigned vs) const { return pipelineStage(vs); }
@@ -154,10 +178,10 @@ struct Plan : RankLayout {
 
 /// Parses "dp=24,tp=8,pp=8,mbs=1,schedule=interleaved,chunks=2,
 /// recompute=full,zero=0[,offload=opt+params][,sg=1][,sp=1][,cp=2][,ep=8][,expert_imbalance=1.1]
-/// [,stages=13/26/39][,replicas=15/1]" (missing
-/// keys keep their defaults; `stages` lists the first layer of each stage
-/// after the first; `replicas` one replica count per stage, and sets pp when
-/// pp is not given).
+/// [,pipemare_warmup=K][,pipemare_decay=D][,stages=13/26/39][,replicas=15/1]"
+/// (missing keys keep their defaults; `stages` lists the first layer of each
+/// stage after the first; `replicas` one replica count per stage, and sets pp
+/// when pp is not given).
 llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
 
 /// True when tensor parallelism of degree \p tp gives every rank whole

@@ -133,6 +133,9 @@ struct ScheduleOptions {
   /// (dataParallel is then ignored). Needs chunks = 1 and gpipe, 1f1b,
   /// pipedream or pipedream-2bw.
   std::vector<unsigned> replicas;
+  /// PipeMare's discrepancy correction is on (Plan::pipemareDecay < 1): the
+  /// stages with a delay keep a velocity buffer beside their weights.
+  bool pipemareCorrection = true;
 };
 
 /// The schedule options \p plan asks for: DP collectives when its weights

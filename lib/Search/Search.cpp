@@ -250,6 +250,7 @@ void Searcher::enumerate() {
     if (o.allowAsync) {
       kinds.push_back(ScheduleKind::PipeDream);
       kinds.push_back(ScheduleKind::PipeDream2BW);
+      kinds.push_back(ScheduleKind::PipeMare);
     }
   }
   std::vector<Recompute> recs = k.recompute;
@@ -646,9 +647,8 @@ bool Searcher::expand(const Light &x, Expanded &out, bool *overMemory) {
   p.globalBatch = o.globalBatch;
   std::vector<unsigned> versions(x.pp, 1);
   for (unsigned r = 0; r < x.pp; ++r)
-    versions[r] = x.kind == ScheduleKind::PipeDream      ? std::min(x.pp - r, x.m)
-                  : x.kind == ScheduleKind::PipeDream2BW ? 2
-                                                         : 1;
+    versions[r] =
+        schedule::weightVersionsOf(x.kind, x.pp, r, x.m, p.pipemareDecay < 1);
   auto fits = [&](double &worst) {
     bool ok = true;
     worst = 0;

@@ -53,6 +53,13 @@
 //    W(t): W(t+1) = W(t) - lr * grad(W(t-1)), the 2BW paper's update. The
 //    second buffer is the state `<weight>.last_update` = W(t) - W(t-1)
 //    (zero before the first step, so step 0 computes with W(0)).
+//  - pipemare: PipeDream's order and per-micro-batch updates with one
+//    version of the weights (no stash): the forward computes with the
+//    newest, the backward with the newest corrected back towards the
+//    forward's by the updates since (discrepancy correction, from the
+//    state `<weight>.velocity`), and a stage's learning rate starts at
+//    lr / (tau + 1) for its delay tau (learning-rate rescheduling), as in
+//    PipeMare (Yang et al., MLSys 2021).
 //
 // The list holding the last stage sends the step's outputs (the mean loss)
 // to list 0, which returns them; every list returns the updates of its own
@@ -73,6 +80,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <array>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -372,9 +380,11 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   if (failed(graph))
     return failure();
   TrainGraph &g = *graph;
-  const bool pipeDream = sched.kind == schedule::ScheduleKind::PipeDream;
   const bool twoBW = sched.kind == schedule::ScheduleKind::PipeDream2BW;
-  const bool versioned = pipeDream || twoBW;
+  const bool pipeMare = sched.kind == schedule::ScheduleKind::PipeMare;
+  // PipeDream and PipeMare update after every micro-batch.
+  const bool perMicrobatch = schedule::updatesEveryMicrobatch(sched.kind);
+  const bool versioned = perMicrobatch || twoBW;
   // ZeRO-3: each replica keeps its block of the weights its stages train;
   // every stage call gets them gathered, as the asynchronous schedules pass
   // their versions (weightArgs: the stage functions take the weights they
@@ -395,7 +405,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return refuse("with tp = " + std::to_string(layout.tp) +
                     ", which is not run yet; plan it with tp=1 (the search "
                     "weighs asynchronous schedules only at tp = 1)");
-    if (pipeDream && sched.replicated())
+    if (perMicrobatch && sched.replicated())
       return refuse("with per-stage replicas, which is not run yet: a "
                     "replicated stage would update once per round of its "
                     "replicas' micro-batches; use pipedream-2bw or 1f1b");
@@ -912,6 +922,69 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                                                           : "backward");
   };
 
+  // PipeMare keeps no stash: a forward computes with the newest weights,
+  // the backward of micro-batch mb with the newest less d * velocity, d the
+  // updates since mb's forward and velocity `<weight>.velocity`, the moving
+  // average of the stage's updates with decay D^(1/tau) (discrepancy
+  // correction); tau, the stage's delay in the steady state, also scales
+  // its learning rate by (tau + 1)^-p, p falling from 1 to 0 over the
+  // first pipemare_warmup updates (learning-rate rescheduling).
+  unsigned updates = 0; // this list's updates so far in the step
+  const unsigned tau = schedule::pipelineDelay(pp, sched.stageOfList(list),
+                                               static_cast<unsigned>(m));
+  const bool correct = pipeMare && plan.pipemareDecay < 1 && tau > 0;
+  const bool reschedule = pipeMare && plan.pipemareWarmup > 0 && tau > 0;
+  std::map<std::string, Value> velocity; // by name: the newest
+  DenseMap<std::pair<int64_t, int64_t>, unsigned> forwardUpdates;
+  // A scalar of \p like's element type (one constant per value: the list
+  // is straight-line code, so the first dominates every later use).
+  std::map<std::pair<const void *, double>, Value> scalars;
+  auto scalar = [&](Value like, double x) -> Value {
+    Type et = cast<RankedTensorType>(like.getType()).getElementType();
+    Value &c = scalars[{et.getAsOpaquePointer(), x}];
+    if (!c) {
+      auto t = RankedTensorType::get({}, et);
+      c = graph::ConstantOp::create(
+          ib, loc, t, DenseElementsAttr::get(t, ib.getFloatAttr(et, x)));
+    }
+    return c;
+  };
+  auto binary = [&](graph::BinaryKind k, Value l, Value r) -> Value {
+    Type t = cast<RankedTensorType>(l.getType()).getRank() >=
+                     cast<RankedTensorType>(r.getType()).getRank()
+                 ? l.getType()
+                 : r.getType();
+    return graph::BinaryOp::create(ib, loc, t, k, l, r);
+  };
+  auto velocityOf = [&](StringRef n, Type t) -> Value {
+    Value &vel = velocity[n.str()];
+    if (!vel)
+      vel =
+          graph::StateOp::create(ib, loc, t, ib.getStringAttr(n + ".velocity"),
+                                 ib.getF64FloatAttr(0.0));
+    return vel;
+  };
+  auto backwardVersion = [&](Operation *at, int64_t mb, int64_t v,
+                             StringRef n) -> FailureOr<Value> {
+    llvm::StringMap<Value> &chosen = stash[{mb, v}];
+    if (Value w = chosen.lookup(n))
+      return w;
+    auto fwd = forwardUpdates.find({mb, v});
+    if (fwd == forwardUpdates.end())
+      return at->emitOpError("runs stage ")
+             << v << "'s backward of micro-batch " << mb
+             << " before its forward";
+    FailureOr<Value> w = newestOf(at, n);
+    if (failed(w))
+      return failure();
+    Value out = *w;
+    if (unsigned d = updates - fwd->second; correct && d > 0)
+      out = binary(graph::BinaryKind::Sub, out,
+                   binary(graph::BinaryKind::Mul, velocityOf(n, w->getType()),
+                          scalar(out, d)));
+    return chosen[n] = out;
+  };
+
   // Full recomputation: the first backward call of (micro-batch, stage)
   // runs the stage's forward again from its inputs, so what the backward
   // reads of the forward is that second call's (the first call's values
@@ -950,7 +1023,19 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       FailureOr<Versioned> vc = versionedCallee(call, v);
       if (failed(vc))
         return failure();
-      if (!vc->weights.empty()) {
+      if (!vc->weights.empty() && pipeMare) {
+        for (const std::string &n : vc->weights) {
+          FailureOr<Value> w = phase == TrainPhase::Forward
+                                   ? newestOf(at, n)
+                                   : backwardVersion(at, mb, v, n);
+          if (failed(w))
+            return failure();
+          operands.push_back(*w);
+        }
+        if (phase == TrainPhase::Forward)
+          forwardUpdates[{mb, v}] = updates;
+        callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
+      } else if (!vc->weights.empty()) {
         // The forward picks the version of every weight the stage trains;
         // its backward calls read the same ones.
         auto [it, first] = stash.try_emplace({mb, v});
@@ -1003,7 +1088,6 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return success();
     });
   };
-  unsigned updates = 0;
   auto updateMicrobatch = [&](Operation *at, int64_t mb,
                               int64_t v) -> LogicalResult {
     IRMapping map;
@@ -1036,6 +1120,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
             return name ? newest.lookup(name.getValue()) : Value();
           });
     };
+    // PipeMare: the stage's weights before the update.
+    std::map<std::string, Value> before;
+    if (pipeMare)
+      for (auto &[n, stage] : trainedOn)
+        if (stage == v) {
+          FailureOr<Value> w = newestOf(at, n);
+          if (failed(w))
+            return failure();
+          before[n] = *w;
+        }
     for (Operation &op : func.getBody().front().without_terminator())
       if (!isa<func::CallOp>(op) && g.stageOf.lookup(&op) == v &&
           op.getNumResults() && failed(resolve(op.getResult(0))))
@@ -1053,6 +1147,44 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       newest[n.getValue()] = *updated;
     }
     ++updates;
+    if (before.empty() || (!reschedule && !correct))
+      return success();
+    // PipeMare's rescheduled learning rate scales the whole update (SGD,
+    // momentum and Adam all update by lr times a step of their own): the
+    // factor (tau + 1)^-p, p = max(0, 1 - (n - 1) / K) for the list's n-th
+    // update (the optimizer's step counter).
+    Value factor;
+    if (reschedule) {
+      Value n = newest.lookup("step");
+      if (!n)
+        return at->emitOpError("updates stage ")
+               << v
+               << " under pipemare_warmup without the optimizer's step "
+                  "counter 'step' among the step's updates (dist-autodiff "
+                  "writes it)";
+      Value done = binary(graph::BinaryKind::Sub, n, scalar(n, 1.0));
+      Value rest = binary(graph::BinaryKind::Sub, scalar(n, 1.0),
+                          binary(graph::BinaryKind::Mul, done,
+                                 scalar(n, 1.0 / plan.pipemareWarmup)));
+      Value p = binary(graph::BinaryKind::Max, rest, scalar(n, 0.0));
+      factor = binary(graph::BinaryKind::Pow, scalar(n, tau + 1.0),
+                      binary(graph::BinaryKind::Sub, scalar(n, 0.0), p));
+    }
+    const double gamma = std::pow(plan.pipemareDecay, 1.0 / tau);
+    for (auto &[n, old] : before) {
+      Value &w = newest[n];
+      Value step = binary(graph::BinaryKind::Sub, w, old);
+      if (factor) {
+        step = binary(graph::BinaryKind::Mul, step, factor);
+        w = binary(graph::BinaryKind::Add, old, step);
+      }
+      if (correct)
+        velocity[n] = binary(
+            graph::BinaryKind::Add,
+            binary(graph::BinaryKind::Mul, velocityOf(n, w.getType()),
+                   scalar(w, gamma)),
+            binary(graph::BinaryKind::Mul, step, scalar(w, 1.0 - gamma)));
+    }
     return success();
   };
 
@@ -1096,10 +1228,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       recv(at, a.mb, g.grad[v + 1], gradBase + (v + 1) * g.width, a.peer);
       break;
     case ActionKind::OptimizerStep:
-      r = pipeDream ? updateMicrobatch(at, a.mb, v) : optimizerStep(at);
+      r = perMicrobatch ? updateMicrobatch(at, a.mb, v) : optimizerStep(at);
       break;
     case ActionKind::AllReduce:
-      r = pipeDream ? allReduceMicrobatch(at, a.mb, v) : allReduce(at, v);
+      r = perMicrobatch ? allReduceMicrobatch(at, a.mb, v) : allReduce(at, v);
       break;
     case ActionKind::ReduceScatter:
       r = reduceScatter(at, v);
@@ -1116,15 +1248,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return failure();
     labelAction(entry, before, a);
   }
-  if (pipeDream ? updates != ownMicrobatches.size() : !stepped)
+  if (perMicrobatch ? updates != ownMicrobatches.size() : !stepped)
     return scheduleOp.emitOpError("list ")
            << list << " has "
-           << (pipeDream ? std::to_string(updates) + " optimizer_steps for " +
-                               std::to_string(ownMicrobatches.size()) +
-                               " micro-batches (pipedream updates after "
-                               "each)"
-                         : std::string("no optimizer_step; a training "
-                                       "step ends with one"));
+           << (perMicrobatch
+                   ? std::to_string(updates) + " optimizer_steps for " +
+                         std::to_string(ownMicrobatches.size()) +
+                         " micro-batches (" + scheduleOp.getKind().str() +
+                         " updates after each)"
+                   : std::string("no optimizer_step; a training "
+                                 "step ends with one"));
 
   // Outputs travel to list 0; updates stay where they were computed.
   SmallVector<Value> results;
@@ -1164,7 +1297,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                                             parts, ib.getI64IntegerAttr(0));
     } else if (computes) {
       auto upd = func.getResultAttrOfType<StringAttr>(k, "graph.update");
-      if (pipeDream && upd && newest.count(upd.getValue())) {
+      if (perMicrobatch && upd && newest.count(upd.getValue())) {
         val = newest.lookup(upd.getValue());
       } else {
         FailureOr<Value> mapped = stepValue(ret, v);
@@ -1196,7 +1329,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   }
   // 2BW: the second buffer of each weight the list's stages computed with,
   // W(t+1) - W(t).
-  SmallVector<std::string> lastUpdates;
+  SmallVector<std::string> stateUpdates;
   for (auto &[n, delta] : lastUpdate) {
     Value updated = updatedTo.lookup(n);
     if (!updated)
@@ -1205,7 +1338,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     results.push_back(graph::BinaryOp::create(ib, loc, updated.getType(),
                                               graph::BinaryKind::Sub, updated,
                                               newest.lookup(n)));
-    lastUpdates.push_back(n + ".last_update");
+    stateUpdates.push_back(n + ".last_update");
+  }
+  // PipeMare: the moving average of each weight's updates.
+  for (auto &[n, vel] : velocity) {
+    results.push_back(vel);
+    stateUpdates.push_back(n + ".velocity");
   }
   func::ReturnOp::create(ib, loc, results);
   // Per-sample outputs come back with the whole batch.
@@ -1216,7 +1354,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   accumulateIntoCalls(accumulations);
   SmallVector<DictionaryAttr> resultAttrs;
   fn.getAllResultAttrs(resultAttrs);
-  for (const std::string &n : lastUpdates)
+  for (const std::string &n : stateUpdates)
     resultAttrs.push_back(ib.getDictionaryAttr(
         ib.getNamedAttr("graph.update", ib.getStringAttr(n))));
   fn.setFunctionType(FunctionType::get(ctx, inputs, types));

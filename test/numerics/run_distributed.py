@@ -656,6 +656,154 @@ def async_reference(compiler, d, model, train, input_shape, batch, feeds,
     return np.array(curve), cur
 
 
+DEEP_MLP_SIZES = (8, 16, 16, 16, 4)
+
+
+def deep_mlp(work):
+    """A chain of four Gemm layers (8 -> 16 -> 16 -> 16 -> 4, ReLU between;
+    weights inline, saved beside it as deep_mlp.npz) whose first pipeline
+    stage holds more than one layer: the backward of its second layer
+    multiplies by that layer's weights, which PipeMare's discrepancy
+    correction changes."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    path = os.path.join(work, "deep_mlp.onnx")
+    if os.path.exists(path):
+        return path
+    rng = np.random.default_rng(11)
+    sizes = DEEP_MLP_SIZES
+    inits, nodes, weights, x = [], [], {}, "x"
+    for i in range(len(sizes) - 1):
+        w = (rng.standard_normal((sizes[i + 1], sizes[i])) /
+             np.sqrt(sizes[i])).astype(np.float32)
+        b = (0.1 * rng.standard_normal(sizes[i + 1])).astype(np.float32)
+        weights[f"w{i}"], weights[f"b{i}"] = w, b
+        inits += [numpy_helper.from_array(w, f"w{i}"),
+                  numpy_helper.from_array(b, f"b{i}")]
+        out = "y" if i == len(sizes) - 2 else f"h{i}"
+        pre = out if out == "y" else f"a{i}"
+        nodes.append(helper.make_node("Gemm", [x, f"w{i}", f"b{i}"], [pre],
+                                      transB=1))
+        if out != "y":
+            nodes.append(helper.make_node("Relu", [pre], [out]))
+        x = out
+    graph = helper.make_graph(
+        nodes, "deep_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", sizes[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", sizes[-1]])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, path)
+    np.savez(os.path.join(work, "deep_mlp.npz"), **weights)
+    return path
+
+
+def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
+                       steps, plan, pp_states, env):
+    """PipeMare's updates on deep_mlp, applied by one process in float64
+    (numpy, not the product's program: its backward computes with other
+    weights than its forward, which no single-process program does).
+
+    Per step, stage s runs 1F1B with warm_s = min(pp - s - 1, M) warm-up
+    forwards and updates after every micro-batch's backward: micro-batch
+    k's forward computes with the weights after max(0, k - warm_s) of the
+    step's updates, its backward with the weights after k updates less
+    d * velocity, d = min(k, warm_s) (the updates since its forward), and
+    velocity <- g * velocity + (1 - g) * update, g = D^(1/warm_s). The
+    update (SGD or Adam on micro-batch k's own gradient) is scaled by
+    (warm_s + 1)^-p, p = max(0, 1 - (n - 1) / K), for the stage's n-th
+    update. Returns (loss curve, state folder)."""
+    kv = dict(item.split("=") for item in plan.split(","))
+    pp = int(kv["pp"])
+    warmup = int(kv.get("pipemare_warmup", 0))
+    decay = float(kv.get("pipemare_decay", 0.1))
+    opt = dict(item.split("=") for item in train.split()[1:])
+    lr, kind = float(opt["lr"]), opt["optimizer"]
+    rows = int(input_shape.split(":")[1].split("x")[0])
+    m = batch // rows
+    init = dict(np.load(os.path.join(os.path.dirname(model), "deep_mlp.npz")))
+    w = {k: v.astype(np.float64) for k, v in init.items()}
+    stage_of = {}
+    for s in range(pp):
+        for f in glob.glob(os.path.join(pp_states[s], "*.npy")):
+            base = os.path.basename(f)[:-4]
+            if base in w:
+                stage_of[base] = s
+    if set(stage_of) != set(w):
+        raise RuntimeError(f"no rank saved {sorted(set(w) - set(stage_of))}")
+    layers = len(DEEP_MLP_SIZES) - 1
+    warm = {s: min(pp - s - 1, m) for s in range(pp)}
+    vel = {k: np.zeros_like(v) for k, v in w.items()}
+    mom = {k: (np.zeros_like(v), np.zeros_like(v)) for k, v in w.items()}
+    x_all = feeds[0][1].astype(np.float64)
+    t_all = feeds[1][1].astype(np.float64)
+    n = 0  # updates of every list so far
+    curve = []
+    for _ in range(steps):
+        history = [dict(w)]  # the weights after each of the step's updates
+        losses = []
+        for k in range(m):
+            x = x_all[k * rows:(k + 1) * rows]
+            t = t_all[k * rows:(k + 1) * rows]
+
+            def fwd(name):
+                return history[max(0, k - warm[stage_of[name]])][name]
+
+            def bwd(name):
+                s = stage_of[name]
+                return w[name] - min(k, warm[s]) * vel[name] \
+                    if decay < 1 else w[name]
+
+            acts, pres = [x], []
+            for i in range(layers):
+                pre = acts[-1] @ fwd(f"w{i}").T + fwd(f"b{i}")
+                pres.append(pre)
+                acts.append(np.maximum(pre, 0) if i + 1 < layers else pre)
+            diff = acts[-1] - t
+            losses.append(np.mean(diff * diff))
+            dy = 2 * diff / diff.size
+            grads = {}
+            for i in reversed(range(layers)):
+                if i + 1 < layers:
+                    dy = dy * (pres[i] > 0)
+                grads[f"w{i}"] = dy.T @ acts[i]
+                grads[f"b{i}"] = dy.sum(0)
+                dy = dy @ bwd(f"w{i}")
+            n += 1
+            for name, g in grads.items():
+                s = stage_of[name]
+                if kind == "sgd":
+                    step = -lr * g
+                else:
+                    m1, m2 = mom[name]
+                    m1 = 0.9 * m1 + 0.1 * g
+                    m2 = 0.999 * m2 + 0.001 * g * g
+                    mom[name] = (m1, m2)
+                    step = -lr * (m1 / (1 - 0.9 ** n)) / (
+                        np.sqrt(m2 / (1 - 0.999 ** n)) + 1e-8)
+                if warmup and warm[s]:
+                    step = step * (warm[s] + 1.0) ** -max(0.0, 1 - (n - 1) / warmup)
+                if decay < 1 and warm[s]:
+                    gamma = decay ** (1.0 / warm[s])
+                    vel[name] = gamma * vel[name] + (1 - gamma) * step
+                w[name] = w[name] + step
+            history.append(dict(w))
+        curve.append(float(np.mean(losses)))
+    out = os.path.join(d, "ref_state")
+    os.makedirs(out, exist_ok=True)
+    for name, v in w.items():
+        np.save(os.path.join(out, name + ".npy"), v.astype(np.float32))
+        if decay < 1 and warm[stage_of[name]]:
+            np.save(os.path.join(out, name + ".velocity.npy"),
+                    vel[name].astype(np.float32))
+        if kind == "adam":
+            np.save(os.path.join(out, name + ".exp_avg.npy"),
+                    mom[name][0].astype(np.float32))
+            np.save(os.path.join(out, name + ".exp_avg_sq.npy"),
+                    mom[name][1].astype(np.float32))
+    return np.array(curve), out
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
                             zero=False, reference=None):
@@ -1222,6 +1370,26 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="pp=2,mbs=2,schedule=2bw,replicas=2/1", ranks=3,
                      reference=async_reference,
                      train="loss=mse:target optimizer=adam lr=0.01")))
+    # PipeMare against pipemare_reference (float64, so the tolerance is
+    # run_training.py's for float32 programs against float64 references):
+    # learning-rate rescheduling and discrepancy correction, each alone and
+    # together, over two and three stages.
+    rng2 = np.random.default_rng(12)
+    xd = rng2.standard_normal((8, 8)).astype(np.float32)
+    td = rng2.standard_normal((8, 4)).astype(np.float32)
+    deep = dict(model=deep_mlp, input_shape="x:2x8", batch=8, steps=10,
+                feeds=[("x", xd), ("target", td)], rtol=1e-4,
+                reference=pipemare_reference)
+    for tag, plan, opt, ranks in (
+            ("pp2", "pp=2,mbs=2,schedule=pipemare,pipemare_warmup=12",
+             "sgd lr=0.05", 2),
+            ("pp2_nocorrection", "pp=2,mbs=2,schedule=pipemare,"
+             "pipemare_warmup=12,pipemare_decay=1", "sgd lr=0.05", 2),
+            ("pp3", "pp=3,mbs=2,schedule=pipemare,pipemare_decay=0.3",
+             "adam lr=0.01", 3)):
+        out.append((f"deep_mlp_{opt.split()[0]}_{tag}_pipemare",
+                     dict(deep, plan=plan, ranks=ranks,
+                          train="loss=mse:target optimizer=" + opt)))
     out.append(("mlp_adam_dp2_pp2_2bw",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=2bw", ranks=4,
                      reference=async_reference,

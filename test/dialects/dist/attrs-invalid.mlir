@@ -238,7 +238,7 @@ module attributes {x = #dist.plan<dp = 2, tp = 1, pp = 1, mbs = 2, microbatches 
 
 // -----
 
-// expected-error @+2 {{unknown schedule "2f2b"; expected one of gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, v-half, v-min, dualpipe-v, pipedream or pipedream-2bw}}
+// expected-error @+2 {{unknown schedule "2f2b"; expected one of gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, v-half, v-min, dualpipe-v, pipedream, pipedream-2bw or pipemare}}
 // expected-error @+1 {{failed to parse Dist_PlanAttr parameter 'schedule'}}
 module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "2f2b", stages = [0]>} {}
 
@@ -487,6 +487,11 @@ module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches 
 
 // expected-error @+1 {{plan expert_imbalance must be in [1, 1000] (the busiest expert rank's tokens over the mean), got 5.000000e-01}}
 module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", expert_imbalance = 0.5, stages = [0]>} {}
+
+// -----
+
+// expected-error @+1 {{plan pipemare_warmup must be in [0, 16777216] and pipemare_decay in [0, 1], got 0 and 1.5}}
+module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 2, global_batch = 2, schedule = "pipemare", pipemare_decay = 1.5, stages = [0, 1]>} {}
 
 // -----
 

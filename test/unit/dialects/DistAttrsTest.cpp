@@ -119,6 +119,9 @@ TEST_F(DistAttrsTest, PlansRoundTrip) {
       "pp=2,replicas=3/1,mbs=1,schedule=gpipe",
       "dp=4,pp=1,schedule=zb-h1,recompute=selective,zero=2,grad_overlap=0",
       "dp=2,pp=2,schedule=pipedream-2bw,uneven=1",
+      // PipeMare with its learning-rate warm-up and without its correction.
+      "pp=4,schedule=pipemare,pipemare_warmup=16,pipemare_decay=1",
+      "pp=2,schedule=pipemare",
       // Context, expert and sequence parallelism with Megatron's overlaps.
       "dp=4,tp=2,pp=2,cp=2,ep=2,sp=1,tp_overlap=1,expert_imbalance=1.25,"
       "zero=1,ag_overlap=1,schedule=interleaved,chunks=2",
@@ -148,6 +151,8 @@ TEST_F(DistAttrsTest, PlansRoundTrip) {
     EXPECT_EQ(back.ep, p.ep);
     EXPECT_EQ(back.sp, p.sp);
     EXPECT_EQ(back.tpOverlap, p.tpOverlap);
+    EXPECT_EQ(back.pipemareWarmup, p.pipemareWarmup);
+    EXPECT_EQ(back.pipemareDecay, p.pipemareDecay);
     EXPECT_EQ(back.expertImbalance, p.expertImbalance);
     EXPECT_EQ(back.overlapParamGather, p.overlapParamGather);
     EXPECT_TRUE(back.offload == p.offload);

@@ -39,6 +39,13 @@ TEST(Plan, ParsesTheIssueExample) {
             ScheduleKind::ZBH1);
   EXPECT_EQ(llvm::cantFail(parsePlan("schedule=2bw")).schedule,
             ScheduleKind::PipeDream2BW);
+  // PipeMare's knobs, and a decay printed so that it reads back the same.
+  Plan m = llvm::cantFail(parsePlan(
+      "pp=4,schedule=pipemare,pipemare_warmup=64,pipemare_decay=0.0125"));
+  EXPECT_EQ(m.schedule, ScheduleKind::PipeMare);
+  EXPECT_EQ(m.pipemareWarmup, 64u);
+  EXPECT_EQ(llvm::cantFail(parsePlan(m.str())).pipemareDecay, 0.0125);
+  EXPECT_EQ(llvm::cantFail(parsePlan(m.str())).str(), m.str());
 }
 
 TEST(Plan, ParseErrors) {

@@ -116,6 +116,32 @@ TEST(Generators, PipeDreamStepsAfterEveryMicrobatch) {
   EXPECT_FALSE(static_cast<bool>(verifySchedule(bw)));
 }
 
+TEST(Generators, PipeMareRunsPipeDreamsOrderWithOneVersion) {
+  // The same actions as PipeDream; one copy of the weights plus the
+  // velocity where a delay is corrected (not on the last stage).
+  Schedule pd = gen(ScheduleKind::PipeDream, 4, 1, 8, {true, 0, true});
+  Schedule pm = gen(ScheduleKind::PipeMare, 4, 1, 8, {true, 0, true});
+  for (unsigned r = 0; r < 4; ++r) {
+    ASSERT_EQ(pm.devices[r].size(), pd.devices[r].size());
+    for (size_t i = 0; i < pm.devices[r].size(); ++i) {
+      EXPECT_EQ(pm.devices[r][i].kind, pd.devices[r][i].kind);
+      EXPECT_EQ(pm.devices[r][i].mb, pd.devices[r][i].mb);
+    }
+  }
+  EXPECT_EQ(pm.weightVersions, (std::vector<unsigned>{2, 2, 2, 1}));
+  EXPECT_FALSE(static_cast<bool>(verifySchedule(pm)));
+  ScheduleOptions plain;
+  plain.pipemareCorrection = false;
+  EXPECT_EQ(gen(ScheduleKind::PipeMare, 4, 1, 8, plain).weightVersions,
+            (std::vector<unsigned>{1, 1, 1, 1}));
+  // The delay: 1F1B's warm-up forwards, at most the micro-batches.
+  EXPECT_EQ(pipelineDelay(4, 0, 8), 3u);
+  EXPECT_EQ(pipelineDelay(4, 0, 2), 2u);
+  EXPECT_EQ(pipelineDelay(4, 2, 8), 1u);
+  EXPECT_EQ(pipelineDelay(4, 3, 8), 0u);
+  EXPECT_EQ(pipelineDelay(1, 0, 8), 0u);
+}
+
 TEST(Generators, CollectivesAndZero) {
   Schedule s = gen(ScheduleKind::Interleaved, 2, 2, 4, {true, 0, true});
   // One all-reduce per chunk, each right after that chunk's last backward.
@@ -150,9 +176,9 @@ TEST(Generators, RejectImpossibleShapes) {
 }
 
 TEST(Generators, EveryKindVerifiesOnManyShapes) {
-  for (ScheduleKind k :
-       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZBH1,
-        ScheduleKind::PipeDream, ScheduleKind::PipeDream2BW})
+  for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                         ScheduleKind::ZBH1, ScheduleKind::PipeDream,
+                         ScheduleKind::PipeDream2BW, ScheduleKind::PipeMare})
     for (unsigned pp : {1u, 2u, 3u, 5u})
       for (unsigned m : {1u, 2u, 7u, 12u}) {
         Schedule s = gen(k, pp, 1, m, {pp % 2 == 1, pp % 3, m % 2 == 0});
