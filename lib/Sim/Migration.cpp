@@ -290,8 +290,11 @@ void printMigration(const MigrationReport &r, raw_ostream &os) {
      << megabytes(r.bytesKept) << " stay)";
   for (const auto &[level, bytes] : r.bytesPerLevel)
     os << ", " << megabytes(bytes) << " over " << level;
-  os << formatv(", {0:F3} s (rank {1} busiest)\n", r.moveSeconds,
-                r.busiestDevice);
+  if (r.bytesMoved > 0)
+    os << formatv(", {0:F3} s (rank {1} busiest)\n", r.moveSeconds,
+                  r.busiestDevice);
+  else
+    os << ", nothing moves\n";
   for (const StageMigration &st : r.stages) {
     os << "  stage " << st.stage << " layers " << st.layerBegin << "-"
        << (st.layerEnd ? st.layerEnd - 1 : 0)

@@ -1,6 +1,6 @@
 //===- Migration.h - Moving a running plan to a new one ---------*- C++ -*-===//
 //
-// Part of DistOpt. Re-partitioning a running job (NEUKONFIG, Guo et al.):
+// Part of DistOpt. Re-partitioning a running job (NEUKONFIG, IC2E 2021):
 // which weights move from which device to which when a running plan is
 // replaced by a new one on the same devices, what the move costs on the
 // cluster's links, and the service downtime of two ways to switch: pause
