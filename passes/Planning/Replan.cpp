@@ -53,8 +53,11 @@ FailureOr<schedule::Plan> planning::readRunningPlan(
                      "(docs/report-format.md); "
                   << kReportHint;
 
-  // The running plan must be of this model: same layers, same parameters.
+  // The running plan must be of this model: same layers (count and
+  // names), same parameters.
   unsigned numLayers = model.layers.size();
+  int64_t maxEnd = 0;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
   for (const llvm::json::Value &v : *stages) {
     const llvm::json::Object *st = v.getAsObject();
     const llvm::json::Array *layers = st ? st->getArray("layers") : nullptr;
@@ -68,24 +71,29 @@ FailureOr<schedule::Plan> planning::readRunningPlan(
       return fail() << "has a plan.stages entry without a layer range "
                        "[begin, end); "
                     << kReportHint;
-    if (*e > int64_t(numLayers))
-      return fail() << "plans layers up to " << *e << ", and this model has "
-                    << numLayers
-                    << ": it is the report of another model; give the "
+    maxEnd = std::max(maxEnd, *e);
+    ranges.push_back({*b, *e});
+  }
+  if (maxEnd != int64_t(numLayers))
+    return fail() << "plans a model of " << maxEnd
+                  << " layers, and this one has " << numLayers
+                  << ": it is the report of another model; give the running "
+                     "plan's report for this model";
+  for (auto [v, range] : llvm::zip(*stages, ranges)) {
+    auto [b, e] = range;
+    const llvm::json::Array *names = v.getAsObject()->getArray("layer_names");
+    if (e == b || !names || names->size() != 2)
+      continue;
+    std::optional<StringRef> first = (*names)[0].getAsString();
+    std::optional<StringRef> last = (*names)[1].getAsString();
+    if (first != StringRef(model.layers[b].name) ||
+        last != StringRef(model.layers[e - 1].name))
+      return fail() << "names layers " << b << ".." << e - 1 << " '"
+                    << first.value_or("?") << "'..'" << last.value_or("?")
+                    << "', and this model's are '" << model.layers[b].name
+                    << "'..'" << model.layers[e - 1].name
+                    << "': it is the report of another model; give the "
                        "running plan's report for this model";
-    const llvm::json::Array *names = st->getArray("layer_names");
-    if (*e > *b && names && names->size() == 2) {
-      std::optional<StringRef> first = (*names)[0].getAsString();
-      std::optional<StringRef> last = (*names)[1].getAsString();
-      if (first != StringRef(model.layers[*b].name) ||
-          last != StringRef(model.layers[*e - 1].name))
-        return fail() << "names layers " << *b << ".." << *e - 1 << " '"
-                      << first.value_or("?") << "'..'" << last.value_or("?")
-                      << "', and this model's are '" << model.layers[*b].name
-                      << "'..'" << model.layers[*e - 1].name
-                      << "': it is the report of another model; give the "
-                         "running plan's report for this model";
-    }
   }
   if (std::optional<double> params = root->getNumber("model_params")) {
     double have = model.paramCount();
