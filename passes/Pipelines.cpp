@@ -125,6 +125,12 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "Inject preemptions into the plan: a seeded Poisson process over "
        "1000 hours (SEED: a whole number); needs --dist-resilience",
        &O::preemptions},
+      {"replan", "dist-replan",
+       "The running plan's JSON report (--dist-report): plan the migration "
+       "from it to the new plan on this (changed) cluster: what moves where, "
+       "the downtime of pause-and-resume and of preparing the new partition "
+       "beside the running one, and whether re-planning pays",
+       &O::replan},
       {"input", "dist-input",
        "The model's input per sample: bytes=SIZE,preprocess=TIME,"
        "dataset=COUNT (stored bytes, CPU time on one core, samples in the "
@@ -514,6 +520,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.tuneFixed = o.tuneFixed;
     search.resilience = o.resilience;
     search.preemptions = o.preemptions;
+    search.replan = o.replan;
     search.input = o.input;
     if (!o.exportTo.empty())
       search.trainer = o.exportTo;
@@ -522,7 +529,8 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
   // A given plan is predicted by the simulator; a searched one already has
   // its prediction and reports, unless a trace or timeline is wanted.
   bool simulate = given ? o.simulate || !o.report.empty() || !o.trace.empty() ||
-                              !o.timeline.empty() || !o.reportHtml.empty()
+                              !o.timeline.empty() || !o.reportHtml.empty() ||
+                              !o.replan.empty()
                         : !o.trace.empty() || !o.timeline.empty();
   if (simulate) {
     SimulatePassOptions sim;
@@ -535,6 +543,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     if (given) {
       sim.resilience = o.resilience;
       sim.preemptions = o.preemptions;
+      sim.replan = o.replan;
     }
     pm.addPass(createSimulatePass(sim));
   }

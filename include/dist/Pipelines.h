@@ -64,6 +64,10 @@ struct PlanOptions {
   /// A seed: also inject preemptions (a seeded Poisson process) into the
   /// plan and report what they cost; empty: none injected.
   std::string preemptions;
+  /// The JSON report of the running plan (--dist-report): also plan the
+  /// migration from it to the new plan, its downtime and whether it pays
+  /// (docs/resilience.md, "Re-planning"); empty: none.
+  std::string replan;
   /// The model's input per sample ("bytes=110KiB,preprocess=4.2ms,
   /// dataset=1.28M"): training iterations wait on the input pipeline the
   /// cluster's input side gives them (data stalls); empty: not modelled.

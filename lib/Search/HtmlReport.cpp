@@ -72,23 +72,6 @@ const MemoryPart kParts[] = {
      nullptr},
 };
 
-/// "0-3" / "0-3, 8-11": the ranks as runs of consecutive numbers.
-std::string rankRuns(ArrayRef<unsigned> ranks) {
-  std::vector<unsigned> r(ranks.begin(), ranks.end());
-  llvm::sort(r);
-  std::string s;
-  for (size_t i = 0; i < r.size();) {
-    size_t j = i;
-    while (j + 1 < r.size() && r[j + 1] == r[j] + 1)
-      ++j;
-    s += (s.empty() ? "" : ", ") + std::to_string(r[i]);
-    if (j > i)
-      s += "-" + std::to_string(r[j]);
-    i = j + 1;
-  }
-  return s;
-}
-
 std::string ms(double seconds) {
   return formatv("{0:F3} ms", seconds * 1e3).str();
 }
@@ -261,7 +244,7 @@ tr.best td{font-weight:bold}footer{margin-top:32px;color:#777;font-size:12px}
          << s.pipelineRank << "</td><td class=\"num\">" << s.chunk
          << "</td><td>" << escapeHtml(layers) << "</td><td>" << escapeHtml(ops)
          << "</td><td class=\"num\">" << s.replicas << "</td><td>"
-         << escapeHtml(rankRuns(s.devices)) << "</td><td>"
+         << escapeHtml(sim::numberRuns(s.devices)) << "</td><td>"
          << escapeHtml(kindsOf(s.devices)) << "</td></tr>\n";
     }
     os << "</table>\n";
@@ -356,7 +339,8 @@ tr.best td{font-weight:bold}footer{margin-top:32px;color:#777;font-size:12px}
     std::string name = "stage " + std::to_string(list.stage);
     if (p.replicated())
       name += " replica " + std::to_string(list.replica);
-    return name + " (ranks " + rankRuns(ranks) + ", " + list.deviceKind + ")";
+    return name + " (ranks " + sim::numberRuns(ranks) + ", " + list.deviceKind +
+           ")";
   }
 
   void memorySection() {
@@ -451,7 +435,7 @@ tr.best td{font-weight:bold}footer{margin-top:32px;color:#777;font-size:12px}
                  .str();
       }
       os << "<tr><td>" << escapeHtml(kind) << "</td><td class=\"num\">"
-         << ranks.size() << "</td><td>" << escapeHtml(rankRuns(ranks))
+         << ranks.size() << "</td><td>" << escapeHtml(sim::numberRuns(ranks))
          << "</td><td>" << escapeHtml(s) << "</td></tr>\n";
     }
     os << "</table>\n";

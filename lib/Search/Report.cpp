@@ -40,6 +40,7 @@ Report search::planReport(const Candidate &c, const cost::ModelDesc &model,
                           const cluster::Cluster &cluster) {
   Report r;
   r.model = model.name;
+  r.modelParams = model.paramCount();
   r.cluster = cluster.name;
   r.clusterDevices = cluster.numDevices();
   for (unsigned rank = 0;
@@ -119,8 +120,11 @@ json::Value search::toJSON(const CandidateReport &r) {
 json::Value search::toJSON(const Report &r) {
   json::Value v = toJSON(r.chosen);
   json::Object *o = v.getAsObject();
+  (*o)["model_params"] = r.modelParams;
   if (r.resilience)
     (*o)["resilience"] = sim::toJSON(*r.resilience);
+  if (r.replan)
+    (*o)["replan"] = sim::toJSON(*r.replan);
   if (!r.searched)
     return v;
   (*o)["model"] = r.model;

@@ -11,6 +11,7 @@
 #define DISTOPT_LIB_SEARCH_REPORT_H
 
 #include "lib/Search/Search.h"
+#include "lib/Sim/Migration.h"
 #include "lib/Sim/Report.h"
 #include "lib/Sim/Resilience.h"
 
@@ -45,6 +46,9 @@ struct CandidateReport {
 /// search's figures, the runners-up, why the winner wins and the baseline.
 struct Report {
   std::string model;
+  /// The model's parameters (tied copies once): --dist-replan checks that a
+  /// running plan's report is of the same model.
+  double modelParams = 0;
   /// The cluster's name and device count.
   std::string cluster;
   unsigned clusterDevices = 0;
@@ -71,6 +75,8 @@ struct Report {
   std::string baselineSource;
   /// The chosen plan under preemptions (--dist-resilience).
   std::optional<sim::ResilienceReport> resilience;
+  /// The migration from the running plan (--dist-replan).
+  std::optional<sim::MigrationReport> replan;
 };
 
 CandidateReport candidateReport(const Candidate &c,

@@ -13,6 +13,22 @@ using namespace distopt::schedule;
 
 namespace distopt::sim {
 
+std::string numberRuns(ArrayRef<unsigned> numbers) {
+  std::vector<unsigned> r(numbers.begin(), numbers.end());
+  llvm::sort(r);
+  std::string s;
+  for (size_t i = 0; i < r.size();) {
+    size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1)
+      ++j;
+    s += (s.empty() ? "" : ", ") + std::to_string(r[i]);
+    if (j > i)
+      s += "-" + std::to_string(r[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
 PlanReport planReport(const Plan &plan, const cost::ModelDesc &model,
                       const PipelineCosts &costs, const SimResult &res) {
   PlanReport r;

@@ -83,6 +83,10 @@ struct PlanReport {
   std::optional<InputStall> input;
 };
 
+/// "0-3" / "0-3, 8-11": \p numbers (ranks, layers) as runs of consecutive
+/// numbers, in increasing order.
+std::string numberRuns(llvm::ArrayRef<unsigned> numbers);
+
 /// Gathers the report of \p plan (finalized).
 PlanReport planReport(const schedule::Plan &plan, const cost::ModelDesc &model,
                       const schedule::PipelineCosts &costs,

@@ -241,6 +241,9 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     Option<"devices", "devices", "unsigned", "0",
            "Plan for the cluster's first N devices only, the others idle "
            "(0: all)">,
+    Option<"replan", "replan", "std::string", "\"\"",
+           "The running plan's JSON report: also plan the migration from it "
+           "to this plan and its downtime (docs/resilience.md)">,
     Option<"resilience", "resilience", "std::string", "\"none\"",
            "Plan for preemptible nodes: none, checkpoint or redundant "
            "(docs/resilience.md)">,
@@ -416,6 +419,9 @@ def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
            "Write the report as one self-contained HTML page to this file">,
     Option<"summary", "summary", "bool", "true",
            "Print the prediction">,
+    Option<"replan", "replan", "std::string", "\"\"",
+           "The running plan's JSON report: also plan the migration from it "
+           "to this plan and its downtime (docs/resilience.md)">,
     Option<"resilience", "resilience", "std::string", "\"none\"",
            "Plan for preemptible nodes: none, checkpoint or redundant "
            "(docs/resilience.md)">,

@@ -16,6 +16,7 @@
 #include "lib/Export/Trainers.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Search/Search.h"
+#include "lib/Sim/Migration.h"
 #include "lib/Sim/Resilience.h"
 #include "passes/Planning/LayerAnalysis.h"
 
@@ -182,6 +183,27 @@ mlir::FailureOr<sim::ResilienceReport>
 planResilience(mlir::ModuleOp module, const search::Candidate &c,
                const cluster::Cluster &cluster, const ResilienceChoice &choice,
                double memoryLimit);
+
+/// The running plan of --dist-replan, read from the JSON report at \p path
+/// (docs/report-format.md) and finalized on \p cluster for \p mode and
+/// \p objective, costed as \p costing. Errors (on \p module) name the file
+/// and say what to do: unreadable, not JSON, not a plan report, the report
+/// of another model (layer count, layer names, parameters), another mode,
+/// a plan the cluster cannot place or whose state cannot be migrated.
+mlir::FailureOr<schedule::Plan>
+readRunningPlan(mlir::ModuleOp module, llvm::StringRef path,
+                const cost::ModelDesc &model, const cluster::Cluster &cluster,
+                const cost::CostModel &cm, const Costing &costing,
+                schedule::Mode mode, schedule::InferObjective objective);
+
+/// The migration from \p running to \p next on \p cluster, with the
+/// running plan predicted on the cluster as \p so says (docs/resilience.md,
+/// "Re-planning").
+mlir::FailureOr<sim::MigrationReport>
+planReplan(mlir::ModuleOp module, const schedule::Plan &running,
+           const search::Candidate &next, const cost::ModelDesc &model,
+           const cluster::Cluster &cluster, const cost::CostModel &cm,
+           const search::SearchOptions &so);
 
 /// The --dist-input option of a planning pass, checked: the model's input
 /// per sample, or nullopt when \p input is empty. Errors (on \p module)

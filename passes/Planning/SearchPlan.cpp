@@ -384,6 +384,15 @@ struct SearchPlanPass
     if (failed(inputSpec))
       return failure();
     so.input = *inputSpec;
+    std::optional<schedule::Plan> running;
+    if (!replan.empty()) {
+      FailureOr<schedule::Plan> p =
+          readRunningPlan(module, replan, in->model, in->machine.cluster, cm,
+                          costing, mode, objective);
+      if (failed(p))
+        return failure();
+      running = std::move(*p);
+    }
 
     bool shown = false;
     so.progress = progressLine(progress,
@@ -447,6 +456,18 @@ struct SearchPlanPass
       resilient = std::move(*r);
     }
 
+    std::optional<sim::MigrationReport> migration;
+    if (running) {
+      search::Candidate next = result->best;
+      next.sim.plan.mode = mode;
+      next.sim.plan.objective = objective;
+      FailureOr<sim::MigrationReport> m = planReplan(
+          module, *running, next, in->model, in->machine.cluster, cm, so);
+      if (failed(m))
+        return failure();
+      migration = std::move(*m);
+    }
+
     std::optional<search::Candidate> baseCand;
     if (base) {
       schedule::Plan p = base->plan;
@@ -476,6 +497,8 @@ struct SearchPlanPass
         llvm::outs() << rankedNote;
         sim::printResilience(*resilient, llvm::outs());
       }
+      if (migration)
+        sim::printMigration(*migration, llvm::outs());
     }
     if (baseCand)
       printBaseline(baseline, mode, objective, *baseCand, result->best,
@@ -494,6 +517,7 @@ struct SearchPlanPass
       data.baselineSource = baseline;
     }
     data.resilience = resilient;
+    data.replan = migration;
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
           llvm::json::Value v = search::toJSON(data);

@@ -157,6 +157,15 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
     // A training plan is simulated with its materialized schedule; the
     // forward stream of its stages (an inference program) predicts nothing
     // about training, and inference is estimated in closed form.
+    std::optional<schedule::Plan> running;
+    if (!replan.empty()) {
+      FailureOr<schedule::Plan> p =
+          readRunningPlan(module, replan, *model, machine->cluster, cm,
+                          Costing::of(plan), plan.mode, plan.objective);
+      if (failed(p))
+        return failure();
+      running = std::move(*p);
+    }
     const schedule::Schedule *lists =
         *given && !(*given)->forwardOnly ? &**given : nullptr;
     llvm::Expected<search::Candidate> cand = search::evaluatePlan(
@@ -175,6 +184,14 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
         return failure();
       resilient = std::move(*r);
     }
+    std::optional<sim::MigrationReport> migration;
+    if (running) {
+      FailureOr<sim::MigrationReport> m =
+          planReplan(module, *running, *cand, *model, machine->cluster, cm, so);
+      if (failed(m))
+        return failure();
+      migration = std::move(*m);
+    }
     if (summary) {
       if (plan.mode == schedule::Mode::Infer)
         printInference(*cand, machine->cluster, llvm::outs());
@@ -182,9 +199,12 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
         printTraining(*cand, machine->cluster, llvm::outs());
       if (resilient)
         sim::printResilience(*resilient, llvm::outs());
+      if (migration)
+        sim::printMigration(*migration, llvm::outs());
     }
     search::Report data = search::planReport(*cand, *model, machine->cluster);
     data.resilience = resilient;
+    data.replan = migration;
     if (!report.empty() &&
         failed(writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
           os << llvm::formatv("{0:2}", search::toJSON(data)) << "\n";

@@ -83,7 +83,8 @@ bool PlanFlags::any() const {
   return !o.cluster.empty() || !o.plan.empty() || !o.planFrom.empty() ||
          !o.exportTo.empty() || o.printLayers || !o.report.empty() ||
          !o.reportHtml.empty() || !o.trace.empty() || !o.timeline.empty() ||
-         searching() || o.explain || stageRegions || o.devices;
+         searching() || o.explain || stageRegions || o.devices ||
+         !o.replan.empty();
 }
 
 /// The passes of \p pm named \p argument (top level: the planning passes

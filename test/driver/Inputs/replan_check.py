@@ -1,0 +1,48 @@
+"""Checks the "replan" object of a dist-opt report (--dist-replan) against
+itself (docs/report-format.md) and prints what the test compares: the
+downtimes' ratio and whether the figures add up."""
+import json
+import math
+import sys
+
+r = json.load(open(sys.argv[1]))["replan"]
+
+
+def close(a, b):
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+pause = r["pause_resume"]
+assert close(pause["downtime_s"],
+             pause["drain_s"] + pause["move_s"] + pause["fill_s"]), pause
+assert close(pause["move_s"], r["move_s"])
+assert close(r["bytes_moved"], sum(t["bytes"] for t in r["transfers"]))
+assert close(r["bytes_moved"],
+             sum(s["received_bytes"] for s in r["stages"]))
+assert close(r["bytes_moved"], sum(r["bytes_per_link_level"].values()))
+# No device is busier than the move time says.
+busy = {}
+for t in r["transfers"]:
+    for end in ("from", "to"):
+        key = (end, t[end])
+        busy[key] = busy.get(key, 0) + t["time_s"]
+assert all(b <= r["move_s"] * (1 + 1e-9) for b in busy.values()), busy
+beside = r["prepare_beside"]
+if beside["possible"]:
+    assert close(beside["downtime_s"], pause["drain_s"] + pause["fill_s"])
+    assert beside["peak_memory_bytes"] <= beside["memory_bytes"]
+    assert r["strategy"] == "prepare-beside"
+    assert close(r["downtime_s"], beside["downtime_s"])
+else:
+    assert r["strategy"] == "pause-resume"
+    assert close(r["downtime_s"], pause["downtime_s"])
+gain = r["new_samples_per_s"] - r["running_samples_per_s"]
+if r["worth_it"]:
+    assert close(r["break_even_s"],
+                 r["downtime_s"] * r["running_samples_per_s"] / gain)
+else:
+    assert r["break_even_s"] is None
+print("replan figures add up")
+if beside["possible"] and beside["downtime_s"] > 0:
+    ratio = pause["downtime_s"] / beside["downtime_s"]
+    print(f"pause-and-resume / prepare-beside downtime: {ratio:.1f}x")
