@@ -71,6 +71,8 @@ struct Report {
   std::string baselineSource;
   /// The chosen plan under preemptions (--dist-resilience).
   std::optional<sim::ResilienceReport> resilience;
+  /// The chosen plan's pinned sides (`pin=...`).
+  std::vector<PinnedSide> pinned;
 };
 
 CandidateReport candidateReport(const Candidate &c,
