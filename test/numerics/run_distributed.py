@@ -51,7 +51,10 @@ stage's replicas), and tensor parallelism (dist-tensor-parallel): the MLP
 with Adam at tp=2 and with SGD at tp=2 x pp=2 (1F1B, 4 ranks), GPT-2 with
 SGD at tp=2 and tp=2 x pp=2 (the ranks' shards put together from their
 shards.json), and the same with sequence parallelism (`_sp`: sp=1, also
-with dp=2 and ZeRO-1 and under ZB-H1). Loss curves and every weight and optimizer state (each
+with dp=2 and ZeRO-1 and under ZB-H1), and edge-cloud split training
+(`mlp_adam_edge_cloud_split`: the plan searched on the edge-cloud-wifi
+preset with layer 0 pinned to the phone, --dist-search=pin=0-0@phone-soc;
+its report must keep the pin). Loss curves and every weight and optimizer state (each
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
