@@ -281,13 +281,15 @@ layerRanges(llvm::ArrayRef<std::pair<unsigned, unsigned>> ranges) {
   return s.empty() ? "none" : s;
 }
 
+std::string search::describePinnedSide(const PinnedSide &s) {
+  return "layers " + layerRanges(s.layers) + " run there (pinned " +
+         layerRanges(s.pinned) + "); " + humanBytes(s.linkBytes) +
+         " cross its link per iteration; peak memory " +
+         humanBytes(s.peakMemory) + " of " + humanBytes(s.memoryCapacity);
+}
+
 void search::printPinnedSides(llvm::ArrayRef<PinnedSide> sides,
                               raw_ostream &os) {
   for (const PinnedSide &s : sides)
-    os << "  pinned to " << s.kind << ": layers " << layerRanges(s.layers)
-       << " run there (pinned " << layerRanges(s.pinned) << "); "
-       << humanBytes(s.linkBytes)
-       << " cross its link per iteration; peak memory "
-       << humanBytes(s.peakMemory) << " of " << humanBytes(s.memoryCapacity)
-       << "\n";
+    os << "  pinned to " << s.kind << ": " << describePinnedSide(s) << "\n";
 }
