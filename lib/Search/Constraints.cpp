@@ -52,7 +52,7 @@ static bool splitItem(StringRef item, StringRef &key, StringRef &op,
 
 /// Adds "pin=FIRST-LAST@KIND" (or "pin=LAYER@KIND") to \p c. Whether the
 /// layers and the kind exist is checked against the model and the cluster
-/// when the search starts (checkPins).
+/// when the search starts (PinCheck::resolve).
 static Error applyPin(StringRef spec, StringRef item, StringRef op,
                       StringRef value, Constraints &c) {
   auto bad = [&](const Twine &why) {

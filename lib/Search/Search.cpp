@@ -739,9 +739,9 @@ Error Searcher::noPlanError() const {
     for (const cluster::NodeGroup &g : c.groups)
       order += (order.empty() ? "" : ", ") + c.devices[g.deviceIndex].name;
     return searchError(formatv(
-        "no plan keeps {0} on cluster '{1}': each of the {2} plans "
-        "weighed runs a stage holding a pinned layer on other devices "
-        "(stage 0 runs on device 0; the node groups are {3}, in device "
+        "no plan keeps {0} on cluster '{1}': every layout weighed runs a "
+        "stage that holds a pinned layer on other devices ({2} dropped; "
+        "stage 0 runs on device 0; the node groups are {3}, in device "
         "order). Pin to the kind that comes first (list the edge device's "
         "node group first in the cluster YAML), pin fewer layers so that "
         "another kind can hold the rest, or plan for the pinned kind "
