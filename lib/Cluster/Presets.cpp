@@ -244,6 +244,38 @@ static Cluster localMachine(unsigned devices) {
                      makeLink("ethernet", 1.25, 20, 0.9));
 }
 
+/// Phone-class SoC (Snapdragon 8 Gen 2 class): 8 ARM cores with NEON,
+/// about 0.2 TFLOP/s fp32 and 0.4 fp16 peak over all cores, 8 GB LPDDR5 at
+/// 51 GB/s; the efficiencies are the ARM board's. Training on the phone
+/// runs on its CPU cores (the rates are our estimate from the cores'
+/// vector units, not a measurement).
+static DeviceSpec phoneSoC() {
+  return makeDevice("phone-soc", {0.2, 0, 0.4, 0, 0, 0}, 8, 51.2, 0.6, 0.4, 0.4,
+                    0.5, 5.0, 0.05);
+}
+
+/// \p nodes - 1 phones on a wide-area link to one cloud server with one
+/// A100 (edge-cloud split training, docs/search.md; one node: a phone
+/// alone). The phones come first in device order, so the first pipeline
+/// stage runs on a phone. The WAN is the phone's uplink, taken for both
+/// directions (the downlink is faster).
+static Cluster edgeCloud(StringRef name, StringRef network, unsigned nodes,
+                         LinkSpec wan) {
+  Cluster c;
+  c.name = name.str();
+  c.description =
+      ("phones on " + network + " to one cloud A100 server (split training)")
+          .str();
+  c.devices = {phoneSoC(), a100()};
+  c.groups.push_back(NodeGroup{0, 1, std::max(1u, nodes - 1),
+                               makeLink("memory", 10, 1, 1), NodeTiers{}});
+  if (nodes > 1)
+    c.groups.push_back(
+        NodeGroup{1, 1, 1, makeLink("none", 300, 3, 0.77), NodeTiers{}});
+  c.network = std::move(wan);
+  return c;
+}
+
 namespace {
 struct Preset {
   const char *name;
@@ -428,6 +460,18 @@ static const Preset kPresets[] = {
                           "4-core ARM boards (4 GB) on shared Wi-Fi",
                           std::move(arm), 1, n, makeLink("memory", 10, 1, 1),
                           makeLink("wifi", 0.0125, 3000, 0.7));
+     }},
+    // Home Wi-Fi to a cloud region: ~50 Mb/s uplink, ~20 ms one way; LTE:
+    // ~10 Mb/s uplink, ~50 ms.
+    {"edge-cloud-wifi", 2,
+     [](unsigned n) {
+       return edgeCloud("edge-cloud-wifi", "Wi-Fi (50 Mb/s uplink)", n,
+                        makeLink("wan-wifi", 0.00625, 20000, 0.7));
+     }},
+    {"edge-cloud-lte", 2,
+     [](unsigned n) {
+       return edgeCloud("edge-cloud-lte", "LTE (10 Mb/s uplink)", n,
+                        makeLink("wan-lte", 0.00125, 50000, 0.7));
      }},
 };
 

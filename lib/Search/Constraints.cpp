@@ -50,6 +50,41 @@ static bool splitItem(StringRef item, StringRef &key, StringRef &op,
   return !value.empty();
 }
 
+/// Adds "pin=FIRST-LAST@KIND" (or "pin=LAYER@KIND") to \p c. Whether the
+/// layers and the kind exist is checked against the model and the cluster
+/// when the search starts (PinCheck::resolve).
+static Error applyPin(StringRef spec, StringRef item, StringRef op,
+                      StringRef value, Constraints &c) {
+  auto bad = [&](const Twine &why) {
+    return constraintError(spec, "'" + item + "': " + why +
+                                     "; write pin=FIRST-LAST@KIND (layers "
+                                     "counted from 0, both inclusive, e.g. "
+                                     "pin=0-3@cortex-a72x4; KIND a device "
+                                     "kind of the cluster, see "
+                                     "--print-cluster)");
+  };
+  if (op != "=")
+    return bad("pin takes '='");
+  auto [range, kind] = value.split('@');
+  range = range.trim();
+  kind = kind.trim();
+  if (!value.contains('@') || kind.empty())
+    return bad("no device kind after '@'");
+  auto [from, to] = range.split('-');
+  if (!range.contains('-'))
+    to = from;
+  Pin pin;
+  if (from.trim().getAsInteger(10, pin.first) ||
+      to.trim().getAsInteger(10, pin.last))
+    return bad("'" + range + "' is not a layer or a range of layers");
+  if (pin.first > pin.last)
+    return bad(
+        formatv("the range {0}-{1} runs backwards", pin.first, pin.last).str());
+  pin.kind = kind.str();
+  c.pins.push_back(std::move(pin));
+  return Error::success();
+}
+
 /// Narrows \p c by one item of \p spec ("tp<=8"); \p key is set to the
 /// item's key in lower case.
 static Error applyItem(StringRef spec, StringRef item, Constraints &c,
@@ -61,6 +96,8 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
                                      "KEY>=N; e.g. tp<=8,schedule=1f1b");
   key = name.lower();
   const std::string &k = key;
+  if (k == "pin")
+    return applyPin(spec, item, op, value, c);
   if (k == "replicas") {
     if (op != "=" || (value != "uniform" && value != "any"))
       return constraintError(spec, "'" + item +
@@ -138,7 +175,7 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     return constraintError(spec, "unknown key '" + name +
                                      "'; known: dp, tp, pp, cp, ep, sp, "
                                      "mbs, chunks, zero, schedule, "
-                                     "recompute, offload, replicas");
+                                     "recompute, offload, replicas, pin");
   if (value == "any")
     return Error::success();
   SmallVector<StringRef> vals;

@@ -268,5 +268,28 @@ void search::printSearchSummary(const SearchResult &r,
                                           : std::string("?"))
        << ")\n";
   sim::printOffload(p, b.sim.costs, os);
+  printPinnedSides(r.pinned, os);
   printDeviceAdvice(r, os);
+}
+
+/// "0-3, 5-5" for layer ranges.
+static std::string
+layerRanges(llvm::ArrayRef<std::pair<unsigned, unsigned>> ranges) {
+  std::string s;
+  for (auto [first, last] : ranges)
+    s += formatv("{0}{1}-{2}", s.empty() ? "" : ", ", first, last).str();
+  return s.empty() ? "none" : s;
+}
+
+std::string search::describePinnedSide(const PinnedSide &s) {
+  return "layers " + layerRanges(s.layers) + " run there (pinned " +
+         layerRanges(s.pinned) + "); " + humanBytes(s.linkBytes) +
+         " cross its link per iteration; peak memory " +
+         humanBytes(s.peakMemory) + " of " + humanBytes(s.memoryCapacity);
+}
+
+void search::printPinnedSides(llvm::ArrayRef<PinnedSide> sides,
+                              raw_ostream &os) {
+  for (const PinnedSide &s : sides)
+    os << "  pinned to " << s.kind << ": " << describePinnedSide(s) << "\n";
 }

@@ -298,6 +298,8 @@ tr.best td{font-weight:bold}footer{margin-top:32px;color:#777;font-size:12px}
       row("micro-batches in flight per rank", inFlight);
       for (const auto &[level, bytes] : e.bytesPerLevel)
         row("traffic on " + level, humanBytes(bytes) + " per iteration");
+      for (const PinnedSide &s : r.pinned)
+        row("pinned to " + s.kind, describePinnedSide(s));
     }
     const Breakdown &b = c.breakdown;
     row("compute (busiest device)", ms(b.compute));

@@ -184,7 +184,7 @@ private:
 void replicatedCandidates(const cost::ModelDesc &model,
                           const cluster::Cluster &c, const cost::CostModel &cm,
                           const SearchOptions &o, Tables &t,
-                          SearchStats &stats,
+                          const PinCheck &pins, SearchStats &stats,
                           std::vector<ReplicatedCandidate> &out) {
   const Constraints &k = o.constraints;
   const unsigned n = model.layers.size(), N = c.numDevices();
@@ -279,6 +279,12 @@ void replicatedCandidates(const cost::ModelDesc &model,
         p.replicas = l.replicas;
         p.globalBatch = o.globalBatch;
         p.numMicrobatches = m;
+        // The replica DP does not weigh the pins: layouts that break them
+        // are dropped here.
+        if (!pins.allows(p, c, n)) {
+          ++stats.pinPruned;
+          break;
+        }
         Expected<Schedule> s =
             generateSchedule(kind, stages, 1, m, scheduleOptions(p));
         if (!s) {

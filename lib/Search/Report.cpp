@@ -69,6 +69,7 @@ Report search::searchReport(const SearchResult &res,
     r.alternatives.push_back(candidateReport(c, model));
   r.rankedBy = rankedBy(res);
   r.why = whyBest(res);
+  r.pinned = res.pinned;
   return r;
 }
 
@@ -142,6 +143,7 @@ json::Value search::toJSON(const Report &r) {
                                 {"pruned_bound", int64_t(s.boundPruned)},
                                 {"dominated", int64_t(s.dominated)},
                                 {"replicated", int64_t(s.replicated)},
+                                {"pruned_pin", int64_t(s.pinPruned)},
                                 {"exact", s.exact},
                                 {"gap", s.gap}};
   json::Object devices{{"used", int64_t(r.devicesUsed)},
@@ -155,6 +157,24 @@ json::Value search::toJSON(const Report &r) {
     devices["best_time_by_devices"] = std::move(scaling);
   }
   (*o)["devices"] = std::move(devices);
+  if (!r.pinned.empty()) {
+    auto ranges = [](llvm::ArrayRef<std::pair<unsigned, unsigned>> rs) {
+      json::Array a;
+      for (auto [first, last] : rs)
+        a.push_back(json::Array{int64_t(first), int64_t(last)});
+      return a;
+    };
+    json::Array sides;
+    for (const PinnedSide &s : r.pinned)
+      sides.push_back(
+          json::Object{{"device_kind", s.kind},
+                       {"pinned_layers", ranges(s.pinned)},
+                       {"layers", ranges(s.layers)},
+                       {"link_bytes_per_iteration", s.linkBytes},
+                       {"peak_memory_bytes", s.peakMemory},
+                       {"memory_capacity_bytes", s.memoryCapacity}});
+    (*o)["pinned"] = std::move(sides);
+  }
   json::Array alts;
   for (const CandidateReport &c : r.alternatives)
     alts.push_back(toJSON(c));

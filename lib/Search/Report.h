@@ -77,6 +77,8 @@ struct Report {
   std::optional<sim::ResilienceReport> resilience;
   /// The migration from the running plan (--dist-replan).
   std::optional<sim::MigrationReport> replan;
+  /// The chosen plan's pinned sides (`pin=...`).
+  std::vector<PinnedSide> pinned;
 };
 
 CandidateReport candidateReport(const Candidate &c,

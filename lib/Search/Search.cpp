@@ -141,8 +141,8 @@ struct Reasons {
 class Searcher {
 public:
   Searcher(const cost::ModelDesc &model, const cluster::Cluster &c,
-           const cost::CostModel &cm, const SearchOptions &o)
-      : model(model), c(c), cm(cm), o(o),
+           const cost::CostModel &cm, const SearchOptions &o, PinCheck pins)
+      : model(model), c(c), cm(cm), o(o), pins(std::move(pins)),
         t(model, c, cm, o.memory, o.planDefaults.expertImbalance),
         n(model.layers.size()) {}
 
@@ -174,6 +174,7 @@ private:
   const cluster::Cluster &c;
   const cost::CostModel &cm;
   const SearchOptions &o;
+  PinCheck pins;
   Tables t;
   unsigned n;
   std::vector<Light> cands;
@@ -222,15 +223,7 @@ std::vector<cost::Offload> Searcher::offloadVariants(const Light &x) const {
 }
 
 std::vector<unsigned> Searcher::stageTypes(const Plan &p, unsigned s) const {
-  if (c.devices.size() == 1)
-    return {0};
-  std::vector<unsigned> types;
-  for (unsigned d = 0; d < p.dp; ++d) {
-    unsigned ty = c.groupOf(p.globalRank(s, d, 0)).deviceIndex;
-    if (!llvm::is_contained(types, ty))
-      types.push_back(ty);
-  }
-  return types;
+  return stageKinds(p, c, s);
 }
 
 void Searcher::enumerate() {
@@ -340,6 +333,19 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
                                bool anySelective, bool anyExpert,
                                double maxLimit) {
   const Constraints &k = o.constraints;
+  if (pp == 1 && !pins.empty()) {
+    // One stage holds every layer: its replicas must all be of the pinned
+    // kind (then nothing is left for the other devices; such a layout
+    // only keeps the pins on a cluster of that kind alone).
+    Plan one;
+    one.dp = dp;
+    one.tp = tp;
+    one.cp = cp;
+    if (!pins.allows(one, c, n)) {
+      ++stats.pinPruned;
+      return;
+    }
+  }
   unsigned perReplica = o.globalBatch / dp;
   for (unsigned mbs = 1; mbs <= perReplica; ++mbs) {
     if (perReplica % mbs)
@@ -500,10 +506,12 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
       msgCache;
   bool sg = o.planDefaults.scatterGather;
   std::vector<unsigned> type(x.pp);
+  std::vector<std::vector<unsigned>> kinds(x.pp);
   for (unsigned r = 0; r < x.pp; ++r) {
     double worst = -1;
     limit[r] = std::numeric_limits<double>::infinity();
-    for (unsigned ty : stageTypes(shape, r)) {
+    kinds[r] = stageTypes(shape, r);
+    for (unsigned ty : kinds[r]) {
       const Tables::Times &tt = t.times(ty, x.key());
       if (tt.work[n] > worst) {
         worst = tt.work[n];
@@ -559,7 +567,8 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
       v += out[j][e - 1];
     if (b > 0 && in[j])
       v += in[j][b - 1];
-    if (memoryAware && !check.fits(j, b, e))
+    if ((memoryAware && !check.fits(j, b, e)) ||
+        !pins.allows(kinds[rankOf(j)], b, e))
       return std::numeric_limits<double>::infinity();
     return v;
   };
@@ -665,11 +674,20 @@ bool Searcher::expand(const Light &x, Expanded &out, bool *overMemory) {
   // No contiguous cut fits memory: pruned before any partition is costed
   // (the estimate of an even split is what the error message reports).
   const unsigned V = x.pp * x.chunks;
+  // Plans that break a pin are dropped before memory is weighed, so that a
+  // memory error names a plan that keeps the pins.
+  if (!pins.empty() && ((V > 1 && partition(x, false).empty()) ||
+                        (V <= 1 && !pins.allows(p, c, n)))) {
+    ++stats.pinPruned;
+    return false;
+  }
   if (V > 1 && !memoryCheck(x).anyFits(n, V)) {
     ++stats.memoryPruned;
     if (overMemory)
       *overMemory = true;
-    for (unsigned i = 1; i < V; ++i)
+    if (!pins.empty())
+      p.cuts = partition(x, false);
+    for (unsigned i = 1; i < V && pins.empty(); ++i)
       p.cuts.push_back(std::max(i, std::min(n - V + i, i * n / V)));
     double even = 0;
     fits(even);
@@ -715,6 +733,21 @@ bool Searcher::expand(const Light &x, Expanded &out, bool *overMemory) {
 }
 
 Error Searcher::noPlanError() const {
+  if (!pins.empty() && stats.pinPruned &&
+      minNeeded == std::numeric_limits<double>::infinity()) {
+    std::string order;
+    for (const cluster::NodeGroup &g : c.groups)
+      order += (order.empty() ? "" : ", ") + c.devices[g.deviceIndex].name;
+    return searchError(formatv(
+        "no plan keeps {0} on cluster '{1}': every layout weighed runs a "
+        "stage that holds a pinned layer on other devices ({2} dropped; "
+        "stage 0 runs on device 0; the node groups are {3}, in device "
+        "order). Pin to the kind that comes first (list the edge device's "
+        "node group first in the cluster YAML), pin fewer layers so that "
+        "another kind can hold the rest, or plan for the pinned kind "
+        "alone (--dist-devices)",
+        pins.describe(), c.name, stats.pinPruned + stats.memoryPruned, order));
+  }
   if (stats.candidates == 0) {
     if (why.dpBatch) {
       unsigned dp = why.dpTried.empty() ? 1 : why.dpTried.front();
@@ -761,11 +794,13 @@ Error Searcher::noPlanError() const {
   return searchError(formatv(
       "no plan fits in memory: the model needs {0} {1} per device "
       "({2}) with {3} devices, but a device has {4}; use devices with at "
-      "least {1} (--dist-memory-limit) or about {5} devices{6}",
+      "least {1} (--dist-memory-limit) or about {5} devices{6}{7}",
       minNeededIsBound ? "at least" : "", humanBytes(minNeeded), minNeededPlan,
       c.numDevices(), humanBytes(limit), std::max(devices, c.numDevices() + 1),
-      o.constraints.recompute.empty() ? ""
-                                      : ", or allow recompute=full"));
+      o.constraints.recompute.empty() ? "" : ", or allow recompute=full",
+      pins.empty() ? ""
+                   : "; the pins keep " + pins.describe() +
+                         " (pin fewer layers if those devices run out)"));
 }
 
 /// Orders plans by iteration time; equal times (within rounding) prefer the
@@ -795,7 +830,7 @@ Expected<SearchResult> Searcher::run() {
   std::clock_t c0 = std::clock();
   enumerate();
   std::vector<ReplicatedCandidate> replicated;
-  replicatedCandidates(model, c, cm, o, t, stats, replicated);
+  replicatedCandidates(model, c, cm, o, t, pins, stats, replicated);
   if (cands.empty() && replicated.empty())
     return noPlanError();
   std::stable_sort(cands.begin(), cands.end(),
@@ -921,7 +956,8 @@ Expected<SearchResult> Searcher::run() {
     openBound = std::min(openBound, cands[next].cheap);
   stats.boundPruned += heap.size() + (cands.size() - next);
   if (top.empty()) {
-    if (minNeeded == std::numeric_limits<double>::infinity())
+    if (minNeeded == std::numeric_limits<double>::infinity() &&
+        !stats.pinPruned)
       return searchError("no plan could be simulated for cluster '" + c.name +
                          "'; check the model and the constraints");
     return noPlanError();
@@ -969,7 +1005,14 @@ distopt::search::detail::searchAll(const cost::ModelDesc &model,
           "--dist-search allows schedule '" + scheduleName(k) +
           "', which updates weights asynchronously; pass --dist-allow-async "
           "to accept that, or drop it from the constraints");
+  Expected<PinCheck> pins =
+      PinCheck::resolve(o.constraints.pins, model, c, o.mode);
+  if (!pins)
+    return pins.takeError();
   if (o.mode == Mode::Infer)
     return detail::searchInference(model, c, cm, o);
-  return Searcher(model, c, cm, o).run();
+  Expected<SearchResult> res = Searcher(model, c, cm, o, *pins).run();
+  if (res)
+    res->pinned = pinnedSides(res->best, o.constraints.pins, model, c);
+  return res;
 }

@@ -59,6 +59,16 @@ struct IntRange {
   bool empty() const;
 };
 
+/// Layers [first, last] (both inclusive) and with them the model's input
+/// when first is 0 must run on devices of one kind (`pin=0-3@KIND`): split
+/// training between an edge device and the cloud, where the raw input and
+/// the first layers stay on the edge for privacy.
+struct Pin {
+  unsigned first = 0, last = 0;
+  /// A device kind of the cluster (DeviceSpec::name).
+  std::string kind;
+};
+
 /// The space the user lets the search explore (`--dist-search=...`).
 struct Constraints {
   IntRange dp, tp, pp, mbs, chunks;
@@ -77,10 +87,14 @@ struct Constraints {
   /// Only layouts whose stages all have the same data-parallel degree (no
   /// PipeDream-style per-stage replicas; `replicas=uniform`).
   bool uniformReplicas = false;
+  /// Layer ranges that must stay on one device kind (training only). A
+  /// stage holding a pinned layer runs on that kind's devices alone.
+  std::vector<Pin> pins;
 };
 
 /// Parses "tp<=8,pp>=2,mbs=1|2|4,schedule=1f1b|interleaved,recompute=any,
-/// zero=0|1,chunks<=4,cp<=4,ep=8,sp=1,replicas=uniform,offload=none|opt" (also
+/// zero=0|1,chunks<=4,cp<=4,ep=8,sp=1,replicas=uniform,offload=none|opt,
+/// pin=0-3@KIND" (also
 /// "dp=4", "tp<4", "tp>1"). An empty string allows everything. \p defaults
 /// holds limits in the same form for every key \p spec does not name ("zero<=2"
 /// with spec "zero=3" allows ZeRO-3). Errors name the item and say what is
@@ -151,6 +165,7 @@ struct SearchStats {
   unsigned long boundPruned = 0;  ///< lower bound >= incumbents
   unsigned long partitions = 0;   ///< DP partitions computed
   unsigned long replicated = 0;   ///< per-stage-replica layouts weighed
+  unsigned long pinPruned = 0;    ///< no partition keeps the pins
   unsigned simulated = 0;
   /// The winner is proven the simulator's best over the space (false when
   /// maxSimulations stopped the search before that; see gap).
@@ -161,6 +176,29 @@ struct SearchStats {
   double seconds = 0;    ///< wall clock
   double cpuSeconds = 0; ///< processor time of the (single) search thread
 };
+
+/// What a plan puts on the devices of a pinned kind (`pin=...@KIND`): the
+/// edge side of an edge-cloud split.
+struct PinnedSide {
+  std::string kind;
+  /// The pinned layer ranges, [first, last] inclusive, as given.
+  std::vector<std::pair<unsigned, unsigned>> pinned;
+  /// The layers the plan runs on the kind's devices, as [first, last]
+  /// ranges (a pipeline's prefix up to its split point, or more).
+  std::vector<std::pair<unsigned, unsigned>> layers;
+  /// Bytes per iteration crossing between the kind's devices and the
+  /// others: stage-boundary activations forward, their gradients back.
+  double linkBytes = 0;
+  /// The simulated peak of the kind's busiest device and its capacity.
+  double peakMemory = 0, memoryCapacity = 0;
+};
+
+/// The pinned sides of a simulated training plan, one per kind pinned in
+/// \p pins (in the order the pins name them).
+std::vector<PinnedSide> pinnedSides(const Candidate &c,
+                                    llvm::ArrayRef<Pin> pins,
+                                    const cost::ModelDesc &model,
+                                    const cluster::Cluster &cluster);
 
 struct SearchResult {
   Candidate best;
@@ -182,6 +220,8 @@ struct SearchResult {
   /// first, then the alternatives).
   std::string rankedByOverride;
   std::vector<double> expectedSamplesPerSecond;
+  /// The winner's pinned sides (`pin=...`); empty without pins.
+  std::vector<PinnedSide> pinned;
 };
 
 /// Searches the best plan. Errors (each saying what would fit) when the
@@ -251,6 +291,12 @@ std::string rankedBy(const SearchResult &r);
 /// Why the best plan wins: how it compares with the first runner-up and
 /// the largest differences in where the time goes.
 std::string whyBest(const SearchResult &r);
+/// "layers 0-3 run there (pinned 0-0); 4.0 MiB cross its link per
+/// iteration; peak memory 88.7 MiB of 7.5 GiB".
+std::string describePinnedSide(const PinnedSide &s);
+/// One line per pinned side: its layers, the bytes crossing its link per
+/// iteration and its peak memory (printSearchSummary prints them).
+void printPinnedSides(llvm::ArrayRef<PinnedSide> sides, llvm::raw_ostream &os);
 /// One-paragraph summary of the chosen plan and the search.
 void printSearchSummary(const SearchResult &r, const cluster::Cluster &c,
                         llvm::raw_ostream &os);

@@ -197,6 +197,40 @@ bool replicatedLayoutsApply(const cluster::Cluster &c, unsigned numLayers,
                             const Constraints &k);
 
 /// A plan with per-stage replicas and its proven lower bound.
+/// The pins of a search (Constraints::pins) resolved against the model and
+/// the cluster: which device kind each layer must run on (Pins.cpp).
+class PinCheck {
+public:
+  /// Errors (what, where, what to write) when a pin names a kind the
+  /// cluster lacks, layers beyond the model's, or one layer twice with
+  /// different kinds, or when the search plans inference.
+  static llvm::Expected<PinCheck> resolve(llvm::ArrayRef<Pin> pins,
+                                          const cost::ModelDesc &model,
+                                          const cluster::Cluster &c,
+                                          schedule::Mode mode);
+  bool empty() const { return kinds.empty(); }
+  /// Whether a stage running on devices of the kinds \p types (indices
+  /// into Cluster::devices) may hold layers [b, e): a pinned layer needs
+  /// its kind alone.
+  bool allows(llvm::ArrayRef<unsigned> types, unsigned b, unsigned e) const;
+  /// Whether every virtual stage of \p p (cuts set) keeps its pins.
+  bool allows(const schedule::Plan &p, const cluster::Cluster &c,
+              unsigned numLayers) const;
+  /// "layers 0-3 on cortex-a72x4 and ..." for messages.
+  std::string describe() const { return text; }
+
+private:
+  /// Pinned kinds and, per kind, the prefix count of its pinned layers.
+  std::vector<unsigned> kinds;
+  std::vector<std::vector<unsigned>> count;
+  std::string text;
+};
+
+/// The device kinds (indices into Cluster::devices) of pipeline stage \p s
+/// of \p p: all its replicas' devices.
+std::vector<unsigned> stageKinds(const schedule::Plan &p,
+                                 const cluster::Cluster &c, unsigned s);
+
 struct ReplicatedCandidate {
   schedule::Plan plan;
   double lowerBound;
@@ -208,7 +242,8 @@ struct ReplicatedCandidate {
 /// gpipe/1f1b/pipedream/pipedream-2bw schedule. Counts into \p stats.
 void replicatedCandidates(const cost::ModelDesc &model,
                           const cluster::Cluster &c, const cost::CostModel &cm,
-                          const SearchOptions &o, Tables &t, SearchStats &stats,
+                          const SearchOptions &o, Tables &t,
+                          const PinCheck &pins, SearchStats &stats,
                           std::vector<ReplicatedCandidate> &out);
 
 /// The search on all of `c`'s devices (searchPlan adds --dist-devices and

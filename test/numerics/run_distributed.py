@@ -51,7 +51,10 @@ stage's replicas), and tensor parallelism (dist-tensor-parallel): the MLP
 with Adam at tp=2 and with SGD at tp=2 x pp=2 (1F1B, 4 ranks), GPT-2 with
 SGD at tp=2 and tp=2 x pp=2 (the ranks' shards put together from their
 shards.json), and the same with sequence parallelism (`_sp`: sp=1, also
-with dp=2 and ZeRO-1 and under ZB-H1). Loss curves and every weight and optimizer state (each
+with dp=2 and ZeRO-1 and under ZB-H1), and edge-cloud split training
+(`mlp_adam_edge_cloud_split`: the plan searched on the edge-cloud-wifi
+preset with layer 0 pinned to the phone, --dist-search=pin=0-0@phone-soc;
+its report must keep the pin). Loss curves and every weight and optimizer state (each
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
@@ -806,7 +809,7 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
 
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
-                            zero=False, reference=None):
+                            zero=False, reference=None, search=None):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -817,7 +820,10 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     the stages it owns) must agree within `rtol` relative (without GPT-2's
     no-signal key-bias elements, as in run_case). With `zero` (a plan with
     zero=1) the optimizer state is compared reassembled from the shards of
-    each stage's replicas, and some must be sharded."""
+    each stage's replicas, and some must be sharded. With `search` (a
+    cluster) the plan is searched instead (dist-opt --dist-search=PLAN on
+    that cluster); its report must show every pin of PLAN kept: the pinned
+    layers on the pinned device kind, which runs the first stage."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -827,12 +833,20 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     planned = os.path.join(d, "planned.mlir")
-    p = subprocess.run([opt, model, "--input-shape=" + input_shape,
-                        f"--dist-cluster=cpu-xeon-2s:{max(1, (ranks + 1) // 2)}",
-                        "--dist-plan=" + plan, f"--dist-batch={batch}",
-                        "-o", planned], capture_output=True, text=True)
+    report = os.path.join(d, "report.json")
+    planner = ([f"--dist-cluster={search}", "--dist-search=" + plan,
+                "--dist-report=" + report] if search else
+               [f"--dist-cluster=cpu-xeon-2s:{max(1, (ranks + 1) // 2)}",
+                "--dist-plan=" + plan])
+    p = subprocess.run([opt, model, "--input-shape=" + input_shape] + planner +
+                       [f"--dist-batch={batch}", "-o", planned],
+                       capture_output=True, text=True)
     if p.returncode != 0:
-        return [f"dist-opt --dist-plan={plan} failed: " + p.stderr[-1500:]]
+        return [f"dist-opt {planner[1]} failed: " + p.stderr[-1500:]]
+    if search:
+        msg = check_pins(report, plan, ranks)
+        if msg:
+            return [msg + "\n" + p.stdout[-1500:]]
     pp, one = os.path.join(d, "pp.bin"), os.path.join(d, "one.bin")
     name0, dims = input_shape.split(":")
     whole_shape = name0 + ":" + "x".join([str(batch)] + dims.split("x")[1:])
@@ -1103,6 +1117,29 @@ def gpt2_with_dropout(work):
         del g.node[:]
         g.node.extend(nodes)
     return gpt2_variant(work, "gpt2_dropout", edit)
+
+
+def check_pins(report, constraints, ranks):
+    """Why the searched plan in `report` breaks a pin of `constraints`
+    ("pin=0-1@KIND,..."), or None: it must use `ranks` devices, run the
+    first stage on KIND and keep the pinned layers there."""
+    with open(report) as f:
+        r = json.load(f)
+    kinds = r["plan"]["stage_device_kinds"]
+    if r["devices"]["used"] != ranks:
+        return f"the search planned for {r['devices']['used']} devices, not {ranks}"
+    for item in constraints.split(","):
+        if not item.startswith("pin="):
+            continue
+        span, kind = item[4:].split("@")
+        first, last = (int(v) for v in (span.split("-") * 2)[:2])
+        side = [s for s in r.get("pinned", []) if s["device_kind"] == kind]
+        if not side or kinds[0] != kind:
+            return f"{item}: the plan runs stage 0 on {kinds[0]}, not {kind}"
+        if not any(a <= first and last <= b for a, b in side[0]["layers"]):
+            return (f"{item}: layers {first}-{last} are not all on {kind} "
+                    f"(there: {side[0]['layers']})")
+    return None
 
 
 def pipeline_train_cases(rng):
@@ -1393,6 +1430,14 @@ def pipeline_train_cases(rng):
     out.append(("mlp_adam_dp2_pp2_2bw",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=2bw", ranks=4,
                      reference=async_reference,
+                     train="loss=mse:target optimizer=adam lr=0.01")))
+    # Edge-cloud split training: the search splits the MLP between a phone
+    # and a cloud GPU over Wi-Fi with layer 0 (and the input) pinned to the
+    # phone, choosing the split and the schedule; the split program on 2
+    # ranks trains as one process does.
+    out.append(("mlp_adam_edge_cloud_split",
+                dict(mlp, plan="pin=0-0@phone-soc,mbs=2",
+                     search="edge-cloud-wifi",
                      train="loss=mse:target optimizer=adam lr=0.01")))
     return out
 

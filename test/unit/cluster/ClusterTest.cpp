@@ -27,9 +27,9 @@ TEST(Cluster, EveryPresetValidates) {
   std::vector<std::string> names = presetNames();
   for (const char *required :
        {"dgx-a100-80gb", "dgx-h100", "dgx-h100-roce", "h100-roce-pods",
-        "dgx-h200", "dgx-b200", "dgx-v100", "pcie-v100x4",
-        "mixed-a100-v100", "cpu-xeon-2s", "local", "arm-board-ethernet",
-        "arm-board-wifi"})
+        "dgx-h200", "dgx-b200", "dgx-v100", "pcie-v100x4", "mixed-a100-v100",
+        "cpu-xeon-2s", "local", "arm-board-ethernet", "arm-board-wifi",
+        "edge-cloud-wifi", "edge-cloud-lte"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end())
         << required;
   for (const std::string &n : names) {
