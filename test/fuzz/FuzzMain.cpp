@@ -163,6 +163,20 @@ void saveInput(const char *kind) {
 
 extern "C" void onFatalSignal(int sig) {
   say("dist-fuzz: CRASH (fatal signal) on an input\n");
+  if (!crash.input && crash.number > 0) {
+    // Between inputs: a heap corruption an earlier input left behind,
+    // caught by a later allocation. The seed and the last input's number
+    // still rerun to it (then --save-from and valgrind name the input).
+    say("dist-fuzz: no input was running; the last was mutated input ");
+    sayNumber((unsigned long long)crash.number);
+    say(" of seed ");
+    sayNumber(crash.seed);
+    say(" (rerun with the same --seeds/--regress and --seed ");
+    sayNumber(crash.seed);
+    say(" --runs ");
+    sayNumber((unsigned long long)crash.number);
+    say(", then --save-from a little before it)\n");
+  }
   saveInput("crash");
   signal(sig, SIG_DFL);
   raise(sig);
@@ -384,6 +398,9 @@ int main(int argc, char **argv) {
     size_t seeds = pool.size();
     Rng rng(seed);
     crash.seed = seed;
+    // First, so that even a crash the handler cannot report leaves it.
+    fprintf(stderr, "dist-fuzz %s: mutating with seed %llu\n", target->name,
+            seed);
     auto start = std::chrono::steady_clock::now();
     long long n = 0, ok = 0;
     auto elapsed = [&] {
