@@ -24,6 +24,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchutil import run  # noqa: E402
+
 MODELS = (("ResNet-18", 18), ("ResNet-50", 50))
 DATASET_SAMPLES = 1.28e6
 SAMPLE_KIB = 110
@@ -39,13 +42,6 @@ CONFIGS = (
     ("24 cores/GPU, cache 25%, HDD", 24, DATASET_GB * 0.25, 0.15),
     ("3 cores/GPU, cache 50%, SSD", 3, DATASET_GB * 0.5, 0.53),
 )
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("failed: " + " ".join(cmd) + "\n" + p.stderr)
-    return p.stdout
 
 
 def main():

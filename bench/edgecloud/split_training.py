@@ -26,6 +26,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchutil import run  # noqa: E402
+
 # (label, WAN bandwidth GB/s, one-way latency us); the last two are the
 # edge-cloud-wifi and edge-cloud-lte presets' links.
 LINKS = (
@@ -35,13 +38,6 @@ LINKS = (
     ("LTE 10 Mb/s, 50 ms (edge-cloud-lte)", 0.00125, 50000),
 )
 INPUT_BYTES = 3 * 32 * 32 * 4  # one CIFAR image, f32
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("failed: " + " ".join(cmd) + "\n" + p.stderr)
-    return p.stdout
 
 
 def main():

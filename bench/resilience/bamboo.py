@@ -21,14 +21,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchutil import run  # noqa: E402
+
 MODES = ("none", "checkpoint", "redundant")
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("failed: " + " ".join(cmd) + "\n" + p.stderr)
-    return p.stdout
 
 
 class Bench:

@@ -22,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchutil import run  # noqa: E402
+
 # (preset, its network's changed bandwidth in GB/s, global batch)
 ROWS = (
     ("arm-board-wifi", 0.0025, 8),
@@ -34,13 +37,6 @@ ROWS = (
     ("arm-board-ethernet", 0.00125, 8),
 )
 NETWORK = r"(network: \{[^}]*bandwidth_GBps: )([0-9.e+-]+)"
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("failed: " + " ".join(cmd) + "\n" + p.stderr)
-    return p.stdout
 
 
 def mbps(gbps):

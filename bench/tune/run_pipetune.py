@@ -22,6 +22,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchutil import run  # noqa: E402
+
 MODELS = {
     # name: dist-modelgen arguments
     "GPT 12x768": ["gpt", "--layers", "12", "--hidden", "768", "--heads",
@@ -47,13 +50,6 @@ def trials():
             lr = "1e-3" if (i + a) % 2 == 0 else "1e-2"
             out.append(f"batch={b},lr={lr},async={a},steps={EPOCH // b}")
     return ";".join(out)
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
-    return r.stdout
 
 
 def main():

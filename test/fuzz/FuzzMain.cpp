@@ -124,6 +124,19 @@ void printInput(const std::string &input) {
   say("dist-fuzz: end of input\n");
 }
 
+/// " mutated input N of seed S (rerun with ...)", for the current input.
+void sayRerun() {
+  say(" mutated input ");
+  sayNumber((unsigned long long)crash.number);
+  say(" of seed ");
+  sayNumber(crash.seed);
+  say(" (rerun with the same --seeds/--regress and --seed ");
+  sayNumber(crash.seed);
+  say(" --runs ");
+  sayNumber((unsigned long long)crash.number);
+  say(")\n");
+}
+
 /// Saves the current input (async-signal-safe: open/write/close only).
 void saveInput(const char *kind) {
   if (!crash.input || !crash.path[0])
@@ -148,15 +161,8 @@ void saveInput(const char *kind) {
   say(file);
   say("\n");
   if (crash.number > 0) {
-    say("dist-fuzz: it is mutated input ");
-    sayNumber((unsigned long long)crash.number);
-    say(" of seed ");
-    sayNumber(crash.seed);
-    say(" (rerun with the same --seeds/--regress and --seed ");
-    sayNumber(crash.seed);
-    say(" --runs ");
-    sayNumber((unsigned long long)crash.number);
-    say(")\n");
+    say("dist-fuzz: it is");
+    sayRerun();
   }
   printInput(*crash.input);
 }
@@ -167,15 +173,10 @@ extern "C" void onFatalSignal(int sig) {
     // Between inputs: a heap corruption an earlier input left behind,
     // caught by a later allocation. The seed and the last input's number
     // still rerun to it (then --save-from and valgrind name the input).
-    say("dist-fuzz: no input was running; the last was mutated input ");
-    sayNumber((unsigned long long)crash.number);
-    say(" of seed ");
-    sayNumber(crash.seed);
-    say(" (rerun with the same --seeds/--regress and --seed ");
-    sayNumber(crash.seed);
-    say(" --runs ");
-    sayNumber((unsigned long long)crash.number);
-    say(", then --save-from a little before it)\n");
+    say("dist-fuzz: no input was running; the last was");
+    sayRerun();
+    say("dist-fuzz: rerun with --save-from a little before it, then run "
+        "valgrind over the saved inputs\n");
   }
   saveInput("crash");
   signal(sig, SIG_DFL);
