@@ -46,9 +46,12 @@ bool distopt::hasBlockHeader(StringRef text) {
     size_t j = i + 1;
     while (j < n && isNameChar(text[j]))
       ++j;
-    // `^bb1(` or `^bb1:`; a branch's `^bb1(%x : T)` counts too, which
-    // only makes the answer conservative.
-    if (j > i + 1 && j < n && (text[j] == '(' || text[j] == ':'))
+    // Any block name: `^bb1(` and `^bb1:` are headers, and a name followed
+    // by anything else (`^bb0x-y @`) is one the parser fails on, freeing
+    // the region as it does after a bad header. A branch's `^bb1` counts
+    // too, which only makes the answer conservative (text with branches
+    // has headers).
+    if (j > i + 1)
       return true;
     i = j - 1;
   }
