@@ -357,6 +357,42 @@ save("if_scalar", [
                          "else", [], [vinfo("y_else", F, [2, 2])])),
 ], [vinfo("x", F, [1, 4]), vinfo("sr", I64, [])], [vinfo("y", F, None)])
 
+# An If on a boolean input nothing pins: both branches give [2, 4], so it
+# imports as graph.opaque "If" reading the condition and the values its
+# branches use (x, w1, w2); the MatMul after it is planned as usual.
+B = TensorProto.BOOL
+save("if_runtime", [
+    helper.make_node("If", ["flag"], ["h"], name="pick",
+                     then_branch=helper.make_graph(
+                         [helper.make_node("MatMul", ["x", "w1"], ["h_then"],
+                                           name="fc_then")],
+                         "then", [], [vinfo("h_then", F, None)]),
+                     else_branch=helper.make_graph(
+                         [helper.make_node("MatMul", ["x", "w2"], ["m"],
+                                           name="fc_else"),
+                          helper.make_node("Relu", ["m"], ["h_else"],
+                                           name="relu_else")],
+                         "else", [], [vinfo("h_else", F, None)])),
+    helper.make_node("MatMul", ["h", "w3"], ["y"], name="head"),
+], [vinfo("x", F, [2, 8]), vinfo("flag", B, [])], [vinfo("y", F, None)],
+   [weight("w1", 8, 4), weight("w2", 8, 4), weight("w3", 4, 3)])
+
+# An If on an integer input whose branches disagree in dim 0 ([1, 4] and
+# [2, 4]): no static shape, an error naming both.
+save("if_dims", [
+    const("zero", 0),
+    helper.make_node("Greater", ["n", "zero"], ["positive"], name="positive"),
+    helper.make_node("If", ["positive"], ["y"], name="grow",
+                     then_branch=helper.make_graph(
+                         [helper.make_node("Identity", ["x"], ["y_then"],
+                                           name="keep")],
+                         "then", [], [vinfo("y_then", F, None)]),
+                     else_branch=helper.make_graph(
+                         [helper.make_node("Concat", ["x", "x"], ["y_else"],
+                                           name="twice", axis=0)],
+                         "else", [], [vinfo("y_else", F, None)])),
+], [vinfo("x", F, [1, 4]), vinfo("n", I64, [])], [vinfo("y", F, None)])
+
 # Invalid models that once crashed the importer or imported as a wrong
 # program (issue 12; errors.test checks each message, and the fuzz
 # regression corpus runs them all). onnxruntime rejects every one.
