@@ -510,6 +510,11 @@ save("bert_dims", [
      vinfo("token_type_ids", I64, BS)],
     [vinfo("out", F, BS + [8])],
     [weight("word", 32, 8), weight("types", 2, 8)])
+# A float model with a symbolic sequence dimension, for dist-profile's
+# --input-dim (test/distributed/dist-profile-input-dim.test).
+save("seq_linear", [
+    helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+    [vinfo("x", F, BS + [8])], [vinfo("y", F, BS + [4])], [weight("w", 8, 4)])
 save("state_dims", [
     helper.make_node("Relu", ["state"], ["y"], name="relu")],
     [vinfo("state", F, [2, "batch", 128])], [vinfo("y", F, [2, "batch", 128])])
