@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
 
-#include "dialects/Graph/GraphShapeUtils.h"
-
 #include "llvm/ADT/SetVector.h"
+
+#include <optional>
 
 using namespace mlir;
 using onnx::GraphProto;
@@ -54,15 +54,17 @@ static void collectCaptures(const GraphProto &graph,
 }
 
 /// The shape of output `index` of a branch as text ("?" for an unknown
-/// dimension, "unknown" without a shape).
-static std::string branchShape(const GraphProto &branch, int index) {
+/// dimension); none when the output has no tensor shape (a sequence, a
+/// branch inference could not type).
+static std::optional<std::string> branchShape(const GraphProto &branch,
+                                              int index) {
   if (index >= branch.output_size())
-    return "missing";
-  const auto &type = branch.output(index).type().tensor_type();
-  if (!type.has_shape())
-    return "unknown";
+    return std::nullopt;
+  const auto &type = branch.output(index).type();
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape())
+    return std::nullopt;
   std::string s;
-  for (const auto &dim : type.shape().dim())
+  for (const auto &dim : type.tensor_type().shape().dim())
     s += (s.empty() ? "" : "x") + (dim.has_dim_value()
                                        ? std::to_string(dim.dim_value())
                                        : std::string("?"));
@@ -82,11 +84,16 @@ static LogicalResult translateIf(Translator &t, const NodeProto &node) {
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty() || t.inferredType(node.output(i)))
       continue;
-    std::string a = branchShape(thenG, i), b = branchShape(elseG, i);
+    std::optional<std::string> a = branchShape(thenG, i),
+                               b = branchShape(elseG, i);
+    // Without a tensor shape on each side there is nothing to compare: the
+    // generic error (emitOpaque's) says the shape cannot be inferred.
+    if (!a || !b)
+      return t.emitOpaque(node);
     auto diag = t.emitError(node);
     diag << "node '" << node.name() << "' (If) decides its branch at run time "
          << "and output " << i << " ('" << node.output(i) << "') has shape "
-         << a << " in then_branch but " << b
+         << *a << " in then_branch but " << *b
          << " in else_branch; a plan needs one static shape: ";
     if (!t.scalarInputNames().empty())
       diag << "give the scalar inputs the condition depends on their value "
