@@ -167,7 +167,8 @@ save("patterns", [
 ], [vinfo("x", F, [2, 4, 8])], [vinfo("y", F, [2, 4, 8])],
     [weight("ln_g", 8), weight("ln_b", 8), weight("rms_g", 8)])
 
-# Ops the dialect does not model stay opaque with their attributes.
+# Ops the dialect does not model stay opaque with their attributes (the
+# CumSum between them, with a constant axis, is graph.cumsum).
 save("opaque", [
     helper.make_node("Hardmax", ["x"], ["h"], name="hardmax", axis=1),
     helper.make_node("CumSum", ["h", "axis"], ["c"], name="cumsum",
@@ -175,6 +176,21 @@ save("opaque", [
     helper.make_node("Hardmax", ["c"], ["y"], name="hardmax2", axis=0),
 ], [vinfo("x", F, [3, 5])], [vinfo("y", F, [3, 5])],
     [numpy_helper.from_array(np.array(1, np.int64), "axis")])
+
+# CumSum with a constant axis (negative, exclusive, reverse) is
+# graph.cumsum.
+save("cumsum", [
+    const("last", -1),
+    helper.make_node("CumSum", ["x", "last"], ["c"], name="scan"),
+    const("first", 0),
+    helper.make_node("CumSum", ["c", "first"], ["y"], name="scan_back",
+                     exclusive=1, reverse=1),
+], [vinfo("x", F, [3, 5])], [vinfo("y", F, [3, 5])])
+
+# An axis known only at run time keeps CumSum opaque.
+save("cumsum_axis_input", [
+    helper.make_node("CumSum", ["x", "axis"], ["y"], name="scan")],
+    [vinfo("x", F, [3, 5]), vinfo("axis", I64, [])], [vinfo("y", F, [3, 5])])
 
 # A loss: SoftmaxCrossEntropyLoss with ignore_index.
 save("loss", [
