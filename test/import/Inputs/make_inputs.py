@@ -170,10 +170,12 @@ save("patterns", [
 # Ops the dialect does not model stay opaque with their attributes (the
 # CumSum between them, with a constant axis, is graph.cumsum).
 save("opaque", [
-    helper.make_node("Hardmax", ["x"], ["h"], name="hardmax", axis=1),
+    helper.make_node("ThresholdedRelu", ["x"], ["h"], name="threshold",
+                     alpha=1.5),
     helper.make_node("CumSum", ["h", "axis"], ["c"], name="cumsum",
                      exclusive=1),
-    helper.make_node("Hardmax", ["c"], ["y"], name="hardmax2", axis=0),
+    helper.make_node("ThresholdedRelu", ["c"], ["y"], name="threshold2",
+                     alpha=0.5),
 ], [vinfo("x", F, [3, 5])], [vinfo("y", F, [3, 5])],
     [numpy_helper.from_array(np.array(1, np.int64), "axis")])
 
@@ -191,6 +193,19 @@ save("cumsum", [
 save("cumsum_axis_input", [
     helper.make_node("CumSum", ["x", "axis"], ["y"], name="scan")],
     [vinfo("x", F, [3, 5]), vinfo("axis", I64, [])], [vinfo("y", F, [3, 5])])
+
+# Hardmax: the one-hot of the first maximum (opset 13, any axis), between
+# two weights so that training runs through it; before opset 13 only the
+# last axis means the same (hardmax_opset11 keeps axis 1 of 3 opaque).
+save("hardmax", [
+    helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+    helper.make_node("Hardmax", ["h"], ["m"], name="pick", axis=1),
+    helper.make_node("MatMul", ["m", "w2"], ["y"], name="fc2"),
+], [vinfo("x", F, [2, 3, 4])], [vinfo("y", F, [2, 3, 2])],
+   [weight("w1", 4, 5), weight("w2", 5, 2)])
+save("hardmax_opset11", [
+    helper.make_node("Hardmax", ["x"], ["y"], name="pick", axis=1),
+], [vinfo("x", F, [2, 3, 4])], [vinfo("y", F, [2, 3, 4])], opset=11)
 
 # A loss: SoftmaxCrossEntropyLoss with ignore_index.
 save("loss", [
