@@ -331,6 +331,14 @@ static std::optional<OpDesc> costOf(BinaryOp bin, const CostContext &context) {
 }
 
 /// Copies: transpose, split, slice, concat, expand, pad, gather, iota.
+/// A running sum: one add per element, read once and written once; its
+/// gradient (the sum the other way) needs nothing kept.
+static std::optional<OpDesc> costOf(CumSumOp op, const CostContext &context) {
+  std::optional<OpDesc> e = elementwiseCost(op, context);
+  e->savedBytes = 0;
+  return e;
+}
+
 static std::optional<OpDesc> dataMovementCost(Operation *op,
                                               const CostContext &context) {
   OpFacts f(op, context);
@@ -392,7 +400,7 @@ template <typename... OpTs> static void attachNoCost(MLIRContext *ctx) {
 void graph::registerCostModels(MLIRContext *ctx) {
   attachOwnRules<MatmulOp, ConvOp, EmbeddingOp, LayerNormOp, RMSNormOp,
                  BatchNormOp, SoftmaxOp, SoftmaxCrossEntropyOp, ReduceOp,
-                 PoolOp, UnaryOp, BinaryOp>(ctx);
+                 PoolOp, UnaryOp, BinaryOp, CumSumOp>(ctx);
   attachFamily<elementwiseCost, WhereOp, ClipOp, CastOp, DropoutOp>(
       ctx);
   attachFamily<dataMovementCost, TransposeOp, SplitOp, SliceOp, ConcatOp,

@@ -2,7 +2,7 @@
 //-*-===//
 //
 // Part of DistOpt. Verifiers of reshape, flatten, transpose, split, slice,
-// concat, expand, pad, trilu, gather, embedding and iota.
+// concat, expand, pad, trilu, cumsum, gather, embedding and iota.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/GraphOps.h"
@@ -266,6 +266,18 @@ LogicalResult TriluOp::verify() {
         t.getNumElements() != 1)
       return emitOpError("diagonal must be one integer, got ") << t;
   }
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, in.getShape(), out.getShape());
+}
+
+LogicalResult CumSumOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() < 1)
+    return emitOpError("operand must have rank >= 1, got a scalar");
+  if (failed(checkedAxis(*this, "axis", getAxis(), in.getRank())))
+    return failure();
   if (failed(verifySameElementType(*this, in.getElementType(),
                                    out.getElementType())))
     return failure();

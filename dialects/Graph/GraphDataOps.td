@@ -2,7 +2,7 @@
 //
 // Part of DistOpt. Ops that move or select data without arithmetic:
 // reshape, transpose, split, slice, concat, expand, pad, trilu, gather,
-// embedding, flatten, iota. Shape operands of ONNX are folded into
+// embedding, flatten, iota; and cumsum, a scan lowered to loops as they are. Shape operands of ONNX are folded into
 // attributes or into the result type by the importer.
 //
 //===----------------------------------------------------------------------===//
@@ -197,6 +197,32 @@ def Graph_TriluOp : Graph_Op<"trilu", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input (`,` $diagonal^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_CumSumOp : Graph_Op<"cumsum", [Pure]> {
+  let summary = "running sum along `axis` (ONNX CumSum)";
+  let description = [{
+    `result[..., j, ...] = sum of input[..., i, ...]` along `axis` over
+    `i <= j` (`i >= j` with `reverse`); `exclusive` leaves element `j`
+    itself out, so the first sum is 0. A negative `axis` counts from the
+    end. ONNX CumSum's `axis` input must be a constant by import.
+
+    Example:
+
+    ```mlir
+    %y = graph.cumsum %x {axis = 1 : i64, exclusive = true}
+        : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

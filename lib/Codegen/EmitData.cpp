@@ -5,7 +5,8 @@
 // program), views that share their operand's buffer (reshape, flatten,
 // inference dropout) and generated gather-style loops for data movement of
 // any element type: transpose, slice, split, concat, expand, pad, trilu and
-// gather. Every loop computes one output element from constant strides.
+// gather. Every loop computes one output element from constant strides;
+// cumsum's computes one line along its axis.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
@@ -15,6 +16,7 @@
 #include "dialects/Emit/KernelRules.h"
 #include "dialects/Emit/MemoryPlan.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/GraphShapeUtils.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -30,8 +32,8 @@ bool distopt::codegen::isAliasOp(Operation *op) {
 bool distopt::codegen::isDataOp(Operation *op) {
   return isAliasOp(op) ||
          isa<WeightOp, ConstantOp, TransposeOp, SliceOp, SplitOp, ConcatOp,
-             ExpandOp, PadOp, TriluOp, GatherOp, GatherElementsOp, EmbeddingOp,
-             IotaOp>(op);
+             ExpandOp, PadOp, TriluOp, CumSumOp, GatherOp, GatherElementsOp,
+             EmbeddingOp, IotaOp>(op);
 }
 
 /// `s` as a C string literal body.
@@ -420,6 +422,54 @@ static LogicalResult emitTrilu(FunctionEmitter &e, TriluOp op) {
   return success();
 }
 
+/// graph.cumsum: one loop iteration per line along the axis (every other
+/// coordinate), which walks the line in order (backwards with reverse)
+/// keeping the running sum in the type generated loops compute in.
+static LogicalResult emitCumSum(FunctionEmitter &e, CumSumOp op) {
+  Value in = op.getInput(), out = op.getResult();
+  auto shape = FunctionEmitter::typeOf(out).getShape();
+  int64_t axis = *normalizeAxis(op.getAxis(), shape.size());
+  SmallVector<int64_t> lines(shape);
+  lines[axis] = 1;
+  auto inStrides = e.layoutOf(in);
+  auto outStrides = FunctionEmitter::stridesOf(shape);
+  std::string inBase = "0", outBase = "0";
+  for (unsigned d = 0; d < shape.size(); ++d) {
+    if ((int64_t)d == axis)
+      continue;
+    std::string c = FunctionEmitter::coord(lines, d, "l");
+    inBase += " + " + c + " * " + std::to_string(inStrides[d]) + "ll";
+    outBase += " + " + c + " * " + std::to_string(outStrides[d]) + "ll";
+  }
+  Type acc = FunctionEmitter::computeType(
+      FunctionEmitter::typeOf(out).getElementType());
+  e.allocate(out);
+  std::string o = e.name(out), src = e.name(in);
+  std::string n = std::to_string(shape[axis]);
+  e.openLoop(FunctionEmitter::numel(out) / std::max<int64_t>(shape[axis], 1),
+             "l");
+  e.os << "    int64_t ib = " << inBase << ", ob = " << outBase << ";\n"
+       << "    " << FunctionEmitter::cType(acc) << " s = 0;\n"
+       << "    for (int64_t t = 0; t < " << n << "; ++t) {\n"
+       << "      int64_t j = " << (op.getReverse() ? n + " - 1 - t" : "t")
+       << ";\n";
+  std::string read = "(" + FunctionEmitter::cType(acc) + ")" + src +
+                     "[ib + j * " + std::to_string(inStrides[axis]) + "ll]";
+  std::string write = "      " + o + "[ob + j * " +
+                      std::to_string(outStrides[axis]) + "ll] = (" +
+                      FunctionEmitter::cType(out) + ")s;\n";
+  // Each element is read before its sum is written, so the loop is right
+  // even over its own input.
+  e.os << "      " << FunctionEmitter::cType(acc) << " v = " << read << ";\n";
+  if (op.getExclusive())
+    e.os << write << "      s += v;\n";
+  else
+    e.os << "      s += v;\n" << write;
+  e.os << "    }\n";
+  e.closeLoop();
+  return success();
+}
+
 static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
                                   Value indices, int64_t axis) {
   Value out = op->getResult(0);
@@ -603,6 +653,7 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
       })
       .Case<PadOp>([&](auto o) { return emitPad(e, o); })
       .Case<TriluOp>([&](auto o) { return emitTrilu(e, o); })
+      .Case<CumSumOp>([&](auto o) { return emitCumSum(e, o); })
       .Case<GatherOp>([&](GatherOp o) {
         return emitGatherOp(e, o, o.getData(), o.getIndices(),
                             o.getAxisAttr().getInt());

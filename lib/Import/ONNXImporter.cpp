@@ -119,6 +119,7 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
   registerMathTranslations(table);
   registerNNTranslations(table);
   registerDataTranslations(table);
+  registerControlTranslations(table);
   t.modelFile = source.modelFile;
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto &node = graph.node(i);

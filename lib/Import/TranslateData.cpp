@@ -2,9 +2,9 @@
 //
 // Part of DistOpt. ONNX Reshape/Squeeze/Unsqueeze/Flatten, Transpose,
 // Split, Slice, Concat, Expand, Tile, nearest Resize/Upsample, Pad, Trilu,
-// Gather, Range and the constant makers to the graph dialect. Shape
-// operands must be constants by now (shape subgraphs are folded before
-// translation); otherwise the node is opaque.
+// CumSum, Gather, Range and the constant makers to the graph dialect. Shape
+// and axis operands must be constants by now (shape subgraphs are folded
+// before translation); otherwise the node is opaque.
 //
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
@@ -524,6 +524,24 @@ static LogicalResult translateTrilu(Translator &t, const NodeProto &node) {
                       b.getI64IntegerAttr(k)));
 }
 
+/// CumSum with a constant axis; one known only at run time stays opaque.
+static LogicalResult translateCumSum(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  const SmallTensor *axis = t.constantInput(node, 1);
+  if (!axis || axis->numElements() != 1 ||
+      !normalizeAxis(axis->getInt(0), type.getRank()))
+    return t.emitOpaque(node);
+  OpBuilder &b = t.builder;
+  return t.setResult(
+      node, CumSumOp::create(
+                b, t.loc(node), type, x, b.getI64IntegerAttr(axis->getInt(0)),
+                b.getBoolAttr(Translator::attrInt(node, "exclusive", 0)),
+                b.getBoolAttr(Translator::attrInt(node, "reverse", 0))));
+}
+
 /// A Gather on axis 0 of a 2-D weight is an embedding lookup.
 static LogicalResult translateGather(Translator &t, const NodeProto &node) {
   Value data = t.operand(node, 0), indices = t.operand(node, 1);
@@ -693,6 +711,7 @@ void registerDataTranslations(TranslateTable &table) {
   table["Expand"] = translateExpand;
   table["Pad"] = translatePad;
   table["Trilu"] = translateTrilu;
+  table["CumSum"] = translateCumSum;
   table["Tile"] = translateTile;
   table["Resize"] = translateResize;
   table["Upsample"] = translateResize;

@@ -2,8 +2,8 @@
 //-*-===//
 //
 // Part of DistOpt. ONNX Conv, ConvTranspose, pooling, BatchNormalization,
-// LayerNormalization, InstanceNormalization, Dropout, Reduce*, ArgMax/ArgMin
-// and SoftmaxCrossEntropyLoss to the graph dialect.
+// LayerNormalization, InstanceNormalization, Dropout, Reduce*, ArgMax/ArgMin,
+// Hardmax and SoftmaxCrossEntropyLoss to the graph dialect.
 //
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
@@ -390,6 +390,44 @@ static std::optional<ReduceKind> reduceKind(StringRef op) {
       .Default(std::nullopt);
 }
 
+/// Hardmax as the one-hot of the first maximum along its axis:
+/// equal(iota along the axis, arg_max) cast to the input's type, so its
+/// kernels and costs are those ops'. Piecewise constant: no gradient flows
+/// through it. Before opset 13 Hardmax flattens the input from its axis
+/// into one; that is the same only when the axis is the last, so other
+/// axes stay opaque there.
+static LogicalResult translateHardmax(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  int64_t rank = type.getRank();
+  std::optional<int64_t> axis = normalizeAxis(
+      Translator::attrInt(node, "axis", t.opset >= 13 ? -1 : 1), rank);
+  if (!axis || (t.opset < 13 && *axis != rank - 1) ||
+      !isa<FloatType>(type.getElementType()))
+    return t.emitOpaque(node);
+  OpBuilder &b = t.builder;
+  Location loc = t.loc(node);
+  Type i64 = b.getI64Type();
+  SmallVector<int64_t> kept(type.getShape()), line(rank, 1);
+  kept[*axis] = 1;
+  line[*axis] = type.getDimSize(*axis);
+  Value first =
+      ReduceOp::create(b, loc, RankedTensorType::get(kept, i64),
+                       ReduceKindAttr::get(b.getContext(), ReduceKind::ArgMax),
+                       x, b.getDenseI64ArrayAttr({*axis}), b.getBoolAttr(true),
+                       b.getBoolAttr(false));
+  Value pos = IotaOp::create(
+      b, loc, RankedTensorType::get({type.getDimSize(*axis)}, i64),
+      b.getI64IntegerAttr(0), b.getI64IntegerAttr(1));
+  pos = ReshapeOp::create(b, loc, RankedTensorType::get(line, i64), pos);
+  Value hit = BinaryOp::create(
+      b, loc, RankedTensorType::get(type.getShape(), b.getI1Type()),
+      BinaryKind::Equal, pos, first, false);
+  return t.setResult(node, CastOp::create(b, loc, type, hit));
+}
+
 static LogicalResult translateReduce(Translator &t, const NodeProto &node) {
   Value x = t.operand(node, 0);
   RankedTensorType type = t.resultType(node, 0);
@@ -585,6 +623,7 @@ static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
 
 void registerNNTranslations(TranslateTable &table) {
   table["Conv"] = translateConv;
+  table["Hardmax"] = translateHardmax;
   table["ConvTranspose"] = translateConvTranspose;
   for (StringRef op : {"MaxPool", "AveragePool", "LpPool", "GlobalMaxPool",
                        "GlobalAveragePool", "GlobalLpPool"})

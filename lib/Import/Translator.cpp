@@ -267,7 +267,7 @@ DictionaryAttr Translator::attrDictionary(const NodeProto &node) {
   return b.getDictionaryAttr(attrs);
 }
 
-LogicalResult Translator::emitOpaque(const NodeProto &node) {
+LogicalResult Translator::emitOpaque(const NodeProto &node, ValueRange reads) {
   SmallVector<Value> inputs;
   SmallVector<int64_t> inputPositions;
   for (int i = 0; i < node.input_size(); ++i) {
@@ -279,6 +279,7 @@ LogicalResult Translator::emitOpaque(const NodeProto &node) {
     inputs.push_back(v);
     inputPositions.push_back(i);
   }
+  llvm::append_range(inputs, reads);
   // Unnamed (omitted optional) outputs get no result; output_indices then
   // records the ONNX position of each result.
   SmallVector<Type> resultTypes;

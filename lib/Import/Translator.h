@@ -1,8 +1,9 @@
 //===- Translator.h - ONNX nodes to graph ops -------------------*- C++ -*-===//
 //
 // Part of DistOpt. The state shared by the per-family translation files
-// (TranslateMath.cpp, TranslateNN.cpp, TranslateData.cpp): value and
-// constant maps, inferred types, attribute helpers and the opaque fallback.
+// (TranslateMath.cpp, TranslateNN.cpp, TranslateData.cpp,
+// TranslateControl.cpp): value and constant maps, inferred types, attribute
+// helpers and the opaque fallback.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DIST_LIB_IMPORT_TRANSLATOR_H
@@ -34,6 +35,7 @@ using TranslateTable = llvm::StringMap<TranslateFn>;
 void registerMathTranslations(TranslateTable &table);
 void registerNNTranslations(TranslateTable &table);
 void registerDataTranslations(TranslateTable &table);
+void registerControlTranslations(TranslateTable &table);
 
 class Translator {
 public:
@@ -82,8 +84,10 @@ public:
 
   mlir::Location loc(const onnx::NodeProto &node);
   mlir::InFlightDiagnostic emitError(const onnx::NodeProto &node);
-  /// Keeps `node` as `graph.opaque`.
-  mlir::LogicalResult emitOpaque(const onnx::NodeProto &node);
+  /// Keeps `node` as `graph.opaque`; `reads` (the outer values an If's
+  /// branches read) follow the ONNX inputs as operands.
+  mlir::LogicalResult emitOpaque(const onnx::NodeProto &node,
+                                 mlir::ValueRange reads = {});
   /// Defines output 0 of `node` as `value`.
   mlir::LogicalResult setResult(const onnx::NodeProto &node,
                                 mlir::Value value) {
@@ -125,6 +129,9 @@ public:
   attrInts(const onnx::NodeProto &node, llvm::StringRef name);
   /// Converts every attribute of `node` for `graph.opaque`.
   mlir::DictionaryAttr attrDictionary(const onnx::NodeProto &node);
+  /// The graph inputs of one element, comma-separated, for --input-value
+  /// hints (empty when there are none).
+  const std::string &scalarInputNames() const { return scalarInputs; }
 
 private:
   std::string fileName;

@@ -2,9 +2,10 @@
 //
 // Part of DistOpt. Gradient rules of views and data movement: reshape,
 // flatten, expand, transpose, strided slices, concat, split, pads of every
-// mode, trilu, gather and embedding. Each moves dy back to where the
-// forward op read it (scatter-adds for the index-driven ops), so none of
-// them computes anything beyond sums. Dispatched from emitGradient in
+// mode, trilu, cumsum, gather and embedding. Each moves dy back to where
+// the forward op read it (scatter-adds for the index-driven ops, a running
+// sum the other way for cumsum), so none of them computes anything beyond
+// sums. Dispatched from emitGradient in
 // GradRules.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -331,6 +332,16 @@ std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
             operands.push_back(d);
           return g::TriluOp::create(b, loc, TypeRange{t.getType()}, operands,
                                     inherentAttrs(t));
+        });
+        return success();
+      })
+      .Case<g::CumSumOp>([&](g::CumSumOp c) {
+        // x_i feeds y_j for every j at or after i (before it with
+        // reverse), so dx is the running sum of dy the other way.
+        e.give(c.getInput(), [&]() -> Value {
+          return g::CumSumOp::create(b, loc, c.getType(), dy, c.getAxisAttr(),
+                                     c.getExclusiveAttr(),
+                                     b.getBoolAttr(!c.getReverse()));
         });
         return success();
       })

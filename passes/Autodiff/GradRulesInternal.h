@@ -29,7 +29,8 @@ mlir::LogicalResult reduceGrad(GradEmitter &e, graph::ReduceOp op,
 mlir::LogicalResult poolGrad(GradEmitter &e, graph::PoolOp op, mlir::Value dy);
 
 /// Views and data movement (GradRulesData.cpp): reshape, flatten, expand,
-/// transpose, slice, concat, split, pad, trilu, gather and embedding.
+/// transpose, slice, concat, split, pad, trilu, cumsum, gather and
+/// embedding.
 /// `dys` holds one gradient per result (null where a result has none).
 /// Returns std::nullopt when `op` is not one of these ops.
 std::optional<mlir::LogicalResult> dataGrad(GradEmitter &e, mlir::Operation *op,

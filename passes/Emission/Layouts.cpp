@@ -220,7 +220,8 @@ private:
     if (isElementwiseOp(op))
       return true;
     return isa<g::GatherOp, g::GatherElementsOp, g::TransposeOp, g::SliceOp,
-               g::SplitOp, g::ConcatOp, g::ExpandOp, g::PadOp, g::TriluOp>(op);
+               g::SplitOp, g::ConcatOp, g::ExpandOp, g::PadOp, g::TriluOp,
+               g::CumSumOp>(op);
   }
 
   bool satisfies(Value v, const Requirement &r) {

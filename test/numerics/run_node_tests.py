@@ -72,7 +72,8 @@ def load_case(d):
 # reduction's axes, an input since ReduceSum-13, set its result's shape):
 # the node tests feed them as graph inputs, so a test's values for them
 # become initializers of a pinned copy of the model.
-CONSTANT_OPERANDS = {"Resize": (1, 2, 3), "Upsample": (1,), "ReduceSum": (1,)}
+CONSTANT_OPERANDS = {"Resize": (1, 2, 3), "Upsample": (1,), "ReduceSum": (1,),
+                     "CumSum": (1,)}
 
 
 def pin_constant_inputs(d, work):

@@ -33,6 +33,7 @@
 // start-up), written as DIR/input.txt in dist-opt's --dist-input form.
 //
 //===----------------------------------------------------------------------===//
+#include "dist/ImportONNX.h"
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/ProfileDB.h"
 #include "lib/Support/Launcher.h"
@@ -77,6 +78,12 @@ static cl::list<std::string>
                 cl::desc("NAME:D0xD1x... as for dist-compile; D0 is the sample "
                          "dimension, replaced by each micro-batch size"),
                 cl::cat(category));
+static cl::list<std::string>
+    inputDims("input-dim",
+              cl::desc("NAME=N as for dist-compile: pins a named symbolic "
+                       "dimension in every input; the leading (sample) "
+                       "dimension is left to each micro-batch size"),
+              cl::value_desc("sequence=128"), cl::cat(category));
 static cl::list<std::string> inputValues("input-value",
                                          cl::desc("Passed to dist-compile"),
                                          cl::cat(category));
@@ -508,6 +515,8 @@ static Error measureOps(const OpRun &r, unsigned m, unsigned tp,
   for (const Shape &s : r.shapes)
     cmd.push_back("--input-shape=" + s.name + ":" + std::to_string(m) +
                   (s.rest.empty() ? "" : "x" + s.rest));
+  for (const std::string &v : inputDims)
+    cmd.push_back("--input-dim=" + v);
   for (const std::string &v : inputValues)
     cmd.push_back("--input-value=" + v);
   std::string what = (tp > 1 ? "tp=" + std::to_string(tp) + ", " : "") +
@@ -695,9 +704,20 @@ int main(int argc, char **argv) {
   if (train.empty())
     return fail("give the training step to measure with --train=\"loss=... "
                 "optimizer=...\" (the options of dist-compile --train)");
-  if (inputShapes.empty())
+  if (inputShapes.empty() && inputDims.empty())
     return fail("give the model's inputs with --input-shape=NAME:D0xD1x... "
-                "(D0, the sample dimension, becomes each micro-batch size)");
+                "(D0, the sample dimension, becomes each micro-batch size) "
+                "or pin their symbolic dimensions with --input-dim=NAME=N");
+  if (inputShapes.empty() && microBatches.empty())
+    return fail("give the micro-batch sizes to measure with "
+                "--micro-batches=N,... (without --input-shape there is no D0 "
+                "to take them from)");
+  ONNXImportOptions pins;
+  for (const std::string &spec : inputDims) {
+    std::string problem;
+    if (!parseInputDimSpec(spec, pins, problem))
+      return fail("malformed --input-dim='" + spec + "': " + problem);
+  }
   if (steps < 2)
     return fail("--steps must be at least 2 (the first step is left out)");
   if (maxMessage < 8 || maxMessage > (1u << 30))

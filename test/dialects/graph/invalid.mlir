@@ -907,3 +907,35 @@ func.func @case91(%i: tensor<3x2xi64>, %g: tensor<3x5xf32>) {
   %0 = graph.scatter_add %i, %g {axis = 1 : i64, elements} : (tensor<3x2xi64>, tensor<3x5xf32>) -> tensor<3x4xf32>
   return
 }
+
+// -----
+
+func.func @case92(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{'axis' 2 is out of range for rank 2}}
+  %0 = graph.cumsum %a {axis = 2 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case93(%a: tensor<f32>) {
+  // expected-error @+1 {{operand must have rank >= 1, got a scalar}}
+  %0 = graph.cumsum %a : (tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @case94(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{result element type 'f16' differs from the operand's 'f32'}}
+  %0 = graph.cumsum %a : (tensor<3x4xf32>) -> tensor<3x4xf16>
+  return
+}
+
+// -----
+
+func.func @case95(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{result shape}}
+  %0 = graph.cumsum %a : (tensor<3x4xf32>) -> tensor<4x3xf32>
+  return
+}

@@ -97,6 +97,10 @@ func.func @movement(%x: tensor<2x8x2304xf32>, %ids: tensor<2x8xi64>, %t: tensor<
   %12 = graph.trilu %m, %i {upper = false} : (tensor<1x1x8x8xi1>, tensor<i64>) -> tensor<1x1x8x8xi1>
   // CHECK: graph.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>) -> tensor<2x3x2304xf32>
   %13 = graph.gather_elements %x, %e {axis = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>) -> tensor<2x3x2304xf32>
+  // CHECK: graph.cumsum %{{.*}} {axis = -1 : i64, exclusive = true, reverse = true} : (tensor<2x8xi64>) -> tensor<2x8xi64>
+  %14 = graph.cumsum %ids {axis = -1 : i64, exclusive = true, reverse = true} : (tensor<2x8xi64>) -> tensor<2x8xi64>
+  // CHECK: graph.cumsum %{{.*}} : (tensor<2x8x2304xf32>) -> tensor<2x8x2304xf32>
+  %15 = graph.cumsum %x : (tensor<2x8x2304xf32>) -> tensor<2x8x2304xf32>
   return
 }
 

@@ -167,14 +167,45 @@ save("patterns", [
 ], [vinfo("x", F, [2, 4, 8])], [vinfo("y", F, [2, 4, 8])],
     [weight("ln_g", 8), weight("ln_b", 8), weight("rms_g", 8)])
 
-# Ops the dialect does not model stay opaque with their attributes.
+# Ops the dialect does not model stay opaque with their attributes (the
+# CumSum between them, with a constant axis, is graph.cumsum).
 save("opaque", [
-    helper.make_node("Hardmax", ["x"], ["h"], name="hardmax", axis=1),
+    helper.make_node("ThresholdedRelu", ["x"], ["h"], name="threshold",
+                     alpha=1.5),
     helper.make_node("CumSum", ["h", "axis"], ["c"], name="cumsum",
                      exclusive=1),
-    helper.make_node("Hardmax", ["c"], ["y"], name="hardmax2", axis=0),
+    helper.make_node("ThresholdedRelu", ["c"], ["y"], name="threshold2",
+                     alpha=0.5),
 ], [vinfo("x", F, [3, 5])], [vinfo("y", F, [3, 5])],
     [numpy_helper.from_array(np.array(1, np.int64), "axis")])
+
+# CumSum with a constant axis (negative, exclusive, reverse) is
+# graph.cumsum.
+save("cumsum", [
+    const("last", -1),
+    helper.make_node("CumSum", ["x", "last"], ["c"], name="scan"),
+    const("first", 0),
+    helper.make_node("CumSum", ["c", "first"], ["y"], name="scan_back",
+                     exclusive=1, reverse=1),
+], [vinfo("x", F, [3, 5])], [vinfo("y", F, [3, 5])])
+
+# An axis known only at run time keeps CumSum opaque.
+save("cumsum_axis_input", [
+    helper.make_node("CumSum", ["x", "axis"], ["y"], name="scan")],
+    [vinfo("x", F, [3, 5]), vinfo("axis", I64, [])], [vinfo("y", F, [3, 5])])
+
+# Hardmax: the one-hot of the first maximum (opset 13, any axis), between
+# two weights so that training runs through it; before opset 13 only the
+# last axis means the same (hardmax_opset11 keeps axis 1 of 3 opaque).
+save("hardmax", [
+    helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+    helper.make_node("Hardmax", ["h"], ["m"], name="pick", axis=1),
+    helper.make_node("MatMul", ["m", "w2"], ["y"], name="fc2"),
+], [vinfo("x", F, [2, 3, 4])], [vinfo("y", F, [2, 3, 2])],
+   [weight("w1", 4, 5), weight("w2", 5, 2)])
+save("hardmax_opset11", [
+    helper.make_node("Hardmax", ["x"], ["y"], name="pick", axis=1),
+], [vinfo("x", F, [2, 3, 4])], [vinfo("y", F, [2, 3, 4])], opset=11)
 
 # A loss: SoftmaxCrossEntropyLoss with ignore_index.
 save("loss", [
@@ -357,6 +388,42 @@ save("if_scalar", [
                          "else", [], [vinfo("y_else", F, [2, 2])])),
 ], [vinfo("x", F, [1, 4]), vinfo("sr", I64, [])], [vinfo("y", F, None)])
 
+# An If on a boolean input nothing pins: both branches give [2, 4], so it
+# imports as graph.opaque "If" reading the condition and the values its
+# branches use (x, w1, w2); the MatMul after it is planned as usual.
+B = TensorProto.BOOL
+save("if_runtime", [
+    helper.make_node("If", ["flag"], ["h"], name="pick",
+                     then_branch=helper.make_graph(
+                         [helper.make_node("MatMul", ["x", "w1"], ["h_then"],
+                                           name="fc_then")],
+                         "then", [], [vinfo("h_then", F, None)]),
+                     else_branch=helper.make_graph(
+                         [helper.make_node("MatMul", ["x", "w2"], ["m"],
+                                           name="fc_else"),
+                          helper.make_node("Relu", ["m"], ["h_else"],
+                                           name="relu_else")],
+                         "else", [], [vinfo("h_else", F, None)])),
+    helper.make_node("MatMul", ["h", "w3"], ["y"], name="head"),
+], [vinfo("x", F, [2, 8]), vinfo("flag", B, [])], [vinfo("y", F, None)],
+   [weight("w1", 8, 4), weight("w2", 8, 4), weight("w3", 4, 3)])
+
+# An If on an integer input whose branches disagree in dim 0 ([1, 4] and
+# [2, 4]): no static shape, an error naming both.
+save("if_dims", [
+    const("zero", 0),
+    helper.make_node("Greater", ["n", "zero"], ["positive"], name="positive"),
+    helper.make_node("If", ["positive"], ["y"], name="grow",
+                     then_branch=helper.make_graph(
+                         [helper.make_node("Identity", ["x"], ["y_then"],
+                                           name="keep")],
+                         "then", [], [vinfo("y_then", F, None)]),
+                     else_branch=helper.make_graph(
+                         [helper.make_node("Concat", ["x", "x"], ["y_else"],
+                                           name="twice", axis=0)],
+                         "else", [], [vinfo("y_else", F, None)])),
+], [vinfo("x", F, [1, 4]), vinfo("n", I64, [])], [vinfo("y", F, None)])
+
 # Invalid models that once crashed the importer or imported as a wrong
 # program (issue 12; errors.test checks each message, and the fuzz
 # regression corpus runs them all). onnxruntime rejects every one.
@@ -474,6 +541,11 @@ save("bert_dims", [
      vinfo("token_type_ids", I64, BS)],
     [vinfo("out", F, BS + [8])],
     [weight("word", 32, 8), weight("types", 2, 8)])
+# A float model with a symbolic sequence dimension, for dist-profile's
+# --input-dim (test/distributed/dist-profile-input-dim.test).
+save("seq_linear", [
+    helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+    [vinfo("x", F, BS + [8])], [vinfo("y", F, BS + [4])], [weight("w", 8, 4)])
 save("state_dims", [
     helper.make_node("Relu", ["state"], ["y"], name="relu")],
     [vinfo("state", F, [2, "batch", 128])], [vinfo("y", F, [2, "batch", 128])])

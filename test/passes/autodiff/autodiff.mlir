@@ -119,3 +119,22 @@ func.func @main(%in: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %y = graph.binary add %o, %x : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
 }
+
+// -----
+
+// A running sum's gradient is the running sum of dy along the same axis
+// the other way, with the same exclusive flag.
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[W:.*]] = graph.weight "w"
+// CHECK: %[[C:.*]] = graph.cumsum %[[W]] {axis = -1 : i64, exclusive = true, graph.phase = "forward"}
+// CHECK: %[[DC:.*]] = graph.matmul %{{.*}}, %{{.*}} {graph.phase = "backward_weight"} : (tensor<4x3xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[DW:.*]] = graph.cumsum %[[DC]] {axis = -1 : i64, exclusive = true, graph.phase = "backward_weight", reverse = true} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: graph.sgd_update %[[W]], %[[DW]]
+func.func @main(%x: tensor<4x3xf32> {graph.name = "x"}) -> tensor<4x3xf32> {
+  %w = graph.weight "w" : tensor<4x8xf32>
+  %w2 = graph.weight "w2" : tensor<3x8xf32>
+  %c = graph.cumsum %w {axis = -1 : i64, exclusive = true} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = graph.matmul %c, %w2 {transpose_rhs = true} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
+  %z = graph.binary add %y, %x : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %z : tensor<4x3xf32>
+}

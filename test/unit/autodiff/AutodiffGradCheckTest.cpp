@@ -433,6 +433,24 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
             {1, 3, 0});
 }
 
+// Running sums on both axes, one exclusive and reversed: the gradient is
+// the running sum of dy the other way.
+TEST(AutodiffGradCheck, CumSum) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %w1 = graph.weight "w1" : tensor<4x4xf32>
+  %w2 = graph.weight "w2" : tensor<4x4xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %c = graph.cumsum %h {axis = -1 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %r = graph.cumsum %c {axis = 0 : i64, exclusive = true, reverse = true} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %s = graph.binary add %c, %r : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %y = graph.matmul %s, %w2 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+)mlir",
+            {1, 3, 0});
+}
+
 // Edge, reflect and wrap padding: each folds its border back into the
 // input; reflect and edge on two axes at once, wrap up to the full axis.
 TEST(AutodiffGradCheck, BorderPads) {

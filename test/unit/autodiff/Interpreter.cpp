@@ -318,6 +318,29 @@ bool Runner::run(Operation *op) {
         }));
         return true;
       })
+      .Case<g::CumSumOp>([&](g::CumSumOp c) {
+        const Tensor &x = get(c.getInput());
+        int64_t rank = x.shape.size();
+        // I64Attr reads back as uint64_t: convert before the sign test.
+        int64_t axis = static_cast<int64_t>(c.getAxis());
+        if (axis < 0)
+          axis += rank;
+        // The definition, one sum per element: no running state to get
+        // wrong the same way the kernel might.
+        set(map(rt, [&](const std::vector<int64_t> &o) {
+          std::vector<int64_t> in = o;
+          double s = 0;
+          for (int64_t i = 0; i < x.shape[axis]; ++i) {
+            bool before = c.getReverse() ? i > o[axis] : i < o[axis];
+            if (before || (i == o[axis] && !c.getExclusive())) {
+              in[axis] = i;
+              s += x.data[ravelIndex(in, x.shape)];
+            }
+          }
+          return s;
+        }));
+        return true;
+      })
       .Case<g::ReduceOp>([&](g::ReduceOp r) {
         set(reduceValue(r, get(r.getInput())));
         return true;
