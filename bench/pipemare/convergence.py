@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PipeMare's convergence beside synchronous 1F1B, PipeDream (weight
 stashing) and plain asynchronous updates (PipeMare's order without its two
-corrections), on a small LLaMA and an MLP: each trained by the
+corrections), on a small LLaMA, an MLP and a small ResNet (batch norm):
+each trained by the
 product's pipelined programs (dist-opt --dist-plan, dist-compile --train,
 mpirun) for the same steps on the same fixed batch, with the loss after
 every step and the predicted peak memory per stage of each plan.
@@ -33,9 +34,10 @@ SCHEDULES = [
 
 def models(work, tools):
     """A small LLaMA (its LM head is untied: a weight tied across stages
-    does not run under asynchronous schedules) and an eight-layer MLP
-    classifier, both graph-only (docs/codegen.md's initialization), each on
-    one fixed batch of 16 with random labels (memorization)."""
+    does not run under asynchronous schedules), an eight-layer MLP
+    classifier, both graph-only (docs/codegen.md's initialization), and
+    run_networks.py's small ResNet (batch norm), each on one fixed batch of
+    16 with random labels (memorization)."""
     rng = np.random.default_rng(7)
     llama = os.path.join(work, "llama.onnx")
     subprocess.run([os.path.join(tools, "dist-modelgen"), "llama", "--layers",
@@ -50,6 +52,11 @@ def models(work, tools):
                     "-o", mlp], check=True, capture_output=True)
     x = rng.standard_normal((16, 32)).astype(np.float32)
     classes = rng.integers(0, 10, (16,)).astype(np.int64)
+    import run_networks  # noqa: E402 (beside run_distributed)
+    resnet = os.path.join(work, "resnet.onnx")
+    run_networks.small_resnet(resnet)
+    images = rng.standard_normal((16, 3, 32, 32)).astype(np.float32)
+    image_classes = rng.integers(0, 10, (16,)).astype(np.int64)
     return [
         ("small LLaMA (4 layers, hidden 64, GQA 4/2 heads, seq 32)", llama,
          "input_ids:2x32",
@@ -58,6 +65,10 @@ def models(work, tools):
         ("MLP (8 hidden layers of 64, 10 classes)", mlp, "input:2x32",
          "loss=softmax-cross-entropy:labels optimizer=adam lr=1e-2",
          [("input", x), ("labels", classes)]),
+        ("small ResNet (conv, batch norm, 2 residual stages, 10 classes)",
+         resnet, "image:2x3x32x32",
+         "loss=softmax-cross-entropy:labels optimizer=adam lr=1e-2",
+         [("image", images), ("labels", image_classes)]),
     ]
 
 

@@ -61,6 +61,12 @@
 //    lr / (tau + 1) for its delay tau (learning-rate rescheduling), as in
 //    PipeMare (Yang et al., MLSys 2021).
 //
+// Running statistics (batch norm's) are values of the program too: a
+// stage's forward takes them as arguments (the same clone) and returns them
+// updated, and they follow the micro-batches in the list's order of
+// forwards, as one process accumulating micro-batches updates them; the
+// step's update is the last forward's.
+//
 // The list holding the last stage sends the step's outputs (the mean loss)
 // to list 0, which returns them; every list returns the updates of its own
 // weights and state, and a weight several stages read (a tied embedding,
@@ -496,15 +502,40 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                  : list == 0;
     return p;
   };
+  // Running statistics (batch norm's): a weight a stage's forward reads
+  // and returns updated, which the step returns as its update. They follow
+  // the micro-batches in the order the list runs their forwards: each
+  // forward reads the value the one before it returned, as one process
+  // accumulating micro-batches does, and the step's update is the last.
+  // Each replica of a stage keeps its own, as data parallelism does.
+  llvm::StringMap<Value> chained; // name -> the forward call's result
+  auto module = func->getParentOfType<ModuleOp>();
+  auto forwardReads = [&](Value v, StringRef n) {
+    auto call = v.getDefiningOp<func::CallOp>();
+    int64_t stage = g.perMicroBatch.lookup(v);
+    if (!call ||
+        call != g.calls[stage][static_cast<unsigned>(TrainPhase::Forward)])
+      return false;
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    bool reads = false;
+    callee.walk([&](graph::WeightOp w) { reads |= w.getSymName() == n; });
+    return reads;
+  };
   SmallVector<unsigned> resultIndices;
   for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
     if (isa<BlockArgument>(v))
       return ret.emitOpError("returns input #")
              << cast<BlockArgument>(v).getArgNumber()
              << " unchanged; a pipelined step returns its loss and updates";
-    if (func.getResultAttr(k, "graph.update") && g.perMicroBatch.count(v))
-      return ret.emitOpError("returns a stage function's result as update #")
-             << k << "; updates are computed by the optimizer";
+    if (auto n = func.getResultAttrOfType<StringAttr>(k, "graph.update");
+        n && g.perMicroBatch.count(v)) {
+      if (!forwardReads(v, n.getValue()))
+        return ret.emitOpError("returns a stage function's result as update #")
+               << k << " ('" << n.getValue()
+               << "'), which is neither computed by the optimizer nor a "
+                  "running statistic its stage's forward reads and updates";
+      chained[n.getValue()] = v;
+    }
     if (placeOf(k, v).returned)
       resultIndices.push_back(k);
   }
@@ -800,13 +831,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
       if (auto n = func.getResultAttrOfType<StringAttr>(k, "graph.update");
           n && topWeights.count(n.getValue()))
-        trainedOn[n.getValue().str()] = placeOf(k, v).stage;
+        if (!chained.count(n.getValue()))
+          trainedOn[n.getValue().str()] = placeOf(k, v).stage;
   llvm::StringMap<Value> newest;
   std::map<std::string, Value> lastUpdate; // 2BW: W(t) - W(t-1), by name
   llvm::StringMap<Value> previous;         // 2BW: W(t-1)
   DenseMap<std::pair<int64_t, int64_t>, llvm::StringMap<Value>> stash;
-  // The clone of a stage function that takes the weights it reads and this
-  // plan trains as trailing arguments (in the order it reads them).
+  // The clone of a stage function that takes as trailing arguments (in the
+  // order it reads them) the weights it reads and this plan trains as
+  // versions (asynchronous schedules) or blocks (ZeRO-3), and the running
+  // statistics it reads.
   struct Versioned {
     func::FuncOp callee;
     SmallVector<std::string> weights;
@@ -814,7 +848,6 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   llvm::StringMap<Versioned> versionedCallees;
   auto versionedCallee = [&](func::CallOp call,
                              int64_t v) -> FailureOr<Versioned> {
-    auto module = func->getParentOfType<ModuleOp>();
     auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
     if (auto it = versionedCallees.find(callee.getSymName());
         it != versionedCallees.end())
@@ -822,6 +855,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     Versioned out{callee, {}};
     llvm::SmallSetVector<StringRef, 8> names;
     WalkResult walk = callee.walk([&](graph::WeightOp w) {
+      if (chained.count(w.getSymName())) {
+        names.insert(w.getSymName());
+        return WalkResult::advance();
+      }
+      if (!weightArgs)
+        return WalkResult::advance();
       auto it = trainedOn.find(w.getSymName().str());
       if (it == trainedOn.end() || it->second < 0)
         return WalkResult::advance();
@@ -857,7 +896,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         Block &body = clone.getBody().front();
         SmallVector<Type> argTypes(clone.getArgumentTypes());
         for (StringRef n : names) {
-          Type t = topWeights.lookup(n).getType();
+          Type t = chained.count(n) ? chained.lookup(n).getType()
+                                    : topWeights.lookup(n).getType();
           BlockArgument arg = body.addArgument(t, callee.getLoc());
           argTypes.push_back(t);
           for (auto w : llvm::make_early_inc_range(
@@ -985,6 +1025,36 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     return chosen[n] = out;
   };
 
+  // Running statistics: the value the next forward reads (before the
+  // first: the stored weight), and what each (micro-batch, stage) read.
+  llvm::StringMap<Value> chain;
+  DenseMap<std::pair<int64_t, int64_t>, llvm::StringMap<Value>> statsRead;
+  llvm::DenseSet<std::pair<int64_t, int64_t>> forwarded;
+  auto statInput = [&](Operation *at, int64_t mb, int64_t v, TrainPhase phase,
+                       StringRef n) -> FailureOr<Value> {
+    llvm::StringMap<Value> &read = statsRead[{mb, v}];
+    if (Value x = read.lookup(n))
+      return x;
+    if (phase != TrainPhase::Forward)
+      return at->emitOpError("runs stage ")
+             << v << "'s " << trainPhaseName(phase) << " of micro-batch " << mb
+             << ", which reads the running statistic '" << n
+             << "', before its forward";
+    Value &current = chain[n];
+    if (!current) {
+      // The stored weight, as the forward function reads it.
+      auto call = chained.lookup(n).getDefiningOp<func::CallOp>();
+      graph::WeightOp stored;
+      module.lookupSymbol<func::FuncOp>(call.getCallee())
+          .walk([&](graph::WeightOp w) {
+            if (!stored && w.getSymName() == n)
+              stored = w;
+          });
+      current = ib.clone(*stored)->getResult(0);
+    }
+    return read[n] = current;
+  };
+
   // Full recomputation: the first backward call of (micro-batch, stage)
   // runs the stage's forward again from its inputs, so what the backward
   // reads of the forward is that second call's (the first call's values
@@ -1012,32 +1082,21 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       operands.push_back(mapped);
     }
     FlatSymbolRefAttr callee = call.getCalleeAttr();
-    if (zero3) {
+    // The first forward of (mb, v) advances the running statistics; a
+    // recomputed one reads and returns what the first did.
+    bool firstForward =
+        phase == TrainPhase::Forward && forwarded.insert({mb, v}).second;
+    if (zero3 || versioned || !chained.empty()) {
       FailureOr<Versioned> vc = versionedCallee(call, v);
       if (failed(vc))
         return failure();
-      for (const std::string &n : vc->weights)
-        operands.push_back(gatheredWeight(n, phase));
-      callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
-    } else if (versioned) {
-      FailureOr<Versioned> vc = versionedCallee(call, v);
-      if (failed(vc))
-        return failure();
-      if (!vc->weights.empty() && pipeMare) {
-        for (const std::string &n : vc->weights) {
-          FailureOr<Value> w = phase == TrainPhase::Forward
-                                   ? newestOf(at, n)
-                                   : backwardVersion(at, mb, v, n);
-          if (failed(w))
-            return failure();
-          operands.push_back(*w);
-        }
-        if (phase == TrainPhase::Forward)
-          forwardUpdates[{mb, v}] = updates;
-        callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
-      } else if (!vc->weights.empty()) {
-        // The forward picks the version of every weight the stage trains;
-        // its backward calls read the same ones.
+      // The asynchronous schedules' weight versions: the forward picks the
+      // version of every weight the stage trains; its backward calls read
+      // the same ones.
+      llvm::StringMap<Value> *chosen = nullptr;
+      bool trains = llvm::any_of(
+          vc->weights, [&](const std::string &n) { return !chained.count(n); });
+      if (versioned && !pipeMare && !zero3 && trains) {
         auto [it, first] = stash.try_emplace({mb, v});
         if (first) {
           if (phase != TrainPhase::Forward)
@@ -1053,8 +1112,26 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
             it->second[n] = *w;
           }
         }
-        for (const std::string &n : vc->weights)
-          operands.push_back(it->second.lookup(n));
+        chosen = &it->second;
+      }
+      for (const std::string &n : vc->weights) {
+        FailureOr<Value> w;
+        if (chained.count(n))
+          w = statInput(at, mb, v, phase, n);
+        else if (zero3)
+          w = gatheredWeight(n, phase);
+        else if (pipeMare)
+          w = phase == TrainPhase::Forward ? newestOf(at, n)
+                                           : backwardVersion(at, mb, v, n);
+        else
+          w = chosen->lookup(n);
+        if (failed(w))
+          return failure();
+        operands.push_back(*w);
+      }
+      if (!vc->weights.empty()) {
+        if (pipeMare && phase == TrainPhase::Forward)
+          forwardUpdates[{mb, v}] = updates;
         callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
       }
     }
@@ -1064,6 +1141,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         copy, ib.getI64IntegerAttr(mb));
     for (auto [res, val] : llvm::zip(call.getResults(), copy.getResults()))
       values.set(mb, res, val);
+    if (firstForward)
+      for (auto &[n, result] : chained)
+        if (result.getDefiningOp() == call)
+          chain[n] = values.get(mb, result);
     return success();
   };
   // PipeDream's update after micro-batch mb's backward on stage v: the
@@ -1139,7 +1220,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (!n)
         continue;
       ResultPlace where = placeOf(k, val);
-      if (where.stage != v && !where.everywhere)
+      if ((where.stage != v && !where.everywhere) ||
+          chained.count(n.getValue()))
         continue;
       FailureOr<Value> updated = resolve(val);
       if (failed(updated))
@@ -1271,7 +1353,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     if (!computes && !where.returned)
       continue;
     auto type = cast<RankedTensorType>(v.getType());
-    bool perSample = g.perMicroBatch.count(v) && type.getNumElements() != 1;
+    auto upd = func.getResultAttrOfType<StringAttr>(k, "graph.update");
+    bool stat = upd && chained.count(upd.getValue());
+    bool perSample =
+        g.perMicroBatch.count(v) && type.getNumElements() != 1 && !stat;
     Value val;
     if (computes && perSample) {
       // A per-sample output: the micro-batches' rows, merged.
@@ -1296,8 +1381,13 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       val = dist::MicrobatchMergeOp::create(ib, loc, batchedType(type, m),
                                             parts, ib.getI64IntegerAttr(0));
     } else if (computes) {
-      auto upd = func.getResultAttrOfType<StringAttr>(k, "graph.update");
-      if (perMicrobatch && upd && newest.count(upd.getValue())) {
+      if (stat) {
+        val = chain.lookup(upd.getValue());
+        if (!val)
+          return ret.emitOpError("returns the running statistic '")
+                 << upd.getValue() << "' of stage " << where.stage
+                 << ", whose forward list " << list << " never ran";
+      } else if (perMicrobatch && upd && newest.count(upd.getValue())) {
         val = newest.lookup(upd.getValue());
       } else {
         FailureOr<Value> mapped = stepValue(ret, v);
@@ -1308,7 +1398,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (upd)
         updatedTo[upd.getValue()] = val;
       // The loss of the global batch: the replicas' means, averaged.
-      if (reduced && g.perMicroBatch.count(v) && !averaged.contains(v)) {
+      if (reduced && !stat && g.perMicroBatch.count(v) &&
+          !averaged.contains(v)) {
         val = averageOverReplicas(val);
         means[v] = val;
         averaged.insert(v);

@@ -809,7 +809,8 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
 
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
-                            zero=False, reference=None, search=None):
+                            zero=False, reference=None, search=None,
+                            accumulate=False):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -823,7 +824,12 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     each stage's replicas, and some must be sharded. With `search` (a
     cluster) the plan is searched instead (dist-opt --dist-search=PLAN on
     that cluster); its report must show every pin of PLAN kept: the pinned
-    layers on the pinned device kind, which runs the first stage."""
+    layers on the pinned device kind, which runs the first stage. With
+    `accumulate` the one process is compiled for one micro-batch with
+    accumulation-steps (batch over micro-batch rows) and reads the same
+    whole batch, one block per micro-batch: the reference for models whose
+    forward depends on the micro-batch (batch norm's batch statistics,
+    its running statistics updated once per micro-batch)."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -850,9 +856,14 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     pp, one = os.path.join(d, "pp.bin"), os.path.join(d, "one.bin")
     name0, dims = input_shape.split(":")
     whole_shape = name0 + ":" + "x".join([str(batch)] + dims.split("x")[1:])
+    steps_per = batch // int(dims.split("x")[0])
+    single = ([compiler, model, "--input-shape=" + input_shape,
+               f"--train={train} accumulation-steps={steps_per}", "-o", one]
+              if accumulate else
+              [compiler, model, "--input-shape=" + whole_shape,
+               "--train=" + train, "-o", one])
     for cmd in ([compiler, planned, "--train=" + train, "-o", pp],
-                [compiler, model, "--input-shape=" + whole_shape,
-                 "--train=" + train, "-o", one])[:1 if reference else 2]:
+                single)[:1 if reference else 2]:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return [f"dist-compile {cmd[1]} failed: {p.stderr[-1500:]}"]
@@ -913,6 +924,11 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     sharded = len(zero_blocks)
     for f in files:
         base = os.path.basename(f)
+        # The accumulating process's own buffers: gradient sums (zero
+        # after the step) and the micro-batch counter.
+        if accumulate and (base.endswith(".grad_acc.npy") or
+                           base == "microbatch.npy"):
+            continue
         if base not in owners:
             errors.append(f"{base}: no pipeline rank saved it")
             continue
@@ -1431,6 +1447,26 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=2bw", ranks=4,
                      reference=async_reference,
                      train="loss=mse:target optimizer=adam lr=0.01")))
+    # Batch norm (the small ResNet): each micro-batch normalises with its
+    # own statistics and the running statistics follow the micro-batches in
+    # order, so the reference is one process accumulating the same 4
+    # micro-batches. With full recomputation the backward's second forward
+    # must not update them again.
+    images = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
+    classes = rng.integers(0, 10, (8,)).astype(np.int64)
+    resnet = dict(model=small_resnet_model, input_shape="image:2x3x32x32",
+                  batch=8, feeds=[("image", images), ("labels", classes)],
+                  steps=6, accumulate=True,
+                  train="loss=softmax-cross-entropy:labels optimizer=sgd "
+                        "lr=0.05")
+    out.append(("resnet_bn_sgd_pp2_gpipe",
+                dict(resnet, plan="pp=2,mbs=2,schedule=gpipe")))
+    out.append(("resnet_bn_sgd_pp2_interleaved",
+                dict(resnet, plan="pp=2,mbs=2,schedule=interleaved,chunks=2")))
+    out.append(("resnet_bn_adam_pp2_1f1b_recompute",
+                dict(resnet, plan="pp=2,mbs=2,schedule=1f1b,recompute=full",
+                     train="loss=softmax-cross-entropy:labels optimizer=adam "
+                           "lr=0.001")))
     # Edge-cloud split training: the search splits the MLP between a phone
     # and a cloud GPU over Wi-Fi with layer 0 (and the input) pinned to the
     # phone, choosing the split and the schedule; the split program on 2
@@ -1582,6 +1618,15 @@ def reshard_cases(rng):
          dict(mlp, first=(None, "x:8x8", 1),
               second=("dp=2,tp=2,mbs=2,zero=3", "x:2x8", 4))),
     ]
+
+
+def small_resnet_model(work):
+    """run_networks.py's small ResNet, written into `work`."""
+    import run_networks
+    path = os.path.join(work, "small_resnet_train.onnx")
+    if not os.path.exists(path):
+        run_networks.small_resnet(path)
+    return path
 
 
 def resnet_case(work):

@@ -60,3 +60,19 @@ module attributes {dist.plan = #dist.plan<dp = 2, tp = 1, pp = 2, mbs = 1, micro
     return %l, %nw : tensor<f32>, tensor<4x4xf32>
   }
 }
+
+// -----
+
+// A stage's forward result returned as an update must be a running
+// statistic that forward reads (batch norm's): here 'h' is no weight.
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 2, global_batch = 2, schedule = "gpipe", stages = [0, 1]>} {
+  func.func @train_step(%x: tensor<1x4xf32>) -> (tensor<f32> {graph.output = "loss"}, tensor<1x4xf32> {graph.update = "h"}) attributes {graph.train = {accumulation_steps = 1 : i64, mixed_precision = "none", optimizer = "sgd", role = "step"}} {
+    %w = graph.weight "w" : tensor<4x4xf32>
+    %v = graph.weight "v" : tensor<4x4xf32>
+    %h = graph.matmul %x, %w {dist.virtual_stage = 0 : i64, graph.phase = "forward"} : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+    %y = graph.matmul %h, %v {dist.virtual_stage = 1 : i64, graph.phase = "forward"} : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+    %l = graph.reduce mean %y {dist.virtual_stage = 1 : i64, graph.phase = "forward", keepdims = false} : (tensor<1x4xf32>) -> tensor<f32>
+    // expected-error @+1 {{returns a stage function's result as update #1 ('h'), which is neither computed by the optimizer nor a running statistic its stage's forward reads and updates}}
+    return %l, %h : tensor<f32>, tensor<1x4xf32>
+  }
+}

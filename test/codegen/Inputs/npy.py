@@ -2,6 +2,8 @@
 
     npy.py write FILE f4|i8 1x8 v0 v1 ...   (fewer values repeat cyclically)
     npy.py print FILE                         prints dtype, shape and values
+    npy.py close A B RTOL                     same shape, values within RTOL
+                                              of the larger |value| (exit 1)
     npy.py hostile FILE KIND                  a .npy with a lying header:
         bigshape   shape (1000000000, 8), 64 data bytes
         hugeheader format 2.0 header length 0xFFFFFFFF, 20 bytes in all
@@ -79,6 +81,17 @@ def check_mlp(weights, xpath, ypath):
     sys.exit(0 if worst < 1e-4 else 1)
 
 
+def close(a, b, rtol):
+    (sa, va), (sb, vb) = read(a), read(b)
+    if sa != sb:
+        print("shapes differ: %s and %s" % (sa, sb))
+        sys.exit(1)
+    scale = max([abs(v) for v in va] + [1e-30])
+    worst = max([abs(x - y) for x, y in zip(va, vb)] + [0.0]) / scale
+    print("max relative difference %.2e" % worst)
+    sys.exit(0 if worst <= float(rtol) else 1)
+
+
 def hostile(path, kind):
     def v1(shape, data):
         header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }\n" % shape
@@ -98,5 +111,7 @@ if __name__ == "__main__":
         write(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     elif sys.argv[1] == "print":
         show(sys.argv[2])
+    elif sys.argv[1] == "close":
+        close(*sys.argv[2:5])
     elif sys.argv[1] == "check-mlp":
         check_mlp(*sys.argv[2:5])

@@ -481,6 +481,9 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   P.statePattern = loadDir;
   P.inputs.resize(model->numInputs);
   std::vector<bool> given(model->numInputs, false);
+  // Inputs holding every micro-batch of an accumulation step (moved to
+  // `whole` below; P.inputs holds the running micro-batch's block).
+  std::vector<bool> microbatched(model->numInputs, false);
   int next = 0;
   for (const std::string &a : args) {
     size_t eq = a.find('=');
@@ -531,9 +534,23 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     int replicas = P.replicas, replica = P.replica;
     int64_t rows =
         sharded ? want.dims[0] * replicas : want.rank ? want.dims[0] : 0;
-    bool same = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
-    for (int d = 0; same && d < want.rank; ++d)
-      same = got.spec.dims[d] == (d == 0 ? rows : want.dims[d]);
+    auto shaped = [&](int64_t dim0) {
+      bool ok = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
+      for (int d = 0; ok && d < want.rank; ++d)
+        ok = got.spec.dims[d] == (d == 0 ? dim0 : want.dims[d]);
+      return ok;
+    };
+    bool same = shaped(rows);
+    // Gradient accumulation over distinct micro-batches: the file holds
+    // `accumulation` times the rows (of each replica, replica-major), and
+    // micro-batch k of a step reads block k of them.
+    if (!same && want.rank > 0 && model->accumulation > 1 &&
+        shaped(rows * model->accumulation)) {
+      if (sharded)
+        takeShard(got, replica, replicas);
+      microbatched[idx] = true;
+      continue;
+    }
     if (!same && sharded) {
       TensorSpec all = want;
       all.dims[0] = rows;
@@ -559,21 +576,31 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         want.numel() == 1 && (got.spec.rank == 0 || want.rank == 0))
       same = true;
     if (!same) {
-      std::string dims;
-      for (int d = 0; d < want.rank; ++d)
-        dims += (d ? "x" : "") + std::to_string(want.dims[d]);
+      std::string accumulated;
+      if (want.rank > 0 && model->accumulation > 1)
+        accumulated = " (or " + std::to_string(model->accumulation) +
+                      " times its rows: one block per micro-batch of a step)";
       fprintf(stderr,
-              "error: input '%s' from '%s': expected %s %s, got %s %s. The "
-              "program was compiled for fixed shapes; recompile with "
+              "error: input '%s' from '%s': expected %s %s%s, got %s %s. "
+              "The program was compiled for fixed shapes; recompile with "
               "dist-compile --input-shape=%s:%s... to change them\n",
               want.name, file.c_str(), dtypeInfo(want.dtype).name,
-              shapeStr(want.dims, want.rank).c_str(),
+              shapeStr(want.dims, want.rank).c_str(), accumulated.c_str(),
               dtypeInfo(got.spec.dtype).name,
               shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name,
               "D0xD1");
       return 1;
     }
   }
+  std::vector<HostTensor> whole(model->numInputs);
+  for (int k = 0; k < model->numInputs; ++k)
+    if (microbatched[k]) {
+      whole[k] = std::move(P.inputs[k]);
+      P.inputs[k].spec = whole[k].spec;
+      P.inputs[k].spec.dims[0] /= model->accumulation;
+      P.inputs[k].data.resize(whole[k].data.size() /
+                              (size_t)model->accumulation);
+    }
   for (int k = 0; k < model->numInputs; ++k)
     if (!given[k]) {
       fprintf(stderr,
@@ -694,6 +721,12 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       timer.begin();
     std::vector<double> sums(model->numOutputs, 0.0);
     for (int k = 0; k < model->accumulation && !rc; ++k) {
+      for (int i = 0; i < model->numInputs; ++i)
+        if (microbatched[i]) {
+          size_t block = P.inputs[i].data.size();
+          memcpy(P.inputs[i].data.data(),
+                 whole[i].data.data() + (size_t)k * block, block);
+        }
       rc = model->run(P);
       for (int o = 0; o < model->numOutputs && !rc; ++o)
         if (P.outputs[o].spec.numel() == 1 && P.outputs[o].spec.dtype == F32)
