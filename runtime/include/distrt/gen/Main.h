@@ -7,6 +7,7 @@
 #ifndef DISTRT_GEN_MAIN_H
 #define DISTRT_GEN_MAIN_H
 
+#include "distrt/gen/NoiseScale.h"
 #include "distrt/gen/Program.h"
 #include "distrt/gen/Threads.h"
 
@@ -226,6 +227,9 @@ inline int usage(const char *argv0) {
           "[--progress[=auto|always|never]] (training steps per second and "
           "the time left, on stderr; auto: on a terminal) "
           "[--profile] (time per op kind and per op, on stderr) "
+          "[--measure-noise-scale] (a program with gradient accumulation: "
+          "the gradient noise scale over the steps, for dist-opt "
+          "--dist-noise-scale) "
           "[--profile-json FILE] [--profile-device NAME] (the times as the "
           "cost model's profile database) "
           "[NAME=]INPUT.npy...\n"
@@ -293,7 +297,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   /// default (60 s, or DISTRT_TIMEOUT).
   long long timeout = -1;
   std::string saveDir, loadDir, traceFile;
-  bool profile = false;
+  bool profile = false, measureNoise = false;
   /// --progress: "auto" (on a terminal), "always" or "never".
   std::string progressMode = "auto";
   std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
@@ -371,6 +375,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       }
     } else if (a == "--profile") {
       profile = true;
+    } else if (a == "--measure-noise-scale") {
+      measureNoise = true;
     } else if (a == "--profile-json") {
       if (!value(profileJson))
         return 2;
@@ -413,6 +419,14 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     fprintf(stderr, "\n");
     return 2;
   }
+  if (measureNoise && !model->apply) {
+    fprintf(stderr,
+            "error: --measure-noise-scale needs a training program compiled "
+            "with gradient accumulation: dist-compile --train=\"... "
+            "accumulation-steps=K\" (K >= 2); model %s has none\n",
+            model->name);
+    return 2;
+  }
   Program P;
   P.device = cuda;
   int32_t rank = 0, world = 1, localRank = 0;
@@ -427,6 +441,15 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::string who =
       world > 1 ? "rank " + std::to_string(rank) + ": " : std::string();
   bool pipeline = model->pipelineRanks > 0;
+  if (measureNoise && world > 1) {
+    fprintf(stderr,
+            "error: %s--measure-noise-scale runs on one process (%d ranks "
+            "here): each rank's accumulators hold its own rows' gradients; "
+            "run the single-process program compiled with "
+            "accumulation-steps\n",
+            who.c_str(), world);
+    return 2;
+  }
   if (pipeline && world != model->pipelineRanks) {
     fprintf(stderr,
             "error: %smodel %s is planned for %d rank(s) (ranks 0..%d), but "
@@ -704,6 +727,14 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   setThreads((int)threads);
   int rc = 0;
   RunTimer timer;
+  NoiseScale noise;
+  // The samples of one micro-batch: the rows of the batch inputs.
+  int64_t microbatchRows = 1;
+  for (const HostTensor &in : P.inputs)
+    if (in.spec.rank > 0) {
+      microbatchRows = in.spec.dims[0];
+      break;
+    }
   // Training steps' progress, on the rank that prints the steps.
   bool terminal = isatty(fileno(stderr));
   StepProgress progress;
@@ -720,6 +751,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     if (timing)
       timer.begin();
     std::vector<double> sums(model->numOutputs, 0.0);
+    if (measureNoise)
+      noise.beginStep();
     for (int k = 0; k < model->accumulation && !rc; ++k) {
       for (int i = 0; i < model->numInputs; ++i)
         if (microbatched[i]) {
@@ -728,10 +761,14 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
                  whole[i].data.data() + (size_t)k * block, block);
         }
       rc = model->run(P);
+      if (!rc && measureNoise)
+        rc = noise.afterMicrobatch(P);
       for (int o = 0; o < model->numOutputs && !rc; ++o)
         if (P.outputs[o].spec.numel() == 1 && P.outputs[o].spec.dtype == F32)
           sums[o] += *(const float *)P.outputs[o].data.data();
     }
+    if (!rc && measureNoise)
+      noise.endStep(microbatchRows);
     if (!rc && model->apply)
       rc = model->apply(P);
     // A run is done when the device is: synchronize before the clocks
@@ -760,6 +797,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     progress.step(r + 1);
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
+    rc = 1;
+  if (!rc && measureNoise && root && noise.print(stdout, P.err))
     rc = 1;
   if (!rc && timing && root)
     timer.print(printSteps ? "step" : "run", model->name, threadCount(),
