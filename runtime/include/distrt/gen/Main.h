@@ -11,6 +11,8 @@
 #include "distrt/gen/Program.h"
 #include "distrt/gen/Threads.h"
 
+#include <csignal>
+
 namespace dg {
 
 //===----------------------------------------------------------------------===//
@@ -218,11 +220,14 @@ inline int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
           "[--output-dir DIR] [--repeat N] [--steps N] [--threads N] [--time] "
-          "[--save-state DIR] "
+          "[--save-state DIR] [--save-every N] [--first-step K] "
           "[--load-state DIR] [--trace FILE] [--timeout SECONDS] "
           "(--save-state/--load-state DIR/{rank}: one folder per rank; "
           "--timeout: how long a rank waits for its peers, default 60, 0 "
-          "forever; --trace: the executor's Chrome trace, FILE with {rank} "
+          "forever; --save-every: also save the state after every N steps, "
+          "each checkpoint replacing the last whole; --first-step: number "
+          "the steps from K (a resumed run); --trace: the "
+          "executor's Chrome trace, FILE with {rank} "
           "in it for a job of several ranks) "
           "[--progress[=auto|always|never]] (training steps per second and "
           "the time left, on stderr; auto: on a terminal) "
@@ -285,6 +290,22 @@ inline int printRankProfiles(Program &P, const Profiler &prof) {
   return rc;
 }
 
+/// Fault injection for the recovery tests (docs/resilience.md):
+/// DISTRT_FAULT=kill:RANK:STEP kills rank RANK (SIGKILL, as a machine that
+/// disappears) right after its training step STEP, checkpoint included.
+inline void injectFault(int rank, long long step) {
+  static const char *spec = getenv("DISTRT_FAULT");
+  int faultRank = -1;
+  long long faultStep = -1;
+  if (spec && sscanf(spec, "kill:%d:%lld", &faultRank, &faultStep) == 2 &&
+      faultRank == rank && faultStep == step) {
+    fprintf(stderr, "note: DISTRT_FAULT: killing rank %d after step %lld\n",
+            rank, step);
+    fflush(stderr);
+    raise(SIGKILL);
+  }
+}
+
 inline int runMain(int argc, char **argv, const Model *models, int numModels,
                    bool cuda) {
   if (!cuda)
@@ -292,7 +313,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   std::string modelName, weightsDir, outDir = ".";
   std::vector<std::string> args;
   bool list = false, printSteps = false, timing = false;
-  long long repeat = 1, threads = 0;
+  long long repeat = 1, threads = 0, saveEvery = 0, firstStep = 1;
   /// Seconds a rank waits for a peer (--timeout); -1: the runtime's
   /// default (60 s, or DISTRT_TIMEOUT).
   long long timeout = -1;
@@ -356,6 +377,14 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     } else if (a == "--save-state") {
       if (!value(saveDir))
         return 2;
+    } else if (a == "--first-step") {
+      std::string r;
+      if (!value(r) || !parseCount(a.c_str(), r, 2147483647LL, firstStep))
+        return 2;
+    } else if (a == "--save-every") {
+      std::string r;
+      if (!value(r) || !parseCount(a.c_str(), r, 2147483647LL, saveEvery))
+        return 2;
     } else if (a == "--load-state") {
       if (!value(loadDir))
         return 2;
@@ -399,6 +428,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
               argv[i]);
       return usage(argv[0]);
     }
+  }
+  if (saveEvery && saveDir.empty()) {
+    fprintf(stderr,
+            "error: --save-every %lld needs --save-state DIR, the "
+            "folder its checkpoints replace\n",
+            saveEvery);
+    return 2;
   }
   if (list) {
     for (int m = 0; m < numModels; ++m)
@@ -728,6 +764,11 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   int rc = 0;
   RunTimer timer;
   NoiseScale noise;
+  // Data-parallel ranks hold the same weights and outputs: rank 0 writes,
+  // unless the folder names each rank ({rank} in it): then every rank does.
+  bool perRank = saveDir.find("{rank}") != std::string::npos;
+  saveDir = expandRank(saveDir, P.rank);
+  bool saves = (root || perRank) && !saveDir.empty();
   // The samples of one micro-batch: the rows of the batch inputs.
   int64_t microbatchRows = 1;
   for (const HostTensor &in : P.inputs)
@@ -782,12 +823,19 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       P.traceAction(nullptr);
     if (timing && !rc)
       timer.end();
+    if (printSteps)
+      P.stepsDone = firstStep + r;
+    if (!rc && saves && saveEvery && (r + 1) % saveEvery == 0 &&
+        r + 1 < repeat && P.saveStateAtomically(saveDir))
+      rc = 1;
+    if (!rc && printSteps)
+      injectFault(P.rank, firstStep + r);
     if (rc || !printSteps || !root)
       continue;
     // Training: one line per step with every scalar f32 output (the loss;
     // the mean over the micro-batches of a step).
     progress.clear();
-    printf("step %lld", r + 1);
+    printf("step %lld", firstStep + r);
     for (int k = 0; k < model->numOutputs; ++k)
       if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
         printf(" %s %.9g", model->outputs[k].name,
@@ -839,11 +887,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       writeTrace(expandRank(traceFile, P.rank), trace, P.rank, model->name,
                  P.err))
     rc = 1;
-  // Data-parallel ranks hold the same weights and outputs: rank 0 writes,
-  // unless the folder names each rank ({rank} in it): then every rank does.
-  bool perRank = saveDir.find("{rank}") != std::string::npos;
-  saveDir = expandRank(saveDir, P.rank);
-  if (!rc && (root || perRank) && !saveDir.empty() && P.saveState(saveDir))
+  if (!rc && saves && P.saveStateAtomically(saveDir))
     rc = 1;
   if (rc && P.comm && world > 1) {
     // Peers may be waiting on this rank: end the whole job.

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace dg {
 
@@ -530,7 +531,11 @@ struct Program {
   /// Writes every persistent buffer as DIR/<name>.npy, and for the
   /// tensor-parallel shards among them DIR/shards.json: per tensor its
   /// full shape and which part this rank holds (docs/distributed.md).
-  int saveState(const std::string &dir) {
+  /// Training steps done when the state is saved, counted from the run's
+  /// --first-step (written as DIR/progress.json; -1: not a training run).
+  long long stepsDone = -1;
+  int saveState(const std::string &dir,
+                std::vector<std::string> *files = nullptr) {
     std::string shards;
     for (Persistent &b : persistent) {
       if (b.shard.parts < 2)
@@ -567,10 +572,12 @@ struct Program {
       for (int i = 0; i < b.rank; ++i)
         spec.dims[i] = b.dims[i];
       std::vector<char> host(spec.bytes());
+      std::string file = sanitizeName(b.name) + ".npy";
       if (download(host.data(), b.ptr, host.size()) ||
-          writeNpy(dir + "/" + sanitizeName(b.name) + ".npy", spec, host.data(),
-                   err))
+          writeNpy(dir + "/" + file, spec, host.data(), err))
         return 1;
+      if (files)
+        files->push_back(file);
     }
     if (!shards.empty()) {
       std::string path = dir + "/shards.json";
@@ -581,7 +588,44 @@ struct Program {
       if (!ok)
         return fail(err, "--save-state: cannot write '%s' (%s)", path.c_str(),
                     strerror(errno));
+      if (files)
+        files->push_back("shards.json");
     }
+    if (stepsDone >= 0) {
+      // What dist-run --elastic resumes from.
+      std::string path = dir + "/progress.json";
+      FILE *f = fopen(path.c_str(), "w");
+      bool ok = f && fprintf(f, "{\"steps\": %lld}\n", stepsDone) >= 0;
+      if (f)
+        ok = fclose(f) == 0 && ok;
+      if (!ok)
+        return fail(err, "--save-state: cannot write '%s' (%s)", path.c_str(),
+                    strerror(errno));
+      if (files)
+        files->push_back("progress.json");
+    }
+    return 0;
+  }
+  /// saveState into \p dir so that a job that dies while saving leaves
+  /// the previous checkpoint whole: every file is written beside it first
+  /// (in DIR.partial), then moved in place (one rename each).
+  int saveStateAtomically(std::string dir) {
+    while (dir.size() > 1 && dir.back() == '/')
+      dir.pop_back();
+    std::string partial = dir + ".partial";
+    std::vector<std::string> files;
+    if (makeParentDirs(partial + "/x", err) ||
+        makeParentDirs(dir + "/x", err) || saveState(partial, &files))
+      return 1;
+    for (const std::string &f : files)
+      if (rename((partial + "/" + f).c_str(), (dir + "/" + f).c_str()) != 0)
+        return fail(err, "--save-state: cannot move '%s/%s' into '%s' (%s)",
+                    partial.c_str(), f.c_str(), dir.c_str(), strerror(errno));
+    if (rmdir(partial.c_str()) != 0)
+      return fail(err,
+                  "--save-state: cannot remove '%s' (%s); it holds files "
+                  "this program did not write",
+                  partial.c_str(), strerror(errno));
     return 0;
   }
   void releasePersistent() {
