@@ -65,9 +65,13 @@ findUnsupported(mlir::ModuleOp module, llvm::StringRef funcName);
 /// the program's file name in the job folder, how many ranks it needs (null:
 /// any, a data-parallel program over the launched world), and per model its
 /// plan, inputs and, for a planned pipeline, what each rank runs and owns
-/// (JobManifest.cpp; docs/cli.md, "Jobs").
-void writeJobManifest(llvm::ArrayRef<ModelUnit> models,
-                      llvm::StringRef program, llvm::raw_ostream &os);
+/// (JobManifest.cpp; docs/cli.md, "Jobs"). \p compileArgs, run in
+/// \p compileDir, are the dist-compile arguments that built it without its
+/// output, with which dist-run --elastic compiles the job again for fewer
+/// ranks.
+void writeJobManifest(llvm::ArrayRef<ModelUnit> models, llvm::StringRef program,
+                      llvm::ArrayRef<std::string> compileArgs,
+                      llvm::StringRef compileDir, llvm::raw_ostream &os);
 
 /// Where the runtime library and headers are, and how to compile.
 struct Toolchain {

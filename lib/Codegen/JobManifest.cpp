@@ -254,7 +254,10 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
 }
 
 void codegen::writeJobManifest(ArrayRef<ModelUnit> models,
-                               llvm::StringRef program, llvm::raw_ostream &os) {
+                               llvm::StringRef program,
+                               ArrayRef<std::string> compileArgs,
+                               llvm::StringRef compileDir,
+                               llvm::raw_ostream &os) {
   json::Array all;
   std::optional<int64_t> ranks = 1;
   for (const ModelUnit &u : models) {
@@ -268,10 +271,13 @@ void codegen::writeJobManifest(ArrayRef<ModelUnit> models,
     }
     all.push_back(std::move(o));
   }
-  json::Object job{{"format", "distopt-job"},
-                   {"version", 1},
-                   {"program", program.str()},
-                   {"ranks", ranks ? json::Value(*ranks) : json::Value(nullptr)},
-                   {"models", std::move(all)}};
+  json::Object job{
+      {"format", "distopt-job"},
+      {"version", 1},
+      {"program", program.str()},
+      {"ranks", ranks ? json::Value(*ranks) : json::Value(nullptr)},
+      {"models", std::move(all)},
+      {"compile", json::Object{{"dir", compileDir.str()},
+                               {"args", json::Array(compileArgs)}}}};
   os << llvm::formatv("{0:2}", json::Value(std::move(job))) << "\n";
 }

@@ -671,7 +671,21 @@ int main(int argc, char **argv) {
                          << "\n";
       return 1;
     }
-    codegen::writeJobManifest(units, "program", f);
+    // How to build the job again (dist-run --elastic): these arguments
+    // without the output, run where this ran.
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+      StringRef a = argv[i];
+      if (a == "-o" || a == "--o") {
+        ++i;
+        continue;
+      }
+      if (!a.starts_with("-o=") && !a.starts_with("--o="))
+        args.push_back(a.str());
+    }
+    SmallString<256> cwd;
+    sys::fs::current_path(cwd);
+    codegen::writeJobManifest(units, "program", args, cwd, f);
     std::string problem = distopt::closeOutput(f, path);
     if (!problem.empty()) {
       WithColor::error() << problem << "\n";
