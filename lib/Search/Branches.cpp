@@ -140,6 +140,7 @@ Expected<BranchResult> search::searchBranches(const cost::ModelDesc &pieces,
   BranchResult r;
   r.shape = shape;
   r.batch = o.globalBatch;
+  r.emptyTrunk = pieces.layers.front().ops.empty();
   double bestLatency = std::numeric_limits<double>::infinity();
   double bestSingle = bestLatency;
   std::vector<unsigned> a(k + 1, 0);
@@ -193,8 +194,13 @@ void search::printBranches(const BranchResult &r, const cluster::Cluster &c,
   os << formatv("branch placement (one batch of {0}, {1} branches after the "
                 "fork; {2} assignments weighed, {3} over memory):\n",
                 r.batch, r.shape.branches, r.weighed, r.memoryPruned);
-  os << formatv("  trunk   on {0}: {1:F6} s\n", devName(c, b.devices[0]),
-                b.trunk);
+  if (r.emptyTrunk)
+    os << formatv("  trunk   none: the branches read the model's inputs, "
+                  "taken to be on {0}\n",
+                  devName(c, b.devices[0]));
+  else
+    os << formatv("  trunk   on {0}: {1:F6} s\n", devName(c, b.devices[0]),
+                  b.trunk);
   for (const BranchPlacement::DeviceTime &d : b.perDevice) {
     if (d.branches.empty())
       continue;

@@ -64,6 +64,8 @@ struct BranchPlacement {
 struct BranchResult {
   BranchShape shape;
   unsigned batch = 0;
+  /// The branches read the model's inputs (the trunk has no ops).
+  bool emptyTrunk = false;
   BranchPlacement best;
   /// The best placement on one device (every piece on it).
   BranchPlacement single;
