@@ -462,7 +462,8 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     error = spell(&PlanOptions::branches) +
             " places an inference model's branches for one batch's "
             "latency; add " +
-            spell(&PlanOptions::mode) + "=infer";
+            spell(&PlanOptions::mode) +
+            "=infer (dist-compile plans for inference without --train)";
     return failure();
   }
   if (given && o.devices) {

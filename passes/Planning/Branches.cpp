@@ -300,3 +300,16 @@ void planning::recordBranches(ModuleOp module, func::FuncOp func,
   plan.setSchedule(schedule::ScheduleKind::GPipe);
   dialect->getPlanAttrHelper().setAttr(module, dist::PlanAttr::get(ctx, plan));
 }
+
+LogicalResult planning::rejectBranchPlacement(ModuleOp module, StringRef pass) {
+  if (!dist::DistDialect::BranchDevicesAttrHelper(module.getContext())
+           .isAttrPresent(module))
+    return success();
+  return emitError(module.getLoc())
+         << pass
+         << ": the module holds a branch placement ('dist.branch_devices', "
+            "dist-opt --dist-branches), not a chain of stages; its "
+            "prediction is the planner's (the summary and the report's "
+            "'branches'), and dist-partition (dist-compile) builds its "
+            "programs";
+}

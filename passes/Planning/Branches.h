@@ -55,6 +55,12 @@ void recordBranches(mlir::ModuleOp module, mlir::func::FuncOp func,
                     const search::BranchPlacement &placement,
                     schedule::Plan plan);
 
+/// Fails with an error naming \p pass when \p module holds a branch
+/// placement (`dist.branch_devices`): passes that work on a chain of
+/// stages (simulation, stage outlining, schedules) do not apply to it.
+mlir::LogicalResult rejectBranchPlacement(mlir::ModuleOp module,
+                                          llvm::StringRef pass);
+
 } // namespace distopt::planning
 
 #endif // DIST_PASSES_PLANNING_BRANCHES_H
