@@ -108,11 +108,52 @@ struct Pricer {
 };
 } // namespace
 
-Expected<BranchResult> search::searchBranches(const cost::ModelDesc &pieces,
-                                              const BranchShape &shape,
-                                              const cluster::Cluster &c,
-                                              const cost::CostModel &cm,
-                                              const SearchOptions &o) {
+/// Whether the first \p D devices of \p c are interchangeable: one kind,
+/// and one link (bandwidth and latency) between any two.
+static bool interchangeable(const cluster::Cluster &c, unsigned D) {
+  if (D < 2)
+    return true;
+  unsigned kind = c.groupOf(0).deviceIndex;
+  cluster::LinkLevel level = c.levelBetween(0, 1);
+  const cluster::LinkSpec &first = c.link(level, 0);
+  for (unsigned x = 0; x < D; ++x) {
+    if (c.groupOf(x).deviceIndex != kind)
+      return false;
+    for (unsigned y = 0; y < D; ++y) {
+      if (x == y)
+        continue;
+      if (c.levelBetween(x, y) != level)
+        return false;
+      const cluster::LinkSpec &l = c.link(level, x);
+      if (l.bandwidth != first.bandwidth || l.latency != first.latency)
+        return false;
+    }
+  }
+  return true;
+}
+
+/// Placements the symmetric search weighs: groupings of \p k branches into
+/// at most \p D groups (Stirling numbers of the second kind), each with
+/// every choice of the trunk device's group, or none while a device is
+/// left for every group.
+static double partitionCount(unsigned k, unsigned D) {
+  // S[j]: groupings of the branches so far into j groups.
+  std::vector<double> S(D + 1, 0);
+  S[0] = 1;
+  for (unsigned n = 1; n <= k; ++n)
+    for (unsigned j = std::min(n, D); j >= 1; --j)
+      S[j] = j * S[j] + S[j - 1];
+  S[0] = 0;
+  double total = 0;
+  for (unsigned j = 1; j <= D; ++j)
+    total += S[j] * (j + (j < D ? 1 : 0));
+  return total;
+}
+
+Expected<BranchResult>
+search::searchBranches(const cost::ModelDesc &pieces, const BranchShape &shape,
+                       const cluster::Cluster &c, const cost::CostModel &cm,
+                       const SearchOptions &o, bool exhaustive) {
   unsigned k = shape.branches;
   if (k < 2 || pieces.layers.size() != k + 2 ||
       shape.branchInputs.size() != k || shape.branchOutputBytes.size() != k)
@@ -127,45 +168,111 @@ Expected<BranchResult> search::searchBranches(const cost::ModelDesc &pieces,
     return createStringError(inconvertibleErrorCode(),
                              "branch placement needs devices and a batch "
                              "(--dist-batch=N)");
-  double count = std::pow(double(D), double(k + 1));
+  bool symmetric = !exhaustive && interchangeable(c, D);
+  double count =
+      symmetric ? partitionCount(k, D) : std::pow(double(D), double(k + 1));
   if (count > double(kMaxBranchAssignments))
     return createStringError(
         inconvertibleErrorCode(),
-        formatv("branch placement weighs every assignment of the trunk and "
-                "{0} branches to {1} devices ({1}^{2} = {3:E1}), more than "
-                "{4}; plan for fewer devices (--dist-devices=N)",
-                k, D, k + 1, count, kMaxBranchAssignments)
-            .str());
+        symmetric
+            ? formatv("branch placement weighs every grouping of {0} "
+                      "branches on {1} interchangeable devices ({2:E1}), "
+                      "more than {3}; plan for fewer devices "
+                      "(--dist-devices=N)",
+                      k, D, count, kMaxBranchAssignments)
+                  .str()
+            : formatv("branch placement weighs every assignment of the trunk "
+                      "and {0} branches to {1} devices ({1}^{2} = {3:E1}), "
+                      "more than {4}; plan for fewer devices "
+                      "(--dist-devices=N)",
+                      k, D, k + 1, count, kMaxBranchAssignments)
+                  .str());
   Pricer pricer(pieces, shape, c, cm, o, D);
   BranchResult r;
   r.shape = shape;
   r.batch = o.globalBatch;
   r.emptyTrunk = pieces.layers.front().ops.empty();
+  r.symmetric = symmetric;
   double bestLatency = std::numeric_limits<double>::infinity();
   double bestSingle = bestLatency;
-  std::vector<unsigned> a(k + 1, 0);
   BranchPlacement p;
-  while (true) {
+  auto consider = [&](ArrayRef<unsigned> a) {
     ++r.weighed;
-    if (pricer.price(a, p)) {
-      if (p.latency < bestLatency) {
-        bestLatency = p.latency;
-        r.best = p;
-      }
-      if (llvm::all_equal(a) && p.latency < bestSingle) {
-        bestSingle = p.latency;
-        r.single = p;
-      }
-    } else {
+    if (!pricer.price(a, p)) {
       ++r.memoryPruned;
+      return;
     }
-    // The next assignment, the last branch counting fastest: all-zero
-    // first, so a tie keeps the fewer, lower-numbered devices.
-    unsigned i = k + 1;
-    while (i > 0 && ++a[i - 1] == D)
-      a[--i] = 0;
-    if (i == 0)
-      break;
+    if (p.latency < bestLatency) {
+      bestLatency = p.latency;
+      r.best = p;
+    }
+    if (llvm::all_equal(a) && p.latency < bestSingle) {
+      bestSingle = p.latency;
+      r.single = p;
+    }
+  };
+  std::vector<unsigned> a(k + 1, 0);
+  if (symmetric) {
+    // Interchangeable devices: which branches share a device is what
+    // matters. For each grouping of the branches (a restricted growth
+    // string: g[i] <= max(g[0..i-1]) + 1) and each choice of the group the
+    // trunk's device runs (or none), the other groups go to devices 1, 2,
+    // ... in the order Jackson's rule finds best for when the last outputs
+    // arrive (the sends are one machine, compute plus the way back each
+    // job's delivery time): the longest delivery first.
+    std::vector<unsigned> g(k, 0);
+    while (true) {
+      unsigned groups = *llvm::max_element(g) + 1;
+      std::vector<double> delivery(groups, 0), outBytes(groups, 0);
+      for (unsigned i = 0; i < k; ++i) {
+        delivery[g[i]] += pricer.time[std::min(1u, D - 1)][i + 1];
+        outBytes[g[i]] += shape.branchOutputBytes[i];
+      }
+      for (unsigned j = 0; j < groups; ++j)
+        delivery[j] += pricer.transfer(0, std::min(1u, D - 1), outBytes[j]);
+      for (unsigned home = 0; home <= groups; ++home) {
+        unsigned remote = groups - (home < groups);
+        if (remote > D - 1)
+          continue;
+        std::vector<unsigned> order;
+        for (unsigned j = 0; j < groups; ++j)
+          if (j != home)
+            order.push_back(j);
+        llvm::stable_sort(order, [&](unsigned x, unsigned y) {
+          return delivery[x] > delivery[y];
+        });
+        std::vector<unsigned> deviceOf(groups, 0);
+        for (auto [rank, j] : llvm::enumerate(order))
+          deviceOf[j] = rank + 1;
+        a[0] = 0;
+        for (unsigned i = 0; i < k; ++i)
+          a[i + 1] = deviceOf[g[i]];
+        consider(a);
+      }
+      // The next grouping, at most D groups.
+      int i = int(k) - 1;
+      for (; i >= 1; --i) {
+        unsigned m = *std::max_element(g.begin(), g.begin() + i);
+        if (g[i] <= m && g[i] + 1 < D) {
+          ++g[i];
+          std::fill(g.begin() + i + 1, g.end(), 0);
+          break;
+        }
+      }
+      if (i < 1)
+        break;
+    }
+  } else {
+    while (true) {
+      consider(a);
+      // The next assignment, the last branch counting fastest: all-zero
+      // first, so a tie keeps the fewer, lower-numbered devices.
+      unsigned i = k + 1;
+      while (i > 0 && ++a[i - 1] == D)
+        a[--i] = 0;
+      if (i == 0)
+        break;
+    }
   }
   if (bestLatency == std::numeric_limits<double>::infinity()) {
     double need = 0;
@@ -192,8 +299,12 @@ void search::printBranches(const BranchResult &r, const cluster::Cluster &c,
                            raw_ostream &os) {
   const BranchPlacement &b = r.best;
   os << formatv("branch placement (one batch of {0}, {1} branches after the "
-                "fork; {2} assignments weighed, {3} over memory):\n",
-                r.batch, r.shape.branches, r.weighed, r.memoryPruned);
+                "fork; {2} placements weighed ({3}), {4} over memory):\n",
+                r.batch, r.shape.branches, r.weighed,
+                r.symmetric ? "branch groupings: the devices are "
+                              "interchangeable"
+                            : "every assignment",
+                r.memoryPruned);
   if (r.emptyTrunk)
     os << formatv("  trunk   none: the branches read the model's inputs, "
                   "taken to be on {0}\n",
@@ -263,6 +374,7 @@ json::Value search::toJSON(const BranchResult &r, const cluster::Cluster &c) {
                  {"pieces", json::Array(r.shape.names)},
                  {"weighed", static_cast<int64_t>(r.weighed)},
                  {"memory_pruned", static_cast<int64_t>(r.memoryPruned)},
+                 {"interchangeable_devices", r.symmetric},
                  {"best", placement(r.best)},
                  {"single_device", placement(r.single)},
                  {"recorded", r.recorded ? "branches" : "chain"}};

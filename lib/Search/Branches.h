@@ -74,6 +74,8 @@ struct BranchResult {
   std::optional<double> chainLatency;
   std::string chainPlan, chainProblem;
   unsigned long weighed = 0, memoryPruned = 0;
+  /// The devices were interchangeable: groupings were weighed.
+  bool symmetric = false;
   /// Whether the branch placement is recorded (faster than the chain).
   bool recorded = false;
 };
@@ -81,12 +83,15 @@ struct BranchResult {
 /// Weighs every assignment of the trunk and the branches to the first
 /// `options.devices` devices (0: all) of \p c for one batch of
 /// `options.globalBatch` samples; pieces are the layers of \p pieces (see
-/// BranchShape). Errors: too many assignments to weigh, none fits memory.
-llvm::Expected<BranchResult> searchBranches(const cost::ModelDesc &pieces,
-                                            const BranchShape &shape,
-                                            const cluster::Cluster &c,
-                                            const cost::CostModel &cm,
-                                            const SearchOptions &options);
+/// BranchShape). On interchangeable devices (one kind, one link between
+/// any two) every grouping of the branches instead, each group's device
+/// by Jackson's rule: the same best latency with far fewer placements
+/// (\p exhaustive weighs every assignment anyway: tests compare the two).
+/// Errors: too many placements to weigh, none fits memory.
+llvm::Expected<BranchResult>
+searchBranches(const cost::ModelDesc &pieces, const BranchShape &shape,
+               const cluster::Cluster &c, const cost::CostModel &cm,
+               const SearchOptions &options, bool exhaustive = false);
 
 /// The summary lines: the placement, per device, against one device and
 /// against the chain.
@@ -95,7 +100,8 @@ void printBranches(const BranchResult &r, const cluster::Cluster &c,
 /// The report's `branches` object (docs/report-format.md).
 llvm::json::Value toJSON(const BranchResult &r, const cluster::Cluster &c);
 
-/// Most assignments the search weighs (devices^(branches+1)).
+/// Most placements the search weighs (devices^(branches+1), or the
+/// groupings on interchangeable devices).
 constexpr unsigned long kMaxBranchAssignments = 1ul << 22;
 
 } // namespace distopt::search

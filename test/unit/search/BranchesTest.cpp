@@ -65,7 +65,10 @@ TEST(BranchesTest, LatencyIsTrunkThenTheSlowestDeviceThenTail) {
   cost::CostModel cm;
   BranchResult r =
       cantFail(searchBranches(f.model, f.shape, c, cm, options(8)));
-  EXPECT_EQ(r.weighed, 256u); // 4 devices ^ (3 branches + trunk)
+  // Four identical boards: the groupings of 3 branches, each with every
+  // choice of the trunk board's group or none: 1 x 2 + 3 x 3 + 1 x 4.
+  EXPECT_TRUE(r.symmetric);
+  EXPECT_EQ(r.weighed, 15u);
   // One device: the trunk and three equal branches one after the other.
   double branch = (r.single.latency - r.single.trunk) / 3;
   EXPECT_GT(branch, 0);
@@ -133,13 +136,69 @@ TEST(BranchesTest, MemoryAndAssignmentLimits) {
                       "memory"),
             std::string::npos);
   Forked many(12, 1);
-  r = searchBranches(many.model, many.shape, c, cm, options(1));
+  r = searchBranches(many.model, many.shape, c, cm, options(1),
+                     /*exhaustive=*/true);
   ASSERT_FALSE(static_cast<bool>(r));
   EXPECT_NE(llvm::toString(r.takeError()).find("--dist-devices=N"),
             std::string::npos);
   o = options(1);
   o.devices = 2;
-  r = searchBranches(many.model, many.shape, c, cm, o);
+  r = searchBranches(many.model, many.shape, c, cm, o, /*exhaustive=*/true);
   ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
   EXPECT_EQ(r->weighed, 8192u); // 2^13
+  // Interchangeable boards: the groupings of 10 branches into at most 4
+  // (4^11 assignments would be 4.2M).
+  Forked ten(10, 1);
+  r = searchBranches(ten.model, ten.shape, c, cm, options(1));
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  EXPECT_TRUE(r->symmetric);
+  // 1 x 2 + 511 x 3 + 9330 x 4 + 34105 x 4 (S(10, j) for j = 1..4).
+  EXPECT_EQ(r->weighed, 175275u);
+  Forked huge(20, 1);
+  r = searchBranches(huge.model, huge.shape, c, cm, options(1));
+  ASSERT_FALSE(static_cast<bool>(r));
+  EXPECT_NE(llvm::toString(r.takeError()).find("interchangeable devices"),
+            std::string::npos);
+}
+
+TEST(BranchesTest, GroupingsFindTheBestAssignment) {
+  // On interchangeable boards the groupings (Jackson's rule for the order
+  // of the sends) give the latency of weighing every assignment, for
+  // branches of different depths, both links and several batches.
+  for (const char *preset : {"arm-board-ethernet", "arm-board-wifi"})
+    for (unsigned batch : {1u, 8u, 64u})
+      for (std::vector<unsigned> depths : {std::vector<unsigned>{1, 2, 3},
+                                           {4, 1, 1, 2},
+                                           {1, 1, 1, 1, 6},
+                                           {2, 8}}) {
+        Forked f(depths.size(), 1);
+        for (auto [i, d] : llvm::enumerate(depths))
+          f.model.layers[i + 1].ops.resize(d,
+                                           f.model.layers[i + 1].ops.front());
+        f.shape.branchOutputBytes[0] = 1 << 16;
+        cluster::Cluster c = cantFail(cluster::getPreset(preset));
+        cost::CostModel cm;
+        BranchResult sym =
+            cantFail(searchBranches(f.model, f.shape, c, cm, options(batch)));
+        BranchResult all = cantFail(searchBranches(
+            f.model, f.shape, c, cm, options(batch), /*exhaustive=*/true));
+        ASSERT_TRUE(sym.symmetric);
+        ASSERT_FALSE(all.symmetric);
+        EXPECT_LT(sym.weighed, all.weighed);
+        EXPECT_NEAR(sym.best.latency, all.best.latency,
+                    1e-12 * all.best.latency)
+            << preset << " batch " << batch << " branches " << depths.size();
+        EXPECT_EQ(sym.single.latency, all.single.latency);
+      }
+}
+
+TEST(BranchesTest, MixedDevicesWeighEveryAssignment) {
+  // Phones and a cloud A100: not interchangeable.
+  Forked f(3, 2);
+  cluster::Cluster c = cantFail(cluster::getPreset("edge-cloud-wifi", 3));
+  cost::CostModel cm;
+  BranchResult r =
+      cantFail(searchBranches(f.model, f.shape, c, cm, options(8)));
+  EXPECT_FALSE(r.symmetric);
+  EXPECT_EQ(r.weighed, 81u); // 3 devices ^ 4
 }
