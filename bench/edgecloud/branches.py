@@ -28,7 +28,7 @@ from benchutil import run  # noqa: E402
 ROWS = [(cluster, heads, depth, batch)
         for cluster in ("arm-board-wifi", "arm-board-ethernet",
                         "edge-cloud-wifi:4")
-        for heads, depth in ((2, 2), (3, 2), (4, 2), (3, 6))
+        for heads, depth in ((2, 2), (3, 2), (4, 2), (3, 6), (8, 2))
         for batch in (1, 8)]
 
 
