@@ -466,6 +466,18 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
             "=infer (dist-compile plans for inference without --train)";
     return failure();
   }
+  if (o.branches && e.stages != Stages::None) {
+    error = (spelling == PlanOptionSpelling::Flag
+                 ? std::string("--dist-stage-regions")
+                 : spell(&PlanOptions::stages) + "=" + o.stages) +
+            " outlines the stages of a chain plan, but " +
+            spell(&PlanOptions::branches) +
+            " may record a branch placement, which has none "
+            "(dist-partition builds its programs)" +
+            (spelling == PlanOptionSpelling::Flag ? ": drop it"
+                                                  : ": add stages=none");
+    return failure();
+  }
   if (given && o.devices) {
     error = spell(&PlanOptions::devices) +
             " limits a search; a given plan uses dp*tp*cp*pp of the "
