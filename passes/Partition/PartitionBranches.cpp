@@ -200,9 +200,9 @@ LogicalResult partition::partitionBranches(ModuleOp module, func::FuncOp func,
   auto sendTo = [&](OpBuilder &ib, Value v, Value local, unsigned list) {
     for (unsigned peer : readers.lookup(v))
       if (peer != list)
-        dist::SendOp::create(
-            ib, func.getLoc(), local, ib.getI64IntegerAttr(peer),
-            ib.getI64IntegerAttr(tagOf.lookup(v)), ib.getUnitAttr());
+        dist::SendOp::create(ib, v.getLoc(), local, ib.getI64IntegerAttr(peer),
+                             ib.getI64IntegerAttr(tagOf.lookup(v)),
+                             ib.getUnitAttr());
   };
   for (unsigned list = 0; list < lists; ++list) {
     bool holds = list == home;
@@ -225,7 +225,7 @@ LogicalResult partition::partitionBranches(ModuleOp module, func::FuncOp func,
       if (Value l = local.lookup(v))
         return l;
       auto recv = dist::RecvOp::create(
-          ib, func.getLoc(), v.getType(), ib.getI64IntegerAttr(deviceOf(v)),
+          ib, v.getLoc(), v.getType(), ib.getI64IntegerAttr(deviceOf(v)),
           ib.getI64IntegerAttr(tagOf.lookup(v)), ib.getUnitAttr());
       local[v] = recv.getResult();
       return recv.getResult();
@@ -242,7 +242,8 @@ LogicalResult partition::partitionBranches(ModuleOp module, func::FuncOp func,
       SmallVector<Value> operands;
       for (Value v : piece.inputs)
         operands.push_back(localOf(v));
-      auto call = func::CallOp::create(ib, func.getLoc(), piece.fn, operands);
+      auto call = func::CallOp::create(ib, piece.ops.front()->getLoc(),
+                                       piece.fn, operands);
       for (auto [v, r] : llvm::zip(piece.outputs, call.getResults())) {
         local[v] = r;
         sendTo(ib, v, r, list);
