@@ -85,6 +85,11 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "Let the search choose PipeDream / PipeDream-2BW (asynchronous "
        "weight updates)",
        &O::allowAsync},
+      {"branches", "dist-branches",
+       "Inference: place the trunk and the independent branches after the "
+       "model's fork on devices (one batch's latency), compared with one "
+       "device and the best chain partition; the faster is recorded",
+       &O::branches},
       {"alternatives", "dist-alternatives",
        "Runner-up plans to report (default 3)", &O::alternatives},
       {"devices", "dist-devices",
@@ -447,6 +452,32 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
             " explains a search; a given plan has nothing to explain";
     return failure();
   }
+  if (o.branches && given) {
+    error = spell(&PlanOptions::branches) +
+            " searches a placement of the model's branches; drop the given "
+            "plan";
+    return failure();
+  }
+  if (o.branches && e.mode != schedule::Mode::Infer) {
+    error = spell(&PlanOptions::branches) +
+            " places an inference model's branches for one batch's "
+            "latency; add " +
+            spell(&PlanOptions::mode) +
+            "=infer (dist-compile plans for inference without --train)";
+    return failure();
+  }
+  if (o.branches && e.stages != Stages::None) {
+    error = (spelling == PlanOptionSpelling::Flag
+                 ? std::string("--dist-stage-regions")
+                 : spell(&PlanOptions::stages) + "=" + o.stages) +
+            " outlines the stages of a chain plan, but " +
+            spell(&PlanOptions::branches) +
+            " may record a branch placement, which has none "
+            "(dist-partition builds its programs)" +
+            (spelling == PlanOptionSpelling::Flag ? ": drop it"
+                                                  : ": add stages=none");
+    return failure();
+  }
   if (given && o.devices) {
     error = spell(&PlanOptions::devices) +
             " limits a search; a given plan uses dp*tp*cp*pp of the "
@@ -503,6 +534,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.fusedAttention = o.fusedAttention;
     search.optimizer = e.optimizer;
     search.allowAsync = o.allowAsync;
+    search.branches = o.branches;
     search.alternatives = o.alternatives;
     search.explain = o.explain;
     search.progress = e.progress;

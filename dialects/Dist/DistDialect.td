@@ -35,6 +35,13 @@ def Dist_Dialect : Dialect {
     block of a tensor-parallel part (`dist.tp_shard` too): each tensor
     rank's replicas hold the blocks of its part.
 
+    A branch-level placement (`--dist-branches`, docs/search.md) marks every
+    op of the planned function that does per-sample work with its piece,
+    `dist.branch = p` (0 the trunk before the fork, 1..k the independent
+    branches, k+1 the tail after their join), and the module with
+    `dist.branch_devices = array<i64: d0, ..., d(k+1)>`, the device of each
+    piece; dist-partition then builds one program per device.
+
     `dist.accumulates = k` on a function argument says that the function
     returns that argument plus the value it computes, as its result `k`
     (a running sum over micro-batches, set by dist-partition): the emission
@@ -60,7 +67,9 @@ def Dist_Dialect : Dialect {
     "::mlir::UnitAttr":$data_parallel,
     "::mlir::DictionaryAttr":$zero,
     "::mlir::DictionaryAttr":$zero_shard,
-    "::mlir::ArrayAttr":$groups
+    "::mlir::ArrayAttr":$groups,
+    "::mlir::IntegerAttr":$branch,
+    "::mlir::DenseI64ArrayAttr":$branch_devices
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;

@@ -33,6 +33,8 @@ using DataParallel = DistDialect::DataParallelAttrHelper;
 using Zero = DistDialect::ZeroAttrHelper;
 using Groups = DistDialect::GroupsAttrHelper;
 using ZeroShard = DistDialect::ZeroShardAttrHelper;
+using Branch = DistDialect::BranchAttrHelper;
+using BranchDevices = DistDialect::BranchDevicesAttrHelper;
 
 /// The plan of the module enclosing \p op, if any.
 static PlanAttr enclosingPlan(Operation *op) {
@@ -314,6 +316,27 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == Groups::getNameStr())
     return verifyGroups(op, attr.getValue());
+  if (name == Branch::getNameStr())
+    return verifyIndex(op, attr, "branch-placement piece index");
+  if (name == BranchDevices::getNameStr()) {
+    auto devices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (failed(onModuleOnly(devices, "array<i64: ...> of device numbers")))
+      return failure();
+    // The trunk, at least two branches and the tail.
+    if (devices.size() < 4)
+      return op->emitOpError("'dist.branch_devices' lists ")
+             << devices.size()
+             << " device(s); a branch placement gives the trunk, at least "
+                "two branches and the tail a device each";
+    auto cluster = op->getAttrOfType<ClusterAttr>(Cluster::getNameStr());
+    for (int64_t d : devices.asArrayRef())
+      if (d < 0 || (cluster && d >= cluster.getNumDevices()))
+        return op->emitOpError("'dist.branch_devices' lists device ")
+               << d << " but the module's cluster has devices 0.."
+               << (cluster ? cluster.getNumDevices() - 1 : 0)
+               << "; plan the module again (--dist-branches)";
+    return success();
+  }
   if (name == BatchShard::getNameStr() || name == Accumulates::getNameStr())
     return op->emitOpError("'")
            << name << "' marks function arguments; put it in the argument's "

@@ -46,6 +46,10 @@ struct PlanOptions {
   /// restricts the search to the plans its programs run).
   std::string baseConstraints;
   bool allowAsync = false;
+  /// Inference: also place the independent branches after the model's
+  /// fork on devices (one batch's latency) and record that placement when
+  /// it beats the best chain partition (docs/search.md).
+  bool branches = false;
   unsigned alternatives = 3;
   /// Search: plan for the cluster's first N devices only (0: all).
   unsigned devices = 0;

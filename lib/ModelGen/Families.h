@@ -19,6 +19,7 @@ void buildLlama(GraphBuilder &b);
 void buildMlp(GraphBuilder &b);
 void buildResNet(GraphBuilder &b);
 void buildVgg16(GraphBuilder &b);
+void buildTrunkBranches(GraphBuilder &b);
 
 /// Shared transformer pieces (Transformer.cpp).
 namespace attention {

@@ -65,8 +65,8 @@ int distopt::modelgen::dtypeOnnx(DType type) {
 }
 
 llvm::ArrayRef<StringRef> distopt::modelgen::knownFamilies() {
-  static const StringRef families[] = {"gpt", "bert",   "llama",
-                                       "mlp", "resnet", "vgg16"};
+  static const StringRef families[] = {
+      "gpt", "bert", "llama", "mlp", "resnet", "vgg16", "trunk-branches"};
   return families;
 }
 
@@ -77,6 +77,9 @@ llvm::ArrayRef<StringRef> distopt::modelgen::familyOptionNames(StringRef f) {
   static const StringRef mlp[] = {"layers", "hidden", "input", "classes"};
   static const StringRef resnet[] = {"depth", "image", "classes"};
   static const StringRef vgg[] = {"image", "classes"};
+  static const StringRef branches[] = {
+      "layers",   "hidden",        "input",        "classes",
+      "branches", "branch-layers", "branch-hidden"};
   if (f == "gpt" || f == "bert")
     return gpt;
   if (f == "llama")
@@ -87,6 +90,8 @@ llvm::ArrayRef<StringRef> distopt::modelgen::familyOptionNames(StringRef f) {
     return resnet;
   if (f == "vgg16")
     return vgg;
+  if (f == "trunk-branches")
+    return branches;
   return {};
 }
 
@@ -108,6 +113,9 @@ llvm::Expected<ModelOptions> distopt::modelgen::defaultOptions(StringRef f) {
     o.depth = 50, o.image = 224, o.classes = 1000;
   } else if (f == "vgg16") {
     o.image = 224, o.classes = 1000;
+  } else if (f == "trunk-branches") { // A shared trunk, three heads.
+    o.layers = 2, o.hidden = 1024, o.input = 784, o.classes = 10;
+    o.branches = 3, o.branchLayers = 2, o.branchHidden = 1024;
   } else {
     std::string known;
     for (StringRef k : knownFamilies())
@@ -137,15 +145,27 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
   // Bounds keep every count and byte offset far from int64 overflow and the
   // node count sane; they are orders of magnitude above any real model.
   const std::pair<StringRef, int64_t> sizes[] = {
-      {"layers", o.layers},        {"hidden", o.hidden}, {"heads", o.heads},
-      {"kv-heads", o.kvHeads},     {"seq", o.seq},       {"vocab", o.vocab},
-      {"ffn-hidden", o.ffnHidden}, {"input", o.input},   {"classes", o.classes},
-      {"depth", o.depth},          {"image", o.image}};
+      {"layers", o.layers},
+      {"hidden", o.hidden},
+      {"heads", o.heads},
+      {"kv-heads", o.kvHeads},
+      {"seq", o.seq},
+      {"vocab", o.vocab},
+      {"ffn-hidden", o.ffnHidden},
+      {"input", o.input},
+      {"classes", o.classes},
+      {"depth", o.depth},
+      {"image", o.image},
+      {"branches", o.branches},
+      {"branch-layers", o.branchLayers},
+      {"branch-hidden", o.branchHidden}};
   for (StringRef name : familyOptionNames(o.family)) {
     for (const auto &[option, value] : sizes) {
       if (option != name)
         continue;
-      int64_t limit = option == "layers" ? 10000 : (int64_t(1) << 24);
+      int64_t limit = option == "layers" || option == "branch-layers" ? 10000
+                      : option == "branches"                          ? 64
+                                             : (int64_t(1) << 24);
       if (value <= 0)
         return makeError("--" + option + " must be positive (got " +
                          llvm::Twine(value) + ")");
@@ -210,6 +230,7 @@ distopt::modelgen::generateModel(const ModelOptions &given, bool inferShapes) {
                       .Case("llama", buildLlama)
                       .Case("mlp", buildMlp)
                       .Case("resnet", buildResNet)
+                      .Case("trunk-branches", buildTrunkBranches)
                       .Default(buildVgg16);
   build(b);
 

@@ -1,10 +1,10 @@
 //===- ModelGen.h - Graph-only ONNX model generator -------------*- C++ -*-===//
 //
 // Part of DistOpt. Generates ONNX models of common families (GPT, BERT,
-// LLaMA, MLP, ResNet, VGG-16) as *graphs only*: every weight is an initializer
-// with dims and data type whose bytes live in an external file that is never
-// written. Planning needs shapes, not values, so a 1T-parameter model can be
-// generated, stored and imported in milliseconds.
+// LLaMA, MLP, ResNet, VGG-16, a trunk with branch heads) as *graphs only*:
+// every weight is an initializer with dims and data type whose bytes live in an
+// external file that is never written. Planning needs shapes, not values, so a
+// 1T-parameter model can be generated, stored and imported in milliseconds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +58,11 @@ struct ModelOptions {
   int64_t depth = 0;
   /// ResNet, VGG: square input image side in pixels.
   int64_t image = 0;
+  /// trunk-branches: the heads after the trunk, the hidden layers of each
+  /// head and their width.
+  int64_t branches = 0;
+  int64_t branchLayers = 0;
+  int64_t branchHidden = 0;
   /// 0 keeps the batch dimension symbolic ("batch"); N > 0 pins it.
   int64_t microBatch = 0;
   DType dtype = DType::F32;

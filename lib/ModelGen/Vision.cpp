@@ -20,19 +20,52 @@ static std::string gemm(GraphBuilder &b, const std::string &x,
                 {attrInt("transB", 1)});
 }
 
+/// `layers` Gemm+Relu layers of `hidden` after \p x (\p width features),
+/// scoped `<scope>.<i>`; \p width becomes `hidden`.
+static std::string reluLayers(GraphBuilder &b, std::string x, int64_t &width,
+                              int64_t layers, int64_t hidden,
+                              const std::string &scope) {
+  for (int64_t i = 0; i < layers; ++i) {
+    b.setScope(scope + "." + std::to_string(i));
+    x = b.node("Relu", {gemm(b, x, "linear", width, hidden)});
+    width = hidden;
+  }
+  return x;
+}
+
+/// The Gemm classifier `<scope>.linear` after \p x, output \p name.
+static void classifier(GraphBuilder &b, const std::string &x, int64_t width,
+                       const std::string &scope, const std::string &name) {
+  const ModelOptions &o = b.opts();
+  b.setScope(scope);
+  b.rename(gemm(b, x, "linear", width, o.classes), name);
+  b.output(name, b.elemType(), {b.batch(), o.classes});
+}
+
 void distopt::modelgen::buildMlp(GraphBuilder &b) {
   const ModelOptions &o = b.opts();
   b.input("input", b.elemType(), {b.batch(), o.input});
-  std::string x = "input";
   int64_t width = o.input;
-  for (int64_t i = 0; i < o.layers; ++i) {
-    b.setScope("layers." + std::to_string(i));
-    x = b.node("Relu", {gemm(b, x, "linear", width, o.hidden)});
-    width = o.hidden;
+  std::string x = reluLayers(b, "input", width, o.layers, o.hidden, "layers");
+  classifier(b, x, width, "head", "logits");
+}
+
+/// A hierarchical DNN: a trunk of `layers` Gemm+Relu layers shared by
+/// `branches` heads, each `branch-layers` Gemm+Relu layers of
+/// `branch-hidden` and a Gemm classifier (outputs logits0, logits1, ...).
+/// The heads are independent after the trunk: a branch-level placement
+/// runs them on different devices at once (docs/search.md).
+void distopt::modelgen::buildTrunkBranches(GraphBuilder &b) {
+  const ModelOptions &o = b.opts();
+  b.input("input", b.elemType(), {b.batch(), o.input});
+  int64_t width = o.input;
+  std::string x = reluLayers(b, "input", width, o.layers, o.hidden, "trunk");
+  for (int64_t k = 0; k < o.branches; ++k) {
+    std::string branch = "branch" + std::to_string(k);
+    int64_t w = width;
+    std::string y = reluLayers(b, x, w, o.branchLayers, o.branchHidden, branch);
+    classifier(b, y, w, branch + ".head", "logits" + std::to_string(k));
   }
-  b.setScope("head");
-  b.rename(gemm(b, x, "linear", width, o.classes), "logits");
-  b.output("logits", b.elemType(), {b.batch(), o.classes});
 }
 
 namespace {

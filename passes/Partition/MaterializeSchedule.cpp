@@ -5,8 +5,9 @@
 // functions (outlining them first when the planned function is not).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
 #include "passes/Partition/ScheduleIR.h"
+#include "passes/Passes.h"
+#include "passes/Planning/Branches.h"
 #include "passes/Planning/Planning.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -42,6 +43,9 @@ struct MaterializeSchedulePass
   }
 
   LogicalResult run(ModuleOp module) {
+    if (failed(planning::rejectBranchPlacement(module,
+                                               "dist-materialize-schedule")))
+      return failure();
     auto plan = dist::DistDialect::PlanAttrHelper(&getContext()).getAttr(module);
     if (!plan)
       return emitError(module.getLoc())

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Partition/StagePlacement.h"
 #include "passes/Passes.h"
+#include "passes/Planning/Branches.h"
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
@@ -169,7 +170,9 @@ struct OutlineStagesPass
     : public distopt::impl::OutlineStagesPassBase<OutlineStagesPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(outlineStages(getOperation())))
+    if (failed(planning::rejectBranchPlacement(getOperation(),
+                                               "dist-outline-stages")) ||
+        failed(outlineStages(getOperation())))
       signalPassFailure();
   }
 };

@@ -9,6 +9,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "passes/Partition/PartitionBranches.h"
 #include "passes/Partition/ScheduleIR.h"
 #include "passes/Partition/TrainStages.h"
 #include "passes/Planning/Planning.h"
@@ -385,6 +386,15 @@ struct PartitionPass
     FailureOr<func::FuncOp> train = trainingStep(module);
     if (failed(train))
       return failure();
+    DenseI64ArrayAttr branchDevices =
+        dist::DistDialect::BranchDevicesAttrHelper(&getContext())
+            .getAttr(module);
+    if (branchDevices && *train)
+      return train->emitError("dist-partition: @")
+             << train->getSymName()
+             << " is a training step but the module has a branch placement "
+                "('dist.branch_devices', an inference plan); plan it for "
+                "training without --dist-branches";
     if (*train &&
         failed(planning::checkMicrobatchRows(*train, plan, "dist-partition")))
       return failure();
@@ -408,6 +418,10 @@ struct PartitionPass
                << " input or result; a pipeline streams micro-batches along "
                   "the leading dimension of statically shaped tensors";
     }
+    // A branch placement: its pieces form a DAG, no schedule of stages.
+    if (branchDevices)
+      return partition::partitionBranches(module, *func, plan,
+                                          branchDevices.asArrayRef());
     // The schedule, materialized (the forward stream of a forward
     // function) when the module has none.
     if (module.getOps<dist::ScheduleOp>().empty()) {

@@ -255,6 +255,10 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     Option<"trainer", "trainer", "std::string", "\"\"",
            "Search only the plans this trainer runs as planned (megatron, "
            "torchtitan, deepspeed; what --dist-export will write)">,
+    Option<"branches", "branches", "bool", "false",
+           "Inference: place the independent branches after the model's "
+           "fork on devices for one batch's latency; record it when faster "
+           "than the best chain partition">,
     Option<"baseline", "baseline", "std::string", "\"\"",
            "A trainer's configuration (megatron:ARGS_FILE) to predict and "
            "compare with the best plan">,

@@ -10,6 +10,7 @@
 
 #include "lib/Search/Report.h"
 #include "lib/Search/Tune.h"
+#include "passes/Planning/Branches.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -321,6 +322,66 @@ struct SearchPlanPass
   /// What rankByResilience did, for the summary.
   std::string rankedNote;
 
+  /// --dist-branches: the placement of the model's branches for one
+  /// batch's latency against one device and the best chain partition (the
+  /// plan search under the latency objective); records the faster.
+  LogicalResult planBranches(ModuleOp module, PlanningInputs &in,
+                             const cost::CostModel &cm,
+                             search::SearchOptions so, const Costing &costing) {
+    const cluster::Cluster &cluster = in.machine.cluster;
+    so.objective = schedule::InferObjective::Latency;
+    if (!reportHtml.empty())
+      return emitError(module.getLoc())
+             << "--dist-report-html draws a chain plan's schedule; a branch "
+                "placement is reported in the JSON report (--dist-report)";
+    FailureOr<BranchSplit> split = findBranches(in.func);
+    if (failed(split))
+      return failure();
+    auto pieces = branchModel(in.func, *split, costing);
+    if (failed(pieces))
+      return failure();
+    llvm::Expected<search::BranchResult> br =
+        search::searchBranches(pieces->first, pieces->second, cluster, cm, so);
+    if (!br)
+      return emitError(module.getLoc())
+             << "--dist-branches: " << llvm::toString(br.takeError());
+    llvm::Expected<search::SearchResult> chain =
+        search::searchPlan(in.model, cluster, cm, so);
+    if (chain) {
+      br->chainLatency = chain->best.latency;
+      br->chainPlan = chain->best.sim.plan.str();
+    } else {
+      br->chainProblem = llvm::toString(chain.takeError());
+    }
+    br->recorded = !chain || br->best.latency < chain->best.latency;
+    if (summary)
+      search::printBranches(*br, cluster, llvm::outs());
+    if (explain && chain)
+      search::printExplain(*chain, llvm::outs());
+    if (br->recorded) {
+      schedule::Plan p = so.planDefaults;
+      p.globalBatch = so.globalBatch;
+      costing.applyTo(p);
+      recordBranches(module, in.func, *split, br->best, p);
+    } else {
+      schedule::Plan best = chain->best.sim.plan;
+      best.mode = schedule::Mode::Infer;
+      best.objective = schedule::InferObjective::Latency;
+      costing.applyTo(best);
+      recordPlan(module, best, in.ops);
+    }
+    if (report.empty())
+      return success();
+    return writeFile(module, report, "report", [&](llvm::raw_ostream &os) {
+      llvm::json::Value v =
+          chain
+              ? search::toJSON(search::searchReport(*chain, in.model, cluster))
+              : llvm::json::Value(llvm::json::Object{});
+      (*v.getAsObject())["branches"] = search::toJSON(*br, cluster);
+      os << llvm::formatv("{0:2}", v) << "\n";
+    });
+  }
+
   LogicalResult run(ModuleOp module) {
     Costing costing{dtype, fusedAttention, optimizer};
     std::optional<exporting::ImportedPlan> base;
@@ -375,6 +436,8 @@ struct SearchPlanPass
     if (failed(in))
       return failure();
     cost::CostModel cm = in->machine.costModel(costing);
+    if (branches)
+      return planBranches(module, *in, cm, so, costing);
     FailureOr<ResilienceChoice> choice =
         resilienceChoice(module, in->machine.cluster, resilience, preemptions);
     if (failed(choice) || failed(constrainForResilience(module, *choice, so)))

@@ -7,9 +7,10 @@
 // trace, the SVG timeline and the HTML page.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
-#include "passes/Planning/Planning.h"
 #include "passes/Partition/ScheduleIR.h"
+#include "passes/Passes.h"
+#include "passes/Planning/Branches.h"
+#include "passes/Planning/Planning.h"
 
 #include "lib/Search/Report.h"
 #include "lib/Sim/Report.h"
@@ -115,6 +116,8 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
   }
 
   LogicalResult run(ModuleOp module) {
+    if (failed(rejectBranchPlacement(module, "dist-simulate")))
+      return failure();
     FailureOr<ModuleMachine> machine = moduleMachine(module, "dist-simulate");
     if (failed(machine))
       return failure();

@@ -66,6 +66,13 @@ per-stage replicas 2/1 (3 ranks), and GPT-2 with SGD at pp=2, against the
 same delayed updates applied by the single-process program one
 (micro-)batch at a time.
 
+Branch-parallel inference (run_branches_case): a trunk with three heads
+and a joined output (trunk_branches_model), and three heads reading the
+input with a Gemm of their Concat after the join, placed by dist-opt
+--dist-branches on arm-board-ethernet, partitioned into one program per
+device and run by mpirun, one rank per device, against one process: every
+output within 1e-6 relative.
+
 ZeRO-1 cases (run_case with zero=True): the data-parallel program is a
 plan of data parallelism alone with zero=1 (dist-compile
 --dist-plan=dp=R,zero=1,mbs=B --dist-batch=R*B): each rank keeps the
@@ -108,6 +115,20 @@ def mpirun_command(ranks=RANKS):
     if not path:
         return None
     return [path, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)]
+
+
+NO_MPIRUN = ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
+             "installs it)"]
+
+
+def mpi_case_folder(compiler, work, name):
+    """dist-opt beside `compiler` and the case's folder (made), or
+    (None, None) when mpirun is missing."""
+    if not mpirun_command():
+        return None, None
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(os.path.dirname(compiler), "dist-opt"), d
 
 
 def save_feeds(d, feeds):
@@ -359,13 +380,9 @@ def run_pipeline_case(compiler, work, name, model, input_name, batch, feeds,
     the same kernels on the same rows) and vs one process compiled for the
     whole M x batch rows (within 1e-6 relative: a kernel may block a larger
     batch differently). Returns a list of failure messages."""
-    mpirun = mpirun_command()
-    if not mpirun:
-        return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
-                "installs it)"]
-    opt = os.path.join(os.path.dirname(compiler), "dist-opt")
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
+    opt, d = mpi_case_folder(compiler, work, name)
+    if not d:
+        return NO_MPIRUN
     rows = feeds[0][1].shape[1:]
     shape_of = lambda b: input_name + ":" + "x".join(str(v) for v in (b,) + rows)
     staged = os.path.join(d, "staged.mlir")
@@ -1030,6 +1047,15 @@ def cases():
               feeds=[("input_ids", np.random.default_rng(7).integers(
                   0, 512, (4, 32)).astype(np.int64))])),
         ("small_resnet_forward_pp2_mb4", "resnet"),
+        # Branch-parallel inference: the heads of a trunk on several
+        # devices at once (run_branches_case).
+        ("trunk_branches_infer_arm_ethernet",
+         dict(branches=True, cluster="arm-board-ethernet", batch=4)),
+        # The heads read the input (no trunk: the trunk's device sends it)
+        # and a Gemm of their Concat follows the join.
+        ("input_fork_concat_infer_arm_ethernet",
+         dict(branches=True, cluster="arm-board-ethernet", batch=4,
+              trunk=False)),
     ] + pipeline_train_cases(rng) + zero_cases() + reshard_cases(rng)
 
 
@@ -1640,6 +1666,134 @@ def resnet_case(work):
                 microbatches=4, weights_dir=work, feeds=[("image", images)])
 
 
+def trunk_branches_model(path, trunk=True, seed=3, width=512, heads=3,
+                         classes=10):
+    """A hierarchical DNN with real weights. With `trunk`: two Gemm+Relu
+    layers (64 -> width -> width) shared by `heads` heads (Gemm+Relu of
+    width, then a Gemm to `classes`; outputs head0, head1, ...), and a
+    join, `joined` = head0 + head1 (the tail, on the trunk's device).
+    Without: the heads read the input itself (an empty trunk: the input is
+    sent to the heads' devices), and the tail is a Gemm of their Concat
+    (`joined`) beside head0 returned as it is."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(seed)
+    inits, nodes = [], []
+
+    def gemm(x, name, cin, cout, relu):
+        for suffix, shape in ((".w", [cout, cin]), (".b", [cout])):
+            inits.append(numpy_helper.from_array(
+                (rng.standard_normal(shape) / np.sqrt(cin)).astype(np.float32),
+                name + suffix))
+        nodes.append(helper.make_node("Gemm", [x, name + ".w", name + ".b"],
+                                      [name + ".g"], transB=1))
+        if not relu:
+            return name + ".g"
+        nodes.append(helper.make_node("Relu", [name + ".g"], [name + ".r"]))
+        return name + ".r"
+
+    x, cin = "x", 64
+    if trunk:
+        x = gemm(gemm(x, "trunk0", cin, width, True), "trunk1", width, width,
+                 True)
+        cin = width
+    heads_out = []
+    for k in range(heads):
+        y = gemm(gemm(x, f"branch{k}.0", cin, width, True), f"branch{k}.head",
+                 width, classes, False)
+        nodes.append(helper.make_node("Identity", [y], [f"head{k}"]))
+        heads_out.append(f"head{k}")
+    if trunk:
+        nodes.append(helper.make_node("Add", ["head0", "head1"], ["joined"]))
+        outs = heads_out + ["joined"]
+    else:
+        nodes.append(helper.make_node("Concat", heads_out, ["cat"], axis=1))
+        nodes.append(helper.make_node(
+            "Identity", [gemm("cat", "tail", heads * classes, classes, False)],
+            ["joined"]))
+        outs = ["head0", "joined"]
+    graph = helper.make_graph(
+        nodes, "trunk_branches",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, ["batch", classes])
+         for o in outs], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    import onnx
+    onnx.save(model, path)
+    return path
+
+
+def run_branches_case(compiler, work, name, cluster, batch, trunk=True):
+    """Branch-parallel inference (dist-opt --dist-branches, issue 16): the
+    trunk and the heads of trunk_branches_model placed by the planner on
+    `cluster` for one batch, partitioned into one program per device
+    (dist-partition: the pieces' DAG, values sent straight from the device
+    computing them to each device reading them) and run by mpirun, one
+    rank per device. The placement must use several devices, and every
+    output (each head and the joined tail) must match one process running
+    the whole model on the batch within 1e-6 relative."""
+    opt, d = mpi_case_folder(compiler, work, name)
+    if not d:
+        return NO_MPIRUN
+    model = trunk_branches_model(os.path.join(d, "trunk_branches.onnx"), trunk)
+    shape = f"--input-shape=x:{batch}x64"
+    planned, report = os.path.join(d, "planned.mlir"), os.path.join(d, "r.json")
+    p = subprocess.run([opt, model, shape, f"--dist-cluster={cluster}",
+                        "--dist-mode=infer", f"--dist-batch={batch}",
+                        "--dist-search", "--dist-branches",
+                        "--dist-report=" + report, "-o", planned],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return ["dist-opt --dist-branches failed: " + p.stderr[-1500:]]
+    print("  " + p.stdout.strip().replace("\n", "\n  "))
+    branches = json.load(open(report))["branches"]
+    devices = branches["best"]["piece_devices"]
+    if branches["recorded"] != "branches" or len(set(devices)) < 2:
+        return [f"the planner recorded {branches['recorded']} with pieces on "
+                f"devices {devices}; this case needs a branch placement over "
+                f"several devices"]
+    ranks = max(devices) + 1
+    exe, one = os.path.join(d, "branches.bin"), os.path.join(d, "one.bin")
+    for cmd in ([compiler, planned, "-o", exe],
+                [compiler, model, shape, "-o", one]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            return [f"{cmd[1]} failed to compile: {p.stderr[-1500:]}"]
+    x = np.random.default_rng(9).standard_normal((batch, 64)).astype(np.float32)
+    path = os.path.join(d, "x.npy")
+    np.save(path, x)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+    outs = {k: os.path.join(d, k) for k in ("branches", "one")}
+    for o in outs.values():
+        os.makedirs(o, exist_ok=True)
+    p = subprocess.run(mpirun_command(ranks) +
+                       [exe, f"x={path}", "--weights-dir", d, "-o",
+                        outs["branches"]],
+                       capture_output=True, text=True, timeout=600, env=env)
+    if p.returncode != 0:
+        return [f"mpirun -np {ranks} (branch placement) failed: "
+                f"{(p.stdout + p.stderr)[-1500:]}"]
+    p = subprocess.run([one, f"x={path}", "-o", outs["one"]],
+                       capture_output=True, text=True, timeout=600, env=env)
+    if p.returncode != 0:
+        return ["single-process run failed: " + (p.stdout + p.stderr)[-1500:]]
+    names = sorted(os.listdir(outs["one"]))
+    if not names or sorted(os.listdir(outs["branches"])) != names:
+        return [f"outputs differ: the placement wrote "
+                f"{sorted(os.listdir(outs['branches']))}, one process {names}"]
+    errors = []
+    for n in names:
+        got = np.load(os.path.join(outs["branches"], n))
+        want = np.load(os.path.join(outs["one"], n))
+        msg = compare_rel(n, got, want, 1e-6)
+        if msg:
+            errors.append(msg)
+        else:
+            print(f"  {name}: {n} {list(got.shape)} on {ranks} ranks (pieces "
+                  f"on devices {devices}): max abs difference "
+                  f"{float(np.max(np.abs(got.astype(np.float64) - want))):.3g}")
+    return errors
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -1659,7 +1813,9 @@ def main():
             c = resnet_case(work)
         if callable(c.get("model")):
             c = dict(c, model=c["model"](work))
-        if c.pop("pipeline", False):
+        if c.pop("branches", False):
+            errors = run_branches_case(compiler, work, name, **c)
+        elif c.pop("pipeline", False):
             errors = run_pipeline_case(compiler, work, name, **c)
         elif "first" in c:
             errors = run_reshard_case(compiler, work, name, **c)

@@ -27,10 +27,10 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("dist-modelgen options");
 
-static cl::opt<std::string>
-    familyArg(cl::Positional,
-              cl::desc("<family: gpt|bert|llama|mlp|resnet|vgg16>"),
-              cl::cat(category));
+static cl::opt<std::string> familyArg(
+    cl::Positional,
+    cl::desc("<family: gpt|bert|llama|mlp|resnet|vgg16|trunk-branches>"),
+    cl::cat(category));
 static cl::opt<std::string> outputArg("o", cl::desc("Output .onnx file"),
                                       cl::value_desc("file"),
                                       cl::cat(category));
@@ -69,6 +69,12 @@ static SizeOption sizeOptions[] = {
     {"classes", "Output classes", &ModelOptions::classes},
     {"depth", "ResNet depth: 18, 34, 50, 101 or 152", &ModelOptions::depth},
     {"image", "Input image side (pixels)", &ModelOptions::image},
+    {"branches", "trunk-branches: heads after the trunk",
+     &ModelOptions::branches},
+    {"branch-layers", "trunk-branches: hidden layers of each head",
+     &ModelOptions::branchLayers},
+    {"branch-hidden", "trunk-branches: width of each head's layers",
+     &ModelOptions::branchHidden},
     {"micro-batch", "Pin the batch dimension (default: symbolic 'batch')",
      &ModelOptions::microBatch},
 };
@@ -109,7 +115,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-modelgen: graph-only ONNX models (GPT, BERT, LLaMA, MLP, ResNet, "
-      "VGG-16)\n");
+      "VGG-16, trunk-branches)\n");
 
   if (!summaryArg.empty()) {
     if (!familyArg.empty() || !outputArg.empty())
@@ -118,7 +124,7 @@ int main(int argc, char **argv) {
   }
   if (familyArg.empty())
     return fail("no model family given; use one of gpt, bert, llama, mlp, "
-                "resnet, vgg16 (or --summary FILE)");
+                "resnet, vgg16, trunk-branches (or --summary FILE)");
   llvm::Expected<ModelOptions> options = defaultOptions(familyArg);
   if (!options)
     return fail(llvm::toString(options.takeError()));
