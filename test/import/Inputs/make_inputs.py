@@ -554,3 +554,39 @@ save("odd_dims", [
     helper.make_node("Relu", ["z"], ["w"], name="relu_z")],
     [vinfo("x", F, [None, "2*s0", 4]), vinfo("z", F, [1, None])],
     [vinfo("y", F, None), vinfo("w", F, None)])
+
+# Einsum (issue 14): contractions as graph.matmul (f32) or broadcasting
+# graph.binary mul + graph.reduce sum (f64), a diagonal as
+# graph.gather_elements, sums, ellipsis broadcasting, implicit outputs.
+D = TensorProto.DOUBLE
+save("einsum", [
+    helper.make_node("Einsum", ["x", "w"], ["y1"], name="bmm",
+                     equation="bij,jk->bik"),
+    helper.make_node("Einsum", ["x", "w"], ["y2"], name="ellipsis",
+                     equation="...ij,jk"),
+    helper.make_node("Einsum", ["x", "x"], ["y3"], name="dots",
+                     equation="bij,bij->b"),
+    helper.make_node("Einsum", ["x"], ["y4"], name="sum_t",
+                     equation="bij->jb"),
+    helper.make_node("Einsum", ["a", "b", "c"], ["z1"], name="chain",
+                     equation="ij,jk,kl->il"),
+    helper.make_node("Einsum", ["a"], ["z2"], name="trace", equation="ii"),
+    helper.make_node("Einsum", ["a"], ["z3"], name="diag",
+                     equation="ii->i"),
+    helper.make_node("Einsum", ["b", "a"], ["z4"], name="outer_ellipsis",
+                     equation="i..., jj -> ...ij"),
+], [vinfo("x", F, [2, 3, 4]), vinfo("w", F, [4, 2]), vinfo("a", D, [3, 3]),
+    vinfo("b", D, [3, 2]), vinfo("c", D, [2, 4])],
+   [vinfo("y1", F, [2, 3, 2]), vinfo("y2", F, [2, 3, 2]), vinfo("y3", F, [2]),
+    vinfo("y4", F, [4, 2]), vinfo("z1", D, [3, 4]), vinfo("z2", D, []),
+    vinfo("z3", D, [3]), vinfo("z4", D, [2, 3, 3])], opset=12)
+# Einsum equations the importer refuses, naming the node and the equation:
+# an output label no input has, and a '.' outside an ellipsis.
+save("bad_einsum_label", [
+    helper.make_node("Einsum", ["a", "b"], ["y"], name="contract",
+                     equation="ij,jk->ix")],
+    [vinfo("a", F, [2, 3]), vinfo("b", F, [3, 4])], [vinfo("y", F, [2, 4])],
+    opset=12)
+save("bad_einsum_dots", [
+    helper.make_node("Einsum", ["a"], ["y"], name="dots", equation="i.j->i")],
+    [vinfo("a", F, [2, 3])], [vinfo("y", F, [2])], opset=12)
