@@ -590,3 +590,30 @@ save("bad_einsum_label", [
 save("bad_einsum_dots", [
     helper.make_node("Einsum", ["a"], ["y"], name="dots", equation="i.j->i")],
     [vinfo("a", F, [2, 3])], [vinfo("y", F, [2])], opset=12)
+
+# GatherND (batch_dims 0 and 1) and ScatterElements (add along axis 1, mul
+# along axis 0) with their indices as graph inputs: the compiled program
+# checks their range at run time.
+save("gather_scatter", [
+    helper.make_node("GatherND", ["x", "i"], ["g0"], name="gather_nd"),
+    helper.make_node("GatherND", ["x", "j"], ["g1"], name="gather_nd_batch",
+                     batch_dims=1),
+    helper.make_node("ScatterElements", ["a", "s", "u"], ["s0"],
+                     name="scatter_add", axis=1, reduction="add"),
+    helper.make_node("ScatterElements", ["a", "t", "v"], ["s1"],
+                     name="scatter_mul", reduction="mul"),
+    helper.make_node("ScatterElements", ["a", "s", "u"], ["s2"],
+                     name="scatter"),
+], [vinfo("x", F, [2, 3, 4]), vinfo("i", I64, [2, 2]),
+    vinfo("j", I64, [2, 1, 1]), vinfo("a", F, [3, 4]),
+    vinfo("s", I64, [3, 2]), vinfo("u", F, [3, 2]), vinfo("t", I64, [2, 4]),
+    vinfo("v", F, [2, 4])],
+   [vinfo("g0", F, [2, 4]), vinfo("g1", F, [2, 1, 4]), vinfo("s0", F, [3, 4]),
+    vinfo("s1", F, [3, 4]), vinfo("s2", F, [3, 4])], opset=16)
+# ScatterElements whose updates do not have the indices' shape (ONNX's
+# shape inference passes it): the importer says so.
+save("bad_scatter_elements_shape", [
+    helper.make_node("ScatterElements", ["a", "i", "u"], ["y"], name="put",
+                     axis=1)],
+    [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 2])],
+    [vinfo("y", F, [2, 3])], opset=16)
