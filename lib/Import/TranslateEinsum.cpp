@@ -11,6 +11,7 @@
 // equation's order.
 //
 //===----------------------------------------------------------------------===//
+#include "EinsumEquation.h"
 #include "Translator.h"
 
 #include "dialects/Graph/GraphOps.h"
@@ -18,8 +19,6 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-
-#include <map>
 
 using namespace mlir;
 using namespace distopt::graph;
@@ -29,10 +28,6 @@ namespace distopt {
 namespace import {
 
 namespace {
-
-/// A label: a letter's character code, or kEllipsis + k for dimension k of
-/// the broadcast ellipsis (right-aligned across the operands).
-constexpr int kEllipsis = 1000;
 
 /// An operand while the equation is lowered: its value and the label of
 /// each of its dimensions.
@@ -55,26 +50,18 @@ private:
   OpBuilder &b;
   Location loc;
   std::string equation;
-  llvm::DenseMap<int, int64_t> sizes;
+  EinsumEquation eq;
   SmallVector<int> output;
-  /// Dimensions of the broadcast ellipsis (the most any operand's has).
-  int64_t maxEllipsis = 0;
 
   InFlightDiagnostic error() {
     return t.emitError(node) << "Einsum equation '" << equation << "': ";
   }
-  /// The labels of one side of the equation; `rank` is the operand's rank
-  /// (-1 for the output, whose ellipsis has `ellipsis` dimensions).
-  FailureOr<SmallVector<int>> parseTerm(StringRef term, int64_t rank,
-                                        int64_t ellipsis, StringRef what);
   Type elementType(Term &x) {
     return cast<RankedTensorType>(x.value.getType()).getElementType();
   }
   SmallVector<int64_t> shapeOf(ArrayRef<int> labels) {
-    SmallVector<int64_t> shape;
-    for (int l : labels)
-      shape.push_back(sizes.lookup(l));
-    return shape;
+    std::vector<int64_t> shape = eq.shapeOf(labels);
+    return SmallVector<int64_t>(shape.begin(), shape.end());
   }
   RankedTensorType typeOf(ArrayRef<int64_t> shape, Type et) {
     return RankedTensorType::get(shape, et);
@@ -96,51 +83,6 @@ private:
 };
 
 } // namespace
-
-FailureOr<SmallVector<int>> EinsumLowering::parseTerm(StringRef term,
-                                                      int64_t rank,
-                                                      int64_t ellipsis,
-                                                      StringRef what) {
-  SmallVector<int> labels;
-  size_t dots = term.find("...");
-  if (term.count("...") > 1 ||
-      (dots == StringRef::npos && term.contains('.')) ||
-      (dots != StringRef::npos && (term.take_front(dots).contains('.') ||
-                                   term.drop_front(dots + 3).contains('.')))) {
-    error() << what << " '" << term
-            << "' has a '.' outside one '...'; an ellipsis is written '...' "
-               "at most once a term";
-    return failure();
-  }
-  int64_t letters = (int64_t)term.size() - (dots == StringRef::npos ? 0 : 3);
-  for (char c : term)
-    if (c != '.' && !llvm::isAlpha(c)) {
-      error() << what << " '" << term << "' has the character '" << c
-              << "'; labels are letters a-z and A-Z";
-      return failure();
-    }
-  if (rank >= 0) {
-    if (dots == StringRef::npos ? letters != rank : letters > rank) {
-      error() << what << " '" << term << "' names " << letters
-              << " dimension(s) but the input has rank " << rank
-              << "; give one label per dimension (or '...' for the rest)";
-      return failure();
-    }
-    ellipsis = rank - letters;
-  }
-  for (size_t i = 0; i < term.size(); ++i) {
-    if (i == dots) {
-      // Right-aligned: an operand with fewer ellipsis dimensions has the
-      // last ones.
-      for (int64_t k = 0; k < ellipsis; ++k)
-        labels.push_back(kEllipsis + (int)(maxEllipsis - ellipsis + k));
-      i += 2;
-      continue;
-    }
-    labels.push_back((unsigned char)term[i]);
-  }
-  return labels;
-}
 
 void EinsumLowering::permute(Term &x, ArrayRef<int> order) {
   if (ArrayRef<int>(x.labels) == order)
@@ -182,7 +124,7 @@ void EinsumLowering::diagonals(Term &x) {
       perm.push_back(j);
     }
     Type et = elementType(x);
-    int64_t n = sizes.lookup(twice);
+    int64_t n = eq.sizes.at(twice);
     SmallVector<int64_t> shape = shapeOf(order);
     Value v = x.value;
     if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
@@ -244,7 +186,7 @@ Term EinsumLowering::contract(Term &x, Term &y,
   auto product = [&](ArrayRef<int> labels) {
     int64_t p = 1;
     for (int l : labels)
-      p *= sizes.lookup(l);
+      p *= eq.sizes.at(l);
     return p;
   };
   int64_t B = product(batch), M = product(xOnly), K = product(contracted),
@@ -290,102 +232,37 @@ Term EinsumLowering::contract(Term &x, Term &y,
 }
 
 LogicalResult EinsumLowering::run() {
-  RankedTensorType type = t.resultType(node, 0);
-  if (!type)
-    return failure();
   SmallVector<Term> terms;
+  std::vector<std::vector<int64_t>> shapes;
   for (int i = 0; i < node.input_size(); ++i) {
     Value v = t.operand(node, i);
     if (!v)
       return failure();
+    auto shape = cast<RankedTensorType>(v.getType()).getShape();
+    shapes.emplace_back(shape.begin(), shape.end());
     terms.push_back({v, {}});
   }
-  std::string eq;
-  for (char c : equation)
-    if (!llvm::isSpace(c))
-      eq += c;
-  StringRef lhs = eq, rhs;
-  bool explicitOutput = false;
-  if (size_t arrow = lhs.find("->"); arrow != StringRef::npos) {
-    rhs = lhs.drop_front(arrow + 2);
-    lhs = lhs.take_front(arrow);
-    explicitOutput = true;
-  }
-  SmallVector<StringRef> inputs;
-  lhs.split(inputs, ',');
-  if (inputs.size() != terms.size())
-    return error() << "it has " << inputs.size() << " input term(s) but the "
-                   << "node has " << terms.size()
-                   << " input(s); give one term per input";
-  // The broadcast ellipsis has as many dimensions as the longest.
-  for (auto [term, x] : llvm::zip(inputs, terms)) {
-    int64_t rank = cast<RankedTensorType>(x.value.getType()).getRank();
-    int64_t letters =
-        llvm::count_if(term, [](char c) { return llvm::isAlpha(c); });
-    if (term.contains("...") && rank > letters)
-      maxEllipsis = std::max(maxEllipsis, rank - letters);
-  }
-  for (auto [k, term, x] : llvm::enumerate(inputs, terms)) {
-    auto rank = cast<RankedTensorType>(x.value.getType()).getRank();
-    auto labels = parseTerm(term, rank, 0, "input term " + std::to_string(k));
-    if (failed(labels))
-      return failure();
-    x.labels = *labels;
-    auto shape = cast<RankedTensorType>(x.value.getType()).getShape();
-    for (auto [l, d] : llvm::zip(x.labels, shape)) {
-      auto [it, fresh] = sizes.try_emplace(l, d);
-      if (fresh || it->second == d)
-        continue;
-      // Ellipsis dimensions broadcast; letters must agree.
-      if (l >= kEllipsis && (it->second == 1 || d == 1)) {
-        it->second = std::max(it->second, d);
-        continue;
-      }
-      return error() << "label '"
-                     << (l >= kEllipsis ? std::string("...")
-                                        : std::string(1, (char)l))
-                     << "' has size " << d << " in input " << k << " but size "
-                     << it->second
-                     << " elsewhere in the inputs; each label has one size";
-    }
-  }
-  if (explicitOutput) {
-    auto labels = parseTerm(rhs, -1, maxEllipsis, "the output term");
-    if (failed(labels))
-      return failure();
-    output = *labels;
-    for (int l : output) {
-      if (l < kEllipsis && !sizes.count(l))
-        return error() << "the output has label '" << (char)l
-                       << "', which no input has; an output label must be one "
-                          "of the inputs'";
-      if (llvm::count(output, l) > 1)
-        return error() << "the output has label '" << (char)l
-                       << "' twice; an output label comes once";
-    }
-    if (rhs.contains("...") == false)
-      for (int64_t k = 0; k < maxEllipsis; ++k)
-        if (sizes.lookup(kEllipsis + (int)k) != 1)
-          return error() << "the inputs' '...' dimensions are not in the "
-                            "output; write '...' in the output term";
-  } else {
-    // Implicit output: the ellipsis, then the letters used once, in
-    // alphabetical (ASCII) order.
-    for (int64_t k = 0; k < maxEllipsis; ++k)
-      output.push_back(kEllipsis + (int)k);
-    std::map<int, int> uses;
-    for (Term &x : terms)
-      for (int l : x.labels)
-        if (l < kEllipsis)
-          ++uses[l];
-    for (auto [l, n] : uses)
-      if (n == 1)
-        output.push_back(l);
-  }
-  if (shapeOf(output) != type.getShape())
-    return error() << "it gives shape " << shapeToString(shapeOf(output))
-                   << " but ONNX shape inference gives "
-                   << shapeToString(type.getShape());
+  std::string message;
+  if (!eq.parse(equation, shapes, message))
+    return error() << message;
+  for (auto [x, labels] : llvm::zip(terms, eq.inputs))
+    x.labels.assign(labels.begin(), labels.end());
+  output.assign(eq.output.begin(), eq.output.end());
+  // ONNX 1.12 infers Einsum's rank only; ShapeInference.cpp completes its
+  // shape with the same parse, so an inferred type agrees unless the
+  // model declares another.
+  SmallVector<int64_t> shape = shapeOf(output);
+  if (RankedTensorType inferred = t.inferredType(node.output(0));
+      inferred && inferred.getShape() != ArrayRef<int64_t>(shape))
+    return error() << "it gives shape " << shapeToString(shape)
+                   << " but the model declares "
+                   << shapeToString(inferred.getShape());
+  auto type = RankedTensorType::get(
+      shape, cast<RankedTensorType>(terms[0].value.getType()).getElementType());
+  if (!tensorBytes(type))
+    return error() << "its result has shape " << shapeToString(shape)
+                   << ", whose size in bytes does not fit in int64; fix the "
+                      "model";
 
   // Broadcast ellipsis dimensions of size 1 to the common size.
   for (Term &x : terms) {

@@ -617,3 +617,12 @@ save("bad_scatter_elements_shape", [
                      axis=1)],
     [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 2])],
     [vinfo("y", F, [2, 3])], opset=16)
+# Einsum between a weight and the loss (a contraction, then a diagonal):
+# training updates the weight through the ops it lowers into.
+save("einsum_train", [
+    helper.make_node("Einsum", ["x", "w"], ["h"], name="contract",
+                     equation="bij,jk->bik"),
+    helper.make_node("Einsum", ["h"], ["y"], name="diag",
+                     equation="bii->bi"),
+], [vinfo("x", F, [2, 3, 3])], [vinfo("y", F, [2, 3])], [weight("w", 3, 3)],
+   opset=12)
