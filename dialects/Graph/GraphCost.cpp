@@ -404,7 +404,7 @@ void graph::registerCostModels(MLIRContext *ctx) {
   attachFamily<elementwiseCost, WhereOp, ClipOp, CastOp, DropoutOp>(
       ctx);
   attachFamily<dataMovementCost, TransposeOp, SplitOp, SliceOp, ConcatOp,
-               ExpandOp, PadOp, TriluOp, GatherOp, GatherElementsOp, IotaOp>(
-      ctx);
+               ExpandOp, PadOp, TriluOp, GatherOp, GatherElementsOp, GatherNDOp,
+               ScatterElementsOp, IotaOp>(ctx);
   attachNoCost<ReshapeOp, FlattenOp, WeightOp, ConstantOp, StateOp>(ctx);
 }

@@ -30,6 +30,21 @@ static FailureOr<int64_t> checkedAxis(Operation *op, StringRef name,
          << name << "' " << axis << " is out of range for rank " << rank;
 }
 
+/// gather_elements and scatter_elements: along every dimension but `axis`,
+/// the indices (of the data's rank) are at most the data's extent.
+static LogicalResult verifyIndicesWithinData(Operation *op,
+                                             RankedTensorType indices,
+                                             RankedTensorType data,
+                                             int64_t axis) {
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != axis && !indices.isDynamicDim(d) && !data.isDynamicDim(d) &&
+        indices.getDimSize(d) > data.getDimSize(d))
+      return op->emitOpError("indices dimension ")
+             << d << " (" << indices.getDimSize(d)
+             << ") is larger than the data's (" << data.getDimSize(d) << ")";
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (failed(verifySameElementType(*this, in.getElementType(),
@@ -312,16 +327,72 @@ LogicalResult GatherElementsOp::verify() {
   auto axis = checkedAxis(*this, "axis", getAxis(), data.getRank());
   if (failed(axis))
     return failure();
-  for (int64_t d = 0; d < data.getRank(); ++d)
-    if (d != *axis && !indices.isDynamicDim(d) && !data.isDynamicDim(d) &&
-        indices.getDimSize(d) > data.getDimSize(d))
-      return emitOpError("indices dimension ")
-             << d << " (" << indices.getDimSize(d)
-             << ") is larger than the data's (" << data.getDimSize(d) << ")";
+  if (failed(verifyIndicesWithinData(*this, indices, data, *axis)))
+    return failure();
   if (failed(verifySameElementType(*this, data.getElementType(),
                                    out.getElementType())))
     return failure();
   return verifyResultShape(*this, indices.getShape(), out.getShape());
+}
+
+LogicalResult GatherNDOp::verify() {
+  auto data = getData().getType(), indices = getIndices().getType(),
+       out = getResult().getType();
+  if (failed(verifyIndexType(*this, indices)))
+    return failure();
+  if (data.getRank() < 1 || indices.getRank() < 1)
+    return emitOpError("data and indices must have rank >= 1, got ")
+           << data.getRank() << " and " << indices.getRank();
+  int64_t b = static_cast<int64_t>(getBatchDims());
+  if (b < 0 || b >= std::min(data.getRank(), indices.getRank()))
+    return emitOpError("batch_dims ")
+           << b << " must be in [0, "
+           << std::min(data.getRank(), indices.getRank())
+           << ") (less than the rank of data and of indices)";
+  int64_t k = indices.getShape().back();
+  if (ShapedType::isDynamic(k) || k < 1 || b + k > data.getRank())
+    return emitOpError("the last dimension of indices (")
+           << k << ") must be in [1, " << data.getRank() - b
+           << "]: each index tuple addresses that many data dimensions after "
+              "the batch_dims";
+  for (int64_t d = 0; d < b; ++d)
+    if (indices.getDimSize(d) != data.getDimSize(d))
+      return emitOpError("batch dimension ")
+             << d << " of indices (" << indices.getDimSize(d)
+             << ") differs from the data's (" << data.getDimSize(d) << ")";
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(b + k));
+  if (failed(verifySameElementType(*this, data.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, expected, out.getShape());
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  auto data = getData().getType(), indices = getIndices().getType(),
+       updates = getUpdates().getType(), out = getResult().getType();
+  if (failed(verifyIndexType(*this, indices)))
+    return failure();
+  if (data.getRank() < 1 || indices.getRank() != data.getRank())
+    return emitOpError("indices must have the data's rank (at least 1), got ")
+           << indices.getRank() << " and " << data.getRank();
+  if (updates.getShape() != indices.getShape())
+    return emitOpError("updates must have the indices' shape ")
+           << shapeToString(indices.getShape()) << ", got "
+           << shapeToString(updates.getShape());
+  auto axis = checkedAxis(*this, "axis", getAxis(), data.getRank());
+  if (failed(axis))
+    return failure();
+  if (failed(verifyIndicesWithinData(*this, indices, data, *axis)))
+    return failure();
+  if (updates.getElementType() != data.getElementType())
+    return emitOpError("updates element type ")
+           << updates.getElementType() << " differs from the data's "
+           << data.getElementType();
+  if (failed(verifySameElementType(*this, data.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(*this, data.getShape(), out.getShape());
 }
 
 LogicalResult EmbeddingOp::verify() {

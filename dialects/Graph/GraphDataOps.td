@@ -2,7 +2,7 @@
 //
 // Part of DistOpt. Ops that move or select data without arithmetic:
 // reshape, transpose, split, slice, concat, expand, pad, trilu, gather,
-// embedding, flatten, iota; and cumsum, a scan lowered to loops as they are. Shape operands of ONNX are folded into
+// gather_nd, scatter_elements, embedding, flatten, iota; and cumsum, a scan lowered to loops as they are. Shape operands of ONNX are folded into
 // attributes or into the result type by the importer.
 //
 //===----------------------------------------------------------------------===//
@@ -270,6 +270,65 @@ def Graph_GatherElementsOp : Graph_Op<"gather_elements", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_GatherNDOp : Graph_Op<"gather_nd", [Pure]> {
+  let summary = "picks slices by index tuples in the last dimension of `indices` (ONNX GatherND)";
+  let description = [{
+    ONNX GatherND. With `b = batch_dims` and `k = indices.shape[-1]`, every
+    tuple `indices[c, :]` (c over `indices.shape[:-1]`, whose first `b`
+    dimensions are the data's) addresses dimensions `b .. b+k-1` of
+    `data[c[:b]]`, and the result holds the slices it selects:
+    `result.shape = indices.shape[:-1] + data.shape[b+k:]`. Negative
+    indices count from the end of their dimension; the compiled program
+    stops with an error naming the op when an index is outside
+    `[-dim, dim)`.
+
+    Example:
+
+    ```mlir
+    %y = graph.gather_nd %x, %i {batch_dims = 1 : i64}
+        : (tensor<2x5x8xf32>, tensor<2x3x1xi64>) -> tensor<2x3x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_ScatterElementsOp : Graph_Op<"scatter_elements", [Pure]> {
+  let summary = "writes `updates` into a copy of `data` along `axis` (ONNX ScatterElements)";
+  let description = [{
+    ONNX ScatterElements: the result is `data` with, for every coordinate
+    `c` of `indices` (whose shape `updates` has; along the other dimensions
+    at most `data`'s), the element at `c` with `c[axis] = indices[c]`
+    combined with `updates[c]` by `reduction`: `none` replaces it (the last
+    update in row-major order wins), `add`, `mul`, `max` and `min` combine
+    it with the element. Negative indices count from the end of `axis`; the
+    compiled program stops with an error naming the op when an index is
+    outside `[-dim, dim)`.
+
+    Example:
+
+    ```mlir
+    %y = graph.scatter_elements add %x, %i, %u {axis = 1 : i64}
+        : (tensor<4x10xf32>, tensor<4x2xi64>, tensor<4x2xf32>) -> tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_ScatterReduction:$reduction,
+                       AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       AnyRankedTensor:$updates,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $reduction $data `,` $indices `,` $updates attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -110,4 +110,15 @@ def Graph_PadMode : I32EnumAttr<"PadMode", "padding mode", [
   let cppNamespace = "::distopt::graph";
 }
 
+def Graph_ScatterReduction : I32EnumAttr<"ScatterReduction",
+    "how graph.scatter_elements combines an update with the data", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Add", 1, "add">,
+    I32EnumAttrCase<"Mul", 2, "mul">,
+    I32EnumAttrCase<"Max", 3, "max">,
+    I32EnumAttrCase<"Min", 4, "min">
+  ]> {
+  let cppNamespace = "::distopt::graph";
+}
+
 #endif // DIST_GRAPH_ENUMS_TD

@@ -4,8 +4,9 @@
 // initialized by the graph-only rule), graph.constant (a static array in the
 // program), views that share their operand's buffer (reshape, flatten,
 // inference dropout) and generated gather-style loops for data movement of
-// any element type: transpose, slice, split, concat, expand, pad, trilu and
-// gather. Every loop computes one output element from constant strides;
+// any element type: transpose, slice, split, concat, expand, pad, trilu,
+// gather, gather_nd and scatter_elements (these two check their indices'
+// range first). Every loop computes one output element from constant strides;
 // cumsum's computes one line along its axis.
 //
 //===----------------------------------------------------------------------===//
@@ -33,7 +34,7 @@ bool distopt::codegen::isDataOp(Operation *op) {
   return isAliasOp(op) ||
          isa<WeightOp, ConstantOp, TransposeOp, SliceOp, SplitOp, ConcatOp,
              ExpandOp, PadOp, TriluOp, CumSumOp, GatherOp, GatherElementsOp,
-             EmbeddingOp, IotaOp>(op);
+             GatherNDOp, ScatterElementsOp, EmbeddingOp, IotaOp>(op);
 }
 
 /// `s` as a C string literal body.
@@ -538,6 +539,132 @@ static LogicalResult emitGatherElements(FunctionEmitter &e,
   return success();
 }
 
+/// Stops the program, naming `op`, unless every element p of `indices`
+/// lies in [-bound, bound) for bound = bounds[p % bounds.size()]
+/// (Program::checkIndices): the loops below address memory with them.
+static void emitIndexCheck(FunctionEmitter &e, Operation *op, Value indices,
+                           ArrayRef<int64_t> bounds) {
+  e.os << "  {\n    static const int64_t bounds[] = {";
+  llvm::interleaveComma(bounds, e.os);
+  e.os << "};\n    if (P.checkIndices(" << e.name(indices) << ", "
+       << FunctionEmitter::numel(indices) << ", bounds, " << bounds.size()
+       << ", \"" << FunctionEmitter::where(op) << "\")) return 1;\n  }\n";
+}
+
+/// Fails unless the plan gave `op`'s operands row-major memory (the loops
+/// below index them so; Layouts asks for it).
+static LogicalResult requireRowMajor(FunctionEmitter &e, Operation *op) {
+  for (Value v : op->getOperands())
+    if (!e.isRowMajor(v))
+      return op->emitError() << op->getName()
+                             << ": an operand is not row-major in the memory "
+                                "plan; run dist-prepare-for-emission";
+  return success();
+}
+
+/// graph.gather_nd: after the indices' range check, a loop over the result
+/// (row-major), each element read from the data at its tuple's offset.
+static LogicalResult emitGatherND(FunctionEmitter &e, GatherNDOp op) {
+  if (failed(requireRowMajor(e, op)))
+    return failure();
+  Value data = op.getData(), indices = op.getIndices(), out = op.getResult();
+  auto dShape = FunctionEmitter::typeOf(data).getShape();
+  auto iShape = FunctionEmitter::typeOf(indices).getShape();
+  auto dStrides = FunctionEmitter::stridesOf(dShape);
+  int64_t b = static_cast<int64_t>(op.getBatchDims()), k = iShape.back();
+  int64_t inner = 1, perBatch = 1;
+  for (int64_t d = b + k; d < (int64_t)dShape.size(); ++d)
+    inner *= dShape[d];
+  for (int64_t d = b; d + 1 < (int64_t)iShape.size(); ++d)
+    perBatch *= iShape[d];
+  int64_t batchStride = b ? dStrides[b - 1] : 0;
+  emitIndexCheck(e, op, indices, dShape.slice(b, k));
+  e.allocate(out);
+  e.openLoop(FunctionEmitter::numel(out));
+  e.os << "    const int64_t q = i / " << inner << ";\n    int64_t off = q / "
+       << perBatch << " * " << batchStride << " + i % " << inner << ";\n";
+  for (int64_t j = 0; j < k; ++j)
+    e.os << "    { int64_t v = (int64_t)" << e.name(indices) << "[q * " << k
+         << " + " << j << "]; if (v < 0) v += " << dShape[b + j]
+         << "; off += v * " << dStrides[b + j] << "; }\n";
+  e.os << "    " << e.name(out) << "[i] = " << e.name(data) << "[off];\n";
+  e.closeLoop();
+  return success();
+}
+
+/// graph.scatter_elements: the data copied, the indices' range checked,
+/// then one loop iteration per line of `updates` along the axis (in
+/// parallel: each writes one line of the result), walking it in order so
+/// that with `none` the last update wins.
+static LogicalResult emitScatterElements(FunctionEmitter &e,
+                                         ScatterElementsOp op) {
+  if (failed(requireRowMajor(e, op)))
+    return failure();
+  Value data = op.getData(), indices = op.getIndices(),
+        updates = op.getUpdates(), out = op.getResult();
+  auto dShape = FunctionEmitter::typeOf(data).getShape();
+  auto uShape = FunctionEmitter::typeOf(updates).getShape();
+  auto dStrides = FunctionEmitter::stridesOf(dShape);
+  int64_t rank = dShape.size();
+  int64_t axis = *normalizeAxis(static_cast<int64_t>(op.getAxis()), rank);
+  emitIndexCheck(e, op, indices, dShape[axis]);
+  e.allocate(out);
+  std::string o = e.name(out);
+  e.openLoop(FunctionEmitter::numel(out));
+  e.os << "    " << o << "[i] = " << e.name(data) << "[i];\n";
+  e.closeLoop();
+  // The lines: the updates' shape without the axis.
+  SmallVector<int64_t> lines(uShape);
+  lines.erase(lines.begin() + axis);
+  int64_t innerU = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    innerU *= uShape[d];
+  std::string base = "0";
+  for (int64_t d = 0, l = 0; d < rank; ++d) {
+    if (d == axis)
+      continue;
+    base += " + " + FunctionEmitter::coord(lines, l++, "l") + " * " +
+            std::to_string(dStrides[d]);
+  }
+  Type ct = FunctionEmitter::computeType(
+      FunctionEmitter::typeOf(out).getElementType());
+  std::string c = FunctionEmitter::cType(ct), t = FunctionEmitter::cType(out);
+  std::string combine;
+  switch (op.getReduction()) {
+  case ScatterReduction::None:
+    combine = "u";
+    break;
+  case ScatterReduction::Add:
+    combine = "x + u";
+    break;
+  case ScatterReduction::Mul:
+    combine = "x * u";
+    break;
+  case ScatterReduction::Max: // NaN wins, as in numpy.maximum
+    combine = "(x != x || x > u) ? x : u";
+    break;
+  case ScatterReduction::Min:
+    combine = "(x != x || x < u) ? x : u";
+    break;
+  }
+  int64_t numLines = 1;
+  for (int64_t n : lines)
+    numLines *= n;
+  e.openLoop(numLines, "l");
+  e.os << "    const int64_t base = " << base << ", first = l / " << innerU
+       << " * " << uShape[axis] * innerU << " + l % " << innerU
+       << ";\n    for (int64_t p = 0; p < " << uShape[axis]
+       << "; ++p) {\n      const int64_t at = first + p * " << innerU
+       << ";\n      int64_t k = (int64_t)" << e.name(indices)
+       << "[at];\n      if (k < 0) k += " << dShape[axis]
+       << ";\n      const int64_t dst = base + k * " << dStrides[axis]
+       << ";\n      const " << c << " x = " << o
+       << "[dst], u = " << e.name(updates) << "[at];\n      (void)x;\n      "
+       << o << "[dst] = (" << t << ")(" << combine << ");\n    }\n";
+  e.closeLoop();
+  return success();
+}
+
 /// A copy between two layouts of one shape on the CPU (NCHW to channels-last
 /// and back) as a loop over rows whose column loop walks one dimension with
 /// a fixed stride on both sides: the output's innermost dimension when it
@@ -660,6 +787,9 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
       })
       .Case<GatherElementsOp>(
           [&](GatherElementsOp o) { return emitGatherElements(e, o); })
+      .Case<GatherNDOp>([&](GatherNDOp o) { return emitGatherND(e, o); })
+      .Case<ScatterElementsOp>(
+          [&](ScatterElementsOp o) { return emitScatterElements(e, o); })
       .Case<EmbeddingOp>([&](EmbeddingOp o) -> LogicalResult {
         Type it = FunctionEmitter::typeOf(o.getIndices()).getElementType();
         bool rt =

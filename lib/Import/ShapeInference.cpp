@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "ShapeInference.h"
 
+#include "EinsumEquation.h"
+
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -82,14 +84,49 @@ static bool rangeInputsHaveData(onnx::InferenceContext &ctx) {
   return true;
 }
 
+/// Einsum's output dimensions, which ONNX 1.12's inference leaves unknown
+/// (it gives the rank only): from the equation (EinsumEquation, the parse
+/// the importer lowers with) when every input shape is static. Anything
+/// it cannot size stays unknown; the importer then names the problem.
+static void completeEinsumShape(onnx::InferenceContext &ctx) {
+  const onnx::AttributeProto *equation = ctx.getAttribute("equation");
+  if (!equation || ctx.getNumOutputs() < 1)
+    return;
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < ctx.getNumInputs(); ++i) {
+    const onnx::TypeProto *t = ctx.getInputType(i);
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape())
+      return;
+    std::vector<int64_t> shape;
+    for (const auto &d : t->tensor_type().shape().dim()) {
+      if (!d.has_dim_value())
+        return;
+      shape.push_back(d.dim_value());
+    }
+    shapes.push_back(std::move(shape));
+  }
+  distopt::import::EinsumEquation eq;
+  std::string error;
+  if (!eq.parse(equation->s(), shapes, error))
+    return;
+  onnx::TypeProto *out = ctx.getOutputType(0);
+  if (!out)
+    return;
+  auto *shape = out->mutable_tensor_type()->mutable_shape();
+  shape->clear_dim();
+  for (int64_t d : eq.shapeOf(eq.output))
+    shape->add_dim()->set_dim_value(d);
+}
+
 /// The ops whose inference is ONNX's convPoolShapeInference.
 static bool usesConvPoolInference(const std::string &key) {
   return key == "Conv" || key == "ConvInteger" || key == "QLinearConv" ||
          key == "MaxPool" || key == "AveragePool" || key == "LpPool";
 }
 
-/// ONNX's schema registry, except for the schemas whose inference reads
-/// input shapes it has not checked. In ONNX 1.12 Shape-15's data
+/// ONNX's schema registry, except for Einsum's, whose inference is
+/// completed with its output's dimensions, and for the schemas whose inference
+/// reads input shapes it has not checked. In ONNX 1.12 Shape-15's data
 /// propagation reads getInputType(0) unchecked (a Shape node reading a
 /// value whose inference failed, such as a MatMul of mismatched shapes,
 /// crashes the process), ConvTranspose's shape inference reads W as if
@@ -114,7 +151,9 @@ public:
                     schema->has_type_and_shape_inference_function();
     bool range =
         key == "Range" && schema->has_type_and_shape_inference_function();
-    if (!shape15 && !convTranspose && !convPool && !range)
+    bool einsum =
+        key == "Einsum" && schema->has_type_and_shape_inference_function();
+    if (!shape15 && !convTranspose && !convPool && !range && !einsum)
       return schema;
     std::lock_guard<std::mutex> lock(mutex);
     auto it = guarded.find(schema);
@@ -128,6 +167,14 @@ public:
               if (ctx.getNumInputs() < 1 || !ctx.getInputType(0))
                 return;
               inner(ctx);
+            });
+      } else if (einsum) {
+        onnx::InferenceFunction inner =
+            schema->GetTypeAndShapeInferenceFunction();
+        copy.TypeAndShapeInferenceFunction(
+            [inner](onnx::InferenceContext &ctx) {
+              inner(ctx);
+              completeEinsumShape(ctx);
             });
       } else {
         onnx::InferenceFunction inner =

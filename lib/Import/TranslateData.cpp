@@ -577,6 +577,55 @@ static LogicalResult translateGatherElements(Translator &t,
                                    Translator::attrInt(node, "axis", 0))));
 }
 
+/// GatherND: graph.gather_nd (ONNX shape inference checked the shapes;
+/// the verifier checks them again).
+static LogicalResult translateGatherND(Translator &t, const NodeProto &node) {
+  Value data = t.operand(node, 0), indices = t.operand(node, 1);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!data || !indices || !type)
+    return failure();
+  return t.setResult(
+      node, GatherNDOp::create(t.builder, t.loc(node), type, data, indices,
+                               t.builder.getI64IntegerAttr(Translator::attrInt(
+                                   node, "batch_dims", 0))));
+}
+
+/// ScatterElements and its opset-9/10 name Scatter (no reduction):
+/// graph.scatter_elements.
+static LogicalResult translateScatterElements(Translator &t,
+                                              const NodeProto &node) {
+  Value data = t.operand(node, 0), indices = t.operand(node, 1),
+        updates = t.operand(node, 2);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!data || !indices || !updates || !type)
+    return failure();
+  auto d = cast<RankedTensorType>(data.getType());
+  auto i = cast<RankedTensorType>(indices.getType());
+  auto u = cast<RankedTensorType>(updates.getType());
+  if (d.getRank() != i.getRank() || d.getRank() == 0 ||
+      i.getShape() != u.getShape())
+    return t.emitError(node)
+           << node.op_type()
+           << " needs indices of the data's rank (at least 1) and updates of "
+              "the indices' shape, got data "
+           << shapeToString(d.getShape()) << ", indices "
+           << shapeToString(i.getShape()) << " and updates "
+           << shapeToString(u.getShape()) << "; fix the model";
+  std::string name = Translator::attrString(node, "reduction", "none");
+  auto reduction = symbolizeScatterReduction(name);
+  if (!reduction)
+    return t.emitError(node) << node.op_type() << " has reduction '" << name
+                             << "'; the importer knows none, add, mul, max "
+                                "and min";
+  return t.setResult(
+      node,
+      ScatterElementsOp::create(
+          t.builder, t.loc(node), type,
+          ScatterReductionAttr::get(t.builder.getContext(), *reduction), data,
+          indices, updates,
+          t.builder.getI64IntegerAttr(Translator::attrInt(node, "axis", 0))));
+}
+
 /// A Constant node that constant folding did not claim: small ones become
 /// `graph.constant`, large ones a `frozen` `graph.weight` referencing the
 /// tensor's bytes inside the model file (a constant is never trained).
@@ -717,6 +766,9 @@ void registerDataTranslations(TranslateTable &table) {
   table["Upsample"] = translateResize;
   table["Gather"] = translateGather;
   table["GatherElements"] = translateGatherElements;
+  table["GatherND"] = translateGatherND;
+  table["ScatterElements"] = translateScatterElements;
+  table["Scatter"] = translateScatterElements;
   table["Constant"] = translateConstant;
   table["ConstantOfShape"] = translateConstantOfShape;
   table["Range"] = translateRange;

@@ -287,6 +287,7 @@ void registerMathTranslations(TranslateTable &table) {
   table["CastLike"] = translateCast;
   table["MatMul"] = translateMatMul;
   table["Gemm"] = translateMatMul;
+  table["Einsum"] = translateEinsum;
   table["Softmax"] = translateSoftmax;
   table["LogSoftmax"] = translateSoftmax;
 }

@@ -36,6 +36,8 @@ void registerMathTranslations(TranslateTable &table);
 void registerNNTranslations(TranslateTable &table);
 void registerDataTranslations(TranslateTable &table);
 void registerControlTranslations(TranslateTable &table);
+/// ONNX Einsum (TranslateEinsum.cpp), registered with the math family.
+mlir::LogicalResult translateEinsum(Translator &t, const onnx::NodeProto &node);
 
 class Translator {
 public:

@@ -2,11 +2,11 @@
 //
 // Part of DistOpt. Gradient rules of views and data movement: reshape,
 // flatten, expand, transpose, strided slices, concat, split, pads of every
-// mode, trilu, cumsum, gather and embedding. Each moves dy back to where
-// the forward op read it (scatter-adds for the index-driven ops, a running
-// sum the other way for cumsum), so none of them computes anything beyond
-// sums. Dispatched from emitGradient in
-// GradRules.cpp.
+// mode, trilu, cumsum, gather, gather_nd, scatter_elements and embedding.
+// Each moves dy back to where the forward op read it (scatter-adds for the
+// index-driven ops, a gather for scatter_elements' updates, a running sum
+// the other way for cumsum), so none of them computes anything beyond
+// sums. Dispatched from emitGradient in GradRules.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Autodiff/GradBuilder.h"
@@ -230,6 +230,76 @@ static Value sliceAlong(OpBuilder &b, Location loc, Value dy, int64_t axis,
       b.getDenseI64ArrayAttr({axis}), b.getDenseI64ArrayAttr({1}));
 }
 
+/// Gradient of graph.gather_nd with respect to its data: dy scatter-added
+/// at the positions the index tuples read. The tuples become row numbers
+/// of the data flattened to [batch x indexed dims, rest] (each index
+/// wrapped when negative, times its stride, summed, plus its batch's first
+/// row), and one graph.scatter_add along axis 0 (an embedding gradient)
+/// adds dy's rows there.
+static Value gatherNDGrad(OpBuilder &b, Location loc, g::GatherNDOp op,
+                          Value dy) {
+  auto dt = tensorOf(op.getData()), it = tensorOf(op.getIndices());
+  ArrayRef<int64_t> dShape = dt.getShape(), iShape = it.getShape();
+  int64_t bd = static_cast<int64_t>(op.getBatchDims()), k = iShape.back();
+  int64_t iRank = iShape.size();
+  auto product = [](ArrayRef<int64_t> dims) {
+    int64_t p = 1;
+    for (int64_t d : dims)
+      p *= d;
+    return p;
+  };
+  int64_t batches = product(dShape.take_front(bd)),
+          rows = product(dShape.slice(bd, k)),
+          rest = product(dShape.drop_front(bd + k)),
+          tuples = product(iShape.drop_back());
+  Type ie = it.getElementType();
+  auto ints = [&](ArrayRef<int64_t> shape, ArrayRef<int64_t> values) -> Value {
+    auto type = RankedTensorType::get(shape, ie);
+    SmallVector<APInt> v;
+    for (int64_t x : values)
+      v.push_back(APInt(ie.getIntOrFloatBitWidth(), x, /*isSigned=*/true));
+    return g::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, v));
+  };
+  SmallVector<int64_t> dims(dShape.slice(bd, k)), strides(k, 1);
+  for (int64_t j = k - 2; j >= 0; --j)
+    strides[j] = strides[j + 1] * dims[j + 1];
+  Value idx = op.getIndices();
+  Value negative =
+      g::BinaryOp::create(b, loc, RankedTensorType::get(iShape, b.getI1Type()),
+                          g::BinaryKind::Less, idx, ints({}, {0}), false);
+  Value wrapped = g::BinaryOp::create(b, loc, it, g::BinaryKind::Add, idx,
+                                      ints({k}, dims), false);
+  idx = g::WhereOp::create(b, loc, it, negative, wrapped, idx);
+  idx = g::BinaryOp::create(b, loc, it, g::BinaryKind::Mul, idx,
+                            ints({k}, strides), false);
+  SmallVector<int64_t> tupleShape(iShape.drop_back());
+  Value row = g::ReduceOp::create(
+      b, loc, RankedTensorType::get(tupleShape, ie),
+      g::ReduceKindAttr::get(b.getContext(), g::ReduceKind::Sum), idx,
+      b.getDenseI64ArrayAttr({iRank - 1}), b.getBoolAttr(false),
+      b.getBoolAttr(false));
+  if (bd > 0) {
+    // Batch c's tuples index rows c * rows ...
+    Value first =
+        g::IotaOp::create(b, loc, RankedTensorType::get({batches}, ie),
+                          b.getIntegerAttr(ie, 0), b.getIntegerAttr(ie, rows));
+    SmallVector<int64_t> shape(dShape.take_front(bd));
+    shape.append(iRank - 1 - bd, 1);
+    first =
+        g::ReshapeOp::create(b, loc, RankedTensorType::get(shape, ie), first);
+    row = g::BinaryOp::create(b, loc, RankedTensorType::get(tupleShape, ie),
+                              g::BinaryKind::Add, row, first, false);
+  }
+  row = g::ReshapeOp::create(b, loc, RankedTensorType::get({tuples}, ie), row);
+  Type et = dt.getElementType();
+  Value grad = g::ReshapeOp::create(
+      b, loc, RankedTensorType::get({tuples, rest}, et), dy);
+  Value table = g::ScatterAddOp::create(
+      b, loc, RankedTensorType::get({batches * rows, rest}, et), row, grad,
+      b.getI64IntegerAttr(0));
+  return g::ReshapeOp::create(b, loc, dt, table);
+}
+
 std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
                                                          Operation *op,
                                                          ArrayRef<Value> dys) {
@@ -357,6 +427,41 @@ std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
           return g::ScatterAddOp::create(b, loc, ga.getData().getType(),
                                          ga.getIndices(), dy, ga.getAxisAttr(),
                                          b.getUnitAttr());
+        });
+        return success();
+      })
+      .Case<g::GatherNDOp>([&](g::GatherNDOp ga) {
+        e.give(ga.getData(),
+               [&]() -> Value { return gatherNDGrad(b, loc, ga, dy); });
+        return success();
+      })
+      .Case<g::ScatterElementsOp>([&](g::ScatterElementsOp sc) -> Result {
+        g::ScatterReduction red = sc.getReduction();
+        if (red != g::ScatterReduction::None && red != g::ScatterReduction::Add)
+          return sc.emitOpError("with reduction '")
+                 << g::stringifyScatterReduction(red)
+                 << "' is not differentiable here: autodiff passes "
+                    "gradients through scatter_elements with none or add; "
+                    "keep it off the path from the weights to the loss";
+        // add: every data element reaches the result once; none: the
+        // scattered positions were overwritten, so they get no gradient.
+        e.give(sc.getData(), [&]() -> Value {
+          if (red == g::ScatterReduction::Add)
+            return dy;
+          auto ut = tensorOf(sc.getUpdates());
+          Value zeros = g::ConstantOp::create(
+              b, loc, ut,
+              DenseElementsAttr::get(ut,
+                                     b.getFloatAttr(ut.getElementType(), 0.0)));
+          return g::ScatterElementsOp::create(
+              b, loc, sc.getType(), sc.getReductionAttr(), dy, sc.getIndices(),
+              zeros, sc.getAxisAttr());
+        });
+        // Each update went to one position: dy there.
+        e.give(sc.getUpdates(), [&]() -> Value {
+          return g::GatherElementsOp::create(b, loc, sc.getUpdates().getType(),
+                                             dy, sc.getIndices(),
+                                             sc.getAxisAttr());
         });
         return success();
       })

@@ -939,3 +939,99 @@ func.func @case95(%a: tensor<3x4xf32>) {
   %0 = graph.cumsum %a : (tensor<3x4xf32>) -> tensor<4x3xf32>
   return
 }
+
+// -----
+
+func.func @case96(%a: tensor<3x4xf32>, %i: tensor<2x1xf32>) {
+  // expected-error @+1 {{indices must be i32 or i64, got 'f32'}}
+  %0 = graph.gather_nd %a, %i : (tensor<3x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @case97(%a: tensor<3x4xf32>, %i: tensor<3x1xi64>) {
+  // expected-error @+1 {{batch_dims 2 must be in [0, 2) (less than the rank of data and of indices)}}
+  %0 = graph.gather_nd %a, %i {batch_dims = 2 : i64} : (tensor<3x4xf32>, tensor<3x1xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @case98(%a: tensor<3x4xf32>, %i: tensor<2x3xi64>) {
+  // expected-error @+1 {{the last dimension of indices (3) must be in [1, 2]: each index tuple addresses that many data dimensions after the batch_dims}}
+  %0 = graph.gather_nd %a, %i : (tensor<3x4xf32>, tensor<2x3xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @case99(%a: tensor<3x4xf32>, %i: tensor<2x1xi64>) {
+  // expected-error @+1 {{batch dimension 0 of indices (2) differs from the data's (3)}}
+  %0 = graph.gather_nd %a, %i {batch_dims = 1 : i64} : (tensor<3x4xf32>, tensor<2x1xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @case100(%a: tensor<3x4xf32>, %i: tensor<2x1xi64>) {
+  // expected-error @+1 {{result shape}}
+  %0 = graph.gather_nd %a, %i : (tensor<3x4xf32>, tensor<2x1xi64>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @case101(%a: tensor<3x4xf32>, %i: tensor<3x1xi64>, %u: tensor<3x1xf32>) {
+  // expected-error @+1 {{indices must be i32 or i64, got 'f32'}}
+  %0 = graph.scatter_elements none %a, %u, %u : (tensor<3x4xf32>, tensor<3x1xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case102(%a: tensor<3x4xf32>, %i: tensor<3xi64>, %u: tensor<3xf32>) {
+  // expected-error @+1 {{indices must have the data's rank (at least 1), got 1 and 2}}
+  %0 = graph.scatter_elements none %a, %i, %u : (tensor<3x4xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case103(%a: tensor<3x4xf32>, %i: tensor<3x1xi64>, %u: tensor<3x2xf32>) {
+  // expected-error @+1 {{updates must have the indices' shape 3x1, got 3x2}}
+  %0 = graph.scatter_elements none %a, %i, %u : (tensor<3x4xf32>, tensor<3x1xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case104(%a: tensor<3x4xf32>, %i: tensor<3x1xi64>, %u: tensor<3x1xf32>) {
+  // expected-error @+1 {{'axis' 2 is out of range for rank 2}}
+  %0 = graph.scatter_elements add %a, %i, %u {axis = 2 : i64} : (tensor<3x4xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case105(%a: tensor<3x4xf32>, %i: tensor<3x5xi64>, %u: tensor<3x5xf32>) {
+  // expected-error @+1 {{indices dimension 1 (5) is larger than the data's (4)}}
+  %0 = graph.scatter_elements add %a, %i, %u : (tensor<3x4xf32>, tensor<3x5xi64>, tensor<3x5xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case106(%a: tensor<3x4xf32>, %i: tensor<3x1xi64>, %u: tensor<3x1xf16>) {
+  // expected-error @+1 {{updates element type 'f16' differs from the data's 'f32'}}
+  %0 = graph.scatter_elements mul %a, %i, %u : (tensor<3x4xf32>, tensor<3x1xi64>, tensor<3x1xf16>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case107(%a: tensor<3x4xf32>, %i: tensor<3x1xi64>, %u: tensor<3x1xf32>) {
+  // expected-error @+1 {{result shape}}
+  %0 = graph.scatter_elements min %a, %i, %u : (tensor<3x4xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<4x3xf32>
+  return
+}

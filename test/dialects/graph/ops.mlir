@@ -66,7 +66,8 @@ func.func @elementwise(%x: tensor<2x8xf32>, %y: tensor<8xf32>, %m: tensor<1x8xi1
 // CHECK-LABEL: func.func @movement
 func.func @movement(%x: tensor<2x8x2304xf32>, %ids: tensor<2x8xi64>, %t: tensor<50x16xf32>,
                     %i: tensor<i64>, %m: tensor<1x1x8x8xi1>, %img: tensor<1x3x4x4xf32>,
-                    %e: tensor<2x3x2304xi64>) {
+                    %e: tensor<2x3x2304xi64>, %nd: tensor<2x3x1xi64>,
+                    %nd2: tensor<3x2xi64>) {
   // CHECK: graph.reshape %{{.*}} : (tensor<2x8x2304xf32>) -> tensor<2x8x3x768xf32>
   %0 = graph.reshape %x : (tensor<2x8x2304xf32>) -> tensor<2x8x3x768xf32>
   // CHECK: graph.flatten %{{.*}} {axis = 2 : i64} : (tensor<2x8x2304xf32>) -> tensor<16x2304xf32>
@@ -101,6 +102,14 @@ func.func @movement(%x: tensor<2x8x2304xf32>, %ids: tensor<2x8xi64>, %t: tensor<
   %14 = graph.cumsum %ids {axis = -1 : i64, exclusive = true, reverse = true} : (tensor<2x8xi64>) -> tensor<2x8xi64>
   // CHECK: graph.cumsum %{{.*}} : (tensor<2x8x2304xf32>) -> tensor<2x8x2304xf32>
   %15 = graph.cumsum %x : (tensor<2x8x2304xf32>) -> tensor<2x8x2304xf32>
+  // CHECK: graph.gather_nd %{{.*}}, %{{.*}} {batch_dims = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x1xi64>) -> tensor<2x3x2304xf32>
+  %16 = graph.gather_nd %x, %nd {batch_dims = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x1xi64>) -> tensor<2x3x2304xf32>
+  // CHECK: graph.gather_nd %{{.*}}, %{{.*}} : (tensor<2x8x2304xf32>, tensor<3x2xi64>) -> tensor<3x2304xf32>
+  %17 = graph.gather_nd %x, %nd2 : (tensor<2x8x2304xf32>, tensor<3x2xi64>) -> tensor<3x2304xf32>
+  // CHECK: graph.scatter_elements max %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>, tensor<2x3x2304xf32>) -> tensor<2x8x2304xf32>
+  %18 = graph.scatter_elements max %x, %e, %13 {axis = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>, tensor<2x3x2304xf32>) -> tensor<2x8x2304xf32>
+  // CHECK: graph.scatter_elements none %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>, tensor<2x3x2304xf32>) -> tensor<2x8x2304xf32>
+  %19 = graph.scatter_elements none %x, %e, %13 : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>, tensor<2x3x2304xf32>) -> tensor<2x8x2304xf32>
   return
 }
 

@@ -554,3 +554,75 @@ save("odd_dims", [
     helper.make_node("Relu", ["z"], ["w"], name="relu_z")],
     [vinfo("x", F, [None, "2*s0", 4]), vinfo("z", F, [1, None])],
     [vinfo("y", F, None), vinfo("w", F, None)])
+
+# Einsum (issue 14): contractions as graph.matmul (f32) or broadcasting
+# graph.binary mul + graph.reduce sum (f64), a diagonal as
+# graph.gather_elements, sums, ellipsis broadcasting, implicit outputs.
+D = TensorProto.DOUBLE
+save("einsum", [
+    helper.make_node("Einsum", ["x", "w"], ["y1"], name="bmm",
+                     equation="bij,jk->bik"),
+    helper.make_node("Einsum", ["x", "w"], ["y2"], name="ellipsis",
+                     equation="...ij,jk"),
+    helper.make_node("Einsum", ["x", "x"], ["y3"], name="dots",
+                     equation="bij,bij->b"),
+    helper.make_node("Einsum", ["x"], ["y4"], name="sum_t",
+                     equation="bij->jb"),
+    helper.make_node("Einsum", ["a", "b", "c"], ["z1"], name="chain",
+                     equation="ij,jk,kl->il"),
+    helper.make_node("Einsum", ["a"], ["z2"], name="trace", equation="ii"),
+    helper.make_node("Einsum", ["a"], ["z3"], name="diag",
+                     equation="ii->i"),
+    helper.make_node("Einsum", ["b", "a"], ["z4"], name="outer_ellipsis",
+                     equation="i..., jj -> ...ij"),
+], [vinfo("x", F, [2, 3, 4]), vinfo("w", F, [4, 2]), vinfo("a", D, [3, 3]),
+    vinfo("b", D, [3, 2]), vinfo("c", D, [2, 4])],
+   [vinfo("y1", F, [2, 3, 2]), vinfo("y2", F, [2, 3, 2]), vinfo("y3", F, [2]),
+    vinfo("y4", F, [4, 2]), vinfo("z1", D, [3, 4]), vinfo("z2", D, []),
+    vinfo("z3", D, [3]), vinfo("z4", D, [2, 3, 3])], opset=12)
+# Einsum equations the importer refuses, naming the node and the equation:
+# an output label no input has, and a '.' outside an ellipsis.
+save("bad_einsum_label", [
+    helper.make_node("Einsum", ["a", "b"], ["y"], name="contract",
+                     equation="ij,jk->ix")],
+    [vinfo("a", F, [2, 3]), vinfo("b", F, [3, 4])], [vinfo("y", F, [2, 4])],
+    opset=12)
+save("bad_einsum_dots", [
+    helper.make_node("Einsum", ["a"], ["y"], name="dots", equation="i.j->i")],
+    [vinfo("a", F, [2, 3])], [vinfo("y", F, [2])], opset=12)
+
+# GatherND (batch_dims 0 and 1) and ScatterElements (add along axis 1, mul
+# along axis 0) with their indices as graph inputs: the compiled program
+# checks their range at run time.
+save("gather_scatter", [
+    helper.make_node("GatherND", ["x", "i"], ["g0"], name="gather_nd"),
+    helper.make_node("GatherND", ["x", "j"], ["g1"], name="gather_nd_batch",
+                     batch_dims=1),
+    helper.make_node("ScatterElements", ["a", "s", "u"], ["s0"],
+                     name="scatter_add", axis=1, reduction="add"),
+    helper.make_node("ScatterElements", ["a", "t", "v"], ["s1"],
+                     name="scatter_mul", reduction="mul"),
+    helper.make_node("ScatterElements", ["a", "s", "u"], ["s2"],
+                     name="scatter"),
+], [vinfo("x", F, [2, 3, 4]), vinfo("i", I64, [2, 2]),
+    vinfo("j", I64, [2, 1, 1]), vinfo("a", F, [3, 4]),
+    vinfo("s", I64, [3, 2]), vinfo("u", F, [3, 2]), vinfo("t", I64, [2, 4]),
+    vinfo("v", F, [2, 4])],
+   [vinfo("g0", F, [2, 4]), vinfo("g1", F, [2, 1, 4]), vinfo("s0", F, [3, 4]),
+    vinfo("s1", F, [3, 4]), vinfo("s2", F, [3, 4])], opset=16)
+# ScatterElements whose updates do not have the indices' shape (ONNX's
+# shape inference passes it): the importer says so.
+save("bad_scatter_elements_shape", [
+    helper.make_node("ScatterElements", ["a", "i", "u"], ["y"], name="put",
+                     axis=1)],
+    [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 2])],
+    [vinfo("y", F, [2, 3])], opset=16)
+# Einsum between a weight and the loss (a contraction, then a diagonal):
+# training updates the weight through the ops it lowers into.
+save("einsum_train", [
+    helper.make_node("Einsum", ["x", "w"], ["h"], name="contract",
+                     equation="bij,jk->bik"),
+    helper.make_node("Einsum", ["h"], ["y"], name="diag",
+                     equation="bii->bi"),
+], [vinfo("x", F, [2, 3, 3])], [vinfo("y", F, [2, 3])], [weight("w", 3, 3)],
+   opset=12)

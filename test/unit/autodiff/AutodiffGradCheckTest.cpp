@@ -451,6 +451,52 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
             {1, 3, 0});
 }
 
+// GatherND without and with batch_dims, negative and repeated index
+// tuples: the gradient scatter-adds dy at the rows they read.
+TEST(AutodiffGradCheck, GatherND) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %w1 = graph.weight "w1" : tensor<4x8xf32>
+  %w2 = graph.weight "w2" : tensor<4x4xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
+  %t = graph.reshape %h : (tensor<3x8xf32>) -> tensor<3x2x4xf32>
+  %i = graph.constant dense<[[0, 1], [-1, 0], [0, 1]]> : tensor<3x2xi64>
+  %g = graph.gather_nd %t, %i : (tensor<3x2x4xf32>, tensor<3x2xi64>) -> tensor<3x4xf32>
+  %j = graph.constant dense<[[[1], [-2]], [[0], [0]], [[2], [3]]]> : tensor<3x2x1xi64>
+  %u = graph.gather_nd %h, %j {batch_dims = 1 : i64} : (tensor<3x8xf32>, tensor<3x2x1xi64>) -> tensor<3x2xf32>
+  %w3 = graph.weight "w3" : tensor<2x4xf32>
+  %v = graph.matmul %u, %w3 : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  %y = graph.matmul %g, %w2 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %s = graph.binary add %y, %v : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %s : tensor<3x4xf32>
+}
+)mlir",
+            {1, 3, 0});
+}
+
+// ScatterElements with none (the overwritten data gets no gradient, each
+// update its position's) and add (data and updates both pass dy), with a
+// negative index.
+TEST(AutodiffGradCheck, ScatterElements) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %w1 = graph.weight "w1" : tensor<4x4xf32>
+  %w2 = graph.weight "w2" : tensor<4x2xf32>
+  %w3 = graph.weight "w3" : tensor<4x4xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %u = graph.matmul %x, %w2 : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  %i = graph.constant dense<[[1, -1], [0, 2], [3, 1]]> : tensor<3x2xi64>
+  %s = graph.scatter_elements none %h, %i, %u {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %j = graph.constant dense<[[0, 2], [0, 0]]> : tensor<2x2xi64>
+  %v = graph.slice %u {axes = array<i64: 0>, starts = array<i64: 0>, ends = array<i64: 2>, steps = array<i64: 1>} : (tensor<3x2xf32>) -> tensor<2x2xf32>
+  %a = graph.scatter_elements add %s, %j, %v : (tensor<3x4xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<3x4xf32>
+  %y = graph.matmul %a, %w3 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+)mlir",
+            {1, 3, 0});
+}
+
 // Edge, reflect and wrap padding: each folds its border back into the
 // input; reflect and edge on two axes at once, wrap up to the full axis.
 TEST(AutodiffGradCheck, BorderPads) {

@@ -195,9 +195,11 @@ bool Runner::run(Operation *op) {
           for (APFloat f : dense.getValues<APFloat>())
             t.data[i++] = f.convertToDouble();
         else
+          // (Each branch as double: a common type of uint64_t would read
+          // -1 as 2^64 - 1.)
           for (APInt v : dense.getValues<APInt>())
-            t.data[i++] =
-                v.getBitWidth() == 1 ? v.getZExtValue() : v.getSExtValue();
+            t.data[i++] = v.getBitWidth() == 1 ? (double)v.getZExtValue()
+                                               : (double)v.getSExtValue();
         set(t);
         return true;
       })
@@ -515,6 +517,82 @@ bool Runner::run(Operation *op) {
             }
             return true;
           })
+      .Case<g::IotaOp>([&](g::IotaOp io) {
+        auto num = [](Attribute a) {
+          if (auto i = dyn_cast<IntegerAttr>(a))
+            return (double)i.getInt();
+          return cast<FloatAttr>(a).getValueAsDouble();
+        };
+        double start = num(io.getStart()), delta = num(io.getDelta());
+        set(map(rt, [&](const std::vector<int64_t> &o) {
+          return start + (double)o[0] * delta;
+        }));
+        return true;
+      })
+      // The index ops by their definitions (negative indices wrap).
+      .Case<g::GatherElementsOp>([&](g::GatherElementsOp ga) {
+        const Tensor &x = get(ga.getData()), &ix = get(ga.getIndices());
+        int64_t axis = static_cast<int64_t>(ga.getAxis());
+        if (axis < 0)
+          axis += (int64_t)x.shape.size();
+        set(map(rt, [&](const std::vector<int64_t> &o) {
+          std::vector<int64_t> in = o;
+          int64_t k = (int64_t)ix.data[ravelIndex(o, ix.shape)];
+          in[axis] = k < 0 ? k + x.shape[axis] : k;
+          return x.data[ravelIndex(in, x.shape)];
+        }));
+        return true;
+      })
+      .Case<g::GatherNDOp>([&](g::GatherNDOp ga) {
+        const Tensor &x = get(ga.getData()), &ix = get(ga.getIndices());
+        int64_t b = static_cast<int64_t>(ga.getBatchDims()),
+                k = ix.shape.back(), q = ix.shape.size() - 1;
+        set(map(rt, [&](const std::vector<int64_t> &o) {
+          std::vector<int64_t> in(o.begin(), o.begin() + b),
+              tuple(o.begin(), o.begin() + q);
+          tuple.push_back(0);
+          for (int64_t j = 0; j < k; ++j) {
+            tuple[q] = j;
+            int64_t v = (int64_t)ix.data[ravelIndex(tuple, ix.shape)];
+            in.push_back(v < 0 ? v + x.shape[b + j] : v);
+          }
+          in.insert(in.end(), o.begin() + q, o.end());
+          return x.data[ravelIndex(in, x.shape)];
+        }));
+        return true;
+      })
+      .Case<g::ScatterElementsOp>([&](g::ScatterElementsOp sc) {
+        const Tensor &ix = get(sc.getIndices()), &u = get(sc.getUpdates());
+        Tensor y = get(sc.getData());
+        int64_t axis = static_cast<int64_t>(sc.getAxis());
+        if (axis < 0)
+          axis += (int64_t)y.shape.size();
+        for (int64_t i = 0; i < u.size(); ++i) {
+          std::vector<int64_t> c = unravelIndex(i, u.shape);
+          int64_t k = (int64_t)ix.data[i];
+          c[axis] = k < 0 ? k + y.shape[axis] : k;
+          double &d = y.data[ravelIndex(c, y.shape)];
+          switch (sc.getReduction()) {
+          case g::ScatterReduction::None:
+            d = u.data[i];
+            break;
+          case g::ScatterReduction::Add:
+            d += u.data[i];
+            break;
+          case g::ScatterReduction::Mul:
+            d *= u.data[i];
+            break;
+          case g::ScatterReduction::Max:
+            d = std::max(d, u.data[i]);
+            break;
+          case g::ScatterReduction::Min:
+            d = std::min(d, u.data[i]);
+            break;
+          }
+        }
+        set(y);
+        return true;
+      })
       .Case<g::EmbeddingOp>([&](g::EmbeddingOp em) {
         const Tensor &table = get(em.getTable()), &ids = get(em.getIndices());
         int64_t cols = table.shape[1];

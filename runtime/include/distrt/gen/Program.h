@@ -737,6 +737,33 @@ struct Program {
       return fail(err, "device copy failed: %s", distrt_last_error(ctx));
     return 0;
   }
+  /// Fails, naming `what` (the op and its location), unless each of the
+  /// `n` indices at `ix` (row-major, in this backend's memory) lies in
+  /// [-bound, bound) for its bound `bounds[p % k]` (p its position): the
+  /// generated gather_nd and scatter_elements loops address memory with
+  /// them.
+  template <typename T>
+  int checkIndices(const T *ix, int64_t n, const int64_t *bounds, int64_t k,
+                   const char *what) {
+    std::vector<T> host;
+    if (device) {
+      host.resize(n);
+      if (download(host.data(), ix, n * sizeof(T)))
+        return 1;
+      ix = host.data();
+    }
+    for (int64_t p = 0; p < n; ++p) {
+      int64_t v = (int64_t)ix[p], bound = bounds[p % k];
+      if (v < -bound || v >= bound)
+        return fail(err,
+                    "%s: index %lld (element %lld of the indices) is outside "
+                    "[%lld, %lld), the size of the dimension it addresses; "
+                    "fix the indices the model is given",
+                    what, (long long)v, (long long)p, (long long)-bound,
+                    (long long)bound);
+    }
+    return 0;
+  }
   /// Checks a runtime call; `what` names the op and its location.
   int check(distrt_status s, const char *what) {
     if (s == DISTRT_OK)
