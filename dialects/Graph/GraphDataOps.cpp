@@ -1,5 +1,4 @@
-//===- GraphDataOps.cpp - Data movement ops of the graph dialect -*- C++
-//-*-===//
+//===- GraphDataOps.cpp - Data movement ops of the graph dialect ----------===//
 //
 // Part of DistOpt. Verifiers of reshape, flatten, transpose, split, slice,
 // concat, expand, pad, trilu, cumsum, gather, embedding and iota.

@@ -1,5 +1,4 @@
-//===- Trainers.h - Plans as the configurations of other trainers -*- C++
-//-*-===//
+//===- Trainers.h - Plans as the configurations of other trainers ---------===//
 //
 // Part of DistOpt. A plan written as the configuration of the trainers
 // people run -- Megatron-LM's command-line arguments, a torchtitan TOML job

@@ -1,5 +1,4 @@
-//===- EinsumEquation.cpp - ONNX Einsum equations ----------------*- C++
-//-*-===//
+//===- EinsumEquation.cpp - ONNX Einsum equations ---------------*- C++ -*-===//
 //
 // Part of DistOpt.
 //

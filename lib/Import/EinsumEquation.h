@@ -1,5 +1,4 @@
-//===- EinsumEquation.h - ONNX Einsum equations ------------------*- C++
-//-*-===//
+//===- EinsumEquation.h - ONNX Einsum equations -----------------*- C++ -*-===//
 //
 // Part of DistOpt. Parses an Einsum equation against its operands' ranks
 // and sizes its labels: the importer's lowering (TranslateEinsum.cpp) and

@@ -1,5 +1,4 @@
-//===- InputShapeSpec.cpp - --input-shape parsing and file sniffing -*- C++
-//-*-===//
+//===- InputShapeSpec.cpp - --input-shape parsing and file sniffing -------===//
 //
 // Part of DistOpt. Helpers of the public importer API that need no IR:
 // parsing "NAME:D0xD1x..." and telling ONNX files from MLIR text.

@@ -1,5 +1,4 @@
-//===- ModelScanner.cpp - Protobuf wire-format scan of ONNX models -*- C++
-//-*-===//
+//===- ModelScanner.cpp - Protobuf wire-format scan of ONNX models --------===//
 //
 // Part of DistOpt. Implements ModelScanner.h. Field numbers are those of
 // onnx.proto (ModelProto.graph = 7, GraphProto.initializer = 5,

@@ -1,5 +1,4 @@
-//===- ModelScanner.h - Protobuf wire-format scan of ONNX models -*- C++
-//-*-===//
+//===- ModelScanner.h - Protobuf wire-format scan of ONNX models ----------===//
 //
 // Part of DistOpt. Reads a serialized ModelProto without parsing weight
 // payloads: large initializer data (raw_data, packed float_data/double_data)

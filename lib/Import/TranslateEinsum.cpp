@@ -1,5 +1,4 @@
-//===- TranslateEinsum.cpp - ONNX Einsum as graph ops ------------*- C++
-//-*-===//
+//===- TranslateEinsum.cpp - ONNX Einsum as graph ops ----------*- C++ -*-===//
 //
 // Part of DistOpt. ONNX Einsum with its (constant) equation lowered into ops
 // the graph dialect already has, so that its cost, kernels and gradient are

@@ -1,5 +1,4 @@
-//===- TranslateNN.cpp - Convolution, pooling, norms, reductions -*- C++
-//-*-===//
+//===- TranslateNN.cpp - Convolution, pooling, norms, reductions ----------===//
 //
 // Part of DistOpt. ONNX Conv, ConvTranspose, pooling, BatchNormalization,
 // LayerNormalization, InstanceNormalization, Dropout, Reduce*, ArgMax/ArgMin,

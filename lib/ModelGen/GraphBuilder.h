@@ -1,5 +1,4 @@
-//===- GraphBuilder.h - Appends ONNX nodes and graph-only weights -*- C++
-//-*-===//
+//===- GraphBuilder.h - Appends ONNX nodes and graph-only weights ---------===//
 //
 // Part of DistOpt. A thin layer over onnx::GraphProto that the family
 // generators share: it names values and nodes by scope, adds weights as

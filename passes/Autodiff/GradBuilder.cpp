@@ -1,5 +1,4 @@
-//===- GradBuilder.cpp - Reverse-mode differentiation of graph IR -*- C++
-//-*-===//
+//===- GradBuilder.cpp - Reverse-mode differentiation of graph IR ---------===//
 //
 // Part of DistOpt. The reverse sweep and its helpers; the per-op rules live
 // in GradRules.cpp.

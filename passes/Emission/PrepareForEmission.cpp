@@ -1,5 +1,4 @@
-//===- PrepareForEmission.cpp - The dist-prepare-for-emission pass -*- C++
-//-*-===//
+//===- PrepareForEmission.cpp - The dist-prepare-for-emission pass --------===//
 //
 // Part of DistOpt. Runs the emission steps (EmissionSteps.h) on every body
 // the printer emits: each function's, or each pipeline stage's when the

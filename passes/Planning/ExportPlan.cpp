@@ -1,5 +1,4 @@
-//===- ExportPlan.cpp - The dist-export-plan pass ----------------*- C++
-//-*-===//
+//===- ExportPlan.cpp - The dist-export-plan pass ---------------*- C++ -*-===//
 //
 // Part of DistOpt. Writes the module's plan as the configuration of another
 // trainer (Megatron-LM, torchtitan, DeepSpeed; lib/Export/Trainers.h).

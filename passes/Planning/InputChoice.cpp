@@ -1,5 +1,4 @@
-//===- InputChoice.cpp - The model's input per sample ------------*- C++
-//-*-===//
+//===- InputChoice.cpp - The model's input per sample -----------*- C++ -*-===//
 //
 // Part of DistOpt. --dist-input of dist-search-plan and dist-simulate,
 // checked once against the cluster (docs/cost-model.md, "Data stalls").

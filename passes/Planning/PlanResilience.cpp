@@ -1,5 +1,4 @@
-//===- PlanResilience.cpp - Plans under preemptions --------------*- C++
-//-*-===//
+//===- PlanResilience.cpp - Plans under preemptions -------------*- C++ -*-===//
 //
 // Part of DistOpt. The resilience options of dist-set-plan's simulation and
 // dist-search-plan, checked once, and a plan's report under them

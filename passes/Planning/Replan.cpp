@@ -1,5 +1,4 @@
-//===- Replan.cpp - Re-planning a running job --------------------*- C++
-//-*-===//
+//===- Replan.cpp - Re-planning a running job -------------------*- C++ -*-===//
 //
 // Part of DistOpt. --dist-replan of dist-set-plan's simulation and
 // dist-search-plan: the running plan read back from its JSON report and

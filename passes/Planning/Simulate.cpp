@@ -1,5 +1,4 @@
-//===- Simulate.cpp - The dist-simulate pass ---------------------*- C++
-//-*-===//
+//===- Simulate.cpp - The dist-simulate pass --------------------*- C++ -*-===//
 //
 // Part of DistOpt. Predicts the plan a module carries from the module alone
 // (cluster, plan, layers, and the materialized schedule when there is one)

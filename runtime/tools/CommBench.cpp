@@ -1,5 +1,4 @@
-//===- CommBench.cpp - Link times through the runtime's communicator -*- C++
-//-*-===//
+//===- CommBench.cpp - Link times through the runtime's communicator ------===//
 //
 // `distrt-comm-bench [-o FILE.json] [--max-bytes N]`, started by a launcher
 // (mpirun -np N; dist-profile does it): times what generated programs call,

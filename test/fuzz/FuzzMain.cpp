@@ -1,5 +1,4 @@
-//===- FuzzMain.cpp - dist-fuzz: regression corpus and mutation runs -*- C++
-//-*-===//
+//===- FuzzMain.cpp - dist-fuzz: regression corpus and mutation runs ------===//
 //
 // Part of DistOpt. A structured mutation fuzzer over the targets of
 // FuzzTargets.h, built into the normal build (no coverage instrumentation

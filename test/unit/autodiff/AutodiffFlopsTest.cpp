@@ -1,5 +1,4 @@
-//===- AutodiffFlopsTest.cpp - Explicit vs analytic backward FLOPs -*- C++
-//-*-===//
+//===- AutodiffFlopsTest.cpp - Explicit vs analytic backward FLOPs --------===//
 //
 // Part of DistOpt. Runs --dist-autodiff on small GPT, BERT and ResNet graphs
 // (generated in memory by the dist-modelgen library) and checks that the

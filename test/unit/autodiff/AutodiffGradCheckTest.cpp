@@ -1,5 +1,4 @@
-//===- AutodiffGradCheckTest.cpp - Backward IR vs finite differences -*- C++
-//-*-===//
+//===- AutodiffGradCheckTest.cpp - Backward IR vs finite differences ------===//
 //
 // Part of DistOpt. Runs --dist-autodiff (plain SGD, lr = 1, so every new
 // weight is `w - dL/dw`) on small graphs, evaluates @train_step with the

@@ -1,5 +1,4 @@
-//===- Interpreter.cpp - Reference interpreter for graph IR tests -*- C++
-//-*-===//
+//===- Interpreter.cpp - Reference interpreter for graph IR tests ---------===//
 //
 // Part of DistOpt. Loops over multi-indices, in double precision; clarity
 // over speed (tests run it on tensors of a few dozen elements).

@@ -1,5 +1,4 @@
-//===- InterpreterMath.cpp - Scalar math of the test interpreter -*- C++
-//-*-===//
+//===- InterpreterMath.cpp - Scalar math of the test interpreter ----------===//
 //
 // Part of DistOpt. The elementwise functions of graph.unary / graph.binary
 // and the unary derivatives, in double precision, from the op descriptions.

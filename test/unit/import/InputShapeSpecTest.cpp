@@ -1,5 +1,4 @@
-//===- InputShapeSpecTest.cpp - --input-shape parsing and sniffing -*- C++
-//-*-===//
+//===- InputShapeSpecTest.cpp - --input-shape parsing and sniffing --------===//
 //
 // Part of DistOpt.
 //

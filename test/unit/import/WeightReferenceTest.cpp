@@ -1,5 +1,4 @@
-//===- WeightReferenceTest.cpp - graph.weight points at the bytes -*- C++
-//-*-===//
+//===- WeightReferenceTest.cpp - graph.weight points at the bytes ---------===//
 //
 // Part of DistOpt. Imports a model built here and checks that every
 // graph.weight's (file, offset, size) selects exactly the bytes of its

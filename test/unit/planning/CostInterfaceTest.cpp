@@ -1,5 +1,4 @@
-//===- CostInterfaceTest.cpp - One definition of per-op costs ----*- C++
-//-*-===//
+//===- CostInterfaceTest.cpp - One definition of per-op costs ---*- C++ -*-===//
 //
 // Part of DistOpt. What the planner predicts rests on CostOpInterface: each
 // forward op's cost must be exactly the cost core's builder for the op's

@@ -1,5 +1,4 @@
-//===- ComputeExTest.cpp - Post-ops, strided and channels-last calls -*- C++
-//-*-===//
+//===- ComputeExTest.cpp - Post-ops, strided and channels-last calls ------===//
 //
 // distrt_matmul_ex and distrt_conv2d_ex against the plain entry points with
 // the epilogue done on the host: post-ops (activations, binary with scalar /

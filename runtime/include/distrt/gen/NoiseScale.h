@@ -1,5 +1,4 @@
-//===- NoiseScale.h - The gradient noise scale, measured ----------*- C++
-//-*-===//
+//===- NoiseScale.h - The gradient noise scale, measured --------*- C++ -*-===//
 //
 // Part of DistOpt. `--measure-noise-scale` of a training program compiled
 // with gradient accumulation: the simple gradient noise scale

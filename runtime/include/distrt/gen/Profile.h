@@ -1,5 +1,4 @@
-//===- distrt/gen/Profile.h - Per-op timing of generated programs -*- C++
-//-*-===//
+//===- distrt/gen/Profile.h - Per-op timing of generated programs ---------===//
 //
 // Part of the support code of programs dist-compile generates
 // (distrt_gen.h includes every piece; docs/codegen.md, "Profiling").

@@ -1,5 +1,4 @@
-//===- distrt/gen/Program.h - Run state, buffers, weights, loops -*- C++
-//-*-===//
+//===- distrt/gen/Program.h - Run state, buffers, weights, loops ----------===//
 //
 // Part of the support code of programs dist-compile generates
 // (distrt_gen.h includes every piece; docs/codegen.md).
