@@ -471,6 +471,18 @@ static LogicalResult emitCumSum(FunctionEmitter &e, CumSumOp op) {
   return success();
 }
 
+/// Stops the program, naming `op`, unless every element p of `indices`
+/// lies in [-bound, bound) for bound = bounds[p % bounds.size()]
+/// (Program::checkIndices): the loops below address memory with them.
+static void emitIndexCheck(FunctionEmitter &e, Operation *op, Value indices,
+                           ArrayRef<int64_t> bounds) {
+  e.os << "  {\n    static const int64_t bounds[] = {";
+  llvm::interleaveComma(bounds, e.os);
+  e.os << "};\n    if (P.checkIndices(" << e.name(indices) << ", "
+       << FunctionEmitter::numel(indices) << ", bounds, " << bounds.size()
+       << ", \"" << FunctionEmitter::where(op) << "\")) return 1;\n  }\n";
+}
+
 static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
                                   Value indices, int64_t axis) {
   Value out = op->getResult(0);
@@ -497,12 +509,12 @@ static LogicalResult emitGatherOp(FunctionEmitter &e, Operation *op, Value data,
   }
   std::string o = e.name(out), src = e.name(data), idx = e.name(indices);
   std::string D = std::to_string(dShape[axis]);
+  emitIndexCheck(e, op, indices, {dShape[axis]});
   e.openLoop(FunctionEmitter::numel(out));
   e.os << "    int64_t k = (int64_t)" << idx << "["
        << (idxOff.empty() ? "0" : idxOff) << "];\n    if (k < 0) k += " << D
-       << ";\n    " << o << "[i] = (k < 0 || k >= " << D << ") ? ("
-       << FunctionEmitter::cType(out) << ")0 : " << src << "[k * "
-       << dStrides[axis] << outer << "];\n";
+       << ";\n    " << o << "[i] = " << src << "[k * " << dStrides[axis]
+       << outer << "];\n";
   e.closeLoop();
   return success();
 }
@@ -528,27 +540,15 @@ static LogicalResult emitGatherElements(FunctionEmitter &e,
       outer += " + " + c + " * " + std::to_string(dStrides[d]);
   }
   std::string D = std::to_string(dShape[axis]);
+  emitIndexCheck(e, op, indices, {dShape[axis]});
   e.allocate(out);
   e.openLoop(FunctionEmitter::numel(out));
   e.os << "    int64_t k = (int64_t)" << e.name(indices) << "[" << idxOff
        << "];\n    if (k < 0) k += " << D << ";\n    " << e.name(out)
-       << "[i] = (k < 0 || k >= " << D << ") ? (" << FunctionEmitter::cType(out)
-       << ")0 : " << e.name(data) << "[k * " << dStrides[axis] << outer
+       << "[i] = " << e.name(data) << "[k * " << dStrides[axis] << outer
        << "];\n";
   e.closeLoop();
   return success();
-}
-
-/// Stops the program, naming `op`, unless every element p of `indices`
-/// lies in [-bound, bound) for bound = bounds[p % bounds.size()]
-/// (Program::checkIndices): the loops below address memory with them.
-static void emitIndexCheck(FunctionEmitter &e, Operation *op, Value indices,
-                           ArrayRef<int64_t> bounds) {
-  e.os << "  {\n    static const int64_t bounds[] = {";
-  llvm::interleaveComma(bounds, e.os);
-  e.os << "};\n    if (P.checkIndices(" << e.name(indices) << ", "
-       << FunctionEmitter::numel(indices) << ", bounds, " << bounds.size()
-       << ", \"" << FunctionEmitter::where(op) << "\")) return 1;\n  }\n";
 }
 
 /// Fails unless the plan gave `op`'s operands row-major memory (the loops
