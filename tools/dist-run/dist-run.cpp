@@ -23,6 +23,7 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -308,6 +309,66 @@ static Expected<std::optional<int64_t>> checkpointSteps(StringRef gen,
   return steps;
 }
 
+/// The job compiled for fewer ranks while the running one goes on.
+struct Standby {
+  sys::ProcessInfo process;
+  std::string dir;
+};
+
+/// Starts compiling \p job again for \p ranks ranks into
+/// ROOT/job-g<gen>/ (its report in ROOT/job-g<gen>.log): the manifest's
+/// arguments with the search over \p ranks devices of the same cluster
+/// (`local` when none) in place of the plan, keeping the micro-batch the
+/// program was compiled for.
+static Expected<Standby> compileStandby(const Job &job, unsigned ranks,
+                                        StringRef root, unsigned gen,
+                                        StringRef compiler) {
+  std::vector<std::string> compile = job.compileArgs;
+  std::optional<std::string> cluster =
+      optionValue(compile, "--dist-cluster", nullptr);
+  std::string constraints =
+      optionValue(compile, "--dist-search", nullptr).value_or("");
+  if (!StringRef(constraints).contains("mbs="))
+    for (StringRef kv : llvm::split(StringRef(job.plan), ','))
+      if (kv.starts_with("mbs="))
+        constraints += (constraints.empty() ? "" : ",") + kv.str();
+  compile = withoutOptions(compile, {"--dist-plan", "--dist-search",
+                                     "--dist-cluster", "--dist-devices"});
+  SmallString<256> dir(root);
+  sys::path::append(dir, "job-g" + std::to_string(gen));
+  compile.insert(compile.begin(), compiler.str());
+  compile.insert(
+      compile.end(),
+      {(constraints.empty() ? "--dist-search" : "--dist-search=" + constraints),
+       "--dist-cluster=" + cluster.value_or("local"),
+       "--dist-devices=" + std::to_string(ranks), "-o", (dir + "/").str()});
+  if (std::error_code ec = sys::fs::create_directories(root))
+    return createStringError(ec, "--elastic: cannot create '" + root +
+                                     "': " + ec.message());
+  // Run where the job was compiled (its paths are relative to there); the
+  // report goes to a log, so the job's output stays its steps.
+  SmallString<256> here;
+  sys::fs::current_path(here);
+  if (!job.compileDir.empty() && sys::fs::set_current_path(job.compileDir))
+    return createStringError(inconvertibleErrorCode(),
+                             "--elastic: cannot enter '" + job.compileDir +
+                                 "', where the job was compiled");
+  std::string log = (dir + ".log").str();
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  std::vector<StringRef> refs(compile.begin(), compile.end());
+  std::string error;
+  bool failed = false;
+  sys::ProcessInfo pi = sys::ExecuteNoWait(compile.front(), refs, std::nullopt,
+                                           redirects, 0, &error, &failed);
+  (void)sys::fs::set_current_path(here);
+  if (failed)
+    return createStringError(inconvertibleErrorCode(),
+                             "--elastic: cannot run '" + compile.front() +
+                                 "': " + error);
+  return Standby{pi, std::string(dir)};
+}
+
 /// dist-run --elastic (Asteroid's recovery, docs/resilience.md): runs the
 /// job with checkpoints into DIR/g<K>/<rank>; when it fails, compiles it
 /// again for one rank fewer with the search and resumes it from the last
@@ -348,6 +409,16 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
                              "--save-state", (genDir + "/{rank}").str()});
     if (!resumeFrom.empty())
       args.insert(args.end(), {"--load-state", resumeFrom});
+    // The job for one rank fewer compiles while this one runs, so a
+    // failure resumes without waiting for the compiler.
+    std::optional<Standby> standby;
+    if (n > 1 && !job.compileArgs.empty() && !dryRun) {
+      Expected<Standby> started =
+          compileStandby(job, n - 1, root, gen + 1, compiler);
+      if (!started)
+        return fail(toString(started.takeError()));
+      standby = std::move(*started);
+    }
     if (!userThreads)
       unsetenv("OMP_NUM_THREADS");
     shareCores(n);
@@ -357,7 +428,15 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
            << ", checkpoints every " << elasticEvery << " steps in " << genDir
            << "\n";
     int rc = launch(job, n, args);
+    auto stopStandby = [&] {
+      if (!standby)
+        return;
+      ::kill(standby->process.Pid, SIGTERM);
+      (void)sys::Wait(standby->process, std::nullopt);
+      standby.reset();
+    };
     if (rc == 0) {
+      stopStandby(); // not needed
       errs() << "dist-run: --elastic: done; the state is in " << genDir
              << "/<rank>\n";
       return 0;
@@ -365,8 +444,10 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
     if (dryRun)
       return rc;
     Expected<std::optional<int64_t>> saved = checkpointSteps(genDir, n);
-    if (!saved)
+    if (!saved) {
+      stopStandby();
       return fail(toString(saved.takeError()));
+    }
     if (*saved) {
       done = **saved;
       resumeFrom = (genDir + "/{rank}").str();
@@ -374,64 +455,29 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
     if (n == 1)
       return fail("--elastic: the job failed (exit " + Twine(rc) +
                   ") on its last rank; nothing is left to re-plan on");
-    if (job.compileArgs.empty())
+    if (!standby)
       return fail("--elastic: the job failed (exit " + Twine(rc) + ") and '" +
                   job.dir +
                   "/manifest.json' does not say how it was compiled; "
                   "compile it again with this dist-compile");
-    // The plan for the survivors: the search over one device fewer, with
-    // the micro-batch the program was compiled for.
-    unsigned survivors = n - 1;
-    std::vector<std::string> compile = job.compileArgs;
-    std::optional<std::string> cluster =
-        optionValue(compile, "--dist-cluster", nullptr);
-    std::string constraints =
-        optionValue(compile, "--dist-search", nullptr).value_or("");
-    if (!StringRef(constraints).contains("mbs="))
-      for (StringRef kv : llvm::split(StringRef(job.plan), ','))
-        if (kv.starts_with("mbs="))
-          constraints += (constraints.empty() ? "" : ",") + kv.str();
-    compile = withoutOptions(compile, {"--dist-plan", "--dist-search",
-                                       "--dist-cluster", "--dist-devices"});
-    SmallString<256> nextJob(root);
-    sys::path::append(nextJob, "job-g" + std::to_string(gen + 1));
-    compile.insert(compile.begin(), std::string(compiler));
-    compile.insert(compile.end(),
-                   {(constraints.empty() ? "--dist-search"
-                                         : "--dist-search=" + constraints),
-                    "--dist-cluster=" + cluster.value_or("local"),
-                    "--dist-devices=" + std::to_string(survivors), "-o",
-                    (nextJob + "/").str()});
     errs() << "dist-run: --elastic: the job failed (exit " << rc << ") "
            << (resumeFrom.empty()
                    ? std::string("before its first checkpoint")
                    : "after the checkpoint of step " + std::to_string(done))
-           << "; compiling it for " << survivors << " rank(s) (" << nextJob
+           << "; resuming it on " << n - 1 << " rank(s) (" << standby->dir
            << ".log)\n";
-    SmallString<256> here;
-    sys::fs::current_path(here);
-    if (!job.compileDir.empty() && sys::fs::set_current_path(job.compileDir))
-      return fail("--elastic: cannot enter '" + job.compileDir +
-                  "', where the job was compiled");
-    // The compiler's report goes to a log: the job's output stays the
-    // steps.
-    std::string log = (nextJob + ".log").str();
-    std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                            StringRef(log)};
-    std::vector<StringRef> refs(compile.begin(), compile.end());
     std::string error;
-    int crc = sys::ExecuteAndWait(compile.front(), refs, std::nullopt,
-                                  redirects, 0, 0, &error);
-    (void)sys::fs::set_current_path(here);
-    if (crc != 0)
-      return fail("--elastic: compiling the job for " + Twine(survivors) +
+    sys::ProcessInfo waited = sys::Wait(standby->process, std::nullopt, &error);
+    if (waited.ReturnCode != 0)
+      return fail("--elastic: compiling the job for " + Twine(n - 1) +
                   " rank(s) failed" + (error.empty() ? "" : ": " + error) +
-                  "; its output is in " + log);
-    Expected<Job> next = readJob(nextJob);
+                  "; its output is in " + standby->dir + ".log");
+    Expected<Job> next = readJob(standby->dir);
     if (!next)
       return fail(toString(next.takeError()));
     job = std::move(*next);
-    n = job.ranks ? static_cast<unsigned>(*job.ranks) : survivors;
+    n = job.ranks ? static_cast<unsigned>(*job.ranks) : n - 1;
+    standby.reset();
   }
 }
 
