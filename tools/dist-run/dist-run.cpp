@@ -466,6 +466,9 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
                    : "after the checkpoint of step " + std::to_string(done))
            << "; resuming it on " << n - 1 << " rank(s) (" << standby->dir
            << ".log)\n";
+    // An injected fault (DISTRT_FAULT, the recovery tests') is the first
+    // launch's: the resumed job runs without it.
+    unsetenv("DISTRT_FAULT");
     std::string error;
     sys::ProcessInfo waited = sys::Wait(standby->process, std::nullopt, &error);
     if (waited.ReturnCode != 0)
