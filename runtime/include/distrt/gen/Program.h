@@ -578,31 +578,27 @@ struct Program {
       if (files)
         files->push_back(file);
     }
-    if (!shards.empty()) {
-      std::string path = dir + "/shards.json";
+    // Beside the tensors: the shards' layout, and the steps done (what
+    // dist-run --elastic resumes from).
+    auto writeText = [&](const char *name, const std::string &text) {
+      std::string path = dir + "/" + name;
       FILE *f = fopen(path.c_str(), "w");
-      bool ok = f && fprintf(f, "{\n%s\n}\n", shards.c_str()) >= 0;
+      bool ok = f && fputs(text.c_str(), f) >= 0;
       if (f)
         ok = fclose(f) == 0 && ok;
       if (!ok)
         return fail(err, "--save-state: cannot write '%s' (%s)", path.c_str(),
                     strerror(errno));
       if (files)
-        files->push_back("shards.json");
-    }
-    if (stepsDone >= 0) {
-      // What dist-run --elastic resumes from.
-      std::string path = dir + "/progress.json";
-      FILE *f = fopen(path.c_str(), "w");
-      bool ok = f && fprintf(f, "{\"steps\": %lld}\n", stepsDone) >= 0;
-      if (f)
-        ok = fclose(f) == 0 && ok;
-      if (!ok)
-        return fail(err, "--save-state: cannot write '%s' (%s)", path.c_str(),
-                    strerror(errno));
-      if (files)
-        files->push_back("progress.json");
-    }
+        files->push_back(name);
+      return 0;
+    };
+    if (!shards.empty() && writeText("shards.json", "{\n" + shards + "\n}\n"))
+      return 1;
+    if (stepsDone >= 0 &&
+        writeText("progress.json",
+                  "{\"steps\": " + std::to_string(stepsDone) + "}\n"))
+      return 1;
     return 0;
   }
   /// saveState into \p dir so that a job that dies while saving leaves
