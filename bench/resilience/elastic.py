@@ -42,20 +42,22 @@ def timed(cmd, env=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--fault", type=int, default=45,
+    ap.add_argument("--steps", type=int, default=240)
+    ap.add_argument("--fault", type=int, default=200,
                     help="the step after which rank 1 is killed")
-    ap.add_argument("--every", default="5,20",
+    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--every", default="10,50",
                     help="checkpoint intervals of the elastic rows")
     a = ap.parse_args()
     tools = os.path.join(a.build, "bin")
     with tempfile.TemporaryDirectory(prefix="elastic-") as tmp:
         model = os.path.join(tmp, "gpt.onnx")
         run([os.path.join(tools, "dist-modelgen"), "gpt", "--layers", "4",
-             "--hidden", "256", "--heads", "4", "--seq", "64", "--vocab",
-             "2048", "-o", model])
+             "--hidden", str(a.hidden), "--heads", "4", "--seq", str(a.seq),
+             "--vocab", "2048", "-o", model])
         rng = np.random.default_rng(3)
-        ids = rng.integers(0, 2048, (8, 64)).astype(np.int64)
+        ids = rng.integers(0, 2048, (8, a.seq)).astype(np.int64)
         np.save(os.path.join(tmp, "ids.npy"), ids)
         np.save(os.path.join(tmp, "labels.npy"), np.roll(ids, -1, axis=1))
         feeds = [f"input_ids={tmp}/ids.npy", f"labels={tmp}/labels.npy",
@@ -63,11 +65,11 @@ def main():
         train = "loss=softmax-cross-entropy:labels optimizer=adam lr=1e-3"
         job = os.path.join(tmp, "job") + "/"
         run([os.path.join(tools, "dist-compile"), model,
-             "--input-shape=input_ids:2x64", "--dist-plan=dp=2,mbs=2",
+             f"--input-shape=input_ids:2x{a.seq}", "--dist-plan=dp=2,mbs=2",
              "--dist-batch=8", "--train=" + train, "-o", job])
         one = os.path.join(tmp, "one") + "/"
         run([os.path.join(tools, "dist-compile"), model,
-             "--input-shape=input_ids:2x64", "--dist-plan=dp=1,mbs=2",
+             f"--input-shape=input_ids:2x{a.seq}", "--dist-plan=dp=1,mbs=2",
              "--dist-batch=8", "--train=" + train, "-o", one])
         dist_run = os.path.join(tools, "dist-run")
         fault = {"DISTRT_FAULT": f"kill:1:{a.fault}"}
@@ -97,7 +99,8 @@ def main():
             sys.exit(p.stderr[-2000:])
         rows.append(("restart from step 1 on the survivor", t1 + t2, a.fault))
 
-        print(f"dist-modelgen gpt (4 layers, hidden 256, seq 64, vocab 2048), "
+        print(f"dist-modelgen gpt (4 layers, hidden {a.hidden}, seq {a.seq}, "
+              f"vocab 2048), "
               f"Adam, global batch 8, {a.steps} steps, dp=2 on 2 CPU ranks; "
               f"rank 1 killed after step {a.fault}\n")
         print("| run | wall time (s) | steps computed again | time lost to the "
