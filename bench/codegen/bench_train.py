@@ -14,9 +14,13 @@ weight decay 0.01), the same ONNX file for both.
 - onnxruntime-training (PyPI, in its own venv .venv-ort-training made from
   requirements-bench-training.txt: it conflicts with the test venv's
   onnxruntime): artifacts from `onnxruntime.training.artifacts`
-  (CrossEntropyLoss, AdamW), then the on-device training API (Module,
-  Optimizer: forward + backward, optimizer step, reset of the gradients)
-  with intra-op threads T; median of the steps after the first.
+  (CrossEntropyLoss, AdamW with the same hyper-parameters), then the
+  on-device training API (Module, Optimizer: forward + backward, optimizer
+  step, reset of the gradients) with intra-op threads T; median of the
+  steps after the first. Two edits of the export make onnxruntime-training
+  train the model DistOpt trains (see ORT_TRAIN): LayerNormalization names
+  its optional outputs, and the parameters the exporter shared by Identity
+  nodes become separate. The step losses of the two agree (printed).
 - The machine's oneDNN GEMM rate: dnnl_sgemm on the step's largest GEMM
   shape (512 x 3072 x 768) and on 1024^3, T threads (gemm_rate.cpp, built
   here with the host compiler).
@@ -47,31 +51,58 @@ STEP_FLOPS = 3 * FWD_FLOPS
 ADAMW = dict(lr=1e-4, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01)
 
 ORT_TRAIN = r"""
-import sys, time, statistics, numpy as np, onnx
-from onnxruntime.training import artifacts
+import os, sys, time, statistics, numpy as np, onnx
+from onnxruntime.training import artifacts, onnxblock
 from onnxruntime.training.api import CheckpointState, Module, Optimizer
 import onnxruntime as ort
 path, work, threads, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ids, labels = np.load(sys.argv[5]), np.load(sys.argv[6])
-if not __import__("os").path.exists(work + "/training_model.onnx"):
+lr, beta1, beta2, eps, weight_decay = (float(x) for x in sys.argv[7:12])
+if not os.path.exists(work + "/training_model.onnx"):
+    os.makedirs(work, exist_ok=True)
     model = onnx.load(path)
+    # torch.onnx exports LayerNormalization with its output Y only, and
+    # onnxruntime-training's gradient rule for it reads the optional Mean
+    # and InvStdDev outputs (without them generate_artifacts stops in
+    # gradient_builder_base.h: "i < node_->OutputDefs().size() was false").
+    # Naming them computes the same Y.
+    for node in model.graph.node:
+        if node.op_type == "LayerNormalization" and len(node.output) == 1:
+            node.output.extend([node.output[0] + "_mean", node.output[0] + "_inv_std"])
+    # torch.onnx stores parameters with equal values once (at random
+    # initialization every zero bias and every unit norm weight) and names
+    # the others by Identity nodes; they are separate parameters, as
+    # DistOpt trains them, so each gets its own copy here. Every float
+    # initializer is trained (the untied head is exported as
+    # onnx::MatMul_N).
+    inits = {i.name: i for i in model.graph.initializer}
+    kept = []
+    for node in model.graph.node:
+        if node.op_type == "Identity" and node.input[0] in inits:
+            copy = onnx.TensorProto()
+            copy.CopyFrom(inits[node.input[0]])
+            copy.name = node.output[0]
+            model.graph.initializer.append(copy)
+        else:
+            kept.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
     params = [i.name for i in model.graph.initializer
-              if i.name.startswith("inner.") and i.data_type == onnx.TensorProto.FLOAT]
-    artifacts.generate_artifacts(model, requires_grad=params, frozen_params=[],
-                                 loss=artifacts.LossType.CrossEntropyLoss,
-                                 optimizer=artifacts.OptimType.AdamW,
-                                 artifact_directory=work)
+              if i.data_type == onnx.TensorProto.FLOAT]
+    artifacts.generate_artifacts(
+        model, requires_grad=params, frozen_params=[],
+        loss=artifacts.LossType.CrossEntropyLoss,
+        optimizer=onnxblock.optim.AdamW(betas=(beta1, beta2), eps=eps,
+                                        weight_decay=weight_decay),
+        artifact_directory=work)
 so = ort.SessionOptions()
 so.intra_op_num_threads = threads
 so.inter_op_num_threads = 1
 state = CheckpointState.load_checkpoint(work + "/checkpoint")
-try:
-    module = Module(work + "/training_model.onnx", state, work + "/eval_model.onnx",
-                    session_options=so)
-except TypeError:
-    module = Module(work + "/training_model.onnx", state, work + "/eval_model.onnx")
+module = Module(work + "/training_model.onnx", state, work + "/eval_model.onnx",
+                session_options=so)
 opt = Optimizer(work + "/optimizer_model.onnx", module)
-opt.set_learning_rate(1e-4)
+opt.set_learning_rate(lr)
 module.train()
 times, losses = [], []
 for _ in range(steps + 1):
@@ -177,7 +208,10 @@ def main():
             if ort_failure is None:
                 p = subprocess.run([args.ort_training_python, ort_script, path,
                                     os.path.join(work, "ort"), str(t), str(args.steps),
-                                    ids, labels], capture_output=True, text=True)
+                                    ids, labels]
+                                   + [str(ADAMW[k]) for k in ("lr", "beta1", "beta2",
+                                                              "epsilon", "weight_decay")],
+                                   capture_output=True, text=True)
                 if p.returncode == 0:
                     line = [l for l in p.stdout.splitlines() if l.startswith("ort ")][0].split()
                     res[t]["ort"].append(float(line[1]))
