@@ -405,6 +405,6 @@ void graph::registerCostModels(MLIRContext *ctx) {
       ctx);
   attachFamily<dataMovementCost, TransposeOp, SplitOp, SliceOp, ConcatOp,
                ExpandOp, PadOp, TriluOp, GatherOp, GatherElementsOp, GatherNDOp,
-               ScatterElementsOp, IotaOp>(ctx);
+               ScatterElementsOp, ScatterNDOp, IotaOp>(ctx);
   attachNoCost<ReshapeOp, FlattenOp, WeightOp, ConstantOp, StateOp>(ctx);
 }

@@ -367,6 +367,21 @@ LogicalResult GatherNDOp::verify() {
   return verifyResultShape(*this, expected, out.getShape());
 }
 
+/// What every scatter checks last: updates of the data's element type, a
+/// result of the data's type.
+static LogicalResult verifyScatterResult(Operation *op, RankedTensorType data,
+                                         RankedTensorType updates,
+                                         RankedTensorType out) {
+  if (updates.getElementType() != data.getElementType())
+    return op->emitOpError("updates element type ")
+           << updates.getElementType() << " differs from the data's "
+           << data.getElementType();
+  if (failed(verifySameElementType(op, data.getElementType(),
+                                   out.getElementType())))
+    return failure();
+  return verifyResultShape(op, data.getShape(), out.getShape());
+}
+
 LogicalResult ScatterElementsOp::verify() {
   auto data = getData().getType(), indices = getIndices().getType(),
        updates = getUpdates().getType(), out = getResult().getType();
@@ -384,14 +399,31 @@ LogicalResult ScatterElementsOp::verify() {
     return failure();
   if (failed(verifyIndicesWithinData(*this, indices, data, *axis)))
     return failure();
-  if (updates.getElementType() != data.getElementType())
-    return emitOpError("updates element type ")
-           << updates.getElementType() << " differs from the data's "
-           << data.getElementType();
-  if (failed(verifySameElementType(*this, data.getElementType(),
-                                   out.getElementType())))
+  return verifyScatterResult(*this, data, updates, out);
+}
+
+LogicalResult ScatterNDOp::verify() {
+  auto data = getData().getType(), indices = getIndices().getType(),
+       updates = getUpdates().getType(), out = getResult().getType();
+  if (failed(verifyIndexType(*this, indices)))
     return failure();
-  return verifyResultShape(*this, data.getShape(), out.getShape());
+  if (data.getRank() < 1 || indices.getRank() < 1)
+    return emitOpError("data and indices must have rank >= 1, got ")
+           << data.getRank() << " and " << indices.getRank();
+  int64_t k = indices.getShape().back();
+  if (ShapedType::isDynamic(k) || k < 1 || k > data.getRank())
+    return emitOpError("the last dimension of indices (")
+           << k << ") must be in [1, " << data.getRank()
+           << "]: each index tuple addresses that many data dimensions";
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(k));
+  if (updates.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("updates must have shape ")
+           << shapeToString(expected)
+           << " (the indices' shape without its last dimension, then the "
+              "data's dimensions after the indexed ones), got "
+           << shapeToString(updates.getShape());
+  return verifyScatterResult(*this, data, updates, out);
 }
 
 LogicalResult EmbeddingOp::verify() {

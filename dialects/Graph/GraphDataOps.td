@@ -333,6 +333,38 @@ def Graph_ScatterElementsOp : Graph_Op<"scatter_elements", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Graph_ScatterNDOp : Graph_Op<"scatter_nd", [Pure]> {
+  let summary = "writes slices of `updates` into a copy of `data` at index tuples (ONNX ScatterND)";
+  let description = [{
+    ONNX ScatterND. With `k = indices.shape[-1]`, every tuple
+    `indices[c, :]` (c over `indices.shape[:-1]`) addresses the slice
+    `data[indices[c, 0], ..., indices[c, k-1]]` (the data's dimensions from
+    `k` on), and the result is `data` with that slice combined with
+    `updates[c]` by `reduction`: `none` replaces it (the last tuple in
+    row-major order wins), `add`, `mul`, `max` and `min` combine it with
+    the element. `updates.shape = indices.shape[:-1] + data.shape[k:]`.
+    Negative indices count from the end of their dimension; the compiled
+    program stops with an error naming the op when an index is outside
+    `[-dim, dim)`.
+
+    Example:
+
+    ```mlir
+    %y = graph.scatter_nd none %cache, %pos, %kv
+        : (tensor<16x64xf32>, tensor<2x1xi64>, tensor<2x64xf32>) -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_ScatterReduction:$reduction,
+                       AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       AnyRankedTensor:$updates);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $reduction $data `,` $indices `,` $updates attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure]> {
   let summary = "looks rows of a weight table up by token id";
   let description = [{

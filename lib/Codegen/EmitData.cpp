@@ -34,7 +34,8 @@ bool distopt::codegen::isDataOp(Operation *op) {
   return isAliasOp(op) ||
          isa<WeightOp, ConstantOp, TransposeOp, SliceOp, SplitOp, ConcatOp,
              ExpandOp, PadOp, TriluOp, CumSumOp, GatherOp, GatherElementsOp,
-             GatherNDOp, ScatterElementsOp, EmbeddingOp, IotaOp>(op);
+             GatherNDOp, ScatterElementsOp, ScatterNDOp, EmbeddingOp, IotaOp>(
+             op);
 }
 
 /// `s` as a C string literal body.
@@ -592,6 +593,24 @@ static LogicalResult emitGatherND(FunctionEmitter &e, GatherNDOp op) {
   return success();
 }
 
+/// The C expression a scatter writes: the element `x` combined with the
+/// update `u` by `reduction`.
+static std::string scatterCombine(ScatterReduction reduction) {
+  switch (reduction) {
+  case ScatterReduction::None:
+    return "u";
+  case ScatterReduction::Add:
+    return "x + u";
+  case ScatterReduction::Mul:
+    return "x * u";
+  case ScatterReduction::Max: // NaN wins, as in numpy.maximum
+    return "(x != x || x > u) ? x : u";
+  case ScatterReduction::Min:
+    return "(x != x || x < u) ? x : u";
+  }
+  llvm_unreachable("scatter reduction");
+}
+
 /// graph.scatter_elements: the data copied, the indices' range checked,
 /// then one loop iteration per line of `updates` along the axis (in
 /// parallel: each writes one line of the result), walking it in order so
@@ -629,24 +648,7 @@ static LogicalResult emitScatterElements(FunctionEmitter &e,
   Type ct = FunctionEmitter::computeType(
       FunctionEmitter::typeOf(out).getElementType());
   std::string c = FunctionEmitter::cType(ct), t = FunctionEmitter::cType(out);
-  std::string combine;
-  switch (op.getReduction()) {
-  case ScatterReduction::None:
-    combine = "u";
-    break;
-  case ScatterReduction::Add:
-    combine = "x + u";
-    break;
-  case ScatterReduction::Mul:
-    combine = "x * u";
-    break;
-  case ScatterReduction::Max: // NaN wins, as in numpy.maximum
-    combine = "(x != x || x > u) ? x : u";
-    break;
-  case ScatterReduction::Min:
-    combine = "(x != x || x < u) ? x : u";
-    break;
-  }
+  std::string combine = scatterCombine(op.getReduction());
   int64_t numLines = 1;
   for (int64_t n : lines)
     numLines *= n;
@@ -661,6 +663,48 @@ static LogicalResult emitScatterElements(FunctionEmitter &e,
        << ";\n      const " << c << " x = " << o
        << "[dst], u = " << e.name(updates) << "[at];\n      (void)x;\n      "
        << o << "[dst] = (" << t << ")(" << combine << ");\n    }\n";
+  e.closeLoop();
+  return success();
+}
+
+/// graph.scatter_nd: the data copied, the indices' range checked, then one
+/// loop iteration per element of a slice (in parallel: each writes its own
+/// column of the result) walking the tuples in order, so that with `none`
+/// the last tuple wins.
+static LogicalResult emitScatterND(FunctionEmitter &e, ScatterNDOp op) {
+  if (failed(requireRowMajor(e, op)))
+    return failure();
+  Value data = op.getData(), indices = op.getIndices(),
+        updates = op.getUpdates(), out = op.getResult();
+  auto dShape = FunctionEmitter::typeOf(data).getShape();
+  auto iShape = FunctionEmitter::typeOf(indices).getShape();
+  auto dStrides = FunctionEmitter::stridesOf(dShape);
+  int64_t k = iShape.back();
+  int64_t inner = 1, tuples = 1;
+  for (int64_t d = k; d < (int64_t)dShape.size(); ++d)
+    inner *= dShape[d];
+  for (int64_t n : iShape.drop_back())
+    tuples *= n;
+  emitIndexCheck(e, op, indices, dShape.take_front(k));
+  e.allocate(out);
+  std::string o = e.name(out);
+  e.openLoop(FunctionEmitter::numel(out));
+  e.os << "    " << o << "[i] = " << e.name(data) << "[i];\n";
+  e.closeLoop();
+  Type ct = FunctionEmitter::computeType(
+      FunctionEmitter::typeOf(out).getElementType());
+  std::string c = FunctionEmitter::cType(ct), t = FunctionEmitter::cType(out);
+  e.openLoop(inner, "r");
+  e.os << "    for (int64_t q = 0; q < " << tuples
+       << "; ++q) {\n      int64_t dst = r;\n";
+  for (int64_t j = 0; j < k; ++j)
+    e.os << "      { int64_t v = (int64_t)" << e.name(indices) << "[q * " << k
+         << " + " << j << "]; if (v < 0) v += " << dShape[j] << "; dst += v * "
+         << dStrides[j] << "; }\n";
+  e.os << "      const " << c << " x = " << o
+       << "[dst], u = " << e.name(updates) << "[q * " << inner
+       << " + r];\n      (void)x;\n      " << o << "[dst] = (" << t << ")("
+       << scatterCombine(op.getReduction()) << ");\n    }\n";
   e.closeLoop();
   return success();
 }
@@ -790,6 +834,7 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
       .Case<GatherNDOp>([&](GatherNDOp o) { return emitGatherND(e, o); })
       .Case<ScatterElementsOp>(
           [&](ScatterElementsOp o) { return emitScatterElements(e, o); })
+      .Case<ScatterNDOp>([&](ScatterNDOp o) { return emitScatterND(e, o); })
       .Case<EmbeddingOp>([&](EmbeddingOp o) -> LogicalResult {
         Type it = FunctionEmitter::typeOf(o.getIndices()).getElementType();
         bool rt =

@@ -590,6 +590,18 @@ static LogicalResult translateGatherND(Translator &t, const NodeProto &node) {
                                    node, "batch_dims", 0))));
 }
 
+/// A scatter node's `reduction` attribute (default none); null after an
+/// error for one the importer does not know.
+static ScatterReductionAttr scatterReduction(Translator &t,
+                                             const NodeProto &node) {
+  std::string name = Translator::attrString(node, "reduction", "none");
+  if (auto reduction = symbolizeScatterReduction(name))
+    return ScatterReductionAttr::get(t.builder.getContext(), *reduction);
+  t.emitError(node) << node.op_type() << " has reduction '" << name
+                    << "'; the importer knows none, add, mul, max and min";
+  return {};
+}
+
 /// ScatterElements and its opset-9/10 name Scatter (no reduction):
 /// graph.scatter_elements.
 static LogicalResult translateScatterElements(Translator &t,
@@ -611,19 +623,47 @@ static LogicalResult translateScatterElements(Translator &t,
            << shapeToString(d.getShape()) << ", indices "
            << shapeToString(i.getShape()) << " and updates "
            << shapeToString(u.getShape()) << "; fix the model";
-  std::string name = Translator::attrString(node, "reduction", "none");
-  auto reduction = symbolizeScatterReduction(name);
+  ScatterReductionAttr reduction = scatterReduction(t, node);
   if (!reduction)
-    return t.emitError(node) << node.op_type() << " has reduction '" << name
-                             << "'; the importer knows none, add, mul, max "
-                                "and min";
+    return failure();
   return t.setResult(
       node,
       ScatterElementsOp::create(
-          t.builder, t.loc(node), type,
-          ScatterReductionAttr::get(t.builder.getContext(), *reduction), data,
-          indices, updates,
+          t.builder, t.loc(node), type, reduction, data, indices, updates,
           t.builder.getI64IntegerAttr(Translator::attrInt(node, "axis", 0))));
+}
+
+/// ScatterND: graph.scatter_nd (opset 16 adds the reduction).
+static LogicalResult translateScatterND(Translator &t, const NodeProto &node) {
+  Value data = t.operand(node, 0), indices = t.operand(node, 1),
+        updates = t.operand(node, 2);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!data || !indices || !updates || !type)
+    return failure();
+  auto d = cast<RankedTensorType>(data.getType());
+  auto i = cast<RankedTensorType>(indices.getType());
+  auto u = cast<RankedTensorType>(updates.getType());
+  int64_t k = i.getRank() ? i.getShape().back() : 0;
+  if (k < 1 || k > d.getRank())
+    return t.emitError(node)
+           << "ScatterND needs indices whose last dimension is in [1, "
+           << d.getRank() << "] (the data's rank), got indices "
+           << shapeToString(i.getShape()) << " for data "
+           << shapeToString(d.getShape()) << "; fix the model";
+  SmallVector<int64_t> expected(i.getShape().drop_back());
+  llvm::append_range(expected, d.getShape().drop_front(k));
+  if (u.getShape() != ArrayRef<int64_t>(expected))
+    return t.emitError(node)
+           << "ScatterND needs updates of shape " << shapeToString(expected)
+           << " (the indices' shape without its last dimension, then the "
+              "data's dimensions after the indexed ones), got "
+           << shapeToString(u.getShape()) << "; fix the model";
+  ScatterReductionAttr reduction = scatterReduction(t, node);
+  if (!reduction)
+    return failure();
+  return t.setResult(node,
+                     ScatterNDOp::create(t.builder, t.loc(node), type,
+                                         reduction, data, indices, updates));
 }
 
 /// A Constant node that constant folding did not claim: small ones become
@@ -768,6 +808,7 @@ void registerDataTranslations(TranslateTable &table) {
   table["GatherElements"] = translateGatherElements;
   table["GatherND"] = translateGatherND;
   table["ScatterElements"] = translateScatterElements;
+  table["ScatterND"] = translateScatterND;
   table["Scatter"] = translateScatterElements;
   table["Constant"] = translateConstant;
   table["ConstantOfShape"] = translateConstantOfShape;

@@ -300,6 +300,36 @@ static Value gatherNDGrad(OpBuilder &b, Location loc, g::GatherNDOp op,
   return g::ReshapeOp::create(b, loc, dt, table);
 }
 
+/// Gradients of a scatter (scatter_elements, scatter_nd) of `updates` into
+/// `data`, given the result's `dy`. add: every data element reaches the result
+/// once, so the data gets dy; none: the scattered positions were overwritten,
+/// so the data gets dy with zeros scattered there (`scatterZeros`). Each update
+/// went to one position: dy read there (`gatherDy`). mul, max and min are an
+/// error.
+static LogicalResult scatterGrad(GradEmitter &e, Operation *op,
+                                 g::ScatterReduction red, Value data,
+                                 Value updates, Value dy,
+                                 function_ref<Value(Value)> scatterZeros,
+                                 function_ref<Value()> gatherDy) {
+  if (red != g::ScatterReduction::None && red != g::ScatterReduction::Add)
+    return op->emitOpError("with reduction '")
+           << g::stringifyScatterReduction(red)
+           << "' is not differentiable here: autodiff passes gradients "
+              "through scatters with none or add; keep it off the path from "
+              "the weights to the loss";
+  e.give(data, [&]() -> Value {
+    if (red == g::ScatterReduction::Add)
+      return dy;
+    auto ut = tensorOf(updates);
+    Value zeros = g::ConstantOp::create(
+        e.b, op->getLoc(), ut,
+        DenseElementsAttr::get(ut, e.b.getFloatAttr(ut.getElementType(), 0.0)));
+    return scatterZeros(zeros);
+  });
+  e.give(updates, gatherDy);
+  return success();
+}
+
 std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
                                                          Operation *op,
                                                          ArrayRef<Value> dys) {
@@ -436,34 +466,32 @@ std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
         return success();
       })
       .Case<g::ScatterElementsOp>([&](g::ScatterElementsOp sc) -> Result {
-        g::ScatterReduction red = sc.getReduction();
-        if (red != g::ScatterReduction::None && red != g::ScatterReduction::Add)
-          return sc.emitOpError("with reduction '")
-                 << g::stringifyScatterReduction(red)
-                 << "' is not differentiable here: autodiff passes "
-                    "gradients through scatter_elements with none or add; "
-                    "keep it off the path from the weights to the loss";
-        // add: every data element reaches the result once; none: the
-        // scattered positions were overwritten, so they get no gradient.
-        e.give(sc.getData(), [&]() -> Value {
-          if (red == g::ScatterReduction::Add)
-            return dy;
-          auto ut = tensorOf(sc.getUpdates());
-          Value zeros = g::ConstantOp::create(
-              b, loc, ut,
-              DenseElementsAttr::get(ut,
-                                     b.getFloatAttr(ut.getElementType(), 0.0)));
-          return g::ScatterElementsOp::create(
-              b, loc, sc.getType(), sc.getReductionAttr(), dy, sc.getIndices(),
-              zeros, sc.getAxisAttr());
-        });
-        // Each update went to one position: dy there.
-        e.give(sc.getUpdates(), [&]() -> Value {
-          return g::GatherElementsOp::create(b, loc, sc.getUpdates().getType(),
-                                             dy, sc.getIndices(),
-                                             sc.getAxisAttr());
-        });
-        return success();
+        return scatterGrad(
+            e, sc, sc.getReduction(), sc.getData(), sc.getUpdates(), dy,
+            [&](Value zeros) -> Value {
+              return g::ScatterElementsOp::create(
+                  b, loc, sc.getType(), sc.getReductionAttr(), dy,
+                  sc.getIndices(), zeros, sc.getAxisAttr());
+            },
+            [&]() -> Value {
+              return g::GatherElementsOp::create(
+                  b, loc, sc.getUpdates().getType(), dy, sc.getIndices(),
+                  sc.getAxisAttr());
+            });
+      })
+      .Case<g::ScatterNDOp>([&](g::ScatterNDOp sc) -> Result {
+        return scatterGrad(
+            e, sc, sc.getReduction(), sc.getData(), sc.getUpdates(), dy,
+            [&](Value zeros) -> Value {
+              return g::ScatterNDOp::create(b, loc, sc.getType(),
+                                            sc.getReductionAttr(), dy,
+                                            sc.getIndices(), zeros);
+            },
+            [&]() -> Value {
+              return g::GatherNDOp::create(b, loc, sc.getUpdates().getType(),
+                                           dy, sc.getIndices(),
+                                           b.getI64IntegerAttr(0));
+            });
       })
       .Case<g::EmbeddingOp>([&](g::EmbeddingOp em) {
         e.give(em.getTable(), [&]() -> Value {

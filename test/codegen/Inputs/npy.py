@@ -4,6 +4,9 @@
     npy.py print FILE                         prints dtype, shape and values
     npy.py close A B RTOL                     same shape, values within RTOL
                                               of the larger |value| (exit 1)
+    npy.py delta BEFORE AFTER NAME...         per NAME, NAME's values in
+                                              BEFORE/ minus those in AFTER/
+                                              (an SGD step with lr 1: dL/dw)
     npy.py hostile FILE KIND                  a .npy with a lying header:
         bigshape   shape (1000000000, 8), 64 data bytes
         hugeheader format 2.0 header length 0xFFFFFFFF, 20 bytes in all
@@ -92,6 +95,13 @@ def close(a, b, rtol):
     sys.exit(0 if worst <= float(rtol) else 1)
 
 
+def delta(before, after, names):
+    for name in names:
+        _, w0 = read("%s/%s.npy" % (before, name))
+        _, w1 = read("%s/%s.npy" % (after, name))
+        print(name, " ".join("%.5g" % (a - b) for a, b in zip(w0, w1)))
+
+
 def hostile(path, kind):
     def v1(shape, data):
         header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }\n" % shape
@@ -113,5 +123,7 @@ if __name__ == "__main__":
         show(sys.argv[2])
     elif sys.argv[1] == "close":
         close(*sys.argv[2:5])
+    elif sys.argv[1] == "delta":
+        delta(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif sys.argv[1] == "check-mlp":
         check_mlp(*sys.argv[2:5])

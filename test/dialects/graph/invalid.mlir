@@ -1035,3 +1035,51 @@ func.func @case107(%a: tensor<3x4xf32>, %i: tensor<3x1xi64>, %u: tensor<3x1xf32>
   %0 = graph.scatter_elements min %a, %i, %u : (tensor<3x4xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<4x3xf32>
   return
 }
+
+// -----
+
+func.func @case108(%a: tensor<3x4xf32>, %i: tensor<2x1xf32>, %u: tensor<2x4xf32>) {
+  // expected-error @+1 {{indices must be i32 or i64, got 'f32'}}
+  %0 = graph.scatter_nd none %a, %i, %u : (tensor<3x4xf32>, tensor<2x1xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case109(%a: tensor<3x4xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) {
+  // expected-error @+1 {{the last dimension of indices (3) must be in [1, 2]: each index tuple addresses that many data dimensions}}
+  %0 = graph.scatter_nd none %a, %i, %u : (tensor<3x4xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case110(%a: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) {
+  // expected-error @+1 {{updates must have shape 2x4 (the indices' shape without its last dimension, then the data's dimensions after the indexed ones), got 2x3}}
+  %0 = graph.scatter_nd add %a, %i, %u : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case111(%a: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf16>) {
+  // expected-error @+1 {{updates element type 'f16' differs from the data's 'f32'}}
+  %0 = graph.scatter_nd mul %a, %i, %u : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf16>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @case112(%a: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) {
+  // expected-error @+1 {{result shape}}
+  %0 = graph.scatter_nd max %a, %i, %u : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @case113(%a: tensor<f32>, %i: tensor<1xi64>, %u: tensor<f32>) {
+  // expected-error @+1 {{data and indices must have rank >= 1, got 0 and 1}}
+  %0 = graph.scatter_nd none %a, %i, %u : (tensor<f32>, tensor<1xi64>, tensor<f32>) -> tensor<f32>
+  return
+}

@@ -110,6 +110,8 @@ func.func @movement(%x: tensor<2x8x2304xf32>, %ids: tensor<2x8xi64>, %t: tensor<
   %18 = graph.scatter_elements max %x, %e, %13 {axis = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>, tensor<2x3x2304xf32>) -> tensor<2x8x2304xf32>
   // CHECK: graph.scatter_elements none %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>, tensor<2x3x2304xf32>) -> tensor<2x8x2304xf32>
   %19 = graph.scatter_elements none %x, %e, %13 : (tensor<2x8x2304xf32>, tensor<2x3x2304xi64>, tensor<2x3x2304xf32>) -> tensor<2x8x2304xf32>
+  // CHECK: graph.scatter_nd add %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x2304xf32>, tensor<3x2xi64>, tensor<3x2304xf32>) -> tensor<2x8x2304xf32>
+  %20 = graph.scatter_nd add %x, %nd2, %17 : (tensor<2x8x2304xf32>, tensor<3x2xi64>, tensor<3x2304xf32>) -> tensor<2x8x2304xf32>
   return
 }
 

@@ -617,6 +617,24 @@ save("bad_scatter_elements_shape", [
                      axis=1)],
     [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 2])],
     [vinfo("y", F, [2, 3])], opset=16)
+# ScatterND: a row overwritten per tuple (a negative index), elements added
+# and multiplied at tuples (one repeated).
+save("scatter_nd", [
+    helper.make_node("ScatterND", ["a", "p", "r"], ["n0"], name="put_rows"),
+    helper.make_node("ScatterND", ["a", "q", "w"], ["n1"], name="add_at",
+                     reduction="add"),
+    helper.make_node("ScatterND", ["a", "q", "w"], ["n2"], name="mul_at",
+                     reduction="mul"),
+], [vinfo("a", F, [3, 4]), vinfo("p", I64, [2, 1]), vinfo("r", F, [2, 4]),
+    vinfo("q", I64, [3, 2]), vinfo("w", F, [3])],
+   [vinfo("n0", F, [3, 4]), vinfo("n1", F, [3, 4]), vinfo("n2", F, [3, 4])],
+   opset=16)
+# ScatterND whose updates do not have indices.shape[:-1] + data.shape[k:]
+# (ONNX's shape inference passes it): the importer says so.
+save("bad_scatter_nd_shape", [
+    helper.make_node("ScatterND", ["a", "i", "u"], ["y"], name="put")],
+    [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 2])],
+    [vinfo("y", F, [2, 3])], opset=16)
 # Einsum between a weight and the loss (a contraction, then a diagonal):
 # training updates the weight through the ops it lowers into.
 save("einsum_train", [

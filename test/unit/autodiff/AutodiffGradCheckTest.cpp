@@ -496,6 +496,30 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
             {1, 3, 0});
 }
 
+// ScatterND with none (a row of the data overwritten by an update slice,
+// a negative index) and add (single elements, a repeated tuple).
+TEST(AutodiffGradCheck, ScatterND) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %w1 = graph.weight "w1" : tensor<4x4xf32>
+  %w2 = graph.weight "w2" : tensor<4x4xf32>
+  %w3 = graph.weight "w3" : tensor<4x4xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %u = graph.matmul %x, %w2 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %r = graph.slice %u {axes = array<i64: 0>, starts = array<i64: 0>, ends = array<i64: 2>, steps = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<2x4xf32>
+  %i = graph.constant dense<[[-1], [0]]> : tensor<2x1xi64>
+  %s = graph.scatter_nd none %h, %i, %r : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  %j = graph.constant dense<[[1, 3], [0, 0], [1, 3]]> : tensor<3x2xi64>
+  %v = graph.slice %u {axes = array<i64: 1>, starts = array<i64: 1>, ends = array<i64: 2>, steps = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<3x1xf32>
+  %v1 = graph.reshape %v : (tensor<3x1xf32>) -> tensor<3xf32>
+  %a = graph.scatter_nd add %s, %j, %v1 : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3xf32>) -> tensor<3x4xf32>
+  %y = graph.matmul %a, %w3 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+)mlir",
+            {1, 3, 0});
+}
+
 // Edge, reflect and wrap padding: each folds its border back into the
 // input; reflect and edge on two axes at once, wrap up to the full axis.
 TEST(AutodiffGradCheck, BorderPads) {

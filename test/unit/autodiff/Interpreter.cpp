@@ -65,6 +65,27 @@ static double at(const Tensor &t, const std::vector<int64_t> &out) {
   return t.data[i];
 }
 
+/// `d` combined with the update `u` as a scatter with `reduction` does.
+static void combine(g::ScatterReduction reduction, double &d, double u) {
+  switch (reduction) {
+  case g::ScatterReduction::None:
+    d = u;
+    break;
+  case g::ScatterReduction::Add:
+    d += u;
+    break;
+  case g::ScatterReduction::Mul:
+    d *= u;
+    break;
+  case g::ScatterReduction::Max:
+    d = std::max(d, u);
+    break;
+  case g::ScatterReduction::Min:
+    d = std::min(d, u);
+    break;
+  }
+}
+
 template <typename F> static Tensor map(Type type, F f) {
   Tensor r = zerosOf(type);
   for (int64_t i = 0; i < r.size(); ++i)
@@ -570,24 +591,28 @@ bool Runner::run(Operation *op) {
           std::vector<int64_t> c = unravelIndex(i, u.shape);
           int64_t k = (int64_t)ix.data[i];
           c[axis] = k < 0 ? k + y.shape[axis] : k;
-          double &d = y.data[ravelIndex(c, y.shape)];
-          switch (sc.getReduction()) {
-          case g::ScatterReduction::None:
-            d = u.data[i];
-            break;
-          case g::ScatterReduction::Add:
-            d += u.data[i];
-            break;
-          case g::ScatterReduction::Mul:
-            d *= u.data[i];
-            break;
-          case g::ScatterReduction::Max:
-            d = std::max(d, u.data[i]);
-            break;
-          case g::ScatterReduction::Min:
-            d = std::min(d, u.data[i]);
-            break;
+          combine(sc.getReduction(), y.data[ravelIndex(c, y.shape)], u.data[i]);
+        }
+        set(y);
+        return true;
+      })
+      .Case<g::ScatterNDOp>([&](g::ScatterNDOp sc) {
+        const Tensor &ix = get(sc.getIndices()), &u = get(sc.getUpdates());
+        Tensor y = get(sc.getData());
+        int64_t k = ix.shape.back(), inner = 1;
+        for (size_t d = k; d < y.shape.size(); ++d)
+          inner *= y.shape[d];
+        for (int64_t i = 0; i < u.size(); ++i) {
+          int64_t q = i / inner, r = i % inner;
+          std::vector<int64_t> c(y.shape.size());
+          for (int64_t j = 0; j < k; ++j) {
+            int64_t v = (int64_t)ix.data[q * k + j];
+            c[j] = v < 0 ? v + y.shape[j] : v;
           }
+          std::vector<int64_t> tail = unravelIndex(
+              r, std::vector<int64_t>(y.shape.begin() + k, y.shape.end()));
+          std::copy(tail.begin(), tail.end(), c.begin() + k);
+          combine(sc.getReduction(), y.data[ravelIndex(c, y.shape)], u.data[i]);
         }
         set(y);
         return true;
