@@ -127,7 +127,11 @@ inline const LlmRow kLlmRows[] = {
     {S::Torchtitan, "2024-12", "llama3-8b", 8, 16, 2, 8192, 1, 1, 1, 1, 1, true, true, R::Selective, 8532, 76.8},
     {S::Torchtitan, "2024-12", "llama3-8b", 128, 256, 2, 8192, 1, 1, 1, 1, 1, true, true, R::Selective, 8380, 61.8},
     {S::Torchtitan, "2024-12", "llama3-70b", 256, 512, 16, 8192, 8, 1, 1, 1, 1, true, true, R::Full, 829, 71.9},
-    {S::Torchtitan, "2024-12", "llama3.1-405b", 512, 256, 1, 8192, 8, 8, 1, 1, 1, true, true, R::Full, 100, 82.5},
+    // Table 5 states local batch 32 and no micro-batch count: torchtitan's
+    // --experimental.pipeline_parallel_microbatches defaults to the number
+    // of pipeline stages (8), so 8 micro-batches of 4 (its Interleaved 1F1B
+    // row, 128 TPS, is 1.28x faster: (1 + 7/8) / (1 + 7/16) = 1.30).
+    {S::Torchtitan, "2024-12", "llama3.1-405b", 512, 256, 4, 8192, 8, 8, 1, 1, 1, true, true, R::Full, 100, 82.5},
     {S::AutoModel, "26.04", "llama3-70b", 64, 128, 1, 8192, 1, 1, 2, 1, 1, true, false, R::None, 866.77},
 };
 #undef DGXC

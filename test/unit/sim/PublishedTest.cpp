@@ -61,4 +61,22 @@ TEST(PublishedH100, PlansFollowMegatronCore) {
   EXPECT_EQ(p.zero, 1u);
 }
 
+TEST(PublishedH100, TorchtitanPipelineRunsStagesMicrobatches) {
+  // torchtitan splits a rank's local batch into as many micro-batches as
+  // there are pipeline stages unless told otherwise: 405B's local batch of
+  // 32 on PP 8 runs 8 micro-batches of 4, so 1F1B's bubble is 7/8.
+  const LlmRow *row = nullptr;
+  for (const LlmRow &r : kLlmRows)
+    if (r.source == Source::Torchtitan && r.pp > 1)
+      row = &r;
+  ASSERT_NE(row, nullptr);
+  auto ps = runLlmRow(*row);
+  ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+  EXPECT_EQ(ps->plan.numMicrobatches, 8u);
+  EXPECT_EQ(ps->plan.mbs, 4u);
+  double err =
+      (predictedTokens(*row, ps->result) - row->published) / row->published;
+  EXPECT_LE(std::fabs(err), 0.10);
+}
+
 } // namespace
