@@ -466,9 +466,10 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
           full || (x.recompute == Recompute::Selective && op.selective);
       if (again) {
         double fc = full ? commF : 0;
-        r.recompute += f + fc;
+        double share = full ? 1 : op.selectiveShare;
+        r.recompute += f * share + fc;
         r.bwdComm += full ? hideF : 0;
-        r.flops += op.fwd.flops * scale;
+        r.flops += op.fwd.flops * scale * share;
         if (full) {
           tpSent += sent(arF);
           for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
@@ -569,6 +570,8 @@ static double savedShare(const OpDesc &op, const MemoryConfig &cfg,
   if (op.expert)
     k *= std::max(1.0, cfg.expertImbalance);
   bool split = replicatedPart ? cfg.sp : op.tp == TpMode::Split;
+  if (replicatedPart && op.tp == TpMode::Split && cfg.spKeepsGatheredInputs)
+    split = false;
   return split ? k / tp : k;
 }
 
@@ -578,8 +581,10 @@ static double layerSaved(const LayerDesc &l, const MemoryConfig &cfg,
                          bool skipSelective, bool onlyWeighted) {
   double b = 0;
   for (const OpDesc &op : l.ops) {
-    if (skipSelective && op.selective)
+    if (skipSelective && op.selective) {
+      b += op.selectiveSavedBytes * savedShare(op, cfg, op.tp != TpMode::Split);
       continue;
+    }
     if (onlyWeighted && op.params <= 0)
       continue;
     b += op.savedBytes * savedShare(op, cfg, false) +
@@ -637,7 +642,12 @@ double backwardWorkingBytes(const ModelDesc &model, unsigned begin,
       w += layerSaved(l, cfg, false, false);
     else if (cfg.recompute == Recompute::Selective)
       w += layerSaved(l, cfg, false, false) - layerSaved(l, cfg, true, false);
-    work = std::max(work, w);
+    double opWork = 0;
+    for (const OpDesc &op : l.ops)
+      opWork =
+          std::max(opWork, op.bwdWorkingBytes *
+                               savedShare(op, cfg, op.tp != TpMode::Split));
+    work = std::max(work, w + opWork);
   }
   return work * mbs;
 }

@@ -253,6 +253,17 @@ struct MemoryConfig {
   /// Bytes per gradient element in the DP sync (0: the gradient dtype;
   /// Megatron-LM all-reduces fp32 main gradients, 4).
   double gradSyncBytes = 0;
+  /// ZeRO-3 under pipeline parallelism keeps a stage's gathered weights and
+  /// its unsharded gradient sum (in the gradient-sync dtype) from the first
+  /// micro-batch to the last, and reduce-scatters once (torchtitan: FSDP2
+  /// with reshard_after_forward=False under PP, and PyTorch's pipeline
+  /// stages turn gradient sync off for all but the last micro-batch).
+  bool unshardedAcrossMicrobatches = false;
+  /// Sequence parallelism whose column-parallel matmuls keep the input they
+  /// were given, all-gathered over TP (PyTorch's SequenceParallel plans in
+  /// torchtitan), instead of the sequence shard (Megatron re-gathers it in
+  /// the backward).
+  bool spKeepsGatheredInputs = false;
   /// What lives off the device: staticMemory then holds only what stays.
   Offload offload;
 };
@@ -262,8 +273,11 @@ struct MemoryBreakdown {
   double grads = 0;
   double optimizer = 0;
   double weightStash = 0; ///< extra weight versions
+  /// ZeRO-3's unsharded buffers: gathered weights, unsharded gradients and
+  /// the reduce-scatter input (PipelineCosts sets them).
+  double gatherBuffers = 0;
   double staticBytes() const {
-    return weights + grads + optimizer + weightStash;
+    return weights + grads + optimizer + weightStash + gatherBuffers;
   }
 };
 

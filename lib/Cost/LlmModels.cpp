@@ -145,6 +145,98 @@ static void addAttention(LayerDesc &l, const LlmConfig &cfg) {
   l.ops.push_back(o);
 }
 
+/// torchtitan's per-op selective checkpointing of one dense block
+/// (torchtitan/parallelisms/parallelize_llama.py, `_save_list` and
+/// `_custom_policy`): the matmuls count 1, 2, 3, ... in forward order (wq,
+/// wk, wv, wo, w1, w3, w2) and the odd ones keep their outputs; the fused
+/// attention keeps its output and log-sum-exp; every other op is
+/// recomputed from the block's input, which the checkpoint keeps. Here:
+/// wk (of the qkv op), wo, w3 (half of the gated up op) and the norms,
+/// RoPE, the first residual and the activation re-run; the second residual
+/// does not (non-reentrant checkpointing stops once the tensors the
+/// backward needs are recomputed).
+static void applyEveryOtherMatmulSac(LayerDesc &l, const LlmConfig &cfg) {
+  const double e = cluster::dtypeBytes(cfg.dtype);
+  const double s = cfg.seqLen, h = cfg.hidden, d = cfg.headWidth();
+  const double a = cfg.heads, kv = cfg.kvHeads, f = cfg.ffnHidden;
+  // Forward-order matmul widths; odd positions (1-based) are saved.
+  struct Mm {
+    const char *op;
+    double width;
+  };
+  SmallVector<Mm, 8> mms = {
+      {"qkv", a * d}, {"qkv", kv * d}, {"qkv", kv * d}, {"o_proj", h}};
+  mms.push_back({"ffn_up", f});
+  if (cfg.gatedFfn)
+    mms.push_back({"ffn_up", f});
+  mms.push_back({"ffn_down", h});
+  for (OpDesc &op : l.ops) {
+    if (op.name == "residual2")
+      continue;
+    op.selective = true;
+    op.selectiveShare = 1;
+    op.selectiveSavedBytes = 0;
+    if (op.name == "attn_norm") // its input: the block's, kept
+      op.selectiveSavedBytes = s * h * e;
+    if (op.name == "attention") { // output and log-sum-exp
+      op.selectiveShare = 0;
+      op.selectiveSavedBytes = s * a * d * e + a * s * 4;
+    }
+    double total = 0, again = 0, kept = 0;
+    for (unsigned i = 0; i < mms.size(); ++i) {
+      if (op.name != mms[i].op)
+        continue;
+      total += mms[i].width;
+      (i % 2 == 0 ? kept : again) += mms[i].width;
+    }
+    if (total > 0) {
+      op.selectiveShare = again / total;
+      op.selectiveSavedBytes = s * kept * e;
+    }
+  }
+}
+
+/// Memory traffic of torchtitan's eager ops (torchtitan/models/llama/
+/// model.py, 2024-12), per element, with storage in \p e bytes and the math
+/// in fp32. RMSNorm: x.float(), pow, mean, x * rsqrt, type_as, * weight
+/// (reads 2e + 16, writes 2e + 12); its autograd backward re-reads and
+/// writes each fp32 intermediate (reads 4e + 36, writes 2e + 28).
+static void eagerNorm(OpDesc &op, double n, double e) {
+  op.fwd.bytesRead = (2 * e + 16) * n;
+  op.fwd.bytesWritten = (2 * e + 12) * n;
+  op.bwdInput.bytesRead = (4 * e + 36) * n;
+  op.bwdInput.bytesWritten = (2 * e + 28) * n;
+}
+
+/// The eager forms of a block's elementwise ops (LlmConfig::eagerElementwise).
+static void applyEagerElementwise(LayerDesc &l, const LlmConfig &cfg) {
+  const double e = cluster::dtypeBytes(cfg.dtype);
+  const double s = cfg.seqLen, h = cfg.hidden, d = cfg.headWidth();
+  const double a = cfg.heads, kv = cfg.kvHeads, f = cfg.ffnHidden;
+  for (OpDesc &op : l.ops) {
+    if (op.name == "attn_norm" || op.name == "ffn_norm") {
+      eagerNorm(op, s * h, e);
+    } else if (op.name == "rope") {
+      // view_as_complex(x.float()) * freqs, view_as_real, type_as: reads
+      // e + 8, writes 8 + e per element of Q and K, the same backward; then
+      // repeat_kv copies K and V to every query head (a backward sums them).
+      double n = s * (a + kv) * d, rep = 2 * s * d * e;
+      op.fwd.bytesRead = (e + 8) * n + rep * kv;
+      op.fwd.bytesWritten = (e + 8) * n + rep * a;
+      op.bwdInput.bytesRead = (e + 8) * n + rep * a;
+      op.bwdInput.bytesWritten = (e + 8) * n + rep * kv;
+    } else if (op.name == "ffn_act" && cfg.gatedFfn) {
+      // silu(w1 x) * w3 x: silu, then mul (reads 3e, writes 2e); backward:
+      // the mul's two products and silu's backward (reads 6e, writes 3e).
+      double n = s * f;
+      op.fwd.bytesRead = 3 * e * n;
+      op.fwd.bytesWritten = 2 * e * n;
+      op.bwdInput.bytesRead = 6 * e * n;
+      op.bwdInput.bytesWritten = 3 * e * n;
+    }
+  }
+}
+
 LayerDesc llmBlock(const LlmConfig &cfg, unsigned index) {
   const DType dt = cfg.dtype;
   const double e = cluster::dtypeBytes(dt);
@@ -183,6 +275,10 @@ LayerDesc llmBlock(const LlmConfig &cfg, unsigned index) {
              FfnInput::Shared, 1);
   }
   l.ops.push_back(tpReplicated(elementwiseOp("residual2", dt, s * h, 2, 1), 0));
+  if (cfg.sacEveryOtherMatmul && !cfg.mla() && !cfg.moeLayer(index))
+    applyEveryOtherMatmulSac(l, cfg);
+  if (cfg.eagerElementwise && !cfg.mla() && !cfg.moeLayer(index))
+    applyEagerElementwise(l, cfg);
   return l;
 }
 
@@ -202,6 +298,20 @@ ModelDesc buildLlm(const LlmConfig &cfg) {
   m.layers.push_back(lmHeadLayer(rmsNorm("final_norm", dt, s, h, sh),
                                  "lm_head", dt, s, v, h,
                                  cfg.tiedEmbeddings ? 0 : -1));
+  if (cfg.eagerElementwise)
+    eagerNorm(m.layers.back().ops.front(), s * h, cluster::dtypeBytes(dt));
+  if (cfg.fp32Loss) {
+    // cast to fp32 (read e, write 4), log-softmax (two reads, one write),
+    // NLL; backward: the NLL gradient (written), log-softmax's backward
+    // (reads it and the saved output, writes its input's gradient), the
+    // cast back (reads 4, writes e). Per logit.
+    OpDesc &loss = m.layers.back().ops.back();
+    const double n = s * v, e = cluster::dtypeBytes(dt);
+    loss.fwd = {6 * n, (e + 12) * n, 8 * n};
+    loss.bwdInput = {2 * n, 12 * n, (8 + e) * n};
+    loss.savedBytes = 4 * n;
+    loss.bwdWorkingBytes = (cfg.vocabParallelLoss ? 12 : 8) * n;
+  }
   return m;
 }
 

@@ -43,6 +43,27 @@ struct LlmConfig {
   /// scores / softmax / context ops with s^2 activations.
   bool fusedAttention = true;
   DType dtype = DType::BF16;
+  /// Selective recomputation by torchtitan's per-op policy (its
+  /// `selective_ac_option = "op"`): within each block the outputs of every
+  /// other matmul (the 1st, 3rd, ... in forward order) and of the fused
+  /// attention are saved, the rest of the block re-runs from its input.
+  /// Dense GQA blocks only; false: Megatron's selective recomputation (the
+  /// attention core, nothing with fused attention).
+  bool sacEveryOtherMatmul = false;
+  /// The loss runs on an fp32 copy of the logits (torchtitan:
+  /// `cross_entropy(pred.float(), ...)`): the log-softmax output is saved in
+  /// fp32, and its backward holds the fp32 gradient of that output and of
+  /// its input besides it.
+  bool fp32Loss = false;
+  /// With fp32Loss under TP: PyTorch's loss_parallel (DTensor's decomposed
+  /// vocab-parallel log-softmax and NLL), whose backward computes
+  /// (zeros + exp(x)) * grad in fp32: three temporaries, not two.
+  bool vocabParallelLoss = false;
+  /// Norms, RoPE (with the repeat of the K/V heads) and the gated activation
+  /// run as eager PyTorch's unfused kernels, as torchtitan's code writes
+  /// them without torch.compile: fp32 round trips and one pass over memory
+  /// per op (LlmModels.cpp counts the bytes).
+  bool eagerElementwise = false;
 
   /// Mixture of experts: 0 experts is a dense model.
   unsigned experts = 0;

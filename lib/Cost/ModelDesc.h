@@ -65,6 +65,16 @@ struct OpDesc {
   /// Under selective recomputation the op's saved bytes are dropped and its
   /// forward is re-run during backward (attention core, Korthikanti et al.).
   bool selective = false;
+  /// What a selective policy that keeps some outputs instead (torchtitan's
+  /// per-op one) re-runs and keeps: the share of the forward re-run during
+  /// backward (1: all of it) and the bytes per sample still saved (split
+  /// over TP like savedBytes for split ops, like savedReplicatedBytes for
+  /// replicated ones).
+  double selectiveShare = 1;
+  double selectiveSavedBytes = 0;
+  /// Bytes per sample the backward holds besides the saved bytes while it
+  /// runs (an fp32 loss: the gradient of its log-softmax and its input).
+  double bwdWorkingBytes = 0;
   TpMode tp = TpMode::Split;
   /// Bytes all-reduced over the TP group after the forward / backward-input
   /// phase, per sample (Megatron's g and f operators). Under sequence

@@ -154,6 +154,11 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   MemoryConfig mem = memoryConfig(p, memoryBase);
   double elem = mem.mixedPrecision ? 2 : 4;
   double syncElem = mem.gradSyncBytes > 0 ? mem.gradSyncBytes : elem;
+  // ZeRO-3 under PP that keeps the unsharded weights and gradient sum
+  // over the step (MemoryConfig::unshardedAcrossMicrobatches).
+  const bool keepUnsharded = p.zero >= 3 && p.pp > 1 &&
+                             mem.unshardedAcrossMicrobatches &&
+                             !p.offload.any();
   std::vector<RankOffload> offload;
   if (p.offload.any() && !p.replicated())
     offload = placeOffload(p, model, c, mem);
@@ -170,11 +175,11 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     // only this rank's shard of the sum is added to. With the optimizer
     // offloaded the sum lives in host memory (ZeRO-Offload accumulates
     // each micro-batch's gradient there, after its copy down).
+    const bool sumSharded = p.zero >= 2 && !keepUnsharded;
     x.gradSumBytes =
         p.offload.optimizer
             ? 0
-            : syncElem / (p.zero >= 2 ? static_cast<double>(p.dp) * p.cp
-                                      : 1.0);
+            : syncElem / (sumSharded ? static_cast<double>(p.dp) * p.cp : 1.0);
     RangeTimes worst;
     for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
       RangeTimes t =
@@ -276,7 +281,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     // ZeRO-2/3 reduce-scatter every micro-batch's gradient (DeepSpeed's
     // stages 2 and 3 under gradient accumulation, and dist-partition's
     // programs), ZeRO-1 the step's sum once.
-    const double scatters = p.zero >= 2 ? p.numMicrobatches : 1;
+    const double scatters =
+        p.zero >= 2 && !keepUnsharded ? p.numMicrobatches : 1;
     auto addSync = [&](double gradBytes, const GroupShape &g) {
       if (p.zero == 0) {
         CommCost ar = CostModel::collective(Collective::AllReduce, gradBytes, g);
@@ -420,6 +426,22 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       m.dp = p.replicasOf(r);
     m.weightVersions = l < weightVersions.size() ? weightVersions[l] : 1;
     dc.staticMemory = staticMemory(params, m);
+    if (p.zero >= 3 && !p.offload.params) {
+      // FSDP's unsharded buffers. Layer by layer: the weights of the layer
+      // running and of the next one, gathered ahead (forward and backward
+      // prefetch), and in the backward the layer's unsharded gradient and
+      // the reduce-scatter input in the sync dtype (FSDP2's foreach_reduce
+      // copies the gradients into it, cast to reduce_dtype). Kept over the
+      // step: the stage's weights and its gradient sum, unsharded.
+      double largest = 0;
+      for (const LayerRange &range : chunks)
+        for (unsigned li = range.begin; li < range.end; ++li)
+          largest = std::max(largest,
+                             paramSplit(model, li, li + 1, p.tp, p.ep).total());
+      dc.staticMemory.gatherBuffers = keepUnsharded
+                                          ? params.total() * (elem + syncElem)
+                                          : largest * (3 * elem + syncElem);
+    }
     if (!offload.empty())
       work += offloadWindow(p, model, chunks, mem);
     dc.workingBytes = work;

@@ -65,6 +65,8 @@ const MemoryPart kParts[] = {
     {"optimizer state", "#59a14f", nullptr, &cost::MemoryBreakdown::optimizer},
     {"stashed weight versions", "#b07aa1", nullptr,
      &cost::MemoryBreakdown::weightStash},
+    {"ZeRO-3 gather buffers", "#76b7b2", nullptr,
+     &cost::MemoryBreakdown::gatherBuffers},
     {"activations", "#e15759", &schedule::PeakMemory::activations, nullptr},
     {"activation stash (B to W)", "#ff9da7",
      &schedule::PeakMemory::activationStash, nullptr},

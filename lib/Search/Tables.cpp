@@ -53,7 +53,8 @@ static std::string costKey(const cost::LayerDesc &l) {
           double(op.tiedLayer), op.savedBytes, op.savedReplicatedBytes,
           double(op.selective), double(op.tp), op.tpAllReduceFwdBytes,
           op.tpAllReduceBwdBytes, double(op.kernels), double(op.expert),
-          op.epAllToAllBytes, op.cpKvBytes})
+          op.epAllToAllBytes, op.cpKvBytes, op.selectiveShare,
+          op.selectiveSavedBytes, op.bwdWorkingBytes})
       add(v);
   }
   return k;

@@ -231,6 +231,7 @@ json::Value toJSON(const PlanReport &r) {
                                  {"grads", m.fixed.grads},
                                  {"optimizer", m.fixed.optimizer},
                                  {"weight_stash", m.fixed.weightStash},
+                                 {"gather_buffers", m.fixed.gatherBuffers},
                                  {"activations", m.activations},
                                  {"activation_stash", m.activationStash},
                                  {"working", m.working}});

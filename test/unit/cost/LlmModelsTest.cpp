@@ -286,3 +286,104 @@ TEST(ExpertParallel, AllToAllAndLoadImbalance) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(TorchtitanBlocks, EveryOtherMatmulSacRecomputesWkWoW3) {
+  // torchtitan's per-op policy on a LLaMA-3 8B block: of wq, wk, wv, wo,
+  // w1, w3, w2 the even ones (wk, wo, w3) re-run in the backward; the
+  // outputs of wq, wv, w1, w2 and the attention stay, with the block's
+  // input.
+  LlmConfig c = llama3_8b();
+  c.sacEveryOtherMatmul = true;
+  LayerDesc l = llmBlock(c, 0);
+  const double s = c.seqLen, h = c.hidden, d = c.headWidth(), f = c.ffnHidden;
+  const double a = c.heads, kv = c.kvHeads;
+  double mmAgain = 0, mmAll = 0, kept = 0;
+  for (const OpDesc &op : l.ops) {
+    if (op.cls == OpClass::MatMul) {
+      mmAll += op.fwd.flops;
+      mmAgain += op.fwd.flops * op.selectiveShare;
+    }
+    if (op.selective)
+      kept += op.selectiveSavedBytes;
+  }
+  double wk = 2 * s * h * kv * d, wo = 2 * s * a * d * h, w3 = 2 * s * h * f;
+  EXPECT_NEAR(mmAgain, wk + wo + w3, 1e-9 * mmAll);
+  // x, wq, wv, attention output (+ fp32 log-sum-exp), w1, w2: bf16.
+  double bytes = 2 * s * (h + a * d + kv * d + a * d + f + h) + 4 * a * s;
+  EXPECT_NEAR(kept, bytes, 1e-9 * bytes);
+  // Under selective recomputation the block keeps those bytes and re-runs
+  // the rest: less memory than keeping everything, more than full.
+  ModelDesc m;
+  m.layers.push_back(l);
+  MemoryConfig none, sel, full;
+  sel.recompute = Recompute::Selective;
+  full.recompute = Recompute::Full;
+  EXPECT_NEAR(activationBytes(m, 0, 1, 1, sel), bytes, 1e-9 * bytes);
+  EXPECT_LT(activationBytes(m, 0, 1, 1, sel),
+            activationBytes(m, 0, 1, 1, none));
+  CostModel cm;
+  ExecConfig x;
+  x.recompute = Recompute::Selective;
+  RangeTimes t = cm.rangeTimes(m, 0, 1, device(), x);
+  EXPECT_GT(t.recompute, 0);
+  EXPECT_NEAR(
+      t.flops - t.modelFlops,
+      mmAgain +
+          [&] {
+            double other = 0;
+            for (const OpDesc &op : l.ops)
+              if (op.cls != OpClass::MatMul && op.selective)
+                other += op.fwd.flops * op.selectiveShare;
+            return other;
+          }(),
+      1e-9 * t.flops);
+  // Megatron's selective recomputation has nothing to drop with fused
+  // attention.
+  LayerDesc plain = llmBlock(llama3_8b(), 0);
+  for (const OpDesc &op : plain.ops)
+    EXPECT_FALSE(op.selective) << op.name;
+}
+
+TEST(TorchtitanBlocks, Fp32LossKeepsFp32LogSoftmaxAndItsGradients) {
+  LlmConfig c = llama3_8b();
+  c.fp32Loss = true;
+  ModelDesc m = buildLlm(c);
+  const OpDesc &loss = m.layers.back().ops.back();
+  double n = c.seqLen * c.vocab;
+  EXPECT_DOUBLE_EQ(loss.savedBytes, 4 * n);
+  EXPECT_DOUBLE_EQ(loss.bwdWorkingBytes, 8 * n);
+  MemoryConfig mem;
+  unsigned head = m.layers.size() - 1;
+  EXPECT_GE(backwardWorkingBytes(m, head, head + 1, 1, mem), 8 * n);
+  c.vocabParallelLoss = true;
+  EXPECT_DOUBLE_EQ(buildLlm(c).layers.back().ops.back().bwdWorkingBytes,
+                   12 * n);
+}
+
+TEST(TorchtitanBlocks, EagerElementwiseMovesMoreBytes) {
+  // Eager RMSNorm: x.float(), pow, mean, mul, type_as, * weight: 20 bytes
+  // read and 16 written per bf16 element (a fused kernel: 2 and 2).
+  LlmConfig c = llama3_8b();
+  LayerDesc fused = llmBlock(c, 0);
+  c.eagerElementwise = true;
+  LayerDesc eager = llmBlock(c, 0);
+  ASSERT_EQ(fused.ops.size(), eager.ops.size());
+  double n = c.seqLen * c.hidden;
+  for (unsigned i = 0; i < eager.ops.size(); ++i) {
+    const OpDesc &a = fused.ops[i], &b = eager.ops[i];
+    EXPECT_EQ(a.fwd.flops, b.fwd.flops) << a.name;
+    if (b.name == "attn_norm") {
+      EXPECT_DOUBLE_EQ(b.fwd.bytesRead, 20 * n);
+      EXPECT_DOUBLE_EQ(b.fwd.bytesWritten, 16 * n);
+    }
+    if (b.name == "attn_norm" || b.name == "ffn_norm" || b.name == "rope" ||
+        b.name == "ffn_act")
+      EXPECT_GT(b.bwdInput.bytesRead, a.bwdInput.bytesRead) << a.name;
+    else
+      EXPECT_EQ(a.bwdInput.bytesRead, b.bwdInput.bytesRead) << a.name;
+  }
+}
+
+} // namespace

@@ -61,4 +61,76 @@ TEST(PublishedH100, PlansFollowMegatronCore) {
   EXPECT_EQ(p.zero, 1u);
 }
 
+TEST(PublishedH100, TorchtitanPipelineRunsStagesMicrobatches) {
+  // torchtitan splits a rank's local batch into as many micro-batches as
+  // there are pipeline stages unless told otherwise: 405B's local batch of
+  // 32 on PP 8 runs 8 micro-batches of 4, so 1F1B's bubble is 7/8.
+  const LlmRow *row = nullptr;
+  for (const LlmRow &r : kLlmRows)
+    if (r.source == Source::Torchtitan && r.pp > 1)
+      row = &r;
+  ASSERT_NE(row, nullptr);
+  auto ps = runLlmRow(*row);
+  ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+  EXPECT_EQ(ps->plan.numMicrobatches, 8u);
+  EXPECT_EQ(ps->plan.mbs, 4u);
+  double err =
+      (predictedTokens(*row, ps->result) - row->published) / row->published;
+  EXPECT_LE(std::fabs(err), 0.10);
+}
+
+TEST(PublishedH100, TorchtitanWithinElevenPercent) {
+  // Predictions (nothing fitted on them): torchtitan's rows as its code
+  // runs them (PublishedRows.h llmOf / memoryOf / clusterOf). Their memory
+  // is live bytes against the published peak reserved, so under it.
+  double sumAbs = 0;
+  unsigned n = 0;
+  for (const LlmRow &r : kLlmRows) {
+    if (r.source != Source::Torchtitan)
+      continue;
+    auto ps = runLlmRow(r);
+    ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+    double err = (predictedTokens(r, ps->result) - r.published) / r.published;
+    EXPECT_LE(std::fabs(err), 0.11) << r.model << " on " << r.gpus;
+    double peak = 0;
+    for (double b : ps->result.peakMemoryBytes)
+      peak = std::max(peak, b);
+    double memErr = (peak / 1073741824.0 - r.memGiB) / r.memGiB;
+    EXPECT_LE(memErr, 0.0) << r.model << " on " << r.gpus;
+    EXPECT_GE(memErr, -0.25) << r.model << " on " << r.gpus;
+    sumAbs += std::fabs(err);
+    ++n;
+  }
+  ASSERT_EQ(n, 6u);
+  EXPECT_LE(sumAbs / n, 0.05);
+}
+
+TEST(PublishedH100, TorchtitanFsdpBuffers) {
+  // FSDP2's unsharded buffers: without PP, two blocks' bf16 weights (the one
+  // running and the one prefetched), one block's bf16 gradient and its fp32
+  // reduce-scatter input, for the largest unit (the LM head here); under PP
+  // the stage's weights and fp32 gradient sum stay unsharded all step.
+  for (const LlmRow &r : kLlmRows) {
+    if (r.source != Source::Torchtitan)
+      continue;
+    auto ps = runLlmRow(r);
+    ASSERT_TRUE(static_cast<bool>(ps)) << llvm::toString(ps.takeError());
+    const cost::ModelDesc m = cost::buildLlm(llmOf(r));
+    const schedule::Plan &p = ps->plan;
+    for (unsigned d = 0; d < ps->costs.devices.size(); ++d) {
+      const schedule::StageCost &st = ps->costs.stage(d, 0);
+      double all = cost::paramSplit(m, st.layerBegin, st.layerEnd, p.tp, 1)
+                       .total(),
+             largest = 0;
+      for (unsigned l = st.layerBegin; l < st.layerEnd; ++l)
+        largest =
+            std::max(largest, cost::paramSplit(m, l, l + 1, p.tp, 1).total());
+      double want = p.pp > 1 ? all * (2 + 4) : largest * (3 * 2 + 4);
+      EXPECT_NEAR(ps->costs.devices[d].staticMemory.gatherBuffers, want,
+                  1e-9 * want)
+          << r.model << " rank " << d;
+    }
+  }
+}
+
 } // namespace
