@@ -34,6 +34,7 @@ measurements.
 """
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -72,9 +73,7 @@ if not os.path.exists(work + "/training_model.onnx"):
     # torch.onnx stores parameters with equal values once (at random
     # initialization every zero bias and every unit norm weight) and names
     # the others by Identity nodes; they are separate parameters, as
-    # DistOpt trains them, so each gets its own copy here. Every float
-    # initializer is trained (the untied head is exported as
-    # onnx::MatMul_N).
+    # DistOpt trains them, so each gets its own copy here.
     inits = {i.name: i for i in model.graph.initializer}
     kept = []
     for node in model.graph.node:
@@ -87,8 +86,11 @@ if not os.path.exists(work + "/training_model.onnx"):
             kept.append(node)
     del model.graph.node[:]
     model.graph.node.extend(kept)
+    # The parameters: every float initializer of rank 1 or more (the untied
+    # head is exported as onnx::MatMul_N; the scalars are the exporter's
+    # constants, such as GELU's exponent).
     params = [i.name for i in model.graph.initializer
-              if i.data_type == onnx.TensorProto.FLOAT]
+              if i.data_type == onnx.TensorProto.FLOAT and len(i.dims) >= 1]
     artifacts.generate_artifacts(
         model, requires_grad=params, frozen_params=[],
         loss=artifacts.LossType.CrossEntropyLoss,
@@ -112,6 +114,7 @@ for _ in range(steps + 1):
     module.lazy_reset_grad()
     times.append(time.perf_counter() - t0)
     losses.append(float(loss))
+print("ort-parameters", sum(p.data.size for _, p in state.parameters if p.requires_grad))
 print("ort", statistics.median(times[1:]), " ".join("%.6f" % l for l in losses))
 """
 
@@ -187,8 +190,13 @@ def main():
     exe = os.path.join(work, "gpt_train.bin")
     train = ("loss=softmax-cross-entropy:labels optimizer=adamw lr={lr} beta1={beta1} "
              "beta2={beta2} epsilon={epsilon} weight-decay={weight_decay}").format(**ADAMW)
-    subprocess.run([os.path.join(args.build, "bin", "dist-compile"), path,
-                    f"--train={train}", "-o", exe], check=True)
+    p = subprocess.run([os.path.join(args.build, "bin", "dist-compile"), path,
+                        f"--train={train}", "-o", exe], capture_output=True, text=True)
+    sys.stderr.write(p.stderr)
+    if p.returncode != 0:
+        sys.exit("dist-compile failed")
+    # "dist-compile: gpt_train: training 149 tensor(s), 97737216 parameter(s)"
+    dist_params = int(re.search(r"training \d+ tensor\(s\), (\d+) parameter", p.stderr)[1])
     gemm_src = os.path.join(work, "gemm_rate.cpp")
     with open(gemm_src, "w") as f:
         f.write(GEMM)
@@ -213,6 +221,11 @@ def main():
                                                               "epsilon", "weight_decay")],
                                    capture_output=True, text=True)
                 if p.returncode == 0:
+                    trained = [int(l.split()[1]) for l in p.stdout.splitlines()
+                               if l.startswith("ort-parameters ")][0]
+                    if trained != dist_params:
+                        sys.exit(f"onnxruntime-training trains {trained} parameters, "
+                                 f"DistOpt {dist_params}: not the same training")
                     line = [l for l in p.stdout.splitlines() if l.startswith("ort ")][0].split()
                     res[t]["ort"].append(float(line[1]))
                     losses["ort"] = [float(x) for x in line[2:]]
