@@ -14,6 +14,7 @@
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
+#include "lib/Schedule/Plan.h"
 #include "lib/Schedule/RankLayout.h"
 #include "passes/Distribute/TokenSplit.h"
 
@@ -91,6 +92,16 @@ struct ContextParallelPass
                              : std::string(" with per-stage replicas"))
           << "; context parallelism executes with data and pipeline "
              "parallelism (dp x cp x pp) yet: plan tp = 1 and dp replicas";
+      return signalPassFailure();
+    }
+    if (schedule::isAsync(plan.getSchedule())) {
+      emitError(module.getLoc())
+          << "dist-context-parallel: the plan has cp = " << layout.cp
+          << " under the asynchronous schedule \""
+          << schedule::scheduleName(plan.getSchedule())
+          << "\"; context parallelism executes under the synchronous "
+             "schedules yet: plan gpipe, 1f1b, interleaved or a zero-bubble "
+             "one";
       return signalPassFailure();
     }
     if (plan.getZero() != 0) {

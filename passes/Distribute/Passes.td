@@ -44,8 +44,8 @@ def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
 
     Errors: an input without a sequence dimension that splits cp ways, or
     behind more than one row (a micro-batch of one row splits contiguously),
-    no attention that reads the split sequence, and cp with tp or with
-    per-stage replicas.
+    no attention that reads the split sequence, and cp with tp, with
+    per-stage replicas, with ZeRO or under an asynchronous schedule.
 
     Example:
 
