@@ -42,6 +42,10 @@ def Dist_Dialect : Dialect {
     `dist.branch_devices = array<i64: d0, ..., d(k+1)>`, the device of each
     piece; dist-partition then builds one program per device.
 
+    `dist.context_split = cp` on a `dist.all_slice` of a function input says
+    that the function runs on one context-parallel rank's part of the
+    sequence from there (set by dist-context-parallel).
+
     `dist.accumulates = k` on a function argument says that the function
     returns that argument plus the value it computes, as its result `k`
     (a running sum over micro-batches, set by dist-partition): the emission
@@ -60,6 +64,7 @@ def Dist_Dialect : Dialect {
     "::mlir::StringAttr":$train_phase,
     "TensorParallelRoleAttr":$tp,
     "::mlir::DenseI64ArrayAttr":$tp_shard,
+    "::mlir::IntegerAttr":$context_split,
     "::mlir::UnitAttr":$batch_shard,
     "::mlir::IntegerAttr":$accumulates,
     "::mlir::UnitAttr":$batch_block,

@@ -28,6 +28,7 @@ using TrainPhase = DistDialect::TrainPhaseAttrHelper;
 using Tp = DistDialect::TpAttrHelper;
 using TpShard = DistDialect::TpShardAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
+using ContextSplit = DistDialect::ContextSplitAttrHelper;
 using Accumulates = DistDialect::AccumulatesAttrHelper;
 using DataParallel = DistDialect::DataParallelAttrHelper;
 using Zero = DistDialect::ZeroAttrHelper;
@@ -316,6 +317,17 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == Groups::getNameStr())
     return verifyGroups(op, attr.getValue());
+  if (name == ContextSplit::getNameStr()) {
+    auto cp = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<AllSliceOp>(op) || !cp || !cp.getType().isInteger(64) ||
+        cp.getInt() < 2)
+      return op->emitOpError("'dist.context_split' is the context-parallel "
+                             "degree (an i64 >= 2) on a dist.all_slice of a "
+                             "function input (set by dist-context-parallel), "
+                             "got ")
+             << attr.getValue();
+    return success();
+  }
   if (name == Branch::getNameStr())
     return verifyIndex(op, attr, "branch-placement piece index");
   if (name == BranchDevices::getNameStr()) {

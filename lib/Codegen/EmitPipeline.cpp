@@ -414,9 +414,10 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
     listOf += (r ? ", " : "") + std::to_string(list);
     peers += "    {";
     for (unsigned l = 0; l < numLists; ++l) {
-      unsigned peer = layout.replicated() ? c.tensor + layout.tp * l
-                                          : layout.globalRank(l, c.replica,
-                                                              c.tensor);
+      unsigned peer =
+          layout.replicated()
+              ? c.tensor + layout.tp * l
+              : layout.globalRank(l, c.replica, c.tensor, c.context);
       peers += (l ? ", " : "") + std::to_string(peer);
     }
     peers += "},\n";

@@ -47,6 +47,17 @@ std::vector<std::vector<unsigned>> RankLayout::tensorGroups(unsigned s) const {
   return groups;
 }
 
+std::vector<std::vector<unsigned>> RankLayout::contextGroups(unsigned s) const {
+  std::vector<std::vector<unsigned>> groups;
+  for (unsigned d = 0; d < replicasOf(s); ++d)
+    for (unsigned t = 0; t < tp; ++t) {
+      std::vector<unsigned> &g = groups.emplace_back();
+      for (unsigned c = 0; c < cp; ++c)
+        g.push_back(globalRank(s, d, t, c));
+    }
+  return groups;
+}
+
 std::vector<std::vector<unsigned>> RankLayout::replicaGroups(unsigned s) const {
   std::vector<std::vector<unsigned>> groups;
   for (unsigned c = 0; c < cp; ++c)

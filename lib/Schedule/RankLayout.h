@@ -87,6 +87,10 @@ struct RankLayout {
   /// The tensor-parallel groups of pipeline stage \p s: one per (replica,
   /// context rank), in that order, each its tp devices in tensor order.
   std::vector<std::vector<unsigned>> tensorGroups(unsigned s) const;
+  /// The context-parallel groups of pipeline stage \p s: one per (replica,
+  /// tensor rank), in that order, each its cp devices in context order
+  /// (the devices that hold the parts of the same sequences).
+  std::vector<std::vector<unsigned>> contextGroups(unsigned s) const;
   /// The data-parallel groups of pipeline stage \p s: one per (context
   /// rank, tensor rank), in that order, each its replicas' devices in
   /// replica order (the devices that hold the same part of the weights).

@@ -107,6 +107,15 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     c.uniformReplicas = value == "uniform";
     return Error::success();
   }
+  if (k == "cp-alone") {
+    if (op != "=" || (value != "0" && value != "1"))
+      return constraintError(spec, "'" + item +
+                                       "': use cp-alone=1 (cp > 1 only "
+                                       "with tp = 1 and zero = 0) or "
+                                       "cp-alone=0");
+    c.cpAlone = value == "1";
+    return Error::success();
+  }
   if (k == "offload") {
     if (op != "=")
       return constraintError(spec, "'" + item +
@@ -175,7 +184,8 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     return constraintError(spec, "unknown key '" + name +
                                      "'; known: dp, tp, pp, cp, ep, sp, "
                                      "mbs, chunks, zero, schedule, "
-                                     "recompute, offload, replicas, pin");
+                                     "recompute, offload, replicas, "
+                                     "cp-alone, pin");
   if (value == "any")
     return Error::success();
   SmallVector<StringRef> vals;

@@ -279,7 +279,7 @@ void Searcher::enumerate() {
          cp *= 2) {
       if ((N / tp) % cp || (cp > 1 && !anyRing))
         continue;
-      if (!k.cp.allows(cp)) {
+      if (!k.cp.allows(cp) || (cp > 1 && tp > 1 && k.cpAlone)) {
         ++why.constraint;
         continue;
       }
@@ -418,7 +418,8 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
       const Tables::Memory &mem = t.memory(base.key());
       for (unsigned zero = k.zero.min; zero <= std::min(3u, k.zero.max);
            ++zero) {
-        if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1))
+        if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1) ||
+            (zero > 0 && cp > 1 && k.cpAlone))
           continue;
         Light z = base;
         z.zero = zero;

@@ -9,6 +9,60 @@
 
 include "mlir/Pass/PassBase.td"
 
+def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
+  let summary = "rewrites the planned function into one context-parallel "
+                "rank's part (the sequence split, keys and values gathered)";
+  let description = [{
+    For a module whose `#dist.plan` has cp > 1, rewrites the planned forward
+    function so that every rank of a context-parallel group runs it on its
+    own contiguous part of the sequence: rank c of cp holds positions
+    [c S/cp, (c+1) S/cp). Run it before `dist-autodiff` (dist-compile does,
+    for a planned module): the gradient rules of the collectives it inserts
+    make the backward.
+
+    Every input of the function is split along its dimension 1 (the
+    sequence of `[rows, sequence, ...]`): `dist.all_slice ... over [group]`
+    takes the rank's positions (no data moves) and carries
+    `dist.context_split = cp`. From there the ops that work token by token
+    run on the rank's tokens (the sequence-parallel analysis, TokenSplit):
+    lookups of the ids, elementwise ops, norms over the features, views,
+    transposes, matmuls with a weight. In attention, a matmul whose left
+    operand holds the rank's queries and whose right operand is token-split
+    (the keys of Q Kt, the values of P V) gathers the right operand whole
+    over the group (`dist.all_gather`) and reads it through `dist.tp_copy`:
+    the rank's queries meet every key, as Llama 3's all-gather context
+    parallelism does, and the gradient of the keys and values is the sum of
+    the ranks' parts (a reduce-scatter). A whole operand that meets the
+    rank's tokens along the sequence (the causal mask's rows, the position
+    embedding) is sliced; one that broadcasts over the tokens (a weight, a
+    norm scale) is read through a `dist.tp_copy`, so every weight's
+    gradient is summed over the group and the weights stay equal on its
+    ranks. Values that any other op reads (the function's results: the
+    logits, so the loss is one process's on every rank) are gathered whole
+    before it. Groups are the cp ranks of the op's pipeline stage and data
+    replica (RankLayout::contextGroups).
+
+    Errors: an input without a sequence dimension that splits cp ways, or
+    behind more than one row (a micro-batch of one row splits contiguously),
+    no attention that reads the split sequence, and cp with tp, with
+    per-stage replicas, with ZeRO or under an asynchronous schedule.
+
+    Example:
+
+    ```
+    dist-opt gpt2.onnx --input-shape=input_ids:1x32 --dist-plan=cp=2 \
+      --dist-batch=4 --pass-pipeline='builtin.module(dist-context-parallel)'
+    ```
+  }];
+  let options = [
+    Option<"verbose", "verbose", "bool", "false",
+           "remark where the token split first stops (a value gathered "
+           "whole before an op that does not work on the rank's tokens)">
+  ];
+  let dependentDialects = ["distopt::dist::DistDialect",
+                           "distopt::graph::GraphDialect"];
+}
+
 def TensorParallelPass : Pass<"dist-tensor-parallel", "mlir::ModuleOp"> {
   let summary = "rewrites the planned function into one tensor-parallel "
                 "rank's part (Megatron column/row splits)";

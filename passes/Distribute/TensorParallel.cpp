@@ -26,6 +26,8 @@
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 #include "lib/Schedule/RankLayout.h"
+#include "passes/Distribute/SplitValues.h"
+#include "passes/Distribute/TokenSplit.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
@@ -40,30 +42,15 @@ namespace distopt {
 using namespace mlir;
 using namespace distopt;
 namespace g = distopt::graph;
+using split::contiguousAlong;
+using split::dimOf;
+using split::localType;
+using split::placeLike;
+using split::reshaped;
+using split::Split;
+using split::tensorOf;
 
 namespace {
-
-/// How a value of a tensor-parallel region is split over the tp ranks:
-/// dimension `dim`, viewed as [blocks][tp][n / (blocks tp)], each rank
-/// holding its part of every block (a fused Q|K|V projection splits each
-/// of Q, K and V, not the concatenation).
-struct Split {
-  int64_t dim = 0;
-  int64_t blocks = 1;
-  bool operator==(const Split &o) const {
-    return dim == o.dim && blocks == o.blocks;
-  }
-};
-
-RankedTensorType tensorOf(Value v) {
-  return dyn_cast<RankedTensorType>(v.getType());
-}
-
-/// `axis` of a value of rank `rank`, a negative one counted from the end
-/// (exporters write the fused projection's split as axis -1).
-int64_t dimOf(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
-}
 
 /// The graph.weight that `v` is, if only `user` reads it (a weight shared
 /// with other ops, such as tied embeddings, stays whole).
@@ -133,45 +120,6 @@ private:
   bool visitMatmul(g::MatmulOp m);
   bool visitElementwise(Operation *op, ValueRange operands);
 };
-
-/// `s` (over `tp` ranks) carried through a reshape from `in` to `out`: the
-/// split dimension kept whole, cut into factors (the split on the outer
-/// one) or merged with the dimensions after it (the split outermost).
-std::optional<Split> reshaped(Value in, Value out, Split s, int64_t tp) {
-  ArrayRef<int64_t> a = tensorOf(in).getShape(), b = tensorOf(out).getShape();
-  int64_t pre = 1;
-  for (int64_t i = 0; i < s.dim; ++i)
-    pre *= a[i];
-  int64_t n = a[s.dim];
-  int64_t acc = 1, j = 0;
-  while (j < (int64_t)b.size() && acc < pre)
-    acc *= b[j++];
-  // Leading unit dimensions of the result come before the split one.
-  while (j < (int64_t)b.size() && acc == pre && b[j] == 1 && n != 1)
-    ++j;
-  if (acc != pre || j >= (int64_t)b.size())
-    return std::nullopt;
-  if (b[j] == n)
-    return Split{j, s.blocks};
-  if (s.blocks != 1)
-    return std::nullopt;
-  if (n % b[j] == 0) { // [.., n, ..] -> [.., f0, f1, ..]: split on f0
-    int64_t p = 1;
-    for (int64_t k = j; k < (int64_t)b.size() && p < n; ++k)
-      p *= b[k];
-    if (p == n && b[j] % tp == 0)
-      return Split{j, 1};
-    return std::nullopt;
-  }
-  if (b[j] % n == 0) { // [.., n, m, ..] -> [.., n m, ..]
-    int64_t p = 1;
-    for (int64_t k = s.dim; k < (int64_t)a.size() && p < b[j]; ++k)
-      p *= a[k];
-    if (p == b[j])
-      return Split{j, 1};
-  }
-  return std::nullopt;
-}
 
 /// True for a matmul whose right operand is a weight only it reads and
 /// whose left operand is not split: a column-parallel candidate.
@@ -413,11 +361,7 @@ bool Region::grow(g::MatmulOp origin) {
 /// `dist.virtual_stage`, else stage 0): one per data-parallel replica.
 std::vector<std::vector<unsigned>>
 groupsOf(Operation *op, const schedule::RankLayout &layout) {
-  unsigned stage = 0;
-  if (auto vs = dist::DistDialect::VirtualStageAttrHelper(op->getContext())
-                    .getAttr(op))
-    stage = layout.pipelineStage(vs.getInt());
-  return layout.tensorGroups(stage);
+  return layout.tensorGroups(split::stageOf(op, layout));
 }
 
 /// Creates the tensor-parallel collective `Op` of the stage that runs `at`
@@ -425,25 +369,8 @@ groupsOf(Operation *op, const schedule::RankLayout &layout) {
 template <typename Op, typename... Args>
 Op createCollective(OpBuilder &b, Operation *at,
                     const schedule::RankLayout &layout, Args &&...args) {
-  std::vector<std::vector<unsigned>> groups = groupsOf(at, layout);
-  auto op = Op::create(b, at->getLoc(), std::forward<Args>(args)...,
-                       dist::deviceGroup(b.getContext(), groups.front()));
-  dist::setRunGroups(op, groups);
-  return op;
-}
-
-/// Copies the placement attributes (layer, virtual stage) of `from`.
-void placeLike(Operation *op, Operation *from) {
-  for (StringRef name : {dist::DistDialect::LayerAttrHelper::getNameStr(),
-                         dist::DistDialect::VirtualStageAttrHelper::getNameStr()})
-    if (Attribute a = from->getAttr(name))
-      op->setAttr(name, a);
-}
-
-RankedTensorType localType(RankedTensorType t, Split s, int64_t tp) {
-  SmallVector<int64_t> shape(t.getShape());
-  shape[s.dim] /= tp;
-  return RankedTensorType::get(shape, t.getElementType(), t.getEncoding());
+  return split::createCollective<Op>(b, at, groupsOf(at, layout),
+                                     std::forward<Args>(args)...);
 }
 
 /// Gathers the split result `v` of the region (with its local type) whole
@@ -453,46 +380,10 @@ RankedTensorType localType(RankedTensorType t, Split s, int64_t tp) {
 /// rank's slice of the replicated gradient of the result.
 void gatherResult(Region &r, Value v, const schedule::RankLayout &layout) {
   Operation *ret = r.func.getBody().front().getTerminator();
-  Operation *at = v.getDefiningOp();
   OpBuilder b(ret);
-  Split s = r.split.lookup(v);
-  auto local = tensorOf(v);
-  SmallVector<int64_t> whole(local.getShape());
-  whole[s.dim] *= r.tp;
-  auto wholeType = local.clone(whole);
-  auto gather = [&](Value in, RankedTensorType type, int64_t axis) {
-    auto op = createCollective<dist::AllGatherOp>(b, at, layout, type, in,
-                                                  b.getI64IntegerAttr(axis));
-    placeLike(op, at);
-    return op.getResult();
-  };
-  auto place = [&](Operation *op) {
-    placeLike(op, at);
-    return op->getResult(0);
-  };
-  Value out;
-  if (llvm::all_of(local.getShape().take_front(s.dim),
-                   [](int64_t d) { return d == 1; })) {
-    out = gather(v, wholeType, s.dim);
-  } else {
-    SmallVector<int64_t> lead{1}, stacked{r.tp};
-    lead.append(local.getShape().begin(), local.getShape().end());
-    stacked.append(local.getShape().begin(), local.getShape().end());
-    Value x = place(g::ReshapeOp::create(b, v.getLoc(), local.clone(lead), v));
-    x = gather(x, local.clone(stacked), 0);
-    // [tp, a.., n/tp, b..] -> [a.., tp, n/tp, b..]
-    SmallVector<int64_t> perm, moved;
-    for (int64_t d = 1; d <= s.dim; ++d)
-      perm.push_back(d);
-    perm.push_back(0);
-    for (int64_t d = s.dim + 1; d <= local.getRank(); ++d)
-      perm.push_back(d);
-    for (int64_t d : perm)
-      moved.push_back(stacked[d]);
-    x = place(g::TransposeOp::create(b, v.getLoc(), local.clone(moved), x,
-                                     b.getDenseI64ArrayAttr(perm)));
-    out = place(g::ReshapeOp::create(b, v.getLoc(), wholeType, x));
-  }
+  Value out = split::gatherWhole(b, v.getDefiningOp(), v, tensorOf(v),
+                                 r.split.lookup(v).dim,
+                                 groupsOf(v.getDefiningOp(), layout));
   for (OpOperand &use : ret->getOpOperands())
     if (use.get() == v)
       use.set(out);
@@ -665,14 +556,6 @@ Operation *splitVocabulary(g::EmbeddingOp em,
 // Sequence parallelism (Megatron-LM, Korthikanti et al.)
 //===----------------------------------------------------------------------===//
 
-/// True when every dimension of `t` before `dim` is 1: a shard along `dim`
-/// is then a run of the flattened elements, which the runtime's
-/// reduce-scatter, all-gather and all-slice move.
-bool contiguousAlong(RankedTensorType t, int64_t dim) {
-  return llvm::all_of(t.getShape().take_front(dim),
-                      [](int64_t d) { return d == 1; });
-}
-
 /// The token split of a row-parallel sum: its first dimension of more than
 /// one element (tokens: batch x sequence, or the sequence of one row),
 /// when that is not its last (the features) and splits `tp` ways.
@@ -690,212 +573,31 @@ std::optional<Split> tokenSplit(RankedTensorType t, int64_t tp) {
 /// Megatron's sequence parallelism over the tensor-parallel regions: the
 /// sum after each row-parallel matmul becomes a reduce-scatter over the
 /// tokens, and the ops that work token by token after it (bias, dropout,
-/// residual adds, norms, views) run on the rank's tokens, until a value
-/// enters a column-parallel region (its dist.tp_copy becomes an
-/// all-gather) or any other op that needs it whole (an all-gather before
-/// it). A whole operand meeting the rank's tokens is sliced (dist.all_slice:
-/// no data moves) or, broadcast over the tokens (norm scales, biases), read
-/// through a dist.tp_copy, whose gradient sums the ranks' parts. With the
-/// gradients of the collectives (all-gather <-> reduce-scatter) that is the
-/// backward of Megatron's sequence parallelism; the numbers are those of
-/// tensor parallelism without it.
-class SequenceParallel {
-public:
-  SequenceParallel(func::FuncOp func, const schedule::RankLayout &layout)
-      : func(func), layout(layout), tp(layout.tp) {}
-
-  /// Finds the ops that run on token shards, from the sums of the
-  /// row-parallel matmuls; returns how many sums split.
-  unsigned analyze(ArrayRef<dist::AllReduceOp> sums);
-  void rewrite();
-
-private:
-  /// A whole operand of a token-split op: sliced along `axis`, or (none)
-  /// read through a dist.tp_copy.
-  struct Whole {
-    Operation *user;
-    unsigned operand;
-    std::optional<int64_t> axis;
-  };
-  std::optional<Split> visit(Operation *op, SmallVectorImpl<Whole> &wholes);
-  std::optional<Split> visitElementwise(Operation *op,
-                                        SmallVectorImpl<Whole> &wholes);
-  /// Where a collective for `user`'s operand `v` runs: `user`'s stage,
-  /// or `v`'s when `user` has none (the function's return).
-  Operation *placeFor(Operation *user, Value v) {
-    if (user->hasAttr(
-            dist::DistDialect::VirtualStageAttrHelper::getNameStr()) ||
-        !v.getDefiningOp())
-      return user;
-    return v.getDefiningOp();
-  }
-
-  func::FuncOp func;
-  const schedule::RankLayout &layout;
-  int64_t tp;
+/// residual adds, norms, views) run on the rank's tokens (TokenSplit),
+/// until a value enters a column-parallel region (its dist.tp_copy becomes
+/// an all-gather) or any other op that needs it whole. With the gradients
+/// of the collectives (all-gather <-> reduce-scatter) that is the backward
+/// of Megatron's sequence parallelism; the numbers are those of tensor
+/// parallelism without it. Returns how many sums split.
+unsigned sequenceParallel(func::FuncOp func, const schedule::RankLayout &layout,
+                          ArrayRef<dist::AllReduceOp> sums) {
+  int64_t tp = layout.tp;
+  split::TokenSplit tokens(
+      func, tp, [&](Operation *op) { return groupsOf(op, layout); },
+      /*attention=*/false);
   llvm::DenseSet<Operation *> sumOps;
-  llvm::MapVector<Value, Split> split;
-  llvm::SetVector<Operation *> ops;
-  SmallVector<Whole> wholes;
-};
-
-std::optional<Split>
-SequenceParallel::visitElementwise(Operation *op, SmallVectorImpl<Whole> &out) {
-  auto result = tensorOf(op->getResult(0));
-  std::optional<Split> common;
-  for (Value v : op->getOperands())
-    if (auto it = split.find(v); it != split.end()) {
-      Split s = it->second;
-      s.dim += result.getRank() - tensorOf(v).getRank();
-      if (common && !(*common == s))
-        return std::nullopt;
-      common = s;
-    }
-  if (!contiguousAlong(result, common->dim))
-    return std::nullopt;
-  for (OpOperand &use : op->getOpOperands()) {
-    Value v = use.get();
-    if (split.contains(v))
-      continue;
-    auto t = tensorOf(v);
-    if (!t)
-      return std::nullopt;
-    int64_t aligned = common->dim - (result.getRank() - t.getRank());
-    if (aligned < 0 || t.getDimSize(aligned) == 1) {
-      // Broadcast over the tokens: each rank's gradient is its tokens'
-      // part of the whole one (a constant has none).
-      if (isa<FloatType>(t.getElementType()) &&
-          !v.getDefiningOp<g::ConstantOp>())
-        out.push_back({op, use.getOperandNumber(), std::nullopt});
-      continue;
-    }
-    if (t.getDimSize(aligned) != result.getDimSize(common->dim) ||
-        !contiguousAlong(t, aligned))
-      return std::nullopt;
-    out.push_back({op, use.getOperandNumber(), aligned});
-  }
-  return common;
-}
-
-std::optional<Split> SequenceParallel::visit(Operation *op,
-                                             SmallVectorImpl<Whole> &out) {
-  if (op->getNumResults() != 1 || !tensorOf(op->getResult(0)) ||
-      !tensorOf(op->getResult(0)).hasStaticShape())
-    return std::nullopt;
-  Value in = op->getOperand(0);
-  auto inSplit = split.find(in);
-  if (isa<g::ReshapeOp, g::FlattenOp>(op)) {
-    std::optional<Split> s =
-        reshaped(in, op->getResult(0), inSplit->second, tp);
-    if (!s || !contiguousAlong(tensorOf(op->getResult(0)), s->dim))
-      return std::nullopt;
-    return s;
-  }
-  if (isa<g::LayerNormOp, g::RMSNormOp>(op)) {
-    // Token by token when the normalized dimensions come after the split;
-    // the scale and bias broadcast over the tokens.
-    if (inSplit == split.end())
-      return std::nullopt;
-    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-    if (axis < 0)
-      axis += tensorOf(in).getRank();
-    if (axis <= inSplit->second.dim)
-      return std::nullopt;
-    for (OpOperand &use : op->getOpOperands().drop_front()) {
-      if (split.contains(use.get()))
-        return std::nullopt;
-      out.push_back({op, use.getOperandNumber(), std::nullopt});
-    }
-    return inSplit->second;
-  }
-  if (isa<g::BinaryOp, g::WhereOp>(op) ||
-      (isa<g::UnaryOp, g::CastOp, g::ClipOp, g::DropoutOp>(op) &&
-       op->getNumOperands() == 1))
-    return visitElementwise(op, out);
-  return std::nullopt;
-}
-
-unsigned SequenceParallel::analyze(ArrayRef<dist::AllReduceOp> sums) {
-  unsigned splitSums = 0;
   for (dist::AllReduceOp sum : sums)
     if (std::optional<Split> s = tokenSplit(tensorOf(sum.getResult()), tp)) {
+      tokens.seed(sum.getResult(), *s, sum);
       sumOps.insert(sum);
-      split[sum.getResult()] = *s;
-      ops.insert(sum);
-      ++splitSums;
     }
-  // One sweep in order: an op's operands are split or whole before it is
-  // visited.
-  for (Operation &op : func.getBody().front()) {
-    if (sumOps.contains(&op) || llvm::none_of(op.getOperands(), [&](Value v) {
-          return split.contains(v);
-        }))
-      continue;
-    SmallVector<Whole> found;
-    if (std::optional<Split> s = visit(&op, found)) {
-      split[op.getResult(0)] = *s;
-      ops.insert(&op);
-      wholes.append(found);
-    }
-  }
-  return splitSums;
-}
-
-void SequenceParallel::rewrite() {
+  tokens.analyze();
+  // The rank's types; the sums become reduce-scatters.
   MLIRContext *ctx = func.getContext();
   OpBuilder b(ctx);
-  // Whole values where token-split ones leave the domain: one all-gather
-  // per value and stage, before its first user there. Into a
-  // column-parallel region the gather feeds its dist.tp_copy, whose
-  // summed gradient dist-autodiff slices back into one reduce-scatter.
-  DenseMap<std::pair<Value, Attribute>, Value> gathered;
-  dist::DistDialect::VirtualStageAttrHelper stageAttr(ctx);
-  for (Operation &op : func.getBody().front()) {
-    if (ops.contains(&op))
-      continue;
-    for (OpOperand &use : op.getOpOperands()) {
-      auto it = split.find(use.get());
-      if (it == split.end())
-        continue;
-      Value v = use.get();
-      Operation *at = placeFor(&op, v);
-      Value &whole = gathered[{v, stageAttr.getAttr(at)}];
-      if (!whole) {
-        b.setInsertionPoint(&op);
-        auto gather = createCollective<dist::AllGatherOp>(
-            b, at, layout, v.getType(), v, b.getI64IntegerAttr(it->second.dim));
-        placeLike(gather, at);
-        whole = gather.getResult();
-      }
-      use.set(whole);
-    }
-  }
-  // Whole operands of token-split ops: the rank's tokens of them, or the
-  // whole value through a copy whose gradient is summed over the group.
-  DenseMap<std::tuple<Value, int64_t, Attribute>, Value> adapted;
-  for (const Whole &w : wholes) {
-    Value v = w.user->getOperand(w.operand);
-    int64_t axis = w.axis.value_or(-1);
-    Value &local = adapted[{v, axis, stageAttr.getAttr(w.user)}];
-    if (!local) {
-      b.setInsertionPoint(w.user);
-      Operation *made;
-      if (w.axis)
-        made = createCollective<dist::AllSliceOp>(
-            b, w.user, layout, localType(tensorOf(v), {*w.axis, 1}, tp), v,
-            b.getI64IntegerAttr(*w.axis));
-      else
-        made =
-            createCollective<dist::TpCopyOp>(b, w.user, layout, v.getType(), v);
-      placeLike(made, w.user);
-      local = made->getResult(0);
-    }
-    w.user->setOperand(w.operand, local);
-  }
-  // The rank's types; the sums become reduce-scatters.
   dist::DistDialect::TpShardAttrHelper shardAttr(ctx);
   dist::DistDialect::TpAttrHelper tpAttr(ctx);
-  for (auto [v, s] : split) {
+  tokens.rewrite([&](Value v, Split s) {
     RankedTensorType local = localType(tensorOf(v), s, tp);
     Operation *def = v.getDefiningOp();
     if (auto sum = dyn_cast<dist::AllReduceOp>(def);
@@ -907,7 +609,7 @@ void SequenceParallel::rewrite() {
       scatter->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
       sum.getResult().replaceAllUsesWith(scatter.getResult());
       sum.erase();
-      continue;
+      return;
     }
     v.setType(local);
     // A dropout draws the rank's tokens of the mask one process draws.
@@ -917,7 +619,8 @@ void SequenceParallel::rewrite() {
     if (tpAttr.isAttrPresent(def))
       tpAttr.setAttr(def, dist::TensorParallelRoleAttr::get(
                               ctx, dist::TensorParallelRole::Split));
-  }
+  });
+  return sumOps.size();
 }
 
 struct TensorParallelPass
@@ -1007,8 +710,7 @@ struct TensorParallelPass
                                 &getContext(),
                                 dist::TensorParallelRole::Replicated));
     if (plan.getSp()) {
-      SequenceParallel sp(*func, layout);
-      unsigned splitSums = sp.analyze(sums);
+      unsigned splitSums = sequenceParallel(*func, layout, sums);
       if (splitSums < sums.size())
         emitWarning(func->getLoc())
             << "dist-tensor-parallel: sp = 1, but " << sums.size() - splitSums
@@ -1019,7 +721,6 @@ struct TensorParallelPass
                "tensor rank, taking more memory than the plan predicts); "
                "a micro-batch of one row whose sequence splits "
             << layout.tp << " ways does";
-      sp.rewrite();
     }
     if (failed(mlir::verify(*func)))
       return signalPassFailure();

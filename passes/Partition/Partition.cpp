@@ -356,14 +356,28 @@ struct PartitionPass
              << "dist-partition needs the module's plan ('dist.plan')";
     schedule::RankLayout layout = plan.getLayout();
     schedule::Plan p = plan.toPlan();
-    if (layout.cp != 1 || p.ep != 1)
+    if (p.ep != 1)
       return emitError(module.getLoc())
-             << "dist-partition: the plan has dp = " << layout.dp
-             << ", tp = " << layout.tp << ", cp = " << layout.cp
-             << ", ep = " << p.ep
-             << "; per-list programs run pipeline parallelism with data and "
-                "tensor parallelism (dp x tp x pp) or per-stage replicas "
-                "yet: context and expert parallelism are not executed";
+             << "dist-partition: the plan has ep = " << p.ep
+             << "; per-list programs run pipeline parallelism with data, "
+                "tensor and context parallelism (dp x tp x pp, dp x cp x pp) "
+                "or per-stage replicas yet: expert parallelism is not "
+                "executed";
+    if (layout.cp != 1 &&
+        !llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
+          return f
+              .walk([](Operation *op) {
+                return op->hasAttr(dist::DistDialect::ContextSplitAttrHelper::
+                                       getNameStr())
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
+              })
+              .wasInterrupted();
+        }))
+      return emitError(module.getLoc())
+             << "dist-partition: the plan has cp = " << layout.cp
+             << " but the function is not split over the context-parallel "
+                "ranks; run dist-context-parallel before dist-autodiff";
     if (layout.replicated() && layout.tp != 1)
       return emitError(module.getLoc())
              << "dist-partition: the plan has per-stage replicas with tp = "
@@ -400,6 +414,12 @@ struct PartitionPass
       return failure();
     if (*train)
       return partitionTraining(module, plan, *train);
+    if (layout.cp != 1)
+      return emitError(module.getLoc())
+             << "dist-partition: the plan has cp = " << layout.cp
+             << " for a forward (inference) function; context parallelism "
+                "executes in training yet (dist-compile --train): plan cp = "
+                "1 for inference";
     FailureOr<func::FuncOp> func =
         planning::plannedFunction(module, "", "dist-partition");
     if (failed(func))

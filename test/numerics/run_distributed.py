@@ -1336,6 +1336,26 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_tp2_pp2_zbh1_sp",
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=zb-h1,sp=1",
                      ranks=4, train=sgd)))
+    # Context parallelism (cp=2, dist-context-parallel): each rank runs its
+    # half of every sequence, all-gathers the keys and values of each
+    # attention and reads the weights through a dist.tp_copy (their
+    # gradients summed over the cp group); the logits are gathered whole,
+    # so the loss is one process's. With Adam, against one process; its
+    # epsilon of 1e-5 keeps m / sqrt(v) of elements with tiny gradients
+    # from magnifying the other order of the cp sums (as with tp, above):
+    # with the default 1e-8 a key column of c_attn and a c_fc bias element
+    # end 1.5e-5 and 1.9e-5 off (of the tensor's largest element); with SGD
+    # everything is within 2.6e-7.
+    gpt_adam = dict(gpt, train="loss=softmax-cross-entropy:labels "
+                               "optimizer=adam lr=0.001 epsilon=1e-5")
+    out.append(("gpt2_adam_cp2", dict(gpt_adam, plan="cp=2,mbs=1")))
+    out.append(("gpt2_sgd_cp2", dict(gpt, plan="cp=2,mbs=1", train=sgd)))
+    out.append(("gpt2_adam_dp2_cp2",
+                dict(gpt_adam, plan="dp=2,cp=2,mbs=1", ranks=4)))
+    # With a pipeline: each stage's context ranks send their tokens to the
+    # same context rank of the next stage.
+    out.append(("gpt2_adam_cp2_pp2_1f1b",
+                dict(gpt_adam, plan="cp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).

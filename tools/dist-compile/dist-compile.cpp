@@ -50,9 +50,11 @@ using namespace distopt;
 
 static cl::OptionCategory category("dist-compile options");
 
-/// What a searched plan may use so that the programs run it: no context
-/// or expert parallelism.
-static constexpr const char *kRunnableConstraints = "cp=1,ep=1";
+/// What a searched plan may use so that the programs run it: no expert
+/// parallelism, context parallelism without tp and ZeRO.
+static constexpr const char *kRunnableConstraints = "ep=1,cp-alone=1";
+/// Without --train: context parallelism runs in training only.
+static constexpr const char *kRunnableInference = "cp=1,ep=1";
 
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
@@ -236,19 +238,37 @@ static OwningOpRef<ModuleOp> load(const Input &in, MLIRContext &ctx,
   return parseSourceFile<ModuleOp>(in.path, &ctx);
 }
 
-/// True for a planned module whose plan has tp > 1 and whose function is
-/// not yet split (no `dist.tp_shard` weight).
-static bool needsTensorParallel(ModuleOp module) {
+/// True for a planned module whose plan splits the function `degree` > 1
+/// ways and whose function is not yet split (no op carries `marker`, the
+/// attribute the splitting pass leaves).
+static bool needsSplit(ModuleOp module,
+                       llvm::function_ref<unsigned(dist::PlanAttr)> degree,
+                       StringRef marker) {
   auto plan = dist::DistDialect::PlanAttrHelper(module.getContext())
                   .getAttr(module);
-  if (!plan || plan.getLayout().tp < 2)
+  if (!plan || degree(plan) < 2)
     return false;
-  bool split = false;
-  module.walk([&](Operation *op) {
-    if (op->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
-      split = true;
-  });
-  return !split;
+  return !module
+              .walk([&](Operation *op) {
+                return op->hasAttr(marker) ? WalkResult::interrupt()
+                                           : WalkResult::advance();
+              })
+              .wasInterrupted();
+}
+
+/// Tensor parallelism: not yet split while no weight has `dist.tp_shard`.
+static bool needsTensorParallel(ModuleOp module) {
+  return needsSplit(
+      module, [](dist::PlanAttr p) { return p.getLayout().tp; },
+      dist::DistDialect::TpShardAttrHelper::getNameStr());
+}
+
+/// Context parallelism: not yet split while no input slice has
+/// `dist.context_split`.
+static bool needsContextParallel(ModuleOp module) {
+  return needsSplit(
+      module, [](dist::PlanAttr p) { return p.getLayout().cp; },
+      dist::DistDialect::ContextSplitAttrHelper::getNameStr());
 }
 
 /// True for a planned module whose function is a pipeline (more than one
@@ -406,7 +426,8 @@ int main(int argc, char **argv) {
     // rows (--input-shape gives one micro-batch); --dist-search=KEY=...
     // overrides a key.
     if (planFlags.searching()) {
-      planFlags.baseConstraints = kRunnableConstraints;
+      planFlags.baseConstraints =
+          train.empty() ? kRunnableInference : kRunnableConstraints;
       func::FuncOp fn = planning::findPlannedFunction(*m);
       if (std::optional<int64_t> rows =
               fn ? planning::microbatchRows(fn) : std::nullopt)
@@ -459,6 +480,16 @@ int main(int argc, char **argv) {
     // split), so that a tensor-parallel program's --profile-json files its
     // shards' times where the planner looks for them: under the whole op
     // and the plan's tp.
+    // Context parallelism likewise splits the sequence first
+    // (dist-context-parallel).
+    if (needsContextParallel(*m))
+      if (int rc = lower(createContextParallelPass(),
+                         "split '" + in.path +
+                             "' over the plan's context-parallel ranks")) {
+        if (rc > 0)
+          return rc;
+        continue;
+      }
     if (needsTensorParallel(*m)) {
       planning::annotateCostSignatures(*m);
       if (int rc = lower(createTensorParallelPass(),

@@ -619,3 +619,19 @@ module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 1, mbs = 1, micro
 func.func @h() attributes {dist.microbatch = 0 : i64} {
   return
 }
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'dist.context_split' is the context-parallel degree (an i64 >= 2) on a dist.all_slice of a function input (set by dist-context-parallel), got 2 : i64}}
+  %w = graph.weight "w" {dist.context_split = 2 : i64} : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x8xi64>) -> tensor<1x4xi64> {
+  // expected-error @+1 {{'dist.context_split' is the context-parallel degree (an i64 >= 2) on a dist.all_slice of a function input (set by dist-context-parallel), got 1 : i64}}
+  %0 = dist.all_slice %x axis 1 over [0, 1] {dist.context_split = 1 : i64} : tensor<1x8xi64> -> tensor<1x4xi64>
+  return %0 : tensor<1x4xi64>
+}

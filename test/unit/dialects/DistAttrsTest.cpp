@@ -207,6 +207,11 @@ TEST(RankLayoutTest, TensorAndReplicaGroupsPartitionAStage) {
   l.pp = 1;
   EXPECT_EQ(l.tensorGroups(0), (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
   EXPECT_EQ(l.replicaGroups(0), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  // And one context group per (replica, tensor rank).
+  EXPECT_EQ(l.contextGroups(0), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  l.tp = 1;
+  l.pp = 2;
+  EXPECT_EQ(l.contextGroups(1), (Groups{{4, 5}, {6, 7}}));
 }
 
 TEST(RankLayoutTest, ContextRanksSitInsideEachReplica) {

@@ -97,6 +97,36 @@ TEST(ModernSearch, LongSequencesGetContextParallelism) {
   EXPECT_TRUE(off.best.sim.plan.offload.activations) << off.best.sim.plan.str();
 }
 
+TEST(ModernSearch, CpAloneKeepsContextParallelismWithoutTpAndZero) {
+  // cp-alone=1 (what dist-compile's search asks for: the plans
+  // dist-context-parallel's programs run): a plan with cp > 1 has tp = 1
+  // and zero = 0; tp and ZeRO are still weighed without cp.
+  EXPECT_TRUE(cantFail(parseConstraints("cp-alone=1")).cpAlone);
+  EXPECT_FALSE(cantFail(parseConstraints("cp-alone=0")).cpAlone);
+  auto bad = parseConstraints("cp-alone=yes");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("use cp-alone=1"),
+            std::string::npos);
+  cost::ModelDesc model = llama(8, 65536);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 1));
+  cost::CostModel cm;
+  SearchOptions o;
+  o.globalBatch = 8;
+  o.constraints = cantFail(parseConstraints("cp>=2,zero<=1,cp-alone=1"));
+  SearchResult r = cantFail(searchPlan(model, c, cm, o));
+  EXPECT_GT(r.best.sim.plan.cp, 1u) << r.best.sim.plan.str();
+  EXPECT_EQ(r.best.sim.plan.tp, 1u) << r.best.sim.plan.str();
+  EXPECT_EQ(r.best.sim.plan.zero, 0) << r.best.sim.plan.str();
+  for (const auto &alt : r.alternatives)
+    EXPECT_TRUE(alt.sim.plan.tp == 1 && alt.sim.plan.zero == 0)
+        << alt.sim.plan.str();
+  // Without it the best cp plan of this model uses tp or ZeRO.
+  o.constraints = cantFail(parseConstraints("cp>=2,zero<=1"));
+  SearchResult free = cantFail(searchPlan(model, c, cm, o));
+  EXPECT_TRUE(free.best.sim.plan.tp > 1 || free.best.sim.plan.zero > 0)
+      << free.best.sim.plan.str();
+}
+
 TEST(ModernSearch, MixtureOfExpertsGetsExpertParallelism) {
   // Eight 14k-wide experts per layer on 16 H100s: replicating every expert
   // on every GPU does not fit; the search shards them.

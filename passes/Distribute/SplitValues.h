@@ -1,0 +1,188 @@
+//===- SplitValues.h - Values split over a group of ranks -------*- C++ -*-===//
+//
+// Part of DistOpt. What dist-tensor-parallel and dist-context-parallel
+// share: how a value is split over the ranks of a group (a dimension,
+// blocks), how a split follows a view, the rank's type, and the
+// collectives that make a split value whole.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_PASSES_DISTRIBUTE_SPLITVALUES_H
+#define DISTOPT_PASSES_DISTRIBUTE_SPLITVALUES_H
+
+#include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphOps.h"
+#include "lib/Schedule/RankLayout.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+#include <vector>
+
+namespace distopt::split {
+
+/// How a value is split over the ranks of a group: dimension `dim`,
+/// viewed as [blocks][ranks][n / (blocks ranks)], each rank holding its
+/// part of every block (a fused Q|K|V projection splits each of Q, K and
+/// V, not the concatenation).
+struct Split {
+  int64_t dim = 0;
+  int64_t blocks = 1;
+  bool operator==(const Split &o) const {
+    return dim == o.dim && blocks == o.blocks;
+  }
+};
+
+inline mlir::RankedTensorType tensorOf(mlir::Value v) {
+  return mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+}
+
+/// `axis` of a value of rank `rank`, a negative one counted from the end
+/// (exporters write the fused projection's split as axis -1).
+inline int64_t dimOf(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// The rank's part of `t` split `parts` ways by `s`.
+inline mlir::RankedTensorType localType(mlir::RankedTensorType t, Split s,
+                                        int64_t parts) {
+  llvm::SmallVector<int64_t> shape(t.getShape());
+  shape[s.dim] /= parts;
+  return mlir::RankedTensorType::get(shape, t.getElementType(),
+                                     t.getEncoding());
+}
+
+/// True when every dimension of `t` before `dim` is 1: a shard along `dim`
+/// is then a run of the flattened elements, which the runtime's
+/// reduce-scatter, all-gather and all-slice move.
+inline bool contiguousAlong(mlir::RankedTensorType t, int64_t dim) {
+  return llvm::all_of(t.getShape().take_front(dim),
+                      [](int64_t d) { return d == 1; });
+}
+
+/// `s` (over `parts` ranks) carried through a reshape from `in` to `out`:
+/// the split dimension kept whole, cut into factors (the split on the
+/// outer one) or merged with the dimensions after it (the split
+/// outermost).
+inline std::optional<Split> reshaped(mlir::Value in, mlir::Value out, Split s,
+                                     int64_t parts) {
+  llvm::ArrayRef<int64_t> a = tensorOf(in).getShape(),
+                          b = tensorOf(out).getShape();
+  int64_t pre = 1;
+  for (int64_t i = 0; i < s.dim; ++i)
+    pre *= a[i];
+  int64_t n = a[s.dim];
+  int64_t acc = 1, j = 0;
+  while (j < (int64_t)b.size() && acc < pre)
+    acc *= b[j++];
+  // Leading unit dimensions of the result come before the split one.
+  while (j < (int64_t)b.size() && acc == pre && b[j] == 1 && n != 1)
+    ++j;
+  if (acc != pre || j >= (int64_t)b.size())
+    return std::nullopt;
+  if (b[j] == n)
+    return Split{j, s.blocks};
+  if (s.blocks != 1)
+    return std::nullopt;
+  if (n % b[j] == 0) { // [.., n, ..] -> [.., f0, f1, ..]: split on f0
+    int64_t p = 1;
+    for (int64_t k = j; k < (int64_t)b.size() && p < n; ++k)
+      p *= b[k];
+    if (p == n && b[j] % parts == 0)
+      return Split{j, 1};
+    return std::nullopt;
+  }
+  if (b[j] % n == 0) { // [.., n, m, ..] -> [.., n m, ..]
+    int64_t p = 1;
+    for (int64_t k = s.dim; k < (int64_t)a.size() && p < b[j]; ++k)
+      p *= a[k];
+    if (p == b[j])
+      return Split{j, 1};
+  }
+  return std::nullopt;
+}
+
+/// The pipeline stage that runs `op`: that of its `dist.virtual_stage`,
+/// else stage 0.
+inline unsigned stageOf(mlir::Operation *op,
+                        const schedule::RankLayout &layout) {
+  if (auto vs = dist::DistDialect::VirtualStageAttrHelper(op->getContext())
+                    .getAttr(op))
+    return layout.pipelineStage(vs.getInt());
+  return 0;
+}
+
+/// Copies the placement attributes (layer, virtual stage) of `from`.
+inline void placeLike(mlir::Operation *op, mlir::Operation *from) {
+  for (llvm::StringRef name :
+       {dist::DistDialect::LayerAttrHelper::getNameStr(),
+        dist::DistDialect::VirtualStageAttrHelper::getNameStr()})
+    if (mlir::Attribute a = from->getAttr(name))
+      op->setAttr(name, a);
+}
+
+/// Creates the collective `Op` at `at`'s location over the first of
+/// `groups`, run by every group's ranks (`dist.groups`: one program serves
+/// every group, each rank takes the group that holds it).
+template <typename Op, typename... Args>
+Op createCollective(mlir::OpBuilder &b, mlir::Operation *at,
+                    const std::vector<std::vector<unsigned>> &groups,
+                    Args &&...args) {
+  auto op = Op::create(b, at->getLoc(), std::forward<Args>(args)...,
+                       dist::deviceGroup(b.getContext(), groups.front()));
+  dist::setRunGroups(op, groups);
+  return op;
+}
+
+/// `v`, split along `dim` over the ranks of `groups` (each holding its
+/// part, of type `local`: `v` may still have its whole type while a pass
+/// rewrites), gathered whole where `b` inserts, placed like `at`: along `dim`
+/// when every dimension before it is 1, else along a new leading one,
+/// moved next to `dim` and merged into it (the runtime gathers along the
+/// leading dimension). `onGathered` sees the gathered stack first (the
+/// value whose gradient dist-autodiff slices back).
+inline mlir::Value
+gatherWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v,
+            mlir::RankedTensorType local, int64_t dim,
+            const std::vector<std::vector<unsigned>> &groups,
+            llvm::function_ref<mlir::Value(mlir::Value)> onGathered = {}) {
+  int64_t parts = groups.front().size();
+  mlir::Location loc = v.getLoc();
+  llvm::SmallVector<int64_t> whole(local.getShape());
+  whole[dim] *= parts;
+  auto wholeType = local.clone(whole);
+  auto gather = [&](mlir::Value in, mlir::RankedTensorType type, int64_t axis) {
+    auto op = createCollective<dist::AllGatherOp>(b, at, groups, type, in,
+                                                  b.getI64IntegerAttr(axis));
+    placeLike(op, at);
+    mlir::Value out = op.getResult();
+    return onGathered ? onGathered(out) : out;
+  };
+  auto place = [&](mlir::Operation *op) {
+    placeLike(op, at);
+    return op->getResult(0);
+  };
+  if (contiguousAlong(local, dim))
+    return gather(v, wholeType, dim);
+  llvm::SmallVector<int64_t> lead{1}, stacked{parts};
+  lead.append(local.getShape().begin(), local.getShape().end());
+  stacked.append(local.getShape().begin(), local.getShape().end());
+  mlir::Value x = place(graph::ReshapeOp::create(b, loc, local.clone(lead), v));
+  x = gather(x, local.clone(stacked), 0);
+  // [parts, a.., n/parts, b..] -> [a.., parts, n/parts, b..]
+  llvm::SmallVector<int64_t> perm, moved;
+  for (int64_t d = 1; d <= dim; ++d)
+    perm.push_back(d);
+  perm.push_back(0);
+  for (int64_t d = dim + 1; d <= local.getRank(); ++d)
+    perm.push_back(d);
+  for (int64_t d : perm)
+    moved.push_back(stacked[d]);
+  x = place(graph::TransposeOp::create(b, loc, local.clone(moved), x,
+                                       b.getDenseI64ArrayAttr(perm)));
+  return place(graph::ReshapeOp::create(b, loc, wholeType, x));
+}
+
+} // namespace distopt::split
+
+#endif // DISTOPT_PASSES_DISTRIBUTE_SPLITVALUES_H

@@ -1,0 +1,302 @@
+//===- TokenSplit.cpp - Ops that run on a rank's part of the tokens -------===//
+//
+// Part of DistOpt. See TokenSplit.h.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Distribute/TokenSplit.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::split;
+namespace g = distopt::graph;
+
+void TokenSplit::seed(Value v, Split s, Operation *op) {
+  split[v] = s;
+  if (op) {
+    seeds.insert(op);
+    ops.insert(op);
+  }
+}
+
+Operation *TokenSplit::placeFor(Operation *user, Value v) {
+  if (user->hasAttr(dist::DistDialect::VirtualStageAttrHelper::getNameStr()) ||
+      !v.getDefiningOp())
+    return user;
+  return v.getDefiningOp();
+}
+
+void TokenSplit::broadcast(OpOperand &use, SmallVectorImpl<Whole> &out) {
+  // Each rank's gradient is its tokens' part of the whole one (a constant
+  // has none).
+  Value v = use.get();
+  if (isa<FloatType>(tensorOf(v).getElementType()) &&
+      !v.getDefiningOp<g::ConstantOp>())
+    out.push_back({use.getOwner(), use.getOperandNumber(), How::Copy});
+}
+
+std::optional<Split> TokenSplit::visitElementwise(Operation *op,
+                                                  SmallVectorImpl<Whole> &out) {
+  auto result = tensorOf(op->getResult(0));
+  std::optional<Split> common;
+  for (Value v : op->getOperands())
+    if (auto it = split.find(v); it != split.end()) {
+      Split s = it->second;
+      s.dim += result.getRank() - tensorOf(v).getRank();
+      if (common && !(*common == s))
+        return std::nullopt;
+      common = s;
+    }
+  if (!attention && !contiguousAlong(result, common->dim))
+    return std::nullopt;
+  for (OpOperand &use : op->getOpOperands()) {
+    Value v = use.get();
+    if (split.contains(v))
+      continue;
+    auto t = tensorOf(v);
+    if (!t)
+      return std::nullopt;
+    int64_t aligned = common->dim - (result.getRank() - t.getRank());
+    if (aligned < 0 || t.getDimSize(aligned) == 1) {
+      broadcast(use, out);
+      continue;
+    }
+    if (t.getDimSize(aligned) != result.getDimSize(common->dim) ||
+        !contiguousAlong(t, aligned))
+      return std::nullopt;
+    out.push_back({op, use.getOperandNumber(), How::Slice, aligned});
+  }
+  return common;
+}
+
+/// A matmul whose left operand holds the rank's tokens along a dimension
+/// it does not contract: its rows (or a batch dimension) stay the rank's.
+/// A token-split right operand (the keys of Q Kt, the values of P V) is
+/// gathered whole: the rank's queries meet every key (all-gather context
+/// parallelism, as Llama 3 trains); a whole one (a weight) is read
+/// through a copy.
+std::optional<Split> TokenSplit::visitMatmul(Operation *op,
+                                             SmallVectorImpl<Whole> &out) {
+  auto m = cast<g::MatmulOp>(op);
+  auto ls = split.find(m.getLhs()), rs = split.find(m.getRhs());
+  if (ls == split.end() || (m.getBias() && split.contains(m.getBias())))
+    return std::nullopt;
+  int64_t rl = tensorOf(m.getLhs()).getRank(),
+          rr = tensorOf(m.getRhs()).getRank(),
+          r = tensorOf(m.getResult()).getRank();
+  int64_t d = ls->second.dim;
+  int64_t rows = m.getTransposeLhs() ? rl - 1 : rl - 2;
+  int64_t contracted = m.getTransposeLhs() ? rl - 2 : rl - 1;
+  if (rl < 2 || d == contracted)
+    return std::nullopt;
+  Split result{d == rows ? r - 2 : d + (r - rl), 1};
+  OpOperand &rhs = op->getOpOperand(1);
+  if (d != rows) {
+    // A batch dimension: the right operand must broadcast over it.
+    int64_t aligned = result.dim - (r - rr);
+    if (rs != split.end() ||
+        (aligned >= 0 && tensorOf(m.getRhs()).getDimSize(aligned) != 1))
+      return std::nullopt;
+    broadcast(rhs, out);
+  } else if (rs != split.end()) {
+    out.push_back({op, 1, How::Gather, rs->second.dim});
+  } else {
+    broadcast(rhs, out);
+  }
+  if (m.getBias())
+    broadcast(op->getOpOperand(2), out);
+  return result;
+}
+
+std::optional<Split> TokenSplit::visit(Operation *op,
+                                       SmallVectorImpl<Whole> &out) {
+  if (op->getNumResults() == 0 || llvm::any_of(op->getResults(), [](Value r) {
+        return !tensorOf(r) || !tensorOf(r).hasStaticShape();
+      }))
+    return std::nullopt;
+  Value in = op->getOperand(0);
+  auto inSplit = split.find(in);
+  if (isa<g::ReshapeOp, g::FlattenOp>(op)) {
+    std::optional<Split> s =
+        reshaped(in, op->getResult(0), inSplit->second, parts);
+    if (!s ||
+        (!attention && !contiguousAlong(tensorOf(op->getResult(0)), s->dim)))
+      return std::nullopt;
+    return s;
+  }
+  if (isa<g::LayerNormOp, g::RMSNormOp>(op)) {
+    // Token by token when the normalized dimensions come after the split;
+    // the scale and bias broadcast over the tokens.
+    if (inSplit == split.end())
+      return std::nullopt;
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    if (axis < 0)
+      axis += tensorOf(in).getRank();
+    if (axis <= inSplit->second.dim)
+      return std::nullopt;
+    for (OpOperand &use : op->getOpOperands().drop_front()) {
+      if (split.contains(use.get()))
+        return std::nullopt;
+      out.push_back({op, use.getOperandNumber(), How::Copy});
+    }
+    return inSplit->second;
+  }
+  // A dropout that draws a mask would draw the whole mask's first part on
+  // every context rank: context parallelism reads it whole.
+  if (auto d = dyn_cast<g::DropoutOp>(op);
+      d && attention && d.getRatio().convertToDouble() != 0)
+    return std::nullopt;
+  if (isa<g::BinaryOp, g::WhereOp>(op) ||
+      (isa<g::UnaryOp, g::CastOp, g::ClipOp, g::DropoutOp>(op) &&
+       op->getNumOperands() == 1))
+    return visitElementwise(op, out);
+  if (!attention)
+    return std::nullopt;
+  // Context parallelism: the attention between the token-wise ops.
+  auto notSplitAxis = [&](int64_t axis) {
+    return inSplit != split.end() &&
+           dimOf(axis, tensorOf(in).getRank()) != inSplit->second.dim;
+  };
+  return TypeSwitch<Operation *, std::optional<Split>>(op)
+      .Case<g::MatmulOp>([&](auto) { return visitMatmul(op, out); })
+      .Case<g::TransposeOp>([&](g::TransposeOp t) -> std::optional<Split> {
+        ArrayRef<int64_t> perm = t.getPerm();
+        return Split{llvm::find(perm, inSplit->second.dim) - perm.begin(), 1};
+      })
+      .Case<g::SoftmaxOp>([&](g::SoftmaxOp s) -> std::optional<Split> {
+        if (!notSplitAxis(s.getAxis()))
+          return std::nullopt;
+        return inSplit->second;
+      })
+      .Case<g::SplitOp>([&](g::SplitOp s) -> std::optional<Split> {
+        if (!notSplitAxis(s.getAxis()))
+          return std::nullopt;
+        return inSplit->second;
+      })
+      .Case<g::SliceOp>([&](g::SliceOp s) -> std::optional<Split> {
+        if (!llvm::all_of(s.getAxes(), notSplitAxis))
+          return std::nullopt;
+        return inSplit->second;
+      })
+      .Case<g::ExpandOp>([&](g::ExpandOp e) -> std::optional<Split> {
+        // A broadcast over other dimensions (grouped-query attention's
+        // key and value heads).
+        auto from = tensorOf(in), to = tensorOf(e.getResult());
+        Split s = inSplit->second;
+        s.dim += to.getRank() - from.getRank();
+        if (from.getDimSize(inSplit->second.dim) != to.getDimSize(s.dim))
+          return std::nullopt;
+        return s;
+      })
+      .Case<g::ConcatOp>([&](g::ConcatOp c) -> std::optional<Split> {
+        // Pieces of the same tokens (RoPE's rotate-half) joined along
+        // another dimension.
+        if (!notSplitAxis(c.getAxis()) ||
+            llvm::any_of(c->getOperands(), [&](Value v) {
+              auto it = split.find(v);
+              return it == split.end() || !(it->second == inSplit->second);
+            }))
+          return std::nullopt;
+        return inSplit->second;
+      })
+      .Case<g::EmbeddingOp>([&](g::EmbeddingOp e) -> std::optional<Split> {
+        // A lookup of token-split ids in a whole table.
+        auto ids = split.find(e.getIndices());
+        if (ids == split.end() || split.contains(e.getTable()))
+          return std::nullopt;
+        broadcast(op->getOpOperand(0), out);
+        return ids->second;
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+void TokenSplit::analyze() {
+  // One sweep in order: an op's operands are split or whole before it is
+  // visited.
+  for (Operation &op : func.getBody().front()) {
+    if (seeds.contains(&op) || isa<func::ReturnOp>(op) ||
+        llvm::none_of(op.getOperands(),
+                      [&](Value v) { return split.contains(v); }))
+      continue;
+    SmallVector<Whole> found;
+    if (std::optional<Split> s = visit(&op, found)) {
+      for (Value r : op.getResults())
+        split[r] = *s;
+      ops.insert(&op);
+      numAttentions += llvm::count_if(
+          found, [](const Whole &w) { return w.how == How::Gather; });
+      wholes.append(found);
+    } else if (whole.empty()) {
+      llvm::raw_string_ostream os(whole);
+      os << "'" << op.getName() << "' at " << op.getLoc();
+    }
+  }
+}
+
+void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(ctx);
+  dist::DistDialect::VirtualStageAttrHelper stageAttr(ctx);
+  // Whole values where token-split ones leave the domain: one all-gather
+  // per value and stage, before its first user there. Into a
+  // column-parallel region (sequence parallelism) the gather feeds its
+  // dist.tp_copy, whose summed gradient dist-autodiff slices back into one
+  // reduce-scatter.
+  DenseMap<std::pair<Value, Attribute>, Value> gathered;
+  for (Operation &op : func.getBody().front()) {
+    if (ops.contains(&op))
+      continue;
+    for (OpOperand &use : op.getOpOperands()) {
+      auto it = split.find(use.get());
+      if (it == split.end())
+        continue;
+      Value v = use.get();
+      Operation *at = placeFor(&op, v);
+      Value &whole = gathered[{v, stageAttr.getAttr(at)}];
+      if (!whole) {
+        b.setInsertionPoint(&op);
+        whole = gatherWhole(b, at, v, localType(tensorOf(v), it->second, parts),
+                            it->second.dim, groupsOf(at));
+      }
+      use.set(whole);
+    }
+  }
+  // Whole operands of token-split ops: the rank's tokens of them, or the
+  // whole value through a copy whose gradient is summed over the group,
+  // gathered first when it is token-split.
+  DenseMap<std::tuple<Value, int64_t, Attribute>, Value> adapted;
+  for (const Whole &w : wholes) {
+    Value v = w.user->getOperand(w.operand);
+    int64_t key = w.how == How::Slice  ? w.axis
+                  : w.how == How::Copy ? -1
+                                       : -2 - w.axis;
+    Value &local = adapted[{v, key, stageAttr.getAttr(w.user)}];
+    if (!local) {
+      b.setInsertionPoint(w.user);
+      Groups groups = groupsOf(w.user);
+      auto copy = [&](Value x) {
+        auto made =
+            createCollective<dist::TpCopyOp>(b, w.user, groups, x.getType(), x);
+        placeLike(made, w.user);
+        return made.getResult();
+      };
+      if (w.how == How::Slice) {
+        auto made = createCollective<dist::AllSliceOp>(
+            b, w.user, groups, localType(tensorOf(v), {w.axis, 1}, parts), v,
+            b.getI64IntegerAttr(w.axis));
+        placeLike(made, w.user);
+        local = made.getResult();
+      } else if (w.how == How::Copy) {
+        local = copy(v);
+      } else {
+        local = gatherWhole(b, w.user, v,
+                            localType(tensorOf(v), split.lookup(v), parts),
+                            w.axis, groups, copy);
+      }
+    }
+    w.user->setOperand(w.operand, local);
+  }
+  for (auto [v, s] : split)
+    localize(v, s);
+}
