@@ -36,8 +36,8 @@ bool replicatedLayoutsApply(const cluster::Cluster &c, unsigned numLayers,
   bool dpFree = k.dp.min <= 1 && k.dp.max == UINT_MAX && k.dp.only.empty();
   return !k.uniformReplicas && N >= 3 && N <= kMaxReplicatedDevices &&
          numLayers >= 2 && N * numLayers <= kMaxReplicatedWork &&
-         k.tp.allows(1) && k.chunks.allows(1) &&
-         (k.zero.allows(0) || k.zero.allows(1)) && dpFree;
+         k.tp.allows(1) && k.cp.allows(1) && k.ep.allows(1) &&
+         k.chunks.allows(1) && (k.zero.allows(0) || k.zero.allows(1)) && dpFree;
 }
 
 namespace {

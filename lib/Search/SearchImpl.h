@@ -192,7 +192,9 @@ constexpr unsigned kMaxReplicatedStages = 8;
 /// objective first.
 constexpr unsigned kReplicatedLayouts = 8;
 
-/// Whether the search weighs per-stage replica layouts on \p c.
+/// Whether the search weighs per-stage replica layouts on \p c (their
+/// stages have one device per replica: tp = cp = ep = 1, so constraints
+/// that rule those out rule them out).
 bool replicatedLayoutsApply(const cluster::Cluster &c, unsigned numLayers,
                             const Constraints &k);
 

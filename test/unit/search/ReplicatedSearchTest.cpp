@@ -111,6 +111,14 @@ TEST(ReplicatedSearch, FindsThreeToOne) {
   EXPECT_EQ(u.stats.replicated, 0u);
   EXPECT_LT(r.best.sim.result.iterationTime,
             u.best.sim.result.iterationTime);
+  // Replica layouts have cp = 1: a constraint asking for cp = 2 leaves
+  // them out. This model has no attention, so no plan is left (the search
+  // used to return the 3/1 layout, without cp).
+  o.constraints = cantFail(parseConstraints("mbs=4,recompute=none,cp=2"));
+  llvm::Expected<SearchResult> c2 = searchPlan(m, c, cm, o);
+  ASSERT_FALSE(static_cast<bool>(c2)) << c2->best.sim.plan.str();
+  EXPECT_NE(llvm::toString(c2.takeError()).find("no plan satisfies"),
+            std::string::npos);
 }
 
 TEST(ReplicatedSearch, ConstraintErrorsAndLargeClusters) {
