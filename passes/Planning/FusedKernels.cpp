@@ -125,13 +125,23 @@ void planning::fuseKernels(std::vector<Item> &items,
     if (fusedAttention && fuseAttention(item, v, samples, values, itemOf))
       continue;
     // The product with V keeps the probabilities the softmax already keeps.
+    // Under context parallelism it is where the ring passes K and V on
+    // (OpDesc::cpKvBytes, as the analytic GPT's unfused "context" op).
     Value probs = item.op->getResult(0);
     if (auto pv = dyn_cast_or_null<g::MatmulOp>(soleUser(probs)))
-      if (Item *out = itemOf(pv.getResult()); out && pv.getLhs() == probs)
+      if (Item *out = itemOf(pv.getResult()); out && pv.getLhs() == probs) {
+        double e = cluster::dtypeBytes(out->desc->dtype);
         out->desc->savedBytes =
             std::max(0.0, out->desc->savedBytes -
-                              tensorElements(probs.getType()) / samples *
-                                  cluster::dtypeBytes(out->desc->dtype));
+                              tensorElements(probs.getType()) / samples * e);
+        Item *qk = itemOf(v);
+        if (qk && isa<g::MatmulOp>(qk->op) && qk->desc->params <= 0 &&
+            isScoreShaped(v.getType()))
+          out->desc->cpKvBytes =
+              (tensorElements(qk->op->getOperand(1).getType()) +
+               tensorElements(pv.getRhs().getType())) /
+              samples * e;
+      }
   }
 }
 
