@@ -573,7 +573,25 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
       return std::numeric_limits<double>::infinity();
     return v;
   };
-  std::vector<unsigned> cuts = partitionLayersWith(n, V, cost, lower);
+  // Each layer's least work over the stages' device kinds, for the
+  // partition's bounds: the one table itself when every rank has it.
+  std::vector<const Tables::Times *> kindsUsed(tm.begin(), tm.end());
+  llvm::sort(kindsUsed);
+  kindsUsed.erase(llvm::unique(kindsUsed), kindsUsed.end());
+  std::vector<double> leastOwn;
+  const std::vector<double> *least = &kindsUsed.front()->work;
+  if (kindsUsed.size() > 1) {
+    leastOwn.assign(n + 1, 0);
+    for (unsigned l = 0; l < n; ++l) {
+      double m = std::numeric_limits<double>::infinity();
+      for (const Tables::Times *k : kindsUsed)
+        m = std::min(m, k->work[l + 1] - k->work[l]);
+      leastOwn[l + 1] = leastOwn[l] + m;
+    }
+    least = &leastOwn;
+  }
+  std::vector<unsigned> cuts =
+      partitionLayersWith(n, V, cost, lower, nullptr, least);
   if (!memoryAware)
     cutCache[key] = cuts;
   return cuts;

@@ -22,15 +22,92 @@ namespace distopt::search::detail {
 
 std::string humanBytes(double bytes);
 
+/// The table partitionLayersWith fills, bounded by an upper bound on the
+/// answer: \p ub must exceed it by a rounding margin (see
+/// partitionLayersWith). States whose value, or whose completion's lower
+/// bound, exceeds \p ub stay infinite and are never scanned. Returns the
+/// largest stage cost of the best partition, infinite when none is below
+/// \p ub; fills \p from with each state's chosen predecessor.
+/// \p least holds prefix sums of each layer's least `lower` over all
+/// stages.
+template <typename Cost, typename Lower>
+double partitionTable(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
+                      const std::vector<double> &least, double ub,
+                      std::vector<double> &best, std::vector<unsigned> &from) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const size_t w = n + 1;
+  best.assign(static_cast<size_t>(stages) * w, inf);
+  from.assign(static_cast<size_t>(stages) * w, 0);
+  // State (j, i) (stages 0..j hold layers [0, i)) can lead below ub only
+  // if its own stages average at most ub and the stages after it can hold
+  // layers [i, n) at most ub each.
+  auto window = [&](unsigned j) {
+    unsigned lo = j + 1, hi = n - (stages - 1 - j);
+    if (ub == inf)
+      return std::make_pair(lo, hi);
+    while (lo < hi && j + 1 < stages &&
+           least[n] - least[lo] > ub * (stages - 1 - j))
+      ++lo;
+    while (hi > lo && least[hi] > ub * (j + 1))
+      --hi;
+    return std::make_pair(lo, hi);
+  };
+  auto [lo0, hi0] = window(0);
+  for (unsigned i = lo0; i <= hi0; ++i) {
+    double v = cost(0, 0, i);
+    if (v < ub)
+      best[i] = v;
+  }
+  unsigned prevLo = lo0, prevHi = hi0;
+  for (unsigned j = 1; j < stages; ++j) {
+    const double *prev = &best[(j - 1) * w];
+    auto [lo, hi] = window(j);
+    for (unsigned i = lo; i <= hi; ++i) {
+      double &b = best[j * w + i];
+      b = ub;
+      bool found = false;
+      // Scanning the last stage's first layer k downwards the stage only
+      // grows, so the scan stops once its lower bound reaches b.
+      for (unsigned k = std::min(i - 1, prevHi); k >= prevLo; --k) {
+        if (lower(j, k, i) >= b)
+          break;
+        if (prev[k] < b) {
+          double v = std::max(prev[k], cost(j, k, i));
+          if (v < b) {
+            b = v;
+            from[j * w + i] = k;
+            found = true;
+          }
+        }
+        if (k == prevLo)
+          break;
+      }
+      if (!found)
+        b = inf;
+    }
+    prevLo = lo;
+    prevHi = hi;
+  }
+  return best[(stages - 1) * w + n];
+}
+
 /// partitionLayers with the cost callbacks inlined (the search's hot loop).
 /// best[j][i]: smallest achievable largest stage cost when stages 0..j hold
-/// layers [0, i); every stage keeps at least one layer. Scanning the last
-/// stage's first layer k downwards, the stage only grows, so the scan stops
-/// once its lower bound reaches the best value found for (j, i).
+/// layers [0, i); every stage keeps at least one layer. `lower` must be
+/// additive over layers (a difference of prefix sums). The table is first
+/// bounded by the cost of an even split of the least work (or, where that
+/// split does not fit, guesses from its largest share of work), which
+/// keeps only states that can still beat it; where no guess is beaten,
+/// the unbounded table decides.
+/// Bounding leaves the answer and its cuts, ties included, as the
+/// unbounded table gives them: a state on the chosen path has a completion
+/// below the bound. \p least, when given, holds prefix sums of each
+/// layer's least `lower` over the stages.
 template <typename Cost, typename Lower>
-std::vector<unsigned> partitionLayersWith(unsigned n, unsigned stages,
-                                          Cost &&cost, Lower &&lower,
-                                          double *bestOut = nullptr) {
+std::vector<unsigned>
+partitionLayersWith(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
+                    double *bestOut = nullptr,
+                    const std::vector<double> *least = nullptr) {
   const double inf = std::numeric_limits<double>::infinity();
   if (stages == 0 || stages > n) {
     if (bestOut)
@@ -39,34 +116,52 @@ std::vector<unsigned> partitionLayersWith(unsigned n, unsigned stages,
   }
   const size_t w = n + 1;
   // Reused between calls: the search runs thousands of partitions.
-  static thread_local std::vector<double> best;
+  static thread_local std::vector<double> best, ownLeast;
   static thread_local std::vector<unsigned> from;
-  best.assign(static_cast<size_t>(stages) * w, inf);
-  from.assign(static_cast<size_t>(stages) * w, 0);
-  for (unsigned i = 1; i + stages - 1 <= n; ++i)
-    best[i] = cost(0, 0, i);
-  for (unsigned j = 1; j < stages; ++j) {
-    const double *prev = &best[(j - 1) * w];
-    // Stages j+1.. need at least one layer each.
-    unsigned iMax = n - (stages - 1 - j);
-    for (unsigned i = j + 1; i <= iMax; ++i) {
-      double &b = best[j * w + i];
-      for (unsigned k = i - 1; k >= j; --k) {
-        if (lower(j, k, i) >= b)
-          break;
-        if (prev[k] < b) {
-          double v = std::max(prev[k], cost(j, k, i));
-          if (v < b) {
-            b = v;
-            from[j * w + i] = k;
-          }
-        }
-        if (k == j)
-          break;
-      }
+  if (!least) {
+    ownLeast.assign(w, 0);
+    for (unsigned l = 0; l < n; ++l) {
+      double m = inf;
+      for (unsigned j = 0; j < stages; ++j)
+        m = std::min(m, lower(j, l, l + 1));
+      ownLeast[l + 1] = ownLeast[l] + m;
+    }
+    least = &ownLeast;
+  }
+  const std::vector<double> &sum = *least;
+  // The even split of the least work; its largest stage cost bounds the
+  // answer from above.
+  double even = 0, share = 0;
+  for (unsigned j = 0, b = 0; j < stages; ++j) {
+    unsigned e = n;
+    if (j + 1 < stages) {
+      double target = sum[n] * (j + 1) / stages;
+      e = b + 1;
+      while (e < n - (stages - 1 - j) && sum[e] < target)
+        ++e;
+    }
+    even = std::max(even, cost(j, b, e));
+    share = std::max(share, lower(j, b, e));
+    b = e;
+  }
+  // A margin over rounding: the bounds compare sums of per-layer terms
+  // with prefix differences.
+  auto above = [inf](double x) {
+    return x == inf ? inf : x * (1 + 1e-9) + 1e-300;
+  };
+  // Where the even split does not fit, the bound is guessed from its
+  // largest share of work, growing until some partition comes below it.
+  double total = inf;
+  if (even < inf) {
+    total =
+        partitionTable(n, stages, cost, lower, sum, above(even), best, from);
+  } else {
+    for (double bound : {above(1.25 * share), above(2.5 * share), inf}) {
+      total = partitionTable(n, stages, cost, lower, sum, bound, best, from);
+      if (total < inf)
+        break;
     }
   }
-  double total = best[(stages - 1) * w + n];
   if (bestOut)
     *bestOut = total;
   if (total == inf)

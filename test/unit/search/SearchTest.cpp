@@ -89,6 +89,94 @@ TEST(Partition, MatchesBruteForce) {
   }
 }
 
+/// The stage partition without bounds: every state, every predecessor,
+/// scanned from the largest; the first that attains the minimum wins.
+static std::vector<unsigned> unboundedPartition(
+    unsigned n, unsigned stages,
+    const std::function<double(unsigned, unsigned, unsigned)> &cost,
+    double &total) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stages,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<unsigned>> from(stages,
+                                          std::vector<unsigned>(n + 1, 0));
+  for (unsigned i = 1; i + stages - 1 <= n; ++i)
+    best[0][i] = cost(0, 0, i);
+  for (unsigned j = 1; j < stages; ++j)
+    for (unsigned i = j + 1; i + (stages - 1 - j) <= n; ++i)
+      for (unsigned k = i - 1; k >= j; --k) {
+        double v = std::max(best[j - 1][k], cost(j, k, i));
+        if (v < best[j][i]) {
+          best[j][i] = v;
+          from[j][i] = k;
+        }
+        if (k == j)
+          break;
+      }
+  total = best[stages - 1][n];
+  if (total == inf)
+    return {};
+  std::vector<unsigned> cuts(stages - 1);
+  for (unsigned j = stages - 1, i = n; j >= 1; --j)
+    cuts[j - 1] = i = from[j][i];
+  return cuts;
+}
+
+TEST(Partition, BoundsKeepTheUnboundedAnswer) {
+  // The bounded table must return the unbounded table's cuts, ties
+  // included: integer work (many equal partitions), two device kinds,
+  // boundary messages, and memory caps that make the even split, or every
+  // split, infeasible.
+  std::mt19937 rng(11);
+  const double inf = std::numeric_limits<double>::infinity();
+  unsigned infeasible = 0, evenUnfit = 0;
+  for (unsigned trial = 0; trial < 400; ++trial) {
+    unsigned n = 4 + rng() % 60;
+    unsigned stages = 2 + rng() % std::min(n - 1, 24u);
+    std::vector<double> work[2], edge(n + 1, 0);
+    for (auto &w : work) {
+      w.assign(n + 1, 0);
+      for (unsigned l = 0; l < n; ++l)
+        w[l + 1] = w[l] + 1 + rng() % 4 * (&w == &work[1] ? 2 : 1);
+    }
+    for (unsigned i = 1; i < n; ++i)
+      edge[i] = trial % 3 ? rng() % 3 : 0;
+    // Memory: stage j holds at most cap[j] layers (none where 0).
+    std::vector<unsigned> cap(stages, 0);
+    if (trial % 2)
+      for (unsigned &c : cap)
+        c = rng() % 4 ? 0 : 1 + rng() % (2 * n / stages + 1);
+    if (trial % 16 == 5) // too little room for the layers
+      for (unsigned &c : cap)
+        c = std::max(1u, n / stages - 1);
+    auto kind = [&](unsigned j) { return trial % 4 == 3 ? j % 2 : 0u; };
+    std::function<double(unsigned, unsigned, unsigned)> cost =
+        [&](unsigned j, unsigned b, unsigned e) {
+          if (cap[j] && e - b > cap[j])
+            return inf;
+          const std::vector<double> &w = work[kind(j)];
+          return w[e] - w[b] + edge[b] + (e < n ? edge[e] : 0);
+        };
+    auto lower = [&](unsigned j, unsigned b, unsigned e) {
+      return work[kind(j)][e] - work[kind(j)][b];
+    };
+    double want = 0, got = 0;
+    std::vector<unsigned> ref = unboundedPartition(n, stages, cost, want);
+    std::vector<unsigned> cuts = partitionLayers(n, stages, cost, lower, &got);
+    EXPECT_EQ(cuts, ref) << "trial " << trial << " n " << n << " stages "
+                         << stages;
+    EXPECT_EQ(got, want) << "trial " << trial;
+    infeasible += want == inf;
+    bool evenFits = true;
+    for (unsigned j = 0; j < stages; ++j)
+      evenFits &= !cap[j] || cap[j] >= (n + stages - 1) / stages;
+    evenUnfit += !evenFits && want < inf;
+  }
+  // The trials reach the guessed bounds and the fallback.
+  EXPECT_GT(infeasible, 0u);
+  EXPECT_GT(evenUnfit, 10u);
+}
+
 TEST(Partition, InfeasibleStagesAreAvoided) {
   // Stage 0 may hold at most one layer (memory); the rest goes to stage 1.
   std::vector<double> w{1, 1, 1, 1};
