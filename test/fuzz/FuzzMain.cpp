@@ -46,6 +46,7 @@
 using namespace distopt::fuzz;
 
 unsigned long long distopt::fuzz::maxMemoryMiB = 6144;
+unsigned long long distopt::fuzz::programsGenerated = 0;
 
 extern "C" void __sanitizer_set_death_callback(void (*)(void))
     __attribute__((weak));
@@ -356,6 +357,12 @@ int main(int argc, char **argv) {
   installHandlers();
 
   std::string cases;
+  // The programs printed so far, for the targets that print them.
+  auto generatedNote = [&]() -> std::string {
+    if (target->run != runONNX && target->run != runMLIR)
+      return "";
+    return "; " + std::to_string(programsGenerated) + " programs generated";
+  };
   auto runOne = [&](const std::string &input) {
     crash.input = &input;
     alarm(unsigned(std::max(1.0, timeout)));
@@ -377,8 +384,9 @@ int main(int argc, char **argv) {
           .count();
   if (!regressDirs.empty()) {
     printf("dist-fuzz %s: regression corpus: %zu inputs (%u accepted, %zu "
-           "refused with an error), no crash, no hang\n",
-           target->name, regress.size(), accepted, regress.size() - accepted);
+           "refused with an error), no crash, no hang%s\n",
+           target->name, regress.size(), accepted, regress.size() - accepted,
+           generatedNote().c_str());
     cases += testcase(std::string(target->name) + ".regress",
                       regress.empty() ? "empty regression corpus" : "",
                       regressSeconds);
@@ -441,8 +449,9 @@ int main(int argc, char **argv) {
     double s = elapsed();
     printf("dist-fuzz %s: %lld mutated inputs in %.1f s (%.0f/s, seed %llu, "
            "%zu seeds; %lld accepted, %lld refused with an error), no crash, "
-           "no hang\n",
-           target->name, n, s, n / std::max(s, 1e-9), seed, seeds, ok, n - ok);
+           "no hang%s\n",
+           target->name, n, s, n / std::max(s, 1e-9), seed, seeds, ok, n - ok,
+           generatedNote().c_str());
     cases += testcase(std::string(target->name) + ".mutate", "", s);
   }
   if (!junit.empty()) {

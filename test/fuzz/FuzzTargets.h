@@ -61,6 +61,10 @@ llvm::ArrayRef<Target> targets();
 /// --max-memory: the address space the inputs may use, in MiB.
 extern unsigned long long maxMemoryMiB;
 
+/// Programs (C++ or CUDA sources) the onnx and mlir targets printed so far:
+/// the summary reports it, so a stage that stops reaching the printer shows.
+extern unsigned long long programsGenerated;
+
 } // namespace distopt::fuzz
 
 #endif // DIST_TEST_FUZZ_FUZZTARGETS_H

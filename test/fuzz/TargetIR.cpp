@@ -5,10 +5,12 @@
 // program's source (dist-compile --source-only, CPU and CUDA) and plan it
 // (the plan and cluster it carries, then dist-plan-pipeline with a
 // data-parallel plan and with a search, each planned module generated
-// too), so a model the importer or parser accepts but a later stage cannot
-// handle shows up too. mutateONNX edits the parsed ModelProto: attribute
-// values, arities, op types, shapes, element types, initializer payloads,
-// opsets, node order.
+// too), and build, as dist-compile would, the programs of tensor-, context-
+// and pipeline-parallel plans for inference and for training, so a model
+// the importer or parser accepts but a later stage cannot handle shows up
+// too. mutateONNX edits the parsed ModelProto: attribute values, arities,
+// op types, shapes, element types, initializer payloads, opsets, node
+// order.
 //
 //===----------------------------------------------------------------------===//
 #include "FuzzTargets.h"
@@ -36,15 +38,26 @@ using namespace mlir;
 namespace distopt::fuzz {
 
 /// Generates the C++ and CUDA sources dist-compile --source-only would for
-/// `module`; every error is a normal outcome.
+/// `module`: dist-prepare-for-emission on a copy for each target, then the
+/// printer. Every error is a normal outcome; each program printed counts in
+/// programsGenerated.
 static void generate(ModuleOp module) {
   for (codegen::Target target : {codegen::Target::CPU, codegen::Target::CUDA}) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    PassManager pm(copy->getContext(), ModuleOp::getOperationName());
+    PrepareForEmissionPassOptions prepare;
+    prepare.target = target == codegen::Target::CUDA ? EmissionTarget::CUDA
+                                                     : EmissionTarget::CPU;
+    pm.addPass(createPrepareForEmissionPass(prepare));
+    if (failed(pm.run(*copy)))
+      continue;
     std::string source;
     llvm::raw_string_ostream os(source);
     codegen::CodegenOptions options;
     options.target = target;
-    codegen::ModelUnit unit{"fuzz", "fuzz", ".", module, ""};
-    (void)codegen::emitProgram({unit}, options, os, nullptr);
+    codegen::ModelUnit unit{"fuzz", "fuzz", ".", *copy, ""};
+    if (succeeded(codegen::emitProgram({unit}, options, os, nullptr)))
+      ++programsGenerated;
   }
 }
 
@@ -53,6 +66,42 @@ static void generate(ModuleOp module) {
 static void planCopy(ModuleOp module, const PlanOptions &options) {
   OwningOpRef<ModuleOp> copy = module.clone();
   if (succeeded(distopt::planModule(*copy, options)))
+    generate(*copy);
+}
+
+/// As dist-compile does with `--dist-plan=plan` (and `--train` when
+/// `train`): plans the forward function of a copy of `module`, splits it
+/// over the plan's context- and tensor-parallel ranks, differentiates it
+/// against an MSE target, partitions it into per-rank programs and
+/// generates them. Each pass is a no-op where the plan does not need it.
+static void compileCopy(ModuleOp module, llvm::StringRef plan, bool train) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  PlanOptions options;
+  options.cluster = "cpu-xeon-2s:2";
+  options.plan = plan.str();
+  options.batch = 2;
+  options.stages = "none"; // dist-compile partitions after the rewrites
+  if (failed(distopt::planModule(*copy, options)))
+    return;
+  PassManager pm(copy->getContext(), ModuleOp::getOperationName());
+  pm.addPass(createContextParallelPass());
+  pm.addPass(createTensorParallelPass());
+  if (train) {
+    // dist-train-pipeline names dist-autodiff by its registered name.
+    static const bool registered = [] {
+      registerAllPasses();
+      return true;
+    }();
+    (void)registered;
+    TrainOptions t;
+    t.autodiff = "optimizer=sgd lr=0.1";
+    t.loss = "mse:fuzz_target";
+    std::string error;
+    if (failed(buildTrainPipeline(pm, t, error)))
+      return;
+  }
+  pm.addPass(createPartitionPass());
+  if (succeeded(pm.run(*copy)))
     generate(*copy);
 }
 
@@ -86,6 +135,11 @@ static void exercise(ModuleOp module) {
   search.plan.clear();
   search.simulate = false;
   planCopy(module, search);
+  // The rewrites that make a plan's programs: tensor, context and pipeline
+  // parallelism, for inference and training.
+  for (llvm::StringRef plan : {"tp=2", "cp=2,mbs=1", "dp=2,pp=2,mbs=1"})
+    for (bool train : {false, true})
+      compileCopy(module, plan, train);
 }
 
 /// A context with every DistOpt dialect, diagnostics swallowed.
