@@ -282,7 +282,7 @@ static bool parsePlanEnums(const PlanOptions &o, PlanOptionSpelling spelling,
     out.resilience = *r;
   else
     return unknown(&PlanOptions::resilience, o.resilience,
-                   "none, checkpoint or redundant");
+                   "none, checkpoint, redundant or elastic");
   out.seed.reset();
   if (!o.preemptions.empty()) {
     uint64_t seed;
@@ -297,7 +297,7 @@ static bool parsePlanEnums(const PlanOptions &o, PlanOptionSpelling spelling,
       error = spellPlanOption(&PlanOptions::preemptions, spelling) +
               " injects preemptions into a plan that survives them: add " +
               spellPlanOption(&PlanOptions::resilience, spelling) +
-              "=checkpoint or =redundant (with none the plan runs on "
+              "=checkpoint, =redundant or =elastic (with none the plan runs on "
               "on-demand nodes, which are not preempted)";
       return false;
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Bamboo (NSDI'23) through the product path: redundant computation
-against checkpoint-restart on preemptible nodes, across preemption rates.
+against checkpoint-restart (and elastic restarts on the survivors) on
+preemptible nodes, across preemption rates.
 
 `dist-modelgen` writes a GPT as graph-only ONNX; `dist-opt --print-cluster`
 gives the `aws-p3-spot` preset (p3.2xlarge: one V100 16GB per node) as YAML,
@@ -24,7 +25,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchutil import run  # noqa: E402
 
-MODES = ("none", "checkpoint", "redundant")
+MODES = ("none", "checkpoint", "redundant", "elastic")
 
 
 class Bench:
@@ -42,6 +43,10 @@ class Bench:
             self.yaml = re.sub(r"replacement_s: [0-9.e+-]+",
                                f"replacement_s: {args.replacement}",
                                self.yaml)
+        if args.relaunch is not None:
+            self.yaml = re.sub(r"checkpoint_GBps: ([0-9.e+-]+)",
+                               rf"checkpoint_GBps: \1, relaunch_s: "
+                               rf"{args.relaunch}", self.yaml)
 
     def plan(self, rate, mode):
         """The report's plan and resilience figures for MODE at RATE."""
@@ -88,6 +93,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--replacement", type=float, default=None,
                     help="replacement_s (default: the preset's)")
+    ap.add_argument("--relaunch", type=float, default=None,
+                    help="relaunch_s: process start per restart (default 0)")
     ap.add_argument("--rates", default="0.01,0.02,0.05,0.1,0.16,0.25,0.33,0.5")
     args = ap.parse_args()
     rates = [float(x) for x in args.rates.split(",")]

@@ -342,13 +342,20 @@ ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
         return emitError() << "cluster '" << name << "' availability needs '"
                            << key << "' as a float >= 0";
     }
-    if (availability.size() != std::size(keys))
+    // relaunch_s is optional (0 when absent).
+    Attribute relaunch = availability.get("relaunch_s");
+    if (relaunch && !(isa<FloatAttr>(relaunch) &&
+                      cast<FloatAttr>(relaunch).getValueAsDouble() >= 0))
+      return emitError() << "cluster '" << name
+                         << "' availability needs 'relaunch_s', where "
+                            "given, as a float >= 0";
+    if (availability.size() != std::size(keys) + (relaunch ? 1 : 0))
       return emitError() << "cluster '" << name
                          << "' availability has an unknown entry; it holds "
                             "exactly preemptions_per_node_hour, "
                             "replacement_s, on_demand_usd_per_node_hour, "
                             "preemptible_usd_per_node_hour and "
-                            "checkpoint_GBps";
+                            "checkpoint_GBps, and optionally relaunch_s";
   }
   if (input) {
     static const char *const keys[] = {"storage_read_GBps", "page_cache_GB",
@@ -451,18 +458,23 @@ ClusterAttr ClusterAttr::get(MLIRContext *ctx, const cluster::Cluster &c,
   LinkAttr network =
       c.network.bandwidth > 0 ? linkAttr(ctx, c.network) : LinkAttr();
   DictionaryAttr availability;
-  if (const std::optional<cluster::Availability> &a = c.availability)
-    availability = b.getDictionaryAttr(
-        {b.getNamedAttr("preemptions_per_node_hour",
-                        b.getF64FloatAttr(a->preemptionsPerNodeHour)),
-         b.getNamedAttr("replacement_s",
-                        b.getF64FloatAttr(a->replacementSeconds)),
-         b.getNamedAttr("on_demand_usd_per_node_hour",
-                        b.getF64FloatAttr(a->onDemandPrice)),
-         b.getNamedAttr("preemptible_usd_per_node_hour",
-                        b.getF64FloatAttr(a->preemptiblePrice)),
-         b.getNamedAttr("checkpoint_GBps",
-                        b.getF64FloatAttr(a->checkpointBandwidth / 1e9))});
+  if (const std::optional<cluster::Availability> &a = c.availability) {
+    SmallVector<NamedAttribute> entries{
+        b.getNamedAttr("preemptions_per_node_hour",
+                       b.getF64FloatAttr(a->preemptionsPerNodeHour)),
+        b.getNamedAttr("replacement_s",
+                       b.getF64FloatAttr(a->replacementSeconds)),
+        b.getNamedAttr("on_demand_usd_per_node_hour",
+                       b.getF64FloatAttr(a->onDemandPrice)),
+        b.getNamedAttr("preemptible_usd_per_node_hour",
+                       b.getF64FloatAttr(a->preemptiblePrice)),
+        b.getNamedAttr("checkpoint_GBps",
+                       b.getF64FloatAttr(a->checkpointBandwidth / 1e9))};
+    if (a->relaunchSeconds > 0)
+      entries.push_back(
+          b.getNamedAttr("relaunch_s", b.getF64FloatAttr(a->relaunchSeconds)));
+    availability = b.getDictionaryAttr(entries);
+  }
   DictionaryAttr input;
   if (const std::optional<cluster::InputSide> &in = c.input)
     input = b.getDictionaryAttr(
@@ -538,6 +550,8 @@ cluster::Cluster ClusterAttr::toCluster() const {
     a.onDemandPrice = get("on_demand_usd_per_node_hour");
     a.preemptiblePrice = get("preemptible_usd_per_node_hour");
     a.checkpointBandwidth = get("checkpoint_GBps") * 1e9;
+    if (availability.get("relaunch_s"))
+      a.relaunchSeconds = get("relaunch_s");
     c.availability = a;
   }
   if (DictionaryAttr input = getInput()) {

@@ -188,6 +188,7 @@ std::optional<FieldRange> physicalRange(StringRef field) {
       .Case("on_demand_usd_per_node_hour", FieldRange{0, 1e6})
       .Case("preemptible_usd_per_node_hour", FieldRange{0, 1e6})
       .Case("checkpoint_GBps", FieldRange{1e-6, 1e6})
+      .Case("relaunch_s", FieldRange{0, 86400})
       // Input side: from an SD card (MB/s) to a parallel file system's
       // share, a page cache up to 100 TB of host memory, a hundredth of a
       // core to 10,000 cores per device.
@@ -398,7 +399,8 @@ Error validateCluster(const Cluster &c, StringRef where) {
              {a->replacementSeconds, 1, "replacement_s"},
              {a->onDemandPrice, 1, "on_demand_usd_per_node_hour"},
              {a->preemptiblePrice, 1, "preemptible_usd_per_node_hour"},
-             {a->checkpointBandwidth, 1e9, "checkpoint_GBps"}}))
+             {a->checkpointBandwidth, 1e9, "checkpoint_GBps"},
+             {a->relaunchSeconds, 1, "relaunch_s"}}))
       return e;
   if (const std::optional<InputSide> &in = c.input)
     if (Error e =

@@ -162,6 +162,9 @@ struct Availability {
   /// Bytes/s one node writes (and reads back) checkpoint state to storage;
   /// the documented default is 1 GB/s.
   double checkpointBandwidth = 1e9;
+  /// Seconds a restart takes besides reading the state: the job's
+  /// processes starting and setting up their communicators (default 0).
+  double relaunchSeconds = 0;
 };
 
 /// The input side of every node (docs/cost-model.md, "Data stalls"): the

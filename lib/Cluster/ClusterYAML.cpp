@@ -286,7 +286,7 @@ static Expected<Availability> readAvailability(Reader &r, yaml::Node *n) {
       n, "availability",
       {"preemptions_per_node_hour", "replacement_s",
        "on_demand_usd_per_node_hour", "preemptible_usd_per_node_hour",
-       "checkpoint_GBps"},
+       "checkpoint_GBps", "relaunch_s"},
       {"preemptions_per_node_hour", "replacement_s",
        "on_demand_usd_per_node_hour", "preemptible_usd_per_node_hour"},
       [&](StringRef key, yaml::Node *v) -> Error {
@@ -301,6 +301,8 @@ static Expected<Availability> readAvailability(Reader &r, yaml::Node *n) {
           a.onDemandPrice = *x;
         else if (key == "preemptible_usd_per_node_hour")
           a.preemptiblePrice = *x;
+        else if (key == "relaunch_s")
+          a.relaunchSeconds = *x;
         else
           a.checkpointBandwidth = *x * 1e9;
         return Error::success();
@@ -650,7 +652,10 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
        << ", replacement_s: " << num(a->replacementSeconds)
        << ", on_demand_usd_per_node_hour: " << num(a->onDemandPrice)
        << ", preemptible_usd_per_node_hour: " << num(a->preemptiblePrice)
-       << ", checkpoint_GBps: " << num(a->checkpointBandwidth / 1e9) << "}\n";
+       << ", checkpoint_GBps: " << num(a->checkpointBandwidth / 1e9)
+       << (a->relaunchSeconds > 0 ? ", relaunch_s: " + num(a->relaunchSeconds)
+                                  : std::string())
+       << "}\n";
   if (const std::optional<InputSide> &in = c.input)
     os << "input: {storage_read_GBps: " << num(in->storageBandwidth / 1e9)
        << ", page_cache_GB: " << num(in->pageCacheBytes / 1e9)

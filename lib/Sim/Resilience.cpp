@@ -29,6 +29,8 @@ StringRef resilienceName(Resilience r) {
     return "checkpoint";
   case Resilience::Redundant:
     return "redundant";
+  case Resilience::Elastic:
+    return "elastic";
   }
   return "none";
 }
@@ -38,6 +40,7 @@ std::optional<Resilience> parseResilience(StringRef s) {
       .Case("none", Resilience::None)
       .Case("checkpoint", Resilience::Checkpoint)
       .Case("redundant", Resilience::Redundant)
+      .Case("elastic", Resilience::Elastic)
       .Default(std::nullopt);
 }
 
@@ -201,6 +204,13 @@ static double meanNeighbours(const ResilienceInputs &in) {
   return sum / in.neighbours.size();
 }
 
+/// Elastic: the survivors' progress per second relative to the plan's. A
+/// plan the survivors' best plan outruns is not made faster by losing a
+/// node: such a plan should be searched again, not run.
+static double survivorSpeed(const ResilienceInputs &in) {
+  return std::min(1.0, in.iterationTime / in.survivorIterationTime);
+}
+
 ResilienceEstimate estimateResilience(const ResilienceInputs &in,
                                       const cluster::Availability &a,
                                       Resilience mode) {
@@ -222,9 +232,13 @@ ResilienceEstimate estimateResilience(const ResilienceInputs &in,
   e.eventsPerHour = lambda * 3600;
   // Every node writes its devices' state at the node's bandwidth, all
   // nodes at once; a restart waits for the replacement, then reads it back.
+  // An elastic job restarts on the survivors at once (its plan for them is
+  // ready), reading the state back.
   e.checkpointSeconds =
       in.devicesPerNode * in.stateBytesPerDevice / a.checkpointBandwidth;
-  e.restartSeconds = a.replacementSeconds + e.checkpointSeconds;
+  e.restartSeconds = a.relaunchSeconds +
+                     (mode == Resilience::Elastic ? 0 : a.replacementSeconds) +
+                     e.checkpointSeconds;
   double c = e.checkpointSeconds, r = e.restartSeconds;
   double inf = std::numeric_limits<double>::infinity();
   auto plan = [&](double fatalRate, double iteration) {
@@ -238,6 +252,16 @@ ResilienceEstimate estimateResilience(const ResilienceInputs &in,
   if (mode == Resilience::Checkpoint) {
     fraction = plan(lambda, in.iterationTime);
     samplesPerSecond = e.failureFreeSamplesPerSecond;
+  } else if (mode == Resilience::Elastic) {
+    // Every preemption restarts from the last checkpoint on the survivors,
+    // which run at their own plan's speed until the replacement arrives;
+    // then the job checkpoints and restarts on all nodes (c + r, no work
+    // lost).
+    e.survivorIterationTime = in.survivorIterationTime;
+    fraction = plan(lambda, in.iterationTime);
+    samplesPerSecond = e.failureFreeSamplesPerSecond;
+    double lost = a.replacementSeconds * (1 - survivorSpeed(in)) + c + r;
+    fraction *= std::max(0.0, 1 - lambda * lost);
   } else {
     double t = in.redundantIterationTime;
     e.iterationTime = t;
@@ -285,7 +309,8 @@ InjectionResult injectPreemptions(const ResilienceInputs &in,
   double tau = e.intervalSeconds, restart = e.restartSeconds;
   double slow = mode == Resilience::Redundant
                     ? in.redundantIterationTime / in.degradedIterationTime
-                    : 1;
+                : mode == Resilience::Elastic ? survivorSpeed(in)
+                                              : 1;
   // std::mt19937_64's output is fixed by the standard; the distributions
   // are not, so draws are made here.
   std::mt19937_64 rng(seed);
@@ -298,6 +323,8 @@ InjectionResult injectPreemptions(const ResilienceInputs &in,
   double t = 0, committed = 0, pending = 0, written = 0;
   double stallUntil = -inf, writeEnd = -inf;
   bool writing = false;
+  // Elastic: running on the survivors until every replacement has come.
+  bool shrunk = false;
   double nextEvent = gap();
   while (t < horizon) {
     bool stalled = t < stallUntil;
@@ -324,6 +351,15 @@ InjectionResult injectPreemptions(const ResilienceInputs &in,
     t = next;
     if (t >= horizon)
       break;
+    if (shrunk && llvm::none_of(downUntil, [&](double d) { return d > t; })) {
+      // The replacement runs: checkpoint, and restart on every node.
+      shrunk = false;
+      writing = false;
+      committed += pending;
+      pending = 0;
+      stallUntil = t + c + restart;
+      continue;
+    }
     if (writing && t >= writeEnd) {
       writing = false;
       committed += pending;
@@ -344,6 +380,16 @@ InjectionResult injectPreemptions(const ResilienceInputs &in,
     if (downUntil[node] > t)
       continue;
     ++out.events;
+    if (mode == Resilience::Elastic) {
+      // Restart on the survivors from the last checkpoint.
+      ++out.restarts;
+      pending = 0;
+      writing = false;
+      stallUntil = t + restart;
+      downUntil[node] = t + a.replacementSeconds;
+      shrunk = true;
+      continue;
+    }
     bool fatal = mode == Resilience::Checkpoint || stalled;
     if (!fatal)
       for (unsigned n : in.neighbours[node])
@@ -402,6 +448,12 @@ void printResilience(const ResilienceReport &r, raw_ostream &os) {
     os << formatv("  iteration time   {0:F4} s with the successor's forwards "
                   "({1:F4} s without)\n",
                   e.iterationTime, r.onDemand.iterationTime);
+  if (e.mode == Resilience::Elastic)
+    os << formatv("  survivors        {0:F4} s per iteration on {1} nodes "
+                  "until the replacement ({2:F4} s on {3}); then checkpoint "
+                  "and restart on {3}\n",
+                  e.survivorIterationTime, r.nodes - 1, e.iterationTime,
+                  r.nodes);
   if (e.intervalSeconds > 0)
     os << formatv("  checkpoints      every {0:F0} s of work (writing {1:F1} "
                   "s), restart {2:F1} s\n",
@@ -451,6 +503,7 @@ json::Value toJSON(const ResilienceReport &r) {
       {"restart_s", e.restartSeconds},
       {"checkpoint_interval_s", e.intervalSeconds},
       {"fatal_fraction", e.fatalFraction},
+      {"survivor_iteration_time_s", e.survivorIterationTime},
       {"failure_free_samples_per_s", e.failureFreeSamplesPerSecond},
       {"expected_samples_per_s", e.expectedSamplesPerSecond},
       {"lost_s_per_event", e.lostSecondsPerEvent},

@@ -6,7 +6,10 @@
 // with Bamboo's redundant computation (Thorpe et al., NSDI'23: each
 // pipeline stage also holds its successor's layers and runs their forward
 // in the pipeline bubble, so a preempted stage is taken over by its
-// predecessor without a restart). Closed-form expectations, and a seeded
+// predecessor without a restart), or elastically (Asteroid, and
+// `dist-run --elastic`: the job resumes at once on the surviving nodes
+// under the best plan for them, and moves back when the replacement
+// arrives). Closed-form expectations, and a seeded
 // Poisson injection of preemptions over a horizon that measures the same
 // figures. No MLIR dependency.
 //
@@ -27,9 +30,9 @@
 
 namespace distopt::sim {
 
-enum class Resilience { None, Checkpoint, Redundant };
+enum class Resilience { None, Checkpoint, Redundant, Elastic };
 llvm::StringRef resilienceName(Resilience r);
-/// "none", "checkpoint" or "redundant"; nullopt otherwise.
+/// "none", "checkpoint", "redundant" or "elastic"; nullopt otherwise.
 std::optional<Resilience> parseResilience(llvm::StringRef s);
 
 /// What the resilience model needs of a simulated plan.
@@ -55,6 +58,9 @@ struct ResilienceInputs {
   bool redundantPossible = false;
   /// Why redundancy is impossible for the plan (empty when possible).
   std::string redundantProblem;
+  /// Elastic: the iteration time of the best plan on the plan's nodes but
+  /// one (the planner searches it; 0 where none runs there).
+  double survivorIterationTime = 0;
 };
 
 /// Derives the inputs from \p ps (a finalized, simulated training plan) on
@@ -76,6 +82,9 @@ struct ResilienceEstimate {
   double checkpointSeconds = 0, restartSeconds = 0, intervalSeconds = 0;
   /// Steady iteration time (redundant: with the successor's forwards).
   double iterationTime = 0;
+  /// Elastic: the iteration time on the survivors, until the replacement
+  /// arrives.
+  double survivorIterationTime = 0;
   /// Samples/s without preemptions and expected under them.
   double failureFreeSamplesPerSecond = 0, expectedSamplesPerSecond = 0;
   /// Wall-clock seconds neither making progress nor writing checkpoints,
@@ -90,7 +99,7 @@ struct ResilienceEstimate {
 };
 
 /// The closed-form expectation (docs/resilience.md). \p mode Redundant
-/// needs inputs.redundantPossible.
+/// needs inputs.redundantPossible, Elastic inputs.survivorIterationTime.
 ResilienceEstimate estimateResilience(const ResilienceInputs &in,
                                       const cluster::Availability &a,
                                       Resilience mode);

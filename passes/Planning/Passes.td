@@ -245,7 +245,7 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
            "The running plan's JSON report: also plan the migration from it "
            "to this plan and its downtime (docs/resilience.md)">,
     Option<"resilience", "resilience", "std::string", "\"none\"",
-           "Plan for preemptible nodes: none, checkpoint or redundant "
+           "Plan for preemptible nodes: none, checkpoint, redundant or elastic "
            "(docs/resilience.md)">,
     Option<"input", "input", "std::string", "\"\"",
            "The model's input per sample (bytes=SIZE,preprocess=TIME,"
@@ -427,7 +427,7 @@ def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
            "The running plan's JSON report: also plan the migration from it "
            "to this plan and its downtime (docs/resilience.md)">,
     Option<"resilience", "resilience", "std::string", "\"none\"",
-           "Plan for preemptible nodes: none, checkpoint or redundant "
+           "Plan for preemptible nodes: none, checkpoint, redundant or elastic "
            "(docs/resilience.md)">,
     Option<"preemptions", "preemptions", "std::string", "\"\"",
            "Seed of the injected preemptions (empty: none injected)">,

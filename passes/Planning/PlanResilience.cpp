@@ -19,7 +19,7 @@ planning::resilienceChoice(ModuleOp module, const cluster::Cluster &cluster,
   if (!mode)
     return emitError(module.getLoc())
            << "unknown --dist-resilience='" << resilience
-           << "': expected none, checkpoint or redundant";
+           << "': expected none, checkpoint, redundant or elastic";
   choice.mode = *mode;
   if (!preemptions.empty()) {
     uint64_t seed;
@@ -31,8 +31,8 @@ planning::resilienceChoice(ModuleOp module, const cluster::Cluster &cluster,
     if (!choice.enabled())
       return emitError(module.getLoc())
              << "--dist-preemptions injects preemptions into a plan that "
-                "survives them: add --dist-resilience=checkpoint or "
-                "=redundant";
+                "survives them: add --dist-resilience=checkpoint, "
+                "=redundant or =elastic";
   }
   if (choice.enabled() && !cluster.availability)
     return emitError(module.getLoc())
@@ -47,15 +47,53 @@ planning::resilienceChoice(ModuleOp module, const cluster::Cluster &cluster,
   return choice;
 }
 
+FailureOr<double> planning::survivorIterationTime(
+    ModuleOp module, const cost::ModelDesc &model,
+    const cluster::Cluster &cluster, const cost::CostModel &cm,
+    const search::SearchOptions &so, const schedule::Plan &plan) {
+  // The plan's devices but those of its last node: the cluster's first
+  // devices, whole nodes first, as --dist-devices counts them.
+  unsigned used = plan.numDevices();
+  unsigned last = cluster.nodeOf(used - 1), survivors = used;
+  while (survivors > 0 && cluster.nodeOf(survivors - 1) == last)
+    --survivors;
+  auto fail = [&]() {
+    return emitError(module.getLoc())
+           << "--dist-resilience=elastic: the plan uses " << used
+           << " devices; after a preemption the job resumes on the "
+           << survivors << " devices of the other nodes";
+  };
+  if (survivors == 0)
+    return fail() << ", and there are none: plan over more than one node, "
+                     "or use --dist-resilience=checkpoint";
+  search::SearchOptions s;
+  s.globalBatch = plan.globalBatch;
+  s.memoryLimit = so.memoryLimit;
+  s.memory = so.memory;
+  s.input = so.input;
+  s.planDefaults = so.planDefaults;
+  s.devices = survivors;
+  s.alternatives = 0;
+  s.adviseDevices = false;
+  llvm::Expected<search::SearchResult> r =
+      search::searchPlan(model, cluster, cm, s);
+  if (!r)
+    return fail() << ", where no plan runs: " << llvm::toString(r.takeError())
+                  << "; use --dist-resilience=checkpoint";
+  return r->best.sim.result.iterationTime;
+}
+
 FailureOr<sim::ResilienceReport>
 planning::planResilience(ModuleOp module, const search::Candidate &c,
                          const cluster::Cluster &cluster,
-                         const ResilienceChoice &choice, double memoryLimit) {
+                         const ResilienceChoice &choice, double memoryLimit,
+                         double survivorIterationTime) {
   sim::ResilienceInputs in = sim::resilienceInputs(c.sim, cluster, memoryLimit);
   if (choice.mode == sim::Resilience::Redundant && !in.redundantPossible)
     return emitError(module.getLoc())
            << "--dist-resilience=redundant: plan " << c.sim.plan.str() << ": "
            << in.redundantProblem;
+  in.survivorIterationTime = survivorIterationTime;
   return sim::resilienceReport(in, *cluster.availability, choice.mode,
                                choice.seed);
 }

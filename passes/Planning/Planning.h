@@ -178,11 +178,23 @@ resilienceChoice(mlir::ModuleOp module, const cluster::Cluster &cluster,
 
 /// The report of \p c under \p choice (enabled) on \p cluster; an error
 /// on \p module when the plan cannot be run so (redundant without
-/// pp >= 2 or without the memory for the extra copy).
+/// pp >= 2 or without the memory for the extra copy). Elastic needs
+/// \p survivorIterationTime (survivorIterationTime below).
 mlir::FailureOr<sim::ResilienceReport>
 planResilience(mlir::ModuleOp module, const search::Candidate &c,
                const cluster::Cluster &cluster, const ResilienceChoice &choice,
-               double memoryLimit);
+               double memoryLimit, double survivorIterationTime = 0);
+
+/// Elastic resilience: the iteration time of the best plan for \p model on
+/// the devices \p plan uses but those of its last node (a search with the
+/// plan's global batch and \p so's memory, input and flags). An error on
+/// \p module when the plan has one node or no plan runs on the others.
+mlir::FailureOr<double> survivorIterationTime(mlir::ModuleOp module,
+                                              const cost::ModelDesc &model,
+                                              const cluster::Cluster &cluster,
+                                              const cost::CostModel &cm,
+                                              const search::SearchOptions &so,
+                                              const schedule::Plan &plan);
 
 /// The running plan of --dist-replan, read from the JSON report at \p path
 /// (docs/report-format.md) and finalized on \p cluster for \p mode and

@@ -272,15 +272,19 @@ struct SearchPlanPass
   /// Ranks the search's best plans by their expected throughput under
   /// preemptions: the best becomes result.best, the next ones its
   /// alternatives. The report of the new best (with the injection).
-  FailureOr<sim::ResilienceReport>
-  rankByResilience(ModuleOp module, const ResilienceChoice &choice,
-                   const cluster::Cluster &cluster, double memoryLimit,
-                   search::SearchResult &result) {
+  /// Elastic plans resume on the survivors: \p survivors gives the
+  /// iteration time there.
+  FailureOr<sim::ResilienceReport> rankByResilience(
+      ModuleOp module, const ResilienceChoice &choice,
+      const cluster::Cluster &cluster, double memoryLimit,
+      search::SearchResult &result,
+      llvm::function_ref<FailureOr<double>(const schedule::Plan &)> survivors) {
     std::vector<search::Candidate> pool;
     pool.push_back(std::move(result.best));
     for (search::Candidate &c : result.alternatives)
       pool.push_back(std::move(c));
     std::vector<std::pair<double, unsigned>> ranked;
+    std::vector<double> survivorTimes(pool.size(), 0);
     std::string problem;
     for (auto [i, c] : llvm::enumerate(pool)) {
       sim::ResilienceInputs in =
@@ -289,6 +293,12 @@ struct SearchPlanPass
         if (problem.empty())
           problem = c.sim.plan.str() + ": " + in.redundantProblem;
         continue;
+      }
+      if (choice.mode == sim::Resilience::Elastic) {
+        FailureOr<double> t = survivors(c.sim.plan);
+        if (failed(t))
+          return failure();
+        in.survivorIterationTime = survivorTimes[i] = *t;
       }
       sim::ResilienceEstimate e =
           sim::estimateResilience(in, *cluster.availability, choice.mode);
@@ -316,7 +326,8 @@ struct SearchPlanPass
       result.alternatives.push_back(std::move(pool[ranked[k].second]));
       result.expectedSamplesPerSecond.push_back(ranked[k].first);
     }
-    return planResilience(module, result.best, cluster, choice, memoryLimit);
+    return planResilience(module, result.best, cluster, choice, memoryLimit,
+                          survivorTimes[ranked.front().second]);
   }
 
   /// What rankByResilience did, for the summary.
@@ -504,8 +515,22 @@ struct SearchPlanPass
       return emitError(module.getLoc()) << llvm::toString(result.takeError());
     std::optional<sim::ResilienceReport> resilient;
     if (choice->enabled()) {
-      FailureOr<sim::ResilienceReport> r = rankByResilience(
-          module, *choice, in->machine.cluster, so.memoryLimit, *result);
+      // The survivors' best plan, once per device count.
+      std::map<unsigned, double> survivorTimes;
+      auto survivors = [&](const schedule::Plan &p) -> FailureOr<double> {
+        auto [it, fresh] = survivorTimes.try_emplace(p.numDevices(), 0.0);
+        if (fresh) {
+          FailureOr<double> t = survivorIterationTime(
+              module, planned, in->machine.cluster, cm, so, p);
+          if (failed(t))
+            return failure();
+          it->second = *t;
+        }
+        return it->second;
+      };
+      FailureOr<sim::ResilienceReport> r =
+          rankByResilience(module, *choice, in->machine.cluster, so.memoryLimit,
+                           *result, survivors);
       if (failed(r))
         return failure();
       resilient = std::move(*r);

@@ -180,8 +180,16 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
     std::optional<sim::ResilienceReport> resilient;
     if (choice->enabled() ||
         (machine->cluster.availability && plan.mode == schedule::Mode::Train)) {
-      FailureOr<sim::ResilienceReport> r =
-          planResilience(module, *cand, machine->cluster, *choice, 0);
+      double survivors = 0;
+      if (choice->mode == sim::Resilience::Elastic) {
+        FailureOr<double> t = survivorIterationTime(
+            module, *model, machine->cluster, cm, so, cand->sim.plan);
+        if (failed(t))
+          return failure();
+        survivors = *t;
+      }
+      FailureOr<sim::ResilienceReport> r = planResilience(
+          module, *cand, machine->cluster, *choice, 0, survivors);
       if (failed(r))
         return failure();
       resilient = std::move(*r);

@@ -117,6 +117,16 @@ module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory
 
 // -----
 
+// expected-error @+1 {{cluster 'c' availability needs 'relaunch_s', where given, as a float >= 0}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>], availability = {preemptions_per_node_hour = 0.1 : f64, replacement_s = 300.0 : f64, on_demand_usd_per_node_hour = 3.0 : f64, preemptible_usd_per_node_hour = 1.0 : f64, checkpoint_GBps = 1.0 : f64, relaunch_s = -5.0 : f64}>} {}
+
+// -----
+
+// expected-error @+1 {{cluster 'c' availability has an unknown entry; it holds exactly preemptions_per_node_hour, replacement_s, on_demand_usd_per_node_hour, preemptible_usd_per_node_hour and checkpoint_GBps, and optionally relaunch_s}}
+module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>], availability = {preemptions_per_node_hour = 0.1 : f64, replacement_s = 300.0 : f64, on_demand_usd_per_node_hour = 3.0 : f64, preemptible_usd_per_node_hour = 1.0 : f64, checkpoint_GBps = 1.0 : f64, restart = 5.0 : f64}>} {}
+
+// -----
+
 // expected-error @+1 {{device kind 'a' fp8_matmul_efficiency must be in [0, 1] (0: the matmul efficiency)}}
 module attributes {x = #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}, fp8_matmul_efficiency = 1.5>} {}
 

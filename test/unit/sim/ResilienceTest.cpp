@@ -35,6 +35,8 @@ ResilienceInputs ring() {
   in.redundantIterationTime = 1.1;
   in.degradedIterationTime = 2;
   in.redundantPossible = true;
+  // Seven nodes run the same work 8/7 as long.
+  in.survivorIterationTime = 8.0 / 7;
   for (unsigned n = 0; n < 8; ++n)
     in.neighbours.push_back({(n + 7) % 8, (n + 1) % 8});
   return in;
@@ -108,7 +110,8 @@ TEST(Resilience, RedundancyWinsAtHighRatesAndCheckpointsAtLowOnes) {
 }
 
 TEST(Resilience, InjectionIsDeterministicForASeed) {
-  for (Resilience mode : {Resilience::Checkpoint, Resilience::Redundant}) {
+  for (Resilience mode :
+       {Resilience::Checkpoint, Resilience::Redundant, Resilience::Elastic}) {
     InjectionResult a = injectPreemptions(ring(), spot(0.2), mode, 7, 200);
     InjectionResult b = injectPreemptions(ring(), spot(0.2), mode, 7, 200);
     InjectionResult c = injectPreemptions(ring(), spot(0.2), mode, 8, 200);
@@ -124,18 +127,74 @@ TEST(Resilience, InjectionIsDeterministicForASeed) {
 }
 
 TEST(Resilience, InjectionMeasuresTheExpectation) {
-  for (Resilience mode : {Resilience::Checkpoint, Resilience::Redundant}) {
+  for (Resilience mode :
+       {Resilience::Checkpoint, Resilience::Redundant, Resilience::Elastic}) {
     SCOPED_TRACE(resilienceName(mode).str());
     ResilienceEstimate e = estimateResilience(ring(), spot(0.2), mode);
     InjectionResult i = injectPreemptions(ring(), spot(0.2), mode, 1, 20000);
     EXPECT_NEAR(i.samplesPerSecond / e.expectedSamplesPerSecond, 1, 0.03);
     EXPECT_NEAR(i.lostSecondsPerEvent / e.lostSecondsPerEvent, 1, 0.1);
     EXPECT_NEAR(i.usdPerSample / e.usdPerSample, 1, 0.03);
-    if (mode == Resilience::Checkpoint)
-      EXPECT_EQ(i.restarts, i.events);
-    else
+    if (mode == Resilience::Redundant)
       EXPECT_LT(i.restarts, i.events / 10);
+    else
+      EXPECT_EQ(i.restarts, i.events);
   }
+}
+
+TEST(Resilience, RelaunchCountsInEveryRestart) {
+  // Starting the processes again costs every restart: checkpointing pays
+  // it once per preemption, elastic twice (onto the survivors and back).
+  cluster::Availability a = spot(0.2);
+  auto lost = [&](Resilience mode) {
+    return estimateResilience(ring(), a, mode).lostSecondsPerEvent;
+  };
+  double ck = lost(Resilience::Checkpoint), el = lost(Resilience::Elastic);
+  a.relaunchSeconds = 60;
+  EXPECT_DOUBLE_EQ(
+      estimateResilience(ring(), a, Resilience::Checkpoint).restartSeconds,
+      400);
+  EXPECT_DOUBLE_EQ(
+      estimateResilience(ring(), a, Resilience::Elastic).restartSeconds, 100);
+  EXPECT_NEAR((lost(Resilience::Checkpoint) - ck) / 60, 1, 0.25);
+  EXPECT_NEAR((lost(Resilience::Elastic) - el) / 120, 1, 0.25);
+  InjectionResult i =
+      injectPreemptions(ring(), a, Resilience::Elastic, 1, 20000);
+  EXPECT_NEAR(i.lostSecondsPerEvent / lost(Resilience::Elastic), 1, 0.1);
+}
+
+TEST(Resilience, ElasticWinsWhileReplacementsAreSlow) {
+  // Per preemption, checkpointing waits for the replacement (300 s) and
+  // then reads the state (40 s); elastic reads it at once, runs at 7/8
+  // speed for 300 s, and pays a checkpoint and a restart (2 x 40 s) to
+  // move back. It wins by less than 300 - 300/8 - 80 s per event: the
+  // longer restart of checkpointing also meets more preemptions (Daly's
+  // e^{R/M}).
+  cluster::Availability a = spot(0.2);
+  ResilienceEstimate ck = estimateResilience(ring(), a, Resilience::Checkpoint);
+  ResilienceEstimate el = estimateResilience(ring(), a, Resilience::Elastic);
+  EXPECT_DOUBLE_EQ(el.restartSeconds, 40);
+  EXPECT_DOUBLE_EQ(ck.restartSeconds, 340);
+  EXPECT_DOUBLE_EQ(el.survivorIterationTime, 8.0 / 7);
+  EXPECT_GT(ck.lostSecondsPerEvent - el.lostSecondsPerEvent, 100);
+  EXPECT_LT(ck.lostSecondsPerEvent - el.lostSecondsPerEvent,
+            300 - 300.0 / 8 - 80);
+  EXPECT_GT(el.expectedSamplesPerSecond, ck.expectedSamplesPerSecond);
+  // An instant replacement leaves elastic only the extra move back.
+  a.replacementSeconds = 0;
+  EXPECT_LT(estimateResilience(ring(), a, Resilience::Elastic)
+                .expectedSamplesPerSecond,
+            estimateResilience(ring(), a, Resilience::Checkpoint)
+                .expectedSamplesPerSecond);
+  // Survivors faster than the plan (a plan the search would not pick)
+  // count at the plan's own speed: only the restarts are lost.
+  ResilienceInputs fast = ring();
+  fast.survivorIterationTime = 0.5;
+  a.replacementSeconds = 300;
+  double saved =
+      el.lostSecondsPerEvent -
+      estimateResilience(fast, a, Resilience::Elastic).lostSecondsPerEvent;
+  EXPECT_NEAR(saved / (300.0 / 8), 1, 0.15);
 }
 
 TEST(Resilience, RedundancyNeedsAPipeline) {
