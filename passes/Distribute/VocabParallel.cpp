@@ -56,7 +56,7 @@ std::optional<GatheredLogits> gatheredLogits(Value logits) {
   // Along the split dimension itself, when every dimension before it is 1.
   if (auto ag = v.getDefiningOp<dist::AllGatherOp>()) {
     auto in = tensorOf(ag.getInput());
-    if (!in || ag.getAxis() != in.getRank() - 1)
+    if (!in || static_cast<int64_t>(ag.getAxis()) != in.getRank() - 1)
       return std::nullopt;
     out.local = step(ag);
     out.gather = ag;
@@ -97,8 +97,6 @@ std::optional<GatheredLogits> gatheredLogits(Value logits) {
 std::string unsupported(g::SoftmaxCrossEntropyOp loss) {
   auto logits = tensorOf(loss.getLogits());
   auto labels = tensorOf(loss.getLabels());
-  if (loss.getIgnoreIndexAttr())
-    return "it has an ignore index (not implemented split)";
   if (loss.getReduction() == g::LossReduction::None)
     return "its reduction is none (not implemented split)";
   if (!logits || logits.getRank() != 2 || !logits.hasStaticShape() ||
@@ -179,9 +177,9 @@ void rewrite(g::SoftmaxCrossEntropyOp loss, GatheredLogits gathered) {
              constant(RankedTensorType::get({}, it), {APInt(bits, columns)}));
   // The label's column among the rank's (out of [0, V/tp) on other ranks).
   auto labelRows = RankedTensorType::get({rows, 1}, it);
-  Value label = binary(
-      g::BinaryKind::Sub, labelRows,
-      place(g::ReshapeOp::create(b, loc, labelRows, loss.getLabels())), first);
+  Value labelOf =
+      place(g::ReshapeOp::create(b, loc, labelRows, loss.getLabels()));
+  Value label = binary(g::BinaryKind::Sub, labelRows, labelOf, first);
   Value cols = place(
       g::IotaOp::create(b, loc, RankedTensorType::get({columns}, it),
                         b.getIntegerAttr(it, 0), b.getIntegerAttr(it, 1)));
@@ -197,10 +195,34 @@ void rewrite(g::SoftmaxCrossEntropyOp loss, GatheredLogits gathered) {
   Value lse = place(g::UnaryOp::create(b, loc, rowType, g::UnaryKind::Log, sum,
                                        FloatAttr(), FloatAttr()));
   Value perRow = binary(g::BinaryKind::Sub, rowType, lse, target);
-  Value out =
-      reduce(loss.getReduction() == g::LossReduction::Mean ? g::ReduceKind::Mean
-                                                           : g::ReduceKind::Sum,
-             loss.getType(), perRow, {}, false);
+  bool mean = loss.getReduction() == g::LossReduction::Mean;
+  auto scalar = cast<RankedTensorType>(loss.getType());
+  auto f32Scalar = [&](double v) {
+    return place(g::ConstantOp::create(
+        b, loc, scalar,
+        DenseElementsAttr::get(scalar, b.getFloatAttr(f32, v))));
+  };
+  Value out;
+  if (IntegerAttr ignore = loss.getIgnoreIndexAttr()) {
+    // Rows whose label is the ignore index count 0; a mean divides by the
+    // rows that count (by 1 when none does: the loss is then 0).
+    Value ignored = place(g::CastOp::create(
+        b, loc, rowType,
+        binary(g::BinaryKind::Equal, labelRows.clone(b.getI1Type()), labelOf,
+               constant(RankedTensorType::get({}, it),
+                        {APInt(bits, ignore.getInt(), /*isSigned=*/true)}))));
+    Value keep = binary(g::BinaryKind::Sub, rowType, f32Scalar(1), ignored);
+    perRow = binary(g::BinaryKind::Mul, rowType, perRow, keep);
+    out = reduce(g::ReduceKind::Sum, scalar, perRow, {}, false);
+    if (mean)
+      out = binary(g::BinaryKind::Div, scalar, out,
+                   binary(g::BinaryKind::Max, scalar,
+                          reduce(g::ReduceKind::Sum, scalar, keep, {}, false),
+                          f32Scalar(1)));
+  } else {
+    out = reduce(mean ? g::ReduceKind::Mean : g::ReduceKind::Sum, scalar,
+                 perRow, {}, false);
+  }
   loss.getResult().replaceAllUsesWith(out);
   loss.erase();
   for (Operation *op : gathered.chain)

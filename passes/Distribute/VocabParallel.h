@@ -20,7 +20,7 @@ namespace distopt::split {
 /// column-parallel logits gathered whole (split::gatherWhole along their
 /// last dimension, then possibly viewed as [rows, classes]) into the
 /// vocabulary-parallel form on the rank's columns. A variant it does not
-/// implement (an ignore index, reduction none, logits other than f32) keeps
+/// implement (reduction none, logits other than f32) keeps
 /// the gathered logits; with `verbose` a remark says why. Returns how many
 /// losses it rewrote.
 unsigned vocabParallelCrossEntropy(mlir::func::FuncOp func, bool verbose);
