@@ -49,7 +49,9 @@ std::optional<GatheredLogits> gatheredLogits(Value logits) {
   auto single = [](Value x) { return x.hasOneUse(); };
   // The loss's view as [rows, classes].
   if (auto r = v.getDefiningOp<g::ReshapeOp>();
-      r && r.getInput().getDefiningOp<g::ReshapeOp>() && single(v))
+      r && single(v) &&
+      (r.getInput().getDefiningOp<g::ReshapeOp>() ||
+       r.getInput().getDefiningOp<dist::AllGatherOp>()))
     v = step(r);
   if (!single(v))
     return std::nullopt;
