@@ -179,21 +179,41 @@ void rewrite(g::SoftmaxCrossEntropyOp loss, GatheredLogits gathered) {
              constant(RankedTensorType::get({}, it), {APInt(bits, columns)}));
   // The label's column among the rank's (out of [0, V/tp) on other ranks).
   auto labelRows = RankedTensorType::get({rows, 1}, it);
+  auto rowBits = labelRows.clone(b.getI1Type());
   Value labelOf =
       place(g::ReshapeOp::create(b, loc, labelRows, loss.getLabels()));
   Value label = binary(g::BinaryKind::Sub, labelRows, labelOf, first);
-  Value cols = place(
-      g::IotaOp::create(b, loc, RankedTensorType::get({columns}, it),
-                        b.getIntegerAttr(it, 0), b.getIntegerAttr(it, 1)));
-  Value hit = binary(g::BinaryKind::Equal,
-                     RankedTensorType::get({rows, columns}, b.getI1Type()),
-                     cols, label);
-  Value onehot = place(g::CastOp::create(b, loc, localType, hit));
+  auto scalarOf = [&](int64_t v) {
+    return constant(RankedTensorType::get({}, it),
+                    {APInt(bits, v, /*isSigned=*/true)});
+  };
+  auto inRange = [&](Value v, int64_t size) {
+    return binary(g::BinaryKind::And, rowBits,
+                  binary(g::BinaryKind::GreaterEqual, rowBits, v, scalarOf(0)),
+                  binary(g::BinaryKind::Less, rowBits, v, scalarOf(size)));
+  };
+  Value mine = inRange(label, columns);
+  // A label of no rank's columns (outside [0, V), not the ignore index)
+  // reads column `columns`, outside the rank's, so the gather stops the
+  // program as one process's loss does; other ranks' labels read column 0,
+  // which `mine` zeroes.
+  Value valid = inRange(labelOf, logits.getDimSize(1));
+  IntegerAttr ignore = loss.getIgnoreIndexAttr();
+  if (ignore)
+    valid = binary(g::BinaryKind::Or, rowBits, valid,
+                   binary(g::BinaryKind::Equal, rowBits, labelOf,
+                          scalarOf(ignore.getInt())));
+  Value index = place(g::WhereOp::create(
+      b, loc, labelRows, mine, label,
+      place(g::WhereOp::create(b, loc, labelRows, valid, scalarOf(0),
+                               scalarOf(columns)))));
   // The label's shifted logit: from the rank that holds it, 0 from others.
-  Value target = collective(allReduce(
-      dist::ReductionKind::sum,
-      reduce(g::ReduceKind::Sum, rowType,
-             binary(g::BinaryKind::Mul, localType, z, onehot), {1}, true)));
+  Value picked = place(g::GatherElementsOp::create(b, loc, rowType, z, index,
+                                                   b.getI64IntegerAttr(1)));
+  Value target = collective(
+      allReduce(dist::ReductionKind::sum,
+                binary(g::BinaryKind::Mul, rowType, picked,
+                       place(g::CastOp::create(b, loc, rowType, mine)))));
   Value lse = place(g::UnaryOp::create(b, loc, rowType, g::UnaryKind::Log, sum,
                                        FloatAttr(), FloatAttr()));
   Value perRow = binary(g::BinaryKind::Sub, rowType, lse, target);
@@ -205,14 +225,13 @@ void rewrite(g::SoftmaxCrossEntropyOp loss, GatheredLogits gathered) {
         DenseElementsAttr::get(scalar, b.getFloatAttr(f32, v))));
   };
   Value out;
-  if (IntegerAttr ignore = loss.getIgnoreIndexAttr()) {
+  if (ignore) {
     // Rows whose label is the ignore index count 0; a mean divides by the
     // rows that count (by 1 when none does: the loss is then 0).
-    Value ignored = place(g::CastOp::create(
-        b, loc, rowType,
-        binary(g::BinaryKind::Equal, labelRows.clone(b.getI1Type()), labelOf,
-               constant(RankedTensorType::get({}, it),
-                        {APInt(bits, ignore.getInt(), /*isSigned=*/true)}))));
+    Value ignored =
+        place(g::CastOp::create(b, loc, rowType,
+                                binary(g::BinaryKind::Equal, rowBits, labelOf,
+                                       scalarOf(ignore.getInt()))));
     Value keep = binary(g::BinaryKind::Sub, rowType, f32Scalar(1), ignored);
     perRow = binary(g::BinaryKind::Mul, rowType, perRow, keep);
     out = reduce(g::ReduceKind::Sum, scalar, perRow, {}, false);
