@@ -50,6 +50,13 @@ def Dist_Dialect : Dialect {
     returns that argument plus the value it computes, as its result `k`
     (a running sum over micro-batches, set by dist-partition): the emission
     computes result `k` in the argument's buffer.
+
+    `dist.shift` on a `dist.all_reduce max` says that its result only
+    shifts values whose use cancels the shift (the row maximum of a
+    vocabulary-parallel cross-entropy, subtracted before the exponentials
+    and added back with the log-sum-exp; set by dist-tensor-parallel):
+    dist-autodiff treats it as a constant, so its gradient, zero over the
+    group, is neither computed nor communicated.
   }];
   let useDefaultAttributePrinterParser = 1;
   // Verified by verifyOperationAttribute / verifyRegionArgAttribute
@@ -65,6 +72,7 @@ def Dist_Dialect : Dialect {
     "TensorParallelRoleAttr":$tp,
     "::mlir::DenseI64ArrayAttr":$tp_shard,
     "::mlir::IntegerAttr":$context_split,
+    "::mlir::UnitAttr":$shift,
     "::mlir::UnitAttr":$batch_shard,
     "::mlir::IntegerAttr":$accumulates,
     "::mlir::UnitAttr":$batch_block,

@@ -26,6 +26,7 @@ using ActionList = DistDialect::ActionListAttrHelper;
 using ActionLabel = DistDialect::ActionAttrHelper;
 using TrainPhase = DistDialect::TrainPhaseAttrHelper;
 using Tp = DistDialect::TpAttrHelper;
+using Shift = DistDialect::ShiftAttrHelper;
 using TpShard = DistDialect::TpShardAttrHelper;
 using BatchShard = DistDialect::BatchShardAttrHelper;
 using ContextSplit = DistDialect::ContextSplitAttrHelper;
@@ -325,6 +326,16 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                              "degree (an i64 >= 2) on a dist.all_slice of a "
                              "function input (set by dist-context-parallel), "
                              "got ")
+             << attr.getValue();
+    return success();
+  }
+  if (name == Shift::getNameStr()) {
+    auto max = dyn_cast<AllReduceOp>(op);
+    if (!isa<UnitAttr>(attr.getValue()) || !max ||
+        max.getKind() != ReductionKind::max)
+      return op->emitOpError("'dist.shift' marks a dist.all_reduce max whose "
+                             "result only shifts values (a unit attribute, "
+                             "set by dist-tensor-parallel), got ")
              << attr.getValue();
     return success();
   }

@@ -9,6 +9,7 @@
 #include "passes/Autodiff/GradBuilder.h"
 #include "passes/Autodiff/TrainStep.h"
 #include "passes/Autodiff/Trainable.h"
+#include "passes/Distribute/VocabParallel.h"
 #include "passes/Passes.h"
 
 #include "dialects/Dist/DistDialect.h"
@@ -349,6 +350,11 @@ void AutodiffPass::runOnOperation() {
   FailureOr<Value> loss = addLoss(train, lossSpec);
   if (failed(loss))
     return signalPassFailure();
+  // A softmax cross-entropy of column-parallel logits that
+  // dist-tensor-parallel gathered whole runs on the rank's columns
+  // (Megatron's vocabulary-parallel cross-entropy).
+  if (split::vocabParallelCrossEntropy(train, /*verbose=*/false))
+    loss = train.getBody().front().getTerminator()->getOperand(0);
   train.setSymName(trainName);
   // After lowerPrecision: the counters stay f32.
   Value microbatch = keyDropoutMasks(train, k > 1);

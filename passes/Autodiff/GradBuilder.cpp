@@ -7,6 +7,7 @@
 #include "passes/Autodiff/GradBuilder.h"
 #include "passes/Autodiff/GradRules.h"
 
+#include "dialects/Dist/DistDialect.h"
 #include "dialects/Graph/GraphOps.h"
 #include "dist/Diagnostics.h"
 
@@ -176,9 +177,13 @@ LogicalResult distopt::autodiff::buildBackward(OpBuilder &builder,
     bool dependent = llvm::any_of(op->getOperands(), [&](Value v) {
       return isa<BlockArgument>(v) || fromInput.contains(v);
     });
-    bool active = (isa<g::WeightOp>(op) && !frozen.contains(op)) ||
-                  llvm::any_of(op->getOperands(),
-                               [&](Value v) { return needsGrad.contains(v); });
+    // A shift (dist.shift: the row maximum of a vocabulary-parallel
+    // cross-entropy) is a constant to the backward: its gradient cancels.
+    bool active =
+        (isa<g::WeightOp>(op) && !frozen.contains(op)) ||
+        (!op->hasAttr(dist::DistDialect::ShiftAttrHelper::getNameStr()) &&
+         llvm::any_of(op->getOperands(),
+                      [&](Value v) { return needsGrad.contains(v); }));
     for (Value r : op->getResults()) {
       if (dependent)
         fromInput.insert(r);

@@ -13,8 +13,9 @@
 // `dist.tp_shard` too: its mask is drawn as the rank's part of the whole
 // mask, and a dropout of whole activations draws the whole mask on every
 // rank, so the masks are one process's. A split result of the function
-// (a column-parallel LM head's logits) is gathered whole; a lookup of data
-// is vocabulary-parallel (splitVocabulary); with sp = 1 the token-wise ops
+// (a column-parallel LM head's logits) is gathered whole, and a softmax
+// cross-entropy of them runs vocabulary-parallel (VocabParallel.h); a lookup of
+// data is vocabulary-parallel (splitVocabulary); with sp = 1 the token-wise ops
 // between regions run on the rank's tokens (SequenceParallel).
 // docs/distributed.md "Tensor parallelism".
 //
@@ -28,6 +29,7 @@
 #include "lib/Schedule/RankLayout.h"
 #include "passes/Distribute/SplitValues.h"
 #include "passes/Distribute/TokenSplit.h"
+#include "passes/Distribute/VocabParallel.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
@@ -81,6 +83,10 @@ public:
   SmallVector<g::MatmulOp> columns, rows;
   /// Split values that are results of the function: gathered whole.
   llvm::SetVector<Value> results;
+  /// Split logits of a softmax cross-entropy (classes split): gathered
+  /// whole in front of it, then made vocabulary-parallel
+  /// (split::vocabParallelCrossEntropy) where the loss allows.
+  llvm::SetVector<Operation *> losses;
   /// Weights and their shard: dimension and blocks.
   llvm::MapVector<Operation *, Split> weights;
   std::string why;
@@ -348,6 +354,15 @@ bool Region::grow(g::MatmulOp origin) {
           }
         continue;
       }
+      if (auto loss = dyn_cast<g::SoftmaxCrossEntropyOp>(op)) {
+        auto it = split.find(loss.getLogits());
+        if (split.contains(loss.getLabels()) || it == split.end() ||
+            it->second.dim != 1 || it->second.blocks != 1)
+          return failAt(&op, "a softmax cross-entropy of logits split other "
+                             "than by their classes");
+        changed |= losses.insert(&op);
+        continue;
+      }
       if (!visit(&op))
         return false;
       ops.insert(&op);
@@ -446,6 +461,15 @@ void rewrite(Region &r, const schedule::RankLayout &layout,
   }
   for (Value v : r.results)
     gatherResult(r, v, layout);
+  // The logits of a loss: whole in front of it.
+  for (Operation *loss : r.losses) {
+    auto l = cast<g::SoftmaxCrossEntropyOp>(loss);
+    Value v = l.getLogits();
+    OpBuilder at(loss);
+    l.getLogitsMutable().assign(
+        split::gatherWhole(at, v.getDefiningOp(), v, tensorOf(v), 1,
+                           groupsOf(v.getDefiningOp(), layout)));
+  }
 }
 
 /// Megatron's vocabulary-parallel embedding: each tensor rank holds rows
@@ -670,7 +694,8 @@ struct TensorParallelPass
       if (taken.contains(m) || !isColumnCandidate(m, {}))
         continue;
       Region r(*func, layout.tp);
-      if (!r.grow(m) || (r.rows.empty() && r.results.empty())) {
+      if (!r.grow(m) ||
+          (r.rows.empty() && r.results.empty() && r.losses.empty())) {
         lastWhy = r.why.empty() ? "its columns reach no row-parallel matmul "
                                   "and no result of the function"
                                 : r.why;
@@ -709,6 +734,8 @@ struct TensorParallelPass
         tpAttr.setAttr(&op, dist::TensorParallelRoleAttr::get(
                                 &getContext(),
                                 dist::TensorParallelRole::Replicated));
+    // A loss on the gathered logits runs on the rank's columns.
+    split::vocabParallelCrossEntropy(*func, verbose);
     if (plan.getSp()) {
       unsigned splitSums = sequenceParallel(*func, layout, sums);
       if (splitSums < sums.size())

@@ -645,3 +645,19 @@ func.func @f(%x: tensor<1x8xi64>) -> tensor<1x4xi64> {
   %0 = dist.all_slice %x axis 1 over [0, 1] {dist.context_split = 1 : i64} : tensor<1x8xi64> -> tensor<1x4xi64>
   return %0 : tensor<1x4xi64>
 }
+
+// -----
+
+func.func @f(%x: tensor<4x1xf32>) -> tensor<4x1xf32> {
+  // expected-error @+1 {{'dist.shift' marks a dist.all_reduce max whose result only shifts values (a unit attribute, set by dist-tensor-parallel), got unit}}
+  %0 = dist.all_reduce %x sum over [0, 1] {dist.shift} : tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x1xf32>) -> tensor<4x1xf32> {
+  // expected-error @+1 {{'dist.shift' marks a dist.all_reduce max whose result only shifts values (a unit attribute, set by dist-tensor-parallel), got 1 : i64}}
+  %0 = dist.all_reduce %x max over [0, 1] {dist.shift = 1 : i64} : tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
