@@ -1337,10 +1337,11 @@ def pipeline_train_cases(rng):
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=zb-h1,sp=1",
                      ranks=4, train=sgd)))
     # Context parallelism (cp=2, dist-context-parallel): each rank runs its
-    # half of every sequence, all-gathers the keys and values of each
-    # attention and reads the weights through a dist.tp_copy (their
-    # gradients summed over the cp group); the logits are gathered whole,
-    # so the loss is one process's. With Adam, against one process; its
+    # half of every sequence and all-gathers the keys and values of each
+    # attention; its weight gradients are its tokens' part, summed over
+    # the cp ranks (and averaged over dp) once per step by the schedule's
+    # sync over dp x cp. The logits are gathered whole, so the loss is one
+    # process's. With Adam, against one process; its
     # epsilon of 1e-5 keeps m / sqrt(v) of elements with tiny gradients
     # from magnifying the other order of the cp sums (as with tp, above):
     # with the default 1e-8 a key column of c_attn and a c_fc bias element
