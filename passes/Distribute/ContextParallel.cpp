@@ -107,13 +107,6 @@ struct ContextParallelPass
              "one";
       return signalPassFailure();
     }
-    if (plan.getZero() != 0) {
-      emitError(module.getLoc())
-          << "dist-context-parallel: the plan has cp = " << layout.cp
-          << " with zero = " << plan.getZero()
-          << "; context parallelism executes without ZeRO yet: plan zero=0";
-      return signalPassFailure();
-    }
     FailureOr<func::FuncOp> func =
         planning::plannedFunction(module, "", "dist-context-parallel");
     if (failed(func))

@@ -1353,10 +1353,30 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_cp2", dict(gpt, plan="cp=2,mbs=1", train=sgd)))
     out.append(("gpt2_adam_dp2_cp2",
                 dict(gpt_adam, plan="dp=2,cp=2,mbs=1", ranks=4)))
+    # ZeRO over dp x cp (Megatron's distributed optimizer with cp): the
+    # optimizer state is sharded over every replica's context ranks, the
+    # reduce-scatter sums their parts of the gradients.
+    out.append(("gpt2_adam_cp2_zero1",
+                dict(gpt_adam, plan="cp=2,mbs=1,zero=1", zero=True)))
+    out.append(("gpt2_adam_dp2_cp2_zero1",
+                dict(gpt_adam, plan="dp=2,cp=2,mbs=1,zero=1", ranks=4,
+                     zero=True)))
+    out.append(("gpt2_adam_dp2_cp2_zero2",
+                dict(gpt_adam, plan="dp=2,cp=2,mbs=1,zero=2", ranks=4,
+                     zero=True)))
+    out.append(("gpt2_adam_dp2_cp2_zero3",
+                dict(gpt_adam, plan="dp=2,cp=2,mbs=1,zero=3", ranks=4,
+                     zero=True)))
     # With a pipeline: each stage's context ranks send their tokens to the
     # same context rank of the next stage.
     out.append(("gpt2_adam_cp2_pp2_1f1b",
                 dict(gpt_adam, plan="cp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
+    # And ZeRO over each stage's context ranks.
+    out.append(("gpt2_adam_cp2_pp2_1f1b_zero1",
+                dict(out[-1][1], plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=1",
+                     zero=True)))
+    out.append(("gpt2_adam_cp2_pp2_1f1b_zero3",
+                dict(out[-1][1], plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=3")))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).
