@@ -88,13 +88,15 @@ struct ContextParallelPass
     schedule::RankLayout layout = plan.getLayout();
     if (layout.cp == 1)
       return;
-    if (layout.tp != 1 || layout.replicated()) {
+    if (layout.replicated() || (layout.tp != 1 && plan.getSp())) {
       emitError(module.getLoc())
           << "dist-context-parallel: the plan has cp = " << layout.cp
-          << (layout.tp != 1 ? " with tp = " + std::to_string(layout.tp)
-                             : std::string(" with per-stage replicas"))
-          << "; context parallelism executes with data and pipeline "
-             "parallelism (dp x cp x pp) yet: plan tp = 1 and dp replicas";
+          << (layout.replicated() ? std::string(" with per-stage replicas")
+                                  : " with sequence parallelism (tp = " +
+                                        std::to_string(layout.tp) + ", sp = 1)")
+          << "; context parallelism executes with data, tensor and "
+             "pipeline parallelism (dp x cp x tp x pp) yet: plan dp "
+             "replicas and sp = 0";
       return signalPassFailure();
     }
     if (schedule::isAsync(plan.getSchedule())) {

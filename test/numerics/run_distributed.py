@@ -1371,6 +1371,23 @@ def pipeline_train_cases(rng):
     # same context rank of the next stage.
     out.append(("gpt2_adam_cp2_pp2_1f1b",
                 dict(gpt_adam, plan="cp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
+    # Tensor parallelism inside context parallelism (dist-tensor-parallel
+    # after dist-context-parallel: the MLPs and the embeddings split over
+    # each context rank's tensor ranks, the attention blocks replicated
+    # there; the gradient sync over each tensor rank's dp x cp devices).
+    # SGD and momentum, not Adam: with Adam a c_fc bias element ends 2e-5
+    # off (of the tensor's largest element), Adam's m / sqrt(v) magnifying
+    # the other summation order, as with tp alone (above).
+    out.append(("gpt2_sgd_tp2_cp2",
+                dict(gpt, plan="tp=2,cp=2,mbs=1", ranks=4, train=sgd)))
+    out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b",
+                dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b", ranks=8,
+                     train=sgd)))
+    out.append(("gpt2_momentum_dp2_tp2_cp2_zero1",
+                dict(gpt, plan="dp=2,tp=2,cp=2,mbs=1,zero=1", ranks=8,
+                     zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     # And ZeRO over each stage's context ranks.
     out.append(("gpt2_adam_cp2_pp2_1f1b_zero1",
                 dict(out[-1][1], plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=1",
