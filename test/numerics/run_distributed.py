@@ -1371,6 +1371,12 @@ def pipeline_train_cases(rng):
     # same context rank of the next stage.
     out.append(("gpt2_adam_cp2_pp2_1f1b",
                 dict(gpt_adam, plan="cp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
+    # And ZeRO over each stage's context ranks.
+    out.append(("gpt2_adam_cp2_pp2_1f1b_zero1",
+                dict(gpt_adam, plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=1",
+                     ranks=4, zero=True)))
+    out.append(("gpt2_adam_cp2_pp2_1f1b_zero3",
+                dict(out[-1][1], plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=3")))
     # Tensor parallelism inside context parallelism (dist-tensor-parallel
     # after dist-context-parallel: the MLPs and the embeddings split over
     # each context rank's tensor ranks, the attention blocks replicated
@@ -1388,12 +1394,6 @@ def pipeline_train_cases(rng):
                      zero=True,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
-    # And ZeRO over each stage's context ranks.
-    out.append(("gpt2_adam_cp2_pp2_1f1b_zero1",
-                dict(out[-1][1], plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=1",
-                     zero=True)))
-    out.append(("gpt2_adam_cp2_pp2_1f1b_zero3",
-                dict(out[-1][1], plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=3")))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).
