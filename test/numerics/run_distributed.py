@@ -1353,6 +1353,14 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_cp2", dict(gpt, plan="cp=2,mbs=1", train=sgd)))
     out.append(("gpt2_adam_dp2_cp2",
                 dict(gpt_adam, plan="dp=2,cp=2,mbs=1", ranks=4)))
+    # Adam hides a constant factor on the gradients (m / sqrt(v)); SGD and
+    # momentum check the sum over cp and the mean over dp themselves.
+    out.append(("gpt2_sgd_dp2_cp2",
+                dict(gpt, plan="dp=2,cp=2,mbs=1", ranks=4, train=sgd)))
+    out.append(("gpt2_momentum_dp2_cp2_zero2",
+                dict(gpt, plan="dp=2,cp=2,mbs=1,zero=2", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     # ZeRO over dp x cp (Megatron's distributed optimizer with cp): the
     # optimizer state is sharded over every replica's context ranks, the
     # reduce-scatter sums their parts of the gradients.
