@@ -69,6 +69,18 @@ std::vector<std::vector<unsigned>> RankLayout::replicaGroups(unsigned s) const {
   return groups;
 }
 
+std::vector<std::vector<unsigned>>
+RankLayout::replicaContextGroups(unsigned s) const {
+  std::vector<std::vector<unsigned>> groups;
+  for (unsigned t = 0; t < tp; ++t) {
+    std::vector<unsigned> &g = groups.emplace_back();
+    for (unsigned d = 0; d < replicasOf(s); ++d)
+      for (unsigned c = 0; c < cp; ++c)
+        g.push_back(globalRank(s, d, t, c));
+  }
+  return groups;
+}
+
 std::optional<RankLayout::Coord> RankLayout::coordOf(unsigned rank) const {
   if (tp == 0 || cp == 0 || rank >= numDevices())
     return std::nullopt;

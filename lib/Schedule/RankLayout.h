@@ -95,6 +95,13 @@ struct RankLayout {
   /// rank, tensor rank), in that order, each its replicas' devices in
   /// replica order (the devices that hold the same part of the weights).
   std::vector<std::vector<unsigned>> replicaGroups(unsigned s) const;
+  /// The data-parallel groups with context parallelism (Megatron's
+  /// data-parallel group "with cp") of pipeline stage \p s: one per tensor
+  /// rank, each its replicas' context ranks, replica-major (in rank
+  /// order). The weight gradients of a context rank are its tokens' part:
+  /// summed over cp and averaged over dp in one sync over such a group,
+  /// over which ZeRO also shards. With cp = 1 these are replicaGroups.
+  std::vector<std::vector<unsigned>> replicaContextGroups(unsigned s) const;
 
   /// Where a global rank sits in the plan.
   struct Coord {

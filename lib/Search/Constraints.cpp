@@ -111,7 +111,7 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     if (op != "=" || (value != "0" && value != "1"))
       return constraintError(spec, "'" + item +
                                        "': use cp-alone=1 (cp > 1 only "
-                                       "with tp = 1 and zero = 0) or "
+                                       "with tp = 1) or "
                                        "cp-alone=0");
     c.cpAlone = value == "1";
     return Error::success();

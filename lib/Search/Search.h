@@ -87,8 +87,9 @@ struct Constraints {
   /// Only layouts whose stages all have the same data-parallel degree (no
   /// PipeDream-style per-stage replicas; `replicas=uniform`).
   bool uniformReplicas = false;
-  /// Context parallelism (cp > 1) only with tp = 1 and zero = 0, the plans
-  /// dist-context-parallel's programs run (`cp-alone=1`).
+  /// Context parallelism (cp > 1) only with tp = 1, the plans
+  /// dist-context-parallel's programs run (`cp-alone=1`; ZeRO runs with
+  /// cp, sharded over dp x cp).
   bool cpAlone = false;
   /// Layer ranges that must stay on one device kind (training only). A
   /// stage holding a pinned layer runs on that kind's devices alone.

@@ -4,8 +4,11 @@
 // context-parallel rank runs: its contiguous part of every sequence, the
 // token-wise ops on it, and in attention the keys and values of the whole
 // sequence, all-gathered over the rank's cp group (Llama 3's all-gather
-// context parallelism). Runs before dist-autodiff, which differentiates
-// the rewritten function. docs/distributed.md "Context parallelism".
+// context parallelism). The weights are read as they are: a rank's weight
+// gradients are its tokens' part, which dist-partition sums over cp in the
+// schedule's gradient sync (over dp x cp). Runs before dist-autodiff,
+// which differentiates the rewritten function. docs/distributed.md
+// "Context parallelism".
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -85,13 +88,15 @@ struct ContextParallelPass
     schedule::RankLayout layout = plan.getLayout();
     if (layout.cp == 1)
       return;
-    if (layout.tp != 1 || layout.replicated()) {
+    if (layout.replicated() || (layout.tp != 1 && plan.getSp())) {
       emitError(module.getLoc())
           << "dist-context-parallel: the plan has cp = " << layout.cp
-          << (layout.tp != 1 ? " with tp = " + std::to_string(layout.tp)
-                             : std::string(" with per-stage replicas"))
-          << "; context parallelism executes with data and pipeline "
-             "parallelism (dp x cp x pp) yet: plan tp = 1 and dp replicas";
+          << (layout.replicated() ? std::string(" with per-stage replicas")
+                                  : " with sequence parallelism (tp = " +
+                                        std::to_string(layout.tp) + ", sp = 1)")
+          << "; context parallelism executes with data, tensor and "
+             "pipeline parallelism (dp x cp x tp x pp) yet: plan dp "
+             "replicas and sp = 0";
       return signalPassFailure();
     }
     if (schedule::isAsync(plan.getSchedule())) {
@@ -102,13 +107,6 @@ struct ContextParallelPass
           << "\"; context parallelism executes under the synchronous "
              "schedules yet: plan gpipe, 1f1b, interleaved or a zero-bubble "
              "one";
-      return signalPassFailure();
-    }
-    if (plan.getZero() != 0) {
-      emitError(module.getLoc())
-          << "dist-context-parallel: the plan has cp = " << layout.cp
-          << " with zero = " << plan.getZero()
-          << "; context parallelism executes without ZeRO yet: plan zero=0";
       return signalPassFailure();
     }
     FailureOr<func::FuncOp> func =
@@ -174,8 +172,82 @@ struct ContextParallelPass
       splitAttr.setAttr(slice, b.getI64IntegerAttr(layout.cp));
       arg.replaceAllUsesExcept(slice.getResult(), slice);
     });
+    if (failed(readWeightsAsTheyAre(body)))
+      return signalPassFailure();
     if (failed(mlir::verify(*func)))
       return signalPassFailure();
+  }
+
+  /// The token-split ops read the weights through the copies TokenSplit
+  /// made (their gradients summed over the cp group in every micro-batch's
+  /// backward): read them as they are instead, so each context rank's
+  /// weight gradients are its tokens' part, which the schedule's gradient
+  /// sync sums over cp once per step (with dp's mean, over the stage's
+  /// dp x cp devices: dist-partition). So are whole values computed from
+  /// weights alone (a transposed tied embedding). A trained weight that
+  /// any other op reads (whole, or sliced along the tokens) would have the
+  /// whole sequence's gradient on every context rank, which that sum would
+  /// count cp times: refused.
+  LogicalResult readWeightsAsTheyAre(Block &body) {
+    // Ops computed from weights and constants alone, and the trained
+    // weight each of those that reads one reads (the first).
+    llvm::DenseSet<Operation *> fromWeights;
+    llvm::DenseMap<Operation *, graph::WeightOp> trained;
+    for (Operation &op : body) {
+      if (auto weight = dyn_cast<graph::WeightOp>(op)) {
+        fromWeights.insert(&op);
+        auto type = dyn_cast<RankedTensorType>(weight.getType());
+        if (!weight.getFrozen() && type &&
+            isa<FloatType>(type.getElementType()))
+          trained[&op] = weight;
+        continue;
+      }
+      if (isa<graph::ConstantOp>(op)) {
+        fromWeights.insert(&op);
+        continue;
+      }
+      if (op.getNumResults() == 0 || op.getNumOperands() == 0 ||
+          isa<dist::DistDialect>(op.getDialect()) ||
+          llvm::any_of(op.getOperands(), [&](Value v) {
+            return !v.getDefiningOp() ||
+                   !fromWeights.contains(v.getDefiningOp());
+          }))
+        continue;
+      fromWeights.insert(&op);
+      for (Value v : op.getOperands())
+        if (graph::WeightOp w = trained.lookup(v.getDefiningOp())) {
+          trained[&op] = w;
+          break;
+        }
+    }
+    SmallVector<dist::TpCopyOp> copies;
+    for (Operation &op : body) {
+      graph::WeightOp weight = trained.lookup(&op);
+      if (!weight)
+        continue;
+      for (Operation *user : op.getUsers()) {
+        if (auto copy = dyn_cast<dist::TpCopyOp>(user)) {
+          copies.push_back(copy);
+          continue;
+        }
+        if (fromWeights.contains(user))
+          continue;
+        return user->emitError("dist-context-parallel: '")
+               << user->getName() << "' reads the trained weight '"
+               << weight.getSymName()
+               << "' outside the rank's tokens (whole, or sliced along "
+                  "them): its gradient would be the whole sequence's on "
+                  "every context rank, which the step's gradient sum over "
+                  "the cp ranks counts cp times; context parallelism trains "
+                  "weights that token-wise ops read (matmuls, norms, "
+                  "lookups of the rank's ids) yet: plan cp = 1";
+      }
+    }
+    for (dist::TpCopyOp copy : copies) {
+      copy.getResult().replaceAllUsesWith(copy.getInput());
+      copy->erase();
+    }
+    return success();
   }
 };
 

@@ -663,14 +663,12 @@ struct TensorParallelPass
     schedule::RankLayout layout = plan.getLayout();
     if (layout.tp == 1)
       return;
-    if (layout.cp != 1 || layout.replicated()) {
+    if (layout.replicated()) {
       emitError(module.getLoc())
           << "dist-tensor-parallel: the plan has tp = " << layout.tp
-          << " with cp = " << layout.cp
-          << (layout.replicated() ? " and per-stage replicas" : "")
-          << "; tensor parallelism executes with data and pipeline "
-             "parallelism (dp x tp x pp) yet, not with context parallelism "
-             "or per-stage replicas";
+          << " with per-stage replicas; tensor parallelism executes with "
+             "data, context and pipeline parallelism (dp x cp x tp x pp) "
+             "yet, not with per-stage replicas";
       return signalPassFailure();
     }
     FailureOr<func::FuncOp> func =

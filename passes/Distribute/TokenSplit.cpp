@@ -266,6 +266,7 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
   // whole value through a copy whose gradient is summed over the group,
   // gathered first when it is token-split.
   DenseMap<std::tuple<Value, int64_t, Attribute>, Value> adapted;
+  llvm::SmallSetVector<g::EmbeddingOp, 2> lookedUp;
   for (const Whole &w : wholes) {
     Value v = w.user->getOperand(w.operand);
     int64_t key = w.how == How::Slice  ? w.axis
@@ -281,7 +282,28 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
         placeLike(made, w.user);
         return made.getResult();
       };
-      if (w.how == How::Slice) {
+      auto lookup = v.getDefiningOp<g::EmbeddingOp>();
+      if (w.how == How::Slice && attention && lookup &&
+          !split.contains(lookup.getIndices()) &&
+          w.axis < tensorOf(lookup.getIndices()).getRank()) {
+        // The rows of a lookup of whole ids (the position embedding): the
+        // rank's ids looked up, so the table is read by the rank's tokens
+        // only (its gradient is their part, as a weight's is).
+        Value ids = lookup.getIndices();
+        auto rankIds = createCollective<dist::AllSliceOp>(
+            b, w.user, groups, localType(tensorOf(ids), {w.axis, 1}, parts),
+            ids, b.getI64IntegerAttr(w.axis));
+        placeLike(rankIds, w.user);
+        Value table = lookup.getTable();
+        if (!table.getDefiningOp<g::ConstantOp>())
+          table = copy(table);
+        auto rows = cast<g::EmbeddingOp>(b.clone(*lookup));
+        rows->setOperands({table, rankIds.getResult()});
+        rows.getResult().setType(localType(tensorOf(v), {w.axis, 1}, parts));
+        placeLike(rows, w.user);
+        local = rows.getResult();
+        lookedUp.insert(lookup);
+      } else if (w.how == How::Slice) {
         auto made = createCollective<dist::AllSliceOp>(
             b, w.user, groups, localType(tensorOf(v), {w.axis, 1}, parts), v,
             b.getI64IntegerAttr(w.axis));
@@ -297,6 +319,10 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
     }
     w.user->setOperand(w.operand, local);
   }
+  // Whole lookups whose rows every reader now looks up itself.
+  for (g::EmbeddingOp lookup : lookedUp)
+    if (lookup->use_empty())
+      lookup->erase();
   for (auto [v, s] : split)
     localize(v, s);
 }

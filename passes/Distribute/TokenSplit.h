@@ -7,8 +7,10 @@
 // of the tokens, the ops that work token by token run on that part; a
 // whole operand they meet is sliced (dist.all_slice, no data moves) or,
 // broadcast over the tokens, read through a dist.tp_copy (its gradient is
-// the sum of the ranks' parts); a token-split value any other op reads is
-// gathered whole before it. dist-autodiff's rules for the collectives make
+// the sum of the ranks' parts); under context parallelism the rows of a
+// lookup of whole ids (the position embedding) are the lookup of the
+// rank's ids; a token-split value any other op reads is gathered whole
+// before it. dist-autodiff's rules for the collectives make
 // the backward (whole values have the same gradient on every rank of the
 // group; partial ones are summed where they become whole, at a
 // dist.tp_copy). docs/distributed.md "Sequence parallelism" and "Context

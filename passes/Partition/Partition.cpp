@@ -360,7 +360,7 @@ struct PartitionPass
       return emitError(module.getLoc())
              << "dist-partition: the plan has ep = " << p.ep
              << "; per-list programs run pipeline parallelism with data, "
-                "tensor and context parallelism (dp x tp x pp, dp x cp x pp) "
+                "tensor and context parallelism (dp x tp x cp x pp) "
                 "or per-stage replicas yet: expert parallelism is not "
                 "executed";
     if (layout.cp != 1 &&

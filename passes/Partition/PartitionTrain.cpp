@@ -630,19 +630,21 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // The adds of meanOf's sums, emitted where the mean is first needed and
   // moved up behind their operands once the list is built.
   SmallVector<Operation *> accumulations;
-  // A sum over the step's micro-batches, scaled to their mean.
-  auto overStep = [&](Value sum) -> Value {
-    if (m == 1)
+  // A sum of n values, scaled to their mean.
+  auto meanOfSum = [&](Value sum, int64_t n) -> Value {
+    if (n == 1)
       return sum;
     auto type = cast<RankedTensorType>(sum.getType());
     auto scalar = RankedTensorType::get({}, type.getElementType());
     Value inv = graph::ConstantOp::create(
         ib, loc, scalar,
         DenseElementsAttr::get(
-            scalar, ib.getFloatAttr(type.getElementType(), 1.0 / m)));
+            scalar, ib.getFloatAttr(type.getElementType(), 1.0 / n)));
     return graph::BinaryOp::create(ib, loc, type, graph::BinaryKind::Mul, sum,
                                    inv);
   };
+  // A sum over the step's micro-batches, scaled to their mean.
+  auto overStep = [&](Value sum) { return meanOfSum(sum, m); };
   // The mean over the list's micro-batches of v, each micro-batch's value
   // first passed through \p each when given.
   auto meanOverStep = [&](Operation *at, Value v,
@@ -703,13 +705,30 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
             return failure();
     return success();
   };
+  // Context parallelism: each context rank's weight gradients are its
+  // tokens' part (dist-context-parallel reads the weights as they are), so
+  // the schedule's sync sums them over cp and averages over dp, one
+  // collective over the stage's dp x cp devices per step (Megatron's
+  // data-parallel group "with cp"): a sum, scaled by 1 / dp.
+  const bool contextParallel = layout.cp > 1;
+  const bool gradsReduced = reduced || contextParallel;
+  std::vector<std::vector<unsigned>> syncGroups =
+      layout.replicaContextGroups(sched.stageOfList(list));
+  auto overReplicas = [&](Value sum) -> Value {
+    return contextParallel ? meanOfSum(sum, stageReplicas) : sum;
+  };
+  auto syncGradient = [&](Value grad) -> Value {
+    if (!contextParallel)
+      return averageOverReplicas(grad);
+    auto sum = dist::AllReduceOp::create(
+        ib, loc, grad.getType(), grad,
+        dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum),
+        dist::deviceGroup(ctx, syncGroups.front()));
+    dist::setRunGroups(sum, syncGroups);
+    return overReplicas(sum.getResult());
+  };
   auto allReduce = [&](Operation *at, int64_t v) -> LogicalResult {
-    // The schedule syncs gradients over dp x cp; under context parallelism
-    // the cp part is done: every weight is read through a dist.tp_copy of
-    // dist-context-parallel, whose gradient sums it over the cp group.
-    if (!reduced && layout.cp > 1)
-      return success();
-    if (!reduced)
+    if (!gradsReduced)
       return at->emitOpError("averages gradients over data-parallel replicas "
                              "but the stage has one");
     return gradsOfStage(v, [&](Value grad) -> LogicalResult {
@@ -718,38 +737,45 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       FailureOr<Value> mean = meanOf(at, grad);
       if (failed(mean))
         return failure();
-      means[grad] = averageOverReplicas(*mean);
+      means[grad] = syncGradient(*mean);
       averaged.insert(grad);
       return success();
     });
   };
   // ZeRO-1: the gradient means that are this replica's shard, and the
   // replicas that share them: with tensor parallelism each tensor rank
-  // shards its part over its own replicas (one of replicaGroups).
+  // shards its part over its own replicas (one of replicaGroups); with
+  // context parallelism over its replicas' context ranks (syncGroups),
+  // whose parts of the gradient the reduce-scatter sums.
   llvm::DenseSet<Value> sharded;
-  SmallVector<int64_t> zeroDevices(replicaGroups.front().begin(),
-                                   replicaGroups.front().end());
-  zero::ShardGroup zeroGroup(zeroDevices, replicaGroups,
-                             /*shares=*/layout.replicated());
+  const std::vector<std::vector<unsigned>> &shardGroups =
+      contextParallel ? syncGroups : replicaGroups;
+  SmallVector<int64_t> zeroDevices(shardGroups.front().begin(),
+                                   shardGroups.front().end());
+  zero::ShardGroup zeroGroup(zeroDevices, shardGroups,
+                             /*shares=*/layout.replicated() || contextParallel);
   // ZeRO-1: the shard of the mean over the step's micro-batches.
   auto shardOfMean = [&](Operation *at, Value grad) -> FailureOr<Value> {
     FailureOr<Value> mean = meanOf(at, grad);
     if (failed(mean))
       return failure();
-    return zero::reduceScatterMean(ib, loc, *mean, zeroGroup);
+    return overReplicas(zero::reduceScatterMean(ib, loc, *mean, zeroGroup));
   };
   // ZeRO-2: the mean of the micro-batches' shards. Each micro-batch's
   // gradient is reduce-scattered and added to the running sum of shards;
   // accumulateEarly moves both right behind the backward that computed it,
   // so no whole gradient outlives its micro-batch.
   auto shardedMeanOf = [&](Operation *at, Value grad) -> FailureOr<Value> {
-    return meanOverStep(at, grad, [&](Value part) {
+    FailureOr<Value> mean = meanOverStep(at, grad, [&](Value part) {
       return zero::reduceScatterMean(ib, loc, part, zeroGroup, "backward",
                                      &accumulations);
     });
+    if (failed(mean))
+      return failure();
+    return overReplicas(*mean);
   };
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
-    if (!reduced)
+    if (!gradsReduced)
       return at->emitOpError("shards gradients over data-parallel replicas "
                              "but the stage has one");
     if (layout.replicated() && plan.zero >= 2)
@@ -795,7 +821,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (isa<func::CallOp>(op) || !onList(g.stageOf.lookup(&op)))
         continue;
       for (Value operand : op.getOperands()) {
-        if (reduced && g.perMicroBatch.count(operand) &&
+        if (gradsReduced && g.perMicroBatch.count(operand) &&
             !averaged.contains(operand))
           return at->emitOpError("updates stage ")
                  << g.stageOf.lookup(&op)

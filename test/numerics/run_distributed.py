@@ -1337,10 +1337,11 @@ def pipeline_train_cases(rng):
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=zb-h1,sp=1",
                      ranks=4, train=sgd)))
     # Context parallelism (cp=2, dist-context-parallel): each rank runs its
-    # half of every sequence, all-gathers the keys and values of each
-    # attention and reads the weights through a dist.tp_copy (their
-    # gradients summed over the cp group); the logits are gathered whole,
-    # so the loss is one process's. With Adam, against one process; its
+    # half of every sequence and all-gathers the keys and values of each
+    # attention; its weight gradients are its tokens' part, summed over
+    # the cp ranks (and averaged over dp) once per step by the schedule's
+    # sync over dp x cp. The logits are gathered whole, so the loss is one
+    # process's. With Adam, against one process; its
     # epsilon of 1e-5 keeps m / sqrt(v) of elements with tiny gradients
     # from magnifying the other order of the cp sums (as with tp, above):
     # with the default 1e-8 a key column of c_attn and a c_fc bias element
@@ -1352,10 +1353,55 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_cp2", dict(gpt, plan="cp=2,mbs=1", train=sgd)))
     out.append(("gpt2_adam_dp2_cp2",
                 dict(gpt_adam, plan="dp=2,cp=2,mbs=1", ranks=4)))
+    # Adam hides a constant factor on the gradients (m / sqrt(v)); SGD and
+    # momentum check the sum over cp and the mean over dp themselves.
+    out.append(("gpt2_sgd_dp2_cp2",
+                dict(gpt, plan="dp=2,cp=2,mbs=1", ranks=4, train=sgd)))
+    out.append(("gpt2_momentum_dp2_cp2_zero2",
+                dict(gpt, plan="dp=2,cp=2,mbs=1,zero=2", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
+    # ZeRO over dp x cp (Megatron's distributed optimizer with cp): the
+    # optimizer state is sharded over every replica's context ranks, the
+    # reduce-scatter sums their parts of the gradients.
+    out.append(("gpt2_adam_cp2_zero1",
+                dict(gpt_adam, plan="cp=2,mbs=1,zero=1", zero=True)))
+    out.append(("gpt2_adam_dp2_cp2_zero1",
+                dict(gpt_adam, plan="dp=2,cp=2,mbs=1,zero=1", ranks=4,
+                     zero=True)))
+    out.append(("gpt2_adam_dp2_cp2_zero2",
+                dict(gpt_adam, plan="dp=2,cp=2,mbs=1,zero=2", ranks=4,
+                     zero=True)))
+    out.append(("gpt2_adam_dp2_cp2_zero3",
+                dict(gpt_adam, plan="dp=2,cp=2,mbs=1,zero=3", ranks=4,
+                     zero=True)))
     # With a pipeline: each stage's context ranks send their tokens to the
     # same context rank of the next stage.
     out.append(("gpt2_adam_cp2_pp2_1f1b",
                 dict(gpt_adam, plan="cp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
+    # And ZeRO over each stage's context ranks.
+    out.append(("gpt2_adam_cp2_pp2_1f1b_zero1",
+                dict(gpt_adam, plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=1",
+                     ranks=4, zero=True)))
+    out.append(("gpt2_adam_cp2_pp2_1f1b_zero3",
+                dict(out[-1][1], plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=3")))
+    # Tensor parallelism inside context parallelism (dist-tensor-parallel
+    # after dist-context-parallel: the MLPs and the embeddings split over
+    # each context rank's tensor ranks, the attention blocks replicated
+    # there; the gradient sync over each tensor rank's dp x cp devices).
+    # SGD and momentum, not Adam: with Adam a c_fc bias element ends 2e-5
+    # off (of the tensor's largest element), Adam's m / sqrt(v) magnifying
+    # the other summation order, as with tp alone (above).
+    out.append(("gpt2_sgd_tp2_cp2",
+                dict(gpt, plan="tp=2,cp=2,mbs=1", ranks=4, train=sgd)))
+    out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b",
+                dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b", ranks=8,
+                     train=sgd)))
+    out.append(("gpt2_momentum_dp2_tp2_cp2_zero1",
+                dict(gpt, plan="dp=2,tp=2,cp=2,mbs=1,zero=1", ranks=8,
+                     zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).

@@ -209,9 +209,17 @@ TEST(RankLayoutTest, TensorAndReplicaGroupsPartitionAStage) {
   EXPECT_EQ(l.replicaGroups(0), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
   // And one context group per (replica, tensor rank).
   EXPECT_EQ(l.contextGroups(0), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  // The gradient sync (and ZeRO) groups: every replica's context ranks,
+  // one group per tensor rank, in rank order.
+  EXPECT_EQ(l.replicaContextGroups(0), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
   l.tp = 1;
   l.pp = 2;
   EXPECT_EQ(l.contextGroups(1), (Groups{{4, 5}, {6, 7}}));
+  EXPECT_EQ(l.replicaContextGroups(1), (Groups{{4, 5, 6, 7}}));
+  // Without context ranks they are the replica groups.
+  l.cp = 1;
+  l.tp = 2;
+  EXPECT_EQ(l.replicaContextGroups(1), l.replicaGroups(1));
 }
 
 TEST(RankLayoutTest, ContextRanksSitInsideEachReplica) {
