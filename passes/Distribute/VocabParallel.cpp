@@ -100,7 +100,8 @@ std::string unsupported(g::SoftmaxCrossEntropyOp loss) {
   auto logits = tensorOf(loss.getLogits());
   auto labels = tensorOf(loss.getLabels());
   if (loss.getReduction() == g::LossReduction::None)
-    return "its reduction is none (not implemented split)";
+    return "its reduction is none: a per-row loss is not split (the "
+           "rewrite reduces the rows it computes to a mean or a sum)";
   if (!logits || logits.getRank() != 2 || !logits.hasStaticShape() ||
       !logits.getElementType().isF32())
     return "its logits are not static f32 [rows, classes]";
