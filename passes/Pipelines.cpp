@@ -122,8 +122,9 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        &O::tuneFixed},
       {"resilience", "dist-resilience",
        "Plan for preemptible nodes: none (on-demand nodes, default), "
-       "checkpoint (periodic checkpoints, Young/Daly interval) or redundant "
-       "(Bamboo's redundant computation, pp>=2); needs the cluster's "
+       "checkpoint (periodic checkpoints, Young/Daly interval), redundant "
+       "(Bamboo's redundant computation, pp>=2) or elastic (restart on the "
+       "survivors at once); needs the cluster's "
        "availability (docs/resilience.md)",
        &O::resilience},
       {"preemptions", "dist-preemptions",
