@@ -87,16 +87,23 @@ Needs mpirun (Open MPI: `openmpi-bin`, installed by scripts/install-deps.sh);
 without it every case fails saying so.
 
     .venv/bin/python test/numerics/run_distributed.py --build build --junit out.xml
+
+Cases run in worker processes, as many at once as -j says (default: the
+usable cores, at most 4); each case's output is printed whole, in order.
 """
 import argparse
+import contextlib
 import glob
+import io
 import json
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -1860,40 +1867,88 @@ def run_branches_case(compiler, work, name, cluster, batch, trunk=True):
     return errors
 
 
+def run_one(compiler, work, name, c):
+    """Runs one prepared case; its failure messages (empty: passed)."""
+    if c.pop("branches", False):
+        return run_branches_case(compiler, work, name, **c)
+    if c.pop("pipeline", False):
+        return run_pipeline_case(compiler, work, name, **c)
+    if "first" in c:
+        return run_reshard_case(compiler, work, name, **c)
+    if "plan" in c:
+        return run_pipeline_train_case(compiler, work, name, **c)
+    return run_case(compiler, work, name, **c)
+
+
+# The prepared cases, inherited by the forked workers (run_in_worker).
+PREPARED = []
+
+
+def run_in_worker(job):
+    """One case in a worker process: (errors, what it printed, seconds).
+    An exception is the case's failure, not the suite's."""
+    compiler, work, index = job
+    name, c = PREPARED[index]
+    t = time.time()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            errors = run_one(compiler, work, name, dict(c))
+        except Exception:  # noqa: BLE001 - reported as the case's failure
+            errors = ["the case raised:\n" + traceback.format_exc()]
+    return errors, out.getvalue(), time.time() - t
+
+
+def default_jobs():
+    """Cases run at once: one per core this process may use, at most 4
+    (each case's mpirun starts 2-8 ranks; compiling dominates a case)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--junit")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     ap.add_argument("-k", help="only cases whose name contains this")
+    ap.add_argument("-j", "--jobs", type=int, default=default_jobs(),
+                    help="cases run at once, each in its own process "
+                         "(default: the usable cores, at most 4)")
     a = ap.parse_args()
     compiler = common.tool(a.build, "dist-compile")
     work = common.work_dir("dist-distributed")
     t0 = time.time()
-    results = []
+    # Models the cases share are written here, once, before any case runs
+    # (the workers would otherwise race to write the same file).
     for name, c in cases():
         if a.k and a.k not in name:
             continue
-        t = time.time()
         if c == "resnet":
             c = resnet_case(work)
         if callable(c.get("model")):
             c = dict(c, model=c["model"](work))
-        if c.pop("branches", False):
-            errors = run_branches_case(compiler, work, name, **c)
-        elif c.pop("pipeline", False):
-            errors = run_pipeline_case(compiler, work, name, **c)
-        elif "first" in c:
-            errors = run_reshard_case(compiler, work, name, **c)
-        elif "plan" in c:
-            errors = run_pipeline_train_case(compiler, work, name, **c)
-        else:
-            errors = run_case(compiler, work, name, **c)
+        PREPARED.append((name, c))
+    jobs = [(compiler, work, i) for i in range(len(PREPARED))]
+    if a.jobs > 1 and len(jobs) > 1:
+        pool = multiprocessing.get_context("fork").Pool(min(a.jobs, len(jobs)))
+        outcomes = pool.imap(run_in_worker, jobs)
+    else:
+        pool, outcomes = None, map(run_in_worker, jobs)
+    results = []
+    for (name, _), (errors, printed, seconds) in zip(PREPARED, outcomes):
         status = "failed" if errors else "passed"
         results.append((name, status, "\n".join(errors)))
-        print(f"{status.upper()}: {name} ({time.time() - t:.1f}s)")
+        sys.stdout.write(printed)
+        print(f"{status.upper()}: {name} ({seconds:.1f}s)", flush=True)
         for e in errors:
             print("  " + e.replace("\n", "\n  "))
+    if pool:
+        pool.close()
+        pool.join()
     if a.keep:
         print("work folder: " + work)
     else:
