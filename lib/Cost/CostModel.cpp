@@ -378,8 +378,32 @@ static unsigned levelOf(const GroupShape &g) {
                                              : cluster::LinkLevel::IntraNode);
 }
 
+RangeTimes &RangeTimes::operator+=(const RangeTimes &o) {
+  fwd += o.fwd;
+  bwdInput += o.bwdInput;
+  bwdWeight += o.bwdWeight;
+  bwdWeightAccumulate += o.bwdWeightAccumulate;
+  recompute += o.recompute;
+  flops += o.flops;
+  modelFlops += o.modelFlops;
+  tpBytes += o.tpBytes;
+  fwdComm += o.fwdComm;
+  bwdComm += o.bwdComm;
+  for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+    linkBytes[l] += o.linkBytes[l];
+  return *this;
+}
+
 RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
                                  unsigned end, const DeviceSpec &dev,
+                                 const ExecConfig &x) const {
+  RangeTimes r;
+  for (unsigned l = begin; l < end && l < model.layers.size(); ++l)
+    r += layerTimes(model.layers[l], dev, x);
+  return r;
+}
+
+RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
                                  const ExecConfig &x) const {
   RangeTimes r;
   const unsigned tp = std::max(1u, x.tp.size), cp = std::max(1u, x.cp.size),
@@ -402,82 +426,78 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
   };
   auto sent = [](const CommCost &c) { return c.bytes[0] + c.bytes[1]; };
   const cluster::LinkSpec &cpLink = x.cp.nodes() > 1 ? x.cp.inter : x.cp.intra;
-  for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
-    const LayerDesc &layer = model.layers[li];
-    bool full = x.recompute == Recompute::Full && layer.checkpoint;
-    for (const OpDesc &op : layer.ops) {
-      double f = opTime(op, Phase::Forward, dev, x);
-      double bi = opTime(op, Phase::BackwardInput, dev, x);
-      double bw = opTime(op, Phase::BackwardWeight, dev, x);
-      if (x.gradSumBytes > 0 && op.params > 0) {
-        ParamSplit held = paramSplit(op, tp, ep);
-        double read = held.total() * x.gradSumBytes;
-        r.bwdWeightAccumulate +=
-            opTime(op, Phase::BackwardWeight, dev, x, read) - bw;
-      }
-      CommCost arF = tpComm(op.tpAllReduceFwdBytes);
-      CommCost arB = tpComm(op.tpAllReduceBwdBytes);
-      double tpSent = sent(arF) + sent(arB);
-      double commF = arF.time, commB = arB.time;
-      if (x.tpOverlap && op.cls == OpClass::MatMul) {
-        commF = std::max(0.0, commF - f);
-        commB = std::max(0.0, commB - bi);
-      }
-      // The part another micro-batch's compute can hide (expert
-      // all-to-alls and the exposed ring); TP collectives sit on the
-      // layer's own critical path.
-      double hideF = 0, hideB = 0;
-      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        r.linkBytes[l] += arF.bytes[l] + arB.bytes[l];
-      // Expert all-to-all (dispatch or combine), once in each direction.
-      if (ep > 1 && op.epAllToAllBytes > 0) {
-        CommCost a2a = collective(Collective::AllToAll,
-                                  op.epAllToAllBytes * shareOf(op, x), x.ep);
-        commF += a2a.time;
-        commB += a2a.time;
-        hideF += a2a.time;
-        hideB += a2a.time;
-        for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-          r.linkBytes[l] += 2 * a2a.bytes[l];
-      }
-      // Ring attention: c - 1 steps pass this rank's K/V block on; they
-      // overlap the block-wise attention, so the slower of the two counts.
-      if (cp > 1 && op.cpKvBytes > 0) {
-        double block = op.cpKvBytes * shareOf(op, x);
-        double ringF = (cp - 1) * p2pTime(block, cpLink);
-        double ringB = (cp - 1) * p2pTime(2 * block, cpLink);
-        commF += std::max(0.0, ringF - f);
-        commB += std::max(0.0, ringB - bi);
-        hideF += std::max(0.0, ringF - f);
-        hideB += std::max(0.0, ringB - bi);
-        r.linkBytes[levelOf(x.cp)] += 3 * (cp - 1) * block;
-      }
-      r.fwd += f + commF;
-      r.bwdInput += bi + commB;
-      r.bwdWeight += bw;
-      r.fwdComm += hideF;
-      r.bwdComm += hideB;
-      double scale = shareOf(op, x);
-      double opFlops =
-          (op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops) * scale;
-      r.modelFlops += opFlops;
-      r.flops += opFlops;
-      bool again =
-          full || (x.recompute == Recompute::Selective && op.selective);
-      if (again) {
-        double fc = full ? commF : 0;
-        double share = full ? 1 : op.selectiveShare;
-        r.recompute += f * share + fc;
-        r.bwdComm += full ? hideF : 0;
-        r.flops += op.fwd.flops * scale * share;
-        if (full) {
-          tpSent += sent(arF);
-          for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-            r.linkBytes[l] += arF.bytes[l];
-        }
-      }
-      r.tpBytes += tpSent;
+  bool full = x.recompute == Recompute::Full && layer.checkpoint;
+  for (const OpDesc &op : layer.ops) {
+    double f = opTime(op, Phase::Forward, dev, x);
+    double bi = opTime(op, Phase::BackwardInput, dev, x);
+    double bw = opTime(op, Phase::BackwardWeight, dev, x);
+    if (x.gradSumBytes > 0 && op.params > 0) {
+      ParamSplit held = paramSplit(op, tp, ep);
+      double read = held.total() * x.gradSumBytes;
+      r.bwdWeightAccumulate +=
+          opTime(op, Phase::BackwardWeight, dev, x, read) - bw;
     }
+    CommCost arF = tpComm(op.tpAllReduceFwdBytes);
+    CommCost arB = tpComm(op.tpAllReduceBwdBytes);
+    double tpSent = sent(arF) + sent(arB);
+    double commF = arF.time, commB = arB.time;
+    if (x.tpOverlap && op.cls == OpClass::MatMul) {
+      commF = std::max(0.0, commF - f);
+      commB = std::max(0.0, commB - bi);
+    }
+    // The part another micro-batch's compute can hide (expert
+    // all-to-alls and the exposed ring); TP collectives sit on the
+    // layer's own critical path.
+    double hideF = 0, hideB = 0;
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      r.linkBytes[l] += arF.bytes[l] + arB.bytes[l];
+    // Expert all-to-all (dispatch or combine), once in each direction.
+    if (ep > 1 && op.epAllToAllBytes > 0) {
+      CommCost a2a = collective(Collective::AllToAll,
+                                op.epAllToAllBytes * shareOf(op, x), x.ep);
+      commF += a2a.time;
+      commB += a2a.time;
+      hideF += a2a.time;
+      hideB += a2a.time;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        r.linkBytes[l] += 2 * a2a.bytes[l];
+    }
+    // Ring attention: c - 1 steps pass this rank's K/V block on; they
+    // overlap the block-wise attention, so the slower of the two counts.
+    if (cp > 1 && op.cpKvBytes > 0) {
+      double block = op.cpKvBytes * shareOf(op, x);
+      double ringF = (cp - 1) * p2pTime(block, cpLink);
+      double ringB = (cp - 1) * p2pTime(2 * block, cpLink);
+      commF += std::max(0.0, ringF - f);
+      commB += std::max(0.0, ringB - bi);
+      hideF += std::max(0.0, ringF - f);
+      hideB += std::max(0.0, ringB - bi);
+      r.linkBytes[levelOf(x.cp)] += 3 * (cp - 1) * block;
+    }
+    r.fwd += f + commF;
+    r.bwdInput += bi + commB;
+    r.bwdWeight += bw;
+    r.fwdComm += hideF;
+    r.bwdComm += hideB;
+    double scale = shareOf(op, x);
+    double opFlops =
+        (op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops) * scale;
+    r.modelFlops += opFlops;
+    r.flops += opFlops;
+    bool again = full || (x.recompute == Recompute::Selective && op.selective);
+    if (again) {
+      double fc = full ? commF : 0;
+      double share = full ? 1 : op.selectiveShare;
+      r.recompute += f * share + fc;
+      r.bwdComm += full ? hideF : 0;
+      r.flops += op.fwd.flops * scale * share;
+      if (full) {
+        tpSent += sent(arF);
+        for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+          r.linkBytes[l] += arF.bytes[l];
+      }
+    }
+    r.tpBytes += tpSent;
   }
   r.bwdInput += r.recompute;
   return r;

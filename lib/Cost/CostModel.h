@@ -104,6 +104,10 @@ struct RangeTimes {
   /// All collective bytes this device sends per micro-batch, per link level
   /// (TP, EP and CP groups may sit on different levels).
   double linkBytes[cluster::kNumLinkLevels] = {0, 0};
+
+  /// Adds \p o field by field: a range's times are its layers' times
+  /// added in layer order (CostModel::rangeTimes, LayerTimesCache).
+  RangeTimes &operator+=(const RangeTimes &o);
 };
 
 class CostModel {
@@ -171,6 +175,9 @@ public:
   /// gradients).
   RangeTimes rangeTimes(const ModelDesc &model, unsigned begin, unsigned end,
                         const cluster::DeviceSpec &dev,
+                        const ExecConfig &x) const;
+  /// Times of one layer under \p x; rangeTimes adds these up.
+  RangeTimes layerTimes(const LayerDesc &layer, const cluster::DeviceSpec &dev,
                         const ExecConfig &x) const;
 
 private:

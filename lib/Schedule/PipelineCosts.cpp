@@ -8,6 +8,8 @@
 
 #include "lib/Schedule/Plan.h"
 
+#include "lib/Cost/LayerTimes.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -136,7 +138,13 @@ static std::vector<RankOffload> placeOffload(const Plan &p,
 PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                                  const Cluster &c, const CostModel &cm,
                                  const std::vector<unsigned> &weightVersions,
-                                 const MemoryConfig &memoryBase) {
+                                 const MemoryConfig &memoryBase,
+                                 LayerTimesCache *layerTimes) {
+  auto rangeTimes = [&](unsigned begin, unsigned end,
+                        const cluster::DeviceSpec &dev, const ExecConfig &x) {
+    return layerTimes ? layerTimes->range(begin, end, dev, x)
+                      : cm.rangeTimes(model, begin, end, dev, x);
+  };
   PipelineCosts pc;
   pc.pp = p.pp;
   pc.chunks = p.chunks;
@@ -182,8 +190,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
             : syncElem / (sumSharded ? static_cast<double>(p.dp) * p.cp : 1.0);
     RangeTimes worst;
     for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
-      RangeTimes t =
-          cm.rangeTimes(model, st.layerBegin, st.layerEnd, c.devices[ty], x);
+      RangeTimes t = rangeTimes(st.layerBegin, st.layerEnd, c.devices[ty], x);
       if (t.fwd + t.bwdInput + t.bwdWeight >=
           worst.fwd + worst.bwdInput + worst.bwdWeight)
         worst = t;
@@ -201,8 +208,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       // slowest replica's (shorter) total time.
       std::vector<double> mbTime(c.devices.size(), 0);
       for (unsigned ty : stageDeviceTypes(p, c, st.device)) {
-        RangeTimes t =
-            cm.rangeTimes(model, st.layerBegin, st.layerEnd, c.devices[ty], x);
+        RangeTimes t = rangeTimes(st.layerBegin, st.layerEnd, c.devices[ty], x);
         mbTime[ty] = t.fwd + t.bwdInput + t.bwdWeight;
       }
       std::vector<unsigned> share =
@@ -413,8 +419,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       // The stage's times are those of its slowest slot; this slot runs at
       // its own device kind's speed.
       const StageCost &st = pc.stage(l, 0);
-      RangeTimes t = cm.rangeTimes(model, st.layerBegin, st.layerEnd, dev,
-                                   execConfig(p, c, r));
+      RangeTimes t =
+          rangeTimes(st.layerBegin, st.layerEnd, dev, execConfig(p, c, r));
       double mine = t.fwd + t.bwdInput + t.bwdWeight;
       double stage = st.fwd + st.bwdInput + st.bwdWeight;
       if (stage > 0 && mine < stage)

@@ -37,6 +37,10 @@
 #include <string>
 #include <vector>
 
+namespace distopt::cost {
+class LayerTimesCache;
+} // namespace distopt::cost
+
 namespace distopt::schedule {
 
 enum class ScheduleKind {
@@ -374,12 +378,16 @@ struct PipelineCosts {
 
 /// Costs of \p plan (finalized) for \p model on \p cluster. \p weightVersions
 /// per pipeline rank comes from the schedule (asynchronous schedules stash
-/// weights); pass {} for one version everywhere.
+/// weights); pass {} for one version everywhere. With \p layerTimes (a cache
+/// of \p model's per-layer times under \p cm, on \p cluster's devices) the
+/// stage times come from it: the same numbers, computed once per layer
+/// kind and configuration (the search costs thousands of plans).
 PipelineCosts buildPipelineCosts(const Plan &plan, const cost::ModelDesc &model,
                                  const cluster::Cluster &cluster,
                                  const cost::CostModel &cm,
                                  const std::vector<unsigned> &weightVersions,
-                                 const cost::MemoryConfig &memoryBase = {});
+                                 const cost::MemoryConfig &memoryBase = {},
+                                 cost::LayerTimesCache *layerTimes = nullptr);
 
 /// Synthetic costs: every virtual stage of a pp x chunks pipeline takes \p f,
 /// \p bi and \p bw seconds for F, B and W of a micro-batch, holds one byte

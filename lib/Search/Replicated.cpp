@@ -291,8 +291,8 @@ void replicatedCandidates(const cost::ModelDesc &model,
           consumeError(s.takeError()); // e.g. uneven async shares
           break;
         }
-        PipelineCosts costs =
-            buildPipelineCosts(p, model, c, cm, s->weightVersions, o.memory);
+        PipelineCosts costs = buildPipelineCosts(
+            p, model, c, cm, s->weightVersions, o.memory, &t.layerTimes);
         std::vector<double> peak = peakMemory(*s, costs);
         bool fits = true;
         for (unsigned sl = 0; sl < peak.size(); ++sl)

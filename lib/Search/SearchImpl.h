@@ -9,6 +9,7 @@
 #ifndef DISTOPT_LIB_SEARCH_SEARCHIMPL_H
 #define DISTOPT_LIB_SEARCH_SEARCHIMPL_H
 
+#include "lib/Cost/LayerTimes.h"
 #include "lib/Search/Search.h"
 
 #include <algorithm>
@@ -264,10 +265,15 @@ private:
   unsigned n;
   std::map<std::pair<unsigned, TableKey>, Times> timeCache;
   std::map<TableKey, Memory> memCache;
-  /// First layer with the same costs (a transformer's blocks are alike):
-  /// tables cost each distinct layer once. Memory also depends on the
-  /// previous layer's boundary (the full-recomputation checkpoint).
-  std::vector<unsigned> timeClass, memClass;
+  /// First layer with the same memory (LayerTimesCache's classes, which
+  /// cost each distinct layer once, split by the previous layer's
+  /// boundary: the full-recomputation checkpoint).
+  std::vector<unsigned> memClass;
+
+public:
+  /// Each distinct layer's times per configuration: the tables' and the
+  /// expanded plans' (buildPipelineCosts).
+  cost::LayerTimesCache layerTimes;
 };
 
 /// Context-parallel degrees the search weighs: powers of two up to this

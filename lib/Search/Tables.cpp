@@ -31,47 +31,17 @@ std::string humanBytes(double bytes) {
   return formatv("{0:F1} {1}", bytes, units[u]).str();
 }
 
-/// Everything about a layer the tables read (not its or its ops' names),
-/// as bytes.
-static std::string costKey(const cost::LayerDesc &l) {
-  std::string k;
-  auto add = [&](double v) {
-    k.append(reinterpret_cast<const char *>(&v), sizeof(v));
-  };
-  add(l.boundaryBytes);
-  add(l.checkpoint);
-  for (const cost::OpDesc &op : l.ops) {
-    k += op.signature;
-    k += '\0';
-    for (const cost::PhaseCost *c : {&op.fwd, &op.bwdInput, &op.bwdWeight}) {
-      add(c->flops);
-      add(c->bytesRead);
-      add(c->bytesWritten);
-    }
-    for (double v :
-         {double(op.cls), double(op.dtype), double(op.perSample), op.params,
-          double(op.tiedLayer), op.savedBytes, op.savedReplicatedBytes,
-          double(op.selective), double(op.tp), op.tpAllReduceFwdBytes,
-          op.tpAllReduceBwdBytes, double(op.kernels), double(op.expert),
-          op.epAllToAllBytes, op.cpKvBytes, op.selectiveShare,
-          op.selectiveSavedBytes, op.bwdWorkingBytes})
-      add(v);
-  }
-  return k;
-}
-
 Tables::Tables(const cost::ModelDesc &model, const cluster::Cluster &c,
                const cost::CostModel &cm, const cost::MemoryConfig &mem,
                double expertImbalance)
     : model(model), c(c), cm(cm), mem(mem), expertImbalance(expertImbalance),
-      n(model.layers.size()) {
-  std::map<std::string, unsigned> times, mems;
+      n(model.layers.size()), layerTimes(model, cm) {
+  std::map<std::pair<unsigned, double>, unsigned> mems;
   for (unsigned l = 0; l < n; ++l) {
-    std::string key = costKey(model.layers[l]);
-    timeClass.push_back(times.emplace(key, l).first->second);
     double prev = l ? model.layers[l - 1].boundaryBytes : -1;
-    key.append(reinterpret_cast<const char *>(&prev), sizeof(prev));
-    memClass.push_back(mems.emplace(key, l).first->second);
+    memClass.push_back(
+        mems.emplace(std::make_pair(layerTimes.classOf(l), prev), l)
+            .first->second);
   }
 }
 
@@ -130,11 +100,8 @@ const Tables::Times &Tables::times(unsigned type, const TableKey &k) {
   t.work.assign(n + 1, 0);
   t.fwd.assign(n + 1, 0);
   cost::ExecConfig x = exec(type, k);
-  std::vector<cost::RangeTimes> perLayer(n);
   for (unsigned l = 0; l < n; ++l) {
-    if (timeClass[l] == l)
-      perLayer[l] = cm.rangeTimes(model, l, l + 1, c.devices[type], x);
-    const cost::RangeTimes &r = perLayer[timeClass[l]];
+    const cost::RangeTimes &r = layerTimes.layer(l, c.devices[type], x);
     t.work[l + 1] = t.work[l] + r.fwd + r.bwdInput + r.bwdWeight;
     t.fwd[l + 1] = t.fwd[l] + r.fwd;
   }

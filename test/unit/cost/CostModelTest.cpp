@@ -1,6 +1,7 @@
 //===- CostModelTest.cpp - Roofline, collectives, memory, profiles -*- C++ -*-//
 
 #include "lib/Cost/CostModel.h"
+#include "lib/Cost/LayerTimes.h"
 #include "lib/Cost/ProfileDB.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -466,3 +467,75 @@ TEST(Collectives, ReproducePublishedNcclBusBandwidth) {
   EXPECT_NEAR(busBandwidth(node, 1e9) / 1e9, 450, 25);
 }
 } // namespace
+
+namespace {
+/// Every field of two RangeTimes, bit for bit.
+void expectSameTimes(const RangeTimes &a, const RangeTimes &b) {
+  EXPECT_EQ(a.fwd, b.fwd);
+  EXPECT_EQ(a.bwdInput, b.bwdInput);
+  EXPECT_EQ(a.bwdWeight, b.bwdWeight);
+  EXPECT_EQ(a.bwdWeightAccumulate, b.bwdWeightAccumulate);
+  EXPECT_EQ(a.recompute, b.recompute);
+  EXPECT_EQ(a.flops, b.flops);
+  EXPECT_EQ(a.modelFlops, b.modelFlops);
+  EXPECT_EQ(a.tpBytes, b.tpBytes);
+  EXPECT_EQ(a.fwdComm, b.fwdComm);
+  EXPECT_EQ(a.bwdComm, b.bwdComm);
+  EXPECT_EQ(a.linkBytes[0], b.linkBytes[0]);
+  EXPECT_EQ(a.linkBytes[1], b.linkBytes[1]);
+}
+} // namespace
+
+TEST(LayerTimesCache, GivesTheCostModelsRangeTimesBitForBit) {
+  GptConfig cfg;
+  cfg.layers = 6;
+  cfg.hidden = 1024;
+  cfg.heads = 16;
+  cfg.seqLen = 512;
+  ModelDesc m = buildGpt(cfg);
+  CostModel cm;
+  DeviceSpec d = testDevice(), other = testDevice();
+  other.peakFlops[static_cast<unsigned>(DType::BF16)] = 50e12;
+  LayerTimesCache cache(m, cm);
+  // The transformer blocks are one class; the embedding and the head are
+  // their own.
+  unsigned n = m.layers.size();
+  EXPECT_EQ(cache.classOf(2), cache.classOf(1));
+  EXPECT_EQ(cache.classOf(cfg.layers), cache.classOf(1));
+  EXPECT_NE(cache.classOf(0), cache.classOf(1));
+  EXPECT_NE(cache.classOf(n - 1), cache.classOf(1));
+  for (unsigned tp : {1u, 4u})
+    for (Recompute rec : {Recompute::None, Recompute::Full})
+      for (double sum : {0.0, 4.0}) {
+        ExecConfig x;
+        x.tp.size = x.tp.perNode = tp;
+        x.tp.intra = x.tp.inter = link(100, 5);
+        x.recompute = rec;
+        x.mbs = 2;
+        x.gradSumBytes = sum;
+        for (const DeviceSpec *dev : {&d, &other})
+          for (auto [b, e] : {std::pair{0u, n}, {1u, 4u}, {3u, n}, {2u, 3u}}) {
+            SCOPED_TRACE(testing::Message() << "tp " << tp << " layers [" << b
+                                            << ", " << e << ")");
+            expectSameTimes(cache.range(b, e, *dev, x),
+                            cm.rangeTimes(m, b, e, *dev, x));
+          }
+      }
+  // Another device and another configuration give other times.
+  ExecConfig x;
+  EXPECT_NE(cache.range(0, n, d, x).fwd, cache.range(0, n, other, x).fwd);
+  x.mbs = 4;
+  EXPECT_NE(cache.range(0, n, d, x).fwd, cm.rangeTimes(m, 0, n, d, {}).fwd);
+}
+
+TEST(LayerTimesCache, ALayerThatKeepsItsPrecisionIsItsOwnClass) {
+  GptConfig cfg;
+  cfg.layers = 2;
+  ModelDesc m = buildGpt(cfg);
+  ASSERT_EQ(layerCostKey(m.layers[1]), layerCostKey(m.layers[2]));
+  m.layers[2].ops[0].keepsPrecision = !m.layers[2].ops[0].keepsPrecision;
+  EXPECT_NE(layerCostKey(m.layers[1]), layerCostKey(m.layers[2]));
+  CostModel cm;
+  LayerTimesCache cache(m, cm);
+  EXPECT_NE(cache.classOf(2), cache.classOf(1));
+}

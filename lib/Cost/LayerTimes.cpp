@@ -1,0 +1,117 @@
+//===- LayerTimes.cpp - Per-layer times of a model, computed once *- C++
+//-*-===//
+//
+// Part of DistOpt. See LayerTimes.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Cost/LayerTimes.h"
+
+#include <map>
+
+using namespace distopt;
+using namespace distopt::cost;
+
+namespace {
+/// Appends the bytes of numbers and strings to a key.
+struct KeyWriter {
+  std::string &k;
+  void add(double v) {
+    k.append(reinterpret_cast<const char *>(&v), sizeof(v));
+  }
+  void add(llvm::StringRef s) {
+    k += s;
+    k += '\0';
+  }
+  void add(const cluster::LinkSpec &l) {
+    add(l.name);
+    for (double v : {l.bandwidth, l.latency, l.collectiveEfficiency})
+      add(v);
+  }
+  void add(const GroupShape &g) {
+    add(double(g.size));
+    add(double(g.perNode));
+    add(g.intra);
+    add(g.inter);
+  }
+};
+} // namespace
+
+std::string distopt::cost::layerCostKey(const LayerDesc &l) {
+  std::string k;
+  KeyWriter w{k};
+  w.add(l.boundaryBytes);
+  w.add(l.checkpoint);
+  for (const OpDesc &op : l.ops) {
+    w.add(op.signature);
+    for (const PhaseCost *c : {&op.fwd, &op.bwdInput, &op.bwdWeight})
+      for (double v : {c->flops, c->bytesRead, c->bytesWritten})
+        w.add(v);
+    for (double v :
+         {double(op.cls), double(op.dtype), double(op.perSample), op.params,
+          double(op.tiedLayer), op.savedBytes, op.savedReplicatedBytes,
+          double(op.selective), double(op.tp), op.tpAllReduceFwdBytes,
+          op.tpAllReduceBwdBytes, double(op.kernels), double(op.expert),
+          op.epAllToAllBytes, op.cpKvBytes, op.selectiveShare,
+          op.selectiveSavedBytes, op.bwdWorkingBytes,
+          double(op.keepsPrecision)})
+      w.add(v);
+  }
+  return k;
+}
+
+LayerTimesCache::LayerTimesCache(const ModelDesc &model, const CostModel &cm)
+    : model(model), cm(cm) {
+  std::map<std::string, unsigned> first;
+  for (unsigned l = 0; l < model.layers.size(); ++l)
+    layerClass.push_back(
+        first.emplace(layerCostKey(model.layers[l]), l).first->second);
+}
+
+LayerTimesCache::Entry &LayerTimesCache::entry(const cluster::DeviceSpec &dev,
+                                               const ExecConfig &x) {
+  std::string &key = keyBuffer;
+  key.clear();
+  KeyWriter w{key};
+  const cluster::DeviceSpec *address = &dev;
+  key.append(reinterpret_cast<const char *>(&address), sizeof(address));
+  w.add(x.tp);
+  w.add(x.cp);
+  w.add(x.ep);
+  for (double v : {double(x.sp), double(x.mbs), double(x.recompute),
+                   x.expertImbalance, double(x.tpOverlap), x.gradSumBytes})
+    w.add(v);
+  Entry &e = entries[key];
+  if (e.times.empty()) {
+    e.times.resize(model.layers.size());
+    e.done.assign(model.layers.size(), false);
+  }
+  return e;
+}
+
+const RangeTimes &LayerTimesCache::of(Entry &e, unsigned l,
+                                      const cluster::DeviceSpec &dev,
+                                      const ExecConfig &x) {
+  unsigned c = layerClass[l];
+  if (!e.done[c]) {
+    e.times[c] = cm.layerTimes(model.layers[c], dev, x);
+    e.done[c] = true;
+  }
+  return e.times[c];
+}
+
+const RangeTimes &LayerTimesCache::layer(unsigned l,
+                                         const cluster::DeviceSpec &dev,
+                                         const ExecConfig &x) {
+  return of(entry(dev, x), l, dev, x);
+}
+
+RangeTimes LayerTimesCache::range(unsigned begin, unsigned end,
+                                  const cluster::DeviceSpec &dev,
+                                  const ExecConfig &x) {
+  RangeTimes r;
+  Entry &e = entry(dev, x);
+  for (unsigned l = begin; l < end && l < model.layers.size(); ++l)
+    r += of(e, l, dev, x);
+  return r;
+}

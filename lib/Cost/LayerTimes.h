@@ -1,0 +1,63 @@
+//===- LayerTimes.h - Per-layer times of a model, computed once -*- C++ -*-===//
+//
+// The search costs thousands of plans of one model: the same layers under a
+// few hundred configurations (device kind, tp/cp/ep groups, micro-batch,
+// recomputation). LayerTimesCache computes each distinct layer's times once
+// per configuration; a range is the sum of its layers' times in layer
+// order, which is what CostModel::rangeTimes computes, bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISTOPT_LIB_COST_LAYERTIMES_H
+#define DISTOPT_LIB_COST_LAYERTIMES_H
+
+#include "lib/Cost/CostModel.h"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace distopt::cost {
+
+/// Everything about a layer that its times and memory depend on (not its
+/// or its ops' names), as bytes: two layers with the same key cost the
+/// same under every configuration.
+std::string layerCostKey(const LayerDesc &layer);
+
+/// Per-layer times of one model under one cost model. The model, the cost
+/// model and the devices asked about must outlive the cache and not change
+/// while it lives (a device is known by its address).
+class LayerTimesCache {
+public:
+  LayerTimesCache(const ModelDesc &model, const CostModel &cm);
+
+  /// The first layer with the same costs as layer \p l (its class).
+  unsigned classOf(unsigned l) const { return layerClass[l]; }
+  /// Times of layer \p l: cm.layerTimes(model.layers[l], dev, x).
+  const RangeTimes &layer(unsigned l, const cluster::DeviceSpec &dev,
+                          const ExecConfig &x);
+  /// Times of layers [begin, end): cm.rangeTimes(model, begin, end, dev, x).
+  RangeTimes range(unsigned begin, unsigned end, const cluster::DeviceSpec &dev,
+                   const ExecConfig &x);
+
+private:
+  /// One configuration's times, per class (computed on first use).
+  struct Entry {
+    std::vector<RangeTimes> times;
+    std::vector<bool> done;
+  };
+  Entry &entry(const cluster::DeviceSpec &dev, const ExecConfig &x);
+  const RangeTimes &of(Entry &e, unsigned l, const cluster::DeviceSpec &dev,
+                       const ExecConfig &x);
+
+  const ModelDesc &model;
+  const CostModel &cm;
+  std::vector<unsigned> layerClass;
+  std::unordered_map<std::string, Entry> entries;
+  /// The key of the last lookup (reused: no allocation per lookup).
+  std::string keyBuffer;
+};
+
+} // namespace distopt::cost
+
+#endif // DISTOPT_LIB_COST_LAYERTIMES_H
