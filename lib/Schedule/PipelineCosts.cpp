@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 using namespace llvm;
 using namespace distopt::cost;
@@ -171,13 +172,27 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   if (p.offload.any() && !p.replicated())
     offload = placeOffload(p, model, c, mem);
 
+  // The groups of each pipeline rank, shared by its chunks.
+  struct RankGroups {
+    ExecConfig x;
+    GroupShape dp, expertDp;
+  };
+  std::vector<std::optional<RankGroups>> groups(p.pp);
+  auto groupsOf = [&](unsigned rank) -> const RankGroups & {
+    if (!groups[rank])
+      groups[rank] = RankGroups{execConfig(p, c, rank), dataGroup(p, c, rank),
+                                expertDataGroup(p, c, rank)};
+    return *groups[rank];
+  };
+
   pc.stages.resize(V);
   for (unsigned vs = 0; vs < V; ++vs) {
     StageCost &st = pc.stages[vs];
     st.device = p.rankOf(vs);
     st.chunk = vs / p.pp;
     std::tie(st.layerBegin, st.layerEnd) = p.stageLayers(vs, numLayers);
-    ExecConfig x = execConfig(p, c, st.device);
+    const RankGroups &rg = groupsOf(st.device);
+    ExecConfig x = rg.x;
     // The running gradient sum: in the DP sync's element type; under
     // ZeRO-2/3 each micro-batch's gradient is reduce-scattered first, and
     // only this rank's shard of the sum is added to. With the optimizer
@@ -282,8 +297,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
 
     // Gradient sync: the dense weights over the dp * cp ranks that hold
     // them, the experts over the dp * cp / ep ranks that hold theirs.
-    GroupShape dpg = dataGroup(p, c, st.device);
-    GroupShape edpg = expertDataGroup(p, c, st.device);
+    const GroupShape &dpg = rg.dp, &edpg = rg.expertDp;
     // ZeRO-2/3 reduce-scatter every micro-batch's gradient (DeepSpeed's
     // stages 2 and 3 under gradient accumulation, and dist-partition's
     // programs), ZeRO-1 the step's sum once.
