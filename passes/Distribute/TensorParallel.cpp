@@ -16,7 +16,9 @@
 // (a column-parallel LM head's logits) is gathered whole, and a softmax
 // cross-entropy of them runs vocabulary-parallel (VocabParallel.h); a lookup of
 // data is vocabulary-parallel (splitVocabulary); with sp = 1 the token-wise ops
-// between regions run on the rank's tokens (SequenceParallel).
+// between regions run on the rank's tokens (SequenceParallel). After
+// dist-context-parallel (tp inside cp) the regions grow through its
+// all-gathers of keys and values: each tensor rank gathers its own heads.
 // docs/distributed.md "Tensor parallelism".
 //
 //===----------------------------------------------------------------------===//
