@@ -116,6 +116,14 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     c.cpAlone = value == "1";
     return Error::success();
   }
+  if (k == "cp-sp") {
+    if (op != "=" || (value != "0" && value != "1"))
+      return constraintError(spec, "'" + item +
+                                       "': use cp-sp=0 (cp > 1 only "
+                                       "with sp = 0) or cp-sp=1");
+    c.cpNoSp = value == "0";
+    return Error::success();
+  }
   if (k == "offload") {
     if (op != "=")
       return constraintError(spec, "'" + item +
@@ -185,7 +193,7 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
                                      "'; known: dp, tp, pp, cp, ep, sp, "
                                      "mbs, chunks, zero, schedule, "
                                      "recompute, offload, replicas, "
-                                     "cp-alone, pin");
+                                     "cp-alone, cp-sp, pin");
   if (value == "any")
     return Error::success();
   SmallVector<StringRef> vals;

@@ -313,7 +313,7 @@ void Searcher::enumerate() {
             continue;
           }
           for (unsigned sp = 0; sp <= (tp > 1 ? 1u : 0u); ++sp) {
-            if (!k.sp.allows(sp) && tp > 1) {
+            if ((!k.sp.allows(sp) && tp > 1) || (sp && cp > 1 && k.cpNoSp)) {
               ++why.constraint;
               continue;
             }

@@ -87,10 +87,12 @@ struct Constraints {
   /// Only layouts whose stages all have the same data-parallel degree (no
   /// PipeDream-style per-stage replicas; `replicas=uniform`).
   bool uniformReplicas = false;
-  /// Context parallelism (cp > 1) only with tp = 1, the plans
-  /// dist-context-parallel's programs run (`cp-alone=1`; ZeRO runs with
-  /// cp, sharded over dp x cp).
+  /// Context parallelism (cp > 1) only with tp = 1 (`cp-alone=1`).
   bool cpAlone = false;
+  /// Context parallelism (cp > 1) only without sequence parallelism
+  /// (`cp-sp=0`): the plans dist-context-parallel's programs run (tp inside
+  /// cp with its attention heads split, ZeRO sharded over dp x cp).
+  bool cpNoSp = false;
   /// Layer ranges that must stay on one device kind (training only). A
   /// stage holding a pinned layer runs on that kind's devices alone.
   std::vector<Pin> pins;

@@ -16,7 +16,9 @@
 // (a column-parallel LM head's logits) is gathered whole, and a softmax
 // cross-entropy of them runs vocabulary-parallel (VocabParallel.h); a lookup of
 // data is vocabulary-parallel (splitVocabulary); with sp = 1 the token-wise ops
-// between regions run on the rank's tokens (SequenceParallel).
+// between regions run on the rank's tokens (SequenceParallel). After
+// dist-context-parallel (tp inside cp) the regions grow through its
+// all-gathers of keys and values: each tensor rank gathers its own heads.
 // docs/distributed.md "Tensor parallelism".
 //
 //===----------------------------------------------------------------------===//
@@ -327,6 +329,19 @@ bool Region::visit(Operation *op) {
       return failAt(op, "a slice of the split dimension");
     return setSplit(op, sl.getResult(), s);
   }
+  // Tensor parallelism inside cp (dist-context-parallel ran first): the
+  // keys and values of the rank's heads are all-gathered over its context
+  // group along the sequence (or a new leading dimension) and read through
+  // a copy (its gradient summed over that group), as Megatron runs cp
+  // inside tp. The heads stay split: each tensor rank gathers its own.
+  if (auto gather = dyn_cast<dist::AllGatherOp>(op)) {
+    Split s = splitOf(in);
+    if (gather.getAxis() == s.dim)
+      return failAt(op, "an all-gather along the split dimension");
+    return setSplit(op, gather.getResult(), s);
+  }
+  if (isa<dist::TpCopyOp>(op))
+    return setSplit(op, op->getResult(0), splitOf(in));
   return failAt(op, "the op does not work on split activations");
 }
 

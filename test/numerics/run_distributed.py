@@ -831,10 +831,31 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     return np.array(curve), out
 
 
+def check_tp_split(state_dir, weights, tp):
+    """Failures for each of `weights` that rank `state_dir` did not save
+    split over `tp` tensor ranks (its shards.json: a tensor-parallel part,
+    or ZeRO blocks of one)."""
+    path = os.path.join(state_dir, "shards.json")
+    specs = {}
+    if weights and os.path.exists(path):
+        with open(path) as f:
+            specs = json.load(f)
+    errors = []
+    for w in weights:
+        spec = specs.get(w)
+        parts = (None if spec is None else
+                 spec["parts"] if spec["dim"] != -1 else
+                 spec.get("part", [0, 1, 1, 0])[2])
+        if parts != tp:
+            errors.append(f"{w}: not saved split over the {tp} tensor ranks "
+                          f"({path}: {spec}); the plan splits it")
+    return errors
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
                             zero=False, reference=None, search=None,
-                            accumulate=False):
+                            accumulate=False, tp_split=()):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -853,7 +874,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     accumulation-steps (batch over micro-batch rows) and reads the same
     whole batch, one block per micro-batch: the reference for models whose
     forward depends on the micro-batch (batch norm's batch statistics,
-    its running statistics updated once per micro-batch)."""
+    its running statistics updated once per micro-batch). Each weight of
+    `tp_split` must be saved split over the plan's tp tensor ranks (the
+    ranks' shards.json): the programs split it, not only run."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -985,6 +1008,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                     got.astype(np.float64) - want_kept))) / scale)
     if zero and not sharded:
         errors.append("zero=1 but no rank saved a shard of the optimizer state")
+    errors += check_tp_split(os.path.join(d, "state_pp0"), tp_split, tp)
     if not errors:
         print(f"  {name}: loss {c1[0]:.6g} -> {c1[-1]:.6g}; {len(files)} tensors "
               f"across {ranks} ranks ({sharded} sharded), max rel difference "
@@ -1393,20 +1417,25 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_adam_cp2_pp2_1f1b_zero3",
                 dict(out[-1][1], plan="cp=2,pp=2,mbs=1,schedule=1f1b,zero=3")))
     # Tensor parallelism inside context parallelism (dist-tensor-parallel
-    # after dist-context-parallel: the MLPs and the embeddings split over
-    # each context rank's tensor ranks, the attention blocks replicated
-    # there; the gradient sync over each tensor rank's dp x cp devices).
+    # after dist-context-parallel: the MLPs, the embeddings and the
+    # attention blocks split over each context rank's tensor ranks, each
+    # rank's heads' keys and values all-gathered over its context group;
+    # the gradient sync over each tensor rank's dp x cp devices). The
+    # first block's QKV and output projections must be saved split.
     # SGD and momentum, not Adam: with Adam a c_fc bias element ends 2e-5
     # off (of the tensor's largest element), Adam's m / sqrt(v) magnifying
     # the other summation order, as with tp alone (above).
+    attn = ("transformer.h.0.attn.c_attn.weight",
+            "transformer.h.0.attn.c_proj.weight")
     out.append(("gpt2_sgd_tp2_cp2",
-                dict(gpt, plan="tp=2,cp=2,mbs=1", ranks=4, train=sgd)))
+                dict(gpt, plan="tp=2,cp=2,mbs=1", ranks=4, train=sgd,
+                     tp_split=attn)))
     out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b", ranks=8,
-                     train=sgd)))
+                     train=sgd, tp_split=attn)))
     out.append(("gpt2_momentum_dp2_tp2_cp2_zero1",
                 dict(gpt, plan="dp=2,tp=2,cp=2,mbs=1,zero=1", ranks=8,
-                     zero=True,
+                     zero=True, tp_split=attn,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each

@@ -51,8 +51,9 @@ using namespace distopt;
 static cl::OptionCategory category("dist-compile options");
 
 /// What a searched plan may use so that the programs run it: no expert
-/// parallelism, context parallelism without tp and ZeRO.
-static constexpr const char *kRunnableConstraints = "ep=1,cp-alone=1";
+/// parallelism, context parallelism without sequence parallelism (with
+/// dp, tp, pp and ZeRO it runs).
+static constexpr const char *kRunnableConstraints = "ep=1,cp-sp=0";
 /// Without --train: context parallelism runs in training only.
 static constexpr const char *kRunnableInference = "cp=1,ep=1";
 

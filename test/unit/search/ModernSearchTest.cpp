@@ -97,23 +97,35 @@ TEST(ModernSearch, LongSequencesGetContextParallelism) {
   EXPECT_TRUE(off.best.sim.plan.offload.activations) << off.best.sim.plan.str();
 }
 
-TEST(ModernSearch, CpAloneKeepsContextParallelismWithoutTp) {
-  // cp-alone=1 (what dist-compile's search asks for: the plans
-  // dist-context-parallel's programs run): a plan with cp > 1 has tp = 1;
-  // tp is still weighed without cp, ZeRO with and without it.
-  EXPECT_TRUE(cantFail(parseConstraints("cp-alone=1")).cpAlone);
-  EXPECT_FALSE(cantFail(parseConstraints("cp-alone=0")).cpAlone);
-  auto bad = parseConstraints("cp-alone=yes");
-  ASSERT_FALSE(static_cast<bool>(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("use cp-alone=1"),
-            std::string::npos);
+/// A 0/1 constraint: `key`=on and =off set `field` as named, another value
+/// is an error that says `use`.
+void expectSwitch(const char *on, const char *off, bool Constraints::*field,
+                  const char *bad, const char *use) {
+  EXPECT_TRUE(cantFail(parseConstraints(on)).*field);
+  EXPECT_FALSE(cantFail(parseConstraints(off)).*field);
+  auto e = parseConstraints(bad);
+  ASSERT_FALSE(static_cast<bool>(e));
+  EXPECT_NE(llvm::toString(e.takeError()).find(use), std::string::npos);
+}
+
+/// Llama's long sequences (65536 positions, 8 layers, a global batch of 8)
+/// on 8 H100s under `constraints`: weighs context parallelism.
+SearchResult searchLongContext(const char *constraints) {
   cost::ModelDesc model = llama(8, 65536);
   cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 1));
   cost::CostModel cm;
   SearchOptions o;
   o.globalBatch = 8;
-  o.constraints = cantFail(parseConstraints("cp>=2,zero<=1,cp-alone=1"));
-  SearchResult r = cantFail(searchPlan(model, c, cm, o));
+  o.constraints = cantFail(parseConstraints(constraints));
+  return cantFail(searchPlan(model, c, cm, o));
+}
+
+TEST(ModernSearch, CpAloneKeepsContextParallelismWithoutTp) {
+  // cp-alone=1: a plan with cp > 1 has tp = 1; tp is still weighed
+  // without cp, ZeRO with and without it.
+  expectSwitch("cp-alone=1", "cp-alone=0", &Constraints::cpAlone,
+               "cp-alone=yes", "use cp-alone=1");
+  SearchResult r = searchLongContext("cp>=2,zero<=1,cp-alone=1");
   EXPECT_GT(r.best.sim.plan.cp, 1u) << r.best.sim.plan.str();
   EXPECT_EQ(r.best.sim.plan.tp, 1u) << r.best.sim.plan.str();
   bool zeroWithCp = r.best.sim.plan.zero > 0;
@@ -124,10 +136,29 @@ TEST(ModernSearch, CpAloneKeepsContextParallelismWithoutTp) {
   // ZeRO is weighed with cp (sharded over dp x cp).
   EXPECT_TRUE(zeroWithCp);
   // Without it the best cp plan of this model uses tp or ZeRO.
-  o.constraints = cantFail(parseConstraints("cp>=2,zero<=1"));
-  SearchResult free = cantFail(searchPlan(model, c, cm, o));
+  SearchResult free = searchLongContext("cp>=2,zero<=1");
   EXPECT_TRUE(free.best.sim.plan.tp > 1 || free.best.sim.plan.zero > 0)
       << free.best.sim.plan.str();
+}
+
+TEST(ModernSearch, CpSpKeepsContextParallelismWithoutSequenceParallelism) {
+  // cp-sp=0 (what dist-compile's search asks for: the plans
+  // dist-context-parallel's programs run, tp inside cp included): a plan
+  // with cp > 1 has sp = 0, tp > 1 still weighed with cp.
+  expectSwitch("cp-sp=0", "cp-sp=1", &Constraints::cpNoSp, "cp-sp<=0",
+               "use cp-sp=0");
+  // Without it sequence parallelism is weighed with cp.
+  SearchResult free = searchLongContext("cp>=2,tp>=2");
+  bool spWithCp = free.best.sim.plan.sp;
+  for (const auto &alt : free.alternatives)
+    spWithCp |= alt.sim.plan.sp;
+  EXPECT_TRUE(spWithCp) << free.best.sim.plan.str();
+  SearchResult r = searchLongContext("cp>=2,tp>=2,cp-sp=0");
+  EXPECT_GT(r.best.sim.plan.cp, 1u) << r.best.sim.plan.str();
+  EXPECT_GT(r.best.sim.plan.tp, 1u) << r.best.sim.plan.str();
+  EXPECT_FALSE(r.best.sim.plan.sp) << r.best.sim.plan.str();
+  for (const auto &alt : r.alternatives)
+    EXPECT_FALSE(alt.sim.plan.sp) << alt.sim.plan.str();
 }
 
 TEST(ModernSearch, MixtureOfExpertsGetsExpertParallelism) {
