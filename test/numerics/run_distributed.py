@@ -1531,11 +1531,16 @@ def pipeline_train_cases(rng):
                          reference=async_reference)))
     # With tensor parallelism inside the stages: each tp rank stashes (or
     # double-buffers) its own parts of the weights; the tp all-reduces run
-    # inside the stage calls, so the updates are one process's.
-    for kind in ("pipedream", "2bw"):
-        out.append((f"gpt2_sgd_pp2_tp2_{kind}",
-                    dict(gpt, plan=f"tp=2,pp=2,mbs=1,schedule={kind}",
-                         ranks=4, train=sgd, reference=async_reference)))
+    # inside the stage calls, so the updates are one process's. GPT-2's
+    # attention and MLP blocks under PipeDream, and the MLP with 2BW and
+    # dp replicas of each stage's tp group too (8 ranks; last_update is
+    # compared, put together from the tp ranks' parts).
+    out.append(("gpt2_sgd_pp2_tp2_pipedream",
+                dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=pipedream",
+                     ranks=4, train=sgd, reference=async_reference)))
+    out.append(("mlp_sgd_dp2_tp2_pp2_2bw",
+                dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=2bw",
+                     ranks=8, reference=async_reference)))
     out.append(("mlp_sgd_dp2_pp2_pipedream",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream", ranks=4,
                      reference=async_reference)))
