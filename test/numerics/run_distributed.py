@@ -64,7 +64,10 @@ stashing) and PipeDream-2BW (W(t+1) = W(t) - lr * grad(W(t-1))) on the MLP
 with SGD and Adam at pp=2, with dp=2 x pp=2 (4 ranks) and 2BW with
 per-stage replicas 2/1 (3 ranks), and GPT-2 with SGD at pp=2, against the
 same delayed updates applied by the single-process program one
-(micro-)batch at a time.
+(micro-)batch at a time; with tensor parallelism inside the stages
+(GPT-2 PipeDream at tp=2 x pp=2, the MLP's 2BW at dp=2 x tp=2 x pp=2 on 8
+ranks, 2BW's last_update compared too) against the same reference, and
+PipeMare at tp=2 x pp=2 (deep_mlp) against pipemare_reference.
 
 Branch-parallel inference (run_branches_case): a trunk with three heads
 and a joined output (trunk_branches_model), and three heads reading the
