@@ -195,11 +195,14 @@ void replicatedCandidates(const cost::ModelDesc &model,
   if (allowed.empty()) {
     allowed = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
     if (o.allowAsync)
-      allowed.insert(allowed.end(),
-                     {ScheduleKind::PipeDream, ScheduleKind::PipeDream2BW});
+      allowed.push_back(ScheduleKind::PipeDream2BW);
   }
+  // PipeDream (and PipeMare) with per-stage replicas are not run: a
+  // replicated stage would update once per round of its replicas'
+  // micro-batches (dist-partition refuses them), so only 2BW of the
+  // asynchronous schedules is weighed here.
   for (ScheduleKind s : allowed)
-    if (supportsReplicas(s))
+    if (supportsReplicas(s) && !updatesEveryMicrobatch(s))
       kinds.push_back(s);
   std::vector<cost::Recompute> recs = k.recompute;
   if (recs.empty())

@@ -135,6 +135,9 @@ struct StageMemoryCheck {
 struct Reasons {
   unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0,
                 tpHeads = 0;
+  /// Asynchronous schedules with ZeRO or cp > 1, which the programs do not
+  /// run (dist-partition, dist-context-parallel refuse them).
+  unsigned long asyncUnrun = 0;
   std::vector<unsigned> dpTried;
 };
 
@@ -432,6 +435,13 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
         bool noneAllowed =
             k.offload.empty() || llvm::is_contained(k.offload, cost::Offload{});
         for (const Shape &sh : shapes) {
+          // The asynchronous schedules keep whole weight versions per
+          // stage (tensor-parallel parts with tp > 1): not ZeRO's blocks,
+          // and not under context parallelism.
+          if (isAsync(sh.kind) && (zero > 0 || cp > 1)) {
+            ++why.asyncUnrun;
+            continue;
+          }
           Light x = base;
           x.chunks = sh.chunks;
           x.zero = zero;
@@ -799,6 +809,12 @@ Error Searcher::noPlanError() const {
       detail += formatv(" {0} layouts have a dp that does not divide the "
                         "batch {1};",
                         why.dpBatch, o.globalBatch);
+    if (why.asyncUnrun)
+      detail += formatv(" {0} layouts pair an asynchronous schedule with "
+                        "ZeRO or cp > 1, which is not run (its weight "
+                        "versions are whole per stage; allow zero=0 and "
+                        "cp=1);",
+                        why.asyncUnrun);
     return searchError(
         "no plan satisfies the constraints on cluster '" + c.name + "' (" +
         Twine(c.numDevices()) + " devices):" + detail +

@@ -61,6 +61,11 @@
 //    lr / (tau + 1) for its delay tau (learning-rate rescheduling), as in
 //    PipeMare (Yang et al., MLSys 2021).
 //
+// With tensor parallelism a list is what each tensor rank of its stage
+// runs: the versions, last_update and velocity are the rank's parts of
+// the weights (the states carry the weight's dist.tp_shard), and the tp
+// collectives are inside the stage functions, versioned clones included.
+//
 // Running statistics (batch norm's) are values of the program too: a
 // stage's forward takes them as arguments (the same clone) and returns them
 // updated, and they follow the micro-batches in the list's order of
@@ -407,10 +412,6 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return refuse("with ZeRO (zero = " + std::to_string(plan.zero) +
                     "), which is not run yet: its weight versions would be "
                     "shards; plan it with zero=0");
-    if (layout.tp > 1)
-      return refuse("with tp = " + std::to_string(layout.tp) +
-                    ", which is not run yet; plan it with tp=1 (the search "
-                    "weighs asynchronous schedules only at tp = 1)");
     if (perMicrobatch && sched.replicated())
       return refuse("with per-stage replicas, which is not run yet: a "
                     "replicated stage would update once per round of its "
@@ -957,6 +958,20 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return failure();
     return newest[n] = *stored;
   };
+  // A state of the schedule's kept beside weight \p n (2BW's last update,
+  // PipeMare's velocity): zero at first, of the weight's type, and with
+  // tensor parallelism the same part of the whole as the weight
+  // (dist.tp_shard), so each tensor rank keeps and saves its own.
+  auto weightState = [&](StringRef n, StringRef suffix, Type t) -> Value {
+    auto state = graph::StateOp::create(
+        ib, loc, t, ib.getStringAttr(n + suffix), ib.getF64FloatAttr(0.0));
+    if (Value w = topWeights.lookup(n))
+      if (Attribute shard = w.getDefiningOp()->getAttr(
+              dist::DistDialect::TpShardAttrHelper::getNameStr()))
+        state->setAttr(dist::DistDialect::TpShardAttrHelper::getNameStr(),
+                       shard);
+    return state.getResult();
+  };
   // The version micro-batches compute with: the newest (PipeDream), or the
   // one before it (2BW).
   auto computeVersion = [&](Operation *at, StringRef n) -> FailureOr<Value> {
@@ -965,9 +980,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return w;
     Value &stale = previous[n];
     if (!stale) {
-      Value delta = graph::StateOp::create(ib, loc, w->getType(),
-                                           ib.getStringAttr(n + ".last_update"),
-                                           ib.getF64FloatAttr(0.0));
+      Value delta = weightState(n, ".last_update", w->getType());
       lastUpdate[n.str()] = delta;
       stale = graph::BinaryOp::create(ib, loc, w->getType(),
                                       graph::BinaryKind::Sub, *w, delta);
@@ -1030,9 +1043,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   auto velocityOf = [&](StringRef n, Type t) -> Value {
     Value &vel = velocity[n.str()];
     if (!vel)
-      vel =
-          graph::StateOp::create(ib, loc, t, ib.getStringAttr(n + ".velocity"),
-                                 ib.getF64FloatAttr(0.0));
+      vel = weightState(n, ".velocity", t);
     return vel;
   };
   auto backwardVersion = [&](Operation *at, int64_t mb, int64_t v,

@@ -64,7 +64,10 @@ stashing) and PipeDream-2BW (W(t+1) = W(t) - lr * grad(W(t-1))) on the MLP
 with SGD and Adam at pp=2, with dp=2 x pp=2 (4 ranks) and 2BW with
 per-stage replicas 2/1 (3 ranks), and GPT-2 with SGD at pp=2, against the
 same delayed updates applied by the single-process program one
-(micro-)batch at a time.
+(micro-)batch at a time; with tensor parallelism inside the stages
+(GPT-2 PipeDream at tp=2 x pp=2, the MLP's 2BW at dp=2 x tp=2 x pp=2 on 8
+ranks, 2BW's last_update compared too) against the same reference, and
+PipeMare at tp=2 x pp=2 (deep_mlp) against pipemare_reference.
 
 Branch-parallel inference (run_branches_case): a trunk with three heads
 and a joined output (trunk_branches_model), and three heads reading the
@@ -154,10 +157,14 @@ def curve_of(text):
                      re.finditer(r"^step \d+ loss (\S+)", text, re.M)])
 
 
-def compare_rel(name, got, want, rtol=RTOL):
-    """common.compare with atol scaled to the reference tensor's magnitude."""
+def compare_rel(name, got, want, rtol=RTOL, like=None):
+    """common.compare with atol scaled to the reference tensor's magnitude
+    (or to that of `like` where it is larger: a difference of two tensors
+    like it is rounded to their precision)."""
     got, want = np.atleast_1d(got), np.atleast_1d(want)
     scale = float(np.max(np.abs(want))) if want.size else 0.0
+    if like is not None and like.size:
+        scale = max(scale, float(np.max(np.abs(like))))
     return common.compare(name, got, want, rtol, rtol * max(scale, 1e-30))
 
 
@@ -589,6 +596,9 @@ def async_reference(compiler, d, model, train, input_shape, batch, feeds,
     kind = re.search(r"schedule=([\w-]+)", plan).group(1)
     pp = int(re.search(r"pp=(\d+)", plan).group(1))
     dp = int((re.search(r"dp=(\d+)", plan) or [0, 1])[1])
+    # Tensor parallelism changes nothing the step computes: the tp ranks of
+    # a stage replica (ranks (stage * dp + replica) * tp + t) save its parts.
+    tp = int((re.search(r"tp=(\d+)", plan) or [0, 1])[1])
     name0, dims = input_shape.split(":")
     rows = int(dims.split("x")[0])
     shard = batch // dp  # each replica's rows, in order
@@ -608,11 +618,11 @@ def async_reference(compiler, d, model, train, input_shape, batch, feeds,
                             os.path.dirname(model))
     weights = set(state)
     stage_of = {}
-    for s in range(pp * dp):
-        for f in glob.glob(os.path.join(pp_states[s], "*.npy")):
+    for r in range(pp * dp * tp):
+        for f in glob.glob(os.path.join(pp_states[r], "*.npy")):
             base = os.path.basename(f)[:-4]
             if base in weights:
-                stage_of[base] = s // dp
+                stage_of[base] = r // (dp * tp)
     cur = os.path.join(d, "ref_state")
     runs = [0]
 
@@ -680,6 +690,11 @@ def async_reference(compiler, d, model, train, input_shape, batch, feeds,
     os.makedirs(cur, exist_ok=True)
     for k, v in state.items():
         np.save(os.path.join(cur, k + ".npy"), v)
+    if not pipedream:
+        # 2BW's second buffer: W(t) - W(t-1), each stage's own (with
+        # tensor parallelism each tp rank's part of it).
+        for w, v in previous.items():
+            np.save(os.path.join(cur, w + ".last_update.npy"), state[w] - v)
     return np.array(curve), cur
 
 
@@ -750,12 +765,14 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     m = batch // rows
     init = dict(np.load(os.path.join(os.path.dirname(model), "deep_mlp.npz")))
     w = {k: v.astype(np.float64) for k, v in init.items()}
+    # The tp ranks of stage s are ranks s * tp .. s * tp + tp - 1.
+    tp = int(kv.get("tp", 1))
     stage_of = {}
-    for s in range(pp):
-        for f in glob.glob(os.path.join(pp_states[s], "*.npy")):
+    for r in range(pp * tp):
+        for f in glob.glob(os.path.join(pp_states[r], "*.npy")):
             base = os.path.basename(f)[:-4]
             if base in w:
-                stage_of[base] = s
+                stage_of[base] = r // tp
     if set(stage_of) != set(w):
         raise RuntimeError(f"no rank saved {sorted(set(w) - set(stage_of))}")
     layers = len(DEEP_MLP_SIZES) - 1
@@ -982,6 +999,11 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         want = np.load(f)
         keep = signal_mask(base, want)
         saved = [np.load(p) if isinstance(p, str) else p for p in owners[base]]
+        # 2BW's second buffer W(t) - W(t-1) (async_reference saves it) is
+        # a difference of weights, rounded to the weight's precision.
+        weight = os.path.join(s_one, base.replace(".last_update.npy", ".npy"))
+        like = (np.load(weight) if base.endswith(".last_update.npy") and
+                os.path.exists(weight) else None)
         if zero and any(a.shape != want.shape for a in saved):
             # ZeRO-1 (zero=1 in the plan): the stage's replicas, in rank
             # order, each saved its block of the flattened state (with
@@ -999,11 +1021,13 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                 got, want_kept = got[keep], want[keep]
             else:
                 want_kept = want
-            msg = compare_rel(base, got, want_kept, rtol)
+            msg = compare_rel(base, got, want_kept, rtol, like)
             if msg:
                 errors.append(msg)
             elif want_kept.size:
                 scale = max(float(np.max(np.abs(want_kept))), 1e-30)
+                if like is not None and like.size:
+                    scale = max(scale, float(np.max(np.abs(like))))
                 worst = max(worst, float(np.max(np.abs(
                     got.astype(np.float64) - want_kept))) / scale)
     if zero and not sharded:
@@ -1544,6 +1568,18 @@ def pipeline_train_cases(rng):
         out.append((f"gpt2_sgd_pp2_{kind}",
                     dict(gpt, plan=f"pp=2,mbs=1,schedule={kind}", train=sgd,
                          reference=async_reference)))
+    # With tensor parallelism inside the stages: each tp rank stashes (or
+    # double-buffers) its own parts of the weights; the tp all-reduces run
+    # inside the stage calls, so the updates are one process's. GPT-2's
+    # attention and MLP blocks under PipeDream, and the MLP with 2BW and
+    # dp replicas of each stage's tp group too (8 ranks; last_update is
+    # compared, put together from the tp ranks' parts).
+    out.append(("gpt2_sgd_pp2_tp2_pipedream",
+                dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=pipedream",
+                     ranks=4, train=sgd, reference=async_reference)))
+    out.append(("mlp_sgd_dp2_tp2_pp2_2bw",
+                dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=2bw",
+                     ranks=8, reference=async_reference)))
     out.append(("mlp_sgd_dp2_pp2_pipedream",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream", ranks=4,
                      reference=async_reference)))
@@ -1567,7 +1603,12 @@ def pipeline_train_cases(rng):
             ("pp2_nocorrection", "pp=2,mbs=2,schedule=pipemare,"
              "pipemare_warmup=12,pipemare_decay=1", "sgd lr=0.05", 2),
             ("pp3", "pp=3,mbs=2,schedule=pipemare,pipemare_decay=0.3",
-             "adam lr=0.01", 3)):
+             "adam lr=0.01", 3),
+            # Tensor parallelism inside the stages (each stage's two layers
+            # a column- and a row-parallel one): each tp rank corrects and
+            # keeps the velocity of its own parts.
+            ("pp2_tp2", "pp=2,tp=2,mbs=2,schedule=pipemare,"
+             "pipemare_warmup=12", "sgd lr=0.05", 4)):
         out.append((f"deep_mlp_{opt.split()[0]}_{tag}_pipemare",
                      dict(deep, plan=plan, ranks=ranks,
                           train="loss=mse:target optimizer=" + opt)))
