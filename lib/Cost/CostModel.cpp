@@ -517,15 +517,24 @@ ParamSplit paramSplit(const ModelDesc &model, unsigned begin, unsigned end,
   return paramSplit(model, LayerRange{begin, end}, tp, ep);
 }
 
+ParamSplit untiedParams(const LayerDesc &layer, unsigned tp, unsigned ep) {
+  ParamSplit n;
+  for (const OpDesc &op : layer.ops)
+    if (op.tiedLayer < 0)
+      n += paramSplit(op, tp, ep);
+  return n;
+}
+
 ParamSplit paramSplit(const ModelDesc &model, ArrayRef<LayerRange> ranges,
                       unsigned tp, unsigned ep) {
   ParamSplit n;
   for (const LayerRange &r : ranges)
-    for (unsigned li = r.begin; li < r.end && li < model.layers.size(); ++li)
-      for (const OpDesc &op : model.layers[li].ops) {
-        if (op.tiedLayer < 0 || !holds(ranges, op.tiedLayer))
+    for (unsigned li = r.begin; li < r.end && li < model.layers.size(); ++li) {
+      n += untiedParams(model.layers[li], tp, ep);
+      for (const OpDesc &op : model.layers[li].ops)
+        if (op.tiedLayer >= 0 && !holds(ranges, op.tiedLayer))
           n += paramSplit(op, tp, ep);
-      }
+    }
   return n;
 }
 

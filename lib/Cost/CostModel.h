@@ -321,9 +321,13 @@ inline bool holds(llvm::ArrayRef<LayerRange> ranges, int layer) {
       return true;
   return false;
 }
+/// The parameters of one layer's ops that are not tied to another layer's
+/// (ops with a tiedLayer count where paramSplit says).
+ParamSplit untiedParams(const LayerDesc &layer, unsigned tp, unsigned ep);
 /// The parameters of one device holding the layers of \p ranges (the chunks
-/// of a pipeline rank): tied parameters count once when the device holds
-/// their owner layer too.
+/// of a pipeline rank), layer by layer: its untied parameters, then its
+/// tied ones unless the device holds their owner layer too (then they
+/// count there once).
 ParamSplit paramSplit(const ModelDesc &model, llvm::ArrayRef<LayerRange> ranges,
                       unsigned tp, unsigned ep);
 /// Weights, gradients, optimizer state and stashed versions per device for

@@ -7,8 +7,6 @@
 
 #include "lib/Cost/LayerTimes.h"
 
-#include <map>
-
 using namespace distopt;
 using namespace distopt::cost;
 
@@ -63,9 +61,14 @@ std::string distopt::cost::layerCostKey(const LayerDesc &l) {
 LayerTimesCache::LayerTimesCache(const ModelDesc &model, const CostModel &cm)
     : model(model), cm(cm) {
   std::map<std::string, unsigned> first;
-  for (unsigned l = 0; l < model.layers.size(); ++l)
+  for (unsigned l = 0; l < model.layers.size(); ++l) {
     layerClass.push_back(
         first.emplace(layerCostKey(model.layers[l]), l).first->second);
+    tiedOps.emplace_back();
+    for (const OpDesc &op : model.layers[l].ops)
+      if (op.tiedLayer >= 0)
+        tiedOps.back().push_back(&op);
+  }
 }
 
 LayerTimesCache::Entry &LayerTimesCache::entry(const cluster::DeviceSpec &dev,
@@ -114,4 +117,22 @@ RangeTimes LayerTimesCache::range(unsigned begin, unsigned end,
   for (unsigned l = begin; l < end && l < model.layers.size(); ++l)
     r += of(e, l, dev, x);
   return r;
+}
+
+ParamSplit LayerTimesCache::params(llvm::ArrayRef<LayerRange> ranges,
+                                   unsigned tp, unsigned ep) {
+  std::vector<std::optional<ParamSplit>> &perClass = untied[{tp, ep}];
+  perClass.resize(model.layers.size());
+  ParamSplit n;
+  for (const LayerRange &r : ranges)
+    for (unsigned l = r.begin; l < r.end && l < model.layers.size(); ++l) {
+      std::optional<ParamSplit> &own = perClass[layerClass[l]];
+      if (!own)
+        own = untiedParams(model.layers[layerClass[l]], tp, ep);
+      n += *own;
+      for (const OpDesc *op : tiedOps[l])
+        if (!holds(ranges, op->tiedLayer))
+          n += paramSplit(*op, tp, ep);
+    }
+  return n;
 }

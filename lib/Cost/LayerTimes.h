@@ -13,6 +13,8 @@
 
 #include "lib/Cost/CostModel.h"
 
+#include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,6 +41,10 @@ public:
   /// Times of layers [begin, end): cm.rangeTimes(model, begin, end, dev, x).
   RangeTimes range(unsigned begin, unsigned end, const cluster::DeviceSpec &dev,
                    const ExecConfig &x);
+  /// paramSplit(model, ranges, tp, ep), with each distinct layer's untied
+  /// parameters counted once per (tp, ep): the same bits.
+  ParamSplit params(llvm::ArrayRef<LayerRange> ranges, unsigned tp,
+                    unsigned ep);
 
 private:
   /// One configuration's times, per class (computed on first use).
@@ -53,6 +59,12 @@ private:
   const ModelDesc &model;
   const CostModel &cm;
   std::vector<unsigned> layerClass;
+  /// Per layer, its ops tied to another layer (few: embeddings and heads).
+  std::vector<std::vector<const OpDesc *>> tiedOps;
+  /// Per (tp, ep), each class's untied parameters (computed on first use).
+  std::map<std::pair<unsigned, unsigned>,
+           std::vector<std::optional<ParamSplit>>>
+      untied;
   std::unordered_map<std::string, Entry> entries;
   /// The key of the last lookup (reused: no allocation per lookup).
   std::string keyBuffer;

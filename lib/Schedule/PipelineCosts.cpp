@@ -146,6 +146,10 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     return layerTimes ? layerTimes->range(begin, end, dev, x)
                       : cm.rangeTimes(model, begin, end, dev, x);
   };
+  auto paramsOf = [&](ArrayRef<LayerRange> ranges) {
+    return layerTimes ? layerTimes->params(ranges, p.tp, p.ep)
+                      : paramSplit(model, ranges, p.tp, p.ep);
+  };
   PipelineCosts pc;
   pc.pp = p.pp;
   pc.chunks = p.chunks;
@@ -246,8 +250,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     st.modelFlops = worst.modelFlops;
     for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
       st.mbBytes[l] += worst.linkBytes[l];
-    ParamSplit params =
-        paramSplit(model, st.layerBegin, st.layerEnd, p.tp, p.ep);
+    ParamSplit params = paramsOf(LayerRange{st.layerBegin, st.layerEnd});
     st.params = params.total();
     st.expertParams = params.expert;
     st.activationBytes =
@@ -428,7 +431,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       work = std::max(work, backwardWorkingBytes(model, st.layerBegin,
                                                  st.layerEnd, p.mbs, mem));
     }
-    ParamSplit params = paramSplit(model, chunks, p.tp, p.ep);
+    ParamSplit params = paramsOf(chunks);
     if (p.replicated()) {
       // The stage's times are those of its slowest slot; this slot runs at
       // its own device kind's speed.

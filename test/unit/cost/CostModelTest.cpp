@@ -539,3 +539,38 @@ TEST(LayerTimesCache, ALayerThatKeepsItsPrecisionIsItsOwnClass) {
   LayerTimesCache cache(m, cm);
   EXPECT_NE(cache.classOf(2), cache.classOf(1));
 }
+
+TEST(LayerTimesCache, GivesParamSplitBitForBit) {
+  GptConfig cfg;
+  cfg.layers = 4;
+  cfg.hidden = 512;
+  cfg.heads = 8;
+  ModelDesc m = buildGpt(cfg);
+  unsigned n = m.layers.size();
+  // The head reads the embedding's table: counted once where a device
+  // holds both layers.
+  OpDesc tied = m.layers[0].ops[0];
+  tied.tiedLayer = 0;
+  tied.params = 1234567;
+  m.layers[n - 1].ops.push_back(tied);
+  CostModel cm;
+  LayerTimesCache cache(m, cm);
+  using Ranges = std::vector<LayerRange>;
+  for (unsigned tp : {1u, 2u, 8u})
+    for (const Ranges &r :
+         {Ranges{{0, n}}, Ranges{{1, 3}}, Ranges{{n - 1, n}},
+          Ranges{{0, 1}, {n - 1, n}}, Ranges{{2, 4}, {4, n}}}) {
+      ParamSplit a = cache.params(r, tp, 1), b = paramSplit(m, r, tp, 1);
+      EXPECT_EQ(a.dense, b.dense);
+      EXPECT_EQ(a.expert, b.expert);
+    }
+  ParamSplit both = cache.params(Ranges{{0, 1}, {n - 1, n}}, 1, 1);
+  ParamSplit head = cache.params(Ranges{{n - 1, n}}, 1, 1);
+  ParamSplit embedding = cache.params(Ranges{{0, 1}}, 1, 1);
+  double tiedParams = 0;
+  for (const OpDesc &op : m.layers[n - 1].ops)
+    if (op.tiedLayer == 0)
+      tiedParams += op.params;
+  EXPECT_GE(tiedParams, tied.params);
+  EXPECT_DOUBLE_EQ(both.total(), head.total() + embedding.total() - tiedParams);
+}
