@@ -413,6 +413,38 @@ TEST(Search, Errors) {
   EXPECT_NE(err(c, o).find("--dist-allow-async"), std::string::npos);
 }
 
+TEST(Search, AsynchronousSchedulesOnlyAsTheProgramsRunThem) {
+  // PipeDream, 2BW and PipeMare run at any tp, but not with ZeRO or cp > 1
+  // (their weight versions are whole per stage): the search weighs them
+  // with tp and says why it skipped the rest.
+  cost::ModelDesc model = smallGpt(4, 1024);
+  cost::CostModel cm;
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  for (const char *kind : {"pipedream", "2bw", "pipemare"}) {
+    SCOPED_TRACE(kind);
+    SearchOptions o = options(16);
+    o.allowAsync = true;
+    o.constraints = cantFail(
+        parseConstraints(std::string("schedule=") + kind + ",tp=2,pp=2"));
+    SearchResult r = cantFail(searchPlan(model, c, cm, o));
+    EXPECT_EQ(r.best.sim.plan.tp, 2u) << r.best.sim.plan.str();
+    for (const auto &cand : r.alternatives) {
+      EXPECT_EQ(cand.sim.plan.zero, 0u) << cand.sim.plan.str();
+      EXPECT_EQ(cand.sim.plan.cp, 1u) << cand.sim.plan.str();
+    }
+    for (const char *unrun : {",zero=1", ",cp=2"}) {
+      o.constraints = cantFail(
+          parseConstraints(std::string("schedule=") + kind + ",pp=2" + unrun));
+      llvm::Expected<SearchResult> bad = searchPlan(model, c, cm, o);
+      ASSERT_FALSE(static_cast<bool>(bad)) << unrun;
+      std::string msg = llvm::toString(bad.takeError());
+      EXPECT_NE(msg.find("pair an asynchronous schedule with ZeRO or cp > 1"),
+                std::string::npos)
+          << msg;
+    }
+  }
+}
+
 TEST(Search, MixedClusterSplitsBySpeed) {
   cluster::Cluster c = cantFail(cluster::getPreset("mixed-a100-v100"));
   cost::ModelDesc model = smallGpt(16, 2048);
