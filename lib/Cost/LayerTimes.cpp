@@ -1,5 +1,4 @@
-//===- LayerTimes.cpp - Per-layer times of a model, computed once *- C++
-//-*-===//
+//===- LayerTimes.cpp - Per-layer times, computed once ---------*- C++ -*-===//
 //
 // Part of DistOpt. See LayerTimes.h.
 //
@@ -85,22 +84,17 @@ LayerTimesCache::Entry &LayerTimesCache::entry(const cluster::DeviceSpec &dev,
                    x.expertImbalance, double(x.tpOverlap), x.gradSumBytes})
     w.add(v);
   Entry &e = entries[key];
-  if (e.times.empty()) {
-    e.times.resize(model.layers.size());
-    e.done.assign(model.layers.size(), false);
-  }
+  e.resize(model.layers.size());
   return e;
 }
 
 const RangeTimes &LayerTimesCache::of(Entry &e, unsigned l,
                                       const cluster::DeviceSpec &dev,
                                       const ExecConfig &x) {
-  unsigned c = layerClass[l];
-  if (!e.done[c]) {
-    e.times[c] = cm.layerTimes(model.layers[c], dev, x);
-    e.done[c] = true;
-  }
-  return e.times[c];
+  std::optional<RangeTimes> &t = e[layerClass[l]];
+  if (!t)
+    t = cm.layerTimes(model.layers[layerClass[l]], dev, x);
+  return *t;
 }
 
 const RangeTimes &LayerTimesCache::layer(unsigned l,

@@ -48,10 +48,7 @@ public:
 
 private:
   /// One configuration's times, per class (computed on first use).
-  struct Entry {
-    std::vector<RangeTimes> times;
-    std::vector<bool> done;
-  };
+  using Entry = std::vector<std::optional<RangeTimes>>;
   Entry &entry(const cluster::DeviceSpec &dev, const ExecConfig &x);
   const RangeTimes &of(Entry &e, unsigned l, const cluster::DeviceSpec &dev,
                        const ExecConfig &x);
