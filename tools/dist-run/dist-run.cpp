@@ -285,8 +285,14 @@ static Expected<std::optional<int64_t>> checkpointSteps(StringRef gen,
                                                         unsigned ranks) {
   std::optional<int64_t> steps;
   for (unsigned r = 0; r < ranks; ++r) {
+    // A save that died while moving its files in left the newer ones in
+    // <rank>.commit (the runtime's saveStateAtomically): they count.
     SmallString<256> path(gen);
-    sys::path::append(path, std::to_string(r), "progress.json");
+    sys::path::append(path, std::to_string(r) + ".commit", "progress.json");
+    if (!sys::fs::exists(path)) {
+      path = gen;
+      sys::path::append(path, std::to_string(r), "progress.json");
+    }
     ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
     if (!buf)
       continue;

@@ -290,22 +290,6 @@ inline int printRankProfiles(Program &P, const Profiler &prof) {
   return rc;
 }
 
-/// Fault injection for the recovery tests (docs/resilience.md):
-/// DISTRT_FAULT=kill:RANK:STEP kills rank RANK (SIGKILL, as a machine that
-/// disappears) right after its training step STEP, checkpoint included.
-inline void injectFault(int rank, long long step) {
-  static const char *spec = getenv("DISTRT_FAULT");
-  int faultRank = -1;
-  long long faultStep = -1;
-  if (spec && sscanf(spec, "kill:%d:%lld", &faultRank, &faultStep) == 2 &&
-      faultRank == rank && faultStep == step) {
-    fprintf(stderr, "note: DISTRT_FAULT: killing rank %d after step %lld\n",
-            rank, step);
-    fflush(stderr);
-    raise(SIGKILL);
-  }
-}
-
 inline int runMain(int argc, char **argv, const Model *models, int numModels,
                    bool cuda) {
   if (!cuda)
@@ -829,7 +813,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
         r + 1 < repeat && P.saveStateAtomically(saveDir))
       rc = 1;
     if (!rc && printSteps)
-      injectFault(P.rank, firstStep + r);
+      injectFault("kill", P.rank, firstStep + r);
     if (rc || !printSteps || !root)
       continue;
     // Training: one line per step with every scalar f32 output (the loss;

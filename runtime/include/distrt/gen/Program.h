@@ -11,7 +11,9 @@
 #include "distrt/gen/Profile.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,6 +129,28 @@ inline void forEachShardRun(const int64_t *dims, int rank, const Shard &s,
 //===----------------------------------------------------------------------===//
 // Execution state of one model run
 //===----------------------------------------------------------------------===//
+
+/// Fault injection for the recovery tests (docs/resilience.md):
+/// DISTRT_FAULT=KIND:RANK:STEP kills rank RANK with SIGKILL, as a machine
+/// that disappears: KIND `kill` right after its training step STEP,
+/// checkpoint included; `kill-saving` in the checkpoint after step STEP,
+/// once that counts and its first file has moved into the folder.
+inline void injectFault(const char *kind, int rank, long long step) {
+  static const char *spec = getenv("DISTRT_FAULT");
+  char faultKind[16];
+  int faultRank = -1;
+  long long faultStep = -1;
+  if (!spec ||
+      sscanf(spec, "%15[a-z-]:%d:%lld", faultKind, &faultRank, &faultStep) !=
+          3 ||
+      strcmp(faultKind, kind) || faultRank != rank || faultStep != step)
+    return;
+  fprintf(stderr, "note: DISTRT_FAULT: killing rank %d %s step %lld\n", rank,
+          strcmp(kind, "kill") ? "while saving the checkpoint of" : "after",
+          step);
+  fflush(stderr);
+  raise(SIGKILL);
+}
 
 struct Program {
   distrt_context *ctx = nullptr;
@@ -314,7 +338,7 @@ struct Program {
   /// has the buffer's type and shape, else (a checkpoint saved under
   /// another plan) assembled from the checkpoint's folders.
   int loadState(const Persistent &b) {
-    std::string path = stateDir + "/" + sanitizeName(b.name) + ".npy";
+    std::string path = checkpointFile(stateDir, sanitizeName(b.name) + ".npy");
     HostTensor t;
     Error own;
     bool read = !readNpy(path, t, own);
@@ -375,6 +399,16 @@ struct Program {
     return same || (want.flat() && want.partParts < 2 && !entry);
   }
 
+  /// The path of file \p name of checkpoint folder \p dir: DIR.commit's
+  /// copy when a save that died while moving its files in left one there
+  /// (saveStateAtomically), else DIR's.
+  static std::string checkpointFile(std::string dir, const std::string &name) {
+    while (dir.size() > 1 && dir.back() == '/')
+      dir.pop_back();
+    std::string moving = dir + ".commit/" + name;
+    return access(moving.c_str(), F_OK) == 0 ? moving : dir + "/" + name;
+  }
+
   /// The folders of a checkpoint: with {rank} in --load-state, those of
   /// ranks 0, 1, ... up to the first that does not exist; else the one.
   std::vector<std::string> checkpointFolders() const {
@@ -395,7 +429,7 @@ struct Program {
   /// writes it): which part the folder holds and the full shape.
   static bool savedShard(const std::string &dir, const std::string &stem,
                          Shard &s, std::vector<int64_t> &full) {
-    FILE *f = fopen((dir + "/shards.json").c_str(), "r");
+    FILE *f = fopen(checkpointFile(dir, "shards.json").c_str(), "r");
     if (!f)
       return false;
     std::string text;
@@ -470,7 +504,7 @@ struct Program {
     std::vector<char> whole;
     std::vector<bool> got;
     for (const std::string &dir : dirs) {
-      std::string path = dir + "/" + stem + ".npy";
+      std::string path = checkpointFile(dir, stem + ".npy");
       HostTensor t;
       Error e;
       if (readNpy(path, t, e))
@@ -533,8 +567,7 @@ struct Program {
   /// Training steps done when the state is saved, counted from the run's
   /// --first-step (written as DIR/progress.json; -1: not a training run).
   long long stepsDone = -1;
-  int saveState(const std::string &dir,
-                std::vector<std::string> *files = nullptr) {
+  int saveState(const std::string &dir) {
     std::string shards;
     for (Persistent &b : persistent) {
       if (b.shard.parts < 2)
@@ -575,8 +608,6 @@ struct Program {
       if (download(host.data(), b.ptr, host.size()) ||
           writeNpy(dir + "/" + file, spec, host.data(), err))
         return 1;
-      if (files)
-        files->push_back(file);
     }
     // Beside the tensors: the shards' layout, and the steps done (what
     // dist-run --elastic resumes from).
@@ -589,8 +620,6 @@ struct Program {
       if (!ok)
         return fail(err, "--save-state: cannot write '%s' (%s)", path.c_str(),
                     strerror(errno));
-      if (files)
-        files->push_back(name);
       return 0;
     };
     if (!shards.empty() && writeText("shards.json", "{\n" + shards + "\n}\n"))
@@ -601,26 +630,70 @@ struct Program {
       return 1;
     return 0;
   }
-  /// saveState into \p dir so that a job that dies while saving leaves
-  /// the previous checkpoint whole: every file is written beside it first
-  /// (in DIR.partial), then moved in place (one rename each).
+  /// saveState into \p dir so that a job that dies while saving leaves a
+  /// whole checkpoint, the previous one or the new one: every file is
+  /// written into DIR.partial first; renaming that folder to DIR.commit is
+  /// the moment the new checkpoint counts; then its files move into DIR
+  /// one by one. Until DIR.commit is gone, a file still in it is newer
+  /// than DIR's (checkpointFile): readers take it from there, and the next
+  /// save finishes the move before it starts.
   int saveStateAtomically(std::string dir) {
     while (dir.size() > 1 && dir.back() == '/')
       dir.pop_back();
-    std::string partial = dir + ".partial";
-    std::vector<std::string> files;
-    if (makeParentDirs(partial + "/x", err) ||
-        makeParentDirs(dir + "/x", err) || saveState(partial, &files))
+    std::string partial = dir + ".partial", commit = dir + ".commit";
+    if (finishCommit(dir) || makeParentDirs(partial + "/x", err) ||
+        makeParentDirs(dir + "/x", err) || clearFolder(partial) ||
+        saveState(partial))
       return 1;
-    for (const std::string &f : files)
-      if (rename((partial + "/" + f).c_str(), (dir + "/" + f).c_str()) != 0)
+    if (rename(partial.c_str(), commit.c_str()) != 0)
+      return fail(err, "--save-state: cannot rename '%s' to '%s' (%s)",
+                  partial.c_str(), commit.c_str(), strerror(errno));
+    return finishCommit(dir);
+  }
+  /// Moves every file of DIR.commit (a save that counts) into DIR and
+  /// removes the folder; nothing to do without one.
+  int finishCommit(const std::string &dir) {
+    std::string commit = dir + ".commit";
+    std::vector<std::string> names;
+    if (listFolder(commit, names))
+      return 1;
+    for (const std::string &f : names) {
+      if (rename((commit + "/" + f).c_str(), (dir + "/" + f).c_str()) != 0)
         return fail(err, "--save-state: cannot move '%s/%s' into '%s' (%s)",
-                    partial.c_str(), f.c_str(), dir.c_str(), strerror(errno));
-    if (rmdir(partial.c_str()) != 0)
-      return fail(err,
-                  "--save-state: cannot remove '%s' (%s); it holds files "
-                  "this program did not write",
-                  partial.c_str(), strerror(errno));
+                    commit.c_str(), f.c_str(), dir.c_str(), strerror(errno));
+      injectFault("kill-saving", rank, stepsDone);
+    }
+    if (!names.empty() || access(commit.c_str(), F_OK) == 0)
+      if (rmdir(commit.c_str()) != 0)
+        return fail(err, "--save-state: cannot remove '%s' (%s)",
+                    commit.c_str(), strerror(errno));
+    return 0;
+  }
+  /// Removes the files a save that died while writing left in \p dir.
+  int clearFolder(const std::string &dir) {
+    std::vector<std::string> names;
+    if (listFolder(dir, names))
+      return 1;
+    for (const std::string &f : names)
+      if (unlink((dir + "/" + f).c_str()) != 0)
+        return fail(err,
+                    "--save-state: cannot remove '%s/%s' (%s), left by a "
+                    "save that did not finish",
+                    dir.c_str(), f.c_str(), strerror(errno));
+    return 0;
+  }
+  /// The entries of \p dir but . and ..; none when it does not exist.
+  int listFolder(const std::string &dir, std::vector<std::string> &names) {
+    names.clear();
+    DIR *d = opendir(dir.c_str());
+    if (!d)
+      return errno == ENOENT ? 0
+                             : fail(err, "--save-state: cannot read '%s' (%s)",
+                                    dir.c_str(), strerror(errno));
+    while (struct dirent *e = readdir(d))
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+        names.push_back(e->d_name);
+    closedir(d);
     return 0;
   }
   void releasePersistent() {
