@@ -17,7 +17,9 @@
 // indices and the routing weights come from x through one weighted GEMM
 // (the router [h, E]) and weightless ops (softmax, TopK, ...). Anything
 // else stays costed op by op as before, with a remark saying why when
-// remarks are asked for.
+// remarks are asked for. Ops that run inside another's kernel (the top-k
+// steps, the activation's parts, the merged GEMMs, the combine's weights)
+// lose their cost entirely, as views do.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Planning/FusedKernels.h"
@@ -54,16 +56,6 @@ int64_t dimFromEnd(Type type, unsigned back) {
   if (!t || t.getRank() < static_cast<int64_t>(back))
     return -1;
   return t.getDimSize(t.getRank() - back);
-}
-
-/// Runs inside a neighbouring kernel (as FusedKernels.cpp's fuse) and does
-/// no work of its own: no FLOPs either.
-void absorb(OpDesc &op) {
-  op.fwd = op.bwdInput = op.bwdWeight = PhaseCost();
-  op.savedBytes = op.savedReplicatedBytes = op.selectiveSavedBytes = 0;
-  op.tpAllReduceFwdBytes = op.tpAllReduceBwdBytes = 0;
-  op.kernels = 0;
-  op.signature.clear();
 }
 
 class Recognizer {
@@ -287,8 +279,7 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
       *items[i].desc = sel;
       firstRouterOp = false;
     } else {
-      absorb(*items[i].desc);
-      items[i].desc->tp = TpMode::Replicated;
+      items[i].desc.reset(); // runs inside router_topk
     }
   }
 
@@ -299,8 +290,8 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
   moved.name = combineDesc.name;
   combineDesc = moved;
   for (Operation *op : combineChain)
-    if (Item *item = itemOf(op->getResult(0)); item && item->desc)
-      absorb(*item->desc);
+    if (Item *item = itemOf(op->getResult(0)))
+      item->desc.reset(); // inside the combine
 
   // The input GEMMs run as one grouped GEMM over their shared input (the
   // analytic model's up projection of width 2f), kept once for the
@@ -313,9 +304,7 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
     up.bwdWeight += other.bwdWeight;
     up.params += other.params;
     up.signature.clear();
-    absorb(other);
-    other.params = 0;
-    other.expert = true;
+    items[i].desc.reset();
   }
   up.savedBytes = routed * h * eb;
   up.savedReplicatedBytes = 0;
@@ -337,12 +326,13 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
   act.savedBytes = (gated ? 2 : 1) * routed * f * eb;
   *items[region.front()].desc = act;
   for (size_t i : region.getArrayRef().drop_front())
-    absorb(*items[i].desc);
+    items[i].desc.reset(); // inside the activation kernel
   for (size_t i :
        llvm::concat<const size_t>(inputs, outputs, region.getArrayRef())) {
+    if (!items[i].desc)
+      continue;
     items[i].desc->expert = true;
-    if (items[i].desc->kernels)
-      items[i].desc->kernels = static_cast<unsigned>(e);
+    items[i].desc->kernels = static_cast<unsigned>(e);
   }
 
   // Shared experts: other GEMMs reading x, up to the add into the combine.
@@ -361,8 +351,7 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
       sup.bwdWeight += other.bwdWeight;
       sup.params += other.params;
       sup.signature.clear();
-      absorb(other);
-      other.params = 0;
+      items[i].desc.reset();
     }
     // The router keeps x for the backward already.
     sup.savedBytes = sup.savedReplicatedBytes = 0;
@@ -392,7 +381,7 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
       a.savedBytes = (g2 ? 2 : 1) * n * eb;
       *items[sharedAct.front()].desc = a;
       for (size_t i : ArrayRef(sharedAct).drop_front())
-        absorb(*items[i].desc);
+        items[i].desc.reset();
     }
     // The shared output added to the combine's: the down GEMM's epilogue.
     for (Operation *user : combine->getResult(0).getUsers())
@@ -402,8 +391,8 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
           if (Operation *def = o.getDefiningOp();
               def && def != combine && denseGemmOf(def, def->getOperand(0)) &&
               from.contains(def->getOperand(0)))
-            if (Item *item = itemOf(user->getResult(0)); item && item->desc) {
-              absorb(*item->desc);
+            if (Item *item = itemOf(user->getResult(0))) {
+              item->desc.reset();
               break;
             }
   }
