@@ -84,6 +84,35 @@ private:
   /// Recognizes and costs the block whose tokens \p gather dispatches to
   /// the expert GEMMs \p inputs; a reason on failure.
   std::string block(Operation *gather, ArrayRef<size_t> inputs);
+  /// GEMMs reading one input run as one grouped GEMM (the analytic model's
+  /// up projection of width 2f): the first takes the others' costs and
+  /// parameters, the others leave the ModelDesc.
+  OpDesc &mergeGemms(ArrayRef<size_t> gemms) {
+    OpDesc &into = *items[gemms.front()].desc;
+    for (size_t i : gemms.drop_front()) {
+      OpDesc &other = *items[i].desc;
+      into.fwd += other.fwd;
+      into.bwdInput += other.bwdInput;
+      into.bwdWeight += other.bwdWeight;
+      into.params += other.params;
+      into.signature.clear();
+      items[i].desc.reset();
+    }
+    return into;
+  }
+  /// The elementwise ops \p ops (program order) run as one activation
+  /// kernel over \p n elements, gated (SwiGLU: two inputs kept) or not, as
+  /// cost::llmBlock's; the others run inside it.
+  void fuseActivation(ArrayRef<size_t> ops, double n, bool gated) {
+    OpDesc &first = *items[ops.front()].desc;
+    double eb = cluster::dtypeBytes(first.dtype);
+    OpDesc act =
+        elementwiseOp(first.name, first.dtype, n, gated ? 2 : 1, gated ? 6 : 4);
+    act.savedBytes = (gated ? 2 : 1) * n * eb;
+    first = act;
+    for (size_t i : ops.drop_front())
+      items[i].desc.reset();
+  }
   void note(Operation *op, const Twine &message) {
     if (remarks)
       mlir::emitRemark(op->getLoc(), message);
@@ -296,16 +325,7 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
   // The input GEMMs run as one grouped GEMM over their shared input (the
   // analytic model's up projection of width 2f), kept once for the
   // backward, its gradient all-reduced once under TP.
-  OpDesc &up = *items[inputs.front()].desc;
-  for (size_t i : ArrayRef(inputs).drop_front()) {
-    OpDesc &other = *items[i].desc;
-    up.fwd += other.fwd;
-    up.bwdInput += other.bwdInput;
-    up.bwdWeight += other.bwdWeight;
-    up.params += other.params;
-    up.signature.clear();
-    items[i].desc.reset();
-  }
+  OpDesc &up = mergeGemms(inputs);
   up.savedBytes = routed * h * eb;
   up.savedReplicatedBytes = 0;
   up.tpAllReduceBwdBytes = routed * h * eb;
@@ -320,13 +340,7 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
   // The activation: one elementwise kernel over the expert width.
   const double f =
       dimFromEnd(items[region.front()].op->getResult(0).getType(), 1);
-  const bool gated = inputs.size() > 1;
-  OpDesc act = elementwiseOp(items[region.front()].desc->name, dt, routed * f,
-                             gated ? 2 : 1, gated ? 6 : 4);
-  act.savedBytes = (gated ? 2 : 1) * routed * f * eb;
-  *items[region.front()].desc = act;
-  for (size_t i : region.getArrayRef().drop_front())
-    items[i].desc.reset(); // inside the activation kernel
+  fuseActivation(region.getArrayRef(), routed * f, inputs.size() > 1);
   for (size_t i :
        llvm::concat<const size_t>(inputs, outputs, region.getArrayRef())) {
     if (!items[i].desc)
@@ -343,16 +357,7 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
         sharedUps.push_back(i);
   if (!sharedUps.empty()) {
     llvm::sort(sharedUps);
-    OpDesc &sup = *items[sharedUps.front()].desc;
-    for (size_t i : ArrayRef(sharedUps).drop_front()) {
-      OpDesc &other = *items[i].desc;
-      sup.fwd += other.fwd;
-      sup.bwdInput += other.bwdInput;
-      sup.bwdWeight += other.bwdWeight;
-      sup.params += other.params;
-      sup.signature.clear();
-      items[i].desc.reset();
-    }
+    OpDesc &sup = mergeGemms(sharedUps);
     // The router keeps x for the backward already.
     sup.savedBytes = sup.savedReplicatedBytes = 0;
     sup.tpAllReduceBwdBytes = xBytes;
@@ -371,18 +376,12 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
       sharedAct.push_back(i);
       from.insert(op->getResult(0));
     }
-    if (sharedAct.size() > 1) {
-      double n =
+    if (sharedAct.size() > 1)
+      fuseActivation(
+          sharedAct,
           tensorElements(items[sharedAct.front()].op->getResult(0).getType()) /
-          samples;
-      bool g2 = sharedUps.size() > 1;
-      OpDesc a = elementwiseOp(items[sharedAct.front()].desc->name, dt, n,
-                               g2 ? 2 : 1, g2 ? 6 : 4);
-      a.savedBytes = (g2 ? 2 : 1) * n * eb;
-      *items[sharedAct.front()].desc = a;
-      for (size_t i : ArrayRef(sharedAct).drop_front())
-        items[i].desc.reset();
-    }
+              samples,
+          sharedUps.size() > 1);
     // The shared output added to the combine's: the down GEMM's epilogue.
     for (Operation *user : combine->getResult(0).getUsers())
       if (auto add = dyn_cast<g::BinaryOp>(user);

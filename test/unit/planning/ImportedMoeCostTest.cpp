@@ -12,20 +12,13 @@
 // expert parallelism, within 2%.
 //
 //===----------------------------------------------------------------------===//
-#include "dist/ImportONNX.h"
-#include "dist/InitAll.h"
+#include "test/unit/planning/ImportedModel.h"
+
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/LlmModels.h"
-#include "lib/ModelGen/ModelGen.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Sim/Simulator.h"
-#include "passes/Planning/LayerAnalysis.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/MLIRContext.h"
-
-#include <gtest/gtest.h>
 
 using namespace mlir;
 using namespace distopt;
@@ -33,14 +26,8 @@ using namespace distopt::cost;
 
 namespace {
 
-class ImportedMoe : public ::testing::Test {
+class ImportedMoe : public unit::ImportedModel {
 public:
-  ImportedMoe() {
-    registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-  }
-
   /// The graph dist-modelgen writes for \p c (f32, batch 1), costed in
   /// bf16 with fused attention.
   ModelDesc imported(const LlmConfig &c,
@@ -50,29 +37,9 @@ public:
     o.kvHeads = c.kvHeads, o.ffnHidden = c.ffnHidden, o.seq = c.seqLen;
     o.vocab = c.vocab, o.experts = c.experts, o.topK = c.topK;
     o.expertFfn = c.expertFfn, o.sharedExperts = c.sharedExperts;
-    o.denseLayers = c.denseLayers, o.microBatch = 1;
-    llvm::Expected<modelgen::GeneratedModel> gen = modelgen::generateModel(o);
-    EXPECT_TRUE(static_cast<bool>(gen)) << llvm::toString(gen.takeError());
-    if (edit)
-      edit(gen->model);
-    std::string bytes = gen->model.SerializeAsString();
-    ONNXImportOptions io;
-    io.weights = WeightPolicy::Ignore;
-    module = importONNXBuffer(bytes, "moe", "", ctx.get(), io);
-    EXPECT_TRUE(module);
-    auto main = module->lookupSymbol<func::FuncOp>("main");
-    planning::LayerAnalysisOptions go;
-    go.computeType = cluster::DType::BF16;
-    go.fusedAttention = true;
-    FailureOr<ModelDesc> m = planning::analyzeLayers(main, go);
-    EXPECT_TRUE(succeeded(m));
-    return *m;
+    o.denseLayers = c.denseLayers;
+    return ImportedModel::imported(o, /*fused=*/true, edit);
   }
-
-protected:
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
-  OwningOpRef<ModuleOp> module;
 };
 
 /// A Qwen3-30B-A3B-like model (its widths, 128 experts top-8; head width
