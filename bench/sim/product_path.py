@@ -69,13 +69,18 @@ def megatron_flops(batch, layers, h):
         1 + SEQ / (6 * h) + VOCAB / (16 * layers * h))
 
 
-def main():
+def tools(prefix):
+    """--build's dist-modelgen and dist-opt, and a scratch directory."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     args = ap.parse_args()
-    modelgen = os.path.join(args.build, "bin", "dist-modelgen")
-    opt = os.path.join(args.build, "bin", "dist-opt")
-    tmp = tempfile.mkdtemp(prefix="dist-product-")
+    return (os.path.join(args.build, "bin", "dist-modelgen"),
+            os.path.join(args.build, "bin", "dist-opt"),
+            tempfile.mkdtemp(prefix=prefix))
+
+
+def main():
+    modelgen, opt, tmp = tools("dist-product-")
     print("Megatron-LM Table 1 on dgx-a100-80gb through dist-opt (imported "
           "ONNX from dist-modelgen gpt; predictions)")
     print(f"{'params':>7} {'t':>2} {'p':>3} {'d':>3} {'GPUs':>5} "

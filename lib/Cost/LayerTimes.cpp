@@ -70,8 +70,27 @@ LayerTimesCache::LayerTimesCache(const ModelDesc &model, const CostModel &cm)
   }
 }
 
+/// The fields of two configurations that entry()'s key holds are equal.
+static bool sameLink(const cluster::LinkSpec &a, const cluster::LinkSpec &b) {
+  return a.name == b.name && a.bandwidth == b.bandwidth &&
+         a.latency == b.latency &&
+         a.collectiveEfficiency == b.collectiveEfficiency;
+}
+static bool sameGroup(const GroupShape &a, const GroupShape &b) {
+  return a.size == b.size && a.perNode == b.perNode &&
+         sameLink(a.intra, b.intra) && sameLink(a.inter, b.inter);
+}
+static bool sameKey(const ExecConfig &a, const ExecConfig &b) {
+  return sameGroup(a.tp, b.tp) && sameGroup(a.cp, b.cp) &&
+         sameGroup(a.ep, b.ep) && a.sp == b.sp && a.mbs == b.mbs &&
+         a.recompute == b.recompute && a.expertImbalance == b.expertImbalance &&
+         a.tpOverlap == b.tpOverlap && a.gradSumBytes == b.gradSumBytes;
+}
+
 LayerTimesCache::Entry &LayerTimesCache::entry(const cluster::DeviceSpec &dev,
                                                const ExecConfig &x) {
+  if (lastEntry && lastDev == &dev && sameKey(lastX, x))
+    return *lastEntry;
   std::string &key = keyBuffer;
   key.clear();
   KeyWriter w{key};
@@ -85,6 +104,9 @@ LayerTimesCache::Entry &LayerTimesCache::entry(const cluster::DeviceSpec &dev,
     w.add(v);
   Entry &e = entries[key];
   e.resize(model.layers.size());
+  lastDev = &dev;
+  lastX = x;
+  lastEntry = &e;
   return e;
 }
 

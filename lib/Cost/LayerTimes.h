@@ -32,6 +32,9 @@ std::string layerCostKey(const LayerDesc &layer);
 class LayerTimesCache {
 public:
   LayerTimesCache(const ModelDesc &model, const CostModel &cm);
+  // lastEntry points into entries: a copy would point into the original's.
+  LayerTimesCache(const LayerTimesCache &) = delete;
+  LayerTimesCache(LayerTimesCache &&) = default;
 
   /// The first layer with the same costs as layer \p l (its class).
   unsigned classOf(unsigned l) const { return layerClass[l]; }
@@ -65,6 +68,12 @@ private:
   std::unordered_map<std::string, Entry> entries;
   /// The key of the last lookup (reused: no allocation per lookup).
   std::string keyBuffer;
+  /// The last configuration looked up and its entry: the search asks for
+  /// one configuration's layers in a row, so most lookups compare a few
+  /// fields instead of building and hashing a key.
+  const cluster::DeviceSpec *lastDev = nullptr;
+  ExecConfig lastX;
+  Entry *lastEntry = nullptr;
 };
 
 } // namespace distopt::cost

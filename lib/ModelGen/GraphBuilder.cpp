@@ -41,6 +41,15 @@ onnx::AttributeProto distopt::modelgen::attrFloat(llvm::StringRef name,
   return attr;
 }
 
+onnx::AttributeProto distopt::modelgen::attrString(llvm::StringRef name,
+                                                   llvm::StringRef value) {
+  onnx::AttributeProto attr;
+  attr.set_name(name.str());
+  attr.set_type(onnx::AttributeProto::STRING);
+  attr.set_s(value.str());
+  return attr;
+}
+
 onnx::AttributeProto distopt::modelgen::attrTensor(llvm::StringRef name,
                                                    onnx::TensorProto value) {
   onnx::AttributeProto attr;

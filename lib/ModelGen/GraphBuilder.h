@@ -34,6 +34,7 @@ onnx::AttributeProto attrInt(llvm::StringRef name, int64_t value);
 onnx::AttributeProto attrInts(llvm::StringRef name,
                               llvm::ArrayRef<int64_t> values);
 onnx::AttributeProto attrFloat(llvm::StringRef name, float value);
+onnx::AttributeProto attrString(llvm::StringRef name, llvm::StringRef value);
 onnx::AttributeProto attrTensor(llvm::StringRef name, onnx::TensorProto value);
 
 class GraphBuilder {

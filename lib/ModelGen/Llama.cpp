@@ -4,7 +4,9 @@
 // Pow/ReduceMean/Add/Sqrt/Div/Mul pattern, since opset 17 has no RMSNorm op),
 // rotary position embedding computed in the graph, grouped-query attention
 // (keys/values repeated with Unsqueeze/Expand/Reshape), SwiGLU MLP, no
-// biases, an untied LM head.
+// biases, an untied LM head. With --experts the MLP of every block from
+// --dense-layers on is a mixture of experts (moeMlp below; the form is in
+// docs/modelgen.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,9 +51,70 @@ static std::string repeatKv(GraphBuilder &b, const std::string &x,
   return b.node("Reshape", {e, b.constI64({0, kvHeads * rep, -1, headDim})});
 }
 
+/// SwiGLU MLP of width \p f: down(silu(gate(x)) * up(x)), names as HF's.
+static std::string swiGlu(GraphBuilder &b, const std::string &x,
+                          llvm::StringRef prefix, int64_t h, int64_t f) {
+  std::string gate = b.linear(x, (prefix + ".gate_proj").str(), h, f, false);
+  gate = b.node("Mul", {gate, b.node("Sigmoid", {gate})});
+  std::string up = b.linear(x, (prefix + ".up_proj").str(), h, f, false);
+  return b.linear(b.node("Mul", {gate, up}), (prefix + ".down_proj").str(), f,
+                  h, false);
+}
+
+/// Mixture-of-experts MLP of x [B, S, h] with static shapes (GShard-style
+/// capacity routing, capacity factor 1): the router (x @ gate [h, E],
+/// Softmax, TopK k) scatters each token's k weights into gates [B, S, E];
+/// every expert takes the C = k S / E tokens with its highest weights
+/// (TopK C over the sequence: overflowing tokens are dropped, free slots
+/// carry weight 0), GatherElements dispatches them into [B, E, C, h], the
+/// experts run as batched MatMuls with stacked weights [E, h, f] /
+/// [E, f, h] (k S tokens per sequence: top-k of E experts' FLOPs), the
+/// outputs are weighted and ScatterElements(add) combines them into
+/// [B, S, h]. Shared experts run as one SwiGLU of width shared * f beside.
+static std::string moeMlp(GraphBuilder &b, const std::string &x) {
+  const ModelOptions &o = b.opts();
+  int64_t h = o.hidden, s = o.seq, e = o.experts, k = o.topK;
+  int64_t f = o.expertFfn, c = k * s / e;
+  std::string logits = b.linear(x, "mlp.gate", h, e, false);
+  std::string probs = b.node("Softmax", {logits}, {attrInt("axis", -1)});
+  std::vector<std::string> top =
+      b.nodeN("TopK", {probs, b.constI64({k})}, 2, {attrInt("axis", -1)});
+  std::string zeros = b.node("Mul", {probs, b.constScalar(0.0)});
+  std::string gates =
+      b.node("ScatterElements", {zeros, top[1], top[0]}, {attrInt("axis", -1)});
+  std::string byExpert =
+      b.node("Transpose", {gates}, {attrInts("perm", {0, 2, 1})});
+  std::vector<std::string> slots =
+      b.nodeN("TopK", {byExpert, b.constI64({c})}, 2, {attrInt("axis", -1)});
+  std::string index = b.node(
+      "Expand", {b.node("Reshape", {slots[1], b.constI64({0, e * c, 1})}),
+                 b.constI64({1, 1, h})});
+  std::string tokens =
+      b.node("GatherElements", {x, index}, {attrInt("axis", 1)});
+  tokens = b.node("Reshape", {tokens, b.constI64({0, e, c, h})});
+  std::string gate =
+      b.matmul(tokens, b.weight("mlp.experts.gate_proj", {e, h, f}));
+  gate = b.node("Mul", {gate, b.node("Sigmoid", {gate})});
+  std::string up = b.matmul(tokens, b.weight("mlp.experts.up_proj", {e, h, f}));
+  std::string down = b.matmul(b.node("Mul", {gate, up}),
+                              b.weight("mlp.experts.down_proj", {e, f, h}));
+  std::string weighted =
+      b.node("Mul", {down, b.node("Unsqueeze", {slots[0], b.constI64({-1})})});
+  weighted = b.node("Reshape", {weighted, b.constI64({0, e * c, h})});
+  std::string out =
+      b.node("ScatterElements",
+             {b.node("Mul", {x, b.constScalar(0.0)}), index, weighted},
+             {attrInt("axis", 1), attrString("reduction", "add")});
+  if (o.sharedExperts > 0)
+    out = b.node("Add", {out, swiGlu(b, x, "mlp.shared_experts", h,
+                                     o.sharedExperts * f)});
+  return out;
+}
+
 void distopt::modelgen::buildLlama(GraphBuilder &b) {
   const ModelOptions &o = b.opts();
-  int64_t h = o.hidden, s = o.seq, headDim = o.hidden / o.heads;
+  int64_t h = o.hidden, s = o.seq, headDim = o.headDim;
+  int64_t qDim = o.heads * headDim;
   int64_t kvDim = o.kvHeads * headDim, rep = o.heads / o.kvHeads;
   b.input("input_ids", onnx::TensorProto::INT64, {b.batch(), s});
 
@@ -83,7 +146,7 @@ void distopt::modelgen::buildLlama(GraphBuilder &b) {
     b.setScope("model.layers." + std::to_string(i));
     std::string a = rmsNorm(b, x, "input_layernorm", h);
     std::string q = attention::splitHeads(
-        b, b.linear(a, "self_attn.q_proj", h, h, false), o.heads, headDim);
+        b, b.linear(a, "self_attn.q_proj", h, qDim, false), o.heads, headDim);
     std::string k = attention::splitHeads(
         b, b.linear(a, "self_attn.k_proj", h, kvDim, false), o.kvHeads,
         headDim);
@@ -97,16 +160,13 @@ void distopt::modelgen::buildLlama(GraphBuilder &b) {
       v = repeatKv(b, v, o.kvHeads, rep, headDim);
     }
     std::string kT = b.node("Transpose", {k}, {attrInts("perm", {0, 1, 3, 2})});
-    std::string c = attention::core(b, q, kT, v, headDim, h, mask, "");
-    x = b.node("Add", {x, b.linear(c, "self_attn.o_proj", h, h, false)});
+    std::string c = attention::core(b, q, kT, v, headDim, qDim, mask, "");
+    x = b.node("Add", {x, b.linear(c, "self_attn.o_proj", qDim, h, false)});
 
     std::string m = rmsNorm(b, x, "post_attention_layernorm", h);
-    std::string gate = b.linear(m, "mlp.gate_proj", h, o.ffnHidden, false);
-    gate = b.node("Mul", {gate, b.node("Sigmoid", {gate})});
-    std::string up = b.linear(m, "mlp.up_proj", h, o.ffnHidden, false);
-    std::string down = b.linear(b.node("Mul", {gate, up}), "mlp.down_proj",
-                                o.ffnHidden, h, false);
-    x = b.node("Add", {x, down});
+    bool moe = o.experts > 0 && i >= o.denseLayers;
+    x = b.node("Add",
+               {x, moe ? moeMlp(b, m) : swiGlu(b, m, "mlp", h, o.ffnHidden)});
   }
 
   b.setScope("model");

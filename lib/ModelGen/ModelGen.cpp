@@ -72,8 +72,10 @@ llvm::ArrayRef<StringRef> distopt::modelgen::knownFamilies() {
 
 llvm::ArrayRef<StringRef> distopt::modelgen::familyOptionNames(StringRef f) {
   static const StringRef gpt[] = {"layers", "hidden", "heads", "seq", "vocab"};
-  static const StringRef llama[] = {"layers", "hidden",     "heads", "kv-heads",
-                                    "seq",    "ffn-hidden", "vocab"};
+  static const StringRef llama[] = {
+      "layers",     "hidden",         "heads",       "kv-heads", "seq",
+      "ffn-hidden", "head-dim",       "vocab",       "experts",  "top-k",
+      "expert-ffn", "shared-experts", "dense-layers"};
   static const StringRef mlp[] = {"layers", "hidden", "input", "classes"};
   static const StringRef resnet[] = {"depth", "image", "classes"};
   static const StringRef vgg[] = {"image", "classes"};
@@ -134,8 +136,65 @@ static ModelOptions resolve(ModelOptions o) {
       o.kvHeads = o.heads;
     if (o.ffnHidden == 0)
       o.ffnHidden = (8 * o.hidden / 3 + 255) / 256 * 256;
+    if (o.headDim == 0 && o.heads > 0)
+      o.headDim = o.hidden / o.heads;
+    if (o.experts > 0 && o.expertFfn == 0)
+      o.expertFfn = o.ffnHidden;
   }
   return o;
+}
+
+/// The mixture-of-experts options of a LLaMA model (after resolve).
+static llvm::Error validateMoe(const ModelOptions &o) {
+  const std::pair<StringRef, int64_t> moe[] = {
+      {"experts", o.experts},
+      {"top-k", o.topK},
+      {"expert-ffn", o.expertFfn},
+      {"shared-experts", o.sharedExperts},
+      {"dense-layers", o.denseLayers}};
+  for (const auto &[option, value] : moe) {
+    if (value < 0)
+      return makeError("--" + option + " must not be negative (got " +
+                       llvm::Twine(value) + ")");
+    if (value > (int64_t(1) << 24))
+      return makeError("--" + option + " " + llvm::Twine(value) +
+                       " is too large (at most 2^24)");
+  }
+  if (o.experts == 0) {
+    for (const auto &[option, value] : llvm::ArrayRef(moe).drop_front())
+      if (value != 0)
+        return makeError("--" + option +
+                         " configures a mixture of experts; give --experts "
+                         "too (and --top-k), or leave it out for a dense "
+                         "model");
+    return llvm::Error::success();
+  }
+  if (o.experts < 2)
+    return makeError("--experts " + llvm::Twine(o.experts) +
+                     ": a mixture of experts needs at least 2 routed experts");
+  if (o.topK == 0)
+    return makeError("--experts " + llvm::Twine(o.experts) +
+                     " needs --top-k: the experts each token is routed to");
+  if (o.topK > o.experts)
+    return makeError("--top-k " + llvm::Twine(o.topK) +
+                     " is larger than --experts " + llvm::Twine(o.experts) +
+                     "; each token picks top-k of the routed experts");
+  if (o.denseLayers >= o.layers)
+    return makeError("--dense-layers " + llvm::Twine(o.denseLayers) +
+                     " leaves no mixture-of-experts block among --layers " +
+                     llvm::Twine(o.layers) +
+                     "; give fewer dense layers (or no --experts)");
+  // Every expert takes top-k * seq / experts tokens of each sequence (the
+  // capacity at factor 1.0); the graph's shapes need it whole.
+  if ((o.topK * o.seq) % o.experts != 0)
+    return makeError(
+        "--top-k " + llvm::Twine(o.topK) + " x --seq " + llvm::Twine(o.seq) +
+        " = " + llvm::Twine(o.topK * o.seq) +
+        " routed tokens per sequence is not divisible by --experts " +
+        llvm::Twine(o.experts) +
+        ": each expert's capacity (top-k * seq / experts tokens) must be "
+        "whole; change --seq, --top-k or --experts");
+  return llvm::Error::success();
 }
 
 llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
@@ -152,6 +211,7 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
       {"seq", o.seq},
       {"vocab", o.vocab},
       {"ffn-hidden", o.ffnHidden},
+      {"head-dim", given.headDim > 0 ? o.headDim : 1},
       {"input", o.input},
       {"classes", o.classes},
       {"depth", o.depth},
@@ -178,7 +238,10 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
     return makeError("--micro-batch must be between 1 and 2^24, or omitted "
                      "for a symbolic batch (got " +
                      llvm::Twine(o.microBatch) + ")");
-  if (o.family == "gpt" || o.family == "bert" || o.family == "llama") {
+  // A LLaMA with --head-dim needs no relation of heads to hidden.
+  bool ownHeadDim = o.family == "llama" && given.headDim > 0;
+  if (o.family == "gpt" || o.family == "bert" ||
+      (o.family == "llama" && !ownHeadDim)) {
     if (o.hidden % o.heads != 0)
       return makeError("--heads " + llvm::Twine(o.heads) +
                        " does not divide --hidden " + llvm::Twine(o.hidden) +
@@ -189,10 +252,13 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
       return makeError("--kv-heads " + llvm::Twine(o.kvHeads) +
                        " does not divide --heads " + llvm::Twine(o.heads) +
                        "; grouped-query attention needs heads = k * kv-heads");
-    if ((o.hidden / o.heads) % 2 != 0)
+    if (o.headDim % 2 != 0)
       return makeError(
-          "head dimension hidden/heads = " + llvm::Twine(o.hidden / o.heads) +
+          (ownHeadDim ? "--head-dim " : "head dimension hidden/heads = ") +
+          llvm::Twine(o.headDim) +
           " is odd; rotary embedding needs an even head size");
+    if (llvm::Error err = validateMoe(o))
+      return err;
   }
   if (o.family == "resnet" && o.depth != 18 && o.depth != 34 && o.depth != 50 &&
       o.depth != 101 && o.depth != 152)

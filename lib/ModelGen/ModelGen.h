@@ -50,6 +50,19 @@ struct ModelOptions {
   int64_t vocab = 0;
   /// LLaMA: width of the SwiGLU MLP.
   int64_t ffnHidden = 0;
+  /// LLaMA: width of one attention head (0: hidden / heads; Qwen3 sets
+  /// 128 where hidden / heads is 64).
+  int64_t headDim = 0;
+  /// LLaMA mixture of experts (0 experts: dense): routed experts, the
+  /// experts each token is sent to, the SwiGLU width of one expert (0:
+  /// ffnHidden), shared experts every token passes (one SwiGLU of
+  /// sharedExperts * expertFfn), and the first blocks that keep the dense
+  /// MLP. docs/modelgen.md gives the ONNX form.
+  int64_t experts = 0;
+  int64_t topK = 0;
+  int64_t expertFfn = 0;
+  int64_t sharedExperts = 0;
+  int64_t denseLayers = 0;
   /// MLP: input features.
   int64_t input = 0;
   /// MLP, ResNet, VGG: output classes.

@@ -681,6 +681,15 @@ Error finalizePlan(Plan &p, const ModelDesc &model, const Cluster &c,
       return planError(spec, formatv("ep={0} but model '{1}' has no expert "
                                      "(mixture-of-experts) ops; use ep=1",
                                      p.ep, model.name));
+    // Every rank of the expert-parallel group holds E / ep whole experts.
+    for (const LayerDesc &l : model.layers)
+      for (const OpDesc &op : l.ops)
+        if (op.expert && op.kernels > 0 && op.kernels % p.ep != 0)
+          return planError(
+              spec, formatv("ep={0} does not divide the {1} routed experts "
+                            "of op '{2}' in layer '{3}'; choose an ep that "
+                            "divides the expert count",
+                            p.ep, op.kernels, op.name, l.name));
     if (p.dp % p.ep != 0)
       return planError(spec, formatv("ep={0} must divide dp={1}", p.ep, p.dp));
   }

@@ -254,10 +254,14 @@ void Searcher::enumerate() {
     recs = {Recompute::None, Recompute::Selective, Recompute::Full};
   lastRecompute = *std::max_element(recs.begin(), recs.end());
   bool anySelective = false, anyExpert = false, anyRing = false;
+  // What ep must divide: each rank holds whole experts.
+  unsigned experts = 0;
   for (const cost::LayerDesc &l : model.layers)
     for (const cost::OpDesc &op : l.ops) {
       anySelective |= op.selective;
       anyExpert |= op.expert;
+      if (op.expert && op.kernels > 0)
+        experts = std::gcd(experts, op.kernels);
       anyRing |= op.cpKvBytes > 0;
     }
   double maxLimit = 0;
@@ -309,7 +313,7 @@ void Searcher::enumerate() {
           continue;
         }
         for (unsigned ep = 1; ep <= dp; ++ep) {
-          if (dp % ep || (ep > 1 && !anyExpert))
+          if (dp % ep || (ep > 1 && (!anyExpert || experts % ep)))
             continue;
           if (!k.ep.allows(ep)) {
             ++why.constraint;

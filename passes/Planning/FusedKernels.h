@@ -61,6 +61,18 @@ void fuseKernels(std::vector<Item> &items,
                  const ValueClasses &values, double samples,
                  bool fusedAttention);
 
+/// Costs the mixture-of-experts FFNs among \p items as cost::llmBlock does
+/// (Experts.cpp: the form recognized, docs/modelgen.md): the routed experts'
+/// ops become OpDesc::expert ops of one grouped launch of E GEMMs, the
+/// token gather and scatter-add the dispatch and combine with their
+/// expert-parallel all-to-alls, the router one replicated GEMM and one fp32
+/// top-k kernel. Patterns that do not match stay as they are; with
+/// \p remarks each match, and each near miss with the reason, is remarked
+/// on its gather.
+void markExperts(std::vector<Item> &items,
+                 const llvm::DenseMap<mlir::Value, int64_t> &defIndex,
+                 const ValueClasses &values, double samples, bool remarks);
+
 } // namespace distopt::planning
 
 #endif // DIST_PASSES_PLANNING_FUSEDKERNELS_H

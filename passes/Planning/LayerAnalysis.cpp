@@ -340,6 +340,8 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
            << func.getSymName() << "' computes nothing from its inputs";
   fuseKernels(items, defIndex, {sampleDependent, side}, samples,
                          options.fusedAttention);
+  markExperts(items, defIndex, {sampleDependent, side}, samples,
+              options.remarkExperts);
 
   // Last use of every sample-dependent value, in item positions.
   DenseMap<Value, int64_t> lastUse;

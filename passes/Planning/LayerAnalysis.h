@@ -49,6 +49,9 @@ struct LayerAnalysisOptions {
   /// When set, receives the profile-database signature of every costed op
   /// (what a measured time is filed under: dist-compile --profile-json).
   llvm::DenseMap<mlir::Operation *, std::string> *signatures = nullptr;
+  /// Remark on each mixture-of-experts block recognized, and on each
+  /// MoE-like pattern left as dense ops with the reason.
+  bool remarkExperts = false;
 };
 
 /// Builds the cost description of `func`.

@@ -110,6 +110,7 @@ planning::modelOf(func::FuncOp func, const Costing &costing, PlannedOps *ops) {
                             ? cluster::DType::BF16
                             : costing.dtype;
   options.fusedAttention = costing.fusedAttention;
+  options.remarkExperts = costing.remarkExperts;
   if (ops) {
     options.layerOps = &ops->layers;
     options.tpRoles = &ops->roles;
@@ -244,7 +245,10 @@ FailureOr<PlanningInputs> planning::planningInputs(ModuleOp module,
   if (failed(machine))
     return failure();
   in.machine = std::move(*machine);
-  FailureOr<cost::ModelDesc> model = modelOf(in.func, costing, &in.ops);
+  // The plan's own costing says what it recognized (once per pass).
+  Costing remarked = costing;
+  remarked.remarkExperts = true;
+  FailureOr<cost::ModelDesc> model = modelOf(in.func, remarked, &in.ops);
   if (failed(model))
     return failure();
   in.model = std::move(*model);

@@ -58,6 +58,9 @@ struct Costing {
   cluster::DType dtype = cluster::DType::BF16;
   bool fusedAttention = false;
   cost::Optimizer optimizer = cost::Optimizer::Adam;
+  /// Remark on the mixture-of-experts blocks the layer analysis recognizes
+  /// and on MoE-like patterns it leaves dense (LayerAnalysisOptions).
+  bool remarkExperts = false;
 
   static Costing of(const schedule::Plan &p) {
     return {p.dtype, p.fusedAttention, p.optimizer};

@@ -65,6 +65,19 @@ static SizeOption sizeOptions[] = {
     {"seq", "Sequence length (and position table size)", &ModelOptions::seq},
     {"vocab", "Vocabulary size", &ModelOptions::vocab},
     {"ffn-hidden", "LLaMA SwiGLU width", &ModelOptions::ffnHidden},
+    {"head-dim", "LLaMA attention head width (default hidden / heads)",
+     &ModelOptions::headDim},
+    {"experts", "LLaMA mixture of experts: routed experts per MoE block",
+     &ModelOptions::experts},
+    {"top-k", "LLaMA MoE: experts each token is routed to",
+     &ModelOptions::topK},
+    {"expert-ffn", "LLaMA MoE: SwiGLU width of one expert (default ffn-hidden)",
+     &ModelOptions::expertFfn},
+    {"shared-experts", "LLaMA MoE: shared experts every token passes (0-N)",
+     &ModelOptions::sharedExperts},
+    {"dense-layers",
+     "LLaMA MoE: the first blocks keep the dense MLP (0-N, default 0)",
+     &ModelOptions::denseLayers},
     {"input", "MLP input features", &ModelOptions::input},
     {"classes", "Output classes", &ModelOptions::classes},
     {"depth", "ResNet depth: 18, 34, 50, 101 or 152", &ModelOptions::depth},
@@ -138,9 +151,11 @@ int main(int argc, char **argv) {
       return fail("--" + name + " does not apply to family '" + familyArg +
                   "'; it takes --" + llvm::join(accepted, ", --") +
                   ", --micro-batch and --dtype");
-    if (s.opt <= 0)
-      return fail("--" + name + " must be positive (got " +
-                  llvm::Twine(static_cast<long long>(s.opt)) + ")");
+    bool zeroOk = name == "shared-experts" || name == "dense-layers";
+    if (s.opt < 0 || (s.opt == 0 && !zeroOk))
+      return fail("--" + name +
+                  (zeroOk ? " must not be negative" : " must be positive") +
+                  " (got " + llvm::Twine(static_cast<long long>(s.opt)) + ")");
     (*options).*(s.field) = s.opt;
   }
   // LLaMA derives kv-heads (= heads) and ffn-hidden unless given.

@@ -9,17 +9,10 @@
 // attention.
 //
 //===----------------------------------------------------------------------===//
-#include "dist/ImportONNX.h"
-#include "dist/InitAll.h"
+#include "test/unit/planning/ImportedModel.h"
+
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/CostModel.h"
-#include "lib/ModelGen/ModelGen.h"
-#include "passes/Planning/LayerAnalysis.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/MLIRContext.h"
-
-#include <gtest/gtest.h>
 
 using namespace mlir;
 using namespace distopt;
@@ -52,39 +45,15 @@ Blocks blocksOf(const std::vector<const OpDesc *> &ops) {
   return b;
 }
 
-class ImportedGpt : public ::testing::Test {
+class ImportedGpt : public unit::ImportedModel {
 public:
-  ImportedGpt() {
-    registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-  }
-
   /// The graph of a GPT (f32, batch 1) costed in bf16.
   ModelDesc imported(const GptConfig &g, bool fused) {
     modelgen::ModelOptions o = *modelgen::defaultOptions("gpt");
     o.layers = g.layers, o.hidden = g.hidden, o.heads = g.heads;
-    o.seq = g.seqLen, o.vocab = g.vocab, o.microBatch = 1;
-    llvm::Expected<modelgen::GeneratedModel> gen = modelgen::generateModel(o);
-    EXPECT_TRUE(static_cast<bool>(gen));
-    std::string bytes = gen->model.SerializeAsString();
-    ONNXImportOptions io;
-    io.weights = WeightPolicy::Ignore;
-    module = importONNXBuffer(bytes, "gpt", "", ctx.get(), io);
-    EXPECT_TRUE(module);
-    auto main = module->lookupSymbol<func::FuncOp>("main");
-    planning::LayerAnalysisOptions go;
-    go.computeType = cluster::DType::BF16;
-    go.fusedAttention = fused;
-    FailureOr<ModelDesc> m = planning::analyzeLayers(main, go);
-    EXPECT_TRUE(succeeded(m));
-    return *m;
+    o.seq = g.seqLen, o.vocab = g.vocab;
+    return ImportedModel::imported(o, fused);
   }
-
-protected:
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
-  OwningOpRef<ModuleOp> module;
 };
 
 /// The transformer blocks of each Megatron Table 1 width: the imported

@@ -1,0 +1,235 @@
+//===- ImportedMoeCostTest.cpp - Imported MoE LLaMAs vs buildLlm -*- C++
+//-*-===//
+//
+// Part of DistOpt. dist-modelgen's LLaMA with --experts writes each
+// mixture-of-experts FFN as router GEMM, Softmax, TopK, a gather of each
+// expert's tokens, batched expert GEMMs over stacked weights and a
+// scatter-add (docs/modelgen.md). The layer analysis recognizes that form
+// (passes/Planning/Experts.cpp); these tests import such graphs and check
+// that the product path prices them as the analytic model
+// (cost::buildLlm) prices the same configuration: parameters, the expert
+// ops, and simulated iteration time and peak memory of plans with
+// expert parallelism, within 2%.
+//
+//===----------------------------------------------------------------------===//
+#include "test/unit/planning/ImportedModel.h"
+
+#include "lib/Cluster/Cluster.h"
+#include "lib/Cost/CostModel.h"
+#include "lib/Cost/LlmModels.h"
+#include "lib/Schedule/Plan.h"
+#include "lib/Sim/Simulator.h"
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::cost;
+
+namespace {
+
+class ImportedMoe : public unit::ImportedModel {
+public:
+  /// The graph dist-modelgen writes for \p c (f32, batch 1), costed in
+  /// bf16 with fused attention.
+  ModelDesc imported(const LlmConfig &c,
+                     llvm::function_ref<void(onnx::ModelProto &)> edit = {}) {
+    modelgen::ModelOptions o = *modelgen::defaultOptions("llama");
+    o.layers = c.layers, o.hidden = c.hidden, o.heads = c.heads;
+    o.kvHeads = c.kvHeads, o.ffnHidden = c.ffnHidden, o.seq = c.seqLen;
+    o.vocab = c.vocab, o.experts = c.experts, o.topK = c.topK;
+    o.expertFfn = c.expertFfn, o.sharedExperts = c.sharedExperts;
+    o.denseLayers = c.denseLayers;
+    return ImportedModel::imported(o, /*fused=*/true, edit);
+  }
+};
+
+/// A Qwen3-30B-A3B-like model (its widths, 128 experts top-8; head width
+/// hidden / heads, as dist-modelgen writes it) with a shared expert and a
+/// dense first block, shortened to four blocks.
+LlmConfig smallMoe() {
+  LlmConfig c;
+  c.name = "moe";
+  c.layers = 4, c.hidden = 2048, c.heads = 32, c.kvHeads = 4;
+  c.ffnHidden = 6144, c.seqLen = 4096, c.vocab = 151936;
+  c.experts = 128, c.topK = 8, c.expertFfn = 768;
+  c.sharedExperts = 1, c.denseLayers = 1;
+  return c;
+}
+
+struct ExpertFigures {
+  double params = 0, flops = 0, a2a = 0;
+  unsigned ops = 0;
+};
+
+ExpertFigures expertsOf(const ModelDesc &m) {
+  ExpertFigures f;
+  for (const LayerDesc &l : m.layers)
+    for (const OpDesc &op : l.ops) {
+      f.a2a += op.epAllToAllBytes;
+      if (!op.expert)
+        continue;
+      f.params += op.params;
+      f.flops += op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops;
+      f.ops += op.kernels > 0;
+    }
+  return f;
+}
+
+TEST_F(ImportedMoe, ExpertOpsAndParametersAsBuildLlm) {
+  LlmConfig c = smallMoe();
+  ModelDesc graph = imported(c), analytic = buildLlm(c);
+  EXPECT_DOUBLE_EQ(graph.paramCount(), analytic.paramCount());
+  EXPECT_DOUBLE_EQ(graph.paramCount(), llmParamCount(c));
+  ExpertFigures g = expertsOf(graph), a = expertsOf(analytic);
+  EXPECT_DOUBLE_EQ(g.params, a.params);
+  // Top-k of E experts per token: k * s tokens through the experts.
+  EXPECT_NEAR(g.flops, a.flops, 1e-9 * a.flops);
+  EXPECT_DOUBLE_EQ(g.a2a, a.a2a);
+  EXPECT_GT(g.a2a, 0);
+  // Up GEMM, activation, down GEMM per MoE block.
+  EXPECT_EQ(g.ops, 3 * (c.layers - c.denseLayers));
+  EXPECT_EQ(a.ops, g.ops);
+  EXPECT_NEAR(graph.trainingFlopsPerSample(), analytic.trainingFlopsPerSample(),
+              0.01 * analytic.trainingFlopsPerSample());
+}
+
+/// The ops of analytic block \p b from its FFN norm on (norm, router,
+/// dispatch, experts, combine, shared experts, residual).
+std::vector<OpDesc> analyticFfn(const LayerDesc &b) {
+  auto it = llvm::find_if(
+      b.ops, [](const OpDesc &op) { return op.name == "ffn_norm"; });
+  return std::vector<OpDesc>(it, b.ops.end());
+}
+
+/// One FFN half-block of the graph (layer 2 i + 2: dist-modelgen's blocks
+/// cut into attention and FFN halves) on one device, per sample.
+struct Figures {
+  double time = 0, saved = 0, params = 0, a2a = 0;
+};
+Figures figuresOf(llvm::ArrayRef<OpDesc> ops, const ExecConfig &x) {
+  llvm::Expected<cluster::Cluster> c = cluster::getPreset("dgx-h100", 1);
+  EXPECT_TRUE(static_cast<bool>(c));
+  CostModel cm;
+  Figures f;
+  for (const OpDesc &op : ops) {
+    for (Phase ph :
+         {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
+      f.time += cm.opTime(op, ph, c->devices[0], x);
+    f.saved += op.savedBytes + op.savedReplicatedBytes;
+    f.params += op.params;
+    f.a2a += op.epAllToAllBytes;
+  }
+  return f;
+}
+
+TEST_F(ImportedMoe, MoeBlocksCostAsBuildLlmUnderEveryLayout) {
+  LlmConfig c = smallMoe();
+  ModelDesc graph = imported(c), analytic = buildLlm(c);
+  // Embedding, attention and FFN halves of each block, the head.
+  ASSERT_EQ(graph.layers.size(), 2 * c.layers + 2);
+  std::vector<ExecConfig> layouts(4);
+  layouts[1].ep.size = 8;
+  layouts[2].ep.size = 16, layouts[2].tp.size = 2;
+  layouts[3].ep.size = 32, layouts[3].tp.size = 4, layouts[3].mbs = 2;
+  layouts[3].expertImbalance = 1.3;
+  for (unsigned b = c.denseLayers; b < c.layers; ++b) {
+    std::vector<OpDesc> ops = analyticFfn(analytic.layers[1 + b]);
+    std::vector<OpDesc> mine;
+    for (const OpDesc &op : graph.layers[2 + 2 * b].ops)
+      if (llvm::StringRef(op.name).starts_with("/model.layers."))
+        mine.push_back(op); // not the final norm of the last half
+    for (const ExecConfig &x : layouts) {
+      SCOPED_TRACE(b * 100 + x.ep.size);
+      Figures g = figuresOf(mine, x), a = figuresOf(ops, x);
+      EXPECT_NEAR(g.time, a.time, 0.02 * a.time);
+      EXPECT_NEAR(g.saved, a.saved, 0.02 * a.saved);
+      EXPECT_DOUBLE_EQ(g.params, a.params);
+      EXPECT_DOUBLE_EQ(g.a2a, a.a2a);
+    }
+  }
+}
+
+/// The graph with each MoE FFN half-block's ops replaced by buildLlm's:
+/// the attention halves, embedding and head stay the graph's (the
+/// dense LLaMA parts, which this test is not about), so the two models
+/// differ exactly in how their mixture-of-experts blocks are costed.
+ModelDesc withAnalyticMoe(ModelDesc graph, const ModelDesc &analytic,
+                          const LlmConfig &c) {
+  for (unsigned b = c.denseLayers; b < c.layers; ++b) {
+    std::vector<OpDesc> ops = analyticFfn(analytic.layers[1 + b]);
+    for (const OpDesc &op : graph.layers[2 + 2 * b].ops)
+      if (!llvm::StringRef(op.name).starts_with("/model.layers."))
+        ops.push_back(op);
+    graph.layers[2 + 2 * b].ops = ops;
+  }
+  return graph;
+}
+
+TEST_F(ImportedMoe, PlansWithExpertParallelismAgreeWithin2Percent) {
+  LlmConfig c = smallMoe();
+  ModelDesc graph = imported(c);
+  ModelDesc reference = withAnalyticMoe(graph, buildLlm(c), c);
+  EXPECT_DOUBLE_EQ(graph.paramCount(), reference.paramCount());
+  llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", 4);
+  ASSERT_TRUE(static_cast<bool>(cl)) << llvm::toString(cl.takeError());
+  CostModel cm;
+  for (const char *spec : {"dp=32,ep=8", "dp=16,tp=2,ep=16,sp=1",
+                           "dp=32,ep=32,recompute=selective", "dp=8,tp=4,ep=8",
+                           "dp=8,pp=4,ep=8,schedule=1f1b,mbs=1"}) {
+    SCOPED_TRACE(spec);
+    schedule::Plan plan = llvm::cantFail(schedule::parsePlan(spec));
+    llvm::Expected<sim::PlanSimulation> g =
+        sim::simulatePlan(graph, *cl, plan, 256, cm);
+    llvm::Expected<sim::PlanSimulation> a =
+        sim::simulatePlan(reference, *cl, plan, 256, cm);
+    ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+    ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
+    double gt = g->result.iterationTime, at = a->result.iterationTime;
+    EXPECT_NEAR(gt, at, 0.02 * at) << "graph " << gt << " s, analytic " << at;
+    for (unsigned s = 0; s < g->result.peakMemoryBytes.size(); ++s) {
+      double gm = g->result.peakMemoryBytes[s];
+      double am = a->result.peakMemoryBytes[s];
+      EXPECT_NEAR(gm, am, 0.02 * am)
+          << "list " << s << ": graph " << gm << " B, analytic " << am;
+    }
+  }
+}
+
+/// A block the recognizer does not know (the combine replaces instead of
+/// adding) stays costed op by op: no expert ops, the same parameters.
+TEST_F(ImportedMoe, UnknownRoutingStaysDense) {
+  LlmConfig c = smallMoe();
+  unsigned edited = 0;
+  ModelDesc graph = imported(c, [&](onnx::ModelProto &m) {
+    for (onnx::NodeProto &n : *m.mutable_graph()->mutable_node())
+      for (onnx::AttributeProto &a : *n.mutable_attribute())
+        if (n.op_type() == "ScatterElements" && a.name() == "reduction") {
+          a.set_s("none");
+          ++edited;
+        }
+  });
+  EXPECT_EQ(edited, c.layers - c.denseLayers);
+  ExpertFigures g = expertsOf(graph);
+  EXPECT_EQ(g.ops, 0u);
+  EXPECT_EQ(g.a2a, 0);
+  EXPECT_DOUBLE_EQ(graph.paramCount(), llmParamCount(c));
+}
+
+TEST_F(ImportedMoe, EpMustDivideTheExperts) {
+  LlmConfig c = smallMoe();
+  ModelDesc graph = imported(c);
+  llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", 4);
+  ASSERT_TRUE(static_cast<bool>(cl));
+  schedule::Plan plan = llvm::cantFail(schedule::parsePlan("dp=32,ep=32"));
+  c.experts = 16; // 16 experts do not split over 32 ranks
+  c.topK = 2;
+  ModelDesc few = imported(c);
+  CostModel cm;
+  EXPECT_TRUE(static_cast<bool>(sim::simulatePlan(graph, *cl, plan, 256, cm)));
+  llvm::Expected<sim::PlanSimulation> bad =
+      sim::simulatePlan(few, *cl, plan, 256, cm);
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("does not divide the 16"),
+            std::string::npos);
+}
+
+} // namespace
