@@ -96,6 +96,10 @@ echo "== --dist-export=deepspeed configs load in DeepSpeed's own parser"
 "$fixtures_venv/bin/python" "$root/test/driver/deepspeed_config.py" --build "$build" \
   --junit "$results/deepspeed-config.xml" || status=1
 
+echo "== dist-modelgen's mixture-of-experts form in onnxruntime vs NumPy"
+"$venv/bin/python" "$root/test/numerics/check_moe_form.py" --build "$build" \
+  --junit "$results/moe-form.xml" || status=1
+
 echo "== sweep harness self-test"
 python3 "$root/test/sweep/selftest.py" --junit "$results/sweep-selftest.xml" || status=1
 

@@ -8,18 +8,22 @@ router, top-k weights, each expert taking its C = k S / E highest-weighted
 tokens, SwiGLU experts, weighted sum, plus the shared expert. Exits 1 when
 they differ.
 
-    .venv/bin/python test/numerics/check_moe_form.py --build build
+    .venv/bin/python test/numerics/check_moe_form.py --build build [--junit F]
 """
 import argparse
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
 
 E, K, S, B = 4, 2, 8, 2
 
@@ -27,7 +31,9 @@ E, K, S, B = 4, 2, 8, 2
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
+    ap.add_argument("--junit")
     args = ap.parse_args()
+    t0 = time.time()
     path = os.path.join(tempfile.mkdtemp(prefix="moe-form-"), "moe.onnx")
     subprocess.run([os.path.join(args.build, "bin", "dist-modelgen"), "llama",
                     "--layers", "1", "--hidden", "32", "--heads", "4",
@@ -85,7 +91,10 @@ def main():
     err = float(np.abs(got - ref).max())
     print(f"MoE block: max |onnxruntime - NumPy| = {err:.3g} "
           f"(outputs up to {float(np.abs(ref).max()):.3g})")
-    return 0 if err < 1e-5 else 1
+    status = ("passed", "") if err < 1e-5 else (
+        "failed", f"max |onnxruntime - NumPy| = {err:.3g} (limit 1e-5)")
+    return common.finish("numerics.moe_form", [("moe_form_vs_numpy",) + status],
+                         args.junit, time.time() - t0)
 
 
 if __name__ == "__main__":
