@@ -116,6 +116,7 @@ import common  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MLP = os.path.join(ROOT, "test", "fixtures", "small", "mlp_external.onnx")
 GPT2 = os.path.join(ROOT, "test", "fixtures", "gpt2.onnx")
+LLAMA = os.path.join(ROOT, "test", "fixtures", "llama.onnx")
 RTOL = 1e-5
 RANKS = 2
 
@@ -1462,6 +1463,25 @@ def pipeline_train_cases(rng):
                      zero=True, tp_split=attn,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # Llama's attention (separate Q, K and V projections, RoPE, 2 key/value
+    # heads for 4 query heads) split over the tensor ranks: one region from
+    # the three projections through RoPE and GQA's head expansion to the
+    # row-parallel output projection (each tensor rank its query heads and
+    # their key/value head). The first block's projections must be saved
+    # split. SGD and momentum, as for GPT-2 (above).
+    llama = dict(gpt, model=LLAMA, train=sgd,
+                 tp_split=("onnx__MatMul_657", "onnx__MatMul_658",
+                           "onnx__MatMul_659", "onnx__MatMul_681"))
+    out.append(("llama_sgd_tp2", dict(llama, plan="tp=2,mbs=1")))
+    out.append(("llama_sgd_tp2_pp2_1f1b",
+                dict(llama, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
+    out.append(("llama_momentum_dp2_tp2",
+                dict(llama, plan="dp=2,tp=2,mbs=1", ranks=4,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
+    out.append(("llama_sgd_tp2_sp", dict(llama, plan="tp=2,mbs=1,sp=1")))
+    out.append(("llama_sgd_tp2_cp2",
+                dict(llama, plan="tp=2,cp=2,mbs=1", ranks=4)))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).
