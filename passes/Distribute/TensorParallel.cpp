@@ -5,7 +5,10 @@
 // its rank's columns, the values computed from them stay split through
 // the ops that work on split activations (bias, activation functions,
 // views, attention heads) until a row-parallel matmul, whose partial sums
-// are all-reduced. Weights get their local types and `dist.tp_shard`, the
+// are all-reduced. Attention with separate Q, K and V projections (Llama:
+// RoPE, grouped-query heads) is one region grown from the three
+// (Region::pullColumns); the columns that read one input share one copy.
+// Weights get their local types and `dist.tp_shard`, the
 // part of the file each rank reads. Runs before dist-autodiff, which
 // differentiates the rewritten function: `dist.tp_copy` (the identity,
 // gradient all-reduced) and `dist.all_reduce sum` (gradient the identity)

@@ -53,8 +53,9 @@ SGD at tp=2 and tp=2 x pp=2 (the ranks' shards put together from their
 shards.json), and the same with sequence parallelism (`_sp`: sp=1, also
 with dp=2 and ZeRO-1 and under ZB-H1), the Llama fixture (separate Q, K
 and V projections, RoPE, grouped-query heads: `llama_`) with SGD at tp=2,
-tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 and with momentum at dp=2 x tp=2,
-its attention projections saved split, and edge-cloud split training
+tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
+dp=2 x tp=2 (also with zero=1), its attention projections saved split, and
+edge-cloud split training
 (`mlp_adam_edge_cloud_split`: the plan searched on the edge-cloud-wifi
 preset with layer 0 pinned to the phone, --dist-search=pin=0-0@phone-soc;
 its report must keep the pin). Loss curves and every weight and optimizer state (each
@@ -1489,6 +1490,13 @@ def pipeline_train_cases(rng):
     out.append(("llama_sgd_tp2_sp", dict(llama, plan="tp=2,mbs=1,sp=1")))
     out.append(("llama_sgd_tp2_cp2",
                 dict(llama, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    out.append(("llama_sgd_tp2_cp2_pp2_1f1b",
+                dict(llama, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b",
+                     ranks=8)))
+    out.append(("llama_momentum_dp2_tp2_zero1",
+                dict(llama, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     # Inference: the forward program at tp=2 (one row) and tp=2 x pp=2 (2
     # micro-batches of one row) against one process's logits.
     fwd = dict(forward=True, model=LLAMA, input_shape="input_ids:1x32",
