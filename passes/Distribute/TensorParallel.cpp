@@ -5,7 +5,10 @@
 // its rank's columns, the values computed from them stay split through
 // the ops that work on split activations (bias, activation functions,
 // views, attention heads) until a row-parallel matmul, whose partial sums
-// are all-reduced. Weights get their local types and `dist.tp_shard`, the
+// are all-reduced. Attention with separate Q, K and V projections (Llama:
+// RoPE, grouped-query heads) is one region grown from the three
+// (Region::pullColumns); the columns that read one input share one copy.
+// Weights get their local types and `dist.tp_shard`, the
 // part of the file each rank reads. Runs before dist-autodiff, which
 // differentiates the rewritten function: `dist.tp_copy` (the identity,
 // gradient all-reduced) and `dist.all_reduce sum` (gradient the identity)
@@ -92,6 +95,11 @@ public:
   /// Weights and their shard: dimension and blocks.
   llvm::MapVector<Operation *, Split> weights;
   std::string why;
+  /// Set by visit when it pulled other projections of the region's input
+  /// in (pullColumns): the op is visited again once they are split.
+  bool deferred = false;
+  /// The projections pullColumns added (keys, values).
+  SmallVector<g::MatmulOp> pulled;
 
 private:
   bool failAt(Operation *op, const Twine &reason) {
@@ -124,6 +132,7 @@ private:
   }
   bool addColumn(g::MatmulOp m);
   int64_t blocksOf(g::MatmulOp m);
+  bool pullColumns(Value v);
   bool visit(Operation *op);
   bool visitMatmul(g::MatmulOp m);
   bool visitElementwise(Operation *op, ValueRange operands);
@@ -230,6 +239,79 @@ bool Region::visitElementwise(Operation *op, ValueRange operands) {
   return setSplit(op, op->getResult(0), *common);
 }
 
+/// The heads a projection's output is viewed as: the count of the reshape
+/// (after elementwise ops) that cuts its last dimension into [heads, head
+/// size], or 0.
+int64_t headsOf(g::MatmulOp m) {
+  Value v = m.getResult();
+  for (int hops = 0; hops < 8 && v.hasOneUse(); ++hops) {
+    Operation *user = *v.getUsers().begin();
+    if (auto r = dyn_cast<g::ReshapeOp>(user)) {
+      auto in = tensorOf(v), out = tensorOf(r.getResult());
+      int64_t k = in.getRank();
+      return out.getRank() == k + 1 &&
+                     out.getDimSize(k - 1) * out.getDimSize(k) ==
+                         in.getDimSize(k - 1)
+                 ? out.getDimSize(k - 1)
+                 : 0;
+    }
+    if (!isa<g::BinaryOp, g::UnaryOp, g::CastOp>(user))
+      return 0;
+    v = user->getResult(0);
+  }
+  return 0;
+}
+
+/// Attention with separate query, key and value projections (Llama): the
+/// whole operand `v` of an attention matmul is computed (through RoPE's
+/// rotation, GQA's head expansion, views) from other column-parallel
+/// candidates that read the same input as a column of the region. Adds
+/// them as columns, so the next sweep splits their heads too and the
+/// attention meets both operands split: one region from the three
+/// projections. False when `v` comes from no new such projection.
+bool Region::pullColumns(Value v) {
+  llvm::SmallPtrSet<Value, 4> inputs;
+  for (g::MatmulOp c : columns)
+    inputs.insert(c.getLhs());
+  SmallVector<g::MatmulOp> found;
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second || split.contains(x))
+      continue;
+    Operation *def = x.getDefiningOp();
+    if (auto m = dyn_cast_or_null<g::MatmulOp>(def)) {
+      if (!ops.contains(m) && inputs.contains(m.getLhs()) &&
+          isColumnCandidate(m, split) && blocksOf(m) == 1)
+        found.push_back(m);
+      continue;
+    }
+    if (!isa_and_nonnull<g::ReshapeOp, g::FlattenOp, g::TransposeOp,
+                         g::ExpandOp, g::SliceOp, g::ConcatOp, g::SplitOp,
+                         g::UnaryOp, g::CastOp, g::BinaryOp, dist::AllGatherOp,
+                         dist::TpCopyOp>(def))
+      continue;
+    for (Value o : def->getOperands())
+      work.push_back(o);
+  }
+  for (g::MatmulOp m : found) {
+    // Each rank needs whole key/value heads (GQA: kv_heads % tp == 0).
+    if (int64_t heads = headsOf(m); heads % tp != 0)
+      return failAt(m, "grouped-query attention: the " + Twine(heads) +
+                           " key/value heads of this projection do not "
+                           "split over tp = " +
+                           Twine(tp) +
+                           " ranks (each rank needs whole key/value heads: "
+                           "kv_heads % tp == 0); the attention stays "
+                           "replicated");
+    if (!addColumn(m))
+      return false;
+  }
+  pulled.append(found.begin(), found.end());
+  return !found.empty();
+}
+
 bool Region::visitMatmul(g::MatmulOp m) {
   auto lhs = tensorOf(m.getLhs()), rhs = tensorOf(m.getRhs());
   auto ls = split.find(m.getLhs()), rs = split.find(m.getRhs());
@@ -266,8 +348,15 @@ bool Region::visitMatmul(g::MatmulOp m) {
   for (auto [v, it] : {std::pair{m.getLhs(), ls}, std::pair{m.getRhs(), rs}})
     if (it == split.end()) {
       int64_t aligned = common->dim - (rank - tensorOf(v).getRank());
-      if (aligned >= 0 && tensorOf(v).getDimSize(aligned) != 1)
-        return failAt(m, "a whole operand meets a split one in a matmul");
+      if (aligned >= 0 && tensorOf(v).getDimSize(aligned) != 1) {
+        if (pullColumns(v)) {
+          deferred = true;
+          return true;
+        }
+        return why.empty() ? failAt(m, "a whole operand meets a split one "
+                                       "in a matmul")
+                           : false;
+      }
     }
   if (m.getBias())
     return failAt(m, "a biased matmul of split activations");
@@ -314,6 +403,31 @@ bool Region::visit(Operation *op) {
       if (!setSplit(op, r, s))
         return false;
     return true;
+  }
+  // GQA's key/value head expansion: a broadcast of dimensions other than
+  // the split one (each rank's key/value heads serve its query heads).
+  if (auto e = dyn_cast<g::ExpandOp>(op)) {
+    Split s = splitOf(in);
+    auto from = tensorOf(in), to = tensorOf(e.getResult());
+    int64_t lead = to.getRank() - from.getRank();
+    if (from.getDimSize(s.dim) != to.getDimSize(s.dim + lead))
+      return failAt(op, "an expand of the split dimension");
+    s.dim += lead;
+    return setSplit(op, e.getResult(), s);
+  }
+  // RoPE's rotate-half: a concatenation of operands split alike, along
+  // another dimension.
+  if (auto c = dyn_cast<g::ConcatOp>(op)) {
+    auto first = split.find(c.getInputs().front());
+    if (first == split.end() || llvm::any_of(c.getInputs(), [&](Value v) {
+          auto it = split.find(v);
+          return it == split.end() || !(it->second == first->second);
+        }))
+      return failAt(op, "a concatenation of a split tensor with a whole or "
+                        "differently split one");
+    if (dimOf(c.getAxis(), tensorOf(in).getRank()) == first->second.dim)
+      return failAt(op, "a concatenation along the split dimension");
+    return setSplit(op, c.getResult(), first->second);
   }
   if (auto sm = dyn_cast<g::SoftmaxOp>(op)) {
     Split s = splitOf(in);
@@ -380,6 +494,11 @@ bool Region::grow(g::MatmulOp origin) {
       }
       if (!visit(&op))
         return false;
+      if (deferred) { // visited again once the pulled columns are split
+        deferred = false;
+        changed = true;
+        continue;
+      }
       ops.insert(&op);
       changed = true;
     }
@@ -445,13 +564,25 @@ void rewrite(Region &r, const schedule::RankLayout &layout,
   }
   for (Operation *op : r.ops)
     tpAttr.setAttr(op, role(dist::TensorParallelRole::Split));
+  // One copy per input (and stage): the columns that read it (the query,
+  // key and value projections, SwiGLU's gate and up) share it, so the
+  // backward sums the input's gradient over the group once.
+  llvm::MapVector<std::pair<Value, Attribute>, SmallVector<g::MatmulOp>>
+      byInput;
+  dist::DistDialect::VirtualStageAttrHelper stageAttr(ctx);
   for (g::MatmulOp m : r.columns) {
     tpAttr.setAttr(m, role(dist::TensorParallelRole::Column));
-    b.setInsertionPoint(m);
+    byInput[{m.getLhs(), stageAttr.getAttr(m)}].push_back(m);
+  }
+  for (auto &[key, ms] : byInput) {
+    g::MatmulOp first = *llvm::min_element(
+        ms, [](g::MatmulOp x, g::MatmulOp y) { return x->isBeforeInBlock(y); });
+    b.setInsertionPoint(first);
     auto copy = createCollective<dist::TpCopyOp>(
-        b, m, layout, m.getLhs().getType(), m.getLhs());
-    placeLike(copy, m);
-    m.getLhsMutable().assign(copy.getResult());
+        b, first, layout, key.first.getType(), key.first);
+    placeLike(copy, first);
+    for (g::MatmulOp m : ms)
+      m.getLhsMutable().assign(copy.getResult());
   }
   for (g::MatmulOp m : r.rows) {
     tpAttr.setAttr(m, role(dist::TensorParallelRole::Row));

@@ -59,6 +59,11 @@ private:
   DenseSet<Value> side;
   /// Values holding column-parallel (split) activations under Megatron TP.
   DenseSet<Value> split;
+  /// Inputs of column-parallel matmuls whose gradient all-reduce is
+  /// counted: dist-tensor-parallel gives the columns of a region that read
+  /// one input one dist.tp_copy (Llama's Q, K and V projections, SwiGLU's
+  /// gate and up), so the backward sums that gradient once.
+  DenseSet<Value> copied;
   /// The item that counted each root weight's parameters first.
   DenseMap<Operation *, size_t> countedWeights;
 };
@@ -252,12 +257,9 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
       bool anySplit = llvm::any_of(op.getOperands(),
                                    [&](Value v) { return split.contains(v); });
       bool weighted = !roots.empty();
-      double outBytes = 0, inBytes = 0;
+      double outBytes = 0;
       for (Value r : op.getResults())
         outBytes += bytesFor(r.getType());
-      for (Value v : op.getOperands())
-        if (sampleDependent.contains(v))
-          inBytes += bytesFor(v.getType());
       auto record = [&](TensorParallelRole role) {
         if (options.tpRoles)
           (*options.tpRoles)[&op] = role;
@@ -267,7 +269,9 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         if (anySplit) {
           desc->tpAllReduceFwdBytes = outBytes;
         } else {
-          desc->tpAllReduceBwdBytes = inBytes;
+          for (Value v : op.getOperands())
+            if (sampleDependent.contains(v) && copied.insert(v).second)
+              desc->tpAllReduceBwdBytes += bytesFor(v.getType());
           for (Value r : op.getResults())
             split.insert(r);
         }

@@ -51,7 +51,11 @@ stage's replicas), and tensor parallelism (dist-tensor-parallel): the MLP
 with Adam at tp=2 and with SGD at tp=2 x pp=2 (1F1B, 4 ranks), GPT-2 with
 SGD at tp=2 and tp=2 x pp=2 (the ranks' shards put together from their
 shards.json), and the same with sequence parallelism (`_sp`: sp=1, also
-with dp=2 and ZeRO-1 and under ZB-H1), and edge-cloud split training
+with dp=2 and ZeRO-1 and under ZB-H1), the Llama fixture (separate Q, K
+and V projections, RoPE, grouped-query heads: `llama_`) with SGD at tp=2,
+tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
+dp=2 x tp=2 (also with zero=1), its attention projections saved split, and
+edge-cloud split training
 (`mlp_adam_edge_cloud_split`: the plan searched on the edge-cloud-wifi
 preset with layer 0 pinned to the phone, --dist-search=pin=0-0@phone-soc;
 its report must keep the pin). Loss curves and every weight and optimizer state (each
@@ -68,6 +72,10 @@ same delayed updates applied by the single-process program one
 (GPT-2 PipeDream at tp=2 x pp=2, the MLP's 2BW at dp=2 x tp=2 x pp=2 on 8
 ranks, 2BW's last_update compared too) against the same reference, and
 PipeMare at tp=2 x pp=2 (deep_mlp) against pipemare_reference.
+
+Tensor-parallel inference (run_tp_forward_case): the Llama fixture's
+forward program at tp=2 and tp=2 x pp=2 under mpirun against one process's
+logits (within 1e-5 relative), its attention projections loaded as shards.
 
 Branch-parallel inference (run_branches_case): a trunk with three heads
 and a joined output (trunk_branches_model), and three heads reading the
@@ -116,6 +124,7 @@ import common  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MLP = os.path.join(ROOT, "test", "fixtures", "small", "mlp_external.onnx")
 GPT2 = os.path.join(ROOT, "test", "fixtures", "gpt2.onnx")
+LLAMA = os.path.join(ROOT, "test", "fixtures", "llama.onnx")
 RTOL = 1e-5
 RANKS = 2
 
@@ -1462,6 +1471,42 @@ def pipeline_train_cases(rng):
                      zero=True, tp_split=attn,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # Llama's attention (separate Q, K and V projections, RoPE, 2 key/value
+    # heads for 4 query heads) split over the tensor ranks: one region from
+    # the three projections through RoPE and GQA's head expansion to the
+    # row-parallel output projection (each tensor rank its query heads and
+    # their key/value head). The first block's projections must be saved
+    # split. SGD and momentum, as for GPT-2 (above).
+    llama = dict(gpt, model=LLAMA, train=sgd,
+                 tp_split=("onnx__MatMul_657", "onnx__MatMul_658",
+                           "onnx__MatMul_659", "onnx__MatMul_681"))
+    out.append(("llama_sgd_tp2", dict(llama, plan="tp=2,mbs=1")))
+    out.append(("llama_sgd_tp2_pp2_1f1b",
+                dict(llama, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
+    out.append(("llama_momentum_dp2_tp2",
+                dict(llama, plan="dp=2,tp=2,mbs=1", ranks=4,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
+    out.append(("llama_sgd_tp2_sp", dict(llama, plan="tp=2,mbs=1,sp=1")))
+    out.append(("llama_sgd_tp2_cp2",
+                dict(llama, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    out.append(("llama_sgd_tp2_cp2_pp2_1f1b",
+                dict(llama, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b",
+                     ranks=8)))
+    out.append(("llama_momentum_dp2_tp2_zero1",
+                dict(llama, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
+    # Inference: the forward program at tp=2 (one row) and tp=2 x pp=2 (2
+    # micro-batches of one row) against one process's logits.
+    fwd = dict(forward=True, model=LLAMA, input_shape="input_ids:1x32",
+               feeds=[("input_ids", ids[:1])], batch=1, ranks=2,
+               plan="tp=2,mbs=1",
+               tp_split=[w.replace("__", "::") for w in llama["tp_split"]])
+    out.append(("llama_forward_tp2", fwd))
+    out.append(("llama_forward_tp2_pp2",
+                dict(fwd, plan="tp=2,pp=2,mbs=1", batch=2, ranks=4,
+                     feeds=[("input_ids", ids[:2])])))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).
@@ -1937,12 +1982,77 @@ def run_branches_case(compiler, work, name, cluster, batch, trunk=True):
     return errors
 
 
+def run_tp_forward_case(compiler, work, name, model, input_shape, plan,
+                        batch, feeds, ranks, tp_split, rtol=RTOL):
+    """Tensor-parallel inference: the forward program of `plan` (dist-compile
+    --dist-plan=PLAN --dist-batch=BATCH, one micro-batch of `input_shape`)
+    under `mpirun -np ranks` on the whole batch vs one process compiled for
+    the whole batch: every output within `rtol` relative (a row-parallel
+    matmul sums its partial products in another order). Each weight of
+    `tp_split` must be loaded as a shard (the program's source), so the
+    case fails when the plan runs it whole."""
+    opt, d = mpi_case_folder(compiler, work, name)
+    if not d:
+        return NO_MPIRUN
+    name0, dims = input_shape.split(":")
+    whole_shape = name0 + ":" + "x".join([str(batch)] + dims.split("x")[1:])
+    tp_bin, one = os.path.join(d, "tp.bin"), os.path.join(d, "one.bin")
+    src = os.path.join(d, "tp.cpp")
+    for cmd in ([compiler, model, "--input-shape=" + input_shape,
+                 f"--dist-cluster=cpu-xeon-2s:{max(1, (ranks + 1) // 2)}",
+                 "--dist-plan=" + plan, f"--dist-batch={batch}",
+                 "--emit-source", src, "-o", tp_bin],
+                [compiler, model, "--input-shape=" + whole_shape, "-o", one]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            return [f"dist-compile {' '.join(cmd[2:5])} failed: "
+                    f"{p.stderr[-1500:]}"]
+    text = open(src).read()
+    errors = [f"{w}: the program loads it whole; the plan splits it"
+              for w in tp_split
+              if f'P.loadWeightShard("{w}"' not in text]
+    args = save_feeds(d, feeds)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+    outs = {k: os.path.join(d, k) for k in ("tp", "one")}
+    for o in outs.values():
+        os.makedirs(o, exist_ok=True)
+    p = subprocess.run(mpirun_command(ranks) +
+                       [tp_bin] + args + ["--weights-dir",
+                                          os.path.dirname(model), "-o",
+                                          outs["tp"]],
+                       capture_output=True, text=True, timeout=600, env=env)
+    if p.returncode != 0:
+        return [f"mpirun -np {ranks} (tensor-parallel forward) failed: "
+                f"{(p.stdout + p.stderr)[-1500:]}"]
+    p = subprocess.run([one] + args + ["-o", outs["one"]],
+                       capture_output=True, text=True, timeout=600, env=env)
+    if p.returncode != 0:
+        return ["single-process run failed: " + (p.stdout + p.stderr)[-1500:]]
+    names = sorted(os.listdir(outs["one"]))
+    if not names or sorted(os.listdir(outs["tp"])) != names:
+        return errors + [f"outputs differ: tp wrote "
+                         f"{sorted(os.listdir(outs['tp']))}, one process "
+                         f"{names}"]
+    for n in names:
+        got = np.load(os.path.join(outs["tp"], n))
+        want = np.load(os.path.join(outs["one"], n))
+        msg = compare_rel(n, got, want, rtol)
+        if msg:
+            errors.append(msg)
+        elif not errors:
+            print(f"  {name}: {n} {list(got.shape)} on {ranks} ranks: max "
+                  f"rel difference {float(np.max(np.abs(got.astype(np.float64) - want))) / max(float(np.max(np.abs(want))), 1e-30):.2g}")
+    return errors
+
+
 def run_one(compiler, work, name, c):
     """Runs one prepared case; its failure messages (empty: passed)."""
     if c.pop("branches", False):
         return run_branches_case(compiler, work, name, **c)
     if c.pop("pipeline", False):
         return run_pipeline_case(compiler, work, name, **c)
+    if c.pop("forward", False):
+        return run_tp_forward_case(compiler, work, name, **c)
     if "first" in c:
         return run_reshard_case(compiler, work, name, **c)
     if "plan" in c:
