@@ -63,6 +63,71 @@ static bool fuseAttention(Item &softmax, Value scores, double samples,
                           const ValueClasses &values,
                           function_ref<Item *(Value)> itemOf);
 
+/// GEMMs reading one activation (Q, K and V projections of one norm
+/// output; gate and up projections of a gated FFN) run as one wider GEMM
+/// does (cost::llmBlock's qkv and ffn_up): the activation is kept once for
+/// their backward and, when the GEMMs are column-parallel (it is whole on
+/// every tensor-parallel rank: kept replicated, as buildGpt's and
+/// buildLlm's column-parallel inputs), its gradient is all-reduced once.
+static void shareGemmInputs(std::vector<Item> &items,
+                            const ValueClasses &values, double samples) {
+  DenseSet<Value> kept;
+  for (Item &item : items) {
+    if (!item.desc || !isa<g::MatmulOp>(item.op) || item.desc->params <= 0)
+      continue;
+    Value x = values.mainOperandOf(item.op);
+    if (!x)
+      continue;
+    OpDesc &d = *item.desc;
+    double bytes =
+        tensorElements(x.getType()) / samples * cluster::dtypeBytes(d.dtype);
+    double fromSplit = std::min(d.savedBytes, bytes);
+    d.savedBytes -= fromSplit;
+    bool column = d.tpAllReduceBwdBytes > 0;
+    if (kept.insert(x).second) {
+      // The first reader keeps it: whole on every rank when column-parallel.
+      (column ? d.savedReplicatedBytes : d.savedBytes) += fromSplit;
+      continue;
+    }
+    d.savedReplicatedBytes =
+        std::max(0.0, d.savedReplicatedBytes - (bytes - fromSplit));
+    d.tpAllReduceBwdBytes = std::max(0.0, d.tpAllReduceBwdBytes - bytes);
+  }
+}
+
+/// Gated activations (SwiGLU's silu(a) * b, GeGLU): a unary op whose only
+/// user multiplies it with another activation runs inside that product's
+/// kernel, which reads a instead of silu(a) and keeps a and b for the
+/// backward (recomputing silu(a) there), as cost::llmBlock's one
+/// activation op.
+static void fuseGatedActivations(std::vector<Item> &items,
+                                 const ValueClasses &values, double samples,
+                                 function_ref<Item *(Value)> itemOf) {
+  for (Item &item : items) {
+    auto act = dyn_cast<g::UnaryOp>(item.op);
+    if (!item.desc || !act || !act->getResult(0).hasOneUse())
+      continue;
+    auto mul = dyn_cast<g::BinaryOp>(*act->getResult(0).getUsers().begin());
+    if (!mul || mul.getKind() != g::BinaryKind::Mul ||
+        mul->getOperand(0).getType() != mul->getOperand(1).getType())
+      continue;
+    Value other = mul->getOperand(0) == act->getResult(0) ? mul->getOperand(1)
+                                                          : mul->getOperand(0);
+    Item *product = itemOf(mul->getResult(0));
+    if (other == act->getResult(0) || !values.sampleDependent.contains(other) ||
+        values.side.contains(other) || !product)
+      continue;
+    fuse(*item.desc);
+    OpDesc &p = *product->desc;
+    double kept = 2 * tensorElements(mul->getResult(0).getType()) / samples *
+                  cluster::dtypeBytes(p.dtype);
+    if (p.tp == TpMode::Replicated)
+      p.savedReplicatedBytes = kept;
+    else
+      p.savedBytes = kept;
+  }
+}
+
 void planning::fuseKernels(std::vector<Item> &items,
                             const DenseMap<Value, int64_t> &defIndex,
                             const ValueClasses &values, double samples,
@@ -74,6 +139,8 @@ void planning::fuseKernels(std::vector<Item> &items,
     Item &item = items[it->second];
     return item.desc ? &item : nullptr;
   };
+  shareGemmInputs(items, values, samples);
+  fuseGatedActivations(items, values, samples, itemOf);
   // Bias adds: a GEMM epilogue (cuBLAS, Megatron's fused bias-GeLU and
   // bias-dropout-add).
   for (Item &item : items) {
@@ -145,6 +212,113 @@ void planning::fuseKernels(std::vector<Item> &items,
   }
 }
 
+/// Layout ops: a fused attention kernel reads through them (strided heads,
+/// broadcast K/V heads of grouped-query attention).
+static bool isLayout(Operation *op) {
+  return isa<g::ReshapeOp, g::FlattenOp, g::TransposeOp, g::ExpandOp>(op);
+}
+
+/// How many times the layout ops before \p v repeat its elements (an
+/// Expand of grouped K/V heads to every query head: heads / kv heads).
+static double repeatsBefore(Value v) {
+  double r = 1;
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isLayout(def))
+      break;
+    if (isa<g::ExpandOp>(def))
+      r *= tensorElements(def->getResult(0).getType()) /
+           std::max(1.0, tensorElements(def->getOperand(0).getType()));
+    v = def->getOperand(0);
+  }
+  return r;
+}
+
+/// With fused attention: the elementwise and layout ops between the
+/// projections and the core's Q, K and V operands (\p core: Q K^T and the
+/// product with V), used by nothing else, run as trainers run them. Layout
+/// ops (head transposes, the repeat of grouped K/V heads) are read through
+/// and never materialized; the elementwise ops (rotary embedding: slices,
+/// neg, concat, products with the cos/sin tables, add) run as one kernel
+/// that reads the projections' outputs once and writes what the attention
+/// reads (before any repeat), keeping nothing (the attention keeps its Q
+/// and K; the tables are constants). Each op keeps its FLOPs.
+static void fuseOperandChains(ArrayRef<Operation *> core, double samples,
+                              const ValueClasses &values,
+                              function_ref<Item *(Value)> itemOf) {
+  DenseSet<Operation *> inside(core.begin(), core.end());
+  SmallVector<Operation *> chain;
+  auto candidate = [&](Operation *op) {
+    if (!op || inside.contains(op) ||
+        !isa<g::UnaryOp, g::BinaryOp, g::SliceOp, g::ConcatOp, g::ReshapeOp,
+             g::FlattenOp, g::TransposeOp, g::ExpandOp>(op) ||
+        !llvm::all_of(op->getResults(), [&](Value r) {
+          return values.sampleDependent.contains(r) && !values.side.contains(r);
+        }))
+      return false;
+    if (Item *it = itemOf(op->getResult(0)); it && it->desc->params > 0)
+      return false; // reads a weight: a bias add, a GEMM's epilogue
+    return llvm::all_of(op->getUsers(),
+                        [&](Operation *u) { return inside.contains(u); });
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    SmallVector<Operation *> frontier(inside.begin(), inside.end());
+    for (Operation *op : frontier)
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp(); candidate(def)) {
+          inside.insert(def);
+          chain.push_back(def);
+          grew = true;
+        }
+  }
+  // The kernel: on the last elementwise op in program order.
+  Item *kernel = nullptr;
+  for (Operation *op : chain)
+    if (!isLayout(op))
+      if (Item *it = itemOf(op->getResult(0));
+          it && (!kernel || kernel->op->isBeforeInBlock(op)))
+        kernel = it;
+  for (Operation *op : chain)
+    if (Item *it = itemOf(op->getResult(0)); it && it != kernel)
+      fuse(*it->desc);
+  if (!kernel)
+    return;
+  double e = cluster::dtypeBytes(kernel->desc->dtype);
+  double read = 0, written = 0;
+  DenseSet<Value> counted;
+  auto throughLayout = [&](Value v) {
+    while (v.getDefiningOp() && isLayout(v.getDefiningOp()) &&
+           inside.contains(v.getDefiningOp()))
+      v = v.getDefiningOp()->getOperand(0);
+    return v;
+  };
+  // What the elementwise ops read from outside (through layout ops).
+  for (Operation *op : chain)
+    if (!isLayout(op))
+      for (Value v : op->getOperands()) {
+        v = throughLayout(v);
+        if (values.sampleDependent.contains(v) && !values.side.contains(v) &&
+            !inside.contains(v.getDefiningOp()) && counted.insert(v).second)
+          read += tensorElements(v.getType()) / samples * e;
+      }
+  for (Operation *op : core)
+    for (Value v : op->getOperands()) {
+      v = throughLayout(v);
+      if (inside.contains(v.getDefiningOp()) &&
+          !llvm::is_contained(core, v.getDefiningOp()) &&
+          counted.insert(v).second)
+        written += tensorElements(v.getType()) / samples * e;
+    }
+  // Forward: read the projections, write the result; backward: read the
+  // result's gradient and (at most) the inputs, write the inputs' gradient.
+  OpDesc &k = *kernel->desc;
+  k.fwd.bytesRead = read;
+  k.fwd.bytesWritten = written;
+  k.bwdInput.bytesRead = written + read;
+  k.bwdInput.bytesWritten = read;
+  k.savedBytes = k.savedReplicatedBytes = 0;
+}
+
 static bool fuseAttention(Item &softmax, Value scores, double samples,
                           const ValueClasses &values,
                           function_ref<Item *(Value)> itemOf) {
@@ -175,7 +349,10 @@ static bool fuseAttention(Item &softmax, Value scores, double samples,
   a.seqQ = s.getDimSize(s.getRank() - 2);
   a.seqKV = s.getDimSize(s.getRank() - 1);
   a.heads = tensorElements(s) / (a.seqQ * a.seqKV) / samples;
-  a.kvHeads = a.heads; // the graph repeats grouped K/V heads before QK^T
+  // Grouped K/V heads repeated to every query head before Q K^T: the
+  // kernel reads each once (the repeat is never materialized).
+  double kvRepeats = repeatsBefore(qk->op->getOperand(1));
+  a.kvHeads = a.heads / kvRepeats;
   a.headDimQK = tensorElements(q) / samples / a.heads / a.seqQ;
   a.headDimV = tensorElements(o) / samples / a.heads / a.seqQ;
   // A causal mask is built from a triangle; the folded mask ops read it.
@@ -193,7 +370,8 @@ static bool fuseAttention(Item &softmax, Value scores, double samples,
   // Q and K are kept for the backward here (the projections around the
   // core keep V's producer input and O).
   double e = cluster::dtypeBytes(out->desc->dtype);
-  fused.savedBytes += (tensorElements(q) + tensorElements(k)) / samples * e;
+  fused.savedBytes +=
+      (tensorElements(q) + tensorElements(k) / kvRepeats) / samples * e;
   // The scores, softmax and dropout are the fused op's (it counts their
   // FLOPs); the folded scale and mask keep their few.
   for (Item *part : {qk, &softmax, dropout})
@@ -203,5 +381,6 @@ static bool fuseAttention(Item &softmax, Value scores, double samples,
       part->desc->selective = false;
     }
   *out->desc = fused;
+  fuseOperandChains({qk->op, pv.getOperation()}, samples, values, itemOf);
   return true;
 }

@@ -397,6 +397,17 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
     bool last = i + 1 == items.size();
     layer.boundaryBytes = last ? 0 : liveBytes[i];
   }
+  // Full recomputation checkpoints the blocks between the token embedding
+  // and the output layer (Megatron, torchtitan; cost::tokenEmbeddingLayer
+  // and lmHeadLayer): neither re-runs its forward.
+  const LayerDesc &front = model.layers.front();
+  if (model.layers.size() > 2 &&
+      llvm::any_of(
+          front.ops,
+          [](const OpDesc &op) { return op.cls == OpClass::Embedding; }) &&
+      llvm::none_of(front.ops,
+                    [](const OpDesc &op) { return op.cls == OpClass::MatMul; }))
+    model.layers.front().checkpoint = model.layers.back().checkpoint = false;
   if (options.layerOps)
     *options.layerOps = std::move(opsOf);
   for (auto [i, layer] : llvm::enumerate(model.layers)) {

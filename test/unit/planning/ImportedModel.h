@@ -11,6 +11,7 @@
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/ModelGen/ModelGen.h"
+#include "lib/Sim/Simulator.h"
 #include "passes/Planning/LayerAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,6 +59,20 @@ protected:
   std::unique_ptr<mlir::MLIRContext> ctx;
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };
+
+/// The imported graph's simulation \p g agrees with the analytic model's
+/// \p a within 2% in iteration time and every list's peak memory.
+inline void expectWithin2Percent(const sim::SimResult &g,
+                                 const sim::SimResult &a) {
+  double gt = g.iterationTime, at = a.iterationTime;
+  EXPECT_NEAR(gt, at, 0.02 * at) << "graph " << gt << " s, analytic " << at;
+  ASSERT_EQ(g.peakMemoryBytes.size(), a.peakMemoryBytes.size());
+  for (unsigned s = 0; s < g.peakMemoryBytes.size(); ++s) {
+    double gm = g.peakMemoryBytes[s], am = a.peakMemoryBytes[s];
+    EXPECT_NEAR(gm, am, 0.02 * am)
+        << "list " << s << ": graph " << gm << " B, analytic " << am;
+  }
+}
 
 } // namespace distopt::unit
 

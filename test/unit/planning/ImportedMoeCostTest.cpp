@@ -183,14 +183,7 @@ TEST_F(ImportedMoe, PlansWithExpertParallelismAgreeWithin2Percent) {
         sim::simulatePlan(reference, *cl, plan, 256, cm);
     ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
     ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
-    double gt = g->result.iterationTime, at = a->result.iterationTime;
-    EXPECT_NEAR(gt, at, 0.02 * at) << "graph " << gt << " s, analytic " << at;
-    for (unsigned s = 0; s < g->result.peakMemoryBytes.size(); ++s) {
-      double gm = g->result.peakMemoryBytes[s];
-      double am = a->result.peakMemoryBytes[s];
-      EXPECT_NEAR(gm, am, 0.02 * am)
-          << "list " << s << ": graph " << gm << " B, analytic " << am;
-    }
+    unit::expectWithin2Percent(g->result, a->result);
   }
 }
 

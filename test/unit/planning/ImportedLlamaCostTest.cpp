@@ -1,0 +1,227 @@
+//===- ImportedLlamaCostTest.cpp - Imported LLaMAs vs buildLlm --*- C++ -*-===//
+//
+// Part of DistOpt. dist-modelgen's dense LLaMA writes rotary embedding as
+// slices, neg, concat and products with cos/sin tables, grouped K/V heads
+// repeated by an Expand, head transposes, and SwiGLU as silu and mul
+// (docs/modelgen.md). Trainers run those inside few kernels: one RoPE
+// kernel, the repeat never materialized under fused attention, one gated
+// activation (passes/Planning/FusedKernels.cpp). These tests import such
+// graphs and check that the product path prices them as the analytic model
+// (cost::buildLlm) prices the same configuration: simulated iteration time
+// and peak memory of plans with data, tensor, pipeline and context
+// parallelism and recomputation, within 2% (issue 11, "one path").
+//
+//===----------------------------------------------------------------------===//
+#include "test/unit/planning/ImportedModel.h"
+
+#include "lib/Cluster/Cluster.h"
+#include "lib/Cost/CostModel.h"
+#include "lib/Cost/LlmModels.h"
+#include "lib/Schedule/Plan.h"
+#include "lib/Sim/Simulator.h"
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::cost;
+
+namespace {
+
+class ImportedLlama : public unit::ImportedModel {
+public:
+  /// The graph dist-modelgen writes for \p c (f32, batch 1), costed in
+  /// bf16 with fused attention.
+  ModelDesc imported(const LlmConfig &c) {
+    modelgen::ModelOptions o = *modelgen::defaultOptions("llama");
+    o.layers = c.layers, o.hidden = c.hidden, o.heads = c.heads;
+    o.kvHeads = c.kvHeads, o.ffnHidden = c.ffnHidden, o.seq = c.seqLen;
+    o.vocab = c.vocab;
+    return ImportedModel::imported(o, /*fused=*/true);
+  }
+};
+
+/// Llama-3-70B's widths (64 query heads, 8 K/V heads) in four blocks.
+LlmConfig llama70bShaped() {
+  LlmConfig c = llama3_70b();
+  c.layers = 4;
+  return c;
+}
+
+/// Llama-3-8B's widths (32 query heads, 8 K/V heads) in four blocks.
+LlmConfig llama8bShaped() {
+  LlmConfig c = llama3_8b();
+  c.layers = 4;
+  return c;
+}
+
+/// buildLlm of \p c without its loss: dist-modelgen's graph ends at the
+/// logits.
+ModelDesc analyticWithoutLoss(const LlmConfig &c) {
+  ModelDesc m = buildLlm(c);
+  std::vector<OpDesc> &head = m.layers.back().ops;
+  EXPECT_EQ(head.back().cls, cluster::OpClass::Loss);
+  head.pop_back();
+  return m;
+}
+
+/// \p spec with pipeline stages cut at block boundaries of a model of
+/// \p blocks blocks of \p perBlock layers each after the embedding layer.
+std::string withStages(llvm::StringRef spec, unsigned blocks,
+                       unsigned perBlock) {
+  schedule::Plan plan = llvm::cantFail(schedule::parsePlan(spec));
+  std::string s = spec.str();
+  if (plan.pp <= 1)
+    return s;
+  s += ",stages=";
+  for (unsigned i = 1; i < plan.pp; ++i)
+    s += (i > 1 ? "/" : "") +
+         std::to_string(1 + perBlock * i * (blocks / plan.pp));
+  return s;
+}
+
+/// Simulates \p specs for the graph and buildLlm of \p c (no loss) on
+/// \p nodes DGX H100 nodes (pipeline stages cut at the same blocks) and
+/// checks iteration time and every stage's peak memory.
+void expectPlansAgree(const ModelDesc &graph, const LlmConfig &c,
+                      unsigned nodes, llvm::ArrayRef<const char *> specs,
+                      double batch) {
+  ModelDesc analytic = analyticWithoutLoss(c);
+  EXPECT_NEAR(graph.paramCount(), analytic.paramCount(),
+              1e-6 * analytic.paramCount());
+  llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", nodes);
+  ASSERT_TRUE(static_cast<bool>(cl)) << llvm::toString(cl.takeError());
+  CostModel cm;
+  for (const char *spec : specs) {
+    SCOPED_TRACE(spec);
+    // dist-modelgen's blocks are two layers each (attention and FFN).
+    schedule::Plan gp =
+        llvm::cantFail(schedule::parsePlan(withStages(spec, c.layers, 2)));
+    schedule::Plan ap =
+        llvm::cantFail(schedule::parsePlan(withStages(spec, c.layers, 1)));
+    llvm::Expected<sim::PlanSimulation> g =
+        sim::simulatePlan(graph, *cl, gp, batch, cm);
+    llvm::Expected<sim::PlanSimulation> a =
+        sim::simulatePlan(analytic, *cl, ap, batch, cm);
+    ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+    ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
+    unit::expectWithin2Percent(g->result, a->result);
+  }
+}
+
+TEST_F(ImportedLlama, Llama70bShapedPlansAgreeWithin2Percent) {
+  LlmConfig c = llama70bShaped();
+  expectPlansAgree(imported(c), c, 2,
+                   {"dp=16", "dp=2,tp=8", "dp=4,tp=4,sp=1",
+                    "dp=2,tp=8,recompute=selective", "dp=2,tp=8,recompute=full",
+                    "dp=4,tp=2,pp=2,schedule=1f1b,mbs=1", "dp=2,tp=4,cp=2"},
+                   64);
+}
+
+TEST_F(ImportedLlama, Llama3_8bShapedPlansAgreeWithin2Percent) {
+  LlmConfig c = llama8bShaped();
+  expectPlansAgree(imported(c), c, 1,
+                   {"dp=8", "dp=2,tp=4", "dp=4,tp=2,recompute=full",
+                    "dp=8,recompute=selective", "dp=2,pp=4,schedule=1f1b,mbs=1",
+                    "dp=4,cp=2"},
+                   32);
+}
+
+/// One RoPE kernel over Q and K, the repeat of the K/V heads and the head
+/// transposes never materialized, one gated activation: as many launches
+/// per block as buildLlm's block, which has one per op.
+TEST_F(ImportedLlama, BlockKernelsAsBuildLlm) {
+  LlmConfig c = llama8bShaped();
+  c.layers = 1;
+  ModelDesc graph = imported(c), analytic = buildLlm(c);
+  unsigned g = 0, a = 0;
+  double gSaved = 0, aSaved = 0;
+  // The graph's block: its attention and FFN halves (the final norm ends
+  // the second); the analytic block and its final norm.
+  for (unsigned l : {1u, 2u})
+    for (const OpDesc &op : graph.layers[l].ops) {
+      g += op.kernels;
+      gSaved += op.savedBytes + op.savedReplicatedBytes;
+    }
+  for (const OpDesc &op : analytic.layers[1].ops) {
+    a += op.kernels;
+    aSaved += op.savedBytes + op.savedReplicatedBytes;
+  }
+  const OpDesc &finalNorm = analytic.layers.back().ops.front();
+  a += finalNorm.kernels;
+  aSaved += finalNorm.savedBytes + finalNorm.savedReplicatedBytes;
+  // buildLlm's qkv and ffn_up are one GEMM each where the graph has three
+  // and two: three launches more.
+  EXPECT_EQ(g, a + 3);
+  EXPECT_NEAR(gSaved, aSaved, 0.01 * aSaved);
+}
+
+/// Each fused form against buildLlm's op: RoPE (one kernel reading Q and K
+/// once), fused GQA attention reading K and V once per K/V head (the
+/// repeat never materialized), the Q/K/V projections keeping their input
+/// once, whole on every TP rank, with one all-reduce of its gradient, the
+/// gated activation, and full recomputation leaving the embedding and the
+/// output layer alone.
+TEST_F(ImportedLlama, FusedFormsAsBuildLlmOps) {
+  LlmConfig c = llama70bShaped();
+  c.layers = 2;
+  ModelDesc graph = imported(c), analytic = buildLlm(c);
+  auto op = [&](llvm::StringRef name) -> const OpDesc & {
+    for (const OpDesc &o : analytic.layers[1].ops)
+      if (o.name == name)
+        return o;
+    ADD_FAILURE() << name.str();
+    return analytic.layers[1].ops.front();
+  };
+  // The attention half of block 0: norm, Q/K/V GEMMs, RoPE, attention, ...
+  std::vector<const OpDesc *> gemms, elementwise, attention;
+  for (const OpDesc &o : graph.layers[1].ops) {
+    if (o.kernels == 0)
+      continue;
+    if (o.cls == cluster::OpClass::MatMul && o.params > 0)
+      gemms.push_back(&o);
+    if (o.cls == cluster::OpClass::Elementwise)
+      elementwise.push_back(&o);
+    if (o.cls == cluster::OpClass::Attention)
+      attention.push_back(&o);
+  }
+  ASSERT_EQ(gemms.size(), 4u); // q, k, v, o
+  ASSERT_EQ(attention.size(), 1u);
+  const OpDesc &rope = op("rope"), &attn = op("attention"), &qkv = op("qkv");
+  // RoPE and the first residual add: the only elementwise kernels.
+  ASSERT_EQ(elementwise.size(), 2u);
+  EXPECT_DOUBLE_EQ(elementwise[0]->fwd.bytesRead, rope.fwd.bytesRead);
+  EXPECT_DOUBLE_EQ(elementwise[0]->fwd.bytesWritten, rope.fwd.bytesWritten);
+  EXPECT_DOUBLE_EQ(elementwise[0]->bwdInput.bytesRead, rope.bwdInput.bytesRead);
+  EXPECT_DOUBLE_EQ(attention[0]->fwd.bytesRead, attn.fwd.bytesRead);
+  EXPECT_DOUBLE_EQ(attention[0]->bwdInput.bytesWritten,
+                   attn.bwdInput.bytesWritten);
+  // The attention keeps Q and K (buildLlm: the RoPE op does), V and lse.
+  EXPECT_DOUBLE_EQ(attention[0]->savedBytes + elementwise[0]->savedBytes,
+                   attn.savedBytes + rope.savedBytes);
+  double kept = 0, split = 0, allReduced = 0;
+  for (const OpDesc *g : llvm::ArrayRef(gemms).drop_back()) {
+    kept += g->savedReplicatedBytes;
+    split += g->savedBytes;
+    allReduced += g->tpAllReduceBwdBytes;
+  }
+  EXPECT_DOUBLE_EQ(kept, qkv.savedReplicatedBytes);
+  EXPECT_DOUBLE_EQ(split, qkv.savedBytes);
+  EXPECT_DOUBLE_EQ(allReduced, qkv.tpAllReduceBwdBytes);
+  // The FFN half: silu(gate) * up as one kernel keeping both inputs.
+  std::vector<const OpDesc *> act;
+  for (const OpDesc &o : graph.layers[2].ops)
+    if (o.kernels > 0 && o.cls == cluster::OpClass::Elementwise &&
+        o.fwd.bytesRead > 2 * op("residual2").fwd.bytesRead)
+      act.push_back(&o);
+  ASSERT_EQ(act.size(), 1u);
+  const OpDesc &ffnAct = op("ffn_act");
+  EXPECT_DOUBLE_EQ(act[0]->fwd.bytesRead, ffnAct.fwd.bytesRead);
+  EXPECT_DOUBLE_EQ(act[0]->bwdInput.bytesWritten, ffnAct.bwdInput.bytesWritten);
+  EXPECT_DOUBLE_EQ(act[0]->savedBytes, ffnAct.savedBytes);
+  // Checkpoints: the blocks' layers, not the embedding or the head.
+  EXPECT_FALSE(graph.layers.front().checkpoint);
+  EXPECT_FALSE(graph.layers.back().checkpoint);
+  for (unsigned l = 1; l + 1 < graph.layers.size(); ++l)
+    EXPECT_TRUE(graph.layers[l].checkpoint) << l;
+}
+
+} // namespace
