@@ -6,31 +6,49 @@
 
 #include "lib/Cost/LayerTimes.h"
 
+#include <tuple>
+#include <type_traits>
+
 using namespace distopt;
 using namespace distopt::cost;
 
 namespace {
-/// Appends the bytes of numbers and strings to a key.
+/// The fields of a link, a group and a configuration that the per-layer
+/// costs depend on: what entry()'s key holds and its last-entry check
+/// compares.
+auto linkFields(const cluster::LinkSpec &l) {
+  return std::tie(l.name, l.bandwidth, l.latency, l.collectiveEfficiency);
+}
+auto groupFields(const GroupShape &g) {
+  return std::make_tuple(g.size, g.perNode, linkFields(g.intra),
+                         linkFields(g.inter));
+}
+auto configFields(const ExecConfig &x) {
+  return std::make_tuple(groupFields(x.tp), groupFields(x.cp),
+                         groupFields(x.ep), x.sp, x.mbs, x.recompute,
+                         x.expertImbalance, x.tpOverlap, x.gradSumBytes);
+}
+
+/// Appends the bytes of numbers, strings and tuples of them to a key.
 struct KeyWriter {
   std::string &k;
   void add(double v) {
     k.append(reinterpret_cast<const char *>(&v), sizeof(v));
   }
+  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T> ||
+                                                    std::is_enum_v<T>>>
+  void add(T v) {
+    add(static_cast<double>(v));
+  }
   void add(llvm::StringRef s) {
     k += s;
     k += '\0';
   }
-  void add(const cluster::LinkSpec &l) {
-    add(l.name);
-    for (double v : {l.bandwidth, l.latency, l.collectiveEfficiency})
-      add(v);
+  template <typename... T> void add(const std::tuple<T...> &t) {
+    std::apply([&](const auto &...v) { (add(v), ...); }, t);
   }
-  void add(const GroupShape &g) {
-    add(double(g.size));
-    add(double(g.perNode));
-    add(g.intra);
-    add(g.inter);
-  }
+  void add(const cluster::LinkSpec &l) { add(linkFields(l)); }
+  void add(const GroupShape &g) { add(groupFields(g)); }
 };
 } // namespace
 
@@ -70,38 +88,16 @@ LayerTimesCache::LayerTimesCache(const ModelDesc &model, const CostModel &cm)
   }
 }
 
-/// The fields of two configurations that entry()'s key holds are equal.
-static bool sameLink(const cluster::LinkSpec &a, const cluster::LinkSpec &b) {
-  return a.name == b.name && a.bandwidth == b.bandwidth &&
-         a.latency == b.latency &&
-         a.collectiveEfficiency == b.collectiveEfficiency;
-}
-static bool sameGroup(const GroupShape &a, const GroupShape &b) {
-  return a.size == b.size && a.perNode == b.perNode &&
-         sameLink(a.intra, b.intra) && sameLink(a.inter, b.inter);
-}
-static bool sameKey(const ExecConfig &a, const ExecConfig &b) {
-  return sameGroup(a.tp, b.tp) && sameGroup(a.cp, b.cp) &&
-         sameGroup(a.ep, b.ep) && a.sp == b.sp && a.mbs == b.mbs &&
-         a.recompute == b.recompute && a.expertImbalance == b.expertImbalance &&
-         a.tpOverlap == b.tpOverlap && a.gradSumBytes == b.gradSumBytes;
-}
-
 LayerTimesCache::Entry &LayerTimesCache::entry(const cluster::DeviceSpec &dev,
                                                const ExecConfig &x) {
-  if (lastEntry && lastDev == &dev && sameKey(lastX, x))
+  if (lastEntry && lastDev == &dev && configFields(lastX) == configFields(x))
     return *lastEntry;
   std::string &key = keyBuffer;
   key.clear();
   KeyWriter w{key};
   const cluster::DeviceSpec *address = &dev;
   key.append(reinterpret_cast<const char *>(&address), sizeof(address));
-  w.add(x.tp);
-  w.add(x.cp);
-  w.add(x.ep);
-  for (double v : {double(x.sp), double(x.mbs), double(x.recompute),
-                   x.expertImbalance, double(x.tpOverlap), x.gradSumBytes})
-    w.add(v);
+  w.add(configFields(x));
   Entry &e = entries[key];
   e.resize(model.layers.size());
   lastDev = &dev;
