@@ -495,24 +495,40 @@ static LogicalResult emitBatchNorm(FunctionEmitter &e, BatchNormOp op) {
   return success();
 }
 
+std::string distopt::codegen::crossEntropyArgs(Operation *op) {
+  auto ignore = op->getAttrOfType<IntegerAttr>("ignore_index");
+  auto reduction = op->getAttrOfType<LossReductionAttr>("reduction");
+  std::string args =
+      ignore ? std::to_string(ignore.getInt()) + "ll" : "INT64_MIN";
+  switch (reduction.getValue()) {
+  case LossReduction::Mean:
+    return args + ", DISTRT_LOSS_MEAN";
+  case LossReduction::Sum:
+    return args + ", DISTRT_LOSS_SUM";
+  case LossReduction::None:
+    return args + ", DISTRT_LOSS_NONE";
+  }
+  llvm_unreachable("unknown loss reduction");
+}
+
 static LogicalResult emitCrossEntropy(FunctionEmitter &e,
                                       SoftmaxCrossEntropyOp op) {
   auto logits = FunctionEmitter::typeOf(op.getLogits());
   auto labels = FunctionEmitter::typeOf(op.getLabels());
-  if (op.getReduction() != LossReduction::Mean || logits.getRank() != 2 ||
-      labels.getRank() != 1 || !e.isF32Like(logits.getElementType()))
+  if (logits.getRank() != 2 || labels.getRank() != 1 ||
+      !e.isF32Like(logits.getElementType()))
     return op.emitError()
-           << "graph.softmax_cross_entropy has a lowering only for mean "
-              "reduction of f32 [N, C] logits and [N] labels";
+           << "graph.softmax_cross_entropy has a lowering only for f32 "
+              "[N, C] logits and [N] labels";
   e.allocate(op.getResult());
-  std::string ignore =
-      op.getIgnoreIndexAttr()
-          ? std::to_string(op.getIgnoreIndexAttr().getInt()) + "ll"
-          : "INT64_MIN";
+  bool rows = op.getReduction() == LossReduction::None;
   e.os << "  { distrt_tensor x = " << e.desc(op.getLogits())
-       << ", l = " << e.desc(op.getLabels())
-       << ", y = " << e.desc(op.getResult(), {}) << ";\n  ";
-  e.call("distrt_softmax_cross_entropy(P.ctx, &x, &l, &y, " + ignore + ")", op);
+       << ", l = " << e.desc(op.getLabels()) << ", y = "
+       << (rows ? e.desc(op.getResult()) : e.desc(op.getResult(), {}))
+       << ";\n  ";
+  e.call("distrt_softmax_cross_entropy(P.ctx, &x, &l, &y, " +
+             crossEntropyArgs(op) + ")",
+         op);
   e.os << "  }\n";
   return success();
 }

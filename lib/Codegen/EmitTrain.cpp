@@ -645,23 +645,17 @@ LogicalResult distopt::codegen::emitTrainOp(FunctionEmitter &e, Operation *op) {
       .Case<SoftmaxCrossEntropyGradOp>(
           [&](SoftmaxCrossEntropyGradOp o) -> LogicalResult {
             auto logits = FunctionEmitter::typeOf(o.getLogits());
-            if (o.getReduction() != LossReduction::Mean ||
-                logits.getRank() != 2)
-              return o.emitError()
-                     << "graph.softmax_cross_entropy_grad has a "
-                        "lowering only for mean reduction of [N, C] "
-                        "logits";
+            if (logits.getRank() != 2)
+              return o.emitError() << "graph.softmax_cross_entropy_grad has a "
+                                      "lowering only for [N, C] logits";
             e.allocate(o.getResult());
-            std::string ignore =
-                o.getIgnoreIndexAttr()
-                    ? std::to_string(o.getIgnoreIndexAttr().getInt()) + "ll"
-                    : "INT64_MIN";
+            bool rows = o.getReduction() == LossReduction::None;
             e.os << "  { distrt_tensor x = " << e.desc(o.getLogits())
-                 << ", l = " << e.desc(o.getLabels())
-                 << ", g = " << e.desc(o.getGrad(), {})
+                 << ", l = " << e.desc(o.getLabels()) << ", g = "
+                 << (rows ? e.desc(o.getGrad()) : e.desc(o.getGrad(), {}))
                  << ", dx = " << e.desc(o.getResult()) << ";\n  ";
             e.call("distrt_softmax_cross_entropy_bwd(P.ctx, &x, &l, &g, &dx, " +
-                       ignore + ")",
+                       crossEntropyArgs(o) + ")",
                    o);
             e.os << "  }\n";
             return success();

@@ -271,6 +271,9 @@ bool isAliasOp(mlir::Operation *op);
 mlir::LogicalResult emitDataOp(FunctionEmitter &e, mlir::Operation *op);
 bool isNNOp(mlir::Operation *op);
 mlir::LogicalResult emitNNOp(FunctionEmitter &e, mlir::Operation *op);
+/// The `ignore_index, reduction` arguments of the runtime's softmax
+/// cross-entropy calls (forward and backward) for \p op, one of them.
+std::string crossEntropyArgs(mlir::Operation *op);
 /// Training ops: state, optimizer updates, gradients (EmitTrain.cpp).
 bool isTrainOp(mlir::Operation *op);
 mlir::LogicalResult emitTrainOp(FunctionEmitter &e, mlir::Operation *op);

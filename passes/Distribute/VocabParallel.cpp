@@ -5,9 +5,10 @@
 // [r V/tp, (r+1) V/tp). Per row, the ranks all-reduce the maximum of their
 // columns (the shift m), the sum of exp(logit - m) over their columns (S)
 // and the label's logit minus m (only the rank that holds the label's
-// column contributes it), so loss = log S - (logit[label] - m), reduced as
-// the loss says. The gradient of the rank's columns, softmax - onehot,
-// needs no communication: dist-autodiff differentiates these graph ops,
+// column contributes it), so loss = log S - (logit[label] - m) per row,
+// reduced as the loss says (none: the rows themselves, whole on every
+// rank). The gradient of the rank's columns, softmax - onehot, needs no
+// communication: dist-autodiff differentiates these graph ops,
 // and the all-reduced sums pass their gradients through (tp's convention,
 // the loss is the same on every rank), while the shift is marked
 // `dist.shift`, a constant to the backward (its gradient cancels: it is
@@ -99,9 +100,6 @@ std::optional<GatheredLogits> gatheredLogits(Value logits) {
 std::string unsupported(g::SoftmaxCrossEntropyOp loss) {
   auto logits = tensorOf(loss.getLogits());
   auto labels = tensorOf(loss.getLabels());
-  if (loss.getReduction() == g::LossReduction::None)
-    return "its reduction is none: a per-row loss is not split (the "
-           "rewrite reduces the rows it computes to a mean or a sum)";
   if (!logits || logits.getRank() != 2 || !logits.hasStaticShape() ||
       !logits.getElementType().isF32())
     return "its logits are not static f32 [rows, classes]";
@@ -218,32 +216,38 @@ void rewrite(g::SoftmaxCrossEntropyOp loss, GatheredLogits gathered) {
   Value lse = place(g::UnaryOp::create(b, loc, rowType, g::UnaryKind::Log, sum,
                                        FloatAttr(), FloatAttr()));
   Value perRow = binary(g::BinaryKind::Sub, rowType, lse, target);
-  bool mean = loss.getReduction() == g::LossReduction::Mean;
-  auto scalar = cast<RankedTensorType>(loss.getType());
+  g::LossReduction reduction = loss.getReduction();
+  auto lossType = cast<RankedTensorType>(loss.getType());
+  auto scalar = RankedTensorType::get({}, f32);
   auto f32Scalar = [&](double v) {
     return place(g::ConstantOp::create(
         b, loc, scalar,
         DenseElementsAttr::get(scalar, b.getFloatAttr(f32, v))));
   };
-  Value out;
+  // Rows whose label is the ignore index count 0.
+  Value keep;
   if (ignore) {
-    // Rows whose label is the ignore index count 0; a mean divides by the
-    // rows that count (by 1 when none does: the loss is then 0).
     Value ignored =
         place(g::CastOp::create(b, loc, rowType,
                                 binary(g::BinaryKind::Equal, rowBits, labelOf,
                                        scalarOf(ignore.getInt()))));
-    Value keep = binary(g::BinaryKind::Sub, rowType, f32Scalar(1), ignored);
+    keep = binary(g::BinaryKind::Sub, rowType, f32Scalar(1), ignored);
     perRow = binary(g::BinaryKind::Mul, rowType, perRow, keep);
-    out = reduce(g::ReduceKind::Sum, scalar, perRow, {}, false);
-    if (mean)
-      out = binary(g::BinaryKind::Div, scalar, out,
-                   binary(g::BinaryKind::Max, scalar,
-                          reduce(g::ReduceKind::Sum, scalar, keep, {}, false),
-                          f32Scalar(1)));
+  }
+  Value out;
+  if (reduction == g::LossReduction::None) {
+    out = place(g::ReshapeOp::create(b, loc, lossType, perRow));
+  } else if (reduction == g::LossReduction::Mean && !keep) {
+    out = reduce(g::ReduceKind::Mean, lossType, perRow, {}, false);
   } else {
-    out = reduce(mean ? g::ReduceKind::Mean : g::ReduceKind::Sum, scalar,
-                 perRow, {}, false);
+    out = reduce(g::ReduceKind::Sum, lossType, perRow, {}, false);
+    // A mean with an ignore index divides by the rows that count (by 1
+    // when none does: the loss is then 0).
+    if (reduction == g::LossReduction::Mean)
+      out = binary(g::BinaryKind::Div, lossType, out,
+                   binary(g::BinaryKind::Max, lossType,
+                          reduce(g::ReduceKind::Sum, lossType, keep, {}, false),
+                          f32Scalar(1)));
   }
   loss.getResult().replaceAllUsesWith(out);
   loss.erase();

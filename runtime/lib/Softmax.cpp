@@ -127,14 +127,29 @@ extern "C" distrt_status distrt_softmax_bwd(distrt_context *ctx,
 namespace {
 
 distrt_status checkCrossEntropy(Checker &c, const distrt_tensor *logits,
-                                const distrt_tensor *labels) {
+                                const distrt_tensor *labels,
+                                distrt_loss_reduction reduction) {
   DISTRT_TRY(c.tensor("logits", logits, DISTRT_F32));
   DISTRT_TRY(c.indexTensor("labels", labels));
+  if (reduction != DISTRT_LOSS_MEAN && reduction != DISTRT_LOSS_SUM &&
+      reduction != DISTRT_LOSS_NONE)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "reduction ",
+                  static_cast<int>(reduction),
+                  " is not DISTRT_LOSS_MEAN, _SUM or _NONE");
   if (logits->rank != 2)
     return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "'logits' has shape ",
                   shapeString(*logits),
                   "; expected [N, C] (flatten leading dims first)");
   return c.shape("labels", labels, {logits->dims[0]});
+}
+
+/// The loss (or its gradient) of \p reduction: one element, or [N] rows.
+distrt_status checkLossShape(Checker &c, const char *name,
+                             const distrt_tensor *t, int64_t n,
+                             distrt_loss_reduction reduction) {
+  DISTRT_TRY(c.tensor(name, t, DISTRT_F32));
+  return reduction == DISTRT_LOSS_NONE ? c.shape(name, t, {n})
+                                       : c.scalar(name, t);
 }
 
 /// Rows counted in the mean, or an error for a label outside [0, C).
@@ -155,65 +170,83 @@ distrt_status crossEntropyCount(Checker &c, const distrt_tensor *labels,
   return DISTRT_OK;
 }
 
+/// Row \p row's shift (its maximum) and sum of exp(logit - shift).
+void rowSoftmaxSums(const float *row, int64_t cls, float &mx, double &sum) {
+  mx = row[0];
+  for (int64_t j = 1; j < cls; ++j)
+    mx = std::max(mx, row[j]);
+  sum = 0;
+  for (int64_t j = 0; j < cls; ++j)
+    sum += std::exp(row[j] - mx);
+}
+
 } // namespace
 
 extern "C" distrt_status
 distrt_softmax_cross_entropy(distrt_context *ctx, const distrt_tensor *logits,
                              const distrt_tensor *labels,
-                             const distrt_tensor *loss, int64_t ignore_index) {
+                             const distrt_tensor *loss, int64_t ignore_index,
+                             distrt_loss_reduction reduction) {
   const char *fn = "distrt_softmax_cross_entropy";
   Checker c(ctx, fn);
   DISTRT_TRY(c.context());
-  DISTRT_TRY(checkCrossEntropy(c, logits, labels));
-  DISTRT_TRY(c.tensor("loss", loss, DISTRT_F32));
-  DISTRT_TRY(c.scalar("loss", loss));
+  DISTRT_TRY(checkCrossEntropy(c, logits, labels, reduction));
   int64_t n = logits->dims[0], cls = logits->dims[1];
-  DISTRT_ON_CUDA(ctx, cuda::crossEntropy(ctx, cpu::f32(logits), labels->data,
-                                         labels->dtype == DISTRT_I64,
-                                         cpu::f32(loss), n, cls,
-                                         ignore_index));
+  DISTRT_TRY(checkLossShape(c, "loss", loss, n, reduction));
+  DISTRT_ON_CUDA(ctx,
+                 cuda::crossEntropy(ctx, cpu::f32(logits), labels->data,
+                                    labels->dtype == DISTRT_I64, cpu::f32(loss),
+                                    n, cls, ignore_index, reduction));
   int64_t count;
   DISTRT_TRY(crossEntropyCount(c, labels, n, cls, ignore_index, count));
   const float *pl = cpu::f32(logits);
+  float *out = cpu::f32(loss);
   double total = 0;
 #pragma omp parallel for reduction(+ : total) if (n > 64)
   for (int64_t i = 0; i < n; ++i) {
     int64_t l = cpu::indexAt(labels, i);
-    if (l == ignore_index)
-      continue;
-    const float *row = pl + i * cls;
-    float mx = row[0];
-    for (int64_t j = 1; j < cls; ++j)
-      mx = std::max(mx, row[j]);
-    double sum = 0;
-    for (int64_t j = 0; j < cls; ++j)
-      sum += std::exp(row[j] - mx);
-    total += std::log(sum) + mx - row[l];
+    double rowLoss = 0;
+    if (l != ignore_index) {
+      const float *row = pl + i * cls;
+      float mx;
+      double sum;
+      rowSoftmaxSums(row, cls, mx, sum);
+      rowLoss = std::log(sum) + mx - row[l];
+    }
+    if (reduction == DISTRT_LOSS_NONE)
+      out[i] = float(rowLoss);
+    total += rowLoss;
   }
-  *cpu::f32(loss) = count ? float(total / count) : 0.0f;
+  if (reduction == DISTRT_LOSS_MEAN)
+    *out = count ? float(total / count) : 0.0f;
+  else if (reduction == DISTRT_LOSS_SUM)
+    *out = float(total);
   return DISTRT_OK;
 }
 
 extern "C" distrt_status distrt_softmax_cross_entropy_bwd(
     distrt_context *ctx, const distrt_tensor *logits,
     const distrt_tensor *labels, const distrt_tensor *dloss,
-    const distrt_tensor *dlogits, int64_t ignore_index) {
+    const distrt_tensor *dlogits, int64_t ignore_index,
+    distrt_loss_reduction reduction) {
   const char *fn = "distrt_softmax_cross_entropy_bwd";
   Checker c(ctx, fn);
   DISTRT_TRY(c.context());
-  DISTRT_TRY(checkCrossEntropy(c, logits, labels));
-  DISTRT_TRY(c.tensor("dloss", dloss, DISTRT_F32));
-  DISTRT_TRY(c.scalar("dloss", dloss));
+  DISTRT_TRY(checkCrossEntropy(c, logits, labels, reduction));
+  int64_t n = logits->dims[0], cls = logits->dims[1];
+  DISTRT_TRY(checkLossShape(c, "dloss", dloss, n, reduction));
   DISTRT_TRY(c.tensor("dlogits", dlogits, DISTRT_F32));
   DISTRT_TRY(c.same("logits", logits, "dlogits", dlogits));
-  int64_t n = logits->dims[0], cls = logits->dims[1];
-  DISTRT_ON_CUDA(ctx, cuda::crossEntropyBwd(
-                          ctx, cpu::f32(logits), labels->data,
-                          labels->dtype == DISTRT_I64, cpu::f32(dloss),
-                          cpu::f32(dlogits), n, cls, ignore_index));
+  DISTRT_ON_CUDA(ctx, cuda::crossEntropyBwd(ctx, cpu::f32(logits), labels->data,
+                                            labels->dtype == DISTRT_I64,
+                                            cpu::f32(dloss), cpu::f32(dlogits),
+                                            n, cls, ignore_index, reduction));
   int64_t count;
   DISTRT_TRY(crossEntropyCount(c, labels, n, cls, ignore_index, count));
-  float scale = count ? *cpu::f32(dloss) / float(count) : 0.0f;
+  const float *pg = cpu::f32(dloss);
+  float scale = reduction == DISTRT_LOSS_SUM ? *pg
+                : count                      ? *pg / float(count)
+                                             : 0.0f;
   const float *pl = cpu::f32(logits);
   float *pd = cpu::f32(dlogits);
   cpu::parallelFor(n, [&](int64_t i) {
@@ -224,15 +257,13 @@ extern "C" distrt_status distrt_softmax_cross_entropy_bwd(
       std::fill(drow, drow + cls, 0.0f);
       return;
     }
-    float mx = row[0];
-    for (int64_t j = 1; j < cls; ++j)
-      mx = std::max(mx, row[j]);
-    double sum = 0;
-    for (int64_t j = 0; j < cls; ++j)
-      sum += std::exp(row[j] - mx);
+    float mx;
+    double sum;
+    rowSoftmaxSums(row, cls, mx, sum);
     float inv = float(1.0 / sum);
+    float g = reduction == DISTRT_LOSS_NONE ? pg[i] : scale;
     for (int64_t j = 0; j < cls; ++j)
-      drow[j] = (std::exp(row[j] - mx) * inv - (j == l ? 1.0f : 0.0f)) * scale;
+      drow[j] = (std::exp(row[j] - mx) * inv - (j == l ? 1.0f : 0.0f)) * g;
   });
   return DISTRT_OK;
 }

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /** Bumped on every incompatible change of this header. */
-#define DISTRT_ABI_VERSION 2
+#define DISTRT_ABI_VERSION 3
 /** Highest tensor rank the ABI carries. */
 #define DISTRT_MAX_RANK 8
 
@@ -517,18 +517,34 @@ distrt_status distrt_embedding_bwd(distrt_context *ctx,
 
 /*===------------------------------ Losses ------------------------------===*/
 
-/** loss (one element) = mean over rows whose label != ignore_index of
- *  -log_softmax(logits)[label]; logits [N, C], labels [N] (I32/I64). */
+/** How a loss reduces its rows: the mean over the rows that count (labels
+ *  not equal to the ignore index), their sum, or none (a loss per row, 0
+ *  for an ignored row). */
+typedef enum distrt_loss_reduction {
+  DISTRT_LOSS_MEAN = 0,
+  DISTRT_LOSS_SUM = 1,
+  DISTRT_LOSS_NONE = 2,
+} distrt_loss_reduction;
+
+/** Per row i whose label != ignore_index, -log_softmax(logits)[i, label],
+ *  reduced as \p reduction says: loss is one element (mean, sum) or [N]
+ *  (none); logits [N, C], labels [N] (I32/I64). */
 distrt_status distrt_softmax_cross_entropy(distrt_context *ctx,
                                            const distrt_tensor *logits,
                                            const distrt_tensor *labels,
                                            const distrt_tensor *loss,
-                                           int64_t ignore_index);
-/** dlogits = dloss * (softmax(logits) - onehot(labels)) / count. */
-distrt_status distrt_softmax_cross_entropy_bwd(
-    distrt_context *ctx, const distrt_tensor *logits,
-    const distrt_tensor *labels, const distrt_tensor *dloss,
-    const distrt_tensor *dlogits, int64_t ignore_index);
+                                           int64_t ignore_index,
+                                           distrt_loss_reduction reduction);
+/** dlogits[i] = g_i * (softmax(logits[i]) - onehot(labels[i])), g_i =
+ *  dloss / count (mean), dloss (sum) or dloss[i] (none); 0 for an ignored
+ *  row. */
+distrt_status distrt_softmax_cross_entropy_bwd(distrt_context *ctx,
+                                               const distrt_tensor *logits,
+                                               const distrt_tensor *labels,
+                                               const distrt_tensor *dloss,
+                                               const distrt_tensor *dlogits,
+                                               int64_t ignore_index,
+                                               distrt_loss_reduction reduction);
 /** loss (one element) = mean((x - target)^2). */
 distrt_status distrt_mse_loss(distrt_context *ctx, const distrt_tensor *x,
                               const distrt_tensor *target,

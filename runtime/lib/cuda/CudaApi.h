@@ -94,12 +94,14 @@ distrt_status embeddingBwd(distrt_context *ctx, const void *indices, bool i64,
                            const float *dy, float *dtable, int64_t n,
                            int64_t vocab, int64_t d, bool accumulate);
 distrt_status crossEntropy(distrt_context *ctx, const float *logits,
-                           const void *labels, bool i64, float *loss,
-                           int64_t n, int64_t c, int64_t ignoreIndex);
+                           const void *labels, bool i64, float *loss, int64_t n,
+                           int64_t c, int64_t ignoreIndex,
+                           distrt_loss_reduction reduction);
 distrt_status crossEntropyBwd(distrt_context *ctx, const float *logits,
                               const void *labels, bool i64, const float *dloss,
                               float *dlogits, int64_t n, int64_t c,
-                              int64_t ignoreIndex);
+                              int64_t ignoreIndex,
+                              distrt_loss_reduction reduction);
 distrt_status mse(distrt_context *ctx, const float *x, const float *t,
                   float *loss, int64_t n);
 distrt_status mseBwd(distrt_context *ctx, const float *x, const float *t,

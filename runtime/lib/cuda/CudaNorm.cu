@@ -148,12 +148,19 @@ __global__ void normBwdWeightKernel(const float *x, const float *dy,
   }
 }
 
+/// Row blockIdx.x's loss: into rows[blockIdx.x] (reduction none; 0 for an
+/// ignored row) or added to acc[0], with acc[1] counting the rows.
 template <typename I>
 __global__ void crossEntropyKernel(const float *logits, const I *labels,
-                                   float *acc, int64_t c, int64_t ignore) {
+                                   float *acc, float *rows, int64_t c,
+                                   int64_t ignore) {
   int64_t l = static_cast<int64_t>(labels[blockIdx.x]);
-  if (l == ignore || l < 0 || l >= c)
-    return; // out-of-range labels count as ignored on the device
+  if (l == ignore || l < 0 || l >= c) {
+    // Out-of-range labels count as ignored on the device.
+    if (rows && threadIdx.x == 0)
+      rows[blockIdx.x] = 0.0f;
+    return;
+  }
   const float *row = logits + blockIdx.x * c;
   float mx = -INFINITY;
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
@@ -164,13 +171,19 @@ __global__ void crossEntropyKernel(const float *logits, const I *labels,
     s += expf(row[j] - mx);
   s = blockSum(s);
   if (threadIdx.x == 0) {
-    atomicAdd(&acc[0], logf(s) + mx - row[l]);
+    float loss = logf(s) + mx - row[l];
+    if (rows) {
+      rows[blockIdx.x] = loss;
+      return;
+    }
+    atomicAdd(&acc[0], loss);
     atomicAdd(&acc[1], 1.0f);
   }
 }
 
-__global__ void meanOfKernel(const float *acc, float *loss) {
-  loss[0] = acc[1] > 0.0f ? acc[0] / acc[1] : 0.0f;
+/// The mean (or the sum) of the rows crossEntropyKernel added up.
+__global__ void lossOfKernel(const float *acc, float *loss, bool mean) {
+  loss[0] = !mean ? acc[0] : acc[1] > 0.0f ? acc[0] / acc[1] : 0.0f;
 }
 
 template <typename I>
@@ -189,8 +202,8 @@ __global__ void countKernel(const I *labels, int64_t n, int64_t c,
 template <typename I>
 __global__ void crossEntropyBwdKernel(const float *logits, const I *labels,
                                       const float *dloss, const float *count,
-                                      float *dlogits, int64_t c,
-                                      int64_t ignore) {
+                                      float *dlogits, int64_t c, int64_t ignore,
+                                      distrt_loss_reduction reduction) {
   int64_t l = static_cast<int64_t>(labels[blockIdx.x]);
   const float *row = logits + blockIdx.x * c;
   float *drow = dlogits + blockIdx.x * c;
@@ -207,7 +220,9 @@ __global__ void crossEntropyBwdKernel(const float *logits, const I *labels,
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
     s += expf(row[j] - mx);
   s = blockSum(s);
-  float scale = dloss[0] / count[0];
+  float scale = reduction == DISTRT_LOSS_NONE  ? dloss[blockIdx.x]
+                : reduction == DISTRT_LOSS_SUM ? dloss[0]
+                                               : dloss[0] / count[0];
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
     drow[j] = (expf(row[j] - mx) / s - (j == l ? 1.0f : 0.0f)) * scale;
 }
@@ -310,23 +325,28 @@ distrt_status layerNormBwdWeight(distrt_context *ctx, const float *x,
 }
 
 distrt_status crossEntropy(distrt_context *ctx, const float *logits,
-                           const void *labels, bool i64, float *loss,
-                           int64_t n, int64_t c, int64_t ignoreIndex) {
+                           const void *labels, bool i64, float *loss, int64_t n,
+                           int64_t c, int64_t ignoreIndex,
+                           distrt_loss_reduction reduction) {
   DISTRT_CUDA_ENTER(ctx);
   cudaStream_t s = state(ctx).stream;
   float *acc = nullptr;
   DISTRT_CUDA_TRY(ctx, cudaMallocAsync(reinterpret_cast<void **>(&acc),
                                        2 * sizeof(float), s));
   DISTRT_CUDA_TRY(ctx, cudaMemsetAsync(acc, 0, 2 * sizeof(float), s));
+  float *rows = reduction == DISTRT_LOSS_NONE ? loss : nullptr;
   if (n > 0) {
     if (i64)
       crossEntropyKernel<<<unsigned(n), kThreads, 0, s>>>(
-          logits, static_cast<const int64_t *>(labels), acc, c, ignoreIndex);
+          logits, static_cast<const int64_t *>(labels), acc, rows, c,
+          ignoreIndex);
     else
       crossEntropyKernel<<<unsigned(n), kThreads, 0, s>>>(
-          logits, static_cast<const int32_t *>(labels), acc, c, ignoreIndex);
+          logits, static_cast<const int32_t *>(labels), acc, rows, c,
+          ignoreIndex);
   }
-  meanOfKernel<<<1, 1, 0, s>>>(acc, loss);
+  if (!rows)
+    lossOfKernel<<<1, 1, 0, s>>>(acc, loss, reduction == DISTRT_LOSS_MEAN);
   cudaError_t launch = cudaGetLastError();
   DISTRT_CUDA_TRY(ctx, cudaFreeAsync(acc, s));
   DISTRT_CUDA_TRY(ctx, launch);
@@ -336,7 +356,8 @@ distrt_status crossEntropy(distrt_context *ctx, const float *logits,
 distrt_status crossEntropyBwd(distrt_context *ctx, const float *logits,
                               const void *labels, bool i64, const float *dloss,
                               float *dlogits, int64_t n, int64_t c,
-                              int64_t ignoreIndex) {
+                              int64_t ignoreIndex,
+                              distrt_loss_reduction reduction) {
   DISTRT_CUDA_ENTER(ctx);
   cudaStream_t s = state(ctx).stream;
   if (n == 0)
@@ -348,12 +369,12 @@ distrt_status crossEntropyBwd(distrt_context *ctx, const float *logits,
     auto *l = static_cast<const int64_t *>(labels);
     countKernel<<<1, 1024, 0, s>>>(l, n, c, ignoreIndex, count);
     crossEntropyBwdKernel<<<unsigned(n), kThreads, 0, s>>>(
-        logits, l, dloss, count, dlogits, c, ignoreIndex);
+        logits, l, dloss, count, dlogits, c, ignoreIndex, reduction);
   } else {
     auto *l = static_cast<const int32_t *>(labels);
     countKernel<<<1, 1024, 0, s>>>(l, n, c, ignoreIndex, count);
     crossEntropyBwdKernel<<<unsigned(n), kThreads, 0, s>>>(
-        logits, l, dloss, count, dlogits, c, ignoreIndex);
+        logits, l, dloss, count, dlogits, c, ignoreIndex, reduction);
   }
   cudaError_t launch = cudaGetLastError();
   DISTRT_CUDA_TRY(ctx, cudaFreeAsync(count, s));

@@ -54,8 +54,8 @@ TEST_F(RuntimeTest, EveryEntryPointRejectsNullArguments) {
       {"distrt_transpose", [&](distrt_context *c) { return distrt_transpose(c, n, n, nullptr); }},
       {"distrt_embedding", [&](distrt_context *c) { return distrt_embedding(c, n, n, n); }},
       {"distrt_embedding_bwd", [&](distrt_context *c) { return distrt_embedding_bwd(c, n, n, n, 0); }},
-      {"distrt_softmax_cross_entropy", [&](distrt_context *c) { return distrt_softmax_cross_entropy(c, n, n, n, -100); }},
-      {"distrt_softmax_cross_entropy_bwd", [&](distrt_context *c) { return distrt_softmax_cross_entropy_bwd(c, n, n, n, n, -100); }},
+      {"distrt_softmax_cross_entropy", [&](distrt_context *c) { return distrt_softmax_cross_entropy(c, n, n, n, -100, DISTRT_LOSS_MEAN); }},
+      {"distrt_softmax_cross_entropy_bwd", [&](distrt_context *c) { return distrt_softmax_cross_entropy_bwd(c, n, n, n, n, -100, DISTRT_LOSS_MEAN); }},
       {"distrt_mse_loss", [&](distrt_context *c) { return distrt_mse_loss(c, n, n, n); }},
       {"distrt_mse_loss_bwd", [&](distrt_context *c) { return distrt_mse_loss_bwd(c, n, n, n, n); }},
       {"distrt_dropout", [&](distrt_context *c) { return distrt_dropout(c, n, n, n, 0.5f, 1, 0); }},
@@ -116,11 +116,12 @@ TEST_F(RuntimeTest, MlpTrainingStepsReduceTheLoss) {
     ASSERT_OK(distrt_unary(ctx, DISTRT_UNARY_GELU, h.d(), a.d()));
     ASSERT_OK(distrt_matmul(ctx, a.d(), w2.d(), nullptr, logits.d(), &plain));
     ASSERT_OK(distrt_softmax_cross_entropy(ctx, logits.d(), labels.d(),
-                                           loss.d(), -100));
+                                           loss.d(), -100, DISTRT_LOSS_MEAN));
     if (step == 1)
       first = loss[0];
     ASSERT_OK(distrt_softmax_cross_entropy_bwd(ctx, logits.d(), labels.d(),
-                                               dloss.d(), dlogits.d(), -100));
+                                               dloss.d(), dlogits.d(), -100,
+                                               DISTRT_LOSS_MEAN));
     ASSERT_OK(distrt_matmul_bwd_weight(ctx, a.d(), dlogits.d(), dw2.d(),
                                        &plain, 0));
     ASSERT_OK(distrt_matmul_bwd_data(ctx, dlogits.d(), w2.d(), da.d(),

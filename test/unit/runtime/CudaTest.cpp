@@ -199,13 +199,37 @@ TEST_F(CudaTest, SoftmaxNormsAndLosses) {
   Tensor loss({1}), dloss({1}, 1.0f);
   distrt_tensor gl = up(labels.d()), gloss = up(loss.d()),
                 gdloss = up(dloss.d());
-  CPU_OK(distrt_softmax_cross_entropy(cpu, x.d(), labels.d(), loss.d(), -100));
-  GPU_OK(distrt_softmax_cross_entropy(gpu, &gx, &gl, &gloss, -100));
+  CPU_OK(distrt_softmax_cross_entropy(cpu, x.d(), labels.d(), loss.d(), -100,
+                                      DISTRT_LOSS_MEAN));
+  GPU_OK(distrt_softmax_cross_entropy(gpu, &gx, &gl, &gloss, -100,
+                                      DISTRT_LOSS_MEAN));
   expectClose(down(gloss), loss.v, 1e-5f, "cuda cross entropy");
   CPU_OK(distrt_softmax_cross_entropy_bwd(cpu, x.d(), labels.d(), dloss.d(),
-                                          dx.d(), -100));
-  GPU_OK(distrt_softmax_cross_entropy_bwd(gpu, &gx, &gl, &gdloss, &gdx, -100));
+                                          dx.d(), -100, DISTRT_LOSS_MEAN));
+  GPU_OK(distrt_softmax_cross_entropy_bwd(gpu, &gx, &gl, &gdloss, &gdx, -100,
+                                          DISTRT_LOSS_MEAN));
   expectClose(down(gdx), dx.v, 1e-5f, "cuda cross entropy bwd");
+  // The sum and the per-row losses (reduction none).
+  Index rowLabels({4}, {3, -100, 5, 0});
+  Tensor rows({4}), drows({4}, 0.5f);
+  drows.v[2] = -2.0f;
+  distrt_tensor grl = up(rowLabels.d()), grows = up(rows.d()),
+                gdrows = up(drows.d());
+  CPU_OK(distrt_softmax_cross_entropy(cpu, x.d(), rowLabels.d(), loss.d(), -100,
+                                      DISTRT_LOSS_SUM));
+  GPU_OK(distrt_softmax_cross_entropy(gpu, &gx, &grl, &gloss, -100,
+                                      DISTRT_LOSS_SUM));
+  expectClose(down(gloss), loss.v, 1e-5f, "cuda cross entropy sum");
+  CPU_OK(distrt_softmax_cross_entropy(cpu, x.d(), rowLabels.d(), rows.d(), -100,
+                                      DISTRT_LOSS_NONE));
+  GPU_OK(distrt_softmax_cross_entropy(gpu, &gx, &grl, &grows, -100,
+                                      DISTRT_LOSS_NONE));
+  expectClose(down(grows), rows.v, 1e-5f, "cuda cross entropy rows");
+  CPU_OK(distrt_softmax_cross_entropy_bwd(cpu, x.d(), rowLabels.d(), drows.d(),
+                                          dx.d(), -100, DISTRT_LOSS_NONE));
+  GPU_OK(distrt_softmax_cross_entropy_bwd(gpu, &gx, &grl, &gdrows, &gdx, -100,
+                                          DISTRT_LOSS_NONE));
+  expectClose(down(gdx), dx.v, 1e-5f, "cuda cross entropy rows bwd");
   CPU_OK(distrt_mse_loss(cpu, x.d(), y.d(), loss.d()));
   GPU_OK(distrt_mse_loss(gpu, &gx, &gy, &gloss));
   expectClose(down(gloss), loss.v, 1e-4f, "cuda mse");

@@ -10,7 +10,7 @@ TEST_F(RuntimeTest, CrossEntropyForwardAndGradient) {
   randomize(logits, 111, -2.f, 2.f);
   Index labels({4}, {2, 0, -100, 4});
   ASSERT_OK(distrt_softmax_cross_entropy(ctx, logits.d(), labels.d(), loss.d(),
-                                         -100));
+                                         -100, DISTRT_LOSS_MEAN));
   double want = 0;
   for (int64_t i : {0, 1, 3}) {
     double s = 0;
@@ -19,20 +19,74 @@ TEST_F(RuntimeTest, CrossEntropyForwardAndGradient) {
     want += std::log(s) - logits[i * 5 + labels.v[i]];
   }
   EXPECT_NEAR(loss[0], want / 3, 1e-5);
-  ASSERT_OK(distrt_softmax_cross_entropy_bwd(ctx, logits.d(), labels.d(),
-                                             dloss.d(), dl.d(), -100));
+  ASSERT_OK(distrt_softmax_cross_entropy_bwd(
+      ctx, logits.d(), labels.d(), dloss.d(), dl.d(), -100, DISTRT_LOSS_MEAN));
   auto forward = [&] {
     EXPECT_OK(distrt_softmax_cross_entropy(ctx, logits.d(), labels.d(),
-                                           loss.d(), -100));
+                                           loss.d(), -100, DISTRT_LOSS_MEAN));
     return loss.v;
   };
   checkGradient(logits.v, forward, {1.0f}, dl.v, "cross entropy", 1e-3f);
   Index bad({4}, {2, 0, 7, 4});
   EXPECT_EQ(distrt_softmax_cross_entropy(ctx, logits.d(), bad.d(), loss.d(),
-                                         -100),
+                                         -100, DISTRT_LOSS_MEAN),
             DISTRT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err()).find("labels[2] = 7"), std::string::npos)
       << err();
+}
+
+TEST_F(RuntimeTest, CrossEntropySumAndRows) {
+  Tensor logits({4, 5}), loss({1}), dloss({1}, 1.5f), dl({4, 5});
+  randomize(logits, 112, -2.f, 2.f);
+  Index labels({4}, {2, 0, -100, 4});
+  std::vector<double> want(4, 0.0);
+  for (int64_t i : {0, 1, 3}) {
+    double s = 0;
+    for (int64_t j = 0; j < 5; ++j)
+      s += std::exp(logits[i * 5 + j]);
+    want[i] = std::log(s) - logits[i * 5 + labels.v[i]];
+  }
+  // Sum: the rows that count, not divided by their number.
+  ASSERT_OK(distrt_softmax_cross_entropy(ctx, logits.d(), labels.d(), loss.d(),
+                                         -100, DISTRT_LOSS_SUM));
+  EXPECT_NEAR(loss[0], want[0] + want[1] + want[3], 1e-5);
+  ASSERT_OK(distrt_softmax_cross_entropy_bwd(
+      ctx, logits.d(), labels.d(), dloss.d(), dl.d(), -100, DISTRT_LOSS_SUM));
+  checkGradient(
+      logits.v,
+      [&] {
+        EXPECT_OK(distrt_softmax_cross_entropy(
+            ctx, logits.d(), labels.d(), loss.d(), -100, DISTRT_LOSS_SUM));
+        return loss.v;
+      },
+      {1.5f}, dl.v, "cross entropy sum", 1e-3f);
+  // None: a loss per row (0 for the ignored one), each row's gradient
+  // scaled by its own upstream value.
+  Tensor rows({4}), drows({4});
+  drows.v = {0.5f, -2.0f, 3.0f, 1.25f};
+  ASSERT_OK(distrt_softmax_cross_entropy(ctx, logits.d(), labels.d(), rows.d(),
+                                         -100, DISTRT_LOSS_NONE));
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(rows[i], want[i], 1e-5) << "row " << i;
+  ASSERT_OK(distrt_softmax_cross_entropy_bwd(
+      ctx, logits.d(), labels.d(), drows.d(), dl.d(), -100, DISTRT_LOSS_NONE));
+  checkGradient(
+      logits.v,
+      [&] {
+        EXPECT_OK(distrt_softmax_cross_entropy(
+            ctx, logits.d(), labels.d(), rows.d(), -100, DISTRT_LOSS_NONE));
+        return rows.v;
+      },
+      drows.v, dl.v, "cross entropy rows", 1e-3f);
+  // A per-row loss must be [N]; a scalar is a shape error.
+  EXPECT_EQ(distrt_softmax_cross_entropy(ctx, logits.d(), labels.d(), loss.d(),
+                                         -100, DISTRT_LOSS_NONE),
+            DISTRT_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(std::string(err()).find("'loss'"), std::string::npos) << err();
+  EXPECT_EQ(distrt_softmax_cross_entropy(ctx, logits.d(), labels.d(), loss.d(),
+                                         -100,
+                                         static_cast<distrt_loss_reduction>(7)),
+            DISTRT_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_F(RuntimeTest, MseForwardAndGradient) {
