@@ -144,6 +144,13 @@ TEST_F(ImportedMla, AttentionOpsAsBuildLlm) {
     EXPECT_EQ(e->tpAllReduceBwdBytes, 0);
   }
   EXPECT_EQ(elementwise[0]->tp, op("rope").tp);
+  // The RoPE kernel reads q_b_proj's and kv_b_proj's outputs whole and the
+  // shared rotary key, and writes Q and K (buildLlm's reads Q and K).
+  const double s = c.seqLen, a = c.heads, n = c.qkNopeDim, r = c.qkRopeDim,
+               d = c.vHeadDim, e = 2;
+  EXPECT_DOUBLE_EQ(elementwise[0]->fwd.bytesRead,
+                   (s * a * (2 * n + r + d) + s * r) * e);
+  EXPECT_DOUBLE_EQ(elementwise[0]->fwd.bytesWritten, op("rope").fwd.bytesWritten);
   // Everything the half keeps, as buildLlm's attention ops and norm.
   double aSaved = 0;
   for (const OpDesc &a : analytic.layers[1].ops) {
