@@ -100,6 +100,10 @@ echo "== dist-modelgen's mixture-of-experts form in onnxruntime vs NumPy"
 "$venv/bin/python" "$root/test/numerics/check_moe_form.py" --build "$build" \
   --junit "$results/moe-form.xml" || status=1
 
+echo "== dist-modelgen's multi-head latent attention in onnxruntime vs NumPy"
+"$venv/bin/python" "$root/test/numerics/check_mla_form.py" --build "$build" \
+  --junit "$results/mla-form.xml" || status=1
+
 echo "== sweep harness self-test"
 python3 "$root/test/sweep/selftest.py" --junit "$results/sweep-selftest.xml" || status=1
 

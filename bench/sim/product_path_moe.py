@@ -10,10 +10,9 @@ with overlapped parameter gathers, ep folded over tp where it exceeds dp,
 interleaved stages split as Megatron-core splits them); tokens/s/GPU come
 from the report's iteration time. Every figure is a **prediction**;
 nothing is fitted here. The analytic column is `dist-bench-sim`'s figure
-for the same row (docs/benchmarks.md). DeepSeek-V3 is written with
-multi-head attention (128 heads of 56) in place of its multi-head latent
-attention, which dist-modelgen cannot express, so that row is a
-DeepSeek-V3-class model, not DeepSeek-V3.
+for the same row (docs/benchmarks.md). DeepSeek-V3 is written with its
+multi-head latent attention (`--kv-lora-rank 512 --q-lora-rank 1536`, heads
+of 128 + 64 and 128; without the multi-token prediction module).
 
     /usr/bin/python3 bench/sim/product_path_moe.py --build build
 """
@@ -36,11 +35,13 @@ MODELS = {
                          "--ffn-hidden", "12288", "--vocab", "151936",
                          "--experts", "128", "--top-k", "8",
                          "--expert-ffn", "1536"], 94),
-    "deepseek-v3 (MHA)": (["--layers", "61", "--hidden", "7168", "--heads",
-                           "128", "--ffn-hidden", "18432", "--vocab",
-                           "129280", "--experts", "256", "--top-k", "8",
-                           "--expert-ffn", "2048", "--shared-experts", "1",
-                           "--dense-layers", "3"], 61),
+    "deepseek-v3": (["--layers", "61", "--hidden", "7168", "--heads", "128",
+                     "--ffn-hidden", "18432", "--vocab", "129280",
+                     "--experts", "256", "--top-k", "8", "--expert-ffn",
+                     "2048", "--shared-experts", "1", "--dense-layers", "3",
+                     "--q-lora-rank", "1536", "--kv-lora-rank", "512",
+                     "--qk-nope-head-dim", "128", "--qk-rope-head-dim", "64",
+                     "--v-head-dim", "128"], 61),
 }
 
 # bench/sim/PublishedRows.h's Megatron-Bridge MoE rows (DGX H100, FP8):
@@ -51,7 +52,7 @@ ROWS = [
     ("26.02.01", "qwen3-30b-a3b", 16, 1024, 1, 2, 12, 8, 9058, 15276),
     ("26.04.01", "qwen3-235b-a22b", 256, 8192, 2, 8, 4, 32, 1712, 1441),
     ("25.11", "qwen3-235b-a22b", 256, 2048, 2, 8, 4, 32, 1575, 1427),
-    ("25.09", "deepseek-v3 (MHA)", 1024, 8192, 2, 8, 4, 64, 1297, 948),
+    ("25.09", "deepseek-v3", 1024, 8192, 2, 8, 4, 64, 1297, 948),
 ]
 SEQ = 4096
 

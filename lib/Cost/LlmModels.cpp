@@ -83,28 +83,36 @@ static void addAttention(LayerDesc &l, const LlmConfig &cfg) {
     as.headDimQK = dqk;
     as.headDimV = cfg.vHeadDim;
     // Down projections are small and replicated over TP; the up
-    // projections are column-parallel over heads.
-    OpDesc qd = tpReplicated(
-        matmulOp("q_down", dt, 1, s, cfg.qLoraRank, h, true), sh);
+    // projections are column-parallel over heads. Without a query rank
+    // one column-parallel q_proj reads the norm output.
+    const bool qLora = cfg.qLoraRank > 0;
+    if (qLora) {
+      l.ops.push_back(tpReplicated(
+          matmulOp("q_down", dt, 1, s, cfg.qLoraRank, h, true), sh));
+      l.ops.push_back(
+          rmsNorm("q_norm", dt, s, cfg.qLoraRank, s * cfg.qLoraRank * e));
+    }
+    const double qIn = qLora ? cfg.qLoraRank : h;
+    OpDesc qu =
+        matmulOp(qLora ? "q_up" : "q_proj", dt, 1, s, a * dqk, qIn, true);
+    qu.savedBytes = 0;
+    qu.savedReplicatedBytes = s * qIn * e;
+    qu.tpAllReduceBwdBytes = s * qIn * e;
+    if (!qLora)
+      l.ops.push_back(qu);
     OpDesc kvd = tpReplicated(
         matmulOp("kv_down", dt, 1, s, cfg.kvLoraRank + cfg.qkRopeDim, h, true),
-        0); // shares the input with q_down
-    l.ops.push_back(qd);
-    l.ops.push_back(rmsNorm("q_norm", dt, s, cfg.qLoraRank,
-                            s * cfg.qLoraRank * e));
+        0); // shares the input with q_down (q_proj)
     l.ops.push_back(kvd);
-    l.ops.push_back(rmsNorm("kv_norm", dt, s, cfg.kvLoraRank,
-                            s * cfg.kvLoraRank * e));
-    OpDesc qu = matmulOp("q_up", dt, 1, s, a * dqk, cfg.qLoraRank, true);
-    qu.savedBytes = 0;
-    qu.savedReplicatedBytes = s * cfg.qLoraRank * e;
-    qu.tpAllReduceBwdBytes = s * cfg.qLoraRank * e;
+    l.ops.push_back(
+        rmsNorm("kv_norm", dt, s, cfg.kvLoraRank, s * cfg.kvLoraRank * e));
     OpDesc kvu = matmulOp("kv_up", dt, 1, s, a * (cfg.qkNopeDim + cfg.vHeadDim),
                           cfg.kvLoraRank, true);
     kvu.savedBytes = 0;
     kvu.savedReplicatedBytes = s * cfg.kvLoraRank * e;
     kvu.tpAllReduceBwdBytes = s * cfg.kvLoraRank * e;
-    l.ops.push_back(qu);
+    if (qLora)
+      l.ops.push_back(qu);
     l.ops.push_back(kvu);
     qkBytes = 2 * s * a * dqk * e;
     oWidth = a * cfg.vHeadDim;
@@ -319,8 +327,9 @@ ModelDesc buildLlm(const LlmConfig &cfg) {
 static double attentionParams(const LlmConfig &c) {
   const double h = c.hidden, a = c.heads;
   if (c.mla())
-    return h * c.qLoraRank + c.qLoraRank +
-           c.qLoraRank * a * (c.qkNopeDim + c.qkRopeDim) +
+    return (c.qLoraRank > 0 ? h * c.qLoraRank + c.qLoraRank +
+                                  c.qLoraRank * a * (c.qkNopeDim + c.qkRopeDim)
+                            : h * a * (c.qkNopeDim + c.qkRopeDim)) +
            h * (c.kvLoraRank + c.qkRopeDim) + c.kvLoraRank +
            c.kvLoraRank * a * (c.qkNopeDim + c.vHeadDim) + a * c.vHeadDim * h;
   const double d = c.headWidth();

@@ -75,8 +75,9 @@ struct LlmConfig {
   unsigned denseLayers = 0;
 
   /// Multi-head latent attention (DeepSeek-V2/V3) when kvLoraRank > 0:
-  /// low-rank query/key-value projections, Q/K heads of qkNopeDim +
-  /// qkRopeDim, V heads of vHeadDim.
+  /// low-rank query/key-value projections (qLoraRank 0: one query
+  /// projection from the hidden width, as DeepSeek-V2-Lite), Q/K heads of
+  /// qkNopeDim + qkRopeDim, V heads of vHeadDim.
   double qLoraRank = 0, kvLoraRank = 0;
   double qkNopeDim = 0, qkRopeDim = 0, vHeadDim = 0;
 

@@ -5,8 +5,9 @@
 // rotary position embedding computed in the graph, grouped-query attention
 // (keys/values repeated with Unsqueeze/Expand/Reshape), SwiGLU MLP, no
 // biases, an untied LM head. With --experts the MLP of every block from
-// --dense-layers on is a mixture of experts (moeMlp below; the form is in
-// docs/modelgen.md).
+// --dense-layers on is a mixture of experts (moeMlp below); with
+// --kv-lora-rank the attention is DeepSeek's multi-head latent attention
+// (mlaAttention below). docs/modelgen.md gives both forms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,11 +112,91 @@ static std::string moeMlp(GraphBuilder &b, const std::string &x) {
   return out;
 }
 
-void distopt::modelgen::buildLlama(GraphBuilder &b) {
+/// Grouped-query attention of the normed x [B, S, h]: Q, K, V projections,
+/// rotary embedding of Q and K, K/V heads repeated to every query head,
+/// the attention core and o_proj.
+static std::string gqaAttention(GraphBuilder &b, const std::string &x,
+                                const std::string &cos, const std::string &sin,
+                                const std::string &mask) {
   const ModelOptions &o = b.opts();
-  int64_t h = o.hidden, s = o.seq, headDim = o.headDim;
+  int64_t h = o.hidden, headDim = o.headDim;
   int64_t qDim = o.heads * headDim;
   int64_t kvDim = o.kvHeads * headDim, rep = o.heads / o.kvHeads;
+  std::string q = attention::splitHeads(
+      b, b.linear(x, "self_attn.q_proj", h, qDim, false), o.heads, headDim);
+  std::string k = attention::splitHeads(
+      b, b.linear(x, "self_attn.k_proj", h, kvDim, false), o.kvHeads, headDim);
+  std::string v = attention::splitHeads(
+      b, b.linear(x, "self_attn.v_proj", h, kvDim, false), o.kvHeads, headDim);
+  q = rotary(b, q, cos, sin, headDim);
+  k = rotary(b, k, cos, sin, headDim);
+  if (rep > 1) {
+    k = repeatKv(b, k, o.kvHeads, rep, headDim);
+    v = repeatKv(b, v, o.kvHeads, rep, headDim);
+  }
+  std::string kT = b.node("Transpose", {k}, {attrInts("perm", {0, 1, 3, 2})});
+  std::string c = attention::core(b, q, kT, v, headDim, qDim, mask, "");
+  return b.linear(c, "self_attn.o_proj", qDim, h, false);
+}
+
+/// Multi-head latent attention of the normed x [B, S, h] as Hugging Face's
+/// DeepseekV3Attention writes it: q = q_b_proj(q_a_layernorm(q_a_proj(x)))
+/// (or q_proj(x) without a query rank) split per head into the parts
+/// without and with rotary embedding; kv_a_proj_with_mqa(x) split into the
+/// compressed keys/values and one rotary key k_pe shared by every head;
+/// kv_b_proj(kv_a_layernorm(compressed)) split per head into k_nope and v;
+/// q = [q_nope, rope(q_pe)], k = [k_nope, rope(k_pe) expanded to every
+/// head]; attention with scale 1/sqrt(nope + rope) over values of their own
+/// width; o_proj from heads * v-head-dim.
+static std::string mlaAttention(GraphBuilder &b, const std::string &x,
+                                const std::string &cos, const std::string &sin,
+                                const std::string &mask) {
+  const ModelOptions &o = b.opts();
+  int64_t h = o.hidden, s = o.seq, heads = o.heads;
+  int64_t nope = o.qkNopeHeadDim, rope = o.qkRopeHeadDim, dv = o.vHeadDim;
+  int64_t dqk = nope + rope, kvRank = o.kvLoraRank;
+  std::string q;
+  if (o.qLoraRank > 0) {
+    q = b.linear(x, "self_attn.q_a_proj", h, o.qLoraRank, false);
+    q = rmsNorm(b, q, "self_attn.q_a_layernorm", o.qLoraRank);
+    q = b.linear(q, "self_attn.q_b_proj", o.qLoraRank, heads * dqk, false);
+  } else {
+    q = b.linear(x, "self_attn.q_proj", h, heads * dqk, false);
+  }
+  std::vector<std::string> qParts = b.nodeN(
+      "Split",
+      {attention::splitHeads(b, q, heads, dqk), b.constI64({nope, rope})}, 2,
+      {attrInt("axis", -1)});
+  std::vector<std::string> kvParts = b.nodeN(
+      "Split",
+      {b.linear(x, "self_attn.kv_a_proj_with_mqa", h, kvRank + rope, false),
+       b.constI64({kvRank, rope})},
+      2, {attrInt("axis", -1)});
+  std::string kv =
+      b.linear(rmsNorm(b, kvParts[0], "self_attn.kv_a_layernorm", kvRank),
+               "self_attn.kv_b_proj", kvRank, heads * (nope + dv), false);
+  std::vector<std::string> kParts = b.nodeN(
+      "Split",
+      {attention::splitHeads(b, kv, heads, nope + dv), b.constI64({nope, dv})},
+      2, {attrInt("axis", -1)});
+  std::string kPe =
+      b.node("Reshape", {kvParts[1], b.constI64({0, 1, s, rope})});
+  std::string qPe = rotary(b, qParts[1], cos, sin, rope);
+  kPe = rotary(b, kPe, cos, sin, rope);
+  kPe = b.node("Expand", {kPe, b.constI64({1, heads, 1, 1})});
+  q = b.node("Concat", {qParts[0], qPe}, {attrInt("axis", -1)});
+  std::string k = b.node("Concat", {kParts[0], kPe}, {attrInt("axis", -1)});
+  std::string kT = b.node("Transpose", {k}, {attrInts("perm", {0, 1, 3, 2})});
+  std::string c =
+      attention::core(b, q, kT, kParts[1], dqk, heads * dv, mask, "");
+  return b.linear(c, "self_attn.o_proj", heads * dv, h, false);
+}
+
+void distopt::modelgen::buildLlama(GraphBuilder &b) {
+  const ModelOptions &o = b.opts();
+  int64_t h = o.hidden, s = o.seq;
+  // Rotary width: the whole head, or latent attention's rotary part.
+  int64_t rotaryDim = o.kvLoraRank > 0 ? o.qkRopeHeadDim : o.headDim;
   b.input("input_ids", onnx::TensorProto::INT64, {b.batch(), s});
 
   b.setScope("model");
@@ -126,14 +207,14 @@ void distopt::modelgen::buildLlama(GraphBuilder &b) {
   // bf16) and cast to the activation type.
   b.setScope("model.rotary_emb");
   std::vector<float> invFreq;
-  for (int64_t i = 0; i < headDim / 2; ++i)
+  for (int64_t i = 0; i < rotaryDim / 2; ++i)
     invFreq.push_back(
-        static_cast<float>(1.0 / std::pow(10000.0, 2.0 * i / headDim)));
+        static_cast<float>(1.0 / std::pow(10000.0, 2.0 * i / rotaryDim)));
   std::string pos = b.node("Cast", {attention::positions(b, s)},
                            {attrInt("to", onnx::TensorProto::FLOAT)});
   pos = b.node("Unsqueeze", {pos, b.constI64({1})});
   std::string freqs =
-      b.node("Mul", {pos, b.constF32(invFreq, {1, headDim / 2})});
+      b.node("Mul", {pos, b.constF32(invFreq, {1, rotaryDim / 2})});
   std::string emb = b.node("Concat", {freqs, freqs}, {attrInt("axis", -1)});
   std::string cos = b.node("Cos", {emb}), sin = b.node("Sin", {emb});
   if (o.dtype != DType::F32) {
@@ -145,23 +226,9 @@ void distopt::modelgen::buildLlama(GraphBuilder &b) {
   for (int64_t i = 0; i < o.layers; ++i) {
     b.setScope("model.layers." + std::to_string(i));
     std::string a = rmsNorm(b, x, "input_layernorm", h);
-    std::string q = attention::splitHeads(
-        b, b.linear(a, "self_attn.q_proj", h, qDim, false), o.heads, headDim);
-    std::string k = attention::splitHeads(
-        b, b.linear(a, "self_attn.k_proj", h, kvDim, false), o.kvHeads,
-        headDim);
-    std::string v = attention::splitHeads(
-        b, b.linear(a, "self_attn.v_proj", h, kvDim, false), o.kvHeads,
-        headDim);
-    q = rotary(b, q, cos, sin, headDim);
-    k = rotary(b, k, cos, sin, headDim);
-    if (rep > 1) {
-      k = repeatKv(b, k, o.kvHeads, rep, headDim);
-      v = repeatKv(b, v, o.kvHeads, rep, headDim);
-    }
-    std::string kT = b.node("Transpose", {k}, {attrInts("perm", {0, 1, 3, 2})});
-    std::string c = attention::core(b, q, kT, v, headDim, qDim, mask, "");
-    x = b.node("Add", {x, b.linear(c, "self_attn.o_proj", qDim, h, false)});
+    x = b.node("Add",
+               {x, o.kvLoraRank > 0 ? mlaAttention(b, a, cos, sin, mask)
+                                    : gqaAttention(b, a, cos, sin, mask)});
 
     std::string m = rmsNorm(b, x, "post_attention_layernorm", h);
     bool moe = o.experts > 0 && i >= o.denseLayers;

@@ -72,10 +72,24 @@ llvm::ArrayRef<StringRef> distopt::modelgen::knownFamilies() {
 
 llvm::ArrayRef<StringRef> distopt::modelgen::familyOptionNames(StringRef f) {
   static const StringRef gpt[] = {"layers", "hidden", "heads", "seq", "vocab"};
-  static const StringRef llama[] = {
-      "layers",     "hidden",         "heads",       "kv-heads", "seq",
-      "ffn-hidden", "head-dim",       "vocab",       "experts",  "top-k",
-      "expert-ffn", "shared-experts", "dense-layers"};
+  static const StringRef llama[] = {"layers",
+                                    "hidden",
+                                    "heads",
+                                    "kv-heads",
+                                    "seq",
+                                    "ffn-hidden",
+                                    "head-dim",
+                                    "vocab",
+                                    "experts",
+                                    "top-k",
+                                    "expert-ffn",
+                                    "shared-experts",
+                                    "dense-layers",
+                                    "q-lora-rank",
+                                    "kv-lora-rank",
+                                    "qk-nope-head-dim",
+                                    "qk-rope-head-dim",
+                                    "v-head-dim"};
   static const StringRef mlp[] = {"layers", "hidden", "input", "classes"};
   static const StringRef resnet[] = {"depth", "image", "classes"};
   static const StringRef vgg[] = {"image", "classes"};
@@ -140,8 +154,71 @@ static ModelOptions resolve(ModelOptions o) {
       o.headDim = o.hidden / o.heads;
     if (o.experts > 0 && o.expertFfn == 0)
       o.expertFfn = o.ffnHidden;
+    // Latent attention: Hugging Face DeepseekV3Config's defaults.
+    if (o.kvLoraRank > 0) {
+      if (o.qLoraRank == -1)
+        o.qLoraRank = 1536;
+      if (o.qkNopeHeadDim == 0)
+        o.qkNopeHeadDim = 128;
+      if (o.qkRopeHeadDim == 0)
+        o.qkRopeHeadDim = 64;
+      if (o.vHeadDim == 0)
+        o.vHeadDim = 128;
+    }
   }
   return o;
+}
+
+/// Options that may be 0: none negative, none above 2^24.
+static llvm::Error
+checkCounts(llvm::ArrayRef<std::pair<StringRef, int64_t>> options) {
+  for (const auto &[option, value] : options) {
+    if (value < 0)
+      return makeError("--" + option + " must not be negative (got " +
+                       llvm::Twine(value) + ")");
+    if (value > (int64_t(1) << 24))
+      return makeError("--" + option + " " + llvm::Twine(value) +
+                       " is too large (at most 2^24)");
+  }
+  return llvm::Error::success();
+}
+
+/// The multi-head latent attention options of a LLaMA model as \p given
+/// and after resolve (\p o).
+static llvm::Error validateMla(const ModelOptions &given,
+                               const ModelOptions &o) {
+  const std::pair<StringRef, int64_t> mla[] = {
+      {"kv-lora-rank", o.kvLoraRank},
+      {"q-lora-rank", o.qLoraRank == -1 ? 0 : o.qLoraRank},
+      {"qk-nope-head-dim", o.qkNopeHeadDim},
+      {"qk-rope-head-dim", o.qkRopeHeadDim},
+      {"v-head-dim", o.vHeadDim}};
+  if (llvm::Error err = checkCounts(mla))
+    return err;
+  if (o.kvLoraRank == 0) {
+    for (const auto &[option, value] : llvm::ArrayRef(mla).drop_front())
+      if (value != 0 || (option == "q-lora-rank" && given.qLoraRank == 0))
+        return makeError("--" + option +
+                         " configures multi-head latent attention; give "
+                         "--kv-lora-rank too, or leave it out for "
+                         "grouped-query attention");
+    return llvm::Error::success();
+  }
+  if (given.kvHeads != 0 && given.kvHeads != o.heads)
+    return makeError("--kv-heads " + llvm::Twine(given.kvHeads) +
+                     " does not apply to latent attention (--kv-lora-rank): "
+                     "every one of the --heads " +
+                     llvm::Twine(o.heads) +
+                     " query heads has its own key and value");
+  if (given.headDim != 0)
+    return makeError("--head-dim does not apply to latent attention "
+                     "(--kv-lora-rank): its heads are --qk-nope-head-dim + "
+                     "--qk-rope-head-dim wide (queries, keys) and "
+                     "--v-head-dim (values)");
+  if (o.qkRopeHeadDim % 2 != 0)
+    return makeError("--qk-rope-head-dim " + llvm::Twine(o.qkRopeHeadDim) +
+                     " is odd; rotary embedding needs an even width");
+  return llvm::Error::success();
 }
 
 /// The mixture-of-experts options of a LLaMA model (after resolve).
@@ -152,14 +229,8 @@ static llvm::Error validateMoe(const ModelOptions &o) {
       {"expert-ffn", o.expertFfn},
       {"shared-experts", o.sharedExperts},
       {"dense-layers", o.denseLayers}};
-  for (const auto &[option, value] : moe) {
-    if (value < 0)
-      return makeError("--" + option + " must not be negative (got " +
-                       llvm::Twine(value) + ")");
-    if (value > (int64_t(1) << 24))
-      return makeError("--" + option + " " + llvm::Twine(value) +
-                       " is too large (at most 2^24)");
-  }
+  if (llvm::Error err = checkCounts(moe))
+    return err;
   if (o.experts == 0) {
     for (const auto &[option, value] : llvm::ArrayRef(moe).drop_front())
       if (value != 0)
@@ -239,7 +310,9 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
                      "for a symbolic batch (got " +
                      llvm::Twine(o.microBatch) + ")");
   // A LLaMA with --head-dim needs no relation of heads to hidden.
-  bool ownHeadDim = o.family == "llama" && given.headDim > 0;
+  // Nor does one with latent attention (its own head widths).
+  bool ownHeadDim =
+      o.family == "llama" && (given.headDim > 0 || o.kvLoraRank > 0);
   if (o.family == "gpt" || o.family == "bert" ||
       (o.family == "llama" && !ownHeadDim)) {
     if (o.hidden % o.heads != 0)
@@ -248,11 +321,13 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
                        "; pick heads so that hidden / heads is an integer");
   }
   if (o.family == "llama") {
+    if (llvm::Error err = validateMla(given, o))
+      return err;
     if (o.heads % o.kvHeads != 0)
       return makeError("--kv-heads " + llvm::Twine(o.kvHeads) +
                        " does not divide --heads " + llvm::Twine(o.heads) +
                        "; grouped-query attention needs heads = k * kv-heads");
-    if (o.headDim % 2 != 0)
+    if (o.kvLoraRank == 0 && o.headDim % 2 != 0)
       return makeError(
           (ownHeadDim ? "--head-dim " : "head dimension hidden/heads = ") +
           llvm::Twine(o.headDim) +

@@ -63,6 +63,18 @@ struct ModelOptions {
   int64_t expertFfn = 0;
   int64_t sharedExperts = 0;
   int64_t denseLayers = 0;
+  /// LLaMA multi-head latent attention (DeepSeek-V2/V3) when kvLoraRank > 0,
+  /// named after Hugging Face's DeepseekV3Config: the rank of the query's
+  /// low-rank projection (0: one q_proj; -1: 1536, the config's default),
+  /// of the compressed keys and values, and the per-head widths of the
+  /// query/key part without and with rotary embedding and of the values
+  /// (0: 128, 64 and 128, the config's defaults). docs/modelgen.md gives
+  /// the ONNX form.
+  int64_t qLoraRank = -1;
+  int64_t kvLoraRank = 0;
+  int64_t qkNopeHeadDim = 0;
+  int64_t qkRopeHeadDim = 0;
+  int64_t vHeadDim = 0;
   /// MLP: input features.
   int64_t input = 0;
   /// MLP, ResNet, VGG: output classes.

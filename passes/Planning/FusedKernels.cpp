@@ -167,10 +167,14 @@ void planning::fuseKernels(std::vector<Item> &items,
       return isa<g::MatmulOp>(user);
     });
   };
+  // Splits are views (torch.split, chunk): their readers read the parts
+  // in place.
   for (Item &item : items)
-    if (item.desc && isa<g::TransposeOp, g::SplitOp>(item.op) &&
-        llvm::all_of(item.op->getResults(),
-                     [&](Value r) { return feedsGemms(r, feedsGemms); }))
+    if (item.desc && (isa<g::SplitOp>(item.op) ||
+                      (isa<g::TransposeOp>(item.op) &&
+                       llvm::all_of(item.op->getResults(), [&](Value r) {
+                         return feedsGemms(r, feedsGemms);
+                       }))))
       fuse(*item.desc);
   // Scale and mask on the attention scores: Megatron's
   // FusedScaleMaskSoftmax runs them inside the softmax. Walk back from each
@@ -213,9 +217,11 @@ void planning::fuseKernels(std::vector<Item> &items,
 }
 
 /// Layout ops: a fused attention kernel reads through them (strided heads,
-/// broadcast K/V heads of grouped-query attention).
+/// broadcast K/V heads of grouped-query attention, split heads: latent
+/// attention's parts without and with rotary embedding, its K and V).
 static bool isLayout(Operation *op) {
-  return isa<g::ReshapeOp, g::FlattenOp, g::TransposeOp, g::ExpandOp>(op);
+  return isa<g::ReshapeOp, g::FlattenOp, g::TransposeOp, g::ExpandOp,
+             g::SplitOp>(op);
 }
 
 /// How many times the layout ops before \p v repeat its elements (an
@@ -249,8 +255,8 @@ static void fuseOperandChains(ArrayRef<Operation *> core, double samples,
   SmallVector<Operation *> chain;
   auto candidate = [&](Operation *op) {
     if (!op || inside.contains(op) ||
-        !isa<g::UnaryOp, g::BinaryOp, g::SliceOp, g::ConcatOp, g::ReshapeOp,
-             g::FlattenOp, g::TransposeOp, g::ExpandOp>(op) ||
+        !isa<g::UnaryOp, g::BinaryOp, g::SliceOp, g::SplitOp, g::ConcatOp,
+             g::ReshapeOp, g::FlattenOp, g::TransposeOp, g::ExpandOp>(op) ||
         !llvm::all_of(op->getResults(), [&](Value r) {
           return values.sampleDependent.contains(r) && !values.side.contains(r);
         }))
@@ -311,7 +317,13 @@ static void fuseOperandChains(ArrayRef<Operation *> core, double samples,
     }
   // Forward: read the projections, write the result; backward: read the
   // result's gradient and (at most) the inputs, write the inputs' gradient.
+  // An elementwise kernel over the attention's operands, split by heads as
+  // the attention is (latent attention's shared rotary key is made for each
+  // rank's heads where it is read).
   OpDesc &k = *kernel->desc;
+  k.cls = OpClass::Elementwise;
+  k.tp = itemOf(core.back()->getResult(0))->desc->tp;
+  k.tpAllReduceFwdBytes = 0;
   k.fwd.bytesRead = read;
   k.fwd.bytesWritten = written;
   k.bwdInput.bytesRead = written + read;

@@ -105,6 +105,18 @@ void LayerAnalysis::classifyValues() {
   }
 }
 
+/// True when \p v, through views and splits, is normalized over its last
+/// axis (LayerNorm, RMSNorm): a split of its features would need gathering.
+static bool feedsNorm(Value v) {
+  return llvm::any_of(v.getUsers(), [](Operation *user) {
+    if (isa<g::LayerNormOp, g::RMSNormOp>(user))
+      return true;
+    if (isa<g::ReshapeOp, g::SplitOp, g::SliceOp>(user))
+      return llvm::any_of(user->getResults(), feedsNorm);
+    return false;
+  });
+}
+
 void LayerAnalysis::collectWeightRoots(Value value,
                                        SmallVectorImpl<Operation *> &roots) {
   Operation *def = value.getDefiningOp();
@@ -264,7 +276,16 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         if (options.tpRoles)
           (*options.tpRoles)[&op] = role;
       };
-      if (isa<g::MatmulOp, g::ConvOp>(op) && weighted) {
+      if (isa<g::MatmulOp, g::ConvOp>(op) && weighted && !anySplit &&
+          feedsNorm(op.getResult(0))) {
+        // Normalized over its features (latent attention's down
+        // projections and their RMSNorms): Megatron keeps it whole on
+        // every rank, replicated.
+        record(TensorParallelRole::Replicated);
+        desc->tp = TpMode::Replicated;
+        desc->savedReplicatedBytes = desc->savedBytes;
+        desc->savedBytes = 0;
+      } else if (isa<g::MatmulOp, g::ConvOp>(op) && weighted) {
         record(anySplit ? TensorParallelRole::Row : TensorParallelRole::Column);
         if (anySplit) {
           desc->tpAllReduceFwdBytes = outBytes;
@@ -284,10 +305,13 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         // A full-size activation meeting a split one (a residual add after a
         // column-parallel convolution) must gather the split operand first.
         // Batch norm is per channel, so a channel split passes through it.
+        // A broadcast (Expand: latent attention's one rotary key for every
+        // head) is made where it is read, each rank its own part.
         double fullBytes = 0;
         for (Value v : op.getOperands())
           if (sampleDependent.contains(v) && !split.contains(v) &&
-              !side.contains(v))
+              !side.contains(v) &&
+              !isa_and_nonnull<g::ExpandOp>(v.getDefiningOp()))
             fullBytes += bytesFor(v.getType());
         if (fullBytes > 0 && !isa<g::BatchNormOp>(op)) {
           record(TensorParallelRole::Replicated);

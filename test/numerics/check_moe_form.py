@@ -12,18 +12,17 @@ they differ.
 """
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import helper, numpy_helper
+from onnx import helper
 
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
+import llama_form  # noqa: E402
 
 E, K, S, B = 4, 2, 8, 2
 
@@ -34,21 +33,14 @@ def main():
     ap.add_argument("--junit")
     args = ap.parse_args()
     t0 = time.time()
-    path = os.path.join(tempfile.mkdtemp(prefix="moe-form-"), "moe.onnx")
-    subprocess.run([os.path.join(args.build, "bin", "dist-modelgen"), "llama",
-                    "--layers", "1", "--hidden", "32", "--heads", "4",
-                    "--kv-heads", "2", "--ffn-hidden", "64", "--seq", str(S),
-                    "--vocab", "50", "--experts", str(E), "--top-k", str(K),
-                    "--expert-ffn", "16", "--shared-experts", "1",
-                    "--micro-batch", str(B), "-o", path], check=True,
-                   stdout=subprocess.DEVNULL)
-    m = onnx.load(path, load_external_data=False)
+    m, w = llama_form.generate(
+        args.build, ["--layers", 1, "--hidden", 32, "--heads", 4,
+                     "--kv-heads", 2, "--ffn-hidden", 64, "--seq", S,
+                     "--vocab", 50, "--experts", E, "--top-k", K,
+                     "--expert-ffn", 16, "--shared-experts", 1,
+                     "--micro-batch", B], "moe-form")
     g = m.graph
-    rng = np.random.default_rng(0)
-    w = {t.name: (rng.standard_normal(list(t.dims)) * 0.3).astype(np.float32)
-         for t in g.initializer}
-    del g.initializer[:]
-    g.initializer.extend(numpy_helper.from_array(a, n) for n, a in w.items())
+    rng = np.random.default_rng(1)
     router = next(n for n in g.node if n.op_type == "MatMul" and
                   any(i.endswith("mlp.gate.weight") for i in n.input))
     combine = next(n for n in g.node if n.op_type == "ScatterElements" and
@@ -65,29 +57,11 @@ def main():
     def weight(suffix):
         return next(a for n, a in w.items() if n.endswith(suffix))
 
-    def silu(z):
-        return z / (1 + np.exp(-z))
-
-    gate, up, down = (weight("experts." + p) for p in
-                      ("gate_proj", "up_proj", "down_proj"))
-    shared = [weight("shared_experts." + p + ".weight")
-              for p in ("gate_proj", "up_proj", "down_proj")]
-    cap = K * S // E
-    ref = np.zeros_like(x)
-    for b in range(B):
-        logits = x[b] @ weight("mlp.gate.weight")
-        p = np.exp(logits - logits.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)
-        gates = np.zeros_like(p)
-        for s in range(S):
-            top = np.argsort(-p[s])[:K]
-            gates[s, top] = p[s, top]
-        for e in range(E):
-            for s in np.argsort(-gates[:, e], kind="stable")[:cap]:
-                if gates[s, e] > 0:
-                    h = silu(x[b, s] @ gate[e]) * (x[b, s] @ up[e])
-                    ref[b, s] += gates[s, e] * (h @ down[e])
-        ref[b] += (silu(x[b] @ shared[0]) * (x[b] @ shared[1])) @ shared[2]
+    ref = llama_form.moe(
+        x, weight("mlp.gate.weight"),
+        [weight("experts." + p) for p in ("gate_proj", "up_proj", "down_proj")],
+        [weight("shared_experts." + p + ".weight")
+         for p in ("gate_proj", "up_proj", "down_proj")], K)
     err = float(np.abs(got - ref).max())
     print(f"MoE block: max |onnxruntime - NumPy| = {err:.3g} "
           f"(outputs up to {float(np.abs(ref).max()):.3g})")

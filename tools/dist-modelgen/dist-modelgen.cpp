@@ -78,6 +78,24 @@ static SizeOption sizeOptions[] = {
     {"dense-layers",
      "LLaMA MoE: the first blocks keep the dense MLP (0-N, default 0)",
      &ModelOptions::denseLayers},
+    {"q-lora-rank",
+     "LLaMA latent attention: rank of the query projection (0: one q_proj; "
+     "default 1536)",
+     &ModelOptions::qLoraRank},
+    {"kv-lora-rank",
+     "LLaMA: multi-head latent attention (DeepSeek-V2/V3) with compressed "
+     "keys and values of this rank",
+     &ModelOptions::kvLoraRank},
+    {"qk-nope-head-dim",
+     "LLaMA latent attention: query/key head width without rotary embedding "
+     "(default 128)",
+     &ModelOptions::qkNopeHeadDim},
+    {"qk-rope-head-dim",
+     "LLaMA latent attention: query/key head width with rotary embedding "
+     "(default 64)",
+     &ModelOptions::qkRopeHeadDim},
+    {"v-head-dim", "LLaMA latent attention: value head width (default 128)",
+     &ModelOptions::vHeadDim},
     {"input", "MLP input features", &ModelOptions::input},
     {"classes", "Output classes", &ModelOptions::classes},
     {"depth", "ResNet depth: 18, 34, 50, 101 or 152", &ModelOptions::depth},
@@ -151,7 +169,8 @@ int main(int argc, char **argv) {
       return fail("--" + name + " does not apply to family '" + familyArg +
                   "'; it takes --" + llvm::join(accepted, ", --") +
                   ", --micro-batch and --dtype");
-    bool zeroOk = name == "shared-experts" || name == "dense-layers";
+    bool zeroOk = name == "shared-experts" || name == "dense-layers" ||
+                  name == "q-lora-rank";
     if (s.opt < 0 || (s.opt == 0 && !zeroOk))
       return fail("--" + name +
                   (zeroOk ? " must not be negative" : " must be positive") +

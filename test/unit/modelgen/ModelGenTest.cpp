@@ -131,10 +131,14 @@ TEST(ModelGen, CheckerAcceptsEveryFamily) {
     const char *family;
     DType dtype;
     int64_t kvHeads, microBatch;
+    /// LLaMA with latent attention of this key/value rank (the other
+    /// widths DeepseekV3Config's defaults).
+    int64_t kvLoraRank = 0;
   } cases[] = {{"gpt", DType::F32, 0, 0},    {"gpt", DType::BF16, 0, 4},
                {"bert", DType::F16, 0, 0},   {"llama", DType::F32, 2, 0},
-               {"llama", DType::BF16, 0, 1}, {"mlp", DType::F32, 0, 0},
-               {"resnet", DType::F16, 0, 0}, {"vgg16", DType::F32, 0, 8}};
+               {"llama", DType::BF16, 0, 1}, {"llama", DType::BF16, 0, 2, 64},
+               {"mlp", DType::F32, 0, 0},    {"resnet", DType::F16, 0, 0},
+               {"vgg16", DType::F32, 0, 8}};
   int index = 0;
   for (const Case &c : cases) {
     ModelOptions o = options(c.family);
@@ -142,6 +146,7 @@ TEST(ModelGen, CheckerAcceptsEveryFamily) {
     if (o.heads) {
       o.layers = 2, o.hidden = 128, o.heads = 8, o.seq = 64, o.vocab = 500;
       o.kvHeads = c.kvHeads;
+      o.kvLoraRank = c.kvLoraRank;
     }
     o.dtype = c.dtype;
     o.microBatch = c.microBatch;

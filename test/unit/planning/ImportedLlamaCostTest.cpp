@@ -26,18 +26,7 @@ using namespace distopt::cost;
 
 namespace {
 
-class ImportedLlama : public unit::ImportedModel {
-public:
-  /// The graph dist-modelgen writes for \p c (f32, batch 1), costed in
-  /// bf16 with fused attention.
-  ModelDesc imported(const LlmConfig &c) {
-    modelgen::ModelOptions o = *modelgen::defaultOptions("llama");
-    o.layers = c.layers, o.hidden = c.hidden, o.heads = c.heads;
-    o.kvHeads = c.kvHeads, o.ffnHidden = c.ffnHidden, o.seq = c.seqLen;
-    o.vocab = c.vocab;
-    return ImportedModel::imported(o, /*fused=*/true);
-  }
-};
+class ImportedLlama : public unit::ImportedModel {};
 
 /// Llama-3-70B's widths (64 query heads, 8 K/V heads) in four blocks.
 LlmConfig llama70bShaped() {
@@ -53,76 +42,18 @@ LlmConfig llama8bShaped() {
   return c;
 }
 
-/// buildLlm of \p c without its loss: dist-modelgen's graph ends at the
-/// logits.
-ModelDesc analyticWithoutLoss(const LlmConfig &c) {
-  ModelDesc m = buildLlm(c);
-  std::vector<OpDesc> &head = m.layers.back().ops;
-  EXPECT_EQ(head.back().cls, cluster::OpClass::Loss);
-  head.pop_back();
-  return m;
-}
-
-/// \p spec with pipeline stages cut at block boundaries of a model of
-/// \p blocks blocks of \p perBlock layers each after the embedding layer.
-std::string withStages(llvm::StringRef spec, unsigned blocks,
-                       unsigned perBlock) {
-  schedule::Plan plan = llvm::cantFail(schedule::parsePlan(spec));
-  std::string s = spec.str();
-  if (plan.pp <= 1)
-    return s;
-  s += ",stages=";
-  for (unsigned i = 1; i < plan.pp; ++i)
-    s += (i > 1 ? "/" : "") +
-         std::to_string(1 + perBlock * i * (blocks / plan.pp));
-  return s;
-}
-
-/// Simulates \p specs for the graph and buildLlm of \p c (no loss) on
-/// \p nodes DGX H100 nodes (pipeline stages cut at the same blocks) and
-/// checks iteration time and every stage's peak memory.
-void expectPlansAgree(const ModelDesc &graph, const LlmConfig &c,
-                      unsigned nodes, llvm::ArrayRef<const char *> specs,
-                      double batch) {
-  ModelDesc analytic = analyticWithoutLoss(c);
-  EXPECT_NEAR(graph.paramCount(), analytic.paramCount(),
-              1e-6 * analytic.paramCount());
-  llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", nodes);
-  ASSERT_TRUE(static_cast<bool>(cl)) << llvm::toString(cl.takeError());
-  CostModel cm;
-  for (const char *spec : specs) {
-    SCOPED_TRACE(spec);
-    // dist-modelgen's blocks are two layers each (attention and FFN).
-    schedule::Plan gp =
-        llvm::cantFail(schedule::parsePlan(withStages(spec, c.layers, 2)));
-    schedule::Plan ap =
-        llvm::cantFail(schedule::parsePlan(withStages(spec, c.layers, 1)));
-    llvm::Expected<sim::PlanSimulation> g =
-        sim::simulatePlan(graph, *cl, gp, batch, cm);
-    llvm::Expected<sim::PlanSimulation> a =
-        sim::simulatePlan(analytic, *cl, ap, batch, cm);
-    ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
-    ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
-    unit::expectWithin2Percent(g->result, a->result);
-  }
-}
-
 TEST_F(ImportedLlama, Llama70bShapedPlansAgreeWithin2Percent) {
   LlmConfig c = llama70bShaped();
-  expectPlansAgree(imported(c), c, 2,
-                   {"dp=16", "dp=2,tp=8", "dp=4,tp=4,sp=1",
-                    "dp=2,tp=8,recompute=selective", "dp=2,tp=8,recompute=full",
-                    "dp=4,tp=2,pp=2,schedule=1f1b,mbs=1", "dp=2,tp=4,cp=2"},
-                   64);
+  unit::expectPlansAgree(imported(c), c, 2, unit::kTwoNodePlans, 64);
 }
 
 TEST_F(ImportedLlama, Llama3_8bShapedPlansAgreeWithin2Percent) {
   LlmConfig c = llama8bShaped();
-  expectPlansAgree(imported(c), c, 1,
-                   {"dp=8", "dp=2,tp=4", "dp=4,tp=2,recompute=full",
-                    "dp=8,recompute=selective", "dp=2,pp=4,schedule=1f1b,mbs=1",
-                    "dp=4,cp=2"},
-                   32);
+  unit::expectPlansAgree(imported(c), c, 1,
+                         {"dp=8", "dp=2,tp=4", "dp=4,tp=2,recompute=full",
+                          "dp=8,recompute=selective",
+                          "dp=2,pp=4,schedule=1f1b,mbs=1", "dp=4,cp=2"},
+                         32);
 }
 
 /// One RoPE kernel over Q and K, the repeat of the K/V heads and the head

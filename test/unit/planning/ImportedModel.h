@@ -10,7 +10,11 @@
 
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
+#include "lib/Cluster/Cluster.h"
+#include "lib/Cost/CostModel.h"
+#include "lib/Cost/LlmModels.h"
 #include "lib/ModelGen/ModelGen.h"
+#include "lib/Schedule/Plan.h"
 #include "lib/Sim/Simulator.h"
 #include "passes/Planning/LayerAnalysis.h"
 
@@ -20,6 +24,24 @@
 #include <gtest/gtest.h>
 
 namespace distopt::unit {
+
+/// dist-modelgen's llama options for \p c: widths, experts and latent
+/// attention.
+inline modelgen::ModelOptions llamaOptions(const cost::LlmConfig &c) {
+  modelgen::ModelOptions o = *modelgen::defaultOptions("llama");
+  o.layers = c.layers, o.hidden = c.hidden, o.heads = c.heads;
+  o.kvHeads = c.kvHeads, o.ffnHidden = c.ffnHidden, o.seq = c.seqLen;
+  o.vocab = c.vocab, o.experts = c.experts, o.topK = c.topK;
+  o.expertFfn = c.expertFfn, o.sharedExperts = c.sharedExperts;
+  o.denseLayers = c.denseLayers, o.headDim = c.headDim;
+  if (c.mla()) {
+    o.kvHeads = 0;
+    o.qLoraRank = c.qLoraRank, o.kvLoraRank = c.kvLoraRank;
+    o.qkNopeHeadDim = c.qkNopeDim, o.qkRopeHeadDim = c.qkRopeDim;
+    o.vHeadDim = c.vHeadDim;
+  }
+  return o;
+}
 
 /// An MLIR context with every dialect, and the last module imported.
 class ImportedModel : public ::testing::Test {
@@ -54,6 +76,14 @@ public:
     return *m;
   }
 
+  /// The graph dist-modelgen writes for the LLaMA \p c (f32, batch 1),
+  /// costed in bf16 with fused attention.
+  cost::ModelDesc
+  imported(const cost::LlmConfig &c,
+           llvm::function_ref<void(onnx::ModelProto &)> edit = {}) {
+    return imported(llamaOptions(c), /*fused=*/true, edit);
+  }
+
 protected:
   mlir::DialectRegistry registry;
   std::unique_ptr<mlir::MLIRContext> ctx;
@@ -71,6 +101,71 @@ inline void expectWithin2Percent(const sim::SimResult &g,
     double gm = g.peakMemoryBytes[s], am = a.peakMemoryBytes[s];
     EXPECT_NEAR(gm, am, 0.02 * am)
         << "list " << s << ": graph " << gm << " B, analytic " << am;
+  }
+}
+
+/// buildLlm of \p c without its loss: dist-modelgen's graph ends at the
+/// logits.
+inline cost::ModelDesc analyticWithoutLoss(const cost::LlmConfig &c) {
+  cost::ModelDesc m = cost::buildLlm(c);
+  std::vector<cost::OpDesc> &head = m.layers.back().ops;
+  EXPECT_EQ(head.back().cls, cluster::OpClass::Loss);
+  head.pop_back();
+  return m;
+}
+
+/// \p spec with pipeline stages cut at block boundaries of a model of
+/// \p blocks blocks of \p perBlock layers each after the embedding layer.
+inline std::string withStages(llvm::StringRef spec, unsigned blocks,
+                              unsigned perBlock) {
+  schedule::Plan plan = llvm::cantFail(schedule::parsePlan(spec));
+  std::string s = spec.str();
+  if (plan.pp <= 1)
+    return s;
+  s += ",stages=";
+  for (unsigned i = 1; i < plan.pp; ++i)
+    s += (i > 1 ? "/" : "") +
+         std::to_string(1 + perBlock * i * (blocks / plan.pp));
+  return s;
+}
+
+/// Plans of a dense LLaMA on two DGX H100 nodes: dp, tp with and without
+/// sp, selective and full recomputation, pp, cp.
+inline constexpr const char *kTwoNodePlans[] = {
+    "dp=16",
+    "dp=2,tp=8",
+    "dp=4,tp=4,sp=1",
+    "dp=2,tp=8,recompute=selective",
+    "dp=2,tp=8,recompute=full",
+    "dp=4,tp=2,pp=2,schedule=1f1b,mbs=1",
+    "dp=2,tp=4,cp=2"};
+
+/// Simulates \p specs for the graph and buildLlm of \p c (no loss) on
+/// \p nodes DGX H100 nodes (pipeline stages cut at the same blocks) and
+/// checks the parameters, iteration time and every stage's peak memory.
+inline void expectPlansAgree(const cost::ModelDesc &graph,
+                             const cost::LlmConfig &c, unsigned nodes,
+                             llvm::ArrayRef<const char *> specs, double batch) {
+  cost::ModelDesc analytic = analyticWithoutLoss(c);
+  EXPECT_NEAR(graph.paramCount(), analytic.paramCount(),
+              1e-6 * analytic.paramCount());
+  llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", nodes);
+  ASSERT_TRUE(static_cast<bool>(cl)) << llvm::toString(cl.takeError());
+  cost::CostModel cm;
+  for (const char *spec : specs) {
+    SCOPED_TRACE(spec);
+    // dist-modelgen's blocks are two layers each (attention and FFN).
+    schedule::Plan gp =
+        llvm::cantFail(schedule::parsePlan(withStages(spec, c.layers, 2)));
+    schedule::Plan ap =
+        llvm::cantFail(schedule::parsePlan(withStages(spec, c.layers, 1)));
+    llvm::Expected<sim::PlanSimulation> g =
+        sim::simulatePlan(graph, *cl, gp, batch, cm);
+    llvm::Expected<sim::PlanSimulation> a =
+        sim::simulatePlan(analytic, *cl, ap, batch, cm);
+    ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+    ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
+    expectWithin2Percent(g->result, a->result);
   }
 }
 

@@ -26,21 +26,7 @@ using namespace distopt::cost;
 
 namespace {
 
-class ImportedMoe : public unit::ImportedModel {
-public:
-  /// The graph dist-modelgen writes for \p c (f32, batch 1), costed in
-  /// bf16 with fused attention.
-  ModelDesc imported(const LlmConfig &c,
-                     llvm::function_ref<void(onnx::ModelProto &)> edit = {}) {
-    modelgen::ModelOptions o = *modelgen::defaultOptions("llama");
-    o.layers = c.layers, o.hidden = c.hidden, o.heads = c.heads;
-    o.kvHeads = c.kvHeads, o.ffnHidden = c.ffnHidden, o.seq = c.seqLen;
-    o.vocab = c.vocab, o.experts = c.experts, o.topK = c.topK;
-    o.expertFfn = c.expertFfn, o.sharedExperts = c.sharedExperts;
-    o.denseLayers = c.denseLayers;
-    return ImportedModel::imported(o, /*fused=*/true, edit);
-  }
-};
+class ImportedMoe : public unit::ImportedModel {};
 
 /// A Qwen3-30B-A3B-like model (its widths, 128 experts top-8; head width
 /// hidden / heads, as dist-modelgen writes it) with a shared expert and a
