@@ -330,6 +330,15 @@ static std::optional<OpDesc> costOf(BinaryOp bin, const CostContext &context) {
   return e;
 }
 
+/// Training dropout keeps its mask for the backward, one byte per element
+/// as PyTorch and Megatron-LM keep it (Korthikanti et al.'s as^2 of the
+/// attention probabilities, sh of a residual), not its input.
+static std::optional<OpDesc> costOf(DropoutOp op, const CostContext &context) {
+  std::optional<OpDesc> e = elementwiseCost(op, context);
+  e->savedBytes = tensorElements(op.getType());
+  return e;
+}
+
 /// Copies: transpose, split, slice, concat, expand, pad, gather, iota.
 /// A running sum: one add per element, read once and written once; its
 /// gradient (the sum the other way) needs nothing kept.
@@ -400,9 +409,8 @@ template <typename... OpTs> static void attachNoCost(MLIRContext *ctx) {
 void graph::registerCostModels(MLIRContext *ctx) {
   attachOwnRules<MatmulOp, ConvOp, EmbeddingOp, LayerNormOp, RMSNormOp,
                  BatchNormOp, SoftmaxOp, SoftmaxCrossEntropyOp, ReduceOp,
-                 PoolOp, UnaryOp, BinaryOp, CumSumOp>(ctx);
-  attachFamily<elementwiseCost, WhereOp, ClipOp, CastOp, DropoutOp>(
-      ctx);
+                 PoolOp, UnaryOp, BinaryOp, CumSumOp, DropoutOp>(ctx);
+  attachFamily<elementwiseCost, WhereOp, ClipOp, CastOp>(ctx);
   attachFamily<dataMovementCost, TransposeOp, SplitOp, SliceOp, ConcatOp,
                ExpandOp, PadOp, TriluOp, GatherOp, GatherElementsOp, GatherNDOp,
                ScatterElementsOp, ScatterNDOp, IotaOp>(ctx);

@@ -194,6 +194,30 @@ std::string GraphBuilder::constScalar(double value) {
   return scalarNode(key, f);
 }
 
+std::string GraphBuilder::dropout(const std::string &x) {
+  if (options.dropout == 0)
+    return x;
+  auto it = constants.find("dropout");
+  if (it == constants.end()) {
+    // Shared by every Dropout: a float32 ratio (Dropout-13's T1 has no
+    // bf16) and training_mode = true.
+    std::string saved = scope;
+    scope.clear();
+    std::string ratio =
+        constF32({static_cast<float>(options.dropout)}, /*dims=*/{});
+    onnx::TensorProto on;
+    on.set_data_type(onnx::TensorProto::BOOL);
+    on.add_int32_data(1);
+    std::string training =
+        node("Constant", {}, {attrTensor("value", std::move(on))});
+    scope = saved;
+    constants["dropout"] = ratio;
+    constants["dropout.training"] = training;
+    it = constants.find("dropout");
+  }
+  return node("Dropout", {x, it->second, constants["dropout.training"]});
+}
+
 std::string GraphBuilder::constLowest() {
   return scalarNode("lowest",
                     llvm::APFloat::getLargest(semantics(options.dtype),

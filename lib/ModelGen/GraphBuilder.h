@@ -90,6 +90,10 @@ public:
   /// x @ W + b with W [in, out] and b [out] named `<name>.weight/.bias`.
   std::string linear(const std::string &x, llvm::StringRef name, int64_t in,
                      int64_t out, bool bias = true);
+  /// `x` through training-mode Dropout of the options' probability, as the
+  /// PyTorch exporter writes it in training mode (ratio and training_mode
+  /// as constant inputs); `x` itself when the probability is 0.
+  std::string dropout(const std::string &x);
   /// LayerNormalization over the last axis with `<name>.weight/.bias`.
   std::string layerNorm(const std::string &x, llvm::StringRef name,
                         int64_t width, float eps);

@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <onnx/checker.h>
@@ -305,6 +306,11 @@ llvm::Error distopt::modelgen::validateOptions(const ModelOptions &given) {
                          " is too large (at most " + llvm::Twine(limit) + ")");
     }
   }
+  if (o.dropout != 0 && o.family != "gpt")
+    return makeError("--dropout applies to family gpt, not '" + o.family + "'");
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    return makeError("--dropout must be a probability in [0, 1) (got " +
+                     llvm::formatv("{0}", o.dropout).str() + ")");
   if (o.microBatch < 0 || o.microBatch > (int64_t(1) << 24))
     return makeError("--micro-batch must be between 1 and 2^24, or omitted "
                      "for a symbolic batch (got " +

@@ -90,6 +90,10 @@ struct ModelOptions {
   int64_t branchHidden = 0;
   /// 0 keeps the batch dimension symbolic ("batch"); N > 0 pins it.
   int64_t microBatch = 0;
+  /// GPT: the probability of training-mode Dropout where GPT-2 has it
+  /// (embeddings, attention probabilities, both residual branches); 0
+  /// writes none.
+  double dropout = 0;
   DType dtype = DType::F32;
   /// `location` written into every initializer's external_data.
   std::string weightsLocation = "model.weights";

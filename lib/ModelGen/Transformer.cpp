@@ -1,7 +1,8 @@
 //===- Transformer.cpp - GPT and BERT graphs --------------------*- C++ -*-===//
 //
 // Part of DistOpt. GPT-2/3 (pre-LN decoder, fused QKV, causal Trilu/Where
-// mask, tanh GELU, LM head tied to the token embedding) and BERT (post-LN
+// mask, tanh GELU, LM head tied to the token embedding, training-mode
+// Dropout where GPT-2 has it with --dropout) and BERT (post-LN
 // encoder, token/segment/position embeddings, additive padding mask, erf
 // GELU, pooler), written as the PyTorch exporter writes them at opset 17.
 //
@@ -34,7 +35,7 @@ std::string attention::core(GraphBuilder &b, const std::string &q,
     s = b.node("Add", {s, additive});
   if (!causal.empty())
     s = b.node("Where", {causal, s, b.constLowest()});
-  std::string p = b.node("Softmax", {s}, {attrInt("axis", -1)});
+  std::string p = b.dropout(b.node("Softmax", {s}, {attrInt("axis", -1)}));
   std::string c = b.matmul(p, v);
   c = b.node("Transpose", {c}, {attrInts("perm", {0, 2, 1, 3})});
   return b.node("Reshape", {c, b.constI64({0, 0, hidden})});
@@ -87,7 +88,7 @@ void distopt::modelgen::buildGpt(GraphBuilder &b) {
   std::string x = b.node("Gather", {wte, "input_ids"}, {attrInt("axis", 0)});
   std::string pos =
       b.node("Gather", {wpe, attention::positions(b, s)}, {attrInt("axis", 0)});
-  x = b.node("Add", {x, pos});
+  x = b.dropout(b.node("Add", {x, pos}));
   std::string mask = attention::causalMask(b, s);
 
   for (int64_t i = 0; i < o.layers; ++i) {
@@ -101,11 +102,11 @@ void distopt::modelgen::buildGpt(GraphBuilder &b) {
                                            /*transposed=*/true);
     std::string v = attention::splitHeads(b, parts[2], o.heads, headDim);
     std::string c = attention::core(b, q, kT, v, headDim, h, mask, "");
-    x = b.node("Add", {x, b.linear(c, "attn.c_proj", h, h)});
+    x = b.node("Add", {x, b.dropout(b.linear(c, "attn.c_proj", h, h))});
 
     std::string m = b.layerNorm(x, "ln_2", h, 1e-5f);
     m = geluTanh(b, b.linear(m, "mlp.c_fc", h, 4 * h));
-    x = b.node("Add", {x, b.linear(m, "mlp.c_proj", 4 * h, h)});
+    x = b.node("Add", {x, b.dropout(b.linear(m, "mlp.c_proj", 4 * h, h))});
   }
 
   b.setScope("transformer");

@@ -42,6 +42,12 @@ static cl::opt<std::string>
 static cl::opt<std::string> dtypeArg("dtype",
                                      cl::desc("f32 (default), f16 or bf16"),
                                      cl::init("f32"), cl::cat(category));
+static cl::opt<double> dropoutArg(
+    "dropout",
+    cl::desc("GPT: training-mode Dropout of this probability where GPT-2 "
+             "has it (embeddings, attention probabilities, both residual "
+             "branches; default 0: none)"),
+    cl::init(0.0), cl::cat(category));
 static cl::opt<bool> noShapesArg(
     "no-shape-inference",
     cl::desc("Skip ONNX shape inference (no value_info for intermediates)"),
@@ -182,6 +188,7 @@ int main(int argc, char **argv) {
   if (!dtype)
     return fail(llvm::toString(dtype.takeError()));
   options->dtype = *dtype;
+  options->dropout = dropoutArg;
   if (outputArg.empty())
     return fail("no output file; pass -o <file>.onnx");
   options->weightsLocation =

@@ -47,24 +47,28 @@ Blocks blocksOf(const std::vector<const OpDesc *> &ops) {
 
 class ImportedGpt : public unit::ImportedModel {
 public:
-  /// The graph of a GPT (f32, batch 1) costed in bf16.
-  ModelDesc imported(const GptConfig &g, bool fused) {
+  /// The graph of a GPT (f32, batch 1) costed in bf16, with training
+  /// dropout of probability \p dropout where GPT-2 has it.
+  ModelDesc imported(const GptConfig &g, bool fused, double dropout) {
     modelgen::ModelOptions o = *modelgen::defaultOptions("gpt");
     o.layers = g.layers, o.hidden = g.hidden, o.heads = g.heads;
-    o.seq = g.seqLen, o.vocab = g.vocab;
+    o.seq = g.seqLen, o.vocab = g.vocab, o.dropout = dropout;
     return ImportedModel::imported(o, fused);
   }
 };
 
 /// The transformer blocks of each Megatron Table 1 width: the imported
 /// graph (two layers per block, attention and MLP; the final norm closes
-/// the last one) against buildGpt's blocks and final norm. dist-modelgen's
-/// GPT has no dropout, so buildGpt's attention dropout goes and its
-/// dropout-residual ops count as the plain residual adds (no mask kept).
-void compare(ImportedGpt &t, const GptConfig &g, bool fused) {
+/// the last one) against buildGpt's blocks and final norm. buildGpt has
+/// Megatron's dropouts; without \p dropout in the graph its attention
+/// dropout goes and its dropout-residual ops count as the plain residual
+/// adds (no mask kept).
+void compare(ImportedGpt &t, const GptConfig &g, bool fused,
+             bool dropout = false) {
   GptConfig a = g;
   a.fusedAttention = fused;
-  ModelDesc graph = t.imported(g, fused), analytic = buildGpt(a);
+  ModelDesc graph = t.imported(g, fused, dropout ? 0.1 : 0.0),
+            analytic = buildGpt(a);
   // Embedding, 2 * layers half-blocks, head.
   ASSERT_EQ(graph.layers.size(), 2 * g.layers + 2);
   std::vector<const OpDesc *> gops, aops;
@@ -73,9 +77,9 @@ void compare(ImportedGpt &t, const GptConfig &g, bool fused) {
       gops.push_back(&op);
   for (unsigned l = 1; l < 1 + g.layers; ++l)
     for (OpDesc &op : analytic.layers[l].ops) {
-      if (op.name == "attn_dropout")
+      if (!dropout && op.name == "attn_dropout")
         continue;
-      if (llvm::StringRef(op.name).starts_with("dropout_residual"))
+      if (!dropout && llvm::StringRef(op.name).starts_with("dropout_residual"))
         op.savedReplicatedBytes = 0;
       aops.push_back(&op);
     }
@@ -98,6 +102,21 @@ TEST_F(ImportedGpt, AgreesWithBuildGptOnTable1Widths) {
     g.layers = 2, g.hidden = hidden, g.heads = heads;
     g.seqLen = 2048, g.vocab = 51200;
     compare(*this, g, false);
+  }
+}
+
+/// With `dist-modelgen gpt --dropout` (Megatron-LM's 0.1 where GPT-2 has
+/// it), the imported blocks equal buildGpt's as they are: the attention
+/// dropout over the s^2 probabilities and the residual dropouts, each
+/// keeping a one-byte mask.
+TEST_F(ImportedGpt, DropoutAgreesWithBuildGpt) {
+  for (auto [hidden, heads] :
+       {std::pair<double, double>{2304, 24}, {8192, 64}}) {
+    SCOPED_TRACE(hidden);
+    GptConfig g;
+    g.layers = 2, g.hidden = hidden, g.heads = heads;
+    g.seqLen = 2048, g.vocab = 51200;
+    compare(*this, g, false, /*dropout=*/true);
   }
 }
 
