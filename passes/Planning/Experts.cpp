@@ -15,7 +15,7 @@
 // [.., S, h]; the expert outputs reach a scatter-add into [.., S, h]
 // through elementwise ops (the routing weights) and views; the gather's
 // indices and the routing weights come from x through one weighted GEMM
-// (the router [h, E]) and weightless ops (softmax, TopK, ...). Anything
+// (the router [h, E]) and weightless ops (softmax, graph.top_k, ...). Anything
 // else stays costed op by op as before, with a remark saying why when
 // remarks are asked for. Ops that run inside another's kernel (the top-k
 // steps, the activation's parts, the merged GEMMs, the combine's weights)
@@ -296,10 +296,9 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
       gate = op;
       continue; // it reads x
     }
-    if (auto opaque = dyn_cast<g::OpaqueOp>(op);
-        opaque && opaque.getOpType() == "TopK" &&
-        dimFromEnd(op->getOperand(0).getType(), 1) == e)
-      topK = dimFromEnd(op->getResult(0).getType(), 1);
+    if (auto top = dyn_cast<g::TopKOp>(op);
+        top && dimFromEnd(top.getInput().getType(), 1) == e)
+      topK = dimFromEnd(top.getValues().getType(), 1);
     for (Value operand : op->getOperands())
       side.push_back(operand);
   }
