@@ -1527,6 +1527,13 @@ def pipeline_train_cases(rng):
                 dict(moe, plan="dp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=4, batch=4, tp_split=(),
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
+    # And its forward program (each replica's rows; the weights are the
+    # programs' own initialization, so nothing is loaded from a file).
+    out.append(("llama_moe_forward_dp2_ep2",
+                dict(forward=True, model=moe_llama_model,
+                     input_shape="input_ids:1x8",
+                     feeds=[("input_ids", moe_ids[:2])], batch=2, ranks=2,
+                     plan="dp=2,ep=2,mbs=1", tp_split=())))
     # Inference: the forward program at tp=2 (one row) and tp=2 x pp=2 (2
     # micro-batches of one row) against one process's logits.
     fwd = dict(forward=True, model=LLAMA, input_shape="input_ids:1x32",
