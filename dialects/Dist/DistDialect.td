@@ -42,6 +42,14 @@ def Dist_Dialect : Dialect {
     `dist.branch_devices = array<i64: d0, ..., d(k+1)>`, the device of each
     piece; dist-partition then builds one program per device.
 
+    `dist.tp_shard = [dim, blocks, parts]` on a `graph.weight` (and the
+    states and dropouts that follow it) says that the op holds one of
+    `parts` parts of the whole tensor along `dim`, part `rank mod parts`:
+    a tensor-parallel rank's part (dist-tensor-parallel) or, without tensor
+    parallelism, an expert-parallel rank's experts of stacked expert
+    weights (dist-expert-parallel, `[0, 1, ep]`: the rank's place in its
+    expert group of ep consecutive replicas).
+
     `dist.context_split = cp` on a `dist.all_slice` of a function input says
     that the function runs on one context-parallel rank's part of the
     sequence from there (set by dist-context-parallel).

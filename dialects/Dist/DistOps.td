@@ -263,6 +263,10 @@ def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
     Splits `input` along `split_axis` into group-size pieces, sends piece j to
     device j of `group`, and concatenates the received pieces along
     `concat_axis` (mixture-of-experts dispatch, sequence/head resharding).
+    dist-expert-parallel inserts it around a block's experts; its gradient
+    is the all-to-all with the axes swapped (dist-autodiff), and it lowers
+    to `distrt_all_to_all` (any axes: the runtime packs and unpacks the
+    pieces).
 
     Example:
     ```mlir

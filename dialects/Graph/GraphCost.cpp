@@ -339,7 +339,6 @@ static std::optional<OpDesc> costOf(DropoutOp op, const CostContext &context) {
   return e;
 }
 
-/// Copies: transpose, split, slice, concat, expand, pad, gather, iota.
 /// A running sum: one add per element, read once and written once; its
 /// gradient (the sum the other way) needs nothing kept.
 static std::optional<OpDesc> costOf(CumSumOp op, const CostContext &context) {
@@ -348,6 +347,21 @@ static std::optional<OpDesc> costOf(CumSumOp op, const CostContext &context) {
   return e;
 }
 
+/// A selection: every input element compared once and k values written
+/// (a reduction's traffic), plus their i64 indices; the gradient (dy
+/// scattered at the indices) keeps the indices only.
+static std::optional<OpDesc> costOf(TopKOp op, const CostContext &context) {
+  OpFacts f(op, context);
+  OpDesc d = cost::reductionOp(
+      f.name, f.dt, tensorElements(op.getInput().getType()), f.outElements);
+  double indexBytes = tensorCostBytes(op.getIndices().getType());
+  d.fwd.bytesWritten += indexBytes;
+  d.bwdInput.bytesRead += indexBytes;
+  d.savedBytes = indexBytes;
+  return d;
+}
+
+/// Copies: transpose, split, slice, concat, expand, pad, gather, iota.
 static std::optional<OpDesc> dataMovementCost(Operation *op,
                                               const CostContext &context) {
   OpFacts f(op, context);
@@ -409,7 +423,7 @@ template <typename... OpTs> static void attachNoCost(MLIRContext *ctx) {
 void graph::registerCostModels(MLIRContext *ctx) {
   attachOwnRules<MatmulOp, ConvOp, EmbeddingOp, LayerNormOp, RMSNormOp,
                  BatchNormOp, SoftmaxOp, SoftmaxCrossEntropyOp, ReduceOp,
-                 PoolOp, UnaryOp, BinaryOp, CumSumOp, DropoutOp>(ctx);
+                 PoolOp, UnaryOp, BinaryOp, CumSumOp, DropoutOp, TopKOp>(ctx);
   attachFamily<elementwiseCost, WhereOp, ClipOp, CastOp>(ctx);
   attachFamily<dataMovementCost, TransposeOp, SplitOp, SliceOp, ConcatOp,
                ExpandOp, PadOp, TriluOp, GatherOp, GatherElementsOp, GatherNDOp,

@@ -1,7 +1,7 @@
 //===- GraphDataOps.cpp - Data movement ops of the graph dialect ----------===//
 //
 // Part of DistOpt. Verifiers of reshape, flatten, transpose, split, slice,
-// concat, expand, pad, trilu, cumsum, gather, embedding and iota.
+// concat, expand, pad, trilu, cumsum, top_k, gather, embedding and iota.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/GraphOps.h"
@@ -296,6 +296,30 @@ LogicalResult CumSumOp::verify() {
                                    out.getElementType())))
     return failure();
   return verifyResultShape(*this, in.getShape(), out.getShape());
+}
+
+LogicalResult TopKOp::verify() {
+  auto in = getInput().getType();
+  auto values = getValues().getType(), indices = getIndices().getType();
+  if (in.getRank() < 1)
+    return emitOpError("operand must have rank >= 1, got a scalar");
+  auto axis = checkedAxis(*this, "axis", getAxis(), in.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t dim = in.getDimSize(*axis), k = getK();
+  if (k < 0 || (!ShapedType::isDynamic(dim) && k > dim))
+    return emitOpError("k ") << k << " must be in [0, " << dim
+                             << "] (the operand's dimension " << *axis << ")";
+  if (failed(verifySameElementType(*this, in.getElementType(),
+                                   values.getElementType())))
+    return failure();
+  if (!indices.getElementType().isInteger(64))
+    return emitOpError("indices must be i64, got ") << indices.getElementType();
+  SmallVector<int64_t> expected(in.getShape());
+  expected[*axis] = k;
+  if (failed(verifyResultShape(*this, expected, values.getShape())))
+    return failure();
+  return verifyResultShape(*this, expected, indices.getShape());
 }
 
 LogicalResult GatherOp::verify() {

@@ -2,7 +2,8 @@
 //
 // Part of DistOpt. Ops that move or select data without arithmetic:
 // reshape, transpose, split, slice, concat, expand, pad, trilu, gather,
-// gather_nd, scatter_elements, embedding, flatten, iota; and cumsum, a scan lowered to loops as they are. Shape operands of ONNX are folded into
+// gather_nd, scatter_elements, embedding, flatten, iota; cumsum, a scan, and
+// top_k, a selection, lowered to loops as they are. Shape operands of ONNX are folded into
 // attributes or into the result type by the importer.
 //
 //===----------------------------------------------------------------------===//
@@ -221,6 +222,35 @@ def Graph_CumSumOp : Graph_Op<"cumsum", [Pure]> {
                        DefaultValuedAttr<BoolAttr, "false">:$exclusive,
                        DefaultValuedAttr<BoolAttr, "false">:$reverse);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_TopKOp : Graph_Op<"top_k", [Pure]> {
+  let summary = "the `k` largest (or smallest) elements along `axis` and their indices (ONNX TopK)";
+  let description = [{
+    ONNX TopK: along `axis`, every line of `input` gives its `k` largest
+    elements (smallest with `largest = false`) as `values` and their
+    positions in the line as `indices` (`i64`); both have `input`'s shape
+    with `k` along `axis`. Elements are ordered best first, and of equal
+    values the one at the lower index comes first, as onnxruntime orders
+    them. With `sorted = false` ONNX leaves the order open; the kernels
+    still emit it sorted (the same set of elements). `k` may be 0.
+
+    Example:
+
+    ```mlir
+    %v, %i = graph.top_k %probs {axis = -1 : i64, k = 2 : i64}
+        : (tensor<2x8x4xf32>) -> (tensor<2x8x2xf32>, tensor<2x8x2xi64>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$k,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest,
+                       DefaultValuedAttr<BoolAttr, "true">:$sorted);
+  let results = (outs AnyRankedTensor:$values, AnyRankedTensor:$indices);
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];

@@ -214,10 +214,25 @@ static LogicalResult emitCollective(FunctionEmitter &e,
          << ")) return 1;\n  }\n";
     return success();
   }
+  if (auto a2a = dyn_cast<dist::AllToAllOp>(raw)) {
+    // The runtime packs pieces of a non-leading split axis into blocks and
+    // unpacks the received ones along the concat axis.
+    e.allocate(out);
+    e.os << "  {\n";
+    std::string comm = communicator(e, op);
+    e.os << "    distrt_tensor in = " << e.desc(in)
+         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
+    e.call("distrt_all_to_all(" + comm + ", &in, &out, " +
+               std::to_string(a2a.getSplitAxis()) + ", " +
+               std::to_string(a2a.getConcatAxis()) + ")",
+           raw);
+    e.os << "  }\n";
+    return success();
+  }
   return raw->emitError() << "dist-compile: " << raw->getName()
                           << " has no runtime lowering yet (the runtime has "
                              "all-reduce, reduce-scatter, all-gather, "
-                             "all-slice and broadcast)";
+                             "all-slice, all-to-all and broadcast)";
 }
 
 /// The peer of a transfer: a device number, or the device of an action list

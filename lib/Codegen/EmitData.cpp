@@ -7,7 +7,7 @@
 // any element type: transpose, slice, split, concat, expand, pad, trilu,
 // gather, gather_nd and scatter_elements (these two check their indices'
 // range first). Every loop computes one output element from constant strides;
-// cumsum's computes one line along its axis.
+// cumsum's and top_k's compute one line along their axis.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
@@ -33,9 +33,9 @@ bool distopt::codegen::isAliasOp(Operation *op) {
 bool distopt::codegen::isDataOp(Operation *op) {
   return isAliasOp(op) ||
          isa<WeightOp, ConstantOp, TransposeOp, SliceOp, SplitOp, ConcatOp,
-             ExpandOp, PadOp, TriluOp, CumSumOp, GatherOp, GatherElementsOp,
-             GatherNDOp, ScatterElementsOp, ScatterNDOp, EmbeddingOp, IotaOp>(
-             op);
+             ExpandOp, PadOp, TriluOp, CumSumOp, TopKOp, GatherOp,
+             GatherElementsOp, GatherNDOp, ScatterElementsOp, ScatterNDOp,
+             EmbeddingOp, IotaOp>(op);
 }
 
 /// `s` as a C string literal body.
@@ -427,22 +427,29 @@ static LogicalResult emitTrilu(FunctionEmitter &e, TriluOp op) {
 /// graph.cumsum: one loop iteration per line along the axis (every other
 /// coordinate), which walks the line in order (backwards with reverse)
 /// keeping the running sum in the type generated loops compute in.
+/// Where line `l` along `axis` starts in memory of `strides`, for lines
+/// of `shape` (the line's own dimension is skipped): the offset
+/// expression cumsum's and top_k's line loops start from.
+static std::string lineBase(ArrayRef<int64_t> shape, int64_t axis,
+                            ArrayRef<int64_t> strides) {
+  SmallVector<int64_t> lines(shape);
+  lines[axis] = 1;
+  std::string base = "0";
+  for (unsigned d = 0; d < shape.size(); ++d)
+    if ((int64_t)d != axis)
+      base += " + " + FunctionEmitter::coord(lines, d, "l") + " * " +
+              std::to_string(strides[d]) + "ll";
+  return base;
+}
+
 static LogicalResult emitCumSum(FunctionEmitter &e, CumSumOp op) {
   Value in = op.getInput(), out = op.getResult();
   auto shape = FunctionEmitter::typeOf(out).getShape();
   int64_t axis = *normalizeAxis(op.getAxis(), shape.size());
-  SmallVector<int64_t> lines(shape);
-  lines[axis] = 1;
   auto inStrides = e.layoutOf(in);
   auto outStrides = FunctionEmitter::stridesOf(shape);
-  std::string inBase = "0", outBase = "0";
-  for (unsigned d = 0; d < shape.size(); ++d) {
-    if ((int64_t)d == axis)
-      continue;
-    std::string c = FunctionEmitter::coord(lines, d, "l");
-    inBase += " + " + c + " * " + std::to_string(inStrides[d]) + "ll";
-    outBase += " + " + c + " * " + std::to_string(outStrides[d]) + "ll";
-  }
+  std::string inBase = lineBase(shape, axis, inStrides),
+              outBase = lineBase(shape, axis, outStrides);
   Type acc = FunctionEmitter::computeType(
       FunctionEmitter::typeOf(out).getElementType());
   e.allocate(out);
@@ -468,6 +475,54 @@ static LogicalResult emitCumSum(FunctionEmitter &e, CumSumOp op) {
   else
     e.os << "      s += v;\n" << write;
   e.os << "    }\n";
+  e.closeLoop();
+  return success();
+}
+
+/// graph.top_k: one loop iteration per line along the axis, which walks
+/// the line in index order keeping its best k so far, sorted, in the
+/// outputs: an element enters only when strictly better than the k-th, and
+/// moves up only past strictly worse ones, so of equal values the lower
+/// index stays first (onnxruntime's order). No scratch memory, so the loop
+/// is the same on a GPU; insertions cost O(k) each, a few per line on
+/// unordered data.
+static LogicalResult emitTopK(FunctionEmitter &e, TopKOp op) {
+  Value in = op.getInput(), vals = op.getValues(), idx = op.getIndices();
+  auto inShape = FunctionEmitter::typeOf(in).getShape();
+  auto outShape = FunctionEmitter::typeOf(vals).getShape();
+  int64_t axis = *normalizeAxis(op.getAxis(), inShape.size());
+  int64_t n = inShape[axis], k = op.getK();
+  e.allocate(vals);
+  e.allocate(idx);
+  if (k == 0 || FunctionEmitter::numel(vals) == 0)
+    return success();
+  auto inStrides = e.layoutOf(in);
+  auto outStrides = FunctionEmitter::stridesOf(outShape);
+  std::string is = std::to_string(inStrides[axis]) + "ll",
+              os = std::to_string(outStrides[axis]) + "ll";
+  std::string ct = FunctionEmitter::cType(FunctionEmitter::computeType(
+      FunctionEmitter::typeOf(in).getElementType()));
+  std::string v = e.name(vals), ix = e.name(idx), src = e.name(in);
+  std::string better = op.getLargest() ? " > " : " < ";
+  std::string at = "[ob + p * " + os + "]",
+              above = "[ob + (p - 1) * " + os + "]";
+  e.openLoop(FunctionEmitter::numel(vals) / k, "l");
+  e.os << "    int64_t ib = " << lineBase(inShape, axis, inStrides)
+       << ", ob = " << lineBase(outShape, axis, outStrides) << ", n = 0;\n"
+       << "    for (int64_t t = 0; t < " << n << "; ++t) {\n"
+       << "      " << ct << " x = (" << ct << ")" << src << "[ib + t * " << is
+       << "];\n"
+       << "      if (n == " << k << " && !(x" << better << "(" << ct << ")" << v
+       << "[ob + " << k - 1 << "ll * " << os << "])) continue;\n"
+       << "      int64_t p = n < " << k << " ? n++ : " << k - 1 << ";\n"
+       << "      for (; p > 0 && x" << better << "(" << ct << ")" << v << above
+       << "; --p) {\n"
+       << "        " << v << at << " = " << v << above << ";\n"
+       << "        " << ix << at << " = " << ix << above << ";\n"
+       << "      }\n"
+       << "      " << v << at << " = " << src << "[ib + t * " << is << "];\n"
+       << "      " << ix << at << " = t;\n"
+       << "    }\n";
   e.closeLoop();
   return success();
 }
@@ -825,6 +880,7 @@ LogicalResult distopt::codegen::emitDataOp(FunctionEmitter &e, Operation *op) {
       .Case<PadOp>([&](auto o) { return emitPad(e, o); })
       .Case<TriluOp>([&](auto o) { return emitTrilu(e, o); })
       .Case<CumSumOp>([&](auto o) { return emitCumSum(e, o); })
+      .Case<TopKOp>([&](auto o) { return emitTopK(e, o); })
       .Case<GatherOp>([&](GatherOp o) {
         return emitGatherOp(e, o, o.getData(), o.getIndices(),
                             o.getAxisAttr().getInt());

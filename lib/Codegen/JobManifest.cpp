@@ -126,11 +126,14 @@ static json::Object shardOf(Operation *op, unsigned rank, unsigned tensor) {
   MLIRContext *ctx = op->getContext();
   DenseI64ArrayAttr tp = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
   DictionaryAttr zero = dist::DistDialect::ZeroShardAttrHelper(ctx).getAttr(op);
+  // A part's index is the rank modulo the parts, as the program computes
+  // it: the tensor rank of a tensor-parallel part, the replica in its
+  // expert group of an expert-parallel one (tp = cp = 1).
   if (!zero)
     return json::Object{{"dim", tp[0]},
                         {"blocks", tp[1]},
                         {"parts", tp[2]},
-                        {"index", static_cast<int64_t>(tensor)}};
+                        {"index", static_cast<int64_t>(rank % tp[2])}};
   SmallVector<int64_t> whole = dist::wholeShape(op);
   int64_t parts = 1, index = 0;
   for (const SmallVector<int64_t> &group : dist::runGroups(op))

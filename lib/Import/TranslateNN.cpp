@@ -2,7 +2,7 @@
 //
 // Part of DistOpt. ONNX Conv, ConvTranspose, pooling, BatchNormalization,
 // LayerNormalization, InstanceNormalization, Dropout, Reduce*, ArgMax/ArgMin,
-// Hardmax and SoftmaxCrossEntropyLoss to the graph dialect.
+// Hardmax, TopK and SoftmaxCrossEntropyLoss to the graph dialect.
 //
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
@@ -620,6 +620,51 @@ static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
                                logits, labels, ignore));
 }
 
+/// TopK: graph.top_k. K (an attribute before opset 10, an input since)
+/// sets the outputs' shape, so it must be known at import.
+static LogicalResult translateTopK(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  if (!x)
+    return failure();
+  int64_t k;
+  if (t.opset < 10) {
+    k = Translator::attrInt(node, "k", -1);
+  } else {
+    const SmallTensor *kIn = t.constantInput(node, 1);
+    if (!kIn || kIn->numElements() != 1)
+      return t.emitError(node)
+             << "TopK needs K (input 1"
+             << (Translator::hasInput(node, 1) ? ", '" + node.input(1) + "'"
+                                               : std::string())
+             << ") as one constant integer: it sets the outputs' shape; make "
+                "it an initializer or a Constant (or a value folded from "
+                "them), or give a graph input its value with "
+                "--input-value=NAME:VALUE";
+    k = kIn->getInt(0);
+  }
+  auto in = cast<RankedTensorType>(x.getType());
+  int64_t axis = Translator::attrInt(node, "axis", -1);
+  std::optional<int64_t> a = normalizeAxis(axis, in.getRank());
+  if (!a || k < 0 || k > in.getDimSize(*a))
+    return t.emitError(node)
+           << "TopK needs an axis in [-" << in.getRank() << ", " << in.getRank()
+           << ") and K in [0, the axis' dimension], got axis " << axis
+           << " and K " << k << " for input " << shapeToString(in.getShape())
+           << "; fix the model";
+  RankedTensorType values = t.resultType(node, 0),
+                   indices = t.resultType(node, 1);
+  if (!values || !indices)
+    return failure();
+  bool largest = t.opset < 11 || Translator::attrInt(node, "largest", 1);
+  bool sorted = t.opset < 11 || Translator::attrInt(node, "sorted", 1);
+  OpBuilder &b = t.builder;
+  auto top = TopKOp::create(b, t.loc(node), values, indices, x,
+                            b.getI64IntegerAttr(k), b.getI64IntegerAttr(axis),
+                            b.getBoolAttr(largest), b.getBoolAttr(sorted));
+  t.define(node.output(1), top.getIndices());
+  return t.setResult(node, top.getValues());
+}
+
 void registerNNTranslations(TranslateTable &table) {
   table["Conv"] = translateConv;
   table["Hardmax"] = translateHardmax;
@@ -635,6 +680,7 @@ void registerNNTranslations(TranslateTable &table) {
                        "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                        "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin"})
     table[op] = translateReduce;
+  table["TopK"] = translateTopK;
   table["SoftmaxCrossEntropyLoss"] = translateSCE;
   table["NegativeLogLikelihoodLoss"] = translateNLL;
 }

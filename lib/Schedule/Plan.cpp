@@ -405,18 +405,11 @@ GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
 }
 
 GroupShape expertGroup(const Plan &p, const Cluster &c, unsigned s) {
-  std::vector<unsigned> ranks;
-  for (unsigned d = 0; d < p.ep; ++d)
-    ranks.push_back(p.globalRank(s, d, 0));
-  return shapeOf(c, ranks);
+  return shapeOf(c, p.expertGroups(s, p.ep).front());
 }
 
 GroupShape expertDataGroup(const Plan &p, const Cluster &c, unsigned s) {
-  std::vector<unsigned> ranks;
-  for (unsigned d = 0; d < p.replicasOf(s); d += p.ep)
-    for (unsigned k = 0; k < p.cp; ++k)
-      ranks.push_back(p.globalRank(s, d, 0, k));
-  return shapeOf(c, ranks);
+  return shapeOf(c, p.expertDataGroups(s, p.ep).front());
 }
 
 ExecConfig execConfig(const Plan &p, const Cluster &c, unsigned s) {

@@ -69,6 +69,32 @@ std::vector<std::vector<unsigned>> RankLayout::replicaGroups(unsigned s) const {
   return groups;
 }
 
+std::vector<std::vector<unsigned>> RankLayout::expertGroups(unsigned s,
+                                                            unsigned ep) const {
+  std::vector<std::vector<unsigned>> groups;
+  for (unsigned first = 0; first < replicasOf(s); first += ep)
+    for (unsigned c = 0; c < cp; ++c)
+      for (unsigned t = 0; t < tp; ++t) {
+        std::vector<unsigned> &g = groups.emplace_back();
+        for (unsigned d = first; d < first + ep && d < replicasOf(s); ++d)
+          g.push_back(globalRank(s, d, t, c));
+      }
+  return groups;
+}
+
+std::vector<std::vector<unsigned>>
+RankLayout::expertDataGroups(unsigned s, unsigned ep) const {
+  std::vector<std::vector<unsigned>> groups;
+  for (unsigned i = 0; i < ep; ++i)
+    for (unsigned t = 0; t < tp; ++t) {
+      std::vector<unsigned> &g = groups.emplace_back();
+      for (unsigned d = i; d < replicasOf(s); d += ep)
+        for (unsigned c = 0; c < cp; ++c)
+          g.push_back(globalRank(s, d, t, c));
+    }
+  return groups;
+}
+
 std::vector<std::vector<unsigned>>
 RankLayout::replicaContextGroups(unsigned s) const {
   std::vector<std::vector<unsigned>> groups;

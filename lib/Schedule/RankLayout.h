@@ -103,6 +103,18 @@ struct RankLayout {
   /// over which ZeRO also shards. With cp = 1 these are replicaGroups.
   std::vector<std::vector<unsigned>> replicaContextGroups(unsigned s) const;
 
+  /// The expert-parallel groups of pipeline stage \p s with \p ep experts
+  /// groups (ep | replicas): each ep consecutive replicas (per context and
+  /// tensor rank), which exchange their tokens and hold the experts'
+  /// parts, in replica order.
+  std::vector<std::vector<unsigned>> expertGroups(unsigned s,
+                                                  unsigned ep) const;
+  /// The devices of stage \p s that hold the same experts (every ep-th
+  /// replica, and the context ranks of those, replica-major; one group per
+  /// (first replica mod ep, tensor rank)): over them the experts'
+  /// gradients are synced.
+  std::vector<std::vector<unsigned>> expertDataGroups(unsigned s,
+                                                      unsigned ep) const;
   /// Where a global rank sits in the plan.
   struct Coord {
     unsigned stage = 0, replica = 0, tensor = 0, context = 0;

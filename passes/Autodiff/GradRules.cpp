@@ -467,6 +467,18 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
             });
             return success();
           })
+      // An all-to-all is a permutation of the group's pieces: its adjoint
+      // sends each piece back, the all-to-all with the axes swapped.
+      .Case<dist::AllToAllOp>([&](dist::AllToAllOp a) {
+        e.give(a.getInput(), [&]() -> Value {
+          auto back = dist::AllToAllOp::create(
+              b, loc, a.getInput().getType(), dy, a.getConcatAxisAttr(),
+              a.getSplitAxisAttr(), a.getGroupAttr());
+          copyRunGroups(a, back);
+          return back;
+        });
+        return success();
+      })
       .Case<dist::AllReduceOp>([&](dist::AllReduceOp a) -> LogicalResult {
         if (a.getKind() != dist::ReductionKind::sum)
           return unsupported();

@@ -2,7 +2,8 @@
 //
 // Part of DistOpt. Gradient rules of views and data movement: reshape,
 // flatten, expand, transpose, strided slices, concat, split, pads of every
-// mode, trilu, cumsum, gather, gather_nd, scatter_elements and embedding.
+// mode, trilu, cumsum, gather, gather_nd, scatter_elements, top_k and
+// embedding.
 // Each moves dy back to where the forward op read it (scatter-adds for the
 // index-driven ops, a gather for scatter_elements' updates, a running sum
 // the other way for cumsum), so none of them computes anything beyond
@@ -457,6 +458,18 @@ std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
           return g::ScatterAddOp::create(b, loc, ga.getData().getType(),
                                          ga.getIndices(), dy, ga.getAxisAttr(),
                                          b.getUnitAttr());
+        });
+        return success();
+      })
+      .Case<g::TopKOp>([&](g::TopKOp top) -> Result {
+        // The values are x read at the indices (a gather_elements): their
+        // gradient goes back there. The indices carry none.
+        if (!dy)
+          return success();
+        e.give(top.getInput(), [&]() -> Value {
+          return g::ScatterAddOp::create(b, loc, top.getInput().getType(),
+                                         top.getIndices(), dy,
+                                         top.getAxisAttr(), b.getUnitAttr());
         });
         return success();
       })

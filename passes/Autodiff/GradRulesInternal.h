@@ -29,7 +29,7 @@ mlir::LogicalResult reduceGrad(GradEmitter &e, graph::ReduceOp op,
 mlir::LogicalResult poolGrad(GradEmitter &e, graph::PoolOp op, mlir::Value dy);
 
 /// Views and data movement (GradRulesData.cpp): reshape, flatten, expand,
-/// transpose, slice, concat, split, pad, trilu, cumsum, gather and
+/// transpose, slice, concat, split, pad, trilu, cumsum, gather, top_k and
 /// embedding.
 /// `dys` holds one gradient per result (null where a result has none).
 /// Returns std::nullopt when `op` is not one of these ops.

@@ -33,7 +33,7 @@ dist::PlanAttr distopt::dataParallelPlan(ModuleOp module) {
   auto plan = dist::DistDialect::PlanAttrHelper(module.getContext())
                   .getAttr(module);
   if (!plan || plan.getNumVirtualStages() != 1 || plan.getTp() != 1 ||
-      plan.getCp() != 1 || !plan.getReplicas().empty())
+      plan.getCp() != 1 || plan.getEp() != 1 || !plan.getReplicas().empty())
     return {};
   return plan;
 }

@@ -63,6 +63,38 @@ def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
                            "distopt::graph::GraphDialect"];
 }
 
+def ExpertParallelPass : Pass<"dist-expert-parallel", "mlir::ModuleOp"> {
+  let summary = "rewrites the planned function into one expert-parallel "
+                "rank's part (its experts, tokens exchanged by all-to-all)";
+  let description = [{
+    For a module whose `#dist.plan` has ep > 1, rewrites the planned forward
+    function so that each rank of an expert group (ep consecutive
+    data-parallel replicas) runs E/ep of every mixture-of-experts block's
+    routed experts for the tokens of the whole group, as GShard does. Run
+    it before `dist-autodiff` (dist-compile does, for a planned module):
+    the gradient of an all-to-all is the inverse all-to-all.
+
+    The block is the cost model's (passes/Planning/Experts.cpp,
+    docs/modelgen.md): GEMMs of dispatched tokens [B, E, C, h] with stacked
+    weights [E, h, f], elementwise ops, GEMMs with stacked weights
+    [E, f, h]. The tokens go through `dist.all_to_all ... split 1 concat 0`
+    over the expert group ([ep B, E/ep, C, h]), the GEMMs read the rank's
+    part of their weights ([E/ep, .., ..], `dist.tp_shard = [0, 1, ep]`:
+    the rank reads only that part of the weight file, and its optimizer
+    state is of the part), and `dist.all_to_all ... split 0 concat 1`
+    brings the outputs back before the routing weights and the combine.
+    dist-partition then averages the experts' gradients over the ranks
+    that hold the same experts (dp / ep replicas) rather than over every
+    replica.
+
+    Errors: a GEMM with stacked expert weights outside such a block (it
+    would run on the wrong experts), experts that ep does not divide, and
+    plans with tp, cp, per-stage replicas or ZeRO next to ep (not
+    executed yet).
+  }];
+  let dependentDialects = ["distopt::dist::DistDialect"];
+}
+
 def TensorParallelPass : Pass<"dist-tensor-parallel", "mlir::ModuleOp"> {
   let summary = "rewrites the planned function into one tensor-parallel "
                 "rank's part (Megatron column/row splits)";

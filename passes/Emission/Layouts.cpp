@@ -221,7 +221,7 @@ private:
       return true;
     return isa<g::GatherOp, g::GatherElementsOp, g::TransposeOp, g::SliceOp,
                g::SplitOp, g::ConcatOp, g::ExpandOp, g::PadOp, g::TriluOp,
-               g::CumSumOp>(op);
+               g::CumSumOp, g::TopKOp>(op);
   }
 
   bool satisfies(Value v, const Requirement &r) {

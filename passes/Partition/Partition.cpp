@@ -356,13 +356,17 @@ struct PartitionPass
              << "dist-partition needs the module's plan ('dist.plan')";
     schedule::RankLayout layout = plan.getLayout();
     schedule::Plan p = plan.toPlan();
-    if (p.ep != 1)
+    if (p.ep != 1 &&
+        !llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
+          return f
+              .walk([](dist::AllToAllOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
+        }))
       return emitError(module.getLoc())
              << "dist-partition: the plan has ep = " << p.ep
-             << "; per-list programs run pipeline parallelism with data, "
-                "tensor and context parallelism (dp x tp x cp x pp) "
-                "or per-stage replicas yet: expert parallelism is not "
-                "executed";
+             << " but the function does not exchange tokens over the "
+                "expert-parallel ranks; run dist-expert-parallel before "
+                "dist-autodiff";
     if (layout.cp != 1 &&
         !llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
           return f

@@ -412,6 +412,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return refuse("with ZeRO (zero = " + std::to_string(plan.zero) +
                     "), which is not run yet: its weight versions would be "
                     "shards; plan it with zero=0");
+    if (plan.ep > 1)
+      return refuse("with expert parallelism (ep = " + std::to_string(plan.ep) +
+                    "), which is not run yet: its experts' gradients would "
+                    "sync per micro-batch; use 1f1b or gpipe");
     if (perMicrobatch && sched.replicated())
       return refuse("with per-stage replicas, which is not run yet: a "
                     "replicated stage would update once per round of its "
@@ -718,7 +722,32 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   auto overReplicas = [&](Value sum) -> Value {
     return contextParallel ? meanOfSum(sum, stageReplicas) : sum;
   };
-  auto syncGradient = [&](Value grad) -> Value {
+  // Expert parallelism: an expert-parallel rank's experts
+  // (dist-expert-parallel's weights, `dist.tp_shard` without tensor
+  // parallelism) get gradients that already hold its expert group's tokens
+  // (the backward all-to-all brought them), so they are summed over the
+  // ranks that hold the same experts (every ep-th replica) and scaled by
+  // 1 / the stage's replicas: one process's mean over every row.
+  llvm::DenseSet<Value> expertGrads;
+  if (plan.ep > 1 && layout.tp == 1)
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op))
+        if (Operation *w = op.getOperand(0).getDefiningOp();
+            w && w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
+          expertGrads.insert(op.getOperand(1));
+  std::vector<std::vector<unsigned>> expertSyncGroups =
+      layout.expertDataGroups(sched.stageOfList(list), plan.ep);
+  auto syncGradient = [&](Value grad, bool expert) -> Value {
+    if (expert && expertSyncGroups.front().size() == 1)
+      return meanOfSum(grad, stageReplicas); // dp = ep: no other holder
+    if (expert) {
+      auto sum = dist::AllReduceOp::create(
+          ib, loc, grad.getType(), grad,
+          dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum),
+          dist::deviceGroup(ctx, expertSyncGroups.front()));
+      dist::setRunGroups(sum, expertSyncGroups);
+      return meanOfSum(sum.getResult(), stageReplicas);
+    }
     if (!contextParallel)
       return averageOverReplicas(grad);
     auto sum = dist::AllReduceOp::create(
@@ -738,7 +767,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       FailureOr<Value> mean = meanOf(at, grad);
       if (failed(mean))
         return failure();
-      means[grad] = syncGradient(*mean);
+      means[grad] = syncGradient(*mean, expertGrads.contains(grad));
       averaged.insert(grad);
       return success();
     });

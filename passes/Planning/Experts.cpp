@@ -15,7 +15,7 @@
 // [.., S, h]; the expert outputs reach a scatter-add into [.., S, h]
 // through elementwise ops (the routing weights) and views; the gather's
 // indices and the routing weights come from x through one weighted GEMM
-// (the router [h, E]) and weightless ops (softmax, TopK, ...). Anything
+// (the router [h, E]) and weightless ops (softmax, graph.top_k, ...). Anything
 // else stays costed op by op as before, with a remark saying why when
 // remarks are asked for. Ops that run inside another's kernel (the top-k
 // steps, the activation's parts, the merged GEMMs, the combine's weights)
@@ -128,7 +128,8 @@ private:
 };
 } // namespace
 
-int64_t Recognizer::stackedExperts(Operation *op) const {
+int64_t planning::stackedExperts(Operation *op,
+                                 function_ref<bool(Value)> dependent) {
   auto mm = dyn_cast<g::MatmulOp>(op);
   if (!mm || mm.getBias() || mm.getTransposeLhs() || mm.getTransposeRhs())
     return 0;
@@ -142,6 +143,48 @@ int64_t Recognizer::stackedExperts(Operation *op) const {
       x.getDimSize(x.getRank() - 1) != w.getDimSize(1))
     return 0;
   return e;
+}
+
+std::string planning::routedExperts(ArrayRef<Operation *> inputs,
+                                    function_ref<bool(Value)> dependent,
+                                    RoutedExperts &out) {
+  const int64_t e = stackedExperts(inputs.front(), dependent);
+  out = RoutedExperts();
+  out.experts = e;
+  DenseSet<Value> inRegion;
+  for (Operation *op : inputs) {
+    if (stackedExperts(op, dependent) != e)
+      return "its expert GEMMs have different expert counts";
+    inRegion.insert(op->getResult(0));
+    out.inputs.push_back(op);
+  }
+  // Program order is a topological order: every operand is classified
+  // before its users.
+  for (Operation *op = inputs.front()->getNextNode(); op;
+       op = op->getNextNode()) {
+    if (llvm::is_contained(inputs, op) ||
+        llvm::none_of(op->getOperands(),
+                      [&](Value o) { return inRegion.contains(o); }))
+      continue;
+    bool inside = llvm::all_of(op->getOperands(), [&](Value o) {
+      return !dependent(o) || inRegion.contains(o);
+    });
+    if (inside && stackedExperts(op, dependent) == e) {
+      out.outputs.push_back(op);
+      continue;
+    }
+    if (!inside || !isa<g::UnaryOp, g::BinaryOp, g::ReshapeOp>(op))
+      return "an expert GEMM's result is used outside the experts";
+    out.between.push_back(op);
+    inRegion.insert(op->getResult(0));
+  }
+  if (out.outputs.empty() || out.between.empty())
+    return "no expert GEMM after the experts' activation";
+  return "";
+}
+
+int64_t Recognizer::stackedExperts(Operation *op) const {
+  return planning::stackedExperts(op, [&](Value v) { return dependent(v); });
 }
 
 bool Recognizer::denseGemmOf(Operation *op, Value x) const {
@@ -168,36 +211,22 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
 
   // The routed experts: from the input GEMMs through elementwise ops to
   // output GEMMs with the same stacked weights.
+  SmallVector<Operation *> inputOps;
+  for (size_t i : inputs)
+    inputOps.push_back(items[i].op);
+  RoutedExperts experts;
+  if (std::string why = routedExperts(
+          inputOps, [&](Value v) { return dependent(v); }, experts);
+      !why.empty())
+    return why;
   SetVector<size_t> region; // elementwise ops between the GEMMs
   SmallVector<size_t> outputs;
-  DenseSet<Value> inRegion;
-  for (size_t i : inputs) {
-    if (stackedExperts(items[i].op) != e)
-      return "its expert GEMMs have different expert counts";
-    inRegion.insert(items[i].op->getResult(0));
-  }
-  // Program order is a topological order: every operand is classified
-  // before its users.
-  for (size_t i = inputs.front() + 1; i < items.size(); ++i) {
-    Operation *op = items[i].op;
-    if (llvm::is_contained(inputs, i) ||
-        llvm::none_of(op->getOperands(),
-                      [&](Value o) { return inRegion.contains(o); }))
-      continue;
-    bool inside = llvm::all_of(op->getOperands(), [&](Value o) {
-      return !dependent(o) || inRegion.contains(o);
-    });
-    if (inside && stackedExperts(op) == e) {
-      outputs.push_back(i);
-      continue;
-    }
-    if (!inside || !isa<g::UnaryOp, g::BinaryOp, g::ReshapeOp>(op))
-      return "an expert GEMM's result is used outside the experts";
-    if (items[i].desc)
-      region.insert(i);
-    inRegion.insert(op->getResult(0));
-  }
-  if (outputs.empty() || region.empty())
+  for (Operation *op : experts.outputs)
+    outputs.push_back(indexOf(op->getResult(0)));
+  for (Operation *op : experts.between)
+    if (Item *item = itemOf(op->getResult(0)); item && item->desc)
+      region.insert(indexOf(op->getResult(0)));
+  if (region.empty())
     return "no expert GEMM after the experts' activation";
 
   // The combine: from the expert outputs through elementwise ops (the
@@ -267,10 +296,9 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
       gate = op;
       continue; // it reads x
     }
-    if (auto opaque = dyn_cast<g::OpaqueOp>(op);
-        opaque && opaque.getOpType() == "TopK" &&
-        dimFromEnd(op->getOperand(0).getType(), 1) == e)
-      topK = dimFromEnd(op->getResult(0).getType(), 1);
+    if (auto top = dyn_cast<g::TopKOp>(op);
+        top && dimFromEnd(top.getInput().getType(), 1) == e)
+      topK = dimFromEnd(top.getValues().getType(), 1);
     for (Value operand : op->getOperands())
       side.push_back(operand);
   }

@@ -61,6 +61,31 @@ void fuseKernels(std::vector<Item> &items,
                  const ValueClasses &values, double samples,
                  bool fusedAttention);
 
+/// The routed experts of a mixture-of-experts block (the form of
+/// docs/modelgen.md): GEMMs of dispatched tokens [.., E, C, in] with stacked
+/// expert weights [E, in, out] (the inputs, one tokens value), the
+/// elementwise ops and views after them (the activation), and the GEMMs
+/// with stacked weights of the same E they reach (the outputs). Found by
+/// the cost model (markExperts) and by dist-expert-parallel.
+struct RoutedExperts {
+  int64_t experts = 0;
+  llvm::SmallVector<mlir::Operation *> inputs, outputs;
+  /// The ops between, in program order.
+  llvm::SmallVector<mlir::Operation *> between;
+};
+
+/// E of a GEMM x [.., E, C, in] x W [E, in, out], x sample-dependent
+/// (\p dependent) and W not, without bias or transposes; 0 for other ops.
+int64_t stackedExperts(mlir::Operation *op,
+                       llvm::function_ref<bool(mlir::Value)> dependent);
+
+/// Grows the routed experts from the input GEMMs \p inputs (of one block,
+/// in program order): every op that reads their results up to GEMMs of
+/// the same stacked weight count. Returns why not, or "" and fills \p out.
+std::string routedExperts(llvm::ArrayRef<mlir::Operation *> inputs,
+                          llvm::function_ref<bool(mlir::Value)> dependent,
+                          RoutedExperts &out);
+
 /// Costs the mixture-of-experts FFNs among \p items as cost::llmBlock does
 /// (Experts.cpp: the form recognized, docs/modelgen.md): the routed experts'
 /// ops become OpDesc::expert ops of one grouped launch of E GEMMs, the

@@ -164,6 +164,17 @@ const char *opName(distrt_reduce_op op) {
   return "?";
 }
 
+/// What checkAgreement's `extra` is for collective `kind`: a broadcast's
+/// root (1), an all-to-all's axes (5), else a reduction op.
+std::string extraText(int64_t kind, int64_t extra) {
+  if (kind == 1)
+    return concat("root ", extra);
+  if (kind == 5)
+    return concat("split axis ", extra / DISTRT_MAX_RANK, ", concat axis ",
+                  extra % DISTRT_MAX_RANK);
+  return concat("op ", opName((distrt_reduce_op)extra));
+}
+
 /// Every rank must pass the same collective: gathers (kind, dtype, count,
 /// op-or-root) from all ranks and names the first rank that differs.
 distrt_status checkAgreement(distrt_comm *comm, const char *fn,
@@ -188,19 +199,17 @@ distrt_status checkAgreement(distrt_comm *comm, const char *fn,
                              " is in this collective while rank ", r,
                              " is in another; every rank must issue the "
                              "same collectives in the same order"));
-    return setError(
-        comm->ctx, DISTRT_ERROR_SHAPE_MISMATCH,
-        concat(fn, ": mismatched arguments across ranks: rank ", comm->rank,
-               " passes ", dtypeName(t.dtype), " x ", mine[2],
-               " elements (", kind != 1 ? "op " : "root ",
-               kind != 1 ? opName((distrt_reduce_op)mine[3])
-                         : std::to_string(mine[3]).c_str(),
-               ") but rank ", r, " passes ", dtypeName((distrt_dtype)o[1]),
-               " x ", o[2], " elements (", kind != 1 ? "op " : "root ",
-               kind != 1 ? opName((distrt_reduce_op)o[3])
-                         : std::to_string(o[3]).c_str(),
-               "); every rank must pass the same dtype, size and ",
-               kind != 1 ? "op" : "root"));
+    return setError(comm->ctx, DISTRT_ERROR_SHAPE_MISMATCH,
+                    concat(fn, ": mismatched arguments across ranks: rank ",
+                           comm->rank, " passes ", dtypeName(t.dtype), " x ",
+                           mine[2], " elements (", extraText(kind, mine[3]),
+                           ") but rank ", r, " passes ",
+                           dtypeName((distrt_dtype)o[1]), " x ", o[2],
+                           " elements (", extraText(kind, o[3]),
+                           "); every rank must pass the same dtype, size and ",
+                           kind == 1   ? "root"
+                           : kind == 5 ? "axes"
+                                       : "op"));
   }
 #else
   (void)comm, (void)fn, (void)kind, (void)t, (void)extra;
@@ -1013,6 +1022,149 @@ extern "C" distrt_status distrt_all_gather(distrt_comm *comm,
 #else
   return setError(comm->ctx, DISTRT_ERROR_UNSUPPORTED,
                   concat(fn, ": no MPI in this runtime"));
+#endif
+}
+
+namespace {
+/// `height` rows of `width` bytes from `src` (rows `srcPitch` apart) to
+/// `dst` (rows `dstPitch` apart) on the context's memory.
+distrt_status copyRows(distrt_comm *comm, void *dst, size_t dstPitch,
+                       const void *src, size_t srcPitch, size_t width,
+                       size_t height) {
+  if (!width || !height)
+    return DISTRT_OK;
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->ctx->isCuda())
+    return cuda::copyRows(comm->ctx, dst, dstPitch, src, srcPitch, width,
+                          height);
+#endif
+  for (size_t i = 0; i < height; ++i)
+    std::memcpy(static_cast<char *>(dst) + i * dstPitch,
+                static_cast<const char *>(src) + i * srcPitch, width);
+  return DISTRT_OK;
+}
+
+/// Scratch memory of the communicator's context, released on scope exit
+/// (stream-ordered on CUDA).
+struct Scratch {
+  distrt_context *ctx;
+  void *data = nullptr;
+  explicit Scratch(distrt_context *ctx) : ctx(ctx) {}
+  distrt_status alloc(size_t bytes) { return distrt_alloc(ctx, bytes, &data); }
+  ~Scratch() {
+    if (data)
+      distrt_free(ctx, data);
+  }
+};
+
+/// The tag of all-to-all blocks: above distrt_send's tags and the ring's.
+constexpr int kAllToAllTag = kMaxSendTag + 2;
+} // namespace
+
+extern "C" distrt_status distrt_all_to_all(distrt_comm *comm,
+                                           const distrt_tensor *input,
+                                           const distrt_tensor *output,
+                                           int32_t split_axis,
+                                           int32_t concat_axis) {
+  const char *fn = "distrt_all_to_all";
+  DISTRT_TRY(checkComm(comm, fn));
+  Checker c(comm->ctx, fn);
+  DISTRT_TRY(c.pointer("input", input));
+  DISTRT_TRY(c.pointer("output", output));
+  DISTRT_TRY(c.tensor("input", input, input->dtype));
+  DISTRT_TRY(c.tensor("output", output, input->dtype));
+  const int32_t rank = input->rank, n = comm->size;
+  if (split_axis < 0 || split_axis >= rank || concat_axis < 0 ||
+      concat_axis >= rank)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "split axis ", split_axis,
+                  " and concat axis ", concat_axis, " of a rank-", rank,
+                  " input; both must lie in [0, ", rank, ")");
+  if (input->dims[split_axis] % n)
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "input ", shapeString(*input),
+                  " has ", input->dims[split_axis], " along the split axis ",
+                  split_axis, ", which the ", n, " ranks cannot share equally");
+  std::vector<int64_t> expect(input->dims, input->dims + rank);
+  expect[split_axis] /= n;
+  expect[concat_axis] *= n;
+  DISTRT_TRY(c.shape("output", output, expect));
+  const size_t esz = elementSize(input->dtype);
+  const size_t bytes = (size_t)distrt_numel(input) * esz;
+  const char *in = static_cast<const char *>(input->data);
+  char *out = static_cast<char *>(output->data);
+  if (bytes && in < out + bytes && out < in + bytes)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT,
+                  "input and output overlap; pass disjoint memory");
+  DISTRT_TRY(afterStarted(comm));
+  DISTRT_TRY(
+      checkAgreement(comm, fn, 5, *input,
+                     (int64_t)split_axis * DISTRT_MAX_RANK + concat_axis));
+  if (n == 1)
+    return localCopy(comm, out, in, bytes);
+  // Input: outerS rows of n pieces of pieceS bytes (piece j for rank j).
+  // Output: outerC rows of n pieces of pieceC bytes (piece j from rank j).
+  auto rowsOf = [](const distrt_tensor &t, int32_t axis) {
+    size_t outer = 1;
+    for (int32_t i = 0; i < axis; ++i)
+      outer *= (size_t)t.dims[i];
+    return outer;
+  };
+  const size_t block = bytes / (size_t)n;
+  const size_t outerS = rowsOf(*input, split_axis), pieceS = block / outerS;
+  const size_t outerC = rowsOf(*output, concat_axis), pieceC = block / outerC;
+  Scratch sendBuf(comm->ctx), recvBuf(comm->ctx);
+  const char *send = in;
+  if (outerS > 1) {
+    DISTRT_TRY(sendBuf.alloc(bytes));
+    for (int32_t j = 0; j < n; ++j)
+      DISTRT_TRY(copyRows(comm, static_cast<char *>(sendBuf.data) + j * block,
+                          pieceS, in + j * pieceS, n * pieceS, pieceS, outerS));
+    send = static_cast<const char *>(sendBuf.data);
+  }
+  char *recv = out;
+  if (outerC > 1) {
+    DISTRT_TRY(recvBuf.alloc(bytes));
+    recv = static_cast<char *>(recvBuf.data);
+  }
+  auto unpack = [&]() -> distrt_status {
+    if (recv == out)
+      return DISTRT_OK;
+    for (int32_t j = 0; j < n; ++j)
+      DISTRT_TRY(copyRows(comm, out + j * pieceC, n * pieceC, recv + j * block,
+                          pieceC, pieceC, outerC));
+    return DISTRT_OK;
+  };
+#ifdef DISTRT_HAVE_NCCL
+  if (comm->nccl) {
+    DISTRT_TRY(cuda::ncclAllToAll(comm, send, recv, block));
+    return unpack();
+  }
+#endif
+#ifdef DISTRT_HAVE_MPI
+  if (block > (size_t)INT32_MAX)
+    return c.fail(DISTRT_ERROR_UNSUPPORTED, "blocks of ", block,
+                  " bytes; the MPI all-to-all moves blocks below 2 GiB");
+  std::memcpy(recv + (size_t)comm->rank * block,
+              send + (size_t)comm->rank * block, block);
+  // Every peer's block is received and sent without waiting (pairwise).
+  std::vector<MPI_Request> reqs(2 * (size_t)(n - 1));
+  MPI_Request *req = reqs.data();
+  for (int32_t p = 0; p < n; ++p) {
+    if (p == comm->rank)
+      continue;
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Irecv(recv + (size_t)p * block, (int)block, MPI_BYTE, p,
+                             kAllToAllTag, mpiOf(comm), req++));
+    DISTRT_MPI_TRY(comm, fn,
+                   MPI_Isend(send + (size_t)p * block, (int)block, MPI_BYTE, p,
+                             kAllToAllTag, mpiOf(comm), req++));
+  }
+  DISTRT_TRY(waitUntil(comm, fn, "its all-to-all blocks", -1, [&](int &done) {
+    return MPI_Testall((int)reqs.size(), reqs.data(), &done,
+                       MPI_STATUSES_IGNORE);
+  }));
+  return unpack();
+#else
+  return c.fail(DISTRT_ERROR_UNSUPPORTED, "no MPI in this runtime");
 #endif
 }
 

@@ -96,6 +96,16 @@ distrt_status ncclReduceScatter(distrt_comm *comm, const void *in, void *out,
 /// `n` elements per rank: `in` holds n, `out` size x n.
 distrt_status ncclAllGather(distrt_comm *comm, const void *in, void *out,
                             size_t n, distrt_dtype dtype);
+/// All-to-all of contiguous blocks: block j (`blockBytes` bytes) of `send`
+/// goes to rank j, and rank j's block lands at block j of `recv` (grouped
+/// ncclSend/ncclRecv on the context's stream).
+distrt_status ncclAllToAll(distrt_comm *comm, const void *send, void *recv,
+                           size_t blockBytes);
+/// `height` rows of `width` bytes from `src` (rows `srcPitch` bytes apart)
+/// to `dst` (rows `dstPitch` apart), on the context's stream.
+distrt_status copyRows(distrt_context *ctx, void *dst, size_t dstPitch,
+                       const void *src, size_t srcPitch, size_t width,
+                       size_t height);
 /// Point-to-point: `bytes` bytes as ncclUint8 on the context's stream.
 distrt_status ncclSendBytes(distrt_comm *comm, const void *buf, size_t bytes,
                             int32_t peer);

@@ -881,7 +881,7 @@ def check_tp_split(state_dir, weights, tp):
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
                             zero=False, reference=None, search=None,
-                            accumulate=False, tp_split=()):
+                            accumulate=False, tp_split=(), split_parts=None):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -902,7 +902,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     forward depends on the micro-batch (batch norm's batch statistics,
     its running statistics updated once per micro-batch). Each weight of
     `tp_split` must be saved split over the plan's tp tensor ranks (the
-    ranks' shards.json): the programs split it, not only run."""
+    ranks' shards.json): the programs split it, not only run; over
+    `split_parts` ranks when given (an expert-parallel plan's experts)."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -1041,7 +1042,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                     got.astype(np.float64) - want_kept))) / scale)
     if zero and not sharded:
         errors.append("zero=1 but no rank saved a shard of the optimizer state")
-    errors += check_tp_split(os.path.join(d, "state_pp0"), tp_split, tp)
+    errors += check_tp_split(os.path.join(d, "state_pp0"), tp_split,
+                             split_parts or tp)
     if not errors:
         print(f"  {name}: loss {c1[0]:.6g} -> {c1[-1]:.6g}; {len(files)} tensors "
               f"across {ranks} ranks ({sharded} sharded), max rel difference "
@@ -1497,6 +1499,41 @@ def pipeline_train_cases(rng):
                 dict(llama, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # Expert parallelism (dist-expert-parallel): a LLaMA whose second
+    # block is a mixture of 4 experts, top-2 routing with capacity 4 of 8
+    # tokens per expert (tokens overflow and are dropped), one shared
+    # expert. Each rank of an expert group (ep consecutive replicas) keeps 2
+    # experts, the dispatched tokens and outputs cross by all-to-all, the
+    # experts' gradients are summed over the ranks that hold the same
+    # experts and scaled by 1 / dp. The experts' weights must be saved
+    # split over the expert ranks.
+    moe_ids = rng.integers(0, 64, (4, 8)).astype(np.int64)
+    moe_labels = rng.integers(0, 64, (4, 8)).astype(np.int64)
+    experts = ("model.layers.1.mlp.experts.gate_proj",
+               "model.layers.1.mlp.experts.up_proj",
+               "model.layers.1.mlp.experts.down_proj")
+    moe = dict(model=moe_llama_model, input_shape="input_ids:1x8",
+               train="loss=softmax-cross-entropy:labels optimizer=sgd lr=0.5",
+               batch=2, steps=10, feeds=[("input_ids", moe_ids[:2]),
+                                         ("labels", moe_labels[:2])],
+               tp_split=experts, split_parts=2)
+    out.append(("llama_moe_sgd_dp2_ep2", dict(moe, plan="dp=2,ep=2,mbs=1")))
+    out.append(("llama_moe_adam_dp4_ep2",
+                dict(moe, plan="dp=4,ep=2,mbs=1", ranks=4, batch=4,
+                     feeds=[("input_ids", moe_ids), ("labels", moe_labels)],
+                     train="loss=softmax-cross-entropy:labels optimizer=adam "
+                           "lr=0.01")))
+    out.append(("llama_moe_sgd_dp2_ep2_pp2_1f1b",
+                dict(moe, plan="dp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
+                     ranks=4, batch=4, tp_split=(),
+                     feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
+    # And its forward program (each replica's rows; the weights are the
+    # programs' own initialization, so nothing is loaded from a file).
+    out.append(("llama_moe_forward_dp2_ep2",
+                dict(forward=True, model=moe_llama_model,
+                     input_shape="input_ids:1x8",
+                     feeds=[("input_ids", moe_ids[:2])], batch=2, ranks=2,
+                     plan="dp=2,ep=2,mbs=1", tp_split=())))
     # Inference: the forward program at tp=2 (one row) and tp=2 x pp=2 (2
     # micro-batches of one row) against one process's logits.
     fwd = dict(forward=True, model=LLAMA, input_shape="input_ids:1x32",
@@ -1834,6 +1871,23 @@ def reshard_cases(rng):
     ]
 
 
+def moe_llama_model(work):
+    """A LLaMA of 2 blocks whose second is a mixture of experts (4 routed
+    experts of width 16, top-2, one shared expert), written by
+    dist-modelgen into `work` (its weights are the programs' own
+    deterministic initialization)."""
+    path = os.path.join(work, "moe_llama.onnx")
+    if not os.path.exists(path):
+        subprocess.run([os.path.join(BIN[0], "dist-modelgen"), "llama",
+                        "--layers", "2", "--hidden", "16", "--heads", "2",
+                        "--kv-heads", "1", "--ffn-hidden", "32", "--vocab",
+                        "64", "--seq", "8", "--experts", "4", "--top-k", "2",
+                        "--expert-ffn", "16", "--shared-experts", "1",
+                        "--dense-layers", "1", "-o", path],
+                       check=True, capture_output=True)
+    return path
+
+
 def small_resnet_model(work):
     """run_networks.py's small ResNet, written into `work`."""
     import run_networks
@@ -2062,6 +2116,8 @@ def run_one(compiler, work, name, c):
 
 # The prepared cases, inherited by the forked workers (run_in_worker).
 PREPARED = []
+# The build's bin folder (main sets it), for the models written at run time.
+BIN = [""]
 
 
 def run_in_worker(job):
@@ -2100,6 +2156,7 @@ def main():
                          "(default: the usable cores, at most 4)")
     a = ap.parse_args()
     compiler = common.tool(a.build, "dist-compile")
+    BIN[0] = os.path.dirname(compiler)
     work = common.work_dir("dist-distributed")
     t0 = time.time()
     # Models the cases share are written here, once, before any case runs

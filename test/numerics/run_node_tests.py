@@ -73,7 +73,7 @@ def load_case(d):
 # the node tests feed them as graph inputs, so a test's values for them
 # become initializers of a pinned copy of the model.
 CONSTANT_OPERANDS = {"Resize": (1, 2, 3), "Upsample": (1,), "ReduceSum": (1,),
-                     "CumSum": (1,)}
+                     "CumSum": (1,), "TopK": (1,)}
 
 
 def pin_constant_inputs(d, work):

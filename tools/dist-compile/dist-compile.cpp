@@ -272,6 +272,14 @@ static bool needsContextParallel(ModuleOp module) {
       dist::DistDialect::ContextSplitAttrHelper::getNameStr());
 }
 
+/// Expert parallelism: not yet split while no expert weight has
+/// `dist.tp_shard` (dist-expert-parallel runs without tensor parallelism).
+static bool needsExpertParallel(ModuleOp module) {
+  return needsSplit(
+      module, [](dist::PlanAttr p) { return p.getEp(); },
+      dist::DistDialect::TpShardAttrHelper::getNameStr());
+}
+
 /// True for a planned module whose function is a pipeline (more than one
 /// virtual stage), tensor parallel or a data-parallel forward stream, not
 /// yet partitioned into per-list programs.
@@ -477,30 +485,43 @@ int main(int argc, char **argv) {
       errs() << "skipped " << in.name << ": " << lastError << "\n";
       return -1;
     };
-    // The ops keep the cost model's names of the whole ops (before the
-    // split), so that a tensor-parallel program's --profile-json files its
+    // Context parallelism splits the sequence first
+    // (dist-context-parallel), then tensor parallelism the weights
+    // (dist-tensor-parallel) and expert parallelism the experts
+    // (dist-expert-parallel: each rank keeps its experts, the tokens are
+    // exchanged). The last two keep the cost model's names of the whole
+    // ops (before the split), so that a program's --profile-json files its
     // shards' times where the planner looks for them: under the whole op
-    // and the plan's tp.
-    // Context parallelism likewise splits the sequence first
-    // (dist-context-parallel).
-    if (needsContextParallel(*m))
-      if (int rc = lower(createContextParallelPass(),
-                         "split '" + in.path +
-                             "' over the plan's context-parallel ranks")) {
-        if (rc > 0)
-          return rc;
+    // and the plan's degrees.
+    struct Split {
+      bool (*needed)(ModuleOp);
+      std::unique_ptr<Pass> (*make)();
+      bool named;
+      const char *ranks;
+    };
+    const Split splits[] = {
+        {needsContextParallel, [] { return createContextParallelPass(); },
+         false, "context-parallel"},
+        {needsTensorParallel, [] { return createTensorParallelPass(); }, true,
+         "tensor-parallel"},
+        {needsExpertParallel, [] { return createExpertParallelPass(); }, true,
+         "expert-parallel"},
+    };
+    int splitRc = 0;
+    for (const Split &split : splits) {
+      if (!split.needed(*m))
         continue;
-      }
-    if (needsTensorParallel(*m)) {
-      planning::annotateCostSignatures(*m);
-      if (int rc = lower(createTensorParallelPass(),
-                         "split '" + in.path +
-                             "' over the plan's tensor-parallel ranks")) {
-        if (rc > 0)
-          return rc;
-        continue;
-      }
+      if (split.named)
+        planning::annotateCostSignatures(*m);
+      splitRc = lower(split.make(), "split '" + in.path + "' over the plan's " +
+                                        split.ranks + " ranks");
+      if (splitRc)
+        break;
     }
+    if (splitRc > 0)
+      return splitRc;
+    if (splitRc < 0)
+      continue;
     if (!train.empty()) {
       if (std::string bad = checkTrainOptions(train); !bad.empty()) {
         WithColor::error() << bad << "\n";

@@ -147,6 +147,20 @@ distrt_status distrt_reduce_scatter(distrt_comm *comm,
  *  NCCL: ncclAllGather. */
 distrt_status distrt_all_gather(distrt_comm *comm, const distrt_tensor *input,
                                 const distrt_tensor *output);
+/** All-to-all (mixture-of-experts dispatch): `input` is cut along
+ *  `split_axis` into size equal pieces and piece j goes to rank j; `output`
+ *  is the pieces received from ranks 0..size-1 concatenated along
+ *  `concat_axis`. So output has input's dims with dims[split_axis] divided
+ *  by size and then dims[concat_axis] multiplied by it (one dtype, dense,
+ *  not overlapping; the axes may be equal). Pieces of a non-leading axis are
+ *  packed into contiguous blocks and unpacked after the exchange. Every
+ *  rank must pass the same dtype, element count and axes. MPI: a pairwise
+ *  exchange of the blocks, bounded by the communicator's timeout (blocks
+ *  below 2 GiB). NCCL: grouped ncclSend/ncclRecv on the context's stream.
+ *  Any dtype. */
+distrt_status distrt_all_to_all(distrt_comm *comm, const distrt_tensor *input,
+                                const distrt_tensor *output, int32_t split_axis,
+                                int32_t concat_axis);
 /** Copies `root`'s tensor into every rank's `tensor` (same checks). */
 distrt_status distrt_broadcast(distrt_comm *comm, const distrt_tensor *tensor,
                                int32_t root);

@@ -272,6 +272,39 @@ distrt_status ncclRecvBytes(distrt_comm *comm, void *buf, size_t bytes,
   return DISTRT_OK;
 }
 
+distrt_status ncclAllToAll(distrt_comm *comm, const void *send, void *recv,
+                           size_t blockBytes) {
+  const char *fn = "distrt_all_to_all";
+  distrt_context *ctx = comm->ctx;
+  DISTRT_CUDA_ENTER(ctx);
+  const char *s = static_cast<const char *>(send);
+  char *r = static_cast<char *>(recv);
+  DISTRT_NCCL_TRY(comm, fn, ncclGroupStart());
+  for (int32_t p = 0; p < comm->size; ++p) {
+    ncclResult_t res = ncclSend(s + (size_t)p * blockBytes, blockBytes,
+                                ncclUint8, p, handle(comm), state(ctx).stream);
+    if (res == ncclSuccess)
+      res = ncclRecv(r + (size_t)p * blockBytes, blockBytes, ncclUint8, p,
+                     handle(comm), state(ctx).stream);
+    if (res != ncclSuccess) {
+      ncclGroupEnd();
+      return ncclFail(comm, fn, "ncclSend/ncclRecv", res);
+    }
+  }
+  DISTRT_NCCL_TRY(comm, fn, ncclGroupEnd());
+  return DISTRT_OK;
+}
+
+distrt_status copyRows(distrt_context *ctx, void *dst, size_t dstPitch,
+                       const void *src, size_t srcPitch, size_t width,
+                       size_t height) {
+  DISTRT_CUDA_ENTER(ctx);
+  DISTRT_CUDA_TRY(ctx, cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width,
+                                         height, cudaMemcpyDeviceToDevice,
+                                         state(ctx).stream));
+  return DISTRT_OK;
+}
+
 } // namespace cuda
 } // namespace distrt
 #endif // DISTRT_HAVE_NCCL

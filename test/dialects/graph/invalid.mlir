@@ -1083,3 +1083,67 @@ func.func @case113(%a: tensor<f32>, %i: tensor<1xi64>, %u: tensor<f32>) {
   %0 = graph.scatter_nd none %a, %i, %u : (tensor<f32>, tensor<1xi64>, tensor<f32>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @top_k_scalar(%a: tensor<f32>) {
+  // expected-error @+1 {{operand must have rank >= 1, got a scalar}}
+  %0:2 = graph.top_k %a {k = 1 : i64} : (tensor<f32>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @top_k_axis(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{'axis' -3 is out of range for rank 2}}
+  %0:2 = graph.top_k %a {axis = -3 : i64, k = 1 : i64} : (tensor<3x4xf32>) -> (tensor<3x1xf32>, tensor<3x1xi64>)
+  return
+}
+
+// -----
+
+func.func @top_k_k_too_large(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{k 5 must be in [0, 4] (the operand's dimension 1)}}
+  %0:2 = graph.top_k %a {k = 5 : i64} : (tensor<3x4xf32>) -> (tensor<3x5xf32>, tensor<3x5xi64>)
+  return
+}
+
+// -----
+
+func.func @top_k_k_negative(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{k -1 must be in [0, 3] (the operand's dimension 0)}}
+  %0:2 = graph.top_k %a {axis = 0 : i64, k = -1 : i64} : (tensor<3x4xf32>) -> (tensor<1x4xf32>, tensor<1x4xi64>)
+  return
+}
+
+// -----
+
+func.func @top_k_values_type(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{result element type 'f16' differs from the operand's 'f32'}}
+  %0:2 = graph.top_k %a {k = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf16>, tensor<3x2xi64>)
+  return
+}
+
+// -----
+
+func.func @top_k_indices_type(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{indices must be i64, got 'i32'}}
+  %0:2 = graph.top_k %a {k = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi32>)
+  return
+}
+
+// -----
+
+func.func @top_k_values_shape(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{result shape 3x4 does not match expected 3x2}}
+  %0:2 = graph.top_k %a {k = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x2xi64>)
+  return
+}
+
+// -----
+
+func.func @top_k_indices_shape(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{result shape 2x3 does not match expected 3x2}}
+  %0:2 = graph.top_k %a {k = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<2x3xi64>)
+  return
+}

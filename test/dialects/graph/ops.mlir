@@ -102,6 +102,10 @@ func.func @movement(%x: tensor<2x8x2304xf32>, %ids: tensor<2x8xi64>, %t: tensor<
   %14 = graph.cumsum %ids {axis = -1 : i64, exclusive = true, reverse = true} : (tensor<2x8xi64>) -> tensor<2x8xi64>
   // CHECK: graph.cumsum %{{.*}} : (tensor<2x8x2304xf32>) -> tensor<2x8x2304xf32>
   %15 = graph.cumsum %x : (tensor<2x8x2304xf32>) -> tensor<2x8x2304xf32>
+  // CHECK: %{{.*}}, %{{.*}} = graph.top_k %{{.*}} {k = 2 : i64} : (tensor<2x8x2304xf32>) -> (tensor<2x8x2xf32>, tensor<2x8x2xi64>)
+  %v, %vi = graph.top_k %x {k = 2 : i64} : (tensor<2x8x2304xf32>) -> (tensor<2x8x2xf32>, tensor<2x8x2xi64>)
+  // CHECK: graph.top_k %{{.*}} {axis = 1 : i64, k = 0 : i64, largest = false, sorted = false} : (tensor<2x8xi64>) -> (tensor<2x0xi64>, tensor<2x0xi64>)
+  %w, %wi = graph.top_k %ids {axis = 1 : i64, k = 0 : i64, largest = false, sorted = false} : (tensor<2x8xi64>) -> (tensor<2x0xi64>, tensor<2x0xi64>)
   // CHECK: graph.gather_nd %{{.*}}, %{{.*}} {batch_dims = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x1xi64>) -> tensor<2x3x2304xf32>
   %16 = graph.gather_nd %x, %nd {batch_dims = 1 : i64} : (tensor<2x8x2304xf32>, tensor<2x3x1xi64>) -> tensor<2x3x2304xf32>
   // CHECK: graph.gather_nd %{{.*}}, %{{.*}} : (tensor<2x8x2304xf32>, tensor<3x2xi64>) -> tensor<3x2304xf32>

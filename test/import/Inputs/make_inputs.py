@@ -194,6 +194,35 @@ save("cumsum_axis_input", [
     helper.make_node("CumSum", ["x", "axis"], ["y"], name="scan")],
     [vinfo("x", F, [3, 5]), vinfo("axis", I64, [])], [vinfo("y", F, [3, 5])])
 
+# TopK with K from a Constant (opset 13: largest, sorted; negative axis)
+# is graph.top_k; so is opset 9's, whose k is an attribute.
+save("topk", [
+    const("two", [2]),
+    helper.make_node("TopK", ["x", "two"], ["v", "i"], name="best"),
+    const("one", [1]),
+    helper.make_node("TopK", ["x", "one"], ["w", "j"], name="worst", axis=0,
+                     largest=0, sorted=0),
+], [vinfo("x", F, [3, 5])],
+    [vinfo("v", F, [3, 2]), vinfo("i", I64, [3, 2]), vinfo("w", F, [1, 5]),
+     vinfo("j", I64, [1, 5])])
+save("topk_opset9", [
+    helper.make_node("TopK", ["x"], ["v", "i"], name="best", k=3, axis=0)],
+    [vinfo("x", F, [4, 2])], [vinfo("v", F, [3, 2]), vinfo("i", I64, [3, 2])],
+    opset=9)
+
+# A K known only at run time cannot set the outputs' shape: an error.
+save("topk_k_input", [
+    helper.make_node("TopK", ["x", "k"], ["v", "i"], name="route")],
+    [vinfo("x", F, [3, 5]), vinfo("k", I64, [1])],
+    [vinfo("v", F, None), vinfo("i", I64, None)])
+
+# K larger than the axis (opset 9's attribute, which ONNX's shape
+# inference does not check): an error naming the node.
+save("bad_topk_k", [
+    helper.make_node("TopK", ["x"], ["v", "i"], name="route", k=7)],
+    [vinfo("x", F, [3, 5])], [vinfo("v", F, None), vinfo("i", I64, None)],
+    opset=9)
+
 # Hardmax: the one-hot of the first maximum (opset 13, any axis), between
 # two weights so that training runs through it; before opset 13 only the
 # last axis means the same (hardmax_opset11 keeps axis 1 of 3 opaque).

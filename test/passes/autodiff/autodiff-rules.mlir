@@ -63,3 +63,21 @@ func.func @main(%x: tensor<1x2x4x4xf32>) -> tensor<f32> {
   %l = graph.reduce sum %p {keepdims = false} : (tensor<1x2x2x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// An all-to-all (expert parallelism's token exchange): the gradient goes
+// back through the all-to-all with the split and concat axes swapped, over
+// the same group.
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[T:.*]] = dist.all_to_all %{{.*}} split 1 concat 0 over [0, 1] {graph.phase = "forward"} : tensor<2x4x3xf32> -> tensor<4x2x3xf32>
+// CHECK: %[[DT:.*]] = dist.all_to_all %{{.*}} split 0 concat 1 over [0, 1] {graph.phase = "backward_input"} : tensor<4x2x3xf32> -> tensor<2x4x3xf32>
+// CHECK: graph.binary mul %[[DT]], %arg0 {graph.phase = "backward_weight"}
+func.func @main(%x: tensor<2x4x3xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<2x4x3xf32>
+  %h = graph.binary mul %x, %w : (tensor<2x4x3xf32>, tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+  %t = dist.all_to_all %h split 1 concat 0 over [0, 1] : tensor<2x4x3xf32> -> tensor<4x2x3xf32>
+  %s = graph.binary mul %t, %t : (tensor<4x2x3xf32>, tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
+  %l = graph.reduce sum %s {keepdims = false} : (tensor<4x2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

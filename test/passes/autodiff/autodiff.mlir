@@ -138,3 +138,23 @@ func.func @main(%x: tensor<4x3xf32> {graph.name = "x"}) -> tensor<4x3xf32> {
   %z = graph.binary add %y, %x : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
   return %z : tensor<4x3xf32>
 }
+
+// -----
+
+// top_k's values are its input read at the indices: their gradient is
+// scatter-added there (elements, along the op's axis); the indices carry
+// none, and the scatter reuses the forward's.
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[W:.*]] = graph.weight "w"
+// CHECK: %[[V:.*]], %[[I:.*]] = graph.top_k %[[W]] {graph.phase = "forward", k = 3 : i64}
+// CHECK: %[[DV:.*]] = graph.matmul %{{.*}}, %{{.*}} {graph.phase = "backward_weight"} : (tensor<4x3xf32>, tensor<3x3xf32>) -> tensor<4x3xf32>
+// CHECK: %[[DW:.*]] = graph.scatter_add %[[I]], %[[DV]] {axis = -1 : i64, elements, graph.phase = "backward_weight"} : (tensor<4x3xi64>, tensor<4x3xf32>) -> tensor<4x8xf32>
+// CHECK: graph.sgd_update %[[W]], %[[DW]]
+func.func @main(%x: tensor<4x3xf32> {graph.name = "x"}) -> tensor<4x3xf32> {
+  %w = graph.weight "w" : tensor<4x8xf32>
+  %w2 = graph.weight "w2" : tensor<3x3xf32>
+  %v, %i = graph.top_k %w {k = 3 : i64} : (tensor<4x8xf32>) -> (tensor<4x3xf32>, tensor<4x3xi64>)
+  %y = graph.matmul %v, %w2 {transpose_rhs = true} : (tensor<4x3xf32>, tensor<3x3xf32>) -> tensor<4x3xf32>
+  %z = graph.binary add %y, %x : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %z : tensor<4x3xf32>
+}

@@ -473,6 +473,29 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
             {1, 3, 0});
 }
 
+// TopK, largest along the last axis and smallest along the first: the
+// selected values' gradients go back to where they were read, the others
+// get none (fails when the scatter misses the axis or the indices).
+TEST(AutodiffGradCheck, TopK) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %w1 = graph.weight "w1" : tensor<4x6xf32>
+  %w2 = graph.weight "w2" : tensor<2x6xf32>
+  %w3 = graph.weight "w3" : tensor<3x2xf32>
+  %w4 = graph.weight "w4" : tensor<6x4xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x6xf32>) -> tensor<3x6xf32>
+  %v, %i = graph.top_k %h {k = 2 : i64} : (tensor<3x6xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %m, %j = graph.top_k %h {axis = 0 : i64, k = 2 : i64, largest = false} : (tensor<3x6xf32>) -> (tensor<2x6xf32>, tensor<2x6xi64>)
+  %a = graph.matmul %v, %w2 : (tensor<3x2xf32>, tensor<2x6xf32>) -> tensor<3x6xf32>
+  %b = graph.matmul %w3, %m : (tensor<3x2xf32>, tensor<2x6xf32>) -> tensor<3x6xf32>
+  %s = graph.binary add %a, %b : (tensor<3x6xf32>, tensor<3x6xf32>) -> tensor<3x6xf32>
+  %y = graph.matmul %s, %w4 : (tensor<3x6xf32>, tensor<6x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+)mlir",
+            {1, 3, 0});
+}
+
 // ScatterElements with none (the overwritten data gets no gradient, each
 // update its position's) and add (data and updates both pass dy), with a
 // negative index.

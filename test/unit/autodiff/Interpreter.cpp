@@ -14,7 +14,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 using namespace distopt::testing;
@@ -84,6 +86,22 @@ static void combine(g::ScatterReduction reduction, double &d, double u) {
     d = std::min(d, u);
     break;
   }
+}
+
+/// scatter_elements by its definition: every update combined into `y` at
+/// its own coordinates with the axis one replaced by its index (negative
+/// indices wrap).
+static Tensor scatterElements(g::ScatterReduction reduction, Tensor y,
+                              const Tensor &ix, const Tensor &u, int64_t axis) {
+  if (axis < 0)
+    axis += (int64_t)y.shape.size();
+  for (int64_t i = 0; i < u.size(); ++i) {
+    std::vector<int64_t> c = unravelIndex(i, u.shape);
+    int64_t k = (int64_t)ix.data[i];
+    c[axis] = k < 0 ? k + y.shape[axis] : k;
+    combine(reduction, y.data[ravelIndex(c, y.shape)], u.data[i]);
+  }
+  return y;
 }
 
 template <typename F> static Tensor map(Type type, F f) {
@@ -563,6 +581,35 @@ bool Runner::run(Operation *op) {
         }));
         return true;
       })
+      // top_k by its definition: each line's positions sorted best first,
+      // equal values lower index first, the first k kept.
+      .Case<g::TopKOp>([&](g::TopKOp top) {
+        const Tensor &x = get(top.getInput());
+        int64_t axis = static_cast<int64_t>(top.getAxis());
+        if (axis < 0)
+          axis += (int64_t)x.shape.size();
+        Tensor v = map(top.getValues().getType(),
+                       [](const std::vector<int64_t> &) { return 0.0; });
+        Tensor ix = v;
+        for (int64_t i = 0; i < v.size(); ++i) {
+          std::vector<int64_t> c = unravelIndex(i, v.shape);
+          std::vector<int64_t> line(x.shape[axis]);
+          std::iota(line.begin(), line.end(), 0);
+          auto at = [&](int64_t p) {
+            std::vector<int64_t> in = c;
+            in[axis] = p;
+            return x.data[ravelIndex(in, x.shape)];
+          };
+          std::stable_sort(line.begin(), line.end(), [&](int64_t a, int64_t b) {
+            return top.getLargest() ? at(a) > at(b) : at(a) < at(b);
+          });
+          ix.data[i] = (double)line[c[axis]];
+          v.data[i] = at(line[c[axis]]);
+        }
+        set(v, 0);
+        set(ix, 1);
+        return true;
+      })
       .Case<g::GatherNDOp>([&](g::GatherNDOp ga) {
         const Tensor &x = get(ga.getData()), &ix = get(ga.getIndices());
         int64_t b = static_cast<int64_t>(ga.getBatchDims()),
@@ -582,18 +629,9 @@ bool Runner::run(Operation *op) {
         return true;
       })
       .Case<g::ScatterElementsOp>([&](g::ScatterElementsOp sc) {
-        const Tensor &ix = get(sc.getIndices()), &u = get(sc.getUpdates());
-        Tensor y = get(sc.getData());
-        int64_t axis = static_cast<int64_t>(sc.getAxis());
-        if (axis < 0)
-          axis += (int64_t)y.shape.size();
-        for (int64_t i = 0; i < u.size(); ++i) {
-          std::vector<int64_t> c = unravelIndex(i, u.shape);
-          int64_t k = (int64_t)ix.data[i];
-          c[axis] = k < 0 ? k + y.shape[axis] : k;
-          combine(sc.getReduction(), y.data[ravelIndex(c, y.shape)], u.data[i]);
-        }
-        set(y);
+        set(scatterElements(sc.getReduction(), get(sc.getData()),
+                            get(sc.getIndices()), get(sc.getUpdates()),
+                            sc.getAxis()));
         return true;
       })
       .Case<g::ScatterNDOp>([&](g::ScatterNDOp sc) {
@@ -628,6 +666,14 @@ bool Runner::run(Operation *op) {
         return true;
       })
       .Case<g::ScatterAddOp>([&](g::ScatterAddOp sc) {
+        if (sc.getElements()) {
+          // gather_elements' and top_k's gradient: a scatter_elements add
+          // of dy into zeros.
+          set(scatterElements(g::ScatterReduction::Add, zerosOf(rt),
+                              get(sc.getIndices()), get(sc.getGrad()),
+                              sc.getAxis()));
+          return true;
+        }
         if (sc.getAxis() != 0) {
           error = "the interpreter runs scatter_add along axis 0 only";
           return false;

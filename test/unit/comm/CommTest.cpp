@@ -423,6 +423,77 @@ TEST_F(CommTest, AllGatherConcatenatesInRankOrder) {
       EXPECT_EQ(all[(size_t)(3 * r + k)], 10 * r + k);
 }
 
+TEST_F(CommTest, AllToAllExchangesPiecesAlongEveryPairOfAxes) {
+  // Input [2n, 3n, 2n] of rank r holds value(r, i, j, k); after the
+  // exchange, output piece p along the concat axis is rank p's piece r
+  // along the split axis.
+  const int64_t n = size;
+  const int64_t dims[3] = {2 * n, 3 * n, 2 * n};
+  auto value = [](int64_t r, int64_t i, int64_t j, int64_t k) {
+    return float(r * 10000 + i * 1000 + j * 10 + k);
+  };
+  std::vector<float> in((size_t)(dims[0] * dims[1] * dims[2]));
+  for (int64_t i = 0; i < dims[0]; ++i)
+    for (int64_t j = 0; j < dims[1]; ++j)
+      for (int64_t k = 0; k < dims[2]; ++k)
+        in[(size_t)((i * dims[1] + j) * dims[2] + k)] = value(rank, i, j, k);
+  for (int32_t split = 0; split < 3; ++split)
+    for (int32_t concat = 0; concat < 3; ++concat) {
+      int64_t od[3] = {dims[0], dims[1], dims[2]};
+      od[split] /= n;
+      int64_t piece = od[split];
+      od[concat] *= n;
+      std::vector<float> out(in.size(), -1.f);
+      distrt_tensor ti = distrt_make_tensor(in.data(), DISTRT_F32, 3, dims);
+      distrt_tensor to = distrt_make_tensor(out.data(), DISTRT_F32, 3, od);
+      ASSERT_EQ(distrt_all_to_all(comm, &ti, &to, split, concat), DISTRT_OK)
+          << error();
+      int64_t concatPiece = od[concat] / n;
+      for (int64_t i = 0; i < od[0]; ++i)
+        for (int64_t j = 0; j < od[1]; ++j)
+          for (int64_t k = 0; k < od[2]; ++k) {
+            int64_t at[3] = {i, j, k};
+            // The sending rank and its coordinates.
+            int64_t from = at[concat] / concatPiece;
+            at[concat] %= concatPiece;
+            at[split] += rank * piece;
+            ASSERT_EQ(out[(size_t)((i * od[1] + j) * od[2] + k)],
+                      value(from, at[0], at[1], at[2]))
+                << "split " << split << " concat " << concat << " at " << i
+                << "," << j << "," << k;
+          }
+    }
+}
+
+TEST_F(CommTest, AllToAllArgumentErrors) {
+  const int64_t n = size;
+  std::vector<float> in((size_t)(2 * n * 3)), out(in.size());
+  int64_t dims[2] = {2 * n, 3}, od[2] = {2, 3 * n};
+  distrt_tensor ti = distrt_make_tensor(in.data(), DISTRT_F32, 2, dims);
+  distrt_tensor to = distrt_make_tensor(out.data(), DISTRT_F32, 2, od);
+  EXPECT_EQ(distrt_all_to_all(comm, &ti, &to, 0, 2),
+            DISTRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("distrt_all_to_all: split axis 0 and concat axis 2 "
+                         "of a rank-2 input"),
+            std::string::npos)
+      << error();
+  // The output must have the exchanged shape.
+  std::vector<float> wrong(in.size() + 1);
+  int64_t wd[2] = {2, 3 * n + 1};
+  distrt_tensor tw = distrt_make_tensor(wrong.data(), DISTRT_F32, 2, wd);
+  EXPECT_EQ(distrt_all_to_all(comm, &ti, &tw, 0, 1),
+            DISTRT_ERROR_SHAPE_MISMATCH);
+  if (size > 1) {
+    // n + 1 rows cannot be shared by the ranks.
+    int64_t odd[2] = {n + 1, 2};
+    distrt_tensor tu = distrt_make_tensor(in.data(), DISTRT_F32, 2, odd);
+    EXPECT_EQ(distrt_all_to_all(comm, &tu, &to, 0, 1),
+              DISTRT_ERROR_SHAPE_MISMATCH);
+    EXPECT_NE(error().find("cannot share equally"), std::string::npos)
+        << error();
+  }
+}
+
 TEST_F(CommTest, RingAllReduceOfUnevenBlocksIsBitIdentical) {
   // 1000003 elements: blocks of unequal length on any world size; values
   // whose sum depends on the order, so every rank must hold the one

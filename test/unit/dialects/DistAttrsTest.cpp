@@ -222,6 +222,28 @@ TEST(RankLayoutTest, TensorAndReplicaGroupsPartitionAStage) {
   EXPECT_EQ(l.replicaContextGroups(1), l.replicaGroups(1));
 }
 
+TEST(RankLayoutTest, ExpertGroupsAreConsecutiveReplicas) {
+  using Groups = std::vector<std::vector<unsigned>>;
+  // dp = 4, ep = 2, two stages: the expert groups are replicas {0, 1} and
+  // {2, 3} of each stage; the ranks holding the same experts are every
+  // second replica.
+  schedule::RankLayout l;
+  l.dp = 4;
+  l.pp = 2;
+  EXPECT_EQ(l.expertGroups(0, 2), (Groups{{0, 1}, {2, 3}}));
+  EXPECT_EQ(l.expertGroups(1, 2), (Groups{{4, 5}, {6, 7}}));
+  EXPECT_EQ(l.expertDataGroups(0, 2), (Groups{{0, 2}, {1, 3}}));
+  EXPECT_EQ(l.expertDataGroups(1, 4), (Groups{{4}, {5}, {6}, {7}}));
+  // ep = 1: one group per replica, and the data groups are every replica.
+  EXPECT_EQ(l.expertDataGroups(0, 1), l.replicaGroups(0));
+  // With context ranks (the cost model's groups): per context rank, and
+  // the data groups take every context rank of their replicas.
+  l.pp = 1;
+  l.cp = 2;
+  EXPECT_EQ(l.expertGroups(0, 2), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(l.expertDataGroups(0, 2), (Groups{{0, 1, 4, 5}, {2, 3, 6, 7}}));
+}
+
 TEST(RankLayoutTest, ContextRanksSitInsideEachReplica) {
   // tp-cp-dp-pp: rank = t + tp * (c + cp * (d + dp * s)).
   schedule::RankLayout l;

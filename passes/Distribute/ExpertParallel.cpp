@@ -1,0 +1,272 @@
+//===- ExpertParallel.cpp - The dist-expert-parallel pass -------*- C++ -*-===//
+//
+// Part of DistOpt. Rewrites the planned forward function into what one
+// expert-parallel rank runs (GShard): the routed experts of each
+// mixture-of-experts block (planning::routedExperts, the form the cost
+// model recognizes) run on the rank's E/ep experts for the tokens of every
+// rank of its expert group. The dispatched tokens [B, .., E, C, h] go
+// through `dist.all_to_all` over the group (the experts' axis split into
+// ep pieces, the pieces concatenated along the leading one:
+// [ep B, .., E/ep, C, h]), the expert GEMMs read the rank's part of the
+// stacked weights ([E/ep, in, out], `dist.tp_shard` [0, 1, ep]: each rank
+// reads only its part of the weight file), and the inverse all-to-all
+// brings the outputs back before the routing weights and the combine.
+// Routing is per sequence, so each rank routes its own rows as one process
+// would. Runs before dist-autodiff, whose all-to-all rule (the inverse
+// exchange) makes the backward; dist-partition syncs the experts'
+// gradients over the expert data group (the ranks that hold the same
+// experts). docs/distributed.md "Expert parallelism".
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/Planning/FusedKernels.h"
+#include "passes/Planning/Planning.h"
+
+#include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphOps.h"
+#include "lib/Schedule/RankLayout.h"
+#include "passes/Distribute/SplitValues.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace distopt {
+#define GEN_PASS_DEF_EXPERTPARALLELPASS
+#include "passes/Distribute/Passes.h.inc"
+} // namespace distopt
+
+using namespace mlir;
+using namespace distopt;
+namespace g = distopt::graph;
+
+namespace {
+
+/// The values of `func` computed from its arguments (the others come from
+/// weights and constants alone).
+DenseSet<Value> sampleDependent(func::FuncOp func) {
+  DenseSet<Value> dependent(func.getArguments().begin(),
+                            func.getArguments().end());
+  func.walk([&](Operation *op) {
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return dependent.contains(v); }))
+      dependent.insert(op->result_begin(), op->result_end());
+  });
+  return dependent;
+}
+
+/// `type` as one expert rank holds it: the leading dimension ep times, the
+/// experts' dimension (`axis`) an ep-th.
+RankedTensorType rankPart(Type type, int64_t axis, int64_t ep) {
+  auto t = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(t.getShape());
+  shape[0] *= ep;
+  shape[axis] /= ep;
+  return t.clone(shape);
+}
+
+class Rewriter {
+public:
+  Rewriter(func::FuncOp func, const schedule::RankLayout &layout, int64_t ep)
+      : func(func), layout(layout), ep(ep), dependent(sampleDependent(func)) {}
+
+  /// Rewrites every block of routed experts; fails with an error on a
+  /// block that cannot run on the rank's experts.
+  LogicalResult run(unsigned &blocks);
+
+private:
+  bool isDependent(Value v) const { return dependent.contains(v); }
+  LogicalResult rewrite(const planning::RoutedExperts &experts);
+
+  func::FuncOp func;
+  const schedule::RankLayout &layout;
+  int64_t ep;
+  DenseSet<Value> dependent;
+};
+
+LogicalResult Rewriter::run(unsigned &blocks) {
+  auto isDep = [&](Value v) { return isDependent(v); };
+  // The input GEMMs of a block read one tokens value; the outputs are
+  // found from them.
+  DenseSet<Operation *> done;
+  SmallVector<Operation *> gemms;
+  func.walk([&](g::MatmulOp m) {
+    if (planning::stackedExperts(m, isDep))
+      gemms.push_back(m);
+  });
+  for (Operation *first : gemms) {
+    if (done.contains(first))
+      continue;
+    Value tokens = first->getOperand(0);
+    SmallVector<Operation *> inputs;
+    for (Operation *m : gemms)
+      if (!done.contains(m) && m->getOperand(0) == tokens)
+        inputs.push_back(m);
+    planning::RoutedExperts experts;
+    std::string why = planning::routedExperts(inputs, isDep, experts);
+    if (!why.empty())
+      return first->emitError("dist-expert-parallel: the plan has ep = ")
+             << ep
+             << " but this GEMM with stacked expert weights is not in a "
+                "mixture-of-experts block the pass can split: "
+             << why
+             << " (the form is docs/modelgen.md's: dispatched tokens "
+                "[batch, experts, capacity, hidden], stacked-weight GEMMs, "
+                "elementwise ops between); plan ep = 1";
+    for (Operation *op :
+         llvm::concat<Operation *const>(experts.inputs, experts.outputs))
+      done.insert(op);
+    if (failed(rewrite(experts)))
+      return failure();
+    ++blocks;
+  }
+  return success();
+}
+
+LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
+  Operation *first = experts.inputs.front();
+  Value tokens = first->getOperand(0);
+  auto type = cast<RankedTensorType>(tokens.getType());
+  const int64_t rank = type.getRank(), axis = rank - 3, e = experts.experts;
+  auto fail = [&](Operation *at, const Twine &why) {
+    return at->emitError("dist-expert-parallel: cannot split the ")
+           << e << " experts over ep = " << ep << ": " << why;
+  };
+  if (rank < 4 || !type.hasStaticShape())
+    return fail(first, "their tokens ")
+           << type
+           << " have no batch dimension before [experts, capacity, "
+              "hidden] to gather the expert group's tokens along";
+  if (e % ep != 0)
+    return fail(first, "the experts do not divide evenly; plan an ep that "
+                       "divides the expert count");
+  // The region between the GEMMs is elementwise on [.., E, C, f]: any
+  // other operand must broadcast as a scalar.
+  DenseSet<Value> region;
+  for (Operation *op : experts.inputs)
+    region.insert(op->getResult(0));
+  for (Operation *op : experts.between) {
+    if (!isa<g::UnaryOp, g::BinaryOp>(op))
+      return fail(op, "a view between the expert GEMMs; only elementwise "
+                      "ops may run between them");
+    for (Value o : op->getOperands())
+      if (!region.contains(o) &&
+          llvm::any_of(cast<RankedTensorType>(o.getType()).getShape(),
+                       [](int64_t d) { return d != 1; }))
+        return fail(op, "an elementwise op between the expert GEMMs reads ")
+               << o.getType() << ", which is not one value for every expert";
+    region.insert(op->getResult(0));
+  }
+  // Every expert GEMM reads its own stacked weight.
+  SmallVector<g::WeightOp> weights;
+  for (Operation *op :
+       llvm::concat<Operation *const>(experts.inputs, experts.outputs)) {
+    auto w = op->getOperand(1).getDefiningOp<g::WeightOp>();
+    if (!w || !w.getResult().hasOneUse())
+      return fail(op, "the GEMM's stacked weights are not a graph.weight "
+                      "that only it reads");
+    if (w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
+      return fail(op, "its weights are split already");
+    weights.push_back(w);
+  }
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(first);
+  const std::vector<std::vector<unsigned>> groups =
+      layout.expertGroups(split::stageOf(first, layout), ep);
+  // Dispatch: the rank's experts' tokens of every rank of the group.
+  auto dispatch = split::createCollective<dist::AllToAllOp>(
+      b, first, groups, rankPart(type, axis, ep), tokens,
+      b.getI64IntegerAttr(axis), b.getI64IntegerAttr(0));
+  split::placeLike(dispatch, first);
+  for (Operation *op : experts.inputs)
+    op->setOperand(0, dispatch.getResult());
+  dist::DistDialect::TpShardAttrHelper shard(ctx);
+  for (g::WeightOp w : weights) {
+    auto wt = cast<RankedTensorType>(w.getType());
+    SmallVector<int64_t> part(wt.getShape());
+    part[0] = wt.getDimSize(0) / ep;
+    w.getResult().setType(wt.clone(part));
+    shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep}));
+  }
+  SmallVector<Type> wholeOutputs;
+  for (Operation *op : experts.outputs)
+    wholeOutputs.push_back(op->getResult(0).getType());
+  for (Operation *op : llvm::concat<Operation *const>(
+           experts.inputs, experts.between, experts.outputs))
+    op->getResult(0).setType(rankPart(op->getResult(0).getType(), axis, ep));
+  // Combine: each rank's tokens back from the experts that ran them.
+  for (auto [op, whole] : llvm::zip(experts.outputs, wholeOutputs)) {
+    b.setInsertionPointAfter(op);
+    Value out = op->getResult(0);
+    auto back = split::createCollective<dist::AllToAllOp>(
+        b, op, groups, whole, out, b.getI64IntegerAttr(0),
+        b.getI64IntegerAttr(axis));
+    split::placeLike(back, op);
+    out.replaceAllUsesExcept(back.getResult(), back);
+  }
+  return success();
+}
+
+struct ExpertParallelPass
+    : public distopt::impl::ExpertParallelPassBase<ExpertParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto plan =
+        dist::DistDialect::PlanAttrHelper(&getContext()).getAttr(module);
+    if (!plan) {
+      emitError(module.getLoc())
+          << "dist-expert-parallel needs the module's plan ('dist.plan'): "
+             "run dist-set-plan or dist-search-plan first";
+      return signalPassFailure();
+    }
+    const int64_t ep = plan.getEp();
+    if (ep == 1)
+      return;
+    schedule::RankLayout layout = plan.getLayout();
+    auto refuse = [&](const Twine &what) {
+      emitError(module.getLoc())
+          << "dist-expert-parallel: the plan has ep = " << ep << " with "
+          << what
+          << "; expert parallelism executes with data and pipeline "
+             "parallelism (dp x pp, ep dividing dp) yet";
+      signalPassFailure();
+    };
+    if (layout.tp != 1)
+      return refuse("tp = " + Twine(layout.tp) +
+                    " (the cost model splits each expert's GEMMs over the "
+                    "tensor ranks too; that split is not executed)");
+    if (layout.cp != 1)
+      return refuse("cp = " + Twine(layout.cp) +
+                    " (routing picks each expert's tokens over the whole "
+                    "sequence, which context parallelism splits)");
+    if (layout.replicated())
+      return refuse("per-stage replicas");
+    if (plan.getZero() != 0)
+      return refuse("ZeRO-" + Twine(plan.getZero()) +
+                    " (the experts' optimizer state would shard over the "
+                    "expert data group); plan zero = 0");
+    if (layout.dp % ep != 0)
+      return refuse("dp = " + Twine(layout.dp) + ", which ep does not divide");
+    FailureOr<func::FuncOp> func =
+        planning::plannedFunction(module, "", "dist-expert-parallel");
+    if (failed(func))
+      return signalPassFailure();
+    unsigned blocks = 0;
+    if (failed(Rewriter(*func, layout, ep).run(blocks)))
+      return signalPassFailure();
+    if (blocks == 0) {
+      func->emitError("dist-expert-parallel: the plan has ep = ")
+          << ep << " but @" << func->getSymName()
+          << " has no mixture-of-experts block (GEMMs with stacked expert "
+             "weights [experts, in, out]); plan ep = 1";
+      return signalPassFailure();
+    }
+    if (failed(mlir::verify(*func)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
