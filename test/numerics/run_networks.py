@@ -7,8 +7,10 @@ here with seeded random weights, a small ResNet (conv + batch norm + relu,
 two basic blocks with a strided 1x1 shortcut, max pooling, a
 squeeze-excitation block, global average pooling, Gemm), a chain of
 convolutions with a squeeze-excitation scale that runs channels-last, a
-CNN with InstanceNormalization and Tile and one that upsamples with
-transposed convolutions and a nearest Resize are compiled into one program
+CNN with InstanceNormalization and Tile, one that upsamples with
+transposed convolutions and a nearest Resize and a dist-modelgen LLaMA
+with a mixture-of-experts layer (moe_llama: TopK routing, its routing
+compared too) are compiled into one program
 (--default-batch 2) and run on seeded random inputs; every output must
 match onnxruntime within rtol 1e-3 / atol 1e-4.
 
@@ -282,6 +284,76 @@ def resize_net(path, seed=6):
                      float_tensor("stretch", [1, 1, 2.0]), w("fc", [120, 10])], opset=13)
 
 
+MOE = dict(experts=4, top_k=2, seq=8, vocab=512)
+
+
+def moe_llama(path, build, seed=7, scale=0.5, routing_outputs=True):
+    """A 2-layer LLaMA from dist-modelgen whose second layer is a mixture
+    of experts (docs/modelgen.md: 4 experts, top-2 of them per token, each
+    taking its 4 best of the 8 tokens, and a shared expert; batch 2): TopK
+    routes (graph.top_k), GatherElements dispatches, ScatterElements
+    combines. Its seeded random weights (normal times `scale`) make the
+    routing decide: per sequence some expert is wanted by more tokens than
+    it takes (tokens dropped), and no choice is closer than float32
+    round-off (routing_margin). With `routing_outputs` the router's
+    probabilities and both TopKs' outputs are extra graph outputs, so the
+    routing is compared too."""
+    import subprocess
+    subprocess.run([os.path.join(build, "bin", "dist-modelgen"), "llama",
+                    "--layers", "2", "--dense-layers", "1", "--hidden", "32",
+                    "--heads", "4", "--kv-heads", "2", "--ffn-hidden", "64",
+                    "--seq", str(MOE["seq"]), "--vocab", str(MOE["vocab"]),
+                    "--experts", str(MOE["experts"]), "--top-k", str(MOE["top_k"]),
+                    "--expert-ffn", "16", "--shared-experts", "1", "-o", path],
+                   check=True, stdout=subprocess.DEVNULL)
+    model = onnx.load(path, load_external_data=False)
+    g = model.graph
+    rng = np.random.default_rng(seed)
+    weights = [numpy_helper.from_array(
+        (rng.standard_normal(list(t.dims)) * scale).astype(np.float32), t.name)
+        for t in g.initializer]
+    del g.initializer[:]
+    g.initializer.extend(weights)
+    # With weights inline it is no longer graph-only (whose programs
+    # initialize the weights themselves).
+    kept = [p for p in model.metadata_props if p.key != "distopt.graph_only"]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    for n in g.node if routing_outputs else []:
+        if n.op_type == "TopK":
+            g.output.extend([helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None),
+                             helper.make_tensor_value_info(n.output[1], TensorProto.INT64, None)])
+            if n.input[0].split("/")[-1].startswith("Softmax"):
+                g.output.append(helper.make_tensor_value_info(
+                    n.input[0], TensorProto.FLOAT, None))
+    onnx.save(model, path)
+    return path
+
+
+def routing_margin(outputs, names):
+    """How decided the MoE routing of one run is: (the smallest gap between
+    a token's k-th and (k+1)-th router probability, relative to the largest;
+    the tokens the experts dropped, each sequence's wanted slots beyond an
+    expert's capacity). `outputs` by `names` hold moe_llama's extra
+    outputs."""
+    out = dict(zip(names, outputs))
+    probs = next(v for n, v in out.items() if n.split("/")[-1].startswith("Softmax"))
+    k, cap = MOE["top_k"], MOE["top_k"] * MOE["seq"] // MOE["experts"]
+    ranked = np.sort(probs, axis=-1)[..., ::-1]
+    gaps = [ranked[..., k - 1] - ranked[..., k]]
+    chosen = np.argsort(-probs, axis=-1, kind="stable")[..., :k]
+    # Each expert's tokens: its cap best routing weights over the sequence
+    # (slots past the tokens that chose it hold exact zeros, which tie
+    # alike everywhere: lowest index first, weight 0).
+    gates = np.where(np.any(chosen[..., None] == np.arange(MOE["experts"]), -2), probs, 0)
+    by_expert = np.sort(gates, axis=1)[:, ::-1]
+    full = by_expert[:, cap - 1] > 0
+    gaps.append((by_expert[:, cap - 1] - by_expert[:, cap])[full])
+    gap = float(min(np.min(x) for x in gaps if x.size) / np.max(probs))
+    wanted = (gates > 0).sum(axis=1)
+    return gap, int(np.maximum(wanted - cap, 0).sum())
+
+
 def inputs_for(path, rng):
     model = onnx.load(path, load_external_data=False)
     inits = {i.name for i in model.graph.initializer}
@@ -331,6 +403,7 @@ def main():
     gather_elements_net(gathers)
     resizes = os.path.join(work, "resize_net.onnx")
     resize_net(resizes)
+    moe = moe_llama(os.path.join(work, "moe_llama.onnx"), args.build)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
             ("llama", os.path.join(FIXTURES, "llama.onnx")),
@@ -341,7 +414,8 @@ def main():
             ("instance_norm_tile", instnorm),
             ("upsampling_net", deconv),
             ("gather_elements_net", gathers),
-            ("resize_net", resizes)]
+            ("resize_net", resizes),
+            ("moe_llama", moe)]
     exe = os.path.join(work, "nets.bin")
     ok, skipped, secs, log = common.compile_models(
         args.build, nets, exe, extra=["--default-batch", str(BATCH)])
@@ -356,6 +430,15 @@ def main():
         feeds, out_names = inputs_for(path, rng)
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         want = sess.run(out_names, dict(feeds))
+        if name == "moe_llama":
+            gap, dropped = routing_margin(want, out_names)
+            print(f"  moe_llama routing: smallest top-k gap {gap:.1e} of the "
+                  f"largest probability, {dropped} tokens dropped")
+            if gap < 1e-4 or dropped == 0:
+                results.append((name, "failed", "the random weights leave the "
+                                "routing undecided (a near tie) or drop no token; "
+                                "change moe_llama's seed or scale"))
+                continue
         outdir = os.path.join(work, name)
         t1 = time.time()
         rc, text = common.run_program(exe, name, feeds, outdir)

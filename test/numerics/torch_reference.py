@@ -137,6 +137,38 @@ def run_node(node, x, training):
         if sizes is None:
             sizes = [x[0].shape[axis] // len(node.output)] * len(node.output)
         return list(torch.split(x[0], sizes, dim=axis))
+    if op == "Expand":
+        return [torch.broadcast_to(x[0], torch.broadcast_shapes(x[0].shape, tuple(ints(x[1]))))]
+    if op == "Trilu":
+        k = int(x[1].item()) if len(x) > 1 else 0
+        upper = a("upper") if a("upper") is not None else 1
+        return [torch.triu(x[0], k) if upper else torch.tril(x[0], k)]
+    if op == "ReduceMean":
+        axes = a("axes") if a("axes") is not None else list(range(x[0].dim()))
+        keep = a("keepdims") if a("keepdims") is not None else 1
+        return [x[0].mean(dim=tuple(axes), keepdim=bool(keep))]
+    if op == "TopK":
+        # A stable sort: of equal values the lower index comes first, as
+        # onnxruntime orders them (torch.topk leaves ties unordered).
+        axis = a("axis") if a("axis") is not None else -1
+        largest = a("largest") if a("largest") is not None else 1
+        order = torch.sort(x[0].detach(), dim=axis, descending=bool(largest),
+                           stable=True).indices
+        idx = order.narrow(axis, 0, ints(x[1])[0])
+        return [torch.gather(x[0], axis, idx), idx]
+    if op == "GatherElements":
+        axis = a("axis") or 0
+        idx = torch.where(x[1] < 0, x[1] + x[0].shape[axis], x[1])
+        return [torch.gather(x[0], axis, idx)]
+    if op == "ScatterElements":
+        axis = a("axis") or 0
+        idx = torch.where(x[1] < 0, x[1] + x[0].shape[axis], x[1])
+        reduction = a("reduction") or b"none"
+        if reduction == b"add":
+            return [x[0].scatter_add(axis, idx, x[2])]
+        if reduction != b"none":
+            raise NotImplementedError(f"ScatterElements reduction {reduction}")
+        return [x[0].scatter(axis, idx, x[2])]
     if op == "Range":
         return [torch.arange(x[0].item(), x[1].item(), x[2].item(), dtype=x[0].dtype)]
     if op == "Where":
@@ -149,7 +181,7 @@ def run_node(node, x, training):
         return [binary[op](x[0], x[1])]
     unary = {"Tanh": torch.tanh, "Relu": torch.relu, "Sqrt": torch.sqrt,
              "Exp": torch.exp, "Neg": torch.neg, "Sigmoid": torch.sigmoid,
-             "Erf": torch.erf}
+             "Erf": torch.erf, "Cos": torch.cos, "Sin": torch.sin}
     if op in unary:
         return [unary[op](x[0])]
     if op == "MatMul":
