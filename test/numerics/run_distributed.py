@@ -1518,11 +1518,14 @@ def pipeline_train_cases(rng):
                                          ("labels", moe_labels[:2])],
                tp_split=experts, split_parts=2)
     out.append(("llama_moe_sgd_dp2_ep2", dict(moe, plan="dp=2,ep=2,mbs=1")))
-    out.append(("llama_moe_adam_dp4_ep2",
+    # Momentum, not Adam: Adam's normalized step turns round-off in the
+    # 4-replica gradient sum of a near-zero gradient into lr-sized weight
+    # differences (the AVX2 run of this case missed 1e-5 by 1.3x).
+    out.append(("llama_moe_momentum_dp4_ep2",
                 dict(moe, plan="dp=4,ep=2,mbs=1", ranks=4, batch=4,
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)],
-                     train="loss=softmax-cross-entropy:labels optimizer=adam "
-                           "lr=0.01")))
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     out.append(("llama_moe_sgd_dp2_ep2_pp2_1f1b",
                 dict(moe, plan="dp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=4, batch=4, tp_split=(),
