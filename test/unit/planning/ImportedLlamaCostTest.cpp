@@ -96,11 +96,7 @@ TEST_F(ImportedLlama, FusedFormsAsBuildLlmOps) {
   c.layers = 2;
   ModelDesc graph = imported(c), analytic = buildLlm(c);
   auto op = [&](llvm::StringRef name) -> const OpDesc & {
-    for (const OpDesc &o : analytic.layers[1].ops)
-      if (o.name == name)
-        return o;
-    ADD_FAILURE() << name.str();
-    return analytic.layers[1].ops.front();
+    return unit::opNamed(analytic.layers[1], name);
   };
   // The attention half of block 0: norm, Q/K/V GEMMs, RoPE, attention, ...
   std::vector<const OpDesc *> gemms, elementwise, attention;

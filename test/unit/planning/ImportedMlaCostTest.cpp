@@ -95,11 +95,7 @@ TEST_F(ImportedMla, AttentionOpsAsBuildLlm) {
   c.layers = 1;
   ModelDesc graph = imported(c), analytic = buildLlm(c);
   auto op = [&](llvm::StringRef name) -> const OpDesc & {
-    for (const OpDesc &o : analytic.layers[1].ops)
-      if (o.name == name)
-        return o;
-    ADD_FAILURE() << name.str();
-    return analytic.layers[1].ops.front();
+    return unit::opNamed(analytic.layers[1], name);
   };
   std::vector<const OpDesc *> gemms, attention, elementwise;
   double flops = 0, saved = 0;

@@ -169,6 +169,17 @@ inline void expectPlansAgree(const cost::ModelDesc &graph,
   }
 }
 
+/// The op of \p layer named \p name (a failure, and the layer's first op,
+/// when there is none).
+inline const cost::OpDesc &opNamed(const cost::LayerDesc &layer,
+                                   llvm::StringRef name) {
+  for (const cost::OpDesc &o : layer.ops)
+    if (o.name == name)
+      return o;
+  ADD_FAILURE() << "no op " << name.str();
+  return layer.ops.front();
+}
+
 } // namespace distopt::unit
 
 #endif // DIST_TEST_UNIT_PLANNING_IMPORTEDMODEL_H
