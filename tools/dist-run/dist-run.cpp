@@ -1022,15 +1022,19 @@ static int runServe(const Job &old, unsigned n) {
   errs() << old.dir << " took requests up to " << lastTaken << ", " << next.dir
          << " from " << handover << "\n";
   if (answered) {
+    // The phases, each from where the previous one ended, none before
+    // `from`: they add up to the downtime.
     Clock::time_point from = std::max(stop, *arrived);
+    auto at = [&](Clock::time_point t) { return std::max(t, from); };
     errs() << "dist-run: downtime measured " << secs(from, *answered)
-           << " s (drain " << secs(stop, last);
+           << " s (drain " << secs(from, at(last));
     if (pause) {
-      Clock::time_point up = newReady.value_or(*answered);
-      errs() << " + move " << secs(last, up) << " + fill "
+      Clock::time_point up =
+          at(std::min(newReady.value_or(*answered), *answered));
+      errs() << " + move " << secs(at(last), up) << " + fill "
              << secs(up, *answered);
     } else {
-      errs() << " + fill " << secs(last, *answered);
+      errs() << " + fill " << secs(at(last), *answered);
     }
     errs() << ")";
     if (*arrived > stop)

@@ -1,52 +1,75 @@
 """A client of a serving job for the lit tests (no numpy needed).
 
-    serve_client.py run DIR N SHAPE [--switch-at M --switch-file F]
-                    [--bad K] [--pace S] -- COMMAND...
+    serve_client.py run DIR N INPUTS [--switch-at M --switch-file F]
+                    [--bad K] [--pace S] [--stop-signal] -- COMMAND...
         starts COMMAND (dist-run --serve=DIR ...), writes requests 0..N-1
-        into DIR while it runs (each DIR/<k>/x.npy: float32 SHAPE, values
-        from k; written beside as DIR/.<k>, then renamed in), S seconds
+        into DIR while it runs (each DIR/<k>/<name>.npy per input of INPUTS,
+        NAME:f4|i8:SHAPE,... or SHAPE alone for x:f4:SHAPE, values from k;
+        written beside as DIR/.<k>, then renamed in), S seconds
         apart (default 0.03), once request 0 is answered (the service is
         up); after request M it creates F (the switch
-        trigger) and waits for DIR/.switch/g0/stop (the switch began) before
-        writing more, so that requests are queued when the switch happens;
-        request K (--bad) gets an input of the wrong shape. After the last
-        request it writes DIR/stop (N-1), waits for COMMAND (120 s at most)
-        and exits with its status; COMMAND's stderr and stdout pass through.
+        trigger; F = "signal": SIGUSR1 to COMMAND instead) and waits for
+        DIR/.switch/g0/stop (the switch began) before writing more; request
+        K (--bad) gets an input with one column too many. After the last
+        request it writes DIR/stop (N-1), or with --stop-signal waits for
+        its answer and sends COMMAND SIGUSR1; then it waits for COMMAND
+        (120 s at most) and exits with its status; COMMAND's stderr and
+        stdout pass through.
     serve_client.py check DIR N PROGRAM [--bad K]
         every request 0..N-1 is answered exactly once (DIR/<k>.out, or
-        DIR/<k>.err for K), nothing else is, and each answer's y.npy equals,
-        byte for byte, PROGRAM's (the single-process program) on that
-        request's inputs.
+        DIR/<k>.err for K), nothing else is, and each answer's files equal,
+        byte for byte, PROGRAM's outputs (the single-process program) on
+        that request's inputs.
 """
 import os
+import signal
 import struct
 import subprocess
 import sys
 import time
 
 
-def npy(shape, values):
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
-        ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else ""))
+def npy(dtype, shape, values):
+    header = "{'descr': '<%s', 'fortran_order': False, 'shape': (%s), }" % (
+        dtype, ", ".join(str(d) for d in shape) +
+        ("," if len(shape) == 1 else ""))
     total = 10 + len(header) + 1
     header += " " * ((64 - total % 64) % 64) + "\n"
+    code = {"f4": "f", "i8": "q"}[dtype]
     return (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) +
-            header.encode() + struct.pack("<%df" % len(values), *values))
+            header.encode() + struct.pack("<%d%s" % (len(values), code),
+                                          *values))
 
 
-def request_values(k, n):
-    # Distinct per request; exact in float32.
+def request_values(k, n, dtype):
+    # Distinct per request; exact in float32; token ids below 17.
+    if dtype == "i8":
+        return [(k * 7 + i * 3) % 17 for i in range(n)]
     return [((k * 7 + i * 3) % 17 - 8) * 0.125 for i in range(n)]
 
 
-def write_request(folder, k, shape):
-    n = 1
-    for d in shape:
-        n *= d
+def parse_inputs(spec):
+    """NAME:DTYPE:SHAPE,... (or SHAPE alone: x:f4:SHAPE)."""
+    out = []
+    for one in spec.split(","):
+        parts = one.split(":")
+        if len(parts) == 1:
+            parts = ["x", "f4", parts[0]]
+        out.append((parts[0], parts[1], [int(d) for d in parts[2].split("x")]))
+    return out
+
+
+def write_request(folder, k, inputs, bad=False):
     tmp = os.path.join(folder, ".%d" % k)
     os.makedirs(tmp, exist_ok=True)
-    with open(os.path.join(tmp, "x.npy"), "wb") as f:
-        f.write(npy(shape, request_values(k, n)))
+    for name, dtype, shape in inputs:
+        if bad:
+            shape = shape[:-1] + [shape[-1] + 1]
+        n = 1
+        for d in shape:
+            n *= d
+        with open(os.path.join(tmp, name + ".npy"), "wb") as f:
+            f.write(npy(dtype, shape, request_values(k, n, dtype)))
     os.rename(tmp, os.path.join(folder, str(k)))
 
 
@@ -80,26 +103,36 @@ def run(args):
     switch_file = option(args, "--switch-file")
     bad = int(option(args, "--bad", -1))
     pace = float(option(args, "--pace", 0.03))
-    folder, n, shape = args[0], int(args[1]), [int(d) for d in args[2].split("x")]
+    stop_signal = "--stop-signal" in args
+    if stop_signal:
+        args.remove("--stop-signal")
+    folder, n, inputs = args[0], int(args[1]), parse_inputs(args[2])
     os.makedirs(folder, exist_ok=True)
     job = subprocess.Popen(cmd)
     try:
         for k in range(n):
-            write_request(folder, k, shape[:-1] + [shape[-1] + 1]
-                          if k == bad else shape)
+            write_request(folder, k, inputs, k == bad)
             if k == 0 and not wait_for(
                     job, [os.path.join(folder, "0.out"),
                           os.path.join(folder, "0.err")]):
                 return job.wait()
             if k == switch_at:
-                open(switch_file, "w").close()
+                if switch_file == "signal":
+                    job.send_signal(signal.SIGUSR1)
+                else:
+                    open(switch_file, "w").close()
                 if not wait_for(job, [os.path.join(folder, ".switch", "g0",
                                                    "stop")]):
                     return job.wait()
                 continue
             time.sleep(pace)
-        with open(os.path.join(folder, "stop"), "w") as f:
-            f.write("%d\n" % (n - 1))
+        if stop_signal:
+            last = os.path.join(folder, str(n - 1))
+            if wait_for(job, [last + ".out", last + ".err"]):
+                job.send_signal(signal.SIGUSR1)
+        else:
+            with open(os.path.join(folder, "stop"), "w") as f:
+                f.write("%d\n" % (n - 1))
         return job.wait(timeout=120)
     except subprocess.TimeoutExpired:
         job.kill()
@@ -124,15 +157,23 @@ def check(args):
         if k == bad:
             continue
         out = os.path.join(ref, str(k))
-        subprocess.run([program, "x=" + os.path.join(folder, str(k), "x.npy"),
-                        "-o", out], check=True)
-        with open(os.path.join(out, "y.npy"), "rb") as f:
-            a = f.read()
-        with open(os.path.join(folder, "%d.out" % k, "y.npy"), "rb") as f:
-            b = f.read()
-        if a != b:
-            sys.exit("error: request %d: the served y.npy differs from one "
-                     "process's" % k)
+        request = os.path.join(folder, str(k))
+        subprocess.run([program] + [
+            "%s=%s" % (f[:-4], os.path.join(request, f))
+            for f in sorted(os.listdir(request))] + ["-o", out], check=True)
+        served = os.path.join(folder, "%d.out" % k)
+        if sorted(os.listdir(out)) != sorted(os.listdir(served)):
+            sys.exit("error: request %d: answered with %s, one process "
+                     "writes %s" % (k, sorted(os.listdir(served)),
+                                    sorted(os.listdir(out))))
+        for name in os.listdir(out):
+            with open(os.path.join(out, name), "rb") as f:
+                a = f.read()
+            with open(os.path.join(served, name), "rb") as f:
+                b = f.read()
+            if a != b:
+                sys.exit("error: request %d: the served %s differs from one "
+                         "process's" % (k, name))
     print("%d request(s) answered once each, outputs equal to one process's"
           % (n - (1 if 0 <= bad < n else 0)))
 
