@@ -79,6 +79,11 @@ def main():
             m = MEASURED.search(p.stderr)
             if p.returncode != 0 or not m:
                 sys.exit("failed: " + " ".join(cmd) + "\n" + p.stderr)
+            answers = sorted(e for e in os.listdir(folder)
+                             if e.endswith(".out") or e.endswith(".err"))
+            if answers != sorted(f"{k}.out" for k in range(args.requests)):
+                sys.exit(f"{folder}: answers {answers}, expected each of "
+                         f"0..{args.requests - 1} once")
             measured.append(float(m.group(1)))
             phases.append(m.group(2))
             if PREPARED.search(p.stderr):
