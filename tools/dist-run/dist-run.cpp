@@ -846,9 +846,6 @@ static int runServe(const Job &old, unsigned n) {
   for (int g = 0; g < 2; ++g) {
     ctl[g] = control;
     sys::path::append(ctl[g], "g" + std::to_string(g));
-    (void)sys::fs::remove_directories(ctl[g]);
-    if (std::error_code ec = sys::fs::create_directories(ctl[g]))
-      return fail("cannot create '" + ctl[g] + "': " + ec.message());
   }
   auto file = [&](int g, StringRef name) {
     SmallString<256> p(ctl[g]);
@@ -861,8 +858,6 @@ static int runServe(const Job &old, unsigned n) {
     a.push_back("--serve-control=" + std::string(ctl[g]));
     return a;
   };
-  if (Error e = writeFileAtomically(file(0, "start"), std::to_string(first)))
-    return fail(toString(std::move(e)));
   if (dryRun) {
     for (int g = 0; g < 2; ++g) {
       Expected<std::vector<std::string>> cmd =
@@ -873,6 +868,13 @@ static int runServe(const Job &old, unsigned n) {
     }
     return 0;
   }
+  for (int g = 0; g < 2; ++g) {
+    (void)sys::fs::remove_directories(ctl[g]);
+    if (std::error_code ec = sys::fs::create_directories(ctl[g]))
+      return fail("cannot create '" + ctl[g] + "': " + ec.message());
+  }
+  if (Error e = writeFileAtomically(file(0, "start"), std::to_string(first)))
+    return fail(toString(std::move(e)));
   if (onSignal) {
     std::signal(SIGUSR1, onSwitchSignal);
     std::signal(SIGHUP, onSwitchSignal);
