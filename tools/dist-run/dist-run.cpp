@@ -804,6 +804,8 @@ static int runServe(const Job &old, unsigned n) {
     args.push_back("--serve=" + serveDir);
     return launch(old, n, args);
   }
+  if (switchTimeout == 0)
+    return fail("--switch-timeout must be at least 1 (seconds)");
   if (switchHow != "beside" && switchHow != "pause")
     return fail("--switch=" + switchHow +
                 ": expected beside (prepare the new job while the old one "

@@ -151,7 +151,10 @@ inline int serveDecide(Serve &S, double patience, long long &decision,
     } else if (S.next < 0) {
       S.next = S.first >= 0 ? S.first : 0;
     }
-    if (S.next >= 0 && isDirectory(S.request(S.next))) {
+    // A request is ready when its name exists (a file in its place is
+    // taken too, and refused for its missing inputs).
+    struct stat st;
+    if (S.next >= 0 && stat(S.request(S.next).c_str(), &st) == 0) {
       decision = S.next;
       return 0;
     }
