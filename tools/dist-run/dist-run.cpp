@@ -5,7 +5,10 @@
 // plan needs, through mpirun on this machine: it reads JOB/manifest.json,
 // checks N against the plan (a mismatch is an error that says what to run),
 // gives each rank its share of the cores (OMP_NUM_THREADS, unless set), and
-// returns the job's exit status. docs/cli.md, "Jobs".
+// returns the job's exit status. docs/cli.md, "Jobs". With --serve=DIR
+// the job answers requests from a folder, and --switch-to=NEWJOB/ moves
+// that service live onto another partition of the model (NEUKONFIG's
+// switch; docs/resilience.md, "Switching a serving job live").
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Support/Launcher.h"
@@ -14,6 +17,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -23,9 +27,11 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -73,6 +79,41 @@ static cl::opt<unsigned>
                  cl::desc("Steps between the checkpoints of --elastic "
                           "(default 10)"),
                  cl::value_desc("N"), cl::init(10), cl::cat(category));
+
+static cl::opt<std::string> serveDir(
+    "serve",
+    cl::desc("Serve requests: the job answers DIR/<k>/<input>.npy with "
+             "DIR/<k>.out/<output>.npy, in order, until DIR/stop says to stop "
+             "(the program's --serve)"),
+    cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<std::string> switchTo(
+    "switch-to",
+    cl::desc("With --serve: switch the service to this job (another "
+             "partition of the same model) when --switch-on says, answering "
+             "every request once, in order, and report the downtime"),
+    cl::value_desc("NEWJOB"), cl::cat(category));
+static cl::opt<std::string>
+    switchOn("switch-on",
+             cl::desc("When to switch: 'signal' (SIGUSR1 or SIGHUP to "
+                      "dist-run; default) or a FILE (when it appears)"),
+             cl::value_desc("FILE|signal"), cl::init("signal"),
+             cl::cat(category));
+static cl::opt<std::string> switchHow(
+    "switch",
+    cl::desc("How: 'beside' (default; start the new job, weights loaded, "
+             "while the old one serves, then stop the old one at a batch "
+             "boundary) or 'pause' (stop the old job, then start the new one)"),
+    cl::value_desc("beside|pause"), cl::init("beside"), cl::cat(category));
+static cl::opt<std::string> replanReport(
+    "replan-report",
+    cl::desc("The report of dist-opt --dist-replan for this switch: its "
+             "predicted downtime is printed beside the measured one"),
+    cl::value_desc("R.json"), cl::cat(category));
+static cl::opt<unsigned> switchTimeout(
+    "switch-timeout",
+    cl::desc("Seconds each step of the switch may take (the new job's "
+             "start, the old job's stop; default 120)"),
+    cl::value_desc("S"), cl::init(120), cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "dist-run") << message << "\n";
@@ -140,6 +181,10 @@ struct Job {
   /// How it was compiled (dist-run --elastic compiles it again).
   std::string compileDir;
   std::vector<std::string> compileArgs;
+  /// The first model's inputs (names, dtypes, the files' shapes) and
+  /// whether it trains.
+  std::string inputs;
+  bool training = false;
 };
 
 static Expected<Job> readJob(StringRef dir) {
@@ -181,6 +226,13 @@ static Expected<Job> readJob(StringRef dir) {
       if (const json::Object *o = m.getAsObject())
         if (std::optional<StringRef> p = o->getString("plan"))
           job.plan = p->str();
+  if (const json::Array *models = manifest->getArray("models"))
+    if (!models->empty())
+      if (const json::Object *o = models->front().getAsObject()) {
+        job.training = o->getBoolean("training").value_or(false);
+        if (const json::Array *in = o->getArray("inputs"))
+          job.inputs = formatv("{0}", json::Value(json::Array(*in))).str();
+      }
   if (const json::Object *c = manifest->getObject("compile")) {
     job.compileDir = c->getString("dir").value_or("").str();
     if (const json::Array *args = c->getArray("args"))
@@ -191,16 +243,17 @@ static Expected<Job> readJob(StringRef dir) {
   return job;
 }
 
-/// Runs \p job on \p n ranks with the program's \p args; its exit status
-/// (2 and a message for what cannot start).
-static int launch(const Job &job, unsigned n, ArrayRef<std::string> args) {
+/// The command that runs \p job on \p n ranks with the program's \p args:
+/// the program alone for a one-rank job, else under mpirun.
+static Expected<std::vector<std::string>>
+jobCommand(const Job &job, unsigned n, ArrayRef<std::string> args) {
   std::vector<std::string> cmd;
   bool direct = n == 1 && job.ranks && *job.ranks == 1;
   if (!direct) {
     Expected<std::vector<std::string>> launcher =
         distopt::mpirunCommand(mpirunPath, n);
     if (!launcher)
-      return fail(toString(launcher.takeError()));
+      return launcher.takeError();
     cmd = std::move(*launcher);
     cmd.insert(cmd.end(), mpirunArgs.begin(), mpirunArgs.end());
   }
@@ -217,19 +270,32 @@ static int launch(const Job &job, unsigned n, ArrayRef<std::string> args) {
     cmd.push_back("--trace");
     cmd.push_back(rankTrace(traceFile, "{rank}"));
   }
+  return cmd;
+}
+
+static void printCommand(ArrayRef<std::string> cmd) {
+  outs() << "OMP_NUM_THREADS=" << std::getenv("OMP_NUM_THREADS");
+  for (const std::string &a : cmd)
+    outs() << " " << a;
+  outs() << "\n";
+}
+
+/// Runs \p job on \p n ranks with the program's \p args; its exit status
+/// (2 and a message for what cannot start).
+static int launch(const Job &job, unsigned n, ArrayRef<std::string> args) {
+  Expected<std::vector<std::string>> cmd = jobCommand(job, n, args);
+  if (!cmd)
+    return fail(toString(cmd.takeError()));
   if (dryRun) {
-    outs() << "OMP_NUM_THREADS=" << std::getenv("OMP_NUM_THREADS");
-    for (const std::string &a : cmd)
-      outs() << " " << a;
-    outs() << "\n";
+    printCommand(*cmd);
     return 0;
   }
-  std::vector<StringRef> argvRefs(cmd.begin(), cmd.end());
+  std::vector<StringRef> argvRefs(cmd->begin(), cmd->end());
   std::string error;
-  int rc = sys::ExecuteAndWait(cmd.front(), argvRefs, std::nullopt, {}, 0, 0,
+  int rc = sys::ExecuteAndWait(cmd->front(), argvRefs, std::nullopt, {}, 0, 0,
                                &error);
   if (rc < 0)
-    return fail("cannot run '" + cmd.front() + "': " + error);
+    return fail("cannot run '" + cmd->front() + "': " + error);
   if (rc == 0 && !traceFile.empty())
     return mergeTraces(traceFile, n);
   return rc;
@@ -490,6 +556,531 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Serving, and switching a serving job live (--serve, --switch-to)
+//===----------------------------------------------------------------------===//
+
+using Clock = std::chrono::steady_clock;
+
+static volatile sig_atomic_t switchSignalled = 0;
+static void onSwitchSignal(int) { switchSignalled = 1; }
+
+static double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// A job started in the background (the old or the new one of a switch).
+struct Running {
+  pid_t pid = 0;
+  std::optional<int> status; ///< its exit status, once it ended
+  std::string name;          ///< the job folder, for messages
+
+  /// Whether it ended (reaping it); its status in `status`.
+  bool ended() {
+    if (status)
+      return true;
+    int st = 0;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == 0)
+      return false;
+    status = r < 0             ? 1
+             : WIFEXITED(st)   ? WEXITSTATUS(st)
+             : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+                               : 1;
+    return true;
+  }
+  /// Ends it (SIGTERM, then SIGKILL after 10 s) and reaps it.
+  void stop() {
+    if (!pid || ended())
+      return;
+    ::kill(pid, SIGTERM);
+    for (int i = 0; i < 1000 && !ended(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!ended()) {
+      ::kill(pid, SIGKILL);
+      int st = 0;
+      (void)waitpid(pid, &st, 0);
+      status = 137;
+    }
+  }
+};
+
+/// Starts \p job on \p n ranks with \p args in the background, its stdin
+/// from /dev/null (two jobs run at once during a switch).
+static Expected<Running> startJob(const Job &job, unsigned n,
+                                  ArrayRef<std::string> args) {
+  Expected<std::vector<std::string>> cmd = jobCommand(job, n, args);
+  if (!cmd)
+    return cmd.takeError();
+  std::vector<StringRef> refs(cmd->begin(), cmd->end());
+  std::optional<StringRef> redirects[] = {StringRef(""), std::nullopt,
+                                          std::nullopt};
+  std::string error;
+  bool failed = false;
+  sys::ProcessInfo pi = sys::ExecuteNoWait(cmd->front(), refs, std::nullopt,
+                                           redirects, 0, &error, &failed);
+  if (failed)
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot run '" + cmd->front() + "': " + error);
+  Running r;
+  r.pid = pi.Pid;
+  r.name = job.dir;
+  return r;
+}
+
+/// Writes \p text to \p path atomically (beside, then renamed in).
+static Error writeFileAtomically(const Twine &path, StringRef text) {
+  std::string final = path.str(), tmp = final + ".tmp";
+  {
+    std::error_code ec;
+    raw_fd_ostream os(tmp, ec);
+    if (ec)
+      return createStringError(ec,
+                               "cannot write '" + tmp + "': " + ec.message());
+    os << text;
+  }
+  if (std::error_code ec = sys::fs::rename(tmp, final))
+    return createStringError(ec,
+                             "cannot write '" + final + "': " + ec.message());
+  return Error::success();
+}
+
+static std::optional<std::string> readSmallFile(const Twine &path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
+  if (!buf)
+    return std::nullopt;
+  return (*buf)->getBuffer().trim().str();
+}
+
+/// The model's inputs and outputs as `program --list` prints them (the
+/// compiled shapes per rank are the same for two partitions of one batch:
+/// the outputs are compared here, the inputs' files from the manifests).
+static Expected<std::string> outputsOf(const Job &job) {
+  SmallString<128> out;
+  if (std::error_code ec =
+          sys::fs::createTemporaryFile("dist-run-list", "txt", out))
+    return createStringError(ec,
+                             "cannot create a temporary file: " + ec.message());
+  std::optional<StringRef> redirects[] = {StringRef(""), StringRef(out),
+                                          StringRef("")};
+  StringRef argv[] = {job.exe, "--list"};
+  std::string error;
+  int rc = sys::ExecuteAndWait(job.exe, argv, std::nullopt, redirects, 60, 0,
+                               &error);
+  std::optional<std::string> text = readSmallFile(out);
+  sys::fs::remove(out);
+  if (rc != 0 || !text)
+    return createStringError(inconvertibleErrorCode(),
+                             "'" + job.exe + " --list' failed" +
+                                 (error.empty() ? "" : ": " + error));
+  std::string outputs;
+  for (StringRef line : llvm::split(StringRef(*text), '\n'))
+    if (line.trim().starts_with("output "))
+      outputs += line.trim().str() + "\n";
+  return outputs;
+}
+
+/// What dist-opt --dist-replan predicted for this switch (its report).
+struct Prediction {
+  double drain = 0, move = 0, fill = 0, pauseDowntime = 0;
+  std::optional<double> besideDowntime, prepare;
+  std::string besideProblem, runningPlan, newPlan;
+};
+
+static Expected<Prediction> readPrediction(StringRef path) {
+  auto error = [&](const Twine &m) {
+    return createStringError(inconvertibleErrorCode(),
+                             "--replan-report '" + path + "': " + m);
+  };
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
+  if (!buf)
+    return error(buf.getError().message());
+  Expected<json::Value> v = json::parse((*buf)->getBuffer());
+  if (!v)
+    return error("not JSON: " + toString(v.takeError()));
+  const json::Object *top = v->getAsObject();
+  const json::Object *replan = top ? top->getObject("replan") : nullptr;
+  const json::Object *pause =
+      replan ? replan->getObject("pause_resume") : nullptr;
+  Prediction p;
+  std::optional<double> drain, move, fill, down;
+  if (pause) {
+    drain = pause->getNumber("drain_s");
+    move = pause->getNumber("move_s");
+    fill = pause->getNumber("fill_s");
+    down = pause->getNumber("downtime_s");
+  }
+  if (!drain || !move || !fill || !down)
+    return error("not a report of dist-opt --dist-replan (no "
+                 "replan.pause_resume with drain_s, move_s, fill_s and "
+                 "downtime_s); write one with dist-opt ... "
+                 "--dist-replan=OLD.json --dist-report=R.json");
+  p.drain = *drain;
+  p.move = *move;
+  p.fill = *fill;
+  p.pauseDowntime = *down;
+  if (const json::Object *beside = replan->getObject("prepare_beside")) {
+    if (beside->getBoolean("possible").value_or(false)) {
+      p.besideDowntime = beside->getNumber("downtime_s");
+      p.prepare = beside->getNumber("prepare_s");
+    } else {
+      p.besideProblem =
+          beside->getString("problem").value_or("not possible").str();
+    }
+  }
+  p.runningPlan = replan->getString("running_plan").value_or("").str();
+  p.newPlan = replan->getString("new_plan").value_or("").str();
+  return p;
+}
+
+/// What two plan specs must share to be the same partition: dp, tp, pp,
+/// and for a pipeline its micro-batch and stages (a manifest and a report
+/// may write the other fields differently; a job without a plan runs on
+/// one device).
+static std::string planCore(StringRef plan) {
+  std::string out, pipeline;
+  bool staged = false;
+  for (StringRef kv : llvm::split(plan.empty() ? "dp=1,tp=1,pp=1" : plan, ','))
+    if (kv.starts_with("dp=") || kv.starts_with("tp=") || kv.starts_with("pp="))
+      out += kv.str() + ",";
+    else if (kv.starts_with("mbs=") || kv.starts_with("stages="))
+      pipeline += kv.str() + ",";
+  for (StringRef kv : llvm::split(plan, ','))
+    if (kv.starts_with("pp=") && kv != "pp=1")
+      staged = true;
+  return staged ? out + pipeline : out;
+}
+
+/// Checks that \p next can take over \p old's requests: an inference job
+/// of the same inputs (names, dtypes, the files' shapes) and outputs.
+static Error checkSwitchable(const Job &old, const Job &next) {
+  auto error = [](const Twine &m) {
+    return createStringError(inconvertibleErrorCode(), m);
+  };
+  for (const Job *j : {&old, &next})
+    if (j->training)
+      return error("'" + j->dir +
+                   "' is a training job; --serve answers inference requests "
+                   "(compile the model without --train)");
+  if (old.inputs != next.inputs)
+    return error("--switch-to '" + next.dir + "' reads other inputs than '" +
+                 old.dir + "' (" + next.inputs + " against " + old.inputs +
+                 "); switch to a job of the same model and global batch "
+                 "(dist-compile it with the same --input-shape and "
+                 "--dist-batch)");
+  Expected<std::string> a = outputsOf(old);
+  if (!a)
+    return a.takeError();
+  Expected<std::string> b = outputsOf(next);
+  if (!b)
+    return b.takeError();
+  if (*a != *b)
+    return error("--switch-to '" + next.dir + "' writes other outputs than '" +
+                 old.dir + "':\n" + *b + "against\n" + *a +
+                 "switch to a job of the same model");
+  return Error::success();
+}
+
+/// dist-run --serve=DIR [--switch-to=NEWJOB ...]: runs the job serving
+/// DIR; with --switch-to, switches the service to NEWJOB when the trigger
+/// comes (docs/resilience.md, "Switching a serving job live"). Control
+/// files live in DIR/.switch/g0 (the running job) and g1 (the new one).
+static int runServe(const Job &old, unsigned n) {
+  std::vector<std::string> user(programArgs.begin(), programArgs.end());
+  for (StringRef owned : {"--serve", "--serve-control", "--repeat", "--steps"})
+    if (optionValue(user, owned, nullptr))
+      return fail("dist-run --serve runs the program with --serve; leave out " +
+                  owned + " among the program's arguments");
+  if (!sys::fs::is_directory(serveDir))
+    return fail("--serve '" + serveDir +
+                "' is not a folder; create it (each request is a folder "
+                "DIR/<k>/ holding <input>.npy, k = 0, 1, ...)");
+  if (old.training)
+    return fail("'" + old.dir +
+                "' is a training job; --serve answers inference requests "
+                "(compile the model without --train)");
+  if (switchTo.empty()) {
+    std::vector<std::string> args = user;
+    args.push_back("--serve=" + serveDir);
+    return launch(old, n, args);
+  }
+  if (switchTimeout == 0)
+    return fail("--switch-timeout must be at least 1 (seconds)");
+  if (switchHow != "beside" && switchHow != "pause")
+    return fail("--switch=" + switchHow +
+                ": expected beside (prepare the new job while the old one "
+                "serves) or pause (stop the old job, then start the new one)");
+  Expected<Job> nextOr = readJob(switchTo);
+  if (!nextOr)
+    return fail("--switch-to: " + toString(nextOr.takeError()));
+  Job next = std::move(*nextOr);
+  if (Error e = checkSwitchable(old, next))
+    return fail(toString(std::move(e)));
+  if (!next.ranks)
+    return fail("--switch-to '" + next.dir +
+                "' runs data parallelism over any number of ranks; compile "
+                "it with a plan (--dist-plan) so its ranks are known");
+  unsigned m = static_cast<unsigned>(*next.ranks);
+  std::optional<Prediction> predicted;
+  if (!replanReport.empty()) {
+    Expected<Prediction> p = readPrediction(replanReport);
+    if (!p)
+      return fail(toString(p.takeError()));
+    predicted = std::move(*p);
+  }
+  bool onSignal = switchOn == "signal";
+  if (!onSignal && sys::fs::exists(switchOn))
+    return fail("--switch-on '" + switchOn +
+                "' exists before the service starts; remove it (dist-run "
+                "switches when it appears)");
+  // The first request: the program's --serve-first (given to the job
+  // through its start file), else 0.
+  int64_t first = 0;
+  if (std::optional<std::string> f =
+          optionValue(user, "--serve-first", nullptr))
+    if (StringRef(*f).getAsInteger(10, first) || first < 0)
+      return fail("--serve-first '" + *f + "': expected a request index");
+  user = withoutOptions(user, {"--serve-first"});
+
+  SmallString<256> control(serveDir);
+  sys::path::append(control, ".switch");
+  SmallString<256> ctl[2];
+  for (int g = 0; g < 2; ++g) {
+    ctl[g] = control;
+    sys::path::append(ctl[g], "g" + std::to_string(g));
+  }
+  auto file = [&](int g, StringRef name) {
+    SmallString<256> p(ctl[g]);
+    sys::path::append(p, name);
+    return std::string(p);
+  };
+  auto argsFor = [&](int g) {
+    std::vector<std::string> a = user;
+    a.push_back("--serve=" + serveDir);
+    a.push_back("--serve-control=" + std::string(ctl[g]));
+    return a;
+  };
+  if (dryRun) {
+    for (int g = 0; g < 2; ++g) {
+      Expected<std::vector<std::string>> cmd =
+          jobCommand(g ? next : old, g ? m : n, argsFor(g));
+      if (!cmd)
+        return fail(toString(cmd.takeError()));
+      printCommand(*cmd);
+    }
+    return 0;
+  }
+  for (int g = 0; g < 2; ++g) {
+    (void)sys::fs::remove_directories(ctl[g]);
+    if (std::error_code ec = sys::fs::create_directories(ctl[g]))
+      return fail("cannot create '" + ctl[g] + "': " + ec.message());
+  }
+  if (Error e = writeFileAtomically(file(0, "start"), std::to_string(first)))
+    return fail(toString(std::move(e)));
+  if (onSignal) {
+    std::signal(SIGUSR1, onSwitchSignal);
+    std::signal(SIGHUP, onSwitchSignal);
+  }
+  const bool userThreads = std::getenv("OMP_NUM_THREADS");
+  auto threadsFor = [&](unsigned ranks) {
+    if (!userThreads) {
+      unsetenv("OMP_NUM_THREADS");
+      shareCores(ranks);
+    }
+  };
+  threadsFor(n);
+  Expected<Running> oldRunOr = startJob(old, n, argsFor(0));
+  if (!oldRunOr)
+    return fail(toString(oldRunOr.takeError()));
+  Running oldRun = std::move(*oldRunOr), newRun;
+  bool pause = switchHow == "pause";
+  errs() << "dist-run: serving " << serveDir << " with " << old.dir << " ("
+         << (old.plan.empty() ? "one device" : old.plan) << "); switching to "
+         << next.dir << " (" << (next.plan.empty() ? "one device" : next.plan)
+         << ") "
+         << (onSignal ? "on SIGUSR1 or SIGHUP"
+                      : "when '" + switchOn + "' appears")
+         << " (--switch=" << switchHow << ")\n";
+  auto abandon = [&](const Twine &m) {
+    oldRun.stop();
+    newRun.stop();
+    return fail(m);
+  };
+  const double limit = switchTimeout;
+  // Polls every millisecond until \p done says so; false after \p limit
+  // seconds or when one of the jobs ended (the caller says which failed).
+  auto until = [&](auto done, bool timed) {
+    Clock::time_point t0 = Clock::now();
+    for (;;) {
+      if (done())
+        return true;
+      if ((timed && secondsSince(t0) > limit))
+        return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  // Serve until the trigger, or until the service ends without one.
+  until(
+      [&] {
+        return oldRun.ended() || switchSignalled ||
+               (!onSignal && sys::fs::exists(switchOn));
+      },
+      false);
+  if (oldRun.ended()) {
+    errs() << "dist-run: " << old.dir << " ended (exit " << *oldRun.status
+           << ") before the switch\n";
+    return *oldRun.status;
+  }
+  Clock::time_point trigger = Clock::now(), ready = trigger, stop, last;
+  auto startNew = [&]() -> bool {
+    threadsFor(m);
+    Expected<Running> r = startJob(next, m, argsFor(1));
+    if (!r) {
+      errs() << toString(r.takeError()) << "\n";
+      return false;
+    }
+    newRun = std::move(*r);
+    return true;
+  };
+  if (!pause) {
+    // Beside: the new job's processes start and load their weights while
+    // the old one serves.
+    if (!startNew())
+      return abandon("--switch-to: cannot start '" + next.dir + "'");
+    bool up = until(
+        [&] {
+          return sys::fs::exists(file(1, "ready")) || newRun.ended() ||
+                 oldRun.ended();
+        },
+        true);
+    if (!up || !sys::fs::exists(file(1, "ready")))
+      return abandon(
+          "--switch-to: '" + next.dir + "' did not get ready (" +
+          (newRun.ended() ? "it ended with exit " + Twine(*newRun.status)
+           : oldRun.ended()
+               ? "the running job ended with exit " + Twine(*oldRun.status)
+               : "no " + Twine(file(1, "ready")) + " after " +
+                     Twine(switchTimeout) + " s") +
+          "); its errors are above");
+    ready = Clock::now();
+  }
+  // Stop the old job at its next batch boundary.
+  if (Error e = writeFileAtomically(file(0, "stop"), "now\n"))
+    return abandon(toString(std::move(e)));
+  stop = Clock::now();
+  if (!until([&] { return sys::fs::exists(file(0, "last")) || oldRun.ended(); },
+             true) ||
+      !sys::fs::exists(file(0, "last")))
+    return abandon(
+        "--switch: '" + old.dir + "' did not stop at a batch " + "boundary (" +
+        (oldRun.ended() ? "it ended with exit " + Twine(*oldRun.status)
+                        : "nothing after " + Twine(switchTimeout) + " s") +
+        ")");
+  last = Clock::now();
+  std::string lastText = readSmallFile(file(0, "last")).value_or("");
+  int64_t lastTaken = first - 1;
+  if (lastText != "none" && StringRef(lastText).getAsInteger(10, lastTaken))
+    return abandon("'" + file(0, "last") + "' holds '" + lastText +
+                   "', not a request index");
+  int64_t handover = lastTaken + 1;
+  if (pause) {
+    // Pause: the old job's processes end before the new ones start.
+    if (!until([&] { return oldRun.ended(); }, true))
+      return abandon("--switch=pause: '" + old.dir + "' stopped but did not " +
+                     "end in " + Twine(switchTimeout) + " s");
+    if (*oldRun.status != 0)
+      return abandon("--switch=pause: '" + old.dir + "' ended with exit " +
+                     Twine(*oldRun.status));
+  }
+  if (Error e = writeFileAtomically(file(1, "start"), std::to_string(handover)))
+    return abandon(toString(std::move(e)));
+  if (pause && !startNew())
+    return abandon("--switch-to: cannot start '" + next.dir + "'");
+  // The first request after the switch: its answer ends the downtime
+  // (from the stop, or from its arrival when it came later).
+  std::string req = (serveDir + "/" + Twine(handover)).str();
+  std::optional<Clock::time_point> arrived, newReady, answered;
+  if (sys::fs::is_directory(req))
+    arrived = stop;
+  until(
+      [&] {
+        Clock::time_point now = Clock::now();
+        if (!arrived && sys::fs::is_directory(req))
+          arrived = now;
+        if (pause && !newReady && sys::fs::exists(file(1, "ready")))
+          newReady = now;
+        if (sys::fs::is_directory(req + ".out") ||
+            sys::fs::is_directory(req + ".err"))
+          answered = now;
+        return answered || newRun.ended();
+      },
+      false);
+  auto secs = [](Clock::time_point a, Clock::time_point b) {
+    return formatv("{0:f3}", std::chrono::duration<double>(b - a).count())
+        .str();
+  };
+  errs() << "dist-run: switch (" << switchHow << "): ";
+  if (!pause)
+    errs() << "prepared " << next.dir << " in " << secs(trigger, ready)
+           << " s while " << old.dir << " served; ";
+  errs() << old.dir << " took requests up to " << lastTaken << ", " << next.dir
+         << " from " << handover << "\n";
+  if (answered) {
+    // The phases, each from where the previous one ended, none before
+    // `from`: they add up to the downtime.
+    Clock::time_point from = std::max(stop, *arrived);
+    auto at = [&](Clock::time_point t) { return std::max(t, from); };
+    errs() << "dist-run: downtime measured " << secs(from, *answered)
+           << " s (drain " << secs(from, at(last));
+    if (pause) {
+      Clock::time_point up =
+          at(std::min(newReady.value_or(*answered), *answered));
+      errs() << " + move " << secs(at(last), up) << " + fill "
+             << secs(up, *answered);
+    } else {
+      errs() << " + fill " << secs(at(last), *answered);
+    }
+    errs() << ")";
+    if (*arrived > stop)
+      errs() << "; counted from request " << handover
+             << "'s arrival, after the stop";
+    errs() << "\n";
+  } else {
+    errs() << "dist-run: no downtime measured: " << next.dir
+           << " ended before it answered request " << handover << "\n";
+  }
+  if (predicted) {
+    auto f3 = [](double v) { return formatv("{0:f3}", v).str(); };
+    errs() << "dist-run: downtime predicted ";
+    if (!pause && predicted->besideDowntime)
+      errs() << f3(*predicted->besideDowntime) << " s (drain "
+             << f3(predicted->drain) << " + fill " << f3(predicted->fill)
+             << "; prepare " << f3(predicted->prepare.value_or(0)) << " s)";
+    else
+      errs() << f3(predicted->pauseDowntime) << " s (drain "
+             << f3(predicted->drain) << " + move " << f3(predicted->move)
+             << " + fill " << f3(predicted->fill) << ")"
+             << (!pause ? "; prepare-beside " + predicted->besideProblem
+                        : std::string());
+    errs() << " by " << replanReport << " for its cluster";
+    if (planCore(predicted->runningPlan) != planCore(old.plan) ||
+        planCore(predicted->newPlan) != planCore(next.plan))
+      errs() << "; note: it plans " << predicted->runningPlan << " -> "
+             << predicted->newPlan << ", not these jobs' plans";
+    errs() << "\n";
+  }
+  // The old job ends (beside: it stopped after its last request); the
+  // service goes on with the new one until DIR/stop ends it.
+  if (!until([&] { return oldRun.ended(); }, true))
+    return abandon("--switch: '" + old.dir + "' stopped but did not end in " +
+                   Twine(switchTimeout) + " s");
+  if (*oldRun.status != 0)
+    return abandon("--switch: '" + old.dir + "' ended with exit " +
+                   Twine(*oldRun.status));
+  until([&] { return newRun.ended(); }, false);
+  return *newRun.status;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -518,8 +1109,25 @@ int main(int argc, char **argv) {
                 "many with -n N");
   if (!n)
     n = static_cast<unsigned>(*job->ranks);
+  if (serveDir.empty() &&
+      (!switchTo.empty() || !replanReport.empty() ||
+       switchOn.getNumOccurrences() || switchHow.getNumOccurrences()))
+    return fail("--switch-to, --switch-on, --switch and --replan-report "
+                "switch a serving job; give --serve=DIR, the folder of "
+                "requests");
+  if (switchTo.empty() && !serveDir.empty() &&
+      (!replanReport.empty() || switchOn.getNumOccurrences() ||
+       switchHow.getNumOccurrences()))
+    return fail("--switch-on, --switch and --replan-report need "
+                "--switch-to=NEWJOB/, the job to switch to");
+  if (!serveDir.empty() && (!elasticDir.empty() || !traceFile.empty()))
+    return fail("--serve runs without --elastic and --trace");
   if (!elasticDir.empty())
     return runElastic(std::move(*job), n, argv[0]);
+  if (!serveDir.empty()) {
+    shareCores(n);
+    return runServe(*job, n);
+  }
   shareCores(n);
   std::vector<std::string> args(programArgs.begin(), programArgs.end());
   return launch(*job, n, args);

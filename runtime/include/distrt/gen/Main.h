@@ -9,6 +9,7 @@
 
 #include "distrt/gen/NoiseScale.h"
 #include "distrt/gen/Program.h"
+#include "distrt/gen/Serve.h"
 #include "distrt/gen/Threads.h"
 
 #include <csignal>
@@ -237,6 +238,9 @@ inline int usage(const char *argv0) {
           "--dist-noise-scale) "
           "[--profile-json FILE] [--profile-device NAME] (the times as the "
           "cost model's profile database) "
+          "[--serve DIR [--serve-first K] [--serve-control CTRL]] (answer "
+          "requests DIR/<k>/<input>.npy with DIR/<k>.out/<output>.npy until "
+          "DIR/stop says to stop) "
           "[NAME=]INPUT.npy...\n"
           "Inputs are .npy files, by name (NAME=FILE) or in order; each "
           "output is written as OUTPUT_DIR/<name>.npy.\n",
@@ -290,6 +294,198 @@ inline int printRankProfiles(Program &P, const Profiler &prof) {
   return rc;
 }
 
+/// printf into a string.
+inline std::string formatted(const char *fmt, ...) {
+  va_list ap, again;
+  va_start(ap, fmt);
+  va_copy(again, ap);
+  int n = vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  std::string out(n > 0 ? (size_t)n : 0, '\0');
+  if (n > 0)
+    vsnprintf(&out[0], (size_t)n + 1, fmt, again);
+  va_end(again);
+  return out;
+}
+
+/// Reads input `idx` of `model` from `file` into P.inputs[idx] and checks
+/// its dtype and shape against the compiled ones: 0, or 1 with `message`
+/// (what is wrong and what to do). A data-parallel input keeps this rank's
+/// rows; `microbatched`: the file holds every micro-batch of an
+/// accumulation step (the caller keeps the whole and runs block k).
+inline int loadInput(const Model &model, Program &P, int idx,
+                     const std::string &file, const std::string &who,
+                     bool &microbatched, std::string &message) {
+  microbatched = false;
+  if (readNpy(file, P.inputs[idx], P.err)) {
+    message = formatted("input '%s': %s", model.inputs[idx].name,
+                        P.err.message.c_str());
+    return 1;
+  }
+  const TensorSpec &want = model.inputs[idx];
+  HostTensor &got = P.inputs[idx];
+  got.spec.name = want.name;
+  // Data parallelism: the file holds every replica's rows, the replica
+  // count times the compiled per-replica batch along dim 0.
+  bool sharded = model.shards && model.shards[idx] && want.rank > 0;
+  int replicas = P.replicas, replica = P.replica;
+  int64_t rows = sharded     ? want.dims[0] * replicas
+                 : want.rank ? want.dims[0]
+                             : 0;
+  auto shaped = [&](int64_t dim0) {
+    bool ok = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
+    for (int d = 0; ok && d < want.rank; ++d)
+      ok = got.spec.dims[d] == (d == 0 ? dim0 : want.dims[d]);
+    return ok;
+  };
+  bool same = shaped(rows);
+  // Gradient accumulation over distinct micro-batches: the file holds
+  // `accumulation` times the rows (of each replica, replica-major), and
+  // micro-batch k of a step reads block k of them.
+  if (!same && want.rank > 0 && model.accumulation > 1 &&
+      shaped(rows * model.accumulation)) {
+    if (sharded)
+      takeShard(got, replica, replicas);
+    microbatched = true;
+    return 0;
+  }
+  if (!same && sharded) {
+    TensorSpec all = want;
+    all.dims[0] = rows;
+    message = formatted(
+        "%sinput '%s' from '%s': expected %s %s (%d "
+        "data-parallel replica(s) x the compiled per-replica batch %s, "
+        "split along dim 0), got %s %s. Give every rank the whole "
+        "batch, or recompile with dist-compile --input-shape=%s:... "
+        "for another per-replica batch",
+        who.c_str(), want.name, file.c_str(), dtypeInfo(want.dtype).name,
+        shapeStr(all.dims, all.rank).c_str(), replicas,
+        shapeStr(want.dims, want.rank).c_str(), dtypeInfo(got.spec.dtype).name,
+        shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name);
+    return 1;
+  }
+  if (sharded) {
+    takeShard(got, replica, replicas);
+    return 0;
+  }
+  // A one-element array stands for a scalar input (rank 0) and back.
+  if (!same && got.spec.dtype == want.dtype && got.spec.numel() == 1 &&
+      want.numel() == 1 && (got.spec.rank == 0 || want.rank == 0))
+    same = true;
+  if (!same) {
+    std::string accumulated;
+    if (want.rank > 0 && model.accumulation > 1)
+      accumulated = " (or " + std::to_string(model.accumulation) +
+                    " times its rows: one block per micro-batch of a step)";
+    message = formatted(
+        "input '%s' from '%s': expected %s %s%s, got %s %s. "
+        "The program was compiled for fixed shapes; recompile with "
+        "dist-compile --input-shape=%s:%s... to change them",
+        want.name, file.c_str(), dtypeInfo(want.dtype).name,
+        shapeStr(want.dims, want.rank).c_str(), accumulated.c_str(),
+        dtypeInfo(got.spec.dtype).name,
+        shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name, "D0xD1");
+    return 1;
+  }
+  return 0;
+}
+
+/// --serve (Serve.h): loads the weights with a batch of zeros, then answers
+/// requests until rank 0 decides to stop. 0, or 1 with P.err on a failure
+/// that ends the job (a request with wrong inputs is answered with
+/// DIR/<k>.err instead, and the job goes on).
+inline int serveRequests(Program &P, const Model &model, Serve &S, bool root,
+                         const std::string &who) {
+  std::signal(SIGUSR1, onServeStopSignal);
+  if (model.run(P))
+    return 1;
+  if (P.comm && P.worldSize > 1 &&
+      P.check(distrt_barrier(P.comm), "--serve: loading the weights"))
+    return 1;
+  if (P.rank == 0 && !S.control.empty() &&
+      writeTextAtomically(S.controlFile("ready"), "ready\n", P.err))
+    return 1;
+  long long firstTaken = -1, lastTaken = -1;
+  for (;;) {
+    // Rank 0 decides; an idle decision every 0.2 s keeps the other ranks
+    // within their --timeout while no request comes.
+    long long decision[1] = {kServeNone};
+    if (P.rank == 0 && serveDecide(S, 0.2, decision[0], P.err))
+      return 1;
+    if (serveAgree(P, decision, 1))
+      return 1;
+    long long k = decision[0];
+    if (k == kServeIdle)
+      continue;
+    if (k == kServeStop)
+      break;
+    if (firstTaken < 0)
+      firstTaken = k;
+    lastTaken = k;
+    if (P.rank == 0)
+      S.next = k + 1;
+    ++S.answered;
+    // Every rank reads the request (the stages that need the inputs use
+    // them); any rank's failure refuses it on all.
+    std::string message;
+    long long bad[1] = {0};
+    for (int i = 0; i < model.numInputs && !bad[0]; ++i) {
+      std::string file =
+          S.request(k) + "/" + sanitizeName(model.inputs[i].name) + ".npy";
+      bool blocks = false;
+      if (loadInput(model, P, i, file, who, blocks, message))
+        bad[0] = 1;
+      else if (blocks) {
+        message = formatted("input '%s' from '%s' holds several batches; a "
+                            "request is one global batch",
+                            model.inputs[i].name, file.c_str());
+        bad[0] = 1;
+      }
+    }
+    bool mine = bad[0] != 0;
+    if (serveAgree(P, bad, 1))
+      return 1;
+    if (bad[0]) {
+      if (!mine)
+        message = "another rank of the job could not read its inputs (its "
+                  "error is on stderr)";
+      if (mine)
+        fprintf(stderr, "error: %s--serve: request '%s' refused: %s\n",
+                who.c_str(), S.request(k).c_str(), message.c_str());
+      if (root &&
+          writeAnswer(S, k, ".err",
+                      {{"error.txt", nullptr, nullptr, message + "\n"}}, P.err))
+        return 1;
+      continue;
+    }
+    if (model.run(P))
+      return 1;
+    if (!root)
+      continue;
+    std::vector<AnswerFile> files;
+    for (int o = 0; o < model.numOutputs; ++o)
+      files.push_back({sanitizeName(model.outputs[o].name) + ".npy",
+                       &P.outputs[o].spec, P.outputs[o].data.data(), ""});
+    if (writeAnswer(S, k, ".out", files, P.err))
+      return 1;
+  }
+  if (P.rank != 0)
+    return 0;
+  if (!S.control.empty() &&
+      writeTextAtomically(
+          S.controlFile("last"),
+          (lastTaken >= 0 ? std::to_string(lastTaken) : std::string("none")) +
+              "\n",
+          P.err))
+    return 1;
+  if (S.answered)
+    fprintf(stderr, "serve: took %lld request(s), %lld-%lld, from %s\n",
+            S.answered, firstTaken, lastTaken, S.dir.c_str());
+  else
+    fprintf(stderr, "serve: took no request from %s\n", S.dir.c_str());
+  return 0;
+}
+
 inline int runMain(int argc, char **argv, const Model *models, int numModels,
                    bool cuda) {
   if (!cuda)
@@ -306,6 +502,8 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
   /// --progress: "auto" (on a terminal), "always" or "never".
   std::string progressMode = "auto";
   std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
+  Serve serve;
+  bool serveOption = false; // --serve-first or --serve-control given
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // --option=VALUE as well as --option VALUE.
@@ -397,6 +595,26 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     } else if (a == "--profile-device") {
       if (!value(profileDevice))
         return 2;
+    } else if (a == "--serve") {
+      if (!value(serve.dir))
+        return 2;
+      if (serve.dir.empty()) {
+        fprintf(stderr, "error: --serve needs a folder\n");
+        return 2;
+      }
+    } else if (a == "--serve-control") {
+      if (!value(serve.control))
+        return 2;
+      serveOption = true;
+    } else if (a == "--serve-first") {
+      std::string r;
+      if (!value(r))
+        return 2;
+      if (r == "0")
+        serve.first = 0;
+      else if (!parseCount(a.c_str(), r, 999999999999999999LL, serve.first))
+        return 2;
+      serveOption = true;
     } else if (a == "--list") {
       list = true;
     } else if (a == "--help" || a == "-h") {
@@ -420,6 +638,35 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
             saveEvery);
     return 2;
   }
+  if (serveOption && !serve.enabled()) {
+    fprintf(stderr, "error: --serve-first and --serve-control need --serve "
+                    "DIR, the folder of requests\n");
+    return 2;
+  }
+  if (serve.enabled()) {
+    const char *clash = !args.empty()      ? "input files"
+                        : repeat != 1      ? "--repeat/--steps"
+                        : !saveDir.empty() ? "--save-state"
+                        : measureNoise     ? "--measure-noise-scale"
+                        : !serve.control.empty() && serve.first >= 0
+                            ? "--serve-first (CTRL/start gives the first "
+                              "request under --serve-control)"
+                            : nullptr;
+    if (clash) {
+      fprintf(stderr,
+              "error: --serve answers requests DIR/<k>/<input>.npy until it "
+              "is told to stop; leave out %s\n",
+              clash);
+      return 2;
+    }
+    for (const std::string *d : {&serve.dir, &serve.control})
+      if (!d->empty() && !isDirectory(*d)) {
+        fprintf(stderr, "error: %s '%s' is not a folder; create it first%s\n",
+                d == &serve.dir ? "--serve" : "--serve-control", d->c_str(),
+                d == &serve.dir ? " (requests go in DIR/<k>/)" : "");
+        return 2;
+      }
+  }
   if (list) {
     for (int m = 0; m < numModels; ++m)
       printSpecs(models[m]);
@@ -437,6 +684,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
     for (int m = 0; m < numModels; ++m)
       fprintf(stderr, " %s", models[m].name);
     fprintf(stderr, "\n");
+    return 2;
+  }
+  if (serve.enabled() && model->apply) {
+    fprintf(stderr,
+            "error: --serve answers inference requests; model %s is a "
+            "training step (it would train on them)\n",
+            model->name);
     return 2;
   }
   if (measureNoise && !model->apply) {
@@ -563,77 +817,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       return 2;
     }
     given[idx] = true;
-    if (readNpy(file, P.inputs[idx], P.err)) {
-      fprintf(stderr, "error: input '%s': %s\n", model->inputs[idx].name,
-              P.err.message.c_str());
+    bool blocks = false;
+    std::string message;
+    if (loadInput(*model, P, idx, file, who, blocks, message)) {
+      fprintf(stderr, "error: %s\n", message.c_str());
       return 1;
     }
-    const TensorSpec &want = model->inputs[idx];
-    HostTensor &got = P.inputs[idx];
-    got.spec.name = want.name;
-    // Data parallelism: the file holds every replica's rows, the replica
-    // count times the compiled per-replica batch along dim 0.
-    bool sharded = model->shards && model->shards[idx] && want.rank > 0;
-    int replicas = P.replicas, replica = P.replica;
-    int64_t rows =
-        sharded ? want.dims[0] * replicas : want.rank ? want.dims[0] : 0;
-    auto shaped = [&](int64_t dim0) {
-      bool ok = got.spec.dtype == want.dtype && got.spec.rank == want.rank;
-      for (int d = 0; ok && d < want.rank; ++d)
-        ok = got.spec.dims[d] == (d == 0 ? dim0 : want.dims[d]);
-      return ok;
-    };
-    bool same = shaped(rows);
-    // Gradient accumulation over distinct micro-batches: the file holds
-    // `accumulation` times the rows (of each replica, replica-major), and
-    // micro-batch k of a step reads block k of them.
-    if (!same && want.rank > 0 && model->accumulation > 1 &&
-        shaped(rows * model->accumulation)) {
-      if (sharded)
-        takeShard(got, replica, replicas);
-      microbatched[idx] = true;
-      continue;
-    }
-    if (!same && sharded) {
-      TensorSpec all = want;
-      all.dims[0] = rows;
-      fprintf(stderr,
-              "error: %sinput '%s' from '%s': expected %s %s (%d "
-              "data-parallel replica(s) x the compiled per-replica batch %s, "
-              "split along dim 0), got %s %s. Give every rank the whole "
-              "batch, or recompile with dist-compile --input-shape=%s:... "
-              "for another per-replica batch\n",
-              who.c_str(), want.name, file.c_str(), dtypeInfo(want.dtype).name,
-              shapeStr(all.dims, all.rank).c_str(), replicas,
-              shapeStr(want.dims, want.rank).c_str(),
-              dtypeInfo(got.spec.dtype).name,
-              shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name);
-      return 1;
-    }
-    if (sharded) {
-      takeShard(got, replica, replicas);
-      continue;
-    }
-    // A one-element array stands for a scalar input (rank 0) and back.
-    if (!same && got.spec.dtype == want.dtype && got.spec.numel() == 1 &&
-        want.numel() == 1 && (got.spec.rank == 0 || want.rank == 0))
-      same = true;
-    if (!same) {
-      std::string accumulated;
-      if (want.rank > 0 && model->accumulation > 1)
-        accumulated = " (or " + std::to_string(model->accumulation) +
-                      " times its rows: one block per micro-batch of a step)";
-      fprintf(stderr,
-              "error: input '%s' from '%s': expected %s %s%s, got %s %s. "
-              "The program was compiled for fixed shapes; recompile with "
-              "dist-compile --input-shape=%s:%s... to change them\n",
-              want.name, file.c_str(), dtypeInfo(want.dtype).name,
-              shapeStr(want.dims, want.rank).c_str(), accumulated.c_str(),
-              dtypeInfo(got.spec.dtype).name,
-              shapeStr(got.spec.dims, got.spec.rank).c_str(), want.name,
-              "D0xD1");
-      return 1;
-    }
+    microbatched[idx] = blocks;
   }
   std::vector<HostTensor> whole(model->numInputs);
   for (int k = 0; k < model->numInputs; ++k)
@@ -644,6 +834,13 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       P.inputs[k].data.resize(whole[k].data.size() /
                               (size_t)model->accumulation);
     }
+  // Serving: the inputs come with each request; a batch of zeros loads the
+  // weights first.
+  for (int k = 0; k < model->numInputs && serve.enabled(); ++k) {
+    given[k] = true;
+    P.inputs[k].spec = model->inputs[k];
+    P.inputs[k].data.assign(P.inputs[k].spec.bytes(), 0);
+  }
   for (int k = 0; k < model->numInputs; ++k)
     if (!given[k]) {
       fprintf(stderr,
@@ -767,7 +964,9 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
       printSteps && root &&
           (progressMode == "always" || (progressMode == "auto" && terminal)),
       terminal, repeat);
-  for (long long r = 0; r < repeat && !rc; ++r) {
+  if (serve.enabled())
+    rc = serveRequests(P, *model, serve, root, who);
+  for (long long r = 0; r < repeat && !rc && !serve.enabled(); ++r) {
     P.traceStep = r + 1;
     if (!pipeline)
       P.traceAction(printSteps ? "step" : "run");
@@ -889,7 +1088,7 @@ inline int runMain(int argc, char **argv, const Model *models, int numModels,
             P.err.message.c_str());
     return 1;
   }
-  for (int k = 0; k < model->numOutputs && root; ++k) {
+  for (int k = 0; k < model->numOutputs && root && !serve.enabled(); ++k) {
     std::string path =
         outDir + "/" + sanitizeName(model->outputs[k].name) + ".npy";
     if (writeNpy(path, P.outputs[k].spec, P.outputs[k].data.data(), P.err)) {
