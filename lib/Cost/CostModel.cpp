@@ -426,6 +426,9 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
   };
   auto sent = [](const CommCost &c) { return c.bytes[0] + c.bytes[1]; };
   const cluster::LinkSpec &cpLink = x.cp.nodes() > 1 ? x.cp.inter : x.cp.intra;
+  // Full recomputation re-runs every checkpointed layer's forward: a
+  // block of several layers (LayerDesc::continuesBlock) re-runs whole, and
+  // a stage holding part of a block re-runs its part.
   bool full = x.recompute == Recompute::Full && layer.checkpoint;
   for (const OpDesc &op : layer.ops) {
     double f = opTime(op, Phase::Forward, dev, x);
@@ -634,11 +637,14 @@ double activationBytes(const ModelDesc &model, unsigned begin, unsigned end,
   double b = 0;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &l = model.layers[li];
-    if (cfg.recompute == Recompute::Full && l.checkpoint)
-      b += boundaryShare(li > 0 ? model.layers[li - 1].boundaryBytes
-                                : l.boundaryBytes,
-                         cfg);
-    else
+    if (cfg.recompute == Recompute::Full && l.checkpoint) {
+      // One input per block; a range starting inside a block keeps its
+      // own input (the pipeline message) to re-run its part from.
+      if (li == begin || model.blockBegin(li) == li)
+        b += boundaryShare(li > 0 ? model.layers[li - 1].boundaryBytes
+                                  : l.boundaryBytes,
+                           cfg);
+    } else
       b += layerSaved(l, cfg, cfg.recompute == Recompute::Selective, false);
   }
   return b * mbs;
@@ -663,13 +669,21 @@ double backwardWorkingBytes(const ModelDesc &model, unsigned begin,
                             unsigned end, unsigned mbs,
                             const MemoryConfig &cfg) {
   double work = 0;
+  // Under full recomputation: the recomputed activations of the block's
+  // layers in the range so far. The block's forward re-runs whole before
+  // its backward, which frees a layer's activations once it has passed it
+  // (backward runs last layer first): the block's last layer sees them all.
+  double block = 0;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &l = model.layers[li];
     // Incoming and outgoing gradient.
     double w = 2 * boundaryShare(l.boundaryBytes, cfg);
-    if (cfg.recompute == Recompute::Full && l.checkpoint)
-      w += layerSaved(l, cfg, false, false);
-    else if (cfg.recompute == Recompute::Selective)
+    if (cfg.recompute == Recompute::Full && l.checkpoint) {
+      if (li == begin || model.blockBegin(li) == li)
+        block = 0;
+      block += layerSaved(l, cfg, false, false);
+      w += block;
+    } else if (cfg.recompute == Recompute::Selective)
       w += layerSaved(l, cfg, false, false) - layerSaved(l, cfg, true, false);
     double opWork = 0;
     for (const OpDesc &op : l.ops)

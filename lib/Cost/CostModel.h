@@ -341,7 +341,11 @@ MemoryBreakdown staticMemory(double params, const MemoryConfig &cfg);
 /// The same with experts, sharded by ZeRO over dp * cp / ep instead.
 MemoryBreakdown staticMemory(const ParamSplit &params, const MemoryConfig &cfg);
 /// Activation bytes one micro-batch of \p mbs samples leaves saved on a
-/// device for layers [begin, end), under \p cfg.recompute.
+/// device for layers [begin, end), under \p cfg.recompute. Full
+/// recomputation keeps the input of every checkpointed block
+/// (LayerDesc::continuesBlock) and of the range's first layer: a pipeline
+/// stage that starts inside a block re-runs its part of the block from the
+/// tensor it received, which it keeps as that part's checkpoint.
 double activationBytes(const ModelDesc &model, unsigned begin, unsigned end,
                        unsigned mbs, const MemoryConfig &cfg);
 /// Part of the activations that a zero-bubble W pass still needs after the
@@ -349,8 +353,9 @@ double activationBytes(const ModelDesc &model, unsigned begin, unsigned end,
 double weightGradStashBytes(const ModelDesc &model, unsigned begin,
                             unsigned end, unsigned mbs,
                             const MemoryConfig &cfg);
-/// Transient bytes while one layer's backward runs (the recomputed layer
-/// under full recomputation, otherwise the largest gradient buffer).
+/// Transient bytes while one layer's backward runs (under full
+/// recomputation the recomputed activations of its block's layers in
+/// [begin, end) up to it, otherwise the largest gradient buffer).
 double backwardWorkingBytes(const ModelDesc &model, unsigned begin,
                             unsigned end, unsigned mbs,
                             const MemoryConfig &cfg);

@@ -57,6 +57,7 @@ std::string distopt::cost::layerCostKey(const LayerDesc &l) {
   KeyWriter w{k};
   w.add(l.boundaryBytes);
   w.add(l.checkpoint);
+  w.add(l.continuesBlock);
   for (const OpDesc &op : l.ops) {
     w.add(op.signature);
     for (const PhaseCost *c : {&op.fwd, &op.bwdInput, &op.bwdWeight})

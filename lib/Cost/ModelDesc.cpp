@@ -9,8 +9,10 @@
 
 #include "lib/Cost/ModelDesc.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -80,6 +82,56 @@ double ModelDesc::forwardFlopsPerSample(unsigned begin, unsigned end) const {
   for (unsigned i = begin; i < end && i < layers.size(); ++i)
     f += layers[i].total(Phase::Forward).flops;
   return f;
+}
+
+/// Whether layer \p li shares the checkpoint of the layer before it.
+static bool sharesCheckpoint(const ModelDesc &m, unsigned li) {
+  return li > 0 && li < m.layers.size() && m.layers[li].continuesBlock &&
+         m.layers[li].checkpoint && m.layers[li - 1].checkpoint;
+}
+
+unsigned ModelDesc::blockBegin(unsigned li) const {
+  while (sharesCheckpoint(*this, li))
+    --li;
+  return li;
+}
+
+unsigned ModelDesc::blockEnd(unsigned li) const {
+  ++li;
+  while (sharesCheckpoint(*this, li))
+    ++li;
+  return li;
+}
+
+/// A layer with attention (a softmax or one fused attention kernel).
+static bool hasAttention(const LayerDesc &layer) {
+  return llvm::any_of(layer.ops, [](const OpDesc &op) {
+    return op.cls == OpClass::Softmax || op.cls == OpClass::Attention;
+  });
+}
+
+std::vector<unsigned> transformerBlocks(const ModelDesc &model,
+                                        unsigned &headBegin) {
+  std::vector<unsigned> first;
+  unsigned n = model.layers.size();
+  for (unsigned i = 0; i < n; ++i)
+    if (hasAttention(model.layers[i]))
+      first.push_back(i);
+  if (first.empty()) {
+    headBegin = n;
+    return first;
+  }
+  // The last block is as long as the ones before it (the shortest of them,
+  // so a longer first block -- an embedding that computes -- does not
+  // stretch it).
+  unsigned span = 2;
+  if (first.size() > 1) {
+    span = ~0u;
+    for (unsigned i = 1; i < first.size(); ++i)
+      span = std::min(span, first[i] - first[i - 1]);
+  }
+  headBegin = std::min(n, first.back() + span);
+  return first;
 }
 
 /// "kind:dtype:k1=v1,k2=v2": numbers in their shortest exact form, so the

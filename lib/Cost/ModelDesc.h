@@ -117,6 +117,13 @@ struct LayerDesc {
   /// its forward during backward (Megatron checkpoints transformer blocks,
   /// not the embedding or the head).
   bool checkpoint = true;
+  /// The layer is the rest of the previous layer's block (the imported
+  /// graph's layers are half-blocks: attention, then the MLP). Under full
+  /// recomputation the block keeps one checkpoint, its first layer's input,
+  /// and while its backward runs the whole block's recomputed activations
+  /// are live at once, as Megatron keeps one input per transformer block.
+  /// The analytic builders' layers are whole blocks and never set it.
+  bool continuesBlock = false;
 
   PhaseCost total(Phase p) const;
   double params() const;
@@ -138,7 +145,22 @@ struct ModelDesc {
   double trainingFlopsPerSample() const;
   /// Forward FLOPs of layers [begin, end) per sample.
   double forwardFlopsPerSample(unsigned begin, unsigned end) const;
+  /// The first layer of layer \p li's checkpointed block: \p li, or the
+  /// layer its continuesBlock chain (over checkpointed layers) starts at.
+  unsigned blockBegin(unsigned li) const;
+  /// The first layer after layer \p li's checkpointed block.
+  unsigned blockEnd(unsigned li) const;
 };
+
+/// The transformer blocks among a model's layers: a block starts at a
+/// layer with attention (a softmax or a fused attention) and runs up to
+/// the next such layer; the last one for as many layers as the shortest
+/// block before it (a model of one block: two layers, attention and MLP).
+/// Returns the first layer of every block and sets \p headBegin to the
+/// first layer after the last block (the number of layers without one).
+/// Layers before the first block are the embedding.
+std::vector<unsigned> transformerBlocks(const ModelDesc &model,
+                                        unsigned &headBegin);
 
 //===----------------------------------------------------------------------===//
 // Op builders. Each returns per-sample costs with an analytic backward.

@@ -81,35 +81,10 @@ TrainerSpace exporting::trainerSpace(Trainer t) {
   return {};
 }
 
-/// Whether \p layer computes attention (a softmax over scores, or a fused
-/// attention kernel).
-static bool hasAttention(const cost::LayerDesc &layer) {
-  return llvm::any_of(layer.ops, [](const cost::OpDesc &op) {
-    return op.cls == cluster::OpClass::Softmax ||
-           op.cls == cluster::OpClass::Attention;
-  });
-}
-
 Blocks Blocks::of(const cost::ModelDesc &model) {
   Blocks b;
   b.numLayers = model.layers.size();
-  for (unsigned i = 0; i < b.numLayers; ++i)
-    if (hasAttention(model.layers[i]))
-      b.first.push_back(i);
-  if (b.first.empty()) {
-    b.headBegin = b.numLayers;
-    return b;
-  }
-  // The last block is as long as the ones before it (the shortest of them,
-  // so a longer first block -- an embedding that computes -- does not
-  // stretch it); a model of one block keeps two layers, attention and MLP.
-  unsigned span = 2;
-  if (b.first.size() > 1) {
-    span = ~0u;
-    for (unsigned i = 1; i < b.first.size(); ++i)
-      span = std::min(span, b.first[i] - b.first[i - 1]);
-  }
-  b.headBegin = std::min(b.numLayers, b.first.back() + span);
+  b.first = cost::transformerBlocks(model, b.headBegin);
   return b;
 }
 

@@ -43,7 +43,8 @@ llvm::Expected<TrainerSpec> parseTrainerSpec(llvm::StringRef spec);
 /// The file an export goes to when the spec names none.
 llvm::StringRef defaultExportFile(Trainer t);
 
-/// The transformer blocks among a model's cost-model layers. A block
+/// The transformer blocks among a model's cost-model layers
+/// (cost::transformerBlocks, which the layer analysis checkpoints). A block
 /// starts at a layer with attention (a softmax, or a fused attention); it
 /// runs up to the next such layer, and the last one for as many layers as
 /// the blocks before it have (the layers after it are the head). Layers

@@ -404,12 +404,22 @@ GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
   return shapeOf(c, ranks);
 }
 
+// The first of RankLayout::expertGroups / expertDataGroups, built alone
+// (the search costs stages of 2048-device plans, whose every group the
+// lists would build: dp / ep * cp * tp of them).
 GroupShape expertGroup(const Plan &p, const Cluster &c, unsigned s) {
-  return shapeOf(c, p.expertGroups(s, p.ep).front());
+  std::vector<unsigned> ranks;
+  for (unsigned d = 0; d < p.ep && d < p.replicasOf(s); ++d)
+    ranks.push_back(p.globalRank(s, d, 0, 0));
+  return shapeOf(c, ranks);
 }
 
 GroupShape expertDataGroup(const Plan &p, const Cluster &c, unsigned s) {
-  return shapeOf(c, p.expertDataGroups(s, p.ep).front());
+  std::vector<unsigned> ranks;
+  for (unsigned d = 0; d < p.replicasOf(s); d += std::max(1u, p.ep))
+    for (unsigned k = 0; k < p.cp; ++k)
+      ranks.push_back(p.globalRank(s, d, 0, k));
+  return shapeOf(c, ranks);
 }
 
 ExecConfig execConfig(const Plan &p, const Cluster &c, unsigned s) {
@@ -497,6 +507,9 @@ std::vector<unsigned> replicaMicrobatches(const Plan &p, const Cluster &c,
 
 std::vector<unsigned> stageDeviceTypes(const Plan &p, const Cluster &c,
                                        unsigned s) {
+  // One device kind: every group's (the search asks per stage and plan).
+  if (c.devices.size() == 1 && p.replicasOf(s) > 0)
+    return {c.groupOf(p.globalRank(s, 0, 0)).deviceIndex};
   std::set<unsigned> types;
   for (unsigned d = 0; d < p.replicasOf(s); ++d)
     types.insert(c.groupOf(p.globalRank(s, d, 0)).deviceIndex);

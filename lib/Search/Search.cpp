@@ -109,8 +109,7 @@ struct StageMemoryCheck {
     unsigned r = rankOfStage(vShape, pp, j);
     cost::ParamSplit params = mem->paramsOf(cost::LayerRange{b, e});
     double bytes = perParam * params.dense + perExpert * params.expert +
-                   held[r] * (mem->act[e] - mem->act[b]) +
-                   mbs * mem->workMax(b, e);
+                   held[r] * mem->actOf(b, e) + mbs * mem->workOf(b, e);
     return bytes <= limit[r] / chunks;
   }
   /// Memory only shrinks with a stage's range, so stretching each stage as

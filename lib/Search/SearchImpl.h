@@ -222,8 +222,26 @@ public:
     cost::ParamSplit paramsOf(llvm::ArrayRef<cost::LayerRange> ranges) const;
     /// Sparse table over `work`: maxWork[k][i] = max of work[i, i + 2^k).
     std::vector<std::vector<double>> maxWork;
-    /// Largest working set per sample over layers [b, e), O(1).
+    /// Largest working set per sample over layers [b, e), O(1), for ranges
+    /// that start at a block's first layer.
     double workMax(unsigned b, unsigned e) const;
+    /// Under full recomputation `act` counts one checkpoint per block
+    /// (cost::activationBytes) and `work` a layer's block from its first
+    /// layer on; a range that starts inside a block (at a layer with
+    /// blockEnd[l] > l) also keeps its input, firstAct[l], and recomputes
+    /// only its part of the block: headWork[l] over layers [l,
+    /// blockEnd[l]). Elsewhere blockEnd[l] = l and firstAct[l] = 0.
+    std::vector<double> firstAct, headWork;
+    std::vector<unsigned> blockEnd;
+    /// For a range inside one block (cost::backwardWorkingBytes).
+    const cost::ModelDesc *model = nullptr;
+    cost::MemoryConfig cfg;
+    /// Saved activations per sample of a device holding layers [b, e).
+    double actOf(unsigned b, unsigned e) const {
+      return e > b ? act[e] - act[b] + firstAct[b] : 0;
+    }
+    /// Largest backward working set per sample over layers [b, e).
+    double workOf(unsigned b, unsigned e) const;
   };
 
   Tables(const cost::ModelDesc &model, const cluster::Cluster &c,
@@ -267,7 +285,8 @@ private:
   std::map<TableKey, Memory> memCache;
   /// First layer with the same memory (LayerTimesCache's classes, which
   /// cost each distinct layer once, split by the previous layer's
-  /// boundary: the full-recomputation checkpoint).
+  /// boundary: the full-recomputation checkpoint, and by the classes of
+  /// the layers of its checkpointed block and its place in it).
   std::vector<unsigned> memClass;
 
 public:

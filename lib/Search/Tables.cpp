@@ -36,12 +36,16 @@ Tables::Tables(const cost::ModelDesc &model, const cluster::Cluster &c,
                double expertImbalance)
     : model(model), c(c), cm(cm), mem(mem), expertImbalance(expertImbalance),
       n(model.layers.size()), layerTimes(model, cm) {
-  std::map<std::pair<unsigned, double>, unsigned> mems;
+  // Key: the boundary before the layer's block, the classes of the
+  // block's layers (which carry their boundaries), the layer's place.
+  std::map<std::vector<double>, unsigned> mems;
   for (unsigned l = 0; l < n; ++l) {
-    double prev = l ? model.layers[l - 1].boundaryBytes : -1;
-    memClass.push_back(
-        mems.emplace(std::make_pair(layerTimes.classOf(l), prev), l)
-            .first->second);
+    unsigned bb = model.blockBegin(l), be = model.blockEnd(l);
+    std::vector<double> key{bb ? model.layers[bb - 1].boundaryBytes : -1,
+                            double(l - bb)};
+    for (unsigned k = bb; k < be; ++k)
+      key.push_back(layerTimes.classOf(k));
+    memClass.push_back(mems.emplace(std::move(key), l).first->second);
   }
 }
 
@@ -134,19 +138,41 @@ const Tables::Memory &Tables::memory(const TableKey &key0) {
   cfg.sp = key.sp && key.tp > 1;
   cfg.expertImbalance = expertImbalance;
   cfg.recompute = key.rec;
+  m.firstAct.assign(n + 1, 0);
+  m.headWork.assign(n + 1, 0);
+  m.blockEnd.resize(n + 1);
+  m.blockEnd[n] = n;
+  m.model = &model;
+  m.cfg = cfg;
   struct PerLayer {
     cost::ParamSplit params;
-    double act = 0, stash = 0, work = 0;
+    double act = 0, stash = 0, work = 0, firstAct = 0, headWork = 0;
   };
   std::vector<PerLayer> per(n);
+  bool blocks = key.rec == Recompute::Full;
   for (unsigned l = 0; l < n; ++l) {
     PerLayer &x = per[memClass[l]];
+    // A layer inside a checkpointed block: what it adds to a range holding
+    // the block's layers before it, and what a range starting at it holds.
+    unsigned bb = blocks ? model.blockBegin(l) : l;
+    m.blockEnd[l] = bb < l ? model.blockEnd(l) : l;
     if (memClass[l] == l) {
       x.params = cost::paramSplit(model, l, l + 1, key.tp, key.ep);
       x.act = cost::activationBytes(model, l, l + 1, 1, cfg);
       x.stash = cost::weightGradStashBytes(model, l, l + 1, 1, cfg);
       x.work = cost::backwardWorkingBytes(model, l, l + 1, 1, cfg);
+      if (bb < l) {
+        x.firstAct = x.act;
+        x.act = cost::activationBytes(model, bb, l + 1, 1, cfg) -
+                cost::activationBytes(model, bb, l, 1, cfg);
+        x.firstAct -= x.act;
+        x.headWork = cost::backwardWorkingBytes(model, l, m.blockEnd[l], 1,
+                                                cfg);
+        x.work = cost::backwardWorkingBytes(model, bb, l + 1, 1, cfg);
+      }
     }
+    m.firstAct[l] = x.firstAct;
+    m.headWork[l] = x.headWork;
     for (const cost::OpDesc &op : model.layers[l].ops)
       if (op.tiedLayer >= 0 && op.tiedLayer != int(l))
         m.ties.push_back(
@@ -188,6 +214,15 @@ double Tables::Memory::workMax(unsigned b, unsigned e) const {
     return 0;
   unsigned k = 31 - __builtin_clz(e - b);
   return std::max(maxWork[k][b], maxWork[k][e - (1u << k)]);
+}
+
+double Tables::Memory::workOf(unsigned b, unsigned e) const {
+  if (e <= b || blockEnd[b] <= b)
+    return workMax(b, e);
+  // The range starts inside a block: its part of the block first.
+  if (e < blockEnd[b])
+    return cost::backwardWorkingBytes(*model, b, e, 1, cfg);
+  return std::max(headWork[b], workMax(blockEnd[b], e));
 }
 
 double Tables::message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
@@ -240,9 +275,9 @@ double Tables::memoryEstimate(const Plan &p, unsigned r,
   for (unsigned ch = 0; ch < p.chunks; ++ch) {
     auto [b, e] = p.stageLayers(p.virtualStage(r, ch), n);
     chunks.push_back({b, e});
-    act += m.act[e] - m.act[b];
+    act += m.actOf(b, e);
     stash = std::max(stash, m.stash[e] - m.stash[b]);
-    work = std::max(work, m.workMax(b, e));
+    work = std::max(work, m.workOf(b, e));
   }
   act /= p.chunks;
   double k = inFlight(p.schedule, r, p.pp, p.chunks, p.numMicrobatches);

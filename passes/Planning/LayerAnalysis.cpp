@@ -432,6 +432,16 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
       llvm::none_of(front.ops,
                     [](const OpDesc &op) { return op.cls == OpClass::MatMul; }))
     model.layers.front().checkpoint = model.layers.back().checkpoint = false;
+  // The layers are half-blocks (a cut where one activation is live falls
+  // after each residual add): full recomputation checkpoints each
+  // transformer block (the blocks trainers place), one input per block.
+  unsigned headBegin = 0;
+  std::vector<unsigned> blocks = transformerBlocks(model, headBegin);
+  for (auto [b, begin] : llvm::enumerate(blocks)) {
+    unsigned end = b + 1 < blocks.size() ? blocks[b + 1] : headBegin;
+    for (unsigned l = begin + 1; l < end; ++l)
+      model.layers[l].continuesBlock = true;
+  }
   if (options.layerOps)
     *options.layerOps = std::move(opsOf);
   for (auto [i, layer] : llvm::enumerate(model.layers)) {

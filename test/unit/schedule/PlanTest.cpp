@@ -214,4 +214,27 @@ TEST(Plan, GroupShapesFollowTheRankLayout) {
   EXPECT_EQ(dp.nodes(), 2u);
   EXPECT_EQ(dp.inter.name, "infiniband");
 }
+
+TEST(Plan, ExpertGroupShapesAreTheLayoutsFirstGroups) {
+  // expertGroup / expertDataGroup build the first group alone: the shape
+  // of RankLayout's first expert (data) group of the stage.
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-h100", 32));
+  for (const char *spec : {"dp=32,pp=4,cp=2,ep=4", "dp=8,tp=2,pp=2,ep=8",
+                           "dp=16,tp=8,ep=16", "dp=6,tp=4,cp=2,pp=2,ep=2"}) {
+    SCOPED_TRACE(spec);
+    Plan p = llvm::cantFail(parsePlan(spec));
+    for (unsigned s = 0; s < p.pp; ++s) {
+      for (auto [got, want] :
+           {std::pair{expertGroup(p, c, s),
+                      shapeOf(c, p.expertGroups(s, p.ep).front())},
+            std::pair{expertDataGroup(p, c, s),
+                      shapeOf(c, p.expertDataGroups(s, p.ep).front())}}) {
+        EXPECT_EQ(got.size, want.size);
+        EXPECT_EQ(got.perNode, want.perNode);
+        EXPECT_EQ(got.intra.name, want.intra.name);
+        EXPECT_EQ(got.inter.bandwidth, want.inter.bandwidth);
+      }
+    }
+  }
+}
 } // namespace

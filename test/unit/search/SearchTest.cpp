@@ -224,6 +224,55 @@ TEST(Tables, ParametersAgreeWithTheCostModel) {
               model.paramCount(), 1e-6);
 }
 
+TEST(Tables, BlockCheckpointsAgreeWithTheCostModel) {
+  // Blocks of two layers (attention half, MLP half, as the imported graph
+  // has them) under full recomputation: the tables' saved activations and
+  // working sets of every range, one starting inside a block included,
+  // are the cost model's.
+  cost::ModelDesc gpt = smallGpt(3, 256), model = gpt;
+  model.layers.clear();
+  for (unsigned l = 0; l < gpt.layers.size(); ++l) {
+    const cost::LayerDesc &layer = gpt.layers[l];
+    if (!layer.checkpoint) {
+      model.layers.push_back(layer);
+      continue;
+    }
+    cost::LayerDesc first = layer, second = layer;
+    unsigned half = layer.ops.size() / 2;
+    first.ops.assign(layer.ops.begin(), layer.ops.begin() + half);
+    second.ops.assign(layer.ops.begin() + half, layer.ops.end());
+    second.continuesBlock = true;
+    model.layers.push_back(first);
+    model.layers.push_back(second);
+  }
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  Tables t(model, c, cm, cost::MemoryConfig{});
+  unsigned n = model.layers.size();
+  ASSERT_EQ(n, 2 * 3 + 2u);
+  for (unsigned tp : {1u, 2u}) {
+    const Tables::Memory &mem = t.memory(tp, cost::Recompute::Full);
+    cost::MemoryConfig cfg;
+    cfg.tp = tp;
+    cfg.recompute = cost::Recompute::Full;
+    for (unsigned b = 0; b < n; ++b)
+      for (unsigned e = b + 1; e <= n; ++e) {
+        double act = cost::activationBytes(model, b, e, 1, cfg),
+               work = cost::backwardWorkingBytes(model, b, e, 1, cfg);
+        EXPECT_NEAR(mem.actOf(b, e), act, 1e-9 * act)
+            << "layers " << b << ".." << e << " tp " << tp;
+        EXPECT_NEAR(mem.workOf(b, e), work, 1e-9 * work)
+            << "layers " << b << ".." << e << " tp " << tp;
+      }
+    // One checkpoint per block: a range of whole blocks keeps as many
+    // inputs as it has blocks; one starting inside a block, one more.
+    double one = cost::activationBytes(model, 1, 3, 1, cfg);
+    EXPECT_DOUBLE_EQ(mem.actOf(1, 7), 3 * one);
+    EXPECT_DOUBLE_EQ(mem.actOf(2, 7), 3 * one);
+    EXPECT_DOUBLE_EQ(mem.actOf(2, 5), 2 * one);
+  }
+}
+
 TEST(Constraints, Parse) {
   Constraints c = cantFail(parseConstraints(
       "tp<=8,pp>=2,mbs=1|2|4,schedule=1f1b|interleaved,recompute=any,zero<2"));
