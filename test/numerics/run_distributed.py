@@ -1468,6 +1468,20 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b", ranks=8,
                      train=sgd, tp_split=attn)))
+    # And with sequence parallelism (sp=1): each tensor rank keeps its half
+    # of its context rank's positions between the regions (the row-
+    # parallel sums reduce-scatter them, the column-parallel inputs all-
+    # gather them over the tensor group), and the keys and values of its
+    # heads are then all-gathered over its context group: positions split
+    # cp x tp ways, the context rank's part first.
+    out.append(("gpt2_sgd_tp2_cp2_sp",
+                dict(gpt, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4, train=sgd,
+                     tp_split=attn)))
+    # With a pipeline: the stages send their tensor rank's part of their
+    # context rank's positions (a quarter of the sequence).
+    out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b_sp",
+                dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b,sp=1",
+                     ranks=8, train=sgd, tp_split=attn)))
     out.append(("gpt2_momentum_dp2_tp2_cp2_zero1",
                 dict(gpt, plan="dp=2,tp=2,cp=2,mbs=1,zero=1", ranks=8,
                      zero=True, tp_split=attn,
@@ -1492,6 +1506,8 @@ def pipeline_train_cases(rng):
     out.append(("llama_sgd_tp2_sp", dict(llama, plan="tp=2,mbs=1,sp=1")))
     out.append(("llama_sgd_tp2_cp2",
                 dict(llama, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    out.append(("llama_sgd_tp2_cp2_sp",
+                dict(llama, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4)))
     out.append(("llama_sgd_tp2_cp2_pp2_1f1b",
                 dict(llama, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=8)))
