@@ -176,6 +176,18 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
   auto t0 = std::chrono::steady_clock::now();
   std::clock_t c0 = std::clock();
   const Constraints &k = o.constraints;
+  // dp x tp x pp only: a constraint that rules out cp = 1 or ep = 1 would
+  // otherwise be dropped without a word.
+  for (auto [key, range] :
+       {std::pair<const char *, const IntRange *>{"cp", &k.cp}, {"ep", &k.ep}})
+    if (!range->allows(1))
+      return createStringError(
+          inconvertibleErrorCode(),
+          Twine("the inference search weighs data, tensor and pipeline "
+                "parallelism (dp x tp x pp) only, but the constraints rule "
+                "out ") +
+              key + " = 1; give the plan itself (--dist-plan=" + key +
+              "=2,...) or train (the training search weighs " + key + ")");
   const unsigned n = model.layers.size(), N = c.numDevices();
   Tables t(model, c, cm, o.memory);
   unsigned perNode = 0;

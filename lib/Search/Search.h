@@ -90,8 +90,8 @@ struct Constraints {
   /// Context parallelism (cp > 1) only with tp = 1 (`cp-alone=1`).
   bool cpAlone = false;
   /// Context parallelism (cp > 1) only without sequence parallelism
-  /// (`cp-sp=0`): the plans dist-context-parallel's programs run (tp inside
-  /// cp with its attention heads split, ZeRO sharded over dp x cp).
+  /// (`cp-sp=0`; dist-context-parallel's programs run cp with and without
+  /// it).
   bool cpNoSp = false;
   /// Layer ranges that must stay on one device kind (training only). A
   /// stage holding a pinned layer runs on that kind's devices alone.

@@ -88,15 +88,12 @@ struct ContextParallelPass
     schedule::RankLayout layout = plan.getLayout();
     if (layout.cp == 1)
       return;
-    if (layout.replicated() || (layout.tp != 1 && plan.getSp())) {
+    if (layout.replicated()) {
       emitError(module.getLoc())
           << "dist-context-parallel: the plan has cp = " << layout.cp
-          << (layout.replicated() ? std::string(" with per-stage replicas")
-                                  : " with sequence parallelism (tp = " +
-                                        std::to_string(layout.tp) + ", sp = 1)")
-          << "; context parallelism executes with data, tensor and "
-             "pipeline parallelism (dp x cp x tp x pp) yet: plan dp "
-             "replicas and sp = 0";
+          << " with per-stage replicas; context parallelism executes with "
+             "data, tensor (and sequence) and pipeline parallelism (dp x cp "
+             "x tp x pp) yet: plan dp replicas of the whole pipeline";
       return signalPassFailure();
     }
     if (schedule::isAsync(plan.getSchedule())) {

@@ -418,12 +418,6 @@ struct PartitionPass
       return failure();
     if (*train)
       return partitionTraining(module, plan, *train);
-    if (layout.cp != 1)
-      return emitError(module.getLoc())
-             << "dist-partition: the plan has cp = " << layout.cp
-             << " for a forward (inference) function; context parallelism "
-                "executes in training yet (dist-compile --train): plan cp = "
-                "1 for inference";
     FailureOr<func::FuncOp> func =
         planning::plannedFunction(module, "", "dist-partition");
     if (failed(func))

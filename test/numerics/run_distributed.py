@@ -1468,6 +1468,20 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b", ranks=8,
                      train=sgd, tp_split=attn)))
+    # And with sequence parallelism (sp=1): each tensor rank keeps its half
+    # of its context rank's positions between the regions (the row-
+    # parallel sums reduce-scatter them, the column-parallel inputs all-
+    # gather them over the tensor group), and the keys and values of its
+    # heads are then all-gathered over its context group: positions split
+    # cp x tp ways, the context rank's part first.
+    out.append(("gpt2_sgd_tp2_cp2_sp",
+                dict(gpt, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4, train=sgd,
+                     tp_split=attn)))
+    # With a pipeline: the stages send their tensor rank's part of their
+    # context rank's positions (a quarter of the sequence).
+    out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b_sp",
+                dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b,sp=1",
+                     ranks=8, train=sgd, tp_split=attn)))
     out.append(("gpt2_momentum_dp2_tp2_cp2_zero1",
                 dict(gpt, plan="dp=2,tp=2,cp=2,mbs=1,zero=1", ranks=8,
                      zero=True, tp_split=attn,
@@ -1492,6 +1506,8 @@ def pipeline_train_cases(rng):
     out.append(("llama_sgd_tp2_sp", dict(llama, plan="tp=2,mbs=1,sp=1")))
     out.append(("llama_sgd_tp2_cp2",
                 dict(llama, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    out.append(("llama_sgd_tp2_cp2_sp",
+                dict(llama, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4)))
     out.append(("llama_sgd_tp2_cp2_pp2_1f1b",
                 dict(llama, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=8)))
@@ -1547,6 +1563,20 @@ def pipeline_train_cases(rng):
     out.append(("llama_forward_tp2_pp2",
                 dict(fwd, plan="tp=2,pp=2,mbs=1", batch=2, ranks=4,
                      feeds=[("input_ids", ids[:2])])))
+    # Context parallelism in inference: each context rank runs its half of
+    # the sequence, all-gathers the keys and values of each attention and
+    # the logits (cp=2; with tp=2 and sp=1 each tensor rank its quarter
+    # between the regions; with pp=2 each stage's context ranks send their
+    # positions on).
+    out.append(("llama_forward_cp2", dict(fwd, plan="cp=2,mbs=1", tp_split=())))
+    out.append(("gpt2_forward_dp2_cp2",
+                dict(fwd, model=GPT2, plan="dp=2,cp=2,mbs=1", batch=2,
+                     ranks=4, feeds=[("input_ids", ids[:2])], tp_split=())))
+    out.append(("llama_forward_tp2_cp2_sp",
+                dict(fwd, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4)))
+    out.append(("llama_forward_cp2_pp2",
+                dict(fwd, plan="cp=2,pp=2,mbs=1", batch=2, ranks=4,
+                     feeds=[("input_ids", ids[:2])], tp_split=())))
     # Per-stage replicas (PipeDream's "2-1"): stage 0 on two ranks, each
     # running every other micro-batch, stage 1 on one; and the other way
     # round (the loss's shares summed over the last stage's replicas).

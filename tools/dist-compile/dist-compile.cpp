@@ -50,12 +50,10 @@ using namespace distopt;
 
 static cl::OptionCategory category("dist-compile options");
 
-/// What a searched plan may use so that the programs run it: no expert
-/// parallelism, context parallelism without sequence parallelism (with
-/// dp, tp, pp and ZeRO it runs).
-static constexpr const char *kRunnableConstraints = "ep=1,cp-sp=0";
-/// Without --train: context parallelism runs in training only.
-static constexpr const char *kRunnableInference = "cp=1,ep=1";
+/// What a searched plan may use so that the programs run it, training or
+/// inference: no expert parallelism (context parallelism runs with dp, tp,
+/// sp, pp and ZeRO).
+static constexpr const char *kRunnableConstraints = "ep=1";
 
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
@@ -435,8 +433,7 @@ int main(int argc, char **argv) {
     // rows (--input-shape gives one micro-batch); --dist-search=KEY=...
     // overrides a key.
     if (planFlags.searching()) {
-      planFlags.baseConstraints =
-          train.empty() ? kRunnableInference : kRunnableConstraints;
+      planFlags.baseConstraints = kRunnableConstraints;
       func::FuncOp fn = planning::findPlannedFunction(*m);
       if (std::optional<int64_t> rows =
               fn ? planning::microbatchRows(fn) : std::nullopt)

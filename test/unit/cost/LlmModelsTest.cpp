@@ -228,6 +228,49 @@ TEST(ContextParallel, SplitsTheSequenceAndPassesKeysAndValues) {
   EXPECT_NEAR(slow.fwd - ring.fwd, slow.fwdComm, 1e-9);
 }
 
+TEST(ContextParallel, WithSequenceParallelismAsTheProgramsRun) {
+  // tp=2 x cp=2 with sp = 1 as dist-context-parallel and
+  // dist-tensor-parallel run it: the tensor ranks split each context
+  // rank's positions further, their collectives move the context rank's
+  // tokens, and the keys and values gathered over the context group are
+  // those of the rank's heads, as without sp.
+  LlmConfig c = llama3_8b();
+  c.layers = 1;
+  c.seqLen = 8192;
+  ModelDesc m = buildLlm(c);
+  MemoryConfig tpSp;
+  tpSp.tp = 2;
+  tpSp.sp = true;
+  MemoryConfig cpTpSp = tpSp;
+  cpTpSp.cp = 2;
+  EXPECT_NEAR(activationBytes(m, 1, 2, 1, cpTpSp),
+              activationBytes(m, 1, 2, 1, tpSp) / 2, 1);
+  // A checkpointed boundary (as a pipeline message): 1/(cp x tp) of it.
+  MemoryConfig fullOne, fullCpTpSp = cpTpSp;
+  fullOne.recompute = fullCpTpSp.recompute = Recompute::Full;
+  EXPECT_NEAR(activationBytes(m, 1, 2, 1, fullCpTpSp),
+              activationBytes(m, 1, 2, 1, fullOne) / 4, 1);
+  CostModel cm;
+  DeviceSpec d = device();
+  ExecConfig x;
+  x.tp = group(2, 400);
+  x.sp = true;
+  RangeTimes tpOnly = cm.rangeTimes(m, 1, 2, d, x);
+  x.cp = group(2, 400);
+  RangeTimes withCp = cm.rangeTimes(m, 1, 2, d, x);
+  // Reduce-scatters and all-gathers of the context rank's half.
+  EXPECT_NEAR(withCp.tpBytes, tpOnly.tpBytes / 2, 1e-6 * tpOnly.tpBytes);
+  // The keys and values crossing the context group: those of the rank's
+  // heads, the same with and without sp.
+  x.sp = false;
+  RangeTimes noSp = cm.rangeTimes(m, 1, 2, d, x);
+  double cpBytes = withCp.linkBytes[0] + withCp.linkBytes[1] - withCp.tpBytes;
+  EXPECT_GT(cpBytes, 0);
+  EXPECT_NEAR(cpBytes, noSp.linkBytes[0] + noSp.linkBytes[1] - noSp.tpBytes,
+              1e-6 * cpBytes);
+  EXPECT_NEAR(withCp.tpBytes, noSp.tpBytes, 1e-6 * noSp.tpBytes);
+}
+
 TEST(ExpertParallel, AllToAllAndLoadImbalance) {
   LlmConfig c = mixtral8x7b();
   c.layers = 1;
