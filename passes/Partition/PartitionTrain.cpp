@@ -784,12 +784,30 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                                    shardGroups.front().end());
   zero::ShardGroup zeroGroup(zeroDevices, shardGroups,
                              /*shares=*/layout.replicated() || contextParallel);
+  // ZeRO under expert parallelism: the experts' gradients and optimizer
+  // state shard over the expert data group (the devices that hold the same
+  // experts), the reduce-scatter summing their gradients (each holds its
+  // expert group's tokens already) before the scale by 1 / the stage's
+  // replicas, as syncGradient's all-reduce does. With dp = ep no other
+  // device holds them: they are synced unsharded.
+  SmallVector<int64_t> expertZeroDevices(expertSyncGroups.front().begin(),
+                                         expertSyncGroups.front().end());
+  zero::ShardGroup expertZeroGroup(expertZeroDevices, expertSyncGroups,
+                                   /*shares=*/true);
+  auto shardGroupOf = [&](Value grad) -> const zero::ShardGroup & {
+    return expertGrads.contains(grad) ? expertZeroGroup : zeroGroup;
+  };
+  auto scaleShard = [&](Value grad, Value shard) -> Value {
+    return expertGrads.contains(grad) ? meanOfSum(shard, stageReplicas)
+                                      : overReplicas(shard);
+  };
   // ZeRO-1: the shard of the mean over the step's micro-batches.
   auto shardOfMean = [&](Operation *at, Value grad) -> FailureOr<Value> {
     FailureOr<Value> mean = meanOf(at, grad);
     if (failed(mean))
       return failure();
-    return overReplicas(zero::reduceScatterMean(ib, loc, *mean, zeroGroup));
+    return scaleShard(
+        grad, zero::reduceScatterMean(ib, loc, *mean, shardGroupOf(grad)));
   };
   // ZeRO-2: the mean of the micro-batches' shards. Each micro-batch's
   // gradient is reduce-scattered and added to the running sum of shards;
@@ -797,12 +815,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // so no whole gradient outlives its micro-batch.
   auto shardedMeanOf = [&](Operation *at, Value grad) -> FailureOr<Value> {
     FailureOr<Value> mean = meanOverStep(at, grad, [&](Value part) {
-      return zero::reduceScatterMean(ib, loc, part, zeroGroup, "backward",
-                                     &accumulations);
+      return zero::reduceScatterMean(ib, loc, part, shardGroupOf(grad),
+                                     "backward", &accumulations);
     });
     if (failed(mean))
       return failure();
-    return overReplicas(*mean);
+    return scaleShard(grad, *mean);
   };
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
     if (!gradsReduced)
@@ -829,6 +847,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                  << use.getOperandNumber()
                  << ") other than as an optimizer update's gradient; plan "
                     "it with zero=0";
+        if (expertGrads.contains(operand) && expertZeroDevices.size() == 1) {
+          FailureOr<Value> mean = meanOf(at, operand);
+          if (failed(mean))
+            return failure();
+          means[operand] = syncGradient(*mean, /*expert=*/true);
+          averaged.insert(operand);
+          continue;
+        }
         FailureOr<Value> shard = plan.zero >= 2
                                      ? shardedMeanOf(at, operand)
                                      : shardOfMean(at, operand);
@@ -871,8 +897,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       // ZeRO-1 and 2: this replica's shard of the update, gathered; ZeRO-3:
       // the update of the list's block of the weight.
       SmallVector<Value> replaced;
-      if (failed(zero::shardUpdate(copy, zeroGroup, /*gradIsShard=*/true,
-                                   &replaced, /*paramIsShard=*/zero3)))
+      if (failed(zero::shardUpdate(copy, shardGroupOf(op.getOperand(1)),
+                                   /*gradIsShard=*/true, &replaced,
+                                   /*paramIsShard=*/zero3)))
         return failure();
       for (auto [from, to] : llvm::zip(op.getResults(), replaced))
         stepMap.map(from, to);
