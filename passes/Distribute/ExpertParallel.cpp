@@ -231,7 +231,7 @@ struct ExpertParallelPass
           << "dist-expert-parallel: the plan has ep = " << ep << " with "
           << what
           << "; expert parallelism executes with data and pipeline "
-             "parallelism (dp x pp, ep dividing dp, ZeRO-0 to 2) yet";
+             "parallelism (dp x pp, ep dividing dp, with or without ZeRO) yet";
       signalPassFailure();
     };
     if (layout.tp != 1)
@@ -246,9 +246,6 @@ struct ExpertParallelPass
                     "sequence, which context parallelism splits)");
     if (layout.replicated())
       return refuse("per-stage replicas");
-    if (plan.getZero() >= 3)
-      return refuse("ZeRO-3 (the experts' weights would be blocks over "
-                    "the expert data group); plan zero = 2 or less");
     if (layout.dp % ep != 0)
       return refuse("dp = " + Twine(layout.dp) + ", which ep does not divide");
     FailureOr<func::FuncOp> func =

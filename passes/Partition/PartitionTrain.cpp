@@ -89,6 +89,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <array>
 #include <cmath>
@@ -729,12 +730,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // ranks that hold the same experts (every ep-th replica) and scaled by
   // 1 / the stage's replicas: one process's mean over every row.
   llvm::DenseSet<Value> expertGrads;
+  llvm::StringSet<> expertWeights; // by name (ZeRO-3's blocks)
   if (plan.ep > 1 && layout.tp == 1)
     for (Operation &op : func.getBody().front().without_terminator())
       if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op))
-        if (Operation *w = op.getOperand(0).getDefiningOp();
-            w && w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
+        if (auto w = op.getOperand(0).getDefiningOp<graph::WeightOp>();
+            w &&
+            w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr())) {
           expertGrads.insert(op.getOperand(1));
+          expertWeights.insert(w.getSymName());
+        }
   std::vector<std::vector<unsigned>> expertSyncGroups =
       layout.expertDataGroups(sched.stageOfList(list), plan.ep);
   auto syncGradient = [&](Value grad, bool expert) -> Value {
@@ -1047,17 +1052,24 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // ZeRO-3: this list's block of each weight it trains (the optimizer
   // step updates it in place of the whole weight), and the whole weight
   // gathered for one stage call.
+  // The experts' blocks are over the expert data group; with dp = ep no
+  // other rank holds them, and the weight is read whole.
   llvm::StringMap<Value> blocks;
-  auto gatheredWeight = [&](StringRef n, TrainPhase phase) -> Value {
+  auto gatheredWeight = [&](Operation *at, StringRef n,
+                            TrainPhase phase) -> FailureOr<Value> {
+    const bool expert = expertWeights.contains(n);
+    Value whole = topWeights.lookup(n);
+    if (expert && expertZeroDevices.size() == 1)
+      return stepValue(at, whole);
+    const zero::ShardGroup &group = expert ? expertZeroGroup : zeroGroup;
     Value &block = blocks[n];
     if (!block) {
-      Value whole = topWeights.lookup(n);
-      block = zero::weightBlock(ib, whole.getDefiningOp<graph::WeightOp>(),
-                                zeroGroup)
-                  .getResult();
+      block =
+          zero::weightBlock(ib, whole.getDefiningOp<graph::WeightOp>(), group)
+              .getResult();
       stepMap.map(whole, block);
     }
-    return zero::gatherWhole(ib, loc, block, zeroGroup,
+    return zero::gatherWhole(ib, loc, block, group,
                              phase == TrainPhase::Forward ? "forward"
                                                           : "backward");
   };
@@ -1217,7 +1229,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         if (chained.count(n))
           w = statInput(at, mb, v, phase, n);
         else if (zero3)
-          w = gatheredWeight(n, phase);
+          w = gatheredWeight(at, n, phase);
         else if (pipeMare)
           w = phase == TrainPhase::Forward ? newestOf(at, n)
                                            : backwardVersion(at, mb, v, n);

@@ -1541,6 +1541,14 @@ def pipeline_train_cases(rng):
                 dict(moe_dp4, plan="dp=4,ep=2,mbs=1,zero=1")))
     out.append(("llama_moe_momentum_dp4_ep2_z2",
                 dict(moe_dp4, plan="dp=4,ep=2,mbs=1,zero=2")))
+    # ZeRO-3: each rank keeps a block of its experts over the expert data
+    # group (and of each dense weight over all 4), gathered for each stage
+    # call.
+    out.append(("llama_moe_momentum_dp4_ep2_z3",
+                dict(moe_dp4, plan="dp=4,ep=2,mbs=1,zero=3")))
+    # With dp = ep the experts stay whole under ZeRO-3 (no other holder).
+    out.append(("llama_moe_momentum_dp2_ep2_z3",
+                dict(moe_momentum, plan="dp=2,ep=2,mbs=1,zero=3")))
     out.append(("llama_moe_sgd_dp2_ep2_pp2_1f1b",
                 dict(moe, plan="dp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=4, batch=4, tp_split=(),
