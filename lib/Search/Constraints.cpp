@@ -116,6 +116,15 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     c.cpAlone = value == "1";
     return Error::success();
   }
+  if (k == "ep-alone") {
+    if (op != "=" || (value != "0" && value != "1"))
+      return constraintError(spec, "'" + item +
+                                       "': use ep-alone=1 (ep > 1 only "
+                                       "with tp = 1 and cp = 1) "
+                                       "or ep-alone=0");
+    c.epAlone = value == "1";
+    return Error::success();
+  }
   if (k == "cp-sp") {
     if (op != "=" || (value != "0" && value != "1"))
       return constraintError(spec, "'" + item +
@@ -193,7 +202,7 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
                                      "'; known: dp, tp, pp, cp, ep, sp, "
                                      "mbs, chunks, zero, schedule, "
                                      "recompute, offload, replicas, "
-                                     "cp-alone, cp-sp, pin");
+                                     "cp-alone, cp-sp, ep-alone, pin");
   if (value == "any")
     return Error::success();
   SmallVector<StringRef> vals;

@@ -50,10 +50,11 @@ using namespace distopt;
 
 static cl::OptionCategory category("dist-compile options");
 
-/// What a searched plan may use so that the programs run it: no expert
-/// parallelism, context parallelism without sequence parallelism (with
-/// dp, tp, pp and ZeRO it runs).
-static constexpr const char *kRunnableConstraints = "ep=1,cp-sp=0";
+/// What a searched plan may use so that the programs run it: expert
+/// parallelism with dp, pp and ZeRO only (no tp or cp),
+/// context parallelism without sequence parallelism (with dp, tp, pp and
+/// ZeRO it runs).
+static constexpr const char *kRunnableConstraints = "ep-alone=1,cp-sp=0";
 /// Without --train: context parallelism runs in training only.
 static constexpr const char *kRunnableInference = "cp=1,ep=1";
 
