@@ -116,19 +116,20 @@ static int64_t optimizerStateBytes(func::FuncOp fn) {
   return bytes;
 }
 
-/// Which part of its tensor rank \p rank (tensor coordinate \p tensor)
-/// holds of the weight or state \p op reads, as `shards.json` says it
+/// Which part of its tensor rank \p rank holds of the weight or state
+/// \p op reads, as `shards.json` says it
 /// (runtime/include/distrt/gen/Program.h, Shard): a tensor-parallel part
 /// (`dim`, `blocks`, `parts`, `index`), or a ZeRO block (`dim` -1, `parts`
 /// replicas, `index` its place in the group that holds it, `shape` the
 /// whole tensor's) of the whole tensor or of the rank's part (`part`).
-static json::Object shardOf(Operation *op, unsigned rank, unsigned tensor) {
+static json::Object shardOf(Operation *op, unsigned rank) {
   MLIRContext *ctx = op->getContext();
   DenseI64ArrayAttr tp = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
   DictionaryAttr zero = dist::DistDialect::ZeroShardAttrHelper(ctx).getAttr(op);
   // A part's index is the rank modulo the parts, as the program computes
   // it: the tensor rank of a tensor-parallel part, the replica in its
-  // expert group of an expert-parallel one (tp = cp = 1).
+  // expert group of an expert-parallel one (tp = cp = 1), also for the
+  // part a ZeRO block is of.
   if (!zero)
     return json::Object{{"dim", tp[0]},
                         {"blocks", tp[1]},
@@ -148,7 +149,8 @@ static json::Object shardOf(Operation *op, unsigned rank, unsigned tensor) {
                  {"index", index},
                  {"shape", json::Array(whole)}};
   if (tp)
-    o["part"] = json::Array{tp[0], tp[1], tp[2], static_cast<int64_t>(tensor)};
+    o["part"] =
+        json::Array{tp[0], tp[1], tp[2], static_cast<int64_t>(rank % tp[2])};
   return o;
 }
 
@@ -239,7 +241,7 @@ static json::Object modelOf(const codegen::ModelUnit &u) {
       if (auto name = fn.getResultAttrOfType<StringAttr>(k, "graph.update")) {
         owns.push_back(name.str());
         if (Operation *op = partsOf[list].lookup(name.getValue()))
-          shards[name.getValue()] = shardOf(op, r, c.tensor);
+          shards[name.getValue()] = shardOf(op, r);
       }
     ranks.push_back(json::Object{{"rank", static_cast<int64_t>(r)},
                                  {"list", static_cast<int64_t>(list)},

@@ -85,6 +85,18 @@ static Error applyPin(StringRef spec, StringRef item, StringRef op,
   return Error::success();
 }
 
+/// Sets \p field by the 0/1 switch "KEY=1" (\p on: what 1 keeps) or
+/// "KEY=0".
+static Error applySwitch(StringRef spec, StringRef item, StringRef key,
+                         StringRef op, StringRef value, StringRef on,
+                         bool &field) {
+  if (op != "=" || (value != "0" && value != "1"))
+    return constraintError(spec, "'" + item + "': use " + key + "=1 (" + on +
+                                     ") or " + key + "=0");
+  field = value == "1";
+  return Error::success();
+}
+
 /// Narrows \p c by one item of \p spec ("tp<=8"); \p key is set to the
 /// item's key in lower case.
 static Error applyItem(StringRef spec, StringRef item, Constraints &c,
@@ -107,15 +119,12 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
     c.uniformReplicas = value == "uniform";
     return Error::success();
   }
-  if (k == "cp-alone") {
-    if (op != "=" || (value != "0" && value != "1"))
-      return constraintError(spec, "'" + item +
-                                       "': use cp-alone=1 (cp > 1 only "
-                                       "with tp = 1) or "
-                                       "cp-alone=0");
-    c.cpAlone = value == "1";
-    return Error::success();
-  }
+  if (k == "cp-alone")
+    return applySwitch(spec, item, k, op, value, "cp > 1 only with tp = 1",
+                       c.cpAlone);
+  if (k == "ep-alone")
+    return applySwitch(spec, item, k, op, value,
+                       "ep > 1 only with tp = 1 and cp = 1", c.epAlone);
   if (k == "cp-sp") {
     if (op != "=" || (value != "0" && value != "1"))
       return constraintError(spec, "'" + item +
@@ -193,7 +202,7 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
                                      "'; known: dp, tp, pp, cp, ep, sp, "
                                      "mbs, chunks, zero, schedule, "
                                      "recompute, offload, replicas, "
-                                     "cp-alone, cp-sp, pin");
+                                     "cp-alone, cp-sp, ep-alone, pin");
   if (value == "any")
     return Error::success();
   SmallVector<StringRef> vals;

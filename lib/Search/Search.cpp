@@ -314,7 +314,7 @@ void Searcher::enumerate() {
         for (unsigned ep = 1; ep <= dp; ++ep) {
           if (dp % ep || (ep > 1 && (!anyExpert || experts % ep)))
             continue;
-          if (!k.ep.allows(ep)) {
+          if (!k.ep.allows(ep) || (ep > 1 && k.epAlone && tp * cp > 1)) {
             ++why.constraint;
             continue;
           }

@@ -93,6 +93,10 @@ struct Constraints {
   /// (`cp-sp=0`; dist-context-parallel's programs run cp with and without
   /// it).
   bool cpNoSp = false;
+  /// Expert parallelism (ep > 1) only with tp = 1 and cp = 1
+  /// (`ep-alone=1`): the plans dist-expert-parallel's programs run (with
+  /// dp, pp and ZeRO).
+  bool epAlone = false;
   /// Layer ranges that must stay on one device kind (training only). A
   /// stage holding a pinned layer runs on that kind's devices alone.
   std::vector<Pin> pins;

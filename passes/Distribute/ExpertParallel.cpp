@@ -231,23 +231,21 @@ struct ExpertParallelPass
           << "dist-expert-parallel: the plan has ep = " << ep << " with "
           << what
           << "; expert parallelism executes with data and pipeline "
-             "parallelism (dp x pp, ep dividing dp) yet";
+             "parallelism (dp x pp, ep dividing dp, with or without ZeRO) yet";
       signalPassFailure();
     };
     if (layout.tp != 1)
       return refuse("tp = " + Twine(layout.tp) +
                     " (the cost model splits each expert's GEMMs over the "
-                    "tensor ranks too; that split is not executed)");
+                    "tensor ranks too: weights split along the experts' and "
+                    "a feature axis, which dist.tp_shard cannot describe "
+                    "yet); plan tp = 1");
     if (layout.cp != 1)
       return refuse("cp = " + Twine(layout.cp) +
                     " (routing picks each expert's tokens over the whole "
                     "sequence, which context parallelism splits)");
     if (layout.replicated())
       return refuse("per-stage replicas");
-    if (plan.getZero() != 0)
-      return refuse("ZeRO-" + Twine(plan.getZero()) +
-                    " (the experts' optimizer state would shard over the "
-                    "expert data group); plan zero = 0");
     if (layout.dp % ep != 0)
       return refuse("dp = " + Twine(layout.dp) + ", which ep does not divide");
     FailureOr<func::FuncOp> func =

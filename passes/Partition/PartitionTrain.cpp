@@ -89,6 +89,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <array>
 #include <cmath>
@@ -729,12 +730,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // ranks that hold the same experts (every ep-th replica) and scaled by
   // 1 / the stage's replicas: one process's mean over every row.
   llvm::DenseSet<Value> expertGrads;
+  llvm::StringSet<> expertWeights; // by name (ZeRO-3's blocks)
   if (plan.ep > 1 && layout.tp == 1)
     for (Operation &op : func.getBody().front().without_terminator())
       if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op))
-        if (Operation *w = op.getOperand(0).getDefiningOp();
-            w && w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
+        if (auto w = op.getOperand(0).getDefiningOp<graph::WeightOp>();
+            w &&
+            w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr())) {
           expertGrads.insert(op.getOperand(1));
+          expertWeights.insert(w.getSymName());
+        }
   std::vector<std::vector<unsigned>> expertSyncGroups =
       layout.expertDataGroups(sched.stageOfList(list), plan.ep);
   auto syncGradient = [&](Value grad, bool expert) -> Value {
@@ -784,12 +789,30 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                                    shardGroups.front().end());
   zero::ShardGroup zeroGroup(zeroDevices, shardGroups,
                              /*shares=*/layout.replicated() || contextParallel);
+  // ZeRO under expert parallelism: the experts' gradients and optimizer
+  // state shard over the expert data group (the devices that hold the same
+  // experts), the reduce-scatter summing their gradients (each holds its
+  // expert group's tokens already) before the scale by 1 / the stage's
+  // replicas, as syncGradient's all-reduce does. With dp = ep no other
+  // device holds them: they are synced unsharded.
+  SmallVector<int64_t> expertZeroDevices(expertSyncGroups.front().begin(),
+                                         expertSyncGroups.front().end());
+  zero::ShardGroup expertZeroGroup(expertZeroDevices, expertSyncGroups,
+                                   /*shares=*/true);
+  auto shardGroupOf = [&](Value grad) -> const zero::ShardGroup & {
+    return expertGrads.contains(grad) ? expertZeroGroup : zeroGroup;
+  };
+  auto scaleShard = [&](Value grad, Value shard) -> Value {
+    return expertGrads.contains(grad) ? meanOfSum(shard, stageReplicas)
+                                      : overReplicas(shard);
+  };
   // ZeRO-1: the shard of the mean over the step's micro-batches.
   auto shardOfMean = [&](Operation *at, Value grad) -> FailureOr<Value> {
     FailureOr<Value> mean = meanOf(at, grad);
     if (failed(mean))
       return failure();
-    return overReplicas(zero::reduceScatterMean(ib, loc, *mean, zeroGroup));
+    return scaleShard(
+        grad, zero::reduceScatterMean(ib, loc, *mean, shardGroupOf(grad)));
   };
   // ZeRO-2: the mean of the micro-batches' shards. Each micro-batch's
   // gradient is reduce-scattered and added to the running sum of shards;
@@ -797,12 +820,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // so no whole gradient outlives its micro-batch.
   auto shardedMeanOf = [&](Operation *at, Value grad) -> FailureOr<Value> {
     FailureOr<Value> mean = meanOverStep(at, grad, [&](Value part) {
-      return zero::reduceScatterMean(ib, loc, part, zeroGroup, "backward",
-                                     &accumulations);
+      return zero::reduceScatterMean(ib, loc, part, shardGroupOf(grad),
+                                     "backward", &accumulations);
     });
     if (failed(mean))
       return failure();
-    return overReplicas(*mean);
+    return scaleShard(grad, *mean);
   };
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
     if (!gradsReduced)
@@ -829,6 +852,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                  << use.getOperandNumber()
                  << ") other than as an optimizer update's gradient; plan "
                     "it with zero=0";
+        if (expertGrads.contains(operand) && expertZeroDevices.size() == 1) {
+          FailureOr<Value> mean = meanOf(at, operand);
+          if (failed(mean))
+            return failure();
+          means[operand] = syncGradient(*mean, /*expert=*/true);
+          averaged.insert(operand);
+          continue;
+        }
         FailureOr<Value> shard = plan.zero >= 2
                                      ? shardedMeanOf(at, operand)
                                      : shardOfMean(at, operand);
@@ -871,8 +902,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       // ZeRO-1 and 2: this replica's shard of the update, gathered; ZeRO-3:
       // the update of the list's block of the weight.
       SmallVector<Value> replaced;
-      if (failed(zero::shardUpdate(copy, zeroGroup, /*gradIsShard=*/true,
-                                   &replaced, /*paramIsShard=*/zero3)))
+      if (failed(zero::shardUpdate(copy, shardGroupOf(op.getOperand(1)),
+                                   /*gradIsShard=*/true, &replaced,
+                                   /*paramIsShard=*/zero3)))
         return failure();
       for (auto [from, to] : llvm::zip(op.getResults(), replaced))
         stepMap.map(from, to);
@@ -1020,17 +1052,24 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // ZeRO-3: this list's block of each weight it trains (the optimizer
   // step updates it in place of the whole weight), and the whole weight
   // gathered for one stage call.
+  // The experts' blocks are over the expert data group; with dp = ep no
+  // other rank holds them, and the weight is read whole.
   llvm::StringMap<Value> blocks;
-  auto gatheredWeight = [&](StringRef n, TrainPhase phase) -> Value {
+  auto gatheredWeight = [&](Operation *at, StringRef n,
+                            TrainPhase phase) -> FailureOr<Value> {
+    const bool expert = expertWeights.contains(n);
+    Value whole = topWeights.lookup(n);
+    if (expert && expertZeroDevices.size() == 1)
+      return stepValue(at, whole);
+    const zero::ShardGroup &group = expert ? expertZeroGroup : zeroGroup;
     Value &block = blocks[n];
     if (!block) {
-      Value whole = topWeights.lookup(n);
-      block = zero::weightBlock(ib, whole.getDefiningOp<graph::WeightOp>(),
-                                zeroGroup)
-                  .getResult();
+      block =
+          zero::weightBlock(ib, whole.getDefiningOp<graph::WeightOp>(), group)
+              .getResult();
       stepMap.map(whole, block);
     }
-    return zero::gatherWhole(ib, loc, block, zeroGroup,
+    return zero::gatherWhole(ib, loc, block, group,
                              phase == TrainPhase::Forward ? "forward"
                                                           : "backward");
   };
@@ -1190,7 +1229,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         if (chained.count(n))
           w = statInput(at, mb, v, phase, n);
         else if (zero3)
-          w = gatheredWeight(n, phase);
+          w = gatheredWeight(at, n, phase);
         else if (pipeMare)
           w = phase == TrainPhase::Forward ? newestOf(at, n)
                                            : backwardVersion(at, mb, v, n);

@@ -1542,6 +1542,29 @@ def pipeline_train_cases(rng):
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)],
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # ZeRO with ep: the experts' momentum sharded over the expert data
+    # group ({0, 2} and {1, 3} at dp = 4; with dp = ep no other rank holds
+    # them, so only the dense weights' state is sharded), the dense
+    # weights' over the stage's replicas; ZeRO-2 reduce-scatters each
+    # micro-batch's gradients right after its backward.
+    moe_momentum = dict(moe, zero=True, train="loss=softmax-cross-entropy:"
+                        "labels optimizer=momentum lr=0.1")
+    out.append(("llama_moe_momentum_dp2_ep2_z1",
+                dict(moe_momentum, plan="dp=2,ep=2,mbs=1,zero=1")))
+    moe_dp4 = dict(moe_momentum, ranks=4, batch=4,
+                   feeds=[("input_ids", moe_ids), ("labels", moe_labels)])
+    out.append(("llama_moe_momentum_dp4_ep2_z1",
+                dict(moe_dp4, plan="dp=4,ep=2,mbs=1,zero=1")))
+    out.append(("llama_moe_momentum_dp4_ep2_z2",
+                dict(moe_dp4, plan="dp=4,ep=2,mbs=1,zero=2")))
+    # ZeRO-3: each rank keeps a block of its experts over the expert data
+    # group (and of each dense weight over all 4), gathered for each stage
+    # call.
+    out.append(("llama_moe_momentum_dp4_ep2_z3",
+                dict(moe_dp4, plan="dp=4,ep=2,mbs=1,zero=3")))
+    # With dp = ep the experts stay whole under ZeRO-3 (no other holder).
+    out.append(("llama_moe_momentum_dp2_ep2_z3",
+                dict(moe_momentum, plan="dp=2,ep=2,mbs=1,zero=3")))
     out.append(("llama_moe_sgd_dp2_ep2_pp2_1f1b",
                 dict(moe, plan="dp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=4, batch=4, tp_split=(),

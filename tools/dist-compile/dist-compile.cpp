@@ -51,9 +51,9 @@ using namespace distopt;
 static cl::OptionCategory category("dist-compile options");
 
 /// What a searched plan may use so that the programs run it, training or
-/// inference: no expert parallelism (context parallelism runs with dp, tp,
-/// sp, pp and ZeRO).
-static constexpr const char *kRunnableConstraints = "ep=1";
+/// inference: expert parallelism with dp, pp and ZeRO only (no tp or cp);
+/// context parallelism runs with dp, tp, sp, pp and ZeRO.
+static constexpr const char *kRunnableConstraints = "ep-alone=1";
 
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,

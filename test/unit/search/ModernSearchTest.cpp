@@ -180,6 +180,51 @@ TEST(ModernSearch, MixtureOfExpertsGetsExpertParallelism) {
   EXPECT_EQ(dense.best.sim.plan.ep, 1u);
 }
 
+TEST(ModernSearch, EpAloneKeepsExpertParallelismWithoutTpOrCp) {
+  // ep-alone=1 (what dist-compile's search asks for: the plans
+  // dist-expert-parallel's programs run): a plan with ep > 1 has tp = 1
+  // and cp = 1, ZeRO still weighed with it.
+  expectSwitch("ep-alone=1", "ep-alone=0", &Constraints::epAlone, "ep-alone<=1",
+               "use ep-alone=1");
+  cost::ModelDesc model = moe(16);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 2));
+  cost::CostModel cm;
+  auto search = [&](const char *constraints) {
+    SearchOptions o;
+    o.globalBatch = 64;
+    o.constraints = cantFail(parseConstraints(constraints));
+    return cantFail(searchPlan(model, c, cm, o));
+  };
+  SearchResult r = search("pp=1,ep-alone=1");
+  EXPECT_GT(r.best.sim.plan.ep, 1u) << r.best.sim.plan.str();
+  bool zeroWithEp = false;
+  std::vector<const Candidate *> all = {&r.best};
+  for (const auto &alt : r.alternatives)
+    all.push_back(&alt);
+  for (const Candidate *p : all) {
+    const schedule::Plan &plan = p->sim.plan;
+    if (plan.ep > 1) {
+      EXPECT_EQ(plan.tp, 1u) << plan.str();
+      EXPECT_EQ(plan.cp, 1u) << plan.str();
+      zeroWithEp |= plan.zero > 0;
+    }
+  }
+  // ZeRO is weighed with ep (the experts' state over the expert data
+  // group).
+  EXPECT_TRUE(zeroWithEp);
+  // ep with tp is weighed without it, and left no plan with it.
+  SearchResult free = search("pp=1,ep>=2,tp>=2");
+  EXPECT_GT(free.best.sim.plan.ep, 1u) << free.best.sim.plan.str();
+  EXPECT_GT(free.best.sim.plan.tp, 1u) << free.best.sim.plan.str();
+  SearchOptions o;
+  o.globalBatch = 64;
+  o.constraints = cantFail(parseConstraints("pp=1,ep>=2,tp>=2,ep-alone=1"));
+  auto none = searchPlan(model, c, cm, o);
+  EXPECT_FALSE(static_cast<bool>(none));
+  if (!none)
+    llvm::consumeError(none.takeError());
+}
+
 TEST(ModernSearch, SearchedBeatsExhaustiveSimulationOfTheNewSpace) {
   // Every layout of a small space with SP, CP and the new schedules,
   // simulated: none beats the search's answer.
