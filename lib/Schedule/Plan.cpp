@@ -408,18 +408,11 @@ GroupShape dataGroup(const Plan &p, const Cluster &c, unsigned s) {
 // (the search costs stages of 2048-device plans, whose every group the
 // lists would build: dp / ep * cp * tp of them).
 GroupShape expertGroup(const Plan &p, const Cluster &c, unsigned s) {
-  std::vector<unsigned> ranks;
-  for (unsigned d = 0; d < p.ep && d < p.replicasOf(s); ++d)
-    ranks.push_back(p.globalRank(s, d, 0, 0));
-  return shapeOf(c, ranks);
+  return shapeOf(c, p.expertGroup(s, p.ep, 0, 0, 0));
 }
 
 GroupShape expertDataGroup(const Plan &p, const Cluster &c, unsigned s) {
-  std::vector<unsigned> ranks;
-  for (unsigned d = 0; d < p.replicasOf(s); d += std::max(1u, p.ep))
-    for (unsigned k = 0; k < p.cp; ++k)
-      ranks.push_back(p.globalRank(s, d, 0, k));
-  return shapeOf(c, ranks);
+  return shapeOf(c, p.expertDataGroup(s, p.ep, 0, 0));
 }
 
 ExecConfig execConfig(const Plan &p, const Cluster &c, unsigned s) {

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Schedule/RankLayout.h"
 
+#include <algorithm>
+
 namespace distopt::schedule {
 
 unsigned RankLayout::firstSlot(unsigned s) const {
@@ -69,29 +71,41 @@ std::vector<std::vector<unsigned>> RankLayout::replicaGroups(unsigned s) const {
   return groups;
 }
 
+std::vector<unsigned> RankLayout::expertGroup(unsigned s, unsigned ep,
+                                              unsigned first, unsigned t,
+                                              unsigned c) const {
+  std::vector<unsigned> g;
+  for (unsigned d = first; d < first + ep && d < replicasOf(s); ++d)
+    g.push_back(globalRank(s, d, t, c));
+  return g;
+}
+
 std::vector<std::vector<unsigned>> RankLayout::expertGroups(unsigned s,
                                                             unsigned ep) const {
   std::vector<std::vector<unsigned>> groups;
   for (unsigned first = 0; first < replicasOf(s); first += ep)
     for (unsigned c = 0; c < cp; ++c)
-      for (unsigned t = 0; t < tp; ++t) {
-        std::vector<unsigned> &g = groups.emplace_back();
-        for (unsigned d = first; d < first + ep && d < replicasOf(s); ++d)
-          g.push_back(globalRank(s, d, t, c));
-      }
+      for (unsigned t = 0; t < tp; ++t)
+        groups.push_back(expertGroup(s, ep, first, t, c));
   return groups;
+}
+
+std::vector<unsigned> RankLayout::expertDataGroup(unsigned s, unsigned ep,
+                                                  unsigned i,
+                                                  unsigned t) const {
+  std::vector<unsigned> g;
+  for (unsigned d = i; d < replicasOf(s); d += std::max(1u, ep))
+    for (unsigned c = 0; c < cp; ++c)
+      g.push_back(globalRank(s, d, t, c));
+  return g;
 }
 
 std::vector<std::vector<unsigned>>
 RankLayout::expertDataGroups(unsigned s, unsigned ep) const {
   std::vector<std::vector<unsigned>> groups;
   for (unsigned i = 0; i < ep; ++i)
-    for (unsigned t = 0; t < tp; ++t) {
-      std::vector<unsigned> &g = groups.emplace_back();
-      for (unsigned d = i; d < replicasOf(s); d += ep)
-        for (unsigned c = 0; c < cp; ++c)
-          g.push_back(globalRank(s, d, t, c));
-    }
+    for (unsigned t = 0; t < tp; ++t)
+      groups.push_back(expertDataGroup(s, ep, i, t));
   return groups;
 }
 

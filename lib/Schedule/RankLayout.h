@@ -109,12 +109,19 @@ struct RankLayout {
   /// parts, in replica order.
   std::vector<std::vector<unsigned>> expertGroups(unsigned s,
                                                   unsigned ep) const;
+  /// One of them: replicas [first, first + ep) at tensor rank \p t and
+  /// context rank \p c (the search's costs ask for one per stage).
+  std::vector<unsigned> expertGroup(unsigned s, unsigned ep, unsigned first,
+                                    unsigned t, unsigned c) const;
   /// The devices of stage \p s that hold the same experts (every ep-th
   /// replica, and the context ranks of those, replica-major; one group per
   /// (first replica mod ep, tensor rank)): over them the experts'
   /// gradients are synced.
   std::vector<std::vector<unsigned>> expertDataGroups(unsigned s,
                                                       unsigned ep) const;
+  /// One of them: replicas i, i + ep, ... at tensor rank \p t.
+  std::vector<unsigned> expertDataGroup(unsigned s, unsigned ep, unsigned i,
+                                        unsigned t) const;
   /// Where a global rank sits in the plan.
   struct Coord {
     unsigned stage = 0, replica = 0, tensor = 0, context = 0;
