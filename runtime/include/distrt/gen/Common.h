@@ -18,6 +18,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #ifdef __CUDACC__
@@ -99,6 +100,26 @@ struct HostTensor {
   TensorSpec spec;
   std::vector<char> data;
 };
+
+/// Whether `path` is a folder.
+inline bool isDirectory(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// The whole text of `path`; false when it cannot be read.
+inline bool readText(const std::string &path, std::string &out) {
+  FILE *f = fopen(path.c_str(), "r");
+  if (!f)
+    return false;
+  out.clear();
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    out.append(buf, n);
+  fclose(f);
+  return true;
+}
 
 } // namespace dg
 

@@ -417,8 +417,7 @@ struct Program {
     std::vector<std::string> dirs;
     for (int r = 0; r < (1 << 20); ++r) {
       std::string d = expandRank(statePattern, r);
-      struct stat st;
-      if (stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      if (!isDirectory(d))
         break;
       dirs.push_back(d);
     }
@@ -429,14 +428,9 @@ struct Program {
   /// writes it): which part the folder holds and the full shape.
   static bool savedShard(const std::string &dir, const std::string &stem,
                          Shard &s, std::vector<int64_t> &full) {
-    FILE *f = fopen(checkpointFile(dir, "shards.json").c_str(), "r");
-    if (!f)
-      return false;
     std::string text;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;)
-      text.append(buf, n);
-    fclose(f);
+    if (!readText(checkpointFile(dir, "shards.json"), text))
+      return false;
     size_t at = text.find("\"" + stem + "\": {");
     if (at == std::string::npos)
       return false;

@@ -53,25 +53,6 @@ struct Serve {
   }
 };
 
-inline bool isDirectory(const std::string &path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/// The whole text of `path`; false when it cannot be read.
-inline bool readText(const std::string &path, std::string &out) {
-  FILE *f = fopen(path.c_str(), "r");
-  if (!f)
-    return false;
-  out.clear();
-  char buf[256];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    out.append(buf, n);
-  fclose(f);
-  return true;
-}
-
 /// Writes `text` to `path` atomically (a file beside it, renamed in).
 inline int writeTextAtomically(const std::string &path, const std::string &text,
                                Error &err) {
