@@ -1,11 +1,14 @@
 //===- distrt_gen.h - Support code of dist-compile programs ----*- C++ -*-===//
 //
-// Header-only glue shared by every program that dist-compile generates, for
-// both targets (compiled by the host C++ compiler for --target=cpu, by nvcc
-// for --target=cuda): command line, .npy input/output, weight loading,
-// buffer bookkeeping, error reporting, and `parallel_for`, the loop the
-// generated elementwise / data-movement kernels run in (an OpenMP loop on
-// the CPU, a grid-stride CUDA kernel on the GPU).
+// Glue shared by every program that dist-compile generates, for both
+// targets (compiled by the host C++ compiler for --target=cpu, by nvcc for
+// --target=cuda): command line, .npy input/output, weight loading, buffer
+// bookkeeping, error reporting, and `parallel_for`, the loop the generated
+// elementwise / data-movement kernels run in (an OpenMP loop on the CPU, a
+// grid-stride CUDA kernel on the GPU). The headers hold the declarations,
+// the templates and the small functions the generated code calls in its
+// loops; the rest is compiled once into the runtime archives
+// (runtime/lib/gen/), so that each program compiles only its own code.
 //
 // The generated program holds one or more models (`Model`); each has a
 // `run` function that calls the distrt ABI (distrt.h) and generated loops.

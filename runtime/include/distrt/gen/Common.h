@@ -73,27 +73,16 @@ struct TensorSpec {
   size_t bytes() const { return (size_t)numel() * dtypeInfo(dtype).size; }
 };
 
-inline std::string shapeStr(const int64_t *dims, int rank) {
-  std::string s = "[";
-  for (int i = 0; i < rank; ++i)
-    s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
+/// "[d0, d1, ...]" of a shape, for messages.
+std::string shapeStr(const int64_t *dims, int rank);
 
 /// Thrown nowhere: failures are recorded here and unwound by return codes.
 struct Error {
   std::string message;
 };
 
-inline int fail(Error &err, const char *fmt, ...) {
-  char buf[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  err.message = buf;
-  return 1;
-}
+/// Records the printf-style message in `err`; returns 1.
+int fail(Error &err, const char *fmt, ...);
 
 /// Host bytes with their spec (inputs read from .npy, outputs to write).
 struct HostTensor {
@@ -102,24 +91,10 @@ struct HostTensor {
 };
 
 /// Whether `path` is a folder.
-inline bool isDirectory(const std::string &path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
+bool isDirectory(const std::string &path);
 
 /// The whole text of `path`; false when it cannot be read.
-inline bool readText(const std::string &path, std::string &out) {
-  FILE *f = fopen(path.c_str(), "r");
-  if (!f)
-    return false;
-  out.clear();
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    out.append(buf, n);
-  fclose(f);
-  return true;
-}
+bool readText(const std::string &path, std::string &out);
 
 } // namespace dg
 
