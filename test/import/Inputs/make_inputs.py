@@ -712,6 +712,13 @@ save("bad_scatter_elements_shape", [
                      axis=1)],
     [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 2])],
     [vinfo("y", F, [2, 3])], opset=16)
+# ScatterElements with a reduction ONNX does not define ("maximum" for
+# max): the importer names the node and the reductions it knows.
+save("bad_scatter_reduction", [
+    helper.make_node("ScatterElements", ["a", "i", "u"], ["y"], name="put_max",
+                     axis=1, reduction="maximum")],
+    [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 1])],
+    [vinfo("y", F, [2, 3])], opset=16)
 # ScatterND: a row overwritten per tuple (a negative index), elements added
 # and multiplied at tuples (one repeated).
 save("scatter_nd", [
