@@ -10,6 +10,7 @@
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
 
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -146,10 +147,78 @@ static Type resultType(Operation *op) {
   return op->getNumResults() ? op->getResult(0).getType() : Type();
 }
 
+/// One execution of the body of the function `symbol` names (looked up from
+/// `op`): its ops costed by their own rules and added up, phase by phase.
+/// The sum takes the class of its op with the most forward FLOPs (a branch
+/// of matrix products runs at their efficiency); its signature is an "other"
+/// one, which no profile holds, so the roofline prices it. None when the
+/// symbol names no body.
+static std::optional<OpDesc> bodyCost(Operation *op, SymbolRefAttr symbol,
+                                      const CostContext &context) {
+  Operation *callee = SymbolTable::lookupNearestSymbolFrom(op, symbol);
+  if (!callee || callee->getNumRegions() != 1 ||
+      !callee->getRegion(0).hasOneBlock())
+    return std::nullopt;
+  OpDesc sum;
+  double heaviest = -1;
+  for (Operation &inner : callee->getRegion(0).front()) {
+    if (inner.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    auto costed = dyn_cast<CostOpInterface>(&inner);
+    std::optional<OpDesc> c =
+        costed ? costed.getCost(context) : genericCost(&inner, context);
+    if (!c)
+      continue;
+    if (c->fwd.flops > heaviest) {
+      heaviest = c->fwd.flops;
+      sum.cls = c->cls;
+      sum.dtype = c->dtype;
+    }
+    sum.fwd += c->fwd;
+    sum.bwdInput += c->bwdInput;
+    sum.bwdWeight += c->bwdWeight;
+    sum.savedBytes += c->savedBytes;
+    sum.savedReplicatedBytes += c->savedReplicatedBytes;
+  }
+  OpDesc o = cost::otherOp(costName(op), sum.dtype, sum.fwd);
+  o.cls = sum.cls;
+  o.bwdInput = sum.bwdInput;
+  o.bwdWeight = sum.bwdWeight;
+  o.savedBytes = sum.savedBytes;
+  o.savedReplicatedBytes = sum.savedReplicatedBytes;
+  return o;
+}
+
+/// An If whose condition is known only at run time (`graph.opaque "If"`
+/// whose `then_branch` and `else_branch` name the branches' functions, as
+/// the importer writes them): its more expensive branch, by forward FLOPs
+/// and then bytes, since the plan must fit the run that takes it. None when
+/// either branch is not there (the importer could not translate it).
+static std::optional<OpDesc> ifCost(OpaqueOp op, const CostContext &context) {
+  if (op.getOpType() != "If" || !op.getDomain().empty())
+    return std::nullopt;
+  DictionaryAttr attrs = op.getAttrsAttr();
+  auto thenRef = attrs.getAs<SymbolRefAttr>("then_branch");
+  auto elseRef = attrs.getAs<SymbolRefAttr>("else_branch");
+  if (!thenRef || !elseRef)
+    return std::nullopt;
+  std::optional<OpDesc> a = bodyCost(op, thenRef, context),
+                        b = bodyCost(op, elseRef, context);
+  if (!a || !b)
+    return std::nullopt;
+  auto key = [](const OpDesc &d) {
+    return std::make_pair(d.fwd.flops, d.fwd.bytes());
+  };
+  return key(*b) > key(*a) ? b : a;
+}
+
 std::optional<OpDesc> graph::genericCost(Operation *op,
                                          const CostContext &context) {
   if (op->getNumResults() == 0)
     return std::nullopt;
+  if (auto opaque = dyn_cast<OpaqueOp>(op))
+    if (std::optional<OpDesc> branch = ifCost(opaque, context))
+      return branch;
   PhaseCost fwd = traffic(op, context);
   for (Value v : op->getResults())
     fwd.flops += tensorElements(v.getType());

@@ -66,7 +66,9 @@ double unaryFlopsPerElement(UnaryKind kind);
 
 /// The cost of an op no rule knows (an opaque op, another dialect's op): one
 /// FLOP per result element, every operand read and every result written
-/// once, backward twice the forward. None for an op without results.
+/// once, backward twice the forward. None for an op without results. An
+/// opaque If whose branches the importer kept as functions costs its more
+/// expensive branch instead, that branch's ops costed by their own rules.
 std::optional<cost::OpDesc> genericCost(mlir::Operation *op,
                                         const CostContext &context);
 

@@ -115,11 +115,6 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
   if (failed(defineInitializers(t, graph, source, fileLoc)))
     return failure();
 
-  TranslateTable table;
-  registerMathTranslations(table);
-  registerNNTranslations(table);
-  registerDataTranslations(table);
-  registerControlTranslations(table);
   t.modelFile = source.modelFile;
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto &node = graph.node(i);
@@ -127,14 +122,7 @@ LogicalResult Import::translate(onnx::ModelProto &model, int64_t opset,
     if (options.weights == distopt::WeightPolicy::Reference)
       if (auto it = scan.nodePayloads.find(i); it != scan.nodePayloads.end())
         t.nodeData = it->second;
-    auto it = table.find(node.op_type());
-    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-    // Translations produce output 0; a node that omits it stays opaque.
-    bool hasMainOutput = node.output_size() > 0 && !node.output(0).empty();
-    LogicalResult result = defaultDomain && hasMainOutput && it != table.end()
-                               ? it->second(t, node)
-                               : t.emitOpaque(node);
-    if (failed(result))
+    if (failed(translateNode(t, node)))
       return failure();
   }
 

@@ -597,8 +597,10 @@ static ScatterReductionAttr scatterReduction(Translator &t,
   std::string name = Translator::attrString(node, "reduction", "none");
   if (auto reduction = symbolizeScatterReduction(name))
     return ScatterReductionAttr::get(t.builder.getContext(), *reduction);
-  t.emitError(node) << node.op_type() << " has reduction '" << name
-                    << "'; the importer knows none, add, mul, max and min";
+  t.emitError(node)
+      << node.op_type() << " has reduction '" << name
+      << "'; the importer knows none, add, mul, max and min: fix the "
+         "model";
   return {};
 }
 

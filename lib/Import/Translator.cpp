@@ -267,6 +267,24 @@ DictionaryAttr Translator::attrDictionary(const NodeProto &node) {
   return b.getDictionaryAttr(attrs);
 }
 
+LogicalResult translateNode(Translator &t, const NodeProto &node) {
+  static const TranslateTable table = [] {
+    TranslateTable table;
+    registerMathTranslations(table);
+    registerNNTranslations(table);
+    registerDataTranslations(table);
+    registerControlTranslations(table);
+    return table;
+  }();
+  auto it = table.find(node.op_type());
+  bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+  // Translations produce output 0; a node that omits it stays opaque.
+  bool hasMainOutput = node.output_size() > 0 && !node.output(0).empty();
+  return defaultDomain && hasMainOutput && it != table.end()
+             ? it->second(t, node)
+             : t.emitOpaque(node);
+}
+
 LogicalResult Translator::emitOpaque(const NodeProto &node, ValueRange reads) {
   SmallVector<Value> inputs;
   SmallVector<int64_t> inputPositions;

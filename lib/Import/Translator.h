@@ -38,6 +38,10 @@ void registerDataTranslations(TranslateTable &table);
 void registerControlTranslations(TranslateTable &table);
 /// ONNX Einsum (TranslateEinsum.cpp), registered with the math family.
 mlir::LogicalResult translateEinsum(Translator &t, const onnx::NodeProto &node);
+/// Translates `node` by its op type's entry of the families' table; a node
+/// of another domain, an unknown op type or one without output 0 stays
+/// `graph.opaque`.
+mlir::LogicalResult translateNode(Translator &t, const onnx::NodeProto &node);
 
 class Translator {
 public:
@@ -85,6 +89,8 @@ public:
   //===--------------------------------------------------------------------===//
 
   mlir::Location loc(const onnx::NodeProto &node);
+  /// The model file the locations name.
+  llvm::StringRef file() const { return fileName; }
   mlir::InFlightDiagnostic emitError(const onnx::NodeProto &node);
   /// Keeps `node` as `graph.opaque`; `reads` (the outer values an If's
   /// branches read) follow the ONNX inputs as operands.

@@ -437,6 +437,72 @@ save("if_runtime", [
 ], [vinfo("x", F, [2, 8]), vinfo("flag", B, [])], [vinfo("y", F, None)],
    [weight("w1", 8, 4), weight("w2", 8, 4), weight("w3", 4, 3)])
 
+# An If decided at run time whose else_branch does the work (a 64x2048 by
+# 2048x64 MatMul of x with its transpose, 16.8 MFLOP per sample, scaled by
+# a constant of the outer graph) and whose then_branch only slices x: the
+# cost model prices the If as its more expensive branch (if-cost.test).
+save("if_cost", [
+    const("scale", 0.5, np.float32),
+    helper.make_node("If", ["flag"], ["y"], name="choose",
+                     then_branch=helper.make_graph(
+                         [const("s_start", [0]), const("s_end", [64]),
+                          const("s_axes", [2]),
+                          helper.make_node("Slice",
+                                           ["x", "s_start", "s_end", "s_axes"],
+                                           ["y_then"], name="cut")],
+                         "then", [], [vinfo("y_then", F, None)]),
+                     else_branch=helper.make_graph(
+                         [helper.make_node("Transpose", ["x"], ["xt"],
+                                           name="flip", perm=[0, 2, 1]),
+                          helper.make_node("MatMul", ["x", "xt"], ["g"],
+                                           name="gram"),
+                          helper.make_node("Mul", ["g", "scale"], ["y_else"],
+                                           name="halve")],
+                         "else", [], [vinfo("y_else", F, None)])),
+], [vinfo("x", F, [1, 64, 2048]), vinfo("flag", B, [])], [vinfo("y", F, None)])
+
+# The same If with a then_branch that holds an initializer of its own
+# (a bias): the importer keeps no function for it, says so in a remark,
+# and the If gets the generic opaque cost (if-cost.test).
+save("if_branch_init", [
+    helper.make_node("If", ["flag"], ["y"], name="choose",
+                     then_branch=helper.make_graph(
+                         [helper.make_node("Add", ["x", "bias"], ["y_then"],
+                                           name="shift")],
+                         "then", [], [vinfo("y_then", F, None)],
+                         initializer=[weight("bias", 2048)]),
+                     else_branch=helper.make_graph(
+                         [helper.make_node("Relu", ["x"], ["y_else"],
+                                           name="clamp")],
+                         "else", [], [vinfo("y_else", F, None)])),
+], [vinfo("x", F, [1, 64, 2048]), vinfo("flag", B, [])], [vinfo("y", F, None)])
+
+# An If inside a branch of an If: its branch functions sit next to the
+# outer ones in @if_branches, named from there; the outer If costs the inner
+# one's MatMul of x by itself (2 x 256^3 FLOPs; if-cost.test).
+save("if_nested", [
+    helper.make_node("If", ["flag"], ["y"], name="outer",
+                     then_branch=helper.make_graph(
+                         [helper.make_node(
+                             "If", ["flag2"], ["z"], name="inner",
+                             then_branch=helper.make_graph(
+                                 [helper.make_node("MatMul", ["x", "x"],
+                                                   ["z_then"], name="square")],
+                                 "inner_then", [],
+                                 [vinfo("z_then", F, None)]),
+                             else_branch=helper.make_graph(
+                                 [helper.make_node("Relu", ["x"], ["z_else"],
+                                                   name="clamp")],
+                                 "inner_else", [],
+                                 [vinfo("z_else", F, None)]))],
+                         "then", [], [vinfo("z", F, None)]),
+                     else_branch=helper.make_graph(
+                         [helper.make_node("Neg", ["x"], ["y_else"],
+                                           name="negate")],
+                         "else", [], [vinfo("y_else", F, None)])),
+], [vinfo("x", F, [256, 256]), vinfo("flag", B, []), vinfo("flag2", B, [])],
+   [vinfo("y", F, None)])
+
 # An If on an integer input whose branches disagree in dim 0 ([1, 4] and
 # [2, 4]): no static shape, an error naming both.
 save("if_dims", [
@@ -645,6 +711,13 @@ save("bad_scatter_elements_shape", [
     helper.make_node("ScatterElements", ["a", "i", "u"], ["y"], name="put",
                      axis=1)],
     [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 2])],
+    [vinfo("y", F, [2, 3])], opset=16)
+# ScatterElements with a reduction ONNX does not define ("maximum" for
+# max): the importer names the node and the reductions it knows.
+save("bad_scatter_reduction", [
+    helper.make_node("ScatterElements", ["a", "i", "u"], ["y"], name="put_max",
+                     axis=1, reduction="maximum")],
+    [vinfo("a", F, [2, 3]), vinfo("i", I64, [2, 1]), vinfo("u", F, [2, 1])],
     [vinfo("y", F, [2, 3])], opset=16)
 # ScatterND: a row overwritten per tuple (a negative index), elements added
 # and multiplied at tuples (one repeated).
