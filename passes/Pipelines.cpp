@@ -137,6 +137,12 @@ ArrayRef<PlanOptionSpec> distopt::planOptionSpecs() {
        "the downtime of pause-and-resume and of preparing the new partition "
        "beside the running one, and whether re-planning pays",
        &O::replan},
+      {"relaunch", "dist-relaunch",
+       "The job start measured by dist-run --record-relaunch=FILE (JSON): "
+       "what --dist-replan's pause-and-resume pays to start the new job, and "
+       "each restart after a preemption, where the cluster's availability "
+       "gives no relaunch_s",
+       &O::relaunch},
       {"input", "dist-input",
        "The model's input per sample: bytes=SIZE,preprocess=TIME,"
        "dataset=COUNT (stored bytes, CPU time on one core, samples in the "
@@ -284,6 +290,17 @@ static bool parsePlanEnums(const PlanOptions &o, PlanOptionSpelling spelling,
   else
     return unknown(&PlanOptions::resilience, o.resilience,
                    "none, checkpoint, redundant or elastic");
+  // A recorded relaunch priced nowhere would be ignored without a word.
+  if (!o.relaunch.empty() && o.replan.empty() &&
+      out.resilience == sim::Resilience::None) {
+    error = spellPlanOption(&PlanOptions::relaunch, spelling) +
+            " prices the job start of a pause (" +
+            spellPlanOption(&PlanOptions::replan, spelling) +
+            ") or of a restart after a preemption (" +
+            spellPlanOption(&PlanOptions::resilience, spelling) +
+            "); add one of them, or drop it";
+    return false;
+  }
   out.seed.reset();
   if (!o.preemptions.empty()) {
     uint64_t seed;
@@ -554,6 +571,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
     search.resilience = o.resilience;
     search.preemptions = o.preemptions;
     search.replan = o.replan;
+    search.relaunch = o.relaunch;
     search.input = o.input;
     if (!o.exportTo.empty())
       search.trainer = o.exportTo;
@@ -577,6 +595,7 @@ LogicalResult distopt::buildPlanPipeline(OpPassManager &pm,
       sim.resilience = o.resilience;
       sim.preemptions = o.preemptions;
       sim.replan = o.replan;
+      sim.relaunch = o.relaunch;
     }
     pm.addPass(createSimulatePass(sim));
   }

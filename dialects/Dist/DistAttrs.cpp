@@ -342,7 +342,8 @@ ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
         return emitError() << "cluster '" << name << "' availability needs '"
                            << key << "' as a float >= 0";
     }
-    // relaunch_s is optional (0 when absent).
+    // relaunch_s is optional (absent: not given; the planner then takes
+    // the one dist-run recorded, or 0).
     Attribute relaunch = availability.get("relaunch_s");
     if (relaunch && !(isa<FloatAttr>(relaunch) &&
                       cast<FloatAttr>(relaunch).getValueAsDouble() >= 0))
@@ -470,9 +471,9 @@ ClusterAttr ClusterAttr::get(MLIRContext *ctx, const cluster::Cluster &c,
                        b.getF64FloatAttr(a->preemptiblePrice)),
         b.getNamedAttr("checkpoint_GBps",
                        b.getF64FloatAttr(a->checkpointBandwidth / 1e9))};
-    if (a->relaunchSeconds > 0)
+    if (a->relaunchSeconds)
       entries.push_back(
-          b.getNamedAttr("relaunch_s", b.getF64FloatAttr(a->relaunchSeconds)));
+          b.getNamedAttr("relaunch_s", b.getF64FloatAttr(*a->relaunchSeconds)));
     availability = b.getDictionaryAttr(entries);
   }
   DictionaryAttr input;

@@ -72,6 +72,10 @@ struct PlanOptions {
   /// migration from it to the new plan, its downtime and whether it pays
   /// (docs/resilience.md, "Re-planning"); empty: none.
   std::string replan;
+  /// The file `dist-run --record-relaunch` wrote: the job start a pause (and
+  /// a restart after a preemption) pays, where the cluster's availability
+  /// gives no relaunch_s (docs/resilience.md, "The relaunch"); empty: none.
+  std::string relaunch;
   /// The model's input per sample ("bytes=110KiB,preprocess=4.2ms,
   /// dataset=1.28M"): training iterations wait on the input pipeline the
   /// cluster's input side gives them (data stalls); empty: not modelled.

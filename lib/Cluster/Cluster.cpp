@@ -8,6 +8,8 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <cstdio>
@@ -400,7 +402,7 @@ Error validateCluster(const Cluster &c, StringRef where) {
              {a->onDemandPrice, 1, "on_demand_usd_per_node_hour"},
              {a->preemptiblePrice, 1, "preemptible_usd_per_node_hour"},
              {a->checkpointBandwidth, 1e9, "checkpoint_GBps"},
-             {a->relaunchSeconds, 1, "relaunch_s"}}))
+             {a->relaunchSeconds.value_or(0), 1, "relaunch_s"}}))
       return e;
   if (const std::optional<InputSide> &in = c.input)
     if (Error e =
@@ -410,6 +412,48 @@ Error validateCluster(const Cluster &c, StringRef where) {
                          {in->cpuCoresPerDevice, 1, "cpu_cores_per_device"}}))
       return e;
   return Error::success();
+}
+
+Expected<double> readRecordedRelaunch(StringRef path) {
+  auto fail = [&](const Twine &what) {
+    return createStringError(
+        inconvertibleErrorCode(),
+        "--dist-relaunch: '" + path + "' " + what +
+            "; give the file dist-run --record-relaunch=FILE wrote "
+            "(docs/resilience.md, \"The relaunch\")");
+  };
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
+  if (!buf)
+    return fail("cannot be read: " + buf.getError().message());
+  Expected<json::Value> v = json::parse((*buf)->getBuffer());
+  if (!v)
+    return fail("is not JSON: " + toString(v.takeError()));
+  const json::Object *top = v->getAsObject();
+  const json::Value *field = top ? top->get("relaunch_s") : nullptr;
+  if (!field)
+    return fail("has no field 'relaunch_s'");
+  std::optional<double> x = field->getAsNumber();
+  if (!x)
+    return fail("field 'relaunch_s' is not a number of seconds");
+  // The cluster YAML's bounds: a restart of at most a day.
+  FieldRange range = *physicalRange("relaunch_s");
+  if (!std::isfinite(*x) || *x < range.min || *x > range.max)
+    return fail(formatv("field 'relaunch_s' is {0}, outside [{1}, {2}] "
+                        "seconds",
+                        formatNumber(*x), formatNumber(range.min),
+                        formatNumber(range.max)));
+  return *x;
+}
+
+RelaunchCost relaunchCost(const Cluster &cluster,
+                          std::optional<double> recorded,
+                          StringRef recordedPath) {
+  if (cluster.availability && cluster.availability->relaunchSeconds)
+    return {*cluster.availability->relaunchSeconds,
+            "availability.relaunch_s of cluster '" + cluster.name + "'", true};
+  if (recorded)
+    return {*recorded, ("recorded by dist-run in " + recordedPath).str(), true};
+  return {0, "none given", false};
 }
 
 } // namespace distopt::cluster

@@ -163,8 +163,21 @@ struct Availability {
   /// the documented default is 1 GB/s.
   double checkpointBandwidth = 1e9;
   /// Seconds a restart takes besides reading the state: the job's
-  /// processes starting and setting up their communicators (default 0).
-  double relaunchSeconds = 0;
+  /// processes starting, setting up their communicators and loading their
+  /// program. Unset when the YAML gives none: the planner then takes the
+  /// one dist-run recorded (--dist-relaunch), else 0 (relaunchCost).
+  std::optional<double> relaunchSeconds;
+};
+
+/// The process restart the planner prices (a pause-and-resume switch, a
+/// restart after a preemption) and where the figure comes from, for the
+/// reports (docs/resilience.md, "The relaunch").
+struct RelaunchCost {
+  double seconds = 0;
+  /// "availability.relaunch_s of cluster 'NAME'", "recorded by dist-run in
+  /// FILE" or "none given".
+  std::string source;
+  bool given = false;
 };
 
 /// The input side of every node (docs/cost-model.md, "Data stalls"): the
@@ -220,6 +233,17 @@ struct Cluster {
   std::string levelName(LinkLevel level) const;
   bool isHomogeneous() const { return devices.size() == 1; }
 };
+
+/// Reads the relaunch time `dist-run --record-relaunch=FILE` wrote (a JSON
+/// object whose `relaunch_s` is a number of seconds, 0 to a day). Errors
+/// name the file and the field and say how to write one.
+llvm::Expected<double> readRecordedRelaunch(llvm::StringRef path);
+
+/// What a restart costs on \p cluster: its availability's relaunch_s when
+/// given, else \p recorded (read from \p recordedPath), else 0.
+RelaunchCost relaunchCost(const Cluster &cluster,
+                          std::optional<double> recorded,
+                          llvm::StringRef recordedPath);
 
 /// Checks the internal consistency of \p c (positive rates, known device
 /// indices); \p where prefixes messages.

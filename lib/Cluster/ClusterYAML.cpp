@@ -653,8 +653,8 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
        << ", on_demand_usd_per_node_hour: " << num(a->onDemandPrice)
        << ", preemptible_usd_per_node_hour: " << num(a->preemptiblePrice)
        << ", checkpoint_GBps: " << num(a->checkpointBandwidth / 1e9)
-       << (a->relaunchSeconds > 0 ? ", relaunch_s: " + num(a->relaunchSeconds)
-                                  : std::string())
+       << (a->relaunchSeconds ? ", relaunch_s: " + num(*a->relaunchSeconds)
+                              : std::string())
        << "}\n";
   if (const std::optional<InputSide> &in = c.input)
     os << "input: {storage_read_GBps: " << num(in->storageBandwidth / 1e9)

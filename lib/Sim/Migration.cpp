@@ -219,7 +219,12 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
   r.nextLatency = in.nextLatency;
   r.drainSeconds = in.training ? 0 : in.runningLatency;
   r.fillSeconds = in.training ? 0 : in.nextLatency;
-  r.pauseDowntime = r.drainSeconds + r.moveSeconds + r.fillSeconds;
+  // A pause stops the running job before the new one starts, so the new
+  // job's start is downtime; preparing beside starts it while the running
+  // job serves.
+  r.relaunch = in.relaunch;
+  r.pauseDowntime =
+      r.drainSeconds + r.relaunch.seconds + r.moveSeconds + r.fillSeconds;
 
   if (in.training) {
     r.besideProblem = "training updates every weight and its optimizer state "
@@ -253,7 +258,9 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
                               .str();
       }
     }
-    r.prepareSeconds = r.moveSeconds;
+    // The switch waits until the new job is ready, so its start and the
+    // move lengthen the preparation, not the downtime.
+    r.prepareSeconds = r.relaunch.seconds + r.moveSeconds;
     r.besideDowntime = r.drainSeconds + r.fillSeconds;
   }
   r.chosenBeside = r.besidePossible;
@@ -308,15 +315,24 @@ void printMigration(const MigrationReport &r, raw_ostream &os) {
                       tr.from, tr.to, numberRuns(tr.layers),
                       megabytes(tr.bytes), tr.link, tr.seconds);
   }
-  os << formatv("  pause-and-resume downtime {0:F3} s (drain {1:F3} + move "
-                "{2:F3} + fill {3:F3})\n",
-                r.pauseDowntime, r.drainSeconds, r.moveSeconds, r.fillSeconds);
+  if (r.relaunch.given)
+    os << formatv("  relaunch         {0:F3} s to start the new job ({1})\n",
+                  r.relaunch.seconds, r.relaunch.source);
+  else
+    os << "  relaunch         not priced: none given (the cluster's "
+          "availability.relaunch_s, or --dist-relaunch=FILE from dist-run "
+          "--record-relaunch); a pause's process restart is left out\n";
+  os << formatv("  pause-and-resume downtime {0:F3} s (drain {1:F3} + "
+                "relaunch {2:F3} + move {3:F3} + fill {4:F3})\n",
+                r.pauseDowntime, r.drainSeconds, r.relaunch.seconds,
+                r.moveSeconds, r.fillSeconds);
   if (r.besidePossible)
     os << formatv("  prepare-beside   downtime {0:F3} s (drain {1:F3} + fill "
-                  "{2:F3}; {3:F3} s preparing while serving, rank {4} peaks "
-                  "at {5} of {6})\n",
+                  "{2:F3}; {3:F3} s preparing while serving: relaunch "
+                  "{4:F3} + move {5:F3}, rank {6} peaks at {7} of {8})\n",
                   r.besideDowntime, r.drainSeconds, r.fillSeconds,
-                  r.prepareSeconds, r.besideDevice, megabytes(r.besidePeak),
+                  r.prepareSeconds, r.relaunch.seconds, r.moveSeconds,
+                  r.besideDevice, megabytes(r.besidePeak),
                   megabytes(r.besideCapacity));
   else
     os << "  prepare-beside   not possible: " << r.besideProblem
@@ -365,6 +381,8 @@ json::Value toJSON(const MigrationReport &r) {
   json::Object beside{{"possible", r.besidePossible}};
   if (r.besidePossible) {
     beside["prepare_s"] = r.prepareSeconds;
+    beside["relaunch_s"] = r.relaunch.seconds;
+    beside["move_s"] = r.moveSeconds;
     beside["downtime_s"] = r.besideDowntime;
     beside["peak_memory_bytes"] = r.besidePeak;
     beside["memory_bytes"] = r.besideCapacity;
@@ -384,7 +402,11 @@ json::Value toJSON(const MigrationReport &r) {
       {"busiest_device", r.busiestDevice},
       {"stages", std::move(stages)},
       {"transfers", std::move(transfers)},
+      {"relaunch", json::Object{{"seconds", r.relaunch.seconds},
+                                {"given", r.relaunch.given},
+                                {"source", r.relaunch.source}}},
       {"pause_resume", json::Object{{"drain_s", r.drainSeconds},
+                                    {"relaunch_s", r.relaunch.seconds},
                                     {"move_s", r.moveSeconds},
                                     {"fill_s", r.fillSeconds},
                                     {"downtime_s", r.pauseDowntime}}},

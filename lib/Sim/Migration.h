@@ -84,6 +84,10 @@ struct MigrationInputs {
   /// Samples/s each plan delivers on the cluster: the running plan kept,
   /// and the new plan.
   double runningSamplesPerSecond = 0, nextSamplesPerSecond = 0;
+  /// The new plan's job start (processes, communicators, program and
+  /// weights loaded, its first run): paid in the downtime by a pause,
+  /// hidden by preparing beside (docs/resilience.md, "The relaunch").
+  cluster::RelaunchCost relaunch;
 };
 
 /// The migration and its downtimes.
@@ -101,11 +105,16 @@ struct MigrationReport {
   double moveSeconds = 0;
   unsigned busiestDevice = 0;
 
-  /// Pause-and-resume: drain the running pipeline, move, fill the new one.
+  /// The new job's start and where the figure comes from.
+  cluster::RelaunchCost relaunch;
+
+  /// Pause-and-resume: drain the running pipeline, start the new job, move,
+  /// fill the new one.
   double drainSeconds = 0, fillSeconds = 0, pauseDowntime = 0;
 
-  /// Prepare-beside-and-switch: the new slices are received while the
-  /// running plan serves; the switch waits for the drain and the fill only.
+  /// Prepare-beside-and-switch: the new job starts and receives its slices
+  /// while the running plan serves (prepareSeconds: relaunch + move); the
+  /// switch waits for the drain and the fill only.
   bool besidePossible = false;
   std::string besideProblem;
   double prepareSeconds = 0, besideDowntime = 0;

@@ -236,7 +236,7 @@ ResilienceEstimate estimateResilience(const ResilienceInputs &in,
   // ready), reading the state back.
   e.checkpointSeconds =
       in.devicesPerNode * in.stateBytesPerDevice / a.checkpointBandwidth;
-  e.restartSeconds = a.relaunchSeconds +
+  e.restartSeconds = a.relaunchSeconds.value_or(0) +
                      (mode == Resilience::Elastic ? 0 : a.replacementSeconds) +
                      e.checkpointSeconds;
   double c = e.checkpointSeconds, r = e.restartSeconds;

@@ -244,6 +244,10 @@ def SearchPlanPass : Pass<"dist-search-plan", "mlir::ModuleOp"> {
     Option<"replan", "replan", "std::string", "\"\"",
            "The running plan's JSON report: also plan the migration from it "
            "to this plan and its downtime (docs/resilience.md)">,
+    Option<"relaunch", "relaunch", "std::string", "\"\"",
+           "The job start dist-run --record-relaunch measured (JSON): priced "
+           "in a pause's downtime and in restarts where the cluster gives no "
+           "relaunch_s (docs/resilience.md)">,
     Option<"resilience", "resilience", "std::string", "\"none\"",
            "Plan for preemptible nodes: none, checkpoint, redundant or elastic "
            "(docs/resilience.md)">,
@@ -426,6 +430,10 @@ def SimulatePass : Pass<"dist-simulate", "mlir::ModuleOp"> {
     Option<"replan", "replan", "std::string", "\"\"",
            "The running plan's JSON report: also plan the migration from it "
            "to this plan and its downtime (docs/resilience.md)">,
+    Option<"relaunch", "relaunch", "std::string", "\"\"",
+           "The job start dist-run --record-relaunch measured (JSON): priced "
+           "in a pause's downtime and in restarts where the cluster gives no "
+           "relaunch_s (docs/resilience.md)">,
     Option<"resilience", "resilience", "std::string", "\"none\"",
            "Plan for preemptible nodes: none, checkpoint, redundant or elastic "
            "(docs/resilience.md)">,

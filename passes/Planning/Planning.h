@@ -214,11 +214,23 @@ readRunningPlan(mlir::ModuleOp module, llvm::StringRef path,
 /// The migration from \p running to \p next on \p cluster, with the
 /// running plan predicted on the cluster as \p so says (docs/resilience.md,
 /// "Re-planning").
+/// \p relaunch is the new job's start, which a pause pays.
 mlir::FailureOr<sim::MigrationReport>
 planReplan(mlir::ModuleOp module, const schedule::Plan &running,
            const search::Candidate &next, const cost::ModelDesc &model,
            const cluster::Cluster &cluster, const cost::CostModel &cm,
-           const search::SearchOptions &so);
+           const search::SearchOptions &so,
+           const cluster::RelaunchCost &relaunch);
+
+/// The --dist-relaunch option of a planning pass: the job start dist-run
+/// recorded in the file \p path (empty: none). Where \p cluster's
+/// availability gives no relaunch_s, the recorded one is put there, so
+/// restarts after preemptions pay it too. Returns what a restart costs
+/// (cluster::relaunchCost); errors (on \p module) name the file and the
+/// field.
+mlir::FailureOr<cluster::RelaunchCost> relaunchChoice(mlir::ModuleOp module,
+                                                      cluster::Cluster &cluster,
+                                                      llvm::StringRef path);
 
 /// The --dist-input option of a planning pass, checked: the model's input
 /// per sample, or nullopt when \p input is empty. Errors (on \p module)

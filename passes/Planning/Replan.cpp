@@ -146,12 +146,11 @@ static double deliveredRate(const search::Candidate &c) {
   return c.streamThroughput;
 }
 
-FailureOr<sim::MigrationReport>
-planning::planReplan(ModuleOp module, const schedule::Plan &running,
-                     const search::Candidate &next,
-                     const cost::ModelDesc &model,
-                     const cluster::Cluster &cluster, const cost::CostModel &cm,
-                     const search::SearchOptions &so) {
+FailureOr<sim::MigrationReport> planning::planReplan(
+    ModuleOp module, const schedule::Plan &running,
+    const search::Candidate &next, const cost::ModelDesc &model,
+    const cluster::Cluster &cluster, const cost::CostModel &cm,
+    const search::SearchOptions &so, const cluster::RelaunchCost &relaunch) {
   llvm::Expected<search::Candidate> kept =
       search::evaluatePlan(model, cluster, cm, running, so);
   if (!kept)
@@ -173,6 +172,7 @@ planning::planReplan(ModuleOp module, const schedule::Plan &running,
   in.nextLatency = next.latency;
   in.runningSamplesPerSecond = deliveredRate(*kept);
   in.nextSamplesPerSecond = deliveredRate(next);
+  in.relaunch = relaunch;
   llvm::Expected<sim::MigrationReport> r =
       sim::planMigration(in, model, cluster);
   if (!r)
@@ -181,4 +181,21 @@ planning::planReplan(ModuleOp module, const schedule::Plan &running,
            << "; give a plan that can be (--dist-plan, or --dist-search with "
               "zero=0 and ep=1)";
   return std::move(*r);
+}
+
+FailureOr<cluster::RelaunchCost>
+planning::relaunchChoice(ModuleOp module, cluster::Cluster &cluster,
+                         StringRef path) {
+  std::optional<double> recorded;
+  if (!path.empty()) {
+    llvm::Expected<double> r = cluster::readRecordedRelaunch(path);
+    if (!r)
+      return emitError(module.getLoc()) << llvm::toString(r.takeError());
+    recorded = *r;
+  }
+  cluster::RelaunchCost cost = cluster::relaunchCost(cluster, recorded, path);
+  if (recorded && cluster.availability &&
+      !cluster.availability->relaunchSeconds)
+    cluster.availability->relaunchSeconds = *recorded;
+  return cost;
 }

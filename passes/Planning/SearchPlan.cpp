@@ -449,6 +449,10 @@ struct SearchPlanPass
     cost::CostModel cm = in->machine.costModel(costing);
     if (branches)
       return planBranches(module, *in, cm, so, costing);
+    FailureOr<cluster::RelaunchCost> relaunchCost =
+        relaunchChoice(module, in->machine.cluster, relaunch);
+    if (failed(relaunchCost))
+      return failure();
     FailureOr<ResilienceChoice> choice =
         resilienceChoice(module, in->machine.cluster, resilience, preemptions);
     if (failed(choice) || failed(constrainForResilience(module, *choice, so)))
@@ -549,8 +553,9 @@ struct SearchPlanPass
       search::Candidate next = result->best;
       next.sim.plan.mode = mode;
       next.sim.plan.objective = objective;
-      FailureOr<sim::MigrationReport> m = planReplan(
-          module, *running, next, in->model, in->machine.cluster, cm, so);
+      FailureOr<sim::MigrationReport> m =
+          planReplan(module, *running, next, in->model, in->machine.cluster, cm,
+                     so, *relaunchCost);
       if (failed(m))
         return failure();
       migration = std::move(*m);

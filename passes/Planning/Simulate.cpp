@@ -140,6 +140,10 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
         partition::readSchedule(module, planAttr);
     if (failed(given))
       return failure();
+    FailureOr<cluster::RelaunchCost> relaunchCost =
+        relaunchChoice(module, machine->cluster, relaunch);
+    if (failed(relaunchCost))
+      return failure();
     FailureOr<ResilienceChoice> choice =
         resilienceChoice(module, machine->cluster, resilience, preemptions);
     if (failed(choice))
@@ -197,7 +201,8 @@ struct SimulatePass : public distopt::impl::SimulatePassBase<SimulatePass> {
     std::optional<sim::MigrationReport> migration;
     if (running) {
       FailureOr<sim::MigrationReport> m =
-          planReplan(module, *running, *cand, *model, machine->cluster, cm, so);
+          planReplan(module, *running, *cand, *model, machine->cluster, cm, so,
+                     *relaunchCost);
       if (failed(m))
         return failure();
       migration = std::move(*m);

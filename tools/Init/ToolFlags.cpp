@@ -84,7 +84,7 @@ bool PlanFlags::any() const {
          !o.exportTo.empty() || o.printLayers || !o.report.empty() ||
          !o.reportHtml.empty() || !o.trace.empty() || !o.timeline.empty() ||
          searching() || o.explain || stageRegions || o.devices ||
-         !o.replan.empty();
+         !o.replan.empty() || !o.relaunch.empty();
 }
 
 /// The passes of \p pm named \p argument (top level: the planning passes

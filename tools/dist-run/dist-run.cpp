@@ -109,6 +109,13 @@ static cl::opt<std::string> replanReport(
     cl::desc("The report of dist-opt --dist-replan for this switch: its "
              "predicted downtime is printed beside the measured one"),
     cl::value_desc("R.json"), cl::cat(category));
+static cl::opt<std::string> recordRelaunch(
+    "record-relaunch",
+    cl::desc("With --switch-to: write the new job's measured start (from "
+             "starting its processes until its weights are loaded and it is "
+             "ready) to this JSON file as relaunch_s, which dist-opt "
+             "--dist-relaunch=FILE prices a pause's restart with"),
+    cl::value_desc("FILE.json"), cl::cat(category));
 static cl::opt<unsigned> switchTimeout(
     "switch-timeout",
     cl::desc("Seconds each step of the switch may take (the new job's "
@@ -683,6 +690,9 @@ static Expected<std::string> outputsOf(const Job &job) {
 /// What dist-opt --dist-replan predicted for this switch (its report).
 struct Prediction {
   double drain = 0, move = 0, fill = 0, pauseDowntime = 0;
+  /// The new job's start a pause pays; absent in reports written before
+  /// the migration model priced it.
+  std::optional<double> relaunch;
   std::optional<double> besideDowntime, prepare;
   std::string besideProblem, runningPlan, newPlan;
 };
@@ -719,6 +729,7 @@ static Expected<Prediction> readPrediction(StringRef path) {
   p.move = *move;
   p.fill = *fill;
   p.pauseDowntime = *down;
+  p.relaunch = pause->getNumber("relaunch_s");
   if (const json::Object *beside = replan->getObject("prepare_beside")) {
     if (beside->getBoolean("possible").value_or(false)) {
       p.besideDowntime = beside->getNumber("downtime_s");
@@ -731,6 +742,29 @@ static Expected<Prediction> readPrediction(StringRef path) {
   p.runningPlan = replan->getString("running_plan").value_or("").str();
   p.newPlan = replan->getString("new_plan").value_or("").str();
   return p;
+}
+
+/// Writes the new job's measured start to \p path for dist-opt
+/// --dist-relaunch (docs/resilience.md, "The relaunch"): `relaunch_s` is
+/// what the planner reads; the rest says what was measured.
+static Error writeRelaunch(StringRef path, double seconds, const Job &job,
+                           unsigned ranks, StringRef how) {
+  json::Object o{
+      {"relaunch_s", seconds},
+      {"measured", "dist-run --switch=" + how.str() +
+                       ": the new job's processes started until its weights "
+                       "were loaded and it was ready (mpirun, MPI set-up, "
+                       "loading the program and weights, the first run)"},
+      {"job", job.dir},
+      {"ranks", ranks},
+      {"plan", job.plan.empty() ? "one device" : job.plan}};
+  std::string text;
+  raw_string_ostream os(text);
+  os << formatv("{0:2}", json::Value(std::move(o))) << "\n";
+  if (Error e = writeFileAtomically(path, text))
+    return createStringError(inconvertibleErrorCode(),
+                             "--record-relaunch: " + toString(std::move(e)));
+  return Error::success();
 }
 
 /// What two plan specs must share to be the same partition: dp, tp, pp,
@@ -821,6 +855,12 @@ static int runServe(const Job &old, unsigned n) {
                 "' runs data parallelism over any number of ranks; compile "
                 "it with a plan (--dist-plan) so its ranks are known");
   unsigned m = static_cast<unsigned>(*next.ranks);
+  if (!recordRelaunch.empty()) {
+    StringRef folder = sys::path::parent_path(recordRelaunch);
+    if (!folder.empty() && !sys::fs::is_directory(folder))
+      return fail("--record-relaunch '" + recordRelaunch + "': folder '" +
+                  folder + "' does not exist; create it first");
+  }
   std::optional<Prediction> predicted;
   if (!replanReport.empty()) {
     Expected<Prediction> p = readPrediction(replanReport);
@@ -932,8 +972,10 @@ static int runServe(const Job &old, unsigned n) {
     return *oldRun.status;
   }
   Clock::time_point trigger = Clock::now(), ready = trigger, stop, last;
+  Clock::time_point started;
   auto startNew = [&]() -> bool {
     threadsFor(m);
+    started = Clock::now();
     Expected<Running> r = startJob(next, m, argsFor(1));
     if (!r) {
       errs() << toString(r.takeError()) << "\n";
@@ -1049,6 +1091,27 @@ static int runServe(const Job &old, unsigned n) {
     errs() << "dist-run: no downtime measured: " << next.dir
            << " ended before it answered request " << handover << "\n";
   }
+  // The new job's start: until it was ready (beside: before the stop;
+  // pause: seen while waiting for its first answer).
+  std::optional<Clock::time_point> readyAt =
+      pause ? newReady : std::optional<Clock::time_point>(ready);
+  bool recordFailed = false;
+  if (!recordRelaunch.empty()) {
+    if (!readyAt)
+      errs() << "dist-run: --record-relaunch: nothing recorded: " << next.dir
+             << " ended before it was ready\n";
+    else if (Error e = writeRelaunch(
+                 recordRelaunch,
+                 std::chrono::duration<double>(*readyAt - started).count(),
+                 next, m, switchHow)) {
+      // The service goes on; the exit status says the record is missing.
+      WithColor::error(errs(), "dist-run") << toString(std::move(e)) << "\n";
+      recordFailed = true;
+    } else
+      errs() << "dist-run: recorded relaunch " << secs(started, *readyAt)
+             << " s (" << next.dir << " on " << m << " rank(s)) in "
+             << recordRelaunch << "\n";
+  }
   if (predicted) {
     auto f3 = [](double v) { return formatv("{0:f3}", v).str(); };
     errs() << "dist-run: downtime predicted ";
@@ -1058,8 +1121,11 @@ static int runServe(const Job &old, unsigned n) {
              << "; prepare " << f3(predicted->prepare.value_or(0)) << " s)";
     else
       errs() << f3(predicted->pauseDowntime) << " s (drain "
-             << f3(predicted->drain) << " + move " << f3(predicted->move)
-             << " + fill " << f3(predicted->fill) << ")"
+             << f3(predicted->drain)
+             << (predicted->relaunch ? " + relaunch " + f3(*predicted->relaunch)
+                                     : std::string())
+             << " + move " << f3(predicted->move) << " + fill "
+             << f3(predicted->fill) << ")"
              << (!pause ? "; prepare-beside " + predicted->besideProblem
                         : std::string());
     errs() << " by " << replanReport << " for its cluster";
@@ -1078,7 +1144,7 @@ static int runServe(const Job &old, unsigned n) {
     return abandon("--switch: '" + old.dir + "' ended with exit " +
                    Twine(*oldRun.status));
   until([&] { return newRun.ended(); }, false);
-  return *newRun.status;
+  return *newRun.status ? *newRun.status : recordFailed ? 2 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -1110,16 +1176,17 @@ int main(int argc, char **argv) {
   if (!n)
     n = static_cast<unsigned>(*job->ranks);
   if (serveDir.empty() &&
-      (!switchTo.empty() || !replanReport.empty() ||
+      (!switchTo.empty() || !replanReport.empty() || !recordRelaunch.empty() ||
        switchOn.getNumOccurrences() || switchHow.getNumOccurrences()))
-    return fail("--switch-to, --switch-on, --switch and --replan-report "
-                "switch a serving job; give --serve=DIR, the folder of "
-                "requests");
+    return fail("--switch-to, --switch-on, --switch, --replan-report and "
+                "--record-relaunch switch a serving job; give --serve=DIR, "
+                "the folder of requests");
   if (switchTo.empty() && !serveDir.empty() &&
-      (!replanReport.empty() || switchOn.getNumOccurrences() ||
-       switchHow.getNumOccurrences()))
-    return fail("--switch-on, --switch and --replan-report need "
-                "--switch-to=NEWJOB/, the job to switch to");
+      (!replanReport.empty() || !recordRelaunch.empty() ||
+       switchOn.getNumOccurrences() || switchHow.getNumOccurrences()))
+    return fail("--switch-on, --switch, --replan-report and "
+                "--record-relaunch need --switch-to=NEWJOB/, the job to "
+                "switch to");
   if (!serveDir.empty() && (!elasticDir.empty() || !traceFile.empty()))
     return fail("--serve runs without --elastic and --trace");
   if (!elasticDir.empty())

@@ -13,9 +13,13 @@ def close(a, b):
 
 
 pause = r["pause_resume"]
+# A pause pays the new job's start (relaunch); preparing beside hides it.
 assert close(pause["downtime_s"],
-             pause["drain_s"] + pause["move_s"] + pause["fill_s"]), pause
+             pause["drain_s"] + pause["relaunch_s"] + pause["move_s"] +
+             pause["fill_s"]), pause
 assert close(pause["move_s"], r["move_s"])
+assert close(pause["relaunch_s"], r["relaunch"]["seconds"])
+assert r["relaunch"]["given"] or r["relaunch"]["seconds"] == 0, r["relaunch"]
 assert close(r["bytes_moved"], sum(t["bytes"] for t in r["transfers"]))
 assert close(r["bytes_moved"],
              sum(s["received_bytes"] for s in r["stages"]))
@@ -30,6 +34,9 @@ assert all(b <= r["move_s"] * (1 + 1e-9) for b in busy.values()), busy
 beside = r["prepare_beside"]
 if beside["possible"]:
     assert close(beside["downtime_s"], pause["drain_s"] + pause["fill_s"])
+    assert close(beside["prepare_s"],
+                 beside["relaunch_s"] + beside["move_s"]), beside
+    assert close(beside["relaunch_s"], pause["relaunch_s"])
     assert beside["peak_memory_bytes"] <= beside["memory_bytes"]
     assert r["strategy"] == "prepare-beside"
     assert close(r["downtime_s"], beside["downtime_s"])
@@ -46,3 +53,4 @@ print("replan figures add up")
 if beside["possible"] and beside["downtime_s"] > 0:
     ratio = pause["downtime_s"] / beside["downtime_s"]
     print(f"pause-and-resume / prepare-beside downtime: {ratio:.1f}x")
+print(f"relaunch: {r['relaunch']['seconds']:g} s, {r['relaunch']['source']}")

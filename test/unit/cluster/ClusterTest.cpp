@@ -2,6 +2,7 @@
 
 #include "lib/Cluster/Cluster.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
@@ -601,4 +602,63 @@ TEST(Cluster, MainPresetsHaveHostAndNvmeTiers) {
   EXPECT_DOUBLE_EQ(a.groups[0].tiers[Tier::Host].bandwidth, 25e9);
   // A preset without tiers offloads nothing.
   EXPECT_FALSE(llvm::cantFail(getPreset("local")).groups[0].tiers.any());
+}
+
+namespace {
+/// Writes \p text to a fresh file and returns its path.
+std::string relaunchFile(llvm::StringRef text) {
+  llvm::SmallString<128> path;
+  int fd;
+  EXPECT_FALSE(
+      llvm::sys::fs::createTemporaryFile("relaunch", "json", fd, path));
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << text;
+  return std::string(path);
+}
+} // namespace
+
+TEST(Relaunch, RecordedFileIsReadAndChecked) {
+  std::string good = relaunchFile(R"({"relaunch_s": 1.25, "job": "new/"})");
+  EXPECT_DOUBLE_EQ(llvm::cantFail(readRecordedRelaunch(good)), 1.25);
+  // Each bad value names the file and the field.
+  for (const char *text :
+       {R"({"relaunch_s": -0.5})", R"({"relaunch_s": "NaN"})",
+        R"({"relaunch_s": 1e9})", R"({"relaunch_s": null})"}) {
+    std::string path = relaunchFile(text);
+    std::string e = errorOf(readRecordedRelaunch(path));
+    EXPECT_NE(e.find("'" + path + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find("field 'relaunch_s'"), std::string::npos) << e;
+    EXPECT_NE(e.find("dist-run --record-relaunch"), std::string::npos) << e;
+    llvm::sys::fs::remove(path);
+  }
+  std::string none = relaunchFile(R"({"seconds": 1})");
+  EXPECT_NE(errorOf(readRecordedRelaunch(none)).find("no field 'relaunch_s'"),
+            std::string::npos);
+  std::string junk = relaunchFile("relaunch_s: 1");
+  EXPECT_NE(errorOf(readRecordedRelaunch(junk)).find("is not JSON"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf(readRecordedRelaunch(good + ".missing")).find("cannot be read"),
+      std::string::npos);
+  for (const std::string &p : {good, none, junk})
+    llvm::sys::fs::remove(p);
+}
+
+TEST(Relaunch, TheClusterWinsThenTheRecordThenNone) {
+  Cluster c = llvm::cantFail(getPreset("aws-p3-spot", 2));
+  c.availability->relaunchSeconds.reset();
+  RelaunchCost none = relaunchCost(c, std::nullopt, "");
+  EXPECT_FALSE(none.given);
+  EXPECT_EQ(none.seconds, 0);
+  RelaunchCost recorded = relaunchCost(c, 1.5, "r.json");
+  EXPECT_TRUE(recorded.given);
+  EXPECT_EQ(recorded.seconds, 1.5);
+  EXPECT_EQ(recorded.source, "recorded by dist-run in r.json");
+  c.availability->relaunchSeconds = 40;
+  RelaunchCost own = relaunchCost(c, 1.5, "r.json");
+  EXPECT_EQ(own.seconds, 40);
+  EXPECT_EQ(own.source, "availability.relaunch_s of cluster 'aws-p3-spot'");
+  // A cluster without availability takes the record.
+  c.availability.reset();
+  EXPECT_EQ(relaunchCost(c, 1.5, "r.json").seconds, 1.5);
 }

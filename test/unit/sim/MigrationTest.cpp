@@ -120,6 +120,53 @@ TEST(Migration, DeeperPipelineMovesTheLayersThatChangeDevice) {
   EXPECT_DOUBLE_EQ(r.breakEvenSeconds, 0.9 * 10 / 5);
 }
 
+TEST(Migration, PauseRestartsTheJobAndBesideHidesTheStart) {
+  cost::ModelDesc m = test::gpt(8);
+  MigrationInputs in =
+      inputs(plan("dp=1,pp=2,stages=4", m), plan("dp=1,pp=4,stages=2/4/6", m));
+  in.relaunch = {1.25, "recorded by dist-run in r.json", true};
+  MigrationReport r = llvm::cantFail(planMigration(in, m, boards()));
+  // A pause stops the running job, then starts the new one: its start is
+  // downtime, between the drain and the move.
+  EXPECT_DOUBLE_EQ(r.pauseDowntime, 0.5 + 1.25 + r.moveSeconds + 0.4);
+  // Beside, the new job starts and receives its weights while the running
+  // one serves: the start lengthens the preparation, not the downtime.
+  ASSERT_TRUE(r.besidePossible);
+  EXPECT_DOUBLE_EQ(r.besideDowntime, 0.9);
+  EXPECT_DOUBLE_EQ(r.prepareSeconds, 1.25 + r.moveSeconds);
+  EXPECT_DOUBLE_EQ(r.downtime, 0.9);
+  // The report shows the term and where it comes from.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printMigration(r, os);
+  EXPECT_NE(text.find("relaunch         1.250 s to start the new job "
+                      "(recorded by dist-run in r.json)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("+ relaunch 1.250 + move"), std::string::npos) << text;
+  llvm::json::Value v = toJSON(r);
+  const llvm::json::Object *o = v.getAsObject();
+  EXPECT_EQ(o->getObject("pause_resume")->getNumber("relaunch_s"), 1.25);
+  EXPECT_EQ(o->getObject("relaunch")->getString("source"),
+            "recorded by dist-run in r.json");
+  EXPECT_EQ(o->getObject("prepare_beside")->getNumber("relaunch_s"), 1.25);
+}
+
+TEST(Migration, WithoutARelaunchThePauseSaysItIsLeftOut) {
+  cost::ModelDesc m = test::gpt(8);
+  MigrationInputs in =
+      inputs(plan("dp=1,pp=2,stages=4", m), plan("dp=1,pp=4,stages=2/4/6", m));
+  in.relaunch = {0, "none given", false};
+  MigrationReport r = llvm::cantFail(planMigration(in, m, boards()));
+  EXPECT_DOUBLE_EQ(r.pauseDowntime, 0.5 + r.moveSeconds + 0.4);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printMigration(r, os);
+  EXPECT_NE(text.find("relaunch         not priced: none given"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Migration, TensorParallelReshardFetchesTheMissingHalf) {
   cost::ModelDesc m = test::gpt(8);
   unsigned n = m.layers.size();
@@ -191,6 +238,10 @@ TEST(Migration, TrainingMovesOptimizerStateAndCannotPrepareBeside) {
   EXPECT_FALSE(r.besidePossible);
   EXPECT_EQ(r.drainSeconds, 0);
   EXPECT_DOUBLE_EQ(r.downtime, r.moveSeconds);
+  // A training job restarted under the new plan pays its start too.
+  in.relaunch = {30, "availability.relaunch_s of cluster 'boards'", true};
+  r = llvm::cantFail(planMigration(in, m, boards()));
+  EXPECT_DOUBLE_EQ(r.downtime, 30 + r.moveSeconds);
 }
 
 TEST(Migration, UnsupportedStateIsAnError) {
