@@ -47,7 +47,10 @@ inline std::string expandRank(std::string dir, int rank) {
 /// at the end; with partParts > 1 the blocks are of the tensor-parallel
 /// part (partDim, partBlocks, partParts, partIndex) of that tensor, in the
 /// part's order, rather than of the whole tensor (ZeRO under tensor
-/// parallelism). parts = 1: the whole tensor.
+/// parallelism). A tensor-parallel part with partParts > 1 is likewise a
+/// part of that part (an expert-parallel rank's experts, partDim 0, split
+/// over the tensor ranks along a feature axis, `dim` another dimension).
+/// parts = 1: the whole tensor.
 struct Shard {
   int dim = 0, blocks = 1, parts = 1, index = 0;
   const int64_t *flatShape = nullptr;
@@ -64,6 +67,12 @@ struct Shard {
     p.index = partIndex;
     return p;
   }
+  /// How many parts of a tensor-parallel part (dim >= 0) make the whole
+  /// tensor along dimension \p i.
+  int64_t partsAlong(int i) const {
+    return (i == dim ? parts : 1) *
+           (partParts > 1 && i == partDim ? partParts : 1);
+  }
   /// How many shards make the whole tensor, and which one this is.
   int count() const { return parts * partParts; }
   int ordinal() const { return partIndex * parts + index; }
@@ -79,12 +88,13 @@ inline int64_t shardElements(const int64_t *dims, int rank, const Shard &s) {
   int64_t n = 1;
   for (int i = 0; i < rank; ++i)
     n *= dims[i];
-  return n / s.parts;
+  return n / s.parts / s.partParts;
 }
 
-/// The runs of a tensor-parallel part (dim >= 0), as forEachShardRun.
+/// The runs of one axis's part (dim >= 0; its outer part ignored), as
+/// forEachShardRun.
 template <class F>
-inline void forEachPartRun(const int64_t *dims, int rank, const Shard &s,
+inline void forEachAxisRun(const int64_t *dims, int rank, const Shard &s,
                            F fn) {
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < s.dim; ++i)
@@ -98,6 +108,36 @@ inline void forEachPartRun(const int64_t *dims, int rank, const Shard &s,
       fn((o * n + (b * s.parts + s.index) * part) * inner, at, part * inner);
       at += part * inner;
     }
+}
+
+/// The runs of a tensor-parallel part (dim >= 0), as forEachShardRun.
+template <class F>
+inline void forEachPartRun(const int64_t *dims, int rank, const Shard &s,
+                           F fn) {
+  if (s.partParts < 2)
+    return forEachAxisRun(dims, rank, s, fn);
+  // A part of a part: its runs in the outer part, each mapped to the
+  // whole tensor through the outer part's runs, which are all of one
+  // length and may cut an inner run.
+  Shard outer = s.tensorPart();
+  int64_t partDims[8], length = 0;
+  for (int i = 0; i < rank; ++i)
+    partDims[i] = dims[i] / (i == outer.dim ? outer.parts : 1);
+  std::vector<int64_t> starts;
+  forEachAxisRun(dims, rank, outer, [&](int64_t full, int64_t, int64_t n) {
+    starts.push_back(full);
+    length = n;
+  });
+  forEachAxisRun(partDims, rank, s, [&](int64_t at, int64_t to, int64_t n) {
+    while (n > 0) {
+      int64_t run = at / length, off = at % length;
+      int64_t count = std::min(n, length - off);
+      fn(starts[run] + off, to, count);
+      at += count;
+      to += count;
+      n -= count;
+    }
+  });
 }
 
 /// Calls fn(fullElement, shardElement, count) for each contiguous run of
@@ -466,7 +506,7 @@ struct Program {
       used = 0;
       if (sscanf(p + 1, ", \"part\": [%d, %d, %d, %d]%n", &s.partDim,
                  &s.partBlocks, &s.partParts, &s.partIndex, &used) != 4 ||
-          !used || !s.flat() || s.partParts < 2 || s.partIndex < 0 ||
+          !used || s.partDim == s.dim || s.partParts < 2 || s.partIndex < 0 ||
           s.partIndex >= s.partParts ||
           !divides(s.partDim, s.partBlocks, s.partParts))
         return false;
@@ -486,9 +526,8 @@ struct Program {
     int64_t elems = 1;
     const int fullRank = b.shard.flat() ? b.shard.flatRank : b.rank;
     for (int i = 0; i < fullRank; ++i) {
-      full[i] = b.shard.flat()
-                    ? b.shard.flatShape[i]
-                    : b.dims[i] * (i == b.shard.dim ? b.shard.parts : 1);
+      full[i] = b.shard.flat() ? b.shard.flatShape[i]
+                               : b.dims[i] * b.shard.partsAlong(i);
       elems *= full[i];
     }
     size_t esize = dtypeInfo(b.dtype).size;
@@ -573,8 +612,7 @@ struct Program {
       else
         for (int i = 0; i < b.rank; ++i)
           full += (i ? ", " : "") +
-                  std::to_string(b.dims[i] *
-                                 (i == b.shard.dim ? b.shard.parts : 1));
+                  std::to_string(b.dims[i] * b.shard.partsAlong(i));
       shards += std::string(shards.empty() ? "" : ",\n") + "  \"" +
                 sanitizeName(b.name) + "\": {\"dim\": " +
                 std::to_string(b.shard.dim) +
