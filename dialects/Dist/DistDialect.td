@@ -48,7 +48,13 @@ def Dist_Dialect : Dialect {
     a tensor-parallel rank's part (dist-tensor-parallel) or, without tensor
     parallelism, an expert-parallel rank's experts of stacked expert
     weights (dist-expert-parallel, `[0, 1, ep]`: the rank's place in its
-    expert group of ep consecutive replicas).
+    expert group of ep consecutive replicas). The general form is one
+    `[dim, blocks, parts, stride]` per axis, at most two axes on different
+    dimensions: along each, part `(rank / stride) mod parts`, the strides
+    reading independent digits of the rank. With tensor parallelism an
+    expert rank's weights are `[0, 1, ep, tp, d, 1, tp, 1]`: its experts
+    by its replica coordinate, its tensor part of their features (d) by
+    its tensor coordinate.
 
     `dist.context_split = cp` on a `dist.all_slice` of a function input says
     that the function runs on one context-parallel rank's part of the

@@ -232,8 +232,23 @@ SmallVector<int64_t> distopt::dist::wholeShape(Operation *op) {
                        .getAttr(op))
     whole.assign(block.getAs<DenseI64ArrayAttr>("shape").asArrayRef());
   if (auto part = DistDialect::TpShardAttrHelper(op->getContext()).getAttr(op))
-    whole[part[0]] *= part[2];
+    for (const ShardAxis &axis : shardAxes(part.asArrayRef()))
+      whole[axis.dim] *= axis.parts;
   return whole;
+}
+
+SmallVector<distopt::dist::ShardAxis>
+distopt::dist::shardAxes(ArrayRef<int64_t> shard) {
+  SmallVector<ShardAxis> axes;
+  if (shard.size() == 3) {
+    axes.push_back({shard[0], shard[1], shard[2], 1});
+    return axes;
+  }
+  if (shard.empty() || shard.size() % 4 != 0)
+    return axes;
+  for (size_t i = 0; i < shard.size(); i += 4)
+    axes.push_back({shard[i], shard[i + 1], shard[i + 2], shard[i + 3]});
+  return axes;
 }
 
 SmallVector<SmallVector<int64_t>> distopt::dist::runGroups(Operation *op) {

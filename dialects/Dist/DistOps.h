@@ -48,6 +48,18 @@ llvm::SmallVector<llvm::SmallVector<int64_t>> runGroups(mlir::Operation *op);
 /// its ZeRO block's `shape` (`dist.zero_shard`) or its result's, times the
 /// tensor-parallel parts along the split dimension (`dist.tp_shard`).
 llvm::SmallVector<int64_t> wholeShape(mlir::Operation *op);
+/// One axis of a `dist.tp_shard`: the op holds part `(rank / stride) mod
+/// parts` of the tensor along `dim`, viewed there as [blocks][parts][n].
+struct ShardAxis {
+  int64_t dim = 0, blocks = 1, parts = 1, stride = 1;
+  /// The part rank \p rank holds along this axis.
+  int64_t indexOf(int64_t rank) const { return rank / stride % parts; }
+};
+/// The axes of a `dist.tp_shard`, outermost first: `[dim, blocks, parts]`
+/// (one axis, stride 1) or `[dim, blocks, parts, stride]` per axis (an
+/// expert-parallel rank's tensor-parallel part: the experts' axis, then a
+/// feature axis). Empty when \p shard has neither form.
+llvm::SmallVector<ShardAxis> shardAxes(llvm::ArrayRef<int64_t> shard);
 } // namespace distopt::dist
 
 #define GET_OP_CLASSES

@@ -214,8 +214,11 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == TpShard::getNameStr()) {
-    // [dim, blocks, parts]: the op's tensor is one of `parts` shards of the
-    // full one along `dim`, viewed as [blocks][parts][n] (dist-tensor-parallel).
+    // [dim, blocks, parts], or [dim, blocks, parts, stride] per axis: the
+    // op's tensor is part `(rank / stride) mod parts` of the full one along
+    // each axis's `dim`, viewed as [blocks][parts][n] there
+    // (dist-tensor-parallel; dist-expert-parallel's experts, with tensor
+    // parallelism also split along a feature axis).
     auto shard = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     auto type = op->getNumResults() == 1
                     ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
@@ -224,20 +227,41 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     if (auto block = ZeroShard(op->getContext()).getAttr(op))
       if (auto shape = block.getAs<DenseI64ArrayAttr>("shape"); shape && type)
         type = RankedTensorType::get(shape.asArrayRef(), type.getElementType());
-    if (!shard || shard.size() != 3 || !type ||
+    SmallVector<ShardAxis> axes =
+        shard ? shardAxes(shard.asArrayRef()) : SmallVector<ShardAxis>();
+    if (axes.empty() || axes.size() > 2 || !type ||
         op->getName().getDialectNamespace() != "graph")
-      return op->emitOpError("'dist.tp_shard' is [dim, blocks, parts] on a "
-                             "graph.weight, graph.state or dropout (written "
-                             "by dist-tensor-parallel), got ")
+      return op->emitOpError("'dist.tp_shard' is [dim, blocks, parts], or "
+                             "[dim, blocks, parts, stride] for each of one "
+                             "or two axes, on a graph.weight, graph.state or "
+                             "dropout (written by dist-tensor-parallel and "
+                             "dist-expert-parallel), got ")
              << attr.getValue();
-    int64_t dim = shard[0], blocks = shard[1], parts = shard[2];
-    if (dim < 0 || dim >= type.getRank() || blocks < 1 || parts < 2 ||
-        type.isDynamicDim(dim) || type.getDimSize(dim) % blocks != 0)
-      return op->emitOpError("'dist.tp_shard' [")
-             << dim << ", " << blocks << ", " << parts
-             << "] does not fit " << type
-             << ": dim must index the tensor, blocks divide its size there "
-                "and parts be at least 2";
+    for (const ShardAxis &a : axes)
+      if (a.dim < 0 || a.dim >= type.getRank() || a.blocks < 1 || a.parts < 2 ||
+          a.stride < 1 || type.isDynamicDim(a.dim) ||
+          type.getDimSize(a.dim) % a.blocks != 0)
+        return op->emitOpError("'dist.tp_shard' axis [")
+               << a.dim << ", " << a.blocks << ", " << a.parts << ", "
+               << a.stride << "] does not fit " << type
+               << ": dim must index the tensor, blocks divide its size "
+                  "there, parts be at least 2 and stride at least 1";
+    // Two axes split different dimensions by independent digits of the
+    // rank, so that each rank holds one block and every block is held.
+    if (axes.size() == 2) {
+      const ShardAxis &a = axes[0], &b = axes[1];
+      if (a.dim == b.dim)
+        return op->emitOpError("'dist.tp_shard' splits dimension ")
+               << a.dim
+               << " twice; the two axes must split different "
+                  "dimensions";
+      if (a.stride * a.parts > b.stride && b.stride * b.parts > a.stride)
+        return op->emitOpError("'dist.tp_shard' axes of ")
+               << a.parts << " parts by stride " << a.stride << " and "
+               << b.parts << " parts by stride " << b.stride
+               << " read overlapping digits of the rank; one axis's stride "
+                  "must be at least the other's stride times its parts";
+    }
     return success();
   }
   if (name == DistDialect::BatchBlockAttrHelper::getNameStr()) {

@@ -72,12 +72,20 @@ LogicalResult WeightOp::verify() {
           return emitOpError("'dist.zero_shard' shape has more bytes than "
                              "int64 holds");
       }
-    // A tensor-parallel shard (`dist.tp_shard` [dim, blocks, parts]) is one
-    // of `parts` equal parts of the tensor the file holds (and a ZeRO-3
-    // block's shape is such a part).
+    // A tensor-parallel shard (`dist.tp_shard` [dim, blocks, parts], or
+    // [dim, blocks, parts, stride] per axis) is one of the product of the
+    // axes' `parts` equal parts of the tensor the file holds (and a ZeRO-3
+    // block's shape is such a part). The graph dialect does not depend on
+    // the dist one, so the two forms are read here (dist::shardAxes).
     if (auto shard = (*this)->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard");
-        expected && shard && shard.size() == 3 && shard[2] > 0)
-      expected = llvm::checkedMul(*expected, shard[2]);
+        expected && shard) {
+      ArrayRef<int64_t> s = shard.asArrayRef();
+      size_t step = s.size() == 3 ? 3 : 4;
+      for (size_t i = 2; expected && s.size() % step == 0 && i < s.size();
+           i += step)
+        if (s[i] > 0)
+          expected = llvm::checkedMul(*expected, s[i]);
+    }
     bool part = (*this)->hasAttr("dist.tp_shard") ||
                 (*this)->hasAttr("dist.zero_shard");
     if (expected && *expected != size)

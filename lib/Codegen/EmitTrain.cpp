@@ -315,6 +315,13 @@ static LogicalResult emitDropoutMask(FunctionEmitter &e, DropoutMaskOp op) {
   std::string at = "(uint64_t)i", id = std::to_string(e.positionOf(op));
   int64_t whole = n;
   if (auto shard = op->getAttrOfType<DenseI64ArrayAttr>("dist.tp_shard")) {
+    // dist-tensor-parallel's one axis by the tensor rank is the only part
+    // a mask is drawn in.
+    if (shard.size() != 3)
+      return op.emitError("a dropout mask's 'dist.tp_shard' is one axis "
+                          "[dim, blocks, parts] by the tensor rank (as "
+                          "dist-tensor-parallel writes it), got ")
+             << shard;
     ArrayRef<int64_t> shape = FunctionEmitter::typeOf(r).getShape();
     int64_t inner = 1;
     for (int64_t d : shape.drop_front(shard[0] + 1))

@@ -44,8 +44,18 @@ std::string FunctionEmitter::shardOf(Value v) {
   if (auto it = shards.find(v); it != shards.end())
     return it->second;
   // A tensor-parallel rank's index is its rank's tensor coordinate (the
-  // fastest one, lib/Schedule/RankLayout.h).
-  auto tpIndex = [&] { return "P.rank % " + std::to_string(shard[2]); };
+  // fastest one, lib/Schedule/RankLayout.h); an expert-parallel rank's,
+  // its replica's place in its expert group (stride tp).
+  SmallVector<distopt::dist::ShardAxis> axes;
+  if (shard)
+    axes = distopt::dist::shardAxes(shard.asArrayRef());
+  auto part = [](const distopt::dist::ShardAxis &a) {
+    std::string index = a.stride == 1 ? "P.rank % " + std::to_string(a.parts)
+                                      : "P.rank / " + std::to_string(a.stride) +
+                                            " % " + std::to_string(a.parts);
+    return std::to_string(a.dim) + ", " + std::to_string(a.blocks) + ", " +
+           std::to_string(a.parts) + ", " + index;
+  };
   auto list = [](ArrayRef<int64_t> values) {
     std::string s;
     for (auto [k, d] : llvm::enumerate(values))
@@ -55,8 +65,12 @@ std::string FunctionEmitter::shardOf(Value v) {
   std::string n = "shard" + std::to_string(counter++);
   shards[v] = n;
   if (!zero) {
-    os << "  const dg::Shard " << n << " = {" << list(shard.asArrayRef())
-       << ", " << tpIndex() << "};\n";
+    // Two axes: the second's part of the first's (an expert rank's
+    // tensor-parallel part of its experts), as dg::Shard's outer part.
+    os << "  const dg::Shard " << n << " = {" << part(axes.back());
+    if (axes.size() == 2)
+      os << ", nullptr, 0, " << part(axes.front());
+    os << "};\n";
     return n;
   }
   // A ZeRO block (dim -1): block `index` of the flattened tensor of
@@ -78,8 +92,10 @@ std::string FunctionEmitter::shardOf(Value v) {
      << "_index] != P.rank) ++" << n << "_index;\n  const dg::Shard " << n
      << " = {-1, 1, " << size << ", " << n << "_index, " << n << "_shape, "
      << whole.size();
+  // ZeRO blocks are of a one-axis part (dist-expert-parallel refuses ZeRO
+  // with two).
   if (shard)
-    os << ", " << list(shard.asArrayRef()) << ", " << tpIndex();
+    os << ", " << part(axes.front());
   os << "};\n";
   return n;
 }

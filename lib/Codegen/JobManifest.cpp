@@ -126,15 +126,29 @@ static json::Object shardOf(Operation *op, unsigned rank) {
   MLIRContext *ctx = op->getContext();
   DenseI64ArrayAttr tp = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
   DictionaryAttr zero = dist::DistDialect::ZeroShardAttrHelper(ctx).getAttr(op);
-  // A part's index is the rank modulo the parts, as the program computes
+  // A part's index is (rank / stride) mod parts, as the program computes
   // it: the tensor rank of a tensor-parallel part, the replica in its
-  // expert group of an expert-parallel one (tp = cp = 1), also for the
-  // part a ZeRO block is of.
-  if (!zero)
-    return json::Object{{"dim", tp[0]},
-                        {"blocks", tp[1]},
-                        {"parts", tp[2]},
-                        {"index", static_cast<int64_t>(rank % tp[2])}};
+  // expert group of an expert-parallel one, also for the part a ZeRO block
+  // is of. An expert rank's tensor-parallel part (two axes) is the part
+  // (`part`: [dim, blocks, parts, index]) of its experts' part that the
+  // entry's `dim` .. `index` name, as the program's dg::Shard.
+  SmallVector<dist::ShardAxis> axes;
+  if (tp)
+    axes = dist::shardAxes(tp.asArrayRef());
+  auto partIndex = [&](const dist::ShardAxis &a) { return a.indexOf(rank); };
+  if (!zero) {
+    const dist::ShardAxis &in = axes.back();
+    json::Object o{{"dim", in.dim},
+                   {"blocks", in.blocks},
+                   {"parts", in.parts},
+                   {"index", partIndex(in)}};
+    if (axes.size() == 2) {
+      const dist::ShardAxis &out = axes.front();
+      o["shape"] = json::Array(dist::wholeShape(op));
+      o["part"] = json::Array{out.dim, out.blocks, out.parts, partIndex(out)};
+    }
+    return o;
+  }
   SmallVector<int64_t> whole = dist::wholeShape(op);
   int64_t parts = 1, index = 0;
   for (const SmallVector<int64_t> &group : dist::runGroups(op))
@@ -149,8 +163,8 @@ static json::Object shardOf(Operation *op, unsigned rank) {
                  {"index", index},
                  {"shape", json::Array(whole)}};
   if (tp)
-    o["part"] =
-        json::Array{tp[0], tp[1], tp[2], static_cast<int64_t>(rank % tp[2])};
+    o["part"] = json::Array{axes.front().dim, axes.front().blocks,
+                            axes.front().parts, partIndex(axes.front())};
   return o;
 }
 

@@ -125,6 +125,11 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
   if (k == "ep-alone")
     return applySwitch(spec, item, k, op, value,
                        "ep > 1 only with tp = 1 and cp = 1", c.epAlone);
+  if (k == "ep-runs")
+    return applySwitch(spec, item, k, op, value,
+                       "ep > 1 only with cp = 1, and with tp > 1 only with "
+                       "sp = 0 and zero = 0",
+                       c.epRuns);
   if (k == "cp-sp") {
     if (op != "=" || (value != "0" && value != "1"))
       return constraintError(spec, "'" + item +
@@ -202,7 +207,8 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
                                      "'; known: dp, tp, pp, cp, ep, sp, "
                                      "mbs, chunks, zero, schedule, "
                                      "recompute, offload, replicas, "
-                                     "cp-alone, cp-sp, ep-alone, pin");
+                                     "cp-alone, cp-sp, ep-alone, ep-runs, "
+                                     "pin");
   if (value == "any")
     return Error::success();
   SmallVector<StringRef> vals;

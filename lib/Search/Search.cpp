@@ -314,12 +314,14 @@ void Searcher::enumerate() {
         for (unsigned ep = 1; ep <= dp; ++ep) {
           if (dp % ep || (ep > 1 && (!anyExpert || experts % ep)))
             continue;
-          if (!k.ep.allows(ep) || (ep > 1 && k.epAlone && tp * cp > 1)) {
+          if (!k.ep.allows(ep) || (ep > 1 && ((k.epAlone && tp * cp > 1) ||
+                                              (k.epRuns && cp > 1)))) {
             ++why.constraint;
             continue;
           }
           for (unsigned sp = 0; sp <= (tp > 1 ? 1u : 0u); ++sp) {
-            if ((!k.sp.allows(sp) && tp > 1) || (sp && cp > 1 && k.cpNoSp)) {
+            if ((!k.sp.allows(sp) && tp > 1) || (sp && cp > 1 && k.cpNoSp) ||
+                (sp && ep > 1 && k.epRuns)) {
               ++why.constraint;
               continue;
             }
@@ -424,7 +426,8 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
       const Tables::Memory &mem = t.memory(base.key());
       for (unsigned zero = k.zero.min; zero <= std::min(3u, k.zero.max);
            ++zero) {
-        if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1))
+        if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1) ||
+            (zero > 0 && ep > 1 && tp > 1 && k.epRuns))
           continue;
         Light z = base;
         z.zero = zero;

@@ -94,9 +94,12 @@ struct Constraints {
   /// it).
   bool cpNoSp = false;
   /// Expert parallelism (ep > 1) only with tp = 1 and cp = 1
-  /// (`ep-alone=1`): the plans dist-expert-parallel's programs run (with
-  /// dp, pp and ZeRO).
+  /// (`ep-alone=1`).
   bool epAlone = false;
+  /// Expert parallelism (ep > 1) only in the plans dist-expert-parallel's
+  /// programs run (`ep-runs=1`, dist-compile's search asks for it): cp = 1,
+  /// and with tp > 1 neither sequence parallelism nor ZeRO.
+  bool epRuns = false;
   /// Layer ranges that must stay on one device kind (training only). A
   /// stage holding a pinned layer runs on that kind's devices alone.
   std::vector<Pin> pins;

@@ -11,6 +11,15 @@
 // stacked weights ([E/ep, in, out], `dist.tp_shard` [0, 1, ep]: each rank
 // reads only its part of the weight file), and the inverse all-to-all
 // brings the outputs back before the routing weights and the combine.
+// With tensor parallelism each expert's GEMMs are split over the tensor
+// ranks too, as the cost model prices them (planning::routedExperts): the
+// input GEMMs column-parallel (their weights' output features split), the
+// output GEMMs row-parallel (input features split) and summed over the
+// tensor group before the inverse all-to-all. The weights then carry two
+// axes, `dist.tp_shard` [0, 1, ep, tp, feature, 1, tp, 1]: the experts by
+// the rank's replica coordinate ((rank / tp) mod ep), the features by its
+// tensor coordinate; the expert groups are the ranks of one tensor
+// coordinate (RankLayout::expertGroups).
 // Routing is per sequence, so each rank routes its own rows as one process
 // would. Runs before dist-autodiff, whose all-to-all rule (the inverse
 // exchange) makes the backward; dist-partition syncs the experts'
@@ -69,7 +78,8 @@ RankedTensorType rankPart(Type type, int64_t axis, int64_t ep) {
 class Rewriter {
 public:
   Rewriter(func::FuncOp func, const schedule::RankLayout &layout, int64_t ep)
-      : func(func), layout(layout), ep(ep), dependent(sampleDependent(func)) {}
+      : func(func), layout(layout), ep(ep), tp(layout.tp),
+        dependent(sampleDependent(func)) {}
 
   /// Rewrites every block of routed experts; fails with an error on a
   /// block that cannot run on the rank's experts.
@@ -81,7 +91,7 @@ private:
 
   func::FuncOp func;
   const schedule::RankLayout &layout;
-  int64_t ep;
+  int64_t ep, tp;
   DenseSet<Value> dependent;
 };
 
@@ -170,6 +180,17 @@ LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
       return fail(op, "its weights are split already");
     weights.push_back(w);
   }
+  // With tensor parallelism the input GEMMs' output features and the
+  // output GEMMs' input features (the region's) split over the tensor
+  // ranks.
+  const size_t numInputs = experts.inputs.size();
+  auto featureDim = [&](size_t k) -> int64_t { return k < numInputs ? 2 : 1; };
+  if (tp > 1)
+    for (auto [k, w] : llvm::enumerate(weights))
+      if (int64_t f = w.getType().getDimSize(featureDim(k)); f % tp != 0)
+        return fail(w, "the experts' ")
+               << f << " features do not split over tp = " << tp
+               << "; plan a tp that divides the experts' hidden width";
   MLIRContext *ctx = func.getContext();
   OpBuilder b(first);
   const std::vector<std::vector<unsigned>> groups =
@@ -179,15 +200,32 @@ LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
       b, first, groups, rankPart(type, axis, ep), tokens,
       b.getI64IntegerAttr(axis), b.getI64IntegerAttr(0));
   split::placeLike(dispatch, first);
+  Value expertTokens = dispatch.getResult();
+  const std::vector<std::vector<unsigned>> tensorGroups =
+      layout.tensorGroups(split::stageOf(first, layout));
+  if (tp > 1) {
+    // Megatron's `f`: every tensor rank's columns read the same tokens, so
+    // the backward sums their gradients over the tensor group.
+    auto copy = split::createCollective<dist::TpCopyOp>(
+        b, first, tensorGroups, expertTokens.getType(), expertTokens);
+    split::placeLike(copy, first);
+    expertTokens = copy.getResult();
+  }
   for (Operation *op : experts.inputs)
-    op->setOperand(0, dispatch.getResult());
+    op->setOperand(0, expertTokens);
   dist::DistDialect::TpShardAttrHelper shard(ctx);
-  for (g::WeightOp w : weights) {
+  for (auto [k, w] : llvm::enumerate(weights)) {
     auto wt = cast<RankedTensorType>(w.getType());
     SmallVector<int64_t> part(wt.getShape());
     part[0] = wt.getDimSize(0) / ep;
+    if (tp == 1) {
+      shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep}));
+    } else {
+      part[featureDim(k)] /= tp;
+      shard.setAttr(
+          w, b.getDenseI64ArrayAttr({0, 1, ep, tp, featureDim(k), 1, tp, 1}));
+    }
     w.getResult().setType(wt.clone(part));
-    shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep}));
   }
   SmallVector<Type> wholeOutputs;
   for (Operation *op : experts.outputs)
@@ -195,14 +233,45 @@ LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
   for (Operation *op : llvm::concat<Operation *const>(
            experts.inputs, experts.between, experts.outputs))
     op->getResult(0).setType(rankPart(op->getResult(0).getType(), axis, ep));
+  if (tp > 1) {
+    // The region between the GEMMs holds the rank's features.
+    dist::DistDialect::TpAttrHelper role(ctx);
+    auto setRole = [&](Operation *op, dist::TensorParallelRole r) {
+      role.setAttr(op, dist::TensorParallelRoleAttr::get(ctx, r));
+    };
+    for (Operation *op :
+         llvm::concat<Operation *const>(experts.inputs, experts.between)) {
+      auto t = cast<RankedTensorType>(op->getResult(0).getType());
+      SmallVector<int64_t> part(t.getShape());
+      part.back() /= tp;
+      op->getResult(0).setType(t.clone(part));
+      setRole(op, llvm::is_contained(experts.inputs, op)
+                      ? dist::TensorParallelRole::Column
+                      : dist::TensorParallelRole::Split);
+    }
+    // Megatron's `g`: the row-parallel GEMMs' partial sums, summed over
+    // the tensor group before the outputs go back to their tokens' ranks.
+    for (Operation *op : experts.outputs) {
+      setRole(op, dist::TensorParallelRole::Row);
+      b.setInsertionPointAfter(op);
+      Value partial = op->getResult(0);
+      auto sum = split::createCollective<dist::AllReduceOp>(
+          b, op, tensorGroups, partial.getType(), partial,
+          dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum));
+      split::placeLike(sum, op);
+      partial.replaceAllUsesExcept(sum.getResult(), sum);
+    }
+  }
   // Combine: each rank's tokens back from the experts that ran them.
   for (auto [op, whole] : llvm::zip(experts.outputs, wholeOutputs)) {
-    b.setInsertionPointAfter(op);
     Value out = op->getResult(0);
+    if (tp > 1)
+      out = (*out.getUsers().begin())->getResult(0); // the group's sum
+    b.setInsertionPointAfter(out.getDefiningOp());
     auto back = split::createCollective<dist::AllToAllOp>(
         b, op, groups, whole, out, b.getI64IntegerAttr(0),
         b.getI64IntegerAttr(axis));
-    split::placeLike(back, op);
+    split::placeLike(back, out.getDefiningOp());
     out.replaceAllUsesExcept(back.getResult(), back);
   }
   return success();
@@ -230,16 +299,24 @@ struct ExpertParallelPass
       emitError(module.getLoc())
           << "dist-expert-parallel: the plan has ep = " << ep << " with "
           << what
-          << "; expert parallelism executes with data and pipeline "
-             "parallelism (dp x pp, ep dividing dp, with or without ZeRO) yet";
+          << "; expert parallelism executes with data, tensor and pipeline "
+             "parallelism (dp x tp x pp, ep dividing dp; ZeRO with tp = 1) "
+             "yet";
       signalPassFailure();
     };
-    if (layout.tp != 1)
+    if (layout.tp != 1 && plan.getSp())
       return refuse("tp = " + Twine(layout.tp) +
-                    " (the cost model splits each expert's GEMMs over the "
-                    "tensor ranks too: weights split along the experts' and "
-                    "a feature axis, which dist.tp_shard cannot describe "
-                    "yet); plan tp = 1");
+                    " and sequence parallelism (sp = 1 splits the tokens "
+                    "between the tensor-parallel regions along the "
+                    "sequence, over which routing picks each expert's "
+                    "tokens); plan sp = 0 (--dist-plan=...,sp=0, or the "
+                    "search constraint sp=0)");
+    if (layout.tp != 1 && plan.getZero() != 0)
+      return refuse("tp = " + Twine(layout.tp) +
+                    " and ZeRO (zero = " + Twine(plan.getZero()) +
+                    ": ZeRO blocks of an expert rank's tensor-parallel part "
+                    "would be a third level of parts, which the runtime "
+                    "does not read); plan zero = 0 or tp = 1");
     if (layout.cp != 1)
       return refuse("cp = " + Twine(layout.cp) +
                     " (routing picks each expert's tokens over the whole "

@@ -85,12 +85,16 @@ def ExpertParallelPass : Pass<"dist-expert-parallel", "mlir::ModuleOp"> {
     brings the outputs back before the routing weights and the combine.
     dist-partition then averages the experts' gradients over the ranks
     that hold the same experts (dp / ep replicas) rather than over every
-    replica.
+    replica. With tp > 1 each expert's GEMMs are also split over the
+    tensor ranks (gate and up column-parallel behind a `dist.tp_copy`,
+    down row-parallel and all-reduced over the tensor group before the
+    inverse all-to-all); the weights' shard then has two axes,
+    `[0, 1, ep, tp, feature, 1, tp, 1]`.
 
     Errors: a GEMM with stacked expert weights outside such a block (it
     would run on the wrong experts), experts that ep does not divide, and
-    plans with tp, cp, per-stage replicas or ZeRO next to ep (not
-    executed yet).
+    plans with cp or per-stage replicas next to ep, or with tp and sp = 1
+    or ZeRO (not executed yet).
   }];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

@@ -84,6 +84,7 @@
 #include "passes/Distribute/ZeroShard.h"
 
 #include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -724,19 +725,27 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     return contextParallel ? meanOfSum(sum, stageReplicas) : sum;
   };
   // Expert parallelism: an expert-parallel rank's experts
-  // (dist-expert-parallel's weights, `dist.tp_shard` without tensor
-  // parallelism) get gradients that already hold its expert group's tokens
-  // (the backward all-to-all brought them), so they are summed over the
-  // ranks that hold the same experts (every ep-th replica) and scaled by
+  // (dist-expert-parallel's weights: a `dist.tp_shard` axis of ep parts
+  // by the rank's replica coordinate, stride tp) get gradients that
+  // already hold its expert group's tokens (the backward all-to-all
+  // brought them), so they are summed over the ranks that hold the same
+  // experts (every ep-th replica, at the same tensor rank) and scaled by
   // 1 / the stage's replicas: one process's mean over every row.
   llvm::DenseSet<Value> expertGrads;
   llvm::StringSet<> expertWeights; // by name (ZeRO-3's blocks)
-  if (plan.ep > 1 && layout.tp == 1)
+  auto isExpertPart = [&](Operation *w) {
+    auto shard = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(w);
+    return shard && llvm::any_of(dist::shardAxes(shard.asArrayRef()),
+                                 [&](const dist::ShardAxis &a) {
+                                   return a.parts == plan.ep &&
+                                          a.stride == layout.tp;
+                                 });
+  };
+  if (plan.ep > 1)
     for (Operation &op : func.getBody().front().without_terminator())
       if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op))
         if (auto w = op.getOperand(0).getDefiningOp<graph::WeightOp>();
-            w &&
-            w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr())) {
+            w && isExpertPart(w)) {
           expertGrads.insert(op.getOperand(1));
           expertWeights.insert(w.getSymName());
         }

@@ -504,8 +504,9 @@ def assemble_shards(state_dirs, zero_blocks=None):
     """Full tensors from the shards the ranks saved: each rank's
     shards.json says, per tensor file, its full shape and which part it
     holds (dimension `dim` viewed as [blocks][parts][n], part `index`; dim
-    -1: ZeRO's block `index` of the flattened tensor, or with "part":
-    [dim, blocks, parts, index] of that tensor-parallel part of it).
+    -1: ZeRO's block `index` of the flattened tensor; with "part":
+    [dim, blocks, parts, index] the block or part is of that
+    tensor-parallel part of the tensor).
     With data parallelism every replica saves its own set of parts.
     Returns {file name: [array per replica]}; a set with a part missing is
     an error. The names put together from ZeRO blocks are added to the set
@@ -535,9 +536,17 @@ def assemble_shards(state_dirs, zero_blocks=None):
             if sorted(got) != want:
                 raise ValueError(f"{base}: parts {sorted(got)} of {want} saved")
             if dim != -1:
+                # A tensor-parallel part of tensor-parallel part p (an
+                # expert rank's features of its experts): the parts p
+                # first, joined along their own dimension.
+                part_shape = list(shape)
+                part_shape[pdim] //= pparts
+                pieces = {p: join_parts({i: got[(p, i)] for i in range(n)},
+                                        part_shape, dim, blocks, n)
+                          for p in range(pparts)}
                 full.setdefault(base, []).append(
-                    join_parts({i: a for (_, i), a in got.items()}, shape,
-                               dim, blocks, n))
+                    pieces[0] if pparts == 1
+                    else join_parts(pieces, shape, pdim, pblocks, pparts))
                 continue
             # ZeRO: block i of the flattened, zero-padded tensor (or
             # tensor-parallel part p of it).
@@ -1569,6 +1578,23 @@ def pipeline_train_cases(rng):
                 dict(moe, plan="dp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=4, batch=4, tp_split=(),
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
+    # Expert with tensor parallelism (dp = 2, tp = 2, ep = 2): each
+    # expert's GEMMs split over the tensor ranks as the cost model prices
+    # them (gate and up by their output features, down by its input
+    # features, summed over the tensor group before the inverse
+    # all-to-all); each rank keeps its tensor part of its expert group's
+    # experts (two axes: experts by (rank / tp) mod ep, features by rank
+    # mod tp), the all-to-alls run over the ranks of one tensor rank. The
+    # experts must be saved in the 2 tensor parts of the 2 expert parts.
+    moe_tp = dict(moe_momentum, zero=False, model=moe_llama_tp_model,
+                  ranks=4)
+    out.append(("llama_moe_momentum_tp2_ep2",
+                dict(moe_tp, plan="dp=2,tp=2,ep=2,mbs=1")))
+    out.append(("llama_moe_sgd_tp2_ep2_pp2_1f1b",
+                dict(moe, model=moe_llama_tp_model,
+                     plan="dp=2,tp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
+                     ranks=8, batch=4, tp_split=(),
+                     feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
     # And its forward program (each replica's rows; the weights are the
     # programs' own initialization, so nothing is loaded from a file).
     out.append(("llama_moe_forward_dp2_ep2",
@@ -1927,21 +1953,29 @@ def reshard_cases(rng):
     ]
 
 
-def moe_llama_model(work):
+def moe_llama_model(work, kv_heads=1):
     """A LLaMA of 2 blocks whose second is a mixture of experts (4 routed
     experts of width 16, top-2, one shared expert), written by
     dist-modelgen into `work` (its weights are the programs' own
-    deterministic initialization)."""
-    path = os.path.join(work, "moe_llama.onnx")
+    deterministic initialization). With 2 key/value heads tensor
+    parallelism can give each of 2 ranks whole heads."""
+    path = os.path.join(work, "moe_llama.onnx" if kv_heads == 1 else
+                        f"moe_llama_kv{kv_heads}.onnx")
     if not os.path.exists(path):
         subprocess.run([os.path.join(BIN[0], "dist-modelgen"), "llama",
                         "--layers", "2", "--hidden", "16", "--heads", "2",
-                        "--kv-heads", "1", "--ffn-hidden", "32", "--vocab",
+                        "--kv-heads", str(kv_heads), "--ffn-hidden", "32",
+                        "--vocab",
                         "64", "--seq", "8", "--experts", "4", "--top-k", "2",
                         "--expert-ffn", "16", "--shared-experts", "1",
                         "--dense-layers", "1", "-o", path],
                        check=True, capture_output=True)
     return path
+
+
+def moe_llama_tp_model(work):
+    """moe_llama_model with 2 key/value heads (tensor parallelism)."""
+    return moe_llama_model(work, kv_heads=2)
 
 
 def small_resnet_model(work):

@@ -11,6 +11,7 @@
 // program (`--model NAME` picks one at run time). docs/codegen.md.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/Dist/DistOps.h"
 #include "dist/Diagnostics.h"
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
@@ -51,9 +52,10 @@ using namespace distopt;
 static cl::OptionCategory category("dist-compile options");
 
 /// What a searched plan may use so that the programs run it, training or
-/// inference: expert parallelism with dp, pp and ZeRO only (no tp or cp);
-/// context parallelism runs with dp, tp, sp, pp and ZeRO.
-static constexpr const char *kRunnableConstraints = "ep-alone=1";
+/// inference: expert parallelism with dp, tp and pp, ZeRO with tp = 1 and
+/// no sequence parallelism with tp > 1 (no cp); context parallelism runs
+/// with dp, tp, sp, pp and ZeRO.
+static constexpr const char *kRunnableConstraints = "ep-runs=1";
 
 static cl::list<std::string>
     inputs(cl::Positional, cl::OneOrMore,
@@ -270,12 +272,17 @@ static bool needsContextParallel(ModuleOp module) {
       dist::DistDialect::ContextSplitAttrHelper::getNameStr());
 }
 
-/// Expert parallelism: not yet split while no expert weight has
-/// `dist.tp_shard` (dist-expert-parallel runs without tensor parallelism).
+/// Expert parallelism: not yet split while no op exchanges tokens over
+/// the expert groups (dist-expert-parallel's `dist.all_to_all`; the
+/// weights' `dist.tp_shard` does not tell, as dist-tensor-parallel, which
+/// runs first, writes it too).
 static bool needsExpertParallel(ModuleOp module) {
-  return needsSplit(
-      module, [](dist::PlanAttr p) { return p.getEp(); },
-      dist::DistDialect::TpShardAttrHelper::getNameStr());
+  auto plan =
+      dist::DistDialect::PlanAttrHelper(module.getContext()).getAttr(module);
+  if (!plan || plan.getEp() < 2)
+    return false;
+  return !module.walk([](dist::AllToAllOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
 }
 
 /// True for a planned module whose function is a pipeline (more than one

@@ -59,12 +59,13 @@ static int64_t shardElements(const int64_t *dims, int rank, const Shard &s) {
   int64_t n = 1;
   for (int i = 0; i < rank; ++i)
     n *= dims[i];
-  return n / s.parts;
+  return n / s.parts / s.partParts;
 }
 
-/// The runs of a tensor-parallel part (dim >= 0), as forEachShardRun.
+/// The runs of one axis's part (dim >= 0; its outer part ignored), as
+/// forEachShardRun.
 template <class F>
-static void forEachPartRun(const int64_t *dims, int rank, const Shard &s,
+static void forEachAxisRun(const int64_t *dims, int rank, const Shard &s,
                            F fn) {
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < s.dim; ++i)
@@ -78,6 +79,36 @@ static void forEachPartRun(const int64_t *dims, int rank, const Shard &s,
       fn((o * n + (b * s.parts + s.index) * part) * inner, at, part * inner);
       at += part * inner;
     }
+}
+
+/// The runs of a tensor-parallel part (dim >= 0), as forEachShardRun.
+template <class F>
+static void forEachPartRun(const int64_t *dims, int rank, const Shard &s,
+                           F fn) {
+  if (s.partParts < 2)
+    return forEachAxisRun(dims, rank, s, fn);
+  // A part of a part: its runs in the outer part, each mapped to the
+  // whole tensor through the outer part's runs, which are all of one
+  // length and may cut an inner run.
+  Shard outer = s.tensorPart();
+  int64_t partDims[8], length = 0;
+  for (int i = 0; i < rank; ++i)
+    partDims[i] = dims[i] / (i == outer.dim ? outer.parts : 1);
+  std::vector<int64_t> starts;
+  forEachAxisRun(dims, rank, outer, [&](int64_t full, int64_t, int64_t n) {
+    starts.push_back(full);
+    length = n;
+  });
+  forEachAxisRun(partDims, rank, s, [&](int64_t at, int64_t to, int64_t n) {
+    while (n > 0) {
+      int64_t run = at / length, off = at % length;
+      int64_t count = std::min(n, length - off);
+      fn(starts[run] + off, to, count);
+      at += count;
+      to += count;
+      n -= count;
+    }
+  });
 }
 
 /// Calls fn(fullElement, shardElement, count) for each contiguous run of
@@ -303,7 +334,7 @@ bool Program::savedShard(const std::string &dir, const std::string &stem,
     used = 0;
     if (sscanf(p + 1, ", \"part\": [%d, %d, %d, %d]%n", &s.partDim,
                &s.partBlocks, &s.partParts, &s.partIndex, &used) != 4 ||
-        !used || !s.flat() || s.partParts < 2 || s.partIndex < 0 ||
+        !used || s.partDim == s.dim || s.partParts < 2 || s.partIndex < 0 ||
         s.partIndex >= s.partParts ||
         !divides(s.partDim, s.partBlocks, s.partParts))
       return false;
@@ -318,9 +349,8 @@ int Program::loadResharded(const Persistent &b, bool &found, size_t &folders) {
   int64_t elems = 1;
   const int fullRank = b.shard.flat() ? b.shard.flatRank : b.rank;
   for (int i = 0; i < fullRank; ++i) {
-    full[i] = b.shard.flat()
-                  ? b.shard.flatShape[i]
-                  : b.dims[i] * (i == b.shard.dim ? b.shard.parts : 1);
+    full[i] = b.shard.flat() ? b.shard.flatShape[i]
+                             : b.dims[i] * b.shard.partsAlong(i);
     elems *= full[i];
   }
   size_t esize = dtypeInfo(b.dtype).size;
@@ -399,8 +429,7 @@ int Program::saveState(const std::string &dir) {
     else
       for (int i = 0; i < b.rank; ++i)
         full +=
-            (i ? ", " : "") +
-            std::to_string(b.dims[i] * (i == b.shard.dim ? b.shard.parts : 1));
+            (i ? ", " : "") + std::to_string(b.dims[i] * b.shard.partsAlong(i));
     shards += std::string(shards.empty() ? "" : ",\n") + "  \"" +
               sanitizeName(b.name) +
               "\": {\"dim\": " + std::to_string(b.shard.dim) +

@@ -388,7 +388,7 @@ func.func @f() {
 // A ZeRO block of a tensor-parallel part: the part's shape (8x7) must fit
 // the tensor-parallel split, as a part of its own would.
 func.func @f() {
-  // expected-error @+1 {{'dist.tp_shard' [1, 2, 2] does not fit 'tensor<8x7xf32>'}}
+  // expected-error @+1 {{'dist.tp_shard' axis [1, 2, 2, 1] does not fit 'tensor<8x7xf32>'}}
   %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 2, 2>, dist.zero_shard = {shape = array<i64: 8, 7>, group = array<i64: 0, 2>}} : tensor<28xf32>
   return
 }
@@ -511,7 +511,7 @@ module attributes {x = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches 
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{'dist.tp_shard' is [dim, blocks, parts] on a graph.weight, graph.state or dropout (written by dist-tensor-parallel), got array<i64: 1, 2>}}
+  // expected-error @+1 {{'dist.tp_shard' is [dim, blocks, parts], or [dim, blocks, parts, stride] for each of one or two axes, on a graph.weight, graph.state or dropout (written by dist-tensor-parallel and dist-expert-parallel), got array<i64: 1, 2>}}
   %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 2>} : tensor<8x8xf32>
   return
 }
@@ -519,8 +519,54 @@ func.func @f() {
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{'dist.tp_shard' [1, 3, 2] does not fit 'tensor<8x8xf32>': dim must index the tensor, blocks divide its size there and parts be at least 2}}
+  // expected-error @+1 {{'dist.tp_shard' axis [1, 3, 2, 1] does not fit 'tensor<8x8xf32>': dim must index the tensor, blocks divide its size there, parts be at least 2 and stride at least 1}}
   %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 3, 2>} : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+// Axes of [dim, blocks, parts, stride] (an expert-parallel rank's
+// tensor-parallel part): one axis's stride must not be 0.
+func.func @f() {
+  // expected-error @+1 {{'dist.tp_shard' axis [2, 1, 2, 0] does not fit 'tensor<2x8x8xf32>': dim must index the tensor, blocks divide its size there, parts be at least 2 and stride at least 1}}
+  %w = graph.weight "w" {dist.tp_shard = array<i64: 0, 1, 2, 2, 2, 1, 2, 0>} : tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+// Neither three numbers nor whole axes of four.
+func.func @f() {
+  // expected-error @+1 {{'dist.tp_shard' is [dim, blocks, parts], or [dim, blocks, parts, stride] for each of one or two axes, on a graph.weight, graph.state or dropout (written by dist-tensor-parallel and dist-expert-parallel), got array<i64: 0, 1, 2, 2, 2>}}
+  %w = graph.weight "w" {dist.tp_shard = array<i64: 0, 1, 2, 2, 2>} : tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+// Three axes: the runtime reads parts along at most two.
+func.func @f() {
+  // expected-error @+1 {{'dist.tp_shard' is [dim, blocks, parts], or [dim, blocks, parts, stride] for each of one or two axes}}
+  %w = graph.weight "w" {dist.tp_shard = array<i64: 0, 1, 2, 4, 1, 1, 2, 2, 2, 1, 2, 1>} : tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'dist.tp_shard' splits dimension 1 twice; the two axes must split different dimensions}}
+  %w = graph.weight "w" {dist.tp_shard = array<i64: 1, 1, 2, 2, 1, 1, 2, 1>} : tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+// Experts by the rank's tensor coordinate (stride 1) and features by it
+// too: ranks 0 and 3 would hold the same block, none the others.
+func.func @f() {
+  // expected-error @+1 {{'dist.tp_shard' axes of 2 parts by stride 1 and 2 parts by stride 1 read overlapping digits of the rank; one axis's stride must be at least the other's stride times its parts}}
+  %w = graph.weight "w" {dist.tp_shard = array<i64: 0, 1, 2, 1, 2, 1, 2, 1>} : tensor<2x8x8xf32>
   return
 }
 

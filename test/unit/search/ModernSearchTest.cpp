@@ -180,28 +180,38 @@ TEST(ModernSearch, MixtureOfExpertsGetsExpertParallelism) {
   EXPECT_EQ(dense.best.sim.plan.ep, 1u);
 }
 
+/// The mixture of experts of 16 layers on 16 H100s, a global batch of 64,
+/// under `constraints`.
+llvm::Expected<SearchResult> searchMoe(const char *constraints) {
+  static const cost::ModelDesc model = moe(16);
+  static const cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 2));
+  static const cost::CostModel cm;
+  SearchOptions o;
+  o.globalBatch = 64;
+  o.constraints = cantFail(parseConstraints(constraints));
+  return searchPlan(model, c, cm, o);
+}
+
+/// The best plan of a search and its alternatives.
+std::vector<const Candidate *> candidates(const SearchResult &r) {
+  std::vector<const Candidate *> all = {&r.best};
+  for (const auto &alt : r.alternatives)
+    all.push_back(&alt);
+  return all;
+}
+
 TEST(ModernSearch, EpAloneKeepsExpertParallelismWithoutTpOrCp) {
-  // ep-alone=1 (what dist-compile's search asks for: the plans
-  // dist-expert-parallel's programs run): a plan with ep > 1 has tp = 1
-  // and cp = 1, ZeRO still weighed with it.
+  // ep-alone=1: a plan with ep > 1 has tp = 1 and cp = 1, ZeRO still
+  // weighed with it.
   expectSwitch("ep-alone=1", "ep-alone=0", &Constraints::epAlone, "ep-alone<=1",
                "use ep-alone=1");
-  cost::ModelDesc model = moe(16);
-  cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 2));
-  cost::CostModel cm;
   auto search = [&](const char *constraints) {
-    SearchOptions o;
-    o.globalBatch = 64;
-    o.constraints = cantFail(parseConstraints(constraints));
-    return cantFail(searchPlan(model, c, cm, o));
+    return cantFail(searchMoe(constraints));
   };
   SearchResult r = search("pp=1,ep-alone=1");
   EXPECT_GT(r.best.sim.plan.ep, 1u) << r.best.sim.plan.str();
   bool zeroWithEp = false;
-  std::vector<const Candidate *> all = {&r.best};
-  for (const auto &alt : r.alternatives)
-    all.push_back(&alt);
-  for (const Candidate *p : all) {
+  for (const Candidate *p : candidates(r)) {
     const schedule::Plan &plan = p->sim.plan;
     if (plan.ep > 1) {
       EXPECT_EQ(plan.tp, 1u) << plan.str();
@@ -216,10 +226,32 @@ TEST(ModernSearch, EpAloneKeepsExpertParallelismWithoutTpOrCp) {
   SearchResult free = search("pp=1,ep>=2,tp>=2");
   EXPECT_GT(free.best.sim.plan.ep, 1u) << free.best.sim.plan.str();
   EXPECT_GT(free.best.sim.plan.tp, 1u) << free.best.sim.plan.str();
-  SearchOptions o;
-  o.globalBatch = 64;
-  o.constraints = cantFail(parseConstraints("pp=1,ep>=2,tp>=2,ep-alone=1"));
-  auto none = searchPlan(model, c, cm, o);
+  auto none = searchMoe("pp=1,ep>=2,tp>=2,ep-alone=1");
+  EXPECT_FALSE(static_cast<bool>(none));
+  if (!none)
+    llvm::consumeError(none.takeError());
+}
+
+TEST(ModernSearch, EpRunsKeepsTheExpertPlansTheProgramsRun) {
+  // ep-runs=1 (dist-compile's search): ep > 1 with tp > 1 but then
+  // without sequence parallelism or ZeRO, and never with cp > 1.
+  expectSwitch("ep-runs=1", "ep-runs=0", &Constraints::epRuns, "ep-runs<=1",
+               "use ep-runs=1");
+  auto r = searchMoe("pp=1,ep>=2,tp>=2,ep-runs=1");
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  for (const Candidate *p : candidates(*r)) {
+    const schedule::Plan &plan = p->sim.plan;
+    EXPECT_GT(plan.ep, 1u) << plan.str();
+    EXPECT_GT(plan.tp, 1u) << plan.str();
+    EXPECT_FALSE(plan.sp) << plan.str();
+    EXPECT_EQ(plan.zero, 0u) << plan.str();
+    EXPECT_EQ(plan.cp, 1u) << plan.str();
+  }
+  // Without it the search weighs sp with ep and tp; with it, nothing.
+  auto sp = searchMoe("pp=1,ep>=2,tp>=2,sp=1");
+  ASSERT_TRUE(static_cast<bool>(sp)) << llvm::toString(sp.takeError());
+  EXPECT_TRUE(sp->best.sim.plan.sp);
+  auto none = searchMoe("pp=1,ep>=2,tp>=2,sp=1,ep-runs=1");
   EXPECT_FALSE(static_cast<bool>(none));
   if (!none)
     llvm::consumeError(none.takeError());

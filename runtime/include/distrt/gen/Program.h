@@ -31,7 +31,10 @@ std::string expandRank(std::string dir, int rank);
 /// at the end; with partParts > 1 the blocks are of the tensor-parallel
 /// part (partDim, partBlocks, partParts, partIndex) of that tensor, in the
 /// part's order, rather than of the whole tensor (ZeRO under tensor
-/// parallelism). parts = 1: the whole tensor.
+/// parallelism). A tensor-parallel part with partParts > 1 is likewise a
+/// part of that part (an expert-parallel rank's experts, partDim 0, split
+/// over the tensor ranks along a feature axis, `dim` another dimension).
+/// parts = 1: the whole tensor.
 struct Shard {
   int dim = 0, blocks = 1, parts = 1, index = 0;
   const int64_t *flatShape = nullptr;
@@ -47,6 +50,12 @@ struct Shard {
     p.parts = partParts;
     p.index = partIndex;
     return p;
+  }
+  /// How many parts of a tensor-parallel part (dim >= 0) make the whole
+  /// tensor along dimension \p i.
+  int64_t partsAlong(int i) const {
+    return (i == dim ? parts : 1) *
+           (partParts > 1 && i == partDim ? partParts : 1);
   }
   /// How many shards make the whole tensor, and which one this is.
   int count() const { return parts * partParts; }
