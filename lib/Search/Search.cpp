@@ -314,8 +314,9 @@ void Searcher::enumerate() {
         for (unsigned ep = 1; ep <= dp; ++ep) {
           if (dp % ep || (ep > 1 && (!anyExpert || experts % ep)))
             continue;
-          if (!k.ep.allows(ep) || (ep > 1 && ((k.epAlone && tp * cp > 1) ||
-                                              (k.epRuns && cp > 1)))) {
+          if (!k.ep.allows(ep) ||
+              (ep > 1 && ((k.epAlone && tp * cp > 1) ||
+                          (k.epRuns && cp > 1 && tp > 1)))) {
             ++why.constraint;
             continue;
           }

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/Planning/FusedKernels.h"
 #include "passes/Planning/Planning.h"
 
 #include "dialects/Dist/DistDialect.h"
@@ -169,10 +170,113 @@ struct ContextParallelPass
       splitAttr.setAttr(slice, b.getI64IntegerAttr(layout.cp));
       arg.replaceAllUsesExcept(slice.getResult(), slice);
     });
-    if (failed(readWeightsAsTheyAre(body)))
+    llvm::DenseSet<Operation *> onSlots;
+    if (failed(splitExpertSlots(*func, layout, tokens, onSlots)))
+      return signalPassFailure();
+    if (failed(readWeightsAsTheyAre(body, onSlots)))
       return signalPassFailure();
     if (failed(mlir::verify(*func)))
       return signalPassFailure();
+  }
+
+  /// The routed experts of each mixture-of-experts block
+  /// (planning::routedExperts, docs/modelgen.md's form) run on the rank's
+  /// part of every expert's capacity slots. Routing picks each expert's
+  /// top-C tokens of the whole sequence, so TokenSplit leaves the routing,
+  /// the dispatch and the combine whole (the router's scores and the
+  /// block's input gathered over the cp group): every context rank
+  /// dispatches the same [B, E, C, h] tokens, as one process does. Each
+  /// then runs the experts on its C/cp slots of every expert
+  /// (`split::sliceWhole` over the context group) and gathers the outputs
+  /// whole before the combine, so the experts run once per replica and
+  /// each context rank's expert-weight gradients are its slots' part,
+  /// which the step's gradient sync sums over cp as it does the other
+  /// weights'. dist-expert-parallel, which runs after, exchanges each
+  /// context rank's slots over its expert group. Fills `onSlots` with the
+  /// expert GEMMs (they read their weights as they are).
+  LogicalResult splitExpertSlots(func::FuncOp func,
+                                 const schedule::RankLayout &layout,
+                                 const split::TokenSplit &tokens,
+                                 llvm::DenseSet<Operation *> &onSlots) {
+    llvm::DenseSet<Value> dependent = split::sampleDependent(func);
+    auto isDep = [&](Value v) { return dependent.contains(v); };
+    SmallVector<Operation *> gemms;
+    func.walk([&](graph::MatmulOp m) {
+      if (!tokens.contains(m) && planning::stackedExperts(m, isDep))
+        gemms.push_back(m);
+    });
+    const int64_t cp = layout.cp;
+    for (Operation *first : gemms) {
+      if (onSlots.contains(first))
+        continue;
+      Value in = first->getOperand(0);
+      SmallVector<Operation *> inputs =
+          planning::expertInputs(gemms, first, onSlots);
+      planning::RoutedExperts experts;
+      // Every error names the plan and the GEMM; each says what to plan.
+      auto fail = [&](Operation *at) {
+        return at->emitError("dist-context-parallel: the plan has cp = ")
+               << cp << " but this GEMM with stacked expert weights ";
+      };
+      if (std::string why = planning::routedExperts(inputs, isDep, experts);
+          !why.empty())
+        return fail(first)
+               << "is not in a mixture-of-experts block whose capacity slots "
+                  "split over the context ranks: "
+               << why
+               << " (the form is docs/modelgen.md's: dispatched tokens "
+                  "[batch, experts, capacity, hidden], stacked-weight GEMMs, "
+                  "elementwise ops between); plan cp = 1";
+      auto type = cast<RankedTensorType>(in.getType());
+      const int64_t axis = type.getRank() - 2; // the capacity slots
+      if (!type.hasStaticShape())
+        return fail(first) << "reads tokens " << type
+                           << " of unknown shape; pin the inputs' shapes "
+                              "(--input-shape) or plan cp = 1";
+      if (type.getDimSize(axis) % cp != 0)
+        return fail(first)
+               << "runs " << type.getDimSize(axis)
+               << " capacity slots per expert (top-k x sequence / experts), "
+                  "which do not split over the "
+               << cp << " context ranks; plan a cp that divides them";
+      // The region between the GEMMs is elementwise on [.., E, C, f].
+      std::string notElementwise;
+      if (Operation *op =
+              planning::notElementwiseBetween(experts, notElementwise))
+        return fail(op) << "is in a block with " << notElementwise
+                        << "; plan cp = 1";
+      for (Operation *op :
+           llvm::concat<Operation *const>(experts.inputs, experts.outputs))
+        onSlots.insert(op);
+      OpBuilder b(first);
+      const std::vector<std::vector<unsigned>> groups =
+          layout.contextGroups(split::stageOf(first, layout));
+      Value slots = split::sliceWhole(b, first, in, axis, groups);
+      for (Operation *op : experts.inputs)
+        op->setOperand(0, slots);
+      auto onRankSlots = [&](Value v) {
+        auto t = cast<RankedTensorType>(v.getType());
+        SmallVector<int64_t> shape(t.getShape());
+        shape[axis] /= cp;
+        v.setType(t.clone(shape));
+      };
+      for (Operation *op : llvm::concat<Operation *const>(
+               experts.inputs, experts.between, experts.outputs))
+        onRankSlots(op->getResult(0));
+      // The outputs gathered whole before the combine.
+      for (Operation *op : experts.outputs) {
+        Value out = op->getResult(0);
+        SmallVector<OpOperand *> uses;
+        for (OpOperand &use : out.getUses())
+          uses.push_back(&use);
+        b.setInsertionPointAfter(op);
+        Value whole = split::gatherWhole(
+            b, op, out, cast<RankedTensorType>(out.getType()), axis, groups);
+        for (OpOperand *use : uses)
+          use->set(whole);
+      }
+    }
+    return success();
   }
 
   /// The token-split ops read the weights through the copies TokenSplit
@@ -185,7 +289,9 @@ struct ContextParallelPass
   /// any other op reads (whole, or sliced along the tokens) would have the
   /// whole sequence's gradient on every context rank, which that sum would
   /// count cp times: refused.
-  LogicalResult readWeightsAsTheyAre(Block &body) {
+  LogicalResult
+  readWeightsAsTheyAre(Block &body,
+                       const llvm::DenseSet<Operation *> &onSlots) {
     // Ops computed from weights and constants alone, and the trained
     // weight each of those that reads one reads (the first).
     llvm::DenseSet<Operation *> fromWeights;
@@ -227,7 +333,7 @@ struct ContextParallelPass
           copies.push_back(copy);
           continue;
         }
-        if (fromWeights.contains(user))
+        if (fromWeights.contains(user) || onSlots.contains(user))
           continue;
         return user->emitError("dist-context-parallel: '")
                << user->getName() << "' reads the trained weight '"

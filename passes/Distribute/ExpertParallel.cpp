@@ -21,10 +21,15 @@
 // tensor coordinate; the expert groups are the ranks of one tensor
 // coordinate (RankLayout::expertGroups).
 // Routing is per sequence, so each rank routes its own rows as one process
-// would. Runs before dist-autodiff, whose all-to-all rule (the inverse
-// exchange) makes the backward; dist-partition syncs the experts'
-// gradients over the expert data group (the ranks that hold the same
-// experts). docs/distributed.md "Expert parallelism".
+// would. With context parallelism dist-context-parallel, which runs
+// first, leaves the routing whole on every context rank and runs the
+// experts on the rank's part of the capacity slots ([.., E, C/cp, h]):
+// the expert groups are then the replicas of one context rank
+// (RankLayout::expertGroups), which exchange those slots. Runs before
+// dist-autodiff, whose all-to-all rule (the inverse exchange) makes the
+// backward; dist-partition syncs the experts' gradients over the expert data
+// group (the ranks that hold the same experts). docs/distributed.md "Expert
+// parallelism".
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -52,19 +57,6 @@ namespace g = distopt::graph;
 
 namespace {
 
-/// The values of `func` computed from its arguments (the others come from
-/// weights and constants alone).
-DenseSet<Value> sampleDependent(func::FuncOp func) {
-  DenseSet<Value> dependent(func.getArguments().begin(),
-                            func.getArguments().end());
-  func.walk([&](Operation *op) {
-    if (llvm::any_of(op->getOperands(),
-                     [&](Value v) { return dependent.contains(v); }))
-      dependent.insert(op->result_begin(), op->result_end());
-  });
-  return dependent;
-}
-
 /// `type` as one expert rank holds it: the leading dimension ep times, the
 /// experts' dimension (`axis`) an ep-th.
 RankedTensorType rankPart(Type type, int64_t axis, int64_t ep) {
@@ -79,7 +71,7 @@ class Rewriter {
 public:
   Rewriter(func::FuncOp func, const schedule::RankLayout &layout, int64_t ep)
       : func(func), layout(layout), ep(ep), tp(layout.tp),
-        dependent(sampleDependent(func)) {}
+        dependent(split::sampleDependent(func)) {}
 
   /// Rewrites every block of routed experts; fails with an error on a
   /// block that cannot run on the rank's experts.
@@ -108,13 +100,9 @@ LogicalResult Rewriter::run(unsigned &blocks) {
   for (Operation *first : gemms) {
     if (done.contains(first))
       continue;
-    Value tokens = first->getOperand(0);
-    SmallVector<Operation *> inputs;
-    for (Operation *m : gemms)
-      if (!done.contains(m) && m->getOperand(0) == tokens)
-        inputs.push_back(m);
     planning::RoutedExperts experts;
-    std::string why = planning::routedExperts(inputs, isDep, experts);
+    std::string why = planning::routedExperts(
+        planning::expertInputs(gemms, first, done), isDep, experts);
     if (!why.empty())
       return first->emitError("dist-expert-parallel: the plan has ep = ")
              << ep
@@ -151,23 +139,10 @@ LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
   if (e % ep != 0)
     return fail(first, "the experts do not divide evenly; plan an ep that "
                        "divides the expert count");
-  // The region between the GEMMs is elementwise on [.., E, C, f]: any
-  // other operand must broadcast as a scalar.
-  DenseSet<Value> region;
-  for (Operation *op : experts.inputs)
-    region.insert(op->getResult(0));
-  for (Operation *op : experts.between) {
-    if (!isa<g::UnaryOp, g::BinaryOp>(op))
-      return fail(op, "a view between the expert GEMMs; only elementwise "
-                      "ops may run between them");
-    for (Value o : op->getOperands())
-      if (!region.contains(o) &&
-          llvm::any_of(cast<RankedTensorType>(o.getType()).getShape(),
-                       [](int64_t d) { return d != 1; }))
-        return fail(op, "an elementwise op between the expert GEMMs reads ")
-               << o.getType() << ", which is not one value for every expert";
-    region.insert(op->getResult(0));
-  }
+  // The region between the GEMMs is elementwise on [.., E, C, f].
+  std::string notElementwise;
+  if (Operation *op = planning::notElementwiseBetween(experts, notElementwise))
+    return fail(op, notElementwise);
   // Every expert GEMM reads its own stacked weight.
   SmallVector<g::WeightOp> weights;
   for (Operation *op :
@@ -218,8 +193,11 @@ LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
     auto wt = cast<RankedTensorType>(w.getType());
     SmallVector<int64_t> part(wt.getShape());
     part[0] = wt.getDimSize(0) / ep;
-    if (tp == 1) {
+    if (tp == 1 && layout.cp == 1) {
       shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep}));
+    } else if (tp == 1) {
+      // The experts' part by the replica coordinate: (rank / cp) mod ep.
+      shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep, layout.cp}));
     } else {
       part[featureDim(k)] /= tp;
       shard.setAttr(
@@ -299,9 +277,9 @@ struct ExpertParallelPass
       emitError(module.getLoc())
           << "dist-expert-parallel: the plan has ep = " << ep << " with "
           << what
-          << "; expert parallelism executes with data, tensor and pipeline "
-             "parallelism (dp x tp x pp, ep dividing dp; ZeRO with tp = 1) "
-             "yet";
+          << "; expert parallelism executes with data, tensor, context and "
+             "pipeline parallelism (dp x tp x pp or dp x cp x pp, ep "
+             "dividing dp; ZeRO with tp = 1) yet";
       signalPassFailure();
     };
     if (layout.tp != 1 && plan.getSp())
@@ -317,10 +295,12 @@ struct ExpertParallelPass
                     ": ZeRO blocks of an expert rank's tensor-parallel part "
                     "would be a third level of parts, which the runtime "
                     "does not read); plan zero = 0 or tp = 1");
-    if (layout.cp != 1)
+    if (layout.cp != 1 && layout.tp != 1)
       return refuse("cp = " + Twine(layout.cp) +
-                    " (routing picks each expert's tokens over the whole "
-                    "sequence, which context parallelism splits)");
+                    " and tp = " + Twine(layout.tp) +
+                    " (the experts' tensor-parallel split of the context "
+                    "ranks' capacity slots is not built); plan tp = 1 or "
+                    "cp = 1");
     if (layout.replicated())
       return refuse("per-stage replicas");
     if (layout.dp % ep != 0)

@@ -14,7 +14,9 @@
 #include "dialects/Graph/GraphOps.h"
 #include "lib/Schedule/RankLayout.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <optional>
 #include <vector>
@@ -181,6 +183,63 @@ gatherWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v,
   x = place(graph::TransposeOp::create(b, loc, local.clone(moved), x,
                                        b.getDenseI64ArrayAttr(perm)));
   return place(graph::ReshapeOp::create(b, loc, wholeType, x));
+}
+
+/// The rank's part of the whole `v` along `dim` over the ranks of
+/// `groups`, where `b` inserts, placed like `at`: a `dist.all_slice` along
+/// `dim` when every dimension before it is 1, else `dim` cut into
+/// [parts, n/parts], the parts moved to a new leading dimension and sliced
+/// there (the runtime slices blocks of the leading dimension; the slice's
+/// gradient, an all-gather, gathers along it).
+inline mlir::Value
+sliceWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
+           const std::vector<std::vector<unsigned>> &groups) {
+  int64_t parts = groups.front().size();
+  mlir::Location loc = v.getLoc();
+  auto whole = mlir::cast<mlir::RankedTensorType>(v.getType());
+  llvm::SmallVector<int64_t> part(whole.getShape());
+  part[dim] /= parts;
+  auto slice = [&](mlir::Value in, mlir::RankedTensorType type, int64_t axis) {
+    auto op = createCollective<dist::AllSliceOp>(b, at, groups, type, in,
+                                                 b.getI64IntegerAttr(axis));
+    placeLike(op, at);
+    return op.getResult();
+  };
+  auto place = [&](mlir::Operation *op) {
+    placeLike(op, at);
+    return op->getResult(0);
+  };
+  if (contiguousAlong(whole, dim))
+    return slice(v, whole.clone(part), dim);
+  // [a.., n, b..] -> [a.., parts, n/parts, b..] -> [parts, a.., n/parts, b..]
+  llvm::SmallVector<int64_t> cut(whole.getShape().take_front(dim));
+  cut.push_back(parts);
+  cut.append(part.begin() + dim, part.end());
+  mlir::Value x = place(graph::ReshapeOp::create(b, loc, whole.clone(cut), v));
+  llvm::SmallVector<int64_t> perm{dim}, moved;
+  for (int64_t d = 0; d < static_cast<int64_t>(cut.size()); ++d)
+    if (d != dim)
+      perm.push_back(d);
+  for (int64_t d : perm)
+    moved.push_back(cut[d]);
+  x = place(graph::TransposeOp::create(b, loc, whole.clone(moved), x,
+                                       b.getDenseI64ArrayAttr(perm)));
+  moved[0] = 1;
+  x = slice(x, whole.clone(moved), 0);
+  return place(graph::ReshapeOp::create(b, loc, whole.clone(part), x));
+}
+
+/// The values of `func` computed from its arguments (the others come from
+/// weights and constants alone).
+inline llvm::DenseSet<mlir::Value> sampleDependent(mlir::func::FuncOp func) {
+  llvm::DenseSet<mlir::Value> dependent(func.getArguments().begin(),
+                                        func.getArguments().end());
+  func.walk([&](mlir::Operation *op) {
+    if (llvm::any_of(op->getOperands(),
+                     [&](mlir::Value v) { return dependent.contains(v); }))
+      dependent.insert(op->result_begin(), op->result_end());
+  });
+  return dependent;
 }
 
 } // namespace distopt::split

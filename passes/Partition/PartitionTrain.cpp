@@ -729,7 +729,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // by the rank's replica coordinate, stride tp) get gradients that
   // already hold its expert group's tokens (the backward all-to-all
   // brought them), so they are summed over the ranks that hold the same
-  // experts (every ep-th replica, at the same tensor rank) and scaled by
+  // experts (every ep-th replica, at the same tensor rank, with its context
+  // ranks, whose parts of the capacity slots the sum adds) and scaled by
   // 1 / the stage's replicas: one process's mean over every row.
   llvm::DenseSet<Value> expertGrads;
   llvm::StringSet<> expertWeights; // by name (ZeRO-3's blocks)
@@ -738,7 +739,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     return shard && llvm::any_of(dist::shardAxes(shard.asArrayRef()),
                                  [&](const dist::ShardAxis &a) {
                                    return a.parts == plan.ep &&
-                                          a.stride == layout.tp;
+                                          a.stride == layout.tp * layout.cp;
                                  });
   };
   if (plan.ep > 1)

@@ -183,6 +183,41 @@ std::string planning::routedExperts(ArrayRef<Operation *> inputs,
   return "";
 }
 
+SmallVector<Operation *>
+planning::expertInputs(ArrayRef<Operation *> gemms, Operation *first,
+                       const DenseSet<Operation *> &done) {
+  SmallVector<Operation *> inputs;
+  for (Operation *m : gemms)
+    if (!done.contains(m) && m->getOperand(0) == first->getOperand(0))
+      inputs.push_back(m);
+  return inputs;
+}
+
+Operation *planning::notElementwiseBetween(const RoutedExperts &experts,
+                                           std::string &why) {
+  DenseSet<Value> region;
+  for (Operation *op : experts.inputs)
+    region.insert(op->getResult(0));
+  for (Operation *op : experts.between) {
+    if (!isa<g::UnaryOp, g::BinaryOp>(op)) {
+      why = "a view between the expert GEMMs; only elementwise ops may run "
+            "between them";
+      return op;
+    }
+    for (Value o : op->getOperands())
+      if (!region.contains(o) &&
+          llvm::any_of(cast<RankedTensorType>(o.getType()).getShape(),
+                       [](int64_t d) { return d != 1; })) {
+        llvm::raw_string_ostream os(why);
+        os << "an elementwise op between the expert GEMMs reads " << o.getType()
+           << ", which is not one value for every expert";
+        return op;
+      }
+    region.insert(op->getResult(0));
+  }
+  return nullptr;
+}
+
 int64_t Recognizer::stackedExperts(Operation *op) const {
   return planning::stackedExperts(op, [&](Value v) { return dependent(v); });
 }

@@ -86,6 +86,20 @@ std::string routedExperts(llvm::ArrayRef<mlir::Operation *> inputs,
                           llvm::function_ref<bool(mlir::Value)> dependent,
                           RoutedExperts &out);
 
+/// The input GEMMs of one block among stacked-expert GEMMs \p gemms (in
+/// program order): those not in \p done that read \p first's tokens.
+llvm::SmallVector<mlir::Operation *>
+expertInputs(llvm::ArrayRef<mlir::Operation *> gemms, mlir::Operation *first,
+             const llvm::DenseSet<mlir::Operation *> &done);
+
+/// The first op between the GEMMs of \p experts that is not elementwise
+/// on their [.., E, C, f] (a view, or an op that reads another operand
+/// than a scalar), with why in \p why; nullptr when every one is (the
+/// passes that split the experts' or the capacity slots' dimension need
+/// that).
+mlir::Operation *notElementwiseBetween(const RoutedExperts &experts,
+                                       std::string &why);
+
 /// Costs the mixture-of-experts FFNs among \p items as cost::llmBlock does
 /// (Experts.cpp: the form recognized, docs/modelgen.md): the routed experts'
 /// ops become OpDesc::expert ops of one grouped launch of E GEMMs, the

@@ -1578,6 +1578,28 @@ def pipeline_train_cases(rng):
                 dict(moe, plan="dp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=4, batch=4, tp_split=(),
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
+    # Context parallelism with the mixture of experts: routing picks each
+    # expert's top-C tokens of the whole sequence, so every context rank
+    # routes and dispatches the whole sequence (the router's scores and the
+    # block's input gathered over its context group) and runs the experts
+    # on its C/cp of each expert's capacity slots, gathered whole before the
+    # combine; the experts' gradients are its slots' part, summed over cp
+    # with the other weights'. With ep the expert groups are the replicas
+    # of one context rank ({0, 2} and {1, 3} at dp = cp = ep = 2), which
+    # exchange their slots; the experts' gradients are summed over the
+    # ranks that hold the same experts ({0, 1}, {2, 3}: a replica's
+    # context ranks).
+    out.append(("llama_moe_sgd_cp2",
+                dict(moe, plan="cp=2,mbs=1", tp_split=())))
+    out.append(("llama_moe_sgd_dp2_cp2_ep2",
+                dict(moe, plan="dp=2,cp=2,ep=2,mbs=1", ranks=4)))
+    out.append(("llama_moe_momentum_dp2_cp2_ep2_z1",
+                dict(moe_momentum, plan="dp=2,cp=2,ep=2,mbs=1,zero=1",
+                     ranks=4)))
+    out.append(("llama_moe_sgd_dp2_cp2_ep2_pp2_1f1b",
+                dict(moe, plan="dp=2,cp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
+                     ranks=8, batch=4, tp_split=(),
+                     feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
     # Expert with tensor parallelism (dp = 2, tp = 2, ep = 2): each
     # expert's GEMMs split over the tensor ranks as the cost model prices
     # them (gate and up by their output features, down by its input

@@ -257,6 +257,28 @@ TEST(ModernSearch, EpRunsKeepsTheExpertPlansTheProgramsRun) {
     llvm::consumeError(none.takeError());
 }
 
+TEST(ModernSearch, EpRunsWeighsExpertParallelismWithContextParallelism) {
+  // dist-context-parallel runs the experts on each context rank's capacity
+  // slots and dist-expert-parallel exchanges them: ep-runs=1 keeps ep with
+  // cp at tp = 1, and still leaves out ep with cp and tp.
+  auto r = searchMoe("pp=1,ep>=2,cp>=2,ep-runs=1");
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  for (const Candidate *p : candidates(*r)) {
+    const schedule::Plan &plan = p->sim.plan;
+    EXPECT_GT(plan.ep, 1u) << plan.str();
+    EXPECT_GT(plan.cp, 1u) << plan.str();
+    EXPECT_EQ(plan.tp, 1u) << plan.str();
+  }
+  auto none = searchMoe("pp=1,ep>=2,cp>=2,tp>=2,ep-runs=1");
+  EXPECT_FALSE(static_cast<bool>(none));
+  if (!none)
+    llvm::consumeError(none.takeError());
+  // Without ep-runs the search weighs ep with cp and tp.
+  auto free = searchMoe("pp=1,ep>=2,cp>=2,tp>=2");
+  ASSERT_TRUE(static_cast<bool>(free)) << llvm::toString(free.takeError());
+  EXPECT_GT(free->best.sim.plan.tp, 1u) << free->best.sim.plan.str();
+}
+
 TEST(ModernSearch, SearchedBeatsExhaustiveSimulationOfTheNewSpace) {
   // Every layout of a small space with SP, CP and the new schedules,
   // simulated: none beats the search's answer.
