@@ -267,7 +267,7 @@ distrt_status cpuMatmulEx(distrt_context *ctx, const distrt_tensor *a, bool ta,
   // (cpu/SkinnyGemm.h) instead of oneDNN's GEMM, which repacks them.
   if (ex && ex->constant_weights && rank == 2 && ad[0] >= 1 &&
       ad[0] <= cpu::kSkinnyMaxRows && as[1] == 1 && cs[1] == 1 &&
-      alpha == 1.0f && beta == 0.0f && cpu::skinnyPostOpsSupported(ex)) {
+      alpha == 1.0f && beta == 0.0f) {
     auto it = st.skinny.find(b->data);
     if (it == st.skinny.end() || it->second.k != bd[0] ||
         it->second.n != bd[1] || it->second.strideK != bs[0] ||

@@ -4,6 +4,7 @@
 #include "ScalarOps.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -114,7 +115,8 @@ void product(const float *a, int64_t lda, int64_t m, const SkinnyWeights &w,
   }
 }
 
-/// oneDNN's formulas for the supported eltwise algorithms.
+/// The eltwise post-op `p` (oneDNN's formulas; transcendental ones in
+/// float through libm: they run on a few rows).
 float eltwiseOp(const distrt_post_op &p, float x) {
   switch (p.alg) {
   case DISTRT_ELTWISE_RELU:
@@ -123,37 +125,37 @@ float eltwiseOp(const distrt_post_op &p, float x) {
     return p.alpha * x + p.beta;
   case DISTRT_ELTWISE_CLIP:
     return x <= p.alpha ? p.alpha : x >= p.beta ? p.beta : x;
-  default: { // DISTRT_ELTWISE_HARDSWISH
+  case DISTRT_ELTWISE_HARDSWISH: {
     float v = x + 3.0f;
     v = v <= 0.0f ? 0.0f : v >= 6.0f ? 6.0f : v;
     return x * v / 6.0f;
   }
+  case DISTRT_ELTWISE_ELU:
+    return x > 0.0f ? x : p.alpha * (std::exp(x) - 1.0f);
+  case DISTRT_ELTWISE_SOFTPLUS:
+    return x > 20.0f ? x : std::log1p(std::exp(x));
+  default:
+    break;
   }
+  // The others are the runtime's unary ops (checkPostOps refused unknown
+  // algorithms).
+  static constexpr int32_t kUnary[][2] = {
+      {DISTRT_ELTWISE_GELU, DISTRT_UNARY_GELU},
+      {DISTRT_ELTWISE_GELU_TANH, DISTRT_UNARY_GELU_TANH},
+      {DISTRT_ELTWISE_TANH, DISTRT_UNARY_TANH},
+      {DISTRT_ELTWISE_SIGMOID, DISTRT_UNARY_SIGMOID},
+      {DISTRT_ELTWISE_SILU, DISTRT_UNARY_SILU},
+      {DISTRT_ELTWISE_EXP, DISTRT_UNARY_EXP},
+      {DISTRT_ELTWISE_LOG, DISTRT_UNARY_LOG},
+      {DISTRT_ELTWISE_SQRT, DISTRT_UNARY_SQRT},
+      {DISTRT_ELTWISE_ABS, DISTRT_UNARY_ABS}};
+  for (const auto &u : kUnary)
+    if (u[0] == p.alg)
+      return unaryFwd(u[1], x);
+  return x;
 }
 
 } // namespace
-
-bool cpu::skinnyPostOpsSupported(const distrt_compute_ex *ex) {
-  if (!ex)
-    return true;
-  for (int i = 0; i < ex->count; ++i) {
-    const distrt_post_op &p = ex->post[i];
-    if (p.kind == DISTRT_POST_SUM || p.kind == DISTRT_POST_BINARY)
-      continue; // checkPostOps has vetted them (a sum comes first)
-    if (p.kind != DISTRT_POST_ELTWISE)
-      return false;
-    switch (p.alg) {
-    case DISTRT_ELTWISE_RELU:
-    case DISTRT_ELTWISE_LINEAR:
-    case DISTRT_ELTWISE_CLIP:
-    case DISTRT_ELTWISE_HARDSWISH:
-      break;
-    default:
-      return false;
-    }
-  }
-  return true;
-}
 
 void cpu::skinnyMatmul(const float *a, int64_t lda, int64_t m,
                        const SkinnyWeights &w, const float *bias, float *c,

@@ -10,9 +10,8 @@
 // (per address, like the runtime's other constant weights) into panels of
 // 16 columns, K-major, and each panel is one streaming pass of fused
 // multiply-adds with every row's accumulators in registers. The bias and
-// the post-ops that are cheap per element (binary ops, relu, linear,
-// clip, hardswish, sum) are applied to the few rows after; calls with
-// other post-ops keep oneDNN.
+// the post-ops (any distrt_post_op: they run on a few rows) are applied
+// after.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTRT_LIB_CPU_SKINNYGEMM_H
@@ -41,10 +40,6 @@ struct SkinnyWeights {
 /// Packs op(B) = [K, N] whose element (k, n) is `b[k * sk + n * sn]`.
 SkinnyWeights packSkinny(const float *b, int64_t k, int64_t n, int64_t sk,
                          int64_t sn);
-
-/// Whether skinnyMatmul computes these post-ops (binary ops, relu, linear,
-/// clip, hardswish and a leading sum) for an [m, n] output.
-bool skinnyPostOpsSupported(const distrt_compute_ex *ex);
 
 /// c = a (m rows, row stride lda) x w [+ bias (n values)], then `ex`'s
 /// post-ops, for m <= kSkinnyMaxRows; c has row stride ldc and unit column

@@ -380,9 +380,8 @@ TEST_F(RuntimeTest, NoReplayEnvironmentTurnsReplaysOff) {
 
 TEST_F(RuntimeTest, FewRowsByConstantWeightsMatchThePlainMatmul) {
   // 1-4 rows by constant weights run on the runtime's skinny kernel
-  // (cpu/SkinnyGemm.h) when their post-ops are binary ops, relu, linear,
-  // clip, hardswish or a leading sum; 5 rows, and other post-ops, stay on
-  // oneDNN. Every case against the plain matmul with the epilogue on the
+  // (cpu/SkinnyGemm.h), post-ops included; 5 rows stay on oneDNN. Every
+  // case against the plain matmul with the epilogue on the
   // host, N not a multiple of the 16-column panel, both weight layouts,
   // and operands with a row stride wider than the row.
   int64_t n = 37, k = 29;
@@ -418,8 +417,7 @@ TEST_F(RuntimeTest, FewRowsByConstantWeightsMatchThePlainMatmul) {
         distrt_tensor cv =
             distrt_make_strided_tensor(c.v.data(), DISTRT_F32, 2, cd, cs);
         auto run = [&](distrt_compute_ex &ex, auto epilogue, const char *what) {
-          bool skinny = m <= 4 && !(ex.count == 1 &&
-                                    ex.post[0].alg == DISTRT_ELTWISE_GELU);
+          bool skinny = m <= 4;
           for (int call = 0; call < 2; ++call) { // packed on the first call
             std::vector<float> before(c.v);
             int64_t calls = distrt::cpu::skinnyCalls(ctx);
@@ -471,11 +469,50 @@ TEST_F(RuntimeTest, FewRowsByConstantWeightsMatchThePlainMatmul) {
               return std::min(std::max(v, -0.05f), 0.5f);
             },
             "sum, leaky relu, clip");
+        ex.count = 2;
+        ex.post[0] = eltwise(DISTRT_ELTWISE_SILU);
+        ex.post[1] = eltwise(DISTRT_ELTWISE_SIGMOID);
+        run(
+            ex,
+            [](float v, int64_t, int64_t, float) {
+              v = v / (1.0f + std::exp(-v));
+              return 1.0f / (1.0f + std::exp(-v));
+            },
+            "silu, sigmoid");
+        ex.post[0] = eltwise(DISTRT_ELTWISE_ELU, 0.5f);
+        ex.post[1] = eltwise(DISTRT_ELTWISE_SOFTPLUS);
+        run(
+            ex,
+            [](float v, int64_t, int64_t, float) {
+              v = v > 0 ? v : 0.5f * (std::exp(v) - 1.0f);
+              return std::log(1.0f + std::exp(v));
+            },
+            "elu, softplus");
+        ex.count = 5; // sqrt(1 + |x|): conditioned near 0
+        ex.post[0] = eltwise(DISTRT_ELTWISE_GELU_TANH);
+        ex.post[1] = eltwise(DISTRT_ELTWISE_TANH);
+        ex.post[2] = eltwise(DISTRT_ELTWISE_ABS);
+        ex.post[3] = eltwise(DISTRT_ELTWISE_LINEAR, 1.0f, 1.0f);
+        ex.post[4] = eltwise(DISTRT_ELTWISE_SQRT);
+        run(
+            ex,
+            [](float v, int64_t, int64_t, float) {
+              v = 0.5f * v *
+                  (1.0f +
+                   std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+              return std::sqrt(1.0f + std::fabs(std::tanh(v)));
+            },
+            "gelu_tanh, tanh, abs, linear, sqrt");
+        ex.count = 2;
+        ex.post[0] = eltwise(DISTRT_ELTWISE_EXP);
+        ex.post[1] = eltwise(DISTRT_ELTWISE_LOG);
+        run(
+            ex, [](float v, int64_t, int64_t, float) { return v; }, "exp, log");
         ex.count = 1;
         ex.post[0] = eltwise(DISTRT_ELTWISE_GELU);
         run(
             ex, [](float v, int64_t, int64_t, float) { return gelu(v); },
-            "gelu (oneDNN)");
+            "gelu");
       }
     }
   }
