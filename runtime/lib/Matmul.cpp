@@ -504,6 +504,9 @@ extern "C" distrt_status distrt_matmul_ex(distrt_context *ctx,
     if (const cpu::CpuState::Replay *r = cpu::state(ctx).replay(key))
       return guardCall(ctx, fn, [&] {
         cpu::state(ctx).run(*r);
+        distrt_compute_ex trimmed;
+        if (cpu::trimSlowTail(ex, *c, trimmed) != ex)
+          cpu::applyTrimmedTail(cpu::state(ctx), *c);
         return DISTRT_OK;
       });
   }
@@ -541,7 +544,12 @@ extern "C" distrt_status distrt_matmul_ex(distrt_context *ctx,
   }
   DISTRT_TRY(cpu::checkPostOps(ck, ex, dimsOf(*c), stridesOf(*c)));
   return guardCall(ctx, fn, [&] {
-    return cpuMatmulEx(ctx, a, attr->trans_a, b, attr->trans_b, bias, c,
-                       attr->alpha, attr->beta, ex, key);
+    distrt_compute_ex trimmed;
+    const distrt_compute_ex *run = cpu::trimSlowTail(ex, *c, trimmed);
+    DISTRT_TRY(cpuMatmulEx(ctx, a, attr->trans_a, b, attr->trans_b, bias, c,
+                           attr->alpha, attr->beta, run, key));
+    if (run != ex)
+      cpu::applyTrimmedTail(cpu::state(ctx), *c);
+    return DISTRT_OK;
   });
 }

@@ -87,6 +87,8 @@ struct CpuState {
   /// Calls served from `replays`, and matmuls run by skinnyMatmul (tests
   /// check that they are).
   int64_t replayed = 0, skinnyCalls = 0;
+  /// Trailing post-ops applied by the runtime (cpu/PostOps.h trimSlowTail).
+  int64_t vectorTails = 0;
 
   /// The replay of the call `key`, or null (first call, or replays off).
   const Replay *replay(const std::string &key) {
@@ -133,6 +135,8 @@ inline CpuState &state(distrt_context *ctx) { return *ctx->cpu; }
 int64_t replayedCalls(const distrt_context *ctx);
 /// Matmuls of a CPU context run by skinnyMatmul so far (likewise).
 int64_t skinnyCalls(const distrt_context *ctx);
+/// Trailing post-ops the runtime applied after a primitive (likewise).
+int64_t vectorTails(const distrt_context *ctx);
 
 /// The identity of a call as bytes, for CpuState::replays: the entry point,
 /// every tensor descriptor (data address, dtype, dims, strides), the

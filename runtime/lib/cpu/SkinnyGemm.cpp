@@ -2,6 +2,7 @@
 #include "cpu/SkinnyGemm.h"
 
 #include "ScalarOps.h"
+#include "cpu/VecMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -82,11 +83,7 @@ using PanelFn = void (*)(const float *, int64_t, const float *, int64_t,
                          float *);
 
 PanelFn panelFor(int64_t m) {
-  // DISTRT_FUSED_BASELINE=1 forces the SSE2 path, as for the fused
-  // executor (tests cover both).
-  const char *forceBase = std::getenv("DISTRT_FUSED_BASELINE");
-  bool avx2 = !(forceBase && *forceBase == '1') &&
-              __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool avx2 = vec::useAvx2();
   switch (m) {
   case 1:
     return avx2 ? panelAvx2<1> : panelBase<1>;

@@ -283,6 +283,7 @@ namespace distrt {
 namespace cpu {
 int64_t replayedCalls(const distrt_context *ctx);
 int64_t skinnyCalls(const distrt_context *ctx);
+int64_t vectorTails(const distrt_context *ctx);
 } // namespace cpu
 } // namespace distrt
 
@@ -515,6 +516,55 @@ TEST_F(RuntimeTest, FewRowsByConstantWeightsMatchThePlainMatmul) {
             "gelu");
       }
     }
+  }
+  unsetenv("DISTRT_FUSED_BASELINE");
+}
+
+TEST_F(RuntimeTest, TrailingGeluTanhRunsOnTheRuntimesVectorMath) {
+  // Without AVX-512, a matmul's trailing gelu_tanh post-op on a dense
+  // output is applied by the runtime after oneDNN's primitive (oneDNN's
+  // AVX2 one is 4x slower), replayed calls included, on the AVX2 and the
+  // SSE2 path; a strided output keeps oneDNN's. Values against the host.
+  bool runtimeTail = !__builtin_cpu_supports("avx512f");
+  int64_t m = 6, n = 45, k = 19; // 6 rows: not the skinny kernel's
+  Tensor a({m, k}), b({k, n}), bias({n}), col({n}), c({m, n}), plain({m, n}),
+      wide({m, n + 3});
+  randomize(b, 81);
+  randomize(bias, 82);
+  randomize(col, 83, 0.5f, 4.0f);
+  distrt_matmul_attr attr{0, 0, 1.0f, 0.0f};
+  distrt_compute_ex ex = {};
+  ex.count = 2;
+  ex.post[0] = binary(DISTRT_BINARY_MUL, col.d());
+  ex.post[1] = eltwise(DISTRT_ELTWISE_GELU_TANH);
+  auto geluTanh = [](float v) {
+    return 0.5f * v *
+           (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+  };
+  for (int call = 0; call < 4; ++call) {
+    setenv("DISTRT_FUSED_BASELINE", call % 2 ? "1" : "0", 1);
+    randomize(a, 90 + (uint32_t)call, -3.0f, 3.0f);
+    ASSERT_OK(distrt_matmul(ctx, a.d(), b.d(), bias.d(), plain.d(), &attr));
+    int64_t tails = distrt::cpu::vectorTails(ctx);
+    ASSERT_OK(distrt_matmul_ex(ctx, a.d(), b.d(), bias.d(), c.d(), &attr, &ex));
+    EXPECT_EQ(distrt::cpu::vectorTails(ctx), tails + (runtimeTail ? 1 : 0))
+        << "call " << call;
+    std::vector<float> want(plain.v);
+    for (int64_t i = 0; i < m * n; ++i)
+      want[i] = geluTanh(want[i] * col[i % n]);
+    expectClose(c.v, want, 1e-5f, "gelu_tanh tail");
+    // A strided output: oneDNN applies it.
+    int64_t cd[] = {m, n}, cs[] = {n + 3, 1};
+    distrt_tensor cv =
+        distrt_make_strided_tensor(wide.v.data(), DISTRT_F32, 2, cd, cs);
+    tails = distrt::cpu::vectorTails(ctx);
+    ASSERT_OK(distrt_matmul_ex(ctx, a.d(), b.d(), bias.d(), &cv, &attr, &ex));
+    EXPECT_EQ(distrt::cpu::vectorTails(ctx), tails) << "strided output";
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_NEAR(wide[i * (n + 3) + j], want[i * n + j],
+                    1e-5f * std::max(1.0f, std::fabs(want[i * n + j])))
+            << "strided output at " << i << "," << j;
   }
   unsetenv("DISTRT_FUSED_BASELINE");
 }
