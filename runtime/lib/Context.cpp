@@ -267,6 +267,18 @@ distrt_status distrt::guardException(distrt_context *ctx, const char *fn) {
 // Context and memory entry points
 //===----------------------------------------------------------------------===//
 
+int64_t distrt::cpu::replayedCalls(const distrt_context *ctx) {
+  return ctx && ctx->cpu ? ctx->cpu->replayed : 0;
+}
+
+int64_t distrt::cpu::skinnyCalls(const distrt_context *ctx) {
+  return ctx && ctx->cpu ? ctx->cpu->skinnyCalls : 0;
+}
+
+int64_t distrt::cpu::vectorTails(const distrt_context *ctx) {
+  return ctx && ctx->cpu ? ctx->cpu->vectorTails : 0;
+}
+
 extern "C" {
 
 int32_t distrt_abi_version(void) { return DISTRT_ABI_VERSION; }

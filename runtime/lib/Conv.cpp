@@ -171,12 +171,15 @@ namespace {
 /// The forward convolution on oneDNN, cached per geometry, layouts and
 /// post-ops. With `anyWeights` oneDNN picks the weights layout its fastest
 /// kernel wants and `w` is reordered into it (once per address when
-/// `ex->constant_weights`); otherwise the weights are read as OIHW.
+/// `ex->constant_weights`); otherwise the weights are read as OIHW. The
+/// call is recorded under `replayKey` unless its weights need a reorder
+/// every call.
 distrt_status convForward(distrt_context *ctx, const ConvGeom &g,
                           const distrt_tensor *x, const distrt_tensor *w,
                           const distrt_tensor *bias, const distrt_tensor *y,
                           const distrt_compute_ex *ex, bool anyWeights,
-                          memory::format_tag tag) {
+                          memory::format_tag tag,
+                          const std::string &replayKey) {
   cpu::CpuState &st = cpu::state(ctx);
   memory::desc s = activationDesc(*x, tag), d = activationDesc(*y, tag),
                wPlain = cpu::plainDesc(g.wei), b = cpu::plainDesc(g.bias);
@@ -223,7 +226,24 @@ distrt_status convForward(distrt_context *ctx, const ConvGeom &g,
   cpu::postOpArgs(st, args, ex, 0, 0, 4);
   entry.prim.execute(st.stream, args);
   st.stream.wait();
+  if (entry.weights == wPlain || (ex && ex->constant_weights))
+    st.remember(replayKey, entry.prim, args);
   return DISTRT_OK;
+}
+
+/// The replay key of a forward convolution entry point's call ("" when
+/// replays are off).
+std::string convKey(distrt_context *ctx, const char *fn, const distrt_tensor *x,
+                    const distrt_tensor *w, const distrt_tensor *bias,
+                    const distrt_tensor *y, const distrt_conv2d_attr *attr,
+                    const distrt_compute_ex *ex) {
+  if (cpu::state(ctx).replayOff)
+    return "";
+  cpu::CallKey k(fn);
+  k.tensor(x).tensor(w).tensor(bias).tensor(y).ex(ex);
+  if (attr)
+    k.pod(*attr);
+  return std::move(k.bytes);
 }
 
 } // namespace
@@ -246,9 +266,14 @@ extern "C" distrt_status distrt_conv2d(distrt_context *ctx,
                                        cpu::f32(w),
                                        bias ? cpu::f32(bias) : nullptr,
                                        cpu::f32(y)));
+  std::string key = convKey(ctx, fn, x, w, bias, y, attr, nullptr);
   return guardCall(ctx, fn, [&] {
+    if (const cpu::CpuState::Replay *r = cpu::state(ctx).replay(key)) {
+      cpu::state(ctx).run(*r);
+      return DISTRT_OK;
+    }
     return convForward(ctx, g, x, w, bias, y, nullptr, false,
-                       memory::format_tag::nchw);
+                       memory::format_tag::nchw, key);
   });
 }
 
@@ -269,6 +294,13 @@ extern "C" distrt_status distrt_conv2d_ex(distrt_context *ctx,
                     "post-ops run on the CPU backend only");
     return distrt_conv2d(ctx, x, w, bias, y, attr);
   }
+  // The same call as one that ran before: the checks passed then.
+  std::string key = convKey(ctx, fn, x, w, bias, y, attr, ex);
+  if (const cpu::CpuState::Replay *r = cpu::state(ctx).replay(key))
+    return guardCall(ctx, fn, [&] {
+      cpu::state(ctx).run(*r);
+      return DISTRT_OK;
+    });
   c.allowStrided();
   ConvGeom g;
   DISTRT_TRY(checkConv(c, attr, x, w, y, g));
@@ -285,7 +317,7 @@ extern "C" distrt_status distrt_conv2d_ex(distrt_context *ctx,
                   " must both be NCHW or both channels-last");
   DISTRT_TRY(cpu::checkPostOps(c, ex, dimsOf(*y), stridesOf(*y)));
   return guardCall(ctx, fn, [&] {
-    return convForward(ctx, g, x, w, bias, y, ex, true, tag);
+    return convForward(ctx, g, x, w, bias, y, ex, true, tag, key);
   });
 }
 
@@ -471,8 +503,16 @@ extern "C" distrt_status distrt_pool2d(distrt_context *ctx,
                                             "both channels-last");
   DISTRT_ON_CUDNN(ctx, c, cuda::pool(ctx, poolShape(x, y, attr), cpu::f32(x),
                                    cpu::f32(y), nullptr, nullptr));
+  std::string replayKey;
+  if (!cpu::state(ctx).replayOff)
+    replayKey =
+        std::move(cpu::CallKey(fn).tensor(x).tensor(y).pod(*attr).bytes);
   return guardCall(ctx, fn, [&] {
       cpu::CpuState &st = cpu::state(ctx);
+      if (const cpu::CpuState::Replay *r = st.replay(replayKey)) {
+        st.run(*r);
+        return DISTRT_OK;
+      }
       memory::desc s = activationDesc(*x, tag), d = activationDesc(*y, tag);
       std::string key = "pool:" + cpu::dimsKey(dimsOf4(*x)) +
                         std::to_string((int)tag) + cpu::dimsKey(dimsOf4(*y)) +
@@ -492,9 +532,12 @@ extern "C" distrt_status distrt_pool2d(distrt_context *ctx,
         return dnnl::pooling_forward(
             dnnl::pooling_forward::primitive_desc(desc, st.engine));
       });
-      prim.execute(st.stream, {{DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
-                               {DNNL_ARG_DST, cpu::mem(st, d, y->data)}});
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, cpu::mem(st, s, x->data)},
+          {DNNL_ARG_DST, cpu::mem(st, d, y->data)}};
+      prim.execute(st.stream, args);
       st.stream.wait();
+      st.remember(replayKey, prim, args);
       return DISTRT_OK;
     });
 }

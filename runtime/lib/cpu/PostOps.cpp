@@ -1,7 +1,10 @@
 //===- PostOps.cpp - oneDNN post-ops from distrt_compute_ex -----*- C++ -*-===//
 #include "cpu/PostOps.h"
+#include "cpu/VecMath.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 using namespace distrt;
 using dnnl::algorithm;
@@ -224,4 +227,57 @@ void cpu::postOpArgs(CpuState &st, std::unordered_map<int, memory> &args,
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] =
           mem(st, src1Desc(p.src1, rank), p.src1.data);
   }
+}
+
+namespace {
+
+template <typename V>
+inline __attribute__((always_inline)) void geluTanhBlock(float *x, int64_t n) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V v;
+    std::memcpy(&v, x + i, sizeof(V));
+    v = vec::unary<DISTRT_UNARY_GELU_TANH, V>(v);
+    std::memcpy(x + i, &v, sizeof(V));
+  }
+  if (i < n) { // the tail through a zero-padded vector
+    V v = {};
+    std::memcpy(&v, x + i, sizeof(float) * (size_t)(n - i));
+    v = vec::unary<DISTRT_UNARY_GELU_TANH, V>(v);
+    std::memcpy(x + i, &v, sizeof(float) * (size_t)(n - i));
+  }
+}
+
+__attribute__((target("avx2,fma"))) void geluTanhAvx2(float *x, int64_t n) {
+  geluTanhBlock<vec::V8>(x, n);
+}
+void geluTanhBase(float *x, int64_t n) { geluTanhBlock<vec::V4>(x, n); }
+
+} // namespace
+
+const distrt_compute_ex *cpu::trimSlowTail(const distrt_compute_ex *ex,
+                                           const distrt_tensor &out,
+                                           distrt_compute_ex &trimmed) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 || !ex || ex->count < 1 || !isDense(out))
+    return ex;
+  const distrt_post_op &last = ex->post[ex->count - 1];
+  if (last.kind != DISTRT_POST_ELTWISE || last.alg != DISTRT_ELTWISE_GELU_TANH)
+    return ex;
+  trimmed = *ex;
+  --trimmed.count;
+  return &trimmed;
+}
+
+void cpu::applyTrimmedTail(CpuState &st, const distrt_tensor &out) {
+  ++st.vectorTails;
+  auto run = vec::useAvx2() ? geluTanhAvx2 : geluTanhBase;
+  float *x = static_cast<float *>(out.data);
+  int64_t n = distrt_numel(&out);
+  constexpr int64_t kChunk = 16384;
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c)
+    run(x + c * kChunk, std::min(kChunk, n - c * kChunk));
 }

@@ -18,6 +18,7 @@
 #include "distrt/gen/Scalar.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 
 namespace distrt {
@@ -37,6 +38,14 @@ template <> struct Lanes<V8> {
   using Int = VI8;
   static constexpr int count = 8;
 };
+
+/// Whether the runtime's vector code takes its AVX2+FMA path: the CPU has
+/// both and DISTRT_FUSED_BASELINE=1 does not force SSE2 (tests cover both).
+inline bool useAvx2() {
+  const char *forceBase = std::getenv("DISTRT_FUSED_BASELINE");
+  return !(forceBase && *forceBase == '1') && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma");
+}
 
 #define DISTRT_VEC_INLINE inline __attribute__((always_inline))
 #define DISTRT_VEC_FN template <typename V> DISTRT_VEC_INLINE V

@@ -11,6 +11,7 @@
 #include "TestUtil.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 using namespace distrt_test;
 
@@ -274,4 +275,296 @@ TEST_F(RuntimeTest, ComputeExRejectsBadEpilogues) {
   EXPECT_NE(std::string(err()).find("must both be NCHW or both channels-last"),
             std::string::npos)
       << err();
+}
+
+// Defined by the runtime (runtime/lib/cpu/CpuState.h): calls a CPU context
+// served from its replay cache.
+namespace distrt {
+namespace cpu {
+int64_t replayedCalls(const distrt_context *ctx);
+int64_t skinnyCalls(const distrt_context *ctx);
+int64_t vectorTails(const distrt_context *ctx);
+} // namespace cpu
+} // namespace distrt
+
+TEST_F(RuntimeTest, RepeatedCallsReplayOnTheirBuffersCurrentContents) {
+  // A generated program makes the same calls every run: from the second
+  // one on, a convolution, a matmul and a pooling run on the arguments
+  // prepared by the first, reading what the buffers hold now. A call that
+  // differs in a buffer, a shape or a post-op is not replayed.
+  int64_t n = 2, c = 8, h = 6, w = 5, o = 4;
+  Tensor x({n, c, h, w}), wt({o, c, 3, 3}), bias({o}), y({n, o, h, w}),
+      want({n, o, h, w}), pooled({n, o, 1, 1}), a({6, 8}), b({5, 8}),
+      mm({6, 5}), mmWant({6, 5}); // 6 rows: not the skinny kernel's
+  distrt_conv2d_attr ca = {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  distrt_pool2d_attr pa = {
+      DISTRT_POOL_AVG_EXCLUDE_PAD, {6, 5}, {1, 1}, {0, 0}, {0, 0}};
+  distrt_matmul_attr ma{0, 1, 1.0f, 0.0f};
+  distrt_compute_ex ex = {};
+  ex.count = 1;
+  ex.post[0] = eltwise(DISTRT_ELTWISE_RELU);
+  ex.constant_weights = 1;
+  distrt_compute_ex mx = {};
+  mx.constant_weights = 1;
+  auto runAll = [&] {
+    ASSERT_OK(distrt_conv2d_ex(ctx, x.d(), wt.d(), bias.d(), y.d(), &ca, &ex));
+    ASSERT_OK(distrt_pool2d(ctx, y.d(), pooled.d(), &pa));
+    ASSERT_OK(distrt_matmul_ex(ctx, a.d(), b.d(), nullptr, mm.d(), &ma, &mx));
+  };
+  auto check = [&](const char *what) {
+    ASSERT_OK(distrt_conv2d(ctx, x.d(), wt.d(), bias.d(), want.d(), &ca));
+    for (float &v : want.v)
+      v = std::max(0.0f, v);
+    expectClose(y.v, want.v, 1e-5f, what);
+    for (int64_t i = 0; i < n * o; ++i) {
+      double s = 0;
+      for (int64_t k = 0; k < h * w; ++k)
+        s += want[i * h * w + k];
+      EXPECT_NEAR(pooled[i], s / (h * w), 1e-5) << what << " pool " << i;
+    }
+    ASSERT_OK(distrt_matmul(ctx, a.d(), b.d(), nullptr, mmWant.d(), &ma));
+    expectClose(mm.v, mmWant.v, 1e-5f, what);
+  };
+  randomize(x, 21);
+  randomize(wt, 22);
+  randomize(bias, 23);
+  randomize(a, 24);
+  randomize(b, 25);
+  int64_t before = distrt::cpu::replayedCalls(ctx);
+  runAll();
+  EXPECT_EQ(distrt::cpu::replayedCalls(ctx), before) << "first calls";
+  check("first calls");
+  // New inputs in the same buffers: replayed, and computed from them.
+  randomize(x, 31);
+  randomize(a, 32);
+  std::fill(y.v.begin(), y.v.end(), -7.0f);
+  int64_t first = distrt::cpu::replayedCalls(ctx);
+  runAll();
+  EXPECT_EQ(distrt::cpu::replayedCalls(ctx), first + 3) << "repeated calls";
+  check("replayed calls");
+  // Another output buffer, another post-op: prepared anew.
+  Tensor y2({n, o, h, w});
+  int64_t second = distrt::cpu::replayedCalls(ctx);
+  ASSERT_OK(distrt_conv2d_ex(ctx, x.d(), wt.d(), bias.d(), y2.d(), &ca, &ex));
+  expectClose(y2.v, y.v, 0.0f, "another output buffer");
+  ex.post[0] = eltwise(DISTRT_ELTWISE_LINEAR, 2.0f, 1.0f);
+  ASSERT_OK(distrt_conv2d_ex(ctx, x.d(), wt.d(), bias.d(), y.d(), &ca, &ex));
+  EXPECT_EQ(distrt::cpu::replayedCalls(ctx), second) << "changed calls";
+  ASSERT_OK(distrt_conv2d(ctx, x.d(), wt.d(), bias.d(), want.d(), &ca));
+  for (float &v : want.v)
+    v = 2.0f * v + 1.0f;
+  expectClose(y.v, want.v, 1e-5f, "another post-op");
+  // A call refused once is refused again (it was never recorded).
+  ex.count = 1;
+  ex.post[0] = eltwise(99);
+  for (int rep = 0; rep < 2; ++rep)
+    EXPECT_EQ(distrt_conv2d_ex(ctx, x.d(), wt.d(), bias.d(), y.d(), &ca, &ex),
+              DISTRT_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(RuntimeTest, NoReplayEnvironmentTurnsReplaysOff) {
+  setenv("DISTRT_NO_REPLAY", "1", 1);
+  distrt_context *off = nullptr;
+  distrt_status created = distrt_context_create(DISTRT_BACKEND_CPU, 0, &off);
+  unsetenv("DISTRT_NO_REPLAY");
+  ASSERT_EQ(created, DISTRT_OK);
+  Tensor x({1, 2, 3, 3}), wt({2, 2, 1, 1}), y({1, 2, 3, 3});
+  randomize(x, 41);
+  randomize(wt, 42);
+  distrt_conv2d_attr ca = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
+  for (int rep = 0; rep < 3; ++rep)
+    EXPECT_EQ(distrt_conv2d(off, x.d(), wt.d(), nullptr, y.d(), &ca),
+              DISTRT_OK);
+  EXPECT_EQ(distrt::cpu::replayedCalls(off), 0);
+  distrt_context_destroy(off);
+}
+
+TEST_F(RuntimeTest, FewRowsByConstantWeightsMatchThePlainMatmul) {
+  // 1-4 rows by constant weights run on the runtime's skinny kernel
+  // (cpu/SkinnyGemm.h), post-ops included; 5 rows stay on oneDNN. Every
+  // case against the plain matmul with the epilogue on the
+  // host, N not a multiple of the 16-column panel, both weight layouts,
+  // and operands with a row stride wider than the row.
+  int64_t n = 37, k = 29;
+  // Both vector paths: AVX2 (where the CPU has it) and SSE2.
+  for (int baseline = 0; baseline < 2; ++baseline) {
+    setenv("DISTRT_FUSED_BASELINE", baseline ? "1" : "0", 1);
+    auto hardswish = [](float x) {
+      return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    };
+    for (int64_t m = 1; m <= 5; ++m) {
+      for (int tb = 0; tb < 2; ++tb) {
+        Tensor a({m, k + 3}),
+            w(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}),
+            bias({n}), col({n}), full({m, n}), one({1}), c({m, n + 5}),
+            plain({m, n}), aDense({m, k});
+        randomize(a, 50 + (uint32_t)m);
+        randomize(w, 60 + (uint32_t)tb);
+        randomize(bias, 70);
+        randomize(col, 71);
+        randomize(full, 72);
+        one[0] = 0.25f;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < k; ++j)
+            aDense[i * k + j] = a[i * (k + 3) + j];
+        distrt_matmul_attr attr{0, tb, 1.0f, 0.0f};
+        ASSERT_OK(
+            distrt_matmul(ctx, aDense.d(), w.d(), bias.d(), plain.d(), &attr));
+        // [m, k] rows of a [m, k + 3] buffer; [m, n] rows of [m, n + 5].
+        int64_t ad[] = {m, k}, as[] = {k + 3, 1}, cd[] = {m, n},
+                cs[] = {n + 5, 1};
+        distrt_tensor av =
+            distrt_make_strided_tensor(a.v.data(), DISTRT_F32, 2, ad, as);
+        distrt_tensor cv =
+            distrt_make_strided_tensor(c.v.data(), DISTRT_F32, 2, cd, cs);
+        auto run = [&](distrt_compute_ex &ex, auto epilogue, const char *what) {
+          bool skinny = m <= 4;
+          for (int call = 0; call < 2; ++call) { // packed on the first call
+            std::vector<float> before(c.v);
+            int64_t calls = distrt::cpu::skinnyCalls(ctx);
+            ASSERT_OK(
+                distrt_matmul_ex(ctx, &av, w.d(), bias.d(), &cv, &attr, &ex));
+            EXPECT_EQ(distrt::cpu::skinnyCalls(ctx), calls + (skinny ? 1 : 0))
+                << what << " m=" << m;
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                float want =
+                    epilogue(plain[i * n + j], i, j, before[i * (n + 5) + j]);
+                ASSERT_NEAR(c[i * (n + 5) + j], want,
+                            1e-5f * std::max(1.0f, std::fabs(want)))
+                    << what << " m=" << m << " tb=" << tb << " at " << i << ","
+                    << j << " call " << call;
+              }
+            // The padding between rows is not written.
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = n; j < n + 5; ++j)
+                ASSERT_EQ(c[i * (n + 5) + j], before[i * (n + 5) + j]);
+          }
+        };
+        distrt_compute_ex ex = {};
+        ex.constant_weights = 1;
+        run(
+            ex, [](float v, int64_t, int64_t, float) { return v; }, "bias");
+        ex.count = 5;
+        ex.post[0] = binary(DISTRT_BINARY_MUL, col.d());
+        ex.post[1] = binary(DISTRT_BINARY_ADD, full.d());
+        ex.post[2] = eltwise(DISTRT_ELTWISE_LINEAR, 0.5f, 0.25f);
+        ex.post[3] = eltwise(DISTRT_ELTWISE_HARDSWISH);
+        ex.post[4] = binary(DISTRT_BINARY_MAX, one.d());
+        run(
+            ex,
+            [&](float v, int64_t i, int64_t j, float) {
+              v = v * col[j] + full[i * n + j];
+              return std::max(hardswish(0.5f * v + 0.25f), 0.25f);
+            },
+            "binary, linear, hardswish");
+        ex.count = 3;
+        ex.post[0].kind = DISTRT_POST_SUM;
+        ex.post[1] = eltwise(DISTRT_ELTWISE_RELU, 0.1f);
+        ex.post[2] = eltwise(DISTRT_ELTWISE_CLIP, -0.05f, 0.5f);
+        run(
+            ex,
+            [](float v, int64_t, int64_t, float old) {
+              v += old;
+              v = v > 0 ? v : 0.1f * v;
+              return std::min(std::max(v, -0.05f), 0.5f);
+            },
+            "sum, leaky relu, clip");
+        ex.count = 2;
+        ex.post[0] = eltwise(DISTRT_ELTWISE_SILU);
+        ex.post[1] = eltwise(DISTRT_ELTWISE_SIGMOID);
+        run(
+            ex,
+            [](float v, int64_t, int64_t, float) {
+              v = v / (1.0f + std::exp(-v));
+              return 1.0f / (1.0f + std::exp(-v));
+            },
+            "silu, sigmoid");
+        ex.post[0] = eltwise(DISTRT_ELTWISE_ELU, 0.5f);
+        ex.post[1] = eltwise(DISTRT_ELTWISE_SOFTPLUS);
+        run(
+            ex,
+            [](float v, int64_t, int64_t, float) {
+              v = v > 0 ? v : 0.5f * (std::exp(v) - 1.0f);
+              return std::log(1.0f + std::exp(v));
+            },
+            "elu, softplus");
+        ex.count = 5; // sqrt(1 + |x|): conditioned near 0
+        ex.post[0] = eltwise(DISTRT_ELTWISE_GELU_TANH);
+        ex.post[1] = eltwise(DISTRT_ELTWISE_TANH);
+        ex.post[2] = eltwise(DISTRT_ELTWISE_ABS);
+        ex.post[3] = eltwise(DISTRT_ELTWISE_LINEAR, 1.0f, 1.0f);
+        ex.post[4] = eltwise(DISTRT_ELTWISE_SQRT);
+        run(
+            ex,
+            [](float v, int64_t, int64_t, float) {
+              v = 0.5f * v *
+                  (1.0f +
+                   std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+              return std::sqrt(1.0f + std::fabs(std::tanh(v)));
+            },
+            "gelu_tanh, tanh, abs, linear, sqrt");
+        ex.count = 2;
+        ex.post[0] = eltwise(DISTRT_ELTWISE_EXP);
+        ex.post[1] = eltwise(DISTRT_ELTWISE_LOG);
+        run(
+            ex, [](float v, int64_t, int64_t, float) { return v; }, "exp, log");
+        ex.count = 1;
+        ex.post[0] = eltwise(DISTRT_ELTWISE_GELU);
+        run(
+            ex, [](float v, int64_t, int64_t, float) { return gelu(v); },
+            "gelu");
+      }
+    }
+  }
+  unsetenv("DISTRT_FUSED_BASELINE");
+}
+
+TEST_F(RuntimeTest, TrailingGeluTanhRunsOnTheRuntimesVectorMath) {
+  // Without AVX-512, a matmul's trailing gelu_tanh post-op on a dense
+  // output is applied by the runtime after oneDNN's primitive (oneDNN's
+  // AVX2 one is 4x slower), replayed calls included, on the AVX2 and the
+  // SSE2 path; a strided output keeps oneDNN's. Values against the host.
+  bool runtimeTail = !__builtin_cpu_supports("avx512f");
+  int64_t m = 6, n = 45, k = 19; // 6 rows: not the skinny kernel's
+  Tensor a({m, k}), b({k, n}), bias({n}), col({n}), c({m, n}), plain({m, n}),
+      wide({m, n + 3});
+  randomize(b, 81);
+  randomize(bias, 82);
+  randomize(col, 83, 0.5f, 4.0f);
+  distrt_matmul_attr attr{0, 0, 1.0f, 0.0f};
+  distrt_compute_ex ex = {};
+  ex.count = 2;
+  ex.post[0] = binary(DISTRT_BINARY_MUL, col.d());
+  ex.post[1] = eltwise(DISTRT_ELTWISE_GELU_TANH);
+  auto geluTanh = [](float v) {
+    return 0.5f * v *
+           (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+  };
+  for (int call = 0; call < 4; ++call) {
+    setenv("DISTRT_FUSED_BASELINE", call % 2 ? "1" : "0", 1);
+    randomize(a, 90 + (uint32_t)call, -3.0f, 3.0f);
+    ASSERT_OK(distrt_matmul(ctx, a.d(), b.d(), bias.d(), plain.d(), &attr));
+    int64_t tails = distrt::cpu::vectorTails(ctx);
+    ASSERT_OK(distrt_matmul_ex(ctx, a.d(), b.d(), bias.d(), c.d(), &attr, &ex));
+    EXPECT_EQ(distrt::cpu::vectorTails(ctx), tails + (runtimeTail ? 1 : 0))
+        << "call " << call;
+    std::vector<float> want(plain.v);
+    for (int64_t i = 0; i < m * n; ++i)
+      want[i] = geluTanh(want[i] * col[i % n]);
+    expectClose(c.v, want, 1e-5f, "gelu_tanh tail");
+    // A strided output: oneDNN applies it.
+    int64_t cd[] = {m, n}, cs[] = {n + 3, 1};
+    distrt_tensor cv =
+        distrt_make_strided_tensor(wide.v.data(), DISTRT_F32, 2, cd, cs);
+    tails = distrt::cpu::vectorTails(ctx);
+    ASSERT_OK(distrt_matmul_ex(ctx, a.d(), b.d(), bias.d(), &cv, &attr, &ex));
+    EXPECT_EQ(distrt::cpu::vectorTails(ctx), tails) << "strided output";
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_NEAR(wide[i * (n + 3) + j], want[i * n + j],
+                    1e-5f * std::max(1.0f, std::fabs(want[i * n + j])))
+            << "strided output at " << i << "," << j;
+  }
+  unsetenv("DISTRT_FUSED_BASELINE");
 }
