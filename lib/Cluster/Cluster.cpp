@@ -5,11 +5,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Cluster/Cluster.h"
+#include "lib/Support/JSONFile.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <cstdio>
@@ -415,19 +415,16 @@ Error validateCluster(const Cluster &c, StringRef where) {
 }
 
 Expected<double> readRecordedRelaunch(StringRef path) {
+  const char *hint = "; give the file dist-run --record-relaunch=FILE wrote "
+                     "(docs/resilience.md, \"The relaunch\")";
   auto fail = [&](const Twine &what) {
-    return createStringError(
-        inconvertibleErrorCode(),
-        "--dist-relaunch: '" + path + "' " + what +
-            "; give the file dist-run --record-relaunch=FILE wrote "
-            "(docs/resilience.md, \"The relaunch\")");
+    return createStringError(inconvertibleErrorCode(),
+                             "--dist-relaunch: '" + path + "' " + what + hint);
   };
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
-  if (!buf)
-    return fail("cannot be read: " + buf.getError().message());
-  Expected<json::Value> v = json::parse((*buf)->getBuffer());
+  Expected<json::Value> v = readJSONFile(path, "--dist-relaunch");
   if (!v)
-    return fail("is not JSON: " + toString(v.takeError()));
+    return createStringError(inconvertibleErrorCode(),
+                             toString(v.takeError()) + hint);
   const json::Object *top = v->getAsObject();
   const json::Value *field = top ? top->get("relaunch_s") : nullptr;
   if (!field)

@@ -1,10 +1,10 @@
 //===- ProfileDB.cpp - Measured op times ------------------------*- C++ -*-===//
 
 #include "lib/Cost/ProfileDB.h"
+#include "lib/Support/JSONFile.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -89,15 +89,23 @@ ProfileDB ProfileDB::mean(ArrayRef<ProfileDB> dbs) {
 }
 
 Expected<ProfileDB> ProfileDB::parse(StringRef text, StringRef fileName) {
+  Expected<json::Value> root = json::parse(text);
+  if (!root)
+    return createStringError(inconvertibleErrorCode(),
+                             fileName + ": invalid JSON (" +
+                                 toString(root.takeError()) +
+                                 "); write {\"version\": 1, \"entries\": "
+                                 "[...]}");
+  return fromJSON(*root, fileName);
+}
+
+Expected<ProfileDB> ProfileDB::fromJSON(const json::Value &root,
+                                        StringRef fileName) {
   auto fail = [&](const Twine &msg) {
     return createStringError(inconvertibleErrorCode(),
                              (fileName + ": " + msg).str());
   };
-  Expected<json::Value> root = json::parse(text);
-  if (!root)
-    return fail("invalid JSON (" + toString(root.takeError()) +
-                "); write {\"version\": 1, \"entries\": [...]}");
-  const json::Object *obj = root->getAsObject();
+  const json::Object *obj = root.getAsObject();
   if (!obj)
     return fail("the top level must be an object with 'version' and "
                 "'entries'");
@@ -166,12 +174,14 @@ Expected<ProfileDB> ProfileDB::parse(StringRef text, StringRef fileName) {
 }
 
 Expected<ProfileDB> ProfileDB::load(StringRef path) {
-  auto buf = MemoryBuffer::getFile(path);
-  if (!buf)
-    return createStringError(buf.getError(),
-                             "cannot read profile database '" + path +
-                                 "': " + buf.getError().message());
-  return parse((*buf)->getBuffer(), path);
+  Expected<json::Value> root = readJSONFile(path, "profile database");
+  if (!root)
+    return createStringError(inconvertibleErrorCode(),
+                             toString(root.takeError()) +
+                                 "; a profile database is {\"version\": 1, "
+                                 "\"entries\": [...]} as dist-profile "
+                                 "writes it");
+  return fromJSON(*root, path);
 }
 
 void ProfileDB::write(raw_ostream &os) const {

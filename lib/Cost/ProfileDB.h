@@ -27,6 +27,9 @@
 
 namespace llvm {
 class raw_ostream;
+namespace json {
+class Value;
+} // namespace json
 } // namespace llvm
 
 namespace distopt::cost {
@@ -40,8 +43,11 @@ public:
     double bwdWeight = -1;
   };
 
+  /// The database in \p json (text), errors naming \p fileName.
   static llvm::Expected<ProfileDB> parse(llvm::StringRef json,
                                          llvm::StringRef fileName);
+  /// The database in the file \p path (readJSONFile's errors for a file
+  /// that cannot be read or is not JSON).
   static llvm::Expected<ProfileDB> load(llvm::StringRef path);
 
   void add(llvm::StringRef device, llvm::StringRef signature, unsigned mbs,
@@ -61,6 +67,9 @@ public:
   static ProfileDB mean(llvm::ArrayRef<ProfileDB> dbs);
 
 private:
+  /// The database in the parsed JSON \p root of \p fileName.
+  static llvm::Expected<ProfileDB> fromJSON(const llvm::json::Value &root,
+                                            llvm::StringRef fileName);
   struct Stored {
     std::string device, signature;
     unsigned mbs, tp;

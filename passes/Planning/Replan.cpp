@@ -9,8 +9,7 @@
 #include "passes/Planning/Planning.h"
 
 #include "lib/Sim/Report.h"
-
-#include "llvm/Support/MemoryBuffer.h"
+#include "lib/Support/JSONFile.h"
 
 #include <cmath>
 
@@ -30,16 +29,11 @@ FailureOr<schedule::Plan> planning::readRunningPlan(
   auto fail = [&]() {
     return emitError(module.getLoc()) << "--dist-replan: '" << path << "' ";
   };
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
-      llvm::MemoryBuffer::getFile(path);
-  if (!buf)
-    return fail() << "cannot be read: " << buf.getError().message() << "; "
-                  << kReportHint;
   llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse((*buf)->getBuffer());
+      readJSONFile(path, "--dist-replan");
   if (!parsed)
-    return fail() << "is not JSON: " << llvm::toString(parsed.takeError())
-                  << "; " << kReportHint;
+    return emitError(module.getLoc())
+           << llvm::toString(parsed.takeError()) << "; " << kReportHint;
   const llvm::json::Object *root = parsed->getAsObject();
   const llvm::json::Object *plan = root ? root->getObject("plan") : nullptr;
   std::optional<StringRef> spec = plan ? plan->getString("spec") : std::nullopt;

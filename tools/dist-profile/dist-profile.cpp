@@ -36,6 +36,7 @@
 #include "dist/ImportONNX.h"
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/ProfileDB.h"
+#include "lib/Support/JSONFile.h"
 #include "lib/Support/Launcher.h"
 #include "lib/Support/OutputFile.h"
 #include "lib/Support/StatusLine.h"
@@ -661,12 +662,9 @@ static Expected<LinkFit> measureLinks(unsigned n, const std::string &links,
     return failure("the link measurement failed" +
                    (rc < 0 ? ": " + error : std::string()) + " (" + log +
                    "):\n" + tail(log));
-  auto buf = MemoryBuffer::getFile(links);
-  if (!buf)
-    return failure("cannot read '" + links + "'");
-  Expected<json::Value> v = json::parse((*buf)->getBuffer());
+  Expected<json::Value> v = readJSONFile(links, "the link measurement");
   if (!v)
-    return failure("'" + links + "' is not JSON: " + toString(v.takeError()));
+    return v.takeError();
   const json::Object *o = v->getAsObject();
   if (!o)
     return failure("'" + links + "' is not the comm benchmark's JSON");

@@ -11,6 +11,7 @@
 // switch; docs/resilience.md, "Switching a serving job live").
 //
 //===----------------------------------------------------------------------===//
+#include "lib/Support/JSONFile.h"
 #include "lib/Support/Launcher.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -140,19 +141,15 @@ static int mergeTraces(StringRef file, unsigned ranks) {
   std::vector<json::Object> timed;
   for (unsigned r = 0; r < ranks; ++r) {
     std::string path = rankTrace(file, std::to_string(r));
-    ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
-    if (!buf)
-      return fail("rank " + Twine(r) + " wrote no trace '" + path +
-                  "': " + buf.getError().message());
-    Expected<json::Value> v = json::parse((*buf)->getBuffer());
-    const json::Object *o = v ? v->getAsObject() : nullptr;
+    Expected<json::Value> v =
+        distopt::readJSONFile(path, "--trace of rank " + Twine(r));
+    if (!v)
+      return fail(toString(v.takeError()));
+    const json::Object *o = v->getAsObject();
     const json::Array *list = o ? o->getArray("traceEvents") : nullptr;
-    if (!list) {
-      if (!v)
-        consumeError(v.takeError());
+    if (!list)
       return fail("rank " + Twine(r) + "'s trace '" + path +
                   "' is not a Chrome trace");
-    }
     for (const json::Value &e : *list) {
       const json::Object *eo = e.getAsObject();
       if (!eo)
@@ -202,16 +199,11 @@ static Expected<Job> readJob(StringRef dir) {
   job.dir = dir.str();
   SmallString<256> manifestPath(dir);
   sys::path::append(manifestPath, "manifest.json");
-  ErrorOr<std::unique_ptr<MemoryBuffer>> file =
-      MemoryBuffer::getFile(manifestPath);
-  if (!file)
-    return error("cannot read '" + manifestPath +
-                 "': " + file.getError().message() +
-                 "; a job folder is what dist-compile -o DIR/ writes");
-  Expected<json::Value> parsed = json::parse((*file)->getBuffer());
+  Expected<json::Value> parsed =
+      distopt::readJSONFile(manifestPath, "the job folder");
   if (!parsed)
-    return error("'" + manifestPath +
-                 "' is not JSON: " + toString(parsed.takeError()));
+    return error(toString(parsed.takeError()) +
+                 "; a job folder is what dist-compile -o DIR/ writes");
   const json::Object *manifest = parsed->getAsObject();
   if (!manifest || manifest->getString("format") != "distopt-job" ||
       manifest->getInteger("version") != 1)
@@ -366,14 +358,13 @@ static Expected<std::optional<int64_t>> checkpointSteps(StringRef gen,
       path = gen;
       sys::path::append(path, std::to_string(r), "progress.json");
     }
-    ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
-    if (!buf)
+    if (!sys::fs::exists(path))
       continue;
-    Expected<json::Value> v = json::parse((*buf)->getBuffer());
-    const json::Object *o = v ? v->getAsObject() : nullptr;
-    std::optional<int64_t> s = o ? o->getInteger("steps") : std::nullopt;
+    Expected<json::Value> v = distopt::readJSONFile(path, "the checkpoint");
     if (!v)
-      consumeError(v.takeError());
+      return v.takeError();
+    const json::Object *o = v->getAsObject();
+    std::optional<int64_t> s = o ? o->getInteger("steps") : std::nullopt;
     if (!s)
       return createStringError(inconvertibleErrorCode(),
                                "'" + path + "' holds no step count");
@@ -700,14 +691,11 @@ struct Prediction {
 static Expected<Prediction> readPrediction(StringRef path) {
   auto error = [&](const Twine &m) {
     return createStringError(inconvertibleErrorCode(),
-                             "--replan-report '" + path + "': " + m);
+                             "--replan-report: '" + path + "' " + m);
   };
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
-  if (!buf)
-    return error(buf.getError().message());
-  Expected<json::Value> v = json::parse((*buf)->getBuffer());
+  Expected<json::Value> v = distopt::readJSONFile(path, "--replan-report");
   if (!v)
-    return error("not JSON: " + toString(v.takeError()));
+    return v.takeError();
   const json::Object *top = v->getAsObject();
   const json::Object *replan = top ? top->getObject("replan") : nullptr;
   const json::Object *pause =
@@ -721,7 +709,7 @@ static Expected<Prediction> readPrediction(StringRef path) {
     down = pause->getNumber("downtime_s");
   }
   if (!drain || !move || !fill || !down)
-    return error("not a report of dist-opt --dist-replan (no "
+    return error("is not a report of dist-opt --dist-replan (no "
                  "replan.pause_resume with drain_s, move_s, fill_s and "
                  "downtime_s); write one with dist-opt ... "
                  "--dist-replan=OLD.json --dist-report=R.json");

@@ -32,6 +32,15 @@ bool parseCount(const char *flag, const std::string &value, long long max,
   return true;
 }
 
+bool parseCountOrZero(const char *flag, const std::string &value, long long max,
+                      long long &out) {
+  if (value == "0") {
+    out = 0;
+    return true;
+  }
+  return parseCount(flag, value, max, out);
+}
+
 int agreeOnRun(Program &P, const RunRecord &mine, const char *who) {
   const size_t bytes = sizeof(mine.values);
   int64_t n = RunRecord::Count, one = 1;
@@ -398,12 +407,12 @@ int serveRequests(Program &P, const Model &model, Serve &S, bool root,
   return 0;
 }
 
-int runMain(int argc, char **argv, const Model *models, int numModels,
-            bool cuda) {
-  if (!cuda)
-    setWaitPolicy(argv);
+namespace {
+
+/// The command line of a generated program (usage()).
+struct Options {
   std::string modelName, weightsDir, outDir = ".";
-  std::vector<std::string> args;
+  std::vector<std::string> args; ///< the input files, [NAME=]FILE
   bool list = false, printSteps = false, timing = false;
   long long repeat = 1, threads = 0, saveEvery = 0, firstStep = 1;
   /// Seconds a rank waits for a peer (--timeout); -1: the runtime's
@@ -413,9 +422,14 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
   bool profile = false, measureNoise = false;
   /// --progress: "auto" (on a terminal), "always" or "never".
   std::string progressMode = "auto";
-  std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
+  std::string profileJson, profileDevice;
   Serve serve;
   bool serveOption = false; // --serve-first or --serve-control given
+};
+
+/// Reads the command line into `o` and checks the options against each
+/// other: 0, or the exit code of a bad command line (printed).
+int parseOptions(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // --option=VALUE as well as --option VALUE.
@@ -441,102 +455,94 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
       dst = argv[++i];
       return true;
     };
+    // A count of at most `max` (parseCount), or also 0 (`zero`).
+    auto count = [&](long long max, long long &dst, bool zero = false) {
+      std::string v;
+      return value(v) && (zero ? parseCountOrZero(a.c_str(), v, max, dst)
+                               : parseCount(a.c_str(), v, max, dst));
+    };
     if (a == "--model") {
-      if (!value(modelName))
+      if (!value(o.modelName))
         return 2;
     } else if (a == "--weights-dir") {
-      if (!value(weightsDir))
+      if (!value(o.weightsDir))
         return 2;
     } else if (a == "--output-dir" || a == "-o") {
-      if (!value(outDir))
+      if (!value(o.outDir))
         return 2;
     } else if (a == "--repeat" || a == "--steps") {
-      std::string r;
-      if (!value(r) || !parseCount(a.c_str(), r, 2147483647LL, repeat))
+      if (!count(2147483647LL, o.repeat))
         return 2;
-      printSteps = printSteps || a == "--steps";
+      o.printSteps = o.printSteps || a == "--steps";
     } else if (a == "--threads") {
-      std::string r;
-      if (!value(r) || !parseCount(a.c_str(), r, 4096, threads))
+      if (!count(4096, o.threads))
         return 2;
     } else if (a == "--time") {
-      timing = true;
+      o.timing = true;
     } else if (a == "--timeout") {
-      std::string t;
-      if (!value(t))
-        return 2;
-      if (t == "0")
-        timeout = 0;
-      else if (!parseCount("--timeout", t, 1000000000LL, timeout))
+      if (!count(1000000000LL, o.timeout, /*zero=*/true))
         return 2;
     } else if (a == "--save-state") {
-      if (!value(saveDir))
+      if (!value(o.saveDir))
         return 2;
     } else if (a == "--first-step") {
-      std::string r;
-      if (!value(r) || !parseCount(a.c_str(), r, 2147483647LL, firstStep))
+      if (!count(2147483647LL, o.firstStep))
         return 2;
     } else if (a == "--save-every") {
-      std::string r;
-      if (!value(r) || !parseCount(a.c_str(), r, 2147483647LL, saveEvery))
+      if (!count(2147483647LL, o.saveEvery))
         return 2;
     } else if (a == "--load-state") {
-      if (!value(loadDir))
+      if (!value(o.loadDir))
         return 2;
     } else if (a == "--trace") {
-      if (!value(traceFile))
+      if (!value(o.traceFile))
         return 2;
     } else if (a == "--progress") {
-      progressMode = inlined ? inlineValue : "always";
+      o.progressMode = inlined ? inlineValue : "always";
       tookValue = true;
-      if (progressMode != "auto" && progressMode != "always" &&
-          progressMode != "never") {
+      if (o.progressMode != "auto" && o.progressMode != "always" &&
+          o.progressMode != "never") {
         fprintf(stderr,
                 "error: unknown --progress='%s': expected auto (on a "
                 "terminal), always or never\n",
-                progressMode.c_str());
+                o.progressMode.c_str());
         return 2;
       }
     } else if (a == "--profile") {
-      profile = true;
+      o.profile = true;
     } else if (a == "--measure-noise-scale") {
-      measureNoise = true;
+      o.measureNoise = true;
     } else if (a == "--profile-json") {
-      if (!value(profileJson))
+      if (!value(o.profileJson))
         return 2;
-      profile = true;
+      o.profile = true;
     } else if (a == "--profile-device") {
-      if (!value(profileDevice))
+      if (!value(o.profileDevice))
         return 2;
     } else if (a == "--serve") {
-      if (!value(serve.dir))
+      if (!value(o.serve.dir))
         return 2;
-      if (serve.dir.empty()) {
+      if (o.serve.dir.empty()) {
         fprintf(stderr, "error: --serve needs a folder\n");
         return 2;
       }
     } else if (a == "--serve-control") {
-      if (!value(serve.control))
+      if (!value(o.serve.control))
         return 2;
-      serveOption = true;
+      o.serveOption = true;
     } else if (a == "--serve-first") {
-      std::string r;
-      if (!value(r))
+      if (!count(999999999999999999LL, o.serve.first, /*zero=*/true))
         return 2;
-      if (r == "0")
-        serve.first = 0;
-      else if (!parseCount(a.c_str(), r, 999999999999999999LL, serve.first))
-        return 2;
-      serveOption = true;
+      o.serveOption = true;
     } else if (a == "--list") {
-      list = true;
+      o.list = true;
     } else if (a == "--help" || a == "-h") {
       return usage(argv[0]);
     } else if (a.size() > 1 && a[0] == '-') {
       fprintf(stderr, "error: unknown option '%s'\n", a.c_str());
       return usage(argv[0]);
     } else {
-      args.push_back(a);
+      o.args.push_back(a);
     }
     if (inlined && !tookValue) {
       fprintf(stderr, "error: %s takes no value (got '%s')\n", a.c_str(),
@@ -544,24 +550,24 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
       return usage(argv[0]);
     }
   }
-  if (saveEvery && saveDir.empty()) {
+  if (o.saveEvery && o.saveDir.empty()) {
     fprintf(stderr,
             "error: --save-every %lld needs --save-state DIR, the "
             "folder its checkpoints replace\n",
-            saveEvery);
+            o.saveEvery);
     return 2;
   }
-  if (serveOption && !serve.enabled()) {
+  if (o.serveOption && !o.serve.enabled()) {
     fprintf(stderr, "error: --serve-first and --serve-control need --serve "
                     "DIR, the folder of requests\n");
     return 2;
   }
-  if (serve.enabled()) {
-    const char *clash = !args.empty()      ? "input files"
-                        : repeat != 1      ? "--repeat/--steps"
-                        : !saveDir.empty() ? "--save-state"
-                        : measureNoise     ? "--measure-noise-scale"
-                        : !serve.control.empty() && serve.first >= 0
+  if (o.serve.enabled()) {
+    const char *clash = !o.args.empty()      ? "input files"
+                        : o.repeat != 1      ? "--repeat/--steps"
+                        : !o.saveDir.empty() ? "--save-state"
+                        : o.measureNoise     ? "--measure-noise-scale"
+                        : !o.serve.control.empty() && o.serve.first >= 0
                             ? "--serve-first (CTRL/start gives the first "
                               "request under --serve-control)"
                             : nullptr;
@@ -572,41 +578,43 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
               clash);
       return 2;
     }
-    for (const std::string *d : {&serve.dir, &serve.control})
+    for (const std::string *d : {&o.serve.dir, &o.serve.control})
       if (!d->empty() && !isDirectory(*d)) {
         fprintf(stderr, "error: %s '%s' is not a folder; create it first%s\n",
-                d == &serve.dir ? "--serve" : "--serve-control", d->c_str(),
-                d == &serve.dir ? " (requests go in DIR/<k>/)" : "");
+                d == &o.serve.dir ? "--serve" : "--serve-control", d->c_str(),
+                d == &o.serve.dir ? " (requests go in DIR/<k>/)" : "");
         return 2;
       }
   }
-  if (list) {
-    for (int m = 0; m < numModels; ++m)
-      printSpecs(models[m]);
-    return 0;
-  }
-  const Model *model =
-      numModels == 1 && modelName.empty() ? &models[0] : nullptr;
+  return 0;
+}
+
+/// The model --model names (the only one when the program holds one) and
+/// the options that model rules out: 0 with `model` set, or 2 (printed).
+int chooseModel(const Options &o, const Model *models, int numModels,
+                const Model *&model) {
+  model = numModels == 1 && o.modelName.empty() ? &models[0] : nullptr;
   for (int m = 0; m < numModels && !model; ++m)
-    if (modelName == models[m].name)
+    if (o.modelName == models[m].name)
       model = &models[m];
   if (!model) {
     fprintf(stderr, "error: %s; this program holds:",
-            modelName.empty() ? "several models: choose one with --model NAME"
-                              : ("no model named '" + modelName + "'").c_str());
+            o.modelName.empty()
+                ? "several models: choose one with --model NAME"
+                : ("no model named '" + o.modelName + "'").c_str());
     for (int m = 0; m < numModels; ++m)
       fprintf(stderr, " %s", models[m].name);
     fprintf(stderr, "\n");
     return 2;
   }
-  if (serve.enabled() && model->apply) {
+  if (o.serve.enabled() && model->apply) {
     fprintf(stderr,
             "error: --serve answers inference requests; model %s is a "
             "training step (it would train on them)\n",
             model->name);
     return 2;
   }
-  if (measureNoise && !model->apply) {
+  if (o.measureNoise && !model->apply) {
     fprintf(stderr,
             "error: --measure-noise-scale needs a training program compiled "
             "with gradient accumulation: dist-compile --train=\"... "
@@ -614,21 +622,55 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
             model->name);
     return 2;
   }
+  return 0;
+}
+
+/// One run of the chosen model: the program's state and what the phases
+/// below share.
+struct Run {
+  const Model *model = nullptr;
+  bool cuda = false;
   Program P;
-  P.device = cuda;
   int32_t rank = 0, world = 1, localRank = 0;
+  /// Every rank reports its own errors; names the rank when there are
+  /// several ("rank 1: ").
+  std::string who;
+  bool pipeline = false;
+  /// Inputs holding every micro-batch of an accumulation step (moved to
+  /// `whole`; P.inputs holds the running micro-batch's block).
+  std::vector<bool> microbatched;
+  std::vector<HostTensor> whole;
+  /// --time's note on how started all-reduces run (nullptr: none).
+  const char *commNote = nullptr;
+  /// Pipelines: the last stage's rank holds the outputs.
+  bool root = false;
+  Profiler prof;
+  std::vector<Program::TraceEvent> trace;
+  RunTimer timer;
+  NoiseScale noise;
+  /// --save-state with {rank} expanded, and whether this rank saves.
+  std::string saveDir;
+  bool saves = false;
+};
+
+/// Joins the launcher's world and checks the options against the job's
+/// ranks: 0, or the exit code (printed).
+int joinJob(Run &R, const Options &o) {
+  const Model *model = R.model;
+  Program &P = R.P;
+  P.device = R.cuda;
   if (model->collectives &&
-      distrt_comm_env(&rank, &world, &localRank) != DISTRT_OK) {
+      distrt_comm_env(&R.rank, &R.world, &R.localRank) != DISTRT_OK) {
     fprintf(stderr, "error: %s\n", distrt_last_error(nullptr));
     return 2;
   }
+  int32_t rank = R.rank, world = R.world;
   P.rank = rank;
   P.worldSize = world;
-  // Every rank reports its own errors; name the rank when there are several.
-  std::string who =
+  const std::string &who = R.who =
       world > 1 ? "rank " + std::to_string(rank) + ": " : std::string();
-  bool pipeline = model->pipelineRanks > 0;
-  if (measureNoise && world > 1) {
+  R.pipeline = model->pipelineRanks > 0;
+  if (o.measureNoise && world > 1) {
     fprintf(stderr,
             "error: %s--measure-noise-scale runs on one process (%d ranks "
             "here): each rank's accumulators hold its own rows' gradients; "
@@ -637,7 +679,7 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
             who.c_str(), world);
     return 2;
   }
-  if (pipeline && world != model->pipelineRanks) {
+  if (R.pipeline && world != model->pipelineRanks) {
     fprintf(stderr,
             "error: %smodel %s is planned for %d rank(s) (ranks 0..%d), but "
             "the job runs %d rank(s); launch it with mpirun -np %d\n",
@@ -654,20 +696,20 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
   // Pipeline ranks own different stages' weights and state, ZeRO ranks
   // different shards of the optimizer state: each saves its own folder.
   // (Every rank may load one folder of whole tensors: each takes its part.)
-  if (pipeline && world > 1 && !saveDir.empty() &&
-      saveDir.find("{rank}") == std::string::npos) {
+  if (R.pipeline && world > 1 && !o.saveDir.empty() &&
+      o.saveDir.find("{rank}") == std::string::npos) {
     fprintf(stderr,
             "error: %s--save-state '%s': the ranks of this job hold "
             "different weights or state (pipeline stages, ZeRO shards); name "
             "one folder per rank with {rank} in it, e.g. '%s/{rank}'\n",
-            who.c_str(), saveDir.c_str(), saveDir.c_str());
+            who.c_str(), o.saveDir.c_str(), o.saveDir.c_str());
     return 2;
   }
   // A pipeline's ops run once per micro-batch and its ranks run different
   // stages: the database's per-micro-batch entries come from the
   // single-device program (dist-profile compiles one). A tensor-parallel
   // job of one stage and one micro-batch writes one per rank.
-  if (pipeline && !profileJson.empty() && !model->profileTp) {
+  if (R.pipeline && !o.profileJson.empty() && !model->profileTp) {
     fprintf(stderr,
             "error: %s--profile-json: model %s is a pipeline program, whose "
             "per-op times are per step and per rank; profile the model's "
@@ -676,26 +718,33 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
             who.c_str(), model->name);
     return 2;
   }
-  if (pipeline && !profileJson.empty() && world > 1 &&
-      profileJson.find("{rank}") == std::string::npos) {
+  if (R.pipeline && !o.profileJson.empty() && world > 1 &&
+      o.profileJson.find("{rank}") == std::string::npos) {
     fprintf(stderr,
             "error: %s--profile-json '%s': each of the %d tensor-parallel "
             "ranks writes its own database; name one file per rank with "
             "{rank} in it, e.g. 'prof.{rank}.json'\n",
-            who.c_str(), profileJson.c_str(), world);
+            who.c_str(), o.profileJson.c_str(), world);
     return 2;
   }
-  P.weightsDir = weightsDir;
+  return 0;
+}
+
+/// Reads the input files (or, serving, a batch of zeros) into P.inputs:
+/// 0, or the exit code (printed).
+int loadInputs(Run &R, const Options &o) {
+  const Model *model = R.model;
+  Program &P = R.P;
+  P.weightsDir = o.weightsDir;
   P.modelDir = model->modelDir;
-  P.stateDir = expandRank(loadDir, rank);
-  P.statePattern = loadDir;
+  P.stateDir = expandRank(o.loadDir, R.rank);
+  P.statePattern = o.loadDir;
   P.inputs.resize(model->numInputs);
   std::vector<bool> given(model->numInputs, false);
-  // Inputs holding every micro-batch of an accumulation step (moved to
-  // `whole` below; P.inputs holds the running micro-batch's block).
-  std::vector<bool> microbatched(model->numInputs, false);
+  std::vector<bool> &microbatched = R.microbatched;
+  microbatched.assign(model->numInputs, false);
   int next = 0;
-  for (const std::string &a : args) {
+  for (const std::string &a : o.args) {
     size_t eq = a.find('=');
     int idx = -1;
     std::string file = a;
@@ -732,13 +781,14 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
     given[idx] = true;
     bool blocks = false;
     std::string message;
-    if (loadInput(*model, P, idx, file, who, blocks, message)) {
+    if (loadInput(*model, P, idx, file, R.who, blocks, message)) {
       fprintf(stderr, "error: %s\n", message.c_str());
       return 1;
     }
     microbatched[idx] = blocks;
   }
-  std::vector<HostTensor> whole(model->numInputs);
+  std::vector<HostTensor> &whole = R.whole;
+  whole.resize(model->numInputs);
   for (int k = 0; k < model->numInputs; ++k)
     if (microbatched[k]) {
       whole[k] = std::move(P.inputs[k]);
@@ -749,7 +799,7 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
     }
   // Serving: the inputs come with each request; a batch of zeros loads the
   // weights first.
-  for (int k = 0; k < model->numInputs && serve.enabled(); ++k) {
+  for (int k = 0; k < model->numInputs && o.serve.enabled(); ++k) {
     given[k] = true;
     P.inputs[k].spec = model->inputs[k];
     P.inputs[k].data.assign(P.inputs[k].spec.bytes(), 0);
@@ -763,10 +813,21 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
               model->inputs[k].name);
       return 2;
     }
+  return 0;
+}
+
+/// Creates the runtime context (and the CUDA stream), joins the job's
+/// communicator and agrees with the other ranks on the run: 0, or the
+/// exit code (printed).
+int startRuntime(Run &R, const Options &o) {
+  const Model *model = R.model;
+  Program &P = R.P;
+  const std::string &who = R.who;
+  bool cuda = R.cuda;
   // One GPU per rank of a node: the node-local rank picks the device.
   int device = 0;
   if (cuda && model->collectives && distrt_cuda_device_count() > 0)
-    device = localRank % distrt_cuda_device_count();
+    device = R.localRank % distrt_cuda_device_count();
   distrt_status st = distrt_context_create(
       cuda ? DISTRT_BACKEND_CUDA : DISTRT_BACKEND_CPU, device, &P.ctx);
   if (st != DISTRT_OK) {
@@ -797,10 +858,9 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
   // Started all-reduces overlap the compute on a worker thread where a
   // core is free for it, else run where they are waited for (unless
   // DISTRT_COMM_THREAD says); --time says which.
-  const char *commNote = nullptr;
   if (model->collectives) {
     const char *env = getenv("DISTRT_COMM_THREAD");
-    bool thread = env ? !strcmp(env, "1") : coreForCommThread((int)threads);
+    bool thread = env ? !strcmp(env, "1") : coreForCommThread((int)o.threads);
     if (!env && distrt_comm_set_overlap(P.comm, thread) != DISTRT_OK) {
       fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));
       distrt_comm_destroy(P.comm);
@@ -808,19 +868,19 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
       return 1;
     }
     if (!strcmp(distrt_comm_backend(P.comm), "mpi"))
-      commNote = thread ? "started all-reduces on a worker thread"
-                        : "started all-reduces run when waited for";
+      R.commNote = thread ? "started all-reduces on a worker thread"
+                          : "started all-reduces run when waited for";
   }
-  if (model->collectives && timeout >= 0 &&
-      distrt_comm_set_timeout(P.comm, (double)timeout) != DISTRT_OK) {
+  if (model->collectives && o.timeout >= 0 &&
+      distrt_comm_set_timeout(P.comm, (double)o.timeout) != DISTRT_OK) {
     fprintf(stderr, "error: %s%s\n", who.c_str(), distrt_last_error(P.ctx));
     distrt_comm_destroy(P.comm);
     distrt_context_destroy(P.ctx);
     return 2;
   }
-  if (world > 1) {
+  if (R.world > 1) {
     RunRecord mine = {
-        {(long long)model->fingerprint, repeat, loadDir.empty() ? 0 : 1}};
+        {(long long)model->fingerprint, o.repeat, o.loadDir.empty() ? 0 : 1}};
     if (agreeOnRun(P, mine, who.c_str())) {
       fprintf(stderr, "error: %smodel %s: %s\n", who.c_str(), model->name,
               P.err.message.c_str());
@@ -830,44 +890,121 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
       return 1;
     }
   }
-  // Pipelines: the last stage's rank holds the outputs.
-  bool root = P.rank == (pipeline ? model->outputRank : 0);
+  return 0;
+}
+
+/// Sizes the outputs and sets up --profile, --trace, the threads and
+/// --save-state's folder: 0, or the exit code (printed).
+int prepareRun(Run &R, const Options &o) {
+  const Model *model = R.model;
+  Program &P = R.P;
+  R.root = P.rank == (R.pipeline ? model->outputRank : 0);
   P.outputs.resize(model->numOutputs);
   for (int k = 0; k < model->numOutputs; ++k) {
     P.outputs[k].spec = model->outputs[k];
     P.outputs[k].data.resize(P.outputs[k].spec.bytes());
   }
-  Profiler prof;
-  if (profile) {
-    prof.init(model->ops, model->numOps);
-    P.prof = &prof;
+  if (o.profile) {
+    R.prof.init(model->ops, model->numOps);
+    P.prof = &R.prof;
   }
-  std::vector<Program::TraceEvent> trace;
-  if (!traceFile.empty()) {
-    if (world > 1 && traceFile.find("{rank}") == std::string::npos) {
+  if (!o.traceFile.empty()) {
+    if (R.world > 1 && o.traceFile.find("{rank}") == std::string::npos) {
       fprintf(stderr,
               "error: %s--trace '%s': each rank writes its own trace; name "
               "one file per rank with {rank} in it, e.g. 'trace.{rank}.json' "
               "(dist-run --trace merges them)\n",
-              who.c_str(), traceFile.c_str());
+              R.who.c_str(), o.traceFile.c_str());
       return 2;
     }
-    if (!pipeline)
+    if (!R.pipeline)
       fprintf(stderr,
               "note: --trace: model %s is not a pipeline of schedule actions; "
               "its trace holds one event per run\n",
               model->name);
-    P.trace = &trace;
+    P.trace = &R.trace;
   }
-  setThreads((int)threads);
-  int rc = 0;
-  RunTimer timer;
-  NoiseScale noise;
+  setThreads((int)o.threads);
   // Data-parallel ranks hold the same weights and outputs: rank 0 writes,
   // unless the folder names each rank ({rank} in it): then every rank does.
-  bool perRank = saveDir.find("{rank}") != std::string::npos;
-  saveDir = expandRank(saveDir, P.rank);
-  bool saves = (root || perRank) && !saveDir.empty();
+  bool perRank = o.saveDir.find("{rank}") != std::string::npos;
+  R.saveDir = expandRank(o.saveDir, P.rank);
+  R.saves = (R.root || perRank) && !R.saveDir.empty();
+  return 0;
+}
+
+/// Step (or run) r of --steps/--repeat: every micro-batch, the optimizer,
+/// the periodic checkpoint and the step's line. 0, or 1 with P.err.
+int runStep(Run &R, const Options &o, long long r, int64_t microbatchRows,
+            StepProgress &progress) {
+  const Model *model = R.model;
+  Program &P = R.P;
+  int rc = 0;
+  P.traceStep = r + 1;
+  if (!R.pipeline)
+    P.traceAction(o.printSteps ? "step" : "run");
+  if (o.profile)
+    R.prof.beginRun();
+  if (o.timing)
+    R.timer.begin();
+  std::vector<double> sums(model->numOutputs, 0.0);
+  if (o.measureNoise)
+    R.noise.beginStep();
+  for (int k = 0; k < model->accumulation && !rc; ++k) {
+    for (int i = 0; i < model->numInputs; ++i)
+      if (R.microbatched[i]) {
+        size_t block = P.inputs[i].data.size();
+        memcpy(P.inputs[i].data.data(),
+               R.whole[i].data.data() + (size_t)k * block, block);
+      }
+    rc = model->run(P);
+    if (!rc && o.measureNoise)
+      rc = R.noise.afterMicrobatch(P);
+    for (int out = 0; out < model->numOutputs && !rc; ++out)
+      if (P.outputs[out].spec.numel() == 1 && P.outputs[out].spec.dtype == F32)
+        sums[out] += *(const float *)P.outputs[out].data.data();
+  }
+  if (!rc && o.measureNoise)
+    R.noise.endStep(microbatchRows);
+  if (!rc && model->apply)
+    rc = model->apply(P);
+  // A run is done when the device is: synchronize before the clocks
+  // stop.
+  if ((o.profile || o.timing) && !rc &&
+      P.check(distrt_synchronize(P.ctx), "synchronize"))
+    rc = 1;
+  if (o.profile)
+    R.prof.endRun();
+  if (!R.pipeline)
+    P.traceAction(nullptr);
+  if (o.timing && !rc)
+    R.timer.end();
+  if (o.printSteps)
+    P.stepsDone = o.firstStep + r;
+  if (!rc && R.saves && o.saveEvery && (r + 1) % o.saveEvery == 0 &&
+      r + 1 < o.repeat && P.saveStateAtomically(R.saveDir))
+    rc = 1;
+  if (!rc && o.printSteps)
+    injectFault("kill", P.rank, o.firstStep + r);
+  if (rc || !o.printSteps || !R.root)
+    return rc;
+  // Training: one line per step with every scalar f32 output (the loss;
+  // the mean over the micro-batches of a step).
+  progress.clear();
+  printf("step %lld", o.firstStep + r);
+  for (int k = 0; k < model->numOutputs; ++k)
+    if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
+      printf(" %s %.9g", model->outputs[k].name, sums[k] / model->accumulation);
+  printf("\n");
+  fflush(stdout);
+  progress.step(r + 1);
+  return 0;
+}
+
+/// Serves requests (--serve; `o.serve` counts them) or runs the
+/// --steps/--repeat steps: 0, or 1 with P.err.
+int runSteps(Run &R, Options &o) {
+  Program &P = R.P;
   // The samples of one micro-batch: the rows of the batch inputs.
   int64_t microbatchRows = 1;
   for (const HostTensor &in : P.inputs)
@@ -878,119 +1015,72 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
   // Training steps' progress, on the rank that prints the steps.
   bool terminal = isatty(fileno(stderr));
   StepProgress progress;
-  progress.begin(
-      printSteps && root &&
-          (progressMode == "always" || (progressMode == "auto" && terminal)),
-      terminal, repeat);
-  if (serve.enabled())
-    rc = serveRequests(P, *model, serve, root, who);
-  for (long long r = 0; r < repeat && !rc && !serve.enabled(); ++r) {
-    P.traceStep = r + 1;
-    if (!pipeline)
-      P.traceAction(printSteps ? "step" : "run");
-    if (profile)
-      prof.beginRun();
-    if (timing)
-      timer.begin();
-    std::vector<double> sums(model->numOutputs, 0.0);
-    if (measureNoise)
-      noise.beginStep();
-    for (int k = 0; k < model->accumulation && !rc; ++k) {
-      for (int i = 0; i < model->numInputs; ++i)
-        if (microbatched[i]) {
-          size_t block = P.inputs[i].data.size();
-          memcpy(P.inputs[i].data.data(),
-                 whole[i].data.data() + (size_t)k * block, block);
-        }
-      rc = model->run(P);
-      if (!rc && measureNoise)
-        rc = noise.afterMicrobatch(P);
-      for (int o = 0; o < model->numOutputs && !rc; ++o)
-        if (P.outputs[o].spec.numel() == 1 && P.outputs[o].spec.dtype == F32)
-          sums[o] += *(const float *)P.outputs[o].data.data();
-    }
-    if (!rc && measureNoise)
-      noise.endStep(microbatchRows);
-    if (!rc && model->apply)
-      rc = model->apply(P);
-    // A run is done when the device is: synchronize before the clocks
-    // stop.
-    if ((profile || timing) && !rc &&
-        P.check(distrt_synchronize(P.ctx), "synchronize"))
-      rc = 1;
-    if (profile)
-      prof.endRun();
-    if (!pipeline)
-      P.traceAction(nullptr);
-    if (timing && !rc)
-      timer.end();
-    if (printSteps)
-      P.stepsDone = firstStep + r;
-    if (!rc && saves && saveEvery && (r + 1) % saveEvery == 0 &&
-        r + 1 < repeat && P.saveStateAtomically(saveDir))
-      rc = 1;
-    if (!rc && printSteps)
-      injectFault("kill", P.rank, firstStep + r);
-    if (rc || !printSteps || !root)
-      continue;
-    // Training: one line per step with every scalar f32 output (the loss;
-    // the mean over the micro-batches of a step).
-    progress.clear();
-    printf("step %lld", firstStep + r);
-    for (int k = 0; k < model->numOutputs; ++k)
-      if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
-        printf(" %s %.9g", model->outputs[k].name,
-               sums[k] / model->accumulation);
-    printf("\n");
-    fflush(stdout);
-    progress.step(r + 1);
-  }
+  progress.begin(o.printSteps && R.root &&
+                     (o.progressMode == "always" ||
+                      (o.progressMode == "auto" && terminal)),
+                 terminal, o.repeat);
+  if (o.serve.enabled())
+    return serveRequests(P, *R.model, o.serve, R.root, R.who);
+  int rc = 0;
+  for (long long r = 0; r < o.repeat && !rc; ++r)
+    rc = runStep(R, o, r, microbatchRows, progress);
+  return rc;
+}
+
+/// The end of a run (`rc`: the steps' result): --time, --profile,
+/// --profile-json, --trace and --save-state, the runtime's release, then
+/// the outputs. Returns the program's exit code.
+int finishRun(Run &R, const Options &o, int rc) {
+  const Model *model = R.model;
+  Program &P = R.P;
+  const std::string &who = R.who;
+  int world = R.world;
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
-  if (!rc && measureNoise && root && noise.print(stdout, P.err))
+  if (!rc && o.measureNoise && R.root && R.noise.print(stdout, P.err))
     rc = 1;
-  if (!rc && timing && root)
-    timer.print(printSteps ? "step" : "run", model->name, threadCount(),
-                commNote);
-  if (!rc && profile && pipeline && world > 1 && !P.device) {
+  if (!rc && o.timing && R.root)
+    R.timer.print(o.printSteps ? "step" : "run", model->name, threadCount(),
+                  R.commNote);
+  if (!rc && o.profile && R.pipeline && world > 1 && !P.device) {
     // Each rank runs its own stages: rank 0 prints every rank's report, in
     // rank order (mpirun forwards each rank's stderr on its own, so reports
     // printed by the ranks themselves can arrive out of order or mixed).
-    if (printRankProfiles(P, prof))
+    if (printRankProfiles(P, R.prof))
       rc = 1;
-  } else if (!rc && profile && pipeline && world > 1) {
+  } else if (!rc && o.profile && R.pipeline && world > 1) {
     // CUDA: transfers go through NCCL on device memory; each rank prints
     // its own report between barriers.
     for (int r = 0; r < world && !rc; ++r) {
       if (r == P.rank) {
         fprintf(stderr, "profile of rank %d:\n", r);
-        prof.print(stderr);
+        R.prof.print(stderr);
         fflush(stderr);
       }
       if (P.check(distrt_barrier(P.comm), "barrier after the profile"))
         rc = 1;
     }
-  } else if (!rc && profile && root) {
+  } else if (!rc && o.profile && R.root) {
     if (!model->ops)
       fprintf(stderr,
               "profile: model %s records no per-op times; run times "
               "only\n",
               model->name);
-    prof.print(stderr);
+    R.prof.print(stderr);
   }
   // The database: the root's, or every rank's of a tensor-parallel job.
-  if (!rc && profile && !profileJson.empty() && (root || pipeline) &&
-      prof.writeJson(expandRank(profileJson, P.rank), profileDevice,
-                     model->numInputs && model->inputs[0].rank
-                         ? model->inputs[0].dims[0]
-                         : 1,
-                     model->profileTp, P.err))
+  if (!rc && o.profile && !o.profileJson.empty() && (R.root || R.pipeline) &&
+      R.prof.writeJson(expandRank(o.profileJson, P.rank), o.profileDevice,
+                       model->numInputs && model->inputs[0].rank
+                           ? model->inputs[0].dims[0]
+                           : 1,
+                       model->profileTp, P.err))
     rc = 1;
-  if (!rc && !traceFile.empty() &&
-      writeTrace(expandRank(traceFile, P.rank), trace, P.rank, model->name,
+  if (!rc && !o.traceFile.empty() &&
+      writeTrace(expandRank(o.traceFile, P.rank), R.trace, P.rank, model->name,
                  P.err))
     rc = 1;
-  if (!rc && saves && P.saveStateAtomically(saveDir))
+  if (!rc && R.saves && P.saveStateAtomically(R.saveDir))
     rc = 1;
   if (rc && P.comm && world > 1) {
     // Peers may be waiting on this rank: end the whole job.
@@ -1008,15 +1098,45 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
             P.err.message.c_str());
     return 1;
   }
-  for (int k = 0; k < model->numOutputs && root && !serve.enabled(); ++k) {
+  for (int k = 0; k < model->numOutputs && R.root && !o.serve.enabled(); ++k) {
     std::string path =
-        outDir + "/" + sanitizeName(model->outputs[k].name) + ".npy";
+        o.outDir + "/" + sanitizeName(model->outputs[k].name) + ".npy";
     if (writeNpy(path, P.outputs[k].spec, P.outputs[k].data.data(), P.err)) {
       fprintf(stderr, "error: %s\n", P.err.message.c_str());
       return 1;
     }
   }
   return 0;
+}
+
+} // namespace
+
+int runMain(int argc, char **argv, const Model *models, int numModels,
+            bool cuda) {
+  if (!cuda)
+    setWaitPolicy(argv);
+  Options o;
+  o.profileDevice = cuda ? "gpu" : "cpu";
+  if (int rc = parseOptions(argc, argv, o))
+    return rc;
+  if (o.list) {
+    for (int m = 0; m < numModels; ++m)
+      printSpecs(models[m]);
+    return 0;
+  }
+  Run R;
+  R.cuda = cuda;
+  if (int rc = chooseModel(o, models, numModels, R.model))
+    return rc;
+  if (int rc = joinJob(R, o))
+    return rc;
+  if (int rc = loadInputs(R, o))
+    return rc;
+  if (int rc = startRuntime(R, o))
+    return rc;
+  if (int rc = prepareRun(R, o))
+    return rc;
+  return finishRun(R, o, runSteps(R, o));
 }
 
 } // namespace dg

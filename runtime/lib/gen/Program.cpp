@@ -601,43 +601,33 @@ void Program::releaseAll() {
   live.clear();
 }
 
-int Program::upload(void *dst, const void *src, size_t bytes) {
+int Program::transfer(void *dst, const void *src, size_t bytes,
+                      distrt_copy_kind kind, const char *what) {
   if (!bytes)
     return 0;
   if (!device) {
     memcpy(dst, src, bytes);
     return 0;
   }
-  if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_HOST_TO_DEVICE) !=
-      DISTRT_OK)
-    return fail(err, "host-to-device copy failed: %s", distrt_last_error(ctx));
+  if (distrt_copy(ctx, dst, src, bytes, kind) != DISTRT_OK)
+    return fail(err, "%s failed: %s", what, distrt_last_error(ctx));
   return 0;
+}
+
+int Program::upload(void *dst, const void *src, size_t bytes) {
+  return transfer(dst, src, bytes, DISTRT_COPY_HOST_TO_DEVICE,
+                  "host-to-device copy");
 }
 
 int Program::download(void *dst, const void *src, size_t bytes) {
-  if (!bytes)
-    return 0;
-  if (!device) {
-    memcpy(dst, src, bytes);
-    return 0;
-  }
-  if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_DEVICE_TO_HOST) !=
-      DISTRT_OK)
-    return fail(err, "device-to-host copy failed: %s", distrt_last_error(ctx));
-  return 0;
+  return transfer(dst, src, bytes, DISTRT_COPY_DEVICE_TO_HOST,
+                  "device-to-host copy");
 }
 
 int Program::copy(void *dst, const void *src, size_t bytes) {
-  if (!bytes || dst == src)
+  if (dst == src)
     return 0;
-  if (!device) {
-    memcpy(dst, src, bytes);
-    return 0;
-  }
-  if (distrt_copy(ctx, dst, src, bytes, DISTRT_COPY_DEVICE_TO_DEVICE) !=
-      DISTRT_OK)
-    return fail(err, "device copy failed: %s", distrt_last_error(ctx));
-  return 0;
+  return transfer(dst, src, bytes, DISTRT_COPY_DEVICE_TO_DEVICE, "device copy");
 }
 
 FILE *Program::openWeights(const char *name, const char *file, int64_t offset,

@@ -4,6 +4,8 @@
 #include "lib/Cost/LayerTimes.h"
 #include "lib/Cost/ProfileDB.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
@@ -429,8 +431,38 @@ TEST(ProfileDB, ErrorsSayWhatAndWhere) {
                 .find("'fwd_s' must be"),
             std::string::npos);
   EXPECT_NE(llvm::toString(ProfileDB::load("/nonexistent.json").takeError())
-                .find("cannot read profile database"),
+                .find("profile database: '/nonexistent.json' cannot be read"),
             std::string::npos);
+}
+
+TEST(ProfileDB, LoadReadsTheFileAndSaysWhereItIsNotJSON) {
+  auto file = [](const char *text) {
+    llvm::SmallString<128> path;
+    EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("profile", "json", path));
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    os << text;
+    return std::string(path);
+  };
+  std::string good = file(R"({"version": 1, "entries": [{"device": "d",
+      "signature": "s", "micro_batch": 2, "fwd_s": 3}]})");
+  llvm::Expected<ProfileDB> db = ProfileDB::load(good);
+  ASSERT_TRUE(static_cast<bool>(db)) << llvm::toString(db.takeError());
+  EXPECT_EQ(db->lookup("d", "s", 2, 1, Phase::Forward), 3.0);
+  // The structure's errors still name the file.
+  std::string old = file(R"({"version": 2, "entries": []})");
+  EXPECT_EQ(llvm::toString(ProfileDB::load(old).takeError()),
+            old + ": 'version' must be 1");
+  // Not JSON: the position of the problem, and what a database is.
+  std::string bad = file("{\"version\": 1,\n  \"entries\": [}");
+  std::string e = llvm::toString(ProfileDB::load(bad).takeError());
+  EXPECT_EQ(e.find("profile database: '" + bad + "' is not JSON: [2:"), 0u)
+      << e;
+  EXPECT_NE(e.find("; a profile database is {\"version\": 1"),
+            std::string::npos)
+      << e;
+  for (const std::string &p : {good, old, bad})
+    llvm::sys::fs::remove(p);
 }
 
 } // namespace

@@ -69,6 +69,11 @@ struct Model {
 bool parseCount(const char *flag, const std::string &value, long long max,
                 long long &out);
 
+/// parseCount, but "0" is a value too (--timeout 0: wait forever,
+/// --serve-first 0: the first request). Other errors print as parseCount's.
+bool parseCountOrZero(const char *flag, const std::string &value, long long max,
+                      long long &out);
+
 /// What every rank of a job must agree on before the first step: the
 /// program and the run options that decide how many collectives and
 /// transfers each rank makes. Different --steps once hung a job forever.

@@ -265,8 +265,13 @@ struct Program {
   void *alloc(size_t bytes);
   void release(void *p);
   void releaseAll();
+  /// Copies `bytes` of `kind` (memcpy on the CPU backend); a failure is
+  /// P.err "WHAT failed: <the runtime's reason>".
+  int transfer(void *dst, const void *src, size_t bytes, distrt_copy_kind kind,
+               const char *what);
   /// Copies host bytes into a buffer of the backend.
   int upload(void *dst, const void *src, size_t bytes);
+  /// Copies bytes of a buffer of the backend to the host.
   int download(void *dst, const void *src, size_t bytes);
   /// Copies between two buffers of the backend.
   int copy(void *dst, const void *src, size_t bytes);
