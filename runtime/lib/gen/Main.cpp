@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distrt/gen/Main.h"
+#include "distrt/gen/Replica.h"
 
 #include <csignal>
 #include <unistd.h>
@@ -147,12 +148,15 @@ int usage(const char *argv0) {
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
           "[--output-dir DIR] [--repeat N] [--steps N] [--threads N] [--time] "
           "[--save-state DIR] [--save-every N] [--first-step K] "
-          "[--load-state DIR] [--trace FILE] [--timeout SECONDS] "
+          "[--load-state DIR] [--redundant DIR] [--trace FILE] "
+          "[--timeout SECONDS] "
           "(--save-state/--load-state DIR/{rank}: one folder per rank; "
           "--timeout: how long a rank waits for its peers, default 60, 0 "
           "forever; --save-every: also save the state after every N steps, "
           "each checkpoint replacing the last whole; --first-step: number "
-          "the steps from K (a resumed run); --trace: the "
+          "the steps from K (a resumed run); --redundant: a pipeline's "
+          "ranks copy their state to the rank before them after every step, "
+          "for dist-run --redundant; --trace: the "
           "executor's Chrome trace, FILE with {rank} "
           "in it for a job of several ranks) "
           "[--progress[=auto|always|never]] (training steps per second and "
@@ -415,6 +419,7 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
   std::string progressMode = "auto";
   std::string profileJson, profileDevice = cuda ? "gpu" : "cpu";
   Serve serve;
+  Replica replica;          // --redundant (Replica.h)
   bool serveOption = false; // --serve-first or --serve-control given
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -482,6 +487,9 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
         return 2;
     } else if (a == "--load-state") {
       if (!value(loadDir))
+        return 2;
+    } else if (a == "--redundant") {
+      if (!value(replica.dir))
         return 2;
     } else if (a == "--trace") {
       if (!value(traceFile))
@@ -663,6 +671,9 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
             who.c_str(), saveDir.c_str(), saveDir.c_str());
     return 2;
   }
+  if (replica.enabled())
+    if (int bad = replica.begin(P, printSteps, pipeline, cuda, who))
+      return bad;
   // A pipeline's ops run once per micro-batch and its ranks run different
   // stages: the database's per-micro-batch entries come from the
   // single-device program (dist-profile compiles one). A tensor-parallel
@@ -931,19 +942,23 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
       rc = 1;
     if (!rc && printSteps)
       injectFault("kill", P.rank, firstStep + r);
-    if (rc || !printSteps || !root)
-      continue;
-    // Training: one line per step with every scalar f32 output (the loss;
-    // the mean over the micro-batches of a step).
-    progress.clear();
-    printf("step %lld", firstStep + r);
-    for (int k = 0; k < model->numOutputs; ++k)
-      if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
-        printf(" %s %.9g", model->outputs[k].name,
-               sums[k] / model->accumulation);
-    printf("\n");
-    fflush(stdout);
-    progress.step(r + 1);
+    if (!rc && printSteps && root) {
+      // Training: one line per step with every scalar f32 output (the loss;
+      // the mean over the micro-batches of a step).
+      progress.clear();
+      printf("step %lld", firstStep + r);
+      for (int k = 0; k < model->numOutputs; ++k)
+        if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
+          printf(" %s %.9g", model->outputs[k].name,
+                 sums[k] / model->accumulation);
+      printf("\n");
+      fflush(stdout);
+      progress.step(r + 1);
+    }
+    // --redundant: the step's state is committed after its line is printed,
+    // so a recovered job never skips a step's line.
+    if (!rc && replica.enabled() && replica.afterStep(P, firstStep + r))
+      rc = 1;
   }
   if (!rc && P.check(distrt_synchronize(P.ctx), "synchronize"))
     rc = 1;
