@@ -103,11 +103,10 @@ int readBytes(const std::string &path, std::vector<char> &out, Error &err) {
   return 0;
 }
 
-int writeBytes(const std::string &path, const std::vector<char> &data,
+int writeBytes(const std::string &path, const char *data, size_t size,
                Error &err) {
   FILE *f = fopen(path.c_str(), "wb");
-  bool ok = f && (data.empty() ||
-                  fwrite(data.data(), 1, data.size(), f) == data.size());
+  bool ok = f && (size == 0 || fwrite(data, 1, size, f) == size);
   if (f)
     ok = fclose(f) == 0 && ok;
   if (!ok)
@@ -219,16 +218,18 @@ int Replica::afterStep(Program &P, long long step) {
   if (P.saveState(own))
     return fail(P.err, "--redundant: %s", P.err.message.c_str());
   // This rank's state, as its files, to the rank before it: a header of
-  // names and sizes, then each file's bytes.
+  // names and sizes, then every file's bytes in one buffer (few messages:
+  // each costs a round of the MPI progress, whatever its size).
   std::vector<std::string> names;
   if (listNames(own, names, P.err))
     return 1;
-  std::vector<std::vector<char>> files(names.size());
+  std::vector<char> blob, file;
   std::string header;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (readBytes(own + "/" + names[i], files[i], P.err))
+  for (const std::string &n : names) {
+    if (readBytes(own + "/" + n, file, P.err))
       return 1;
-    header += names[i] + " " + std::to_string(files[i].size()) + "\n";
+    header += n + " " + std::to_string(file.size()) + "\n";
+    blob.insert(blob.end(), file.begin(), file.end());
   }
   auto send = [&](void *data, distrt_dtype dt, int64_t n) {
     distrt_tensor t = T(data, dt, {n});
@@ -241,15 +242,21 @@ int Replica::afterStep(Program &P, long long step) {
     return P.check(distrt_recv(P.comm, &t, successor, kReplicaTag),
                    "--redundant: receiving the successor's state");
   };
+  // The bytes go in pieces below 1 GiB (MPI counts are ints).
+  const int64_t piece = (int64_t)1 << 30;
+  auto pieces = [&](char *data, int64_t n, bool out) {
+    for (int64_t at = 0; at < n; at += piece) {
+      int64_t k = std::min(piece, n - at);
+      if (out ? send(data + at, DISTRT_U8, k) : recv(data + at, DISTRT_U8, k))
+        return 1;
+    }
+    return 0;
+  };
   int64_t length = (int64_t)header.size();
-  if (send(&length, DISTRT_I64, 1) || send(&header[0], DISTRT_U8, length))
+  if (send(&length, DISTRT_I64, 1) || send(&header[0], DISTRT_U8, length) ||
+      pieces(blob.data(), (int64_t)blob.size(), true))
     return 1;
-  long long sent = length;
-  for (std::vector<char> &f : files) {
-    if (!f.empty() && send(f.data(), DISTRT_U8, (int64_t)f.size()))
-      return 1;
-    sent += (long long)f.size();
-  }
+  long long sent = length + (long long)blob.size();
   // The successor's, into copy/.
   int64_t theirs = 0;
   double waitFrom = wallSeconds();
@@ -263,6 +270,8 @@ int Replica::afterStep(Program &P, long long step) {
   std::string text((size_t)theirs, '\0');
   if (recv(&text[0], DISTRT_U8, theirs))
     return 1;
+  std::vector<std::pair<std::string, int64_t>> files;
+  int64_t total = 0;
   for (size_t at = 0; at < text.size();) {
     size_t end = text.find('\n', at);
     size_t space = text.find(' ', at);
@@ -274,12 +283,18 @@ int Replica::afterStep(Program &P, long long step) {
     if (name.empty() || name.find('/') != std::string::npos || size < 0)
       return fail(P.err, "--redundant: rank %d sent a malformed state header",
                   successor);
-    std::vector<char> data((size_t)size);
-    if (size > 0 && recv(data.data(), DISTRT_U8, size))
-      return 1;
-    if (writeBytes(copy + "/" + name, data, P.err))
-      return 1;
+    files.push_back({name, size});
+    total += size;
     at = end + 1;
+  }
+  blob.resize((size_t)total);
+  if (pieces(blob.data(), total, false))
+    return 1;
+  int64_t at = 0;
+  for (const auto &[name, size] : files) {
+    if (writeBytes(copy + "/" + name, blob.data() + at, (size_t)size, P.err))
+      return 1;
+    at += size;
   }
   // Whole: the step counts from here on.
   if (rename(partial.c_str(), slot.c_str()) != 0)
