@@ -20,23 +20,12 @@ time on this machine (one thread per rank), not a prediction:
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchutil import run  # noqa: E402
-
-
-def timed(cmd, env=None):
-    """Wall seconds of `cmd` and its exit status (output kept apart)."""
-    t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True,
-                       env=dict(os.environ, **(env or {})))
-    return time.perf_counter() - t, p
+from benchutil import run, timed  # noqa: E402
+from gptjob import gpt_batch  # noqa: E402
 
 
 def main():
@@ -52,16 +41,7 @@ def main():
     a = ap.parse_args()
     tools = os.path.join(a.build, "bin")
     with tempfile.TemporaryDirectory(prefix="elastic-") as tmp:
-        model = os.path.join(tmp, "gpt.onnx")
-        run([os.path.join(tools, "dist-modelgen"), "gpt", "--layers", "4",
-             "--hidden", str(a.hidden), "--heads", "4", "--seq", str(a.seq),
-             "--vocab", "2048", "-o", model])
-        rng = np.random.default_rng(3)
-        ids = rng.integers(0, 2048, (8, a.seq)).astype(np.int64)
-        np.save(os.path.join(tmp, "ids.npy"), ids)
-        np.save(os.path.join(tmp, "labels.npy"), np.roll(ids, -1, axis=1))
-        feeds = [f"input_ids={tmp}/ids.npy", f"labels={tmp}/labels.npy",
-                 "-o", tmp]
+        model, feeds = gpt_batch(tools, tmp, a.hidden, a.seq)
         train = "loss=softmax-cross-entropy:labels optimizer=adam lr=1e-3"
         job = os.path.join(tmp, "job") + "/"
         run([os.path.join(tools, "dist-compile"), model,

@@ -8,7 +8,9 @@
 // returns the job's exit status. docs/cli.md, "Jobs". With --serve=DIR
 // the job answers requests from a folder, and --switch-to=NEWJOB/ moves
 // that service live onto another partition of the model (NEUKONFIG's
-// switch; docs/resilience.md, "Switching a serving job live").
+// switch; docs/resilience.md, "Switching a serving job live"). --elastic
+// and --redundant keep a training job going when a rank dies (Asteroid's
+// and Bamboo's recovery; docs/resilience.md).
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Support/JSONFile.h"
@@ -80,6 +82,17 @@ static cl::opt<unsigned>
                  cl::desc("Steps between the checkpoints of --elastic "
                           "(default 10)"),
                  cl::value_desc("N"), cl::init(10), cl::cat(category));
+
+static cl::opt<std::string> redundantDir(
+    "redundant",
+    cl::desc("Survive a rank that dies in a pipeline training job (pp >= 2, "
+             "CPU): after every step each rank copies its state to the rank "
+             "before it, kept in DIR (node-local memory such as /dev/shm/NAME "
+             "fits); when a rank is lost, the job resumes on one rank fewer "
+             "from the newest step every stage's state exists at, the lost "
+             "rank's from its predecessor's copy; needs --steps N among the "
+             "program's arguments"),
+    cl::value_desc("DIR"), cl::cat(category));
 
 static cl::opt<std::string> serveDir(
     "serve",
@@ -392,7 +405,7 @@ struct Standby {
 /// program was compiled for.
 static Expected<Standby> compileStandby(const Job &job, unsigned ranks,
                                         StringRef root, unsigned gen,
-                                        StringRef compiler) {
+                                        StringRef compiler, StringRef who) {
   std::vector<std::string> compile = job.compileArgs;
   std::optional<std::string> cluster =
       optionValue(compile, "--dist-cluster", nullptr);
@@ -413,7 +426,7 @@ static Expected<Standby> compileStandby(const Job &job, unsigned ranks,
        "--dist-cluster=" + cluster.value_or("local"),
        "--dist-devices=" + std::to_string(ranks), "-o", (dir + "/").str()});
   if (std::error_code ec = sys::fs::create_directories(root))
-    return createStringError(ec, "--elastic: cannot create '" + root +
+    return createStringError(ec, who + ": cannot create '" + root +
                                      "': " + ec.message());
   // Run where the job was compiled (its paths are relative to there); the
   // report goes to a log, so the job's output stays its steps.
@@ -421,7 +434,7 @@ static Expected<Standby> compileStandby(const Job &job, unsigned ranks,
   sys::fs::current_path(here);
   if (!job.compileDir.empty() && sys::fs::set_current_path(job.compileDir))
     return createStringError(inconvertibleErrorCode(),
-                             "--elastic: cannot enter '" + job.compileDir +
+                             who + ": cannot enter '" + job.compileDir +
                                  "', where the job was compiled");
   std::string log = (dir + ".log").str();
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
@@ -433,10 +446,75 @@ static Expected<Standby> compileStandby(const Job &job, unsigned ranks,
                                            redirects, 0, &error, &failed);
   (void)sys::fs::set_current_path(here);
   if (failed)
-    return createStringError(inconvertibleErrorCode(),
-                             "--elastic: cannot run '" + compile.front() +
-                                 "': " + error);
+    return createStringError(inconvertibleErrorCode(), who + ": cannot run '" +
+                                                           compile.front() +
+                                                           "': " + error);
   return Standby{pi, std::string(dir)};
+}
+
+/// Starts compiling \p job for \p n - 1 ranks (compileStandby) when
+/// \p wanted and the manifest says how it was compiled; none otherwise.
+static Expected<std::optional<Standby>> standbyFor(const Job &job, unsigned n,
+                                                   StringRef root, unsigned gen,
+                                                   StringRef compiler,
+                                                   StringRef who, bool wanted) {
+  if (!wanted || job.compileArgs.empty() || dryRun)
+    return std::nullopt;
+  Expected<Standby> started =
+      compileStandby(job, n - 1, root, gen + 1, compiler, who);
+  if (!started)
+    return started.takeError();
+  return std::optional<Standby>(std::move(*started));
+}
+
+/// Ends a standby compile that is not needed (the job finished or
+/// cannot be resumed).
+static void stopStandby(std::optional<Standby> &standby) {
+  if (!standby)
+    return;
+  ::kill(standby->process.Pid, SIGTERM);
+  (void)sys::Wait(standby->process, std::nullopt);
+  standby.reset();
+}
+
+/// Waits for \p standby's compile and reads the job it wrote.
+static Expected<Job> awaitStandby(Standby &standby, unsigned ranks,
+                                  StringRef who) {
+  std::string error;
+  sys::ProcessInfo waited = sys::Wait(standby.process, std::nullopt, &error);
+  if (waited.ReturnCode != 0)
+    return createStringError(inconvertibleErrorCode(),
+                             who + ": compiling the job for " + Twine(ranks) +
+                                 " rank(s) failed" +
+                                 (error.empty() ? "" : ": " + error) +
+                                 "; its output is in " + standby.dir + ".log");
+  return readJob(standby.dir);
+}
+
+/// The dist-compile beside this dist-run, which compiles the standby jobs.
+static std::string besideCompiler(const char *argv0) {
+  SmallString<256> compiler(sys::path::parent_path(
+      sys::fs::getMainExecutable(argv0, (void *)&besideCompiler)));
+  sys::path::append(compiler, "dist-compile");
+  return std::string(compiler);
+}
+
+/// The training run a recovery mode (\p who) finishes: the program's
+/// --steps N, after checking that \p user leaves the \p owned options to
+/// dist-run (\p keeps: what dist-run keeps; \p where: where it is). 0, or
+/// the exit code after the error.
+static int recoverySteps(ArrayRef<std::string> user, ArrayRef<StringRef> owned,
+                         StringRef who, StringRef keeps, const Twine &where,
+                         int64_t &total) {
+  for (StringRef o : owned)
+    if (optionValue(user, o, nullptr))
+      return fail(who + " keeps " + keeps + "; leave out " + o + " (" + where +
+                  ")");
+  std::optional<std::string> stepsText = optionValue(user, "--steps", nullptr);
+  if (!stepsText || StringRef(*stepsText).getAsInteger(10, total) || total < 1)
+    return fail(who + " needs --steps N (N >= 1) among the program's "
+                      "arguments: the training run to finish");
+  return 0;
 }
 
 /// dist-run --elastic (Asteroid's recovery, docs/resilience.md): runs the
@@ -446,16 +524,13 @@ static Expected<Standby> compileStandby(const Job &job, unsigned ranks,
 /// steps are done or one rank is left and fails too.
 static int runElastic(Job job, unsigned n, const char *argv0) {
   std::vector<std::string> user(programArgs.begin(), programArgs.end());
-  for (StringRef owned :
-       {"--save-state", "--load-state", "--save-every", "--first-step"})
-    if (optionValue(user, owned, nullptr))
-      return fail("--elastic keeps the checkpoints itself; leave out " + owned +
-                  " (the last state is in " + elasticDir + "/g<K>/<rank>)");
-  std::optional<std::string> stepsText = optionValue(user, "--steps", nullptr);
   int64_t total = 0;
-  if (!stepsText || StringRef(*stepsText).getAsInteger(10, total) || total < 1)
-    return fail("--elastic needs --steps N (N >= 1) among the program's "
-                "arguments: the training run to finish");
+  if (int bad = recoverySteps(
+          user,
+          {"--save-state", "--load-state", "--save-every", "--first-step"},
+          "--elastic", "the checkpoints itself",
+          "the last state is in " + elasticDir + "/g<K>/<rank>", total))
+    return bad;
   if (elasticEvery == 0)
     return fail("--elastic-every must be at least 1");
   user = withoutOptions(user, {"--steps"});
@@ -463,9 +538,7 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
   if (std::error_code ec = sys::fs::make_absolute(root))
     return fail("--elastic " + elasticDir + ": " + ec.message());
   const bool userThreads = std::getenv("OMP_NUM_THREADS");
-  SmallString<256> compiler(sys::path::parent_path(
-      sys::fs::getMainExecutable(argv0, (void *)&checkpointSteps)));
-  sys::path::append(compiler, "dist-compile");
+  std::string compiler = besideCompiler(argv0);
 
   int64_t done = 0;
   std::string resumeFrom; // the checkpoint pattern the next run loads
@@ -481,14 +554,11 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
       args.insert(args.end(), {"--load-state", resumeFrom});
     // The job for one rank fewer compiles while this one runs, so a
     // failure resumes without waiting for the compiler.
-    std::optional<Standby> standby;
-    if (n > 1 && !job.compileArgs.empty() && !dryRun) {
-      Expected<Standby> started =
-          compileStandby(job, n - 1, root, gen + 1, compiler);
-      if (!started)
-        return fail(toString(started.takeError()));
-      standby = std::move(*started);
-    }
+    Expected<std::optional<Standby>> started =
+        standbyFor(job, n, root, gen, compiler, "--elastic", n > 1);
+    if (!started)
+      return fail(toString(started.takeError()));
+    std::optional<Standby> standby = std::move(*started);
     if (!userThreads)
       unsetenv("OMP_NUM_THREADS");
     shareCores(n);
@@ -498,15 +568,8 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
            << ", checkpoints every " << elasticEvery << " steps in " << genDir
            << "\n";
     int rc = launch(job, n, args);
-    auto stopStandby = [&] {
-      if (!standby)
-        return;
-      ::kill(standby->process.Pid, SIGTERM);
-      (void)sys::Wait(standby->process, std::nullopt);
-      standby.reset();
-    };
     if (rc == 0) {
-      stopStandby(); // not needed
+      stopStandby(standby); // not needed
       errs() << "dist-run: --elastic: done; the state is in " << genDir
              << "/<rank>\n";
       return 0;
@@ -515,7 +578,7 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
       return rc;
     Expected<std::optional<int64_t>> saved = checkpointSteps(genDir, n);
     if (!saved) {
-      stopStandby();
+      stopStandby(standby);
       return fail(toString(saved.takeError()));
     }
     if (*saved) {
@@ -539,13 +602,7 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
     // An injected fault (DISTRT_FAULT, the recovery tests') is the first
     // launch's: the resumed job runs without it.
     unsetenv("DISTRT_FAULT");
-    std::string error;
-    sys::ProcessInfo waited = sys::Wait(standby->process, std::nullopt, &error);
-    if (waited.ReturnCode != 0)
-      return fail("--elastic: compiling the job for " + Twine(n - 1) +
-                  " rank(s) failed" + (error.empty() ? "" : ": " + error) +
-                  "; its output is in " + standby->dir + ".log");
-    Expected<Job> next = readJob(standby->dir);
+    Expected<Job> next = awaitStandby(*standby, n - 1, "--elastic");
     if (!next)
       return fail(toString(next.takeError()));
     job = std::move(*next);
@@ -1135,6 +1192,336 @@ static int runServe(const Job &old, unsigned n) {
   return *newRun.status ? *newRun.status : recordFailed ? 2 : 0;
 }
 
+//===----------------------------------------------------------------------===//
+// Redundant copies of a pipeline's state (--redundant, Bamboo's runtime)
+//===----------------------------------------------------------------------===//
+
+/// The pipeline degree of plan spec \p plan (1 for none).
+static unsigned planPipeline(StringRef plan) {
+  for (StringRef kv : llvm::split(plan, ','))
+    if (kv.consume_front("pp=")) {
+      unsigned pp = 1;
+      if (!kv.getAsInteger(10, pp))
+        return pp;
+    }
+  return 1;
+}
+
+/// The steps in \p folder/progress.json (a saved state); none when it is
+/// missing or holds no count.
+static std::optional<int64_t> savedSteps(const Twine &folder) {
+  SmallString<256> path;
+  folder.toVector(path);
+  sys::path::append(path, "progress.json");
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
+  if (!buf)
+    return std::nullopt;
+  Expected<json::Value> v = json::parse((*buf)->getBuffer());
+  if (!v) {
+    consumeError(v.takeError());
+    return std::nullopt;
+  }
+  const json::Object *o = v->getAsObject();
+  return o ? o->getInteger("steps") : std::nullopt;
+}
+
+/// The whole steps rank folder \p rankDir holds (step-<k>/, not the
+/// .partial ones), newest first, with \p part (own or copy) in them.
+static std::vector<int64_t> committedSteps(StringRef rankDir, StringRef part) {
+  std::vector<int64_t> steps;
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(rankDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    StringRef name = sys::path::filename(it->path());
+    int64_t k = 0;
+    if (!name.consume_front("step-") || name.getAsInteger(10, k))
+      continue;
+    SmallString<256> folder(it->path());
+    sys::path::append(folder, part);
+    if (savedSteps(folder) == k)
+      steps.push_back(k);
+  }
+  llvm::sort(steps, std::greater<int64_t>());
+  return steps;
+}
+
+/// What a rank's `ended` marker says the copies cost (Replica.h): steps,
+/// seconds (of them, waiting for the successor's state), bytes sent.
+struct CopyCost {
+  int64_t steps = 0, bytes = 0;
+  double seconds = 0, waiting = 0;
+};
+static std::optional<CopyCost> readEnded(StringRef genDir, unsigned rank) {
+  SmallString<256> path(genDir);
+  sys::path::append(path, std::to_string(rank), "ended");
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
+  if (!buf)
+    return std::nullopt;
+  CopyCost c;
+  Expected<json::Value> v = json::parse((*buf)->getBuffer());
+  if (!v) {
+    consumeError(v.takeError());
+    return c; // ended, whatever it wrote
+  }
+  if (const json::Object *o = v->getAsObject()) {
+    c.steps = o->getInteger("steps").value_or(0);
+    c.bytes = o->getInteger("bytes").value_or(0);
+    c.seconds = o->getNumber("copy_s").value_or(0);
+    c.waiting = o->getNumber("wait_s").value_or(0);
+  }
+  return c;
+}
+
+/// dist-run --redundant (Bamboo's runtime half, docs/resilience.md): runs a
+/// pipeline training job whose ranks copy their state to the rank before
+/// them after every step (the program's --redundant); when a rank
+/// vanishes, assembles the newest step every stage's state exists at (the
+/// lost rank's from its predecessor's copy) and resumes the job compiled
+/// for one rank fewer from the next step.
+static int runRedundant(Job job, unsigned n, const char *argv0) {
+  std::vector<std::string> user(programArgs.begin(), programArgs.end());
+  int64_t total = 0;
+  if (int bad = recoverySteps(user,
+                              {"--save-state", "--load-state", "--save-every",
+                               "--first-step", "--redundant"},
+                              "--redundant", "the state itself",
+                              "the end state is in " + redundantDir +
+                                  "/g<K>/, as dist-run says when it is done",
+                              total))
+    return bad;
+  if (!job.training)
+    return fail("--redundant: '" + job.dir +
+                "' is not a training job; its copies are of weights and "
+                "optimizer state (compile the model with --train)");
+  if (planPipeline(job.plan) < 2 || n < 2)
+    return fail("--redundant copies each pipeline stage's state to the "
+                "stage before it, but '" +
+                job.dir + "' runs " +
+                (job.plan.empty() ? std::string("one device") : job.plan) +
+                " (pp = 1); compile it with a pipeline plan "
+                "(--dist-plan=pp=2,...), or use --elastic");
+  user = withoutOptions(user, {"--steps"});
+  SmallString<256> root(redundantDir);
+  if (std::error_code ec = sys::fs::make_absolute(root))
+    return fail("--redundant " + redundantDir + ": " + ec.message());
+  {
+    SmallString<256> probe(root);
+    sys::path::append(probe, ".dist-run-probe");
+    std::error_code ec = sys::fs::create_directories(root);
+    if (!ec) {
+      raw_fd_ostream os(probe, ec);
+    }
+    if (ec)
+      return fail("--redundant '" + redundantDir + "' cannot be written (" +
+                  ec.message() +
+                  "); give a folder this user can write (node-local memory "
+                  "such as /dev/shm/NAME keeps the copies off the disk)");
+    sys::fs::remove(probe);
+  }
+  // Generations of an earlier run in the same folder would be mistaken
+  // for this one's.
+  for (unsigned g = 0;; ++g) {
+    SmallString<256> old(root);
+    sys::path::append(old, "g" + std::to_string(g));
+    if (!sys::fs::exists(old))
+      break;
+    if (std::error_code ec = sys::fs::remove_directories(old))
+      return fail("--redundant: cannot clear '" + old +
+                  "' of an earlier run: " + ec.message());
+  }
+  const bool userThreads = std::getenv("OMP_NUM_THREADS");
+  std::string compiler = besideCompiler(argv0);
+
+  int64_t done = 0;
+  std::string resumeFrom; // the assembled state the next run loads
+  for (unsigned gen = 0;; ++gen) {
+    SmallString<256> genDir(root);
+    sys::path::append(genDir, "g" + std::to_string(gen));
+    const bool copies = n >= 2 && planPipeline(job.plan) >= 2;
+    std::vector<std::string> args = user;
+    args.insert(args.end(), {"--steps", std::to_string(total - done),
+                             "--first-step", std::to_string(done + 1)});
+    if (copies)
+      args.insert(args.end(), {"--redundant", std::string(genDir)});
+    else
+      args.insert(args.end(), {"--save-state", (genDir + "/end/{rank}").str()});
+    if (!resumeFrom.empty())
+      args.insert(args.end(), {"--load-state", resumeFrom});
+    Expected<std::optional<Standby>> started =
+        standbyFor(job, n, root, gen, compiler, "--redundant", copies);
+    if (!started)
+      return fail(toString(started.takeError()));
+    std::optional<Standby> standby = std::move(*started);
+    if (!userThreads)
+      unsetenv("OMP_NUM_THREADS");
+    shareCores(n);
+    errs() << "dist-run: --redundant: steps " << done + 1 << "-" << total
+           << " on " << n << " rank(s)"
+           << (job.plan.empty() ? "" : " (" + job.plan + ")")
+           << (copies ? ", each rank's state copied to the rank before it "
+                        "after every step, in " +
+                            std::string(genDir)
+                      : std::string(", without copies (not a pipeline): a "
+                                    "rank lost now ends the run"))
+           << "\n";
+    Clock::time_point launched = Clock::now();
+    int rc = launch(job, n, args);
+    double ran = secondsSince(launched);
+    if (dryRun) {
+      stopStandby(standby);
+      return rc;
+    }
+    // What the copies cost, from the markers of the ranks that ended.
+    if (copies) {
+      double seconds = 0, waiting = 0;
+      int64_t bytes = 0;
+      unsigned ranks = 0;
+      for (unsigned r = 0; r < n; ++r)
+        if (std::optional<CopyCost> c = readEnded(genDir, r))
+          if (c->steps > 0) {
+            seconds += c->seconds / c->steps;
+            waiting += c->waiting / c->steps;
+            bytes += c->bytes / c->steps;
+            ++ranks;
+          }
+      if (ranks)
+        errs() << formatv("dist-run: --redundant: the copies took {0:f2} ms "
+                          "per step per rank, {1:f2} ms of it waiting for the "
+                          "successor's state ({2} bytes sent; mean of {3} "
+                          "rank(s)), in {4:f2} s of this run\n",
+                          1e3 * seconds / ranks, 1e3 * waiting / ranks,
+                          bytes / ranks, ranks, ran);
+    }
+    if (rc == 0) {
+      stopStandby(standby);
+      SmallString<256> where(genDir);
+      if (copies)
+        sys::path::append(where, "<rank>", "step-" + std::to_string(total),
+                          "own");
+      else
+        sys::path::append(where, "end", "<rank>");
+      errs() << "dist-run: --redundant: done; the state is in " << where
+             << "\n";
+      return 0;
+    }
+    if (!copies) {
+      stopStandby(standby);
+      return fail("--redundant: the job failed (exit " + Twine(rc) + ") on " +
+                  Twine(n) +
+                  " rank(s) without copies; its last whole state is the one "
+                  "it started from" +
+                  (resumeFrom.empty()
+                       ? ""
+                       : " (" + resumeFrom + ", step " + Twine(done) + ")"));
+    }
+    // The lost rank: the one that wrote no `ended` marker (it vanished;
+    // the others ended themselves or were ended by mpirun).
+    Clock::time_point failed = Clock::now();
+    std::vector<unsigned> lost;
+    for (unsigned r = 0; r < n; ++r)
+      if (!readEnded(genDir, r))
+        lost.push_back(r);
+    if (lost.size() != 1) {
+      stopStandby(standby);
+      if (lost.empty())
+        return fail("--redundant: the job failed (exit " + Twine(rc) +
+                    ") but no rank vanished (each ended itself or was ended "
+                    "by mpirun): that is an error of the job, not a lost "
+                    "rank, so it is not resumed; see its errors above");
+      std::string names;
+      for (unsigned r : lost)
+        names += (names.empty() ? "" : ", ") + std::to_string(r);
+      return fail("--redundant: the job failed (exit " + Twine(rc) +
+                  ") and rank(s) " + names +
+                  " left no trace of ending: either it failed before its "
+                  "ranks started (see its errors above) or more than one "
+                  "rank was lost, which one copy per stage does not survive");
+    }
+    unsigned dead = lost.front(), holder = (dead + n - 1) % n;
+    // The lost rank's node-local memory is gone with it: its own copies
+    // are not used (on one machine they would still be there).
+    SmallString<256> deadDir(genDir);
+    sys::path::append(deadDir, std::to_string(dead));
+    (void)sys::fs::remove_directories(deadDir);
+    auto source = [&](unsigned stage, int64_t k) {
+      bool fromCopy = stage == dead;
+      SmallString<256> s(genDir);
+      sys::path::append(s, std::to_string(fromCopy ? holder : stage),
+                        "step-" + std::to_string(k), fromCopy ? "copy" : "own");
+      return std::string(s);
+    };
+    // The newest step every stage's state exists at.
+    std::optional<int64_t> at;
+    {
+      SmallString<256> holderDir(genDir);
+      sys::path::append(holderDir, std::to_string(holder));
+      for (int64_t k : committedSteps(holderDir, "copy")) {
+        bool all = true;
+        for (unsigned s = 0; s < n && all; ++s)
+          all = savedSteps(source(s, k)) == k;
+        if (all) {
+          at = k;
+          break;
+        }
+      }
+    }
+    SmallString<256> next(root);
+    sys::path::append(next, "g" + std::to_string(gen + 1), "from");
+    // Without one (lost before its first copy) the run resumes from where
+    // this job started: the state it loaded, or the model's weights.
+    if (at) {
+      if (std::error_code ec = sys::fs::create_directories(next)) {
+        stopStandby(standby);
+        return fail("--redundant: cannot create '" + next +
+                    "': " + ec.message());
+      }
+      for (unsigned s = 0; s < n; ++s) {
+        SmallString<256> to(next);
+        sys::path::append(to, std::to_string(s));
+        if (std::error_code ec = sys::fs::rename(source(s, *at), to)) {
+          stopStandby(standby);
+          return fail("--redundant: cannot move '" + source(s, *at) + "' to '" +
+                      to + "': " + ec.message());
+        }
+      }
+      done = *at;
+      resumeFrom = (next + "/{rank}").str();
+    }
+    double assembled = secondsSince(failed);
+    if (!standby)
+      return fail("--redundant: rank " + Twine(dead) + " was lost (exit " +
+                  Twine(rc) + ") and '" + job.dir +
+                  "/manifest.json' does not say how it was compiled; "
+                  "compile it again with this dist-compile");
+    errs() << "dist-run: --redundant: rank " << dead << " was lost (exit " << rc
+           << ") after " << formatv("{0:f2}", ran) << " s; "
+           << (at ? "stage state of step " + std::to_string(*at) +
+                        " assembled: rank " + std::to_string(dead) +
+                        "'s from rank " + std::to_string(holder) +
+                        "'s copy, the others' from their own"
+               : resumeFrom.empty()
+                   ? std::string("no step was copied yet; from the start")
+                   : "no step was copied yet; from step " +
+                         std::to_string(done) + " again")
+           << " (" << formatv("{0:f3}", assembled) << " s); resuming on "
+           << n - 1 << " rank(s) (" << standby->dir << ".log)\n";
+    // An injected fault (DISTRT_FAULT) is the first launch's.
+    unsetenv("DISTRT_FAULT");
+    Clock::time_point waitFrom = Clock::now();
+    Expected<Job> nextJob = awaitStandby(*standby, n - 1, "--redundant");
+    double waitedFor = secondsSince(waitFrom);
+    if (nextJob && waitedFor >= 0.01)
+      errs() << formatv("dist-run: --redundant: waited {0:f2} s more for the "
+                        "standby compile\n",
+                        waitedFor);
+    if (!nextJob)
+      return fail(toString(nextJob.takeError()));
+    job = std::move(*nextJob);
+    n = job.ranks ? static_cast<unsigned>(*job.ranks) : n - 1;
+    standby.reset();
+  }
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -1175,8 +1562,15 @@ int main(int argc, char **argv) {
     return fail("--switch-on, --switch, --replan-report and "
                 "--record-relaunch need --switch-to=NEWJOB/, the job to "
                 "switch to");
-  if (!serveDir.empty() && (!elasticDir.empty() || !traceFile.empty()))
-    return fail("--serve runs without --elastic and --trace");
+  if (!serveDir.empty() &&
+      (!elasticDir.empty() || !redundantDir.empty() || !traceFile.empty()))
+    return fail("--serve runs without --elastic, --redundant and --trace");
+  if (!elasticDir.empty() && !redundantDir.empty())
+    return fail("--redundant and --elastic are two ways to survive a lost "
+                "rank (copies of every step in memory, or checkpoints every "
+                "--elastic-every steps); choose one");
+  if (!redundantDir.empty())
+    return runRedundant(std::move(*job), n, argv[0]);
   if (!elasticDir.empty())
     return runElastic(std::move(*job), n, argv[0]);
   if (!serveDir.empty()) {

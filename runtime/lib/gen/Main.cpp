@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distrt/gen/Main.h"
+#include "distrt/gen/Replica.h"
 
 #include <csignal>
 #include <unistd.h>
@@ -156,12 +157,15 @@ int usage(const char *argv0) {
           "usage: %s [--model NAME] [--list] [--weights-dir DIR] "
           "[--output-dir DIR] [--repeat N] [--steps N] [--threads N] [--time] "
           "[--save-state DIR] [--save-every N] [--first-step K] "
-          "[--load-state DIR] [--trace FILE] [--timeout SECONDS] "
+          "[--load-state DIR] [--redundant DIR] [--trace FILE] "
+          "[--timeout SECONDS] "
           "(--save-state/--load-state DIR/{rank}: one folder per rank; "
           "--timeout: how long a rank waits for its peers, default 60, 0 "
           "forever; --save-every: also save the state after every N steps, "
           "each checkpoint replacing the last whole; --first-step: number "
-          "the steps from K (a resumed run); --trace: the "
+          "the steps from K (a resumed run); --redundant: a pipeline's "
+          "ranks copy their state to the rank before them after every step, "
+          "for dist-run --redundant; --trace: the "
           "executor's Chrome trace, FILE with {rank} "
           "in it for a job of several ranks) "
           "[--progress[=auto|always|never]] (training steps per second and "
@@ -424,7 +428,8 @@ struct Options {
   std::string progressMode = "auto";
   std::string profileJson, profileDevice;
   Serve serve;
-  bool serveOption = false; // --serve-first or --serve-control given
+  std::string redundantDir; ///< --redundant (Replica.h)
+  bool serveOption = false; ///< --serve-first or --serve-control given
 };
 
 /// Reads the command line into `o` and checks the options against each
@@ -493,6 +498,9 @@ int parseOptions(int argc, char **argv, Options &o) {
         return 2;
     } else if (a == "--load-state") {
       if (!value(o.loadDir))
+        return 2;
+    } else if (a == "--redundant") {
+      if (!value(o.redundantDir))
         return 2;
     } else if (a == "--trace") {
       if (!value(o.traceFile))
@@ -648,6 +656,8 @@ struct Run {
   std::vector<Program::TraceEvent> trace;
   RunTimer timer;
   NoiseScale noise;
+  /// --redundant: the copies of this rank's and its successor's state.
+  Replica replica;
   /// --save-state with {rank} expanded, and whether this rank saves.
   std::string saveDir;
   bool saves = false;
@@ -705,6 +715,10 @@ int joinJob(Run &R, const Options &o) {
             who.c_str(), o.saveDir.c_str(), o.saveDir.c_str());
     return 2;
   }
+  R.replica.dir = o.redundantDir;
+  if (R.replica.enabled())
+    if (int bad = R.replica.begin(P, o.printSteps, R.pipeline, R.cuda, who))
+      return bad;
   // A pipeline's ops run once per micro-batch and its ranks run different
   // stages: the database's per-micro-batch entries come from the
   // single-device program (dist-profile compiles one). A tensor-parallel
@@ -986,18 +1000,25 @@ int runStep(Run &R, const Options &o, long long r, int64_t microbatchRows,
     rc = 1;
   if (!rc && o.printSteps)
     injectFault("kill", P.rank, o.firstStep + r);
-  if (rc || !o.printSteps || !R.root)
+  if (rc)
     return rc;
-  // Training: one line per step with every scalar f32 output (the loss;
-  // the mean over the micro-batches of a step).
-  progress.clear();
-  printf("step %lld", o.firstStep + r);
-  for (int k = 0; k < model->numOutputs; ++k)
-    if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
-      printf(" %s %.9g", model->outputs[k].name, sums[k] / model->accumulation);
-  printf("\n");
-  fflush(stdout);
-  progress.step(r + 1);
+  if (o.printSteps && R.root) {
+    // Training: one line per step with every scalar f32 output (the loss;
+    // the mean over the micro-batches of a step).
+    progress.clear();
+    printf("step %lld", o.firstStep + r);
+    for (int k = 0; k < model->numOutputs; ++k)
+      if (P.outputs[k].spec.numel() == 1 && P.outputs[k].spec.dtype == F32)
+        printf(" %s %.9g", model->outputs[k].name,
+               sums[k] / model->accumulation);
+    printf("\n");
+    fflush(stdout);
+    progress.step(r + 1);
+  }
+  // --redundant: the step's state is committed after its line is printed,
+  // so a recovered job never skips a step's line.
+  if (R.replica.enabled() && R.replica.afterStep(P, o.firstStep + r))
+    return 1;
   return 0;
 }
 
