@@ -467,6 +467,23 @@ static Expected<std::optional<Standby>> standbyFor(const Job &job, unsigned n,
   return std::optional<Standby>(std::move(*started));
 }
 
+/// The start of a generation of --elastic or --redundant: the standby job
+/// for one rank fewer (standbyFor), and the cores shared among \p n ranks
+/// again (unless the user set OMP_NUM_THREADS, \p userThreads).
+static Expected<std::optional<Standby>>
+startGeneration(const Job &job, unsigned n, StringRef root, unsigned gen,
+                StringRef compiler, StringRef who, bool wanted,
+                bool userThreads) {
+  Expected<std::optional<Standby>> started =
+      standbyFor(job, n, root, gen, compiler, who, wanted);
+  if (!started)
+    return started.takeError();
+  if (!userThreads)
+    unsetenv("OMP_NUM_THREADS");
+  shareCores(n);
+  return started;
+}
+
 /// Ends a standby compile that is not needed (the job finished or
 /// cannot be resumed).
 static void stopStandby(std::optional<Standby> &standby) {
@@ -554,14 +571,11 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
       args.insert(args.end(), {"--load-state", resumeFrom});
     // The job for one rank fewer compiles while this one runs, so a
     // failure resumes without waiting for the compiler.
-    Expected<std::optional<Standby>> started =
-        standbyFor(job, n, root, gen, compiler, "--elastic", n > 1);
+    Expected<std::optional<Standby>> started = startGeneration(
+        job, n, root, gen, compiler, "--elastic", n > 1, userThreads);
     if (!started)
       return fail(toString(started.takeError()));
     std::optional<Standby> standby = std::move(*started);
-    if (!userThreads)
-      unsetenv("OMP_NUM_THREADS");
-    shareCores(n);
     errs() << "dist-run: --elastic: steps " << done + 1 << "-" << total
            << " on " << n << " rank(s)"
            << (job.plan.empty() ? "" : " (" + job.plan + ")")
@@ -1347,14 +1361,11 @@ static int runRedundant(Job job, unsigned n, const char *argv0) {
       args.insert(args.end(), {"--save-state", (genDir + "/end/{rank}").str()});
     if (!resumeFrom.empty())
       args.insert(args.end(), {"--load-state", resumeFrom});
-    Expected<std::optional<Standby>> started =
-        standbyFor(job, n, root, gen, compiler, "--redundant", copies);
+    Expected<std::optional<Standby>> started = startGeneration(
+        job, n, root, gen, compiler, "--redundant", copies, userThreads);
     if (!started)
       return fail(toString(started.takeError()));
     std::optional<Standby> standby = std::move(*started);
-    if (!userThreads)
-      unsetenv("OMP_NUM_THREADS");
-    shareCores(n);
     errs() << "dist-run: --redundant: steps " << done + 1 << "-" << total
            << " on " << n << " rank(s)"
            << (job.plan.empty() ? "" : " (" + job.plan + ")")
