@@ -355,10 +355,7 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
       if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
         stages.insert(callee);
     });
-  bool training = llvm::any_of(lists, [](func::FuncOp fn) {
-    return llvm::any_of(llvm::seq(fn.getNumResults()),
-                        [&](unsigned k) { return isUpdate(fn, k); });
-  });
+  bool training = llvm::any_of(lists, updatesWeights);
   // `--profile`: one op table for every rank's ops; a rank times the ops
   // of its stages' calls (each call adds to its ops) and of its list.
   std::vector<FunctionEmitter::ProfiledOp> profiled;
@@ -466,6 +463,7 @@ LogicalResult distopt::codegen::emitPipelineModel(const ModelUnit &model,
     fields.replicas = layout.dp;
   }
   fields.collectives = true;
+  fields.trains = training;
   fields.world = world;
   fields.outputRank = outputRank;
   // One stage, one micro-batch, no data parallelism: each rank runs each op

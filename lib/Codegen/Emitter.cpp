@@ -93,7 +93,14 @@ void distopt::codegen::emitModelTable(llvm::raw_ostream &out,
       << f.replicaOf << ", " << f.replicas << ", " << f.world << ", "
       << f.outputRank << ", "
       << llvm::format("0x%016llxull", (unsigned long long)llvm::xxh3_64bits(ir))
-      << ", " << f.ops << ", " << f.numOps << ", " << f.profileTp << "};\n";
+      << ", " << f.ops << ", " << f.numOps << ", " << f.profileTp << ", "
+      << (f.trains ? "true" : "false") << "};\n";
+}
+
+bool distopt::codegen::updatesWeights(func::FuncOp fn) {
+  return llvm::any_of(llvm::seq(fn.getNumResults()), [&](unsigned k) {
+    return static_cast<bool>(fn.getResultAttr(k, "graph.update"));
+  });
 }
 
 LogicalResult distopt::codegen::requireMemoryPlan(Operation *func) {
@@ -310,9 +317,7 @@ emitBody(const ModelUnit &model, func::FuncOp func, llvm::StringRef prefix,
   llvm::raw_string_ostream bodyOS(bodyText), globalOS(globalText);
   FunctionEmitter e(bodyOS, globalOS, options, prefix.str());
   e.profiled = &profiled;
-  for (unsigned k = 0; k < func.getNumResults(); ++k)
-    if (func.getResultAttr(k, "graph.update"))
-      e.training = true;
+  e.training = updatesWeights(func);
   computeFusion(body, e.fused);
   e.computeLifetimes(body);
   if (e.training)
@@ -452,6 +457,7 @@ LogicalResult distopt::codegen::emitModel(const ModelUnit &model,
     out << "static int apply(dg::Program &P) {\n"
         << applyText << "  P.releaseAll();\n  return 0;\n}\n";
   ModelTableFields fields;
+  fields.trains = updatesWeights(func) || !applyText.empty();
   if (!applyText.empty()) {
     fields.apply = "apply";
     fields.accumulation = accumulation;

@@ -23,6 +23,10 @@
 #include <optional>
 #include <string>
 
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
 namespace distopt::codegen {
 
 /// Emits the body of one model's `run` function.
@@ -320,7 +324,13 @@ struct ModelTableFields {
   /// A tensor-parallel job of one stage and one micro-batch: its tp, under
   /// which each rank's --profile-json files its ops (0 otherwise).
   unsigned profileTp = 0;
+  /// A training step (it updates weights): the program refuses --serve.
+  bool trains = false;
 };
+
+/// Whether \p fn is a training step: a result of it is a weight or state
+/// update (`graph.update`).
+bool updatesWeights(mlir::func::FuncOp fn);
 
 /// Writes the `inputs[]` and `outputs[]` tensor specs of `inputs` /
 /// `outputs` (named `inNames` / `outNames`) and the `model` table of

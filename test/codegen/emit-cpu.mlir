@@ -42,7 +42,7 @@
 // SRC-NEXT: {"x", dg::F32, 2, {2, 8}},
 // SRC: static const dg::TensorSpec outputs[] = {
 // SRC-NEXT: {"y", dg::F32, 2, {2, 4}},
-// SRC: static const dg::Model model = {"emit-cpu", {{.*}}, 1, inputs, 1, outputs, run, nullptr, 1, false, nullptr, nullptr, 0, 0, 0, 0x{{[0-9a-f]+}}ull, ops, 2, 0};
+// SRC: static const dg::Model model = {"emit-cpu", {{.*}}, 1, inputs, 1, outputs, run, nullptr, 1, false, nullptr, nullptr, 0, 0, 0, 0x{{[0-9a-f]+}}ull, ops, 2, 0, false};
 // SRC: int main(int argc, char **argv) {
 // SRC-NEXT: return dg::runMain(argc, argv, models, 1, false);
 

@@ -30,7 +30,7 @@
 // OK-NEXT: P.profStop(0, pt);
 // OK: distrt_wait([[RQ1]])
 // OK: P.download(P.outputs[0]
-// OK: static const dg::Model model = {{.*}}, true, shards, nullptr, 0, 0, 0, 0x{{[0-9a-f]+}}ull, ops, 3, 0};
+// OK: static const dg::Model model = {{.*}}, true, shards, nullptr, 0, 0, 0, 0x{{[0-9a-f]+}}ull, ops, 3, 0, false};
 
 // SUBSET: static const int32_t group[] = {1, 0};
 // SUBSET-NEXT: distrt_comm *comm = P.group(group, 2, "dist.all_reduce at {{.*}}");

@@ -615,7 +615,7 @@ int chooseModel(const Options &o, const Model *models, int numModels,
     fprintf(stderr, "\n");
     return 2;
   }
-  if (o.serve.enabled() && model->apply) {
+  if (o.serve.enabled() && model->trains) {
     fprintf(stderr,
             "error: --serve answers inference requests; model %s is a "
             "training step (it would train on them)\n",

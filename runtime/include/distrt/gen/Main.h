@@ -61,6 +61,9 @@ struct Model {
   /// `--profile-json` is a profile database, filed under this tp. 0
   /// otherwise (pipelines refuse --profile-json).
   int profileTp;
+  /// A training step: it updates the weights (`--serve` refuses it, as it
+  /// would train on the requests).
+  bool trains;
 };
 
 /// Parses a positive count of at most `max` from a flag's value: digits
