@@ -44,4 +44,16 @@ bool readText(const std::string &path, std::string &out) {
   return true;
 }
 
+int writeFile(const std::string &path, const void *data, size_t size,
+              const char *what, Error &err) {
+  FILE *f = fopen(path.c_str(), "wb");
+  bool ok = f && (size == 0 || fwrite(data, 1, size, f) == size);
+  if (f)
+    ok = fclose(f) == 0 && ok;
+  if (!ok)
+    return fail(err, "%s: cannot write '%s' (%s)", what, path.c_str(),
+                strerror(errno));
+  return 0;
+}
+
 } // namespace dg

@@ -16,30 +16,32 @@
 
 namespace dg {
 
-bool parseCount(const char *flag, const std::string &value, long long max,
-                long long &out) {
+/// A whole number in [min, max] from a flag's value, digits only.
+static bool parseCountIn(const char *flag, const std::string &value,
+                         long long min, long long max, long long &out) {
   bool digits = !value.empty() && value.size() <= 19;
   for (char c : value)
     digits = digits && c >= '0' && c <= '9';
   long long v = digits ? strtoll(value.c_str(), nullptr, 10) : 0;
-  if (!digits || v < 1 || v > max) {
+  if (!digits || v < min || v > max) {
     fprintf(stderr,
-            "error: %s needs a whole number from 1 to %lld, got "
+            "error: %s needs a whole number from %lld to %lld, got "
             "'%s'\n",
-            flag, max, value.c_str());
+            flag, min, max, value.c_str());
     return false;
   }
   out = v;
   return true;
 }
 
+bool parseCount(const char *flag, const std::string &value, long long max,
+                long long &out) {
+  return parseCountIn(flag, value, 1, max, out);
+}
+
 bool parseCountOrZero(const char *flag, const std::string &value, long long max,
                       long long &out) {
-  if (value == "0") {
-    out = 0;
-    return true;
-  }
-  return parseCount(flag, value, max, out);
+  return parseCountIn(flag, value, 0, max, out);
 }
 
 int agreeOnRun(Program &P, const RunRecord &mine, const char *who) {

@@ -461,15 +461,8 @@ int Program::saveState(const std::string &dir) {
   // Beside the tensors: the shards' layout, and the steps done (what
   // dist-run --elastic resumes from).
   auto writeText = [&](const char *name, const std::string &text) {
-    std::string path = dir + "/" + name;
-    FILE *f = fopen(path.c_str(), "w");
-    bool ok = f && fputs(text.c_str(), f) >= 0;
-    if (f)
-      ok = fclose(f) == 0 && ok;
-    if (!ok)
-      return fail(err, "--save-state: cannot write '%s' (%s)", path.c_str(),
-                  strerror(errno));
-    return 0;
+    return writeFile(dir + "/" + name, text.data(), text.size(), "--save-state",
+                     err);
   };
   if (!shards.empty() && writeText("shards.json", "{\n" + shards + "\n}\n"))
     return 1;

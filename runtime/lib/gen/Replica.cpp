@@ -103,18 +103,6 @@ int readBytes(const std::string &path, std::vector<char> &out, Error &err) {
   return 0;
 }
 
-int writeBytes(const std::string &path, const char *data, size_t size,
-               Error &err) {
-  FILE *f = fopen(path.c_str(), "wb");
-  bool ok = f && (size == 0 || fwrite(data, 1, size, f) == size);
-  if (f)
-    ok = fclose(f) == 0 && ok;
-  if (!ok)
-    return fail(err, "--redundant: cannot write '%s' (%s)", path.c_str(),
-                strerror(errno));
-  return 0;
-}
-
 /// The names in `dir` but . and .., sorted.
 int listNames(const std::string &dir, std::vector<std::string> &names,
               Error &err) {
@@ -292,7 +280,8 @@ int Replica::afterStep(Program &P, long long step) {
     return 1;
   int64_t at = 0;
   for (const auto &[name, size] : files) {
-    if (writeBytes(copy + "/" + name, blob.data() + at, (size_t)size, P.err))
+    if (writeFile(copy + "/" + name, blob.data() + at, (size_t)size,
+                  "--redundant", P.err))
       return 1;
     at += size;
   }

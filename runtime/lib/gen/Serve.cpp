@@ -24,11 +24,10 @@ void onServeStopSignal(int) { serveStopSignalled = 1; }
 int writeTextAtomically(const std::string &path, const std::string &text,
                         Error &err) {
   std::string tmp = path + ".tmp" + std::to_string(getpid());
-  FILE *f = fopen(tmp.c_str(), "w");
-  bool ok = f && fputs(text.c_str(), f) >= 0;
-  ok = f && fclose(f) == 0 && ok;
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0)
-    return fail(err, "--serve: cannot write '%s': %s", path.c_str(),
+  if (writeFile(tmp, text.data(), text.size(), "--serve", err))
+    return 1;
+  if (rename(tmp.c_str(), path.c_str()) != 0)
+    return fail(err, "--serve: cannot write '%s' (%s)", path.c_str(),
                 strerror(errno));
   return 0;
 }

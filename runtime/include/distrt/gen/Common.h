@@ -96,6 +96,11 @@ bool isDirectory(const std::string &path);
 /// The whole text of `path`; false when it cannot be read.
 bool readText(const std::string &path, std::string &out);
 
+/// Writes `size` bytes to `path` (created or truncated). On failure records
+/// "WHAT: cannot write 'PATH' (REASON)" in `err` and returns 1.
+int writeFile(const std::string &path, const void *data, size_t size,
+              const char *what, Error &err);
+
 } // namespace dg
 
 #endif // DISTRT_GEN_COMMON_H

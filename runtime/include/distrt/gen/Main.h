@@ -73,7 +73,7 @@ bool parseCount(const char *flag, const std::string &value, long long max,
                 long long &out);
 
 /// parseCount, but "0" is a value too (--timeout 0: wait forever,
-/// --serve-first 0: the first request). Other errors print as parseCount's.
+/// --serve-first 0: the first request); the error names the range from 0.
 bool parseCountOrZero(const char *flag, const std::string &value, long long max,
                       long long &out);
 
