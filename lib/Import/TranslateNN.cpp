@@ -1,8 +1,9 @@
 //===- TranslateNN.cpp - Convolution, pooling, norms, reductions ----------===//
 //
 // Part of DistOpt. ONNX Conv, ConvTranspose, pooling, BatchNormalization,
-// LayerNormalization, InstanceNormalization, Dropout, Reduce*, ArgMax/ArgMin,
-// Hardmax, TopK and SoftmaxCrossEntropyLoss to the graph dialect.
+// LayerNormalization, InstanceNormalization, LRN, Dropout, Reduce*,
+// ArgMax/ArgMin, Hardmax, TopK and SoftmaxCrossEntropyLoss to the graph
+// dialect.
 //
 //===----------------------------------------------------------------------===//
 #include "Translator.h"
@@ -351,6 +352,61 @@ static LogicalResult translateInstanceNorm(Translator &t,
       node, BinaryOp::create(b, loc, type, BinaryKind::Add, y, c, false));
 }
 
+/// LRN as the graph ops of its definition, y = x / (bias + alpha / size *
+/// S)^beta with S the sum of x^2 over the `size` channels around each
+/// channel (floor((size - 1) / 2) before it, ceil((size - 1) / 2) after it,
+/// clipped at the ends): x^2 viewed as [N, 1, C, rest] and averaged by a
+/// 2-D pool with a [size, 1] window that counts its zero padding, which
+/// gives S / size. Its kernels, costs and gradient are those ops'.
+static LogicalResult translateLRN(Translator &t, const NodeProto &node) {
+  Value x = t.operand(node, 0);
+  RankedTensorType type = t.resultType(node, 0);
+  if (!x || !type)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t size = Translator::attrInt(node, "size", 0);
+  if (size <= 0)
+    return t.emitError(node)
+           << "LRN needs a positive 'size' attribute (the number of channels "
+              "summed), got "
+           << size << "; fix the model";
+  if (xt.getRank() < 2 || !isa<FloatType>(xt.getElementType()) || type != xt)
+    return t.emitOpaque(node);
+  OpBuilder &b = t.builder;
+  Location loc = t.loc(node);
+  Type f = xt.getElementType();
+  auto scalar = [&](double v) -> Value {
+    auto st = RankedTensorType::get({}, f);
+    return ConstantOp::create(b, loc,
+                              DenseElementsAttr::get(st, b.getFloatAttr(f, v)));
+  };
+  int64_t rest = 1;
+  for (int64_t d : xt.getShape().drop_front(2))
+    rest *= d;
+  auto planes =
+      RankedTensorType::get({xt.getDimSize(0), 1, xt.getDimSize(1), rest}, f);
+  Value square = BinaryOp::create(b, loc, xt, BinaryKind::Mul, x, x, false);
+  Value view = ReshapeOp::create(b, loc, planes, square);
+  Value mean = PoolOp::create(
+      b, loc, planes, PoolKindAttr::get(b.getContext(), PoolKind::Avg), view,
+      UnitAttr(), b.getDenseI64ArrayAttr({size, 1}),
+      b.getDenseI64ArrayAttr({1, 1}),
+      b.getDenseI64ArrayAttr({(size - 1) / 2, 0, size / 2, 0}),
+      b.getDenseI64ArrayAttr({1, 1}), UnitAttr(), b.getUnitAttr());
+  mean = ReshapeOp::create(b, loc, xt, mean);
+  Value scaled = BinaryOp::create(
+      b, loc, xt, BinaryKind::Mul, mean,
+      scalar(Translator::attrFloat(node, "alpha", 1e-4)), false);
+  Value base =
+      BinaryOp::create(b, loc, xt, BinaryKind::Add, scaled,
+                       scalar(Translator::attrFloat(node, "bias", 1.0)), false);
+  Value denominator = BinaryOp::create(
+      b, loc, xt, BinaryKind::Pow, base,
+      scalar(Translator::attrFloat(node, "beta", 0.75)), false);
+  return t.setResult(node, BinaryOp::create(b, loc, type, BinaryKind::Div, x,
+                                            denominator, false));
+}
+
 static LogicalResult translateDropout(Translator &t, const NodeProto &node) {
   if (node.output_size() > 1 && !node.output(1).empty())
     return t.emitOpaque(node); // the mask is used
@@ -675,6 +731,7 @@ void registerNNTranslations(TranslateTable &table) {
   table["BatchNormalization"] = translateBatchNorm;
   table["LayerNormalization"] = translateLayerNorm;
   table["InstanceNormalization"] = translateInstanceNorm;
+  table["LRN"] = translateLRN;
   table["Dropout"] = translateDropout;
   for (StringRef op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
                        "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",

@@ -6,7 +6,8 @@
 // `graph.conv_grad_input` and `graph.conv_grad_weight`) so input and weight
 // gradients stay separable; broadcast operands get their gradient summed
 // back to their shape. Reductions and pooling live in GradRulesReduce.cpp,
-// views and data movement in GradRulesData.cpp.
+// views and data movement in GradRulesData.cpp, scatters in
+// GradRulesScatter.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Autodiff/GradRules.h"
@@ -330,6 +331,8 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
            << opaqueAdvice(cast<g::OpaqueOp>(op).getOpType())
            << ", or freeze the weights before it (freeze=GLOB)";
   if (std::optional<LogicalResult> r = dataGrad(e, op, dys))
+    return *r;
+  if (std::optional<LogicalResult> r = scatterGrad(e, op, dy))
     return *r;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<g::MatmulOp>([&](g::MatmulOp m) { return matmulGrad(e, m, dy); })

@@ -2,12 +2,12 @@
 //
 // Part of DistOpt. Gradient rules of views and data movement: reshape,
 // flatten, expand, transpose, strided slices, concat, split, pads of every
-// mode, trilu, cumsum, gather, gather_nd, scatter_elements, top_k and
-// embedding.
+// mode, trilu, cumsum, gather, gather_nd, top_k and embedding (the
+// scatters are in GradRulesScatter.cpp).
 // Each moves dy back to where the forward op read it (scatter-adds for the
-// index-driven ops, a gather for scatter_elements' updates, a running sum
-// the other way for cumsum), so none of them computes anything beyond
-// sums. Dispatched from emitGradient in GradRules.cpp.
+// index-driven ops, a running sum the other way for cumsum), so none of
+// them computes anything beyond sums. Dispatched from emitGradient in
+// GradRules.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Autodiff/GradBuilder.h"
@@ -301,36 +301,6 @@ static Value gatherNDGrad(OpBuilder &b, Location loc, g::GatherNDOp op,
   return g::ReshapeOp::create(b, loc, dt, table);
 }
 
-/// Gradients of a scatter (scatter_elements, scatter_nd) of `updates` into
-/// `data`, given the result's `dy`. add: every data element reaches the result
-/// once, so the data gets dy; none: the scattered positions were overwritten,
-/// so the data gets dy with zeros scattered there (`scatterZeros`). Each update
-/// went to one position: dy read there (`gatherDy`). mul, max and min are an
-/// error.
-static LogicalResult scatterGrad(GradEmitter &e, Operation *op,
-                                 g::ScatterReduction red, Value data,
-                                 Value updates, Value dy,
-                                 function_ref<Value(Value)> scatterZeros,
-                                 function_ref<Value()> gatherDy) {
-  if (red != g::ScatterReduction::None && red != g::ScatterReduction::Add)
-    return op->emitOpError("with reduction '")
-           << g::stringifyScatterReduction(red)
-           << "' is not differentiable here: autodiff passes gradients "
-              "through scatters with none or add; keep it off the path from "
-              "the weights to the loss";
-  e.give(data, [&]() -> Value {
-    if (red == g::ScatterReduction::Add)
-      return dy;
-    auto ut = tensorOf(updates);
-    Value zeros = g::ConstantOp::create(
-        e.b, op->getLoc(), ut,
-        DenseElementsAttr::get(ut, e.b.getFloatAttr(ut.getElementType(), 0.0)));
-    return scatterZeros(zeros);
-  });
-  e.give(updates, gatherDy);
-  return success();
-}
-
 std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
                                                          Operation *op,
                                                          ArrayRef<Value> dys) {
@@ -477,34 +447,6 @@ std::optional<LogicalResult> distopt::autodiff::dataGrad(GradEmitter &e,
         e.give(ga.getData(),
                [&]() -> Value { return gatherNDGrad(b, loc, ga, dy); });
         return success();
-      })
-      .Case<g::ScatterElementsOp>([&](g::ScatterElementsOp sc) -> Result {
-        return scatterGrad(
-            e, sc, sc.getReduction(), sc.getData(), sc.getUpdates(), dy,
-            [&](Value zeros) -> Value {
-              return g::ScatterElementsOp::create(
-                  b, loc, sc.getType(), sc.getReductionAttr(), dy,
-                  sc.getIndices(), zeros, sc.getAxisAttr());
-            },
-            [&]() -> Value {
-              return g::GatherElementsOp::create(
-                  b, loc, sc.getUpdates().getType(), dy, sc.getIndices(),
-                  sc.getAxisAttr());
-            });
-      })
-      .Case<g::ScatterNDOp>([&](g::ScatterNDOp sc) -> Result {
-        return scatterGrad(
-            e, sc, sc.getReduction(), sc.getData(), sc.getUpdates(), dy,
-            [&](Value zeros) -> Value {
-              return g::ScatterNDOp::create(b, loc, sc.getType(),
-                                            sc.getReductionAttr(), dy,
-                                            sc.getIndices(), zeros);
-            },
-            [&]() -> Value {
-              return g::GatherNDOp::create(b, loc, sc.getUpdates().getType(),
-                                           dy, sc.getIndices(),
-                                           b.getI64IntegerAttr(0));
-            });
       })
       .Case<g::EmbeddingOp>([&](g::EmbeddingOp em) {
         e.give(em.getTable(), [&]() -> Value {

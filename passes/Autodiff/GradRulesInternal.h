@@ -29,12 +29,18 @@ mlir::LogicalResult reduceGrad(GradEmitter &e, graph::ReduceOp op,
 mlir::LogicalResult poolGrad(GradEmitter &e, graph::PoolOp op, mlir::Value dy);
 
 /// Views and data movement (GradRulesData.cpp): reshape, flatten, expand,
-/// transpose, slice, concat, split, pad, trilu, cumsum, gather, top_k and
-/// embedding.
+/// transpose, slice, concat, split, pad, trilu, cumsum, gather, gather_nd,
+/// top_k and embedding.
 /// `dys` holds one gradient per result (null where a result has none).
 /// Returns std::nullopt when `op` is not one of these ops.
 std::optional<mlir::LogicalResult> dataGrad(GradEmitter &e, mlir::Operation *op,
                                             llvm::ArrayRef<mlir::Value> dys);
+
+/// Scatters (GradRulesScatter.cpp): scatter_elements and scatter_nd with
+/// every reduction (PyTorch's scatter_reduce with include_self=True).
+/// Returns std::nullopt when `op` is not one of these ops.
+std::optional<mlir::LogicalResult>
+scatterGrad(GradEmitter &e, mlir::Operation *op, mlir::Value dy);
 
 } // namespace distopt::autodiff
 

@@ -8,17 +8,21 @@ two basic blocks with a strided 1x1 shortcut, max pooling, a
 squeeze-excitation block, global average pooling, Gemm), a chain of
 convolutions with a squeeze-excitation scale that runs channels-last, a
 CNN with InstanceNormalization and Tile, one that upsamples with
-transposed convolutions and a nearest Resize and a dist-modelgen LLaMA
+transposed convolutions and a nearest Resize, one that multiplies factors
+into its map with ScatterElements and ScatterND (reduction mul), an
+AlexNet-style CNN with LRN and a dist-modelgen LLaMA
 with a mixture-of-experts layer (moe_llama: TopK routing, its routing
 compared too) are compiled into one program
 (--default-batch 2) and run on seeded random inputs; every output must
 match onnxruntime within rtol 1e-3 / atol 1e-4.
 
     .venv/bin/python test/numerics/run_networks.py --build build --junit out.xml
+    .venv/bin/python test/numerics/run_networks.py --build build --filter "scatter|lrn"
 """
 import argparse
 import functools
 import os
+import re
 import shutil
 import sys
 import time
@@ -256,6 +260,74 @@ def gather_elements_net(path, seed=5):
                      w("fc", [48, 10])])
 
 
+def scatter_net(path, seed=8):
+    """A CNN that multiplies factors into its feature map with scatters
+    (reduction mul): ScatterElements along the positions, at the three
+    repeated positions where the input is largest (ArgMax tiled) and the
+    same less the axis length (negative), with tanh factors from a second
+    convolution; then ScatterND of channel slices (channels first, tuples
+    [1], [1], [-1], [5]: one repeated, one negative) with tanh factors of
+    that convolution's first four channels. Its gradient multiplies by the
+    other factors at each position (run_training.py checks it against
+    finite differences, onnxruntime and PyTorch)."""
+    rng = np.random.default_rng(seed)
+
+    w = functools.partial(random_weight, rng)
+    nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["image", "w2"], ["b"], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["a", "flat8"], ["fa"]),
+             helper.make_node("Reshape", ["b", "flat8"], ["fb"]),
+             helper.make_node("Reshape", ["image", "flat4"], ["fi"]),
+             helper.make_node("ArgMax", ["fi"], ["at"], axis=2, keepdims=1),
+             helper.make_node("Tile", ["at", "repeats"], ["idx"]),
+             helper.make_node("Sub", ["idx", "len"], ["neg"]),
+             helper.make_node("Tanh", ["fb"], ["tb"]),
+             helper.make_node("Slice", ["tb", "s0", "s3", "s2"], ["u1"]),
+             helper.make_node("Slice", ["tb", "s3", "s6", "s2"], ["u2"]),
+             helper.make_node("ScatterElements", ["fa", "idx", "u1"], ["m1"],
+                              axis=2, reduction="mul"),
+             helper.make_node("ScatterElements", ["m1", "neg", "u2"], ["m2"],
+                              axis=-1, reduction="mul"),
+             helper.make_node("Transpose", ["m2"], ["cm"], perm=[1, 0, 2]),
+             helper.make_node("Transpose", ["tb"], ["ct"], perm=[1, 0, 2]),
+             helper.make_node("Slice", ["ct", "s0", "s4", "s0"], ["u3"]),
+             helper.make_node("ScatterND", ["cm", "rows", "u3"], ["m3"],
+                              reduction="mul"),
+             helper.make_node("Transpose", ["m3"], ["m"], perm=[1, 0, 2]),
+             helper.make_node("Flatten", ["m"], ["h"]),
+             helper.make_node("Gemm", ["h", "fc"], ["logits"])]
+    save_classifier(path, nodes, "scatter_net", [4, 6, 6],
+                    [w("w1", [8, 4, 3, 3]), w("w2", [8, 4, 3, 3]),
+                     int_tensor("flat8", [0, 8, 36]), int_tensor("flat4", [0, 4, 36]),
+                     int_tensor("repeats", [1, 2, 3]), int_tensor("len", [36]),
+                     int_tensor("s0", [0]), int_tensor("s2", [2]), int_tensor("s3", [3]),
+                     int_tensor("s4", [4]), int_tensor("s6", [6]),
+                     int_tensor("rows", [[1], [1], [-1], [5]]),
+                     w("fc", [288, 10])])
+
+
+def lrn_net(path, seed=9):
+    """An AlexNet-style CNN: convolution, LRN across 5 channels, max
+    pooling, a second convolution and an LRN across 3 with a large alpha
+    (its normalization matters), then Gemm (no ReLU, whose kinks would blur
+    the finite differences; odd windows only, as onnxruntime's LRN refuses
+    even ones). The importer builds LRN from
+    graph ops (squares, a channel-window average pool, pow, div), so its
+    gradient is theirs (run_training.py checks it)."""
+    rng = np.random.default_rng(seed)
+
+    w = functools.partial(random_weight, rng)
+    nodes = [helper.make_node("Conv", ["image", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("LRN", ["a"], ["n1"], size=5, alpha=1e-2, beta=0.75, bias=1.0),
+             helper.make_node("MaxPool", ["n1"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w2"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("LRN", ["c"], ["n2"], size=3, alpha=0.5, beta=0.6, bias=2.0),
+             helper.make_node("Flatten", ["n2"], ["h"]),
+             helper.make_node("Gemm", ["h", "fc"], ["logits"])]
+    save_classifier(path, nodes, "lrn_net", [3, 6, 6],
+                    [w("w1", [8, 3, 3, 3]), w("w2", [6, 8, 3, 3]), w("fc", [54, 10])])
+
+
 def resize_net(path, seed=6):
     """A CNN that resizes its map with interpolation: bilinear upsampling
     by a fractional factor (half_pixel, as torch's interpolate(...,
@@ -382,6 +454,7 @@ def main():
     ap.add_argument("--junit")
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--atol", type=float, default=1e-4)
+    ap.add_argument("--filter", default="", help="regex on network names")
     args = ap.parse_args()
     t0 = time.time()
     try:
@@ -403,6 +476,10 @@ def main():
     gather_elements_net(gathers)
     resizes = os.path.join(work, "resize_net.onnx")
     resize_net(resizes)
+    scatters = os.path.join(work, "scatter_net.onnx")
+    scatter_net(scatters)
+    lrns = os.path.join(work, "lrn_net.onnx")
+    lrn_net(lrns)
     moe = moe_llama(os.path.join(work, "moe_llama.onnx"), args.build)
     nets = [("gpt2", os.path.join(FIXTURES, "gpt2.onnx")),
             ("bert", os.path.join(FIXTURES, "bert.onnx")),
@@ -415,14 +492,23 @@ def main():
             ("upsampling_net", deconv),
             ("gather_elements_net", gathers),
             ("resize_net", resizes),
+            ("scatter_net", scatters),
+            ("lrn_net", lrns),
             ("moe_llama", moe)]
+    # Filtered-out networks still draw their inputs below, so a network gets
+    # the same inputs in a filtered run as in a full one.
+    chosen = {name for name, _ in nets if re.search(args.filter, name)}
     exe = os.path.join(work, "nets.bin")
     ok, skipped, secs, log = common.compile_models(
-        args.build, nets, exe, extra=["--default-batch", str(BATCH)])
-    print(f"compiled {len(nets)} networks into one program in {secs:.1f} s")
+        args.build, [n for n in nets if n[0] in chosen], exe,
+        extra=["--default-batch", str(BATCH)])
+    print(f"compiled {len(chosen)} networks into one program in {secs:.1f} s")
     results = []
     rng = np.random.default_rng(1)
     for name, path in nets:
+        if name not in chosen:
+            inputs_for(path, rng)
+            continue
         if name in skipped or not ok:
             msg = skipped.get(name, log[-1500:])
             results.append((name, "failed", "did not compile: " + msg))

@@ -18,7 +18,9 @@ program's curve.
 
 CNNs with InstanceNormalization and Tile and with transposed convolutions
 and a nearest Resize (run_networks.py) and the T5 and wav2vec2 fixtures
-have the onnxruntime loss, finite-difference gradient and Adam checks. A
+have the onnxruntime loss, finite-difference gradient and Adam checks, and
+so do a CNN with LRN and one with ScatterElements/ScatterND (reduction
+mul), which also trains 20 SGD and Adam steps against PyTorch. A
 linear classifier ending in LogSoftmax and NegativeLogLikelihoodLoss
 (class weights, ignore_index) trains 20 SGD steps against NumPy float64.
 
@@ -280,6 +282,29 @@ def gather_elements_checks(compiler, work):
     finite-difference gradient and Adam checks."""
     return classifier_checks(compiler, work, "gather_elements_net", (4, 6, 6),
                              9, exclude=None, eps=3e-3)
+
+
+def scatter_checks(compiler, work, rtol):
+    """run_networks.py's CNN that multiplies factors into its map with
+    ScatterElements and ScatterND (reduction mul; repeated and negative
+    indices): the onnxruntime loss, finite-difference gradient and Adam
+    checks, and 20 SGD and Adam steps against PyTorch (scatter_reduce
+    'prod' with include_self)."""
+    results = classifier_checks(compiler, work, "scatter_net", (4, 6, 6), 11,
+                                exclude=None, eps=3e-3)
+    rng = np.random.default_rng(12)
+    feeds = [("image", rng.standard_normal((4, 4, 6, 6)).astype(np.float32)),
+             ("labels", rng.integers(0, 10, (4,)).astype(np.int64))]
+    return results + torch_checks(compiler, work, "scatter_net",
+                                  os.path.join(work, "scatter_net.onnx"), feeds,
+                                  ["--default-batch=4"], None, rtol)
+
+
+def lrn_checks(compiler, work):
+    """run_networks.py's AlexNet-style CNN with LRN (windows of 5 and 3):
+    the onnxruntime loss, finite-difference gradient and Adam checks."""
+    return classifier_checks(compiler, work, "lrn_net", (3, 6, 6), 13,
+                             exclude=None, eps=3e-3)
 
 
 def resize_checks(compiler, work):
@@ -546,7 +571,8 @@ TORCH_CASES = {"sgd": ("optimizer=sgd lr={lr}", ["--optimizer", "sgd", "--lr", "
 # 19 of its 32 top-k choices differently after 20 steps than before and
 # matches to 1e-7; at 0.05 the difference grows ~2x per step from step 5
 # (1.7e-4 by step 20), round-off amplified, as GPT-2's above.
-TORCH_SGD_LR = {"gpt2": 0.005, "small_resnet": 0.05, "moe_llama": 0.02}
+TORCH_SGD_LR = {"gpt2": 0.005, "small_resnet": 0.05, "moe_llama": 0.02,
+                "scatter_net": 0.05}
 # An element whose gradient never exceeded this fraction of the largest
 # gradient in the float64 reference has no signal: its gradient is zero in
 # exact arithmetic (GPT-2's key biases: softmax is invariant to adding the
@@ -828,6 +854,8 @@ def main():
     results += upsampling_checks(compiler, work)
     results += gather_elements_checks(compiler, work)
     results += resize_checks(compiler, work)
+    results += scatter_checks(compiler, work, args.rtol)
+    results += lrn_checks(compiler, work)
     results += seq2seq_checks(compiler, work)
     results += nll_checks(compiler, work)
     shutil.rmtree(work, ignore_errors=True)

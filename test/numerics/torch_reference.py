@@ -73,6 +73,18 @@ def conv_pads(pads, rank):
     return out
 
 
+def scatter_reduce(data, axis, idx, updates, reduction):
+    """ONNX's scatter reductions (indices already wrapped) by PyTorch's
+    scatter / scatter_reduce with include_self, whose backward is the
+    reference for the gradient rules."""
+    if reduction == b"none":
+        return data.scatter(axis, idx, updates)
+    if reduction == b"add":
+        return data.scatter_add(axis, idx, updates)
+    torch_name = {b"mul": "prod", b"max": "amax", b"min": "amin"}[reduction]
+    return data.scatter_reduce(axis, idx, updates, reduce=torch_name, include_self=True)
+
+
 def run_node(node, x, training):
     op = node.op_type
     a = lambda k: attr(node, k)  # noqa: E731
@@ -163,12 +175,26 @@ def run_node(node, x, training):
     if op == "ScatterElements":
         axis = a("axis") or 0
         idx = torch.where(x[1] < 0, x[1] + x[0].shape[axis], x[1])
-        reduction = a("reduction") or b"none"
-        if reduction == b"add":
-            return [x[0].scatter_add(axis, idx, x[2])]
-        if reduction != b"none":
-            raise NotImplementedError(f"ScatterElements reduction {reduction}")
-        return [x[0].scatter(axis, idx, x[2])]
+        return [scatter_reduce(x[0], axis, idx, x[2], a("reduction") or b"none")]
+    if op == "ScatterND":
+        # The data as rows [indexed dims, rest]; each tuple's row number
+        # (negative indices wrapped) repeated along the rest.
+        k = x[1].shape[-1]
+        dims = torch.tensor(x[0].shape[:k])
+        idx = torch.where(x[1] < 0, x[1] + dims, x[1])
+        strides = torch.tensor([int(np.prod(x[0].shape[j + 1:k])) for j in range(k)])
+        rows = (idx * strides).sum(-1).reshape(-1, 1)
+        data = x[0].reshape(int(np.prod(x[0].shape[:k])), -1)
+        updates = x[2].reshape(rows.shape[0], data.shape[1])
+        out = scatter_reduce(data, 0, rows.expand(-1, data.shape[1]), updates,
+                             a("reduction") or b"none")
+        return [out.reshape(x[0].shape)]
+    if op == "ArgMax":
+        axis = a("axis") or 0
+        keep = a("keepdims") if a("keepdims") is not None else 1
+        return [torch.argmax(x[0], dim=axis, keepdim=bool(keep))]
+    if op == "Tile":
+        return [x[0].repeat(*ints(x[1]))]
     if op == "Range":
         return [torch.arange(x[0].item(), x[1].item(), x[2].item(), dtype=x[0].dtype)]
     if op == "Where":

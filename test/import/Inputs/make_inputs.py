@@ -236,6 +236,20 @@ save("hardmax_opset11", [
     helper.make_node("Hardmax", ["x"], ["y"], name="pick", axis=1),
 ], [vinfo("x", F, [2, 3, 4])], [vinfo("y", F, [2, 3, 4])], opset=11)
 
+# LRN (an even size: a window of 1 channel before and 2 after) between a
+# 1x1 convolution and a weight, so that training runs through it; and one
+# with size 0.
+save("lrn", [
+    helper.make_node("Conv", ["x", "w1"], ["c"], name="conv"),
+    helper.make_node("LRN", ["c"], ["n"], name="norm", size=4, alpha=0.01,
+                     beta=0.75, bias=2.0),
+    helper.make_node("Mul", ["n", "w2"], ["y"], name="scale"),
+], [vinfo("x", F, [2, 3, 4, 4])], [vinfo("y", F, [2, 5, 4, 4])],
+   [weight("w1", 5, 3, 1, 1), weight("w2", 5, 1, 1)])
+save("lrn_bad_size", [
+    helper.make_node("LRN", ["x"], ["y"], name="norm", size=0),
+], [vinfo("x", F, [2, 5, 4, 4])], [vinfo("y", F, [2, 5, 4, 4])])
+
 # A loss: SoftmaxCrossEntropyLoss with ignore_index.
 save("loss", [
     helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "labels"], ["loss"],

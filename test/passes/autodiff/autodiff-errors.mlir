@@ -85,27 +85,3 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<f32> {
   %l = graph.reduce sum %y {keepdims = false} : (tensor<?x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
-
-// -----
-
-// scatter_elements and scatter_nd pass gradients with reduction none or add
-// only.
-func.func @main(%x: tensor<2x3xf32>) -> tensor<f32> {
-  %w = graph.weight "w" : tensor<2x1xf32>
-  %i = graph.constant dense<[[1], [0]]> : tensor<2x1xi64>
-  // expected-error @+1 {{'graph.scatter_elements' op with reduction 'max' is not differentiable here: autodiff passes gradients through scatters with none or add; keep it off the path from the weights to the loss}}
-  %s = graph.scatter_elements max %x, %i, %w {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x1xi64>, tensor<2x1xf32>) -> tensor<2x3xf32>
-  %l = graph.reduce sum %s {keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
-
-func.func @main(%x: tensor<2x3xf32>) -> tensor<f32> {
-  %w = graph.weight "w" : tensor<2x3xf32>
-  %i = graph.constant dense<[[1], [0]]> : tensor<2x1xi64>
-  // expected-error @+1 {{'graph.scatter_nd' op with reduction 'mul' is not differentiable here: autodiff passes gradients through scatters with none or add; keep it off the path from the weights to the loss}}
-  %s = graph.scatter_nd mul %x, %i, %w : (tensor<2x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<2x3xf32>
-  %l = graph.reduce sum %s {keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}

@@ -81,3 +81,36 @@ func.func @main(%x: tensor<2x4x3xf32>) -> tensor<f32> {
   %l = graph.reduce sum %s {keepdims = false} : (tensor<4x2x3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A scatter max of a weight into an activation: the contributors equal to
+// the result share its gradient (count = hits of the data plus those of
+// the updates scattered onto them). The counts serve the gradients of both
+// operands, so they are input work (the result depends on the input); the
+// weight's gradient (the update's hit times its position's share) is
+// weight work.
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[W:.*]] = graph.weight "w"
+// CHECK: %[[I:.*]] = graph.constant dense<{{\[\[}}1], [-1]]>
+// CHECK: %[[Y:.*]] = graph.scatter_elements max %arg0, %[[I]], %[[W]]
+// CHECK: %[[DY:.*]] = graph.expand
+// CHECK: %[[ONE:.*]] = graph.constant dense<1.000000e+00> : tensor<f32> {graph.phase = "backward_input"}
+// CHECK: %[[ZERO:.*]] = graph.constant dense<0.000000e+00> : tensor<f32> {graph.phase = "backward_input"}
+// CHECK: %[[DE:.*]] = graph.binary equal %arg0, %[[Y]] {graph.phase = "backward_input"}
+// CHECK: %[[DHIT:.*]] = graph.where %[[DE]], %[[ONE]], %[[ZERO]] {graph.phase = "backward_input"}
+// CHECK: %[[YU:.*]] = graph.gather_elements %[[Y]], %[[I]] {axis = 1 : i64, graph.phase = "backward_input"}
+// CHECK: %[[UE:.*]] = graph.binary equal %[[W]], %[[YU]] {graph.phase = "backward_input"}
+// CHECK: %[[UHIT:.*]] = graph.where %[[UE]], %[[ONE]], %[[ZERO]] {graph.phase = "backward_input"}
+// CHECK: %[[N:.*]] = graph.scatter_elements add %[[DHIT]], %[[I]], %[[UHIT]] {axis = 1 : i64, graph.phase = "backward_input"}
+// CHECK: %[[SHARE:.*]] = graph.binary div %[[DY]], %[[N]] {graph.phase = "backward_input"}
+// CHECK: %[[G:.*]] = graph.gather_elements %[[SHARE]], %[[I]] {axis = 1 : i64, graph.phase = "backward_weight"}
+// CHECK: %[[DW:.*]] = graph.binary mul %[[UHIT]], %[[G]] {graph.phase = "backward_weight"}
+// CHECK: graph.sgd_update %[[W]], %[[DW]]
+func.func @main(%x: tensor<2x3xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<2x1xf32>
+  %i = graph.constant dense<[[1], [-1]]> : tensor<2x1xi64>
+  %s = graph.scatter_elements max %x, %i, %w {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x1xi64>, tensor<2x1xf32>) -> tensor<2x3xf32>
+  %l = graph.reduce sum %s {keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -543,6 +543,72 @@ func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
             {1, 3, 0});
 }
 
+// ScatterElements with max, min and mul (PyTorch's scatter_reduce with
+// include_self): repeated and negative indices along both axes, so a
+// position combines its data element with one or two updates, and the
+// extreme may be either. A constant mask zeroes some factors of the
+// products: no zero, one zero in an update, one in the data element and
+// two at the written positions; a product is a polynomial, so finite
+// differences are exact at zeros too.
+TEST(AutodiffGradCheck, ScatterElementsReductions) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %w1 = graph.weight "w1" : tensor<4x4xf32>
+  %w2 = graph.weight "w2" : tensor<4x2xf32>
+  %w3 = graph.weight "w3" : tensor<4x4xf32>
+  %w4 = graph.weight "w4" : tensor<4x4xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %u = graph.matmul %x, %w2 : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  %i = graph.constant dense<[[1, 1], [-1, 2], [0, -4]]> : tensor<3x2xi64>
+  %mx = graph.scatter_elements max %h, %i, %u {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %v = graph.matmul %x, %w3 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %v2 = graph.slice %v {axes = array<i64: 0>, starts = array<i64: 0>, ends = array<i64: 2>, steps = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<2x4xf32>
+  %j = graph.constant dense<[[0, 2, -1, 1], [0, -3, 2, 1]]> : tensor<2x4xi64>
+  %mn = graph.scatter_elements min %mx, %j, %v2 : (tensor<3x4xf32>, tensor<2x4xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  %dm = graph.constant dense<[[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0], [0.0, 1.0, 1.0, 1.0]]> : tensor<3x4xf32>
+  %um = graph.constant dense<[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]> : tensor<3x2xf32>
+  %d = graph.binary mul %mn, %dm : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %two = graph.constant dense<2.0> : tensor<f32>
+  %u2 = graph.binary mul %u, %two : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
+  %u3 = graph.binary mul %u2, %um : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %p = graph.scatter_elements mul %d, %i, %u3 {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %y = graph.matmul %p, %w4 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+)mlir",
+            {1, 3, 0});
+}
+
+// ScatterND with max and mul of row slices (a repeated and a negative
+// tuple) and min of single elements (a repeated tuple), a constant mask
+// zeroing some factors of the products.
+TEST(AutodiffGradCheck, ScatterNDReductions) {
+  gradCheck(R"mlir(
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %w1 = graph.weight "w1" : tensor<4x4xf32>
+  %w2 = graph.weight "w2" : tensor<4x4xf32>
+  %w3 = graph.weight "w3" : tensor<4x4xf32>
+  %h = graph.matmul %x, %w1 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %u = graph.matmul %x, %w2 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  %i = graph.constant dense<[[-1], [0], [2]]> : tensor<3x1xi64>
+  %mx = graph.scatter_nd max %h, %i, %u : (tensor<3x4xf32>, tensor<3x1xi64>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %j = graph.constant dense<[[1, 3], [0, -4], [1, 3]]> : tensor<3x2xi64>
+  %v = graph.slice %u {axes = array<i64: 1>, starts = array<i64: 1>, ends = array<i64: 2>, steps = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<3x1xf32>
+  %v1 = graph.reshape %v : (tensor<3x1xf32>) -> tensor<3xf32>
+  %mn = graph.scatter_nd min %mx, %j, %v1 : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3xf32>) -> tensor<3x4xf32>
+  %dm = graph.constant dense<[[1.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 1.0]]> : tensor<3x4xf32>
+  %um = graph.constant dense<[[1.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 1.0]]> : tensor<3x4xf32>
+  %d = graph.binary mul %mn, %dm : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %u2 = graph.binary mul %u, %um : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %k = graph.constant dense<[[2], [-1], [2]]> : tensor<3x1xi64>
+  %p = graph.scatter_nd mul %d, %k, %u2 : (tensor<3x4xf32>, tensor<3x1xi64>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %y = graph.matmul %p, %w3 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+)mlir",
+            {1, 3, 0});
+}
+
 // Edge, reflect and wrap padding: each folds its border back into the
 // input; reflect and edge on two axes at once, wrap up to the full axis.
 TEST(AutodiffGradCheck, BorderPads) {
