@@ -73,8 +73,10 @@ same delayed updates applied by the single-process program one
 ranks, 2BW's last_update compared too) against the same reference, and
 PipeMare at tp=2 x pp=2 and dp=2 x pp=2 (deep_mlp) against
 pipemare_reference. With ZeRO inside the stages (dp=2 x pp=2, Adam):
-PipeDream and PipeMare with zero=1, 2BW with zero=1 and 2, against the same
-references as without ZeRO (the moments put together from the blocks).
+PipeDream and PipeMare with zero=1 (PipeDream also at dp=2 x tp=2 x pp=2 on
+8 ranks), 2BW with zero=1 and 2 and with replicas=2/1 and zero=1, against
+the same references as without ZeRO (the moments put together from the
+blocks).
 
 Tensor-parallel inference (run_tp_forward_case): the Llama fixture's
 forward program at tp=2 and tp=2 x pp=2 under mpirun against one process's
@@ -1824,6 +1826,12 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream,zero=1",
                      ranks=4, zero=True, reference=async_reference,
                      train=adam)))
+    # With tp=2 too (8 ranks): each tensor rank shards its part of the
+    # weights' state over its own replicas.
+    out.append(("mlp_adam_dp2_tp2_pp2_zero1_pipedream",
+                dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=pipedream,"
+                     "zero=1", ranks=8, zero=True, reference=async_reference,
+                     train=adam, tp_split=("w1",))))
     for z in (1, 2):
         out.append((f"mlp_adam_dp2_pp2_zero{z}_2bw",
                     dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule=2bw,zero={z}",
