@@ -182,10 +182,15 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
     if (!gradDone)
       continue;
     if (async) {
-      // PipeDream and PipeMare update after every micro-batch's backward.
+      // PipeDream and PipeMare update after every micro-batch's backward;
+      // under ZeRO each update reduce-scatters that micro-batch's gradient,
+      // updates the replica's shard and gathers the weights the next
+      // forward reads.
       if (dataParallel)
-        out.push_back({ActionKind::AllReduce, a.mb, a.chunk, -1});
+        out.push_back({syncKind, a.mb, a.chunk, -1});
       out.push_back({ActionKind::OptimizerStep, a.mb, a.chunk, -1});
+      if (dataParallel && opts.zero >= 1)
+        out.push_back({ActionKind::AllGather, a.mb, a.chunk, -1});
       continue;
     }
     if (--gradsLeft[a.chunk] == 0 && dataParallel && opts.overlapGradSync)

@@ -254,8 +254,8 @@ void replicatedCandidates(const cost::ModelDesc &model,
   // all-gather move what the all-reduce moves), so it is tried only for a
   // layout that does not fit without it.
   // ZeRO-2/3 cannot pair up across replicas that run different
-  // micro-batches (checkReplicas), and the asynchronous schedules run
-  // without ZeRO.
+  // micro-batches (checkReplicas); 2BW, the one asynchronous schedule
+  // weighed here, runs ZeRO-1 as the synchronous ones do.
   SmallVector<unsigned, 2> zeros;
   for (unsigned z : {0u, 1u})
     if (k.zero.allows(z))
@@ -264,8 +264,6 @@ void replicatedCandidates(const cost::ModelDesc &model,
     unsigned stages = l.replicas.size(), m = o.globalBatch / l.mbs;
     for (ScheduleKind kind : kinds) {
       for (unsigned zero : zeros) {
-        if (zero == 1 && isAsync(kind))
-          continue;
         ++stats.candidates;
         ++stats.replicated;
         Plan p = o.planDefaults;

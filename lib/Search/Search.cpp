@@ -134,8 +134,9 @@ struct StageMemoryCheck {
 struct Reasons {
   unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0,
                 tpHeads = 0;
-  /// Asynchronous schedules with ZeRO or cp > 1, which the programs do not
-  /// run (dist-partition, dist-context-parallel refuse them).
+  /// Asynchronous schedules with ZeRO-3, PipeDream and PipeMare with
+  /// ZeRO-2, or any of them with cp > 1, which the programs do not run
+  /// (dist-partition, dist-context-parallel refuse them).
   unsigned long asyncUnrun = 0;
   std::vector<unsigned> dpTried;
 };
@@ -443,9 +444,12 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
             k.offload.empty() || llvm::is_contained(k.offload, cost::Offload{});
         for (const Shape &sh : shapes) {
           // The asynchronous schedules keep whole weight versions per
-          // stage (tensor-parallel parts with tp > 1): not ZeRO's blocks,
-          // and not under context parallelism.
-          if (isAsync(sh.kind) && (zero > 0 || cp > 1)) {
+          // stage (tensor-parallel parts with tp > 1): not ZeRO-3's blocks,
+          // and not under context parallelism; ZeRO-2 only under 2BW, whose
+          // one update a step has a gradient sum to shard (dist-partition
+          // refuses the rest).
+          unsigned asyncZero = updatesEveryMicrobatch(sh.kind) ? 1 : 2;
+          if (isAsync(sh.kind) && (zero > asyncZero || cp > 1)) {
             ++why.asyncUnrun;
             continue;
           }
@@ -818,8 +822,9 @@ Error Searcher::noPlanError() const {
                         why.dpBatch, o.globalBatch);
     if (why.asyncUnrun)
       detail += formatv(" {0} layouts pair an asynchronous schedule with "
-                        "ZeRO or cp > 1, which is not run (its weight "
-                        "versions are whole per stage; allow zero=0 and "
+                        "ZeRO-3, ZeRO-2 (PipeDream, PipeMare) or cp > 1, "
+                        "which is not run (its weight versions are whole "
+                        "per stage; allow zero=1, or 2 under 2BW, and "
                         "cp=1);",
                         why.asyncUnrun);
     return searchError(

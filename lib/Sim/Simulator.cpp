@@ -54,9 +54,12 @@ struct Link {
 
 /// An action in a queue: its index in the rank's list and, for collectives,
 /// how many compute-queue items precede it in the list; for an optimizer
-/// step, how many collectives do.
+/// step, how many collectives do. \c gathered: for a compute action, the
+/// collectives up to the last parameter all-gather listed before it (an
+/// asynchronous schedule under ZeRO gathers each update's weights, which
+/// the next forward and backward read).
 struct Slot {
-  unsigned index, before;
+  unsigned index, before, gathered = 0;
 };
 
 struct Rank {
@@ -109,6 +112,7 @@ public:
       const auto &list = s.devices[r];
       rk.accumulates.assign(list.size(), false);
       std::vector<bool> summed(s.chunks, false);
+      unsigned gathered = 0;
       for (unsigned i = 0; i < list.size(); ++i) {
         ActionKind k = list[i].kind;
         if (k == ActionKind::OptimizerStep)
@@ -124,7 +128,9 @@ public:
         if (!c.overlapP2P && (q == 1 || q == 2))
           q = 0; // blocking sends occupy the compute stream
         unsigned before = q == 3 ? rk.queue[0].size() : rk.queue[3].size();
-        rk.queue[q].push_back({i, before});
+        rk.queue[q].push_back({i, before, gathered});
+        if (k == ActionKind::AllGather)
+          gathered = rk.queue[3].size();
       }
     }
   }
@@ -311,6 +317,8 @@ void Engine::advance(unsigned r) {
         bEnd[key(vs + 1, a.mb)] < 0)
       break;
     if (a.kind == ActionKind::OptimizerStep && rk.collectivesDone < slot.before)
+      break;
+    if (isCompute(a.kind) && rk.collectivesDone < slot.gathered)
       break;
     double d = a.overlappedWithNext() ? pairedForward(r, idx)
                                       : computeDuration(r, idx);

@@ -219,16 +219,21 @@ LogicalResult zero::shardUpdate(Operation *update, const ShardGroup &group,
   ShardBuilder sb(b, loc, group, wholeType(param.get()));
   RankedTensorType shardType = sb.flat(sb.shard);
 
-  // The state buffers, read again as this device's shard.
+  // The state buffers, read again as this device's shard. A state that
+  // already is the shard (what an earlier update of the same program
+  // returned: the asynchronous schedules update once per micro-batch) is
+  // read as it is.
   SmallVector<std::pair<OpOperand *, graph::StateOp>> states;
   for (OpOperand *operand : stateOperands(update)) {
+    if (operand->get().getType() == shardType)
+      continue;
     auto state = operand->get().getDefiningOp<graph::StateOp>();
     if (!state || !state->hasOneUse())
       return update->emitOpError()
              << "reads optimizer state that ZeRO cannot shard: operand #"
              << operand->getOperandNumber()
              << " must come from a graph.state that only this update reads "
-                "(dist-autodiff's form)";
+                "(dist-autodiff's form) or be this device's shard of it";
     states.push_back({operand, state});
   }
 

@@ -102,7 +102,9 @@ mlir::Value gatherWhole(mlir::OpBuilder &b, mlir::Location loc,
 ///   - every state operand (momentum buffer, Adam moments) must be read by
 ///     a graph.state that only this update reads: it is read again as the
 ///     shard's shape under the same name, so the persistent buffer holds
-///     this device's shard;
+///     this device's shard. A state operand that already has the shard's
+///     type (an earlier update's new state, where a program updates several
+///     times) is read as it is;
 ///   - the updated parameter shards are all-gathered, unpadded and
 ///     reshaped, and replace the update's new parameter; the new state
 ///     shards replace its other results (a function returning them must get

@@ -61,6 +61,18 @@
 //    lr / (tau + 1) for its delay tau (learning-rate rescheduling), as in
 //    PipeMare (Yang et al., MLSys 2021).
 //
+// ZeRO under the asynchronous schedules (dp > 1): PipeDream and PipeMare
+// reduce-scatter micro-batch m's gradient, update the replica's shard of
+// the newest weights and of the optimizer state, and all-gather the new
+// weights (grad_reduce_scatter, optimizer_step and param_all_gather of
+// micro-batch m; zero = 1 only: no gradient sum outlives a backward for
+// ZeRO-2 to shard); 2BW syncs once per step like the synchronous schedules
+// (zero = 1 or 2). What the stage calls read stays whole: the stashed
+// versions, 2BW's W(t-1) and last_update, and PipeMare's velocity, which
+// every replica computes alike from the gathered update (sharding it would
+// cost a gather per corrected backward); the step counter that drives
+// PipeMare's warm-up is a scalar every list keeps.
+//
 // With tensor parallelism a list is what each tensor rank of its stage
 // runs: the versions, last_update and velocity are the rank's parts of
 // the weights (the states carry the weight's dist.tp_shard), and the tp
@@ -410,10 +422,23 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return scheduleOp.emitOpError("runs the asynchronous schedule \"")
              << scheduleOp.getKind() << "\" " << why;
     };
-    if (plan.zero >= 1)
-      return refuse("with ZeRO (zero = " + std::to_string(plan.zero) +
-                    "), which is not run yet: its weight versions would be "
-                    "shards; plan it with zero=0");
+    // ZeRO-1 shards the optimizer state and each update; the versions the
+    // forwards and backwards read stay whole. ZeRO-2 shards the gradient
+    // sum a step keeps across its micro-batches, which only 2BW's one
+    // update per step has (the search weighs the same stages:
+    // lib/Search/Search.cpp).
+    const unsigned maxZero = perMicrobatch ? 1 : 2;
+    if (plan.zero >= 3)
+      return refuse("with ZeRO-3, which is not run yet: it keeps a block of "
+                    "each weight, but the schedule's weight versions are "
+                    "whole weights the stage calls read; plan it with zero=" +
+                    std::to_string(maxZero) + " or lower");
+    if (plan.zero > maxZero)
+      return refuse("with ZeRO-" + std::to_string(plan.zero) +
+                    ": it updates after every micro-batch, so no gradient sum "
+                    "outlives a backward to be sharded (zero=1 "
+                    "reduce-scatters each micro-batch's gradient right after "
+                    "its backward already); plan it with zero=1");
     if (plan.ep > 1)
       return refuse("with expert parallelism (ep = " + std::to_string(plan.ep) +
                     "), which is not run yet: its experts' gradients would "
@@ -837,6 +862,19 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return failure();
     return scaleShard(grad, *mean);
   };
+  // ZeRO shards a gradient only where an optimizer update reads it.
+  auto checkShardable = [&](Operation *at, int64_t v, Operation &op,
+                            OpOperand &use) -> LogicalResult {
+    if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op) &&
+        use.getOperandNumber() == 1)
+      return success();
+    return at->emitOpError("shards stage ")
+           << v << "'s gradients over its replicas (ZeRO-" << plan.zero
+           << "), but " << op.getName() << " reads one (operand #"
+           << use.getOperandNumber()
+           << ") other than as an optimizer update's gradient; plan it with "
+              "zero=0";
+  };
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
     if (!gradsReduced)
       return at->emitOpError("shards gradients over data-parallel replicas "
@@ -854,14 +892,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         Value operand = use.get();
         if (!g.perMicroBatch.count(operand) || averaged.contains(operand))
           continue;
-        if (!isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op) ||
-            use.getOperandNumber() != 1)
-          return at->emitOpError("shards stage ")
-                 << v << "'s gradients over its replicas (ZeRO-1), but "
-                 << op.getName() << " reads one (operand #"
-                 << use.getOperandNumber()
-                 << ") other than as an optimizer update's gradient; plan "
-                    "it with zero=0";
+        if (failed(checkShardable(at, v, op, use)))
+          return failure();
         if (expertGrads.contains(operand) && expertZeroDevices.size() == 1) {
           FailureOr<Value> mean = meanOf(at, operand);
           if (failed(mean))
@@ -1289,6 +1321,37 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return success();
     });
   };
+  // ZeRO under PipeDream and PipeMare: micro-batch mb's gradients of
+  // stage v, each replica's shard of their mean over the replicas; the
+  // update of mb then runs on that shard of the weights and optimizer state
+  // and gathers the new weights (zero::shardUpdate).
+  llvm::DenseSet<std::pair<int64_t, Value>> mbSharded;
+  auto reduceScatterMicrobatch = [&](Operation *at, int64_t mb,
+                                     int64_t v) -> LogicalResult {
+    if (!reduced)
+      return at->emitOpError("shards gradients over data-parallel replicas "
+                             "but the stage has one");
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v)
+        continue;
+      for (OpOperand &use : op.getOpOperands()) {
+        Value grad = use.get();
+        if (!g.perMicroBatch.count(grad) || mbAveraged.count({mb, grad}))
+          continue;
+        if (failed(checkShardable(at, v, op, use)))
+          return failure();
+        Value part = valueOf(mb, grad);
+        if (!part)
+          return at->emitOpError("shards micro-batch ")
+                 << mb << "'s gradients before its backward ran";
+        mbAveraged[{mb, grad}] =
+            zero::reduceScatterMean(ib, loc, part, zeroGroup);
+        mbSharded.insert({mb, grad});
+      }
+    }
+    return success();
+  };
+  llvm::DenseSet<int64_t> updatedMicrobatches;
   auto updateMicrobatch = [&](Operation *at, int64_t mb,
                               int64_t v) -> LogicalResult {
     IRMapping map;
@@ -1304,7 +1367,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                        << "'s gradients not yet averaged over its "
                        << stageReplicas
                        << " replicas; the schedule needs an all_reduce of that "
-                          "micro-batch before its optimizer_step";
+                          "micro-batch (a grad_reduce_scatter under ZeRO) "
+                          "before its optimizer_step";
               Value part = valueOf(mb, x);
               if (!part)
                 return at->emitOpError("updates stage ")
@@ -1331,10 +1395,31 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
             return failure();
           before[n] = *w;
         }
-    for (Operation &op : func.getBody().front().without_terminator())
-      if (!isa<func::CallOp>(op) && g.stageOf.lookup(&op) == v &&
-          op.getNumResults() && failed(resolve(op.getResult(0))))
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (isa<func::CallOp>(op) || g.stageOf.lookup(&op) != v ||
+          !op.getNumResults())
+        continue;
+      // ZeRO: the update of a sharded gradient runs on this replica's shard
+      // of the newest weights and of its optimizer state (the stored one,
+      // or the shard the previous update left) and gathers the new weights.
+      if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op) &&
+          mbSharded.contains({mb, op.getOperand(1)})) {
+        for (Value operand : op.getOperands()) {
+          FailureOr<Value> mapped = resolve(operand);
+          if (failed(mapped))
+            return failure();
+          map.map(operand, *mapped);
+        }
+        SmallVector<Value> replaced;
+        if (failed(zero::shardUpdate(ib.clone(op, map), zeroGroup,
+                                     /*gradIsShard=*/true, &replaced)))
+          return failure();
+        map.map(op.getResults(), replaced);
+        continue;
+      }
+      if (failed(resolve(op.getResult(0))))
         return failure();
+    }
     for (auto [k, val] : llvm::enumerate(ret.getOperands())) {
       auto n = func.getResultAttrOfType<StringAttr>(k, "graph.update");
       if (!n)
@@ -1349,6 +1434,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       newest[n.getValue()] = *updated;
     }
     ++updates;
+    updatedMicrobatches.insert(mb);
     if (before.empty() || (!reschedule && !correct))
       return success();
     // PipeMare's rescheduled learning rate scales the whole update (SGD,
@@ -1436,11 +1522,13 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       r = perMicrobatch ? allReduceMicrobatch(at, a.mb, v) : allReduce(at, v);
       break;
     case ActionKind::ReduceScatter:
-      r = reduceScatter(at, v);
+      r = perMicrobatch ? reduceScatterMicrobatch(at, a.mb, v)
+                        : reduceScatter(at, v);
       break;
     case ActionKind::AllGather:
-      // The updated shards were gathered where the step updated them.
-      if (!stepped)
+      // The updated shards were gathered where the step (or, updating
+      // after every micro-batch, that micro-batch's update) updated them.
+      if (perMicrobatch ? !updatedMicrobatches.contains(a.mb) : !stepped)
         return at->emitOpError("gathers stage ")
                << v << "'s parameters before the optimizer_step updated "
                << "them; the schedule puts param_all_gather after it";

@@ -71,7 +71,12 @@ same delayed updates applied by the single-process program one
 (micro-)batch at a time; with tensor parallelism inside the stages
 (GPT-2 PipeDream at tp=2 x pp=2, the MLP's 2BW at dp=2 x tp=2 x pp=2 on 8
 ranks, 2BW's last_update compared too) against the same reference, and
-PipeMare at tp=2 x pp=2 (deep_mlp) against pipemare_reference.
+PipeMare at tp=2 x pp=2 and dp=2 x pp=2 (deep_mlp) against
+pipemare_reference. With ZeRO inside the stages (dp=2 x pp=2, Adam):
+PipeDream and PipeMare with zero=1 (PipeDream also at dp=2 x tp=2 x pp=2 on
+8 ranks), 2BW with zero=1 and 2 and with replicas=2/1 and zero=1, against
+the same references as without ZeRO (the moments put together from the
+blocks).
 
 Tensor-parallel inference (run_tp_forward_case): the Llama fixture's
 forward program at tp=2 and tp=2 x pp=2 under mpirun against one process's
@@ -772,7 +777,10 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     velocity <- g * velocity + (1 - g) * update, g = D^(1/warm_s). The
     update (SGD or Adam on micro-batch k's own gradient) is scaled by
     (warm_s + 1)^-p, p = max(0, 1 - (n - 1) / K), for the stage's n-th
-    update. Returns (loss curve, state folder)."""
+    update. With dp replicas (each on its block of the batch) micro-batch
+    k's gradient is the mean over the replicas' k-th micro-batches: the
+    gradient of micro-batch k of every block, together. Returns (loss
+    curve, state folder)."""
     kv = dict(item.split("=") for item in plan.split(","))
     pp = int(kv["pp"])
     warmup = int(kv.get("pipemare_warmup", 0))
@@ -780,17 +788,19 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     opt = dict(item.split("=") for item in train.split()[1:])
     lr, kind = float(opt["lr"]), opt["optimizer"]
     rows = int(input_shape.split(":")[1].split("x")[0])
-    m = batch // rows
+    dp = int(kv.get("dp", 1))
+    shard = batch // dp  # each replica's rows, in order
+    m = shard // rows
     init = dict(np.load(os.path.join(os.path.dirname(model), "deep_mlp.npz")))
     w = {k: v.astype(np.float64) for k, v in init.items()}
-    # The tp ranks of stage s are ranks s * tp .. s * tp + tp - 1.
+    # The dp x tp ranks of stage s are ranks s * dp * tp .. (s + 1) * dp * tp - 1.
     tp = int(kv.get("tp", 1))
     stage_of = {}
-    for r in range(pp * tp):
+    for r in range(pp * dp * tp):
         for f in glob.glob(os.path.join(pp_states[r], "*.npy")):
             base = os.path.basename(f)[:-4]
             if base in w:
-                stage_of[base] = r // tp
+                stage_of[base] = r // (dp * tp)
     if set(stage_of) != set(w):
         raise RuntimeError(f"no rank saved {sorted(set(w) - set(stage_of))}")
     layers = len(DEEP_MLP_SIZES) - 1
@@ -805,8 +815,10 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
         history = [dict(w)]  # the weights after each of the step's updates
         losses = []
         for k in range(m):
-            x = x_all[k * rows:(k + 1) * rows]
-            t = t_all[k * rows:(k + 1) * rows]
+            part = np.concatenate([np.arange(r * shard + k * rows,
+                                             r * shard + (k + 1) * rows)
+                                   for r in range(dp)])
+            x, t = x_all[part], t_all[part]
 
             def fwd(name):
                 return history[max(0, k - warm[stage_of[name]])][name]
@@ -1802,6 +1814,41 @@ def pipeline_train_cases(rng):
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=2bw", ranks=4,
                      reference=async_reference,
                      train="loss=mse:target optimizer=adam lr=0.01")))
+    # ZeRO inside the stages changes where the optimizer state lives, not
+    # the numbers: the same references as without it, the Adam moments put
+    # together from the replicas' blocks. PipeDream and PipeMare shard each
+    # micro-batch's update (zero=1), 2BW its step's (zero=1 and 2).
+    adam = "loss=mse:target optimizer=adam lr=0.01"
+    out.append(("mlp_adam_dp2_pp2_pipedream",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream", ranks=4,
+                     reference=async_reference, train=adam)))
+    out.append(("mlp_adam_dp2_pp2_zero1_pipedream",
+                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream,zero=1",
+                     ranks=4, zero=True, reference=async_reference,
+                     train=adam)))
+    # With tp=2 too (8 ranks): each tensor rank shards its part of the
+    # weights' state over its own replicas.
+    out.append(("mlp_adam_dp2_tp2_pp2_zero1_pipedream",
+                dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=pipedream,"
+                     "zero=1", ranks=8, zero=True, reference=async_reference,
+                     train=adam, tp_split=("w1",))))
+    for z in (1, 2):
+        out.append((f"mlp_adam_dp2_pp2_zero{z}_2bw",
+                    dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule=2bw,zero={z}",
+                         ranks=4, zero=True, reference=async_reference,
+                         train=adam)))
+    # 2BW with per-stage replicas 2/1 and zero=1: stage 0's two replicas
+    # reduce-scatter their shares of the step's mean gradient (3 ranks).
+    out.append(("mlp_adam_pp2_replicas21_zero1_2bw",
+                dict(mlp, plan="pp=2,mbs=2,schedule=2bw,replicas=2/1,zero=1",
+                     ranks=3, zero=True, reference=async_reference,
+                     train=adam)))
+    pm_dp = "dp=2,pp=2,mbs=2,schedule=pipemare,pipemare_warmup=12"
+    out.append(("deep_mlp_adam_dp2_pp2_pipemare",
+                dict(deep, plan=pm_dp, ranks=4, train=adam)))
+    out.append(("deep_mlp_adam_dp2_pp2_zero1_pipemare",
+                dict(deep, plan=pm_dp + ",zero=1", ranks=4, zero=True,
+                     train=adam)))
     # Batch norm (the small ResNet): each micro-batch normalises with its
     # own statistics and the running statistics follow the micro-batches in
     # order, so the reference is one process accumulating the same 4

@@ -1,6 +1,7 @@
 //===- PlanTest.cpp - Plan parsing, checks and partitioning -----*- C++ -*-===//
 
 #include "lib/Schedule/Plan.h"
+#include "lib/Schedule/Schedule.h"
 
 #include "gtest/gtest.h"
 
@@ -193,6 +194,38 @@ TEST(PipelineCosts, StagesLinksAndMemory) {
   PipelineCosts two = buildPipelineCosts(p, m, c, cm, {2, 2});
   EXPECT_NEAR(two.devices[0].staticMemory.weightStash,
               two.devices[0].staticMemory.weights, 1e-6);
+}
+
+TEST(PipelineCosts, AsynchronousSchedulesUnderZeroShardOnlyTheOptimizer) {
+  // What dist-partition runs: ZeRO-1 under PipeDream, PipeMare and 2BW
+  // shards the optimizer state over the stage's replicas; the weights,
+  // the stashed versions (PipeMare's velocity, 2BW's second buffer) and
+  // the gradient stay whole. 2BW's ZeRO-2 shards the gradient sum too.
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  cost::ModelDesc m = smallModel();
+  for (const char *kind : {"pipedream", "pipemare", "2bw"}) {
+    SCOPED_TRACE(kind);
+    auto costs = [&](unsigned zero) {
+      Plan p =
+          llvm::cantFail(parsePlan(std::string("dp=4,pp=2,schedule=") + kind +
+                                   ",zero=" + std::to_string(zero)));
+      EXPECT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 32, cm)));
+      Schedule s = llvm::cantFail(generateSchedule(
+          p.schedule, p.pp, p.chunks, p.numMicrobatches, scheduleOptions(p)));
+      return buildPipelineCosts(p, m, c, cm, s.weightVersions);
+    };
+    PipelineCosts whole = costs(0), sharded = costs(1);
+    const cost::MemoryBreakdown &w = whole.devices[0].staticMemory,
+                                &z = sharded.devices[0].staticMemory;
+    EXPECT_GT(w.weightStash, 0);
+    EXPECT_DOUBLE_EQ(z.weights, w.weights);
+    EXPECT_DOUBLE_EQ(z.weightStash, w.weightStash);
+    EXPECT_DOUBLE_EQ(z.grads, w.grads);
+    EXPECT_DOUBLE_EQ(z.optimizer, w.optimizer / 4);
+    if (std::string(kind) == "2bw")
+      EXPECT_DOUBLE_EQ(costs(2).devices[0].staticMemory.grads, w.grads / 4);
+  }
 }
 
 } // namespace

@@ -116,6 +116,49 @@ TEST(Generators, PipeDreamStepsAfterEveryMicrobatch) {
   EXPECT_FALSE(static_cast<bool>(verifySchedule(bw)));
 }
 
+TEST(Generators, AsynchronousUpdatesUnderZeroShardEachMicrobatch) {
+  // ZeRO-1 under PipeDream and PipeMare: each micro-batch's backward is
+  // followed by its reduce-scatter, its update and the gather of the
+  // weights the next forward reads (even with overlap_param_gather, which
+  // has no next iteration to hide under here); 2BW keeps the synchronous
+  // schedules' one sync per step.
+  for (ScheduleKind k : {ScheduleKind::PipeDream, ScheduleKind::PipeMare}) {
+    ScheduleOptions o{true, 1, true};
+    o.overlapParamGather = true;
+    Schedule s = gen(k, 2, 1, 4, o);
+    EXPECT_FALSE(static_cast<bool>(verifySchedule(s)));
+    for (const auto &list : s.devices) {
+      unsigned updates = 0;
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (list[i].kind != ActionKind::Backward)
+          continue;
+        // (Past the send of the input gradient to the previous stage.)
+        size_t j = i + 1;
+        if (j < list.size() && list[j].kind == ActionKind::SendGrad)
+          ++j;
+        ASSERT_LT(j + 2, list.size());
+        EXPECT_EQ(list[j].kind, ActionKind::ReduceScatter);
+        EXPECT_EQ(list[j + 1].kind, ActionKind::OptimizerStep);
+        EXPECT_EQ(list[j + 2].kind, ActionKind::AllGather);
+        for (size_t d = j; d <= j + 2; ++d)
+          EXPECT_EQ(list[d].mb, list[i].mb);
+        ++updates;
+      }
+      EXPECT_EQ(updates, 4u);
+    }
+  }
+  Schedule bw = gen(ScheduleKind::PipeDream2BW, 2, 1, 4, {true, 1, true});
+  for (const auto &list : bw.devices) {
+    unsigned scatters = 0, gathers = 0;
+    for (const Action &a : list) {
+      scatters += a.kind == ActionKind::ReduceScatter;
+      gathers += a.kind == ActionKind::AllGather;
+    }
+    EXPECT_EQ(scatters, 1u);
+    EXPECT_EQ(gathers, 1u);
+  }
+}
+
 TEST(Generators, PipeMareRunsPipeDreamsOrderWithOneVersion) {
   // The same actions as PipeDream; one copy of the weights plus the
   // velocity where a delay is corrected (not on the last stage).

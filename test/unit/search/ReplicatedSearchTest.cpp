@@ -145,7 +145,8 @@ TEST(ReplicatedSearch, ShardsReplicasOptimizerStateWhenItDoesNotFitOtherwise) {
   // replicas hold 16 bytes per parameter (fp16 weights and gradients, fp32
   // master weights and Adam moments), 3.2 GB, without ZeRO; ZeRO-1 shards
   // the 12 bytes of fp32 state over them. Under a limit between the two,
-  // the 3/1 layout is weighed with zero=1 (and only so).
+  // the 3/1 layout is weighed with zero=1 (and only so), under 1F1B and
+  // under 2BW.
   cost::ModelDesc m = threeToOne();
   m.layers[0].ops[0].params = 2e8;
   for (cost::LayerDesc &l : m.layers) { // compute-bound: 3/1 stays best
@@ -155,7 +156,7 @@ TEST(ReplicatedSearch, ShardsReplicasOptimizerStateWhenItDoesNotFitOtherwise) {
   }
   cluster::Cluster c = cantFail(cluster::resolveCluster("pcie-v100x4:1"));
   cost::CostModel cm;
-  auto peakOf = [&](const char *spec) {
+  auto peakOf = [&](const std::string &spec) {
     schedule::Plan p = cantFail(schedule::parsePlan(spec));
     sim::SimOptions so;
     so.recordEvents = false;
@@ -163,17 +164,6 @@ TEST(ReplicatedSearch, ShardsReplicasOptimizerStateWhenItDoesNotFitOtherwise) {
     return *std::max_element(ps.result.peakMemoryBytes.begin(),
                              ps.result.peakMemoryBytes.end());
   };
-  double whole = peakOf("replicas=3/1,schedule=1f1b,mbs=1,recompute=none");
-  double sharded =
-      peakOf("replicas=3/1,schedule=1f1b,mbs=1,recompute=none,zero=1");
-  ASSERT_LT(sharded, whole);
-  SearchOptions o;
-  o.globalBatch = 48;
-  o.memoryLimit = (whole + sharded) / 2;
-  o.alternatives = 20;
-  o.constraints =
-      cantFail(parseConstraints("mbs=1,recompute=none,schedule=1f1b"));
-  SearchResult r = cantFail(searchPlan(m, c, cm, o));
   auto replicatedWith = [](const SearchResult &r, unsigned zero) {
     std::vector<const Candidate *> all = {&r.best};
     for (const Candidate &a : r.alternatives)
@@ -182,19 +172,35 @@ TEST(ReplicatedSearch, ShardsReplicasOptimizerStateWhenItDoesNotFitOtherwise) {
       return x->sim.plan.replicated() && x->sim.plan.zero == zero;
     });
   };
-  EXPECT_TRUE(replicatedWith(r, 1)) << r.best.sim.plan.str();
-  EXPECT_FALSE(replicatedWith(r, 0));
-  for (const Candidate &a : r.alternatives)
-    EXPECT_LE(*std::max_element(a.sim.result.peakMemoryBytes.begin(),
-                                a.sim.result.peakMemoryBytes.end()),
-              o.memoryLimit)
-        << a.sim.plan.str();
-  // Without ZeRO the replicated layouts do not fit.
-  o.constraints =
-      cantFail(parseConstraints("mbs=1,recompute=none,schedule=1f1b,zero=0"));
-  auto z0 = searchPlan(m, c, cm, o);
-  if (z0)
-    EXPECT_FALSE(replicatedWith(*z0, 0)) << z0->best.sim.plan.str();
-  else
-    llvm::consumeError(z0.takeError());
+  // 1F1B, and 2BW (which runs per-stage replicas with ZeRO-1 too).
+  for (std::string kind : {"1f1b", "2bw"}) {
+    SCOPED_TRACE(kind);
+    std::string layout =
+        "replicas=3/1,schedule=" + kind + ",mbs=1,recompute=none";
+    double whole = peakOf(layout);
+    double sharded = peakOf(layout + ",zero=1");
+    ASSERT_LT(sharded, whole);
+    SearchOptions o;
+    o.globalBatch = 48;
+    o.memoryLimit = (whole + sharded) / 2;
+    o.alternatives = 20;
+    o.allowAsync = kind == "2bw";
+    std::string constraints = "mbs=1,recompute=none,schedule=" + kind;
+    o.constraints = cantFail(parseConstraints(constraints));
+    SearchResult r = cantFail(searchPlan(m, c, cm, o));
+    EXPECT_TRUE(replicatedWith(r, 1)) << r.best.sim.plan.str();
+    EXPECT_FALSE(replicatedWith(r, 0));
+    for (const Candidate &a : r.alternatives)
+      EXPECT_LE(*std::max_element(a.sim.result.peakMemoryBytes.begin(),
+                                  a.sim.result.peakMemoryBytes.end()),
+                o.memoryLimit)
+          << a.sim.plan.str();
+    // Without ZeRO the replicated layouts do not fit.
+    o.constraints = cantFail(parseConstraints(constraints + ",zero=0"));
+    auto z0 = searchPlan(m, c, cm, o);
+    if (z0)
+      EXPECT_FALSE(replicatedWith(*z0, 0)) << z0->best.sim.plan.str();
+    else
+      llvm::consumeError(z0.takeError());
+  }
 }

@@ -165,6 +165,26 @@ TEST(Simulator, AsynchronousSchedulesReportTheSteadyState) {
   EXPECT_NEAR(pd.iterationTime, m * 3.0, 1e-9);
 }
 
+TEST(Simulator, AsynchronousZeroWaitsForEachUpdatesGather) {
+  // PipeDream and PipeMare under ZeRO-1: micro-batch k's update
+  // reduce-scatters its gradient (RS = sync - gather = 0.5), steps on the
+  // shard (0.25) and all-gathers the weights (0.5), which the next forward
+  // reads: one stage runs F, B, RS, OPT and AG per micro-batch in a row.
+  unsigned m = 4;
+  PipelineCosts c = uniform(1, 1, m, 1, 1.5, 0.5);
+  c.stages[0].gradSyncTime = 1;
+  c.stages[0].gradGatherTime = 0.5;
+  c.devices[0].optimizerTime = 0.25;
+  for (ScheduleKind k : {ScheduleKind::PipeDream, ScheduleKind::PipeMare}) {
+    SimResult r = run(gen(k, 1, 1, m, {true, 1, true}), c);
+    EXPECT_NEAR(r.iterationTime, m * 4.25, 1e-9) << scheduleName(k).str();
+    const Event *gather = find(r, 0, ActionKind::AllGather, 0);
+    const Event *next = find(r, 0, ActionKind::Forward, 1);
+    ASSERT_TRUE(gather && next);
+    EXPECT_DOUBLE_EQ(next->start, gather->end);
+  }
+}
+
 TEST(Simulator, LaterWeightGradientsAddIntoTheSum) {
   // One stage, m micro-batches: every weight gradient after the first adds
   // into the running sum (W_acc = 0.25 more); PipeDream updates after each
