@@ -10,52 +10,12 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 
 using namespace distrt_test;
-
-namespace {
-
-distrt_post_op eltwise(int32_t alg, float alpha = 0, float beta = 0) {
-  distrt_post_op p = {};
-  p.kind = DISTRT_POST_ELTWISE;
-  p.alg = alg;
-  p.alpha = alpha;
-  p.beta = beta;
-  return p;
-}
-
-distrt_post_op binary(int32_t alg, const distrt_tensor *src1) {
-  distrt_post_op p = {};
-  p.kind = DISTRT_POST_BINARY;
-  p.alg = alg;
-  p.src1 = *src1;
-  return p;
-}
-
-float gelu(float x) {
-  return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
-}
-
-/// NCHW [n, c, h, w] data re-laid out channels-last (NHWC order in memory).
-std::vector<float> toNhwc(const std::vector<float> &v, int64_t n, int64_t c,
-                          int64_t h, int64_t w) {
-  std::vector<float> out(v.size());
-  for (int64_t a = 0; a < n; ++a)
-    for (int64_t b = 0; b < c; ++b)
-      for (int64_t y = 0; y < h; ++y)
-        for (int64_t x = 0; x < w; ++x)
-          out[((a * h + y) * w + x) * c + b] = v[((a * c + b) * h + y) * w + x];
-  return out;
-}
-
-distrt_tensor nhwcDesc(Tensor &t, int64_t n, int64_t c, int64_t h, int64_t w) {
-  int64_t dims[] = {n, c, h, w}, strides[] = {h * w * c, 1, w * c, c};
-  return distrt_make_strided_tensor(t.v.data(), DISTRT_F32, 4, dims, strides);
-}
-
-} // namespace
 
 TEST_F(RuntimeTest, MatmulExPostOpsMatchTheEpilogueOnTheHost) {
   int64_t m = 6, n = 5, k = 7;
@@ -284,6 +244,7 @@ namespace cpu {
 int64_t replayedCalls(const distrt_context *ctx);
 int64_t skinnyCalls(const distrt_context *ctx);
 int64_t vectorTails(const distrt_context *ctx);
+bool slowGeluTanh(dnnl::cpu_isa isa);
 } // namespace cpu
 } // namespace distrt
 
@@ -520,12 +481,56 @@ TEST_F(RuntimeTest, FewRowsByConstantWeightsMatchThePlainMatmul) {
   unsetenv("DISTRT_FUSED_BASELINE");
 }
 
+TEST(GeluTanhTail, OneDnnIsSlowBelowAvx512) {
+  using dnnl::cpu_isa;
+  for (cpu_isa isa :
+       {cpu_isa::sse41, cpu_isa::avx, cpu_isa::avx2, cpu_isa::avx2_vnni})
+    EXPECT_TRUE(distrt::cpu::slowGeluTanh(isa)) << static_cast<int>(isa);
+  for (cpu_isa isa : {cpu_isa::avx512_mic, cpu_isa::avx512_mic_4ops,
+                      cpu_isa::avx512_core, cpu_isa::avx512_core_vnni,
+                      cpu_isa::avx512_core_bf16, cpu_isa::avx512_core_amx})
+    EXPECT_FALSE(distrt::cpu::slowGeluTanh(isa)) << static_cast<int>(isa);
+}
+
+/// One 6 x 45 matmul with a trailing gelu_tanh post-op: whether the
+/// runtime applied the tail itself (0 or 1), or 2 where a call failed.
+int geluTanhTailsOfOneMatmul() {
+  distrt_context *ctx = nullptr;
+  if (distrt_context_create(DISTRT_BACKEND_CPU, 0, &ctx) != DISTRT_OK)
+    return 2;
+  Tensor a({6, 19}), b({19, 45}), c({6, 45});
+  randomize(a, 1);
+  randomize(b, 2);
+  distrt_matmul_attr attr{0, 0, 1.0f, 0.0f};
+  distrt_compute_ex ex = {};
+  ex.count = 1;
+  ex.post[0] = eltwise(DISTRT_ELTWISE_GELU_TANH);
+  distrt_status st =
+      distrt_matmul_ex(ctx, a.d(), b.d(), nullptr, c.d(), &attr, &ex);
+  int64_t tails = distrt::cpu::vectorTails(ctx);
+  distrt_context_destroy(ctx);
+  return st == DISTRT_OK ? static_cast<int>(tails) : 2;
+}
+
+TEST(GeluTanhTail, FollowsDnnlMaxCpuIsa) {
+  // The decision follows the ISA oneDNN dispatches to, not the CPU's: a
+  // process started with DNNL_MAX_CPU_ISA=AVX2 runs oneDNN's slow AVX2
+  // gelu_tanh on any CPU, so the runtime applies the tail there (on an
+  // AVX-512 CPU the CPU's own flags would say otherwise). The child is a
+  // fresh process (oneDNN reads the variable once, on first dispatch).
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ScopedEnv isa("DNNL_MAX_CPU_ISA", "AVX2");
+  EXPECT_EXIT(std::exit(geluTanhTailsOfOneMatmul()), testing::ExitedWithCode(1),
+              "");
+}
+
 TEST_F(RuntimeTest, TrailingGeluTanhRunsOnTheRuntimesVectorMath) {
-  // Without AVX-512, a matmul's trailing gelu_tanh post-op on a dense
-  // output is applied by the runtime after oneDNN's primitive (oneDNN's
-  // AVX2 one is 4x slower), replayed calls included, on the AVX2 and the
-  // SSE2 path; a strided output keeps oneDNN's. Values against the host.
-  bool runtimeTail = !__builtin_cpu_supports("avx512f");
+  // Where oneDNN dispatches below AVX-512, a matmul's trailing gelu_tanh
+  // post-op on a dense output is applied by the runtime after oneDNN's
+  // primitive (oneDNN's AVX2 one is 4x slower), replayed calls included,
+  // on the AVX2 and the SSE2 path; a strided output keeps oneDNN's.
+  // Values against the host.
+  bool runtimeTail = distrt::cpu::slowGeluTanh(dnnl::get_effective_cpu_isa());
   int64_t m = 6, n = 45, k = 19; // 6 rows: not the skinny kernel's
   Tensor a({m, k}), b({k, n}), bias({n}), col({n}), c({m, n}), plain({m, n}),
       wide({m, n + 3});
