@@ -237,6 +237,53 @@ TEST_F(RuntimeTest, ComputeExRejectsBadEpilogues) {
       << err();
 }
 
+TEST_F(RuntimeTest, ConvolutionRejectsPerImageOperandsChannelsLast) {
+  // A squeeze-excitation scale [N, C, 1, 1] as a post-op of a channels-last
+  // convolution: oneDNN 2.6 ran it on its gemm convolution, which applied
+  // image 0's scale to image 1 too (off by up to 4.4 here), so it is
+  // refused, saying what to do. NCHW computes it right.
+  int64_t n = 2, c = 8, h = 6, w = 6, o = 8;
+  Tensor x({n, c, h, w}), wt({o, c, 3, 3}), scale({n, o, 1, 1}),
+      plain({n, o, h, w}), y({n, o, h, w});
+  randomize(x, 30);
+  randomize(wt, 31);
+  randomize(scale, 34);
+  distrt_conv2d_attr a = {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  ASSERT_OK(distrt_conv2d(ctx, x.d(), wt.d(), nullptr, plain.d(), &a));
+  distrt_compute_ex ex = {};
+  ex.count = 1;
+  ex.post[0] = binary(DISTRT_BINARY_MUL, scale.d());
+  ASSERT_OK(distrt_conv2d_ex(ctx, x.d(), wt.d(), nullptr, y.d(), &a, &ex));
+  std::vector<float> want(plain.v);
+  for (size_t i = 0; i < want.size(); ++i)
+    want[i] *= scale[(int64_t)i / (h * w)];
+  expectClose(y.v, want, 1e-5f, "NCHW per-image scale");
+  Tensor xl({x.n()}), yl({y.n()});
+  xl.v = toNhwc(x.v, n, c, h, w);
+  distrt_tensor xd = nhwcDesc(xl, n, c, h, w), yd = nhwcDesc(yl, n, o, h, w);
+  EXPECT_EQ(distrt_conv2d_ex(ctx, &xd, wt.d(), nullptr, &yd, &a, &ex),
+            DISTRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(
+      std::string(err()).find("post-op 0: src1 [2, 8, 1, 1] varies "
+                              "over the batch but not over the whole image"),
+      std::string::npos)
+      << err();
+  // One image: [1, C, 1, 1] is per channel, which oneDNN reads right.
+  Tensor x1({1 * c * h * w}), y1({1 * o * h * w}), scale1({1, o, 1, 1}),
+      plain1({1, o, h, w}), xn({1, c, h, w});
+  std::copy(x.v.begin(), x.v.begin() + c * h * w, xn.v.begin());
+  x1.v = toNhwc(xn.v, 1, c, h, w);
+  randomize(scale1, 35);
+  distrt_tensor x1d = nhwcDesc(x1, 1, c, h, w), y1d = nhwcDesc(y1, 1, o, h, w);
+  ex.post[0] = binary(DISTRT_BINARY_MUL, scale1.d());
+  ASSERT_OK(distrt_conv2d_ex(ctx, &x1d, wt.d(), nullptr, &y1d, &a, &ex));
+  ASSERT_OK(distrt_conv2d(ctx, xn.d(), wt.d(), nullptr, plain1.d(), &a));
+  std::vector<float> want1(plain1.v);
+  for (size_t i = 0; i < want1.size(); ++i)
+    want1[i] *= scale1[(int64_t)i / (h * w)];
+  expectClose(y1.v, toNhwc(want1, 1, o, h, w), 1e-5f, "one image, NHWC");
+}
+
 // Defined by the runtime (runtime/lib/cpu/CpuState.h): calls a CPU context
 // served from its replay cache.
 namespace distrt {
