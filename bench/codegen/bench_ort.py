@@ -25,6 +25,21 @@ Prints one markdown table (the rows of docs/benchmarks.md).
     .venv/bin/python bench/codegen/bench_ort.py --build build [--threads 1 2]
         [--rounds 5] [--runs 20] [--only gpt2 bert ...]
 
+With --cpu-time, step 2 measures CPU time instead of wall-clock time, for
+machines shared with other work (a preempted process accumulates none):
+for each round, model and thread count, onnxruntime in a Python child
+process and the program each run once and --runs + 1 times, and the figure
+is (CPU time of the long run - CPU time of the short one) / --runs, user +
+system time of the child (os.wait4), so process start, weight loading and
+session / primitive creation drop out; medians over rounds. Spinning worker
+threads would count as CPU time, so onnxruntime's intra-op threads do not
+spin and the program runs with OMP_WAIT_POLICY=PASSIVE. --baseline-build
+OTHER adds the programs compiled by OTHER's dist-compile (another checkout
+of the repository), measured in the same rounds: a before/after A/B.
+
+    .venv/bin/python bench/codegen/bench_ort.py --build build --cpu-time \
+        --threads 1 [--baseline-build ../main/build] [--only resnet18 ...]
+
 onnxruntime comes from the test venv (requirements-test.txt); missing
 models are exported first with the fixtures venv (.venv-fixtures, see
 docs/fixtures.md).
@@ -51,6 +66,7 @@ import sys, numpy as np, onnxruntime as ort
 path, t, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 feeds = {a.split('=', 1)[0]: np.load(a.split('=', 1)[1]) for a in sys.argv[4:]}
 so = ort.SessionOptions(); so.intra_op_num_threads = t; so.inter_op_num_threads = 1
+so.add_session_config_entry("session.intra_op.allow_spinning", "0")
 s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 for _ in range(runs):
     s.run(None, feeds)
@@ -69,18 +85,34 @@ if pid == 0:
     os.dup2(fd, 2)
     os.execvp(sys.argv[1], sys.argv[1:])
 _, status, usage = os.wait4(pid, 0)
-print(usage.ru_maxrss)
+print(usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
 sys.exit(1 if status else 0)
 """
 
 
-def run_rss(cmd, env=None):
-    """Runs cmd (output discarded); returns its peak RSS in MB."""
+def run_usage(cmd, env=None):
+    """Runs cmd (output discarded); returns its peak RSS in MB and its CPU
+    time (user + system) in seconds."""
     p = subprocess.run(["/usr/bin/python3", "-S", "-c", RSS_LAUNCHER] + cmd,
                        capture_output=True, text=True, env=env or os.environ)
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}")
-    return int(p.stdout.split()[-1]) / 1024.0
+    rss, cpu = p.stdout.split()[-2:]
+    return int(rss) / 1024.0, float(cpu)
+
+
+def run_rss(cmd, env=None):
+    """Runs cmd (output discarded); returns its peak RSS in MB."""
+    return run_usage(cmd, env)[0]
+
+
+def cpu_per_run(cmd, repeat_args, threads, runs, env_extra):
+    """CPU ms of one run of cmd: (CPU time of runs + 1 runs - CPU time of
+    one run) / runs. repeat_args(n) gives the arguments that make n runs."""
+    env = dict(os.environ, **env_extra)
+    one = run_usage(cmd + repeat_args(1), env)[1]
+    many = run_usage(cmd + repeat_args(runs + 1), env)[1]
+    return (many - one) / runs * 1e3
 
 
 def program_median(exe, args, threads, runs, work):
@@ -105,6 +137,72 @@ def ort_median(sess, feeds, runs):
     return statistics.median(ts) * 1e3
 
 
+def compile_checked(dc, path, exe, inputs, mwork, outputs, want, m):
+    """Compiles `path` into `exe` with dist-compile `dc`, runs it once on
+    `inputs`; returns (compile seconds, max abs difference from `want`)."""
+    t0 = time.perf_counter()
+    p = subprocess.run([dc, path, "-o", exe], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{dc} {m} failed:\n{p.stderr[-3000:]}")
+    compile_s = time.perf_counter() - t0
+    subprocess.run([exe] + inputs + ["-o", mwork], check=True)
+    diff = max(float(np.abs(np.load(os.path.join(mwork, o + ".npy")) - w).max())
+               for o, w in zip(outputs, want))
+    return compile_s, diff
+
+
+def cpu_time_table(args, names, setup, child):
+    """The --cpu-time measurement and its markdown table."""
+    base = args.baseline_build is not None
+    for s in setup.values():
+        s["base"] = {t: [] for t in args.threads}
+        s["load"] = []
+    for r in range(args.rounds):
+        for m in names:
+            s = setup[m]
+            for t in args.threads:
+                s["ort"][t].append(cpu_per_run(
+                    [sys.executable, child, s["path"], str(t)],
+                    lambda n: [str(n)] + s["inputs"], t, args.runs, {}))
+                omp = {"OMP_NUM_THREADS": str(t), "OMP_WAIT_POLICY": "PASSIVE"}
+                for key, exe in [("dist", s["exe"])] + (
+                        [("base", s["base_exe"])] if base else []):
+                    s[key][t].append(cpu_per_run(
+                        [exe] + s["inputs"] + ["-o", s["work"]],
+                        lambda n: ["--repeat", str(n)], t, args.runs, omp))
+            s["load"].append(os.getloadavg()[0])
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+    head = "| model | max abs diff |"
+    rule = "| --- | ---: |"
+    for t in args.threads:
+        head += f" onnxruntime {t}T ms CPU/run |"
+        rule += " ---: |"
+        if base:
+            head += f" baseline {t}T ms | ratio baseline {t}T |"
+            rule += " ---: | ---: |"
+        head += f" DistOpt {t}T ms | ratio {t}T |"
+        rule += " ---: | ---: |"
+    print(head + " load |")
+    print(rule + " ---: |")
+    for m in names:
+        s = setup[m]
+        row = f"| {m} | {s['diff']:.1e} |"
+        for t in args.threads:
+            o = statistics.median(s["ort"][t])
+            row += f" {o:.2f} |"
+            if base:
+                b = statistics.median(s["base"][t])
+                row += f" {b:.2f} | {b / o:.2f} |"
+            d = statistics.median(s["dist"][t])
+            row += f" {d:.2f} | {d / o:.2f} |"
+        loads = s["load"]
+        row += f" {min(loads):.1f}-{max(loads):.1f} |"
+        print(row, flush=True)
+    print("\n(CPU time per run: median over rounds of (CPU time of "
+          f"{args.runs + 1} runs - CPU time of 1 run) / {args.runs}; load: "
+          "the 1-minute load average after each round.)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -116,7 +214,23 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--only", nargs="*", choices=MODELS)
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="measure CPU time per run instead of wall-clock "
+                    "medians (for shared machines; no RSS columns)")
+    ap.add_argument("--baseline-build", default=None,
+                    help="with --cpu-time: also measure the programs of this "
+                    "build's dist-compile (before/after A/B)")
     args = ap.parse_args()
+    dc = os.path.join(args.build, "bin", "dist-compile")
+    base_dc = None
+    if args.baseline_build is not None:
+        if not args.cpu_time:
+            ap.error("--baseline-build needs --cpu-time")
+        base_dc = os.path.join(args.baseline_build, "bin", "dist-compile")
+    for exe in [dc] + ([base_dc] if base_dc else []):
+        if not os.access(exe, os.X_OK):
+            ap.error(f"no dist-compile at '{exe}': build it first "
+                     "(scripts/build.sh BUILD all) or pass its --build")
     models_dir = args.models or os.path.join(args.build, "bench-models")
     names = args.only or MODELS
     missing = [m for m in names
@@ -128,7 +242,9 @@ def main():
                         os.path.join(ROOT, "bench", "codegen", "make_models.py"),
                         "--out", models_dir, "--only"] + missing, check=True)
     work = tempfile.mkdtemp(prefix="dist-bench-ort-")
-    dc = os.path.join(args.build, "bin", "dist-compile")
+    child = os.path.join(work, "ort_child.py")
+    with open(child, "w") as f:
+        f.write(ORT_CHILD)
     setup = {}
     for m in names:
         path = os.path.join(models_dir, m + ".onnx")
@@ -136,11 +252,6 @@ def main():
         os.makedirs(mwork)
         feeds, inputs, outputs = make_inputs(path, mwork)
         exe = os.path.join(mwork, m + ".bin")
-        t0 = time.perf_counter()
-        p = subprocess.run([dc, path, "-o", exe], capture_output=True, text=True)
-        if p.returncode != 0:
-            sys.exit(f"dist-compile {m} failed:\n{p.stderr[-3000:]}")
-        compile_s = time.perf_counter() - t0
         sessions = {}
         for t in args.threads:
             so = ort.SessionOptions()
@@ -149,15 +260,23 @@ def main():
             sessions[t] = ort.InferenceSession(path, so,
                                                providers=["CPUExecutionProvider"])
         want = sessions[args.threads[0]].run(None, feeds)
-        subprocess.run([exe] + inputs + ["-o", mwork], check=True)
-        diff = max(float(np.abs(np.load(os.path.join(mwork, o + ".npy")) - w).max())
-                   for o, w in zip(outputs, want))
+        compile_s, diff = compile_checked(dc, path, exe, inputs, mwork, outputs,
+                                          want, m)
         setup[m] = dict(path=path, feeds=feeds, inputs=inputs, exe=exe,
                         sessions=sessions, diff=diff, compile=compile_s,
                         work=mwork, ort={t: [] for t in args.threads},
                         dist={t: [] for t in args.threads})
         print(f"{m}: compiled in {compile_s:.1f} s, max abs diff {diff:.2e}",
               file=sys.stderr)
+        if base_dc:
+            base_exe = os.path.join(mwork, m + ".baseline.bin")
+            _, base_diff = compile_checked(base_dc, path, base_exe, inputs,
+                                           mwork, outputs, want, m)
+            setup[m]["base_exe"] = base_exe
+            print(f"{m}: baseline max abs diff {base_diff:.2e}", file=sys.stderr)
+    if args.cpu_time:
+        cpu_time_table(args, names, setup, child)
+        return
     for r in range(args.rounds):
         for m in names:
             s = setup[m]
@@ -168,9 +287,6 @@ def main():
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
     # Peak memory at one thread: the program and a Python onnxruntime process.
     base = run_rss([sys.executable, "-c", "import numpy, onnxruntime"])
-    child = os.path.join(work, "ort_child.py")
-    with open(child, "w") as f:
-        f.write(ORT_CHILD)
     head = "| model | max abs diff |"
     rule = "| --- | ---: |"
     for t in args.threads:

@@ -11,26 +11,19 @@
 // them; runtime/lib/Matmul.cpp, matmulDesc).
 //
 //===----------------------------------------------------------------------===//
+#include "BenchUtil.h"
 #include "distrt/distrt.h"
 
 #include <benchmark/benchmark.h>
 #include <dnnl.hpp>
 
 #include <array>
-#include <random>
 #include <string>
 #include <vector>
 
 namespace {
 
-std::vector<float> randomVector(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
+using distrt_bench::randomVector;
 
 void setCounters(benchmark::State &state, int64_t m, int64_t n, int64_t k) {
   state.counters["GFLOP/s"] = benchmark::Counter(

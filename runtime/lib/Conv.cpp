@@ -68,6 +68,31 @@ bool commonTag(const distrt_tensor &x, const distrt_tensor &y,
   return true;
 }
 
+/// Refuses a binary post-op operand that varies over the batch but not
+/// over the whole image ([N, C, 1, 1] with N > 1, a squeeze-excitation
+/// scale) on
+/// a channels-last output: oneDNN 2.6's jit kernels decline it and its
+/// gemm convolution, which takes it, applies the first image's values to
+/// every image (ConvolutionRejectsPerImageOperandsChannelsLast).
+distrt_status checkPerImageOperands(Checker &c, const distrt_compute_ex *ex,
+                                    const distrt_tensor &y) {
+  for (int i = 0; ex && i < ex->count; ++i) {
+    const distrt_tensor &t = ex->post[i].src1;
+    if (ex->post[i].kind != DISTRT_POST_BINARY || t.rank != 4)
+      continue;
+    bool perImage =
+        t.dims[0] > 1 && t.dims[2] * t.dims[3] < y.dims[2] * y.dims[3];
+    if (perImage)
+      return c.fail(DISTRT_ERROR_UNSUPPORTED, "post-op ", i, ": src1 ",
+                    shapeString(t),
+                    " varies over the batch but not over the whole image; on a "
+                    "channels-last output oneDNN 2.6 applies the first "
+                    "image's values to every image. Apply it after the "
+                    "convolution (distrt_binary) or use NCHW");
+  }
+  return DISTRT_OK;
+}
+
 /// The oneDNN descriptor of an activation in layout `tag`.
 memory::desc activationDesc(const distrt_tensor &t, memory::format_tag tag) {
   return memory::desc(dimsOf4(t), memory::data_type::f32, tag);
@@ -316,6 +341,8 @@ extern "C" distrt_status distrt_conv2d_ex(distrt_context *ctx,
                   shapeString(*y), " strides ", shapeString(stridesOf(*y)),
                   " must both be NCHW or both channels-last");
   DISTRT_TRY(cpu::checkPostOps(c, ex, dimsOf(*y), stridesOf(*y)));
+  if (tag == memory::format_tag::nhwc)
+    DISTRT_TRY(checkPerImageOperands(c, ex, *y));
   return guardCall(ctx, fn, [&] {
     return convForward(ctx, g, x, w, bias, y, ex, true, tag, key);
   });

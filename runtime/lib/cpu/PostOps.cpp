@@ -256,11 +256,27 @@ void geluTanhBase(float *x, int64_t n) { geluTanhBlock<vec::V4>(x, n); }
 
 } // namespace
 
+bool cpu::slowGeluTanh(dnnl::cpu_isa isa) {
+  switch (isa) {
+  case dnnl::cpu_isa::avx512_mic:
+  case dnnl::cpu_isa::avx512_mic_4ops:
+  case dnnl::cpu_isa::avx512_core:
+  case dnnl::cpu_isa::avx512_core_vnni:
+  case dnnl::cpu_isa::avx512_core_bf16:
+  case dnnl::cpu_isa::avx512_core_amx:
+    return false;
+  default:
+    return true;
+  }
+}
+
 const distrt_compute_ex *cpu::trimSlowTail(const distrt_compute_ex *ex,
                                            const distrt_tensor &out,
                                            distrt_compute_ex &trimmed) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512 || !ex || ex->count < 1 || !isDense(out))
+  // What oneDNN dispatches to, not what the CPU has: DNNL_MAX_CPU_ISA=AVX2
+  // on an AVX-512 CPU runs the AVX2 gelu_tanh. Fixed for the process.
+  static const bool slow = slowGeluTanh(dnnl::get_effective_cpu_isa());
+  if (!slow || !ex || ex->count < 1 || !isDense(out))
     return ex;
   const distrt_post_op &last = ex->post[ex->count - 1];
   if (last.kind != DISTRT_POST_ELTWISE || last.alg != DISTRT_ELTWISE_GELU_TANH)

@@ -39,12 +39,17 @@ void appendPostOps(dnnl::post_ops &ops, const distrt_compute_ex *ex, int first,
 void postOpArgs(CpuState &st, std::unordered_map<int, dnnl::memory> &args,
                 const distrt_compute_ex *ex, int first, int index, size_t rank);
 
+/// Whether oneDNN dispatching to `isa` (dnnl::get_effective_cpu_isa())
+/// runs its slow gelu_tanh: every ISA below AVX-512 (AVX2 with VNNI
+/// included).
+bool slowGeluTanh(dnnl::cpu_isa isa);
 /// oneDNN 2.6's gelu_tanh post-op costs about 5.7 ns an element on AVX2
 /// (1 ns for gelu_erf, 0.1 for relu), 4x the runtime's vector GELU-tanh
-/// (cpu/VecMath.h). On CPUs without AVX-512, a trailing gelu_tanh of a
-/// dense output is left out of the primitive's post-ops (`trimmed`
-/// receives the rest) and applied after it by applyTrimmedTail. Returns
-/// the post-ops the primitive applies: `ex` itself or `&trimmed`.
+/// (cpu/VecMath.h). Where oneDNN's effective ISA has it slow (the CPU's,
+/// or less under DNNL_MAX_CPU_ISA), a trailing gelu_tanh of a dense output
+/// is left out of the primitive's post-ops (`trimmed` receives the rest)
+/// and applied after it by applyTrimmedTail. Returns the post-ops the
+/// primitive applies: `ex` itself or `&trimmed`.
 const distrt_compute_ex *trimSlowTail(const distrt_compute_ex *ex,
                                       const distrt_tensor &out,
                                       distrt_compute_ex &trimmed);

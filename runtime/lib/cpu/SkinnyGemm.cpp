@@ -51,8 +51,10 @@ panelRows(const float *a, int64_t lda, const float *panel, int64_t k,
     V w[G];
     for (int g = 0; g < G; ++g)
       std::memcpy(&w[g], panel + kk * kSkinnyPanel + g * L, sizeof(V));
+    // The scalar times a vector compiles to one broadcast from memory; a
+    // splat written `V{} + x` costs an add too (-0 + 0 is not -0).
     for (int r = 0; r < R; ++r) {
-      V x = V{} + a[r * lda + kk];
+      float x = a[r * lda + kk];
       for (int g = 0; g < G; ++g)
         acc[r][g] += x * w[g];
     }

@@ -10,52 +10,12 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 
 using namespace distrt_test;
-
-namespace {
-
-distrt_post_op eltwise(int32_t alg, float alpha = 0, float beta = 0) {
-  distrt_post_op p = {};
-  p.kind = DISTRT_POST_ELTWISE;
-  p.alg = alg;
-  p.alpha = alpha;
-  p.beta = beta;
-  return p;
-}
-
-distrt_post_op binary(int32_t alg, const distrt_tensor *src1) {
-  distrt_post_op p = {};
-  p.kind = DISTRT_POST_BINARY;
-  p.alg = alg;
-  p.src1 = *src1;
-  return p;
-}
-
-float gelu(float x) {
-  return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
-}
-
-/// NCHW [n, c, h, w] data re-laid out channels-last (NHWC order in memory).
-std::vector<float> toNhwc(const std::vector<float> &v, int64_t n, int64_t c,
-                          int64_t h, int64_t w) {
-  std::vector<float> out(v.size());
-  for (int64_t a = 0; a < n; ++a)
-    for (int64_t b = 0; b < c; ++b)
-      for (int64_t y = 0; y < h; ++y)
-        for (int64_t x = 0; x < w; ++x)
-          out[((a * h + y) * w + x) * c + b] = v[((a * c + b) * h + y) * w + x];
-  return out;
-}
-
-distrt_tensor nhwcDesc(Tensor &t, int64_t n, int64_t c, int64_t h, int64_t w) {
-  int64_t dims[] = {n, c, h, w}, strides[] = {h * w * c, 1, w * c, c};
-  return distrt_make_strided_tensor(t.v.data(), DISTRT_F32, 4, dims, strides);
-}
-
-} // namespace
 
 TEST_F(RuntimeTest, MatmulExPostOpsMatchTheEpilogueOnTheHost) {
   int64_t m = 6, n = 5, k = 7;
@@ -277,6 +237,53 @@ TEST_F(RuntimeTest, ComputeExRejectsBadEpilogues) {
       << err();
 }
 
+TEST_F(RuntimeTest, ConvolutionRejectsPerImageOperandsChannelsLast) {
+  // A squeeze-excitation scale [N, C, 1, 1] as a post-op of a channels-last
+  // convolution: oneDNN 2.6 ran it on its gemm convolution, which applied
+  // image 0's scale to image 1 too (off by up to 4.4 here), so it is
+  // refused, saying what to do. NCHW computes it right.
+  int64_t n = 2, c = 8, h = 6, w = 6, o = 8;
+  Tensor x({n, c, h, w}), wt({o, c, 3, 3}), scale({n, o, 1, 1}),
+      plain({n, o, h, w}), y({n, o, h, w});
+  randomize(x, 30);
+  randomize(wt, 31);
+  randomize(scale, 34);
+  distrt_conv2d_attr a = {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  ASSERT_OK(distrt_conv2d(ctx, x.d(), wt.d(), nullptr, plain.d(), &a));
+  distrt_compute_ex ex = {};
+  ex.count = 1;
+  ex.post[0] = binary(DISTRT_BINARY_MUL, scale.d());
+  ASSERT_OK(distrt_conv2d_ex(ctx, x.d(), wt.d(), nullptr, y.d(), &a, &ex));
+  std::vector<float> want(plain.v);
+  for (size_t i = 0; i < want.size(); ++i)
+    want[i] *= scale[(int64_t)i / (h * w)];
+  expectClose(y.v, want, 1e-5f, "NCHW per-image scale");
+  Tensor xl({x.n()}), yl({y.n()});
+  xl.v = toNhwc(x.v, n, c, h, w);
+  distrt_tensor xd = nhwcDesc(xl, n, c, h, w), yd = nhwcDesc(yl, n, o, h, w);
+  EXPECT_EQ(distrt_conv2d_ex(ctx, &xd, wt.d(), nullptr, &yd, &a, &ex),
+            DISTRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(
+      std::string(err()).find("post-op 0: src1 [2, 8, 1, 1] varies "
+                              "over the batch but not over the whole image"),
+      std::string::npos)
+      << err();
+  // One image: [1, C, 1, 1] is per channel, which oneDNN reads right.
+  Tensor x1({1 * c * h * w}), y1({1 * o * h * w}), scale1({1, o, 1, 1}),
+      plain1({1, o, h, w}), xn({1, c, h, w});
+  std::copy(x.v.begin(), x.v.begin() + c * h * w, xn.v.begin());
+  x1.v = toNhwc(xn.v, 1, c, h, w);
+  randomize(scale1, 35);
+  distrt_tensor x1d = nhwcDesc(x1, 1, c, h, w), y1d = nhwcDesc(y1, 1, o, h, w);
+  ex.post[0] = binary(DISTRT_BINARY_MUL, scale1.d());
+  ASSERT_OK(distrt_conv2d_ex(ctx, &x1d, wt.d(), nullptr, &y1d, &a, &ex));
+  ASSERT_OK(distrt_conv2d(ctx, xn.d(), wt.d(), nullptr, plain1.d(), &a));
+  std::vector<float> want1(plain1.v);
+  for (size_t i = 0; i < want1.size(); ++i)
+    want1[i] *= scale1[(int64_t)i / (h * w)];
+  expectClose(y1.v, toNhwc(want1, 1, o, h, w), 1e-5f, "one image, NHWC");
+}
+
 // Defined by the runtime (runtime/lib/cpu/CpuState.h): calls a CPU context
 // served from its replay cache.
 namespace distrt {
@@ -284,6 +291,7 @@ namespace cpu {
 int64_t replayedCalls(const distrt_context *ctx);
 int64_t skinnyCalls(const distrt_context *ctx);
 int64_t vectorTails(const distrt_context *ctx);
+bool slowGeluTanh(dnnl::cpu_isa isa);
 } // namespace cpu
 } // namespace distrt
 
@@ -520,12 +528,56 @@ TEST_F(RuntimeTest, FewRowsByConstantWeightsMatchThePlainMatmul) {
   unsetenv("DISTRT_FUSED_BASELINE");
 }
 
+TEST(GeluTanhTail, OneDnnIsSlowBelowAvx512) {
+  using dnnl::cpu_isa;
+  for (cpu_isa isa :
+       {cpu_isa::sse41, cpu_isa::avx, cpu_isa::avx2, cpu_isa::avx2_vnni})
+    EXPECT_TRUE(distrt::cpu::slowGeluTanh(isa)) << static_cast<int>(isa);
+  for (cpu_isa isa : {cpu_isa::avx512_mic, cpu_isa::avx512_mic_4ops,
+                      cpu_isa::avx512_core, cpu_isa::avx512_core_vnni,
+                      cpu_isa::avx512_core_bf16, cpu_isa::avx512_core_amx})
+    EXPECT_FALSE(distrt::cpu::slowGeluTanh(isa)) << static_cast<int>(isa);
+}
+
+/// One 6 x 45 matmul with a trailing gelu_tanh post-op: whether the
+/// runtime applied the tail itself (0 or 1), or 2 where a call failed.
+int geluTanhTailsOfOneMatmul() {
+  distrt_context *ctx = nullptr;
+  if (distrt_context_create(DISTRT_BACKEND_CPU, 0, &ctx) != DISTRT_OK)
+    return 2;
+  Tensor a({6, 19}), b({19, 45}), c({6, 45});
+  randomize(a, 1);
+  randomize(b, 2);
+  distrt_matmul_attr attr{0, 0, 1.0f, 0.0f};
+  distrt_compute_ex ex = {};
+  ex.count = 1;
+  ex.post[0] = eltwise(DISTRT_ELTWISE_GELU_TANH);
+  distrt_status st =
+      distrt_matmul_ex(ctx, a.d(), b.d(), nullptr, c.d(), &attr, &ex);
+  int64_t tails = distrt::cpu::vectorTails(ctx);
+  distrt_context_destroy(ctx);
+  return st == DISTRT_OK ? static_cast<int>(tails) : 2;
+}
+
+TEST(GeluTanhTail, FollowsDnnlMaxCpuIsa) {
+  // The decision follows the ISA oneDNN dispatches to, not the CPU's: a
+  // process started with DNNL_MAX_CPU_ISA=AVX2 runs oneDNN's slow AVX2
+  // gelu_tanh on any CPU, so the runtime applies the tail there (on an
+  // AVX-512 CPU the CPU's own flags would say otherwise). The child is a
+  // fresh process (oneDNN reads the variable once, on first dispatch).
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ScopedEnv isa("DNNL_MAX_CPU_ISA", "AVX2");
+  EXPECT_EXIT(std::exit(geluTanhTailsOfOneMatmul()), testing::ExitedWithCode(1),
+              "");
+}
+
 TEST_F(RuntimeTest, TrailingGeluTanhRunsOnTheRuntimesVectorMath) {
-  // Without AVX-512, a matmul's trailing gelu_tanh post-op on a dense
-  // output is applied by the runtime after oneDNN's primitive (oneDNN's
-  // AVX2 one is 4x slower), replayed calls included, on the AVX2 and the
-  // SSE2 path; a strided output keeps oneDNN's. Values against the host.
-  bool runtimeTail = !__builtin_cpu_supports("avx512f");
+  // Where oneDNN dispatches below AVX-512, a matmul's trailing gelu_tanh
+  // post-op on a dense output is applied by the runtime after oneDNN's
+  // primitive (oneDNN's AVX2 one is 4x slower), replayed calls included,
+  // on the AVX2 and the SSE2 path; a strided output keeps oneDNN's.
+  // Values against the host.
+  bool runtimeTail = distrt::cpu::slowGeluTanh(dnnl::get_effective_cpu_isa());
   int64_t m = 6, n = 45, k = 19; // 6 rows: not the skinny kernel's
   Tensor a({m, k}), b({k, n}), bias({n}), col({n}), c({m, n}), plain({m, n}),
       wide({m, n + 3});

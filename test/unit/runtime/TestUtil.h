@@ -13,8 +13,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace distrt_test {
@@ -62,6 +64,75 @@ inline void randomize(Tensor &t, uint32_t seed, float lo = -1.0f,
   for (float &x : t.v)
     x = dist(gen);
 }
+
+/// An activation post-op.
+inline distrt_post_op eltwise(int32_t alg, float alpha = 0, float beta = 0) {
+  distrt_post_op p = {};
+  p.kind = DISTRT_POST_ELTWISE;
+  p.alg = alg;
+  p.alpha = alpha;
+  p.beta = beta;
+  return p;
+}
+
+/// A binary post-op with `src1`.
+inline distrt_post_op binary(int32_t alg, const distrt_tensor *src1) {
+  distrt_post_op p = {};
+  p.kind = DISTRT_POST_BINARY;
+  p.alg = alg;
+  p.src1 = *src1;
+  return p;
+}
+
+inline float gelu(float x) {
+  return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
+}
+
+/// NCHW [n, c, h, w] data re-laid out channels-last (NHWC order in memory).
+inline std::vector<float> toNhwc(const std::vector<float> &v, int64_t n,
+                                 int64_t c, int64_t h, int64_t w) {
+  std::vector<float> out(v.size());
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < c; ++b)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x)
+          out[((a * h + y) * w + x) * c + b] = v[((a * c + b) * h + y) * w + x];
+  return out;
+}
+
+/// `t`'s data as an [n, c, h, w] tensor laid out channels-last.
+inline distrt_tensor nhwcDesc(Tensor &t, int64_t n, int64_t c, int64_t h,
+                              int64_t w) {
+  int64_t dims[] = {n, c, h, w}, strides[] = {h * w * c, 1, w * c, c};
+  return distrt_make_strided_tensor(t.v.data(), DISTRT_F32, 4, dims, strides);
+}
+
+/// An environment variable set for a scope and restored after: children
+/// started in it see it (a threadsafe death test re-runs the test binary,
+/// so its child starts with the variable set).
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name(name) {
+    const char *old = std::getenv(name);
+    had = old != nullptr;
+    if (had)
+      saved = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name, saved.c_str(), 1);
+    else
+      unsetenv(name);
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  const char *name;
+  bool had = false;
+  std::string saved;
+};
 
 /// A CPU context per test.
 class RuntimeTest : public ::testing::Test {
