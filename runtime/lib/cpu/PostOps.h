@@ -43,6 +43,7 @@ void postOpArgs(CpuState &st, std::unordered_map<int, dnnl::memory> &args,
 /// runs its slow gelu_tanh: every ISA below AVX-512 (AVX2 with VNNI
 /// included).
 bool slowGeluTanh(dnnl::cpu_isa isa);
+
 /// oneDNN 2.6's gelu_tanh post-op costs about 5.7 ns an element on AVX2
 /// (1 ns for gelu_erf, 0.1 for relu), 4x the runtime's vector GELU-tanh
 /// (cpu/VecMath.h). Where oneDNN's effective ISA has it slow (the CPU's,
