@@ -166,6 +166,10 @@ inline bool isMegatronCore(Source s) {
 inline cost::LlmConfig llmOf(const LlmRow &r) {
   cost::LlmConfig c = *cost::llmPreset(r.model);
   c.seqLen = r.seq;
+  // Their MoE routers (Megatron-Core's) pick each token's top-k experts:
+  // under context parallelism each rank routes its own tokens (Grok-1's
+  // c2 rows), with no gathers.
+  c.sequenceRouting = false;
   if (r.source == Source::Torchtitan) {
     c.sacEveryOtherMatmul = r.recompute == cost::Recompute::Selective;
     c.fp32Loss = true;

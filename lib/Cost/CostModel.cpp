@@ -177,12 +177,19 @@ double CostModel::computeTime(const PhaseCost &cost, OpClass cls, DType dt,
                   dev, kernels, kernels);
 }
 
-double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
+double CostModel::tokenShare(const OpDesc &op, const ExecConfig &x) {
   if (!op.perSample)
     return op.tp == TpMode::Split ? 1.0 / std::max(1u, x.tp.size) : 1.0;
   double k = x.mbs / static_cast<double>(std::max(1u, x.cp.size));
   if (op.tp == TpMode::Split || x.sp)
     k /= std::max(1u, x.tp.size);
+  return k;
+}
+
+double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
+  double k = tokenShare(op, x);
+  if (op.perSample && op.wholeSequence)
+    k *= std::max(1u, x.cp.size);
   return k;
 }
 
@@ -193,7 +200,7 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
                  *matmulDType != op.dtype && !op.keepsPrecision;
   // A measurement holds for the op as profiled: its dtype, TP split, no
   // sequence split beyond it.
-  bool asProfiled = !lowered && x.cp.size <= 1 &&
+  bool asProfiled = !lowered && (x.cp.size <= 1 || op.wholeSequence) &&
                     (!x.sp || op.tp == TpMode::Split || !op.perSample);
   double imbalance = op.expert ? std::max(1.0, x.expertImbalance) : 1.0;
   if (profile && asProfiled)
@@ -452,18 +459,43 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
     // all-to-alls and the exposed ring); TP collectives sit on the
     // layer's own critical path.
     double hideF = 0, hideB = 0;
-    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+    // Bytes the forward sends, sent again when full recomputation re-runs it.
+    double fwdBytes[cluster::kNumLinkLevels] = {0, 0};
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l) {
       r.linkBytes[l] += arF.bytes[l] + arB.bytes[l];
-    // Expert all-to-all (dispatch or combine), once in each direction.
+      fwdBytes[l] += arF.bytes[l];
+    }
+    // Expert all-to-all (dispatch or combine), once in each direction, of
+    // the rank's tokens (under CP its C/c capacity slots of every expert).
     if (ep > 1 && op.epAllToAllBytes > 0) {
       CommCost a2a = collective(Collective::AllToAll,
-                                op.epAllToAllBytes * shareOf(op, x), x.ep);
+                                op.epAllToAllBytes * tokenShare(op, x), x.ep);
       commF += a2a.time;
       commB += a2a.time;
       hideF += a2a.time;
       hideB += a2a.time;
-      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l) {
         r.linkBytes[l] += 2 * a2a.bytes[l];
+        fwdBytes[l] += a2a.bytes[l];
+      }
+    }
+    // Context parallelism around a mixture-of-experts block: the whole
+    // tensors every context rank routes, dispatches and combines are
+    // all-gathered from the ranks' parts, forward and backward. They sit
+    // where the expert all-to-alls do, so the same overlap hides them.
+    if (cp > 1 && (op.cpGatherFwdBytes > 0 || op.cpGatherBwdBytes > 0)) {
+      CommCost gF =
+          collective(Collective::AllGather, op.cpGatherFwdBytes * x.mbs, x.cp);
+      CommCost gB =
+          collective(Collective::AllGather, op.cpGatherBwdBytes * x.mbs, x.cp);
+      commF += gF.time;
+      commB += gB.time;
+      hideF += gF.time;
+      hideB += gB.time;
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l) {
+        r.linkBytes[l] += gF.bytes[l] + gB.bytes[l];
+        fwdBytes[l] += gF.bytes[l];
+      }
     }
     // Ring attention: c - 1 steps pass this rank's K/V block on; they
     // overlap the block-wise attention, so the slower of the two counts.
@@ -476,6 +508,7 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
       hideF += std::max(0.0, ringF - f);
       hideB += std::max(0.0, ringB - bi);
       r.linkBytes[levelOf(x.cp)] += 3 * (cp - 1) * block;
+      fwdBytes[levelOf(x.cp)] += (cp - 1) * block;
     }
     r.fwd += f + commF;
     r.bwdInput += bi + commB;
@@ -483,10 +516,9 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
     r.fwdComm += hideF;
     r.bwdComm += hideB;
     double scale = shareOf(op, x);
-    double opFlops =
-        (op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops) * scale;
-    r.modelFlops += opFlops;
-    r.flops += opFlops;
+    double allFlops = op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops;
+    r.modelFlops += allFlops * tokenShare(op, x);
+    r.flops += allFlops * scale;
     bool again = full || (x.recompute == Recompute::Selective && op.selective);
     if (again) {
       double fc = full ? commF : 0;
@@ -497,7 +529,7 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
       if (full) {
         tpSent += sent(arF);
         for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-          r.linkBytes[l] += arF.bytes[l];
+          r.linkBytes[l] += fwdBytes[l];
       }
     }
     r.tpBytes += tpSent;
@@ -598,7 +630,7 @@ MemoryBreakdown staticMemory(const ParamSplit &params,
 static double savedShare(const OpDesc &op, const MemoryConfig &cfg,
                          bool replicatedPart) {
   unsigned tp = std::max(1u, cfg.tp);
-  double k = 1.0 / std::max(1u, cfg.cp);
+  double k = op.wholeSequence ? 1.0 : 1.0 / std::max(1u, cfg.cp);
   if (op.expert)
     k *= std::max(1.0, cfg.expertImbalance);
   bool split = replicatedPart ? cfg.sp : op.tp == TpMode::Split;

@@ -96,10 +96,10 @@ struct RangeTimes {
   double modelFlops = 0; ///< FLOPs without recomputation
   double tpBytes = 0;    ///< TP collective bytes sent per micro-batch
   /// Communication time inside fwd / bwdInput that another micro-batch's
-  /// compute can hide (expert all-to-alls, the exposed part of ring
-  /// attention), for schedules that overlap micro-batches (DualPipe's F&B
-  /// pairs). TP collectives are on the layer's own critical path and are
-  /// not counted here.
+  /// compute can hide (expert all-to-alls, the CP all-gathers around
+  /// them, the exposed part of ring attention), for schedules that overlap
+  /// micro-batches (DualPipe's F&B pairs). TP collectives are on the layer's
+  /// own critical path and are not counted here.
   double fwdComm = 0, bwdComm = 0;
   /// All collective bytes this device sends per micro-batch, per link level
   /// (TP, EP and CP groups may sit on different levels).
@@ -137,8 +137,14 @@ public:
                 const ExecConfig &x, double extraRead = 0) const;
   /// Fraction of \p op's per-sample cost one device does under \p x: the
   /// micro-batch, divided by t (split ops, or per-sample ops under sequence
-  /// parallelism) and by c (per-sample ops under context parallelism).
+  /// parallelism) and by c (per-sample ops under context parallelism, but
+  /// for OpDesc::wholeSequence ones, which every context rank runs whole).
   static double shareOf(const OpDesc &op, const ExecConfig &x);
+  /// The same for the device's own tokens: divided by c for every
+  /// per-sample op. What a whole-sequence op's expert all-to-all carries
+  /// (the rank's C/c capacity slots) and the model FLOPs it counts (the
+  /// context ranks' copies of the routing are not the model's work).
+  static double tokenShare(const OpDesc &op, const ExecConfig &x);
 
   /// The optimizer step over \p params local parameters, each read and
   /// written with \p bytesPerParam bytes in all: the profile's measured
@@ -172,7 +178,9 @@ public:
   /// the experts in each direction, ring attention over the CP group
   /// (c - 1 steps, each passing 1/c of K and V, overlapped with the
   /// attention kernel; twice the bytes in the backward: K, V and their
-  /// gradients).
+  /// gradients), and the all-gathers over the CP group that run a
+  /// mixture-of-experts block's routing whole on every context rank
+  /// (OpDesc::cpGatherFwdBytes, cpGatherBwdBytes).
   RangeTimes rangeTimes(const ModelDesc &model, unsigned begin, unsigned end,
                         const cluster::DeviceSpec &dev,
                         const ExecConfig &x) const;

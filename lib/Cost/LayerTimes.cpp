@@ -63,14 +63,28 @@ std::string distopt::cost::layerCostKey(const LayerDesc &l) {
     for (const PhaseCost *c : {&op.fwd, &op.bwdInput, &op.bwdWeight})
       for (double v : {c->flops, c->bytesRead, c->bytesWritten})
         w.add(v);
-    for (double v :
-         {double(op.cls), double(op.dtype), double(op.perSample), op.params,
-          double(op.tiedLayer), op.savedBytes, op.savedReplicatedBytes,
-          double(op.selective), double(op.tp), op.tpAllReduceFwdBytes,
-          op.tpAllReduceBwdBytes, double(op.kernels), double(op.expert),
-          op.epAllToAllBytes, op.cpKvBytes, op.selectiveShare,
-          op.selectiveSavedBytes, op.bwdWorkingBytes,
-          double(op.keepsPrecision)})
+    for (double v : {double(op.cls),
+                     double(op.dtype),
+                     double(op.perSample),
+                     op.params,
+                     double(op.tiedLayer),
+                     op.savedBytes,
+                     op.savedReplicatedBytes,
+                     double(op.selective),
+                     double(op.tp),
+                     op.tpAllReduceFwdBytes,
+                     op.tpAllReduceBwdBytes,
+                     double(op.kernels),
+                     double(op.expert),
+                     op.epAllToAllBytes,
+                     op.cpKvBytes,
+                     op.selectiveShare,
+                     op.selectiveSavedBytes,
+                     op.bwdWorkingBytes,
+                     double(op.keepsPrecision),
+                     double(op.wholeSequence),
+                     op.cpGatherFwdBytes,
+                     op.cpGatherBwdBytes})
       w.add(v);
   }
   return k;

@@ -271,12 +271,15 @@ LayerDesc llmBlock(const LlmConfig &cfg, unsigned index) {
     // token's k copies to the ranks that own their experts.
     OpDesc dispatch = dataMovementOp("dispatch", dt, k * s * h);
     dispatch.epAllToAllBytes = k * s * h * e;
+    OpDesc combine = dataMovementOp("combine", dt, k * s * h);
+    combine.epAllToAllBytes = k * s * h * e;
+    if (cfg.sequenceRouting)
+      routeWholeSequence(gate, dispatch, combine, s * E * e, s * h * e,
+                         k * s * h * e);
     l.ops.push_back(router);
     l.ops.push_back(gate);
     l.ops.push_back(dispatch);
     addFfn(l, "expert", cfg, k * s, cfg.expertFfn, FfnInput::Dispatched, E);
-    OpDesc combine = dataMovementOp("combine", dt, k * s * h);
-    combine.epAllToAllBytes = k * s * h * e;
     l.ops.push_back(combine);
     if (cfg.sharedExperts)
       addFfn(l, "shared", cfg, s, cfg.sharedExperts * cfg.expertFfn,

@@ -73,6 +73,14 @@ struct LlmConfig {
   unsigned sharedExperts = 0;
   /// The first denseLayers blocks keep the dense FFN (DeepSeek-V3: 3).
   unsigned denseLayers = 0;
+  /// Each expert takes its top-C tokens of the whole sequence
+  /// (dist-modelgen's capacity routing, C = k s / E), so context
+  /// parallelism runs the routing, dispatch and combine whole on every
+  /// context rank with all-gathers over the context group
+  /// (routeWholeSequence), as the generated programs do. False: each token
+  /// picks its top-k experts by itself (Megatron-Core's router), so each
+  /// context rank routes its own tokens and gathers nothing.
+  bool sequenceRouting = true;
 
   /// Multi-head latent attention (DeepSeek-V2/V3) when kvLoraRank > 0:
   /// low-rank query/key-value projections (qLoraRank 0: one query

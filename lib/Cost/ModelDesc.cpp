@@ -335,6 +335,18 @@ OpDesc tpReplicated(OpDesc op, double savedBytes) {
   return op;
 }
 
+void routeWholeSequence(OpDesc &route, OpDesc &dispatch, OpDesc &combine,
+                        double scoreBytes, double inputBytes,
+                        double routedBytes) {
+  for (OpDesc *op : {&route, &dispatch, &combine})
+    op->wholeSequence = true;
+  route.cpGatherFwdBytes = 2 * scoreBytes;
+  dispatch.cpGatherFwdBytes = inputBytes;
+  dispatch.cpGatherBwdBytes = routedBytes;
+  combine.cpGatherFwdBytes = routedBytes + inputBytes;
+  combine.cpGatherBwdBytes = inputBytes;
+}
+
 OpDesc attentionOp(StringRef name, DType dt, const AttentionShape &a) {
   double e = cluster::dtypeBytes(dt);
   double mask = a.causal ? 0.5 : 1.0;

@@ -93,6 +93,19 @@ struct OpDesc {
   /// Attention: bytes per sample of K and V over the whole sequence, which
   /// ring attention passes around the context-parallel group.
   double cpKvBytes = 0;
+  /// Mixture-of-experts routing, dispatch and combine: routing picks each
+  /// expert's top-C tokens of the whole sequence, so under context
+  /// parallelism every context rank runs the op on the whole sequence
+  /// (dist-context-parallel, docs/distributed.md "Expert parallelism"):
+  /// its time and saved bytes do not divide by c. Its expert all-to-all
+  /// still carries the rank's C/c capacity slots of every expert.
+  bool wholeSequence = false;
+  /// Bytes per sample of the whole tensors that context parallelism
+  /// all-gathers over the context-parallel group for this op, in the
+  /// forward and in the backward (a mixture-of-experts block's routing
+  /// input, its experts' outputs, and their gradients).
+  double cpGatherFwdBytes = 0;
+  double cpGatherBwdBytes = 0;
   /// Kernel launches per phase (routed experts: the number of experts, one
   /// GEMM each, run as one grouped launch; see CostModel::opTime). 0: the
   /// op runs inside a neighbouring kernel (a fused epilogue): no launch, no
@@ -195,6 +208,22 @@ OpDesc otherOp(llvm::StringRef name, DType dt, PhaseCost fwd);
 /// \p op made TP-replicated (every TP rank runs it whole: norms, dropout,
 /// residuals) keeping \p savedBytes on every rank.
 OpDesc tpReplicated(OpDesc op, double savedBytes);
+
+/// Marks a mixture-of-experts block's routing (\p route: the top-k and
+/// capacity selection), \p dispatch and \p combine as context parallelism
+/// runs them (dist-context-parallel, docs/distributed.md "Expert
+/// parallelism"): whole on every context rank (OpDesc::wholeSequence),
+/// with the tensors they read from the token-split ops around them
+/// all-gathered over the context-parallel group. Per sample, with the
+/// router's scores \p scoreBytes, the block's input \p inputBytes and the
+/// routed tokens (every expert's capacity slots) \p routedBytes: forward,
+/// the scores and the zeros their top-k weights are scattered into, the
+/// input and the zeros the combine adds into, and the experts' outputs;
+/// backward, the dispatched tokens' gradient and the combine's output
+/// gradient. The gathers' own gradients are slices and move nothing.
+void routeWholeSequence(OpDesc &route, OpDesc &dispatch, OpDesc &combine,
+                        double scoreBytes, double inputBytes,
+                        double routedBytes);
 
 /// Shape of one attention (per sample): query heads and key/value heads
 /// (grouped-query when fewer), query and key sequence lengths, head widths

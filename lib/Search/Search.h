@@ -97,8 +97,9 @@ struct Constraints {
   /// (`ep-alone=1`).
   bool epAlone = false;
   /// Expert parallelism (ep > 1) only in the plans dist-expert-parallel's
-  /// programs run (`ep-runs=1`, dist-compile's search asks for it): cp = 1,
-  /// and with tp > 1 neither sequence parallelism nor ZeRO.
+  /// programs run (`ep-runs=1`, dist-compile's search asks for it): with
+  /// context parallelism at tp = 1, and with tp > 1 neither cp > 1,
+  /// sequence parallelism nor ZeRO.
   bool epRuns = false;
   /// Layer ranges that must stay on one device kind (training only). A
   /// stage holding a pinned layer runs on that kind's devices alone.

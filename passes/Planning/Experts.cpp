@@ -7,7 +7,10 @@
 // dispatch and combine as data movement with an all-to-all over the
 // expert-parallel group each, the routed experts' GEMMs and activation as
 // `expert` ops (sharded over EP, one grouped launch of E GEMMs), and the
-// shared experts beside them.
+// shared experts beside them. Under context parallelism the top-k, the
+// dispatch and the combine run whole on every context rank, with the
+// gathers over the context group that dist-context-parallel's programs
+// run (cost::routeWholeSequence).
 //
 // The form recognized (what dist-modelgen writes, docs/modelgen.md): stacked
 // expert weights [E, in, out] multiplied with dispatched tokens [.., E, C,
@@ -342,6 +345,9 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
   router.remove(indexOf(gate->getResult(0)));
   if (!topK)
     return "the routing has no TopK over the router's experts";
+  if (llvm::none_of(router,
+                    [&](size_t i) { return items[i].desc.has_value(); }))
+    return "the routing has no op besides the router GEMM to run its top-k";
 
   // Cost it all as cost::llmBlock does.
   OpDesc &dispatch = *items[indexOf(gather->getResult(0))].desc;
@@ -360,16 +366,16 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
   OpDesc &gateDesc = *items[indexOf(gate->getResult(0))].desc;
   replicated(gateDesc, xBytes);
   gateDesc.keepsPrecision = true;
-  bool firstRouterOp = true;
+  OpDesc *route = nullptr;
   for (size_t i : router) {
     if (!items[i].desc)
       continue;
-    if (firstRouterOp) {
+    if (!route) {
       OpDesc sel = elementwiseOp("router_topk", DType::F32, tokens * e, 1, 8);
       replicated(sel, tokens * e * 4);
       sel.name = items[i].desc->name;
       *items[i].desc = sel;
-      firstRouterOp = false;
+      route = &*items[i].desc;
     } else {
       items[i].desc.reset(); // runs inside router_topk
     }
@@ -381,6 +387,12 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
   OpDesc &combineDesc = *items[indexOf(combine->getResult(0))].desc;
   moved.name = combineDesc.name;
   combineDesc = moved;
+  // Under context parallelism each context rank routes the whole
+  // sequence: the scores (the router's dtype), the input and the experts'
+  // outputs gathered over the context group.
+  const double scoreBytes = tokens * e * cluster::dtypeBytes(gateDesc.dtype);
+  routeWholeSequence(*route, dispatch, combineDesc, scoreBytes, xBytes,
+                     routed * h * eb);
   for (Operation *op : combineChain)
     if (Item *item = itemOf(op->getResult(0)))
       item->desc.reset(); // inside the combine

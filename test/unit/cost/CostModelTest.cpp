@@ -362,6 +362,28 @@ TEST(ProfileDB, OverridesAnalyticTimes) {
   EXPECT_EQ(*f, 0.5);
 }
 
+TEST(ProfileDB, HoldsUnderContextParallelismForWholeSequenceOps) {
+  // A measurement is of the whole sequence: under cp it still holds for an
+  // op every context rank runs whole (a MoE block's routing), not for one
+  // that runs on the rank's part of the tokens.
+  const char *json = R"({"version": 1, "entries": [
+    {"device": "test", "signature": "data_movement:bf16:n=4096",
+     "micro_batch": 1, "tp": 1, "fwd_s": 0.5}]})";
+  ProfileDB db = llvm::cantFail(ProfileDB::parse(json, "p.json"));
+  CostModel cm(&db), analytic;
+  DeviceSpec d = testDevice();
+  OpDesc split = dataMovementOp("dispatch", DType::BF16, 4096);
+  ASSERT_EQ(split.signature, "data_movement:bf16:n=4096");
+  OpDesc whole = split;
+  whole.wholeSequence = true;
+  ExecConfig cp;
+  cp.cp.size = 2;
+  EXPECT_DOUBLE_EQ(cm.opTime(whole, Phase::Forward, d, cp), 0.5);
+  EXPECT_DOUBLE_EQ(cm.opTime(split, Phase::Forward, d, cp),
+                   analytic.opTime(split, Phase::Forward, d, cp));
+  EXPECT_NE(cm.opTime(split, Phase::Forward, d, cp), 0.5);
+}
+
 TEST(ProfileDB, OptimizerStepPerParameter) {
   const char *json = R"({"version": 1, "entries": [],
     "optimizer": [{"device": "test", "seconds_per_parameter": 2e-9}]})";

@@ -3,6 +3,7 @@
 #include "lib/Cost/CostModel.h"
 #include "lib/Cost/LlmModels.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "gtest/gtest.h"
 
 using namespace distopt::cost;
@@ -269,6 +270,111 @@ TEST(ContextParallel, WithSequenceParallelismAsTheProgramsRun) {
   EXPECT_NEAR(cpBytes, noSp.linkBytes[0] + noSp.linkBytes[1] - noSp.tpBytes,
               1e-6 * cpBytes);
   EXPECT_NEAR(withCp.tpBytes, noSp.tpBytes, 1e-6 * noSp.tpBytes);
+}
+
+/// The mixture-of-experts half of a MoE block (from its FFN norm on: the
+/// norm, router, top-k, dispatch, experts, combine and residual).
+LayerDesc moeFfn(const LlmConfig &c) {
+  LayerDesc l = buildLlm(c).layers[1];
+  auto it = llvm::find_if(
+      l.ops, [](const OpDesc &op) { return op.name == "ffn_norm"; });
+  l.ops.erase(l.ops.begin(), it);
+  return l;
+}
+
+TEST(ContextParallel, MoeRoutesTheWholeSequenceAndGathersItsTokens) {
+  // dist-context-parallel runs a MoE block's routing, dispatch and combine
+  // whole on every context rank (each expert takes its top-C tokens of the
+  // whole sequence) and the experts on the rank's C/c capacity slots.
+  LlmConfig c = mixtral8x7b();
+  c.layers = 1;
+  const double s = c.seqLen, h = c.hidden, E = c.experts, k = c.topK;
+  const double e = 2; // bf16
+  LayerDesc l = moeFfn(c);
+  CostModel cm;
+  DeviceSpec d = device();
+  ExecConfig one, two;
+  two.cp = group(2, 100);
+  ExecConfig twoRows = two;
+  twoRows.mbs = 2;
+  unsigned whole = 0, slots = 0;
+  for (const OpDesc &op : l.ops)
+    for (Phase ph :
+         {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight}) {
+      SCOPED_TRACE(op.name);
+      bool routing = op.name == "router_topk" || op.name == "dispatch" ||
+                     op.name == "combine";
+      EXPECT_EQ(op.wholeSequence, routing);
+      if (routing) {
+        // The same time as one rank routing the whole sequence.
+        EXPECT_DOUBLE_EQ(cm.opTime(op, ph, d, two), cm.opTime(op, ph, d, one));
+        whole += ph == Phase::Forward;
+      } else if (op.expert) {
+        // Half the slots: two rows at cp = 2 take one row's time at cp = 1.
+        EXPECT_DOUBLE_EQ(cm.opTime(op, ph, d, twoRows),
+                         cm.opTime(op, ph, d, one));
+        slots += ph == Phase::Forward;
+      }
+    }
+  EXPECT_EQ(whole, 3u);
+  EXPECT_EQ(slots, 3u);
+
+  // The gathers over the context group, each rank sending half of each
+  // whole tensor: forward the scores and the zeros their top-k weights are
+  // scattered into (s E), the block's input and the zeros the combine adds
+  // into (s h), the experts' outputs (k s h); backward the dispatched
+  // tokens' gradient (k s h) and the combine's output gradient (s h).
+  const double fwd = (2 * s * E + 2 * s * h + k * s * h) * e;
+  const double bwd = (s * h + k * s * h) * e;
+  RangeTimes r1 = cm.layerTimes(l, d, one), r2 = cm.layerTimes(l, d, two);
+  EXPECT_DOUBLE_EQ(r1.linkBytes[0], 0);
+  EXPECT_NEAR(r2.linkBytes[0], (fwd + bwd) / 2, 1e-9 * fwd);
+  EXPECT_NEAR(r2.fwdComm, fwd / 2 / 100e9, 1e-15);
+  EXPECT_NEAR(r2.bwdComm, bwd / 2 / 100e9, 1e-15);
+  // The model's FLOPs split over the context ranks; the routing top-k
+  // each of them runs whole is executed work, not the model's.
+  double topk = 0;
+  for (const OpDesc &op : l.ops)
+    if (op.name == "router_topk")
+      topk = op.fwd.flops + op.bwdInput.flops + op.bwdWeight.flops;
+  EXPECT_NEAR(r2.modelFlops, r1.modelFlops / 2, 1e-9 * r1.modelFlops);
+  EXPECT_NEAR(r2.flops - r2.modelFlops, topk / 2, 1e-9 * topk);
+  // Full recomputation re-runs the forward and its gathers.
+  ExecConfig full = two;
+  full.recompute = Recompute::Full;
+  RangeTimes rf = cm.layerTimes(l, d, full);
+  EXPECT_NEAR(rf.linkBytes[0], (2 * fwd + bwd) / 2, 1e-9 * fwd);
+
+  // With expert parallelism each context rank exchanges its C/c slots:
+  // the all-to-alls carry half of cp = 1's.
+  ExecConfig ep = one, cpEp = two;
+  ep.ep = cpEp.ep = group(2, 100);
+  double a2a1 = cm.layerTimes(l, d, ep).linkBytes[0];
+  double a2a2 = cm.layerTimes(l, d, cpEp).linkBytes[0] - (fwd + bwd) / 2;
+  EXPECT_GT(a2a1, 0);
+  EXPECT_NEAR(a2a2, a2a1 / 2, 1e-9 * a2a1);
+
+  // Memory: the routing's saved scores (fp32, s E) whole on every context
+  // rank, the rest halved.
+  ModelDesc m;
+  m.layers = {l};
+  MemoryConfig mem1, mem2;
+  mem2.cp = 2;
+  double scores = s * E * 4;
+  EXPECT_NEAR(activationBytes(m, 0, 1, 1, mem2),
+              (activationBytes(m, 0, 1, 1, mem1) - scores) / 2 + scores, 1);
+
+  // A router that picks each token's experts (Megatron-Core's) routes the
+  // rank's own tokens: everything halves and nothing is gathered.
+  c.sequenceRouting = false;
+  LayerDesc perToken = moeFfn(c);
+  for (const OpDesc &op : perToken.ops)
+    EXPECT_FALSE(op.wholeSequence) << op.name;
+  RangeTimes t1 = cm.layerTimes(perToken, d, one),
+             t2 = cm.layerTimes(perToken, d, two);
+  EXPECT_DOUBLE_EQ(t2.linkBytes[0], 0);
+  EXPECT_DOUBLE_EQ(t2.flops, t2.modelFlops);
+  EXPECT_NEAR(t2.modelFlops, t1.modelFlops / 2, 1e-9 * t1.modelFlops);
 }
 
 TEST(ExpertParallel, AllToAllAndLoadImbalance) {

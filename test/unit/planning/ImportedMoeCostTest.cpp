@@ -89,7 +89,8 @@ std::vector<OpDesc> analyticFfn(const LayerDesc &b) {
 /// One FFN half-block of the graph (layer 2 i + 2: dist-modelgen's blocks
 /// cut into attention and FFN halves) on one device, per sample.
 struct Figures {
-  double time = 0, saved = 0, params = 0, a2a = 0;
+  double time = 0, saved = 0, params = 0, a2a = 0, cpGather = 0;
+  unsigned wholeSequence = 0;
 };
 Figures figuresOf(llvm::ArrayRef<OpDesc> ops, const ExecConfig &x) {
   llvm::Expected<cluster::Cluster> c = cluster::getPreset("dgx-h100", 1);
@@ -103,6 +104,8 @@ Figures figuresOf(llvm::ArrayRef<OpDesc> ops, const ExecConfig &x) {
     f.saved += op.savedBytes + op.savedReplicatedBytes;
     f.params += op.params;
     f.a2a += op.epAllToAllBytes;
+    f.cpGather += op.cpGatherFwdBytes + op.cpGatherBwdBytes;
+    f.wholeSequence += op.wholeSequence;
   }
   return f;
 }
@@ -112,11 +115,14 @@ TEST_F(ImportedMoe, MoeBlocksCostAsBuildLlmUnderEveryLayout) {
   ModelDesc graph = imported(c), analytic = buildLlm(c);
   // Embedding, attention and FFN halves of each block, the head.
   ASSERT_EQ(graph.layers.size(), 2 * c.layers + 2);
-  std::vector<ExecConfig> layouts(4);
+  std::vector<ExecConfig> layouts(6);
   layouts[1].ep.size = 8;
   layouts[2].ep.size = 16, layouts[2].tp.size = 2;
   layouts[3].ep.size = 32, layouts[3].tp.size = 4, layouts[3].mbs = 2;
   layouts[3].expertImbalance = 1.3;
+  // Context parallelism: the routing whole, the experts on C/c slots.
+  layouts[4].cp.size = 2;
+  layouts[5].cp.size = 4, layouts[5].ep.size = 8, layouts[5].mbs = 2;
   for (unsigned b = c.denseLayers; b < c.layers; ++b) {
     std::vector<OpDesc> ops = analyticFfn(analytic.layers[1 + b]);
     std::vector<OpDesc> mine;
@@ -124,12 +130,16 @@ TEST_F(ImportedMoe, MoeBlocksCostAsBuildLlmUnderEveryLayout) {
       if (llvm::StringRef(op.name).starts_with("/model.layers."))
         mine.push_back(op); // not the final norm of the last half
     for (const ExecConfig &x : layouts) {
-      SCOPED_TRACE(b * 100 + x.ep.size);
+      SCOPED_TRACE(b * 1000 + x.cp.size * 100 + x.ep.size);
       Figures g = figuresOf(mine, x), a = figuresOf(ops, x);
       EXPECT_NEAR(g.time, a.time, 0.02 * a.time);
       EXPECT_NEAR(g.saved, a.saved, 0.02 * a.saved);
       EXPECT_DOUBLE_EQ(g.params, a.params);
       EXPECT_DOUBLE_EQ(g.a2a, a.a2a);
+      // The top-k, dispatch and combine, with the same gathers.
+      EXPECT_EQ(g.wholeSequence, 3u);
+      EXPECT_EQ(a.wholeSequence, 3u);
+      EXPECT_DOUBLE_EQ(g.cpGather, a.cpGather);
     }
   }
 }
@@ -158,9 +168,11 @@ TEST_F(ImportedMoe, PlansWithExpertParallelismAgreeWithin2Percent) {
   llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", 4);
   ASSERT_TRUE(static_cast<bool>(cl)) << llvm::toString(cl.takeError());
   CostModel cm;
-  for (const char *spec : {"dp=32,ep=8", "dp=16,tp=2,ep=16,sp=1",
-                           "dp=32,ep=32,recompute=selective", "dp=8,tp=4,ep=8",
-                           "dp=8,pp=4,ep=8,schedule=1f1b,mbs=1"}) {
+  for (const char *spec :
+       {"dp=32,ep=8", "dp=16,tp=2,ep=16,sp=1",
+        "dp=32,ep=32,recompute=selective", "dp=8,tp=4,ep=8",
+        "dp=8,pp=4,ep=8,schedule=1f1b,mbs=1", "dp=16,cp=2,ep=8",
+        "dp=8,cp=4,ep=8,recompute=full"}) {
     SCOPED_TRACE(spec);
     schedule::Plan plan = llvm::cantFail(schedule::parsePlan(spec));
     llvm::Expected<sim::PlanSimulation> g =
@@ -171,6 +183,44 @@ TEST_F(ImportedMoe, PlansWithExpertParallelismAgreeWithin2Percent) {
     ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
     unit::expectWithin2Percent(g->result, a->result);
   }
+}
+
+/// Under context parallelism every context rank routes the whole sequence
+/// (dist-context-parallel): the simulated plan's traffic holds the
+/// all-gathers over the context group of every MoE block, forward and
+/// backward, in every micro-batch on every device.
+TEST_F(ImportedMoe, SimulatedTrafficHasTheContextGathersOfEveryMoeBlock) {
+  LlmConfig c = smallMoe();
+  ModelDesc graph = imported(c);
+  ModelDesc without = graph;
+  for (LayerDesc &l : without.layers)
+    for (OpDesc &op : l.ops)
+      op.cpGatherFwdBytes = op.cpGatherBwdBytes = 0;
+  llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", 1);
+  ASSERT_TRUE(static_cast<bool>(cl)) << llvm::toString(cl.takeError());
+  CostModel cm;
+  schedule::Plan plan =
+      llvm::cantFail(schedule::parsePlan("dp=4,cp=2,ep=2,mbs=1"));
+  llvm::Expected<sim::PlanSimulation> with =
+      sim::simulatePlan(graph, *cl, plan, 8, cm);
+  llvm::Expected<sim::PlanSimulation> none =
+      sim::simulatePlan(without, *cl, plan, 8, cm);
+  ASSERT_TRUE(static_cast<bool>(with)) << llvm::toString(with.takeError());
+  ASSERT_TRUE(static_cast<bool>(none)) << llvm::toString(none.takeError());
+  const double s = c.seqLen, h = c.hidden, E = c.experts, k = c.topK;
+  const double e = cluster::dtypeBytes(c.dtype);
+  // Per block and micro-batch each rank sends half of every whole tensor:
+  // forward the scores, the zeros their top-k weights are scattered into,
+  // the block's input, the zeros the combine adds into and the experts'
+  // outputs; backward the dispatched tokens' and the combine's gradients.
+  const double perBlock =
+      ((2 * s * E + 2 * s * h + k * s * h) + (k * s * h + s * h)) * e / 2;
+  const double blocks = c.layers - c.denseLayers, devices = 8, microbatches = 2;
+  EXPECT_NEAR(with->result.bytesPerLevel[0] - none->result.bytesPerLevel[0],
+              devices * microbatches * blocks * perBlock, 1e-6 * perBlock);
+  EXPECT_DOUBLE_EQ(with->result.bytesPerLevel[1],
+                   none->result.bytesPerLevel[1]);
+  EXPECT_GT(with->result.iterationTime, none->result.iterationTime);
 }
 
 /// A block the recognizer does not know (the combine replaces instead of
