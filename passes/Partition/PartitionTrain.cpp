@@ -182,6 +182,11 @@ static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
     std::optional<std::pair<int64_t, TrainPhase>> group =
         callee ? trainGroupOf(callee) : std::nullopt;
     if (!group) {
+      // The or of the stages' overflow flags: every list's (over the world).
+      if (isa<graph::BinaryOp>(op) && isOverflowFlag(op.getResult(0))) {
+        g.stageOf[&op] = -1;
+        continue;
+      }
       int64_t stage = -1;
       for (Value v : op.getOperands()) {
         if (isa<BlockArgument>(v))
@@ -693,10 +698,13 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // Top-level values (weights, state, optimizer results) in this program;
   // ops every list computes are copied where first read.
   IRMapping stepMap;
+  std::function<FailureOr<Value>(Operation *)> overflowFlag;
   auto stepValue = [&](Operation *at, Value v) -> FailureOr<Value> {
     return cloneTopLevel(ib, at, v, stepMap, [&](Value x) -> FailureOr<Value> {
       if (g.perMicroBatch.count(x))
         return meanOf(at, x);
+      if (isOverflowFlag(x))
+        return overflowFlag(at);
       return Value();
     });
   };
@@ -882,25 +890,81 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     }
     return success();
   };
+  // An optimizer op of the list's stages reads gradients averaged over the
+  // stage's replicas (the schedule's all_reduce before its optimizer_step).
+  auto checkSynced = [&](Operation *at, Operation &op) -> LogicalResult {
+    if (!gradsReduced)
+      return success();
+    for (Value operand : op.getOperands())
+      if (g.perMicroBatch.count(operand) && !averaged.contains(operand))
+        return at->emitOpError("updates stage ")
+               << g.stageOf.lookup(&op)
+               << "'s weights with gradients not yet averaged over its "
+               << stageReplicas
+               << " data-parallel replicas; the schedule needs an "
+                  "all_reduce of that stage before the optimizer_step "
+                  "(dist-materialize-schedule writes it)";
+    return success();
+  };
+  // Mixed precision: the step's overflow flag. The list unscales the
+  // (synced) gradients of its stages (its graph.unscale of each) and the
+  // flags are or-ed over the world, one value per rank: every rank skips
+  // the step and moves the loss scale together, as one process does when
+  // any gradient overflowed, whatever stage, shard or replica holds it.
+  auto steps = func.getBody().front().getOps<graph::UnscaleOp>();
+  const bool mixedPrecision = !steps.empty();
+  Value overflow;
+  overflowFlag = [&](Operation *at) -> FailureOr<Value> {
+    if (overflow)
+      return overflow;
+    Value local;
+    for (graph::UnscaleOp unscale : steps) {
+      if (!onList(g.stageOf.lookup(unscale)))
+        continue;
+      if (failed(checkSynced(at, *unscale)))
+        return failure();
+      for (Value operand : unscale->getOperands()) {
+        FailureOr<Value> mapped = stepValue(at, operand);
+        if (failed(mapped))
+          return failure();
+        stepMap.map(operand, *mapped);
+      }
+      Value found = ib.clone(*unscale, stepMap)->getResults().back();
+      local = local
+                  ? graph::BinaryOp::create(ib, loc, found.getType(),
+                                            graph::BinaryKind::Or, local, found)
+                  : found;
+    }
+    auto flagType = RankedTensorType::get({}, ib.getI1Type());
+    if (!local) // no gradient on this list's stages
+      local = graph::ConstantOp::create(
+          ib, loc, flagType, DenseElementsAttr::get(flagType, false));
+    overflow = dist::AllReduceOp::create(
+                   ib, loc, flagType, local,
+                   dist::ReductionKindAttr::get(ctx, dist::ReductionKind::max),
+                   ib.getDenseI64ArrayAttr({}))
+                   .getResult();
+    for (graph::UnscaleOp unscale : steps)
+      stepMap.map(unscale.getResults().back(), overflow);
+    return overflow;
+  };
   bool stepped = false;
   auto optimizerStep = [&](Operation *at) -> LogicalResult {
     if (stepped)
       return at->emitOpError("is list ")
              << list << "'s second optimizer step; a step updates once";
     stepped = true;
+    // Every rank joins the world's or of the overflow flags here, before
+    // any update reads it.
+    if (mixedPrecision && failed(overflowFlag(at)))
+      return failure();
     for (Operation &op : func.getBody().front().without_terminator()) {
-      if (isa<func::CallOp>(op) || !onList(g.stageOf.lookup(&op)))
+      if (isa<func::CallOp, graph::UnscaleOp>(op) ||
+          !onList(g.stageOf.lookup(&op)))
         continue;
+      if (failed(checkSynced(at, op)))
+        return failure();
       for (Value operand : op.getOperands()) {
-        if (gradsReduced && g.perMicroBatch.count(operand) &&
-            !averaged.contains(operand))
-          return at->emitOpError("updates stage ")
-                 << g.stageOf.lookup(&op)
-                 << "'s weights with gradients not yet averaged over its "
-                 << stageReplicas
-                 << " data-parallel replicas; the schedule needs an "
-                    "all_reduce of that stage before the optimizer_step "
-                    "(dist-materialize-schedule writes it)";
         FailureOr<Value> mapped = stepValue(at, operand);
         if (failed(mapped))
           return failure();

@@ -43,6 +43,13 @@ trainGroupOf(mlir::func::FuncOp callee);
 mlir::LogicalResult outlineTrainStages(mlir::func::FuncOp func,
                                        int64_t numStages);
 
+/// Whether \p v is a mixed-precision step's overflow flag: the flag of a
+/// `graph.unscale`, or the `graph.binary or` of such flags that
+/// outlineTrainStages makes when it splits the check by stage. Every list
+/// of a pipeline computes the same flag, or-ed over the world
+/// (buildTrainList), so every rank skips the step together.
+bool isOverflowFlag(mlir::Value v);
+
 /// Selective recomputation (Korthikanti et al.): every value of the
 /// attention core a backward op of \p func reads (a forward result shaped
 /// like attention scores: Q K^T, its scale and mask, the softmax, the
