@@ -65,7 +65,8 @@ within 1e-5 relative.
 Mixed precision under partitioned plans (mixed_precision_cases): the
 MLP with Adam in fp16 (loss scale 1024) under pp=2 1F1B, tp=2 and dp=2 x
 pp=2, in bf16 under pp=2 GPipe and dp=2 x tp=2, GPT-2 with SGD in bf16 at
-tp=2 and pp=2 (1F1B) and in fp16 interleaved (2 chunks per rank), against
+tp=2 and pp=2 (1F1B) and in fp16 interleaved (2 chunks per rank) and at
+cp=2, the Llama MoE with SGD in fp16 at dp=2 x ep=2, against
 one process's mixed-precision program within run_training.py's MIXED
 tolerance of the format; and fp16 from an overflowing scale (2^20) at
 pp=2 and tp=2 on skewed_mlp, whose stages and shards overflow at different
@@ -1167,6 +1168,8 @@ def mixed_precision_cases(rng):
                rtol=MIXED["bf16"])
     gpt_sgd = ("loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1 "
                "mixed-precision=bf16")
+    gpt_fp16 = ("loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1 "
+                "mixed-precision=fp16 loss-scale=1024")
     return [
         ("mlp_adam_fp16_pp2_1f1b",
          dict(mlp, plan="pp=2,mbs=2,schedule=1f1b")),
@@ -1190,13 +1193,26 @@ def mixed_precision_cases(rng):
         ("gpt2_sgd_bf16_tp2", dict(gpt, plan="tp=2,mbs=1", train=gpt_sgd)),
         ("gpt2_sgd_bf16_pp2_1f1b",
          dict(gpt, plan="pp=2,mbs=1,schedule=1f1b", train=gpt_sgd)),
+        # Context parallelism: each rank's gradients are its tokens' part,
+        # summed over cp before the unscale.
+        ("gpt2_sgd_fp16_cp2",
+         dict(gpt, plan="cp=2,mbs=1", rtol=MIXED["fp16"], train=gpt_fp16)),
+        # Expert parallelism: the experts' gradients summed over the ranks
+        # that hold them before the unscale. 5 steps: at lr 0.5 this loss
+        # climbs again after step 7 (one process's too), and that unstable
+        # stretch magnifies fp16's other rounding order (2% by step 10).
+        ("llama_moe_sgd_fp16_dp2_ep2",
+         dict(model=moe_llama_model, input_shape="input_ids:1x8", batch=2,
+              steps=5, plan="dp=2,ep=2,mbs=1", rtol=MIXED["fp16"],
+              feeds=[("input_ids", rng.integers(0, 64, (2, 8)).astype(np.int64)),
+                     ("labels", rng.integers(0, 64, (2, 8)).astype(np.int64))],
+              train="loss=softmax-cross-entropy:labels optimizer=sgd lr=0.5 "
+                    "mixed-precision=fp16 loss-scale=1024")),
         # fp16 interleaved: each rank holds two stages and or-s their flags
         # before the world's.
         ("gpt2_sgd_fp16_pp2_interleaved",
          dict(gpt, plan="pp=2,mbs=1,schedule=interleaved,chunks=2",
-              rtol=MIXED["fp16"],
-              train="loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1 "
-                    "mixed-precision=fp16 loss-scale=1024")),
+              rtol=MIXED["fp16"], train=gpt_fp16)),
     ]
 
 
