@@ -17,7 +17,10 @@
 //    mean loss, as with dist-autodiff's accumulation-steps). The running sum
 //    is kept from the first backward on: later backwards are calls of the
 //    stage's accumulating variant, which adds its gradient to the sum it is
-//    given (`dist.accumulates`);
+//    given (`dist.accumulates`). In mixed precision it starts with the
+//    graph.unscale of each of its stages and the overflow flag or-ed over
+//    the world, which every update, the step counter and the loss scale
+//    read (every rank skips together);
 //  - all_reduce (dp > 1): those means averaged over the stage's
 //    data-parallel replicas (`dist.all_reduce mean` over their devices).
 //    Every replica runs the list's program on its own rows of the batch
@@ -911,14 +914,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // flags are or-ed over the world, one value per rank: every rank skips
   // the step and moves the loss scale together, as one process does when
   // any gradient overflowed, whatever stage, shard or replica holds it.
-  auto steps = func.getBody().front().getOps<graph::UnscaleOp>();
-  const bool mixedPrecision = !steps.empty();
+  auto unscales = func.getBody().front().getOps<graph::UnscaleOp>();
+  const bool mixedPrecision = !unscales.empty();
   Value overflow;
   overflowFlag = [&](Operation *at) -> FailureOr<Value> {
     if (overflow)
       return overflow;
     Value local;
-    for (graph::UnscaleOp unscale : steps) {
+    for (graph::UnscaleOp unscale : unscales) {
       if (!onList(g.stageOf.lookup(unscale)))
         continue;
       if (failed(checkSynced(at, *unscale)))
@@ -944,7 +947,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                    dist::ReductionKindAttr::get(ctx, dist::ReductionKind::max),
                    ib.getDenseI64ArrayAttr({}))
                    .getResult();
-    for (graph::UnscaleOp unscale : steps)
+    for (graph::UnscaleOp unscale : unscales)
       stepMap.map(unscale.getResults().back(), overflow);
     return overflow;
   };
