@@ -130,6 +130,15 @@ cloneTopLevel(OpBuilder &b, Operation *at, Value v, IRMapping &map,
   return map.lookup(v);
 }
 
+/// The gradient an optimizer update reads as \p v: in mixed precision
+/// through the graph.unscale that divides it by the loss scale.
+static Value gradientOf(Value v) {
+  auto unscale = v.getDefiningOp<graph::UnscaleOp>();
+  if (!unscale || isOverflowFlag(v))
+    return v;
+  return unscale.getGrads()[cast<OpResult>(v).getResultNumber()];
+}
+
 RankedTensorType partition::batchedType(Type t, int64_t m) {
   auto r = cast<RankedTensorType>(t);
   SmallVector<int64_t> shape(r.getShape());
@@ -758,7 +767,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op))
         if (auto w = op.getOperand(0).getDefiningOp<graph::WeightOp>();
             w && isExpertPart(w)) {
-          expertGrads.insert(op.getOperand(1));
+          expertGrads.insert(gradientOf(op.getOperand(1)));
           expertWeights.insert(w.getSymName());
         }
   std::vector<std::vector<unsigned>> expertSyncGroups =
