@@ -253,37 +253,26 @@ struct PartitionPass
   }
 
   /// Mixed precision (dist-autodiff's mixed-precision=bf16|fp16) runs under
-  /// data, tensor and pipeline parallelism with the synchronous schedules:
-  /// each rank unscales its own gradients and the overflow flag is or-ed
-  /// over the world (buildTrainList). What does not run yet is refused,
-  /// naming the plan's dimension.
+  /// data, tensor, context, expert and pipeline parallelism and ZeRO with
+  /// the synchronous schedules: each rank unscales its own gradients (or
+  /// shards) and the overflow flag is or-ed over the world
+  /// (buildTrainList). The asynchronous schedules are refused, by name.
   static LogicalResult checkMixedPrecision(func::FuncOp train,
                                            const schedule::Plan &p) {
     auto cfg = train->getAttrOfType<DictionaryAttr>("graph.train");
     auto precision = cfg ? cfg.getAs<StringAttr>("mixed_precision") : nullptr;
     if (!precision || precision.getValue() == "none")
       return success();
-    auto refuse = [&]() {
-      return train.emitError("dist-partition: @")
-             << train.getSymName() << " trains in mixed precision ("
-             << precision.getValue() << ") ";
-    };
-    if (schedule::isAsync(p.schedule))
-      return refuse() << "but the plan's schedule \""
-                      << schedule::scheduleName(p.schedule)
-                      << "\" is asynchronous, which runs f32 steps yet (its "
-                         "updates of one micro-batch would need a loss-scale "
-                         "check of their own); use a synchronous schedule "
-                         "(1f1b, gpipe, zb-h1, interleaved) or train in f32";
-    if (p.zero != 0)
-      return refuse() << "with ZeRO in a pipelined or tensor-parallel plan "
-                         "(zero = "
-                      << p.zero
-                      << "), which runs f32 steps yet (the gradients are "
-                         "unscaled whole, not as shards); plan it with "
-                         "zero=0, or use data parallelism alone (dp=N,zero="
-                      << p.zero << " with one micro-batch per replica)";
-    return success();
+    if (!schedule::isAsync(p.schedule))
+      return success();
+    return train.emitError("dist-partition: @")
+           << train.getSymName() << " trains in mixed precision ("
+           << precision.getValue() << ") but the plan's schedule \""
+           << schedule::scheduleName(p.schedule)
+           << "\" is asynchronous, which runs f32 steps yet (its updates of "
+              "one micro-batch would need a loss-scale check of their own); "
+              "use a synchronous schedule (1f1b, gpipe, zb-h1, interleaved) "
+              "or train in f32";
   }
 
   /// Outlines the training step when needed, writes its schedule when the

@@ -874,8 +874,13 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         Value operand = use.get();
         if (!g.perMicroBatch.count(operand) || averaged.contains(operand))
           continue;
-        if (!isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op) ||
-            use.getOperandNumber() != 1)
+        // An update's gradient, or in mixed precision the unscale's that
+        // the update reads (the unscale then runs on the shard).
+        bool updateGradient =
+            isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op)
+                ? use.getOperandNumber() == 1
+                : isa<graph::UnscaleOp>(op) && use.getOperandNumber() >= 1;
+        if (!updateGradient)
           return at->emitOpError("shards stage ")
                  << v << "'s gradients over its replicas (ZeRO-1), but "
                  << op.getName() << " reads one (operand #"
@@ -941,7 +946,13 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
           return failure();
         stepMap.map(operand, *mapped);
       }
-      Value found = ib.clone(*unscale, stepMap)->getResults().back();
+      Operation *copy = ib.clone(*unscale, stepMap);
+      // ZeRO: a gradient this replica holds a shard of is unscaled as that
+      // shard.
+      for (auto [k, grad] : llvm::enumerate(unscale.getGrads()))
+        if (sharded.contains(grad))
+          copy->getResult(k).setType(copy->getOperand(k + 1).getType());
+      Value found = copy->getResults().back();
       local = local
                   ? graph::BinaryOp::create(ib, loc, found.getType(),
                                             graph::BinaryKind::Or, local, found)
@@ -983,12 +994,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         stepMap.map(operand, *mapped);
       }
       Operation *copy = ib.clone(op, stepMap);
-      if (op.getNumOperands() < 2 || !sharded.contains(op.getOperand(1)))
+      if (op.getNumOperands() < 2 ||
+          !sharded.contains(gradientOf(op.getOperand(1))))
         continue;
       // ZeRO-1 and 2: this replica's shard of the update, gathered; ZeRO-3:
       // the update of the list's block of the weight.
       SmallVector<Value> replaced;
-      if (failed(zero::shardUpdate(copy, shardGroupOf(op.getOperand(1)),
+      if (failed(zero::shardUpdate(copy,
+                                   shardGroupOf(gradientOf(op.getOperand(1))),
                                    /*gradIsShard=*/true, &replaced,
                                    /*paramIsShard=*/zero3)))
         return failure();

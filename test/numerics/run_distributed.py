@@ -63,13 +63,14 @@ rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
 Mixed precision under partitioned plans (mixed_precision_cases): the
-MLP with Adam in fp16 (loss scale 1024) under pp=2 1F1B, tp=2 and dp=2 x
-pp=2, in bf16 under pp=2 GPipe and dp=2 x tp=2, GPT-2 with SGD in bf16 at
+MLP with Adam in fp16 (loss scale 1024) under pp=2 1F1B, tp=2, dp=2 x
+pp=2 (also with ZeRO-1, 2 and 3) and dp=2 x tp=2 with ZeRO-1, in bf16
+under pp=2 GPipe and dp=2 x tp=2, GPT-2 with SGD in bf16 at
 tp=2 and pp=2 (1F1B) and in fp16 interleaved (2 chunks per rank) and at
 cp=2, the Llama MoE with SGD in fp16 at dp=2 x ep=2, against
 one process's mixed-precision program within run_training.py's MIXED
 tolerance of the format; and fp16 from an overflowing scale (2^20) at
-pp=2 and tp=2 on skewed_mlp, whose stages and shards overflow at different
+pp=2, tp=2 and dp=2 with ZeRO-1 on skewed_mlp, whose stages and shards overflow at different
 scales: every rank must skip the same steps (step counter and loss scale
 bit-identical across ranks) and train after the back-off.
 
@@ -1113,7 +1114,8 @@ def skewed_mlp(work):
     by orders of magnitude across stages and tensor shards: the second
     layer's weights of hidden units 0-7 are 30, of units 8-15 0.01, and the
     first layer's are small (0.01). The first layer's gradient in the
-    columns of units 0-7 (pipeline stage 0; tensor rank 0's shard) is
+    rows of units 0-7 (pipeline stage 0; tensor rank 0's shard; ZeRO
+    replica 0's block) is
     hundreds of times the others', so as a dynamic fp16 loss scale backs
     off, some steps overflow there alone: only a flag combined over every
     rank makes the others skip those steps too."""
@@ -1183,6 +1185,20 @@ def mixed_precision_cases(rng):
         ("mlp_adam_fp16_overflow_tp2", dict(mlp, plan="tp=2,mbs=2", **overflow)),
         ("mlp_adam_fp16_dp2_pp2_1f1b",
          dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b", ranks=4)),
+        # ZeRO-1: each replica unscales its shard of the mean gradient.
+        ("mlp_adam_fp16_dp2_pp2_1f1b_zero1",
+         dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=1", ranks=4,
+              zero=True)),
+        ("mlp_adam_fp16_dp2_pp2_1f1b_zero2",
+         dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=2", ranks=4,
+              zero=True)),
+        ("mlp_adam_fp16_dp2_pp2_1f1b_zero3",
+         dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=3", ranks=4,
+              zero=True)),
+        ("mlp_adam_fp16_dp2_tp2_zero1",
+         dict(mlp, plan="dp=2,tp=2,mbs=2,zero=1", ranks=4, zero=True)),
+        ("mlp_adam_fp16_overflow_dp2_zero1",
+         dict(mlp, plan="dp=2,mbs=2,zero=1", ranks=2, zero=True, **overflow)),
         ("mlp_adam_bf16_dp2_tp2",
          dict(mlp, plan="dp=2,tp=2,mbs=2", ranks=4,
               train=adam + "mixed-precision=bf16", rtol=MIXED["bf16"])),
