@@ -110,15 +110,14 @@ bool partition::isOverflowFlag(Value v) {
 /// them. A pipeline's stages hold their own gradients, so \p unscale
 /// becomes one unscale per stage of the gradients it reads (in their
 /// order) and the step's flag the `or` of the stages' flags (stage -1:
-/// every list computes it). Returns the new ops in program order, placed.
-static SmallVector<Operation *> splitUnscaleByStage(graph::UnscaleOp unscale,
-                                                    Split &split) {
+/// every list computes it), both placed. Returns whether it split (an
+/// unscale of one stage's gradients stays as it is).
+static bool splitUnscaleByStage(graph::UnscaleOp unscale, Split &split) {
   llvm::MapVector<int64_t, SmallVector<unsigned>> byStage;
   for (auto [k, g] : llvm::enumerate(unscale.getGrads()))
     byStage[split.place.lookup(g.getDefiningOp()).stage].push_back(k);
-  SmallVector<Operation *> made;
   if (byStage.size() < 2)
-    return made;
+    return false;
   OpBuilder b(unscale);
   Location loc = unscale.getLoc();
   Value flag;
@@ -140,7 +139,6 @@ static SmallVector<Operation *> splitUnscaleByStage(graph::UnscaleOp unscale,
     place.kind = Place::Step;
     place.stage = stage;
     split.place[part] = place;
-    made.push_back(part);
     if (!flag) {
       flag = part.getResults().back();
       continue;
@@ -151,11 +149,10 @@ static SmallVector<Operation *> splitUnscaleByStage(graph::UnscaleOp unscale,
     any->setDiscardableAttrs(unscale->getDiscardableAttrDictionary());
     place.stage = -1;
     split.place[any] = place;
-    made.push_back(any);
     flag = any.getResult();
   }
   unscale.getResults().back().replaceAllUsesWith(flag);
-  return made;
+  return true;
 }
 
 /// "stage 1's backward_input".
@@ -174,7 +171,7 @@ static FailureOr<Split> classify(func::FuncOp func, int64_t numStages) {
   Block &body = func.getBody().front();
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     if (auto unscale = dyn_cast<graph::UnscaleOp>(op);
-        unscale && !splitUnscaleByStage(unscale, split).empty()) {
+        unscale && splitUnscaleByStage(unscale, split)) {
       unscale.erase();
       continue;
     }

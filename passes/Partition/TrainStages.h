@@ -38,8 +38,10 @@ trainGroupOf(mlir::func::FuncOp callee);
 /// run where what they read runs; weights, state and constants are copied
 /// into every function that reads them (a weight read by several stages,
 /// a tied embedding, gets its summed gradient from dist-autodiff on the
-/// earliest reader, whose optimizer updates it). Errors (on the op) for a
-/// training step no pipeline can run in order.
+/// earliest reader, whose optimizer updates it). A mixed-precision step's
+/// `graph.unscale` becomes one per stage and its overflow flag their `or`
+/// (isOverflowFlag). Errors (on the op) for a training step no pipeline
+/// can run in order.
 mlir::LogicalResult outlineTrainStages(mlir::func::FuncOp func,
                                        int64_t numStages);
 
