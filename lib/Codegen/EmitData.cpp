@@ -388,11 +388,12 @@ static LogicalResult emitPad(FunctionEmitter &e, PadOp op) {
     prelude += "    off += " + v + " * " + std::to_string(inStrides[d]) + ";\n";
   }
   Type et = FunctionEmitter::typeOf(out).getElementType();
-  std::string value =
-      isa<FloatType>(et)
-          ? FunctionEmitter::literal(op.getValue().convertToDouble(), et)
-          : "(" + FunctionEmitter::cType(et) + ")" +
-                std::to_string((int64_t)op.getValue().convertToDouble());
+  // Of the element type, so `?:` has one type (a 16-bit float's literal is
+  // a double).
+  double v = op.getValue().convertToDouble();
+  std::string value = "(" + FunctionEmitter::cType(et) + ")" +
+                      (isa<FloatType>(et) ? FunctionEmitter::literal(v, et)
+                                          : std::to_string((int64_t)v));
   std::string o = e.name(out), src = e.name(in);
   e.openLoop(FunctionEmitter::numel(out));
   e.os << prelude << "    " << o << "[i] = inside ? " << src

@@ -17,7 +17,10 @@
 //    mean loss, as with dist-autodiff's accumulation-steps). The running sum
 //    is kept from the first backward on: later backwards are calls of the
 //    stage's accumulating variant, which adds its gradient to the sum it is
-//    given (`dist.accumulates`);
+//    given (`dist.accumulates`). In mixed precision it starts with the
+//    graph.unscale of each of its stages and the overflow flag or-ed over
+//    the world, which every update, the step counter and the loss scale
+//    read (every rank skips together);
 //  - all_reduce (dp > 1): those means averaged over the stage's
 //    data-parallel replicas (`dist.all_reduce mean` over their devices).
 //    Every replica runs the list's program on its own rows of the batch
@@ -139,6 +142,15 @@ cloneTopLevel(OpBuilder &b, Operation *at, Value v, IRMapping &map,
   return map.lookup(v);
 }
 
+/// The gradient an optimizer update reads as \p v: in mixed precision
+/// through the graph.unscale that divides it by the loss scale.
+static Value gradientOf(Value v) {
+  auto unscale = v.getDefiningOp<graph::UnscaleOp>();
+  if (!unscale || isOverflowFlag(v))
+    return v;
+  return unscale.getGrads()[cast<OpResult>(v).getResultNumber()];
+}
+
 RankedTensorType partition::batchedType(Type t, int64_t m) {
   auto r = cast<RankedTensorType>(t);
   SmallVector<int64_t> shape(r.getShape());
@@ -194,6 +206,11 @@ static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
     std::optional<std::pair<int64_t, TrainPhase>> group =
         callee ? trainGroupOf(callee) : std::nullopt;
     if (!group) {
+      // The or of the stages' overflow flags: every list's (over the world).
+      if (isa<graph::BinaryOp>(op) && isOverflowFlag(op.getResult(0))) {
+        g.stageOf[&op] = -1;
+        continue;
+      }
       int64_t stage = -1;
       for (Value v : op.getOperands()) {
         if (isa<BlockArgument>(v))
@@ -718,10 +735,13 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // Top-level values (weights, state, optimizer results) in this program;
   // ops every list computes are copied where first read.
   IRMapping stepMap;
+  std::function<FailureOr<Value>(Operation *)> overflowFlag;
   auto stepValue = [&](Operation *at, Value v) -> FailureOr<Value> {
     return cloneTopLevel(ib, at, v, stepMap, [&](Value x) -> FailureOr<Value> {
       if (g.perMicroBatch.count(x))
         return meanOf(at, x);
+      if (isOverflowFlag(x))
+        return overflowFlag(at);
       return Value();
     });
   };
@@ -772,7 +792,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op))
         if (auto w = op.getOperand(0).getDefiningOp<graph::WeightOp>();
             w && isExpertPart(w)) {
-          expertGrads.insert(op.getOperand(1));
+          expertGrads.insert(gradientOf(op.getOperand(1)));
           expertWeights.insert(w.getSymName());
         }
   std::vector<std::vector<unsigned>> expertSyncGroups =
@@ -862,11 +882,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return failure();
     return scaleShard(grad, *mean);
   };
-  // ZeRO shards a gradient only where an optimizer update reads it.
+  // ZeRO shards a gradient only where an optimizer update reads it, or in
+  // mixed precision the unscale whose result the update reads (the unscale
+  // then runs on the shard).
   auto checkShardable = [&](Operation *at, int64_t v, Operation &op,
                             OpOperand &use) -> LogicalResult {
-    if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op) &&
-        use.getOperandNumber() == 1)
+    bool updateGradient = isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op)
+                              ? use.getOperandNumber() == 1
+                              : isa<graph::UnscaleOp>(op) &&
+                                    use.getOperandNumber() >= 1;
+    if (updateGradient)
       return success();
     return at->emitOpError("shards stage ")
            << v << "'s gradients over its replicas (ZeRO-" << plan.zero
@@ -914,37 +939,101 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     }
     return success();
   };
+  // An optimizer op of the list's stages reads gradients averaged over the
+  // stage's replicas (the schedule's all_reduce before its optimizer_step).
+  auto checkSynced = [&](Operation *at, Operation &op) -> LogicalResult {
+    if (!gradsReduced)
+      return success();
+    for (Value operand : op.getOperands())
+      if (g.perMicroBatch.count(operand) && !averaged.contains(operand))
+        return at->emitOpError("updates stage ")
+               << g.stageOf.lookup(&op)
+               << "'s weights with gradients not yet averaged over its "
+               << stageReplicas
+               << " data-parallel replicas; the schedule needs an "
+                  "all_reduce of that stage before the optimizer_step "
+                  "(dist-materialize-schedule writes it)";
+    return success();
+  };
+  // Mixed precision: the step's overflow flag. The list unscales the
+  // (synced) gradients of its stages (its graph.unscale of each) and the
+  // flags are or-ed over the world, one value per rank: every rank skips
+  // the step and moves the loss scale together, as one process does when
+  // any gradient overflowed, whatever stage, shard or replica holds it.
+  auto unscales = func.getBody().front().getOps<graph::UnscaleOp>();
+  const bool mixedPrecision = !unscales.empty();
+  Value overflow;
+  overflowFlag = [&](Operation *at) -> FailureOr<Value> {
+    if (overflow)
+      return overflow;
+    Value local;
+    for (graph::UnscaleOp unscale : unscales) {
+      if (!onList(g.stageOf.lookup(unscale)))
+        continue;
+      if (failed(checkSynced(at, *unscale)))
+        return failure();
+      for (Value operand : unscale->getOperands()) {
+        FailureOr<Value> mapped = stepValue(at, operand);
+        if (failed(mapped))
+          return failure();
+        stepMap.map(operand, *mapped);
+      }
+      Operation *copy = ib.clone(*unscale, stepMap);
+      // ZeRO: a gradient this replica holds a shard of is unscaled as that
+      // shard.
+      for (auto [k, grad] : llvm::enumerate(unscale.getGrads()))
+        if (sharded.contains(grad))
+          copy->getResult(k).setType(copy->getOperand(k + 1).getType());
+      Value found = copy->getResults().back();
+      local = local
+                  ? graph::BinaryOp::create(ib, loc, found.getType(),
+                                            graph::BinaryKind::Or, local, found)
+                  : found;
+    }
+    auto flagType = RankedTensorType::get({}, ib.getI1Type());
+    if (!local) // no gradient on this list's stages
+      local = graph::ConstantOp::create(
+          ib, loc, flagType, DenseElementsAttr::get(flagType, false));
+    overflow = dist::AllReduceOp::create(
+                   ib, loc, flagType, local,
+                   dist::ReductionKindAttr::get(ctx, dist::ReductionKind::max),
+                   ib.getDenseI64ArrayAttr({}))
+                   .getResult();
+    for (graph::UnscaleOp unscale : unscales)
+      stepMap.map(unscale.getResults().back(), overflow);
+    return overflow;
+  };
   bool stepped = false;
   auto optimizerStep = [&](Operation *at) -> LogicalResult {
     if (stepped)
       return at->emitOpError("is list ")
              << list << "'s second optimizer step; a step updates once";
     stepped = true;
+    // Every rank joins the world's or of the overflow flags here, before
+    // any update reads it.
+    if (mixedPrecision && failed(overflowFlag(at)))
+      return failure();
     for (Operation &op : func.getBody().front().without_terminator()) {
-      if (isa<func::CallOp>(op) || !onList(g.stageOf.lookup(&op)))
+      if (isa<func::CallOp, graph::UnscaleOp>(op) ||
+          !onList(g.stageOf.lookup(&op)))
         continue;
+      if (failed(checkSynced(at, op)))
+        return failure();
       for (Value operand : op.getOperands()) {
-        if (gradsReduced && g.perMicroBatch.count(operand) &&
-            !averaged.contains(operand))
-          return at->emitOpError("updates stage ")
-                 << g.stageOf.lookup(&op)
-                 << "'s weights with gradients not yet averaged over its "
-                 << stageReplicas
-                 << " data-parallel replicas; the schedule needs an "
-                    "all_reduce of that stage before the optimizer_step "
-                    "(dist-materialize-schedule writes it)";
         FailureOr<Value> mapped = stepValue(at, operand);
         if (failed(mapped))
           return failure();
         stepMap.map(operand, *mapped);
       }
       Operation *copy = ib.clone(op, stepMap);
-      if (op.getNumOperands() < 2 || !sharded.contains(op.getOperand(1)))
+      if (op.getNumOperands() < 2 ||
+          !sharded.contains(gradientOf(op.getOperand(1))))
         continue;
       // ZeRO-1 and 2: this replica's shard of the update, gathered; ZeRO-3:
       // the update of the list's block of the weight.
       SmallVector<Value> replaced;
-      if (failed(zero::shardUpdate(copy, shardGroupOf(op.getOperand(1)),
+      if (failed(zero::shardUpdate(copy,
+                                   shardGroupOf(gradientOf(op.getOperand(1))),
                                    /*gradIsShard=*/true, &replaced,
                                    /*paramIsShard=*/zero3)))
         return failure();

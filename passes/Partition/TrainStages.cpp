@@ -17,6 +17,7 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -61,7 +62,10 @@ struct Place {
     Replicable,
     /// Per micro-batch, in one stage and phase.
     MicroBatch,
-    /// The optimizer: once per step, after the micro-batches.
+    /// The optimizer: once per step, after the micro-batches. Stage -1:
+    /// every stage's (a mixed-precision step's overflow flag, which reads
+    /// every stage's gradients, and what reads it and no gradient: the
+    /// step counter, the loss-scale update).
     Step
   } kind = Free;
   int64_t stage = -1;
@@ -92,6 +96,65 @@ static bool isOptimizer(Operation *op) {
 
 static bool isBackward(TrainPhase p) { return p != TrainPhase::Forward; }
 
+bool partition::isOverflowFlag(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (auto unscale = dyn_cast_if_present<graph::UnscaleOp>(def))
+    return v == unscale.getResults().back();
+  auto any = dyn_cast_if_present<graph::BinaryOp>(def);
+  return any && any.getKind() == graph::BinaryKind::Or &&
+         isOverflowFlag(any.getLhs()) && isOverflowFlag(any.getRhs());
+}
+
+/// Mixed precision: dist-autodiff's one `graph.unscale` divides every
+/// gradient of the step by the loss scale and flags an overflow in any of
+/// them. A pipeline's stages hold their own gradients, so \p unscale
+/// becomes one unscale per stage of the gradients it reads (in their
+/// order) and the step's flag the `or` of the stages' flags (stage -1:
+/// every list computes it), both placed. Returns whether it split (an
+/// unscale of one stage's gradients stays as it is).
+static bool splitUnscaleByStage(graph::UnscaleOp unscale, Split &split) {
+  llvm::MapVector<int64_t, SmallVector<unsigned>> byStage;
+  for (auto [k, g] : llvm::enumerate(unscale.getGrads()))
+    byStage[split.place.lookup(g.getDefiningOp()).stage].push_back(k);
+  if (byStage.size() < 2)
+    return false;
+  OpBuilder b(unscale);
+  Location loc = unscale.getLoc();
+  Value flag;
+  for (auto &[stage, indices] : byStage) {
+    SmallVector<Value> operands = {unscale.getScale()};
+    SmallVector<Type> types;
+    for (unsigned k : indices) {
+      operands.push_back(unscale.getGrads()[k]);
+      types.push_back(unscale.getResult(k).getType());
+    }
+    Value found = unscale.getResults().back();
+    types.push_back(found.getType());
+    auto part = graph::UnscaleOp::create(b, loc, types, operands,
+                                         ArrayRef<NamedAttribute>{});
+    part->setDiscardableAttrs(unscale->getDiscardableAttrDictionary());
+    for (auto [i, k] : llvm::enumerate(indices))
+      unscale.getResult(k).replaceAllUsesWith(part.getResult(i));
+    Place place;
+    place.kind = Place::Step;
+    place.stage = stage;
+    split.place[part] = place;
+    if (!flag) {
+      flag = part.getResults().back();
+      continue;
+    }
+    auto any =
+        graph::BinaryOp::create(b, loc, found.getType(), graph::BinaryKind::Or,
+                                flag, part.getResults().back());
+    any->setDiscardableAttrs(unscale->getDiscardableAttrDictionary());
+    place.stage = -1;
+    split.place[any] = place;
+    flag = any.getResult();
+  }
+  unscale.getResults().back().replaceAllUsesWith(flag);
+  return true;
+}
+
 /// "stage 1's backward_input".
 static std::string groupName(int64_t stage, TrainPhase p) {
   return ("stage " + Twine(stage) + "'s " + trainPhaseName(p)).str();
@@ -106,7 +169,12 @@ static FailureOr<Split> classify(func::FuncOp func, int64_t numStages) {
   split.groups.resize(numStages * kNumTrainPhases);
   auto stageAttr = dist::DistDialect::VirtualStageAttrHelper(func.getContext());
   Block &body = func.getBody().front();
-  for (Operation &op : body.without_terminator()) {
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    if (auto unscale = dyn_cast<graph::UnscaleOp>(op);
+        unscale && splitUnscaleByStage(unscale, split)) {
+      unscale.erase();
+      continue;
+    }
     if (op.getNumRegions() != 0)
       return op.emitOpError("has regions; a pipelined training step is a "
                             "flat list of graph ops (dist-autodiff's output)");
@@ -137,7 +205,12 @@ static FailureOr<Split> classify(func::FuncOp func, int64_t numStages) {
     if (isOptimizer(&op)) {
       p.kind = Place::Step;
       p.stage = from;
-      if (p.stage < 0)
+      bool everyStage = llvm::any_of(op.getOperands(), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return def && split.place.lookup(def).kind == Place::Step &&
+               split.place.lookup(def).stage < 0;
+      });
+      if (p.stage < 0 && !everyStage)
         return op.emitOpError("is an optimizer op that reads the step's "
                               "inputs directly; the optimizer reads "
                               "gradients, weights and state");
@@ -149,7 +222,7 @@ static FailureOr<Split> classify(func::FuncOp func, int64_t numStages) {
                                 "inputs; the optimizer reads gradients, "
                                 "weights and state");
         if ((d.kind == Place::MicroBatch || d.kind == Place::Step) &&
-            d.stage != p.stage)
+            d.stage >= 0 && d.stage != p.stage)
           return op.emitOpError("updates with values of stages ")
                  << d.stage << " and " << p.stage
                  << "; a weight read by several pipeline stages (a tied "

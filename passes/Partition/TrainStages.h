@@ -38,10 +38,19 @@ trainGroupOf(mlir::func::FuncOp callee);
 /// run where what they read runs; weights, state and constants are copied
 /// into every function that reads them (a weight read by several stages,
 /// a tied embedding, gets its summed gradient from dist-autodiff on the
-/// earliest reader, whose optimizer updates it). Errors (on the op) for a
-/// training step no pipeline can run in order.
+/// earliest reader, whose optimizer updates it). A mixed-precision step's
+/// `graph.unscale` becomes one per stage and its overflow flag their `or`
+/// (isOverflowFlag). Errors (on the op) for a training step no pipeline
+/// can run in order.
 mlir::LogicalResult outlineTrainStages(mlir::func::FuncOp func,
                                        int64_t numStages);
+
+/// Whether \p v is a mixed-precision step's overflow flag: the flag of a
+/// `graph.unscale`, or the `graph.binary or` of such flags that
+/// outlineTrainStages makes when it splits the check by stage. Every list
+/// of a pipeline computes the same flag, or-ed over the world
+/// (buildTrainList), so every rank skips the step together.
+bool isOverflowFlag(mlir::Value v);
 
 /// Selective recomputation (Korthikanti et al.): every value of the
 /// attention core a backward op of \p func reads (a forward result shaped

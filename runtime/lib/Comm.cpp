@@ -5,7 +5,9 @@
 // NCCL (bootstrapped over MPI) on CUDA contexts. Sum and mean on MPI run a
 // ring reduce-scatter and all-gather (Ring.cpp): each element is reduced in
 // one place, so every rank ends with the same bits and data-parallel
-// replicas apply identical optimizer updates and never drift.
+// replicas apply identical optimizer updates and never drift. The ring also
+// reduces f16 and bf16 (every op), which MPI has no type for: a tensor-
+// parallel sum of a mixed-precision forward.
 //
 // Started all-reduces (distrt_all_reduce_start) run on a worker thread of
 // the communicator on MPI, on the communicator's own stream on NCCL; every
@@ -354,13 +356,16 @@ distrt_status runAllReduce(distrt_comm *comm, const char *fn,
                     : cuda::ncclAllReduce(comm, in, out, n, input.dtype, op);
 #endif
 #ifdef DISTRT_HAVE_MPI
+  // 16-bit floats have no MPI type: the ring reduces them, every op.
+  const bool half = isHalfFloat(input.dtype);
   MPI_Datatype type;
-  DISTRT_TRY(mpiType(comm, fn, input.dtype, type));
+  if (!half)
+    DISTRT_TRY(mpiType(comm, fn, input.dtype, type));
   MPI_Comm mc = mpiOf(comm);
   char *o = static_cast<char *>(out);
   const char *i = static_cast<const char *>(in);
   size_t esz = elementSize(input.dtype);
-  if (op == DISTRT_REDUCE_MAX || op == DISTRT_REDUCE_MIN)
+  if (!half && (op == DISTRT_REDUCE_MAX || op == DISTRT_REDUCE_MIN))
     return chunked(n, [&](size_t off, int cnt) {
       DISTRT_MPI_WAIT(
           comm, fn, "its all-reduce", -1,
@@ -370,8 +375,9 @@ distrt_status runAllReduce(distrt_comm *comm, const char *fn,
                          &request_));
       return DISTRT_OK;
     });
-  // Sum and mean: a ring reduce-scatter then all-gather on the output,
-  // in slices whose blocks MPI's int byte counts hold.
+  // Sum and mean (16-bit floats: every op): a ring reduce-scatter then
+  // all-gather on the output, in slices whose blocks MPI's int byte counts
+  // hold.
   if (out != in)
     std::memcpy(o, i, bytes);
   const size_t slice = (size_t(1) << 26) * (size_t)comm->size;
@@ -978,7 +984,8 @@ extern "C" distrt_status distrt_reduce_scatter(distrt_comm *comm,
 #endif
 #ifdef DISTRT_HAVE_MPI
   MPI_Datatype type;
-  DISTRT_TRY(mpiType(comm, fn, input->dtype, type));
+  if (!isHalfFloat(input->dtype)) // the ring reduces 16-bit floats itself
+    DISTRT_TRY(mpiType(comm, fn, input->dtype, type));
   if (n * esz > (size_t)INT32_MAX)
     return c.fail(DISTRT_ERROR_UNSUPPORTED, "blocks of ", n * esz,
                   " bytes; the MPI ring moves blocks below 2 GiB");

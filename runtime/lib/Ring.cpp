@@ -16,6 +16,7 @@
 
 #ifdef DISTRT_HAVE_MPI
 #include "CommMpi.h"
+#include "ScalarOps.h"
 
 #include <algorithm>
 #include <cstring>
@@ -51,9 +52,29 @@ void combine(T *acc, const T *in, size_t n, distrt_reduce_op op) {
   }
 }
 
+/// `combine` on 16-bit floats (f16, bf16; MPI has no type for them): each
+/// pair in f32, the result rounded back once, as NCCL reduces them.
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void combineHalf(uint16_t *acc, const uint16_t *in, size_t n,
+                 distrt_reduce_op op) {
+  for (size_t i = 0; i < n; ++i) {
+    float a = ToFloat(acc[i]), b = ToFloat(in[i]);
+    float r = op == DISTRT_REDUCE_MAX   ? std::max(a, b)
+              : op == DISTRT_REDUCE_MIN ? std::min(a, b)
+                                        : b + a;
+    acc[i] = FromFloat(r);
+  }
+}
+
 void combineAny(distrt_dtype dt, void *acc, const void *in, size_t n,
                 distrt_reduce_op op) {
   switch (dt) {
+  case DISTRT_F16:
+    return combineHalf<halfToFloat, floatToHalf>(
+        static_cast<uint16_t *>(acc), static_cast<const uint16_t *>(in), n, op);
+  case DISTRT_BF16:
+    return combineHalf<bf16ToFloat, floatToBf16>(
+        static_cast<uint16_t *>(acc), static_cast<const uint16_t *>(in), n, op);
   case DISTRT_F32:
     return combine(static_cast<float *>(acc), static_cast<const float *>(in),
                    n, op);
@@ -125,6 +146,14 @@ distrt_status distrt::ringReduceScatter(distrt_comm *comm, const char *fn,
     float inv = (float)size;
     for (size_t k = 0; k < count(r); ++k)
       f[k] /= inv;
+  }
+  if (op == DISTRT_REDUCE_MEAN && isHalfFloat(dtype)) {
+    uint16_t *h = reinterpret_cast<uint16_t *>(buf + begin(r) * esz);
+    const bool bf16 = dtype == DISTRT_BF16;
+    for (size_t k = 0; k < count(r); ++k) {
+      float mean = (bf16 ? bf16ToFloat(h[k]) : halfToFloat(h[k])) / (float)size;
+      h[k] = bf16 ? floatToBf16(mean) : floatToHalf(mean);
+    }
   }
   return DISTRT_OK;
 }

@@ -62,6 +62,18 @@ its report must keep the pin). Loss curves and every weight and optimizer state 
 rank saves the stages it owns; the replicas of a stage must agree too)
 within 1e-5 relative.
 
+Mixed precision under partitioned plans (mixed_precision_cases): the
+MLP with Adam in fp16 (loss scale 1024) under pp=2 1F1B, tp=2, dp=2 x
+pp=2 (also with ZeRO-1, 2 and 3) and dp=2 x tp=2 with ZeRO-1, in bf16
+under pp=2 GPipe and dp=2 x tp=2, GPT-2 with SGD in bf16 at
+tp=2 and pp=2 (1F1B) and in fp16 interleaved (2 chunks per rank) and at
+cp=2, the Llama MoE with SGD in fp16 at dp=2 x ep=2, against
+one process's mixed-precision program within run_training.py's MIXED
+tolerance of the format; and fp16 from an overflowing scale (2^20) at
+pp=2, tp=2 and dp=2 with ZeRO-1 on skewed_mlp, whose stages and shards overflow at different
+scales: every rank must skip the same steps (step counter and loss scale
+bit-identical across ranks) and train after the back-off.
+
 Asynchronous schedules (run_pipeline_train_case with reference=
 async_reference): PipeDream (an update after every micro-batch, weight
 stashing) and PipeDream-2BW (W(t+1) = W(t) - lr * grad(W(t-1))) on the MLP
@@ -125,6 +137,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+from run_training import MIXED  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MLP = os.path.join(ROOT, "test", "fixtures", "small", "mlp_external.onnx")
@@ -899,10 +912,41 @@ def check_tp_split(state_dir, weights, tp):
     return errors
 
 
+def check_skipped_together(state_dirs, steps):
+    """fp16 from an overflowing loss scale under a partitioned plan: each
+    micro-batch's gradient is scaled as the mean over its own rows, so it
+    overflows at other scales than one process's whole-batch gradient, and
+    the values are not compared with one process. What must hold: steps
+    were skipped and later ones taken, and every rank (each holding other
+    stages, shards or rows) skipped the same ones and moved the loss scale
+    alike, i.e. every rank saved the same step counter and loss scale
+    bits."""
+    errors = []
+    names = ("step.npy", "loss_scale.npy", "loss_scale.good_steps.npy")
+    first = [np.load(os.path.join(state_dirs[0], n)) for n in names]
+    if not float(first[0]) < steps:
+        errors.append(f"no step was skipped (step counter {float(first[0])}); "
+                      "the loss scale did not overflow")
+    elif not float(first[0]) > 0:
+        errors.append(f"every one of {steps} steps was skipped; the loss "
+                      "scale never backed off far enough to train")
+    for r, folder in enumerate(state_dirs[1:], 1):
+        for n, want in zip(names, first):
+            got = np.load(os.path.join(folder, n))
+            if got.tobytes() != want.tobytes():
+                errors.append(f"{n}: rank {r} saved {got} and rank 0 {want}; "
+                              "the ranks did not skip the same steps")
+    if not errors:
+        print(f"  {float(first[0]):.0f} of {steps} steps taken on every rank, "
+              f"loss scale {float(first[1]):g}")
+    return errors
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
                             zero=False, reference=None, search=None,
-                            accumulate=False, tp_split=(), split_parts=None):
+                            accumulate=False, tp_split=(), split_parts=None,
+                            overflow=False):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -924,7 +968,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     its running statistics updated once per micro-batch). Each weight of
     `tp_split` must be saved split over the plan's tp tensor ranks (the
     ranks' shards.json): the programs split it, not only run; over
-    `split_parts` ranks when given (an expert-parallel plan's experts)."""
+    `split_parts` ranks when given (an expert-parallel plan's experts).
+    With `overflow` (fp16 from a loss scale that overflows) the values are
+    not compared (check_skipped_together says why and what is)."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -993,6 +1039,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     if len(c1) != steps or len(c2) != steps:
         return [f"expected {steps} loss lines from each run (rank 0 only under "
                 f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
+    if overflow:
+        return check_skipped_together(
+            [os.path.join(d, f"state_pp{r}") for r in range(ranks)], steps)
     errors = []
     msg = common.compare("loss curve", c2, c1, rtol, 0.0)
     if msg:
@@ -1072,6 +1121,129 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     return errors
 
 
+def skewed_mlp(work):
+    """Two Gemm layers (8 -> 16 -> 4, ReLU between) whose gradients differ
+    by orders of magnitude across stages and tensor shards: the second
+    layer's weights of hidden units 0-7 are 30, of units 8-15 0.01, and the
+    first layer's are small (0.01). The first layer's gradient in the
+    rows of units 0-7 (pipeline stage 0; tensor rank 0's shard; ZeRO
+    replica 0's block) is
+    hundreds of times the others', so as a dynamic fp16 loss scale backs
+    off, some steps overflow there alone: only a flag combined over every
+    rank makes the others skip those steps too."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    path = os.path.join(work, "skewed_mlp.onnx")
+    if os.path.exists(path):
+        return path
+    rng = np.random.default_rng(5)
+    w0 = (0.01 * rng.standard_normal((16, 8))).astype(np.float32)
+    w1 = np.where(np.arange(16) < 8, 30.0, 0.01).astype(np.float32)
+    w1 = (w1 * np.sign(rng.standard_normal((4, 16)))).astype(np.float32)
+    weights = dict(w0=w0, b0=np.full(16, 0.1, np.float32), w1=w1,
+                   b1=np.zeros(4, np.float32))
+    nodes = [helper.make_node("Gemm", ["x", "w0", "b0"], ["a0"], transB=1),
+             helper.make_node("Relu", ["a0"], ["h0"]),
+             helper.make_node("Gemm", ["h0", "w1", "b1"], ["y"], transB=1)]
+    graph = helper.make_graph(
+        nodes, "skewed_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, path)
+    return path
+
+
+def mixed_precision_cases(rng):
+    """Mixed precision under partitioned plans (run_pipeline_train_case):
+    f32 master weights, fp16 or bf16 forward and backward copies, the loss
+    scale on the last stage, each rank unscaling its own gradients and the
+    overflow flag or-ed over the world. Against one process's mixed-
+    precision program on the whole batch, within run_training.py's MIXED
+    tolerance of the 16-bit format: a micro-batch's or a shard's 16-bit
+    gradient is rounded before the f32 sum over micro-batches (one process
+    rounds the whole batch's), and a row-parallel matmul sums its partial
+    products in another order, each a rounding of a few units of that
+    format's unit roundoff."""
+    x = rng.standard_normal((8, 8)).astype(np.float32)
+    t = rng.standard_normal((8, 4)).astype(np.float32)
+    adam = "loss=mse:target optimizer=adam lr=0.01 "
+    fp16 = adam + "mixed-precision=fp16 loss-scale=1024"
+    mlp = dict(model=MLP, input_shape="x:2x8", batch=8,
+               feeds=[("x", x), ("target", t)], steps=10, train=fp16,
+               rtol=MIXED["fp16"])
+    overflow = dict(overflow=True, steps=20, model=skewed_mlp,
+                    train=adam + "mixed-precision=fp16 loss-scale=1048576")
+    ids = rng.integers(0, 512, (4, 32)).astype(np.int64)
+    labels = rng.integers(0, 512, (4, 32)).astype(np.int64)
+    gpt = dict(model=GPT2, input_shape="input_ids:1x32", batch=4,
+               feeds=[("input_ids", ids), ("labels", labels)], steps=3,
+               rtol=MIXED["bf16"])
+    gpt_sgd = ("loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1 "
+               "mixed-precision=bf16")
+    gpt_fp16 = ("loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1 "
+                "mixed-precision=fp16 loss-scale=1024")
+    return [
+        ("mlp_adam_fp16_pp2_1f1b",
+         dict(mlp, plan="pp=2,mbs=2,schedule=1f1b")),
+        # 2^20 overflows fp16: the stages skip the same steps, then train.
+        ("mlp_adam_fp16_overflow_pp2_1f1b",
+         dict(mlp, plan="pp=2,mbs=2,schedule=1f1b", **overflow)),
+        ("mlp_adam_bf16_pp2_gpipe",
+         dict(mlp, plan="pp=2,mbs=2,schedule=gpipe",
+              train=adam + "mixed-precision=bf16", rtol=MIXED["bf16"])),
+        ("mlp_adam_fp16_tp2", dict(mlp, plan="tp=2,mbs=2")),
+        ("mlp_adam_fp16_overflow_tp2", dict(mlp, plan="tp=2,mbs=2", **overflow)),
+        ("mlp_adam_fp16_dp2_pp2_1f1b",
+         dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b", ranks=4)),
+        # ZeRO-1: each replica unscales its shard of the mean gradient.
+        ("mlp_adam_fp16_dp2_pp2_1f1b_zero1",
+         dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=1", ranks=4,
+              zero=True)),
+        ("mlp_adam_fp16_dp2_pp2_1f1b_zero2",
+         dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=2", ranks=4,
+              zero=True)),
+        ("mlp_adam_fp16_dp2_pp2_1f1b_zero3",
+         dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=1f1b,zero=3", ranks=4,
+              zero=True)),
+        ("mlp_adam_fp16_dp2_tp2_zero1",
+         dict(mlp, plan="dp=2,tp=2,mbs=2,zero=1", ranks=4, zero=True)),
+        ("mlp_adam_fp16_overflow_dp2_zero1",
+         dict(mlp, plan="dp=2,mbs=2,zero=1", ranks=2, zero=True, **overflow)),
+        ("mlp_adam_bf16_dp2_tp2",
+         dict(mlp, plan="dp=2,tp=2,mbs=2", ranks=4,
+              train=adam + "mixed-precision=bf16", rtol=MIXED["bf16"])),
+        # SGD, as gpt2_sgd_tp2: Adam's m / sqrt(v) turns a near-zero
+        # gradient's rounding into a whole step of lr (with Adam, a c_attn
+        # bias element under pp=2 ends 9.6e-4 off where the tensor's largest
+        # is 3e-3: three steps of lr 1e-3 in another direction).
+        ("gpt2_sgd_bf16_tp2", dict(gpt, plan="tp=2,mbs=1", train=gpt_sgd)),
+        ("gpt2_sgd_bf16_pp2_1f1b",
+         dict(gpt, plan="pp=2,mbs=1,schedule=1f1b", train=gpt_sgd)),
+        # Context parallelism: each rank's gradients are its tokens' part,
+        # summed over cp before the unscale.
+        ("gpt2_sgd_fp16_cp2",
+         dict(gpt, plan="cp=2,mbs=1", rtol=MIXED["fp16"], train=gpt_fp16)),
+        # Expert parallelism: the experts' gradients summed over the ranks
+        # that hold them before the unscale. 5 steps: at lr 0.5 this loss
+        # climbs again after step 7 (one process's too), and that unstable
+        # stretch magnifies fp16's other rounding order (1.7% at step 8).
+        ("llama_moe_sgd_fp16_dp2_ep2",
+         dict(model=moe_llama_model, input_shape="input_ids:1x8", batch=2,
+              steps=5, plan="dp=2,ep=2,mbs=1", rtol=MIXED["fp16"],
+              feeds=[("input_ids", rng.integers(0, 64, (2, 8)).astype(np.int64)),
+                     ("labels", rng.integers(0, 64, (2, 8)).astype(np.int64))],
+              train="loss=softmax-cross-entropy:labels optimizer=sgd lr=0.5 "
+                    "mixed-precision=fp16 loss-scale=1024")),
+        # fp16 interleaved: each rank holds two stages and or-s their flags
+        # before the world's.
+        ("gpt2_sgd_fp16_pp2_interleaved",
+         dict(gpt, plan="pp=2,mbs=1,schedule=interleaved,chunks=2",
+              rtol=MIXED["fp16"], train=gpt_fp16)),
+    ]
+
+
 def cases():
     rng = np.random.default_rng(11)
     x = rng.standard_normal((4, 8)).astype(np.float32)
@@ -1097,7 +1269,7 @@ def cases():
         ("mlp_adam_fp16_np2",
          dict(mlp, train="loss=mse:target optimizer=adam lr=0.01 "
                          "mixed-precision=fp16 loss-scale=1024",
-              rtol=64 * 2.0 ** -12)),
+              rtol=MIXED["fp16"])),
         # fp16 from an overflowing scale (2^20): the overflow flag is or-ed
         # over the ranks, so they skip the same steps and back off together.
         ("mlp_adam_fp16_overflow_np2",
@@ -1143,7 +1315,9 @@ def cases():
         ("input_fork_concat_infer_arm_ethernet",
          dict(branches=True, cluster="arm-board-ethernet", batch=4,
               trunk=False)),
-    ] + pipeline_train_cases(rng) + zero_cases() + reshard_cases(rng)
+    ] + (pipeline_train_cases(rng) +
+         mixed_precision_cases(np.random.default_rng(12)) + zero_cases() +
+         reshard_cases(rng))
 
 
 def zero_cases():

@@ -180,15 +180,60 @@ TEST_F(CommTest, MismatchedSizesAcrossRanksAreReportedOnEveryRank) {
   EXPECT_EQ(w[0], float(size));
 }
 
-TEST_F(CommTest, HalfPrecisionIsRejectedByMpi) {
-  if (size == 1)
-    GTEST_SKIP() << "a world of one copies any dtype";
-  std::vector<uint16_t> h(2);
-  int64_t n = 2;
-  distrt_tensor t = distrt_make_tensor(h.data(), DISTRT_F16, 1, &n);
-  EXPECT_EQ(distrt_all_reduce(comm, &t, nullptr, DISTRT_REDUCE_SUM),
-            DISTRT_ERROR_UNSUPPORTED);
-  EXPECT_NE(error().find("cast to f32"), std::string::npos) << error();
+/// The 16-bit bits of \p f, which must be exact in both formats: f16 and
+/// bf16 share f32's sign and keep its top mantissa bits.
+static uint16_t toHalfBits(float f, distrt_dtype dt) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (dt == DISTRT_BF16 || f == 0.0f)
+    return (uint16_t)(u >> 16);
+  uint32_t exponent = ((u >> 23) & 0xff) - 127 + 15;
+  return (uint16_t)(((u >> 16) & 0x8000) | (exponent << 10) |
+                    ((u >> 13) & 0x3ff));
+}
+
+static float fromHalfBits(uint16_t h, distrt_dtype dt) {
+  uint32_t u = dt == DISTRT_BF16 ? (uint32_t)h << 16
+               : (h & 0x7fff) == 0
+                   ? (uint32_t)(h & 0x8000) << 16
+                   : ((uint32_t)(h & 0x8000) << 16) |
+                         ((((h >> 10) & 0x1f) - 15 + 127) << 23) |
+                         ((uint32_t)(h & 0x3ff) << 13);
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// A mixed-precision forward under tensor parallelism sums its 16-bit
+// partial products: MPI has no type for them, the ring reduces them.
+TEST_F(CommTest, HalfPrecisionReducesWithEveryOp) {
+  for (distrt_dtype dt : {DISTRT_F16, DISTRT_BF16}) {
+    SCOPED_TRACE(dt == DISTRT_F16 ? "f16" : "bf16");
+    float r = (float)(rank + 1);
+    std::vector<uint16_t> v = {toHalfBits(r, dt), toHalfBits(-0.25f * r, dt),
+                               toHalfBits(0.0f, dt)};
+    int64_t n = (int64_t)v.size();
+    distrt_tensor t = distrt_make_tensor(v.data(), dt, 1, &n);
+    std::vector<uint16_t> out(v.size());
+    distrt_tensor o = distrt_make_tensor(out.data(), dt, 1, &n);
+    float total = size * (size + 1) / 2.0f;
+    ASSERT_EQ(distrt_all_reduce(comm, &t, &o, DISTRT_REDUCE_MAX), DISTRT_OK)
+        << error();
+    EXPECT_EQ(fromHalfBits(out[0], dt), (float)size);
+    EXPECT_EQ(fromHalfBits(out[1], dt), -0.25f);
+    ASSERT_EQ(distrt_all_reduce(comm, &t, &o, DISTRT_REDUCE_MIN), DISTRT_OK)
+        << error();
+    EXPECT_EQ(fromHalfBits(out[0], dt), 1.0f);
+    ASSERT_EQ(distrt_all_reduce(comm, &t, &o, DISTRT_REDUCE_MEAN), DISTRT_OK)
+        << error();
+    EXPECT_EQ(fromHalfBits(out[0], dt), total / size);
+    ASSERT_EQ(distrt_all_reduce(comm, &t, nullptr, DISTRT_REDUCE_SUM),
+              DISTRT_OK)
+        << error();
+    EXPECT_EQ(fromHalfBits(v[0], dt), total);
+    EXPECT_EQ(fromHalfBits(v[1], dt), -0.25f * total);
+    EXPECT_EQ(fromHalfBits(v[2], dt), 0.0f);
+  }
 }
 
 TEST_F(CommTest, SendRecvBetweenRanks) {
