@@ -410,8 +410,19 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
   return r;
 }
 
+bool sequenceSplits(const LayerDesc &layer) {
+  return llvm::any_of(layer.ops, [](const OpDesc &op) {
+    return op.perSample && op.tp == TpMode::Split;
+  });
+}
+
 RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
                                  const ExecConfig &x) const {
+  if (x.sp && !sequenceSplits(layer)) {
+    ExecConfig whole = x;
+    whole.sp = false;
+    return layerTimes(layer, dev, whole);
+  }
   RangeTimes r;
   const unsigned tp = std::max(1u, x.tp.size), cp = std::max(1u, x.cp.size),
                  ep = std::max(1u, x.ep.size);
@@ -664,20 +675,30 @@ static double boundaryShare(double bytes, const MemoryConfig &cfg) {
   return bytes / std::max(1u, cfg.cp) / (cfg.sp ? std::max(1u, cfg.tp) : 1);
 }
 
+/// \p cfg for layer \p l: without sequence parallelism where the layer has
+/// no TP-split op (sequenceSplits), so its activations and its output stay
+/// whole on every tensor rank.
+static MemoryConfig forLayer(const LayerDesc &l, const MemoryConfig &cfg) {
+  MemoryConfig c = cfg;
+  c.sp = cfg.sp && sequenceSplits(l);
+  return c;
+}
+
 double activationBytes(const ModelDesc &model, unsigned begin, unsigned end,
                        unsigned mbs, const MemoryConfig &cfg) {
   double b = 0;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &l = model.layers[li];
+    MemoryConfig c = forLayer(l, cfg);
     if (cfg.recompute == Recompute::Full && l.checkpoint) {
       // One input per block; a range starting inside a block keeps its
       // own input (the pipeline message) to re-run its part from.
-      if (li == begin || model.blockBegin(li) == li)
-        b += boundaryShare(li > 0 ? model.layers[li - 1].boundaryBytes
-                                  : l.boundaryBytes,
-                           cfg);
+      if (li == begin || model.blockBegin(li) == li) {
+        const LayerDesc &from = li > 0 ? model.layers[li - 1] : l;
+        b += boundaryShare(from.boundaryBytes, forLayer(from, cfg));
+      }
     } else
-      b += layerSaved(l, cfg, cfg.recompute == Recompute::Selective, false);
+      b += layerSaved(l, c, cfg.recompute == Recompute::Selective, false);
   }
   return b * mbs;
 }
@@ -688,11 +709,12 @@ double weightGradStashBytes(const ModelDesc &model, unsigned begin,
   double b = 0;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &l = model.layers[li];
-    b += layerSaved(l, cfg, false, true);
+    MemoryConfig c = forLayer(l, cfg);
+    b += layerSaved(l, c, false, true);
     // The output gradient of each weighted op, produced by B, kept for W.
     for (const OpDesc &op : l.ops)
       if (op.params > 0)
-        b += op.fwd.bytesWritten * savedShare(op, cfg, false);
+        b += op.fwd.bytesWritten * savedShare(op, c, false);
   }
   return b * mbs;
 }
@@ -708,20 +730,20 @@ double backwardWorkingBytes(const ModelDesc &model, unsigned begin,
   double block = 0;
   for (unsigned li = begin; li < end && li < model.layers.size(); ++li) {
     const LayerDesc &l = model.layers[li];
+    MemoryConfig c = forLayer(l, cfg);
     // Incoming and outgoing gradient.
-    double w = 2 * boundaryShare(l.boundaryBytes, cfg);
+    double w = 2 * boundaryShare(l.boundaryBytes, c);
     if (cfg.recompute == Recompute::Full && l.checkpoint) {
       if (li == begin || model.blockBegin(li) == li)
         block = 0;
-      block += layerSaved(l, cfg, false, false);
+      block += layerSaved(l, c, false, false);
       w += block;
     } else if (cfg.recompute == Recompute::Selective)
-      w += layerSaved(l, cfg, false, false) - layerSaved(l, cfg, true, false);
+      w += layerSaved(l, c, false, false) - layerSaved(l, c, true, false);
     double opWork = 0;
     for (const OpDesc &op : l.ops)
-      opWork =
-          std::max(opWork, op.bwdWorkingBytes *
-                               savedShare(op, cfg, op.tp != TpMode::Split));
+      opWork = std::max(opWork, op.bwdWorkingBytes *
+                                    savedShare(op, c, op.tp != TpMode::Split));
     work = std::max(work, w + opWork);
   }
   return work * mbs;

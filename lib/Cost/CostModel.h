@@ -296,6 +296,13 @@ struct MemoryBreakdown {
   }
 };
 
+/// Whether sequence parallelism splits layer \p layer's TP-replicated ops
+/// and its output by tokens: only a layer with a TP-split op has the
+/// region after a row-parallel reduce-scatter that the programs split
+/// (docs/distributed.md, "Sequence parallelism"); a convolution block whose
+/// ops every tensor rank runs whole keeps them whole.
+bool sequenceSplits(const LayerDesc &layer);
+
 /// Parameters of layers [begin, end) held by one TP rank (tied copies too,
 /// unless their owner layer is in the range).
 double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,

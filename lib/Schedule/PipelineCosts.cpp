@@ -260,12 +260,14 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
 
     // Boundary messages (each CP rank sends its part of the sequence); with
     // scatter/gather each TP rank sends 1/tp and the receiver all-gathers
-    // over its TP group; under sequence parallelism the tensor is already
-    // split by sequence and stays so.
+    // over its TP group; under sequence parallelism the output of a layer
+    // it splits (cost::sequenceSplits) is already split by sequence and
+    // stays so.
     auto message = [&](unsigned layer, unsigned from, unsigned to, double &time,
                        double &bytes, LinkLevel &level) {
       double full = model.layers[layer].boundaryBytes * p.mbs / p.cp;
-      bool sg = (p.scatterGather || p.sp) && p.tp > 1;
+      bool sp = p.sp && cost::sequenceSplits(model.layers[layer]);
+      bool sg = (p.scatterGather || sp) && p.tp > 1;
       bytes = sg ? full / p.tp : full;
       unsigned a = p.globalRank(from, 0, 0), b = p.globalRank(to, 0, 0);
       level = c.levelBetween(a, b);
@@ -286,7 +288,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
             level = l2;
           }
         }
-      if (sg && !p.sp)
+      if (sg && !sp)
         time += CostModel::collective(Collective::AllGather, full,
                                       tensorGroup(p, c, to))
                     .time;

@@ -230,6 +230,7 @@ double Tables::message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
                        const cost::GroupShape &receiver, unsigned cp,
                        bool sp) const {
   double full = model.layers[layer].boundaryBytes * mbs / std::max(1u, cp);
+  sp = sp && cost::sequenceSplits(model.layers[layer]);
   bool split = (sg || sp) && tp > 1;
   double t = cost::CostModel::p2pTime(split ? full / tp : full, link);
   if (split && !sp)

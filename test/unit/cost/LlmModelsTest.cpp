@@ -200,6 +200,52 @@ TEST(SequenceParallel, KorthikantiActivationsAndSameCommunication) {
   EXPECT_LT(seq.bwdInput, plain.bwdInput);
 }
 
+TEST(SequenceParallel, SplitsOnlyLayersWithATensorParallelRegion) {
+  // The programs split by tokens only what follows a row-parallel matmul's
+  // reduce-scatter. A convolution block whose ops every tensor rank runs
+  // whole (TP-replicated, as bench/search's CNNs mark them) has no such
+  // region: sp = 1 changes neither its time nor its memory. A transformer
+  // block's replicated norms and dropouts do split.
+  ModelDesc m;
+  LayerDesc conv;
+  conv.name = "conv";
+  conv.ops.push_back(
+      tpReplicated(convOp("conv", DType::F16, 64, 56, 56, 64, 3, 3, 1, 1),
+                   64 * 56 * 56 * 2));
+  conv.ops.push_back(tpReplicated(
+      elementwiseOp("relu", DType::F16, 64 * 56 * 56), 64 * 56 * 56 * 2));
+  conv.boundaryBytes = 64 * 56 * 56 * 2;
+  m.layers.push_back(conv);
+  MemoryConfig tp;
+  tp.tp = 8;
+  MemoryConfig sp = tp;
+  sp.sp = true;
+  EXPECT_GT(activationBytes(m, 0, 1, 1, tp), 0);
+  EXPECT_DOUBLE_EQ(activationBytes(m, 0, 1, 1, sp),
+                   activationBytes(m, 0, 1, 1, tp));
+  EXPECT_DOUBLE_EQ(backwardWorkingBytes(m, 0, 1, 1, sp),
+                   backwardWorkingBytes(m, 0, 1, 1, tp));
+  MemoryConfig fullTp = tp, fullSp = sp;
+  fullTp.recompute = fullSp.recompute = Recompute::Full;
+  EXPECT_DOUBLE_EQ(activationBytes(m, 0, 1, 1, fullSp),
+                   activationBytes(m, 0, 1, 1, fullTp));
+  CostModel cm;
+  DeviceSpec d = device();
+  ExecConfig x;
+  x.tp = group(8, 400);
+  RangeTimes plain = cm.rangeTimes(m, 0, 1, d, x);
+  x.sp = true;
+  RangeTimes seq = cm.rangeTimes(m, 0, 1, d, x);
+  EXPECT_DOUBLE_EQ(seq.fwd, plain.fwd);
+  EXPECT_DOUBLE_EQ(seq.bwdInput, plain.bwdInput);
+
+  GptConfig g;
+  g.layers = 1;
+  ModelDesc gpt = buildGpt(g);
+  EXPECT_LT(activationBytes(gpt, 1, 2, 1, sp),
+            activationBytes(gpt, 1, 2, 1, tp));
+}
+
 TEST(ContextParallel, SplitsTheSequenceAndPassesKeysAndValues) {
   LlmConfig c = llama3_8b();
   c.layers = 1;
