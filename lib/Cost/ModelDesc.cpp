@@ -340,10 +340,10 @@ void routeWholeSequence(OpDesc &route, OpDesc &dispatch, OpDesc &combine,
                         double routedBytes) {
   for (OpDesc *op : {&route, &dispatch, &combine})
     op->wholeSequence = true;
-  route.cpGatherFwdBytes = 2 * scoreBytes;
+  route.cpGatherFwdBytes = scoreBytes;
   dispatch.cpGatherFwdBytes = inputBytes;
   dispatch.cpGatherBwdBytes = routedBytes;
-  combine.cpGatherFwdBytes = routedBytes + inputBytes;
+  combine.cpGatherFwdBytes = routedBytes;
   combine.cpGatherBwdBytes = inputBytes;
 }
 

@@ -217,10 +217,11 @@ OpDesc tpReplicated(OpDesc op, double savedBytes);
 /// all-gathered over the context-parallel group. Per sample, with the
 /// router's scores \p scoreBytes, the block's input \p inputBytes and the
 /// routed tokens (every expert's capacity slots) \p routedBytes: forward,
-/// the scores and the zeros their top-k weights are scattered into, the
-/// input and the zeros the combine adds into, and the experts' outputs;
-/// backward, the dispatched tokens' gradient and the combine's output
-/// gradient. The gathers' own gradients are slices and move nothing.
+/// the scores, the input and the experts' outputs (the zeros the top-k
+/// weights are scattered into and the combine adds into are made from the
+/// gathered scores and input, split::TokenSplit); backward, the dispatched
+/// tokens' gradient and the combine's output gradient. The gathers' own
+/// gradients are slices and move nothing.
 void routeWholeSequence(OpDesc &route, OpDesc &dispatch, OpDesc &combine,
                         double scoreBytes, double inputBytes,
                         double routedBytes);

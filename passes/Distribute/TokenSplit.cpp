@@ -243,24 +243,69 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
   // column-parallel region (sequence parallelism) the gather feeds its
   // dist.tp_copy, whose summed gradient dist-autodiff slices back into one
   // reduce-scatter.
-  DenseMap<std::pair<Value, Attribute>, Value> gathered;
+  using Key = std::pair<Value, Attribute>;
+  auto keyOf = [&](Value v, Operation *at) -> Key {
+    return {v, stageAttr.getAttr(at)};
+  };
+  llvm::DenseSet<Key> leaving;
+  for (Operation &op : func.getBody().front())
+    if (!ops.contains(&op))
+      for (Value v : op.getOperands())
+        if (split.contains(v))
+          leaving.insert(keyOf(v, placeFor(&op, v)));
+  // An elementwise op of one token-split value and constants (the zeros
+  // `x * 0` a scatter starts from) whose input leaves the domain too is
+  // computed again from that input's gathered whole instead of gathered
+  // itself: the same numbers, one collective fewer. (A whole operand with
+  // a gradient would have it counted on every rank, so only constants.)
+  auto fromGathered = [&](Value v, Operation *at) -> Value {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getNumResults() != 1 ||
+        !isa<g::BinaryOp, g::UnaryOp, g::CastOp>(def))
+      return {};
+    Value in;
+    for (Value x : def->getOperands()) {
+      if (!split.contains(x)) {
+        if (!x.getDefiningOp<g::ConstantOp>())
+          return {};
+      } else if (in || tensorOf(x).getShape() != tensorOf(v).getShape()) {
+        return {};
+      } else {
+        in = x;
+      }
+    }
+    return in && leaving.contains(keyOf(in, at)) ? in : Value();
+  };
+  DenseMap<Key, Value> gathered;
+  llvm::SmallSetVector<Operation *, 4> madeAgain;
+  std::function<Value(Value, Operation *, Operation *)> wholeOf =
+      [&](Value v, Operation *at, Operation *before) -> Value {
+    if (Value known = gathered.lookup(keyOf(v, at)))
+      return known;
+    Value whole;
+    if (Value in = fromGathered(v, at)) {
+      Value wholeIn = wholeOf(in, at, before);
+      b.setInsertionPoint(before);
+      Operation *again = b.clone(*v.getDefiningOp());
+      again->replaceUsesOfWith(in, wholeIn);
+      placeLike(again, at);
+      whole = again->getResult(0);
+      madeAgain.insert(v.getDefiningOp());
+    } else {
+      b.setInsertionPoint(before);
+      whole =
+          gatherWhole(b, at, v, localType(tensorOf(v), split.lookup(v), parts),
+                      split.lookup(v).dim, groupsOf(at));
+    }
+    gathered[keyOf(v, at)] = whole;
+    return whole;
+  };
   for (Operation &op : func.getBody().front()) {
     if (ops.contains(&op))
       continue;
-    for (OpOperand &use : op.getOpOperands()) {
-      auto it = split.find(use.get());
-      if (it == split.end())
-        continue;
-      Value v = use.get();
-      Operation *at = placeFor(&op, v);
-      Value &whole = gathered[{v, stageAttr.getAttr(at)}];
-      if (!whole) {
-        b.setInsertionPoint(&op);
-        whole = gatherWhole(b, at, v, localType(tensorOf(v), it->second, parts),
-                            it->second.dim, groupsOf(at));
-      }
-      use.set(whole);
-    }
+    for (OpOperand &use : op.getOpOperands())
+      if (split.contains(use.get()))
+        use.set(wholeOf(use.get(), placeFor(&op, use.get()), &op));
   }
   // Whole operands of token-split ops: the rank's tokens of them, or the
   // whole value through a copy whose gradient is summed over the group,
@@ -325,4 +370,11 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
       lookup->erase();
   for (auto [v, s] : split)
     localize(v, s);
+  // The token-split ops computed again whole that nothing reads now.
+  for (Operation *op : madeAgain)
+    if (op->use_empty()) {
+      split.erase(op->getResult(0));
+      ops.remove(op);
+      op->erase();
+    }
 }

@@ -366,11 +366,12 @@ TEST(ContextParallel, MoeRoutesTheWholeSequenceAndGathersItsTokens) {
   EXPECT_EQ(slots, 3u);
 
   // The gathers over the context group, each rank sending half of each
-  // whole tensor: forward the scores and the zeros their top-k weights are
-  // scattered into (s E), the block's input and the zeros the combine adds
-  // into (s h), the experts' outputs (k s h); backward the dispatched
-  // tokens' gradient (k s h) and the combine's output gradient (s h).
-  const double fwd = (2 * s * E + 2 * s * h + k * s * h) * e;
+  // whole tensor: forward the scores (s E), the block's input (s h) and the
+  // experts' outputs (k s h) (the zeros the top-k weights are scattered
+  // into and the combine adds into are made from the gathered scores and
+  // input); backward the dispatched tokens' gradient (k s h) and the
+  // combine's output gradient (s h).
+  const double fwd = (s * E + s * h + k * s * h) * e;
   const double bwd = (s * h + k * s * h) * e;
   RangeTimes r1 = cm.layerTimes(l, d, one), r2 = cm.layerTimes(l, d, two);
   EXPECT_DOUBLE_EQ(r1.linkBytes[0], 0);

@@ -210,11 +210,12 @@ TEST_F(ImportedMoe, SimulatedTrafficHasTheContextGathersOfEveryMoeBlock) {
   const double s = c.seqLen, h = c.hidden, E = c.experts, k = c.topK;
   const double e = cluster::dtypeBytes(c.dtype);
   // Per block and micro-batch each rank sends half of every whole tensor:
-  // forward the scores, the zeros their top-k weights are scattered into,
-  // the block's input, the zeros the combine adds into and the experts'
-  // outputs; backward the dispatched tokens' and the combine's gradients.
+  // forward the scores, the block's input and the experts' outputs (the
+  // zeros the top-k weights are scattered into and the combine adds into
+  // are made from the gathered scores and input); backward the dispatched
+  // tokens' and the combine's gradients.
   const double perBlock =
-      ((2 * s * E + 2 * s * h + k * s * h) + (k * s * h + s * h)) * e / 2;
+      ((s * E + s * h + k * s * h) + (k * s * h + s * h)) * e / 2;
   const double blocks = c.layers - c.denseLayers, devices = 8, microbatches = 2;
   EXPECT_NEAR(with->result.bytesPerLevel[0] - none->result.bytesPerLevel[0],
               devices * microbatches * blocks * perBlock, 1e-6 * perBlock);
