@@ -12,7 +12,10 @@
 // and the all-reduced sums pass their gradients through (tp's convention,
 // the loss is the same on every rank), while the shift is marked
 // `dist.shift`, a constant to the backward (its gradient cancels: it is
-// subtracted inside the log-sum-exp and added back).
+// subtracted inside the log-sum-exp and added back). Under mixed precision
+// the loss reads the 16-bit logits cast to f32: each rank casts its columns
+// and runs the same f32 loss, and the cast's gradient rounds the rank's
+// columns of softmax - onehot (times the loss scale) back to 16 bits.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/VocabParallel.h"
@@ -33,11 +36,13 @@ namespace {
 
 /// The gather of column-parallel logits that `logits` (the [rows, classes]
 /// operand of a loss) is, as split::gatherWhole builds it: its ops, last
-/// first, the all-gather, and the rank's logits (classes last).
+/// first, the all-gather, the rank's logits (classes last) and, under mixed
+/// precision, the cast of the gathered 16-bit logits to the loss's f32.
 struct GatheredLogits {
   SmallVector<Operation *> chain;
   dist::AllGatherOp gather;
   Value local;
+  g::CastOp widen;
 };
 
 std::optional<GatheredLogits> gatheredLogits(Value logits) {
@@ -52,8 +57,18 @@ std::optional<GatheredLogits> gatheredLogits(Value logits) {
   if (auto r = v.getDefiningOp<g::ReshapeOp>();
       r && single(v) &&
       (r.getInput().getDefiningOp<g::ReshapeOp>() ||
-       r.getInput().getDefiningOp<dist::AllGatherOp>()))
+       r.getInput().getDefiningOp<dist::AllGatherOp>() ||
+       r.getInput().getDefiningOp<g::CastOp>()))
     v = step(r);
+  // Mixed precision casts the forward's 16-bit result to f32 before the
+  // loss (autodiff::lowerPrecision). The cast is elementwise: the rank
+  // casts its own columns instead.
+  if (auto c = v.getDefiningOp<g::CastOp>();
+      c && single(v) && isa<FloatType>(getElementTypeOrSelf(c.getInput())) &&
+      isa<FloatType>(getElementTypeOrSelf(c.getType()))) {
+    out.widen = c;
+    v = step(c);
+  }
   if (!single(v))
     return std::nullopt;
   // Along the split dimension itself, when every dimension before it is 1.
@@ -150,9 +165,15 @@ void rewrite(g::SoftmaxCrossEntropyOp loss, GatheredLogits gathered) {
   };
   unsigned bits = it.getIntOrFloatBitWidth();
 
+  // The rank's logits as [rows, columns], in the loss's f32: under mixed
+  // precision cast from the 16-bit logits as the whole logits were, so the
+  // backward casts the rank's gradient back where one process casts its.
   Value x = gathered.local;
-  if (tensorOf(x) != localType)
-    x = place(g::ReshapeOp::create(b, loc, localType, x));
+  auto localView = localType.clone(tensorOf(x).getElementType());
+  if (tensorOf(x) != localView)
+    x = place(g::ReshapeOp::create(b, loc, localView, x));
+  if (gathered.widen)
+    x = place(g::CastOp::create(b, loc, localType, x));
   // The shift: the row maxima over every rank's columns.
   Value m = reduce(g::ReduceKind::Max, rowType, x, {1}, true);
   auto max = allReduce(dist::ReductionKind::max, m);

@@ -18,11 +18,12 @@ namespace distopt::split {
 
 /// Rewrites every graph.softmax_cross_entropy of `func` whose logits are
 /// column-parallel logits gathered whole (split::gatherWhole along their
-/// last dimension, then possibly viewed as [rows, classes]) into the
-/// vocabulary-parallel form on the rank's columns. A variant it does not
-/// implement (reduction none, logits other than f32) keeps
-/// the gathered logits; with `verbose` a remark says why. Returns how many
-/// losses it rewrote.
+/// last dimension, then possibly cast from 16-bit floats to f32 as mixed
+/// precision does, and viewed as [rows, classes]) into the
+/// vocabulary-parallel form on the rank's columns (cast there). A variant
+/// it does not implement (logits other than f32, labels other than
+/// integers) keeps the gathered logits; with `verbose` a remark says why.
+/// Returns how many losses it rewrote.
 unsigned vocabParallelCrossEntropy(mlir::func::FuncOp func, bool verbose);
 
 } // namespace distopt::split

@@ -913,14 +913,13 @@ extern "C" distrt_status distrt_broadcast(distrt_comm *comm,
     return cuda::ncclBcast(comm, tensor->data, n, tensor->dtype, root);
 #endif
 #ifdef DISTRT_HAVE_MPI
-  MPI_Datatype type;
-  DISTRT_TRY(mpiType(comm, fn, tensor->dtype, type));
-  size_t esz = elementSize(tensor->dtype);
+  // A copy of the root's bytes: every dtype travels as MPI_BYTE, the 16-bit
+  // floats MPI has no type for included.
   char *p = static_cast<char *>(tensor->data);
-  return chunked(n, [&](size_t off, int cnt) {
-    DISTRT_MPI_WAIT(comm, fn, "its broadcast", root == comm->rank ? -1 : root,
-                    MPI_Ibcast(p + off * esz, cnt, type, root, mpiOf(comm),
-                               &request_));
+  return chunked(n * elementSize(tensor->dtype), [&](size_t off, int cnt) {
+    DISTRT_MPI_WAIT(
+        comm, fn, "its broadcast", root == comm->rank ? -1 : root,
+        MPI_Ibcast(p + off, cnt, MPI_BYTE, root, mpiOf(comm), &request_));
     return DISTRT_OK;
   });
 #else

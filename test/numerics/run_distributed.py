@@ -72,7 +72,11 @@ one process's mixed-precision program within run_training.py's MIXED
 tolerance of the format; and fp16 from an overflowing scale (2^20) at
 pp=2, tp=2 and dp=2 with ZeRO-1 on skewed_mlp, whose stages and shards overflow at different
 scales: every rank must skip the same steps (step counter and loss scale
-bit-identical across ranks) and train after the back-off.
+bit-identical across ranks) and train after the back-off; GPT-2 in fp16
+from 2^20 at tp=2 with one micro-batch of the whole batch must skip one
+process's steps and then follow its values. The GPT-2 tp=2 cases run the
+vocabulary-parallel cross-entropy on the cast 16-bit logits: their
+programs all-gather nothing.
 
 Asynchronous schedules (run_pipeline_train_case with reference=
 async_reference): PipeDream (an update after every micro-batch, weight
@@ -942,11 +946,26 @@ def check_skipped_together(state_dirs, steps):
     return errors
 
 
+def check_skipped_like_one(one, ranks_state):
+    """The steps a plan skipped for an fp16 overflow are one process's: the
+    step counter and the loss scale (with its count of good steps) rank 0
+    saved hold one process's bits."""
+    errors = []
+    for n in ("step.npy", "loss_scale.npy", "loss_scale.good_steps.npy"):
+        want = np.load(os.path.join(one, n))
+        got = np.load(os.path.join(ranks_state, n))
+        if got.tobytes() != want.tobytes():
+            errors.append(f"{n}: the ranks saved {got} and one process {want}; "
+                          "they skipped other steps")
+    return errors
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
                             zero=False, reference=None, search=None,
                             accumulate=False, tp_split=(), split_parts=None,
-                            overflow=False):
+                            overflow=False, skips_like_one=False,
+                            vocab_parallel=False):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -970,7 +989,14 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     ranks' shards.json): the programs split it, not only run; over
     `split_parts` ranks when given (an expert-parallel plan's experts).
     With `overflow` (fp16 from a loss scale that overflows) the values are
-    not compared (check_skipped_together says why and what is)."""
+    not compared (check_skipped_together says why and what is), unless
+    `skips_like_one`: a plan of one micro-batch and no data parallelism,
+    whose gradients are the whole batch's as one process's are, must skip
+    the steps one process skips (the same step counter and loss scale) and
+    then agree with it as without overflow. With `vocab_parallel` the
+    plan's program must all-gather nothing (its generated source calls no
+    distrt_all_gather): the softmax cross-entropy ran on each tensor rank's
+    columns of the logits."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -1003,11 +1029,18 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
               if accumulate else
               [compiler, model, "--input-shape=" + whole_shape,
                "--train=" + train, "-o", one])
-    for cmd in ([compiler, planned, "--train=" + train, "-o", pp],
-                single)[:1 if reference else 2]:
+    source = os.path.join(d, "pp.cpp")
+    for cmd in ([compiler, planned, "--train=" + train, "--emit-source", source,
+                 "-o", pp], single)[:1 if reference else 2]:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return [f"dist-compile {cmd[1]} failed: {p.stderr[-1500:]}"]
+    if vocab_parallel:
+        with open(source) as f:
+            if "distrt_all_gather" in f.read():
+                return [f"{source} all-gathers: the logits were gathered "
+                        "whole, the softmax cross-entropy did not run "
+                        "vocabulary-parallel"]
     args = save_feeds(d, feeds)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     s_one = os.path.join(d, "state_one")
@@ -1040,8 +1073,13 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         return [f"expected {steps} loss lines from each run (rank 0 only under "
                 f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
     if overflow:
-        return check_skipped_together(
+        errors = check_skipped_together(
             [os.path.join(d, f"state_pp{r}") for r in range(ranks)], steps)
+        if errors or not skips_like_one:
+            return errors
+        errors = check_skipped_like_one(s_one, os.path.join(d, "state_pp0"))
+        if errors:
+            return errors
     errors = []
     msg = common.compare("loss curve", c2, c1, rtol, 0.0)
     if msg:
@@ -1218,7 +1256,10 @@ def mixed_precision_cases(rng):
         # gradient's rounding into a whole step of lr (with Adam, a c_attn
         # bias element under pp=2 ends 9.6e-4 off where the tensor's largest
         # is 3e-3: three steps of lr 1e-3 in another direction).
-        ("gpt2_sgd_bf16_tp2", dict(gpt, plan="tp=2,mbs=1", train=gpt_sgd)),
+        # The loss reads the bf16 logits cast to f32: vocabulary-parallel
+        # on each rank's cast columns (no all-gather of the logits).
+        ("gpt2_sgd_bf16_tp2", dict(gpt, plan="tp=2,mbs=1", train=gpt_sgd,
+                                   vocab_parallel=True)),
         ("gpt2_sgd_bf16_pp2_1f1b",
          dict(gpt, plan="pp=2,mbs=1,schedule=1f1b", train=gpt_sgd)),
         # Context parallelism: each rank's gradients are its tokens' part,
@@ -1236,6 +1277,17 @@ def mixed_precision_cases(rng):
                      ("labels", rng.integers(0, 64, (2, 8)).astype(np.int64))],
               train="loss=softmax-cross-entropy:labels optimizer=sgd lr=0.5 "
                     "mixed-precision=fp16 loss-scale=1024")),
+        # fp16 from an overflowing scale (2^20) under tp=2 with one
+        # micro-batch of the whole batch: the vocabulary-parallel loss's
+        # gradient (each rank's columns of softmax - onehot times the scale)
+        # overflows where one process's does, so the ranks skip one
+        # process's steps, then follow its values.
+        ("gpt2_sgd_fp16_overflow_tp2",
+         dict(gpt, input_shape="input_ids:4x32", plan="tp=2,mbs=4", steps=6,
+              rtol=MIXED["fp16"], overflow=True, skips_like_one=True,
+              vocab_parallel=True,
+              train="loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1 "
+                    "mixed-precision=fp16 loss-scale=1048576")),
         # fp16 interleaved: each rank holds two stages and or-s their flags
         # before the world's.
         ("gpt2_sgd_fp16_pp2_interleaved",

@@ -161,7 +161,8 @@ distrt_status distrt_all_gather(distrt_comm *comm, const distrt_tensor *input,
 distrt_status distrt_all_to_all(distrt_comm *comm, const distrt_tensor *input,
                                 const distrt_tensor *output, int32_t split_axis,
                                 int32_t concat_axis);
-/** Copies `root`'s tensor into every rank's `tensor` (same checks). */
+/** Copies `root`'s tensor into every rank's `tensor` (same checks). Any
+ *  dtype: MPI carries the bytes. */
 distrt_status distrt_broadcast(distrt_comm *comm, const distrt_tensor *tensor,
                                int32_t root);
 /** Returns on every rank once every rank has called it. */

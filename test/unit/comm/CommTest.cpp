@@ -236,6 +236,29 @@ TEST_F(CommTest, HalfPrecisionReducesWithEveryOp) {
   }
 }
 
+// A broadcast copies the root's bytes: 16-bit floats arrive bit for bit,
+// NaN payloads and the sign of zero included (no arithmetic touches them).
+TEST_F(CommTest, HalfPrecisionBroadcastCarriesTheRootsBits) {
+  for (distrt_dtype dt : {DISTRT_F16, DISTRT_BF16}) {
+    SCOPED_TRACE(dt == DISTRT_F16 ? "f16" : "bf16");
+    const int32_t root = size - 1;
+    auto bitsOf = [](int32_t r) {
+      // Every element a function of its index and the rank.
+      std::vector<uint16_t> v(1001);
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = (uint16_t)(i * 40503u + (uint32_t)r * 977u);
+      v[0] = 0x8000;               // -0
+      v[1] = 0x7fc1 ^ (uint16_t)r; // a NaN (in both formats) with a payload
+      return v;
+    };
+    std::vector<uint16_t> v = bitsOf(rank);
+    int64_t n = (int64_t)v.size();
+    distrt_tensor t = distrt_make_tensor(v.data(), dt, 1, &n);
+    ASSERT_EQ(distrt_broadcast(comm, &t, root), DISTRT_OK) << error();
+    EXPECT_EQ(v, bitsOf(root));
+  }
+}
+
 TEST_F(CommTest, SendRecvBetweenRanks) {
   if (size == 1)
     GTEST_SKIP() << "needs two ranks (mpirun -np 2)";
