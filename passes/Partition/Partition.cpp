@@ -254,24 +254,25 @@ struct PartitionPass
 
   /// Mixed precision (dist-autodiff's mixed-precision=bf16|fp16) runs under
   /// data, tensor, context, expert and pipeline parallelism and ZeRO with
-  /// the synchronous schedules: each rank unscales its own gradients (or
-  /// shards) and the overflow flag is or-ed over the world
-  /// (buildTrainList). The asynchronous schedules are refused, by name.
+  /// the synchronous schedules, PipeDream-2BW (one update per step: each
+  /// rank unscales its own gradients or shards and the overflow flag is
+  /// or-ed over the world) and PipeDream (the same check per micro-batch
+  /// update; buildTrainList). PipeMare is refused by name.
   static LogicalResult checkMixedPrecision(func::FuncOp train,
                                            const schedule::Plan &p) {
     auto cfg = train->getAttrOfType<DictionaryAttr>("graph.train");
     auto precision = cfg ? cfg.getAs<StringAttr>("mixed_precision") : nullptr;
     if (!precision || precision.getValue() == "none")
       return success();
-    if (!schedule::isAsync(p.schedule))
+    if (p.schedule != schedule::ScheduleKind::PipeMare)
       return success();
     return train.emitError("dist-partition: @")
            << train.getSymName() << " trains in mixed precision ("
-           << precision.getValue() << ") but the plan's schedule \""
-           << schedule::scheduleName(p.schedule)
-           << "\" is asynchronous, which runs f32 steps yet (its updates of "
-              "one micro-batch would need a loss-scale check of their own); "
-              "use a synchronous schedule (1f1b, gpipe, zb-h1, interleaved) "
+           << precision.getValue()
+           << ") but the plan's schedule \"pipemare\" runs f32 steps yet: "
+              "its discrepancy correction extrapolates by the updates made "
+              "since a micro-batch's forward, and an update skipped on an "
+              "overflow would count as one; use pipedream or pipedream-2bw, "
               "or train in f32";
   }
 

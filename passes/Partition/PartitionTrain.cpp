@@ -64,6 +64,15 @@
 //    lr / (tau + 1) for its delay tau (learning-rate rescheduling), as in
 //    PipeMare (Yang et al., MLSys 2021).
 //
+// In mixed precision the versions are f32 masters (the versioned clone
+// casts each to the low type next to its argument). 2BW checks for
+// overflow once per step as the synchronous schedules do; PipeDream's
+// update of micro-batch m is one process's step on m, so it unscales the
+// stage's gradients of m by the newest loss scale (which m's backward on
+// the last stage was seeded with: the clone takes it as an argument) and
+// or-s the flag over the world before that update: every rank skips m's
+// updates together and keeps the same step counter and loss scale.
+//
 // ZeRO under the asynchronous schedules (dp > 1): PipeDream and PipeMare
 // reduce-scatter micro-batch m's gradient, update the replica's shard of
 // the newest weights and of the optimizer state, and all-gather the new
@@ -962,27 +971,27 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // any gradient overflowed, whatever stage, shard or replica holds it.
   auto unscales = func.getBody().front().getOps<graph::UnscaleOp>();
   const bool mixedPrecision = !unscales.empty();
-  Value overflow;
-  overflowFlag = [&](Operation *at) -> FailureOr<Value> {
-    if (overflow)
-      return overflow;
+  // The unscales of the stages \p onStage selects, cloned into \p map
+  // with \p operandOf resolving what they read (a gradient \p isShard says
+  // this replica holds a shard of is unscaled as that shard, ZeRO), and
+  // their flags or-ed, then over the world: max of one i1 per rank.
+  auto worldOverflow =
+      [&](function_ref<bool(int64_t)> onStage,
+          function_ref<FailureOr<Value>(Value)> operandOf, IRMapping &map,
+          function_ref<bool(Value)> isShard) -> FailureOr<Value> {
     Value local;
     for (graph::UnscaleOp unscale : unscales) {
-      if (!onList(g.stageOf.lookup(unscale)))
+      if (!onStage(g.stageOf.lookup(unscale)))
         continue;
-      if (failed(checkSynced(at, *unscale)))
-        return failure();
       for (Value operand : unscale->getOperands()) {
-        FailureOr<Value> mapped = stepValue(at, operand);
+        FailureOr<Value> mapped = operandOf(operand);
         if (failed(mapped))
           return failure();
-        stepMap.map(operand, *mapped);
+        map.map(operand, *mapped);
       }
-      Operation *copy = ib.clone(*unscale, stepMap);
-      // ZeRO: a gradient this replica holds a shard of is unscaled as that
-      // shard.
+      Operation *copy = ib.clone(*unscale, map);
       for (auto [k, grad] : llvm::enumerate(unscale.getGrads()))
-        if (sharded.contains(grad))
+        if (isShard(grad))
           copy->getResult(k).setType(copy->getOperand(k + 1).getType());
       Value found = copy->getResults().back();
       local = local
@@ -994,11 +1003,26 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     if (!local) // no gradient on this list's stages
       local = graph::ConstantOp::create(
           ib, loc, flagType, DenseElementsAttr::get(flagType, false));
-    overflow = dist::AllReduceOp::create(
-                   ib, loc, flagType, local,
-                   dist::ReductionKindAttr::get(ctx, dist::ReductionKind::max),
-                   ib.getDenseI64ArrayAttr({}))
-                   .getResult();
+    return dist::AllReduceOp::create(
+               ib, loc, flagType, local,
+               dist::ReductionKindAttr::get(ctx, dist::ReductionKind::max),
+               ib.getDenseI64ArrayAttr({}))
+        .getResult();
+  };
+  Value overflow;
+  overflowFlag = [&](Operation *at) -> FailureOr<Value> {
+    if (overflow)
+      return overflow;
+    for (graph::UnscaleOp unscale : unscales)
+      if (onList(g.stageOf.lookup(unscale)) &&
+          failed(checkSynced(at, *unscale)))
+        return failure();
+    FailureOr<Value> flag = worldOverflow(
+        onList, [&](Value x) { return stepValue(at, x); }, stepMap,
+        [&](Value grad) { return sharded.contains(grad); });
+    if (failed(flag))
+      return failure();
+    overflow = *flag;
     for (graph::UnscaleOp unscale : unscales)
       stepMap.map(unscale.getResults().back(), overflow);
     return overflow;
@@ -1050,6 +1074,15 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   llvm::StringMap<Value> topWeights;
   for (auto w : func.getBody().front().getOps<graph::WeightOp>())
     topWeights.try_emplace(w.getSymName(), w.getResult());
+  // Mixed precision under PipeDream: the loss scale (what the unscales
+  // divide by) moves with every micro-batch's update, so the last stage's
+  // backward, which seeds with it, reads its newest value as an argument
+  // of the versioned clone, like a weight version.
+  llvm::StringMap<Value> scaleStates;
+  if (perMicrobatch)
+    for (graph::UnscaleOp unscale : unscales)
+      if (auto st = unscale.getScale().getDefiningOp<graph::StateOp>())
+        scaleStates.try_emplace(st.getSymName(), st.getResult());
   std::map<std::string, int64_t> trainedOn; // by name: ordered output
   if (weightArgs)
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
@@ -1110,6 +1143,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     });
     if (walk.wasInterrupted())
       return failure();
+    callee.walk([&](graph::StateOp st) {
+      if (scaleStates.count(st.getSymName()))
+        names.insert(st.getSymName());
+    });
     if (!names.empty()) {
       std::string cloneName = (callee.getSymName() + "_versioned").str();
       auto clone = module.lookupSymbol<func::FuncOp>(cloneName);
@@ -1120,16 +1157,19 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         Block &body = clone.getBody().front();
         SmallVector<Type> argTypes(clone.getArgumentTypes());
         for (StringRef n : names) {
-          Type t = chained.count(n) ? chained.lookup(n).getType()
-                                    : topWeights.lookup(n).getType();
+          Type t = chained.count(n)       ? chained.lookup(n).getType()
+                   : scaleStates.count(n) ? scaleStates.lookup(n).getType()
+                                          : topWeights.lookup(n).getType();
           BlockArgument arg = body.addArgument(t, callee.getLoc());
           argTypes.push_back(t);
-          for (auto w : llvm::make_early_inc_range(
-                   clone.getBody().getOps<graph::WeightOp>()))
-            if (w.getSymName() == n) {
-              w.replaceAllUsesWith(arg);
-              w.erase();
+          clone.walk([&](Operation *op) {
+            auto w = dyn_cast<graph::WeightOp>(op);
+            auto st = dyn_cast<graph::StateOp>(op);
+            if ((w && w.getSymName() == n) || (st && st.getSymName() == n)) {
+              op->getResult(0).replaceAllUsesWith(arg);
+              op->erase();
             }
+          });
         }
         clone.setFunctionType(FunctionType::get(
             ctx, argTypes, clone.getFunctionType().getResults()));
@@ -1145,7 +1185,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   auto newestOf = [&](Operation *at, StringRef n) -> FailureOr<Value> {
     if (Value v = newest.lookup(n))
       return v;
-    FailureOr<Value> stored = stepValue(at, topWeights.lookup(n));
+    Value top = topWeights.lookup(n);
+    FailureOr<Value> stored = stepValue(at, top ? top : scaleStates.lookup(n));
     if (failed(stored))
       return failure();
     return newest[n] = *stored;
@@ -1335,8 +1376,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       // version of every weight the stage trains; its backward calls read
       // the same ones.
       llvm::StringMap<Value> *chosen = nullptr;
-      bool trains = llvm::any_of(
-          vc->weights, [&](const std::string &n) { return !chained.count(n); });
+      bool trains = llvm::any_of(vc->weights, [&](const std::string &n) {
+        return !chained.count(n) && !scaleStates.count(n);
+      });
       if (versioned && !pipeMare && !zero3 && trains) {
         auto [it, first] = stash.try_emplace({mb, v});
         if (first) {
@@ -1359,6 +1401,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         FailureOr<Value> w;
         if (chained.count(n))
           w = statInput(at, mb, v, phase, n);
+        else if (scaleStates.count(n))
+          w = newestOf(at, n); // the scale of this micro-batch's update
         else if (zero3)
           w = gatheredWeight(at, n, phase);
         else if (pipeMare)
@@ -1444,9 +1488,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   auto updateMicrobatch = [&](Operation *at, int64_t mb,
                               int64_t v) -> LogicalResult {
     IRMapping map;
+    Value flag; // mixed precision: this update's overflow flag, the world's
     auto resolve = [&](Value value) -> FailureOr<Value> {
       return cloneTopLevel(
           ib, at, value, map, [&](Value x) -> FailureOr<Value> {
+            if (flag && isOverflowFlag(x))
+              return flag;
             if (g.perMicroBatch.count(x)) {
               if (Value avg = mbAveraged.lookup({mb, x}))
                 return avg;
@@ -1474,6 +1521,24 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
             return name ? newest.lookup(name.getValue()) : Value();
           });
     };
+    // Mixed precision: micro-batch mb's update is one process's step on
+    // that micro-batch, so it skips when any of mb's gradients overflowed,
+    // on whatever stage, replica or shard: the list unscales its stage's
+    // gradients of mb (averaged over the replicas, or this replica's
+    // shard) by the newest loss scale, the one mb's backward was seeded
+    // with, and or-s the flags over the world. Every list updates after
+    // each of its micro-batches in the same order, so every rank joins the
+    // same all-reduces and keeps the same step counter and loss scale.
+    if (mixedPrecision) {
+      FailureOr<Value> world =
+          worldOverflow([&](int64_t stage) { return stage == v; }, resolve, map,
+                        [&](Value grad) {
+                          return mbSharded.contains({mb, grad});
+                        });
+      if (failed(world))
+        return failure();
+      flag = *world;
+    }
     // PipeMare: the stage's weights before the update.
     std::map<std::string, Value> before;
     if (pipeMare)
@@ -1492,7 +1557,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       // of the newest weights and of its optimizer state (the stored one,
       // or the shard the previous update left) and gathers the new weights.
       if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op) &&
-          mbSharded.contains({mb, op.getOperand(1)})) {
+          mbSharded.contains({mb, gradientOf(op.getOperand(1))})) {
         for (Value operand : op.getOperands()) {
           FailureOr<Value> mapped = resolve(operand);
           if (failed(mapped))

@@ -72,7 +72,13 @@ one process's mixed-precision program within run_training.py's MIXED
 tolerance of the format; and fp16 from an overflowing scale (2^20) at
 pp=2, tp=2 and dp=2 with ZeRO-1 on skewed_mlp, whose stages and shards overflow at different
 scales: every rank must skip the same steps (step counter and loss scale
-bit-identical across ranks) and train after the back-off.
+bit-identical across ranks) and train after the back-off. Under the
+asynchronous schedules: the MLP with Adam in fp16 under PipeDream-2BW and
+PipeDream at pp=2 and dp=2 x pp=2 with ZeRO-1 and in bf16 at dp=2 x pp=2,
+against async_reference (one process's mixed-precision program run one
+(micro-)batch at a time: PipeDream's update of a micro-batch skips when
+any stage's gradient of it overflowed), and both from 2^20 on
+skewed_mlp (every rank the same update count and loss scale).
 
 Asynchronous schedules (run_pipeline_train_case with reference=
 async_reference): PipeDream (an update after every micro-batch, weight
@@ -912,7 +918,7 @@ def check_tp_split(state_dir, weights, tp):
     return errors
 
 
-def check_skipped_together(state_dirs, steps):
+def check_skipped_together(state_dirs, steps, updates=None):
     """fp16 from an overflowing loss scale under a partitioned plan: each
     micro-batch's gradient is scaled as the mean over its own rows, so it
     overflows at other scales than one process's whole-batch gradient, and
@@ -920,13 +926,16 @@ def check_skipped_together(state_dirs, steps):
     were skipped and later ones taken, and every rank (each holding other
     stages, shards or rows) skipped the same ones and moved the loss scale
     alike, i.e. every rank saved the same step counter and loss scale
-    bits."""
+    bits. `updates`: the updates the run makes when none skips (PipeDream
+    updates after every micro-batch: steps x micro-batches; default
+    `steps`)."""
     errors = []
+    updates = updates or steps
     names = ("step.npy", "loss_scale.npy", "loss_scale.good_steps.npy")
     first = [np.load(os.path.join(state_dirs[0], n)) for n in names]
-    if not float(first[0]) < steps:
-        errors.append(f"no step was skipped (step counter {float(first[0])}); "
-                      "the loss scale did not overflow")
+    if not float(first[0]) < updates:
+        errors.append(f"no update was skipped (step counter {float(first[0])} "
+                      f"of {updates}); the loss scale did not overflow")
     elif not float(first[0]) > 0:
         errors.append(f"every one of {steps} steps was skipped; the loss "
                       "scale never backed off far enough to train")
@@ -937,8 +946,8 @@ def check_skipped_together(state_dirs, steps):
                 errors.append(f"{n}: rank {r} saved {got} and rank 0 {want}; "
                               "the ranks did not skip the same steps")
     if not errors:
-        print(f"  {float(first[0]):.0f} of {steps} steps taken on every rank, "
-              f"loss scale {float(first[1]):g}")
+        print(f"  {float(first[0]):.0f} of {updates} updates taken on every "
+              f"rank, loss scale {float(first[1]):g}")
     return errors
 
 
@@ -975,7 +984,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
                 "installs it)"]
-    tp = int(dict(kv.split("=") for kv in plan.split(",")).get("tp", 1))
+    options = dict(kv.split("=") for kv in plan.split(","))
+    tp = int(options.get("tp", 1))
     opt = os.path.join(os.path.dirname(compiler), "dist-opt")
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
@@ -1040,8 +1050,12 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         return [f"expected {steps} loss lines from each run (rank 0 only under "
                 f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
     if overflow:
+        # PipeDream updates after each of a replica's micro-batches.
+        per_microbatch = options.get("schedule") in ("pipedream", "pipemare")
         return check_skipped_together(
-            [os.path.join(d, f"state_pp{r}") for r in range(ranks)], steps)
+            [os.path.join(d, f"state_pp{r}") for r in range(ranks)], steps,
+            steps * steps_per // int(options.get("dp", 1))
+            if per_microbatch else steps)
     errors = []
     msg = common.compare("loss curve", c2, c1, rtol, 0.0)
     if msg:
@@ -1241,7 +1255,28 @@ def mixed_precision_cases(rng):
         ("gpt2_sgd_fp16_pp2_interleaved",
          dict(gpt, plan="pp=2,mbs=1,schedule=interleaved,chunks=2",
               rtol=MIXED["fp16"], train=gpt_fp16)),
-    ]
+    ] + [
+        # The asynchronous schedules against async_reference (one
+        # process's mixed-precision program from the same versions).
+        # PipeDream-2BW updates once per step: the synchronous overflow
+        # check, every micro-batch computing with the 16-bit copies of
+        # W(t-1). PipeDream's update of a micro-batch is one process's step
+        # on it, so it skips when any stage's gradient of that micro-batch
+        # overflowed: the world's or per update, the loss scale moving with
+        # every update.
+        case for kind in ("2bw", "pipedream") for case in (
+            (f"mlp_adam_fp16_pp2_{kind}",
+             dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}",
+                  reference=async_reference)),
+            (f"mlp_adam_bf16_dp2_pp2_{kind}",
+             dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule={kind}", ranks=4,
+                  reference=async_reference,
+                  train=adam + "mixed-precision=bf16", rtol=MIXED["bf16"])),
+            (f"mlp_adam_fp16_dp2_pp2_zero1_{kind}",
+             dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule={kind},zero=1",
+                  ranks=4, zero=True, reference=async_reference)),
+            (f"mlp_adam_fp16_overflow_pp2_{kind}",
+             dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}", **overflow)))]
 
 
 def cases():
