@@ -72,6 +72,8 @@
 // the last stage was seeded with: the clone takes it as an argument) and
 // or-s the flag over the world before that update: every rank skips m's
 // updates together and keeps the same step counter and loss scale.
+// PipeMare checks the same way; a skipped update also keeps the velocity,
+// and the correction counts the updates taken (from the step counter).
 //
 // ZeRO under the asynchronous schedules (dp > 1): PipeDream and PipeMare
 // reduce-scatter micro-batch m's gradient, update the replica's shard of
@@ -1260,6 +1262,22 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   const bool reschedule = pipeMare && plan.pipemareWarmup > 0 && tau > 0;
   std::map<std::string, Value> velocity; // by name: the newest
   DenseMap<std::pair<int64_t, int64_t>, unsigned> forwardUpdates;
+  // Mixed precision: an update skipped on an overflow moves no weight, so
+  // the correction counts the updates taken since the forward, from the
+  // optimizer's step counter (which counts them) at the forward and now.
+  DenseMap<std::pair<int64_t, int64_t>, Value> forwardSteps;
+  auto stepCounter = [&](Operation *at) -> FailureOr<Value> {
+    if (Value n = newest.lookup("step"))
+      return n;
+    for (auto st : func.getBody().front().getOps<graph::StateOp>())
+      if (st.getSymName() == "step")
+        return stepValue(at, st.getResult());
+    return at->emitOpError("corrects stage ")
+           << sched.stageOfList(list)
+           << "'s backward under pipemare in mixed precision without the "
+              "optimizer's step counter 'step' among the step's states "
+              "(dist-autodiff writes it)";
+  };
   // A scalar of \p like's element type (one constant per value: the list
   // is straight-line code, so the first dominates every later use).
   std::map<std::pair<const void *, double>, Value> scalars;
@@ -1300,10 +1318,18 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     if (failed(w))
       return failure();
     Value out = *w;
-    if (unsigned d = updates - fwd->second; correct && d > 0)
-      out = binary(graph::BinaryKind::Sub, out,
-                   binary(graph::BinaryKind::Mul, velocityOf(n, w->getType()),
-                          scalar(out, d)));
+    if (unsigned d = updates - fwd->second; correct && d > 0) {
+      Value times = scalar(out, d);
+      if (Value then = forwardSteps.lookup({mb, v})) {
+        FailureOr<Value> now = stepCounter(at);
+        if (failed(now))
+          return failure();
+        times = binary(graph::BinaryKind::Sub, *now, then);
+      }
+      out = binary(
+          graph::BinaryKind::Sub, out,
+          binary(graph::BinaryKind::Mul, velocityOf(n, w->getType()), times));
+    }
     return chosen[n] = out;
   };
 
@@ -1415,8 +1441,15 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         operands.push_back(*w);
       }
       if (!vc->weights.empty()) {
-        if (pipeMare && phase == TrainPhase::Forward)
+        if (pipeMare && phase == TrainPhase::Forward) {
           forwardUpdates[{mb, v}] = updates;
+          if (correct && mixedPrecision) {
+            FailureOr<Value> n = stepCounter(at);
+            if (failed(n))
+              return failure();
+            forwardSteps[{mb, v}] = *n;
+          }
+        }
         callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
       }
     }
@@ -1620,12 +1653,18 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         step = binary(graph::BinaryKind::Mul, step, factor);
         w = binary(graph::BinaryKind::Add, old, step);
       }
-      if (correct)
-        velocity[n] = binary(
-            graph::BinaryKind::Add,
-            binary(graph::BinaryKind::Mul, velocityOf(n, w.getType()),
-                   scalar(w, gamma)),
-            binary(graph::BinaryKind::Mul, step, scalar(w, 1.0 - gamma)));
+      if (!correct)
+        continue;
+      Value kept = binary(graph::BinaryKind::Mul, step, scalar(w, 1.0 - gamma));
+      Value last = velocityOf(n, w.getType());
+      Value moved =
+          binary(graph::BinaryKind::Add,
+                 binary(graph::BinaryKind::Mul, last, scalar(w, gamma)), kept);
+      // A skipped update (mixed precision) leaves the velocity too.
+      velocity[n] = flag ? graph::WhereOp::create(ib, loc, last.getType(), flag,
+                                                  last, moved)
+                               .getResult()
+                         : moved;
     }
     return success();
   };

@@ -77,8 +77,10 @@ asynchronous schedules: the MLP with Adam in fp16 under PipeDream-2BW and
 PipeDream at pp=2 and dp=2 x pp=2 with ZeRO-1 and in bf16 at dp=2 x pp=2,
 against async_reference (one process's mixed-precision program run one
 (micro-)batch at a time: PipeDream's update of a micro-batch skips when
-any stage's gradient of it overflowed), and both from 2^20 on
-skewed_mlp (every rank the same update count and loss scale).
+any stage's gradient of it overflowed), PipeMare on deep_mlp in fp16
+against pipemare_reference's fp16 emulation (SGD at pp=2, also from
+2^20, and Adam at pp=3), and all three from 2^20 on skewed_mlp (every
+rank the same update count and loss scale).
 
 Asynchronous schedules (run_pipeline_train_case with reference=
 async_reference): PipeDream (an update after every micro-batch, weight
@@ -798,14 +800,37 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     (warm_s + 1)^-p, p = max(0, 1 - (n - 1) / K), for the stage's n-th
     update. With dp replicas (each on its block of the batch) micro-batch
     k's gradient is the mean over the replicas' k-th micro-batches: the
-    gradient of micro-batch k of every block, together. Returns (loss
-    curve, state folder)."""
+    gradient of micro-batch k of every block, together.
+
+    In fp16 (mixed-precision=fp16 loss-scale=S) every value the program
+    computes in fp16 is rounded to it (the input, the weights' copies, each
+    layer's matmul, bias add and activation gradient), the loss and the
+    master weights stay float64, the backward is seeded with the dynamic
+    loss scale and the gradients unscaled by it. Micro-batch k's update is
+    one process's step on k: skipped, with every stage's, when any
+    gradient of k overflowed (the scale halved; doubled after 2000 good
+    updates), leaving weights, moments, velocities and the update count
+    as they were; the correction's d counts the updates taken. Returns
+    (loss curve, state folder)."""
     kv = dict(item.split("=") for item in plan.split(","))
     pp = int(kv["pp"])
     warmup = int(kv.get("pipemare_warmup", 0))
     decay = float(kv.get("pipemare_decay", 0.1))
     opt = dict(item.split("=") for item in train.split()[1:])
     lr, kind = float(opt["lr"]), opt["optimizer"]
+    mixed = opt.get("mixed-precision", "none")
+    if mixed not in ("none", "fp16"):
+        raise RuntimeError(f"pipemare_reference emulates f32 and fp16, not "
+                           f"{mixed}")
+    low = np.float16 if mixed == "fp16" else None
+    scale = float(opt.get("loss-scale", 65536.0)) if low else 1.0
+    good = 0  # updates since the scale last moved
+
+    def q(a):
+        """`a` rounded to the program's low type (fp16), as float64."""
+        if low is None:
+            return a
+        return np.asarray(a).astype(low).astype(np.float64)
     rows = int(input_shape.split(":")[1].split("x")[0])
     dp = int(kv.get("dp", 1))
     shard = batch // dp  # each replica's rows, in order
@@ -830,58 +855,72 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     t_all = feeds[1][1].astype(np.float64)
     n = 0  # updates of every list so far
     curve = []
-    for _ in range(steps):
-        history = [dict(w)]  # the weights after each of the step's updates
-        losses = []
-        for k in range(m):
-            part = np.concatenate([np.arange(r * shard + k * rows,
-                                             r * shard + (k + 1) * rows)
-                                   for r in range(dp)])
-            x, t = x_all[part], t_all[part]
+    # fp16's overflows are values here (inf, then nan), not errors.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(steps):
+            history = [dict(w)]  # the weights after each of the step's updates
+            taken = []  # whether each of the step's updates was taken
+            losses = []
+            for k in range(m):
+                part = np.concatenate([np.arange(r * shard + k * rows,
+                                                 r * shard + (k + 1) * rows)
+                                       for r in range(dp)])
+                x, t = x_all[part], t_all[part]
 
-            def fwd(name):
-                return history[max(0, k - warm[stage_of[name]])][name]
+                def fwd(name):
+                    return history[max(0, k - warm[stage_of[name]])][name]
 
-            def bwd(name):
-                s = stage_of[name]
-                return w[name] - min(k, warm[s]) * vel[name] \
-                    if decay < 1 else w[name]
+                def bwd(name):
+                    s = stage_of[name]
+                    d = sum(taken[max(0, k - warm[s]):k])
+                    return w[name] - d * vel[name] if decay < 1 else w[name]
 
-            acts, pres = [x], []
-            for i in range(layers):
-                pre = acts[-1] @ fwd(f"w{i}").T + fwd(f"b{i}")
-                pres.append(pre)
-                acts.append(np.maximum(pre, 0) if i + 1 < layers else pre)
-            diff = acts[-1] - t
-            losses.append(np.mean(diff * diff))
-            dy = 2 * diff / diff.size
-            grads = {}
-            for i in reversed(range(layers)):
-                if i + 1 < layers:
-                    dy = dy * (pres[i] > 0)
-                grads[f"w{i}"] = dy.T @ acts[i]
-                grads[f"b{i}"] = dy.sum(0)
-                dy = dy @ bwd(f"w{i}")
-            n += 1
-            for name, g in grads.items():
-                s = stage_of[name]
-                if kind == "sgd":
-                    step = -lr * g
-                else:
-                    m1, m2 = mom[name]
-                    m1 = 0.9 * m1 + 0.1 * g
-                    m2 = 0.999 * m2 + 0.001 * g * g
-                    mom[name] = (m1, m2)
-                    step = -lr * (m1 / (1 - 0.9 ** n)) / (
-                        np.sqrt(m2 / (1 - 0.999 ** n)) + 1e-8)
-                if warmup and warm[s]:
-                    step = step * (warm[s] + 1.0) ** -max(0.0, 1 - (n - 1) / warmup)
-                if decay < 1 and warm[s]:
-                    gamma = decay ** (1.0 / warm[s])
-                    vel[name] = gamma * vel[name] + (1 - gamma) * step
-                w[name] = w[name] + step
-            history.append(dict(w))
-        curve.append(float(np.mean(losses)))
+                acts, pres = [q(x)], []
+                for i in range(layers):
+                    pre = q(q(acts[-1] @ q(fwd(f"w{i}")).T) + q(fwd(f"b{i}")))
+                    pres.append(pre)
+                    acts.append(np.maximum(pre, 0) if i + 1 < layers else pre)
+                diff = acts[-1] - t
+                losses.append(np.mean(diff * diff))
+                dy = q(scale * 2 * diff / diff.size)
+                grads = {}
+                for i in reversed(range(layers)):
+                    if i + 1 < layers:
+                        dy = dy * (pres[i] > 0)
+                    grads[f"w{i}"] = q(dy.T @ acts[i]) / scale
+                    grads[f"b{i}"] = q(dy.sum(0)) / scale
+                    dy = q(dy @ q(bwd(f"w{i}")))
+                if not all(np.all(np.isfinite(g)) for g in grads.values()):
+                    # An overflow: every stage skips micro-batch k's update.
+                    scale, good = scale * 0.5, 0
+                    taken.append(0)
+                    history.append(dict(w))
+                    continue
+                if low is not None:
+                    good += 1
+                    if good == 2000:
+                        scale, good = scale * 2, 0
+                taken.append(1)
+                n += 1
+                for name, g in grads.items():
+                    s = stage_of[name]
+                    if kind == "sgd":
+                        step = -lr * g
+                    else:
+                        m1, m2 = mom[name]
+                        m1 = 0.9 * m1 + 0.1 * g
+                        m2 = 0.999 * m2 + 0.001 * g * g
+                        mom[name] = (m1, m2)
+                        step = -lr * (m1 / (1 - 0.9 ** n)) / (
+                            np.sqrt(m2 / (1 - 0.999 ** n)) + 1e-8)
+                    if warmup and warm[s]:
+                        step = step * (warm[s] + 1.0) ** -max(0.0, 1 - (n - 1) / warmup)
+                    if decay < 1 and warm[s]:
+                        gamma = decay ** (1.0 / warm[s])
+                        vel[name] = gamma * vel[name] + (1 - gamma) * step
+                    w[name] = w[name] + step
+                history.append(dict(w))
+            curve.append(float(np.mean(losses)))
     out = os.path.join(d, "ref_state")
     os.makedirs(out, exist_ok=True)
     for name, v in w.items():
@@ -894,6 +933,9 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
                     mom[name][0].astype(np.float32))
             np.save(os.path.join(out, name + ".exp_avg_sq.npy"),
                     mom[name][1].astype(np.float32))
+    if low is not None:
+        np.save(os.path.join(out, "loss_scale.npy"), np.float32(scale))
+        np.save(os.path.join(out, "loss_scale.good_steps.npy"), np.float32(good))
     return np.array(curve), out
 
 
@@ -1198,6 +1240,8 @@ def mixed_precision_cases(rng):
                "mixed-precision=bf16")
     gpt_fp16 = ("loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1 "
                 "mixed-precision=fp16 loss-scale=1024")
+    deep = dict(mlp, model=deep_mlp, reference=pipemare_reference,
+                plan="pp=2,mbs=2,schedule=pipemare,pipemare_warmup=12")
     return [
         ("mlp_adam_fp16_pp2_1f1b",
          dict(mlp, plan="pp=2,mbs=2,schedule=1f1b")),
@@ -1276,7 +1320,24 @@ def mixed_precision_cases(rng):
              dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule={kind},zero=1",
                   ranks=4, zero=True, reference=async_reference)),
             (f"mlp_adam_fp16_overflow_pp2_{kind}",
-             dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}", **overflow)))]
+             dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}", **overflow)))] + [
+        # PipeMare against pipemare_reference's fp16 emulation (float64
+        # between the roundings): its updates per micro-batch skip as
+        # PipeDream's, the correction counting the updates taken. SGD as
+        # its f32 twin deep_mlp_sgd_pp2_pipemare (from 2^20 the first
+        # updates overflow: the reference skips them with every stage and
+        # halves the scale as the ranks must), and Adam over 3 stages.
+        (f"deep_mlp_sgd_fp16{tag}_pp2_pipemare",
+         dict(deep, train="loss=mse:target optimizer=sgd lr=0.05 "
+                          "mixed-precision=fp16 loss-scale=" + scale))
+        for tag, scale in (("", "1024"), ("_overflow", "1048576"))] + [
+        ("deep_mlp_adam_fp16_pp3_pipemare",
+         dict(deep, ranks=3, train=fp16,
+              plan="pp=3,mbs=2,schedule=pipemare,pipemare_decay=0.3")),
+        ("mlp_adam_fp16_overflow_pp2_pipemare",
+         dict(mlp, plan="pp=2,mbs=2,schedule=pipemare,pipemare_warmup=12",
+              **overflow)),
+    ]
 
 
 def cases():
