@@ -79,7 +79,8 @@ against async_reference (one process's mixed-precision program run one
 (micro-)batch at a time: PipeDream's update of a micro-batch skips when
 any stage's gradient of it overflowed), PipeMare on deep_mlp in fp16
 against pipemare_reference's fp16 emulation (SGD at pp=2, also from
-2^20, and Adam at pp=3), and all three from 2^20 on skewed_mlp (every
+2^20 and with a static 2^16 that skips every step's first micro-batch,
+and Adam at pp=3), and all three from 2^20 on skewed_mlp (every
 rank the same update count and loss scale).
 
 Asynchronous schedules (run_pipeline_train_case with reference=
@@ -824,6 +825,7 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
                            f"{mixed}")
     low = np.float16 if mixed == "fp16" else None
     scale = float(opt.get("loss-scale", 65536.0)) if low else 1.0
+    dynamic = low is not None and opt.get("dynamic-loss-scale") != "false"
     good = 0  # updates since the scale last moved
 
     def q(a):
@@ -892,11 +894,12 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
                     dy = q(dy @ q(bwd(f"w{i}")))
                 if not all(np.all(np.isfinite(g)) for g in grads.values()):
                     # An overflow: every stage skips micro-batch k's update.
-                    scale, good = scale * 0.5, 0
+                    if dynamic:
+                        scale, good = scale * 0.5, 0
                     taken.append(0)
                     history.append(dict(w))
                     continue
-                if low is not None:
+                if dynamic:
                     good += 1
                     if good == 2000:
                         scale, good = scale * 2, 0
@@ -933,7 +936,7 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
                     mom[name][0].astype(np.float32))
             np.save(os.path.join(out, name + ".exp_avg_sq.npy"),
                     mom[name][1].astype(np.float32))
-    if low is not None:
+    if dynamic:
         np.save(os.path.join(out, "loss_scale.npy"), np.float32(scale))
         np.save(os.path.join(out, "loss_scale.good_steps.npy"), np.float32(good))
     return np.array(curve), out
@@ -1326,11 +1329,16 @@ def mixed_precision_cases(rng):
         # PipeDream's, the correction counting the updates taken. SGD as
         # its f32 twin deep_mlp_sgd_pp2_pipemare (from 2^20 the first
         # updates overflow: the reference skips them with every stage and
-        # halves the scale as the ranks must), and Adam over 3 stages.
+        # halves the scale as the ranks must; a static 2^16 overflows on
+        # every step's first micro-batch, so skips fall between taken
+        # updates once the velocity moves: 10 of 40), and Adam over 3
+        # stages.
         (f"deep_mlp_sgd_fp16{tag}_pp2_pipemare",
          dict(deep, train="loss=mse:target optimizer=sgd lr=0.05 "
                           "mixed-precision=fp16 loss-scale=" + scale))
-        for tag, scale in (("", "1024"), ("_overflow", "1048576"))] + [
+        for tag, scale in (("", "1024"), ("_overflow", "1048576"),
+                           ("_static", "65536 dynamic-loss-scale=false"))
+    ] + [
         ("deep_mlp_adam_fp16_pp3_pipemare",
          dict(deep, ranks=3, train=fp16,
               plan="pp=3,mbs=2,schedule=pipemare,pipemare_decay=0.3")),
