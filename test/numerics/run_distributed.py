@@ -74,7 +74,8 @@ pp=2, tp=2 and dp=2 with ZeRO-1 on skewed_mlp, whose stages and shards overflow 
 scales: every rank must skip the same steps (step counter and loss scale
 bit-identical across ranks) and train after the back-off. Under the
 asynchronous schedules: the MLP with Adam in fp16 under PipeDream-2BW and
-PipeDream at pp=2 and dp=2 x pp=2 with ZeRO-1 and in bf16 at dp=2 x pp=2,
+PipeDream at pp=2, tp=2 x pp=2 and dp=2 x pp=2 with ZeRO-1 and in bf16
+at dp=2 x pp=2,
 against async_reference (one process's mixed-precision program run one
 (micro-)batch at a time: PipeDream's update of a micro-batch skips when
 any stage's gradient of it overflowed), PipeMare on deep_mlp in fp16
@@ -1323,7 +1324,12 @@ def mixed_precision_cases(rng):
              dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule={kind},zero=1",
                   ranks=4, zero=True, reference=async_reference)),
             (f"mlp_adam_fp16_overflow_pp2_{kind}",
-             dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}", **overflow)))] + [
+             dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}", **overflow)),
+            # Tensor parallelism inside the stages: each tensor rank
+            # unscales its parts, the flag or-ed over all four ranks.
+            (f"mlp_adam_fp16_tp2_pp2_{kind}",
+             dict(mlp, plan=f"tp=2,pp=2,mbs=2,schedule={kind}", ranks=4,
+                  reference=async_reference, tp_split=("w1",))))] + [
         # PipeMare against pipemare_reference's fp16 emulation (float64
         # between the roundings): its updates per micro-batch skip as
         # PipeDream's, the correction counting the updates taken. SGD as
