@@ -983,7 +983,7 @@ def check_skipped_together(state_dirs, steps, updates=None):
         errors.append(f"no update was skipped (step counter {float(first[0])} "
                       f"of {updates}); the loss scale did not overflow")
     elif not float(first[0]) > 0:
-        errors.append(f"every one of {steps} steps was skipped; the loss "
+        errors.append(f"every one of {updates} updates was skipped; the loss "
                       "scale never backed off far enough to train")
     for r, folder in enumerate(state_dirs[1:], 1):
         for n, want in zip(names, first):
