@@ -252,29 +252,6 @@ struct PartitionPass
     return func::FuncOp();
   }
 
-  /// Mixed precision (dist-autodiff's mixed-precision=bf16|fp16) runs under
-  /// data, tensor, context, expert and pipeline parallelism and ZeRO with
-  /// the synchronous schedules: each rank unscales its own gradients (or
-  /// shards) and the overflow flag is or-ed over the world
-  /// (buildTrainList). The asynchronous schedules are refused, by name.
-  static LogicalResult checkMixedPrecision(func::FuncOp train,
-                                           const schedule::Plan &p) {
-    auto cfg = train->getAttrOfType<DictionaryAttr>("graph.train");
-    auto precision = cfg ? cfg.getAs<StringAttr>("mixed_precision") : nullptr;
-    if (!precision || precision.getValue() == "none")
-      return success();
-    if (!schedule::isAsync(p.schedule))
-      return success();
-    return train.emitError("dist-partition: @")
-           << train.getSymName() << " trains in mixed precision ("
-           << precision.getValue() << ") but the plan's schedule \""
-           << schedule::scheduleName(p.schedule)
-           << "\" is asynchronous, which runs f32 steps yet (its updates of "
-              "one micro-batch would need a loss-scale check of their own); "
-              "use a synchronous schedule (1f1b, gpipe, zb-h1, interleaved) "
-              "or train in f32";
-  }
-
   /// Outlines the training step when needed, writes its schedule when the
   /// module has none, and builds every list's program.
   LogicalResult partitionTraining(ModuleOp module, dist::PlanAttr plan,
@@ -284,8 +261,6 @@ struct PartitionPass
              << "dist-partition: @" << train.getSymName()
              << " is a training step but the plan is an inference plan "
                 "(mode = infer); plan it for training (--dist-mode=train)";
-    if (failed(checkMixedPrecision(train, plan.toPlan())))
-      return failure();
     bool outlined = llvm::any_of(train.getOps<func::CallOp>(), [&](auto c) {
       auto callee = module.lookupSymbol<func::FuncOp>(c.getCallee());
       return callee && partition::trainGroupOf(callee);

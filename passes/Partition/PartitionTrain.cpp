@@ -64,6 +64,17 @@
 //    lr / (tau + 1) for its delay tau (learning-rate rescheduling), as in
 //    PipeMare (Yang et al., MLSys 2021).
 //
+// In mixed precision the versions are f32 masters (the versioned clone
+// casts each to the low type next to its argument). 2BW checks for
+// overflow once per step as the synchronous schedules do; PipeDream's
+// update of micro-batch m is one process's step on m, so it unscales the
+// stage's gradients of m by the newest loss scale (which m's backward on
+// the last stage was seeded with: the clone takes it as an argument) and
+// or-s the flag over the world before that update: every rank skips m's
+// updates together and keeps the same step counter and loss scale.
+// PipeMare checks the same way; a skipped update also keeps the velocity,
+// and the correction counts the updates taken (from the step counter).
+//
 // ZeRO under the asynchronous schedules (dp > 1): PipeDream and PipeMare
 // reduce-scatter micro-batch m's gradient, update the replica's shard of
 // the newest weights and of the optimizer state, and all-gather the new
@@ -962,27 +973,27 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // any gradient overflowed, whatever stage, shard or replica holds it.
   auto unscales = func.getBody().front().getOps<graph::UnscaleOp>();
   const bool mixedPrecision = !unscales.empty();
-  Value overflow;
-  overflowFlag = [&](Operation *at) -> FailureOr<Value> {
-    if (overflow)
-      return overflow;
+  // The unscales of the stages \p onStage selects, cloned into \p map
+  // with \p operandOf resolving what they read (a gradient \p isShard says
+  // this replica holds a shard of is unscaled as that shard, ZeRO), and
+  // their flags or-ed, then over the world: max of one i1 per rank.
+  auto worldOverflow =
+      [&](function_ref<bool(int64_t)> onStage,
+          function_ref<FailureOr<Value>(Value)> operandOf, IRMapping &map,
+          function_ref<bool(Value)> isShard) -> FailureOr<Value> {
     Value local;
     for (graph::UnscaleOp unscale : unscales) {
-      if (!onList(g.stageOf.lookup(unscale)))
+      if (!onStage(g.stageOf.lookup(unscale)))
         continue;
-      if (failed(checkSynced(at, *unscale)))
-        return failure();
       for (Value operand : unscale->getOperands()) {
-        FailureOr<Value> mapped = stepValue(at, operand);
+        FailureOr<Value> mapped = operandOf(operand);
         if (failed(mapped))
           return failure();
-        stepMap.map(operand, *mapped);
+        map.map(operand, *mapped);
       }
-      Operation *copy = ib.clone(*unscale, stepMap);
-      // ZeRO: a gradient this replica holds a shard of is unscaled as that
-      // shard.
+      Operation *copy = ib.clone(*unscale, map);
       for (auto [k, grad] : llvm::enumerate(unscale.getGrads()))
-        if (sharded.contains(grad))
+        if (isShard(grad))
           copy->getResult(k).setType(copy->getOperand(k + 1).getType());
       Value found = copy->getResults().back();
       local = local
@@ -994,11 +1005,26 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     if (!local) // no gradient on this list's stages
       local = graph::ConstantOp::create(
           ib, loc, flagType, DenseElementsAttr::get(flagType, false));
-    overflow = dist::AllReduceOp::create(
-                   ib, loc, flagType, local,
-                   dist::ReductionKindAttr::get(ctx, dist::ReductionKind::max),
-                   ib.getDenseI64ArrayAttr({}))
-                   .getResult();
+    return dist::AllReduceOp::create(
+               ib, loc, flagType, local,
+               dist::ReductionKindAttr::get(ctx, dist::ReductionKind::max),
+               ib.getDenseI64ArrayAttr({}))
+        .getResult();
+  };
+  Value overflow;
+  overflowFlag = [&](Operation *at) -> FailureOr<Value> {
+    if (overflow)
+      return overflow;
+    for (graph::UnscaleOp unscale : unscales)
+      if (onList(g.stageOf.lookup(unscale)) &&
+          failed(checkSynced(at, *unscale)))
+        return failure();
+    FailureOr<Value> flag = worldOverflow(
+        onList, [&](Value x) { return stepValue(at, x); }, stepMap,
+        [&](Value grad) { return sharded.contains(grad); });
+    if (failed(flag))
+      return failure();
+    overflow = *flag;
     for (graph::UnscaleOp unscale : unscales)
       stepMap.map(unscale.getResults().back(), overflow);
     return overflow;
@@ -1050,6 +1076,15 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   llvm::StringMap<Value> topWeights;
   for (auto w : func.getBody().front().getOps<graph::WeightOp>())
     topWeights.try_emplace(w.getSymName(), w.getResult());
+  // Mixed precision under PipeDream: the loss scale (what the unscales
+  // divide by) moves with every micro-batch's update, so the last stage's
+  // backward, which seeds with it, reads its newest value as an argument
+  // of the versioned clone, like a weight version.
+  llvm::StringMap<Value> scaleStates;
+  if (perMicrobatch)
+    for (graph::UnscaleOp unscale : unscales)
+      if (auto st = unscale.getScale().getDefiningOp<graph::StateOp>())
+        scaleStates.try_emplace(st.getSymName(), st.getResult());
   std::map<std::string, int64_t> trainedOn; // by name: ordered output
   if (weightArgs)
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
@@ -1110,6 +1145,10 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     });
     if (walk.wasInterrupted())
       return failure();
+    callee.walk([&](graph::StateOp st) {
+      if (scaleStates.count(st.getSymName()))
+        names.insert(st.getSymName());
+    });
     if (!names.empty()) {
       std::string cloneName = (callee.getSymName() + "_versioned").str();
       auto clone = module.lookupSymbol<func::FuncOp>(cloneName);
@@ -1120,16 +1159,19 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         Block &body = clone.getBody().front();
         SmallVector<Type> argTypes(clone.getArgumentTypes());
         for (StringRef n : names) {
-          Type t = chained.count(n) ? chained.lookup(n).getType()
-                                    : topWeights.lookup(n).getType();
+          Type t = chained.count(n)       ? chained.lookup(n).getType()
+                   : scaleStates.count(n) ? scaleStates.lookup(n).getType()
+                                          : topWeights.lookup(n).getType();
           BlockArgument arg = body.addArgument(t, callee.getLoc());
           argTypes.push_back(t);
-          for (auto w : llvm::make_early_inc_range(
-                   clone.getBody().getOps<graph::WeightOp>()))
-            if (w.getSymName() == n) {
-              w.replaceAllUsesWith(arg);
-              w.erase();
+          clone.walk([&](Operation *op) {
+            auto w = dyn_cast<graph::WeightOp>(op);
+            auto st = dyn_cast<graph::StateOp>(op);
+            if ((w && w.getSymName() == n) || (st && st.getSymName() == n)) {
+              op->getResult(0).replaceAllUsesWith(arg);
+              op->erase();
             }
+          });
         }
         clone.setFunctionType(FunctionType::get(
             ctx, argTypes, clone.getFunctionType().getResults()));
@@ -1145,7 +1187,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   auto newestOf = [&](Operation *at, StringRef n) -> FailureOr<Value> {
     if (Value v = newest.lookup(n))
       return v;
-    FailureOr<Value> stored = stepValue(at, topWeights.lookup(n));
+    Value top = topWeights.lookup(n);
+    FailureOr<Value> stored = stepValue(at, top ? top : scaleStates.lookup(n));
     if (failed(stored))
       return failure();
     return newest[n] = *stored;
@@ -1219,6 +1262,22 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   const bool reschedule = pipeMare && plan.pipemareWarmup > 0 && tau > 0;
   std::map<std::string, Value> velocity; // by name: the newest
   DenseMap<std::pair<int64_t, int64_t>, unsigned> forwardUpdates;
+  // Mixed precision: an update skipped on an overflow moves no weight, so
+  // the correction counts the updates taken since the forward, from the
+  // optimizer's step counter (which counts them) at the forward and now.
+  DenseMap<std::pair<int64_t, int64_t>, Value> forwardSteps;
+  auto stepCounter = [&](Operation *at) -> FailureOr<Value> {
+    if (Value n = newest.lookup("step"))
+      return n;
+    for (auto st : func.getBody().front().getOps<graph::StateOp>())
+      if (st.getSymName() == "step")
+        return stepValue(at, st.getResult());
+    return at->emitOpError("corrects stage ")
+           << sched.stageOfList(list)
+           << "'s backward under pipemare in mixed precision without the "
+              "optimizer's step counter 'step' among the step's states "
+              "(dist-autodiff writes it)";
+  };
   // A scalar of \p like's element type (one constant per value: the list
   // is straight-line code, so the first dominates every later use).
   std::map<std::pair<const void *, double>, Value> scalars;
@@ -1259,10 +1318,18 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     if (failed(w))
       return failure();
     Value out = *w;
-    if (unsigned d = updates - fwd->second; correct && d > 0)
-      out = binary(graph::BinaryKind::Sub, out,
-                   binary(graph::BinaryKind::Mul, velocityOf(n, w->getType()),
-                          scalar(out, d)));
+    if (unsigned d = updates - fwd->second; correct && d > 0) {
+      Value times = scalar(out, d);
+      if (Value then = forwardSteps.lookup({mb, v})) {
+        FailureOr<Value> now = stepCounter(at);
+        if (failed(now))
+          return failure();
+        times = binary(graph::BinaryKind::Sub, *now, then);
+      }
+      out = binary(
+          graph::BinaryKind::Sub, out,
+          binary(graph::BinaryKind::Mul, velocityOf(n, w->getType()), times));
+    }
     return chosen[n] = out;
   };
 
@@ -1335,8 +1402,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       // version of every weight the stage trains; its backward calls read
       // the same ones.
       llvm::StringMap<Value> *chosen = nullptr;
-      bool trains = llvm::any_of(
-          vc->weights, [&](const std::string &n) { return !chained.count(n); });
+      bool trains = llvm::any_of(vc->weights, [&](const std::string &n) {
+        return !chained.count(n) && !scaleStates.count(n);
+      });
       if (versioned && !pipeMare && !zero3 && trains) {
         auto [it, first] = stash.try_emplace({mb, v});
         if (first) {
@@ -1359,6 +1427,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         FailureOr<Value> w;
         if (chained.count(n))
           w = statInput(at, mb, v, phase, n);
+        else if (scaleStates.count(n))
+          w = newestOf(at, n); // the scale of this micro-batch's update
         else if (zero3)
           w = gatheredWeight(at, n, phase);
         else if (pipeMare)
@@ -1371,8 +1441,15 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         operands.push_back(*w);
       }
       if (!vc->weights.empty()) {
-        if (pipeMare && phase == TrainPhase::Forward)
+        if (pipeMare && phase == TrainPhase::Forward) {
           forwardUpdates[{mb, v}] = updates;
+          if (correct && mixedPrecision) {
+            FailureOr<Value> n = stepCounter(at);
+            if (failed(n))
+              return failure();
+            forwardSteps[{mb, v}] = *n;
+          }
+        }
         callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
       }
     }
@@ -1444,9 +1521,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   auto updateMicrobatch = [&](Operation *at, int64_t mb,
                               int64_t v) -> LogicalResult {
     IRMapping map;
+    Value flag; // mixed precision: this update's overflow flag, the world's
     auto resolve = [&](Value value) -> FailureOr<Value> {
       return cloneTopLevel(
           ib, at, value, map, [&](Value x) -> FailureOr<Value> {
+            if (flag && isOverflowFlag(x))
+              return flag;
             if (g.perMicroBatch.count(x)) {
               if (Value avg = mbAveraged.lookup({mb, x}))
                 return avg;
@@ -1474,6 +1554,24 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
             return name ? newest.lookup(name.getValue()) : Value();
           });
     };
+    // Mixed precision: micro-batch mb's update is one process's step on
+    // that micro-batch, so it skips when any of mb's gradients overflowed,
+    // on whatever stage, replica or shard: the list unscales its stage's
+    // gradients of mb (averaged over the replicas, or this replica's
+    // shard) by the newest loss scale, the one mb's backward was seeded
+    // with, and or-s the flags over the world. Every list updates after
+    // each of its micro-batches in the same order, so every rank joins the
+    // same all-reduces and keeps the same step counter and loss scale.
+    if (mixedPrecision) {
+      FailureOr<Value> world =
+          worldOverflow([&](int64_t stage) { return stage == v; }, resolve, map,
+                        [&](Value grad) {
+                          return mbSharded.contains({mb, grad});
+                        });
+      if (failed(world))
+        return failure();
+      flag = *world;
+    }
     // PipeMare: the stage's weights before the update.
     std::map<std::string, Value> before;
     if (pipeMare)
@@ -1492,7 +1590,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       // of the newest weights and of its optimizer state (the stored one,
       // or the shard the previous update left) and gathers the new weights.
       if (isa<graph::SgdUpdateOp, graph::AdamUpdateOp>(op) &&
-          mbSharded.contains({mb, op.getOperand(1)})) {
+          mbSharded.contains({mb, gradientOf(op.getOperand(1))})) {
         for (Value operand : op.getOperands()) {
           FailureOr<Value> mapped = resolve(operand);
           if (failed(mapped))
@@ -1555,12 +1653,18 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         step = binary(graph::BinaryKind::Mul, step, factor);
         w = binary(graph::BinaryKind::Add, old, step);
       }
-      if (correct)
-        velocity[n] = binary(
-            graph::BinaryKind::Add,
-            binary(graph::BinaryKind::Mul, velocityOf(n, w.getType()),
-                   scalar(w, gamma)),
-            binary(graph::BinaryKind::Mul, step, scalar(w, 1.0 - gamma)));
+      if (!correct)
+        continue;
+      Value kept = binary(graph::BinaryKind::Mul, step, scalar(w, 1.0 - gamma));
+      Value last = velocityOf(n, w.getType());
+      Value moved =
+          binary(graph::BinaryKind::Add,
+                 binary(graph::BinaryKind::Mul, last, scalar(w, gamma)), kept);
+      // A skipped update (mixed precision) leaves the velocity too.
+      velocity[n] = flag ? graph::WhereOp::create(ib, loc, last.getType(), flag,
+                                                  last, moved)
+                               .getResult()
+                         : moved;
     }
     return success();
   };

@@ -151,9 +151,11 @@ def PartitionPass : Pass<"dist-partition", "mlir::ModuleOp"> {
     as values: stage functions that read trained weights are cloned with
     them as arguments (`_versioned`), a backward passes the version its
     forward passed; PipeDream updates after every micro-batch, 2BW
-    computes with W(t-1) (state `<weight>.last_update`). Mixed precision,
-    accumulation-steps > 1 and what docs/partition.md lists are refused
-    with an error.
+    computes with W(t-1) (state `<weight>.last_update`). In mixed
+    precision each list unscales its stages' gradients and or-s the
+    overflow flags over the world before the step's update (PipeDream and
+    PipeMare: before each micro-batch's update). accumulation-steps > 1
+    and what docs/partition.md lists are refused with an error.
 
     Example:
 

@@ -76,7 +76,17 @@ bit-identical across ranks) and train after the back-off; GPT-2 in fp16
 from 2^20 at tp=2 with one micro-batch of the whole batch must skip one
 process's steps and then follow its values. The GPT-2 tp=2 cases run the
 vocabulary-parallel cross-entropy on the cast 16-bit logits: their
-programs all-gather nothing.
+programs all-gather nothing. Under the
+asynchronous schedules: the MLP with Adam in fp16 under PipeDream-2BW and
+PipeDream at pp=2, tp=2 x pp=2 and dp=2 x pp=2 with ZeRO-1 and in bf16
+at dp=2 x pp=2,
+against async_reference (one process's mixed-precision program run one
+(micro-)batch at a time: PipeDream's update of a micro-batch skips when
+any stage's gradient of it overflowed), PipeMare on deep_mlp in fp16
+against pipemare_reference's fp16 emulation (SGD at pp=2, also from
+2^20 and with a static 2^16 that skips every step's first micro-batch,
+and Adam at pp=3), and all three from 2^20 on skewed_mlp (every
+rank the same update count and loss scale).
 
 Asynchronous schedules (run_pipeline_train_case with reference=
 async_reference): PipeDream (an update after every micro-batch, weight
@@ -796,14 +806,38 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     (warm_s + 1)^-p, p = max(0, 1 - (n - 1) / K), for the stage's n-th
     update. With dp replicas (each on its block of the batch) micro-batch
     k's gradient is the mean over the replicas' k-th micro-batches: the
-    gradient of micro-batch k of every block, together. Returns (loss
-    curve, state folder)."""
+    gradient of micro-batch k of every block, together.
+
+    In fp16 (mixed-precision=fp16 loss-scale=S) every value the program
+    computes in fp16 is rounded to it (the input, the weights' copies, each
+    layer's matmul, bias add and activation gradient), the loss and the
+    master weights stay float64, the backward is seeded with the dynamic
+    loss scale and the gradients unscaled by it. Micro-batch k's update is
+    one process's step on k: skipped, with every stage's, when any
+    gradient of k overflowed (the scale halved; doubled after 2000 good
+    updates), leaving weights, moments, velocities and the update count
+    as they were; the correction's d counts the updates taken. Returns
+    (loss curve, state folder)."""
     kv = dict(item.split("=") for item in plan.split(","))
     pp = int(kv["pp"])
     warmup = int(kv.get("pipemare_warmup", 0))
     decay = float(kv.get("pipemare_decay", 0.1))
     opt = dict(item.split("=") for item in train.split()[1:])
     lr, kind = float(opt["lr"]), opt["optimizer"]
+    mixed = opt.get("mixed-precision", "none")
+    if mixed not in ("none", "fp16"):
+        raise RuntimeError(f"pipemare_reference emulates f32 and fp16, not "
+                           f"{mixed}")
+    low = np.float16 if mixed == "fp16" else None
+    scale = float(opt.get("loss-scale", 65536.0)) if low else 1.0
+    dynamic = low is not None and opt.get("dynamic-loss-scale") != "false"
+    good = 0  # updates since the scale last moved
+
+    def q(a):
+        """`a` rounded to the program's low type (fp16), as float64."""
+        if low is None:
+            return a
+        return np.asarray(a).astype(low).astype(np.float64)
     rows = int(input_shape.split(":")[1].split("x")[0])
     dp = int(kv.get("dp", 1))
     shard = batch // dp  # each replica's rows, in order
@@ -828,58 +862,73 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     t_all = feeds[1][1].astype(np.float64)
     n = 0  # updates of every list so far
     curve = []
-    for _ in range(steps):
-        history = [dict(w)]  # the weights after each of the step's updates
-        losses = []
-        for k in range(m):
-            part = np.concatenate([np.arange(r * shard + k * rows,
-                                             r * shard + (k + 1) * rows)
-                                   for r in range(dp)])
-            x, t = x_all[part], t_all[part]
+    # fp16's overflows are values here (inf, then nan), not errors.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(steps):
+            history = [dict(w)]  # the weights after each of the step's updates
+            taken = []  # whether each of the step's updates was taken
+            losses = []
+            for k in range(m):
+                part = np.concatenate([np.arange(r * shard + k * rows,
+                                                 r * shard + (k + 1) * rows)
+                                       for r in range(dp)])
+                x, t = x_all[part], t_all[part]
 
-            def fwd(name):
-                return history[max(0, k - warm[stage_of[name]])][name]
+                def fwd(name):
+                    return history[max(0, k - warm[stage_of[name]])][name]
 
-            def bwd(name):
-                s = stage_of[name]
-                return w[name] - min(k, warm[s]) * vel[name] \
-                    if decay < 1 else w[name]
+                def bwd(name):
+                    s = stage_of[name]
+                    d = sum(taken[max(0, k - warm[s]):k])
+                    return w[name] - d * vel[name] if decay < 1 else w[name]
 
-            acts, pres = [x], []
-            for i in range(layers):
-                pre = acts[-1] @ fwd(f"w{i}").T + fwd(f"b{i}")
-                pres.append(pre)
-                acts.append(np.maximum(pre, 0) if i + 1 < layers else pre)
-            diff = acts[-1] - t
-            losses.append(np.mean(diff * diff))
-            dy = 2 * diff / diff.size
-            grads = {}
-            for i in reversed(range(layers)):
-                if i + 1 < layers:
-                    dy = dy * (pres[i] > 0)
-                grads[f"w{i}"] = dy.T @ acts[i]
-                grads[f"b{i}"] = dy.sum(0)
-                dy = dy @ bwd(f"w{i}")
-            n += 1
-            for name, g in grads.items():
-                s = stage_of[name]
-                if kind == "sgd":
-                    step = -lr * g
-                else:
-                    m1, m2 = mom[name]
-                    m1 = 0.9 * m1 + 0.1 * g
-                    m2 = 0.999 * m2 + 0.001 * g * g
-                    mom[name] = (m1, m2)
-                    step = -lr * (m1 / (1 - 0.9 ** n)) / (
-                        np.sqrt(m2 / (1 - 0.999 ** n)) + 1e-8)
-                if warmup and warm[s]:
-                    step = step * (warm[s] + 1.0) ** -max(0.0, 1 - (n - 1) / warmup)
-                if decay < 1 and warm[s]:
-                    gamma = decay ** (1.0 / warm[s])
-                    vel[name] = gamma * vel[name] + (1 - gamma) * step
-                w[name] = w[name] + step
-            history.append(dict(w))
-        curve.append(float(np.mean(losses)))
+                acts, pres = [q(x)], []
+                for i in range(layers):
+                    pre = q(q(acts[-1] @ q(fwd(f"w{i}")).T) + q(fwd(f"b{i}")))
+                    pres.append(pre)
+                    acts.append(np.maximum(pre, 0) if i + 1 < layers else pre)
+                diff = acts[-1] - t
+                losses.append(np.mean(diff * diff))
+                dy = q(scale * 2 * diff / diff.size)
+                grads = {}
+                for i in reversed(range(layers)):
+                    if i + 1 < layers:
+                        dy = dy * (pres[i] > 0)
+                    grads[f"w{i}"] = q(dy.T @ acts[i]) / scale
+                    grads[f"b{i}"] = q(dy.sum(0)) / scale
+                    dy = q(dy @ q(bwd(f"w{i}")))
+                if not all(np.all(np.isfinite(g)) for g in grads.values()):
+                    # An overflow: every stage skips micro-batch k's update.
+                    if dynamic:
+                        scale, good = scale * 0.5, 0
+                    taken.append(0)
+                    history.append(dict(w))
+                    continue
+                if dynamic:
+                    good += 1
+                    if good == 2000:
+                        scale, good = scale * 2, 0
+                taken.append(1)
+                n += 1
+                for name, g in grads.items():
+                    s = stage_of[name]
+                    if kind == "sgd":
+                        step = -lr * g
+                    else:
+                        m1, m2 = mom[name]
+                        m1 = 0.9 * m1 + 0.1 * g
+                        m2 = 0.999 * m2 + 0.001 * g * g
+                        mom[name] = (m1, m2)
+                        step = -lr * (m1 / (1 - 0.9 ** n)) / (
+                            np.sqrt(m2 / (1 - 0.999 ** n)) + 1e-8)
+                    if warmup and warm[s]:
+                        step = step * (warm[s] + 1.0) ** -max(0.0, 1 - (n - 1) / warmup)
+                    if decay < 1 and warm[s]:
+                        gamma = decay ** (1.0 / warm[s])
+                        vel[name] = gamma * vel[name] + (1 - gamma) * step
+                    w[name] = w[name] + step
+                history.append(dict(w))
+            curve.append(float(np.mean(losses)))
     out = os.path.join(d, "ref_state")
     os.makedirs(out, exist_ok=True)
     for name, v in w.items():
@@ -892,6 +941,9 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
                     mom[name][0].astype(np.float32))
             np.save(os.path.join(out, name + ".exp_avg_sq.npy"),
                     mom[name][1].astype(np.float32))
+    if dynamic:
+        np.save(os.path.join(out, "loss_scale.npy"), np.float32(scale))
+        np.save(os.path.join(out, "loss_scale.good_steps.npy"), np.float32(good))
     return np.array(curve), out
 
 
@@ -916,7 +968,7 @@ def check_tp_split(state_dir, weights, tp):
     return errors
 
 
-def check_skipped_together(state_dirs, steps):
+def check_skipped_together(state_dirs, steps, updates=None):
     """fp16 from an overflowing loss scale under a partitioned plan: each
     micro-batch's gradient is scaled as the mean over its own rows, so it
     overflows at other scales than one process's whole-batch gradient, and
@@ -924,15 +976,18 @@ def check_skipped_together(state_dirs, steps):
     were skipped and later ones taken, and every rank (each holding other
     stages, shards or rows) skipped the same ones and moved the loss scale
     alike, i.e. every rank saved the same step counter and loss scale
-    bits."""
+    bits. `updates`: the updates the run makes when none skips (PipeDream
+    updates after every micro-batch: steps x micro-batches; default
+    `steps`)."""
     errors = []
+    updates = updates or steps
     names = ("step.npy", "loss_scale.npy", "loss_scale.good_steps.npy")
     first = [np.load(os.path.join(state_dirs[0], n)) for n in names]
-    if not float(first[0]) < steps:
-        errors.append(f"no step was skipped (step counter {float(first[0])}); "
-                      "the loss scale did not overflow")
+    if not float(first[0]) < updates:
+        errors.append(f"no update was skipped (step counter {float(first[0])} "
+                      f"of {updates}); the loss scale did not overflow")
     elif not float(first[0]) > 0:
-        errors.append(f"every one of {steps} steps was skipped; the loss "
+        errors.append(f"every one of {updates} updates was skipped; the loss "
                       "scale never backed off far enough to train")
     for r, folder in enumerate(state_dirs[1:], 1):
         for n, want in zip(names, first):
@@ -941,8 +996,8 @@ def check_skipped_together(state_dirs, steps):
                 errors.append(f"{n}: rank {r} saved {got} and rank 0 {want}; "
                               "the ranks did not skip the same steps")
     if not errors:
-        print(f"  {float(first[0]):.0f} of {steps} steps taken on every rank, "
-              f"loss scale {float(first[1]):g}")
+        print(f"  {float(first[0]):.0f} of {updates} updates taken on every "
+              f"rank, loss scale {float(first[1]):g}")
     return errors
 
 
@@ -1001,7 +1056,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
                 "installs it)"]
-    tp = int(dict(kv.split("=") for kv in plan.split(",")).get("tp", 1))
+    options = dict(kv.split("=") for kv in plan.split(","))
+    tp = int(options.get("tp", 1))
     opt = os.path.join(os.path.dirname(compiler), "dist-opt")
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
@@ -1073,8 +1129,12 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         return [f"expected {steps} loss lines from each run (rank 0 only under "
                 f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
     if overflow:
+        # PipeDream updates after each of a replica's micro-batches.
+        per_microbatch = options.get("schedule") in ("pipedream", "pipemare")
         errors = check_skipped_together(
-            [os.path.join(d, f"state_pp{r}") for r in range(ranks)], steps)
+            [os.path.join(d, f"state_pp{r}") for r in range(ranks)], steps,
+            steps * steps_per // int(options.get("dp", 1))
+            if per_microbatch else steps)
         if errors or not skips_like_one:
             return errors
         errors = check_skipped_like_one(s_one, os.path.join(d, "state_pp0"))
@@ -1222,6 +1282,8 @@ def mixed_precision_cases(rng):
                "mixed-precision=bf16")
     gpt_fp16 = ("loss=softmax-cross-entropy:labels optimizer=sgd lr=0.1 "
                 "mixed-precision=fp16 loss-scale=1024")
+    deep = dict(mlp, model=deep_mlp, reference=pipemare_reference,
+                plan="pp=2,mbs=2,schedule=pipemare,pipemare_warmup=12")
     return [
         ("mlp_adam_fp16_pp2_1f1b",
          dict(mlp, plan="pp=2,mbs=2,schedule=1f1b")),
@@ -1293,6 +1355,54 @@ def mixed_precision_cases(rng):
         ("gpt2_sgd_fp16_pp2_interleaved",
          dict(gpt, plan="pp=2,mbs=1,schedule=interleaved,chunks=2",
               rtol=MIXED["fp16"], train=gpt_fp16)),
+    ] + [
+        # The asynchronous schedules against async_reference (one
+        # process's mixed-precision program from the same versions).
+        # PipeDream-2BW updates once per step: the synchronous overflow
+        # check, every micro-batch computing with the 16-bit copies of
+        # W(t-1). PipeDream's update of a micro-batch is one process's step
+        # on it, so it skips when any stage's gradient of that micro-batch
+        # overflowed: the world's or per update, the loss scale moving with
+        # every update.
+        case for kind in ("2bw", "pipedream") for case in (
+            (f"mlp_adam_fp16_pp2_{kind}",
+             dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}",
+                  reference=async_reference)),
+            (f"mlp_adam_bf16_dp2_pp2_{kind}",
+             dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule={kind}", ranks=4,
+                  reference=async_reference,
+                  train=adam + "mixed-precision=bf16", rtol=MIXED["bf16"])),
+            (f"mlp_adam_fp16_dp2_pp2_zero1_{kind}",
+             dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule={kind},zero=1",
+                  ranks=4, zero=True, reference=async_reference)),
+            (f"mlp_adam_fp16_overflow_pp2_{kind}",
+             dict(mlp, plan=f"pp=2,mbs=2,schedule={kind}", **overflow)),
+            # Tensor parallelism inside the stages: each tensor rank
+            # unscales its parts, the flag or-ed over all four ranks.
+            (f"mlp_adam_fp16_tp2_pp2_{kind}",
+             dict(mlp, plan=f"tp=2,pp=2,mbs=2,schedule={kind}", ranks=4,
+                  reference=async_reference, tp_split=("w1",))))] + [
+        # PipeMare against pipemare_reference's fp16 emulation (float64
+        # between the roundings): its updates per micro-batch skip as
+        # PipeDream's, the correction counting the updates taken. SGD as
+        # its f32 twin deep_mlp_sgd_pp2_pipemare (from 2^20 the first
+        # updates overflow: the reference skips them with every stage and
+        # halves the scale as the ranks must; a static 2^16 overflows on
+        # every step's first micro-batch, so skips fall between taken
+        # updates once the velocity moves: 10 of 40), and Adam over 3
+        # stages.
+        (f"deep_mlp_sgd_fp16{tag}_pp2_pipemare",
+         dict(deep, train="loss=mse:target optimizer=sgd lr=0.05 "
+                          "mixed-precision=fp16 loss-scale=" + scale))
+        for tag, scale in (("", "1024"), ("_overflow", "1048576"),
+                           ("_static", "65536 dynamic-loss-scale=false"))
+    ] + [
+        ("deep_mlp_adam_fp16_pp3_pipemare",
+         dict(deep, ranks=3, train=fp16,
+              plan="pp=3,mbs=2,schedule=pipemare,pipemare_decay=0.3")),
+        ("mlp_adam_fp16_overflow_pp2_pipemare",
+         dict(mlp, plan="pp=2,mbs=2,schedule=pipemare,pipemare_warmup=12",
+              **overflow)),
     ]
 
 
