@@ -416,6 +416,28 @@ bool sequenceSplits(const LayerDesc &layer) {
   });
 }
 
+BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
+                                unsigned tp, unsigned cp, bool scatterGather,
+                                bool sp) {
+  double whole = layer.boundaryBytes * mbs / std::max(1u, cp);
+  if (tp <= 1)
+    return {whole, 0};
+  if (sp && sequenceSplits(layer))
+    return {whole / tp, 0};
+  if (scatterGather)
+    return {whole / tp, whole};
+  return {whole, 0};
+}
+
+double BoundaryMessage::time(const cluster::LinkSpec &link,
+                             const GroupShape &receiverTp) const {
+  double t = CostModel::p2pTime(bytes, link);
+  if (gatherBytes > 0)
+    t += CostModel::collective(Collective::AllGather, gatherBytes, receiverTp)
+             .time;
+  return t;
+}
+
 RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
                                  const ExecConfig &x) const {
   if (x.sp && !sequenceSplits(layer)) {

@@ -303,6 +303,28 @@ struct MemoryBreakdown {
 /// ops every tensor rank runs whole keeps them whole.
 bool sequenceSplits(const LayerDesc &layer);
 
+/// The message that carries the tensor leaving \p layer to the next
+/// pipeline stage (or its gradient back), per micro-batch of \p mbs
+/// samples, for the pipeline messages of PipelineCosts and of the search's
+/// tables alike. Each CP rank sends its 1/cp of the sequence. Split over
+/// the tp ranks: under sequence parallelism, where the layer's output is
+/// split by tokens (sequenceSplits), each tensor rank sends its tokens to
+/// the same tensor rank of the next stage, which keeps them split (what
+/// dist-tensor-parallel's programs send); with Megatron's scatter/gather
+/// otherwise, each sends 1/tp and the receiver all-gathers the whole.
+struct BoundaryMessage {
+  /// Bytes each sending rank puts on its link.
+  double bytes = 0;
+  /// Bytes the receiving stage all-gathers over its TP group (0: none).
+  double gatherBytes = 0;
+  /// Time over \p link, and of the gather over the receiver's TP group.
+  double time(const cluster::LinkSpec &link,
+              const GroupShape &receiverTp) const;
+};
+BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
+                                unsigned tp, unsigned cp, bool scatterGather,
+                                bool sp);
+
 /// Parameters of layers [begin, end) held by one TP rank (tied copies too,
 /// unless their owner layer is in the range).
 double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,

@@ -258,20 +258,17 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     st.stashBytes =
         weightGradStashBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
 
-    // Boundary messages (each CP rank sends its part of the sequence); with
-    // scatter/gather each TP rank sends 1/tp and the receiver all-gathers
-    // over its TP group; under sequence parallelism the output of a layer
-    // it splits (cost::sequenceSplits) is already split by sequence and
-    // stays so.
+    // Boundary messages (cost::boundaryMessage: what each rank sends, and
+    // the receiver's gather) over the link between the two stages.
     auto message = [&](unsigned layer, unsigned from, unsigned to, double &time,
                        double &bytes, LinkLevel &level) {
-      double full = model.layers[layer].boundaryBytes * p.mbs / p.cp;
-      bool sp = p.sp && cost::sequenceSplits(model.layers[layer]);
-      bool sg = (p.scatterGather || sp) && p.tp > 1;
-      bytes = sg ? full / p.tp : full;
+      cost::BoundaryMessage msg = cost::boundaryMessage(
+          model.layers[layer], p.mbs, p.tp, p.cp, p.scatterGather, p.sp);
+      cost::GroupShape receiver = tensorGroup(p, c, to);
+      bytes = msg.bytes;
       unsigned a = p.globalRank(from, 0, 0), b = p.globalRank(to, 0, 0);
       level = c.levelBetween(a, b);
-      time = CostModel::p2pTime(bytes, c.linkBetween(a, b));
+      time = msg.time(c.linkBetween(a, b), receiver);
       // Replicated stages: replica k talks to replica k' of the neighbour
       // when some micro-batch m has m = k (mod r_from) and m = k' (mod
       // r_to); the stage's message costs what its slowest such pair does.
@@ -281,17 +278,12 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
         for (unsigned k2 = k % g; k2 < rt; k2 += g) {
           unsigned a2 = p.globalRank(from, k, 0),
                    b2 = p.globalRank(to, k2, 0);
-          LinkLevel l2 = c.levelBetween(a2, b2);
-          double t2 = CostModel::p2pTime(bytes, c.linkBetween(a2, b2));
+          double t2 = msg.time(c.linkBetween(a2, b2), receiver);
           if (t2 > time) {
             time = t2;
-            level = l2;
+            level = c.levelBetween(a2, b2);
           }
         }
-      if (sg && !sp)
-        time += CostModel::collective(Collective::AllGather, full,
-                                      tensorGroup(p, c, to))
-                    .time;
     };
     if (vs + 1 < V)
       message(st.layerEnd - 1, st.device, p.rankOf(vs + 1), st.sendNextTime,

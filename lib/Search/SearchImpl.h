@@ -260,10 +260,9 @@ public:
   /// TP inside a node, CP groups tp apart, EP groups of consecutive
   /// replicas; each spans nodes once it outgrows one.
   cost::ExecConfig exec(unsigned type, const TableKey &k) const;
-  /// Time of the boundary message after \p layer (as buildPipelineCosts
-  /// computes it: 1/cp of it per CP rank; 1/tp per TP rank with
-  /// scatter/gather or sequence parallelism, all-gathered at the receiver
-  /// only without sequence parallelism).
+  /// Time of the boundary message after \p layer over \p link, the
+  /// receiver's TP gather included (cost::boundaryMessage, as
+  /// buildPipelineCosts prices it).
   double message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
                  const cluster::LinkSpec &link,
                  const cost::GroupShape &receiver, unsigned cp = 1,

@@ -229,15 +229,8 @@ double Tables::message(unsigned layer, unsigned mbs, unsigned tp, bool sg,
                        const cluster::LinkSpec &link,
                        const cost::GroupShape &receiver, unsigned cp,
                        bool sp) const {
-  double full = model.layers[layer].boundaryBytes * mbs / std::max(1u, cp);
-  sp = sp && cost::sequenceSplits(model.layers[layer]);
-  bool split = (sg || sp) && tp > 1;
-  double t = cost::CostModel::p2pTime(split ? full / tp : full, link);
-  if (split && !sp)
-    t += cost::CostModel::collective(cost::Collective::AllGather, full,
-                                     receiver)
-             .time;
-  return t;
+  return cost::boundaryMessage(model.layers[layer], mbs, tp, cp, sg, sp)
+      .time(link, receiver);
 }
 
 /// In-flight micro-batch count of rank \p r (activations held at once), in

@@ -273,6 +273,69 @@ TEST(Tables, BlockCheckpointsAgreeWithTheCostModel) {
   }
 }
 
+TEST(Tables, MessagesAgreeWithThePipelineCosts) {
+  // The search's message tables and the simulator's stage costs price every
+  // boundary alike: under sequence parallelism (its 1/tp where the layer
+  // splits by tokens, whole where it has no TP-split op), with and without
+  // scatter/gather, under cp, inside a node and across nodes.
+  cost::ModelDesc model = smallGpt(6, 1024);
+  // Layer 3 keeps every op whole on each tensor rank (as a convolution
+  // block does): sequence parallelism does not split its output.
+  for (cost::OpDesc &op : model.layers[3].ops)
+    op.tp = cost::TpMode::Replicated;
+  ASSERT_FALSE(cost::sequenceSplits(model.layers[3]));
+  ASSERT_TRUE(cost::sequenceSplits(model.layers[2]));
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 2));
+  cost::CostModel cm;
+  Tables t(model, c, cm, cost::MemoryConfig{});
+  unsigned checked = 0, gathered = 0, split = 0;
+  for (const char *spec :
+       {"tp=4,pp=4,mbs=2,sp=1,stages=2/4/5", "tp=4,pp=4,mbs=2,stages=2/4/5",
+        "tp=4,pp=4,mbs=2,sg=0,stages=2/4/5",
+        "tp=4,pp=4,mbs=2,sp=1,sg=0,stages=3/4/6",
+        "tp=2,cp=2,pp=4,mbs=1,sp=1,stages=2/4/5",
+        "dp=2,tp=2,pp=4,mbs=1,schedule=interleaved,chunks=2,sp=1"}) {
+    SCOPED_TRACE(spec);
+    sim::SimOptions so;
+    so.recordEvents = false;
+    sim::PlanSimulation ps = cantFail(sim::simulatePlan(
+        model, c, cantFail(schedule::parsePlan(spec)), 32, cm, so));
+    const schedule::Plan &p = ps.plan;
+    unsigned n = model.layers.size();
+    for (unsigned vs = 0; vs + 1 < p.numVirtualStages(); ++vs) {
+      unsigned from = p.rankOf(vs), to = p.rankOf(vs + 1);
+      unsigned last = p.stageLayers(vs, n).second - 1;
+      cluster::LinkSpec link =
+          c.linkBetween(p.globalRank(from, 0, 0), p.globalRank(to, 0, 0));
+      cost::BoundaryMessage msg = cost::boundaryMessage(
+          model.layers[last], p.mbs, p.tp, p.cp, p.scatterGather, p.sp);
+      // Forward: the activation after layer `last`; backward: its gradient
+      // from stage vs + 1 back over the reverse link.
+      EXPECT_DOUBLE_EQ(ps.costs.stages[vs].sendNextTime,
+                       t.message(last, p.mbs, p.tp, p.scatterGather, link,
+                                 schedule::tensorGroup(p, c, to), p.cp, p.sp))
+          << "stage " << vs << " after layer " << last;
+      EXPECT_DOUBLE_EQ(ps.costs.stages[vs].sendNextBytes, msg.bytes);
+      cluster::LinkSpec back =
+          c.linkBetween(p.globalRank(to, 0, 0), p.globalRank(from, 0, 0));
+      EXPECT_DOUBLE_EQ(ps.costs.stages[vs + 1].sendPrevTime,
+                       t.message(last, p.mbs, p.tp, p.scatterGather, back,
+                                 schedule::tensorGroup(p, c, from), p.cp, p.sp))
+          << "stage " << vs + 1 << " before layer " << last + 1;
+      double whole = model.layers[last].boundaryBytes * p.mbs / p.cp;
+      gathered += msg.gatherBytes > 0;
+      split += msg.bytes < whole;
+      ++checked;
+    }
+  }
+  // Every kind of message came up: split and gathered, split and kept
+  // split, and whole.
+  EXPECT_EQ(checked, 5u * 3 + 7);
+  EXPECT_GT(gathered, 0u);
+  EXPECT_GT(split, gathered);
+  EXPECT_LT(split, checked);
+}
+
 TEST(Constraints, Parse) {
   Constraints c = cantFail(parseConstraints(
       "tp<=8,pp>=2,mbs=1|2|4,schedule=1f1b|interleaved,recompute=any,zero<2"));

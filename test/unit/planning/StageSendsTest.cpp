@@ -1,0 +1,126 @@
+//===- StageSendsTest.cpp - Stage sends vs the priced messages --*- C++ -*-===//
+//
+// Part of DistOpt. The cost model prices a pipeline boundary message with
+// cost::boundaryMessage; the programs send what dist-tensor-parallel,
+// dist-autodiff and dist-partition leave at the stage boundary. These tests
+// compile a generated GPT's training step for a pipeline cut after each
+// layer and check that the bytes each rank sends per micro-batch, forward
+// (the activation) and backward (its gradient), are the priced bytes: under
+// sequence parallelism each tensor rank's tokens (1/tp, after every block
+// layer), without it the whole tensor from every tensor rank.
+//
+//===----------------------------------------------------------------------===//
+#include "test/unit/planning/ImportedModel.h"
+
+#include "dialects/Dist/DistOps.h"
+#include "lib/Cost/CostModel.h"
+#include "lib/Schedule/Plan.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace distopt;
+
+namespace {
+
+class StageSends : public unit::ImportedModel {
+public:
+  StageSends() { registerAllPasses(); }
+
+  /// A two-block GPT of \p rows rows of 32 tokens, imported as it is
+  /// (f32), and its layers as the planner sees them.
+  cost::ModelDesc importGpt(int64_t rows) {
+    modelgen::ModelOptions o = *modelgen::defaultOptions("gpt");
+    o.layers = 2, o.hidden = 64, o.heads = 4, o.seq = 32, o.vocab = 256;
+    o.microBatch = rows;
+    llvm::Expected<modelgen::GeneratedModel> gen = modelgen::generateModel(o);
+    EXPECT_TRUE(static_cast<bool>(gen)) << llvm::toString(gen.takeError());
+    std::string bytes = gen->model.SerializeAsString();
+    module = importONNXBuffer(bytes, "gpt", "", ctx.get(), {});
+    EXPECT_TRUE(module);
+    FailureOr<cost::ModelDesc> m =
+        planning::analyzeLayers(module->lookupSymbol<func::FuncOp>("main"), {});
+    EXPECT_TRUE(succeeded(m));
+    return *m;
+  }
+
+  /// Bytes of the activations (or their gradients) that action list
+  /// \p list sends for micro-batch 0 to the neighbouring stage
+  /// (`sendA0.0>1`, `sendG0.0>0`). A weight gradient sent with them (the
+  /// tied embedding's, from the head's stage) is no boundary message.
+  static double sentBytes(ModuleOp m, unsigned list, llvm::StringRef action) {
+    double bytes = 0;
+    unsigned sends = 0;
+    m.walk([&](dist::SendOp send) {
+      auto f = send->getParentOfType<func::FuncOp>();
+      auto l = f->getAttrOfType<IntegerAttr>("dist.action_list");
+      auto a = send->getAttrOfType<StringAttr>("dist.action");
+      if (!l || l.getInt() != list || !a || a.getValue() != action)
+        return;
+      if (auto call = send.getValue().getDefiningOp<func::CallOp>())
+        if (call.getCallee().ends_with("_backward_weight"))
+          return;
+      auto t = cast<RankedTensorType>(send.getValue().getType());
+      bytes += t.getNumElements() * t.getElementTypeBitWidth() / 8;
+      ++sends;
+    });
+    EXPECT_GT(sends, 0u) << "list " << list << " sends no " << action.str();
+    return bytes;
+  }
+
+  /// Compiles a clone of the imported module's training step under
+  /// \p spec (global batch two micro-batches) and checks the sends of
+  /// the boundary after layer \p last on both sides.
+  void expectPricedSends(const cost::ModelDesc &model, llvm::StringRef spec,
+                         unsigned last) {
+    SCOPED_TRACE(llvm::formatv("{0}, cut after layer {1}", spec, last).str());
+    schedule::Plan plan = llvm::cantFail(schedule::parsePlan(spec));
+    OwningOpRef<ModuleOp> m = module->clone();
+    PassManager pm(ctx.get());
+    std::string pipeline = llvm::formatv(
+        "dist-attach-cluster{{cluster=dgx-a100-80gb:1},dist-annotate-layers,"
+        "dist-set-plan{{plan=\"{0},stages={1}\" batch={2}},"
+        "dist-tensor-parallel,dist-autodiff{{loss=softmax-cross-entropy:"
+        "labels},dist-partition",
+        spec, last + 1, 2 * plan.mbs);
+    ASSERT_TRUE(succeeded(parsePassPipeline(pipeline, pm))) << pipeline;
+    ASSERT_TRUE(succeeded(pm.run(*m))) << pipeline;
+    cost::BoundaryMessage msg =
+        cost::boundaryMessage(model.layers[last], plan.mbs, plan.tp, plan.cp,
+                              plan.scatterGather, plan.sp);
+    EXPECT_EQ(msg.gatherBytes, 0) << "the programs gather no boundary";
+    EXPECT_EQ(sentBytes(*m, 0, "sendA0.0>1"), msg.bytes);
+    EXPECT_EQ(sentBytes(*m, 1, "sendG0.0>0"), msg.bytes);
+  }
+};
+
+TEST_F(StageSends, SequenceParallelStagesSendTheirTokens) {
+  for (int64_t rows : {1, 2}) {
+    cost::ModelDesc model = importGpt(rows);
+    // The embedding, two blocks of two layers and the head.
+    ASSERT_EQ(model.layers.size(), 6u);
+    std::string spec =
+        llvm::formatv("tp=2,pp=2,mbs={0},sp=1,schedule=1f1b", rows).str();
+    // Not after layer 0: the tied embedding stays whole in the programs
+    // (dist-tensor-parallel splits only an embedding it owns), so its
+    // output is sent whole, while the cost model splits it by tp (an open
+    // gap, docs/cost-model.md).
+    for (unsigned last = 1; last + 1 < model.layers.size(); ++last) {
+      ASSERT_TRUE(cost::sequenceSplits(model.layers[last]));
+      expectPricedSends(model, spec, last);
+    }
+  }
+}
+
+TEST_F(StageSends, TensorParallelStagesWithoutSequenceParallelismSendWhole) {
+  // Each tensor rank sends the whole tensor to its peer: no Megatron
+  // scatter/gather in the programs (sg=0 prices that).
+  cost::ModelDesc model = importGpt(1);
+  for (unsigned last = 0; last + 1 < model.layers.size(); ++last)
+    expectPricedSends(model, "tp=2,pp=2,mbs=1,sg=0,schedule=1f1b", last);
+}
+
+} // namespace
