@@ -80,19 +80,16 @@ static Temp expandInto(FunctionEmitter &e, Value v, ArrayRef<int64_t> shape) {
 /// The descriptor of post-op operand `src1` of `anchor`. A 1-D convolution
 /// runs as 2-D with height 1 ([N, C, L] as [N, C, 1, L]), so an operand of
 /// rank >= 2 (aligned with the result's trailing dims) gains the unit dim
-/// before its last one; a rank-1 operand is a scalar or spans L alone. The
-/// operand is row-major here: the layout pass lays post-op operands out in
-/// the dim order of the result, which a 1-D convolution writes row-major.
+/// before its last one, in its own layout (the layout pass lays post-op
+/// operands out in the result's dim order); a rank-1 operand is a scalar or
+/// spans L alone.
 static std::string postOpOperand(FunctionEmitter &e, Value src1,
                                  Operation *anchor) {
-  auto shape = FunctionEmitter::typeOf(src1).getShape();
   auto conv = dyn_cast<ConvOp>(anchor);
   if (!conv || FunctionEmitter::typeOf(conv.getResult()).getRank() != 3 ||
-      shape.size() < 2)
+      FunctionEmitter::typeOf(src1).getRank() < 2)
     return e.desc(src1);
-  SmallVector<int64_t> dims(shape);
-  dims.insert(dims.end() - 1, 1);
-  return e.desc(src1, dims);
+  return e.descWithUnitHeight(src1);
 }
 
 /// Emits `distrt_compute_ex ex` for the post-ops of `kernel` (an
@@ -268,10 +265,9 @@ struct Spatial2D {
 };
 
 static std::string as4D(FunctionEmitter &e, Value v) {
-  auto s = FunctionEmitter::typeOf(v).getShape();
-  if (s.size() == 4)
+  if (FunctionEmitter::typeOf(v).getRank() == 4)
     return e.desc(v);
-  return e.desc(v, {s[0], s[1], 1, s[2]});
+  return e.descWithUnitHeight(v);
 }
 
 static LogicalResult emitConv(FunctionEmitter &e, ConvOp op, Value out,
