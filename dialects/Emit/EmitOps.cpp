@@ -82,7 +82,7 @@ LogicalResult KernelOp::verify() {
     Operation *anchor = ops.empty() ? nullptr : ops.front();
     if (!anchor || !isPostOpAnchor(anchor))
       return emitOpError() << "post_ops kernel must start with an f32 "
-                              "graph.matmul or 2-D graph.conv";
+                              "graph.matmul or 1-D or 2-D graph.conv";
     if (!llvm::all_of(anchor->getOperands(),
                       [](Value v) { return isa<BlockArgument>(v); }))
       return anchor->emitOpError() << "must read only the kernel's inputs";

@@ -80,9 +80,13 @@ bool distopt::emit::isPostOpAnchor(Operation *op) {
     }
     return true;
   }
-  if (auto conv = dyn_cast<g::ConvOp>(op))
+  if (auto conv = dyn_cast<g::ConvOp>(op)) {
+    // A 1-D convolution runs as a 2-D one of height 1 ([N, C, L] viewed as
+    // [N, C, 1, L]), so its post-ops fold into the primitive as well.
+    int64_t rank = tensorType(conv.getInput()).getRank();
     return llvm::all_of(op->getOperands(), isF32) && isF32(conv.getResult()) &&
-           tensorType(conv.getInput()).getRank() == 4;
+           (rank == 3 || rank == 4);
+  }
   return false;
 }
 

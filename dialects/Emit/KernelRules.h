@@ -51,7 +51,8 @@ struct PostOp {
 
 /// A matmul or convolution whose result oneDNN can post-process: f32,
 /// operands of rank >= 2 (matmul; a bias per column with beta 1, if any)
-/// or a 2-D convolution (rank-4 input).
+/// or a 1-D or 2-D convolution (rank-3 or rank-4 input; the emitter runs a
+/// 1-D one as 2-D with height 1).
 bool isPostOpAnchor(mlir::Operation *op);
 /// The post-ops that compute `op` from `chain` (the value so far, of the
 /// anchor's result shape) inside the kernel of `anchor`, or nullopt when

@@ -179,7 +179,7 @@ private:
     case UnaryKind::GeluTanh:
       return "dg::geluTanh<" + ct + ">(" + x + ")";
     case UnaryKind::Erf:
-      return fn("erf", t) + "(" + x + ")";
+      return "dg::erfOf<" + ct + ">(" + x + ")";
     case UnaryKind::Tanh:
       return fn("tanh", t) + "(" + x + ")";
     case UnaryKind::Sigmoid:

@@ -77,6 +77,21 @@ static Temp expandInto(FunctionEmitter &e, Value v, ArrayRef<int64_t> shape) {
   return Temp{e.broadcastTemp(v, shape)};
 }
 
+/// The descriptor of post-op operand `src1` of `anchor`. A 1-D convolution
+/// runs as 2-D with height 1 ([N, C, L] as [N, C, 1, L]), so an operand of
+/// rank >= 2 (aligned with the result's trailing dims) gains the unit dim
+/// before its last one, in its own layout (the layout pass lays post-op
+/// operands out in the result's dim order); a rank-1 operand is a scalar or
+/// spans L alone.
+static std::string postOpOperand(FunctionEmitter &e, Value src1,
+                                 Operation *anchor) {
+  auto conv = dyn_cast<ConvOp>(anchor);
+  if (!conv || FunctionEmitter::typeOf(conv.getResult()).getRank() != 3 ||
+      FunctionEmitter::typeOf(src1).getRank() < 2)
+    return e.desc(src1);
+  return e.descWithUnitHeight(src1);
+}
+
 /// Emits `distrt_compute_ex ex` for the post-ops of `kernel` (an
 /// emit.kernel post_ops whose anchor is `anchor`) and the constness of
 /// `weights`; returns "&ex", or "" when neither applies (the plain entry
@@ -126,7 +141,8 @@ static std::string computeEx(FunctionEmitter &e, Operation *kernel,
                   FunctionEmitter::literal(p.alpha, f32) + "; " + slot +
                   ".beta = " + FunctionEmitter::literal(p.beta, f32) + ";\n";
         if (src1)
-          text += "    " + slot + ".src1 = " + e.desc(src1) + ";\n";
+          text += "    " + slot + ".src1 = " + postOpOperand(e, src1, anchor) +
+                  ";\n";
       }
       chain = op->getResult(0);
     }
@@ -249,10 +265,9 @@ struct Spatial2D {
 };
 
 static std::string as4D(FunctionEmitter &e, Value v) {
-  auto s = FunctionEmitter::typeOf(v).getShape();
-  if (s.size() == 4)
+  if (FunctionEmitter::typeOf(v).getRank() == 4)
     return e.desc(v);
-  return e.desc(v, {s[0], s[1], 1, s[2]});
+  return e.descWithUnitHeight(v);
 }
 
 static LogicalResult emitConv(FunctionEmitter &e, ConvOp op, Value out,

@@ -365,6 +365,27 @@ std::string FunctionEmitter::desc(Value v, llvm::ArrayRef<int64_t> dims) {
   return s + ")";
 }
 
+std::string FunctionEmitter::descWithUnitHeight(Value v) {
+  SmallVector<int64_t> dims(typeOf(v).getShape());
+  if (wide.count(v) || isRowMajor(v)) {
+    dims.insert(dims.end() - 1, 1);
+    return desc(v, dims);
+  }
+  // The unit dim's stride is what a dense one would have (NWC becomes
+  // NHWC's strides), so the runtime sees the layout it knows.
+  SmallVector<int64_t> st = layoutOf(v);
+  st.insert(st.end() - 1, st.back() * dims.back());
+  dims.insert(dims.end() - 1, 1);
+  std::string s =
+      "dg::TS(" + name(v) + ", " + rtType(typeOf(v).getElementType()) + ", {";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  s += "}, {";
+  for (size_t i = 0; i < st.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(st[i]);
+  return s + "})";
+}
+
 std::string FunctionEmitter::where(Operation *op) {
   std::string s = op->getName().getStringRef().str();
   if (StringRef schedule = scheduleDescription(op->getLoc());

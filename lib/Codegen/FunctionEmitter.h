@@ -182,6 +182,9 @@ public:
   /// `dg::T(ptr, DTYPE, {dims})` for `v`, optionally with other dims.
   std::string desc(mlir::Value v);
   std::string desc(mlir::Value v, llvm::ArrayRef<int64_t> dims);
+  /// `v` (rank >= 2) with a unit dim inserted before its last one, in its
+  /// own layout: a 1-D convolution's tensors as 2-D ones of height 1.
+  std::string descWithUnitHeight(mlir::Value v);
   /// "graph.matmul at file:line:col", used in runtime error messages.
   static std::string where(mlir::Operation *op);
 

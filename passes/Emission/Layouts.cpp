@@ -7,8 +7,11 @@
 //   steps) and split results are views of their operand's memory with the
 //   strides they are read with (`#emit.buffer<view, offset, strides>`); a
 //   transpose or a head split costs nothing when its reader takes strides;
-// - channels-last (CPU): a 2-D convolution writes NHWC, which oneDNN's jit
-//   kernels (AVX2 and AVX-512, depthwise included) run natively; pooling
+// - channels-last (CPU): a 2-D convolution writes NHWC (a 1-D one NWC),
+//   which oneDNN's jit kernels (AVX2 and AVX-512, depthwise included) run
+//   natively; its gemm kernel for NCHW applies post-ops such as gelu_erf
+//   one element at a time (a Whisper 1-D convolution: 6.1 ms against 1.4
+//   without the post-op, DNNL_VERBOSE, 2026-12-07); pooling
 //   and elementwise loops keep the layout of their input, so a chain of
 //   convolutions stays channels-last instead of being reordered per op.
 //   NHWC rather than oneDNN's blocked nChw8c: on AVX2 the blocked layout
@@ -89,16 +92,24 @@ Strides orderedStrides(ArrayRef<int64_t> shape, ArrayRef<int64_t> like) {
   return s;
 }
 
-/// Channels-last strides of a rank-4 NCHW-shaped tensor.
+/// Channels-last strides of a rank-4 NCHW- or rank-3 NCW-shaped tensor
+/// (NHWC, NWC).
 Strides channelsLast(ArrayRef<int64_t> s) {
+  if (s.size() == 3)
+    return {s[1] * s[2], 1, s[1]};
   return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
 }
 
-/// Whether a rank-4 value is laid out channels-last (and not also
-/// row-major, as a [N, C, 1, 1] tensor is both).
+/// The ranks a convolution chain may run channels-last in: 2-D and 1-D.
+bool hasImageRank(ArrayRef<int64_t> shape) {
+  return shape.size() == 3 || shape.size() == 4;
+}
+
+/// Whether a rank-3 or rank-4 value is laid out channels-last (and not
+/// also row-major, as a [N, C, 1, 1] tensor is both).
 bool isChannelsLast(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
-  if (t.getRank() != 4)
+  if (!hasImageRank(t.getShape()))
     return false;
   Strides s = stridesOf(v);
   return sameLayout(t.getShape(), s, channelsLast(t.getShape())) &&
@@ -249,7 +260,7 @@ private:
       if (sameLayout(shape, s, rowMajor(v)) &&
           sameLayout(os, o, rowMajor(r.like)))
         return true;
-      return shape.size() == 4 && os.size() == 4 &&
+      return hasImageRank(shape) && os.size() == shape.size() &&
              sameLayout(shape, s, channelsLast(shape)) &&
              sameLayout(os, o, channelsLast(os));
     }
@@ -271,7 +282,9 @@ private:
   /// output, of another shape) is: channels-last or row-major.
   Strides likeStrides(Value v, Value like) {
     auto shape = cast<RankedTensorType>(v.getType()).getShape();
-    if (shape.size() == 4 && isChannelsLast(like))
+    if (hasImageRank(shape) && isChannelsLast(like) &&
+        cast<RankedTensorType>(like.getType()).getRank() ==
+            (int64_t)shape.size())
       return channelsLast(shape);
     return rowMajor(v);
   }
@@ -393,15 +406,17 @@ private:
     if (!options.channelsLast)
       return;
     auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!t || t.getRank() != 4 || !t.getElementType().isF32())
+    if (!t || !hasImageRank(t.getShape()) || !t.getElementType().isF32())
       return;
     bool nhwc = false;
     if (isConvAnchor(op)) {
-      // A lone convolution (a ViT patch embedding) whose result goes to
-      // row-major readers stays NCHW; one in a chain goes channels-last.
-      nhwc =
-          feedsConvChain(op->getResult(0)) || isChannelsLast(op->getOperand(0));
-    } else if (isa<g::PoolOp>(op)) {
+      // A lone 2-D convolution (a ViT patch embedding) whose result goes to
+      // row-major readers stays NCHW; one in a chain goes channels-last. A
+      // 1-D one always does: NCW runs on oneDNN's gemm kernel, whose
+      // post-ops cost more than a reorder of the input.
+      nhwc = t.getRank() == 3 || feedsConvChain(op->getResult(0)) ||
+             isChannelsLast(op->getOperand(0));
+    } else if (isa<g::PoolOp>(op) && t.getRank() == 4) {
       Value in = op->getOperand(0);
       nhwc = !sameLayout(t.getShape(), layoutOf(in), rowMajor(in)) &&
              sameLayout(

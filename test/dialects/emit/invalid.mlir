@@ -258,13 +258,27 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{post_ops kernel must start with an f32 graph.matmul or 2-D graph.conv}}
+  // expected-error @+1 {{post_ops kernel must start with an f32 graph.matmul or 1-D or 2-D graph.conv}}
   %0 = emit.kernel post_ops(%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
     %n = graph.unary relu %a : (tensor<4xf32>) -> tensor<4xf32>
     emit.yield %n : tensor<4xf32>
   }
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A 3-D convolution has no oneDNN lowering here (1-D runs as 2-D).
+func.func @f(%x: tensor<1x2x4x4x4xf32>, %w: tensor<2x2x1x1x1xf32>) -> tensor<1x2x4x4x4xf32> {
+  // expected-error @+1 {{post_ops kernel must start with an f32 graph.matmul or 1-D or 2-D graph.conv}}
+  %0 = emit.kernel post_ops(%x, %w) : (tensor<1x2x4x4x4xf32>, tensor<2x2x1x1x1xf32>) -> tensor<1x2x4x4x4xf32> {
+  ^bb0(%a: tensor<1x2x4x4x4xf32>, %b: tensor<2x2x1x1x1xf32>):
+    %c = graph.conv %a, %b {strides = array<i64: 1, 1, 1>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>} : (tensor<1x2x4x4x4xf32>, tensor<2x2x1x1x1xf32>) -> tensor<1x2x4x4x4xf32>
+    %n = graph.unary relu %c : (tensor<1x2x4x4x4xf32>) -> tensor<1x2x4x4x4xf32>
+    emit.yield %n : tensor<1x2x4x4x4xf32>
+  }
+  return %0 : tensor<1x2x4x4x4xf32>
 }
 
 // -----

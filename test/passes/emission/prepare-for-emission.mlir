@@ -243,3 +243,28 @@ func.func @caller(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   %y:3 = call @stage(%h, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return %y#0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A 1-D convolution (Whisper's front end) takes its GELU as a post-op and
+// runs channels-last (NWC: its input copied once), so the transpose to
+// [N, L, C] after it is a row-major view, no copy. With
+// channels-last=false it stays NCW.
+// CHECK-LABEL: func.func @conv1d
+// CHECK: %[[XC:.*]] = emit.copy %{{.*}} {emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 256, strides = [30, 1, 3]>]}
+// CHECK: %[[C:.*]] = emit.kernel post_ops(%[[XC]], %{{.*}}, %{{.*}}) attributes {emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 320, strides = [40, 1, 4]>]}
+// CHECK: graph.conv
+// CHECK-NEXT: graph.unary gelu
+// CHECK: %[[T:.*]] = graph.transpose %[[C]] {emit.buffers = [#emit.buffer<view>]
+// CHECK-NEXT: return %[[T]]
+// NCHW-LABEL: func.func @conv1d
+// NCHW-NOT: emit.copy
+// NCHW: emit.kernel post_ops(%{{.*}}, %{{.*}}, %{{.*}}) attributes {emit.buffers = [#emit.buffer<arena, offset = {{[0-9]+}}, bytes = 320>]}
+func.func @conv1d(%x: tensor<2x3x10xf32>) -> tensor<2x10x4xf32> {
+  %w = graph.weight "w" : tensor<4x3x3xf32>
+  %b = graph.weight "b" : tensor<4xf32>
+  %0 = graph.conv %x, %w, %b {strides = array<i64: 1>, pads = array<i64: 1, 1>, dilations = array<i64: 1>} : (tensor<2x3x10xf32>, tensor<4x3x3xf32>, tensor<4xf32>) -> tensor<2x4x10xf32>
+  %1 = graph.unary gelu %0 : (tensor<2x4x10xf32>) -> tensor<2x4x10xf32>
+  %2 = graph.transpose %1 {perm = array<i64: 0, 2, 1>} : (tensor<2x4x10xf32>) -> tensor<2x10x4xf32>
+  return %2 : tensor<2x10x4xf32>
+}

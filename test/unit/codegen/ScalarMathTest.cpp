@@ -1,7 +1,7 @@
 //===- ScalarMathTest.cpp - Float fast paths of generated loops -*- C++ -*-===//
 //
-// Part of DistOpt. distrt/gen/Scalar.h computes GELU (tanh form), sigmoid,
-// SiLU and their derivatives in float without libm, so that generated
+// Part of DistOpt. distrt/gen/Scalar.h computes erf, GELU (both forms),
+// sigmoid, SiLU and their derivatives in float without libm, so that generated
 // loops vectorize. Here they are held to double references over the whole
 // range where the results are not 0 or 1, and at the special values.
 //
@@ -10,7 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -72,6 +74,49 @@ TEST(ScalarMath, FloatPathsAreFloatAccurate) {
   }
 }
 
+/// |got - want| in units of the last place of `want` rounded to float.
+double ulpError(float got, double want) {
+  float w = std::fabs((float)want);
+  return std::fabs(got - want) /
+         (std::nextafter(w, std::numeric_limits<float>::infinity()) - w);
+}
+
+/// Every 257th float from 0 to 11 (past 4, erf rounds to 1), both signs.
+template <typename F> void forFloatsTo11(F f) {
+  for (uint32_t bits = 0; bits < 0x41300000u; bits += 257) {
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    f(x);
+    f(-x);
+  }
+}
+
+TEST(ScalarMath, ErfFastIsWithinOneAndAHalfUlp) {
+  double worst = 0;
+  forFloatsTo11([&](float x) {
+    double e = ulpError(dg::erfFast(x), std::erf((double)x));
+    worst = std::max(worst, e);
+    EXPECT_LE(e, 1.5) << "erfFast(" << x << ")";
+  });
+  EXPECT_GT(worst, 0.5); // the sweep reached rounded results
+  EXPECT_EQ(dg::erfOf<float>(0.3f), dg::erfFast(0.3f));
+}
+
+TEST(ScalarMath, GeluFloatIsFloatAccurate) {
+  forFloatsTo11([&](float x) {
+    double u = x, want = 0.5 * u * std::erfc(-u / std::sqrt(2.0));
+    float got = dg::gelu<float>(x);
+    if (x < -5.6f)
+      EXPECT_LE(std::fabs(got - want), 5e-8) << "gelu(" << x << ")";
+    else if (std::fabs(x) > 1e-37f) // normal results
+      expectNear(got, want,
+                 x >= 0       ? 2e-7
+                 : x >= -3.0f ? 1.2e-6
+                              : 2.5e-6,
+                 0, x, "gelu");
+  });
+}
+
 TEST(ScalarMath, SpecialValues) {
   const float inf = std::numeric_limits<float>::infinity();
   for (float x : {NAN, -NAN}) {
@@ -81,6 +126,16 @@ TEST(ScalarMath, SpecialValues) {
     EXPECT_TRUE(std::isnan(dg::dSigmoid<float>(x)));
     EXPECT_TRUE(std::isnan(dg::dSilu<float>(x)));
   }
+  for (float x : {NAN, -NAN}) {
+    EXPECT_TRUE(std::isnan(dg::erfFast(x)));
+    EXPECT_TRUE(std::isnan(dg::gelu<float>(x)));
+  }
+  EXPECT_EQ(dg::erfFast(inf), 1.0f);
+  EXPECT_EQ(dg::erfFast(-inf), -1.0f);
+  EXPECT_TRUE(std::signbit(dg::erfFast(-0.0f)));
+  EXPECT_EQ(dg::gelu<float>(inf), inf);
+  EXPECT_EQ(dg::gelu<float>(-inf), 0.0f);
+  EXPECT_EQ(dg::gelu<float>(0.0f), 0.0f);
   EXPECT_EQ(dg::geluTanh<float>(inf), inf);
   EXPECT_EQ(dg::geluTanh<float>(-1e20f), 0.0f); // x^3 overflows to -inf
   EXPECT_EQ(dg::geluTanh<float>(0.0f), 0.0f);

@@ -9,6 +9,15 @@
 
 #include "distrt/gen/Common.h"
 
+/// The float paths below are meant to be inlined into the generated loops,
+/// which vectorize only without a call; GCC's -O2 heuristics leave the
+/// larger ones (erf, GELU) out of line.
+#if defined(__CUDACC__)
+#define DG_ALWAYS_INLINE __forceinline__
+#else
+#define DG_ALWAYS_INLINE inline __attribute__((always_inline))
+#endif
+
 namespace dg {
 
 //===----------------------------------------------------------------------===//
@@ -111,6 +120,80 @@ DG_HD inline float expFast(float x) {
   y = x > 88.7f ? INFINITY : y;
   y = x < -87.3f ? 0.0f : y;
   return x != x ? x : y;
+}
+
+/// erf and GELU's exact (erf) form in float. erf(x) = x P(x^2) for
+/// |x| < 0.875 (P = 1 + R, R of degree 5 fitted to erf(x) / x - 1 with
+/// relative weight),
+/// and 1 - erfc(|x|), erfc(a) = e^-a^2 Q(a - 2.4375), for larger |x|
+/// (Q: degree 11, fitted to erfc(a) e^a^2 on [0.875, 4] with relative
+/// weight; erfc(4) = 1.5e-8 rounds 1 - erfc to 1, so |x| is clamped at 4).
+/// Both are evaluated and one is selected, which keeps the loops of them
+/// vectorizable. Measured against double-precision erf
+/// (test/unit/codegen/ScalarMathTest.cpp): erf within 1.5 ulp everywhere;
+/// GELU within 2e-7 relative for x >= 0, 1.2e-6 for x in [-3, 0) and
+/// 2.5e-6 in [-5.6, -3) (the rounding of u = x / sqrt(2) and of u^2,
+/// amplified by e^-u^2 on results below 0.2, as for geluTanh), and within
+/// 5e-8 of 0 below -5.6.
+DG_HD DG_ALWAYS_INLINE float erfSmall(float x) {
+  // x + x R(x^2) rather than x P(x^2): R's rounding errors are scaled by
+  // R(z) <= 0.13, which keeps the result within about 1 ulp.
+  float z = x * x;
+  float r = z * -6.203239e-4f + 5.032179e-3f;
+  r = r * z - 2.6791463e-2f;
+  r = r * z + 1.1282455e-1f;
+  r = r * z - 3.761255e-1f;
+  r = r * z + 1.2837915e-1f;
+  return x + x * r;
+}
+
+/// erfc(a) for a in [0.875, 4], about 2.5e-7 relative.
+DG_HD DG_ALWAYS_INLINE float erfcLarge(float a) {
+  float t = a - 2.4375f;
+  float q = t * -4.978762e-7f + 2.0781338e-6f;
+  q = q * t - 4.5308516e-6f;
+  q = q * t + 1.620969e-5f;
+  q = q * t - 6.7876106e-5f;
+  q = q * t + 2.4163077e-4f;
+  q = q * t - 8.177047e-4f;
+  q = q * t + 2.7074348e-3f;
+  q = q * t - 8.647987e-3f;
+  q = q * t + 2.6498312e-2f;
+  q = q * t - 7.756085e-2f;
+  q = q * t + 2.1555246e-1f;
+  return expFast(-a * a) * q;
+}
+
+/// |x| clamped into erfcLarge's range; NaN stays NaN.
+DG_HD DG_ALWAYS_INLINE float erfLargeArg(float x) {
+  float a = x < 0.0f ? -x : x;
+  a = a > 4.0f ? 4.0f : a;
+  return a < 0.875f ? 0.875f : a;
+}
+
+DG_HD DG_ALWAYS_INLINE float erfFast(float x) {
+  float big = 1.0f - erfcLarge(erfLargeArg(x));
+  big = x < 0.0f ? -big : big;
+  return (x < 0.875f && x > -0.875f) ? erfSmall(x) : big;
+}
+
+/// erf for every type: libm in double, erfFast for float.
+template <typename T> DG_HD inline T erfOf(T x) { return (T)erf((double)x); }
+template <> DG_HD DG_ALWAYS_INLINE float erfOf<float>(float x) {
+  return erfFast(x);
+}
+
+/// 0.5 x (1 + erf(u)), u = x / sqrt(2). Where erf(u) is near -1 (x below
+/// -1.24) it is 0.5 x erfc(|u|) instead, which does not cancel; below
+/// x = -4 sqrt(2), erfc(|u|) < 1.6e-8 counts as 0 (and -inf gives -0).
+template <> DG_HD DG_ALWAYS_INLINE float gelu<float>(float x) {
+  float u = x * 0.70710678118654752f;
+  float small = 0.5f * x * (1.0f + erfSmall(u));
+  float c = erfcLarge(erfLargeArg(u));
+  c = u < -4.0f ? 0.0f : c;
+  float xc = x < -8.0f ? -8.0f : x;
+  float big = 0.5f * xc * (x < 0.0f ? c : 2.0f - c);
+  return (u < 0.875f && u > -0.875f) ? small : big;
 }
 
 /// 0.5 x (1 + tanh(u)) written as x / (1 + e^-2u), which does not cancel
