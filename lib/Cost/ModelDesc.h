@@ -151,6 +151,10 @@ struct ModelDesc {
   /// heads: the gcd of every attention's head count (query and, for
   /// grouped-query attention, key/value heads); 0 when there is none.
   unsigned attentionHeads = 0;
+  /// What the tensor-parallel degree must divide to split the convolutions
+  /// by channels: the gcd of every channel count tensor parallelism splits
+  /// (planning::ConvChannels); 0 when there is none.
+  int64_t tpChannels = 0;
 
   /// Parameter count without tied copies.
   double paramCount() const;

@@ -545,22 +545,37 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
 }
 
 bool tensorParallelFits(unsigned tp, const ModelDesc &model) {
-  return model.attentionHeads == 0 || model.attentionHeads % tp == 0;
+  return (model.attentionHeads == 0 || model.attentionHeads % tp == 0) &&
+         (model.tpChannels == 0 || model.tpChannels % tp == 0);
+}
+
+/// The degrees that divide \p n, as "1, 2, 4".
+static std::string divisorsOf(int64_t n) {
+  std::string divisors;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+  return divisors;
 }
 
 Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
   if (tensorParallelFits(p.tp, model))
     return Error::success();
-  std::string divisors;
-  for (unsigned d = 1; d <= model.attentionHeads; ++d)
-    if (model.attentionHeads % d == 0)
-      divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
-  return planError(p.str(),
-                   formatv("tp = {0} does not divide the model's attention "
-                           "head count {1} (the gcd of its query and "
-                           "key/value heads); tensor parallelism gives each "
-                           "rank whole heads: choose tp among {2}",
-                           p.tp, model.attentionHeads, divisors));
+  if (model.attentionHeads != 0 && model.attentionHeads % p.tp != 0)
+    return planError(p.str(),
+                     formatv("tp = {0} does not divide the model's attention "
+                             "head count {1} (the gcd of its query and "
+                             "key/value heads); tensor parallelism gives each "
+                             "rank whole heads: choose tp among {2}",
+                             p.tp, model.attentionHeads,
+                             divisorsOf(model.attentionHeads)));
+  return planError(
+      p.str(),
+      formatv("tp = {0} does not divide the channel counts tensor "
+              "parallelism splits (their gcd is {1}: convolution channels, "
+              "groups of grouped convolutions); each rank holds an equal "
+              "share of them: choose tp among {2}",
+              p.tp, model.tpChannels, divisorsOf(model.tpChannels)));
 }
 
 Error checkCuts(const Plan &p, unsigned numLayers) {

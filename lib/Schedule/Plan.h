@@ -189,10 +189,11 @@ struct Plan : RankLayout {
 llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
 
 /// True when tensor parallelism of degree \p tp gives every rank whole
-/// attention heads of \p model (tp divides ModelDesc::attentionHeads).
+/// attention heads of \p model and an equal share of the channels it
+/// splits (tp divides ModelDesc::attentionHeads and tpChannels).
 bool tensorParallelFits(unsigned tp, const cost::ModelDesc &model);
 /// The error finalizePlan gives when tensorParallelFits fails: names the
-/// head count and the degrees that divide it.
+/// head or channel count and the degrees that divide it.
 llvm::Error checkTensorParallel(const Plan &plan, const cost::ModelDesc &model);
 /// Checks the plan's stage boundaries (cuts), when it has any, against a
 /// model of \p numLayers layers: one per virtual stage boundary, strictly

@@ -128,6 +128,16 @@ def TensorParallelPass : Pass<"dist-tensor-parallel", "mlir::ModuleOp"> {
     computed whole on every rank, which is correct, only not parallel
     (`verbose` says why for each).
 
+    Convolutions split by channels first, as the cost model decided
+    (`planning::analyzeConvChannels`, the same decision LayerAnalysis
+    prices): a convolution of a whole input keeps its rank's output
+    channels (column), one of a channel-split input its input channels
+    with the partial sums all-reduced (row, as does a matmul contracting
+    the split features); batch norm, activations, pooling, per-channel
+    adds and products, views and grouped convolutions (their groups split)
+    carry the split; anything else all-gathers it first. A channel or
+    group count the tp does not divide is an error naming the op.
+
     The rewrite gives split values and sharded weights their local types,
     puts `dist.tp_copy` (forward the identity; gradient the group's
     all-reduce) on each column matmul's input, marks weights with

@@ -22,6 +22,7 @@
 // between regions run on the rank's tokens (SequenceParallel). After
 // dist-context-parallel (tp inside cp) the regions grow through its
 // all-gathers of keys and values: each tensor rank gathers its own heads.
+// Convolutions split by channels before the regions (ChannelParallel.h).
 // docs/distributed.md "Tensor parallelism".
 //
 //===----------------------------------------------------------------------===//
@@ -32,6 +33,7 @@
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 #include "lib/Schedule/RankLayout.h"
+#include "passes/Distribute/ChannelParallel.h"
 #include "passes/Distribute/SplitValues.h"
 #include "passes/Distribute/TokenSplit.h"
 #include "passes/Distribute/VocabParallel.h"
@@ -826,11 +828,18 @@ struct TensorParallelPass
           << func->getSymName() << " must be one block";
       return signalPassFailure();
     }
+    // Convolutions split by channels, as the cost model decided
+    // (planning::analyzeConvChannels); the matmuls they split stay out of
+    // the regions below.
+    llvm::DenseSet<Operation *> taken;
+    FailureOr<unsigned> convs = split::splitConvChannels(
+        *func, layout, planning::analyzeConvChannels(*func), taken);
+    if (failed(convs))
+      return signalPassFailure();
     // Grow a region from each column candidate, in order; a region that
     // cannot be split stays replicated (correct, only not parallel).
-    unsigned regions = 0;
+    unsigned regions = *convs;
     std::string lastWhy;
-    llvm::DenseSet<Operation *> taken;
     SmallVector<dist::AllReduceOp> sums;
     SmallVector<g::MatmulOp> candidates;
     func->walk([&](g::MatmulOp m) { candidates.push_back(m); });
@@ -863,7 +872,8 @@ struct TensorParallelPass
       }
     if (regions == 0) {
       func->emitError("dist-tensor-parallel: the plan has tp = ")
-          << layout.tp << " but no matmul of @" << func->getSymName()
+          << layout.tp << " but no matmul or convolution of @"
+          << func->getSymName()
           << " can be split over the tp ranks (Megatron regions: a "
              "column-parallel matmul, ops on its columns, a row-parallel "
              "matmul); the last candidate failed at "

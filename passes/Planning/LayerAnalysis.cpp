@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Planning/LayerAnalysis.h"
+#include "passes/Planning/ConvChannels.h"
 #include "passes/Planning/FusedKernels.h"
 
 #include "dialects/Graph/GraphCost.h"
@@ -66,6 +67,9 @@ private:
   DenseSet<Value> copied;
   /// The item that counted each root weight's parameters first.
   DenseMap<Operation *, size_t> countedWeights;
+  /// Channel-parallel convolutions: what dist-tensor-parallel does with
+  /// convolutions and the ops their channel splits reach.
+  ConvChannels channels;
 };
 } // namespace
 
@@ -222,6 +226,7 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
               "--input-shape";
   double samples = first.getDimSize(0);
   classifyValues();
+  channels = analyzeConvChannels(func);
 
   // Cost every sample-dependent op, in program order.
   std::vector<Item> items;
@@ -276,8 +281,40 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         if (options.tpRoles)
           (*options.tpRoles)[&op] = role;
       };
-      if (isa<g::MatmulOp, g::ConvOp>(op) && weighted && !anySplit &&
-          feedsNorm(op.getResult(0))) {
+      if (std::optional<ChannelRole> c = channels.roleOf(&op)) {
+        switch (*c) {
+        case ChannelRole::Column:
+          record(TensorParallelRole::Column);
+          for (Value v : op.getOperands())
+            if (sampleDependent.contains(v) && copied.insert(v).second)
+              desc->tpAllReduceBwdBytes += bytesFor(v.getType());
+          desc->tp = TpMode::Split;
+          break;
+        case ChannelRole::Row:
+          record(TensorParallelRole::Row);
+          desc->tpAllReduceFwdBytes = outBytes;
+          desc->tp = TpMode::Split;
+          break;
+        case ChannelRole::Split:
+          record(TensorParallelRole::Split);
+          desc->tp = TpMode::Split;
+          break;
+        case ChannelRole::Gather:
+          // Each split operand is all-gathered: a ring all-gather of S
+          // bytes moves what an all-reduce of S / 2 does.
+          for (Value v : op.getOperands())
+            if (channels.split.contains(v))
+              desc->tpAllReduceFwdBytes += bytesFor(v.getType()) / 2;
+          [[fallthrough]];
+        case ChannelRole::Whole:
+          record(TensorParallelRole::Replicated);
+          desc->tp = TpMode::Replicated;
+          desc->savedReplicatedBytes = desc->savedBytes;
+          desc->savedBytes = 0;
+          break;
+        }
+      } else if (isa<g::MatmulOp>(op) && weighted && !anySplit &&
+                 feedsNorm(op.getResult(0))) {
         // Normalized over its features (latent attention's down
         // projections and their RMSNorms): Megatron keeps it whole on
         // every rank, replicated.
@@ -285,7 +322,7 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         desc->tp = TpMode::Replicated;
         desc->savedReplicatedBytes = desc->savedBytes;
         desc->savedBytes = 0;
-      } else if (isa<g::MatmulOp, g::ConvOp>(op) && weighted) {
+      } else if (isa<g::MatmulOp>(op) && weighted) {
         record(anySplit ? TensorParallelRole::Row : TensorParallelRole::Column);
         if (anySplit) {
           desc->tpAllReduceFwdBytes = outBytes;
@@ -302,18 +339,17 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         desc->tpAllReduceFwdBytes = outBytes;
         desc->tp = TpMode::Split;
       } else if (anySplit && !isa<g::LayerNormOp, g::RMSNormOp>(op)) {
-        // A full-size activation meeting a split one (a residual add after a
-        // column-parallel convolution) must gather the split operand first.
-        // Batch norm is per channel, so a channel split passes through it.
-        // A broadcast (Expand: latent attention's one rotary key for every
-        // head) is made where it is read, each rank its own part.
+        // A full-size activation meeting a split one must gather the split
+        // operand first. A broadcast (Expand: latent attention's one
+        // rotary key for every head) is made where it is read, each rank
+        // its own part.
         double fullBytes = 0;
         for (Value v : op.getOperands())
           if (sampleDependent.contains(v) && !split.contains(v) &&
               !side.contains(v) &&
               !isa_and_nonnull<g::ExpandOp>(v.getDefiningOp()))
             fullBytes += bytesFor(v.getType());
-        if (fullBytes > 0 && !isa<g::BatchNormOp>(op)) {
+        if (fullBytes > 0) {
           record(TensorParallelRole::Replicated);
           desc->tp = TpMode::Replicated;
           desc->tpAllReduceFwdBytes = outBytes;
@@ -350,6 +386,13 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
       desc->tpAllReduceFwdBytes *= k;
       desc->tpAllReduceBwdBytes *= k;
       desc->perSample = true;
+    } else if (std::optional<ChannelRole> c = channels.roleOf(&op)) {
+      // A view of channel-split values keeps them split, or (a result of
+      // the function) gathers them.
+      if (options.tpRoles)
+        (*options.tpRoles)[&op] = *c == ChannelRole::Split
+                                      ? TensorParallelRole::Split
+                                      : TensorParallelRole::Replicated;
     } else if (llvm::any_of(op.getOperands(),
                             [&](Value v) { return split.contains(v); })) {
       // Views (reshape, flatten) cost nothing but keep a split activation
@@ -442,6 +485,7 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
     for (unsigned l = begin + 1; l < end; ++l)
       model.layers[l].continuesBlock = true;
   }
+  model.tpChannels = channels.divisor();
   if (options.layerOps)
     *options.layerOps = std::move(opsOf);
   for (auto [i, layer] : llvm::enumerate(model.layers)) {

@@ -54,7 +54,10 @@ shards.json), and the same with sequence parallelism (`_sp`: sp=1, also
 with dp=2 and ZeRO-1 and under ZB-H1), the Llama fixture (separate Q, K
 and V projections, RoPE, grouped-query heads: `llama_`) with SGD at tp=2,
 tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
-dp=2 x tp=2 (also with zero=1), its attention projections saved split, and
+dp=2 x tp=2 (also with zero=1), its attention projections saved split,
+the small ResNet's channel-parallel convolutions (`resnet_bn_*tp2`: SGD
+and Adam at tp=2 and dp=2 x tp=2, batch norm's running statistics per
+replica under dp, so not compared there), and
 edge-cloud split training
 (`mlp_adam_edge_cloud_split`: the plan searched on the edge-cloud-wifi
 preset with layer 0 pinned to the phone, --dist-search=pin=0-0@phone-soc;
@@ -106,7 +109,9 @@ blocks).
 
 Tensor-parallel inference (run_tp_forward_case): the Llama fixture's
 forward program at tp=2 and tp=2 x pp=2 under mpirun against one process's
-logits (within 1e-5 relative), its attention projections loaded as shards.
+logits (within 1e-5 relative), its attention projections loaded as shards;
+the small ResNet's at tp=2 and tp=2 x pp=2, its convolutions loaded as
+shards.
 
 Branch-parallel inference (run_branches_case): a trunk with three heads
 and a joined output (trunk_branches_model), and three heads reading the
@@ -1015,12 +1020,16 @@ def check_skipped_like_one(one, ranks_state):
     return errors
 
 
+# Batch norm's running statistics (the small ResNet's names).
+RUNNING_STATS = re.compile(r".*\.bn\.[mv]\.npy$")
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
                             zero=False, reference=None, search=None,
                             accumulate=False, tp_split=(), split_parts=None,
                             overflow=False, skips_like_one=False,
-                            vocab_parallel=False):
+                            vocab_parallel=False, per_replica=None):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -1051,7 +1060,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     then agree with it as without overflow. With `vocab_parallel` the
     plan's program must all-gather nothing (its generated source calls no
     distrt_all_gather): the softmax cross-entropy ran on each tensor rank's
-    columns of the logits."""
+    columns of the logits. Tensors whose saved name `per_replica` (a regex)
+    matches are each replica's own (batch norm's running statistics under
+    dp) and are not compared."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -1170,6 +1181,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         # after the step) and the micro-batch counter.
         if accumulate and (base.endswith(".grad_acc.npy") or
                            base == "microbatch.npy"):
+            continue
+        if per_replica and per_replica.match(base):
             continue
         if base not in owners:
             errors.append(f"{base}: no pipeline rank saved it")
@@ -2205,6 +2218,41 @@ def pipeline_train_cases(rng):
                 dict(resnet, plan="pp=2,mbs=2,schedule=1f1b,recompute=full",
                      train="loss=softmax-cross-entropy:labels optimizer=adam "
                            "lr=0.001")))
+    # Channel-parallel convolutions (tensor parallelism of the CNN): the
+    # stem and each block's second convolution keep their rank's output
+    # channels, the convolutions after them their input channels (partial
+    # sums all-reduced), batch norm, relu, pooling and the first block's
+    # residual add work on the rank's channels, the second block's residual
+    # gathers them. Batch statistics are per channel, so exact on a split.
+    # Under dp each replica keeps its own running statistics (as DDP
+    # without SyncBatchNorm), so those are not compared there.
+    conv_split = ("stem.w", "stem.bn.s", "stem.bn.m", "l1.a.w", "l1.b.w",
+                  "l2.a.w", "l2.b.bn.v", "l2.d.w")
+    out.append(("resnet_bn_sgd_tp2",
+                dict(resnet, plan="tp=2,mbs=2", tp_split=conv_split)))
+    out.append(("resnet_bn_adam_tp2",
+                dict(resnet, plan="tp=2,mbs=2", tp_split=conv_split,
+                     train="loss=softmax-cross-entropy:labels optimizer=adam "
+                           "lr=0.001")))
+    out.append(("resnet_bn_sgd_dp2_tp2",
+                dict(resnet, plan="dp=2,tp=2,mbs=2", ranks=4,
+                     tp_split=conv_split, per_replica=RUNNING_STATS)))
+    out.append(("resnet_bn_adam_dp2_tp2",
+                dict(resnet, plan="dp=2,tp=2,mbs=2", ranks=4,
+                     tp_split=conv_split, per_replica=RUNNING_STATS,
+                     train="loss=softmax-cross-entropy:labels optimizer=adam "
+                           "lr=0.001")))
+    # Its inference (batch norm with the running statistics) at tp=2, 2
+    # micro-batches of 2 images, and at tp=2 x pp=2.
+    conv_fwd = dict(forward=True, model=small_resnet_model,
+                    input_shape="image:2x3x32x32",
+                    feeds=[("image", images[:4])], batch=4, ranks=2,
+                    plan="tp=2,mbs=2",
+                    tp_split=("stem.w", "stem.bn.s", "l1.a.w", "l1.b.w",
+                              "l2.a.w", "l2.b.w", "l2.d.w"))
+    out.append(("resnet_forward_tp2", conv_fwd))
+    out.append(("resnet_forward_tp2_pp2",
+                dict(conv_fwd, plan="tp=2,pp=2,mbs=2", ranks=4)))
     # Edge-cloud split training: the search splits the MLP between a phone
     # and a cloud GPU over Wi-Fi with layer 0 (and the input) pinned to the
     # phone, choosing the split and the schedule; the split program on 2
