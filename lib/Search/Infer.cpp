@@ -201,7 +201,8 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
   for (unsigned tp = 1; tp <= perNode; ++tp) {
     if (perNode % tp || N % tp || !k.tp.allows(tp))
       continue;
-    // Only plans the partitioner can realize: whole heads per rank.
+    // Only plans the partitioner can realize: whole heads and equal
+    // channel shares per rank.
     if (!tensorParallelFits(tp, model)) {
       ++tpHeads;
       continue;
@@ -263,10 +264,7 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
     }
   }
   if (all.empty()) {
-    std::string headsNote =
-        tpHeads ? " and the model's attention head count " +
-                      std::to_string(model.attentionHeads)
-                : "";
+    std::string headsNote = tpHeads ? " and " + tpDivisorNote(model) : "";
     if (!anyLayout)
       return createStringError(
           inconvertibleErrorCode(),

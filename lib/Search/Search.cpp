@@ -275,7 +275,8 @@ void Searcher::enumerate() {
       ++why.constraint;
       continue;
     }
-    // Only plans the partitioner can realize: whole heads per rank.
+    // Only plans the partitioner can realize: whole heads and equal
+    // channel shares per rank.
     if (!tensorParallelFits(tp, model)) {
       ++why.tpHeads;
       continue;
@@ -813,9 +814,8 @@ Error Searcher::noPlanError() const {
                         "model's {1} layers;",
                         why.ppLayers, n);
     if (why.tpHeads)
-      detail += formatv(" {0} layouts have a tp that does not divide the "
-                        "model's attention head count {1};",
-                        why.tpHeads, model.attentionHeads);
+      detail += formatv(" {0} layouts have a tp that does not divide {1};",
+                        why.tpHeads, tpDivisorNote(model));
     if (why.dpBatch)
       detail += formatv(" {0} layouts have a dp that does not divide the "
                         "batch {1};",

@@ -23,6 +23,12 @@ namespace distopt::search::detail {
 
 std::string humanBytes(double bytes);
 
+/// What a tensor-parallel degree must divide in \p model
+/// (schedule::tensorParallelFits), as the search's errors name it: "the
+/// model's attention head count H", "the model's convolution channel
+/// count gcd C", or both joined by "and".
+std::string tpDivisorNote(const cost::ModelDesc &model);
+
 /// The table partitionLayersWith fills, bounded by an upper bound on the
 /// answer: \p ub must exceed it by a rounding margin (see
 /// partitionLayersWith). States whose value, or whose completion's lower

@@ -21,6 +21,20 @@ using cost::Recompute;
 
 namespace distopt::search::detail {
 
+std::string tpDivisorNote(const cost::ModelDesc &model) {
+  std::string heads = model.attentionHeads
+                          ? "the model's attention head count " +
+                                std::to_string(model.attentionHeads)
+                          : "";
+  std::string channels = model.tpChannels
+                             ? "the model's convolution channel count gcd " +
+                                   std::to_string(model.tpChannels)
+                             : "";
+  if (!heads.empty() && !channels.empty())
+    return heads + " and " + channels;
+  return heads + channels;
+}
+
 std::string humanBytes(double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   unsigned u = 0;
