@@ -102,17 +102,26 @@ DISTRT_VEC_FN log(V x) {
 
 DISTRT_VEC_FN abs(V x) { return sel<V>(x < 0.0f, -x, x); }
 
-/// Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7 before exp rounding).
-DISTRT_VEC_FN erf(V x) {
-  V ax = abs(x);
-  V t = 1.0f / (1.0f + 0.3275911f * ax);
-  V p = splat<V>(1.061405429f);
-  p = p * t - 1.453152027f;
-  p = p * t + 1.421413741f;
-  p = p * t - 0.284496736f;
-  p = p * t + 0.254829592f;
-  V y = 1.0f - p * t * vec::exp<V>(-ax * ax);
-  return sel<V>(x < 0.0f, -y, y);
+/// GELU's exact form as the generated loops compute it (dg::gelu<float>
+/// in distrt/gen/Scalar.h: the same polynomials, ranges and selects), a
+/// lane per element. erfc(|x|) with |x| clamped into [0.875, 4]; NaN
+/// stays NaN.
+DISTRT_VEC_FN erfcLarge(V x) {
+  V a = abs(x);
+  a = sel<V>(a > 4.0f, splat<V>(4.0f), a);
+  a = sel<V>(a < 0.875f, splat<V>(0.875f), a);
+  return vec::exp<V>(-a * a) * dg::erfcScaled<V>(a);
+}
+
+/// 0.5 x (1 + erf(u)), u = x / sqrt(2); 0.5 x erfc(|u|) where erf(u) is
+/// near -1, which does not cancel.
+DISTRT_VEC_FN gelu(V x) {
+  V u = x * 0.70710678118654752f;
+  V small = 0.5f * x * (1.0f + dg::erfSmall<V>(u));
+  V c = sel<V>(u < -4.0f, splat<V>(0.0f), erfcLarge<V>(u));
+  V xc = sel<V>(x < -8.0f, splat<V>(-8.0f), x);
+  V big = 0.5f * xc * sel<V>(x < 0.0f, c, 2.0f - c);
+  return sel<V>(abs<V>(u) < 0.875f, small, big);
 }
 
 DISTRT_VEC_FN tanh(V x) {
@@ -139,7 +148,7 @@ template <int Op, typename V> DISTRT_VEC_INLINE V unary(V x) {
   case DISTRT_UNARY_RELU:
     return sel<V>(x > 0.0f, x, splat<V>(0.0f));
   case DISTRT_UNARY_GELU:
-    return 0.5f * x * (1.0f + vec::erf<V>(x * kInvSqrt2));
+    return vec::gelu<V>(x);
   case DISTRT_UNARY_GELU_TANH:
     return 0.5f * x *
            (1.0f + vec::tanh<V>(kSqrt2OverPi * (x + kGeluTanhC * x * x * x)));

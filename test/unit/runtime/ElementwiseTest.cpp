@@ -1,5 +1,6 @@
 //===- ElementwiseTest.cpp - Unary, binary, fused, reductions --*- C++ -*-===//
 #include "TestUtil.h"
+#include "distrt/gen/Scalar.h"
 
 #include <algorithm>
 
@@ -289,6 +290,36 @@ TEST_P(FusedUnaryTest, MatchesLibmOverWideRange) {
     }
     EXPECT_NEAR(y[i], want, 2e-6f * std::max(1.0f, std::fabs(want)))
         << "op " << op << " x=" << xs[i];
+  }
+}
+
+/// The fused executor's GELU is the generated loops' (dg::gelu<float>):
+/// the same polynomials and selects, so a GELU gives the same values
+/// whether a program runs it in a loop or in the fused executor (up to
+/// FMA contraction), on both code paths. Where erf(u) is near -1 the
+/// selects matter: 0.5 x (1 + erf(u)) would cancel there.
+TEST_F(RuntimeTest, FusedGeluIsTheGeneratedLoopsGelu) {
+  std::vector<float> xs;
+  for (float v = -12.0f; v <= 12.0f; v += 0.013f)
+    xs.push_back(v);
+  for (bool baseline : {false, true}) {
+    setenv("DISTRT_FUSED_BASELINE", baseline ? "1" : "0", 1);
+    Tensor x({static_cast<int64_t>(xs.size())}),
+        y({static_cast<int64_t>(xs.size())});
+    x.v = xs;
+    distrt_fused_instr prog[] = {
+        {DISTRT_FUSED_UNARY, DISTRT_UNARY_GELU, 1, 0, 0, 0, 0.0f}};
+    const distrt_tensor *ins[] = {x.d()};
+    const distrt_tensor *outs[] = {y.d()};
+    uint8_t regs[] = {1};
+    distrt_fused_program p{1, prog, 1, ins, 1, outs, regs};
+    ASSERT_OK(distrt_fused_elementwise(ctx, &p));
+    unsetenv("DISTRT_FUSED_BASELINE");
+    for (size_t i = 0; i < xs.size(); ++i) {
+      float want = dg::gelu<float>(xs[i]);
+      EXPECT_NEAR(y[i], want, 4e-7f * std::fabs(want) + 1e-30f)
+          << "x=" << xs[i] << (baseline ? " (SSE2)" : " (AVX2)");
+    }
   }
 }
 

@@ -134,12 +134,14 @@ DG_HD inline float expFast(float x) {
 /// GELU within 2e-7 relative for x >= 0, 1.2e-6 for x in [-3, 0) and
 /// 2.5e-6 in [-5.6, -3) (the rounding of u = x / sqrt(2) and of u^2,
 /// amplified by e^-u^2 on results below 0.2, as for geluTanh), and within
-/// 5e-8 of 0 below -5.6.
-DG_HD DG_ALWAYS_INLINE float erfSmall(float x) {
+/// 5e-8 of 0 below -5.6. The polynomials are templates, for float and
+/// for GCC vector types of float alike: the runtime's fused executor
+/// (runtime/lib/cpu/VecMath.h) computes erf and GELU with them.
+template <typename T> DG_HD DG_ALWAYS_INLINE T erfSmall(T x) {
   // x + x R(x^2) rather than x P(x^2): R's rounding errors are scaled by
   // R(z) <= 0.13, which keeps the result within about 1 ulp.
-  float z = x * x;
-  float r = z * -6.203239e-4f + 5.032179e-3f;
+  T z = x * x;
+  T r = z * -6.203239e-4f + 5.032179e-3f;
   r = r * z - 2.6791463e-2f;
   r = r * z + 1.1282455e-1f;
   r = r * z - 3.761255e-1f;
@@ -147,10 +149,10 @@ DG_HD DG_ALWAYS_INLINE float erfSmall(float x) {
   return x + x * r;
 }
 
-/// erfc(a) for a in [0.875, 4], about 2.5e-7 relative.
-DG_HD DG_ALWAYS_INLINE float erfcLarge(float a) {
-  float t = a - 2.4375f;
-  float q = t * -4.978762e-7f + 2.0781338e-6f;
+/// erfc(a) e^(a^2) for a in [0.875, 4]: Q(a - 2.4375).
+template <typename T> DG_HD DG_ALWAYS_INLINE T erfcScaled(T a) {
+  T t = a - 2.4375f;
+  T q = t * -4.978762e-7f + 2.0781338e-6f;
   q = q * t - 4.5308516e-6f;
   q = q * t + 1.620969e-5f;
   q = q * t - 6.7876106e-5f;
@@ -160,8 +162,12 @@ DG_HD DG_ALWAYS_INLINE float erfcLarge(float a) {
   q = q * t - 8.647987e-3f;
   q = q * t + 2.6498312e-2f;
   q = q * t - 7.756085e-2f;
-  q = q * t + 2.1555246e-1f;
-  return expFast(-a * a) * q;
+  return q * t + 2.1555246e-1f;
+}
+
+/// erfc(a) for a in [0.875, 4], about 2.5e-7 relative.
+DG_HD DG_ALWAYS_INLINE float erfcLarge(float a) {
+  return expFast(-a * a) * erfcScaled(a);
 }
 
 /// |x| clamped into erfcLarge's range; NaN stays NaN.
