@@ -202,6 +202,25 @@ private:
 
 llvm::Error distopt::import::inferShapes(onnx::ModelProto &model) {
   static GuardedRegistry registry;
+  // ONNX 1.12's inference indexes with declared sizes (GatherND with the
+  // last dimension of its indices): a negative one crashes it.
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto *values :
+       {&graph.input(), &graph.output(), &graph.value_info()})
+    for (const onnx::ValueInfoProto &v : *values) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+        continue;
+      const onnx::TensorShapeProto &shape = v.type().tensor_type().shape();
+      for (int d = 0; d < shape.dim_size(); ++d)
+        if (shape.dim(d).has_dim_value() && shape.dim(d).dim_value() < 0)
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              "value '" + v.name() + "' is declared with dimension " +
+                  std::to_string(d) + " of size " +
+                  std::to_string(shape.dim(d).dim_value()) +
+                  "; sizes are at least 0 (a symbolic size is a dim_param): "
+                  "fix the model's shapes");
+    }
   try {
     onnx::ShapeInferenceOptions options;
     options.check_type = false;
