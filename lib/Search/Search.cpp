@@ -445,12 +445,10 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
             k.offload.empty() || llvm::is_contained(k.offload, cost::Offload{});
         for (const Shape &sh : shapes) {
           // The asynchronous schedules keep whole weight versions per
-          // stage (tensor-parallel parts with tp > 1): not ZeRO-3's blocks,
-          // and not under context parallelism; ZeRO-2 only under 2BW, whose
-          // one update a step has a gradient sum to shard (dist-partition
+          // stage (tensor-parallel parts with tp > 1): not under context
+          // parallelism, and ZeRO only up to maxZeroStage (dist-partition
           // refuses the rest).
-          unsigned asyncZero = updatesEveryMicrobatch(sh.kind) ? 1 : 2;
-          if (isAsync(sh.kind) && (zero > asyncZero || cp > 1)) {
+          if (zero > maxZeroStage(sh.kind) || (isAsync(sh.kind) && cp > 1)) {
             ++why.asyncUnrun;
             continue;
           }

@@ -451,11 +451,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
              << scheduleOp.getKind() << "\" " << why;
     };
     // ZeRO-1 shards the optimizer state and each update; the versions the
-    // forwards and backwards read stay whole. ZeRO-2 shards the gradient
-    // sum a step keeps across its micro-batches, which only 2BW's one
-    // update per step has (the search weighs the same stages:
-    // lib/Search/Search.cpp).
-    const unsigned maxZero = perMicrobatch ? 1 : 2;
+    // forwards and backwards read stay whole (schedule::maxZeroStage, which
+    // the search weighs too).
+    const unsigned maxZero = schedule::maxZeroStage(sched.kind);
     if (plan.zero >= 3)
       return refuse("with ZeRO-3, which is not run yet: it keeps a block of "
                     "each weight, but the schedule's weight versions are "

@@ -254,6 +254,26 @@ namespace {
 class FusedUnaryTest : public RuntimeTest,
                        public ::testing::WithParamInterface<std::tuple<int, bool>> {};
 
+/// Runs unary op \p op over \p xs in the fused executor (a one-instruction
+/// program), on the SSE2 baseline path when \p baseline, else the AVX2 one.
+std::vector<float> runFusedUnary(distrt_context *ctx, int op,
+                                 const std::vector<float> &xs, bool baseline) {
+  setenv("DISTRT_FUSED_BASELINE", baseline ? "1" : "0", 1);
+  Tensor x({static_cast<int64_t>(xs.size())}),
+      y({static_cast<int64_t>(xs.size())});
+  x.v = xs;
+  distrt_fused_instr prog[] = {
+      {DISTRT_FUSED_UNARY, uint8_t(op), 1, 0, 0, 0, 0.0f}};
+  const distrt_tensor *ins[] = {x.d()};
+  const distrt_tensor *outs[] = {y.d()};
+  uint8_t regs[] = {1};
+  distrt_fused_program p{1, prog, 1, ins, 1, outs, regs};
+  distrt_status st = distrt_fused_elementwise(ctx, &p);
+  unsetenv("DISTRT_FUSED_BASELINE");
+  EXPECT_EQ(st, DISTRT_OK) << distrt_last_error(ctx);
+  return y.v;
+}
+
 } // namespace
 
 /// The fused executor has its own vectorized math (exp, log, erf, tanh
@@ -262,22 +282,13 @@ class FusedUnaryTest : public RuntimeTest,
 TEST_P(FusedUnaryTest, MatchesLibmOverWideRange) {
   int op = std::get<0>(GetParam());
   bool baseline = std::get<1>(GetParam());
-  setenv("DISTRT_FUSED_BASELINE", baseline ? "1" : "0", 1);
   std::vector<float> xs;
   for (float v = -30.0f; v <= 30.0f; v += 0.37f)
     xs.push_back(v);
   for (float v : {0.0f, 1e-6f, -1e-6f, 1e-3f, 0.02f, -0.02f, 88.0f, -88.0f,
                   90.0f, -100.0f, 1e-30f, 1e-40f})
     xs.push_back(v);
-  Tensor x({static_cast<int64_t>(xs.size())}), y({static_cast<int64_t>(xs.size())});
-  x.v = xs;
-  distrt_fused_instr prog[] = {{DISTRT_FUSED_UNARY, uint8_t(op), 1, 0, 0, 0, 0.0f}};
-  const distrt_tensor *ins[] = {x.d()};
-  const distrt_tensor *outs[] = {y.d()};
-  uint8_t regs[] = {1};
-  distrt_fused_program p{1, prog, 1, ins, 1, outs, regs};
-  ASSERT_OK(distrt_fused_elementwise(ctx, &p));
-  unsetenv("DISTRT_FUSED_BASELINE");
+  std::vector<float> y = runFusedUnary(ctx, op, xs, baseline);
   for (size_t i = 0; i < xs.size(); ++i) {
     float want = refUnary(op, xs[i]);
     if (std::isnan(want)) {
@@ -303,18 +314,7 @@ TEST_F(RuntimeTest, FusedGeluIsTheGeneratedLoopsGelu) {
   for (float v = -12.0f; v <= 12.0f; v += 0.013f)
     xs.push_back(v);
   for (bool baseline : {false, true}) {
-    setenv("DISTRT_FUSED_BASELINE", baseline ? "1" : "0", 1);
-    Tensor x({static_cast<int64_t>(xs.size())}),
-        y({static_cast<int64_t>(xs.size())});
-    x.v = xs;
-    distrt_fused_instr prog[] = {
-        {DISTRT_FUSED_UNARY, DISTRT_UNARY_GELU, 1, 0, 0, 0, 0.0f}};
-    const distrt_tensor *ins[] = {x.d()};
-    const distrt_tensor *outs[] = {y.d()};
-    uint8_t regs[] = {1};
-    distrt_fused_program p{1, prog, 1, ins, 1, outs, regs};
-    ASSERT_OK(distrt_fused_elementwise(ctx, &p));
-    unsetenv("DISTRT_FUSED_BASELINE");
+    std::vector<float> y = runFusedUnary(ctx, DISTRT_UNARY_GELU, xs, baseline);
     for (size_t i = 0; i < xs.size(); ++i) {
       float want = dg::gelu<float>(xs[i]);
       EXPECT_NEAR(y[i], want, 4e-7f * std::fabs(want) + 1e-30f)

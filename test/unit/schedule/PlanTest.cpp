@@ -228,6 +228,20 @@ TEST(PipelineCosts, AsynchronousSchedulesUnderZeroShardOnlyTheOptimizer) {
   }
 }
 
+TEST(Plan, ZeroStagesEachScheduleRuns) {
+  // One rule for dist-partition and the search: the synchronous schedules
+  // run every ZeRO stage, 2BW up to ZeRO-2 (its one update a step has a
+  // gradient sum to shard), PipeDream and PipeMare ZeRO-1 only.
+  for (ScheduleKind k :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+        ScheduleKind::ZBH1, ScheduleKind::ZBH2, ScheduleKind::ZBV,
+        ScheduleKind::VHalf, ScheduleKind::VMin, ScheduleKind::DualPipeV})
+    EXPECT_EQ(maxZeroStage(k), 3u) << scheduleName(k).str();
+  EXPECT_EQ(maxZeroStage(ScheduleKind::PipeDream2BW), 2u);
+  EXPECT_EQ(maxZeroStage(ScheduleKind::PipeDream), 1u);
+  EXPECT_EQ(maxZeroStage(ScheduleKind::PipeMare), 1u);
+}
+
 } // namespace
 
 namespace {
