@@ -1770,6 +1770,13 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_tied_sgd_tp2_pp2_1f1b_sp",
                 dict(tied, plan="tp=2,pp=2,mbs=1,schedule=1f1b,sp=1",
                      ranks=4)))
+    # With replicas (each tensor rank's replicas average its rows'
+    # gradient) and inside context parallelism (each cp rank's tokens).
+    out.append(("gpt2_tied_sgd_dp2_tp2",
+                dict(tied, plan="dp=2,tp=2,mbs=1", ranks=4,
+                     vocab_parallel=True)))
+    out.append(("gpt2_tied_sgd_tp2_cp2",
+                dict(tied, plan="tp=2,cp=2,mbs=1", ranks=4)))
     # Sequence parallelism (sp=1): each row-parallel sum is a reduce-scatter
     # over the tokens, bias, dropout, residuals and layer norms run on the
     # rank's tokens, and an all-gather feeds each column-parallel region
