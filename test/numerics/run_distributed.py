@@ -1777,6 +1777,12 @@ def pipeline_train_cases(rng):
                      vocab_parallel=True)))
     out.append(("gpt2_tied_sgd_tp2_cp2",
                 dict(tied, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    # In bf16: the table's rows are cast for both uses, the loss reads the
+    # rank's columns cast to f32.
+    out.append(("gpt2_tied_sgd_bf16_tp2",
+                dict(tied, plan="tp=2,mbs=1", rtol=MIXED["bf16"],
+                     train=sgd + " mixed-precision=bf16",
+                     vocab_parallel=True)))
     # Sequence parallelism (sp=1): each row-parallel sum is a reduce-scatter
     # over the tokens, bias, dropout, residuals and layer norms run on the
     # rank's tokens, and an all-gather feeds each column-parallel region
