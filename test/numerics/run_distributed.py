@@ -1777,6 +1777,12 @@ def pipeline_train_cases(rng):
                      vocab_parallel=True)))
     out.append(("gpt2_tied_sgd_tp2_cp2",
                 dict(tied, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    # ZeRO-1 over each tensor rank's replicas: the rows' optimizer state
+    # is sharded again over dp (momentum, as gpt2_momentum_dp2_tp2_zero1).
+    out.append(("gpt2_tied_momentum_dp2_tp2_zero1",
+                dict(tied, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     # In bf16: the table's rows are cast for both uses, the loss reads the
     # rank's columns cast to f32.
     out.append(("gpt2_tied_sgd_bf16_tp2",
