@@ -18,12 +18,13 @@
 // rank, so the masks are one process's. A split result of the function
 // (a column-parallel LM head's logits) is gathered whole, and a softmax
 // cross-entropy of them runs vocabulary-parallel (VocabParallel.h); a lookup of
-// data is vocabulary-parallel (splitVocabulary); with sp = 1 the token-wise ops
-// between regions run on the rank's tokens (SequenceParallel). After
-// dist-context-parallel (tp inside cp) the regions grow through its
-// all-gathers of keys and values: each tensor rank gathers its own heads.
-// Convolutions split by channels before the regions (ChannelParallel.h).
-// docs/distributed.md "Tensor parallelism".
+// data is vocabulary-parallel (splitVocabulary), also in a table tied to the
+// LM head, which splits by the same rows for both uses (tiedHead); with sp = 1
+// the token-wise ops between regions run on the rank's tokens
+// (SequenceParallel). After dist-context-parallel (tp inside cp) the regions
+// grow through its all-gathers of keys and values: each tensor rank gathers its
+// own heads. Convolutions split by channels before the regions
+// (ChannelParallel.h). docs/distributed.md "Tensor parallelism".
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -62,7 +63,7 @@ using split::tensorOf;
 namespace {
 
 /// The graph.weight that `v` is, if only `user` reads it (a weight shared
-/// with other ops, such as tied embeddings, stays whole).
+/// with other ops stays whole, but for a table tied to an LM head: tiedHead).
 g::WeightOp ownWeight(Value v, Operation *user) {
   auto w = v.getDefiningOp<g::WeightOp>();
   if (!w || !v.hasOneUse() || *v.getUsers().begin() != user ||
@@ -71,13 +72,69 @@ g::WeightOp ownWeight(Value v, Operation *user) {
   return w;
 }
 
+/// A lookup of data (not of constant positions) in a table of V rows that
+/// split `tp` ways: what the vocabulary-parallel embedding splits.
+bool splitsVocabulary(g::EmbeddingOp em, int64_t tp) {
+  auto table = tensorOf(em.getTable());
+  auto ids = tensorOf(em.getIndices());
+  return table && table.getRank() == 2 && table.hasStaticShape() &&
+         table.getDimSize(0) % tp == 0 && ids && ids.hasStaticShape() &&
+         ids.getElementType().isSignlessInteger() &&
+         !em.getIndices().getDefiningOp<g::ConstantOp>();
+}
+
+/// The matmul that reads the table `w` transposed as its right operand
+/// (an LM head tied to the embedding: GPT-2's `wte`), directly
+/// (`transpose_rhs`) or through a `graph.transpose` [1, 0] only it reads,
+/// when every other reader of `w` is a lookup that splits by vocabulary;
+/// else null. Megatron splits such a table by vocabulary rows for both uses.
+g::MatmulOp tiedHead(g::WeightOp w, int64_t tp) {
+  g::MatmulOp head;
+  bool lookups = false;
+  for (OpOperand &use : w.getResult().getUses()) {
+    Operation *user = use.getOwner();
+    if (auto em = dyn_cast<g::EmbeddingOp>(user)) {
+      if (use.getOperandNumber() != 0 || !splitsVocabulary(em, tp))
+        return {};
+      lookups = true;
+      continue;
+    }
+    g::MatmulOp m = dyn_cast<g::MatmulOp>(user);
+    if (auto t = dyn_cast<g::TransposeOp>(user)) {
+      if (!t.getResult().hasOneUse() || t.getPerm() != ArrayRef<int64_t>{1, 0})
+        return {};
+      m = dyn_cast<g::MatmulOp>(*t.getResult().getUsers().begin());
+      if (!m || m.getRhs() != t.getResult() || m.getTransposeRhs())
+        return {};
+    } else if (!m || m.getRhs() != w.getResult() || !m.getTransposeRhs()) {
+      return {};
+    }
+    if (head)
+      return {};
+    head = m;
+  }
+  return lookups ? head : g::MatmulOp();
+}
+
+/// The tied table (tiedHead) that `m` reads as its right operand, if `m`
+/// is its head and `tied` holds it; else null.
+g::WeightOp tiedTableOf(g::MatmulOp m,
+                        const llvm::DenseSet<Operation *> &tied) {
+  Value rhs = m.getRhs();
+  if (auto t = rhs.getDefiningOp<g::TransposeOp>())
+    rhs = t.getInput();
+  auto w = rhs.getDefiningOp<g::WeightOp>();
+  return w && tied.contains(w) ? w : g::WeightOp();
+}
+
 /// One Megatron region, grown from a column-parallel matmul: the values
 /// split in it, the ops that compute them, the weights to shard and the
 /// row-parallel matmuls that close it. `fail` says why a region cannot be
 /// split (it then stays replicated).
 class Region {
 public:
-  Region(func::FuncOp func, int64_t tp) : func(func), tp(tp) {}
+  Region(func::FuncOp func, int64_t tp, const llvm::DenseSet<Operation *> &tied)
+      : func(func), tp(tp), tied(tied) {}
 
   /// Grows the region from `origin`; false (with `why`) when some value
   /// computed from its columns cannot stay split.
@@ -85,6 +142,8 @@ public:
 
   func::FuncOp func;
   int64_t tp;
+  /// Tables tied to an LM head (tiedHead): their head may be a column.
+  const llvm::DenseSet<Operation *> &tied;
   llvm::MapVector<Value, Split> split;
   llvm::SetVector<Operation *> ops;
   SmallVector<g::MatmulOp> columns, rows;
@@ -140,11 +199,15 @@ private:
   bool visitElementwise(Operation *op, ValueRange operands);
 };
 
-/// True for a matmul whose right operand is a weight only it reads and
-/// whose left operand is not split: a column-parallel candidate.
-bool isColumnCandidate(g::MatmulOp m, const llvm::MapVector<Value, Split> &split) {
+/// True for a matmul whose right operand is a weight only it reads (or a
+/// table in `tied` that it reads as its head) and whose left operand is not
+/// split: a column-parallel candidate.
+bool isColumnCandidate(g::MatmulOp m,
+                       const llvm::MapVector<Value, Split> &split,
+                       const llvm::DenseSet<Operation *> &tied) {
   auto rhs = tensorOf(m.getRhs());
-  return rhs && rhs.getRank() == 2 && ownWeight(m.getRhs(), m) &&
+  return rhs && rhs.getRank() == 2 &&
+         (ownWeight(m.getRhs(), m) || tiedTableOf(m, tied)) &&
          !split.contains(m.getLhs()) && !m.getTransposeLhs() &&
          (!m.getBias() || ownWeight(m.getBias(), m));
 }
@@ -186,9 +249,20 @@ bool Region::addColumn(g::MatmulOp m) {
   // The weight's columns: its last dimension, or its first when the
   // matmul reads it transposed.
   Split w{m.getTransposeRhs() ? 0 : 1, out.blocks};
-  auto weight = m.getRhs().getDefiningOp<g::WeightOp>();
-  if (!shardWeight(weight, w))
+  if (g::WeightOp table = tiedTableOf(m, tied)) {
+    // An LM head tied to the embedding: the table's rows are its columns,
+    // and the rank's V/tp rows serve its lookup too (splitVocabulary).
+    if (out.blocks != 1)
+      return failAt(m, "an LM head tied to an embedding whose logits are "
+                       "cut into blocks");
+    if (!shardWeight(table, {0, 1}))
+      return false;
+    if (auto t = m.getRhs().getDefiningOp<g::TransposeOp>();
+        t && !setSplit(t, t.getResult(), {1, 1}))
+      return false;
+  } else if (!shardWeight(m.getRhs().getDefiningOp<g::WeightOp>(), w)) {
     return false;
+  }
   if (Value bias = m.getBias()) {
     auto b = bias.getDefiningOp<g::WeightOp>();
     if (tensorOf(bias).getRank() != 1 || !shardWeight(b, {0, out.blocks}))
@@ -228,7 +302,7 @@ bool Region::visitElementwise(Operation *op, ValueRange operands) {
       continue;
     }
     if (auto m = v.getDefiningOp<g::MatmulOp>();
-        m && isColumnCandidate(m, split) && t == result &&
+        m && isColumnCandidate(m, split, tied) && t == result &&
         aligned == t.getRank() - 1 && blocksOf(m) == common->blocks) {
       if (!addColumn(m))
         return false;
@@ -285,7 +359,7 @@ bool Region::pullColumns(Value v) {
     Operation *def = x.getDefiningOp();
     if (auto m = dyn_cast_or_null<g::MatmulOp>(def)) {
       if (!ops.contains(m) && inputs.contains(m.getLhs()) &&
-          isColumnCandidate(m, split) && blocksOf(m) == 1)
+          isColumnCandidate(m, split, tied) && blocksOf(m) == 1)
         found.push_back(m);
       continue;
     }
@@ -629,23 +703,28 @@ void rewrite(Region &r, const schedule::RankLayout &layout,
 /// rank's rows, so the lookup still fails on it. Only lookups of data
 /// (not of constant positions) whose table only they read, of V rows that
 /// split tp ways. Returns the rank's lookup, or null when `em` is not such
-/// a lookup.
+/// a lookup. A table tied to an LM head (in `tied`, tiedHead) splits so
+/// when the head's region sharded it (its rows are already the rank's), and
+/// stays whole otherwise.
 Operation *splitVocabulary(g::EmbeddingOp em,
                            const schedule::RankLayout &layout,
+                           const llvm::DenseSet<Operation *> &tied,
                            SmallVectorImpl<dist::AllReduceOp> &sums) {
   int64_t tp = layout.tp;
   auto table = tensorOf(em.getTable());
   auto ids = tensorOf(em.getIndices());
-  auto weight = ownWeight(em.getTable(), em);
-  if (!weight || !table || table.getRank() != 2 || !table.hasStaticShape() ||
-      table.getDimSize(0) % tp != 0 || !ids || !ids.hasStaticShape() ||
-      !ids.getElementType().isSignlessInteger() ||
-      em.getIndices().getDefiningOp<g::ConstantOp>())
-    return nullptr;
   MLIRContext *ctx = em.getContext();
+  dist::DistDialect::TpShardAttrHelper shardAttr(ctx);
+  auto weight = em.getTable().getDefiningOp<g::WeightOp>();
+  bool isTied = weight && tied.contains(weight);
+  if (isTied ? !shardAttr.isAttrPresent(weight)
+             : !(weight = ownWeight(em.getTable(), em)) ||
+                   !splitsVocabulary(em, tp))
+    return nullptr;
   OpBuilder b(em);
   Location loc = em.getLoc();
-  int64_t rows = table.getDimSize(0) / tp;
+  int64_t vocab = table.getDimSize(0) * (isTied ? tp : 1);
+  int64_t rows = vocab / tp;
   Type it = ids.getElementType();
   auto i1 = ids.clone(b.getI1Type());
   SmallVector<Operation *> made;
@@ -679,9 +758,9 @@ Operation *splitVocabulary(g::EmbeddingOp em,
                       binary(g::BinaryKind::Div, ids, id, block), rank);
   // Ids of another rank's rows read row 0; ids outside the table keep
   // their (out of range) local index.
-  Value valid = binary(
-      g::BinaryKind::And, i1, binary(g::BinaryKind::GreaterEqual, i1, id, zero),
-      binary(g::BinaryKind::Less, i1, id, scalar(table.getDimSize(0))));
+  Value valid = binary(g::BinaryKind::And, i1,
+                       binary(g::BinaryKind::GreaterEqual, i1, id, zero),
+                       binary(g::BinaryKind::Less, i1, id, scalar(vocab)));
   Value other = binary(g::BinaryKind::Xor, i1, valid,
                        binary(g::BinaryKind::And, i1, valid, mine));
   Value local = binary(g::BinaryKind::Sub, ids, id,
@@ -717,10 +796,10 @@ Operation *splitVocabulary(g::EmbeddingOp em,
       dist::TensorParallelRoleAttr::get(ctx, dist::TensorParallelRole::Row));
   em.getResult().replaceAllUsesWith(sum.getResult());
   em.erase();
-  Value w = weight.getResult();
-  w.setType(localType(table, {0, 1}, tp));
-  dist::DistDialect::TpShardAttrHelper(ctx).setAttr(
-      weight, b.getDenseI64ArrayAttr({0, 1, tp}));
+  if (!isTied) {
+    weight.getResult().setType(localType(table, {0, 1}, tp));
+    shardAttr.setAttr(weight, b.getDenseI64ArrayAttr({0, 1, tp}));
+  }
   return lookup;
 }
 
@@ -832,6 +911,14 @@ struct TensorParallelPass
     // (planning::analyzeConvChannels); the matmuls they split stay out of
     // the regions below.
     llvm::DenseSet<Operation *> taken;
+    // Tables tied to an LM head split by vocabulary rows for both uses
+    // (Megatron): the head is a column of its region, the lookups split
+    // below on the rows the region gave the rank.
+    llvm::DenseSet<Operation *> tied;
+    func->walk([&](g::WeightOp w) {
+      if (tiedHead(w, layout.tp))
+        tied.insert(w);
+    });
     FailureOr<unsigned> convs = split::splitConvChannels(
         *func, layout, planning::analyzeConvChannels(*func), taken);
     if (failed(convs))
@@ -844,9 +931,9 @@ struct TensorParallelPass
     SmallVector<g::MatmulOp> candidates;
     func->walk([&](g::MatmulOp m) { candidates.push_back(m); });
     for (g::MatmulOp m : candidates) {
-      if (taken.contains(m) || !isColumnCandidate(m, {}))
+      if (taken.contains(m) || !isColumnCandidate(m, {}, tied))
         continue;
-      Region r(*func, layout.tp);
+      Region r(*func, layout.tp, tied);
       if (!r.grow(m) ||
           (r.rows.empty() && r.results.empty() && r.losses.empty())) {
         lastWhy = r.why.empty() ? "its columns reach no row-parallel matmul "
@@ -865,11 +952,15 @@ struct TensorParallelPass
     // at the lookups' whole outputs).
     SmallVector<g::EmbeddingOp> lookups;
     func->walk([&](g::EmbeddingOp em) { lookups.push_back(em); });
-    for (g::EmbeddingOp em : lookups)
-      if (Operation *lookup = splitVocabulary(em, layout, sums)) {
+    for (g::EmbeddingOp em : lookups) {
+      if (Operation *lookup = splitVocabulary(em, layout, tied, sums)) {
         taken.insert(lookup);
         ++regions;
+      } else if (verbose && tied.contains(em.getTable().getDefiningOp())) {
+        em.emitRemark("dist-tensor-parallel: stays replicated: its table is "
+                      "tied to an LM head that stays replicated");
       }
+    }
     if (regions == 0) {
       func->emitError("dist-tensor-parallel: the plan has tp = ")
           << layout.tp << " but no matmul or convolution of @"

@@ -1569,6 +1569,28 @@ def gpt2_split_last_axis(work):
     return gpt2_variant(work, "gpt2_negaxis", edit)
 
 
+def gpt2_tied(work):
+    """GPT-2 whose LM head reads the token embedding's table transposed
+    (tied embeddings, as GPT-2 is trained; the exported fixture carries the
+    head as its own initializer): a Transpose of `transformer.wte.weight`
+    replaces the head's weight."""
+    from onnx import helper
+
+    def edit(m):
+        g = m.graph
+        head = next(n for n in g.node if n.op_type == "MatMul" and
+                    n.output[0] == g.output[0].name)
+        old = head.input[1]
+        head.input[1] = "wte_t"
+        g.node.insert(list(g.node).index(head), helper.make_node(
+            "Transpose", ["transformer.wte.weight"], ["wte_t"], perm=[1, 0]))
+        for i, t in enumerate(g.initializer):
+            if t.name == old:
+                del g.initializer[i]
+                break
+    return gpt2_variant(work, "gpt2_tied", edit)
+
+
 def gpt2_with_dropout(work):
     """GPT-2 with training dropout (ratio 0.1) on every attention
     probability tensor (split by heads under tensor parallelism) and on the
@@ -1729,6 +1751,44 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_negaxis_sgd_tp2",
                 dict(gpt, model=gpt2_split_last_axis, plan="tp=2,mbs=1",
                      train=sgd)))
+    # Tied embeddings (the LM head reads the token table transposed): the
+    # table splits by vocabulary rows for both uses, each rank's 256 rows
+    # are its lookup's and its head's columns, the loss is vocabulary-
+    # parallel (no all-gather of the logits) and the table's gradient is
+    # the sum of its two uses' on the rank's rows. With pp=2 the head's
+    # stage reads the rank's rows from the first stage; with sp=1 the
+    # lookup's sum is a reduce-scatter (the cut after it sends the tokens).
+    tied = dict(gpt, model=gpt2_tied, train=sgd,
+                tp_split=("transformer.wte.weight",))
+    out.append(("gpt2_tied_sgd_tp2",
+                dict(tied, plan="tp=2,mbs=1", vocab_parallel=True)))
+    out.append(("gpt2_tied_sgd_tp2_pp2_1f1b",
+                dict(tied, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     vocab_parallel=True)))
+    out.append(("gpt2_tied_sgd_tp2_sp",
+                dict(tied, plan="tp=2,mbs=1,sp=1")))
+    out.append(("gpt2_tied_sgd_tp2_pp2_1f1b_sp",
+                dict(tied, plan="tp=2,pp=2,mbs=1,schedule=1f1b,sp=1",
+                     ranks=4)))
+    # With replicas (each tensor rank's replicas average its rows'
+    # gradient) and inside context parallelism (each cp rank's tokens).
+    out.append(("gpt2_tied_sgd_dp2_tp2",
+                dict(tied, plan="dp=2,tp=2,mbs=1", ranks=4,
+                     vocab_parallel=True)))
+    out.append(("gpt2_tied_sgd_tp2_cp2",
+                dict(tied, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    # ZeRO-1 over each tensor rank's replicas: the rows' optimizer state
+    # is sharded again over dp (momentum, as gpt2_momentum_dp2_tp2_zero1).
+    out.append(("gpt2_tied_momentum_dp2_tp2_zero1",
+                dict(tied, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
+    # In bf16: the table's rows are cast for both uses, the loss reads the
+    # rank's columns cast to f32.
+    out.append(("gpt2_tied_sgd_bf16_tp2",
+                dict(tied, plan="tp=2,mbs=1", rtol=MIXED["bf16"],
+                     train=sgd + " mixed-precision=bf16",
+                     vocab_parallel=True)))
     # Sequence parallelism (sp=1): each row-parallel sum is a reduce-scatter
     # over the tokens, bias, dropout, residuals and layer norms run on the
     # rank's tokens, and an all-gather feeds each column-parallel region

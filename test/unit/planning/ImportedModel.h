@@ -84,6 +84,20 @@ public:
     return imported(llamaOptions(c), /*fused=*/true, edit);
   }
 
+  /// The graph of \p o imported as it is (f32, its batch as \p o pins
+  /// it) and its layers as dist-compile's planner sees them.
+  cost::ModelDesc importedAsIs(const modelgen::ModelOptions &o) {
+    llvm::Expected<modelgen::GeneratedModel> gen = modelgen::generateModel(o);
+    EXPECT_TRUE(static_cast<bool>(gen)) << llvm::toString(gen.takeError());
+    std::string bytes = gen->model.SerializeAsString();
+    module = importONNXBuffer(bytes, o.family, "", ctx.get(), {});
+    EXPECT_TRUE(module);
+    mlir::FailureOr<cost::ModelDesc> m = planning::analyzeLayers(
+        module->lookupSymbol<mlir::func::FuncOp>("main"), {});
+    EXPECT_TRUE(mlir::succeeded(m));
+    return *m;
+  }
+
 protected:
   mlir::DialectRegistry registry;
   std::unique_ptr<mlir::MLIRContext> ctx;

@@ -1,0 +1,124 @@
+//===- TiedEmbeddingTest.cpp - A tied table under tp vs its costs -*- C++
+//-*-===//
+//
+// Part of DistOpt. dist-modelgen's GPT ties its LM head to the token
+// embedding (the head reads the table transposed). The cost model prices
+// both uses split by tp, as Megatron runs them: the lookup vocabulary-
+// parallel (its rows' share of the table, an all-reduce of its output) and
+// the head column-parallel (its columns' share of the FLOPs and of the
+// table). These tests compile the planned function with dist-tensor-parallel
+// and check that one tensor rank's program does what the costs say.
+//
+//===----------------------------------------------------------------------===//
+#include "test/unit/planning/ImportedModel.h"
+
+#include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphOps.h"
+#include "lib/Cost/CostModel.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace distopt;
+namespace g = distopt::graph;
+
+namespace {
+
+double elements(Value v) {
+  return cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
+double bytes(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return t.getNumElements() * t.getElementTypeBitWidth() / 8;
+}
+
+class TiedEmbedding : public unit::ImportedModel {
+public:
+  TiedEmbedding() { registerAllPasses(); }
+
+  /// A one-block GPT of \p rows rows of 32 tokens and 256 words (f32),
+  /// imported as it is, and its layers as the planner sees them.
+  cost::ModelDesc importGpt(int64_t rows) {
+    modelgen::ModelOptions o = *modelgen::defaultOptions("gpt");
+    o.layers = 1, o.hidden = 64, o.heads = 4, o.seq = 32, o.vocab = 256;
+    o.microBatch = rows;
+    return importedAsIs(o);
+  }
+
+  /// A clone of the imported module as one tensor rank of \p spec runs
+  /// its planned function (a global batch of one micro-batch).
+  OwningOpRef<ModuleOp> tensorParallel(llvm::StringRef spec, int64_t batch) {
+    OwningOpRef<ModuleOp> m = module->clone();
+    PassManager pm(ctx.get());
+    std::string pipeline = llvm::formatv(
+        "dist-attach-cluster{{cluster=dgx-a100-80gb:1},dist-annotate-layers,"
+        "dist-set-plan{{plan=\"{0}\" batch={1}},dist-tensor-parallel",
+        spec, batch);
+    EXPECT_TRUE(succeeded(parsePassPipeline(pipeline, pm))) << pipeline;
+    EXPECT_TRUE(succeeded(pm.run(*m))) << pipeline;
+    return m;
+  }
+};
+
+TEST_F(TiedEmbedding, BothUsesRunSplitAsPriced) {
+  const unsigned tp = 2, rows = 2;
+  cost::ModelDesc model = importGpt(rows);
+  // The lookup (layer 0) owns the table; the head (last layer) is tied
+  // to it.
+  const cost::OpDesc *lookup = nullptr, *head = nullptr;
+  for (const cost::OpDesc &op : model.layers.front().ops)
+    if (op.cls == cluster::OpClass::Embedding && op.params > 0)
+      lookup = &op;
+  for (const cost::OpDesc &op : model.layers.back().ops)
+    if (op.tiedLayer == 0)
+      head = &op;
+  ASSERT_TRUE(lookup && head);
+  ASSERT_EQ(lookup->params, 256 * 64);
+  EXPECT_EQ(lookup->tp, cost::TpMode::Split);
+  EXPECT_EQ(head->tp, cost::TpMode::Split);
+
+  OwningOpRef<ModuleOp> m =
+      tensorParallel(llvm::formatv("tp={0},mbs={1}", tp, rows).str(), rows);
+  auto main = (*m).lookupSymbol<func::FuncOp>("main");
+  dist::DistDialect::TpAttrHelper role(ctx.get());
+  auto layerOf = [](Operation *op) {
+    auto l = op->getAttrOfType<IntegerAttr>("dist.layer");
+    return l ? l.getInt() : -1;
+  };
+  g::EmbeddingOp em;
+  g::MatmulOp logits;
+  double lookupSums = 0;
+  main.walk([&](Operation *op) {
+    if (auto e = dyn_cast<g::EmbeddingOp>(op); e && layerOf(op) == 0)
+      em = e;
+    if (auto mm = dyn_cast<g::MatmulOp>(op);
+        mm && layerOf(op) == int64_t(model.layers.size()) - 1)
+      logits = mm;
+    if (auto sum = dyn_cast<dist::AllReduceOp>(op); sum && layerOf(op) == 0)
+      lookupSums += bytes(sum.getResult());
+  });
+  ASSERT_TRUE(em && logits);
+  EXPECT_EQ(role.getAttr(em).getValue(), dist::TensorParallelRole::Row);
+  EXPECT_EQ(role.getAttr(logits).getValue(), dist::TensorParallelRole::Column);
+
+  cost::ExecConfig x;
+  x.tp.size = tp, x.mbs = rows;
+  // Parameters: each use reads the rank's share of the one table.
+  EXPECT_EQ(elements(em.getTable()), cost::paramSplit(*lookup, tp, 1).total());
+  EXPECT_EQ(elements(logits.getRhs()), cost::paramSplit(*head, tp, 1).total());
+  // The head's FLOPs: the rank's columns of the logits.
+  auto out = cast<RankedTensorType>(logits.getType());
+  double k =
+      cast<RankedTensorType>(logits.getLhs().getType()).getShape().back();
+  EXPECT_EQ(2 * out.getNumElements() * k,
+            head->fwd.flops * cost::CostModel::shareOf(*head, x));
+  // The lookup's all-reduce: the rows of the micro-batch, once.
+  EXPECT_EQ(lookupSums, lookup->tpAllReduceFwdBytes * rows);
+}
+
+} // namespace
