@@ -24,10 +24,11 @@ constexpr long kTrimThreshold = 64L << 20;
 /// (every `gemm:jit` matmul on a CPU without AVX-512) allocates its
 /// packing buffers on each call, 0.3-3 MB, and glibc's defaults trimmed
 /// the heap or unmapped them after each: the next call took fresh pages
-/// from the kernel, zeroed, one fault per 4 KiB (the Whisper encoder:
-/// 1193 faults and 2-8 ms of system time per 46 ms run,
-/// docs/benchmarks.md). The whole buffers the program itself allocates
-/// live for the whole run, so the peak heap is the same. Leaves glibc's
+/// from the kernel, zeroed, one fault per 4 KiB (the Whisper encoder: up
+/// to 1290 faults and 2-8 ms of system time per 46 ms run, as many as the
+/// heap's layout, which the command line's paths shift, made trim;
+/// docs/benchmarks.md). The buffers the program itself allocates live for
+/// the whole run, so the peak heap is the same. Leaves glibc's
 /// defaults when the environment chooses (GLIBC_TUNABLES naming a
 /// glibc.malloc tunable, MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_,
 /// MALLOC_TOP_PAD_ or MALLOC_MMAP_MAX_) and on C libraries other than
