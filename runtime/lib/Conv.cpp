@@ -12,6 +12,7 @@
 #include "Internal.h"
 #include "cpu/CpuState.h"
 #include "cpu/Loops.h"
+#include "cpu/Pool.h"
 #include "cpu/PostOps.h"
 #ifdef DISTRT_HAVE_CUDA
 #include "cuda/CudaApi.h"
@@ -530,6 +531,13 @@ extern "C" distrt_status distrt_pool2d(distrt_context *ctx,
                                             "both channels-last");
   DISTRT_ON_CUDNN(ctx, c, cuda::pool(ctx, poolShape(x, y, attr), cpu::f32(x),
                                    cpu::f32(y), nullptr, nullptr));
+  // Channels-last max pooling runs the runtime's loop (cpu/Pool.h):
+  // oneDNN's kernel for it was 4x slower on ResNet-18's pooling.
+  if (tag == memory::format_tag::nhwc && attr->kind == DISTRT_POOL_MAX)
+    return guardCall(ctx, fn, [&] {
+      cpu::maxPoolChannelsLast(*x, *y, *attr);
+      return DISTRT_OK;
+    });
   std::string replayKey;
   if (!cpu::state(ctx).replayOff)
     replayKey =

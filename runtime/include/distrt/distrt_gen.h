@@ -27,6 +27,7 @@
 #include "distrt/gen/Threads.h"
 #include "distrt/gen/Main.h"
 
+#include "distrt/gen/Heap.h"
 #include "distrt/gen/Replica.h"
 
 #endif // DISTRT_DISTRT_GEN_H

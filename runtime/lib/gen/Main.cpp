@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distrt/gen/Main.h"
+#include "distrt/gen/Heap.h"
 #include "distrt/gen/Replica.h"
 
 #include <csignal>
@@ -1138,6 +1139,7 @@ int runMain(int argc, char **argv, const Model *models, int numModels,
             bool cuda) {
   if (!cuda)
     setWaitPolicy(argv);
+  keepFreedMemory();
   Options o;
   o.profileDevice = cuda ? "gpu" : "cpu";
   if (int rc = parseOptions(argc, argv, o))

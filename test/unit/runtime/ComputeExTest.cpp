@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 using namespace distrt_test;
@@ -191,6 +192,47 @@ TEST_F(RuntimeTest, Pool2dChannelsLast) {
   distrt_tensor xd = nhwcDesc(xl, n, c, h, w), yd = nhwcDesc(yl, n, c, 3, 3);
   ASSERT_OK(distrt_pool2d(ctx, &xd, &yd, &a));
   expectClose(yl.v, toNhwc(y.v, n, c, 3, 3), 0.0f, "max pool nhwc");
+}
+
+// Channels-last max pooling runs the runtime's own loop (cpu/Pool.h); NCHW
+// runs oneDNN's. Both agree bit for bit on windows that overhang the image
+// on either side, channel counts that fill no vector, all-negative inputs
+// (padding never wins) and a NaN, which both skip.
+TEST_F(RuntimeTest, MaxPoolChannelsLastMatchesNchw) {
+  struct Case {
+    int64_t c, h, w;
+    distrt_pool2d_attr a;
+  } cases[] = {
+      {64, 16, 16, {DISTRT_POOL_MAX, {3, 3}, {2, 2}, {1, 1}, {1, 1}}},
+      {13, 7, 9, {DISTRT_POOL_MAX, {2, 3}, {1, 2}, {1, 0}, {0, 2}}},
+      {3, 5, 5, {DISTRT_POOL_MAX, {5, 5}, {1, 1}, {2, 2}, {2, 2}}},
+  };
+  for (const Case &k : cases) {
+    int64_t n = 2,
+            oh = (k.h + k.a.pad_begin[0] + k.a.pad_end[0] - k.a.kernel[0]) /
+                     k.a.stride[0] +
+                 1,
+            ow = (k.w + k.a.pad_begin[1] + k.a.pad_end[1] - k.a.kernel[1]) /
+                     k.a.stride[1] +
+                 1;
+    Tensor x({n, k.c, k.h, k.w}), y({n, k.c, oh, ow});
+    randomize(x, 21);
+    for (float &v : x.v)
+      v = -1.0f - std::fabs(v); // padding (0) must never be the max
+    x.v[5] = std::nanf("");
+    ASSERT_OK(distrt_pool2d(ctx, x.d(), y.d(), &k.a));
+    Tensor xl({n * k.c * k.h * k.w}), yl({n * k.c * oh * ow});
+    xl.v = toNhwc(x.v, n, k.c, k.h, k.w);
+    distrt_tensor xd = nhwcDesc(xl, n, k.c, k.h, k.w),
+                  yd = nhwcDesc(yl, n, k.c, oh, ow);
+    ASSERT_OK(distrt_pool2d(ctx, &xd, &yd, &k.a));
+    std::vector<float> want = toNhwc(y.v, n, k.c, oh, ow);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_FALSE(std::isnan(yl.v[i])) << "c " << k.c << " at " << i;
+      ASSERT_LT(yl.v[i], -1.0f) << "c " << k.c << " at " << i;
+      ASSERT_EQ(yl.v[i], want[i]) << "c " << k.c << " at " << i;
+    }
+  }
 }
 
 TEST_F(RuntimeTest, ComputeExRejectsBadEpilogues) {
