@@ -4,14 +4,15 @@
 // before differentiation, so the backward inherits it: the cast after each
 // f32 weight becomes a cast of the gradient back to f32 (the master type).
 // The loss stays f32, whether dist-autodiff adds it after this, the model
-// computes it (a softmax cross-entropy) or dist-tensor-parallel rewrote
-// the model's into vocabulary-parallel graph ops (marked graph.keep_f32):
+// computes it (a softmax cross-entropy, or graph ops the importer or
+// dist-tensor-parallel built for one and marked graph.keep_f32):
 // its logits are cast to f32, so the backward casts their gradient back.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Autodiff/TrainStep.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/KeepF32.h"
 
 #include "mlir/IR/Verifier.h"
 
@@ -34,7 +35,7 @@ static RankedTensorType lowered(Type t, Type low) {
 static bool keepsF32(Operation *op) {
   if (auto loss = dyn_cast<g::SoftmaxCrossEntropyOp>(op))
     return isF32Tensor(loss.getType());
-  return op->hasAttr(autodiff::kKeepF32Attr);
+  return op->hasAttr(g::kKeepF32Attr);
 }
 
 namespace {

@@ -55,19 +55,13 @@ inline constexpr llvm::StringLiteral kMicrobatchState = "microbatch";
 /// one as the next index and resets it in the apply step.
 mlir::Value keyDropoutMasks(mlir::func::FuncOp func, bool withMicrobatch);
 
-/// Discardable unit attribute of an op that computes in f32 under mixed
-/// precision, as the loss does: the ops of a loss that another pass built
-/// before dist-autodiff (dist-tensor-parallel's vocabulary-parallel
-/// cross-entropy), which lowerPrecision would otherwise retype.
-inline constexpr llvm::StringLiteral kKeepF32Attr = "graph.keep_f32";
-
 /// Computes `func` in `lowType` (bf16/f16): casts after every f32 argument,
 /// weight and constant, retypes f32 results of the other ops, and casts the
 /// returned values back to f32. A softmax cross-entropy and the ops marked
-/// kKeepF32Attr stay f32: they read f32 values (the argument, weight or
-/// constant itself, else a cast of the 16-bit value), and the other ops
-/// read a 16-bit cast of their f32 results. Fails when an op rejects the
-/// new types.
+/// graph::kKeepF32Attr (dialects/Graph/KeepF32.h) stay f32: they read f32
+/// values (the argument, weight or constant itself, else a cast of the 16-bit
+/// value), and the other ops read a 16-bit cast of their f32 results. Fails
+/// when an op rejects the new types.
 mlir::LogicalResult lowerPrecision(mlir::func::FuncOp func, mlir::Type lowType);
 
 } // namespace distopt::autodiff

@@ -23,12 +23,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/VocabParallel.h"
-#include "passes/Autodiff/TrainStep.h"
 #include "passes/Distribute/SplitValues.h"
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/KeepF32.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -143,8 +143,7 @@ void rewrite(g::SoftmaxCrossEntropyOp loss, GatheredLogits gathered) {
   auto localType = RankedTensorType::get({rows, columns}, f32);
   auto place = [&](Operation *op) {
     split::placeLike(op, gathered.gather);
-    if (isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))
-      op->setAttr(autodiff::kKeepF32Attr, b.getUnitAttr());
+    g::markKeepF32(op);
     return op->getResult(0);
   };
   // Collectives over the gather's group, run by the gather's groups.

@@ -1391,6 +1391,15 @@ def mixed_precision_cases(rng):
                                  ("tp2_pp2_1f1b",
                                   "tp=2,pp=2,mbs=1,schedule=1f1b", 4))
     ] + [
+        # An exporter's LogSoftmax + NegativeLogLikelihoodLoss: graph ops
+        # on the gathered logits, marked by the importer to stay f32 (in
+        # bf16 at tp=2 2.1e-5 relative; 2.6e-3 when they were 16-bit).
+        ("gpt2_inmodel_nll_loss_sgd_bf16_tp2",
+         dict(gpt, model=gpt2_nll_loss_model,
+              plan="tp=2,mbs=1", feeds=[("input_ids", ids)],
+              loss_rtol=LOSS_16["bf16"],
+              train=f"optimizer=sgd lr=0.1 {MIXED_FLAGS['bf16']}")),
+    ] + [
         # fp16 interleaved: each rank holds two stages and or-s their flags
         # before the world's.
         ("gpt2_sgd_fp16_pp2_interleaved",
@@ -2434,14 +2443,16 @@ def reshard_cases(rng):
     ]
 
 
-def gpt2_loss_model(work):
+def gpt2_loss_model(work, nll=False):
     """GPT-2 (the fixture) with its loss in the graph, as a model exported
     with its loss returns it: the next-token labels are input_ids shifted
     left (Slice), the last position padded with the ignore index -100
     (Pad), and a SoftmaxCrossEntropyLoss (mean, ignore_index -100) of the
     logits viewed as [tokens, 512] and the labels as [tokens] is the only
-    output."""
-    path = os.path.join(work, "gpt2_loss.onnx")
+    output; with `nll`, a LogSoftmax and a NegativeLogLikelihoodLoss
+    instead (the importer builds it from graph ops, gathered whole under
+    tensor parallelism)."""
+    path = os.path.join(work, "gpt2_nll.onnx" if nll else "gpt2_loss.onnx")
     if os.path.exists(path):
         return path
     import onnx
@@ -2465,15 +2476,26 @@ def gpt2_loss_model(work):
                          ["loss/label_rows"]),
         helper.make_node("Reshape", [graph.output[0].name, "loss/logit_rows"],
                          ["loss/logits"]),
+    ] + ([
+        helper.make_node("LogSoftmax", ["loss/logits"], ["loss/logp"], axis=1),
+        helper.make_node("NegativeLogLikelihoodLoss",
+                         ["loss/logp", "loss/label_rows"], ["loss"],
+                         reduction="mean", ignore_index=-100),
+    ] if nll else [
         helper.make_node("SoftmaxCrossEntropyLoss",
                          ["loss/logits", "loss/label_rows"], ["loss"],
                          reduction="mean", ignore_index=-100),
-    ])
+    ]))
     del graph.output[:]
     graph.output.append(
         helper.make_tensor_value_info("loss", TensorProto.FLOAT, []))
     onnx.save(model, path)
     return path
+
+
+def gpt2_nll_loss_model(work):
+    """gpt2_loss_model with LogSoftmax + NegativeLogLikelihoodLoss."""
+    return gpt2_loss_model(work, nll=True)
 
 
 def moe_llama_model(work, kv_heads=1):
