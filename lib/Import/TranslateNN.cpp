@@ -10,6 +10,7 @@
 
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
+#include "dialects/Graph/KeepF32.h"
 
 using namespace mlir;
 using namespace distopt::graph;
@@ -618,6 +619,23 @@ static Value buildNLL(Translator &t, const NodeProto &node, Value input,
                           total(itemWeight), false);
 }
 
+/// While alive, marks the float ops `t.builder` inserts graph.keep_f32: a
+/// loss built from graph ops computes in f32 under mixed precision, as the
+/// loss dist-autodiff adds does (dialects/Graph/KeepF32.h).
+class MarkLossOps {
+public:
+  explicit MarkLossOps(Translator &t)
+      : builder(t.builder), previous(t.builder.getListener()) {
+    builder.setListener(&mark);
+  }
+  ~MarkLossOps() { builder.setListener(previous); }
+
+private:
+  OpBuilder &builder;
+  OpBuilder::Listener *previous;
+  graph::KeepF32Listener mark;
+};
+
 /// The optional class weights (input 2) of a loss; false when named but
 /// undefined (an error emitted).
 static bool lossWeight(Translator &t, const NodeProto &node, Value &weight) {
@@ -629,9 +647,18 @@ static LogicalResult translateNLL(Translator &t, const NodeProto &node) {
   RankedTensorType type = t.resultType(node, 0);
   if (!input || !target || !type || !lossWeight(t, node, weight))
     return failure();
-  Value loss = buildNLL(t, node, input, target, weight);
+  Value loss;
+  {
+    MarkLossOps mark(t);
+    loss = buildNLL(t, node, input, target, weight);
+  }
   if (!loss || loss.getType() != type)
     return t.emitOpaque(node);
+  // The log-softmax only this loss reads (an exporter's cross-entropy) is
+  // part of it.
+  if (auto logp = input.getDefiningOp<SoftmaxOp>();
+      logp && logp.getLog() && input.hasOneUse())
+    graph::markKeepF32(logp);
   return t.setResult(node, loss);
 }
 
@@ -652,6 +679,7 @@ static LogicalResult translateSCE(Translator &t, const NodeProto &node) {
                Translator::attrString(node, "reduction", "mean") == "mean";
   if (!fused) {
     OpBuilder &b = t.builder;
+    MarkLossOps mark(t);
     Value logp = SoftmaxOp::create(b, t.loc(node), logits.getType(), logits,
                                    b.getI64IntegerAttr(1), b.getUnitAttr());
     Value loss = buildNLL(t, node, logp, labels, weight);

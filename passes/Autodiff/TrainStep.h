@@ -57,7 +57,11 @@ mlir::Value keyDropoutMasks(mlir::func::FuncOp func, bool withMicrobatch);
 
 /// Computes `func` in `lowType` (bf16/f16): casts after every f32 argument,
 /// weight and constant, retypes f32 results of the other ops, and casts the
-/// returned values back to f32. Fails when an op rejects the new types.
+/// returned values back to f32. A softmax cross-entropy and the ops marked
+/// graph::kKeepF32Attr (dialects/Graph/KeepF32.h) stay f32: they read f32
+/// values (the argument, weight or constant itself, else a cast of the 16-bit
+/// value), and the other ops read a 16-bit cast of their f32 results. Fails
+/// when an op rejects the new types.
 mlir::LogicalResult lowerPrecision(mlir::func::FuncOp func, mlir::Type lowType);
 
 } // namespace distopt::autodiff

@@ -15,7 +15,11 @@
 // subtracted inside the log-sum-exp and added back). Under mixed precision
 // the loss reads the 16-bit logits cast to f32: each rank casts its columns
 // and runs the same f32 loss, and the cast's gradient rounds the rank's
-// columns of softmax - onehot (times the loss scale) back to 16 bits.
+// columns of softmax - onehot (times the loss scale) back to 16 bits. A
+// loss in the planned function is rewritten here before dist-autodiff
+// lowers the precision: its float ops carry `graph.keep_f32`, so they stay
+// f32 and read the rank's logits cast to f32, as the loss that
+// dist-autodiff adds does.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/VocabParallel.h"
@@ -24,6 +28,7 @@
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Graph/KeepF32.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -138,6 +143,7 @@ void rewrite(g::SoftmaxCrossEntropyOp loss, GatheredLogits gathered) {
   auto localType = RankedTensorType::get({rows, columns}, f32);
   auto place = [&](Operation *op) {
     split::placeLike(op, gathered.gather);
+    g::markKeepF32(op);
     return op->getResult(0);
   };
   // Collectives over the gather's group, run by the gather's groups.

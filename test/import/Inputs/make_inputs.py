@@ -257,6 +257,16 @@ save("loss", [
 ], [vinfo("logits", F, ["N", 7]), vinfo("labels", I64, ["N"])],
     [vinfo("loss", F, [])])
 
+# An exporter's cross-entropy: a linear head, LogSoftmax and
+# NegativeLogLikelihoodLoss with ignore_index.
+save("loss_nll", [
+    helper.make_node("MatMul", ["x", "head"], ["logits"], name="head"),
+    helper.make_node("LogSoftmax", ["logits"], ["logp"], name="logp", axis=1),
+    helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels"], ["loss"],
+                     name="nll", reduction="mean", ignore_index=-100),
+], [vinfo("x", F, ["N", 8]), vinfo("labels", I64, ["N"])],
+    [vinfo("loss", F, [])], [weight("head", 8, 7)])
+
 # A reshape whose target is a graph input: not foldable, so its result
 # shape cannot be inferred.
 save("reshape_dynamic", [
