@@ -416,17 +416,43 @@ bool sequenceSplits(const LayerDesc &layer) {
   });
 }
 
+bool scatterGathers(double elements, bool floating, unsigned tp,
+                    bool scatterGather, bool sp) {
+  return tp > 1 && scatterGather && !sp && floating &&
+         std::fmod(elements, tp) == 0;
+}
+
 BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
                                 unsigned tp, unsigned cp, bool scatterGather,
                                 bool sp) {
-  double whole = layer.boundaryBytes * mbs / std::max(1u, cp);
+  cp = std::max(1u, cp);
+  double whole = layer.boundaryBytes * mbs / cp;
   if (tp <= 1)
     return {whole, 0};
   if (sp && sequenceSplits(layer))
     return {whole / tp, 0};
-  if (scatterGather)
-    return {whole / tp, whole};
-  return {whole, 0};
+  // The analytic builders' boundary: one floating-point tensor whose
+  // context ranks' parts tp divides.
+  LayerDesc::BoundaryTensor analytic{layer.boundaryBytes, double(tp) * cp, true,
+                                     false};
+  llvm::ArrayRef<LayerDesc::BoundaryTensor> tensors =
+      layer.boundaryTensors.empty()
+          ? llvm::ArrayRef<LayerDesc::BoundaryTensor>(analytic)
+          : llvm::ArrayRef<LayerDesc::BoundaryTensor>(layer.boundaryTensors);
+  BoundaryMessage msg;
+  for (const LayerDesc::BoundaryTensor &t : tensors) {
+    double bytes = t.bytes * mbs / cp;
+    if (t.tpSplit) {
+      msg.bytes += bytes / tp;
+    } else if (scatterGathers(t.elements * mbs / cp, t.floating, tp,
+                              scatterGather, sp)) {
+      msg.bytes += bytes / tp;
+      msg.gatherBytes += bytes;
+    } else {
+      msg.bytes += bytes;
+    }
+  }
+  return msg;
 }
 
 double BoundaryMessage::time(const cluster::LinkSpec &link,

@@ -126,6 +126,22 @@ struct LayerDesc {
   /// Bytes per sample of the tensor leaving this layer (sent between
   /// pipeline stages; kept as the checkpoint under full recomputation).
   double boundaryBytes = 0;
+  /// One tensor leaving the layer, per sample.
+  struct BoundaryTensor {
+    double bytes = 0;
+    double elements = 0;
+    /// Floating point: only such tensors go by scatter/gather
+    /// (cost::scatterGathers); token ids and masks are sent whole.
+    bool floating = true;
+    /// Split by tensor parallelism (a cut inside a Megatron region: the
+    /// columns of a column-parallel matmul, or channel-split convolution
+    /// outputs): each tensor rank holds and sends its 1/tp.
+    bool tpSplit = false;
+  };
+  /// The tensors whose bytes boundaryBytes sums, as the imported graph
+  /// has them. Empty (the analytic builders): one floating-point tensor
+  /// that every tensor-parallel degree divides.
+  std::vector<BoundaryTensor> boundaryTensors;
   /// Under full recomputation the layer keeps only its input and re-runs
   /// its forward during backward (Megatron checkpoints transformer blocks,
   /// not the embedding or the head).

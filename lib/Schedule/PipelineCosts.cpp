@@ -367,16 +367,12 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     const StageCost &st = pc.stages[s];
     auto pairTime = [&](unsigned layer, unsigned k, unsigned to, unsigned k2,
                         double &time, double &bytes, LinkLevel &level) {
-      double full = model.layers[layer].boundaryBytes * p.mbs;
-      bool sg = p.scatterGather && p.tp > 1;
-      bytes = sg ? full / p.tp : full;
+      cost::BoundaryMessage msg = cost::boundaryMessage(
+          model.layers[layer], p.mbs, p.tp, p.cp, p.scatterGather, p.sp);
+      bytes = msg.bytes;
       unsigned a = p.globalRank(s, k, 0), b = p.globalRank(to, k2, 0);
       LinkLevel l = c.levelBetween(a, b);
-      double t = CostModel::p2pTime(bytes, c.linkBetween(a, b));
-      if (sg)
-        t += CostModel::collective(Collective::AllGather, full,
-                                   tensorGroup(p, c, to))
-                 .time;
+      double t = msg.time(c.linkBetween(a, b), tensorGroup(p, c, to));
       if (t >= time) {
         time = t;
         level = l;

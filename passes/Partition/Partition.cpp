@@ -9,6 +9,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "passes/Partition/BoundarySends.h"
 #include "passes/Partition/PartitionBranches.h"
 #include "passes/Partition/ScheduleIR.h"
 #include "passes/Partition/TrainStages.h"
@@ -134,8 +135,12 @@ static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
   partition::MicrobatchValues values(ib, entry, m, loc);
   auto valueOf = [&](int64_t mb, Value v) { return values.get(mb, v); };
   auto tag = [&](unsigned v, unsigned k) {
-    return ib.getI64IntegerAttr(static_cast<int64_t>(v) * g.width + k);
+    return static_cast<int64_t>(v) * g.width + k;
   };
+  schedule::Plan stagePlan = plan.toPlan();
+  unsigned stage = s.schedule.stageOfList(list);
+  // Boundary values every tensor rank holds whole go by scatter/gather.
+  partition::TensorRankVariance variance(func, stagePlan);
 
   for (auto [i, a] : llvm::enumerate(s.schedule.devices[list])) {
     Operation *at = s.actions[list][i];
@@ -168,19 +173,19 @@ static LogicalResult buildList(func::FuncOp func, dist::PlanAttr plan,
           return at->emitOpError("sends stage ")
                  << v << "'s activations of micro-batch " << a.mb
                  << " before that stage ran on this list";
-        dist::SendOp::create(ib, at->getLoc(), val, ib.getI64IntegerAttr(a.peer),
-                             tag(v, k), ib.getUnitAttr());
+        partition::sendBoundary(ib, at->getLoc(), val,
+                                !variance.varies(boundary), a.peer, tag(v, k),
+                                stagePlan, stage);
       }
       break;
     case ActionKind::RecvActivation:
       if (v == 0)
         return at->emitOpError("receives activations into the first stage");
-      for (auto [k, boundary] : llvm::enumerate(g.boundary[v - 1])) {
-        auto recv = dist::RecvOp::create(
-            ib, at->getLoc(), boundary.getType(), ib.getI64IntegerAttr(a.peer),
-            tag(v - 1, k), ib.getUnitAttr());
-        values.set(a.mb, boundary, recv.getResult());
-      }
+      for (auto [k, boundary] : llvm::enumerate(g.boundary[v - 1]))
+        values.set(a.mb, boundary,
+                   partition::recvBoundary(ib, at->getLoc(), boundary.getType(),
+                                           !variance.varies(boundary), a.peer,
+                                           tag(v - 1, k), stagePlan, stage));
       break;
     default:
       return at->emitOpError("has no lowering yet: dist-partition lowers the "

@@ -108,6 +108,7 @@
 #include "passes/Partition/TrainStages.h"
 
 #include "passes/Distribute/ZeroShard.h"
+#include "passes/Partition/BoundarySends.h"
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
@@ -633,6 +634,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   MicrobatchValues values(ib, entry, m, loc);
   auto valueOf = [&](int64_t mb, Value v) { return values.get(mb, v); };
 
+  // Boundary values every tensor rank holds whole go by scatter/gather.
+  TensorRankVariance variance(func, plan);
   auto send = [&](Operation *at, int64_t mb, const llvm::SetVector<Value> &vals,
                   int64_t tagBase, int64_t peer,
                   StringRef what) -> LogicalResult {
@@ -642,21 +645,18 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         return at->emitOpError("sends ")
                << what << " of micro-batch " << mb
                << " before they are computed or received on this list";
-      dist::SendOp::create(ib, at->getLoc(), val, ib.getI64IntegerAttr(peer),
-                           ib.getI64IntegerAttr(tagBase + k),
-                           ib.getUnitAttr());
+      sendBoundary(ib, at->getLoc(), val, !variance.varies(v), peer,
+                   tagBase + k, plan, sched.stageOfList(list));
     }
     return success();
   };
   auto recv = [&](Operation *at, int64_t mb, const llvm::SetVector<Value> &vals,
                   int64_t tagBase, int64_t peer) {
-    for (auto [k, v] : llvm::enumerate(vals)) {
-      auto r = dist::RecvOp::create(ib, at->getLoc(), v.getType(),
-                                    ib.getI64IntegerAttr(peer),
-                                    ib.getI64IntegerAttr(tagBase + k),
-                                    ib.getUnitAttr());
-      values.set(mb, v, r.getResult());
-    }
+    for (auto [k, v] : llvm::enumerate(vals))
+      values.set(mb, v,
+                 recvBoundary(ib, at->getLoc(), v.getType(),
+                              !variance.varies(v), peer, tagBase + k, plan,
+                              sched.stageOfList(list)));
   };
 
   // The devices of this list's stage replicas, over which gradients and

@@ -425,12 +425,21 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
   // non-side activation is (side values such as masks travel along).
   std::vector<int64_t> liveMain(items.size() + 1, 0);
   std::vector<double> liveBytes(items.size() + 1, 0);
+  std::vector<std::vector<LayerDesc::BoundaryTensor>> liveTensors(items.size() +
+                                                                  1);
   for (auto &[value, last] : lastUse) {
     int64_t def = defIndex.lookup(value);
     double bytes = bytesFor(value.getType()) / samples;
     bool isMain = !side.contains(value);
+    auto type = dyn_cast<ShapedType>(value.getType());
+    bool shaped = type && type.hasStaticShape();
+    LayerDesc::BoundaryTensor tensor{
+        bytes, shaped ? double(type.getNumElements()) / samples : 0,
+        shaped && isa<FloatType>(type.getElementType()),
+        split.contains(value) || channels.split.contains(value)};
     for (int64_t i = std::max<int64_t>(def, 0); i < last; ++i) {
       liveBytes[i] += bytes;
+      liveTensors[i].push_back(tensor);
       if (isMain)
         ++liveMain[i];
     }
@@ -463,6 +472,8 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
     // The boundary after a layer: what is live past its last item.
     bool last = i + 1 == items.size();
     layer.boundaryBytes = last ? 0 : liveBytes[i];
+    layer.boundaryTensors =
+        last ? std::vector<LayerDesc::BoundaryTensor>{} : liveTensors[i];
   }
   // Full recomputation checkpoints the blocks between the token embedding
   // and the output layer (Megatron, torchtitan; cost::tokenEmbeddingLayer

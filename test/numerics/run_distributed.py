@@ -50,7 +50,8 @@ replica 2 micro-batches of 2 rows, gradients and loss averaged over the
 stage's replicas), and tensor parallelism (dist-tensor-parallel): the MLP
 with Adam at tp=2 and with SGD at tp=2 x pp=2 (1F1B, 4 ranks), GPT-2 with
 SGD at tp=2 and tp=2 x pp=2 (the ranks' shards put together from their
-shards.json), and the same with sequence parallelism (`_sp`: sp=1, also
+shards.json; the stages scatter/gather their boundaries, and with sg=0
+send them whole: `_sg0`), and the same with sequence parallelism (`_sp`: sp=1, also
 with dp=2 and ZeRO-1 and under ZB-H1), the Llama fixture (separate Q, K
 and V projections, RoPE, grouped-query heads: `llama_`) with SGD at tp=2,
 tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
@@ -1780,8 +1781,15 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_dropout_sgd_dp2_tp2",
                 dict(gpt, model=gpt2_with_dropout, plan="dp=2,tp=2,mbs=1",
                      ranks=4, train=sgd)))
+    # Stage boundaries by Megatron's scatter/gather (sg=1, the default):
+    # each tensor rank sends its half of the flattened activation (and of
+    # its gradient back), the receiving stage all-gathers the whole; with
+    # sg=0 each tensor rank sends the whole tensor.
     out.append(("gpt2_sgd_tp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     train=sgd)))
+    out.append(("gpt2_sgd_tp2_pp2_1f1b_sg0",
+                dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=1f1b,sg=0", ranks=4,
                      train=sgd)))
     # The fused projection split along axis -1: three blocks all the same
     # (with one, each rank's columns crossed Q, K and V).

@@ -317,6 +317,39 @@ TEST(RangeTimes, AddingIntoTheGradientSumReadsIt) {
   EXPECT_NEAR(t.bwdWeightAccumulate, read, 1e-12);
 }
 
+TEST(BoundaryMessage, ScatterGatherSplitsOnlyWholeFloatTensorsTpDivides) {
+  // A [2, 3] f32 hidden state (24 bytes per sample) and a [3] i64 mask
+  // leave the layer, per sample.
+  LayerDesc l;
+  l.boundaryBytes = 48;
+  l.boundaryTensors = {{24, 6, true}, {24, 3, false}};
+  auto msg = [&](unsigned mbs, unsigned tp, bool sg, bool sp = false) {
+    return boundaryMessage(l, mbs, tp, /*cp=*/1, sg, sp);
+  };
+  // tp = 2 divides the hidden state's 6 elements: 1/2 of it and the
+  // gather of the whole; the mask goes whole.
+  EXPECT_EQ(msg(1, 2, true).bytes, 12 + 24);
+  EXPECT_EQ(msg(1, 2, true).gatherBytes, 24);
+  // sg=0: everything whole, no gather.
+  EXPECT_EQ(msg(1, 2, false).bytes, 48);
+  EXPECT_EQ(msg(1, 2, false).gatherBytes, 0);
+  // tp = 4 divides 12 elements (two samples), not 6 (one).
+  EXPECT_EQ(msg(1, 4, true).bytes, 48);
+  EXPECT_EQ(msg(1, 4, true).gatherBytes, 0);
+  EXPECT_EQ(msg(2, 4, true).bytes, 12 + 48);
+  EXPECT_EQ(msg(2, 4, true).gatherBytes, 48);
+  // Sequence parallelism sends no scatter/gather: a layer that does not
+  // split by tokens sends its output whole.
+  EXPECT_FALSE(sequenceSplits(l));
+  EXPECT_EQ(msg(1, 2, true, true).bytes, 48);
+  EXPECT_EQ(msg(1, 2, true, true).gatherBytes, 0);
+  // The analytic builders' one tensor: every tp divides it.
+  l.boundaryTensors.clear();
+  EXPECT_EQ(msg(1, 4, true).bytes, 12);
+  EXPECT_EQ(msg(1, 4, true).gatherBytes, 48);
+  EXPECT_EQ(boundaryMessage(l, 1, 4, /*cp=*/2, true, false).bytes, 6);
+}
+
 TEST(Units, NumbersAndTheirUnits) {
   auto split = [](llvm::StringRef t) { return splitNumber(t); };
   ASSERT_TRUE(split("80GB"));

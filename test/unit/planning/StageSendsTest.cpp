@@ -5,20 +5,26 @@
 // dist-autodiff and dist-partition leave at the stage boundary. These tests
 // compile a generated GPT's training step for a pipeline cut after each
 // layer and check that the bytes each rank sends per micro-batch, forward
-// (the activation) and backward (its gradient), are the priced bytes: under
+// (the activation) and backward (its gradient), and the bytes the
+// receiver all-gathers over its tensor group, are the priced bytes: under
 // sequence parallelism each tensor rank's tokens (1/tp, after the embedding
-// and every block layer), without it the whole tensor from every tensor rank.
+// and every block layer, no gather); without it, by Megatron's
+// scatter/gather (`sg=1`), each tensor rank's 1/tp and the receiver's
+// gather of the whole, and with `sg=0` the whole tensor from every tensor
+// rank.
 //
 //===----------------------------------------------------------------------===//
 #include "test/unit/planning/ImportedModel.h"
 
 #include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphOps.h"
 #include "lib/Cost/CostModel.h"
 #include "lib/Schedule/Plan.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/SmallSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -39,27 +45,60 @@ public:
     return importedAsIs(o);
   }
 
+  /// Whether \p op is part of action \p action of action list \p list.
+  static bool runs(Operation *op, unsigned list, llvm::StringRef action) {
+    auto f = op->getParentOfType<func::FuncOp>();
+    auto l = f->getAttrOfType<IntegerAttr>("dist.action_list");
+    auto a = op->getAttrOfType<StringAttr>("dist.action");
+    return l && l.getInt() == list && a && a.getValue() == action;
+  }
+
   /// Bytes of the activations (or their gradients) that action list
   /// \p list sends for micro-batch 0 to the neighbouring stage
   /// (`sendA0.0>1`, `sendG0.0>0`). A weight gradient sent with them (the
-  /// tied embedding's, from the head's stage) is no boundary message.
-  static double sentBytes(ModuleOp m, unsigned list, llvm::StringRef action) {
+  /// tied embedding's, from the head's stage; in parts under
+  /// scatter/gather) is no boundary message: its tags go to \p skipped.
+  static double sentBytes(ModuleOp m, unsigned list, llvm::StringRef action,
+                          llvm::SmallSet<int64_t, 2> *skipped = nullptr) {
     double bytes = 0;
     unsigned sends = 0;
     m.walk([&](dist::SendOp send) {
-      auto f = send->getParentOfType<func::FuncOp>();
-      auto l = f->getAttrOfType<IntegerAttr>("dist.action_list");
-      auto a = send->getAttrOfType<StringAttr>("dist.action");
-      if (!l || l.getInt() != list || !a || a.getValue() != action)
+      if (!runs(send, list, action))
         return;
-      if (auto call = send.getValue().getDefiningOp<func::CallOp>())
-        if (call.getCallee().ends_with("_backward_weight"))
+      Value whole = send.getValue();
+      if (auto part = whole.getDefiningOp<dist::AllSliceOp>())
+        if (auto flat = part.getInput().getDefiningOp<graph::ReshapeOp>())
+          whole = flat.getInput();
+      if (auto call = whole.getDefiningOp<func::CallOp>())
+        if (call.getCallee().ends_with("_backward_weight")) {
+          if (skipped)
+            skipped->insert(send.getTag());
           return;
+        }
       auto t = cast<RankedTensorType>(send.getValue().getType());
       bytes += t.getNumElements() * t.getElementTypeBitWidth() / 8;
       ++sends;
     });
     EXPECT_GT(sends, 0u) << "list " << list << " sends no " << action.str();
+    return bytes;
+  }
+
+  /// Bytes that action list \p list all-gathers while it receives
+  /// micro-batch 0's activations (or gradients) from its neighbour
+  /// (actions `recvA0.0>0`, `recvG0.0>1`: \p action), but for the
+  /// messages of the \p skipped tags.
+  static double gatheredBytes(ModuleOp m, unsigned list, llvm::StringRef action,
+                              const llvm::SmallSet<int64_t, 2> &skipped) {
+    double bytes = 0;
+    m.walk([&](dist::AllGatherOp gather) {
+      if (!runs(gather, list, action))
+        return;
+      if (auto recv = gather.getInput().getDefiningOp<dist::RecvOp>())
+        if (skipped.contains(recv.getTag()))
+          return;
+      auto t = cast<RankedTensorType>(gather.getResult().getType());
+      bytes += t.getNumElements() * t.getElementTypeBitWidth() / 8;
+    });
     return bytes;
   }
 
@@ -83,10 +122,15 @@ public:
     cost::BoundaryMessage msg =
         cost::boundaryMessage(model.layers[last], plan.mbs, plan.tp, plan.cp,
                               plan.scatterGather, plan.sp);
-    EXPECT_EQ(msg.gatherBytes, 0) << "the programs gather no boundary";
+    llvm::SmallSet<int64_t, 2> none, weightGrads;
     EXPECT_EQ(sentBytes(*m, 0, "sendA0.0>1"), msg.bytes);
-    EXPECT_EQ(sentBytes(*m, 1, "sendG0.0>0"), msg.bytes);
+    EXPECT_EQ(gatheredBytes(*m, 1, "recvA0.0>0", none), msg.gatherBytes);
+    EXPECT_EQ(sentBytes(*m, 1, "sendG0.0>0", &weightGrads), msg.bytes);
+    EXPECT_EQ(gatheredBytes(*m, 0, "recvG0.0>1", weightGrads), msg.gatherBytes);
+    lastMessage = msg;
   }
+  /// The priced message of the last expectPricedSends.
+  cost::BoundaryMessage lastMessage;
 };
 
 TEST_F(StageSends, SequenceParallelStagesSendTheirTokens) {
@@ -101,16 +145,25 @@ TEST_F(StageSends, SequenceParallelStagesSendTheirTokens) {
     for (unsigned last = 0; last + 1 < model.layers.size(); ++last) {
       ASSERT_TRUE(cost::sequenceSplits(model.layers[last]));
       expectPricedSends(model, spec, last);
+      EXPECT_EQ(lastMessage.gatherBytes, 0);
     }
   }
 }
 
-TEST_F(StageSends, TensorParallelStagesWithoutSequenceParallelismSendWhole) {
-  // Each tensor rank sends the whole tensor to its peer: no Megatron
-  // scatter/gather in the programs (sg=0 prices that).
+TEST_F(StageSends, TensorParallelStagesScatterAndGather) {
+  // Megatron's scatter/gather (sg=1, the default): each tensor rank sends
+  // its half of the f32 [1, 32, 64] hidden state, and the receiver
+  // gathers the whole; with sg=0 each sends the whole tensor.
   cost::ModelDesc model = importGpt(1);
-  for (unsigned last = 0; last + 1 < model.layers.size(); ++last)
+  const double whole = 32 * 64 * 4;
+  for (unsigned last = 0; last + 1 < model.layers.size(); ++last) {
+    expectPricedSends(model, "tp=2,pp=2,mbs=1,schedule=1f1b", last);
+    EXPECT_EQ(lastMessage.bytes, whole / 2);
+    EXPECT_EQ(lastMessage.gatherBytes, whole);
     expectPricedSends(model, "tp=2,pp=2,mbs=1,sg=0,schedule=1f1b", last);
+    EXPECT_EQ(lastMessage.bytes, whole);
+    EXPECT_EQ(lastMessage.gatherBytes, 0);
+  }
 }
 
 } // namespace
