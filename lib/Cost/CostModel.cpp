@@ -186,10 +186,20 @@ double CostModel::tokenShare(const OpDesc &op, const ExecConfig &x) {
   return k;
 }
 
+/// A whole-sequence op replicated over TP (mixture-of-experts routing)
+/// under sequence parallelism: dist-tensor-parallel gathers the block's
+/// input over the tensor group before the routing, so every tensor rank
+/// runs it on the whole sequence, as every context rank does under CP.
+static bool wholeOnTensorRanks(const OpDesc &op, const ExecConfig &x) {
+  return x.sp && op.perSample && op.wholeSequence && op.tp != TpMode::Split;
+}
+
 double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
   double k = tokenShare(op, x);
   if (op.perSample && op.wholeSequence)
     k *= std::max(1u, x.cp.size);
+  if (wholeOnTensorRanks(op, x))
+    k *= std::max(1u, x.tp.size);
   return k;
 }
 
@@ -200,8 +210,9 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
                  *matmulDType != op.dtype && !op.keepsPrecision;
   // A measurement holds for the op as profiled: its dtype, TP split, no
   // sequence split beyond it.
-  bool asProfiled = !lowered && (x.cp.size <= 1 || op.wholeSequence) &&
-                    (!x.sp || op.tp == TpMode::Split || !op.perSample);
+  bool asProfiled =
+      !lowered && (x.cp.size <= 1 || op.wholeSequence) &&
+      (!x.sp || op.tp == TpMode::Split || !op.perSample || op.wholeSequence);
   double imbalance = op.expert ? std::max(1.0, x.expertImbalance) : 1.0;
   if (profile && asProfiled)
     if (std::optional<double> t =
@@ -692,7 +703,10 @@ static double savedShare(const OpDesc &op, const MemoryConfig &cfg,
   double k = op.wholeSequence ? 1.0 : 1.0 / std::max(1u, cfg.cp);
   if (op.expert)
     k *= std::max(1.0, cfg.expertImbalance);
-  bool split = replicatedPart ? cfg.sp : op.tp == TpMode::Split;
+  // Under SP whole-sequence ops run whole on every tensor rank
+  // (wholeOnTensorRanks).
+  bool split =
+      replicatedPart ? cfg.sp && !op.wholeSequence : op.tp == TpMode::Split;
   if (replicatedPart && op.tp == TpMode::Split && cfg.spKeepsGatheredInputs)
     split = false;
   return split ? k / tp : k;

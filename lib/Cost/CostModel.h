@@ -137,13 +137,16 @@ public:
                 const ExecConfig &x, double extraRead = 0) const;
   /// Fraction of \p op's per-sample cost one device does under \p x: the
   /// micro-batch, divided by t (split ops, or per-sample ops under sequence
-  /// parallelism) and by c (per-sample ops under context parallelism, but
-  /// for OpDesc::wholeSequence ones, which every context rank runs whole).
+  /// parallelism) and by c (per-sample ops under context parallelism), but
+  /// for OpDesc::wholeSequence ones, which every context rank runs whole,
+  /// and, when replicated over TP (the routing), under sequence
+  /// parallelism every tensor rank.
   static double shareOf(const OpDesc &op, const ExecConfig &x);
   /// The same for the device's own tokens: divided by c for every
   /// per-sample op. What a whole-sequence op's expert all-to-all carries
   /// (the rank's C/c capacity slots) and the model FLOPs it counts (the
-  /// context ranks' copies of the routing are not the model's work).
+  /// context and tensor ranks' copies of the routing are not the model's
+  /// work).
   static double tokenShare(const OpDesc &op, const ExecConfig &x);
 
   /// The optimizer step over \p params local parameters, each read and

@@ -323,8 +323,7 @@ void Searcher::enumerate() {
             continue;
           }
           for (unsigned sp = 0; sp <= (tp > 1 ? 1u : 0u); ++sp) {
-            if ((!k.sp.allows(sp) && tp > 1) || (sp && cp > 1 && k.cpNoSp) ||
-                (sp && ep > 1 && k.epRuns)) {
+            if ((!k.sp.allows(sp) && tp > 1) || (sp && cp > 1 && k.cpNoSp)) {
               ++why.constraint;
               continue;
             }
@@ -430,7 +429,7 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
       for (unsigned zero = k.zero.min; zero <= std::min(3u, k.zero.max);
            ++zero) {
         if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1) ||
-            (zero > 0 && ep > 1 && tp > 1 && k.epRuns))
+            (zero > 0 && ep > 1 && tp > 1 && dp != ep && k.epRuns))
           continue;
         Light z = base;
         z.zero = zero;

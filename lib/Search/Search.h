@@ -98,8 +98,8 @@ struct Constraints {
   bool epAlone = false;
   /// Expert parallelism (ep > 1) only in the plans dist-expert-parallel's
   /// programs run (`ep-runs=1`, dist-compile's search asks for it): with
-  /// context parallelism at tp = 1, and with tp > 1 neither cp > 1,
-  /// sequence parallelism nor ZeRO.
+  /// context parallelism at tp = 1, and with tp > 1 (sequence
+  /// parallelism included) neither cp > 1 nor ZeRO unless dp = ep.
   bool epRuns = false;
   /// Layer ranges that must stay on one device kind (training only). A
   /// stage holding a pinned layer runs on that kind's devices alone.

@@ -19,7 +19,10 @@
 // axes, `dist.tp_shard` [0, 1, ep, tp, feature, 1, tp, 1]: the experts by
 // the rank's replica coordinate ((rank / tp) mod ep), the features by its
 // tensor coordinate; the expert groups are the ranks of one tensor
-// coordinate (RankLayout::expertGroups).
+// coordinate (RankLayout::expertGroups). With sequence parallelism
+// dist-tensor-parallel has gathered the block's input over the tensor group
+// before the routing, so the experts see the whole sequence's tokens as
+// without it.
 // Routing is per sequence, so each rank routes its own rows as one process
 // would. With context parallelism dist-context-parallel, which runs
 // first, leaves the routing whole on every context rank and runs the
@@ -279,22 +282,21 @@ struct ExpertParallelPass
           << what
           << "; expert parallelism executes with data, tensor, context and "
              "pipeline parallelism (dp x tp x pp or dp x cp x pp, ep "
-             "dividing dp; ZeRO with tp = 1) yet";
+             "dividing dp; ZeRO with tp = 1 or dp = ep) yet";
       signalPassFailure();
     };
-    if (layout.tp != 1 && plan.getSp())
-      return refuse("tp = " + Twine(layout.tp) +
-                    " and sequence parallelism (sp = 1 splits the tokens "
-                    "between the tensor-parallel regions along the "
-                    "sequence, over which routing picks each expert's "
-                    "tokens); plan sp = 0 (--dist-plan=...,sp=0, or the "
-                    "search constraint sp=0)");
-    if (layout.tp != 1 && plan.getZero() != 0)
-      return refuse("tp = " + Twine(layout.tp) +
-                    " and ZeRO (zero = " + Twine(plan.getZero()) +
-                    ": ZeRO blocks of an expert rank's tensor-parallel part "
-                    "would be a third level of parts, which the runtime "
-                    "does not read); plan zero = 0 or tp = 1");
+    // With dp = ep no other rank holds an expert rank's experts: ZeRO
+    // keeps them whole and shards only the dense weights.
+    if (layout.tp != 1 && plan.getZero() != 0 && layout.dp != ep)
+      return refuse("tp = " + Twine(layout.tp) + ", ZeRO (zero = " +
+                    Twine(plan.getZero()) + ") and dp = " + Twine(layout.dp) +
+                    " (ZeRO blocks of an expert rank's tensor-parallel part "
+                    "over the " +
+                    Twine(layout.dp / ep) +
+                    " ranks that hold the same experts would be a third "
+                    "level of parts, which the runtime does not read); plan "
+                    "zero = 0, tp = 1 or dp = ep (the experts then have no "
+                    "other holder and stay whole)");
     if (layout.cp != 1 && layout.tp != 1)
       return refuse("cp = " + Twine(layout.cp) +
                     " and tp = " + Twine(layout.tp) +

@@ -2078,6 +2078,18 @@ def pipeline_train_cases(rng):
                   ranks=4)
     out.append(("llama_moe_momentum_tp2_ep2",
                 dict(moe_tp, plan="dp=2,tp=2,ep=2,mbs=1")))
+    # And with sequence parallelism (sp = 1): the block's input is
+    # gathered over the tensor group before the routing (which picks each
+    # expert's tokens of the whole sequence), the routing, dispatch,
+    # experts and combine run as without sp, and the combine's output is
+    # sliced to the rank's tokens where the residual add meets them.
+    out.append(("llama_moe_momentum_tp2_ep2_sp",
+                dict(moe_tp, plan="dp=2,tp=2,ep=2,mbs=1,sp=1")))
+    # And with ZeRO at dp = ep: no other rank holds a rank's experts, so
+    # they stay whole (their momentum too) and ZeRO shards the dense
+    # weights' state over the stage's replicas.
+    out.append(("llama_moe_momentum_tp2_ep2_z1",
+                dict(moe_tp, plan="dp=2,tp=2,ep=2,mbs=1,zero=1", zero=True)))
     out.append(("llama_moe_sgd_tp2_ep2_pp2_1f1b",
                 dict(moe, model=moe_llama_tp_model,
                      plan="dp=2,tp=2,ep=2,pp=2,mbs=1,schedule=1f1b",

@@ -19,6 +19,11 @@
 #include "lib/Cost/LlmModels.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Sim/Simulator.h"
+#include "passes/Passes.h"
+
+#include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
+#include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
 using namespace distopt;
@@ -222,6 +227,106 @@ TEST_F(ImportedMoe, SimulatedTrafficHasTheContextGathersOfEveryMoeBlock) {
   EXPECT_DOUBLE_EQ(with->result.bytesPerLevel[1],
                    none->result.bytesPerLevel[1]);
   EXPECT_GT(with->result.iterationTime, none->result.iterationTime);
+}
+
+/// The collectives one rank's forward runs in cost-model layer \p layer of
+/// \p func, in elements: what it sends through all-to-alls, and the whole
+/// tensors it all-gathers and reduce-scatters (an all-reduce is both).
+struct IrCollectives {
+  double allToAll = 0, gathered = 0, scattered = 0;
+  unsigned gathers = 0, scatters = 0;
+};
+IrCollectives collectivesOf(func::FuncOp func, int64_t layer) {
+  IrCollectives c;
+  dist::DistDialect::LayerAttrHelper layerOf(func.getContext());
+  auto elements = [](Value v) {
+    return double(cast<RankedTensorType>(v.getType()).getNumElements());
+  };
+  func.walk([&](Operation *op) {
+    IntegerAttr l = layerOf.getAttr(op);
+    if (!l || l.getInt() != layer)
+      return;
+    if (auto a = dyn_cast<dist::AllToAllOp>(op)) {
+      c.allToAll += elements(a.getInput());
+    } else if (auto g = dyn_cast<dist::AllGatherOp>(op)) {
+      c.gathered += elements(g.getResult()), ++c.gathers;
+    } else if (auto r = dyn_cast<dist::ReduceScatterOp>(op)) {
+      c.scattered += elements(r.getInput()), ++c.scatters;
+    } else if (auto r = dyn_cast<dist::AllReduceOp>(op)) {
+      c.gathered += elements(r.getInput()), ++c.gathers;
+      c.scattered += elements(r.getInput()), ++c.scatters;
+    }
+  });
+  return c;
+}
+
+/// The programs of dp x tp x ep with sequence parallelism
+/// (dist-tensor-parallel, then dist-expert-parallel) against the cost
+/// model's collectives of the same MoE block. Routing picks each expert's
+/// tokens of the whole sequence, so the block's input is gathered over the
+/// tensor group and every tensor rank routes, dispatches and exchanges the
+/// whole sequence's tokens, as without sp; the tensor-parallel sums are an
+/// all-gather and a reduce-scatter each (the shared expert's, and the
+/// experts' all-reduce), as CostModel::layerTimes prices them under sp, and
+/// the routing runs whole on every tensor rank, as CostModel::shareOf
+/// prices it.
+TEST_F(ImportedMoe, ExpertBlockUnderSequenceParallelismAsTheProgramsRunIt) {
+  // run_distributed.py's llama_moe fixture: 4 experts of width 16, top-2,
+  // one shared expert, the second of two blocks.
+  LlmConfig c;
+  c.name = "tiny-moe";
+  c.layers = 2, c.hidden = 16, c.heads = 2, c.kvHeads = 2;
+  c.ffnHidden = 32, c.seqLen = 8, c.vocab = 64;
+  c.experts = 4, c.topK = 2, c.expertFfn = 16;
+  c.sharedExperts = 1, c.denseLayers = 1;
+  ModelDesc graph = imported(c);
+  const int64_t moeLayer = 4; // the FFN half of block 1
+  const LayerDesc &costed = graph.layers[moeLayer];
+
+  PassManager pm(ctx.get());
+  pm.addPass(createAnnotateLayersPass());
+  AttachClusterPassOptions cluster;
+  cluster.cluster = "dgx-h100";
+  pm.addPass(createAttachClusterPass(cluster));
+  SetPlanPassOptions plan;
+  plan.plan = "dp=2,tp=2,ep=2,mbs=1,sp=1";
+  plan.batch = 2;
+  pm.addPass(createSetPlanPass(plan));
+  pm.addPass(createTensorParallelPass());
+  pm.addPass(createExpertParallelPass());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  IrCollectives ir =
+      collectivesOf(module->lookupSymbol<func::FuncOp>("main"), moeLayer);
+
+  ExecConfig x;
+  x.tp.size = 2, x.ep.size = 2, x.mbs = 1, x.sp = true;
+  ExecConfig noSp = x;
+  noSp.sp = false;
+  const double e = cluster::dtypeBytes(c.dtype);
+  double allToAll = 0, tpSums = 0;
+  unsigned sums = 0;
+  for (const OpDesc &op : costed.ops) {
+    allToAll += op.epAllToAllBytes / e;
+    if (op.tpAllReduceFwdBytes > 0)
+      tpSums += op.tpAllReduceFwdBytes * x.mbs / e, ++sums;
+    // The routing (top-k) runs whole on every tensor rank.
+    if (op.wholeSequence && op.tp == TpMode::Replicated)
+      EXPECT_DOUBLE_EQ(CostModel::shareOf(op, x), CostModel::shareOf(op, noSp));
+  }
+  // Dispatch and combine: the 4 experts' 4 slots of 16 features each way,
+  // whole on every tensor rank. (The cost model divides the exchange by
+  // tp, as Megatron's token split before the dispatch does: the programs
+  // send tp times the bytes it prices, sp or not; docs/distributed.md.)
+  EXPECT_DOUBLE_EQ(ir.allToAll, 2 * 4 * 4 * 16);
+  EXPECT_DOUBLE_EQ(allToAll, ir.allToAll);
+  // The shared expert's sum and the experts' (each an all-gather and a
+  // reduce-scatter under sp), in the program the block's input gathered
+  // and the two sums.
+  EXPECT_EQ(sums, 2u);
+  EXPECT_EQ(ir.gathers, sums);
+  EXPECT_EQ(ir.scatters, sums);
+  EXPECT_DOUBLE_EQ(ir.gathered, tpSums);
+  EXPECT_DOUBLE_EQ(ir.scattered, tpSums);
 }
 
 /// A block the recognizer does not know (the combine replaces instead of
