@@ -73,6 +73,46 @@ TEST_F(RuntimeTest, MatmulExConstantWeightsArePackedOnce) {
   expectClose(c.v, want, 1e-5f, "packed weights + relu");
 }
 
+TEST_F(RuntimeTest, MatmulExConstantWeightsWithWideRowsAreCopiedPadded) {
+  // Rows of 1024 floats (4 KiB) are copied with padded rows for oneDNN's
+  // gemm:jit; a [2, m, k] input against a shared weight, as an LM head
+  // calls it, read plain [k, n] and transposed [n, k]. The copy is made on
+  // the first call and serves the second even after the caller's buffer
+  // changed (constant weights are reordered once per address); plain rows
+  // of 80 floats (5 lines) are read in place (a transposed weight is copied
+  // either way).
+  int64_t m = 6, k = 24;
+  for (int64_t n : {1024, 80})
+    for (int tb = 0; tb < 2; ++tb) {
+      Tensor a({2, m, k}),
+          w(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}),
+          bias({n}), c({2, m, n}), plain({2, m, n});
+      randomize(a, 21);
+      randomize(w, 22);
+      randomize(bias, 23);
+      distrt_matmul_attr attr{0, tb, 1.0f, 0.0f};
+      ASSERT_OK(distrt_matmul(ctx, a.d(), w.d(), bias.d(), plain.d(), &attr));
+      distrt_compute_ex ex = {};
+      ex.constant_weights = 1;
+      ASSERT_OK(
+          distrt_matmul_ex(ctx, a.d(), w.d(), bias.d(), c.d(), &attr, &ex));
+      expectClose(c.v, plain.v, 1e-5f, "constant weights");
+      std::vector<float> kept = w.v;
+      std::fill(w.v.begin(), w.v.end(), 0.0f);
+      std::fill(c.v.begin(), c.v.end(), -1.0f);
+      ASSERT_OK(
+          distrt_matmul_ex(ctx, a.d(), w.d(), bias.d(), c.d(), &attr, &ex));
+      if (n == 1024 || tb) {
+        expectClose(c.v, plain.v, 1e-5f, "the copy");
+      } else {
+        // Dense rows are read in place: the zeroed weights leave the bias.
+        for (int64_t i = 0; i < 2 * m * n; ++i)
+          ASSERT_EQ(c.v[i], bias[i % n]) << "n=" << n << " tb=" << tb;
+      }
+      w.v = kept;
+    }
+}
+
 TEST_F(RuntimeTest, MatmulExSumAddsWhatTheOutputHeld) {
   int64_t m = 4, n = 8, k = 3;
   Tensor a({m, k}), b({k, n}), c({m, n}), plain({m, n});
