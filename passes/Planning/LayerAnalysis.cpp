@@ -356,9 +356,9 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
                  (feedsNorm(op.getResult(0)) ||
                   softmaxOverColumns(op.getResult(0)))) {
         // Normalized over its features (latent attention's down
-        // projections and their RMSNorms), or an LM head whose
-        // probabilities are the output: Megatron keeps it whole on every
-        // rank, replicated.
+        // projections and their RMSNorms: Megatron keeps them whole), or
+        // reaching a softmax over its columns (an LM head's probabilities,
+        // a MoE router's): dist-tensor-parallel runs it replicated.
         record(TensorParallelRole::Replicated);
         desc->tp = TpMode::Replicated;
         desc->savedReplicatedBytes = desc->savedBytes;
