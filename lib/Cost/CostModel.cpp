@@ -423,7 +423,7 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
 
 bool sequenceSplits(const LayerDesc &layer) {
   return llvm::any_of(layer.ops, [](const OpDesc &op) {
-    return op.perSample && op.tp == TpMode::Split;
+    return op.perSample && op.tp == TpMode::Split && !op.channelSplit;
   });
 }
 
@@ -738,8 +738,8 @@ static double boundaryShare(double bytes, const MemoryConfig &cfg) {
 }
 
 /// \p cfg for layer \p l: without sequence parallelism where the layer has
-/// no TP-split op (sequenceSplits), so its activations and its output stay
-/// whole on every tensor rank.
+/// no op of a Megatron region (sequenceSplits), so its activations and its
+/// output stay whole on every tensor rank.
 static MemoryConfig forLayer(const LayerDesc &l, const MemoryConfig &cfg) {
   MemoryConfig c = cfg;
   c.sp = cfg.sp && sequenceSplits(l);

@@ -300,10 +300,12 @@ struct MemoryBreakdown {
 };
 
 /// Whether sequence parallelism splits layer \p layer's TP-replicated ops
-/// and its output by tokens: only a layer with a TP-split op has the
-/// region after a row-parallel reduce-scatter that the programs split
-/// (docs/distributed.md, "Sequence parallelism"); a convolution block whose
-/// ops every tensor rank runs whole keeps them whole.
+/// and its output by tokens: only a layer with an op of a Megatron region
+/// (a TP-split op not split by channels) has the region after a
+/// row-parallel reduce-scatter that the programs split (docs/distributed.md,
+/// "Sequence parallelism"). The sums of channel-parallel convolutions stay
+/// all-reduces, so a convolution block keeps its activations and its
+/// output whole on every tensor rank.
 bool sequenceSplits(const LayerDesc &layer);
 
 /// Whether a pipeline boundary tensor of \p elements elements (one

@@ -76,6 +76,12 @@ struct OpDesc {
   /// runs (an fp32 loss: the gradient of its log-softmax and its input).
   double bwdWorkingBytes = 0;
   TpMode tp = TpMode::Split;
+  /// Split by channels in a channel-parallel convolution region
+  /// (planning::ConvChannels): dist-tensor-parallel all-reduces the region's
+  /// sums and never splits its values by tokens, so sequence parallelism
+  /// leaves such ops (and a layer of nothing else) whole on every tensor
+  /// rank (sequenceSplits).
+  bool channelSplit = false;
   /// Bytes all-reduced over the TP group after the forward / backward-input
   /// phase, per sample (Megatron's g and f operators). Under sequence
   /// parallelism each becomes a reduce-scatter plus an all-gather of the

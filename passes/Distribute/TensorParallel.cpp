@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/Planning/Planning.h"
+#include "passes/Planning/VocabularyTables.h"
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
@@ -52,6 +53,8 @@ namespace distopt {
 using namespace mlir;
 using namespace distopt;
 namespace g = distopt::graph;
+using planning::splitsVocabulary;
+using planning::tiedHead;
 using split::contiguousAlong;
 using split::dimOf;
 using split::localType;
@@ -70,50 +73,6 @@ g::WeightOp ownWeight(Value v, Operation *user) {
       w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
     return {};
   return w;
-}
-
-/// A lookup of data (not of constant positions) in a table of V rows that
-/// split `tp` ways: what the vocabulary-parallel embedding splits.
-bool splitsVocabulary(g::EmbeddingOp em, int64_t tp) {
-  auto table = tensorOf(em.getTable());
-  auto ids = tensorOf(em.getIndices());
-  return table && table.getRank() == 2 && table.hasStaticShape() &&
-         table.getDimSize(0) % tp == 0 && ids && ids.hasStaticShape() &&
-         ids.getElementType().isSignlessInteger() &&
-         !em.getIndices().getDefiningOp<g::ConstantOp>();
-}
-
-/// The matmul that reads the table `w` transposed as its right operand
-/// (an LM head tied to the embedding: GPT-2's `wte`), directly
-/// (`transpose_rhs`) or through a `graph.transpose` [1, 0] only it reads,
-/// when every other reader of `w` is a lookup that splits by vocabulary;
-/// else null. Megatron splits such a table by vocabulary rows for both uses.
-g::MatmulOp tiedHead(g::WeightOp w, int64_t tp) {
-  g::MatmulOp head;
-  bool lookups = false;
-  for (OpOperand &use : w.getResult().getUses()) {
-    Operation *user = use.getOwner();
-    if (auto em = dyn_cast<g::EmbeddingOp>(user)) {
-      if (use.getOperandNumber() != 0 || !splitsVocabulary(em, tp))
-        return {};
-      lookups = true;
-      continue;
-    }
-    g::MatmulOp m = dyn_cast<g::MatmulOp>(user);
-    if (auto t = dyn_cast<g::TransposeOp>(user)) {
-      if (!t.getResult().hasOneUse() || t.getPerm() != ArrayRef<int64_t>{1, 0})
-        return {};
-      m = dyn_cast<g::MatmulOp>(*t.getResult().getUsers().begin());
-      if (!m || m.getRhs() != t.getResult() || m.getTransposeRhs())
-        return {};
-    } else if (!m || m.getRhs() != w.getResult() || !m.getTransposeRhs()) {
-      return {};
-    }
-    if (head)
-      return {};
-    head = m;
-  }
-  return lookups ? head : g::MatmulOp();
 }
 
 /// The tied table (tiedHead) that `m` reads as its right operand, if `m`

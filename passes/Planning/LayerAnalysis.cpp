@@ -6,6 +6,7 @@
 #include "passes/Planning/LayerAnalysis.h"
 #include "passes/Planning/ConvChannels.h"
 #include "passes/Planning/FusedKernels.h"
+#include "passes/Planning/VocabularyTables.h"
 
 #include "dialects/Graph/GraphCost.h"
 #include "dialects/Graph/GraphOps.h"
@@ -119,6 +120,42 @@ static bool feedsNorm(Value v) {
       return llvm::any_of(user->getResults(), feedsNorm);
     return false;
   });
+}
+
+/// True when \p v (a matmul's output, split by its columns under Megatron
+/// TP), through ops that keep its shape element by element, reaches a
+/// softmax along its last dimension (the probabilities over an LM head's
+/// vocabulary): dist-tensor-parallel cannot split that region (a softmax
+/// along the split dimension) and runs it whole on every rank.
+static bool softmaxOverColumns(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || type.getRank() == 0)
+    return false;
+  return llvm::any_of(v.getUsers(), [&](Operation *user) {
+    if (auto sm = dyn_cast<g::SoftmaxOp>(user)) {
+      int64_t axis = sm.getAxis();
+      return (axis < 0 ? axis + type.getRank() : axis) == type.getRank() - 1;
+    }
+    if (isa<g::UnaryOp, g::CastOp, g::DropoutOp>(user) ||
+        (isa<g::BinaryOp>(user) && user->getResult(0).getType() == type))
+      return softmaxOverColumns(user->getResult(0));
+    return false;
+  });
+}
+
+/// Whether dist-tensor-parallel splits lookup \p lookup by vocabulary rows
+/// (its splitVocabulary): a table only it reads, or one tied to an LM head
+/// (tiedHead) whose region splits; softmaxOverColumns keeps such a head,
+/// and so its table, whole. The tensor-parallel degree's divisibility is
+/// the plan's, not asked here.
+static bool splitsByVocabulary(g::EmbeddingOp lookup) {
+  auto table = lookup.getTable().getDefiningOp<g::WeightOp>();
+  if (!table || !splitsVocabulary(lookup, /*tp=*/1))
+    return false;
+  if (table.getResult().hasOneUse())
+    return true;
+  g::MatmulOp head = tiedHead(table, /*tp=*/1);
+  return head && !softmaxOverColumns(head.getResult());
 }
 
 void LayerAnalysis::collectWeightRoots(Value value,
@@ -313,11 +350,15 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
           desc->savedBytes = 0;
           break;
         }
+        // Its sums stay all-reduces: sequence parallelism leaves it whole.
+        desc->channelSplit = desc->tp == TpMode::Split;
       } else if (isa<g::MatmulOp>(op) && weighted && !anySplit &&
-                 feedsNorm(op.getResult(0))) {
+                 (feedsNorm(op.getResult(0)) ||
+                  softmaxOverColumns(op.getResult(0)))) {
         // Normalized over its features (latent attention's down
-        // projections and their RMSNorms): Megatron keeps it whole on
-        // every rank, replicated.
+        // projections and their RMSNorms: Megatron keeps them whole), or
+        // reaching a softmax over its columns (an LM head's probabilities,
+        // a MoE router's): dist-tensor-parallel runs it replicated.
         record(TensorParallelRole::Replicated);
         desc->tp = TpMode::Replicated;
         desc->savedReplicatedBytes = desc->savedBytes;
@@ -334,6 +375,14 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
             split.insert(r);
         }
         desc->tp = TpMode::Split;
+      } else if (auto lookup = dyn_cast<g::EmbeddingOp>(op);
+                 lookup && !splitsByVocabulary(lookup)) {
+        // A lookup of a shared table, or of one tied to a head that stays
+        // whole: every rank looks up the whole table.
+        record(TensorParallelRole::Replicated);
+        desc->tp = TpMode::Replicated;
+        desc->savedReplicatedBytes = desc->savedBytes;
+        desc->savedBytes = 0;
       } else if (isa<g::EmbeddingOp>(op)) {
         record(TensorParallelRole::Row); // vocabulary-parallel lookup
         desc->tpAllReduceFwdBytes = outBytes;

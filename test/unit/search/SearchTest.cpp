@@ -276,13 +276,14 @@ TEST(Tables, BlockCheckpointsAgreeWithTheCostModel) {
 TEST(Tables, MessagesAgreeWithThePipelineCosts) {
   // The search's message tables and the simulator's stage costs price every
   // boundary alike: under sequence parallelism (its 1/tp where the layer
-  // splits by tokens, whole where it has no TP-split op), with and without
-  // scatter/gather, under cp, inside a node and across nodes.
+  // splits by tokens, whole where it has no op of a Megatron region), with
+  // and without scatter/gather, under cp, inside a node and across nodes.
   cost::ModelDesc model = smallGpt(6, 1024);
-  // Layer 3 keeps every op whole on each tensor rank (as a convolution
-  // block does): sequence parallelism does not split its output.
+  // Layer 3's split ops are split by channels (a channel-parallel
+  // convolution block's, whose sums stay all-reduces): sequence
+  // parallelism does not split its output.
   for (cost::OpDesc &op : model.layers[3].ops)
-    op.tp = cost::TpMode::Replicated;
+    op.channelSplit = op.tp == cost::TpMode::Split;
   ASSERT_FALSE(cost::sequenceSplits(model.layers[3]));
   ASSERT_TRUE(cost::sequenceSplits(model.layers[2]));
   cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 2));
