@@ -1069,7 +1069,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     then agree with it as without overflow. With `vocab_parallel` the
     plan's program must all-gather nothing (its generated source calls no
     distrt_all_gather): the softmax cross-entropy ran on each tensor rank's
-    columns of the logits. Tensors whose saved name `per_replica` (a regex)
+    columns of the logits. Pipelined such plans take sg=0: Megatron's
+    scatter/gather of stage boundaries (sg=1) all-gathers at each receiver. Tensors whose saved name `per_replica` (a regex)
     matches are each replica's own (batch norm's running statistics under
     dp) and are not compared. `loss_rtol`, when given, is the loss curve's
     tolerance (else `rtol`'s)."""
@@ -1389,8 +1390,8 @@ def mixed_precision_cases(rng):
               train=f"optimizer=sgd lr=0.1 {MIXED_FLAGS[low]}"))
         for low in ("bf16", "fp16")
         for tag, plan, ranks in (("tp2", "tp=2,mbs=1", 2),
-                                 ("tp2_pp2_1f1b",
-                                  "tp=2,pp=2,mbs=1,schedule=1f1b", 4))
+                                 ("tp2_pp2_1f1b_sg0",
+                                  "tp=2,pp=2,mbs=1,schedule=1f1b,sg=0", 4))
     ] + [
         # An exporter's LogSoftmax + NegativeLogLikelihoodLoss: graph ops
         # on the gathered logits, marked by the importer to stay f32 (in
@@ -1807,9 +1808,13 @@ def pipeline_train_cases(rng):
                 tp_split=("transformer.wte.weight",))
     out.append(("gpt2_tied_sgd_tp2",
                 dict(tied, plan="tp=2,mbs=1", vocab_parallel=True)))
+    # Pipelined, the boundaries go by scatter/gather (sg=1, all-gathers
+    # at the receiver); with sg=0 the program must all-gather nothing.
     out.append(("gpt2_tied_sgd_tp2_pp2_1f1b",
-                dict(tied, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
-                     vocab_parallel=True)))
+                dict(tied, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
+    out.append(("gpt2_tied_sgd_tp2_pp2_1f1b_sg0",
+                dict(tied, plan="tp=2,pp=2,mbs=1,schedule=1f1b,sg=0",
+                     ranks=4, vocab_parallel=True)))
     out.append(("gpt2_tied_sgd_tp2_sp",
                 dict(tied, plan="tp=2,mbs=1,sp=1")))
     out.append(("gpt2_tied_sgd_tp2_pp2_1f1b_sp",
