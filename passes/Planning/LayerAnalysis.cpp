@@ -480,6 +480,11 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
     int64_t def = defIndex.lookup(value);
     double bytes = bytesFor(value.getType()) / samples;
     bool isMain = !side.contains(value);
+    // An input of the function (labels, a mask; a side value, so no cut
+    // point counts it either) is no message: every pipeline list reads the
+    // step's inputs itself (docs/partition.md, "Boundaries").
+    if (isa<BlockArgument>(value))
+      continue;
     auto type = dyn_cast<ShapedType>(value.getType());
     bool shaped = type && type.hasStaticShape();
     LayerDesc::BoundaryTensor tensor{

@@ -275,4 +275,34 @@ TEST(LayerAnalysis, GptContractionsAndParameters) {
             model->layers.back().params() + v * h);
 }
 
+TEST(LayerAnalysis, InputsCrossNoStageBoundary) {
+  // The labels live until the loss, past every cut, but each pipeline list
+  // reads the step's inputs itself: the boundary messages carry the
+  // activations alone.
+  Context c;
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+      %w1 = graph.weight "w1" : tensor<8x8xf32>
+      %h = graph.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %w2 = graph.weight "w2" : tensor<8x16xf32>
+      %y = graph.matmul %h, %w2 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+      %l = graph.softmax_cross_entropy mean %y, %labels : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+      return %l : tensor<f32>
+    })mlir",
+                                                             &c.ctx);
+  ASSERT_TRUE(module);
+  FailureOr<cost::ModelDesc> model = planning::analyzeLayers(
+      module->lookupSymbol<func::FuncOp>("main"), {DType::F32});
+  ASSERT_TRUE(succeeded(model));
+  ASSERT_GE(model->layers.size(), 2u);
+  // After the first matmul: its [8] f32 row per sample.
+  const cost::LayerDesc &first = model->layers.front();
+  EXPECT_EQ(first.boundaryBytes, 8 * 4);
+  ASSERT_EQ(first.boundaryTensors.size(), 1u);
+  EXPECT_TRUE(first.boundaryTensors[0].floating);
+  for (const cost::LayerDesc &layer : model->layers)
+    for (const cost::LayerDesc::BoundaryTensor &t : layer.boundaryTensors)
+      EXPECT_TRUE(t.floating) << "an integer input priced as a message";
+}
+
 } // namespace
