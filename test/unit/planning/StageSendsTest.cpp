@@ -36,14 +36,8 @@ class StageSends : public unit::ImportedModel {
 public:
   StageSends() { registerAllPasses(); }
 
-  /// A two-block GPT of \p rows rows of 32 tokens, imported as it is
-  /// (f32), and its layers as the planner sees them.
-  cost::ModelDesc importGpt(int64_t rows) {
-    modelgen::ModelOptions o = *modelgen::defaultOptions("gpt");
-    o.layers = 2, o.hidden = 64, o.heads = 4, o.seq = 32, o.vocab = 256;
-    o.microBatch = rows;
-    return importedAsIs(o);
-  }
+  /// The small GPT of two blocks and \p rows rows (importSmallGpt).
+  cost::ModelDesc importGpt(int64_t rows) { return importSmallGpt(2, rows); }
 
   /// Whether \p op is part of action \p action of action list \p list.
   static bool runs(Operation *op, unsigned list, llvm::StringRef action) {

@@ -41,14 +41,8 @@ class TiedEmbedding : public unit::ImportedModel {
 public:
   TiedEmbedding() { registerAllPasses(); }
 
-  /// A one-block GPT of \p rows rows of 32 tokens and 256 words (f32),
-  /// imported as it is, and its layers as the planner sees them.
-  cost::ModelDesc importGpt(int64_t rows) {
-    modelgen::ModelOptions o = *modelgen::defaultOptions("gpt");
-    o.layers = 1, o.hidden = 64, o.heads = 4, o.seq = 32, o.vocab = 256;
-    o.microBatch = rows;
-    return importedAsIs(o);
-  }
+  /// The small GPT of one block and \p rows rows (importSmallGpt).
+  cost::ModelDesc importGpt(int64_t rows) { return importSmallGpt(1, rows); }
 
   /// A clone of the imported module as one tensor rank of \p spec runs
   /// its planned function (a global batch of one micro-batch).
