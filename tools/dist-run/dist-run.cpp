@@ -1315,6 +1315,13 @@ static int runRedundant(Job job, unsigned n, const char *argv0) {
                 " (pp = 1); compile it with a pipeline plan "
                 "(--dist-plan=pp=2,...), or use --elastic");
   user = withoutOptions(user, {"--steps"});
+  // When a rank is lost, mpirun ends the others with SIGTERM and, by
+  // default, SIGKILL one second later; on a loaded machine a rank not
+  // scheduled within that second wrote no `ended` marker and counted as
+  // lost too (two lost ranks: no recovery). Their handler writes the
+  // marker and exits at once, so waiting longer costs nothing. A value
+  // the user set stays.
+  setenv("OMPI_MCA_odls_base_sigkill_timeout", "10", /*overwrite=*/0);
   SmallString<256> root(redundantDir);
   if (std::error_code ec = sys::fs::make_absolute(root))
     return fail("--redundant " + redundantDir + ": " + ec.message());
