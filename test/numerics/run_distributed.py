@@ -2115,6 +2115,15 @@ def pipeline_train_cases(rng):
                 dict(moe_tp, plan="dp=2,tp=2,mbs=1")))
     out.append(("llama_moe_momentum_dp2_tp2_sp",
                 dict(moe_tp, plan="dp=2,tp=2,mbs=1,sp=1")))
+    # And with ZeRO-1: the experts' tensor parts' momentum sharded over
+    # the stage's replicas as the dense weights' is.
+    out.append(("llama_moe_momentum_dp2_tp2_z1",
+                dict(moe_tp, plan="dp=2,tp=2,mbs=1,zero=1", zero=True)))
+    # And in a pipeline (the experts in the second stage's tensor group).
+    out.append(("llama_moe_sgd_tp2_pp2_1f1b",
+                dict(moe, model=moe_llama_tp_model,
+                     plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     tp_split=())))
     # And its forward program (each replica's rows; the weights are the
     # programs' own initialization, so nothing is loaded from a file).
     out.append(("llama_moe_forward_dp2_ep2",
