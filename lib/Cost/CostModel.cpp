@@ -485,20 +485,33 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
   RangeTimes r;
   const unsigned tp = std::max(1u, x.tp.size), cp = std::max(1u, x.cp.size),
                  ep = std::max(1u, x.ep.size);
+  // Routed experts of a block that routes whole sequences under ep x tp
+  // (dist-expert-parallel): each tensor rank exchanges its C/t capacity
+  // slots over the expert group, so each of the experts' tensor-parallel
+  // sums is a reduce-scatter onto the rank's slots and two all-gathers:
+  // the slots of the tensor group before the experts and the exchanged
+  // tokens gathered whole for the combine, which every tensor rank runs
+  // (backward: the gradient's gather before the down GEMM, the sum before
+  // the dispatch, the dispatched tokens' gradient gathered).
+  const bool slotGathers =
+      ep > 1 && tp > 1 && llvm::any_of(layer.ops, [](const OpDesc &op) {
+        return op.wholeSequence && op.epAllToAllBytes > 0;
+      });
   // One TP collective after an op: an all-reduce, or under sequence
   // parallelism a reduce-scatter and an all-gather of the same bytes.
-  auto tpComm = [&](double perSample) {
+  auto tpComm = [&](double perSample, bool expert) {
     CommCost c;
     if (tp <= 1 || perSample <= 0)
       return c;
     double bytes = perSample * x.mbs / cp;
-    if (!x.sp)
+    if (!x.sp && !(expert && slotGathers))
       return collective(Collective::AllReduce, bytes, x.tp);
     CommCost rs = collective(Collective::ReduceScatter, bytes, x.tp);
     CommCost ag = collective(Collective::AllGather, bytes, x.tp);
-    c.time = rs.time + ag.time;
+    const double gathers = expert && slotGathers ? 2 : 1;
+    c.time = rs.time + gathers * ag.time;
     for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-      c.bytes[l] = rs.bytes[l] + ag.bytes[l];
+      c.bytes[l] = rs.bytes[l] + gathers * ag.bytes[l];
     return c;
   };
   auto sent = [](const CommCost &c) { return c.bytes[0] + c.bytes[1]; };
@@ -517,8 +530,8 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
       r.bwdWeightAccumulate +=
           opTime(op, Phase::BackwardWeight, dev, x, read) - bw;
     }
-    CommCost arF = tpComm(op.tpAllReduceFwdBytes);
-    CommCost arB = tpComm(op.tpAllReduceBwdBytes);
+    CommCost arF = tpComm(op.tpAllReduceFwdBytes, op.expert);
+    CommCost arB = tpComm(op.tpAllReduceBwdBytes, op.expert);
     double tpSent = sent(arF) + sent(arB);
     double commF = arF.time, commB = arB.time;
     if (x.tpOverlap && op.cls == OpClass::MatMul) {

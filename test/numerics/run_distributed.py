@@ -2074,11 +2074,15 @@ def pipeline_train_cases(rng):
     # Expert with tensor parallelism (dp = 2, tp = 2, ep = 2): each
     # expert's GEMMs split over the tensor ranks as the cost model prices
     # them (gate and up by their output features, down by its input
-    # features, summed over the tensor group before the inverse
-    # all-to-all); each rank keeps its tensor part of its expert group's
-    # experts (two axes: experts by (rank / tp) mod ep, features by rank
-    # mod tp), the all-to-alls run over the ranks of one tensor rank. The
-    # experts must be saved in the 2 tensor parts of the 2 expert parts.
+    # features); each tensor rank exchanges its half of every expert's
+    # capacity slots over the expert group (the all-to-alls run over the
+    # ranks of one tensor rank), the slots are gathered over the tensor
+    # group before the experts and the partial sums reduce-scattered onto
+    # the rank's slots after them, and the exchanged outputs gathered whole
+    # for the combine. Each rank keeps its tensor part of its expert
+    # group's experts (two axes: experts by (rank / tp) mod ep, features by
+    # rank mod tp). The experts must be saved in the 2 tensor parts of the
+    # 2 expert parts.
     moe_tp = dict(moe_momentum, zero=False, model=moe_llama_tp_model,
                   ranks=4)
     out.append(("llama_moe_momentum_tp2_ep2",
@@ -2100,6 +2104,26 @@ def pipeline_train_cases(rng):
                      plan="dp=2,tp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=8, batch=4, tp_split=(),
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
+    # Expert tensor parallelism without ep (dp = 2, tp = 2, ep = 1): every
+    # tensor rank holds the whole dispatched tokens and its features of
+    # every expert (gate and up by output features behind dist.tp_copy,
+    # down by input features, all-reduced over the tensor group before the
+    # combine), as the cost model prices them; the experts must be saved in
+    # the 2 tensor parts. With sp too (the block's input gathered before
+    # the routing, as with ep).
+    out.append(("llama_moe_momentum_dp2_tp2",
+                dict(moe_tp, plan="dp=2,tp=2,mbs=1")))
+    out.append(("llama_moe_momentum_dp2_tp2_sp",
+                dict(moe_tp, plan="dp=2,tp=2,mbs=1,sp=1")))
+    # And with ZeRO-1: the experts' tensor parts' momentum sharded over
+    # the stage's replicas as the dense weights' is.
+    out.append(("llama_moe_momentum_dp2_tp2_z1",
+                dict(moe_tp, plan="dp=2,tp=2,mbs=1,zero=1", zero=True)))
+    # And in a pipeline (the experts in the second stage's tensor group).
+    out.append(("llama_moe_sgd_tp2_pp2_1f1b",
+                dict(moe, model=moe_llama_tp_model,
+                     plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     tp_split=())))
     # And its forward program (each replica's rows; the weights are the
     # programs' own initialization, so nothing is loaded from a file).
     out.append(("llama_moe_forward_dp2_ep2",
