@@ -116,6 +116,10 @@ if os.environ.get("ORT_PROFILE_PREFIX"):
 state = CheckpointState.load_checkpoint(work + "/checkpoint")
 module = Module(work + "/training_model.onnx", state, work + "/eval_model.onnx",
                 session_options=so)
+if so.enable_profiling:
+    # Each session's profile is named by the second it started in: the
+    # optimizer's would share the training session's file and clobber it.
+    time.sleep(1.1)
 opt = Optimizer(work + "/optimizer_model.onnx", module)
 opt.set_learning_rate(lr)
 module.train()
