@@ -133,21 +133,21 @@ struct Program {
     traceOpen = name;
     traceOpenedAt = now;
   }
-  /// The clock before op `id` (0 when not profiling). CUDA work is
+  /// The clocks before op `id` (zeros when not profiling). CUDA work is
   /// asynchronous: the stream is drained so the time is the op's own.
-  double profStart() {
+  ProfClocks profStart() {
     if (!prof)
-      return 0;
+      return {};
     if (device)
       distrt_synchronize(ctx);
-    return wallSeconds();
+    return profClocksStart();
   }
-  void profStop(int id, double start) {
+  void profStop(int id, const ProfClocks &start) {
     if (!prof)
       return;
     if (device)
       distrt_synchronize(ctx);
-    prof->add(id, wallSeconds() - start);
+    prof->add(id, start, profClocksStop());
   }
 
   /// Communicators of collectives over a subset of the ranks (the
