@@ -42,8 +42,10 @@ rounds. Cache and memory bandwidth are still shared with the other work.
         [--steps 5] [--rounds 3] [--no-ort] [--cpu-time]
 """
 import argparse
+import atexit
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -217,6 +219,7 @@ def prepare(args):
         subprocess.run([args.fixtures_python, os.path.join(HERE, "make_models.py"),
                         "--out", models, "--only", "gpt_train"], check=True)
     work = tempfile.mkdtemp(prefix="dist-bench-train-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # however it ends
     rng = np.random.default_rng(0)
     ids, labels = os.path.join(work, "ids.npy"), os.path.join(work, "labels.npy")
     np.save(ids, rng.integers(0, V, (B, S)).astype(np.int64))
