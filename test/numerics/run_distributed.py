@@ -2113,12 +2113,15 @@ def pipeline_train_cases(rng):
     # held by the rank of the other expert group at the same place ({0, 4},
     # {1, 5}, {2, 6}, {3, 7}), over which ZeRO shards its momentum (a block
     # of a tensor part of an expert part: three levels of parts), the dense
-    # weights' over the 4 replicas of each tensor rank. ZeRO-3 keeps those
+    # weights' over the 4 replicas of each tensor rank. ZeRO-2 reduce-
+    # scatters each micro-batch's gradients into those blocks; ZeRO-3 keeps
     # blocks of the weights too, gathered for each stage call.
     moe_tp_dp4 = dict(moe_tp, ranks=8, batch=4, zero=True,
                       feeds=[("input_ids", moe_ids), ("labels", moe_labels)])
     out.append(("llama_moe_momentum_dp4_tp2_ep2_z1",
                 dict(moe_tp_dp4, plan="dp=4,tp=2,ep=2,mbs=1,zero=1")))
+    out.append(("llama_moe_momentum_dp4_tp2_ep2_z2",
+                dict(moe_tp_dp4, plan="dp=4,tp=2,ep=2,mbs=1,zero=2")))
     out.append(("llama_moe_momentum_dp4_tp2_ep2_z3",
                 dict(moe_tp_dp4, plan="dp=4,tp=2,ep=2,mbs=1,zero=3")))
     # DeepSeek-V3's published plan in miniature: dp > ep, tp, sequence
