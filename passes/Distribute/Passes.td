@@ -89,12 +89,15 @@ def ExpertParallelPass : Pass<"dist-expert-parallel", "mlir::ModuleOp"> {
     tensor ranks (gate and up column-parallel behind a `dist.tp_copy`,
     down row-parallel and all-reduced over the tensor group before the
     inverse all-to-all); the weights' shard then has two axes,
-    `[0, 1, ep, tp, feature, 1, tp, 1]`.
+    `[0, 1, ep, tp, feature, 1, tp, 1]`. Under ZeRO dist-partition shards
+    the experts' optimizer state (ZeRO-3: their weights) over the dp / ep
+    ranks that hold the same part: with tp a block of the tensor part of
+    the expert part, which the runtime reads as a third level of parts.
 
     Errors: a GEMM with stacked expert weights outside such a block (it
     would run on the wrong experts), experts that ep does not divide, and
-    plans with cp or per-stage replicas next to ep, or with tp and sp = 1
-    or ZeRO (not executed yet).
+    plans with per-stage replicas, or cp and tp together, next to ep (not
+    executed yet).
   }];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }
