@@ -383,21 +383,9 @@ struct ExpertParallelPass
           << what
           << "; expert parallelism executes with data, tensor, context and "
              "pipeline parallelism (dp x tp x pp or dp x cp x pp, ep "
-             "dividing dp; ZeRO with tp = 1 or dp = ep) yet";
+             "dividing dp) yet";
       signalPassFailure();
     };
-    // With dp = ep no other rank holds an expert rank's experts: ZeRO
-    // keeps them whole and shards only the dense weights.
-    if (layout.tp != 1 && plan.getZero() != 0 && layout.dp != ep)
-      return refuse("tp = " + Twine(layout.tp) + ", ZeRO (zero = " +
-                    Twine(plan.getZero()) + ") and dp = " + Twine(layout.dp) +
-                    " (ZeRO blocks of an expert rank's tensor-parallel part "
-                    "over the " +
-                    Twine(layout.dp / ep) +
-                    " ranks that hold the same experts would be a third "
-                    "level of parts, which the runtime does not read); plan "
-                    "zero = 0, tp = 1 or dp = ep (the experts then have no "
-                    "other holder and stay whole)");
     if (layout.cp != 1 && layout.tp != 1)
       return refuse("cp = " + Twine(layout.cp) +
                     " and tp = " + Twine(layout.tp) +

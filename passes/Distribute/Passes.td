@@ -92,16 +92,19 @@ def ExpertParallelPass : Pass<"dist-expert-parallel", "mlir::ModuleOp"> {
     (behind a `dist.tp_copy`), the down GEMM's partial sums
     reduce-scattered onto the rank's slots after them, and the exchanged
     outputs gathered whole for the combine; the weights' shard then has
-    two axes, `[0, 1, ep, tp, feature, 1, tp, 1]`. With ep = 1 and tp > 1
-    (cp = 1) the pass splits the experts over the tensor ranks alone
-    (`dist.tp_copy` before, an all-reduce after; shards `[feature, 1,
-    tp]`), leaving a block it cannot split whole.
+    two axes, `[0, 1, ep, tp, feature, 1, tp, 1]`. Under ZeRO
+    dist-partition shards the experts' optimizer state (ZeRO-3: their
+    weights) over the dp / ep ranks that hold the same part: with tp a
+    block of the tensor part of the expert part, which the runtime reads
+    as a third level of parts. With ep = 1 and tp > 1 (cp = 1) the pass
+    splits the experts over the tensor ranks alone (`dist.tp_copy` before,
+    an all-reduce after; shards `[feature, 1, tp]`), leaving a block it
+    cannot split whole.
 
     Errors (ep > 1): a GEMM with stacked expert weights outside such a
     block (it would run on the wrong experts), experts that ep does not
     divide, capacity slots that tp does not divide, and plans with
-    per-stage replicas, with cp and tp, or with tp and ZeRO at dp > ep
-    (not executed yet).
+    per-stage replicas, or cp and tp together (not executed yet).
   }];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }
