@@ -1852,6 +1852,19 @@ def pipeline_train_cases(rng):
                 dict(tied, plan="tp=2,mbs=1", rtol=MIXED["bf16"],
                      train=sgd + " mixed-precision=bf16",
                      vocab_parallel=True)))
+    # The lookup and the head on two pipeline ranks exchange the table's
+    # gradient once a step (each sums its part over the micro-batches):
+    # the sum of the parts reduce-scattered by ZeRO-1 over dp=2, and in
+    # bf16 (each part cast to f32 on its stage) at tp=2 x pp=2.
+    out.append(("gpt2_tied_momentum_dp2_pp2_zero1",
+                dict(tied, plan="dp=2,pp=2,mbs=1,zero=1,schedule=1f1b",
+                     ranks=4, zero=True, tp_split=(),
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
+    out.append(("gpt2_tied_sgd_bf16_tp2_pp2_1f1b",
+                dict(tied, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     rtol=MIXED["bf16"],
+                     train=sgd + " mixed-precision=bf16")))
     # Sequence parallelism (sp=1): each row-parallel sum is a reduce-scatter
     # over the tokens, bias, dropout, residuals and layer norms run on the
     # rank's tokens, and an all-gather feeds each column-parallel region
