@@ -300,13 +300,15 @@ struct MemoryBreakdown {
 };
 
 /// Whether sequence parallelism splits layer \p layer's TP-replicated ops
-/// and its output by tokens: only a layer with an op of a Megatron region
-/// (a TP-split op not split by channels) has the region after a
+/// and its output by tokens under tensor parallelism of degree \p tp: only
+/// a layer with an op of a Megatron region that \p tp splits (an op whose
+/// tpMode(tp) is split, not split by channels) has the region after a
 /// row-parallel reduce-scatter that the programs split (docs/distributed.md,
 /// "Sequence parallelism"). The sums of channel-parallel convolutions stay
 /// all-reduces, so a convolution block keeps its activations and its
-/// output whole on every tensor rank.
-bool sequenceSplits(const LayerDesc &layer);
+/// output whole on every tensor rank, as does a lookup whose vocabulary
+/// \p tp does not divide.
+bool sequenceSplits(const LayerDesc &layer, unsigned tp);
 
 /// Whether a pipeline boundary tensor of \p elements elements (one
 /// micro-batch's, as one context rank holds it) goes by Megatron's

@@ -340,7 +340,7 @@ TEST(BoundaryMessage, ScatterGatherSplitsOnlyWholeFloatTensorsTpDivides) {
   EXPECT_EQ(msg(2, 4, true).gatherBytes, 48);
   // Sequence parallelism sends no scatter/gather: a layer that does not
   // split by tokens sends its output whole.
-  EXPECT_FALSE(sequenceSplits(l));
+  EXPECT_FALSE(sequenceSplits(l, 2));
   EXPECT_EQ(msg(1, 2, true, true).bytes, 48);
   EXPECT_EQ(msg(1, 2, true, true).gatherBytes, 0);
   // The analytic builders' one tensor: every tp divides it.

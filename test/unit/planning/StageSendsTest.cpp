@@ -137,7 +137,7 @@ TEST_F(StageSends, SequenceParallelStagesSendTheirTokens) {
     // After layer 0 too: the embedding's table, tied to the head, splits
     // by vocabulary rows, so its lookup's sum is a reduce-scatter.
     for (unsigned last = 0; last + 1 < model.layers.size(); ++last) {
-      ASSERT_TRUE(cost::sequenceSplits(model.layers[last]));
+      ASSERT_TRUE(cost::sequenceSplits(model.layers[last], 2));
       expectPricedSends(model, spec, last);
       EXPECT_EQ(lastMessage.gatherBytes, 0);
     }
