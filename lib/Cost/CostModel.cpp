@@ -430,9 +430,8 @@ bool sequenceSplits(const LayerDesc &layer, unsigned tp) {
 }
 
 bool scatterGathers(double elements, bool floating, unsigned tp,
-                    bool scatterGather, bool sp) {
-  return tp > 1 && scatterGather && !sp && floating &&
-         std::fmod(elements, tp) == 0;
+                    bool scatterGather) {
+  return tp > 1 && scatterGather && floating && std::fmod(elements, tp) == 0;
 }
 
 BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
@@ -458,7 +457,7 @@ BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
     if (t.splitOver(tp)) {
       msg.bytes += bytes / tp;
     } else if (scatterGathers(t.elements * mbs / cp, t.floating, tp,
-                              scatterGather, sp)) {
+                              scatterGather)) {
       msg.bytes += bytes / tp;
       msg.gatherBytes += bytes;
     } else {

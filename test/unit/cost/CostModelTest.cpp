@@ -338,11 +338,14 @@ TEST(BoundaryMessage, ScatterGatherSplitsOnlyWholeFloatTensorsTpDivides) {
   EXPECT_EQ(msg(1, 4, true).gatherBytes, 0);
   EXPECT_EQ(msg(2, 4, true).bytes, 12 + 48);
   EXPECT_EQ(msg(2, 4, true).gatherBytes, 48);
-  // Sequence parallelism sends no scatter/gather: a layer that does not
-  // split by tokens sends its output whole.
+  // Under sequence parallelism a layer that does not split by tokens
+  // (no op of a Megatron region) has its output whole on every tensor
+  // rank: it goes by scatter/gather as without (with sg=0, whole).
   EXPECT_FALSE(sequenceSplits(l, 2));
-  EXPECT_EQ(msg(1, 2, true, true).bytes, 48);
-  EXPECT_EQ(msg(1, 2, true, true).gatherBytes, 0);
+  EXPECT_EQ(msg(1, 2, true, true).bytes, 12 + 24);
+  EXPECT_EQ(msg(1, 2, true, true).gatherBytes, 24);
+  EXPECT_EQ(msg(1, 2, false, true).bytes, 48);
+  EXPECT_EQ(msg(1, 2, false, true).gatherBytes, 0);
   // The analytic builders' one tensor: every tp divides it.
   l.boundaryTensors.clear();
   EXPECT_EQ(msg(1, 4, true).bytes, 12);
