@@ -1127,13 +1127,14 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     if boundary_parts:
         with open(source) as f:
             sends = re.findall(r"distrt_tensor t = dg::TS?\(\w+, \w+, "
-                               r"\{([0-9, ]*)\}[^;]*;\s*distrt_send",
+                               r"\{([0-9, ]*)\}[^;]*;[^;]*?distrt_send\(",
                                f.read())
         whole = [dims for dims in sends if "," in dims]
         if not sends or whole:
+            shown = ", ".join(f"[{d}]" for d in whole[:3])
             return [f"{source} sends {len(whole)} of {len(sends)} boundary "
-                    f"values whole ({', '.join(whole[:3])}): the stages did "
-                    "not scatter/gather them"]
+                    f"values whole ({shown}): the stages did not "
+                    "scatter/gather them"]
     args = save_feeds(d, feeds)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     s_one = os.path.join(d, "state_one")
@@ -2380,12 +2381,13 @@ def pipeline_train_cases(rng):
                      train="loss=softmax-cross-entropy:labels optimizer=adam "
                            "lr=0.001")))
     # Pipelined under sequence parallelism: the convolutions' sums stay
-    # all-reduces, so nothing splits by tokens and each stage boundary,
-    # whole on every tensor rank, goes by scatter/gather as without sp
-    # (each tensor rank sends its half of the flattened activation and of
-    # its gradient, the receiver all-gathers the whole).
+    # all-reduces, so nothing splits by tokens, and the boundary after the
+    # second block (stages=3; the first block's output is split by
+    # channels), whole on every tensor rank, goes by scatter/gather as
+    # without sp (each tensor rank sends its half of the flattened
+    # activation and of its gradient, the receiver all-gathers the whole).
     out.append(("resnet_bn_sgd_tp2_pp2_1f1b_sp",
-                dict(resnet, plan="tp=2,pp=2,mbs=2,schedule=1f1b,sp=1",
+                dict(resnet, plan="tp=2,pp=2,mbs=2,schedule=1f1b,sp=1,stages=3",
                      ranks=4, tp_split=conv_split, boundary_parts=True)))
     # Its inference (batch norm with the running statistics) at tp=2, 2
     # micro-batches of 2 images, and at tp=2 x pp=2.
