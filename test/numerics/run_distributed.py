@@ -58,7 +58,9 @@ tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
 dp=2 x tp=2 (also with zero=1), its attention projections saved split,
 the small ResNet's channel-parallel convolutions (`resnet_bn_*tp2`: SGD
 and Adam at tp=2 and dp=2 x tp=2, batch norm's running statistics per
-replica under dp, so not compared there), and
+replica under dp, so not compared there; SGD at tp=2 x pp=2 with sp=1,
+its stage boundaries, whole on every tensor rank, scatter/gathered:
+`resnet_bn_sgd_tp2_pp2_1f1b_sp`), and
 edge-cloud split training
 (`mlp_adam_edge_cloud_split`: the plan searched on the edge-cloud-wifi
 preset with layer 0 pinned to the phone, --dist-search=pin=0-0@phone-soc;
@@ -1051,7 +1053,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             accumulate=False, tp_split=(), split_parts=None,
                             overflow=False, skips_like_one=False,
                             vocab_parallel=False, per_replica=None,
-                            loss_rtol=None):
+                            loss_rtol=None, boundary_parts=False):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -1083,7 +1085,10 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     plan's program must all-gather nothing (its generated source calls no
     distrt_all_gather): the softmax cross-entropy ran on each tensor rank's
     columns of the logits. Pipelined such plans take sg=0: Megatron's
-    scatter/gather of stage boundaries (sg=1) all-gathers at each receiver. Tensors whose saved name `per_replica` (a regex)
+    scatter/gather of stage boundaries (sg=1) all-gathers at each receiver.
+    With `boundary_parts` every value the stages send is one tensor rank's
+    part of a flattened whole (each distrt_send of the generated source
+    carries a 1-d tensor): the boundaries went by scatter/gather. Tensors whose saved name `per_replica` (a regex)
     matches are each replica's own (batch norm's running statistics under
     dp) and are not compared. `loss_rtol`, when given, is the loss curve's
     tolerance (else `rtol`'s)."""
@@ -1132,6 +1137,17 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                 return [f"{source} all-gathers: the logits were gathered "
                         "whole, the softmax cross-entropy did not run "
                         "vocabulary-parallel"]
+    if boundary_parts:
+        with open(source) as f:
+            sends = re.findall(r"distrt_tensor t = dg::TS?\(\w+, \w+, "
+                               r"\{([0-9, ]*)\}[^;]*;[^;]*?distrt_send\(",
+                               f.read())
+        whole = [dims for dims in sends if "," in dims]
+        if not sends or whole:
+            shown = ", ".join(f"[{d}]" for d in whole[:3])
+            return [f"{source} sends {len(whole)} of {len(sends)} boundary "
+                    f"values whole ({shown}): the stages did not "
+                    "scatter/gather them"]
     args = save_feeds(d, feeds)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     s_one = os.path.join(d, "state_one")
@@ -2434,6 +2450,15 @@ def pipeline_train_cases(rng):
                      tp_split=conv_split, per_replica=RUNNING_STATS,
                      train="loss=softmax-cross-entropy:labels optimizer=adam "
                            "lr=0.001")))
+    # Pipelined under sequence parallelism: the convolutions' sums stay
+    # all-reduces, so nothing splits by tokens, and the boundary after the
+    # second block (stages=3; the first block's output is split by
+    # channels), whole on every tensor rank, goes by scatter/gather as
+    # without sp (each tensor rank sends its half of the flattened
+    # activation and of its gradient, the receiver all-gathers the whole).
+    out.append(("resnet_bn_sgd_tp2_pp2_1f1b_sp",
+                dict(resnet, plan="tp=2,pp=2,mbs=2,schedule=1f1b,sp=1,stages=3",
+                     ranks=4, tp_split=conv_split, boundary_parts=True)))
     # Its inference (batch norm with the running statistics) at tp=2, 2
     # micro-batches of 2 images, and at tp=2 x pp=2.
     conv_fwd = dict(forward=True, model=small_resnet_model,
