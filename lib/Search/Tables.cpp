@@ -109,6 +109,15 @@ const Tables::Times &Tables::times(unsigned type, unsigned tp, unsigned mbs,
   return times(type, k);
 }
 
+template <typename Add>
+void Tables::forEachLayerWork(unsigned type, const TableKey &k, Add &&add) {
+  cost::ExecConfig x = exec(type, k);
+  for (unsigned l = 0; l < n; ++l) {
+    const cost::RangeTimes &r = layerTimes.layer(l, c.devices[type], x);
+    add(l, r);
+  }
+}
+
 const Tables::Times &Tables::times(unsigned type, const TableKey &k) {
   auto key = std::make_pair(type, k);
   auto it = timeCache.find(key);
@@ -117,13 +126,24 @@ const Tables::Times &Tables::times(unsigned type, const TableKey &k) {
   Times t;
   t.work.assign(n + 1, 0);
   t.fwd.assign(n + 1, 0);
-  cost::ExecConfig x = exec(type, k);
-  for (unsigned l = 0; l < n; ++l) {
-    const cost::RangeTimes &r = layerTimes.layer(l, c.devices[type], x);
+  forEachLayerWork(type, k, [&](unsigned l, const cost::RangeTimes &r) {
     t.work[l + 1] = t.work[l] + r.fwd + r.bwdInput + r.bwdWeight;
     t.fwd[l + 1] = t.fwd[l] + r.fwd;
-  }
+  });
   return timeCache.emplace(key, std::move(t)).first->second;
+}
+
+double Tables::totalWork(unsigned type, const TableKey &k) {
+  auto key = std::make_pair(type, k);
+  auto it = timeCache.find(key);
+  if (it != timeCache.end())
+    return it->second.work[n];
+  auto [total, added] = totalCache.try_emplace(key, 0.0);
+  if (added)
+    forEachLayerWork(type, k, [&](unsigned, const cost::RangeTimes &r) {
+      total->second = total->second + r.fwd + r.bwdInput + r.bwdWeight;
+    });
+  return total->second;
 }
 
 const Tables::Memory &Tables::memory(unsigned tp, Recompute rec) {
