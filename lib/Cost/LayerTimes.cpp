@@ -141,9 +141,8 @@ RangeTimes LayerTimesCache::range(unsigned begin, unsigned end,
                                   const cluster::DeviceSpec &dev,
                                   const ExecConfig &x) {
   RangeTimes r;
-  Entry &e = entry(dev, x);
-  for (unsigned l = begin; l < end && l < model.layers.size(); ++l)
-    r += of(e, l, dev, x);
+  forEachLayer(begin, end, dev, x,
+               [&](unsigned, const RangeTimes &t) { r += t; });
   return r;
 }
 

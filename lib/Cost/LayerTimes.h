@@ -43,6 +43,17 @@ public:
   /// Times of layer \p l: cm.layerTimes(model.layers[l], dev, x).
   const RangeTimes &layer(unsigned l, const cluster::DeviceSpec &dev,
                           const ExecConfig &x);
+  /// Calls \p f(l, layer(l, dev, x)) for the layers l of [begin, end) in
+  /// order, with one lookup of the configuration (a per-layer lookup
+  /// compares its fields each time).
+  template <typename F>
+  void forEachLayer(unsigned begin, unsigned end,
+                    const cluster::DeviceSpec &dev, const ExecConfig &x,
+                    F &&f) {
+    Entry &e = entry(dev, x);
+    for (unsigned l = begin; l < end && l < model.layers.size(); ++l)
+      f(l, of(e, l, dev, x));
+  }
   /// Times of layers [begin, end): cm.rangeTimes(model, begin, end, dev, x).
   RangeTimes range(unsigned begin, unsigned end, const cluster::DeviceSpec &dev,
                    const ExecConfig &x);

@@ -353,10 +353,11 @@ private:
   unsigned n;
   std::map<std::pair<unsigned, TableKey>, Times> timeCache;
   std::map<std::pair<unsigned, TableKey>, double> totalCache;
-  /// Calls \p add(l, layer l's F + B + W) for every layer in order.
-  template <typename Add>
-  void forEachLayerWork(unsigned type, const TableKey &k, Add &&add);
   std::map<TableKey, Memory> memCache;
+  /// The last tables memory() returned and their key: the search asks for
+  /// one configuration's many times in a row (each rank's estimate).
+  TableKey lastMemoryKey;
+  const Memory *lastMemory = nullptr;
   /// First layer with the same memory (LayerTimesCache's classes, which
   /// cost each distinct layer once, split by the previous layer's
   /// boundary: the full-recomputation checkpoint, and by the classes of

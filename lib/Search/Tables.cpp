@@ -109,15 +109,6 @@ const Tables::Times &Tables::times(unsigned type, unsigned tp, unsigned mbs,
   return times(type, k);
 }
 
-template <typename Add>
-void Tables::forEachLayerWork(unsigned type, const TableKey &k, Add &&add) {
-  cost::ExecConfig x = exec(type, k);
-  for (unsigned l = 0; l < n; ++l) {
-    const cost::RangeTimes &r = layerTimes.layer(l, c.devices[type], x);
-    add(l, r);
-  }
-}
-
 const Tables::Times &Tables::times(unsigned type, const TableKey &k) {
   auto key = std::make_pair(type, k);
   auto it = timeCache.find(key);
@@ -126,10 +117,12 @@ const Tables::Times &Tables::times(unsigned type, const TableKey &k) {
   Times t;
   t.work.assign(n + 1, 0);
   t.fwd.assign(n + 1, 0);
-  forEachLayerWork(type, k, [&](unsigned l, const cost::RangeTimes &r) {
-    t.work[l + 1] = t.work[l] + r.fwd + r.bwdInput + r.bwdWeight;
-    t.fwd[l + 1] = t.fwd[l] + r.fwd;
-  });
+  layerTimes.forEachLayer(0, n, c.devices[type], exec(type, k),
+                          [&](unsigned l, const cost::RangeTimes &r) {
+                            t.work[l + 1] =
+                                t.work[l] + r.fwd + r.bwdInput + r.bwdWeight;
+                            t.fwd[l + 1] = t.fwd[l] + r.fwd;
+                          });
   return timeCache.emplace(key, std::move(t)).first->second;
 }
 
@@ -140,9 +133,11 @@ double Tables::totalWork(unsigned type, const TableKey &k) {
     return it->second.work[n];
   auto [total, added] = totalCache.try_emplace(key, 0.0);
   if (added)
-    forEachLayerWork(type, k, [&](unsigned, const cost::RangeTimes &r) {
-      total->second = total->second + r.fwd + r.bwdInput + r.bwdWeight;
-    });
+    layerTimes.forEachLayer(0, n, c.devices[type], exec(type, k),
+                            [&](unsigned, const cost::RangeTimes &r) {
+                              total->second = total->second + r.fwd +
+                                              r.bwdInput + r.bwdWeight;
+                            });
   return total->second;
 }
 
@@ -156,9 +151,12 @@ const Tables::Memory &Tables::memory(unsigned tp, Recompute rec) {
 const Tables::Memory &Tables::memory(const TableKey &key0) {
   TableKey key = key0;
   key.mbs = 1;
+  if (lastMemory && lastMemoryKey.tie() == key.tie())
+    return *lastMemory;
+  lastMemoryKey = key;
   auto it = memCache.find(key);
   if (it != memCache.end())
-    return it->second;
+    return *(lastMemory = &it->second);
   Memory m;
   m.params.assign(n + 1, 0);
   m.expertParams.assign(n + 1, 0);
@@ -225,7 +223,7 @@ const Tables::Memory &Tables::memory(const TableKey &key0) {
       row[i] = std::max(prev[i], prev[i + (1u << (k - 1))]);
     m.maxWork.push_back(std::move(row));
   }
-  return memCache.emplace(key, std::move(m)).first->second;
+  return *(lastMemory = &memCache.emplace(key, std::move(m)).first->second);
 }
 
 cost::ParamSplit

@@ -253,6 +253,29 @@ TEST(Tables, TotalWorkIsTheTimeTablesTotal) {
         }
 }
 
+TEST(Tables, MemoryTablesFollowTheirKey) {
+  // memory() remembers the last tables it returned: asked for another
+  // key in between, it gives each key's own (the micro-batch is no part
+  // of the key).
+  cost::ModelDesc model = smallGpt(4, 512);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  Tables t(model, c, cm, cost::MemoryConfig{});
+  detail::TableKey a, b;
+  b.tp = 2;
+  const Tables::Memory *ma = &t.memory(a), *mb = &t.memory(b);
+  EXPECT_NE(ma, mb);
+  EXPECT_EQ(ma->cfg.tp, 1u);
+  EXPECT_EQ(mb->cfg.tp, 2u);
+  EXPECT_EQ(&t.memory(a), ma);
+  a.mbs = 4;
+  EXPECT_EQ(&t.memory(a), ma);
+  EXPECT_EQ(&t.memory(b), mb);
+  b.rec = cost::Recompute::Full;
+  EXPECT_NE(&t.memory(b), mb);
+  EXPECT_EQ(t.memory(b).cfg.recompute, cost::Recompute::Full);
+}
+
 TEST(Tables, BlockCheckpointsAgreeWithTheCostModel) {
   // Blocks of two layers (attention half, MLP half, as the imported graph
   // has them) under full recomputation: the tables' saved activations and
