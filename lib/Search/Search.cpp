@@ -809,8 +809,8 @@ bool Searcher::expand(const Light &x, Expanded &out, bool *overMemory) {
       return false;
     }
   }
-  PipelineCosts costs =
-      buildPipelineCosts(p, model, c, cm, versions, o.memory, &t.layerTimes);
+  PipelineCosts costs = buildPipelineCosts(p, model, c, cm, versions, o.memory,
+                                           &t.layerTimes, CostParts::Times);
   fitting[group].push_back({x.zero, static_cast<unsigned>(x.rec), x.offload});
   ladder[rung] |= 1u << static_cast<unsigned>(x.kind);
   out.plan = std::move(p);
