@@ -13,8 +13,10 @@
     /usr/bin/python3 bench/codegen/bench_codegen.py --build build [--threads 1]
 """
 import argparse
+import atexit
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -145,6 +147,7 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="dist-bench-codegen-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # however it ends
     print("compile time ONNX -> executable (median of 3; emit = import + "
           "generated source only, best of 3):")
     print(f"{'model':<18} {'total s':>8} {'emit s':>7} {'lines':>6}")

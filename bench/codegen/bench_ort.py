@@ -45,7 +45,9 @@ models are exported first with the fixtures venv (.venv-fixtures, see
 docs/fixtures.md).
 """
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -242,6 +244,7 @@ def main():
                         os.path.join(ROOT, "bench", "codegen", "make_models.py"),
                         "--out", models_dir, "--only"] + missing, check=True)
     work = tempfile.mkdtemp(prefix="dist-bench-ort-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # however it ends
     child = os.path.join(work, "ort_child.py")
     with open(child, "w") as f:
         f.write(ORT_CHILD)

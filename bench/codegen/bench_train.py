@@ -29,12 +29,23 @@ Model FLOPs per step count the matmuls only, forward and the two backward
 GEMMs each (3x forward): 287.5 GFLOP. The rounds interleave the three
 measurements.
 
+With --cpu-time every figure is CPU time (user + system, all threads of
+the process) instead of wall time, for a machine shared with other work,
+where a process waiting for a core accumulates wall time and no CPU time:
+DistOpt's step from its `--profile` CPU line (the median of the steps
+after the first), onnxruntime-training's from time.process_time() around
+each step (same median), the GEMM's from CLOCK_PROCESS_CPUTIME_ID around
+each call. The table then gives the load average (1 minute) over the
+rounds. Cache and memory bandwidth are still shared with the other work.
+
     .venv/bin/python bench/codegen/bench_train.py --build build [--threads 1 2]
-        [--steps 5] [--rounds 3] [--no-ort]
+        [--steps 5] [--rounds 3] [--no-ort] [--cpu-time]
 """
 import argparse
+import atexit
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -100,22 +111,33 @@ if not os.path.exists(work + "/training_model.onnx"):
 so = ort.SessionOptions()
 so.intra_op_num_threads = threads
 so.inter_op_num_threads = 1
+# train_op_times.py: every session's node times, written as the sessions end.
+if os.environ.get("ORT_PROFILE_PREFIX"):
+    so.enable_profiling = True
+    so.profile_file_prefix = os.environ["ORT_PROFILE_PREFIX"]
 state = CheckpointState.load_checkpoint(work + "/checkpoint")
 module = Module(work + "/training_model.onnx", state, work + "/eval_model.onnx",
                 session_options=so)
+if so.enable_profiling:
+    # Each session's profile is named by the second it started in: the
+    # optimizer's would share the training session's file and clobber it.
+    time.sleep(1.1)
 opt = Optimizer(work + "/optimizer_model.onnx", module)
 opt.set_learning_rate(lr)
 module.train()
-times, losses = [], []
+times, cpu, losses = [], [], []
 for _ in range(steps + 1):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     loss = module(ids, labels)
     opt.step()
     module.lazy_reset_grad()
+    cpu.append(time.process_time() - c0)
     times.append(time.perf_counter() - t0)
     losses.append(float(loss))
 print("ort-parameters", sum(p.data.size for _, p in state.parameters if p.requires_grad))
-print("ort", statistics.median(times[1:]), " ".join("%.6f" % l for l in losses))
+print("ort", statistics.median(times[1:]), statistics.median(cpu[1:]),
+      " ".join("%.6f" % l for l in losses))
+del opt, module
 """
 
 GEMM = r"""
@@ -123,32 +145,44 @@ GEMM = r"""
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 #include <algorithm>
+static double cpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 int main(int argc, char **argv) {
   long m = atol(argv[1]), n = atol(argv[2]), k = atol(argv[3]);
   int reps = atoi(argv[4]);
   std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
-  std::vector<double> t;
+  std::vector<double> t, cpu;
   for (int r = 0; r < reps + 1; ++r) {
     auto t0 = std::chrono::steady_clock::now();
+    double c0 = cpuSeconds();
     dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+    cpu.push_back(cpuSeconds() - c0);
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(t.begin() + 1, t.end());
-  printf("%.6f\n", t[1 + reps / 2]);
+  std::sort(cpu.begin() + 1, cpu.end());
+  printf("%.6f %.6f\n", t[1 + reps / 2], cpu[1 + reps / 2]);
 }
 """
 
 
-def gemm_rate(exe, threads, m, n, k):
+def gemm_rate(exe, threads, m, n, k, cpu):
+    """GFLOP/s of one sgemm, the median call by wall or (cpu) CPU time."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     out = subprocess.run([exe, str(m), str(n), str(k), "9"], capture_output=True,
-                         text=True, env=env, check=True).stdout
-    return 2.0 * m * n * k / float(out) / 1e9
+                         text=True, env=env, check=True).stdout.split()
+    return 2.0 * m * n * k / float(out[1 if cpu else 0]) / 1e9
 
 
-def dist_step(exe, ids, labels, threads, steps, work):
+def dist_step(exe, ids, labels, threads, steps, work, cpu):
+    """The median step after the first (wall or, with cpu, CPU seconds) and
+    the losses, from the program's --profile report."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     p = subprocess.run([exe, f"input_ids={ids}", f"labels={labels}", "-o", work,
                         "--steps", str(steps + 1), "--profile"],
@@ -157,32 +191,35 @@ def dist_step(exe, ids, labels, threads, steps, work):
         sys.exit(f"{exe} failed:\n{p.stderr[-3000:]}")
     losses = [float(l.split()[-1]) for l in p.stdout.splitlines()
               if l.startswith("step")]
+    head = "profile CPU time" if cpu else "profile:"
     for line in p.stderr.splitlines():
-        if line.startswith("profile:"):
+        if line.startswith(head):
             return float(line.split("median of the others")[1].split("ms")[0]) / 1e3, losses
-    sys.exit("no profile line")
+    sys.exit(f"no '{head}' line in the program's --profile report")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_common_args(ap):
+    """The options bench_train.py and train_op_times.py share."""
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--models", default=None)
     ap.add_argument("--fixtures-python",
                     default=os.path.join(ROOT, ".venv-fixtures", "bin", "python"))
     ap.add_argument("--ort-training-python",
                     default=os.path.join(ROOT, ".venv-ort-training", "bin", "python"))
-    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--no-ort", action="store_true",
-                    help="measure DistOpt and the GEMM rate only")
-    args = ap.parse_args()
+
+
+def prepare(args):
+    """The model (exported if missing), a work folder with the batch and
+    the ORT script, and the DistOpt program compiled by BUILD's
+    dist-compile: (model path, work, ids, labels, program, the number of
+    parameters it trains, ORT script)."""
     models = args.models or os.path.join(args.build, "bench-models")
     path = os.path.join(models, "gpt_train.onnx")
     if not os.path.exists(path):
         subprocess.run([args.fixtures_python, os.path.join(HERE, "make_models.py"),
                         "--out", models, "--only", "gpt_train"], check=True)
     work = tempfile.mkdtemp(prefix="dist-bench-train-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # however it ends
     rng = np.random.default_rng(0)
     ids, labels = os.path.join(work, "ids.npy"), os.path.join(work, "labels.npy")
     np.save(ids, rng.integers(0, V, (B, S)).astype(np.int64))
@@ -197,45 +234,75 @@ def main():
         sys.exit("dist-compile failed")
     # "dist-compile: gpt_train: training 149 tensor(s), 97737216 parameter(s)"
     dist_params = int(re.search(r"training \d+ tensor\(s\), (\d+) parameter", p.stderr)[1])
+    ort_script = os.path.join(work, "ort_train.py")
+    with open(ort_script, "w") as f:
+        f.write(ORT_TRAIN)
+    return path, work, ids, labels, exe, dist_params, ort_script
+
+
+def run_ort(args, ort_script, path, work, threads, steps, ids, labels, env=None):
+    """One onnxruntime-training process: its completed process."""
+    return subprocess.run([args.ort_training_python, ort_script, path,
+                           os.path.join(work, "ort"), str(threads), str(steps),
+                           ids, labels]
+                          + [str(ADAMW[k]) for k in ("lr", "beta1", "beta2",
+                                                     "epsilon", "weight_decay")],
+                          capture_output=True, text=True, env=env)
+
+
+def ort_result(p, dist_params):
+    """The `ort` line of a finished onnxruntime-training process, split
+    (median wall and CPU seconds, then the losses), once it is known to
+    train as many parameters as DistOpt."""
+    trained = [int(l.split()[1]) for l in p.stdout.splitlines()
+               if l.startswith("ort-parameters ")][0]
+    if trained != dist_params:
+        sys.exit(f"onnxruntime-training trains {trained} parameters, "
+                 f"DistOpt {dist_params}: not the same training")
+    return [l for l in p.stdout.splitlines() if l.startswith("ort ")][0].split()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_args(ap)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-ort", action="store_true",
+                    help="measure DistOpt and the GEMM rate only")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="CPU time (user + system) instead of wall time, for "
+                    "a loaded machine")
+    args = ap.parse_args()
+    path, work, ids, labels, exe, dist_params, ort_script = prepare(args)
     gemm_src = os.path.join(work, "gemm_rate.cpp")
     with open(gemm_src, "w") as f:
         f.write(GEMM)
     gemm = os.path.join(work, "gemm_rate")
     subprocess.run(["c++", "-O2", gemm_src, "-o", gemm, "-ldnnl"], check=True)
-    ort_script = os.path.join(work, "ort_train.py")
-    with open(ort_script, "w") as f:
-        f.write(ORT_TRAIN)
     res = {t: {"dist": [], "ort": [], "gemm": [], "gemm_sq": []} for t in args.threads}
-    losses = {}
+    losses, load = {}, []
     ort_failure = None if not args.no_ort else ["not run (--no-ort)"]
     for r in range(args.rounds):
         for t in args.threads:
-            d, dl = dist_step(exe, ids, labels, t, args.steps, work)
+            load.append(os.getloadavg()[0])
+            d, dl = dist_step(exe, ids, labels, t, args.steps, work, args.cpu_time)
             res[t]["dist"].append(d)
             losses["dist"] = dl
             if ort_failure is None:
-                p = subprocess.run([args.ort_training_python, ort_script, path,
-                                    os.path.join(work, "ort"), str(t), str(args.steps),
-                                    ids, labels]
-                                   + [str(ADAMW[k]) for k in ("lr", "beta1", "beta2",
-                                                              "epsilon", "weight_decay")],
-                                   capture_output=True, text=True)
+                p = run_ort(args, ort_script, path, work, t, args.steps, ids, labels)
                 if p.returncode == 0:
-                    trained = [int(l.split()[1]) for l in p.stdout.splitlines()
-                               if l.startswith("ort-parameters ")][0]
-                    if trained != dist_params:
-                        sys.exit(f"onnxruntime-training trains {trained} parameters, "
-                                 f"DistOpt {dist_params}: not the same training")
-                    line = [l for l in p.stdout.splitlines() if l.startswith("ort ")][0].split()
-                    res[t]["ort"].append(float(line[1]))
-                    losses["ort"] = [float(x) for x in line[2:]]
+                    line = ort_result(p, dist_params)
+                    res[t]["ort"].append(float(line[2 if args.cpu_time else 1]))
+                    losses["ort"] = [float(x) for x in line[3:]]
                 else:
                     # Still report DistOpt and the GEMM rate; say why the
                     # peer's column is empty.
                     ort_failure = p.stderr.strip().splitlines()[-1:] or ["exit %d" % p.returncode]
                     print(f"onnxruntime-training failed: {ort_failure[0]}", file=sys.stderr)
-            res[t]["gemm"].append(gemm_rate(gemm, t, T, 4 * H, H))
-            res[t]["gemm_sq"].append(gemm_rate(gemm, t, 1024, 1024, 1024))
+            res[t]["gemm"].append(gemm_rate(gemm, t, T, 4 * H, H, args.cpu_time))
+            res[t]["gemm_sq"].append(gemm_rate(gemm, t, 1024, 1024, 1024, args.cpu_time))
+            load.append(os.getloadavg()[0])
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
     print(f"Model FLOPs per step (matmuls, 3x forward): {STEP_FLOPS / 1e9:.1f} GFLOP")
     if ort_failure is None:
@@ -244,9 +311,12 @@ def main():
     else:
         print(f"onnxruntime-training: {ort_failure[0]}")
         print("DistOpt losses: " + ", ".join(f"{l:.5f}" for l in losses["dist"]))
-    print("| threads | DistOpt s/step | onnxruntime-training s/step | speed-up | DistOpt "
-          "GFLOP/s | oneDNN sgemm 512x3072x768 GFLOP/s | sgemm 1024^3 GFLOP/s | "
-          "DistOpt / sgemm rate |")
+    clock = "CPU " if args.cpu_time else ""
+    print(f"Clock: {'CPU time (user + system)' if args.cpu_time else 'wall'}; "
+          f"load average {min(load):.1f}-{max(load):.1f}")
+    print(f"| threads | DistOpt {clock}s/step | onnxruntime-training {clock}s/step | "
+          "speed-up | DistOpt GFLOP/s | oneDNN sgemm 512x3072x768 GFLOP/s | "
+          "sgemm 1024^3 GFLOP/s | DistOpt / sgemm rate |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for t in args.threads:
         d = statistics.median(res[t]["dist"])

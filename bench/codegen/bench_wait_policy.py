@@ -21,8 +21,10 @@ of a shared machine hits them alike.
     /usr/bin/python3 bench/codegen/bench_wait_policy.py --build build --repeat 40
 """
 import argparse
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,6 +57,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="bench-wait-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # however it ends
     exe = os.path.join(work, "gpt2.bin")
     subprocess.run([os.path.join(args.build, "bin", "dist-compile"),
                     os.path.join(ROOT, "test", "fixtures", "gpt2.onnx"), "-o", exe],

@@ -10,6 +10,10 @@
 // (brgemm on AVX-512), its JIT GEMM, and the runtime (which chooses between
 // them; runtime/lib/Matmul.cpp, matmulDesc).
 //
+// BM_JitGemmPaddedRows runs the step's products as its program calls them,
+// with each operand's rows dense or padded by one 64-byte line (whether
+// training weights want the padded copy that constant weights get).
+//
 //===----------------------------------------------------------------------===//
 #include "BenchUtil.h"
 #include "distrt/distrt.h"
@@ -85,19 +89,23 @@ void BM_OneDnnMatmul(benchmark::State &state) {
 
 /// Args: m, n, k, ta, tb. One oneDNN matmul of op(A) [m, k] by op(B)
 /// [k, n], by the implementation whose name starts with `impl` (empty:
-/// oneDNN's first).
-void runImpl(benchmark::State &state, const std::string &impl) {
+/// oneDNN's first). The stored rows of A and B (as laid out in memory) are
+/// `padA` and `padB` floats longer than their width.
+void runImpl(benchmark::State &state, const std::string &impl, int64_t padA = 0,
+             int64_t padB = 0) {
   using dnnl::memory;
   int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   bool ta = state.range(3), tb = state.range(4);
-  std::vector<float> a = randomVector(m * k, 1), b = randomVector(k * n, 2),
-                     c(m * n);
+  // Stored A is [m, k] (or [k, m] when ta); its rows are ldA apart.
+  int64_t ldA = (ta ? m : k) + padA, ldB = (tb ? k : n) + padB;
+  std::vector<float> a = randomVector((ta ? k : m) * ldA, 1),
+                     b = randomVector((tb ? n : k) * ldB, 2), c(m * n);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
   memory::desc aMd({m, k}, memory::data_type::f32,
-                   ta ? memory::dims{1, m} : memory::dims{k, 1});
+                   ta ? memory::dims{1, ldA} : memory::dims{ldA, 1});
   memory::desc bMd({k, n}, memory::data_type::f32,
-                   tb ? memory::dims{1, k} : memory::dims{n, 1});
+                   tb ? memory::dims{1, ldB} : memory::dims{ldB, 1});
   memory::desc cMd({m, n}, memory::data_type::f32, memory::format_tag::ab);
   // The iterator over implementations reads the op descriptor: it must
   // outlive next_impl().
@@ -108,7 +116,10 @@ void runImpl(benchmark::State &state, const std::string &impl) {
       state.SkipWithError(("oneDNN offers no " + impl).c_str());
       return;
     }
-  state.SetLabel(pd.impl_info_str());
+  state.SetLabel(std::string(pd.impl_info_str()) +
+                 (padA || padB ? std::string(" padded") + (padA ? " a" : "") +
+                                     (padB ? " b" : "")
+                               : ""));
   dnnl::matmul prim(pd);
   memory am(aMd, eng, a.data()), bm(bMd, eng, b.data()), cm(cMd, eng, c.data());
   for (auto _ : state) {
@@ -117,6 +128,15 @@ void runImpl(benchmark::State &state, const std::string &impl) {
     strm.wait();
   }
   setCounters(state, m, n, k);
+}
+
+/// Args: m, n, k, ta, tb, pad. oneDNN's JIT GEMM on the training step's
+/// products with their operands' rows dense (pad 0) or padded by one
+/// 64-byte line (16 floats; runtime/lib/Matmul.cpp, staggeredWeights):
+/// A's (pad 1), B's (pad 2) or both (pad 3).
+void BM_JitGemmPaddedRows(benchmark::State &state) {
+  int64_t which = state.range(5), line = 16;
+  runImpl(state, "gemm:jit", which & 1 ? line : 0, which & 2 ? line : 0);
 }
 
 void BM_ImplFirst(benchmark::State &state) { runImpl(state, ""); }
@@ -142,8 +162,35 @@ void stepShapes(benchmark::internal::Benchmark *b) {
   b->ArgNames({"m", "n", "k", "ta", "tb"});
 }
 
+/// The training step's products as its program calls them (forward
+/// X W, dX = dY W^T, dW = X^T dY; the LM head's too), every way of padding.
+void trainingCalls(benchmark::internal::Benchmark *b) {
+  for (auto [m, n, k, ta, tb] : {std::array<int64_t, 5>{512, 3072, 768, 0, 0},
+                                 {512, 768, 3072, 0, 1},
+                                 {768, 3072, 512, 1, 0},
+                                 {512, 768, 3072, 0, 0},
+                                 {512, 3072, 768, 0, 1},
+                                 {3072, 768, 512, 1, 0},
+                                 {512, 2304, 768, 0, 0},
+                                 {512, 768, 2304, 0, 1},
+                                 {768, 2304, 512, 1, 0},
+                                 {512, 768, 768, 0, 0},
+                                 {512, 768, 768, 0, 1},
+                                 {768, 768, 512, 1, 0},
+                                 {512, 8192, 768, 0, 0},
+                                 {512, 768, 8192, 0, 1},
+                                 {768, 8192, 512, 1, 0}})
+    for (int64_t which : {0, 1, 2, 3})
+      b->Args({m, n, k, ta, tb, which});
+  b->ArgNames({"m", "n", "k", "ta", "tb", "pad"});
+}
+
 } // namespace
 
+BENCHMARK(BM_JitGemmPaddedRows)
+    ->Apply(trainingCalls)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 BENCHMARK(BM_ImplFirst)
     ->Apply(stepShapes)
     ->Unit(benchmark::kMillisecond)

@@ -215,7 +215,7 @@ LogicalResult FunctionEmitter::emitProfiled(Operation *op) {
       if (row.phase.empty())
         row.phase = phase.str();
   profiled->push_back(row);
-  os << "  const double pt" << id << " = P.profStart();\n";
+  os << "  const dg::ProfClocks pt" << id << " = P.profStart();\n";
   if (failed(emitOp(*this, op)))
     return failure();
   os << "  P.profStop(" << id << ", pt" << id << ");\n";
@@ -250,7 +250,7 @@ void FunctionEmitter::waitFor(Operation *op) {
     }
     os << "  {\n    // wait for " << it->where << "\n";
     if (it->row >= 0)
-      os << "    const double pt = P.profStart();\n  ";
+      os << "    const dg::ProfClocks pt = P.profStart();\n  ";
     os << "  if (P.check(distrt_wait(" << it->request << "), \"" << it->where
        << "\")) return 1;\n";
     if (it->row >= 0)

@@ -92,9 +92,11 @@ std::string FunctionEmitter::shardOf(Value v) {
      << "_index] != P.rank) ++" << n << "_index;\n  const dg::Shard " << n
      << " = {-1, 1, " << size << ", " << n << "_index, " << n << "_shape, "
      << whole.size();
-  // ZeRO blocks are of a one-axis part (dist-expert-parallel refuses ZeRO
-  // with two).
+  // Of a tensor-parallel part: the innermost axis, and with two axes the
+  // experts' part it is of (dg::Shard's outer part).
   if (shard)
+    os << ", " << part(axes.back());
+  if (axes.size() == 2)
     os << ", " << part(axes.front());
   os << "};\n";
   return n;

@@ -121,7 +121,9 @@ static int64_t optimizerStateBytes(func::FuncOp fn) {
 /// (runtime/include/distrt/gen/Program.h, Shard): a tensor-parallel part
 /// (`dim`, `blocks`, `parts`, `index`), or a ZeRO block (`dim` -1, `parts`
 /// replicas, `index` its place in the group that holds it, `shape` the
-/// whole tensor's) of the whole tensor or of the rank's part (`part`).
+/// whole tensor's) of the whole tensor or of the rank's part (`part`;
+/// with an expert rank's tensor part, that part is of its experts' part,
+/// `outer`).
 static json::Object shardOf(Operation *op, unsigned rank) {
   MLIRContext *ctx = op->getContext();
   DenseI64ArrayAttr tp = dist::DistDialect::TpShardAttrHelper(ctx).getAttr(op);
@@ -162,9 +164,15 @@ static json::Object shardOf(Operation *op, unsigned rank) {
                  {"parts", parts},
                  {"index", index},
                  {"shape", json::Array(whole)}};
+  // The part a block is of is the innermost axis's; with two axes that
+  // part is of the experts' (`outer`), as the program's dg::Shard.
+  auto axis = [&](const dist::ShardAxis &a) {
+    return json::Array{a.dim, a.blocks, a.parts, partIndex(a)};
+  };
   if (tp)
-    o["part"] = json::Array{axes.front().dim, axes.front().blocks,
-                            axes.front().parts, partIndex(axes.front())};
+    o["part"] = axis(axes.back());
+  if (axes.size() == 2)
+    o["outer"] = axis(axes.front());
   return o;
 }
 

@@ -178,10 +178,11 @@ double CostModel::computeTime(const PhaseCost &cost, OpClass cls, DType dt,
 }
 
 double CostModel::tokenShare(const OpDesc &op, const ExecConfig &x) {
+  bool split = op.tpMode(x.tp.size) == TpMode::Split;
   if (!op.perSample)
-    return op.tp == TpMode::Split ? 1.0 / std::max(1u, x.tp.size) : 1.0;
+    return split ? 1.0 / std::max(1u, x.tp.size) : 1.0;
   double k = x.mbs / static_cast<double>(std::max(1u, x.cp.size));
-  if (op.tp == TpMode::Split || x.sp)
+  if (split || x.sp)
     k /= std::max(1u, x.tp.size);
   return k;
 }
@@ -191,7 +192,8 @@ double CostModel::tokenShare(const OpDesc &op, const ExecConfig &x) {
 /// input over the tensor group before the routing, so every tensor rank
 /// runs it on the whole sequence, as every context rank does under CP.
 static bool wholeOnTensorRanks(const OpDesc &op, const ExecConfig &x) {
-  return x.sp && op.perSample && op.wholeSequence && op.tp != TpMode::Split;
+  return x.sp && op.perSample && op.wholeSequence &&
+         op.tpMode(x.tp.size) != TpMode::Split;
 }
 
 double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
@@ -210,9 +212,9 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
                  *matmulDType != op.dtype && !op.keepsPrecision;
   // A measurement holds for the op as profiled: its dtype, TP split, no
   // sequence split beyond it.
-  bool asProfiled =
-      !lowered && (x.cp.size <= 1 || op.wholeSequence) &&
-      (!x.sp || op.tp == TpMode::Split || !op.perSample || op.wholeSequence);
+  bool asProfiled = !lowered && (x.cp.size <= 1 || op.wholeSequence) &&
+                    (!x.sp || op.tpMode(tp) == TpMode::Split || !op.perSample ||
+                     op.wholeSequence);
   double imbalance = op.expert ? std::max(1.0, x.expertImbalance) : 1.0;
   if (profile && asProfiled)
     if (std::optional<double> t =
@@ -421,16 +423,15 @@ RangeTimes CostModel::rangeTimes(const ModelDesc &model, unsigned begin,
   return r;
 }
 
-bool sequenceSplits(const LayerDesc &layer) {
-  return llvm::any_of(layer.ops, [](const OpDesc &op) {
-    return op.perSample && op.tp == TpMode::Split && !op.channelSplit;
+bool sequenceSplits(const LayerDesc &layer, unsigned tp) {
+  return llvm::any_of(layer.ops, [&](const OpDesc &op) {
+    return op.perSample && op.tpMode(tp) == TpMode::Split && !op.channelSplit;
   });
 }
 
 bool scatterGathers(double elements, bool floating, unsigned tp,
-                    bool scatterGather, bool sp) {
-  return tp > 1 && scatterGather && !sp && floating &&
-         std::fmod(elements, tp) == 0;
+                    bool scatterGather) {
+  return tp > 1 && scatterGather && floating && std::fmod(elements, tp) == 0;
 }
 
 BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
@@ -440,7 +441,7 @@ BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
   double whole = layer.boundaryBytes * mbs / cp;
   if (tp <= 1)
     return {whole, 0};
-  if (sp && sequenceSplits(layer))
+  if (sp && sequenceSplits(layer, tp))
     return {whole / tp, 0};
   // The analytic builders' boundary: one floating-point tensor whose
   // context ranks' parts tp divides.
@@ -453,10 +454,10 @@ BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
   BoundaryMessage msg;
   for (const LayerDesc::BoundaryTensor &t : tensors) {
     double bytes = t.bytes * mbs / cp;
-    if (t.tpSplit) {
+    if (t.splitOver(tp)) {
       msg.bytes += bytes / tp;
     } else if (scatterGathers(t.elements * mbs / cp, t.floating, tp,
-                              scatterGather, sp)) {
+                              scatterGather)) {
       msg.bytes += bytes / tp;
       msg.gatherBytes += bytes;
     } else {
@@ -477,7 +478,7 @@ double BoundaryMessage::time(const cluster::LinkSpec &link,
 
 RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
                                  const ExecConfig &x) const {
-  if (x.sp && !sequenceSplits(layer)) {
+  if (x.sp && !sequenceSplits(layer, x.tp.size)) {
     ExecConfig whole = x;
     whole.sp = false;
     return layerTimes(layer, dev, whole);
@@ -485,20 +486,33 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
   RangeTimes r;
   const unsigned tp = std::max(1u, x.tp.size), cp = std::max(1u, x.cp.size),
                  ep = std::max(1u, x.ep.size);
+  // Routed experts of a block that routes whole sequences under ep x tp
+  // (dist-expert-parallel): each tensor rank exchanges its C/t capacity
+  // slots over the expert group, so each of the experts' tensor-parallel
+  // sums is a reduce-scatter onto the rank's slots and two all-gathers:
+  // the slots of the tensor group before the experts and the exchanged
+  // tokens gathered whole for the combine, which every tensor rank runs
+  // (backward: the gradient's gather before the down GEMM, the sum before
+  // the dispatch, the dispatched tokens' gradient gathered).
+  const bool slotGathers =
+      ep > 1 && tp > 1 && llvm::any_of(layer.ops, [](const OpDesc &op) {
+        return op.wholeSequence && op.epAllToAllBytes > 0;
+      });
   // One TP collective after an op: an all-reduce, or under sequence
   // parallelism a reduce-scatter and an all-gather of the same bytes.
-  auto tpComm = [&](double perSample) {
+  auto tpComm = [&](double perSample, bool expert) {
     CommCost c;
     if (tp <= 1 || perSample <= 0)
       return c;
     double bytes = perSample * x.mbs / cp;
-    if (!x.sp)
+    if (!x.sp && !(expert && slotGathers))
       return collective(Collective::AllReduce, bytes, x.tp);
     CommCost rs = collective(Collective::ReduceScatter, bytes, x.tp);
     CommCost ag = collective(Collective::AllGather, bytes, x.tp);
-    c.time = rs.time + ag.time;
+    const double gathers = expert && slotGathers ? 2 : 1;
+    c.time = rs.time + gathers * ag.time;
     for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-      c.bytes[l] = rs.bytes[l] + ag.bytes[l];
+      c.bytes[l] = rs.bytes[l] + gathers * ag.bytes[l];
     return c;
   };
   auto sent = [](const CommCost &c) { return c.bytes[0] + c.bytes[1]; };
@@ -517,8 +531,10 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
       r.bwdWeightAccumulate +=
           opTime(op, Phase::BackwardWeight, dev, x, read) - bw;
     }
-    CommCost arF = tpComm(op.tpAllReduceFwdBytes);
-    CommCost arB = tpComm(op.tpAllReduceBwdBytes);
+    // A region the degree does not divide runs whole: no sums, no gathers.
+    bool sums = op.tpDivides(tp);
+    CommCost arF = tpComm(sums ? op.tpAllReduceFwdBytes : 0, op.expert);
+    CommCost arB = tpComm(sums ? op.tpAllReduceBwdBytes : 0, op.expert);
     double tpSent = sent(arF) + sent(arB);
     double commF = arF.time, commB = arB.time;
     if (x.tpOverlap && op.cls == OpClass::MatMul) {
@@ -644,7 +660,7 @@ ParamSplit paramSplit(const ModelDesc &model, ArrayRef<LayerRange> ranges,
 }
 
 ParamSplit paramSplit(const OpDesc &op, unsigned tp, unsigned ep) {
-  double p = op.tp == TpMode::Split ? op.params / tp : op.params;
+  double p = op.tpMode(tp) == TpMode::Split ? op.params / tp : op.params;
   if (op.expert)
     return {0, p / std::max(1u, ep)};
   return {p, 0};
@@ -705,9 +721,9 @@ static double savedShare(const OpDesc &op, const MemoryConfig &cfg,
     k *= std::max(1.0, cfg.expertImbalance);
   // Under SP whole-sequence ops run whole on every tensor rank
   // (wholeOnTensorRanks).
-  bool split =
-      replicatedPart ? cfg.sp && !op.wholeSequence : op.tp == TpMode::Split;
-  if (replicatedPart && op.tp == TpMode::Split && cfg.spKeepsGatheredInputs)
+  bool splitOp = op.tpMode(tp) == TpMode::Split;
+  bool split = replicatedPart ? cfg.sp && !op.wholeSequence : splitOp;
+  if (replicatedPart && splitOp && cfg.spKeepsGatheredInputs)
     split = false;
   return split ? k / tp : k;
 }
@@ -719,7 +735,8 @@ static double layerSaved(const LayerDesc &l, const MemoryConfig &cfg,
   double b = 0;
   for (const OpDesc &op : l.ops) {
     if (skipSelective && op.selective) {
-      b += op.selectiveSavedBytes * savedShare(op, cfg, op.tp != TpMode::Split);
+      b += op.selectiveSavedBytes *
+           savedShare(op, cfg, op.tpMode(cfg.tp) != TpMode::Split);
       continue;
     }
     if (onlyWeighted && op.params <= 0)
@@ -742,7 +759,7 @@ static double boundaryShare(double bytes, const MemoryConfig &cfg) {
 /// output stay whole on every tensor rank.
 static MemoryConfig forLayer(const LayerDesc &l, const MemoryConfig &cfg) {
   MemoryConfig c = cfg;
-  c.sp = cfg.sp && sequenceSplits(l);
+  c.sp = cfg.sp && sequenceSplits(l, cfg.tp);
   return c;
 }
 
@@ -804,8 +821,9 @@ double backwardWorkingBytes(const ModelDesc &model, unsigned begin,
       w += layerSaved(l, c, false, false) - layerSaved(l, c, true, false);
     double opWork = 0;
     for (const OpDesc &op : l.ops)
-      opWork = std::max(opWork, op.bwdWorkingBytes *
-                                    savedShare(op, c, op.tp != TpMode::Split));
+      opWork = std::max(
+          opWork, op.bwdWorkingBytes *
+                      savedShare(op, c, op.tpMode(c.tp) != TpMode::Split));
     work = std::max(work, w + opWork);
   }
   return work * mbs;

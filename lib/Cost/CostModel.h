@@ -300,26 +300,29 @@ struct MemoryBreakdown {
 };
 
 /// Whether sequence parallelism splits layer \p layer's TP-replicated ops
-/// and its output by tokens: only a layer with an op of a Megatron region
-/// (a TP-split op not split by channels) has the region after a
+/// and its output by tokens under tensor parallelism of degree \p tp: only
+/// a layer with an op of a Megatron region that \p tp splits (an op whose
+/// tpMode(tp) is split, not split by channels) has the region after a
 /// row-parallel reduce-scatter that the programs split (docs/distributed.md,
 /// "Sequence parallelism"). The sums of channel-parallel convolutions stay
 /// all-reduces, so a convolution block keeps its activations and its
-/// output whole on every tensor rank.
-bool sequenceSplits(const LayerDesc &layer);
+/// output whole on every tensor rank, as does a lookup whose vocabulary
+/// \p tp does not divide.
+bool sequenceSplits(const LayerDesc &layer, unsigned tp);
 
 /// Whether a pipeline boundary tensor of \p elements elements (one
 /// micro-batch's, as one context rank holds it) goes by Megatron's
 /// scatter/gather: each of the \p tp tensor ranks sends its 1/tp of the
 /// flattened tensor to the same tensor rank of the next stage, which
-/// all-gathers the whole over its tensor group. Only a tensor every tensor
-/// rank holds whole does (tp > 1, no sequence parallelism, which sends
-/// each rank's tokens as they are), only when the plan asks for it
-/// (\p scatterGather, `sg=1`), only floating-point values (token ids and
-/// masks are sent whole) and only when tp divides \p elements. The one
-/// rule of what dist-partition's programs send and of boundaryMessage.
+/// all-gathers the whole over its tensor group. Only for a tensor every
+/// tensor rank holds whole (the caller's to know: with or without
+/// sequence parallelism, whose tokens split by rank are sent as they are),
+/// tp > 1, only when the plan asks for it (\p scatterGather, `sg=1`), only
+/// floating-point values (token ids and masks are sent whole) and only
+/// when tp divides \p elements. The one rule of what dist-partition's
+/// programs send and of boundaryMessage.
 bool scatterGathers(double elements, bool floating, unsigned tp,
-                    bool scatterGather, bool sp);
+                    bool scatterGather);
 
 /// The message that carries the tensor leaving \p layer to the next
 /// pipeline stage (or its gradient back), per micro-batch of \p mbs
@@ -327,11 +330,12 @@ bool scatterGathers(double elements, bool floating, unsigned tp,
 /// tables alike. Each CP rank sends its 1/cp of the sequence. Split over
 /// the tp ranks: under sequence parallelism, where the layer's output is
 /// split by tokens (sequenceSplits), each tensor rank sends its tokens to
-/// the same tensor rank of the next stage, which keeps them split; else
-/// a tensor of the boundary that tensor parallelism splits (a cut inside
-/// a Megatron region) goes as each rank's 1/tp, one that scatterGathers
-/// as 1/tp which the receiver all-gathers whole, and the others whole from
-/// every tensor rank (what dist-partition's programs send).
+/// the same tensor rank of the next stage, which keeps them split; else,
+/// with or without sequence parallelism, a tensor of the boundary that
+/// tensor parallelism splits (a cut inside a Megatron region) goes as each
+/// rank's 1/tp, a whole one that scatterGathers as 1/tp which the receiver
+/// all-gathers whole, and the others whole from every tensor rank (what
+/// dist-partition's programs send).
 struct BoundaryMessage {
   /// Bytes each sending rank puts on its link.
   double bytes = 0;

@@ -72,6 +72,7 @@ std::string distopt::cost::layerCostKey(const LayerDesc &l) {
                      op.savedReplicatedBytes,
                      double(op.selective),
                      double(op.tp),
+                     double(op.tpDivisor),
                      op.tpAllReduceFwdBytes,
                      op.tpAllReduceBwdBytes,
                      double(op.kernels),

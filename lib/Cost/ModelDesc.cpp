@@ -47,6 +47,10 @@ double OpDesc::paramBytes() const {
   return params * cluster::dtypeBytes(dtype);
 }
 
+TpMode OpDesc::tpMode(unsigned degree) const {
+  return tpDivides(degree) ? tp : TpMode::Replicated;
+}
+
 PhaseCost LayerDesc::total(Phase p) const {
   PhaseCost c;
   for (const OpDesc &op : ops)
@@ -476,6 +480,7 @@ LayerDesc tokenEmbeddingLayer(StringRef opName, DType dt, double s, double v,
   emb.checkpoint = false;
   OpDesc word = embeddingOp(opName, dt, s, v, h);
   word.tpAllReduceFwdBytes = emb.boundaryBytes; // vocab-parallel lookup
+  word.tpDivisor = static_cast<int64_t>(v);
   emb.ops.push_back(word);
   return emb;
 }
@@ -494,8 +499,12 @@ LayerDesc lmHeadLayer(OpDesc norm, StringRef logitsName, DType dt, double s,
   logits.tpAllReduceBwdBytes = sh;
   logits.savedBytes = 0;
   logits.savedReplicatedBytes = sh;
+  // A vocabulary tp does not divide stays whole (dist-tensor-parallel).
+  logits.tpDivisor = static_cast<int64_t>(v);
   head.ops.push_back(logits);
-  head.ops.push_back(lossOp("cross_entropy", dt, s, v));
+  OpDesc loss = lossOp("cross_entropy", dt, s, v);
+  loss.tpDivisor = logits.tpDivisor;
+  head.ops.push_back(loss);
   return head;
 }
 

@@ -76,6 +76,14 @@ struct OpDesc {
   /// runs (an fp32 loss: the gradient of its log-softmax and its input).
   double bwdWorkingBytes = 0;
   TpMode tp = TpMode::Split;
+  /// What the tensor-parallel degree must divide for the op's Megatron
+  /// region to split: the columns of its column-parallel matmuls (an LM
+  /// head's vocabulary, a projection's output features) or a
+  /// vocabulary-parallel lookup's table rows; 0: any degree.
+  /// dist-tensor-parallel keeps a region or lookup whose dimension the
+  /// degree does not divide whole on every tensor rank: a split op runs
+  /// whole (tpMode) and no op has the region's TP collectives (tpDivides).
+  int64_t tpDivisor = 0;
   /// Split by channels in a channel-parallel convolution region
   /// (planning::ConvChannels): dist-tensor-parallel all-reduces the region's
   /// sums and never splits its values by tokens, so sequence parallelism
@@ -124,6 +132,14 @@ struct OpDesc {
 
   const PhaseCost &phase(Phase p) const;
   double paramBytes() const;
+  /// How tensor parallelism of degree \p degree runs the op: `tp`, but a
+  /// split op whose tpDivisor \p degree does not divide runs whole on every
+  /// rank.
+  TpMode tpMode(unsigned degree) const;
+  /// Whether tensor parallelism of degree \p degree splits the op's region.
+  bool tpDivides(unsigned degree) const {
+    return tpDivisor == 0 || degree <= 1 || tpDivisor % degree == 0;
+  }
 };
 
 struct LayerDesc {
@@ -143,6 +159,14 @@ struct LayerDesc {
     /// columns of a column-parallel matmul, or channel-split convolution
     /// outputs): each tensor rank holds and sends its 1/tp.
     bool tpSplit = false;
+    /// What the tensor-parallel degree must divide for a tpSplit tensor to
+    /// be split (its region's OpDesc::tpDivisor); 0: any degree. Under a
+    /// degree that does not divide it the tensor is whole on every rank.
+    int64_t tpDivisor = 0;
+    /// Whether tensor parallelism of degree \p tp splits the tensor.
+    bool splitOver(unsigned tp) const {
+      return tpSplit && (tpDivisor == 0 || tpDivisor % tp == 0);
+    }
   };
   /// The tensors whose bytes boundaryBytes sums, as the imported graph
   /// has them. Empty (the analytic builders): one floating-point tensor

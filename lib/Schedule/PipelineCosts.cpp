@@ -9,6 +9,7 @@
 #include "lib/Schedule/Plan.h"
 
 #include "lib/Cost/LayerTimes.h"
+#include "lib/Schedule/TiedExchange.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -173,6 +174,10 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   MemoryConfig mem = memoryConfig(p, memoryBase);
   double elem = mem.mixedPrecision ? 2 : 4;
   double syncElem = mem.gradSyncBytes > 0 ? mem.gradSyncBytes : elem;
+  // Weights read on several pipeline ranks (a tied embedding): the
+  // programs exchange their gradient parts and the updated weights in the
+  // master type once a step.
+  const TiedExchange tied = tiedExchange(p, model, c, 4);
   // ZeRO-3 under PP that keeps the unsharded weights and gradient sum
   // over the step (MemoryConfig::unshardedAcrossMicrobatches).
   const bool keepUnsharded = p.zero >= 3 && p.pp > 1 &&
@@ -326,8 +331,9 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
         st.gradGatherBytes[l] += ag.bytes[l];
       }
     };
-    addSync(params.dense * syncElem, dpg);
-    addSync(params.expert * syncElem, edpg);
+    // A tied copy's part is synced in its owner's sum (tiedExchange).
+    addSync((params.dense - tied.copies[vs].dense) * syncElem, dpg);
+    addSync((params.expert - tied.copies[vs].expert) * syncElem, edpg);
     double gather = 0;
     if (p.zero >= 3) {
       // Weights are gathered before each forward and each backward, layer
@@ -431,6 +437,11 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                                                    st.layerEnd, p.mbs, mem));
     }
     ParamSplit params = paramsOf(chunks);
+    // Tied copies whose owner is another rank: held with their gradient
+    // sum, updated there (tiedExchange).
+    ParamSplit copies;
+    for (unsigned ch = 0; ch < p.chunks; ++ch)
+      copies += tied.copies[virtualStageOf(pc.vShape, p.pp, r, ch)];
     if (p.replicated()) {
       // The stage's times are those of its slowest slot; this slot runs at
       // its own device kind's speed.
@@ -447,7 +458,13 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     if (p.replicated())
       m.dp = p.replicasOf(r);
     m.weightVersions = l < weightVersions.size() ? weightVersions[l] : 1;
-    dc.staticMemory = staticMemory(params, m);
+    ParamSplit updated = params;
+    updated.dense -= copies.dense;
+    updated.expert -= copies.expert;
+    dc.staticMemory = staticMemory(updated, m);
+    MemoryBreakdown copy = staticMemory(copies, m);
+    dc.staticMemory.weights += copy.weights;
+    dc.staticMemory.grads += copy.grads;
     if (memory && p.zero >= 3 && !p.offload.params) {
       // FSDP's unsharded buffers. Layer by layer: the weights of the layer
       // running and of the next one, gathered ahead (forward and backward
@@ -471,10 +488,10 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     double touched = mem.optimizer == Optimizer::Adam          ? 28
                      : mem.optimizer == Optimizer::SGDMomentum ? 20
                                                                : 12;
-    double shard = params.total();
+    double shard = updated.total();
     if (p.zero >= 1)
       shard =
-          params.dense / (m.dp * p.cp) + params.expert * p.ep / (m.dp * p.cp);
+          updated.dense / (m.dp * p.cp) + updated.expert * p.ep / (m.dp * p.cp);
     dc.optimizerTime = cm.optimizerTime(shard, touched, dev);
     if (!offload.empty()) {
       const RankOffload &ro = offload[r];
@@ -498,6 +515,9 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
           upload);
       dc.optimizerTime = dc.cpuStepTime;
     }
+    // The tied weights' messages run in the list's optimizer step: the
+    // parts in before the update, the updated weights out after it.
+    dc.optimizerTime += tied.time[r];
   }
   return pc;
 }

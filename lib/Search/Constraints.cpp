@@ -127,9 +127,7 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
                        "ep > 1 only with tp = 1 and cp = 1", c.epAlone);
   if (k == "ep-runs")
     return applySwitch(spec, item, k, op, value,
-                       "ep > 1 with tp > 1 only with cp = 1, sp = 0 and "
-                       "zero = 0",
-                       c.epRuns);
+                       "ep > 1 with tp > 1 only with cp = 1", c.epRuns);
   if (k == "cp-sp") {
     if (op != "=" || (value != "0" && value != "1"))
       return constraintError(spec, "'" + item +

@@ -473,8 +473,7 @@ void Searcher::variants(const Light &base, ArrayRef<Shape> shapes, bool count,
                  ep = base.ep;
   const Tables::Memory &mem = t.memory(base.key());
   for (unsigned zero = k.zero.min; zero <= std::min(3u, k.zero.max); ++zero) {
-    if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1) ||
-        (zero > 0 && ep > 1 && tp > 1 && dp != ep && k.epRuns))
+    if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1))
       continue;
     Light z = base;
     z.zero = zero;

@@ -14,15 +14,20 @@
 // With tensor parallelism each expert's GEMMs are split over the tensor
 // ranks too, as the cost model prices them (planning::routedExperts): the
 // input GEMMs column-parallel (their weights' output features split), the
-// output GEMMs row-parallel (input features split) and summed over the
-// tensor group before the inverse all-to-all. The weights then carry two
+// output GEMMs row-parallel (input features split). Each tensor rank
+// exchanges only its C/tp of every expert's capacity slots (the bytes the
+// cost model prices); the slots of the tensor group are gathered before
+// the experts, the partial sums reduce-scattered onto the rank's slots
+// after them (Megatron's expert tensor parallelism), and the exchanged
+// outputs gathered whole for the combine. The weights then carry two
 // axes, `dist.tp_shard` [0, 1, ep, tp, feature, 1, tp, 1]: the experts by
 // the rank's replica coordinate ((rank / tp) mod ep), the features by its
 // tensor coordinate; the expert groups are the ranks of one tensor
-// coordinate (RankLayout::expertGroups). With sequence parallelism
-// dist-tensor-parallel has gathered the block's input over the tensor group
-// before the routing, so the experts see the whole sequence's tokens as
-// without it.
+// coordinate (RankLayout::expertGroups). With ep = 1 the experts split
+// over the tensor ranks alone (Megatron's copy before, all-reduce after).
+// With sequence parallelism dist-tensor-parallel has gathered the block's
+// input over the tensor group before the routing, so every tensor rank
+// routes the whole sequence's tokens as without it.
 // Routing is per sequence, so each rank routes its own rows as one process
 // would. With context parallelism dist-context-parallel, which runs
 // first, leaves the routing whole on every context rank and runs the
@@ -70,19 +75,33 @@ RankedTensorType rankPart(Type type, int64_t axis, int64_t ep) {
   return t.clone(shape);
 }
 
+/// Why a block of routed experts cannot run split, and at which op.
+struct Refusal {
+  Operation *at = nullptr;
+  std::string why;
+};
+
 class Rewriter {
 public:
   Rewriter(func::FuncOp func, const schedule::RankLayout &layout, int64_t ep)
       : func(func), layout(layout), ep(ep), tp(layout.tp),
         dependent(split::sampleDependent(func)) {}
 
-  /// Rewrites every block of routed experts; fails with an error on a
-  /// block that cannot run on the rank's experts.
+  /// Rewrites every block of routed experts. With ep > 1 fails with an
+  /// error on a block that cannot run on the rank's experts; with ep = 1
+  /// (the experts split over the tensor ranks only) such a block runs
+  /// whole on every tensor rank, as before the pass. Counts the blocks it
+  /// split.
   LogicalResult run(unsigned &blocks);
 
 private:
   bool isDependent(Value v) const { return dependent.contains(v); }
-  LogicalResult rewrite(const planning::RoutedExperts &experts);
+  /// Why `experts` cannot be split (no refusal when it can); fills
+  /// `weights` with the GEMMs' stacked weights, inputs first.
+  Refusal check(const planning::RoutedExperts &experts,
+                SmallVectorImpl<g::WeightOp> &weights) const;
+  void rewrite(const planning::RoutedExperts &experts,
+               MutableArrayRef<g::WeightOp> weights);
 
   func::FuncOp func;
   const schedule::RankLayout &layout;
@@ -106,7 +125,9 @@ LogicalResult Rewriter::run(unsigned &blocks) {
     planning::RoutedExperts experts;
     std::string why = planning::routedExperts(
         planning::expertInputs(gemms, first, done), isDep, experts);
-    if (!why.empty())
+    if (!why.empty()) {
+      if (ep == 1)
+        continue;
       return first->emitError("dist-expert-parallel: the plan has ep = ")
              << ep
              << " but this GEMM with stacked expert weights is not in a "
@@ -115,79 +136,129 @@ LogicalResult Rewriter::run(unsigned &blocks) {
              << " (the form is docs/modelgen.md's: dispatched tokens "
                 "[batch, experts, capacity, hidden], stacked-weight GEMMs, "
                 "elementwise ops between); plan ep = 1";
+    }
     for (Operation *op :
          llvm::concat<Operation *const>(experts.inputs, experts.outputs))
       done.insert(op);
-    if (failed(rewrite(experts)))
-      return failure();
+    SmallVector<g::WeightOp> weights;
+    Refusal refusal = check(experts, weights);
+    if (refusal.at && ep == 1)
+      continue;
+    if (refusal.at)
+      return refusal.at->emitError("dist-expert-parallel: cannot split the ")
+             << experts.experts << " experts over ep = " << ep << ": "
+             << refusal.why;
+    rewrite(experts, weights);
     ++blocks;
   }
   return success();
 }
 
-LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
+Refusal Rewriter::check(const planning::RoutedExperts &experts,
+                        SmallVectorImpl<g::WeightOp> &weights) const {
   Operation *first = experts.inputs.front();
-  Value tokens = first->getOperand(0);
-  auto type = cast<RankedTensorType>(tokens.getType());
-  const int64_t rank = type.getRank(), axis = rank - 3, e = experts.experts;
-  auto fail = [&](Operation *at, const Twine &why) {
-    return at->emitError("dist-expert-parallel: cannot split the ")
-           << e << " experts over ep = " << ep << ": " << why;
-  };
-  if (rank < 4 || !type.hasStaticShape())
-    return fail(first, "their tokens ")
-           << type
-           << " have no batch dimension before [experts, capacity, "
-              "hidden] to gather the expert group's tokens along";
-  if (e % ep != 0)
-    return fail(first, "the experts do not divide evenly; plan an ep that "
-                       "divides the expert count");
+  auto type = cast<RankedTensorType>(first->getOperand(0).getType());
+  const int64_t rank = type.getRank();
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  if (rank < 4 || !type.hasStaticShape()) {
+    os << "their tokens " << type
+       << " have no batch dimension before [experts, capacity, hidden] to "
+          "gather the expert group's tokens along";
+    return {first, why};
+  }
+  if (experts.experts % ep != 0)
+    return {first, "the experts do not divide evenly; plan an ep that "
+                   "divides the expert count"};
   // The region between the GEMMs is elementwise on [.., E, C, f].
   std::string notElementwise;
   if (Operation *op = planning::notElementwiseBetween(experts, notElementwise))
-    return fail(op, notElementwise);
+    return {op, notElementwise};
   // Every expert GEMM reads its own stacked weight.
-  SmallVector<g::WeightOp> weights;
   for (Operation *op :
        llvm::concat<Operation *const>(experts.inputs, experts.outputs)) {
     auto w = op->getOperand(1).getDefiningOp<g::WeightOp>();
     if (!w || !w.getResult().hasOneUse())
-      return fail(op, "the GEMM's stacked weights are not a graph.weight "
-                      "that only it reads");
+      return {op, "the GEMM's stacked weights are not a graph.weight that "
+                  "only it reads"};
     if (w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
-      return fail(op, "its weights are split already");
+      return {op, "its weights are split already"};
     weights.push_back(w);
   }
+  if (tp == 1)
+    return {};
   // With tensor parallelism the input GEMMs' output features and the
   // output GEMMs' input features (the region's) split over the tensor
   // ranks.
+  for (auto [k, w] : llvm::enumerate(weights))
+    if (int64_t f = w.getType().getDimSize(k < experts.inputs.size() ? 2 : 1);
+        f % tp != 0) {
+      os << "the experts' " << f << " features do not split over tp = " << tp
+         << "; plan a tp that divides the experts' hidden width";
+      return {w, why};
+    }
+  // With expert parallelism each tensor rank exchanges its C/tp capacity
+  // slots of every expert (Megatron's token split before the dispatch).
+  if (int64_t slots = type.getDimSize(rank - 2); ep > 1 && slots % tp != 0) {
+    os << "each expert's " << slots
+       << " capacity slots (top-k x sequence / experts) do not split over "
+          "the "
+       << tp
+       << " tensor ranks, which exchange their parts of the slots; plan a "
+          "tp that divides them";
+    return {first, why};
+  }
+  return {};
+}
+
+void Rewriter::rewrite(const planning::RoutedExperts &experts,
+                       MutableArrayRef<g::WeightOp> weights) {
+  Operation *first = experts.inputs.front();
+  Value tokens = first->getOperand(0);
+  auto type = cast<RankedTensorType>(tokens.getType());
+  const int64_t rank = type.getRank(), axis = rank - 3, slotAxis = rank - 2;
   const size_t numInputs = experts.inputs.size();
   auto featureDim = [&](size_t k) -> int64_t { return k < numInputs ? 2 : 1; };
-  if (tp > 1)
-    for (auto [k, w] : llvm::enumerate(weights))
-      if (int64_t f = w.getType().getDimSize(featureDim(k)); f % tp != 0)
-        return fail(w, "the experts' ")
-               << f << " features do not split over tp = " << tp
-               << "; plan a tp that divides the experts' hidden width";
   MLIRContext *ctx = func.getContext();
   OpBuilder b(first);
-  const std::vector<std::vector<unsigned>> groups =
-      layout.expertGroups(split::stageOf(first, layout), ep);
-  // Dispatch: the rank's experts' tokens of every rank of the group.
-  auto dispatch = split::createCollective<dist::AllToAllOp>(
-      b, first, groups, rankPart(type, axis, ep), tokens,
-      b.getI64IntegerAttr(axis), b.getI64IntegerAttr(0));
-  split::placeLike(dispatch, first);
-  Value expertTokens = dispatch.getResult();
+  const unsigned stage = split::stageOf(first, layout);
   const std::vector<std::vector<unsigned>> tensorGroups =
-      layout.tensorGroups(split::stageOf(first, layout));
-  if (tp > 1) {
-    // Megatron's `f`: every tensor rank's columns read the same tokens, so
-    // the backward sums their gradients over the tensor group.
-    auto copy = split::createCollective<dist::TpCopyOp>(
-        b, first, tensorGroups, expertTokens.getType(), expertTokens);
-    split::placeLike(copy, first);
-    expertTokens = copy.getResult();
+      layout.tensorGroups(stage);
+  // Megatron's `f`: every tensor rank's columns read the same tokens, so
+  // the backward sums their gradients over the tensor group.
+  auto copy = [&](Value v) {
+    auto made = split::createCollective<dist::TpCopyOp>(b, first, tensorGroups,
+                                                        v.getType(), v);
+    split::placeLike(made, first);
+    return made.getResult();
+  };
+  Value expertTokens = tokens;
+  std::vector<std::vector<unsigned>> groups;
+  if (ep > 1) {
+    groups = layout.expertGroups(stage, ep);
+    // Dispatch: the rank's experts' tokens of every rank of the group.
+    // With tensor parallelism each tensor rank exchanges its C/tp capacity
+    // slots (Megatron's token split before the dispatch), and the slots of
+    // the tensor group are gathered for its columns (Megatron's all-gather
+    // before the experts), through `f`: dist-autodiff makes the gradient's
+    // sum and the gather's slice one reduce-scatter.
+    Value rankSlots = tokens;
+    if (tp > 1)
+      rankSlots = split::sliceWhole(b, first, tokens, slotAxis, tensorGroups);
+    auto dispatch = split::createCollective<dist::AllToAllOp>(
+        b, first, groups, rankPart(rankSlots.getType(), axis, ep), rankSlots,
+        b.getI64IntegerAttr(axis), b.getI64IntegerAttr(0));
+    split::placeLike(dispatch, first);
+    expertTokens = dispatch.getResult();
+    if (tp > 1)
+      expertTokens =
+          split::gatherWhole(b, first, expertTokens,
+                             cast<RankedTensorType>(expertTokens.getType()),
+                             slotAxis, tensorGroups, copy);
+  } else {
+    // Expert tensor parallelism alone: every tensor rank holds the whole
+    // dispatched tokens.
+    expertTokens = copy(tokens);
   }
   for (Operation *op : experts.inputs)
     op->setOperand(0, expertTokens);
@@ -196,13 +267,17 @@ LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
     auto wt = cast<RankedTensorType>(w.getType());
     SmallVector<int64_t> part(wt.getShape());
     part[0] = wt.getDimSize(0) / ep;
+    if (tp > 1)
+      part[featureDim(k)] /= tp;
     if (tp == 1 && layout.cp == 1) {
       shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep}));
     } else if (tp == 1) {
       // The experts' part by the replica coordinate: (rank / cp) mod ep.
       shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep, layout.cp}));
+    } else if (ep == 1) {
+      // Every expert's features, as a dense weight's.
+      shard.setAttr(w, b.getDenseI64ArrayAttr({featureDim(k), 1, tp}));
     } else {
-      part[featureDim(k)] /= tp;
       shard.setAttr(
           w, b.getDenseI64ArrayAttr({0, 1, ep, tp, featureDim(k), 1, tp, 1}));
     }
@@ -230,32 +305,46 @@ LogicalResult Rewriter::rewrite(const planning::RoutedExperts &experts) {
                       ? dist::TensorParallelRole::Column
                       : dist::TensorParallelRole::Split);
     }
-    // Megatron's `g`: the row-parallel GEMMs' partial sums, summed over
-    // the tensor group before the outputs go back to their tokens' ranks.
-    for (Operation *op : experts.outputs) {
+    for (Operation *op : experts.outputs)
       setRole(op, dist::TensorParallelRole::Row);
-      b.setInsertionPointAfter(op);
-      Value partial = op->getResult(0);
-      auto sum = split::createCollective<dist::AllReduceOp>(
-          b, op, tensorGroups, partial.getType(), partial,
-          dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum));
-      split::placeLike(sum, op);
-      partial.replaceAllUsesExcept(sum.getResult(), sum);
-    }
   }
-  // Combine: each rank's tokens back from the experts that ran them.
+  // Combine: each rank's tokens back from the experts that ran them. With
+  // tensor parallelism the row-parallel GEMMs' partial sums are summed
+  // over the tensor group: with ep onto the rank's slots (Megatron's
+  // reduce-scatter after the experts), which are exchanged back and
+  // gathered whole over the tensor group for the combine, which every
+  // tensor rank runs; without ep whole (Megatron's `g`).
   for (auto [op, whole] : llvm::zip(experts.outputs, wholeOutputs)) {
     Value out = op->getResult(0);
-    if (tp > 1)
-      out = (*out.getUsers().begin())->getResult(0); // the group's sum
-    b.setInsertionPointAfter(out.getDefiningOp());
-    auto back = split::createCollective<dist::AllToAllOp>(
-        b, op, groups, whole, out, b.getI64IntegerAttr(0),
-        b.getI64IntegerAttr(axis));
-    split::placeLike(back, out.getDefiningOp());
-    out.replaceAllUsesExcept(back.getResult(), back);
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : out.getUses())
+      uses.push_back(&use);
+    b.setInsertionPointAfter(op);
+    if (ep == 1) {
+      auto sum = split::createCollective<dist::AllReduceOp>(
+          b, op, tensorGroups, out.getType(), out,
+          dist::ReductionKindAttr::get(ctx, dist::ReductionKind::sum));
+      split::placeLike(sum, op);
+      out = sum.getResult();
+    } else {
+      auto exchanged = cast<RankedTensorType>(whole);
+      if (tp > 1) {
+        out = split::scatterSum(b, op, out, slotAxis, tensorGroups);
+        SmallVector<int64_t> slots(exchanged.getShape());
+        slots[slotAxis] /= tp;
+        exchanged = exchanged.clone(slots);
+      }
+      auto back = split::createCollective<dist::AllToAllOp>(
+          b, op, groups, exchanged, out, b.getI64IntegerAttr(0),
+          b.getI64IntegerAttr(axis));
+      split::placeLike(back, op);
+      out = back.getResult();
+      if (tp > 1)
+        out = split::gatherWhole(b, op, out, exchanged, slotAxis, tensorGroups);
+    }
+    for (OpOperand *use : uses)
+      use->set(out);
   }
-  return success();
 }
 
 struct ExpertParallelPass
@@ -273,30 +362,30 @@ struct ExpertParallelPass
       return signalPassFailure();
     }
     const int64_t ep = plan.getEp();
-    if (ep == 1)
-      return;
     schedule::RankLayout layout = plan.getLayout();
+    if (ep == 1) {
+      // Expert tensor parallelism alone: each expert's GEMMs split over the
+      // tensor ranks, as the cost model prices them. (Under cp the experts
+      // run on the context ranks' slots, whole on every tensor rank.)
+      if (layout.tp == 1 || layout.cp != 1)
+        return;
+      FailureOr<func::FuncOp> func =
+          planning::plannedFunction(module, "", "dist-expert-parallel");
+      unsigned blocks = 0;
+      if (failed(func) || failed(Rewriter(*func, layout, ep).run(blocks)) ||
+          failed(mlir::verify(*func)))
+        return signalPassFailure();
+      return;
+    }
     auto refuse = [&](const Twine &what) {
       emitError(module.getLoc())
           << "dist-expert-parallel: the plan has ep = " << ep << " with "
           << what
           << "; expert parallelism executes with data, tensor, context and "
              "pipeline parallelism (dp x tp x pp or dp x cp x pp, ep "
-             "dividing dp; ZeRO with tp = 1 or dp = ep) yet";
+             "dividing dp) yet";
       signalPassFailure();
     };
-    // With dp = ep no other rank holds an expert rank's experts: ZeRO
-    // keeps them whole and shards only the dense weights.
-    if (layout.tp != 1 && plan.getZero() != 0 && layout.dp != ep)
-      return refuse("tp = " + Twine(layout.tp) + ", ZeRO (zero = " +
-                    Twine(plan.getZero()) + ") and dp = " + Twine(layout.dp) +
-                    " (ZeRO blocks of an expert rank's tensor-parallel part "
-                    "over the " +
-                    Twine(layout.dp / ep) +
-                    " ranks that hold the same experts would be a third "
-                    "level of parts, which the runtime does not read); plan "
-                    "zero = 0, tp = 1 or dp = ep (the experts then have no "
-                    "other holder and stay whole)");
     if (layout.cp != 1 && layout.tp != 1)
       return refuse("cp = " + Twine(layout.cp) +
                     " and tp = " + Twine(layout.tp) +

@@ -86,15 +86,25 @@ def ExpertParallelPass : Pass<"dist-expert-parallel", "mlir::ModuleOp"> {
     dist-partition then averages the experts' gradients over the ranks
     that hold the same experts (dp / ep replicas) rather than over every
     replica. With tp > 1 each expert's GEMMs are also split over the
-    tensor ranks (gate and up column-parallel behind a `dist.tp_copy`,
-    down row-parallel and all-reduced over the tensor group before the
-    inverse all-to-all); the weights' shard then has two axes,
-    `[0, 1, ep, tp, feature, 1, tp, 1]`.
+    tensor ranks (gate and up column-parallel, down row-parallel) and each
+    tensor rank exchanges only its C/tp of every expert's capacity slots:
+    the slots are gathered over the tensor group before the experts
+    (behind a `dist.tp_copy`), the down GEMM's partial sums
+    reduce-scattered onto the rank's slots after them, and the exchanged
+    outputs gathered whole for the combine; the weights' shard then has
+    two axes, `[0, 1, ep, tp, feature, 1, tp, 1]`. Under ZeRO
+    dist-partition shards the experts' optimizer state (ZeRO-3: their
+    weights) over the dp / ep ranks that hold the same part: with tp a
+    block of the tensor part of the expert part, which the runtime reads
+    as a third level of parts. With ep = 1 and tp > 1 (cp = 1) the pass
+    splits the experts over the tensor ranks alone (`dist.tp_copy` before,
+    an all-reduce after; shards `[feature, 1, tp]`), leaving a block it
+    cannot split whole.
 
-    Errors: a GEMM with stacked expert weights outside such a block (it
-    would run on the wrong experts), experts that ep does not divide, and
-    plans with cp or per-stage replicas next to ep, or with tp and sp = 1
-    or ZeRO (not executed yet).
+    Errors (ep > 1): a GEMM with stacked expert weights outside such a
+    block (it would run on the wrong experts), experts that ep does not
+    divide, capacity slots that tp does not divide, and plans with
+    per-stage replicas, or cp and tp together (not executed yet).
   }];
   let dependentDialects = ["distopt::dist::DistDialect"];
 }

@@ -185,23 +185,25 @@ gatherWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v,
   return place(graph::ReshapeOp::create(b, loc, wholeType, x));
 }
 
-/// The rank's part of the whole `v` along `dim` over the ranks of
-/// `groups`, where `b` inserts, placed like `at`: a `dist.all_slice` along
-/// `dim` when every dimension before it is 1, else `dim` cut into
-/// [parts, n/parts], the parts moved to a new leading dimension and sliced
-/// there (the runtime slices blocks of the leading dimension; the slice's
-/// gradient, an all-gather, gathers along it).
-inline mlir::Value
-sliceWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
-           const std::vector<std::vector<unsigned>> &groups) {
+/// The rank's part along `dim` over the ranks of `groups` of `v`, where `b`
+/// inserts, placed like `at`: made by `Op` (`dist.all_slice` of a whole
+/// value, `dist.reduce_scatter` of partial sums; `args` come before the
+/// axis) along `dim` when every dimension before it is 1, else `dim` cut
+/// into [parts, n/parts], the parts moved to a new leading dimension and
+/// taken there (the runtime's collectives take blocks of the leading
+/// dimension; their gradients, all-gathers, gather along it).
+template <typename Op, typename... Args>
+mlir::Value
+partAlong(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
+          const std::vector<std::vector<unsigned>> &groups, Args... args) {
   int64_t parts = groups.front().size();
   mlir::Location loc = v.getLoc();
   auto whole = mlir::cast<mlir::RankedTensorType>(v.getType());
   llvm::SmallVector<int64_t> part(whole.getShape());
   part[dim] /= parts;
-  auto slice = [&](mlir::Value in, mlir::RankedTensorType type, int64_t axis) {
-    auto op = createCollective<dist::AllSliceOp>(b, at, groups, type, in,
-                                                 b.getI64IntegerAttr(axis));
+  auto take = [&](mlir::Value in, mlir::RankedTensorType type, int64_t axis) {
+    auto op = createCollective<Op>(b, at, groups, type, in, args...,
+                                   b.getI64IntegerAttr(axis));
     placeLike(op, at);
     return op.getResult();
   };
@@ -210,7 +212,7 @@ sliceWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
     return op->getResult(0);
   };
   if (contiguousAlong(whole, dim))
-    return slice(v, whole.clone(part), dim);
+    return take(v, whole.clone(part), dim);
   // [a.., n, b..] -> [a.., parts, n/parts, b..] -> [parts, a.., n/parts, b..]
   llvm::SmallVector<int64_t> cut(whole.getShape().take_front(dim));
   cut.push_back(parts);
@@ -225,8 +227,27 @@ sliceWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
   x = place(graph::TransposeOp::create(b, loc, whole.clone(moved), x,
                                        b.getDenseI64ArrayAttr(perm)));
   moved[0] = 1;
-  x = slice(x, whole.clone(moved), 0);
+  x = take(x, whole.clone(moved), 0);
   return place(graph::ReshapeOp::create(b, loc, whole.clone(part), x));
+}
+
+/// The rank's part of the whole `v` along `dim` (partAlong's
+/// `dist.all_slice`).
+inline mlir::Value
+sliceWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
+           const std::vector<std::vector<unsigned>> &groups) {
+  return partAlong<dist::AllSliceOp>(b, at, v, dim, groups);
+}
+
+/// The rank's part along `dim` of the sum over `groups` of the ranks'
+/// partial sums `v` (partAlong's `dist.reduce_scatter`: each element summed
+/// on one rank).
+inline mlir::Value
+scatterSum(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
+           const std::vector<std::vector<unsigned>> &groups) {
+  return partAlong<dist::ReduceScatterOp>(
+      b, at, v, dim, groups,
+      dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::sum));
 }
 
 /// The values of `func` computed from its arguments (the others come from

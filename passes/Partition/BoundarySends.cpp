@@ -89,7 +89,7 @@ static RankedTensorType partType(Type type, bool whole,
   if (!whole || !t || !t.hasStaticShape() ||
       !cost::scatterGathers(double(t.getNumElements()),
                             isa<FloatType>(t.getElementType()), plan.tp,
-                            plan.scatterGather, plan.sp))
+                            plan.scatterGather))
     return {};
   return RankedTensorType::get({t.getNumElements() / plan.tp},
                                t.getElementType());

@@ -100,9 +100,12 @@
 //
 // The list holding the last stage sends the step's outputs (the mean loss)
 // to list 0, which returns them; every list returns the updates of its own
-// weights and state, and a weight several stages read (a tied embedding,
-// whose summed gradient dist-autodiff computes on the earliest reader) is
-// sent from the list that updated it to the others after the step.
+// weights and state. A weight several stages read (a tied embedding) is
+// updated by the earliest reader's list: each reading list sums its part of
+// the gradient over the step's micro-batches and sends it there once, at
+// its first gradient sync, and the updated weight comes back after the
+// step (Megatron's embedding group, as two messages: the same bytes as its
+// two-rank all-reduce, and one copy of the optimizer state).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Partition/TrainStages.h"
@@ -200,8 +203,33 @@ struct TrainGraph {
   DenseMap<Value, int64_t> perMicroBatch;
   /// The stages whose functions read each weight and state buffer.
   llvm::StringMap<llvm::SmallSetVector<int64_t, 4>> readers;
+  /// The sums of a tied weight's gradient parts (outlineTrainStages keeps
+  /// them in the step), by result: the parts in the sum's operand order,
+  /// each with the stage that computes it. The sum's own stage (in
+  /// perMicroBatch) is the earliest part's, whose optimizer updates the
+  /// weight.
+  llvm::MapVector<Value, SmallVector<std::pair<Value, int64_t>, 2>> tiedSums;
   unsigned width = 1;
 };
+
+/// Whether \p op, a top-level op of the outlined step reading \p stages
+/// (of its operands), is the sum of a tied weight's gradient parts: an add
+/// of results of backward calls of different stages.
+static bool isTiedSum(Operation &op, ArrayRef<int64_t> stages) {
+  auto sum = dyn_cast<graph::BinaryOp>(op);
+  if (!sum || sum.getKind() != graph::BinaryKind::Add || stages.size() != 2 ||
+      stages[0] < 0 || stages[1] < 0 || stages[0] == stages[1])
+    return false;
+  return llvm::all_of(op.getOperands(), [](Value v) {
+    auto call = v.getDefiningOp<func::CallOp>();
+    if (!call)
+      return false;
+    auto callee = call->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(
+        call.getCallee());
+    auto group = callee ? trainGroupOf(callee) : std::nullopt;
+    return group && group->second != TrainPhase::Forward;
+  });
+}
 } // namespace
 
 static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
@@ -224,15 +252,27 @@ static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
         continue;
       }
       int64_t stage = -1;
+      SmallVector<int64_t, 2> stages;
       for (Value v : op.getOperands()) {
         if (isa<BlockArgument>(v))
           return op.emitOpError("reads the step's input outside the stage "
                                 "functions; outline the step again "
                                 "(dist-partition on dist-autodiff's output)");
         auto it = g.perMicroBatch.find(v);
-        int64_t s = it != g.perMicroBatch.end()
-                        ? it->second
-                        : g.stageOf.lookup(v.getDefiningOp());
+        stages.push_back(it != g.perMicroBatch.end()
+                             ? it->second
+                             : g.stageOf.lookup(v.getDefiningOp()));
+      }
+      if (isTiedSum(op, stages)) {
+        auto &parts = g.tiedSums[op.getResult(0)];
+        for (auto [v, s] : llvm::zip(op.getOperands(), stages))
+          parts.push_back({v, s});
+        g.perMicroBatch[op.getResult(0)] = std::min(stages[0], stages[1]);
+        // No list clones the sum: meanOf computes its value.
+        g.stageOf[&op] = -1;
+        continue;
+      }
+      for (int64_t s : stages) {
         if (s >= 0 && stage >= 0 && s != stage)
           return op.emitOpError("reads values of stages ")
                  << stage << " and " << s
@@ -478,8 +518,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // Tags: forward boundaries, then gradient boundaries, then the outputs
   // sent to list 0.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  // The tied weights' gradient parts come after the outputs.
   int64_t gradBase = numStages * g.width, outBase = 2 * gradBase;
-  if (outBase + ret.getNumOperands() > 32768)
+  int64_t tiedBase = outBase + ret.getNumOperands();
+  auto tiedTag = [&](Value sum, size_t part) {
+    return tiedBase + 2 * (g.tiedSums.find(sum) - g.tiedSums.begin()) +
+           static_cast<int64_t>(part);
+  };
+  if (tiedBase + 2 * static_cast<int64_t>(g.tiedSums.size()) > 32768)
     return func.emitError("@")
            << func.getSymName() << ": " << numStages << " stages of up to "
            << g.width
@@ -728,9 +774,51 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     }
     return overStep(sum);
   };
-  auto meanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
+  // A tied weight's gradient (Megatron's embedding group): each stage
+  // that reads the weight keeps its part summed over the step's
+  // micro-batches, and once a step, at its first gradient sync, every list
+  // of a later stage sends its part's mean to the list of the updating
+  // stage (replica for replica and tensor rank for tensor rank), which adds
+  // the parts (in the sum's operand order) before its own sync and update
+  // and sends the updated weight back after the step (ResultPlace). With
+  // per-stage replicas the updating stage's first list receives every
+  // reading list's share, and the stage's all_reduce adds its replicas'.
+  std::function<FailureOr<Value>(Operation *, Value)> meanOf;
+  auto tiedMeanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
+    int64_t stage = g.perMicroBatch.lookup(v);
+    unsigned holder = listOfStage(stage);
+    Value sum;
+    for (auto [k, part] : llvm::enumerate(g.tiedSums.lookup(v))) {
+      auto [value, from] = part;
+      SmallVector<Value, 2> shares;
+      if (onList(from)) {
+        FailureOr<Value> mean = meanOf(at, value);
+        if (failed(mean))
+          return failure();
+        shares.push_back(*mean);
+      } else if (list == holder) {
+        for (unsigned l : listsOfStage(from))
+          shares.push_back(dist::RecvOp::create(
+              ib, loc, value.getType(), ib.getI64IntegerAttr(l),
+              ib.getI64IntegerAttr(tiedTag(v, k)), ib.getUnitAttr()));
+      }
+      for (Value share : shares)
+        sum = sum ? graph::BinaryOp::create(ib, loc, share.getType(),
+                                            graph::BinaryKind::Add, sum, share)
+                        .getResult()
+                  : share;
+    }
+    return sum;
+  };
+  meanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
     if (Value done = means.lookup(v))
       return done;
+    if (g.tiedSums.count(v)) {
+      FailureOr<Value> mean = tiedMeanOf(at, v);
+      if (succeeded(mean))
+        means[v] = *mean;
+      return mean;
+    }
     auto type = cast<RankedTensorType>(v.getType());
     if (!isa<FloatType>(type.getElementType()))
       return at->emitOpError("reads a ")
@@ -826,7 +914,34 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     dist::setRunGroups(sum, syncGroups);
     return overReplicas(sum.getResult());
   };
+  // The list's parts of tied weights updated on other lists: their means
+  // over the step, sent once, at the list's first gradient sync (tiedMeanOf
+  // receives them).
+  bool tiedSent = false;
+  auto sendTiedParts = [&](Operation *at) -> LogicalResult {
+    if (tiedSent)
+      return success();
+    tiedSent = true;
+    for (auto &[sum, parts] : g.tiedSums) {
+      int64_t stage = g.perMicroBatch.lookup(sum);
+      if (onList(stage))
+        continue;
+      for (auto [k, part] : llvm::enumerate(parts)) {
+        if (!onList(part.second))
+          continue;
+        FailureOr<Value> mean = meanOf(at, part.first);
+        if (failed(mean))
+          return failure();
+        dist::SendOp::create(
+            ib, loc, *mean, ib.getI64IntegerAttr(listOfStage(stage)),
+            ib.getI64IntegerAttr(tiedTag(sum, k)), ib.getUnitAttr());
+      }
+    }
+    return success();
+  };
   auto allReduce = [&](Operation *at, int64_t v) -> LogicalResult {
+    if (failed(sendTiedParts(at)))
+      return failure();
     if (!gradsReduced)
       return at->emitOpError("averages gradients over data-parallel replicas "
                              "but the stage has one");
@@ -910,6 +1025,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
               "zero=0";
   };
   auto reduceScatter = [&](Operation *at, int64_t v) -> LogicalResult {
+    if (failed(sendTiedParts(at)))
+      return failure();
     if (!gradsReduced)
       return at->emitOpError("shards gradients over data-parallel replicas "
                              "but the stage has one");
@@ -936,7 +1053,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
           averaged.insert(operand);
           continue;
         }
-        FailureOr<Value> shard = plan.zero >= 2
+        // A tied weight's gradient exists once a step (its parts meet
+        // then), so it is reduce-scattered then, as ZeRO-1 does.
+        FailureOr<Value> shard = plan.zero >= 2 && !g.tiedSums.count(operand)
                                      ? shardedMeanOf(at, operand)
                                      : shardOfMean(at, operand);
         if (failed(shard))
@@ -1033,6 +1152,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return at->emitOpError("is list ")
              << list << "'s second optimizer step; a step updates once";
     stepped = true;
+    if (failed(sendTiedParts(at)))
+      return failure();
     // Every rank joins the world's or of the overflow flags here, before
     // any update reads it.
     if (mixedPrecision && failed(overflowFlag(at)))

@@ -160,6 +160,74 @@ static std::string groupName(int64_t stage, TrainPhase p) {
   return ("stage " + Twine(stage) + "'s " + trainPhaseName(p)).str();
 }
 
+/// Whether only the optimizer reads \p v: optimizer ops (in mixed
+/// precision the unscale) or one cast to the master type they read.
+static bool onlyOptimizerReads(Value v) {
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    if (isOptimizer(user) || isa<graph::UnscaleOp>(user))
+      return true;
+    return isa<graph::CastOp>(user) && v.hasOneUse() &&
+           llvm::all_of(user->getUsers(), [](Operation *u) {
+             return isOptimizer(u) || isa<graph::UnscaleOp>(u);
+           });
+  });
+}
+
+/// The stage whose optimizer updates a weight several stages read (a tied
+/// embedding) if \p op is dist-autodiff's sum of its gradient parts: a
+/// backward `graph.binary add` of two backward values of different stages
+/// that only the optimizer reads.
+/// dist-autodiff puts the sum on the earliest reader (its
+/// dist.virtual_stage), once per micro-batch, so the later stage's part
+/// would cross the pipeline with every micro-batch; the step adds the
+/// parts once instead, on that reader (buildTrainList exchanges them).
+static std::optional<int64_t> tiedSumOf(Operation *op, const Split &split) {
+  auto sum = dyn_cast<graph::BinaryOp>(op);
+  if (!sum || sum.getKind() != graph::BinaryKind::Add ||
+      !isBackward(phaseOf(op)) || isOptimizer(op) ||
+      !onlyOptimizerReads(sum.getResult()))
+    return std::nullopt;
+  auto stageOf = [&](Value v) -> std::optional<int64_t> {
+    Operation *def = v.getDefiningOp();
+    Place d = def ? split.place.lookup(def) : Place{Place::Replicable};
+    if (d.kind != Place::MicroBatch || !isBackward(d.phase))
+      return std::nullopt;
+    return d.stage;
+  };
+  std::optional<int64_t> lhs = stageOf(sum.getLhs()),
+                         rhs = stageOf(sum.getRhs());
+  if (!lhs || !rhs || *lhs == *rhs)
+    return std::nullopt;
+  return std::min(*lhs, *rhs);
+}
+
+/// Mixed precision: the tied sum \p sum is cast to the master type before
+/// the optimizer (\p cast, its one reader). Each stage casts its own part
+/// instead, in its backward phase, so the step's sums over micro-batches
+/// and the exchange between the stages run in the master type, as any
+/// other weight's gradient does; the sum of the casts replaces the cast.
+static void castTiedParts(graph::BinaryOp sum, graph::CastOp cast,
+                          Split &split) {
+  OpBuilder b(cast);
+  SmallVector<Value, 2> parts;
+  for (Value v : sum->getOperands()) {
+    Place d = split.place.lookup(v.getDefiningOp());
+    auto part = graph::CastOp::create(b, cast.getLoc(), cast.getType(), v);
+    part->setDiscardableAttrs(cast->getDiscardableAttrDictionary());
+    part->setAttr("graph.phase", b.getStringAttr(trainPhaseName(d.phase)));
+    split.place[part] = d;
+    split.groups[d.stage * kNumTrainPhases + static_cast<unsigned>(d.phase)]
+        .push_back(part);
+    parts.push_back(part.getResult());
+  }
+  auto total =
+      graph::BinaryOp::create(b, sum.getLoc(), cast.getType(),
+                              graph::BinaryKind::Add, parts[0], parts[1]);
+  total->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
+  split.place[total] = split.place.lookup(sum);
+  cast.getResult().replaceAllUsesWith(total.getResult());
+}
+
 /// Classifies every op of \p func and checks that the stages and phases
 /// can run in pipeline order: forward values flow to later stages,
 /// gradients to earlier ones, and the optimizer of a stage reads only that
@@ -225,13 +293,34 @@ static FailureOr<Split> classify(func::FuncOp func, int64_t numStages) {
             d.stage >= 0 && d.stage != p.stage)
           return op.emitOpError("updates with values of stages ")
                  << d.stage << " and " << p.stage
-                 << "; a weight read by several pipeline stages (a tied "
-                    "embedding) needs its gradients synchronised across "
-                    "them, which pipelines do not do yet: untie it (one "
+                 << "; an optimizer op reads one stage's gradients, or the "
+                    "sum of a tied weight's parts (dist-autodiff's add of "
+                    "each stage's gradient of it, which the pipeline "
+                    "exchanges once a step): untie the weight (one "
                     "initializer per use) or plan its uses into one stage";
       }
       split.place[&op] = p;
       continue;
+    }
+    if (std::optional<int64_t> tied = tiedSumOf(&op, split)) {
+      p.kind = Place::Step;
+      p.stage = *tied;
+      split.place[&op] = p;
+      continue;
+    }
+    // A tied sum's one reader casting it to the master type (mixed
+    // precision): each part is cast instead (castTiedParts).
+    if (auto cast = dyn_cast<graph::CastOp>(op)) {
+      auto sum = cast.getOperand().getDefiningOp<graph::BinaryOp>();
+      if (sum && sum->hasOneUse() &&
+          split.place.lookup(sum).kind == Place::Step && !isOptimizer(sum) &&
+          tiedSumOf(sum, split)) {
+        castTiedParts(sum, cast, split);
+        split.place.erase(sum);
+        cast.erase();
+        sum.erase();
+        continue;
+      }
     }
     if (readsStep)
       return op.emitOpError("reads an optimizer result inside a "

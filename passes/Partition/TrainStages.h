@@ -36,9 +36,13 @@ trainGroupOf(mlir::func::FuncOp callee);
 /// work (every stage has a forward one), and rewrites \p func as their
 /// calls in pipeline order followed by the optimizer. Ops without a stage
 /// run where what they read runs; weights, state and constants are copied
-/// into every function that reads them (a weight read by several stages,
-/// a tied embedding, gets its summed gradient from dist-autodiff on the
-/// earliest reader, whose optimizer updates it). A mixed-precision step's
+/// into every function that reads them. A weight read by several stages
+/// (a tied embedding) is updated by the earliest reader's optimizer, where
+/// dist-autodiff sums its gradient parts: that sum stays in the step, after
+/// the calls, so each stage's part is a result of its own backward (summed
+/// over the micro-batches by its list) and the parts meet once a step
+/// (buildTrainList); in mixed precision each part is cast to the master
+/// type in its stage. A mixed-precision step's
 /// `graph.unscale` becomes one per stage and its overflow flag their `or`
 /// (isOverflowFlag). Errors (on the op) for a training step no pipeline
 /// can run in order.

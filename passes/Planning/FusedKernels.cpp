@@ -322,7 +322,9 @@ static void fuseOperandChains(ArrayRef<Operation *> core, double samples,
   // rank's heads where it is read).
   OpDesc &k = *kernel->desc;
   k.cls = OpClass::Elementwise;
-  k.tp = itemOf(core.back()->getResult(0))->desc->tp;
+  const OpDesc &attention = *itemOf(core.back()->getResult(0))->desc;
+  k.tp = attention.tp;
+  k.tpDivisor = attention.tpDivisor;
   k.tpAllReduceFwdBytes = 0;
   k.fwd.bytesRead = read;
   k.fwd.bytesWritten = written;

@@ -16,6 +16,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::cost;
@@ -61,6 +63,15 @@ private:
   DenseSet<Value> side;
   /// Values holding column-parallel (split) activations under Megatron TP.
   DenseSet<Value> split;
+  /// What the tensor-parallel degree must divide for each split value to
+  /// split (OpDesc::tpDivisor): the gcd of the columns of the
+  /// column-parallel matmuls it is computed from.
+  DenseMap<Value, int64_t> splitDivisor;
+  /// The gcd of \p columns (a column-parallel matmul's own) and the
+  /// divisors of \p op's split operands.
+  int64_t divisorOf(Operation *op, int64_t columns = 0) const;
+  /// Marks \p op's results split, with divisorOf(op, columns); returns it.
+  int64_t splitResults(Operation *op, int64_t columns = 0);
   /// Inputs of column-parallel matmuls whose gradient all-reduce is
   /// counted: dist-tensor-parallel gives the columns of a region that read
   /// one input one dist.tp_copy (Llama's Q, K and V projections, SwiGLU's
@@ -156,6 +167,25 @@ static bool splitsByVocabulary(g::EmbeddingOp lookup) {
     return true;
   g::MatmulOp head = tiedHead(table, /*tp=*/1);
   return head && !softmaxOverColumns(head.getResult());
+}
+
+int64_t LayerAnalysis::divisorOf(Operation *op, int64_t columns) const {
+  int64_t divisor = columns;
+  for (Value v : op->getOperands())
+    if (split.contains(v))
+      divisor = std::gcd(divisor, splitDivisor.lookup(v));
+  return divisor;
+}
+
+int64_t LayerAnalysis::splitResults(Operation *op, int64_t columns) {
+  int64_t divisor = divisorOf(op, columns);
+  for (Value r : op->getResults()) {
+    split.insert(r);
+    splitDivisor[r] = divisor;
+  }
+  if (options.tpDivisors && divisor)
+    (*options.tpDivisors)[op] = divisor;
+  return divisor;
 }
 
 void LayerAnalysis::collectWeightRoots(Value value,
@@ -367,12 +397,16 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         record(anySplit ? TensorParallelRole::Row : TensorParallelRole::Column);
         if (anySplit) {
           desc->tpAllReduceFwdBytes = outBytes;
+          desc->tpDivisor = divisorOf(&op);
         } else {
           for (Value v : op.getOperands())
             if (sampleDependent.contains(v) && copied.insert(v).second)
               desc->tpAllReduceBwdBytes += bytesFor(v.getType());
-          for (Value r : op.getResults())
-            split.insert(r);
+          // dist-tensor-parallel splits the columns (an LM head's: the
+          // vocabulary) or keeps the region whole.
+          auto out = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+          desc->tpDivisor = splitResults(
+              &op, out && out.getRank() ? out.getShape().back() : 0);
         }
         desc->tp = TpMode::Split;
       } else if (auto lookup = dyn_cast<g::EmbeddingOp>(op);
@@ -383,10 +417,13 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         desc->tp = TpMode::Replicated;
         desc->savedReplicatedBytes = desc->savedBytes;
         desc->savedBytes = 0;
-      } else if (isa<g::EmbeddingOp>(op)) {
-        record(TensorParallelRole::Row); // vocabulary-parallel lookup
+      } else if (auto lookup = dyn_cast<g::EmbeddingOp>(op)) {
+        // Vocabulary-parallel: splitsVocabulary, when tp divides the rows.
+        record(TensorParallelRole::Row);
         desc->tpAllReduceFwdBytes = outBytes;
         desc->tp = TpMode::Split;
+        desc->tpDivisor =
+            cast<RankedTensorType>(lookup.getTable().getType()).getDimSize(0);
       } else if (anySplit && !isa<g::LayerNormOp, g::RMSNormOp>(op)) {
         // A full-size activation meeting a split one must gather the split
         // operand first. A broadcast (Expand: latent attention's one
@@ -402,13 +439,13 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
           record(TensorParallelRole::Replicated);
           desc->tp = TpMode::Replicated;
           desc->tpAllReduceFwdBytes = outBytes;
+          desc->tpDivisor = divisorOf(&op);
           desc->savedReplicatedBytes = desc->savedBytes;
           desc->savedBytes = 0;
         } else {
           record(TensorParallelRole::Split);
           desc->tp = TpMode::Split;
-          for (Value r : op.getResults())
-            split.insert(r);
+          desc->tpDivisor = splitResults(&op);
         }
       } else {
         record(TensorParallelRole::Replicated);
@@ -416,6 +453,8 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         desc->savedReplicatedBytes = desc->savedBytes;
         desc->savedBytes = 0;
       }
+      if (options.tpDivisors && desc->tpDivisor)
+        (*options.tpDivisors)[&op] = desc->tpDivisor;
       // Attention core: what selective recomputation drops (Korthikanti).
       if (!weighted &&
           (isa<g::MatmulOp, g::SoftmaxOp, g::DropoutOp>(op) ||
@@ -446,8 +485,7 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
                             [&](Value v) { return split.contains(v); })) {
       // Views (reshape, flatten) cost nothing but keep a split activation
       // split.
-      for (Value r : op.getResults())
-        split.insert(r);
+      splitResults(&op);
       if (options.tpRoles)
         (*options.tpRoles)[&op] = TensorParallelRole::Split;
     }
@@ -490,7 +528,8 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
     LayerDesc::BoundaryTensor tensor{
         bytes, shaped ? double(type.getNumElements()) / samples : 0,
         shaped && isa<FloatType>(type.getElementType()),
-        split.contains(value) || channels.split.contains(value)};
+        split.contains(value) || channels.split.contains(value),
+        splitDivisor.lookup(value)};
     for (int64_t i = std::max<int64_t>(def, 0); i < last; ++i) {
       liveBytes[i] += bytes;
       liveTensors[i].push_back(tensor);

@@ -46,6 +46,10 @@ struct LayerAnalysisOptions {
   /// When set, receives the tensor-parallel role of every costed op, so a
   /// plan's shardings can be written back onto the IR.
   llvm::DenseMap<mlir::Operation *, TensorParallelRole> *tpRoles = nullptr;
+  /// When set, receives what the tensor-parallel degree must divide for
+  /// each op of a Megatron region or vocabulary-parallel lookup to split
+  /// (cost::OpDesc::tpDivisor; ops of any degree are left out).
+  llvm::DenseMap<mlir::Operation *, int64_t> *tpDivisors = nullptr;
   /// When set, receives the profile-database signature of every costed op
   /// (what a measured time is filed under: dist-compile --profile-json).
   llvm::DenseMap<mlir::Operation *, std::string> *signatures = nullptr;

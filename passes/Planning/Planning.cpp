@@ -114,6 +114,7 @@ planning::modelOf(func::FuncOp func, const Costing &costing, PlannedOps *ops) {
   if (ops) {
     options.layerOps = &ops->layers;
     options.tpRoles = &ops->roles;
+    options.tpDivisors = &ops->tpDivisors;
   }
   return analyzeLayers(func, options);
 }
@@ -269,9 +270,16 @@ void planning::recordPlan(ModuleOp module, const schedule::Plan &plan,
         dialect->getVirtualStageAttrHelper().setAttr(op,
                                                      b.getI64IntegerAttr(vs));
   if (plan.tp > 1)
-    for (auto &[op, role] : ops.roles)
+    for (auto &[op, role] : ops.roles) {
+      // A region or lookup the degree does not divide runs whole, as the
+      // cost model prices it (cost::OpDesc::tpMode).
+      int64_t divisor = ops.tpDivisors.lookup(op);
+      dist::TensorParallelRole planned =
+          divisor && divisor % plan.tp ? dist::TensorParallelRole::Replicated
+                                       : role;
       dialect->getTpAttrHelper().setAttr(
-          op, dist::TensorParallelRoleAttr::get(ctx, role));
+          op, dist::TensorParallelRoleAttr::get(ctx, planned));
+    }
 }
 
 LogicalResult

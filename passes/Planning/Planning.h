@@ -89,10 +89,11 @@ struct Costing {
 /// from its `dist.layer` annotations when it has them, from its cut points
 /// otherwise.
 /// \p ops, when given, receives each layer's ops and each costed op's
-/// tensor-parallel role.
+/// tensor-parallel role, and what the degree must divide for it to split.
 struct PlannedOps {
   std::vector<std::vector<mlir::Operation *>> layers;
   llvm::DenseMap<mlir::Operation *, dist::TensorParallelRole> roles;
+  llvm::DenseMap<mlir::Operation *, int64_t> tpDivisors;
 };
 mlir::FailureOr<cost::ModelDesc> modelOf(mlir::func::FuncOp func,
                                          const Costing &costing,

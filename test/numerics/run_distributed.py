@@ -58,7 +58,9 @@ tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
 dp=2 x tp=2 (also with zero=1), its attention projections saved split,
 the small ResNet's channel-parallel convolutions (`resnet_bn_*tp2`: SGD
 and Adam at tp=2 and dp=2 x tp=2, batch norm's running statistics per
-replica under dp, so not compared there), and
+replica under dp, so not compared there; SGD at tp=2 x pp=2 with sp=1,
+its stage boundaries, whole on every tensor rank, scatter/gathered:
+`resnet_bn_sgd_tp2_pp2_1f1b_sp`), and
 edge-cloud split training
 (`mlp_adam_edge_cloud_split`: the plan searched on the edge-cloud-wifi
 preset with layer 0 pinned to the phone, --dist-search=pin=0-0@phone-soc;
@@ -551,7 +553,9 @@ def assemble_shards(state_dirs, zero_blocks=None):
     holds (dimension `dim` viewed as [blocks][parts][n], part `index`; dim
     -1: ZeRO's block `index` of the flattened tensor; with "part":
     [dim, blocks, parts, index] the block or part is of that
-    tensor-parallel part of the tensor).
+    tensor-parallel part of the tensor, and a block's part with "outer"
+    likewise of that outer part: an expert rank's tensor part of its
+    experts).
     With data parallelism every replica saves its own set of parts.
     Returns {file name: [array per replica]}; a set with a part missing is
     an error. The names put together from ZeRO blocks are added to the set
@@ -564,7 +568,8 @@ def assemble_shards(state_dirs, zero_blocks=None):
         with open(path) as f:
             for name, spec in json.load(f).items():
                 base = name + ".npy"
-                key = (spec.get("part", [0, 1, 1, 0])[3], spec["index"])
+                key = (spec.get("outer", [0, 1, 1, 0])[3],
+                       spec.get("part", [0, 1, 1, 0])[3], spec["index"])
                 sets = parts.setdefault(base, (spec, []))[1]
                 got = next((g for g in sets if key not in g), None)
                 if got is None:
@@ -576,8 +581,10 @@ def assemble_shards(state_dirs, zero_blocks=None):
         shape, dim = spec["shape"], spec["dim"]
         blocks, n = spec["blocks"], spec["parts"]
         pdim, pblocks, pparts, _ = spec.get("part", [0, 1, 1, 0])
+        odim, oblocks, oparts, _ = spec.get("outer", [0, 1, 1, 0])
         for got in sets:
-            want = sorted((p, i) for p in range(pparts) for i in range(n))
+            want = sorted((o, p, i) for o in range(oparts)
+                          for p in range(pparts) for i in range(n))
             if sorted(got) != want:
                 raise ValueError(f"{base}: parts {sorted(got)} of {want} saved")
             if dim != -1:
@@ -586,7 +593,7 @@ def assemble_shards(state_dirs, zero_blocks=None):
                 # first, joined along their own dimension.
                 part_shape = list(shape)
                 part_shape[pdim] //= pparts
-                pieces = {p: join_parts({i: got[(p, i)] for i in range(n)},
+                pieces = {p: join_parts({i: got[(0, p, i)] for i in range(n)},
                                         part_shape, dim, blocks, n)
                           for p in range(pparts)}
                 full.setdefault(base, []).append(
@@ -594,19 +601,27 @@ def assemble_shards(state_dirs, zero_blocks=None):
                     else join_parts(pieces, shape, pdim, pblocks, pparts))
                 continue
             # ZeRO: block i of the flattened, zero-padded tensor (or
-            # tensor-parallel part p of it).
-            part_shape = list(shape)
+            # tensor-parallel part p of it, or part p of outer part o).
+            outer_shape = list(shape)
+            outer_shape[odim] //= oparts
+            part_shape = list(outer_shape)
             part_shape[pdim] //= pparts
-            pieces = {}
-            for p in range(pparts):
-                tensor, msg = unshard([got[(p, i)] for i in range(n)],
-                                      np.empty(part_shape, got[(p, 0)].dtype))
-                if msg:
-                    raise ValueError(f"{base}: {msg}")
-                pieces[p] = tensor
+            outers = {}
+            for o in range(oparts):
+                pieces = {}
+                for p in range(pparts):
+                    blocks_of = [got[(o, p, i)] for i in range(n)]
+                    tensor, msg = unshard(
+                        blocks_of, np.empty(part_shape, blocks_of[0].dtype))
+                    if msg:
+                        raise ValueError(f"{base}: {msg}")
+                    pieces[p] = tensor
+                outers[o] = (pieces[0] if pparts == 1 else
+                             join_parts(pieces, outer_shape, pdim, pblocks,
+                                        pparts))
             full.setdefault(base, []).append(
-                pieces[0] if pparts == 1
-                else join_parts(pieces, shape, pdim, pblocks, pparts))
+                outers[0] if oparts == 1
+                else join_parts(outers, shape, odim, oblocks, oparts))
             if zero_blocks is not None:
                 zero_blocks.add(base)
     return full
@@ -1038,7 +1053,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             accumulate=False, tp_split=(), split_parts=None,
                             overflow=False, skips_like_one=False,
                             vocab_parallel=False, per_replica=None,
-                            loss_rtol=None):
+                            loss_rtol=None, boundary_parts=False):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -1070,7 +1085,10 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     plan's program must all-gather nothing (its generated source calls no
     distrt_all_gather): the softmax cross-entropy ran on each tensor rank's
     columns of the logits. Pipelined such plans take sg=0: Megatron's
-    scatter/gather of stage boundaries (sg=1) all-gathers at each receiver. Tensors whose saved name `per_replica` (a regex)
+    scatter/gather of stage boundaries (sg=1) all-gathers at each receiver.
+    With `boundary_parts` every value the stages send is one tensor rank's
+    part of a flattened whole (each distrt_send of the generated source
+    carries a 1-d tensor): the boundaries went by scatter/gather. Tensors whose saved name `per_replica` (a regex)
     matches are each replica's own (batch norm's running statistics under
     dp) and are not compared. `loss_rtol`, when given, is the loss curve's
     tolerance (else `rtol`'s)."""
@@ -1119,6 +1137,17 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                 return [f"{source} all-gathers: the logits were gathered "
                         "whole, the softmax cross-entropy did not run "
                         "vocabulary-parallel"]
+    if boundary_parts:
+        with open(source) as f:
+            sends = re.findall(r"distrt_tensor t = dg::TS?\(\w+, \w+, "
+                               r"\{([0-9, ]*)\}[^;]*;[^;]*?distrt_send\(",
+                               f.read())
+        whole = [dims for dims in sends if "," in dims]
+        if not sends or whole:
+            shown = ", ".join(f"[{d}]" for d in whole[:3])
+            return [f"{source} sends {len(whole)} of {len(sends)} boundary "
+                    f"values whole ({shown}): the stages did not "
+                    "scatter/gather them"]
     args = save_feeds(d, feeds)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     s_one = os.path.join(d, "state_one")
@@ -1839,6 +1868,19 @@ def pipeline_train_cases(rng):
                 dict(tied, plan="tp=2,mbs=1", rtol=MIXED["bf16"],
                      train=sgd + " mixed-precision=bf16",
                      vocab_parallel=True)))
+    # The lookup and the head on two pipeline ranks exchange the table's
+    # gradient once a step (each sums its part over the micro-batches):
+    # the sum of the parts reduce-scattered by ZeRO-1 over dp=2, and in
+    # bf16 (each part cast to f32 on its stage) at tp=2 x pp=2.
+    out.append(("gpt2_tied_momentum_dp2_pp2_zero1",
+                dict(tied, plan="dp=2,pp=2,mbs=1,zero=1,schedule=1f1b",
+                     ranks=4, zero=True, tp_split=(),
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
+    out.append(("gpt2_tied_sgd_bf16_tp2_pp2_1f1b",
+                dict(tied, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     rtol=MIXED["bf16"],
+                     train=sgd + " mixed-precision=bf16")))
     # Sequence parallelism (sp=1): each row-parallel sum is a reduce-scatter
     # over the tokens, bias, dropout, residuals and layer norms run on the
     # rank's tokens, and an all-gather feeds each column-parallel region
@@ -2074,11 +2116,15 @@ def pipeline_train_cases(rng):
     # Expert with tensor parallelism (dp = 2, tp = 2, ep = 2): each
     # expert's GEMMs split over the tensor ranks as the cost model prices
     # them (gate and up by their output features, down by its input
-    # features, summed over the tensor group before the inverse
-    # all-to-all); each rank keeps its tensor part of its expert group's
-    # experts (two axes: experts by (rank / tp) mod ep, features by rank
-    # mod tp), the all-to-alls run over the ranks of one tensor rank. The
-    # experts must be saved in the 2 tensor parts of the 2 expert parts.
+    # features); each tensor rank exchanges its half of every expert's
+    # capacity slots over the expert group (the all-to-alls run over the
+    # ranks of one tensor rank), the slots are gathered over the tensor
+    # group before the experts and the partial sums reduce-scattered onto
+    # the rank's slots after them, and the exchanged outputs gathered whole
+    # for the combine. Each rank keeps its tensor part of its expert
+    # group's experts (two axes: experts by (rank / tp) mod ep, features by
+    # rank mod tp). The experts must be saved in the 2 tensor parts of the
+    # 2 expert parts.
     moe_tp = dict(moe_momentum, zero=False, model=moe_llama_tp_model,
                   ranks=4)
     out.append(("llama_moe_momentum_tp2_ep2",
@@ -2095,11 +2141,51 @@ def pipeline_train_cases(rng):
     # weights' state over the stage's replicas.
     out.append(("llama_moe_momentum_tp2_ep2_z1",
                 dict(moe_tp, plan="dp=2,tp=2,ep=2,mbs=1,zero=1", zero=True)))
+    # And with dp > ep (dp = 4, tp = 2, ep = 2: 8 ranks, the smallest world
+    # with dp > ep and tp): each rank's tensor part of its experts is also
+    # held by the rank of the other expert group at the same place ({0, 4},
+    # {1, 5}, {2, 6}, {3, 7}), over which ZeRO shards its momentum (a block
+    # of a tensor part of an expert part: three levels of parts), the dense
+    # weights' over the 4 replicas of each tensor rank. ZeRO-2 reduce-
+    # scatters each micro-batch's gradients into those blocks; ZeRO-3 keeps
+    # blocks of the weights too, gathered for each stage call.
+    moe_tp_dp4 = dict(moe_tp, ranks=8, batch=4, zero=True,
+                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)])
+    # (8-rank cases take 60-85 s each on two cores: ZeRO-3, the most
+    # partitioned, and DeepSeek's shape below stand for ZeRO-1 and -2,
+    # whose blocks are the same; ExpertZeroStateTest checks all three
+    # stages' state against the planner's bytes.)
+    out.append(("llama_moe_momentum_dp4_tp2_ep2_z3",
+                dict(moe_tp_dp4, plan="dp=4,tp=2,ep=2,mbs=1,zero=3")))
+    # DeepSeek-V3's published plan in miniature: dp > ep, tp, sequence
+    # parallelism, ZeRO-1.
+    out.append(("llama_moe_momentum_dp4_tp2_ep2_sp_z1",
+                dict(moe_tp_dp4, plan="dp=4,tp=2,ep=2,mbs=1,sp=1,zero=1")))
     out.append(("llama_moe_sgd_tp2_ep2_pp2_1f1b",
                 dict(moe, model=moe_llama_tp_model,
                      plan="dp=2,tp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=8, batch=4, tp_split=(),
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
+    # Expert tensor parallelism without ep (dp = 2, tp = 2, ep = 1): every
+    # tensor rank holds the whole dispatched tokens and its features of
+    # every expert (gate and up by output features behind dist.tp_copy,
+    # down by input features, all-reduced over the tensor group before the
+    # combine), as the cost model prices them; the experts must be saved in
+    # the 2 tensor parts. With sp too (the block's input gathered before
+    # the routing, as with ep).
+    out.append(("llama_moe_momentum_dp2_tp2",
+                dict(moe_tp, plan="dp=2,tp=2,mbs=1")))
+    out.append(("llama_moe_momentum_dp2_tp2_sp",
+                dict(moe_tp, plan="dp=2,tp=2,mbs=1,sp=1")))
+    # And with ZeRO-1: the experts' tensor parts' momentum sharded over
+    # the stage's replicas as the dense weights' is.
+    out.append(("llama_moe_momentum_dp2_tp2_z1",
+                dict(moe_tp, plan="dp=2,tp=2,mbs=1,zero=1", zero=True)))
+    # And in a pipeline (the experts in the second stage's tensor group).
+    out.append(("llama_moe_sgd_tp2_pp2_1f1b",
+                dict(moe, model=moe_llama_tp_model,
+                     plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4,
+                     tp_split=())))
     # And its forward program (each replica's rows; the weights are the
     # programs' own initialization, so nothing is loaded from a file).
     out.append(("llama_moe_forward_dp2_ep2",
@@ -2364,6 +2450,15 @@ def pipeline_train_cases(rng):
                      tp_split=conv_split, per_replica=RUNNING_STATS,
                      train="loss=softmax-cross-entropy:labels optimizer=adam "
                            "lr=0.001")))
+    # Pipelined under sequence parallelism: the convolutions' sums stay
+    # all-reduces, so nothing splits by tokens, and the boundary after the
+    # second block (stages=3; the first block's output is split by
+    # channels), whole on every tensor rank, goes by scatter/gather as
+    # without sp (each tensor rank sends its half of the flattened
+    # activation and of its gradient, the receiver all-gathers the whole).
+    out.append(("resnet_bn_sgd_tp2_pp2_1f1b_sp",
+                dict(resnet, plan="tp=2,pp=2,mbs=2,schedule=1f1b,sp=1,stages=3",
+                     ranks=4, tp_split=conv_split, boundary_parts=True)))
     # Its inference (batch norm with the running statistics) at tp=2, 2
     # micro-batches of 2 images, and at tp=2 x pp=2.
     conv_fwd = dict(forward=True, model=small_resnet_model,
@@ -2525,6 +2620,27 @@ def reshard_cases(rng):
         ("mlp_adam_reshard_one_to_zero3_dp2_tp2",
          dict(mlp, first=(None, "x:8x8", 1),
               second=("dp=2,tp=2,mbs=2,zero=3", "x:2x8", 4))),
+    ] + moe_reshard_cases(rng)
+
+
+def moe_reshard_cases(rng):
+    """The MoE LLaMA's ZeRO-3 blocks under dp > ep with tensor parallelism
+    (dp = 4, tp = 2, ep = 2): each rank saved a block of its tensor part of
+    its experts (three levels of parts, shards.json's `part` and `outer`),
+    which one process puts together (the other way, a whole state cut into
+    such blocks, is what every ZeRO-3 case's first load does; its 8-rank
+    case is left out of the suite for its time)."""
+    ids = rng.integers(0, 64, (4, 8)).astype(np.int64)
+    labels = rng.integers(0, 64, (4, 8)).astype(np.int64)
+    moe = dict(model=moe_llama_tp_model, batch=4, steps=5,
+               feeds=[("input_ids", ids), ("labels", labels)],
+               train="loss=softmax-cross-entropy:labels optimizer=momentum "
+                     "lr=0.1")
+    blocks = ("dp=4,tp=2,ep=2,mbs=1,zero=3", "input_ids:1x8", 8)
+    one = (None, "input_ids:4x8", 1)
+    return [
+        ("llama_moe_momentum_reshard_zero3_dp4_tp2_ep2_to_one",
+         dict(moe, first=blocks, second=one)),
     ]
 
 

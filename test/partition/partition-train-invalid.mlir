@@ -76,3 +76,24 @@ module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, micro
     return %l, %h : tensor<f32>, tensor<1x4xf32>
   }
 }
+
+// -----
+
+// An optimizer op reads one stage's gradients or the sum of a tied
+// weight's parts (a backward add); here an optimizer-phase op mixes the
+// gradients of two stages.
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 2, global_batch = 2, schedule = "gpipe", stages = [0, 1]>} {
+  func.func @train_step(%x: tensor<1x4xf32>) -> (tensor<f32> {graph.output = "loss"}, tensor<4x4xf32> {graph.update = "w"}) attributes {graph.train = {accumulation_steps = 1 : i64, mixed_precision = "none", optimizer = "sgd", role = "step"}} {
+    %w = graph.weight "w" : tensor<4x4xf32>
+    %h = graph.matmul %x, %w {dist.virtual_stage = 0 : i64, graph.phase = "forward"} : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+    %y = graph.matmul %h, %w {dist.virtual_stage = 1 : i64, graph.phase = "forward"} : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+    %l = graph.reduce mean %y {dist.virtual_stage = 1 : i64, graph.phase = "forward", keepdims = false} : (tensor<1x4xf32>) -> tensor<f32>
+    %d0 = graph.matmul %x, %h {dist.virtual_stage = 0 : i64, graph.phase = "backward_weight", transpose_lhs = true} : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<4x4xf32>
+    %d1 = graph.matmul %h, %y {dist.virtual_stage = 1 : i64, graph.phase = "backward_weight", transpose_lhs = true} : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<4x4xf32>
+    // expected-error @+1 {{updates with values of stages 0 and 1; an optimizer op reads one stage's gradients, or the sum of a tied weight's parts}}
+    %dw = graph.binary add %d1, %d0 {graph.phase = "optimizer"} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %s = graph.state "step" {graph.phase = "optimizer"} : tensor<f32>
+    %nw = graph.sgd_update %w, %dw, %s {graph.phase = "optimizer", lr = 1.000000e-01 : f64} : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+    return %l, %nw : tensor<f32>, tensor<4x4xf32>
+  }
+}

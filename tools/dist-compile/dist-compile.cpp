@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphOps.h"
 #include "dist/Diagnostics.h"
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
@@ -275,12 +276,27 @@ static bool needsContextParallel(ModuleOp module) {
 /// Expert parallelism: not yet split while no op exchanges tokens over
 /// the expert groups (dist-expert-parallel's `dist.all_to_all`; the
 /// weights' `dist.tp_shard` does not tell, as dist-tensor-parallel, which
-/// runs first, writes it too).
+/// runs first, writes it too). With ep = 1 and tp > 1 (cp = 1) the pass
+/// splits the routed experts over the tensor ranks: needed while a GEMM
+/// reads a stacked weight [experts, in, out] that no shard marks.
 static bool needsExpertParallel(ModuleOp module) {
   auto plan =
       dist::DistDialect::PlanAttrHelper(module.getContext()).getAttr(module);
-  if (!plan || plan.getEp() < 2)
+  if (!plan)
     return false;
+  if (plan.getEp() < 2) {
+    if (plan.getLayout().tp < 2 || plan.getLayout().cp != 1)
+      return false;
+    return module
+        .walk([](graph::MatmulOp m) {
+          auto w = m.getRhs().getDefiningOp<graph::WeightOp>();
+          if (w && w.getType().getRank() == 3 &&
+              !w->hasAttr(dist::DistDialect::TpShardAttrHelper::getNameStr()))
+            return WalkResult::interrupt();
+          return WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
   return !module.walk([](dist::AllToAllOp) { return WalkResult::interrupt(); })
               .wasInterrupted();
 }

@@ -173,7 +173,7 @@ int usage(const char *argv0) {
           "in it for a job of several ranks) "
           "[--progress[=auto|always|never]] (training steps per second and "
           "the time left, on stderr; auto: on a terminal) "
-          "[--profile] (time per op kind and per op, on stderr) "
+          "[--profile] (wall and CPU time per op kind and per op, on stderr) "
           "[--measure-noise-scale] (a program with gradient accumulation: "
           "the gradient noise scale over the steps, for dist-opt "
           "--dist-noise-scale) "
@@ -922,7 +922,7 @@ int prepareRun(Run &R, const Options &o) {
     P.outputs[k].data.resize(P.outputs[k].spec.bytes());
   }
   if (o.profile) {
-    R.prof.init(model->ops, model->numOps);
+    R.prof.init(model->ops, model->numOps, !P.device);
     P.prof = &R.prof;
   }
   if (!o.traceFile.empty()) {

@@ -6,24 +6,26 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distrt/gen/Profile.h"
+#include "distrt/gen/Threads.h"
 
 #include <algorithm>
 #include <map>
 
 namespace dg {
 
-std::vector<double> Profiler::perRun() const {
-  std::vector<double> t(steady);
+std::vector<double> Profiler::perRun(bool cpu) const {
+  std::vector<double> t(cpu ? steadyCpu : steady);
   double n = (double)runs.size() - 1;
   if (n < 1)
-    return first;
+    return cpu ? firstCpu : first;
   for (double &x : t)
     x /= n;
   return t;
 }
 
-double Profiler::medianRun() const {
-  std::vector<double> r(runs.begin() + (runs.size() > 1 ? 1 : 0), runs.end());
+double Profiler::medianRun(bool cpu) const {
+  const std::vector<double> &all = cpu ? cpuRuns : runs;
+  std::vector<double> r(all.begin() + (all.size() > 1 ? 1 : 0), all.end());
   if (r.empty())
     return 0;
   std::sort(r.begin(), r.end());
@@ -32,41 +34,68 @@ double Profiler::medianRun() const {
 }
 
 void Profiler::print(FILE *out) const {
-  std::vector<double> t = perRun();
-  double total = 0;
-  for (double x : t)
-    total += x;
+  std::vector<double> wall = perRun(false), cpu = perRun(true);
+  // The clock the report ranks by and gives shares of.
+  const std::vector<double> &rank = byCpu ? cpu : wall;
+  double total = 0, totalCpu = 0, totalRank = 0;
+  for (int i = 0; i < numOps; ++i) {
+    total += wall[(size_t)i];
+    totalCpu += cpu[(size_t)i];
+    totalRank += rank[(size_t)i];
+  }
   fprintf(out,
           "profile: %zu run(s); first %.3f ms; median of the others "
           "%.3f ms; ops %.3f ms per run\n",
           runs.size(), runs.empty() ? 0.0 : runs[0] * 1e3, medianRun() * 1e3,
           total * 1e3);
-  std::map<std::string, std::pair<double, int>> kinds;
+  fprintf(out,
+          "profile CPU time (the process's user + system, %d thread(s), "
+          "%s): first %.3f ms; median of the others %.3f ms; ops %.3f ms "
+          "per run\n",
+          threadCount(), waitPolicyNote(),
+          cpuRuns.empty() ? 0.0 : cpuRuns[0] * 1e3, medianRun(true) * 1e3,
+          totalCpu * 1e3);
+  const char *share = byCpu ? "CPU %" : "wall %";
+  struct Kind {
+    double wall = 0, cpu = 0, rank = 0;
+    int ops = 0;
+  };
+  std::map<std::string, Kind> kinds;
   for (int i = 0; i < numOps; ++i) {
     if (!ran[(size_t)i])
       continue;
-    auto &k = kinds[ops[i].kind];
-    k.first += t[(size_t)i];
-    k.second += 1;
+    Kind &k = kinds[ops[i].kind];
+    k.wall += wall[(size_t)i];
+    k.cpu += cpu[(size_t)i];
+    k.rank += rank[(size_t)i];
+    k.ops += 1;
   }
   std::vector<std::pair<double, std::string>> byKind;
   for (auto &kv : kinds)
-    byKind.push_back({kv.second.first, kv.first});
+    byKind.push_back({kv.second.rank, kv.first});
   std::sort(byKind.rbegin(), byKind.rend());
-  fprintf(out, "%-36s %6s %10s %6s\n", "op kind", "ops", "ms/run", "%");
-  for (auto &[sec, name] : byKind)
-    fprintf(out, "%-36s %6d %10.4f %6.1f\n", name.c_str(), kinds[name].second,
-            sec * 1e3, total > 0 ? 100 * sec / total : 0.0);
+  auto pct = [&](double x) {
+    return totalRank > 0 ? 100 * x / totalRank : 0.0;
+  };
+  fprintf(out, "%-36s %6s %12s %12s %6s\n", "op kind", "ops", "wall ms/run",
+          "CPU ms/run", share);
+  for (auto &[sec, name] : byKind) {
+    const Kind &k = kinds[name];
+    fprintf(out, "%-36s %6d %12.4f %12.4f %6.1f\n", name.c_str(), k.ops,
+            k.wall * 1e3, k.cpu * 1e3, pct(sec));
+  }
   std::vector<int> order;
   for (int i = 0; i < numOps; ++i)
     if (ran[(size_t)i])
       order.push_back(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return t[(size_t)a] > t[(size_t)b]; });
-  fprintf(out, "%5s %10s %6s  %s\n", "op", "ms/run", "%", "kind and location");
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return rank[(size_t)a] > rank[(size_t)b];
+  });
+  fprintf(out, "%5s %12s %12s %6s  %s\n", "op", "wall ms/run", "CPU ms/run",
+          share, "kind and location");
   for (int i : order)
-    fprintf(out, "%5d %10.4f %6.1f  %s\n", i, t[(size_t)i] * 1e3,
-            total > 0 ? 100 * t[(size_t)i] / total : 0.0, ops[i].where);
+    fprintf(out, "%5d %12.4f %12.4f %6.1f  %s\n", i, wall[(size_t)i] * 1e3,
+            cpu[(size_t)i] * 1e3, pct(rank[(size_t)i]), ops[i].where);
 }
 
 int Profiler::writeJson(const std::string &path, const std::string &device,

@@ -267,10 +267,13 @@ bool Program::sameShard(const std::string &dir, const std::string &stem,
   if (want.parts < 2)
     return !part;
   // A ZeRO block saved before blocks were described has no entry.
-  bool same = part && s.dim == want.dim && s.blocks == want.blocks &&
-              s.parts == want.parts && s.index == want.index &&
-              s.partDim == want.partDim && s.partBlocks == want.partBlocks &&
-              s.partParts == want.partParts && s.partIndex == want.partIndex;
+  bool same =
+      part && s.dim == want.dim && s.blocks == want.blocks &&
+      s.parts == want.parts && s.index == want.index &&
+      s.partDim == want.partDim && s.partBlocks == want.partBlocks &&
+      s.partParts == want.partParts && s.partIndex == want.partIndex &&
+      s.outerDim == want.outerDim && s.outerBlocks == want.outerBlocks &&
+      s.outerParts == want.outerParts && s.outerIndex == want.outerIndex;
   // A ZeRO block saved before blocks were described has no entry.
   return same || (want.flat() && want.partParts < 2 && !entry);
 }
@@ -329,16 +332,30 @@ bool Program::savedShard(const std::string &dir, const std::string &stem,
     return dim >= 0 && dim < (int)full.size() && blocks >= 1 && parts >= 1 &&
            full[dim] >= 0 && full[dim] % ((int64_t)blocks * parts) == 0;
   };
-  // A ZeRO block of a tensor-parallel part names the part, in full.
-  if (!strncmp(p + 1, ", \"part\"", 8)) {
+  // A ZeRO block of a tensor-parallel part names the part, in full, and
+  // the outer part that part is of, if any (an expert rank's tensor part
+  // of its experts).
+  auto axis = [&](const char *key, int &dim, int &blocks, int &parts,
+                  int &index) {
+    std::string format = std::string(", \"") + key + "\": [%d, %d, %d, %d]%n";
     used = 0;
-    if (sscanf(p + 1, ", \"part\": [%d, %d, %d, %d]%n", &s.partDim,
-               &s.partBlocks, &s.partParts, &s.partIndex, &used) != 4 ||
-        !used || s.partDim == s.dim || s.partParts < 2 || s.partIndex < 0 ||
-        s.partIndex >= s.partParts ||
-        !divides(s.partDim, s.partBlocks, s.partParts))
+    if (sscanf(p, format.c_str(), &dim, &blocks, &parts, &index, &used) != 4 ||
+        !used || parts < 2 || index < 0 || index >= parts ||
+        !divides(dim, blocks, parts))
       return false;
-  }
+    p += used;
+    return true;
+  };
+  ++p; // past the shape's ']'
+  if (!strncmp(p, ", \"part\"", 8) &&
+      (!axis("part", s.partDim, s.partBlocks, s.partParts, s.partIndex) ||
+       s.partDim == s.dim))
+    return false;
+  if (!strncmp(p, ", \"outer\"", 9) &&
+      (s.partParts < 2 || !s.flat() ||
+       !axis("outer", s.outerDim, s.outerBlocks, s.outerParts, s.outerIndex) ||
+       s.outerDim == s.partDim))
+    return false;
   return s.parts >= 1 && s.index >= 0 && s.index < s.parts &&
          s.dim < (int)full.size() &&
          (s.flat() || divides(s.dim, s.blocks, s.parts));
@@ -443,6 +460,12 @@ int Program::saveState(const std::string &dir) {
                          std::to_string(b.shard.partBlocks) + ", " +
                          std::to_string(b.shard.partParts) + ", " +
                          std::to_string(b.shard.partIndex) + "]") +
+              (b.shard.outerParts < 2
+                   ? std::string()
+                   : ", \"outer\": [" + std::to_string(b.shard.outerDim) +
+                         ", " + std::to_string(b.shard.outerBlocks) + ", " +
+                         std::to_string(b.shard.outerParts) + ", " +
+                         std::to_string(b.shard.outerIndex) + "]") +
               "}";
   }
   for (Persistent &b : persistent) {

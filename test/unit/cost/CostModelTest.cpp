@@ -338,16 +338,48 @@ TEST(BoundaryMessage, ScatterGatherSplitsOnlyWholeFloatTensorsTpDivides) {
   EXPECT_EQ(msg(1, 4, true).gatherBytes, 0);
   EXPECT_EQ(msg(2, 4, true).bytes, 12 + 48);
   EXPECT_EQ(msg(2, 4, true).gatherBytes, 48);
-  // Sequence parallelism sends no scatter/gather: a layer that does not
-  // split by tokens sends its output whole.
-  EXPECT_FALSE(sequenceSplits(l));
-  EXPECT_EQ(msg(1, 2, true, true).bytes, 48);
-  EXPECT_EQ(msg(1, 2, true, true).gatherBytes, 0);
+  // Under sequence parallelism a layer that does not split by tokens
+  // (no op of a Megatron region) has its output whole on every tensor
+  // rank: it goes by scatter/gather as without (with sg=0, whole).
+  EXPECT_FALSE(sequenceSplits(l, 2));
+  EXPECT_EQ(msg(1, 2, true, true).bytes, 12 + 24);
+  EXPECT_EQ(msg(1, 2, true, true).gatherBytes, 24);
+  EXPECT_EQ(msg(1, 2, false, true).bytes, 48);
+  EXPECT_EQ(msg(1, 2, false, true).gatherBytes, 0);
   // The analytic builders' one tensor: every tp divides it.
   l.boundaryTensors.clear();
   EXPECT_EQ(msg(1, 4, true).bytes, 12);
   EXPECT_EQ(msg(1, 4, true).gatherBytes, 48);
   EXPECT_EQ(boundaryMessage(l, 1, 4, /*cp=*/2, true, false).bytes, 6);
+}
+
+TEST(TensorParallel, ARegionTheDegreeDoesNotDivideIsPricedWhole) {
+  // An LM head of 255 columns (the vocabulary), its input gradient summed
+  // over the tensor group: tp = 5 splits it, tp = 2 keeps it whole on
+  // every rank (dist-tensor-parallel cannot split 255 columns two ways).
+  OpDesc head = matmulOp("head", DType::F32, 1, 32, 255, 64, true);
+  head.tpAllReduceBwdBytes = 32 * 64 * 4;
+  head.tpDivisor = 255;
+  EXPECT_EQ(head.tpMode(1), TpMode::Split);
+  EXPECT_EQ(head.tpMode(5), TpMode::Split);
+  EXPECT_EQ(head.tpMode(2), TpMode::Replicated);
+  EXPECT_EQ(paramSplit(head, 5, 1).total(), head.params / 5);
+  EXPECT_EQ(paramSplit(head, 2, 1).total(), head.params);
+  LayerDesc l;
+  l.ops = {head};
+  EXPECT_TRUE(sequenceSplits(l, 5));
+  EXPECT_FALSE(sequenceSplits(l, 2));
+  Cluster c = llvm::cantFail(getPreset("dgx-a100-80gb", 1));
+  CostModel cm;
+  for (unsigned tp : {2u, 5u}) {
+    SCOPED_TRACE(tp);
+    ExecConfig x;
+    x.tp.size = x.tp.perNode = tp;
+    x.tp.intra = c.linkBetween(0, 1);
+    bool split = tp == 5;
+    EXPECT_EQ(CostModel::shareOf(head, x), split ? 1.0 / tp : 1.0);
+    EXPECT_EQ(cm.layerTimes(l, c.devices[0], x).tpBytes > 0, split);
+  }
 }
 
 TEST(Units, NumbersAndTheirUnits) {

@@ -98,12 +98,13 @@ public:
     return *m;
   }
 
-  /// A small dist-modelgen GPT (hidden 64, 4 heads, 32 tokens, 256 words;
-  /// its head tied to the embedding) of \p layers blocks and \p rows rows,
-  /// imported as it is (importedAsIs).
-  cost::ModelDesc importSmallGpt(unsigned layers, int64_t rows) {
+  /// A small dist-modelgen GPT (hidden 64, 4 heads, 32 tokens, \p vocab
+  /// words; its head tied to the embedding) of \p layers blocks and \p rows
+  /// rows, imported as it is (importedAsIs).
+  cost::ModelDesc importSmallGpt(unsigned layers, int64_t rows,
+                                 int64_t vocab = 256) {
     modelgen::ModelOptions o = *modelgen::defaultOptions("gpt");
-    o.layers = layers, o.hidden = 64, o.heads = 4, o.seq = 32, o.vocab = 256;
+    o.layers = layers, o.hidden = 64, o.heads = 4, o.seq = 32, o.vocab = vocab;
     o.microBatch = rows;
     return importedAsIs(o);
   }

@@ -260,19 +260,29 @@ IrCollectives collectivesOf(func::FuncOp func, int64_t layer) {
   return c;
 }
 
-/// The programs of dp x tp x ep with sequence parallelism
-/// (dist-tensor-parallel, then dist-expert-parallel) against the cost
-/// model's collectives of the same MoE block. Routing picks each expert's
-/// tokens of the whole sequence, so the block's input is gathered over the
-/// tensor group and every tensor rank routes, dispatches and exchanges the
-/// whole sequence's tokens, as without sp; the tensor-parallel sums are an
-/// all-gather and a reduce-scatter each (the shared expert's, and the
-/// experts' all-reduce), as CostModel::layerTimes prices them under sp, and
-/// the routing runs whole on every tensor rank, as CostModel::shareOf
-/// prices it.
-TEST_F(ImportedMoe, ExpertBlockUnderSequenceParallelismAsTheProgramsRunIt) {
-  // run_distributed.py's llama_moe fixture: 4 experts of width 16, top-2,
-  // one shared expert, the second of two blocks.
+/// The programs of dp x tp x ep (dist-tensor-parallel, then
+/// dist-expert-parallel) against the cost model's collectives of the same
+/// MoE block, with sequence parallelism or without. Each tensor rank
+/// exchanges its C/tp capacity slots of every expert over the expert group,
+/// as the cost model prices the dispatch and the combine (divided by tp,
+/// CostModel::tokenShare); around the experts the slots are gathered over
+/// the tensor group and the partial sums reduce-scattered, and the
+/// exchanged outputs gathered whole for the combine: the experts' sum is a
+/// reduce-scatter and two all-gathers (CostModel::layerTimes). Routing
+/// picks each expert's tokens
+/// of the whole sequence, so under sp the block's input is gathered over
+/// the tensor group (the shared expert's gather) and every tensor rank
+/// routes the whole sequence, as CostModel::shareOf prices it; each
+/// tensor-parallel sum is an all-gather and a reduce-scatter under sp, an
+/// all-reduce (counted as both) without.
+class ExpertBlockAsTheProgramsRunIt
+    : public ImportedMoe,
+      public ::testing::WithParamInterface<bool> {};
+
+TEST_P(ExpertBlockAsTheProgramsRunIt, UnderTensorAndExpertParallelism) {
+  const bool sp = GetParam();
+  // run_distributed.py's llama_moe fixture: 4 experts of width 16, top-2
+  // (capacity 4 of 8 tokens), one shared expert, the second of two blocks.
   LlmConfig c;
   c.name = "tiny-moe";
   c.layers = 2, c.hidden = 16, c.heads = 2, c.kvHeads = 2;
@@ -289,7 +299,7 @@ TEST_F(ImportedMoe, ExpertBlockUnderSequenceParallelismAsTheProgramsRunIt) {
   cluster.cluster = "dgx-h100";
   pm.addPass(createAttachClusterPass(cluster));
   SetPlanPassOptions plan;
-  plan.plan = "dp=2,tp=2,ep=2,mbs=1,sp=1";
+  plan.plan = sp ? "dp=2,tp=2,ep=2,mbs=1,sp=1" : "dp=2,tp=2,ep=2,mbs=1";
   plan.batch = 2;
   pm.addPass(createSetPlanPass(plan));
   pm.addPass(createTensorParallelPass());
@@ -299,35 +309,62 @@ TEST_F(ImportedMoe, ExpertBlockUnderSequenceParallelismAsTheProgramsRunIt) {
       collectivesOf(module->lookupSymbol<func::FuncOp>("main"), moeLayer);
 
   ExecConfig x;
-  x.tp.size = 2, x.ep.size = 2, x.mbs = 1, x.sp = true;
+  x.tp.size = 2, x.ep.size = 2, x.mbs = 1, x.sp = sp;
   ExecConfig noSp = x;
   noSp.sp = false;
   const double e = cluster::dtypeBytes(c.dtype);
-  double allToAll = 0, tpSums = 0;
-  unsigned sums = 0;
+  double allToAll = 0, gathered = 0, scattered = 0;
+  unsigned gathers = 0, scatters = 0;
   for (const OpDesc &op : costed.ops) {
-    allToAll += op.epAllToAllBytes / e;
-    if (op.tpAllReduceFwdBytes > 0)
-      tpSums += op.tpAllReduceFwdBytes * x.mbs / e, ++sums;
+    allToAll += op.epAllToAllBytes * CostModel::tokenShare(op, x) / e;
+    const unsigned opGathers = op.expert ? 2 : 1;
+    if (op.tpAllReduceFwdBytes > 0) {
+      gathered += opGathers * op.tpAllReduceFwdBytes * x.mbs / e;
+      gathers += opGathers;
+      scattered += op.tpAllReduceFwdBytes * x.mbs / e, ++scatters;
+    }
     // The routing (top-k) runs whole on every tensor rank.
     if (op.wholeSequence && op.tp == TpMode::Replicated)
       EXPECT_DOUBLE_EQ(CostModel::shareOf(op, x), CostModel::shareOf(op, noSp));
   }
-  // Dispatch and combine: the 4 experts' 4 slots of 16 features each way,
-  // whole on every tensor rank. (The cost model divides the exchange by
-  // tp, as Megatron's token split before the dispatch does: the programs
-  // send tp times the bytes it prices, sp or not; docs/distributed.md.)
-  EXPECT_DOUBLE_EQ(ir.allToAll, 2 * 4 * 4 * 16);
+  // Dispatch and combine: each of the 4 experts' 4 slots of 16 features
+  // split over the 2 tensor ranks, each way.
+  EXPECT_DOUBLE_EQ(ir.allToAll, 2 * 4 * (4 / 2) * 16);
   EXPECT_DOUBLE_EQ(allToAll, ir.allToAll);
-  // The shared expert's sum and the experts' (each an all-gather and a
-  // reduce-scatter under sp), in the program the block's input gathered
-  // and the two sums.
-  EXPECT_EQ(sums, 2u);
-  EXPECT_EQ(ir.gathers, sums);
-  EXPECT_EQ(ir.scatters, sums);
-  EXPECT_DOUBLE_EQ(ir.gathered, tpSums);
-  EXPECT_DOUBLE_EQ(ir.scattered, tpSums);
+  // The shared expert's sum and the experts' (the gather before the
+  // experts, the reduce-scatter after), and the combine's gather; under sp
+  // the block input's gather is the shared expert's.
+  EXPECT_EQ(gathers, 3u);
+  EXPECT_EQ(scatters, 2u);
+  EXPECT_EQ(ir.gathers, gathers);
+  EXPECT_EQ(ir.scatters, scatters);
+  EXPECT_DOUBLE_EQ(ir.gathered, gathered);
+  EXPECT_DOUBLE_EQ(ir.scattered, scattered);
+
+  // The cost model's tensor-group bytes hold those gathers: each
+  // direction's experts' sum sends one all-gather of the 4 x 4 x 16 routed
+  // tokens more than the same sum elsewhere (an all-reduce, or a
+  // reduce-scatter and an all-gather under sp: the same bytes), half of
+  // it from each of the 2 tensor ranks.
+  llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", 1);
+  ASSERT_TRUE(static_cast<bool>(cl)) << llvm::toString(cl.takeError());
+  x.tp.perNode = x.ep.perNode = 2; // one node's links
+  for (GroupShape *g : {&x.tp, &x.ep})
+    g->intra = g->inter = cl->groups[0].intraNode;
+  ExecConfig noEp = x;
+  noEp.ep.size = 1;
+  CostModel cm;
+  double extra = cm.layerTimes(costed, cl->devices[0], x).tpBytes -
+                 cm.layerTimes(costed, cl->devices[0], noEp).tpBytes;
+  EXPECT_NEAR(extra, 2 * (4 * 4 * 16 * e) / 2, 1e-9);
 }
+
+INSTANTIATE_TEST_SUITE_P(ImportedMoe, ExpertBlockAsTheProgramsRunIt,
+                         ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "WithSequenceParallelism"
+                                             : "WithoutSequenceParallelism";
+                         });
 
 /// A block the recognizer does not know (the combine replaces instead of
 /// adding) stays costed op by op: no expert ops, the same parameters.

@@ -11,7 +11,9 @@
 // and every block layer, no gather); without it, by Megatron's
 // scatter/gather (`sg=1`), each tensor rank's 1/tp and the receiver's
 // gather of the whole, and with `sg=0` the whole tensor from every tensor
-// rank.
+// rank. A boundary whole on every tensor rank under sequence parallelism
+// (a CNN's, whose convolutions split by channels; a GPT's embedding whose
+// vocabulary tp does not divide) goes by scatter/gather as without it.
 //
 //===----------------------------------------------------------------------===//
 #include "test/unit/planning/ImportedModel.h"
@@ -36,8 +38,11 @@ class StageSends : public unit::ImportedModel {
 public:
   StageSends() { registerAllPasses(); }
 
-  /// The small GPT of two blocks and \p rows rows (importSmallGpt).
-  cost::ModelDesc importGpt(int64_t rows) { return importSmallGpt(2, rows); }
+  /// The small GPT of two blocks, \p rows rows and \p vocab words
+  /// (importSmallGpt).
+  cost::ModelDesc importGpt(int64_t rows, int64_t vocab = 256) {
+    return importSmallGpt(2, rows, vocab);
+  }
 
   /// Whether \p op is part of action \p action of action list \p list.
   static bool runs(Operation *op, unsigned list, llvm::StringRef action) {
@@ -137,7 +142,7 @@ TEST_F(StageSends, SequenceParallelStagesSendTheirTokens) {
     // After layer 0 too: the embedding's table, tied to the head, splits
     // by vocabulary rows, so its lookup's sum is a reduce-scatter.
     for (unsigned last = 0; last + 1 < model.layers.size(); ++last) {
-      ASSERT_TRUE(cost::sequenceSplits(model.layers[last]));
+      ASSERT_TRUE(cost::sequenceSplits(model.layers[last], 2));
       expectPricedSends(model, spec, last);
       EXPECT_EQ(lastMessage.gatherBytes, 0);
     }
@@ -156,6 +161,54 @@ TEST_F(StageSends, TensorParallelStagesScatterAndGather) {
     EXPECT_EQ(lastMessage.gatherBytes, whole);
     expectPricedSends(model, "tp=2,pp=2,mbs=1,sg=0,schedule=1f1b", last);
     EXPECT_EQ(lastMessage.bytes, whole);
+    EXPECT_EQ(lastMessage.gatherBytes, 0);
+  }
+}
+
+TEST_F(StageSends, SequenceParallelCnnStagesScatterAndGather) {
+  // A ResNet-18's convolutions split by channels, whose sums stay
+  // all-reduces: under sp no layer splits by tokens, and a boundary after a
+  // block (its residual add, whole on every tensor rank) goes by
+  // scatter/gather as without sp; with sg=0 whole from every tensor rank.
+  modelgen::ModelOptions o = *modelgen::defaultOptions("resnet");
+  o.depth = 18, o.image = 32, o.classes = 10, o.microBatch = 2;
+  cost::ModelDesc model = importedAsIs(o);
+  unsigned whole = 0;
+  for (unsigned last = 0; last + 1 < model.layers.size(); ++last) {
+    const cost::LayerDesc &layer = model.layers[last];
+    ASSERT_FALSE(cost::sequenceSplits(layer, 2));
+    if (llvm::any_of(layer.boundaryTensors,
+                     [](const auto &t) { return t.tpSplit; }))
+      continue;
+    double bytes = layer.boundaryBytes * 2;
+    expectPricedSends(model, "tp=2,pp=2,mbs=2,sp=1,schedule=1f1b", last);
+    EXPECT_EQ(lastMessage.bytes, bytes / 2);
+    EXPECT_EQ(lastMessage.gatherBytes, bytes);
+    expectPricedSends(model, "tp=2,pp=2,mbs=2,sp=1,sg=0,schedule=1f1b", last);
+    EXPECT_EQ(lastMessage.bytes, bytes);
+    EXPECT_EQ(lastMessage.gatherBytes, 0);
+    ++whole;
+  }
+  EXPECT_GT(whole, 2u);
+}
+
+TEST_F(StageSends, SequenceParallelWholeEmbeddingScatterGathers) {
+  // tp = 2 does not divide a vocabulary of 255 words: the tied table and
+  // its lookup stay whole on every tensor rank (planning::splitsVocabulary),
+  // so the embedding's output is whole and goes by scatter/gather; the
+  // blocks' outputs split by tokens as with 256 words.
+  cost::ModelDesc model = importGpt(1, 255);
+  ASSERT_EQ(model.layers.size(), 6u);
+  const std::string spec = "tp=2,pp=2,mbs=1,sp=1,schedule=1f1b";
+  const double whole = 32 * 64 * 4;
+  ASSERT_FALSE(cost::sequenceSplits(model.layers[0], 2));
+  expectPricedSends(model, spec, 0);
+  EXPECT_EQ(lastMessage.bytes, whole / 2);
+  EXPECT_EQ(lastMessage.gatherBytes, whole);
+  for (unsigned last = 1; last + 1 < model.layers.size(); ++last) {
+    ASSERT_TRUE(cost::sequenceSplits(model.layers[last], 2));
+    expectPricedSends(model, spec, last);
+    EXPECT_EQ(lastMessage.bytes, whole / 2);
     EXPECT_EQ(lastMessage.gatherBytes, 0);
   }
 }

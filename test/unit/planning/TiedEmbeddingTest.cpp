@@ -7,7 +7,10 @@
 // parallel (its rows' share of the table, an all-reduce of its output) and
 // the head column-parallel (its columns' share of the FLOPs and of the
 // table). These tests compile the planned function with dist-tensor-parallel
-// and check that one tensor rank's program does what the costs say.
+// and check that one tensor rank's program does what the costs say. Under
+// pp the lookup and the head run on different ranks, which exchange the
+// table's gradient part and the updated rows once a step
+// (schedule::tiedExchange prices them; dist-partition sends them).
 //
 //===----------------------------------------------------------------------===//
 #include "test/unit/planning/ImportedModel.h"
@@ -16,6 +19,7 @@
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 #include "lib/Cost/CostModel.h"
+#include "lib/Schedule/TiedExchange.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Pass/PassManager.h"
@@ -113,6 +117,64 @@ TEST_F(TiedEmbedding, BothUsesRunSplitAsPriced) {
             head->fwd.flops * cost::CostModel::shareOf(*head, x));
   // The lookup's all-reduce: the rows of the micro-batch, once.
   EXPECT_EQ(lookupSums, lookup->tpAllReduceFwdBytes * rows);
+}
+
+TEST_F(TiedEmbedding, ExchangedOnceAStepAsPriced) {
+  // Two blocks (layers 1-4), cut before the second: the lookup on rank 0,
+  // the head on rank 1; four micro-batches of one row.
+  const unsigned rows = 1, microbatches = 4;
+  cost::ModelDesc model = importSmallGpt(2, rows);
+  ASSERT_EQ(model.layers.size(), 6u);
+  for (const char *spec : {"tp=2,pp=2,mbs=1,schedule=1f1b,stages=3",
+                           "pp=2,mbs=1,schedule=gpipe,stages=3",
+                           "dp=2,tp=2,pp=2,mbs=1,zero=1,schedule=1f1b,"
+                           "stages=3"}) {
+    SCOPED_TRACE(spec);
+    schedule::Plan plan = llvm::cantFail(schedule::parsePlan(spec));
+    cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+    const unsigned batch = microbatches * rows * plan.dp;
+    ASSERT_FALSE(static_cast<bool>(
+        schedule::finalizePlan(plan, model, c, batch, cost::CostModel())));
+    OwningOpRef<ModuleOp> m = module->clone();
+    PassManager pm(ctx.get());
+    std::string pipeline = llvm::formatv(
+        "dist-attach-cluster{{cluster=dgx-a100-80gb:1},dist-annotate-layers,"
+        "dist-set-plan{{plan=\"{0}\" batch={1}},dist-tensor-parallel,"
+        "dist-autodiff{{loss=softmax-cross-entropy:labels},dist-partition",
+        spec, batch);
+    ASSERT_TRUE(succeeded(parsePassPipeline(pipeline, pm))) << pipeline;
+    ASSERT_TRUE(succeeded(pm.run(*m))) << pipeline;
+
+    // What each list sends once a step outside the pipeline's boundary
+    // actions: the table's gradient part (rank 1) and its updated rows
+    // (rank 0), the loss (a scalar) aside.
+    double sent[2] = {0, 0};
+    unsigned sends[2] = {0, 0};
+    (*m).walk([&](dist::SendOp send) {
+      auto f = send->getParentOfType<func::FuncOp>();
+      auto list = f->getAttrOfType<IntegerAttr>("dist.action_list");
+      auto action = send->getAttrOfType<StringAttr>("dist.action");
+      auto t = cast<RankedTensorType>(send.getValue().getType());
+      if (!list || t.getRank() == 0 ||
+          (action && action.getValue().starts_with("send")))
+        return;
+      sent[list.getInt()] += bytes(send.getValue());
+      ++sends[list.getInt()];
+    });
+    schedule::TiedExchange priced =
+        schedule::tiedExchange(plan, model, c, /*elemBytes=*/4);
+    // The head's stage holds the rank's rows of the table, which it reads
+    // and does not update.
+    const double shard = 256.0 * 64 / plan.tp;
+    EXPECT_EQ(priced.copies[0].total(), 0);
+    EXPECT_EQ(priced.copies[1].total(), shard);
+    for (unsigned r : {0u, 1u}) {
+      EXPECT_EQ(sends[r], 1u) << "rank " << r;
+      EXPECT_EQ(sent[r], shard * 4) << "rank " << r;
+      EXPECT_EQ(priced.sentBytes[r], sent[r]) << "rank " << r;
+      EXPECT_GT(priced.time[r], 0) << "rank " << r;
+    }
+  }
 }
 
 } // namespace

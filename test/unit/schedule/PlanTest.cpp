@@ -2,6 +2,7 @@
 
 #include "lib/Schedule/Plan.h"
 #include "lib/Schedule/Schedule.h"
+#include "lib/Schedule/TiedExchange.h"
 
 #include "gtest/gtest.h"
 
@@ -249,6 +250,51 @@ TEST(PipelineCosts, TheTimesPartGivesTheSameTimes) {
     }
   }
   EXPECT_EQ(moved, 3u);
+}
+
+TEST(PipelineCosts, TiedHeadCopyIsExchangedNotUpdated) {
+  // buildGpt's logits read the embedding's table (tiedLayer 0): at pp=2 the
+  // last rank holds its tp shard as a copy, without optimizer state or a
+  // data-parallel sync of it, and both ranks' optimizer steps carry the
+  // once-a-step messages (the part in, the updated weight back).
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  cost::ModelDesc m = smallModel();
+  Plan p = llvm::cantFail(parsePlan("dp=2,tp=2,pp=2,schedule=1f1b"));
+  ASSERT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 16, cm)));
+  TiedExchange tied = tiedExchange(p, m, c, 4);
+  const double shard = 1000.0 * 512 / 2; // the table's rows on a tensor rank
+  EXPECT_DOUBLE_EQ(tied.copies[0].total(), 0);
+  EXPECT_DOUBLE_EQ(tied.copies[1].total(), shard);
+  EXPECT_DOUBLE_EQ(tied.sentBytes[0], shard * 4);
+  EXPECT_DOUBLE_EQ(tied.sentBytes[1], shard * 4);
+  EXPECT_GT(tied.time[0], 0);
+  EXPECT_DOUBLE_EQ(tied.time[0], tied.time[1]);
+
+  PipelineCosts pc = buildPipelineCosts(p, m, c, cm, {});
+  const StageCost &last = pc.stages[1];
+  cost::ParamSplit own{last.params - shard, 0};
+  cost::MemoryConfig mem = memoryConfig(p, {});
+  cost::MemoryBreakdown held = cost::staticMemory(own, mem),
+                        copy = cost::staticMemory(shard, mem);
+  const cost::MemoryBreakdown &got = pc.devices[1].staticMemory;
+  EXPECT_DOUBLE_EQ(got.weights, held.weights + copy.weights);
+  EXPECT_DOUBLE_EQ(got.grads, held.grads + copy.grads);
+  EXPECT_DOUBLE_EQ(got.optimizer, held.optimizer);
+  // The last rank's sync: its own weights only.
+  cost::GroupShape dpg = dataGroup(p, c, 1);
+  double elem = mem.gradSyncBytes > 0 ? mem.gradSyncBytes
+                : mem.mixedPrecision  ? 2
+                                      : 4;
+  EXPECT_DOUBLE_EQ(last.gradSyncTime,
+                   cost::CostModel::collective(cost::Collective::AllReduce,
+                                               own.dense * elem, dpg)
+                       .time);
+  // Asynchronous schedules (whose programs refuse tied weights) keep the
+  // copy as the reader's own weight.
+  Plan async = llvm::cantFail(parsePlan("dp=2,tp=2,pp=2,schedule=pipedream"));
+  ASSERT_FALSE(static_cast<bool>(finalizePlan(async, m, c, 16, cm)));
+  EXPECT_DOUBLE_EQ(tiedExchange(async, m, c, 4).copies[1].total(), 0);
 }
 
 TEST(PipelineCosts, AsynchronousSchedulesUnderZeroShardOnlyTheOptimizer) {

@@ -336,8 +336,8 @@ TEST(Tables, MessagesAgreeWithThePipelineCosts) {
   // parallelism does not split its output.
   for (cost::OpDesc &op : model.layers[3].ops)
     op.channelSplit = op.tp == cost::TpMode::Split;
-  ASSERT_FALSE(cost::sequenceSplits(model.layers[3]));
-  ASSERT_TRUE(cost::sequenceSplits(model.layers[2]));
+  ASSERT_FALSE(cost::sequenceSplits(model.layers[3], 4));
+  ASSERT_TRUE(cost::sequenceSplits(model.layers[2], 4));
   cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 2));
   cost::CostModel cm;
   Tables t(model, c, cm, cost::MemoryConfig{});

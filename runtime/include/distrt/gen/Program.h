@@ -34,21 +34,29 @@ std::string expandRank(std::string dir, int rank);
 /// parallelism). A tensor-parallel part with partParts > 1 is likewise a
 /// part of that part (an expert-parallel rank's experts, partDim 0, split
 /// over the tensor ranks along a feature axis, `dim` another dimension).
+/// A ZeRO block of such a part of a part names the outer one in
+/// outerDim .. outerIndex (outerParts > 1: an expert rank's tensor part of
+/// its experts, sharded over the ranks that hold the same experts).
 /// parts = 1: the whole tensor.
 struct Shard {
   int dim = 0, blocks = 1, parts = 1, index = 0;
   const int64_t *flatShape = nullptr;
   int flatRank = 0;
   int partDim = 0, partBlocks = 1, partParts = 1, partIndex = 0;
+  int outerDim = 0, outerBlocks = 1, outerParts = 1, outerIndex = 0;
   bool flat() const { return dim < 0; }
   /// The tensor-parallel part a ZeRO block is cut from (parts = 1: the
-  /// whole tensor).
+  /// whole tensor), itself a part of the outer part when there is one.
   Shard tensorPart() const {
     Shard p;
     p.dim = partDim;
     p.blocks = partBlocks;
     p.parts = partParts;
     p.index = partIndex;
+    p.partDim = outerDim;
+    p.partBlocks = outerBlocks;
+    p.partParts = outerParts;
+    p.partIndex = outerIndex;
     return p;
   }
   /// How many parts of a tensor-parallel part (dim >= 0) make the whole
@@ -58,8 +66,10 @@ struct Shard {
            (partParts > 1 && i == partDim ? partParts : 1);
   }
   /// How many shards make the whole tensor, and which one this is.
-  int count() const { return parts * partParts; }
-  int ordinal() const { return partIndex * parts + index; }
+  int count() const { return parts * partParts * outerParts; }
+  int ordinal() const {
+    return (outerIndex * partParts + partIndex) * parts + index;
+  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -133,21 +143,21 @@ struct Program {
     traceOpen = name;
     traceOpenedAt = now;
   }
-  /// The clock before op `id` (0 when not profiling). CUDA work is
+  /// The clocks before op `id` (zeros when not profiling). CUDA work is
   /// asynchronous: the stream is drained so the time is the op's own.
-  double profStart() {
+  ProfClocks profStart() {
     if (!prof)
-      return 0;
+      return {};
     if (device)
       distrt_synchronize(ctx);
-    return wallSeconds();
+    return profClocksStart();
   }
-  void profStop(int id, double start) {
+  void profStop(int id, const ProfClocks &start) {
     if (!prof)
       return;
     if (device)
       distrt_synchronize(ctx);
-    prof->add(id, wallSeconds() - start);
+    prof->add(id, start, profClocksStop());
   }
 
   /// Communicators of collectives over a subset of the ranks (the
