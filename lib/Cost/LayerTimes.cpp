@@ -95,8 +95,9 @@ LayerTimesCache::LayerTimesCache(const ModelDesc &model, const CostModel &cm)
     : model(model), cm(cm) {
   std::map<std::string, unsigned> first;
   for (unsigned l = 0; l < model.layers.size(); ++l) {
-    layerClass.push_back(
-        first.emplace(layerCostKey(model.layers[l]), l).first->second);
+    auto [it, added] = first.emplace(layerCostKey(model.layers[l]), l);
+    layerClass.push_back(it->second);
+    denseClass.push_back(added ? numClasses++ : denseClass[it->second]);
     tiedOps.emplace_back();
     for (const OpDesc &op : model.layers[l].ops)
       if (op.tiedLayer >= 0)
@@ -115,7 +116,7 @@ LayerTimesCache::Entry &LayerTimesCache::entry(const cluster::DeviceSpec &dev,
   key.append(reinterpret_cast<const char *>(&address), sizeof(address));
   w.add(configFields(x));
   Entry &e = entries[key];
-  e.resize(model.layers.size());
+  e.resize(numClasses);
   lastDev = &dev;
   lastX = x;
   lastEntry = &e;
@@ -125,7 +126,7 @@ LayerTimesCache::Entry &LayerTimesCache::entry(const cluster::DeviceSpec &dev,
 const RangeTimes &LayerTimesCache::of(Entry &e, unsigned l,
                                       const cluster::DeviceSpec &dev,
                                       const ExecConfig &x) {
-  std::optional<RangeTimes> &t = e[layerClass[l]];
+  std::optional<RangeTimes> &t = e[denseClass[l]];
   if (!t)
     t = cm.layerTimes(model.layers[layerClass[l]], dev, x);
   return *t;
@@ -141,20 +142,19 @@ RangeTimes LayerTimesCache::range(unsigned begin, unsigned end,
                                   const cluster::DeviceSpec &dev,
                                   const ExecConfig &x) {
   RangeTimes r;
-  Entry &e = entry(dev, x);
-  for (unsigned l = begin; l < end && l < model.layers.size(); ++l)
-    r += of(e, l, dev, x);
+  forEachLayer(begin, end, dev, x,
+               [&](unsigned, const RangeTimes &t) { r += t; });
   return r;
 }
 
 ParamSplit LayerTimesCache::params(llvm::ArrayRef<LayerRange> ranges,
                                    unsigned tp, unsigned ep) {
   std::vector<std::optional<ParamSplit>> &perClass = untied[{tp, ep}];
-  perClass.resize(model.layers.size());
+  perClass.resize(numClasses);
   ParamSplit n;
   for (const LayerRange &r : ranges)
     for (unsigned l = r.begin; l < r.end && l < model.layers.size(); ++l) {
-      std::optional<ParamSplit> &own = perClass[layerClass[l]];
+      std::optional<ParamSplit> &own = perClass[denseClass[l]];
       if (!own)
         own = untiedParams(model.layers[layerClass[l]], tp, ep);
       n += *own;

@@ -38,9 +38,22 @@ public:
 
   /// The first layer with the same costs as layer \p l (its class).
   unsigned classOf(unsigned l) const { return layerClass[l]; }
+  /// How many distinct layers (classes) the model has.
+  unsigned classCount() const { return numClasses; }
   /// Times of layer \p l: cm.layerTimes(model.layers[l], dev, x).
   const RangeTimes &layer(unsigned l, const cluster::DeviceSpec &dev,
                           const ExecConfig &x);
+  /// Calls \p f(l, layer(l, dev, x)) for the layers l of [begin, end) in
+  /// order, with one lookup of the configuration (a per-layer lookup
+  /// compares its fields each time).
+  template <typename F>
+  void forEachLayer(unsigned begin, unsigned end,
+                    const cluster::DeviceSpec &dev, const ExecConfig &x,
+                    F &&f) {
+    Entry &e = entry(dev, x);
+    for (unsigned l = begin; l < end && l < model.layers.size(); ++l)
+      f(l, of(e, l, dev, x));
+  }
   /// Times of layers [begin, end): cm.rangeTimes(model, begin, end, dev, x).
   RangeTimes range(unsigned begin, unsigned end, const cluster::DeviceSpec &dev,
                    const ExecConfig &x);
@@ -50,7 +63,9 @@ public:
                     unsigned ep);
 
 private:
-  /// One configuration's times, per class (computed on first use).
+  /// One configuration's times, per class (computed on first use; indexed
+  /// by denseClass, so an entry holds a few classes' times, not every
+  /// layer's: the search keeps tens of thousands of configurations).
   using Entry = std::vector<std::optional<RangeTimes>>;
   Entry &entry(const cluster::DeviceSpec &dev, const ExecConfig &x);
   const RangeTimes &of(Entry &e, unsigned l, const cluster::DeviceSpec &dev,
@@ -59,9 +74,13 @@ private:
   const ModelDesc &model;
   const CostModel &cm;
   std::vector<unsigned> layerClass;
+  /// Per layer, its class numbered 0, 1, ... in order of first appearance.
+  std::vector<unsigned> denseClass;
+  unsigned numClasses = 0;
   /// Per layer, its ops tied to another layer (few: embeddings and heads).
   std::vector<std::vector<const OpDesc *>> tiedOps;
-  /// Per (tp, ep), each class's untied parameters (computed on first use).
+  /// Per (tp, ep), each class's untied parameters (computed on first use;
+  /// indexed by denseClass).
   std::map<std::pair<unsigned, unsigned>,
            std::vector<std::optional<ParamSplit>>>
       untied;

@@ -11,6 +11,7 @@
 #include "lib/Cost/LayerTimes.h"
 #include "lib/Schedule/TiedExchange.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -77,11 +78,12 @@ static double offloadWindow(const Plan &p, const ModelDesc &model,
 
 /// The offloaded items of each pipeline rank (optimizer state, weights,
 /// activations in flight), placed by I/O density in the tiers of the node
-/// of its first device.
-static std::vector<RankOffload> placeOffload(const Plan &p,
-                                             const ModelDesc &model,
-                                             const Cluster &c,
-                                             const MemoryConfig &mem) {
+/// of its first device. \p paramsOf gives the parameters of a rank's
+/// layer ranges.
+static std::vector<RankOffload>
+placeOffload(const Plan &p, const ModelDesc &model, const Cluster &c,
+             const MemoryConfig &mem,
+             function_ref<ParamSplit(ArrayRef<LayerRange>)> paramsOf) {
   std::vector<RankOffload> out(p.pp);
   unsigned n = model.layers.size();
   double elem = mem.mixedPrecision ? 2 : 4;
@@ -92,9 +94,10 @@ static std::vector<RankOffload> placeOffload(const Plan &p,
     for (unsigned ch = 0; ch < p.chunks; ++ch) {
       auto [b, e] = p.stageLayers(p.virtualStage(r, ch), n);
       chunks.push_back({b, e});
-      act += activationBytes(model, b, e, p.mbs, mem);
+      if (p.offload.activations)
+        act += activationBytes(model, b, e, p.mbs, mem);
     }
-    ParamSplit params = paramSplit(model, chunks, p.tp, p.ep);
+    ParamSplit params = paramsOf(chunks);
     ro.shard = zeroShard(params, p);
     const double m = p.numMicrobatches;
     if (p.offload.optimizer) {
@@ -141,7 +144,10 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                                  const Cluster &c, const CostModel &cm,
                                  const std::vector<unsigned> &weightVersions,
                                  const MemoryConfig &memoryBase,
-                                 LayerTimesCache *layerTimes) {
+                                 LayerTimesCache *layerTimes, CostParts parts) {
+  // The memory figures, skipped where only the times are asked for (the
+  // offloaded activations' bytes are times too: their transfers).
+  const bool memory = parts == CostParts::All;
   auto rangeTimes = [&](unsigned begin, unsigned end,
                         const cluster::DeviceSpec &dev, const ExecConfig &x) {
     return layerTimes ? layerTimes->range(begin, end, dev, x)
@@ -179,7 +185,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                              !p.offload.any();
   std::vector<RankOffload> offload;
   if (p.offload.any() && !p.replicated())
-    offload = placeOffload(p, model, c, mem);
+    offload = placeOffload(p, model, c, mem, paramsOf);
 
   // The groups of each pipeline rank, shared by its chunks.
   struct RankGroups {
@@ -258,10 +264,12 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     ParamSplit params = paramsOf(LayerRange{st.layerBegin, st.layerEnd});
     st.params = params.total();
     st.expertParams = params.expert;
-    st.activationBytes =
-        activationBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
-    st.stashBytes =
-        weightGradStashBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
+    if (memory || p.offload.activations)
+      st.activationBytes =
+          activationBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
+    if (memory)
+      st.stashBytes =
+          weightGradStashBytes(model, st.layerBegin, st.layerEnd, p.mbs, mem);
 
     // Boundary messages (cost::boundaryMessage: what each rank sends, and
     // the receiver's gather) over the link between the two stages.
@@ -424,8 +432,9 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     for (unsigned ch = 0; ch < p.chunks; ++ch) {
       const StageCost &st = pc.stage(l, ch);
       chunks.push_back({st.layerBegin, st.layerEnd});
-      work = std::max(work, backwardWorkingBytes(model, st.layerBegin,
-                                                 st.layerEnd, p.mbs, mem));
+      if (memory)
+        work = std::max(work, backwardWorkingBytes(model, st.layerBegin,
+                                                   st.layerEnd, p.mbs, mem));
     }
     ParamSplit params = paramsOf(chunks);
     // Tied copies whose owner is another rank: held with their gradient
@@ -456,7 +465,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     MemoryBreakdown copy = staticMemory(copies, m);
     dc.staticMemory.weights += copy.weights;
     dc.staticMemory.grads += copy.grads;
-    if (p.zero >= 3 && !p.offload.params) {
+    if (memory && p.zero >= 3 && !p.offload.params) {
       // FSDP's unsharded buffers. Layer by layer: the weights of the layer
       // running and of the next one, gathered ahead (forward and backward
       // prefetch), and in the backward the layer's unsharded gradient and
@@ -472,7 +481,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                                           ? params.total() * (elem + syncElem)
                                           : largest * (3 * elem + syncElem);
     }
-    if (!offload.empty())
+    if (memory && !offload.empty())
       work += offloadWindow(p, model, chunks, mem);
     dc.workingBytes = work;
     // The update streams weights, grads and optimizer state once.

@@ -384,6 +384,16 @@ struct PipelineCosts {
   }
 };
 
+/// What buildPipelineCosts fills in.
+enum class CostParts {
+  All,
+  /// The times only: each stage's activation and stash bytes (but those of
+  /// offloaded activations, which take transfer time) and each list's
+  /// working set and FSDP buffers stay zero. For the search's lower bound,
+  /// which reads times, of plans it may never simulate.
+  Times,
+};
+
 /// Costs of \p plan (finalized) for \p model on \p cluster. \p weightVersions
 /// per pipeline rank comes from the schedule (asynchronous schedules stash
 /// weights); pass {} for one version everywhere. With \p layerTimes (a cache
@@ -395,7 +405,8 @@ PipelineCosts buildPipelineCosts(const Plan &plan, const cost::ModelDesc &model,
                                  const cost::CostModel &cm,
                                  const std::vector<unsigned> &weightVersions,
                                  const cost::MemoryConfig &memoryBase = {},
-                                 cost::LayerTimesCache *layerTimes = nullptr);
+                                 cost::LayerTimesCache *layerTimes = nullptr,
+                                 CostParts parts = CostParts::All);
 
 /// Synthetic costs: every virtual stage of a pp x chunks pipeline takes \p f,
 /// \p bi and \p bw seconds for F, B and W of a micro-batch, holds one byte

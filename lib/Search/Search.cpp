@@ -78,6 +78,24 @@ struct Light {
   }
 };
 
+/// Processing order: cheap bound first, then less sharding, recomputation
+/// and offload (a variant that fits makes its hungrier siblings dominated).
+bool cheaperFirst(const Light &a, const Light &b) {
+  if (a.cheap != b.cheap)
+    return a.cheap < b.cheap;
+  if (a.zero != b.zero)
+    return a.zero < b.zero;
+  if (a.rec != b.rec)
+    return a.rec < b.rec;
+  return a.offload.size() < b.offload.size();
+}
+
+/// A pipeline schedule and its chunks per rank.
+struct Shape {
+  ScheduleKind kind;
+  unsigned chunks;
+};
+
 /// Position of \p o in cost::allOffloads() (a small key).
 unsigned offloadIndex(const cost::Offload &o) {
   return llvm::find(cost::allOffloads(), o) - cost::allOffloads().begin();
@@ -155,9 +173,18 @@ private:
   void enumerate();
   void enumerateLayout(unsigned tp, unsigned cp, unsigned pp, unsigned dp,
                        unsigned ep, bool sp,
-                       const std::vector<ScheduleKind> &kinds,
-                       const std::vector<Recompute> &recs, bool anySelective,
-                       bool anyExpert, double maxLimit);
+                       const std::vector<Recompute> &recs);
+  /// The schedules (and chunks) weighed for \p pp stages and \p m
+  /// micro-batches.
+  std::vector<Shape> shapesOf(unsigned pp, unsigned m) const;
+  /// Calls \p keep with each candidate of \p base (a layout, micro-batch
+  /// size and recomputation, with its cheap bound) in enumeration order:
+  /// its ZeRO stages, \p shapes and offload variants whose average static
+  /// memory fits. With \p count, counts every variant into the statistics
+  /// and the "no plan" error's reasons, as enumerate() does once.
+  template <typename Keep>
+  void variants(const Light &base, ArrayRef<Shape> shapes, bool count,
+                Keep &&keep);
   double limitOf(unsigned type) const {
     return o.memoryLimit > 0 ? o.memoryLimit : c.devices[type].memoryBytes;
   }
@@ -180,7 +207,16 @@ private:
   PinCheck pins;
   Tables t;
   unsigned n;
-  std::vector<Light> cands;
+  /// One per (layout, mbs, recompute) with some candidate, with its
+  /// cheap bound; run() expands them in order (RunsInOrder).
+  std::vector<Light> bases;
+  /// How many candidates the bases hold.
+  unsigned long kept = 0;
+  /// What enumerate() weighs: the schedules, whether the model has
+  /// selectively recomputed ops and expert ops, the largest memory limit.
+  std::vector<ScheduleKind> kinds;
+  bool anySelective = false, anyExpert = false;
+  double maxLimit = 0;
   Reasons why;
   SearchStats stats;
   std::map<std::tuple<TableKey, unsigned, unsigned, unsigned, unsigned>,
@@ -235,7 +271,7 @@ void Searcher::enumerate() {
   unsigned perNode = 0;
   for (const cluster::NodeGroup &g : c.groups)
     perNode = std::gcd(perNode, g.devicesPerNode);
-  std::vector<ScheduleKind> kinds = k.schedules;
+  kinds = k.schedules;
   if (kinds.empty()) {
     // Within a memory ladder the hungrier schedule comes first (expand()).
     kinds = {ScheduleKind::GPipe,     ScheduleKind::OneFOneB,
@@ -253,7 +289,7 @@ void Searcher::enumerate() {
   if (recs.empty())
     recs = {Recompute::None, Recompute::Selective, Recompute::Full};
   lastRecompute = *std::max_element(recs.begin(), recs.end());
-  bool anySelective = false, anyExpert = false, anyRing = false;
+  bool anyRing = false;
   // What ep must divide: each rank holds whole experts.
   unsigned experts = 0;
   for (const cost::LayerDesc &l : model.layers)
@@ -264,7 +300,6 @@ void Searcher::enumerate() {
         experts = std::gcd(experts, op.kernels);
       anyRing |= op.cpKvBytes > 0;
     }
-  double maxLimit = 0;
   for (unsigned ty = 0; ty < c.devices.size(); ++ty)
     maxLimit = std::max(maxLimit, limitOf(ty));
 
@@ -327,8 +362,7 @@ void Searcher::enumerate() {
               ++why.constraint;
               continue;
             }
-            enumerateLayout(tp, cp, pp, dp, ep, sp, kinds, recs, anySelective,
-                            anyExpert, maxLimit);
+            enumerateLayout(tp, cp, pp, dp, ep, sp, recs);
           }
         }
       }
@@ -336,12 +370,46 @@ void Searcher::enumerate() {
   }
 }
 
+std::vector<Shape> Searcher::shapesOf(unsigned pp, unsigned m) const {
+  const Constraints &k = o.constraints;
+  std::vector<Shape> shapes;
+  if (pp == 1) {
+    // One stage: the schedule is plain gradient accumulation.
+    bool ok = k.schedules.empty();
+    for (ScheduleKind s : k.schedules)
+      ok |= s == ScheduleKind::OneFOneB || s == ScheduleKind::GPipe;
+    if (ok && k.chunks.allows(1))
+      shapes.push_back({ScheduleKind::OneFOneB, 1});
+    return shapes;
+  }
+  for (ScheduleKind s : kinds) {
+    if (isVShape(s)) {
+      // Two chunks per rank; ZB-V needs pp micro-batches, DualPipe-V 2 pp.
+      unsigned need = s == ScheduleKind::DualPipeV ? 2 * pp
+                      : s == ScheduleKind::ZBV     ? pp
+                                                   : 1;
+      if (k.chunks.allows(2) && 2 * pp <= n && m >= need)
+        shapes.push_back({s, 2});
+      continue;
+    }
+    if (s != ScheduleKind::Interleaved) {
+      if (k.chunks.allows(1))
+        shapes.push_back({s, 1});
+      continue;
+    }
+    if (m % pp)
+      continue;
+    for (unsigned ch = std::max(2u, k.chunks.min);
+         ch <= std::min(8u, k.chunks.max) && pp * ch <= n; ++ch)
+      if (k.chunks.allows(ch))
+        shapes.push_back({s, ch});
+  }
+  return shapes;
+}
+
 void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
                                unsigned dp, unsigned ep, bool sp,
-                               const std::vector<ScheduleKind> &kinds,
-                               const std::vector<Recompute> &recs,
-                               bool anySelective, bool anyExpert,
-                               double maxLimit) {
+                               const std::vector<Recompute> &recs) {
   const Constraints &k = o.constraints;
   if (pp == 1 && !pins.empty()) {
     // One stage holds every layer: its replicas must all be of the pinned
@@ -373,43 +441,7 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
       continue;
     }
     unsigned m = perReplica / mbs;
-    struct Shape {
-      ScheduleKind kind;
-      unsigned chunks;
-    };
-    std::vector<Shape> shapes;
-    if (pp == 1) {
-      // One stage: the schedule is plain gradient accumulation.
-      bool ok = k.schedules.empty();
-      for (ScheduleKind s : k.schedules)
-        ok |= s == ScheduleKind::OneFOneB || s == ScheduleKind::GPipe;
-      if (ok && k.chunks.allows(1))
-        shapes.push_back({ScheduleKind::OneFOneB, 1});
-    } else {
-      for (ScheduleKind s : kinds) {
-        if (isVShape(s)) {
-          // Two chunks per rank; ZB-V needs pp micro-batches, DualPipe-V
-          // 2 pp.
-          unsigned need = s == ScheduleKind::DualPipeV ? 2 * pp
-                          : s == ScheduleKind::ZBV    ? pp
-                                                      : 1;
-          if (k.chunks.allows(2) && 2 * pp <= n && m >= need)
-            shapes.push_back({s, 2});
-          continue;
-        }
-        if (s != ScheduleKind::Interleaved) {
-          if (k.chunks.allows(1))
-            shapes.push_back({s, 1});
-          continue;
-        }
-        if (m % pp)
-          continue;
-        for (unsigned ch = std::max(2u, k.chunks.min);
-             ch <= std::min(8u, k.chunks.max) && pp * ch <= n; ++ch)
-          if (k.chunks.allows(ch))
-            shapes.push_back({s, ch});
-      }
-    }
+    std::vector<Shape> shapes = shapesOf(pp, m);
     if (shapes.empty())
       ++why.constraint;
     for (Recompute rec : recs) {
@@ -423,69 +455,86 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
       // on the fastest device kind.
       double total = std::numeric_limits<double>::infinity();
       for (unsigned ty = 0; ty < c.devices.size(); ++ty)
-        total = std::min(total, t.times(ty, base.key()).work[n]);
+        total = std::min(total, t.totalWork(ty, base.key()));
       base.cheap = m * total / pp;
-      const Tables::Memory &mem = t.memory(base.key());
-      for (unsigned zero = k.zero.min; zero <= std::min(3u, k.zero.max);
-           ++zero) {
-        if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1))
-          continue;
-        Light z = base;
-        z.zero = zero;
-        cost::MemoryConfig cfg = memoryConfig(z.shape(), o.memory);
-        cost::ParamSplit all = mem.paramsOf(cost::LayerRange{0, n});
-        cost::ParamSplit avg{all.dense / pp, all.expert / pp};
-        double avgStatic = cost::staticMemory(avg, cfg).staticBytes();
-        // Without an offload constraint, offload variants are weighed
-        // where a layout does not fit without them: here when its static
-        // state alone is too large, in run() when its partition is.
-        bool noneAllowed =
-            k.offload.empty() || llvm::is_contained(k.offload, cost::Offload{});
-        for (const Shape &sh : shapes) {
-          // The asynchronous schedules keep whole weight versions per
-          // stage (tensor-parallel parts with tp > 1): not under context
-          // parallelism, and ZeRO only up to maxZeroStage (dist-partition
-          // refuses the rest).
-          if (zero > maxZeroStage(sh.kind) || (isAsync(sh.kind) && cp > 1)) {
-            ++why.asyncUnrun;
-            continue;
-          }
-          Light x = base;
-          x.chunks = sh.chunks;
-          x.zero = zero;
-          x.kind = sh.kind;
-          if (!k.offload.empty() || avgStatic > maxLimit)
-            for (const cost::Offload &off : offloadVariants(x)) {
-              Light v = x;
-              v.offload = off;
-              cost::MemoryConfig vc = memoryConfig(v.shape(), o.memory);
-              ++stats.candidates;
-              if (cost::staticMemory(avg, vc).staticBytes() > maxLimit)
-                ++stats.memoryPruned;
-              else
-                cands.push_back(v);
-            }
-          if (!noneAllowed)
-            continue;
-          ++stats.candidates;
-          if (avgStatic > maxLimit) {
-            ++stats.memoryPruned;
-            if (avgStatic < minNeeded) {
-              minNeeded = avgStatic;
-              minNeededIsBound = true;
-              minNeededPlan = formatv("dp={0},tp={1},pp={2},zero={3}", dp, tp,
-                                      pp, zero)
-                                  .str();
-              if (cp > 1)
-                minNeededPlan += formatv(",cp={0}", cp).str();
-              if (ep > 1)
-                minNeededPlan += formatv(",ep={0}", ep).str();
-            }
-            continue;
-          }
-          cands.push_back(x);
-        }
+      unsigned long before = kept;
+      variants(base, shapes, true, [&](const Light &) { ++kept; });
+      if (kept > before)
+        bases.push_back(base);
+    }
+  }
+}
+
+template <typename Keep>
+void Searcher::variants(const Light &base, ArrayRef<Shape> shapes, bool count,
+                        Keep &&keep) {
+  const Constraints &k = o.constraints;
+  const unsigned tp = base.tp, cp = base.cp, pp = base.pp, dp = base.dp,
+                 ep = base.ep;
+  const Tables::Memory &mem = t.memory(base.key());
+  for (unsigned zero = k.zero.min; zero <= std::min(3u, k.zero.max); ++zero) {
+    if (!k.zero.allows(zero) || (zero > 0 && dp * cp == 1))
+      continue;
+    Light z = base;
+    z.zero = zero;
+    cost::MemoryConfig cfg = memoryConfig(z.shape(), o.memory);
+    cost::ParamSplit all = mem.paramsOf(cost::LayerRange{0, n});
+    cost::ParamSplit avg{all.dense / pp, all.expert / pp};
+    double avgStatic = cost::staticMemory(avg, cfg).staticBytes();
+    // Without an offload constraint, offload variants are weighed
+    // where a layout does not fit without them: here when its static
+    // state alone is too large, in run() when its partition is.
+    bool noneAllowed =
+        k.offload.empty() || llvm::is_contained(k.offload, cost::Offload{});
+    for (const Shape &sh : shapes) {
+      // The asynchronous schedules keep whole weight versions per
+      // stage (tensor-parallel parts with tp > 1): not under context
+      // parallelism, and ZeRO only up to maxZeroStage (dist-partition
+      // refuses the rest).
+      if (zero > maxZeroStage(sh.kind) || (isAsync(sh.kind) && cp > 1)) {
+        if (count)
+          ++why.asyncUnrun;
+        continue;
       }
+      Light x = base;
+      x.chunks = sh.chunks;
+      x.zero = zero;
+      x.kind = sh.kind;
+      if (!k.offload.empty() || avgStatic > maxLimit)
+        for (const cost::Offload &off : offloadVariants(x)) {
+          Light v = x;
+          v.offload = off;
+          cost::MemoryConfig vc = memoryConfig(v.shape(), o.memory);
+          bool fits = cost::staticMemory(avg, vc).staticBytes() <= maxLimit;
+          if (count) {
+            ++stats.candidates;
+            if (!fits)
+              ++stats.memoryPruned;
+          }
+          if (fits)
+            keep(v);
+        }
+      if (!noneAllowed)
+        continue;
+      if (count)
+        ++stats.candidates;
+      if (avgStatic > maxLimit) {
+        if (!count)
+          continue;
+        ++stats.memoryPruned;
+        if (avgStatic < minNeeded) {
+          minNeeded = avgStatic;
+          minNeededIsBound = true;
+          minNeededPlan =
+              formatv("dp={0},tp={1},pp={2},zero={3}", dp, tp, pp, zero).str();
+          if (cp > 1)
+            minNeededPlan += formatv(",cp={0}", cp).str();
+          if (ep > 1)
+            minNeededPlan += formatv(",ep={0}", ep).str();
+        }
+        continue;
+      }
+      keep(x);
     }
   }
 }
@@ -759,8 +808,8 @@ bool Searcher::expand(const Light &x, Expanded &out, bool *overMemory) {
       return false;
     }
   }
-  PipelineCosts costs =
-      buildPipelineCosts(p, model, c, cm, versions, o.memory, &t.layerTimes);
+  PipelineCosts costs = buildPipelineCosts(p, model, c, cm, versions, o.memory,
+                                           &t.layerTimes, CostParts::Times);
   fitting[group].push_back({x.zero, static_cast<unsigned>(x.rec), x.offload});
   ladder[rung] |= 1u << static_cast<unsigned>(x.kind);
   out.plan = std::move(p);
@@ -874,18 +923,18 @@ Expected<SearchResult> Searcher::run() {
   enumerate();
   std::vector<ReplicatedCandidate> replicated;
   replicatedCandidates(model, c, cm, o, t, pins, stats, replicated);
-  if (cands.empty() && replicated.empty())
+  if (kept == 0 && replicated.empty())
     return noPlanError();
-  std::stable_sort(cands.begin(), cands.end(),
-                   [](const Light &a, const Light &b) {
-                     if (a.cheap != b.cheap)
-                       return a.cheap < b.cheap;
-                     if (a.zero != b.zero)
-                       return a.zero < b.zero;
-                     if (a.rec != b.rec)
-                       return a.rec < b.rec;
-                     return a.offload.size() < b.offload.size();
-                   });
+  // The candidates by cheap bound, a base's variants built when its bound
+  // comes up: the bound stops the search after a few percent of them.
+  RunsInOrder cands(
+      std::move(bases),
+      [](const Light &a, const Light &b) { return a.cheap < b.cheap; },
+      cheaperFirst,
+      [&](const Light &base, std::vector<Light> &out) {
+        variants(base, shapesOf(base.pp, base.m), false,
+                 [&](const Light &x) { out.push_back(x); });
+      });
   const unsigned K = 1 + o.alternatives;
   std::vector<Candidate> top; // sorted by iteration time
   auto threshold = [&] {
@@ -896,14 +945,13 @@ Expected<SearchResult> Searcher::run() {
   // Per-stage replica layouts come fully expanded, with their bounds.
   for (ReplicatedCandidate &rc : replicated)
     heap.push({rc.lowerBound, std::move(rc.plan)});
-  size_t next = 0;
   unsigned long steps = 0;
   while (true) {
     if (o.progress && (++steps & 255) == 0)
-      o.progress(double(next) / cands.size(), stats.candidates);
-    double nextCheap = next < cands.size()
-                           ? cands[next].cheap
-                           : std::numeric_limits<double>::infinity();
+      o.progress(double(cands.count()) / kept, stats.candidates);
+    const Light *nextCand = cands.peek();
+    double nextCheap =
+        nextCand ? nextCand->cheap : std::numeric_limits<double>::infinity();
     if (!heap.empty() && heap.top().lb <= nextCheap) {
       if (heap.top().lb >= threshold())
         break;
@@ -961,10 +1009,11 @@ Expected<SearchResult> Searcher::run() {
         top.pop_back();
       continue;
     }
-    if (next >= cands.size() || nextCheap >= threshold())
+    if (!nextCand || nextCheap >= threshold())
       break;
     Expanded e;
-    const Light x = cands[next++];
+    const Light x = *nextCand;
+    cands.pop();
     bool overMemory = false;
     if (expand(x, e, &overMemory)) {
       if (e.lb < threshold())
@@ -995,9 +1044,9 @@ Expected<SearchResult> Searcher::run() {
   double openBound = std::numeric_limits<double>::infinity();
   if (!heap.empty())
     openBound = heap.top().lb;
-  if (next < cands.size())
-    openBound = std::min(openBound, cands[next].cheap);
-  stats.boundPruned += heap.size() + (cands.size() - next);
+  if (const Light *left = cands.peek())
+    openBound = std::min(openBound, left->cheap);
+  stats.boundPruned += heap.size() + (kept - cands.count());
   if (top.empty()) {
     if (minNeeded == std::numeric_limits<double>::infinity() &&
         !stats.pinPruned)

@@ -182,6 +182,68 @@ partitionLayersWith(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
   return cuts;
 }
 
+/// The items of many groups, visited in the order a stable sort of all of
+/// them (each group's items in turn, groups in the given order) by \p less
+/// gives, building a group's items only when its turn comes. The search
+/// enumerates millions of candidates of which it looks at a few percent
+/// before its bound stops it; it keeps one group per (layout, micro-batch
+/// size, recomputation) instead, and expands the groups of one cheap bound
+/// at a time.
+///
+/// Every item must be equivalent under \p primary to its group (neither
+/// orders before the other), and \p less must order items by \p primary
+/// first. Then the sorted sequence is the groups' runs of equivalent
+/// primaries in order; within a run, the items of its groups in group
+/// order, stably sorted by \p less: what visiting does.
+template <typename T, typename Primary, typename Less, typename Expand>
+class RunsInOrder {
+public:
+  RunsInOrder(std::vector<T> groups, Primary primary, Less less, Expand expand)
+      : groups(std::move(groups)), primary(primary), less(less),
+        expand(expand) {
+    std::stable_sort(this->groups.begin(), this->groups.end(), primary);
+  }
+  /// The next item, or null when all are visited.
+  const T *peek() {
+    if (at == run.size())
+      fill();
+    return at < run.size() ? &run[at] : nullptr;
+  }
+  /// Moves past the item peek() returned.
+  void pop() {
+    ++at;
+    ++visited;
+  }
+  /// How many items have been popped.
+  unsigned long count() const { return visited; }
+
+private:
+  /// The next run of groups with equivalent primaries, expanded and sorted.
+  void fill() {
+    run.clear();
+    at = 0;
+    while (run.empty() && next < groups.size()) {
+      size_t end = next + 1;
+      while (end < groups.size() && !primary(groups[next], groups[end]))
+        ++end;
+      for (; next < end; ++next)
+        expand(groups[next], run);
+      std::stable_sort(run.begin(), run.end(), less);
+    }
+  }
+
+  std::vector<T> groups;
+  Primary primary;
+  Less less;
+  Expand expand;
+  std::vector<T> run;
+  size_t next = 0, at = 0;
+  unsigned long visited = 0;
+};
+template <typename T, typename Primary, typename Less, typename Expand>
+RunsInOrder(std::vector<T>, Primary, Less, Expand)
+    -> RunsInOrder<T, Primary, Less, Expand>;
+
 /// Held activations of pipeline rank \p r, in units of one chunk's
 /// activations for one micro-batch (between F and B, or until W for the
 /// V-shaped schedules, which run their Ws promptly).
@@ -255,6 +317,9 @@ public:
          double expertImbalance = 1);
 
   const Times &times(unsigned type, const TableKey &k);
+  /// times(type, k).work[n], the same bits, without the tables: the cheap
+  /// bound of every enumerated configuration needs only the total.
+  double totalWork(unsigned type, const TableKey &k);
   const Times &times(unsigned type, unsigned tp, unsigned mbs,
                      cost::Recompute rec);
   /// The memory tables of \p k (its micro-batch does not matter).
@@ -287,7 +352,12 @@ private:
   double expertImbalance;
   unsigned n;
   std::map<std::pair<unsigned, TableKey>, Times> timeCache;
+  std::map<std::pair<unsigned, TableKey>, double> totalCache;
   std::map<TableKey, Memory> memCache;
+  /// The last tables memory() returned and their key: the search asks for
+  /// one configuration's many times in a row (each rank's estimate).
+  TableKey lastMemoryKey;
+  const Memory *lastMemory = nullptr;
   /// First layer with the same memory (LayerTimesCache's classes, which
   /// cost each distinct layer once, split by the previous layer's
   /// boundary: the full-recomputation checkpoint, and by the classes of

@@ -117,13 +117,28 @@ const Tables::Times &Tables::times(unsigned type, const TableKey &k) {
   Times t;
   t.work.assign(n + 1, 0);
   t.fwd.assign(n + 1, 0);
-  cost::ExecConfig x = exec(type, k);
-  for (unsigned l = 0; l < n; ++l) {
-    const cost::RangeTimes &r = layerTimes.layer(l, c.devices[type], x);
-    t.work[l + 1] = t.work[l] + r.fwd + r.bwdInput + r.bwdWeight;
-    t.fwd[l + 1] = t.fwd[l] + r.fwd;
-  }
+  layerTimes.forEachLayer(0, n, c.devices[type], exec(type, k),
+                          [&](unsigned l, const cost::RangeTimes &r) {
+                            t.work[l + 1] =
+                                t.work[l] + r.fwd + r.bwdInput + r.bwdWeight;
+                            t.fwd[l + 1] = t.fwd[l] + r.fwd;
+                          });
   return timeCache.emplace(key, std::move(t)).first->second;
+}
+
+double Tables::totalWork(unsigned type, const TableKey &k) {
+  auto key = std::make_pair(type, k);
+  auto it = timeCache.find(key);
+  if (it != timeCache.end())
+    return it->second.work[n];
+  auto [total, added] = totalCache.try_emplace(key, 0.0);
+  if (added)
+    layerTimes.forEachLayer(0, n, c.devices[type], exec(type, k),
+                            [&](unsigned, const cost::RangeTimes &r) {
+                              total->second = total->second + r.fwd +
+                                              r.bwdInput + r.bwdWeight;
+                            });
+  return total->second;
 }
 
 const Tables::Memory &Tables::memory(unsigned tp, Recompute rec) {
@@ -136,9 +151,12 @@ const Tables::Memory &Tables::memory(unsigned tp, Recompute rec) {
 const Tables::Memory &Tables::memory(const TableKey &key0) {
   TableKey key = key0;
   key.mbs = 1;
+  if (lastMemory && lastMemoryKey.tie() == key.tie())
+    return *lastMemory;
+  lastMemoryKey = key;
   auto it = memCache.find(key);
   if (it != memCache.end())
-    return it->second;
+    return *(lastMemory = &it->second);
   Memory m;
   m.params.assign(n + 1, 0);
   m.expertParams.assign(n + 1, 0);
@@ -205,7 +223,7 @@ const Tables::Memory &Tables::memory(const TableKey &key0) {
       row[i] = std::max(prev[i], prev[i + (1u << (k - 1))]);
     m.maxWork.push_back(std::move(row));
   }
-  return memCache.emplace(key, std::move(m)).first->second;
+  return *(lastMemory = &memCache.emplace(key, std::move(m)).first->second);
 }
 
 cost::ParamSplit

@@ -623,6 +623,7 @@ TEST(LayerTimesCache, GivesTheCostModelsRangeTimesBitForBit) {
   EXPECT_EQ(cache.classOf(cfg.layers), cache.classOf(1));
   EXPECT_NE(cache.classOf(0), cache.classOf(1));
   EXPECT_NE(cache.classOf(n - 1), cache.classOf(1));
+  EXPECT_EQ(cache.classCount(), 3u);
   for (unsigned tp : {1u, 4u})
     for (Recompute rec : {Recompute::None, Recompute::Full})
       for (double sum : {0.0, 4.0}) {

@@ -197,6 +197,61 @@ TEST(PipelineCosts, StagesLinksAndMemory) {
               two.devices[0].staticMemory.weights, 1e-6);
 }
 
+TEST(PipelineCosts, TheTimesPartGivesTheSameTimes) {
+  // The search prices plans with CostParts::Times: every time, the
+  // offloaded transfers' included, as the whole costs give it, bit for bit.
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 2));
+  c.groups[0].tiers[cluster::Tier::Host] = {1e12, 25e9};
+  c.groups[0].tiers[cluster::Tier::NVMe] = {8e12, 6e9};
+  cost::CostModel cm;
+  cost::ModelDesc m = smallModel(12);
+  unsigned moved = 0; // stages with offload transfers
+  for (const char *spec :
+       {"dp=2,tp=4,pp=2,recompute=full", "dp=2,tp=2,pp=4,zero=1,sp=1",
+        "dp=2,tp=2,pp=4,schedule=interleaved,chunks=2,recompute=selective",
+        "dp=4,pp=4,schedule=zb-v,chunks=2", "dp=4,tp=2,pp=2,zero=3",
+        "dp=8,pp=2,zero=2,offload=opt+act", "dp=16,zero=3,offload=opt+params",
+        "dp=4,tp=2,pp=2,schedule=pipedream"}) {
+    SCOPED_TRACE(spec);
+    Plan p = llvm::cantFail(parsePlan(spec));
+    ASSERT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 64, cm)));
+    std::vector<unsigned> versions(p.pp, 2);
+    PipelineCosts all = buildPipelineCosts(p, m, c, cm, versions);
+    PipelineCosts times = buildPipelineCosts(p, m, c, cm, versions, {}, nullptr,
+                                             CostParts::Times);
+    ASSERT_EQ(all.stages.size(), times.stages.size());
+    for (unsigned s = 0; s < all.stages.size(); ++s) {
+      const StageCost &a = all.stages[s], &t = times.stages[s];
+      for (auto [x, y] :
+           {std::pair{a.fwd, t.fwd},
+            {a.bwdInput, t.bwdInput},
+            {a.bwdWeight, t.bwdWeight},
+            {a.bwdWeightAccumulate, t.bwdWeightAccumulate},
+            {a.recompute, t.recompute},
+            {a.fwdComm, t.fwdComm},
+            {a.bwdComm, t.bwdComm},
+            {a.sendNextTime, t.sendNextTime},
+            {a.sendPrevTime, t.sendPrevTime},
+            {a.gradSyncTime, t.gradSyncTime},
+            {a.gradGatherTime, t.gradGatherTime},
+            {a.offload.forwardTransfer(), t.offload.forwardTransfer()},
+            {a.offload.backwardTransfer(), t.offload.backwardTransfer()}})
+        EXPECT_EQ(x, y) << "stage " << s;
+      EXPECT_EQ(t.stashBytes, 0);
+      moved += t.offload.forwardTransfer() > 0;
+    }
+    ASSERT_EQ(all.devices.size(), times.devices.size());
+    for (unsigned d = 0; d < all.devices.size(); ++d) {
+      EXPECT_EQ(all.devices[d].optimizerTime, times.devices[d].optimizerTime);
+      EXPECT_EQ(all.devices[d].cpuStepTime, times.devices[d].cpuStepTime);
+      EXPECT_EQ(all.devices[d].computeScale, times.devices[d].computeScale);
+      EXPECT_GT(all.devices[d].workingBytes, 0);
+      EXPECT_EQ(times.devices[d].workingBytes, 0);
+    }
+  }
+  EXPECT_EQ(moved, 3u);
+}
+
 TEST(PipelineCosts, TiedHeadCopyIsExchangedNotUpdated) {
   // buildGpt's logits read the embedding's table (tiedLayer 0): at pp=2 the
   // last rank holds its tp shard as a copy, without optimizer state or a

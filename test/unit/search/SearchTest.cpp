@@ -224,6 +224,58 @@ TEST(Tables, ParametersAgreeWithTheCostModel) {
               model.paramCount(), 1e-6);
 }
 
+TEST(Tables, TotalWorkIsTheTimeTablesTotal) {
+  // The cheap bound's total is the prefix sums' last entry, bit for bit,
+  // whether or not the tables were built first.
+  cost::ModelDesc model = smallGpt(4, 512);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 2));
+  cost::CostModel cm;
+  Tables totals(model, c, cm, cost::MemoryConfig{}),
+      tables(model, c, cm, cost::MemoryConfig{});
+  unsigned n = model.layers.size();
+  for (unsigned tp : {1u, 4u})
+    for (unsigned cp : {1u, 2u})
+      for (unsigned mbs : {1u, 3u})
+        for (cost::Recompute rec :
+             {cost::Recompute::None, cost::Recompute::Full}) {
+          detail::TableKey k;
+          k.tp = tp;
+          k.cp = cp;
+          k.mbs = mbs;
+          k.rec = rec;
+          k.sp = tp > 1;
+          double total = totals.totalWork(0, k);
+          const Tables::Times &tt = tables.times(0, k);
+          EXPECT_EQ(total, tt.work[n]);
+          EXPECT_EQ(tables.totalWork(0, k), tt.work[n]);
+          EXPECT_EQ(totals.times(0, k).work[n], total);
+          EXPECT_GT(total, 0);
+        }
+}
+
+TEST(Tables, MemoryTablesFollowTheirKey) {
+  // memory() remembers the last tables it returned: asked for another
+  // key in between, it gives each key's own (the micro-batch is no part
+  // of the key).
+  cost::ModelDesc model = smallGpt(4, 512);
+  cluster::Cluster c = cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  Tables t(model, c, cm, cost::MemoryConfig{});
+  detail::TableKey a, b;
+  b.tp = 2;
+  const Tables::Memory *ma = &t.memory(a), *mb = &t.memory(b);
+  EXPECT_NE(ma, mb);
+  EXPECT_EQ(ma->cfg.tp, 1u);
+  EXPECT_EQ(mb->cfg.tp, 2u);
+  EXPECT_EQ(&t.memory(a), ma);
+  a.mbs = 4;
+  EXPECT_EQ(&t.memory(a), ma);
+  EXPECT_EQ(&t.memory(b), mb);
+  b.rec = cost::Recompute::Full;
+  EXPECT_NE(&t.memory(b), mb);
+  EXPECT_EQ(t.memory(b).cfg.recompute, cost::Recompute::Full);
+}
+
 TEST(Tables, BlockCheckpointsAgreeWithTheCostModel) {
   // Blocks of two layers (attention half, MLP half, as the imported graph
   // has them) under full recomputation: the tables' saved activations and
