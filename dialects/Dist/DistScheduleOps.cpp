@@ -47,19 +47,21 @@ LogicalResult ScheduleOp::verify() {
            << "\"; expected \"forward\" (an inference stream) or a training "
               "schedule ("
            << schedule::scheduleNameList() << ")";
-  if (getMicrobatches() < 1)
-    return emitOpError("needs at least one micro-batch, got ")
-           << getMicrobatches();
+  // The I64Attr getters read unsigned: a negative count or index would
+  // pass a `< 0` check, so the verifiers read the attributes' signed values.
+  const int64_t microbatches = getMicrobatchesAttr().getInt();
+  if (microbatches < 1)
+    return emitOpError("needs at least one micro-batch, got ") << microbatches;
   int64_t expected = 0;
   for (Operation &op : getBody().front()) {
     auto list = dyn_cast<ActionsOp>(op);
     if (!list)
       return op.emitOpError("cannot be in a dist.schedule; it holds only "
                             "dist.actions lists");
-    if (list.getRank() != expected)
+    if (list.getRankAttr().getInt() != expected)
       return list.emitOpError("is list ")
-             << list.getRank() << " but comes where list " << expected
-             << " belongs; the lists are in rank order from 0";
+             << list.getRankAttr().getInt() << " but comes where list "
+             << expected << " belongs; the lists are in rank order from 0";
     ++expected;
   }
   if (PlanAttr plan = planOf(*this)) {
@@ -68,9 +70,9 @@ LogicalResult ScheduleOp::verify() {
              << expected << " action lists but the plan has " << numLists(plan)
              << (plan.getReplicas().empty() ? " pipeline ranks"
                                             : " stage slots");
-    if (getMicrobatches() != plan.getMicrobatches())
+    if (microbatches != plan.getMicrobatches())
       return emitOpError("runs ")
-             << getMicrobatches() << " micro-batches but the plan has "
+             << microbatches << " micro-batches but the plan has "
              << plan.getMicrobatches();
   }
   return success();
@@ -87,8 +89,9 @@ ScheduleOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 LogicalResult ActionsOp::verify() {
-  if (getRank() < 0)
-    return emitOpError("rank must be non-negative, got ") << getRank();
+  if (getRankAttr().getInt() < 0)
+    return emitOpError("rank must be non-negative, got ")
+           << getRankAttr().getInt();
   for (Operation &op : getBody().front())
     if (!isa<ActionOpInterface>(op))
       return op.emitOpError("is not a schedule action; a dist.actions list "
@@ -157,9 +160,9 @@ static schedule::Action computeAction(Operation *op, schedule::ActionKind kind,
                          getMicrobatch());                                     \
   }                                                                            \
   LogicalResult Op::verifySymbolUses(SymbolTableCollection &symbolTable) {     \
-    if (getMicrobatch() < 0)                                                   \
-      return emitOpError("micro-batch must be non-negative, got ")            \
-             << getMicrobatch();                                               \
+    if (getMicrobatchAttr().getInt() < 0)                                      \
+      return emitOpError("micro-batch must be non-negative, got ")             \
+             << getMicrobatchAttr().getInt();                                  \
     return verifyStageUse(*this, getStageAttr(), symbolTable);                 \
   }
 DIST_COMPUTE_ACTION(ForwardOp, Forward)

@@ -426,3 +426,72 @@ module attributes {dist.plan = #dist.plan<dp = 2, tp = 1, pp = 1, mbs = 1, micro
     }
   }
 }
+
+// -----
+
+// The counts and indices are read signed: negative values are refused, not
+// wrapped around to huge ones.
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "gpipe", stages = [0, 1]>} {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = call @main_stage0(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = call @main_stage1(%0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+  func.func private @main_stage0(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 0 : i64} {
+    return %a : tensor<4xf32>
+  }
+  func.func private @main_stage1(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 1 : i64} {
+    return %a : tensor<4xf32>
+  }
+  func.func private @helper(%a: tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{needs at least one micro-batch, got -1}}
+  dist.schedule for @main kind "gpipe" microbatches -1 {
+  }
+}
+
+// -----
+
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "gpipe", stages = [0, 1]>} {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = call @main_stage0(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = call @main_stage1(%0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+  func.func private @main_stage0(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 0 : i64} {
+    return %a : tensor<4xf32>
+  }
+  func.func private @main_stage1(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 1 : i64} {
+    return %a : tensor<4xf32>
+  }
+  func.func private @helper(%a: tensor<4xf32>) -> tensor<4xf32>
+  dist.schedule for @main kind "gpipe" microbatches 1 {
+    // expected-error @+1 {{is list -1 but comes where list 0 belongs}}
+    dist.actions -1 on #dist.mesh<shape = [1, 1], devices = [0]> {
+    }
+  }
+}
+
+// -----
+
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 1, global_batch = 1, schedule = "gpipe", stages = [0, 1]>} {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = call @main_stage0(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = call @main_stage1(%0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+  func.func private @main_stage0(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 0 : i64} {
+    return %a : tensor<4xf32>
+  }
+  func.func private @main_stage1(%a: tensor<4xf32>) -> tensor<4xf32> attributes {dist.virtual_stage = 1 : i64} {
+    return %a : tensor<4xf32>
+  }
+  func.func private @helper(%a: tensor<4xf32>) -> tensor<4xf32>
+  dist.schedule for @main kind "gpipe" microbatches 1 {
+    dist.actions 0 on #dist.mesh<shape = [1, 1], devices = [0]> {
+      // expected-error @+1 {{micro-batch must be non-negative, got -1}}
+      dist.forward @main_stage0 microbatch -1
+    }
+    dist.actions 1 on #dist.mesh<shape = [1, 1], devices = [1]> {
+    }
+  }
+}
