@@ -485,7 +485,7 @@ bool Region::visit(Operation *op) {
   // inside tp. The heads stay split: each tensor rank gathers its own.
   if (auto gather = dyn_cast<dist::AllGatherOp>(op)) {
     Split s = splitOf(in);
-    if (gather.getAxis() == s.dim)
+    if (static_cast<int64_t>(gather.getAxis()) == s.dim)
       return failAt(op, "an all-gather along the split dimension");
     return setSplit(op, gather.getResult(), s);
   }

@@ -81,7 +81,8 @@ static KernelOp outline(ArrayRef<Operation *> ops, KernelKind kind,
       if (!inside.contains(use.get().getDefiningOp()))
         use.set(body->getArgument(argOf.lookup(use.get())));
   }
-  OpBuilder::atBlockEnd(body).create<YieldOp>(loc, root->getResult(0));
+  b.setInsertionPointToEnd(body);
+  YieldOp::create(b, loc, root->getResult(0));
   return kernel;
 }
 

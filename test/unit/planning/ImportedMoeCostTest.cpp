@@ -324,8 +324,9 @@ TEST_P(ExpertBlockAsTheProgramsRunIt, UnderTensorAndExpertParallelism) {
       scattered += op.tpAllReduceFwdBytes * x.mbs / e, ++scatters;
     }
     // The routing (top-k) runs whole on every tensor rank.
-    if (op.wholeSequence && op.tp == TpMode::Replicated)
+    if (op.wholeSequence && op.tp == TpMode::Replicated) {
       EXPECT_DOUBLE_EQ(CostModel::shareOf(op, x), CostModel::shareOf(op, noSp));
+    }
   }
   // Dispatch and combine: each of the 4 experts' 4 slots of 16 features
   // split over the 2 tensor ranks, each way.
