@@ -113,6 +113,20 @@ public:
   }
   /// The priced message of the last expectPricedSends.
   cost::BoundaryMessage lastMessage;
+
+  /// expectPricedSends under \p spec and under \p spec with `sg=0`, for a
+  /// boundary of \p whole bytes that is whole on every tensor rank: by
+  /// scatter/gather each tensor rank sends its half and the receiver
+  /// gathers the whole; with sg=0 each sends the whole tensor.
+  void expectScatterGathered(const cost::ModelDesc &model, llvm::StringRef spec,
+                             unsigned last, double whole) {
+    expectPricedSends(model, spec, last);
+    EXPECT_EQ(lastMessage.bytes, whole / 2);
+    EXPECT_EQ(lastMessage.gatherBytes, whole);
+    expectPricedSends(model, (spec + ",sg=0").str(), last);
+    EXPECT_EQ(lastMessage.bytes, whole);
+    EXPECT_EQ(lastMessage.gatherBytes, 0);
+  }
 };
 
 TEST_F(StageSends, SequenceParallelStagesSendTheirTokens) {
@@ -138,14 +152,8 @@ TEST_F(StageSends, TensorParallelStagesScatterAndGather) {
   // gathers the whole; with sg=0 each sends the whole tensor.
   cost::ModelDesc model = importGpt(1);
   const double whole = 32 * 64 * 4;
-  for (unsigned last = 0; last + 1 < model.layers.size(); ++last) {
-    expectPricedSends(model, "tp=2,pp=2,mbs=1,schedule=1f1b", last);
-    EXPECT_EQ(lastMessage.bytes, whole / 2);
-    EXPECT_EQ(lastMessage.gatherBytes, whole);
-    expectPricedSends(model, "tp=2,pp=2,mbs=1,sg=0,schedule=1f1b", last);
-    EXPECT_EQ(lastMessage.bytes, whole);
-    EXPECT_EQ(lastMessage.gatherBytes, 0);
-  }
+  for (unsigned last = 0; last + 1 < model.layers.size(); ++last)
+    expectScatterGathered(model, "tp=2,pp=2,mbs=1,schedule=1f1b", last, whole);
 }
 
 TEST_F(StageSends, SequenceParallelCnnStagesScatterAndGather) {
@@ -163,13 +171,8 @@ TEST_F(StageSends, SequenceParallelCnnStagesScatterAndGather) {
     if (llvm::any_of(layer.boundaryTensors,
                      [](const auto &t) { return t.tpSplit; }))
       continue;
-    double bytes = layer.boundaryBytes * 2;
-    expectPricedSends(model, "tp=2,pp=2,mbs=2,sp=1,schedule=1f1b", last);
-    EXPECT_EQ(lastMessage.bytes, bytes / 2);
-    EXPECT_EQ(lastMessage.gatherBytes, bytes);
-    expectPricedSends(model, "tp=2,pp=2,mbs=2,sp=1,sg=0,schedule=1f1b", last);
-    EXPECT_EQ(lastMessage.bytes, bytes);
-    EXPECT_EQ(lastMessage.gatherBytes, 0);
+    expectScatterGathered(model, "tp=2,pp=2,mbs=2,sp=1,schedule=1f1b", last,
+                          layer.boundaryBytes * 2);
     ++whole;
   }
   EXPECT_GT(whole, 2u);
@@ -185,9 +188,7 @@ TEST_F(StageSends, SequenceParallelWholeEmbeddingScatterGathers) {
   const std::string spec = "tp=2,pp=2,mbs=1,sp=1,schedule=1f1b";
   const double whole = 32 * 64 * 4;
   ASSERT_FALSE(cost::sequenceSplits(model.layers[0], 2));
-  expectPricedSends(model, spec, 0);
-  EXPECT_EQ(lastMessage.bytes, whole / 2);
-  EXPECT_EQ(lastMessage.gatherBytes, whole);
+  expectScatterGathered(model, spec, 0, whole);
   for (unsigned last = 1; last + 1 < model.layers.size(); ++last) {
     ASSERT_TRUE(cost::sequenceSplits(model.layers[last], 2));
     expectPricedSends(model, spec, last);
