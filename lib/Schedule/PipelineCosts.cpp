@@ -165,6 +165,9 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   pc.vShape = isVShape(p.schedule);
   pc.globalBatch = p.globalBatch;
   pc.overlapP2P = p.overlapP2P;
+  pc.updatesWaitForWorld = p.mode == Mode::Train &&
+                           p.dtype == cluster::DType::F16 &&
+                           updatesEveryMicrobatch(p.schedule);
   pc.levelNames = {c.levelName(LinkLevel::IntraNode),
                    c.levelName(LinkLevel::Network)};
   if (std::optional<cluster::DType> dt = cm.matmulPrecision())

@@ -367,6 +367,13 @@ struct PipelineCosts {
   bool overlapP2P = true;
   /// Matmul precision the costs assume ("fp8"; empty: the model's dtypes).
   std::string matmulPrecision;
+  /// Each list's k-th optimizer step waits for every list's k-th: the
+  /// programs or the overflow flags over the world before each update of a
+  /// loss-scaled fp16 schedule that updates after every micro-batch
+  /// (PipeDream, PipeMare; docs/partition.md "Asynchronous schedules"), so
+  /// the last stage's update of micro-batch k waits for the first stage's
+  /// backward of k.
+  bool updatesWaitForWorld = false;
 
   unsigned numVirtualStages() const { return stages.size(); }
   unsigned stageOfList(unsigned list) const {

@@ -12,6 +12,7 @@
 
 #include "lib/Sim/Simulator.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -79,6 +80,10 @@ struct Rank {
   /// Replicated stages: this list's next collective is ready and waits for
   /// the stage's other replicas.
   bool collectiveWaiting = false;
+  /// PipelineCosts::updatesWaitForWorld: this list's next optimizer step is
+  /// ready and waits for every list's.
+  bool updateWaiting = false;
+  unsigned updates = 0; ///< optimizer steps in the list
 };
 
 /// 16 bytes; ties in time break by (rank, queue, index), so runs are
@@ -124,6 +129,8 @@ public:
             summed[ch] = true;
           }
         }
+        if (k == ActionKind::OptimizerStep)
+          ++rk.updates;
         unsigned q = queueOf(list[i].kind);
         if (!c.overlapP2P && (q == 1 || q == 2))
           q = 0; // blocking sends occupy the compute stream
@@ -133,6 +140,11 @@ public:
           gathered = rk.queue[3].size();
       }
     }
+    // The lists' k-th updates meet only where every list updates as often.
+    worldUpdates =
+        c.updatesWaitForWorld && llvm::all_of(ranks, [&](const Rank &rk) {
+          return rk.updates == ranks.front().updates;
+        });
   }
 
   Expected<SimResult> run();
@@ -207,6 +219,8 @@ private:
                       std::greater<QueuedEvent>>
       events;
   double now = 0;
+  /// PipelineCosts::updatesWaitForWorld, where the lists' updates pair up.
+  bool worldUpdates = false;
   SimResult result;
 };
 
@@ -318,6 +332,24 @@ void Engine::advance(unsigned r) {
       break;
     if (a.kind == ActionKind::OptimizerStep && rk.collectivesDone < slot.before)
       break;
+    if (a.kind == ActionKind::OptimizerStep && worldUpdates) {
+      // The world's overflow flag: every list's update of this number
+      // starts when the last list is ready for its own.
+      rk.updateWaiting = true;
+      if (!llvm::all_of(ranks, [](const Rank &q) { return q.updateWaiting; }))
+        break;
+      for (unsigned q = 0; q < ranks.size(); ++q) {
+        Rank &other = ranks[q];
+        other.updateWaiting = false;
+        if (q == r)
+          continue;
+        unsigned oidx = other.queue[0][other.head[0]].index;
+        double d = computeDuration(q, oidx);
+        other.computeBusy = true;
+        record(q, 0, oidx, now, now + d);
+        push(now + d, q, 0, oidx);
+      }
+    }
     if (isCompute(a.kind) && rk.collectivesDone < slot.gathered)
       break;
     double d = a.overlappedWithNext() ? pairedForward(r, idx)

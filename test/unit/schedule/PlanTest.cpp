@@ -162,6 +162,26 @@ TEST(Plan, HeterogeneousClusterGivesSlowDevicesLessWork) {
   EXPECT_GT(p.cuts[0], 18u / 2 + 1);
 }
 
+TEST(PipelineCosts, LossScaledPerMicrobatchUpdatesWaitForTheWorld) {
+  // The programs or the fp16 overflow flags over the world before each
+  // update; only PipeDream and PipeMare update after every micro-batch.
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  cost::ModelDesc m = smallModel();
+  for (llvm::StringRef schedule :
+       {"1f1b", "pipedream-2bw", "pipedream", "pipemare"})
+    for (cluster::DType dt : {cluster::DType::F16, cluster::DType::BF16}) {
+      Plan p =
+          llvm::cantFail(parsePlan(("pp=2,mbs=1,schedule=" + schedule).str()));
+      p.dtype = dt;
+      ASSERT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 8, cm)));
+      bool waits = dt == cluster::DType::F16 &&
+                   (schedule == "pipedream" || schedule == "pipemare");
+      EXPECT_EQ(buildPipelineCosts(p, m, c, cm, {}).updatesWaitForWorld, waits)
+          << schedule.str() << " " << cluster::dtypeName(dt).str();
+    }
+}
+
 TEST(PipelineCosts, StagesLinksAndMemory) {
   Plan p = llvm::cantFail(parsePlan("dp=2,tp=4,pp=2,recompute=full"));
   cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 2));

@@ -165,6 +165,47 @@ TEST(Simulator, AsynchronousSchedulesReportTheSteadyState) {
   EXPECT_NEAR(pd.iterationTime, m * 3.0, 1e-9);
 }
 
+TEST(Simulator, LossScaledPerMicrobatchUpdatesWaitForTheWorld) {
+  // fp16 PipeDream and PipeMare or the overflow flags over the world
+  // before each update: every list's update of micro-batch k starts
+  // together, after the first stage's backward of k, so the last stage's
+  // next forward waits for k's gradient to reach the first stage.
+  unsigned p = 4, m = 16;
+  PipelineCosts c = uniform(p, 1, m, 1, 1.5, 0.5);
+  for (ScheduleKind k : {ScheduleKind::PipeDream, ScheduleKind::PipeMare}) {
+    SCOPED_TRACE(scheduleName(k).str());
+    Schedule s = gen(k, p, 1, m);
+    SimResult free = run(s, c);
+    PipelineCosts waiting = c;
+    waiting.updatesWaitForWorld = true;
+    SimResult r = run(s, waiting);
+    EXPECT_NEAR(free.iterationTime, m * 3.0, 1e-9);
+    EXPECT_GT(r.iterationTime, free.iterationTime * 1.5);
+    unsigned met = 0;
+    for (int mb = 0; mb < static_cast<int>(m); ++mb) {
+      const Event *first = find(r, 0, ActionKind::OptimizerStep, mb);
+      const Event *back = find(r, 0, ActionKind::Backward, mb);
+      ASSERT_TRUE(first && back) << "micro-batch " << mb;
+      EXPECT_GE(first->start, back->end);
+      for (unsigned d = 1; d < p; ++d) {
+        const Event *e = find(r, d, ActionKind::OptimizerStep, mb);
+        ASSERT_TRUE(e) << "device " << d << ", micro-batch " << mb;
+        EXPECT_DOUBLE_EQ(e->start, first->start);
+        ++met;
+      }
+    }
+    EXPECT_EQ(met, (p - 1) * m);
+  }
+  // A synchronous schedule's lists each step once, at the end of the
+  // iteration: meeting there changes nothing (buildPipelineCosts sets the
+  // flag for PipeDream and PipeMare only).
+  Schedule flush = gen(ScheduleKind::OneFOneB, p, 1, m);
+  PipelineCosts waiting = c;
+  waiting.updatesWaitForWorld = true;
+  EXPECT_DOUBLE_EQ(run(flush, waiting).iterationTime,
+                   run(flush, c).iterationTime);
+}
+
 TEST(Simulator, AsynchronousZeroWaitsForEachUpdatesGather) {
   // PipeDream and PipeMare under ZeRO-1: micro-batch k's update
   // reduce-scatters its gradient (RS = sync - gather = 0.5), steps on the
