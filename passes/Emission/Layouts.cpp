@@ -14,12 +14,13 @@
 //   without the post-op, DNNL_VERBOSE, 2026-12-07); pooling
 //   and elementwise loops keep the layout of their input, so a chain of
 //   convolutions stays channels-last instead of being reordered per op.
-//   NHWC rather than oneDNN's blocked nChw8c: on AVX2 the blocked layout
-//   saved at most 6% of ResNet-18's convolution time before any reorder
-//   (faster on 64 and 128 channels, slower on 256 and 512; an earlier
-//   run on AVX-512 found them as fast; docs/benchmarks.md, 2026-12-07),
-//   and NHWC has no padded channels, so every generated loop and view is
-//   a plain permutation of strides;
+//   NHWC rather than oneDNN's blocked nChw8c: on AVX2 a whole ResNet-18
+//   chain kept blocked, its edges counted, ran 3% (least times) to 7%
+//   (CPU-time medians under load) faster, below a whole program's
+//   run-to-run spread there (an earlier run on AVX-512 found the layouts
+//   as fast per shape; docs/benchmarks.md, "ResNet-18 as one blocked
+//   chain"), and NHWC has no padded channels, so every generated loop and
+//   view is a plain permutation of strides;
 // - copies: where a reader needs another layout than its operand has (a
 //   runtime kernel that takes row-major memory, a convolution whose input is
 //   NCHW, a returned value), `emit.copy` materializes it once per value and
