@@ -2166,6 +2166,19 @@ def pipeline_train_cases(rng):
                      plan="dp=2,tp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=8, batch=4, tp_split=(),
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
+    # Expert with context and tensor parallelism (dp = cp = tp = ep = 2, 8
+    # ranks t + 2 (c + 2 d)): every context rank routes the whole sequence
+    # and takes its 2 of every expert's 4 capacity slots; each tensor rank
+    # of it exchanges its 1 slot over the expert group (the same context
+    # and tensor rank in both replicas: {0, 4}, {1, 5}, ...), the slots
+    # are gathered over the tensor group before the experts and the
+    # partial sums reduce-scattered after them, and the outputs gathered
+    # over the tensor, then the context group for the combine. Each rank
+    # keeps its tensor part (rank mod 2) of its expert part ((rank / 4)
+    # mod 2); the experts' gradients are summed over a replica's context
+    # ranks at the rank's tensor place ({0, 2}, {1, 3}, ...).
+    out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2",
+                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1", ranks=8)))
     # Expert tensor parallelism without ep (dp = 2, tp = 2, ep = 1): every
     # tensor rank holds the whole dispatched tokens and its features of
     # every expert (gate and up by output features behind dist.tp_copy,

@@ -232,11 +232,13 @@ TEST_F(ImportedMoe, SimulatedTrafficHasTheContextGathersOfEveryMoeBlock) {
 /// The collectives one rank's forward runs in cost-model layer \p layer of
 /// \p func, in elements: what it sends through all-to-alls, and the whole
 /// tensors it all-gathers and reduce-scatters (an all-reduce is both).
+/// With \p over only those over that group of ranks (rank 0's).
 struct IrCollectives {
   double allToAll = 0, gathered = 0, scattered = 0;
   unsigned gathers = 0, scatters = 0;
 };
-IrCollectives collectivesOf(func::FuncOp func, int64_t layer) {
+IrCollectives collectivesOf(func::FuncOp func, int64_t layer,
+                            ArrayRef<int64_t> over = {}) {
   IrCollectives c;
   dist::DistDialect::LayerAttrHelper layerOf(func.getContext());
   auto elements = [](Value v) {
@@ -245,6 +247,9 @@ IrCollectives collectivesOf(func::FuncOp func, int64_t layer) {
   func.walk([&](Operation *op) {
     IntegerAttr l = layerOf.getAttr(op);
     if (!l || l.getInt() != layer)
+      return;
+    auto group = op->getAttrOfType<DenseI64ArrayAttr>("group");
+    if (!over.empty() && (!group || group.asArrayRef() != over))
       return;
     if (auto a = dyn_cast<dist::AllToAllOp>(op)) {
       c.allToAll += elements(a.getInput());
@@ -279,32 +284,49 @@ class ExpertBlockAsTheProgramsRunIt
     : public ImportedMoe,
       public ::testing::WithParamInterface<bool> {};
 
-TEST_P(ExpertBlockAsTheProgramsRunIt, UnderTensorAndExpertParallelism) {
-  const bool sp = GetParam();
-  // run_distributed.py's llama_moe fixture: 4 experts of width 16, top-2
-  // (capacity 4 of 8 tokens), one shared expert, the second of two blocks.
+/// run_distributed.py's llama_moe fixture (2 key/value heads): 4 experts
+/// of width 16, top-2 (capacity 4 of 8 tokens), one shared expert, the
+/// second of two blocks.
+LlmConfig tinyMoe() {
   LlmConfig c;
   c.name = "tiny-moe";
   c.layers = 2, c.hidden = 16, c.heads = 2, c.kvHeads = 2;
   c.ffnHidden = 32, c.seqLen = 8, c.vocab = 64;
   c.experts = 4, c.topK = 2, c.expertFfn = 16;
   c.sharedExperts = 1, c.denseLayers = 1;
-  ModelDesc graph = imported(c);
-  const int64_t moeLayer = 4; // the FFN half of block 1
-  const LayerDesc &costed = graph.layers[moeLayer];
+  return c;
+}
+constexpr int64_t kTinyMoeLayer = 4; // the FFN half of block 1
 
-  PassManager pm(ctx.get());
+/// Rewrites the imported model's main function into what one rank of
+/// \p planSpec runs (a global batch of 2 rows), as dist-compile does:
+/// dist-context-parallel, dist-tensor-parallel, dist-expert-parallel.
+LogicalResult splitForPlan(MLIRContext *ctx, ModuleOp module,
+                           StringRef planSpec) {
+  PassManager pm(ctx);
   pm.addPass(createAnnotateLayersPass());
   AttachClusterPassOptions cluster;
   cluster.cluster = "dgx-h100";
   pm.addPass(createAttachClusterPass(cluster));
   SetPlanPassOptions plan;
-  plan.plan = sp ? "dp=2,tp=2,ep=2,mbs=1,sp=1" : "dp=2,tp=2,ep=2,mbs=1";
+  plan.plan = planSpec.str();
   plan.batch = 2;
   pm.addPass(createSetPlanPass(plan));
+  pm.addPass(createContextParallelPass());
   pm.addPass(createTensorParallelPass());
   pm.addPass(createExpertParallelPass());
-  ASSERT_TRUE(succeeded(pm.run(*module)));
+  return pm.run(module);
+}
+
+TEST_P(ExpertBlockAsTheProgramsRunIt, UnderTensorAndExpertParallelism) {
+  const bool sp = GetParam();
+  LlmConfig c = tinyMoe();
+  ModelDesc graph = imported(c);
+  const int64_t moeLayer = kTinyMoeLayer;
+  const LayerDesc &costed = graph.layers[moeLayer];
+  ASSERT_TRUE(succeeded(
+      splitForPlan(ctx.get(), *module,
+                   sp ? "dp=2,tp=2,ep=2,mbs=1,sp=1" : "dp=2,tp=2,ep=2,mbs=1")));
   IrCollectives ir =
       collectivesOf(module->lookupSymbol<func::FuncOp>("main"), moeLayer);
 
@@ -366,6 +388,65 @@ INSTANTIATE_TEST_SUITE_P(ImportedMoe, ExpertBlockAsTheProgramsRunIt,
                            return info.param ? "WithSequenceParallelism"
                                              : "WithoutSequenceParallelism";
                          });
+
+/// The programs of dp x cp x tp x ep against the cost model's collectives
+/// of the same MoE block. Every context rank routes the whole sequence and
+/// takes its C/cp capacity slots of every expert; each of its tensor ranks
+/// exchanges its C/(cp tp) of them over the expert group, the bytes the
+/// cost model prices (CostModel::tokenShare: mbs / cp, and / tp for the
+/// split experts). Around the experts the tensor group moves the context
+/// rank's slots (tpAllReduceFwdBytes / cp: a reduce-scatter and two
+/// all-gathers for the experts, the shared expert's all-reduce on the
+/// rank's tokens), and the context group gathers what every context rank
+/// routes and combines whole on every tensor rank (cpGatherFwdBytes).
+TEST_F(ImportedMoe, ExpertBlockUnderContextTensorAndExpertParallelism) {
+  LlmConfig c = tinyMoe();
+  ModelDesc graph = imported(c);
+  const LayerDesc &costed = graph.layers[kTinyMoeLayer];
+  ASSERT_TRUE(
+      succeeded(splitForPlan(ctx.get(), *module, "dp=2,cp=2,tp=2,ep=2,mbs=1")));
+  auto main = module->lookupSymbol<func::FuncOp>("main");
+  // Rank t + 2 (c + 2 d): rank 0's tensor, context and expert groups.
+  IrCollectives tensor = collectivesOf(main, kTinyMoeLayer, {0, 1});
+  IrCollectives context = collectivesOf(main, kTinyMoeLayer, {0, 2});
+  IrCollectives expert = collectivesOf(main, kTinyMoeLayer, {0, 4});
+  IrCollectives all = collectivesOf(main, kTinyMoeLayer);
+
+  ExecConfig x;
+  x.cp.size = 2, x.tp.size = 2, x.ep.size = 2, x.mbs = 1;
+  const double e = cluster::dtypeBytes(c.dtype);
+  double allToAll = 0, tpGathered = 0, tpScattered = 0, cpGathered = 0;
+  unsigned tpGathers = 0, tpScatters = 0;
+  for (const OpDesc &op : costed.ops) {
+    allToAll += op.epAllToAllBytes * CostModel::tokenShare(op, x) / e;
+    if (op.tpAllReduceFwdBytes > 0) {
+      const unsigned opGathers = op.expert ? 2 : 1;
+      const double bytes = op.tpAllReduceFwdBytes * x.mbs / x.cp.size / e;
+      tpGathered += opGathers * bytes, tpGathers += opGathers;
+      tpScattered += bytes, ++tpScatters;
+    }
+    cpGathered += op.cpGatherFwdBytes * x.mbs / e;
+  }
+  // Dispatch and combine: each of the 4 experts' 4 slots of 16 features,
+  // 1 per (context rank, tensor rank), each way.
+  EXPECT_DOUBLE_EQ(expert.allToAll, 2 * 4 * (4 / (2 * 2)) * 16);
+  EXPECT_DOUBLE_EQ(allToAll, expert.allToAll);
+  EXPECT_DOUBLE_EQ(all.allToAll, expert.allToAll);
+  // The tensor group: the experts' gather, reduce-scatter and the
+  // combine's gather, and the shared expert's all-reduce.
+  EXPECT_EQ(tensor.gathers, 3u);
+  EXPECT_EQ(tensor.scatters, 2u);
+  EXPECT_EQ(tensor.gathers, tpGathers);
+  EXPECT_EQ(tensor.scatters, tpScatters);
+  EXPECT_DOUBLE_EQ(tensor.gathered, tpGathered);
+  EXPECT_DOUBLE_EQ(tensor.scattered, tpScattered);
+  // The context group: the router's scores, the block's input and the
+  // experts' outputs, gathered whole on every tensor rank.
+  EXPECT_EQ(context.scatters, 0u);
+  EXPECT_DOUBLE_EQ(context.gathered, cpGathered);
+  EXPECT_DOUBLE_EQ(all.gathered, tensor.gathered + context.gathered);
+  EXPECT_DOUBLE_EQ(all.scattered, tensor.scattered);
+}
 
 /// A block the recognizer does not know (the combine replaces instead of
 /// adding) stays costed op by op: no expert ops, the same parameters.
