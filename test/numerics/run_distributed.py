@@ -2179,6 +2179,12 @@ def pipeline_train_cases(rng):
     # ranks at the rank's tensor place ({0, 2}, {1, 3}, ...).
     out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2",
                 dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1", ranks=8)))
+    # And with ZeRO-1: the experts' momentum (of the rank's tensor part of
+    # its expert part) sharded over those context ranks, the dense
+    # weights' over dp x cp at each tensor place.
+    out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2_z1",
+                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1,zero=1",
+                     ranks=8, zero=True)))
     # Expert tensor parallelism without ep (dp = 2, tp = 2, ep = 1): every
     # tensor rank holds the whole dispatched tokens and its features of
     # every expert (gate and up by output features behind dist.tp_copy,
