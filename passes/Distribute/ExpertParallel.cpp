@@ -24,7 +24,8 @@
 // the rank's replica coordinate ((rank / tp) mod ep), the features by its
 // tensor coordinate; the expert groups are the ranks of one tensor
 // coordinate (RankLayout::expertGroups). With ep = 1 the experts split
-// over the tensor ranks alone (Megatron's copy before, all-reduce after).
+// over the tensor ranks alone (Megatron's copy before, all-reduce after),
+// under cp on the context rank's slots.
 // With sequence parallelism dist-tensor-parallel has gathered the block's
 // input over the tensor group before the routing, so every tensor rank
 // routes the whole sequence's tokens as without it.
@@ -373,9 +374,9 @@ struct ExpertParallelPass
     schedule::RankLayout layout = plan.getLayout();
     if (ep == 1) {
       // Expert tensor parallelism alone: each expert's GEMMs split over the
-      // tensor ranks, as the cost model prices them. (Under cp the experts
-      // run on the context ranks' slots, whole on every tensor rank.)
-      if (layout.tp == 1 || layout.cp != 1)
+      // tensor ranks, as the cost model prices them (under cp on the
+      // context rank's capacity slots).
+      if (layout.tp == 1)
         return;
       FailureOr<func::FuncOp> func =
           planning::plannedFunction(module, "", "dist-expert-parallel");

@@ -2200,6 +2200,13 @@ def pipeline_train_cases(rng):
     # the stage's replicas as the dense weights' is.
     out.append(("llama_moe_momentum_dp2_tp2_z1",
                 dict(moe_tp, plan="dp=2,tp=2,mbs=1,zero=1", zero=True)))
+    # And under context parallelism (cp = 2, tp = 2, ep = 1): each tensor
+    # rank runs its features of every expert on its context rank's 2 of
+    # the 4 capacity slots (the partial sums all-reduced over the tensor
+    # group, then the slots gathered over the context group); the experts
+    # must be saved in the 2 tensor parts.
+    out.append(("llama_moe_momentum_cp2_tp2",
+                dict(moe_tp, plan="cp=2,tp=2,mbs=1")))
     # And in a pipeline (the experts in the second stage's tensor group).
     out.append(("llama_moe_sgd_tp2_pp2_1f1b",
                 dict(moe, model=moe_llama_tp_model,

@@ -389,22 +389,31 @@ INSTANTIATE_TEST_SUITE_P(ImportedMoe, ExpertBlockAsTheProgramsRunIt,
                                              : "WithoutSequenceParallelism";
                          });
 
-/// The programs of dp x cp x tp x ep against the cost model's collectives
-/// of the same MoE block. Every context rank routes the whole sequence and
-/// takes its C/cp capacity slots of every expert; each of its tensor ranks
-/// exchanges its C/(cp tp) of them over the expert group, the bytes the
-/// cost model prices (CostModel::tokenShare: mbs / cp, and / tp for the
-/// split experts). Around the experts the tensor group moves the context
-/// rank's slots (tpAllReduceFwdBytes / cp: a reduce-scatter and two
-/// all-gathers for the experts, the shared expert's all-reduce on the
-/// rank's tokens), and the context group gathers what every context rank
-/// routes and combines whole on every tensor rank (cpGatherFwdBytes).
-TEST_F(ImportedMoe, ExpertBlockUnderContextTensorAndExpertParallelism) {
+/// The programs of dp x cp x tp, with ep = 2 or without ep, against the
+/// cost model's collectives of the same MoE block. Every context rank
+/// routes the whole sequence and takes its C/cp capacity slots of every
+/// expert. With ep each of its tensor ranks exchanges its C/(cp tp) of
+/// them over the expert group, the bytes the cost model prices
+/// (CostModel::tokenShare: mbs / cp, and / tp for the split experts), and
+/// the tensor group moves the context rank's slots around the experts (a
+/// reduce-scatter and two all-gathers of tpAllReduceFwdBytes / cp);
+/// without ep every tensor rank runs its features of every expert on
+/// those slots and all-reduces the partial sums (the same bytes, one
+/// all-gather fewer). The shared expert all-reduces the rank's tokens, and
+/// the context group gathers what every context rank routes and combines
+/// whole on every tensor rank (cpGatherFwdBytes).
+class ExpertBlockUnderContextParallelism
+    : public ImportedMoe,
+      public ::testing::WithParamInterface<unsigned> {};
+
+TEST_P(ExpertBlockUnderContextParallelism, WithTensorParallelism) {
+  const unsigned ep = GetParam();
   LlmConfig c = tinyMoe();
   ModelDesc graph = imported(c);
   const LayerDesc &costed = graph.layers[kTinyMoeLayer];
-  ASSERT_TRUE(
-      succeeded(splitForPlan(ctx.get(), *module, "dp=2,cp=2,tp=2,ep=2,mbs=1")));
+  ASSERT_TRUE(succeeded(splitForPlan(ctx.get(), *module,
+                                     ep > 1 ? "dp=2,cp=2,tp=2,ep=2,mbs=1"
+                                            : "dp=2,cp=2,tp=2,mbs=1")));
   auto main = module->lookupSymbol<func::FuncOp>("main");
   // Rank t + 2 (c + 2 d): rank 0's tensor, context and expert groups.
   IrCollectives tensor = collectivesOf(main, kTinyMoeLayer, {0, 1});
@@ -413,14 +422,15 @@ TEST_F(ImportedMoe, ExpertBlockUnderContextTensorAndExpertParallelism) {
   IrCollectives all = collectivesOf(main, kTinyMoeLayer);
 
   ExecConfig x;
-  x.cp.size = 2, x.tp.size = 2, x.ep.size = 2, x.mbs = 1;
+  x.cp.size = 2, x.tp.size = 2, x.ep.size = ep, x.mbs = 1;
   const double e = cluster::dtypeBytes(c.dtype);
   double allToAll = 0, tpGathered = 0, tpScattered = 0, cpGathered = 0;
   unsigned tpGathers = 0, tpScatters = 0;
   for (const OpDesc &op : costed.ops) {
-    allToAll += op.epAllToAllBytes * CostModel::tokenShare(op, x) / e;
+    if (ep > 1)
+      allToAll += op.epAllToAllBytes * CostModel::tokenShare(op, x) / e;
     if (op.tpAllReduceFwdBytes > 0) {
-      const unsigned opGathers = op.expert ? 2 : 1;
+      const unsigned opGathers = op.expert && ep > 1 ? 2 : 1;
       const double bytes = op.tpAllReduceFwdBytes * x.mbs / x.cp.size / e;
       tpGathered += opGathers * bytes, tpGathers += opGathers;
       tpScattered += bytes, ++tpScatters;
@@ -429,12 +439,12 @@ TEST_F(ImportedMoe, ExpertBlockUnderContextTensorAndExpertParallelism) {
   }
   // Dispatch and combine: each of the 4 experts' 4 slots of 16 features,
   // 1 per (context rank, tensor rank), each way.
-  EXPECT_DOUBLE_EQ(expert.allToAll, 2 * 4 * (4 / (2 * 2)) * 16);
+  EXPECT_DOUBLE_EQ(expert.allToAll, ep > 1 ? 2 * 4 * (4 / (2 * 2)) * 16 : 0);
   EXPECT_DOUBLE_EQ(allToAll, expert.allToAll);
   EXPECT_DOUBLE_EQ(all.allToAll, expert.allToAll);
-  // The tensor group: the experts' gather, reduce-scatter and the
-  // combine's gather, and the shared expert's all-reduce.
-  EXPECT_EQ(tensor.gathers, 3u);
+  // The tensor group: the experts' sum (with ep the gather, the
+  // reduce-scatter and the combine's gather) and the shared expert's.
+  EXPECT_EQ(tensor.gathers, ep > 1 ? 3u : 2u);
   EXPECT_EQ(tensor.scatters, 2u);
   EXPECT_EQ(tensor.gathers, tpGathers);
   EXPECT_EQ(tensor.scatters, tpScatters);
@@ -443,10 +453,18 @@ TEST_F(ImportedMoe, ExpertBlockUnderContextTensorAndExpertParallelism) {
   // The context group: the router's scores, the block's input and the
   // experts' outputs, gathered whole on every tensor rank.
   EXPECT_EQ(context.scatters, 0u);
+  EXPECT_GT(context.gathered, 0);
   EXPECT_DOUBLE_EQ(context.gathered, cpGathered);
   EXPECT_DOUBLE_EQ(all.gathered, tensor.gathered + context.gathered);
   EXPECT_DOUBLE_EQ(all.scattered, tensor.scattered);
 }
+
+INSTANTIATE_TEST_SUITE_P(ImportedMoe, ExpertBlockUnderContextParallelism,
+                         ::testing::Values(2u, 1u),
+                         [](const ::testing::TestParamInfo<unsigned> &info) {
+                           return info.param > 1 ? "WithExpertParallelism"
+                                                 : "WithoutExpertParallelism";
+                         });
 
 /// A block the recognizer does not know (the combine replaces instead of
 /// adding) stays costed op by op: no expert ops, the same parameters.
