@@ -2179,6 +2179,13 @@ def pipeline_train_cases(rng):
     # ranks at the rank's tensor place ({0, 2}, {1, 3}, ...).
     out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2",
                 dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1", ranks=8)))
+    # And with sequence parallelism: each tensor rank holds its half of
+    # the context rank's positions between the regions; the block's input
+    # is gathered over the tensor group, then over the context group,
+    # before the routing, and the combine's output sliced back.
+    out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2_sp",
+                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1,sp=1",
+                     ranks=8)))
     # And with ZeRO-1: the experts' momentum (of the rank's tensor part of
     # its expert part) sharded over those context ranks, the dense
     # weights' over dp x cp at each tensor place.
@@ -2207,6 +2214,8 @@ def pipeline_train_cases(rng):
     # must be saved in the 2 tensor parts.
     out.append(("llama_moe_momentum_cp2_tp2",
                 dict(moe_tp, plan="cp=2,tp=2,mbs=1")))
+    out.append(("llama_moe_momentum_cp2_tp2_sp",
+                dict(moe_tp, plan="cp=2,tp=2,mbs=1,sp=1")))
     # And in a pipeline (the experts in the second stage's tensor group).
     out.append(("llama_moe_sgd_tp2_pp2_1f1b",
                 dict(moe, model=moe_llama_tp_model,

@@ -389,8 +389,9 @@ INSTANTIATE_TEST_SUITE_P(ImportedMoe, ExpertBlockAsTheProgramsRunIt,
                                              : "WithoutSequenceParallelism";
                          });
 
-/// The programs of dp x cp x tp, with ep = 2 or without ep, against the
-/// cost model's collectives of the same MoE block. Every context rank
+/// The programs of dp x cp x tp, with ep = 2 or without ep, with sequence
+/// parallelism or without, against the cost model's collectives of the
+/// same MoE block. Every context rank
 /// routes the whole sequence and takes its C/cp capacity slots of every
 /// expert. With ep each of its tensor ranks exchanges its C/(cp tp) of
 /// them over the expert group, the bytes the cost model prices
@@ -401,19 +402,23 @@ INSTANTIATE_TEST_SUITE_P(ImportedMoe, ExpertBlockAsTheProgramsRunIt,
 /// those slots and all-reduces the partial sums (the same bytes, one
 /// all-gather fewer). The shared expert all-reduces the rank's tokens, and
 /// the context group gathers what every context rank routes and combines
-/// whole on every tensor rank (cpGatherFwdBytes).
+/// whole on every tensor rank (cpGatherFwdBytes). Under sp the block's
+/// input is gathered over the tensor group (the context rank's positions)
+/// before the routing: the shared expert's gather.
 class ExpertBlockUnderContextParallelism
     : public ImportedMoe,
-      public ::testing::WithParamInterface<unsigned> {};
+      public ::testing::WithParamInterface<std::tuple<unsigned, bool>> {};
 
 TEST_P(ExpertBlockUnderContextParallelism, WithTensorParallelism) {
-  const unsigned ep = GetParam();
+  const auto [ep, sp] = GetParam();
   LlmConfig c = tinyMoe();
   ModelDesc graph = imported(c);
   const LayerDesc &costed = graph.layers[kTinyMoeLayer];
-  ASSERT_TRUE(succeeded(splitForPlan(ctx.get(), *module,
-                                     ep > 1 ? "dp=2,cp=2,tp=2,ep=2,mbs=1"
-                                            : "dp=2,cp=2,tp=2,mbs=1")));
+  std::string plan =
+      ep > 1 ? "dp=2,cp=2,tp=2,ep=2,mbs=1" : "dp=2,cp=2,tp=2,mbs=1";
+  if (sp)
+    plan += ",sp=1";
+  ASSERT_TRUE(succeeded(splitForPlan(ctx.get(), *module, plan)));
   auto main = module->lookupSymbol<func::FuncOp>("main");
   // Rank t + 2 (c + 2 d): rank 0's tensor, context and expert groups.
   IrCollectives tensor = collectivesOf(main, kTinyMoeLayer, {0, 1});
@@ -422,7 +427,7 @@ TEST_P(ExpertBlockUnderContextParallelism, WithTensorParallelism) {
   IrCollectives all = collectivesOf(main, kTinyMoeLayer);
 
   ExecConfig x;
-  x.cp.size = 2, x.tp.size = 2, x.ep.size = ep, x.mbs = 1;
+  x.cp.size = 2, x.tp.size = 2, x.ep.size = ep, x.mbs = 1, x.sp = sp;
   const double e = cluster::dtypeBytes(c.dtype);
   double allToAll = 0, tpGathered = 0, tpScattered = 0, cpGathered = 0;
   unsigned tpGathers = 0, tpScatters = 0;
@@ -459,12 +464,13 @@ TEST_P(ExpertBlockUnderContextParallelism, WithTensorParallelism) {
   EXPECT_DOUBLE_EQ(all.scattered, tensor.scattered);
 }
 
-INSTANTIATE_TEST_SUITE_P(ImportedMoe, ExpertBlockUnderContextParallelism,
-                         ::testing::Values(2u, 1u),
-                         [](const ::testing::TestParamInfo<unsigned> &info) {
-                           return info.param > 1 ? "WithExpertParallelism"
-                                                 : "WithoutExpertParallelism";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    ImportedMoe, ExpertBlockUnderContextParallelism,
+    ::testing::Combine(::testing::Values(2u, 1u), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<unsigned, bool>> &info) {
+      return std::string(std::get<0>(info.param) > 1 ? "WithEp" : "WithoutEp") +
+             (std::get<1>(info.param) ? "WithSp" : "WithoutSp");
+    });
 
 /// A block the recognizer does not know (the combine replaces instead of
 /// adding) stays costed op by op: no expert ops, the same parameters.
