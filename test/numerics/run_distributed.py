@@ -2228,6 +2228,13 @@ def pipeline_train_cases(rng):
                      input_shape="input_ids:1x8",
                      feeds=[("input_ids", moe_ids[:2])], batch=2, ranks=2,
                      plan="dp=2,ep=2,mbs=1", tp_split=())))
+    # And under context and tensor parallelism (8 ranks: each (context
+    # rank, tensor rank) exchanges its 1 of every expert's 4 slots).
+    out.append(("llama_moe_forward_dp2_cp2_tp2_ep2",
+                dict(forward=True, model=moe_llama_tp_model,
+                     input_shape="input_ids:1x8",
+                     feeds=[("input_ids", moe_ids[:2])], batch=2, ranks=8,
+                     plan="dp=2,cp=2,tp=2,ep=2,mbs=1", tp_split=())))
     # Inference: the forward program at tp=2 (one row) and tp=2 x pp=2 (2
     # micro-batches of one row) against one process's logits.
     fwd = dict(forward=True, model=LLAMA, input_shape="input_ids:1x32",
