@@ -24,7 +24,8 @@
 // the rank's replica coordinate ((rank / tp) mod ep), the features by its
 // tensor coordinate; the expert groups are the ranks of one tensor
 // coordinate (RankLayout::expertGroups). With ep = 1 the experts split
-// over the tensor ranks alone (Megatron's copy before, all-reduce after).
+// over the tensor ranks alone (Megatron's copy before, all-reduce after),
+// under cp on the context rank's slots.
 // With sequence parallelism dist-tensor-parallel has gathered the block's
 // input over the tensor group before the routing, so every tensor rank
 // routes the whole sequence's tokens as without it.
@@ -33,7 +34,10 @@
 // first, leaves the routing whole on every context rank and runs the
 // experts on the rank's part of the capacity slots ([.., E, C/cp, h]):
 // the expert groups are then the replicas of one context rank
-// (RankLayout::expertGroups), which exchange those slots. Runs before
+// (RankLayout::expertGroups), which exchange those slots; with tensor
+// parallelism too each tensor rank of a context rank exchanges its
+// C/(cp tp) of them, as at cp = 1, and the experts' part is the replica
+// coordinate, (rank / (tp cp)) mod ep. Runs before
 // dist-autodiff, whose all-to-all rule (the inverse exchange) makes the
 // backward; dist-partition syncs the experts' gradients over the expert data
 // group (the ranks that hold the same experts). docs/distributed.md "Expert
@@ -198,14 +202,17 @@ Refusal Rewriter::check(const planning::RoutedExperts &experts,
       return {w, why};
     }
   // With expert parallelism each tensor rank exchanges its C/tp capacity
-  // slots of every expert (Megatron's token split before the dispatch).
+  // slots of every expert (Megatron's token split before the dispatch);
+  // under context parallelism its C/(cp tp) (the tokens here are the
+  // context rank's C/cp slots already).
   if (int64_t slots = type.getDimSize(rank - 2); ep > 1 && slots % tp != 0) {
-    os << "each expert's " << slots
+    const int64_t cp = layout.cp;
+    os << "each expert's " << slots * cp
        << " capacity slots (top-k x sequence / experts) do not split over "
-          "the "
+       << (cp > 1 ? "the " + std::to_string(cp) + " context ranks x " : "the ")
        << tp
        << " tensor ranks, which exchange their parts of the slots; plan a "
-          "tp that divides them";
+       << (cp > 1 ? "cp x tp" : "tp") << " that divides them";
     return {first, why};
   }
   return {};
@@ -269,17 +276,19 @@ void Rewriter::rewrite(const planning::RoutedExperts &experts,
     part[0] = wt.getDimSize(0) / ep;
     if (tp > 1)
       part[featureDim(k)] /= tp;
-    if (tp == 1 && layout.cp == 1) {
+    // The experts' part by the replica coordinate, (rank / (tp cp)) mod
+    // ep; the features by the tensor coordinate, rank mod tp.
+    const int64_t replicaStride = tp * layout.cp;
+    if (tp == 1 && replicaStride == 1) {
       shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep}));
     } else if (tp == 1) {
-      // The experts' part by the replica coordinate: (rank / cp) mod ep.
-      shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep, layout.cp}));
+      shard.setAttr(w, b.getDenseI64ArrayAttr({0, 1, ep, replicaStride}));
     } else if (ep == 1) {
       // Every expert's features, as a dense weight's.
       shard.setAttr(w, b.getDenseI64ArrayAttr({featureDim(k), 1, tp}));
     } else {
-      shard.setAttr(
-          w, b.getDenseI64ArrayAttr({0, 1, ep, tp, featureDim(k), 1, tp, 1}));
+      shard.setAttr(w, b.getDenseI64ArrayAttr(
+                           {0, 1, ep, replicaStride, featureDim(k), 1, tp, 1}));
     }
     w.getResult().setType(wt.clone(part));
   }
@@ -365,9 +374,9 @@ struct ExpertParallelPass
     schedule::RankLayout layout = plan.getLayout();
     if (ep == 1) {
       // Expert tensor parallelism alone: each expert's GEMMs split over the
-      // tensor ranks, as the cost model prices them. (Under cp the experts
-      // run on the context ranks' slots, whole on every tensor rank.)
-      if (layout.tp == 1 || layout.cp != 1)
+      // tensor ranks, as the cost model prices them (under cp on the
+      // context rank's capacity slots).
+      if (layout.tp == 1)
         return;
       FailureOr<func::FuncOp> func =
           planning::plannedFunction(module, "", "dist-expert-parallel");
@@ -382,16 +391,9 @@ struct ExpertParallelPass
           << "dist-expert-parallel: the plan has ep = " << ep << " with "
           << what
           << "; expert parallelism executes with data, tensor, context and "
-             "pipeline parallelism (dp x tp x pp or dp x cp x pp, ep "
-             "dividing dp) yet";
+             "pipeline parallelism (dp x cp x tp x pp, ep dividing dp) yet";
       signalPassFailure();
     };
-    if (layout.cp != 1 && layout.tp != 1)
-      return refuse("cp = " + Twine(layout.cp) +
-                    " and tp = " + Twine(layout.tp) +
-                    " (the experts' tensor-parallel split of the context "
-                    "ranks' capacity slots is not built); plan tp = 1 or "
-                    "cp = 1");
     if (layout.replicated())
       return refuse("per-stage replicas");
     if (layout.dp % ep != 0)

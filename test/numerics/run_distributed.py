@@ -2166,6 +2166,32 @@ def pipeline_train_cases(rng):
                      plan="dp=2,tp=2,ep=2,pp=2,mbs=1,schedule=1f1b",
                      ranks=8, batch=4, tp_split=(),
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)])))
+    # Expert with context and tensor parallelism (dp = cp = tp = ep = 2, 8
+    # ranks t + 2 (c + 2 d)): every context rank routes the whole sequence
+    # and takes its 2 of every expert's 4 capacity slots; each tensor rank
+    # of it exchanges its 1 slot over the expert group (the same context
+    # and tensor rank in both replicas: {0, 4}, {1, 5}, ...), the slots
+    # are gathered over the tensor group before the experts and the
+    # partial sums reduce-scattered after them, and the outputs gathered
+    # over the tensor, then the context group for the combine. Each rank
+    # keeps its tensor part (rank mod 2) of its expert part ((rank / 4)
+    # mod 2); the experts' gradients are summed over a replica's context
+    # ranks at the rank's tensor place ({0, 2}, {1, 3}, ...).
+    out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2",
+                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1", ranks=8)))
+    # And with sequence parallelism: each tensor rank holds its half of
+    # the context rank's positions between the regions; the block's input
+    # is gathered over the tensor group, then over the context group,
+    # before the routing, and the combine's output sliced back.
+    out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2_sp",
+                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1,sp=1",
+                     ranks=8)))
+    # And with ZeRO-1: the experts' momentum (of the rank's tensor part of
+    # its expert part) sharded over those context ranks, the dense
+    # weights' over dp x cp at each tensor place.
+    out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2_z1",
+                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1,zero=1",
+                     ranks=8, zero=True)))
     # Expert tensor parallelism without ep (dp = 2, tp = 2, ep = 1): every
     # tensor rank holds the whole dispatched tokens and its features of
     # every expert (gate and up by output features behind dist.tp_copy,
@@ -2181,6 +2207,15 @@ def pipeline_train_cases(rng):
     # the stage's replicas as the dense weights' is.
     out.append(("llama_moe_momentum_dp2_tp2_z1",
                 dict(moe_tp, plan="dp=2,tp=2,mbs=1,zero=1", zero=True)))
+    # And under context parallelism (cp = 2, tp = 2, ep = 1): each tensor
+    # rank runs its features of every expert on its context rank's 2 of
+    # the 4 capacity slots (the partial sums all-reduced over the tensor
+    # group, then the slots gathered over the context group); the experts
+    # must be saved in the 2 tensor parts.
+    out.append(("llama_moe_momentum_cp2_tp2",
+                dict(moe_tp, plan="cp=2,tp=2,mbs=1")))
+    out.append(("llama_moe_momentum_cp2_tp2_sp",
+                dict(moe_tp, plan="cp=2,tp=2,mbs=1,sp=1")))
     # And in a pipeline (the experts in the second stage's tensor group).
     out.append(("llama_moe_sgd_tp2_pp2_1f1b",
                 dict(moe, model=moe_llama_tp_model,
@@ -2193,6 +2228,13 @@ def pipeline_train_cases(rng):
                      input_shape="input_ids:1x8",
                      feeds=[("input_ids", moe_ids[:2])], batch=2, ranks=2,
                      plan="dp=2,ep=2,mbs=1", tp_split=())))
+    # And under context and tensor parallelism (8 ranks: each (context
+    # rank, tensor rank) exchanges its 1 of every expert's 4 slots).
+    out.append(("llama_moe_forward_dp2_cp2_tp2_ep2",
+                dict(forward=True, model=moe_llama_tp_model,
+                     input_shape="input_ids:1x8",
+                     feeds=[("input_ids", moe_ids[:2])], batch=2, ranks=8,
+                     plan="dp=2,cp=2,tp=2,ep=2,mbs=1", tp_split=())))
     # Inference: the forward program at tp=2 (one row) and tp=2 x pp=2 (2
     # micro-batches of one row) against one process's logits.
     fwd = dict(forward=True, model=LLAMA, input_shape="input_ids:1x32",

@@ -276,16 +276,16 @@ static bool needsContextParallel(ModuleOp module) {
 /// Expert parallelism: not yet split while no op exchanges tokens over
 /// the expert groups (dist-expert-parallel's `dist.all_to_all`; the
 /// weights' `dist.tp_shard` does not tell, as dist-tensor-parallel, which
-/// runs first, writes it too). With ep = 1 and tp > 1 (cp = 1) the pass
-/// splits the routed experts over the tensor ranks: needed while a GEMM
-/// reads a stacked weight [experts, in, out] that no shard marks.
+/// runs first, writes it too). With ep = 1 and tp > 1 the pass splits
+/// the routed experts over the tensor ranks: needed while a GEMM reads a
+/// stacked weight [experts, in, out] that no shard marks.
 static bool needsExpertParallel(ModuleOp module) {
   auto plan =
       dist::DistDialect::PlanAttrHelper(module.getContext()).getAttr(module);
   if (!plan)
     return false;
   if (plan.getEp() < 2) {
-    if (plan.getLayout().tp < 2 || plan.getLayout().cp != 1)
+    if (plan.getLayout().tp < 2)
       return false;
     return module
         .walk([](graph::MatmulOp m) {

@@ -232,11 +232,13 @@ TEST_F(ImportedMoe, SimulatedTrafficHasTheContextGathersOfEveryMoeBlock) {
 /// The collectives one rank's forward runs in cost-model layer \p layer of
 /// \p func, in elements: what it sends through all-to-alls, and the whole
 /// tensors it all-gathers and reduce-scatters (an all-reduce is both).
+/// With \p over only those over that group of ranks (rank 0's).
 struct IrCollectives {
   double allToAll = 0, gathered = 0, scattered = 0;
   unsigned gathers = 0, scatters = 0;
 };
-IrCollectives collectivesOf(func::FuncOp func, int64_t layer) {
+IrCollectives collectivesOf(func::FuncOp func, int64_t layer,
+                            ArrayRef<int64_t> over = {}) {
   IrCollectives c;
   dist::DistDialect::LayerAttrHelper layerOf(func.getContext());
   auto elements = [](Value v) {
@@ -245,6 +247,9 @@ IrCollectives collectivesOf(func::FuncOp func, int64_t layer) {
   func.walk([&](Operation *op) {
     IntegerAttr l = layerOf.getAttr(op);
     if (!l || l.getInt() != layer)
+      return;
+    auto group = op->getAttrOfType<DenseI64ArrayAttr>("group");
+    if (!over.empty() && (!group || group.asArrayRef() != over))
       return;
     if (auto a = dyn_cast<dist::AllToAllOp>(op)) {
       c.allToAll += elements(a.getInput());
@@ -279,32 +284,49 @@ class ExpertBlockAsTheProgramsRunIt
     : public ImportedMoe,
       public ::testing::WithParamInterface<bool> {};
 
-TEST_P(ExpertBlockAsTheProgramsRunIt, UnderTensorAndExpertParallelism) {
-  const bool sp = GetParam();
-  // run_distributed.py's llama_moe fixture: 4 experts of width 16, top-2
-  // (capacity 4 of 8 tokens), one shared expert, the second of two blocks.
+/// run_distributed.py's llama_moe fixture (2 key/value heads): 4 experts
+/// of width 16, top-2 (capacity 4 of 8 tokens), one shared expert, the
+/// second of two blocks.
+LlmConfig tinyMoe() {
   LlmConfig c;
   c.name = "tiny-moe";
   c.layers = 2, c.hidden = 16, c.heads = 2, c.kvHeads = 2;
   c.ffnHidden = 32, c.seqLen = 8, c.vocab = 64;
   c.experts = 4, c.topK = 2, c.expertFfn = 16;
   c.sharedExperts = 1, c.denseLayers = 1;
-  ModelDesc graph = imported(c);
-  const int64_t moeLayer = 4; // the FFN half of block 1
-  const LayerDesc &costed = graph.layers[moeLayer];
+  return c;
+}
+constexpr int64_t kTinyMoeLayer = 4; // the FFN half of block 1
 
-  PassManager pm(ctx.get());
+/// Rewrites the imported model's main function into what one rank of
+/// \p planSpec runs (a global batch of 2 rows), as dist-compile does:
+/// dist-context-parallel, dist-tensor-parallel, dist-expert-parallel.
+LogicalResult splitForPlan(MLIRContext *ctx, ModuleOp module,
+                           StringRef planSpec) {
+  PassManager pm(ctx);
   pm.addPass(createAnnotateLayersPass());
   AttachClusterPassOptions cluster;
   cluster.cluster = "dgx-h100";
   pm.addPass(createAttachClusterPass(cluster));
   SetPlanPassOptions plan;
-  plan.plan = sp ? "dp=2,tp=2,ep=2,mbs=1,sp=1" : "dp=2,tp=2,ep=2,mbs=1";
+  plan.plan = planSpec.str();
   plan.batch = 2;
   pm.addPass(createSetPlanPass(plan));
+  pm.addPass(createContextParallelPass());
   pm.addPass(createTensorParallelPass());
   pm.addPass(createExpertParallelPass());
-  ASSERT_TRUE(succeeded(pm.run(*module)));
+  return pm.run(module);
+}
+
+TEST_P(ExpertBlockAsTheProgramsRunIt, UnderTensorAndExpertParallelism) {
+  const bool sp = GetParam();
+  LlmConfig c = tinyMoe();
+  ModelDesc graph = imported(c);
+  const int64_t moeLayer = kTinyMoeLayer;
+  const LayerDesc &costed = graph.layers[moeLayer];
+  ASSERT_TRUE(succeeded(
+      splitForPlan(ctx.get(), *module,
+                   sp ? "dp=2,tp=2,ep=2,mbs=1,sp=1" : "dp=2,tp=2,ep=2,mbs=1")));
   IrCollectives ir =
       collectivesOf(module->lookupSymbol<func::FuncOp>("main"), moeLayer);
 
@@ -366,6 +388,89 @@ INSTANTIATE_TEST_SUITE_P(ImportedMoe, ExpertBlockAsTheProgramsRunIt,
                            return info.param ? "WithSequenceParallelism"
                                              : "WithoutSequenceParallelism";
                          });
+
+/// The programs of dp x cp x tp, with ep = 2 or without ep, with sequence
+/// parallelism or without, against the cost model's collectives of the
+/// same MoE block. Every context rank
+/// routes the whole sequence and takes its C/cp capacity slots of every
+/// expert. With ep each of its tensor ranks exchanges its C/(cp tp) of
+/// them over the expert group, the bytes the cost model prices
+/// (CostModel::tokenShare: mbs / cp, and / tp for the split experts), and
+/// the tensor group moves the context rank's slots around the experts (a
+/// reduce-scatter and two all-gathers of tpAllReduceFwdBytes / cp);
+/// without ep every tensor rank runs its features of every expert on
+/// those slots and all-reduces the partial sums (the same bytes, one
+/// all-gather fewer). The shared expert all-reduces the rank's tokens, and
+/// the context group gathers what every context rank routes and combines
+/// whole on every tensor rank (cpGatherFwdBytes). Under sp the block's
+/// input is gathered over the tensor group (the context rank's positions)
+/// before the routing: the shared expert's gather.
+class ExpertBlockUnderContextParallelism
+    : public ImportedMoe,
+      public ::testing::WithParamInterface<std::tuple<unsigned, bool>> {};
+
+TEST_P(ExpertBlockUnderContextParallelism, WithTensorParallelism) {
+  const auto [ep, sp] = GetParam();
+  LlmConfig c = tinyMoe();
+  ModelDesc graph = imported(c);
+  const LayerDesc &costed = graph.layers[kTinyMoeLayer];
+  std::string plan =
+      ep > 1 ? "dp=2,cp=2,tp=2,ep=2,mbs=1" : "dp=2,cp=2,tp=2,mbs=1";
+  if (sp)
+    plan += ",sp=1";
+  ASSERT_TRUE(succeeded(splitForPlan(ctx.get(), *module, plan)));
+  auto main = module->lookupSymbol<func::FuncOp>("main");
+  // Rank t + 2 (c + 2 d): rank 0's tensor, context and expert groups.
+  IrCollectives tensor = collectivesOf(main, kTinyMoeLayer, {0, 1});
+  IrCollectives context = collectivesOf(main, kTinyMoeLayer, {0, 2});
+  IrCollectives expert = collectivesOf(main, kTinyMoeLayer, {0, 4});
+  IrCollectives all = collectivesOf(main, kTinyMoeLayer);
+
+  ExecConfig x;
+  x.cp.size = 2, x.tp.size = 2, x.ep.size = ep, x.mbs = 1, x.sp = sp;
+  const double e = cluster::dtypeBytes(c.dtype);
+  double allToAll = 0, tpGathered = 0, tpScattered = 0, cpGathered = 0;
+  unsigned tpGathers = 0, tpScatters = 0;
+  for (const OpDesc &op : costed.ops) {
+    if (ep > 1)
+      allToAll += op.epAllToAllBytes * CostModel::tokenShare(op, x) / e;
+    if (op.tpAllReduceFwdBytes > 0) {
+      const unsigned opGathers = op.expert && ep > 1 ? 2 : 1;
+      const double bytes = op.tpAllReduceFwdBytes * x.mbs / x.cp.size / e;
+      tpGathered += opGathers * bytes, tpGathers += opGathers;
+      tpScattered += bytes, ++tpScatters;
+    }
+    cpGathered += op.cpGatherFwdBytes * x.mbs / e;
+  }
+  // Dispatch and combine: each of the 4 experts' 4 slots of 16 features,
+  // 1 per (context rank, tensor rank), each way.
+  EXPECT_DOUBLE_EQ(expert.allToAll, ep > 1 ? 2 * 4 * (4 / (2 * 2)) * 16 : 0);
+  EXPECT_DOUBLE_EQ(allToAll, expert.allToAll);
+  EXPECT_DOUBLE_EQ(all.allToAll, expert.allToAll);
+  // The tensor group: the experts' sum (with ep the gather, the
+  // reduce-scatter and the combine's gather) and the shared expert's.
+  EXPECT_EQ(tensor.gathers, ep > 1 ? 3u : 2u);
+  EXPECT_EQ(tensor.scatters, 2u);
+  EXPECT_EQ(tensor.gathers, tpGathers);
+  EXPECT_EQ(tensor.scatters, tpScatters);
+  EXPECT_DOUBLE_EQ(tensor.gathered, tpGathered);
+  EXPECT_DOUBLE_EQ(tensor.scattered, tpScattered);
+  // The context group: the router's scores, the block's input and the
+  // experts' outputs, gathered whole on every tensor rank.
+  EXPECT_EQ(context.scatters, 0u);
+  EXPECT_GT(context.gathered, 0);
+  EXPECT_DOUBLE_EQ(context.gathered, cpGathered);
+  EXPECT_DOUBLE_EQ(all.gathered, tensor.gathered + context.gathered);
+  EXPECT_DOUBLE_EQ(all.scattered, tensor.scattered);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ImportedMoe, ExpertBlockUnderContextParallelism,
+    ::testing::Combine(::testing::Values(2u, 1u), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<unsigned, bool>> &info) {
+      return std::string(std::get<0>(info.param) > 1 ? "WithEp" : "WithoutEp") +
+             (std::get<1>(info.param) ? "WithSp" : "WithoutSp");
+    });
 
 /// A block the recognizer does not know (the combine replaces instead of
 /// adding) stays costed op by op: no expert ops, the same parameters.
