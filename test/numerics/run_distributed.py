@@ -2186,12 +2186,6 @@ def pipeline_train_cases(rng):
     out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2_sp",
                 dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1,sp=1",
                      ranks=8)))
-    # And with ZeRO-1: the experts' momentum (of the rank's tensor part of
-    # its expert part) sharded over those context ranks, the dense
-    # weights' over dp x cp at each tensor place.
-    out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2_z1",
-                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1,zero=1",
-                     ranks=8, zero=True)))
     # Expert tensor parallelism without ep (dp = 2, tp = 2, ep = 1): every
     # tensor rank holds the whole dispatched tokens and its features of
     # every expert (gate and up by output features behind dist.tp_copy,
@@ -2214,8 +2208,6 @@ def pipeline_train_cases(rng):
     # must be saved in the 2 tensor parts.
     out.append(("llama_moe_momentum_cp2_tp2",
                 dict(moe_tp, plan="cp=2,tp=2,mbs=1")))
-    out.append(("llama_moe_momentum_cp2_tp2_sp",
-                dict(moe_tp, plan="cp=2,tp=2,mbs=1,sp=1")))
     # And in a pipeline (the experts in the second stage's tensor group).
     out.append(("llama_moe_sgd_tp2_pp2_1f1b",
                 dict(moe, model=moe_llama_tp_model,
