@@ -96,13 +96,13 @@ TEST(ReplicatedSim, UnevenSharesWaitForTheBusiestReplica) {
 
 TEST(ReplicatedSim, LockstepCollectivesNeverStall) {
   // The replicas of a stage start each all-reduce together; with a sync
-  // and an optimizer step after every micro-batch (PipeDream) that couples
-  // the replicas, and no shape may stall.
+  // and an optimizer step after every round of micro-batches (PipeDream,
+  // PipeMare) that couples the replicas, and no shape may stall.
   std::vector<std::vector<unsigned>> shapes = {
       {2, 1}, {1, 2}, {3, 1}, {15, 1}, {2, 3, 1}, {4, 2, 2, 1}, {3, 2, 3}};
   for (ScheduleKind k :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::PipeDream,
-        ScheduleKind::PipeDream2BW})
+        ScheduleKind::PipeDream2BW, ScheduleKind::PipeMare})
     for (const auto &reps : shapes)
       for (unsigned m : {30u, 60u, 31u}) {
         ScheduleOptions o;
