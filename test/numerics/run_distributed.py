@@ -114,7 +114,9 @@ the same references as without ZeRO (the moments put together from the
 blocks). PipeDream (replicas=2/1 with Adam, 1/2 with SGD) and PipeMare
 (deep_mlp, 2/1, Adam) with per-stage replicas, every stage updating once
 per round of lcm(replicas) micro-batches, against the same references
-stepping round by round (async_updates).
+stepping round by round (async_updates); PipeDream 2/1 also with zero=1
+and in fp16 (from an overflowing scale too: every rank skips the same
+rounds).
 
 Tensor-parallel inference (run_tp_forward_case): the Llama fixture's
 forward program at tp=2 and tp=2 x pp=2 under mpirun against one process's
@@ -1246,12 +1248,16 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         return [f"expected {steps} loss lines from each run (rank 0 only under "
                 f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
     if overflow:
-        # PipeDream updates after each of a replica's micro-batches.
+        # PipeDream updates after each of a replica's micro-batches (with
+        # per-stage replicas after each round of them: async_updates).
         per_microbatch = options.get("schedule") in ("pipedream", "pipemare")
+        rounds = steps_per // int(options.get("dp", 1))
+        if per_microbatch:
+            rounds //= async_updates(plan, int(options.get("pp", 1)),
+                                     rounds)[0]
         errors = check_skipped_together(
             [os.path.join(d, f"state_pp{r}") for r in range(ranks)], steps,
-            steps * steps_per // int(options.get("dp", 1))
-            if per_microbatch else steps)
+            steps * rounds if per_microbatch else steps)
         if errors or not skips_like_one:
             return errors
         errors = check_skipped_like_one(s_one, os.path.join(d, "state_pp0"))
@@ -1529,6 +1535,15 @@ def mixed_precision_cases(rng):
             (f"mlp_adam_fp16_tp2_pp2_{kind}",
              dict(mlp, plan=f"tp=2,pp=2,mbs=2,schedule={kind}", ranks=4,
                   reference=async_reference, tp_split=("w1",))))] + [
+        # PipeDream with per-stage replicas: an update per round of 2
+        # micro-batches on every list, so every rank joins the same
+        # overflow checks and skips the same rounds.
+        ("mlp_adam_fp16_pp2_replicas21_pipedream",
+         dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=2/1",
+              ranks=3, reference=async_reference)),
+        ("mlp_adam_fp16_overflow_pp2_replicas21_pipedream",
+         dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=2/1",
+              ranks=3, **overflow))] + [
         # PipeMare against pipemare_reference's fp16 emulation (float64
         # between the roundings): its updates per micro-batch skip as
         # PipeDream's, the correction counting the updates taken. SGD as
@@ -2483,6 +2498,12 @@ def pipeline_train_cases(rng):
     out.append(("mlp_sgd_pp2_replicas12_pipedream",
                 dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=1/2",
                      ranks=3, reference=async_reference)))
+    # With zero=1 stage 0's two replicas reduce-scatter their shares of
+    # each round's mean (sum), update their blocks and gather the weights.
+    out.append(("mlp_adam_pp2_replicas21_zero1_pipedream",
+                dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=2/1,"
+                     "zero=1", ranks=3, zero=True, reference=async_reference,
+                     train=adam)))
     out.append(("deep_mlp_adam_pp2_replicas21_pipemare",
                 dict(deep, plan="pp=2,mbs=2,schedule=pipemare,replicas=2/1,"
                      "pipemare_warmup=12", ranks=3, train=adam)))
