@@ -316,9 +316,14 @@ static Expected<Schedule> generateReplicated(ScheduleKind kind, unsigned pp,
     // PipeMare's rounds (updateRound) are whole.
     if (isAsync(kind) && m % rep[st] != 0)
       return fail(formatv("stage {0}: {1} micro-batches do not split evenly "
-                          "over its {2} replicas, but {3} syncs the replicas "
-                          "after every micro-batch; use a multiple of {2}",
-                          st, m, rep[st], scheduleName(kind))
+                          "over its {2} replicas, but {3} {4}; use a "
+                          "multiple of {2}",
+                          st, m, rep[st], scheduleName(kind),
+                          updatesEveryMicrobatch(kind)
+                              ? "updates every stage once per round of "
+                                "lcm(replicas) micro-batches, an equal "
+                                "share of each replica's"
+                              : "syncs the replicas after every micro-batch")
                       .str());
     s.firstList.push_back(s.firstList.back() + rep[st]);
     s.listStage.insert(s.listStage.end(), rep[st], st);
