@@ -83,6 +83,24 @@ TEST(ReplicatedSim, FifteenOneSteadyStateMatchesTheAnalyticThroughput) {
   }
 }
 
+TEST(ReplicatedSim, AsyncUpdatesArePricedOncePerRound) {
+  // PipeDream and PipeMare at replicas=2/1 over 8 micro-batches update
+  // every list once per round of 2: stage 0's replicas after each of
+  // their 4 backwards, the lone stage-1 list after every second of its 8.
+  for (ScheduleKind k : {ScheduleKind::PipeDream, ScheduleKind::PipeMare}) {
+    Schedule s = genRep(k, {2, 1}, 8);
+    PipelineCosts c = replicatedUniform({2, 1}, 8, {1, 1}, {2, 2});
+    for (DeviceCost &d : c.devices)
+      d.optimizerTime = 5;
+    auto r = simulate(s, c);
+    ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+    ASSERT_EQ(r->busyTime.size(), 3u);
+    EXPECT_DOUBLE_EQ(r->busyTime[0], 4 * 3 + 4 * 5.0) << scheduleName(k).str();
+    EXPECT_DOUBLE_EQ(r->busyTime[1], 4 * 3 + 4 * 5.0) << scheduleName(k).str();
+    EXPECT_DOUBLE_EQ(r->busyTime[2], 8 * 3 + 4 * 5.0) << scheduleName(k).str();
+  }
+}
+
 TEST(ReplicatedSim, UnevenSharesWaitForTheBusiestReplica) {
   // 7 micro-batches over 2 replicas of a lone stage: 4 and 3 of them.
   Schedule s = genRep(ScheduleKind::OneFOneB, {2}, 7);
