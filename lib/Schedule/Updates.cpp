@@ -11,13 +11,17 @@
 
 namespace distopt::schedule {
 
-unsigned updateRound(const Schedule &s) {
-  if (!updatesEveryMicrobatch(s.kind))
+unsigned updateRound(ScheduleKind kind, const std::vector<unsigned> &replicas) {
+  if (!updatesEveryMicrobatch(kind))
     return 1;
   unsigned round = 1;
-  for (unsigned r : s.replicas)
+  for (unsigned r : replicas)
     round = std::lcm(round, r);
   return round;
+}
+
+unsigned updateRound(const Schedule &s) {
+  return updateRound(s.kind, s.replicas);
 }
 
 unsigned updateDelay(const Schedule &s, unsigned list) {

@@ -18,6 +18,9 @@ namespace distopt::schedule {
 /// every stage updating once per round with the round's mean gradient (a
 /// stage's replicas each hold a share); 1 otherwise.
 unsigned updateRound(const Schedule &s);
+/// The same for schedule \p kind over stages of \p replicas replicas each
+/// (empty: no per-stage replicas).
+unsigned updateRound(ScheduleKind kind, const std::vector<unsigned> &replicas);
 
 /// The most optimizer steps list \p list runs between a micro-batch's
 /// forward and its backward: the delay of an asynchronous schedule's stage
