@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Schedule/Schedule.h"
+#include "lib/Schedule/Updates.h"
 #include "lib/Schedule/VGenerators.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -185,7 +186,13 @@ static std::vector<Action> addCommunication(const Schedule &s, unsigned r,
       // PipeDream and PipeMare update after every micro-batch's backward;
       // under ZeRO each update reduce-scatters that micro-batch's gradient,
       // updates the replica's shard and gathers the weights the next
-      // forward reads.
+      // forward reads. With per-stage replicas every list updates once per
+      // round of updateRound(s) micro-batches, after its last backward of
+      // the round (the replicas' k-th syncs meet).
+      const unsigned round = updateRound(s);
+      if (s.replicated() && static_cast<unsigned>(a.mb) % round <
+                                round - s.replicas[s.stageOfList(r)])
+        continue;
       if (dataParallel)
         out.push_back({syncKind, a.mb, a.chunk, -1});
       out.push_back({ActionKind::OptimizerStep, a.mb, a.chunk, -1});
@@ -290,8 +297,8 @@ static Expected<Schedule> generateReplicated(ScheduleKind kind, unsigned pp,
   if (chunks != 1)
     return fail("replicated stages need chunks=1");
   if (!supportsReplicas(kind))
-    return fail("replicated stages run gpipe, 1f1b, pipedream or "
-                "pipedream-2bw");
+    return fail("replicated stages run gpipe, 1f1b, pipedream, "
+                "pipedream-2bw or pipemare");
   Schedule s;
   s.kind = kind;
   s.pp = pp;
@@ -305,11 +312,18 @@ static Expected<Schedule> generateReplicated(ScheduleKind kind, unsigned pp,
                           "one of the {2} micro-batches",
                           st, rep[st], m)
                       .str());
+    // Every replica count dividing m, so does their lcm: PipeDream's and
+    // PipeMare's rounds (updateRound) are whole.
     if (isAsync(kind) && m % rep[st] != 0)
       return fail(formatv("stage {0}: {1} micro-batches do not split evenly "
-                          "over its {2} replicas, but {3} syncs the replicas "
-                          "after every micro-batch; use a multiple of {2}",
-                          st, m, rep[st], scheduleName(kind))
+                          "over its {2} replicas, but {3} {4}; use a "
+                          "multiple of {2}",
+                          st, m, rep[st], scheduleName(kind),
+                          updatesEveryMicrobatch(kind)
+                              ? "updates every stage once per round of "
+                                "lcm(replicas) micro-batches, an equal "
+                                "share of each replica's"
+                              : "syncs the replicas after every micro-batch")
                       .str());
     s.firstList.push_back(s.firstList.back() + rep[st]);
     s.listStage.insert(s.listStage.end(), rep[st], st);
@@ -326,6 +340,9 @@ static Expected<Schedule> generateReplicated(ScheduleKind kind, unsigned pp,
   }
   if (kind == ScheduleKind::PipeDream)
     s.weightVersions = maxInFlight(s); // one per in-flight micro-batch
+  if (kind == ScheduleKind::PipeMare && opts.pipemareCorrection)
+    for (unsigned l = 0; l < lists; ++l) // the velocity beside the weights
+      s.weightVersions[l] = updateDelay(s, l) > 0 ? 2 : 1;
   return s;
 }
 

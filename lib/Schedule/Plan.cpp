@@ -105,8 +105,7 @@ bool isPostValidated(ScheduleKind k) {
 }
 
 bool supportsReplicas(ScheduleKind k) {
-  return k == ScheduleKind::GPipe || k == ScheduleKind::OneFOneB ||
-         k == ScheduleKind::PipeDream || k == ScheduleKind::PipeDream2BW;
+  return k == ScheduleKind::GPipe || k == ScheduleKind::OneFOneB || isAsync(k);
 }
 
 std::pair<unsigned, unsigned> Plan::stageLayers(unsigned vs,
@@ -535,7 +534,7 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
     return planError(spec, "replicas needs dp=1 and chunks=1");
   if (!supportsReplicas(p.schedule))
     return planError(spec, "replicas works with schedule gpipe, 1f1b, "
-                           "pipedream or pipedream-2bw, not " +
+                           "pipedream, pipedream-2bw or pipemare, not " +
                                scheduleName(p.schedule));
   if (p.zero > 1)
     return planError(spec, "ZeRO-" + std::to_string(p.zero) +

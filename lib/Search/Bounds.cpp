@@ -8,6 +8,8 @@
 
 #include "lib/Search/SearchImpl.h"
 
+#include "lib/Schedule/Updates.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -65,6 +67,12 @@ static double replicatedLowerBound(const PipelineCosts &c, ScheduleKind kind) {
     }
     return lb;
   }
+  // Syncs a list of a replicated stage makes: PipeDream and PipeMare one
+  // per round of lcm(replicas) micro-batches, the others one per step.
+  const double syncs =
+      updatesEveryMicrobatch(kind)
+          ? static_cast<double>(c.microbatches / updateRound(kind, reps))
+          : 1;
   std::vector<double> start(c.pp, 0);
   for (unsigned s = 1; s < c.pp; ++s) {
     double fastest = std::numeric_limits<double>::infinity();
@@ -81,10 +89,8 @@ static double replicatedLowerBound(const PipelineCosts &c, ScheduleKind kind) {
     double w = (st.fwd + st.bwdInput + st.bwdWeight) * c.devices[l].computeScale;
     if (!c.overlapP2P)
       w += c.boundary(l, 0).nextTime + c.boundary(l, 0).prevTime;
-    // (Asynchronous, not steady: the makespan, with a sync per micro-batch.)
-    double sync = reps[c.slotStage[l]] <= 1 ? 0
-                  : isAsync(kind)          ? share(l) * st.gradSyncTime
-                                           : st.gradSyncTime;
+    // (Asynchronous, not steady: the makespan.)
+    double sync = reps[c.slotStage[l]] <= 1 ? 0 : syncs * st.gradSyncTime;
     lb = std::max(lb, start[c.slotStage[l]] + share(l) * w + sync +
                           c.devices[l].optimizerTime);
   }

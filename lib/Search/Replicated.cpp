@@ -195,14 +195,16 @@ void replicatedCandidates(const cost::ModelDesc &model,
   if (allowed.empty()) {
     allowed = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
     if (o.allowAsync)
-      allowed.push_back(ScheduleKind::PipeDream2BW);
+      allowed.insert(allowed.end(),
+                     {ScheduleKind::PipeDream, ScheduleKind::PipeDream2BW,
+                      ScheduleKind::PipeMare});
   }
-  // PipeDream (and PipeMare) with per-stage replicas are not run: a
-  // replicated stage would update once per round of its replicas'
-  // micro-batches (dist-partition refuses them), so only 2BW of the
-  // asynchronous schedules is weighed here.
+  // PipeDream and PipeMare update every stage once per round of
+  // lcm(replicas) micro-batches (schedule::updateRound); a layout whose
+  // micro-batches do not split evenly over a stage's replicas fails to
+  // generate and is skipped.
   for (ScheduleKind s : allowed)
-    if (supportsReplicas(s) && !updatesEveryMicrobatch(s))
+    if (supportsReplicas(s))
       kinds.push_back(s);
   std::vector<cost::Recompute> recs = k.recompute;
   if (recs.empty())
@@ -254,8 +256,8 @@ void replicatedCandidates(const cost::ModelDesc &model,
   // all-gather move what the all-reduce moves), so it is tried only for a
   // layout that does not fit without it.
   // ZeRO-2/3 cannot pair up across replicas that run different
-  // micro-batches (checkReplicas); 2BW, the one asynchronous schedule
-  // weighed here, runs ZeRO-1 as the synchronous ones do.
+  // micro-batches (checkReplicas); the asynchronous schedules run ZeRO-1
+  // (PipeDream and PipeMare reduce-scatter each round's gradient).
   SmallVector<unsigned, 2> zeros;
   for (unsigned z : {0u, 1u})
     if (k.zero.allows(z))

@@ -50,7 +50,15 @@
 //    finish on the one they started with (weight stashing; stage s of pp
 //    holds up to pp - s versions). Each update also advances the
 //    optimizer's step counter. Every step ends with its micro-batches
-//    drained, as every program's step does;
+//    drained, as every program's step does. With per-stage replicas every
+//    stage updates once per round of lcm(replicas) micro-batches
+//    (schedule::updateRound), after the list's last backward of the round,
+//    on the round's mean gradient: each list sums its micro-batches of the
+//    round scaled by 1 / round and the stage's all_reduce sums the
+//    replicas' shares; the list's first forward of a round picks the
+//    version all of the round's micro-batches compute with. An update is
+//    one process's step on the round's rows, as with dp replicas one on
+//    micro-batch m's rows of every replica;
 //  - pipedream-2bw: every micro-batch of step t computes with W(t-1), the
 //    step's coalesced gradient (the mean, as in a synchronous step) updates
 //    W(t): W(t+1) = W(t) - lr * grad(W(t-1)), the 2BW paper's update. The
@@ -62,7 +70,8 @@
 //    forward's by the updates since (discrepancy correction, from the
 //    state `<weight>.velocity`), and a stage's learning rate starts at
 //    lr / (tau + 1) for its delay tau (learning-rate rescheduling), as in
-//    PipeMare (Yang et al., MLSys 2021).
+//    PipeMare (Yang et al., MLSys 2021). With per-stage replicas it
+//    updates in PipeDream's rounds, tau the list's own (updateDelay).
 //
 // In mixed precision the versions are f32 masters (the versioned clone
 // casts each to the low type next to its argument). 2BW checks for
@@ -110,6 +119,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Partition/TrainStages.h"
 
+#include "lib/Schedule/Updates.h"
 #include "passes/Distribute/ZeroShard.h"
 #include "passes/Partition/BoundarySends.h"
 
@@ -510,10 +520,6 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return refuse("with expert parallelism (ep = " + std::to_string(plan.ep) +
                     "), which is not run yet: its experts' gradients would "
                     "sync per micro-batch; use 1f1b or gpipe");
-    if (perMicrobatch && sched.replicated())
-      return refuse("with per-stage replicas, which is not run yet: a "
-                    "replicated stage would update once per round of its "
-                    "replicas' micro-batches; use pipedream-2bw or 1f1b");
   }
   // Tags: forward boundaries, then gradient boundaries, then the outputs
   // sent to list 0.
@@ -565,6 +571,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       ownMicrobatches.push_back(mb);
   // Replicas that hold the same weights: dp, or this stage's r_s.
   unsigned stageReplicas = layout.replicasOf(sched.stageOfList(list));
+  // PipeDream and PipeMare with per-stage replicas: micro-batches per
+  // update (a round; 1 otherwise).
+  const int64_t round = schedule::updateRound(sched);
   Location loc = func.getLoc();
 
   // Results: list 0 returns the outputs (the list holding them sends them
@@ -1215,6 +1224,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   std::map<std::string, Value> lastUpdate; // 2BW: W(t) - W(t-1), by name
   llvm::StringMap<Value> previous;         // 2BW: W(t-1)
   DenseMap<std::pair<int64_t, int64_t>, llvm::StringMap<Value>> stash;
+  // PipeDream: the version each (round, stage) computes with.
+  DenseMap<std::pair<int64_t, int64_t>, llvm::StringMap<Value>> roundVersions;
   // The clone of a stage function that takes as trailing arguments (in the
   // order it reads them) the weights it reads and this plan trains as
   // versions (asynchronous schedules) or blocks (ZeRO-3), and the running
@@ -1375,8 +1386,11 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // its learning rate by (tau + 1)^-p, p falling from 1 to 0 over the
   // first pipemare_warmup updates (learning-rate rescheduling).
   unsigned updates = 0; // this list's updates so far in the step
-  const unsigned tau = schedule::pipelineDelay(pp, sched.stageOfList(list),
-                                               static_cast<unsigned>(m));
+  // With per-stage replicas the delay is the list's own (in rounds).
+  const unsigned tau =
+      sched.replicated() ? schedule::updateDelay(sched, list)
+                         : schedule::pipelineDelay(pp, sched.stageOfList(list),
+                                                   static_cast<unsigned>(m));
   const bool correct = pipeMare && plan.pipemareDecay < 1 && tau > 0;
   const bool reschedule = pipeMare && plan.pipemareWarmup > 0 && tau > 0;
   std::map<std::string, Value> velocity; // by name: the newest
@@ -1531,14 +1545,18 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
             return at->emitOpError("runs stage ")
                    << v << "'s " << trainPhaseName(phase) << " of micro-batch "
                    << mb << " before its forward chose the weight version";
+          // With per-stage replicas the list's first forward of a round
+          // chooses the version the round's micro-batches compute with.
+          llvm::StringMap<Value> &version = roundVersions[{mb / round, v}];
           for (auto &[n, stage] : trainedOn) {
-            if (stage != v)
+            if (stage != v || version.count(n))
               continue;
             FailureOr<Value> w = computeVersion(at, n);
             if (failed(w))
               return failure();
-            it->second[n] = *w;
+            version[n] = *w;
           }
+          it->second = version;
         }
         chosen = &it->second;
       }
@@ -1584,10 +1602,34 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
           chain[n] = values.get(mb, result);
     return success();
   };
-  // PipeDream's update after micro-batch mb's backward on stage v: the
+  // The gradient \p grad of the update after micro-batch mb: mb's own, or
+  // with per-stage replicas this list's share of the mean over mb's round
+  // (its micro-batches of the round summed, scaled by 1 / round; the
+  // stage's all_reduce sums the replicas' shares), which one process
+  // computes on the round's rows together. Null before a backward it
+  // needs ran.
+  auto roundShare = [&](int64_t mb, Value grad) -> Value {
+    if (round == 1)
+      return valueOf(mb, grad);
+    Value sum;
+    for (int64_t k : ownMicrobatches) {
+      if (k / round != mb / round)
+        continue;
+      Value part = valueOf(k, grad);
+      if (!part)
+        return Value();
+      sum = sum ? graph::BinaryOp::create(ib, loc, part.getType(),
+                                          graph::BinaryKind::Add, sum, part)
+                      .getResult()
+                : part;
+    }
+    return sum ? meanOfSum(sum, round) : Value();
+  };
+  // PipeDream's update after micro-batch mb's backward on stage v (with
+  // per-stage replicas after the list's last backward of mb's round): the
   // stage's optimizer ops (and the step counter every list keeps) on the
-  // newest versions and mb's own gradient, averaged over the stage's
-  // replicas by the schedule's all_reduce of mb.
+  // newest versions and mb's own gradient (the round's mean), averaged
+  // over the stage's replicas by the schedule's all_reduce of mb.
   DenseMap<std::pair<int64_t, Value>, Value> mbAveraged;
   auto allReduceMicrobatch = [&](Operation *at, int64_t mb,
                                  int64_t v) -> LogicalResult {
@@ -1598,7 +1640,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       Value &avg = mbAveraged[{mb, grad}];
       if (avg)
         return success();
-      Value part = valueOf(mb, grad);
+      Value part = roundShare(mb, grad);
       if (!part)
         return at->emitOpError("averages micro-batch ")
                << mb << "'s gradients before its backward ran";
@@ -1625,7 +1667,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
           continue;
         if (failed(checkShardable(at, v, op, use)))
           return failure();
-        Value part = valueOf(mb, grad);
+        Value part = roundShare(mb, grad);
         if (!part)
           return at->emitOpError("shards micro-batch ")
                  << mb << "'s gradients before its backward ran";
@@ -1657,7 +1699,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                        << " replicas; the schedule needs an all_reduce of that "
                           "micro-batch (a grad_reduce_scatter under ZeRO) "
                           "before its optimizer_step";
-              Value part = valueOf(mb, x);
+              Value part = roundShare(mb, x);
               if (!part)
                 return at->emitOpError("updates stage ")
                        << v << " with micro-batch " << mb
@@ -1850,14 +1892,17 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return failure();
     labelAction(entry, before, a);
   }
-  if (perMicrobatch ? updates != ownMicrobatches.size() : !stepped)
+  if (perMicrobatch ? updates != m / round : !stepped)
     return scheduleOp.emitOpError("list ")
            << list << " has "
            << (perMicrobatch
                    ? std::to_string(updates) + " optimizer_steps for " +
-                         std::to_string(ownMicrobatches.size()) +
-                         " micro-batches (" + scheduleOp.getKind().str() +
-                         " updates after each)"
+                         std::to_string(m / round) + " updates (" +
+                         scheduleOp.getKind().str() + " updates after each " +
+                         (round == 1 ? std::string("micro-batch")
+                                     : "round of " + std::to_string(round) +
+                                           " micro-batches") +
+                         ")"
                    : std::string("no optimizer_step; a training "
                                  "step ends with one"));
 

@@ -111,7 +111,12 @@ pipemare_reference. With ZeRO inside the stages (dp=2 x pp=2, Adam):
 PipeDream and PipeMare with zero=1 (PipeDream also at dp=2 x tp=2 x pp=2 on
 8 ranks), 2BW with zero=1 and 2 and with replicas=2/1 and zero=1, against
 the same references as without ZeRO (the moments put together from the
-blocks).
+blocks). PipeDream (replicas=2/1 with Adam, 1/2 with SGD) and PipeMare
+(deep_mlp, 2/1, Adam) with per-stage replicas, every stage updating once
+per round of lcm(replicas) micro-batches, against the same references
+stepping round by round (async_updates); PipeDream 2/1 also with zero=1
+and in fp16 (from an overflowing scale too: every rank skips the same
+rounds).
 
 Tensor-parallel inference (run_tp_forward_case): the Llama fixture's
 forward program at tp=2 and tp=2 x pp=2 under mpirun against one process's
@@ -149,6 +154,7 @@ import contextlib
 import glob
 import io
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -656,6 +662,45 @@ def planned_weights(planned, folder):
     return out
 
 
+def rank_stages(plan, pp):
+    """The pipeline stage of each rank of `plan`: ranks (s * dp + d) * tp + t,
+    or with per-stage replicas (replicas=R0/R1/..) slot by slot."""
+    dp = int((re.search(r"dp=(\d+)", plan) or [0, 1])[1])
+    tp = int((re.search(r"tp=(\d+)", plan) or [0, 1])[1])
+    replicas = re.search(r"replicas=([\d/]+)", plan)
+    counts = ([int(r) for r in replicas.group(1).split("/")] if replicas
+              else [dp] * pp)
+    return [s for s, r in enumerate(counts) for _ in range(r * tp)]
+
+
+def async_updates(plan, pp, m):
+    """PipeDream's and PipeMare's updates in a drained step of `m`
+    micro-batches: (round, before), where every stage updates once per
+    round of `round` micro-batches (1, or with per-stage replicas the lcm of
+    the replica counts) and before[s][k] is the number of its updates
+    stage s made before micro-batch k's forward. 1F1B: max(0, k - warm_s),
+    warm_s = min(pp - s - 1, m). With replicas, the order of the lists is
+    the generator's (lib/Schedule/Generators.cpp, replicatedOrder): with
+    a_s slots before stage s of T in all, F(s, k) has key 2k + a_s and
+    B(s, k) 2k + 2T - a_s - 1, and a replica updates after its last
+    backward of each round."""
+    replicas = re.search(r"replicas=([\d/]+)", plan)
+    if not replicas:
+        return 1, [[max(0, k - min(pp - s - 1, m)) for k in range(m)]
+                   for s in range(pp)]
+    counts = [int(r) for r in replicas.group(1).split("/")]
+    rnd = math.lcm(*counts)
+    total = sum(counts)
+    before = []
+    for s, r in enumerate(counts):
+        a = sum(counts[:s])
+        b = 2 * total - a - 1
+        before.append([sum(1 for i in range(m // rnd)
+                           if 2 * (i * rnd + rnd - r + k % r) + b < 2 * k + a)
+                       for k in range(m)])
+    return rnd, before
+
+
 def async_reference(compiler, d, model, train, input_shape, batch, feeds,
                     steps, plan, pp_states, env):
     """The delayed updates of an asynchronous schedule, applied by one
@@ -670,7 +715,13 @@ def async_reference(compiler, d, model, train, input_shape, batch, feeds,
     the end of each step): stage s's forward of micro-batch k computes with
     the version after max(0, k - warm_s) of the step's updates, warm_s =
     min(pp - s - 1, M). 2BW: step t computes with W(t-1) (W(0) at t = 0).
-    Returns (loss curve, state folder) or raises RuntimeError."""
+    PipeDream with per-stage replicas updates every stage once per round
+    of lcm(replicas) micro-batches on the round's mean gradient, all of the
+    round's micro-batches computing with one version per stage: one
+    reference step on the round's rows, from the versions async_updates
+    gives (as with dp replicas, one step on micro-batch k of every
+    replica's rows). Returns (loss curve, state folder) or raises
+    RuntimeError."""
     kind = re.search(r"schedule=([\w-]+)", plan).group(1)
     pp = int(re.search(r"pp=(\d+)", plan).group(1))
     dp = int((re.search(r"dp=(\d+)", plan) or [0, 1])[1])
@@ -682,10 +733,12 @@ def async_reference(compiler, d, model, train, input_shape, batch, feeds,
     shard = batch // dp  # each replica's rows, in order
     m = shard // rows
     pipedream = kind == "pipedream"
+    rnd, before = async_updates(plan, pp, m)
     # PipeDream's update of micro-batch k averages it over the replicas:
-    # micro-batch k of every replica's rows.
+    # micro-batch k of every replica's rows (with per-stage replicas: the
+    # rows of round k).
     shape = name0 + ":" + "x".join(
-        [str(rows * dp if pipedream else batch)] + dims.split("x")[1:])
+        [str(rows * rnd * dp if pipedream else batch)] + dims.split("x")[1:])
     exe = os.path.join(d, "ref.bin")
     p = subprocess.run([compiler, model, "--input-shape=" + shape,
                         "--train=" + train, "-o", exe],
@@ -696,11 +749,11 @@ def async_reference(compiler, d, model, train, input_shape, batch, feeds,
                             os.path.dirname(model))
     weights = set(state)
     stage_of = {}
-    for r in range(pp * dp * tp):
+    for r, stage in enumerate(rank_stages(plan, pp)):
         for f in glob.glob(os.path.join(pp_states[r], "*.npy")):
             base = os.path.basename(f)[:-4]
             if base in weights:
-                stage_of[base] = r // (dp * tp)
+                stage_of[base] = stage
     cur = os.path.join(d, "ref_state")
     runs = [0]
 
@@ -745,13 +798,15 @@ def async_reference(compiler, d, model, train, input_shape, batch, feeds,
     for _ in range(steps):
         if pipedream:
             history, losses = [dict(state)], []
-            for k in range(m):
+            for k in range(m // rnd):
                 loaded = dict(state)
                 for w, s in stage_of.items():
-                    loaded[w] = history[max(0, k - min(pp - s - 1, m))][w]
-                part = np.concatenate([np.arange(r * shard + k * rows,
-                                                 r * shard + (k + 1) * rows)
-                                       for r in range(dp)])
+                    loaded[w] = history[before[s][k * rnd]][w]
+                step_rows = rows * rnd
+                part = np.concatenate([
+                    np.arange(r * shard + k * step_rows,
+                              r * shard + (k + 1) * step_rows)
+                    for r in range(dp)])
                 loss, out = run_one(loaded, part)
                 state = apply(out, loaded)
                 history.append(dict(state))
@@ -834,7 +889,12 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     (warm_s + 1)^-p, p = max(0, 1 - (n - 1) / K), for the stage's n-th
     update. With dp replicas (each on its block of the batch) micro-batch
     k's gradient is the mean over the replicas' k-th micro-batches: the
-    gradient of micro-batch k of every block, together.
+    gradient of micro-batch k of every block, together. With per-stage
+    replicas every stage updates once per round of lcm(replicas)
+    micro-batches with the mean of their gradients, micro-batch k's forward
+    after before[s][k] of them (async_updates), its backward after those of
+    the rounds before k's, and warm_s is the most updates between the
+    two.
 
     In fp16 (mixed-precision=fp16 loss-scale=S) every value the program
     computes in fp16 is rounded to it (the input, the weights' copies, each
@@ -872,18 +932,19 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
     m = shard // rows
     init = dict(np.load(os.path.join(os.path.dirname(model), "deep_mlp.npz")))
     w = {k: v.astype(np.float64) for k, v in init.items()}
-    # The dp x tp ranks of stage s are ranks s * dp * tp .. (s + 1) * dp * tp - 1.
-    tp = int(kv.get("tp", 1))
     stage_of = {}
-    for r in range(pp * dp * tp):
+    for r, stage in enumerate(rank_stages(plan, pp)):
         for f in glob.glob(os.path.join(pp_states[r], "*.npy")):
             base = os.path.basename(f)[:-4]
             if base in w:
-                stage_of[base] = r // (dp * tp)
+                stage_of[base] = stage
     if set(stage_of) != set(w):
         raise RuntimeError(f"no rank saved {sorted(set(w) - set(stage_of))}")
     layers = len(DEEP_MLP_SIZES) - 1
-    warm = {s: min(pp - s - 1, m) for s in range(pp)}
+    rnd, before = async_updates(plan, pp, m)
+    warm = ({s: min(pp - s - 1, m) for s in range(pp)} if rnd == 1 else
+            {s: max(k // rnd - before[s][k] for k in range(m))
+             for s in range(pp)})
     vel = {k: np.zeros_like(v) for k, v in w.items()}
     mom = {k: (np.zeros_like(v), np.zeros_like(v)) for k, v in w.items()}
     x_all = feeds[0][1].astype(np.float64)
@@ -896,37 +957,44 @@ def pipemare_reference(compiler, d, model, train, input_shape, batch, feeds,
             history = [dict(w)]  # the weights after each of the step's updates
             taken = []  # whether each of the step's updates was taken
             losses = []
-            for k in range(m):
-                part = np.concatenate([np.arange(r * shard + k * rows,
-                                                 r * shard + (k + 1) * rows)
-                                       for r in range(dp)])
-                x, t = x_all[part], t_all[part]
-
-                def fwd(name):
-                    return history[max(0, k - warm[stage_of[name]])][name]
-
-                def bwd(name):
-                    s = stage_of[name]
-                    d = sum(taken[max(0, k - warm[s]):k])
-                    return w[name] - d * vel[name] if decay < 1 else w[name]
-
-                acts, pres = [q(x)], []
-                for i in range(layers):
-                    pre = q(q(acts[-1] @ q(fwd(f"w{i}")).T) + q(fwd(f"b{i}")))
-                    pres.append(pre)
-                    acts.append(np.maximum(pre, 0) if i + 1 < layers else pre)
-                diff = acts[-1] - t
-                losses.append(np.mean(diff * diff))
-                dy = q(scale * 2 * diff / diff.size)
+            for j in range(m // rnd):
+                # The update's gradient: the mean over its round.
                 grads = {}
-                for i in reversed(range(layers)):
-                    if i + 1 < layers:
-                        dy = dy * (pres[i] > 0)
-                    grads[f"w{i}"] = q(dy.T @ acts[i]) / scale
-                    grads[f"b{i}"] = q(dy.sum(0)) / scale
-                    dy = q(dy @ q(bwd(f"w{i}")))
+                for k in range(j * rnd, (j + 1) * rnd):
+                    part = np.concatenate([
+                        np.arange(r * shard + k * rows,
+                                  r * shard + (k + 1) * rows)
+                        for r in range(dp)])
+                    x, t = x_all[part], t_all[part]
+
+                    def fwd(name):
+                        return history[before[stage_of[name]][k]][name]
+
+                    def bwd(name):
+                        d = sum(taken[before[stage_of[name]][k]:j])
+                        return (w[name] - d * vel[name] if decay < 1
+                                else w[name])
+
+                    acts, pres = [q(x)], []
+                    for i in range(layers):
+                        pre = q(q(acts[-1] @ q(fwd(f"w{i}")).T) +
+                                q(fwd(f"b{i}")))
+                        pres.append(pre)
+                        acts.append(np.maximum(pre, 0) if i + 1 < layers
+                                    else pre)
+                    diff = acts[-1] - t
+                    losses.append(np.mean(diff * diff))
+                    dy = q(scale * 2 * diff / diff.size)
+                    for i in reversed(range(layers)):
+                        if i + 1 < layers:
+                            dy = dy * (pres[i] > 0)
+                        for name, g in ((f"w{i}", q(dy.T @ acts[i])),
+                                        (f"b{i}", q(dy.sum(0)))):
+                            grads[name] = grads.get(name, 0) + g / scale / rnd
+                        dy = q(dy @ q(bwd(f"w{i}")))
                 if not all(np.all(np.isfinite(g)) for g in grads.values()):
-                    # An overflow: every stage skips micro-batch k's update.
+                    # An overflow: every stage skips the update (micro-batch
+                    # k's, or with per-stage replicas round j's).
                     if dynamic:
                         scale, good = scale * 0.5, 0
                     taken.append(0)
@@ -1180,12 +1248,16 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
         return [f"expected {steps} loss lines from each run (rank 0 only under "
                 f"mpirun), got {len(c1)} and {len(c2)}:\n{p2.stdout[-800:]}"]
     if overflow:
-        # PipeDream updates after each of a replica's micro-batches.
+        # PipeDream updates after each of a replica's micro-batches (with
+        # per-stage replicas after each round of them: async_updates).
         per_microbatch = options.get("schedule") in ("pipedream", "pipemare")
+        rounds = steps_per // int(options.get("dp", 1))
+        if per_microbatch:
+            rounds //= async_updates(plan, int(options.get("pp", 1)),
+                                     rounds)[0]
         errors = check_skipped_together(
             [os.path.join(d, f"state_pp{r}") for r in range(ranks)], steps,
-            steps * steps_per // int(options.get("dp", 1))
-            if per_microbatch else steps)
+            steps * rounds if per_microbatch else steps)
         if errors or not skips_like_one:
             return errors
         errors = check_skipped_like_one(s_one, os.path.join(d, "state_pp0"))
@@ -1463,6 +1535,15 @@ def mixed_precision_cases(rng):
             (f"mlp_adam_fp16_tp2_pp2_{kind}",
              dict(mlp, plan=f"tp=2,pp=2,mbs=2,schedule={kind}", ranks=4,
                   reference=async_reference, tp_split=("w1",))))] + [
+        # PipeDream with per-stage replicas: an update per round of 2
+        # micro-batches on every list, so every rank joins the same
+        # overflow checks and skips the same rounds.
+        ("mlp_adam_fp16_pp2_replicas21_pipedream",
+         dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=2/1",
+              ranks=3, reference=async_reference)),
+        ("mlp_adam_fp16_overflow_pp2_replicas21_pipedream",
+         dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=2/1",
+              ranks=3, **overflow))] + [
         # PipeMare against pipemare_reference's fp16 emulation (float64
         # between the roundings): its updates per micro-batch skip as
         # PipeDream's, the correction counting the updates taken. SGD as
@@ -2440,6 +2521,26 @@ def pipeline_train_cases(rng):
     out.append(("deep_mlp_adam_dp2_pp2_zero1_pipemare",
                 dict(deep, plan=pm_dp + ",zero=1", ranks=4, zero=True,
                      train=adam)))
+    # PipeDream and PipeMare with per-stage replicas: every stage updates
+    # once per round of lcm(replicas) = 2 micro-batches on the round's mean
+    # gradient (a replica's share summed over the stage's replicas), as one
+    # process's step on the round's rows: async_reference / pipemare_reference
+    # with their rounds (async_updates).
+    out.append(("mlp_adam_pp2_replicas21_pipedream",
+                dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=2/1",
+                     ranks=3, reference=async_reference, train=adam)))
+    out.append(("mlp_sgd_pp2_replicas12_pipedream",
+                dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=1/2",
+                     ranks=3, reference=async_reference)))
+    # With zero=1 stage 0's two replicas reduce-scatter their shares of
+    # each round's mean (sum), update their blocks and gather the weights.
+    out.append(("mlp_adam_pp2_replicas21_zero1_pipedream",
+                dict(mlp, plan="pp=2,mbs=2,schedule=pipedream,replicas=2/1,"
+                     "zero=1", ranks=3, zero=True, reference=async_reference,
+                     train=adam)))
+    out.append(("deep_mlp_adam_pp2_replicas21_pipemare",
+                dict(deep, plan="pp=2,mbs=2,schedule=pipemare,replicas=2/1,"
+                     "pipemare_warmup=12", ranks=3, train=adam)))
     # Batch norm (the small ResNet): each micro-batch normalises with its
     # own statistics and the running statistics follow the micro-batches in
     # order, so the reference is one process accumulating the same 4

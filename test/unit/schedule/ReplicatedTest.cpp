@@ -1,6 +1,7 @@
 //===- ReplicatedTest.cpp - Per-stage replicas: plans and schedules -*- C++ -*-//
 
 #include "lib/Schedule/Schedule.h"
+#include "lib/Schedule/Updates.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -129,7 +130,7 @@ TEST(ReplicatedSchedule, EveryShapeVerifiesWithoutDeadlock) {
       {2, 3, 1}, {4, 2, 2, 1}, {1, 1, 4}, {3, 2, 3}, {5, 1, 2, 3}};
   for (ScheduleKind k :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::PipeDream,
-        ScheduleKind::PipeDream2BW})
+        ScheduleKind::PipeDream2BW, ScheduleKind::PipeMare})
     for (const auto &reps : shapes)
       for (unsigned m : {15u, 30u, 31u, 60u}) {
         bool even = true;
@@ -159,6 +160,45 @@ TEST(ReplicatedSchedule, EveryShapeVerifiesWithoutDeadlock) {
         EXPECT_EQ(std::count(fwd.begin(), fwd.end(), 1u),
                   static_cast<long>(fwd.size()));
       }
+}
+
+TEST(ReplicatedSchedule, AsyncUpdatesOncePerRound) {
+  // replicas=2/1, 4 micro-batches: rounds of lcm(2, 1) = 2. Each replica
+  // of stage 0 syncs and updates after each of its backwards (one per
+  // round), the lone stage-1 list after micro-batches 1 and 3.
+  for (ScheduleKind k : {ScheduleKind::PipeDream, ScheduleKind::PipeMare}) {
+    Schedule s = genRep(k, {2, 1}, 4);
+    EXPECT_EQ(updateRound(s), 2u);
+    auto updates = [&](unsigned l) {
+      std::string out;
+      for (const Action &a : s.devices[l])
+        if (a.kind == ActionKind::AllReduce ||
+            a.kind == ActionKind::OptimizerStep)
+          out += (out.empty() ? "" : " ") + a.str();
+      return out;
+    };
+    EXPECT_EQ(updates(0), "AR0.0 OPT0.0 AR2.0 OPT2.0");
+    EXPECT_EQ(updates(1), "AR1.0 OPT1.0 AR3.0 OPT3.0");
+    EXPECT_EQ(updates(2), "OPT1.0 OPT3.0");
+    // Stage 0's second round computes before the first round's update.
+    EXPECT_EQ(updateDelay(s, 0), 1u);
+    EXPECT_EQ(updateDelay(s, 1), 1u);
+    EXPECT_EQ(updateDelay(s, 2), 0u);
+    EXPECT_FALSE(static_cast<bool>(verifySchedule(s)));
+  }
+  // PipeMare keeps the velocity beside the weights of a delayed list.
+  EXPECT_EQ(genRep(ScheduleKind::PipeMare, {2, 1}, 4).weightVersions,
+            (std::vector<unsigned>{2, 2, 1}));
+  // Rounds are the lcm of the counts; 2BW and the synchronous schedules
+  // update once per step.
+  EXPECT_EQ(updateRound(genRep(ScheduleKind::PipeDream, {2, 3}, 6)), 6u);
+  EXPECT_EQ(updateRound(genRep(ScheduleKind::PipeDream2BW, {2, 3}, 6)), 1u);
+  // Without replicas the delay is 1F1B's warm-up, min(pp - s - 1, m - 1).
+  Schedule plain =
+      llvm::cantFail(generateSchedule(ScheduleKind::PipeDream, 4, 1, 2));
+  EXPECT_EQ(updateRound(plain), 1u);
+  for (unsigned r = 0; r < 4; ++r)
+    EXPECT_EQ(updateDelay(plain, r), std::min(3u - r, 1u)) << r;
 }
 
 TEST(ReplicatedSchedule, GenerationErrors) {

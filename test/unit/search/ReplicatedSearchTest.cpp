@@ -64,6 +64,11 @@ TEST(ReplicatedLowerBound, NeverAboveSimulation) {
       {"dgx-a100-80gb:2", "replicas=10/6,schedule=1f1b,p2p_overlap=0", 60},
       {"mixed-a100-v100:2", "replicas=12/4,schedule=1f1b", 96},
       {"mixed-a100-v100:2", "replicas=4/12,schedule=pipedream", 96},
+      // Rounds of lcm(2, 3) = 6: each list syncs once, not once per
+      // micro-batch of its share (too few for the steady-state bound).
+      {"pcie-v100x4:2", "replicas=2/3,schedule=pipedream", 6},
+      {"pcie-v100x4:2", "replicas=2/3,schedule=pipemare", 6},
+      {"pcie-v100x4:2", "replicas=3/2,schedule=pipedream-2bw", 6},
       {"pcie-v100x4:1", "replicas=3/1,schedule=1f1b,recompute=full", 24}};
   for (const Case &cs : cases) {
     cluster::Cluster c = cantFail(cluster::resolveCluster(cs.cluster));

@@ -83,6 +83,24 @@ TEST(ReplicatedSim, FifteenOneSteadyStateMatchesTheAnalyticThroughput) {
   }
 }
 
+TEST(ReplicatedSim, AsyncUpdatesArePricedOncePerRound) {
+  // PipeDream and PipeMare at replicas=2/1 over 8 micro-batches update
+  // every list once per round of 2: stage 0's replicas after each of
+  // their 4 backwards, the lone stage-1 list after every second of its 8.
+  for (ScheduleKind k : {ScheduleKind::PipeDream, ScheduleKind::PipeMare}) {
+    Schedule s = genRep(k, {2, 1}, 8);
+    PipelineCosts c = replicatedUniform({2, 1}, 8, {1, 1}, {2, 2});
+    for (DeviceCost &d : c.devices)
+      d.optimizerTime = 5;
+    auto r = simulate(s, c);
+    ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+    ASSERT_EQ(r->busyTime.size(), 3u);
+    EXPECT_DOUBLE_EQ(r->busyTime[0], 4 * 3 + 4 * 5.0) << scheduleName(k).str();
+    EXPECT_DOUBLE_EQ(r->busyTime[1], 4 * 3 + 4 * 5.0) << scheduleName(k).str();
+    EXPECT_DOUBLE_EQ(r->busyTime[2], 8 * 3 + 4 * 5.0) << scheduleName(k).str();
+  }
+}
+
 TEST(ReplicatedSim, UnevenSharesWaitForTheBusiestReplica) {
   // 7 micro-batches over 2 replicas of a lone stage: 4 and 3 of them.
   Schedule s = genRep(ScheduleKind::OneFOneB, {2}, 7);
@@ -96,13 +114,13 @@ TEST(ReplicatedSim, UnevenSharesWaitForTheBusiestReplica) {
 
 TEST(ReplicatedSim, LockstepCollectivesNeverStall) {
   // The replicas of a stage start each all-reduce together; with a sync
-  // and an optimizer step after every micro-batch (PipeDream) that couples
-  // the replicas, and no shape may stall.
+  // and an optimizer step after every round of micro-batches (PipeDream,
+  // PipeMare) that couples the replicas, and no shape may stall.
   std::vector<std::vector<unsigned>> shapes = {
       {2, 1}, {1, 2}, {3, 1}, {15, 1}, {2, 3, 1}, {4, 2, 2, 1}, {3, 2, 3}};
   for (ScheduleKind k :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::PipeDream,
-        ScheduleKind::PipeDream2BW})
+        ScheduleKind::PipeDream2BW, ScheduleKind::PipeMare})
     for (const auto &reps : shapes)
       for (unsigned m : {30u, 60u, 31u}) {
         ScheduleOptions o;
