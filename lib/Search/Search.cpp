@@ -119,13 +119,13 @@ struct Expanded {
 struct StageMemoryCheck {
   const Tables::Memory *mem = nullptr;
   std::vector<double> limit, held; ///< per pipeline rank
+  std::vector<unsigned> rank;      ///< per virtual stage
   double perParam = 0, perExpert = 0;
-  unsigned pp = 1, chunks = 1, mbs = 1;
-  bool vShape = false;
+  unsigned chunks = 1, mbs = 1;
 
   bool fits(unsigned j, unsigned b, unsigned e) const {
-    unsigned r = rankOfStage(vShape, pp, j);
-    cost::ParamSplit params = mem->paramsOf(cost::LayerRange{b, e});
+    unsigned r = rank[j];
+    cost::ParamSplit params = mem->paramsOf(b, e);
     double bytes = perParam * params.dense + perExpert * params.expert +
                    held[r] * mem->actOf(b, e) + mbs * mem->workOf(b, e);
     return bytes <= limit[r] / chunks;
@@ -634,10 +634,12 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
       v += out[j][e - 1];
     if (b > 0 && in[j])
       v += in[j][b - 1];
-    if ((memoryAware && !check.fits(j, b, e)) ||
-        !pins.allows(kinds[rankOf(j)], b, e))
-      return std::numeric_limits<double>::infinity();
     return v;
+  };
+  // Asked only of stages that would improve the table (partitionTable).
+  auto allowed = [&](unsigned j, unsigned b, unsigned e) {
+    return (!memoryAware || check.fits(j, b, e)) &&
+           pins.allows(kinds[rankOf(j)], b, e);
   };
   // Each layer's least work over the stages' device kinds, for the
   // partition's bounds: the one table itself when every rank has it.
@@ -657,7 +659,7 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
     least = &leastOwn;
   }
   std::vector<unsigned> cuts =
-      partitionLayersWith(n, V, cost, lower, nullptr, least);
+      partitionLayersWith(n, V, cost, lower, allowed, nullptr, least);
   if (!memoryAware)
     cutCache[key] = cuts;
   return cuts;
@@ -666,10 +668,10 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
 StageMemoryCheck Searcher::memoryCheck(const Light &x) {
   StageMemoryCheck k;
   k.mem = &t.memory(x.key());
-  k.pp = x.pp;
   k.chunks = x.chunks;
   k.mbs = x.mbs;
-  k.vShape = isVShape(x.kind);
+  for (unsigned j = 0; j < x.pp * x.chunks; ++j)
+    k.rank.push_back(rankOfStage(isVShape(x.kind), x.pp, j));
   Plan shape = x.shape();
   cost::MemoryConfig cfg = memoryConfig(shape, o.memory);
   k.perParam = cost::staticMemory(1, cfg).staticBytes();
