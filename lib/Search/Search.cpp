@@ -152,6 +152,9 @@ struct StageMemoryCheck {
 struct Reasons {
   unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0,
                 tpHeads = 0;
+  /// cp, or cp x tp at ep > 1, does not divide the experts' capacity slots
+  /// (expertSlotsSplit).
+  unsigned long expertSlots = 0;
   /// Asynchronous schedules with ZeRO-3, PipeDream and PipeMare with
   /// ZeRO-2, or any of them with cp > 1, which the programs do not run
   /// (dist-partition, dist-context-parallel refuse them).
@@ -355,6 +358,10 @@ void Searcher::enumerate() {
               (ep > 1 && ((k.epAlone && tp * cp > 1) ||
                           (k.epRuns && cp > 1 && tp > 1)))) {
             ++why.constraint;
+            continue;
+          }
+          if (!expertSlotsSplit(o.expertSlots, tp, cp, ep)) {
+            ++why.expertSlots;
             continue;
           }
           for (unsigned sp = 0; sp <= (tp > 1 ? 1u : 0u); ++sp) {
@@ -867,6 +874,12 @@ Error Searcher::noPlanError() const {
       detail += formatv(" {0} layouts have a dp that does not divide the "
                         "batch {1};",
                         why.dpBatch, o.globalBatch);
+    if (why.expertSlots)
+      detail += formatv(" {0} layouts split each expert's {1} capacity slots "
+                        "(top-k x sequence / experts) unevenly: the programs "
+                        "need cp, and at ep > 1 cp x tp, to divide them "
+                        "(allow tp=1 and cp=1, or ep=1);",
+                        why.expertSlots, o.expertSlots);
     if (why.asyncUnrun)
       detail += formatv(" {0} layouts pair an asynchronous schedule with "
                         "ZeRO-3, ZeRO-2 (PipeDream, PipeMare) or cp > 1, "
@@ -1076,6 +1089,12 @@ Expected<SearchResult> Searcher::run() {
   if (o.progress)
     o.progress(1.0, stats.candidates);
   return res;
+}
+
+bool distopt::search::expertSlotsSplit(int64_t slots, unsigned tp, unsigned cp,
+                                       unsigned ep) {
+  const int64_t parts = int64_t(cp) * (ep > 1 ? tp : 1);
+  return slots == 0 || slots % parts == 0;
 }
 
 Expected<SearchResult>
