@@ -24,7 +24,10 @@ partitionLayers(unsigned n, unsigned stages,
                 function_ref<double(unsigned, unsigned, unsigned)> cost,
                 function_ref<double(unsigned, unsigned, unsigned)> lower,
                 double *bestOut) {
-  return detail::partitionLayersWith(n, stages, cost, lower, bestOut);
+  // The cost is infinite where a stage is not allowed.
+  return detail::partitionLayersWith(
+      n, stages, cost, lower, [](unsigned, unsigned, unsigned) { return true; },
+      bestOut);
 }
 
 /// Replicated stages (one list per slot, chunks = 1). List l of stage s runs

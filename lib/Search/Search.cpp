@@ -119,13 +119,13 @@ struct Expanded {
 struct StageMemoryCheck {
   const Tables::Memory *mem = nullptr;
   std::vector<double> limit, held; ///< per pipeline rank
+  std::vector<unsigned> rank;      ///< per virtual stage
   double perParam = 0, perExpert = 0;
-  unsigned pp = 1, chunks = 1, mbs = 1;
-  bool vShape = false;
+  unsigned chunks = 1, mbs = 1;
 
   bool fits(unsigned j, unsigned b, unsigned e) const {
-    unsigned r = rankOfStage(vShape, pp, j);
-    cost::ParamSplit params = mem->paramsOf(cost::LayerRange{b, e});
+    unsigned r = rank[j];
+    cost::ParamSplit params = mem->paramsOf(b, e);
     double bytes = perParam * params.dense + perExpert * params.expert +
                    held[r] * mem->actOf(b, e) + mbs * mem->workOf(b, e);
     return bytes <= limit[r] / chunks;
@@ -152,6 +152,9 @@ struct StageMemoryCheck {
 struct Reasons {
   unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0,
                 tpHeads = 0;
+  /// cp, or cp x tp at ep > 1, does not divide the experts' capacity slots
+  /// (expertSlotsSplit).
+  unsigned long expertSlots = 0;
   /// Asynchronous schedules with ZeRO-3, PipeDream and PipeMare with
   /// ZeRO-2, or any of them with cp > 1, which the programs do not run
   /// (dist-partition, dist-context-parallel refuse them).
@@ -355,6 +358,10 @@ void Searcher::enumerate() {
               (ep > 1 && ((k.epAlone && tp * cp > 1) ||
                           (k.epRuns && cp > 1 && tp > 1)))) {
             ++why.constraint;
+            continue;
+          }
+          if (!expertSlotsSplit(o.expertSlots, tp, cp, ep)) {
+            ++why.expertSlots;
             continue;
           }
           for (unsigned sp = 0; sp <= (tp > 1 ? 1u : 0u); ++sp) {
@@ -634,10 +641,12 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
       v += out[j][e - 1];
     if (b > 0 && in[j])
       v += in[j][b - 1];
-    if ((memoryAware && !check.fits(j, b, e)) ||
-        !pins.allows(kinds[rankOf(j)], b, e))
-      return std::numeric_limits<double>::infinity();
     return v;
+  };
+  // Asked only of stages that would improve the table (partitionTable).
+  auto allowed = [&](unsigned j, unsigned b, unsigned e) {
+    return (!memoryAware || check.fits(j, b, e)) &&
+           pins.allows(kinds[rankOf(j)], b, e);
   };
   // Each layer's least work over the stages' device kinds, for the
   // partition's bounds: the one table itself when every rank has it.
@@ -657,7 +666,7 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
     least = &leastOwn;
   }
   std::vector<unsigned> cuts =
-      partitionLayersWith(n, V, cost, lower, nullptr, least);
+      partitionLayersWith(n, V, cost, lower, allowed, nullptr, least);
   if (!memoryAware)
     cutCache[key] = cuts;
   return cuts;
@@ -666,10 +675,10 @@ std::vector<unsigned> Searcher::partition(const Light &x, bool memoryAware) {
 StageMemoryCheck Searcher::memoryCheck(const Light &x) {
   StageMemoryCheck k;
   k.mem = &t.memory(x.key());
-  k.pp = x.pp;
   k.chunks = x.chunks;
   k.mbs = x.mbs;
-  k.vShape = isVShape(x.kind);
+  for (unsigned j = 0; j < x.pp * x.chunks; ++j)
+    k.rank.push_back(rankOfStage(isVShape(x.kind), x.pp, j));
   Plan shape = x.shape();
   cost::MemoryConfig cfg = memoryConfig(shape, o.memory);
   k.perParam = cost::staticMemory(1, cfg).staticBytes();
@@ -865,6 +874,12 @@ Error Searcher::noPlanError() const {
       detail += formatv(" {0} layouts have a dp that does not divide the "
                         "batch {1};",
                         why.dpBatch, o.globalBatch);
+    if (why.expertSlots)
+      detail += formatv(" {0} layouts split each expert's {1} capacity slots "
+                        "(top-k x sequence / experts) unevenly: the programs "
+                        "need cp, and at ep > 1 cp x tp, to divide them "
+                        "(allow tp=1 and cp=1, or ep=1);",
+                        why.expertSlots, o.expertSlots);
     if (why.asyncUnrun)
       detail += formatv(" {0} layouts pair an asynchronous schedule with "
                         "ZeRO-3, ZeRO-2 (PipeDream, PipeMare) or cp > 1, "
@@ -1074,6 +1089,12 @@ Expected<SearchResult> Searcher::run() {
   if (o.progress)
     o.progress(1.0, stats.candidates);
   return res;
+}
+
+bool distopt::search::expertSlotsSplit(int64_t slots, unsigned tp, unsigned cp,
+                                       unsigned ep) {
+  const int64_t parts = int64_t(cp) * (ep > 1 ? tp : 1);
+  return slots == 0 || slots % parts == 0;
 }
 
 Expected<SearchResult>

@@ -147,7 +147,21 @@ struct SearchOptions {
   /// The model's input per sample (--dist-input): every training plan's
   /// iteration waits on its input pipeline (sim::applyInputStall).
   std::optional<sim::InputSpec> input;
+  /// Each mixture-of-experts block's capacity slots per expert (top-k x
+  /// sequence / experts), their gcd over the blocks; 0 without routed
+  /// experts, or when the caller does not know them (the analytic models).
+  /// The graph's, planning::expertSlotCount, which the planning passes
+  /// set. Only the cp and tp that split them as the programs do are
+  /// weighed (expertSlotsSplit).
+  int64_t expertSlots = 0;
 };
+
+/// Whether a plan of these degrees splits every expert's \p slots capacity
+/// slots evenly, as the programs need: dist-context-parallel runs each
+/// context rank's C/cp of them, and at ep > 1 dist-expert-parallel has each
+/// tensor rank exchange its part of those, so cp, and at ep > 1 cp x tp,
+/// must divide them. True when \p slots is 0 (unknown or none).
+bool expertSlotsSplit(int64_t slots, unsigned tp, unsigned cp, unsigned ep);
 
 /// Where the time of a plan goes, per iteration, on its slowest rank.
 struct Breakdown {

@@ -37,60 +37,85 @@ std::string tpDivisorNote(const cost::ModelDesc &model);
 /// \p ub; fills \p from with each state's chosen predecessor.
 /// \p least holds prefix sums of each layer's least `lower` over all
 /// stages.
-template <typename Cost, typename Lower>
+template <typename Cost, typename Lower, typename Allowed>
 double partitionTable(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
-                      const std::vector<double> &least, double ub,
-                      std::vector<double> &best, std::vector<unsigned> &from) {
+                      Allowed &&allowed, const std::vector<double> &least,
+                      double ub, std::vector<double> &best,
+                      std::vector<unsigned> &from) {
   const double inf = std::numeric_limits<double>::infinity();
   const size_t w = n + 1;
   best.assign(static_cast<size_t>(stages) * w, inf);
   from.assign(static_cast<size_t>(stages) * w, 0);
   // State (j, i) (stages 0..j hold layers [0, i)) can lead below ub only
   // if its own stages average at most ub and the stages after it can hold
-  // layers [i, n) at most ub each.
+  // layers [i, n) at most ub each. Both ends of that window only grow
+  // with j (least is nondecreasing), so each is found by carrying on from
+  // where the previous stage's search stopped: O(n) per table, not per
+  // stage.
+  unsigned lo = 0, fit = 0; // fit: the last i with least[i] <= ub * (j + 1)
   auto window = [&](unsigned j) {
-    unsigned lo = j + 1, hi = n - (stages - 1 - j);
+    unsigned cap = n - (stages - 1 - j);
+    lo = std::max(lo, j + 1);
     if (ub == inf)
-      return std::make_pair(lo, hi);
-    while (lo < hi && j + 1 < stages &&
+      return std::make_pair(lo, cap);
+    while (lo < cap && j + 1 < stages &&
            least[n] - least[lo] > ub * (stages - 1 - j))
       ++lo;
-    while (hi > lo && least[hi] > ub * (j + 1))
-      --hi;
-    return std::make_pair(lo, hi);
+    while (fit < n && least[fit + 1] <= ub * (j + 1))
+      ++fit;
+    return std::make_pair(lo, std::max(lo, std::min(cap, fit)));
   };
   auto [lo0, hi0] = window(0);
   for (unsigned i = lo0; i <= hi0; ++i) {
     double v = cost(0, 0, i);
-    if (v < ub)
+    if (v < ub && allowed(0, 0, i))
       best[i] = v;
   }
+  // below[k]: the last state of the previous stage at or before k that is
+  // finite, or kNone. The scan below skips the infinite ones (most of them,
+  // where the previous stages cannot hold k layers below ub): it would
+  // only have compared its lower bound with b there, and that bound only
+  // grows as k falls, so a break it would take there it takes at the next
+  // finite state.
+  constexpr unsigned kNone = ~0u;
+  static thread_local std::vector<unsigned> below;
+  below.resize(w);
   unsigned prevLo = lo0, prevHi = hi0;
   for (unsigned j = 1; j < stages; ++j) {
     const double *prev = &best[(j - 1) * w];
+    for (unsigned k = prevLo, last = kNone; k <= prevHi; ++k)
+      below[k] = last = prev[k] < inf ? k : last;
+    double *row = &best[j * w];
+    unsigned *rowFrom = &from[j * w];
     auto [lo, hi] = window(j);
     for (unsigned i = lo; i <= hi; ++i) {
-      double &b = best[j * w + i];
-      b = ub;
+      // The state's best so far in a local: nothing the scan reads can
+      // alias it, so the compiler keeps the scan's operands in registers.
+      double b = ub;
+      unsigned arg = 0;
       bool found = false;
       // Scanning the last stage's first layer k downwards the stage only
-      // grows, so the scan stops once its lower bound reaches b.
-      for (unsigned k = std::min(i - 1, prevHi); k >= prevLo; --k) {
+      // grows, so the scan stops once its lower bound reaches b. Whether
+      // the stage is allowed (memory, pins) is asked only of a stage that
+      // would improve the state: the answer is the same as a cost that is
+      // infinite where it is not.
+      const unsigned top = std::min(i - 1, prevHi);
+      for (unsigned k = top >= prevLo ? below[top] : kNone; k != kNone;
+           k = k > prevLo ? below[k - 1] : kNone) {
         if (lower(j, k, i) >= b)
           break;
         if (prev[k] < b) {
           double v = std::max(prev[k], cost(j, k, i));
-          if (v < b) {
+          if (v < b && allowed(j, k, i)) {
             b = v;
-            from[j * w + i] = k;
+            arg = k;
             found = true;
           }
         }
-        if (k == prevLo)
-          break;
       }
-      if (!found)
-        b = inf;
+      row[i] = found ? b : inf;
+      if (found)
+        rowFrom[i] = arg;
     }
     prevLo = lo;
     prevHi = hi;
@@ -101,7 +126,11 @@ double partitionTable(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
 /// partitionLayers with the cost callbacks inlined (the search's hot loop).
 /// best[j][i]: smallest achievable largest stage cost when stages 0..j hold
 /// layers [0, i); every stage keeps at least one layer. `lower` must be
-/// additive over layers (a difference of prefix sums). The table is first
+/// additive over layers (a difference of prefix sums of nonnegative
+/// terms: it grows as a stage's first layer falls). A stage for which
+/// \p allowed(j, b, e) is false (it does not fit memory, it breaks a pin)
+/// costs infinity; elsewhere it costs \p cost(j, b, e), which must be
+/// finite. The table is first
 /// bounded by the cost of an even split of the least work (or, where that
 /// split does not fit, guesses from its largest share of work), which
 /// keeps only states that can still beat it; where no guess is beaten,
@@ -110,10 +139,10 @@ double partitionTable(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
 /// unbounded table gives them: a state on the chosen path has a completion
 /// below the bound. \p least, when given, holds prefix sums of each
 /// layer's least `lower` over the stages.
-template <typename Cost, typename Lower>
+template <typename Cost, typename Lower, typename Allowed>
 std::vector<unsigned>
 partitionLayersWith(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
-                    double *bestOut = nullptr,
+                    Allowed &&allowed, double *bestOut = nullptr,
                     const std::vector<double> *least = nullptr) {
   const double inf = std::numeric_limits<double>::infinity();
   if (stages == 0 || stages > n) {
@@ -147,7 +176,7 @@ partitionLayersWith(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
       while (e < n - (stages - 1 - j) && sum[e] < target)
         ++e;
     }
-    even = std::max(even, cost(j, b, e));
+    even = std::max(even, allowed(j, b, e) ? cost(j, b, e) : inf);
     share = std::max(share, lower(j, b, e));
     b = e;
   }
@@ -160,11 +189,12 @@ partitionLayersWith(unsigned n, unsigned stages, Cost &&cost, Lower &&lower,
   // largest share of work, growing until some partition comes below it.
   double total = inf;
   if (even < inf) {
-    total =
-        partitionTable(n, stages, cost, lower, sum, above(even), best, from);
+    total = partitionTable(n, stages, cost, lower, allowed, sum, above(even),
+                           best, from);
   } else {
     for (double bound : {above(1.25 * share), above(2.5 * share), inf}) {
-      total = partitionTable(n, stages, cost, lower, sum, bound, best, from);
+      total = partitionTable(n, stages, cost, lower, allowed, sum, bound, best,
+                             from);
       if (total < inf)
         break;
     }
@@ -288,6 +318,18 @@ public:
     /// Parameters of a device holding the layers of \p ranges, a tie's once
     /// when it holds both layers (cost::paramSplit from the prefix sums).
     cost::ParamSplit paramsOf(llvm::ArrayRef<cost::LayerRange> ranges) const;
+    /// paramsOf of the one range [b, e), the same bits, inline: the
+    /// memory-aware partition asks it of every stage it would take.
+    cost::ParamSplit paramsOf(unsigned b, unsigned e) const {
+      cost::ParamSplit n{params[e] - params[b],
+                         expertParams[e] - expertParams[b]};
+      for (const Tie &t : ties)
+        if (t.owner >= b && t.owner < e && t.user >= b && t.user < e) {
+          n.dense -= t.params.dense;
+          n.expert -= t.params.expert;
+        }
+      return n;
+    }
     /// Sparse table over `work`: maxWork[k][i] = max of work[i, i + 2^k).
     std::vector<std::vector<double>> maxWork;
     /// Largest working set per sample over layers [b, e), O(1), for ranges

@@ -35,6 +35,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::cost;
@@ -522,4 +524,25 @@ void planning::markExperts(std::vector<Item> &items,
                            const ValueClasses &values, double samples,
                            bool remarks) {
   Recognizer(items, defIndex, values, samples, remarks).run();
+}
+
+int64_t planning::expertSlotCount(func::FuncOp func) {
+  DenseSet<Value> dependent(func.getArguments().begin(),
+                            func.getArguments().end());
+  auto isDep = [&](Value v) { return dependent.contains(v); };
+  int64_t slots = 0;
+  // Program order is a topological order: an op's operands are classified
+  // before it.
+  func.walk([&](Operation *op) {
+    if (llvm::any_of(op->getOperands(), isDep))
+      dependent.insert(op->result_begin(), op->result_end());
+    // The expert GEMMs' tokens [.., E, C, in]: C slots per expert.
+    if (stackedExperts(op, isDep) == 0)
+      return;
+    auto tokens = cast<RankedTensorType>(op->getOperand(0).getType());
+    int64_t c = tokens.getDimSize(tokens.getRank() - 2);
+    if (c > 0)
+      slots = std::gcd(slots, c);
+  });
+  return slots;
 }

@@ -13,6 +13,7 @@
 
 #include "lib/Cost/ModelDesc.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
@@ -78,6 +79,13 @@ struct RoutedExperts {
 /// (\p dependent) and W not, without bias or transposes; 0 for other ops.
 int64_t stackedExperts(mlir::Operation *op,
                        llvm::function_ref<bool(mlir::Value)> dependent);
+
+/// Each expert's capacity slots C in \p func's mixture-of-experts blocks
+/// (the stacked-expert GEMMs' tokens [.., E, C, in]; C = top-k x sequence /
+/// experts in dist-modelgen's form): their gcd over the blocks, 0 when
+/// there is none. What the plan's cp, and at ep > 1 its cp x tp, must
+/// divide (search::expertSlotsSplit).
+int64_t expertSlotCount(mlir::func::FuncOp func);
 
 /// Grows the routed experts from the input GEMMs \p inputs (of one block,
 /// in program order): every op that reads their results up to GEMMs of

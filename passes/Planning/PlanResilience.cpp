@@ -72,6 +72,7 @@ FailureOr<double> planning::survivorIterationTime(
   s.memory = so.memory;
   s.input = so.input;
   s.planDefaults = so.planDefaults;
+  s.expertSlots = so.expertSlots;
   s.devices = survivors;
   s.alternatives = 0;
   s.adviseDevices = false;

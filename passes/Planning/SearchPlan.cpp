@@ -11,6 +11,7 @@
 #include "lib/Search/Report.h"
 #include "lib/Search/Tune.h"
 #include "passes/Planning/Branches.h"
+#include "passes/Planning/FusedKernels.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -446,6 +447,7 @@ struct SearchPlanPass
         planningInputs(module, costing, "dist-search-plan");
     if (failed(in))
       return failure();
+    so.expertSlots = planning::expertSlotCount(in->func);
     cost::CostModel cm = in->machine.costModel(costing);
     if (branches)
       return planBranches(module, *in, cm, so, costing);

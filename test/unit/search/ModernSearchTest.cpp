@@ -181,13 +181,16 @@ TEST(ModernSearch, MixtureOfExpertsGetsExpertParallelism) {
 }
 
 /// The mixture of experts of 16 layers on 16 H100s, a global batch of 64,
-/// under `constraints`.
-llvm::Expected<SearchResult> searchMoe(const char *constraints) {
+/// under `constraints`, told of \p slots capacity slots per expert (0: not
+/// told).
+llvm::Expected<SearchResult> searchMoe(const char *constraints,
+                                       int64_t slots = 0) {
   static const cost::ModelDesc model = moe(16);
   static const cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 2));
   static const cost::CostModel cm;
   SearchOptions o;
   o.globalBatch = 64;
+  o.expertSlots = slots;
   o.constraints = cantFail(parseConstraints(constraints));
   return searchPlan(model, c, cm, o);
 }
@@ -283,6 +286,42 @@ TEST(ModernSearch, EpRunsWeighsExpertParallelismWithContextParallelism) {
   auto free = searchMoe("pp=1,ep>=2,cp>=2,tp>=2");
   ASSERT_TRUE(static_cast<bool>(free)) << llvm::toString(free.takeError());
   EXPECT_GT(free->best.sim.plan.tp, 1u) << free->best.sim.plan.str();
+}
+
+TEST(ModernSearch, ExpertSlotsKeepTheSplitsTheProgramsRun) {
+  // cp divides the slots, and at ep > 1 so does cp x tp (each tensor rank
+  // exchanges its part of its context rank's slots); at ep = 1 tensor
+  // parallelism splits the experts' features, not their slots.
+  EXPECT_TRUE(expertSlotsSplit(0, 8, 16, 8)); // not known
+  EXPECT_TRUE(expertSlotsSplit(6, 2, 1, 2));
+  EXPECT_FALSE(expertSlotsSplit(6, 4, 1, 2));
+  EXPECT_TRUE(expertSlotsSplit(6, 4, 1, 1));
+  EXPECT_FALSE(expertSlotsSplit(6, 1, 4, 1));
+  EXPECT_TRUE(expertSlotsSplit(12, 2, 2, 2));
+  EXPECT_FALSE(expertSlotsSplit(6, 2, 2, 2));
+  EXPECT_TRUE(expertSlotsSplit(6, 2, 2, 1));
+
+  // Nine slots per expert: no tp > 1 with ep > 1 and no cp > 1 at all.
+  auto none = searchMoe("pp=1,ep>=2,tp>=2", 9);
+  ASSERT_FALSE(static_cast<bool>(none));
+  std::string why = llvm::toString(none.takeError());
+  EXPECT_NE(why.find("split each expert's 9 capacity slots (top-k x sequence "
+                     "/ experts) unevenly"),
+            std::string::npos)
+      << why;
+  auto nine = searchMoe("pp=1,ep>=2", 9);
+  ASSERT_TRUE(static_cast<bool>(nine)) << llvm::toString(nine.takeError());
+  for (const Candidate *p : candidates(*nine)) {
+    const schedule::Plan &plan = p->sim.plan;
+    EXPECT_EQ(plan.cp, 1u) << plan.str();
+    if (plan.ep > 1)
+      EXPECT_EQ(plan.tp, 1u) << plan.str();
+  }
+  // Ten: tp = 2 with ep, not 4 or 8.
+  auto ten = searchMoe("pp=1,ep>=2,tp>=2", 10);
+  ASSERT_TRUE(static_cast<bool>(ten)) << llvm::toString(ten.takeError());
+  for (const Candidate *p : candidates(*ten))
+    EXPECT_EQ(p->sim.plan.tp, 2u) << p->sim.plan.str();
 }
 
 TEST(ModernSearch, SearchedBeatsExhaustiveSimulationOfTheNewSpace) {

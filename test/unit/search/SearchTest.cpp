@@ -124,9 +124,10 @@ static std::vector<unsigned> unboundedPartition(
 
 TEST(Partition, BoundsKeepTheUnboundedAnswer) {
   // The bounded table must return the unbounded table's cuts, ties
-  // included: integer work (many equal partitions), two device kinds,
-  // boundary messages, and memory caps that make the even split, or every
-  // split, infeasible.
+  // included, whether memory makes the cost infinite or is checked on
+  // demand (the search's form): integer work (many equal partitions), two
+  // device kinds, boundary messages, and memory caps that make the even split,
+  // or every split, infeasible.
   std::mt19937 rng(11);
   const double inf = std::numeric_limits<double>::infinity();
   unsigned infeasible = 0, evenUnfit = 0;
@@ -150,12 +151,16 @@ TEST(Partition, BoundsKeepTheUnboundedAnswer) {
       for (unsigned &c : cap)
         c = std::max(1u, n / stages - 1);
     auto kind = [&](unsigned j) { return trial % 4 == 3 ? j % 2 : 0u; };
+    auto fits = [&](unsigned j, unsigned b, unsigned e) {
+      return !cap[j] || e - b <= cap[j];
+    };
+    auto finite = [&](unsigned j, unsigned b, unsigned e) {
+      const std::vector<double> &w = work[kind(j)];
+      return w[e] - w[b] + edge[b] + (e < n ? edge[e] : 0);
+    };
     std::function<double(unsigned, unsigned, unsigned)> cost =
         [&](unsigned j, unsigned b, unsigned e) {
-          if (cap[j] && e - b > cap[j])
-            return inf;
-          const std::vector<double> &w = work[kind(j)];
-          return w[e] - w[b] + edge[b] + (e < n ? edge[e] : 0);
+          return fits(j, b, e) ? finite(j, b, e) : inf;
         };
     auto lower = [&](unsigned j, unsigned b, unsigned e) {
       return work[kind(j)][e] - work[kind(j)][b];
@@ -166,6 +171,13 @@ TEST(Partition, BoundsKeepTheUnboundedAnswer) {
     EXPECT_EQ(cuts, ref) << "trial " << trial << " n " << n << " stages "
                          << stages;
     EXPECT_EQ(got, want) << "trial " << trial;
+    // The search's form: a finite cost, and the memory check asked only of
+    // the stages that would improve a state.
+    double lazy = 0;
+    EXPECT_EQ(
+        detail::partitionLayersWith(n, stages, finite, lower, fits, &lazy), ref)
+        << "trial " << trial;
+    EXPECT_EQ(lazy, want) << "trial " << trial;
     infeasible += want == inf;
     bool evenFits = true;
     for (unsigned j = 0; j < stages; ++j)
