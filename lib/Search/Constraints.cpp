@@ -127,7 +127,7 @@ static Error applyItem(StringRef spec, StringRef item, Constraints &c,
                        "ep > 1 only with tp = 1 and cp = 1", c.epAlone);
   if (k == "ep-runs")
     return applySwitch(spec, item, k, op, value,
-                       "ep > 1 with tp > 1 only with cp = 1", c.epRuns);
+                       "ep > 1 only under synchronous schedules", c.epRuns);
   if (k == "cp-sp") {
     if (op != "=" || (value != "0" && value != "1"))
       return constraintError(spec, "'" + item +

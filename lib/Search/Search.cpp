@@ -354,9 +354,7 @@ void Searcher::enumerate() {
         for (unsigned ep = 1; ep <= dp; ++ep) {
           if (dp % ep || (ep > 1 && (!anyExpert || experts % ep)))
             continue;
-          if (!k.ep.allows(ep) ||
-              (ep > 1 && ((k.epAlone && tp * cp > 1) ||
-                          (k.epRuns && cp > 1 && tp > 1)))) {
+          if (!k.ep.allows(ep) || (ep > 1 && k.epAlone && tp * cp > 1)) {
             ++why.constraint;
             continue;
           }
@@ -497,8 +495,10 @@ void Searcher::variants(const Light &base, ArrayRef<Shape> shapes, bool count,
       // The asynchronous schedules keep whole weight versions per
       // stage (tensor-parallel parts with tp > 1): not under context
       // parallelism, and ZeRO only up to maxZeroStage (dist-partition
-      // refuses the rest).
-      if (zero > maxZeroStage(sh.kind) || (isAsync(sh.kind) && cp > 1)) {
+      // refuses the rest); under ep-runs not with expert parallelism,
+      // whose experts' gradients would sync per update.
+      if (zero > maxZeroStage(sh.kind) ||
+          (isAsync(sh.kind) && (cp > 1 || (k.epRuns && ep > 1)))) {
         if (count)
           ++why.asyncUnrun;
         continue;
@@ -882,10 +882,10 @@ Error Searcher::noPlanError() const {
                         why.expertSlots, o.expertSlots);
     if (why.asyncUnrun)
       detail += formatv(" {0} layouts pair an asynchronous schedule with "
-                        "ZeRO-3, ZeRO-2 (PipeDream, PipeMare) or cp > 1, "
-                        "which is not run (its weight versions are whole "
-                        "per stage; allow zero=1, or 2 under 2BW, and "
-                        "cp=1);",
+                        "ZeRO-3, ZeRO-2 (PipeDream, PipeMare), cp > 1 "
+                        "or (under ep-runs) ep > 1, which is not run (its "
+                        "weight versions are whole per stage; allow "
+                        "zero=1, or 2 under 2BW, cp=1 and ep=1);",
                         why.asyncUnrun);
     return searchError(
         "no plan satisfies the constraints on cluster '" + c.name + "' (" +

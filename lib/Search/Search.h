@@ -98,8 +98,8 @@ struct Constraints {
   bool epAlone = false;
   /// Expert parallelism (ep > 1) only in the plans dist-expert-parallel's
   /// programs run (`ep-runs=1`, dist-compile's search asks for it): with
-  /// context parallelism at tp = 1, and with tp > 1 (sequence
-  /// parallelism and ZeRO included) not with cp > 1.
+  /// dp, tp, cp and pp (sequence parallelism and ZeRO included), not
+  /// under an asynchronous schedule.
   bool epRuns = false;
   /// Layer ranges that must stay on one device kind (training only). A
   /// stage holding a pinned layer runs on that kind's devices alone.

@@ -183,14 +183,15 @@ TEST(ModernSearch, MixtureOfExpertsGetsExpertParallelism) {
 /// The mixture of experts of 16 layers on 16 H100s, a global batch of 64,
 /// under `constraints`, told of \p slots capacity slots per expert (0: not
 /// told).
-llvm::Expected<SearchResult> searchMoe(const char *constraints,
-                                       int64_t slots = 0) {
+llvm::Expected<SearchResult>
+searchMoe(const char *constraints, int64_t slots = 0, bool allowAsync = false) {
   static const cost::ModelDesc model = moe(16);
   static const cluster::Cluster c = cantFail(cluster::getPreset("dgx-h100", 2));
   static const cost::CostModel cm;
   SearchOptions o;
   o.globalBatch = 64;
   o.expertSlots = slots;
+  o.allowAsync = allowAsync;
   o.constraints = cantFail(parseConstraints(constraints));
   return searchPlan(model, c, cm, o);
 }
@@ -237,7 +238,7 @@ TEST(ModernSearch, EpAloneKeepsExpertParallelismWithoutTpOrCp) {
 
 TEST(ModernSearch, EpRunsKeepsTheExpertPlansTheProgramsRun) {
   // ep-runs=1 (dist-compile's search): ep > 1 with tp > 1 (and sequence
-  // parallelism and ZeRO), but never with cp > 1.
+  // parallelism and ZeRO), never under an asynchronous schedule.
   expectSwitch("ep-runs=1", "ep-runs=0", &Constraints::epRuns, "ep-runs<=1",
                "use ep-runs=1");
   auto r = searchMoe("pp=1,ep>=2,tp>=2,ep-runs=1");
@@ -246,8 +247,20 @@ TEST(ModernSearch, EpRunsKeepsTheExpertPlansTheProgramsRun) {
     const schedule::Plan &plan = p->sim.plan;
     EXPECT_GT(plan.ep, 1u) << plan.str();
     EXPECT_GT(plan.tp, 1u) << plan.str();
-    EXPECT_EQ(plan.cp, 1u) << plan.str();
   }
+  // dist-partition refuses ep under the asynchronous schedules (the
+  // experts' gradients would sync per update): ep-runs leaves them out,
+  // with the reason in the error.
+  auto async = searchMoe("pp=2,ep>=2,schedule=pipedream-2bw,ep-runs=1", 0,
+                         /*allowAsync=*/true);
+  ASSERT_FALSE(static_cast<bool>(async)) << async->best.sim.plan.str();
+  EXPECT_NE(llvm::toString(async.takeError()).find("(under ep-runs) ep > 1"),
+            std::string::npos);
+  auto asyncFree =
+      searchMoe("pp=2,ep>=2,schedule=pipedream-2bw", 0, /*allowAsync=*/true);
+  ASSERT_TRUE(static_cast<bool>(asyncFree))
+      << llvm::toString(asyncFree.takeError());
+  EXPECT_GT(asyncFree->best.sim.plan.ep, 1u);
   // dist-tensor-parallel gathers the tokens before each MoE block's
   // routing under sp, so ep-runs=1 weighs sp with ep and tp too.
   auto sp = searchMoe("pp=1,ep>=2,tp>=2,sp=1,ep-runs=1");
@@ -268,24 +281,23 @@ TEST(ModernSearch, EpRunsKeepsTheExpertPlansTheProgramsRun) {
 
 TEST(ModernSearch, EpRunsWeighsExpertParallelismWithContextParallelism) {
   // dist-context-parallel runs the experts on each context rank's capacity
-  // slots and dist-expert-parallel exchanges them: ep-runs=1 keeps ep with
-  // cp at tp = 1, and still leaves out ep with cp and tp.
-  auto r = searchMoe("pp=1,ep>=2,cp>=2,ep-runs=1");
-  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
-  for (const Candidate *p : candidates(*r)) {
-    const schedule::Plan &plan = p->sim.plan;
-    EXPECT_GT(plan.ep, 1u) << plan.str();
-    EXPECT_GT(plan.cp, 1u) << plan.str();
-    EXPECT_EQ(plan.tp, 1u) << plan.str();
+  // slots and dist-expert-parallel exchanges them (each tensor rank its
+  // part of them under tp): ep-runs=1 weighs ep with cp, at tp = 1 and
+  // with tp.
+  for (const char *constraints : {"pp=1,ep>=2,cp>=2,tp=1,ep-runs=1",
+                                  "pp=1,ep>=2,cp>=2,tp>=2,ep-runs=1"}) {
+    auto r = searchMoe(constraints);
+    ASSERT_TRUE(static_cast<bool>(r))
+        << constraints << ": " << llvm::toString(r.takeError());
+    for (const Candidate *p : candidates(*r)) {
+      const schedule::Plan &plan = p->sim.plan;
+      EXPECT_GT(plan.ep, 1u) << plan.str();
+      EXPECT_GT(plan.cp, 1u) << plan.str();
+    }
   }
-  auto none = searchMoe("pp=1,ep>=2,cp>=2,tp>=2,ep-runs=1");
-  EXPECT_FALSE(static_cast<bool>(none));
-  if (!none)
-    llvm::consumeError(none.takeError());
-  // Without ep-runs the search weighs ep with cp and tp.
-  auto free = searchMoe("pp=1,ep>=2,cp>=2,tp>=2");
-  ASSERT_TRUE(static_cast<bool>(free)) << llvm::toString(free.takeError());
-  EXPECT_GT(free->best.sim.plan.tp, 1u) << free->best.sim.plan.str();
+  auto withTp = searchMoe("pp=1,ep>=2,cp>=2,tp>=2,ep-runs=1");
+  ASSERT_TRUE(static_cast<bool>(withTp));
+  EXPECT_GT(withTp->best.sim.plan.tp, 1u) << withTp->best.sim.plan.str();
 }
 
 TEST(ModernSearch, ExpertSlotsKeepTheSplitsTheProgramsRun) {
@@ -314,8 +326,9 @@ TEST(ModernSearch, ExpertSlotsKeepTheSplitsTheProgramsRun) {
   for (const Candidate *p : candidates(*nine)) {
     const schedule::Plan &plan = p->sim.plan;
     EXPECT_EQ(plan.cp, 1u) << plan.str();
-    if (plan.ep > 1)
+    if (plan.ep > 1) {
       EXPECT_EQ(plan.tp, 1u) << plan.str();
+    }
   }
   // Ten: tp = 2 with ep, not 4 or 8.
   auto ten = searchMoe("pp=1,ep>=2,tp>=2", 10);
