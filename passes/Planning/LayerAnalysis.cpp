@@ -446,6 +446,14 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
           record(TensorParallelRole::Split);
           desc->tp = TpMode::Split;
           desc->tpDivisor = splitResults(&op);
+          // A broadcast only this concat reads (latent attention's keys) is
+          // each rank's heads (dist-tensor-parallel's splitBroadcast).
+          for (Value v : op.getOperands())
+            if (auto e = v.getDefiningOp<g::ExpandOp>();
+                e && isa<g::ConcatOp>(op) && v.hasOneUse() &&
+                sampleDependent.contains(v) && !split.contains(v) &&
+                !side.contains(v) && options.tpRoles)
+              (*options.tpRoles)[e] = TensorParallelRole::Split;
         }
       } else {
         record(TensorParallelRole::Replicated);
