@@ -130,6 +130,11 @@ static void addAttention(LayerDesc &l, const LlmConfig &cfg) {
   }
   OpDesc rope = elementwiseOp("rope", dt, qkBytes / e, 1, 3);
   rope.savedBytes = qkBytes; // the rotated Q and K the kernel reads
+  // Latent attention's one rotary key serves every head: each TP rank
+  // expands it to its own heads, so its gradient (the rank's sum over
+  // them) is summed over the group.
+  if (cfg.mla())
+    rope.tpAllReduceBwdBytes = s * cfg.qkRopeDim * e;
   l.ops.push_back(rope);
   if (cfg.fusedAttention) {
     l.ops.push_back(attentionOp("attention", dt, as));

@@ -130,7 +130,14 @@ def TensorParallelPass : Pass<"dist-tensor-parallel", "mlir::ModuleOp"> {
     dimension of attention), transposes, equal splits, softmax along
     another dimension, matmuls of two activations split along a shared
     batch dimension (attention scores), and further column matmuls met by
-    an elementwise op (SwiGLU). It ends at *row-parallel* matmuls, which
+    an elementwise op (SwiGLU). Attention whose keys and values another
+    projection computes (Llama's separate Q, K and V; DeepSeek's latent
+    attention, whose `kv_b_proj` reads the normed compressed keys and
+    values) is one region: such projections join as columns when their
+    output is viewed as heads, and a broadcast over the heads (latent
+    attention's one rotary key) is expanded by each rank to its own heads,
+    its input read through a `dist.tp_copy`. It ends at *row-parallel*
+    matmuls, which
     contract the split dimension against a weight's matching rows: their
     partial sums get `dist.all_reduce sum` over the group, and a bias joins
     after the sum. A region whose split would reach anything else (a

@@ -8,6 +8,9 @@
 // are all-reduced. Attention with separate Q, K and V projections (Llama:
 // RoPE, grouped-query heads) is one region grown from the three
 // (Region::pullColumns); the columns that read one input share one copy.
+// DeepSeek's latent attention splits so too: q_b_proj and kv_b_proj by
+// heads, the one rotary key expanded by each rank to its own heads
+// (Region::splitBroadcast), the low-rank a-projections and norms whole.
 // Weights get their local types and `dist.tp_shard`, the
 // part of the file each rank reads. Runs before dist-autodiff, which
 // differentiates the rewritten function: `dist.tp_copy` (the identity,
@@ -120,6 +123,9 @@ public:
   bool deferred = false;
   /// The projections pullColumns added (keys, values).
   SmallVector<g::MatmulOp> pulled;
+  /// Broadcasts over the heads that each rank makes for its own heads
+  /// (splitBroadcast): their inputs get a dist.tp_copy.
+  SmallVector<g::ExpandOp> broadcasts;
 
 private:
   bool failAt(Operation *op, const Twine &reason) {
@@ -153,6 +159,7 @@ private:
   bool addColumn(g::MatmulOp m);
   int64_t blocksOf(g::MatmulOp m);
   bool pullColumns(Value v);
+  bool splitBroadcast(Value v, Operation *user, Split s);
   bool visit(Operation *op);
   bool visitMatmul(g::MatmulOp m);
   bool visitElementwise(Operation *op, ValueRange operands);
@@ -300,10 +307,13 @@ int64_t headsOf(g::MatmulOp m) {
 /// Attention with separate query, key and value projections (Llama): the
 /// whole operand `v` of an attention matmul is computed (through RoPE's
 /// rotation, GQA's head expansion, views) from other column-parallel
-/// candidates that read the same input as a column of the region. Adds
-/// them as columns, so the next sweep splits their heads too and the
-/// attention meets both operands split: one region from the three
-/// projections. False when `v` comes from no new such projection.
+/// candidates whose output is viewed as heads and that read the same input
+/// as a column of the region, or another whole input (DeepSeek's latent
+/// attention: `kv_b_proj` reads the normed compressed keys/values,
+/// `q_b_proj` the normed compressed queries). Adds them as columns, so the
+/// next sweep splits their heads too and the attention meets both operands
+/// split: one region from the projections. False when `v` comes from no
+/// new such projection.
 bool Region::pullColumns(Value v) {
   llvm::SmallPtrSet<Value, 4> inputs;
   for (g::MatmulOp c : columns)
@@ -317,8 +327,11 @@ bool Region::pullColumns(Value v) {
       continue;
     Operation *def = x.getDefiningOp();
     if (auto m = dyn_cast_or_null<g::MatmulOp>(def)) {
-      if (!ops.contains(m) && inputs.contains(m.getLhs()) &&
-          isColumnCandidate(m, split, tied) && blocksOf(m) == 1)
+      // A projection not viewed as heads (latent attention's
+      // kv_a_proj_with_mqa, cut into the compressed keys/values and the
+      // one rotary key) is not split by heads: it stays replicated.
+      if (!ops.contains(m) && isColumnCandidate(m, split, tied) &&
+          blocksOf(m) == 1 && headsOf(m) > 0)
         found.push_back(m);
       continue;
     }
@@ -333,7 +346,10 @@ bool Region::pullColumns(Value v) {
   for (g::MatmulOp m : found) {
     // Each rank needs whole key/value heads (GQA: kv_heads % tp == 0).
     if (int64_t heads = headsOf(m); heads % tp != 0)
-      return failAt(m, "grouped-query attention: the " + Twine(heads) +
+      return failAt(m, (inputs.contains(m.getLhs())
+                            ? "grouped-query attention: the "
+                            : "the ") +
+                           Twine(heads) +
                            " key/value heads of this projection do not "
                            "split over tp = " +
                            Twine(tp) +
@@ -398,6 +414,27 @@ bool Region::visitMatmul(g::MatmulOp m) {
   return setSplit(m, m.getResult(), *common);
 }
 
+/// Latent attention's rotary key: one key `[B, 1, S, R]` for every head,
+/// `graph.expand`ed to `[B, a, S, R]` and read only by `user`, which meets
+/// it with heads split `s`. Each rank expands it to its own heads instead
+/// (the expand joins the region); its input is read through a
+/// `dist.tp_copy` (rewrite), so the key's gradient, each rank's sum over its
+/// heads, is summed over the group. False when `v` is no such broadcast.
+bool Region::splitBroadcast(Value v, Operation *user, Split s) {
+  auto e = v.getDefiningOp<g::ExpandOp>();
+  if (!e || !v.hasOneUse() || *v.getUsers().begin() != user)
+    return false;
+  auto from = tensorOf(e.getInput()), to = tensorOf(v);
+  int64_t aligned = s.dim - (to.getRank() - from.getRank());
+  if (s.blocks != 1 || (aligned >= 0 && from.getDimSize(aligned) != 1) ||
+      !fits(v, s))
+    return false;
+  split[v] = s;
+  ops.insert(e);
+  broadcasts.push_back(e);
+  return true;
+}
+
 bool Region::visit(Operation *op) {
   auto splitOf = [&](Value v) { return split.find(v)->second; };
   Value in = op->getNumOperands() ? op->getOperand(0) : Value();
@@ -451,18 +488,21 @@ bool Region::visit(Operation *op) {
     return setSplit(op, e.getResult(), s);
   }
   // RoPE's rotate-half: a concatenation of operands split alike, along
-  // another dimension.
+  // another dimension; or latent attention's keys, the heads' own parts
+  // beside the one rotary key broadcast to every head (splitBroadcast).
   if (auto c = dyn_cast<g::ConcatOp>(op)) {
-    auto first = split.find(c.getInputs().front());
-    if (first == split.end() || llvm::any_of(c.getInputs(), [&](Value v) {
-          auto it = split.find(v);
-          return it == split.end() || !(it->second == first->second);
-        }))
-      return failAt(op, "a concatenation of a split tensor with a whole or "
-                        "differently split one");
-    if (dimOf(c.getAxis(), tensorOf(in).getRank()) == first->second.dim)
+    auto first = llvm::find_if(c.getInputs(),
+                               [&](Value v) { return split.contains(v); });
+    Split s = split.find(*first)->second;
+    if (dimOf(c.getAxis(), tensorOf(in).getRank()) == s.dim)
       return failAt(op, "a concatenation along the split dimension");
-    return setSplit(op, c.getResult(), first->second);
+    for (Value v : c.getInputs()) {
+      auto it = split.find(v);
+      if (it == split.end() ? !splitBroadcast(v, op, s) : !(it->second == s))
+        return failAt(op, "a concatenation of a split tensor with a whole or "
+                          "differently split one");
+    }
+    return setSplit(op, c.getResult(), s);
   }
   if (auto sm = dyn_cast<g::SoftmaxOp>(op)) {
     Split s = splitOf(in);
@@ -618,6 +658,15 @@ void rewrite(Region &r, const schedule::RankLayout &layout,
     placeLike(copy, first);
     for (g::MatmulOp m : ms)
       m.getLhsMutable().assign(copy.getResult());
+  }
+  // A broadcast each rank makes for its own heads: the forward reads the
+  // whole input, the backward sums the ranks' partial gradients of it.
+  for (g::ExpandOp e : r.broadcasts) {
+    b.setInsertionPoint(e);
+    auto copy = createCollective<dist::TpCopyOp>(
+        b, e, layout, e.getInput().getType(), e.getInput());
+    placeLike(copy, e);
+    e.getInputMutable().assign(copy.getResult());
   }
   for (g::MatmulOp m : r.rows) {
     tpAttr.setAttr(m, role(dist::TensorParallelRole::Row));

@@ -446,6 +446,20 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
           record(TensorParallelRole::Split);
           desc->tp = TpMode::Split;
           desc->tpDivisor = splitResults(&op);
+          // A broadcast only this concat reads (latent attention's keys) is
+          // each rank's heads (dist-tensor-parallel's splitBroadcast); its
+          // input is read through a copy whose backward all-reduces the
+          // input's gradient.
+          for (Value v : op.getOperands())
+            if (auto e = v.getDefiningOp<g::ExpandOp>();
+                e && isa<g::ConcatOp>(op) && v.hasOneUse() &&
+                sampleDependent.contains(v) && !split.contains(v) &&
+                !side.contains(v)) {
+              if (options.tpRoles)
+                (*options.tpRoles)[e] = TensorParallelRole::Split;
+              if (copied.insert(e.getInput()).second)
+                desc->tpAllReduceBwdBytes += bytesFor(e.getInput().getType());
+            }
         }
       } else {
         record(TensorParallelRole::Replicated);

@@ -56,6 +56,10 @@ with dp=2 and ZeRO-1 and under ZB-H1), the Llama fixture (separate Q, K
 and V projections, RoPE, grouped-query heads: `llama_`) with SGD at tp=2,
 tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
 dp=2 x tp=2 (also with zero=1), its attention projections saved split,
+a LLaMA with DeepSeek's multi-head latent attention (`mla_llama_`: q_b,
+kv_b and o projections split by heads, the rotary key's gradient summed
+over the tensor ranks) with SGD at tp=2, tp=2 with sp=1, tp=2 x pp=2 and
+tp=2 x cp=2 and with momentum at dp=2 x tp=2,
 the small ResNet's channel-parallel convolutions (`resnet_bn_*tp2`: SGD
 and Adam at tp=2 and dp=2 x tp=2, batch norm's running statistics per
 replica under dp, so not compared there; SGD at tp=2 x pp=2 with sp=1,
@@ -2118,6 +2122,33 @@ def pipeline_train_cases(rng):
                 dict(llama, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # DeepSeek's multi-head latent attention (dist-modelgen llama
+    # --kv-lora-rank) split over the tensor ranks as the cost model prices
+    # it: q_b_proj and kv_b_proj column-parallel by heads (each rank its
+    # heads' nope keys and values), o_proj row-parallel, the low-rank
+    # a-projections and their RMSNorms whole on every rank, and the one
+    # rotary key expanded by each rank to its own heads (its gradient summed
+    # over the tensor group). The first block's three split projections
+    # must be saved split.
+    mla_ids = rng.integers(0, 64, (4, 8)).astype(np.int64)
+    mla_labels = rng.integers(0, 64, (4, 8)).astype(np.int64)
+    mla = dict(model=mla_llama_model, input_shape="input_ids:1x8",
+               train="loss=softmax-cross-entropy:labels optimizer=sgd lr=0.5",
+               batch=2, steps=10, feeds=[("input_ids", mla_ids[:2]),
+                                         ("labels", mla_labels[:2])],
+               tp_split=tuple(f"model.layers.0.self_attn.{p}.weight"
+                              for p in ("q_b_proj", "kv_b_proj", "o_proj")))
+    out.append(("mla_llama_sgd_tp2", dict(mla, plan="tp=2,mbs=1")))
+    out.append(("mla_llama_sgd_tp2_sp", dict(mla, plan="tp=2,mbs=1,sp=1")))
+    out.append(("mla_llama_sgd_tp2_pp2_1f1b",
+                dict(mla, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
+    out.append(("mla_llama_sgd_tp2_cp2",
+                dict(mla, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    out.append(("mla_llama_momentum_dp2_tp2",
+                dict(mla, plan="dp=2,tp=2,mbs=1", ranks=4, batch=4,
+                     feeds=[("input_ids", mla_ids), ("labels", mla_labels)],
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     # Expert parallelism (dist-expert-parallel): a LLaMA whose second
     # block is a mixture of 4 experts, top-2 routing with capacity 4 of 8
     # tokens per expert (tokens overflow and are dropped), one shared
@@ -2850,6 +2881,23 @@ def moe_llama_model(work, kv_heads=1):
                         "64", "--seq", "8", "--experts", "4", "--top-k", "2",
                         "--expert-ffn", "16", "--shared-experts", "1",
                         "--dense-layers", "1", "-o", path],
+                       check=True, capture_output=True)
+    return path
+
+
+def mla_llama_model(work):
+    """A LLaMA of 2 blocks with DeepSeek's multi-head latent attention (2
+    heads, query rank 6, key/value rank 8, heads of 4 + 2 for queries and
+    keys and 4 for values), written by dist-modelgen into `work` (its
+    weights are the programs' own deterministic initialization)."""
+    path = os.path.join(work, "mla_llama.onnx")
+    if not os.path.exists(path):
+        subprocess.run([os.path.join(BIN[0], "dist-modelgen"), "llama",
+                        "--layers", "2", "--hidden", "16", "--heads", "2",
+                        "--ffn-hidden", "32", "--vocab", "64", "--seq", "8",
+                        "--kv-lora-rank", "8", "--q-lora-rank", "6",
+                        "--qk-nope-head-dim", "4", "--qk-rope-head-dim", "2",
+                        "--v-head-dim", "4", "-o", path],
                        check=True, capture_output=True)
     return path
 

@@ -133,17 +133,20 @@ TEST_F(ImportedMla, AttentionOpsAsBuildLlm) {
   EXPECT_DOUBLE_EQ(attention[0]->fwd.flops, attn.fwd.flops);
   EXPECT_DOUBLE_EQ(attention[0]->cpKvBytes, attn.cpKvBytes);
   // RoPE and the residual add: the only elementwise kernels, neither
-  // gathering over TP.
+  // gathering over TP. The RoPE kernel's backward sums the gradient of the
+  // one rotary key over TP (each rank expands it to its own heads), as
+  // buildLlm's RoPE does.
+  const double s = c.seqLen, a = c.heads, n = c.qkNopeDim, r = c.qkRopeDim,
+               d = c.vHeadDim, e = 2;
   ASSERT_EQ(elementwise.size(), 2u);
-  for (const OpDesc *e : elementwise) {
+  for (const OpDesc *e : elementwise)
     EXPECT_EQ(e->tpAllReduceFwdBytes, 0);
-    EXPECT_EQ(e->tpAllReduceBwdBytes, 0);
-  }
+  EXPECT_DOUBLE_EQ(elementwise[0]->tpAllReduceBwdBytes, s * r * e);
+  EXPECT_DOUBLE_EQ(op("rope").tpAllReduceBwdBytes, s * r * e);
+  EXPECT_EQ(elementwise[1]->tpAllReduceBwdBytes, 0);
   EXPECT_EQ(elementwise[0]->tp, op("rope").tp);
   // The RoPE kernel reads q_b_proj's and kv_b_proj's outputs whole and the
   // shared rotary key, and writes Q and K (buildLlm's reads Q and K).
-  const double s = c.seqLen, a = c.heads, n = c.qkNopeDim, r = c.qkRopeDim,
-               d = c.vHeadDim, e = 2;
   EXPECT_DOUBLE_EQ(elementwise[0]->fwd.bytesRead,
                    (s * a * (2 * n + r + d) + s * r) * e);
   EXPECT_DOUBLE_EQ(elementwise[0]->fwd.bytesWritten, op("rope").fwd.bytesWritten);
