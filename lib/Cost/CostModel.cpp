@@ -177,8 +177,12 @@ double CostModel::computeTime(const PhaseCost &cost, OpClass cls, DType dt,
                   dev, kernels, kernels);
 }
 
+static TpMode tpModeOf(const OpDesc &op, const ExecConfig &x) {
+  return tpModeOf(op, x.tp.size, x.cp.size, x.ep.size);
+}
+
 double CostModel::tokenShare(const OpDesc &op, const ExecConfig &x) {
-  bool split = op.tpMode(x.tp.size) == TpMode::Split;
+  bool split = tpModeOf(op, x) == TpMode::Split;
   if (!op.perSample)
     return split ? 1.0 / std::max(1u, x.tp.size) : 1.0;
   double k = x.mbs / static_cast<double>(std::max(1u, x.cp.size));
@@ -187,13 +191,16 @@ double CostModel::tokenShare(const OpDesc &op, const ExecConfig &x) {
   return k;
 }
 
-/// A whole-sequence op replicated over TP (mixture-of-experts routing)
-/// under sequence parallelism: dist-tensor-parallel gathers the block's
-/// input over the tensor group before the routing, so every tensor rank
-/// runs it on the whole sequence, as every context rank does under CP.
+/// A whole-sequence op replicated over TP (mixture-of-experts routing, the
+/// router GEMM that reads its gathered input, and routed experts that
+/// tensor parallelism leaves whole) under sequence parallelism:
+/// dist-tensor-parallel gathers the block's input over the tensor group
+/// before the routing, so every tensor rank runs it on the whole sequence
+/// (of its context rank), or the experts on all its capacity slots.
 static bool wholeOnTensorRanks(const OpDesc &op, const ExecConfig &x) {
-  return x.sp && op.perSample && op.wholeSequence &&
-         op.tpMode(x.tp.size) != TpMode::Split;
+  return x.sp && op.perSample &&
+         (op.wholeSequence || op.sequenceGathered || op.expert) &&
+         tpModeOf(op, x) != TpMode::Split;
 }
 
 double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
@@ -213,8 +220,8 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
   // A measurement holds for the op as profiled: its dtype, TP split, no
   // sequence split beyond it.
   bool asProfiled = !lowered && (x.cp.size <= 1 || op.wholeSequence) &&
-                    (!x.sp || op.tpMode(tp) == TpMode::Split || !op.perSample ||
-                     op.wholeSequence);
+                    (!x.sp || tpModeOf(op, x) == TpMode::Split ||
+                     !op.perSample || wholeOnTensorRanks(op, x));
   double imbalance = op.expert ? std::max(1.0, x.expertImbalance) : 1.0;
   if (profile && asProfiled)
     if (std::optional<double> t =
@@ -526,13 +533,14 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
     double bi = opTime(op, Phase::BackwardInput, dev, x);
     double bw = opTime(op, Phase::BackwardWeight, dev, x);
     if (x.gradSumBytes > 0 && op.params > 0) {
-      ParamSplit held = paramSplit(op, tp, ep);
+      ParamSplit held = paramSplit(op, tp, cp, ep);
       double read = held.total() * x.gradSumBytes;
       r.bwdWeightAccumulate +=
           opTime(op, Phase::BackwardWeight, dev, x, read) - bw;
     }
-    // A region the degree does not divide runs whole: no sums, no gathers.
-    bool sums = op.tpDivides(tp);
+    // A region the degree does not divide runs whole: no sums, no gathers;
+    // so do experts tensor parallelism leaves whole (tpModeOf).
+    bool sums = op.expert ? tpModeOf(op, x) == TpMode::Split : op.tpDivides(tp);
     CommCost arF = tpComm(sums ? op.tpAllReduceFwdBytes : 0, op.expert);
     CommCost arB = tpComm(sums ? op.tpAllReduceBwdBytes : 0, op.expert);
     double tpSent = sent(arF) + sent(arB);
@@ -630,37 +638,45 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
 
 double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,
                        unsigned tp) {
-  return paramSplit(model, begin, end, tp, 1).total();
+  return paramSplit(model, begin, end, tp, 1, 1).total();
 }
 
 ParamSplit paramSplit(const ModelDesc &model, unsigned begin, unsigned end,
-                      unsigned tp, unsigned ep) {
-  return paramSplit(model, LayerRange{begin, end}, tp, ep);
+                      unsigned tp, unsigned cp, unsigned ep) {
+  return paramSplit(model, LayerRange{begin, end}, tp, cp, ep);
 }
 
-ParamSplit untiedParams(const LayerDesc &layer, unsigned tp, unsigned ep) {
+ParamSplit untiedParams(const LayerDesc &layer, unsigned tp, unsigned cp,
+                        unsigned ep) {
   ParamSplit n;
   for (const OpDesc &op : layer.ops)
     if (op.tiedLayer < 0)
-      n += paramSplit(op, tp, ep);
+      n += paramSplit(op, tp, cp, ep);
   return n;
 }
 
 ParamSplit paramSplit(const ModelDesc &model, ArrayRef<LayerRange> ranges,
-                      unsigned tp, unsigned ep) {
+                      unsigned tp, unsigned cp, unsigned ep) {
   ParamSplit n;
   for (const LayerRange &r : ranges)
     for (unsigned li = r.begin; li < r.end && li < model.layers.size(); ++li) {
-      n += untiedParams(model.layers[li], tp, ep);
+      n += untiedParams(model.layers[li], tp, cp, ep);
       for (const OpDesc &op : model.layers[li].ops)
         if (op.tiedLayer >= 0 && !holds(ranges, op.tiedLayer))
-          n += paramSplit(op, tp, ep);
+          n += paramSplit(op, tp, cp, ep);
     }
   return n;
 }
 
-ParamSplit paramSplit(const OpDesc &op, unsigned tp, unsigned ep) {
-  double p = op.tpMode(tp) == TpMode::Split ? op.params / tp : op.params;
+TpMode tpModeOf(const OpDesc &op, unsigned tp, unsigned cp, unsigned ep) {
+  if (op.expert && cp > 1 && ep <= 1)
+    return TpMode::Replicated;
+  return op.tpMode(tp);
+}
+
+ParamSplit paramSplit(const OpDesc &op, unsigned tp, unsigned cp, unsigned ep) {
+  double p =
+      tpModeOf(op, tp, cp, ep) == TpMode::Split ? op.params / tp : op.params;
   if (op.expert)
     return {0, p / std::max(1u, ep)};
   return {p, 0};
@@ -721,7 +737,7 @@ static double savedShare(const OpDesc &op, const MemoryConfig &cfg,
     k *= std::max(1.0, cfg.expertImbalance);
   // Under SP whole-sequence ops run whole on every tensor rank
   // (wholeOnTensorRanks).
-  bool splitOp = op.tpMode(tp) == TpMode::Split;
+  bool splitOp = tpModeOf(op, tp, cfg.cp, cfg.ep) == TpMode::Split;
   bool split = replicatedPart ? cfg.sp && !op.wholeSequence : splitOp;
   if (replicatedPart && splitOp && cfg.spKeepsGatheredInputs)
     split = false;
@@ -736,7 +752,8 @@ static double layerSaved(const LayerDesc &l, const MemoryConfig &cfg,
   for (const OpDesc &op : l.ops) {
     if (skipSelective && op.selective) {
       b += op.selectiveSavedBytes *
-           savedShare(op, cfg, op.tpMode(cfg.tp) != TpMode::Split);
+           savedShare(op, cfg,
+                      tpModeOf(op, cfg.tp, cfg.cp, cfg.ep) != TpMode::Split);
       continue;
     }
     if (onlyWeighted && op.params <= 0)
@@ -821,9 +838,10 @@ double backwardWorkingBytes(const ModelDesc &model, unsigned begin,
       w += layerSaved(l, c, false, false) - layerSaved(l, c, true, false);
     double opWork = 0;
     for (const OpDesc &op : l.ops)
-      opWork = std::max(
-          opWork, op.bwdWorkingBytes *
-                      savedShare(op, c, op.tpMode(c.tp) != TpMode::Split));
+      opWork = std::max(opWork, op.bwdWorkingBytes *
+                                    savedShare(op, c,
+                                               tpModeOf(op, c.tp, c.cp, c.ep) !=
+                                                   TpMode::Split));
     work = std::max(work, w + opWork);
   }
   return work * mbs;

@@ -139,7 +139,8 @@ public:
   /// micro-batch, divided by t (split ops, or per-sample ops under sequence
   /// parallelism) and by c (per-sample ops under context parallelism), but
   /// for OpDesc::wholeSequence ones, which every context rank runs whole,
-  /// and, when replicated over TP (the routing), under sequence
+  /// and, when replicated over TP (the routing, and the router GEMM that
+  /// reads its gathered input: OpDesc::sequenceGathered), under sequence
   /// parallelism every tensor rank.
   static double shareOf(const OpDesc &op, const ExecConfig &x);
   /// The same for the device's own tokens: divided by c for every
@@ -353,6 +354,12 @@ BoundaryMessage boundaryMessage(const LayerDesc &layer, unsigned mbs,
 /// unless their owner layer is in the range).
 double paramsPerDevice(const ModelDesc &model, unsigned begin, unsigned end,
                        unsigned tp);
+/// How tensor parallelism of degree \p tp runs \p op in a plan of \p cp
+/// context and \p ep expert ranks: OpDesc::tpMode, but the routed experts
+/// (OpDesc::expert) run whole on every tensor rank at ep = 1 under context
+/// parallelism, where dist-expert-parallel leaves them (it splits them over
+/// the tensor ranks at cp = 1 or with ep > 1), with no tensor-parallel sums.
+TpMode tpModeOf(const OpDesc &op, unsigned tp, unsigned cp, unsigned ep);
 /// Parameters of one device, split into those every data-parallel replica
 /// holds (dense) and the routed experts (divided by \p ep as well).
 struct ParamSplit {
@@ -365,9 +372,9 @@ struct ParamSplit {
   }
 };
 ParamSplit paramSplit(const ModelDesc &model, unsigned begin, unsigned end,
-                      unsigned tp, unsigned ep);
-/// One op's parameters on one device.
-ParamSplit paramSplit(const OpDesc &op, unsigned tp, unsigned ep);
+                      unsigned tp, unsigned cp, unsigned ep);
+/// One op's parameters on one device (split as tpModeOf says).
+ParamSplit paramSplit(const OpDesc &op, unsigned tp, unsigned cp, unsigned ep);
 /// Layers [begin, end) of a model.
 struct LayerRange {
   unsigned begin = 0, end = 0;
@@ -384,13 +391,14 @@ inline bool holds(llvm::ArrayRef<LayerRange> ranges, int layer) {
 }
 /// The parameters of one layer's ops that are not tied to another layer's
 /// (ops with a tiedLayer count where paramSplit says).
-ParamSplit untiedParams(const LayerDesc &layer, unsigned tp, unsigned ep);
+ParamSplit untiedParams(const LayerDesc &layer, unsigned tp, unsigned cp,
+                        unsigned ep);
 /// The parameters of one device holding the layers of \p ranges (the chunks
 /// of a pipeline rank), layer by layer: its untied parameters, then its
 /// tied ones unless the device holds their owner layer too (then they
 /// count there once).
 ParamSplit paramSplit(const ModelDesc &model, llvm::ArrayRef<LayerRange> ranges,
-                      unsigned tp, unsigned ep);
+                      unsigned tp, unsigned cp, unsigned ep);
 /// Weights, gradients, optimizer state and stashed versions per device for
 /// \p params parameters: mixed-precision Adam keeps 2 + 2 + 12 bytes per
 /// parameter (ZeRO paper); ZeRO-1/2/3 divide optimizer / +grads / +weights

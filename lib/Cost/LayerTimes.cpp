@@ -84,6 +84,7 @@ std::string distopt::cost::layerCostKey(const LayerDesc &l) {
                      op.bwdWorkingBytes,
                      double(op.keepsPrecision),
                      double(op.wholeSequence),
+                     double(op.sequenceGathered),
                      op.cpGatherFwdBytes,
                      op.cpGatherBwdBytes})
       w.add(v);
@@ -148,19 +149,19 @@ RangeTimes LayerTimesCache::range(unsigned begin, unsigned end,
 }
 
 ParamSplit LayerTimesCache::params(llvm::ArrayRef<LayerRange> ranges,
-                                   unsigned tp, unsigned ep) {
-  std::vector<std::optional<ParamSplit>> &perClass = untied[{tp, ep}];
+                                   unsigned tp, unsigned cp, unsigned ep) {
+  std::vector<std::optional<ParamSplit>> &perClass = untied[{tp, cp, ep}];
   perClass.resize(numClasses);
   ParamSplit n;
   for (const LayerRange &r : ranges)
     for (unsigned l = r.begin; l < r.end && l < model.layers.size(); ++l) {
       std::optional<ParamSplit> &own = perClass[denseClass[l]];
       if (!own)
-        own = untiedParams(model.layers[layerClass[l]], tp, ep);
+        own = untiedParams(model.layers[layerClass[l]], tp, cp, ep);
       n += *own;
       for (const OpDesc *op : tiedOps[l])
         if (!holds(ranges, op->tiedLayer))
-          n += paramSplit(*op, tp, ep);
+          n += paramSplit(*op, tp, cp, ep);
     }
   return n;
 }

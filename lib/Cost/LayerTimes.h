@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -57,9 +58,9 @@ public:
   /// Times of layers [begin, end): cm.rangeTimes(model, begin, end, dev, x).
   RangeTimes range(unsigned begin, unsigned end, const cluster::DeviceSpec &dev,
                    const ExecConfig &x);
-  /// paramSplit(model, ranges, tp, ep), with each distinct layer's untied
-  /// parameters counted once per (tp, ep): the same bits.
-  ParamSplit params(llvm::ArrayRef<LayerRange> ranges, unsigned tp,
+  /// paramSplit(model, ranges, tp, cp, ep), with each distinct layer's
+  /// untied parameters counted once per (tp, cp, ep): the same bits.
+  ParamSplit params(llvm::ArrayRef<LayerRange> ranges, unsigned tp, unsigned cp,
                     unsigned ep);
 
 private:
@@ -79,9 +80,9 @@ private:
   unsigned numClasses = 0;
   /// Per layer, its ops tied to another layer (few: embeddings and heads).
   std::vector<std::vector<const OpDesc *>> tiedOps;
-  /// Per (tp, ep), each class's untied parameters (computed on first use;
-  /// indexed by denseClass).
-  std::map<std::pair<unsigned, unsigned>,
+  /// Per (tp, cp, ep), each class's untied parameters (computed on first
+  /// use; indexed by denseClass).
+  std::map<std::tuple<unsigned, unsigned, unsigned>,
            std::vector<std::optional<ParamSplit>>>
       untied;
   std::unordered_map<std::string, Entry> entries;

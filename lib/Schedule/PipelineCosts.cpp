@@ -65,7 +65,7 @@ static double offloadWindow(const Plan &p, const ModelDesc &model,
   double layerParams = 0, layerGrads = 0, layerAct = 0;
   for (const LayerRange &range : chunks)
     for (unsigned l = range.begin; l < range.end; ++l) {
-      ParamSplit layer = paramSplit(model, l, l + 1, p.tp, p.ep);
+      ParamSplit layer = paramSplit(model, l, l + 1, p.tp, p.cp, p.ep);
       layerParams = std::max(layerParams, devicePart(layer, p));
       layerGrads = std::max(layerGrads, layer.total());
       layerAct =
@@ -154,8 +154,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
                       : cm.rangeTimes(model, begin, end, dev, x);
   };
   auto paramsOf = [&](ArrayRef<LayerRange> ranges) {
-    return layerTimes ? layerTimes->params(ranges, p.tp, p.ep)
-                      : paramSplit(model, ranges, p.tp, p.ep);
+    return layerTimes ? layerTimes->params(ranges, p.tp, p.cp, p.ep)
+                      : paramSplit(model, ranges, p.tp, p.cp, p.ep);
   };
   PipelineCosts pc;
   pc.pp = p.pp;
@@ -478,8 +478,8 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
       double largest = 0;
       for (const LayerRange &range : chunks)
         for (unsigned li = range.begin; li < range.end; ++li)
-          largest = std::max(largest,
-                             paramSplit(model, li, li + 1, p.tp, p.ep).total());
+          largest = std::max(
+              largest, paramSplit(model, li, li + 1, p.tp, p.cp, p.ep).total());
       dc.staticMemory.gatherBuffers = keepUnsharded
                                           ? params.total() * (elem + syncElem)
                                           : largest * (3 * elem + syncElem);

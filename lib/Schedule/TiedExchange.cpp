@@ -36,7 +36,7 @@ TiedExchange schedule::tiedExchange(const Plan &p, const cost::ModelDesc &model,
         const unsigned owner = p.rankOf(stageOfLayer[op.tiedLayer]);
         if (owner == reader)
           continue; // one list holds both uses: no message
-        cost::ParamSplit part = cost::paramSplit(op, p.tp, p.ep);
+        cost::ParamSplit part = cost::paramSplit(op, p.tp, p.cp, p.ep);
         out.copies[vs] += part;
         // The part one way, the updated weight the other, over the link
         // between the two ranks' devices of the same replica and tensor

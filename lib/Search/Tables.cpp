@@ -189,7 +189,7 @@ const Tables::Memory &Tables::memory(const TableKey &key0) {
     unsigned bb = blocks ? model.blockBegin(l) : l;
     m.blockEnd[l] = bb < l ? model.blockEnd(l) : l;
     if (memClass[l] == l) {
-      x.params = cost::paramSplit(model, l, l + 1, key.tp, key.ep);
+      x.params = cost::paramSplit(model, l, l + 1, key.tp, key.cp, key.ep);
       x.act = cost::activationBytes(model, l, l + 1, 1, cfg);
       x.stash = cost::weightGradStashBytes(model, l, l + 1, 1, cfg);
       x.work = cost::backwardWorkingBytes(model, l, l + 1, 1, cfg);
@@ -207,8 +207,8 @@ const Tables::Memory &Tables::memory(const TableKey &key0) {
     m.headWork[l] = x.headWork;
     for (const cost::OpDesc &op : model.layers[l].ops)
       if (op.tiedLayer >= 0 && op.tiedLayer != int(l))
-        m.ties.push_back(
-            {unsigned(op.tiedLayer), l, cost::paramSplit(op, key.tp, key.ep)});
+        m.ties.push_back({unsigned(op.tiedLayer), l,
+                          cost::paramSplit(op, key.tp, key.cp, key.ep)});
     m.params[l + 1] = m.params[l] + x.params.dense;
     m.expertParams[l + 1] = m.expertParams[l] + x.params.expert;
     m.act[l + 1] = m.act[l] + x.act;

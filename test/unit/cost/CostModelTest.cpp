@@ -234,7 +234,8 @@ TEST(Memory, TiedEmbeddingCountsOncePerDevice) {
                        table / 2);
   // So does a pipeline rank holding the first and the last chunk (V-shaped
   // schedules); the last stage alone holds its copy.
-  ParamSplit ends = paramSplit(m, {LayerRange{0, 1}, LayerRange{3, 4}}, 1, 1);
+  ParamSplit ends =
+      paramSplit(m, {LayerRange{0, 1}, LayerRange{3, 4}}, 1, 1, 1);
   EXPECT_DOUBLE_EQ(ends.total(), paramsPerDevice(m, 0, 1, 1) +
                                      paramsPerDevice(m, 3, 4, 1) - table);
   EXPECT_GT(paramsPerDevice(m, 3, 4, 1), table);
@@ -363,8 +364,8 @@ TEST(TensorParallel, ARegionTheDegreeDoesNotDivideIsPricedWhole) {
   EXPECT_EQ(head.tpMode(1), TpMode::Split);
   EXPECT_EQ(head.tpMode(5), TpMode::Split);
   EXPECT_EQ(head.tpMode(2), TpMode::Replicated);
-  EXPECT_EQ(paramSplit(head, 5, 1).total(), head.params / 5);
-  EXPECT_EQ(paramSplit(head, 2, 1).total(), head.params);
+  EXPECT_EQ(paramSplit(head, 5, 1, 1).total(), head.params / 5);
+  EXPECT_EQ(paramSplit(head, 2, 1, 1).total(), head.params);
   LayerDesc l;
   l.ops = {head};
   EXPECT_TRUE(sequenceSplits(l, 5));
@@ -680,13 +681,13 @@ TEST(LayerTimesCache, GivesParamSplitBitForBit) {
     for (const Ranges &r :
          {Ranges{{0, n}}, Ranges{{1, 3}}, Ranges{{n - 1, n}},
           Ranges{{0, 1}, {n - 1, n}}, Ranges{{2, 4}, {4, n}}}) {
-      ParamSplit a = cache.params(r, tp, 1), b = paramSplit(m, r, tp, 1);
+      ParamSplit a = cache.params(r, tp, 1, 1), b = paramSplit(m, r, tp, 1, 1);
       EXPECT_EQ(a.dense, b.dense);
       EXPECT_EQ(a.expert, b.expert);
     }
-  ParamSplit both = cache.params(Ranges{{0, 1}, {n - 1, n}}, 1, 1);
-  ParamSplit head = cache.params(Ranges{{n - 1, n}}, 1, 1);
-  ParamSplit embedding = cache.params(Ranges{{0, 1}}, 1, 1);
+  ParamSplit both = cache.params(Ranges{{0, 1}, {n - 1, n}}, 1, 1, 1);
+  ParamSplit head = cache.params(Ranges{{n - 1, n}}, 1, 1, 1);
+  ParamSplit embedding = cache.params(Ranges{{0, 1}}, 1, 1, 1);
   double tiedParams = 0;
   for (const OpDesc &op : m.layers[n - 1].ops)
     if (op.tiedLayer == 0)

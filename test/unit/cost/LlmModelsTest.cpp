@@ -133,7 +133,7 @@ TEST(LlmModels, MoeLayersRouteTopKTokens) {
   EXPECT_NEAR(expertParams, 8 * 3 * 4096.0 * 14336, 1);
   // Dispatch and combine each move top-k copies of every token.
   EXPECT_DOUBLE_EQ(a2a, 2 * 2 * c.seqLen * 4096 * 2);
-  ParamSplit p = paramSplit(m, 1, 2, 1, 4);
+  ParamSplit p = paramSplit(m, 1, 2, 1, 1, 4);
   EXPECT_NEAR(p.expert, expertParams / 4, 1);
 }
 
@@ -475,7 +475,7 @@ TEST(ExpertParallel, AllToAllAndLoadImbalance) {
   mem.ep = 8;
   mem.zero = 1;
   // Expert weights: 1/8 per rank, their optimizer state sharded over dp/ep.
-  ParamSplit p = paramSplit(m, 1, 2, 1, 8);
+  ParamSplit p = paramSplit(m, 1, 2, 1, 1, 8);
   MemoryBreakdown b = staticMemory(p, mem);
   EXPECT_NEAR(b.optimizer, 12 * (p.dense / 8 + p.expert), 1);
   EXPECT_NEAR(b.weights, 2 * p.total(), 1);

@@ -270,8 +270,9 @@ TEST(LayerAnalysis, GptContractionsAndParameters) {
       ++tied;
     }
   EXPECT_EQ(tied, 1u);
-  EXPECT_EQ(cost::paramSplit(*model, 0, n, 1, 1).total(), double(parameters));
-  EXPECT_EQ(cost::paramSplit(*model, n - 1, n, 1, 1).total(),
+  EXPECT_EQ(cost::paramSplit(*model, 0, n, 1, 1, 1).total(),
+            double(parameters));
+  EXPECT_EQ(cost::paramSplit(*model, n - 1, n, 1, 1, 1).total(),
             model->layers.back().params() + v * h);
 }
 

@@ -107,8 +107,10 @@ TEST_F(TiedEmbedding, BothUsesRunSplitAsPriced) {
   cost::ExecConfig x;
   x.tp.size = tp, x.mbs = rows;
   // Parameters: each use reads the rank's share of the one table.
-  EXPECT_EQ(elements(em.getTable()), cost::paramSplit(*lookup, tp, 1).total());
-  EXPECT_EQ(elements(logits.getRhs()), cost::paramSplit(*head, tp, 1).total());
+  EXPECT_EQ(elements(em.getTable()),
+            cost::paramSplit(*lookup, tp, 1, 1).total());
+  EXPECT_EQ(elements(logits.getRhs()),
+            cost::paramSplit(*head, tp, 1, 1).total());
   // The head's FLOPs: the rank's columns of the logits.
   auto out = cast<RankedTensorType>(logits.getType());
   double k =

@@ -94,7 +94,7 @@ public:
     ASSERT_EQ(lookup->params, vocab * 64.0);
     RankProgram run = runTensorParallel(tp);
     // The table is the lookup's parameters (the head's are its tied copy).
-    EXPECT_EQ(cost::paramSplit(*lookup, tp, 1).total(), run.tableParams);
+    EXPECT_EQ(cost::paramSplit(*lookup, tp, 1, 1).total(), run.tableParams);
     EXPECT_EQ(run.tableParams, (splits ? vocab / tp : vocab) * 64.0);
     cost::ExecConfig x;
     x.tp.size = tp;

@@ -62,7 +62,7 @@ sim::PlanSimulation simulate(const cost::ModelDesc &m,
 TEST(OffloadCosts, OptimizerToHostClosedForm) {
   cost::ModelDesc m = gpt3b();
   cluster::Cluster c = oneGpu();
-  const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1).total();
+  const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1, 1).total();
   sim::PlanSimulation base = simulate(m, c, "dp=1,mbs=1,recompute=full");
   EXPECT_FALSE(base.result.fitsMemory); // 16 bytes per parameter > 32 GB
   sim::PlanSimulation off =
@@ -97,7 +97,7 @@ TEST(OffloadCosts, OptimizerToHostClosedForm) {
 TEST(OffloadCosts, ParamsAndActivationsClosedForm) {
   cost::ModelDesc m = gpt3b();
   cluster::Cluster c = oneGpu();
-  const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1).total();
+  const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1, 1).total();
   sim::PlanSimulation base = simulate(m, c, "dp=1,mbs=2");
   sim::PlanSimulation off = simulate(m, c, "dp=1,mbs=2,offload=opt+params+act");
   ASSERT_TRUE(off.result.fitsMemory) << off.result.memoryProblem;
@@ -123,7 +123,7 @@ TEST(OffloadCosts, ParamsAndActivationsClosedForm) {
 
 TEST(OffloadCosts, SmallHostMemorySpillsTheLeastDenseToNvme) {
   cost::ModelDesc m = gpt3b();
-  const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1).total();
+  const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1, 1).total();
   // 20 GB of host memory: the weights (2P, about 5.8 GB) stay there, the
   // optimizer state (16P) goes to NVMe beyond what is left.
   cluster::Cluster c = oneGpu(20);
@@ -166,7 +166,7 @@ TEST(OffloadCosts, IdleDevicesLeaveTheirShareOfTheNode) {
 
 TEST(OffloadCosts, ReportShowsBytesPerTier) {
   cost::ModelDesc m = gpt3b();
-  const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1).total();
+  const double P = cost::paramSplit(m, 0, m.layers.size(), 1, 1, 1).total();
   sim::PlanSimulation off = simulate(m, oneGpu(), "dp=1,mbs=1,offload=opt");
   std::string json;
   llvm::raw_string_ostream os(json);

@@ -212,11 +212,11 @@ TEST(Tables, ParametersAgreeWithTheCostModel) {
     for (unsigned b = 0; b < n; ++b)
       for (unsigned e = b + 1; e <= n; ++e)
         EXPECT_NEAR(mem.paramsOf(cost::LayerRange{b, e}).dense,
-                    cost::paramSplit(model, b, e, tp, 1).dense, 1e-6)
+                    cost::paramSplit(model, b, e, tp, 1, 1).dense, 1e-6)
             << "layers " << b << ".." << e << " tp " << tp;
     cost::LayerRange ends[] = {{0, 1}, {n - 1, n}};
     EXPECT_NEAR(mem.paramsOf(ends).dense,
-                cost::paramSplit(model, ends, tp, 1).dense, 1e-6);
+                cost::paramSplit(model, ends, tp, 1, 1).dense, 1e-6);
   }
   EXPECT_NEAR(t.memory(1, cost::Recompute::None)
                   .paramsOf(cost::LayerRange{0, n})

@@ -119,12 +119,12 @@ TEST(PublishedH100, TorchtitanFsdpBuffers) {
     const schedule::Plan &p = ps->plan;
     for (unsigned d = 0; d < ps->costs.devices.size(); ++d) {
       const schedule::StageCost &st = ps->costs.stage(d, 0);
-      double all = cost::paramSplit(m, st.layerBegin, st.layerEnd, p.tp, 1)
+      double all = cost::paramSplit(m, st.layerBegin, st.layerEnd, p.tp, 1, 1)
                        .total(),
              largest = 0;
       for (unsigned l = st.layerBegin; l < st.layerEnd; ++l)
-        largest =
-            std::max(largest, cost::paramSplit(m, l, l + 1, p.tp, 1).total());
+        largest = std::max(largest,
+                           cost::paramSplit(m, l, l + 1, p.tp, 1, 1).total());
       double want = p.pp > 1 ? all * (2 + 4) : largest * (3 * 2 + 4);
       EXPECT_NEAR(ps->costs.devices[d].staticMemory.gatherBuffers, want,
                   1e-9 * want)
