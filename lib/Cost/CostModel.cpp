@@ -187,12 +187,15 @@ double CostModel::tokenShare(const OpDesc &op, const ExecConfig &x) {
   return k;
 }
 
-/// A whole-sequence op replicated over TP (mixture-of-experts routing)
-/// under sequence parallelism: dist-tensor-parallel gathers the block's
-/// input over the tensor group before the routing, so every tensor rank
-/// runs it on the whole sequence, as every context rank does under CP.
+/// A whole-sequence op replicated over TP (mixture-of-experts routing, the
+/// router GEMM that reads its gathered input, and routed experts that
+/// tensor parallelism leaves whole) under sequence parallelism:
+/// dist-tensor-parallel gathers the block's input over the tensor group
+/// before the routing, so every tensor rank runs it on the whole sequence
+/// (of its context rank), or the experts on all its capacity slots.
 static bool wholeOnTensorRanks(const OpDesc &op, const ExecConfig &x) {
-  return x.sp && op.perSample && op.wholeSequence &&
+  return x.sp && op.perSample &&
+         (op.wholeSequence || op.sequenceGathered || op.expert) &&
          op.tpMode(x.tp.size) != TpMode::Split;
 }
 
@@ -214,7 +217,7 @@ double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
   // sequence split beyond it.
   bool asProfiled = !lowered && (x.cp.size <= 1 || op.wholeSequence) &&
                     (!x.sp || op.tpMode(tp) == TpMode::Split || !op.perSample ||
-                     op.wholeSequence);
+                     wholeOnTensorRanks(op, x));
   double imbalance = op.expert ? std::max(1.0, x.expertImbalance) : 1.0;
   if (profile && asProfiled)
     if (std::optional<double> t =

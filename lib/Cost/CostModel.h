@@ -139,7 +139,8 @@ public:
   /// micro-batch, divided by t (split ops, or per-sample ops under sequence
   /// parallelism) and by c (per-sample ops under context parallelism), but
   /// for OpDesc::wholeSequence ones, which every context rank runs whole,
-  /// and, when replicated over TP (the routing), under sequence
+  /// and, when replicated over TP (the routing, and the router GEMM that
+  /// reads its gathered input: OpDesc::sequenceGathered), under sequence
   /// parallelism every tensor rank.
   static double shareOf(const OpDesc &op, const ExecConfig &x);
   /// The same for the device's own tokens: divided by c for every
@@ -366,7 +367,7 @@ struct ParamSplit {
 };
 ParamSplit paramSplit(const ModelDesc &model, unsigned begin, unsigned end,
                       unsigned tp, unsigned ep);
-/// One op's parameters on one device.
+/// One op's parameters on one device (split as OpDesc::tpMode says).
 ParamSplit paramSplit(const OpDesc &op, unsigned tp, unsigned ep);
 /// Layers [begin, end) of a model.
 struct LayerRange {

@@ -84,6 +84,7 @@ std::string distopt::cost::layerCostKey(const LayerDesc &l) {
                      op.bwdWorkingBytes,
                      double(op.keepsPrecision),
                      double(op.wholeSequence),
+                     double(op.sequenceGathered),
                      op.cpGatherFwdBytes,
                      op.cpGatherBwdBytes})
       w.add(v);

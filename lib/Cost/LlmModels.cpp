@@ -278,9 +278,12 @@ LayerDesc llmBlock(const LlmConfig &cfg, unsigned index) {
     dispatch.epAllToAllBytes = k * s * h * e;
     OpDesc combine = dataMovementOp("combine", dt, k * s * h);
     combine.epAllToAllBytes = k * s * h * e;
-    if (cfg.sequenceRouting)
+    if (cfg.sequenceRouting) {
       routeWholeSequence(gate, dispatch, combine, s * E * e, s * h * e,
                          k * s * h * e);
+      // Under SP the router reads the block input gathered for the routing.
+      router.sequenceGathered = true;
+    }
     l.ops.push_back(router);
     l.ops.push_back(gate);
     l.ops.push_back(dispatch);

@@ -114,6 +114,12 @@ struct OpDesc {
   /// its time and saved bytes do not divide by c. Its expert all-to-all
   /// still carries the rank's C/c capacity slots of every expert.
   bool wholeSequence = false;
+  /// Reads the block input that sequence parallelism all-gathers over the
+  /// tensor group for a whole-sequence routing (a mixture-of-experts
+  /// router GEMM beside wholeSequence ops): under SP every tensor rank runs
+  /// it on its context rank's whole sequence, while context parallelism
+  /// still splits it (its scores are gathered over the context group).
+  bool sequenceGathered = false;
   /// Bytes per sample of the whole tensors that context parallelism
   /// all-gathers over the context-parallel group for this op, in the
   /// forward and in the backward (a mixture-of-experts block's routing

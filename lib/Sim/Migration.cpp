@@ -49,13 +49,28 @@ std::string migrationProblem(const Plan &plan) {
   return "";
 }
 
-/// The parameters of \p layer that tensor parallelism splits, and those
-/// every TP rank keeps whole.
-static std::pair<double, double> layerParams(const cost::LayerDesc &layer) {
-  double split = 0, replicated = 0;
-  for (const cost::OpDesc &op : layer.ops)
-    (op.tp == cost::TpMode::Split ? split : replicated) += op.params;
-  return {split, replicated};
+namespace {
+/// The parameters of a layer by how tensor parallelism holds them in the
+/// running plan and in the next one, as the cost model prices them
+/// (OpDesc::tpMode: an op whose region a degree does not divide is whole
+/// on every tensor rank): split in both, in
+/// the running plan only (the next wants them whole), in the next only, or
+/// in neither.
+struct LayerParams {
+  double split = 0, gathered = 0, sliced = 0, whole = 0;
+};
+} // namespace
+
+static LayerParams layerParams(const cost::LayerDesc &layer,
+                               const Plan &running, const Plan &next) {
+  LayerParams n;
+  for (const cost::OpDesc &op : layer.ops) {
+    bool before = op.tpMode(running.tp) == cost::TpMode::Split;
+    bool after = op.tpMode(next.tp) == cost::TpMode::Split;
+    (before ? (after ? n.split : n.gathered) : (after ? n.sliced : n.whole)) +=
+        op.params;
+  }
+  return n;
 }
 
 static double overlap(double a0, double a1, double b0, double b1) {
@@ -115,7 +130,9 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
   }
   for (auto [to, slices] : llvm::enumerate(nextHeld)) {
     for (const LayerSlice &want : slices) {
-      auto [split, replicated] = layerParams(model.layers[want.layer]);
+      LayerParams p =
+          layerParams(model.layers[want.layer], in.running, in.next);
+      const double wanted = want.end - want.begin;
       StageMigration &st = r.stages[stageOf[want.layer]];
       const auto &owners = holders[want.layer];
       bool holdsLayer =
@@ -125,8 +142,9 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
         if (owner != to)
           continue;
         double kept =
-            overlap(want.begin, want.end, slice.begin, slice.end) * split +
-            replicated;
+            overlap(want.begin, want.end, slice.begin, slice.end) * p.split +
+            (slice.end - slice.begin) * p.gathered + wanted * p.sliced +
+            p.whole;
         st.keptBytes += kept * in.bytesPerParam;
       }
       // The distinct slices of the running plan (its TP shards) that the
@@ -138,15 +156,19 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
             }))
           shards.push_back(slice);
       for (const LayerSlice &shard : shards) {
-        double part = overlap(want.begin, want.end, shard.begin, shard.end);
         bool local = llvm::any_of(owners, [&](const auto &o) {
           return o.first == to && o.second.begin == shard.begin;
         });
-        if (local || (part <= 0 && (holdsLayer || replicatedFetched)))
+        if (local)
           continue;
-        double params = part * split;
+        // The wanted part of this shard, all of it where the next plan
+        // wants the op whole; what every running rank holds whole comes
+        // once, from the first shard.
+        double params =
+            overlap(want.begin, want.end, shard.begin, shard.end) * p.split +
+            (shard.end - shard.begin) * p.gathered;
         if (!holdsLayer && !replicatedFetched) {
-          params += replicated;
+          params += wanted * p.sliced + p.whole;
           replicatedFetched = true;
         }
         if (params <= 0)

@@ -368,6 +368,9 @@ std::string Recognizer::block(Operation *gather, ArrayRef<size_t> inputs) {
   OpDesc &gateDesc = *items[indexOf(gate->getResult(0))].desc;
   replicated(gateDesc, xBytes);
   gateDesc.keepsPrecision = true;
+  // It reads the block input the routing needs whole: under sequence
+  // parallelism dist-tensor-parallel gathers x over the tensor group first.
+  gateDesc.sequenceGathered = true;
   OpDesc *route = nullptr;
   for (size_t i : router) {
     if (!items[i].desc)

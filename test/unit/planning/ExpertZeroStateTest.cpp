@@ -32,19 +32,6 @@ class ExpertZeroState : public unit::ImportedModel {
 public:
   ExpertZeroState() { registerAllPasses(); }
 
-  /// run_distributed.py's MoE LLaMA with two key/value heads (its tensor-
-  /// parallel variant): 4 experts of width 16, top-2, one shared expert,
-  /// the second of two blocks.
-  static cost::LlmConfig tinyMoe() {
-    cost::LlmConfig c;
-    c.name = "tiny-moe";
-    c.layers = 2, c.hidden = 16, c.heads = 2, c.kvHeads = 2;
-    c.ffnHidden = 32, c.seqLen = 8, c.vocab = 64;
-    c.experts = 4, c.topK = 2, c.expertFfn = 16;
-    c.sharedExperts = 1, c.denseLayers = 1;
-    return c;
-  }
-
   /// Bytes of the momentum buffers the updates of \p fn read: the
   /// optimizer state one rank of its action list holds (the manifest's
   /// `optimizer_state_bytes`).
@@ -75,7 +62,7 @@ TEST_F(ExpertZeroState, OptimizerStateIsThePlannersPerDeviceBytes) {
   fp32Momentum.optimizer = cost::Optimizer::SGDMomentum;
   for (const char *spec : plans) {
     SCOPED_TRACE(spec);
-    cost::ModelDesc model = imported(tinyMoe());
+    cost::ModelDesc model = imported(unit::tinyMoe());
     schedule::Plan plan = llvm::cantFail(schedule::parsePlan(spec));
     llvm::Expected<sim::PlanSimulation> ps = sim::simulatePlan(
         model, *cl, plan, plan.dp, cost::CostModel(), {}, fp32Momentum);

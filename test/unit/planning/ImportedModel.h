@@ -43,6 +43,19 @@ inline modelgen::ModelOptions llamaOptions(const cost::LlmConfig &c) {
   return o;
 }
 
+/// run_distributed.py's MoE LLaMA with two key/value heads (its tensor-
+/// parallel variant): 4 experts of width 16, top-2 (capacity 4 of 8
+/// tokens), one shared expert, the second of two blocks.
+inline cost::LlmConfig tinyMoe() {
+  cost::LlmConfig c;
+  c.name = "tiny-moe";
+  c.layers = 2, c.hidden = 16, c.heads = 2, c.kvHeads = 2;
+  c.ffnHidden = 32, c.seqLen = 8, c.vocab = 64;
+  c.experts = 4, c.topK = 2, c.expertFfn = 16;
+  c.sharedExperts = 1, c.denseLayers = 1;
+  return c;
+}
+
 /// An MLIR context with every dialect, and the last module imported.
 class ImportedModel : public ::testing::Test {
 public:

@@ -23,6 +23,8 @@
 
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphCost.h"
+#include "dialects/Graph/GraphOps.h"
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -31,7 +33,31 @@ using namespace distopt::cost;
 
 namespace {
 
-class ImportedMoe : public unit::ImportedModel {};
+class ImportedMoe : public unit::ImportedModel {
+protected:
+  /// Runs what dist-compile runs to distribute the imported module under
+  /// \p plan (a batch of \p batch): the context, tensor and expert
+  /// parallelism passes.
+  LogicalResult distribute(llvm::StringRef plan, unsigned batch) {
+    PassManager pm(ctx.get());
+    pm.addPass(createAnnotateLayersPass());
+    AttachClusterPassOptions cluster;
+    cluster.cluster = "dgx-h100";
+    pm.addPass(createAttachClusterPass(cluster));
+    SetPlanPassOptions set;
+    set.plan = plan.str();
+    set.batch = batch;
+    pm.addPass(createSetPlanPass(set));
+    pm.addPass(createContextParallelPass());
+    pm.addPass(createTensorParallelPass());
+    pm.addPass(createExpertParallelPass());
+    return pm.run(*module);
+  }
+};
+
+using unit::tinyMoe;
+/// Its mixture-of-experts layer: the FFN half of block 1.
+constexpr int64_t tinyMoeLayer = 4;
 
 /// A Qwen3-30B-A3B-like model (its widths, 128 experts top-8; head width
 /// hidden / heads, as dist-modelgen writes it) with a shared expert and a
@@ -284,51 +310,15 @@ class ExpertBlockAsTheProgramsRunIt
     : public ImportedMoe,
       public ::testing::WithParamInterface<bool> {};
 
-/// run_distributed.py's llama_moe fixture (2 key/value heads): 4 experts
-/// of width 16, top-2 (capacity 4 of 8 tokens), one shared expert, the
-/// second of two blocks.
-LlmConfig tinyMoe() {
-  LlmConfig c;
-  c.name = "tiny-moe";
-  c.layers = 2, c.hidden = 16, c.heads = 2, c.kvHeads = 2;
-  c.ffnHidden = 32, c.seqLen = 8, c.vocab = 64;
-  c.experts = 4, c.topK = 2, c.expertFfn = 16;
-  c.sharedExperts = 1, c.denseLayers = 1;
-  return c;
-}
-constexpr int64_t kTinyMoeLayer = 4; // the FFN half of block 1
-
-/// Rewrites the imported model's main function into what one rank of
-/// \p planSpec runs (a global batch of 2 rows), as dist-compile does:
-/// dist-context-parallel, dist-tensor-parallel, dist-expert-parallel.
-LogicalResult splitForPlan(MLIRContext *ctx, ModuleOp module,
-                           StringRef planSpec) {
-  PassManager pm(ctx);
-  pm.addPass(createAnnotateLayersPass());
-  AttachClusterPassOptions cluster;
-  cluster.cluster = "dgx-h100";
-  pm.addPass(createAttachClusterPass(cluster));
-  SetPlanPassOptions plan;
-  plan.plan = planSpec.str();
-  plan.batch = 2;
-  pm.addPass(createSetPlanPass(plan));
-  pm.addPass(createContextParallelPass());
-  pm.addPass(createTensorParallelPass());
-  pm.addPass(createExpertParallelPass());
-  return pm.run(module);
-}
-
 TEST_P(ExpertBlockAsTheProgramsRunIt, UnderTensorAndExpertParallelism) {
   const bool sp = GetParam();
   LlmConfig c = tinyMoe();
   ModelDesc graph = imported(c);
-  const int64_t moeLayer = kTinyMoeLayer;
-  const LayerDesc &costed = graph.layers[moeLayer];
-  ASSERT_TRUE(succeeded(
-      splitForPlan(ctx.get(), *module,
-                   sp ? "dp=2,tp=2,ep=2,mbs=1,sp=1" : "dp=2,tp=2,ep=2,mbs=1")));
+  const LayerDesc &costed = graph.layers[tinyMoeLayer];
+  ASSERT_TRUE(succeeded(distribute(
+      sp ? "dp=2,tp=2,ep=2,mbs=1,sp=1" : "dp=2,tp=2,ep=2,mbs=1", 2)));
   IrCollectives ir =
-      collectivesOf(module->lookupSymbol<func::FuncOp>("main"), moeLayer);
+      collectivesOf(module->lookupSymbol<func::FuncOp>("main"), tinyMoeLayer);
 
   ExecConfig x;
   x.tp.size = 2, x.ep.size = 2, x.mbs = 1, x.sp = sp;
@@ -413,18 +403,18 @@ TEST_P(ExpertBlockUnderContextParallelism, WithTensorParallelism) {
   const auto [ep, sp] = GetParam();
   LlmConfig c = tinyMoe();
   ModelDesc graph = imported(c);
-  const LayerDesc &costed = graph.layers[kTinyMoeLayer];
+  const LayerDesc &costed = graph.layers[tinyMoeLayer];
   std::string plan =
       ep > 1 ? "dp=2,cp=2,tp=2,ep=2,mbs=1" : "dp=2,cp=2,tp=2,mbs=1";
   if (sp)
     plan += ",sp=1";
-  ASSERT_TRUE(succeeded(splitForPlan(ctx.get(), *module, plan)));
+  ASSERT_TRUE(succeeded(distribute(plan, 2)));
   auto main = module->lookupSymbol<func::FuncOp>("main");
   // Rank t + 2 (c + 2 d): rank 0's tensor, context and expert groups.
-  IrCollectives tensor = collectivesOf(main, kTinyMoeLayer, {0, 1});
-  IrCollectives context = collectivesOf(main, kTinyMoeLayer, {0, 2});
-  IrCollectives expert = collectivesOf(main, kTinyMoeLayer, {0, 4});
-  IrCollectives all = collectivesOf(main, kTinyMoeLayer);
+  IrCollectives tensor = collectivesOf(main, tinyMoeLayer, {0, 1});
+  IrCollectives context = collectivesOf(main, tinyMoeLayer, {0, 2});
+  IrCollectives expert = collectivesOf(main, tinyMoeLayer, {0, 4});
+  IrCollectives all = collectivesOf(main, tinyMoeLayer);
 
   ExecConfig x;
   x.cp.size = 2, x.tp.size = 2, x.ep.size = ep, x.mbs = 1, x.sp = sp;
@@ -471,6 +461,149 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(std::get<0>(info.param) > 1 ? "WithEp" : "WithoutEp") +
              (std::get<1>(info.param) ? "WithSp" : "WithoutSp");
     });
+
+/// One rank's cost of each op of \p func's layer \p layer that \p pick
+/// selects, as the cost model's op interface costs it (bf16, as
+/// ImportedModel's analysis), and the parameters of its weights.
+struct RankOps {
+  PhaseCost fwd, bwdInput, bwdWeight;
+  double params = 0;
+  unsigned ops = 0;
+  std::vector<OpDesc> descs;
+};
+RankOps rankOps(func::FuncOp func, int64_t layer,
+                llvm::function_ref<bool(graph::MatmulOp)> pick) {
+  RankOps r;
+  dist::DistDialect::LayerAttrHelper layerOf(func.getContext());
+  graph::CostContext context;
+  context.computeType = cluster::DType::BF16;
+  func.walk([&](graph::MatmulOp m) {
+    IntegerAttr l = layerOf.getAttr(m);
+    if (!l || l.getInt() != layer || !pick(m))
+      return;
+    std::optional<OpDesc> d =
+        cast<graph::CostOpInterface>(m.getOperation()).getCost(context);
+    ASSERT_TRUE(d.has_value());
+    r.fwd += d->fwd, r.bwdInput += d->bwdInput, r.bwdWeight += d->bwdWeight;
+    r.params += graph::tensorElements(m.getRhs().getType());
+    ++r.ops;
+    r.descs.push_back(*d);
+  });
+  return r;
+}
+
+/// The weight of \p m when it is one: its shape's rank, else 0.
+int64_t weightRank(graph::MatmulOp m) {
+  auto w = m.getRhs().getDefiningOp<graph::WeightOp>();
+  return w ? cast<RankedTensorType>(w.getType()).getRank() : 0;
+}
+
+/// Expects the priced FLOPs of \p ops in each phase (each scaled by its
+/// share of the device under \p x) to be \p ir's, and their bytes when
+/// \p bytes: the cost model scales an op's weight bytes with its tokens
+/// (costs are per sample), so they match the program's where the device
+/// runs one whole sample.
+void expectPricedAsRun(llvm::ArrayRef<OpDesc> ops, const ExecConfig &x,
+                       const RankOps &ir, bool bytes) {
+  for (Phase ph :
+       {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight}) {
+    SCOPED_TRACE(static_cast<int>(ph));
+    PhaseCost priced;
+    for (const OpDesc &op : ops)
+      priced += op.phase(ph).scaled(CostModel::shareOf(op, x));
+    const PhaseCost &run = ph == Phase::Forward         ? ir.fwd
+                           : ph == Phase::BackwardInput ? ir.bwdInput
+                                                        : ir.bwdWeight;
+    EXPECT_DOUBLE_EQ(priced.flops, run.flops);
+    if (!bytes)
+      continue;
+    EXPECT_DOUBLE_EQ(priced.bytesRead, run.bytesRead);
+    EXPECT_DOUBLE_EQ(priced.bytesWritten, run.bytesWritten);
+  }
+}
+
+/// The router GEMM [h, E] under sequence parallelism reads the block's
+/// input that dist-tensor-parallel gathers over the tensor group for the
+/// routing: every tensor rank runs it on its context rank's whole sequence
+/// (OpDesc::sequenceGathered), as the cost model prices it, in time too.
+/// Context parallelism still splits it (its scores are gathered after it).
+TEST_F(ImportedMoe, RouterUnderSequenceParallelismAsTheProgramsRunIt) {
+  llvm::Expected<cluster::Cluster> cl = cluster::getPreset("dgx-h100", 1);
+  ASSERT_TRUE(static_cast<bool>(cl)) << llvm::toString(cl.takeError());
+  CostModel cm;
+  for (auto [plan, cp] :
+       {std::pair<const char *, unsigned>{"tp=2,mbs=1,sp=1", 1},
+        {"cp=2,tp=2,mbs=1,sp=1", 2},
+        {"tp=2,mbs=1", 1}}) {
+    SCOPED_TRACE(plan);
+    ModelDesc graph = imported(tinyMoe());
+    auto router =
+        llvm::find_if(graph.layers[tinyMoeLayer].ops, [](const OpDesc &op) {
+          return op.cls == OpClass::MatMul && op.keepsPrecision;
+        });
+    ASSERT_NE(router, graph.layers[tinyMoeLayer].ops.end());
+    EXPECT_TRUE(router->sequenceGathered);
+    ASSERT_TRUE(succeeded(distribute(plan, 1)));
+    // The router: the layer's GEMM with a [hidden, experts] weight.
+    RankOps ir = rankOps(
+        module->lookupSymbol<func::FuncOp>("main"), tinyMoeLayer,
+        [](graph::MatmulOp m) {
+          return weightRank(m) == 2 &&
+                 cast<RankedTensorType>(m.getRhs().getType()).getDimSize(1) ==
+                     4;
+        });
+    ASSERT_EQ(ir.ops, 1u);
+    ExecConfig x;
+    x.tp.size = 2, x.cp.size = cp, x.mbs = 1;
+    x.sp = llvm::StringRef(plan).contains("sp=1");
+    // The tensor rank's program reads the context rank's 8 / c tokens.
+    EXPECT_DOUBLE_EQ(ir.fwd.flops, 2.0 * (8 / cp) * 16 * 4);
+    // One whole sample on the device but under cp: its time too.
+    expectPricedAsRun(*router, x, ir, cp == 1);
+    for (Phase ph :
+         {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight}) {
+      if (cp == 1) {
+        EXPECT_DOUBLE_EQ(
+            cm.opTime(*router, ph, cl->devices[0], x),
+            cm.opTime(ir.descs.front(), ph, cl->devices[0], ExecConfig()));
+      }
+    }
+  }
+}
+
+/// At ep = 1 under context parallelism dist-expert-parallel splits the
+/// routed experts over the tensor ranks as at cp = 1: each tensor rank runs
+/// its features of every expert on its context rank's C/c capacity slots.
+/// The cost model prices them so (OpDesc::tpMode): their FLOPs, their
+/// parameters on the device; with sequence parallelism too.
+TEST_F(ImportedMoe, ExpertsSplitOverTensorRanksUnderContextParallelismAtEp1) {
+  for (bool sp : {false, true}) {
+    SCOPED_TRACE(sp);
+    ModelDesc graph = imported(tinyMoe());
+    std::vector<OpDesc> experts;
+    for (const OpDesc &op : graph.layers[tinyMoeLayer].ops)
+      if (op.expert && op.params > 0)
+        experts.push_back(op); // the gate/up GEMM and the down GEMM
+    ASSERT_EQ(experts.size(), 2u);
+    ASSERT_TRUE(succeeded(
+        distribute(sp ? "cp=2,tp=2,mbs=1,sp=1" : "cp=2,tp=2,mbs=1", 1)));
+    func::FuncOp main = module->lookupSymbol<func::FuncOp>("main");
+    RankOps ir = rankOps(main, tinyMoeLayer,
+                         [](graph::MatmulOp m) { return weightRank(m) == 3; });
+    ASSERT_EQ(ir.ops, 3u);
+    // Half of each of the 4 experts' weights, on 8 * 2 / 4 / 2 = 2 slots
+    // each.
+    EXPECT_DOUBLE_EQ(ir.params, 3 * 4 * 16 * 16 / 2);
+    EXPECT_DOUBLE_EQ(ir.fwd.flops, 3 * 2.0 * 4 * 2 * 16 * 16 / 2);
+    ExecConfig x;
+    x.tp.size = 2, x.cp.size = 2, x.mbs = 1, x.sp = sp;
+    expectPricedAsRun(experts, x, ir, /*bytes=*/false);
+    double params = 0;
+    for (const OpDesc &op : experts)
+      params += paramSplit(op, 2, 1).total();
+    EXPECT_DOUBLE_EQ(params, ir.params);
+  }
+}
 
 /// A block the recognizer does not know (the combine replaces instead of
 /// adding) stays costed op by op: no expert ops, the same parameters.

@@ -1,6 +1,7 @@
 //===- MigrationTest.cpp - Moving a running plan to a new one ---*- C++ -*-===//
 
 #include "lib/Sim/Migration.h"
+#include "lib/Cost/CostModel.h"
 
 #include "SimTestUtil.h"
 
@@ -184,6 +185,43 @@ TEST(Migration, TensorParallelReshardFetchesTheMissingHalf) {
   EXPECT_EQ(r.transfers[0].to, 1u);
   EXPECT_EQ(r.transfers[1].from, 1u);
   EXPECT_EQ(r.transfers[1].to, 0u);
+}
+
+/// A vocabulary of 32001 words, which tp = 2 does not divide: the word
+/// table and the head stay whole on both tensor ranks (dist-tensor-parallel
+/// keeps them whole, the cost model prices them so: OpDesc::tpMode), so a
+/// re-plan between tp = 2 and one rank moves only the split weights' halves.
+TEST(Migration, AVocabularyTpDoesNotDivideMovesWhole) {
+  cost::GptConfig g;
+  g.layers = 4, g.hidden = 1024, g.heads = 16, g.seqLen = 1024;
+  g.vocab = 32001;
+  cost::ModelDesc m = cost::buildGpt(g);
+  double split = 0, whole = 0, vocabulary = 0;
+  for (const cost::LayerDesc &l : m.layers)
+    for (const cost::OpDesc &op : l.ops) {
+      bool splits = op.tpMode(2) == cost::TpMode::Split;
+      (splits ? split : whole) += op.params;
+      vocabulary += op.tpDivisor == g.vocab ? op.params : 0;
+    }
+  // The table and the head tied to it.
+  EXPECT_DOUBLE_EQ(vocabulary, 2.0 * g.vocab * g.hidden);
+  EXPECT_GE(whole, vocabulary);
+  // tp=2 -> dp=2: each rank fetches the other half of the split weights
+  // and keeps the rest, the vocabulary's whole.
+  MigrationReport down = llvm::cantFail(planMigration(
+      inputs(plan("dp=1,tp=2,pp=1", m), plan("dp=2,tp=1,pp=1", m)), m,
+      boards()));
+  EXPECT_NEAR(down.bytesMoved, 2 * split, 1e-6 * split);
+  EXPECT_NEAR(down.bytesKept, 2 * (split + 2 * whole), 1e-6 * split);
+  // One rank -> tp=2: the new rank fetches its half of the split weights
+  // and the whole vocabulary and replicated weights.
+  MigrationReport up = llvm::cantFail(planMigration(
+      inputs(plan("dp=1,pp=1", m), plan("dp=1,tp=2,pp=1", m)), m, boards()));
+  EXPECT_NEAR(up.bytesMoved, 2 * (split / 2 + whole), 1e-6 * split);
+  EXPECT_NEAR(up.bytesKept, 2 * (split / 2 + whole), 1e-6 * split);
+  ASSERT_EQ(up.transfers.size(), 1u);
+  EXPECT_EQ(up.transfers[0].from, 0u);
+  EXPECT_EQ(up.transfers[0].to, 1u);
 }
 
 TEST(Migration, NewDeviceFetchesFromTheLeastLoadedHolder) {
