@@ -180,7 +180,7 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
   // Weights read on several pipeline ranks (a tied embedding): the
   // programs exchange their gradient parts and the updated weights in the
   // master type once a step.
-  const TiedExchange tied = tiedExchange(p, model, c, 4);
+  const TiedExchange tied = tiedExchange(p, model, c, cm, 4);
   // ZeRO-3 under PP that keeps the unsharded weights and gradient sum
   // over the step (MemoryConfig::unshardedAcrossMicrobatches).
   const bool keepUnsharded = p.zero >= 3 && p.pp > 1 &&
@@ -520,7 +520,9 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     }
     // The tied weights' messages run in the list's optimizer step: the
     // parts in before the update, the updated weights out after it.
-    dc.optimizerTime += tied.time[r];
+    dc.optimizerTime += tied.time[l];
+    for (unsigned lvl = 0; lvl < cluster::kNumLinkLevels; ++lvl)
+      dc.tiedBytes[lvl] = tied.sentBytes[l][lvl];
   }
   return pc;
 }

@@ -334,6 +334,11 @@ struct DeviceCost {
   cost::MemoryBreakdown staticMemory;
   double workingBytes = 0;
   double optimizerTime = 0;
+  /// Bytes one device of this list sends once a step, per link level, in
+  /// the exchange of weights read on several pipeline ranks (a tied
+  /// embedding's gradient part one way, the updated weight the other;
+  /// TiedExchange). Their time is in optimizerTime.
+  double tiedBytes[cluster::kNumLinkLevels] = {0, 0};
   unsigned devicesInGroup = 1; ///< tp * cp * dp devices that behave alike
   /// Compute time of this list relative to its stage's StageCost (a slot
   /// on a faster device kind than its stage's slowest one has < 1).

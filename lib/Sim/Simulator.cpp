@@ -533,6 +533,10 @@ Expected<SimResult> Engine::run() {
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
         bytes[l] += st.mbBytes[l] * mr * c.devices[r].devicesInGroup;
     }
+    // The tied weights' exchange, once a step in the list's optimizer step
+    // (its time is in the OPT action's).
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      bytes[l] += c.devices[r].tiedBytes[l] * c.devices[r].devicesInGroup;
     // A plan with no work has no rate (not an infinite one).
     flops += T > 0 ? w * f / T : 0;
     modelFlops += T > 0 ? w * mf / T : 0;

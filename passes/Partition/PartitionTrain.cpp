@@ -219,6 +219,10 @@ struct TrainGraph {
   /// perMicroBatch) is the earliest part's, whose optimizer updates the
   /// weight.
   llvm::MapVector<Value, SmallVector<std::pair<Value, int64_t>, 2>> tiedSums;
+  /// Parts of tiedSums that their stage function makes by transposing a
+  /// value of the reader's layout (an LM head's weight gradient, [h, V/tp]
+  /// of a [V/tp, h] table; transposedResult), read by the sum alone.
+  llvm::SetVector<Value> transposedParts;
   unsigned width = 1;
 };
 
@@ -241,6 +245,75 @@ static bool isTiedSum(Operation &op, ArrayRef<int64_t> stages) {
   });
 }
 } // namespace
+
+/// The variant of stage function \p callee for its results \p results,
+/// `<callee>_<kind>_<k>...`: the module's when it has one (second: false),
+/// else a new clone of \p callee inserted before it, for the caller to
+/// change (second: true).
+static std::pair<func::FuncOp, bool>
+variantOf(func::FuncOp callee, StringRef kind, ArrayRef<unsigned> results) {
+  std::string name = (callee.getSymName() + "_" + kind).str();
+  for (unsigned k : results)
+    name += "_" + std::to_string(k);
+  auto module = callee->getParentOfType<ModuleOp>();
+  if (auto done = module.lookupSymbol<func::FuncOp>(name))
+    return {done, false};
+  auto clone = cast<func::FuncOp>(callee->clone());
+  clone.setSymName(name);
+  OpBuilder(callee).insert(clone);
+  return {clone, true};
+}
+
+/// The 2-D `graph.transpose` [1, 0] that makes result \p k of stage
+/// function \p callee, directly or through a `graph.cast` after it (mixed
+/// precision casts a weight gradient to the master type), read by nothing
+/// else: a tied LM head's gradient part, which the head computes in its
+/// own layout. Null otherwise.
+static graph::TransposeOp transposedResult(func::FuncOp callee, unsigned k) {
+  Value v = callee.getBody().front().getTerminator()->getOperand(k);
+  if (!v.hasOneUse())
+    return {};
+  if (auto cast = v.getDefiningOp<graph::CastOp>()) {
+    v = cast.getInput();
+    if (!v.hasOneUse())
+      return {};
+  }
+  auto t = v.getDefiningOp<graph::TransposeOp>();
+  if (!t || t.getPerm() != ArrayRef<int64_t>{1, 0})
+    return {};
+  return t;
+}
+
+/// The variant of stage function \p callee that returns each result of
+/// \p results (transposedResult) before its transpose, cast as the result
+/// was: the list sums such a part over the step's micro-batches in the
+/// reader's layout and transposes the sum once a step, not each
+/// micro-batch's part.
+static func::FuncOp untransposedVariant(func::FuncOp callee,
+                                        ArrayRef<unsigned> results) {
+  auto [clone, fresh] = variantOf(callee, "untransposed", results);
+  if (!fresh)
+    return clone;
+  Operation *ret = clone.getBody().front().getTerminator();
+  for (unsigned k : results) {
+    graph::TransposeOp t = transposedResult(clone, k);
+    Value result = ret->getOperand(k), before = t.getInput();
+    if (auto castOp = result.getDefiningOp<graph::CastOp>()) {
+      // Elementwise: cast the untransposed value (the cast follows the
+      // transpose, so it follows that value too).
+      auto type = cast<RankedTensorType>(before.getType());
+      castOp->setOperand(0, before);
+      castOp.getResult().setType(type.clone(
+          cast<RankedTensorType>(result.getType()).getElementType()));
+    } else {
+      ret->setOperand(k, before);
+    }
+    t.erase();
+  }
+  clone.setFunctionType(FunctionType::get(
+      callee.getContext(), clone.getArgumentTypes(), ret->getOperandTypes()));
+  return clone;
+}
 
 static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
                                             int64_t numStages) {
@@ -275,8 +348,15 @@ static FailureOr<TrainGraph> readTrainGraph(func::FuncOp func,
       }
       if (isTiedSum(op, stages)) {
         auto &parts = g.tiedSums[op.getResult(0)];
-        for (auto [v, s] : llvm::zip(op.getOperands(), stages))
+        for (auto [v, s] : llvm::zip(op.getOperands(), stages)) {
           parts.push_back({v, s});
+          auto call = v.getDefiningOp<func::CallOp>();
+          if (v.hasOneUse() &&
+              transposedResult(
+                  module.lookupSymbol<func::FuncOp>(call.getCallee()),
+                  cast<OpResult>(v).getResultNumber()))
+            g.transposedParts.insert(v);
+        }
         g.perMicroBatch[op.getResult(0)] = std::min(stages[0], stages[1]);
         // No list clones the sum: meanOf computes its value.
         g.stageOf[&op] = -1;
@@ -371,15 +451,9 @@ static void accumulateEarly(ArrayRef<Operation *> adds) {
 /// `sum + result k` in place of result k.
 static func::FuncOp accumulatingVariant(func::FuncOp callee,
                                         ArrayRef<unsigned> sums) {
-  std::string name = (callee.getSymName() + "_accumulate").str();
-  for (unsigned k : sums)
-    name += "_" + std::to_string(k);
-  auto module = callee->getParentOfType<ModuleOp>();
-  if (auto done = module.lookupSymbol<func::FuncOp>(name))
-    return done;
-  auto clone = cast<func::FuncOp>(callee->clone());
-  clone.setSymName(name);
-  OpBuilder(callee).insert(clone);
+  auto [clone, fresh] = variantOf(callee, "accumulate", sums);
+  if (!fresh)
+    return clone;
   Block &body = clone.getBody().front();
   Operation *ret = body.getTerminator();
   OpBuilder b(ret);
@@ -793,6 +867,40 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // per-stage replicas the updating stage's first list receives every
   // reading list's share, and the stage's all_reduce adds its replicas'.
   std::function<FailureOr<Value>(Operation *, Value)> meanOf;
+  // A part an LM head computes transposed (g.transposedParts) comes from
+  // the stage function's variant that leaves it in the head's layout
+  // (untransposedVariant): its running sum over the micro-batches stays in
+  // that layout and its mean is transposed to the table's once a step. The
+  // asynchronous schedules and ZeRO-3, which call versioned variants,
+  // refuse tied weights; running statistics keep the stage's functions as
+  // they are.
+  DenseMap<Operation *, func::FuncOp> headLayout; // step's call -> variant
+  if (!versioned && !zero3 && chained.empty()) {
+    llvm::MapVector<Operation *, SmallVector<unsigned>> byCall;
+    for (Value part : g.transposedParts)
+      byCall[part.getDefiningOp()].push_back(
+          cast<OpResult>(part).getResultNumber());
+    for (auto &[op, results] : byCall) {
+      llvm::sort(results);
+      headLayout[op] = untransposedVariant(
+          module.lookupSymbol<func::FuncOp>(cast<func::CallOp>(op).getCallee()),
+          results);
+    }
+  }
+  DenseMap<Value, Value> partMeans;
+  auto partMeanOf = [&](Operation *at, Value part) -> FailureOr<Value> {
+    if (Value done = partMeans.lookup(part))
+      return done;
+    FailureOr<Value> mean = meanOf(at, part);
+    if (failed(mean))
+      return failure();
+    Value out = *mean;
+    if (g.transposedParts.contains(part) &&
+        headLayout.count(part.getDefiningOp()))
+      out = graph::TransposeOp::create(ib, loc, part.getType(), out,
+                                       ib.getDenseI64ArrayAttr({1, 0}));
+    return partMeans[part] = out;
+  };
   auto tiedMeanOf = [&](Operation *at, Value v) -> FailureOr<Value> {
     int64_t stage = g.perMicroBatch.lookup(v);
     unsigned holder = listOfStage(stage);
@@ -801,7 +909,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       auto [value, from] = part;
       SmallVector<Value, 2> shares;
       if (onList(from)) {
-        FailureOr<Value> mean = meanOf(at, value);
+        FailureOr<Value> mean = partMeanOf(at, value);
         if (failed(mean))
           return failure();
         shares.push_back(*mean);
@@ -938,7 +1046,7 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       for (auto [k, part] : llvm::enumerate(parts)) {
         if (!onList(part.second))
           continue;
-        FailureOr<Value> mean = meanOf(at, part.first);
+        FailureOr<Value> mean = partMeanOf(at, part.first);
         if (failed(mean))
           return failure();
         dist::SendOp::create(
@@ -1523,6 +1631,12 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       operands.push_back(mapped);
     }
     FlatSymbolRefAttr callee = call.getCalleeAttr();
+    SmallVector<Type> resultTypes(call.getResultTypes());
+    if (func::FuncOp variant = headLayout.lookup(call)) {
+      callee = FlatSymbolRefAttr::get(variant.getSymNameAttr());
+      resultTypes.assign(variant.getResultTypes().begin(),
+                         variant.getResultTypes().end());
+    }
     // The first forward of (mb, v) advances the running statistics; a
     // recomputed one reads and returns what the first did.
     bool firstForward =
@@ -1590,8 +1704,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         callee = FlatSymbolRefAttr::get(vc->callee.getSymNameAttr());
       }
     }
-    auto copy = func::CallOp::create(ib, call.getLoc(), callee,
-                                     call.getResultTypes(), operands);
+    auto copy =
+        func::CallOp::create(ib, call.getLoc(), callee, resultTypes, operands);
     dist::DistDialect::MicrobatchAttrHelper(ctx).setAttr(
         copy, ib.getI64IntegerAttr(mb));
     for (auto [res, val] : llvm::zip(call.getResults(), copy.getResults()))

@@ -58,3 +58,38 @@ module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, micro
     return %l, %nw : tensor<f32>, tensor<4x4xf32>
   }
 }
+
+// -----
+
+// CHECK-LABEL: func.func @train_step_rank1(
+// CHECK: call @train_step_stage1_backward_weight_untransposed_0({{.*}}dist.microbatch = 0
+// CHECK: %[[D1:.*]] = call @train_step_stage1_backward_weight_untransposed_0_accumulate_0({{.*}}dist.microbatch = 1{{.*}} -> tensor<2x4xf32>
+// CHECK: %[[M1:.*]] = graph.binary mul %[[D1]],
+// CHECK-NEXT: %[[T:.*]] = graph.transpose %[[M1]] {dist.action = "OPT", perm = array<i64: 1, 0>} : (tensor<2x4xf32>) -> tensor<4x2xf32>
+// CHECK-NEXT: dist.send %[[T]] to list 0 tag {{[0-9]+}} {dist.action = "OPT"} : tensor<4x2xf32>
+// CHECK-NOT: graph.transpose {{.*}} -> tensor<4x2xf32>
+// CHECK-LABEL: func.func private @train_step_stage1_backward_weight_untransposed_0_accumulate_0(
+// CHECK-NOT: graph.transpose {{.*}} -> tensor<4x2xf32>
+// CHECK: return {{.*}} : tensor<2x4xf32>
+// CHECK-LABEL: func.func private @train_step_stage1_backward_weight_untransposed_0(
+// CHECK-NOT: graph.transpose {{.*}} -> tensor<4x2xf32>
+// CHECK: return {{.*}} : tensor<2x4xf32>
+// A part that stage 1 computes in the layout of its transposed read (an
+// LM head's): summed over the micro-batches in that layout, transposed to
+// the weight's once a step before it is sent.
+module attributes {dist.plan = #dist.plan<dp = 1, tp = 1, pp = 2, mbs = 1, microbatches = 2, global_batch = 2, schedule = "gpipe", stages = [0, 1]>} {
+  func.func @train_step(%x: tensor<1x4xf32>) -> (tensor<f32> {graph.output = "loss"}, tensor<4x2xf32> {graph.update = "w"}) attributes {graph.train = {accumulation_steps = 1 : i64, mixed_precision = "none", optimizer = "sgd", role = "step"}} {
+    %w = graph.weight "w" : tensor<4x2xf32>
+    %h = graph.matmul %x, %w {dist.virtual_stage = 0 : i64, graph.phase = "forward"} : (tensor<1x4xf32>, tensor<4x2xf32>) -> tensor<1x2xf32>
+    %wt = graph.transpose %w {dist.virtual_stage = 1 : i64, graph.phase = "forward", perm = array<i64: 1, 0>} : (tensor<4x2xf32>) -> tensor<2x4xf32>
+    %y = graph.matmul %h, %wt {dist.virtual_stage = 1 : i64, graph.phase = "forward"} : (tensor<1x2xf32>, tensor<2x4xf32>) -> tensor<1x4xf32>
+    %l = graph.reduce mean %y {dist.virtual_stage = 1 : i64, graph.phase = "forward", keepdims = false} : (tensor<1x4xf32>) -> tensor<f32>
+    %d0 = graph.matmul %x, %h {dist.virtual_stage = 0 : i64, graph.phase = "backward_weight", transpose_lhs = true} : (tensor<1x4xf32>, tensor<1x2xf32>) -> tensor<4x2xf32>
+    %g1 = graph.matmul %h, %y {dist.virtual_stage = 1 : i64, graph.phase = "backward_weight", transpose_lhs = true} : (tensor<1x2xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
+    %d1 = graph.transpose %g1 {dist.virtual_stage = 1 : i64, graph.phase = "backward_weight", perm = array<i64: 1, 0>} : (tensor<2x4xf32>) -> tensor<4x2xf32>
+    %dw = graph.binary add %d1, %d0 {dist.virtual_stage = 0 : i64, graph.phase = "backward_weight"} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+    %s = graph.state "step" {graph.phase = "optimizer"} : tensor<f32>
+    %nw = graph.sgd_update %w, %dw, %s {graph.phase = "optimizer", lr = 1.000000e-01 : f64} : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<f32>) -> tensor<4x2xf32>
+    return %l, %nw : tensor<f32>, tensor<4x2xf32>
+  }
+}

@@ -282,14 +282,23 @@ TEST(PipelineCosts, TiedHeadCopyIsExchangedNotUpdated) {
   cost::ModelDesc m = smallModel();
   Plan p = llvm::cantFail(parsePlan("dp=2,tp=2,pp=2,schedule=1f1b"));
   ASSERT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 16, cm)));
-  TiedExchange tied = tiedExchange(p, m, c, 4);
+  TiedExchange tied = tiedExchange(p, m, c, cm, 4);
   const double shard = 1000.0 * 512 / 2; // the table's rows on a tensor rank
   EXPECT_DOUBLE_EQ(tied.copies[0].total(), 0);
   EXPECT_DOUBLE_EQ(tied.copies[1].total(), shard);
-  EXPECT_DOUBLE_EQ(tied.sentBytes[0], shard * 4);
-  EXPECT_DOUBLE_EQ(tied.sentBytes[1], shard * 4);
+  // One message each way, over NVLink.
+  for (unsigned r : {0u, 1u}) {
+    EXPECT_DOUBLE_EQ(tied.sentBytes[r][0], shard * 4) << r;
+    EXPECT_DOUBLE_EQ(tied.sentBytes[r][1], 0) << r;
+  }
   EXPECT_GT(tied.time[0], 0);
-  EXPECT_DOUBLE_EQ(tied.time[0], tied.time[1]);
+  // The head's list also transposes its part to the table's layout once:
+  // the shard in f32 read and written.
+  const cluster::DeviceSpec &dev = c.deviceOf(p.globalRank(1, 0, 0));
+  EXPECT_DOUBLE_EQ(tied.time[1] - tied.time[0],
+                   cm.computeTime({0, shard * 4, shard * 4},
+                                  cluster::OpClass::DataMovement,
+                                  cluster::DType::F32, dev));
 
   PipelineCosts pc = buildPipelineCosts(p, m, c, cm, {});
   const StageCost &last = pc.stages[1];
@@ -314,7 +323,35 @@ TEST(PipelineCosts, TiedHeadCopyIsExchangedNotUpdated) {
   // copy as the reader's own weight.
   Plan async = llvm::cantFail(parsePlan("dp=2,tp=2,pp=2,schedule=pipedream"));
   ASSERT_FALSE(static_cast<bool>(finalizePlan(async, m, c, 16, cm)));
-  EXPECT_DOUBLE_EQ(tiedExchange(async, m, c, 4).copies[1].total(), 0);
+  EXPECT_DOUBLE_EQ(tiedExchange(async, m, c, cm, 4).copies[1].total(), 0);
+}
+
+TEST(PipelineCosts, TiedExchangeWithStageReplicas) {
+  // replicas=1/2: the owner's one list (slot 0) receives the part of each
+  // of the head's two replicas (slots 1 and 2) and sends each the updated
+  // weight, as dist-partition's programs do; every message is one tensor
+  // rank's shard over NVLink.
+  cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 1));
+  cost::CostModel cm;
+  cost::ModelDesc m = smallModel();
+  Plan p = llvm::cantFail(parsePlan("tp=2,replicas=1/2,schedule=1f1b"));
+  ASSERT_FALSE(static_cast<bool>(finalizePlan(p, m, c, 16, cm)));
+  TiedExchange tied = tiedExchange(p, m, c, cm, 4);
+  ASSERT_EQ(tied.sentBytes.size(), 3u);
+  const double bytes = 1000.0 * 512 / 2 * 4;
+  EXPECT_DOUBLE_EQ(tied.sent(0), 2 * bytes);
+  EXPECT_DOUBLE_EQ(tied.sent(1), bytes);
+  EXPECT_DOUBLE_EQ(tied.sent(2), bytes);
+  const double t = cost::CostModel::p2pTime(
+      bytes, c.linkBetween(p.globalRank(0, 0, 0), p.globalRank(1, 1, 0)));
+  EXPECT_DOUBLE_EQ(tied.time[0], 4 * t);
+  EXPECT_GT(tied.time[1], 2 * t); // and the head's transpose
+  EXPECT_DOUBLE_EQ(tied.time[1], tied.time[2]);
+  // Each slot's list carries its own share.
+  PipelineCosts pc = buildPipelineCosts(p, m, c, cm, {});
+  ASSERT_EQ(pc.devices.size(), 3u);
+  for (unsigned l = 0; l < 3; ++l)
+    EXPECT_DOUBLE_EQ(pc.devices[l].tiedBytes[0], tied.sent(l)) << l;
 }
 
 TEST(PipelineCosts, AsynchronousSchedulesUnderZeroShardOnlyTheOptimizer) {

@@ -142,6 +142,23 @@ TEST(Simulator, ByteAccountingPerLevel) {
   EXPECT_DOUBLE_EQ(r.bytesPerLevel[0], 2 * 3 * 7 * 4);
 }
 
+TEST(Simulator, TiedExchangeBytesOnceAStep) {
+  // The tied weights' messages (DeviceCost::tiedBytes) count once an
+  // iteration for every device of a list, whatever the micro-batches.
+  PipelineCosts c = uniform(2, 1, 3, 1, 1, 0, 0.1);
+  for (auto &d : c.devices)
+    d.devicesInGroup = 4;
+  SimResult before = run(gen(ScheduleKind::OneFOneB, 2, 1, 3), c);
+  c.devices[0].tiedBytes[0] = 50;
+  c.devices[1].tiedBytes[0] = 50;
+  c.devices[1].tiedBytes[1] = 7;
+  SimResult after = run(gen(ScheduleKind::OneFOneB, 2, 1, 3), c);
+  EXPECT_DOUBLE_EQ(after.bytesPerLevel[0] - before.bytesPerLevel[0],
+                   2 * 50 * 4);
+  EXPECT_DOUBLE_EQ(after.bytesPerLevel[1] - before.bytesPerLevel[1], 7 * 4);
+  EXPECT_DOUBLE_EQ(after.iterationTime, before.iterationTime);
+}
+
 TEST(Simulator, FlopRatesCountRecomputation) {
   PipelineCosts c = uniform(1, 1, 2, 1, 1.5, 0.5);
   c.stages[0].flops = 4e12;      // with recomputation
