@@ -381,8 +381,9 @@ TEST(PipelineCosts, AsynchronousSchedulesUnderZeroShardOnlyTheOptimizer) {
     EXPECT_DOUBLE_EQ(z.weightStash, w.weightStash);
     EXPECT_DOUBLE_EQ(z.grads, w.grads);
     EXPECT_DOUBLE_EQ(z.optimizer, w.optimizer / 4);
-    if (std::string(kind) == "2bw")
+    if (std::string(kind) == "2bw") {
       EXPECT_DOUBLE_EQ(costs(2).devices[0].staticMemory.grads, w.grads / 4);
+    }
   }
 }
 
