@@ -155,6 +155,9 @@ struct Reasons {
   /// cp, or cp x tp at ep > 1, does not divide the experts' capacity slots
   /// (expertSlotsSplit).
   unsigned long expertSlots = 0;
+  /// tp does not divide the experts' hidden width at ep > 1
+  /// (expertFeaturesSplit).
+  unsigned long expertFeatures = 0;
   /// Asynchronous schedules with ZeRO-3, PipeDream and PipeMare with
   /// ZeRO-2, or any of them with cp > 1, which the programs do not run
   /// (dist-partition, dist-context-parallel refuse them).
@@ -360,6 +363,10 @@ void Searcher::enumerate() {
           }
           if (!expertSlotsSplit(o.expertSlots, tp, cp, ep)) {
             ++why.expertSlots;
+            continue;
+          }
+          if (!expertFeaturesSplit(o.expertFeatures, tp, ep)) {
+            ++why.expertFeatures;
             continue;
           }
           for (unsigned sp = 0; sp <= (tp > 1 ? 1u : 0u); ++sp) {
@@ -880,6 +887,12 @@ Error Searcher::noPlanError() const {
                         "need cp, and at ep > 1 cp x tp, to divide them "
                         "(allow tp=1 and cp=1, or ep=1);",
                         why.expertSlots, o.expertSlots);
+    if (why.expertFeatures)
+      detail += formatv(" {0} layouts split the experts' {1} hidden "
+                        "features unevenly over tp at ep > 1, which the "
+                        "programs refuse (allow a tp that divides them, or "
+                        "ep=1);",
+                        why.expertFeatures, o.expertFeatures);
     if (why.asyncUnrun)
       detail += formatv(" {0} layouts pair an asynchronous schedule with "
                         "ZeRO-3, ZeRO-2 (PipeDream, PipeMare), cp > 1 "
@@ -1089,6 +1102,11 @@ Expected<SearchResult> Searcher::run() {
   if (o.progress)
     o.progress(1.0, stats.candidates);
   return res;
+}
+
+bool distopt::search::expertFeaturesSplit(int64_t features, unsigned tp,
+                                          unsigned ep) {
+  return features == 0 || ep <= 1 || features % tp == 0;
 }
 
 bool distopt::search::expertSlotsSplit(int64_t slots, unsigned tp, unsigned cp,

@@ -154,6 +154,11 @@ struct SearchOptions {
   /// set. Only the cp and tp that split them as the programs do are
   /// weighed (expertSlotsSplit).
   int64_t expertSlots = 0;
+  /// The routed experts' hidden width (the features dist-expert-parallel
+  /// splits over the tensor ranks), its gcd over the blocks; 0 when none
+  /// or unknown. planning::expertFeatureCount. At ep > 1 only a tp that
+  /// divides it is weighed (expertFeaturesSplit).
+  int64_t expertFeatures = 0;
 };
 
 /// Whether a plan of these degrees splits every expert's \p slots capacity
@@ -162,6 +167,12 @@ struct SearchOptions {
 /// tensor rank exchange its part of those, so cp, and at ep > 1 cp x tp,
 /// must divide them. True when \p slots is 0 (unknown or none).
 bool expertSlotsSplit(int64_t slots, unsigned tp, unsigned cp, unsigned ep);
+
+/// Whether tensor parallelism of degree \p tp splits the experts' \p
+/// features as dist-expert-parallel needs at ep > 1 (it refuses a width tp
+/// does not divide; at ep = 1 it keeps such experts whole). True when \p
+/// features is 0 (unknown or none).
+bool expertFeaturesSplit(int64_t features, unsigned tp, unsigned ep);
 
 /// Where the time of a plan goes, per iteration, on its slowest rank.
 struct Breakdown {

@@ -549,3 +549,40 @@ int64_t planning::expertSlotCount(func::FuncOp func) {
   });
   return slots;
 }
+
+int64_t planning::expertFeatureCount(func::FuncOp func) {
+  DenseSet<Value> dependent(func.getArguments().begin(),
+                            func.getArguments().end());
+  auto isDep = [&](Value v) { return dependent.contains(v); };
+  SmallVector<Operation *> gemms;
+  func.walk([&](Operation *op) {
+    if (llvm::any_of(op->getOperands(), isDep))
+      dependent.insert(op->result_begin(), op->result_end());
+    if (stackedExperts(op, isDep))
+      gemms.push_back(op);
+  });
+  // The blocks as dist-expert-parallel finds them: the input GEMMs read one
+  // tokens value, the outputs are grown from them.
+  int64_t features = 0;
+  DenseSet<Operation *> done;
+  for (Operation *first : gemms) {
+    if (done.contains(first))
+      continue;
+    RoutedExperts experts;
+    if (!routedExperts(expertInputs(gemms, first, done), isDep, experts)
+             .empty()) {
+      done.insert(first);
+      continue;
+    }
+    for (auto [k, op] : llvm::enumerate(
+             llvm::concat<Operation *const>(experts.inputs, experts.outputs))) {
+      done.insert(op);
+      // Stacked weights [E, in, out]: the inputs' out, the outputs' in.
+      auto w = cast<RankedTensorType>(op->getOperand(1).getType());
+      int64_t f = w.getDimSize(k < experts.inputs.size() ? 2 : 1);
+      if (f > 0)
+        features = std::gcd(features, f);
+    }
+  }
+  return features;
+}

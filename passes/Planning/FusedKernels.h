@@ -87,6 +87,13 @@ int64_t stackedExperts(mlir::Operation *op,
 /// divide (search::expertSlotsSplit).
 int64_t expertSlotCount(mlir::func::FuncOp func);
 
+/// The hidden width of \p func's routed experts, the features
+/// dist-expert-parallel splits over the tensor ranks (the input GEMMs'
+/// output features, the output GEMMs' input features): their gcd over the
+/// blocks it recognizes, 0 when there is none. What the plan's tp must
+/// divide at ep > 1 (search::expertFeaturesSplit).
+int64_t expertFeatureCount(mlir::func::FuncOp func);
+
 /// Grows the routed experts from the input GEMMs \p inputs (of one block,
 /// in program order): every op that reads their results up to GEMMs of
 /// the same stacked weight count. Returns why not, or "" and fills \p out.

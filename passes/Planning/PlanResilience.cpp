@@ -73,6 +73,7 @@ FailureOr<double> planning::survivorIterationTime(
   s.input = so.input;
   s.planDefaults = so.planDefaults;
   s.expertSlots = so.expertSlots;
+  s.expertFeatures = so.expertFeatures;
   s.devices = survivors;
   s.alternatives = 0;
   s.adviseDevices = false;

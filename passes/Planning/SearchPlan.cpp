@@ -448,6 +448,7 @@ struct SearchPlanPass
     if (failed(in))
       return failure();
     so.expertSlots = planning::expertSlotCount(in->func);
+    so.expertFeatures = planning::expertFeatureCount(in->func);
     cost::CostModel cm = in->machine.costModel(costing);
     if (branches)
       return planBranches(module, *in, cm, so, costing);
