@@ -635,7 +635,7 @@ TEST(Search, AsynchronousSchedulesOnlyAsTheProgramsRunThem) {
       ASSERT_FALSE(static_cast<bool>(bad)) << constraint;
       std::string msg = llvm::toString(bad.takeError());
       EXPECT_NE(msg.find("pair an asynchronous schedule with ZeRO-3, ZeRO-2 "
-                         "(PipeDream, PipeMare) or cp > 1"),
+                         "(PipeDream, PipeMare), cp > 1"),
                 std::string::npos)
           << msg;
     }
