@@ -150,13 +150,13 @@ struct SearchOptions {
   /// Each mixture-of-experts block's capacity slots per expert (top-k x
   /// sequence / experts), their gcd over the blocks; 0 without routed
   /// experts, or when the caller does not know them (the analytic models).
-  /// The graph's, planning::expertSlotCount, which the planning passes
+  /// The graph's, planning::expertDims (slots), which the planning passes
   /// set. Only the cp and tp that split them as the programs do are
   /// weighed (expertSlotsSplit).
   int64_t expertSlots = 0;
   /// The routed experts' hidden width (the features dist-expert-parallel
   /// splits over the tensor ranks), its gcd over the blocks; 0 when none
-  /// or unknown. planning::expertFeatureCount. At ep > 1 only a tp that
+  /// or unknown. planning::expertDims (features). At ep > 1 only a tp that
   /// divides it is weighed (expertFeaturesSplit).
   int64_t expertFeatures = 0;
 };

@@ -529,41 +529,27 @@ void planning::markExperts(std::vector<Item> &items,
   Recognizer(items, defIndex, values, samples, remarks).run();
 }
 
-int64_t planning::expertSlotCount(func::FuncOp func) {
+planning::ExpertDims planning::expertDims(func::FuncOp func) {
   DenseSet<Value> dependent(func.getArguments().begin(),
                             func.getArguments().end());
   auto isDep = [&](Value v) { return dependent.contains(v); };
-  int64_t slots = 0;
+  SmallVector<Operation *> gemms;
+  ExpertDims dims;
   // Program order is a topological order: an op's operands are classified
   // before it.
   func.walk([&](Operation *op) {
     if (llvm::any_of(op->getOperands(), isDep))
       dependent.insert(op->result_begin(), op->result_end());
-    // The expert GEMMs' tokens [.., E, C, in]: C slots per expert.
-    if (stackedExperts(op, isDep) == 0)
+    if (!stackedExperts(op, isDep))
       return;
+    gemms.push_back(op);
+    // The expert GEMMs' tokens [.., E, C, in]: C slots per expert.
     auto tokens = cast<RankedTensorType>(op->getOperand(0).getType());
-    int64_t c = tokens.getDimSize(tokens.getRank() - 2);
-    if (c > 0)
-      slots = std::gcd(slots, c);
-  });
-  return slots;
-}
-
-int64_t planning::expertFeatureCount(func::FuncOp func) {
-  DenseSet<Value> dependent(func.getArguments().begin(),
-                            func.getArguments().end());
-  auto isDep = [&](Value v) { return dependent.contains(v); };
-  SmallVector<Operation *> gemms;
-  func.walk([&](Operation *op) {
-    if (llvm::any_of(op->getOperands(), isDep))
-      dependent.insert(op->result_begin(), op->result_end());
-    if (stackedExperts(op, isDep))
-      gemms.push_back(op);
+    if (int64_t c = tokens.getDimSize(tokens.getRank() - 2); c > 0)
+      dims.slots = std::gcd(dims.slots, c);
   });
   // The blocks as dist-expert-parallel finds them: the input GEMMs read one
   // tokens value, the outputs are grown from them.
-  int64_t features = 0;
   DenseSet<Operation *> done;
   for (Operation *first : gemms) {
     if (done.contains(first))
@@ -581,8 +567,8 @@ int64_t planning::expertFeatureCount(func::FuncOp func) {
       auto w = cast<RankedTensorType>(op->getOperand(1).getType());
       int64_t f = w.getDimSize(k < experts.inputs.size() ? 2 : 1);
       if (f > 0)
-        features = std::gcd(features, f);
+        dims.features = std::gcd(dims.features, f);
     }
   }
-  return features;
+  return dims;
 }

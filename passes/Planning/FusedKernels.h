@@ -80,19 +80,21 @@ struct RoutedExperts {
 int64_t stackedExperts(mlir::Operation *op,
                        llvm::function_ref<bool(mlir::Value)> dependent);
 
-/// Each expert's capacity slots C in \p func's mixture-of-experts blocks
-/// (the stacked-expert GEMMs' tokens [.., E, C, in]; C = top-k x sequence /
-/// experts in dist-modelgen's form): their gcd over the blocks, 0 when
-/// there is none. What the plan's cp, and at ep > 1 its cp x tp, must
-/// divide (search::expertSlotsSplit).
-int64_t expertSlotCount(mlir::func::FuncOp func);
-
-/// The hidden width of \p func's routed experts, the features
-/// dist-expert-parallel splits over the tensor ranks (the input GEMMs'
-/// output features, the output GEMMs' input features): their gcd over the
-/// blocks it recognizes, 0 when there is none. What the plan's tp must
-/// divide at ep > 1 (search::expertFeaturesSplit).
-int64_t expertFeatureCount(mlir::func::FuncOp func);
+/// What the plan's degrees must divide in \p func's mixture-of-experts
+/// blocks, each a gcd over the blocks and 0 when there is none.
+struct ExpertDims {
+  /// Each expert's capacity slots C (the stacked-expert GEMMs' tokens [..,
+  /// E, C, in]; C = top-k x sequence / experts in dist-modelgen's form):
+  /// what cp, and at ep > 1 cp x tp, must divide
+  /// (search::expertSlotsSplit).
+  int64_t slots = 0;
+  /// The routed experts' hidden width, the features dist-expert-parallel
+  /// splits over the tensor ranks (the input GEMMs' output features, the
+  /// output GEMMs' input features) in the blocks it recognizes: what tp
+  /// must divide at ep > 1 (search::expertFeaturesSplit).
+  int64_t features = 0;
+};
+ExpertDims expertDims(mlir::func::FuncOp func);
 
 /// Grows the routed experts from the input GEMMs \p inputs (of one block,
 /// in program order): every op that reads their results up to GEMMs of

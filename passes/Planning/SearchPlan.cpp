@@ -447,8 +447,9 @@ struct SearchPlanPass
         planningInputs(module, costing, "dist-search-plan");
     if (failed(in))
       return failure();
-    so.expertSlots = planning::expertSlotCount(in->func);
-    so.expertFeatures = planning::expertFeatureCount(in->func);
+    planning::ExpertDims experts = planning::expertDims(in->func);
+    so.expertSlots = experts.slots;
+    so.expertFeatures = experts.features;
     cost::CostModel cm = in->machine.costModel(costing);
     if (branches)
       return planBranches(module, *in, cm, so, costing);
