@@ -104,6 +104,41 @@ inline std::optional<Split> reshaped(mlir::Value in, mlir::Value out, Split s,
   return std::nullopt;
 }
 
+/// The blocks a column-parallel matmul's output splits into: k when its
+/// output (through views, a bias or elementwise ops) is cut into k equal
+/// pieces along its last dimension (a fused projection: GPT-2's Q, K and V,
+/// a gated FFN's gate and up), else 1. dist-tensor-parallel splits each
+/// block over the tensor ranks, so tp must divide the columns / k.
+inline int64_t fusedBlocks(graph::MatmulOp m) {
+  mlir::Value v = m.getResult();
+  int64_t dim = tensorOf(v).getRank() - 1;
+  for (int hops = 0; hops < 8 && v.hasOneUse(); ++hops) {
+    mlir::Operation *user = *v.getUsers().begin();
+    if (auto s = llvm::dyn_cast<graph::SplitOp>(user)) {
+      if (dimOf(s.getAxis(), tensorOf(v).getRank()) != dim)
+        return 1;
+      int64_t first = tensorOf(s.getResult(0)).getDimSize(dim);
+      for (mlir::Value r : s.getResults())
+        if (tensorOf(r).getDimSize(dim) != first)
+          return 1;
+      return s.getNumResults();
+    }
+    if (llvm::isa<graph::ReshapeOp>(user)) {
+      // A split of several blocks passes a reshape only with its dimension
+      // kept whole, whatever the ranks.
+      std::optional<Split> next =
+          reshaped(v, user->getResult(0), {dim, 2}, /*parts=*/1);
+      if (!next)
+        return 1;
+      dim = next->dim;
+    } else if (!llvm::isa<graph::BinaryOp, graph::UnaryOp>(user)) {
+      return 1;
+    }
+    v = user->getResult(0);
+  }
+  return 1;
+}
+
 /// The pipeline stage that runs `op`: that of its `dist.virtual_stage`,
 /// else stage 0.
 inline unsigned stageOf(mlir::Operation *op,

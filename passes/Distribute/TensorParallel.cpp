@@ -157,7 +157,6 @@ private:
     return true;
   }
   bool addColumn(g::MatmulOp m);
-  int64_t blocksOf(g::MatmulOp m);
   bool pullColumns(Value v);
   bool splitBroadcast(Value v, Operation *user, Split s);
   bool visit(Operation *op);
@@ -178,40 +177,10 @@ bool isColumnCandidate(g::MatmulOp m,
          (!m.getBias() || ownWeight(m.getBias(), m));
 }
 
-/// The blocks a column matmul's output splits into: k when its output
-/// (through a view or bias) is cut into k equal pieces along the split
-/// dimension (a fused projection), else 1.
-int64_t Region::blocksOf(g::MatmulOp m) {
-  Value v = m.getResult();
-  int64_t dim = tensorOf(v).getRank() - 1;
-  for (int hops = 0; hops < 8 && v.hasOneUse(); ++hops) {
-    Operation *user = *v.getUsers().begin();
-    if (auto s = dyn_cast<g::SplitOp>(user)) {
-      if (dimOf(s.getAxis(), tensorOf(v).getRank()) != dim)
-        return 1;
-      int64_t first = tensorOf(s.getResult(0)).getDimSize(dim);
-      for (Value r : s.getResults())
-        if (tensorOf(r).getDimSize(dim) != first)
-          return 1;
-      return s.getNumResults();
-    }
-    if (isa<g::ReshapeOp>(user)) {
-      std::optional<Split> next = reshaped(v, user->getResult(0), {dim, 2}, tp);
-      if (!next)
-        return 1;
-      dim = next->dim;
-    } else if (!isa<g::BinaryOp, g::UnaryOp>(user)) {
-      return 1;
-    }
-    v = user->getResult(0);
-  }
-  return 1;
-}
-
 bool Region::addColumn(g::MatmulOp m) {
   if (ops.contains(m))
     return true;
-  Split out{tensorOf(m.getResult()).getRank() - 1, blocksOf(m)};
+  Split out{tensorOf(m.getResult()).getRank() - 1, split::fusedBlocks(m)};
   // The weight's columns: its last dimension, or its first when the
   // matmul reads it transposed.
   Split w{m.getTransposeRhs() ? 0 : 1, out.blocks};
@@ -269,7 +238,7 @@ bool Region::visitElementwise(Operation *op, ValueRange operands) {
     }
     if (auto m = v.getDefiningOp<g::MatmulOp>();
         m && isColumnCandidate(m, split, tied) && t == result &&
-        aligned == t.getRank() - 1 && blocksOf(m) == common->blocks) {
+        aligned == t.getRank() - 1 && split::fusedBlocks(m) == common->blocks) {
       if (!addColumn(m))
         return false;
       continue;
@@ -331,7 +300,7 @@ bool Region::pullColumns(Value v) {
       // kv_a_proj_with_mqa, cut into the compressed keys/values and the
       // one rotary key) is not split by heads: it stays replicated.
       if (!ops.contains(m) && isColumnCandidate(m, split, tied) &&
-          blocksOf(m) == 1 && headsOf(m) > 0)
+          split::fusedBlocks(m) == 1 && headsOf(m) > 0)
         found.push_back(m);
       continue;
     }

@@ -8,6 +8,8 @@
 #include "passes/Planning/FusedKernels.h"
 #include "passes/Planning/VocabularyTables.h"
 
+#include "passes/Distribute/SplitValues.h"
+
 #include "dialects/Graph/GraphCost.h"
 #include "dialects/Graph/GraphOps.h"
 
@@ -403,10 +405,12 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
             if (sampleDependent.contains(v) && copied.insert(v).second)
               desc->tpAllReduceBwdBytes += bytesFor(v.getType());
           // dist-tensor-parallel splits the columns (an LM head's: the
-          // vocabulary) or keeps the region whole.
+          // vocabulary), each block of a fused projection's over the ranks,
+          // or keeps the region whole.
           auto out = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+          int64_t columns = out && out.getRank() ? out.getShape().back() : 0;
           desc->tpDivisor = splitResults(
-              &op, out && out.getRank() ? out.getShape().back() : 0);
+              &op, columns / split::fusedBlocks(cast<g::MatmulOp>(op)));
         }
         desc->tp = TpMode::Split;
       } else if (auto lookup = dyn_cast<g::EmbeddingOp>(op);
