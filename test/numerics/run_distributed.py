@@ -1383,6 +1383,48 @@ def run_kink_selftest(compiler, work, name, model, train, input_shape, batch,
     return errors
 
 
+def run_moe_checks_selftest(compiler, work, name, model, input_shape, steps):
+    """The MoE cases' own checks can fail, on data and rates known to need
+    them: --data-seed 2's data at the cases' lr 0.05 put a routing choice
+    9.4e-6 of the largest probability from a tie (under ROUTING_MARGIN), and
+    --data-seed 1's at lr 0.5 make the single process's own spread 2e-5
+    (over FLOOR_SHARE x rtol). Single-process runs only."""
+    d = os.path.join(work, name)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+    errors, seen = [], []
+    for check, seed, lr in (("routing", 2, "0.05"), ("floor", 1, "0.5")):
+        g = np.random.default_rng([seed, zlib.crc32(b"moe")])
+        ids = g.integers(0, 64, (4, 8)).astype(np.int64)[:2]
+        labels = g.integers(0, 64, (4, 8)).astype(np.int64)[:2]
+        feeds = [("input_ids", ids), ("labels", labels)]
+        folder = os.path.join(d, check)
+        os.makedirs(folder, exist_ok=True)
+        args = save_feeds(folder, feeds)
+        state = os.path.join(folder, "state_one")
+        try:
+            one = compile_once(compiler, [
+                model, "--input-shape=" + input_shape,
+                "--train=loss=softmax-cross-entropy:labels optimizer=sgd "
+                "lr=" + lr], os.path.join(folder, "one.bin"))
+            text, starts = run_stepwise(one, steps, state, args, env)
+            if check == "routing":
+                value = min(m for m, _ in routing_margins(
+                    model, feeds, starts, curve_of(text)))
+                ok = value < ROUTING_MARGIN
+            else:
+                value = roundoff_floor(one, steps, state, model, args, env)
+                ok = value > FLOOR_SHARE * RTOL
+        except RuntimeError as e:
+            return [str(e)]
+        seen.append(f"{check} {value:.1e} (seed {seed}, lr {lr})")
+        if not ok:
+            errors.append(f"the {check} check would pass data known to need "
+                          f"it: {value:.1e} with seed {seed} at lr {lr}")
+    if not errors:
+        print(f"  {name}: the checks fire: " + ", ".join(seen))
+    return errors
+
+
 # The single process's own spread under a 2^-24 perturbation of its
 # initial weights must stay under this share of the comparison's rtol;
 # beyond it the trajectory amplifies round-off so much that agreement
@@ -2549,6 +2591,10 @@ def pipeline_train_cases(rng):
                                          ("labels", moe_labels[:2])],
                tp_split=experts, split_parts=2, routing=True)
     out.append(("llama_moe_sgd_dp2_ep2", dict(moe, plan="dp=2,ep=2,mbs=1")))
+    # The routing and round-off floor checks, on data that fail them.
+    out.append(("llama_moe_sgd_checks_selftest",
+                dict(moe_selftest=True, model=moe_llama_model,
+                     input_shape="input_ids:2x8", steps=10)))
     # Momentum, not Adam: Adam's normalized step turns round-off in the
     # 4-replica gradient sum of a near-zero gradient into lr-sized weight
     # differences (the AVX2 run of this case missed 1e-5 by 1.3x).
@@ -3521,6 +3567,8 @@ def run_one(compiler, work, name, c):
         return run_tp_forward_case(compiler, work, name, **c)
     if c.pop("kink_selftest", False):
         return run_kink_selftest(compiler, work, name, **c)
+    if c.pop("moe_selftest", False):
+        return run_moe_checks_selftest(compiler, work, name, **c)
     if "first" in c:
         return run_reshard_case(compiler, work, name, **c)
     if "plan" in c:
