@@ -1269,6 +1269,9 @@ def float64_miss(curve, state, want):
                          np.abs(want["losses"])))
     for k in want.files:
         if k not in ("losses", "kinks") and not k.startswith("gradmax/"):
+            if k not in state:
+                raise RuntimeError(f"the float64 run trains {k}, which the "
+                                   "run did not save")
             scale = max(float(np.max(np.abs(want[k]))), 1e-30)
             worst = max(worst, float(np.max(np.abs(
                 state[k].astype(np.float64) - want[k]))) / scale)
