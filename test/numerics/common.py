@@ -45,6 +45,31 @@ def sanitize(name):
     return s or "_"
 
 
+def graph_only_weight(name, shape):
+    """The initial value a generated program gives the weight `name` of a
+    graph-only model (runtime/lib/gen/Program.cpp, fillWeight;
+    docs/codegen.md): rank >= 2 uniform in +-1/sqrt(fan_in) from splitmix64
+    of (FNV-1a of the name, element index), rank <= 1 ones for names ending
+    in weight/scale/gamma/var, else zeros. For references that run such a
+    model outside the program (onnxruntime)."""
+    if len(shape) < 2:
+        ones = name.endswith(("weight", "scale", "gamma", "var"))
+        return np.full(shape, 1.0 if ones else 0.0, np.float32)
+    u64 = np.uint64
+    seed = u64(1469598103934665603)
+    with np.errstate(over="ignore"):
+        for c in name.encode():
+            seed = (seed ^ u64(c)) * u64(1099511628211)
+        n = int(np.prod(shape, dtype=np.int64))
+        z = seed + np.arange(n, dtype=np.uint64) * u64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> u64(30))) * u64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> u64(27))) * u64(0x94D049BB133111EB)
+    z ^= z >> u64(31)
+    uniform = (z >> u64(11)).astype(np.float64) / 2.0 ** 53
+    bound = 1.0 / np.sqrt(float(n // shape[0]))
+    return ((2 * uniform - 1) * bound).astype(np.float32).reshape(shape)
+
+
 def compile_models(build, models, out, extra=(), env=None, timeout=900):
     """dist-compile NAME=PATH... --skip-unsupported -o out.
 

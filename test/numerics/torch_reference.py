@@ -380,6 +380,13 @@ def main():
     ap.add_argument("--flip", action="append", default=[],
                     help="STEP:NODE:INDEX, take the other branch there "
                          "(a kink the run with --kink-margin recorded)")
+    ap.add_argument("--microbatches", type=int, default=1,
+                    help="split the batch into this many micro-batches, each "
+                         "a forward of its own (batch norm's statistics "
+                         "per micro-batch), and step on the mean of their "
+                         "losses' gradients, as dist-autodiff's "
+                         "accumulation-steps; a kink's step is then the "
+                         "forward's number, (step - 1) * K + micro-batch + 1")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     global FLOAT
@@ -407,19 +414,28 @@ def main():
     events = kinks.events
     if not args.kink_margin and not args.flip:
         kinks = None
+    k = args.microbatches
+    if k < 1 or any(t.shape[0] % k for t in list(feeds.values()) + [labels]):
+        sys.exit(f"--microbatches {k} does not divide the batch")
     for step in range(args.steps):
-        kinks.step = step + 1
         opt.zero_grad()
-        logits = net(feeds, kinks)[0]
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
-        loss.backward()
+        total = 0.0
+        for m in range(k):
+            if kinks:
+                kinks.step = step * k + m + 1
+            part = {n: t.chunk(k)[m] for n, t in feeds.items()}
+            logits = net(part, kinks)[0]
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                   labels.reshape(k, -1)[m])
+            (loss / k).backward()
+            total += loss.item() / k
         # A parameter no path reaches has no gradient; torch.optim skips it,
         # as the compiled program leaves it unchanged.
         for name, p in net.params.items():
             if p.grad is not None:
                 gradmax[name] = torch.maximum(gradmax[name], p.grad.abs())
         opt.step()
-        losses.append(loss.item())
+        losses.append(total)
     out = {"losses": np.array(losses),
            "kinks": np.array(events, dtype=np.float64).reshape(-1, 4)}
     out.update({name: p.detach().numpy() for name, p in net.params.items()})
