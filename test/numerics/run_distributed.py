@@ -2152,6 +2152,19 @@ def pipeline_train_cases(rng):
                      feeds=[("input_ids", mla_ids), ("labels", mla_labels)],
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # Under sequence parallelism the down-projections and their norms run
+    # on the rank's tokens (their weights' gradients summed over the tensor
+    # group) and the latents are gathered for the up-projections; with a
+    # pipeline (the stages send the rank's tokens) and with data
+    # parallelism.
+    out.append(("mla_llama_sgd_tp2_pp2_1f1b_sp",
+                dict(mla, plan="tp=2,pp=2,mbs=1,schedule=1f1b,sp=1",
+                     ranks=4)))
+    out.append(("mla_llama_momentum_dp2_tp2_sp",
+                dict(mla, plan="dp=2,tp=2,mbs=1,sp=1", ranks=4, batch=4,
+                     feeds=[("input_ids", mla_ids), ("labels", mla_labels)],
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
     # Expert parallelism (dist-expert-parallel): a LLaMA whose second
     # block is a mixture of 4 experts, top-2 routing with capacity 4 of 8
     # tokens per expert (tokens overflow and are dropped), one shared
