@@ -12,7 +12,10 @@
 // by heads, one RoPE kernel, fused attention with Q/K heads of
 // nope + rope and V heads of their own width; simulated iteration time and
 // peak memory of plans with data, tensor, sequence, pipeline and context
-// parallelism, recomputation and experts, within 2% (issue 11).
+// parallelism, recomputation and experts, within 2% (issue 11); and that
+// the programs dist-tensor-parallel writes at tp = 2, with sequence
+// parallelism and without, run the collectives and the down-projections'
+// FLOPs the cost model prices.
 //
 //===----------------------------------------------------------------------===//
 #include "test/unit/planning/ImportedModel.h"
@@ -42,6 +45,22 @@ LlmConfig mlaMoeShaped() {
   c.layers = 4, c.denseLayers = 1;
   return c;
 }
+
+/// A small latent attention: 2 blocks of hidden 32, 4 heads of 8 + 4 for
+/// queries and keys and 6 for values, query rank 8, key/value rank 12
+/// (latents of 8 + 12 + 4 features a token, fewer than the hidden 32), 8
+/// tokens.
+LlmConfig tinyMla() {
+  LlmConfig c;
+  c.name = "tiny-mla";
+  c.layers = 2, c.hidden = 32, c.heads = 4, c.kvHeads = 4;
+  c.ffnHidden = 64, c.seqLen = 8, c.vocab = 64;
+  c.qLoraRank = 8, c.kvLoraRank = 12;
+  c.qkNopeDim = 8, c.qkRopeDim = 4, c.vHeadDim = 6;
+  return c;
+}
+/// Its first attention half: layer 1 (after the embedding).
+constexpr int64_t tinyMlaAttention = 1;
 
 TEST_F(ImportedMla, ParametersAsLlmParamCount) {
   // DeepSeek-V3 itself: dist-modelgen's count is llmParamCount's.
@@ -168,5 +187,90 @@ TEST_F(ImportedMla, AttentionOpsAsBuildLlm) {
   }
   EXPECT_NEAR(flops, aFlops, 0.01 * aFlops);
 }
+
+/// The programs of tp = 2 (dist-tensor-parallel) against the cost model's
+/// collectives and FLOPs of the same attention half, with sequence
+/// parallelism or without. The cost model prices o_proj's sum
+/// (tpAllReduceFwdBytes, s·h) and the sums of the gradients of the
+/// up-projections' inputs and the rotary key (tpAllReduceBwdBytes,
+/// s·(Q + C + R)); each is an all-reduce, or under sp a reduce-scatter
+/// and an all-gather. Under sp the programs run the down-projections and
+/// their norms on the rank's tokens and gather the three latents (the
+/// normed query and key/value latents, the rotated key) where the
+/// column-parallel up-projections and the heads' expansion read them
+/// through their copies: the forward gathers s·(Q + C + R) and
+/// reduce-scatters o_proj's s·h, the backward reduce-scatters the
+/// latents' gradients and gathers o_proj's. Without sp the latents are
+/// whole on every rank and their copies all-reduce their gradients.
+class MlaBlockAsTheProgramsRunIt : public ImportedMla,
+                                   public ::testing::WithParamInterface<bool> {
+};
+
+TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
+  const bool sp = GetParam();
+  LlmConfig c = tinyMla();
+  ModelDesc graph = imported(c);
+  const LayerDesc &costed = graph.layers[tinyMlaAttention];
+  ASSERT_TRUE(succeeded(distribute(sp ? "tp=2,mbs=1,sp=1" : "tp=2,mbs=1", 1)));
+  auto main = module->lookupSymbol<func::FuncOp>("main");
+  unit::IrCollectives ir = unit::collectivesOf(main, tinyMlaAttention, {0, 1});
+
+  ExecConfig x;
+  x.tp.size = 2, x.mbs = 1, x.sp = sp;
+  const double e = cluster::dtypeBytes(c.dtype);
+  const double s = c.seqLen, h = c.hidden, q = c.qLoraRank, kv = c.kvLoraRank,
+               r = c.qkRopeDim;
+  double fwdSums = 0, bwdSums = 0;
+  std::vector<OpDesc> down;
+  for (const OpDesc &op : costed.ops) {
+    fwdSums += op.tpAllReduceFwdBytes * x.mbs / e;
+    bwdSums += op.tpAllReduceBwdBytes * x.mbs / e;
+    if (op.cls == cluster::OpClass::MatMul && op.params > 0 &&
+        op.tp == TpMode::Replicated)
+      down.push_back(op);
+  }
+  EXPECT_DOUBLE_EQ(fwdSums, s * h);
+  EXPECT_DOUBLE_EQ(bwdSums, s * (q + kv + r));
+  // The latents read through copies: their gradients summed over the group
+  // (under sp by the reduce-scatter the copy and the gather fold into).
+  EXPECT_DOUBLE_EQ(ir.copied, bwdSums);
+  if (sp) {
+    EXPECT_EQ(ir.gathers, 3u);
+    EXPECT_EQ(ir.scatters, 1u);
+    EXPECT_DOUBLE_EQ(ir.gathered, bwdSums);
+    EXPECT_DOUBLE_EQ(ir.scattered, fwdSums);
+    // The weights the rank's tokens read (the block's norm, the two
+    // down-projections and their norms): each rank's gradient is its
+    // tokens' part, summed over the group in each micro-batch's backward.
+    EXPECT_DOUBLE_EQ(ir.weightsCopied, h + h * q + q + h * (kv + r) + kv);
+  } else {
+    EXPECT_EQ(ir.gathers, 1u); // o_proj's all-reduce
+    EXPECT_DOUBLE_EQ(ir.gathered, fwdSums);
+    EXPECT_DOUBLE_EQ(ir.scattered, fwdSums);
+    EXPECT_EQ(ir.weightsCopied, 0);
+  }
+
+  // q_a_proj and kv_a_proj_with_mqa: replicated over TP, on the rank's
+  // s / t tokens under sp, as priced (CostModel::shareOf).
+  ASSERT_EQ(down.size(), 2u);
+  unit::RankOps run =
+      unit::rankOps(main, tinyMlaAttention, [](graph::MatmulOp m) {
+        Value w = m.getRhs();
+        if (auto copy = w.getDefiningOp<dist::TpCopyOp>())
+          w = copy.getInput();
+        auto weight = w.getDefiningOp<graph::WeightOp>();
+        return weight && weight.getSymName().contains("_a_proj");
+      });
+  ASSERT_EQ(run.ops, 2u);
+  EXPECT_DOUBLE_EQ(run.fwd.flops, 2 * (sp ? s / 2 : s) * h * (q + kv + r));
+  unit::expectPricedAsRun(down, x, run, /*bytes=*/!sp);
+}
+
+INSTANTIATE_TEST_SUITE_P(ImportedMla, MlaBlockAsTheProgramsRunIt,
+                         ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "WithSequenceParallelism"
+                                             : "WithoutSequenceParallelism";
+                         });
 
 } // namespace
