@@ -58,8 +58,10 @@ tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
 dp=2 x tp=2 (also with zero=1), its attention projections saved split,
 a LLaMA with DeepSeek's multi-head latent attention (`mla_llama_`: q_b,
 kv_b and o projections split by heads, the rotary key's gradient summed
-over the tensor ranks) with SGD at tp=2, tp=2 with sp=1, tp=2 x pp=2 and
-tp=2 x cp=2 and with momentum at dp=2 x tp=2,
+over the tensor ranks; under sp=1 the down-projections on the rank's
+tokens, their latents gathered) with SGD at tp=2, tp=2 with sp=1, tp=2 x
+pp=2 (also with sp=1) and tp=2 x cp=2 and with momentum at dp=2 x tp=2
+(also with sp=1),
 the small ResNet's channel-parallel convolutions (`resnet_bn_*tp2`: SGD
 and Adam at tp=2 and dp=2 x tp=2, batch norm's running statistics per
 replica under dp, so not compared there; SGD at tp=2 x pp=2 with sp=1,
