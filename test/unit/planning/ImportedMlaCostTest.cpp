@@ -188,49 +188,54 @@ TEST_F(ImportedMla, AttentionOpsAsBuildLlm) {
   EXPECT_NEAR(flops, aFlops, 0.01 * aFlops);
 }
 
-/// The programs of tp = 2 (dist-tensor-parallel) against the cost model's
-/// collectives and FLOPs of the same attention half, with sequence
-/// parallelism or without. The cost model prices o_proj's sum
-/// (tpAllReduceFwdBytes, s·h) and the sums of the gradients of the
-/// up-projections' inputs and the rotary key (tpAllReduceBwdBytes,
-/// s·(Q + C + R)); each is an all-reduce, or under sp a reduce-scatter
-/// and an all-gather. Under sp the programs run the down-projections and
-/// their norms on the rank's tokens and gather the three latents (the
-/// normed query and key/value latents, the rotated key) where the
-/// column-parallel up-projections and the heads' expansion read them
-/// through their copies: the forward gathers s·(Q + C + R) and
-/// reduce-scatters o_proj's s·h, the backward reduce-scatters the
-/// latents' gradients and gathers o_proj's. Without sp the latents are
-/// whole on every rank and their copies all-reduce their gradients.
-class MlaBlockAsTheProgramsRunIt : public ImportedMla,
-                                   public ::testing::WithParamInterface<bool> {
-};
+/// The programs of tp = 2 (dist-tensor-parallel; inside cp = 2 after
+/// dist-context-parallel) against the cost model's collectives and FLOPs
+/// of the same attention half, with sequence parallelism or without. The
+/// cost model prices o_proj's sum (tpAllReduceFwdBytes, s·h) and the sums
+/// of the gradients of the up-projections' inputs and the rotary key
+/// (tpAllReduceBwdBytes, s·(Q + C + R)), of the context rank's s/c tokens;
+/// each is an all-reduce, or under sp a reduce-scatter and an all-gather.
+/// Under sp the programs run the down-projections and their norms on the
+/// rank's tokens and gather the three latents (the normed query and
+/// key/value latents, the rotated key) where the column-parallel
+/// up-projections and the heads' expansion read them through their
+/// copies: the forward gathers s·(Q + C + R) and reduce-scatters o_proj's
+/// s·h, the backward reduce-scatters the latents' gradients and gathers
+/// o_proj's. Without sp the latents are whole on every tensor rank and
+/// their copies all-reduce their gradients.
+class MlaBlockAsTheProgramsRunIt
+    : public ImportedMla,
+      public ::testing::WithParamInterface<std::tuple<unsigned, bool>> {};
 
 TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
-  const bool sp = GetParam();
+  const auto [cp, sp] = GetParam();
   LlmConfig c = tinyMla();
   ModelDesc graph = imported(c);
   const LayerDesc &costed = graph.layers[tinyMlaAttention];
-  ASSERT_TRUE(succeeded(distribute(sp ? "tp=2,mbs=1,sp=1" : "tp=2,mbs=1", 1)));
+  std::string plan = cp > 1 ? "cp=2,tp=2,mbs=1" : "tp=2,mbs=1";
+  if (sp)
+    plan += ",sp=1";
+  ASSERT_TRUE(succeeded(distribute(plan, 1)));
   auto main = module->lookupSymbol<func::FuncOp>("main");
+  // Rank 0's tensor group (rank t + 2 c).
   unit::IrCollectives ir = unit::collectivesOf(main, tinyMlaAttention, {0, 1});
 
   ExecConfig x;
-  x.tp.size = 2, x.mbs = 1, x.sp = sp;
+  x.tp.size = 2, x.cp.size = cp, x.mbs = 1, x.sp = sp;
   const double e = cluster::dtypeBytes(c.dtype);
   const double s = c.seqLen, h = c.hidden, q = c.qLoraRank, kv = c.kvLoraRank,
                r = c.qkRopeDim;
   double fwdSums = 0, bwdSums = 0;
   std::vector<OpDesc> down;
   for (const OpDesc &op : costed.ops) {
-    fwdSums += op.tpAllReduceFwdBytes * x.mbs / e;
-    bwdSums += op.tpAllReduceBwdBytes * x.mbs / e;
+    fwdSums += op.tpAllReduceFwdBytes * x.mbs / cp / e;
+    bwdSums += op.tpAllReduceBwdBytes * x.mbs / cp / e;
     if (op.cls == cluster::OpClass::MatMul && op.params > 0 &&
         op.tp == TpMode::Replicated)
       down.push_back(op);
   }
-  EXPECT_DOUBLE_EQ(fwdSums, s * h);
-  EXPECT_DOUBLE_EQ(bwdSums, s * (q + kv + r));
+  EXPECT_DOUBLE_EQ(fwdSums, s / cp * h);
+  EXPECT_DOUBLE_EQ(bwdSums, s / cp * (q + kv + r));
   // The latents read through copies: their gradients summed over the group
   // (under sp by the reduce-scatter the copy and the gather fold into).
   EXPECT_DOUBLE_EQ(ir.copied, bwdSums);
@@ -250,8 +255,9 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
     EXPECT_EQ(ir.weightsCopied, 0);
   }
 
-  // q_a_proj and kv_a_proj_with_mqa: replicated over TP, on the rank's
-  // s / t tokens under sp, as priced (CostModel::shareOf).
+  // q_a_proj and kv_a_proj_with_mqa: replicated over TP, on the context
+  // rank's s / c tokens, and under sp the tensor rank's s / (c t), as
+  // priced (CostModel::shareOf).
   ASSERT_EQ(down.size(), 2u);
   unit::RankOps run =
       unit::rankOps(main, tinyMlaAttention, [](graph::MatmulOp m) {
@@ -262,15 +268,17 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
         return weight && weight.getSymName().contains("_a_proj");
       });
   ASSERT_EQ(run.ops, 2u);
-  EXPECT_DOUBLE_EQ(run.fwd.flops, 2 * (sp ? s / 2 : s) * h * (q + kv + r));
-  unit::expectPricedAsRun(down, x, run, /*bytes=*/!sp);
+  EXPECT_DOUBLE_EQ(run.fwd.flops,
+                   2 * (s / cp / (sp ? 2 : 1)) * h * (q + kv + r));
+  unit::expectPricedAsRun(down, x, run, /*bytes=*/!sp && cp == 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(ImportedMla, MlaBlockAsTheProgramsRunIt,
-                         ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &info) {
-                           return info.param ? "WithSequenceParallelism"
-                                             : "WithoutSequenceParallelism";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    ImportedMla, MlaBlockAsTheProgramsRunIt,
+    ::testing::Combine(::testing::Values(1u, 2u), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<unsigned, bool>> &info) {
+      return std::string(std::get<0>(info.param) > 1 ? "WithCp" : "WithoutCp") +
+             (std::get<1>(info.param) ? "WithSp" : "WithoutSp");
+    });
 
 } // namespace
