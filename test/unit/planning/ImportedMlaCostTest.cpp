@@ -202,14 +202,18 @@ TEST_F(ImportedMla, AttentionOpsAsBuildLlm) {
 /// copies: the forward gathers s·(Q + C + R) and reduce-scatters o_proj's
 /// s·h, the backward reduce-scatters the latents' gradients and gathers
 /// o_proj's. Without sp the latents are whole on every tensor rank and
-/// their copies all-reduce their gradients.
+/// their copies all-reduce their gradients. Without a query rank the
+/// column-parallel q_proj reads the block's norm output: under sp it is
+/// gathered (s·h) in place of the query latent.
 class MlaBlockAsTheProgramsRunIt
     : public ImportedMla,
-      public ::testing::WithParamInterface<std::tuple<unsigned, bool>> {};
+      public ::testing::WithParamInterface<std::tuple<unsigned, bool, bool>> {};
 
 TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
-  const auto [cp, sp] = GetParam();
+  const auto [cp, sp, queryRank] = GetParam();
   LlmConfig c = tinyMla();
+  if (!queryRank)
+    c.qLoraRank = 0;
   ModelDesc graph = imported(c);
   const LayerDesc &costed = graph.layers[tinyMlaAttention];
   std::string plan = cp > 1 ? "cp=2,tp=2,mbs=1" : "tp=2,mbs=1";
@@ -225,6 +229,8 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
   const double e = cluster::dtypeBytes(c.dtype);
   const double s = c.seqLen, h = c.hidden, q = c.qLoraRank, kv = c.kvLoraRank,
                r = c.qkRopeDim;
+  // What the query's up-projection (or q_proj) reads.
+  const double qIn = queryRank ? q : h;
   double fwdSums = 0, bwdSums = 0;
   std::vector<OpDesc> down;
   for (const OpDesc &op : costed.ops) {
@@ -235,7 +241,7 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
       down.push_back(op);
   }
   EXPECT_DOUBLE_EQ(fwdSums, s / cp * h);
-  EXPECT_DOUBLE_EQ(bwdSums, s / cp * (q + kv + r));
+  EXPECT_DOUBLE_EQ(bwdSums, s / cp * (qIn + kv + r));
   // The latents read through copies: their gradients summed over the group
   // (under sp by the reduce-scatter the copy and the gather fold into).
   EXPECT_DOUBLE_EQ(ir.copied, bwdSums);
@@ -244,7 +250,7 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
     EXPECT_EQ(ir.scatters, 1u);
     EXPECT_DOUBLE_EQ(ir.gathered, bwdSums);
     EXPECT_DOUBLE_EQ(ir.scattered, fwdSums);
-    // The weights the rank's tokens read (the block's norm, the two
+    // The weights the rank's tokens read (the block's norm, the
     // down-projections and their norms): each rank's gradient is its
     // tokens' part, summed over the group in each micro-batch's backward.
     EXPECT_DOUBLE_EQ(ir.weightsCopied, h + h * q + q + h * (kv + r) + kv);
@@ -258,7 +264,8 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
   // q_a_proj and kv_a_proj_with_mqa: replicated over TP, on the context
   // rank's s / c tokens, and under sp the tensor rank's s / (c t), as
   // priced (CostModel::shareOf).
-  ASSERT_EQ(down.size(), 2u);
+  const unsigned downs = queryRank ? 2 : 1;
+  ASSERT_EQ(down.size(), downs);
   unit::RankOps run =
       unit::rankOps(main, tinyMlaAttention, [](graph::MatmulOp m) {
         Value w = m.getRhs();
@@ -267,7 +274,7 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
         auto weight = w.getDefiningOp<graph::WeightOp>();
         return weight && weight.getSymName().contains("_a_proj");
       });
-  ASSERT_EQ(run.ops, 2u);
+  ASSERT_EQ(run.ops, downs);
   EXPECT_DOUBLE_EQ(run.fwd.flops,
                    2 * (s / cp / (sp ? 2 : 1)) * h * (q + kv + r));
   unit::expectPricedAsRun(down, x, run, /*bytes=*/!sp && cp == 1);
@@ -275,10 +282,12 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
 
 INSTANTIATE_TEST_SUITE_P(
     ImportedMla, MlaBlockAsTheProgramsRunIt,
-    ::testing::Combine(::testing::Values(1u, 2u), ::testing::Bool()),
-    [](const ::testing::TestParamInfo<std::tuple<unsigned, bool>> &info) {
+    ::testing::Combine(::testing::Values(1u, 2u), ::testing::Bool(),
+                       ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<unsigned, bool, bool>> &info) {
       return std::string(std::get<0>(info.param) > 1 ? "WithCp" : "WithoutCp") +
-             (std::get<1>(info.param) ? "WithSp" : "WithoutSp");
+             (std::get<1>(info.param) ? "WithSp" : "WithoutSp") +
+             (std::get<2>(info.param) ? "" : "NoQueryRank");
     });
 
 } // namespace
