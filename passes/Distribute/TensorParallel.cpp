@@ -801,7 +801,8 @@ std::optional<Split> tokenSplit(RankedTensorType t, int64_t tp) {
 /// Megatron's sequence parallelism over the tensor-parallel regions: the
 /// sum after each row-parallel matmul becomes a reduce-scatter over the
 /// tokens, and the ops that work token by token after it (bias, dropout,
-/// residual adds, norms, views) run on the rank's tokens (TokenSplit),
+/// residual adds, norms, views, latent attention's down-projections and
+/// their norms) run on the rank's tokens (TokenSplit),
 /// until a value enters a column-parallel region (its dist.tp_copy becomes
 /// an all-gather) or any other op that needs it whole. With the gradients
 /// of the collectives (all-gather <-> reduce-scatter) that is the backward

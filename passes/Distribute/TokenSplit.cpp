@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/TokenSplit.h"
+#include "passes/Planning/NormalizedMatmuls.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -109,6 +110,32 @@ std::optional<Split> TokenSplit::visitMatmul(Operation *op,
   return result;
 }
 
+/// A split or slice along another dimension than the tokens', or a concat
+/// along another one of pieces of the same tokens (each split alike).
+std::optional<Split>
+TokenSplit::visitPieces(Operation *op,
+                        function_ref<bool(int64_t)> notSplitAxis) {
+  Split s = split.lookup(op->getOperand(0));
+  return TypeSwitch<Operation *, std::optional<Split>>(op)
+      .Case<g::SplitOp>([&](g::SplitOp p) -> std::optional<Split> {
+        return notSplitAxis(p.getAxis()) ? std::optional(s) : std::nullopt;
+      })
+      .Case<g::SliceOp>([&](g::SliceOp p) -> std::optional<Split> {
+        return llvm::all_of(p.getAxes(), notSplitAxis) ? std::optional(s)
+                                                       : std::nullopt;
+      })
+      .Case<g::ConcatOp>([&](g::ConcatOp c) -> std::optional<Split> {
+        if (!notSplitAxis(c.getAxis()) ||
+            llvm::any_of(c->getOperands(), [&](Value v) {
+              auto it = split.find(v);
+              return it == split.end() || !(it->second == s);
+            }))
+          return std::nullopt;
+        return s;
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
 std::optional<Split> TokenSplit::visit(Operation *op,
                                        SmallVectorImpl<Whole> &out) {
   if (op->getNumResults() == 0 || llvm::any_of(op->getResults(), [](Value r) {
@@ -151,13 +178,37 @@ std::optional<Split> TokenSplit::visit(Operation *op,
       (isa<g::UnaryOp, g::CastOp, g::ClipOp, g::DropoutOp>(op) &&
        op->getNumOperands() == 1))
     return visitElementwise(op, out);
-  if (!attention)
-    return std::nullopt;
-  // Context parallelism: the attention between the token-wise ops.
   auto notSplitAxis = [&](int64_t axis) {
     return inSplit != split.end() &&
            dimOf(axis, tensorOf(in).getRank()) != inSplit->second.dim;
   };
+  // Pieces of the features (latent attention's compressed keys and values
+  // beside the rotary key, RoPE's rotate-half) and their joins.
+  if (isa<g::SplitOp, g::SliceOp, g::ConcatOp>(op)) {
+    std::optional<Split> s = visitPieces(op, notSplitAxis);
+    if (!s ||
+        (!attention && !contiguousAlong(tensorOf(op->getResult(0)), s->dim)))
+      return std::nullopt;
+    return s;
+  }
+  // A weighted matmul tensor parallelism keeps whole because a norm over
+  // its features follows (latent attention's down-projections): Megatron's
+  // sequence parallelism runs it on the rank's tokens, its weight read
+  // through a copy (its gradient, the rank's tokens' part, summed over the
+  // group), and gathers its narrower output where the column-parallel
+  // up-projection reads it.
+  if (auto m = dyn_cast<g::MatmulOp>(op); m && !attention) {
+    if (!m.getRhs().getDefiningOp<g::WeightOp>() ||
+        !planning::normalizedOverFeatures(m.getResult()))
+      return std::nullopt;
+    std::optional<Split> s = visitMatmul(op, out);
+    if (!s || !contiguousAlong(tensorOf(m.getResult()), s->dim))
+      return std::nullopt;
+    return s;
+  }
+  if (!attention)
+    return std::nullopt;
+  // Context parallelism: the attention between the token-wise ops.
   return TypeSwitch<Operation *, std::optional<Split>>(op)
       .Case<g::MatmulOp>([&](auto) { return visitMatmul(op, out); })
       .Case<g::TransposeOp>([&](g::TransposeOp t) -> std::optional<Split> {
@@ -166,16 +217,6 @@ std::optional<Split> TokenSplit::visit(Operation *op,
       })
       .Case<g::SoftmaxOp>([&](g::SoftmaxOp s) -> std::optional<Split> {
         if (!notSplitAxis(s.getAxis()))
-          return std::nullopt;
-        return inSplit->second;
-      })
-      .Case<g::SplitOp>([&](g::SplitOp s) -> std::optional<Split> {
-        if (!notSplitAxis(s.getAxis()))
-          return std::nullopt;
-        return inSplit->second;
-      })
-      .Case<g::SliceOp>([&](g::SliceOp s) -> std::optional<Split> {
-        if (!llvm::all_of(s.getAxes(), notSplitAxis))
           return std::nullopt;
         return inSplit->second;
       })
@@ -188,17 +229,6 @@ std::optional<Split> TokenSplit::visit(Operation *op,
         if (from.getDimSize(inSplit->second.dim) != to.getDimSize(s.dim))
           return std::nullopt;
         return s;
-      })
-      .Case<g::ConcatOp>([&](g::ConcatOp c) -> std::optional<Split> {
-        // Pieces of the same tokens (RoPE's rotate-half) joined along
-        // another dimension.
-        if (!notSplitAxis(c.getAxis()) ||
-            llvm::any_of(c->getOperands(), [&](Value v) {
-              auto it = split.find(v);
-              return it == split.end() || !(it->second == inSplit->second);
-            }))
-          return std::nullopt;
-        return inSplit->second;
       })
       .Case<g::EmbeddingOp>([&](g::EmbeddingOp e) -> std::optional<Split> {
         // A lookup of token-split ids in a whole table.

@@ -43,7 +43,10 @@ public:
   /// transposes and lookups of token-split ids, and values not contiguous
   /// along the split (context parallelism). Without it (Megatron's
   /// sequence parallelism) only ops whose result is a run of the
-  /// flattened elements per rank.
+  /// flattened elements per rank, and of the weighted matmuls only those
+  /// tensor parallelism keeps whole because their output is normalized
+  /// over its features (planning::normalizedOverFeatures: latent
+  /// attention's down-projections).
   TokenSplit(mlir::func::FuncOp func, int64_t parts, GroupsOf groupsOf,
              bool attention)
       : func(func), parts(parts), groupsOf(std::move(groupsOf)),
@@ -84,6 +87,9 @@ private:
                                         llvm::SmallVectorImpl<Whole> &wholes);
   std::optional<Split> visitMatmul(mlir::Operation *op,
                                    llvm::SmallVectorImpl<Whole> &wholes);
+  std::optional<Split>
+  visitPieces(mlir::Operation *op,
+              llvm::function_ref<bool(int64_t)> notSplitAxis);
   /// A whole operand `use` broadcast over the tokens: read through a copy
   /// when it has a gradient.
   void broadcast(mlir::OpOperand &use, llvm::SmallVectorImpl<Whole> &wholes);

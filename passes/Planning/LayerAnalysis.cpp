@@ -6,6 +6,7 @@
 #include "passes/Planning/LayerAnalysis.h"
 #include "passes/Planning/ConvChannels.h"
 #include "passes/Planning/FusedKernels.h"
+#include "passes/Planning/NormalizedMatmuls.h"
 #include "passes/Planning/VocabularyTables.h"
 
 #include "passes/Distribute/SplitValues.h"
@@ -121,18 +122,6 @@ void LayerAnalysis::classifyValues() {
         side.insert(result);
     }
   }
-}
-
-/// True when \p v, through views and splits, is normalized over its last
-/// axis (LayerNorm, RMSNorm): a split of its features would need gathering.
-static bool feedsNorm(Value v) {
-  return llvm::any_of(v.getUsers(), [](Operation *user) {
-    if (isa<g::LayerNormOp, g::RMSNormOp>(user))
-      return true;
-    if (isa<g::ReshapeOp, g::SplitOp, g::SliceOp>(user))
-      return llvm::any_of(user->getResults(), feedsNorm);
-    return false;
-  });
 }
 
 /// True when \p v (a matmul's output, split by its columns under Megatron
@@ -385,7 +374,7 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
         // Its sums stay all-reduces: sequence parallelism leaves it whole.
         desc->channelSplit = desc->tp == TpMode::Split;
       } else if (isa<g::MatmulOp>(op) && weighted && !anySplit &&
-                 (feedsNorm(op.getResult(0)) ||
+                 (normalizedOverFeatures(op.getResult(0)) ||
                   softmaxOverColumns(op.getResult(0)))) {
         // Normalized over its features (latent attention's down
         // projections and their RMSNorms: Megatron keeps them whole), or

@@ -58,8 +58,10 @@ tp=2 x pp=2, tp=2 with sp=1, tp=2 x cp=2 (also x pp=2) and with momentum at
 dp=2 x tp=2 (also with zero=1), its attention projections saved split,
 a LLaMA with DeepSeek's multi-head latent attention (`mla_llama_`: q_b,
 kv_b and o projections split by heads, the rotary key's gradient summed
-over the tensor ranks) with SGD at tp=2, tp=2 with sp=1, tp=2 x pp=2 and
-tp=2 x cp=2 and with momentum at dp=2 x tp=2,
+over the tensor ranks; under sp=1 the down-projections on the rank's
+tokens, their latents gathered) with SGD at tp=2, tp=2 with sp=1, tp=2 x
+pp=2 and tp=2 x cp=2 (both also with sp=1) and with momentum at dp=2 x
+tp=2 (also with sp=1),
 the small ResNet's channel-parallel convolutions (`resnet_bn_*tp2`: SGD
 and Adam at tp=2 and dp=2 x tp=2, batch norm's running statistics per
 replica under dp, so not compared there; SGD at tp=2 x pp=2 with sp=1,
@@ -2565,6 +2567,21 @@ def pipeline_train_cases(rng):
                 dict(mla, plan="tp=2,cp=2,mbs=1", ranks=4)))
     out.append(("mla_llama_momentum_dp2_tp2",
                 dict(mla, plan="dp=2,tp=2,mbs=1", ranks=4, batch=4,
+                     feeds=[("input_ids", mla_ids), ("labels", mla_labels)],
+                     train="loss=softmax-cross-entropy:labels "
+                           "optimizer=momentum lr=0.1")))
+    # Under sequence parallelism the down-projections and their norms run
+    # on the rank's tokens (their weights' gradients summed over the tensor
+    # group) and the latents are gathered for the up-projections; with a
+    # pipeline (the stages send the rank's tokens), inside context
+    # parallelism and with data parallelism.
+    out.append(("mla_llama_sgd_tp2_pp2_1f1b_sp",
+                dict(mla, plan="tp=2,pp=2,mbs=1,schedule=1f1b,sp=1",
+                     ranks=4)))
+    out.append(("mla_llama_sgd_tp2_cp2_sp",
+                dict(mla, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4)))
+    out.append(("mla_llama_momentum_dp2_tp2_sp",
+                dict(mla, plan="dp=2,tp=2,mbs=1,sp=1", ranks=4, batch=4,
                      feeds=[("input_ids", mla_ids), ("labels", mla_labels)],
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))

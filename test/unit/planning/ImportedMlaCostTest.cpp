@@ -12,7 +12,10 @@
 // by heads, one RoPE kernel, fused attention with Q/K heads of
 // nope + rope and V heads of their own width; simulated iteration time and
 // peak memory of plans with data, tensor, sequence, pipeline and context
-// parallelism, recomputation and experts, within 2% (issue 11).
+// parallelism, recomputation and experts, within 2% (issue 11); and that
+// the programs dist-tensor-parallel writes at tp = 2, with sequence
+// parallelism and without, run the collectives and the down-projections'
+// FLOPs the cost model prices.
 //
 //===----------------------------------------------------------------------===//
 #include "test/unit/planning/ImportedModel.h"
@@ -42,6 +45,22 @@ LlmConfig mlaMoeShaped() {
   c.layers = 4, c.denseLayers = 1;
   return c;
 }
+
+/// A small latent attention: 2 blocks of hidden 32, 4 heads of 8 + 4 for
+/// queries and keys and 6 for values, query rank 8, key/value rank 12
+/// (latents of 8 + 12 + 4 features a token, fewer than the hidden 32), 8
+/// tokens.
+LlmConfig tinyMla() {
+  LlmConfig c;
+  c.name = "tiny-mla";
+  c.layers = 2, c.hidden = 32, c.heads = 4, c.kvHeads = 4;
+  c.ffnHidden = 64, c.seqLen = 8, c.vocab = 64;
+  c.qLoraRank = 8, c.kvLoraRank = 12;
+  c.qkNopeDim = 8, c.qkRopeDim = 4, c.vHeadDim = 6;
+  return c;
+}
+/// Its first attention half: layer 1 (after the embedding).
+constexpr int64_t tinyMlaAttention = 1;
 
 TEST_F(ImportedMla, ParametersAsLlmParamCount) {
   // DeepSeek-V3 itself: dist-modelgen's count is llmParamCount's.
@@ -168,5 +187,107 @@ TEST_F(ImportedMla, AttentionOpsAsBuildLlm) {
   }
   EXPECT_NEAR(flops, aFlops, 0.01 * aFlops);
 }
+
+/// The programs of tp = 2 (dist-tensor-parallel; inside cp = 2 after
+/// dist-context-parallel) against the cost model's collectives and FLOPs
+/// of the same attention half, with sequence parallelism or without. The
+/// cost model prices o_proj's sum (tpAllReduceFwdBytes, s·h) and the sums
+/// of the gradients of the up-projections' inputs and the rotary key
+/// (tpAllReduceBwdBytes, s·(Q + C + R)), of the context rank's s/c tokens;
+/// each is an all-reduce, or under sp a reduce-scatter and an all-gather.
+/// Under sp the programs run the down-projections and their norms on the
+/// rank's tokens and gather the three latents (the normed query and
+/// key/value latents, the rotated key) where the column-parallel
+/// up-projections and the heads' expansion read them through their
+/// copies: the forward gathers s·(Q + C + R) and reduce-scatters o_proj's
+/// s·h, the backward reduce-scatters the latents' gradients and gathers
+/// o_proj's. Without sp the latents are whole on every tensor rank and
+/// their copies all-reduce their gradients. Without a query rank the
+/// column-parallel q_proj reads the block's norm output: under sp it is
+/// gathered (s·h) in place of the query latent.
+class MlaBlockAsTheProgramsRunIt
+    : public ImportedMla,
+      public ::testing::WithParamInterface<std::tuple<unsigned, bool, bool>> {};
+
+TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
+  const auto [cp, sp, queryRank] = GetParam();
+  LlmConfig c = tinyMla();
+  if (!queryRank)
+    c.qLoraRank = 0;
+  ModelDesc graph = imported(c);
+  const LayerDesc &costed = graph.layers[tinyMlaAttention];
+  std::string plan = cp > 1 ? "cp=2,tp=2,mbs=1" : "tp=2,mbs=1";
+  if (sp)
+    plan += ",sp=1";
+  ASSERT_TRUE(succeeded(distribute(plan, 1)));
+  auto main = module->lookupSymbol<func::FuncOp>("main");
+  // Rank 0's tensor group (rank t + 2 c).
+  unit::IrCollectives ir = unit::collectivesOf(main, tinyMlaAttention, {0, 1});
+
+  ExecConfig x;
+  x.tp.size = 2, x.cp.size = cp, x.mbs = 1, x.sp = sp;
+  const double e = cluster::dtypeBytes(c.dtype);
+  const double s = c.seqLen, h = c.hidden, q = c.qLoraRank, kv = c.kvLoraRank,
+               r = c.qkRopeDim;
+  // What the query's up-projection (or q_proj) reads.
+  const double qIn = queryRank ? q : h;
+  double fwdSums = 0, bwdSums = 0;
+  std::vector<OpDesc> down;
+  for (const OpDesc &op : costed.ops) {
+    fwdSums += op.tpAllReduceFwdBytes * x.mbs / cp / e;
+    bwdSums += op.tpAllReduceBwdBytes * x.mbs / cp / e;
+    if (op.cls == cluster::OpClass::MatMul && op.params > 0 &&
+        op.tp == TpMode::Replicated)
+      down.push_back(op);
+  }
+  EXPECT_DOUBLE_EQ(fwdSums, s / cp * h);
+  EXPECT_DOUBLE_EQ(bwdSums, s / cp * (qIn + kv + r));
+  // The latents read through copies: their gradients summed over the group
+  // (under sp by the reduce-scatter the copy and the gather fold into).
+  EXPECT_DOUBLE_EQ(ir.copied, bwdSums);
+  if (sp) {
+    EXPECT_EQ(ir.gathers, 3u);
+    EXPECT_EQ(ir.scatters, 1u);
+    EXPECT_DOUBLE_EQ(ir.gathered, bwdSums);
+    EXPECT_DOUBLE_EQ(ir.scattered, fwdSums);
+    // The weights the rank's tokens read (the block's norm, the
+    // down-projections and their norms): each rank's gradient is its
+    // tokens' part, summed over the group in each micro-batch's backward.
+    EXPECT_DOUBLE_EQ(ir.weightsCopied, h + h * q + q + h * (kv + r) + kv);
+  } else {
+    EXPECT_EQ(ir.gathers, 1u); // o_proj's all-reduce
+    EXPECT_DOUBLE_EQ(ir.gathered, fwdSums);
+    EXPECT_DOUBLE_EQ(ir.scattered, fwdSums);
+    EXPECT_EQ(ir.weightsCopied, 0);
+  }
+
+  // q_a_proj and kv_a_proj_with_mqa: replicated over TP, on the context
+  // rank's s / c tokens, and under sp the tensor rank's s / (c t), as
+  // priced (CostModel::shareOf).
+  const unsigned downs = queryRank ? 2 : 1;
+  ASSERT_EQ(down.size(), downs);
+  unit::RankOps run =
+      unit::rankOps(main, tinyMlaAttention, [](graph::MatmulOp m) {
+        Value w = m.getRhs();
+        if (auto copy = w.getDefiningOp<dist::TpCopyOp>())
+          w = copy.getInput();
+        auto weight = w.getDefiningOp<graph::WeightOp>();
+        return weight && weight.getSymName().contains("_a_proj");
+      });
+  ASSERT_EQ(run.ops, downs);
+  EXPECT_DOUBLE_EQ(run.fwd.flops,
+                   2 * (s / cp / (sp ? 2 : 1)) * h * (q + kv + r));
+  unit::expectPricedAsRun(down, x, run, /*bytes=*/!sp && cp == 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ImportedMla, MlaBlockAsTheProgramsRunIt,
+    ::testing::Combine(::testing::Values(1u, 2u), ::testing::Bool(),
+                       ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<unsigned, bool, bool>> &info) {
+      return std::string(std::get<0>(info.param) > 1 ? "WithCp" : "WithoutCp") +
+             (std::get<1>(info.param) ? "WithSp" : "WithoutSp") +
+             (std::get<2>(info.param) ? "" : "NoQueryRank");
+    });
 
 } // namespace

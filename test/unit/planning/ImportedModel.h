@@ -8,6 +8,10 @@
 #ifndef DIST_TEST_UNIT_PLANNING_IMPORTEDMODEL_H
 #define DIST_TEST_UNIT_PLANNING_IMPORTEDMODEL_H
 
+#include "dialects/Dist/DistDialect.h"
+#include "dialects/Dist/DistOps.h"
+#include "dialects/Graph/GraphCost.h"
+#include "dialects/Graph/GraphOps.h"
 #include "dist/ImportONNX.h"
 #include "dist/InitAll.h"
 #include "lib/Cluster/Cluster.h"
@@ -16,10 +20,12 @@
 #include "lib/ModelGen/ModelGen.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Sim/Simulator.h"
+#include "passes/Passes.h"
 #include "passes/Planning/LayerAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 
@@ -123,10 +129,130 @@ public:
   }
 
 protected:
+  /// Runs what dist-compile runs to distribute the imported module under
+  /// \p plan (a batch of \p batch): the context, tensor and expert
+  /// parallelism passes.
+  mlir::LogicalResult distribute(llvm::StringRef plan, unsigned batch) {
+    mlir::PassManager pm(ctx.get());
+    pm.addPass(createAnnotateLayersPass());
+    AttachClusterPassOptions cluster;
+    cluster.cluster = "dgx-h100";
+    pm.addPass(createAttachClusterPass(cluster));
+    SetPlanPassOptions set;
+    set.plan = plan.str();
+    set.batch = batch;
+    pm.addPass(createSetPlanPass(set));
+    pm.addPass(createContextParallelPass());
+    pm.addPass(createTensorParallelPass());
+    pm.addPass(createExpertParallelPass());
+    return pm.run(*module);
+  }
+
   mlir::DialectRegistry registry;
   std::unique_ptr<mlir::MLIRContext> ctx;
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };
+
+/// The collectives one rank's forward runs in cost-model layer \p layer of
+/// \p func, in elements: what it sends through all-to-alls, and the whole
+/// tensors it all-gathers and reduce-scatters (an all-reduce is both); the
+/// activations and the weights it reads through a dist.tp_copy (their
+/// gradients are all-reduced in the backward). With \p over only those
+/// over that group of ranks (rank 0's).
+struct IrCollectives {
+  double allToAll = 0, gathered = 0, scattered = 0;
+  double copied = 0, weightsCopied = 0;
+  unsigned gathers = 0, scatters = 0;
+};
+inline IrCollectives collectivesOf(mlir::func::FuncOp func, int64_t layer,
+                                   llvm::ArrayRef<int64_t> over = {}) {
+  using namespace mlir;
+  IrCollectives c;
+  dist::DistDialect::LayerAttrHelper layerOf(func.getContext());
+  auto elements = [](Value v) {
+    return double(cast<RankedTensorType>(v.getType()).getNumElements());
+  };
+  func.walk([&](Operation *op) {
+    IntegerAttr l = layerOf.getAttr(op);
+    if (!l || l.getInt() != layer)
+      return;
+    auto group = op->getAttrOfType<DenseI64ArrayAttr>("group");
+    if (!over.empty() && (!group || group.asArrayRef() != over))
+      return;
+    if (auto a = dyn_cast<dist::AllToAllOp>(op)) {
+      c.allToAll += elements(a.getInput());
+    } else if (auto g = dyn_cast<dist::AllGatherOp>(op)) {
+      c.gathered += elements(g.getResult()), ++c.gathers;
+    } else if (auto r = dyn_cast<dist::ReduceScatterOp>(op)) {
+      c.scattered += elements(r.getInput()), ++c.scatters;
+    } else if (auto r = dyn_cast<dist::AllReduceOp>(op)) {
+      c.gathered += elements(r.getInput()), ++c.gathers;
+      c.scattered += elements(r.getInput()), ++c.scatters;
+    } else if (auto t = dyn_cast<dist::TpCopyOp>(op)) {
+      (t.getInput().getDefiningOp<graph::WeightOp>() ? c.weightsCopied
+                                                     : c.copied) +=
+          elements(t.getInput());
+    }
+  });
+  return c;
+}
+
+/// One rank's cost of each op of \p func's layer \p layer that \p pick
+/// selects, as the cost model's op interface costs it (bf16, as
+/// ImportedModel's analysis), and the parameters of its weights.
+struct RankOps {
+  cost::PhaseCost fwd, bwdInput, bwdWeight;
+  double params = 0;
+  unsigned ops = 0;
+  std::vector<cost::OpDesc> descs;
+};
+inline RankOps rankOps(mlir::func::FuncOp func, int64_t layer,
+                       llvm::function_ref<bool(graph::MatmulOp)> pick) {
+  using namespace mlir;
+  RankOps r;
+  dist::DistDialect::LayerAttrHelper layerOf(func.getContext());
+  graph::CostContext context;
+  context.computeType = cluster::DType::BF16;
+  func.walk([&](graph::MatmulOp m) {
+    IntegerAttr l = layerOf.getAttr(m);
+    if (!l || l.getInt() != layer || !pick(m))
+      return;
+    std::optional<cost::OpDesc> d =
+        cast<graph::CostOpInterface>(m.getOperation()).getCost(context);
+    ASSERT_TRUE(d.has_value());
+    r.fwd += d->fwd, r.bwdInput += d->bwdInput, r.bwdWeight += d->bwdWeight;
+    r.params += graph::tensorElements(m.getRhs().getType());
+    ++r.ops;
+    r.descs.push_back(*d);
+  });
+  return r;
+}
+
+/// Expects the priced FLOPs of \p ops in each phase (each scaled by its
+/// share of the device under \p x) to be \p ir's, and their bytes when
+/// \p bytes: the cost model scales an op's weight bytes with its tokens
+/// (costs are per sample), so they match the program's where the device
+/// runs one whole sample.
+inline void expectPricedAsRun(llvm::ArrayRef<cost::OpDesc> ops,
+                              const cost::ExecConfig &x, const RankOps &ir,
+                              bool bytes) {
+  using cost::Phase;
+  for (Phase ph :
+       {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight}) {
+    SCOPED_TRACE(static_cast<int>(ph));
+    cost::PhaseCost priced;
+    for (const cost::OpDesc &op : ops)
+      priced += op.phase(ph).scaled(cost::CostModel::shareOf(op, x));
+    const cost::PhaseCost &run = ph == Phase::Forward         ? ir.fwd
+                                 : ph == Phase::BackwardInput ? ir.bwdInput
+                                                              : ir.bwdWeight;
+    EXPECT_DOUBLE_EQ(priced.flops, run.flops);
+    if (!bytes)
+      continue;
+    EXPECT_DOUBLE_EQ(priced.bytesRead, run.bytesRead);
+    EXPECT_DOUBLE_EQ(priced.bytesWritten, run.bytesWritten);
+  }
+}
 
 /// The imported graph's simulation \p g agrees with the analytic model's
 /// \p a within 2% in iteration time and every list's peak memory.

@@ -25,7 +25,6 @@
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphCost.h"
 #include "dialects/Graph/GraphOps.h"
-#include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
 using namespace distopt;
@@ -33,27 +32,7 @@ using namespace distopt::cost;
 
 namespace {
 
-class ImportedMoe : public unit::ImportedModel {
-protected:
-  /// Runs what dist-compile runs to distribute the imported module under
-  /// \p plan (a batch of \p batch): the context, tensor and expert
-  /// parallelism passes.
-  LogicalResult distribute(llvm::StringRef plan, unsigned batch) {
-    PassManager pm(ctx.get());
-    pm.addPass(createAnnotateLayersPass());
-    AttachClusterPassOptions cluster;
-    cluster.cluster = "dgx-h100";
-    pm.addPass(createAttachClusterPass(cluster));
-    SetPlanPassOptions set;
-    set.plan = plan.str();
-    set.batch = batch;
-    pm.addPass(createSetPlanPass(set));
-    pm.addPass(createContextParallelPass());
-    pm.addPass(createTensorParallelPass());
-    pm.addPass(createExpertParallelPass());
-    return pm.run(*module);
-  }
-};
+class ImportedMoe : public unit::ImportedModel {};
 
 using unit::tinyMoe;
 /// Its mixture-of-experts layer: the FFN half of block 1.
@@ -255,41 +234,8 @@ TEST_F(ImportedMoe, SimulatedTrafficHasTheContextGathersOfEveryMoeBlock) {
   EXPECT_GT(with->result.iterationTime, none->result.iterationTime);
 }
 
-/// The collectives one rank's forward runs in cost-model layer \p layer of
-/// \p func, in elements: what it sends through all-to-alls, and the whole
-/// tensors it all-gathers and reduce-scatters (an all-reduce is both).
-/// With \p over only those over that group of ranks (rank 0's).
-struct IrCollectives {
-  double allToAll = 0, gathered = 0, scattered = 0;
-  unsigned gathers = 0, scatters = 0;
-};
-IrCollectives collectivesOf(func::FuncOp func, int64_t layer,
-                            ArrayRef<int64_t> over = {}) {
-  IrCollectives c;
-  dist::DistDialect::LayerAttrHelper layerOf(func.getContext());
-  auto elements = [](Value v) {
-    return double(cast<RankedTensorType>(v.getType()).getNumElements());
-  };
-  func.walk([&](Operation *op) {
-    IntegerAttr l = layerOf.getAttr(op);
-    if (!l || l.getInt() != layer)
-      return;
-    auto group = op->getAttrOfType<DenseI64ArrayAttr>("group");
-    if (!over.empty() && (!group || group.asArrayRef() != over))
-      return;
-    if (auto a = dyn_cast<dist::AllToAllOp>(op)) {
-      c.allToAll += elements(a.getInput());
-    } else if (auto g = dyn_cast<dist::AllGatherOp>(op)) {
-      c.gathered += elements(g.getResult()), ++c.gathers;
-    } else if (auto r = dyn_cast<dist::ReduceScatterOp>(op)) {
-      c.scattered += elements(r.getInput()), ++c.scatters;
-    } else if (auto r = dyn_cast<dist::AllReduceOp>(op)) {
-      c.gathered += elements(r.getInput()), ++c.gathers;
-      c.scattered += elements(r.getInput()), ++c.scatters;
-    }
-  });
-  return c;
-}
+using unit::collectivesOf;
+using unit::IrCollectives;
 
 /// The programs of dp x tp x ep (dist-tensor-parallel, then
 /// dist-expert-parallel) against the cost model's collectives of the same
@@ -462,35 +408,8 @@ INSTANTIATE_TEST_SUITE_P(
              (std::get<1>(info.param) ? "WithSp" : "WithoutSp");
     });
 
-/// One rank's cost of each op of \p func's layer \p layer that \p pick
-/// selects, as the cost model's op interface costs it (bf16, as
-/// ImportedModel's analysis), and the parameters of its weights.
-struct RankOps {
-  PhaseCost fwd, bwdInput, bwdWeight;
-  double params = 0;
-  unsigned ops = 0;
-  std::vector<OpDesc> descs;
-};
-RankOps rankOps(func::FuncOp func, int64_t layer,
-                llvm::function_ref<bool(graph::MatmulOp)> pick) {
-  RankOps r;
-  dist::DistDialect::LayerAttrHelper layerOf(func.getContext());
-  graph::CostContext context;
-  context.computeType = cluster::DType::BF16;
-  func.walk([&](graph::MatmulOp m) {
-    IntegerAttr l = layerOf.getAttr(m);
-    if (!l || l.getInt() != layer || !pick(m))
-      return;
-    std::optional<OpDesc> d =
-        cast<graph::CostOpInterface>(m.getOperation()).getCost(context);
-    ASSERT_TRUE(d.has_value());
-    r.fwd += d->fwd, r.bwdInput += d->bwdInput, r.bwdWeight += d->bwdWeight;
-    r.params += graph::tensorElements(m.getRhs().getType());
-    ++r.ops;
-    r.descs.push_back(*d);
-  });
-  return r;
-}
+using unit::rankOps;
+using unit::RankOps;
 
 /// The weight of \p m when it is one: its shape's rank, else 0.
 int64_t weightRank(graph::MatmulOp m) {
@@ -498,29 +417,7 @@ int64_t weightRank(graph::MatmulOp m) {
   return w ? cast<RankedTensorType>(w.getType()).getRank() : 0;
 }
 
-/// Expects the priced FLOPs of \p ops in each phase (each scaled by its
-/// share of the device under \p x) to be \p ir's, and their bytes when
-/// \p bytes: the cost model scales an op's weight bytes with its tokens
-/// (costs are per sample), so they match the program's where the device
-/// runs one whole sample.
-void expectPricedAsRun(llvm::ArrayRef<OpDesc> ops, const ExecConfig &x,
-                       const RankOps &ir, bool bytes) {
-  for (Phase ph :
-       {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight}) {
-    SCOPED_TRACE(static_cast<int>(ph));
-    PhaseCost priced;
-    for (const OpDesc &op : ops)
-      priced += op.phase(ph).scaled(CostModel::shareOf(op, x));
-    const PhaseCost &run = ph == Phase::Forward         ? ir.fwd
-                           : ph == Phase::BackwardInput ? ir.bwdInput
-                                                        : ir.bwdWeight;
-    EXPECT_DOUBLE_EQ(priced.flops, run.flops);
-    if (!bytes)
-      continue;
-    EXPECT_DOUBLE_EQ(priced.bytesRead, run.bytesRead);
-    EXPECT_DOUBLE_EQ(priced.bytesWritten, run.bytesWritten);
-  }
-}
+using unit::expectPricedAsRun;
 
 /// The router GEMM [h, E] under sequence parallelism reads the block's
 /// input that dist-tensor-parallel gathers over the tensor group for the
