@@ -549,9 +549,21 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
   return Error::success();
 }
 
+/// Whether tensor parallelism of degree \p tp splits some op of \p model:
+/// an op the analysis splits whose region's divisor tp divides
+/// (OpDesc::tpMode).
+static bool splitsSomeOp(unsigned tp, const ModelDesc &model) {
+  return tp <= 1 || llvm::any_of(model.layers, [&](const cost::LayerDesc &l) {
+           return llvm::any_of(l.ops, [&](const cost::OpDesc &op) {
+             return op.tpMode(tp) == cost::TpMode::Split;
+           });
+         });
+}
+
 bool tensorParallelFits(unsigned tp, const ModelDesc &model) {
   return (model.attentionHeads == 0 || model.attentionHeads % tp == 0) &&
-         (model.tpChannels == 0 || model.tpChannels % tp == 0);
+         (model.tpChannels == 0 || model.tpChannels % tp == 0) &&
+         splitsSomeOp(tp, model);
 }
 
 /// The degrees that divide \p n, as "1, 2, 4".
@@ -574,13 +586,34 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
                              "rank whole heads: choose tp among {2}",
                              p.tp, model.attentionHeads,
                              divisorsOf(model.attentionHeads)));
+  if (model.tpChannels != 0 && model.tpChannels % p.tp != 0)
+    return planError(
+        p.str(),
+        formatv("tp = {0} does not divide the channel counts tensor "
+                "parallelism splits (their gcd is {1}: convolution channels, "
+                "groups of grouped convolutions); each rank holds an equal "
+                "share of them: choose tp among {2}",
+                p.tp, model.tpChannels, divisorsOf(model.tpChannels)));
+  // No op splits: every region's divisor is one tp does not divide.
+  std::set<int64_t> divisors, splitting; // the degrees that split some op
+  for (const cost::LayerDesc &l : model.layers)
+    for (const cost::OpDesc &op : l.ops)
+      if (op.tp == cost::TpMode::Split)
+        divisors.insert(op.tpDivisor);
+  for (int64_t n : divisors)
+    for (int64_t d = 2; d <= n; ++d)
+      if (n % d == 0)
+        splitting.insert(d);
+  std::string degrees = "1";
+  for (int64_t d : splitting)
+    degrees += ", " + std::to_string(d);
   return planError(
       p.str(),
-      formatv("tp = {0} does not divide the channel counts tensor "
-              "parallelism splits (their gcd is {1}: convolution channels, "
-              "groups of grouped convolutions); each rank holds an equal "
-              "share of them: choose tp among {2}",
-              p.tp, model.tpChannels, divisorsOf(model.tpChannels)));
+      formatv("tp = {0} splits no op of the model: each tensor-parallel "
+              "region splits only when tp divides its columns (a fused "
+              "projection's per block; an LM head's vocabulary), and every "
+              "region would run whole on every rank; choose tp among {1}",
+              p.tp, degrees));
 }
 
 Error checkCuts(const Plan &p, unsigned numLayers) {

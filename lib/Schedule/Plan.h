@@ -197,10 +197,12 @@ llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
 
 /// True when tensor parallelism of degree \p tp gives every rank whole
 /// attention heads of \p model and an equal share of the channels it
-/// splits (tp divides ModelDesc::attentionHeads and tpChannels).
+/// splits (tp divides ModelDesc::attentionHeads and tpChannels), and splits
+/// some op (tp divides some split op's region: OpDesc::tpMode; a plan where
+/// every region runs whole is not run by dist-tensor-parallel).
 bool tensorParallelFits(unsigned tp, const cost::ModelDesc &model);
 /// The error finalizePlan gives when tensorParallelFits fails: names the
-/// head or channel count and the degrees that divide it.
+/// head or channel count, or the regions, and the degrees that fit.
 llvm::Error checkTensorParallel(const Plan &plan, const cost::ModelDesc &model);
 /// Checks the plan's stage boundaries (cuts), when it has any, against a
 /// model of \p numLayers layers: one per virtual stage boundary, strictly

@@ -26,7 +26,8 @@ std::string humanBytes(double bytes);
 /// What a tensor-parallel degree must divide in \p model
 /// (schedule::tensorParallelFits), as the search's errors name it: "the
 /// model's attention head count H", "the model's convolution channel
-/// count gcd C", or both joined by "and".
+/// count gcd C", or both joined by "and"; with neither, the regions'
+/// columns (a degree that splits no op).
 std::string tpDivisorNote(const cost::ModelDesc &model);
 
 /// The table partitionLayersWith fills, bounded by an upper bound on the

@@ -32,6 +32,9 @@ std::string tpDivisorNote(const cost::ModelDesc &model) {
                              : "";
   if (!heads.empty() && !channels.empty())
     return heads + " and " + channels;
+  if (heads.empty() && channels.empty())
+    return "the columns of any of the model's tensor-parallel regions (it "
+           "would split no op: schedule::tensorParallelFits)";
   return heads + channels;
 }
 
