@@ -70,8 +70,9 @@ def main():
     print("| # | cluster | network | batch | running plan | new plan | "
           "samples/s running -> new | moved MB | move s | pause-and-resume "
           "s | prepare-beside s | factor | beside peak / memory GB | "
-          "verdict |")
-    print("|" + "---|" * 14)
+          "beside: running samples/s, move s | samples lost beside / pause "
+          "| verdict |")
+    print("|" + "---|" * 16)
     commands = []
     for i, (preset, changed, batch) in enumerate(ROWS, 1):
         yaml = run([opt, "--print-cluster", f"--dist-cluster={preset}:4"])
@@ -94,17 +95,26 @@ def main():
         r = json.load(open(report))["replan"]
         pause = r["pause_resume"]["downtime_s"]
         beside = r["prepare_beside"]
+        lost_pause = r["pause_resume"]["samples_lost_compared"]
         if beside["possible"]:
             bd = f"{beside['downtime_s']:.0f}"
             factor = f"{pause / beside['downtime_s']:.1f}x"
             peak = (f"{beside['peak_memory_bytes'] / 1e9:.2f} / "
                     f"{beside['memory_bytes'] / 1e9:.1f}")
+            shared = beside["contention"]
+            slowed = (f"{shared['running_samples_per_s']:.4f}, "
+                      f"{beside['move_s']:.0f}")
+            lost = f"{beside['samples_lost']:.1f} / {lost_pause:.1f}"
         else:
             bd, factor, peak = "not possible", "-", beside["problem"]
+            slowed, lost = "-", f"- / {lost_pause:.1f}"
+        strategy = ("prepare beside" if r["strategy"] == "prepare-beside"
+                    else "pause and resume")
         if r["same_plan"]:
             verdict = "keep (same plan)"
         elif r["worth_it"]:
-            verdict = f"re-plan, pays after {r['break_even_s'] / 3600:.2f} h"
+            verdict = (f"re-plan ({strategy}), pays after "
+                       f"{r['break_even_s'] / 3600:.2f} h")
         else:
             verdict = "keep (new plan not faster)"
         print(f"| {i} | {preset}:4 | {mbps(healthy)} -> {mbps(changed)} | "
@@ -113,7 +123,7 @@ def main():
               f"{r['running_samples_per_s']:.4f} -> "
               f"{r['new_samples_per_s']:.4f} | {r['bytes_moved'] / 1e6:.0f} | "
               f"{r['move_s']:.0f} | {pause:.0f} | {bd} | {factor} | {peak} | "
-              f"{verdict} |")
+              f"{slowed} | {lost} | {verdict} |")
     print("\nCommands (in a fresh folder; gpt.onnx from the dist-modelgen "
           "line above; N-changed.yaml is the preset from dist-opt "
           "--print-cluster with the network's bandwidth_GBps replaced):\n")

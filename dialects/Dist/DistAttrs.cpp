@@ -250,7 +250,7 @@ static const struct TierKey {
 LogicalResult
 NodeGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       StringRef kind, int64_t nodes, int64_t devices,
-                      LinkAttr link, DictionaryAttr tiers) {
+                      LinkAttr link, DictionaryAttr tiers, int64_t nics) {
   if (nodes < 1)
     return emitError() << "node group of '" << kind
                        << "' needs at least one node, got " << nodes;
@@ -261,6 +261,11 @@ NodeGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!link)
     return emitError() << "node group of '" << kind
                        << "' needs the link inside its nodes";
+  if (nics < 0 || (nics > 0 && devices % nics))
+    return emitError() << "node group of '" << kind << "' has nics = " << nics
+                       << " for " << devices
+                       << " devices per node; give a number of NICs that "
+                          "divides devices (or none: one per device)";
   if (!tiers)
     return success();
   for (NamedAttribute entry : tiers) {
@@ -454,7 +459,7 @@ ClusterAttr ClusterAttr::get(MLIRContext *ctx, const cluster::Cluster &c,
     nodes.push_back(NodeGroupAttr::get(
         ctx, c.devices[g.deviceIndex].name, g.nodes, g.devicesPerNode,
         linkAttr(ctx, g.intraNode),
-        tiers.empty() ? DictionaryAttr() : b.getDictionaryAttr(tiers)));
+        tiers.empty() ? DictionaryAttr() : b.getDictionaryAttr(tiers), g.nics));
   }
   LinkAttr network =
       c.network.bandwidth > 0 ? linkAttr(ctx, c.network) : LinkAttr();
@@ -527,6 +532,7 @@ cluster::Cluster ClusterAttr::toCluster() const {
     g.nodes = group.getNodes();
     g.devicesPerNode = group.getDevices();
     g.intraNode = linkSpec(group.getLink());
+    g.nics = group.getNics();
     if (DictionaryAttr tiers = group.getTiers())
       for (const TierKey &k : kTierKeys) // the verifier checked the entries
         if (auto v = dyn_cast_or_null<FloatAttr>(tiers.get(k.name)))

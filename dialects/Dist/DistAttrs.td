@@ -151,7 +151,9 @@ def Dist_NodeGroupAttr : Dist_Attr<"NodeGroup", "node_group"> {
     bytes/s: `host_capacity`, `host_bandwidth` (per device, its PCIe link),
     `host_memory_bandwidth` (the CPUs' DRAM), `nvme_capacity`,
     `nvme_bandwidth`, `hdd_capacity`, `hdd_bandwidth` (per node); each tier
-    is given with both its capacity and bandwidth, or not at all.
+    is given with both its capacity and bandwidth, or not at all. `nics`
+    (absent: one per device) is the NICs per node that its devices share
+    for the network, as the YAML's `nics`; it divides `devices`.
 
     Example:
     ```mlir
@@ -162,9 +164,10 @@ def Dist_NodeGroupAttr : Dist_Attr<"NodeGroup", "node_group"> {
   let parameters = (ins StringRefParameter<"device kind name">:$kind,
                         "int64_t":$nodes, "int64_t":$devices,
                         "LinkAttr":$link,
-                        OptionalParameter<"::mlir::DictionaryAttr">:$tiers);
+                        OptionalParameter<"::mlir::DictionaryAttr">:$tiers,
+                        DefaultValuedParameter<"int64_t", "0">:$nics);
   let assemblyFormat = [{
-    `<` struct($kind, $nodes, $devices, $link, $tiers) `>`
+    `<` struct($kind, $nodes, $devices, $link, $tiers, $nics) `>`
   }];
   let genVerifyDecl = 1;
 }

@@ -148,6 +148,17 @@ const LinkSpec &Cluster::link(LinkLevel level, unsigned rank) const {
   return network;
 }
 
+unsigned Cluster::nicOf(unsigned rank) const {
+  unsigned base = 0;
+  for (const NodeGroup &g : groups) {
+    unsigned span = g.devicesPerNode * g.nodes;
+    if (rank < base + span)
+      return rank - (rank - base) % g.devicesPerNic();
+    base += span;
+  }
+  return rank;
+}
+
 unsigned Cluster::rackOf(unsigned rank) const {
   return nodesPerRack ? nodeOf(rank) / nodesPerRack : 0;
 }
@@ -183,6 +194,7 @@ std::optional<FieldRange> physicalRange(StringRef field) {
       .Case("half_efficiency_gflops", FieldRange{0, 1e12})
       .Case("count", FieldRange{1, 1e7})
       .Case("devices_per_node", FieldRange{1, 1e6})
+      .Case("nics", FieldRange{1, 1e6})
       // Availability: up to one preemption a minute per node, a day to
       // replace one, prices up to $1M per node-hour.
       .Case("preemptions_per_node_hour", FieldRange{0, 60})
@@ -375,6 +387,11 @@ Error validateCluster(const Cluster &c, StringRef where) {
     if (Error e = checkRange(g.devicesPerNode, 1, "devices_per_node", group,
                              where))
       return e;
+    if (g.nics && g.devicesPerNode % g.nics)
+      return fail(group + " has " + Twine(g.nics) + " NICs for its " +
+                  Twine(g.devicesPerNode) +
+                  " devices per node; give a number of NICs that divides "
+                  "devices_per_node (each NIC shared by as many devices)");
     if (Error e = checkLink(g.intraNode, where, "intra-node"))
       return e;
     if (Error e = checkTiers(g.tiers, group, where))

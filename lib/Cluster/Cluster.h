@@ -142,6 +142,12 @@ struct NodeGroup {
   /// Host memory, NVMe and disks of each node (none given: nothing can be
   /// offloaded).
   NodeTiers tiers;
+  /// NICs per node for the network, each shared by devicesPerNode / nics
+  /// consecutive devices; 0: one per device. The network's bandwidth is a
+  /// device's share of its NIC when all of them send; a device that sends
+  /// alone gets the whole NIC (the migration model, docs/resilience.md).
+  unsigned nics = 0;
+  unsigned devicesPerNic() const { return nics ? devicesPerNode / nics : 1; }
 };
 
 /// Link levels, innermost first.
@@ -223,6 +229,9 @@ struct Cluster {
   /// Link between two ranks (intra-node if they share a node).
   LinkLevel levelBetween(unsigned a, unsigned b) const;
   const LinkSpec &link(LinkLevel level, unsigned rank) const;
+  /// The NIC global device \p rank sends to and receives from the
+  /// network through, as the lowest rank of the devices that share it.
+  unsigned nicOf(unsigned rank) const;
   /// Rack of global device \p rank (0 when the network is not split).
   unsigned rackOf(unsigned rank) const;
   /// The link a message from \p a to \p b uses: intra-node, the network,

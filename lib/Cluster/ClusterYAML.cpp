@@ -384,42 +384,55 @@ static Expected<NodeTiers> readTiers(Reader &r, yaml::Node *n) {
 static Expected<PendingGroup> readGroup(Reader &r, yaml::Node *item) {
   PendingGroup pg;
   pg.pos = r.where(item);
-  Error e =
-      r.mapping(item, "nodes",
-                {"device", "count", "devices_per_node", "intra_node", "tiers"},
-                {"device", "devices_per_node", "intra_node"},
-                [&](StringRef key, yaml::Node *v) -> Error {
-                  if (key == "device") {
-                    auto s = r.str(v, key);
-                    if (!s)
-                      return s.takeError();
-                    pg.device = *s;
-                    pg.pos = r.where(v);
-                    return Error::success();
-                  }
-                  if (key == "intra_node") {
-                    auto l = readLink(r, v, key);
-                    if (!l)
-                      return l.takeError();
-                    pg.group.intraNode = *l;
-                    return Error::success();
-                  }
-                  if (key == "tiers") {
-                    auto t = readTiers(r, v);
-                    if (!t)
-                      return t.takeError();
-                    pg.group.tiers = *t;
-                    return Error::success();
-                  }
-                  auto x = r.count(v, key);
-                  if (!x)
-                    return x.takeError();
-                  (key == "count" ? pg.group.nodes : pg.group.devicesPerNode) =
-                      *x;
-                  return Error::success();
-                });
+  std::pair<unsigned, unsigned> nicsPos;
+  const StringRef fields[] = {"device",     "count", "devices_per_node",
+                              "intra_node", "tiers", "nics"};
+  Error e = r.mapping(
+      item, "nodes", fields, {"device", "devices_per_node", "intra_node"},
+      [&](StringRef key, yaml::Node *v) -> Error {
+        if (key == "device") {
+          auto s = r.str(v, key);
+          if (!s)
+            return s.takeError();
+          pg.device = *s;
+          pg.pos = r.where(v);
+          return Error::success();
+        }
+        if (key == "intra_node") {
+          auto l = readLink(r, v, key);
+          if (!l)
+            return l.takeError();
+          pg.group.intraNode = *l;
+          return Error::success();
+        }
+        if (key == "tiers") {
+          auto t = readTiers(r, v);
+          if (!t)
+            return t.takeError();
+          pg.group.tiers = *t;
+          return Error::success();
+        }
+        auto x = r.count(v, key);
+        if (!x)
+          return x.takeError();
+        if (key == "nics") {
+          pg.group.nics = *x;
+          nicsPos = r.where(v);
+          return Error::success();
+        }
+        (key == "count" ? pg.group.nodes : pg.group.devicesPerNode) = *x;
+        return Error::success();
+      });
   if (e)
     return std::move(e);
+  const NodeGroup &g = pg.group;
+  if (g.nics && g.devicesPerNode % g.nics)
+    return r.errorAt(nicsPos, "nics",
+                     formatv("{0} NICs for {1} devices per node; give a "
+                             "number that divides devices_per_node (each NIC "
+                             "is shared by as many devices)",
+                             g.nics, g.devicesPerNode)
+                         .str());
   return pg;
 }
 
@@ -621,8 +634,10 @@ void writeClusterYAML(const Cluster &c, raw_ostream &os) {
   for (const NodeGroup &g : c.groups) {
     os << "  - device: " << quoted(c.devices[g.deviceIndex].name)
        << "\n    count: " << g.nodes
-       << "\n    devices_per_node: " << g.devicesPerNode
-       << "\n    intra_node: ";
+       << "\n    devices_per_node: " << g.devicesPerNode;
+    if (g.nics)
+      os << "\n    nics: " << g.nics;
+    os << "\n    intra_node: ";
     writeLink(g.intraNode, os);
     os << "\n";
     if (g.tiers.any()) {

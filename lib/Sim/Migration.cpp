@@ -204,14 +204,16 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
 
   // Cost each transfer on its link; all run at once, limited by the
   // busiest device's sends or receives.
-  std::vector<double> sendTime(sent.size()), receiveTime(sent.size());
   std::map<std::string, double> perLevel;
+  std::vector<LinkTransfer> links;
+  std::vector<double> alone;
   for (auto &[key, tr] : byKey) {
     cluster::LinkSpec link = cluster.linkBetween(tr.from, tr.to);
     tr.link = cluster.levelName(cluster.levelBetween(tr.from, tr.to));
-    tr.seconds = link.latency + tr.bytes / link.bandwidth;
-    sendTime[tr.from] += tr.seconds;
-    receiveTime[tr.to] += tr.seconds;
+    tr.seconds =
+        link.latency + tr.bytes / aloneBandwidth(cluster, tr.from, tr.to);
+    links.push_back({tr.from, tr.to, tr.bytes});
+    alone.push_back(tr.seconds);
     perLevel[tr.link] += tr.bytes;
     r.bytesMoved += tr.bytes;
     r.transfers.push_back(std::move(tr));
@@ -226,13 +228,10 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
       perLevel.erase(it);
     }
   }
-  for (unsigned d = 0; d < sent.size(); ++d) {
-    double busy = std::max(sendTime[d], receiveTime[d]);
-    if (busy > r.moveSeconds) {
-      r.moveSeconds = busy;
-      r.busiestDevice = d;
-    }
-  }
+  Busiest move = busiest(cluster, links, alone);
+  r.moveSeconds = move.seconds;
+  r.busiestDevice = move.device;
+  r.busiestNic = move.nic;
 
   // Training switches at an iteration boundary, where the pipeline is
   // empty; inference drains the running pipeline's last batch and fills
@@ -280,23 +279,91 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
                               .str();
       }
     }
+    // The move shares the links with the running plan's messages, which
+    // slows both; the running plan serves on meanwhile.
+    r.preparingSamplesPerSecond = in.runningSamplesPerSecond;
+    r.besideMoveSeconds = r.moveSeconds;
+    r.besideBusiestDevice = r.busiestDevice;
+    r.besideBusiestNic = r.busiestNic;
+    if (in.runningCosts) {
+      SharedLinks shared =
+          shareLinks(in.running, *in.runningCosts, model, cluster,
+                     in.runningSamplesPerSecond, links);
+      r.contentionPriced = true;
+      r.sharedPorts = shared.sharedPorts;
+      r.preparingSamplesPerSecond = shared.runningSamplesPerSecond;
+      r.besideMoveSeconds = shared.move.seconds;
+      r.besideBusiestDevice = shared.move.device;
+      r.besideBusiestNic = shared.move.nic;
+    }
+    r.slowdownSamplesLost =
+        (in.runningSamplesPerSecond - r.preparingSamplesPerSecond) *
+        r.besideMoveSeconds;
     // The switch waits until the new job is ready, so its start and the
     // move lengthen the preparation, not the downtime.
-    r.prepareSeconds = r.relaunch.seconds + r.moveSeconds;
+    r.prepareSeconds = r.relaunch.seconds + r.besideMoveSeconds;
     r.besideDowntime = r.drainSeconds + r.fillSeconds;
   }
-  r.chosenBeside = r.besidePossible;
-  r.downtime = r.chosenBeside ? r.besideDowntime : r.pauseDowntime;
 
+  // Samples not served, against the running plan kept. A pause ends its
+  // switch sooner by what the contention adds to the move, and serves the
+  // new plan meanwhile: compared at the same moment it loses that gain
+  // less.
   r.runningSamplesPerSecond = in.runningSamplesPerSecond;
   r.nextSamplesPerSecond = in.nextSamplesPerSecond;
   double gain = in.nextSamplesPerSecond - in.runningSamplesPerSecond;
-  // Samples not served in the downtime, made up at the gained rate.
+  r.pauseSamplesLost = r.pauseDowntime * in.runningSamplesPerSecond;
+  r.pauseSamplesLostCompared = r.pauseSamplesLost;
+  if (r.besidePossible) {
+    r.besideSamplesLost =
+        r.besideDowntime * in.runningSamplesPerSecond + r.slowdownSamplesLost;
+    r.pauseSooner = r.besideMoveSeconds - r.moveSeconds;
+    r.pauseSamplesLostCompared -= gain * r.pauseSooner;
+  }
+  r.chosenBeside =
+      r.besidePossible && r.besideSamplesLost <= r.pauseSamplesLostCompared;
+  r.downtime = r.chosenBeside ? r.besideDowntime : r.pauseDowntime;
+  r.samplesLost = r.chosenBeside ? r.besideSamplesLost : r.pauseSamplesLost;
+
+  // The samples lost, made up at the gained rate.
   r.worthIt = !r.samePlan && gain > 0;
-  r.breakEvenSeconds = r.worthIt
-                           ? r.downtime * in.runningSamplesPerSecond / gain
-                           : std::numeric_limits<double>::infinity();
+  r.breakEvenSeconds = r.worthIt ? r.samplesLost / gain
+                                 : std::numeric_limits<double>::infinity();
   return r;
+}
+
+static std::string busiestName(unsigned device, bool nic) {
+  return (nic ? "the NIC of rank " : "rank ") + std::to_string(device);
+}
+
+/// The summary's `contention` line: how the move beside the running plan
+/// and its messages slow each other.
+static void printContention(const MigrationReport &r, raw_ostream &os) {
+  os << "  contention       ";
+  if (!r.contentionPriced) {
+    os << "not priced: the running plan's messages are not known; the "
+          "move is priced alone\n";
+    return;
+  }
+  if (r.sharedPorts == 0) {
+    os << "none: no link carries both the running plan's messages and the "
+          "move\n";
+    return;
+  }
+  double change =
+      r.runningSamplesPerSecond > 0
+          ? 100 * (r.preparingSamplesPerSecond / r.runningSamplesPerSecond - 1)
+          : 0.0;
+  os << formatv("{0} link port{1} carry the running plan's messages and the "
+                "move (fair share): running plan {2:F4} samples/s while "
+                "preparing ({3:F1}%), move {4:F3} s beside it ({5:F3} s "
+                "alone, {6} busiest), {7:F1} samples lost to the "
+                "slowdown\n",
+                r.sharedPorts, r.sharedPorts == 1 ? "" : "s",
+                r.preparingSamplesPerSecond, change, r.besideMoveSeconds,
+                r.moveSeconds,
+                busiestName(r.besideBusiestDevice, r.besideBusiestNic),
+                r.slowdownSamplesLost);
 }
 
 void printMigration(const MigrationReport &r, raw_ostream &os) {
@@ -320,8 +387,8 @@ void printMigration(const MigrationReport &r, raw_ostream &os) {
   for (const auto &[level, bytes] : r.bytesPerLevel)
     os << ", " << megabytes(bytes) << " over " << level;
   if (r.bytesMoved > 0)
-    os << formatv(", {0:F3} s (rank {1} busiest)\n", r.moveSeconds,
-                  r.busiestDevice);
+    os << formatv(", {0:F3} s ({1} busiest)\n", r.moveSeconds,
+                  busiestName(r.busiestDevice, r.busiestNic));
   else
     os << ", nothing moves\n";
   for (const StageMigration &st : r.stages) {
@@ -353,22 +420,36 @@ void printMigration(const MigrationReport &r, raw_ostream &os) {
                   "{2:F3}; {3:F3} s preparing while serving: relaunch "
                   "{4:F3} + move {5:F3}, rank {6} peaks at {7} of {8})\n",
                   r.besideDowntime, r.drainSeconds, r.fillSeconds,
-                  r.prepareSeconds, r.relaunch.seconds, r.moveSeconds,
+                  r.prepareSeconds, r.relaunch.seconds, r.besideMoveSeconds,
                   r.besideDevice, megabytes(r.besidePeak),
                   megabytes(r.besideCapacity));
   else
     os << "  prepare-beside   not possible: " << r.besideProblem
        << "; pause-and-resume instead\n";
+  if (r.besidePossible)
+    printContention(r, os);
+  os << "  samples lost     ";
+  if (r.besidePossible)
+    os << formatv("prepare-beside {0:F1} (downtime {1:F1} + slowdown {2:F1}), ",
+                  r.besideSamplesLost,
+                  r.besideSamplesLost - r.slowdownSamplesLost,
+                  r.slowdownSamplesLost);
+  os << formatv("pause-and-resume {0:F1} (its downtime", r.pauseSamplesLost);
+  if (r.pauseSooner > 0)
+    os << formatv("; {0:F1} when it ends {1:F3} s sooner and serves the new "
+                  "plan meanwhile",
+                  r.pauseSamplesLostCompared, r.pauseSooner);
+  os << ")\n";
   if (r.samePlan)
     os << "  verdict          keep the running plan: it is still the best\n";
   else if (!r.worthIt)
     os << "  verdict          keep the running plan: the new one is not "
           "faster on this cluster\n";
   else
-    os << formatv("  verdict          re-plan ({0}): {1:F3} s down, made up "
-                  "after {2:F1} s\n",
+    os << formatv("  verdict          re-plan ({0}): {1:F3} s down, {2:F1} "
+                  "samples lost, made up after {3:F1} s\n",
                   r.chosenBeside ? "prepare beside" : "pause and resume",
-                  r.downtime, r.breakEvenSeconds);
+                  r.downtime, r.samplesLost, r.breakEvenSeconds);
 }
 
 json::Value toJSON(const MigrationReport &r) {
@@ -404,8 +485,20 @@ json::Value toJSON(const MigrationReport &r) {
   if (r.besidePossible) {
     beside["prepare_s"] = r.prepareSeconds;
     beside["relaunch_s"] = r.relaunch.seconds;
-    beside["move_s"] = r.moveSeconds;
+    beside["move_s"] = r.besideMoveSeconds;
     beside["downtime_s"] = r.besideDowntime;
+    beside["samples_lost"] = r.besideSamplesLost;
+    json::Object contention{{"priced", r.contentionPriced},
+                            {"rule", "fair-share"}};
+    if (r.contentionPriced) {
+      contention["shared_ports"] = r.sharedPorts;
+      contention["running_samples_per_s"] = r.preparingSamplesPerSecond;
+      contention["move_s"] = r.besideMoveSeconds;
+      contention["busiest_device"] = r.besideBusiestDevice;
+      contention["busiest_is_nic"] = r.besideBusiestNic;
+      contention["samples_lost"] = r.slowdownSamplesLost;
+    }
+    beside["contention"] = std::move(contention);
     beside["peak_memory_bytes"] = r.besidePeak;
     beside["memory_bytes"] = r.besideCapacity;
     beside["device"] = r.besideDevice;
@@ -422,19 +515,25 @@ json::Value toJSON(const MigrationReport &r) {
       {"bytes_per_link_level", std::move(levels)},
       {"move_s", r.moveSeconds},
       {"busiest_device", r.busiestDevice},
+      {"busiest_is_nic", r.busiestNic},
       {"stages", std::move(stages)},
       {"transfers", std::move(transfers)},
       {"relaunch", json::Object{{"seconds", r.relaunch.seconds},
                                 {"given", r.relaunch.given},
                                 {"source", r.relaunch.source}}},
-      {"pause_resume", json::Object{{"drain_s", r.drainSeconds},
-                                    {"relaunch_s", r.relaunch.seconds},
-                                    {"move_s", r.moveSeconds},
-                                    {"fill_s", r.fillSeconds},
-                                    {"downtime_s", r.pauseDowntime}}},
+      {"pause_resume",
+       json::Object{{"drain_s", r.drainSeconds},
+                    {"relaunch_s", r.relaunch.seconds},
+                    {"move_s", r.moveSeconds},
+                    {"fill_s", r.fillSeconds},
+                    {"downtime_s", r.pauseDowntime},
+                    {"samples_lost", r.pauseSamplesLost},
+                    {"sooner_s", r.pauseSooner},
+                    {"samples_lost_compared", r.pauseSamplesLostCompared}}},
       {"prepare_beside", std::move(beside)},
       {"strategy", r.chosenBeside ? "prepare-beside" : "pause-resume"},
       {"downtime_s", r.downtime},
+      {"samples_lost", r.samplesLost},
       {"running_samples_per_s", r.runningSamplesPerSecond},
       {"new_samples_per_s", r.nextSamplesPerSecond},
       {"running_latency_s", r.runningLatency},

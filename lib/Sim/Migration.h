@@ -16,11 +16,13 @@
 #include "lib/Cluster/Cluster.h"
 #include "lib/Cost/ModelDesc.h"
 #include "lib/Schedule/Plan.h"
+#include "lib/Sim/Contention.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,10 @@ struct MigrationInputs {
   /// weights loaded, its first run): paid in the downtime by a pause,
   /// hidden by preparing beside (docs/resilience.md, "The relaunch").
   cluster::RelaunchCost relaunch;
+  /// Inference: the running plan's costs on the cluster, whose messages
+  /// share the links with a preparation beside it (Contention.h). None:
+  /// the contention is not priced, and the report says so.
+  std::optional<schedule::PipelineCosts> runningCosts;
 };
 
 /// The migration and its downtimes.
@@ -99,11 +105,12 @@ struct MigrationReport {
   double bytesMoved = 0, bytesKept = 0;
   /// Bytes moved per link level, by the level's name.
   std::vector<std::pair<std::string, double>> bytesPerLevel;
-  /// All transfers at once: the busiest device's sends or receives (the
-  /// preemptive open-shop bound, which a schedule of the transfers
-  /// reaches).
+  /// All transfers at once: the busiest device's (or shared NIC's) sends
+  /// or receives (the preemptive open-shop bound, which a schedule of the
+  /// transfers reaches).
   double moveSeconds = 0;
   unsigned busiestDevice = 0;
+  bool busiestNic = false;
 
   /// The new job's start and where the figure comes from.
   cluster::RelaunchCost relaunch;
@@ -113,24 +120,45 @@ struct MigrationReport {
   double drainSeconds = 0, fillSeconds = 0, pauseDowntime = 0;
 
   /// Prepare-beside-and-switch: the new job starts and receives its slices
-  /// while the running plan serves (prepareSeconds: relaunch + move); the
-  /// switch waits for the drain and the fill only.
+  /// while the running plan serves (prepareSeconds: relaunch + the move
+  /// beside it); the switch waits for the drain and the fill only.
   bool besidePossible = false;
   std::string besideProblem;
   double prepareSeconds = 0, besideDowntime = 0;
+  /// The running plan's messages and the move beside it on shared links
+  /// (fair share, Contention.h): whether it was priced, the ports both
+  /// use, the running plan's samples/s meanwhile, the move's time and
+  /// busiest device beside it, and the samples the slowdown costs
+  /// ((running - while preparing) samples/s x the move beside).
+  bool contentionPriced = false;
+  unsigned sharedPorts = 0;
+  double preparingSamplesPerSecond = 0, besideMoveSeconds = 0;
+  unsigned besideBusiestDevice = 0;
+  bool besideBusiestNic = false;
+  double slowdownSamplesLost = 0;
   /// The most memory one device needs during the preparation: its running
   /// peak plus the slices it receives, the device, and its capacity.
   double besidePeak = 0, besideCapacity = 0;
   unsigned besideDevice = 0;
 
-  /// The strategy chosen (prepare-beside when possible) and its downtime.
+  /// Samples each strategy serves fewer than the running plan kept would:
+  /// a pause its downtime's; preparing beside its downtime's and the
+  /// slowdown's. A pause switches besideMoveSeconds - moveSeconds sooner
+  /// (pauseSooner) and serves the new plan meanwhile, so compared at the
+  /// later switch's end it loses pauseSamplesLostCompared.
+  double pauseSamplesLost = 0, besideSamplesLost = 0;
+  double pauseSooner = 0, pauseSamplesLostCompared = 0;
+
+  /// The strategy chosen (prepare-beside when possible and it loses no
+  /// more samples than a pause compared at the same moment) and its
+  /// downtime and samples lost.
   bool chosenBeside = false;
-  double downtime = 0;
+  double downtime = 0, samplesLost = 0;
 
   /// Whether re-planning pays: the running plan's and the new plan's
   /// samples/s on the cluster, and the time after the switch at which the
-  /// samples gained make up for those lost in the downtime (infinite when
-  /// the new plan is not faster).
+  /// samples gained make up for those the chosen strategy lost (infinite
+  /// when the new plan is not faster).
   double runningSamplesPerSecond = 0, nextSamplesPerSecond = 0;
   double runningLatency = 0, nextLatency = 0;
   bool worthIt = false;

@@ -167,6 +167,8 @@ FailureOr<sim::MigrationReport> planning::planReplan(
   in.runningSamplesPerSecond = deliveredRate(*kept);
   in.nextSamplesPerSecond = deliveredRate(next);
   in.relaunch = relaunch;
+  if (!in.training)
+    in.runningCosts = kept->sim.costs;
   llvm::Expected<sim::MigrationReport> r =
       sim::planMigration(in, model, cluster);
   if (!r)

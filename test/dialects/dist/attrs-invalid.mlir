@@ -77,6 +77,11 @@ module attributes {x = #dist.node_group<kind = "a", nodes = 1, devices = 0, link
 
 // -----
 
+// expected-error @+1 {{node group of 'a' has nics = 3 for 4 devices per node; give a number of NICs that divides devices (or none: one per device)}}
+module attributes {x = #dist.node_group<kind = "a", nodes = 1, devices = 4, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>, nics = 3>} {}
+
+// -----
+
 // expected-error @+1 {{cluster 'c' names device kind 'a' twice}}
 module attributes {x = #dist.cluster<"c", kinds = [#dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>, #dist.device_kind<"a", memory = 1, bandwidth = 1.0, flops = {fp32 = 1.0 : f64}>], nodes = [#dist.node_group<kind = "a", nodes = 1, devices = 2, link = #dist.link<"l", bandwidth = 1.0, latency = 0.0>>]>} {}
 

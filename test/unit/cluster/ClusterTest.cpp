@@ -286,6 +286,44 @@ TEST(ClusterYAML, RacksAndFp8Efficiency) {
       << e;
 }
 
+TEST(ClusterYAML, NicsSharedByANodesDevices) {
+  // Without `nics` every device has its own NIC.
+  Cluster own = llvm::cantFail(parseClusterYAML(kGood, "lab.yaml"));
+  EXPECT_EQ(own.groups[0].devicesPerNic(), 1u);
+  EXPECT_EQ(own.nicOf(6), 6u);
+  // Two NICs per node of four devices: ranks 0-1, 2-3, 4-5, 6-7 share one.
+  std::string text = kGood;
+  text.replace(text.find("    intra_node:"), 0, "    nics: 2\n");
+  Cluster c = llvm::cantFail(parseClusterYAML(text, "lab.yaml"));
+  EXPECT_EQ(c.groups[0].nics, 2u);
+  EXPECT_EQ(c.groups[0].devicesPerNic(), 2u);
+  EXPECT_EQ(c.nicOf(0), 0u);
+  EXPECT_EQ(c.nicOf(1), 0u);
+  EXPECT_EQ(c.nicOf(3), 2u);
+  EXPECT_EQ(c.nicOf(5), 4u);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  writeClusterYAML(c, os);
+  EXPECT_NE(out.find("    nics: 2\n"), std::string::npos) << out;
+  EXPECT_EQ(llvm::cantFail(parseClusterYAML(out, "back.yaml")).groups[0].nics,
+            2u);
+  // A count that does not divide the node's devices, or none at all.
+  std::string e = badYaml("    intra_node:", "    nics: 3\n    intra_node:");
+  EXPECT_NE(e.find("lab.yaml:12:11: field 'nics': 3 NICs for 4 devices per "
+                   "node; give a number that divides devices_per_node"),
+            std::string::npos)
+      << e;
+  e = badYaml("    intra_node:", "    nics: 0\n    intra_node:");
+  EXPECT_NE(e.find("lab.yaml:12:11: field 'nics': '0' must be greater than 0"),
+            std::string::npos)
+      << e;
+  // Clusters built in code are checked the same way.
+  c.groups[0].nics = 3;
+  e = errorOf(validateCluster(c, "code"));
+  EXPECT_NE(e.find("has 3 NICs for its 4 devices per node"), std::string::npos)
+      << e;
+}
+
 TEST(ClusterYAML, RejectsValuesOutsidePhysicalRanges) {
   // Finite but absurd values once gave "iteration time INF s" and
   // "bubble nan%" with exit 0 (issue 12).

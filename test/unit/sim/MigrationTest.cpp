@@ -295,3 +295,242 @@ TEST(Migration, UnsupportedStateIsAnError) {
   // The same layout for inference has no optimizer state to shard.
   EXPECT_EQ(migrationProblem(plan("dp=2,pp=1,zero=1", m)), "");
 }
+
+namespace {
+/// A two-stage inference pipeline's costs by hand: stage 0 computes for
+/// 0.3 s and sends 1 MB (0.08 s at Wi-Fi's 12.5 MB/s) in 0.1 s with the
+/// latency; stage 1 computes for 0.35 s. The slowest stage takes 0.4 s a
+/// micro-batch: 2.5 samples/s at mbs = 1.
+schedule::PipelineCosts twoStageCosts(const schedule::Plan &p,
+                                      unsigned numLayers) {
+  schedule::PipelineCosts c;
+  c.pp = 2;
+  c.microbatches = p.numMicrobatches;
+  c.stages.resize(2);
+  c.stages[0].device = 0;
+  c.stages[0].fwd = 0.3;
+  c.stages[0].sendNextTime = 0.1;
+  c.stages[0].sendNextBytes = 1e6;
+  c.stages[0].nextLevel = cluster::LinkLevel::Network;
+  c.stages[1].device = 1;
+  c.stages[1].fwd = 0.35;
+  for (unsigned vs = 0; vs < 2; ++vs)
+    std::tie(c.stages[vs].layerBegin, c.stages[vs].layerEnd) =
+        p.stageLayers(vs, numLayers);
+  return c;
+}
+} // namespace
+
+TEST(Migration, ALinkOnlyTheMoveUsesSlowsNothing) {
+  cost::ModelDesc m = test::gpt(8);
+  unsigned n = m.layers.size();
+  cluster::Cluster c = boards();
+  // The running plan sends from rank 0 to rank 1; the move sends rank 1's
+  // last layers to rank 2: rank 1's sending port and rank 2's receiving
+  // one carry nothing of the running plan.
+  schedule::Plan running = plan("dp=1,pp=2,stages=4", m);
+  MigrationInputs in = inputs(running, plan("dp=1,pp=3,stages=4/6", m));
+  in.runningCosts = twoStageCosts(running, m.layers.size());
+  in.runningSamplesPerSecond = 2.5;
+  MigrationReport r = llvm::cantFail(planMigration(in, m, c));
+  ASSERT_EQ(r.transfers.size(), 1u);
+  EXPECT_EQ(r.transfers[0].from, 1u);
+  EXPECT_EQ(r.transfers[0].to, 2u);
+  EXPECT_TRUE(r.contentionPriced);
+  EXPECT_EQ(r.sharedPorts, 0u);
+  EXPECT_EQ(r.preparingSamplesPerSecond, 2.5);
+  EXPECT_EQ(r.besideMoveSeconds, r.moveSeconds);
+  EXPECT_EQ(r.slowdownSamplesLost, 0);
+  EXPECT_EQ(r.pauseSooner, 0);
+  EXPECT_DOUBLE_EQ(r.moveSeconds, c.network.latency + 2 * params(m, 6, n) /
+                                                          c.network.bandwidth);
+  EXPECT_TRUE(r.chosenBeside);
+  EXPECT_DOUBLE_EQ(r.samplesLost, 0.9 * 2.5);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printMigration(r, os);
+  EXPECT_NE(text.find("contention       none: no link carries both"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Migration, ASharedLinkSlowsTheRunningPlanAndTheMove) {
+  cost::ModelDesc m = test::gpt(8);
+  cluster::Cluster c = boards();
+  // The cut moves from layer 4 to 3: rank 0 sends layer 3 to rank 1, on
+  // the ports of the running plan's boundary message (rank 0 out, rank 1
+  // in). By hand: the message's 0.08 s of bytes take 0.16 s at half the
+  // port, so stage 0 takes 0.3 + 0.1 + 0.08 = 0.48 s and the plan serves
+  // 2.5 x 0.4 / 0.48 = 2.0833 samples/s, i.e. 2.0833 micro-batches of
+  // 1 MB a second: 1/6 of the 12.5 MB/s ports. The move gets the other
+  // 5/6: latency + bytes / (5/6 x bandwidth).
+  schedule::Plan running = plan("dp=1,pp=2,stages=4", m);
+  MigrationInputs in = inputs(running, plan("dp=1,pp=2,stages=3", m));
+  in.runningCosts = twoStageCosts(running, m.layers.size());
+  in.runningSamplesPerSecond = 2.5;
+  in.nextSamplesPerSecond = 3;
+  MigrationReport r = llvm::cantFail(planMigration(in, m, c));
+  ASSERT_EQ(r.transfers.size(), 1u);
+  EXPECT_EQ(r.transfers[0].from, 0u);
+  EXPECT_EQ(r.transfers[0].to, 1u);
+  double bytes = 2 * params(m, 3, 4);
+  EXPECT_EQ(r.sharedPorts, 2u);
+  EXPECT_DOUBLE_EQ(r.preparingSamplesPerSecond, 2.5 * 0.4 / 0.48);
+  double beside = c.network.latency + bytes / (c.network.bandwidth * 5 / 6);
+  EXPECT_NEAR(r.besideMoveSeconds, beside, 1e-12 * beside);
+  EXPECT_DOUBLE_EQ(r.moveSeconds,
+                   c.network.latency + bytes / c.network.bandwidth);
+  EXPECT_DOUBLE_EQ(r.prepareSeconds, r.besideMoveSeconds);
+  double slow = (2.5 - 2.5 * 0.4 / 0.48) * r.besideMoveSeconds;
+  EXPECT_NEAR(r.slowdownSamplesLost, slow, 1e-12 * slow);
+  // The downtime is the drain and the fill's, as without contention.
+  EXPECT_DOUBLE_EQ(r.besideDowntime, 0.9);
+  EXPECT_NEAR(r.besideSamplesLost, 0.9 * 2.5 + slow, 1e-12);
+  // A pause loses its downtime's samples, and ends the slowed part of the
+  // move sooner, serving the new plan's 0.5 samples/s more meanwhile.
+  double pause = (0.9 + r.moveSeconds) * 2.5;
+  EXPECT_DOUBLE_EQ(r.pauseSamplesLost, pause);
+  EXPECT_DOUBLE_EQ(r.pauseSooner, r.besideMoveSeconds - r.moveSeconds);
+  EXPECT_NEAR(r.pauseSamplesLostCompared, pause - 0.5 * r.pauseSooner, 1e-12);
+  EXPECT_TRUE(r.chosenBeside);
+  EXPECT_DOUBLE_EQ(r.breakEvenSeconds, r.besideSamplesLost / 0.5);
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printMigration(r, os);
+  EXPECT_NE(text.find("contention       2 link ports carry the running "
+                      "plan's messages and the move (fair share): running "
+                      "plan 2.0833 samples/s while preparing (-16.7%)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("samples lost     prepare-beside "), std::string::npos)
+      << text;
+  llvm::json::Value v = toJSON(r);
+  const llvm::json::Object *besideJson =
+      v.getAsObject()->getObject("prepare_beside");
+  EXPECT_EQ(besideJson->getObject("contention")->getString("rule"),
+            "fair-share");
+  EXPECT_EQ(besideJson->getObject("contention")->getInteger("shared_ports"), 2);
+  EXPECT_EQ(besideJson->getNumber("move_s"), r.besideMoveSeconds);
+
+  // A new plan six times faster: the pause's sooner end serves 12.5
+  // samples/s more for pauseSooner seconds, which outweighs the slowdown.
+  in.nextSamplesPerSecond = 15;
+  r = llvm::cantFail(planMigration(in, m, c));
+  EXPECT_GT(r.besideSamplesLost, r.pauseSamplesLostCompared);
+  EXPECT_FALSE(r.chosenBeside);
+  EXPECT_DOUBLE_EQ(r.downtime, r.pauseDowntime);
+  EXPECT_DOUBLE_EQ(r.samplesLost, r.pauseSamplesLost);
+}
+
+namespace {
+/// Two nodes of two devices on a 12.5 MB/s network without latency; with
+/// \p nics, the NICs per node its devices share.
+cluster::Cluster twoByTwo(unsigned nics) {
+  std::string text = R"(name: pairs
+devices:
+  - name: board
+    peak_tflops: {fp32: 1}
+    memory_GB: 4
+    memory_bandwidth_GBps: 10
+nodes:
+  - device: board
+    count: 2
+    devices_per_node: 2
+)";
+  if (nics)
+    text += "    nics: " + std::to_string(nics) + "\n";
+  text += "    intra_node: {name: bus, bandwidth_GBps: 1, latency_us: 0}\n"
+          "network: {name: eth, bandwidth_GBps: 0.0125, latency_us: 0}\n";
+  return llvm::cantFail(cluster::parseClusterYAML(text, "pairs.yaml"));
+}
+} // namespace
+
+TEST(Migration, ANodesDevicesShareItsNic) {
+  cost::ModelDesc m = test::gpt(8);
+  unsigned n = m.layers.size();
+  // Rank 0 holds everything and the new plan wants it all on rank 1 (its
+  // node) and on rank 2 (the other node): one NIC per node lets rank 0's
+  // network transfer use all of it, twice the network's per-device share.
+  cluster::Cluster shared = twoByTwo(1);
+  cost::CostModel cm;
+  auto planOn = [&](llvm::StringRef spec, const cluster::Cluster &c) {
+    schedule::Plan p = llvm::cantFail(schedule::parsePlan(spec));
+    p.mode = schedule::Mode::Infer;
+    llvm::cantFail(schedule::finalizePlan(p, m, c, 12, cm));
+    return p;
+  };
+  MigrationReport r = llvm::cantFail(planMigration(
+      inputs(planOn("dp=1,pp=1", shared), planOn("dp=3,pp=1", shared)), m,
+      shared));
+  double bytes = 2 * params(m, 0, n);
+  ASSERT_EQ(r.transfers.size(), 2u);
+  EXPECT_EQ(r.transfers[1].to, 2u);
+  EXPECT_EQ(r.transfers[1].link, "eth");
+  EXPECT_DOUBLE_EQ(r.transfers[1].seconds, bytes / (2 * 0.0125e9));
+
+  // Both devices of node 0 send over the network to node 1: they take
+  // turns on its NIC, which is then the busiest.
+  r = llvm::cantFail(planMigration(
+      inputs(planOn("dp=2,pp=1", shared), planOn("dp=4,pp=1", shared)), m,
+      shared));
+  double all = 0;
+  for (const Transfer &t : r.transfers) {
+    EXPECT_EQ(t.link, "eth");
+    all += t.seconds;
+  }
+  EXPECT_NEAR(all, 2 * bytes / (2 * 0.0125e9), 1e-12 * all);
+  EXPECT_NEAR(r.moveSeconds, all, 1e-12 * all);
+  EXPECT_TRUE(r.busiestNic);
+  EXPECT_EQ(r.busiestDevice, 0u);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printMigration(r, os);
+  EXPECT_NE(text.find("(the NIC of rank 0 busiest)"), std::string::npos)
+      << text;
+}
+
+TEST(Migration, ASharedNicCarriesAnotherDevicesMessages) {
+  cost::ModelDesc m = test::gpt(8);
+  unsigned n = m.layers.size();
+  cost::CostModel cm;
+  // The running pipeline on ranks 0, 1, 2: stage 1 (rank 1) sends 1 MB a
+  // micro-batch over the network to stage 2 (rank 2). The move sends from
+  // rank 0 to rank 3, whose own ports the running plan does not use.
+  for (unsigned nics : {0u, 1u}) {
+    cluster::Cluster c = twoByTwo(nics);
+    schedule::Plan running = llvm::cantFail(schedule::parsePlan("dp=1,pp=3"));
+    running.mode = schedule::Mode::Infer;
+    llvm::cantFail(schedule::finalizePlan(running, m, c, 8, cm));
+    schedule::PipelineCosts costs;
+    costs.pp = 3;
+    costs.microbatches = running.numMicrobatches;
+    costs.stages.resize(3);
+    for (unsigned vs = 0; vs < 3; ++vs) {
+      costs.stages[vs].device = vs;
+      std::tie(costs.stages[vs].layerBegin, costs.stages[vs].layerEnd) =
+          running.stageLayers(vs, n);
+      costs.stages[vs].fwd = 0.3;
+    }
+    costs.stages[1].sendNextTime = 0.1;
+    costs.stages[1].sendNextBytes = 1e6;
+    costs.stages[2].fwd = 0.35;
+    const double bytes = 5e6;
+    SharedLinks s = shareLinks(running, costs, m, c, 2.5, {{0, 3, bytes}});
+    if (!nics) {
+      // Its own NIC each: nothing shared, nothing slower.
+      EXPECT_EQ(s.sharedPorts, 0u);
+      EXPECT_EQ(s.runningSamplesPerSecond, 2.5);
+      EXPECT_DOUBLE_EQ(s.move.seconds, bytes / 0.0125e9);
+      continue;
+    }
+    // One NIC per node: node 0's sending NIC and node 1's receiving one
+    // carry the message and the move. By hand: the message's 0.08 s take
+    // 0.16 s, stage 1 takes 0.48 s instead of 0.4 s, the plan serves
+    // 2.5 x 0.4 / 0.48 samples/s, micro-batches of 1 MB at that rate use
+    // 1/12 of the 25 MB/s NIC, and the move gets the other 11/12.
+    EXPECT_EQ(s.sharedPorts, 2u);
+    EXPECT_DOUBLE_EQ(s.runningSamplesPerSecond, 2.5 * 0.4 / 0.48);
+    EXPECT_NEAR(s.move.seconds, bytes / (0.025e9 * 11 / 12), 1e-12);
+  }
+}
