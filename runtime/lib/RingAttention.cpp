@@ -20,6 +20,7 @@
 #include "CommMpi.h"
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -107,41 +108,42 @@ distrt_status checkRing(distrt_comm *comm, const char *fn,
 
 /// One step of the forward on the CPU: this rank's queries against key and
 /// value block `block` (`kv`: K then V), merged into the running max `m`,
-/// sum `l` and unnormalized output `acc` of every query row.
+/// sum `l` and unnormalized output `acc` of every query row. In double, so
+/// the blocks' other order of the softmax's sums (and the rescaling of the
+/// running ones) costs no f32 rounding: the result is the f32 rounding of
+/// one process's attention within the last bits.
 void forwardBlock(const RingShape &s, int32_t block, const float *q,
-                  const float *kv, float *m, float *l, float *acc) {
+                  const float *kv, double *m, double *l, double *acc) {
   const float *kBase = kv, *vBase = kv + s.batch * s.skv * s.d;
-  const float dropped = -std::numeric_limits<float>::infinity();
-  std::vector<float> scores(s.skv);
+  const double dropped = -std::numeric_limits<double>::infinity();
+  std::vector<double> scores(s.skv);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t i = 0; i < s.sq; ++i) {
       const int64_t row = b * s.sq + i;
       const float *qi = q + row * s.d;
       const float *k = kBase + b * s.skv * s.d;
       const float *v = vBase + b * s.skv * s.dv;
-      float blockMax = dropped;
+      double blockMax = dropped;
       for (int64_t j = 0; j < s.skv; ++j) {
         const float bias = s.biasAt(b, i, block, j);
-        if (bias <= kMaskedBias) {
-          scores[j] = dropped;
-          continue;
-        }
-        scores[j] = s.scoreOf(qi, k + j * s.d, bias);
+        scores[j] = bias <= kMaskedBias
+                        ? dropped
+                        : s.scoreOf<double>(qi, k + j * s.d, bias);
         blockMax = std::max(blockMax, scores[j]);
       }
       if (blockMax == dropped)
         continue;
-      const float mNew = std::max(m[row], blockMax);
+      const double mNew = std::max(m[row], blockMax);
       // exp(-inf) = 0: the first block seen starts the sums.
-      const float rescale = std::exp(m[row] - mNew);
-      float *a = acc + row * s.dv;
+      const double rescale = std::exp(m[row] - mNew);
+      double *a = acc + row * s.dv;
       for (int64_t x = 0; x < s.dv; ++x)
         a[x] *= rescale;
-      float sum = l[row] * rescale;
+      double sum = l[row] * rescale;
       for (int64_t j = 0; j < s.skv; ++j) {
         if (scores[j] == dropped)
           continue;
-        const float p = std::exp(scores[j] - mNew);
+        const double p = std::exp(scores[j] - mNew);
         sum += p;
         for (int64_t x = 0; x < s.dv; ++x)
           a[x] += p * v[j * s.dv + x];
@@ -154,29 +156,32 @@ void forwardBlock(const RingShape &s, int32_t block, const float *q,
 /// One step of the backward on the CPU: the probabilities of this rank's
 /// queries against block `block` (`kv`), recomputed from `lse`, add to
 /// `dq` and to the block's gradient sums `dkv` (dK then dV). `delta` holds
-/// each query row's dout . out.
+/// each query row's dout . out. In double, as the forward; the block's
+/// sums travel the ring in f32.
 void backwardBlock(const RingShape &s, int32_t block, const float *q,
                    const float *kv, const float *lse, const float *dout,
-                   const float *delta, float *dq, float *dkv) {
+                   const double *delta, double *dq, float *dkv) {
   const int64_t kOff = s.batch * s.skv * s.d;
+  std::vector<double> dk(s.skv * s.d), dv(s.skv * s.dv);
   for (int64_t b = 0; b < s.batch; ++b) {
     const float *k = kv + b * s.skv * s.d;
     const float *v = kv + kOff + b * s.skv * s.dv;
-    float *dk = dkv + b * s.skv * s.d;
-    float *dv = dkv + kOff + b * s.skv * s.dv;
+    std::fill(dk.begin(), dk.end(), 0.0);
+    std::fill(dv.begin(), dv.end(), 0.0);
     for (int64_t i = 0; i < s.sq; ++i) {
       const int64_t row = b * s.sq + i;
       const float *qi = q + row * s.d, *gi = dout + row * s.dv;
-      float *dqi = dq + row * s.d;
+      double *dqi = dq + row * s.d;
       for (int64_t j = 0; j < s.skv; ++j) {
         const float bias = s.biasAt(b, i, block, j);
         if (bias <= kMaskedBias)
           continue;
-        float dp = 0;
+        double dp = 0;
         for (int64_t x = 0; x < s.dv; ++x)
-          dp += gi[x] * v[j * s.dv + x];
-        const float p = std::exp(s.scoreOf(qi, k + j * s.d, bias) - lse[row]);
-        const float ds = p * (dp - delta[row]) * s.scale;
+          dp += double(gi[x]) * v[j * s.dv + x];
+        const double p =
+            std::exp(s.scoreOf<double>(qi, k + j * s.d, bias) - lse[row]);
+        const double ds = p * (dp - delta[row]) * s.scale;
         for (int64_t x = 0; x < s.d; ++x) {
           dqi[x] += ds * k[j * s.d + x];
           dk[j * s.d + x] += ds * qi[x];
@@ -185,6 +190,12 @@ void backwardBlock(const RingShape &s, int32_t block, const float *q,
           dv[j * s.dv + x] += p * gi[x];
       }
     }
+    float *dkOut = dkv + b * s.skv * s.d;
+    float *dvOut = dkv + kOff + b * s.skv * s.dv;
+    for (int64_t x = 0; x < s.skv * s.d; ++x)
+      dkOut[x] += float(dk[x]);
+    for (int64_t x = 0; x < s.skv * s.dv; ++x)
+      dvOut[x] += float(dv[x]);
   }
 }
 
@@ -260,8 +271,8 @@ distrt_status forwardCpu(distrt_comm *comm, const char *fn, const RingShape &s,
                          const float *q, const float *k, const float *v,
                          float *out, float *lse) {
   const int64_t rows = s.batch * s.sq;
-  std::vector<float> m(rows, -std::numeric_limits<float>::infinity());
-  std::vector<float> l(rows, 0), acc(rows * s.dv, 0);
+  std::vector<double> m(rows, -std::numeric_limits<double>::infinity());
+  std::vector<double> l(rows, 0), acc(rows * s.dv, 0);
   std::vector<float> cur(s.kvFloats()), next(s.kvFloats());
   pack(s, k, v, cur.data());
   const std::vector<bool> live = liveBlocks(s, s.bias);
@@ -278,10 +289,10 @@ distrt_status forwardCpu(distrt_comm *comm, const char *fn, const RingShape &s,
   }
   for (int64_t row = 0; row < rows; ++row) {
     // A row whose every key the mask drops gets zeros and lse = -inf.
-    const float inv = l[row] > 0 ? 1 / l[row] : 0;
+    const double inv = l[row] > 0 ? 1 / l[row] : 0;
     for (int64_t x = 0; x < s.dv; ++x)
-      out[row * s.dv + x] = acc[row * s.dv + x] * inv;
-    lse[row] = m[row] + std::log(l[row]);
+      out[row * s.dv + x] = float(acc[row * s.dv + x] * inv);
+    lse[row] = float(m[row] + std::log(l[row]));
   }
   return DISTRT_OK;
 }
@@ -291,14 +302,13 @@ distrt_status backwardCpu(distrt_comm *comm, const char *fn, const RingShape &s,
                           const float *out, const float *lse, const float *dout,
                           float *dq, float *dk, float *dv) {
   const int64_t rows = s.batch * s.sq;
-  std::vector<float> delta(rows);
+  std::vector<double> delta(rows), dqSum(rows * s.d, 0);
   for (int64_t row = 0; row < rows; ++row) {
-    float sum = 0;
+    double sum = 0;
     for (int64_t x = 0; x < s.dv; ++x)
-      sum += dout[row * s.dv + x] * out[row * s.dv + x];
+      sum += double(dout[row * s.dv + x]) * out[row * s.dv + x];
     delta[row] = sum;
   }
-  std::memset(dq, 0, rows * s.d * sizeof(float));
   std::vector<float> cur(s.kvFloats()), next(s.kvFloats());
   std::vector<float> grad(s.kvFloats(), 0), gradNext(s.kvFloats());
   pack(s, k, v, cur.data());
@@ -309,7 +319,7 @@ distrt_status backwardCpu(distrt_comm *comm, const char *fn, const RingShape &s,
       DISTRT_TRY(kvRing.start(cur.data(), next.data(), s.kvFloats(), kKvTag));
     if (live[blockAt(s, step)])
       backwardBlock(s, blockAt(s, step), q, cur.data(), lse, dout, delta.data(),
-                    dq, grad.data());
+                    dqSum.data(), grad.data());
     // The block's gradient sums follow it; after the last step they are
     // back on their own rank.
     if (s.ranks > 1) {
@@ -321,6 +331,8 @@ distrt_status backwardCpu(distrt_comm *comm, const char *fn, const RingShape &s,
     DISTRT_TRY(kvRing.wait("the previous rank's key/value block"));
     std::swap(cur, next);
   }
+  for (int64_t x = 0; x < rows * s.d; ++x)
+    dq[x] = float(dqSum[x]);
   const int64_t kFloats = s.batch * s.skv * s.d;
   std::memcpy(dk, grad.data(), kFloats * sizeof(float));
   std::memcpy(dv, grad.data() + kFloats,

@@ -47,13 +47,15 @@ struct RingShape {
       return 0;
     return bias[b * biasStride + i * ranks * skv + block * skv + j];
   }
-  /// The score scale q . k + mask of query `qi` and key `kj`.
-  DISTRT_HOST_DEVICE float scoreOf(const float *qi, const float *kj,
-                                   float mask) const {
-    float dot = 0;
+  /// The score scale q . k + mask of query `qi` and key `kj`, computed in
+  /// `T`.
+  template <typename T = float>
+  DISTRT_HOST_DEVICE T scoreOf(const float *qi, const float *kj,
+                               float mask) const {
+    T dot = 0;
     for (int64_t x = 0; x < d; ++x)
-      dot += qi[x] * kj[x];
-    return dot * scale + mask;
+      dot += T(qi[x]) * T(kj[x]);
+    return dot * T(scale) + T(mask);
   }
   /// Floats of one key and value block (K then V).
   DISTRT_HOST_DEVICE int64_t kvFloats() const { return batch * skv * (d + dv); }
