@@ -2010,20 +2010,29 @@ def pipeline_train_cases(rng):
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=zb-h1,sp=1",
                      ranks=4, train=sgd)))
     # Context parallelism (cp=2, dist-context-parallel): each rank runs its
-    # half of every sequence and all-gathers the keys and values of each
-    # attention; its weight gradients are its tokens' part, summed over
+    # half of every sequence and each attention as ring attention (its key
+    # and value blocks passed around the cp group, merged by online
+    # softmax); its weight gradients are its tokens' part, summed over
     # the cp ranks (and averaged over dp) once per step by the schedule's
     # sync over dp x cp. The logits are gathered whole, so the loss is one
     # process's. With Adam, against one process; its
-    # epsilon of 1e-5 keeps m / sqrt(v) of elements with tiny gradients
-    # from magnifying the other order of the cp sums (as with tp, above):
-    # with the default 1e-8 a key column of c_attn and a c_fc bias element
-    # end 1.5e-5 and 1.9e-5 off (of the tensor's largest element); with SGD
-    # everything is within 2.6e-7.
+    # epsilon of 1e-4 keeps m / sqrt(v) of elements with tiny gradients
+    # from magnifying the other order of the cp sums and of the ring's
+    # softmax (as with tp, above): with the default 1e-8 a key column of
+    # c_attn and a c_fc bias element end 1.5e-5 and 1.9e-5 off (of the
+    # tensor's largest element) already in the all-gather form, and with
+    # 1e-5 the ring's c_fc bias elements 1.45e-5 (0 in the all-gather
+    # form, whose attention rows are one process's bit for bit); with SGD
+    # everything is within 3.9e-7.
     gpt_adam = dict(gpt, train="loss=softmax-cross-entropy:labels "
-                               "optimizer=adam lr=0.001 epsilon=1e-5")
+                               "optimizer=adam lr=0.001 epsilon=1e-4")
     out.append(("gpt2_adam_cp2", dict(gpt_adam, plan="cp=2,mbs=1")))
     out.append(("gpt2_sgd_cp2", dict(gpt, plan="cp=2,mbs=1", train=sgd)))
+    # A ring of four (8 of the 32 positions each): every block passes three
+    # ranks on, and under the causal mask rank c computes c + 1 of the 4
+    # blocks (rank 0 skips three).
+    out.append(("gpt2_sgd_cp4",
+                dict(gpt, plan="cp=4,mbs=1", ranks=4, train=sgd)))
     out.append(("gpt2_adam_dp2_cp2",
                 dict(gpt_adam, plan="dp=2,cp=2,mbs=1", ranks=4)))
     # Adam hides a constant factor on the gradients (m / sqrt(v)); SGD and
