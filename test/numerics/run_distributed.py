@@ -2156,6 +2156,9 @@ def pipeline_train_cases(rng):
                 dict(mla, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
     out.append(("mla_llama_sgd_tp2_cp2",
                 dict(mla, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    # Ring attention with queries and keys of 6 features, values of 4.
+    out.append(("mla_llama_sgd_cp2",
+                dict(mla, plan="cp=2,mbs=1", tp_split=())))
     out.append(("mla_llama_momentum_dp2_tp2",
                 dict(mla, plan="dp=2,tp=2,mbs=1", ranks=4, batch=4,
                      feeds=[("input_ids", mla_ids), ("labels", mla_labels)],
