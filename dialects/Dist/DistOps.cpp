@@ -376,38 +376,36 @@ static LogicalResult verifyRing(Operation *op, ArrayRef<int64_t> group,
     return op->emitOpError("query ")
            << q << " needs [..., positions, features]";
   ArrayRef<int64_t> lead = q.getShape().drop_back(2);
-  auto expect = [&](StringRef what, Value x, ArrayRef<int64_t> tail,
-                    bool sharedLead = false) -> LogicalResult {
+  // Whether `x` is [lead..., tail...] (leading dims all 1 with
+  // `sharedLead`).
+  auto shaped = [&](Value x, ArrayRef<int64_t> tail, bool sharedLead = false) {
     SmallVector<int64_t> dims(lead);
     if (sharedLead)
       llvm::fill(dims, 1);
     dims.append(tail.begin(), tail.end());
-    auto t = cast<RankedTensorType>(x.getType());
-    if (t.getShape() == ArrayRef<int64_t>(dims))
-      return success();
-    return failure();
+    return cast<RankedTensorType>(x.getType()).getShape() ==
+           ArrayRef<int64_t>(dims);
   };
   const int64_t sq = q.getDimSize(r - 2), d = q.getDimSize(r - 1);
-  if (k.getRank() != r || failed(expect("key", key, {k.getDimSize(r - 2), d})))
+  if (k.getRank() != r || !shaped(key, {k.getDimSize(r - 2), d}))
     return op->emitOpError("key ") << k << " must be [..., positions, " << d
                                    << "] with the query's leading dims";
   const int64_t skv = k.getDimSize(r - 2);
-  if (v.getRank() != r ||
-      failed(expect("value", value, {skv, v.getDimSize(r - 1)})))
+  if (v.getRank() != r || !shaped(value, {skv, v.getDimSize(r - 1)}))
     return op->emitOpError("value ")
            << v << " must be [..., " << skv
            << ", features] with the query's leading dims";
   const int64_t dv = v.getDimSize(r - 1);
-  if (failed(expect("result", result, {sq, dv})))
+  if (!shaped(result, {sq, dv}))
     return op->emitOpError("result ")
            << result.getType() << " must be the query's leading dims x " << sq
            << " x " << dv;
-  if (lse && failed(expect("lse", lse, {sq})))
+  if (lse && !shaped(lse, {sq}))
     return op->emitOpError("lse ")
            << lse.getType() << " must be the query's leading dims x " << sq;
   const int64_t seq = skv * static_cast<int64_t>(group.size());
-  if (mask && failed(expect("mask", mask, {sq, seq})) &&
-      failed(expect("mask", mask, {sq, seq}, /*sharedLead=*/true)))
+  if (mask && !shaped(mask, {sq, seq}) &&
+      !shaped(mask, {sq, seq}, /*sharedLead=*/true))
     return op->emitOpError("mask ")
            << mask.getType() << " must hold the " << sq
            << " query rows against all " << seq
