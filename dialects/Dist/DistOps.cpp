@@ -352,6 +352,93 @@ LogicalResult BroadcastOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Context parallelism
+//===----------------------------------------------------------------------===//
+
+/// The shapes a ring attention over `group` relates: query [..., Sq, D],
+/// key [..., Skv, D], value [..., Skv, Dv] with the same leading dims;
+/// `result` [..., Sq, Dv], `lse` [..., Sq]; `mask` [..., Sq, n Skv] with
+/// leading dims 1 or the query's. Static shapes (the runtime's buffers).
+static LogicalResult verifyRing(Operation *op, ArrayRef<int64_t> group,
+                                Value query, Value key, Value value, Value mask,
+                                Value result, Value lse) {
+  if (failed(verifyGroup(op, group)))
+    return failure();
+  auto q = cast<RankedTensorType>(query.getType()),
+       k = cast<RankedTensorType>(key.getType()),
+       v = cast<RankedTensorType>(value.getType());
+  for (Value x : {query, key, value, mask, result, lse})
+    if (x && !cast<RankedTensorType>(x.getType()).hasStaticShape())
+      return op->emitOpError("needs statically shaped tensors, got ")
+             << x.getType();
+  const int64_t r = q.getRank();
+  if (r < 2)
+    return op->emitOpError("query ")
+           << q << " needs [..., positions, features]";
+  ArrayRef<int64_t> lead = q.getShape().drop_back(2);
+  // Whether `x` is [lead..., tail...] (leading dims all 1 with
+  // `sharedLead`).
+  auto shaped = [&](Value x, ArrayRef<int64_t> tail, bool sharedLead = false) {
+    SmallVector<int64_t> dims(lead);
+    if (sharedLead)
+      llvm::fill(dims, 1);
+    dims.append(tail.begin(), tail.end());
+    return cast<RankedTensorType>(x.getType()).getShape() ==
+           ArrayRef<int64_t>(dims);
+  };
+  const int64_t sq = q.getDimSize(r - 2), d = q.getDimSize(r - 1);
+  if (k.getRank() != r || !shaped(key, {k.getDimSize(r - 2), d}))
+    return op->emitOpError("key ") << k << " must be [..., positions, " << d
+                                   << "] with the query's leading dims";
+  const int64_t skv = k.getDimSize(r - 2);
+  if (v.getRank() != r || !shaped(value, {skv, v.getDimSize(r - 1)}))
+    return op->emitOpError("value ")
+           << v << " must be [..., " << skv
+           << ", features] with the query's leading dims";
+  const int64_t dv = v.getDimSize(r - 1);
+  if (!shaped(result, {sq, dv}))
+    return op->emitOpError("result ")
+           << result.getType() << " must be the query's leading dims x " << sq
+           << " x " << dv;
+  if (lse && !shaped(lse, {sq}))
+    return op->emitOpError("lse ")
+           << lse.getType() << " must be the query's leading dims x " << sq;
+  const int64_t seq = skv * static_cast<int64_t>(group.size());
+  if (mask && !shaped(mask, {sq, seq}) &&
+      !shaped(mask, {sq, seq}, /*sharedLead=*/true))
+    return op->emitOpError("mask ")
+           << mask.getType() << " must hold the " << sq
+           << " query rows against all " << seq
+           << " positions of the group, its leading dims all 1 or the "
+              "query's";
+  return success();
+}
+
+Value RingAttentionOp::getCollectiveInput() { return getQuery(); }
+Value RingAttentionOp::getCollectiveResult() { return getResult(); }
+
+LogicalResult RingAttentionOp::verify() {
+  return verifyRing(getOperation(), getGroup(), getQuery(), getKey(),
+                    getValue(), getMask(), getResult(), getLse());
+}
+
+Value RingAttentionGradOp::getCollectiveInput() { return getQuery(); }
+Value RingAttentionGradOp::getCollectiveResult() { return getQueryGrad(); }
+
+LogicalResult RingAttentionGradOp::verify() {
+  if (failed(verifyRing(getOperation(), getGroup(), getQuery(), getKey(),
+                        getValue(), getMask(), getResult(), getLse())))
+    return failure();
+  if (getResultGrad().getType() != getResult().getType() ||
+      getQueryGrad().getType() != getQuery().getType() ||
+      getKeyGrad().getType() != getKey().getType() ||
+      getValueGrad().getType() != getValue().getType())
+    return emitOpError("the gradients must have the types of the result, "
+                       "query, key and value");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Micro-batching
 //===----------------------------------------------------------------------===//
 

@@ -305,6 +305,87 @@ def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast",
 }
 
 //===----------------------------------------------------------------------===//
+// Context parallelism
+//===----------------------------------------------------------------------===//
+
+def Dist_F32Tensor : RankedTensorOf<[F32]>;
+
+def Dist_RingAttentionOp : Dist_Op<"ring_attention", [
+    DeclareOpInterfaceMethods<Dist_CollectiveOpInterface,
+                              ["getCollectiveInput", "getCollectiveResult"]>]> {
+  let summary = "Attention over a sequence split across a device group (ring)";
+  let description = [{
+    Device c of `group` holds block c of a sequence cut into group-size
+    contiguous blocks: `query` [..., Sq, D] of its positions, `key`
+    [..., Skv, D] and `value` [..., Skv, Dv] of its block (the leading dims
+    the same in all three). `result` [..., Sq, Dv] is
+    softmax(scale query Kᵀ + mask) V over every device's keys and values,
+    `lse` [..., Sq] the log-sum-exp of each query row (the backward reads
+    it). `mask` (optional) is added to the scores: [..., Sq, group-size
+    Skv], the device's query rows against every position, its leading dims
+    1 or the query's; an entry at or below -1e30 drops its key.
+
+    The group runs it as ring attention: group-size steps, each computing
+    the device's queries against the key/value block it holds (online
+    softmax) while that block moves on to the next device, a block the mask
+    drops wholly for the device's rows (above a causal diagonal) skipped.
+    dist-context-parallel forms it from the all-gather form of a token-split
+    attention; dist-autodiff differentiates it into
+    `dist.ring_attention_grad`; it lowers to `distrt_ring_attention`.
+
+    Example:
+    ```mlir
+    %o, %lse = dist.ring_attention %q, %k, %v mask %m scale 2.500000e-01 over [0, 1] : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x1x16x32xf32> -> tensor<1x4x16x16xf32>, tensor<1x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Dist_F32Tensor:$query, Dist_F32Tensor:$key,
+                       Dist_F32Tensor:$value,
+                       Optional<Dist_F32Tensor>:$mask, F32Attr:$scale,
+                       DenseI64ArrayAttr:$group);
+  let results = (outs Dist_F32Tensor:$result, Dist_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? `scale` $scale `over` $group
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+    (`,` type($mask)^)? `->` type($result) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_RingAttentionGradOp : Dist_Op<"ring_attention_grad", [
+    DeclareOpInterfaceMethods<Dist_CollectiveOpInterface,
+                              ["getCollectiveInput", "getCollectiveResult"]>]> {
+  let summary = "The gradients of a dist.ring_attention";
+  let description = [{
+    From a `dist.ring_attention`'s operands, its `result` and `lse` and the
+    gradient `result_grad` of its result, the gradients of its query, key
+    and value (the mask has none). The key/value blocks travel the ring
+    again with their gradient sums, which end on the device that holds the
+    block after group-size steps. Lowers to
+    `distrt_ring_attention_backward`.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = dist.ring_attention_grad %q, %k, %v, %o, %lse, %do scale 2.500000e-01 over [0, 1] : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16xf32>, tensor<1x4x16x16xf32> -> tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Dist_F32Tensor:$query, Dist_F32Tensor:$key,
+                       Dist_F32Tensor:$value, Dist_F32Tensor:$result,
+                       Dist_F32Tensor:$lse, Dist_F32Tensor:$result_grad,
+                       Optional<Dist_F32Tensor>:$mask, F32Attr:$scale,
+                       DenseI64ArrayAttr:$group);
+  let results = (outs Dist_F32Tensor:$query_grad, Dist_F32Tensor:$key_grad,
+                      Dist_F32Tensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad
+    (`mask` $mask^)? `scale` $scale `over` $group attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,` type($result) `,`
+    type($lse) `,` type($result_grad) (`,` type($mask)^)? `->`
+    type($query_grad) `,` type($key_grad) `,` type($value_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Micro-batching
 //===----------------------------------------------------------------------===//
 

@@ -100,11 +100,73 @@ static std::string communicator(FunctionEmitter &e,
   return "comm";
 }
 
+/// A ring attention or its backward (context parallelism): the runtime
+/// runs the ring over the group's communicator.
+static LogicalResult emitRing(FunctionEmitter &e,
+                              dist::CollectiveOpInterface op) {
+  Operation *raw = op.getOperation();
+  auto forward = dyn_cast<dist::RingAttentionOp>(raw);
+  auto backward = dyn_cast<dist::RingAttentionGradOp>(raw);
+  // Operands in the runtime's order (q, k, v, mask), then the results.
+  SmallVector<std::pair<std::string, Value>> in, out;
+  Value mask;
+  float scale;
+  if (forward) {
+    in = {{"q", forward.getQuery()},
+          {"k", forward.getKey()},
+          {"v", forward.getValue()}};
+    out = {{"out", forward.getResult()}, {"lse", forward.getLse()}};
+    mask = forward.getMask();
+    scale = forward.getScale().convertToFloat();
+  } else {
+    in = {{"q", backward.getQuery()}, {"k", backward.getKey()},
+          {"v", backward.getValue()}, {"out", backward.getResult()},
+          {"lse", backward.getLse()}, {"dout", backward.getResultGrad()}};
+    out = {{"dq", backward.getQueryGrad()},
+           {"dk", backward.getKeyGrad()},
+           {"dv", backward.getValueGrad()}};
+    mask = backward.getMask();
+    scale = backward.getScale().convertToFloat();
+  }
+  for (auto &[name, v] : out)
+    e.allocate(v);
+  e.os << "  {\n";
+  std::string comm = communicator(e, op);
+  auto args = [&](ArrayRef<std::pair<std::string, Value>> list) {
+    std::string text;
+    for (auto &[name, v] : list) {
+      e.os << "    distrt_tensor " << name << " = " << e.desc(v) << ";\n";
+      text += ", &" + name;
+    }
+    return text;
+  };
+  if (mask)
+    e.os << "    distrt_tensor mask = " << e.desc(mask) << ";\n";
+  // distrt_ring_attention(comm, q, k, v, mask, scale, out, lse) and
+  // distrt_ring_attention_backward(comm, q, k, v, mask, scale, out, lse,
+  // dout, dq, dk, dv).
+  std::string qkv = args(ArrayRef(in).take_front(3));
+  std::string rest = args(ArrayRef(in).drop_front(3));
+  std::string results = args(out);
+  e.os << "  ";
+  e.call(
+      std::string(forward ? "distrt_ring_attention("
+                          : "distrt_ring_attention_backward(") +
+          comm + qkv + (mask ? ", &mask, " : ", NULL, ") +
+          FunctionEmitter::literal(scale, Float32Type::get(raw->getContext())) +
+          rest + results + ")",
+      raw);
+  e.os << "  }\n";
+  return success();
+}
+
 static LogicalResult emitCollective(FunctionEmitter &e,
                                     dist::CollectiveOpInterface op) {
   Operation *raw = op.getOperation();
   if (failed(checkCollective(e, op)))
     return failure();
+  if (isa<dist::RingAttentionOp, dist::RingAttentionGradOp>(raw))
+    return emitRing(e, op);
   Value in = op.getCollectiveInput(), out = op.getCollectiveResult();
   if (auto ar = dyn_cast<dist::AllReduceOp>(raw)) {
     const char *rop = runtimeOp(ar.getKind());

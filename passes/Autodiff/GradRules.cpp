@@ -482,6 +482,41 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
         });
         return success();
       })
+      // Ring attention (dist-context-parallel): one backward ring gives the
+      // query's, key's and value's gradients; the mask gets none.
+      .Case<dist::RingAttentionOp>(
+          [&](dist::RingAttentionOp r) -> LogicalResult {
+            if (dys.size() > 1 && dys[1])
+              return r.emitOpError(
+                  "has its log-sum-exp on the path to the loss; only its "
+                  "result is differentiable");
+            if (r.getMask() && e.wants(r.getMask()))
+              return r.emitOpError(
+                  "has a mask computed from trained weights, which gets no "
+                  "gradient through the ring: keep the mask off the "
+                  "weights' path (plan with dist-context-parallel=ring=0)");
+            if (!dy)
+              return success();
+            dist::RingAttentionGradOp grad;
+            auto ringGrad = [&]() {
+              if (!grad) {
+                grad = dist::RingAttentionGradOp::create(
+                    b, loc, r.getQuery().getType(), r.getKey().getType(),
+                    r.getValue().getType(), r.getQuery(), r.getKey(),
+                    r.getValue(), r.getResult(), r.getLse(), dy, r.getMask(),
+                    r.getScaleAttr(), r.getGroupAttr());
+                copyRunGroups(r, grad);
+              }
+              return grad;
+            };
+            e.give(r.getQuery(),
+                   [&]() -> Value { return ringGrad().getQueryGrad(); });
+            e.give(r.getKey(),
+                   [&]() -> Value { return ringGrad().getKeyGrad(); });
+            e.give(r.getValue(),
+                   [&]() -> Value { return ringGrad().getValueGrad(); });
+            return success();
+          })
       .Case<dist::AllReduceOp>([&](dist::AllReduceOp a) -> LogicalResult {
         if (a.getKind() != dist::ReductionKind::sum)
           return unsupported();

@@ -2,8 +2,10 @@
 //
 // Part of DistOpt. Rewrites the planned forward function into what one
 // context-parallel rank runs: its contiguous part of every sequence, the
-// token-wise ops on it, and in attention the keys and values of the whole
-// sequence, all-gathered over the rank's cp group (Llama 3's all-gather
+// token-wise ops on it, and its attentions as ring attention over the
+// rank's cp group (dist.ring_attention: the key/value blocks passed around
+// the ring; RingAttention.cpp), or, where that form does not apply, the
+// keys and values of the whole sequence all-gathered (Llama 3's all-gather
 // context parallelism). The weights are read as they are: a rank's weight
 // gradients are its tokens' part, which dist-partition sums over cp in the
 // schedule's gradient sync (over dp x cp). Runs before dist-autodiff,
@@ -20,6 +22,7 @@
 #include "dialects/Graph/GraphOps.h"
 #include "lib/Schedule/Plan.h"
 #include "lib/Schedule/RankLayout.h"
+#include "passes/Distribute/RingAttention.h"
 #include "passes/Distribute/TokenSplit.h"
 
 #include "mlir/IR/Builders.h"
@@ -170,6 +173,16 @@ struct ContextParallelPass
       splitAttr.setAttr(slice, b.getI64IntegerAttr(layout.cp));
       arg.replaceAllUsesExcept(slice.getResult(), slice);
     });
+    // Ring attention on the rank's K and V blocks; under tp the
+    // tensor-parallel split grows through the gathers of the all-gather
+    // form instead.
+    if (ring && layout.tp == 1) {
+      split::RingAttentions rings = split::formRingAttentions(*func);
+      if (verbose && !rings.firstKept.empty())
+        func->emitRemark("dist-context-parallel: ")
+            << rings.formed << " attention(s) run as ring attention; "
+            << rings.firstKept << " keeps the all-gather form";
+    }
     llvm::DenseSet<Operation *> onSlots;
     if (failed(splitExpertSlots(*func, layout, tokens, onSlots)))
       return signalPassFailure();

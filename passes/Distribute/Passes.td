@@ -11,7 +11,7 @@ include "mlir/Pass/PassBase.td"
 
 def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
   let summary = "rewrites the planned function into one context-parallel "
-                "rank's part (the sequence split, keys and values gathered)";
+                "rank's part (the sequence split, ring attention)";
   let description = [{
     For a module whose `#dist.plan` has cp > 1, rewrites the planned forward
     function so that every rank of a context-parallel group runs it on its
@@ -42,6 +42,16 @@ def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
     before it. Groups are the cp ranks of the op's pipeline stage and data
     replica (RankLayout::contextGroups).
 
+    Ring attention (`ring=1`, the default, with tp = 1): each attention in
+    that all-gather form, softmax(s Q Kt + mask) V with an optional scale
+    by a scalar constant and an optional mask (added, or a `graph.where`
+    fill of at most -1e30), becomes one `dist.ring_attention` on the rank's
+    own K and V blocks: cp steps, each computing against the block held
+    while it moves to the next rank, blocks above a causal diagonal skipped
+    (RingAttention.cpp). Attentions of another form keep the all-gather
+    (`verbose=1` remarks why); so does every attention under tp > 1 (the
+    tensor-parallel split grows through the gathers) and with `ring=0`.
+
     Errors: an input without a sequence dimension that splits cp ways, or
     behind more than one row (a micro-batch of one row splits contiguously),
     no attention that reads the split sequence, and cp with tp, with
@@ -57,7 +67,11 @@ def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
   let options = [
     Option<"verbose", "verbose", "bool", "false",
            "remark where the token split first stops (a value gathered "
-           "whole before an op that does not work on the rank's tokens)">
+           "whole before an op that does not work on the rank's tokens) "
+           "and why an attention keeps the all-gather form">,
+    Option<"ring", "ring", "bool", "true",
+           "run the attentions as ring attention (dist.ring_attention); "
+           "false keeps the all-gather form">
   ];
   let dependentDialects = ["distopt::dist::DistDialect",
                            "distopt::graph::GraphDialect"];

@@ -2428,20 +2428,29 @@ def pipeline_train_cases(rng):
                 dict(gpt, plan="tp=2,pp=2,mbs=1,schedule=zb-h1,sp=1",
                      ranks=4, train=sgd)))
     # Context parallelism (cp=2, dist-context-parallel): each rank runs its
-    # half of every sequence and all-gathers the keys and values of each
-    # attention; its weight gradients are its tokens' part, summed over
+    # half of every sequence and each attention as ring attention (its key
+    # and value blocks passed around the cp group, merged by online
+    # softmax); its weight gradients are its tokens' part, summed over
     # the cp ranks (and averaged over dp) once per step by the schedule's
     # sync over dp x cp. The logits are gathered whole, so the loss is one
     # process's. With Adam, against one process; its
-    # epsilon of 1e-5 keeps m / sqrt(v) of elements with tiny gradients
-    # from magnifying the other order of the cp sums (as with tp, above):
-    # with the default 1e-8 a key column of c_attn and a c_fc bias element
-    # end 1.5e-5 and 1.9e-5 off (of the tensor's largest element); with SGD
-    # everything is within 2.6e-7.
+    # epsilon of 1e-4 keeps m / sqrt(v) of elements with tiny gradients
+    # from magnifying the other order of the cp sums and of the ring's
+    # softmax (as with tp, above): with the default 1e-8 a key column of
+    # c_attn and a c_fc bias element end 1.5e-5 and 1.9e-5 off (of the
+    # tensor's largest element) already in the all-gather form, and with
+    # 1e-5 the ring's c_fc bias elements 1.45e-5 (0 in the all-gather
+    # form, whose attention rows are one process's bit for bit); with SGD
+    # everything is within 3.9e-7.
     gpt_adam = dict(gpt, train="loss=softmax-cross-entropy:labels "
-                               "optimizer=adam lr=0.001 epsilon=1e-5")
+                               "optimizer=adam lr=0.001 epsilon=1e-4")
     out.append(("gpt2_adam_cp2", dict(gpt_adam, plan="cp=2,mbs=1")))
     out.append(("gpt2_sgd_cp2", dict(gpt, plan="cp=2,mbs=1", train=sgd)))
+    # A ring of four (8 of the 32 positions each): every block passes three
+    # ranks on, and under the causal mask rank c computes c + 1 of the 4
+    # blocks (rank 0 skips three).
+    out.append(("gpt2_sgd_cp4",
+                dict(gpt, plan="cp=4,mbs=1", ranks=4, train=sgd)))
     out.append(("gpt2_adam_dp2_cp2",
                 dict(gpt_adam, plan="dp=2,cp=2,mbs=1", ranks=4)))
     # Adam hides a constant factor on the gradients (m / sqrt(v)); SGD and
@@ -2565,6 +2574,9 @@ def pipeline_train_cases(rng):
                 dict(mla, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
     out.append(("mla_llama_sgd_tp2_cp2",
                 dict(mla, plan="tp=2,cp=2,mbs=1", ranks=4)))
+    # Ring attention with queries and keys of 6 features, values of 4.
+    out.append(("mla_llama_sgd_cp2",
+                dict(mla, plan="cp=2,mbs=1", tp_split=())))
     out.append(("mla_llama_momentum_dp2_tp2",
                 dict(mla, plan="dp=2,tp=2,mbs=1", ranks=4, batch=4,
                      feeds=[("input_ids", mla_ids), ("labels", mla_labels)],

@@ -187,6 +187,52 @@ distrt_status distrt_send(distrt_comm *comm, const distrt_tensor *tensor,
 distrt_status distrt_recv(distrt_comm *comm, const distrt_tensor *tensor,
                           int32_t peer, int32_t tag);
 
+/** Ring attention (context parallelism, docs/distributed.md): the
+ *  communicator's rank c holds block c of a sequence cut into size
+ *  contiguous blocks: the queries `q` [..., Sq, D] of its positions
+ *  c Sq .. (c + 1) Sq - 1, and the keys `k` [..., Skv, D] and values `v`
+ *  [..., Skv, Dv] of its Skv positions (the leading dims, heads and rows,
+ *  the same in all three). `out` [..., Sq, Dv] receives
+ *  softmax(scale q K^T + mask) V over the keys and values of every block,
+ *  and `lse` [..., Sq] (f32) the log-sum-exp of each query row's scores,
+ *  which the backward reads. `mask` (NULL: none) is added to the scores:
+ *  [..., Sq, size Skv], this rank's query rows against every position,
+ *  its leading dims all 1 (one mask for every head) or q's. An entry at or
+ *  below -1e30 (-inf, or the finfo.min exporters fill with) drops its key:
+ *  its exp is 0 in f32 anyway whenever the row sees another key, and a row
+ *  that sees none gets zeros. The call runs size steps: in each the rank
+ *  computes its queries against the block it holds, merging into the
+ *  running max and sum of every row (online softmax), while it passes that
+ *  block on to rank c + 1 and receives rank c - 1's (size - 1 transfers of
+ *  K and V in all). A block the mask drops wholly for this rank's rows
+ *  (above a causal mask's diagonal) is not computed; it is still passed
+ *  on. Every rank passes the same shapes and scale. F32. MPI (CPU):
+ *  non-blocking transfers bounded by the communicator's timeout; NCCL
+ *  (CUDA): grouped ncclSend/ncclRecv on a stream beside the context's,
+ *  overlapping the kernels. A world of one computes the attention of its
+ *  own block. */
+distrt_status distrt_ring_attention(distrt_comm *comm, const distrt_tensor *q,
+                                    const distrt_tensor *k,
+                                    const distrt_tensor *v,
+                                    const distrt_tensor *mask, float scale,
+                                    const distrt_tensor *out,
+                                    const distrt_tensor *lse);
+/** The backward of distrt_ring_attention: from its inputs, its `out` and
+ *  `lse` and the gradient `dout` of out, the gradients `dq`, `dk` and `dv`
+ *  (q's, k's and v's shapes) of this rank's blocks (the mask gets none).
+ *  The key and value blocks travel the ring again, and with each one the
+ *  sums of its gradients over the ranks it has visited: after size steps
+ *  every block's gradients are back on the rank that holds it (size - 1
+ *  transfers of K and V, size of their gradients). Blocks the mask drops
+ *  are skipped as in the forward. The sums run in one fixed order, so
+ *  every run gives the same bits. */
+distrt_status distrt_ring_attention_backward(
+    distrt_comm *comm, const distrt_tensor *q, const distrt_tensor *k,
+    const distrt_tensor *v, const distrt_tensor *mask, float scale,
+    const distrt_tensor *out, const distrt_tensor *lse,
+    const distrt_tensor *dout, const distrt_tensor *dq, const distrt_tensor *dk,
+    const distrt_tensor *dv);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -233,3 +233,59 @@ func.func @tp_copy_group(%x: tensor<2xf32>) {
   %0 = dist.tp_copy %x over [1, 1] : tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @ring_key_features(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x12xf32>, %v: tensor<1x4x8x12xf32>) {
+  // expected-error @+1 {{key 'tensor<1x4x8x12xf32>' must be [..., positions, 16] with the query's leading dims}}
+  %o, %l = dist.ring_attention %q, %k, %v scale 1.0 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>, tensor<1x4x8x12xf32> -> tensor<1x4x8x12xf32>, tensor<1x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @ring_value_positions(%q: tensor<1x4x8x16xf32>, %v: tensor<1x4x4x12xf32>) {
+  // expected-error @+1 {{value 'tensor<1x4x4x12xf32>' must be [..., 8, features] with the query's leading dims}}
+  %o, %l = dist.ring_attention %q, %q, %v scale 1.0 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x4x12xf32> -> tensor<1x4x8x12xf32>, tensor<1x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @ring_result(%q: tensor<1x4x8x16xf32>) {
+  // expected-error @+1 {{result 'tensor<1x4x8x8xf32>' must be the query's leading dims x 8 x 16}}
+  %o, %l = dist.ring_attention %q, %q, %q scale 1.0 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x8xf32>, tensor<1x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @ring_lse(%q: tensor<1x4x8x16xf32>) {
+  // expected-error @+1 {{lse 'tensor<1x4x16xf32>' must be the query's leading dims x 8}}
+  %o, %l = dist.ring_attention %q, %q, %q scale 1.0 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @ring_mask(%q: tensor<1x4x8x16xf32>, %m: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{mask 'tensor<1x1x8x8xf32>' must hold the 8 query rows against all 16 positions of the group, its leading dims all 1 or the query's}}
+  %o, %l = dist.ring_attention %q, %q, %q mask %m scale 1.0 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x1x8x8xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @ring_group(%q: tensor<1x4x8x16xf32>) {
+  // expected-error @+1 {{group lists device 0 twice}}
+  %o, %l = dist.ring_attention %q, %q, %q scale 1.0 over [0, 0] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @ring_grad_types(%q: tensor<1x4x8x16xf32>, %l: tensor<1x4x8xf32>) {
+  // expected-error @+1 {{the gradients must have the types of the result, query, key and value}}
+  %dq, %dk, %dv = dist.ring_attention_grad %q, %q, %q, %q, %l, %q scale 1.0 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>
+  return
+}

@@ -97,6 +97,19 @@ func.func @collectives(%g: tensor<8x4xf32>) {
   return
 }
 
+// Ring attention (context parallelism) and its backward, with and without
+// a mask shared by the heads.
+// CHECK-LABEL: func.func @ring_attention
+func.func @ring_attention(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x12xf32>, %m: tensor<1x1x8x16xf32>, %do: tensor<1x4x8x12xf32>) {
+  // CHECK: %[[O:.*]], %[[L:.*]] = dist.ring_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} scale 2.500000e-01 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>, tensor<1x1x8x16xf32> -> tensor<1x4x8x12xf32>, tensor<1x4x8xf32>
+  %o, %lse = dist.ring_attention %q, %k, %v mask %m scale 0.25 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>, tensor<1x1x8x16xf32> -> tensor<1x4x8x12xf32>, tensor<1x4x8xf32>
+  // CHECK: dist.ring_attention %{{.*}}, %{{.*}}, %{{.*}} scale 1.000000e+00 over [2, 3] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32> -> tensor<1x4x8x12xf32>, tensor<1x4x8xf32>
+  %o2, %lse2 = dist.ring_attention %q, %k, %v scale 1.0 over [2, 3] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32> -> tensor<1x4x8x12xf32>, tensor<1x4x8xf32>
+  // CHECK: dist.ring_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %[[L]], %{{.*}} mask %{{.*}} scale 2.500000e-01 over [0, 1]
+  %dq, %dk, %dv = dist.ring_attention_grad %q, %k, %v, %o, %lse, %do mask %m scale 0.25 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>, tensor<1x4x8x12xf32>, tensor<1x4x8xf32>, tensor<1x4x8x12xf32>, tensor<1x1x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @microbatches
 func.func @microbatches(%x: tensor<8x3xf32>) -> tensor<8x3xf32> {
   // CHECK: %[[M:.*]]:4 = dist.microbatch_split %{{.*}} axis 0 : tensor<8x3xf32> -> tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>

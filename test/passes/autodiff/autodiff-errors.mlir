@@ -85,3 +85,27 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<f32> {
   %l = graph.reduce sum %y {keepdims = false} : (tensor<?x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A ring attention (dist-context-parallel) gives its mask no gradient: a
+// mask computed from a trained weight is refused.
+func.func @main(%q: tensor<1x4x4xf32>) -> tensor<f32> {
+  %w = graph.weight "bias" : tensor<1x4x8xf32>
+  // expected-error @+1 {{'dist.ring_attention' op has a mask computed from trained weights, which gets no gradient through the ring}}
+  %o, %lse = dist.ring_attention %q, %q, %q mask %w scale 1.0 over [0, 1] : tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x8xf32> -> tensor<1x4x4xf32>, tensor<1x4xf32>
+  %l = graph.reduce sum %o {keepdims = false} : (tensor<1x4x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// The ring's log-sum-exp is not differentiable.
+func.func @main(%x: tensor<1x4x4xf32>) -> tensor<f32> {
+  %w = graph.weight "w" : tensor<1x4x4xf32>
+  %q = graph.binary mul %x, %w : (tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  // expected-error @+1 {{'dist.ring_attention' op has its log-sum-exp on the path to the loss; only its result is differentiable}}
+  %o, %lse = dist.ring_attention %q, %q, %q scale 1.0 over [0, 1] : tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32> -> tensor<1x4x4xf32>, tensor<1x4xf32>
+  %l = graph.reduce sum %lse {keepdims = false} : (tensor<1x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

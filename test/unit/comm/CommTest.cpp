@@ -5,7 +5,7 @@
 // so the same assertions check the local path and the MPI path.
 //
 //===----------------------------------------------------------------------===//
-#include "distrt/distrt.h"
+#include "CommFixture.h"
 
 #include <gtest/gtest.h>
 
@@ -19,28 +19,13 @@
 
 namespace {
 
-class CommTest : public ::testing::Test {
+class CommTest : public WithWorld<::testing::Test> {
 protected:
-  void SetUp() override {
-    ASSERT_EQ(distrt_context_create(DISTRT_BACKEND_CPU, 0, &ctx), DISTRT_OK);
-    ASSERT_EQ(distrt_comm_create(ctx, &comm), DISTRT_OK)
-        << distrt_last_error(ctx);
-    ASSERT_EQ(distrt_comm_rank(comm, &rank), DISTRT_OK);
-    ASSERT_EQ(distrt_comm_size(comm, &size), DISTRT_OK);
-  }
-  void TearDown() override {
-    EXPECT_EQ(distrt_comm_destroy(comm), DISTRT_OK);
-    distrt_context_destroy(ctx);
-  }
   distrt_tensor f32(std::vector<float> &v) {
     int64_t n = (int64_t)v.size();
     return distrt_make_tensor(v.data(), DISTRT_F32, 1, &n);
   }
   std::string error() const { return distrt_last_error(ctx); }
-
-  distrt_context *ctx = nullptr;
-  distrt_comm *comm = nullptr;
-  int32_t rank = -1, size = 0;
 };
 
 TEST_F(CommTest, WorldMatchesTheLauncherEnvironment) {
