@@ -72,11 +72,7 @@ bool updatesEveryMicrobatch(ScheduleKind k) {
   return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeMare;
 }
 
-unsigned maxZeroStage(ScheduleKind k) {
-  if (updatesEveryMicrobatch(k))
-    return 1;
-  return isAsync(k) ? 2 : 3;
-}
+unsigned maxZeroStage(ScheduleKind k) { return isAsync(k) ? 2 : 3; }
 
 unsigned pipelineDelay(unsigned pp, unsigned r, unsigned m) {
   return r + 1 >= pp ? 0 : std::min(pp - r - 1, m);
