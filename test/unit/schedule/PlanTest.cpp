@@ -388,6 +388,21 @@ TEST(PipelineCosts, AsynchronousSchedulesUnderZeroShardOnlyTheOptimizer) {
     EXPECT_DOUBLE_EQ(g.weights, w.weights);
     EXPECT_DOUBLE_EQ(g.weightStash, w.weightStash);
     EXPECT_DOUBLE_EQ(g.optimizer, w.optimizer / 4);
+    // Each sync action's time: PipeDream and PipeMare reduce-scatter one
+    // micro-batch's gradient per update under ZeRO-1 and ZeRO-2 alike;
+    // 2BW's ZeRO-2 reduce-scatters each of the step's micro-batches'
+    // where ZeRO-1 reduce-scatters their sum once.
+    const StageCost &one = sharded.stages[0], &two = grads.stages[0];
+    const double scatter1 = one.gradSyncTime - one.gradGatherTime,
+                 scatter2 = two.gradSyncTime - two.gradGatherTime;
+    EXPECT_GT(scatter1, 0);
+    EXPECT_DOUBLE_EQ(two.gradGatherTime, one.gradGatherTime);
+    if (std::string(kind) == "2bw") {
+      EXPECT_GT(grads.microbatches, 1u);
+      EXPECT_DOUBLE_EQ(scatter2, grads.microbatches * scatter1);
+    } else {
+      EXPECT_DOUBLE_EQ(scatter2, scatter1);
+    }
   }
 }
 
