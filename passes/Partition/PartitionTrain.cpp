@@ -904,6 +904,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // The adds of meanOf's sums, emitted where the mean is first needed and
   // moved up behind their operands once the list is built.
   SmallVector<Operation *> accumulations;
+  // ZeRO-2: each micro-batch's reduce-scatters (flatten, pad,
+  // reduce_scatter), in the order built, for shardInsideCalls.
+  SmallVector<SmallVector<Operation *>> scatterChains;
   // A sum of n values, scaled to their mean.
   auto meanOfSum = [&](Value sum, int64_t n) -> Value {
     if (n == 1)
@@ -1199,12 +1202,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   };
   // ZeRO-2: the mean of the micro-batches' shards. Each micro-batch's
   // gradient is reduce-scattered and added to the running sum of shards;
-  // accumulateEarly moves both right behind the backward that computed it,
-  // so no whole gradient outlives its micro-batch.
+  // accumulateEarly moves both right behind the backward that computed it
+  // and shardInsideCalls the reduce-scatter into it, so the list holds
+  // only shards.
   auto shardedMeanOf = [&](Operation *at, Value grad) -> FailureOr<Value> {
     FailureOr<Value> mean = meanOverStep(at, grad, [&](Value part) {
-      return zero::reduceScatterMean(ib, loc, part, shardGroupOf(grad),
-                                     "backward", &accumulations);
+      SmallVector<Operation *> &chain = scatterChains.emplace_back();
+      Value shard = zero::reduceScatterMean(ib, loc, part, shardGroupOf(grad),
+                                            "backward", &chain);
+      accumulations.append(chain.begin(), chain.end());
+      return shard;
     });
     if (failed(mean))
       return failure();
@@ -1854,9 +1861,6 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // update of mb then runs on that shard of the weights and optimizer state
   // and gathers the new weights (zero::shardUpdate).
   llvm::DenseSet<std::pair<int64_t, Value>> mbSharded;
-  // ZeRO-2 under PipeDream and PipeMare: each micro-batch's
-  // reduce-scatters (flatten, pad, reduce_scatter), in the order built.
-  SmallVector<SmallVector<Operation *>> scatterChains;
   auto reduceScatterMicrobatch = [&](Operation *at, int64_t mb,
                                      int64_t v) -> LogicalResult {
     if (!reduced)
