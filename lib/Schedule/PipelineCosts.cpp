@@ -313,9 +313,13 @@ PipelineCosts buildPipelineCosts(const Plan &p, const ModelDesc &model,
     const GroupShape &dpg = rg.dp, &edpg = rg.expertDp;
     // ZeRO-2/3 reduce-scatter every micro-batch's gradient (DeepSpeed's
     // stages 2 and 3 under gradient accumulation, and dist-partition's
-    // programs), ZeRO-1 the step's sum once.
+    // programs), ZeRO-1 the step's sum once. The times are those of one
+    // sync action: PipeDream and PipeMare sync after every micro-batch's
+    // backward (one reduce-scatter each, whatever the ZeRO stage).
     const double scatters =
-        p.zero >= 2 && !keepUnsharded ? p.numMicrobatches : 1;
+        p.zero >= 2 && !keepUnsharded && !updatesEveryMicrobatch(p.schedule)
+            ? p.numMicrobatches
+            : 1;
     auto addSync = [&](double gradBytes, const GroupShape &g) {
       if (p.zero == 0) {
         CommCost ar = CostModel::collective(Collective::AllReduce, gradBytes, g);

@@ -72,11 +72,7 @@ bool updatesEveryMicrobatch(ScheduleKind k) {
   return k == ScheduleKind::PipeDream || k == ScheduleKind::PipeMare;
 }
 
-unsigned maxZeroStage(ScheduleKind k) {
-  if (updatesEveryMicrobatch(k))
-    return 1;
-  return isAsync(k) ? 2 : 3;
-}
+unsigned maxZeroStage(ScheduleKind k) { return isAsync(k) ? 2 : 3; }
 
 unsigned pipelineDelay(unsigned pp, unsigned r, unsigned m) {
   return r + 1 >= pp ? 0 : std::min(pp - r - 1, m);
@@ -536,13 +532,25 @@ static Error checkReplicas(const Plan &p, StringRef spec, const Cluster &c) {
     return planError(spec, "replicas works with schedule gpipe, 1f1b, "
                            "pipedream, pipedream-2bw or pipemare, not " +
                                scheduleName(p.schedule));
-  if (p.zero > 1)
-    return planError(spec, "ZeRO-" + std::to_string(p.zero) +
-                               " with per-stage replicas would reduce-scatter "
-                               "each micro-batch's gradient, but a stage's "
-                               "replicas run different micro-batches; use "
-                               "zero=1 (the optimizer state sharded over each "
-                               "stage's replicas) or zero=0");
+  // A stage's replicas run different micro-batches at different times:
+  // there is no micro-batch they could each shard a gradient of, nor a
+  // forward or backward all of them could gather a weight for.
+  if (p.zero == 2)
+    return planError(spec,
+                     "ZeRO-2 with per-stage replicas would reduce-scatter "
+                     "each micro-batch's gradient over the stage's "
+                     "replicas, but a stage's replicas run different "
+                     "micro-batches (replica d those with m mod R_s = "
+                     "d), so no two hold a gradient of the same one; "
+                     "use zero=1 (the optimizer state sharded over each "
+                     "stage's replicas) or zero=0");
+  if (p.zero >= 3)
+    return planError(spec, "ZeRO-3 with per-stage replicas would all-gather "
+                           "each weight over the stage's replicas before "
+                           "every forward and backward, but a stage's "
+                           "replicas run different micro-batches at different "
+                           "times; use zero=1 (the optimizer state sharded "
+                           "over each stage's replicas) or zero=0");
   if (p.unevenBatch)
     return planError(spec, "uneven=1 does not apply to replicas (micro-batches "
                            "go round-robin); drop uneven");

@@ -67,11 +67,10 @@ bool isAsync(ScheduleKind k);
 /// micro-batch's backward (PipeDream, PipeMare), not once per iteration.
 bool updatesEveryMicrobatch(ScheduleKind k);
 /// The highest ZeRO stage the training programs run under schedule \p k:
-/// 3 under the synchronous schedules; 2 under 2BW, whose one update a step
-/// has a gradient sum to shard; 1 under PipeDream and PipeMare, which
-/// update after every micro-batch (no gradient sum outlives a backward).
-/// The asynchronous schedules keep whole weight versions, so none runs
-/// ZeRO-3. dist-partition refuses more and the search skips it.
+/// 3 under the synchronous schedules; 2 under the asynchronous ones, which
+/// keep whole weight versions (2BW shards its step's gradient sum,
+/// PipeDream and PipeMare each micro-batch's gradient inside its
+/// backward). dist-partition refuses more and the search skips it.
 unsigned maxZeroStage(ScheduleKind k);
 /// Updates between the forward and the backward of a micro-batch on
 /// pipeline rank \p r of \p pp in the steady state of 1F1B with \p m

@@ -158,9 +158,8 @@ struct Reasons {
   /// tp does not divide the experts' hidden width at ep > 1
   /// (expertFeaturesSplit).
   unsigned long expertFeatures = 0;
-  /// Asynchronous schedules with ZeRO-3, PipeDream and PipeMare with
-  /// ZeRO-2, or any of them with cp > 1, which the programs do not run
-  /// (dist-partition, dist-context-parallel refuse them).
+  /// Asynchronous schedules with ZeRO-3 or cp > 1, which the programs do
+  /// not run (dist-partition, dist-context-parallel refuse them).
   unsigned long asyncUnrun = 0;
   std::vector<unsigned> dpTried;
 };
@@ -895,10 +894,9 @@ Error Searcher::noPlanError() const {
                         why.expertFeatures, o.expertFeatures);
     if (why.asyncUnrun)
       detail += formatv(" {0} layouts pair an asynchronous schedule with "
-                        "ZeRO-3, ZeRO-2 (PipeDream, PipeMare), cp > 1 "
-                        "or (under ep-runs) ep > 1, which is not run (its "
-                        "weight versions are whole per stage; allow "
-                        "zero=1, or 2 under 2BW, cp=1 and ep=1);",
+                        "ZeRO-3, cp > 1 or (under ep-runs) ep > 1, which "
+                        "is not run (its weight versions are whole per "
+                        "stage; allow zero=2 or lower, cp=1 and ep=1);",
                         why.asyncUnrun);
     return searchError(
         "no plan satisfies the constraints on cluster '" + c.name + "' (" +

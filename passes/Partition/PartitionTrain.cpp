@@ -88,13 +88,13 @@
 // reduce-scatter micro-batch m's gradient, update the replica's shard of
 // the newest weights and of the optimizer state, and all-gather the new
 // weights (grad_reduce_scatter, optimizer_step and param_all_gather of
-// micro-batch m; zero = 1 only: no gradient sum outlives a backward for
-// ZeRO-2 to shard); 2BW syncs once per step like the synchronous schedules
-// (zero = 1 or 2). What the stage calls read stays whole: the stashed
-// versions, 2BW's W(t-1) and last_update, and PipeMare's velocity, which
-// every replica computes alike from the gathered update (sharding it would
-// cost a gather per corrected backward); the step counter that drives
-// PipeMare's warm-up is a scalar every list keeps.
+// micro-batch m; under ZeRO-2 the reduce-scatters run inside m's backward
+// call, shardInsideCalls, so no gradient is whole outside it); 2BW syncs
+// once per step like the synchronous schedules (zero = 1 or 2). What the stage
+// calls read stays whole: the stashed versions, 2BW's W(t-1) and last_update,
+// and PipeMare's velocity, which every replica computes alike from the gathered
+// update (sharding it would cost a gather per corrected backward); the step
+// counter that drives PipeMare's warm-up is a scalar every list keeps.
 //
 // With tensor parallelism a list is what each tensor rank of its stage
 // runs: the versions, last_update and velocity are the rank's parts of
@@ -544,6 +544,98 @@ static void accumulateIntoCalls(ArrayRef<Operation *> adds) {
   }
 }
 
+/// The variant of stage function \p callee that returns, in place of each
+/// result k of \p parts (ascending), this device's ZeRO shard of it: the
+/// part's chain (the flatten, pad and dist.reduce_scatter a list built on
+/// the result) cloned right behind the op that computes the result, so a
+/// weight's gradient is reduce-scattered as soon as the backward produced
+/// it and dies there, before the next weight's is computed.
+static func::FuncOp
+shardingVariant(func::FuncOp callee,
+                ArrayRef<std::pair<unsigned, ArrayRef<Operation *>>> parts) {
+  SmallVector<unsigned> results;
+  for (const auto &part : parts)
+    results.push_back(part.first);
+  auto [clone, fresh] = variantOf(callee, "shard", results);
+  if (!fresh)
+    return clone;
+  Block &body = clone.getBody().front();
+  Operation *ret = body.getTerminator();
+  auto label = dist::DistDialect::ActionAttrHelper(callee.getContext());
+  for (const auto &[k, chain] : parts) {
+    Value result = ret->getOperand(k);
+    Operation *def = result.getDefiningOp();
+    OpBuilder b(callee.getContext());
+    if (def)
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(&body);
+    IRMapping map;
+    map.map(chain.front()->getOperand(0), result);
+    Operation *last = nullptr;
+    for (Operation *op : chain) {
+      last = b.clone(*op, map);
+      last->removeAttr(label.getName());
+      // The stage and phase of the op that made the result.
+      if (def)
+        for (StringRef name : {"dist.virtual_stage", "graph.phase"})
+          if (Attribute a = def->getAttr(name))
+            last->setAttr(name, a);
+    }
+    ret->setOperand(k, last->getResult(0));
+  }
+  zero::setResultTypes(clone);
+  return clone;
+}
+
+/// ZeRO-2 under the schedules that update after every micro-batch
+/// (PipeDream, PipeMare): moves each of \p chains (a micro-batch's
+/// gradient flattened, padded and reduce-scattered over the stage's
+/// replicas right after its backward) into the backward call that returns
+/// the gradient (shardingVariant), so the list never holds a whole
+/// gradient: the backward returns this replica's shard of each, which the
+/// update reads. Fails on a chain whose gradient is not a call's result
+/// read only by it (the list would hold it whole).
+static LogicalResult
+shardInsideCalls(ArrayRef<SmallVector<Operation *>> chains) {
+  llvm::MapVector<Operation *,
+                  SmallVector<std::pair<unsigned, ArrayRef<Operation *>>>>
+      byCall;
+  for (const SmallVector<Operation *> &chain : chains) {
+    Value part = chain.front()->getOperand(0);
+    auto call = part.getDefiningOp<func::CallOp>();
+    if (!call || !part.hasOneUse() || !isa<dist::ReduceScatterOp>(chain.back()))
+      return chain.back()->emitOpError(
+          "reduce-scatters a gradient (ZeRO-2) that no backward call returns "
+          "to it alone, so the list would hold it whole; plan it with zero=1");
+    byCall[call].push_back(
+        {cast<OpResult>(part).getResultNumber(), ArrayRef(chain)});
+  }
+  for (auto &[op, parts] : byCall) {
+    auto call = cast<func::CallOp>(op);
+    llvm::sort(parts,
+               [](const auto &a, const auto &b) { return a.first < b.first; });
+    auto module = call->getParentOfType<ModuleOp>();
+    func::FuncOp variant = shardingVariant(
+        module.lookupSymbol<func::FuncOp>(call.getCallee()), parts);
+    OpBuilder b(call);
+    auto sharded =
+        func::CallOp::create(b, call.getLoc(), variant, call.getOperands());
+    sharded->setAttrs(call->getAttrs());
+    sharded.setCallee(variant.getSymName());
+    for (const auto &[k, chain] : parts) {
+      chain.back()->getResult(0).replaceAllUsesWith(sharded.getResult(k));
+      for (Operation *dead : llvm::reverse(chain))
+        dead->erase();
+    }
+    for (auto [old, now] : llvm::zip(call.getResults(), sharded.getResults()))
+      if (!old.use_empty())
+        old.replaceAllUsesWith(now);
+    call->erase();
+  }
+  return success();
+}
+
 LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
                                         const schedule::Plan &plan,
                                         unsigned list, OpBuilder &b) {
@@ -575,21 +667,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
       return scheduleOp.emitOpError("runs the asynchronous schedule \"")
              << scheduleOp.getKind() << "\" " << why;
     };
-    // ZeRO-1 shards the optimizer state and each update; the versions the
-    // forwards and backwards read stay whole (schedule::maxZeroStage, which
-    // the search weighs too).
+    // ZeRO-1 shards the optimizer state and each update, ZeRO-2 the
+    // gradients too; the versions the forwards and backwards read stay
+    // whole (schedule::maxZeroStage, which the search weighs too).
     const unsigned maxZero = schedule::maxZeroStage(sched.kind);
-    if (plan.zero >= 3)
-      return refuse("with ZeRO-3, which is not run yet: it keeps a block of "
-                    "each weight, but the schedule's weight versions are "
-                    "whole weights the stage calls read; plan it with zero=" +
-                    std::to_string(maxZero) + " or lower");
     if (plan.zero > maxZero)
       return refuse("with ZeRO-" + std::to_string(plan.zero) +
-                    ": it updates after every micro-batch, so no gradient sum "
-                    "outlives a backward to be sharded (zero=1 "
-                    "reduce-scatters each micro-batch's gradient right after "
-                    "its backward already); plan it with zero=1");
+                    ", which is not run yet: it keeps a block of each "
+                    "weight, but the schedule's weight versions are whole "
+                    "weights the stage calls read; plan it with zero=" +
+                    std::to_string(maxZero) + " or lower");
     if (plan.ep > 1)
       return refuse("with expert parallelism (ep = " + std::to_string(plan.ep) +
                     "), which is not run yet: its experts' gradients would "
@@ -817,6 +904,9 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   // The adds of meanOf's sums, emitted where the mean is first needed and
   // moved up behind their operands once the list is built.
   SmallVector<Operation *> accumulations;
+  // ZeRO-2: each micro-batch's reduce-scatters (flatten, pad,
+  // reduce_scatter), in the order built, for shardInsideCalls.
+  SmallVector<SmallVector<Operation *>> scatterChains;
   // A sum of n values, scaled to their mean.
   auto meanOfSum = [&](Value sum, int64_t n) -> Value {
     if (n == 1)
@@ -1112,12 +1202,16 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
   };
   // ZeRO-2: the mean of the micro-batches' shards. Each micro-batch's
   // gradient is reduce-scattered and added to the running sum of shards;
-  // accumulateEarly moves both right behind the backward that computed it,
-  // so no whole gradient outlives its micro-batch.
+  // accumulateEarly moves both right behind the backward that computed it
+  // and shardInsideCalls the reduce-scatter into it, so the list holds
+  // only shards.
   auto shardedMeanOf = [&](Operation *at, Value grad) -> FailureOr<Value> {
     FailureOr<Value> mean = meanOverStep(at, grad, [&](Value part) {
-      return zero::reduceScatterMean(ib, loc, part, shardGroupOf(grad),
-                                     "backward", &accumulations);
+      SmallVector<Operation *> &chain = scatterChains.emplace_back();
+      Value shard = zero::reduceScatterMean(ib, loc, part, shardGroupOf(grad),
+                                            "backward", &chain);
+      accumulations.append(chain.begin(), chain.end());
+      return shard;
     });
     if (failed(mean))
       return failure();
@@ -1785,8 +1879,14 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
         if (!part)
           return at->emitOpError("shards micro-batch ")
                  << mb << "'s gradients before its backward ran";
-        mbAveraged[{mb, grad}] =
-            zero::reduceScatterMean(ib, loc, part, zeroGroup);
+        // ZeRO-2: the chain joins the backward's phase, and
+        // shardInsideCalls moves it into the backward call.
+        SmallVector<Operation *> &chain = scatterChains.emplace_back();
+        mbAveraged[{mb, grad}] = zero::reduceScatterMean(
+            ib, loc, part, zeroGroup, plan.zero >= 2 ? "backward" : "optimizer",
+            plan.zero >= 2 ? &chain : nullptr);
+        if (chain.empty())
+          scatterChains.pop_back();
         mbSharded.insert({mb, grad});
       }
     }
@@ -2122,6 +2222,8 @@ LogicalResult partition::buildTrainList(func::FuncOp func, const ScheduleIR &s,
     types.push_back(r.getType());
   accumulateEarly(accumulations);
   accumulateIntoCalls(accumulations);
+  if (failed(shardInsideCalls(scatterChains)))
+    return failure();
   SmallVector<DictionaryAttr> resultAttrs;
   fn.getAllResultAttrs(resultAttrs);
   for (const std::string &n : stateUpdates)

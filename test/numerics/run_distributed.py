@@ -1957,6 +1957,12 @@ def mixed_precision_cases(rng):
             (f"mlp_adam_fp16_tp2_pp2_{kind}",
              dict(mlp, plan=f"tp=2,pp=2,mbs=2,schedule={kind}", ranks=4,
                   reference=async_reference, tp_split=("w1",))))] + [
+        # PipeDream with ZeRO-2: the backward call returns this replica's
+        # shards, which each update unscales before the world's check.
+        ("mlp_adam_fp16_dp2_pp2_zero2_pipedream",
+         dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream,zero=2",
+              ranks=4, zero=True, reference=async_reference)),
+    ] + [
         # PipeDream with per-stage replicas: an update per round of 2
         # micro-batches on every list, so every rank joins the same
         # overflow checks and skips the same rounds.
@@ -2984,21 +2990,25 @@ def pipeline_train_cases(rng):
     # ZeRO inside the stages changes where the optimizer state lives, not
     # the numbers: the same references as without it, the Adam moments put
     # together from the replicas' blocks. PipeDream and PipeMare shard each
-    # micro-batch's update (zero=1), 2BW its step's (zero=1 and 2).
+    # micro-batch's update (zero=1; zero=2 reduce-scatters each gradient
+    # inside the backward call), 2BW its step's (zero=1 and 2).
     adam = "loss=mse:target optimizer=adam lr=0.01"
     out.append(("mlp_adam_dp2_pp2_pipedream",
                 dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream", ranks=4,
                      reference=async_reference, train=adam)))
-    out.append(("mlp_adam_dp2_pp2_zero1_pipedream",
-                dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream,zero=1",
-                     ranks=4, zero=True, reference=async_reference,
-                     train=adam)))
+    for z in (1, 2):
+        out.append((f"mlp_adam_dp2_pp2_zero{z}_pipedream",
+                    dict(mlp, plan="dp=2,pp=2,mbs=2,schedule=pipedream,"
+                         f"zero={z}", ranks=4, zero=True,
+                         reference=async_reference, train=adam)))
     # With tp=2 too (8 ranks): each tensor rank shards its part of the
-    # weights' state over its own replicas.
-    out.append(("mlp_adam_dp2_tp2_pp2_zero1_pipedream",
-                dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=pipedream,"
-                     "zero=1", ranks=8, zero=True, reference=async_reference,
-                     train=adam, tp_split=("w1",))))
+    # weights' state (zero=2: and of the gradients) over its own replicas.
+    for z in (1, 2):
+        out.append((f"mlp_adam_dp2_tp2_pp2_zero{z}_pipedream",
+                    dict(mlp, plan="dp=2,tp=2,pp=2,mbs=2,schedule=pipedream,"
+                         f"zero={z}", ranks=8, zero=True,
+                         reference=async_reference, train=adam,
+                         tp_split=("w1",))))
     for z in (1, 2):
         out.append((f"mlp_adam_dp2_pp2_zero{z}_2bw",
                     dict(mlp, plan=f"dp=2,pp=2,mbs=2,schedule=2bw,zero={z}",
@@ -3013,9 +3023,10 @@ def pipeline_train_cases(rng):
     pm_dp = "dp=2,pp=2,mbs=2,schedule=pipemare,pipemare_warmup=12"
     out.append(("deep_mlp_adam_dp2_pp2_pipemare",
                 dict(deep, plan=pm_dp, ranks=4, train=adam)))
-    out.append(("deep_mlp_adam_dp2_pp2_zero1_pipemare",
-                dict(deep, plan=pm_dp + ",zero=1", ranks=4, zero=True,
-                     train=adam)))
+    for z in (1, 2):
+        out.append((f"deep_mlp_adam_dp2_pp2_zero{z}_pipemare",
+                    dict(deep, plan=pm_dp + f",zero={z}", ranks=4, zero=True,
+                         train=adam)))
     # PipeDream and PipeMare with per-stage replicas: every stage updates
     # once per round of lcm(replicas) = 2 micro-batches on the round's mean
     # gradient (a replica's share summed over the stage's replicas), as one

@@ -358,7 +358,8 @@ TEST(PipelineCosts, AsynchronousSchedulesUnderZeroShardOnlyTheOptimizer) {
   // What dist-partition runs: ZeRO-1 under PipeDream, PipeMare and 2BW
   // shards the optimizer state over the stage's replicas; the weights,
   // the stashed versions (PipeMare's velocity, 2BW's second buffer) and
-  // the gradient stay whole. 2BW's ZeRO-2 shards the gradient sum too.
+  // the gradient stay whole. ZeRO-2 shards the gradient too (2BW's sum,
+  // PipeDream's and PipeMare's inside the backward call), not the rest.
   cluster::Cluster c = llvm::cantFail(cluster::getPreset("dgx-a100-80gb", 1));
   cost::CostModel cm;
   cost::ModelDesc m = smallModel();
@@ -381,24 +382,42 @@ TEST(PipelineCosts, AsynchronousSchedulesUnderZeroShardOnlyTheOptimizer) {
     EXPECT_DOUBLE_EQ(z.weightStash, w.weightStash);
     EXPECT_DOUBLE_EQ(z.grads, w.grads);
     EXPECT_DOUBLE_EQ(z.optimizer, w.optimizer / 4);
+    PipelineCosts grads = costs(2);
+    const cost::MemoryBreakdown &g = grads.devices[0].staticMemory;
+    EXPECT_DOUBLE_EQ(g.grads, w.grads / 4);
+    EXPECT_DOUBLE_EQ(g.weights, w.weights);
+    EXPECT_DOUBLE_EQ(g.weightStash, w.weightStash);
+    EXPECT_DOUBLE_EQ(g.optimizer, w.optimizer / 4);
+    // Each sync action's time: PipeDream and PipeMare reduce-scatter one
+    // micro-batch's gradient per update under ZeRO-1 and ZeRO-2 alike;
+    // 2BW's ZeRO-2 reduce-scatters each of the step's micro-batches'
+    // where ZeRO-1 reduce-scatters their sum once.
+    const StageCost &one = sharded.stages[0], &two = grads.stages[0];
+    const double scatter1 = one.gradSyncTime - one.gradGatherTime,
+                 scatter2 = two.gradSyncTime - two.gradGatherTime;
+    EXPECT_GT(scatter1, 0);
+    EXPECT_DOUBLE_EQ(two.gradGatherTime, one.gradGatherTime);
     if (std::string(kind) == "2bw") {
-      EXPECT_DOUBLE_EQ(costs(2).devices[0].staticMemory.grads, w.grads / 4);
+      EXPECT_GT(grads.microbatches, 1u);
+      EXPECT_DOUBLE_EQ(scatter2, grads.microbatches * scatter1);
+    } else {
+      EXPECT_DOUBLE_EQ(scatter2, scatter1);
     }
   }
 }
 
 TEST(Plan, ZeroStagesEachScheduleRuns) {
   // One rule for dist-partition and the search: the synchronous schedules
-  // run every ZeRO stage, 2BW up to ZeRO-2 (its one update a step has a
-  // gradient sum to shard), PipeDream and PipeMare ZeRO-1 only.
+  // run every ZeRO stage, the asynchronous ones (whole weight versions) up
+  // to ZeRO-2.
   for (ScheduleKind k :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
         ScheduleKind::ZBH1, ScheduleKind::ZBH2, ScheduleKind::ZBV,
         ScheduleKind::VHalf, ScheduleKind::VMin, ScheduleKind::DualPipeV})
     EXPECT_EQ(maxZeroStage(k), 3u) << scheduleName(k).str();
   EXPECT_EQ(maxZeroStage(ScheduleKind::PipeDream2BW), 2u);
-  EXPECT_EQ(maxZeroStage(ScheduleKind::PipeDream), 1u);
-  EXPECT_EQ(maxZeroStage(ScheduleKind::PipeMare), 1u);
+  EXPECT_EQ(maxZeroStage(ScheduleKind::PipeDream), 2u);
+  EXPECT_EQ(maxZeroStage(ScheduleKind::PipeMare), 2u);
 }
 
 } // namespace
