@@ -620,8 +620,12 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
       formatv("tp = {0} splits no op of the model: each tensor-parallel "
               "region splits only when tp divides its columns (a fused "
               "projection's per block; an LM head's vocabulary), and every "
-              "region would run whole on every rank; choose tp among {1}",
-              p.tp, degrees));
+              "region would run whole on every rank; {1}",
+              p.tp,
+              splitting.empty()
+                  ? std::string("no tp > 1 splits one (a softmax over the "
+                                "columns, or no region at all): plan tp = 1")
+                  : "choose tp among " + degrees));
 }
 
 Error checkCuts(const Plan &p, unsigned numLayers) {
