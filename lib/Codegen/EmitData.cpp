@@ -91,6 +91,21 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
     e.bindPersistent(r, cstr(op.getSymName()), fresh);
   else
     e.bindResident(r, "w." + cstr(op.getSymName()));
+  // Inference under --load-state DIR: the weight from the saved state (a
+  // training run's), the file or generated values otherwise; the fill
+  // statement follows this prefix's `else`.
+  auto fromState = [&](llvm::StringRef shard) {
+    if (e.training)
+      return;
+    e.os << "  if (!P.stateDir.empty()) { static const int64_t sdims[] = {";
+    for (int64_t d : type.getShape())
+      e.os << d << ", ";
+    e.os << "0}; if (P.loadStateWeight(\"" << cstr(op.getSymName()) << "\", "
+         << FunctionEmitter::dgType(type.getElementType()) << ", "
+         << type.getRank() << ", sdims, " << e.name(r)
+         << (shard.empty() ? std::string() : ", &" + shard.str())
+         << ")) return 1; } else\n";
+  };
   if (tpShard || zeroShard) {
     // This rank's runs of the full tensor.
     std::string s = e.shardOf(r);
@@ -99,6 +114,7 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
     for (int64_t d : full)
       e.os << d << ", ";
     e.os << "0};\n";
+    fromState(s);
     if (auto file = op.getFile())
       e.os << "  if (P.loadWeightShard(\"" << cstr(op.getSymName()) << "\", \""
            << cstr(*file) << "\", " << (op.getOffset() ? *op.getOffset() : 0)
@@ -114,6 +130,7 @@ static LogicalResult emitWeight(FunctionEmitter &e, WeightOp op) {
     return success();
   }
   e.os << "  if (fresh_" << e.name(r) << ") {\n";
+  fromState("");
   if (auto file = op.getFile()) {
     e.os << "  if (P.loadWeight(\"" << cstr(op.getSymName()) << "\", \""
          << cstr(*file) << "\", " << (op.getOffset() ? *op.getOffset() : 0)

@@ -13,6 +13,7 @@
 // SRC-NEXT: P.upload([[X]], P.inputs[0]
 // SRC: (float *)P.residentBuffer("m0.w.w1", 512, fresh_[[W1:v[0-9]+]]);
 // SRC: if (fresh_[[W1]]) {
+// SRC-NEXT: if (!P.stateDir.empty()) { static const int64_t sdims[] = {8, 16, 0}; if (P.loadStateWeight("w1", dg::F32, 2, sdims, [[W1]])) return 1; } else
 // SRC-NEXT: P.loadWeight("w1", "mlp_external.weights", 0, 512, [[W1]])
 // SRC: P.loadWeight("b1", "mlp_external.weights", 512, 64, [[B1:v[0-9]+]])
 // SRC: float *[[H:v[0-9]+]] = (float *)(arena + 0);

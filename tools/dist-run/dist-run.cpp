@@ -548,6 +548,10 @@ static int runElastic(Job job, unsigned n, const char *argv0) {
           "--elastic", "the checkpoints itself",
           "the last state is in " + elasticDir + "/g<K>/<rank>", total))
     return bad;
+  if (!job.training)
+    return fail("--elastic: '" + job.dir +
+                "' is not a training job; it resumes training from its "
+                "checkpoints (compile the model with --train)");
   if (elasticEvery == 0)
     return fail("--elastic-every must be at least 1");
   user = withoutOptions(user, {"--steps"});

@@ -625,6 +625,15 @@ int chooseModel(const Options &o, const Model *models, int numModels,
             model->name);
     return 2;
   }
+  if (!o.saveDir.empty() && !model->trains) {
+    fprintf(stderr,
+            "error: --save-state saves a training step's state; model %s "
+            "runs inference, whose weights come from its weights file (or "
+            "from a training run's saved state with --load-state DIR) and "
+            "never change: leave out --save-state\n",
+            model->name);
+    return 2;
+  }
   if (o.measureNoise && !model->apply) {
     fprintf(stderr,
             "error: --measure-noise-scale needs a training program compiled "

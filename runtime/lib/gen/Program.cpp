@@ -215,6 +215,21 @@ void *Program::persistentBuffer(const char *name, DType dt, int rank,
   return b.ptr;
 }
 
+int Program::loadStateWeight(const char *name, DType dt, int rank,
+                             const int64_t *dims, void *dst,
+                             const Shard *shard) {
+  Persistent b;
+  b.name = name;
+  b.dtype = dt;
+  b.rank = rank;
+  for (int i = 0; i < rank; ++i)
+    b.dims[i] = dims[i];
+  b.ptr = dst;
+  if (shard)
+    b.shard = *shard;
+  return loadState(b);
+}
+
 int Program::loadState(const Persistent &b) {
   std::string path = checkpointFile(stateDir, sanitizeName(b.name) + ".npy");
   HostTensor t;

@@ -198,6 +198,13 @@ struct Program {
   void *persistentBuffer(const char *name, DType dt, int rank,
                          const int64_t *dims, bool &fresh,
                          const Shard *shard = nullptr);
+  /// An inference weight's resident buffer `dst` (of this rank's `dims`,
+  /// its part `shard` of a sharded weight) filled from stateDir instead of
+  /// its file or generated values: --load-state DIR runs inference with a
+  /// training run's saved weights. 0, or 1 with the error set (the state
+  /// has no such tensor).
+  int loadStateWeight(const char *name, DType dt, int rank, const int64_t *dims,
+                      void *dst, const Shard *shard = nullptr);
   /// Fills `b` from stateDir (a resumed run): from its own file when that
   /// has the buffer's type and shape, else (a checkpoint saved under
   /// another plan) assembled from the checkpoint's folders.
