@@ -180,8 +180,8 @@ LogicalResult distopt::codegen::emitReduce(FunctionEmitter &e, Operation *o) {
     // step's bias gradients, [512, 3072] summed over rows: 79 ms a step).
     constexpr int64_t tile = 64;
     int64_t tiles = (K + tile - 1) / tile;
-    e.os << "  if (dg::parallelRows(P, " << outer * tiles << ", " << R * tile
-         << ", [=] (int64_t lo, int64_t hi) {\n"
+    e.os << "  if (dg::parallelRows<" << outer * tiles << ", " << R * tile
+         << ">(P, [=] (int64_t lo, int64_t hi) {\n"
          << "    for (int64_t t = lo; t < hi; ++t) {\n"
          << "    const int64_t o = t / " << tiles << ", c0 = t % " << tiles
          << " * " << tile << ", n = c0 + " << tile << " < " << K << " ? "

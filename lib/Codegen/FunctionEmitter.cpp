@@ -605,8 +605,8 @@ void FunctionEmitter::openRowLoop(Value result) {
 }
 
 void FunctionEmitter::openRowLoop(int64_t rows, int64_t cols) {
-  os << "  if (dg::parallelRows(P, " << rows << ", " << cols
-     << ", [=] (int64_t lo, int64_t hi) {\n"
+  os << "  if (dg::parallelRows<" << rows << ", " << cols
+     << ">(P, [=] (int64_t lo, int64_t hi) {\n"
      << "    for (int64_t r = lo; r < hi; ++r) {\n"
      << "    DG_SIMD\n    for (int64_t j = 0; j < " << cols
      << "; ++j) {\n      const int64_t i = r * " << cols << " + j;\n";
@@ -618,15 +618,15 @@ void FunctionEmitter::closeRowLoop() {
 }
 
 void FunctionEmitter::openLoop(int64_t n, llvm::StringRef idx) {
-  os << "  if (dg::parallelFor(P, " << n << ", [=] DG_HD (int64_t " << idx
+  os << "  if (dg::parallelFor<" << n << ">(P, [=] DG_HD (int64_t " << idx
      << ") {\n";
 }
 
 void FunctionEmitter::closeLoop() { os << "  })) return 1;\n"; }
 
 void FunctionEmitter::openChunkLoop(int64_t n) {
-  os << "  if (dg::parallelChunks(P, " << n
-     << ", [=] DG_HD (int64_t lo, int64_t hi) {\n";
+  os << "  if (dg::parallelChunks<" << n
+     << ">(P, [=] DG_HD (int64_t lo, int64_t hi) {\n";
 }
 
 void FunctionEmitter::openChunkItems() {

@@ -233,16 +233,16 @@ public:
   /// of stride 1.
   int64_t rowLength(mlir::Value result);
   /// Opens the loop over `rows` rows `r` and `cols` columns `j`
-  /// (dg::parallelRows, the column loop DG_SIMD) with `i = r * cols + j`;
-  /// closeRowLoop closes it.
+  /// (dg::parallelRows<rows, cols>, the column loop DG_SIMD) with
+  /// `i = r * cols + j`; closeRowLoop closes it.
   void openRowLoop(int64_t rows, int64_t cols);
   /// The same over the rows and columns of `result`.
   void openRowLoop(mlir::Value result);
   void closeRowLoop();
-  /// Opens `if (dg::parallelFor(P, n, [=] DG_HD (int64_t i) {`.
+  /// Opens `if (dg::parallelFor<n>(P, [=] DG_HD (int64_t i) {`.
   void openLoop(int64_t n, llvm::StringRef idx = "i");
   void closeLoop();
-  /// Opens `if (dg::parallelChunks(P, n, [=] DG_HD (int64_t lo, int64_t hi)
+  /// Opens `if (dg::parallelChunks<n>(P, [=] DG_HD (int64_t lo, int64_t hi)
   /// {`: what the caller prints next runs once a chunk; the loop over `i` of
   /// the chunk opens with openChunkItems and closes with closeChunkLoop.
   void openChunkLoop(int64_t n);

@@ -9,11 +9,11 @@
 // row offset plus the column, which vectorizes.
 
 // CHECK-LABEL: static int run(dg::Program &P) {
-// CHECK: if (dg::parallelRows(P, 24, 16, [=] (int64_t lo, int64_t hi) {
+// CHECK: if (dg::parallelRows<24, 16>(P, [=] (int64_t lo, int64_t hi) {
 // CHECK: [[E:v[0-9]+]][i] = [[X:v[0-9]+]][(((r / 12) * 64 + (r % 4) * 16) + j * 1)];
-// CHECK: if (dg::parallelRows(P, 24, 16, [=] (int64_t lo, int64_t hi) {
+// CHECK: if (dg::parallelRows<24, 16>(P, [=] (int64_t lo, int64_t hi) {
 // CHECK: [[C:v[0-9]+]][r * 32 + 0 + j] = [[E]][i];
-// CHECK: if (dg::parallelRows(P, 24, 16, [=] (int64_t lo, int64_t hi) {
+// CHECK: if (dg::parallelRows<24, 16>(P, [=] (int64_t lo, int64_t hi) {
 // CHECK: [[C]][r * 32 + 16 + j] = [[E]][i];
 
 module {

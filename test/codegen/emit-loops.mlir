@@ -13,7 +13,7 @@
 // flat index do not. CUDA kernels keep one item per thread.
 
 // CHECK-LABEL: static int run(dg::Program &P) {
-// CHECK: if (dg::parallelRows(P, 64, 16, [=] (int64_t lo, int64_t hi) {
+// CHECK: if (dg::parallelRows<64, 16>(P, [=] (int64_t lo, int64_t hi) {
 // CHECK-NEXT: for (int64_t r = lo; r < hi; ++r) {
 // CHECK-NEXT: DG_SIMD
 // CHECK-NEXT: for (int64_t j = 0; j < 16; ++j) {
@@ -22,14 +22,14 @@
 // CHECK-NEXT: const float [[G:t[0-9]+]] = (float)(dg::geluTanh<float>([[X]]));
 // CHECK-NEXT: const float [[M:t[0-9]+]] = v{{[0-9]+}}[(((r / 32) * 128 + (r % 8) * 16) + j * 1)];
 // CHECK-NEXT: [[S:v[0-9]+]][i] = (float)(([[G]] + [[M]]));
-// CHECK: if (dg::parallelChunks(P, 1024, [=] DG_HD (int64_t lo, int64_t hi) {
+// CHECK: if (dg::parallelChunks<1024>(P, [=] DG_HD (int64_t lo, int64_t hi) {
 // CHECK-NEXT: DG_SIMD
 // CHECK-NEXT: for (int64_t i = lo; i < hi; ++i) {
 // CHECK-NEXT: const float [[T:t[0-9]+]] = [[S]][i];
 // CHECK-NEXT: v{{[0-9]+}}[i] = (float)(([[T]] * [[T]]));
 // CUDA-NOT: parallelRows
-// CUDA: dg::parallelChunks(P, 1024, [=] DG_HD (int64_t lo, int64_t hi)
-// CUDA: dg::parallelChunks(P, 1024, [=] DG_HD (int64_t lo, int64_t hi)
+// CUDA: dg::parallelChunks<1024>(P, [=] DG_HD (int64_t lo, int64_t hi)
+// CUDA: dg::parallelChunks<1024>(P, [=] DG_HD (int64_t lo, int64_t hi)
 
 module {
   func.func @main(%x: tensor<2x4x8x16xf32> {graph.name = "x"}, %mask: tensor<2x1x8x16xf32> {graph.name = "mask"}) -> (tensor<2x4x8x16xf32> {graph.name = "y"}) {

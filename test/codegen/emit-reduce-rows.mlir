@@ -12,18 +12,18 @@
 // An arg_max with select_last_index (ONNX's) takes the last of equal maxima.
 
 // CHECK-LABEL: static int run(dg::Program &P) {
-// CHECK: if (dg::parallelRows(P, 2, 768, [=] (int64_t lo, int64_t hi) {
+// CHECK: if (dg::parallelRows<2, 768>(P, [=] (int64_t lo, int64_t hi) {
 // CHECK: const int64_t o = t / 2, c0 = t % 2 * 64, n = c0 + 64 < 70 ? 64 : 70 - c0;
 // CHECK: for (int64_t r = 0; r < 12; ++r) {
 // CHECK: const float *x = v0 + (o * 12 + r) * 70 + c0;
 // CHECK: a += v;
-// CHECK: if (dg::parallelRows(P, 2, 768, [=] (int64_t lo, int64_t hi) {
+// CHECK: if (dg::parallelRows<2, 768>(P, [=] (int64_t lo, int64_t hi) {
 // CHECK: a += v * v;
 // CHECK: {{v[0-9]+}}[o * 70 + c0 + j] = (float)(sqrt((double)a)); }
-// CHECK: if (dg::parallelRows(P, 6, 256, [=] (int64_t lo, int64_t hi) {
+// CHECK: if (dg::parallelRows<6, 256>(P, [=] (int64_t lo, int64_t hi) {
 // CHECK: const float *x = v0 + (o * 4 + r) * 70 + c0;
 // CHECK: {{v[0-9]+}}[o * 70 + c0 + j] = (float)(a / 4); }
-// CHECK: if (dg::parallelFor(P, 12, [=] DG_HD (int64_t o) {
+// CHECK: if (dg::parallelFor<12>(P, [=] DG_HD (int64_t o) {
 // arg_max with select_last_index: the last of equal maxima wins.
 // CHECK: if (v >= best) { best = v; at = r; }
 

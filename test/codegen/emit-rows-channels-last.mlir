@@ -11,7 +11,7 @@
 // CHECK-LABEL: static int run(dg::Program &P) {
 // CHECK: // emit.kernel at {{.*}}emit-rows-channels-last.mlir:32:10
 // CHECK-NEXT: float *[[OUT:v[0-9]+]] = (float *)(arena + {{[0-9]+}});
-// CHECK-NEXT: if (dg::parallelRows(P, 288, 16, [=] (int64_t lo, int64_t hi) {
+// CHECK-NEXT: if (dg::parallelRows<288, 16>(P, [=] (int64_t lo, int64_t hi) {
 // CHECK-NEXT: for (int64_t r = lo; r < hi; ++r) {
 // CHECK-NEXT: DG_SIMD
 // CHECK-NEXT: for (int64_t j = 0; j < 16; ++j) {

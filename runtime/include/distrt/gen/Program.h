@@ -371,6 +371,9 @@ inline distrt_tensor TS(void *data, distrt_dtype dtype,
                                     dims.begin(), strides.begin());
 }
 
+// The loops of generated kernels take their item count as a template
+// argument (a generated program's shapes are static): parallelFor<N>,
+// parallelChunks<N>, parallelRows<Rows, Cols>.
 #ifdef __CUDACC__
 template <typename F> __global__ void parallelForKernel(int64_t n, F f) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
@@ -391,39 +394,63 @@ template <typename F> inline int parallelFor(Program &P, int64_t n, F f) {
                 cudaGetErrorString(e));
   return 0;
 }
-/// Runs f(lo, hi) over [0, n): on the GPU one item per thread, so a body's
+template <int64_t N, typename F> inline int parallelFor(Program &P, F f) {
+  return parallelFor(P, N, f);
+}
+/// Runs f(lo, hi) over [0, N): on the GPU one item per thread, so a body's
 /// prologue costs what it did inside parallelFor.
-template <typename F> inline int parallelChunks(Program &P, int64_t n, F f) {
-  return parallelFor(P, n, [=] DG_HD(int64_t i) { f(i, i + 1); });
+template <int64_t N, typename F> inline int parallelChunks(Program &P, F f) {
+  return parallelFor(P, N, [=] DG_HD(int64_t i) { f(i, i + 1); });
 }
 #else
-/// Runs f(lo, hi) over [0, n) in chunks of 4096 items (OpenMP threads above
-/// 32K items): a body whose prologue reads scalars from tensors (a step
-/// counter, a skip flag) runs it once a chunk, and its inner loop
-/// vectorizes.
-template <typename F> inline int parallelChunks(Program &, int64_t n, F f) {
+/// OpenMP threads run a loop of more items than this; a smaller one runs
+/// on the calling thread.
+constexpr int64_t kSerialItems = 32768;
+
+/// Runs task(t) for t in [0, tasks), the tasks of a loop of `Items` items:
+/// on OpenMP threads above kSerialItems items, else a plain loop with no
+/// parallel region (nothing for the compiler to outline: a generated
+/// program of small loops compiles in about a quarter less time).
+template <int64_t Items, typename F>
+inline void runTasks(int64_t tasks, F task) {
+  if constexpr (Items > kSerialItems) {
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < tasks; ++t)
+      task(t);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t)
+      task(t);
+  }
+}
+/// Runs f(lo, hi) over [0, N) in chunks of 4096 items: a body whose
+/// prologue reads scalars from tensors (a step counter, a skip flag) runs
+/// it once a chunk, and its inner loop vectorizes.
+template <int64_t N, typename F> inline int parallelChunks(Program &, F f) {
   constexpr int64_t chunk = 4096;
-  int64_t chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for if (n > 32768) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c)
-    f(c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n);
+  runTasks<N>((N + chunk - 1) / chunk, [&](int64_t c) {
+    f(c * chunk, c * chunk + chunk < N ? c * chunk + chunk : N);
+  });
   return 0;
 }
-/// Runs f(lo, hi) over rows [0, rows) of `cols` items each, in chunks of
-/// about 4096 items (OpenMP threads above 32K items): a generated loop
-/// over rows whose column loop vectorizes (CPU programs only).
-template <typename F>
-inline int parallelRows(Program &, int64_t rows, int64_t cols, F f) {
-  int64_t per = cols < 4096 ? 4096 / cols : 1;
-  int64_t chunks = (rows + per - 1) / per;
-#pragma omp parallel for if (rows * cols > 32768) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c)
-    f(c * per, c * per + per < rows ? c * per + per : rows);
+/// Runs f(lo, hi) over rows [0, Rows) of `Cols` items each, in chunks of
+/// about 4096 items: a generated loop over rows whose column loop
+/// vectorizes (CPU programs only).
+template <int64_t Rows, int64_t Cols, typename F>
+inline int parallelRows(Program &, F f) {
+  constexpr int64_t per = Cols < 4096 ? 4096 / Cols : 1;
+  runTasks<Rows * Cols>((Rows + per - 1) / per, [&](int64_t c) {
+    f(c * per, c * per + per < Rows ? c * per + per : Rows);
+  });
   return 0;
 }
-/// Runs f(i) for i in [0, n) on the CPU (OpenMP threads above 32K items).
+/// Runs f(i) for i in [0, N) (OpenMP threads above kSerialItems items).
+template <int64_t N, typename F> inline int parallelFor(Program &, F f) {
+  runTasks<N>(N, f);
+  return 0;
+}
+/// Runs f(i) for i in [0, n), n known only when it runs.
 template <typename F> inline int parallelFor(Program &, int64_t n, F f) {
-#pragma omp parallel for if (n > 32768) schedule(static)
+#pragma omp parallel for if (n > kSerialItems) schedule(static)
   for (int64_t i = 0; i < n; ++i)
     f(i);
   return 0;
