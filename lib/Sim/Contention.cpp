@@ -7,7 +7,9 @@
 #include "lib/Sim/Contention.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace llvm;
@@ -113,11 +115,11 @@ SharedLinks shareLinks(const Plan &running, const PipelineCosts &costs,
                        double runningSamplesPerSecond,
                        ArrayRef<LinkTransfer> transfers) {
   // The ports the transfers use.
-  std::map<Port, bool> moving;
+  std::set<Port> moving;
   for (const LinkTransfer &tr : transfers) {
     LinkLevel level = cluster.levelBetween(tr.from, tr.to);
-    moving[portOf(cluster, tr.from, level, true)] = true;
-    moving[portOf(cluster, tr.to, level, false)] = true;
+    moving.insert(portOf(cluster, tr.from, level, true));
+    moving.insert(portOf(cluster, tr.to, level, false));
   }
 
   // The running plan's messages, by stage and replica, and the bytes each
@@ -176,46 +178,48 @@ SharedLinks shareLinks(const Plan &running, const PipelineCosts &costs,
   for (const auto &[port, bytes] : bytesPerMicrobatch)
     r.sharedPorts += bytes > 0 && moving.count(port);
 
-  // A message through a shared port gets half of it: its bytes take
-  // twice as long, and its stage (of that replica) as much longer. The
-  // stream's period is the slowest stage of any replica; one batch's
-  // latency the stages' slowest replicas in sequence, then the period
-  // for each further micro-batch (lib/Search/Infer.cpp).
-  auto shared = [&](const Message &m) {
-    return llvm::any_of(m.ports,
-                        [&](const Port &p) { return moving.count(p); });
-  };
-  double period = 0, slowedPeriod = 0, sum = 0, slowedSum = 0;
-  for (const std::vector<StageTraffic> &replicas : stages) {
-    double slowest = 0, slowestSlowed = 0;
-    for (const StageTraffic &traffic : replicas) {
-      double boundary = 0, collectives = 0;
-      for (const Message &m : traffic.boundary)
-        boundary = std::max(boundary, shared(m) ? m.seconds : 0);
-      for (const std::vector<Message> &parts : traffic.collectives) {
-        double group = 0;
-        for (const Message &m : parts)
-          group += shared(m) ? m.seconds : 0;
-        collectives = std::max(collectives, group);
+  // A message through a port that carries transfers gets half of it: its
+  // bytes take twice as long, and its stage (of that replica) as much
+  // longer. The stream's period is the slowest stage of any replica; one
+  // batch's latency the stages' slowest replicas in sequence, then the
+  // period for each further micro-batch (lib/Search/Infer.cpp).
+  auto rateWhile = [&](const std::set<Port> &busy) {
+    auto shared = [&](const Message &m) {
+      return llvm::any_of(m.ports,
+                          [&](const Port &p) { return busy.count(p); });
+    };
+    double period = 0, slowedPeriod = 0, sum = 0, slowedSum = 0;
+    for (const std::vector<StageTraffic> &replicas : stages) {
+      double slowest = 0, slowestSlowed = 0;
+      for (const StageTraffic &traffic : replicas) {
+        double boundary = 0, collectives = 0;
+        for (const Message &m : traffic.boundary)
+          boundary = std::max(boundary, shared(m) ? m.seconds : 0);
+        for (const std::vector<Message> &parts : traffic.collectives) {
+          double group = 0;
+          for (const Message &m : parts)
+            group += shared(m) ? m.seconds : 0;
+          collectives = std::max(collectives, group);
+        }
+        slowest = std::max(slowest, traffic.base);
+        slowestSlowed =
+            std::max(slowestSlowed, traffic.base + boundary + collectives);
       }
-      slowest = std::max(slowest, traffic.base);
-      slowestSlowed =
-          std::max(slowestSlowed, traffic.base + boundary + collectives);
+      period = std::max(period, slowest);
+      slowedPeriod = std::max(slowedPeriod, slowestSlowed);
+      sum += slowest;
+      slowedSum += slowestSlowed;
     }
-    period = std::max(period, slowest);
-    slowedPeriod = std::max(slowedPeriod, slowestSlowed);
-    sum += slowest;
-    slowedSum += slowestSlowed;
-  }
-  double m = running.numMicrobatches;
-  double before = running.objective == InferObjective::Latency
-                      ? sum + (m - 1) * period
-                      : period;
-  double after = running.objective == InferObjective::Latency
-                     ? slowedSum + (m - 1) * slowedPeriod
-                     : slowedPeriod;
-  double slowed = after > 0 ? before / after : 1;
-  r.runningSamplesPerSecond = runningSamplesPerSecond * slowed;
+    double m = running.numMicrobatches;
+    double before = running.objective == InferObjective::Latency
+                        ? sum + (m - 1) * period
+                        : period;
+    double after = running.objective == InferObjective::Latency
+                       ? slowedSum + (m - 1) * slowedPeriod
+                       : slowedPeriod;
+    return runningSamplesPerSecond * (after > 0 ? before / after : 1);
+  };
+  r.runningSamplesPerSecond = rateWhile(moving);
 
   // The slowed plan sends each port's bytes at its micro-batch rate; a
   // transfer gets the rest of its busier port, and at least half (fair
@@ -238,6 +242,29 @@ SharedLinks shareLinks(const Plan &running, const PipelineCosts &costs,
                                      std::max(0.5, 1 - used)));
   }
   r.move = busiest(cluster, transfers, r.transferSeconds);
+
+  // Each port carries its transfers back to back from the start; the plan
+  // is slowed by the shared ports still carrying theirs, span by span.
+  std::map<Port, double> until;
+  for (auto [tr, seconds] : llvm::zip_equal(transfers, r.transferSeconds)) {
+    LinkLevel level = cluster.levelBetween(tr.from, tr.to);
+    until[portOf(cluster, tr.from, level, true)] += seconds;
+    until[portOf(cluster, tr.to, level, false)] += seconds;
+  }
+  std::set<Port> contested;
+  for (const auto &[port, bytes] : bytesPerMicrobatch)
+    if (bytes > 0 && moving.count(port))
+      contested.insert(port);
+  while (!contested.empty()) {
+    double end = std::numeric_limits<double>::infinity();
+    for (const Port &p : contested)
+      end = std::min(end, until[p]);
+    r.samplesLost += (runningSamplesPerSecond - rateWhile(contested)) *
+                     (end - r.slowedSeconds);
+    r.slowedSeconds = end;
+    for (auto it = contested.begin(); it != contested.end();)
+      it = until[*it] <= end ? contested.erase(it) : std::next(it);
+  }
   return r;
 }
 

@@ -56,12 +56,19 @@ struct SharedLinks {
   /// its network traffic goes through) that carry both the running plan's
   /// messages and the migration's transfers.
   unsigned sharedPorts = 0;
-  /// The running plan's samples/s while the transfers run.
+  /// The running plan's samples/s while every shared port carries
+  /// transfers (the move's start).
   double runningSamplesPerSecond = 0;
   /// Each transfer's time with the share of its ports left to it, in the
   /// order given, and the move they make up (busiest).
   std::vector<double> transferSeconds;
   Busiest move;
+  /// Each port carries its transfers back to back from the start, so the
+  /// plan runs slowed until the last shared port has carried its own
+  /// (slowedSeconds, at most the move's time), and less slowed as ports
+  /// free up: the samples it serves fewer than alone, span by span, at
+  /// the rate of the ports still carrying transfers.
+  double slowedSeconds = 0, samplesLost = 0;
 };
 
 /// The running inference plan \p running (finalized, with its \p costs on
@@ -69,7 +76,8 @@ struct SharedLinks {
 /// sharing the links: on a port both use, each running message's bytes
 /// take twice as long (half the bandwidth, fair share between the two),
 /// which slows the stages they belong to and so the plan; each transfer
-/// gets what the slowed plan leaves of its ports, never less than half.
+/// gets what the plan slowed by every shared port leaves of its ports,
+/// never less than half.
 SharedLinks shareLinks(const schedule::Plan &running,
                        const schedule::PipelineCosts &costs,
                        const cost::ModelDesc &model,

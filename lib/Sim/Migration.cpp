@@ -295,10 +295,9 @@ Expected<MigrationReport> planMigration(const MigrationInputs &in,
       r.besideMoveSeconds = shared.move.seconds;
       r.besideBusiestDevice = shared.move.device;
       r.besideBusiestNic = shared.move.nic;
+      r.slowedSeconds = shared.slowedSeconds;
+      r.slowdownSamplesLost = shared.samplesLost;
     }
-    r.slowdownSamplesLost =
-        (in.runningSamplesPerSecond - r.preparingSamplesPerSecond) *
-        r.besideMoveSeconds;
     // The switch waits until the new job is ready, so its start and the
     // move lengthen the preparation, not the downtime.
     r.prepareSeconds = r.relaunch.seconds + r.besideMoveSeconds;
@@ -357,13 +356,13 @@ static void printContention(const MigrationReport &r, raw_ostream &os) {
   os << formatv("{0} link port{1} carry the running plan's messages and the "
                 "move (fair share): running plan {2:F4} samples/s while "
                 "preparing ({3:F1}%), move {4:F3} s beside it ({5:F3} s "
-                "alone, {6} busiest), {7:F1} samples lost to the "
-                "slowdown\n",
+                "alone, {6} busiest), slowed for {7:F3} s, {8:F1} samples "
+                "lost to the slowdown\n",
                 r.sharedPorts, r.sharedPorts == 1 ? "" : "s",
                 r.preparingSamplesPerSecond, change, r.besideMoveSeconds,
                 r.moveSeconds,
                 busiestName(r.besideBusiestDevice, r.besideBusiestNic),
-                r.slowdownSamplesLost);
+                r.slowedSeconds, r.slowdownSamplesLost);
 }
 
 void printMigration(const MigrationReport &r, raw_ostream &os) {
@@ -496,6 +495,7 @@ json::Value toJSON(const MigrationReport &r) {
       contention["move_s"] = r.besideMoveSeconds;
       contention["busiest_device"] = r.besideBusiestDevice;
       contention["busiest_is_nic"] = r.besideBusiestNic;
+      contention["slowed_s"] = r.slowedSeconds;
       contention["samples_lost"] = r.slowdownSamplesLost;
     }
     beside["contention"] = std::move(contention);

@@ -127,15 +127,16 @@ struct MigrationReport {
   double prepareSeconds = 0, besideDowntime = 0;
   /// The running plan's messages and the move beside it on shared links
   /// (fair share, Contention.h): whether it was priced, the ports both
-  /// use, the running plan's samples/s meanwhile, the move's time and
-  /// busiest device beside it, and the samples the slowdown costs
-  /// ((running - while preparing) samples/s x the move beside).
+  /// use, the running plan's samples/s while every shared port carries
+  /// transfers, the move's time and busiest device beside it, how long
+  /// the plan runs slowed (until its last shared port has carried its
+  /// transfers) and the samples the slowdown costs (SharedLinks).
   bool contentionPriced = false;
   unsigned sharedPorts = 0;
   double preparingSamplesPerSecond = 0, besideMoveSeconds = 0;
   unsigned besideBusiestDevice = 0;
   bool besideBusiestNic = false;
-  double slowdownSamplesLost = 0;
+  double slowedSeconds = 0, slowdownSamplesLost = 0;
   /// The most memory one device needs during the preparation: its running
   /// peak plus the slices it receives, the device, and its capacity.
   double besidePeak = 0, besideCapacity = 0;

@@ -52,9 +52,15 @@ if beside["possible"]:
     assert shared["rule"] == "fair-share"
     slowed = shared["running_samples_per_s"] if shared["priced"] else rate
     assert slowed <= rate * (1 + 1e-12)
-    slowdown = (rate - slowed) * beside["move_s"]
+    slowdown = 0
     if shared["priced"]:
-        assert close(shared["samples_lost"], slowdown)
+        # Slowed at most at the first span's rate, and at most while the
+        # move runs.
+        slowdown = shared["samples_lost"]
+        assert shared["slowed_s"] <= beside["move_s"] * (1 + 1e-12), shared
+        assert 0 <= slowdown <= (rate - slowed) * shared["slowed_s"] * (
+            1 + 1e-12) + 1e-12, shared
+        assert (slowdown > 0) == (shared["shared_ports"] > 0), shared
         assert close(shared["move_s"], beside["move_s"])
         assert (shared["shared_ports"] == 0) == (slowed == rate), shared
     assert close(beside["samples_lost"],

@@ -423,6 +423,48 @@ TEST(Migration, ASharedLinkSlowsTheRunningPlanAndTheMove) {
   EXPECT_DOUBLE_EQ(r.samplesLost, r.pauseSamplesLost);
 }
 
+TEST(Migration, ThePlanRunsSlowedOnlyWhileItsSharedPortsCarryTransfers) {
+  cost::ModelDesc m = test::gpt(8);
+  cluster::Cluster c = boards();
+  // Cuts at 3 and 6: rank 0 sends layer 3 to rank 1 on the running plan's
+  // boundary ports (rank 0 out, rank 1 in: shared, as in the test above,
+  // so the plan serves 2.0833 samples/s and the transfer gets 5/6 of its
+  // ports), and rank 1 sends layers 6-9 to rank 2 on ports the plan does
+  // not use (at the whole bandwidth). The second transfer, of more
+  // bytes, is the move; the plan is slowed only until the first is done
+  // rather than for the whole move.
+  schedule::Plan running = plan("dp=1,pp=2,stages=4", m);
+  MigrationInputs in = inputs(running, plan("dp=1,pp=3,stages=3/6", m));
+  in.runningCosts = twoStageCosts(running, m.layers.size());
+  in.runningSamplesPerSecond = 2.5;
+  in.nextSamplesPerSecond = 3;
+  MigrationReport r = llvm::cantFail(planMigration(in, m, c));
+  ASSERT_EQ(r.transfers.size(), 2u);
+  double shared =
+      c.network.latency + 2 * params(m, 3, 4) / (c.network.bandwidth * 5 / 6);
+  double alone = c.network.latency +
+                 2 * params(m, 6, m.layers.size()) / c.network.bandwidth;
+  ASSERT_GT(alone, shared);
+  EXPECT_EQ(r.sharedPorts, 2u);
+  EXPECT_DOUBLE_EQ(r.preparingSamplesPerSecond, 2.5 * 0.4 / 0.48);
+  EXPECT_NEAR(r.besideMoveSeconds, alone, 1e-12 * alone);
+  EXPECT_NEAR(r.slowedSeconds, shared, 1e-12 * shared);
+  double slow = (2.5 - 2.5 * 0.4 / 0.48) * shared;
+  EXPECT_NEAR(r.slowdownSamplesLost, slow, 1e-12 * slow);
+  EXPECT_NEAR(r.besideSamplesLost, 0.9 * 2.5 + slow, 1e-12);
+  llvm::json::Value v = toJSON(r);
+  const llvm::json::Object *contention =
+      v.getAsObject()->getObject("prepare_beside")->getObject("contention");
+  EXPECT_EQ(contention->getNumber("slowed_s"), r.slowedSeconds);
+  EXPECT_EQ(contention->getNumber("samples_lost"), r.slowdownSamplesLost);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printMigration(r, os);
+  EXPECT_NE(text.find(llvm::formatv("slowed for {0:F3} s", shared).str()),
+            std::string::npos)
+      << text;
+}
+
 namespace {
 /// Two nodes of two devices on a 12.5 MB/s network without latency; with
 /// \p nics, the NICs per node its devices share.
