@@ -148,7 +148,8 @@ def TensorParallelPass : Pass<"dist-tensor-parallel", "mlir::ModuleOp"> {
     batch dimension (attention scores), ring attentions of a query, key
     and value split alike along a head dimension (after
     `dist-context-parallel`: each rank's ring runs on its own heads, over
-    the same context group; the mask split alike or broadcast over the
+    the same context group; the mask split alike, broadcast over the
+    heads, or, where it differs from head to head, sliced to the rank's
     heads), and further column matmuls met by an elementwise op (SwiGLU).
     Attention whose keys and values another
     projection computes (Llama's separate Q, K and V; DeepSeek's latent

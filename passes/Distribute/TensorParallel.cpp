@@ -128,6 +128,9 @@ public:
   /// Broadcasts over the heads that each rank makes for its own heads
   /// (splitBroadcast): their inputs get a dist.tp_copy.
   SmallVector<g::ExpandOp> broadcasts;
+  /// Ring attentions whose whole mask differs from head to head, and its
+  /// head dimension: each rank slices its heads' part (visitRing).
+  SmallVector<std::pair<dist::RingAttentionOp, int64_t>> headMasks;
 
 private:
   bool failAt(Operation *op, const Twine &reason) {
@@ -396,9 +399,11 @@ bool Region::visitMatmul(g::MatmulOp m) {
 /// heads, run over the same context group (each tensor rank passes its own
 /// heads' key/value blocks around it). The query, key and value are split
 /// alike along a leading (head) dimension; a projection not split yet is
-/// pulled in (pullColumns) as visitMatmul does. The mask is split alike
-/// or broadcasts over the heads (a causal mask's leading 1s); the result
-/// and the log-sum-exp keep the split.
+/// pulled in (pullColumns) as visitMatmul does. The mask is split alike,
+/// or broadcasts over the heads (a causal mask's leading 1s), or is whole
+/// and differs from head to head (ALiBi's biases): each rank then slices
+/// its heads' part (rewrite; the mask gets no gradient through the ring).
+/// The result and the log-sum-exp keep the split.
 bool Region::visitRing(dist::RingAttentionOp ring) {
   int64_t rank = tensorOf(ring.getResult()).getRank();
   Value qkv[] = {ring.getQuery(), ring.getKey(), ring.getValue()};
@@ -418,10 +423,15 @@ bool Region::visitRing(dist::RingAttentionOp ring) {
                        "value beside split ones");
   if (Value mask = ring.getMask()) {
     auto it = split.find(mask);
-    if (it == split.end() ? tensorOf(mask).getDimSize(common->dim) != 1
-                          : !(it->second == *common))
-      return failAt(ring, "a ring attention whose mask differs from head to "
-                          "head and is not split with the heads");
+    if (it != split.end() && !(it->second == *common))
+      return failAt(ring, "a ring attention whose mask is split otherwise "
+                          "than its heads");
+    if (it == split.end() && tensorOf(mask).getDimSize(common->dim) != 1) {
+      if (common->blocks != 1)
+        return failAt(ring, "a ring attention whose mask differs from head "
+                            "to head, of heads split in blocks");
+      headMasks.push_back({ring, common->dim});
+    }
   }
   return setSplit(ring, ring.getResult(), *common) &&
          setSplit(ring, ring.getLse(), *common);
@@ -703,6 +713,12 @@ void rewrite(Region &r, const schedule::RankLayout &layout,
       out = add.getResult();
     }
     m.getResult().replaceAllUsesExcept(out, sum);
+  }
+  // A whole mask that differs from head to head: the rank's heads' part.
+  for (auto [ring, dim] : r.headMasks) {
+    b.setInsertionPoint(ring);
+    ring.getMaskMutable().assign(split::sliceWhole(b, ring, ring.getMask(), dim,
+                                                   groupsOf(ring, layout)));
   }
   for (Value v : r.results)
     gatherResult(r, v, layout);

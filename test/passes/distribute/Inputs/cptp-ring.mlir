@@ -1,10 +1,9 @@
 // A context rank's attention at tp=2, cp=2 as dist-context-parallel leaves
 // it (tensor-parallel.test): separate Q, K and V projections of 2 heads,
 // one dist.ring_attention over the context group [0, 2], a row-parallel
-// output projection. The mask differs from head to head ([1, 2, 8, 16]):
-// no tensor rank can take its heads' part of it, so the region stays
-// replicated; with a mask shared by the heads (the RUN line's sed:
-// [1, 1, 8, 16]) each tensor rank's ring runs on its one head.
+// output projection. The mask differs from head to head ([1, 2, 8, 16]:
+// each tensor rank slices its head's part), or with the RUN line's sed
+// ([1, 1, 8, 16]) is shared by the heads (read whole).
 module attributes {dist.plan = #dist.plan<dp = 1, tp = 2, pp = 1, mbs = 1, microbatches = 1, global_batch = 1, schedule = "1f1b", cp = 2, stages = [0]>} {
   func.func @main(%x: tensor<1x8x8xf32> {graph.name = "x"}) -> (tensor<1x8x8xf32> {graph.name = "y"}) {
     %wq = graph.weight "wq" : tensor<8x8xf32>
