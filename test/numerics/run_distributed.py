@@ -2504,9 +2504,10 @@ def pipeline_train_cases(rng):
     # Tensor parallelism inside context parallelism (dist-tensor-parallel
     # after dist-context-parallel: the MLPs, the embeddings and the
     # attention blocks split over each context rank's tensor ranks, each
-    # rank's heads' keys and values all-gathered over its context group;
-    # the gradient sync over each tensor rank's dp x cp devices). The
-    # first block's QKV and output projections must be saved split.
+    # rank's ring attention passing its heads' key and value blocks around
+    # its context group; the gradient sync over each tensor rank's dp x cp
+    # devices). The first block's QKV and output projections must be saved
+    # split, and the programs must run the ring (ring=True).
     # SGD and momentum, not Adam: with Adam a c_fc bias element ends 2e-5
     # off (of the tensor's largest element), Adam's m / sqrt(v) magnifying
     # the other summation order, as with tp alone (above).
@@ -2521,9 +2522,9 @@ def pipeline_train_cases(rng):
     # And with sequence parallelism (sp=1): each tensor rank keeps its half
     # of its context rank's positions between the regions (the row-
     # parallel sums reduce-scatter them, the column-parallel inputs all-
-    # gather them over the tensor group), and the keys and values of its
-    # heads are then all-gathered over its context group: positions split
-    # cp x tp ways, the context rank's part first.
+    # gather them over the tensor group), and the ring attention on its
+    # heads then passes their key and value blocks around its context
+    # group: positions split cp x tp ways, the context rank's part first.
     out.append(("gpt2_sgd_tp2_cp2_sp",
                 dict(gpt, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4, train=sgd,
                      tp_split=attn, ring=True)))
