@@ -173,10 +173,9 @@ struct ContextParallelPass
       splitAttr.setAttr(slice, b.getI64IntegerAttr(layout.cp));
       arg.replaceAllUsesExcept(slice.getResult(), slice);
     });
-    // Ring attention on the rank's K and V blocks; under tp the
-    // tensor-parallel split grows through the gathers of the all-gather
-    // form instead.
-    if (ring && layout.tp == 1) {
+    // Ring attention on the rank's K and V blocks (under tp > 1,
+    // dist-tensor-parallel then splits each ring by heads).
+    if (ring) {
       split::RingAttentions rings = split::formRingAttentions(*func);
       if (verbose && !rings.firstKept.empty())
         func->emitRemark("dist-context-parallel: ")

@@ -42,20 +42,22 @@ def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
     before it. Groups are the cp ranks of the op's pipeline stage and data
     replica (RankLayout::contextGroups).
 
-    Ring attention (`ring=1`, the default, with tp = 1): each attention in
+    Ring attention (`ring=1`, the default): each attention in
     that all-gather form, softmax(s Q Kt + mask) V with an optional scale
     by a scalar constant and an optional mask (added, or a `graph.where`
     fill of at most -1e30), becomes one `dist.ring_attention` on the rank's
     own K and V blocks: cp steps, each computing against the block held
     while it moves to the next rank, blocks above a causal diagonal skipped
-    (RingAttention.cpp). Attentions of another form keep the all-gather
-    (`verbose=1` remarks why); so does every attention under tp > 1 (the
-    tensor-parallel split grows through the gathers) and with `ring=0`.
+    (RingAttention.cpp). Under tp > 1, dist-tensor-parallel (which runs
+    after) splits each ring by heads: each tensor rank's ring passes its
+    own heads' blocks around its context group. Attentions of another form
+    keep the all-gather (`verbose=1` remarks why); so does every attention
+    with `ring=0`.
 
     Errors: an input without a sequence dimension that splits cp ways, or
     behind more than one row (a micro-batch of one row splits contiguously),
-    no attention that reads the split sequence, and cp with tp, with
-    per-stage replicas, with ZeRO or under an asynchronous schedule.
+    no attention that reads the split sequence, and cp with per-stage
+    replicas or under an asynchronous schedule.
 
     Example:
 
@@ -143,8 +145,13 @@ def TensorParallelPass : Pass<"dist-tensor-parallel", "mlir::ModuleOp"> {
     alike), views that keep, cut or merge the split dimension (the head
     dimension of attention), transposes, equal splits, softmax along
     another dimension, matmuls of two activations split along a shared
-    batch dimension (attention scores), and further column matmuls met by
-    an elementwise op (SwiGLU). Attention whose keys and values another
+    batch dimension (attention scores), ring attentions of a query, key
+    and value split alike along a head dimension (after
+    `dist-context-parallel`: each rank's ring runs on its own heads, over
+    the same context group; the mask split alike, broadcast over the
+    heads, or, where it differs from head to head, sliced to the rank's
+    heads), and further column matmuls met by an elementwise op (SwiGLU).
+    Attention whose keys and values another
     projection computes (Llama's separate Q, K and V; DeepSeek's latent
     attention, whose `kv_b_proj` reads the normed compressed keys and
     values) is one region: such projections join as columns when their
@@ -175,10 +182,9 @@ def TensorParallelPass : Pass<"dist-tensor-parallel", "mlir::ModuleOp"> {
     `dist.tp_shard = [dim, blocks, parts]` (which part of the file a rank
     reads: dimension `dim` viewed as [blocks][parts][n], the rank's part of
     each block) and ops with the `dist.tp` role they run. Groups are the tp
-    ranks of the op's pipeline stage (`dist.virtual_stage`), so tp x pp
-    works; tp with dp, cp or per-stage replicas is an error, as is
-    dropout with a non-zero ratio and a plan under which no region can be
-    split. Replicated parts (embeddings, norms, the LM head) compute the
+    ranks of the op's pipeline stage (`dist.virtual_stage`) and data
+    replica, so dp x cp x tp x pp works; tp with per-stage replicas is an
+    error, as is a plan under which no region can be split. Replicated parts (embeddings, norms, the LM head) compute the
     same bits on every rank, so their weights stay equal without
     communication.
 

@@ -25,8 +25,10 @@
 // LM head, which splits by the same rows for both uses (tiedHead); with sp = 1
 // the token-wise ops between regions run on the rank's tokens
 // (SequenceParallel). After dist-context-parallel (tp inside cp) the regions
-// grow through its all-gathers of keys and values: each tensor rank gathers its
-// own heads. Convolutions split by channels before the regions
+// grow through its ring attentions (Region::visitRing: each tensor rank's ring
+// passes its own heads' key/value blocks), or through its all-gathers of keys
+// and values where it kept that form (each tensor rank gathers its own heads).
+// Convolutions split by channels before the regions
 // (ChannelParallel.h). docs/distributed.md "Tensor parallelism".
 //
 //===----------------------------------------------------------------------===//
@@ -126,6 +128,9 @@ public:
   /// Broadcasts over the heads that each rank makes for its own heads
   /// (splitBroadcast): their inputs get a dist.tp_copy.
   SmallVector<g::ExpandOp> broadcasts;
+  /// Ring attentions whose whole mask differs from head to head, and its
+  /// head dimension: each rank slices its heads' part (visitRing).
+  SmallVector<std::pair<dist::RingAttentionOp, int64_t>> headMasks;
 
 private:
   bool failAt(Operation *op, const Twine &reason) {
@@ -158,9 +163,20 @@ private:
   }
   bool addColumn(g::MatmulOp m);
   bool pullColumns(Value v);
+  /// A whole operand `v` of `op` that meets split ones: pulls in the
+  /// projections that compute it (pullColumns; `op` is visited again once
+  /// they are split), else fails with `reason`.
+  bool pullWhole(Operation *op, Value v, const Twine &reason) {
+    if (pullColumns(v)) {
+      deferred = true;
+      return true;
+    }
+    return why.empty() ? failAt(op, reason) : false;
+  }
   bool splitBroadcast(Value v, Operation *user, Split s);
   bool visit(Operation *op);
   bool visitMatmul(g::MatmulOp m);
+  bool visitRing(dist::RingAttentionOp ring);
   bool visitElementwise(Operation *op, ValueRange operands);
 };
 
@@ -368,19 +384,57 @@ bool Region::visitMatmul(g::MatmulOp m) {
   for (auto [v, it] : {std::pair{m.getLhs(), ls}, std::pair{m.getRhs(), rs}})
     if (it == split.end()) {
       int64_t aligned = common->dim - (rank - tensorOf(v).getRank());
-      if (aligned >= 0 && tensorOf(v).getDimSize(aligned) != 1) {
-        if (pullColumns(v)) {
-          deferred = true;
-          return true;
-        }
-        return why.empty() ? failAt(m, "a whole operand meets a split one "
-                                       "in a matmul")
-                           : false;
-      }
+      if (aligned >= 0 && tensorOf(v).getDimSize(aligned) != 1)
+        return pullWhole(m, v,
+                         "a whole operand meets a split one in a "
+                         "matmul");
     }
   if (m.getBias())
     return failAt(m, "a biased matmul of split activations");
   return setSplit(m, m.getResult(), *common);
+}
+
+/// Ring attention (dist-context-parallel ran first): the heads are
+/// independent, so the ring on the rank's heads is the same op on fewer
+/// heads, run over the same context group (each tensor rank passes its own
+/// heads' key/value blocks around it). The query, key and value are split
+/// alike along a leading (head) dimension; a projection not split yet is
+/// pulled in (pullColumns) as visitMatmul does. The mask is split alike,
+/// or broadcasts over the heads (a causal mask's leading 1s), or is whole
+/// and differs from head to head (ALiBi's biases): each rank then slices
+/// its heads' part (rewrite; the mask gets no gradient through the ring).
+/// The result and the log-sum-exp keep the split.
+bool Region::visitRing(dist::RingAttentionOp ring) {
+  int64_t rank = tensorOf(ring.getResult()).getRank();
+  Value qkv[] = {ring.getQuery(), ring.getKey(), ring.getValue()};
+  std::optional<Split> common;
+  for (Value v : qkv)
+    if (auto it = split.find(v); it != split.end()) {
+      if (it->second.dim >= rank - 2 || (common && !(*common == it->second)))
+        return failAt(ring, "a ring attention of a query, key or value "
+                            "split along a dimension other than a shared "
+                            "leading (head) dimension");
+      common = it->second;
+    }
+  for (Value v : qkv)
+    if (!split.contains(v))
+      return pullWhole(ring, v,
+                       "a ring attention of a whole query, key or "
+                       "value beside split ones");
+  if (Value mask = ring.getMask()) {
+    auto it = split.find(mask);
+    if (it != split.end() && !(it->second == *common))
+      return failAt(ring, "a ring attention whose mask is split otherwise "
+                          "than its heads");
+    if (it == split.end() && tensorOf(mask).getDimSize(common->dim) != 1) {
+      if (common->blocks != 1)
+        return failAt(ring, "a ring attention whose mask differs from head "
+                            "to head, of heads split in blocks");
+      headMasks.push_back({ring, common->dim});
+    }
+  }
+  return setSplit(ring, ring.getResult(), *common) &&
+         setSplit(ring, ring.getLse(), *common);
 }
 
 /// Latent attention's rotary key: one key `[B, 1, S, R]` for every head,
@@ -409,6 +463,8 @@ bool Region::visit(Operation *op) {
   Value in = op->getNumOperands() ? op->getOperand(0) : Value();
   if (auto m = dyn_cast<g::MatmulOp>(op))
     return visitMatmul(m);
+  if (auto ring = dyn_cast<dist::RingAttentionOp>(op))
+    return visitRing(ring);
   if (isa<g::BinaryOp, g::WhereOp>(op))
     return visitElementwise(op, op->getOperands());
   if (isa<g::UnaryOp, g::CastOp, g::ClipOp, g::DropoutOp>(op)) {
@@ -657,6 +713,12 @@ void rewrite(Region &r, const schedule::RankLayout &layout,
       out = add.getResult();
     }
     m.getResult().replaceAllUsesExcept(out, sum);
+  }
+  // A whole mask that differs from head to head: the rank's heads' part.
+  for (auto [ring, dim] : r.headMasks) {
+    b.setInsertionPoint(ring);
+    ring.getMaskMutable().assign(split::sliceWhole(b, ring, ring.getMask(), dim,
+                                                   groupsOf(ring, layout)));
   }
   for (Value v : r.results)
     gatherResult(r, v, layout);

@@ -63,8 +63,7 @@ std::optional<Split> TokenSplit::visitElementwise(Operation *op,
       broadcast(use, out);
       continue;
     }
-    if (t.getDimSize(aligned) != result.getDimSize(common->dim) ||
-        !contiguousAlong(t, aligned))
+    if (t.getDimSize(aligned) != result.getDimSize(common->dim))
       return std::nullopt;
     out.push_back({op, use.getOperandNumber(), How::Slice, aligned});
   }
@@ -379,11 +378,9 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
         local = rows.getResult();
         lookedUp.insert(lookup);
       } else if (w.how == How::Slice) {
-        auto made = createCollective<dist::AllSliceOp>(
-            b, w.user, groups, localType(tensorOf(v), {w.axis, 1}, parts), v,
-            b.getI64IntegerAttr(w.axis));
-        placeLike(made, w.user);
-        local = made.getResult();
+        // Along the leading dimensions of more than one element too (a
+        // mask of every head's rows: ALiBi's biases).
+        local = sliceWhole(b, w.user, v, w.axis, groups);
       } else if (w.how == How::Copy) {
         local = copy(v);
       } else {

@@ -1494,7 +1494,7 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             overflow=False, skips_like_one=False,
                             vocab_parallel=False, per_replica=None,
                             loss_rtol=None, boundary_parts=False,
-                            routing=False, kinks=False):
+                            routing=False, kinks=False, ring=False):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -1527,7 +1527,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     distrt_all_gather): the softmax cross-entropy ran on each tensor rank's
     columns of the logits. Pipelined such plans take sg=0: Megatron's
     scatter/gather of stage boundaries (sg=1) all-gathers at each receiver.
-    With `boundary_parts` every value the stages send is one tensor rank's
+    With `ring` the generated source runs ring attention, forward and
+    backward (the context-parallel attentions did not keep the all-gather
+    form). With `boundary_parts` every value the stages send is one tensor rank's
     part of a flattened whole (each distrt_send of the generated source
     carries a 1-d tensor): the boundaries went by scatter/gather. Tensors whose saved name `per_replica` (a regex)
     matches are each replica's own (batch norm's running statistics under
@@ -1585,6 +1587,14 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                 return [f"{source} all-gathers: the logits were gathered "
                         "whole, the softmax cross-entropy did not run "
                         "vocabulary-parallel"]
+    if ring:
+        with open(source) as f:
+            text = f.read()
+        if ("distrt_ring_attention(" not in text or
+                "distrt_ring_attention_backward(" not in text):
+            return [f"{source} runs no ring attention (forward and "
+                    "backward): the context-parallel attentions kept the "
+                    "all-gather form"]
     if boundary_parts:
         with open(source) as f:
             sends = re.findall(r"distrt_tensor t = dg::TS?\(\w+, \w+, "
@@ -2494,9 +2504,10 @@ def pipeline_train_cases(rng):
     # Tensor parallelism inside context parallelism (dist-tensor-parallel
     # after dist-context-parallel: the MLPs, the embeddings and the
     # attention blocks split over each context rank's tensor ranks, each
-    # rank's heads' keys and values all-gathered over its context group;
-    # the gradient sync over each tensor rank's dp x cp devices). The
-    # first block's QKV and output projections must be saved split.
+    # rank's ring attention passing its heads' key and value blocks around
+    # its context group; the gradient sync over each tensor rank's dp x cp
+    # devices). The first block's QKV and output projections must be saved
+    # split, and the programs must run the ring (ring=True).
     # SGD and momentum, not Adam: with Adam a c_fc bias element ends 2e-5
     # off (of the tensor's largest element), Adam's m / sqrt(v) magnifying
     # the other summation order, as with tp alone (above).
@@ -2504,29 +2515,44 @@ def pipeline_train_cases(rng):
             "transformer.h.0.attn.c_proj.weight")
     out.append(("gpt2_sgd_tp2_cp2",
                 dict(gpt, plan="tp=2,cp=2,mbs=1", ranks=4, train=sgd,
-                     tp_split=attn)))
+                     tp_split=attn, ring=True)))
     out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b",
                 dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b", ranks=8,
-                     train=sgd, tp_split=attn)))
+                     train=sgd, tp_split=attn, ring=True)))
     # And with sequence parallelism (sp=1): each tensor rank keeps its half
     # of its context rank's positions between the regions (the row-
     # parallel sums reduce-scatter them, the column-parallel inputs all-
-    # gather them over the tensor group), and the keys and values of its
-    # heads are then all-gathered over its context group: positions split
-    # cp x tp ways, the context rank's part first.
+    # gather them over the tensor group), and the ring attention on its
+    # heads then passes their key and value blocks around its context
+    # group: positions split cp x tp ways, the context rank's part first.
     out.append(("gpt2_sgd_tp2_cp2_sp",
                 dict(gpt, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4, train=sgd,
-                     tp_split=attn)))
+                     tp_split=attn, ring=True)))
     # With a pipeline: the stages send their tensor rank's part of their
     # context rank's positions (a quarter of the sequence).
     out.append(("gpt2_sgd_tp2_cp2_pp2_1f1b_sp",
                 dict(gpt, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b,sp=1",
-                     ranks=8, train=sgd, tp_split=attn)))
+                     ranks=8, train=sgd, tp_split=attn, ring=True)))
     out.append(("gpt2_momentum_dp2_tp2_cp2_zero1",
                 dict(gpt, plan="dp=2,tp=2,cp=2,mbs=1,zero=1", ranks=8,
-                     zero=True, tp_split=attn,
+                     zero=True, tp_split=attn, ring=True,
                      train="loss=softmax-cross-entropy:labels "
                            "optimizer=momentum lr=0.1")))
+    # Ring attention with a mask that differs from head to head (ALiBi's
+    # biases, alibi_attention_model): each context rank takes its query
+    # rows of every head's mask, and under tp each tensor rank its heads'
+    # part of those, its ring on its one head. The Q and output projections
+    # must be saved split. Their own generator: drawing from rng here would
+    # change every later case's data.
+    alibi_rng = np.random.default_rng(62)
+    alibi = dict(model=alibi_attention_model, input_shape="input_ids:1x8",
+                 batch=2, steps=3, train=sgd,
+                 feeds=[("input_ids", alibi_rng.integers(0, 32, (2, 8))),
+                        ("labels", alibi_rng.integers(0, 32, (2, 8)))])
+    out.append(("alibi_sgd_cp2", dict(alibi, plan="cp=2,mbs=1", ring=True)))
+    out.append(("alibi_sgd_tp2_cp2",
+                dict(alibi, plan="tp=2,cp=2,mbs=1", ranks=4, ring=True,
+                     tp_split=("wq", "wo"))))
     # Llama's attention (separate Q, K and V projections, RoPE, 2 key/value
     # heads for 4 query heads) split over the tensor ranks: one region from
     # the three projections through RoPE and GQA's head expansion to the
@@ -2545,12 +2571,12 @@ def pipeline_train_cases(rng):
                            "optimizer=momentum lr=0.1")))
     out.append(("llama_sgd_tp2_sp", dict(llama, plan="tp=2,mbs=1,sp=1")))
     out.append(("llama_sgd_tp2_cp2",
-                dict(llama, plan="tp=2,cp=2,mbs=1", ranks=4)))
+                dict(llama, plan="tp=2,cp=2,mbs=1", ranks=4, ring=True)))
     out.append(("llama_sgd_tp2_cp2_sp",
-                dict(llama, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4)))
+                dict(llama, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4, ring=True)))
     out.append(("llama_sgd_tp2_cp2_pp2_1f1b",
                 dict(llama, plan="tp=2,cp=2,pp=2,mbs=1,schedule=1f1b",
-                     ranks=8)))
+                     ranks=8, ring=True)))
     out.append(("llama_momentum_dp2_tp2_zero1",
                 dict(llama, plan="dp=2,tp=2,mbs=1,zero=1", ranks=4, zero=True,
                      train="loss=softmax-cross-entropy:labels "
@@ -2579,7 +2605,7 @@ def pipeline_train_cases(rng):
     out.append(("mla_llama_sgd_tp2_pp2_1f1b",
                 dict(mla, plan="tp=2,pp=2,mbs=1,schedule=1f1b", ranks=4)))
     out.append(("mla_llama_sgd_tp2_cp2",
-                dict(mla, plan="tp=2,cp=2,mbs=1", ranks=4)))
+                dict(mla, plan="tp=2,cp=2,mbs=1", ranks=4, ring=True)))
     # Ring attention with queries and keys of 6 features, values of 4.
     out.append(("mla_llama_sgd_cp2",
                 dict(mla, plan="cp=2,mbs=1", tp_split=())))
@@ -2597,7 +2623,7 @@ def pipeline_train_cases(rng):
                 dict(mla, plan="tp=2,pp=2,mbs=1,schedule=1f1b,sp=1",
                      ranks=4)))
     out.append(("mla_llama_sgd_tp2_cp2_sp",
-                dict(mla, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4)))
+                dict(mla, plan="tp=2,cp=2,mbs=1,sp=1", ranks=4, ring=True)))
     out.append(("mla_llama_momentum_dp2_tp2_sp",
                 dict(mla, plan="dp=2,tp=2,mbs=1,sp=1", ranks=4, batch=4,
                      feeds=[("input_ids", mla_ids), ("labels", mla_labels)],
@@ -3381,6 +3407,67 @@ def mla_llama_model(work):
                         "--qk-nope-head-dim", "4", "--qk-rope-head-dim", "2",
                         "--v-head-dim", "4", "-o", path],
                        check=True, capture_output=True)
+    return path
+
+
+def alibi_attention_model(work):
+    """One attention block of 2 heads (hidden 8, head size 4, 8 positions,
+    a vocabulary of 32) whose additive mask differs from head to head:
+    ALiBi's biases, -slope_h (i - j) for key j at or before query i and
+    finfo.min after it (slopes 1/2 and 1/4), a [1, 2, 8, 8] constant.
+    Separate Q, K and V projections, a scale of 1/2, a row-parallel output
+    projection with a residual, and an LM head; weights its own
+    generator's."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    path = os.path.join(work, "alibi_attention.onnx")
+    if os.path.exists(path):
+        return path
+    rng = np.random.default_rng(61)
+    heads, size, seq, vocab = 2, 4, 8, 32
+    hidden = heads * size
+    w = lambda *shape: (0.5 * rng.standard_normal(shape)).astype(np.float32)
+    distance = np.arange(seq)[:, None] - np.arange(seq)[None, :]
+    slopes = np.array([0.5, 0.25], np.float32)[:, None, None]
+    alibi = np.where(distance >= 0, -slopes * distance,
+                     np.finfo(np.float32).min).astype(np.float32)[None]
+    consts = dict(wte=w(vocab, hidden), wq=w(hidden, hidden),
+                  wk=w(hidden, hidden), wv=w(hidden, hidden),
+                  wo=w(hidden, hidden), head=w(hidden, vocab),
+                  half=np.array(0.5, np.float32),
+                  heads=np.array([-1, seq, heads, size], np.int64),
+                  rows=np.array([-1, seq, hidden], np.int64))
+    n = helper.make_node
+    # A Constant node, not an initializer (which would be a trained weight).
+    nodes = [n("Constant", [], ["alibi"],
+               value=numpy_helper.from_array(alibi, "alibi")),
+             n("Gather", ["wte", "input_ids"], ["x"])]
+    for p in "qkv":
+        nodes += [n("MatMul", ["x", "w" + p], [p + "2"]),
+                  n("Reshape", [p + "2", "heads"], [p + "4"])]
+    nodes += [
+        n("Transpose", ["q4"], ["q"], perm=[0, 2, 1, 3]),
+        n("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        n("Transpose", ["v4"], ["v"], perm=[0, 2, 1, 3]),
+        n("MatMul", ["q", "kt"], ["s"]),
+        n("Mul", ["s", "half"], ["scaled"]),
+        n("Add", ["scaled", "alibi"], ["biased"]),
+        n("Softmax", ["biased"], ["p"], axis=-1),
+        n("MatMul", ["p", "v"], ["o4"]),
+        n("Transpose", ["o4"], ["o3"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["o3", "rows"], ["o"]),
+        n("MatMul", ["o", "wo"], ["y"]),
+        n("Add", ["x", "y"], ["h"]),
+        n("MatMul", ["h", "head"], ["logits"])]
+    graph = helper.make_graph(
+        nodes, "alibi_attention",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64,
+                                       ["N", seq])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                       ["N", seq, vocab])],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, path)
     return path
 
 

@@ -413,43 +413,54 @@ using unit::RankOps;
 
 /// Ring attention in the programs against the cost model's CP ring
 /// (docs/cost-model.md, "CP ring attention"): at cp = 2 each attention is
-/// one dist.ring_attention, whose key and value blocks are 1/cp of the K
-/// and V bytes the model passes around the ring (OpDesc::cpKvBytes, of the
-/// whole sequence per sample; the ring moves cp - 1 of the cp blocks), and
-/// no attention layer gathers anything over the context group any more.
+/// one dist.ring_attention, whose key and value blocks are the rank's
+/// share of the K and V bytes the model passes around the ring
+/// (OpDesc::cpKvBytes, of the whole sequence and every head per sample,
+/// times CostModel::shareOf: 1/cp of the sequence, and under tp = 2 the
+/// tensor rank's half of the heads; the ring moves cp - 1 of the cp
+/// blocks), and no attention layer gathers anything over the context group
+/// any more, with or without tensor parallelism.
 TEST_F(ImportedMoe, AttentionUnderContextParallelismRunsTheRing) {
-  LlmConfig c = tinyMoe();
-  ModelDesc graph = imported(c);
-  ASSERT_TRUE(succeeded(distribute("cp=2,mbs=1", 1)));
-  auto main = module->lookupSymbol<func::FuncOp>("main");
-  dist::DistDialect::LayerAttrHelper layerOf(ctx.get());
-  auto elements = [](Value v) {
-    return double(cast<RankedTensorType>(v.getType()).getNumElements());
-  };
-  const double e = cluster::dtypeBytes(c.dtype);
-  const int64_t cp = 2;
-  unsigned attentions = 0;
-  for (auto [index, layer] : llvm::enumerate(graph.layers)) {
-    double priced = 0;
-    for (const OpDesc &op : layer.ops)
-      priced += op.cpKvBytes;
-    if (priced == 0)
-      continue;
-    ++attentions;
-    double blocks = 0;
-    unsigned rings = 0;
-    main.walk([&](dist::RingAttentionOp ring) {
-      IntegerAttr l = layerOf.getAttr(ring);
-      if (!l || l.getInt() != static_cast<int64_t>(index))
-        return;
-      ++rings;
-      blocks += elements(ring.getKey()) + elements(ring.getValue());
-    });
-    EXPECT_EQ(rings, 1u) << "layer " << index;
-    EXPECT_DOUBLE_EQ(blocks * cp * e, priced) << "layer " << index;
-    EXPECT_EQ(collectivesOf(main, index).gathers, 0u) << "layer " << index;
+  for (unsigned tp : {1u, 2u}) {
+    SCOPED_TRACE("tp = " + std::to_string(tp));
+    LlmConfig c = tinyMoe();
+    ModelDesc graph = imported(c);
+    ASSERT_TRUE(
+        succeeded(distribute(tp == 1 ? "cp=2,mbs=1" : "cp=2,tp=2,mbs=1", 1)));
+    auto main = module->lookupSymbol<func::FuncOp>("main");
+    dist::DistDialect::LayerAttrHelper layerOf(ctx.get());
+    auto elements = [](Value v) {
+      return double(cast<RankedTensorType>(v.getType()).getNumElements());
+    };
+    const double e = cluster::dtypeBytes(c.dtype);
+    ExecConfig x;
+    x.cp.size = 2, x.tp.size = tp, x.mbs = 1;
+    unsigned attentions = 0;
+    for (auto [index, layer] : llvm::enumerate(graph.layers)) {
+      double priced = 0;
+      for (const OpDesc &op : layer.ops)
+        priced += op.cpKvBytes * CostModel::shareOf(op, x);
+      if (priced == 0)
+        continue;
+      ++attentions;
+      double blocks = 0;
+      unsigned rings = 0;
+      main.walk([&](dist::RingAttentionOp ring) {
+        IntegerAttr l = layerOf.getAttr(ring);
+        if (!l || l.getInt() != static_cast<int64_t>(index))
+          return;
+        ++rings;
+        blocks += elements(ring.getKey()) + elements(ring.getValue());
+      });
+      EXPECT_EQ(rings, 1u) << "layer " << index;
+      EXPECT_DOUBLE_EQ(blocks * e, priced) << "layer " << index;
+      // Over rank 0's context group (0, 1 at tp = 1; 0, 2 at tp = 2).
+      const int64_t group[] = {0, static_cast<int64_t>(tp)};
+      EXPECT_EQ(collectivesOf(main, index, group).gathers, 0u)
+          << "layer " << index;
+    }
+    EXPECT_EQ(attentions, 2u);
   }
-  EXPECT_EQ(attentions, 2u);
 }
 
 /// The weight of \p m when it is one: its shape's rank, else 0.
