@@ -169,7 +169,9 @@ usable cores, at most 4); each case's output is printed whole, in order.
 """
 import argparse
 import contextlib
+import fcntl
 import glob
+import hashlib
 import io
 import json
 import math
@@ -1487,6 +1489,49 @@ def roundoff_floor(one, steps, state, model, args, env, draws=2):
     return worst
 
 
+def checked_single(work, single, model, feeds, steps, env):
+    """The single process of a routing case, checked: `single` (the
+    dist-compile command of its program, "-o PATH" last) compiled and run
+    `steps` steps on `feeds` one step at a time (run_stepwise), the
+    routing margins of its trajectory (routing_margins) and its round-off
+    floor (roundoff_floor). Computed once per program, data and step count
+    in a folder of `work` and shared by the cases with the same ones (the
+    checks run the single process 13 times, and the MoE cases of one
+    optimizer have 4 single-process programs), under a lock so that cases
+    running at once wait for the first. Returns (its printed output, its end state folder,
+    [(margin, dropped tokens)] per step, floor), or raises RuntimeError."""
+    command = single[:-2]
+    key = hashlib.sha256(repr((command, steps)).encode())
+    for feed, a in feeds:
+        key.update(f"{feed} {a.dtype} {a.shape}".encode())
+        key.update(np.ascontiguousarray(a).tobytes())
+    d = os.path.join(work, "checked_single", key.hexdigest()[:16])
+    os.makedirs(d, exist_ok=True)
+    state = os.path.join(d, "state_one")
+    result = os.path.join(d, "checked.json")
+    with open(os.path.join(d, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(result):
+            one = os.path.join(d, "one.bin")
+            p = subprocess.run(command + ["-o", one], capture_output=True,
+                               text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"dist-compile {command[1]} failed: "
+                                   f"{p.stderr[-1500:]}")
+            args = save_feeds(d, feeds)
+            text, starts = run_stepwise(one, steps, state, args, env)
+            margins = routing_margins(model, feeds, starts, curve_of(text))
+            floor = roundoff_floor(one, steps, state, model, args, env)
+            with open(result + ".tmp", "w") as f:
+                json.dump({"text": text, "floor": floor, "margins": [
+                    [float(m), int(n)] for m, n in margins]}, f)
+            os.replace(result + ".tmp", result)
+        with open(result) as f:
+            checked = json.load(f)
+    return (checked["text"], state,
+            [tuple(m) for m in checked["margins"]], checked["floor"])
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
                             zero=False, reference=None, search=None,
@@ -1533,12 +1578,14 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     matches are each replica's own (batch norm's running statistics under
     dp) and are not compared. `loss_rtol`, when given, is the loss curve's
     tolerance (else `rtol`'s). With `routing` (a mixture-of-experts model)
-    the single process's trajectory must keep every routing choice
-    ROUTING_MARGIN from a tie (routing_margins), else the case fails saying
-    its data leave the routing to round-off. With `kinks` (a network
-    with ReLU or max-pool branch points) runs that disagree pass when each
-    matches a float64 run taking the branches round-off may take
-    (kink_branches)."""
+    the single process (checked_single's, shared by the cases with the same
+    program and data) must keep every routing choice of its trajectory
+    ROUTING_MARGIN from a tie (routing_margins) and its own round-off floor
+    under FLOOR_SHARE x rtol (roundoff_floor), else the case fails saying
+    its data or learning rate leave the comparison to round-off. With
+    `kinks` (a network with ReLU or max-pool branch points) runs that
+    disagree pass when each matches a float64 run taking the branches
+    round-off may take (kink_branches)."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -1574,8 +1621,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                "--train=" + train, "-o", one])
     source = os.path.join(d, "pp.cpp")
     undecided = []
+    # A routing case's single process is checked_single's, shared.
     for cmd in ([compiler, planned, "--train=" + train, "--emit-source", source,
-                 "-o", pp], single)[:1 if reference else 2]:
+                 "-o", pp], single)[:1 if reference or routing else 2]:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return [f"dist-compile {cmd[1]} failed: {p.stderr[-1500:]}"]
@@ -1601,9 +1649,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     s_one = os.path.join(d, "state_one")
     if routing:
         try:
-            one_text, starts = run_stepwise(one, steps, s_one, args, env)
-            margins = routing_margins(model, feeds, starts, curve_of(one_text))
-            floor = roundoff_floor(one, steps, s_one, model, args, env)
+            one_text, s_one, margins, floor = checked_single(
+                work, single, model, feeds, steps, env)
         except RuntimeError as e:
             return [str(e)]
         if floor > FLOOR_SHARE * rtol:
