@@ -148,14 +148,16 @@ blocks), and GPT-2 with Adam; the ranks' shards are reassembled
 other tensor.
 
 Cases whose agreement within 1e-5 rests on their data check it
-(docs/distributed.md, "Numerics notes"): the MoE SGD cases (routing=True)
-require every routing choice of the single process's trajectory to be
-ROUTING_MARGIN from a tie and its own spread under a 2^-24 perturbation of
-the initial weights (roundoff_floor) under FLOOR_SHARE x rtol, failing with
-what to change otherwise; the batch-norm ResNet cases (kinks=True) that
-miss pass only when each run matches, within 1e-5, a float64 run
-(torch_reference.py) that takes the branches at ReLU kinks and max-pool ties
-round-off may take (kink_branches). --data-seed S draws those two families'
+(docs/distributed.md, "Numerics notes"): the MoE SGD and momentum cases
+(routing=True) require every routing choice of the single process's
+trajectory to be ROUTING_MARGIN from a tie and its own spread under a
+2^-24 perturbation of the initial weights (roundoff_floor) under
+FLOOR_SHARE x rtol, failing with what to change otherwise (the checked
+single process is shared by the cases with the same program and data);
+the batch-norm ResNet cases (kinks=True) that miss pass only when each run
+matches, within 1e-5, a float64 run (torch_reference.py) that takes the
+branches at ReLU kinks and max-pool ties round-off may take
+(kink_branches). --data-seed S draws those two families'
 data from a generator seeded by S (the other cases keep theirs), to see
 whether a family's agreement holds for other data.
 
@@ -169,7 +171,9 @@ usable cores, at most 4); each case's output is printed whole, in order.
 """
 import argparse
 import contextlib
+import fcntl
 import glob
+import hashlib
 import io
 import json
 import math
@@ -1388,29 +1392,30 @@ def run_kink_selftest(compiler, work, name, model, train, input_shape, batch,
     return errors
 
 
-def run_moe_checks_selftest(compiler, work, name, model, input_shape, steps):
+def run_moe_checks_selftest(compiler, work, name, model, input_shape, steps,
+                            checks):
     """The MoE cases' own checks can fail, on data and rates known to need
-    them: --data-seed 2's data at the cases' lr 0.05 put a routing choice
-    9.4e-6 of the largest probability from a tie (under ROUTING_MARGIN), and
-    --data-seed 1's at lr 0.5 make the single process's own spread 2e-5
-    (over FLOOR_SHARE x rtol). Single-process runs only."""
+    them: each of `checks` (the check, "routing" or "floor", a --data-seed
+    and the optimizer and rate of --train) must find the single process
+    over its limit (a routing margin under ROUTING_MARGIN, a round-off
+    floor over FLOOR_SHARE x rtol). Single-process runs only."""
     d = os.path.join(work, name)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     errors, seen = [], []
-    for check, seed, lr in (("routing", 2, "0.05"), ("floor", 1, "0.5")):
+    for check, seed, optimizer in checks:
         g = np.random.default_rng([seed, zlib.crc32(b"moe")])
         ids = g.integers(0, 64, (4, 8)).astype(np.int64)[:2]
         labels = g.integers(0, 64, (4, 8)).astype(np.int64)[:2]
         feeds = [("input_ids", ids), ("labels", labels)]
-        folder = os.path.join(d, check)
+        folder = os.path.join(d, f"{check}_{seed}")
         os.makedirs(folder, exist_ok=True)
         args = save_feeds(folder, feeds)
         state = os.path.join(folder, "state_one")
         try:
             one = compile_once(compiler, [
                 model, "--input-shape=" + input_shape,
-                "--train=loss=softmax-cross-entropy:labels optimizer=sgd "
-                "lr=" + lr], os.path.join(folder, "one.bin"))
+                "--train=loss=softmax-cross-entropy:labels " + optimizer],
+                os.path.join(folder, "one.bin"))
             text, starts = run_stepwise(one, steps, state, args, env)
             if check == "routing":
                 value = min(m for m, _ in routing_margins(
@@ -1421,10 +1426,10 @@ def run_moe_checks_selftest(compiler, work, name, model, input_shape, steps):
                 ok = value > FLOOR_SHARE * RTOL
         except RuntimeError as e:
             return [str(e)]
-        seen.append(f"{check} {value:.1e} (seed {seed}, lr {lr})")
+        seen.append(f"{check} {value:.1e} (seed {seed}, {optimizer})")
         if not ok:
             errors.append(f"the {check} check would pass data known to need "
-                          f"it: {value:.1e} with seed {seed} at lr {lr}")
+                          f"it: {value:.1e} with seed {seed}, {optimizer}")
     if not errors:
         print(f"  {name}: the checks fire: " + ", ".join(seen))
     return errors
@@ -1487,6 +1492,49 @@ def roundoff_floor(one, steps, state, model, args, env, draws=2):
     return worst
 
 
+def checked_single(work, single, model, feeds, steps, env):
+    """The single process of a routing case, checked: `single` (the
+    dist-compile command of its program, "-o PATH" last) compiled and run
+    `steps` steps on `feeds` one step at a time (run_stepwise), the
+    routing margins of its trajectory (routing_margins) and its round-off
+    floor (roundoff_floor). Computed once per program, data and step count
+    in a folder of `work` and shared by the cases with the same ones (the
+    checks run the single process 13 times, and the MoE cases of one
+    optimizer have 4 single-process programs), under a lock so that cases
+    running at once wait for the first. Returns (its printed output, its end state folder,
+    [(margin, dropped tokens)] per step, floor), or raises RuntimeError."""
+    command = single[:-2]
+    key = hashlib.sha256(repr((command, steps)).encode())
+    for feed, a in feeds:
+        key.update(f"{feed} {a.dtype} {a.shape}".encode())
+        key.update(np.ascontiguousarray(a).tobytes())
+    d = os.path.join(work, "checked_single", key.hexdigest()[:16])
+    os.makedirs(d, exist_ok=True)
+    state = os.path.join(d, "state_one")
+    result = os.path.join(d, "checked.json")
+    with open(os.path.join(d, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(result):
+            one = os.path.join(d, "one.bin")
+            p = subprocess.run(command + ["-o", one], capture_output=True,
+                               text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"dist-compile {command[1]} failed: "
+                                   f"{p.stderr[-1500:]}")
+            args = save_feeds(d, feeds)
+            text, starts = run_stepwise(one, steps, state, args, env)
+            margins = routing_margins(model, feeds, starts, curve_of(text))
+            floor = roundoff_floor(one, steps, state, model, args, env)
+            with open(result + ".tmp", "w") as f:
+                json.dump({"text": text, "floor": floor, "margins": [
+                    [float(m), int(n)] for m, n in margins]}, f)
+            os.replace(result + ".tmp", result)
+        with open(result) as f:
+            checked = json.load(f)
+    return (checked["text"], state,
+            [tuple(m) for m in checked["margins"]], checked["floor"])
+
+
 def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             plan, batch, feeds, steps, ranks=2, rtol=RTOL,
                             zero=False, reference=None, search=None,
@@ -1535,12 +1583,14 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     matches are each replica's own (batch norm's running statistics under
     dp) and are not compared. `loss_rtol`, when given, is the loss curve's
     tolerance (else `rtol`'s). With `routing` (a mixture-of-experts model)
-    the single process's trajectory must keep every routing choice
-    ROUTING_MARGIN from a tie (routing_margins), else the case fails saying
-    its data leave the routing to round-off. With `kinks` (a network
-    with ReLU or max-pool branch points) runs that disagree pass when each
-    matches a float64 run taking the branches round-off may take
-    (kink_branches)."""
+    the single process (checked_single's, shared by the cases with the same
+    program and data) must keep every routing choice of its trajectory
+    ROUTING_MARGIN from a tie (routing_margins) and its own round-off floor
+    under FLOOR_SHARE x rtol (roundoff_floor), else the case fails saying
+    its data or learning rate leave the comparison to round-off. With
+    `kinks` (a network with ReLU or max-pool branch points) runs that
+    disagree pass when each matches a float64 run taking the branches
+    round-off may take (kink_branches)."""
     mpirun = mpirun_command(ranks)
     if not mpirun:
         return ["mpirun not found: install openmpi-bin (scripts/install-deps.sh "
@@ -1576,8 +1626,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                "--train=" + train, "-o", one])
     source = os.path.join(d, "pp.cpp")
     undecided = []
+    # A routing case's single process is checked_single's, shared.
     for cmd in ([compiler, planned, "--train=" + train, "--emit-source", source,
-                 "-o", pp], single)[:1 if reference else 2]:
+                 "-o", pp], single)[:1 if reference or routing else 2]:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return [f"dist-compile {cmd[1]} failed: {p.stderr[-1500:]}"]
@@ -1611,9 +1662,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     s_one = os.path.join(d, "state_one")
     if routing:
         try:
-            one_text, starts = run_stepwise(one, steps, s_one, args, env)
-            margins = routing_margins(model, feeds, starts, curve_of(one_text))
-            floor = roundoff_floor(one, steps, s_one, model, args, env)
+            one_text, s_one, margins, floor = checked_single(
+                work, single, model, feeds, steps, env)
         except RuntimeError as e:
             return [str(e)]
         if floor > FLOOR_SHARE * rtol:
@@ -2655,30 +2705,43 @@ def pipeline_train_cases(rng):
                                          ("labels", moe_labels[:2])],
                tp_split=experts, split_parts=2, routing=True)
     out.append(("llama_moe_sgd_dp2_ep2", dict(moe, plan="dp=2,ep=2,mbs=1")))
-    # The routing and round-off floor checks, on data that fail them.
+    # The routing and round-off floor checks, on data that fail them:
+    # --data-seed 2's data at the cases' lr 0.05 put a routing choice
+    # 9.4e-6 of the largest probability from a tie, --data-seed 1's at lr
+    # 0.5 make the single process's own spread 2e-5.
+    moe_selftest = dict(moe_selftest=True, model=moe_llama_model,
+                        input_shape="input_ids:2x8", steps=10)
     out.append(("llama_moe_sgd_checks_selftest",
-                dict(moe_selftest=True, model=moe_llama_model,
-                     input_shape="input_ids:2x8", steps=10)))
+                dict(moe_selftest, checks=(
+                    ("routing", 2, "optimizer=sgd lr=0.05"),
+                    ("floor", 1, "optimizer=sgd lr=0.5")))))
     # Momentum, not Adam: Adam's normalized step turns round-off in the
     # 4-replica gradient sum of a near-zero gradient into lr-sized weight
     # differences (the AVX2 run of this case missed 1e-5 by 1.3x).
+    # Momentum 0.9 at lr 0.02 and checked as the SGD cases are: at lr 0.1
+    # the single process's own spread under a 2^-24 perturbation of its
+    # initial weights (roundoff_floor, in the momentum buffers) is up to
+    # 7.6e-5 over 6 data sets and the 4 single-process programs below, at
+    # 0.05 up to 4.2e-6 (both over FLOOR_SHARE x rtol), at 0.02 up to
+    # 1.8e-6; lower rates leave about 1e-6, the gradients' own sensitivity
+    # (docs/distributed.md, "Numerics notes").
+    moe_momentum_train = ("loss=softmax-cross-entropy:labels "
+                          "optimizer=momentum lr=0.02")
+    # The floor check on the momentum buffers: --data-seed 5's data at the
+    # former lr 0.1 spread the single process by 7.3e-6.
+    out.append(("llama_moe_momentum_checks_selftest",
+                dict(moe_selftest, checks=(
+                    ("floor", 5, "optimizer=momentum lr=0.1"),))))
     out.append(("llama_moe_momentum_dp4_ep2",
                 dict(moe, plan="dp=4,ep=2,mbs=1", ranks=4, batch=4,
                      feeds=[("input_ids", moe_ids), ("labels", moe_labels)],
-                     routing=False, train="loss=softmax-cross-entropy:labels "
-                                          "optimizer=momentum lr=0.1")))
+                     train=moe_momentum_train)))
     # ZeRO with ep: the experts' momentum sharded over the expert data
     # group ({0, 2} and {1, 3} at dp = 4; with dp = ep no other rank holds
     # them, so only the dense weights' state is sharded), the dense
     # weights' over the stage's replicas; ZeRO-2 reduce-scatters each
     # micro-batch's gradients right after its backward.
-    # (Momentum at lr 0.1 has a round-off floor of 1e-6 to 1e-5 over the
-    # same 7 data sets, over FLOOR_SHARE x rtol for some, its own data's
-    # 2e-6 to 5e-6: these cases do not check it; docs/distributed.md,
-    # "Numerics notes".)
-    moe_momentum = dict(moe, zero=True, routing=False,
-                        train="loss=softmax-cross-entropy:labels "
-                              "optimizer=momentum lr=0.1")
+    moe_momentum = dict(moe, zero=True, train=moe_momentum_train)
     out.append(("llama_moe_momentum_dp2_ep2_z1",
                 dict(moe_momentum, plan="dp=2,ep=2,mbs=1,zero=1")))
     moe_dp4 = dict(moe_momentum, ranks=4, batch=4,
