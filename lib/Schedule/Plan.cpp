@@ -568,10 +568,12 @@ static bool splitsSomeOp(unsigned tp, const ModelDesc &model) {
          });
 }
 
-bool tensorParallelFits(unsigned tp, const ModelDesc &model) {
-  return (model.attentionHeads == 0 || model.attentionHeads % tp == 0) &&
-         (model.tpChannels == 0 || model.tpChannels % tp == 0) &&
-         splitsSomeOp(tp, model);
+TpMisfit tensorParallelMisfit(unsigned tp, const ModelDesc &model) {
+  if (model.attentionHeads != 0 && model.attentionHeads % tp != 0)
+    return TpMisfit::Heads;
+  if (model.tpChannels != 0 && model.tpChannels % tp != 0)
+    return TpMisfit::Channels;
+  return splitsSomeOp(tp, model) ? TpMisfit::None : TpMisfit::NoSplit;
 }
 
 /// The degrees that divide \p n, as "1, 2, 4".
@@ -584,9 +586,10 @@ static std::string divisorsOf(int64_t n) {
 }
 
 Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
-  if (tensorParallelFits(p.tp, model))
+  TpMisfit misfit = tensorParallelMisfit(p.tp, model);
+  if (misfit == TpMisfit::None)
     return Error::success();
-  if (model.attentionHeads != 0 && model.attentionHeads % p.tp != 0)
+  if (misfit == TpMisfit::Heads)
     return planError(p.str(),
                      formatv("tp = {0} does not divide the model's attention "
                              "head count {1} (the gcd of its query and "
@@ -594,7 +597,7 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
                              "rank whole heads: choose tp among {2}",
                              p.tp, model.attentionHeads,
                              divisorsOf(model.attentionHeads)));
-  if (model.tpChannels != 0 && model.tpChannels % p.tp != 0)
+  if (misfit == TpMisfit::Channels)
     return planError(
         p.str(),
         formatv("tp = {0} does not divide the channel counts tensor "
