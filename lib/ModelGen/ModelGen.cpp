@@ -155,10 +155,11 @@ static ModelOptions resolve(ModelOptions o) {
       o.headDim = o.hidden / o.heads;
     if (o.experts > 0 && o.expertFfn == 0)
       o.expertFfn = o.ffnHidden;
-    // Latent attention: Hugging Face DeepseekV3Config's defaults.
+    // Latent attention: Hugging Face DeepseekV3Config's head widths; the
+    // query is compressed only when --q-lora-rank asks (ModelOptions).
+    if (o.qLoraRank == -1)
+      o.qLoraRank = 0;
     if (o.kvLoraRank > 0) {
-      if (o.qLoraRank == -1)
-        o.qLoraRank = 1536;
       if (o.qkNopeHeadDim == 0)
         o.qkNopeHeadDim = 128;
       if (o.qkRopeHeadDim == 0)
@@ -190,7 +191,7 @@ static llvm::Error validateMla(const ModelOptions &given,
                                const ModelOptions &o) {
   const std::pair<StringRef, int64_t> mla[] = {
       {"kv-lora-rank", o.kvLoraRank},
-      {"q-lora-rank", o.qLoraRank == -1 ? 0 : o.qLoraRank},
+      {"q-lora-rank", o.qLoraRank},
       {"qk-nope-head-dim", o.qkNopeHeadDim},
       {"qk-rope-head-dim", o.qkRopeHeadDim},
       {"v-head-dim", o.vHeadDim}};
@@ -219,6 +220,21 @@ static llvm::Error validateMla(const ModelOptions &given,
   if (o.qkRopeHeadDim % 2 != 0)
     return makeError("--qk-rope-head-dim " + llvm::Twine(o.qkRopeHeadDim) +
                      " is odd; rotary embedding needs an even width");
+  // A low-rank projection compresses the hidden state; one at least as
+  // wide costs more than the full projection it replaces.
+  for (const auto &[option, rank] :
+       {std::pair<StringRef, int64_t>{"q-lora-rank", o.qLoraRank},
+        {"kv-lora-rank", o.kvLoraRank}})
+    if (rank >= o.hidden)
+      return makeError(
+          "--" + option + " " + llvm::Twine(rank) + " is not below --hidden " +
+          llvm::Twine(o.hidden) +
+          ": latent attention's low-rank projections compress the hidden "
+          "state; give a rank below " +
+          llvm::Twine(o.hidden) + " (DeepSeek-V3: 1536 and 512 of 7168)" +
+          (option == "q-lora-rank"
+               ? ", or leave --q-lora-rank out for one q_proj"
+               : ""));
   return llvm::Error::success();
 }
 

@@ -65,8 +65,11 @@ struct ModelOptions {
   int64_t denseLayers = 0;
   /// LLaMA multi-head latent attention (DeepSeek-V2/V3) when kvLoraRank > 0,
   /// named after Hugging Face's DeepseekV3Config: the rank of the query's
-  /// low-rank projection (0: one q_proj; -1: 1536, the config's default),
-  /// of the compressed keys and values, and the per-head widths of the
+  /// low-rank projection (0: one q_proj, as DeepSeek-V2-Lite; -1: not
+  /// given, which is 0: the query is compressed only when asked, since the
+  /// config's 1536 is DeepSeek-V3's and would widen a smaller model's
+  /// hidden state), of the compressed keys and values (each rank below
+  /// the hidden width: a compression), and the per-head widths of the
   /// query/key part without and with rotary embedding and of the values
   /// (0: 128, 64 and 128, the config's defaults). docs/modelgen.md gives
   /// the ONNX form.

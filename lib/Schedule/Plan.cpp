@@ -568,42 +568,18 @@ static bool splitsSomeOp(unsigned tp, const ModelDesc &model) {
          });
 }
 
-bool tensorParallelFits(unsigned tp, const ModelDesc &model) {
-  return (model.attentionHeads == 0 || model.attentionHeads % tp == 0) &&
-         (model.tpChannels == 0 || model.tpChannels % tp == 0) &&
-         splitsSomeOp(tp, model);
+TpMisfit tensorParallelMisfit(unsigned tp, const ModelDesc &model) {
+  if (model.attentionHeads != 0 && model.attentionHeads % tp != 0)
+    return TpMisfit::Heads;
+  if (model.tpChannels != 0 && model.tpChannels % tp != 0)
+    return TpMisfit::Channels;
+  return splitsSomeOp(tp, model) ? TpMisfit::None : TpMisfit::NoSplit;
 }
 
-/// The degrees that divide \p n, as "1, 2, 4".
-static std::string divisorsOf(int64_t n) {
-  std::string divisors;
-  for (int64_t d = 1; d <= n; ++d)
-    if (n % d == 0)
-      divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
-  return divisors;
-}
-
-Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
-  if (tensorParallelFits(p.tp, model))
-    return Error::success();
-  if (model.attentionHeads != 0 && model.attentionHeads % p.tp != 0)
-    return planError(p.str(),
-                     formatv("tp = {0} does not divide the model's attention "
-                             "head count {1} (the gcd of its query and "
-                             "key/value heads); tensor parallelism gives each "
-                             "rank whole heads: choose tp among {2}",
-                             p.tp, model.attentionHeads,
-                             divisorsOf(model.attentionHeads)));
-  if (model.tpChannels != 0 && model.tpChannels % p.tp != 0)
-    return planError(
-        p.str(),
-        formatv("tp = {0} does not divide the channel counts tensor "
-                "parallelism splits (their gcd is {1}: convolution channels, "
-                "groups of grouped convolutions); each rank holds an equal "
-                "share of them: choose tp among {2}",
-                p.tp, model.tpChannels, divisorsOf(model.tpChannels)));
-  // No op splits: every region's divisor is one tp does not divide.
-  std::set<int64_t> divisors, splitting; // the degrees that split some op
+/// The degrees > 1 that divide a split op's region (OpDesc::tpDivisor) of
+/// \p model: those that split some op, when no op splits at every degree.
+static std::set<int64_t> splittingDegrees(const ModelDesc &model) {
+  std::set<int64_t> divisors, splitting;
   for (const cost::LayerDesc &l : model.layers)
     for (const cost::OpDesc &op : l.ops)
       if (op.tp == cost::TpMode::Split)
@@ -612,9 +588,50 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
     for (int64_t d = 2; d <= n; ++d)
       if (n % d == 0)
         splitting.insert(d);
+  return splitting;
+}
+
+/// The degrees that fit \p model (tensorParallelFits), as "1, 2, 4": the
+/// divisors of its head count, else of its channel gcd, else those that
+/// split some op, that pass every check, so that a plan the error points
+/// to is not refused for another cause.
+static std::string fittingDegrees(const ModelDesc &model) {
+  std::set<int64_t> candidates;
+  if (int64_t n = model.attentionHeads ? int64_t(model.attentionHeads)
+                                       : model.tpChannels) {
+    for (int64_t d = 2; d <= n; ++d)
+      if (n % d == 0)
+        candidates.insert(d);
+  } else {
+    candidates = splittingDegrees(model);
+  }
   std::string degrees = "1";
-  for (int64_t d : splitting)
-    degrees += ", " + std::to_string(d);
+  for (int64_t d : candidates)
+    if (tensorParallelFits(static_cast<unsigned>(d), model))
+      degrees += ", " + std::to_string(d);
+  return degrees;
+}
+
+Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
+  TpMisfit misfit = tensorParallelMisfit(p.tp, model);
+  if (misfit == TpMisfit::None)
+    return Error::success();
+  if (misfit == TpMisfit::Heads)
+    return planError(
+        p.str(), formatv("tp = {0} does not divide the model's attention "
+                         "head count {1} (the gcd of its query and "
+                         "key/value heads); tensor parallelism gives each "
+                         "rank whole heads: choose tp among {2}",
+                         p.tp, model.attentionHeads, fittingDegrees(model)));
+  if (misfit == TpMisfit::Channels)
+    return planError(
+        p.str(),
+        formatv("tp = {0} does not divide the channel counts tensor "
+                "parallelism splits (their gcd is {1}: convolution channels, "
+                "groups of grouped convolutions); each rank holds an equal "
+                "share of them: choose tp among {2}",
+                p.tp, model.tpChannels, fittingDegrees(model)));
+  // No op splits: every region's divisor is one tp does not divide.
   return planError(
       p.str(),
       formatv("tp = {0} splits no op of the model: each tensor-parallel "
@@ -622,10 +639,10 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
               "projection's per block; an LM head's vocabulary), and every "
               "region would run whole on every rank; {1}",
               p.tp,
-              splitting.empty()
+              splittingDegrees(model).empty()
                   ? std::string("no tp > 1 splits one (a softmax over the "
                                 "columns, or no region at all): plan tp = 1")
-                  : "choose tp among " + degrees));
+                  : "choose tp among " + fittingDegrees(model)));
 }
 
 Error checkCuts(const Plan &p, unsigned numLayers) {

@@ -194,12 +194,30 @@ struct Plan : RankLayout {
 /// when pp is not given).
 llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
 
+/// Why tensor parallelism of some degree does not fit a model
+/// (tensorParallelMisfit), the first that holds in this order.
+enum class TpMisfit {
+  None,
+  /// It does not divide ModelDesc::attentionHeads: a rank would hold part
+  /// of a head.
+  Heads,
+  /// It does not divide ModelDesc::tpChannels: the ranks would hold
+  /// unequal shares of the split channels.
+  Channels,
+  /// It splits no op: every tensor-parallel region's divisor
+  /// (OpDesc::tpDivisor) is one it does not divide, so every region would
+  /// run whole on every rank, which dist-tensor-parallel does not run.
+  NoSplit,
+};
+TpMisfit tensorParallelMisfit(unsigned tp, const cost::ModelDesc &model);
 /// True when tensor parallelism of degree \p tp gives every rank whole
 /// attention heads of \p model and an equal share of the channels it
 /// splits (tp divides ModelDesc::attentionHeads and tpChannels), and splits
 /// some op (tp divides some split op's region: OpDesc::tpMode; a plan where
 /// every region runs whole is not run by dist-tensor-parallel).
-bool tensorParallelFits(unsigned tp, const cost::ModelDesc &model);
+inline bool tensorParallelFits(unsigned tp, const cost::ModelDesc &model) {
+  return tensorParallelMisfit(tp, model) == TpMisfit::None;
+}
 /// The error finalizePlan gives when tensorParallelFits fails: names the
 /// head or channel count, or the regions, and the degrees that fit.
 llvm::Error checkTensorParallel(const Plan &plan, const cost::ModelDesc &model);

@@ -197,14 +197,21 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
   std::vector<Candidate> all;
   double minNeeded = std::numeric_limits<double>::infinity();
   bool anyLayout = false;
-  unsigned tpHeads = 0;
+  // The degrees skipped for not fitting the model, by cause, and those
+  // the nodes take that fit it (tpMisfitNote).
+  std::vector<unsigned> tpDivides, tpNoSplit, tpFits;
   for (unsigned tp = 1; tp <= perNode; ++tp) {
-    if (perNode % tp || N % tp || !k.tp.allows(tp))
+    if (perNode % tp || N % tp)
+      continue;
+    TpMisfit misfit = tensorParallelMisfit(tp, model);
+    if (misfit == TpMisfit::None)
+      tpFits.push_back(tp);
+    if (!k.tp.allows(tp))
       continue;
     // Only plans the partitioner can realize: whole heads and equal
-    // channel shares per rank.
-    if (!tensorParallelFits(tp, model)) {
-      ++tpHeads;
+    // channel shares per rank, and some op split.
+    if (misfit != TpMisfit::None) {
+      (misfit == TpMisfit::NoSplit ? tpNoSplit : tpDivides).push_back(tp);
       continue;
     }
     for (unsigned pp = 1; pp <= std::min(n, N / tp); ++pp) {
@@ -264,17 +271,22 @@ Expected<SearchResult> searchInference(const cost::ModelDesc &model,
     }
   }
   if (all.empty()) {
-    std::string headsNote = tpHeads ? " and " + tpDivisorNote(model) : "";
+    std::string headsNote =
+        tpDivides.empty() ? "" : " and " + tpDivisorNote(model);
+    std::string splitNote =
+        tpNoSplit.empty() ? "" : " and split some op of the model";
+    std::string misfitNote = tpMisfitNote(model, tpDivides, tpNoSplit, tpFits);
     if (!anyLayout)
       return createStringError(
           inconvertibleErrorCode(),
-          "no inference plan satisfies the constraints on cluster '" +
-              c.name + "' (" + Twine(N) +
+          "no inference plan satisfies the constraints on cluster '" + c.name +
+              "' (" + Twine(N) +
               " devices): dp*tp*pp must equal the device count, tp must "
-              "divide the devices per node" + headsNote +
-              ", pp must not exceed the " + Twine(n) +
-              " layers and dp must divide the batch " +
-              Twine(o.globalBatch) + "; relax --dist-search or the batch");
+              "divide the devices per node" +
+              headsNote + splitNote + ", pp must not exceed the " + Twine(n) +
+              " layers and dp must divide the batch " + Twine(o.globalBatch) +
+              (misfitNote.empty() ? "" : "; " + misfitNote) +
+              "; relax --dist-search or the batch");
     double limit = o.memoryLimit;
     for (const cluster::DeviceSpec &d : c.devices)
       limit = std::max(limit, o.memoryLimit > 0 ? o.memoryLimit

@@ -150,8 +150,11 @@ struct StageMemoryCheck {
 
 /// Why candidates were dropped before any cost was computed.
 struct Reasons {
-  unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0,
-                tpHeads = 0;
+  unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0;
+  /// The tensor-parallel degrees skipped for not fitting the model
+  /// (schedule::tensorParallelMisfit): not dividing its heads or channels,
+  /// and splitting no op; and those the cluster's nodes take that fit it.
+  std::vector<unsigned> tpDivides, tpNoSplit, tpFits;
   /// cp, or cp x tp at ep > 1, does not divide the experts' capacity slots
   /// (expertSlotsSplit).
   unsigned long expertSlots = 0;
@@ -311,14 +314,18 @@ void Searcher::enumerate() {
   for (unsigned tp = 1; tp <= perNode; ++tp) {
     if (perNode % tp || N % tp)
       continue;
+    TpMisfit misfit = tensorParallelMisfit(tp, model);
+    if (misfit == TpMisfit::None)
+      why.tpFits.push_back(tp);
     if (!k.tp.allows(tp)) {
       ++why.constraint;
       continue;
     }
     // Only plans the partitioner can realize: whole heads and equal
-    // channel shares per rank.
-    if (!tensorParallelFits(tp, model)) {
-      ++why.tpHeads;
+    // channel shares per rank, and some op split.
+    if (misfit != TpMisfit::None) {
+      (misfit == TpMisfit::NoSplit ? why.tpNoSplit : why.tpDivides)
+          .push_back(tp);
       continue;
     }
     // Context parallelism splits sequences over powers of two up to
@@ -873,9 +880,10 @@ Error Searcher::noPlanError() const {
       detail += formatv(" {0} layouts need more pipeline stages than the "
                         "model's {1} layers;",
                         why.ppLayers, n);
-    if (why.tpHeads)
-      detail += formatv(" {0} layouts have a tp that does not divide {1};",
-                        why.tpHeads, tpDivisorNote(model));
+    if (std::string note =
+            tpMisfitNote(model, why.tpDivides, why.tpNoSplit, why.tpFits);
+        !note.empty())
+      detail += " " + note + ";";
     if (why.dpBatch)
       detail += formatv(" {0} layouts have a dp that does not divide the "
                         "batch {1};",

@@ -24,11 +24,21 @@ namespace distopt::search::detail {
 std::string humanBytes(double bytes);
 
 /// What a tensor-parallel degree must divide in \p model
-/// (schedule::tensorParallelFits), as the search's errors name it: "the
-/// model's attention head count H", "the model's convolution channel
-/// count gcd C", or both joined by "and"; with neither, the regions'
-/// columns (a degree that splits no op).
+/// (schedule::TpMisfit::Heads, Channels), as the search's errors name it:
+/// "the model's attention head count H", "the model's convolution channel
+/// count gcd C", or both joined by "and".
 std::string tpDivisorNote(const cost::ModelDesc &model);
+
+/// The tensor-parallel degrees a search skipped because they do not fit
+/// \p model (schedule::tensorParallelMisfit), for its "no plan" error:
+/// those that do not divide the heads or channels (\p divides), those that
+/// split no op (\p noSplit), each named with its cause, and what to allow
+/// instead: \p fit, the degrees the cluster's nodes take that fit the
+/// model. Empty when nothing was skipped.
+std::string tpMisfitNote(const cost::ModelDesc &model,
+                         llvm::ArrayRef<unsigned> divides,
+                         llvm::ArrayRef<unsigned> noSplit,
+                         llvm::ArrayRef<unsigned> fit);
 
 /// The table partitionLayersWith fills, bounded by an upper bound on the
 /// answer: \p ub must exceed it by a rounding margin (see

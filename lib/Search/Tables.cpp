@@ -32,10 +32,42 @@ std::string tpDivisorNote(const cost::ModelDesc &model) {
                              : "";
   if (!heads.empty() && !channels.empty())
     return heads + " and " + channels;
-  if (heads.empty() && channels.empty())
-    return "the columns of any of the model's tensor-parallel regions (it "
-           "would split no op: schedule::tensorParallelFits)";
   return heads + channels;
+}
+
+/// "2, 4, 8".
+static std::string joined(ArrayRef<unsigned> degrees) {
+  std::string list;
+  for (unsigned d : degrees)
+    list += (list.empty() ? "" : ", ") + std::to_string(d);
+  return list;
+}
+
+std::string tpMisfitNote(const cost::ModelDesc &model,
+                         ArrayRef<unsigned> divides, ArrayRef<unsigned> noSplit,
+                         ArrayRef<unsigned> fit) {
+  if (divides.empty() && noSplit.empty())
+    return "";
+  std::string note;
+  if (!divides.empty())
+    note += formatv(
+        "tp = {0} {1} not divide {2} (each rank holds {3})", joined(divides),
+        divides.size() == 1 ? "does" : "do", tpDivisorNote(model),
+        !model.tpChannels       ? "whole heads"
+        : !model.attentionHeads ? "an equal share of the split channels"
+                                : "whole heads and an equal share of the split "
+                                  "channels");
+  if (!noSplit.empty())
+    note += formatv("{0}tp = {1} split{2} no op of the model (a "
+                    "tensor-parallel region splits only when tp divides its "
+                    "columns: a fused projection's per block, an LM head's "
+                    "vocabulary; every region would run whole on every rank)",
+                    note.empty() ? "" : "; ", joined(noSplit),
+                    noSplit.size() == 1 ? "s" : "");
+  return note + formatv("; allow {0}{1} (the degrees the cluster's nodes "
+                        "take that fit the model)",
+                        fit.size() == 1 ? "tp = " : "tp among ", joined(fit))
+                    .str();
 }
 
 std::string humanBytes(double bytes) {

@@ -85,8 +85,8 @@ static SizeOption sizeOptions[] = {
      "LLaMA MoE: the first blocks keep the dense MLP (0-N, default 0)",
      &ModelOptions::denseLayers},
     {"q-lora-rank",
-     "LLaMA latent attention: rank of the query projection (0: one q_proj; "
-     "default 1536)",
+     "LLaMA latent attention: rank of the query's low-rank projection, "
+     "below --hidden (default 0: one q_proj)",
      &ModelOptions::qLoraRank},
     {"kv-lora-rank",
      "LLaMA: multi-head latent attention (DeepSeek-V2/V3) with compressed "
