@@ -208,6 +208,28 @@ double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
   return k;
 }
 
+bool CostModel::splitsWeightGradient(const OpDesc &op, const ExecConfig &x) {
+  // The ops shareOf divides by t under sequence parallelism that tensor
+  // parallelism does not split, but lookups: sequence parallelism splits
+  // none by tokens (split::TokenSplit), so a whole one (GPT-2's position
+  // embedding) runs whole on every rank, its rows sliced, and its
+  // gradient is whole.
+  return x.sp && x.tp.size > 1 && op.perSample && op.params > 0 &&
+         op.cls != OpClass::Embedding &&
+         op.tpMode(x.tp.size) != TpMode::Split && !wholeOnTensorRanks(op, x);
+}
+
+double CostModel::weightGradSumBytes(const LayerDesc &layer,
+                                     const ExecConfig &x) {
+  if (!x.sp || !sequenceSplits(layer, x.tp.size))
+    return 0;
+  double bytes = 0;
+  for (const OpDesc &op : layer.ops)
+    if (splitsWeightGradient(op, x))
+      bytes += op.paramBytes();
+  return bytes;
+}
+
 double CostModel::opTime(const OpDesc &op, Phase phase, const DeviceSpec &dev,
                          const ExecConfig &x, double extraRead) const {
   unsigned tp = std::max(1u, x.tp.size);
@@ -623,6 +645,19 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
     }
     r.tpBytes += tpSent;
   }
+  // Sequence parallelism: the weights the rank's tokens read have their
+  // gradients all-reduced over the tensor group in each micro-batch's
+  // backward, once the weight-gradient GEMMs have made them (so in the W
+  // pass of a zero-bubble schedule). One all-reduce of the layer's bytes;
+  // like the other TP collectives it sits on the layer's own critical
+  // path, and no GEMM runs it in chunks (tpOverlap covers a projection's
+  // activation collectives only). Recomputation does not repeat it.
+  CommCost gradSum =
+      collective(Collective::AllReduce, weightGradSumBytes(layer, x), x.tp);
+  r.bwdWeight += gradSum.time;
+  r.tpBytes += sent(gradSum);
+  for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+    r.linkBytes[l] += gradSum.bytes[l];
   r.bwdInput += r.recompute;
   return r;
 }

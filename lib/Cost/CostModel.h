@@ -149,6 +149,22 @@ public:
   /// context and tensor ranks' copies of the routing are not the model's
   /// work).
   static double tokenShare(const OpDesc &op, const ExecConfig &x);
+  /// Whether \p op, in a layer that sequence parallelism splits by tokens
+  /// (sequenceSplits), runs on the tensor rank's part of the tokens with
+  /// its weights whole: an op tensor parallelism leaves whole (the norms'
+  /// scales and biases, a row-parallel matmul's bias after its sum, latent
+  /// attention's down-projections, planning::normalizedOverFeatures), not
+  /// the whole-sequence ones every tensor rank runs whole, nor a lookup
+  /// (sequence parallelism splits none by tokens). Each rank's
+  /// weight gradient is then its tokens' part: the programs read such a
+  /// weight through a dist.tp_copy, whose backward all-reduces its
+  /// gradient over the tensor group.
+  static bool splitsWeightGradient(const OpDesc &op, const ExecConfig &x);
+  /// Bytes of the weight gradients of \p layer (splitsWeightGradient's
+  /// weights, in their dtype) that are all-reduced over the tensor group
+  /// in each micro-batch's backward under \p x; 0 without sequence
+  /// parallelism or where it does not split the layer.
+  static double weightGradSumBytes(const LayerDesc &layer, const ExecConfig &x);
 
   /// The optimizer step over \p params local parameters, each read and
   /// written with \p bytesPerParam bytes in all: the profile's measured

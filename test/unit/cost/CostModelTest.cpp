@@ -179,6 +179,49 @@ TEST(RangeTimes, TpOverlapHidesCommunicationUnderTheGemm) {
   EXPECT_DOUBLE_EQ(hidden.tpBytes, exposed.tpBytes);
 }
 
+/// Sequence parallelism runs a GPT block's layer norms on the rank's s/t
+/// tokens with their scales and biases whole: each micro-batch's backward
+/// all-reduces their gradients (2 norms x 2h, bf16) over the tensor group,
+/// in the weight-gradient phase, in the TP traffic, not hidden by
+/// tp_overlap; a layer that sp leaves whole (no split op) sums nothing.
+TEST(RangeTimes, SequenceParallelismSumsTheNormsWeightGradients) {
+  GptConfig cfg;
+  cfg.layers = 1, cfg.hidden = 4096, cfg.heads = 32, cfg.seqLen = 2048;
+  ModelDesc m = buildGpt(cfg);
+  const LayerDesc &block = m.layers[1];
+  CostModel cm;
+  DeviceSpec d = testDevice();
+  ExecConfig x;
+  x.tp.size = x.tp.perNode = 4;
+  x.tp.intra = x.tp.inter = link(10, 5);
+  RangeTimes whole = cm.layerTimes(block, d, x);
+  EXPECT_EQ(CostModel::weightGradSumBytes(block, x), 0);
+  x.sp = true;
+  const double bytes = 2 * 2 * cfg.hidden * 2;
+  EXPECT_DOUBLE_EQ(CostModel::weightGradSumBytes(block, x), bytes);
+  CommCost sum = CostModel::collective(Collective::AllReduce, bytes, x.tp);
+  ASSERT_GT(sum.time, 0);
+  for (bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap);
+    x.tpOverlap = overlap;
+    RangeTimes split = cm.layerTimes(block, d, x);
+    double weightGradients = 0;
+    for (const OpDesc &op : block.ops)
+      weightGradients += cm.opTime(op, Phase::BackwardWeight, d, x);
+    EXPECT_DOUBLE_EQ(split.bwdWeight, weightGradients + sum.time);
+    // The activations' all-reduces become reduce-scatters and all-gathers
+    // of the same ring bytes; the sum adds its own.
+    EXPECT_DOUBLE_EQ(split.tpBytes, whole.tpBytes + sum.bytes[0]);
+    EXPECT_DOUBLE_EQ(split.linkBytes[0], whole.linkBytes[0] + sum.bytes[0]);
+  }
+  // The final norm alone: no split op, so sp keeps it whole.
+  LayerDesc norm;
+  norm.ops = {block.ops.front()};
+  ASSERT_GT(norm.ops[0].params, 0);
+  EXPECT_EQ(CostModel::weightGradSumBytes(norm, x), 0);
+  EXPECT_EQ(cm.layerTimes(norm, d, x).tpBytes, 0);
+}
+
 TEST(Memory, MixedPrecisionAdamAndZero) {
   MemoryConfig cfg;
   cfg.dp = 8;

@@ -186,8 +186,10 @@ TEST(SequenceParallel, KorthikantiActivationsAndSameCommunication) {
   sp.sp = true;
   EXPECT_NEAR(activationBytes(m, 1, 2, 1, sp),
               s * h / t * (34 + 5 * a * s / h), 1);
-  // The same bytes cross the TP group (RS + AG = AR); the replicated norms
-  // and dropouts run on 1/t of the sequence, so the block gets faster.
+  // The same activation bytes cross the TP group (RS + AG = AR); the
+  // replicated norms and dropouts run on 1/t of the sequence, so the block
+  // gets faster, and the norms' weight gradients (each rank's tokens'
+  // part: 2 norms x 2h) are all-reduced over the group besides.
   CostModel cm;
   DeviceSpec d = device();
   ExecConfig x;
@@ -195,7 +197,12 @@ TEST(SequenceParallel, KorthikantiActivationsAndSameCommunication) {
   RangeTimes plain = cm.rangeTimes(m, 1, 2, d, x);
   x.sp = true;
   RangeTimes seq = cm.rangeTimes(m, 1, 2, d, x);
-  EXPECT_NEAR(seq.tpBytes, plain.tpBytes, 1e-6 * plain.tpBytes);
+  ASSERT_DOUBLE_EQ(CostModel::weightGradSumBytes(m.layers[1], x),
+                   2 * 2 * h * 2);
+  CommCost sums =
+      CostModel::collective(Collective::AllReduce, 2 * 2 * h * 2, x.tp);
+  EXPECT_NEAR(seq.tpBytes, plain.tpBytes + sums.bytes[0] + sums.bytes[1],
+              1e-6 * plain.tpBytes);
   EXPECT_LT(seq.fwd, plain.fwd);
   EXPECT_LT(seq.bwdInput, plain.bwdInput);
 }
@@ -305,8 +312,15 @@ TEST(ContextParallel, WithSequenceParallelismAsTheProgramsRun) {
   RangeTimes tpOnly = cm.rangeTimes(m, 1, 2, d, x);
   x.cp = group(2, 400);
   RangeTimes withCp = cm.rangeTimes(m, 1, 2, d, x);
-  // Reduce-scatters and all-gathers of the context rank's half.
-  EXPECT_NEAR(withCp.tpBytes, tpOnly.tpBytes / 2, 1e-6 * tpOnly.tpBytes);
+  // Reduce-scatters and all-gathers of the context rank's half; the
+  // norms' weight-gradient sums (2 norms x h) are whole weights either way.
+  ASSERT_DOUBLE_EQ(CostModel::weightGradSumBytes(m.layers[1], x),
+                   2 * c.hidden * 2);
+  CommCost sums =
+      CostModel::collective(Collective::AllReduce, 2 * c.hidden * 2, x.tp);
+  const double summed = sums.bytes[0] + sums.bytes[1];
+  EXPECT_NEAR(withCp.tpBytes - summed, (tpOnly.tpBytes - summed) / 2,
+              1e-6 * tpOnly.tpBytes);
   // The keys and values crossing the context group: those of the rank's
   // heads, the same with and without sp.
   x.sp = false;
@@ -315,7 +329,7 @@ TEST(ContextParallel, WithSequenceParallelismAsTheProgramsRun) {
   EXPECT_GT(cpBytes, 0);
   EXPECT_NEAR(cpBytes, noSp.linkBytes[0] + noSp.linkBytes[1] - noSp.tpBytes,
               1e-6 * cpBytes);
-  EXPECT_NEAR(withCp.tpBytes, noSp.tpBytes, 1e-6 * noSp.tpBytes);
+  EXPECT_NEAR(withCp.tpBytes - summed, noSp.tpBytes, 1e-6 * noSp.tpBytes);
 }
 
 /// The mixture-of-experts half of a MoE block (from its FFN norm on: the

@@ -226,6 +226,39 @@ TEST_F(ImportedGpt, FullRecomputationKeepsOneInputPerBlock) {
   }
 }
 
+/// Megatron's sequence parallelism at tp = 2 in the programs
+/// dist-tensor-parallel writes for a small GPT with dropout: the layer
+/// norms and the row-parallel projections' biases (added after the sum's
+/// reduce-scatter) run on the rank's tokens, their weights read through
+/// copies whose backward all-reduces each rank's tokens' part of the
+/// gradient over the tensor group. The cost model sums, layer by layer,
+/// what the programs sum: per block the two norms' scales and biases and
+/// the two biases (6h), and the final norm (2h); nothing at sp = 0. Not
+/// yet the embedding layer: the position table `[s, h]` added to the
+/// rank's tokens is sliced (`dist.all_slice`, its gradient all-gathered
+/// whole), not read through a copy, but the layer analysis gives its add
+/// the table as parameters, which the cost model prices as a sum (open).
+TEST_F(ImportedGpt, WeightSumsUnderSequenceParallelismAsTheProgramsRunThem) {
+  GptConfig g;
+  g.layers = 2, g.hidden = 64, g.heads = 4, g.seqLen = 32, g.vocab = 256;
+  const double e = cluster::dtypeBytes(cluster::DType::BF16);
+  for (bool sp : {true, false}) {
+    SCOPED_TRACE(sp);
+    ModelDesc graph = imported(g, /*fused=*/false, /*dropout=*/0.1);
+    ASSERT_TRUE(
+        succeeded(distribute(sp ? "tp=2,sp=1,mbs=1" : "tp=2,mbs=1", 1)));
+    auto main = module->lookupSymbol<func::FuncOp>("main");
+    ExecConfig x;
+    x.tp.size = 2, x.sp = sp;
+    double summed =
+        unit::expectWeightSumsAsRun(graph, main, x, {0, 1}, e, /*begin=*/1);
+    EXPECT_DOUBLE_EQ(summed, sp ? g.hidden * (6 * g.layers + 2) : 0);
+    EXPECT_EQ(unit::collectivesOf(main, 0, {0, 1}).weightsCopied, 0);
+    EXPECT_DOUBLE_EQ(CostModel::weightGradSumBytes(graph.layers[0], x),
+                     sp ? g.seqLen * g.hidden * e : 0);
+  }
+}
+
 TEST_F(ImportedGpt, FusedAttentionIsOneKernelPerBlock) {
   GptConfig g;
   g.layers = 2, g.hidden = 2304, g.heads = 24;

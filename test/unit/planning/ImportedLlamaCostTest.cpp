@@ -56,6 +56,31 @@ TEST_F(ImportedLlama, Llama3_8bShapedPlansAgreeWithin2Percent) {
                          32);
 }
 
+/// Megatron's sequence parallelism at tp = 2 in the programs
+/// dist-tensor-parallel writes for a small LLaMA: each RMSNorm runs on the
+/// rank's tokens, its scale read through a copy whose backward all-reduces
+/// each rank's tokens' part of the gradient over the tensor group. The
+/// cost model sums, layer by layer, what the programs sum: per block the
+/// two norms' scales (2h), and the final norm's (h); nothing at sp = 0.
+TEST_F(ImportedLlama, WeightSumsUnderSequenceParallelismAsTheProgramsRunThem) {
+  LlmConfig c;
+  c.name = "tiny-llama";
+  c.layers = 2, c.hidden = 32, c.heads = 4, c.kvHeads = 2;
+  c.ffnHidden = 64, c.seqLen = 8, c.vocab = 64;
+  for (bool sp : {true, false}) {
+    SCOPED_TRACE(sp);
+    ModelDesc graph = imported(c);
+    ASSERT_TRUE(
+        succeeded(distribute(sp ? "tp=2,sp=1,mbs=1" : "tp=2,mbs=1", 1)));
+    ExecConfig x;
+    x.tp.size = 2, x.sp = sp;
+    double summed = unit::expectWeightSumsAsRun(
+        graph, module->lookupSymbol<func::FuncOp>("main"), x, {0, 1},
+        cluster::dtypeBytes(c.dtype));
+    EXPECT_DOUBLE_EQ(summed, sp ? c.hidden * (2 * c.layers + 1) : 0);
+  }
+}
+
 /// One RoPE kernel over Q and K, the repeat of the K/V heads and the head
 /// transposes never materialized, one gated activation: as many launches
 /// per block as buildLlm's block, which has one per op.

@@ -204,7 +204,11 @@ TEST_F(ImportedMla, AttentionOpsAsBuildLlm) {
 /// o_proj's. Without sp the latents are whole on every tensor rank and
 /// their copies all-reduce their gradients. Without a query rank the
 /// column-parallel q_proj reads the block's norm output: under sp it is
-/// gathered (s·h) in place of the query latent.
+/// gathered (s·h) in place of the query latent. Under sp the weights the
+/// rank's tokens read (the block's norm, the down-projections and their
+/// norms) have their gradients all-reduced over the group in each
+/// micro-batch's backward, h·(Q + C + R) + h + Q + C elements, which the
+/// cost model prices in the layer's weight-gradient phase and traffic.
 class MlaBlockAsTheProgramsRunIt
     : public ImportedMla,
       public ::testing::WithParamInterface<std::tuple<unsigned, bool, bool>> {};
@@ -260,6 +264,33 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
     EXPECT_DOUBLE_EQ(ir.scattered, fwdSums);
     EXPECT_EQ(ir.weightsCopied, 0);
   }
+
+  // The price of the layer's collectives on a DGX H100's NVLink. The
+  // weight-gradient sums: one all-reduce over the tensor group of what
+  // the programs read through copies, in the backward's weight-gradient
+  // phase. The bytes each rank sends per micro-batch, as the IR's
+  // collectives send them on a ring of two (each gather, reduce-scatter
+  // and its backward mirror half the whole tensor; an all-reduce the
+  // whole; under sp the activations' copies fold into reduce-scatters).
+  EXPECT_DOUBLE_EQ(CostModel::weightGradSumBytes(costed, x),
+                   ir.weightsCopied * e);
+  cluster::Cluster h100 = llvm::cantFail(cluster::getPreset("dgx-h100", 1));
+  x.tp.perNode = 2, x.cp.perNode = cp;
+  x.tp.intra = x.cp.intra = h100.linkBetween(0, 1);
+  CostModel cm;
+  RangeTimes priced = cm.layerTimes(costed, h100.devices[0], x);
+  const double sent =
+      sp ? ir.gathered + ir.scattered + ir.weightsCopied
+         : (ir.gathered + ir.scattered) / 2 + ir.copied + ir.weightsCopied;
+  EXPECT_DOUBLE_EQ(priced.tpBytes, sent * e);
+  double weightGradients = 0;
+  for (const OpDesc &op : costed.ops)
+    weightGradients += cm.opTime(op, Phase::BackwardWeight, h100.devices[0], x);
+  EXPECT_DOUBLE_EQ(priced.bwdWeight,
+                   weightGradients +
+                       CostModel::collective(Collective::AllReduce,
+                                             ir.weightsCopied * e, x.tp)
+                           .time);
 
   // q_a_proj and kv_a_proj_with_mqa: replicated over TP, on the context
   // rank's s / c tokens, and under sp the tensor rank's s / (c t), as

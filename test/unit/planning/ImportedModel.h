@@ -197,6 +197,28 @@ inline IrCollectives collectivesOf(mlir::func::FuncOp func, int64_t layer,
   return c;
 }
 
+/// Expects each layer of \p graph, whose distributed form under \p x is
+/// \p func, to sum over the tensor group the weight gradients the programs
+/// sum: CostModel::weightGradSumBytes of the layer is the elements of the
+/// weights it reads through a dist.tp_copy over rank 0's tensor group
+/// \p group, \p elementBytes each (the graph's cost dtype), for the
+/// layers from \p begin on. Returns the elements over those layers.
+inline double expectWeightSumsAsRun(const cost::ModelDesc &graph,
+                                    mlir::func::FuncOp func,
+                                    const cost::ExecConfig &x,
+                                    llvm::ArrayRef<int64_t> group,
+                                    double elementBytes, unsigned begin = 0) {
+  double all = 0;
+  for (unsigned l = begin; l < graph.layers.size(); ++l) {
+    double copied = collectivesOf(func, l, group).weightsCopied;
+    EXPECT_DOUBLE_EQ(cost::CostModel::weightGradSumBytes(graph.layers[l], x),
+                     copied * elementBytes)
+        << "layer " << l;
+    all += copied;
+  }
+  return all;
+}
+
 /// One rank's cost of each op of \p func's layer \p layer that \p pick
 /// selects, as the cost model's op interface costs it (bf16, as
 /// ImportedModel's analysis), and the parameters of its weights.
