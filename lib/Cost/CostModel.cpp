@@ -648,16 +648,24 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
   // Sequence parallelism: the weights the rank's tokens read have their
   // gradients all-reduced over the tensor group in each micro-batch's
   // backward, once the weight-gradient GEMMs have made them (so in the W
-  // pass of a zero-bubble schedule). One all-reduce of the layer's bytes;
-  // like the other TP collectives it sits on the layer's own critical
-  // path, and no GEMM runs it in chunks (tpOverlap covers a projection's
-  // activation collectives only). Recomputation does not repeat it.
-  CommCost gradSum =
-      collective(Collective::AllReduce, weightGradSumBytes(layer, x), x.tp);
-  r.bwdWeight += gradSum.time;
-  r.tpBytes += sent(gradSum);
-  for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-    r.linkBytes[l] += gradSum.bytes[l];
+  // pass of a zero-bubble schedule). One all-reduce per op (the programs
+  // run one per weight it reads through a copy), so the price does not
+  // depend on how ops are grouped into layers (the search's whole blocks
+  // and the simulator's layers agree); like the other TP collectives it
+  // sits on the layer's own critical path, and no GEMM runs it in chunks
+  // (tpOverlap covers a projection's activation collectives only).
+  // Recomputation does not repeat it.
+  if (x.sp && sequenceSplits(layer, x.tp.size))
+    for (const OpDesc &op : layer.ops) {
+      if (!splitsWeightGradient(op, x))
+        continue;
+      CommCost gradSum =
+          collective(Collective::AllReduce, op.paramBytes(), x.tp);
+      r.bwdWeight += gradSum.time;
+      r.tpBytes += sent(gradSum);
+      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+        r.linkBytes[l] += gradSum.bytes[l];
+    }
   r.bwdInput += r.recompute;
   return r;
 }

@@ -199,7 +199,22 @@ TEST(RangeTimes, SequenceParallelismSumsTheNormsWeightGradients) {
   x.sp = true;
   const double bytes = 2 * 2 * cfg.hidden * 2;
   EXPECT_DOUBLE_EQ(CostModel::weightGradSumBytes(block, x), bytes);
-  CommCost sum = CostModel::collective(Collective::AllReduce, bytes, x.tp);
+  // One all-reduce per op whose weights the rank's tokens read (the two
+  // norms), so that grouping ops into layers does not change the price.
+  CommCost sum;
+  unsigned summed = 0;
+  for (const OpDesc &op : block.ops)
+    if (CostModel::splitsWeightGradient(op, x)) {
+      CommCost one =
+          CostModel::collective(Collective::AllReduce, op.paramBytes(), x.tp);
+      sum.time += one.time;
+      sum.bytes[0] += one.bytes[0];
+      ++summed;
+    }
+  EXPECT_EQ(summed, 2u);
+  EXPECT_DOUBLE_EQ(
+      sum.bytes[0],
+      CostModel::collective(Collective::AllReduce, bytes, x.tp).bytes[0]);
   ASSERT_GT(sum.time, 0);
   for (bool overlap : {false, true}) {
     SCOPED_TRACE(overlap);

@@ -283,14 +283,19 @@ TEST_P(MlaBlockAsTheProgramsRunIt, UnderTensorParallelism) {
       sp ? ir.gathered + ir.scattered + ir.weightsCopied
          : (ir.gathered + ir.scattered) / 2 + ir.copied + ir.weightsCopied;
   EXPECT_DOUBLE_EQ(priced.tpBytes, sent * e);
-  double weightGradients = 0;
-  for (const OpDesc &op : costed.ops)
+  // One all-reduce per op whose weights the rank's tokens read.
+  double weightGradients = 0, sums = 0, summed = 0;
+  for (const OpDesc &op : costed.ops) {
     weightGradients += cm.opTime(op, Phase::BackwardWeight, h100.devices[0], x);
-  EXPECT_DOUBLE_EQ(priced.bwdWeight,
-                   weightGradients +
-                       CostModel::collective(Collective::AllReduce,
-                                             ir.weightsCopied * e, x.tp)
-                           .time);
+    if (CostModel::splitsWeightGradient(op, x)) {
+      sums +=
+          CostModel::collective(Collective::AllReduce, op.paramBytes(), x.tp)
+              .time;
+      summed += op.paramBytes();
+    }
+  }
+  EXPECT_DOUBLE_EQ(summed, ir.weightsCopied * e);
+  EXPECT_DOUBLE_EQ(priced.bwdWeight, weightGradients + sums);
 
   // q_a_proj and kv_a_proj_with_mqa: replicated over TP, on the context
   // rank's s / c tokens, and under sp the tensor rank's s / (c t), as
