@@ -83,6 +83,7 @@ std::string distopt::cost::layerCostKey(const LayerDesc &l) {
                      op.selectiveSavedBytes,
                      op.bwdWorkingBytes,
                      double(op.keepsPrecision),
+                     double(op.channelSplit),
                      double(op.wholeSequence),
                      double(op.sequenceGathered),
                      op.cpGatherFwdBytes,

@@ -718,6 +718,29 @@ TEST(LayerTimesCache, ALayerThatKeepsItsPrecisionIsItsOwnClass) {
   EXPECT_NE(cache.classOf(2), cache.classOf(1));
 }
 
+/// A layer split by channels is one sequence parallelism leaves whole
+/// (sequenceSplits), so it costs otherwise under sp than a layer the same
+/// but for that mark.
+TEST(LayerTimesCache, ALayerSplitByChannelsIsItsOwnClass) {
+  GptConfig cfg;
+  cfg.layers = 2;
+  ModelDesc m = buildGpt(cfg);
+  ASSERT_EQ(layerCostKey(m.layers[1]), layerCostKey(m.layers[2]));
+  for (OpDesc &op : m.layers[2].ops)
+    op.channelSplit = true;
+  EXPECT_NE(layerCostKey(m.layers[1]), layerCostKey(m.layers[2]));
+  CostModel cm;
+  LayerTimesCache cache(m, cm);
+  EXPECT_NE(cache.classOf(2), cache.classOf(1));
+  ExecConfig x;
+  x.tp.size = x.tp.perNode = 2;
+  x.tp.intra = x.tp.inter = link(100, 1);
+  x.sp = true;
+  DeviceSpec d = testDevice();
+  EXPECT_NE(cache.range(2, 3, d, x).fwd, cache.range(1, 2, d, x).fwd);
+  expectSameTimes(cache.range(2, 3, d, x), cm.rangeTimes(m, 2, 3, d, x));
+}
+
 TEST(LayerTimesCache, GivesParamSplitBitForBit) {
   GptConfig cfg;
   cfg.layers = 4;
