@@ -2849,14 +2849,15 @@ def pipeline_train_cases(rng):
     # mod 2); the experts' gradients are summed over a replica's context
     # ranks at the rank's tensor place ({0, 2}, {1, 3}, ...).
     out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2",
-                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1", ranks=8)))
+                dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1", ranks=8,
+                     ring=True)))
     # And with sequence parallelism: each tensor rank holds its half of
     # the context rank's positions between the regions; the block's input
     # is gathered over the tensor group, then over the context group,
     # before the routing, and the combine's output sliced back.
     out.append(("llama_moe_momentum_dp2_cp2_tp2_ep2_sp",
                 dict(moe_tp, plan="dp=2,cp=2,tp=2,ep=2,mbs=1,sp=1",
-                     ranks=8)))
+                     ranks=8, ring=True)))
     # Expert tensor parallelism without ep (dp = 2, tp = 2, ep = 1): every
     # tensor rank holds the whole dispatched tokens and its features of
     # every expert (gate and up by output features behind dist.tp_copy,
@@ -2876,9 +2877,11 @@ def pipeline_train_cases(rng):
     # rank runs its features of every expert on its context rank's 2 of
     # the 4 capacity slots (the partial sums all-reduced over the tensor
     # group, then the slots gathered over the context group); the experts
-    # must be saved in the 2 tensor parts.
+    # must be saved in the 2 tensor parts. Each attention runs as ring
+    # attention on the tensor rank's heads (ring=True), as in the cases
+    # above.
     out.append(("llama_moe_momentum_cp2_tp2",
-                dict(moe_tp, plan="cp=2,tp=2,mbs=1")))
+                dict(moe_tp, plan="cp=2,tp=2,mbs=1", ring=True)))
     # And in a pipeline (the experts in the second stage's tensor group).
     out.append(("llama_moe_sgd_tp2_pp2_1f1b",
                 dict(moe, model=moe_llama_tp_model,
