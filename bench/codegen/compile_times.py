@@ -59,7 +59,6 @@ def programs(work):
 
 def write_inputs(work):
     """The programs' inputs: fixed values, the same for both builds."""
-    sys.path.insert(0, os.path.join(ROOT, "test", "numerics"))
     import numpy as np
     rng = np.random.default_rng(7)
     np.save(os.path.join(work, "x.npy"), rng.standard_normal((2, 8),
