@@ -101,7 +101,7 @@ def main():
     names = [n for n in progs if not a.only or n in a.only]
     env = dict(os.environ)
     env.pop("DIST_COMPILE_CACHE", None)  # every run compiles
-    times = {(n, b): [] for n in names for b in a.build}
+    times = {(n, bi): [] for n in names for bi in range(len(a.build))}
     for n in names:
         plan, args, _ = progs[n]
         for bi, b in enumerate(a.build):
@@ -114,7 +114,7 @@ def main():
                 src = ([os.path.join(work, f"{n}.{bi}.mlir")] if plan
                        else [])
                 exe = os.path.join(work, f"{n}.{bi}.bin")
-                times[(n, b)].append(timed(
+                times[(n, bi)].append(timed(
                     [os.path.join(b, "bin", "dist-compile")] + src + args +
                     ["-o", exe]))
     load = os.getloadavg()[0]
@@ -123,9 +123,9 @@ def main():
           "| median |")
     print("| --- | --- | --- | ---: | --- | ---: |")
     for n in names:
-        for b in a.build:
-            w = [t[0] for t in times[(n, b)]]
-            c = [t[1] for t in times[(n, b)]]
+        for bi, b in enumerate(a.build):
+            w = [t[0] for t in times[(n, bi)]]
+            c = [t[1] for t in times[(n, bi)]]
             print(f"| {n} | {b} | {', '.join(f'{v:.2f}' for v in w)} s | "
                   f"{statistics.median(w):.2f} s | "
                   f"{', '.join(f'{v:.2f}' for v in c)} s | "
