@@ -32,6 +32,8 @@ ScheduleCache::get(const schedule::Plan &p) {
       p.schedule, p.pp, p.chunks, p.numMicrobatches, so);
   if (!s)
     return s.takeError();
+  if (Error e = schedule::verifySchedule(*s))
+    return std::move(e);
   return &built.emplace(std::move(key), std::move(*s)).first->second;
 }
 

@@ -230,7 +230,7 @@ private:
   std::map<std::tuple<TableKey, unsigned, unsigned, unsigned, unsigned>,
            std::vector<unsigned>>
       cutCache;
-  /// The simulated plans' schedules (SearchOptions::reuseSchedules).
+  /// The simulated plans' schedules (SearchOptions::simulationCaches).
   ScheduleCache schedules;
   /// Per layout (degrees, sp, mbs, schedule, chunks): the (zero,
   /// recompute, offload) variants whose memory estimate fits.
@@ -1004,7 +1004,9 @@ Expected<SearchResult> Searcher::run() {
       // The schedule from the cache: the simulator checks that it is the
       // plan's (kind, pp, chunks, micro-batches, replicas).
       const Schedule *given = nullptr;
-      if (o.reuseSchedules) {
+      if (o.simulationCaches) {
+        so.layerTimes = &t.layerTimes;
+        so.givenVerified = true;
         Expected<const Schedule *> s = schedules.get(e.plan);
         if (!s) {
           consumeError(s.takeError());

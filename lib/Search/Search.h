@@ -130,10 +130,11 @@ struct SearchOptions {
   /// Upper limit on simulations; when reached before the winner is proven
   /// the result says the search was bounded (with its optimality gap).
   unsigned maxSimulations = 128;
-  /// Simulate plans that share a schedule (kind, pp, chunks, micro-batches
-  /// and the schedule options) on one generated copy of it
-  /// (detail::ScheduleCache). Off only to check that it changes nothing.
-  bool reuseSchedules = true;
+  /// Simulate with the search's caches: one generated and verified copy of
+  /// each schedule for the plans that share it (detail::ScheduleCache) and
+  /// the per-layer times its bounds computed (cost::LayerTimesCache). Off
+  /// only to check that they change nothing.
+  bool simulationCaches = true;
   /// Flags copied into every candidate (overlap, scatter/gather). On a
   /// cluster with several device kinds the search sets unevenBatch (faster
   /// replicas take more micro-batches; never slower than an even split).

@@ -434,8 +434,10 @@ public:
 class ScheduleCache {
 public:
   /// generateSchedule(p.schedule, p.pp, p.chunks, p.numMicrobatches,
-  /// scheduleOptions(p)), built on the first call with these arguments.
-  /// Errors are not kept: the next call with the same arguments retries.
+  /// scheduleOptions(p)), built and checked by verifySchedule on the first
+  /// call with these arguments (simulatePlan need not check it again:
+  /// sim::SimOptions::givenVerified). Errors are not kept: the next call
+  /// with the same arguments retries.
   llvm::Expected<const schedule::Schedule *> get(const schedule::Plan &p);
   /// How many distinct schedules were built.
   size_t size() const { return built.size(); }

@@ -1,8 +1,8 @@
 //===- ScheduleCacheTest.cpp - The search's schedule cache ------*- C++ -*-===//
 //
 // ScheduleCache returns what generateSchedule builds for every argument it
-// keys on, and a search that reuses schedules chooses, predicts and counts
-// what one that generates each schedule afresh does.
+// keys on, and a search that simulates with its caches (schedules, per-layer
+// times) chooses, predicts and counts what one without them does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,14 +114,14 @@ TEST(ScheduleCache, GivesWhatTheGeneratorGives) {
   EXPECT_LE(cache.size(), generated);
 }
 
-/// The search with and without reusing schedules: the same plans, figures
-/// and counts.
+/// The search with and without its simulation caches (schedules, per-layer
+/// times): the same plans, figures and counts.
 void expectSameSearch(const cost::ModelDesc &model, const cluster::Cluster &c,
                       SearchOptions o) {
   cost::CostModel cm;
-  o.reuseSchedules = true;
+  o.simulationCaches = true;
   SearchResult a = llvm::cantFail(searchPlan(model, c, cm, o));
-  o.reuseSchedules = false;
+  o.simulationCaches = false;
   SearchResult b = llvm::cantFail(searchPlan(model, c, cm, o));
   EXPECT_EQ(a.best.sim.plan.str(), b.best.sim.plan.str());
   EXPECT_EQ(a.best.sim.result.iterationTime, b.best.sim.result.iterationTime);
@@ -140,6 +140,25 @@ void expectSameSearch(const cost::ModelDesc &model, const cluster::Cluster &c,
   EXPECT_EQ(a.stats.memoryPruned, b.stats.memoryPruned);
   EXPECT_EQ(a.stats.boundPruned, b.stats.boundPruned);
   EXPECT_EQ(a.stats.exact, b.stats.exact);
+  // The winner simulated afresh (its schedule generated and verified, its
+  // costs computed without the per-layer cache): the same figures, bit for
+  // bit.
+  sim::SimOptions so;
+  so.recordEvents = false;
+  sim::PlanSimulation fresh = llvm::cantFail(sim::simulatePlan(
+      model, c, a.best.sim.plan, o.globalBatch, cm, so, o.memory));
+  EXPECT_EQ(fresh.result.iterationTime, a.best.sim.result.iterationTime);
+  EXPECT_EQ(fresh.result.peakMemoryBytes, a.best.sim.result.peakMemoryBytes);
+  ASSERT_EQ(fresh.costs.stages.size(), a.best.sim.costs.stages.size());
+  for (unsigned s = 0; s < fresh.costs.stages.size(); ++s) {
+    const schedule::StageCost &x = fresh.costs.stages[s],
+                              &y = a.best.sim.costs.stages[s];
+    EXPECT_EQ(x.fwd, y.fwd) << s;
+    EXPECT_EQ(x.bwdInput, y.bwdInput) << s;
+    EXPECT_EQ(x.bwdWeight, y.bwdWeight) << s;
+    EXPECT_EQ(x.params, y.params) << s;
+    EXPECT_EQ(x.gradSyncTime, y.gradSyncTime) << s;
+  }
 }
 
 TEST(ScheduleCache, SearchChoosesTheSameWithAndWithout) {
