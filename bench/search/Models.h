@@ -11,6 +11,8 @@
 
 #include "lib/Cost/ModelDesc.h"
 
+#include "llvm/ADT/StringRef.h"
+
 namespace distopt::bench {
 
 /// VGG-16 on 224x224 images: one layer per convolution (with its ReLU and
@@ -29,7 +31,10 @@ cost::ModelDesc buildBertLarge();
 
 bool pipedreamTable();
 bool mixedTable();
-bool speedTable();
+/// The search-speed rows whose model name contains \p only (all when
+/// empty): `dist-bench-search speed "GPT 1T"` times one row, e.g. under a
+/// profiler.
+bool speedTable(llvm::StringRef only = "");
 
 } // namespace distopt::bench
 

@@ -202,7 +202,7 @@ bool mixedTable() {
   return ok;
 }
 
-bool speedTable() {
+bool speedTable(StringRef only) {
   outs() << "Search speed (single thread, this machine)\n";
   outs() << formatv("{0,-24} {1,6} {2,7} {3,9} {4,9} {5,8} {6,9} {7,8} "
                     "{8,-52} {9}\n",
@@ -232,6 +232,8 @@ bool speedTable() {
                    2048, 15360, 5.0, "dgx-h100"});
   bool ok = true;
   for (const Case &cs : cases) {
+    if (!StringRef(cs.name).contains(only))
+      continue;
     cluster::Cluster c = cantFail(cluster::getPreset(cs.preset, cs.gpus / 8));
     cost::CostModel cm;
     search::SearchOptions o;

@@ -8,7 +8,9 @@ The reports must be equal but for the search's own clocks (`search.time_s`,
 `search.cpu_time_s`); the first difference is printed and the script exits
 1. It prints, per case and build, the CPU time of every run (user + sys of
 the whole dist-opt process, import included: what /usr/bin/time reports)
-and the load average when the case started, as a Markdown table.
+and the search's own CPU time (the report's search.cpu_time_s: the
+search alone, without import and layer analysis), and the load average
+when the case started, as a Markdown table.
 
     bench/search/compare_reports.py --base /work/main/build --build build
     bench/search/compare_reports.py --base A --build B -k gpt175 --rounds 3
@@ -134,14 +136,16 @@ def main():
     os.makedirs(work, exist_ok=True)
     modelgen = os.path.join(builds["base"], "bin", "dist-modelgen")
     failed = False
-    print("| case | load (1 min) | base CPU s | build CPU s | report |")
-    print("|---|---|---|---|---|")
+    print("| case | load (1 min) | base CPU s | build CPU s | "
+          "base search CPU s | build search CPU s | report |")
+    print("|---|---|---|---|---|---|---|")
     for name, (model, flags) in cases.items():
         onnx = os.path.join(work, name + ".onnx")
         subprocess.run([modelgen, *model, "-o", onnx], check=True,
                        stdout=subprocess.DEVNULL)
         load = os.getloadavg()[0]
         times = {b: [] for b in builds}
+        searchTimes = {b: [] for b in builds}
         reports = {}
         for r in range(args.rounds):
             for b, folder in builds.items():
@@ -152,12 +156,15 @@ def main():
                 with open(os.path.join(work, f"{name}.{b}.log"), "w") as log:
                     times[b].append(cpu_seconds(cmd, log))
                 with open(report) as f:
-                    reports[b] = without_clocks(json.load(f))
+                    data = json.load(f)
+                searchTimes[b].append(data.get("search", {}).get("cpu_time_s", 0))
+                reports[b] = without_clocks(data)
         diff = first_difference(reports["base"], reports["build"])
         failed |= diff is not None
         load = f"{load:.1f}-{os.getloadavg()[0]:.1f}"
         cols = [", ".join(f"{t:.2f}" for t in times[b]) for b in builds]
-        print(f"| {name} | {load} | {cols[0]} | {cols[1]} | "
+        cols += [", ".join(f"{t:.2f}" for t in searchTimes[b]) for b in builds]
+        print(f"| {name} | {load} | {cols[0]} | {cols[1]} | {cols[2]} | {cols[3]} | "
               f"{'equal' if diff is None else 'DIFFERS: ' + diff} |", flush=True)
     sys.exit(1 if failed else 0)
 

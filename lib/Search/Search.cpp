@@ -230,6 +230,8 @@ private:
   std::map<std::tuple<TableKey, unsigned, unsigned, unsigned, unsigned>,
            std::vector<unsigned>>
       cutCache;
+  /// The simulated plans' schedules (SearchOptions::simulationCaches).
+  ScheduleCache schedules;
   /// Per layout (degrees, sp, mbs, schedule, chunks): the (zero,
   /// recompute, offload) variants whose memory estimate fits.
   std::map<std::tuple<TableKey, unsigned, unsigned, unsigned>,
@@ -999,8 +1001,21 @@ Expected<SearchResult> Searcher::run() {
       so.recordEvents = false;
       so.input = o.input;
       ++stats.simulated;
+      // The schedule from the cache: the simulator checks that it is the
+      // plan's (kind, pp, chunks, micro-batches, replicas).
+      const Schedule *given = nullptr;
+      if (o.simulationCaches) {
+        so.layerTimes = &t.layerTimes;
+        so.givenVerified = true;
+        Expected<const Schedule *> s = schedules.get(e.plan);
+        if (!s) {
+          consumeError(s.takeError());
+          continue;
+        }
+        given = *s;
+      }
       Expected<sim::PlanSimulation> ps = sim::simulatePlan(
-          model, c, e.plan, o.globalBatch, cm, so, o.memory);
+          model, c, e.plan, o.globalBatch, cm, so, o.memory, given);
       if (!ps) {
         consumeError(ps.takeError());
         continue;

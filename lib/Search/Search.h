@@ -130,6 +130,11 @@ struct SearchOptions {
   /// Upper limit on simulations; when reached before the winner is proven
   /// the result says the search was bounded (with its optimality gap).
   unsigned maxSimulations = 128;
+  /// Simulate with the search's caches: one generated and verified copy of
+  /// each schedule for the plans that share it (detail::ScheduleCache) and
+  /// the per-layer times its bounds computed (cost::LayerTimesCache). Off
+  /// only to check that they change nothing.
+  bool simulationCaches = true;
   /// Flags copied into every candidate (overlap, scatter/gather). On a
   /// cluster with several device kinds the search sets unevenBatch (faster
   /// replicas take more micro-batches; never slower than an even split).

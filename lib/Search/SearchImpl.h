@@ -423,6 +423,31 @@ public:
   cost::LayerTimesCache layerTimes;
 };
 
+/// Generated schedules, each distinct one built once. The search simulates
+/// a hundred plans whose schedules repeat (the same kind, stage count,
+/// chunks and micro-batches under other degrees or recomputation), and a
+/// zero-bubble or V-shaped generator costs more than the simulation
+/// itself. generateSchedule is a function of its arguments alone, so the
+/// key is exactly those: the schedule, pp, chunks, micro-batches and every
+/// field of schedule::scheduleOptions(plan) (a field added there must be
+/// added to the key).
+class ScheduleCache {
+public:
+  /// generateSchedule(p.schedule, p.pp, p.chunks, p.numMicrobatches,
+  /// scheduleOptions(p)), built and checked by verifySchedule on the first
+  /// call with these arguments (simulatePlan need not check it again:
+  /// sim::SimOptions::givenVerified). Errors are not kept: the next call
+  /// with the same arguments retries.
+  llvm::Expected<const schedule::Schedule *> get(const schedule::Plan &p);
+  /// How many distinct schedules were built.
+  size_t size() const { return built.size(); }
+
+private:
+  using Key = std::tuple<unsigned, unsigned, unsigned, unsigned, bool, unsigned,
+                         bool, bool, bool, std::vector<unsigned>>;
+  std::map<Key, schedule::Schedule> built;
+};
+
 /// Context-parallel degrees the search weighs: powers of two up to this
 /// (Megatron and NeMo use 2-16 for 8k-1M token sequences).
 constexpr unsigned kMaxContextParallel = 16;

@@ -639,10 +639,12 @@ simulatePlan(const cost::ModelDesc &model, const cluster::Cluster &cluster,
       return s.takeError();
     ps.schedule = std::move(*s);
   }
-  ps.costs = buildPipelineCosts(ps.plan, model, cluster, cm,
-                                ps.schedule.weightVersions, memory);
-  if (Error e = verifySchedule(ps.schedule))
-    return std::move(e);
+  ps.costs =
+      buildPipelineCosts(ps.plan, model, cluster, cm,
+                         ps.schedule.weightVersions, memory, opts.layerTimes);
+  if (!(given && opts.givenVerified))
+    if (Error e = verifySchedule(ps.schedule))
+      return std::move(e);
   Expected<SimResult> r = simulate(ps.schedule, ps.costs, opts);
   if (!r)
     return r.takeError();

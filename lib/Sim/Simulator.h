@@ -38,6 +38,14 @@ struct SimOptions {
   /// training iteration wait on its input pipeline where the cluster has an
   /// input side (InputPipeline.h).
   std::optional<InputSpec> input;
+  /// The schedule given to simulatePlan has passed verifySchedule already
+  /// (the search's cache of generated schedules verifies each once);
+  /// without a given schedule this is ignored.
+  bool givenVerified = false;
+  /// Per-layer times of the model under the cost model simulatePlan gets
+  /// (the search's, which has costed most stages already): the same bits
+  /// as computing them afresh (cost::LayerTimesCache).
+  cost::LayerTimesCache *layerTimes = nullptr;
 };
 
 struct SimResult {
