@@ -192,10 +192,15 @@ double CostModel::tokenShare(const OpDesc &op, const ExecConfig &x) {
 /// tensor parallelism leaves whole) under sequence parallelism:
 /// dist-tensor-parallel gathers the block's input over the tensor group
 /// before the routing, so every tensor rank runs it on the whole sequence
-/// (of its context rank), or the experts on all its capacity slots.
+/// (of its context rank), or the experts on all its capacity slots. So does
+/// a lookup tensor parallelism leaves whole (of position ids, or of a
+/// shared table): sequence parallelism splits no lookup by tokens
+/// (split::TokenSplit), it slices the lookup's rows where the rank's
+/// tokens read them.
 static bool wholeOnTensorRanks(const OpDesc &op, const ExecConfig &x) {
   return x.sp && op.perSample &&
-         (op.wholeSequence || op.sequenceGathered || op.expert) &&
+         (op.wholeSequence || op.sequenceGathered || op.expert ||
+          op.cls == OpClass::Embedding) &&
          op.tpMode(x.tp.size) != TpMode::Split;
 }
 
@@ -209,14 +214,13 @@ double CostModel::shareOf(const OpDesc &op, const ExecConfig &x) {
 }
 
 bool CostModel::splitsWeightGradient(const OpDesc &op, const ExecConfig &x) {
-  // The ops shareOf divides by t under sequence parallelism that tensor
-  // parallelism does not split, but lookups: sequence parallelism splits
-  // none by tokens (split::TokenSplit), so a whole one (GPT-2's position
-  // embedding) runs whole on every rank, its rows sliced, and its
-  // gradient is whole.
+  // The weighted ops shareOf divides by t under sequence parallelism that
+  // tensor parallelism does not split (so not the lookups), but those
+  // whose weight is a position table: the rank's rows of it are sliced,
+  // not copied (weightGradGatherBytes).
   return x.sp && x.tp.size > 1 && op.perSample && op.params > 0 &&
-         op.cls != OpClass::Embedding &&
-         op.tpMode(x.tp.size) != TpMode::Split && !wholeOnTensorRanks(op, x);
+         op.positionRowsBytes == 0 && op.tpMode(x.tp.size) != TpMode::Split &&
+         !wholeOnTensorRanks(op, x);
 }
 
 double CostModel::weightGradSumBytes(const LayerDesc &layer,
@@ -227,6 +231,17 @@ double CostModel::weightGradSumBytes(const LayerDesc &layer,
   for (const OpDesc &op : layer.ops)
     if (splitsWeightGradient(op, x))
       bytes += op.paramBytes();
+  return bytes;
+}
+
+double CostModel::weightGradGatherBytes(const LayerDesc &layer,
+                                        const ExecConfig &x) {
+  if (!x.sp || x.tp.size <= 1 || !sequenceSplits(layer, x.tp.size))
+    return 0;
+  double bytes = 0;
+  for (const OpDesc &op : layer.ops)
+    if (op.perSample)
+      bytes += op.positionRowsBytes;
   return bytes;
 }
 
@@ -666,6 +681,17 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
       for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
         r.linkBytes[l] += gradSum.bytes[l];
     }
+  // A position table added to the tokens is sliced to the rank's
+  // positions, not copied: the backward all-gathers each rank's rows of its
+  // gradient (dist.all_slice's rule), once per micro-batch, whole tables
+  // only, in the W pass like the sums above.
+  if (double gathered = weightGradGatherBytes(layer, x); gathered > 0) {
+    CommCost gather = collective(Collective::AllGather, gathered, x.tp);
+    r.bwdWeight += gather.time;
+    r.tpBytes += sent(gather);
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      r.linkBytes[l] += gather.bytes[l];
+  }
   r.bwdInput += r.recompute;
   return r;
 }

@@ -140,8 +140,8 @@ public:
   /// parallelism) and by c (per-sample ops under context parallelism), but
   /// for OpDesc::wholeSequence ones, which every context rank runs whole,
   /// and, when replicated over TP (the routing, and the router GEMM that
-  /// reads its gathered input: OpDesc::sequenceGathered), under sequence
-  /// parallelism every tensor rank.
+  /// reads its gathered input: OpDesc::sequenceGathered, routed experts,
+  /// and lookups), under sequence parallelism every tensor rank.
   static double shareOf(const OpDesc &op, const ExecConfig &x);
   /// The same for the device's own tokens: divided by c for every
   /// per-sample op. What a whole-sequence op's expert all-to-all carries
@@ -155,7 +155,8 @@ public:
   /// scales and biases, a row-parallel matmul's bias after its sum, latent
   /// attention's down-projections, planning::normalizedOverFeatures), not
   /// the whole-sequence ones every tensor rank runs whole, nor a lookup
-  /// (sequence parallelism splits none by tokens). Each rank's
+  /// (sequence parallelism splits none by tokens), nor one whose weight is
+  /// a position table (OpDesc::positionRowsBytes: sliced). Each rank's
   /// weight gradient is then its tokens' part: the programs read such a
   /// weight through a dist.tp_copy, whose backward all-reduces its
   /// gradient over the tensor group.
@@ -165,6 +166,13 @@ public:
   /// in each micro-batch's backward under \p x; 0 without sequence
   /// parallelism or where it does not split the layer.
   static double weightGradSumBytes(const LayerDesc &layer, const ExecConfig &x);
+  /// Bytes of the position tables of \p layer (OpDesc::positionRowsBytes)
+  /// whose gradients are all-gathered over the tensor group in each
+  /// micro-batch's backward under \p x: sequence parallelism slices them to
+  /// the rank's positions; 0 without it or where it does not split the
+  /// layer.
+  static double weightGradGatherBytes(const LayerDesc &layer,
+                                      const ExecConfig &x);
 
   /// The optimizer step over \p params local parameters, each read and
   /// written with \p bytesPerParam bytes in all: the profile's measured

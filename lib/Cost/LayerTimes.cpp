@@ -84,6 +84,7 @@ std::string distopt::cost::layerCostKey(const LayerDesc &l) {
                      op.bwdWorkingBytes,
                      double(op.keepsPrecision),
                      double(op.channelSplit),
+                     op.positionRowsBytes,
                      double(op.wholeSequence),
                      double(op.sequenceGathered),
                      op.cpGatherFwdBytes,

@@ -90,6 +90,15 @@ struct OpDesc {
   /// leaves such ops (and a layer of nothing else) whole on every tensor
   /// rank (sequenceSplits).
   bool channelSplit = false;
+  /// Bytes of a weight the op reads one row per token position of, broadcast
+  /// only over the samples: a learned position table added to the tokens
+  /// (GPT-2's `wpe` rows, ViT's position embedding). Sequence and context
+  /// parallelism slice it to the rank's positions (split::TokenSplit's
+  /// dist.all_slice) rather than read it through a copy, so under SP its
+  /// gradient is all-gathered whole over the tensor group in each
+  /// micro-batch's backward, not summed. 0: the op's weights broadcast over
+  /// the tokens.
+  double positionRowsBytes = 0;
   /// Bytes all-reduced over the TP group after the forward / backward-input
   /// phase, per sample (Megatron's g and f operators). Under sequence
   /// parallelism each becomes a reduce-scatter plus an all-gather of the

@@ -591,10 +591,11 @@ static std::set<int64_t> splittingDegrees(const ModelDesc &model) {
   return splitting;
 }
 
-/// The degrees that fit \p model (tensorParallelFits), as "1, 2, 4": the
-/// divisors of its head count, else of its channel gcd, else those that
-/// split some op, that pass every check, so that a plan the error points
-/// to is not refused for another cause.
+/// The degrees that fit \p model (tensorParallelFits), as "tp among 1, 2,
+/// 4", or "tp = 1" when no other does: the divisors of its head count,
+/// else of its channel gcd, else those that split some op, that pass every
+/// check, so that a plan the error points to is not refused for another
+/// cause.
 static std::string fittingDegrees(const ModelDesc &model) {
   std::set<int64_t> candidates;
   if (int64_t n = model.attentionHeads ? int64_t(model.attentionHeads)
@@ -609,7 +610,7 @@ static std::string fittingDegrees(const ModelDesc &model) {
   for (int64_t d : candidates)
     if (tensorParallelFits(static_cast<unsigned>(d), model))
       degrees += ", " + std::to_string(d);
-  return degrees;
+  return degrees == "1" ? "tp = 1" : "tp among " + degrees;
 }
 
 Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
@@ -621,7 +622,7 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
         p.str(), formatv("tp = {0} does not divide the model's attention "
                          "head count {1} (the gcd of its query and "
                          "key/value heads); tensor parallelism gives each "
-                         "rank whole heads: choose tp among {2}",
+                         "rank whole heads: choose {2}",
                          p.tp, model.attentionHeads, fittingDegrees(model)));
   if (misfit == TpMisfit::Channels)
     return planError(
@@ -629,7 +630,7 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
         formatv("tp = {0} does not divide the channel counts tensor "
                 "parallelism splits (their gcd is {1}: convolution channels, "
                 "groups of grouped convolutions); each rank holds an equal "
-                "share of them: choose tp among {2}",
+                "share of them: choose {2}",
                 p.tp, model.tpChannels, fittingDegrees(model)));
   // No op splits: every region's divisor is one tp does not divide.
   return planError(
@@ -642,7 +643,7 @@ Error checkTensorParallel(const Plan &p, const ModelDesc &model) {
               splittingDegrees(model).empty()
                   ? std::string("no tp > 1 splits one (a softmax over the "
                                 "columns, or no region at all): plan tp = 1")
-                  : "choose tp among " + fittingDegrees(model)));
+                  : "choose " + fittingDegrees(model)));
 }
 
 Error checkCuts(const Plan &p, unsigned numLayers) {

@@ -49,6 +49,11 @@ private:
   /// in the compute type).
   double bytesFor(Type type) const;
   bool isWeightLike(Value v) const { return !sampleDependent.contains(v); }
+  /// Bytes of the trainable operands of elementwise \p op that hold one row
+  /// per token position of its [samples, tokens, features] result,
+  /// broadcast over the samples only (a learned position table): what
+  /// split::TokenSplit slices to a rank's tokens (OpDesc::positionRowsBytes).
+  double positionRowsBytes(Operation *op);
   /// Reads every item's `dist.layer` into \p layerOf; false when the
   /// function carries no layer annotations, failure when they are
   /// incomplete or out of program order.
@@ -193,6 +198,26 @@ void LayerAnalysis::collectWeightRoots(Value value,
       collectWeightRoots(operand, roots);
 }
 
+double LayerAnalysis::positionRowsBytes(Operation *op) {
+  auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!isa<g::BinaryOp>(op) || !result || result.getRank() != 3 ||
+      result.getDimSize(1) <= 1 || result.getDimSize(2) <= 1)
+    return 0;
+  double bytes = 0;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!isWeightLike(v) || !t || t.getRank() < 2 ||
+        (t.getRank() == 3 && t.getDimSize(0) != 1) ||
+        t.getShape().take_back(2) != result.getShape().take_back(2))
+      continue;
+    SmallVector<Operation *> roots;
+    collectWeightRoots(v, roots);
+    if (!roots.empty())
+      bytes += bytesFor(t);
+  }
+  return bytes;
+}
+
 std::optional<OpDesc> LayerAnalysis::costOf(Operation *op) const {
   g::CostContext context;
   context.computeType = options.computeType;
@@ -326,6 +351,7 @@ FailureOr<ModelDesc> LayerAnalysis::build() {
       } else if (isa<g::MatmulOp, g::ConvOp>(op)) {
         desc->params = 0;
       }
+      desc->positionRowsBytes = positionRowsBytes(&op);
       // Megatron tensor parallelism: a weighted matmul reading a split
       // activation is row-parallel (all-reduce its output), otherwise
       // column-parallel (split output, all-reduce the input gradient).

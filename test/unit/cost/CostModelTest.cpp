@@ -237,6 +237,91 @@ TEST(RangeTimes, SequenceParallelismSumsTheNormsWeightGradients) {
   EXPECT_EQ(cm.layerTimes(norm, d, x).tpBytes, 0);
 }
 
+/// A GPT's embedding layer as the product path sees it (the token lookup
+/// split by vocabulary, the position table `[s, h]` a weight added to the
+/// tokens): sequence parallelism slices the table to the rank's positions,
+/// so each micro-batch's backward all-gathers its gradient over the tensor
+/// group (in the W pass and the TP traffic), where a weight read through a
+/// copy would have its gradient all-reduced.
+TEST(RangeTimes, SequenceParallelismGathersAPositionTablesGradient) {
+  const double s = 2048, h = 4096, e = 2;
+  LayerDesc embedding;
+  OpDesc lookup;
+  lookup.name = "token_embedding";
+  lookup.cls = OpClass::Embedding;
+  lookup.dtype = DType::BF16;
+  lookup.params = 51200 * h;
+  lookup.fwd = {0, s * h * e, s * h * e};
+  lookup.tpAllReduceFwdBytes = s * h * e;
+  OpDesc add;
+  add.name = "add_positions";
+  add.cls = OpClass::Elementwise;
+  add.dtype = DType::BF16;
+  add.tp = TpMode::Replicated;
+  add.params = s * h;
+  add.positionRowsBytes = s * h * e;
+  add.fwd = {s * h, 3 * s * h * e, s * h * e};
+  add.bwdWeight = {s * h, s * h * e, s * h * e};
+  embedding.ops = {lookup, add};
+  CostModel cm;
+  DeviceSpec d = testDevice();
+  ExecConfig x;
+  x.tp.size = x.tp.perNode = 4;
+  x.tp.intra = x.tp.inter = link(10, 5);
+  RangeTimes whole = cm.layerTimes(embedding, d, x);
+  EXPECT_EQ(CostModel::weightGradGatherBytes(embedding, x), 0);
+  x.sp = true;
+  EXPECT_FALSE(CostModel::splitsWeightGradient(add, x));
+  EXPECT_EQ(CostModel::weightGradSumBytes(embedding, x), 0);
+  EXPECT_DOUBLE_EQ(CostModel::weightGradGatherBytes(embedding, x), s * h * e);
+  CommCost gather =
+      CostModel::collective(Collective::AllGather, s * h * e, x.tp);
+  ASSERT_GT(gather.time, 0);
+  // A ring all-gather of the table moves half what an all-reduce would.
+  EXPECT_DOUBLE_EQ(
+      2 * gather.bytes[0],
+      CostModel::collective(Collective::AllReduce, s * h * e, x.tp).bytes[0]);
+  RangeTimes split = cm.layerTimes(embedding, d, x);
+  double weightGradients = 0;
+  for (const OpDesc &op : embedding.ops)
+    weightGradients += cm.opTime(op, Phase::BackwardWeight, d, x);
+  EXPECT_DOUBLE_EQ(split.bwdWeight, weightGradients + gather.time);
+  EXPECT_DOUBLE_EQ(split.tpBytes, whole.tpBytes + gather.bytes[0]);
+  EXPECT_DOUBLE_EQ(split.linkBytes[0], whole.linkBytes[0] + gather.bytes[0]);
+  // Without the mark the same add reads its weight through a copy: summed.
+  embedding.ops[1].positionRowsBytes = 0;
+  EXPECT_EQ(CostModel::weightGradGatherBytes(embedding, x), 0);
+  EXPECT_DOUBLE_EQ(CostModel::weightGradSumBytes(embedding, x), s * h * e);
+}
+
+/// Sequence parallelism splits no lookup by tokens: one tensor parallelism
+/// leaves whole (position ids, a shared table) runs on every tensor rank's
+/// whole sequence, and is timed so; a vocabulary-parallel one is split as
+/// under tensor parallelism alone. The model's FLOPs count one copy.
+TEST(ShareOf, SequenceParallelismLeavesAWholeLookupWhole) {
+  OpDesc lookup;
+  lookup.cls = OpClass::Embedding;
+  lookup.tp = TpMode::Replicated;
+  lookup.fwd = {0, 1e6, 1e6};
+  ExecConfig x;
+  x.mbs = 2;
+  x.tp.size = 4;
+  x.cp.size = 2;
+  EXPECT_DOUBLE_EQ(CostModel::shareOf(lookup, x), 1.0);
+  x.sp = true;
+  EXPECT_DOUBLE_EQ(CostModel::shareOf(lookup, x), 1.0);
+  EXPECT_DOUBLE_EQ(CostModel::tokenShare(lookup, x), 0.25);
+  lookup.tp = TpMode::Split;
+  EXPECT_DOUBLE_EQ(CostModel::shareOf(lookup, x), 0.25);
+  CostModel cm;
+  DeviceSpec d = testDevice();
+  lookup.tp = TpMode::Replicated;
+  x.sp = false;
+  double alone = cm.opTime(lookup, Phase::Forward, d, x);
+  x.sp = true;
+  EXPECT_DOUBLE_EQ(cm.opTime(lookup, Phase::Forward, d, x), alone);
+}
+
 TEST(Memory, MixedPrecisionAdamAndZero) {
   MemoryConfig cfg;
   cfg.dp = 8;

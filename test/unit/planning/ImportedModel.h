@@ -157,11 +157,12 @@ protected:
 /// \p func, in elements: what it sends through all-to-alls, and the whole
 /// tensors it all-gathers and reduce-scatters (an all-reduce is both); the
 /// activations and the weights it reads through a dist.tp_copy (their
-/// gradients are all-reduced in the backward). With \p over only those
-/// over that group of ranks (rank 0's).
+/// gradients are all-reduced in the backward), and the weights it slices
+/// to its tokens (their gradients are all-gathered in the backward). With
+/// \p over only those over that group of ranks (rank 0's).
 struct IrCollectives {
   double allToAll = 0, gathered = 0, scattered = 0;
-  double copied = 0, weightsCopied = 0;
+  double copied = 0, weightsCopied = 0, weightsSliced = 0;
   unsigned gathers = 0, scatters = 0;
 };
 inline IrCollectives collectivesOf(mlir::func::FuncOp func, int64_t layer,
@@ -192,6 +193,9 @@ inline IrCollectives collectivesOf(mlir::func::FuncOp func, int64_t layer,
       (t.getInput().getDefiningOp<graph::WeightOp>() ? c.weightsCopied
                                                      : c.copied) +=
           elements(t.getInput());
+    } else if (auto s = dyn_cast<dist::AllSliceOp>(op)) {
+      if (s.getInput().getDefiningOp<graph::WeightOp>())
+        c.weightsSliced += elements(s.getInput());
     }
   });
   return c;
@@ -201,20 +205,25 @@ inline IrCollectives collectivesOf(mlir::func::FuncOp func, int64_t layer,
 /// \p func, to sum over the tensor group the weight gradients the programs
 /// sum: CostModel::weightGradSumBytes of the layer is the elements of the
 /// weights it reads through a dist.tp_copy over rank 0's tensor group
-/// \p group, \p elementBytes each (the graph's cost dtype), for the
-/// layers from \p begin on. Returns the elements over those layers.
+/// \p group, \p elementBytes each (the graph's cost dtype), and
+/// CostModel::weightGradGatherBytes those of the weights it slices to the
+/// rank's tokens (a position table). Returns the elements summed over all
+/// layers.
 inline double expectWeightSumsAsRun(const cost::ModelDesc &graph,
                                     mlir::func::FuncOp func,
                                     const cost::ExecConfig &x,
                                     llvm::ArrayRef<int64_t> group,
-                                    double elementBytes, unsigned begin = 0) {
+                                    double elementBytes) {
   double all = 0;
-  for (unsigned l = begin; l < graph.layers.size(); ++l) {
-    double copied = collectivesOf(func, l, group).weightsCopied;
+  for (unsigned l = 0; l < graph.layers.size(); ++l) {
+    IrCollectives c = collectivesOf(func, l, group);
     EXPECT_DOUBLE_EQ(cost::CostModel::weightGradSumBytes(graph.layers[l], x),
-                     copied * elementBytes)
+                     c.weightsCopied * elementBytes)
         << "layer " << l;
-    all += copied;
+    EXPECT_DOUBLE_EQ(cost::CostModel::weightGradGatherBytes(graph.layers[l], x),
+                     c.weightsSliced * elementBytes)
+        << "layer " << l;
+    all += c.weightsCopied;
   }
   return all;
 }
