@@ -7,6 +7,7 @@
 // deep in the pipeline (or not at all).
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/Dist/Balanced.h"
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
 
@@ -88,6 +89,61 @@ static LogicalResult verifyGroups(Operation *op, Attribute value) {
   if (!hasOwn)
     return op->emitOpError("'dist.groups' does not list the op's own group; "
                            "the op's group is one of the groups that run it");
+  return success();
+}
+
+/// `dist.balanced` (Balanced.h): a unit attribute on a slice, gather or
+/// reduce-scatter whose whole side cuts into 2 x group-size chunks behind
+/// unit dimensions, or on a ring whose blocks are even.
+static LogicalResult verifyBalanced(Operation *op, Attribute value) {
+  auto fail = [&]() { return op->emitOpError("'dist.balanced' "); };
+  if (!isa<UnitAttr>(value))
+    return fail() << "is a unit attribute, got " << value;
+  Value whole;
+  int64_t axis = 0, parts = 0;
+  if (auto s = dyn_cast<AllSliceOp>(op)) {
+    whole = s.getInput(), axis = s.getAxis(), parts = s.getGroup().size();
+  } else if (auto g = dyn_cast<AllGatherOp>(op)) {
+    whole = g.getResult(), axis = g.getAxis(), parts = g.getGroup().size();
+  } else if (auto r = dyn_cast<ReduceScatterOp>(op)) {
+    whole = r.getInput(), axis = r.getAxis(), parts = r.getGroup().size();
+  } else if (isa<RingAttentionOp, RingAttentionGradOp>(op)) {
+    auto q = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    auto k = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    if (!q || !k || q.getRank() < 2 || k.getRank() < 2)
+      return success(); // the op's own verifier names the shapes
+    int64_t sq = q.getDimSize(q.getRank() - 2),
+            skv = k.getDimSize(k.getRank() - 2);
+    if (sq % 2 != 0 || skv % 2 != 0)
+      return fail() << "marks a ring whose device holds " << sq
+                    << " queries and " << skv
+                    << " keys; a balanced device holds two equal chunks of "
+                       "the sequence, so both must be even (drop it)";
+    return success();
+  } else {
+    return fail() << "marks the load-balanced split of a sequence on a "
+                     "dist.all_slice, dist.all_gather, dist.reduce_scatter or "
+                     "ring attention (set by dist-context-parallel)";
+  }
+  auto type = dyn_cast<RankedTensorType>(whole.getType());
+  if (parts < 1)
+    return fail() << "needs an explicit group: the chunks a device holds "
+                     "follow from its place in the group";
+  if (!type || axis < 0 || axis >= type.getRank())
+    return success(); // the op's own verifier names the axis
+  if (llvm::any_of(type.getShape().take_front(axis),
+                   [](int64_t d) { return d != 1; }))
+    return fail() << "splits axis " << axis << " of " << type
+                  << ", whose dimensions before the axis are not all 1; a "
+                     "balanced split takes runs of the flattened elements "
+                     "(move the axis first, or drop it)";
+  int64_t size = type.getDimSize(axis);
+  if (!ShapedType::isDynamic(size) && size % (2 * parts) != 0)
+    return fail() << "splits dimension " << axis << " of size " << size
+                  << ", which does not cut into the " << 2 * parts
+                  << " chunks (2 x " << parts
+                  << " devices) the balanced split pairs; drop it or use a "
+                     "size that divides";
   return success();
 }
 
@@ -342,6 +398,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == Groups::getNameStr())
     return verifyGroups(op, attr.getValue());
+  if (name == kBalancedAttr)
+    return verifyBalanced(op, attr.getValue());
   if (name == ContextSplit::getNameStr()) {
     auto cp = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<AllSliceOp>(op) || !cp || !cp.getType().isInteger(64) ||

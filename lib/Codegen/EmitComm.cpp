@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/FunctionEmitter.h"
 
+#include "dialects/Dist/Balanced.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Emit/EmitDialect.h"
 
@@ -111,6 +112,7 @@ static LogicalResult emitRing(FunctionEmitter &e,
   SmallVector<std::pair<std::string, Value>> in, out;
   Value mask;
   float scale;
+  bool balanced;
   if (forward) {
     in = {{"q", forward.getQuery()},
           {"k", forward.getKey()},
@@ -118,6 +120,7 @@ static LogicalResult emitRing(FunctionEmitter &e,
     out = {{"out", forward.getResult()}, {"lse", forward.getLse()}};
     mask = forward.getMask();
     scale = forward.getScale().convertToFloat();
+    balanced = dist::isBalanced(forward);
   } else {
     in = {{"q", backward.getQuery()}, {"k", backward.getKey()},
           {"v", backward.getValue()}, {"out", backward.getResult()},
@@ -127,6 +130,7 @@ static LogicalResult emitRing(FunctionEmitter &e,
            {"dv", backward.getValueGrad()}};
     mask = backward.getMask();
     scale = backward.getScale().convertToFloat();
+    balanced = dist::isBalanced(backward);
   }
   for (auto &[name, v] : out)
     e.allocate(v);
@@ -142,9 +146,9 @@ static LogicalResult emitRing(FunctionEmitter &e,
   };
   if (mask)
     e.os << "    distrt_tensor mask = " << e.desc(mask) << ";\n";
-  // distrt_ring_attention(comm, q, k, v, mask, scale, out, lse) and
-  // distrt_ring_attention_backward(comm, q, k, v, mask, scale, out, lse,
-  // dout, dq, dk, dv).
+  // distrt_ring_attention(comm, q, k, v, mask, scale, balanced, out, lse)
+  // and distrt_ring_attention_backward(comm, q, k, v, mask, scale,
+  // balanced, out, lse, dout, dq, dk, dv).
   std::string qkv = args(ArrayRef(in).take_front(3));
   std::string rest = args(ArrayRef(in).drop_front(3));
   std::string results = args(out);
@@ -154,10 +158,27 @@ static LogicalResult emitRing(FunctionEmitter &e,
                           : "distrt_ring_attention_backward(") +
           comm + qkv + (mask ? ", &mask, " : ", NULL, ") +
           FunctionEmitter::literal(scale, Float32Type::get(raw->getContext())) +
-          rest + results + ")",
+          (balanced ? ", 1" : ", 0") + rest + results + ")",
       raw);
   e.os << "  }\n";
   return success();
+}
+
+/// Emits the copies between a balanced collective's whole value in natural
+/// order (`natural`: 2 n chunks of `chunk` bytes) and its rank-major order
+/// (`ranked`: device k's chunks k and 2 n - 1 - k, then device k + 1's),
+/// from `ranked` into `natural` when `toNatural`, else back. Context
+/// parallelism's load-balanced split (the ops' `balanced`).
+static void emitBalancedOrder(FunctionEmitter &e, const std::string &natural,
+                              const std::string &ranked, int64_t chunk,
+                              int64_t n, bool toNatural) {
+  e.os << "    for (int64_t k = 0; k < " << n << "; ++k) {\n"
+       << "      const int64_t at[2] = {k, " << 2 * n - 1 << " - k};\n"
+       << "      for (int64_t h = 0; h < 2; ++h) {\n"
+       << "        char *n_ = (char *)" << natural << " + at[h] * " << chunk
+       << ";\n        char *r_ = (char *)" << ranked << " + (2 * k + h) * "
+       << chunk << ";\n        if (P.copy(" << (toNatural ? "n_, r_" : "r_, n_")
+       << ", " << chunk << ")) return 1;\n      }\n    }\n";
 }
 
 static LogicalResult emitCollective(FunctionEmitter &e,
@@ -235,8 +256,22 @@ static LogicalResult emitCollective(FunctionEmitter &e,
     e.os << "  {\n";
     std::string comm = communicator(e, op);
     e.os << "    distrt_tensor in = " << e.desc(in)
-         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
+         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n";
+    if (dist::isBalanced(rs)) {
+      // The partial sums put in rank-major order first: each device's
+      // shard is then its run, its chunks k and 2 n - 1 - k.
+      int64_t bytes = FunctionEmitter::bytesOf(in);
+      int64_t n = op.getGroupDevices().size();
+      e.os << "    void *ranked = P.alloc(" << bytes
+           << ");\n    if (!ranked) return 1;\n";
+      emitBalancedOrder(e, e.name(in), "ranked", bytes / (2 * n), n,
+                        /*toNatural=*/false);
+      e.os << "    in.data = ranked;\n";
+    }
+    e.os << "  ";
     e.call("distrt_reduce_scatter(" + comm + ", &in, &out, " + rop + ")", raw);
+    if (dist::isBalanced(rs))
+      e.os << "    P.release(ranked);\n";
     e.os << "  }\n";
     return success();
   }
@@ -251,8 +286,21 @@ static LogicalResult emitCollective(FunctionEmitter &e,
     e.os << "  {\n";
     std::string comm = communicator(e, op);
     e.os << "    distrt_tensor in = " << e.desc(in)
-         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n  ";
+         << ";\n    distrt_tensor out = " << e.desc(out) << ";\n";
+    int64_t bytes = FunctionEmitter::bytesOf(out);
+    if (dist::isBalanced(ag))
+      e.os << "    void *ranked = P.alloc(" << bytes
+           << ");\n    if (!ranked) return 1;\n    out.data = ranked;\n";
+    e.os << "  ";
     e.call("distrt_all_gather(" + comm + ", &in, &out)", raw);
+    if (dist::isBalanced(ag)) {
+      // Gathered in rank-major order: each device's chunks put back in
+      // place.
+      int64_t n = op.getGroupDevices().size();
+      emitBalancedOrder(e, e.name(out), "ranked", bytes / (2 * n), n,
+                        /*toNatural=*/true);
+      e.os << "    P.release(ranked);\n";
+    }
     e.os << "  }\n";
     return success();
   }
@@ -271,6 +319,17 @@ static LogicalResult emitCollective(FunctionEmitter &e,
     e.os << "    int32_t at = 0;\n  ";
     e.call("distrt_comm_rank(" + comm + ", &at)", raw);
     int64_t bytes = FunctionEmitter::bytesOf(out);
+    if (dist::isBalanced(as)) {
+      // Chunks at and 2 n - 1 - at of 2 n.
+      int64_t n = op.getGroupDevices().size(), chunk = bytes / 2;
+      e.os << "    if (P.copy(" << e.name(out) << ", (const char *)"
+           << e.name(in) << " + (size_t)at * " << chunk << ", " << chunk
+           << ")) return 1;\n    if (P.copy((char *)" << e.name(out) << " + "
+           << chunk << ", (const char *)" << e.name(in) << " + (size_t)("
+           << 2 * n - 1 << " - at) * " << chunk << ", " << chunk
+           << ")) return 1;\n  }\n";
+      return success();
+    }
     e.os << "    if (P.copy(" << e.name(out) << ", (const char *)" << e.name(in)
          << " + (size_t)at * " << bytes << ", " << bytes
          << ")) return 1;\n  }\n";

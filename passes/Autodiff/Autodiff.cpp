@@ -12,6 +12,7 @@
 #include "passes/Distribute/VocabParallel.h"
 #include "passes/Passes.h"
 
+#include "dialects/Dist/Balanced.h"
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
@@ -294,6 +295,7 @@ static void foldSlicedSums(func::FuncOp func) {
         b, slice.getLoc(), slice.getType(), sum.getInput(), sum.getKindAttr(),
         slice.getAxisAttr(), slice.getGroupAttr());
     scatter->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
+    dist::setBalanced(scatter, dist::isBalanced(slice));
     slice.getResult().replaceAllUsesWith(scatter.getResult());
     slice.erase();
     sum.erase();

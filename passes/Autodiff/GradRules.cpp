@@ -14,6 +14,7 @@
 #include "passes/Autodiff/GradBuilder.h"
 #include "passes/Autodiff/GradRulesInternal.h"
 
+#include "dialects/Dist/Balanced.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Graph/GraphShapeUtils.h"
@@ -449,6 +450,7 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
           auto slice =
               dist::AllSliceOp::create(b, loc, g.getInput().getType(), dy,
                                        g.getAxisAttr(), g.getGroupAttr());
+          dist::setBalanced(slice, dist::isBalanced(g));
           copyRunGroups(g, slice);
           return slice;
         });
@@ -465,6 +467,7 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
                   b, loc, in.getType(), dy,
                   op->getAttrOfType<IntegerAttr>("axis"),
                   op->getAttrOfType<DenseI64ArrayAttr>("group"));
+              dist::setBalanced(gather, dist::isBalanced(op));
               copyRunGroups(op, gather);
               return gather;
             });
@@ -505,6 +508,7 @@ LogicalResult distopt::autodiff::emitGradient(GradEmitter &e, Operation *op,
                     r.getValue().getType(), r.getQuery(), r.getKey(),
                     r.getValue(), r.getResult(), r.getLse(), dy, r.getMask(),
                     r.getScaleAttr(), r.getGroupAttr());
+                dist::setBalanced(grad, dist::isBalanced(r));
                 copyRunGroups(r, grad);
               }
               return grad;

@@ -79,6 +79,20 @@ struct ContextParallelPass
     return success();
   }
 
+  /// Why the split is contiguous rather than balanced (empty: balanced):
+  /// `balance=0`, or an input whose sequence does not cut into 2 cp chunks.
+  std::string balancedSplit(Block &body, unsigned cp) {
+    if (!balance)
+      return "balance=0";
+    for (BlockArgument arg : body.getArguments())
+      if (int64_t seq = tensorOf(arg).getDimSize(1); seq % (2 * cp) != 0)
+        return "input #" + std::to_string(arg.getArgNumber()) + " has " +
+               std::to_string(seq) + " positions, which do not cut into the " +
+               std::to_string(2 * cp) +
+               " chunks of the load-balanced split (2 x cp)";
+    return "";
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -124,10 +138,19 @@ struct ContextParallelPass
       if (failed(checkInput(*func, arg, layout.cp)))
         return signalPassFailure();
 
+    // Megatron's load-balanced split where every sequence cuts into 2 cp
+    // chunks: rank c holds chunks c and 2 cp - 1 - c, so under a causal
+    // mask each rank's ring computes the same share of the scores.
+    std::string contiguousWhy = balancedSplit(body, layout.cp);
+    bool balanced = contiguousWhy.empty();
+    if (verbose && !balanced)
+      func->emitRemark("dist-context-parallel: the sequence splits "
+                       "contiguously (rank c holds [c S/cp, (c+1) S/cp)): ")
+          << contiguousWhy;
     split::TokenSplit tokens(
         *func, layout.cp,
         [&](Operation *op) { return contextGroupsOf(op, layout); },
-        /*attention=*/true);
+        /*attention=*/true, balanced);
     for (BlockArgument arg : body.getArguments())
       tokens.seed(arg, Split{1, 1});
     tokens.analyze();
@@ -170,6 +193,7 @@ struct ContextParallelPass
           b, first, contextGroupsOf(first, layout), local, arg,
           b.getI64IntegerAttr(s.dim));
       split::placeLike(slice, first);
+      dist::setBalanced(slice, balanced);
       splitAttr.setAttr(slice, b.getI64IntegerAttr(layout.cp));
       arg.replaceAllUsesExcept(slice.getResult(), slice);
     });

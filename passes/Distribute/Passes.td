@@ -15,10 +15,14 @@ def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
   let description = [{
     For a module whose `#dist.plan` has cp > 1, rewrites the planned forward
     function so that every rank of a context-parallel group runs it on its
-    own contiguous part of the sequence: rank c of cp holds positions
-    [c S/cp, (c+1) S/cp). Run it before `dist-autodiff` (dist-compile does,
-    for a planned module): the gradient rules of the collectives it inserts
-    make the backward.
+    own part of the sequence: with `balance=1` (the default) and a sequence
+    S that divides by 2 cp, the load-balanced split Megatron-LM runs under a
+    causal mask: the sequence cut into 2 cp chunks, rank c holding chunks c
+    and 2 cp - 1 - c (every collective along the sequence, the ring
+    attentions included, carries `dist.balanced`); else the contiguous one, rank
+    c of cp holding positions [c S/cp, (c+1) S/cp) (`verbose=1` says why).
+    Run it before `dist-autodiff` (dist-compile does, for a planned module):
+    the gradient rules of the collectives it inserts make the backward.
 
     Every input of the function is split along its dimension 1 (the
     sequence of `[rows, sequence, ...]`): `dist.all_slice ... over [group]`
@@ -47,8 +51,8 @@ def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
     by a scalar constant and an optional mask (added, or a `graph.where`
     fill of at most -1e30), becomes one `dist.ring_attention` on the rank's
     own K and V blocks: cp steps, each computing against the block held
-    while it moves to the next rank, blocks above a causal diagonal skipped
-    (RingAttention.cpp). Under tp > 1, dist-tensor-parallel (which runs
+    while it moves to the next rank, the scores the mask drops (above a
+    causal diagonal) skipped (RingAttention.cpp). Under tp > 1, dist-tensor-parallel (which runs
     after) splits each ring by heads: each tensor rank's ring passes its
     own heads' blocks around its context group. Attentions of another form
     keep the all-gather (`verbose=1` remarks why); so does every attention
@@ -70,10 +74,15 @@ def ContextParallelPass : Pass<"dist-context-parallel", "mlir::ModuleOp"> {
     Option<"verbose", "verbose", "bool", "false",
            "remark where the token split first stops (a value gathered "
            "whole before an op that does not work on the rank's tokens) "
-           "and why an attention keeps the all-gather form">,
+           "and why an attention keeps the all-gather form or the split is "
+           "contiguous">,
     Option<"ring", "ring", "bool", "true",
            "run the attentions as ring attention (dist.ring_attention); "
-           "false keeps the all-gather form">
+           "false keeps the all-gather form">,
+    Option<"balance", "balance", "bool", "true",
+           "split each sequence into 2 cp chunks, rank c holding chunks c "
+           "and 2 cp - 1 - c (Megatron's load-balanced causal split), where "
+           "the sequence divides by 2 cp; false splits it contiguously">
   ];
   let dependentDialects = ["distopt::dist::DistDialect",
                            "distopt::graph::GraphDialect"];

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Distribute/RingAttention.h"
 
+#include "dialects/Dist/Balanced.h"
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
@@ -39,8 +40,9 @@ std::optional<double> scalarOf(Value v) {
 
 /// The rank's block behind `whole`, a value gathered whole over a context
 /// group as split::gatherWhole builds it ([reshape <- transpose <-] tp_copy
-/// <- all_gather <- [reshape <-] block), and the gather; null when `whole`
-/// is not one. `dim` is the dimension of `whole` the gather merged.
+/// <- all_gather <- [[transpose <-] reshape <-] block), and the gather; null
+/// when `whole` is not one. `dim` is the dimension of `whole` the gather
+/// merged.
 Value blockOf(Value whole, int64_t dim, dist::AllGatherOp &gather) {
   Value x = whole;
   auto reshape = x.getDefiningOp<g::ReshapeOp>();
@@ -57,7 +59,10 @@ Value blockOf(Value whole, int64_t dim, dist::AllGatherOp &gather) {
   const int64_t parts = gather.getGroup().size();
   if (transpose) {
     // Stacked along a new leading dimension: the block is the gather's
-    // input without it.
+    // input without it (a balanced block's two chunks moved there first).
+    if (auto chunks = block.getDefiningOp<g::TransposeOp>();
+        chunks && dist::isBalanced(gather))
+      block = chunks.getInput();
     auto stacked = block.getDefiningOp<g::ReshapeOp>();
     if (!stacked || gather.getAxis() != 0)
       return {};
@@ -150,8 +155,9 @@ std::string matchAttention(g::MatmulOp pv, Match &m) {
       blockOf(m.scores.getRhs(), transposed ? rank - 2 : rank - 1, m.gather);
   if (!m.key)
     return "K is not gathered whole along its positions";
-  if (m.gather.getGroup() != valueGather.getGroup())
-    return "K and V are gathered over different groups";
+  if (m.gather.getGroup() != valueGather.getGroup() ||
+      dist::isBalanced(m.gather) != dist::isBalanced(valueGather))
+    return "K and V are gathered over different groups or splits";
   auto q = cast<RankedTensorType>(m.scores.getLhs().getType());
   auto v = cast<RankedTensorType>(m.value.getType());
   if (q.getRank() != rank ||
@@ -280,6 +286,7 @@ split::RingAttentions split::formRingAttentions(func::FuncOp func) {
         b, loc, out, out.clone(lseShape), m.scores.getLhs(), key, m.value,
         *mask, b.getF32FloatAttr(static_cast<float>(m.factor)),
         m.gather.getGroupAttr());
+    dist::setBalanced(ring, dist::isBalanced(m.gather));
     dist::DistDialect::GroupsAttrHelper groups(b.getContext());
     if (auto runs = groups.getAttr(m.gather))
       groups.setAttr(ring, runs);

@@ -9,6 +9,7 @@
 #ifndef DISTOPT_PASSES_DISTRIBUTE_SPLITVALUES_H
 #define DISTOPT_PASSES_DISTRIBUTE_SPLITVALUES_H
 
+#include "dialects/Dist/Balanced.h"
 #include "dialects/Dist/DistDialect.h"
 #include "dialects/Dist/DistOps.h"
 #include "dialects/Graph/GraphOps.h"
@@ -177,12 +178,17 @@ Op createCollective(mlir::OpBuilder &b, mlir::Operation *at,
 /// when every dimension before it is 1, else along a new leading one,
 /// moved next to `dim` and merged into it (the runtime gathers along the
 /// leading dimension). `onGathered` sees the gathered stack first (the
-/// value whose gradient dist-autodiff slices back).
+/// value whose gradient dist-autodiff slices back). `balanced`: each rank
+/// holds chunks c and 2 parts - 1 - c of the 2 parts chunks of `dim`
+/// (context parallelism's load-balanced split): the gather is `balanced`,
+/// and off the leading dimension the rank's two chunks are stacked along
+/// the new leading one.
 inline mlir::Value
 gatherWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v,
             mlir::RankedTensorType local, int64_t dim,
             const std::vector<std::vector<unsigned>> &groups,
-            llvm::function_ref<mlir::Value(mlir::Value)> onGathered = {}) {
+            llvm::function_ref<mlir::Value(mlir::Value)> onGathered = {},
+            bool balanced = false) {
   int64_t parts = groups.front().size();
   mlir::Location loc = v.getLoc();
   llvm::SmallVector<int64_t> whole(local.getShape());
@@ -191,6 +197,7 @@ gatherWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v,
   auto gather = [&](mlir::Value in, mlir::RankedTensorType type, int64_t axis) {
     auto op = createCollective<dist::AllGatherOp>(b, at, groups, type, in,
                                                   b.getI64IntegerAttr(axis));
+    dist::setBalanced(op, balanced);
     placeLike(op, at);
     mlir::Value out = op.getResult();
     return onGathered ? onGathered(out) : out;
@@ -201,12 +208,30 @@ gatherWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v,
   };
   if (contiguousAlong(local, dim))
     return gather(v, wholeType, dim);
-  llvm::SmallVector<int64_t> lead{1}, stacked{parts};
-  lead.append(local.getShape().begin(), local.getShape().end());
-  stacked.append(local.getShape().begin(), local.getShape().end());
-  mlir::Value x = place(graph::ReshapeOp::create(b, loc, local.clone(lead), v));
+  // The rank's chunks (1, or the balanced 2) along a new leading dimension.
+  const int64_t chunks = balanced ? 2 : 1;
+  llvm::SmallVector<int64_t> chunk(local.getShape());
+  chunk[dim] /= chunks;
+  llvm::SmallVector<int64_t> lead{chunks}, stacked{chunks * parts};
+  lead.append(chunk.begin(), chunk.end());
+  stacked.append(chunk.begin(), chunk.end());
+  mlir::Value x;
+  if (!balanced) {
+    x = place(graph::ReshapeOp::create(b, loc, local.clone(lead), v));
+  } else {
+    // [a.., n/parts, b..] -> [a.., 2, n/(2 parts), b..] -> [2, a.., ..]
+    llvm::SmallVector<int64_t> cut(chunk);
+    cut.insert(cut.begin() + dim, chunks);
+    llvm::SmallVector<int64_t> first{dim};
+    for (int64_t d = 0; d < static_cast<int64_t>(cut.size()); ++d)
+      if (d != dim)
+        first.push_back(d);
+    x = place(graph::ReshapeOp::create(b, loc, local.clone(cut), v));
+    x = place(graph::TransposeOp::create(b, loc, local.clone(lead), x,
+                                         b.getDenseI64ArrayAttr(first)));
+  }
   x = gather(x, local.clone(stacked), 0);
-  // [parts, a.., n/parts, b..] -> [a.., parts, n/parts, b..]
+  // [chunks parts, a.., n/(chunks parts), b..] -> [a.., chunks parts, ..]
   llvm::SmallVector<int64_t> perm, moved;
   for (int64_t d = 1; d <= dim; ++d)
     perm.push_back(d);
@@ -226,11 +251,15 @@ gatherWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v,
 /// axis) along `dim` when every dimension before it is 1, else `dim` cut
 /// into [parts, n/parts], the parts moved to a new leading dimension and
 /// taken there (the runtime's collectives take blocks of the leading
-/// dimension; their gradients, all-gathers, gather along it).
+/// dimension; their gradients, all-gathers, gather along it). `balanced`:
+/// the rank's part is chunks c and 2 parts - 1 - c of 2 parts (a
+/// `balanced` collective; off the leading dimension, [2 parts, n/(2
+/// parts)] moved first, and the two chunks taken moved back).
 template <typename Op, typename... Args>
-mlir::Value
-partAlong(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
-          const std::vector<std::vector<unsigned>> &groups, Args... args) {
+mlir::Value partAlong(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v,
+                      int64_t dim,
+                      const std::vector<std::vector<unsigned>> &groups,
+                      bool balanced, Args... args) {
   int64_t parts = groups.front().size();
   mlir::Location loc = v.getLoc();
   auto whole = mlir::cast<mlir::RankedTensorType>(v.getType());
@@ -239,6 +268,7 @@ partAlong(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
   auto take = [&](mlir::Value in, mlir::RankedTensorType type, int64_t axis) {
     auto op = createCollective<Op>(b, at, groups, type, in, args...,
                                    b.getI64IntegerAttr(axis));
+    dist::setBalanced(op, balanced);
     placeLike(op, at);
     return op.getResult();
   };
@@ -248,10 +278,13 @@ partAlong(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
   };
   if (contiguousAlong(whole, dim))
     return take(v, whole.clone(part), dim);
-  // [a.., n, b..] -> [a.., parts, n/parts, b..] -> [parts, a.., n/parts, b..]
+  // [a.., n, b..] -> [a.., k, n/k, b..] -> [k, a.., n/k, b..] with k =
+  // parts (2 parts balanced)
+  const int64_t chunks = balanced ? 2 : 1;
   llvm::SmallVector<int64_t> cut(whole.getShape().take_front(dim));
-  cut.push_back(parts);
-  cut.append(part.begin() + dim, part.end());
+  cut.push_back(chunks * parts);
+  cut.push_back(part[dim] / chunks);
+  cut.append(part.begin() + dim + 1, part.end());
   mlir::Value x = place(graph::ReshapeOp::create(b, loc, whole.clone(cut), v));
   llvm::SmallVector<int64_t> perm{dim}, moved;
   for (int64_t d = 0; d < static_cast<int64_t>(cut.size()); ++d)
@@ -261,17 +294,31 @@ partAlong(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
     moved.push_back(cut[d]);
   x = place(graph::TransposeOp::create(b, loc, whole.clone(moved), x,
                                        b.getDenseI64ArrayAttr(perm)));
-  moved[0] = 1;
+  moved[0] = chunks;
   x = take(x, whole.clone(moved), 0);
+  if (balanced) {
+    // [2, a.., n/(2 parts), b..] -> [a.., 2, n/(2 parts), b..]
+    llvm::SmallVector<int64_t> back, shape;
+    for (int64_t d = 1; d <= dim; ++d)
+      back.push_back(d);
+    back.push_back(0);
+    for (int64_t d = dim + 1; d < static_cast<int64_t>(moved.size()); ++d)
+      back.push_back(d);
+    for (int64_t d : back)
+      shape.push_back(moved[d]);
+    x = place(graph::TransposeOp::create(b, loc, whole.clone(shape), x,
+                                         b.getDenseI64ArrayAttr(back)));
+  }
   return place(graph::ReshapeOp::create(b, loc, whole.clone(part), x));
 }
 
 /// The rank's part of the whole `v` along `dim` (partAlong's
 /// `dist.all_slice`).
-inline mlir::Value
-sliceWhole(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
-           const std::vector<std::vector<unsigned>> &groups) {
-  return partAlong<dist::AllSliceOp>(b, at, v, dim, groups);
+inline mlir::Value sliceWhole(mlir::OpBuilder &b, mlir::Operation *at,
+                              mlir::Value v, int64_t dim,
+                              const std::vector<std::vector<unsigned>> &groups,
+                              bool balanced = false) {
+  return partAlong<dist::AllSliceOp>(b, at, v, dim, groups, balanced);
 }
 
 /// The rank's part along `dim` of the sum over `groups` of the ranks'
@@ -281,7 +328,7 @@ inline mlir::Value
 scatterSum(mlir::OpBuilder &b, mlir::Operation *at, mlir::Value v, int64_t dim,
            const std::vector<std::vector<unsigned>> &groups) {
   return partAlong<dist::ReduceScatterOp>(
-      b, at, v, dim, groups,
+      b, at, v, dim, groups, /*balanced=*/false,
       dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::sum));
 }
 

@@ -144,8 +144,10 @@ std::optional<Split> TokenSplit::visit(Operation *op,
   Value in = op->getOperand(0);
   auto inSplit = split.find(in);
   if (isa<g::ReshapeOp, g::FlattenOp>(op)) {
-    std::optional<Split> s =
-        reshaped(in, op->getResult(0), inSplit->second, parts);
+    // A balanced split cuts the tokens into 2 parts chunks: a dimension
+    // they are cut into keeps them whole only if it divides so.
+    std::optional<Split> s = reshaped(in, op->getResult(0), inSplit->second,
+                                      balanced ? 2 * parts : parts);
     if (!s ||
         (!attention && !contiguousAlong(tensorOf(op->getResult(0)), s->dim)))
       return std::nullopt;
@@ -324,7 +326,7 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
       b.setInsertionPoint(before);
       whole =
           gatherWhole(b, at, v, localType(tensorOf(v), split.lookup(v), parts),
-                      split.lookup(v).dim, groupsOf(at));
+                      split.lookup(v).dim, groupsOf(at), {}, balanced);
     }
     gathered[keyOf(v, at)] = whole;
     return whole;
@@ -367,6 +369,7 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
         auto rankIds = createCollective<dist::AllSliceOp>(
             b, w.user, groups, localType(tensorOf(ids), {w.axis, 1}, parts),
             ids, b.getI64IntegerAttr(w.axis));
+        dist::setBalanced(rankIds, balanced);
         placeLike(rankIds, w.user);
         Value table = lookup.getTable();
         if (!table.getDefiningOp<g::ConstantOp>())
@@ -380,13 +383,13 @@ void TokenSplit::rewrite(function_ref<void(Value, Split)> localize) {
       } else if (w.how == How::Slice) {
         // Along the leading dimensions of more than one element too (a
         // mask of every head's rows: ALiBi's biases).
-        local = sliceWhole(b, w.user, v, w.axis, groups);
+        local = sliceWhole(b, w.user, v, w.axis, groups, balanced);
       } else if (w.how == How::Copy) {
         local = copy(v);
       } else {
         local = gatherWhole(b, w.user, v,
                             localType(tensorOf(v), split.lookup(v), parts),
-                            w.axis, groups, copy);
+                            w.axis, groups, copy, balanced);
       }
     }
     w.user->setOperand(w.operand, local);

@@ -48,9 +48,9 @@ public:
   /// over its features (planning::normalizedOverFeatures: latent
   /// attention's down-projections).
   TokenSplit(mlir::func::FuncOp func, int64_t parts, GroupsOf groupsOf,
-             bool attention)
+             bool attention, bool balanced = false)
       : func(func), parts(parts), groupsOf(std::move(groupsOf)),
-        attention(attention) {}
+        attention(attention), balanced(balanced) {}
 
   /// `v` holds the rank's part `s` of the tokens; `op` (when given) made
   /// it and is taken as token-split.
@@ -101,6 +101,7 @@ private:
   int64_t parts;
   GroupsOf groupsOf;
   bool attention;
+  bool balanced;
   llvm::DenseSet<mlir::Operation *> seeds;
   llvm::MapVector<mlir::Value, Split> split;
   llvm::SetVector<mlir::Operation *> ops;

@@ -31,6 +31,9 @@ using namespace distrt;
 
 namespace {
 
+/// The scores the thread's last CPU forward computed (lastRingScores).
+thread_local int64_t scoresComputed = 0;
+
 /// Tags of the ring's transfers: above distrt_send's and the ring
 /// collectives' (Ring.cpp), so they never match another message.
 constexpr int kKvTag = kMaxSendTag + 2;
@@ -43,7 +46,7 @@ constexpr int kGradTag = kMaxSendTag + 3;
 distrt_status checkRing(distrt_comm *comm, const char *fn,
                         const distrt_tensor *q, const distrt_tensor *k,
                         const distrt_tensor *v, const distrt_tensor *mask,
-                        float scale, const distrt_tensor *out,
+                        float scale, int32_t balanced, const distrt_tensor *out,
                         const distrt_tensor *lse, RingShape &shape) {
   if (!comm || !comm->ctx)
     return setError(nullptr, DISTRT_ERROR_INVALID_ARGUMENT,
@@ -80,6 +83,16 @@ distrt_status checkRing(distrt_comm *comm, const char *fn,
   if (!std::isfinite(scale))
     return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "scale ", scale,
                   " is not finite");
+  if (balanced != 0 && balanced != 1)
+    return c.fail(DISTRT_ERROR_INVALID_ARGUMENT, "balanced ", balanced,
+                  " is neither 0 (contiguous blocks) nor 1 (the load-balanced "
+                  "split)");
+  if (balanced && (shape.sq % 2 != 0 || shape.skv % 2 != 0))
+    return c.fail(DISTRT_ERROR_SHAPE_MISMATCH, "q ", shapeString(*q), " and k ",
+                  shapeString(*k),
+                  " hold an odd number of positions; a balanced rank holds "
+                  "two equal chunks of the sequence (pass balanced = 0)");
+  shape.balanced = balanced != 0;
   shape.batch = 1;
   for (int64_t d : lead)
     shape.batch *= d;
@@ -126,9 +139,12 @@ void forwardBlock(const RingShape &s, int32_t block, const float *q,
       double blockMax = dropped;
       for (int64_t j = 0; j < s.skv; ++j) {
         const float bias = s.biasAt(b, i, block, j);
-        scores[j] = bias <= kMaskedBias
-                        ? dropped
-                        : s.scoreOf<double>(qi, k + j * s.d, bias);
+        if (bias <= kMaskedBias) {
+          scores[j] = dropped;
+          continue;
+        }
+        scores[j] = s.scoreOf<double>(qi, k + j * s.d, bias);
+        ++scoresComputed;
         blockMax = std::max(blockMax, scores[j]);
       }
       if (blockMax == dropped)
@@ -271,6 +287,7 @@ distrt_status forwardCpu(distrt_comm *comm, const char *fn, const RingShape &s,
                          const float *q, const float *k, const float *v,
                          float *out, float *lse) {
   const int64_t rows = s.batch * s.sq;
+  scoresComputed = 0;
   std::vector<double> m(rows, -std::numeric_limits<double>::infinity());
   std::vector<double> l(rows, 0), acc(rows * s.dv, 0);
   std::vector<float> cur(s.kvFloats()), next(s.kvFloats());
@@ -360,14 +377,16 @@ std::vector<bool> distrt::liveBlocks(const RingShape &s, const float *bias) {
   return live;
 }
 
+int64_t distrt::lastRingScores() { return scoresComputed; }
+
 extern "C" distrt_status
 distrt_ring_attention(distrt_comm *comm, const distrt_tensor *q,
                       const distrt_tensor *k, const distrt_tensor *v,
-                      const distrt_tensor *mask, float scale,
+                      const distrt_tensor *mask, float scale, int32_t balanced,
                       const distrt_tensor *out, const distrt_tensor *lse) {
   const char *fn = "distrt_ring_attention";
   RingShape s;
-  DISTRT_TRY(checkRing(comm, fn, q, k, v, mask, scale, out, lse, s));
+  DISTRT_TRY(checkRing(comm, fn, q, k, v, mask, scale, balanced, out, lse, s));
   auto *o = static_cast<float *>(out->data);
   auto *l = static_cast<float *>(lse->data);
   auto *qp = static_cast<const float *>(q->data);
@@ -386,12 +405,12 @@ distrt_ring_attention(distrt_comm *comm, const distrt_tensor *q,
 extern "C" distrt_status distrt_ring_attention_backward(
     distrt_comm *comm, const distrt_tensor *q, const distrt_tensor *k,
     const distrt_tensor *v, const distrt_tensor *mask, float scale,
-    const distrt_tensor *out, const distrt_tensor *lse,
+    int32_t balanced, const distrt_tensor *out, const distrt_tensor *lse,
     const distrt_tensor *dout, const distrt_tensor *dq, const distrt_tensor *dk,
     const distrt_tensor *dv) {
   const char *fn = "distrt_ring_attention_backward";
   RingShape s;
-  DISTRT_TRY(checkRing(comm, fn, q, k, v, mask, scale, out, lse, s));
+  DISTRT_TRY(checkRing(comm, fn, q, k, v, mask, scale, balanced, out, lse, s));
   Checker c(comm->ctx, fn);
   DISTRT_TRY(c.pointer("dout", dout));
   DISTRT_TRY(c.pointer("dq", dq));

@@ -1542,7 +1542,8 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
                             overflow=False, skips_like_one=False,
                             vocab_parallel=False, per_replica=None,
                             loss_rtol=None, boundary_parts=False,
-                            routing=False, kinks=False, ring=False):
+                            routing=False, kinks=False, ring=False,
+                            cp_options=None):
     """Pipeline-parallel training: the forward function planned with
     `plan` (dist-opt --dist-plan=PLAN --dist-batch=BATCH; the model is
     compiled for one micro-batch, `input_shape`), then dist-compile --train
@@ -1577,7 +1578,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     scatter/gather of stage boundaries (sg=1) all-gathers at each receiver.
     With `ring` the generated source runs ring attention, forward and
     backward (the context-parallel attentions did not keep the all-gather
-    form). With `boundary_parts` every value the stages send is one tensor rank's
+    form), every ring on the load-balanced split (balanced = 1) unless
+    `cp_options` (dist-compile --context-parallel-options) has balance=0,
+    then every ring on the contiguous one. With `boundary_parts` every value the stages send is one tensor rank's
     part of a flattened whole (each distrt_send of the generated source
     carries a 1-d tensor): the boundaries went by scatter/gather. Tensors whose saved name `per_replica` (a regex)
     matches are each replica's own (batch norm's running statistics under
@@ -1627,8 +1630,9 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
     source = os.path.join(d, "pp.cpp")
     undecided = []
     # A routing case's single process is checked_single's, shared.
+    cp_flags = ["--context-parallel-options=" + cp_options] if cp_options else []
     for cmd in ([compiler, planned, "--train=" + train, "--emit-source", source,
-                 "-o", pp], single)[:1 if reference or routing else 2]:
+                 "-o", pp] + cp_flags, single)[:1 if reference or routing else 2]:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             return [f"dist-compile {cmd[1]} failed: {p.stderr[-1500:]}"]
@@ -1646,6 +1650,17 @@ def run_pipeline_train_case(compiler, work, name, model, train, input_shape,
             return [f"{source} runs no ring attention (forward and "
                     "backward): the context-parallel attentions kept the "
                     "all-gather form"]
+        # distrt_ring_attention[_backward](comm, &q, &k, &v, mask, scale,
+        # balanced, ...)
+        flags = set(re.findall(r"distrt_ring_attention(?:_backward)?\("
+                               r"[\w.]+, &q, &k, &v, (?:&mask|NULL), [^,]+, "
+                               r"([01]),", text))
+        want = "0" if "balance=0" in (cp_options or "") else "1"
+        if flags != {want}:
+            return [f"{source} runs its rings with balanced = "
+                    f"{sorted(flags)}, not {want}: the sequence was not "
+                    "split " + ("contiguously" if want == "0" else
+                                "into the load-balanced 2 cp chunks")]
     if boundary_parts:
         with open(source) as f:
             sends = re.findall(r"distrt_tensor t = dg::TS?\(\w+, \w+, "
@@ -2513,10 +2528,15 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_adam_cp2", dict(gpt_adam, plan="cp=2,mbs=1")))
     out.append(("gpt2_sgd_cp2", dict(gpt, plan="cp=2,mbs=1", train=sgd)))
     # A ring of four (8 of the 32 positions each): every block passes three
-    # ranks on, and under the causal mask rank c computes c + 1 of the 4
-    # blocks (rank 0 skips three).
+    # ranks on. Under the load-balanced split (the default: rank c holds
+    # the chunks c and 7 - c of 4 positions) every rank computes the same
+    # share of the causal scores; with balance=0 the split is contiguous
+    # and rank c computes c + 1 of the 4 blocks (rank 0 skips three).
     out.append(("gpt2_sgd_cp4",
-                dict(gpt, plan="cp=4,mbs=1", ranks=4, train=sgd)))
+                dict(gpt, plan="cp=4,mbs=1", ranks=4, train=sgd, ring=True)))
+    out.append(("gpt2_sgd_cp4_contiguous",
+                dict(gpt, plan="cp=4,mbs=1", ranks=4, train=sgd, ring=True,
+                     cp_options="balance=0")))
     out.append(("gpt2_adam_dp2_cp2",
                 dict(gpt_adam, plan="dp=2,cp=2,mbs=1", ranks=4)))
     # Adam hides a constant factor on the gradients (m / sqrt(v)); SGD and

@@ -112,6 +112,12 @@ static cl::opt<std::string> prepareOptions(
     cl::desc("Options for dist-prepare-for-emission, e.g. \"post-ops=false "
              "views=false\" (the target is set from --target)"),
     cl::value_desc("pass options"), cl::cat(category));
+static cl::opt<std::string> contextParallelOptions(
+    "context-parallel-options",
+    cl::desc("Options for dist-context-parallel under a plan with cp > 1, "
+             "e.g. \"balance=0\" (the contiguous sequence split) or "
+             "\"ring=0\" (the all-gather attention)"),
+    cl::value_desc("pass options"), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print the compiler command"),
                              cl::cat(category));
 
@@ -520,13 +526,32 @@ int main(int argc, char **argv) {
       const char *ranks;
     };
     const Split splits[] = {
-        {needsContextParallel, [] { return createContextParallelPass(); },
+        {needsContextParallel,
+         [] {
+           std::unique_ptr<Pass> pass = createContextParallelPass();
+           // Checked before the split (below), so this succeeds.
+           (void)pass->initializeOptions(
+               contextParallelOptions, [](const Twine &) { return failure(); });
+           return pass;
+         },
          false, "context-parallel"},
         {needsTensorParallel, [] { return createTensorParallelPass(); }, true,
          "tensor-parallel"},
         {needsExpertParallel, [] { return createExpertParallelPass(); }, true,
          "expert-parallel"},
     };
+    if (std::string bad; failed(createContextParallelPass()->initializeOptions(
+            contextParallelOptions, [&](const Twine &msg) {
+              bad = msg.str();
+              return failure();
+            }))) {
+      WithColor::error() << "--context-parallel-options=\""
+                         << contextParallelOptions
+                         << "\": " << StringRef(bad).trim()
+                         << " (the options are dist-context-parallel's: "
+                            "verbose, ring, balance)\n";
+      return 2;
+    }
     int splitRc = 0;
     for (const Split &split : splits) {
       if (!split.needed(*m))

@@ -189,15 +189,20 @@ distrt_status distrt_recv(distrt_comm *comm, const distrt_tensor *tensor,
 
 /** Ring attention (context parallelism, docs/distributed.md): the
  *  communicator's rank c holds block c of a sequence cut into size
- *  contiguous blocks: the queries `q` [..., Sq, D] of its positions
- *  c Sq .. (c + 1) Sq - 1, and the keys `k` [..., Skv, D] and values `v`
- *  [..., Skv, Dv] of its Skv positions (the leading dims, heads and rows,
- *  the same in all three). `out` [..., Sq, Dv] receives
- *  softmax(scale q K^T + mask) V over the keys and values of every block,
- *  and `lse` [..., Sq] (f32) the log-sum-exp of each query row's scores,
+ *  blocks: the queries `q` [..., Sq, D] of its positions, and the keys `k`
+ *  [..., Skv, D] and values `v` [..., Skv, Dv] of its Skv positions (the
+ *  leading dims, heads and rows, the same in all three). With `balanced`
+ *  0 block c is positions c Skv .. (c + 1) Skv - 1; with 1 (the
+ *  load-balanced split, Sq and Skv even) the sequence is cut into 2 size
+ *  chunks and block c is chunk c then chunk 2 size - 1 - c, so under a
+ *  causal mask every rank computes the same number of scores. `out`
+ *  [..., Sq, Dv] receives softmax(scale q K^T + mask) V over the keys and
+ *  values of every block, and `lse` [..., Sq] (f32) the log-sum-exp of
+ *  each query row's scores,
  *  which the backward reads. `mask` (NULL: none) is added to the scores:
- *  [..., Sq, size Skv], this rank's query rows against every position,
- *  its leading dims all 1 (one mask for every head) or q's. An entry at or
+ *  [..., Sq, size Skv], this rank's query rows against every position
+ *  (in natural order, whatever `balanced`), its leading dims all 1 (one
+ *  mask for every head) or q's. An entry at or
  *  below -1e30 (-inf, or the finfo.min exporters fill with) drops its key:
  *  its exp is 0 in f32 anyway whenever the row sees another key, and a row
  *  that sees none gets zeros. The call runs size steps: in each the rank
@@ -205,8 +210,9 @@ distrt_status distrt_recv(distrt_comm *comm, const distrt_tensor *tensor,
  *  running max and sum of every row (online softmax), while it passes that
  *  block on to rank c + 1 and receives rank c - 1's (size - 1 transfers of
  *  K and V in all). A block the mask drops wholly for this rank's rows
- *  (above a causal mask's diagonal) is not computed; it is still passed
- *  on. Every rank passes the same shapes and scale. F32. MPI (CPU):
+ *  (above a causal mask's diagonal) is not computed, nor is the score of
+ *  an entry it drops; the block is still passed on. Every rank passes the
+ *  same `balanced`, shapes and scale. F32. MPI (CPU):
  *  non-blocking transfers bounded by the communicator's timeout; NCCL
  *  (CUDA): grouped ncclSend/ncclRecv on a stream beside the context's,
  *  overlapping the kernels. A world of one computes the attention of its
@@ -215,7 +221,7 @@ distrt_status distrt_ring_attention(distrt_comm *comm, const distrt_tensor *q,
                                     const distrt_tensor *k,
                                     const distrt_tensor *v,
                                     const distrt_tensor *mask, float scale,
-                                    const distrt_tensor *out,
+                                    int32_t balanced, const distrt_tensor *out,
                                     const distrt_tensor *lse);
 /** The backward of distrt_ring_attention: from its inputs, its `out` and
  *  `lse` and the gradient `dout` of out, the gradients `dq`, `dk` and `dv`
@@ -229,7 +235,7 @@ distrt_status distrt_ring_attention(distrt_comm *comm, const distrt_tensor *q,
 distrt_status distrt_ring_attention_backward(
     distrt_comm *comm, const distrt_tensor *q, const distrt_tensor *k,
     const distrt_tensor *v, const distrt_tensor *mask, float scale,
-    const distrt_tensor *out, const distrt_tensor *lse,
+    int32_t balanced, const distrt_tensor *out, const distrt_tensor *lse,
     const distrt_tensor *dout, const distrt_tensor *dq, const distrt_tensor *dk,
     const distrt_tensor *dv);
 

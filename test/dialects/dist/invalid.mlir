@@ -289,3 +289,51 @@ func.func @ring_grad_types(%q: tensor<1x4x8x16xf32>, %l: tensor<1x4x8xf32>) {
   %dq, %dk, %dv = dist.ring_attention_grad %q, %q, %q, %q, %l, %q scale 1.0 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>
   return
 }
+
+// -----
+
+func.func @balanced_chunks(%x: tensor<1x6x4xf32>) {
+  // expected-error @+1 {{'dist.balanced' splits dimension 1 of size 6, which does not cut into the 4 chunks (2 x 2 devices) the balanced split pairs; drop it or use a size that divides}}
+  %0 = dist.all_slice %x axis 1 over [0, 1] {dist.balanced} : tensor<1x6x4xf32> -> tensor<1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @balanced_gather_chunks(%x: tensor<1x3x4xf32>) {
+  // expected-error @+1 {{'dist.balanced' splits dimension 1 of size 6, which does not cut into the 4 chunks}}
+  %0 = dist.all_gather %x axis 1 over [0, 1] {dist.balanced} : tensor<1x3x4xf32> -> tensor<1x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @balanced_leading(%x: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'dist.balanced' splits axis 1 of 'tensor<2x8x4xf32>', whose dimensions before the axis are not all 1; a balanced split takes runs of the flattened elements (move the axis first, or drop it)}}
+  %0 = dist.reduce_scatter %x sum axis 1 over [0, 1] {dist.balanced} : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @balanced_ring_odd(%q: tensor<1x4x5x16xf32>) {
+  // expected-error @+1 {{'dist.balanced' marks a ring whose device holds 5 queries and 5 keys; a balanced device holds two equal chunks of the sequence, so both must be even (drop it)}}
+  %o, %l = dist.ring_attention %q, %q, %q scale 1.0 over [0, 1] {dist.balanced} : tensor<1x4x5x16xf32>, tensor<1x4x5x16xf32>, tensor<1x4x5x16xf32> -> tensor<1x4x5x16xf32>, tensor<1x4x5xf32>
+  return
+}
+
+// -----
+
+func.func @balanced_elsewhere(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'dist.balanced' marks the load-balanced split of a sequence on a dist.all_slice, dist.all_gather, dist.reduce_scatter or ring attention (set by dist-context-parallel)}}
+  %0 = dist.all_reduce %x sum over [0, 1] {dist.balanced} : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @balanced_unit(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'dist.balanced' is a unit attribute, got 1 : i64}}
+  %0 = dist.all_slice %x axis 0 over [0, 1] {dist.balanced = 1 : i64} : tensor<8xf32> -> tensor<4xf32>
+  return
+}

@@ -97,6 +97,19 @@ func.func @collectives(%g: tensor<8x4xf32>) {
   return
 }
 
+// Context parallelism's load-balanced split: the whole side's axis in
+// 2 x group-size chunks, each device's part its chunks i and 2n-1-i.
+// CHECK-LABEL: func.func @balanced_collectives
+func.func @balanced_collectives(%x: tensor<1x8x4xf32>, %p: tensor<1x4x4xf32>) {
+  // CHECK: dist.all_slice %{{.*}} axis 1 over [0, 1] {dist.balanced} : tensor<1x8x4xf32> -> tensor<1x4x4xf32>
+  %0 = dist.all_slice %x axis 1 over [0, 1] {dist.balanced} : tensor<1x8x4xf32> -> tensor<1x4x4xf32>
+  // CHECK: dist.all_gather %{{.*}} axis 1 over [0, 1] {dist.balanced} : tensor<1x4x4xf32> -> tensor<1x8x4xf32>
+  %1 = dist.all_gather %p axis 1 over [0, 1] {dist.balanced} : tensor<1x4x4xf32> -> tensor<1x8x4xf32>
+  // CHECK: dist.reduce_scatter %{{.*}} sum axis 1 over [0, 1] {dist.balanced} : tensor<1x8x4xf32> -> tensor<1x4x4xf32>
+  %2 = dist.reduce_scatter %x sum axis 1 over [0, 1] {dist.balanced} : tensor<1x8x4xf32> -> tensor<1x4x4xf32>
+  return
+}
+
 // Ring attention (context parallelism) and its backward, with and without
 // a mask shared by the heads.
 // CHECK-LABEL: func.func @ring_attention
@@ -107,6 +120,10 @@ func.func @ring_attention(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v
   %o2, %lse2 = dist.ring_attention %q, %k, %v scale 1.0 over [2, 3] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32> -> tensor<1x4x8x12xf32>, tensor<1x4x8xf32>
   // CHECK: dist.ring_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %[[L]], %{{.*}} mask %{{.*}} scale 2.500000e-01 over [0, 1]
   %dq, %dk, %dv = dist.ring_attention_grad %q, %k, %v, %o, %lse, %do mask %m scale 0.25 over [0, 1] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>, tensor<1x4x8x12xf32>, tensor<1x4x8xf32>, tensor<1x4x8x12xf32>, tensor<1x1x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>
+  // CHECK: %[[BO:.*]], %[[BL:.*]] = dist.ring_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} scale 2.500000e-01 over [0, 1] {dist.balanced} :
+  %bo, %bl = dist.ring_attention %q, %k, %v mask %m scale 0.25 over [0, 1] {dist.balanced} : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>, tensor<1x1x8x16xf32> -> tensor<1x4x8x12xf32>, tensor<1x4x8xf32>
+  // CHECK: dist.ring_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[BO]], %[[BL]], %{{.*}} mask %{{.*}} scale 2.500000e-01 over [0, 1] {dist.balanced} :
+  %bq, %bk, %bv = dist.ring_attention_grad %q, %k, %v, %bo, %bl, %do mask %m scale 0.25 over [0, 1] {dist.balanced} : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>, tensor<1x4x8x12xf32>, tensor<1x4x8xf32>, tensor<1x4x8x12xf32>, tensor<1x1x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x12xf32>
   return
 }
 
