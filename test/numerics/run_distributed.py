@@ -2537,6 +2537,11 @@ def pipeline_train_cases(rng):
     out.append(("gpt2_sgd_cp4_contiguous",
                 dict(gpt, plan="cp=4,mbs=1", ranks=4, train=sgd, ring=True,
                      cp_options="balance=0")))
+    # The all-gather form (ring=0) under the balanced split: the keys and
+    # values gathered with each rank's two chunks put in place, their
+    # gradients reduce-scattered from rank-major order.
+    out.append(("gpt2_sgd_cp2_allgather",
+                dict(gpt, plan="cp=2,mbs=1", train=sgd, cp_options="ring=0")))
     out.append(("gpt2_adam_dp2_cp2",
                 dict(gpt_adam, plan="dp=2,cp=2,mbs=1", ranks=4)))
     # Adam hides a constant factor on the gradients (m / sqrt(v)); SGD and
