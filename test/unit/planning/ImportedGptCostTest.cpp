@@ -234,10 +234,10 @@ TEST_F(ImportedGpt, FullRecomputationKeepsOneInputPerBlock) {
 /// gradient over the tensor group. The cost model sums, layer by layer,
 /// what the programs sum: per block the two norms' scales and biases and
 /// the two biases (6h), and the final norm (2h); nothing at sp = 0. The
-/// position table `[s, h]` added to the rank's tokens is sliced
-/// (`dist.all_slice`), not read through a copy: its gradient is
-/// all-gathered whole, which the cost model prices as such
-/// (weightGradGatherBytes), not as a sum.
+/// position table's `[s, h]` rows (looked up by constant ids) added to the
+/// rank's tokens are sliced (`dist.all_slice`), not read through a copy:
+/// their gradient is all-gathered whole, which the cost model prices as
+/// such (weightGradGatherBytes), not as a sum.
 TEST_F(ImportedGpt, WeightSumsUnderSequenceParallelismAsTheProgramsRunThem) {
   GptConfig g;
   g.layers = 2, g.hidden = 64, g.heads = 4, g.seqLen = 32, g.vocab = 256;

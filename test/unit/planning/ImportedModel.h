@@ -157,8 +157,9 @@ protected:
 /// \p func, in elements: what it sends through all-to-alls, and the whole
 /// tensors it all-gathers and reduce-scatters (an all-reduce is both); the
 /// activations and the weights it reads through a dist.tp_copy (their
-/// gradients are all-reduced in the backward), and the weights it slices
-/// to its tokens (their gradients are all-gathered in the backward). With
+/// gradients are all-reduced in the backward), and the weights (or a
+/// weight's rows looked up) it slices to its tokens (their gradients are
+/// all-gathered in the backward). With
 /// \p over only those over that group of ranks (rank 0's).
 struct IrCollectives {
   double allToAll = 0, gathered = 0, scattered = 0;
@@ -194,7 +195,12 @@ inline IrCollectives collectivesOf(mlir::func::FuncOp func, int64_t layer,
                                                      : c.copied) +=
           elements(t.getInput());
     } else if (auto s = dyn_cast<dist::AllSliceOp>(op)) {
-      if (s.getInput().getDefiningOp<graph::WeightOp>())
+      // A weight, or the rows a lookup of constant ids reads from one (a
+      // position table).
+      Value in = s.getInput();
+      if (auto rows = in.getDefiningOp<graph::EmbeddingOp>())
+        in = rows.getTable();
+      if (in.getDefiningOp<graph::WeightOp>())
         c.weightsSliced += elements(s.getInput());
     }
   });
