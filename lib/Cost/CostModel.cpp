@@ -660,38 +660,34 @@ RangeTimes CostModel::layerTimes(const LayerDesc &layer, const DeviceSpec &dev,
     }
     r.tpBytes += tpSent;
   }
+  // A collective of the W pass: the weight-gradient GEMMs make what it
+  // moves. Like the other TP collectives it sits on the layer's own
+  // critical path, and no GEMM runs it in chunks (tpOverlap covers a
+  // projection's activation collectives only); recomputation does not
+  // repeat it.
+  auto weightPassCollective = [&](Collective kind, double bytes) {
+    CommCost c = collective(kind, bytes, x.tp);
+    r.bwdWeight += c.time;
+    r.tpBytes += sent(c);
+    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
+      r.linkBytes[l] += c.bytes[l];
+  };
   // Sequence parallelism: the weights the rank's tokens read have their
   // gradients all-reduced over the tensor group in each micro-batch's
-  // backward, once the weight-gradient GEMMs have made them (so in the W
-  // pass of a zero-bubble schedule). One all-reduce per op (the programs
-  // run one per weight it reads through a copy), so the price does not
-  // depend on how ops are grouped into layers (the search's whole blocks
-  // and the simulator's layers agree); like the other TP collectives it
-  // sits on the layer's own critical path, and no GEMM runs it in chunks
-  // (tpOverlap covers a projection's activation collectives only).
-  // Recomputation does not repeat it.
+  // backward. One all-reduce per op (the programs run one per weight it
+  // reads through a copy), so the price does not depend on how ops are
+  // grouped into layers (the search's whole blocks and the simulator's
+  // layers agree).
   if (x.sp && sequenceSplits(layer, x.tp.size))
-    for (const OpDesc &op : layer.ops) {
-      if (!splitsWeightGradient(op, x))
-        continue;
-      CommCost gradSum =
-          collective(Collective::AllReduce, op.paramBytes(), x.tp);
-      r.bwdWeight += gradSum.time;
-      r.tpBytes += sent(gradSum);
-      for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-        r.linkBytes[l] += gradSum.bytes[l];
-    }
+    for (const OpDesc &op : layer.ops)
+      if (splitsWeightGradient(op, x))
+        weightPassCollective(Collective::AllReduce, op.paramBytes());
   // A position table added to the tokens is sliced to the rank's
   // positions, not copied: the backward all-gathers each rank's rows of its
   // gradient (dist.all_slice's rule), once per micro-batch, whole tables
-  // only, in the W pass like the sums above.
-  if (double gathered = weightGradGatherBytes(layer, x); gathered > 0) {
-    CommCost gather = collective(Collective::AllGather, gathered, x.tp);
-    r.bwdWeight += gather.time;
-    r.tpBytes += sent(gather);
-    for (unsigned l = 0; l < cluster::kNumLinkLevels; ++l)
-      r.linkBytes[l] += gather.bytes[l];
-  }
+  // only.
+  if (double gathered = weightGradGatherBytes(layer, x); gathered > 0)
+    weightPassCollective(Collective::AllGather, gathered);
   r.bwdInput += r.recompute;
   return r;
 }

@@ -98,6 +98,14 @@ SmallVector<Pass *> distopt::passesNamed(OpPassManager &pm,
   return found;
 }
 
+bool distopt::initializePassOptions(Pass &pass, StringRef text,
+                                    std::string &error) {
+  return succeeded(pass.initializeOptions(text, [&](const Twine &msg) {
+    error = msg.str();
+    return failure();
+  }));
+}
+
 /// `key="value"` for a pass's option string.
 static std::string quoted(StringRef key, StringRef value) {
   return (key + "=\"" + value + "\"").str();
@@ -237,10 +245,7 @@ bool PlanFlags::configure(OpPassManager &pm, std::string &error) const {
   if (text.empty())
     return true;
   for (Pass *pass : passesNamed(pm, "dist-simulate"))
-    if (failed(pass->initializeOptions(text, [&](const Twine &msg) {
-          error = msg.str();
-          return failure();
-        })))
+    if (!initializePassOptions(*pass, text, error))
       return false;
   return true;
 }
@@ -250,10 +255,7 @@ bool TrainFlags::apply(OpPassManager &pm, std::string &error) const {
     return true;
   std::string options = quoted("default-loss", loss);
   for (Pass *pass : passesNamed(pm, "dist-autodiff"))
-    if (failed(pass->initializeOptions(options, [&](const Twine &msg) {
-          error = msg.str();
-          return failure();
-        })))
+    if (!initializePassOptions(*pass, options, error))
       return false;
   return true;
 }

@@ -128,6 +128,11 @@ struct TrainFlags {
 llvm::SmallVector<mlir::Pass *> passesNamed(mlir::OpPassManager &pm,
                                             llvm::StringRef argument);
 
+/// Parses \p text as \p pass's options; false with \p error set to the
+/// parser's message when the pass rejects them.
+bool initializePassOptions(mlir::Pass &pass, llvm::StringRef text,
+                           std::string &error);
+
 } // namespace distopt
 
 #endif // DIST_TOOLS_INIT_TOOLFLAGS_H

@@ -530,8 +530,8 @@ int main(int argc, char **argv) {
          [] {
            std::unique_ptr<Pass> pass = createContextParallelPass();
            // Checked before the split (below), so this succeeds.
-           (void)pass->initializeOptions(
-               contextParallelOptions, [](const Twine &) { return failure(); });
+           std::string unused;
+           (void)initializePassOptions(*pass, contextParallelOptions, unused);
            return pass;
          },
          false, "context-parallel"},
@@ -540,11 +540,8 @@ int main(int argc, char **argv) {
         {needsExpertParallel, [] { return createExpertParallelPass(); }, true,
          "expert-parallel"},
     };
-    if (std::string bad; failed(createContextParallelPass()->initializeOptions(
-            contextParallelOptions, [&](const Twine &msg) {
-              bad = msg.str();
-              return failure();
-            }))) {
+    if (std::string bad; !initializePassOptions(*createContextParallelPass(),
+                                                contextParallelOptions, bad)) {
       WithColor::error() << "--context-parallel-options=\""
                          << contextParallelOptions
                          << "\": " << StringRef(bad).trim()

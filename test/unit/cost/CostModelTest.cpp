@@ -179,6 +179,22 @@ TEST(RangeTimes, TpOverlapHidesCommunicationUnderTheGemm) {
   EXPECT_DOUBLE_EQ(hidden.tpBytes, exposed.tpBytes);
 }
 
+/// Checks that `layer` under `x` adds the W-pass collective `extra` to the
+/// layer as priced without sp (`whole`): to the weight-gradient GEMMs' time,
+/// to the TP traffic and to the links' bytes.
+static void expectWeightPassAdds(const CostModel &cm, const LayerDesc &layer,
+                                 const DeviceSpec &d, const ExecConfig &x,
+                                 const RangeTimes &whole,
+                                 const CommCost &extra) {
+  RangeTimes split = cm.layerTimes(layer, d, x);
+  double weightGradients = 0;
+  for (const OpDesc &op : layer.ops)
+    weightGradients += cm.opTime(op, Phase::BackwardWeight, d, x);
+  EXPECT_DOUBLE_EQ(split.bwdWeight, weightGradients + extra.time);
+  EXPECT_DOUBLE_EQ(split.tpBytes, whole.tpBytes + extra.bytes[0]);
+  EXPECT_DOUBLE_EQ(split.linkBytes[0], whole.linkBytes[0] + extra.bytes[0]);
+}
+
 /// Sequence parallelism runs a GPT block's layer norms on the rank's s/t
 /// tokens with their scales and biases whole: each micro-batch's backward
 /// all-reduces their gradients (2 norms x 2h, bf16) over the tensor group,
@@ -219,15 +235,9 @@ TEST(RangeTimes, SequenceParallelismSumsTheNormsWeightGradients) {
   for (bool overlap : {false, true}) {
     SCOPED_TRACE(overlap);
     x.tpOverlap = overlap;
-    RangeTimes split = cm.layerTimes(block, d, x);
-    double weightGradients = 0;
-    for (const OpDesc &op : block.ops)
-      weightGradients += cm.opTime(op, Phase::BackwardWeight, d, x);
-    EXPECT_DOUBLE_EQ(split.bwdWeight, weightGradients + sum.time);
     // The activations' all-reduces become reduce-scatters and all-gathers
     // of the same ring bytes; the sum adds its own.
-    EXPECT_DOUBLE_EQ(split.tpBytes, whole.tpBytes + sum.bytes[0]);
-    EXPECT_DOUBLE_EQ(split.linkBytes[0], whole.linkBytes[0] + sum.bytes[0]);
+    expectWeightPassAdds(cm, block, d, x, whole, sum);
   }
   // The final norm alone: no split op, so sp keeps it whole.
   LayerDesc norm;
@@ -281,13 +291,7 @@ TEST(RangeTimes, SequenceParallelismGathersAPositionTablesGradient) {
   EXPECT_DOUBLE_EQ(
       2 * gather.bytes[0],
       CostModel::collective(Collective::AllReduce, s * h * e, x.tp).bytes[0]);
-  RangeTimes split = cm.layerTimes(embedding, d, x);
-  double weightGradients = 0;
-  for (const OpDesc &op : embedding.ops)
-    weightGradients += cm.opTime(op, Phase::BackwardWeight, d, x);
-  EXPECT_DOUBLE_EQ(split.bwdWeight, weightGradients + gather.time);
-  EXPECT_DOUBLE_EQ(split.tpBytes, whole.tpBytes + gather.bytes[0]);
-  EXPECT_DOUBLE_EQ(split.linkBytes[0], whole.linkBytes[0] + gather.bytes[0]);
+  expectWeightPassAdds(cm, embedding, d, x, whole, gather);
   // Without the mark the same add reads its weight through a copy: summed.
   embedding.ops[1].positionRowsBytes = 0;
   EXPECT_EQ(CostModel::weightGradGatherBytes(embedding, x), 0);
