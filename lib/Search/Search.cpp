@@ -9,6 +9,7 @@
 
 #include "lib/Search/SearchImpl.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -150,7 +151,14 @@ struct StageMemoryCheck {
 
 /// Why candidates were dropped before any cost was computed.
 struct Reasons {
-  unsigned long tpTopology = 0, ppLayers = 0, dpBatch = 0, constraint = 0;
+  unsigned long dpBatch = 0, constraint = 0;
+  /// The --dist-search keys whose constraints excluded layouts, in the
+  /// order met.
+  llvm::SmallVector<llvm::StringRef> constraintKeys;
+  /// The pipeline degrees above the model's layer count.
+  std::vector<unsigned> ppTooDeep;
+  /// The tensor degrees that split the experts' hidden features unevenly.
+  std::vector<unsigned> tpExpertFeatures;
   /// The tensor-parallel degrees skipped for not fitting the model
   /// (schedule::tensorParallelMisfit): not dividing its heads or channels,
   /// and splitting no op; and those the cluster's nodes take that fit it.
@@ -165,7 +173,29 @@ struct Reasons {
   /// not run (dist-partition, dist-context-parallel refuse them).
   unsigned long asyncUnrun = 0;
   std::vector<unsigned> dpTried;
+
+  /// One layout excluded by the constraint on \p key.
+  void excluded(llvm::StringRef key) {
+    ++constraint;
+    if (!llvm::is_contained(constraintKeys, key))
+      constraintKeys.push_back(key);
+  }
 };
+
+/// \p degree added to \p list once.
+static void noteDegree(std::vector<unsigned> &list, unsigned degree) {
+  if (!llvm::is_contained(list, degree))
+    list.push_back(degree);
+}
+
+/// "1 layout", "3 layouts"; with \p verb, "1 layout splits", "3 layouts
+/// split".
+static std::string layouts(unsigned long n, StringRef verb = "") {
+  std::string s = formatv("{0} layout{1}", n, n == 1 ? "" : "s").str();
+  if (!verb.empty())
+    s += (" " + verb + (n == 1 ? "s" : "")).str();
+  return s;
+}
 
 class Searcher {
 public:
@@ -320,7 +350,7 @@ void Searcher::enumerate() {
     if (misfit == TpMisfit::None)
       why.tpFits.push_back(tp);
     if (!k.tp.allows(tp)) {
-      ++why.constraint;
+      why.excluded("tp");
       continue;
     }
     // Only plans the partitioner can realize: whole heads and equal
@@ -337,36 +367,35 @@ void Searcher::enumerate() {
       if ((N / tp) % cp || (cp > 1 && !anyRing))
         continue;
       if (!k.cp.allows(cp) || (cp > 1 && tp > 1 && k.cpAlone)) {
-        ++why.constraint;
+        why.excluded(k.cp.allows(cp) ? "cp-alone" : "cp");
         continue;
       }
       for (unsigned pp = 1; pp <= N / (tp * cp); ++pp) {
         if ((N / (tp * cp)) % pp)
           continue;
         if (!k.pp.allows(pp)) {
-          ++why.constraint;
+          why.excluded("pp");
           continue;
         }
         if (pp > n) {
-          ++why.ppLayers;
+          noteDegree(why.ppTooDeep, pp);
           continue;
         }
         unsigned dp = N / (tp * cp * pp);
         if (!k.dp.allows(dp)) {
-          ++why.constraint;
+          why.excluded("dp");
           continue;
         }
         if (o.globalBatch % dp) {
           ++why.dpBatch;
-          if (!llvm::is_contained(why.dpTried, dp))
-            why.dpTried.push_back(dp);
+          noteDegree(why.dpTried, dp);
           continue;
         }
         for (unsigned ep = 1; ep <= dp; ++ep) {
           if (dp % ep || (ep > 1 && (!anyExpert || experts % ep)))
             continue;
           if (!k.ep.allows(ep) || (ep > 1 && k.epAlone && tp * cp > 1)) {
-            ++why.constraint;
+            why.excluded(k.ep.allows(ep) ? "ep-alone" : "ep");
             continue;
           }
           if (!expertSlotsSplit(o.expertSlots, tp, cp, ep)) {
@@ -375,11 +404,12 @@ void Searcher::enumerate() {
           }
           if (!expertFeaturesSplit(o.expertFeatures, tp, ep)) {
             ++why.expertFeatures;
+            noteDegree(why.tpExpertFeatures, tp);
             continue;
           }
           for (unsigned sp = 0; sp <= (tp > 1 ? 1u : 0u); ++sp) {
             if ((!k.sp.allows(sp) && tp > 1) || (sp && cp > 1 && k.cpNoSp)) {
-              ++why.constraint;
+              why.excluded(!k.sp.allows(sp) && tp > 1 ? "sp" : "cp-sp");
               continue;
             }
             enumerateLayout(tp, cp, pp, dp, ep, sp, recs);
@@ -449,7 +479,7 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
     if (perReplica % mbs)
       continue;
     if (!k.mbs.allows(mbs)) {
-      ++why.constraint;
+      why.excluded("mbs");
       continue;
     }
     // (dp, cp, mbs) with cp | mbs runs each rank's tokens exactly as
@@ -463,7 +493,7 @@ void Searcher::enumerateLayout(unsigned tp, unsigned cp, unsigned pp,
     unsigned m = perReplica / mbs;
     std::vector<Shape> shapes = shapesOf(pp, m);
     if (shapes.empty())
-      ++why.constraint;
+      why.excluded("schedule, chunks");
     for (Recompute rec : recs) {
       if (rec == Recompute::Selective && !anySelective)
         continue; // the same as none for this model
@@ -861,53 +891,49 @@ Error Searcher::noPlanError() const {
   if (stats.candidates == 0) {
     if (why.dpBatch) {
       unsigned dp = why.dpTried.empty() ? 1 : why.dpTried.front();
-      std::string list;
-      for (unsigned d : why.dpTried)
-        list += (list.empty() ? "" : ", ") + std::to_string(d);
       unsigned next = (o.globalBatch / dp + 1) * dp;
       return searchError(formatv(
           "no plan: global batch {0} is not divisible by the data-parallel "
           "degree (dp = {1}) of any allowed layout of {2} devices; use a "
           "batch that is a multiple of {3} (e.g. {4}){5}",
-          o.globalBatch, list, c.numDevices(), dp, next,
+          o.globalBatch, degreeList(why.dpTried), c.numDevices(), dp, next,
           why.constraint ? " or relax the constraints, which exclude other "
                            "layouts"
                          : ""));
     }
     std::string detail;
     if (why.constraint)
-      detail += formatv(" {0} layouts excluded by the constraints;",
-                        why.constraint);
-    if (why.ppLayers)
-      detail += formatv(" {0} layouts need more pipeline stages than the "
-                        "model's {1} layers;",
-                        why.ppLayers, n);
+      detail += formatv(" {0} excluded by the constraints on {1};",
+                        layouts(why.constraint),
+                        llvm::join(why.constraintKeys, ", "));
+    if (!why.ppTooDeep.empty())
+      detail += formatv(" pp = {0} exceed{1} the model's {2} layers (a "
+                        "stage holds at least one: allow pp <= {2});",
+                        degreeList(why.ppTooDeep),
+                        why.ppTooDeep.size() == 1 ? "s" : "", n);
     if (std::string note =
             tpMisfitNote(model, why.tpDivides, why.tpNoSplit, why.tpFits);
         !note.empty())
       detail += " " + note + ";";
-    if (why.dpBatch)
-      detail += formatv(" {0} layouts have a dp that does not divide the "
-                        "batch {1};",
-                        why.dpBatch, o.globalBatch);
     if (why.expertSlots)
-      detail += formatv(" {0} layouts split each expert's {1} capacity slots "
+      detail += formatv(" {0} each expert's {1} capacity slots "
                         "(top-k x sequence / experts) unevenly: the programs "
                         "need cp, and at ep > 1 cp x tp, to divide them "
                         "(allow tp=1 and cp=1, or ep=1);",
-                        why.expertSlots, o.expertSlots);
+                        layouts(why.expertSlots, "split"), o.expertSlots);
     if (why.expertFeatures)
-      detail += formatv(" {0} layouts split the experts' {1} hidden "
-                        "features unevenly over tp at ep > 1, which the "
+      detail += formatv(" {0} the experts' {1} hidden features "
+                        "unevenly over tp = {2} at ep > 1, which the "
                         "programs refuse (allow a tp that divides them, or "
                         "ep=1);",
-                        why.expertFeatures, o.expertFeatures);
+                        layouts(why.expertFeatures, "split"), o.expertFeatures,
+                        degreeList(why.tpExpertFeatures));
     if (why.asyncUnrun)
-      detail += formatv(" {0} layouts pair an asynchronous schedule with "
+      detail += formatv(" {0} an asynchronous schedule with "
                         "ZeRO-3, cp > 1 or (under ep-runs) ep > 1, which "
                         "is not run (its weight versions are whole per "
                         "stage; allow zero=2 or lower, cp=1 and ep=1);",
-                        why.asyncUnrun);
+                        layouts(why.asyncUnrun, "pair"));
     return searchError(
         "no plan satisfies the constraints on cluster '" + c.name + "' (" +
         Twine(c.numDevices()) + " devices):" + detail +

@@ -35,6 +35,9 @@ std::string tpDivisorNote(const cost::ModelDesc &model);
 /// split no op (\p noSplit), each named with its cause, and what to allow
 /// instead: \p fit, the degrees the cluster's nodes take that fit the
 /// model. Empty when nothing was skipped.
+/// "2, 4, 8".
+std::string degreeList(llvm::ArrayRef<unsigned> degrees);
+
 std::string tpMisfitNote(const cost::ModelDesc &model,
                          llvm::ArrayRef<unsigned> divides,
                          llvm::ArrayRef<unsigned> noSplit,

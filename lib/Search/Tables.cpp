@@ -35,8 +35,7 @@ std::string tpDivisorNote(const cost::ModelDesc &model) {
   return heads + channels;
 }
 
-/// "2, 4, 8".
-static std::string joined(ArrayRef<unsigned> degrees) {
+std::string degreeList(ArrayRef<unsigned> degrees) {
   std::string list;
   for (unsigned d : degrees)
     list += (list.empty() ? "" : ", ") + std::to_string(d);
@@ -50,23 +49,25 @@ std::string tpMisfitNote(const cost::ModelDesc &model,
     return "";
   std::string note;
   if (!divides.empty())
-    note += formatv(
-        "tp = {0} {1} not divide {2} (each rank holds {3})", joined(divides),
-        divides.size() == 1 ? "does" : "do", tpDivisorNote(model),
-        !model.tpChannels       ? "whole heads"
-        : !model.attentionHeads ? "an equal share of the split channels"
-                                : "whole heads and an equal share of the split "
-                                  "channels");
+    note += formatv("tp = {0} {1} not divide {2} (each rank holds {3})",
+                    degreeList(divides), divides.size() == 1 ? "does" : "do",
+                    tpDivisorNote(model),
+                    !model.tpChannels ? "whole heads"
+                    : !model.attentionHeads
+                        ? "an equal share of the split channels"
+                        : "whole heads and an equal share of the split "
+                          "channels");
   if (!noSplit.empty())
     note += formatv("{0}tp = {1} split{2} no op of the model (a "
                     "tensor-parallel region splits only when tp divides its "
                     "columns: a fused projection's per block, an LM head's "
                     "vocabulary; every region would run whole on every rank)",
-                    note.empty() ? "" : "; ", joined(noSplit),
+                    note.empty() ? "" : "; ", degreeList(noSplit),
                     noSplit.size() == 1 ? "s" : "");
   return note + formatv("; allow {0}{1} (the degrees the cluster's nodes "
                         "take that fit the model)",
-                        fit.size() == 1 ? "tp = " : "tp among ", joined(fit))
+                        fit.size() == 1 ? "tp = " : "tp among ",
+                        degreeList(fit))
                     .str();
 }
 
