@@ -86,11 +86,22 @@ struct Toolchain {
   std::vector<std::string> cudaLibs; ///< what the CUDA backend adds
   std::vector<std::string> cudaArchs = {"80", "90"};
   std::string optLevel = "-O2";
+  /// Where the runtime's program header, precompiled, lives (the recipe's
+  /// `pch=`; empty: none): DIR/distrt/distrt_gen.h.gch beside its stamp.
+  std::string headerCacheDir;
 };
 
 /// The toolchain dist-compile was built with (build tree), or the install
 /// tree next to the executable at `argv0`; DIST_RUNTIME_DIR overrides.
 llvm::Expected<Toolchain> findToolchain(const char *argv0);
+
+/// Precompiles the runtime's program header (distrt/distrt_gen.h, which
+/// every generated CPU program includes first) into `tc.headerCacheDir`,
+/// with the flags CPU programs are compiled with, and stamps it with what
+/// it was built from (compiler, flags, the runtime headers). A CPU program
+/// then reads it instead of parsing the headers (the build runs this:
+/// `dist-compile --precompile-runtime-header`).
+llvm::Error precompileRuntimeHeader(const Toolchain &tc, bool verbose);
 
 /// Compiles `sourcePath` into the executable `output`. `compileOnly` stops
 /// after the object file (CI check of the CUDA path without linking). With

@@ -492,7 +492,10 @@ LogicalResult distopt::codegen::emitProgram(llvm::ArrayRef<ModelUnit> models,
      << "); do not edit. Models:";
   for (const ModelUnit &m : models)
     os << " " << m.name;
-  os << "\n#include <distrt/distrt.h>\n#include <distrt/distrt_gen.h>\n\n";
+  // One include, first, so that a CPU program's compile can read it
+  // precompiled (Toolchain.cpp, precompileRuntimeHeader); it includes
+  // distrt.h.
+  os << "\n#include <distrt/distrt_gen.h>\n\n";
   std::string text;
   llvm::raw_string_ostream body(text);
   std::vector<std::string> emitted;

@@ -4,7 +4,8 @@
 // links against, from the `distrt-link.txt` recipe the runtime's CMake writes
 // next to the build's or the install's bin/) and runs the host compiler or
 // nvcc on a generated program, through the program cache when
-// DIST_COMPILE_CACHE names one.
+// DIST_COMPILE_CACHE names one, and with the runtime's program header
+// precompiled by the build where it fits.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/Codegen.h"
@@ -67,6 +68,8 @@ Expected<Toolchain> distopt::codegen::findToolchain(const char *argv0) {
       cuda = value == "1";
     else if (key == "nvcc" && !value.empty())
       tc.nvcc = value.str();
+    else if (key == "pch")
+      tc.headerCacheDir = value.str();
   }
   if (tc.includeDir.empty() || tc.library.empty() || tc.cpuLibrary.empty())
     return makeError("runtime link recipe '" + recipe +
@@ -91,6 +94,178 @@ static std::string describeSource(StringRef path) {
                          ? formatv("{0:F1} MiB", bytes / 1048576.0).str()
                          : formatv("{0} KiB", (bytes + 1023) / 1024).str();
   return (sys::path::filename(path) + " (" + size + " of C++)").str();
+}
+
+/// Adds a file's bytes to a hash; false when it cannot be read.
+static bool hashFile(SHA256 &h, StringRef path) {
+  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return false;
+  h.update((*buf)->getBuffer());
+  return true;
+}
+
+/// The flags of a CPU program's compile, which its precompiled header must
+/// share. No errno from math calls and no floating-point traps: the
+/// generated code reads neither errno nor the exception flags. With errno,
+/// GCC calls sqrt out of line and vectorizes no loop that has one; with
+/// traps, it does not if-convert a select on a float comparison (the float
+/// fast paths of distrt/gen/Scalar.h). Neither changes a result.
+static std::vector<std::string> cpuFlags(const Toolchain &tc) {
+  return {"-std=c++17",      tc.optLevel,          "-fopenmp",
+          "-fno-math-errno", "-fno-trapping-math", "-w"};
+}
+
+/// "PATH|SIZE|MTIME" of the compiler `compiler` names, or empty when it
+/// cannot be found: a rebuilt or replaced compiler is another compiler.
+static std::string compilerIdentity(StringRef compiler) {
+  auto prog = sys::findProgramByName(compiler);
+  sys::fs::file_status st;
+  if (!prog || sys::fs::status(*prog, st))
+    return "";
+  return *prog + "|" + std::to_string(st.getSize()) + "|" +
+         std::to_string(
+             st.getLastModificationTime().time_since_epoch().count());
+}
+
+/// Adds every runtime header, under `includeDir`/distrt (path relative to
+/// `includeDir`, and bytes), to `h` in a fixed order; false when one cannot
+/// be read. Not the rest of `includeDir`: an installed runtime shares it.
+static bool hashRuntimeHeaders(SHA256 &h, StringRef includeDir) {
+  std::error_code ec;
+  std::vector<std::string> headers;
+  SmallString<256> root(includeDir);
+  sys::path::append(root, "distrt");
+  for (sys::fs::recursive_directory_iterator it(root, ec), end;
+       it != end && !ec; it.increment(ec))
+    if (it->type() == sys::fs::file_type::regular_file)
+      headers.push_back(it->path());
+  if (ec)
+    return false;
+  llvm::sort(headers);
+  for (const std::string &path : headers) {
+    StringRef rel = path;
+    rel.consume_front(includeDir);
+    h.update(rel);
+    if (!hashFile(h, path))
+      return false;
+  }
+  return true;
+}
+
+/// What a precompiled runtime header was built from: the compiler, the CPU
+/// flags and the runtime headers' bytes (hex SHA-256); empty when one of
+/// them cannot be read.
+static std::string headerStamp(const Toolchain &tc) {
+  std::string compiler = compilerIdentity(tc.cxx);
+  if (compiler.empty())
+    return "";
+  SHA256 h;
+  h.update("distopt runtime header 1\n" + compiler + "\n");
+  for (const std::string &flag : cpuFlags(tc))
+    h.update(flag + "\n");
+  if (!hashRuntimeHeaders(h, tc.includeDir))
+    return "";
+  return toHex(h.final(), /*LowerCase=*/true);
+}
+
+/// The header a generated program includes first, the file GCC reads
+/// instead when it is precompiled, and that file's stamp.
+static constexpr const char *kProgramHeader = "distrt/distrt_gen.h";
+
+static std::string headerCachePath(const Toolchain &tc, StringRef suffix) {
+  SmallString<256> p(tc.headerCacheDir);
+  sys::path::append(p, kProgramHeader);
+  return (p + suffix).str();
+}
+
+/// True when `tc.headerCacheDir` holds the program header precompiled from
+/// these headers with this compiler and these flags. GCC looks for
+/// DIR/distrt/distrt_gen.h.gch in each include folder before the header
+/// itself, so -I DIR ahead of the runtime's headers makes it read that.
+static bool precompiledHeaderFits(const Toolchain &tc) {
+  if (tc.headerCacheDir.empty() ||
+      !sys::fs::exists(headerCachePath(tc, ".gch")))
+    return false;
+  auto stamp = MemoryBuffer::getFile(headerCachePath(tc, ".stamp"));
+  if (!stamp)
+    return false;
+  std::string want = headerStamp(tc);
+  return !want.empty() && (*stamp)->getBuffer().trim() == want;
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so that
+/// a concurrent reader sees the old file or the new one.
+static Error writeAtomically(StringRef path, StringRef text) {
+  std::string tmp = (path + ".tmp" + Twine(sys::Process::getProcessId())).str();
+  std::error_code ec;
+  {
+    raw_fd_ostream os(tmp, ec);
+    if (!ec)
+      os << text;
+  }
+  if (!ec)
+    ec = sys::fs::rename(tmp, path);
+  if (ec) {
+    sys::fs::remove(tmp);
+    return makeError("cannot write '" + path + "': " + ec.message());
+  }
+  return Error::success();
+}
+
+/// Runs the compiler `prog` with `args` (its own path first), printing the
+/// command under -v, with a status line saying what it is `doing`; returns
+/// its exit code, `errMsg` set where it could not run.
+static int runCompiler(StringRef prog, ArrayRef<std::string> args, bool verbose,
+                       const Twine &doing, std::string &errMsg) {
+  if (verbose) {
+    for (const std::string &a : args)
+      errs() << a << " ";
+    errs() << "\n";
+  }
+  SmallVector<StringRef> refs(args.begin(), args.end());
+  return distopt::runShowing(prog, refs, {}, "dist-compile", doing, errMsg);
+}
+
+Error distopt::codegen::precompileRuntimeHeader(const Toolchain &tc,
+                                                bool verbose) {
+  if (tc.headerCacheDir.empty())
+    return makeError("the runtime link recipe names no folder for the "
+                     "precompiled header (pch=); rebuild DistRuntime");
+  std::string stamp = headerStamp(tc);
+  if (stamp.empty())
+    return makeError("cannot read the compiler '" + tc.cxx +
+                     "' or the runtime headers under '" + tc.includeDir + "'");
+  auto prog = sys::findProgramByName(tc.cxx);
+  std::string gch = headerCachePath(tc, ".gch");
+  if (std::error_code ec =
+          sys::fs::create_directories(sys::path::parent_path(gch)))
+    return makeError("cannot create '" + sys::path::parent_path(gch) +
+                     "': " + ec.message());
+  // The old stamp goes first: a header half replaced is never stamped.
+  sys::fs::remove(headerCachePath(tc, ".stamp"));
+  std::string tmp = (gch + ".tmp" + Twine(sys::Process::getProcessId())).str();
+  SmallString<256> header(tc.includeDir);
+  sys::path::append(header, kProgramHeader);
+  std::vector<std::string> args = {*prog, "-I" + tc.includeDir};
+  for (std::string &flag : cpuFlags(tc))
+    args.push_back(std::move(flag));
+  args.insert(args.end(), {"-x", "c++-header", std::string(header), "-o", tmp});
+  std::string errMsg;
+  int rc = runCompiler(*prog, args, verbose,
+                       "precompiling " + Twine(kProgramHeader), errMsg);
+  if (rc != 0) {
+    sys::fs::remove(tmp);
+    return makeError("precompiling '" + header + "' with " + tc.cxx +
+                     " failed (exit " + Twine(rc) +
+                     (errMsg.empty() ? "" : ", " + errMsg) + ")");
+  }
+  if (std::error_code ec = sys::fs::rename(tmp, gch)) {
+    sys::fs::remove(tmp);
+    return makeError("cannot write '" + gch + "': " + ec.message());
+  }
+  return writeAtomically(headerCachePath(tc, ".stamp"), stamp + "\n");
 }
 
 /// Runs the compiler: the program, or with `compileOnly` its object file.
@@ -129,20 +304,15 @@ static Error compileProgram(const Toolchain &tc, const CodegenOptions &options,
         link.push_back("-Xlinker=" + l.substr(4));
       else if (l == "-fopenmp")
         link.push_back("-lgomp");
+      else if (StringRef(l).starts_with("-fuse-ld="))
+        link.push_back("-Xcompiler=" + l); // the host compiler links
       else
         link.push_back(l);
     }
     link.insert(link.end(), {"-o", output.str()});
-    if (verbose) {
-      for (const std::string &a : link)
-        errs() << a << " ";
-      errs() << "\n";
-    }
-    SmallVector<StringRef> refs(link.begin(), link.end());
     std::string errMsg;
-    int rc = distopt::runShowing(*prog, refs, {}, "dist-compile",
-                                 "linking the CUDA program with " + compiler,
-                                 errMsg);
+    int rc = runCompiler(*prog, link, verbose,
+                         "linking the CUDA program with " + compiler, errMsg);
     sys::fs::remove(obj);
     if (rc != 0)
       return makeError("linking the generated CUDA program with " + compiler +
@@ -151,22 +321,26 @@ static Error compileProgram(const Toolchain &tc, const CodegenOptions &options,
                        "see the command");
     return Error::success();
   }
-  std::vector<std::string> args = {*prog, "-std=c++17", tc.optLevel,
-                                   "-I" + tc.includeDir};
+  std::vector<std::string> args = {*prog};
   if (cuda) {
-    args.insert(args.end(), {"--extended-lambda", "-x", "cu", "-w"});
+    args.insert(args.end(), {"-std=c++17", tc.optLevel, "-I" + tc.includeDir,
+                             "--extended-lambda", "-x", "cu", "-w"});
     for (const std::string &arch : tc.cudaArchs)
       args.push_back("-gencode=arch=compute_" + arch + ",code=[sm_" + arch +
                      ",compute_" + arch + "]");
     args.push_back("-Xcompiler=-fopenmp");
   } else {
-    // No errno from math calls and no floating-point traps: the generated
-    // code reads neither errno nor the exception flags. With errno, GCC
-    // calls sqrt out of line and vectorizes no loop that has one; with
-    // traps, it does not if-convert a select on a float comparison (the
-    // float fast paths of distrt/gen/Scalar.h). Neither changes a result.
-    args.insert(args.end(),
-                {"-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-w"});
+    // The program header precompiled, where it fits, is read in place of
+    // the runtime's headers (the same bytes, parsed once by the build).
+    if (precompiledHeaderFits(tc)) {
+      args.push_back("-I" + tc.headerCacheDir);
+      if (verbose)
+        errs() << "dist-compile: reading " << kProgramHeader << " precompiled ("
+               << headerCachePath(tc, ".gch") << ")\n";
+    }
+    args.push_back("-I" + tc.includeDir);
+    for (std::string &flag : cpuFlags(tc))
+      args.push_back(std::move(flag));
   }
   args.push_back(sourcePath.str());
   if (compileOnly) {
@@ -176,15 +350,9 @@ static Error compileProgram(const Toolchain &tc, const CodegenOptions &options,
     args.insert(args.end(), tc.libs.begin(), tc.libs.end());
     args.insert(args.end(), {"-o", output.str()});
   }
-  if (verbose) {
-    for (const std::string &a : args)
-      errs() << a << " ";
-    errs() << "\n";
-  }
-  SmallVector<StringRef> refs(args.begin(), args.end());
   std::string errMsg;
-  int rc = distopt::runShowing(
-      *prog, refs, {}, "dist-compile",
+  int rc = runCompiler(
+      *prog, args, verbose,
       "compiling " + describeSource(sourcePath) + " with " + compiler, errMsg);
   if (rc != 0)
     return makeError("compiling the generated program '" + sourcePath +
@@ -199,16 +367,6 @@ static Error compileProgram(const Toolchain &tc, const CodegenOptions &options,
 // The program cache (DIST_COMPILE_CACHE)
 //===----------------------------------------------------------------------===//
 
-/// Adds a file's bytes to the key; false when it cannot be read.
-static bool hashFile(SHA256 &h, StringRef path) {
-  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
-                                   /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return false;
-  h.update((*buf)->getBuffer());
-  return true;
-}
-
 /// The cache key of a build: everything its result depends on. The source,
 /// the target and the flags; the bytes of the runtime archives and of every
 /// runtime header; the compiler's path, size and time. Empty when one of
@@ -217,40 +375,23 @@ static std::string cacheKey(const Toolchain &tc, const CodegenOptions &options,
                             StringRef sourcePath, bool compileOnly) {
   bool cuda = options.target == Target::CUDA;
   SHA256 h;
-  h.update("distopt program cache 1");
+  h.update("distopt program cache 2");
   h.update(cuda ? "cuda" : "cpu");
   h.update(compileOnly ? "object" : "program");
   // Not the source's path: dist-compile writes it to a fresh temporary file.
-  std::string compiler = cuda ? tc.nvcc : tc.cxx;
-  auto prog = sys::findProgramByName(compiler);
-  sys::fs::file_status st;
-  if (!prog || sys::fs::status(*prog, st))
+  std::string compiler = compilerIdentity(cuda ? tc.nvcc : tc.cxx);
+  if (compiler.empty())
     return "";
-  h.update(
-      *prog + "|" + std::to_string(st.getSize()) + "|" +
-      std::to_string(st.getLastModificationTime().time_since_epoch().count()));
+  h.update(compiler);
   for (const std::string *s : {&tc.optLevel, &tc.includeDir})
     h.update(*s + "\n");
   for (const auto *list : {&tc.libs, &tc.cudaLibs, &tc.cudaArchs})
     for (const std::string &s : *list)
       h.update(s + "\n");
   if (!hashFile(h, sourcePath) || !hashFile(h, tc.cpuLibrary) ||
-      (cuda && !hashFile(h, tc.library)))
+      (cuda && !hashFile(h, tc.library)) ||
+      !hashRuntimeHeaders(h, tc.includeDir))
     return "";
-  std::error_code ec;
-  std::vector<std::string> headers;
-  for (sys::fs::recursive_directory_iterator it(tc.includeDir, ec), end;
-       it != end && !ec; it.increment(ec))
-    if (it->type() == sys::fs::file_type::regular_file)
-      headers.push_back(it->path());
-  if (ec)
-    return "";
-  llvm::sort(headers);
-  for (const std::string &path : headers) {
-    h.update(path);
-    if (!hashFile(h, path))
-      return "";
-  }
   return toHex(h.final(), /*LowerCase=*/true);
 }
 

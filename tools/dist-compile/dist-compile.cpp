@@ -59,7 +59,7 @@ static cl::OptionCategory category("dist-compile options");
 static constexpr const char *kRunnableConstraints = "ep-runs=1";
 
 static cl::list<std::string>
-    inputs(cl::Positional, cl::OneOrMore,
+    inputs(cl::Positional, cl::ZeroOrMore,
            cl::desc("<model.onnx|model.mlir|NAME=model.onnx>..."),
            cl::cat(category));
 static cl::opt<std::string>
@@ -120,6 +120,12 @@ static cl::opt<std::string> contextParallelOptions(
     cl::value_desc("pass options"), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print the compiler command"),
                              cl::cat(category));
+static cl::opt<bool> precompileHeader(
+    "precompile-runtime-header",
+    cl::desc("Precompile the runtime's program header for the CPU programs' "
+             "compiles into the recipe's pch= folder, and stop (the build "
+             "runs it)"),
+    cl::Hidden, cl::cat(category));
 
 namespace {
 struct Input {
@@ -346,6 +352,21 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-compile: build an executable from ONNX models or graph IR\n");
+  if (precompileHeader) {
+    auto tc = codegen::findToolchain(argv[0]);
+    Error err =
+        tc ? codegen::precompileRuntimeHeader(*tc, verbose) : tc.takeError();
+    if (err) {
+      WithColor::error() << toString(std::move(err)) << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  if (inputs.empty()) {
+    WithColor::error() << "no input: give one or more models "
+                          "(model.onnx, model.mlir or NAME=model.onnx)\n";
+    return 2;
+  }
 
   codegen::CodegenOptions options;
   if (target == "cuda") {

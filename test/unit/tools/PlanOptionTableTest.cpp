@@ -108,8 +108,9 @@ TEST(PlanOptionTable, PipelineTextAndFlagsFillTheSameFields) {
   for (const PlanOptionSpec &spec : planOptionSpecs()) {
     std::string value = testValue(spec, row++);
     EXPECT_EQ(valueOf(fromText, spec.field), value) << spec.name.str();
-    if (!spec.flag.empty())
+    if (!spec.flag.empty()) {
       EXPECT_EQ(valueOf(fromFlags, spec.field), value) << spec.flag.str();
+    }
   }
   EXPECT_TRUE(flags.searching());
 }
