@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -64,6 +65,27 @@ static bool samePaddingIsCheap(onnx::InferenceContext &ctx) {
       return false;
   }
   return true;
+}
+
+/// True when a convolution's filter has its input's rank (or either shape
+/// is unknown, when the inference reads neither). ONNX 1.12's
+/// convPoolShapeInference takes the kernel's extents from the filter's
+/// dims 2.. and indexes them, and the dilations, by the input's spatial
+/// rank: a 4-D filter on a 3-D input (dist-fuzz) reads past the kernel's
+/// list and crashes the process; a filter of lower rank gives the output
+/// a shape made of whatever it read. `filter` is W's input index (Conv,
+/// ConvInteger: 1; QLinearConv: 3), -1 for the pools, which have no
+/// filter.
+static bool filterRankAgrees(onnx::InferenceContext &ctx, int filter) {
+  if (filter < 0 || ctx.getNumInputs() <= static_cast<size_t>(filter))
+    return true;
+  const onnx::TypeProto *x = ctx.getInputType(0);
+  const onnx::TypeProto *w = ctx.getInputType(filter);
+  if (!x || !w || !x->tensor_type().has_shape() ||
+      !w->tensor_type().has_shape())
+    return true;
+  return x->tensor_type().shape().dim_size() ==
+         w->tensor_type().shape().dim_size();
 }
 
 /// True when every constant input of a Range holds an element. ONNX 1.12's
@@ -124,17 +146,24 @@ static bool usesConvPoolInference(const std::string &key) {
          key == "MaxPool" || key == "AveragePool" || key == "LpPool";
 }
 
+/// The input index of a convPoolShapeInference op's filter, -1 for none.
+static int filterInput(const std::string &key) {
+  return key == "QLinearConv"                    ? 3
+         : key == "Conv" || key == "ConvInteger" ? 1
+                                                 : -1;
+}
+
 /// ONNX's schema registry, except for Einsum's, whose inference is
 /// completed with its output's dimensions, and for the schemas whose inference
 /// reads input shapes it has not checked. In ONNX 1.12 Shape-15's data
 /// propagation reads getInputType(0) unchecked (a Shape node reading a
 /// value whose inference failed, such as a MatMul of mismatched shapes,
-/// crashes the process), ConvTranspose's shape inference reads W as if
-/// it had X's rank, convolutions and pools with SAME padding loop over
-/// the input's extent, and Range reads an element of constant inputs that
-/// may have none. Those schemas are copies that first check what the
-/// original reads and otherwise skip it; that only loses static shape data,
-/// and the importer then names the value it cannot type.
+/// crashes the process), ConvTranspose's and the convolutions' shape
+/// inference reads W as if it had X's rank, convolutions and pools with
+/// SAME padding loop over the input's extent, and Range reads an element
+/// of constant inputs that may have none. Those schemas are copies that first
+/// check what the original reads and otherwise skip it; that only loses static
+/// shape data, and the importer then names the value it cannot type.
 class GuardedRegistry final : public onnx::ISchemaRegistry {
 public:
   const onnx::OpSchema *GetSchema(const std::string &key, const int version,
@@ -179,9 +208,16 @@ public:
       } else {
         onnx::InferenceFunction inner =
             schema->GetTypeAndShapeInferenceFunction();
-        auto safe = convTranspose ? convTransposeRanksAgree
-                    : range       ? rangeInputsHaveData
-                                  : samePaddingIsCheap;
+        int filter = filterInput(key);
+        std::function<bool(onnx::InferenceContext &)> safe;
+        if (convTranspose)
+          safe = convTransposeRanksAgree;
+        else if (range)
+          safe = rangeInputsHaveData;
+        else
+          safe = [filter](onnx::InferenceContext &ctx) {
+            return filterRankAgrees(ctx, filter) && samePaddingIsCheap(ctx);
+          };
         copy.TypeAndShapeInferenceFunction(
             [inner, safe](onnx::InferenceContext &ctx) {
               if (safe(ctx))
