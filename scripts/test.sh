@@ -57,6 +57,21 @@ fi
 rm -rf "$results" && mkdir -p "$results"
 
 status=0
+# died NAME WHAT: a suite that ended without writing $results/NAME.xml (a
+# crash, a missing tool) counts as one failure in the closing line.
+died() {
+  [ -f "$results/$1.xml" ] && return
+  python3 - "$results/$1.xml" "$1" "$2" <<'EOF'
+import sys
+from xml.sax.saxutils import quoteattr
+path, name, what = sys.argv[1:]
+with open(path, "w") as f:
+    f.write(f'<testsuite name={quoteattr(name)} tests="1" failures="1">'
+            f'<testcase classname={quoteattr(name)} name="run">'
+            f'<failure message={quoteattr(what)}/></testcase></testsuite>\n')
+EOF
+}
+
 echo "== unit tests (gtest)"
 # Each gtest binary writes its own per-case XML, so the summary counts test
 # cases rather than binaries.
@@ -125,7 +140,8 @@ echo "== fuzz: regression corpus and a short mutation run of every target"
 fuzz() {
   "$build/bin/dist-fuzz" "$1" --regress "$root/test/fuzz/regress/$1" --seconds "$2" \
     --crash-dir "$results/fuzz-crashes" --junit "$results/fuzz-$1.xml" "${@:3}" || {
-    echo "FAILED: dist-fuzz $1 (input saved under $results/fuzz-crashes)"; status=1; }
+    echo "FAILED: dist-fuzz $1 (input saved under $results/fuzz-crashes)"; status=1
+    died "fuzz-$1" "dist-fuzz $1 ended without its results (a crash: the input is under fuzz-crashes)"; }
 }
 fuzz onnx 15 --seeds "$root/test/fixtures/small" --seeds "$root/test/import/Inputs"
 fuzz mlir 15 --seeds "$root/test/dialects" --seeds "$root/test/passes" \
@@ -148,7 +164,8 @@ fi
 numerics() {
   echo "== [$isa] $1"
   "$venv/bin/python" "$root/test/numerics/$2.py" --build "$build" \
-    --junit "$results/numerics-$3-$tag.xml" || status=1
+    --junit "$results/numerics-$3-$tag.xml" || {
+    status=1; died "numerics-$3-$tag" "$2.py ended without its results"; }
 }
 # The suites compile the same programs under either ISA (oneDNN picks its
 # kernels as a program runs): with fixed work folders the program cache
