@@ -180,19 +180,27 @@ static std::string headerCachePath(const Toolchain &tc, StringRef suffix) {
   return (p + suffix).str();
 }
 
+/// The stamp's text: what the header was built from (headerStamp) and the
+/// precompiled file's size, so that a cut file is not read (GCC stops
+/// with "cannot read PCH file" on one).
+static std::string stampText(StringRef built, uint64_t size) {
+  return (built + " " + Twine(size) + "\n").str();
+}
+
 /// True when `tc.headerCacheDir` holds the program header precompiled from
-/// these headers with this compiler and these flags. GCC looks for
+/// these headers with this compiler and these flags, whole. GCC looks for
 /// DIR/distrt/distrt_gen.h.gch in each include folder before the header
 /// itself, so -I DIR ahead of the runtime's headers makes it read that.
 static bool precompiledHeaderFits(const Toolchain &tc) {
+  uint64_t size = 0;
   if (tc.headerCacheDir.empty() ||
-      !sys::fs::exists(headerCachePath(tc, ".gch")))
+      sys::fs::file_size(headerCachePath(tc, ".gch"), size))
     return false;
   auto stamp = MemoryBuffer::getFile(headerCachePath(tc, ".stamp"));
   if (!stamp)
     return false;
-  std::string want = headerStamp(tc);
-  return !want.empty() && (*stamp)->getBuffer().trim() == want;
+  std::string built = headerStamp(tc);
+  return !built.empty() && (*stamp)->getBuffer() == stampText(built, size);
 }
 
 /// Writes `text` to `path` through a temporary file and a rename, so that
@@ -261,11 +269,14 @@ Error distopt::codegen::precompileRuntimeHeader(const Toolchain &tc,
                      " failed (exit " + Twine(rc) +
                      (errMsg.empty() ? "" : ", " + errMsg) + ")");
   }
+  uint64_t size = 0;
+  if (std::error_code ec = sys::fs::file_size(tmp, size))
+    return makeError("cannot read '" + tmp + "': " + ec.message());
   if (std::error_code ec = sys::fs::rename(tmp, gch)) {
     sys::fs::remove(tmp);
     return makeError("cannot write '" + gch + "': " + ec.message());
   }
-  return writeAtomically(headerCachePath(tc, ".stamp"), stamp + "\n");
+  return writeAtomically(headerCachePath(tc, ".stamp"), stampText(stamp, size));
 }
 
 /// Runs the compiler: the program, or with `compileOnly` its object file.
