@@ -91,6 +91,11 @@ static LogicalResult verifyConvWindow(Operation *op, RankedTensorType x,
     return op->emitOpError("input has ")
            << x.getDimSize(1) << " channels but weight expects "
            << w.getDimSize(1) << " x group " << group;
+  // As graph.conv: each group computes its share of the filters (an ONNX
+  // ConvTranspose's input channels, imported as conv_grad_input).
+  if (!w.isDynamicDim(0) && w.getDimSize(0) % group != 0)
+    return op->emitOpError("filter count ")
+           << w.getDimSize(0) << " is not divisible by group " << group;
   return success();
 }
 

@@ -148,12 +148,19 @@ static LogicalResult translateConvTranspose(Translator &t,
     if (tail < 0 || tail >= strides[i])
       return t.emitOpaque(node);
   }
+  // Each group transposes its share of the input channels (ONNX's
+  // inference does not check it; onnxruntime refuses such a model).
+  int64_t group = Translator::attrInt(node, "group", 1);
+  if (group >= 1 && !xt.isDynamicDim(1) && xt.getDimSize(1) % group != 0)
+    return t.emitError(node) << "ConvTranspose's input has " << xt.getDimSize(1)
+                             << " channels, which its 'group' " << group
+                             << " does not divide; fix the model";
   OpBuilder &b = t.builder;
   Location loc = t.loc(node);
   Value y = ConvGradInputOp::create(
       b, loc, type, x, w, b.getDenseI64ArrayAttr(strides),
       b.getDenseI64ArrayAttr(pads), b.getDenseI64ArrayAttr(dilations),
-      b.getI64IntegerAttr(Translator::attrInt(node, "group", 1)));
+      b.getI64IntegerAttr(group));
   if (!bias)
     return t.setResult(node, y);
   SmallVector<int64_t> channels(n + 1, 1);

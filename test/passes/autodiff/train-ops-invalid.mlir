@@ -208,6 +208,16 @@ func.func @conv_channels(%x: tensor<2x6x8x8xf32>, %dy: tensor<2x4x8x8xf32>) -> t
 
 // -----
 
+// An ONNX ConvTranspose of 4 input channels in 3 groups: the forward conv's
+// 4 filters do not split into the groups.
+func.func @conv_filters_group(%dy: tensor<1x4x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x6x7x7xf32> {
+  // expected-error @+1 {{filter count 4 is not divisible by group 3}}
+  %0 = graph.conv_grad_input %dy, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 3 : i64} : (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x6x7x7xf32>
+  return %0 : tensor<1x6x7x7xf32>
+}
+
+// -----
+
 func.func @conv_types(%x: tensor<2x3x8x8xf32>, %dy: tensor<2x4x8x8xbf16>) -> tensor<4x3x3x3xf32> {
   // expected-error @+1 {{element types must match}}
   %0 = graph.conv_grad_weight %x, %dy {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<2x4x8x8xbf16>) -> tensor<4x3x3x3xf32>
