@@ -182,6 +182,13 @@ Expected<Plan> parsePlan(StringRef spec) {
                                    " (and at most 1000000)");
       return Error::success();
     };
+    // A switch is 0 or 1: "sp=2" is a typo (for a degree, perhaps), not on.
+    auto flag = [&](bool &out) -> Error {
+      if (value != "0" && value != "1")
+        return planError(spec, "'" + key + "=" + value + "' must be 0 or 1");
+      out = value == "1";
+      return Error::success();
+    };
     Error e = Error::success();
     if (key == "dp")
       e = number(p.dp, 1);
@@ -195,11 +202,9 @@ Expected<Plan> parsePlan(StringRef spec) {
       e = number(p.cp, 1);
     else if (key == "ep")
       e = number(p.ep, 1);
-    else if (key == "sp" || key == "tp_overlap") {
-      unsigned v = 0;
-      e = number(v, 0);
-      (key == "sp" ? p.sp : p.tpOverlap) = v != 0;
-    } else if (key == "expert_imbalance") {
+    else if (key == "sp" || key == "tp_overlap")
+      e = flag(key == "sp" ? p.sp : p.tpOverlap);
+    else if (key == "expert_imbalance") {
       if (value.getAsDouble(p.expertImbalance) || !(p.expertImbalance >= 1) ||
           p.expertImbalance > 1000)
         return planError(spec, "'expert_imbalance=" + value +
@@ -220,22 +225,16 @@ Expected<Plan> parsePlan(StringRef spec) {
       e = number(p.zero, 0);
       if (!e && p.zero > 3)
         return planError(spec, "zero must be 0, 1, 2 or 3");
-    } else if (key == "sg") {
-      unsigned v = 1;
-      e = number(v, 0);
-      p.scatterGather = v != 0;
-    } else if (key == "uneven") {
-      unsigned v = 0;
-      e = number(v, 0);
-      p.unevenBatch = v != 0;
-    } else if (key == "p2p_overlap" || key == "grad_overlap" ||
-               key == "ag_overlap") {
-      unsigned v = 1;
-      e = number(v, 0);
-      (key == "p2p_overlap"    ? p.overlapP2P
-       : key == "grad_overlap" ? p.overlapGradSync
-                               : p.overlapParamGather) = v != 0;
-    } else if (key == "schedule") {
+    } else if (key == "sg")
+      e = flag(p.scatterGather);
+    else if (key == "uneven")
+      e = flag(p.unevenBatch);
+    else if (key == "p2p_overlap" || key == "grad_overlap" ||
+             key == "ag_overlap")
+      e = flag(key == "p2p_overlap"    ? p.overlapP2P
+               : key == "grad_overlap" ? p.overlapGradSync
+                                       : p.overlapParamGather);
+    else if (key == "schedule") {
       if (!parseScheduleKind(value, p.schedule))
         return planError(spec, "unknown schedule '" + value + "'; use " +
                                    scheduleNameList());

@@ -66,6 +66,17 @@ TEST(Plan, ParseErrors) {
   EXPECT_NE(planError("zero=4").find("zero must be"), std::string::npos);
   EXPECT_NE(planError("stages=3/x").find("not a layer index"),
             std::string::npos);
+  // Switches are 0 or 1; any other number was taken as 1.
+  for (const char *spec :
+       {"tp=2,sp=2", "sg=7", "tp_overlap=yes", "uneven=-1", "p2p_overlap=2",
+        "grad_overlap=10", "ag_overlap=01"}) {
+    SCOPED_TRACE(spec);
+    EXPECT_NE(planError(spec).find("must be 0 or 1"), std::string::npos);
+  }
+  Plan on = llvm::cantFail(parsePlan("tp=2,sp=1,sg=0,ag_overlap=1"));
+  EXPECT_TRUE(on.sp);
+  EXPECT_FALSE(on.scatterGather);
+  EXPECT_TRUE(on.overlapParamGather);
 }
 
 cost::ModelDesc smallModel(unsigned layers = 8) {
