@@ -179,6 +179,15 @@ TEST(RangeTimes, TpOverlapHidesCommunicationUnderTheGemm) {
   EXPECT_DOUBLE_EQ(hidden.tpBytes, exposed.tpBytes);
 }
 
+/// Tensor parallelism over 4 ranks of one node (10 GB/s links, 5 us), the
+/// rest of the configuration as it defaults.
+static ExecConfig tensorParallelFour() {
+  ExecConfig x;
+  x.tp.size = x.tp.perNode = 4;
+  x.tp.intra = x.tp.inter = link(10, 5);
+  return x;
+}
+
 /// Checks that `layer` under `x` adds the W-pass collective `extra` to the
 /// layer as priced without sp (`whole`): to the weight-gradient GEMMs' time,
 /// to the TP traffic and to the links' bytes.
@@ -207,9 +216,7 @@ TEST(RangeTimes, SequenceParallelismSumsTheNormsWeightGradients) {
   const LayerDesc &block = m.layers[1];
   CostModel cm;
   DeviceSpec d = testDevice();
-  ExecConfig x;
-  x.tp.size = x.tp.perNode = 4;
-  x.tp.intra = x.tp.inter = link(10, 5);
+  ExecConfig x = tensorParallelFour();
   RangeTimes whole = cm.layerTimes(block, d, x);
   EXPECT_EQ(CostModel::weightGradSumBytes(block, x), 0);
   x.sp = true;
@@ -275,9 +282,7 @@ TEST(RangeTimes, SequenceParallelismGathersAPositionTablesGradient) {
   embedding.ops = {lookup, add};
   CostModel cm;
   DeviceSpec d = testDevice();
-  ExecConfig x;
-  x.tp.size = x.tp.perNode = 4;
-  x.tp.intra = x.tp.inter = link(10, 5);
+  ExecConfig x = tensorParallelFour();
   RangeTimes whole = cm.layerTimes(embedding, d, x);
   EXPECT_EQ(CostModel::weightGradGatherBytes(embedding, x), 0);
   x.sp = true;
